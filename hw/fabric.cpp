@@ -1,0 +1,416 @@
+#include "fabric.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/connected_components.hpp>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/graph/filtered_graph.hpp>
+#include <fmt/format.h>
+
+namespace osim::hw {
+
+std::string to_string(RouteKind k) {
+  switch (k) {
+    case RouteKind::Local: return "local";
+    case RouteKind::NvLink: return "nvlink";
+    case RouteKind::PcieP2P: return "pcie-p2p";
+    case RouteKind::ViaHost: return "via-host";
+    case RouteKind::HostMemory: return "host";
+    case RouteKind::Network: return "network";
+    case RouteKind::NetworkViaHost: return "network-via-host";
+  }
+  return "?";
+}
+
+namespace {
+struct VertexP {
+  int node = -1;
+};
+struct EdgeP {
+  int link = -1;
+  double weight = 0;
+};
+using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, VertexP, EdgeP>;
+using Edge = boost::graph_traits<G>::edge_descriptor;
+
+struct EdgeFilter {
+  const G* g = nullptr;
+  const std::vector<LinkSpec>* links = nullptr;
+  uint32_t kinds = 0;  // bit per LinkKind
+  bool operator()(const Edge& e) const { return (kinds >> static_cast<int>((*links)[(*g)[e].link].kind)) & 1U; }
+};
+struct VertexFilter {
+  const std::vector<NodeSpec>* nodes = nullptr;
+  uint32_t kinds = 0;  // bit per NodeKind allowed as an intermediate
+  int src = -1, dst = -1;
+  bool operator()(size_t v) const {
+    const int n = static_cast<int>(v);
+    return n == src || n == dst || ((kinds >> static_cast<int>((*nodes)[n].kind)) & 1U);
+  }
+};
+// Records, for each vertex, the edge that last relaxed it (the shortest-path tree).
+struct EdgeRecorder : boost::base_visitor<EdgeRecorder> {
+  using event_filter = boost::on_edge_relaxed;
+  std::vector<Edge>* pe = nullptr;
+  std::vector<bool>* hp = nullptr;
+  template <class E, class FG>
+  void operator()(E e, const FG& fg) {
+    const size_t t = boost::target(e, fg);
+    (*pe)[t] = e;
+    (*hp)[t] = true;
+  }
+};
+constexpr uint32_t bit(LinkKind k) { return 1U << static_cast<int>(k); }
+constexpr uint32_t bit(NodeKind k) { return 1U << static_cast<int>(k); }
+
+constexpr uint32_t kPcieLinks = bit(LinkKind::Pcie) | bit(LinkKind::Internal) | bit(LinkKind::InterSocket);
+constexpr uint32_t kPcieNodes = bit(NodeKind::PcieSwitch) | bit(NodeKind::HostBridge) | bit(NodeKind::Cpu);
+constexpr uint32_t kNetLinks = bit(LinkKind::InfiniBand) | bit(LinkKind::Ethernet);
+}  // namespace
+
+struct Topology::Graph {
+  G g;
+  using Path = Topology::HopPath;
+  Path shortest(const std::vector<NodeSpec>& nodes, const std::vector<LinkSpec>& links, int src, int dst,
+                uint32_t link_kinds, uint32_t node_kinds) const {
+    EdgeFilter ef{&g, &links, link_kinds};
+    VertexFilter vf{&nodes, node_kinds, src, dst};
+    boost::filtered_graph<G, EdgeFilter, VertexFilter> fg(g, ef, vf);
+    const size_t n = boost::num_vertices(g);
+    std::vector<double> dist(n, std::numeric_limits<double>::infinity());
+    std::vector<Edge> pred_edge(n);
+    std::vector<bool> has_pred(n, false);
+    EdgeRecorder rec;
+    rec.pe = &pred_edge;
+    rec.hp = &has_pred;
+    // Undirected: the relaxed edge's "target" is the vertex reached; for an
+    // undirected edge descriptor boost reports source/target as traversed.
+    boost::dijkstra_shortest_paths(
+        fg, static_cast<size_t>(src),
+        boost::weight_map(boost::get(&EdgeP::weight, g))
+            .distance_map(boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)))
+            .visitor(boost::make_dijkstra_visitor(rec)));
+    Path p;
+    if (src == dst || !has_pred[dst]) return p;  // boost marks unreached vertices with max(), not inf
+    p.weight = dist[dst];
+    int cur = dst;
+    while (cur != src) {
+      const Edge e = pred_edge[cur];
+      p.nodes.push_back(cur);
+      p.links.push_back(g[e].link);
+      const int a = static_cast<int>(boost::source(e, g)), b = static_cast<int>(boost::target(e, g));
+      cur = (a == cur) ? b : a;
+    }
+    p.nodes.push_back(src);
+    std::reverse(p.nodes.begin(), p.nodes.end());
+    std::reverse(p.links.begin(), p.links.end());
+    return p;
+  }
+};
+
+Topology::~Topology() = default;
+
+void Topology::HopPath::reverse() {
+  std::reverse(nodes.begin(), nodes.end());
+  std::reverse(links.begin(), links.end());
+}
+
+Topology::Topology(TopologySpec spec) : spec_(std::move(spec)), g_(std::make_unique<Graph>()) {
+  G& g = g_->g;
+  for (size_t i = 0; i < spec_.nodes.size(); ++i) {
+    index_[spec_.nodes[i].name] = static_cast<int>(i);
+    boost::add_vertex(VertexP{static_cast<int>(i)}, g);
+  }
+  // Resources: link directions, then node aggregates, in file order.
+  link_fwd_.resize(spec_.links.size());
+  link_rev_.resize(spec_.links.size());
+  for (size_t i = 0; i < spec_.links.size(); ++i) {
+    const LinkSpec& l = spec_.links[i];
+    const int a = index_.at(l.a), b = index_.at(l.b);
+    boost::add_edge(static_cast<size_t>(a), static_cast<size_t>(b), EdgeP{static_cast<int>(i), 1e6 + l.latency.ns()}, g);
+    if (l.bandwidth.is_unlimited()) {
+      link_fwd_[i] = link_rev_[i] = -1;
+    } else if (l.half_duplex) {
+      link_fwd_[i] = link_rev_[i] = static_cast<int>(resources_.size());
+      resources_.push_back({fmt::format("{}<->{}", l.a, l.b), l.bandwidth.bytes_per_s});
+    } else {
+      link_fwd_[i] = static_cast<int>(resources_.size());
+      resources_.push_back({fmt::format("{}->{}", l.a, l.b), l.bandwidth.bytes_per_s});
+      link_rev_[i] = static_cast<int>(resources_.size());
+      resources_.push_back({fmt::format("{}->{}", l.b, l.a), l.bandwidth.bytes_per_s});
+    }
+  }
+  node_throughput_.assign(spec_.nodes.size(), -1);
+  node_dram_.assign(spec_.nodes.size(), -1);
+  for (size_t i = 0; i < spec_.nodes.size(); ++i) {
+    const NodeSpec& n = spec_.nodes[i];
+    if (n.throughput) {
+      node_throughput_[i] = static_cast<int>(resources_.size());
+      resources_.push_back({fmt::format("{} (aggregate)", n.name), n.throughput->bytes_per_s});
+    }
+    if (n.memory_bandwidth) {
+      node_dram_[i] = static_cast<int>(resources_.size());
+      resources_.push_back({fmt::format("{}.dram", n.name), n.memory_bandwidth->bytes_per_s});
+    }
+  }
+  // Hosts: components without network links.
+  {
+    EdgeFilter ef{&g, &spec_.links, ~kNetLinks};
+    VertexFilter vf{&spec_.nodes, ~0U, -1, -1};
+    boost::filtered_graph<G, EdgeFilter, VertexFilter> fg(g, ef, vf);
+    std::vector<int> comp(spec_.nodes.size(), 0);
+    boost::connected_components(fg, boost::make_iterator_property_map(comp.begin(), boost::get(boost::vertex_index, g)));
+    // Number hosts in node order; parts holding only network gear are no host (-1).
+    std::map<int, int> renumber;
+    host_.assign(spec_.nodes.size(), -1);
+    for (size_t i = 0; i < spec_.nodes.size(); ++i) {
+      const NodeKind k = spec_.nodes[i].kind;
+      if (k == NodeKind::NetworkSwitch) continue;
+      auto [it, fresh] = renumber.emplace(comp[i], static_cast<int>(renumber.size()));
+      host_[i] = it->second;
+    }
+    host_count_ = static_cast<int>(renumber.size());
+  }
+  // Every GPU must reach host memory.
+  for (int gpu : gpus()) {
+    if (nearest_cpu(gpu) < 0)
+      throw InputError(spec_.nodes[gpu].where,
+                       fmt::format("GPU '{}' has no PCIe path to host memory: link it (through pcie_switch / host_bridge nodes) "
+                                   "to a cpu node",
+                                   spec_.nodes[gpu].name));
+  }
+}
+
+int Topology::find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? -1 : it->second;
+}
+
+std::vector<int> Topology::nodes_of_kind(NodeKind k) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < spec_.nodes.size(); ++i)
+    if (spec_.nodes[i].kind == k) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+std::vector<ConstraintId> Topology::install(MaxMinSystem& sys) const {
+  std::vector<ConstraintId> ids;
+  ids.reserve(resources_.size());
+  for (const Resource& r : resources_) ids.push_back(sys.add_constraint(r.capacity));
+  return ids;
+}
+
+Topology::HopPath Topology::pcie_path(int src, int dst) const {
+  return g_->shortest(spec_.nodes, spec_.links, src, dst, kPcieLinks, kPcieNodes);
+}
+
+Topology::HopPath Topology::nvlink_path(int src, int dst) const {
+  return g_->shortest(spec_.nodes, spec_.links, src, dst, bit(LinkKind::NvLink), bit(NodeKind::NvSwitch));
+}
+
+Topology::HopPath Topology::network_path(int src, int dst) const {
+  return g_->shortest(spec_.nodes, spec_.links, src, dst, kNetLinks, bit(NodeKind::NetworkSwitch));
+}
+
+namespace {
+template <class PathFn>
+int nearest_of(const std::vector<int>& candidates, int from, const std::vector<int>& host, PathFn&& weight_of) {
+  int best = -1;
+  double best_w = std::numeric_limits<double>::infinity();
+  for (int c : candidates) {
+    if (host[c] != host[from]) continue;
+    const double w = weight_of(c);
+    if (w < best_w) {
+      best_w = w;
+      best = c;
+    }
+  }
+  return best;
+}
+}  // namespace
+
+int Topology::nearest_cpu(int node) const {
+  if (spec_.nodes[node].kind == NodeKind::Cpu) return node;
+  return nearest_of(nodes_of_kind(NodeKind::Cpu), node, host_, [&](int c) {
+    auto p = g_->shortest(spec_.nodes, spec_.links, node, c, kPcieLinks, kPcieNodes);
+    return p.empty() ? std::numeric_limits<double>::infinity() : p.weight;
+  });
+}
+
+int Topology::nearest_nic(int node) const {
+  if (spec_.nodes[node].kind == NodeKind::Nic) return node;
+  return nearest_of(nodes_of_kind(NodeKind::Nic), node, host_, [&](int c) {
+    auto p = g_->shortest(spec_.nodes, spec_.links, node, c, kPcieLinks, kPcieNodes);
+    return p.empty() ? std::numeric_limits<double>::infinity() : p.weight;
+  });
+}
+
+PathType Topology::classify_pcie(const HopPath& path) const {
+  PathType t = PathType::Pix;
+  int switches = 0;
+  for (size_t i = 1; i + 1 < path.nodes.size(); ++i) {
+    switch (spec_.nodes[path.nodes[i]].kind) {
+      case NodeKind::PcieSwitch: ++switches; break;
+      case NodeKind::HostBridge: t = std::max(t, PathType::Phb); break;
+      case NodeKind::Cpu: t = std::max(t, PathType::Node); break;
+      default: break;
+    }
+  }
+  if (switches > 1) t = std::max(t, PathType::Pxb);
+  for (int link : path.links)
+    if (spec_.links[link].kind == LinkKind::InterSocket) t = PathType::Sys;
+  return t;
+}
+
+PathType Topology::path_type(int a, int b) const {
+  if (a == b) return PathType::Loc;
+  if (host_[a] != host_[b]) return PathType::Net;
+  if (!nvlink_path(a, b).empty()) return PathType::NvLink;
+  const auto p = pcie_path(a, b);
+  return p.empty() ? PathType::Net : classify_pcie(p);
+}
+
+void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg) const {
+  auto add = [&](int res, double c) {
+    if (res < 0) return;
+    for (ResourceUse& u : r.uses)
+      if (u.resource == res) {
+        u.coefficient += c;
+        return;
+      }
+    r.uses.push_back({res, c});
+  };
+  for (size_t i = 0; i < path.links.size(); ++i) {
+    const int link = path.links[i];
+    const LinkSpec& l = spec_.links[link];
+    add(index_.at(l.a) == path.nodes[i] ? link_fwd_[link] : link_rev_[link], 1.0);
+    r.latency += l.latency;
+  }
+  for (size_t i = 0; i < path.nodes.size(); ++i) {
+    const int n = path.nodes[i];
+    const bool endpoint = i == 0 || i + 1 == path.nodes.size();
+    add(node_throughput_[n], 1.0);
+    if (endpoint) add(node_dram_[n], 1.0);
+    else r.latency += spec_.nodes[n].latency;
+  }
+  if (first_leg) r.nodes = path.nodes;
+  else r.nodes.insert(r.nodes.end(), path.nodes.begin() + 1, path.nodes.end());
+}
+
+void Topology::finish(Route& r) const {
+  std::sort(r.uses.begin(), r.uses.end(), [](const ResourceUse& a, const ResourceUse& b) { return a.resource < b.resource; });
+  r.bottleneck = Bandwidth::unlimited();
+  for (const ResourceUse& u : r.uses)
+    r.bottleneck.bytes_per_s = std::min(r.bottleneck.bytes_per_s, resources_[u.resource].capacity / u.coefficient);
+}
+
+Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
+  const NodeSpec& s = spec_.nodes[src];
+  const NodeSpec& d = spec_.nodes[dst];
+  auto endpoint = [](NodeKind k) { return k == NodeKind::Gpu || k == NodeKind::Cpu || k == NodeKind::Nic; };
+  if (!endpoint(s.kind) || !endpoint(d.kind))
+    throw InputError(SourceLocation{}, fmt::format("cannot route '{}' -> '{}': transfers start and end at GPUs, host memory (cpu) or NICs",
+                                                   s.name, d.name));
+  Route r;
+  if (src == dst) {
+    r.kind = RouteKind::Local;
+    r.nodes = {src};
+    return r;
+  }
+  auto need_pcie = [&](int a, int b) {
+    auto p = pcie_path(a, b);
+    if (p.empty())
+      throw InputError(SourceLocation{}, fmt::format("no PCIe path between '{}' and '{}'", spec_.nodes[a].name, spec_.nodes[b].name));
+    return p;
+  };
+  if (host_[src] != host_[dst]) {
+    r.kind = RouteKind::Network;
+    // Leg from an endpoint to its NIC, through host memory when GPUDirect RDMA is out of reach.
+    auto leg = [&](int end, bool outbound) {
+      const int nic = nearest_nic(end);
+      if (nic < 0)
+        throw InputError(SourceLocation{}, fmt::format("'{}' has no NIC on its host: cannot reach another host", spec_.nodes[end].name));
+      std::vector<HopPath> parts;
+      if (spec_.nodes[end].kind == NodeKind::Gpu) {
+        const auto direct = need_pcie(end, nic);
+        if (classify_pcie(direct) <= spec_.gdr_level) {
+          parts.push_back(direct);
+        } else {
+          const int cpu = nearest_cpu(end);
+          parts.push_back(need_pcie(end, cpu));
+          parts.push_back(need_pcie(cpu, nic));
+          r.kind = RouteKind::NetworkViaHost;
+        }
+      } else if (end != nic) {
+        parts.push_back(need_pcie(end, nic));
+      }
+      if (!outbound) {
+        std::reverse(parts.begin(), parts.end());
+        for (auto& p : parts) p.reverse();
+      }
+      return std::make_pair(nic, parts);
+    };
+    auto [nic_a, out_parts] = leg(src, true);
+    auto [nic_b, in_parts] = leg(dst, false);
+    auto net = network_path(nic_a, nic_b);
+    if (net.empty())
+      throw InputError(SourceLocation{}, fmt::format("no network path between '{}' and '{}'", spec_.nodes[nic_a].name, spec_.nodes[nic_b].name));
+    bool first = true;
+    const RouteKind keep = r.kind;
+    for (auto& p : out_parts) add_hop_path(r, p, std::exchange(first, false));
+    add_hop_path(r, net, std::exchange(first, false));
+    for (auto& p : in_parts) add_hop_path(r, p, false);
+    r.kind = keep;
+    finish(r);
+    return r;
+  }
+  if (s.kind == NodeKind::Gpu && d.kind == NodeKind::Gpu) {
+    // NCCL_P2P_DISABLE turns off the P2P transport, NVLink included.
+    if (auto nv = nvlink_path(src, dst); !nv.empty() && !opt.p2p_disabled) {
+      r.kind = RouteKind::NvLink;
+      add_hop_path(r, nv, true);
+      finish(r);
+      return r;
+    }
+    const auto p = need_pcie(src, dst);
+    const bool pair_off = std::any_of(spec_.p2p_disabled_pairs.begin(), spec_.p2p_disabled_pairs.end(), [&](const auto& pr) {
+      return (pr.first == s.name && pr.second == d.name) || (pr.first == d.name && pr.second == s.name);
+    });
+    if (!opt.p2p_disabled && !pair_off && s.gpu.p2p && d.gpu.p2p && classify_pcie(p) <= spec_.p2p_level) {
+      r.kind = RouteKind::PcieP2P;
+      add_hop_path(r, p, true);
+    } else {
+      r.kind = RouteKind::ViaHost;
+      const int cpu = nearest_cpu(src);
+      add_hop_path(r, need_pcie(src, cpu), true);
+      add_hop_path(r, need_pcie(cpu, dst), false);
+    }
+    finish(r);
+    return r;
+  }
+  r.kind = RouteKind::HostMemory;
+  add_hop_path(r, need_pcie(src, dst), true);
+  finish(r);
+  return r;
+}
+
+const Route& Topology::route(int src, int dst, const RouteOptions& opt) const {
+  const auto key = std::make_tuple(src, dst, opt);
+  auto it = route_cache_.find(key);
+  if (it != route_cache_.end()) return it->second;
+  return route_cache_.emplace(key, build_route(src, dst, opt)).first->second;
+}
+
+std::string Topology::describe(const Route& r) const {
+  std::string out;
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    if (i) out += " -> ";
+    out += spec_.nodes[r.nodes[i]].name;
+  }
+  return out;
+}
+
+}  // namespace osim::hw

@@ -1,0 +1,114 @@
+// Topology built: a Boost.Graph of the nodes and links, the resources
+// (solver constraints) they define, and routes between endpoints.
+//
+// Routing rules (README "Routes"):
+//  * GPU <-> GPU on one host: over NVLink/NVSwitch when a path of NVLink
+//    links exists and P2P is not disabled for the run; else PCIe peer-to-peer when both GPUs allow P2P, the pair is
+//    not disabled, P2P is not disabled for the run (NCCL_P2P_DISABLE) and the
+//    PCIe path type is no farther than the topology's p2p_level; else bounced
+//    through the sender's nearest host memory (GPU->DRAM->GPU: both hops'
+//    resources, DRAM twice).
+//  * GPU <-> host memory: the PCIe path (fewest hops, then lowest latency).
+//  * Across hosts: to the nearest NIC (GPUDirect RDMA when the GPU-NIC path
+//    type is within gdr_level, else staged through host memory), over the
+//    network, then from the remote NIC to the destination.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/maxmin.hpp"
+#include "topology.hpp"
+
+namespace osim::hw {
+
+enum class RouteKind { Local, NvLink, PcieP2P, ViaHost, HostMemory, Network, NetworkViaHost };
+std::string to_string(RouteKind k);
+
+struct Resource {
+  std::string name;
+  double capacity = 0;  // bytes/s
+};
+
+struct ResourceUse {
+  int resource;
+  double coefficient;
+};
+
+struct Route {
+  RouteKind kind = RouteKind::Local;
+  std::vector<int> nodes;  // node indices, source first
+  std::vector<ResourceUse> uses;
+  Time latency;
+  /// min over uses of capacity / coefficient: a lone flow's rate.
+  Bandwidth bottleneck = Bandwidth::unlimited();
+};
+
+struct RouteOptions {
+  bool p2p_disabled = false;  // like NCCL_P2P_DISABLE=1: no NVLink, no PCIe P2P
+  bool operator<(const RouteOptions& o) const { return p2p_disabled < o.p2p_disabled; }
+};
+
+class Topology {
+ public:
+  explicit Topology(TopologySpec spec);
+  ~Topology();
+  Topology(const Topology&) = delete;
+  Topology& operator=(const Topology&) = delete;
+
+  [[nodiscard]] const TopologySpec& spec() const { return spec_; }
+  [[nodiscard]] const std::string& name() const { return spec_.name; }
+  [[nodiscard]] size_t node_count() const { return spec_.nodes.size(); }
+  [[nodiscard]] const NodeSpec& node(int i) const { return spec_.nodes[i]; }
+  /// -1 when unknown.
+  [[nodiscard]] int find(const std::string& name) const;
+  [[nodiscard]] std::vector<int> nodes_of_kind(NodeKind k) const;
+  [[nodiscard]] std::vector<int> gpus() const { return nodes_of_kind(NodeKind::Gpu); }
+  /// Hosts are the connected parts left when network links are removed.
+  [[nodiscard]] int host_of(int node) const { return host_[node]; }
+  [[nodiscard]] int host_count() const { return host_count_; }
+
+  [[nodiscard]] const std::vector<Resource>& resources() const { return resources_; }
+  /// Adds one constraint per resource; returns their ids, index = resource.
+  std::vector<ConstraintId> install(MaxMinSystem& sys) const;
+
+  /// The host memory (CPU node) nearest to a node on its host.
+  [[nodiscard]] int nearest_cpu(int node) const;
+  [[nodiscard]] PathType path_type(int gpu_a, int gpu_b) const;
+  /// Throws InputError if the endpoints cannot be joined.
+  [[nodiscard]] const Route& route(int src, int dst, const RouteOptions& opt = {}) const;
+  [[nodiscard]] std::string describe(const Route& r) const;
+
+ private:
+  struct Graph;
+  struct HopPath {
+    std::vector<int> nodes;
+    std::vector<int> links;  // links[i] joins nodes[i] and nodes[i+1]
+    double weight = 0;
+    [[nodiscard]] bool empty() const { return nodes.empty(); }
+    void reverse();
+  };
+  HopPath pcie_path(int src, int dst) const;
+  HopPath nvlink_path(int src, int dst) const;
+  HopPath network_path(int src, int dst) const;
+  int nearest_nic(int node) const;
+  PathType classify_pcie(const HopPath& path) const;
+  void add_hop_path(Route& r, const HopPath& path, bool first_leg) const;
+  Route build_route(int src, int dst, const RouteOptions& opt) const;
+  void finish(Route& r) const;
+
+  TopologySpec spec_;
+  std::unique_ptr<Graph> g_;
+  std::map<std::string, int> index_;
+  std::vector<int> host_;
+  int host_count_ = 0;
+  std::vector<Resource> resources_;
+  std::vector<int> link_fwd_, link_rev_;   // resource per link direction (a->b, b->a)
+  std::vector<int> node_throughput_;       // resource or -1
+  std::vector<int> node_dram_;             // resource or -1
+  mutable std::map<std::tuple<int, int, RouteOptions>, Route> route_cache_;
+};
+
+}  // namespace osim::hw

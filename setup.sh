@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what overlapsim needs from Debian's packages (skipping what is
+# already there) and builds it in ./build. Safe to re-run.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(cmake ninja-build g++ libboost-graph-dev libyaml-cpp-dev libeigen3-dev doctest-dev libcli11-dev
+          nlohmann-json3-dev libfmt-dev libtbb-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cmake --preset default >/dev/null
+cmake --build --preset default -j "$(nproc)"
+echo "setup: built ./build/bin/overlapsim"

@@ -1,0 +1,132 @@
+#include "flows.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace osim {
+
+Bandwidth FlowRecord::achieved() const {
+  const double s = duration().s();
+  return s > 0 ? Bandwidth{bytes / s} : Bandwidth::unlimited();
+}
+
+ConstraintId FlowRecord::main_bottleneck() const {
+  ConstraintId best = MaxMinSystem::kOwnBound;
+  Time best_t = Time::from_ps(-1);
+  for (const auto& [c, t] : bottleneck_time)
+    if (t > best_t || (t == best_t && c < best)) {
+      best = c;
+      best_t = t;
+    }
+  return best;
+}
+
+FlowId FlowModel::start(FlowSpec spec) {
+  assert(spec.bytes >= 0);
+  assert((!spec.route.empty() || std::isfinite(spec.rate_cap)) && "a flow with no route needs a rate cap");
+  FlowId id;
+  if (!free_ids_.empty()) {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  } else {
+    id = static_cast<FlowId>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& fl = flows_[id];
+  fl = Flow{};
+  fl.record.id = id;
+  fl.record.label = spec.label;
+  fl.record.bytes = spec.bytes;
+  fl.record.start = engine_.now();
+  fl.record.first_byte = engine_.now() + spec.latency;
+  fl.remaining = spec.bytes;
+  fl.spec = std::move(spec);
+  fl.running = true;
+  ++active_;
+  // Always through the engine, so a callback never runs inside start().
+  engine_.after(fl.spec.latency, [this, id] { activate(id); });
+  return id;
+}
+
+double FlowModel::rate(FlowId f) const { return flows_[f].rate; }
+
+void FlowModel::activate(FlowId f) {
+  Flow& fl = flows_[f];
+  fl.last_update = engine_.now();
+  if (fl.remaining <= 0) {
+    complete(f);
+    return;
+  }
+  fl.var = sys_.add_variable(fl.spec.weight, fl.spec.rate_cap);
+  for (const FlowUse& u : fl.spec.route) sys_.expand(u.constraint, fl.var, u.coefficient);
+  if (var_to_flow_.size() <= static_cast<size_t>(fl.var)) var_to_flow_.resize(fl.var + 1, -1);
+  var_to_flow_[fl.var] = f;
+  request_solve();
+}
+
+void FlowModel::request_solve() {
+  if (solve_pending_) return;
+  solve_pending_ = true;
+  engine_.after(Time::zero(), [this] { solve_now(); });
+}
+
+void FlowModel::settle(Flow& fl) {
+  const Time now = engine_.now();
+  const Time dt = now - fl.last_update;
+  if (dt > Time::zero()) {
+    const double moved = std::min(fl.remaining, fl.rate * dt.s());
+    fl.remaining -= moved;
+    for (const FlowUse& u : fl.spec.route) {
+      if (constraint_bytes_.size() <= static_cast<size_t>(u.constraint)) constraint_bytes_.resize(u.constraint + 1, 0);
+      constraint_bytes_[u.constraint] += moved * u.coefficient;
+    }
+    auto& bt = fl.record.bottleneck_time;
+    auto it = std::find_if(bt.begin(), bt.end(), [&](const auto& p) { return p.first == fl.bottleneck; });
+    if (it == bt.end()) bt.emplace_back(fl.bottleneck, dt);
+    else it->second += dt;
+  }
+  fl.last_update = now;
+}
+
+void FlowModel::solve_now() {
+  solve_pending_ = false;
+  const auto& changed = sys_.solve();
+  for (VariableId v : changed) {
+    const FlowId f = var_to_flow_[v];
+    assert(f >= 0);
+    Flow& fl = flows_[f];
+    settle(fl);
+    fl.rate = sys_.rate(v);
+    fl.bottleneck = sys_.bottleneck(v);
+    engine_.cancel(fl.completion);
+    assert(fl.rate > 0);
+    fl.completion = engine_.after(transfer_time(fl.remaining, Bandwidth{fl.rate}), [this, f] { complete(f); });
+  }
+}
+
+void FlowModel::complete(FlowId f) {
+  Flow& fl = flows_[f];
+  settle(fl);
+  // The completion time was rounded up to a picosecond: count the last crumb.
+  for (const FlowUse& u : fl.spec.route) {
+    if (constraint_bytes_.size() <= static_cast<size_t>(u.constraint)) constraint_bytes_.resize(u.constraint + 1, 0);
+    constraint_bytes_[u.constraint] += fl.remaining * u.coefficient;
+  }
+  fl.remaining = 0;
+  fl.record.end = engine_.now();
+  if (fl.var >= 0) {
+    var_to_flow_[fl.var] = -1;
+    sys_.remove_variable(fl.var);
+    request_solve();
+  }
+  fl.running = false;
+  --active_;
+  FlowRecord rec = std::move(fl.record);
+  auto cb = std::move(fl.spec.on_done);
+  fl.spec = FlowSpec{};
+  free_ids_.push_back(f);
+  if (cb) cb(rec);
+}
+
+}  // namespace osim

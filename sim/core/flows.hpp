@@ -1,0 +1,100 @@
+// Flows: byte transfers whose rates come from the max-min solver.
+//
+// A flow has a route (constraint ids with coefficients), a size, a start-up
+// latency before its first byte and an optional rate cap. From its first byte
+// on it is a solver variable. Whenever any rate in its component changes, the
+// flow's progress is settled at the old rate and its completion event is
+// rescheduled at the new one. Solves are batched: all flows that start or end
+// at one instant trigger a single solve at that instant.
+//
+// Each flow also keeps, for reports, how long each constraint was its
+// bottleneck.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine.hpp"
+#include "maxmin.hpp"
+#include "units.hpp"
+
+namespace osim {
+
+using FlowId = int32_t;
+
+struct FlowUse {
+  ConstraintId constraint;
+  double coefficient = 1.0;
+};
+
+struct FlowRecord {
+  FlowId id = -1;
+  std::string label;
+  double bytes = 0;
+  Time start;       // when start() was called
+  Time first_byte;  // start + latency
+  Time end;
+  /// (constraint, time it bottlenecked this flow); kOwnBound = the flow's cap.
+  std::vector<std::pair<ConstraintId, Time>> bottleneck_time;
+  [[nodiscard]] Time duration() const { return end - start; }
+  /// bytes / (end - start): what a user measuring the transfer would see.
+  [[nodiscard]] Bandwidth achieved() const;
+  /// The constraint that bound this flow for the longest time (ties: lowest id).
+  [[nodiscard]] ConstraintId main_bottleneck() const;
+};
+
+struct FlowSpec {
+  std::vector<FlowUse> route;
+  double bytes = 0;
+  Time latency;
+  double rate_cap = MaxMinSystem::kUnbounded;  // bytes/s
+  double weight = 1.0;
+  std::string label;
+  std::function<void(const FlowRecord&)> on_done;
+};
+
+class FlowModel {
+ public:
+  FlowModel(Engine& engine, MaxMinSystem& system) : engine_(engine), sys_(system) {}
+  FlowModel(const FlowModel&) = delete;
+  FlowModel& operator=(const FlowModel&) = delete;
+
+  /// Starts a flow now. A flow with no route needs a finite rate_cap.
+  FlowId start(FlowSpec spec);
+  [[nodiscard]] size_t active() const { return active_; }
+  /// Current rate of a running flow (0 before its first byte).
+  [[nodiscard]] double rate(FlowId f) const;
+  /// Bytes moved across each constraint so far (coefficient-weighted), for
+  /// utilisation reports; settled up to the last rate change.
+  [[nodiscard]] const std::vector<double>& constraint_bytes() const { return constraint_bytes_; }
+
+ private:
+  struct Flow {
+    FlowSpec spec;
+    FlowRecord record;
+    VariableId var = -1;
+    double remaining = 0;
+    double rate = 0;
+    ConstraintId bottleneck = MaxMinSystem::kOwnBound;
+    Time last_update;
+    EventId completion;
+    bool running = false;
+  };
+  void activate(FlowId f);
+  void request_solve();
+  void solve_now();
+  void settle(Flow& fl);
+  void complete(FlowId f);
+
+  Engine& engine_;
+  MaxMinSystem& sys_;
+  std::vector<Flow> flows_;
+  std::vector<FlowId> free_ids_;
+  std::vector<FlowId> var_to_flow_;
+  std::vector<double> constraint_bytes_;
+  bool solve_pending_ = false;
+  size_t active_ = 0;
+};
+
+}  // namespace osim

@@ -1,0 +1,264 @@
+#include "maxmin.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <functional>
+
+namespace osim {
+
+ConstraintId MaxMinSystem::add_constraint(double capacity) {
+  assert(capacity > 0 && std::isfinite(capacity));
+  cons_.push_back(Cons{});
+  cons_.back().capacity = capacity;
+  return static_cast<ConstraintId>(cons_.size() - 1);
+}
+
+void MaxMinSystem::set_capacity(ConstraintId c, double capacity) {
+  assert(capacity > 0 && std::isfinite(capacity));
+  cons_[c].capacity = capacity;
+  mark_dirty(c);
+}
+
+void MaxMinSystem::mark_dirty(ConstraintId c) {
+  if (!cons_[c].dirty) {
+    cons_[c].dirty = true;
+    dirty_cons_.push_back(c);
+  }
+}
+
+VariableId MaxMinSystem::add_variable(double weight, double bound) {
+  assert(weight > 0 && std::isfinite(weight));
+  assert(bound > 0);
+  VariableId v;
+  if (!free_vars_.empty()) {
+    v = free_vars_.back();
+    free_vars_.pop_back();
+  } else {
+    v = static_cast<VariableId>(vars_.size());
+    vars_.emplace_back();
+  }
+  Var& x = vars_[v];
+  x.weight = weight;
+  x.bound = bound;
+  x.rate = 0;
+  x.bottleneck = kOwnBound;
+  x.elems.clear();
+  x.alive = true;
+  x.fixed = false;
+  if (!x.dirty) {
+    x.dirty = true;
+    dirty_vars_.push_back(v);
+  }
+  return v;
+}
+
+void MaxMinSystem::expand(ConstraintId c, VariableId v, double coefficient) {
+  assert(alive(v) && c >= 0 && c < static_cast<ConstraintId>(cons_.size()));
+  assert(coefficient > 0 && std::isfinite(coefficient));
+  Var& x = vars_[v];
+  for (Elem& e : x.elems) {
+    if (e.c == c) {
+      e.coeff += coefficient;
+      mark_dirty(c);
+      return;
+    }
+  }
+  Cons& k = cons_[c];
+  x.elems.push_back(Elem{c, coefficient, static_cast<uint32_t>(k.users.size())});
+  k.users.push_back(UserRef{v, static_cast<uint32_t>(x.elems.size() - 1)});
+  mark_dirty(c);
+}
+
+void MaxMinSystem::set_bound(VariableId v, double bound) {
+  assert(alive(v) && bound > 0);
+  Var& x = vars_[v];
+  x.bound = bound;
+  if (!x.dirty) {
+    x.dirty = true;
+    dirty_vars_.push_back(v);
+  }
+  for (const Elem& e : x.elems) mark_dirty(e.c);
+}
+
+void MaxMinSystem::remove_variable(VariableId v) {
+  assert(alive(v));
+  Var& x = vars_[v];
+  for (const Elem& e : x.elems) {
+    Cons& k = cons_[e.c];
+    // swap-remove the user entry, fixing the moved entry's back-pointer
+    const uint32_t last = static_cast<uint32_t>(k.users.size() - 1);
+    if (e.pos != last) {
+      k.users[e.pos] = k.users[last];
+      const UserRef moved = k.users[e.pos];
+      vars_[moved.v].elems[moved.elem].pos = e.pos;
+    }
+    k.users.pop_back();
+    mark_dirty(e.c);
+  }
+  x.elems.clear();
+  x.alive = false;
+  x.rate = 0;
+  free_vars_.push_back(v);
+}
+
+double MaxMinSystem::usage(ConstraintId c) const {
+  double u = 0;
+  for (const UserRef& r : cons_[c].users) u += vars_[r.v].elems[r.elem].coeff * vars_[r.v].rate;
+  return u;
+}
+
+std::vector<MaxMinSystem::Use> MaxMinSystem::uses(VariableId v) const {
+  std::vector<Use> out;
+  for (const Elem& e : vars_[v].elems) out.push_back(Use{e.c, e.coeff});
+  return out;
+}
+
+std::vector<VariableId> MaxMinSystem::users(ConstraintId c) const {
+  std::vector<VariableId> out;
+  for (const UserRef& r : cons_[c].users) out.push_back(r.v);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const std::vector<VariableId>& MaxMinSystem::solve() {
+  changed_.clear();
+  ++stats_.solves;
+  ++epoch_;
+  // Components reachable from dirty constraints.
+  for (ConstraintId start : dirty_cons_) {
+    cons_[start].dirty = false;
+    if (cons_[start].mark == epoch_) continue;
+    comp_vars_.clear();
+    comp_cons_.clear();
+    queue_.clear();
+    queue_.push_back(start);
+    cons_[start].mark = epoch_;
+    for (size_t qi = 0; qi < queue_.size(); ++qi) {
+      const ConstraintId c = queue_[qi];
+      comp_cons_.push_back(c);
+      for (const UserRef& r : cons_[c].users) {
+        Var& x = vars_[r.v];
+        if (x.mark == epoch_) continue;
+        x.mark = epoch_;
+        comp_vars_.push_back(r.v);
+        for (const Elem& e : x.elems) {
+          if (cons_[e.c].mark != epoch_) {
+            cons_[e.c].mark = epoch_;
+            queue_.push_back(e.c);
+          }
+        }
+      }
+    }
+    if (!comp_vars_.empty()) solve_component(comp_vars_, comp_cons_);
+  }
+  dirty_cons_.clear();
+  // Variables touching no constraint run at their bound.
+  for (VariableId v : dirty_vars_) {
+    Var& x = vars_[v];
+    x.dirty = false;
+    if (!x.alive || x.mark == epoch_) continue;
+    assert(x.elems.empty());
+    assert(std::isfinite(x.bound) && "a variable with no constraint needs a finite bound");
+    x.mark = epoch_;
+    if (x.rate != x.bound) changed_.push_back(v);
+    x.rate = x.bound;
+    x.bottleneck = kOwnBound;
+  }
+  dirty_vars_.clear();
+  std::sort(changed_.begin(), changed_.end());
+  return changed_;
+}
+
+void MaxMinSystem::fix(VariableId v, double r, ConstraintId why, double level) {
+  Var& x = vars_[v];
+  x.fixed = true;
+  if (x.rate != r) changed_.push_back(v);
+  x.rate = r;
+  x.bottleneck = why;
+  for (const Elem& e : x.elems) {
+    Cons& k = cons_[e.c];
+    if (k.unfixed == 0) continue;
+    --k.unfixed;
+    k.remaining = std::max(0.0, k.remaining - e.coeff * r);
+    k.sumw -= e.coeff * x.weight;
+    ++k.version;
+    if (k.unfixed > 0) {
+      // Shares never fall below the current level (rounding guard).
+      const double share = std::max(level, k.sumw > 0 ? k.remaining / k.sumw : level);
+      heap_.push_back(HeapEntry{share, e.c, k.version});
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+    }
+  }
+}
+
+void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
+                                   const std::vector<ConstraintId>& cons) {
+  ++stats_.components;
+  stats_.variables_visited += vars.size();
+  heap_.clear();
+  bounded_.clear();
+  for (ConstraintId c : cons) {
+    Cons& k = cons_[c];
+    k.remaining = k.capacity;
+    k.sumw = 0;
+    k.unfixed = 0;
+    k.version = 0;
+  }
+  for (VariableId v : vars) {
+    Var& x = vars_[v];
+    x.fixed = false;
+    for (const Elem& e : x.elems) {
+      cons_[e.c].sumw += e.coeff * x.weight;
+      ++cons_[e.c].unfixed;
+    }
+    if (std::isfinite(x.bound)) bounded_.emplace_back(x.bound / x.weight, v);
+  }
+  for (ConstraintId c : cons) {
+    const Cons& k = cons_[c];
+    if (k.unfixed > 0) heap_.push_back(HeapEntry{k.remaining / k.sumw, c, 0});
+  }
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  std::sort(bounded_.begin(), bounded_.end());
+
+  size_t unfixed = vars.size();
+  size_t bi = 0;
+  double level = 0;
+  while (unfixed > 0) {
+    // Drop stale heap entries.
+    while (!heap_.empty()) {
+      const HeapEntry& top = heap_.front();
+      const Cons& k = cons_[top.c];
+      if (k.unfixed > 0 && top.version == k.version) break;
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      heap_.pop_back();
+    }
+    while (bi < bounded_.size() && vars_[bounded_[bi].second].fixed) ++bi;
+    const double lc = heap_.empty() ? kUnbounded : heap_.front().share;
+    const double lb = bi < bounded_.size() ? bounded_[bi].first : kUnbounded;
+    assert((std::isfinite(lc) || std::isfinite(lb)) && "unconstrained, unbounded variable");
+    if (lb <= lc) {
+      const VariableId v = bounded_[bi++].second;
+      level = std::max(level, lb);
+      fix(v, vars_[v].bound, kOwnBound, level);
+      --unfixed;
+      continue;
+    }
+    level = std::max(level, lc);
+    const ConstraintId c = heap_.front().c;
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    heap_.pop_back();
+    // Saturate c: every unfixed user runs at weight * level. Collect first,
+    // because fix() edits the counters we iterate by.
+    std::vector<VariableId>& to_fix = to_fix_;
+    to_fix.clear();
+    for (const UserRef& r : cons_[c].users)
+      if (!vars_[r.v].fixed) to_fix.push_back(r.v);
+    for (VariableId v : to_fix) {
+      fix(v, std::min(vars_[v].bound, vars_[v].weight * level), c, level);
+      --unfixed;
+    }
+  }
+}
+
+}  // namespace osim

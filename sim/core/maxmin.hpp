@@ -1,0 +1,155 @@
+// Max-min fair sharing of capacities among variables.
+//
+// What it solves
+// --------------
+// A system of constraints (resources with a capacity, e.g. one direction of a
+// PCIe link) and variables (activities that want a rate, e.g. one DMA). A
+// variable v uses constraint c with coefficient a(c,v) > 0. Every variable has
+// a weight w(v) > 0 and an optional bound b(v) (its own cap, e.g. a copy
+// engine's ceiling). The solver finds the weighted max-min fair allocation:
+//
+//   feasible:   for every c,  sum_v a(c,v) * r(v) <= capacity(c);  r(v) <= b(v)
+//   max-min:    no r(v)/w(v) can grow without lowering some r(u)/w(u) that is
+//               already smaller or equal.
+//
+// Equivalently every variable is *bottlenecked*: either r(v) = b(v), or it
+// uses a saturated constraint c on which r(v)/w(v) is the largest among c's
+// variables. The allocation is unique. The solver records, for every variable,
+// the constraint that bottlenecked it (or kOwnBound).
+//
+// How (progressive filling, SimGrid lmm style)
+// --------------------------------------------
+// Raise a common level L from 0; each unfixed variable's rate is w(v)*L. The
+// next event is the smallest of: a constraint saturating (remaining capacity /
+// sum of unfixed a*w), or a variable reaching its bound (b/w). Saturation fixes
+// every unfixed variable on that constraint; the bound fixes that variable.
+// Fixed variables' use is subtracted from the other constraints they cross.
+// Constraints' shares live in a lazy min-heap, so a component of E incidences
+// costs O(E log E).
+//
+// Incremental: the allocation of one connected component (variables linked
+// through shared constraints) does not depend on any other. Adding or
+// removing a variable, or changing a capacity, marks constraints dirty;
+// solve() recomputes only the components that hold a dirty constraint or
+// variable and reports which variables' rates changed.
+//
+// The solver knows only integer ids: nothing about links, GPUs or bytes.
+// Invariants (asserted): capacities > 0, coefficients > 0, weights > 0, and a
+// variable with no constraint has a finite bound.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace osim {
+
+using ConstraintId = int32_t;
+using VariableId = int32_t;
+
+class MaxMinSystem {
+ public:
+  static constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+  static constexpr ConstraintId kOwnBound = -1;
+
+  ConstraintId add_constraint(double capacity);
+  void set_capacity(ConstraintId c, double capacity);
+
+  VariableId add_variable(double weight = 1.0, double bound = kUnbounded);
+  /// Variable v uses constraint c with the given coefficient (adds up if repeated).
+  void expand(ConstraintId c, VariableId v, double coefficient = 1.0);
+  void set_bound(VariableId v, double bound);
+  void remove_variable(VariableId v);
+
+  /// Recomputes the dirty components. Returns the variables whose rate
+  /// changed (new variables included), sorted by id.
+  const std::vector<VariableId>& solve();
+
+  [[nodiscard]] double rate(VariableId v) const { return vars_[v].rate; }
+  [[nodiscard]] ConstraintId bottleneck(VariableId v) const { return vars_[v].bottleneck; }
+  [[nodiscard]] double weight(VariableId v) const { return vars_[v].weight; }
+  [[nodiscard]] double bound(VariableId v) const { return vars_[v].bound; }
+  [[nodiscard]] double capacity(ConstraintId c) const { return cons_[c].capacity; }
+  /// sum over variables of coefficient * rate (after the last solve).
+  [[nodiscard]] double usage(ConstraintId c) const;
+  [[nodiscard]] bool alive(VariableId v) const { return v >= 0 && v < static_cast<VariableId>(vars_.size()) && vars_[v].alive; }
+  [[nodiscard]] size_t constraint_count() const { return cons_.size(); }
+  [[nodiscard]] size_t variable_slots() const { return vars_.size(); }
+  struct Use {
+    ConstraintId constraint;
+    double coefficient;
+  };
+  [[nodiscard]] std::vector<Use> uses(VariableId v) const;
+  [[nodiscard]] std::vector<VariableId> users(ConstraintId c) const;
+
+  /// Work counters, for benchmarks.
+  struct Stats {
+    uint64_t solves = 0;
+    uint64_t components = 0;
+    uint64_t variables_visited = 0;
+  };
+  [[nodiscard]] const Stats& stats() const { return stats_; }
+
+ private:
+  struct Elem {
+    ConstraintId c;
+    double coeff;
+    uint32_t pos;  // index in cons_[c].users
+  };
+  struct Var {
+    double weight = 1.0;
+    double bound = kUnbounded;
+    double rate = 0.0;
+    ConstraintId bottleneck = kOwnBound;
+    std::vector<Elem> elems;
+    bool alive = false;
+    bool dirty = false;
+    bool fixed = false;   // scratch
+    uint64_t mark = 0;    // scratch: BFS epoch
+  };
+  struct UserRef {
+    VariableId v;
+    uint32_t elem;  // index in vars_[v].elems
+  };
+  struct Cons {
+    double capacity = 0;
+    std::vector<UserRef> users;
+    bool dirty = false;
+    uint64_t mark = 0;
+    // scratch for one solve
+    double remaining = 0;
+    double sumw = 0;
+    uint32_t unfixed = 0;
+    uint32_t version = 0;
+  };
+
+  void mark_dirty(ConstraintId c);
+  void solve_component(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons);
+  void fix(VariableId v, double r, ConstraintId why, double level);
+
+  std::vector<Var> vars_;
+  std::vector<Cons> cons_;
+  std::vector<VariableId> free_vars_;
+  std::vector<ConstraintId> dirty_cons_;
+  std::vector<VariableId> dirty_vars_;
+  std::vector<VariableId> changed_;
+  uint64_t epoch_ = 0;
+  Stats stats_;
+
+  // scratch reused across solves
+  struct HeapEntry {
+    double share;
+    ConstraintId c;
+    uint32_t version;
+    bool operator>(const HeapEntry& o) const { return share != o.share ? share > o.share : c > o.c; }
+  };
+  std::vector<HeapEntry> heap_;
+  std::vector<std::pair<double, VariableId>> bounded_;
+  std::vector<VariableId> comp_vars_;
+  std::vector<ConstraintId> comp_cons_;
+  std::vector<ConstraintId> queue_;
+  std::vector<VariableId> to_fix_;
+};
+
+}  // namespace osim

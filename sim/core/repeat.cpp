@@ -1,0 +1,206 @@
+#include "repeat.hpp"
+
+#include <cctype>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "errors.hpp"
+#include "yaml_reader.hpp"
+
+namespace osim {
+
+namespace {
+
+class ExprParser {
+ public:
+  ExprParser(const std::string& s, const RepeatVars& vars) : s_(s), vars_(vars) {}
+  int64_t parse() {
+    const int64_t v = comparison();
+    skip_ws();
+    if (pos_ != s_.size()) fail(fmt::format("unexpected '{}'", s_.substr(pos_)));
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::invalid_argument(fmt::format("bad expression '{}': {}", s_, why));
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool eat(std::string_view tok) {
+    skip_ws();
+    if (s_.compare(pos_, tok.size(), tok) == 0) {
+      pos_ += tok.size();
+      return true;
+    }
+    return false;
+  }
+  int64_t comparison() {
+    const int64_t a = sum();
+    if (eat("==")) return a == sum();
+    if (eat("!=")) return a != sum();
+    if (eat("<=")) return a <= sum();
+    if (eat(">=")) return a >= sum();
+    if (eat("<")) return a < sum();
+    if (eat(">")) return a > sum();
+    return a;
+  }
+  int64_t sum() {
+    int64_t v = product();
+    for (;;) {
+      if (eat("+")) v += product();
+      else if (eat("-")) v -= product();
+      else return v;
+    }
+  }
+  int64_t product() {
+    int64_t v = factor();
+    for (;;) {
+      if (eat("*")) v *= factor();
+      else if (eat("/")) {
+        const int64_t d = factor();
+        if (d == 0) fail("division by zero");
+        v /= d;
+      } else if (eat("%")) {
+        const int64_t d = factor();
+        if (d == 0) fail("division by zero");
+        v %= d;
+      } else return v;
+    }
+  }
+  int64_t factor() {
+    skip_ws();
+    if (eat("(")) {
+      const int64_t v = sum();
+      if (!eat(")")) fail("missing ')'");
+      return v;
+    }
+    if (eat("-")) return -factor();
+    if (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+      int64_t v = 0;
+      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) v = v * 10 + (s_[pos_++] - '0');
+      return v;
+    }
+    if (pos_ < s_.size() && (std::isalpha(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) {
+      const size_t b = pos_;
+      while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
+      const std::string name = s_.substr(b, pos_ - b);
+      auto it = vars_.find(name);
+      if (it == vars_.end()) fail(fmt::format("unknown variable '{}' (this item repeats over: {})", name, var_list()));
+      return it->second;
+    }
+    fail("expected a number, a variable or '('");
+  }
+  std::string var_list() const {
+    std::vector<std::string> names;
+    for (const auto& [k, v] : vars_) names.push_back(k);
+    return names.empty() ? "nothing" : fmt::format("{}", fmt::join(names, ", "));
+  }
+
+  const std::string& s_;
+  const RepeatVars& vars_;
+  size_t pos_ = 0;
+};
+
+void substitute_node(YAML::Node n, const RepeatVars& vars) {
+  if (n.IsScalar()) {
+    const std::string& s = n.Scalar();
+    if (s.find('{') != std::string::npos) n = substitute(s, vars);
+  } else if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) substitute_node(n[i], vars);
+  } else if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) substitute_node(it->second, vars);
+  }
+}
+
+}  // namespace
+
+int64_t eval_int_expr(const std::string& expr, const RepeatVars& vars) { return ExprParser(expr, vars).parse(); }
+
+std::string substitute(const std::string& text, const RepeatVars& vars) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == '{') {
+      const size_t close = text.find('}', i);
+      if (close == std::string::npos) throw std::invalid_argument(fmt::format("'{}' has '{{' without '}}'", text));
+      out += std::to_string(eval_int_expr(text.substr(i + 1, close - i - 1), vars));
+      i = close + 1;
+    } else {
+      out.push_back(text[i++]);
+    }
+  }
+  return out;
+}
+
+std::vector<RepeatedItem> expand_repeats(const std::string& file, const YAML::Node& list, const std::string& what) {
+  if (!list.IsSequence()) throw InputError(location_of(file, list), fmt::format("'{}' must be a list", what));
+  std::vector<RepeatedItem> out;
+  for (size_t idx = 0; idx < list.size(); ++idx) {
+    const YAML::Node item = list[idx];
+    if (!item.IsMap()) throw InputError(location_of(file, item), fmt::format("each entry of '{}' must be a mapping", what));
+    std::vector<std::pair<std::string, int64_t>> ranges;
+    const YAML::Node rep = item["repeat"];
+    if (rep.IsDefined() && !rep.IsNull()) {
+      auto count_of = [&](const YAML::Node& n) {
+        int64_t c = 0;
+        try {
+          c = n.as<int64_t>();
+        } catch (const YAML::Exception&) {
+          throw InputError(location_of(file, n), "repeat count must be a whole number");
+        }
+        if (c < 1) throw InputError(location_of(file, n), "repeat count must be at least 1");
+        return c;
+      };
+      if (rep.IsScalar()) {
+        ranges.emplace_back("i", count_of(rep));
+      } else if (rep.IsMap()) {
+        for (auto it = rep.begin(); it != rep.end(); ++it) ranges.emplace_back(it->first.as<std::string>(), count_of(it->second));
+      } else {
+        throw InputError(location_of(file, rep), "repeat must be a count (variable i) or a mapping like {i: 4, j: 2}");
+      }
+    }
+    const YAML::Node skip = item["skip_if"];
+    if (skip.IsDefined() && ranges.empty())
+      throw InputError(location_of(file, skip), "skip_if needs a repeat on the same item");
+    RepeatVars vars;
+    for (const auto& [k, n] : ranges) vars[k] = 0;
+    for (;;) {
+      bool skipped = false;
+      if (skip.IsDefined()) {
+        try {
+          skipped = eval_int_expr(skip.as<std::string>(), vars) != 0;
+        } catch (const std::invalid_argument& e) {
+          throw InputError(location_of(file, skip), e.what());
+        }
+      }
+      if (!skipped) {
+        YAML::Node copy = YAML::Clone(item);
+        copy.remove("repeat");
+        copy.remove("skip_if");
+        if (!ranges.empty()) {
+          try {
+            substitute_node(copy, vars);
+          } catch (const std::invalid_argument& e) {
+            throw InputError(location_of(file, item), e.what());
+          }
+        }
+        out.push_back(RepeatedItem{copy, item, vars});
+      }
+      // next combination (last variable fastest)
+      if (ranges.empty()) break;
+      bool carry = true;
+      for (size_t k = ranges.size(); carry && k > 0; --k) {
+        int64_t& v = vars[ranges[k - 1].first];
+        if (++v < ranges[k - 1].second) carry = false;
+        else v = 0;
+      }
+      if (carry) break;
+    }
+  }
+  return out;
+}
+
+}  // namespace osim

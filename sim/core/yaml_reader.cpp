@@ -1,0 +1,194 @@
+#include "yaml_reader.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace osim {
+
+SourceLocation location_of(const std::string& file, const YAML::Node& node) {
+  const YAML::Mark m = node.Mark();
+  if (m.is_null()) return SourceLocation{file, 0, 0};
+  return SourceLocation{file, m.line + 1, m.column + 1};
+}
+
+namespace {
+YAML::Node parse(const std::string& text, const std::string& name) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(SourceLocation{name, e.mark.line + 1, e.mark.column + 1},
+                     fmt::format("YAML syntax error: {}", e.msg));
+  }
+}
+}  // namespace
+
+YAML::Node load_yaml_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  YAML::Node n = parse(ss.str(), path);
+  if (!n.IsMap()) throw InputError(SourceLocation{path, 1, 1}, "expected a YAML mapping at the top level");
+  return n;
+}
+
+YAML::Node load_yaml_string(const std::string& text, const std::string& name) { return parse(text, name); }
+
+std::string scalar_str(const std::string& file, const YAML::Node& n, const std::string& what) {
+  if (!n.IsScalar()) throw InputError(location_of(file, n), fmt::format("{} must be a single value", what));
+  return n.Scalar();
+}
+
+MapReader::MapReader(std::string file, YAML::Node node, std::string what, std::vector<std::string> known, YAML::Node origin)
+    : file_(std::move(file)), node_(std::move(node)), origin_(origin.IsDefined() ? origin : node_), what_(std::move(what)) {
+  if (!node_.IsMap()) throw InputError(location_of(file_, origin_), fmt::format("{} must be a mapping (key: value)", what_));
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const std::string near = closest_match(key, known);
+    std::string msg = fmt::format("unknown key '{}' in {}", key, what_);
+    if (!near.empty()) msg += fmt::format("; did you mean '{}'?", near);
+    else msg += fmt::format("; known keys: {}", fmt::join(known, ", "));
+    throw InputError(key_location(key), msg);
+  }
+}
+
+SourceLocation MapReader::key_location(const std::string& key) const {
+  for (auto it = origin_.begin(); it != origin_.end(); ++it)
+    if (it->first.as<std::string>() == key) return location_of(file_, it->first);
+  return location_of(file_, origin_);
+}
+
+bool MapReader::has(const std::string& key) const { return node_[key].IsDefined() && !node_[key].IsNull(); }
+
+SourceLocation MapReader::where(const std::string& key) const {
+  const YAML::Node n = origin_[key];
+  if (n.IsDefined() && !n.IsNull()) return location_of(file_, n);
+  return location_of(file_, origin_);
+}
+
+void MapReader::fail(const std::string& key, const std::string& message) const {
+  throw InputError(where(key), fmt::format("{} '{}': {}", what_, key, message));
+}
+
+void MapReader::fail_here(const std::string& message) const {
+  throw InputError(location_of(file_, origin_), fmt::format("{}: {}", what_, message));
+}
+
+YAML::Node MapReader::get(const std::string& key) const {
+  if (!has(key)) throw InputError(location_of(file_, origin_), fmt::format("{} is missing the required key '{}'", what_, key));
+  return node_[key];
+}
+
+std::string MapReader::str(const std::string& key) const {
+  const YAML::Node n = get(key);
+  if (!n.IsScalar()) fail(key, "must be a single value");
+  return n.Scalar();
+}
+
+std::optional<std::string> MapReader::opt_str(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return str(key);
+}
+
+double MapReader::num(const std::string& key) const {
+  const std::string s = str(key);
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used != s.size()) throw std::invalid_argument("trailing");
+    return v;
+  } catch (const std::exception&) {
+    fail(key, fmt::format("'{}' is not a number", s));
+  }
+}
+
+std::optional<double> MapReader::opt_num(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return num(key);
+}
+
+int64_t MapReader::integer(const std::string& key) const {
+  const std::string s = str(key);
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(s, &used);
+    if (used != s.size()) throw std::invalid_argument("trailing");
+    return v;
+  } catch (const std::exception&) {
+    fail(key, fmt::format("'{}' is not a whole number", s));
+  }
+}
+
+std::optional<int64_t> MapReader::opt_int(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return integer(key);
+}
+
+bool MapReader::boolean(const std::string& key, bool fallback) const {
+  if (!has(key)) return fallback;
+  const std::string s = str(key);
+  if (s == "true" || s == "yes" || s == "on") return true;
+  if (s == "false" || s == "no" || s == "off") return false;
+  fail(key, fmt::format("'{}' is not true or false", s));
+}
+
+Bytes MapReader::bytes(const std::string& key) const {
+  const std::string s = str(key);
+  try {
+    return parse_bytes(s);
+  } catch (const std::invalid_argument& e) {
+    fail(key, e.what());
+  }
+}
+
+std::optional<Bytes> MapReader::opt_bytes(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return bytes(key);
+}
+
+Bandwidth MapReader::bandwidth(const std::string& key) const {
+  const std::string s = str(key);
+  try {
+    return parse_bandwidth(s);
+  } catch (const std::invalid_argument& e) {
+    fail(key, e.what());
+  }
+}
+
+std::optional<Bandwidth> MapReader::opt_bandwidth(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return bandwidth(key);
+}
+
+Time MapReader::duration(const std::string& key) const {
+  const std::string s = str(key);
+  try {
+    return parse_duration(s);
+  } catch (const std::invalid_argument& e) {
+    fail(key, e.what());
+  }
+}
+
+std::optional<Time> MapReader::opt_duration(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return duration(key);
+}
+
+std::string MapReader::choice(const std::string& key, const std::vector<std::string>& choices) const {
+  const std::string s = str(key);
+  if (std::find(choices.begin(), choices.end(), s) != choices.end()) return s;
+  const std::string near = closest_match(s, choices);
+  fail(key, fmt::format("'{}' is not one of {}{}", s, fmt::join(choices, ", "),
+                        near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+}
+
+std::optional<std::string> MapReader::opt_choice(const std::string& key, const std::vector<std::string>& choices) const {
+  if (!has(key)) return std::nullopt;
+  return choice(key, choices);
+}
+
+}  // namespace osim

@@ -1,0 +1,71 @@
+// Strict YAML reading: parse, validate, then build (STYLE.md). Every error
+// names file:line:column and what to do; unknown keys are errors with a
+// suggestion of the closest known key.
+#pragma once
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "errors.hpp"
+#include "units.hpp"
+
+namespace osim {
+
+/// Where a YAML node came from.
+SourceLocation location_of(const std::string& file, const YAML::Node& node);
+
+/// Loads a YAML file; a missing file or a syntax error is an InputError.
+YAML::Node load_yaml_file(const std::string& path);
+YAML::Node load_yaml_string(const std::string& text, const std::string& name);
+
+/// A YAML mapping whose keys are checked against a known set.
+class MapReader {
+ public:
+  /// `origin`: for an item expanded from `repeat:` (a copy without source
+  /// marks), the item as written; locations are taken from it.
+  MapReader(std::string file, YAML::Node node, std::string what, std::vector<std::string> known,
+            YAML::Node origin = YAML::Node(YAML::NodeType::Undefined));
+
+  [[nodiscard]] bool has(const std::string& key) const;
+  [[nodiscard]] YAML::Node node() const { return node_; }
+  [[nodiscard]] YAML::Node get(const std::string& key) const;  // required
+  [[nodiscard]] const std::string& file() const { return file_; }
+
+  std::string str(const std::string& key) const;
+  std::optional<std::string> opt_str(const std::string& key) const;
+  double num(const std::string& key) const;
+  std::optional<double> opt_num(const std::string& key) const;
+  int64_t integer(const std::string& key) const;
+  std::optional<int64_t> opt_int(const std::string& key) const;
+  bool boolean(const std::string& key, bool fallback) const;
+  Bytes bytes(const std::string& key) const;
+  std::optional<Bytes> opt_bytes(const std::string& key) const;
+  Bandwidth bandwidth(const std::string& key) const;
+  std::optional<Bandwidth> opt_bandwidth(const std::string& key) const;
+  Time duration(const std::string& key) const;
+  std::optional<Time> opt_duration(const std::string& key) const;
+  /// One of `choices`; the error lists them.
+  std::string choice(const std::string& key, const std::vector<std::string>& choices) const;
+  std::optional<std::string> opt_choice(const std::string& key, const std::vector<std::string>& choices) const;
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+  [[noreturn]] void fail_here(const std::string& message) const;
+  [[nodiscard]] SourceLocation where(const std::string& key) const;
+
+ private:
+  [[nodiscard]] SourceLocation key_location(const std::string& key) const;
+
+  std::string file_;
+  YAML::Node node_;
+  YAML::Node origin_;
+  std::string what_;
+};
+
+/// Scalar helpers that throw InputError naming the node's location.
+std::string scalar_str(const std::string& file, const YAML::Node& n, const std::string& what);
+
+}  // namespace osim

@@ -1,0 +1,109 @@
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "core/flows.hpp"
+
+using namespace osim;
+
+namespace {
+struct Rig {
+  Engine engine;
+  MaxMinSystem sys;
+  FlowModel flows{engine, sys};
+  std::vector<FlowRecord> done;
+  FlowSpec spec(std::vector<FlowUse> route, double bytes, Time latency = Time::zero()) {
+    FlowSpec f;
+    f.route = std::move(route);
+    f.bytes = bytes;
+    f.latency = latency;
+    f.on_done = [this](const FlowRecord& r) { done.push_back(r); };
+    return f;
+  }
+};
+}  // namespace
+
+TEST_CASE("one flow takes latency + bytes / bandwidth") {
+  Rig r;
+  auto link = r.sys.add_constraint(10e9);  // 10 GB/s
+  r.flows.start(r.spec({{link}}, 1e9, Time::from_us(5)));
+  r.engine.run();
+  REQUIRE(r.done.size() == 1);
+  CHECK(r.done[0].first_byte == Time::from_us(5));
+  CHECK(r.done[0].end == Time::from_us(5) + Time::from_ms(100));
+  CHECK(r.done[0].main_bottleneck() == link);
+}
+
+TEST_CASE("two equal flows on one link get half each") {
+  Rig r;
+  auto link = r.sys.add_constraint(10e9);
+  r.flows.start(r.spec({{link}}, 1e9));
+  r.flows.start(r.spec({{link}}, 1e9));
+  r.engine.run();
+  REQUIRE(r.done.size() == 2);
+  CHECK(r.done[0].end == Time::from_ms(200));
+  CHECK(r.done[1].end == Time::from_ms(200));
+}
+
+TEST_CASE("a finishing flow hands its share to the one still running") {
+  // 10 GB/s; A = 1 GB, B = 3 GB, both at t=0. Shared until A ends at 0.2 s
+  // (1 GB each moved), then B alone moves its last 2 GB in 0.2 s: 0.4 s.
+  Rig r;
+  auto link = r.sys.add_constraint(10e9);
+  r.flows.start(r.spec({{link}}, 1e9));
+  r.flows.start(r.spec({{link}}, 3e9));
+  r.engine.run();
+  REQUIRE(r.done.size() == 2);
+  CHECK(r.done[0].end == Time::from_ms(200));
+  CHECK(r.done[1].end.ps() == doctest::Approx(Time::from_ms(400).ps()).epsilon(1e-9));
+  CHECK(r.flows.constraint_bytes()[link] == doctest::Approx(4e9));
+}
+
+TEST_CASE("a switch uplink shared by two GPUs") {
+  // Two H2D copies share the uplink (20) but have their own downlinks (15):
+  // each gets 10, bottlenecked by the uplink.
+  Rig r;
+  auto uplink = r.sys.add_constraint(20e9), d0 = r.sys.add_constraint(15e9), d1 = r.sys.add_constraint(15e9);
+  r.flows.start(r.spec({{uplink}, {d0}}, 1e9));
+  r.flows.start(r.spec({{uplink}, {d1}}, 1e9));
+  r.engine.run();
+  for (const auto& f : r.done) {
+    CHECK(f.end == Time::from_ms(100));
+    CHECK(f.main_bottleneck() == uplink);
+  }
+}
+
+TEST_CASE("a late flow slows an early one from its first byte on") {
+  // 10 GB/s; A = 2 GB at 0; B = 0.5 GB starting at 50 ms with 50 ms latency.
+  // A alone until 100 ms (1 GB), shared 5+5 until B ends at 200 ms (A moved
+  // 0.5 GB more), A alone for its last 0.5 GB: ends at 250 ms.
+  Rig r;
+  auto link = r.sys.add_constraint(10e9);
+  r.flows.start(r.spec({{link}}, 2e9));
+  r.engine.at(Time::from_ms(50), [&] { r.flows.start(r.spec({{link}}, 0.5e9, Time::from_ms(50))); });
+  r.engine.run();
+  REQUIRE(r.done.size() == 2);
+  CHECK(r.done[0].end == Time::from_ms(200));  // B
+  CHECK(r.done[1].end.ps() == doctest::Approx(Time::from_ms(250).ps()).epsilon(1e-9));  // A
+}
+
+TEST_CASE("a rate cap binds below the link") {
+  Rig r;
+  auto link = r.sys.add_constraint(50e9);
+  auto f = r.spec({{link}}, 1e9);
+  f.rate_cap = 20e9;  // e.g. a copy engine
+  r.flows.start(std::move(f));
+  r.engine.run();
+  CHECK(r.done[0].end == Time::from_ms(50));
+  CHECK(r.done[0].main_bottleneck() == MaxMinSystem::kOwnBound);
+}
+
+TEST_CASE("a zero-byte flow completes after its latency, through the engine") {
+  Rig r;
+  auto link = r.sys.add_constraint(1e9);
+  r.flows.start(r.spec({{link}}, 0, Time::from_us(3)));
+  CHECK(r.done.empty());  // never inside start()
+  r.engine.run();
+  REQUIRE(r.done.size() == 1);
+  CHECK(r.done[0].end == Time::from_us(3));
+}

@@ -1,0 +1,274 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/maxmin.hpp"
+
+using namespace osim;
+
+namespace {
+
+// A slow, dense reference: progressive filling recomputed from scratch every
+// round, no heap, no components, no incrementality.
+struct RefProblem {
+  std::vector<double> cap;                      // per constraint
+  std::vector<double> weight, bound;            // per variable
+  std::vector<std::vector<double>> a;           // a[c][v]
+};
+
+std::vector<double> reference_solve(const RefProblem& p) {
+  const size_t C = p.cap.size(), V = p.weight.size();
+  std::vector<double> r(V, 0);
+  std::vector<bool> fixed(V, false);
+  size_t left = V;
+  while (left > 0) {
+    double level = std::numeric_limits<double>::infinity();
+    for (size_t c = 0; c < C; ++c) {
+      double used = 0, w = 0;
+      for (size_t v = 0; v < V; ++v) {
+        if (p.a[c][v] == 0) continue;
+        if (fixed[v]) used += p.a[c][v] * r[v];
+        else w += p.a[c][v] * p.weight[v];
+      }
+      if (w > 0) level = std::min(level, std::max(0.0, p.cap[c] - used) / w);
+    }
+    for (size_t v = 0; v < V; ++v)
+      if (!fixed[v]) level = std::min(level, p.bound[v] / p.weight[v]);
+    REQUIRE(std::isfinite(level));
+    // Fix variables at their bound, then every variable on a saturated constraint.
+    std::vector<size_t> now;
+    for (size_t v = 0; v < V; ++v)
+      if (!fixed[v] && p.bound[v] / p.weight[v] <= level * (1 + 1e-12)) now.push_back(v);
+    for (size_t c = 0; c < C; ++c) {
+      double used = 0, w = 0;
+      for (size_t v = 0; v < V; ++v) {
+        if (p.a[c][v] == 0) continue;
+        if (fixed[v]) used += p.a[c][v] * r[v];
+        else w += p.a[c][v] * p.weight[v];
+      }
+      if (w > 0 && std::max(0.0, p.cap[c] - used) / w <= level * (1 + 1e-12))
+        for (size_t v = 0; v < V; ++v)
+          if (p.a[c][v] > 0 && !fixed[v]) now.push_back(v);
+    }
+    std::sort(now.begin(), now.end());
+    now.erase(std::unique(now.begin(), now.end()), now.end());
+    for (size_t v : now) {
+      r[v] = std::min(p.bound[v], p.weight[v] * level);
+      fixed[v] = true;
+      --left;
+    }
+  }
+  return r;
+}
+
+// The definition of max-min fairness, checked directly.
+void check_maxmin_properties(const MaxMinSystem& s, const std::vector<VariableId>& vars,
+                             const std::vector<ConstraintId>& cons) {
+  const double eps = 1e-9;
+  for (ConstraintId c : cons) CHECK(s.usage(c) <= s.capacity(c) * (1 + eps));
+  for (VariableId v : vars) {
+    const double r = s.rate(v);
+    CHECK(r <= s.bound(v) * (1 + eps));
+    if (r >= s.bound(v) * (1 - eps)) continue;  // bottlenecked by its own cap
+    // Else some saturated constraint where v has the largest weighted rate.
+    bool ok = false;
+    for (const auto& use : s.uses(v)) {
+      const ConstraintId c = use.constraint;
+      if (s.usage(c) < s.capacity(c) * (1 - eps)) continue;
+      bool largest = true;
+      for (VariableId u : s.users(c))
+        if (s.rate(u) / s.weight(u) > r / s.weight(v) * (1 + eps)) largest = false;
+      if (largest) ok = true;
+    }
+    CHECK_MESSAGE(ok, "variable " << v << " is not bottlenecked anywhere");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("one flow on one link gets the whole link") {
+  MaxMinSystem s;
+  auto c = s.add_constraint(10);
+  auto v = s.add_variable();
+  s.expand(c, v);
+  CHECK(s.solve() == std::vector<VariableId>{v});
+  CHECK(s.rate(v) == doctest::Approx(10));
+  CHECK(s.bottleneck(v) == c);
+}
+
+TEST_CASE("n equal flows on one link share it equally") {
+  MaxMinSystem s;
+  auto c = s.add_constraint(100);
+  std::vector<VariableId> v;
+  for (int i = 0; i < 4; ++i) {
+    v.push_back(s.add_variable());
+    s.expand(c, v.back());
+  }
+  s.solve();
+  for (auto x : v) CHECK(s.rate(x) == doctest::Approx(25));
+}
+
+TEST_CASE("a chain of two links: the slower one binds") {
+  MaxMinSystem s;
+  auto fast = s.add_constraint(10), slow = s.add_constraint(4);
+  auto v = s.add_variable();
+  s.expand(fast, v);
+  s.expand(slow, v);
+  s.solve();
+  CHECK(s.rate(v) == doctest::Approx(4));
+  CHECK(s.bottleneck(v) == slow);
+}
+
+TEST_CASE("a flow bottlenecked elsewhere leaves the rest to the others") {
+  // f2 crosses A (10) and B (2); f1 and f3 cross only A.
+  MaxMinSystem s;
+  auto A = s.add_constraint(10), B = s.add_constraint(2);
+  auto f1 = s.add_variable(), f2 = s.add_variable(), f3 = s.add_variable();
+  s.expand(A, f1);
+  s.expand(A, f2);
+  s.expand(B, f2);
+  s.expand(A, f3);
+  s.solve();
+  CHECK(s.rate(f2) == doctest::Approx(2));
+  CHECK(s.bottleneck(f2) == B);
+  CHECK(s.rate(f1) == doctest::Approx(4));
+  CHECK(s.rate(f3) == doctest::Approx(4));
+  CHECK(s.bottleneck(f1) == A);
+}
+
+TEST_CASE("a per-flow cap below the fair share") {
+  MaxMinSystem s;
+  auto c = s.add_constraint(10);
+  auto capped = s.add_variable(1.0, 3.0);
+  auto free = s.add_variable();
+  s.expand(c, capped);
+  s.expand(c, free);
+  s.solve();
+  CHECK(s.rate(capped) == doctest::Approx(3));
+  CHECK(s.bottleneck(capped) == MaxMinSystem::kOwnBound);
+  CHECK(s.rate(free) == doctest::Approx(7));
+}
+
+TEST_CASE("weights and coefficients") {
+  MaxMinSystem s;
+  auto c = s.add_constraint(8);
+  auto light = s.add_variable(1.0), heavy = s.add_variable(3.0);
+  s.expand(c, light);
+  s.expand(c, heavy);
+  auto d = s.add_constraint(10);
+  auto twice = s.add_variable();
+  s.expand(d, twice, 2.0);  // e.g. a bounce through DRAM: written, then read
+  s.solve();
+  CHECK(s.rate(light) == doctest::Approx(2));
+  CHECK(s.rate(heavy) == doctest::Approx(6));
+  CHECK(s.rate(twice) == doctest::Approx(5));
+}
+
+TEST_CASE("a variable with no constraint runs at its bound") {
+  MaxMinSystem s;
+  auto v = s.add_variable(1.0, 42.0);
+  s.solve();
+  CHECK(s.rate(v) == doctest::Approx(42));
+}
+
+TEST_CASE("incremental solve touches only the changed component") {
+  MaxMinSystem s;
+  auto a = s.add_constraint(10), b = s.add_constraint(20);
+  auto va = s.add_variable(), vb = s.add_variable();
+  s.expand(a, va);
+  s.expand(b, vb);
+  s.solve();
+  const auto visited = s.stats().variables_visited;
+  auto va2 = s.add_variable();
+  s.expand(a, va2);
+  const auto& changed = s.solve();
+  CHECK(changed == std::vector<VariableId>{va, va2});
+  CHECK(s.stats().variables_visited - visited == 2);  // vb's component was not recomputed
+  CHECK(s.rate(vb) == doctest::Approx(20));
+  s.remove_variable(va);
+  s.solve();
+  CHECK(s.rate(va2) == doctest::Approx(10));
+}
+
+TEST_CASE("randomised: the solver matches the reference and the definition") {
+  std::mt19937_64 rng(12345);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int C = 1 + static_cast<int>(rng() % 7), V = 1 + static_cast<int>(rng() % 14);
+    RefProblem p;
+    p.a.assign(C, std::vector<double>(V, 0));
+    MaxMinSystem s;
+    std::vector<ConstraintId> cons;
+    std::vector<VariableId> vars;
+    for (int c = 0; c < C; ++c) {
+      p.cap.push_back(1.0 + static_cast<double>(rng() % 100));
+      cons.push_back(s.add_constraint(p.cap.back()));
+    }
+    const double coeffs[] = {1.0, 1.0, 2.0, 0.5};
+    for (int v = 0; v < V; ++v) {
+      const double w = (rng() % 3 == 0) ? 2.0 : 1.0;
+      const double bound = (rng() % 4 == 0) ? 1.0 + static_cast<double>(rng() % 50) : MaxMinSystem::kUnbounded;
+      p.weight.push_back(w);
+      p.bound.push_back(bound);
+      vars.push_back(s.add_variable(w, bound));
+      const int uses = 1 + static_cast<int>(rng() % 3);
+      for (int k = 0; k < uses; ++k) {
+        const int c = static_cast<int>(rng() % C);
+        const double a = coeffs[rng() % 4];
+        p.a[c][v] += a;
+        s.expand(cons[c], vars.back(), a);
+      }
+    }
+    s.solve();
+    const auto ref = reference_solve(p);
+    for (int v = 0; v < V; ++v) CHECK(s.rate(vars[v]) == doctest::Approx(ref[v]).epsilon(1e-9));
+    check_maxmin_properties(s, vars, cons);
+  }
+}
+
+TEST_CASE("randomised: incremental updates equal a solve from scratch") {
+  std::mt19937_64 rng(777);
+  MaxMinSystem s;
+  std::vector<ConstraintId> cons;
+  for (int c = 0; c < 12; ++c) cons.push_back(s.add_constraint(5.0 + static_cast<double>(rng() % 50)));
+  struct Live {
+    VariableId id;
+    double w, bound;
+    std::vector<std::pair<int, double>> uses;
+  };
+  std::vector<Live> live;
+  for (int step = 0; step < 400; ++step) {
+    if (live.empty() || rng() % 3 != 0) {
+      Live l;
+      l.w = 1.0 + static_cast<double>(rng() % 2);
+      l.bound = rng() % 5 == 0 ? 2.0 + static_cast<double>(rng() % 20) : MaxMinSystem::kUnbounded;
+      l.id = s.add_variable(l.w, l.bound);
+      const int uses = 1 + static_cast<int>(rng() % 3);
+      for (int k = 0; k < uses; ++k) {
+        const int c = static_cast<int>(rng() % cons.size());
+        l.uses.emplace_back(c, 1.0);
+        s.expand(cons[c], l.id, 1.0);
+      }
+      live.push_back(l);
+    } else {
+      const size_t k = rng() % live.size();
+      s.remove_variable(live[k].id);
+      live.erase(live.begin() + static_cast<long>(k));
+    }
+    s.solve();
+    // Fresh system with the same live variables.
+    MaxMinSystem fresh;
+    std::vector<ConstraintId> fc;
+    for (ConstraintId c : cons) fc.push_back(fresh.add_constraint(s.capacity(c)));
+    std::vector<VariableId> fv;
+    for (const Live& l : live) {
+      fv.push_back(fresh.add_variable(l.w, l.bound));
+      for (auto [c, a] : l.uses) fresh.expand(fc[c], fv.back(), a);
+    }
+    fresh.solve();
+    for (size_t k = 0; k < live.size(); ++k) REQUIRE(s.rate(live[k].id) == doctest::Approx(fresh.rate(fv[k])).epsilon(1e-9));
+  }
+}

@@ -1,0 +1,204 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "hw/fabric.hpp"
+
+using namespace osim;
+using namespace osim::hw;
+
+namespace {
+const std::string kDir = std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/";
+
+// Parses and builds; returns the InputError text, or "" if none.
+std::string error_of(const std::string& yaml) {
+  try {
+    Topology t(parse_topology_string(yaml, "t.yaml"));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kMinimal = R"(name: mini
+nodes:
+  - {name: cpu0, kind: cpu}
+  - {name: gpu0, kind: gpu}
+links:
+  - {a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}
+)";
+}  // namespace
+
+TEST_CASE("a minimal topology parses, with the pcie shorthand") {
+  Topology t(parse_topology_string(kMinimal, "t.yaml"));
+  CHECK(t.gpus().size() == 1);
+  // gen4 x16: 16 GT/s x 128/130 / 8 x 16 lanes x 0.87
+  CHECK(t.resources()[0].capacity == doctest::Approx(16.0 * 128 / 130 / 8 * 16 * 0.87 * 1e9));
+  CHECK(t.resources()[0].name == "gpu0->cpu0");
+  CHECK(t.resources()[1].name == "cpu0->gpu0");
+}
+
+TEST_CASE("bad topologies are errors naming file:line and what to do") {
+  SUBCASE("unknown key, with a suggestion") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu, memory_bandwith: 1 GB/s}\n");
+    CHECK(e.find("t.yaml:3:") == 0);
+    CHECK(e.find("unknown key 'memory_bandwith' in cpu node; did you mean 'memory_bandwidth'?") != std::string::npos);
+  }
+  SUBCASE("a key of another node kind") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: sw, kind: pcie_switch, memory: 1 GiB}\n");
+    CHECK(e.find("unknown key 'memory' in pcie_switch node") != std::string::npos);
+  }
+  SUBCASE("unknown node kind") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: g, kind: gpuu}\n");
+    CHECK(e.find("t.yaml:3:") == 0);
+    CHECK(e.find("unknown node kind 'gpuu' (did you mean 'gpu'?)") != std::string::npos);
+  }
+  SUBCASE("missing field") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+                            "links:\n  - {a: gpu0, b: cpu0, pcie: gen5 x16}\n");
+    CHECK(e.find("t.yaml:6:") == 0);
+    CHECK(e.find("needs 'latency'") != std::string::npos);
+  }
+  SUBCASE("missing name") {
+    const auto e = error_of("nodes:\n  - {name: cpu0, kind: cpu}\n");
+    CHECK(e.find("missing the required key 'name'") != std::string::npos);
+  }
+  SUBCASE("zero bandwidth") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+                            "links:\n  - {a: gpu0, b: cpu0, kind: pcie, bandwidth: 0 GB/s, latency: 1 us}\n");
+    CHECK(e.find("t.yaml:6:") == 0);
+    CHECK(e.find("must be positive") != std::string::npos);
+  }
+  SUBCASE("negative bandwidth") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+                            "links:\n  - {a: gpu0, b: cpu0, kind: pcie, bandwidth: -3 GB/s, latency: 1 us}\n");
+    CHECK(e.find("must be positive") != std::string::npos);
+  }
+  SUBCASE("duplicate names") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: cpu0, kind: cpu}\n  - {name: g, kind: gpu}\n");
+    CHECK(e.find("t.yaml:4:") == 0);
+    CHECK(e.find("duplicate node name 'cpu0' (first defined at t.yaml:3:") != std::string::npos);
+  }
+  SUBCASE("duplicate names made by repeat") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: \"g{i/2}\", kind: gpu, repeat: 2}\n");
+    CHECK(e.find("duplicate node name 'g0'") != std::string::npos);
+  }
+  SUBCASE("a link to an unknown node") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+                            "links:\n  - {a: gpu0, b: cpu1, pcie: gen5 x16, latency: 1 us}\n");
+    CHECK(e.find("t.yaml:6:") == 0);
+    CHECK(e.find("unknown node 'cpu1'; did you mean 'cpu0'?") != std::string::npos);
+  }
+  SUBCASE("a GPU with no route to host memory") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+                            "  - {name: gpu1, kind: gpu}\n"
+                            "links:\n  - {a: gpu0, b: cpu0, pcie: gen5 x16, latency: 1 us}\n"
+                            "  - {a: gpu0, b: gpu1, nvlinks: 4, latency: 1 us}\n");
+    CHECK(e.find("t.yaml:5:") == 0);
+    CHECK(e.find("GPU 'gpu1' has no PCIe path to host memory") != std::string::npos);
+  }
+  SUBCASE("a bad repeat expression") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: \"g{k}\", kind: gpu, repeat: 2}\n");
+    CHECK(e.find("t.yaml:3:") == 0);
+    CHECK(e.find("unknown variable 'k'") != std::string::npos);
+  }
+  SUBCASE("a YAML syntax error") {
+    const auto e = error_of("name: x\nnodes: [\n");
+    CHECK(e.find("t.yaml:") == 0);
+    CHECK(e.find("YAML syntax error") != std::string::npos);
+  }
+  SUBCASE("nvlink to a cpu") {
+    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+                            "links:\n  - {a: gpu0, b: cpu0, nvlinks: 2, latency: 1 us}\n");
+    CHECK(e.find("nvlink links join GPUs and NVSwitches") != std::string::npos);
+  }
+}
+
+TEST_CASE("ACES 4xH100 PCIe: GPU pairs bounce through host memory") {
+  Topology t(parse_topology_file(kDir + "aces-4xh100-pcie.yaml"));
+  const int g0 = t.find("gpu0"), g1 = t.find("gpu1"), g2 = t.find("gpu2");
+  CHECK(t.path_type(g0, g1) == PathType::Phb);
+  CHECK(t.path_type(g0, g2) == PathType::Sys);
+  const Route& same = t.route(g0, g1);
+  CHECK(same.kind == RouteKind::ViaHost);
+  // gpu0->rc0, cpu0.dram twice, rc0->gpu1
+  CHECK(t.describe(same) == "gpu0 -> rc0 -> cpu0 -> rc0 -> gpu1");
+  bool dram_twice = false;
+  for (const auto& u : same.uses)
+    if (t.resources()[u.resource].name == "cpu0.dram") dram_twice = u.coefficient == 2.0;
+  CHECK(dram_twice);
+  CHECK(same.latency == Time::from_us(2));
+  const Route& cross = t.route(g0, g2);
+  CHECK(t.describe(cross) == "gpu0 -> rc0 -> cpu0 -> cpu1 -> rc1 -> gpu2");
+  CHECK(cross.latency == Time::from_us(2.5));
+  CHECK(t.route(t.find("cpu1"), g2).kind == RouteKind::HostMemory);
+  CHECK(t.nearest_cpu(g2) == t.find("cpu1"));
+}
+
+TEST_CASE("4xH200: NVLink between every pair; P2P disable does not change NVLink") {
+  Topology t(parse_topology_file(kDir + "h200x4-nvlink.yaml"));
+  for (int a : t.gpus())
+    for (int b : t.gpus())
+      if (a != b) {
+        CHECK(t.path_type(a, b) == PathType::NvLink);
+        CHECK(t.route(a, b).kind == RouteKind::NvLink);
+        CHECK(t.route(a, b).bottleneck.GBps() == doctest::Approx(150));
+      }
+}
+
+TEST_CASE("P2P rules: switch-local pairs, disabled cards, NCCL_P2P_DISABLE") {
+  const char* yaml = R"(name: p2p
+nodes:
+  - {name: cpu0, kind: cpu}
+  - {name: sw0, kind: pcie_switch}
+  - {name: "gpu{i}", kind: gpu, repeat: 3}
+links:
+  - {a: sw0, b: cpu0, pcie: gen5 x16, latency: 1 us}
+  - {a: "gpu{i}", b: sw0, pcie: gen5 x16, latency: 1 us, repeat: 3}
+p2p_disabled_pairs: [[gpu0, gpu2]]
+)";
+  Topology t(parse_topology_string(yaml, "p2p.yaml"));
+  const int g0 = t.find("gpu0"), g1 = t.find("gpu1"), g2 = t.find("gpu2");
+  CHECK(t.path_type(g0, g1) == PathType::Pix);
+  CHECK(t.route(g0, g1).kind == RouteKind::PcieP2P);
+  CHECK(t.describe(t.route(g0, g1)) == "gpu0 -> sw0 -> gpu1");
+  CHECK(t.route(g0, g2).kind == RouteKind::ViaHost);  // pair disabled
+  RouteOptions off;
+  off.p2p_disabled = true;
+  CHECK(t.route(g0, g1, off).kind == RouteKind::ViaHost);
+  CHECK(t.describe(t.route(g0, g1, off)) == "gpu0 -> sw0 -> cpu0 -> sw0 -> gpu1");
+}
+
+TEST_CASE("RTX 4090 box: no P2P; the switch uplink carries both directions of a bounce") {
+  Topology t(parse_topology_file(kDir + "rtx4090x8-pcie.yaml"));
+  const Route& r = t.route(t.find("gpu0"), t.find("gpu1"));
+  CHECK(r.kind == RouteKind::ViaHost);
+  CHECK(t.path_type(t.find("gpu0"), t.find("gpu1")) == PathType::Pix);
+  int uplink_dirs = 0;
+  for (const auto& u : r.uses) {
+    const auto& n = t.resources()[u.resource].name;
+    if (n == "pcisw0->rc0" || n == "rc0->pcisw0") ++uplink_dirs;
+  }
+  CHECK(uplink_dirs == 2);
+}
+
+TEST_CASE("2-node cluster: hosts, GPUDirect RDMA over the nearest NIC") {
+  Topology t(parse_topology_file(kDir + "h100-2node-ib.yaml"));
+  CHECK(t.host_count() == 2);
+  const int a = t.find("n0_gpu3"), b = t.find("n1_gpu5");
+  CHECK(t.host_of(a) != t.host_of(b));
+  CHECK(t.path_type(a, b) == PathType::Net);
+  const Route& r = t.route(a, b);
+  CHECK(r.kind == RouteKind::Network);
+  CHECK(t.describe(r) == "n0_gpu3 -> n0_pcisw3 -> n0_nic3 -> ibswitch -> n1_nic5 -> n1_pcisw5 -> n1_gpu5");
+  CHECK(r.bottleneck.GBps() == doctest::Approx(50));
+  // 0.5 (gpu-sw) + 0.5 (sw-nic) + 0.5 (nic-ib) + 0.6 (switch) + 0.5 + 0.5 + 0.5
+  CHECK(r.latency == Time::from_us(3.6));
+  CHECK(t.route(t.find("n0_gpu0"), t.find("n0_gpu7")).kind == RouteKind::NvLink);
+}
+
+TEST_CASE("DGX H100: NVSwitch for GPUs, the GPU's own PCIe switch to host memory") {
+  Topology t(parse_topology_file(kDir + "dgx-h100.yaml"));
+  CHECK(t.route(t.find("gpu1"), t.find("gpu6")).bottleneck.GBps() == doctest::Approx(450));
+  CHECK(t.describe(t.route(t.find("cpu1"), t.find("gpu6"))) == "cpu1 -> rc1 -> pcisw6 -> gpu6");
+}
