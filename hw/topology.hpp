@@ -39,6 +39,7 @@ struct GpuParams {
   std::optional<int> sms;
   std::optional<int> copy_engines;
   bool p2p = true;  // false: the card cannot do peer-to-peer (e.g. RTX 4090)
+  std::map<std::string, double> peak_tflops;  // dense tensor-core rate per dtype ("bf16", "fp8", ...)
 };
 
 struct NodeSpec {

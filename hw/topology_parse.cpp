@@ -99,7 +99,7 @@ NodeSpec parse_node(const std::string& file, const YAML::Node& n, const YAML::No
   }
   const NodeKind kind = node_kind(kind_s);
   std::vector<std::string> known = {"name", "kind", "throughput", "latency"};
-  if (kind == NodeKind::Gpu) known.insert(known.end(), {"model", "memory", "hbm_bandwidth", "sms", "copy_engines", "p2p"});
+  if (kind == NodeKind::Gpu) known.insert(known.end(), {"model", "memory", "hbm_bandwidth", "sms", "copy_engines", "p2p", "peak_tflops"});
   if (kind == NodeKind::Cpu) known.insert(known.end(), {"memory_bandwidth", "memory"});
   MapReader r(file, n, fmt::format("{} node", kind_s), known, original);
   NodeSpec s;
@@ -122,6 +122,14 @@ NodeSpec parse_node(const std::string& file, const YAML::Node& n, const YAML::No
         s.gpu.copy_engines = static_cast<int>(*v);
       }
       s.gpu.p2p = r.boolean("p2p", true);
+      if (r.has("peak_tflops")) {
+        MapReader pk(file, n["peak_tflops"], "peak_tflops", {"bf16", "fp16", "fp32", "fp8"}, original["peak_tflops"]);
+        for (const char* d : {"bf16", "fp16", "fp32", "fp8"})
+          if (auto v = pk.opt_num(d)) {
+            if (*v <= 0) pk.fail(d, "must be positive (TFLOP/s)");
+            s.gpu.peak_tflops[d] = *v;
+          }
+      }
     }
     if (kind == NodeKind::Cpu) {
       s.memory_bandwidth = r.opt_bandwidth("memory_bandwidth");

@@ -6,7 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+
 #include "core/errors.hpp"
+#include "exec/executor.hpp"
 #include "fabric/transfers.hpp"
 #include "hw/fabric.hpp"
 
@@ -27,8 +30,26 @@ int main(int argc, char** argv) {
   flows_cmd->add_option("--topology,-t", topo_path, "topology YAML")->required();
   flows_cmd->add_flag("--p2p-disable", p2p_disable, "route GPU<->GPU traffic as with NCCL_P2P_DISABLE=1");
 
+  std::string schedule_path, run_topo;
+  auto* run_cmd = app.add_subcommand("run", "Simulate a schedule (per-rank CUDA/NCCL-level programs) and print every op's start and end");
+  run_cmd->add_option("schedule", schedule_path, "schedule YAML")->required();
+  run_cmd->add_option("--topology,-t", run_topo, "topology YAML (default: the schedule's 'topology:', relative to the schedule)");
+
   CLI11_PARSE(app, argc, argv);
   try {
+    if (*run_cmd) {
+      const osim::Schedule sched = osim::parse_schedule_file(schedule_path);
+      if (run_topo.empty()) {
+        if (sched.topology.empty())
+          throw osim::InputError(osim::SourceLocation{schedule_path, 0, 0},
+                                 "no topology: pass --topology FILE or add 'topology: FILE' to the schedule");
+        run_topo = (std::filesystem::path(schedule_path).parent_path() / sched.topology).string();
+      }
+      osim::hw::Topology topo(osim::hw::parse_topology_file(run_topo));
+      const osim::ExecResult res = osim::execute(sched, topo);
+      std::cout << osim::format_exec_report(sched, res);
+      return 0;
+    }
     osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
     if (*topo_cmd) {
       osim::hw::RouteOptions opt;

@@ -51,6 +51,17 @@ FlowId FlowModel::start(FlowSpec spec) {
 
 double FlowModel::rate(FlowId f) const { return flows_[f].rate; }
 
+void FlowModel::set_rate_cap(FlowId f, double cap) {
+  Flow& fl = flows_[f];
+  assert(fl.running && cap > 0);
+  if (fl.spec.rate_cap == cap) return;
+  fl.spec.rate_cap = cap;
+  if (fl.var >= 0) {
+    sys_.set_bound(fl.var, cap);
+    request_solve();
+  }
+}
+
 void FlowModel::activate(FlowId f) {
   Flow& fl = flows_[f];
   fl.last_update = engine_.now();

@@ -63,6 +63,10 @@ class FlowModel {
   /// Starts a flow now. A flow with no route needs a finite rate_cap.
   FlowId start(FlowSpec spec);
   [[nodiscard]] size_t active() const { return active_; }
+  /// Changes a running flow's cap (e.g. interference); takes effect in the
+  /// next solve at this instant.
+  void set_rate_cap(FlowId f, double cap);
+  [[nodiscard]] bool running(FlowId f) const { return f >= 0 && static_cast<size_t>(f) < flows_.size() && flows_[f].running; }
   /// Current rate of a running flow (0 before its first byte).
   [[nodiscard]] double rate(FlowId f) const;
   /// Bytes moved across each constraint so far (coefficient-weighted), for

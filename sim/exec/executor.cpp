@@ -1,0 +1,882 @@
+#include "executor.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core/engine.hpp"
+#include "core/flows.hpp"
+
+namespace osim {
+
+Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p) {
+  if (op.duration) return *op.duration;
+  double flops = op.flops, bytes = op.hbm_bytes, eff = p.flops_efficiency;
+  const double es = dtype_bytes(op.dtype);
+  if (op.gemm) {
+    const auto& g = *op.gemm;
+    flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+    bytes = es * static_cast<double>(g.m * g.k + g.k * g.n + g.m * g.n);
+    eff = p.gemm_efficiency;
+  } else if (op.attention) {
+    const auto& a = *op.attention;
+    const double bh = static_cast<double>(a.batch * a.heads);
+    flops = 4.0 * bh * static_cast<double>(a.seq_q) * static_cast<double>(a.seq_kv) * static_cast<double>(a.head_dim);
+    bytes = es * bh * static_cast<double>(a.head_dim) * (2.0 * static_cast<double>(a.seq_q) + 2.0 * static_cast<double>(a.seq_kv));
+    eff = p.attention_efficiency;
+  }
+  if (op.efficiency > 0) eff = op.efficiency;
+  double t = 0;
+  if (flops > 0) {
+    auto it = gpu.gpu.peak_tflops.find(to_string(op.dtype));
+    if (it == gpu.gpu.peak_tflops.end())
+      throw InputError(op.where, fmt::format("kernel '{}' needs the {} rate of GPU '{}': add peak_tflops: {{{}: ...}} to it in the "
+                                             "topology, or give the kernel a duration",
+                                             op.label, to_string(op.dtype), gpu.name, to_string(op.dtype)));
+    t = std::max(t, flops / (it->second * 1e12 * eff));
+  }
+  if (bytes > 0) {
+    if (!gpu.gpu.hbm_bandwidth)
+      throw InputError(op.where, fmt::format("kernel '{}' moves HBM bytes but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
+    t = std::max(t, bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * p.hbm_efficiency));
+  }
+  return Time::from_s(t);
+}
+
+namespace {
+
+enum EngineIdx { kH2D = 0, kD2H = 1, kOther = 2 };
+
+struct GOp {
+  int rank = 0, index = 0;
+  const Op* op = nullptr;
+  int stream = 0, pos = 0;
+  std::vector<std::pair<int, int>> deps;  // (stream, pos) that must be done
+  bool dispatched = false, done = false;
+  double work_s = 0;   // kernels: solo seconds
+  int inst = -1;       // collectives: instance
+  int seq = -1;        // collectives: sequence on its group
+  bool arrived = false;
+};
+
+struct StreamState {
+  std::vector<int> gops;
+  int done = 0;
+  int hwq = 0;
+  int priority = 0;
+};
+
+struct RunningKernel {
+  int gop;
+  double remaining;  // solo seconds left
+  double speed = 0;
+  Time last;
+  EventId ev;
+  int demand;
+  int priority;
+};
+
+struct CopyEngine {
+  std::deque<int> queue;
+  int busy = -1;
+};
+
+struct CollFlow {
+  FlowId flow;
+  double base_cap;
+};
+
+struct RankState {
+  int gpu = -1, cpu = -1;
+  const hw::NodeSpec* node = nullptr;
+  int sms = 1;
+  int pc = 0;
+  bool paid = false, effect_done = false;
+  enum { Ready, Busy, Blocked, Done } state = Ready;
+  std::function<bool()> until;
+  std::string waiting;
+  Time busy_until;
+  Time host_end;
+  std::vector<StreamState> streams;
+  std::vector<std::deque<int>> hwq;
+  std::vector<std::pair<int, int>> event_pos;
+  std::map<std::string, std::pair<Bytes, MemSpace>> allocs;
+  Bytes vram = 0, peak_vram = 0, vram_cap = 0;
+  CopyEngine ce[3];
+  std::vector<RunningKernel> kernels;
+  int comm_channels = 0;
+  std::vector<int> group_seq, group_done;
+  std::vector<std::deque<int>> parked;
+  std::map<int, int> send_seq, recv_seq;
+  std::vector<CollFlow> coll_flows;
+  bool pumping = false, again = false;
+};
+
+struct CollInst {
+  const Op* op = nullptr;  // the first arrival's op (all must match)
+  int group = -1;
+  int seq = 0;
+  std::vector<int> members;
+  std::vector<int> gops;
+  int arrived = 0;
+  bool launched = false;
+  double wire = 0;
+  int channels = 0;
+  std::vector<int> outstanding;
+  std::vector<char> member_done;
+  int step = 0, steps = 0, step_left = 0;
+  std::vector<std::vector<int>> partner;  // pairwise: [round][member] -> member or -1
+  std::vector<int> round;
+  std::vector<char> in_round;
+  std::vector<int> round_left;
+};
+
+class Executor {
+ public:
+  Executor(const Schedule& s, const hw::Topology& t, const ModelParams& p) : s_(s), topo_(t), p_(p), flows_(engine_, sys_) {
+    cons_ = topo_.install(sys_);
+    opts_.p2p_disabled = s_.runtime.nccl_p2p_disable;
+    const auto gpus = topo_.gpus();
+    if (s_.ranks() > static_cast<int>(gpus.size()) && s_.gpus.empty())
+      throw InputError(SourceLocation{s_.file, 0, 0}, fmt::format("the schedule has {} ranks but topology '{}' has {} GPUs", s_.ranks(),
+                                                                  topo_.name(), gpus.size()));
+    ranks_.resize(s_.ranks());
+    records_.resize(s_.ranks());
+    for (int r = 0; r < s_.ranks(); ++r) {
+      RankState& R = ranks_[r];
+      if (!s_.gpus.empty()) {
+        R.gpu = topo_.find(s_.gpus[r]);
+        if (R.gpu < 0 || topo_.node(R.gpu).kind != hw::NodeKind::Gpu)
+          throw InputError(SourceLocation{s_.file, 0, 0}, fmt::format("gpus[{}] = '{}' is not a GPU of topology '{}'", r, s_.gpus[r], topo_.name()));
+      } else {
+        R.gpu = gpus[r];
+      }
+      R.node = &topo_.node(R.gpu);
+      R.cpu = topo_.nearest_cpu(R.gpu);
+      R.sms = R.node->gpu.sms.value_or(1);
+      R.vram_cap = R.node->gpu.memory.value_or(0);
+      const int nq = s_.runtime.device_max_connections;
+      R.hwq.resize(nq);
+      for (size_t i = 0; i < s_.streams.size(); ++i)
+        R.streams.push_back(StreamState{{}, 0, static_cast<int>(i % static_cast<size_t>(nq)), s_.streams[i].priority});
+      R.event_pos.assign(s_.events.size(), {-1, -1});
+      R.group_seq.assign(s_.groups.size(), 0);
+      R.group_done.assign(s_.groups.size(), 0);
+      R.parked.resize(s_.groups.size());
+      const auto& ops = s_.programs[r].ops;
+      records_[r].resize(ops.size());
+      for (size_t i = 0; i < ops.size(); ++i) {
+        records_[r][i].rank = r;
+        records_[r][i].index = static_cast<int>(i);
+        records_[r][i].op = &ops[i];
+        if (ops[i].kind == OpKind::Kernel) (void)kernel_time(ops[i], *R.node, p_);  // fail early on missing rates
+        if (ops[i].kind == OpKind::Memcpy && ops[i].copy == CopyKind::P2P) (void)route_between(r, ops[i].peer, {});
+      }
+    }
+  }
+
+  ExecResult run() {
+    for (int r = 0; r < s_.ranks(); ++r) engine_.at(Time::zero(), [this, r] { host_step(r); });
+    engine_.run();
+    check_finished();
+    ExecResult out;
+    out.ops = records_;
+    for (int r = 0; r < s_.ranks(); ++r) {
+      RankSummary sum;
+      sum.gpu = ranks_[r].node->name;
+      sum.end = ranks_[r].host_end;
+      for (const auto& rec : records_[r]) sum.end = std::max(sum.end, rec.end);
+      sum.peak_vram = ranks_[r].peak_vram;
+      sum.vram_capacity = ranks_[r].vram_cap;
+      out.makespan = std::max(out.makespan, sum.end);
+      out.ranks.push_back(sum);
+    }
+    out.resource_bytes.assign(topo_.resources().size(), 0);
+    const auto& cb = flows_.constraint_bytes();
+    for (size_t i = 0; i < cons_.size(); ++i)
+      if (static_cast<size_t>(cons_[i]) < cb.size()) out.resource_bytes[i] = cb[cons_[i]];
+    return out;
+  }
+
+ private:
+  // ---------------------------------------------------------------- host
+  Time overhead(const Op& op) const {
+    switch (op.kind) {
+      case OpKind::Kernel: return p_.kernel_launch;
+      case OpKind::Memcpy: return p_.memcpy_call;
+      case OpKind::EventRecord: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream: return p_.event_call;
+      case OpKind::StreamSync: case OpKind::EventSync: case OpKind::DeviceSync: return p_.sync_call;
+      case OpKind::Collective: return p_.collective_call;
+      case OpKind::Alloc: return p_.alloc_call;
+      case OpKind::Free: return p_.free_call;
+      case OpKind::HostWork: case OpKind::Marker: return Time::zero();
+    }
+    return Time::zero();
+  }
+
+  void host_step(int r) {
+    RankState& R = ranks_[r];
+    if (R.state == RankState::Done) return;
+    R.state = RankState::Ready;
+    const auto& ops = s_.programs[r].ops;
+    while (R.pc < static_cast<int>(ops.size())) {
+      const Op& op = ops[R.pc];
+      OpRecord& rec = records_[r][R.pc];
+      if (!R.paid) {
+        rec.issue = engine_.now();
+        R.paid = true;
+        const Time oh = overhead(op);
+        if (oh > Time::zero()) {
+          R.state = RankState::Busy;
+          engine_.after(oh, [this, r] { host_step(r); });
+          return;
+        }
+      }
+      if (!R.effect_done) {
+        R.effect_done = true;
+        rec.returned = engine_.now();
+        effect(r, op, rec);
+      }
+      if (R.busy_until > engine_.now()) {
+        R.state = RankState::Busy;
+        engine_.at(R.busy_until, [this, r] { host_step(r); });
+        return;
+      }
+      if (R.until && !R.until()) {
+        R.state = RankState::Blocked;
+        return;
+      }
+      R.until = nullptr;
+      R.waiting.clear();
+      if (!is_gpu_op(op)) {
+        rec.start = rec.issue;
+        rec.end = engine_.now();
+        rec.ran = true;
+      }
+      rec.returned = engine_.now();
+      ++R.pc;
+      R.paid = R.effect_done = false;
+    }
+    R.state = RankState::Done;
+    R.host_end = engine_.now();
+  }
+
+  static bool is_gpu_op(const Op& op) {
+    switch (op.kind) {
+      case OpKind::Kernel: case OpKind::Memcpy: case OpKind::EventRecord: case OpKind::StreamWaitEvent:
+      case OpKind::StreamWaitStream: case OpKind::Collective: return true;
+      case OpKind::Marker: return op.stream >= 0;
+      default: return false;
+    }
+  }
+
+  void block(int r, std::function<bool()> until, std::string why) {
+    ranks_[r].until = std::move(until);
+    ranks_[r].waiting = std::move(why);
+  }
+
+  void wake(int r) {
+    RankState& R = ranks_[r];
+    if (R.state == RankState::Blocked && R.until && R.until()) {
+      R.state = RankState::Busy;
+      engine_.after(Time::zero(), [this, r] { host_step(r); });
+    }
+  }
+
+  void effect(int r, const Op& op, OpRecord& rec) {
+    RankState& R = ranks_[r];
+    (void)rec;
+    switch (op.kind) {
+      case OpKind::Kernel: case OpKind::Collective: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream:
+      case OpKind::EventRecord: case OpKind::Marker: {
+        if (op.kind == OpKind::Marker && op.stream < 0) return;
+        const int g = enqueue(r, op);
+        if (op.kind == OpKind::EventRecord) R.event_pos[op.event] = {op.stream, gops_[g].pos};
+        return;
+      }
+      case OpKind::Memcpy: {
+        const int g = enqueue(r, op);
+        const bool blocking = !op.async || (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H));
+        if (blocking) block(r, [this, g] { return gops_[g].done; }, fmt::format("a blocking {} copy", to_string(op.copy)));
+        return;
+      }
+      case OpKind::StreamSync: {
+        const int target = static_cast<int>(R.streams[op.stream].gops.size());
+        const int s = op.stream;
+        block(r, [this, r, s, target] { return ranks_[r].streams[s].done >= target; },
+              fmt::format("stream_sync({})", s_.streams[s].name));
+        return;
+      }
+      case OpKind::EventSync: {
+        const auto [s, pos] = R.event_pos[op.event];
+        block(r, [this, r, s = s, pos = pos] { return ranks_[r].streams[s].done > pos; },
+              fmt::format("event_sync({})", s_.events[op.event]));
+        return;
+      }
+      case OpKind::DeviceSync: {
+        std::vector<int> targets;
+        for (const auto& st : R.streams) targets.push_back(static_cast<int>(st.gops.size()));
+        block(r, [this, r, targets] {
+          for (size_t i = 0; i < targets.size(); ++i)
+            if (ranks_[r].streams[i].done < targets[i]) return false;
+          return true;
+        }, "device_sync");
+        return;
+      }
+      case OpKind::Alloc: {
+        if (op.space == MemSpace::Device) {
+          if (R.vram_cap > 0 && R.vram + op.bytes > R.vram_cap)
+            throw SimulationError(fmt::format(
+                "{}: rank {} ({}) runs out of GPU memory: alloc '{}' of {} needs {} with {} already in use of {} capacity",
+                op.where.str(), r, R.node->name, op.label, format_bytes(static_cast<double>(op.bytes)),
+                format_bytes(static_cast<double>(R.vram + op.bytes)), format_bytes(static_cast<double>(R.vram)),
+                format_bytes(static_cast<double>(R.vram_cap))));
+          R.vram += op.bytes;
+          R.peak_vram = std::max(R.peak_vram, R.vram);
+        } else {
+          const hw::NodeSpec& cpu = topo_.node(R.cpu);
+          Bytes& used = pinned_[R.cpu];
+          if (cpu.memory && used + op.bytes > *cpu.memory)
+            throw SimulationError(fmt::format("{}: rank {} runs out of host memory on {}: alloc '{}' of {} with {} pinned of {}",
+                                              op.where.str(), r, cpu.name, op.label, format_bytes(static_cast<double>(op.bytes)),
+                                              format_bytes(static_cast<double>(used)), format_bytes(static_cast<double>(*cpu.memory))));
+          used += op.bytes;
+        }
+        R.allocs[op.label] = {op.bytes, op.space};
+        return;
+      }
+      case OpKind::Free: {
+        auto it = R.allocs.find(op.label);
+        assert(it != R.allocs.end());
+        if (it->second.second == MemSpace::Device) R.vram -= it->second.first;
+        else pinned_[R.cpu] -= it->second.first;
+        R.allocs.erase(it);
+        return;
+      }
+      case OpKind::HostWork: R.busy_until = engine_.now() + *op.duration; return;
+    }
+  }
+
+  // ---------------------------------------------------------------- streams
+  int enqueue(int r, const Op& op) {
+    RankState& R = ranks_[r];
+    GOp g;
+    g.rank = r;
+    g.index = R.pc;
+    g.op = &op;
+    g.stream = op.stream;
+    StreamState& st = R.streams[op.stream];
+    g.pos = static_cast<int>(st.gops.size());
+    if (op.kind == OpKind::StreamWaitEvent) {
+      g.deps.push_back(R.event_pos[op.event]);
+    } else if (op.kind == OpKind::StreamWaitStream) {
+      const int n = static_cast<int>(R.streams[op.stream2].gops.size());
+      if (n > 0) g.deps.emplace_back(op.stream2, n - 1);
+    } else if (op.kind == OpKind::Kernel) {
+      g.work_s = kernel_time(op, *R.node, p_).s();
+    }
+    const int id = static_cast<int>(gops_.size());
+    gops_.push_back(std::move(g));
+    st.gops.push_back(id);
+    R.hwq[st.hwq].push_back(id);
+    pump(r);
+    return id;
+  }
+
+  bool can_dispatch(const GOp& g) const {
+    const RankState& R = ranks_[g.rank];
+    if (R.streams[g.stream].done != g.pos) return false;
+    for (auto [s, pos] : g.deps)
+      if (R.streams[s].done <= pos) return false;
+    return true;
+  }
+
+  void pump(int r) {
+    RankState& R = ranks_[r];
+    if (R.pumping) {
+      R.again = true;
+      return;
+    }
+    R.pumping = true;
+    do {
+      R.again = false;
+      for (auto& q : R.hwq)
+        while (!q.empty() && can_dispatch(gops_[q.front()])) {
+          const int id = q.front();
+          q.pop_front();
+          dispatch(id);
+        }
+    } while (R.again);
+    R.pumping = false;
+  }
+
+  void complete(int id) {
+    GOp& g = gops_[id];
+    RankState& R = ranks_[g.rank];
+    assert(!g.done && R.streams[g.stream].done == g.pos);
+    g.done = true;
+    ++R.streams[g.stream].done;
+    OpRecord& rec = records_[g.rank][g.index];
+    rec.end = engine_.now();
+    rec.ran = true;
+    pump(g.rank);
+    wake(g.rank);
+  }
+
+  void dispatch(int id) {
+    GOp& g = gops_[id];
+    g.dispatched = true;
+    records_[g.rank][g.index].start = engine_.now();
+    switch (g.op->kind) {
+      case OpKind::Kernel: start_kernel(id); return;
+      case OpKind::Memcpy: queue_copy(id); return;
+      case OpKind::Collective: arrive_or_park(id); return;
+      default: complete(id); return;  // records, waits, markers take no time
+    }
+  }
+
+  // ---------------------------------------------------------------- SMs
+  double compute_factor(const RankState& R) const {
+    double f = 1.0;
+    if (R.comm_channels > 0) f *= std::max(0.05, 1.0 - (p_.gemm_slowdown_base + p_.gemm_slowdown_per_channel * R.comm_channels));
+    for (const auto& e : R.ce)
+      if (e.busy >= 0) f *= 1.0 - p_.gemm_slowdown_per_copy;
+    return f;
+  }
+
+  double comm_slowdown(const RankState& R, int channels) const {
+    if (R.kernels.empty()) return 1.0;
+    return 1.0 + p_.comm_slowdown_per_channel * std::max(0, channels - p_.comm_slowdown_free_channels);
+  }
+
+  void start_kernel(int id) {
+    GOp& g = gops_[id];
+    RankState& R = ranks_[g.rank];
+    const int demand = g.op->sm_limit > 0 ? std::min(g.op->sm_limit, R.sms) : R.sms;
+    R.kernels.push_back(RunningKernel{id, g.work_s, 0, engine_.now(), {}, demand, R.streams[g.stream].priority});
+    update_gpu(g.rank);
+  }
+
+  void update_gpu(int r) {
+    RankState& R = ranks_[r];
+    const Time now = engine_.now();
+    for (auto& k : R.kernels) {
+      k.remaining = std::max(0.0, k.remaining - k.speed * (now - k.last).s());
+      k.last = now;
+    }
+    // SM shares: higher priority first; within a priority, proportional to demand.
+    std::vector<size_t> order(R.kernels.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return R.kernels[a].priority > R.kernels[b].priority; });
+    double avail = R.sms;
+    const double factor = compute_factor(R);
+    for (size_t i = 0; i < order.size();) {
+      size_t j = i;
+      double demand = 0;
+      while (j < order.size() && R.kernels[order[j]].priority == R.kernels[order[i]].priority) demand += R.kernels[order[j++]].demand;
+      const double give = std::min(avail, demand);
+      for (size_t k = i; k < j; ++k) R.kernels[order[k]].speed = (give / demand) * factor;
+      avail -= give;
+      i = j;
+    }
+    for (auto& k : R.kernels) {
+      engine_.cancel(k.ev);
+      if (k.speed > 0) {
+        const int gid = k.gop;
+        k.ev = engine_.after(Time::from_ps(static_cast<int64_t>(std::ceil(k.remaining / k.speed * 1e12))), [this, r, gid] { end_kernel(r, gid); });
+      }
+    }
+    for (auto& cf : R.coll_flows)
+      if (flows_.running(cf.flow)) flows_.set_rate_cap(cf.flow, cf.base_cap / comm_slowdown(R, channels_of_flow_owner(cf)));
+  }
+  int channels_of_flow_owner(const CollFlow& cf) const { return flow_channels_.at(cf.flow); }
+
+  void end_kernel(int r, int gid) {
+    RankState& R = ranks_[r];
+    auto it = std::find_if(R.kernels.begin(), R.kernels.end(), [&](const RunningKernel& k) { return k.gop == gid; });
+    assert(it != R.kernels.end());
+    R.kernels.erase(it);
+    complete(gid);
+    update_gpu(r);
+  }
+
+  // ---------------------------------------------------------------- copies
+  int engine_for(const RankState& R, CopyKind k) const {
+    const int n = R.node->gpu.copy_engines.value_or(3);
+    const int want = k == CopyKind::H2D ? kH2D : k == CopyKind::D2H ? kD2H : kOther;
+    if (n >= 3) return want;
+    if (n == 2) return want == kOther ? kD2H : want;
+    return kH2D;
+  }
+
+  const hw::Route& route_between(int r, int peer, const hw::RouteOptions& o) {
+    return topo_.route(ranks_[r].gpu, ranks_[peer].gpu, o);
+  }
+
+  void queue_copy(int id) {
+    GOp& g = gops_[id];
+    RankState& R = ranks_[g.rank];
+    const int e = engine_for(R, g.op->copy);
+    R.ce[e].queue.push_back(id);
+    if (R.ce[e].busy < 0) start_copy(g.rank, e);
+  }
+
+  void start_copy(int r, int e) {
+    RankState& R = ranks_[r];
+    CopyEngine& ce = R.ce[e];
+    if (ce.queue.empty()) return;
+    const int id = ce.queue.front();
+    ce.queue.pop_front();
+    ce.busy = id;
+    const Op& op = *gops_[id].op;
+    records_[r][gops_[id].index].start = engine_.now();
+    FlowSpec f;
+    f.bytes = static_cast<double>(op.bytes);
+    f.label = op.label;
+    double cap = p_.copy_engine_bandwidth.bytes_per_s;
+    const hw::Route* route = nullptr;
+    switch (op.copy) {
+      case CopyKind::H2D: route = &topo_.route(R.cpu, R.gpu); break;
+      case CopyKind::D2H: route = &topo_.route(R.gpu, R.cpu); break;
+      case CopyKind::P2P: route = &route_between(r, op.peer, {}); break;
+      case CopyKind::D2D: {
+        const double hbm = R.node->gpu.hbm_bandwidth ? R.node->gpu.hbm_bandwidth->bytes_per_s : 1e12;
+        cap = std::min(cap, hbm * p_.hbm_efficiency / 2);  // read + write
+        break;
+      }
+    }
+    if (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
+      cap = std::min(cap, p_.pageable_bandwidth.bytes_per_s);
+    if (route) {
+      for (const auto& u : route->uses) f.route.push_back({cons_[u.resource], u.coefficient});
+      f.latency = route->latency;
+    }
+    if (std::isfinite(cap)) f.rate_cap = cap;
+    f.on_done = [this, r, e, id](const FlowRecord&) {
+      ranks_[r].ce[e].busy = -1;
+      complete(id);
+      start_copy(r, e);
+      update_gpu(r);
+    };
+    flows_.start(std::move(f));
+    update_gpu(r);
+  }
+
+  // ---------------------------------------------------------------- collectives
+  void arrive_or_park(int id) {
+    GOp& g = gops_[id];
+    RankState& R = ranks_[g.rank];
+    const Op& op = *g.op;
+    if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
+      const bool send = op.coll == CollKind::Send;
+      const int src = send ? g.rank : op.peer, dst = send ? op.peer : g.rank;
+      const int seq = send ? R.send_seq[op.peer]++ : R.recv_seq[op.peer]++;
+      const auto key = std::make_tuple(-1 - src, dst, seq);
+      g.inst = instance(key, -1, seq, {src, dst});
+      arrive(id);
+      return;
+    }
+    g.seq = R.group_seq[op.group]++;
+    if (g.seq > R.group_done[op.group]) {
+      R.parked[op.group].push_back(id);  // NCCL serialises collectives on a communicator
+      return;
+    }
+    g.inst = instance(std::make_tuple(op.group, 0, g.seq), op.group, g.seq, s_.groups[op.group].ranks);
+    arrive(id);
+  }
+
+  int instance(std::tuple<int, int, int> key, int group, int seq, const std::vector<int>& members) {
+    auto it = inst_index_.find(key);
+    if (it != inst_index_.end()) return it->second;
+    CollInst c;
+    c.group = group;
+    c.seq = seq;
+    c.members = members;
+    c.gops.assign(members.size(), -1);
+    insts_.push_back(std::move(c));
+    inst_index_[key] = static_cast<int>(insts_.size() - 1);
+    return static_cast<int>(insts_.size() - 1);
+  }
+
+  int channels_of(const Op& op) const { return op.channels > 0 ? op.channels : p_.nccl_channels; }
+
+  void arrive(int id) {
+    GOp& g = gops_[id];
+    RankState& R = ranks_[g.rank];
+    CollInst& c = insts_[g.inst];
+    const size_t m = static_cast<size_t>(std::find(c.members.begin(), c.members.end(), g.rank) - c.members.begin());
+    assert(m < c.members.size());
+    c.gops[m] = id;
+    g.arrived = true;
+    records_[g.rank][g.index].start = engine_.now();
+    R.comm_channels += channels_of(*g.op);  // the kernel holds its SMs while it waits for peers
+    update_gpu(g.rank);
+    if (!c.op) c.op = g.op;
+    if (++c.arrived == static_cast<int>(c.members.size())) launch(g.inst);
+  }
+
+  [[noreturn]] void mismatch(const CollInst& c) {
+    std::string msg = c.group >= 0 ? fmt::format("collectives issued in different orders or sizes on group '{}': call #{} is",
+                                                 s_.groups[c.group].name, c.seq)
+                                   : fmt::format("send #{} and its matching recv differ:", c.seq);
+    for (size_t m = 0; m < c.members.size(); ++m) {
+      const GOp& g = gops_[c.gops[m]];
+      const Op& op = *g.op;
+      msg += fmt::format("\n  rank {}: {} {} ({} {}, {} channels) at {}", g.rank, to_string(op.coll), op.label,
+                         format_bytes(static_cast<double>(op.bytes)), to_string(op.dtype), channels_of(op), op.where.str());
+    }
+    throw SimulationError(msg);
+  }
+
+  void launch(int ci) {
+    CollInst& c = insts_[ci];
+    c.launched = true;
+    const Op& op = *c.op;
+    const bool p2p = c.group < 0;  // members are {sender, receiver}: kinds differ by design
+    for (int gid : c.gops) {
+      const Op& o = *gops_[gid].op;
+      if ((!p2p && (o.coll != op.coll || o.algo != op.algo)) || o.bytes != op.bytes || o.dtype != op.dtype ||
+          channels_of(o) != channels_of(op))
+        mismatch(c);
+    }
+    c.channels = channels_of(op);
+    c.wire = static_cast<double>(op.bytes) * (op.dtype == DType::FP8 ? 1.0 + 4.0 / 128.0 : 1.0);
+    const int U = static_cast<int>(c.members.size());
+    c.member_done.assign(U, 0);
+    c.outstanding.assign(U, 0);
+    if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
+      c.outstanding = {1, 1};
+      coll_flow(ci, 0, 1, c.wire, 1);
+      return;
+    }
+    if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Nccl) {
+      for (int i = 0; i < U; ++i)
+        for (int j = 0; j < U; ++j)
+          if (i != j) {
+            ++c.outstanding[i];
+            ++c.outstanding[j];
+          }
+      for (int i = 0; i < U; ++i)
+        for (int k = 1; k < U; ++k) coll_flow(ci, i, (i + k) % U, c.wire / U, U - 1);  // peer order rotated per rank
+      return;
+    }
+    if (op.coll == CollKind::AllToAll) {  // pairwise round-robin, circle method
+      const int n = U % 2 == 0 ? U : U + 1;
+      std::vector<int> teams(n);
+      for (int i = 0; i < n; ++i) teams[i] = i;
+      for (int round = 0; round < n - 1; ++round) {
+        std::vector<int> partner(U, -1);
+        for (int i = 0; i < n / 2; ++i) {
+          const int a = teams[i], b = teams[n - 1 - i];
+          if (a < U && b < U) {
+            partner[a] = b;
+            partner[b] = a;
+          }
+        }
+        c.partner.push_back(partner);
+        std::rotate(teams.begin() + 1, teams.end() - 1, teams.end());
+      }
+      c.round.assign(U, 0);
+      c.in_round.assign(U, 0);
+      c.round_left.assign(U, 0);
+      for (int i = 0; i < U; ++i) try_round(ci, i);
+      return;
+    }
+    // Ring: all_gather / reduce_scatter: U-1 steps; all_reduce: 2(U-1).
+    c.steps = op.coll == CollKind::AllReduce ? 2 * (U - 1) : U - 1;
+    c.step = 0;
+    ring_step(ci);
+  }
+
+  void coll_flow(int ci, int from, int to, double bytes, int peers_at_once) {
+    CollInst& c = insts_[ci];
+    const int ra = c.members[from], rb = c.members[to];
+    const hw::Route& route = route_between(ra, rb, opts_);
+    FlowSpec f;
+    for (const auto& u : route.uses) f.route.push_back({cons_[u.resource], u.coefficient});
+    f.bytes = bytes;
+    f.latency = route.latency + p_.nccl_latency;
+    const double base = c.channels * p_.nccl_channel_bandwidth.bytes_per_s / peers_at_once;
+    f.rate_cap = base / comm_slowdown(ranks_[ra], c.channels);
+    f.label = c.op->label;
+    f.on_done = [this, ci, from, to](const FlowRecord& rec) { coll_flow_done(ci, from, to, rec); };
+    const FlowId fid = flows_.start(std::move(f));
+    flow_channels_[fid] = c.channels;
+    ranks_[ra].coll_flows.push_back({fid, base});
+  }
+
+  void coll_flow_done(int ci, int from, int to, const FlowRecord& rec) {
+    CollInst& c = insts_[ci];
+    auto& cf = ranks_[c.members[from]].coll_flows;
+    cf.erase(std::remove_if(cf.begin(), cf.end(), [&](const CollFlow& x) { return x.flow == rec.id; }), cf.end());
+    flow_channels_.erase(rec.id);
+    const Op& op = *c.op;
+    if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise) {
+      for (int m : {from, to})
+        if (--c.round_left[m] == 0) {
+          c.in_round[m] = 0;
+          ++c.round[m];
+        }
+      try_round(ci, from);
+      try_round(ci, to);
+      return;
+    }
+    if (c.steps > 0) {  // ring
+      if (--c.step_left == 0) {
+        if (++c.step < c.steps) ring_step(ci);
+        else
+          for (size_t m = 0; m < c.members.size(); ++m) member_done(ci, static_cast<int>(m));
+      }
+      return;
+    }
+    for (int m : {from, to})
+      if (--c.outstanding[m] == 0) member_done(ci, m);
+  }
+
+  void try_round(int ci, int m) {
+    CollInst& c = insts_[ci];
+    if (c.member_done[m] || c.in_round[m]) return;
+    const int rounds = static_cast<int>(c.partner.size());
+    while (c.round[m] < rounds && c.partner[c.round[m]][m] < 0) ++c.round[m];  // a bye
+    if (c.round[m] >= rounds) {
+      member_done(ci, m);
+      return;
+    }
+    const int p = c.partner[c.round[m]][m];
+    if (c.in_round[p] || c.member_done[p] || c.round[p] != c.round[m]) return;  // the partner is not there yet
+    const int U = static_cast<int>(c.members.size());
+    c.in_round[m] = c.in_round[p] = 1;
+    c.round_left[m] = c.round_left[p] = 2;
+    coll_flow(ci, m, p, c.wire / U, 1);
+    coll_flow(ci, p, m, c.wire / U, 1);
+  }
+
+  void ring_step(int ci) {
+    CollInst& c = insts_[ci];
+    const int U = static_cast<int>(c.members.size());
+    c.step_left = U;
+    for (int i = 0; i < U; ++i) coll_flow(ci, i, (i + 1) % U, c.wire / U, 1);
+  }
+
+  void member_done(int ci, int m) {
+    CollInst& c = insts_[ci];
+    if (c.member_done[m]) return;
+    c.member_done[m] = 1;
+    const int gid = c.gops[m];
+    const GOp& g = gops_[gid];
+    RankState& R = ranks_[g.rank];
+    R.comm_channels -= c.channels;
+    const int rank = g.rank;
+    complete(gid);
+    update_gpu(rank);
+    if (c.group >= 0) {
+      ++R.group_done[c.group];
+      auto& parked = R.parked[c.group];
+      if (!parked.empty() && gops_[parked.front()].seq == R.group_done[c.group]) {
+        const int next = parked.front();
+        parked.pop_front();
+        GOp& n = gops_[next];
+        n.inst = instance(std::make_tuple(c.group, 0, n.seq), c.group, n.seq, s_.groups[c.group].ranks);
+        arrive(next);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- deadlock
+  std::string stream_head(int r, int s) const {
+    const RankState& R = ranks_[r];
+    const StreamState& st = R.streams[s];
+    if (st.done >= static_cast<int>(st.gops.size())) return "";
+    const GOp& g = gops_[st.gops[st.done]];
+    const Op& op = *g.op;
+    std::string what = fmt::format("op {} {}{} ({})", g.index, to_string(op.kind), op.label.empty() ? "" : " " + op.label, op.where.str());
+    if (op.kind == OpKind::Collective) {
+      if (!g.dispatched) return what + ": not dispatched (queued behind another op)";
+      if (!g.arrived) return what + fmt::format(": waits for call #{} on group '{}' to finish first", g.seq - 1, s_.groups[op.group].name);
+      const CollInst& c = insts_[g.inst];
+      std::vector<int> missing;
+      for (size_t m = 0; m < c.members.size(); ++m)
+        if (c.gops[m] < 0) missing.push_back(c.members[m]);
+      if (!missing.empty())
+        return what + fmt::format(": {} waits for rank{} {} to reach it", c.group >= 0 ? fmt::format("call #{} on group '{}'", c.seq, s_.groups[c.group].name) : "send/recv",
+                                  missing.size() > 1 ? "s" : "", fmt::join(missing, ", "));
+      return what + ": running";
+    }
+    for (auto [ds, dp] : g.deps)
+      if (R.streams[ds].done <= dp)
+        return what + fmt::format(": waits for stream {} to finish its op {}", s_.streams[ds].name, gops_[R.streams[ds].gops[dp]].index);
+    return what + (g.dispatched ? ": running" : ": waits in its hardware queue behind another stream's op");
+  }
+
+  void check_finished() {
+    bool ok = true;
+    for (const auto& R : ranks_) {
+      if (R.state != RankState::Done) ok = false;
+      for (const auto& st : R.streams)
+        if (st.done < static_cast<int>(st.gops.size())) ok = false;
+    }
+    if (ok) return;
+    std::string msg = fmt::format("deadlock at {}: no rank can make progress", format_time(engine_.now()));
+    for (int r = 0; r < s_.ranks(); ++r) {
+      const RankState& R = ranks_[r];
+      const auto& ops = s_.programs[r].ops;
+      if (R.state == RankState::Done) msg += fmt::format("\n  rank {} ({}): host finished its program", r, R.node->name);
+      else
+        msg += fmt::format("\n  rank {} ({}): host blocked in {} at op {} ({})", r, R.node->name, R.waiting, R.pc, ops[R.pc].where.str());
+      for (size_t s = 0; s < R.streams.size(); ++s) {
+        const std::string h = stream_head(r, static_cast<int>(s));
+        if (!h.empty()) msg += fmt::format("\n    stream {}: {}", s_.streams[s].name, h);
+      }
+    }
+    throw SimulationError(msg);
+  }
+
+  const Schedule& s_;
+  const hw::Topology& topo_;
+  ModelParams p_;
+  Engine engine_;
+  MaxMinSystem sys_;
+  FlowModel flows_;
+  std::vector<ConstraintId> cons_;
+  hw::RouteOptions opts_;
+  std::vector<RankState> ranks_;
+  std::vector<std::vector<OpRecord>> records_;
+  std::vector<GOp> gops_;
+  std::vector<CollInst> insts_;
+  std::map<std::tuple<int, int, int>, int> inst_index_;
+  std::map<FlowId, int> flow_channels_;
+  std::map<int, Bytes> pinned_;
+};
+
+}  // namespace
+
+ExecResult execute(const Schedule& s, const hw::Topology& topo, const ModelParams& params) {
+  Executor ex(s, topo, params);
+  return ex.run();
+}
+
+std::string format_exec_report(const Schedule& s, const ExecResult& r) {
+  std::string out = fmt::format("schedule {}: {} ranks, makespan {}\n", s.name, s.ranks(), format_time(r.makespan));
+  for (size_t rank = 0; rank < r.ops.size(); ++rank) {
+    const RankSummary& sum = r.ranks[rank];
+    out += fmt::format("\nrank {} on {}: ends {}, peak VRAM {}\n", rank, sum.gpu, format_time(sum.end),
+                       format_bytes(static_cast<double>(sum.peak_vram)));
+    out += fmt::format("  {:>4} {:<18} {:<22} {:<10} {:>12} {:>12} {:>12} {:>12}\n", "#", "op", "label", "stream", "issued", "start",
+                       "end", "duration");
+    for (const OpRecord& rec : r.ops[rank]) {
+      const Op& op = *rec.op;
+      out += fmt::format("  {:>4} {:<18} {:<22} {:<10} {:>12} {:>12} {:>12} {:>12}\n", rec.index, to_string(op.kind),
+                         op.label.substr(0, 22), op.stream >= 0 ? s.streams[op.stream].name : "-", format_time(rec.issue),
+                         format_time(rec.start), format_time(rec.end), format_time(rec.end - rec.start));
+    }
+  }
+  return out;
+}
+
+}  // namespace osim

@@ -1,0 +1,58 @@
+// The execution model: runs a Schedule on a Topology.
+//
+// Per rank, one host thread issues the program in order, paying a per-call
+// overhead; syncs and host-blocking copies block it. GPU ops go to streams;
+// streams are multiplexed onto `device_max_connections` hardware queues,
+// which dispatch in submission order (an op that cannot start blocks the ops
+// behind it in the same queue). Copies go to the GPU's copy engine for their
+// direction (FIFO), then become flows on the fabric. Kernels progress at a
+// speed set by the SM share and the interference model. Collectives start
+// moving data once every rank of the group has reached them, as flows per
+// algorithm. See README "Execution model".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exec/model.hpp"
+#include "exec/schedule.hpp"
+#include "hw/fabric.hpp"
+
+namespace osim {
+
+struct OpRecord {
+  int rank = 0;
+  int index = 0;           // position in the rank's program
+  const Op* op = nullptr;
+  Time issue;              // host thread starts the call
+  Time returned;           // host thread returns from it
+  Time start;              // GPU starts it (host ops: = issue)
+  Time end;                // GPU finishes it (host ops: when the host moves on)
+  bool ran = false;
+};
+
+struct RankSummary {
+  std::string gpu;
+  Time end;                // the host finished the program and every stream drained
+  Bytes peak_vram = 0;
+  Bytes vram_capacity = 0;
+};
+
+struct ExecResult {
+  std::vector<std::vector<OpRecord>> ops;  // [rank][index]
+  std::vector<RankSummary> ranks;
+  Time makespan;
+  std::vector<double> resource_bytes;      // per topology resource
+};
+
+/// Runs the schedule. Throws InputError for a schedule that does not fit the
+/// topology, SimulationError for deadlock or running out of memory.
+ExecResult execute(const Schedule& s, const hw::Topology& topo, const ModelParams& params = {});
+
+/// Solo duration of a kernel on a GPU (no interference).
+Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p);
+
+/// The per-op table `overlapsim run` prints.
+std::string format_exec_report(const Schedule& s, const ExecResult& r);
+
+}  // namespace osim

@@ -1,0 +1,47 @@
+// Parameters of the execution model. Defaults are leads from MODEL.md's
+// measurements and public figures (README "Execution model"); calibration
+// files (validate) replace them.
+#pragma once
+
+#include "core/units.hpp"
+
+namespace osim {
+
+struct ModelParams {
+  // Host time each API call costs before it returns (then the next call).
+  Time kernel_launch = Time::from_us(4);
+  Time memcpy_call = Time::from_us(10);      // MODEL.md: async pinned copies return in ~10-15 us
+  Time event_call = Time::from_us(2);        // event_record, stream_wait_event, stream_wait_stream
+  Time sync_call = Time::from_us(2);         // stream/event/device synchronize, before waiting
+  Time collective_call = Time::from_us(6);
+  Time alloc_call = Time::from_us(2);        // caching allocator
+  Time free_call = Time::from_us(1);
+
+  // Compute: time = max(FLOPs / (peak * efficiency), HBM bytes / (HBM bandwidth * hbm_efficiency)).
+  double gemm_efficiency = 0.75;
+  double attention_efficiency = 0.60;
+  double flops_efficiency = 0.60;            // kernels given as flops/bytes
+  double hbm_efficiency = 0.85;
+
+  // Copies.
+  Bandwidth pageable_bandwidth = Bandwidth::from_GBps(10);  // MODEL.md: 7-19 GB/s staged
+  Bandwidth copy_engine_bandwidth = Bandwidth::unlimited(); // a single engine's ceiling (calibrated)
+
+  // NCCL.
+  int nccl_channels = 24;                    // collectives (MODEL.md, 4xH200 default)
+  Bandwidth nccl_channel_bandwidth = Bandwidth::from_GBps(19.5);  // per channel, all-to-all on NVLink
+  Time nccl_latency = Time::from_us(10);     // per collective step / round
+
+  // Interference (MODEL.md, H200): a GEMM next to an all-to-all slows by ~10 %
+  // with 24 channels and ~5 % with 4: slowdown = base + per_channel * channels.
+  double gemm_slowdown_base = 0.04;
+  double gemm_slowdown_per_channel = 0.0025;
+  // A concurrent H2D slows a GEMM by ~3.5 % (HBM): per busy copy engine.
+  double gemm_slowdown_per_copy = 0.035;
+  // The collective slows while compute kernels run: rate / (1 + a * max(0, channels - c0));
+  // 24 channels -> 2x (MODEL.md: 1.5x-4x), 4 channels -> ~1.09x (MODEL.md: ~5 %).
+  double comm_slowdown_per_channel = 1.0 / 22.0;
+  int comm_slowdown_free_channels = 2;
+};
+
+}  // namespace osim

@@ -1,0 +1,588 @@
+#include "schedule.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "core/repeat.hpp"
+#include "core/yaml_reader.hpp"
+
+namespace osim {
+
+namespace {
+const std::vector<std::string> kOpNames = {"kernel", "memcpy", "event_record", "stream_wait_event", "stream_wait_stream",
+                                           "stream_sync", "event_sync", "device_sync", "collective", "alloc", "free",
+                                           "host_work", "marker"};
+const std::vector<std::string> kCopyNames = {"h2d", "d2h", "d2d", "p2p"};
+const std::vector<std::string> kCollNames = {"all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send", "recv"};
+const std::vector<std::string> kAlgoNames = {"nccl", "pairwise", "ring"};
+const std::vector<std::string> kDtypeNames = {"bf16", "fp16", "fp32", "fp8"};
+
+template <class E>
+E enum_of(const std::vector<std::string>& names, const std::string& s) {
+  return static_cast<E>(std::find(names.begin(), names.end(), s) - names.begin());
+}
+}  // namespace
+
+std::string to_string(OpKind k) { return kOpNames[static_cast<size_t>(k)]; }
+std::string to_string(CopyKind k) { return kCopyNames[static_cast<size_t>(k)]; }
+std::string to_string(CollKind k) { return kCollNames[static_cast<size_t>(k)]; }
+std::string to_string(CollAlgo a) { return kAlgoNames[static_cast<size_t>(a)]; }
+std::string to_string(DType d) { return kDtypeNames[static_cast<size_t>(d)]; }
+double dtype_bytes(DType d) {
+  switch (d) {
+    case DType::BF16: case DType::FP16: return 2;
+    case DType::FP32: return 4;
+    case DType::FP8: return 1;
+  }
+  return 2;
+}
+
+int Schedule::find_stream(const std::string& n) const {
+  for (size_t i = 0; i < streams.size(); ++i)
+    if (streams[i].name == n) return static_cast<int>(i);
+  return -1;
+}
+int Schedule::find_group(const std::string& n) const {
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (groups[i].name == n) return static_cast<int>(i);
+  return -1;
+}
+int Schedule::find_event(const std::string& n) const {
+  for (size_t i = 0; i < events.size(); ++i)
+    if (events[i] == n) return static_cast<int>(i);
+  return -1;
+}
+
+namespace {
+
+std::vector<std::string> keys_for(OpKind k) {
+  std::vector<std::string> common = {"op"};
+  auto add = [&](std::initializer_list<const char*> more) {
+    for (const char* m : more) common.emplace_back(m);
+  };
+  switch (k) {
+    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "gemm", "attention", "dtype", "sm_limit", "efficiency"}); break;
+    case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "async", "peer"}); break;
+    case OpKind::EventRecord: add({"event", "stream"}); break;
+    case OpKind::StreamWaitEvent: add({"stream", "event"}); break;
+    case OpKind::StreamWaitStream: add({"stream", "on"}); break;
+    case OpKind::StreamSync: add({"stream"}); break;
+    case OpKind::EventSync: add({"event"}); break;
+    case OpKind::DeviceSync: break;
+    case OpKind::Collective: add({"name", "kind", "bytes", "group", "stream", "algorithm", "dtype", "channels", "peer"}); break;
+    case OpKind::Alloc: add({"tag", "bytes", "space"}); break;
+    case OpKind::Free: add({"tag"}); break;
+    case OpKind::HostWork: add({"name", "duration"}); break;
+    case OpKind::Marker: add({"name", "stream"}); break;
+  }
+  return common;
+}
+
+void substitute_all(YAML::Node n, const RepeatVars& vars) {
+  if (n.IsScalar()) {
+    if (n.Scalar().find('{') != std::string::npos) n = substitute(n.Scalar(), vars);
+  } else if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) substitute_all(n[i], vars);
+  } else if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) substitute_all(it->second, vars);
+  }
+}
+
+struct Parser {
+  std::string file;
+  Schedule s;
+
+  [[noreturn]] void unknown(const MapReader& r, const std::string& key, const std::string& what, const std::string& name,
+                            const std::vector<std::string>& names, const std::string& fix) {
+    const std::string near = closest_match(name, names);
+    r.fail(key, fmt::format("unknown {} '{}'{}; {}", what, name, near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near), fix));
+  }
+  int stream_of(const MapReader& r, const std::string& key) {
+    const std::string n = r.str(key);
+    if (const int i = s.find_stream(n); i >= 0) return i;
+    std::vector<std::string> names;
+    for (const auto& d : s.streams) names.push_back(d.name);
+    unknown(r, key, "stream", n, names, "declare it under 'streams:'");
+  }
+  int group_of(const MapReader& r, const std::string& key) {
+    const std::string n = r.str(key);
+    if (const int i = s.find_group(n); i >= 0) return i;
+    std::vector<std::string> names;
+    for (const auto& g : s.groups) names.push_back(g.name);
+    unknown(r, key, "group", n, names, "declare it under 'groups:'");
+  }
+  int event_of(const MapReader& r, const std::string& key) {
+    const std::string n = r.str(key);
+    if (const int i = s.find_event(n); i >= 0) return i;
+    s.events.push_back(n);
+    return static_cast<int>(s.events.size() - 1);
+  }
+  int rank_of(const MapReader& r, const std::string& key) {
+    const int64_t v = r.integer(key);
+    if (v < 0 || v >= s.ranks()) r.fail(key, fmt::format("rank {} is out of range 0..{}", v, s.ranks() - 1));
+    return static_cast<int>(v);
+  }
+  Op parse_op(const YAML::Node& n, const YAML::Node& origin) {
+    Op op;
+    op.where = location_of(file, origin);
+    if (!n.IsMap()) throw InputError(op.where, "each op must be a mapping like {op: kernel, ...}");
+    if (!n["op"].IsDefined()) throw InputError(op.where, "op is missing the required key 'op'");
+    const std::string kind_s = scalar_str(file, n["op"], "op");
+    if (std::find(kOpNames.begin(), kOpNames.end(), kind_s) == kOpNames.end()) {
+      auto names = kOpNames;
+      names.emplace_back("loop");
+      const std::string near = closest_match(kind_s, names);
+      throw InputError(location_of(file, origin["op"]), fmt::format("unknown op '{}'{}; ops: {}", kind_s,
+                                                                    near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near),
+                                                                    fmt::join(names, ", ")));
+    }
+    op.kind = enum_of<OpKind>(kOpNames, kind_s);
+    MapReader r(file, n, kind_s + " op", keys_for(op.kind), origin);
+    auto nonneg_int = [&](const std::string& key) -> int {
+      const auto v = r.opt_int(key);
+      if (!v) return 0;
+      if (*v < 0) r.fail(key, "must not be negative");
+      return static_cast<int>(*v);
+    };
+    switch (op.kind) {
+      case OpKind::Kernel: {
+        op.label = r.opt_str("name").value_or("kernel");
+        op.stream = stream_of(r, "stream");
+        op.dtype = enum_of<DType>(kDtypeNames, r.opt_choice("dtype", kDtypeNames).value_or("bf16"));
+        op.sm_limit = nonneg_int("sm_limit");
+        if (auto e = r.opt_num("efficiency")) {
+          if (!(*e > 0 && *e <= 1)) r.fail("efficiency", "must be in (0, 1]");
+          op.efficiency = *e;
+        }
+        const int ways = (r.has("duration") ? 1 : 0) + (r.has("gemm") ? 1 : 0) + (r.has("attention") ? 1 : 0) +
+                         ((r.has("flops") || r.has("bytes")) ? 1 : 0);
+        if (ways != 1)
+          r.fail_here("give the work exactly one way: 'duration', 'gemm: {m, n, k}', 'attention: {heads, seq, head_dim}', "
+                      "or 'flops' and/or 'bytes' (HBM traffic)");
+        op.duration = r.opt_duration("duration");
+        if (r.has("flops")) {
+          op.flops = r.num("flops");
+          if (op.flops < 0) r.fail("flops", "must not be negative");
+        }
+        if (r.has("bytes")) op.hbm_bytes = static_cast<double>(r.bytes("bytes"));
+        if (r.has("gemm")) {
+          MapReader g(file, n["gemm"], "gemm", {"m", "n", "k"}, origin["gemm"]);
+          GemmShape gs{g.integer("m"), g.integer("n"), g.integer("k")};
+          if (gs.m < 1 || gs.n < 1 || gs.k < 1) g.fail_here("m, n and k must be at least 1");
+          op.gemm = gs;
+        }
+        if (r.has("attention")) {
+          MapReader a(file, n["attention"], "attention", {"batch", "heads", "seq", "seq_kv", "head_dim"}, origin["attention"]);
+          AttentionShape as;
+          as.batch = a.opt_int("batch").value_or(1);
+          as.heads = a.integer("heads");
+          as.seq_q = a.integer("seq");
+          as.seq_kv = a.opt_int("seq_kv").value_or(as.seq_q);
+          as.head_dim = a.integer("head_dim");
+          if (as.batch < 1 || as.heads < 1 || as.seq_q < 1 || as.seq_kv < 1 || as.head_dim < 1)
+            a.fail_here("batch, heads, seq, seq_kv and head_dim must be at least 1");
+          op.attention = as;
+        }
+        break;
+      }
+      case OpKind::Memcpy: {
+        op.copy = enum_of<CopyKind>(kCopyNames, r.choice("kind", kCopyNames));
+        op.bytes = r.bytes("bytes");
+        op.stream = stream_of(r, "stream");
+        op.label = r.opt_str("name").value_or("memcpy_" + to_string(op.copy));
+        const std::string host = r.opt_choice("host", {"pinned", "pageable"}).value_or("pinned");
+        op.host_mem = host == "pinned" ? HostMem::Pinned : HostMem::Pageable;
+        if (r.has("host") && (op.copy == CopyKind::D2D || op.copy == CopyKind::P2P))
+          r.fail("host", "applies only to h2d and d2h copies");
+        op.async = r.boolean("async", true);
+        if (op.copy == CopyKind::P2P) op.peer = rank_of(r, "peer");
+        else if (r.has("peer")) r.fail("peer", "applies only to p2p copies");
+        break;
+      }
+      case OpKind::EventRecord:
+        op.event = event_of(r, "event");
+        op.stream = stream_of(r, "stream");
+        break;
+      case OpKind::StreamWaitEvent:
+        op.stream = stream_of(r, "stream");
+        op.event = event_of(r, "event");
+        break;
+      case OpKind::StreamWaitStream:
+        op.stream = stream_of(r, "stream");
+        op.stream2 = stream_of(r, "on");
+        if (op.stream == op.stream2) r.fail("on", "a stream cannot wait on itself");
+        break;
+      case OpKind::StreamSync: op.stream = stream_of(r, "stream"); break;
+      case OpKind::EventSync: op.event = event_of(r, "event"); break;
+      case OpKind::DeviceSync: break;
+      case OpKind::Collective: {
+        op.coll = enum_of<CollKind>(kCollNames, r.choice("kind", kCollNames));
+        op.bytes = r.bytes("bytes");
+        op.stream = stream_of(r, "stream");
+        op.label = r.opt_str("name").value_or(to_string(op.coll));
+        op.dtype = enum_of<DType>(kDtypeNames, r.opt_choice("dtype", kDtypeNames).value_or("bf16"));
+        op.channels = nonneg_int("channels");
+        const bool p2p = op.coll == CollKind::Send || op.coll == CollKind::Recv;
+        if (p2p) {
+          op.peer = rank_of(r, "peer");
+          if (r.has("group")) r.fail("group", "send/recv name a 'peer' rank, not a group");
+          if (r.has("algorithm")) r.fail("algorithm", "does not apply to send/recv");
+        } else {
+          op.group = group_of(r, "group");
+          if (r.has("peer")) r.fail("peer", "applies only to send/recv");
+          const std::string algo = r.opt_choice("algorithm", kAlgoNames).value_or("nccl");
+          op.algo = enum_of<CollAlgo>(kAlgoNames, algo);
+          if (op.algo == CollAlgo::Pairwise && op.coll != CollKind::AllToAll)
+            r.fail("algorithm", "pairwise (round-robin) applies to all_to_all only");
+          if (op.algo == CollAlgo::Ring && op.coll == CollKind::AllToAll)
+            r.fail("algorithm", "all_to_all runs as nccl (all peers at once) or pairwise, not ring");
+        }
+        break;
+      }
+      case OpKind::Alloc: {
+        op.label = r.str("tag");
+        op.bytes = r.bytes("bytes");
+        const std::string sp = r.opt_choice("space", {"device", "pinned_host"}).value_or("device");
+        op.space = sp == "device" ? MemSpace::Device : MemSpace::PinnedHost;
+        break;
+      }
+      case OpKind::Free: op.label = r.str("tag"); break;
+      case OpKind::HostWork:
+        op.label = r.opt_str("name").value_or("host_work");
+        op.duration = r.duration("duration");
+        break;
+      case OpKind::Marker:
+        op.label = r.str("name");
+        if (r.has("stream")) op.stream = stream_of(r, "stream");
+        break;
+    }
+    return op;
+  }
+
+  void expand_ops(const YAML::Node& list, const YAML::Node& origin_list, RepeatVars vars, std::vector<Op>& out) {
+    if (!list.IsSequence()) throw InputError(location_of(file, origin_list), "'ops' must be a list");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node item = list[i];
+      const YAML::Node origin = origin_list[i];
+      if (item.IsMap() && item["op"].IsDefined() && item["op"].IsScalar() && item["op"].Scalar() == "loop") {
+        MapReader r(file, item, "loop", {"op", "count", "var", "ops"}, origin);
+        const std::string var = r.opt_str("var").value_or("i");
+        int64_t count = 0;
+        try {
+          count = eval_int_expr(substitute(r.str("count"), vars), vars);
+        } catch (const std::invalid_argument& e) {
+          r.fail("count", e.what());
+        }
+        if (count < 0) r.fail("count", "must not be negative");
+        if (vars.count(var)) r.fail("var", fmt::format("'{}' is already a loop variable here", var));
+        for (int64_t k = 0; k < count; ++k) {
+          RepeatVars inner = vars;
+          inner[var] = k;
+          expand_ops(r.get("ops"), origin["ops"], inner, out);
+        }
+        continue;
+      }
+      YAML::Node copy = YAML::Clone(item);
+      try {
+        substitute_all(copy, vars);
+      } catch (const std::invalid_argument& e) {
+        throw InputError(location_of(file, origin), e.what());
+      }
+      out.push_back(parse_op(copy, origin));
+    }
+  }
+
+  void parse(const YAML::Node& root) {
+    MapReader top(file, root, "schedule", {"name", "topology", "gpus", "ranks", "settings", "streams", "groups", "programs"});
+    s.file = file;
+    s.name = top.str("name");
+    s.topology = top.opt_str("topology").value_or("");
+    if (top.has("settings")) {
+      MapReader st(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable"});
+      if (auto v = st.opt_int("device_max_connections")) {
+        if (*v < 1 || *v > 32) st.fail("device_max_connections", "must be 1..32 (CUDA's range)");
+        s.runtime.device_max_connections = static_cast<int>(*v);
+      }
+      s.runtime.nccl_p2p_disable = st.boolean("nccl_p2p_disable", false);
+    }
+    // Streams
+    const YAML::Node streams = top.get("streams");
+    if (!streams.IsSequence()) top.fail("streams", "must be a list of stream names or {name, priority}");
+    for (const YAML::Node& sn : streams) {
+      StreamDecl d;
+      if (sn.IsScalar()) {
+        d.name = sn.Scalar();
+      } else {
+        MapReader r(file, sn, "stream", {"name", "priority"});
+        d.name = r.str("name");
+        d.priority = static_cast<int>(r.opt_int("priority").value_or(0));
+      }
+      if (s.find_stream(d.name) >= 0) throw InputError(location_of(file, sn), fmt::format("duplicate stream '{}'", d.name));
+      s.streams.push_back(d);
+    }
+    // Ranks: explicit, or from the programs' rank numbers.
+    const YAML::Node programs = top.get("programs");
+    if (!programs.IsSequence() || programs.size() == 0) top.fail("programs", "must be a non-empty list of {rank, ops}");
+    int ranks = 0;
+    if (auto v = top.opt_int("ranks")) {
+      if (*v < 1) top.fail("ranks", "must be at least 1");
+      ranks = static_cast<int>(*v);
+    } else {
+      for (const YAML::Node& p : programs) {
+        const YAML::Node rk = p["rank"];
+        if (rk.IsDefined() && rk.IsScalar() && rk.Scalar() != "all") {
+          try {
+            ranks = std::max(ranks, rk.as<int>() + 1);
+          } catch (const YAML::Exception&) {
+          }
+        }
+      }
+      if (ranks == 0) top.fail_here("give 'ranks:' when every program is 'rank: all'");
+    }
+    s.programs.resize(ranks);
+    for (int r = 0; r < ranks; ++r) s.programs[r].rank = r;
+    if (top.has("gpus")) {
+      const YAML::Node g = top.get("gpus");
+      if (!g.IsSequence()) top.fail("gpus", "must be a list of topology GPU names, one per rank");
+      for (const YAML::Node& x : g) s.gpus.push_back(scalar_str(file, x, "GPU name"));
+      if (static_cast<int>(s.gpus.size()) != ranks)
+        top.fail("gpus", fmt::format("lists {} GPUs for {} ranks", s.gpus.size(), ranks));
+    }
+    // Groups ("world" is implicit).
+    if (top.has("groups")) {
+      for (const YAML::Node& gn : top.get("groups")) {
+        MapReader r(file, gn, "group", {"name", "ranks"});
+        Group g;
+        g.name = r.str("name");
+        const YAML::Node rk = r.get("ranks");
+        if (rk.IsScalar() && rk.Scalar() == "all") {
+          for (int i = 0; i < ranks; ++i) g.ranks.push_back(i);
+        } else if (rk.IsSequence()) {
+          for (const YAML::Node& x : rk) {
+            int v = -1;
+            try {
+              v = x.as<int>();
+            } catch (const YAML::Exception&) {
+              throw InputError(location_of(file, x), "group ranks must be whole numbers");
+            }
+            if (v < 0 || v >= ranks) throw InputError(location_of(file, x), fmt::format("rank {} is out of range 0..{}", v, ranks - 1));
+            if (std::find(g.ranks.begin(), g.ranks.end(), v) != g.ranks.end())
+              throw InputError(location_of(file, x), fmt::format("rank {} is listed twice", v));
+            g.ranks.push_back(v);
+          }
+        } else {
+          r.fail("ranks", "must be 'all' or a list of ranks");
+        }
+        if (g.ranks.size() < 2) r.fail("ranks", "a group needs at least 2 ranks");
+        if (s.find_group(g.name) >= 0) r.fail("name", fmt::format("duplicate group '{}'", g.name));
+        s.groups.push_back(g);
+      }
+    }
+    if (s.find_group("world") < 0 && ranks >= 2) {
+      Group w{"world", {}};
+      for (int i = 0; i < ranks; ++i) w.ranks.push_back(i);
+      s.groups.push_back(w);
+    }
+    // Programs
+    std::vector<bool> seen(ranks, false);
+    for (const YAML::Node& p : programs) {
+      MapReader r(file, p, "program", {"rank", "ops"});
+      std::vector<int> which;
+      const YAML::Node rk = r.get("rank");
+      if (rk.IsScalar() && rk.Scalar() == "all") {
+        for (int i = 0; i < ranks; ++i) which.push_back(i);
+      } else if (rk.IsSequence()) {
+        for (const YAML::Node& x : rk) which.push_back(x.as<int>());
+      } else {
+        which.push_back(static_cast<int>(r.integer("rank")));
+      }
+      for (int w : which) {
+        if (w < 0 || w >= ranks) r.fail("rank", fmt::format("rank {} is out of range 0..{}", w, ranks - 1));
+        if (seen[w]) r.fail("rank", fmt::format("rank {} has two programs", w));
+        seen[w] = true;
+        RepeatVars vars{{"rank", w}, {"world", ranks}};
+        expand_ops(r.get("ops"), p["ops"], vars, s.programs[w].ops);
+      }
+    }
+    for (int i = 0; i < ranks; ++i)
+      if (!seen[i]) top.fail("programs", fmt::format("rank {} has no program", i));
+    check_schedule(s);
+  }
+};
+
+}  // namespace
+
+void check_schedule(const Schedule& s) {
+  for (const Program& p : s.programs) {
+    std::set<int> recorded;
+    std::map<std::string, const Op*> live_dev;
+    for (const Op& op : p.ops) {
+      auto fail = [&](const std::string& msg) { throw InputError(op.where, fmt::format("rank {}: {}", p.rank, msg)); };
+      switch (op.kind) {
+        case OpKind::EventRecord: recorded.insert(op.event); break;
+        case OpKind::StreamWaitEvent:
+        case OpKind::EventSync:
+          if (!recorded.count(op.event))
+            fail(fmt::format("{} on event '{}' before any event_record of it: CUDA would not wait at all. Record the event "
+                             "earlier in this rank's program, or remove the wait",
+                             to_string(op.kind), s.events[op.event]));
+          break;
+        case OpKind::Collective:
+          if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
+            if (op.peer == p.rank) fail("send/recv to itself");
+          } else {
+            const auto& g = s.groups[op.group].ranks;
+            if (std::find(g.begin(), g.end(), p.rank) == g.end())
+              fail(fmt::format("collective on group '{}', which does not contain this rank", s.groups[op.group].name));
+          }
+          break;
+        case OpKind::Memcpy:
+          if (op.copy == CopyKind::P2P && op.peer == p.rank) fail("p2p copy to itself: use kind d2d");
+          break;
+        case OpKind::Alloc:
+          if (live_dev.count(op.label)) fail(fmt::format("alloc of tag '{}', which is still allocated (line {})", op.label, live_dev[op.label]->where.line));
+          live_dev[op.label] = &op;
+          break;
+        case OpKind::Free:
+          if (!live_dev.count(op.label)) fail(fmt::format("free of tag '{}', which is not allocated at this point", op.label));
+          live_dev.erase(op.label);
+          break;
+        default: break;
+      }
+    }
+  }
+}
+
+Schedule parse_schedule_file(const std::string& path) {
+  Parser p;
+  p.file = path;
+  p.parse(load_yaml_file(path));
+  return std::move(p.s);
+}
+
+Schedule parse_schedule_string(const std::string& yaml, const std::string& name) {
+  Parser p;
+  p.file = name;
+  YAML::Node root = load_yaml_string(yaml, name);
+  if (!root.IsMap()) throw InputError(SourceLocation{name, 1, 1}, "expected a YAML mapping at the top level");
+  p.parse(root);
+  return std::move(p.s);
+}
+
+std::string to_yaml(const Schedule& s) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  e << YAML::Key << "name" << YAML::Value << s.name;
+  if (!s.topology.empty()) e << YAML::Key << "topology" << YAML::Value << s.topology;
+  e << YAML::Key << "ranks" << YAML::Value << s.ranks();
+  if (!s.gpus.empty()) e << YAML::Key << "gpus" << YAML::Value << YAML::Flow << s.gpus;
+  e << YAML::Key << "settings" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "device_max_connections"
+    << YAML::Value << s.runtime.device_max_connections << YAML::Key << "nccl_p2p_disable" << YAML::Value
+    << s.runtime.nccl_p2p_disable << YAML::EndMap;
+  e << YAML::Key << "streams" << YAML::Value << YAML::BeginSeq;
+  for (const auto& d : s.streams)
+    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << d.name << YAML::Key << "priority"
+      << YAML::Value << d.priority << YAML::EndMap;
+  e << YAML::EndSeq;
+  e << YAML::Key << "groups" << YAML::Value << YAML::BeginSeq;
+  for (const auto& g : s.groups)
+    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << g.name << YAML::Key << "ranks" << YAML::Value
+      << YAML::Flow << g.ranks << YAML::EndMap;
+  e << YAML::EndSeq;
+  auto dur = [](Time t) { return fmt::format("{} ps", t.ps()); };
+  e << YAML::Key << "programs" << YAML::Value << YAML::BeginSeq;
+  for (const Program& p : s.programs) {
+    e << YAML::BeginMap << YAML::Key << "rank" << YAML::Value << p.rank << YAML::Key << "ops" << YAML::Value << YAML::BeginSeq;
+    for (const Op& op : p.ops) {
+      e << YAML::Flow << YAML::BeginMap << YAML::Key << "op" << YAML::Value << to_string(op.kind);
+      auto kv = [&](const char* k, const auto& v) { e << YAML::Key << k << YAML::Value << v; };
+      auto stream = [&](const char* k, int i) { kv(k, s.streams[i].name); };
+      switch (op.kind) {
+        case OpKind::Kernel:
+          kv("name", op.label);
+          stream("stream", op.stream);
+          if (op.duration) kv("duration", dur(*op.duration));
+          if (op.gemm) {
+            e << YAML::Key << "gemm" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "m" << YAML::Value << op.gemm->m
+              << YAML::Key << "n" << YAML::Value << op.gemm->n << YAML::Key << "k" << YAML::Value << op.gemm->k << YAML::EndMap;
+          }
+          if (op.attention) {
+            const auto& a = *op.attention;
+            e << YAML::Key << "attention" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "batch" << YAML::Value
+              << a.batch << YAML::Key << "heads" << YAML::Value << a.heads << YAML::Key << "seq" << YAML::Value << a.seq_q
+              << YAML::Key << "seq_kv" << YAML::Value << a.seq_kv << YAML::Key << "head_dim" << YAML::Value << a.head_dim << YAML::EndMap;
+          }
+          if (!op.duration && !op.gemm && !op.attention) {
+            kv("flops", fmt::format("{}", op.flops));
+            kv("bytes", fmt::format("{}", static_cast<int64_t>(op.hbm_bytes)));
+          }
+          kv("dtype", to_string(op.dtype));
+          if (op.sm_limit) kv("sm_limit", op.sm_limit);
+          if (op.efficiency > 0) kv("efficiency", fmt::format("{}", op.efficiency));
+          break;
+        case OpKind::Memcpy:
+          kv("name", op.label);
+          kv("kind", to_string(op.copy));
+          kv("bytes", op.bytes);
+          stream("stream", op.stream);
+          if (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) kv("host", op.host_mem == HostMem::Pinned ? "pinned" : "pageable");
+          kv("async", op.async);
+          if (op.copy == CopyKind::P2P) kv("peer", op.peer);
+          break;
+        case OpKind::EventRecord:
+          kv("event", s.events[op.event]);
+          stream("stream", op.stream);
+          break;
+        case OpKind::StreamWaitEvent:
+          stream("stream", op.stream);
+          kv("event", s.events[op.event]);
+          break;
+        case OpKind::StreamWaitStream:
+          stream("stream", op.stream);
+          stream("on", op.stream2);
+          break;
+        case OpKind::StreamSync: stream("stream", op.stream); break;
+        case OpKind::EventSync: kv("event", s.events[op.event]); break;
+        case OpKind::DeviceSync: break;
+        case OpKind::Collective:
+          kv("name", op.label);
+          kv("kind", to_string(op.coll));
+          kv("bytes", op.bytes);
+          stream("stream", op.stream);
+          if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
+            kv("peer", op.peer);
+          } else {
+            kv("group", s.groups[op.group].name);
+            kv("algorithm", to_string(op.algo));
+          }
+          kv("dtype", to_string(op.dtype));
+          if (op.channels) kv("channels", op.channels);
+          break;
+        case OpKind::Alloc:
+          kv("tag", op.label);
+          kv("bytes", op.bytes);
+          kv("space", op.space == MemSpace::Device ? "device" : "pinned_host");
+          break;
+        case OpKind::Free: kv("tag", op.label); break;
+        case OpKind::HostWork:
+          kv("name", op.label);
+          kv("duration", dur(*op.duration));
+          break;
+        case OpKind::Marker:
+          kv("name", op.label);
+          if (op.stream >= 0) stream("stream", op.stream);
+          break;
+      }
+      e << YAML::EndMap;
+    }
+    e << YAML::EndSeq << YAML::EndMap;
+  }
+  e << YAML::EndSeq << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+}  // namespace osim

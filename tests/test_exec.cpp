@@ -1,0 +1,480 @@
+// The execution model against hand-computed timelines. A small test node
+// with round numbers: 10 GB/s PCIe per GPU, 100 GB/s NVLink between the two
+// GPUs, zero latencies, 100 bf16 TFLOP/s, and (unless a test sets them)
+// zero host overheads.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "exec/executor.hpp"
+
+using namespace osim;
+
+namespace {
+
+const char* kTopo = R"(name: testnode
+nodes:
+  - {name: cpu0, kind: cpu, memory: 64 GiB}
+  - {name: "gpu{i}", kind: gpu, memory: 1 GiB, hbm_bandwidth: 1000 GB/s, sms: 100, copy_engines: 3, peak_tflops: {bf16: 100}, repeat: 2}
+links:
+  - {a: "gpu{i}", b: cpu0, kind: pcie, bandwidth: 10 GB/s, latency: 0 us, repeat: 2}
+  - {a: gpu0, b: gpu1, kind: nvlink, bandwidth: 100 GB/s, latency: 0 us}
+)";
+
+ModelParams quiet() {
+  ModelParams p;
+  p.kernel_launch = p.memcpy_call = p.event_call = p.sync_call = p.collective_call = p.alloc_call = p.free_call = Time::zero();
+  p.nccl_latency = Time::zero();
+  return p;
+}
+
+struct Sim {
+  hw::Topology topo;
+  Schedule sched;
+  ExecResult res;
+  Sim(const std::string& schedule, const ModelParams& p = quiet(), const char* topo_yaml = kTopo)
+      : topo(hw::parse_topology_string(topo_yaml, "topo.yaml")), sched(parse_schedule_string(schedule, "s.yaml")) {
+    res = execute(sched, topo, p);
+  }
+  const OpRecord& op(int rank, int index) const { return res.ops[rank][index]; }
+  double start_ms(int r, int i) const { return op(r, i).start.ms(); }
+  double end_ms(int r, int i) const { return op(r, i).end.ms(); }
+};
+
+std::string error_of(const std::string& schedule, const ModelParams& p = quiet()) {
+  try {
+    Sim s(schedule, p);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("kernel time from the compute model") {
+  hw::Topology t(hw::parse_topology_string(kTopo, "topo.yaml"));
+  const auto& gpu = t.node(t.find("gpu0"));
+  ModelParams p;
+  Op op;
+  op.kind = OpKind::Kernel;
+  op.gemm = GemmShape{4096, 4096, 4096};
+  // 2*4096^3 = 137.4 GFLOP at 100 TFLOP/s * 0.75
+  CHECK(kernel_time(op, gpu, p).ms() == doctest::Approx(2.0 * 4096.0 * 4096 * 4096 / 75e12 * 1e3).epsilon(1e-9));
+  op.gemm.reset();
+  op.hbm_bytes = 850e6;  // memory-bound: 850 MB at 1000 GB/s * 0.85 = 1 ms
+  CHECK(kernel_time(op, gpu, p).ms() == doctest::Approx(1.0));
+  op.hbm_bytes = 0;
+  op.attention = AttentionShape{1, 8, 1000, 1000, 128};  // 4*8*1000*1000*128 FLOPs at 60 TFLOP/s
+  CHECK(kernel_time(op, gpu, p).ms() == doctest::Approx(4.0 * 8 * 1000 * 1000 * 128 / 60e12 * 1e3).epsilon(1e-6));
+  op.attention.reset();
+  op.dtype = DType::FP8;
+  op.flops = 1e12;  // no fp8 rate in this topology
+  CHECK_THROWS_AS(kernel_time(op, gpu, p), InputError);
+}
+
+TEST_CASE("two streams joined by an event") {
+  Sim s(R"(name: join
+ranks: 1
+streams: [a, b]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, name: k1, stream: a, duration: 100 us}
+      - {op: event_record, event: e, stream: a}
+      - {op: stream_wait_event, stream: b, event: e}
+      - {op: kernel, name: k2, stream: b, duration: 50 us}
+)");
+  CHECK(s.op(0, 3).start == Time::from_us(100));
+  CHECK(s.op(0, 3).end == Time::from_us(150));
+  CHECK(s.res.makespan == Time::from_us(150));
+}
+
+TEST_CASE("kernels on two streams share the SMs") {
+  Sim s(R"(name: share
+ranks: 1
+streams: [a, b]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: a, duration: 100 us}
+      - {op: kernel, stream: b, duration: 100 us}
+      - {op: kernel, stream: b, duration: 100 us, sm_limit: 50}
+)");
+  // Both want all 100 SMs: half speed each until both end at 200 us.
+  CHECK(s.op(0, 0).end == Time::from_us(200));
+  CHECK(s.op(0, 1).end == Time::from_us(200));
+  // Then the 50-SM kernel alone at full speed.
+  CHECK(s.op(0, 2).end == Time::from_us(300));
+}
+
+TEST_CASE("a pageable copy blocks the host, delaying the next kernel's launch") {
+  ModelParams p = quiet();
+  p.kernel_launch = Time::from_us(4);
+  p.pageable_bandwidth = Bandwidth::from_GBps(5);
+  const std::string prog = R"(name: pageable
+ranks: 1
+streams: [copy, compute]
+programs:
+  - rank: 0
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 100 MB, stream: copy, host: HOST}
+      - {op: kernel, stream: compute, duration: 1 ms}
+)";
+  auto with = [&](const std::string& host) {
+    std::string y = prog;
+    y.replace(y.find("HOST"), 4, host);
+    return y;
+  };
+  Sim pageable(with("pageable"), p);
+  CHECK(pageable.op(0, 0).end == Time::from_ms(20));             // 100 MB at 5 GB/s
+  CHECK(pageable.op(0, 1).issue == Time::from_ms(20));           // the host was blocked until then
+  CHECK(pageable.op(0, 1).start == Time::from_us(20004));        // plus the launch overhead
+  Sim pinned(with("pinned"), p);
+  CHECK(pinned.op(0, 0).end == Time::from_ms(10));               // 100 MB at the link's 10 GB/s
+  CHECK(pinned.op(0, 1).start == Time::from_us(4));              // overlaps the copy
+}
+
+TEST_CASE("H2D copies serialise on one engine whatever the stream; H2D and D2H overlap") {
+  Sim s(R"(name: engines
+ranks: 1
+streams: [s1, s2, s3]
+programs:
+  - rank: 0
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 100 MB, stream: s1}
+      - {op: memcpy, kind: h2d, bytes: 100 MB, stream: s2}
+      - {op: memcpy, kind: d2h, bytes: 100 MB, stream: s3}
+)");
+  CHECK(s.op(0, 0).end == Time::from_ms(10));
+  CHECK(s.op(0, 1).start == Time::from_ms(10));  // FIFO behind the first
+  CHECK(s.op(0, 1).end == Time::from_ms(20));
+  CHECK(s.op(0, 2).start == Time::zero());       // its own engine and link direction
+  CHECK(s.op(0, 2).end == Time::from_ms(10));
+}
+
+TEST_CASE("CUDA_DEVICE_MAX_CONNECTIONS=1: a waiting op blocks later streams' work") {
+  const std::string prog = R"(name: hwq
+ranks: 1
+settings: {device_max_connections: N}
+streams: [s1, s2, s3]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: s1, duration: 1 ms, sm_limit: 10}
+      - {op: event_record, event: e, stream: s1}
+      - {op: stream_wait_event, stream: s2, event: e}
+      - {op: kernel, stream: s2, duration: 1 ms, sm_limit: 10}
+      - {op: kernel, stream: s3, duration: 1 ms, sm_limit: 10}
+)";
+  auto with = [&](int n) {
+    std::string y = prog;
+    y.replace(y.find("N}"), 1, std::to_string(n));
+    return y;
+  };
+  Sim one(with(1));
+  CHECK(one.op(0, 4).start == Time::from_ms(1));  // queued behind s2's wait
+  Sim eight(with(8));
+  CHECK(eight.op(0, 4).start == Time::zero());    // own queue: runs beside k1
+  CHECK(eight.op(0, 3).start == Time::from_ms(1));
+}
+
+TEST_CASE("a collective waits for the latest rank") {
+  Sim s(R"(name: late
+ranks: 2
+streams: [comm]
+programs:
+  - rank: 0
+    ops:
+      - {op: collective, kind: all_to_all, group: world, bytes: 200 MB, stream: comm}
+  - rank: 1
+    ops:
+      - {op: host_work, duration: 1 ms}
+      - {op: collective, kind: all_to_all, group: world, bytes: 200 MB, stream: comm}
+)");
+  CHECK(s.op(0, 0).start == Time::zero());        // rank 0's kernel is up, spinning
+  CHECK(s.op(1, 1).start == Time::from_ms(1));
+  // Each rank sends 100 MB over the 100 GB/s NVLink: 1 ms once both are there.
+  CHECK(s.op(0, 0).end == Time::from_ms(2));
+  CHECK(s.op(1, 1).end == Time::from_ms(2));
+}
+
+TEST_CASE("pairwise and ring algorithms take their rounds and steps") {
+  // 4xH200 box: 150 GB/s per NVLink pair, 0.7 us per hop; nccl latency 0.
+  hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
+  auto run = [&](const std::string& coll, const std::string& algo) {
+    Schedule s = parse_schedule_string("name: c\nranks: 4\nstreams: [comm]\nprograms:\n  - rank: all\n    ops:\n"
+                                       "      - {op: collective, kind: " + coll + ", algorithm: " + algo +
+                                           ", group: world, bytes: 600 MB, stream: comm}\n",
+                                       "c.yaml");
+    return execute(s, topo, quiet()).makespan.ms();
+  };
+  const double chunk = 150e6 / 150e9 * 1e3;  // 600 MB / 4 at 150 GB/s, in ms
+  CHECK(run("all_to_all", "pairwise") == doctest::Approx(3 * (chunk + 0.7e-3)).epsilon(1e-6));
+  CHECK(run("all_gather", "ring") == doctest::Approx(3 * (chunk + 0.7e-3)).epsilon(1e-6));
+  CHECK(run("all_reduce", "ring") == doctest::Approx(6 * (chunk + 0.7e-3)).epsilon(1e-6));
+  // NCCL all-to-all: all three peers at once, each flow capped at 24 x 19.5 / 3 = 156 GB/s > 150.
+  CHECK(run("all_to_all", "nccl") == doctest::Approx(chunk + 0.7e-3).epsilon(1e-6));
+}
+
+TEST_CASE("fp8 payloads carry one fp32 scale per 128 values") {
+  Sim s(R"(name: fp8
+ranks: 2
+streams: [comm]
+programs:
+  - rank: all
+    ops:
+      - {op: collective, kind: all_to_all, group: world, bytes: 256 MB, dtype: fp8, stream: comm}
+)");
+  // 128 MB each way, x (1 + 4/128), at 100 GB/s.
+  CHECK(s.res.makespan.ms() == doctest::Approx(128e6 * (1 + 4.0 / 128) / 100e9 * 1e3).epsilon(1e-9));
+}
+
+TEST_CASE("an all-to-all is slowed by concurrent H2D on PCIe, not on NVLink") {
+  auto a2a_ms = [](const std::string& topo_file, bool with_h2d) {
+    hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/" + topo_file));
+    std::string y = "name: x\nranks: 4\nstreams: [compute, copy]\nprograms:\n  - rank: all\n    ops:\n";
+    if (with_h2d) y += "      - {op: memcpy, kind: h2d, bytes: 1 GiB, stream: copy}\n";
+    y += "      - {op: collective, kind: all_to_all, group: world, bytes: 1 GiB, stream: compute}\n";
+    Schedule s = parse_schedule_string(y, "x.yaml");
+    const ExecResult r = execute(s, topo, quiet());
+    return r.ops[0][with_h2d ? 1 : 0].end.ms();
+  };
+  const double pcie_alone = a2a_ms("aces-4xh100-pcie.yaml", false), pcie_both = a2a_ms("aces-4xh100-pcie.yaml", true);
+  const double nvl_alone = a2a_ms("h200x4-nvlink.yaml", false), nvl_both = a2a_ms("h200x4-nvlink.yaml", true);
+  CHECK(pcie_both > 1.15 * pcie_alone);
+  CHECK(nvl_both == doctest::Approx(nvl_alone).epsilon(1e-9));
+  // PCIe alone: the UPI link binds: 4 cross-socket bounces per direction share
+  // 64 GB/s (16 GB/s each); the same-socket one gets the link's rest. The last
+  // cross-socket 256 MiB ends after 2.5 us of route latency (nccl latency is 0 here).
+  CHECK(pcie_alone == doctest::Approx((268435456.0 / 16e9 + 2.5e-6) * 1e3).epsilon(1e-6));
+  // Send/recv of the same size: sizes must match.
+  CHECK(error_of(R"(name: sr
+ranks: 2
+streams: [comm]
+programs:
+  - rank: 0
+    ops: [{op: collective, kind: send, peer: 1, bytes: 1 MB, stream: comm}]
+  - rank: 1
+    ops: [{op: collective, kind: recv, peer: 0, bytes: 2 MB, stream: comm}]
+)").find("send #0 and its matching recv differ") == 0);
+}
+
+TEST_CASE("SM interference between a GEMM and an all-to-all") {
+  ModelParams p = quiet();
+  Sim s(R"(name: interfere
+ranks: 2
+streams: [compute, comm]
+programs:
+  - rank: all
+    ops:
+      - {op: collective, kind: all_to_all, group: world, bytes: 200 MB, channels: 4, stream: comm}
+      - {op: kernel, stream: compute, duration: 1 ms}
+)", p);
+  // The kernel runs at 1 - (0.04 + 0.0025 * 4) = 0.95 while the collective runs.
+  const double k_end = 1.0 / 0.95;
+  // The collective: 4 channels x 19.5 = 78 GB/s, / (1 + 2/22) while the kernel runs.
+  const double slow = 78e9 / (1 + 2.0 / 22), fast = 78e9;
+  const double sent_during = slow * k_end * 1e-3;
+  const double a2a_end = k_end + (100e6 - sent_during) / fast * 1e3;
+  CHECK(s.end_ms(0, 1) == doctest::Approx(k_end).epsilon(1e-9));
+  CHECK(s.end_ms(0, 0) == doctest::Approx(a2a_end).epsilon(1e-9));
+}
+
+TEST_CASE("a collective kernel holds its SMs while it waits for a late peer") {
+  Sim s(R"(name: spin
+ranks: 2
+streams: [compute, comm]
+programs:
+  - rank: 0
+    ops:
+      - {op: collective, kind: all_gather, group: world, bytes: 1 MB, stream: comm}
+      - {op: kernel, stream: compute, duration: 1 ms}
+  - rank: 1
+    ops:
+      - {op: host_work, duration: 5 ms}
+      - {op: collective, kind: all_gather, group: world, bytes: 1 MB, stream: comm}
+)");
+  // 24 channels held from t=0: the kernel runs at 1 - (0.04 + 0.06) = 0.9.
+  CHECK(s.end_ms(0, 1) == doctest::Approx(1.0 / 0.9).epsilon(1e-9));
+}
+
+TEST_CASE("memory: peaks are tracked and going over capacity is an error") {
+  Sim ok(R"(name: mem
+ranks: 1
+streams: [s]
+programs:
+  - rank: 0
+    ops:
+      - {op: alloc, tag: a, bytes: 400 MiB}
+      - {op: alloc, tag: b, bytes: 400 MiB}
+      - {op: free, tag: a}
+      - {op: alloc, tag: c, bytes: 500 MiB}
+)");
+  CHECK(ok.res.ranks[0].peak_vram == 900LL * 1048576);
+  const std::string e = error_of(R"(name: oom
+ranks: 1
+streams: [s]
+programs:
+  - rank: 0
+    ops:
+      - {op: alloc, tag: a, bytes: 600 MiB}
+      - {op: alloc, tag: b, bytes: 600 MiB}
+)");
+  CHECK(e.find("s.yaml:8:") == 0);
+  CHECK(e.find("rank 0 (gpu0) runs out of GPU memory: alloc 'b' of 600.00 MiB needs 1.17 GiB with 600.00 MiB already in use of 1.00 GiB") !=
+        std::string::npos);
+}
+
+TEST_CASE("deadlocks are reported with what each rank waits for") {
+  SUBCASE("a collective one rank never reaches") {
+    const std::string e = error_of(R"(name: dl
+ranks: 2
+streams: [comm]
+programs:
+  - rank: 0
+    ops:
+      - {op: collective, kind: all_gather, group: world, bytes: 1 MB, stream: comm}
+      - {op: stream_sync, stream: comm}
+  - rank: 1
+    ops:
+      - {op: host_work, duration: 1 us}
+)");
+    CHECK(e.find("deadlock") == 0);
+    CHECK(e.find("rank 0 (gpu0): host blocked in stream_sync(comm)") != std::string::npos);
+    CHECK(e.find("call #0 on group 'world' waits for rank 1 to reach it") != std::string::npos);
+    CHECK(e.find("rank 1 (gpu1): host finished its program") != std::string::npos);
+  }
+  SUBCASE("collectives on two groups issued in opposite orders") {
+    const std::string e = error_of(R"(name: cycle
+ranks: 2
+streams: [comm]
+groups: [{name: a, ranks: [0, 1]}, {name: b, ranks: [0, 1]}]
+programs:
+  - rank: 0
+    ops:
+      - {op: collective, kind: all_reduce, group: a, bytes: 1 MB, stream: comm}
+      - {op: collective, kind: all_reduce, group: b, bytes: 1 MB, stream: comm}
+  - rank: 1
+    ops:
+      - {op: collective, kind: all_reduce, group: b, bytes: 1 MB, stream: comm}
+      - {op: collective, kind: all_reduce, group: a, bytes: 1 MB, stream: comm}
+)");
+    CHECK(e.find("deadlock") == 0);
+    CHECK(e.find("call #0 on group 'a' waits for rank 1 to reach it") != std::string::npos);
+    CHECK(e.find("call #0 on group 'b' waits for rank 0 to reach it") != std::string::npos);
+  }
+  SUBCASE("blocking sends to each other without a group (as in NCCL)") {
+    const std::string e = error_of(R"(name: sends
+ranks: 2
+streams: [comm]
+programs:
+  - rank: all
+    ops:
+      - {op: collective, kind: send, peer: "{1 - rank}", bytes: 1 MB, stream: comm}
+      - {op: collective, kind: recv, peer: "{1 - rank}", bytes: 1 MB, stream: comm}
+)");
+    CHECK(e.find("deadlock") == 0);
+    CHECK(e.find("send/recv waits for rank") != std::string::npos);
+  }
+  SUBCASE("collectives of different sizes") {
+    const std::string e = error_of(R"(name: sizes
+ranks: 2
+streams: [comm]
+programs:
+  - rank: 0
+    ops: [{op: collective, kind: all_gather, group: world, bytes: 1 MB, stream: comm}]
+  - rank: 1
+    ops: [{op: collective, kind: all_gather, group: world, bytes: 2 MB, stream: comm}]
+)");
+    CHECK(e.find("collectives issued in different orders or sizes on group 'world'") == 0);
+    CHECK(e.find("rank 1: all_gather all_gather (1.91 MiB") != std::string::npos);
+  }
+}
+
+TEST_CASE("send and recv matched in order") {
+  Sim s(R"(name: sr
+ranks: 2
+streams: [comm]
+programs:
+  - rank: 0
+    ops: [{op: collective, kind: send, peer: 1, bytes: 100 MB, stream: comm}]
+  - rank: 1
+    ops: [{op: collective, kind: recv, peer: 0, bytes: 100 MB, stream: comm}]
+)");
+  CHECK(s.end_ms(1, 0) == doctest::Approx(1.0));  // 100 MB over 100 GB/s NVLink
+}
+
+TEST_CASE("bad schedules name file:line and what to do") {
+  auto err = [](const std::string& ops, const std::string& extra = "") {
+    return error_of("name: bad\nranks: 2\nstreams: [s]\n" + extra + "programs:\n  - rank: all\n    ops:\n" + ops);
+  };
+  CHECK(err("      - {op: kernel, stream: t, duration: 1 us}\n").find("s.yaml:7:") == 0);
+  CHECK(err("      - {op: kernel, stream: t, duration: 1 us}\n").find("unknown stream 't'") != std::string::npos);
+  CHECK(err("      - {op: collective, kind: all_gather, group: wrld, bytes: 1 MB, stream: s}\n")
+            .find("unknown group 'wrld' (did you mean 'world'?)") != std::string::npos);
+  CHECK(err("      - {op: stream_wait_event, stream: s, event: e}\n").find("before any event_record of it") != std::string::npos);
+  CHECK(err("      - {op: memcpy, kind: h2d, bytes: -5 MB, stream: s}\n").find("negative") != std::string::npos);
+  CHECK(err("      - {op: kernal, stream: s}\n").find("unknown op 'kernal' (did you mean 'kernel'?)") != std::string::npos);
+  CHECK(err("      - {op: kernel, stream: s}\n").find("give the work exactly one way") != std::string::npos);
+  CHECK(err("      - {op: free, tag: x}\n").find("free of tag 'x', which is not allocated") != std::string::npos);
+  CHECK(err("      - {op: memcpy, kind: p2p, bytes: 1 MB, stream: s, peer: 5}\n").find("rank 5 is out of range 0..1") != std::string::npos);
+  CHECK(err("      - {op: collective, kind: all_gather, group: world, algorithm: pairwise, bytes: 1 MB, stream: s}\n")
+            .find("pairwise (round-robin) applies to all_to_all only") != std::string::npos);
+  // Errors inside a loop point at the line written, not an expanded copy.
+  const std::string loop = err("      - op: loop\n        count: 2\n        ops:\n          - {op: kernel, stream: x, duration: 1 us}\n");
+  CHECK(loop.find("s.yaml:10:") == 0);
+}
+
+TEST_CASE("a schedule survives to_yaml and back") {
+  const std::string src = R"(name: rt
+ranks: 2
+settings: {device_max_connections: 1, nccl_p2p_disable: true}
+streams: [compute, {name: copy, priority: 1}]
+groups: [{name: pair, ranks: [0, 1]}]
+programs:
+  - rank: all
+    ops:
+      - {op: alloc, tag: w, bytes: 1 MB}
+      - {op: memcpy, kind: h2d, bytes: 1 MB, stream: copy, host: pageable}
+      - {op: event_record, event: e, stream: copy}
+      - {op: stream_wait_event, stream: compute, event: e}
+      - {op: kernel, name: g, stream: compute, gemm: {m: 64, n: 128, k: 256}, dtype: fp8, sm_limit: 8}
+      - {op: kernel, name: a, stream: compute, attention: {heads: 2, seq: 64, head_dim: 64}}
+      - {op: kernel, name: f, stream: compute, flops: 1e9, bytes: 1 MB, efficiency: 0.5}
+      - {op: collective, kind: all_to_all, group: pair, bytes: 2 MB, stream: compute, algorithm: pairwise, channels: 4}
+      - {op: stream_wait_stream, stream: copy, on: compute}
+      - {op: marker, name: "layer {rank}", stream: compute}
+      - {op: host_work, duration: 3 us}
+      - {op: event_sync, event: e}
+      - {op: free, tag: w}
+      - {op: device_sync}
+)";
+  const Schedule a = parse_schedule_string(src, "a.yaml");
+  const std::string y1 = to_yaml(a);
+  const Schedule b = parse_schedule_string(y1, "b.yaml");
+  CHECK(to_yaml(b) == y1);
+  CHECK(b.programs[1].ops[9].label == "layer 1");
+  CHECK(b.runtime.device_max_connections == 1);
+  CHECK(b.streams[1].priority == 1);
+}
+
+TEST_CASE("golden: the shipped prefetch schedule on the PCIe node") {
+  const std::string src = OVERLAPSIM_SOURCE_DIR;
+  const Schedule s = parse_schedule_file(src + "/configs/schedules/prefetch-overlap-2gpu.yaml");
+  hw::Topology topo(hw::parse_topology_file(src + "/configs/topologies/aces-4xh100-pcie.yaml"));
+  const std::string text = format_exec_report(s, execute(s, topo));
+  CHECK(text == format_exec_report(s, execute(s, topo)));  // deterministic
+  const std::string path = src + "/tests/golden/run-prefetch-overlap-2gpu.txt";
+  if (const char* u = std::getenv("OVERLAPSIM_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+    std::ofstream(path) << text;
+    return;
+  }
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK(ss.str() == text);
+}
