@@ -456,7 +456,7 @@ programs:
   const std::string y1 = to_yaml(a);
   const Schedule b = parse_schedule_string(y1, "b.yaml");
   CHECK(to_yaml(b) == y1);
-  CHECK(b.programs[1].ops[9].label == "layer 1");
+  CHECK((*b.programs[1].ops)[9].label == "layer 1");
   CHECK(b.runtime.device_max_connections == 1);
   CHECK(b.streams[1].priority == 1);
 }

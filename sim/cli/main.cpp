@@ -7,11 +7,91 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "exec/executor.hpp"
+#include "report/metrics.hpp"
+#include "workload/dit.hpp"
 #include "fabric/transfers.hpp"
 #include "hw/fabric.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void refuse_overwrite(const fs::path& p, bool force) {
+  if (!force && fs::exists(p))
+    throw osim::InputError(osim::SourceLocation{p.string(), 0, 0}, "exists already: pass --force to overwrite it, or choose another path");
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p);
+  out << text;
+  if (!out) throw osim::InputError(osim::SourceLocation{p.string(), 0, 0}, "cannot write this file");
+}
+
+std::string headline(const osim::DitWorkload& w, const std::string& topo) {
+  std::string off = osim::to_string(w.offload);
+  if (w.offload == osim::OffloadPolicy::Layerwise) off += fmt::format(" prefetch {}", w.prefetch_size);
+  if (w.offload != osim::OffloadPolicy::None) off += w.host_memory == osim::HostMem::Pinned ? " (pinned)" : " (pageable)";
+  const char* cfg = w.cfg == osim::CfgMode::Serial ? "serial" : w.cfg == osim::CfgMode::Parallel ? "parallel" : "none";
+  return fmt::format("{}: {} {}x{}x{} ({} tokens), {} steps, CFG {}, Ulysses {} ({}, {} all-to-alls/layer, {}), offload {}, on {}{}",
+                     w.name, w.model.preset, w.width, w.height, w.frames, w.tokens, w.steps, cfg, w.ulysses, osim::to_string(w.all_to_all),
+                     w.attention_comm, osim::to_string(w.comm_dtype), off, topo, w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "");
+}
+
+int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
+                const std::string& schedule_out, bool force, bool show_ops) {
+  osim::Schedule sched;
+  osim::ModelParams params;
+  std::string head;
+  std::optional<osim::DitWorkload> workload;
+  if (osim::is_workload_file(input)) {
+    workload = osim::parse_workload_file(input, sets);
+    sched = osim::generate_schedule(*workload);
+    params = workload->params;
+  } else {
+    if (!sets.empty()) throw osim::InputError(osim::SourceLocation{input, 0, 0}, "--set applies to workload files; edit the schedule instead");
+    sched = osim::parse_schedule_file(input);
+    show_ops = true;
+  }
+  if (topo_path.empty()) {
+    if (sched.topology.empty())
+      throw osim::InputError(osim::SourceLocation{input, 0, 0}, "no topology: pass --topology FILE or add 'topology: FILE' to the input");
+    topo_path = (fs::path(input).parent_path() / sched.topology).string();
+  }
+  osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
+  // Check every output first, so nothing is written when one would be refused.
+  if (!schedule_out.empty()) refuse_overwrite(schedule_out, force);
+  if (!out_dir.empty())
+    for (const char* f : {"metrics.json", "trace.json", "summary.txt"}) refuse_overwrite(fs::path(out_dir) / f, force);
+  if (!out_dir.empty()) fs::create_directories(out_dir);
+  if (!schedule_out.empty()) {
+    if (const fs::path parent = fs::path(schedule_out).parent_path(); !parent.empty()) fs::create_directories(parent);
+    write_file(schedule_out, osim::to_yaml(sched));
+  }
+  osim::ExecOptions opts;
+  opts.link_samples = !out_dir.empty();
+  const osim::ExecResult res = osim::execute(sched, topo, params, opts);
+  const osim::Metrics m = osim::compute_metrics(sched, topo, res);
+  if (show_ops) std::cout << osim::format_exec_report(sched, res) << "\n";
+  head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
+  const std::string summary = osim::format_summary(m, topo, res, head);
+  std::cout << summary;
+  if (!out_dir.empty()) {
+    write_file(fs::path(out_dir) / "metrics.json", osim::metrics_json(m, topo, res).dump(2) + "\n");
+    write_file(fs::path(out_dir) / "trace.json", osim::trace_json(sched, topo, res));
+    write_file(fs::path(out_dir) / "summary.txt", summary);
+    std::cout << fmt::format("wrote {}/metrics.json, trace.json (open in ui.perfetto.dev), summary.txt\n", out_dir);
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"overlapsim: a discrete-event simulator of offload and communication scheduling on GPU nodes"};
@@ -30,26 +110,21 @@ int main(int argc, char** argv) {
   flows_cmd->add_option("--topology,-t", topo_path, "topology YAML")->required();
   flows_cmd->add_flag("--p2p-disable", p2p_disable, "route GPU<->GPU traffic as with NCCL_P2P_DISABLE=1");
 
-  std::string schedule_path, run_topo;
-  auto* run_cmd = app.add_subcommand("run", "Simulate a schedule (per-rank CUDA/NCCL-level programs) and print every op's start and end");
-  run_cmd->add_option("schedule", schedule_path, "schedule YAML")->required();
-  run_cmd->add_option("--topology,-t", run_topo, "topology YAML (default: the schedule's 'topology:', relative to the schedule)");
+  std::string schedule_path, run_topo, out_dir, schedule_out;
+  std::vector<std::string> sets;
+  bool force = false, show_ops = false;
+  auto* run_cmd = app.add_subcommand("run", "Simulate a workload (DiT inference) or a schedule; print a summary, write metrics and a trace");
+  run_cmd->add_option("input", schedule_path, "workload YAML (has 'model:') or schedule YAML (has 'programs:')")->required();
+  run_cmd->add_option("--topology,-t", run_topo, "topology YAML (default: the input's 'topology:', relative to the input)");
+  run_cmd->add_option("--set", sets, "override a workload key, e.g. --set offload.prefetch_size=3 (repeatable)");
+  run_cmd->add_option("--out", out_dir, "write metrics.json, trace.json (Perfetto) and summary.txt into this folder");
+  run_cmd->add_option("--schedule-out", schedule_out, "write the generated schedule (YAML) to this file");
+  run_cmd->add_flag("--force", force, "overwrite existing output files");
+  run_cmd->add_flag("--ops", show_ops, "print every op's issue, start and end (default for schedule files)");
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*run_cmd) {
-      const osim::Schedule sched = osim::parse_schedule_file(schedule_path);
-      if (run_topo.empty()) {
-        if (sched.topology.empty())
-          throw osim::InputError(osim::SourceLocation{schedule_path, 0, 0},
-                                 "no topology: pass --topology FILE or add 'topology: FILE' to the schedule");
-        run_topo = (std::filesystem::path(schedule_path).parent_path() / sched.topology).string();
-      }
-      osim::hw::Topology topo(osim::hw::parse_topology_file(run_topo));
-      const osim::ExecResult res = osim::execute(sched, topo);
-      std::cout << osim::format_exec_report(sched, res);
-      return 0;
-    }
+    if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops);
     osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
     if (*topo_cmd) {
       osim::hw::RouteOptions opt;

@@ -108,6 +108,7 @@ void FlowModel::solve_now() {
     assert(f >= 0);
     Flow& fl = flows_[f];
     settle(fl);
+    if (rate_observer) rate_observer(f, fl.rate, sys_.rate(v));
     fl.rate = sys_.rate(v);
     fl.bottleneck = sys_.bottleneck(v);
     engine_.cancel(fl.completion);
@@ -125,6 +126,8 @@ void FlowModel::complete(FlowId f) {
     constraint_bytes_[u.constraint] += fl.remaining * u.coefficient;
   }
   fl.remaining = 0;
+  if (rate_observer && fl.rate > 0) rate_observer(f, fl.rate, 0.0);
+  fl.rate = 0;
   fl.record.end = engine_.now();
   if (fl.var >= 0) {
     var_to_flow_[fl.var] = -1;

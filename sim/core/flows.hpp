@@ -69,6 +69,8 @@ class FlowModel {
   [[nodiscard]] bool running(FlowId f) const { return f >= 0 && static_cast<size_t>(f) < flows_.size() && flows_[f].running; }
   /// Current rate of a running flow (0 before its first byte).
   [[nodiscard]] double rate(FlowId f) const;
+  /// Called whenever a flow's rate changes (new_rate 0 when it ends); for traces.
+  std::function<void(FlowId, double old_rate, double new_rate)> rate_observer;
   /// Bytes moved across each constraint so far (coefficient-weighted), for
   /// utilisation reports; settled up to the last rate change.
   [[nodiscard]] const std::vector<double>& constraint_bytes() const { return constraint_bytes_; }

@@ -15,18 +15,19 @@
 
 namespace osim {
 
-Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p) {
+Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, const SourceLocation& where) {
   if (op.duration) return *op.duration;
   double flops = op.flops, bytes = op.hbm_bytes, eff = p.flops_efficiency;
   const double es = dtype_bytes(op.dtype);
   if (op.gemm) {
     const auto& g = *op.gemm;
-    flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-    bytes = es * static_cast<double>(g.m * g.k + g.k * g.n + g.m * g.n);
+    const double m = g.m, n = g.n, k = g.k;
+    flops = 2.0 * m * n * k;
+    bytes = es * (m * k + k * n + m * n);
     eff = p.gemm_efficiency;
   } else if (op.attention) {
     const auto& a = *op.attention;
-    const double bh = static_cast<double>(a.batch * a.heads);
+    const double bh = static_cast<double>(a.batch) * static_cast<double>(a.heads);
     flops = 4.0 * bh * static_cast<double>(a.seq_q) * static_cast<double>(a.seq_kv) * static_cast<double>(a.head_dim);
     bytes = es * bh * static_cast<double>(a.head_dim) * (2.0 * static_cast<double>(a.seq_q) + 2.0 * static_cast<double>(a.seq_kv));
     eff = p.attention_efficiency;
@@ -36,14 +37,14 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p) {
   if (flops > 0) {
     auto it = gpu.gpu.peak_tflops.find(to_string(op.dtype));
     if (it == gpu.gpu.peak_tflops.end())
-      throw InputError(op.where, fmt::format("kernel '{}' needs the {} rate of GPU '{}': add peak_tflops: {{{}: ...}} to it in the "
+      throw InputError(where, fmt::format("kernel '{}' needs the {} rate of GPU '{}': add peak_tflops: {{{}: ...}} to it in the "
                                              "topology, or give the kernel a duration",
                                              op.label, to_string(op.dtype), gpu.name, to_string(op.dtype)));
     t = std::max(t, flops / (it->second * 1e12 * eff));
   }
   if (bytes > 0) {
     if (!gpu.gpu.hbm_bandwidth)
-      throw InputError(op.where, fmt::format("kernel '{}' moves HBM bytes but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
+      throw InputError(where, fmt::format("kernel '{}' moves HBM bytes but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
     t = std::max(t, bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * p.hbm_efficiency));
   }
   return Time::from_s(t);
@@ -57,7 +58,7 @@ struct GOp {
   int rank = 0, index = 0;
   const Op* op = nullptr;
   int stream = 0, pos = 0;
-  std::vector<std::pair<int, int>> deps;  // (stream, pos) that must be done
+  std::pair<int, int> dep{-1, -1};        // (stream, pos) that must be done first, if any
   bool dispatched = false, done = false;
   double work_s = 0;   // kernels: solo seconds
   int inst = -1;       // collectives: instance
@@ -90,6 +91,7 @@ struct CopyEngine {
 struct CollFlow {
   FlowId flow;
   double base_cap;
+  int channels;
 };
 
 struct RankState {
@@ -139,8 +141,32 @@ struct CollInst {
 
 class Executor {
  public:
-  Executor(const Schedule& s, const hw::Topology& t, const ModelParams& p) : s_(s), topo_(t), p_(p), flows_(engine_, sys_) {
+  Executor(const Schedule& s, const hw::Topology& t, const ModelParams& p, const ExecOptions& o)
+      : s_(s), topo_(t), p_(p), o_(o), flows_(engine_, sys_) {
     cons_ = topo_.install(sys_);
+    const size_t nres = topo_.resources().size();
+    for (size_t i = 0; i < cons_.size(); ++i) {
+      if (res_of_cons_.size() <= static_cast<size_t>(cons_[i])) res_of_cons_.resize(cons_[i] + 1, -1);
+      res_of_cons_[cons_[i]] = static_cast<int>(i);
+    }
+    copy_bn_.assign(nres + 1, {});
+    coll_bn_.assign(nres + 1, {});
+    vram_.resize(s_.ranks());
+    if (o_.link_samples) {
+      usage_.assign(nres, 0.0);
+      flows_.rate_observer = [this](FlowId f, double before, double after) {
+        const Time now = engine_.now();
+        for (const auto& u : flow_uses_[f]) {
+          usage_[u.resource] += (after - before) * u.coefficient;
+          if (std::abs(usage_[u.resource]) < 1e-3) usage_[u.resource] = 0;
+          if (!samples_.empty() && samples_.back().time == now && samples_.back().resource == u.resource)
+            samples_.back().bytes_per_s = usage_[u.resource];
+          else
+            samples_.push_back({now, u.resource, usage_[u.resource]});
+        }
+        if (after == 0) flow_uses_.erase(f);
+      };
+    }
     opts_.p2p_disabled = s_.runtime.nccl_p2p_disable;
     const auto gpus = topo_.gpus();
     if (s_.ranks() > static_cast<int>(gpus.size()) && s_.gpus.empty())
@@ -169,34 +195,42 @@ class Executor {
       R.group_seq.assign(s_.groups.size(), 0);
       R.group_done.assign(s_.groups.size(), 0);
       R.parked.resize(s_.groups.size());
-      const auto& ops = s_.programs[r].ops;
+      const auto& ops = *s_.programs[r].ops;
       records_[r].resize(ops.size());
       for (size_t i = 0; i < ops.size(); ++i) {
         records_[r][i].rank = r;
         records_[r][i].index = static_cast<int>(i);
         records_[r][i].op = &ops[i];
-        if (ops[i].kind == OpKind::Kernel) (void)kernel_time(ops[i], *R.node, p_);  // fail early on missing rates
+        if (ops[i].kind == OpKind::Kernel) (void)kernel_time(ops[i], *R.node, p_, s_.location(r, static_cast<int>(i)));  // fail early on missing rates
         if (ops[i].kind == OpKind::Memcpy && ops[i].copy == CopyKind::P2P) (void)route_between(r, ops[i].peer, {});
       }
     }
   }
 
   ExecResult run() {
+    size_t gpu_ops = 0;
+    for (const Program& p : s_.programs)
+      for (const Op& op : *p.ops) gpu_ops += is_gpu_op(op) ? 1 : 0;
+    gops_.reserve(gpu_ops);
     for (int r = 0; r < s_.ranks(); ++r) engine_.at(Time::zero(), [this, r] { host_step(r); });
     engine_.run();
     check_finished();
     ExecResult out;
-    out.ops = records_;
+    out.ops = std::move(records_);
     for (int r = 0; r < s_.ranks(); ++r) {
       RankSummary sum;
       sum.gpu = ranks_[r].node->name;
       sum.end = ranks_[r].host_end;
-      for (const auto& rec : records_[r]) sum.end = std::max(sum.end, rec.end);
+      for (const auto& rec : out.ops[r]) sum.end = std::max(sum.end, rec.end);
       sum.peak_vram = ranks_[r].peak_vram;
       sum.vram_capacity = ranks_[r].vram_cap;
       out.makespan = std::max(out.makespan, sum.end);
       out.ranks.push_back(sum);
     }
+    out.vram = std::move(vram_);
+    out.copy_bottlenecks = std::move(copy_bn_);
+    out.collective_bottlenecks = std::move(coll_bn_);
+    out.link_samples = std::move(samples_);
     out.resource_bytes.assign(topo_.resources().size(), 0);
     const auto& cb = flows_.constraint_bytes();
     for (size_t i = 0; i < cons_.size(); ++i)
@@ -206,6 +240,9 @@ class Executor {
 
  private:
   // ---------------------------------------------------------------- host
+  // Where an op came from: file:line, or its place in a generated schedule.
+  std::string where(int r, int index) const { return s_.location(r, index).str(); }
+
   Time overhead(const Op& op) const {
     switch (op.kind) {
       case OpKind::Kernel: return p_.kernel_launch;
@@ -224,7 +261,7 @@ class Executor {
     RankState& R = ranks_[r];
     if (R.state == RankState::Done) return;
     R.state = RankState::Ready;
-    const auto& ops = s_.programs[r].ops;
+    const auto& ops = *s_.programs[r].ops;
     while (R.pc < static_cast<int>(ops.size())) {
       const Op& op = ops[R.pc];
       OpRecord& rec = records_[r][R.pc];
@@ -334,17 +371,18 @@ class Executor {
           if (R.vram_cap > 0 && R.vram + op.bytes > R.vram_cap)
             throw SimulationError(fmt::format(
                 "{}: rank {} ({}) runs out of GPU memory: alloc '{}' of {} needs {} with {} already in use of {} capacity",
-                op.where.str(), r, R.node->name, op.label, format_bytes(static_cast<double>(op.bytes)),
+                where(r, R.pc), r, R.node->name, op.label, format_bytes(static_cast<double>(op.bytes)),
                 format_bytes(static_cast<double>(R.vram + op.bytes)), format_bytes(static_cast<double>(R.vram)),
                 format_bytes(static_cast<double>(R.vram_cap))));
           R.vram += op.bytes;
           R.peak_vram = std::max(R.peak_vram, R.vram);
+          vram_[r].emplace_back(engine_.now(), R.vram);
         } else {
           const hw::NodeSpec& cpu = topo_.node(R.cpu);
           Bytes& used = pinned_[R.cpu];
           if (cpu.memory && used + op.bytes > *cpu.memory)
             throw SimulationError(fmt::format("{}: rank {} runs out of host memory on {}: alloc '{}' of {} with {} pinned of {}",
-                                              op.where.str(), r, cpu.name, op.label, format_bytes(static_cast<double>(op.bytes)),
+                                              where(r, R.pc), r, cpu.name, op.label, format_bytes(static_cast<double>(op.bytes)),
                                               format_bytes(static_cast<double>(used)), format_bytes(static_cast<double>(*cpu.memory))));
           used += op.bytes;
         }
@@ -354,8 +392,12 @@ class Executor {
       case OpKind::Free: {
         auto it = R.allocs.find(op.label);
         assert(it != R.allocs.end());
-        if (it->second.second == MemSpace::Device) R.vram -= it->second.first;
-        else pinned_[R.cpu] -= it->second.first;
+        if (it->second.second == MemSpace::Device) {
+          R.vram -= it->second.first;
+          vram_[r].emplace_back(engine_.now(), R.vram);
+        } else {
+          pinned_[R.cpu] -= it->second.first;
+        }
         R.allocs.erase(it);
         return;
       }
@@ -374,15 +416,17 @@ class Executor {
     StreamState& st = R.streams[op.stream];
     g.pos = static_cast<int>(st.gops.size());
     if (op.kind == OpKind::StreamWaitEvent) {
-      g.deps.push_back(R.event_pos[op.event]);
+      g.dep = R.event_pos[op.event];
+      const auto [es, ep] = R.event_pos[op.event];
+      records_[r][R.pc].waits_on = gops_[R.streams[es].gops[ep]].index;
     } else if (op.kind == OpKind::StreamWaitStream) {
       const int n = static_cast<int>(R.streams[op.stream2].gops.size());
-      if (n > 0) g.deps.emplace_back(op.stream2, n - 1);
+      if (n > 0) g.dep = {op.stream2, n - 1};
     } else if (op.kind == OpKind::Kernel) {
       g.work_s = kernel_time(op, *R.node, p_).s();
     }
     const int id = static_cast<int>(gops_.size());
-    gops_.push_back(std::move(g));
+    gops_.push_back(g);
     st.gops.push_back(id);
     R.hwq[st.hwq].push_back(id);
     pump(r);
@@ -392,9 +436,7 @@ class Executor {
   bool can_dispatch(const GOp& g) const {
     const RankState& R = ranks_[g.rank];
     if (R.streams[g.stream].done != g.pos) return false;
-    for (auto [s, pos] : g.deps)
-      if (R.streams[s].done <= pos) return false;
-    return true;
+    return g.dep.first < 0 || R.streams[g.dep.first].done > g.dep.second;
   }
 
   void pump(int r) {
@@ -493,9 +535,8 @@ class Executor {
       }
     }
     for (auto& cf : R.coll_flows)
-      if (flows_.running(cf.flow)) flows_.set_rate_cap(cf.flow, cf.base_cap / comm_slowdown(R, channels_of_flow_owner(cf)));
+      if (flows_.running(cf.flow)) flows_.set_rate_cap(cf.flow, cf.base_cap / comm_slowdown(R, cf.channels));
   }
-  int channels_of_flow_owner(const CollFlow& cf) const { return flow_channels_.at(cf.flow); }
 
   void end_kernel(int r, int gid) {
     RankState& R = ranks_[r];
@@ -558,13 +599,22 @@ class Executor {
       f.latency = route->latency;
     }
     if (std::isfinite(cap)) f.rate_cap = cap;
-    f.on_done = [this, r, e, id](const FlowRecord&) {
-      ranks_[r].ce[e].busy = -1;
-      complete(id);
-      start_copy(r, e);
-      update_gpu(r);
+    const uint64_t key = (static_cast<uint64_t>(id) << 24) | (static_cast<uint64_t>(r) << 4) | static_cast<uint64_t>(e);
+    f.on_done = [this, key](const FlowRecord& rec) {
+      const int gid = static_cast<int>(key >> 24), rr = static_cast<int>((key >> 4) & 0xfffff), ee = static_cast<int>(key & 0xf);
+      account(copy_bn_, rec);
+      OpRecord& orec = records_[rr][gops_[gid].index];
+      const ConstraintId mb = rec.main_bottleneck();
+      orec.bottleneck = mb < 0 ? -1 : res_of_cons_[mb];
+      for (const auto& [c, t] : rec.bottleneck_time)
+        if (c == mb) orec.bottleneck_time = t;
+      ranks_[rr].ce[ee].busy = -1;
+      complete(gid);
+      start_copy(rr, ee);
+      update_gpu(rr);
     };
-    flows_.start(std::move(f));
+    const FlowId fid = flows_.start(std::move(f));
+    if (o_.link_samples && route) flow_uses_[fid] = route->uses;  // rates are reported only after activation
     update_gpu(r);
   }
 
@@ -629,7 +679,7 @@ class Executor {
       const GOp& g = gops_[c.gops[m]];
       const Op& op = *g.op;
       msg += fmt::format("\n  rank {}: {} {} ({} {}, {} channels) at {}", g.rank, to_string(op.coll), op.label,
-                         format_bytes(static_cast<double>(op.bytes)), to_string(op.dtype), channels_of(op), op.where.str());
+                         format_bytes(static_cast<double>(op.bytes)), to_string(op.dtype), channels_of(op), where(g.rank, g.index));
     }
     throw SimulationError(msg);
   }
@@ -705,17 +755,21 @@ class Executor {
     const double base = c.channels * p_.nccl_channel_bandwidth.bytes_per_s / peers_at_once;
     f.rate_cap = base / comm_slowdown(ranks_[ra], c.channels);
     f.label = c.op->label;
-    f.on_done = [this, ci, from, to](const FlowRecord& rec) { coll_flow_done(ci, from, to, rec); };
+    // Captures packed into 16 bytes so std::function stores them inline.
+    const uint64_t key = (static_cast<uint64_t>(ci) << 32) | (static_cast<uint64_t>(from) << 16) | static_cast<uint64_t>(to);
+    f.on_done = [this, key](const FlowRecord& rec) {
+      coll_flow_done(static_cast<int>(key >> 32), static_cast<int>((key >> 16) & 0xffff), static_cast<int>(key & 0xffff), rec);
+    };
     const FlowId fid = flows_.start(std::move(f));
-    flow_channels_[fid] = c.channels;
-    ranks_[ra].coll_flows.push_back({fid, base});
+    if (o_.link_samples) flow_uses_[fid] = route.uses;
+    ranks_[ra].coll_flows.push_back({fid, base, c.channels});
   }
 
   void coll_flow_done(int ci, int from, int to, const FlowRecord& rec) {
+    account(coll_bn_, rec);
     CollInst& c = insts_[ci];
     auto& cf = ranks_[c.members[from]].coll_flows;
     cf.erase(std::remove_if(cf.begin(), cf.end(), [&](const CollFlow& x) { return x.flow == rec.id; }), cf.end());
-    flow_channels_.erase(rec.id);
     const Op& op = *c.op;
     if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise) {
       for (int m : {from, to})
@@ -788,6 +842,14 @@ class Executor {
     }
   }
 
+  // ---------------------------------------------------------------- accounting
+  void account(std::vector<BottleneckStat>& stats, const FlowRecord& rec) {
+    const size_t own = stats.size() - 1;
+    for (const auto& [c, t] : rec.bottleneck_time) stats[c < 0 ? own : static_cast<size_t>(res_of_cons_[c])].time += t;
+    const ConstraintId m = rec.main_bottleneck();
+    ++stats[m < 0 ? own : static_cast<size_t>(res_of_cons_[m])].transfers;
+  }
+
   // ---------------------------------------------------------------- deadlock
   std::string stream_head(int r, int s) const {
     const RankState& R = ranks_[r];
@@ -795,7 +857,7 @@ class Executor {
     if (st.done >= static_cast<int>(st.gops.size())) return "";
     const GOp& g = gops_[st.gops[st.done]];
     const Op& op = *g.op;
-    std::string what = fmt::format("op {} {}{} ({})", g.index, to_string(op.kind), op.label.empty() ? "" : " " + op.label, op.where.str());
+    std::string what = fmt::format("op {} {}{} ({})", g.index, to_string(op.kind), op.label.empty() ? "" : " " + op.label, where(r, g.index));
     if (op.kind == OpKind::Collective) {
       if (!g.dispatched) return what + ": not dispatched (queued behind another op)";
       if (!g.arrived) return what + fmt::format(": waits for call #{} on group '{}' to finish first", g.seq - 1, s_.groups[op.group].name);
@@ -808,9 +870,8 @@ class Executor {
                                   missing.size() > 1 ? "s" : "", fmt::join(missing, ", "));
       return what + ": running";
     }
-    for (auto [ds, dp] : g.deps)
-      if (R.streams[ds].done <= dp)
-        return what + fmt::format(": waits for stream {} to finish its op {}", s_.streams[ds].name, gops_[R.streams[ds].gops[dp]].index);
+    if (const auto [ds, dp] = g.dep; ds >= 0 && R.streams[ds].done <= dp)
+      return what + fmt::format(": waits for stream {} to finish its op {}", s_.streams[ds].name, gops_[R.streams[ds].gops[dp]].index);
     return what + (g.dispatched ? ": running" : ": waits in its hardware queue behind another stream's op");
   }
 
@@ -825,10 +886,9 @@ class Executor {
     std::string msg = fmt::format("deadlock at {}: no rank can make progress", format_time(engine_.now()));
     for (int r = 0; r < s_.ranks(); ++r) {
       const RankState& R = ranks_[r];
-      const auto& ops = s_.programs[r].ops;
       if (R.state == RankState::Done) msg += fmt::format("\n  rank {} ({}): host finished its program", r, R.node->name);
       else
-        msg += fmt::format("\n  rank {} ({}): host blocked in {} at op {} ({})", r, R.node->name, R.waiting, R.pc, ops[R.pc].where.str());
+        msg += fmt::format("\n  rank {} ({}): host blocked in {} at op {} ({})", r, R.node->name, R.waiting, R.pc, where(r, R.pc));
       for (size_t s = 0; s < R.streams.size(); ++s) {
         const std::string h = stream_head(r, static_cast<int>(s));
         if (!h.empty()) msg += fmt::format("\n    stream {}: {}", s_.streams[s].name, h);
@@ -840,6 +900,13 @@ class Executor {
   const Schedule& s_;
   const hw::Topology& topo_;
   ModelParams p_;
+  ExecOptions o_;
+  std::vector<int> res_of_cons_;
+  std::vector<BottleneckStat> copy_bn_, coll_bn_;
+  std::vector<std::vector<std::pair<Time, Bytes>>> vram_;
+  std::vector<double> usage_;
+  std::vector<LinkSample> samples_;
+  std::map<FlowId, std::vector<hw::ResourceUse>> flow_uses_;
   Engine engine_;
   MaxMinSystem sys_;
   FlowModel flows_;
@@ -847,17 +914,17 @@ class Executor {
   hw::RouteOptions opts_;
   std::vector<RankState> ranks_;
   std::vector<std::vector<OpRecord>> records_;
-  std::vector<GOp> gops_;
-  std::vector<CollInst> insts_;
+  std::vector<GOp> gops_;         // grows only in host steps, never while a GOp& is held
+  // A deque: instances are created while a CollInst& is held (parked collectives).
+  std::deque<CollInst> insts_;
   std::map<std::tuple<int, int, int>, int> inst_index_;
-  std::map<FlowId, int> flow_channels_;
   std::map<int, Bytes> pinned_;
 };
 
 }  // namespace
 
-ExecResult execute(const Schedule& s, const hw::Topology& topo, const ModelParams& params) {
-  Executor ex(s, topo, params);
+ExecResult execute(const Schedule& s, const hw::Topology& topo, const ModelParams& params, const ExecOptions& options) {
+  Executor ex(s, topo, params, options);
   return ex.run();
 }
 

@@ -29,6 +29,21 @@ struct OpRecord {
   Time start;              // GPU starts it (host ops: = issue)
   Time end;                // GPU finishes it (host ops: when the host moves on)
   bool ran = false;
+  int waits_on = -1;       // stream_wait_event: index of the event_record op it bound to
+  int bottleneck = -2;     // memcpy: resource that bound it longest (-1: its own cap); -2: none
+  Time bottleneck_time;    // memcpy: how long it was bound there
+};
+
+/// Time transfers spent bottlenecked on a resource.
+struct BottleneckStat {
+  Time time;
+  int64_t transfers = 0;   // transfers whose main bottleneck it was
+};
+
+struct LinkSample {
+  Time time;
+  int resource;
+  double bytes_per_s;
 };
 
 struct RankSummary {
@@ -43,14 +58,23 @@ struct ExecResult {
   std::vector<RankSummary> ranks;
   Time makespan;
   std::vector<double> resource_bytes;      // per topology resource
+  std::vector<std::vector<std::pair<Time, Bytes>>> vram;  // per rank: (time, bytes in use) after each alloc/free
+  // Per resource, plus one last entry for "the transfer's own cap" (copy
+  // engine, pageable staging, NCCL channels).
+  std::vector<BottleneckStat> copy_bottlenecks, collective_bottlenecks;
+  std::vector<LinkSample> link_samples;    // only with ExecOptions::link_samples
+};
+
+struct ExecOptions {
+  bool link_samples = false;  // record every change of every resource's use (for traces)
 };
 
 /// Runs the schedule. Throws InputError for a schedule that does not fit the
 /// topology, SimulationError for deadlock or running out of memory.
-ExecResult execute(const Schedule& s, const hw::Topology& topo, const ModelParams& params = {});
+ExecResult execute(const Schedule& s, const hw::Topology& topo, const ModelParams& params = {}, const ExecOptions& options = {});
 
-/// Solo duration of a kernel on a GPU (no interference).
-Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p);
+/// Solo duration of a kernel on a GPU (no interference). `where` names the op in errors.
+Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, const SourceLocation& where = {});
 
 /// The per-op table `overlapsim run` prints.
 std::string format_exec_report(const Schedule& s, const ExecResult& r);

@@ -1,6 +1,7 @@
 #include "schedule.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <set>
 
@@ -51,6 +52,12 @@ int Schedule::find_group(const std::string& n) const {
     if (groups[i].name == n) return static_cast<int>(i);
   return -1;
 }
+SourceLocation Schedule::location(int rank, int index) const {
+  const Op& op = (*programs[rank].ops)[index];
+  if (op.line > 0) return SourceLocation{file, op.line, op.column};
+  return SourceLocation{fmt::format("schedule '{}' rank {} op {}", name, rank, index), 0, 0};
+}
+
 int Schedule::find_event(const std::string& n) const {
   for (size_t i = 0; i < events.size(); ++i)
     if (events[i] == n) return static_cast<int>(i);
@@ -128,9 +135,11 @@ struct Parser {
   }
   Op parse_op(const YAML::Node& n, const YAML::Node& origin) {
     Op op;
-    op.where = location_of(file, origin);
-    if (!n.IsMap()) throw InputError(op.where, "each op must be a mapping like {op: kernel, ...}");
-    if (!n["op"].IsDefined()) throw InputError(op.where, "op is missing the required key 'op'");
+    const SourceLocation where = location_of(file, origin);
+    op.line = where.line;
+    op.column = where.column;
+    if (!n.IsMap()) throw InputError(where, "each op must be a mapping like {op: kernel, ...}");
+    if (!n["op"].IsDefined()) throw InputError(where, "op is missing the required key 'op'");
     const std::string kind_s = scalar_str(file, n["op"], "op");
     if (std::find(kOpNames.begin(), kOpNames.end(), kind_s) == kOpNames.end()) {
       auto names = kOpNames;
@@ -156,7 +165,7 @@ struct Parser {
         op.sm_limit = nonneg_int("sm_limit");
         if (auto e = r.opt_num("efficiency")) {
           if (!(*e > 0 && *e <= 1)) r.fail("efficiency", "must be in (0, 1]");
-          op.efficiency = *e;
+          op.efficiency = static_cast<float>(*e);
         }
         const int ways = (r.has("duration") ? 1 : 0) + (r.has("gemm") ? 1 : 0) + (r.has("attention") ? 1 : 0) +
                          ((r.has("flops") || r.has("bytes")) ? 1 : 0);
@@ -169,22 +178,23 @@ struct Parser {
           if (op.flops < 0) r.fail("flops", "must not be negative");
         }
         if (r.has("bytes")) op.hbm_bytes = static_cast<double>(r.bytes("bytes"));
+        auto dim = [&](const MapReader& rd, const char* key) {
+          const int64_t v = rd.integer(key);
+          if (v < 1 || v > INT32_MAX) rd.fail(key, "must be 1 .. 2^31-1");
+          return static_cast<int32_t>(v);
+        };
         if (r.has("gemm")) {
           MapReader g(file, n["gemm"], "gemm", {"m", "n", "k"}, origin["gemm"]);
-          GemmShape gs{g.integer("m"), g.integer("n"), g.integer("k")};
-          if (gs.m < 1 || gs.n < 1 || gs.k < 1) g.fail_here("m, n and k must be at least 1");
-          op.gemm = gs;
+          op.gemm = GemmShape{dim(g, "m"), dim(g, "n"), dim(g, "k")};
         }
         if (r.has("attention")) {
           MapReader a(file, n["attention"], "attention", {"batch", "heads", "seq", "seq_kv", "head_dim"}, origin["attention"]);
           AttentionShape as;
-          as.batch = a.opt_int("batch").value_or(1);
-          as.heads = a.integer("heads");
-          as.seq_q = a.integer("seq");
-          as.seq_kv = a.opt_int("seq_kv").value_or(as.seq_q);
-          as.head_dim = a.integer("head_dim");
-          if (as.batch < 1 || as.heads < 1 || as.seq_q < 1 || as.seq_kv < 1 || as.head_dim < 1)
-            a.fail_here("batch, heads, seq, seq_kv and head_dim must be at least 1");
+          as.batch = a.has("batch") ? dim(a, "batch") : 1;
+          as.heads = dim(a, "heads");
+          as.seq_q = dim(a, "seq");
+          as.seq_kv = a.has("seq_kv") ? dim(a, "seq_kv") : as.seq_q;
+          as.head_dim = dim(a, "head_dim");
           op.attention = as;
         }
         break;
@@ -405,7 +415,9 @@ struct Parser {
         if (seen[w]) r.fail("rank", fmt::format("rank {} has two programs", w));
         seen[w] = true;
         RepeatVars vars{{"rank", w}, {"world", ranks}};
-        expand_ops(r.get("ops"), p["ops"], vars, s.programs[w].ops);
+        std::vector<Op> ops;
+        expand_ops(r.get("ops"), p["ops"], vars, ops);
+        s.programs[w].ops = std::make_shared<const std::vector<Op>>(std::move(ops));
       }
     }
     for (int i = 0; i < ranks; ++i)
@@ -417,11 +429,15 @@ struct Parser {
 }  // namespace
 
 void check_schedule(const Schedule& s) {
+  const std::vector<Op>* checked = nullptr;
   for (const Program& p : s.programs) {
+    if (p.ops.get() == checked) continue;  // shared with the previous rank: checked already
+    checked = p.ops.get();
     std::set<int> recorded;
-    std::map<std::string, const Op*> live_dev;
-    for (const Op& op : p.ops) {
-      auto fail = [&](const std::string& msg) { throw InputError(op.where, fmt::format("rank {}: {}", p.rank, msg)); };
+    std::map<std::string, int> live_dev;
+    for (int index = 0; index < static_cast<int>(p.ops->size()); ++index) {
+      const Op& op = (*p.ops)[index];
+      auto fail = [&](const std::string& msg) { throw InputError(s.location(p.rank, index), fmt::format("rank {}: {}", p.rank, msg)); };
       switch (op.kind) {
         case OpKind::EventRecord: recorded.insert(op.event); break;
         case OpKind::StreamWaitEvent:
@@ -444,8 +460,9 @@ void check_schedule(const Schedule& s) {
           if (op.copy == CopyKind::P2P && op.peer == p.rank) fail("p2p copy to itself: use kind d2d");
           break;
         case OpKind::Alloc:
-          if (live_dev.count(op.label)) fail(fmt::format("alloc of tag '{}', which is still allocated (line {})", op.label, live_dev[op.label]->where.line));
-          live_dev[op.label] = &op;
+          if (live_dev.count(op.label))
+            fail(fmt::format("alloc of tag '{}', which is still allocated (since {})", op.label, s.location(p.rank, live_dev[op.label]).str()));
+          live_dev[op.label] = index;
           break;
         case OpKind::Free:
           if (!live_dev.count(op.label)) fail(fmt::format("free of tag '{}', which is not allocated at this point", op.label));
@@ -497,7 +514,7 @@ std::string to_yaml(const Schedule& s) {
   e << YAML::Key << "programs" << YAML::Value << YAML::BeginSeq;
   for (const Program& p : s.programs) {
     e << YAML::BeginMap << YAML::Key << "rank" << YAML::Value << p.rank << YAML::Key << "ops" << YAML::Value << YAML::BeginSeq;
-    for (const Op& op : p.ops) {
+    for (const Op& op : *p.ops) {
       e << YAML::Flow << YAML::BeginMap << YAML::Key << "op" << YAML::Value << to_string(op.kind);
       auto kv = [&](const char* k, const auto& v) { e << YAML::Key << k << YAML::Value << v; };
       auto stream = [&](const char* k, int i) { kv(k, s.streams[i].name); };

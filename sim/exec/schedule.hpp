@@ -5,6 +5,8 @@
 // out by to_yaml() so generated schedules can be saved and edited.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,16 +16,16 @@
 
 namespace osim {
 
-enum class OpKind {
+enum class OpKind : uint8_t {
   Kernel, Memcpy, EventRecord, StreamWaitEvent, StreamWaitStream, StreamSync, EventSync, DeviceSync,
   Collective, Alloc, Free, HostWork, Marker
 };
-enum class CopyKind { H2D, D2H, D2D, P2P };
-enum class HostMem { Pinned, Pageable };
-enum class CollKind { AllToAll, AllGather, ReduceScatter, AllReduce, Send, Recv };
-enum class CollAlgo { Nccl, Pairwise, Ring };
-enum class DType { BF16, FP16, FP32, FP8 };
-enum class MemSpace { Device, PinnedHost };
+enum class CopyKind : uint8_t { H2D, D2H, D2D, P2P };
+enum class HostMem : uint8_t { Pinned, Pageable };
+enum class CollKind : uint8_t { AllToAll, AllGather, ReduceScatter, AllReduce, Send, Recv };
+enum class CollAlgo : uint8_t { Nccl, Pairwise, Ring };
+enum class DType : uint8_t { BF16, FP16, FP32, FP8 };
+enum class MemSpace : uint8_t { Device, PinnedHost };
 
 std::string to_string(OpKind k);
 std::string to_string(CopyKind k);
@@ -32,46 +34,47 @@ std::string to_string(CollAlgo a);
 std::string to_string(DType d);
 double dtype_bytes(DType d);
 
+// Dimensions fit 32 bits (tokens, hidden sizes); products are taken in double.
 struct GemmShape {
-  int64_t m = 0, n = 0, k = 0;
+  int32_t m = 0, n = 0, k = 0;
 };
 struct AttentionShape {
-  int64_t batch = 1, heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  int32_t batch = 1, heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
 };
 
 struct Op {
+  // One-byte fields first, so an Op packs tightly (a full workload holds ~10^6).
   OpKind kind = OpKind::Marker;
-  std::string label;        // kernel name, marker text, alloc tag; "" = none
+  CopyKind copy = CopyKind::H2D;       // memcpy
+  HostMem host_mem = HostMem::Pinned;  // memcpy
+  bool async = true;                   // memcpy
+  DType dtype = DType::BF16;           // kernel, collective
+  MemSpace space = MemSpace::Device;   // alloc
+  CollKind coll = CollKind::AllToAll;  // collective
+  CollAlgo algo = CollAlgo::Nccl;      // collective
   int stream = -1;          // index into Schedule::streams
   int stream2 = -1;         // StreamWaitStream: the stream waited on
   int event = -1;           // index into Schedule::events
-  // kernel
-  std::optional<Time> duration;
-  double flops = 0;
-  double hbm_bytes = 0;
-  std::optional<GemmShape> gemm;
-  std::optional<AttentionShape> attention;
-  DType dtype = DType::BF16;
-  int sm_limit = 0;         // 0 = all SMs
-  double efficiency = 0;    // 0 = the model's default for the class
-  // memcpy / alloc / free / collective
-  CopyKind copy = CopyKind::H2D;
-  HostMem host_mem = HostMem::Pinned;
-  bool async = true;
   int peer = -1;            // P2P copy destination rank; send/recv peer rank
-  Bytes bytes = 0;
-  MemSpace space = MemSpace::Device;
-  // collective
-  CollKind coll = CollKind::AllToAll;
-  CollAlgo algo = CollAlgo::Nccl;
-  int group = -1;
-  int channels = 0;         // 0 = the model's default
-  SourceLocation where;
+  int group = -1;           // collective
+  int channels = 0;         // collective; 0 = the model's default
+  int sm_limit = 0;         // kernel; 0 = all SMs
+  int line = 0, column = 0; // where the op was written (0: generated); see Schedule::location
+  float efficiency = 0;     // kernel; 0 = the model's default for the class
+  Bytes bytes = 0;          // memcpy, alloc, collective
+  double flops = 0;         // kernel
+  double hbm_bytes = 0;     // kernel
+  std::optional<Time> duration;            // kernel, host_work
+  std::optional<GemmShape> gemm;           // kernel
+  std::optional<AttentionShape> attention; // kernel
+  std::string label;        // kernel name, marker text, alloc tag; "" = none
 };
 
 struct Program {
   int rank = 0;
-  std::vector<Op> ops;
+  /// Immutable once built; ranks that run the same program share it (a
+  /// generated Ulysses workload holds one copy instead of one per rank).
+  std::shared_ptr<const std::vector<Op>> ops = std::make_shared<const std::vector<Op>>();
 };
 
 struct StreamDecl {
@@ -105,6 +108,8 @@ struct Schedule {
   int find_stream(const std::string& n) const;
   int find_group(const std::string& n) const;
   int find_event(const std::string& n) const;
+  /// file:line:col of an op written in a file; for a generated op, its rank and index.
+  SourceLocation location(int rank, int index) const;
 };
 
 /// Parses and checks; throws InputError with file:line.

@@ -1,0 +1,324 @@
+#include "metrics.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace osim {
+
+namespace {
+
+using Interval = std::pair<int64_t, int64_t>;  // ps
+
+std::vector<Interval> merge(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
+    else out.push_back(iv);
+  }
+  return out;
+}
+
+int64_t length(const std::vector<Interval>& v) {
+  int64_t t = 0;
+  for (const auto& iv : v) t += iv.second - iv.first;
+  return t;
+}
+
+// Length of a minus b (both merged).
+int64_t minus(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  int64_t t = 0;
+  size_t j = 0;
+  for (const auto& iv : a) {
+    int64_t cur = iv.first;
+    while (j < b.size() && b[j].second <= cur) ++j;
+    size_t k = j;
+    while (cur < iv.second) {
+      if (k >= b.size() || b[k].first >= iv.second) {
+        t += iv.second - cur;
+        break;
+      }
+      if (b[k].first > cur) t += b[k].first - cur;
+      cur = std::max(cur, b[k].second);
+      ++k;
+    }
+  }
+  return t;
+}
+
+int64_t intersect(const std::vector<Interval>& a, const std::vector<Interval>& b) { return length(a) - minus(a, b); }
+
+}  // namespace
+
+Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecResult& r) {
+  Metrics m;
+  m.name = s.name;
+  m.topology = topo.name();
+  m.ranks = s.ranks();
+  m.makespan = r.makespan;
+  const double bins[][2] = {{0, 5}, {5, 20}, {20, 50}, {50, 80}, {80, 1e300}};
+  for (const auto& b : bins) m.copy_histogram.push_back(HistogramBin{b[0], b[1], 0, 0, Time::zero()});
+  const int compute_stream = s.find_stream("compute") >= 0 ? s.find_stream("compute") : 0;
+  for (int rank = 0; rank < s.ranks(); ++rank) {
+    std::vector<Interval> kernels, colls, copies, cstream, compute_copies;
+    for (const OpRecord& rec : r.ops[rank]) {
+      const Op& op = *rec.op;
+      const Interval iv{rec.start.ps(), rec.end.ps()};
+      switch (op.kind) {
+        case OpKind::Kernel: kernels.push_back(iv); break;
+        case OpKind::Collective:
+          colls.push_back(iv);
+          m.bytes_collective += static_cast<double>(op.bytes);
+          break;
+        case OpKind::Memcpy: {
+          copies.push_back(iv);
+          if (op.stream == compute_stream) compute_copies.push_back(iv);
+          const double b = static_cast<double>(op.bytes);
+          (op.copy == CopyKind::H2D ? m.bytes_h2d : op.copy == CopyKind::D2H ? m.bytes_d2h : op.copy == CopyKind::P2P ? m.bytes_p2p : m.bytes_d2d) += b;
+          const Time d = rec.end - rec.start;
+          const double gbps = d.s() > 0 ? b / d.s() * 1e-9 : 1e300;
+          for (auto& bin : m.copy_histogram)
+            if (gbps >= bin.lo_GBps && gbps < bin.hi_GBps) {
+              ++bin.count;
+              bin.bytes += b;
+              bin.time += d;
+            }
+          break;
+        }
+        default: break;
+      }
+      if (op.stream == compute_stream && (op.kind == OpKind::Kernel || op.kind == OpKind::Collective || op.kind == OpKind::Memcpy))
+        cstream.push_back(iv);
+      if (rank == 0 && op.kind == OpKind::Marker && op.stream == compute_stream && op.label.rfind("step ", 0) == 0) {
+        const int idx = std::atoi(op.label.c_str() + 5);
+        if (m.steps.empty() || m.steps.back().index != idx) m.steps.push_back(StepMetrics{idx, rec.start, rec.start});
+      }
+    }
+    kernels = merge(kernels);
+    colls = merge(colls);
+    copies = merge(copies);
+    cstream = merge(cstream);
+    compute_copies = merge(compute_copies);
+    RankMetrics rm;
+    rm.rank = rank;
+    rm.gpu = r.ranks[rank].gpu;
+    rm.end = r.ranks[rank].end;
+    rm.peak_vram = r.ranks[rank].peak_vram;
+    rm.compute_busy = Time::from_ps(length(kernels));
+    rm.comm = Time::from_ps(length(colls));
+    rm.comm_exposed = Time::from_ps(minus(colls, kernels));
+    rm.copy = Time::from_ps(length(copies));
+    std::vector<Interval> gaps;
+    if (!cstream.empty()) {
+      for (size_t i = 0; i + 1 < cstream.size(); ++i) gaps.emplace_back(cstream[i].second, cstream[i + 1].first);
+    }
+    const int64_t stall_in_gaps = intersect(gaps, copies);
+    rm.copy_stall = Time::from_ps(stall_in_gaps + length(compute_copies));
+    rm.idle_other = Time::from_ps(length(gaps) - stall_in_gaps);
+    const double t_comm = static_cast<double>(length(merge([&] {
+      auto v = colls;
+      v.insert(v.end(), copies.begin(), copies.end());
+      return v;
+    }())));
+    const double total = static_cast<double>(rm.end.ps());
+    rm.overlap_efficiency = t_comm > 0 ? (static_cast<double>(rm.compute_busy.ps()) + t_comm - total) / t_comm : 1.0;
+    m.per_rank.push_back(rm);
+  }
+  for (size_t i = 0; i < m.steps.size(); ++i) m.steps[i].end = i + 1 < m.steps.size() ? m.steps[i + 1].start : r.ranks[0].end;
+  return m;
+}
+
+nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, const ExecResult& r) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["schema"] = "overlapsim.metrics/v1";
+  j["source"] = "simulated";
+  j["name"] = m.name;
+  j["topology"] = m.topology;
+  j["ranks"] = m.ranks;
+  j["makespan_s"] = m.makespan.s();
+  ordered_json steps = ordered_json::array();
+  for (const auto& st : m.steps) steps.push_back({{"index", st.index}, {"start_s", st.start.s()}, {"time_s", (st.end - st.start).s()}});
+  j["steps"] = steps;
+  if (!m.steps.empty()) {
+    double sum = 0, lo = 1e300, hi = 0;
+    for (const auto& st : m.steps) {
+      const double t = (st.end - st.start).s();
+      sum += t;
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
+    }
+    j["step_time_s"] = {{"mean", sum / static_cast<double>(m.steps.size())}, {"min", lo}, {"max", hi}};
+  }
+  ordered_json ranks = ordered_json::array();
+  for (const auto& rm : m.per_rank)
+    ranks.push_back({{"rank", rm.rank}, {"gpu", rm.gpu}, {"end_s", rm.end.s()}, {"peak_vram_bytes", rm.peak_vram},
+                     {"compute_busy_s", rm.compute_busy.s()}, {"comm_s", rm.comm.s()}, {"comm_exposed_s", rm.comm_exposed.s()},
+                     {"copy_s", rm.copy.s()}, {"copy_stall_s", rm.copy_stall.s()}, {"idle_other_s", rm.idle_other.s()},
+                     {"overlap_efficiency", rm.overlap_efficiency}});
+  j["per_rank"] = ranks;
+  j["bytes"] = {{"h2d", m.bytes_h2d}, {"d2h", m.bytes_d2h}, {"p2p", m.bytes_p2p}, {"d2d", m.bytes_d2d}, {"collective", m.bytes_collective}};
+  ordered_json links = ordered_json::array();
+  const double span = m.makespan.s();
+  for (size_t i = 0; i < r.resource_bytes.size(); ++i) {
+    if (r.resource_bytes[i] <= 0) continue;
+    const auto& res = topo.resources()[i];
+    links.push_back({{"name", res.name}, {"bytes", r.resource_bytes[i]}, {"capacity_Bps", res.capacity},
+                     {"avg_Bps", span > 0 ? r.resource_bytes[i] / span : 0.0},
+                     {"utilisation", span > 0 ? r.resource_bytes[i] / span / res.capacity : 0.0}});
+  }
+  j["links"] = links;
+  ordered_json hist = ordered_json::array();
+  for (const auto& b : m.copy_histogram)
+    hist.push_back({{"lo_GBps", b.lo_GBps}, {"hi_GBps", b.hi_GBps >= 1e300 ? ordered_json(nullptr) : ordered_json(b.hi_GBps)},
+                    {"count", b.count}, {"bytes", b.bytes}, {"time_s", b.time.s()}});
+  j["copy_bandwidth_histogram"] = hist;
+  auto bn = [&](const std::vector<BottleneckStat>& v) {
+    ordered_json a = ordered_json::array();
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i].time == Time::zero() && v[i].transfers == 0) continue;
+      a.push_back({{"resource", i + 1 == v.size() ? std::string("own cap") : topo.resources()[i].name}, {"time_s", v[i].time.s()},
+                   {"transfers", v[i].transfers}});
+    }
+    return a;
+  };
+  j["bottlenecks"] = {{"copies", bn(r.copy_bottlenecks)}, {"collectives", bn(r.collective_bottlenecks)}};
+  return j;
+}
+
+std::string format_summary(const Metrics& m, const hw::Topology& topo, const ExecResult& r, const std::string& headline) {
+  std::string out = headline + "\n";
+  out += fmt::format("  makespan {}", format_time(m.makespan));
+  if (!m.steps.empty()) {
+    Time lo = Time::max(), hi, sum;
+    for (const auto& st : m.steps) {
+      const Time t = st.end - st.start;
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
+      sum += t;
+    }
+    out += fmt::format("   {} steps, step time mean {} (min {}, max {})", m.steps.size(),
+                       format_time(Time::from_ps(sum.ps() / static_cast<int64_t>(m.steps.size()))), format_time(lo), format_time(hi));
+  }
+  out += "\n";
+  out += fmt::format("  {:<6} {:<8} {:>12} {:>12} {:>13} {:>12} {:>12} {:>8} {:>11}\n", "rank", "gpu", "compute", "comm", "comm exposed",
+                     "copy", "copy stall", "overlap", "peak VRAM");
+  for (const auto& rm : m.per_rank)
+    out += fmt::format("  {:<6} {:<8} {:>12} {:>12} {:>13} {:>12} {:>12} {:>8.2f} {:>11}\n", rm.rank, rm.gpu, format_time(rm.compute_busy),
+                       format_time(rm.comm), format_time(rm.comm_exposed), format_time(rm.copy), format_time(rm.copy_stall),
+                       rm.overlap_efficiency, format_bytes(static_cast<double>(rm.peak_vram)));
+  out += fmt::format("  moved: H2D {}, D2H {}, P2P {}, collectives {} (per-rank buffers)\n", format_bytes(m.bytes_h2d), format_bytes(m.bytes_d2h),
+                     format_bytes(m.bytes_p2p), format_bytes(m.bytes_collective));
+  std::vector<size_t> order;
+  for (size_t i = 0; i < r.resource_bytes.size(); ++i)
+    if (r.resource_bytes[i] > 0) order.push_back(i);
+  const double span = m.makespan.s();
+  auto util = [&](size_t i) { return r.resource_bytes[i] / span / topo.resources()[i].capacity; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return util(a) > util(b); });
+  if (!order.empty()) out += "  busiest links (average over the run):\n";
+  for (size_t k = 0; k < order.size() && k < 5; ++k)
+    out += fmt::format("    {:<26} {:>12} of {:>12}  {:5.1f} %\n", topo.resources()[order[k]].name,
+                       format_bandwidth({r.resource_bytes[order[k]] / span}), format_bandwidth({topo.resources()[order[k]].capacity}),
+                       100 * util(order[k]));
+  int64_t copies = 0;
+  for (const auto& b : m.copy_histogram) copies += b.count;
+  if (copies > 0) {
+    out += "  copy bandwidth histogram:   range          count         data         time\n";
+    for (const auto& b : m.copy_histogram)
+      out += fmt::format("    {:>26} {:>10} {:>12} {:>12}\n",
+                         b.hi_GBps >= 1e300 ? fmt::format("{:.0f}+ GB/s", b.lo_GBps) : fmt::format("{:.0f}-{:.0f} GB/s", b.lo_GBps, b.hi_GBps),
+                         b.count, format_bytes(b.bytes), format_time(b.time));
+  }
+  auto top_bn = [&](const std::vector<BottleneckStat>& v, const char* what) {
+    size_t best = v.size();
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i].time > Time::zero() && (best == v.size() || v[i].time > v[best].time)) best = i;
+    if (best == v.size()) return;
+    out += fmt::format("  {} were bound longest by {} ({} in all)\n", what,
+                       best + 1 == v.size() ? std::string("their own cap") : topo.resources()[best].name, format_time(v[best].time));
+  };
+  top_bn(r.copy_bottlenecks, "copies");
+  top_bn(r.collective_bottlenecks, "collective transfers");
+  return out;
+}
+
+std::string trace_json(const Schedule& s, const hw::Topology& topo, const ExecResult& r) {
+  // Written by hand, event per line, with fixed formatting: deterministic and streamable.
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  bool first = true;
+  auto emit = [&](const std::string& ev) {
+    if (!first) out += ",\n";
+    first = false;
+    out += ev;
+  };
+  auto us = [](Time t) { return fmt::format("{:.3f}", static_cast<double>(t.ps()) * 1e-6); };
+  auto esc = [](const std::string& x) {
+    std::string o;
+    for (char c : x) {
+      if (c == '"' || c == '\\') o.push_back('\\');
+      o.push_back(c);
+    }
+    return o;
+  };
+  const int nstreams = static_cast<int>(s.streams.size());
+  const int fabric_pid = s.ranks();
+  for (int rank = 0; rank < s.ranks(); ++rank) {
+    emit(fmt::format(R"J({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"rank {} ({})"}}}})J", rank, rank, esc(r.ranks[rank].gpu)));
+    emit(fmt::format(R"J({{"ph":"M","pid":{},"tid":0,"name":"thread_name","args":{{"name":"host thread"}}}})J", rank));
+    for (int st = 0; st < nstreams; ++st)
+      emit(fmt::format(R"J({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"stream {}"}}}})J", rank, 1 + st, esc(s.streams[st].name)));
+    const char* engines[] = {"copy engine H2D", "copy engine D2H", "copy engine other"};
+    for (int e = 0; e < 3; ++e)
+      emit(fmt::format(R"J({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})J", rank, 100 + e, engines[e]));
+    for (const OpRecord& rec : r.ops[rank]) {
+      const Op& op = *rec.op;
+      const std::string name = esc(op.label.empty() ? to_string(op.kind) : op.label);
+      // Host call.
+      if (rec.returned > rec.issue || op.kind == OpKind::HostWork || op.kind == OpKind::StreamSync || op.kind == OpKind::EventSync ||
+          op.kind == OpKind::DeviceSync) {
+        const Time end = std::max(rec.returned, op.stream >= 0 && op.kind != OpKind::StreamSync ? rec.returned : rec.end);
+        emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":0,"ts":{},"dur":{},"name":"{}","cat":"host"}})J", rank, us(rec.issue),
+                         us(end - rec.issue), esc(to_string(op.kind))));
+      }
+      if (op.stream < 0 || !rec.ran) continue;
+      const int tid = 1 + op.stream;
+      if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective || op.kind == OpKind::Memcpy) {
+        emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"{}","args":{{"op":{}{}}}}})J", rank, tid,
+                         us(rec.start), us(rec.end - rec.start), name, to_string(op.kind), rec.index,
+                         op.bytes ? fmt::format(",\"bytes\":{}", op.bytes) : std::string()));
+        if (op.kind == OpKind::Memcpy) {
+          const int e = op.copy == CopyKind::H2D ? 0 : op.copy == CopyKind::D2H ? 1 : 2;
+          const std::string bound = rec.bottleneck == -2 ? "" : rec.bottleneck == -1 ? "own cap" : topo.resources()[rec.bottleneck].name;
+          const double d = (rec.end - rec.start).s();
+          emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"copy","args":{{"GB/s":{:.2f},"bound by":"{}","bound for us":{}}}}})J",
+                           rank, 100 + e, us(rec.start), us(rec.end - rec.start), name, d > 0 ? static_cast<double>(op.bytes) / d * 1e-9 : 0.0,
+                           esc(bound), us(rec.bottleneck_time)));
+        }
+      } else if (op.kind == OpKind::Marker) {
+        emit(fmt::format(R"J({{"ph":"i","pid":{},"tid":{},"ts":{},"name":"{}","s":"t"}})J", rank, tid, us(rec.start), name));
+      } else if (op.kind == OpKind::StreamWaitEvent && rec.waits_on >= 0) {
+        const OpRecord& src = r.ops[rank][rec.waits_on];
+        const int id = rank * 10000000 + rec.index;
+        emit(fmt::format(R"J({{"ph":"s","pid":{},"tid":{},"ts":{},"id":{},"name":"event {}","cat":"event"}})J", rank, 1 + src.op->stream,
+                         us(src.end), id, esc(s.events[op.event])));
+        emit(fmt::format(R"J({{"ph":"f","bp":"e","pid":{},"tid":{},"ts":{},"id":{},"name":"event {}","cat":"event"}})J", rank, tid,
+                         us(rec.start), id, esc(s.events[op.event])));
+      }
+    }
+    for (const auto& [t, b] : r.vram[rank])
+      emit(fmt::format(R"J({{"ph":"C","pid":{},"ts":{},"name":"VRAM","args":{{"GiB":{:.4f}}}}})J", rank, us(t), static_cast<double>(b) / 1073741824.0));
+  }
+  if (!r.link_samples.empty()) {
+    emit(fmt::format(R"J({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"fabric ({})"}}}})J", fabric_pid, esc(topo.name())));
+    for (const auto& ls : r.link_samples)
+      emit(fmt::format(R"J({{"ph":"C","pid":{},"ts":{},"name":"{}","args":{{"GB/s":{:.3f}}}}})J", fabric_pid, us(ls.time),
+                       esc(topo.resources()[ls.resource].name), ls.bytes_per_s * 1e-9));
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+}  // namespace osim

@@ -1,0 +1,60 @@
+// What `overlapsim run` reports: metrics (a stable JSON schema, documented in
+// README "Metrics"; validate writes the same one), a ten-second summary, the
+// copy bandwidth histogram, bottleneck attribution, and a Perfetto trace.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/executor.hpp"
+#include "hw/fabric.hpp"
+
+namespace osim {
+
+struct RankMetrics {
+  int rank = 0;
+  std::string gpu;
+  Time end;
+  Bytes peak_vram = 0;
+  Time compute_busy;    // union of kernel intervals
+  Time comm;            // union of collective intervals (including waiting for peers)
+  Time comm_exposed;    // collective time with no kernel running
+  Time copy;            // union of copy intervals
+  Time copy_stall;      // compute stream idle while a copy runs, plus copies on the compute stream
+  Time idle_other;      // other compute-stream gaps (host, launch, syncs)
+  double overlap_efficiency = 0;  // seed 004: (compute + comm - total) / comm, comm = collectives and copies
+};
+
+struct StepMetrics {
+  int index = 0;
+  Time start, end;
+};
+
+struct HistogramBin {
+  double lo_GBps, hi_GBps;
+  int64_t count = 0;
+  double bytes = 0;
+  Time time;
+};
+
+struct Metrics {
+  std::string name, topology;
+  int ranks = 0;
+  Time makespan;
+  std::vector<StepMetrics> steps;  // rank 0's compute stream, from "step N" markers
+  std::vector<RankMetrics> per_rank;
+  double bytes_h2d = 0, bytes_d2h = 0, bytes_p2p = 0, bytes_d2d = 0, bytes_collective = 0;
+  std::vector<HistogramBin> copy_histogram;
+};
+
+Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecResult& r);
+nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, const ExecResult& r);
+std::string format_summary(const Metrics& m, const hw::Topology& topo, const ExecResult& r, const std::string& headline);
+/// Chrome/Perfetto trace JSON: tracks per host thread, stream and copy engine;
+/// counters for VRAM and (with link samples) every resource's bandwidth;
+/// arrows from event records to the waits they satisfy.
+std::string trace_json(const Schedule& s, const hw::Topology& topo, const ExecResult& r);
+
+}  // namespace osim
