@@ -1,0 +1,759 @@
+// overlapsim-validate bench: microbenchmarks in the manner of nvbandwidth and
+// nccl-tests (STYLE.md). One testcase per stable key; medians of several
+// samples after warm-ups; a spin kernel holds a stream until everything is
+// queued, so host launch cost stays out of single-GPU timings; JSON output
+// with the environment. README "validate".
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <nlohmann/json.hpp>
+
+#include "bench.hpp"
+#include "check.hpp"
+
+namespace ovv {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// ---------------------------------------------------------------- RAII buffers
+struct DevBuf {
+  void* p = nullptr;
+  int dev = 0;
+  DevBuf(int d, size_t bytes) : dev(d) {
+    CUDA_CHECK(cudaSetDevice(d));
+    CUDA_CHECK(cudaMalloc(&p, bytes));
+    CUDA_CHECK(cudaMemset(p, 1, bytes));  // never time on untouched memory
+  }
+  ~DevBuf() {
+    cudaSetDevice(dev);
+    cudaFree(p);
+  }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+};
+struct PinnedBuf {
+  void* p = nullptr;
+  explicit PinnedBuf(size_t bytes) {
+    CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+    std::memset(p, 1, bytes);
+  }
+  ~PinnedBuf() { cudaFreeHost(p); }
+  PinnedBuf(const PinnedBuf&) = delete;
+  PinnedBuf& operator=(const PinnedBuf&) = delete;
+};
+struct PageableBuf {
+  std::vector<char> v;
+  explicit PageableBuf(size_t bytes) : v(bytes, 1) {}
+  void* p() { return v.data(); }
+};
+struct Stream {
+  cudaStream_t s{};
+  int dev = 0;
+  explicit Stream(int d, int priority = 0) : dev(d) {
+    CUDA_CHECK(cudaSetDevice(d));
+    CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, priority));
+  }
+  ~Stream() {
+    cudaSetDevice(dev);
+    cudaStreamDestroy(s);
+  }
+};
+struct Event {
+  cudaEvent_t e{};
+  int dev = 0;
+  explicit Event(int d) : dev(d) {
+    CUDA_CHECK(cudaSetDevice(d));
+    CUDA_CHECK(cudaEventCreate(&e));
+  }
+  ~Event() {
+    cudaSetDevice(dev);
+    cudaEventDestroy(e);
+  }
+};
+
+// ---------------------------------------------------------------- spin gate
+__global__ void spin_until(volatile int* flag) {
+  while (*flag == 0) {
+  }
+}
+__global__ void empty_kernel() {}
+
+struct Gate {
+  int* host = nullptr;
+  int* dev = nullptr;
+  Gate() {
+    CUDA_CHECK(cudaHostAlloc(&host, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
+    *host = 0;
+    CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), host, 0));
+  }
+  ~Gate() { cudaFreeHost(host); }
+  void hold(cudaStream_t s) {
+    *reinterpret_cast<volatile int*>(host) = 0;
+    spin_until<<<1, 1, 0, s>>>(dev);
+    CUDA_CHECK(cudaGetLastError());
+  }
+  void release() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    *reinterpret_cast<volatile int*>(host) = 1;
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<size_t> sizes(size_t lo, size_t hi, int per_decade_of_4 = 1) {
+  std::vector<size_t> out;
+  for (size_t s = lo; s <= hi; s *= 4)
+    for (int k = 0; k < per_decade_of_4; ++k) out.push_back(s);
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Runner
+struct Runner::Impl {
+  Options opt;
+  json results = json::array();
+  std::atomic<int64_t> last_progress{0};
+  std::string current;
+  std::mutex mu;
+  int ngpus = 0;
+
+  void progress(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu);
+    current = what;
+    last_progress = std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+    if (opt.verbose) std::cerr << "bench: " << what << std::endl;
+  }
+  bool want(const std::string& key) const { return opt.filter.empty() || std::regex_search(key, std::regex(opt.filter)); }
+  void add(json r) {
+    std::lock_guard<std::mutex> lock(mu);
+    results.push_back(std::move(r));
+  }
+
+  // Time `op` on one stream with events, gated; `reps` ops per sample.
+  double time_stream_us(int dev, cudaStream_t s, int reps, const std::function<void()>& op) {
+    // One ungated call first: libraries initialise lazily (cuBLAS allocates
+    // its workspace), and an allocation synchronises the device, which would
+    // wait forever on the spin kernel that waits on us.
+    CUDA_CHECK(cudaSetDevice(dev));
+    op();
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    Gate gate;
+    Event a(dev), b(dev);
+    std::vector<double> samples;
+    for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+      gate.hold(s);
+      CUDA_CHECK(cudaEventRecord(a.e, s));
+      for (int k = 0; k < reps; ++k) op();
+      CUDA_CHECK(cudaEventRecord(b.e, s));
+      gate.release();
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+      if (it >= opt.warmup) samples.push_back(ms * 1e3 / reps);
+    }
+    return median(samples);
+  }
+
+  int reps_for(size_t bytes) const { return bytes < (1u << 20) ? 20 : bytes < (64u << 20) ? 5 : 1; }
+
+  // ------------------------------------------------------------ host <-> device
+  void copies() {
+    const size_t max_bytes = opt.quick ? (64u << 20) : (size_t(1) << 30);
+    for (int dev = 0; dev < ngpus; ++dev) {
+      DevBuf d(dev, max_bytes), d2(dev, max_bytes);
+      PinnedBuf h(max_bytes), h2(max_bytes);
+      Stream s(dev), s2(dev);
+      for (size_t bytes : sizes(4096, max_bytes)) {
+        for (const char* dir : {"h2d", "d2h"}) {
+          const std::string key = std::string(dir) + "_pinned";
+          if (!want(key)) continue;
+          progress(key + " " + std::to_string(bytes));
+          const bool h2d = dir[0] == 'h';
+          const double us = time_stream_us(dev, s.s, reps_for(bytes), [&] {
+            CUDA_CHECK(cudaMemcpyAsync(h2d ? d.p : h.p, h2d ? h.p : d.p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.s));
+          });
+          add({{"key", key}, {"gpus", {dev}}, {"bytes", bytes}, {"time_us", us}, {"GBps", bytes / us * 1e-3}});
+        }
+        if (want("bidir_pinned")) {  // H2D on one stream while D2H runs on another
+          progress("bidir " + std::to_string(bytes));
+          Gate g1, g2;
+          Event a1(dev), b1(dev), a2(dev), b2(dev);
+          std::vector<double> s_h2d, s_d2h;
+          for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+            g1.hold(s.s);
+            g2.hold(s2.s);
+            CUDA_CHECK(cudaEventRecord(a1.e, s.s));
+            CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
+            CUDA_CHECK(cudaEventRecord(b1.e, s.s));
+            CUDA_CHECK(cudaEventRecord(a2.e, s2.s));
+            CUDA_CHECK(cudaMemcpyAsync(h2.p, d2.p, bytes, cudaMemcpyDeviceToHost, s2.s));
+            CUDA_CHECK(cudaEventRecord(b2.e, s2.s));
+            g1.release();
+            g2.release();
+            CUDA_CHECK(cudaDeviceSynchronize());
+            float m1 = 0, m2 = 0;
+            CUDA_CHECK(cudaEventElapsedTime(&m1, a1.e, b1.e));
+            CUDA_CHECK(cudaEventElapsedTime(&m2, a2.e, b2.e));
+            if (it >= opt.warmup) {
+              s_h2d.push_back(m1 * 1e3);
+              s_d2h.push_back(m2 * 1e3);
+            }
+          }
+          add({{"key", "bidir_pinned"}, {"gpus", {dev}}, {"bytes", bytes}, {"h2d_time_us", median(s_h2d)}, {"d2h_time_us", median(s_d2h)}});
+        }
+      }
+      // Two H2D copies on different streams: do they share one engine?
+      if (want("h2d_two_streams")) {
+        const size_t bytes = opt.quick ? (64u << 20) : (256u << 20);
+        progress("h2d_two_streams");
+        Gate g1;
+        Event a(dev), b(dev);
+        std::vector<double> samples;
+        for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+          g1.hold(s.s);
+          CUDA_CHECK(cudaEventRecord(a.e, s.s));
+          CUDA_CHECK(cudaStreamWaitEvent(s2.s, a.e));
+          CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
+          CUDA_CHECK(cudaMemcpyAsync(d2.p, h2.p, bytes, cudaMemcpyHostToDevice, s2.s));
+          CUDA_CHECK(cudaEventRecord(b.e, s2.s));
+          CUDA_CHECK(cudaStreamWaitEvent(s.s, b.e));
+          CUDA_CHECK(cudaEventRecord(b.e, s.s));
+          g1.release();
+          CUDA_CHECK(cudaDeviceSynchronize());
+          float ms = 0;
+          CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+          if (it >= opt.warmup) samples.push_back(ms * 1e3);
+        }
+        add({{"key", "h2d_two_streams"}, {"gpus", {dev}}, {"bytes", bytes}, {"time_us", median(samples)}});
+      }
+      // Pageable copies: the call returns only when done; host-timed.
+      for (size_t bytes : sizes(1u << 20, opt.quick ? (64u << 20) : (256u << 20))) {
+        for (const char* dir : {"h2d", "d2h"}) {
+          const std::string key = std::string(dir) + "_pageable";
+          if (!want(key)) continue;
+          progress(key + " " + std::to_string(bytes));
+          PageableBuf pg(bytes);
+          const bool h2d = dir[0] == 'h';
+          std::vector<double> samples;
+          for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+            const auto t0 = Clock::now();
+            CUDA_CHECK(cudaMemcpyAsync(h2d ? d.p : pg.p(), h2d ? pg.p() : d.p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.s));
+            CUDA_CHECK(cudaStreamSynchronize(s.s));
+            const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+            if (it >= opt.warmup) samples.push_back(us);
+          }
+          const double us = median(samples);
+          add({{"key", key}, {"gpus", {dev}}, {"bytes", bytes}, {"time_us", us}, {"GBps", bytes / us * 1e-3}});
+        }
+      }
+      if (opt.quick) break;  // one GPU is enough for a quick run
+    }
+  }
+
+  // Several GPUs copying H2D (or D2H) at once: the aggregate, for every subset size.
+  void multi_gpu_copies() {
+    const size_t bytes = opt.quick ? (256u << 20) : (size_t(1) << 30);
+    for (const char* dir : {"h2d", "d2h"}) {
+      const std::string key = std::string("multi_") + dir + "_pinned";
+      if (!want(key)) continue;
+      std::vector<std::unique_ptr<DevBuf>> d;
+      std::vector<std::unique_ptr<PinnedBuf>> h;
+      std::vector<std::unique_ptr<Stream>> s;
+      for (int g = 0; g < ngpus; ++g) {
+        d.push_back(std::make_unique<DevBuf>(g, bytes));
+        h.push_back(std::make_unique<PinnedBuf>(bytes));
+        s.push_back(std::make_unique<Stream>(g));
+      }
+      const bool h2d = dir[0] == 'h';
+      for (int n = 1; n <= ngpus; ++n) {
+        progress(key + " x" + std::to_string(n));
+        std::vector<double> samples;
+        for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+          Gate gate;
+          for (int g = 0; g < n; ++g) {
+            CUDA_CHECK(cudaSetDevice(g));
+            gate.hold(s[g]->s);
+            CUDA_CHECK(cudaMemcpyAsync(h2d ? d[g]->p : h[g]->p, h2d ? h[g]->p : d[g]->p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s[g]->s));
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let every queue fill
+          const auto t0 = Clock::now();
+          gate.release();
+          for (int g = 0; g < n; ++g) {
+            CUDA_CHECK(cudaSetDevice(g));
+            CUDA_CHECK(cudaStreamSynchronize(s[g]->s));
+          }
+          if (it >= opt.warmup) samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        }
+        const double us = median(samples);
+        add({{"key", key}, {"gpus", n}, {"bytes_per_gpu", bytes}, {"time_us", us}, {"aggregate_GBps", n * bytes / us * 1e-3}});
+      }
+    }
+  }
+
+  void p2p() {
+    if (!want("p2p_copy") || ngpus < 2) return;
+    const size_t bytes = opt.quick ? (64u << 20) : (512u << 20);
+    for (int a = 0; a < ngpus; ++a)
+      for (int b = 0; b < ngpus; ++b) {
+        if (a == b) continue;
+        int can = 0;
+        CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
+        if (can) {
+          CUDA_CHECK(cudaSetDevice(a));
+          const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+          if (e != cudaErrorPeerAccessAlreadyEnabled) CUDA_CHECK(e);
+        }
+        progress("p2p " + std::to_string(a) + "->" + std::to_string(b));
+        DevBuf src(a, bytes), dst(b, bytes);
+        Stream s(a);
+        const double us = time_stream_us(a, s.s, 1, [&] { CUDA_CHECK(cudaMemcpyPeerAsync(dst.p, b, src.p, a, bytes, s.s)); });
+        add({{"key", "p2p_copy"}, {"gpus", {a, b}}, {"peer_access", can != 0}, {"bytes", bytes}, {"time_us", us}, {"GBps", bytes / us * 1e-3}});
+      }
+  }
+
+  // ------------------------------------------------------------ overheads
+  void overheads() {
+    if (!want("overhead")) return;
+    const int dev = 0;
+    Stream s(dev);
+    DevBuf d(dev, 1 << 20);
+    PinnedBuf h(1 << 20);
+    Event e(dev);
+    auto host_us = [&](const std::function<void()>& f, int n) {
+      std::vector<double> samples;
+      for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+        CUDA_CHECK(cudaStreamSynchronize(s.s));
+        const auto t0 = Clock::now();
+        for (int k = 0; k < n; ++k) f();
+        const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
+        CUDA_CHECK(cudaStreamSynchronize(s.s));
+        if (it >= opt.warmup) samples.push_back(us);
+      }
+      return median(samples);
+    };
+    progress("overheads");
+    add({{"key", "overhead_kernel_launch"}, {"time_us", host_us([&] { empty_kernel<<<1, 1, 0, s.s>>>(); }, 100)}});
+    CUDA_CHECK(cudaGetLastError());
+    add({{"key", "overhead_event_record"}, {"time_us", host_us([&] { CUDA_CHECK(cudaEventRecord(e.e, s.s)); }, 100)}});
+    add({{"key", "overhead_stream_wait_event"}, {"time_us", host_us([&] { CUDA_CHECK(cudaStreamWaitEvent(s.s, e.e)); }, 100)}});
+    add({{"key", "overhead_stream_sync_idle"}, {"time_us", host_us([&] { CUDA_CHECK(cudaStreamSynchronize(s.s)); }, 100)}});
+    add({{"key", "overhead_memcpy_async_pinned_return"},
+         {"time_us", host_us([&] { CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, 1 << 20, cudaMemcpyHostToDevice, s.s)); }, 20)}});
+  }
+
+  // ------------------------------------------------------------ GEMM
+  void gemms() {
+    if (!want("gemm")) return;
+    const int dev = 0;
+    CUDA_CHECK(cudaSetDevice(dev));
+    cublasHandle_t handle;
+    CUBLAS_CHECK(cublasCreate(&handle));
+    Stream s(dev);
+    CUBLAS_CHECK(cublasSetStream(handle, s.s));
+    struct Shape {
+      int m, n, k;
+    };
+    // Wan 14B DiT GEMMs at S/U tokens for 720p (75,600) and 480p (32,760) over U in {1, 2, 4, 8}.
+    std::vector<Shape> shapes;
+    for (int tokens : {75600, 32760})
+      for (int u : {1, 2, 4, 8}) {
+        if (opt.quick && u != 4) continue;
+        const int m = tokens / u;
+        for (auto nk : {std::pair{15360, 5120}, {5120, 5120}, {13824, 5120}, {5120, 13824}}) shapes.push_back({m, nk.first, nk.second});
+      }
+    if (opt.quick) shapes.resize(std::min<size_t>(shapes.size(), 4));
+    size_t max_a = 0, max_b = 0, max_c = 0;
+    for (const auto& sh : shapes) {
+      max_a = std::max(max_a, size_t(sh.m) * sh.k);
+      max_b = std::max(max_b, size_t(sh.k) * sh.n);
+      max_c = std::max(max_c, size_t(sh.m) * sh.n);
+    }
+    DevBuf A(dev, max_a * 2), B(dev, max_b * 2), C(dev, max_c * 2);
+    const float alpha = 1, beta = 0;
+    for (const auto& sh : shapes) {
+      progress("gemm " + std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k));
+      const double us = time_stream_us(dev, s.s, 3, [&] {
+        // Row-major C[m,n] = A[m,k] B[k,n]  ==  column-major C^T = B^T A^T.
+        CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, sh.n, sh.m, sh.k, &alpha, B.p, CUDA_R_16BF, sh.n, A.p, CUDA_R_16BF,
+                                  sh.k, &beta, C.p, CUDA_R_16BF, sh.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      });
+      const double flops = 2.0 * sh.m * sh.n * sh.k;
+      add({{"key", "gemm_bf16"}, {"gpus", {dev}}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"time_us", us}, {"TFLOPs", flops / us * 1e-6}});
+    }
+    CUBLAS_CHECK(cublasDestroy(handle));
+  }
+
+  // ------------------------------------------------------------ NCCL
+  struct Comms {
+    std::vector<ncclComm_t> comms;
+    int n = 0;
+    Comms(int ranks, int channels) : comms(ranks), n(ranks) {
+      ncclUniqueId id;
+      NCCL_CHECK(ncclGetUniqueId(&id));
+      ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+      if (channels > 0) cfg.minCTAs = cfg.maxCTAs = channels;
+      NCCL_CHECK(ncclGroupStart());
+      for (int r = 0; r < ranks; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        NCCL_CHECK(ncclCommInitRankConfig(&comms[r], ranks, id, r, &cfg));
+      }
+      NCCL_CHECK(ncclGroupEnd());
+    }
+    ~Comms() {
+      for (auto c : comms) ncclCommDestroy(c);
+    }
+  };
+
+  enum class Coll { AllToAll, AllGather, ReduceScatter, AllReduce, Pairwise };
+  static const char* coll_name(Coll c) {
+    switch (c) {
+      case Coll::AllToAll: return "all_to_all";
+      case Coll::AllGather: return "all_gather";
+      case Coll::ReduceScatter: return "reduce_scatter";
+      case Coll::AllReduce: return "all_reduce";
+      case Coll::Pairwise: return "all_to_all_pairwise";
+    }
+    return "?";
+  }
+  // nccl-tests' busbw factors.
+  static double busbw_factor(Coll c, int n) {
+    switch (c) {
+      case Coll::AllReduce: return 2.0 * (n - 1) / n;
+      default: return double(n - 1) / n;
+    }
+  }
+
+  // Enqueue one collective of `bytes` (nccl-tests size) on every rank.
+  void enqueue(Coll c, Comms& cm, std::vector<std::unique_ptr<DevBuf>>& send, std::vector<std::unique_ptr<DevBuf>>& recv,
+               std::vector<std::unique_ptr<Stream>>& st, size_t bytes) {
+    const int n = cm.n;
+    const size_t elems = bytes / 2;  // bf16
+    if (c == Coll::Pairwise) {
+      // Round-robin: U-1 rounds, one partner per round (circle method), each round its own group.
+      const int m = n % 2 ? n + 1 : n;
+      std::vector<int> teams(m);
+      for (int i = 0; i < m; ++i) teams[i] = i;
+      for (int round = 0; round < m - 1; ++round) {
+        NCCL_CHECK(ncclGroupStart());
+        for (int i = 0; i < m / 2; ++i) {
+          const int a = teams[i], b = teams[m - 1 - i];
+          if (a >= n || b >= n) continue;
+          const size_t chunk = bytes / n;
+          char* sa = static_cast<char*>(send[a]->p);
+          char* sb = static_cast<char*>(send[b]->p);
+          char* ra = static_cast<char*>(recv[a]->p);
+          char* rb = static_cast<char*>(recv[b]->p);
+          NCCL_CHECK(ncclSend(sa + b * chunk, chunk, ncclChar, b, cm.comms[a], st[a]->s));
+          NCCL_CHECK(ncclRecv(ra + b * chunk, chunk, ncclChar, b, cm.comms[a], st[a]->s));
+          NCCL_CHECK(ncclSend(sb + a * chunk, chunk, ncclChar, a, cm.comms[b], st[b]->s));
+          NCCL_CHECK(ncclRecv(rb + a * chunk, chunk, ncclChar, a, cm.comms[b], st[b]->s));
+        }
+        NCCL_CHECK(ncclGroupEnd());
+        std::rotate(teams.begin() + 1, teams.end() - 1, teams.end());
+      }
+      return;
+    }
+    NCCL_CHECK(ncclGroupStart());
+    for (int r = 0; r < n; ++r) {
+      void* sp = send[r]->p;
+      void* rp = recv[r]->p;
+      switch (c) {
+        case Coll::AllToAll: NCCL_CHECK(ncclAlltoAll(sp, rp, elems / n, ncclBfloat16, cm.comms[r], st[r]->s)); break;
+        case Coll::AllGather: NCCL_CHECK(ncclAllGather(sp, rp, elems / n, ncclBfloat16, cm.comms[r], st[r]->s)); break;
+        case Coll::ReduceScatter: NCCL_CHECK(ncclReduceScatter(sp, rp, elems / n, ncclBfloat16, ncclSum, cm.comms[r], st[r]->s)); break;
+        case Coll::AllReduce: NCCL_CHECK(ncclAllReduce(sp, rp, elems, ncclBfloat16, ncclSum, cm.comms[r], st[r]->s)); break;
+        default: break;
+      }
+    }
+    NCCL_CHECK(ncclGroupEnd());
+  }
+
+  // Time `iters` back-to-back collectives; the slowest rank's events.
+  double time_coll(Coll c, Comms& cm, std::vector<std::unique_ptr<DevBuf>>& send, std::vector<std::unique_ptr<DevBuf>>& recv,
+                   std::vector<std::unique_ptr<Stream>>& st, size_t bytes, int iters) {
+    const int n = cm.n;
+    std::vector<std::unique_ptr<Event>> a, b;
+    for (int r = 0; r < n; ++r) {
+      a.push_back(std::make_unique<Event>(r));
+      b.push_back(std::make_unique<Event>(r));
+    }
+    std::vector<double> samples;
+    for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+      for (int r = 0; r < n; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        CUDA_CHECK(cudaEventRecord(a[r]->e, st[r]->s));
+      }
+      for (int k = 0; k < iters; ++k) enqueue(c, cm, send, recv, st, bytes);
+      double worst = 0;
+      for (int r = 0; r < n; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        CUDA_CHECK(cudaEventRecord(b[r]->e, st[r]->s));
+      }
+      for (int r = 0; r < n; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        CUDA_CHECK(cudaStreamSynchronize(st[r]->s));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a[r]->e, b[r]->e));
+        worst = std::max(worst, ms * 1e3 / iters);
+      }
+      if (it >= opt.warmup) samples.push_back(worst);
+      progress(std::string(coll_name(c)) + " " + std::to_string(bytes));
+    }
+    return median(samples);
+  }
+
+  void collectives() {
+    if (ngpus < 2) return;
+    const size_t max_bytes = opt.quick ? (64u << 20) : (size_t(1) << 30);
+    std::vector<int> rank_counts = {2};
+    if (ngpus > 2) rank_counts.push_back(ngpus);
+    std::vector<int> channel_counts = opt.quick ? std::vector<int>{0} : std::vector<int>{0, 4, 8, 16};
+    for (int n : rank_counts)
+      for (int ch : channel_counts) {
+        Comms cm(n, ch);
+        std::vector<std::unique_ptr<DevBuf>> send, recv;
+        std::vector<std::unique_ptr<Stream>> st;
+        for (int r = 0; r < n; ++r) {
+          send.push_back(std::make_unique<DevBuf>(r, max_bytes));
+          recv.push_back(std::make_unique<DevBuf>(r, max_bytes));
+          st.push_back(std::make_unique<Stream>(r));
+        }
+        for (Coll c : {Coll::AllToAll, Coll::AllGather, Coll::ReduceScatter, Coll::AllReduce, Coll::Pairwise}) {
+          const std::string key = std::string("nccl_") + coll_name(c);
+          if (!want(key)) continue;
+          if (ch != 0 && c != Coll::AllToAll && c != Coll::AllReduce) continue;  // channel sweeps: the two that matter most
+          for (size_t bytes = 1024; bytes <= max_bytes; bytes *= (ch == 0 ? 4 : 16)) {
+            if (bytes % (2 * n * n)) continue;
+            const int iters = bytes < (1u << 20) ? 20 : bytes < (64u << 20) ? 5 : 2;
+            const double us = time_coll(c, cm, send, recv, st, bytes, iters);
+            const double algbw = bytes / us * 1e-3;
+            add({{"key", key}, {"ranks", n}, {"channels", ch}, {"bytes", bytes}, {"time_us", us}, {"algbw_GBps", algbw},
+                 {"busbw_GBps", algbw * busbw_factor(c, n)}});
+          }
+        }
+      }
+  }
+
+  // ------------------------------------------------------------ interference
+  // Runs A alone, B alone, then both at once (released by one gate); reports
+  // each one's time in each case.
+  void interference() {
+    if (!want("interference")) return;
+    const int dev = 0;
+    const int n = std::min(ngpus, 4);
+    CUDA_CHECK(cudaSetDevice(dev));
+    cublasHandle_t handle;
+    CUBLAS_CHECK(cublasCreate(&handle));
+    const int m = 18900, nn = 5120, k = 5120;  // a Wan QKV/out-sized GEMM at 720p / U=4
+    DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * nn * 2), C(dev, size_t(m) * nn * 2);
+    const size_t h2d_bytes = size_t(1) << 30;
+    DevBuf d(dev, h2d_bytes);
+    PinnedBuf h(h2d_bytes);
+    const size_t a2a_bytes = 256u << 20;
+    const float alpha = 1, beta = 0;
+    Stream gemm_s(dev), copy_s(dev);
+    CUBLAS_CHECK(cublasSetStream(handle, gemm_s.s));
+    const int gemm_reps = 20;
+    auto gemm = [&] {
+      for (int i = 0; i < gemm_reps; ++i)
+        CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, nn, m, k, &alpha, B.p, CUDA_R_16BF, nn, A.p, CUDA_R_16BF, k, &beta, C.p,
+                                  CUDA_R_16BF, nn, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    };
+    auto h2d = [&] { CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, h2d_bytes, cudaMemcpyHostToDevice, copy_s.s)); };
+    auto d2h = [&] { CUDA_CHECK(cudaMemcpyAsync(h.p, d.p, h2d_bytes, cudaMemcpyDeviceToHost, copy_s.s)); };
+
+    // A pair run: each side enqueued on its stream(s) behind a gate; per-side
+    // time from the gate's release (event on dev 0) to its own end event.
+    struct Side {
+      std::string name;
+      std::vector<cudaStream_t> streams;  // stream per device used (index = device)
+      std::function<void()> enqueue;
+    };
+    auto run_pair = [&](const Side& x, const Side* y) {
+      std::vector<double> tx, ty;
+      for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+        Gate gate;
+        std::vector<cudaEvent_t> starts, ex, ey;
+        auto hold_all = [&](const Side& s, std::vector<cudaEvent_t>& ends) {
+          for (size_t dv = 0; dv < s.streams.size(); ++dv) {
+            CUDA_CHECK(cudaSetDevice(static_cast<int>(dv)));
+            gate.hold(s.streams[dv]);
+            cudaEvent_t st, en;
+            CUDA_CHECK(cudaEventCreate(&st));
+            CUDA_CHECK(cudaEventCreate(&en));
+            CUDA_CHECK(cudaEventRecord(st, s.streams[dv]));
+            starts.push_back(st);
+            ends.push_back(en);
+          }
+        };
+        hold_all(x, ex);
+        if (y) hold_all(*y, ey);
+        CUDA_CHECK(cudaSetDevice(0));
+        x.enqueue();
+        if (y) y->enqueue();
+        for (size_t dv = 0; dv < x.streams.size(); ++dv) {
+          CUDA_CHECK(cudaSetDevice(static_cast<int>(dv)));
+          CUDA_CHECK(cudaEventRecord(ex[dv], x.streams[dv]));
+        }
+        if (y)
+          for (size_t dv = 0; dv < y->streams.size(); ++dv) {
+            CUDA_CHECK(cudaSetDevice(static_cast<int>(dv)));
+            CUDA_CHECK(cudaEventRecord(ey[dv], y->streams[dv]));
+          }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        gate.release();
+        for (int dv = 0; dv < n; ++dv) {
+          CUDA_CHECK(cudaSetDevice(dv));
+          CUDA_CHECK(cudaDeviceSynchronize());
+        }
+        // Device-0 times: start event of x's device-0 stream to each side's device-0 end.
+        float mx = 0, my = 0;
+        CUDA_CHECK(cudaSetDevice(0));
+        CUDA_CHECK(cudaEventElapsedTime(&mx, starts[0], ex[0]));
+        if (y) CUDA_CHECK(cudaEventElapsedTime(&my, starts[0], ey[0]));
+        if (it >= opt.warmup) {
+          tx.push_back(mx * 1e3);
+          if (y) ty.push_back(my * 1e3);
+        }
+        for (auto e : starts) cudaEventDestroy(e);
+        for (auto e : ex) cudaEventDestroy(e);
+        for (auto e : ey) cudaEventDestroy(e);
+      }
+      return std::pair{median(tx), y ? median(ty) : 0.0};
+    };
+
+    std::unique_ptr<Comms> cm;
+    std::vector<std::unique_ptr<DevBuf>> send, recv;
+    std::vector<std::unique_ptr<Stream>> st;
+    const Side g{"gemm", {gemm_s.s}, gemm};
+    const Side c_h2d{"h2d", {copy_s.s}, h2d};
+    const Side c_d2h{"d2h", {copy_s.s}, d2h};
+    // Warm up ungated (see time_stream_us).
+    gemm();
+    h2d();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    progress("interference gemm/h2d");
+    auto report = [&](const std::string& a, const std::string& b, int ch, std::pair<double, double> alone_ab, std::pair<double, double> both) {
+      add({{"key", "interference"}, {"a", a}, {"b", b}, {"channels", ch}, {"a_alone_us", alone_ab.first}, {"b_alone_us", alone_ab.second},
+           {"a_together_us", both.first}, {"b_together_us", both.second}, {"a_slowdown", both.first / alone_ab.first},
+           {"b_slowdown", both.second / alone_ab.second}});
+    };
+    {
+      const double ga = run_pair(g, nullptr).first, ha = run_pair(c_h2d, nullptr).first;
+      report("gemm", "h2d", 0, {ga, ha}, run_pair(g, &c_h2d));
+    }
+    if (n >= 2) {
+      for (int ch : {0, 4}) {
+        cm = std::make_unique<Comms>(n, ch);
+        send.clear();
+        recv.clear();
+        st.clear();
+        std::vector<cudaStream_t> streams;
+        for (int r = 0; r < n; ++r) {
+          send.push_back(std::make_unique<DevBuf>(r, a2a_bytes));
+          recv.push_back(std::make_unique<DevBuf>(r, a2a_bytes));
+          st.push_back(std::make_unique<Stream>(r));
+          streams.push_back(st.back()->s);
+        }
+        const Side a2a{"a2a", streams, [&] {
+                         for (int i = 0; i < 4; ++i) enqueue(Coll::AllToAll, *cm, send, recv, st, a2a_bytes);
+                       }};
+        a2a.enqueue();
+        for (int r = 0; r < n; ++r) {
+          CUDA_CHECK(cudaSetDevice(r));
+          CUDA_CHECK(cudaDeviceSynchronize());
+        }
+        progress("interference gemm/a2a ch=" + std::to_string(ch));
+        const double ga = run_pair(g, nullptr).first, aa = run_pair(a2a, nullptr).first;
+        report("gemm", "all_to_all", ch, {ga, aa}, run_pair(g, &a2a));
+        if (ch == 0) {
+          progress("interference a2a/h2d");
+          const double ha = run_pair(c_h2d, nullptr).first, da = run_pair(c_d2h, nullptr).first;
+          report("all_to_all", "h2d", ch, {aa, ha}, run_pair(a2a, &c_h2d));
+          report("all_to_all", "d2h", ch, {aa, da}, run_pair(a2a, &c_d2h));
+        }
+        send.clear();
+        recv.clear();
+        st.clear();
+        cm.reset();
+      }
+    }
+    CUBLAS_CHECK(cublasDestroy(handle));
+  }
+};
+
+Runner::Runner(Options o) : impl_(std::make_unique<Impl>()) { impl_->opt = std::move(o); }
+Runner::~Runner() = default;
+
+int Runner::gpu_count() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) return -1;
+  return n;
+}
+
+nlohmann::ordered_json Runner::run() {
+  Impl& I = *impl_;
+  I.ngpus = gpu_count();
+  if (I.ngpus <= 0) throw GpuError("no CUDA GPU found: run overlapsim-validate bench on a machine with NVIDIA GPUs");
+  if (I.opt.max_gpus > 0) I.ngpus = std::min(I.ngpus, I.opt.max_gpus);
+  // Watchdog: a hung collective ends with a message, not a hang.
+  std::atomic<bool> done{false};
+  I.progress("start");
+  std::thread dog([&] {
+    while (!done) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+      if (now - I.last_progress > I.opt.watchdog_s) {
+        std::lock_guard<std::mutex> lock(I.mu);
+        std::cerr << "overlapsim-validate: watchdog: '" << I.current << "' made no progress for " << I.opt.watchdog_s
+                  << " s; aborting (raise --watchdog if this machine is slow)" << std::endl;
+        if (!I.opt.partial_out.empty()) {
+          std::ofstream f(I.opt.partial_out);
+          f << json{{"schema", "overlapsim.bench/v1"}, {"partial", true}, {"aborted_at", I.current}, {"results", I.results}}.dump(1) << "\n";
+        }
+        std::_Exit(4);
+      }
+    }
+  });
+  struct Join {
+    std::atomic<bool>& d;
+    std::thread& t;
+    ~Join() {
+      d = true;
+      t.join();
+    }
+  } join{done, dog};
+  I.overheads();
+  I.copies();
+  I.multi_gpu_copies();
+  I.p2p();
+  I.gemms();
+  I.collectives();
+  I.interference();
+  return I.results;
+}
+
+}  // namespace ovv

@@ -1,0 +1,114 @@
+// overlapsim-validate: the CUDA/NCCL backend. `bench` runs microbenchmarks
+// and writes JSON (README "validate"). Exit codes: 0 ok, 2 bad usage or no
+// GPU, 3 a CUDA/NCCL/cuBLAS error, 4 the watchdog fired.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <nlohmann/json.hpp>
+
+#include "bench.hpp"
+#include "check.hpp"
+
+extern char** environ;
+
+namespace {
+
+std::string run_capture(const char* cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd, "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+  }
+  return out;
+}
+
+nlohmann::ordered_json environment() {
+  nlohmann::ordered_json env;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  env["hostname"] = host;
+  int drv = 0, rt = 0, nccl = 0;
+  cudaDriverGetVersion(&drv);
+  cudaRuntimeGetVersion(&rt);
+  ncclGetVersion(&nccl);
+  env["cuda_driver_version"] = drv;
+  env["cuda_runtime_version"] = rt;
+  env["nccl_version"] = nccl;
+  int n = 0;
+  if (cudaGetDeviceCount(&n) == cudaSuccess) {
+    for (int d = 0; d < n; ++d) {
+      cudaDeviceProp p{};
+      CUDA_CHECK(cudaGetDeviceProperties(&p, d));
+      env["gpus"].push_back({{"index", d}, {"name", p.name}, {"sms", p.multiProcessorCount}, {"memory_bytes", p.totalGlobalMem},
+                             {"async_engine_count", p.asyncEngineCount}, {"pci_bus_id", p.pciBusID}, {"l2_bytes", p.l2CacheSize}});
+    }
+  }
+  nlohmann::ordered_json vars;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    if (kv.rfind("NCCL_", 0) == 0 || kv.rfind("CUDA_", 0) == 0) vars[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  }
+  env["env"] = vars;
+  env["nvidia_smi_topo"] = run_capture("nvidia-smi topo -m 2>&1");
+  env["nvidia_smi"] = run_capture("nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max,clocks.max.sm,power.limit --format=csv 2>&1");
+  return env;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The machines are shared: never use NVLink multicast (NVLS), whatever the caller set.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  CLI::App app{"overlapsim-validate: run microbenchmarks (and, later, schedules) on real GPUs with CUDA and NCCL"};
+  app.require_subcommand(1);
+  ovv::Options opt;
+  std::string out;
+  auto* bench = app.add_subcommand("bench", "Microbenchmarks: copies, P2P, NCCL collectives, GEMMs, interference, API overheads");
+  bench->add_option("--out,-o", out, "write the JSON here (default: standard output)");
+  bench->add_flag("--quick", opt.quick, "fewer sizes and smaller buffers (a few minutes)");
+  bench->add_option("--filter", opt.filter, "only testcases whose key matches this regular expression");
+  bench->add_option("--gpus", opt.max_gpus, "use at most this many GPUs");
+  bench->add_option("--samples", opt.samples, "samples per measurement (median)")->check(CLI::Range(1, 1000));
+  bench->add_option("--watchdog", opt.watchdog_s, "abort when a testcase makes no progress for this many seconds")->check(CLI::Range(5, 3600));
+  bench->add_flag("--verbose,-v", opt.verbose, "print progress to standard error");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (ovv::Runner::gpu_count() <= 0) {
+      std::cerr << "overlapsim-validate: no CUDA GPU found (or no driver): run this on a machine with NVIDIA GPUs; "
+                   "the simulator itself (overlapsim) needs none\n";
+      return 2;
+    }
+    nlohmann::ordered_json doc;
+    doc["schema"] = "overlapsim.bench/v1";
+    doc["options"] = {{"quick", opt.quick}, {"samples", opt.samples}, {"warmup", opt.warmup}, {"filter", opt.filter}};
+    doc["environment"] = environment();
+    if (!out.empty()) opt.partial_out = out + ".partial";
+    ovv::Runner runner(opt);
+    doc["results"] = runner.run();
+    const std::string text = doc.dump(1) + "\n";
+    if (out.empty()) {
+      std::cout << text;
+    } else {
+      std::ofstream f(out);
+      f << text;
+      if (!f) {
+        std::cerr << "overlapsim-validate: cannot write " << out << "\n";
+        return 2;
+      }
+    }
+  } catch (const ovv::GpuError& e) {
+    std::cerr << "overlapsim-validate: " << e.what() << "\n";
+    return 3;
+  }
+  return 0;
+}
