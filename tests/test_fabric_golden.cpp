@@ -85,9 +85,9 @@ TEST_CASE("NVLink node: the exchange leaves H2D alone; only the host-side limit 
     CHECK(both.run.transfers[i].end == alone.run.transfers[i].end);
     CHECK(alone.topo->resources()[alone.run.transfers[i].main_bottleneck].name == "rc0 (aggregate)");
   }
-  // The exchange runs at the NVLink pair rate, 150 GB/s.
+  // The exchange: each GPU's 394 GB/s NVSwitch port carries its three outgoing flows.
   for (size_t i = 4; i < both.run.transfers.size(); ++i)
-    CHECK(ms(both.run.transfers[i].end) == doctest::Approx(0.7e-3 + 256 * 1048576.0 / 150e9 * 1e3).epsilon(1e-6));
+    CHECK(ms(both.run.transfers[i].end) == doctest::Approx(1e-3 + 256 * 1048576.0 / (394e9 / 3) * 1e3).epsilon(1e-6));
   check_golden("flows-h200-h2d", alone.text);
   check_golden("flows-h200-h2d-exchange", both.text);
 }

@@ -135,14 +135,15 @@ TEST_CASE("ACES 4xH100 PCIe: GPU pairs bounce through host memory") {
   CHECK(t.nearest_cpu(g2) == t.find("cpu1"));
 }
 
-TEST_CASE("4xH200: NVLink between every pair; P2P disable does not change NVLink") {
+TEST_CASE("4xH200: NVSwitch between every pair, at the measured P2P rate") {
   Topology t(parse_topology_file(kDir + "h200x4-nvlink.yaml"));
   for (int a : t.gpus())
     for (int b : t.gpus())
       if (a != b) {
         CHECK(t.path_type(a, b) == PathType::NvLink);
         CHECK(t.route(a, b).kind == RouteKind::NvLink);
-        CHECK(t.route(a, b).bottleneck.GBps() == doctest::Approx(150));
+        CHECK(t.route(a, b).bottleneck.GBps() == doctest::Approx(394));
+        CHECK(t.describe(t.route(a, b)) == t.node(a).name + " -> nvswitch -> " + t.node(b).name);
       }
 }
 
