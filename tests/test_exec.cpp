@@ -276,8 +276,8 @@ programs:
 )", p);
   // The kernel runs at 1 - (0.04 + 0.0025 * 4) = 0.95 while the collective runs.
   const double k_end = 1.0 / 0.95;
-  // The collective: 4 channels x 19.5 = 78 GB/s, / (1 + 2/22) while the kernel runs.
-  const double slow = 78e9 / (1 + 2.0 / 22), fast = 78e9;
+  // The collective: 4 channels x 19.5 = 78 GB/s, / (0.908 + 0.0455 x 4) while the kernel runs.
+  const double slow = 78e9 / (0.908 + 0.0455 * 4), fast = 78e9;
   const double sent_during = slow * k_end * 1e-3;
   const double a2a_end = k_end + (100e6 - sent_during) / fast * 1e3;
   CHECK(s.end_ms(0, 1) == doctest::Approx(k_end).epsilon(1e-9));

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "calib/calibrate.hpp"
 #include "exec/executor.hpp"
 #include "report/metrics.hpp"
 #include "workload/dit.hpp"
@@ -44,8 +45,37 @@ std::string headline(const osim::DitWorkload& w, const std::string& topo) {
                      w.attention_comm, osim::to_string(w.comm_dtype), off, topo, w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "");
 }
 
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw osim::InputError(osim::SourceLocation{path, 0, 0}, "cannot open file: check the path");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw osim::InputError(osim::SourceLocation{path, 0, 0}, std::string("not valid JSON: ") + e.what());
+  }
+}
+
+int calibrate_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& out, bool force) {
+  osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
+  std::vector<std::pair<std::string, nlohmann::json>> docs;
+  for (const auto& in : inputs) docs.emplace_back(in, read_json(in));
+  const osim::Calibration cal = osim::calibrate(docs, topo);
+  const std::string yaml = osim::calibration_yaml(cal);
+  if (!out.empty()) {
+    refuse_overwrite(out, force);
+    write_file(out, yaml);
+  }
+  std::cout << yaml << "\n";
+  for (const auto& [name, d] : docs) {
+    const auto& env = d.at("environment").value("env", nlohmann::json::object());
+    if (env.contains("NCCL_P2P_DISABLE")) continue;  // the comparison replays the defaults run
+    std::cout << "calibrated simulator vs " << name << ":\n" << osim::format_comparison(osim::compare_bench(d, topo, cal.params));
+  }
+  return 0;
+}
+
 int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                const std::string& schedule_out, bool force, bool show_ops) {
+                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration) {
   osim::Schedule sched;
   osim::ModelParams params;
   std::string head;
@@ -65,6 +95,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     topo_path = (fs::path(input).parent_path() / sched.topology).string();
   }
   osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
+  if (!calibration.empty()) params = osim::load_calibration(calibration, params);
   // Check every output first, so nothing is written when one would be refused.
   if (!schedule_out.empty()) refuse_overwrite(schedule_out, force);
   if (!out_dir.empty())
@@ -110,7 +141,7 @@ int main(int argc, char** argv) {
   flows_cmd->add_option("--topology,-t", topo_path, "topology YAML")->required();
   flows_cmd->add_flag("--p2p-disable", p2p_disable, "route GPU<->GPU traffic as with NCCL_P2P_DISABLE=1");
 
-  std::string schedule_path, run_topo, out_dir, schedule_out;
+  std::string schedule_path, run_topo, out_dir, schedule_out, calibration;
   std::vector<std::string> sets;
   bool force = false, show_ops = false;
   auto* run_cmd = app.add_subcommand("run", "Simulate a workload (DiT inference) or a schedule; print a summary, write metrics and a trace");
@@ -121,10 +152,21 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--schedule-out", schedule_out, "write the generated schedule (YAML) to this file");
   run_cmd->add_flag("--force", force, "overwrite existing output files");
   run_cmd->add_flag("--ops", show_ops, "print every op's issue, start and end (default for schedule files)");
+  run_cmd->add_option("--calibration", calibration, "a calibration file (overlapsim calibrate) for the model's parameters");
+
+  std::vector<std::string> bench_inputs;
+  std::string cal_topo, cal_out;
+  bool cal_force = false;
+  auto* cal_cmd = app.add_subcommand("calibrate", "Fit the model's parameters to overlapsim-validate bench results; compare the calibrated simulator with them");
+  cal_cmd->add_option("bench", bench_inputs, "bench JSON files (a NCCL-defaults run first; a NCCL_P2P_DISABLE=1 run may follow)")->required();
+  cal_cmd->add_option("--topology,-t", cal_topo, "the measured machine's topology YAML")->required();
+  cal_cmd->add_option("-o,--out", cal_out, "write the calibration file here");
+  cal_cmd->add_flag("--force", cal_force, "overwrite an existing calibration file");
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops);
+    if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops, calibration);
+    if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force);
     osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
     if (*topo_cmd) {
       osim::hw::RouteOptions opt;

@@ -25,6 +25,8 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
     flops = 2.0 * m * n * k;
     bytes = es * (m * k + k * n + m * n);
     eff = p.gemm_efficiency;
+    for (const auto& sh : p.gemm_shapes)
+      if (sh.m == g.m && sh.n == g.n && sh.k == g.k) eff = sh.efficiency;
   } else if (op.attention) {
     const auto& a = *op.attention;
     const double bh = static_cast<double>(a.batch) * static_cast<double>(a.heads);
@@ -494,7 +496,7 @@ class Executor {
 
   double comm_slowdown(const RankState& R, int channels) const {
     if (R.kernels.empty()) return 1.0;
-    return 1.0 + p_.comm_slowdown_per_channel * std::max(0, channels - p_.comm_slowdown_free_channels);
+    return std::max(1.0, p_.comm_slowdown_base + p_.comm_slowdown_per_channel * channels);
   }
 
   void start_kernel(int id) {
@@ -594,9 +596,10 @@ class Executor {
     }
     if (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
       cap = std::min(cap, p_.pageable_bandwidth.bytes_per_s);
+    f.latency = p_.copy_latency;
     if (route) {
       for (const auto& u : route->uses) f.route.push_back({cons_[u.resource], u.coefficient});
-      f.latency = route->latency;
+      f.latency += route->latency;
     }
     if (std::isfinite(cap)) f.rate_cap = cap;
     const uint64_t key = (static_cast<uint64_t>(id) << 24) | (static_cast<uint64_t>(r) << 4) | static_cast<uint64_t>(e);
@@ -752,7 +755,7 @@ class Executor {
     for (const auto& u : route.uses) f.route.push_back({cons_[u.resource], u.coefficient});
     f.bytes = bytes;
     f.latency = route.latency + p_.nccl_latency;
-    const double base = c.channels * p_.nccl_channel_bandwidth.bytes_per_s / peers_at_once;
+    const double base = std::min(c.channels * p_.nccl_channel_bandwidth.bytes_per_s, p_.nccl_rank_bandwidth.bytes_per_s) / peers_at_once;
     f.rate_cap = base / comm_slowdown(ranks_[ra], c.channels);
     f.label = c.op->label;
     // Captures packed into 16 bytes so std::function stores them inline.

@@ -3,6 +3,8 @@
 // files (validate) replace them.
 #pragma once
 
+#include <vector>
+
 #include "core/units.hpp"
 
 namespace osim {
@@ -19,6 +21,11 @@ struct ModelParams {
 
   // Compute: time = max(FLOPs / (peak * efficiency), HBM bytes / (HBM bandwidth * hbm_efficiency)).
   double gemm_efficiency = 0.75;
+  struct GemmShapeEfficiency {
+    int m, n, k;
+    double efficiency;
+  };
+  std::vector<GemmShapeEfficiency> gemm_shapes;  // measured shapes (calibration); others use gemm_efficiency
   double attention_efficiency = 0.60;
   double flops_efficiency = 0.60;            // kernels given as flops/bytes
   double hbm_efficiency = 0.85;
@@ -26,11 +33,13 @@ struct ModelParams {
   // Copies.
   Bandwidth pageable_bandwidth = Bandwidth::from_GBps(10);  // MODEL.md: 7-19 GB/s staged
   Bandwidth copy_engine_bandwidth = Bandwidth::unlimited(); // a single engine's ceiling (calibrated)
+  Time copy_latency = Time::zero();          // DMA set-up before the first byte, beyond the route's latency
 
   // NCCL.
   int nccl_channels = 24;                    // collectives (MODEL.md, 4xH200 default)
   Bandwidth nccl_channel_bandwidth = Bandwidth::from_GBps(19.5);  // per channel, all-to-all on NVLink
   Time nccl_latency = Time::from_us(10);     // per collective step / round
+  Bandwidth nccl_rank_bandwidth = Bandwidth::unlimited();  // ceiling of one rank's collective traffic (SM copies)
 
   // Interference (MODEL.md, H200): a GEMM next to an all-to-all slows by ~10 %
   // with 24 channels and ~5 % with 4: slowdown = base + per_channel * channels.
@@ -38,10 +47,10 @@ struct ModelParams {
   double gemm_slowdown_per_channel = 0.0025;
   // A concurrent H2D slows a GEMM by ~3.5 % (HBM): per busy copy engine.
   double gemm_slowdown_per_copy = 0.035;
-  // The collective slows while compute kernels run: rate / (1 + a * max(0, channels - c0));
-  // 24 channels -> 2x (MODEL.md: 1.5x-4x), 4 channels -> ~1.09x (MODEL.md: ~5 %).
-  double comm_slowdown_per_channel = 1.0 / 22.0;
-  int comm_slowdown_free_channels = 2;
+  // The collective slows while compute kernels run: rate / max(1, base + per_channel * channels);
+  // 24 channels -> 2x (MODEL.md: 1.5x-4x), 4 channels -> 1.09x (MODEL.md: ~5 %).
+  double comm_slowdown_base = 0.908;
+  double comm_slowdown_per_channel = 0.0455;
 };
 
 }  // namespace osim

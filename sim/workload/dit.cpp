@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
+
+#include "calib/calibrate.hpp"
 #include "core/yaml_reader.hpp"
 
 namespace osim {
@@ -64,7 +67,7 @@ const std::vector<Preset> kPresets = {{"wan2.1-14b", 1, 50}, {"wan2.2-14b", 2, 4
 DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) apply_override(root, o);
   MapReader top(file, root, "workload",
-                {"name", "topology", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime"});
+                {"name", "topology", "calibration", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime"});
   DitWorkload w;
   w.file = file;
   w.name = top.str("name");
@@ -153,6 +156,12 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     // The old FSDP path copied from pageable memory; the others pin.
     w.host_memory = w.offload == OffloadPolicy::Blocking ? HostMem::Pageable : HostMem::Pinned;
     if (auto h = o.opt_choice("host_memory", {"pinned", "pageable"})) w.host_memory = *h == "pinned" ? HostMem::Pinned : HostMem::Pageable;
+  }
+  if (auto cal = top.opt_str("calibration")) {
+    // Relative to the workload file; applied before the workload's own 'compute:'.
+    const std::string path = (std::filesystem::path(file).parent_path() / *cal).string();
+    w.calibration = path;
+    w.params = load_calibration(path, w.params);
   }
   if (top.has("compute")) {
     MapReader c(file, top.get("compute"), "compute", {"gemm_efficiency", "attention_efficiency", "hbm_efficiency"});

@@ -1,0 +1,446 @@
+#include "calibrate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <Eigen/Dense>
+#include <fmt/format.h>
+
+#include "core/yaml_reader.hpp"
+#include "exec/executor.hpp"
+
+namespace osim {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<json> rows(const json& doc, const std::string& key) {
+  std::vector<json> out;
+  for (const auto& r : doc.at("results"))
+    if (r.at("key") == key) out.push_back(r);
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Least squares t = alpha + bytes / beta over the points with bytes >= min_bytes.
+Fit fit_alpha_beta(const std::string& name, const std::vector<std::pair<double, double>>& pts) {
+  Fit f;
+  f.name = name;
+  f.formula = "time = latency + bytes / bandwidth";
+  f.points = static_cast<int>(pts.size());
+  if (pts.size() < 2) return f;
+  Eigen::MatrixXd A(pts.size(), 2);
+  Eigen::VectorXd b(pts.size());
+  // Relative least squares: weight each row by 1/time, so large and small sizes count alike.
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const double w = 1.0 / pts[i].second;
+    A(static_cast<Eigen::Index>(i), 0) = w;
+    A(static_cast<Eigen::Index>(i), 1) = pts[i].first * w;
+    b(static_cast<Eigen::Index>(i)) = 1.0;
+  }
+  const Eigen::Vector2d x = A.colPivHouseholderQr().solve(b);
+  const double alpha_us = std::max(0.0, x(0)), inv_beta = x(1);  // us, us per byte
+  double sq = 0;
+  for (const auto& [bytes, t] : pts) {
+    const double pred = alpha_us + bytes * inv_beta;
+    sq += std::pow((pred - t) / t, 2);
+  }
+  f.values = {{"latency_us", alpha_us}, {"bandwidth_GBps", 1e-3 / inv_beta}};
+  f.rms_residual_pct = 100 * std::sqrt(sq / static_cast<double>(pts.size()));
+  return f;
+}
+
+const json* find_doc(const std::vector<std::pair<std::string, json>>& docs, bool p2p_disabled) {
+  for (const auto& [name, d] : docs) {
+    const auto& env = d.at("environment").value("env", json::object());
+    const bool off = env.contains("NCCL_P2P_DISABLE") && env.at("NCCL_P2P_DISABLE") == "1";
+    if (off == p2p_disabled) return &d;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base) {
+  for (const auto& [name, d] : docs)
+    if (!d.is_object() || d.value("schema", "") != "overlapsim.bench/v1" || !d.contains("results"))
+      throw InputError(SourceLocation{name, 0, 0}, "not an overlapsim-validate bench result (schema overlapsim.bench/v1)");
+  Calibration c;
+  c.params = base;
+  for (const auto& [name, d] : docs) c.sources.push_back(name);
+  const json* def = find_doc(docs, false);
+  if (!def) throw InputError(SourceLocation{docs.front().first, 0, 0}, "calibration needs a run with NCCL defaults (no NCCL_P2P_DISABLE=1)");
+  const json& d = *def;
+  ModelParams& p = c.params;
+
+  // API overheads: medians measured directly.
+  auto overhead = [&](const char* key, Time& field) {
+    for (const auto& r : rows(d, key)) field = Time::from_us(r.at("time_us").get<double>());
+  };
+  overhead("overhead_kernel_launch", p.kernel_launch);
+  overhead("overhead_event_record", p.event_call);
+  overhead("overhead_stream_sync_idle", p.sync_call);
+  overhead("overhead_memcpy_async_pinned_return", p.memcpy_call);
+  c.fits.push_back({"API overheads", "host time per call, median", {{"kernel_launch_us", p.kernel_launch.us()}, {"event_us", p.event_call.us()},
+                    {"sync_us", p.sync_call.us()}, {"memcpy_async_us", p.memcpy_call.us()}}, 0, 4});
+
+  // Pinned copies on GPU 0: latency + bytes / bandwidth, sizes >= 64 KiB.
+  const int gpu0 = topo.gpus().front();
+  const double route_latency_us = topo.route(topo.nearest_cpu(gpu0), gpu0).latency.us();
+  double copy_bw = 0, copy_lat = 0;
+  for (const char* key : {"h2d_pinned", "d2h_pinned"}) {
+    std::vector<std::pair<double, double>> pts;
+    for (const auto& r : rows(d, key))
+      if (r.at("gpus")[0] == 0 && r.at("bytes").get<double>() >= 65536) pts.emplace_back(r.at("bytes").get<double>(), r.at("time_us").get<double>());
+    Fit f = fit_alpha_beta(std::string(key) + " (GPU 0)", pts);
+    if (!f.values.empty() && std::string(key) == "h2d_pinned") {
+      copy_lat = f.values[0].second;
+      copy_bw = f.values[1].second;
+    }
+    c.fits.push_back(f);
+  }
+  if (copy_bw > 0) {
+    p.copy_engine_bandwidth = Bandwidth::from_GBps(copy_bw);
+    p.copy_latency = Time::from_us(std::max(0.0, copy_lat - route_latency_us));
+  }
+
+  // Pageable: the staged rate at the largest size.
+  for (const char* key : {"h2d_pageable", "d2h_pageable"}) {
+    double best_bytes = 0, gbps = 0;
+    for (const auto& r : rows(d, key))
+      if (r.at("bytes").get<double>() > best_bytes) {
+        best_bytes = r.at("bytes").get<double>();
+        gbps = r.at("GBps").get<double>();
+      }
+    if (gbps > 0) {
+      c.fits.push_back({std::string(key), "bytes / time at the largest size", {{"bandwidth_GBps", gbps}}, 0, 1});
+      if (std::string(key) == "h2d_pageable") p.pageable_bandwidth = Bandwidth::from_GBps(gbps);
+    }
+  }
+
+  // Host-side aggregate (reported; it lives in the topology).
+  {
+    Fit f{"host aggregate", "multi-GPU pinned H2D, aggregate at each GPU count", {}, 0, 0};
+    for (const auto& r : rows(d, "multi_h2d_pinned")) {
+      f.values.emplace_back(fmt::format("{}_gpus_GBps", r.at("gpus").get<int>()), r.at("aggregate_GBps").get<double>());
+      ++f.points;
+    }
+    if (f.points) c.fits.push_back(f);
+  }
+
+  // GEMM efficiency against the topology's bf16 peak.
+  {
+    const auto& gpu = topo.node(gpu0).gpu;
+    auto it = gpu.peak_tflops.find("bf16");
+    std::vector<double> eff;
+    p.gemm_shapes.clear();
+    for (const auto& r : rows(d, "gemm_bf16"))
+      if (it != gpu.peak_tflops.end()) {
+        eff.push_back(r.at("TFLOPs").get<double>() / it->second);
+        p.gemm_shapes.push_back({r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(), eff.back()});
+      }
+    if (!eff.empty()) {
+      const double m = median(eff);
+      double sq = 0;
+      for (double e : eff) sq += std::pow((m - e) / e, 2);
+      p.gemm_efficiency = m;
+      c.fits.push_back({"GEMM bf16", "achieved / peak per shape (gemm_shapes); the median for other shapes", {{"efficiency", m}, {"min", *std::min_element(eff.begin(), eff.end())},
+                        {"max", *std::max_element(eff.begin(), eff.end())}}, 100 * std::sqrt(sq / static_cast<double>(eff.size())), static_cast<int>(eff.size())});
+    }
+  }
+
+  // NCCL all-to-all. Where the channels bind (4-16 channels, >= 4 MiB, the
+  // largest rank count): time = latency + outgoing bytes / (channels x
+  // per-channel bandwidth), fitted jointly. With NCCL's default channels the
+  // rank's whole traffic binds: its ceiling is the busbw at the largest size.
+  {
+    int ranks = 0;
+    for (const auto& r : rows(d, "nccl_all_to_all")) ranks = std::max(ranks, r.at("ranks").get<int>());
+    std::vector<std::pair<double, double>> pts;  // (outgoing bytes per channel, time)
+    std::map<int, std::pair<double, double>> largest;  // ranks -> (bytes, busbw) at default channels
+    for (const auto& r : rows(d, "nccl_all_to_all")) {
+      const int n = r.at("ranks").get<int>(), ch = r.at("channels").get<int>();
+      const double bytes = r.at("bytes").get<double>();
+      if (n == ranks && ch > 0 && ch <= 16 && bytes >= 4.0 * 1048576) pts.emplace_back(bytes * (n - 1) / n / ch, r.at("time_us").get<double>());
+      if (ch == 0 && bytes >= largest[n].first) largest[n] = {bytes, r.at("busbw_GBps").get<double>()};
+    }
+    Fit f = fit_alpha_beta("NCCL all-to-all", pts);
+    if (!f.values.empty()) {
+      f.formula = "time = latency + outgoing bytes / (channels x channel bandwidth), 4-16 channels, >= 4 MiB";
+      p.nccl_channel_bandwidth = Bandwidth::from_GBps(f.values[1].second);
+      p.nccl_latency = Time::from_us(f.values[0].second);
+      f.values = {{"channel_GBps", f.values[1].second}, {"latency_us", f.values[0].second}};
+    }
+    std::vector<double> ceil;
+    for (const auto& [n, v] : largest) ceil.push_back(v.second);
+    if (!ceil.empty()) {
+      p.nccl_rank_bandwidth = Bandwidth::from_GBps(median(ceil));
+      f.values.emplace_back("rank_ceiling_GBps", median(ceil));
+    }
+    if (!pts.empty()) c.fits.push_back(f);
+  }
+
+  // Interference on the NVLink run: GEMM and all-to-all slowdowns at the
+  // channel counts measured; a line through them.
+  {
+    std::vector<std::pair<int, double>> comm, gemm;
+    double copy_slow = 0;
+    int copies = 0;
+    for (const auto& r : rows(d, "interference")) {
+      const std::string a = r.at("a"), b = r.at("b");
+      if (a == "gemm" && b == "all_to_all") {
+        const int ch = r.at("channels").get<int>() == 0 ? p.nccl_channels : r.at("channels").get<int>();
+        comm.emplace_back(ch, r.at("b_slowdown").get<double>());
+        gemm.emplace_back(ch, 1.0 - 1.0 / r.at("a_slowdown").get<double>());
+      }
+      if (a == "gemm" && b == "h2d") {
+        copy_slow += std::max(0.0, 1.0 - 1.0 / r.at("a_slowdown").get<double>());
+        ++copies;
+      }
+    }
+    if (comm.size() >= 2) {
+      std::sort(comm.begin(), comm.end());
+      const double slope = (comm.back().second - comm.front().second) / (comm.back().first - comm.front().first);
+      p.comm_slowdown_per_channel = std::max(0.0, slope);
+      p.comm_slowdown_base = comm.front().second - p.comm_slowdown_per_channel * comm.front().first;
+      double g = 0;
+      for (const auto& [ch, s] : gemm) g += std::max(0.0, s);
+      p.gemm_slowdown_base = g / static_cast<double>(gemm.size());  // no channel trend measured: a constant
+      p.gemm_slowdown_per_channel = 0;
+      c.fits.push_back({"interference", "all-to-all slowdown = base + per_channel x channels; GEMM slowdown = mean",
+                        {{"comm_base", p.comm_slowdown_base}, {"comm_per_channel", p.comm_slowdown_per_channel}, {"gemm_slowdown", p.gemm_slowdown_base}},
+                        0, static_cast<int>(comm.size())});
+    }
+    if (copies) p.gemm_slowdown_per_copy = copy_slow / copies;
+  }
+  return c;
+}
+
+std::string calibration_yaml(const Calibration& c) {
+  const ModelParams& p = c.params;
+  std::string out = "# overlapsim calibration, written by `overlapsim calibrate` from:\n";
+  for (const auto& s : c.sources) out += "#   " + s + "\n";
+  out += "# Fits (informational; `model:` is what runs load):\n";
+  for (const auto& f : c.fits) {
+    out += fmt::format("#   {}: {} ({} points", f.name, f.formula, f.points);
+    if (f.rms_residual_pct > 0) out += fmt::format(", rms residual {:.2f} %", f.rms_residual_pct);
+    out += ")\n#     ";
+    for (const auto& [k, v] : f.values) out += fmt::format("{} = {:.4g}  ", k, v);
+    out += "\n";
+  }
+  out += "schema: overlapsim.calibration/v1\nmodel:\n";
+  auto t = [](Time x) { return fmt::format("{:.4f} us", x.us()); };
+  auto bw = [](Bandwidth b) { return fmt::format("{:.4f} GB/s", b.GBps()); };
+  out += fmt::format("  kernel_launch: {}\n  memcpy_call: {}\n  event_call: {}\n  sync_call: {}\n", t(p.kernel_launch), t(p.memcpy_call),
+                     t(p.event_call), t(p.sync_call));
+  out += fmt::format("  gemm_efficiency: {:.4f}\n  attention_efficiency: {:.4f}\n  hbm_efficiency: {:.4f}\n", p.gemm_efficiency,
+                     p.attention_efficiency, p.hbm_efficiency);
+  if (!p.copy_engine_bandwidth.is_unlimited()) out += fmt::format("  copy_engine_bandwidth: {}\n", bw(p.copy_engine_bandwidth));
+  out += fmt::format("  copy_latency: {}\n  pageable_bandwidth: {}\n", t(p.copy_latency), bw(p.pageable_bandwidth));
+  out += fmt::format("  nccl_channels: {}\n  nccl_channel_bandwidth: {}\n  nccl_latency: {}\n", p.nccl_channels, bw(p.nccl_channel_bandwidth),
+                     t(p.nccl_latency));
+  if (!p.nccl_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_rank_bandwidth: {}\n", bw(p.nccl_rank_bandwidth));
+  if (!p.gemm_shapes.empty()) {
+    out += "  gemm_shapes:   # [m, n, k, efficiency] measured\n";
+    for (const auto& g : p.gemm_shapes) out += fmt::format("    - [{}, {}, {}, {:.4f}]\n", g.m, g.n, g.k, g.efficiency);
+  }
+  out += fmt::format("  gemm_slowdown_base: {:.4f}\n  gemm_slowdown_per_channel: {:.5f}\n  gemm_slowdown_per_copy: {:.4f}\n", p.gemm_slowdown_base,
+                     p.gemm_slowdown_per_channel, p.gemm_slowdown_per_copy);
+  out += fmt::format("  comm_slowdown_base: {:.4f}\n  comm_slowdown_per_channel: {:.5f}\n", p.comm_slowdown_base, p.comm_slowdown_per_channel);
+  return out;
+}
+
+ModelParams load_calibration(const std::string& path, const ModelParams& base) {
+  const YAML::Node root = load_yaml_file(path);
+  MapReader top(path, root, "calibration", {"schema", "model"});
+  if (top.str("schema") != "overlapsim.calibration/v1") top.fail("schema", "expected overlapsim.calibration/v1");
+  MapReader m(path, top.get("model"), "calibration model",
+              {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes",
+               "attention_efficiency", "flops_efficiency", "hbm_efficiency", "copy_engine_bandwidth", "copy_latency", "pageable_bandwidth",
+               "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_rank_bandwidth", "gemm_slowdown_base", "gemm_slowdown_per_channel",
+               "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel"});
+  ModelParams p = base;
+  auto time = [&](const char* k, Time& f) {
+    if (auto v = m.opt_duration(k)) f = *v;
+  };
+  auto num = [&](const char* k, double& f, double lo, double hi) {
+    if (auto v = m.opt_num(k)) {
+      if (!(*v >= lo && *v <= hi)) m.fail(k, fmt::format("must be in [{}, {}]", lo, hi));
+      f = *v;
+    }
+  };
+  auto bw = [&](const char* k, Bandwidth& f) {
+    if (auto v = m.opt_bandwidth(k)) f = *v;
+  };
+  time("kernel_launch", p.kernel_launch);
+  time("memcpy_call", p.memcpy_call);
+  time("event_call", p.event_call);
+  time("sync_call", p.sync_call);
+  time("collective_call", p.collective_call);
+  time("alloc_call", p.alloc_call);
+  time("free_call", p.free_call);
+  num("gemm_efficiency", p.gemm_efficiency, 1e-3, 1);
+  if (m.has("gemm_shapes")) {
+    const YAML::Node list = m.get("gemm_shapes");
+    if (!list.IsSequence()) m.fail("gemm_shapes", "must be a list of [m, n, k, efficiency]");
+    p.gemm_shapes.clear();
+    for (const YAML::Node& e : list) {
+      if (!e.IsSequence() || e.size() != 4) throw InputError(location_of(path, e), "each gemm_shapes entry is [m, n, k, efficiency]");
+      try {
+        const double eff = e[3].as<double>();
+        if (!(eff > 0 && eff <= 1)) throw InputError(location_of(path, e), "efficiency must be in (0, 1]");
+        p.gemm_shapes.push_back({e[0].as<int>(), e[1].as<int>(), e[2].as<int>(), eff});
+      } catch (const YAML::Exception&) {
+        throw InputError(location_of(path, e), "each gemm_shapes entry is [m, n, k, efficiency] with whole numbers m, n, k");
+      }
+    }
+  }
+  num("attention_efficiency", p.attention_efficiency, 1e-3, 1);
+  num("flops_efficiency", p.flops_efficiency, 1e-3, 1);
+  num("hbm_efficiency", p.hbm_efficiency, 1e-3, 1);
+  bw("copy_engine_bandwidth", p.copy_engine_bandwidth);
+  time("copy_latency", p.copy_latency);
+  bw("pageable_bandwidth", p.pageable_bandwidth);
+  if (auto v = m.opt_int("nccl_channels")) {
+    if (*v < 1 || *v > 64) m.fail("nccl_channels", "must be 1..64");
+    p.nccl_channels = static_cast<int>(*v);
+  }
+  bw("nccl_channel_bandwidth", p.nccl_channel_bandwidth);
+  time("nccl_latency", p.nccl_latency);
+  bw("nccl_rank_bandwidth", p.nccl_rank_bandwidth);
+  num("gemm_slowdown_base", p.gemm_slowdown_base, 0, 0.95);
+  num("gemm_slowdown_per_channel", p.gemm_slowdown_per_channel, 0, 0.1);
+  num("gemm_slowdown_per_copy", p.gemm_slowdown_per_copy, 0, 0.5);
+  num("comm_slowdown_base", p.comm_slowdown_base, 0, 100);
+  num("comm_slowdown_per_channel", p.comm_slowdown_per_channel, 0, 10);
+  return p;
+}
+
+// ---------------------------------------------------------------- replay
+
+namespace {
+
+Schedule bench_schedule(int ranks) {
+  Schedule s;
+  s.name = "bench";
+  s.streams = {{"s", 0}};
+  s.programs.resize(ranks);
+  for (int r = 0; r < ranks; ++r) s.programs[r].rank = r;
+  if (ranks >= 2) {
+    Group w{"world", {}};
+    for (int r = 0; r < ranks; ++r) w.ranks.push_back(r);
+    s.groups.push_back(w);
+  }
+  return s;
+}
+
+double replay(Schedule s, const std::vector<Op>& per_rank, const hw::Topology& topo, const ModelParams& p) {
+  for (size_t r = 0; r < s.programs.size(); ++r) s.programs[r].ops = std::make_shared<const std::vector<Op>>(std::vector<Op>{per_rank[r]});
+  const ExecResult res = execute(s, topo, p);
+  double worst = 0;
+  for (const auto& rank : res.ops) worst = std::max(worst, (rank[0].end - rank[0].start).us());
+  return worst;
+}
+
+}  // namespace
+
+std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo, const ModelParams& params) {
+  // Replays take the op alone: no host overheads in the way.
+  ModelParams p = params;
+  p.memcpy_call = p.kernel_launch = p.collective_call = Time::zero();
+  std::vector<Comparison> out;
+  const int ngpu = static_cast<int>(topo.gpus().size());
+  for (const auto& r : doc.at("results")) {
+    const std::string key = r.at("key");
+    Comparison c;
+    c.key = key;
+    if ((key == "h2d_pinned" || key == "d2h_pinned") && r.at("gpus")[0] == 0) {
+      Op op;
+      op.kind = OpKind::Memcpy;
+      op.copy = key[0] == 'h' ? CopyKind::H2D : CopyKind::D2H;
+      op.stream = 0;
+      op.bytes = r.at("bytes").get<Bytes>();
+      c.what = format_bytes(static_cast<double>(op.bytes));
+      c.cls = op.bytes >= (16 << 20) ? "pinned copy >= 16 MiB" : "pinned copy < 16 MiB";
+      c.measured_us = r.at("time_us");
+      c.simulated_us = replay(bench_schedule(1), {op}, topo, p);
+    } else if (key == "multi_h2d_pinned" && r.at("gpus").get<int>() <= ngpu) {
+      const int n = r.at("gpus");
+      Op op;
+      op.kind = OpKind::Memcpy;
+      op.copy = CopyKind::H2D;
+      op.stream = 0;
+      op.bytes = r.at("bytes_per_gpu").get<Bytes>();
+      c.what = fmt::format("{} GPUs x {}", n, format_bytes(static_cast<double>(op.bytes)));
+      c.cls = "multi-GPU H2D";
+      c.measured_us = r.at("time_us");
+      c.simulated_us = replay(bench_schedule(n), std::vector<Op>(n, op), topo, p);
+    } else if (key == "gemm_bf16") {
+      Op op;
+      op.kind = OpKind::Kernel;
+      op.stream = 0;
+      op.gemm = GemmShape{r.at("m").get<int32_t>(), r.at("n").get<int32_t>(), r.at("k").get<int32_t>()};
+      c.what = fmt::format("{}x{}x{}", op.gemm->m, op.gemm->n, op.gemm->k);
+      c.cls = "GEMM (median efficiency)";
+      c.measured_us = r.at("time_us");
+      // The per-shape table reproduces these exactly (it is fitted on them);
+      // the median efficiency shows what an unmeasured shape would get.
+      ModelParams q = p;
+      q.gemm_shapes.clear();
+      c.simulated_us = replay(bench_schedule(1), {op}, topo, q);
+    } else if (key == "nccl_all_to_all" && r.at("ranks").get<int>() <= ngpu) {
+      const int n = r.at("ranks"), ch = r.at("channels");
+      Op op;
+      op.kind = OpKind::Collective;
+      op.coll = CollKind::AllToAll;
+      op.stream = 0;
+      op.group = 0;
+      op.channels = ch;
+      op.bytes = r.at("bytes").get<Bytes>();
+      c.what = fmt::format("{} ranks, {} channels, {}", n, ch == 0 ? std::string("default") : std::to_string(ch), format_bytes(static_cast<double>(op.bytes)));
+      c.cls = op.bytes < (64 << 20) ? "NCCL all-to-all < 64 MiB"
+              : ch == 0             ? "NCCL all-to-all >= 64 MiB, default channels"
+                                    : "NCCL all-to-all >= 64 MiB, 4-16 channels";
+      c.measured_us = r.at("time_us");
+      c.simulated_us = replay(bench_schedule(n), std::vector<Op>(n, op), topo, p);
+    } else {
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<ClassSummary> summarise(const std::vector<Comparison>& rows) {
+  std::vector<ClassSummary> out;
+  std::map<std::string, std::vector<double>> by;
+  std::vector<std::string> order;
+  for (const auto& c : rows) {
+    if (!by.count(c.cls)) order.push_back(c.cls);
+    by[c.cls].push_back(std::abs(c.error_pct()));
+  }
+  for (const auto& cls : order) {
+    const auto& v = by[cls];
+    out.push_back({cls, static_cast<int>(v.size()), median(v), *std::max_element(v.begin(), v.end())});
+  }
+  return out;
+}
+
+std::string format_comparison(const std::vector<Comparison>& rows) {
+  std::string out = fmt::format("{:<18} {:<36} {:>12} {:>12} {:>8}\n", "benchmark", "case", "measured", "simulated", "error");
+  for (const auto& c : rows)
+    out += fmt::format("{:<18} {:<36} {:>9.1f} us {:>9.1f} us {:>+7.1f}%\n", c.key, c.what, c.measured_us, c.simulated_us, c.error_pct());
+  out += fmt::format("\n{:<48} {:>6} {:>14} {:>12}\n", "class", "cases", "median |err|", "worst |err|");
+  for (const auto& s : summarise(rows))
+    out += fmt::format("{:<48} {:>6} {:>13.1f}% {:>11.1f}%\n", s.cls, s.cases, s.median_abs_pct, s.worst_abs_pct);
+  return out;
+}
+
+}  // namespace osim

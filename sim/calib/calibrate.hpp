@@ -1,0 +1,56 @@
+// Calibration: fit the execution model's parameters to `overlapsim-validate
+// bench` results, write them as a calibration file that runs load, and
+// compare the calibrated simulator with every measurement it can replay.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/model.hpp"
+#include "hw/fabric.hpp"
+
+namespace osim {
+
+struct Fit {
+  std::string name;       // e.g. "h2d pinned"
+  std::string formula;    // what was fitted
+  std::vector<std::pair<std::string, double>> values;
+  double rms_residual_pct = 0;
+  int points = 0;
+};
+
+struct Calibration {
+  std::vector<std::string> sources;
+  ModelParams params;
+  std::vector<Fit> fits;
+};
+
+/// One measured microbenchmark replayed on the simulator.
+struct Comparison {
+  std::string cls;        // class of cases summarised together, e.g. "pinned copy >= 16 MiB"
+  std::string key, what;
+  double measured_us = 0, simulated_us = 0;
+  [[nodiscard]] double error_pct() const { return 100.0 * (simulated_us - measured_us) / measured_us; }
+};
+
+/// Fits from one or more bench documents (the first holds the defaults run).
+/// Throws InputError naming the file when a document is not a bench result.
+Calibration calibrate(const std::vector<std::pair<std::string, nlohmann::json>>& docs, const hw::Topology& topo,
+                      const ModelParams& base = {});
+std::string calibration_yaml(const Calibration& c);
+/// Reads a calibration file's `model:` section over `base`.
+ModelParams load_calibration(const std::string& path, const ModelParams& base = {});
+
+/// Replays each measurement of a defaults-run bench document on `topo`.
+std::vector<Comparison> compare_bench(const nlohmann::json& doc, const hw::Topology& topo, const ModelParams& params);
+struct ClassSummary {
+  std::string cls;
+  int cases = 0;
+  double median_abs_pct = 0, worst_abs_pct = 0;
+};
+std::vector<ClassSummary> summarise(const std::vector<Comparison>& rows);
+std::string format_comparison(const std::vector<Comparison>& rows);
+
+}  // namespace osim

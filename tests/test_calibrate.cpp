@@ -1,0 +1,103 @@
+// Calibration on the committed measurements (validate/results/): fitted
+// values, the calibration file round trip, and how closely the calibrated
+// simulator replays each microbenchmark.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "calib/calibrate.hpp"
+#include "core/errors.hpp"
+
+using namespace osim;
+
+namespace {
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+const std::string kH200 = kSrc + "/validate/results/h200x4-nvswitch/";
+
+nlohmann::json load(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct H200 {
+  hw::Topology topo{hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml")};
+  nlohmann::json def = load(kH200 + "bench-default.json");
+  nlohmann::json off = load(kH200 + "bench-p2p-disable.json");
+  Calibration cal = calibrate({{"validate/results/h200x4-nvswitch/bench-default.json", def},
+                               {"validate/results/h200x4-nvswitch/bench-p2p-disable.json", off}},
+                              topo);
+};
+}  // namespace
+
+TEST_CASE("fitting the 4xH200 measurements") {
+  H200 h;
+  const ModelParams& p = h.cal.params;
+  CHECK(p.copy_engine_bandwidth.GBps() == doctest::Approx(54.3).epsilon(0.02));
+  CHECK(p.copy_latency.us() > 0);
+  CHECK(p.copy_latency.us() < 5);
+  CHECK(p.pageable_bandwidth.GBps() == doctest::Approx(6.47).epsilon(0.02));
+  CHECK(p.gemm_efficiency > 0.80);
+  CHECK(p.gemm_efficiency < 0.90);
+  CHECK(p.gemm_shapes.size() == 32);
+  CHECK(p.nccl_rank_bandwidth.GBps() == doctest::Approx(328.7).epsilon(0.01));
+  CHECK(p.kernel_launch.us() == doctest::Approx(3.70).epsilon(0.01));
+  // GEMM slowed ~1-2.5 % by an all-to-all; the all-to-all 1.55x-1.71x by the GEMM.
+  CHECK(p.gemm_slowdown_base > 0.005);
+  CHECK(p.gemm_slowdown_base < 0.03);
+  CHECK(p.comm_slowdown_base + p.comm_slowdown_per_channel * 24 == doctest::Approx(1.711).epsilon(0.01));
+  CHECK(p.comm_slowdown_base + p.comm_slowdown_per_channel * 4 == doctest::Approx(1.547).epsilon(0.01));
+}
+
+TEST_CASE("the committed calibration files are what calibrate writes today") {
+  H200 h;
+  CHECK(slurp(kH200 + "calibration.yaml") == calibration_yaml(h.cal));
+  const ModelParams loaded = load_calibration(kH200 + "calibration.yaml");
+  CHECK(loaded.copy_engine_bandwidth.GBps() == doctest::Approx(h.cal.params.copy_engine_bandwidth.GBps()).epsilon(1e-6));
+  CHECK(loaded.nccl_rank_bandwidth.GBps() == doctest::Approx(h.cal.params.nccl_rank_bandwidth.GBps()).epsilon(1e-6));
+  CHECK(loaded.gemm_shapes.size() == 32);
+  CHECK(loaded.gemm_shapes[5].efficiency == doctest::Approx(h.cal.params.gemm_shapes[5].efficiency).epsilon(1e-3));
+  const hw::Topology dgx(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
+  const auto h100 = load(kSrc + "/validate/results/h100x1/bench-default.json");
+  CHECK(slurp(kSrc + "/validate/results/h100x1/calibration.yaml") ==
+        calibration_yaml(calibrate({{"validate/results/h100x1/bench-default.json", h100}}, dgx)));
+}
+
+TEST_CASE("the calibrated simulator replays the 4xH200 microbenchmarks") {
+  H200 h;
+  const auto rows = compare_bench(h.def, h.topo, h.cal.params);
+  MESSAGE("\n" << format_comparison(rows));
+  int checked = 0;
+  for (const auto& c : rows) {
+    if (c.cls == "pinned copy >= 16 MiB") CHECK(std::abs(c.error_pct()) < 5.0);
+    if (c.key == "multi_h2d_pinned" && c.what.rfind("3 GPUs", 0) != 0) CHECK(std::abs(c.error_pct()) < 5.0);
+    if (c.key == "nccl_all_to_all" && c.what.find("default channels, 1.00 GiB") != std::string::npos) CHECK(std::abs(c.error_pct()) < 5.0);
+    ++checked;
+  }
+  CHECK(checked == 114);
+  for (const auto& s : summarise(rows))
+    if (s.cls == "GEMM (median efficiency)") {
+      CHECK(s.median_abs_pct < 3.0);
+      CHECK(s.worst_abs_pct < 10.0);
+    }
+}
+
+TEST_CASE("bad calibration input") {
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  CHECK_THROWS_AS(calibrate({{"x.json", nlohmann::json{{"schema", "other"}}}}, topo), InputError);
+  const std::string path = std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/data/bad-calibration.yaml";
+  try {
+    load_calibration(path);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("bad-calibration.yaml:4:") != std::string::npos);
+    CHECK(std::string(e.what()).find("did you mean 'gemm_efficiency'?") != std::string::npos);
+  }
+}
