@@ -413,4 +413,13 @@ std::string Topology::describe(const Route& r) const {
   return out;
 }
 
+std::vector<size_t> by_utilisation(const Topology& topo, const std::vector<double>& resource_bytes, double span_s) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < resource_bytes.size(); ++i)
+    if (resource_bytes[i] > 0) order.push_back(i);
+  auto util = [&](size_t i) { return resource_bytes[i] / span_s / topo.resources()[i].capacity; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return util(a) > util(b); });
+  return order;
+}
+
 }  // namespace osim::hw

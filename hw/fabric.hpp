@@ -111,4 +111,8 @@ class Topology {
   mutable std::map<std::tuple<int, int, RouteOptions>, Route> route_cache_;
 };
 
+/// Resources that carried bytes, busiest first (average utilisation over
+/// `span_s`; ties keep resource order).
+std::vector<size_t> by_utilisation(const Topology& topo, const std::vector<double>& resource_bytes, double span_s);
+
 }  // namespace osim::hw

@@ -123,12 +123,9 @@ std::string format_fabric_report(const hw::Topology& topo, const Scenario& sc, c
   }
   out += fmt::format("makespan {}\n", format_time(run.makespan));
   out += "busiest resources (average over the makespan):\n";
-  std::vector<size_t> order;
-  for (size_t i = 0; i < run.resource_bytes.size(); ++i)
-    if (run.resource_bytes[i] > 0) order.push_back(i);
   const double span = run.makespan.s();
+  const std::vector<size_t> order = hw::by_utilisation(topo, run.resource_bytes, span);
   auto util = [&](size_t i) { return run.resource_bytes[i] / span / topo.resources()[i].capacity; };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return util(a) > util(b); });
   for (size_t k = 0; k < order.size() && k < 8; ++k) {
     const size_t i = order[k];
     out += fmt::format("  {:<28} {:>10} moved  {:>12} of {:>12}  {:5.1f} %\n", topo.resources()[i].name,

@@ -212,12 +212,9 @@ std::string format_summary(const Metrics& m, const hw::Topology& topo, const Exe
                        rm.overlap_efficiency, format_bytes(static_cast<double>(rm.peak_vram)));
   out += fmt::format("  moved: H2D {}, D2H {}, P2P {}, collectives {} (per-rank buffers)\n", format_bytes(m.bytes_h2d), format_bytes(m.bytes_d2h),
                      format_bytes(m.bytes_p2p), format_bytes(m.bytes_collective));
-  std::vector<size_t> order;
-  for (size_t i = 0; i < r.resource_bytes.size(); ++i)
-    if (r.resource_bytes[i] > 0) order.push_back(i);
   const double span = m.makespan.s();
+  const std::vector<size_t> order = hw::by_utilisation(topo, r.resource_bytes, span);
   auto util = [&](size_t i) { return r.resource_bytes[i] / span / topo.resources()[i].capacity; };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return util(a) > util(b); });
   if (!order.empty()) out += "  busiest links (average over the run):\n";
   for (size_t k = 0; k < order.size() && k < 5; ++k)
     out += fmt::format("    {:<26} {:>12} of {:>12}  {:5.1f} %\n", topo.resources()[order[k]].name,
