@@ -527,9 +527,14 @@ struct Runner::Impl {
   void collectives() {
     if (ngpus < 2) return;
     const size_t max_bytes = opt.quick ? (64u << 20) : (size_t(1) << 30);
-    std::vector<int> rank_counts = {2};
-    if (ngpus > 2) rank_counts.push_back(ngpus);
-    std::vector<int> channel_counts = opt.quick ? std::vector<int>{0} : std::vector<int>{0, 4, 8, 16};
+    std::vector<int> rank_counts;
+    for (int n : opt.ranks)
+      if (n >= 2 && n <= ngpus) rank_counts.push_back(n);
+    if (opt.ranks.empty()) {
+      rank_counts.push_back(2);
+      if (ngpus > 2) rank_counts.push_back(ngpus);
+    }
+    std::vector<int> channel_counts = opt.quick ? std::vector<int>{0} : opt.channels;
     for (int n : rank_counts)
       for (int ch : channel_counts) {
         Comms cm(n, ch);
@@ -543,8 +548,9 @@ struct Runner::Impl {
         for (Coll c : {Coll::AllToAll, Coll::AllGather, Coll::ReduceScatter, Coll::AllReduce, Coll::Pairwise}) {
           const std::string key = std::string("nccl_") + coll_name(c);
           if (!want(key)) continue;
-          if (ch != 0 && c != Coll::AllToAll && c != Coll::AllReduce) continue;  // channel sweeps: the two that matter most
-          for (size_t bytes = 1024; bytes <= max_bytes; bytes *= (ch == 0 ? 4 : 16)) {
+          if (ch != 0 && c != Coll::AllToAll && c != Coll::AllReduce && !opt.all_collectives_at_all_channels) continue;
+          const size_t step = opt.size_step != 4 ? static_cast<size_t>(opt.size_step) : (ch == 0 ? 4 : 16);
+          for (size_t bytes = 1024; bytes <= max_bytes; bytes *= step) {
             if (bytes % (2 * n * n)) continue;
             const int iters = bytes < (1u << 20) ? 20 : bytes < (64u << 20) ? 5 : 2;
             const double us = time_coll(c, cm, send, recv, st, bytes, iters);
@@ -665,7 +671,7 @@ struct Runner::Impl {
       report("gemm", "h2d", 0, {ga, ha}, run_pair(g, &c_h2d));
     }
     if (n >= 2) {
-      for (int ch : {0, 4}) {
+      for (int ch : opt.interference_channels) {
         cm = std::make_unique<Comms>(n, ch);
         send.clear();
         recv.clear();
@@ -688,7 +694,7 @@ struct Runner::Impl {
         progress("interference gemm/a2a ch=" + std::to_string(ch));
         const double ga = run_pair(g, nullptr).first, aa = run_pair(a2a, nullptr).first;
         report("gemm", "all_to_all", ch, {ga, aa}, run_pair(g, &a2a));
-        if (ch == 0) {
+        if (ch == opt.interference_channels.front()) {
           progress("interference a2a/h2d");
           const double ha = run_pair(c_h2d, nullptr).first, da = run_pair(c_d2h, nullptr).first;
           report("all_to_all", "h2d", ch, {aa, ha}, run_pair(a2a, &c_h2d));

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,13 @@ struct Options {
   bool verbose = false;
   std::string filter;      // regex on testcase keys
   std::string partial_out; // where the watchdog writes the results so far
+  // NCCL sweep shape (defaults: channels 0 (NCCL's choice), 4, 8, 16 for
+  // all_to_all/all_reduce; ranks 2 and all; sizes x4).
+  std::vector<int> channels{0, 4, 8, 16};
+  std::vector<int> ranks;            // empty: 2 and all GPUs
+  int size_step = 4;
+  bool all_collectives_at_all_channels = false;
+  std::vector<int> interference_channels{0, 4};
 };
 
 class Runner {

@@ -81,6 +81,11 @@ int main(int argc, char** argv) {
   bench->add_option("--samples", opt.samples, "samples per measurement (median)")->check(CLI::Range(1, 1000));
   bench->add_option("--watchdog", opt.watchdog_s, "abort when a testcase makes no progress for this many seconds")->check(CLI::Range(5, 3600));
   bench->add_flag("--verbose,-v", opt.verbose, "print progress to standard error");
+  bench->add_option("--channels", opt.channels, "NCCL channel counts to sweep (0 = NCCL's choice)")->delimiter(',');
+  bench->add_option("--ranks", opt.ranks, "rank counts for collectives (default: 2 and all GPUs)")->delimiter(',');
+  bench->add_option("--size-step", opt.size_step, "collective sizes grow by this factor from 1 KiB")->check(CLI::Range(2, 16));
+  bench->add_flag("--all-collectives", opt.all_collectives_at_all_channels, "sweep every collective at every channel count");
+  bench->add_option("--interference-channels", opt.interference_channels, "channel counts for the GEMM/all-to-all pairs")->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   try {
     if (ovv::Runner::gpu_count() <= 0) {
@@ -90,7 +95,9 @@ int main(int argc, char** argv) {
     }
     nlohmann::ordered_json doc;
     doc["schema"] = "overlapsim.bench/v1";
-    doc["options"] = {{"quick", opt.quick}, {"samples", opt.samples}, {"warmup", opt.warmup}, {"filter", opt.filter}};
+    doc["options"] = {{"quick", opt.quick}, {"samples", opt.samples}, {"warmup", opt.warmup}, {"filter", opt.filter},
+                      {"channels", opt.channels}, {"ranks", opt.ranks}, {"size_step", opt.size_step},
+                      {"all_collectives", opt.all_collectives_at_all_channels}, {"interference_channels", opt.interference_channels}};
     doc["environment"] = environment();
     if (!out.empty()) opt.partial_out = out + ".partial";
     ovv::Runner runner(opt);
