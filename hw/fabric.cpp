@@ -144,12 +144,22 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)), g_(std::make_uni
     }
   }
   node_throughput_.assign(spec_.nodes.size(), -1);
+  node_to_host_.assign(spec_.nodes.size(), -1);
+  node_from_host_.assign(spec_.nodes.size(), -1);
   node_dram_.assign(spec_.nodes.size(), -1);
   for (size_t i = 0; i < spec_.nodes.size(); ++i) {
     const NodeSpec& n = spec_.nodes[i];
     if (n.throughput) {
       node_throughput_[i] = static_cast<int>(resources_.size());
       resources_.push_back({fmt::format("{} (aggregate)", n.name), n.throughput->bytes_per_s});
+    }
+    if (n.throughput_to_host) {
+      node_to_host_[i] = static_cast<int>(resources_.size());
+      resources_.push_back({fmt::format("{} (to host)", n.name), n.throughput_to_host->bytes_per_s});
+    }
+    if (n.throughput_from_host) {
+      node_from_host_[i] = static_cast<int>(resources_.size());
+      resources_.push_back({fmt::format("{} (from host)", n.name), n.throughput_from_host->bytes_per_s});
     }
     if (n.memory_bandwidth) {
       node_dram_[i] = static_cast<int>(resources_.size());
@@ -295,6 +305,10 @@ void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg) const
     add(node_throughput_[n], 1.0);
     if (endpoint) add(node_dram_[n], 1.0);
     else r.latency += spec_.nodes[n].latency;
+    // A host bridge's directional limits: up when the next hop is its CPU,
+    // down when the previous one was (peer traffic across it uses neither).
+    if (!endpoint && spec_.nodes[path.nodes[i + 1]].kind == NodeKind::Cpu) add(node_to_host_[n], 1.0);
+    if (!endpoint && spec_.nodes[path.nodes[i - 1]].kind == NodeKind::Cpu) add(node_from_host_[n], 1.0);
   }
   if (first_leg) r.nodes = path.nodes;
   else r.nodes.insert(r.nodes.end(), path.nodes.begin() + 1, path.nodes.end());

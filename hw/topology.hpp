@@ -47,6 +47,8 @@ struct NodeSpec {
   NodeKind kind = NodeKind::Gpu;
   SourceLocation where;
   std::optional<Bandwidth> throughput;        // aggregate limit through the node
+  std::optional<Bandwidth> throughput_to_host;    // host_bridge: traffic going up to its CPU
+  std::optional<Bandwidth> throughput_from_host;  // host_bridge: traffic coming down from its CPU
   std::optional<Bandwidth> memory_bandwidth;  // cpu: DRAM
   std::optional<Bytes> memory;                // cpu: host DRAM capacity
   Time latency;                               // per traversal

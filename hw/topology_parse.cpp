@@ -101,6 +101,7 @@ NodeSpec parse_node(const std::string& file, const YAML::Node& n, const YAML::No
   std::vector<std::string> known = {"name", "kind", "throughput", "latency"};
   if (kind == NodeKind::Gpu) known.insert(known.end(), {"model", "memory", "hbm_bandwidth", "sms", "copy_engines", "p2p", "peak_tflops"});
   if (kind == NodeKind::Cpu) known.insert(known.end(), {"memory_bandwidth", "memory"});
+  if (kind == NodeKind::HostBridge) known.insert(known.end(), {"throughput_to_host", "throughput_from_host"});
   MapReader r(file, n, fmt::format("{} node", kind_s), known, original);
   NodeSpec s;
   s.kind = kind;
@@ -108,6 +109,8 @@ NodeSpec parse_node(const std::string& file, const YAML::Node& n, const YAML::No
   {
     s.name = r.str("name");
     s.throughput = r.opt_bandwidth("throughput");
+    s.throughput_to_host = r.opt_bandwidth("throughput_to_host");
+    s.throughput_from_host = r.opt_bandwidth("throughput_from_host");
     s.latency = r.opt_duration("latency").value_or(Time::zero());
     if (kind == NodeKind::Gpu) {
       s.gpu.model = r.opt_str("model").value_or("");

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "hw/fabric.hpp"
@@ -181,6 +182,25 @@ TEST_CASE("RTX 4090 box: no P2P; the switch uplink carries both directions of a 
     if (n == "pcisw0->rc0" || n == "rc0->pcisw0") ++uplink_dirs;
   }
   CHECK(uplink_dirs == 2);
+}
+
+TEST_CASE("host bridges limit each direction separately") {
+  Topology t(parse_topology_file(kDir + "h200x4-nvlink.yaml"));
+  auto names = [&](const Route& r) {
+    std::vector<std::string> n;
+    for (const auto& u : r.uses) n.push_back(t.resources()[u.resource].name);
+    return n;
+  };
+  const int cpu = t.find("cpu0"), g0 = t.find("gpu0"), g1 = t.find("gpu1");
+  const auto down = names(t.route(cpu, g0)), up = names(t.route(g0, cpu));
+  CHECK(std::count(down.begin(), down.end(), "rc0 (from host)") == 1);
+  CHECK(std::count(down.begin(), down.end(), "rc0 (to host)") == 0);
+  CHECK(std::count(up.begin(), up.end(), "rc0 (to host)") == 1);
+  RouteOptions off;
+  off.p2p_disabled = true;
+  const auto bounce = names(t.route(g0, g1, off));  // up to DRAM, then down: one of each
+  CHECK(std::count(bounce.begin(), bounce.end(), "rc0 (to host)") == 1);
+  CHECK(std::count(bounce.begin(), bounce.end(), "rc0 (from host)") == 1);
 }
 
 TEST_CASE("2-node cluster: hosts, GPUDirect RDMA over the nearest NIC") {

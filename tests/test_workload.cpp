@@ -145,7 +145,7 @@ TEST_CASE("the trace has host, stream, copy-engine tracks, counters and event ar
   CHECK(t.find("\"name\":\"stream copy\"") != std::string::npos);
   CHECK(t.find("\"name\":\"copy engine H2D\"") != std::string::npos);
   CHECK(t.find("\"name\":\"VRAM\"") != std::string::npos);
-  CHECK(t.find("\"name\":\"rc0 (aggregate)\"") != std::string::npos);  // a link counter
+  CHECK(t.find("\"name\":\"rc0 (from host)\"") != std::string::npos);  // a link counter
   CHECK(t.find("\"ph\":\"f\",\"bp\":\"e\"") != std::string::npos);      // event arrows
   CHECK(t.back() == '\n');
 }
