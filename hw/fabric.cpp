@@ -283,7 +283,7 @@ PathType Topology::path_type(int a, int b) const {
   return p.empty() ? PathType::Net : classify_pcie(p);
 }
 
-void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg) const {
+void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg, bool dma) const {
   auto add = [&](int res, double c) {
     if (res < 0) return;
     for (ResourceUse& u : r.uses)
@@ -305,10 +305,11 @@ void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg) const
     add(node_throughput_[n], 1.0);
     if (endpoint) add(node_dram_[n], 1.0);
     else r.latency += spec_.nodes[n].latency;
-    // A host bridge's directional limits: up when the next hop is its CPU,
-    // down when the previous one was (peer traffic across it uses neither).
-    if (!endpoint && spec_.nodes[path.nodes[i + 1]].kind == NodeKind::Cpu) add(node_to_host_[n], 1.0);
-    if (!endpoint && spec_.nodes[path.nodes[i - 1]].kind == NodeKind::Cpu) add(node_from_host_[n], 1.0);
+    // A host bridge's copy-engine (DMA) limits: up when the next hop is its
+    // CPU, down when the previous one was. Measured on 4xH200: SM-driven
+    // traffic (NCCL's host-memory transport) is not held by them.
+    if (dma && !endpoint && spec_.nodes[path.nodes[i + 1]].kind == NodeKind::Cpu) add(node_to_host_[n], 1.0);
+    if (dma && !endpoint && spec_.nodes[path.nodes[i - 1]].kind == NodeKind::Cpu) add(node_from_host_[n], 1.0);
   }
   if (first_leg) r.nodes = path.nodes;
   else r.nodes.insert(r.nodes.end(), path.nodes.begin() + 1, path.nodes.end());
@@ -374,9 +375,9 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
       throw InputError(SourceLocation{}, fmt::format("no network path between '{}' and '{}'", spec_.nodes[nic_a].name, spec_.nodes[nic_b].name));
     bool first = true;
     const RouteKind keep = r.kind;
-    for (auto& p : out_parts) add_hop_path(r, p, std::exchange(first, false));
-    add_hop_path(r, net, std::exchange(first, false));
-    for (auto& p : in_parts) add_hop_path(r, p, false);
+    for (auto& p : out_parts) add_hop_path(r, p, std::exchange(first, false), opt.dma);
+    add_hop_path(r, net, std::exchange(first, false), opt.dma);
+    for (auto& p : in_parts) add_hop_path(r, p, false, opt.dma);
     r.kind = keep;
     finish(r);
     return r;
@@ -385,7 +386,7 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
     // NCCL_P2P_DISABLE turns off the P2P transport, NVLink included.
     if (auto nv = nvlink_path(src, dst); !nv.empty() && !opt.p2p_disabled) {
       r.kind = RouteKind::NvLink;
-      add_hop_path(r, nv, true);
+      add_hop_path(r, nv, true, opt.dma);
       finish(r);
       return r;
     }
@@ -395,18 +396,18 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
     });
     if (!opt.p2p_disabled && !pair_off && s.gpu.p2p && d.gpu.p2p && classify_pcie(p) <= spec_.p2p_level) {
       r.kind = RouteKind::PcieP2P;
-      add_hop_path(r, p, true);
+      add_hop_path(r, p, true, opt.dma);
     } else {
       r.kind = RouteKind::ViaHost;
       const int cpu = nearest_cpu(src);
-      add_hop_path(r, need_pcie(src, cpu), true);
-      add_hop_path(r, need_pcie(cpu, dst), false);
+      add_hop_path(r, need_pcie(src, cpu), true, opt.dma);
+      add_hop_path(r, need_pcie(cpu, dst), false, opt.dma);
     }
     finish(r);
     return r;
   }
   r.kind = RouteKind::HostMemory;
-  add_hop_path(r, need_pcie(src, dst), true);
+  add_hop_path(r, need_pcie(src, dst), true, opt.dma);
   finish(r);
   return r;
 }

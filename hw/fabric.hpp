@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/maxmin.hpp"
@@ -48,7 +49,8 @@ struct Route {
 
 struct RouteOptions {
   bool p2p_disabled = false;  // like NCCL_P2P_DISABLE=1: no NVLink, no PCIe P2P
-  bool operator<(const RouteOptions& o) const { return p2p_disabled < o.p2p_disabled; }
+  bool dma = false;           // a copy-engine transfer: host bridges' DMA limits apply
+  bool operator<(const RouteOptions& o) const { return std::tie(p2p_disabled, dma) < std::tie(o.p2p_disabled, o.dma); }
 };
 
 class Topology {
@@ -95,7 +97,7 @@ class Topology {
   HopPath network_path(int src, int dst) const;
   int nearest_nic(int node) const;
   PathType classify_pcie(const HopPath& path) const;
-  void add_hop_path(Route& r, const HopPath& path, bool first_leg) const;
+  void add_hop_path(Route& r, const HopPath& path, bool first_leg, bool dma) const;
   Route build_route(int src, int dst, const RouteOptions& opt) const;
   void finish(Route& r) const;
 

@@ -79,14 +79,32 @@ TEST_CASE("the calibrated simulator replays the 4xH200 microbenchmarks") {
     if (c.cls == "pinned copy >= 16 MiB") CHECK(std::abs(c.error_pct()) < 5.0);
     if (c.key == "multi_h2d_pinned" && c.what.rfind("3 GPUs", 0) != 0) CHECK(std::abs(c.error_pct()) < 5.0);
     if (c.key == "nccl_all_to_all" && c.what.find("default channels, 1.00 GiB") != std::string::npos) CHECK(std::abs(c.error_pct()) < 5.0);
+    if (c.cls == "interference pairs") CHECK(std::abs(c.error_pct()) < 5.0);  // NVLink: no interaction, as measured
     ++checked;
   }
-  CHECK(checked == 114);
+  CHECK(checked == 118);
   for (const auto& s : summarise(rows))
     if (s.cls == "GEMM (median efficiency)") {
       CHECK(s.median_abs_pct < 3.0);
       CHECK(s.worst_abs_pct < 10.0);
     }
+}
+
+TEST_CASE("the calibrated simulator replays the PCIe-like transport (NCCL_P2P_DISABLE=1)") {
+  H200 h;
+  CHECK(h.cal.params.nccl_host_rank_bandwidth.GBps() == doctest::Approx(26.8).epsilon(0.01));
+  CHECK(h.cal.params.copy_weight == doctest::Approx(4.79).epsilon(0.01));
+  const auto rows = compare_bench(h.off, h.topo, h.cal.params);
+  MESSAGE("\n" << format_comparison(rows));
+  int pairs = 0;
+  for (const auto& c : rows) {
+    if (c.cls == "interference pairs") {
+      ++pairs;
+      CHECK(std::abs(c.error_pct()) < 15.0);  // all-to-all next to a copy through shared PCIe links
+    }
+    if (c.key == "nccl_all_to_all" && c.what == "4 ranks, default channels, 1.00 GiB") CHECK(std::abs(c.error_pct()) < 5.0);
+  }
+  CHECK(pairs == 4);
 }
 
 TEST_CASE("bad calibration input") {

@@ -184,23 +184,27 @@ TEST_CASE("RTX 4090 box: no P2P; the switch uplink carries both directions of a 
   CHECK(uplink_dirs == 2);
 }
 
-TEST_CASE("host bridges limit each direction separately") {
+TEST_CASE("host bridges limit copy-engine DMA per direction; NCCL's host transport is not held by them") {
   Topology t(parse_topology_file(kDir + "h200x4-nvlink.yaml"));
-  auto names = [&](const Route& r) {
-    std::vector<std::string> n;
-    for (const auto& u : r.uses) n.push_back(t.resources()[u.resource].name);
+  auto count = [&](const Route& r, const std::string& name) {
+    int n = 0;
+    for (const auto& u : r.uses) n += t.resources()[u.resource].name == name;
     return n;
   };
   const int cpu = t.find("cpu0"), g0 = t.find("gpu0"), g1 = t.find("gpu1");
-  const auto down = names(t.route(cpu, g0)), up = names(t.route(g0, cpu));
-  CHECK(std::count(down.begin(), down.end(), "rc0 (from host)") == 1);
-  CHECK(std::count(down.begin(), down.end(), "rc0 (to host)") == 0);
-  CHECK(std::count(up.begin(), up.end(), "rc0 (to host)") == 1);
-  RouteOptions off;
-  off.p2p_disabled = true;
-  const auto bounce = names(t.route(g0, g1, off));  // up to DRAM, then down: one of each
-  CHECK(std::count(bounce.begin(), bounce.end(), "rc0 (to host)") == 1);
-  CHECK(std::count(bounce.begin(), bounce.end(), "rc0 (from host)") == 1);
+  RouteOptions copy;
+  copy.dma = true;
+  CHECK(count(t.route(cpu, g0, copy), "rc0 (from host)") == 1);
+  CHECK(count(t.route(cpu, g0, copy), "rc0 (to host)") == 0);
+  CHECK(count(t.route(g0, cpu, copy), "rc0 (to host)") == 1);
+  RouteOptions nccl_off;
+  nccl_off.p2p_disabled = true;  // NCCL's SHM bounce: SM-driven, not DMA
+  const Route& bounce = t.route(g0, g1, nccl_off);
+  CHECK(bounce.kind == RouteKind::ViaHost);
+  CHECK(count(bounce, "rc0 (to host)") == 0);
+  CHECK(count(bounce, "rc0 (from host)") == 0);
+  CHECK(count(bounce, "gpu0->rc0") == 1);  // but it does cross both GPUs' links
+  CHECK(count(bounce, "rc0->gpu1") == 1);
 }
 
 TEST_CASE("2-node cluster: hosts, GPUDirect RDMA over the nearest NIC") {

@@ -220,6 +220,35 @@ Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, con
     }
     if (copies) p.gemm_slowdown_per_copy = copy_slow / copies;
   }
+
+  // The host-memory transport (a run with NCCL_P2P_DISABLE=1): a rank's
+  // ceiling, and how copy-engine DMA shares a PCIe link with it.
+  if (const json* off = find_doc(docs, true)) {
+    int ranks = 0;
+    for (const auto& r : rows(*off, "nccl_all_to_all")) ranks = std::max(ranks, r.at("ranks").get<int>());
+    double bytes = 0, busbw = 0;
+    for (const auto& r : rows(*off, "nccl_all_to_all"))
+      if (r.at("ranks").get<int>() == ranks && r.at("channels").get<int>() == 0 && r.at("bytes").get<double>() >= bytes) {
+        bytes = r.at("bytes").get<double>();
+        busbw = r.at("busbw_GBps").get<double>();
+      }
+    Fit f{"NCCL through host memory", "rank ceiling = busbw at the largest size; copy weight = H2D rate / all-to-all per-flow rate when together", {}, 0, 0};
+    if (busbw > 0) {
+      p.nccl_host_rank_bandwidth = Bandwidth::from_GBps(busbw);
+      f.values.emplace_back("rank_ceiling_GBps", busbw);
+      ++f.points;
+    }
+    for (const auto& r : rows(*off, "interference"))
+      if (r.at("a") == "all_to_all" && r.at("b") == "h2d") {
+        // The bench: 1 GiB H2D on GPU 0 beside 4 all-to-alls of 256 MiB on 4 ranks.
+        const double h2d_rate = 1073741824.0 / r.at("b_together_us").get<double>();
+        const double flow_rate = 4.0 * 268435456.0 / 4.0 / r.at("a_together_us").get<double>();
+        p.copy_weight = h2d_rate / flow_rate;
+        f.values.emplace_back("copy_weight", p.copy_weight);
+        ++f.points;
+      }
+    if (f.points) c.fits.push_back(f);
+  }
   return c;
 }
 
@@ -247,6 +276,8 @@ std::string calibration_yaml(const Calibration& c) {
   out += fmt::format("  nccl_channels: {}\n  nccl_channel_bandwidth: {}\n  nccl_latency: {}\n", p.nccl_channels, bw(p.nccl_channel_bandwidth),
                      t(p.nccl_latency));
   if (!p.nccl_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_rank_bandwidth: {}\n", bw(p.nccl_rank_bandwidth));
+  if (!p.nccl_host_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_host_rank_bandwidth: {}\n", bw(p.nccl_host_rank_bandwidth));
+  out += fmt::format("  copy_weight: {:.4f}\n", p.copy_weight);
   if (!p.gemm_shapes.empty()) {
     out += "  gemm_shapes:   # [m, n, k, efficiency] measured\n";
     for (const auto& g : p.gemm_shapes) out += fmt::format("    - [{}, {}, {}, {:.4f}]\n", g.m, g.n, g.k, g.efficiency);
@@ -264,7 +295,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   MapReader m(path, top.get("model"), "calibration model",
               {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes",
                "attention_efficiency", "flops_efficiency", "hbm_efficiency", "copy_engine_bandwidth", "copy_latency", "pageable_bandwidth",
-               "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_rank_bandwidth", "gemm_slowdown_base", "gemm_slowdown_per_channel",
+               "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel"});
   ModelParams p = base;
   auto time = [&](const char* k, Time& f) {
@@ -315,6 +346,8 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   bw("nccl_channel_bandwidth", p.nccl_channel_bandwidth);
   time("nccl_latency", p.nccl_latency);
   bw("nccl_rank_bandwidth", p.nccl_rank_bandwidth);
+  bw("nccl_host_rank_bandwidth", p.nccl_host_rank_bandwidth);
+  num("copy_weight", p.copy_weight, 0.01, 100);
   num("gemm_slowdown_base", p.gemm_slowdown_base, 0, 0.95);
   num("gemm_slowdown_per_channel", p.gemm_slowdown_per_channel, 0, 0.1);
   num("gemm_slowdown_per_copy", p.gemm_slowdown_per_copy, 0, 0.5);
@@ -327,10 +360,11 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
 
 namespace {
 
-Schedule bench_schedule(int ranks) {
+Schedule bench_schedule(int ranks, bool p2p_disabled = false) {
   Schedule s;
   s.name = "bench";
-  s.streams = {{"s", 0}};
+  s.runtime.nccl_p2p_disable = p2p_disabled;
+  s.streams = {{"s", 0}, {"copy", 0}};
   s.programs.resize(ranks);
   for (int r = 0; r < ranks; ++r) s.programs[r].rank = r;
   if (ranks >= 2) {
@@ -339,6 +373,12 @@ Schedule bench_schedule(int ranks) {
     s.groups.push_back(w);
   }
   return s;
+}
+
+// Runs one program per rank; returns each rank's records.
+ExecResult replay_programs(Schedule s, const std::vector<std::vector<Op>>& programs, const hw::Topology& topo, const ModelParams& p) {
+  for (size_t r = 0; r < s.programs.size(); ++r) s.programs[r].ops = std::make_shared<const std::vector<Op>>(programs[r]);
+  return execute(s, topo, p);
 }
 
 double replay(Schedule s, const std::vector<Op>& per_rank, const hw::Topology& topo, const ModelParams& p) {
@@ -357,10 +397,42 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
   p.memcpy_call = p.kernel_launch = p.collective_call = Time::zero();
   std::vector<Comparison> out;
   const int ngpu = static_cast<int>(topo.gpus().size());
+  const auto& env = doc.at("environment").value("env", json::object());
+  const bool p2p_off = env.contains("NCCL_P2P_DISABLE") && env.at("NCCL_P2P_DISABLE") == "1";
   for (const auto& r : doc.at("results")) {
     const std::string key = r.at("key");
     Comparison c;
     c.key = key;
+    if (key == "interference" && r.at("a") == "all_to_all" && (r.at("b") == "h2d" || r.at("b") == "d2h") && ngpu >= 4) {
+      // As the bench ran it: the copy on GPU 0 only, four 256 MiB all-to-alls on four ranks.
+      std::vector<std::vector<Op>> progs(4);
+      Op a2a;
+      a2a.kind = OpKind::Collective;
+      a2a.coll = CollKind::AllToAll;
+      a2a.stream = 0;
+      a2a.group = 0;
+      a2a.bytes = 268435456;
+      for (auto& pr : progs) pr.assign(4, a2a);
+      Op cp;
+      cp.kind = OpKind::Memcpy;
+      cp.copy = r.at("b") == "h2d" ? CopyKind::H2D : CopyKind::D2H;
+      cp.stream = 1;
+      cp.bytes = 1073741824;
+      progs[0].insert(progs[0].begin(), cp);
+      const ExecResult res = replay_programs(bench_schedule(4, p2p_off), progs, topo, p);
+      const auto& r0 = res.ops[0];
+      const std::string pair = std::string("all-to-all + ") + r.at("b").get<std::string>() + (p2p_off ? ", P2P off" : "");
+      c.cls = "interference pairs";
+      c.what = pair + ": the all-to-all";
+      c.measured_us = r.at("a_together_us");
+      c.simulated_us = (r0[4].end - r0[1].start).us();
+      out.push_back(c);
+      c.what = pair + ": the copy";
+      c.measured_us = r.at("b_together_us");
+      c.simulated_us = (r0[0].end - r0[0].start).us();
+      out.push_back(c);
+      continue;
+    }
     if ((key == "h2d_pinned" || key == "d2h_pinned") && r.at("gpus")[0] == 0) {
       Op op;
       op.kind = OpKind::Memcpy;
@@ -409,7 +481,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
               : ch == 0             ? "NCCL all-to-all >= 64 MiB, default channels"
                                     : "NCCL all-to-all >= 64 MiB, 4-16 channels";
       c.measured_us = r.at("time_us");
-      c.simulated_us = replay(bench_schedule(n), std::vector<Op>(n, op), topo, p);
+      c.simulated_us = replay(bench_schedule(n, p2p_off), std::vector<Op>(n, op), topo, p);
     } else {
       continue;
     }

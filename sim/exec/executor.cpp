@@ -146,6 +146,7 @@ class Executor {
   Executor(const Schedule& s, const hw::Topology& t, const ModelParams& p, const ExecOptions& o)
       : s_(s), topo_(t), p_(p), o_(o), flows_(engine_, sys_) {
     cons_ = topo_.install(sys_);
+    dma_.dma = true;
     const size_t nres = topo_.resources().size();
     for (size_t i = 0; i < cons_.size(); ++i) {
       if (res_of_cons_.size() <= static_cast<size_t>(cons_[i])) res_of_cons_.resize(cons_[i] + 1, -1);
@@ -204,7 +205,7 @@ class Executor {
         records_[r][i].index = static_cast<int>(i);
         records_[r][i].op = &ops[i];
         if (ops[i].kind == OpKind::Kernel) (void)kernel_time(ops[i], *R.node, p_, s_.location(r, static_cast<int>(i)));  // fail early on missing rates
-        if (ops[i].kind == OpKind::Memcpy && ops[i].copy == CopyKind::P2P) (void)route_between(r, ops[i].peer, {});
+        if (ops[i].kind == OpKind::Memcpy && ops[i].copy == CopyKind::P2P) (void)route_between(r, ops[i].peer, dma_);
       }
     }
   }
@@ -585,9 +586,9 @@ class Executor {
     double cap = p_.copy_engine_bandwidth.bytes_per_s;
     const hw::Route* route = nullptr;
     switch (op.copy) {
-      case CopyKind::H2D: route = &topo_.route(R.cpu, R.gpu); break;
-      case CopyKind::D2H: route = &topo_.route(R.gpu, R.cpu); break;
-      case CopyKind::P2P: route = &route_between(r, op.peer, {}); break;
+      case CopyKind::H2D: route = &topo_.route(R.cpu, R.gpu, dma_); break;
+      case CopyKind::D2H: route = &topo_.route(R.gpu, R.cpu, dma_); break;
+      case CopyKind::P2P: route = &route_between(r, op.peer, dma_); break;
       case CopyKind::D2D: {
         const double hbm = R.node->gpu.hbm_bandwidth ? R.node->gpu.hbm_bandwidth->bytes_per_s : 1e12;
         cap = std::min(cap, hbm * p_.hbm_efficiency / 2);  // read + write
@@ -602,6 +603,7 @@ class Executor {
       f.latency += route->latency;
     }
     if (std::isfinite(cap)) f.rate_cap = cap;
+    f.weight = p_.copy_weight;
     const uint64_t key = (static_cast<uint64_t>(id) << 24) | (static_cast<uint64_t>(r) << 4) | static_cast<uint64_t>(e);
     f.on_done = [this, key](const FlowRecord& rec) {
       const int gid = static_cast<int>(key >> 24), rr = static_cast<int>((key >> 4) & 0xfffff), ee = static_cast<int>(key & 0xf);
@@ -755,7 +757,9 @@ class Executor {
     for (const auto& u : route.uses) f.route.push_back({cons_[u.resource], u.coefficient});
     f.bytes = bytes;
     f.latency = route.latency + p_.nccl_latency;
-    const double base = std::min(c.channels * p_.nccl_channel_bandwidth.bytes_per_s, p_.nccl_rank_bandwidth.bytes_per_s) / peers_at_once;
+    const bool via_host = route.kind == hw::RouteKind::ViaHost || route.kind == hw::RouteKind::NetworkViaHost;
+    const double ceiling = (via_host ? p_.nccl_host_rank_bandwidth : p_.nccl_rank_bandwidth).bytes_per_s;
+    const double base = std::min(c.channels * p_.nccl_channel_bandwidth.bytes_per_s, ceiling) / peers_at_once;
     f.rate_cap = base / comm_slowdown(ranks_[ra], c.channels);
     f.label = c.op->label;
     // Captures packed into 16 bytes so std::function stores them inline.
@@ -914,7 +918,8 @@ class Executor {
   MaxMinSystem sys_;
   FlowModel flows_;
   std::vector<ConstraintId> cons_;
-  hw::RouteOptions opts_;
+  hw::RouteOptions opts_;          // collectives (NCCL_P2P_DISABLE as the schedule says)
+  hw::RouteOptions dma_;           // copies
   std::vector<RankState> ranks_;
   std::vector<std::vector<OpRecord>> records_;
   std::vector<GOp> gops_;         // grows only in host steps, never while a GOp& is held

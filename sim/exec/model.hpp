@@ -40,6 +40,10 @@ struct ModelParams {
   Bandwidth nccl_channel_bandwidth = Bandwidth::from_GBps(19.5);  // per channel, all-to-all on NVLink
   Time nccl_latency = Time::from_us(10);     // per collective step / round
   Bandwidth nccl_rank_bandwidth = Bandwidth::unlimited();  // ceiling of one rank's collective traffic (SM copies)
+  Bandwidth nccl_host_rank_bandwidth = Bandwidth::unlimited();  // the same when it bounces through host memory
+  // Max-min weight of a copy-engine transfer against SM-driven collective
+  // flows on a shared link (DMA out-competes them; calibrated).
+  double copy_weight = 1.0;
 
   // Interference (MODEL.md, H200): a GEMM next to an all-to-all slows by ~10 %
   // with 24 channels and ~5 % with 4: slowdown = base + per_channel * channels.

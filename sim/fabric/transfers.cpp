@@ -28,6 +28,7 @@ Scenario parse(const YAML::Node& root, const std::string& file, const hw::Topolo
   sc.name = top.str("name");
   sc.description = top.opt_str("description").value_or("");
   sc.route_options.p2p_disabled = top.boolean("p2p_disabled", false);
+  sc.route_options.dma = true;  // transfers are copy-engine copies
   const std::vector<std::string> known = {"name", "src", "dst", "bytes", "start", "cap"};
   for (const RepeatedItem& it : expand_repeats(file, top.get("transfers"), "transfers")) {
     MapReader r(file, it.node, "transfer", known, it.original);
@@ -166,18 +167,22 @@ std::string format_topology_report(const hw::Topology& topo, const hw::RouteOpti
     for (int b : gpus) out += fmt::format(" {:>6}", a == b ? std::string("X") : hw::to_string(topo.path_type(a, b)));
     out += "\n";
   }
-  auto line = [&](int a, int b) {
-    const hw::Route& r = topo.route(a, b, opt);
+  auto line = [&](int a, int b, const hw::RouteOptions& o) {
+    const hw::Route& r = topo.route(a, b, o);
     return fmt::format("  {:<10} -> {:<10} {:<16} {:>12} {:>12}  {}\n", topo.node(a).name, topo.node(b).name, hw::to_string(r.kind),
                        format_bandwidth(r.bottleneck), format_time(r.latency), topo.describe(r));
   };
+  // Host memory <-> GPU as copies (copy-engine DMA limits apply); GPU <-> GPU
+  // as NCCL routes them.
   out += "\nroutes (kind, bottleneck bandwidth of a lone transfer, latency, path):\n";
+  hw::RouteOptions copy = opt;
+  copy.dma = true;
   for (int a : gpus) {
     const int cpu = topo.nearest_cpu(a);
-    out += line(cpu, a);
-    out += line(a, cpu);
+    out += line(cpu, a, copy);
+    out += line(a, cpu, copy);
     for (int b : gpus)
-      if (a != b) out += line(a, b);
+      if (a != b) out += line(a, b, opt);
   }
   return out;
 }
