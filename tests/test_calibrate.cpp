@@ -82,7 +82,7 @@ TEST_CASE("the calibrated simulator replays the 4xH200 microbenchmarks") {
     if (c.cls == "interference pairs") CHECK(std::abs(c.error_pct()) < 5.0);  // NVLink: no interaction, as measured
     ++checked;
   }
-  CHECK(checked == 118);
+  CHECK(checked == 242);  // every copy, GEMM, collective and interference row of the run
   for (const auto& s : summarise(rows))
     if (s.cls == "GEMM (median efficiency)") {
       CHECK(s.median_abs_pct < 3.0);

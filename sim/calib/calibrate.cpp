@@ -467,19 +467,28 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       ModelParams q = p;
       q.gemm_shapes.clear();
       c.simulated_us = replay(bench_schedule(1), {op}, topo, q);
-    } else if (key == "nccl_all_to_all" && r.at("ranks").get<int>() <= ngpu) {
+    } else if (key.rfind("nccl_", 0) == 0 && r.at("ranks").get<int>() <= ngpu) {
       const int n = r.at("ranks"), ch = r.at("channels");
       Op op;
       op.kind = OpKind::Collective;
-      op.coll = CollKind::AllToAll;
       op.stream = 0;
       op.group = 0;
       op.channels = ch;
       op.bytes = r.at("bytes").get<Bytes>();
+      std::string name;
+      if (key == "nccl_all_to_all") op.coll = CollKind::AllToAll, name = "all-to-all";
+      else if (key == "nccl_all_to_all_pairwise") op.coll = CollKind::AllToAll, op.algo = CollAlgo::Pairwise, name = "pairwise all-to-all";
+      else if (key == "nccl_all_gather") op.coll = CollKind::AllGather, op.algo = CollAlgo::Ring, name = "all-gather";
+      else if (key == "nccl_reduce_scatter") op.coll = CollKind::ReduceScatter, op.algo = CollAlgo::Ring, name = "reduce-scatter";
+      else if (key == "nccl_all_reduce") op.coll = CollKind::AllReduce, op.algo = CollAlgo::Ring, name = "all-reduce";
+      else continue;
       c.what = fmt::format("{} ranks, {} channels, {}", n, ch == 0 ? std::string("default") : std::to_string(ch), format_bytes(static_cast<double>(op.bytes)));
-      c.cls = op.bytes < (64 << 20) ? "NCCL all-to-all < 64 MiB"
-              : ch == 0             ? "NCCL all-to-all >= 64 MiB, default channels"
-                                    : "NCCL all-to-all >= 64 MiB, 4-16 channels";
+      if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Nccl)
+        c.cls = op.bytes < (64 << 20) ? "NCCL all-to-all < 64 MiB"
+                : ch == 0             ? "NCCL all-to-all >= 64 MiB, default channels"
+                                      : "NCCL all-to-all >= 64 MiB, 4-16 channels";
+      else
+        c.cls = fmt::format("NCCL {} {}", name, op.bytes < (64 << 20) ? "< 64 MiB" : ">= 64 MiB");
       c.measured_us = r.at("time_us");
       c.simulated_us = replay(bench_schedule(n, p2p_off), std::vector<Op>(n, op), topo, p);
     } else {
