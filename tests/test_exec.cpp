@@ -26,7 +26,7 @@ links:
 ModelParams quiet() {
   ModelParams p;
   p.kernel_launch = p.memcpy_call = p.event_call = p.sync_call = p.collective_call = p.alloc_call = p.free_call = Time::zero();
-  p.nccl_latency = Time::zero();
+  p.nccl_latency = p.nccl_step_latency = Time::zero();
   return p;
 }
 

@@ -184,6 +184,19 @@ Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, con
       p.nccl_rank_bandwidth = Bandwidth::from_GBps(median(ceil));
       f.values.emplace_back("rank_ceiling_GBps", median(ceil));
     }
+    // Ring steps after the first: all-reduce (2(U-1) steps) against
+    // all-gather (U-1) at the smallest size, the largest rank count.
+    double t_ar = 0, t_ag = 0, smallest = 1e300;
+    for (const auto& key : {"nccl_all_reduce", "nccl_all_gather"})
+      for (const auto& r : rows(d, key))
+        if (r.at("ranks").get<int>() == ranks && r.at("channels").get<int>() == 0 && r.at("bytes").get<double>() <= smallest) {
+          smallest = r.at("bytes").get<double>();
+          (std::string(key) == "nccl_all_reduce" ? t_ar : t_ag) = r.at("time_us").get<double>();
+        }
+    if (t_ar > 0 && t_ag > 0 && ranks > 1) {
+      p.nccl_step_latency = Time::from_us(std::max(0.0, (t_ar - t_ag) / (ranks - 1)));
+      f.values.emplace_back("ring_step_latency_us", p.nccl_step_latency.us());
+    }
     if (!pts.empty()) c.fits.push_back(f);
   }
 
@@ -273,8 +286,8 @@ std::string calibration_yaml(const Calibration& c) {
                      p.attention_efficiency, p.hbm_efficiency);
   if (!p.copy_engine_bandwidth.is_unlimited()) out += fmt::format("  copy_engine_bandwidth: {}\n", bw(p.copy_engine_bandwidth));
   out += fmt::format("  copy_latency: {}\n  pageable_bandwidth: {}\n", t(p.copy_latency), bw(p.pageable_bandwidth));
-  out += fmt::format("  nccl_channels: {}\n  nccl_channel_bandwidth: {}\n  nccl_latency: {}\n", p.nccl_channels, bw(p.nccl_channel_bandwidth),
-                     t(p.nccl_latency));
+  out += fmt::format("  nccl_channels: {}\n  nccl_channel_bandwidth: {}\n  nccl_latency: {}\n  nccl_step_latency: {}\n", p.nccl_channels,
+                     bw(p.nccl_channel_bandwidth), t(p.nccl_latency), t(p.nccl_step_latency));
   if (!p.nccl_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_rank_bandwidth: {}\n", bw(p.nccl_rank_bandwidth));
   if (!p.nccl_host_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_host_rank_bandwidth: {}\n", bw(p.nccl_host_rank_bandwidth));
   out += fmt::format("  copy_weight: {:.4f}\n", p.copy_weight);
@@ -295,7 +308,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   MapReader m(path, top.get("model"), "calibration model",
               {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes",
                "attention_efficiency", "flops_efficiency", "hbm_efficiency", "copy_engine_bandwidth", "copy_latency", "pageable_bandwidth",
-               "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
+               "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel"});
   ModelParams p = base;
   auto time = [&](const char* k, Time& f) {
@@ -345,6 +358,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   }
   bw("nccl_channel_bandwidth", p.nccl_channel_bandwidth);
   time("nccl_latency", p.nccl_latency);
+  time("nccl_step_latency", p.nccl_step_latency);
   bw("nccl_rank_bandwidth", p.nccl_rank_bandwidth);
   bw("nccl_host_rank_bandwidth", p.nccl_host_rank_bandwidth);
   num("copy_weight", p.copy_weight, 0.01, 100);

@@ -749,14 +749,15 @@ class Executor {
     ring_step(ci);
   }
 
-  void coll_flow(int ci, int from, int to, double bytes, int peers_at_once) {
+  void coll_flow(int ci, int from, int to, double bytes, int peers_at_once) { coll_flow(ci, from, to, bytes, peers_at_once, p_.nccl_latency); }
+  void coll_flow(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency) {
     CollInst& c = insts_[ci];
     const int ra = c.members[from], rb = c.members[to];
     const hw::Route& route = route_between(ra, rb, opts_);
     FlowSpec f;
     for (const auto& u : route.uses) f.route.push_back({cons_[u.resource], u.coefficient});
     f.bytes = bytes;
-    f.latency = route.latency + p_.nccl_latency;
+    f.latency = route.latency + protocol_latency;
     const bool via_host = route.kind == hw::RouteKind::ViaHost || route.kind == hw::RouteKind::NetworkViaHost;
     const double ceiling = (via_host ? p_.nccl_host_rank_bandwidth : p_.nccl_rank_bandwidth).bytes_per_s;
     const double base = std::min(c.channels * p_.nccl_channel_bandwidth.bytes_per_s, ceiling) / peers_at_once;
@@ -822,7 +823,8 @@ class Executor {
     CollInst& c = insts_[ci];
     const int U = static_cast<int>(c.members.size());
     c.step_left = U;
-    for (int i = 0; i < U; ++i) coll_flow(ci, i, (i + 1) % U, c.wire / U, 1);
+    const Time lat = c.step == 0 ? p_.nccl_latency : p_.nccl_step_latency;
+    for (int i = 0; i < U; ++i) coll_flow(ci, i, (i + 1) % U, c.wire / U, 1, lat);
   }
 
   void member_done(int ci, int m) {

@@ -38,7 +38,8 @@ struct ModelParams {
   // NCCL.
   int nccl_channels = 24;                    // collectives (MODEL.md, 4xH200 default)
   Bandwidth nccl_channel_bandwidth = Bandwidth::from_GBps(19.5);  // per channel, all-to-all on NVLink
-  Time nccl_latency = Time::from_us(10);     // per collective step / round
+  Time nccl_latency = Time::from_us(10);     // per collective launch (and per pairwise round: each is a launch)
+  Time nccl_step_latency = Time::from_us(1); // each further ring step (pipelined: measured small on 4xH200)
   Bandwidth nccl_rank_bandwidth = Bandwidth::unlimited();  // ceiling of one rank's collective traffic (SM copies)
   Bandwidth nccl_host_rank_bandwidth = Bandwidth::unlimited();  // the same when it bounces through host memory
   // Max-min weight of a copy-engine transfer against SM-driven collective
