@@ -31,8 +31,10 @@ struct H200 {
   hw::Topology topo{hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml")};
   nlohmann::json def = load(kH200 + "bench-default.json");
   nlohmann::json off = load(kH200 + "bench-p2p-disable.json");
+  nlohmann::json attn = load(kSrc + "/validate/results/h200x1/attention.json");
   Calibration cal = calibrate({{"validate/results/h200x4-nvswitch/bench-default.json", def},
-                               {"validate/results/h200x4-nvswitch/bench-p2p-disable.json", off}},
+                               {"validate/results/h200x4-nvswitch/bench-p2p-disable.json", off},
+                               {"validate/results/h200x1/attention.json", attn}},
                               topo);
 };
 }  // namespace
@@ -49,6 +51,8 @@ TEST_CASE("fitting the 4xH200 measurements") {
   CHECK(p.gemm_shapes.size() == 32);
   CHECK(p.nccl_rank_bandwidth.GBps() == doctest::Approx(328.7).epsilon(0.01));
   CHECK(p.kernel_launch.us() == doctest::Approx(3.70).epsilon(0.01));
+  // PyTorch SDPA (FlashAttention backend) reaches ~350 of 989 TFLOP/s on the H200.
+  CHECK(p.attention_efficiency == doctest::Approx(0.36).epsilon(0.03));
   // GEMM slowed ~1-2.5 % by an all-to-all; the all-to-all 1.55x-1.71x by the GEMM.
   CHECK(p.gemm_slowdown_base > 0.005);
   CHECK(p.gemm_slowdown_base < 0.03);
@@ -88,6 +92,14 @@ TEST_CASE("the calibrated simulator replays the 4xH200 microbenchmarks") {
       CHECK(s.median_abs_pct < 3.0);
       CHECK(s.worst_abs_pct < 10.0);
     }
+}
+
+TEST_CASE("the calibrated simulator replays attention") {
+  H200 h;
+  const auto rows = compare_bench(h.attn, h.topo, h.cal.params);
+  CHECK(rows.size() == 16);
+  for (const auto& c : rows)
+    if (c.cls.rfind("attention, self", 0) == 0) CHECK(std::abs(c.error_pct()) < 5.0);
 }
 
 TEST_CASE("the calibrated simulator replays the PCIe-like transport (NCCL_P2P_DISABLE=1)") {

@@ -57,8 +57,15 @@ Fit fit_alpha_beta(const std::string& name, const std::vector<std::pair<double, 
   return f;
 }
 
+bool has_key(const json& doc, const std::string& key) {
+  for (const auto& r : doc.at("results"))
+    if (r.at("key") == key) return true;
+  return false;
+}
+
 const json* find_doc(const std::vector<std::pair<std::string, json>>& docs, bool p2p_disabled) {
   for (const auto& [name, d] : docs) {
+    if (!has_key(d, "nccl_all_to_all") && !has_key(d, "h2d_pinned")) continue;  // e.g. an attention-only run
     const auto& env = d.at("environment").value("env", json::object());
     const bool off = env.contains("NCCL_P2P_DISABLE") && env.at("NCCL_P2P_DISABLE") == "1";
     if (off == p2p_disabled) return &d;
@@ -153,6 +160,26 @@ Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, con
       p.gemm_efficiency = m;
       c.fits.push_back({"GEMM bf16", "achieved / peak per shape (gemm_shapes); the median for other shapes", {{"efficiency", m}, {"min", *std::min_element(eff.begin(), eff.end())},
                         {"max", *std::max_element(eff.begin(), eff.end())}}, 100 * std::sqrt(sq / static_cast<double>(eff.size())), static_cast<int>(eff.size())});
+    }
+  }
+
+  // Attention (validate/attention_bench.py: PyTorch SDPA) from any document:
+  // the median efficiency of the self-attention shapes against the bf16 peak.
+  {
+    const auto& gpu = topo.node(gpu0).gpu;
+    auto it = gpu.peak_tflops.find("bf16");
+    std::vector<double> self_eff, cross_eff;
+    for (const auto& [name, doc] : docs)
+      for (const auto& r : rows(doc, "attention_sdpa"))
+        if (it != gpu.peak_tflops.end()) (r.value("kind", "self") == "self" ? self_eff : cross_eff).push_back(r.at("TFLOPs").get<double>() / it->second);
+    if (!self_eff.empty()) {
+      p.attention_efficiency = median(self_eff);
+      Fit f{"attention (PyTorch SDPA)", "achieved / bf16 peak, median over the self-attention shapes",
+            {{"efficiency", p.attention_efficiency}, {"min", *std::min_element(self_eff.begin(), self_eff.end())},
+             {"max", *std::max_element(self_eff.begin(), self_eff.end())}},
+            0, static_cast<int>(self_eff.size())};
+      if (!cross_eff.empty()) f.values.emplace_back("cross_attention_median", median(cross_eff));
+      c.fits.push_back(f);
     }
   }
 
@@ -468,6 +495,16 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.cls = "multi-GPU H2D";
       c.measured_us = r.at("time_us");
       c.simulated_us = replay(bench_schedule(n), std::vector<Op>(n, op), topo, p);
+    } else if (key == "attention_sdpa") {
+      Op op;
+      op.kind = OpKind::Kernel;
+      op.stream = 0;
+      op.attention = AttentionShape{1, r.at("heads").get<int32_t>(), r.at("seq_q").get<int32_t>(), r.at("seq_kv").get<int32_t>(),
+                                    r.at("head_dim").get<int32_t>()};
+      c.what = fmt::format("{} {}h {}x{}", r.value("kind", "self"), op.attention->heads, op.attention->seq_q, op.attention->seq_kv);
+      c.cls = fmt::format("attention, {} (median self-attention efficiency)", r.value("kind", "self"));
+      c.measured_us = r.at("time_us");
+      c.simulated_us = replay(bench_schedule(1), {op}, topo, p);
     } else if (key == "gemm_bf16") {
       Op op;
       op.kind = OpKind::Kernel;

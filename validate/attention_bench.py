@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Attention timings at the Wan DiT shapes, for calibrating the simulator's
+attention efficiency. The C++ bench has no fused attention kernel; the
+workloads run FlashAttention through PyTorch's scaled_dot_product_attention,
+so this measures exactly that (bf16, no mask). Writes overlapsim.bench/v1
+JSON with `attention_sdpa` rows. Usage: attention_bench.py OUT.json"""
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def time_sdpa(heads, seq_q, seq_kv, d, samples=5, warmup=2):
+    torch.manual_seed(0)
+    q = torch.randn(1, heads, seq_q, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(1, heads, seq_kv, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(1, heads, seq_kv, d, device="cuda", dtype=torch.bfloat16)
+    times = []
+    for i in range(warmup + samples):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        out = F.scaled_dot_product_attention(q, k, v)
+        b.record()
+        torch.cuda.synchronize()
+        assert torch.isfinite(out).all()
+        if i >= warmup:
+            times.append(a.elapsed_time(b) * 1e3)
+    return median(times)
+
+
+def main():
+    out = sys.argv[1]
+    backend = "default"
+    try:  # prefer FlashAttention, as the DiT implementations do
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        ctx = sdpa_kernel([SDPBackend.FLASH_ATTENTION])
+        backend = "flash"
+    except Exception:
+        import contextlib
+        ctx = contextlib.nullcontext()
+    rows = []
+    with ctx:
+        for tokens in (75600, 32760):
+            for u in (1, 2, 4, 8):
+                heads = 40 // u
+                t = time_sdpa(heads, tokens, tokens, 128)  # self-attention after the all-to-all
+                flops = 4.0 * heads * tokens * tokens * 128
+                rows.append({"key": "attention_sdpa", "kind": "self", "heads": heads, "seq_q": tokens, "seq_kv": tokens,
+                             "head_dim": 128, "time_us": t, "TFLOPs": flops / t * 1e-6, "backend": backend})
+                t = time_sdpa(40, tokens // u, 512, 128)  # cross-attention to the text tokens
+                flops = 4.0 * 40 * (tokens // u) * 512 * 128
+                rows.append({"key": "attention_sdpa", "kind": "cross", "heads": 40, "seq_q": tokens // u, "seq_kv": 512,
+                             "head_dim": 128, "time_us": t, "TFLOPs": flops / t * 1e-6, "backend": backend})
+                print(rows[-2]["heads"], tokens, round(rows[-2]["TFLOPs"]), "TF self;", round(rows[-1]["TFLOPs"]), "TF cross", flush=True)
+    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "env": {}}
+    with open(out, "w") as f:
+        json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
