@@ -311,14 +311,8 @@ struct Parser {
     s.file = file;
     s.name = top.str("name");
     s.topology = top.opt_str("topology").value_or("");
-    if (top.has("settings")) {
-      MapReader st(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable"});
-      if (auto v = st.opt_int("device_max_connections")) {
-        if (*v < 1 || *v > 32) st.fail("device_max_connections", "must be 1..32 (CUDA's range)");
-        s.runtime.device_max_connections = static_cast<int>(*v);
-      }
-      s.runtime.nccl_p2p_disable = st.boolean("nccl_p2p_disable", false);
-    }
+    if (top.has("settings"))
+      s.runtime = read_runtime_settings(MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable"}));
     // Streams
     const YAML::Node streams = top.get("streams");
     if (!streams.IsSequence()) top.fail("streams", "must be a list of stream names or {name, priority}");
@@ -427,6 +421,16 @@ struct Parser {
 };
 
 }  // namespace
+
+RuntimeSettings read_runtime_settings(const MapReader& r) {
+  RuntimeSettings out;
+  if (auto v = r.opt_int("device_max_connections")) {
+    if (*v < 1 || *v > 32) r.fail("device_max_connections", "must be 1..32 (CUDA's range)");
+    out.device_max_connections = static_cast<int>(*v);
+  }
+  out.nccl_p2p_disable = r.boolean("nccl_p2p_disable", false);
+  return out;
+}
 
 void check_schedule(const Schedule& s) {
   const std::vector<Op>* checked = nullptr;

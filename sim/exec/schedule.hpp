@@ -112,6 +112,11 @@ struct Schedule {
   SourceLocation location(int rank, int index) const;
 };
 
+class MapReader;
+/// Reads {device_max_connections, nccl_p2p_disable} from a schedule's
+/// `settings:` or a workload's `runtime:` mapping.
+RuntimeSettings read_runtime_settings(const MapReader& r);
+
 /// Parses and checks; throws InputError with file:line.
 Schedule parse_schedule_file(const std::string& path);
 Schedule parse_schedule_string(const std::string& yaml, const std::string& name);

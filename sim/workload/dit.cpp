@@ -175,14 +175,8 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     eff("attention_efficiency", w.params.attention_efficiency);
     eff("hbm_efficiency", w.params.hbm_efficiency);
   }
-  if (top.has("runtime")) {
-    MapReader r(file, top.get("runtime"), "runtime", {"device_max_connections", "nccl_p2p_disable"});
-    if (auto v = r.opt_int("device_max_connections")) {
-      if (*v < 1 || *v > 32) r.fail("device_max_connections", "must be 1..32");
-      w.runtime.device_max_connections = static_cast<int>(*v);
-    }
-    w.runtime.nccl_p2p_disable = r.boolean("nccl_p2p_disable", false);
-  }
+  if (top.has("runtime"))
+    w.runtime = read_runtime_settings(MapReader(file, top.get("runtime"), "runtime", {"device_max_connections", "nccl_p2p_disable"}));
   return w;
 }
 
