@@ -29,13 +29,15 @@ std::string slurp(const std::string& path) {
 
 struct H200 {
   hw::Topology topo{hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml")};
-  nlohmann::json def = load(kH200 + "bench-default.json");
   nlohmann::json off = load(kH200 + "bench-p2p-disable.json");
   nlohmann::json attn = load(kSrc + "/validate/results/h200x1/attention.json");
-  Calibration cal = calibrate({{"validate/results/h200x4-nvswitch/bench-default.json", def},
-                               {"validate/results/h200x4-nvswitch/bench-p2p-disable.json", off},
-                               {"validate/results/h200x1/attention.json", attn}},
-                              topo);
+  std::vector<std::pair<std::string, nlohmann::json>> docs{{"validate/results/h200x4-nvswitch/bench-default.json", load(kH200 + "bench-default.json")},
+                                                          {"validate/results/h200x4-nvswitch/bench-p2p-disable.json", off},
+                                                          {"validate/results/h200x4-nvswitch/bench-gemm-h2d.json", load(kH200 + "bench-gemm-h2d.json")},
+                                                          {"validate/results/h200x1/attention.json", attn}};
+  Calibration cal = calibrate(docs, topo);
+  // The defaults run with the re-measured GEMM table and host copies merged in.
+  nlohmann::json def = merge_bench_runs(docs).front().second;
 };
 }  // namespace
 
@@ -46,13 +48,20 @@ TEST_CASE("fitting the 4xH200 measurements") {
   CHECK(p.copy_latency.us() > 0);
   CHECK(p.copy_latency.us() < 5);
   CHECK(p.pageable_bandwidth.GBps() == doctest::Approx(6.47).epsilon(0.02));
-  CHECK(p.gemm_efficiency > 0.80);
-  CHECK(p.gemm_efficiency < 0.90);
-  CHECK(p.gemm_shapes.size() == 32);
+  // Random data, back to back (~0.70 of peak), scaled to the burst rate by the sustained-load fit.
+  CHECK(p.gemm_efficiency > 0.75);
+  CHECK(p.gemm_efficiency < 0.85);
+  CHECK(p.gemm_shapes.size() == 48);
+  // bench gemm_sustained: 1,270 us steady against 1,109 us cool at full duty, none at half.
+  CHECK(p.sustained_slowdown == doctest::Approx(0.15).epsilon(0.05));
+  CHECK(p.sustained_duty > 0.6);
+  CHECK(p.sustained_duty < 0.75);
+  CHECK(p.sustained_time_constant.ms() > 10);
+  CHECK(p.sustained_time_constant.ms() < 100);
   CHECK(p.nccl_rank_bandwidth.GBps() == doctest::Approx(328.7).epsilon(0.01));
   CHECK(p.kernel_launch.us() == doctest::Approx(3.70).epsilon(0.01));
   // PyTorch SDPA (FlashAttention backend) reaches ~350 of 989 TFLOP/s on the H200.
-  CHECK(p.attention_efficiency == doctest::Approx(0.36).epsilon(0.03));
+  CHECK(p.attention_efficiency == doctest::Approx(0.36 * (1 + p.sustained_slowdown)).epsilon(0.03));
   // GEMM slowed ~1-2.5 % by an all-to-all; the all-to-all 1.55x-1.71x by the GEMM.
   CHECK(p.gemm_slowdown_base > 0.005);
   CHECK(p.gemm_slowdown_base < 0.03);
@@ -66,7 +75,8 @@ TEST_CASE("the committed calibration files are what calibrate writes today") {
   const ModelParams loaded = load_calibration(kH200 + "calibration.yaml");
   CHECK(loaded.copy_engine_bandwidth.GBps() == doctest::Approx(h.cal.params.copy_engine_bandwidth.GBps()).epsilon(1e-6));
   CHECK(loaded.nccl_rank_bandwidth.GBps() == doctest::Approx(h.cal.params.nccl_rank_bandwidth.GBps()).epsilon(1e-6));
-  CHECK(loaded.gemm_shapes.size() == 32);
+  CHECK(loaded.gemm_shapes.size() == 48);
+  CHECK(loaded.sustained_slowdown == doctest::Approx(h.cal.params.sustained_slowdown).epsilon(1e-3));
   CHECK(loaded.gemm_shapes[5].efficiency == doctest::Approx(h.cal.params.gemm_shapes[5].efficiency).epsilon(1e-3));
   const hw::Topology dgx(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
   const auto h100 = load(kSrc + "/validate/results/h100x1/bench-default.json");
@@ -86,11 +96,12 @@ TEST_CASE("the calibrated simulator replays the 4xH200 microbenchmarks") {
     if (c.cls == "interference pairs") CHECK(std::abs(c.error_pct()) < 5.0);  // NVLink: no interaction, as measured
     ++checked;
   }
-  CHECK(checked == 242);  // every copy, GEMM, collective and interference row of the run
+  CHECK(checked == 258);  // every copy, GEMM, collective and interference row of the run
   for (const auto& s : summarise(rows))
     if (s.cls == "GEMM (median efficiency)") {
-      CHECK(s.median_abs_pct < 3.0);
-      CHECK(s.worst_abs_pct < 10.0);
+      // One efficiency for all 48 shapes (random data: 0.65-0.79 of peak); measured shapes use the table.
+      CHECK(s.median_abs_pct < 4.0);
+      CHECK(s.worst_abs_pct < 15.0);
     }
 }
 

@@ -3,7 +3,8 @@
 attention efficiency. The C++ bench has no fused attention kernel; the
 workloads run FlashAttention through PyTorch's scaled_dot_product_attention,
 so this measures exactly that (bf16, no mask). Writes overlapsim.bench/v1
-JSON with `attention_sdpa` rows. Usage: attention_bench.py OUT.json"""
+JSON with `attention_sdpa` rows. Usage: attention_bench.py OUT.json [TOKENS...]
+(default tokens: 75600 32760, Wan 720p and 480p)"""
 import json
 import sys
 
@@ -37,6 +38,7 @@ def time_sdpa(heads, seq_q, seq_kv, d, samples=5, warmup=2):
 
 def main():
     out = sys.argv[1]
+    token_counts = [int(t) for t in sys.argv[2:]] or [75600, 32760]
     backend = "default"
     try:  # prefer FlashAttention, as the DiT implementations do
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -47,7 +49,7 @@ def main():
         ctx = contextlib.nullcontext()
     rows = []
     with ctx:
-        for tokens in (75600, 32760):
+        for tokens in token_counts:
             for u in (1, 2, 4, 8):
                 heads = 40 // u
                 t = time_sdpa(heads, tokens, tokens, 128)  # self-attention after the all-to-all

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <Eigen/Dense>
 #include <fmt/format.h>
@@ -73,7 +74,40 @@ const json* find_doc(const std::vector<std::pair<std::string, json>>& docs, bool
   return nullptr;
 }
 
+// Several runs of one kind (NCCL defaults, or NCCL_P2P_DISABLE=1) merge into
+// one: a later run's testcases replace an earlier run's testcases of the same
+// key (e.g. a re-measured GEMM table), other keys are kept.
+std::vector<std::pair<std::string, json>> merge_runs(const std::vector<std::pair<std::string, json>>& docs) {
+  std::vector<std::pair<std::string, json>> out;
+  for (const auto& [name, d] : docs) {
+    const auto& env = d.at("environment").value("env", json::object());
+    const bool off = env.contains("NCCL_P2P_DISABLE") && env.at("NCCL_P2P_DISABLE") == "1";
+    bool attention_only = true;
+    for (const auto& r : d.at("results")) attention_only = attention_only && r.at("key") == "attention_sdpa";
+    auto same = std::find_if(out.begin(), out.end(), [&](const auto& o) {
+      const auto& e2 = o.second.at("environment").value("env", json::object());
+      const bool off2 = e2.contains("NCCL_P2P_DISABLE") && e2.at("NCCL_P2P_DISABLE") == "1";
+      return off2 == off && (has_key(o.second, "nccl_all_to_all") || has_key(o.second, "h2d_pinned"));
+    });
+    if (attention_only || same == out.end()) {
+      out.emplace_back(name, d);
+      continue;
+    }
+    std::set<std::string> keys;
+    for (const auto& r : d.at("results")) keys.insert(r.at("key").get<std::string>());
+    json merged = json::array();
+    for (const auto& r : same->second.at("results"))
+      if (!keys.count(r.at("key").get<std::string>())) merged.push_back(r);
+    for (const auto& r : d.at("results")) merged.push_back(r);
+    same->second["results"] = std::move(merged);
+    same->first += " + " + name;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, json>> merge_bench_runs(const std::vector<std::pair<std::string, json>>& docs) { return merge_runs(docs); }
 
 Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base) {
   for (const auto& [name, d] : docs)
@@ -82,7 +116,8 @@ Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, con
   Calibration c;
   c.params = base;
   for (const auto& [name, d] : docs) c.sources.push_back(name);
-  const json* def = find_doc(docs, false);
+  const auto runs = merge_runs(docs);
+  const json* def = find_doc(runs, false);
   if (!def) throw InputError(SourceLocation{docs.front().first, 0, 0}, "calibration needs a run with NCCL defaults (no NCCL_P2P_DISABLE=1)");
   const json& d = *def;
   ModelParams& p = c.params;
@@ -163,6 +198,60 @@ Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, con
     }
   }
 
+  double sustained_scale = 1;
+  // Sustained load (bench gemm_sustained): steady GEMM time at duty cycles
+  // 1, 0.75, 0.5, 0.25 against the burst time; the time constant from the
+  // 100 % run's GEMM-by-GEMM times (the GPU starts cool).
+  if (const auto sus = rows(d, "gemm_sustained"); !sus.empty()) {
+    std::map<double, double> slow;  // duty -> steady / burst
+    const json* full = nullptr;
+    for (const auto& r : sus) {
+      slow[r.at("duty").get<double>()] = r.at("slowdown").get<double>();
+      if (r.at("duty").get<double>() >= 0.999) full = &r;
+    }
+    std::vector<double> low;
+    for (const auto& [duty, sd] : slow)
+      if (duty <= 0.5) low.push_back(sd);
+    const double base_sd = low.empty() ? 1.0 : median(low);
+    if (full && slow.count(1.0)) {
+      const double theta = std::max(0.0, slow[1.0] / base_sd - 1);
+      double u0 = 0.75;
+      if (slow.count(0.75) && theta > 0) {
+        const double r = std::clamp((slow[0.75] / base_sd - 1) / theta, 0.0, 0.99);
+        u0 = r > 0 ? (0.75 - r) / (1 - r) : 0.75;
+      }
+      // Time constant: least squares over a grid, the GEMMs' start times as given.
+      const auto& t_us = full->at("time_us");
+      const auto& start = full->at("start_ms");
+      const double burst = full->at("burst_time_us").get<double>() * base_sd;
+      double best_tau = 50, best_err = 1e300;
+      for (double tau = 2; tau <= 400; tau *= 1.05) {
+        double err = 0;
+        for (size_t i = 1; i < t_us.size(); ++i) {
+          const double u = 1 - std::exp(-start[i].get<double>() / tau);
+          const double pred = burst * (1 + theta * std::clamp((u - u0) / (1 - u0), 0.0, 1.0));
+          err += std::pow(pred - t_us[i].get<double>(), 2);
+        }
+        if (err < best_err) {
+          best_err = err;
+          best_tau = tau;
+        }
+      }
+      p.sustained_slowdown = theta;
+      p.sustained_duty = u0;
+      p.sustained_time_constant = Time::from_ms(best_tau);
+      // The GEMM table (and SDPA's timings) are taken back to back for
+      // seconds, i.e. at full duty: the model's efficiencies are the burst
+      // ones, which the sustained-load model then slows down again.
+      for (auto& g : p.gemm_shapes) g.efficiency = std::min(1.0, g.efficiency * (1 + theta));
+      p.gemm_efficiency = std::min(1.0, p.gemm_efficiency * (1 + theta));
+      sustained_scale = 1 + theta;
+      c.fits.push_back({"sustained load (power)", "steady/burst GEMM time vs duty cycle; time constant by least squares",
+                        {{"slowdown_at_full_duty", theta}, {"duty_threshold", u0}, {"time_constant_ms", best_tau}},
+                        100 * std::sqrt(best_err / static_cast<double>(t_us.size())) / burst, static_cast<int>(t_us.size())});
+    }
+  }
+
   // Attention (validate/attention_bench.py: PyTorch SDPA) from any document:
   // the median efficiency of the self-attention shapes against the bf16 peak.
   {
@@ -173,7 +262,7 @@ Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, con
       for (const auto& r : rows(doc, "attention_sdpa"))
         if (it != gpu.peak_tflops.end()) (r.value("kind", "self") == "self" ? self_eff : cross_eff).push_back(r.at("TFLOPs").get<double>() / it->second);
     if (!self_eff.empty()) {
-      p.attention_efficiency = median(self_eff);
+      p.attention_efficiency = std::min(1.0, median(self_eff) * sustained_scale);
       Fit f{"attention (PyTorch SDPA)", "achieved / bf16 peak, median over the self-attention shapes",
             {{"efficiency", p.attention_efficiency}, {"min", *std::min_element(self_eff.begin(), self_eff.end())},
              {"max", *std::max_element(self_eff.begin(), self_eff.end())}},
@@ -322,6 +411,9 @@ std::string calibration_yaml(const Calibration& c) {
     out += "  gemm_shapes:   # [m, n, k, efficiency] measured\n";
     for (const auto& g : p.gemm_shapes) out += fmt::format("    - [{}, {}, {}, {:.4f}]\n", g.m, g.n, g.k, g.efficiency);
   }
+  if (p.sustained_slowdown > 0)
+    out += fmt::format("  sustained_slowdown: {:.4f}\n  sustained_duty: {:.4f}\n  sustained_time_constant: {}\n", p.sustained_slowdown,
+                       p.sustained_duty, fmt::format("{:.3f} ms", p.sustained_time_constant.ms()));
   out += fmt::format("  gemm_slowdown_base: {:.4f}\n  gemm_slowdown_per_channel: {:.5f}\n  gemm_slowdown_per_copy: {:.4f}\n", p.gemm_slowdown_base,
                      p.gemm_slowdown_per_channel, p.gemm_slowdown_per_copy);
   out += fmt::format("  comm_slowdown_base: {:.4f}\n  comm_slowdown_per_channel: {:.5f}\n", p.comm_slowdown_base, p.comm_slowdown_per_channel);
@@ -336,7 +428,8 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
               {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes",
                "attention_efficiency", "flops_efficiency", "hbm_efficiency", "copy_engine_bandwidth", "copy_latency", "pageable_bandwidth",
                "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
-               "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel"});
+               "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
+               "sustained_time_constant"});
   ModelParams p = base;
   auto time = [&](const char* k, Time& f) {
     if (auto v = m.opt_duration(k)) f = *v;
@@ -394,6 +487,10 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   num("gemm_slowdown_per_copy", p.gemm_slowdown_per_copy, 0, 0.5);
   num("comm_slowdown_base", p.comm_slowdown_base, 0, 100);
   num("comm_slowdown_per_channel", p.comm_slowdown_per_channel, 0, 10);
+  num("sustained_slowdown", p.sustained_slowdown, 0, 2);
+  num("sustained_duty", p.sustained_duty, 0, 0.999);
+  time("sustained_time_constant", p.sustained_time_constant);
+  if (p.sustained_time_constant <= Time::zero()) m.fail("sustained_time_constant", "must be positive, e.g. 50 ms");
   return p;
 }
 
@@ -428,6 +525,21 @@ double replay(Schedule s, const std::vector<Op>& per_rank, const hw::Topology& t
   double worst = 0;
   for (const auto& rank : res.ops) worst = std::max(worst, (rank[0].end - rank[0].start).us());
   return worst;
+}
+
+// The same for a kernel timed back to back for seconds (the GEMM table,
+// SDPA): a long compute kernel first brings the sustained-load model to
+// full duty, as the bench's earlier samples did the GPU.
+double replay_hot(const Schedule& s, const Op& op, const hw::Topology& topo, const ModelParams& p) {
+  if (p.sustained_slowdown <= 0) return replay(s, {op}, topo, p);
+  Schedule t = s;
+  Op warm;
+  warm.kind = OpKind::Kernel;
+  warm.stream = 0;
+  warm.flops = 5e14;  // ~1 s
+  t.programs[0].ops = std::make_shared<const std::vector<Op>>(std::vector<Op>{warm, op});
+  const ExecResult res = execute(t, topo, p);
+  return (res.ops[0][1].end - res.ops[0][1].start).us();
 }
 
 }  // namespace
@@ -504,7 +616,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.what = fmt::format("{} {}h {}x{}", r.value("kind", "self"), op.attention->heads, op.attention->seq_q, op.attention->seq_kv);
       c.cls = fmt::format("attention, {} (median self-attention efficiency)", r.value("kind", "self"));
       c.measured_us = r.at("time_us");
-      c.simulated_us = replay(bench_schedule(1), {op}, topo, p);
+      c.simulated_us = replay_hot(bench_schedule(1), op, topo, p);
     } else if (key == "gemm_bf16") {
       Op op;
       op.kind = OpKind::Kernel;
@@ -517,7 +629,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       // the median efficiency shows what an unmeasured shape would get.
       ModelParams q = p;
       q.gemm_shapes.clear();
-      c.simulated_us = replay(bench_schedule(1), {op}, topo, q);
+      c.simulated_us = replay_hot(bench_schedule(1), op, topo, q);
     } else if (key.rfind("nccl_", 0) == 0 && r.at("ranks").get<int>() <= ngpu) {
       const int n = r.at("ranks"), ch = r.at("channels");
       Op op;

@@ -40,6 +40,9 @@ struct Comparison {
 Calibration calibrate(const std::vector<std::pair<std::string, nlohmann::json>>& docs, const hw::Topology& topo,
                       const ModelParams& base = {});
 std::string calibration_yaml(const Calibration& c);
+/// Bench documents of the same kind (NCCL defaults; NCCL_P2P_DISABLE=1) merged
+/// into one each: a later document's testcases replace an earlier one's of the same key.
+std::vector<std::pair<std::string, nlohmann::json>> merge_bench_runs(const std::vector<std::pair<std::string, nlohmann::json>>& docs);
 /// Reads a calibration file's `model:` section over `base`.
 ModelParams load_calibration(const std::string& path, const ModelParams& base = {});
 

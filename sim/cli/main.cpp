@@ -1,6 +1,8 @@
 // overlapsim command line. Subcommands parse their inputs, run the library
 // and print; all errors surface here as one line "file:line:col: error: ..."
 // and exit code 2 (input) or 3 (simulation).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -15,6 +17,7 @@
 #include "core/errors.hpp"
 #include "calib/calibrate.hpp"
 #include "exec/executor.hpp"
+#include "report/compare.hpp"
 #include "report/metrics.hpp"
 #include "workload/dit.hpp"
 #include "fabric/transfers.hpp"
@@ -66,13 +69,14 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
     write_file(out, yaml);
   }
   std::cout << yaml << "\n";
-  for (const auto& [name, d] : docs)
+  // Runs of one kind are merged (a later run's testcases replace an earlier one's of the same key).
+  for (const auto& [name, d] : osim::merge_bench_runs(docs))
     std::cout << "calibrated simulator vs " << name << ":\n" << osim::format_comparison(osim::compare_bench(d, topo, cal.params)) << "\n";
   return 0;
 }
 
 int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration) {
+                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records) {
   osim::Schedule sched;
   osim::ModelParams params;
   std::string head;
@@ -96,7 +100,8 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   // Check every output first, so nothing is written when one would be refused.
   if (!schedule_out.empty()) refuse_overwrite(schedule_out, force);
   if (!out_dir.empty())
-    for (const char* f : {"metrics.json", "trace.json", "summary.txt"}) refuse_overwrite(fs::path(out_dir) / f, force);
+    for (const char* f : {"metrics.json", "trace.json", "summary.txt", "records.json"}) refuse_overwrite(fs::path(out_dir) / f, force);
+  if (records && out_dir.empty()) throw osim::InputError(osim::SourceLocation{input, 0, 0}, "--records writes into the --out folder: give --out DIR");
   if (!out_dir.empty()) fs::create_directories(out_dir);
   if (!schedule_out.empty()) {
     if (const fs::path parent = fs::path(schedule_out).parent_path(); !parent.empty()) fs::create_directories(parent);
@@ -114,9 +119,84 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     write_file(fs::path(out_dir) / "metrics.json", osim::metrics_json(m, topo, res).dump(2) + "\n");
     write_file(fs::path(out_dir) / "trace.json", osim::trace_json(sched, topo, res));
     write_file(fs::path(out_dir) / "summary.txt", summary);
-    std::cout << fmt::format("wrote {}/metrics.json, trace.json (open in ui.perfetto.dev), summary.txt\n", out_dir);
+    if (records) write_file(fs::path(out_dir) / "records.json", osim::records_text(osim::records_json(sched, res, topo.name(), "simulated")));
+    std::cout << fmt::format("wrote {}/metrics.json, trace.json (open in ui.perfetto.dev), summary.txt{}\n", out_dir, records ? ", records.json" : "");
   }
   return 0;
+}
+
+std::string records_path(const std::string& p) {
+  return fs::is_directory(p) ? (fs::path(p) / "records.json").string() : p;
+}
+
+// Re-simulates the schedule a measured run executed (DIR/schedule.yaml, or
+// the records file's folder) and returns the simulated records.
+osim::Records resimulate(const std::string& measured, const std::string& topo_path, const std::string& calibration) {
+  const fs::path dir = fs::is_directory(measured) ? fs::path(measured) : fs::path(measured).parent_path();
+  const fs::path sched_path = dir / "schedule.yaml";
+  if (!fs::exists(sched_path))
+    throw osim::InputError(osim::SourceLocation{sched_path.string(), 0, 0},
+                           "no schedule next to the measured records: overlapsim-validate run writes it there; or give the simulated records as a second argument");
+  const osim::Schedule sched = osim::parse_schedule_file(sched_path.string());
+  std::string tp = topo_path;
+  if (tp.empty()) {
+    if (sched.topology.empty()) throw osim::InputError(osim::SourceLocation{sched_path.string(), 0, 0}, "no topology: pass --topology FILE");
+    tp = (sched_path.parent_path() / sched.topology).string();
+  }
+  osim::hw::Topology topo(osim::hw::parse_topology_file(tp));
+  osim::ModelParams params;
+  if (!calibration.empty()) params = osim::load_calibration(calibration, params);
+  // overlapsim-validate runs attention as a GEMM of the attention's FLOPs
+  // times attention_slowdown (it has no fused attention kernel): simulate
+  // what it ran, a GEMM-rate kernel slowed by that factor.
+  const osim::Records measured_records = osim::read_records(records_path(measured));
+  if (measured_records.meta.contains("attention_slowdown"))
+    params.attention_efficiency = params.gemm_efficiency / measured_records.meta.at("attention_slowdown").get<double>();
+  const osim::ExecResult res = osim::execute(sched, topo, params);
+  return osim::parse_records(nlohmann::json::parse(osim::records_json(sched, res, topo.name(), "simulated").dump()), "simulation of " + sched_path.string());
+}
+
+int compare_command(const std::vector<std::string>& inputs, bool simulate, const std::string& topo_path, const std::string& calibration,
+                    double max_error, double max_median_error, bool per_layer) {
+  std::vector<std::pair<osim::Records, osim::Records>> pairs;
+  if (!simulate) {
+    if (inputs.size() != 2)
+      throw osim::InputError(osim::SourceLocation{inputs.front(), 0, 0},
+                             "compare takes MEASURED SIMULATED (records files or --out folders); or --simulate MEASURED... to re-simulate measured runs");
+    pairs.emplace_back(osim::read_records(records_path(inputs[0])), osim::read_records(records_path(inputs[1])));
+  } else {
+    for (const auto& in : inputs) pairs.emplace_back(osim::read_records(records_path(in)), resimulate(in, topo_path, calibration));
+  }
+  std::vector<double> errs;
+  std::vector<std::string> over;
+  for (const auto& [m, s] : pairs) {
+    const osim::RecordComparison c = osim::compare_records(m, s);
+    std::cout << osim::format_record_comparison(c, per_layer) << "\n";
+    errs.push_back(std::abs(c.makespan_error()));
+    if (max_error >= 0 && 100 * errs.back() > max_error) over.push_back(fmt::format("{} ({:.1f} %)", c.name, 100 * errs.back()));
+  }
+  std::vector<double> sorted = errs;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = sorted.size() % 2 ? sorted[sorted.size() / 2] : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  if (pairs.size() > 1) {
+    std::cout << fmt::format("{} runs: makespan error median {:.1f} %, worst {:.1f} %\n", pairs.size(), 100 * med, 100 * sorted.back());
+    std::cout << fmt::format("  {:<44} {:>12} {:>12} {:>8}\n", "run", "measured", "simulated", "error");
+    for (const auto& [m, s] : pairs)
+      std::cout << fmt::format("  {:<44} {:>9.2f} ms {:>9.2f} ms {:>+7.1f}%\n", m.name, m.makespan_ns * 1e-6, s.makespan_ns * 1e-6,
+                               100 * (s.makespan_ns - m.makespan_ns) / m.makespan_ns);
+  }
+  int rc = 0;
+  if (!over.empty()) {
+    std::string list;
+    for (const auto& o : over) list += (list.empty() ? "" : ", ") + o;
+    std::cerr << fmt::format("compare: makespan error above --max-error {} %: {}\n", max_error, list);
+    rc = 1;
+  }
+  if (max_median_error >= 0 && 100 * med > max_median_error) {
+    std::cerr << fmt::format("compare: median makespan error {:.1f} % is above --max-median-error {} %\n", 100 * med, max_median_error);
+    rc = 1;
+  }
+  return rc;
 }
 
 }  // namespace
@@ -140,7 +220,7 @@ int main(int argc, char** argv) {
 
   std::string schedule_path, run_topo, out_dir, schedule_out, calibration;
   std::vector<std::string> sets;
-  bool force = false, show_ops = false;
+  bool force = false, show_ops = false, records = false;
   auto* run_cmd = app.add_subcommand("run", "Simulate a workload (DiT inference) or a schedule; print a summary, write metrics and a trace");
   run_cmd->add_option("input", schedule_path, "workload YAML (has 'model:') or schedule YAML (has 'programs:')")->required();
   run_cmd->add_option("--topology,-t", run_topo, "topology YAML (default: the input's 'topology:', relative to the input)");
@@ -150,6 +230,20 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--force", force, "overwrite existing output files");
   run_cmd->add_flag("--ops", show_ops, "print every op's issue, start and end (default for schedule files)");
   run_cmd->add_option("--calibration", calibration, "a calibration file (overlapsim calibrate) for the model's parameters");
+  run_cmd->add_flag("--records", records, "also write records.json (every op's times, for overlapsim compare) into --out");
+
+  std::vector<std::string> cmp_inputs;
+  std::string cmp_topo, cmp_cal;
+  bool cmp_simulate = false, cmp_layers = false;
+  double cmp_max = -1, cmp_max_median = -1;
+  auto* cmp_cmd = app.add_subcommand("compare", "Compare a measured run (overlapsim-validate run) with a simulated one: makespan, steps, op classes, layers, overlap windows");
+  cmp_cmd->add_option("runs", cmp_inputs, "MEASURED SIMULATED (records.json files or --out folders); with --simulate: measured runs only")->required();
+  cmp_cmd->add_flag("--simulate", cmp_simulate, "re-simulate each measured run's schedule (its folder's schedule.yaml) instead of reading simulated records");
+  cmp_cmd->add_option("--topology,-t", cmp_topo, "topology for --simulate (default: the schedule's 'topology:')");
+  cmp_cmd->add_option("--calibration", cmp_cal, "calibration file for --simulate");
+  cmp_cmd->add_option("--max-error", cmp_max, "exit 1 when a run's makespan error exceeds this many percent");
+  cmp_cmd->add_option("--max-median-error", cmp_max_median, "exit 1 when the median makespan error over the runs exceeds this many percent");
+  cmp_cmd->add_flag("--layers", cmp_layers, "print every layer of rank 0");
 
   std::vector<std::string> bench_inputs;
   std::string cal_topo, cal_out;
@@ -162,7 +256,8 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops, calibration);
+    if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops, calibration, records);
+    if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_max, cmp_max_median, cmp_layers);
     if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force);
     osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
     if (*topo_cmd) {

@@ -83,6 +83,7 @@ struct RunningKernel {
   EventId ev;
   int demand;
   int priority;
+  bool clocked = true;  // compute-bound (GEMM, attention, FLOPs): slowed by a lowered clock
 };
 
 struct CopyEngine {
@@ -97,6 +98,10 @@ struct CollFlow {
 };
 
 struct RankState {
+  // Compute duty cycle (exponential average) for the sustained-load clock model.
+  double duty = 0;
+  Time duty_t;
+  bool duty_busy = false;
   int gpu = -1, cpu = -1;
   const hw::NodeSpec* node = nullptr;
   int sms = 1;
@@ -504,7 +509,9 @@ class Executor {
     GOp& g = gops_[id];
     RankState& R = ranks_[g.rank];
     const int demand = g.op->sm_limit > 0 ? std::min(g.op->sm_limit, R.sms) : R.sms;
-    R.kernels.push_back(RunningKernel{id, g.work_s, 0, engine_.now(), {}, demand, R.streams[g.stream].priority});
+    const Op& op = *g.op;
+    R.kernels.push_back(RunningKernel{id, g.work_s, 0, engine_.now(), {}, demand, R.streams[g.stream].priority,
+                                      op.gemm.has_value() || op.attention.has_value() || op.flops > 0});
     update_gpu(g.rank);
   }
 
@@ -521,12 +528,21 @@ class Executor {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return R.kernels[a].priority > R.kernels[b].priority; });
     double avail = R.sms;
     const double factor = compute_factor(R);
+    double clock = 1.0;
+    if (p_.sustained_slowdown > 0) {
+      const double b = R.duty_busy ? 1.0 : 0.0;
+      R.duty = b + (R.duty - b) * std::exp(-(now - R.duty_t).s() / p_.sustained_time_constant.s());
+      R.duty_t = now;
+      R.duty_busy = std::any_of(R.kernels.begin(), R.kernels.end(), [](const RunningKernel& k) { return k.clocked; });
+      const double x = std::clamp((R.duty - p_.sustained_duty) / (1 - p_.sustained_duty), 0.0, 1.0);
+      clock = 1.0 / (1.0 + p_.sustained_slowdown * x);
+    }
     for (size_t i = 0; i < order.size();) {
       size_t j = i;
       double demand = 0;
       while (j < order.size() && R.kernels[order[j]].priority == R.kernels[order[i]].priority) demand += R.kernels[order[j++]].demand;
       const double give = std::min(avail, demand);
-      for (size_t k = i; k < j; ++k) R.kernels[order[k]].speed = (give / demand) * factor;
+      for (size_t k = i; k < j; ++k) R.kernels[order[k]].speed = (give / demand) * factor * (R.kernels[order[k]].clocked ? clock : 1.0);
       avail -= give;
       i = j;
     }

@@ -46,6 +46,16 @@ struct ModelParams {
   // flows on a shared link (DMA out-competes them; calibrated).
   double copy_weight = 1.0;
 
+  // Sustained load (power): the SM clock drops once the GPU has been busy with
+  // compute-bound kernels for a while. u = the compute duty cycle, an
+  // exponential average over `sustained_time_constant`; compute-bound kernels
+  // take (1 + sustained_slowdown * clamp((u - sustained_duty) / (1 - sustained_duty), 0, 1))
+  // times longer. Measured on an H200 (bench gemm_sustained): 15 % at 100 %
+  // duty, none at 50 %. Off (0) until calibrated.
+  double sustained_slowdown = 0;
+  double sustained_duty = 0.7;
+  Time sustained_time_constant = Time::from_ms(50);
+
   // Interference (MODEL.md, H200): a GEMM next to an all-to-all slows by ~10 %
   // with 24 channels and ~5 % with 4: slowdown = base + per_channel * channels.
   double gemm_slowdown_base = 0.04;

@@ -135,7 +135,7 @@ nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, 
   using nlohmann::ordered_json;
   ordered_json j;
   j["schema"] = "overlapsim.metrics/v1";
-  j["source"] = "simulated";
+  j["source"] = m.source;
   j["name"] = m.name;
   j["topology"] = m.topology;
   j["ranks"] = m.ranks;

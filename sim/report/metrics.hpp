@@ -41,6 +41,7 @@ struct HistogramBin {
 
 struct Metrics {
   std::string name, topology;
+  std::string source = "simulated";  // or "measured" (overlapsim-validate run)
   int ranks = 0;
   Time makespan;
   std::vector<StepMetrics> steps;  // rank 0's compute stream, from "step N" markers

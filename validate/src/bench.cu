@@ -94,6 +94,33 @@ __global__ void spin_until(volatile int* flag) {
   }
 }
 __global__ void empty_kernel() {}
+// One thread sleeping on the GPU: holds a stream for `ns` without drawing power.
+__global__ void sleep_kernel(int64_t ns) {
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(10000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (static_cast<int64_t>(t - t0) < ns);
+}
+void launch_sleep(cudaStream_t s, int64_t ns) {
+  sleep_kernel<<<1, 1, 0, s>>>(ns);
+  CUDA_CHECK(cudaGetLastError());
+}
+__global__ void fill_bf16_kernel(__nv_bfloat16* p, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint32_t x = static_cast<uint32_t>(i) * 2654435761u;
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    p[i] = __float2bfloat16(static_cast<float>(x & 0xffff) / 32768.0f - 1.0f);
+  }
+}
+void fill_random(void* p, size_t bytes) {
+  fill_bf16_kernel<<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), bytes / 2);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 struct Gate {
   int* host = nullptr;
@@ -375,9 +402,10 @@ struct Runner::Impl {
     struct Shape {
       int m, n, k;
     };
-    // Wan 14B DiT GEMMs at S/U tokens for 720p (75,600) and 480p (32,760) over U in {1, 2, 4, 8}.
+    // Wan 14B DiT GEMMs at S/U tokens for 720p (75,600), 480p (32,760) and
+    // 16,384 tokens (the validation set) over U in {1, 2, 4, 8}.
     std::vector<Shape> shapes;
-    for (int tokens : {75600, 32760})
+    for (int tokens : {75600, 32760, 16384})
       for (int u : {1, 2, 4, 8}) {
         if (opt.quick && u != 4) continue;
         const int m = tokens / u;
@@ -391,6 +419,9 @@ struct Runner::Impl {
       max_c = std::max(max_c, size_t(sh.m) * sh.n);
     }
     DevBuf A(dev, max_a * 2), B(dev, max_b * 2), C(dev, max_c * 2);
+    // Random data: GEMMs on constant bytes draw less power and run faster than on real weights.
+    fill_random(A.p, max_a * 2);
+    fill_random(B.p, max_b * 2);
     const float alpha = 1, beta = 0;
     for (const auto& sh : shapes) {
       progress("gemm " + std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k));
@@ -403,6 +434,116 @@ struct Runner::Impl {
       add({{"key", "gemm_bf16"}, {"gpus", {dev}}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"time_us", us}, {"TFLOPs", flops / us * 1e-6}});
     }
     CUBLAS_CHECK(cublasDestroy(handle));
+  }
+
+  // GEMMs back to back at a duty cycle (the rest of the time a one-thread
+  // sleep kernel holds the stream), for ~0.6 s after 0.3 s idle: the GPU's
+  // clock falls under sustained load (power), which burst timings miss.
+  // Reports each GEMM's time in order, so the time constant can be fitted.
+  void gemm_sustained() {
+    if (!want("gemm_sustained")) return;
+    const int dev = 0;
+    CUDA_CHECK(cudaSetDevice(dev));
+    cublasHandle_t handle;
+    CUBLAS_CHECK(cublasCreate(&handle));
+    Stream s(dev);
+    CUBLAS_CHECK(cublasSetStream(handle, s.s));
+    const int m = 16384, n = 5120, k = 5120;
+    DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * n * 2), C(dev, size_t(m) * n * 2);
+    fill_random(A.p, size_t(m) * k * 2);
+    fill_random(B.p, size_t(k) * n * 2);
+    const float alpha = 1, beta = 0;
+    auto gemm = [&] {
+      CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B.p, CUDA_R_16BF, n, A.p, CUDA_R_16BF, k, &beta, C.p,
+                                CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    };
+    gemm();
+    CUDA_CHECK(cudaStreamSynchronize(s.s));
+    // Burst time of one GEMM (cool GPU).
+    const double burst_us = time_stream_us(dev, s.s, 1, gemm);
+    for (double duty : {1.0, 0.75, 0.5, 0.25}) {
+      progress("gemm_sustained duty " + std::to_string(duty));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const int64_t gap_ns = static_cast<int64_t>(burst_us * 1e3 * (1 - duty) / duty);
+      const int count = static_cast<int>(600e3 / (burst_us / duty));
+      std::vector<std::unique_ptr<Event>> a, b;
+      for (int i = 0; i < count; ++i) {
+        a.push_back(std::make_unique<Event>(dev));
+        b.push_back(std::make_unique<Event>(dev));
+      }
+      // No spin gate: thousands of queued launches would fill the launch
+      // queue behind it and block this thread forever. The GPU runs GEMMs
+      // far slower than we queue them, so the stream never drains early.
+      for (int i = 0; i < count; ++i) {
+        CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
+        gemm();
+        CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
+        if (gap_ns > 0) launch_sleep(s.s, gap_ns);
+      }
+      CUDA_CHECK(cudaStreamSynchronize(s.s));
+      std::vector<double> us(count), start_ms(count);
+      for (int i = 0; i < count; ++i) {
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a[i]->e, b[i]->e));
+        us[i] = ms * 1e3;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a[0]->e, a[i]->e));
+        start_ms[i] = ms;
+      }
+      const std::vector<double> tail(us.begin() + count / 2, us.end());
+      add({{"key", "gemm_sustained"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", duty}, {"burst_time_us", burst_us},
+           {"steady_time_us", median(tail)}, {"slowdown", median(tail) / burst_us}, {"time_us", us}, {"start_ms", start_ms}});
+    }
+    CUBLAS_CHECK(cublasDestroy(handle));
+  }
+
+  // Every GPU copying H2D back to back (staggered, as a prefetch pipeline
+  // runs), each copy timed: the steady per-GPU and aggregate rates.
+  void multi_h2d_pipelined() {
+    if (!want("multi_h2d_pipelined") || ngpus < 2) return;
+    const size_t bytes = opt.quick ? (128u << 20) : (size_t(700) << 20);
+    const int count = opt.quick ? 6 : 16;
+    for (int n = 2; n <= ngpus; ++n) {
+      progress("multi_h2d_pipelined x" + std::to_string(n));
+      std::vector<std::unique_ptr<DevBuf>> d;
+      std::vector<std::unique_ptr<PinnedBuf>> h;
+      std::vector<std::unique_ptr<Stream>> st;
+      std::vector<std::vector<std::unique_ptr<Event>>> ev(n);
+      for (int g = 0; g < n; ++g) {
+        d.push_back(std::make_unique<DevBuf>(g, bytes));
+        h.push_back(std::make_unique<PinnedBuf>(bytes));
+        st.push_back(std::make_unique<Stream>(g));
+        for (int i = 0; i <= count; ++i) ev[g].push_back(std::make_unique<Event>(g));
+      }
+      Gate gate;
+      for (int g = 0; g < n; ++g) {
+        CUDA_CHECK(cudaSetDevice(g));
+        gate.hold(st[g]->s);
+        // Stagger: GPU g starts g/n of a copy later (a short busy kernel).
+        launch_sleep(st[g]->s, static_cast<int64_t>(g * (bytes / 45e9) * 1e9 / n));
+        for (int i = 0; i < count; ++i) {
+          CUDA_CHECK(cudaEventRecord(ev[g][i]->e, st[g]->s));
+          CUDA_CHECK(cudaMemcpyAsync(d[g]->p, h[g]->p, bytes, cudaMemcpyHostToDevice, st[g]->s));
+        }
+        CUDA_CHECK(cudaEventRecord(ev[g][count]->e, st[g]->s));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      gate.release();
+      std::vector<double> per_gpu;
+      for (int g = 0; g < n; ++g) {
+        CUDA_CHECK(cudaSetDevice(g));
+        CUDA_CHECK(cudaStreamSynchronize(st[g]->s));
+        std::vector<double> t;
+        for (int i = 2; i + 2 < count; ++i) {  // the middle: every GPU copying
+          float ms = 0;
+          CUDA_CHECK(cudaEventElapsedTime(&ms, ev[g][i]->e, ev[g][i + 1]->e));
+          t.push_back(ms * 1e3);
+        }
+        per_gpu.push_back(bytes / median(t) * 1e-3);
+      }
+      double agg = 0;
+      for (double x : per_gpu) agg += x;
+      add({{"key", "multi_h2d_pipelined"}, {"gpus", n}, {"bytes_per_copy", bytes}, {"per_gpu_GBps", per_gpu}, {"aggregate_GBps", agg}});
+    }
   }
 
   // ------------------------------------------------------------ NCCL
@@ -574,6 +715,8 @@ struct Runner::Impl {
     CUBLAS_CHECK(cublasCreate(&handle));
     const int m = 18900, nn = 5120, k = 5120;  // a Wan QKV/out-sized GEMM at 720p / U=4
     DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * nn * 2), C(dev, size_t(m) * nn * 2);
+    fill_random(A.p, size_t(m) * k * 2);
+    fill_random(B.p, size_t(k) * nn * 2);
     const size_t h2d_bytes = size_t(1) << 30;
     DevBuf d(dev, h2d_bytes);
     PinnedBuf h(h2d_bytes);
@@ -757,6 +900,8 @@ nlohmann::ordered_json Runner::run() {
   I.multi_gpu_copies();
   I.p2p();
   I.gemms();
+  I.gemm_sustained();
+  I.multi_h2d_pipelined();
   I.collectives();
   I.interference();
   return I.results;

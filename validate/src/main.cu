@@ -16,6 +16,8 @@
 
 #include "bench.hpp"
 #include "check.hpp"
+#include "run.hpp"
+#include "core/errors.hpp"
 
 extern char** environ;
 
@@ -32,7 +34,10 @@ std::string run_capture(const char* cmd) {
   return out;
 }
 
-nlohmann::ordered_json environment() {
+}  // namespace
+
+namespace ovv {
+nlohmann::ordered_json environment_json() {
   nlohmann::ordered_json env;
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -63,8 +68,7 @@ nlohmann::ordered_json environment() {
   env["nvidia_smi"] = run_capture("nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max,clocks.max.sm,power.limit --format=csv 2>&1");
   return env;
 }
-
-}  // namespace
+}  // namespace ovv
 
 int main(int argc, char** argv) {
   // The machines are shared: never use NVLink multicast (NVLS), whatever the caller set.
@@ -86,7 +90,31 @@ int main(int argc, char** argv) {
   bench->add_option("--size-step", opt.size_step, "collective sizes grow by this factor from 1 KiB")->check(CLI::Range(2, 16));
   bench->add_flag("--all-collectives", opt.all_collectives_at_all_channels, "sweep every collective at every channel count");
   bench->add_option("--interference-channels", opt.interference_channels, "channel counts for the GEMM/all-to-all pairs")->delimiter(',');
+  ovv::RunOptions ro;
+  auto* run = app.add_subcommand("run", "Execute a schedule (overlapsim's input) on the GPUs; write the same metrics, trace and per-op records as the simulator");
+  run->add_option("schedule", ro.schedule, "schedule YAML/JSON (overlapsim run --schedule-out writes one from a workload)")->required();
+  run->add_option("--out,-o", ro.out_dir, "folder for metrics.json, records.json, trace.json, schedule.yaml, summary.txt")->required();
+  run->add_option("--topology,-t", ro.topology, "topology YAML naming the GPUs (default: the schedule's 'topology:')");
+  run->add_option("--warmup", ro.warmup, "untimed runs first")->check(CLI::Range(0, 100));
+  run->add_option("--repeat", ro.repeat, "timed runs; the median makespan's is reported")->check(CLI::Range(1, 100));
+  run->add_option("--watchdog", ro.watchdog_s, "abort when no op is issued for this many seconds")->check(CLI::Range(5, 3600));
+  run->add_option("--attention-slowdown", ro.attention_slowdown, "attention runs as a GEMM of its FLOPs times this (default 2.1: cuBLAS/SDPA rates on an H200 at 16k tokens)")
+      ->check(CLI::Range(0.1, 100.0));
+  run->add_option("--devices", ro.devices, "CUDA device of each rank (default 0,1,...)")->delimiter(',');
+  run->add_flag("--force", ro.force, "overwrite existing outputs");
+  run->add_flag("--verbose,-v", ro.verbose, "print each run's makespan");
   CLI11_PARSE(app, argc, argv);
+  if (*run) {
+    try {
+      return ovv::run_schedule(ro);
+    } catch (const osim::InputError& e) {
+      std::cerr << e.what() << "\n";
+      return 2;
+    } catch (const ovv::GpuError& e) {
+      std::cerr << "overlapsim-validate: " << e.what() << "\n";
+      return 3;
+    }
+  }
   try {
     if (ovv::Runner::gpu_count() <= 0) {
       std::cerr << "overlapsim-validate: no CUDA GPU found (or no driver): run this on a machine with NVIDIA GPUs; "
@@ -98,7 +126,7 @@ int main(int argc, char** argv) {
     doc["options"] = {{"quick", opt.quick}, {"samples", opt.samples}, {"warmup", opt.warmup}, {"filter", opt.filter},
                       {"channels", opt.channels}, {"ranks", opt.ranks}, {"size_step", opt.size_step},
                       {"all_collectives", opt.all_collectives_at_all_channels}, {"interference_channels", opt.interference_channels}};
-    doc["environment"] = environment();
+    doc["environment"] = ovv::environment_json();
     if (!out.empty()) opt.partial_out = out + ".partial";
     ovv::Runner runner(opt);
     doc["results"] = runner.run();

@@ -1,0 +1,316 @@
+#include "compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace osim {
+
+std::string op_class(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Kernel:
+      if (op.gemm) return "gemm";
+      if (op.attention) return op.attention->seq_q == op.attention->seq_kv ? "attention (self)" : "attention (cross)";
+      if (op.flops <= 0 && op.hbm_bytes > 0 && !op.duration) return "memory kernel";
+      return "kernel";
+    case OpKind::Memcpy:
+      return to_string(op.copy) + (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H ? (op.host_mem == HostMem::Pageable ? " pageable" : "") : "");
+    case OpKind::Collective:
+      if (op.coll == CollKind::AllToAll) return "all_to_all " + to_string(op.algo);
+      return to_string(op.coll);
+    default: return to_string(op.kind);
+  }
+}
+
+bool timed_class(const Op& op) { return op.kind == OpKind::Kernel || op.kind == OpKind::Memcpy || op.kind == OpKind::Collective; }
+
+nlohmann::ordered_json records_json(const Schedule& s, const ExecResult& r, const std::string& topology, const std::string& source,
+                                    const nlohmann::ordered_json& meta) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["schema"] = "overlapsim.records/v1";
+  j["source"] = source;
+  j["name"] = s.name;
+  j["topology"] = topology;
+  j["makespan_ns"] = static_cast<double>(r.makespan.ps()) * 1e-3;
+  j["columns"] = {"index", "class", "label", "issue_ns", "returned_ns", "start_ns", "end_ns"};
+  ordered_json ranks = ordered_json::array();
+  auto ns = [](Time t) { return static_cast<double>(t.ps()) * 1e-3; };
+  for (int rank = 0; rank < s.ranks(); ++rank) {
+    ordered_json ops = ordered_json::array();
+    for (const OpRecord& rec : r.ops[rank]) {
+      if (!rec.ran) continue;
+      ops.push_back({rec.index, op_class(*rec.op), rec.op->label, ns(rec.issue), ns(rec.returned), ns(rec.start), ns(rec.end)});
+    }
+    ranks.push_back({{"rank", rank}, {"gpu", r.ranks[rank].gpu}, {"ops", std::move(ops)}});
+  }
+  j["ranks"] = std::move(ranks);
+  j["meta"] = meta;
+  return j;
+}
+
+std::string records_text(const nlohmann::ordered_json& j) {
+  std::string out = "{\n";
+  bool first = true;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    out += first ? "" : ",\n";
+    first = false;
+    out += " " + nlohmann::ordered_json(it.key()).dump() + ": ";
+    if (it.key() != "ranks") {
+      out += it.value().dump();
+      continue;
+    }
+    out += "[";
+    for (size_t r = 0; r < it.value().size(); ++r) {
+      const auto& rj = it.value()[r];
+      out += r ? ",\n  {" : "\n  {";
+      out += "\"rank\": " + rj["rank"].dump() + ", \"gpu\": " + rj["gpu"].dump() + ", \"ops\": [";
+      for (size_t i = 0; i < rj["ops"].size(); ++i) out += (i ? ",\n   " : "\n   ") + rj["ops"][i].dump();
+      out += "\n  ]}";
+    }
+    out += "\n ]";
+  }
+  return out + "\n}\n";
+}
+
+Records parse_records(const nlohmann::json& j, const std::string& file) {
+  auto bad = [&](const std::string& what) {
+    return InputError(SourceLocation{file, 0, 0}, what + " (expected an overlapsim.records/v1 file, as `overlapsim run --records` or `overlapsim-validate run` write)");
+  };
+  if (!j.is_object() || j.value("schema", "") != "overlapsim.records/v1") throw bad("not a records file");
+  Records rec;
+  rec.file = file;
+  try {
+    rec.source = j.at("source").get<std::string>();
+    rec.name = j.at("name").get<std::string>();
+    rec.topology = j.value("topology", "");
+    rec.makespan_ns = j.at("makespan_ns").get<double>();
+    if (j.contains("meta")) rec.meta = j.at("meta");
+    for (const auto& rj : j.at("ranks")) {
+      RecordRank rr;
+      rr.rank = rj.at("rank").get<int>();
+      rr.gpu = rj.value("gpu", "");
+      for (const auto& o : rj.at("ops")) {
+        if (!o.is_array() || o.size() != 7) throw bad(fmt::format("rank {}: an op row does not have 7 columns", rr.rank));
+        rr.ops.push_back(RecordOp{o[0].get<int>(), o[1].get<std::string>(), o[2].get<std::string>(), o[3].get<double>(), o[4].get<double>(),
+                                  o[5].get<double>(), o[6].get<double>()});
+      }
+      rec.ranks.push_back(std::move(rr));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(std::string("malformed: ") + e.what());
+  }
+  return rec;
+}
+
+Records read_records(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open the records file: check the path");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(SourceLocation{path, 0, 0}, std::string("not valid JSON: ") + e.what());
+  }
+  return parse_records(j, path);
+}
+
+namespace {
+
+using Interval = std::pair<double, double>;
+
+std::vector<Interval> merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
+    else out.push_back(iv);
+  }
+  return out;
+}
+
+// Length of [a, b) covered by a merged interval list.
+double covered(const std::vector<Interval>& v, double a, double b) {
+  auto it = std::lower_bound(v.begin(), v.end(), Interval{a, a}, [](const Interval& x, const Interval& y) { return x.second < y.first; });
+  double t = 0;
+  for (; it != v.end() && it->first < b; ++it) t += std::max(0.0, std::min(b, it->second) - std::max(a, it->first));
+  return t;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The category another op contributes to an overlap window.
+std::string category(const std::string& cls) {
+  for (const char* c : {"h2d", "d2h", "d2d", "p2p"})
+    if (cls.rfind(c, 0) == 0) return c;
+  if (cls == "gemm" || cls.rfind("attention", 0) == 0 || cls == "memory kernel" || cls == "kernel") return "compute";
+  if (cls.rfind("all_", 0) == 0 || cls == "reduce_scatter" || cls == "send" || cls == "recv") return "comm";
+  return "";
+}
+
+struct Acc {
+  int count = 0;
+  double m = 0, s = 0;
+  std::vector<double> errs;
+  void add(double meas, double sim) {
+    ++count;
+    m += meas;
+    s += sim;
+    if (meas > 0) errs.push_back(std::abs(sim - meas) / meas);
+  }
+  ErrorRow row(const std::string& key) const {
+    ErrorRow r;
+    r.key = key;
+    r.count = count;
+    r.measured_s = m * 1e-9;
+    r.simulated_s = s * 1e-9;
+    r.median_op_error = median(errs);
+    r.worst_op_error = errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end());
+    return r;
+  }
+};
+
+// "l12 qkv" -> "l12"; "" when the label does not start with a layer tag.
+std::string layer_tag(const std::string& label) {
+  if (label.size() < 2 || label[0] != 'l' || !std::isdigit(static_cast<unsigned char>(label[1]))) return "";
+  size_t i = 1;
+  while (i < label.size() && std::isdigit(static_cast<unsigned char>(label[i]))) ++i;
+  if (i < label.size() && label[i] != ' ') return "";
+  return label.substr(0, i);
+}
+
+}  // namespace
+
+RecordComparison compare_records(const Records& meas, const Records& sim) {
+  auto mismatch = [&](const std::string& what) {
+    return InputError(SourceLocation{sim.file, 0, 0},
+                      fmt::format("is not a run of the same schedule as {}: {}; simulate the schedule the measured run wrote", meas.file, what));
+  };
+  if (meas.ranks.size() != sim.ranks.size()) throw mismatch(fmt::format("{} ranks against {}", sim.ranks.size(), meas.ranks.size()));
+  RecordComparison c;
+  c.name = meas.name;
+  c.makespan_measured_s = meas.makespan_ns * 1e-9;
+  c.makespan_simulated_s = sim.makespan_ns * 1e-9;
+  std::map<std::string, Acc> classes, windows;
+  Acc layer_all;
+  for (size_t r = 0; r < meas.ranks.size(); ++r) {
+    const auto& mo = meas.ranks[r].ops;
+    const auto& so = sim.ranks[r].ops;
+    if (mo.size() != so.size()) throw mismatch(fmt::format("rank {} has {} ops against {}", r, so.size(), mo.size()));
+    for (size_t i = 0; i < mo.size(); ++i)
+      if (mo[i].index != so[i].index || mo[i].label != so[i].label || mo[i].cls != so[i].cls)
+        throw mismatch(fmt::format("rank {} op {} is '{}' ({}) against '{}' ({})", r, mo[i].index, so[i].label, so[i].cls, mo[i].label, mo[i].cls));
+    // Measured intervals per category, for the overlap windows.
+    std::map<std::string, std::vector<Interval>> by_cat;
+    for (const auto& o : mo)
+      if (const std::string cat = category(o.cls); !cat.empty()) by_cat[cat].emplace_back(o.start, o.end);
+    for (auto& [k, v] : by_cat) v = merged(std::move(v));
+    // Steps and layers.
+    struct Span {
+      double m0 = 1e300, m1 = -1e300, s0 = 1e300, s1 = -1e300;
+    };
+    std::map<std::string, Span> layers;
+    std::vector<std::string> layer_order;
+    std::vector<std::pair<std::string, std::pair<double, double>>> marks_m, marks_s;  // step markers
+    int forward = -1;
+    for (size_t i = 0; i < mo.size(); ++i) {
+      const RecordOp& m = mo[i];
+      const RecordOp& s = so[i];
+      if (m.cls == "marker" && m.label.rfind("step ", 0) == 0) {
+        ++forward;
+        marks_m.push_back({m.label, {m.start, 0}});
+        marks_s.push_back({s.label, {s.start, 0}});
+        continue;
+      }
+      const std::string cat = category(m.cls);
+      if (cat.empty()) continue;
+      classes[m.cls].add(m.end - m.start, s.end - s.start);
+      std::set<std::string> beside;
+      const double d = m.end - m.start;
+      for (const auto& [k, v] : by_cat)
+        if (k != cat && d > 0 && covered(v, m.start, m.end) >= 0.5 * d) beside.insert(k);
+      std::string key = m.cls;
+      if (beside.empty()) key += " alone";
+      else {
+        std::string sep = " || ";
+        for (const auto& b : beside) {
+          key += sep + b;
+          sep = " + ";
+        }
+      }
+      windows[key].add(m.end - m.start, s.end - s.start);
+      if (cat == "compute" || cat == "comm") {
+        if (const std::string tag = layer_tag(m.label); !tag.empty()) {
+          const std::string lk = fmt::format("f{}.{}", std::max(forward, 0), tag);
+          auto [it, fresh] = layers.try_emplace(lk);
+          if (fresh) layer_order.push_back(lk);
+          Span& sp = it->second;
+          sp.m0 = std::min(sp.m0, m.start);
+          sp.m1 = std::max(sp.m1, m.end);
+          sp.s0 = std::min(sp.s0, s.start);
+          sp.s1 = std::max(sp.s1, s.end);
+        }
+      }
+    }
+    for (const auto& lk : layer_order) {
+      const Span& sp = layers[lk];
+      layer_all.add(sp.m1 - sp.m0, sp.s1 - sp.s0);
+      if (r == 0) {
+        Acc a;
+        a.add(sp.m1 - sp.m0, sp.s1 - sp.s0);
+        c.layers.push_back(a.row(lk));
+      }
+    }
+    if (r == 0) {
+      double mend = 0, send = 0;
+      for (const auto& o : mo) mend = std::max(mend, std::max(o.end, o.returned));
+      for (const auto& o : so) send = std::max(send, std::max(o.end, o.returned));
+      for (size_t k = 0; k < marks_m.size(); ++k) {
+        const double m1 = k + 1 < marks_m.size() ? marks_m[k + 1].second.first : mend;
+        const double s1 = k + 1 < marks_s.size() ? marks_s[k + 1].second.first : send;
+        Acc a;
+        a.add(m1 - marks_m[k].second.first, s1 - marks_s[k].second.first);
+        c.steps.push_back(a.row(marks_m[k].first));
+      }
+    }
+  }
+  for (const auto& [k, a] : classes) c.classes.push_back(a.row(k));
+  for (const auto& [k, a] : windows) c.windows.push_back(a.row(k));
+  c.layer_summary = layer_all.row("layers");
+  return c;
+}
+
+std::string format_record_comparison(const RecordComparison& c, bool per_layer) {
+  std::string out = fmt::format("{}: makespan measured {:.3f} ms, simulated {:.3f} ms, error {:+.1f} %\n", c.name, c.makespan_measured_s * 1e3,
+                                c.makespan_simulated_s * 1e3, 100 * c.makespan_error());
+  auto table = [&](const char* title, const std::vector<ErrorRow>& rows) {
+    if (rows.empty()) return;
+    out += fmt::format("  {:<44} {:>6} {:>12} {:>12} {:>8} {:>10} {:>10}\n", title, "ops", "measured", "simulated", "error", "op median", "op worst");
+    for (const auto& r : rows)
+      out += fmt::format("  {:<44} {:>6} {:>9.3f} ms {:>9.3f} ms {:>+7.1f}% {:>9.1f}% {:>9.1f}%\n", r.key, r.count, r.measured_s * 1e3,
+                         r.simulated_s * 1e3, 100 * r.error(), 100 * r.median_op_error, 100 * r.worst_op_error);
+  };
+  table("step (rank 0)", c.steps);
+  table("op class (all ranks, summed durations)", c.classes);
+  table("overlap window (what ran beside it, measured)", c.windows);
+  if (c.layer_summary.count > 0) {
+    out += fmt::format("  layers: {} spans (all ranks): summed error {:+.1f} %, median {:.1f} %, worst {:.1f} %\n", c.layer_summary.count,
+                       100 * c.layer_summary.error(), 100 * c.layer_summary.median_op_error, 100 * c.layer_summary.worst_op_error);
+    if (per_layer) table("layer (rank 0)", c.layers);
+  }
+  return out;
+}
+
+}  // namespace osim

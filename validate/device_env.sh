@@ -1,0 +1,15 @@
+# Sourced on a GPU machine before running overlapsim-validate built elsewhere:
+#   source validate/device_env.sh path/to/overlapsim-validate
+# Finds libnccl.so.2 and libcublas*.so.13 wherever they are (e.g. inside a
+# Python environment's nvidia/ packages), adds the binary's lib/ folder (the
+# yaml-cpp and fmt it was linked with travel there), and keeps
+# NCCL_NVLS_ENABLE=0 (the machines are shared).
+export NCCL_NVLS_ENABLE=0
+_ovv_bin=${1:-.device/overlapsim-validate}
+_ovv_dirs="$(cd "$(dirname "$_ovv_bin")" && pwd)/lib"
+for _ovv_lib in libnccl.so.2 libcublas.so.13 libcublasLt.so.13; do
+  _ovv_p=$(find / -xdev -name "$_ovv_lib" -not -path '*/proc/*' 2>/dev/null | head -1)
+  [ -n "$_ovv_p" ] && _ovv_dirs="$_ovv_dirs:$(dirname "$_ovv_p")"
+done
+export LD_LIBRARY_PATH="${_ovv_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset _ovv_bin _ovv_dirs _ovv_lib _ovv_p
