@@ -64,13 +64,18 @@ bool has_key(const json& doc, const std::string& key) {
   return false;
 }
 
+// Whether a bench run was taken with NCCL_P2P_DISABLE=1.
+bool p2p_disabled_run(const json& doc) {
+  const auto& env = doc.at("environment").value("env", json::object());
+  return env.contains("NCCL_P2P_DISABLE") && env.at("NCCL_P2P_DISABLE") == "1";
+}
+
+// A machine run (copies or collectives), not e.g. an attention-only one.
+bool machine_run(const json& doc) { return has_key(doc, "nccl_all_to_all") || has_key(doc, "h2d_pinned"); }
+
 const json* find_doc(const std::vector<std::pair<std::string, json>>& docs, bool p2p_disabled) {
-  for (const auto& [name, d] : docs) {
-    if (!has_key(d, "nccl_all_to_all") && !has_key(d, "h2d_pinned")) continue;  // e.g. an attention-only run
-    const auto& env = d.at("environment").value("env", json::object());
-    const bool off = env.contains("NCCL_P2P_DISABLE") && env.at("NCCL_P2P_DISABLE") == "1";
-    if (off == p2p_disabled) return &d;
-  }
+  for (const auto& [name, d] : docs)
+    if (machine_run(d) && p2p_disabled_run(d) == p2p_disabled) return &d;
   return nullptr;
 }
 
@@ -80,15 +85,10 @@ const json* find_doc(const std::vector<std::pair<std::string, json>>& docs, bool
 std::vector<std::pair<std::string, json>> merge_runs(const std::vector<std::pair<std::string, json>>& docs) {
   std::vector<std::pair<std::string, json>> out;
   for (const auto& [name, d] : docs) {
-    const auto& env = d.at("environment").value("env", json::object());
-    const bool off = env.contains("NCCL_P2P_DISABLE") && env.at("NCCL_P2P_DISABLE") == "1";
+    const bool off = p2p_disabled_run(d);
     bool attention_only = true;
     for (const auto& r : d.at("results")) attention_only = attention_only && r.at("key") == "attention_sdpa";
-    auto same = std::find_if(out.begin(), out.end(), [&](const auto& o) {
-      const auto& e2 = o.second.at("environment").value("env", json::object());
-      const bool off2 = e2.contains("NCCL_P2P_DISABLE") && e2.at("NCCL_P2P_DISABLE") == "1";
-      return off2 == off && (has_key(o.second, "nccl_all_to_all") || has_key(o.second, "h2d_pinned"));
-    });
+    auto same = std::find_if(out.begin(), out.end(), [&](const auto& o) { return p2p_disabled_run(o.second) == off && machine_run(o.second); });
     if (attention_only || same == out.end()) {
       out.emplace_back(name, d);
       continue;
@@ -550,8 +550,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
   p.memcpy_call = p.kernel_launch = p.collective_call = Time::zero();
   std::vector<Comparison> out;
   const int ngpu = static_cast<int>(topo.gpus().size());
-  const auto& env = doc.at("environment").value("env", json::object());
-  const bool p2p_off = env.contains("NCCL_P2P_DISABLE") && env.at("NCCL_P2P_DISABLE") == "1";
+  const bool p2p_off = p2p_disabled_run(doc);
   for (const auto& r : doc.at("results")) {
     const std::string key = r.at("key");
     Comparison c;

@@ -131,7 +131,8 @@ std::string records_path(const std::string& p) {
 
 // Re-simulates the schedule a measured run executed (DIR/schedule.yaml, or
 // the records file's folder) and returns the simulated records.
-osim::Records resimulate(const std::string& measured, const std::string& topo_path, const std::string& calibration) {
+osim::Records resimulate(const std::string& measured, const osim::Records& measured_records, const std::string& topo_path,
+                         const std::string& calibration) {
   const fs::path dir = fs::is_directory(measured) ? fs::path(measured) : fs::path(measured).parent_path();
   const fs::path sched_path = dir / "schedule.yaml";
   if (!fs::exists(sched_path))
@@ -149,7 +150,6 @@ osim::Records resimulate(const std::string& measured, const std::string& topo_pa
   // overlapsim-validate runs attention as a GEMM of the attention's FLOPs
   // times attention_slowdown (it has no fused attention kernel): simulate
   // what it ran, a GEMM-rate kernel slowed by that factor.
-  const osim::Records measured_records = osim::read_records(records_path(measured));
   if (measured_records.meta.contains("attention_slowdown"))
     params.attention_efficiency = params.gemm_efficiency / measured_records.meta.at("attention_slowdown").get<double>();
   const osim::ExecResult res = osim::execute(sched, topo, params);
@@ -165,7 +165,11 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
                              "compare takes MEASURED SIMULATED (records files or --out folders); or --simulate MEASURED... to re-simulate measured runs");
     pairs.emplace_back(osim::read_records(records_path(inputs[0])), osim::read_records(records_path(inputs[1])));
   } else {
-    for (const auto& in : inputs) pairs.emplace_back(osim::read_records(records_path(in)), resimulate(in, topo_path, calibration));
+    for (const auto& in : inputs) {
+      osim::Records m = osim::read_records(records_path(in));
+      osim::Records sim = resimulate(in, m, topo_path, calibration);
+      pairs.emplace_back(std::move(m), std::move(sim));
+    }
   }
   std::vector<double> errs;
   std::vector<std::string> over;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "report/intervals.hpp"
 
 namespace osim {
 
@@ -125,17 +126,6 @@ namespace {
 
 using Interval = std::pair<double, double>;
 
-std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const auto& iv : v) {
-    if (iv.second <= iv.first) continue;
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
-  }
-  return out;
-}
-
 // Length of [a, b) covered by a merged interval list.
 double covered(const std::vector<Interval>& v, double a, double b) {
   auto it = std::lower_bound(v.begin(), v.end(), Interval{a, a}, [](const Interval& x, const Interval& y) { return x.second < y.first; });
@@ -216,7 +206,7 @@ RecordComparison compare_records(const Records& meas, const Records& sim) {
     std::map<std::string, std::vector<Interval>> by_cat;
     for (const auto& o : mo)
       if (const std::string cat = category(o.cls); !cat.empty()) by_cat[cat].emplace_back(o.start, o.end);
-    for (auto& [k, v] : by_cat) v = merged(std::move(v));
+    for (auto& [k, v] : by_cat) v = merge_intervals(std::move(v));
     // Steps and layers.
     struct Span {
       double m0 = 1e300, m1 = -1e300, s0 = 1e300, s1 = -1e300;

@@ -5,22 +5,13 @@
 
 #include <fmt/format.h>
 
+#include "report/intervals.hpp"
+
 namespace osim {
 
 namespace {
 
 using Interval = std::pair<int64_t, int64_t>;  // ps
-
-std::vector<Interval> merge(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const auto& iv : v) {
-    if (iv.second <= iv.first) continue;
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
-  }
-  return out;
-}
 
 int64_t length(const std::vector<Interval>& v) {
   int64_t t = 0;
@@ -97,11 +88,11 @@ Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecR
         if (m.steps.empty() || m.steps.back().index != idx) m.steps.push_back(StepMetrics{idx, rec.start, rec.start});
       }
     }
-    kernels = merge(kernels);
-    colls = merge(colls);
-    copies = merge(copies);
-    cstream = merge(cstream);
-    compute_copies = merge(compute_copies);
+    kernels = merge_intervals(kernels);
+    colls = merge_intervals(colls);
+    copies = merge_intervals(copies);
+    cstream = merge_intervals(cstream);
+    compute_copies = merge_intervals(compute_copies);
     RankMetrics rm;
     rm.rank = rank;
     rm.gpu = r.ranks[rank].gpu;
@@ -118,7 +109,7 @@ Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecR
     const int64_t stall_in_gaps = intersect(gaps, copies);
     rm.copy_stall = Time::from_ps(stall_in_gaps + length(compute_copies));
     rm.idle_other = Time::from_ps(length(gaps) - stall_in_gaps);
-    const double t_comm = static_cast<double>(length(merge([&] {
+    const double t_comm = static_cast<double>(length(merge_intervals([&] {
       auto v = colls;
       v.insert(v.end(), copies.begin(), copies.end());
       return v;

@@ -24,6 +24,7 @@
 
 #include "bench.hpp"
 #include "check.hpp"
+#include "kernels.hpp"
 
 namespace ovv {
 
@@ -94,31 +95,9 @@ __global__ void spin_until(volatile int* flag) {
   }
 }
 __global__ void empty_kernel() {}
-// One thread sleeping on the GPU: holds a stream for `ns` without drawing power.
-__global__ void sleep_kernel(int64_t ns) {
-  uint64_t t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    __nanosleep(10000);
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (static_cast<int64_t>(t - t0) < ns);
-}
-void launch_sleep(cudaStream_t s, int64_t ns) {
-  sleep_kernel<<<1, 1, 0, s>>>(ns);
-  CUDA_CHECK(cudaGetLastError());
-}
-__global__ void fill_bf16_kernel(__nv_bfloat16* p, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    uint32_t x = static_cast<uint32_t>(i) * 2654435761u;
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    p[i] = __float2bfloat16(static_cast<float>(x & 0xffff) / 32768.0f - 1.0f);
-  }
-}
+// Random bf16 data for GEMM inputs (kernels.hpp), ready when this returns.
 void fill_random(void* p, size_t bytes) {
-  fill_bf16_kernel<<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), bytes / 2);
-  CUDA_CHECK(cudaGetLastError());
+  launch_fill_bf16(nullptr, p, bytes, 0);
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 

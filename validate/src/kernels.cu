@@ -8,11 +8,6 @@ namespace ovv {
 
 namespace {
 
-__global__ void spin_until_kernel(volatile int* flag) {
-  while (*flag == 0) {
-  }
-}
-
 __device__ uint64_t global_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -25,6 +20,13 @@ __global__ void busy_kernel(int64_t ns) {
   __syncthreads();
   while (static_cast<int64_t>(global_ns() - start) < ns) {
   }
+}
+
+__global__ void sleep_kernel(int64_t ns) {
+  const uint64_t start = global_ns();
+  do {
+    __nanosleep(10000);
+  } while (static_cast<int64_t>(global_ns() - start) < ns);
 }
 
 __global__ void copy_kernel(int4* __restrict__ dst, const int4* __restrict__ src, size_t n) {
@@ -44,8 +46,8 @@ __global__ void fill_kernel(__nv_bfloat16* p, size_t n, uint32_t seed) {
 
 }  // namespace
 
-void launch_spin_until(volatile int* flag, cudaStream_t s) {
-  spin_until_kernel<<<1, 1, 0, s>>>(flag);
+void launch_sleep(cudaStream_t s, int64_t ns) {
+  sleep_kernel<<<1, 1, 0, s>>>(ns);
   CUDA_CHECK(cudaGetLastError());
 }
 

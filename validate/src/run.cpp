@@ -128,14 +128,14 @@ cudaDataType_t blas_type(osim::DType d, const osim::SourceLocation& where) {
 
 class Runner {
  public:
-  Runner(const RunOptions& o, osim::Schedule s) : o_(o), s_(std::move(s)) {}
+  Runner(const RunOptions& o, osim::Schedule s) : position(s.ranks()), o_(o), s_(std::move(s)) {}
 
   int run() {
     setup();
     std::vector<Times> timed;
     const int total = o_.warmup + o_.repeat;
     for (int rep = 0; rep < total; ++rep) {
-      Times t = run_once(rep);
+      Times t = run_once();
       if (o_.verbose) std::cerr << fmt::format("run {} of {}: makespan {:.3f} ms{}\n", rep + 1, total, t.makespan_ns * 1e-6, rep < o_.warmup ? " (warm-up)" : "");
       if (rep >= o_.warmup) timed.push_back(std::move(t));
     }
@@ -152,7 +152,7 @@ class Runner {
 
   // Progress for the watchdog: ops issued so far over all ranks and runs.
   std::atomic<int64_t> progress{0};
-  std::vector<std::atomic<int>> position = std::vector<std::atomic<int>>(64);
+  std::vector<std::atomic<int>> position;  // per rank: the op being issued
 
  private:
   const Op& op(int r, int i) const { return (*s_.programs[r].ops)[i]; }
@@ -171,7 +171,6 @@ class Runner {
       if (d < 0 || d >= ndev)
         throw osim::InputError(osim::SourceLocation{s_.file, 0, 0},
                                fmt::format("the schedule needs {} ranks but this machine has {} GPUs (device {} does not exist): run it on a larger machine or pass --devices", R, ndev, d));
-    if (R > static_cast<int>(position.size())) position = std::vector<std::atomic<int>>(R);
     ranks_.resize(R);
     for (int r = 0; r < R; ++r) {
       ranks_[r].rank = r;
@@ -341,8 +340,7 @@ class Runner {
               std::rotate(teams.begin() + 1, teams.end() - 1, teams.end());
             }
           }
-          const size_t recv = o.coll == osim::CollKind::AllGather ? p.bytes : p.bytes;
-          coll_max = std::max({coll_max, p.bytes + 256, recv + 256});
+          coll_max = std::max(coll_max, p.bytes + 256);  // all_gather's output is `bytes` too (nccl-tests size)
           break;
         }
         case OpKind::Alloc:
@@ -423,8 +421,6 @@ class Runner {
       case osim::CollKind::AllToAll:
         if (o.algo == osim::CollAlgo::Pairwise) {
           const size_t chunk = p.bytes / U;
-          const auto& members = members_.at({o.group, o.channels});
-          const int me = static_cast<int>(std::find(members.begin(), members.end(), R.rank) - members.begin());
           for (int partner : p.partners) {
             if (partner < 0) continue;
             NCCL_CHECK(ncclGroupStart());
@@ -432,7 +428,6 @@ class Runner {
             NCCL_CHECK(ncclRecv(rp + partner * chunk, chunk, ncclChar, partner, p.comm, st));
             NCCL_CHECK(ncclGroupEnd());
           }
-          (void)me;
         } else {
           NCCL_CHECK(ncclAlltoAll(sp, rp, p.bytes / U, ncclChar, p.comm, st));
         }
@@ -511,7 +506,7 @@ class Runner {
     }
   }
 
-  Times run_once(int rep) {
+  Times run_once() {
     const int RN = s_.ranks();
     int64_t t0 = 0;
     auto on_release = [&t0]() noexcept { t0 = now_ns(); };
@@ -548,7 +543,6 @@ class Runner {
         }
       });
     for (auto& t : threads) t.join();
-    (void)rep;
     // Times relative to the release of the barrier.
     Times out;
     out.ops.resize(RN);
