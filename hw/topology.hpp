@@ -77,7 +77,9 @@ struct TopologySpec {
 };
 
 /// Parses and validates; throws InputError naming file:line.
-TopologySpec parse_topology_file(const std::string& path);
+/// `overrides`: "key=value" edits applied before parsing (overlapsim sweep's
+/// topology.* keys), e.g. "nodes.gpu{i}.memory=141 GiB", "links.1.pcie=gen4 x16".
+TopologySpec parse_topology_file(const std::string& path, const std::vector<std::string>& overrides = {});
 TopologySpec parse_topology_string(const std::string& yaml, const std::string& name = "<string>");
 
 }  // namespace osim::hw

@@ -262,7 +262,11 @@ TopologySpec parse(const YAML::Node& root, const std::string& file) {
 
 }  // namespace
 
-TopologySpec parse_topology_file(const std::string& path) { return parse(load_yaml_file(path), path); }
+TopologySpec parse_topology_file(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node root = load_yaml_file(path);
+  for (const auto& o : overrides) apply_override(root, o, "the topology " + path, SourceLocation{"topology." + o, 0, 0});
+  return parse(root, path);
+}
 
 TopologySpec parse_topology_string(const std::string& yaml, const std::string& name) {
   YAML::Node root = load_yaml_string(yaml, name);

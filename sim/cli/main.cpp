@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <chrono>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -19,6 +21,7 @@
 #include "exec/executor.hpp"
 #include "report/compare.hpp"
 #include "report/metrics.hpp"
+#include "sweep/sweep.hpp"
 #include "workload/dit.hpp"
 #include "fabric/transfers.hpp"
 #include "hw/fabric.hpp"
@@ -86,8 +89,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     sched = osim::generate_schedule(*workload);
     params = workload->params;
   } else {
-    if (!sets.empty()) throw osim::InputError(osim::SourceLocation{input, 0, 0}, "--set applies to workload files; edit the schedule instead");
-    sched = osim::parse_schedule_file(input);
+    sched = osim::parse_schedule_file(input, sets);
     show_ops = true;
   }
   if (topo_path.empty()) {
@@ -203,6 +205,82 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
   return rc;
 }
 
+// "i/N" (1-based) -> (i-1, N).
+std::pair<int, int> parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  int i = 0, n = 0;
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument(text);
+    size_t u1 = 0, u2 = 0;
+    i = std::stoi(text.substr(0, slash), &u1);
+    n = std::stoi(text.substr(slash + 1), &u2);
+    if (u1 != slash || u2 != text.size() - slash - 1) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    n = 0;
+  }
+  if (n < 1 || i < 1 || i > n)
+    throw osim::InputError(osim::SourceLocation{"--shard " + text, 0, 0}, "expected i/N with 1 <= i <= N, e.g. --shard 3/8 (Slurm: --shard $SLURM_ARRAY_TASK_ID/8 with --array=1-8)");
+  return {i - 1, n};
+}
+
+// A progress bar with ETA on stderr, redrawn at most 10 times a second.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool on) : on_(on), start_(std::chrono::steady_clock::now()) {}
+  void update(size_t done, size_t total) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double el = std::chrono::duration<double>(now - start_).count();
+    const double eta = done > 0 ? el / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+    const int width = 30, fill = total ? static_cast<int>(width * done / total) : width;
+    std::cerr << fmt::format("\r[{}{}] {}/{} {:3d}%  {:.0f} s elapsed, ETA {:.0f} s ", std::string(fill, '#'), std::string(width - fill, '.'), done,
+                             total, total ? static_cast<int>(100 * done / total) : 100, el, eta)
+              << std::flush;
+    if (done == total) std::cerr << "\n";
+  }
+
+ private:
+  bool on_;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+int sweep_command(const std::string& path, std::string out, bool force, int threads, const std::string& shard, bool progress, bool no_progress,
+                  double tolerance) {
+  const osim::SweepSpec spec = osim::parse_sweep_file(path);
+  osim::SweepOptions o;
+  o.threads = threads;
+  if (!shard.empty()) std::tie(o.shard, o.shards) = parse_shard(shard);
+  if (out.empty()) out = o.shards > 1 ? fmt::format("{}.shard{}of{}.csv", spec.name, o.shard + 1, o.shards) : spec.name + ".csv";
+  refuse_overwrite(out, force);
+  ProgressBar bar(!no_progress && (progress || isatty(STDERR_FILENO)));
+  o.progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
+  const auto t0 = std::chrono::steady_clock::now();
+  const osim::SweepTable t = osim::run_sweep(spec, o);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (const fs::path parent = fs::path(out).parent_path(); !parent.empty()) fs::create_directories(parent);
+  write_file(out, osim::to_csv(t));
+  std::cout << fmt::format("sweep {}: {} points{} on {} in {:.2f} s; wrote {}\n", spec.name, t.rows.size(),
+                           o.shards > 1 ? fmt::format(" (shard {}/{} of {})", o.shard + 1, o.shards, spec.size()) : "", spec.base, secs, out);
+  if (o.shards > 1) std::cout << "(the summary covers this shard's points; overlapsim merge joins the shards)\n";
+  std::cout << osim::sweep_summary(t, tolerance / 100);
+  return 0;
+}
+
+int merge_command(const std::vector<std::string>& inputs, const std::string& out, bool force, const std::string& sweep, double tolerance) {
+  std::vector<std::pair<std::string, osim::SweepTable>> shards;
+  for (const auto& in : inputs) shards.emplace_back(in, osim::read_csv_file(in));
+  std::optional<size_t> expected;
+  if (!sweep.empty()) expected = osim::parse_sweep_file(sweep).size();
+  const osim::SweepTable t = osim::merge_sweep_tables(shards, expected);
+  refuse_overwrite(out, force);
+  write_file(out, osim::to_csv(t));
+  std::cout << fmt::format("merged {} shard files: {} points; wrote {}\n", inputs.size(), t.rows.size(), out);
+  std::cout << osim::sweep_summary(t, tolerance / 100);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -258,10 +336,36 @@ int main(int argc, char** argv) {
   cal_cmd->add_option("-o,--out", cal_out, "write the calibration file here");
   cal_cmd->add_flag("--force", cal_force, "overwrite an existing calibration file");
 
+  std::string sweep_path, sweep_out, sweep_shard;
+  bool sweep_force = false, sweep_progress = false, sweep_no_progress = false;
+  int sweep_threads = 0;
+  double tolerance = 1.0;
+  auto* sweep_cmd = app.add_subcommand("sweep", "Simulate every point of a sweep (grid / list over workload, topology, schedule keys); write a CSV; print the best points and a recommendation");
+  sweep_cmd->add_option("sweep", sweep_path, "sweep YAML (README \"Sweeps\")")->required();
+  sweep_cmd->add_option("-o,--out", sweep_out, "CSV to write (default: NAME.csv, or NAME.shardIofN.csv)");
+  sweep_cmd->add_flag("--force", sweep_force, "overwrite an existing CSV");
+  sweep_cmd->add_option("-j,--threads", sweep_threads, "worker threads (default: every core)")->check(CLI::NonNegativeNumber);
+  sweep_cmd->add_option("--shard", sweep_shard, "run shard i of N (1-based, every N-th point), e.g. 3/8; join with overlapsim merge");
+  sweep_cmd->add_flag("--progress", sweep_progress, "draw the progress bar even when stderr is not a terminal");
+  sweep_cmd->add_flag("--no-progress", sweep_no_progress, "no progress bar");
+  sweep_cmd->add_option("--tolerance", tolerance, "recommend the least-VRAM point within this many percent of the best (default 1)");
+
+  std::vector<std::string> merge_inputs;
+  std::string merge_out, merge_sweep;
+  bool merge_force = false;
+  auto* merge_cmd = app.add_subcommand("merge", "Join the CSVs of a sharded sweep into the CSV an unsharded run writes; print the summary");
+  merge_cmd->add_option("shards", merge_inputs, "the shards' CSV files (overlapsim sweep --shard i/N)")->required();
+  merge_cmd->add_option("-o,--out", merge_out, "merged CSV to write")->required();
+  merge_cmd->add_option("--sweep", merge_sweep, "the sweep file: also checks that no shard is missing at the end");
+  merge_cmd->add_flag("--force", merge_force, "overwrite an existing CSV");
+  merge_cmd->add_option("--tolerance", tolerance, "as for sweep");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops, calibration, records);
     if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_max, cmp_max_median, cmp_layers);
+    if (*sweep_cmd) return sweep_command(sweep_path, sweep_out, sweep_force, sweep_threads, sweep_shard, sweep_progress, sweep_no_progress, tolerance);
+    if (*merge_cmd) return merge_command(merge_inputs, merge_out, merge_force, merge_sweep, tolerance);
     if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force);
     osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
     if (*topo_cmd) {

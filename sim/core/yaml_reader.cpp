@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace osim {
 
@@ -36,6 +37,66 @@ YAML::Node load_yaml_file(const std::string& path) {
 }
 
 YAML::Node load_yaml_string(const std::string& text, const std::string& name) { return parse(text, name); }
+
+void apply_override(YAML::Node root, const std::string& kv, const std::string& what, const SourceLocation& where) {
+  const size_t eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) throw InputError(where, "expected key=value, e.g. offload.prefetch_size=3");
+  apply_override(root, kv.substr(0, eq), parse(kv.substr(eq + 1), where.file), what, where);
+}
+
+void apply_override(YAML::Node root, const std::string& key, const YAML::Node& value, const std::string& what, const SourceLocation& where) {
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string p; std::getline(ss, p, '.');) {
+    if (p.empty()) throw InputError(where, fmt::format("empty part in key '{}': write keys as a.b.c", key));
+    parts.push_back(p);
+  }
+  if (parts.empty()) throw InputError(where, "empty key");
+  // yaml-cpp: Node::operator= copies content; reset() rebinds the handle.
+  YAML::Node cur;
+  cur.reset(root);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    const bool last = i + 1 == parts.size();
+    YAML::Node next;
+    if (cur.IsSequence()) {
+      const bool digits = std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (digits) {
+        const size_t idx = std::stoul(part);
+        if (idx >= cur.size())
+          throw InputError(where, fmt::format("'{}' in key '{}': index {} is past the end of a list of {} in {}", part, key, idx, cur.size(), what));
+        next.reset(cur[idx]);
+      } else {
+        std::vector<std::string> names;
+        bool found = false;
+        for (size_t k = 0; k < cur.size(); ++k)
+          if (cur[k].IsMap() && cur[k]["name"].IsScalar()) {
+            names.push_back(cur[k]["name"].Scalar());
+            if (names.back() == part && !found) {
+              next.reset(cur[k]);
+              found = true;
+            }
+          }
+        if (!found)
+          throw InputError(where, fmt::format("'{}' in key '{}': no item of that name in the list in {}; give an index (0..{}) or one of: {}", part,
+                                              key, what, cur.size() == 0 ? 0 : cur.size() - 1, fmt::join(names, ", ")));
+      }
+      if (last) {
+        next = value;
+        return;
+      }
+    } else {
+      if (!cur.IsMap()) throw InputError(where, fmt::format("'{}' in key '{}' is not a mapping or list in {}", parts[i - 1], key, what));
+      if (last) {
+        cur[part] = value;
+        return;
+      }
+      if (!cur[part].IsDefined() || cur[part].IsNull()) cur[part] = YAML::Node(YAML::NodeType::Map);
+      next.reset(cur[part]);
+    }
+    cur.reset(next);
+  }
+}
 
 std::string scalar_str(const std::string& file, const YAML::Node& n, const std::string& what) {
   if (!n.IsScalar()) throw InputError(location_of(file, n), fmt::format("{} must be a single value", what));

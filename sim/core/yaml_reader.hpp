@@ -65,6 +65,14 @@ class MapReader {
   std::string what_;
 };
 
+/// Applies one override "a.b.c=value" (value in YAML) to a document: mapping
+/// keys by name (missing ones are created), sequence items by 0-based index
+/// or by the item's `name:`. `what` names the document in errors ("the
+/// workload"); `where` is the override's own location for messages.
+void apply_override(YAML::Node root, const std::string& key_value, const std::string& what, const SourceLocation& where);
+/// The same with the key and the value given apart.
+void apply_override(YAML::Node root, const std::string& key, const YAML::Node& value, const std::string& what, const SourceLocation& where);
+
 /// Scalar helpers that throw InputError naming the node's location.
 std::string scalar_str(const std::string& file, const YAML::Node& n, const std::string& what);
 

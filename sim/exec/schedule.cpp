@@ -478,10 +478,12 @@ void check_schedule(const Schedule& s) {
   }
 }
 
-Schedule parse_schedule_file(const std::string& path) {
+Schedule parse_schedule_file(const std::string& path, const std::vector<std::string>& overrides) {
   Parser p;
   p.file = path;
-  p.parse(load_yaml_file(path));
+  YAML::Node root = load_yaml_file(path);
+  for (const auto& o : overrides) apply_override(root, o, "the schedule " + path, SourceLocation{"--set " + o, 0, 0});
+  p.parse(root);
   return std::move(p.s);
 }
 

@@ -118,7 +118,8 @@ class MapReader;
 RuntimeSettings read_runtime_settings(const MapReader& r);
 
 /// Parses and checks; throws InputError with file:line.
-Schedule parse_schedule_file(const std::string& path);
+/// `overrides`: "key=value" edits applied before parsing (--set, overlapsim sweep).
+Schedule parse_schedule_file(const std::string& path, const std::vector<std::string>& overrides = {});
 Schedule parse_schedule_string(const std::string& yaml, const std::string& name);
 /// Static checks (also run by the parsers); generators call it too.
 void check_schedule(const Schedule& s);

@@ -36,27 +36,6 @@ Bytes DitWorkload::a2a_tensor_bytes() const {
 
 namespace {
 
-void apply_override(YAML::Node root, const std::string& kv) {
-  const SourceLocation where{"--set " + kv, 0, 0};
-  const size_t eq = kv.find('=');
-  if (eq == std::string::npos || eq == 0) throw InputError(where, "expected key=value, e.g. offload.prefetch_size=3");
-  const std::string path = kv.substr(0, eq), value = kv.substr(eq + 1);
-  std::vector<std::string> parts;
-  std::stringstream ss(path);
-  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
-  // yaml-cpp: Node::operator= copies content; reset() rebinds the handle.
-  YAML::Node cur;
-  cur.reset(root);
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    if (!cur[parts[i]].IsDefined() || cur[parts[i]].IsNull()) cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
-    YAML::Node next;
-    next.reset(cur[parts[i]]);
-    if (!next.IsMap()) throw InputError(where, fmt::format("'{}' is not a mapping in the workload", parts[i]));
-    cur.reset(next);
-  }
-  cur[parts.back()] = YAML::Load(value);
-}
-
 struct Preset {
   const char* name;
   int experts;
@@ -65,7 +44,7 @@ struct Preset {
 const std::vector<Preset> kPresets = {{"wan2.1-14b", 1, 50}, {"wan2.2-14b", 2, 40}};
 
 DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<std::string>& overrides) {
-  for (const auto& o : overrides) apply_override(root, o);
+  for (const auto& o : overrides) apply_override(root, o, "the workload", SourceLocation{"--set " + o, 0, 0});
   MapReader top(file, root, "workload",
                 {"name", "topology", "calibration", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime"});
   DitWorkload w;
