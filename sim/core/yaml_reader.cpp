@@ -86,7 +86,7 @@ void apply_override(YAML::Node root, const std::string& key, const YAML::Node& v
         return;
       }
     } else {
-      if (!cur.IsMap()) throw InputError(where, fmt::format("'{}' in key '{}' is not a mapping or list in {}", parts[i - 1], key, what));
+      if (!cur.IsMap()) throw InputError(where, fmt::format("'{}' is not a mapping or list in {} (key '{}')", parts[i - 1], what, key));
       if (last) {
         cur[part] = value;
         return;
