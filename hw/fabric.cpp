@@ -6,6 +6,8 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/connected_components.hpp>
+#include <deque>
+
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/filtered_graph.hpp>
 #include <fmt/format.h>
@@ -74,31 +76,95 @@ constexpr uint32_t kNetLinks = bit(LinkKind::InfiniBand) | bit(LinkKind::Etherne
 struct Topology::Graph {
   G g;
   using Path = Topology::HopPath;
-  Path shortest(const std::vector<NodeSpec>& nodes, const std::vector<LinkSpec>& links, int src, int dst,
-                uint32_t link_kinds, uint32_t node_kinds) const {
+
+  // A shortest-path tree from one source over the vertices allowed as
+  // intermediates. Routes are asked for one source at a time (a collective
+  // launches every flow of a rank together), so a few recent trees answer
+  // nearly every query: one Dijkstra per source instead of one per pair.
+  struct Tree {
+    int src;
+    uint32_t link_kinds, node_kinds;
+    std::vector<double> dist;
+    std::vector<Edge> pred_edge;
+    std::vector<char> reached;
+  };
+  static constexpr size_t kTrees = 16;
+  mutable std::deque<Tree> trees;  // most recent first
+
+  const Tree& tree(const std::vector<NodeSpec>& nodes, const std::vector<LinkSpec>& links, int src, uint32_t link_kinds, uint32_t node_kinds) const {
+    for (auto it = trees.begin(); it != trees.end(); ++it)
+      if (it->src == src && it->link_kinds == link_kinds && it->node_kinds == node_kinds) {
+        if (it != trees.begin()) {
+          Tree t = std::move(*it);
+          trees.erase(it);
+          trees.push_front(std::move(t));
+        }
+        return trees.front();
+      }
     EdgeFilter ef{&g, &links, link_kinds};
-    VertexFilter vf{&nodes, node_kinds, src, dst};
+    VertexFilter vf{&nodes, node_kinds, src, -1};
     boost::filtered_graph<G, EdgeFilter, VertexFilter> fg(g, ef, vf);
     const size_t n = boost::num_vertices(g);
-    std::vector<double> dist(n, std::numeric_limits<double>::infinity());
-    std::vector<Edge> pred_edge(n);
+    Tree t{src, link_kinds, node_kinds, std::vector<double>(n, std::numeric_limits<double>::infinity()), std::vector<Edge>(n), {}};
     std::vector<bool> has_pred(n, false);
     EdgeRecorder rec;
-    rec.pe = &pred_edge;
+    rec.pe = &t.pred_edge;
     rec.hp = &has_pred;
     // Undirected: the relaxed edge's "target" is the vertex reached; for an
     // undirected edge descriptor boost reports source/target as traversed.
     boost::dijkstra_shortest_paths(
         fg, static_cast<size_t>(src),
         boost::weight_map(boost::get(&EdgeP::weight, g))
-            .distance_map(boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)))
+            .distance_map(boost::make_iterator_property_map(t.dist.begin(), boost::get(boost::vertex_index, g)))
             .visitor(boost::make_dijkstra_visitor(rec)));
+    t.reached.assign(n, 0);
+    for (size_t v = 0; v < n; ++v) t.reached[v] = has_pred[v] ? 1 : 0;  // boost marks unreached vertices with max(), not inf
+    t.reached[static_cast<size_t>(src)] = 1;
+    t.dist[static_cast<size_t>(src)] = 0;
+    trees.push_front(std::move(t));
+    if (trees.size() > kTrees) trees.pop_back();
+    return trees.front();
+  }
+
+  // The shortest path from src to dst whose intermediate vertices are of
+  // `node_kinds` (src and dst may be of any kind).
+  Path shortest(const std::vector<NodeSpec>& nodes, const std::vector<LinkSpec>& links, int src, int dst,
+                uint32_t link_kinds, uint32_t node_kinds) const {
     Path p;
-    if (src == dst || !has_pred[dst]) return p;  // boost marks unreached vertices with max(), not inf
-    p.weight = dist[dst];
-    int cur = dst;
+    if (src == dst) return p;
+    const Tree& t = tree(nodes, links, src, link_kinds, node_kinds);
+    const size_t d = static_cast<size_t>(dst);
+    int last = -1;  // the link into dst
+    int cur = -1;   // the vertex before it
+    if ((node_kinds >> static_cast<int>(nodes[d].kind)) & 1U) {
+      if (!t.reached[d]) return p;
+      p.weight = t.dist[d];
+      const Edge e = t.pred_edge[d];
+      last = g[e].link;
+      const int a = static_cast<int>(boost::source(e, g)), b = static_cast<int>(boost::target(e, g));
+      cur = (a == dst) ? b : a;
+    } else {
+      // dst cannot be an intermediate, so the tree did not go through it:
+      // arrive from the neighbour that gives the least distance.
+      double best = std::numeric_limits<double>::infinity();
+      for (auto [it, end] = boost::out_edges(d, g); it != end; ++it) {
+        if (!((link_kinds >> static_cast<int>(links[g[*it].link].kind)) & 1U)) continue;
+        const size_t u = boost::target(*it, g);
+        if (!t.reached[u] || !(static_cast<int>(u) == src || ((node_kinds >> static_cast<int>(nodes[u].kind)) & 1U))) continue;
+        const double w = t.dist[u] + g[*it].weight;
+        if (w < best) {
+          best = w;
+          last = g[*it].link;
+          cur = static_cast<int>(u);
+        }
+      }
+      if (cur < 0) return p;
+      p.weight = best;
+    }
+    p.nodes.push_back(dst);
+    p.links.push_back(last);
     while (cur != src) {
-      const Edge e = pred_edge[cur];
+      const Edge e = t.pred_edge[static_cast<size_t>(cur)];
       p.nodes.push_back(cur);
       p.links.push_back(g[e].link);
       const int a = static_cast<int>(boost::source(e, g)), b = static_cast<int>(boost::target(e, g));
@@ -213,12 +279,17 @@ std::vector<ConstraintId> Topology::install(MaxMinSystem& sys) const {
   return ids;
 }
 
-Topology::HopPath Topology::pcie_path(int src, int dst) const {
-  return g_->shortest(spec_.nodes, spec_.links, src, dst, kPcieLinks, kPcieNodes);
+// Paths inside a host are few (GPU to NIC, to CPU, to peer GPUs): memoised per pair.
+const Topology::HopPath& Topology::pcie_path(int src, int dst) const {
+  auto [it, fresh] = host_paths_.try_emplace(std::make_tuple(src, dst, 0));
+  if (fresh) it->second = g_->shortest(spec_.nodes, spec_.links, src, dst, kPcieLinks, kPcieNodes);
+  return it->second;
 }
 
-Topology::HopPath Topology::nvlink_path(int src, int dst) const {
-  return g_->shortest(spec_.nodes, spec_.links, src, dst, bit(LinkKind::NvLink), bit(NodeKind::NvSwitch));
+const Topology::HopPath& Topology::nvlink_path(int src, int dst) const {
+  auto [it, fresh] = host_paths_.try_emplace(std::make_tuple(src, dst, 1));
+  if (fresh) it->second = g_->shortest(spec_.nodes, spec_.links, src, dst, bit(LinkKind::NvLink), bit(NodeKind::NvSwitch));
+  return it->second;
 }
 
 Topology::HopPath Topology::network_path(int src, int dst) const {
@@ -244,7 +315,10 @@ int nearest_of(const std::vector<int>& candidates, int from, const std::vector<i
 
 int Topology::nearest_cpu(int node) const {
   if (spec_.nodes[node].kind == NodeKind::Cpu) return node;
-  return nearest_of(nodes_of_kind(NodeKind::Cpu), node, host_, [&](int c) {
+  if (nearest_cpu_.empty()) nearest_cpu_.assign(spec_.nodes.size(), -2);
+  int& memo = nearest_cpu_[static_cast<size_t>(node)];
+  if (memo != -2) return memo;
+  return memo = nearest_of(nodes_of_kind(NodeKind::Cpu), node, host_, [&](int c) {
     auto p = g_->shortest(spec_.nodes, spec_.links, node, c, kPcieLinks, kPcieNodes);
     return p.empty() ? std::numeric_limits<double>::infinity() : p.weight;
   });
@@ -252,7 +326,10 @@ int Topology::nearest_cpu(int node) const {
 
 int Topology::nearest_nic(int node) const {
   if (spec_.nodes[node].kind == NodeKind::Nic) return node;
-  return nearest_of(nodes_of_kind(NodeKind::Nic), node, host_, [&](int c) {
+  if (nearest_nic_.empty()) nearest_nic_.assign(spec_.nodes.size(), -2);
+  int& memo = nearest_nic_[static_cast<size_t>(node)];
+  if (memo != -2) return memo;
+  return memo = nearest_of(nodes_of_kind(NodeKind::Nic), node, host_, [&](int c) {
     auto p = g_->shortest(spec_.nodes, spec_.links, node, c, kPcieLinks, kPcieNodes);
     return p.empty() ? std::numeric_limits<double>::infinity() : p.weight;
   });
@@ -335,62 +412,71 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
     r.nodes = {src};
     return r;
   }
-  auto need_pcie = [&](int a, int b) {
-    auto p = pcie_path(a, b);
+  auto need_pcie = [&](int a, int b) -> const HopPath& {
+    const HopPath& p = pcie_path(a, b);
     if (p.empty())
       throw InputError(SourceLocation{}, fmt::format("no PCIe path between '{}' and '{}'", spec_.nodes[a].name, spec_.nodes[b].name));
     return p;
   };
   if (host_[src] != host_[dst]) {
     r.kind = RouteKind::Network;
-    // Leg from an endpoint to its NIC, through host memory when GPUDirect RDMA is out of reach.
-    auto leg = [&](int end, bool outbound) {
-      const int nic = nearest_nic(end);
-      if (nic < 0)
+    // Leg from an endpoint to its NIC, through host memory when GPUDirect RDMA
+    // is out of reach; memoised per endpoint and direction.
+    auto leg = [&](int end, bool outbound) -> const NetLeg& {
+      auto [it, fresh] = net_legs_.try_emplace(std::make_pair(end, outbound));
+      if (!fresh) return it->second;
+      NetLeg& L = it->second;
+      L.nic = nearest_nic(end);
+      if (L.nic < 0) {
+        net_legs_.erase(it);
         throw InputError(SourceLocation{}, fmt::format("'{}' has no NIC on its host: cannot reach another host", spec_.nodes[end].name));
-      std::vector<HopPath> parts;
+      }
       if (spec_.nodes[end].kind == NodeKind::Gpu) {
-        const auto direct = need_pcie(end, nic);
+        const auto direct = need_pcie(end, L.nic);
         if (classify_pcie(direct) <= spec_.gdr_level) {
-          parts.push_back(direct);
+          L.parts.push_back(direct);
         } else {
           const int cpu = nearest_cpu(end);
-          parts.push_back(need_pcie(end, cpu));
-          parts.push_back(need_pcie(cpu, nic));
-          r.kind = RouteKind::NetworkViaHost;
+          L.parts.push_back(need_pcie(end, cpu));
+          L.parts.push_back(need_pcie(cpu, L.nic));
+          L.via_host = true;
         }
-      } else if (end != nic) {
-        parts.push_back(need_pcie(end, nic));
+      } else if (end != L.nic) {
+        L.parts.push_back(need_pcie(end, L.nic));
       }
       if (!outbound) {
-        std::reverse(parts.begin(), parts.end());
-        for (auto& p : parts) p.reverse();
+        std::reverse(L.parts.begin(), L.parts.end());
+        for (auto& p : L.parts) p.reverse();
       }
-      return std::make_pair(nic, parts);
+      return L;
     };
-    auto [nic_a, out_parts] = leg(src, true);
-    auto [nic_b, in_parts] = leg(dst, false);
+    const NetLeg& out_leg = leg(src, true);
+    const NetLeg& in_leg = leg(dst, false);
+    const int nic_a = out_leg.nic, nic_b = in_leg.nic;
+    const auto& out_parts = out_leg.parts;
+    const auto& in_parts = in_leg.parts;
+    if (out_leg.via_host || in_leg.via_host) r.kind = RouteKind::NetworkViaHost;
     auto net = network_path(nic_a, nic_b);
     if (net.empty())
       throw InputError(SourceLocation{}, fmt::format("no network path between '{}' and '{}'", spec_.nodes[nic_a].name, spec_.nodes[nic_b].name));
     bool first = true;
     const RouteKind keep = r.kind;
-    for (auto& p : out_parts) add_hop_path(r, p, std::exchange(first, false), opt.dma);
+    for (const auto& p : out_parts) add_hop_path(r, p, std::exchange(first, false), opt.dma);
     add_hop_path(r, net, std::exchange(first, false), opt.dma);
-    for (auto& p : in_parts) add_hop_path(r, p, false, opt.dma);
+    for (const auto& p : in_parts) add_hop_path(r, p, false, opt.dma);
     r.kind = keep;
     finish(r);
     return r;
   }
   if (s.kind == NodeKind::Gpu && d.kind == NodeKind::Gpu) {
     // NCCL_P2P_DISABLE turns off the P2P transport, NVLink included.
-    if (auto nv = nvlink_path(src, dst); !nv.empty() && !opt.p2p_disabled) {
+    if (const auto& nv = nvlink_path(src, dst); !nv.empty() && !opt.p2p_disabled) {
       r.kind = RouteKind::NvLink;
       add_hop_path(r, nv, true, opt.dma);
       finish(r);
       return r;
     }
-    const auto p = need_pcie(src, dst);
+    const auto& p = need_pcie(src, dst);
     const bool pair_off = std::any_of(spec_.p2p_disabled_pairs.begin(), spec_.p2p_disabled_pairs.end(), [&](const auto& pr) {
       return (pr.first == s.name && pr.second == d.name) || (pr.first == d.name && pr.second == s.name);
     });
@@ -414,6 +500,14 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
 
 const Route& Topology::route(int src, int dst, const RouteOptions& opt) const {
   const auto key = std::make_tuple(src, dst, opt);
+  if (host_[src] != host_[dst] && host_[src] >= 0 && host_[dst] >= 0) {
+    // Between hosts there are (GPUs)^2 pairs: keep a bounded set (an
+    // all-to-all asks for one source's routes together).
+    auto it = net_route_cache_.find(key);
+    if (it != net_route_cache_.end()) return it->second;
+    if (net_route_cache_.size() >= kNetRouteCache) net_route_cache_.clear();
+    return net_route_cache_.emplace(key, build_route(src, dst, opt)).first->second;
+  }
   auto it = route_cache_.find(key);
   if (it != route_cache_.end()) return it->second;
   return route_cache_.emplace(key, build_route(src, dst, opt)).first->second;

@@ -79,7 +79,9 @@ class Topology {
   /// The host memory (CPU node) nearest to a node on its host.
   [[nodiscard]] int nearest_cpu(int node) const;
   [[nodiscard]] PathType path_type(int gpu_a, int gpu_b) const;
-  /// Throws InputError if the endpoints cannot be joined.
+  /// Throws InputError if the endpoints cannot be joined. A route between
+  /// hosts stays valid until the next route() call (they are cached in a
+  /// bounded set); one inside a host for the Topology's life.
   [[nodiscard]] const Route& route(int src, int dst, const RouteOptions& opt = {}) const;
   [[nodiscard]] std::string describe(const Route& r) const;
 
@@ -92,8 +94,8 @@ class Topology {
     [[nodiscard]] bool empty() const { return nodes.empty(); }
     void reverse();
   };
-  HopPath pcie_path(int src, int dst) const;
-  HopPath nvlink_path(int src, int dst) const;
+  const HopPath& pcie_path(int src, int dst) const;
+  const HopPath& nvlink_path(int src, int dst) const;
   HopPath network_path(int src, int dst) const;
   int nearest_nic(int node) const;
   PathType classify_pcie(const HopPath& path) const;
@@ -112,6 +114,16 @@ class Topology {
   std::vector<int> node_to_host_, node_from_host_;  // host bridges' directional limits, or -1
   std::vector<int> node_dram_;             // resource or -1
   mutable std::map<std::tuple<int, int, RouteOptions>, Route> route_cache_;
+  static constexpr size_t kNetRouteCache = 1 << 16;
+  mutable std::map<std::tuple<int, int, RouteOptions>, Route> net_route_cache_;
+  mutable std::vector<int> nearest_cpu_, nearest_nic_;  // memo; -2 = not yet
+  mutable std::map<std::tuple<int, int, int>, HopPath> host_paths_;  // (src, dst, 0 pcie / 1 nvlink)
+  struct NetLeg {
+    int nic = -1;
+    std::vector<HopPath> parts;  // endpoint to NIC (outbound) or NIC to endpoint
+    bool via_host = false;       // through host memory: GPUDirect RDMA out of reach
+  };
+  mutable std::map<std::pair<int, bool>, NetLeg> net_legs_;
 };
 
 /// Resources that carried bytes, busiest first (average utilisation over

@@ -14,7 +14,7 @@ struct Rig {
   std::vector<FlowRecord> done;
   FlowSpec spec(std::vector<FlowUse> route, double bytes, Time latency = Time::zero()) {
     FlowSpec f;
-    f.route = std::move(route);
+    f.route.assign(route.begin(), route.end());
     f.bytes = bytes;
     f.latency = latency;
     f.on_done = [this](const FlowRecord& r) { done.push_back(r); };

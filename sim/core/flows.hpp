@@ -11,7 +11,10 @@
 // bottleneck.
 #pragma once
 
+#include <deque>
 #include <functional>
+
+#include <boost/container/small_vector.hpp>
 #include <string>
 #include <vector>
 
@@ -36,7 +39,7 @@ struct FlowRecord {
   Time first_byte;  // start + latency
   Time end;
   /// (constraint, time it bottlenecked this flow); kOwnBound = the flow's cap.
-  std::vector<std::pair<ConstraintId, Time>> bottleneck_time;
+  boost::container::small_vector<std::pair<ConstraintId, Time>, 2> bottleneck_time;
   [[nodiscard]] Time duration() const { return end - start; }
   /// bytes / (end - start): what a user measuring the transfer would see.
   [[nodiscard]] Bandwidth achieved() const;
@@ -45,7 +48,7 @@ struct FlowRecord {
 };
 
 struct FlowSpec {
-  std::vector<FlowUse> route;
+  boost::container::small_vector<FlowUse, 6> route;
   double bytes = 0;
   Time latency;
   double rate_cap = MaxMinSystem::kUnbounded;  // bytes/s
@@ -95,7 +98,7 @@ class FlowModel {
 
   Engine& engine_;
   MaxMinSystem& sys_;
-  std::vector<Flow> flows_;
+  std::deque<Flow> flows_;  // stable addresses; no relocation as it grows
   std::vector<FlowId> free_ids_;
   std::vector<FlowId> var_to_flow_;
   std::vector<double> constraint_bytes_;

@@ -65,7 +65,7 @@ void MaxMinSystem::expand(ConstraintId c, VariableId v, double coefficient) {
     }
   }
   Cons& k = cons_[c];
-  x.elems.push_back(Elem{c, coefficient, static_cast<uint32_t>(k.users.size())});
+  x.elems.push_back(Elem{coefficient, c, static_cast<uint32_t>(k.users.size())});
   k.users.push_back(UserRef{v, static_cast<uint32_t>(x.elems.size() - 1)});
   mark_dirty(c);
 }
@@ -170,7 +170,11 @@ const std::vector<VariableId>& MaxMinSystem::solve() {
   return changed_;
 }
 
-void MaxMinSystem::fix(VariableId v, double r, ConstraintId why, double level) {
+// Fixing a variable at the current level never lowers a constraint's share
+// ((remaining - a w L) / (sumw - a w) >= remaining / sumw when L <= the
+// share), so a heap entry left from before is a lower bound: new entries are
+// pushed lazily, once per touched constraint, when the exact minimum is needed.
+void MaxMinSystem::fix(VariableId v, double r, ConstraintId why) {
   Var& x = vars_[v];
   x.fixed = true;
   if (x.rate != r) changed_.push_back(v);
@@ -183,13 +187,25 @@ void MaxMinSystem::fix(VariableId v, double r, ConstraintId why, double level) {
     k.remaining = std::max(0.0, k.remaining - e.coeff * r);
     k.sumw -= e.coeff * x.weight;
     ++k.version;
+    if (!k.touched) {
+      k.touched = true;
+      touched_.push_back(e.c);
+    }
+  }
+}
+
+void MaxMinSystem::flush_touched(double level) {
+  for (ConstraintId c : touched_) {
+    Cons& k = cons_[c];
+    k.touched = false;
     if (k.unfixed > 0) {
       // Shares never fall below the current level (rounding guard).
       const double share = std::max(level, k.sumw > 0 ? k.remaining / k.sumw : level);
-      heap_.push_back(HeapEntry{share, e.c, k.version});
+      heap_.push_back(HeapEntry{share, c, k.version});
       std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
     }
   }
+  touched_.clear();
 }
 
 void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
@@ -224,26 +240,32 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   size_t unfixed = vars.size();
   size_t bi = 0;
   double level = 0;
+  touched_.clear();
   while (unfixed > 0) {
-    // Drop stale heap entries.
+    // Drop stale heap entries whose constraint has a newer entry (or no unfixed user).
     while (!heap_.empty()) {
       const HeapEntry& top = heap_.front();
       const Cons& k = cons_[top.c];
-      if (k.unfixed > 0 && top.version == k.version) break;
+      if (k.unfixed > 0 && (top.version == k.version || k.touched)) break;
       std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
       heap_.pop_back();
     }
     while (bi < bounded_.size() && vars_[bounded_[bi].second].fixed) ++bi;
+    // The top is exact, or (its constraint touched since) a lower bound.
     const double lc = heap_.empty() ? kUnbounded : heap_.front().share;
     const double lb = bi < bounded_.size() ? bounded_[bi].first : kUnbounded;
-    assert((std::isfinite(lc) || std::isfinite(lb)) && "unconstrained, unbounded variable");
-    if (lb <= lc) {
+    if (lb <= lc && bi < bounded_.size()) {
       const VariableId v = bounded_[bi++].second;
       level = std::max(level, lb);
-      fix(v, vars_[v].bound, kOwnBound, level);
+      fix(v, vars_[v].bound, kOwnBound);
       --unfixed;
       continue;
     }
+    if (!touched_.empty()) {  // the exact minimum is needed now
+      flush_touched(level);
+      continue;
+    }
+    assert((std::isfinite(lc) || std::isfinite(lb)) && "unconstrained, unbounded variable");
     level = std::max(level, lc);
     const ConstraintId c = heap_.front().c;
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
@@ -255,10 +277,12 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
     for (const UserRef& r : cons_[c].users)
       if (!vars_[r.v].fixed) to_fix.push_back(r.v);
     for (VariableId v : to_fix) {
-      fix(v, std::min(vars_[v].bound, vars_[v].weight * level), c, level);
+      fix(v, std::min(vars_[v].bound, vars_[v].weight * level), c);
       --unfixed;
     }
   }
+  for (ConstraintId c : touched_) cons_[c].touched = false;  // flags must not leak into the next solve
+  touched_.clear();
 }
 
 }  // namespace osim

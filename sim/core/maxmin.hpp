@@ -43,6 +43,8 @@
 #include <limits>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 namespace osim {
 
 using ConstraintId = int32_t;
@@ -93,8 +95,8 @@ class MaxMinSystem {
 
  private:
   struct Elem {
-    ConstraintId c;
     double coeff;
+    ConstraintId c;
     uint32_t pos;  // index in cons_[c].users
   };
   struct Var {
@@ -102,7 +104,7 @@ class MaxMinSystem {
     double bound = kUnbounded;
     double rate = 0.0;
     ConstraintId bottleneck = kOwnBound;
-    std::vector<Elem> elems;
+    boost::container::small_vector<Elem, 6> elems;  // routes cross a few resources: no allocation
     bool alive = false;
     bool dirty = false;
     bool fixed = false;   // scratch
@@ -122,11 +124,13 @@ class MaxMinSystem {
     double sumw = 0;
     uint32_t unfixed = 0;
     uint32_t version = 0;
+    bool touched = false;  // its share changed since its last heap entry
   };
 
   void mark_dirty(ConstraintId c);
   void solve_component(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons);
-  void fix(VariableId v, double r, ConstraintId why, double level);
+  void fix(VariableId v, double r, ConstraintId why);
+  void flush_touched(double level);
 
   std::vector<Var> vars_;
   std::vector<Cons> cons_;
@@ -150,6 +154,7 @@ class MaxMinSystem {
   std::vector<ConstraintId> comp_cons_;
   std::vector<ConstraintId> queue_;
   std::vector<VariableId> to_fix_;
+  std::vector<ConstraintId> touched_;
 };
 
 }  // namespace osim

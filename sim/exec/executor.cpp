@@ -786,14 +786,23 @@ class Executor {
     };
     const FlowId fid = flows_.start(std::move(f));
     if (o_.link_samples) flow_uses_[fid] = route.uses;
-    ranks_[ra].coll_flows.push_back({fid, base, c.channels});
+    auto& cfs = ranks_[ra].coll_flows;
+    if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
+    coll_flow_slot_[static_cast<size_t>(fid)] = static_cast<int>(cfs.size());
+    cfs.push_back({fid, base, c.channels});
   }
 
   void coll_flow_done(int ci, int from, int to, const FlowRecord& rec) {
     account(coll_bn_, rec);
     CollInst& c = insts_[ci];
+    // Swap-remove the flow from its rank's list (a rank may hold thousands).
     auto& cf = ranks_[c.members[from]].coll_flows;
-    cf.erase(std::remove_if(cf.begin(), cf.end(), [&](const CollFlow& x) { return x.flow == rec.id; }), cf.end());
+    const int slot = coll_flow_slot_[static_cast<size_t>(rec.id)];
+    assert(slot >= 0 && cf[static_cast<size_t>(slot)].flow == rec.id);
+    cf[static_cast<size_t>(slot)] = cf.back();
+    coll_flow_slot_[static_cast<size_t>(cf[static_cast<size_t>(slot)].flow)] = slot;
+    cf.pop_back();
+    coll_flow_slot_[static_cast<size_t>(rec.id)] = -1;
     const Op& op = *c.op;
     if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise) {
       for (int m : {from, to})
@@ -945,6 +954,7 @@ class Executor {
   std::deque<CollInst> insts_;
   std::map<std::tuple<int, int, int>, int> inst_index_;
   std::map<int, Bytes> pinned_;
+  std::vector<int> coll_flow_slot_;  // flow id -> index in its rank's coll_flows, or -1
 };
 
 }  // namespace
