@@ -79,6 +79,7 @@ struct RunningKernel {
   int gop;
   double remaining;  // solo seconds left
   double speed = 0;
+  double next_speed = 0;  // scratch in update_gpu
   Time last;
   EventId ev;
   int demand;
@@ -124,6 +125,7 @@ struct RankState {
   std::vector<std::deque<int>> parked;
   std::map<int, int> send_seq, recv_seq;
   std::vector<CollFlow> coll_flows;
+  const std::vector<double>* work = nullptr;  // solo seconds per op (kernels)
   bool pumping = false, again = false;
 };
 
@@ -205,11 +207,25 @@ class Executor {
       R.parked.resize(s_.groups.size());
       const auto& ops = *s_.programs[r].ops;
       records_[r].resize(ops.size());
+      // Solo kernel times, once per program and GPU (ranks may share a program).
+      auto [wit, fresh] = work_cache_.try_emplace(std::make_pair(&ops, R.node));
+      if (fresh) {
+        wit->second.assign(ops.size(), 0.0);
+        for (size_t i = 0; i < ops.size(); ++i) {
+          if (ops[i].kind != OpKind::Kernel) continue;
+          try {
+            wit->second[i] = kernel_time(ops[i], *R.node, p_).s();
+          } catch (const InputError&) {  // fail early on missing rates, naming the op
+            (void)kernel_time(ops[i], *R.node, p_, s_.location(r, static_cast<int>(i)));
+            throw;
+          }
+        }
+      }
+      R.work = &wit->second;
       for (size_t i = 0; i < ops.size(); ++i) {
         records_[r][i].rank = r;
         records_[r][i].index = static_cast<int>(i);
         records_[r][i].op = &ops[i];
-        if (ops[i].kind == OpKind::Kernel) (void)kernel_time(ops[i], *R.node, p_, s_.location(r, static_cast<int>(i)));  // fail early on missing rates
         if (ops[i].kind == OpKind::Memcpy && ops[i].copy == CopyKind::P2P) (void)route_between(r, ops[i].peer, dma_);
       }
     }
@@ -431,7 +447,7 @@ class Executor {
       const int n = static_cast<int>(R.streams[op.stream2].gops.size());
       if (n > 0) g.dep = {op.stream2, n - 1};
     } else if (op.kind == OpKind::Kernel) {
-      g.work_s = kernel_time(op, *R.node, p_).s();
+      g.work_s = (*R.work)[static_cast<size_t>(R.pc)];
     }
     const int id = static_cast<int>(gops_.size());
     gops_.push_back(g);
@@ -510,7 +526,7 @@ class Executor {
     RankState& R = ranks_[g.rank];
     const int demand = g.op->sm_limit > 0 ? std::min(g.op->sm_limit, R.sms) : R.sms;
     const Op& op = *g.op;
-    R.kernels.push_back(RunningKernel{id, g.work_s, 0, engine_.now(), {}, demand, R.streams[g.stream].priority,
+    R.kernels.push_back(RunningKernel{id, g.work_s, 0, 0, engine_.now(), {}, demand, R.streams[g.stream].priority,
                                       op.gemm.has_value() || op.attention.has_value() || op.flops > 0});
     update_gpu(g.rank);
   }
@@ -523,9 +539,11 @@ class Executor {
       k.last = now;
     }
     // SM shares: higher priority first; within a priority, proportional to demand.
-    std::vector<size_t> order(R.kernels.size());
+    std::vector<size_t>& order = order_;
+    order.resize(R.kernels.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return R.kernels[a].priority > R.kernels[b].priority; });
+    if (order.size() > 1)
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return R.kernels[a].priority > R.kernels[b].priority; });
     double avail = R.sms;
     const double factor = compute_factor(R);
     double clock = 1.0;
@@ -542,11 +560,14 @@ class Executor {
       double demand = 0;
       while (j < order.size() && R.kernels[order[j]].priority == R.kernels[order[i]].priority) demand += R.kernels[order[j++]].demand;
       const double give = std::min(avail, demand);
-      for (size_t k = i; k < j; ++k) R.kernels[order[k]].speed = (give / demand) * factor * (R.kernels[order[k]].clocked ? clock : 1.0);
+      for (size_t k = i; k < j; ++k) R.kernels[order[k]].next_speed = (give / demand) * factor * (R.kernels[order[k]].clocked ? clock : 1.0);
       avail -= give;
       i = j;
     }
     for (auto& k : R.kernels) {
+      // Same speed: the pending completion stands (progress is linear).
+      if (k.next_speed == k.speed && engine_.pending(k.ev)) continue;
+      k.speed = k.next_speed;
       engine_.cancel(k.ev);
       if (k.speed > 0) {
         const int gid = k.gop;
@@ -954,7 +975,9 @@ class Executor {
   std::deque<CollInst> insts_;
   std::map<std::tuple<int, int, int>, int> inst_index_;
   std::map<int, Bytes> pinned_;
+  std::vector<size_t> order_;       // scratch for update_gpu
   std::vector<int> coll_flow_slot_;  // flow id -> index in its rank's coll_flows, or -1
+  std::map<std::pair<const std::vector<Op>*, const hw::NodeSpec*>, std::vector<double>> work_cache_;
 };
 
 }  // namespace
