@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(cmake ninja-build g++ libboost-graph-dev libyaml-cpp-dev libeigen3-dev doctest-dev libcli11-dev
-          nlohmann-json3-dev libfmt-dev libtbb-dev libbenchmark-dev)
+          nlohmann-json3-dev libfmt-dev libtbb-dev libbenchmark-dev
+          # notebooks/ (executed by the tests): Debian's Jupyter, pandas, matplotlib
+          jupyter-nbconvert python3-nbconvert python3-ipykernel python3-pandas python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,7 +17,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 cmake --preset default >/dev/null

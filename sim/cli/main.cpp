@@ -162,7 +162,8 @@ osim::Records resimulate(const std::string& measured, const osim::Records& measu
 }
 
 int compare_command(const std::vector<std::string>& inputs, bool simulate, const std::string& topo_path, const std::string& calibration,
-                    double max_error, double max_median_error, bool per_layer) {
+                    double max_error, double max_median_error, bool per_layer, const std::string& csv, bool force) {
+  if (!csv.empty()) refuse_overwrite(csv, force);
   std::vector<std::pair<osim::Records, osim::Records>> pairs;
   if (!simulate) {
     if (inputs.size() != 2)
@@ -193,6 +194,12 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
     for (const auto& [m, s] : pairs)
       std::cout << fmt::format("  {:<44} {:>9.2f} ms {:>9.2f} ms {:>+7.1f}%\n", m.name, m.makespan_ns * 1e-6, s.makespan_ns * 1e-6,
                                100 * (s.makespan_ns - m.makespan_ns) / m.makespan_ns);
+  }
+  if (!csv.empty()) {
+    std::string text = "run,measured_ms,simulated_ms,error_pct\n";
+    for (const auto& [m, s] : pairs)
+      text += fmt::format("{},{:.4f},{:.4f},{:.3f}\n", m.name, m.makespan_ns * 1e-6, s.makespan_ns * 1e-6, 100 * (s.makespan_ns - m.makespan_ns) / m.makespan_ns);
+    write_file(csv, text);
   }
   int rc = 0;
   if (!over.empty()) {
@@ -336,6 +343,10 @@ int main(int argc, char** argv) {
   cmp_cmd->add_option("--max-error", cmp_max, "exit 1 when a run's makespan error exceeds this many percent");
   cmp_cmd->add_option("--max-median-error", cmp_max_median, "exit 1 when the median makespan error over the runs exceeds this many percent");
   cmp_cmd->add_flag("--layers", cmp_layers, "print every layer of rank 0");
+  std::string cmp_csv;
+  bool cmp_force = false;
+  cmp_cmd->add_option("--csv", cmp_csv, "also write each run's measured and simulated makespan (CSV)");
+  cmp_cmd->add_flag("--force", cmp_force, "overwrite an existing --csv file");
 
   std::vector<std::string> bench_inputs;
   std::string cal_topo, cal_out;
@@ -373,7 +384,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops, calibration, records);
-    if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_max, cmp_max_median, cmp_layers);
+    if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_max, cmp_max_median, cmp_layers, cmp_csv, cmp_force);
     if (*sweep_cmd) return sweep_command(sweep_path, sweep_out, sweep_force, sweep_threads, sweep_shard, sweep_progress, sweep_no_progress, tolerance);
     if (*merge_cmd) return merge_command(merge_inputs, merge_out, merge_force, merge_sweep, tolerance);
     if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force);
