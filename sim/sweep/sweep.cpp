@@ -536,7 +536,7 @@ std::string sweep_summary(const SweepTable& t, double tolerance) {
       return a.row < b.row;
     };
     const Pt best = *std::min_element(pts.begin(), pts.end(), faster);
-    out += fmt::format("\non {} ({} points):\n", name, pts.size());
+    out += fmt::format("\non {} ({} point{}):\n", name, pts.size(), pts.size() == 1 ? "" : "s");
     out += fmt::format("  best: point {}, {:.2f} ms/step, peak VRAM {:.2f} GiB: {}\n", t.rows[best.row][0], best.step_ms, best.vram_gib,
                        describe(t, best.row, params));
     // Pareto front: sorted by VRAM, keep points faster than every point with less VRAM.
@@ -549,7 +549,7 @@ std::string sweep_summary(const SweepTable& t, double tolerance) {
     std::vector<Pt> front;
     for (const Pt& p : by_vram)
       if (front.empty() || p.step_ms < front.back().step_ms) front.push_back(p);
-    out += fmt::format("  Pareto front, peak VRAM vs step time ({} points):\n", front.size());
+    out += fmt::format("  Pareto front, peak VRAM vs step time ({} point{}):\n", front.size(), front.size() == 1 ? "" : "s");
     for (size_t k = 0; k < front.size(); ++k) {
       if (k == 8 && front.size() > 10) {
         out += fmt::format("    ... {} more\n", front.size() - 9);
