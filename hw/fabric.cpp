@@ -423,16 +423,15 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
     // Leg from an endpoint to its NIC, through host memory when GPUDirect RDMA
     // is out of reach; memoised per endpoint and direction.
     auto leg = [&](int end, bool outbound) -> const NetLeg& {
-      auto [it, fresh] = net_legs_.try_emplace(std::make_pair(end, outbound));
-      if (!fresh) return it->second;
-      NetLeg& L = it->second;
+      const auto key = std::make_pair(end, outbound);
+      if (auto it = net_legs_.find(key); it != net_legs_.end()) return it->second;
+      // Built apart and stored only when complete: a throw leaves no half-made entry.
+      NetLeg L;
       L.nic = nearest_nic(end);
-      if (L.nic < 0) {
-        net_legs_.erase(it);
+      if (L.nic < 0)
         throw InputError(SourceLocation{}, fmt::format("'{}' has no NIC on its host: cannot reach another host", spec_.nodes[end].name));
-      }
       if (spec_.nodes[end].kind == NodeKind::Gpu) {
-        const auto direct = need_pcie(end, L.nic);
+        const auto& direct = need_pcie(end, L.nic);
         if (classify_pcie(direct) <= spec_.gdr_level) {
           L.parts.push_back(direct);
         } else {
@@ -448,7 +447,7 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
         std::reverse(L.parts.begin(), L.parts.end());
         for (auto& p : L.parts) p.reverse();
       }
-      return L;
+      return net_legs_.emplace(key, std::move(L)).first->second;
     };
     const NetLeg& out_leg = leg(src, true);
     const NetLeg& in_leg = leg(dst, false);
