@@ -47,6 +47,14 @@ bool Engine::pop_live(Entry& out) {
   return false;
 }
 
+bool Engine::try_advance(Time t) {
+  assert(t >= now_);
+  Entry e{};
+  if (pop_live(e) && e.time_ps <= t.ps()) return false;
+  now_ = t;
+  return true;
+}
+
 bool Engine::step() {
   Entry e{};
   if (!pop_live(e)) return false;

@@ -36,6 +36,13 @@ class Engine {
   [[nodiscard]] bool pending(EventId id) const;
 
   [[nodiscard]] Time now() const { return now_; }
+  /// Moves the clock to `t` without an event when no live event is due at or
+  /// before `t`: exactly what scheduling a callback at `t` and running the
+  /// loop would do, minus the heap traffic. False (clock unchanged) otherwise.
+  bool try_advance(Time t);
+  /// The sequence number the next scheduled event will get: callers that
+  /// batch work into one event check that nothing was scheduled in between.
+  [[nodiscard]] uint64_t next_seq() const { return next_seq_; }
   /// Runs the next live event; false when none is left.
   bool step();
   /// Runs until no event is left.

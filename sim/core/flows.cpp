@@ -45,8 +45,64 @@ FlowId FlowModel::start(FlowSpec spec) {
   fl.running = true;
   ++active_;
   // Always through the engine, so a callback never runs inside start().
-  engine_.after(fl.spec.latency, [this, id] { activate(id); });
+  const Time t = engine_.now() + fl.spec.latency;
+  Open& o = open_activation_;
+  if (o.batch < 0 || o.time != t || o.seq != engine_.next_seq()) {
+    o.batch = new_batch(t, false);
+    o.time = t;
+    o.seq = engine_.next_seq();
+  }
+  batches_[o.batch].flows.emplace_back(id, 0);
   return id;
+}
+
+int FlowModel::new_batch(Time t, bool completions) {
+  int b;
+  if (!free_batches_.empty()) {
+    b = free_batches_.back();
+    free_batches_.pop_back();
+  } else {
+    b = static_cast<int>(batches_.size());
+    batches_.emplace_back();
+  }
+  batches_[b].event = engine_.at(t, [this, b, completions] { run_batch(b, completions); });
+  batches_[b].live = 0;
+  return b;
+}
+
+void FlowModel::run_batch(int b, bool completions) {
+  Open& o = completions ? open_completion_ : open_activation_;
+  if (o.batch == b) o.batch = -1;
+  // Members' callbacks may open new batches (never this one: it is still held).
+  std::vector<std::pair<FlowId, uint64_t>> members;
+  members.swap(batches_[b].flows);
+  for (const auto& [f, token] : members) {
+    if (!completions) {
+      activate(f);
+      continue;
+    }
+    Flow& fl = flows_[f];
+    if (fl.completion_token != token) continue;  // rescheduled or done since
+    fl.completion_batch = -1;
+    fl.completion_token = 0;
+    complete(f);
+  }
+  members.clear();
+  batches_[b].flows.swap(members);  // keep the capacity
+  free_batches_.push_back(b);
+}
+
+void FlowModel::unschedule_completion(Flow& fl) {
+  if (fl.completion_batch < 0) return;
+  Batch& b = batches_[fl.completion_batch];
+  if (--b.live == 0) {  // nothing left in it: drop its event
+    engine_.cancel(b.event);
+    if (open_completion_.batch == fl.completion_batch) open_completion_.batch = -1;
+    b.flows.clear();
+    free_batches_.push_back(fl.completion_batch);
+  }
+  fl.completion_batch = -1;
+  fl.completion_token = 0;
 }
 
 double FlowModel::rate(FlowId f) const { return flows_[f].rate; }
@@ -111,9 +167,19 @@ void FlowModel::solve_now() {
     if (rate_observer) rate_observer(f, fl.rate, sys_.rate(v));
     fl.rate = sys_.rate(v);
     fl.bottleneck = sys_.bottleneck(v);
-    engine_.cancel(fl.completion);
+    unschedule_completion(fl);
     assert(fl.rate > 0);
-    fl.completion = engine_.after(transfer_time(fl.remaining, Bandwidth{fl.rate}), [this, f] { complete(f); });
+    const Time t = engine_.now() + transfer_time(fl.remaining, Bandwidth{fl.rate});
+    Open& o = open_completion_;
+    if (o.batch < 0 || o.time != t || o.seq != engine_.next_seq()) {
+      o.batch = new_batch(t, true);
+      o.time = t;
+      o.seq = engine_.next_seq();
+    }
+    fl.completion_batch = o.batch;
+    fl.completion_token = next_token_++;
+    batches_[o.batch].flows.emplace_back(f, fl.completion_token);
+    ++batches_[o.batch].live;
   }
 }
 

@@ -87,9 +87,22 @@ class FlowModel {
     double rate = 0;
     ConstraintId bottleneck = MaxMinSystem::kOwnBound;
     Time last_update;
-    EventId completion;
+    int completion_batch = -1;    // the batch holding this flow's completion, if scheduled
+    uint64_t completion_token = 0;  // matches its entry in that batch; 0 = none
     bool running = false;
   };
+  // Flows that start, or end, at the same instant (an all-to-all's dozens of
+  // pairs) share one engine event: a batch. A flow joins the last batch only
+  // when that batch is at the same time and no other event was scheduled
+  // since, so events run in exactly the order one event per flow would give.
+  struct Batch {
+    std::vector<std::pair<FlowId, uint64_t>> flows;  // (flow, token); stale entries are skipped
+    EventId event;
+    int live = 0;
+  };
+  int new_batch(Time t, bool completions);
+  void run_batch(int b, bool completions);
+  void unschedule_completion(Flow& fl);
   void activate(FlowId f);
   void request_solve();
   void solve_now();
@@ -102,6 +115,14 @@ class FlowModel {
   std::vector<FlowId> free_ids_;
   std::vector<FlowId> var_to_flow_;
   std::vector<double> constraint_bytes_;
+  std::vector<Batch> batches_;
+  std::vector<int> free_batches_;
+  struct Open {  // the batch new flows may join
+    int batch = -1;
+    Time time;
+    uint64_t seq = 0;  // engine_.next_seq() right after it was last extended
+  } open_activation_, open_completion_;
+  uint64_t next_token_ = 1;
   bool solve_pending_ = false;
   size_t active_ = 0;
 };

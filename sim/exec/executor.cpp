@@ -7,6 +7,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <unordered_map>
+
+#include <boost/container/small_vector.hpp>
 
 #include <fmt/format.h>
 
@@ -293,7 +296,9 @@ class Executor {
         rec.issue = engine_.now();
         R.paid = true;
         const Time oh = overhead(op);
-        if (oh > Time::zero()) {
+        // The call's overhead: when nothing else is due before it ends, the
+        // clock just moves on (same order of events as waking up later).
+        if (oh > Time::zero() && !engine_.try_advance(engine_.now() + oh)) {
           R.state = RankState::Busy;
           engine_.after(oh, [this, r] { host_step(r); });
           return;
@@ -304,7 +309,7 @@ class Executor {
         rec.returned = engine_.now();
         effect(r, op, rec);
       }
-      if (R.busy_until > engine_.now()) {
+      if (R.busy_until > engine_.now() && !engine_.try_advance(R.busy_until)) {
         R.state = RankState::Busy;
         engine_.at(R.busy_until, [this, r] { host_step(r); });
         return;
@@ -600,6 +605,49 @@ class Executor {
     return topo_.route(ranks_[r].gpu, ranks_[peer].gpu, o);
   }
 
+  // A route as the flows use it: solver constraints, latency, kind.
+  struct FlowRoute {
+    boost::container::small_vector<FlowUse, 6> uses;
+    Time latency;
+    hw::RouteKind kind = hw::RouteKind::Local;
+    bool known = false;
+  };
+  FlowRoute to_flow_route(const hw::Route& route) const {
+    FlowRoute fr;
+    for (const auto& u : route.uses) fr.uses.push_back({cons_[u.resource], u.coefficient});
+    fr.latency = route.latency;
+    fr.kind = route.kind;
+    fr.known = true;
+    return fr;
+  }
+  // Routes between ranks, memoised for small jobs (a DiT run asks for the
+  // same few pairs hundreds of thousands of times); large jobs ask the
+  // topology (its own caches are bounded).
+  static constexpr int kRouteMemoRanks = 64;
+  const FlowRoute& pair_route(int a, int b, bool dma) {
+    const hw::RouteOptions& o = dma ? dma_ : opts_;
+    const int n = s_.ranks();
+    if (n > kRouteMemoRanks) {
+      scratch_route_ = to_flow_route(route_between(a, b, o));
+      return scratch_route_;
+    }
+    auto& memo = dma ? dma_routes_ : coll_routes_;
+    if (memo.empty()) memo.resize(static_cast<size_t>(n) * static_cast<size_t>(n));
+    FlowRoute& fr = memo[static_cast<size_t>(a) * static_cast<size_t>(n) + static_cast<size_t>(b)];
+    if (!fr.known) fr = to_flow_route(route_between(a, b, o));
+    return fr;
+  }
+  // Host <-> GPU routes of a rank's copies (index 2r: H2D, 2r+1: D2H).
+  const FlowRoute& host_route(int r, bool h2d) {
+    if (host_routes_.empty()) host_routes_.resize(2 * static_cast<size_t>(s_.ranks()));
+    FlowRoute& fr = host_routes_[2 * static_cast<size_t>(r) + (h2d ? 0 : 1)];
+    if (!fr.known) {
+      const RankState& R = ranks_[r];
+      fr = to_flow_route(h2d ? topo_.route(R.cpu, R.gpu, dma_) : topo_.route(R.gpu, R.cpu, dma_));
+    }
+    return fr;
+  }
+
   void queue_copy(int id) {
     GOp& g = gops_[id];
     RankState& R = ranks_[g.rank];
@@ -619,13 +667,12 @@ class Executor {
     records_[r][gops_[id].index].start = engine_.now();
     FlowSpec f;
     f.bytes = static_cast<double>(op.bytes);
-    f.label = op.label;
     double cap = p_.copy_engine_bandwidth.bytes_per_s;
-    const hw::Route* route = nullptr;
+    const FlowRoute* route = nullptr;
     switch (op.copy) {
-      case CopyKind::H2D: route = &topo_.route(R.cpu, R.gpu, dma_); break;
-      case CopyKind::D2H: route = &topo_.route(R.gpu, R.cpu, dma_); break;
-      case CopyKind::P2P: route = &route_between(r, op.peer, dma_); break;
+      case CopyKind::H2D: route = &host_route(r, true); break;
+      case CopyKind::D2H: route = &host_route(r, false); break;
+      case CopyKind::P2P: route = &pair_route(r, op.peer, true); break;
       case CopyKind::D2D: {
         const double hbm = R.node->gpu.hbm_bandwidth ? R.node->gpu.hbm_bandwidth->bytes_per_s : 1e12;
         cap = std::min(cap, hbm * p_.hbm_efficiency / 2);  // read + write
@@ -636,7 +683,7 @@ class Executor {
       cap = std::min(cap, p_.pageable_bandwidth.bytes_per_s);
     f.latency = p_.copy_latency;
     if (route) {
-      for (const auto& u : route->uses) f.route.push_back({cons_[u.resource], u.coefficient});
+      f.route = route->uses;
       f.latency += route->latency;
     }
     if (std::isfinite(cap)) f.rate_cap = cap;
@@ -656,7 +703,9 @@ class Executor {
       update_gpu(rr);
     };
     const FlowId fid = flows_.start(std::move(f));
-    if (o_.link_samples && route) flow_uses_[fid] = route->uses;  // rates are reported only after activation
+    if (o_.link_samples && route) flow_uses_[fid] = (op.copy == CopyKind::H2D ? topo_.route(R.cpu, R.gpu, dma_)
+                                                                   : op.copy == CopyKind::D2H ? topo_.route(R.gpu, R.cpu, dma_)
+                                                                                              : route_between(r, op.peer, dma_)).uses;
     update_gpu(r);
   }
 
@@ -790,23 +839,22 @@ class Executor {
   void coll_flow(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency) {
     CollInst& c = insts_[ci];
     const int ra = c.members[from], rb = c.members[to];
-    const hw::Route& route = route_between(ra, rb, opts_);
+    const FlowRoute& route = pair_route(ra, rb, false);
     FlowSpec f;
-    for (const auto& u : route.uses) f.route.push_back({cons_[u.resource], u.coefficient});
+    f.route = route.uses;
     f.bytes = bytes;
     f.latency = route.latency + protocol_latency;
     const bool via_host = route.kind == hw::RouteKind::ViaHost || route.kind == hw::RouteKind::NetworkViaHost;
     const double ceiling = (via_host ? p_.nccl_host_rank_bandwidth : p_.nccl_rank_bandwidth).bytes_per_s;
     const double base = std::min(c.channels * p_.nccl_channel_bandwidth.bytes_per_s, ceiling) / peers_at_once;
     f.rate_cap = base / comm_slowdown(ranks_[ra], c.channels);
-    f.label = c.op->label;
     // Captures packed into 16 bytes so std::function stores them inline.
     const uint64_t key = (static_cast<uint64_t>(ci) << 32) | (static_cast<uint64_t>(from) << 16) | static_cast<uint64_t>(to);
     f.on_done = [this, key](const FlowRecord& rec) {
       coll_flow_done(static_cast<int>(key >> 32), static_cast<int>((key >> 16) & 0xffff), static_cast<int>(key & 0xffff), rec);
     };
     const FlowId fid = flows_.start(std::move(f));
-    if (o_.link_samples) flow_uses_[fid] = route.uses;
+    if (o_.link_samples) flow_uses_[fid] = route_between(ra, rb, opts_).uses;
     auto& cfs = ranks_[ra].coll_flows;
     if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
     coll_flow_slot_[static_cast<size_t>(fid)] = static_cast<int>(cfs.size());
@@ -973,10 +1021,20 @@ class Executor {
   std::vector<GOp> gops_;         // grows only in host steps, never while a GOp& is held
   // A deque: instances are created while a CollInst& is held (parked collectives).
   std::deque<CollInst> insts_;
-  std::map<std::tuple<int, int, int>, int> inst_index_;
+  struct InstKeyHash {
+    size_t operator()(const std::tuple<int, int, int>& k) const {
+      uint64_t h = static_cast<uint32_t>(std::get<0>(k));
+      h = h * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(std::get<1>(k));
+      h = h * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(std::get<2>(k));
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<std::tuple<int, int, int>, int, InstKeyHash> inst_index_;
   std::map<int, Bytes> pinned_;
   std::vector<size_t> order_;       // scratch for update_gpu
   std::vector<int> coll_flow_slot_;  // flow id -> index in its rank's coll_flows, or -1
+  std::vector<FlowRoute> coll_routes_, dma_routes_, host_routes_;  // see pair_route, host_route
+  FlowRoute scratch_route_;
   std::map<std::pair<const std::vector<Op>*, const hw::NodeSpec*>, std::vector<double>> work_cache_;
 };
 
