@@ -57,3 +57,17 @@ TEST_CASE("two engines in one process are independent") {
   CHECK(y == 2);
   CHECK(e1.now() == Time::from_us(1));
 }
+
+TEST_CASE("try_advance moves the clock only when nothing is due first") {
+  Engine e;
+  std::vector<int> order;
+  e.at(Time::from_us(10), [&] { order.push_back(1); });
+  CHECK(e.try_advance(Time::from_us(5)));    // nothing due by 5 us
+  CHECK(e.now() == Time::from_us(5));
+  CHECK_FALSE(e.try_advance(Time::from_us(10)));  // the event at 10 us runs first
+  CHECK(e.now() == Time::from_us(5));
+  e.run();
+  CHECK(order == std::vector<int>{1});
+  CHECK(e.try_advance(Time::from_us(12)));
+  CHECK(e.now() == Time::from_us(12));
+}

@@ -107,3 +107,34 @@ TEST_CASE("a zero-byte flow completes after its latency, through the engine") {
   REQUIRE(r.done.size() == 1);
   CHECK(r.done[0].end == Time::from_us(3));
 }
+
+TEST_CASE("flows sharing a start or end instant complete in start order; a reschedule leaves the shared batch") {
+  // Four 1 GB flows on their own 10 GB/s links start together (one activation
+  // event) and would end together at 0.1 s (one completion event). Flow 2's
+  // cap then drops to 5 GB/s at 0.05 s: it leaves the batch and ends at
+  // 0.05 + 0.5 GB / 5 GB/s = 0.15 s; the others still end at 0.1 s, in start order.
+  Rig r;
+  std::vector<ConstraintId> links;
+  std::vector<FlowId> ids;
+  for (int i = 0; i < 4; ++i) {
+    links.push_back(r.sys.add_constraint(10e9));
+    FlowSpec f = r.spec({{links.back()}}, 1e9, Time::from_us(1));
+    f.on_done = [&r, i](const FlowRecord& rec) {
+      r.done.push_back(rec);
+      r.done.back().bytes = i;  // which flow, in completion order
+    };
+    ids.push_back(r.flows.start(std::move(f)));
+  }
+  r.engine.at(Time::from_us(1) + Time::from_ms(50), [&] { r.flows.set_rate_cap(ids[2], 5e9); });
+  r.engine.run();
+  REQUIRE(r.done.size() == 4);
+  CHECK(r.done[0].bytes == 0);
+  CHECK(r.done[1].bytes == 1);
+  CHECK(r.done[2].bytes == 3);
+  CHECK(r.done[3].bytes == 2);
+  for (int i = 0; i < 3; ++i) CHECK(r.done[i].end == Time::from_us(1) + Time::from_ms(100));
+  CHECK(r.done[3].end.ps() == doctest::Approx((Time::from_us(1) + Time::from_ms(150)).ps()).epsilon(1e-9));
+  // Every flow cancelled out of a batch: the batch's event goes too (the clock stops at the last real event).
+  CHECK(r.engine.now() == r.done[3].end);
+  CHECK(r.engine.live_events() == 0);
+}
