@@ -252,6 +252,23 @@ Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, con
     }
   }
 
+  // The same GEMM under sustained load with H2D copies beside it (bench
+  // gemm_sustained_copy): a check that copies do not add to the load that
+  // lowers the clock (the model has no such term). Reported, not fitted.
+  if (const auto cp = rows(d, "gemm_sustained_copy"); !cp.empty()) {
+    std::map<std::pair<std::string, double>, double> steady;  // (copy, duty) -> steady time
+    for (const auto& r : cp) steady[{r.at("copy").get<std::string>(), r.at("duty").get<double>()}] = r.at("steady_time_us").get<double>();
+    Fit f{"sustained load with copies", "steady GEMM time with H2D copies running / without, per duty cycle (not a model term)", {}, 0,
+          static_cast<int>(cp.size())};
+    for (const auto& [key, t] : steady) {
+      if (key.first == "none") continue;
+      auto base = steady.find({"none", key.second});
+      if (base == steady.end() || base->second <= 0) continue;
+      f.values.emplace_back(fmt::format("{}_duty_{:.2f}", key.first, key.second), t / base->second);
+    }
+    if (!f.values.empty()) c.fits.push_back(f);
+  }
+
   // Attention (validate/attention_bench.py: PyTorch SDPA) from any document:
   // the median efficiency of the self-attention shapes against the bf16 peak.
   {

@@ -472,6 +472,76 @@ struct Runner::Impl {
       add({{"key", "gemm_sustained"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", duty}, {"burst_time_us", burst_us},
            {"steady_time_us", median(tail)}, {"slowdown", median(tail) / burst_us}, {"time_us", us}, {"start_ms", start_ms}});
     }
+    // The same GEMM under sustained load with H2D copies running beside it
+    // the whole time (a prefetch pipeline's state): do copies add to the
+    // load that lowers the clock? 1.2 s per duty, copies of 256 MiB back to
+    // back on a second stream, on this GPU only ("h2d") and on every GPU
+    // ("h2d_all", the host side busier, this GPU's copy rate lower).
+    {
+      const size_t cbytes = size_t(256) << 20;
+      std::vector<std::unique_ptr<DevBuf>> cd;
+      std::vector<std::unique_ptr<PinnedBuf>> ch;
+      std::vector<std::unique_ptr<Stream>> cs;
+      for (int g = 0; g < ngpus; ++g) {
+        cd.push_back(std::make_unique<DevBuf>(g, cbytes));
+        ch.push_back(std::make_unique<PinnedBuf>(cbytes));
+        cs.push_back(std::make_unique<Stream>(g));
+      }
+      CUDA_CHECK(cudaSetDevice(dev));
+      for (const std::string copy : {"none", "h2d", "h2d_all"}) {
+        if (copy == "h2d_all" && ngpus < 2) continue;
+        for (double duty : {1.0, 0.5}) {
+          progress("gemm_sustained " + copy + " duty " + std::to_string(duty));
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          const double window_us = 1.2e6;
+          const int64_t gap_ns = static_cast<int64_t>(burst_us * 1e3 * (1 - duty) / duty);
+          const int count = static_cast<int>(window_us / (burst_us / duty));
+          const int copies = copy == "none" ? 0 : static_cast<int>(window_us * 1e-6 * 60e9 / static_cast<double>(cbytes)) + 2;
+          const int copy_gpus = copy == "h2d_all" ? ngpus : copy == "h2d" ? 1 : 0;
+          std::vector<std::unique_ptr<Event>> a, b;
+          for (int i = 0; i < count; ++i) {
+            a.push_back(std::make_unique<Event>(dev));
+            b.push_back(std::make_unique<Event>(dev));
+          }
+          Event c0(dev), c1(dev);
+          CUDA_CHECK(cudaEventRecord(c0.e, cs[dev]->s));
+          for (int g = 0; g < copy_gpus; ++g) {
+            CUDA_CHECK(cudaSetDevice(g));
+            for (int i = 0; i < copies; ++i)
+              CUDA_CHECK(cudaMemcpyAsync(cd[g]->p, ch[g]->p, cbytes, cudaMemcpyHostToDevice, cs[g]->s));
+          }
+          CUDA_CHECK(cudaSetDevice(dev));
+          CUDA_CHECK(cudaEventRecord(c1.e, cs[dev]->s));
+          for (int i = 0; i < count; ++i) {
+            CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
+            gemm();
+            CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
+            if (gap_ns > 0) launch_sleep(s.s, gap_ns);
+          }
+          CUDA_CHECK(cudaStreamSynchronize(s.s));
+          for (int g = 0; g < copy_gpus; ++g) CUDA_CHECK(cudaStreamSynchronize(cs[g]->s));
+          CUDA_CHECK(cudaSetDevice(dev));
+          std::vector<double> us(count), start_ms(count);
+          for (int i = 0; i < count; ++i) {
+            float ms = 0;
+            CUDA_CHECK(cudaEventElapsedTime(&ms, a[i]->e, b[i]->e));
+            us[i] = ms * 1e3;
+            CUDA_CHECK(cudaEventElapsedTime(&ms, a[0]->e, a[i]->e));
+            start_ms[i] = ms;
+          }
+          // The copies' window relative to the first GEMM (they should cover it).
+          float copy_start_ms = 0, copy_end_ms = 0;
+          CUDA_CHECK(cudaEventElapsedTime(&copy_start_ms, a[0]->e, c0.e));
+          CUDA_CHECK(cudaEventElapsedTime(&copy_end_ms, a[0]->e, c1.e));
+          const double copy_GBps = copies > 0 ? static_cast<double>(cbytes) * copies / ((copy_end_ms - copy_start_ms) * 1e-3) / 1e9 : 0.0;
+          const std::vector<double> tail(us.begin() + count / 2, us.end());
+          add({{"key", "gemm_sustained_copy"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", duty}, {"copy", copy},
+               {"copy_gpus", copy_gpus}, {"copy_GBps", copy_GBps}, {"copy_start_ms", copy_start_ms}, {"copy_end_ms", copy_end_ms},
+               {"burst_time_us", burst_us}, {"steady_time_us", median(tail)}, {"slowdown", median(tail) / burst_us}, {"time_us", us},
+               {"start_ms", start_ms}});
+        }
+      }
+    }
     CUBLAS_CHECK(cublasDestroy(handle));
   }
 

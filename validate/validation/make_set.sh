@@ -43,7 +43,8 @@ case "$mode" in
     bin=$1; set=$2; out=$3; shift 3
     filter=.
     [ "${1:-}" = --filter ] && filter=$2
-    export NCCL_NVLS_ENABLE=0
+    # The libraries the binary was linked with (and NCCL_NVLS_ENABLE=0).
+    source "$here/../device_env.sh" "$bin"
     mkdir -p "$out"
     for d in "$set"/*/; do
       name=$(basename "$d")
