@@ -612,13 +612,18 @@ class Executor {
     hw::RouteKind kind = hw::RouteKind::Local;
     bool known = false;
   };
-  FlowRoute to_flow_route(const hw::Route& route) const {
-    FlowRoute fr;
+  void set_flow_route(FlowRoute& fr, const hw::Route& route) const {
+    fr.uses.clear();
     for (const auto& u : route.uses) fr.uses.push_back({cons_[u.resource], u.coefficient});
     fr.latency = route.latency;
     fr.kind = route.kind;
     fr.known = true;
-    return fr;
+  }
+  // The topology resources a flow's route crosses (for link samples).
+  std::vector<hw::ResourceUse> resource_uses(const FlowRoute& fr) const {
+    std::vector<hw::ResourceUse> out;
+    for (const FlowUse& u : fr.uses) out.push_back({res_of_cons_[u.constraint], u.coefficient});
+    return out;
   }
   // Routes between ranks, memoised for small jobs (a DiT run asks for the
   // same few pairs hundreds of thousands of times); large jobs ask the
@@ -628,13 +633,13 @@ class Executor {
     const hw::RouteOptions& o = dma ? dma_ : opts_;
     const int n = s_.ranks();
     if (n > kRouteMemoRanks) {
-      scratch_route_ = to_flow_route(route_between(a, b, o));
+      set_flow_route(scratch_route_, route_between(a, b, o));
       return scratch_route_;
     }
     auto& memo = dma ? dma_routes_ : coll_routes_;
     if (memo.empty()) memo.resize(static_cast<size_t>(n) * static_cast<size_t>(n));
     FlowRoute& fr = memo[static_cast<size_t>(a) * static_cast<size_t>(n) + static_cast<size_t>(b)];
-    if (!fr.known) fr = to_flow_route(route_between(a, b, o));
+    if (!fr.known) set_flow_route(fr, route_between(a, b, o));
     return fr;
   }
   // Host <-> GPU routes of a rank's copies (index 2r: H2D, 2r+1: D2H).
@@ -643,7 +648,7 @@ class Executor {
     FlowRoute& fr = host_routes_[2 * static_cast<size_t>(r) + (h2d ? 0 : 1)];
     if (!fr.known) {
       const RankState& R = ranks_[r];
-      fr = to_flow_route(h2d ? topo_.route(R.cpu, R.gpu, dma_) : topo_.route(R.gpu, R.cpu, dma_));
+      set_flow_route(fr, h2d ? topo_.route(R.cpu, R.gpu, dma_) : topo_.route(R.gpu, R.cpu, dma_));
     }
     return fr;
   }
@@ -703,9 +708,7 @@ class Executor {
       update_gpu(rr);
     };
     const FlowId fid = flows_.start(std::move(f));
-    if (o_.link_samples && route) flow_uses_[fid] = (op.copy == CopyKind::H2D ? topo_.route(R.cpu, R.gpu, dma_)
-                                                                   : op.copy == CopyKind::D2H ? topo_.route(R.gpu, R.cpu, dma_)
-                                                                                              : route_between(r, op.peer, dma_)).uses;
+    if (o_.link_samples && route) flow_uses_[fid] = resource_uses(*route);  // rates are reported only after activation
     update_gpu(r);
   }
 
@@ -854,7 +857,7 @@ class Executor {
       coll_flow_done(static_cast<int>(key >> 32), static_cast<int>((key >> 16) & 0xffff), static_cast<int>(key & 0xffff), rec);
     };
     const FlowId fid = flows_.start(std::move(f));
-    if (o_.link_samples) flow_uses_[fid] = route_between(ra, rb, opts_).uses;
+    if (o_.link_samples) flow_uses_[fid] = resource_uses(route);
     auto& cfs = ranks_[ra].coll_flows;
     if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
     coll_flow_slot_[static_cast<size_t>(fid)] = static_cast<int>(cfs.size());
