@@ -440,16 +440,23 @@ struct Runner::Impl {
     CUDA_CHECK(cudaStreamSynchronize(s.s));
     // Burst time of one GEMM (cool GPU).
     const double burst_us = time_stream_us(dev, s.s, 1, gemm);
-    for (double duty : {1.0, 0.75, 0.5, 0.25}) {
-      progress("gemm_sustained duty " + std::to_string(duty));
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // GEMMs at `duty` for about `window_us`, each timed by its own events;
+    // `beside` (if any) enqueues other work first. `first` is the first
+    // GEMM's start event, to time that work against.
+    struct Series {
+      std::vector<double> us, start_ms;
+      std::unique_ptr<Event> first;
+    };
+    auto series = [&](double duty, double window_us, const std::function<void()>& beside) {
       const int64_t gap_ns = static_cast<int64_t>(burst_us * 1e3 * (1 - duty) / duty);
-      const int count = static_cast<int>(600e3 / (burst_us / duty));
+      const int count = static_cast<int>(window_us / (burst_us / duty));
       std::vector<std::unique_ptr<Event>> a, b;
       for (int i = 0; i < count; ++i) {
         a.push_back(std::make_unique<Event>(dev));
         b.push_back(std::make_unique<Event>(dev));
       }
+      if (beside) beside();
+      CUDA_CHECK(cudaSetDevice(dev));
       // No spin gate: thousands of queued launches would fill the launch
       // queue behind it and block this thread forever. The GPU runs GEMMs
       // far slower than we queue them, so the stream never drains early.
@@ -460,17 +467,24 @@ struct Runner::Impl {
         if (gap_ns > 0) launch_sleep(s.s, gap_ns);
       }
       CUDA_CHECK(cudaStreamSynchronize(s.s));
-      std::vector<double> us(count), start_ms(count);
+      Series out{std::vector<double>(count), std::vector<double>(count), nullptr};
       for (int i = 0; i < count; ++i) {
         float ms = 0;
         CUDA_CHECK(cudaEventElapsedTime(&ms, a[i]->e, b[i]->e));
-        us[i] = ms * 1e3;
+        out.us[i] = ms * 1e3;
         CUDA_CHECK(cudaEventElapsedTime(&ms, a[0]->e, a[i]->e));
-        start_ms[i] = ms;
+        out.start_ms[i] = ms;
       }
-      const std::vector<double> tail(us.begin() + count / 2, us.end());
+      out.first = std::move(a[0]);
+      return out;
+    };
+    for (double duty : {1.0, 0.75, 0.5, 0.25}) {
+      progress("gemm_sustained duty " + std::to_string(duty));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const Series r = series(duty, 600e3, nullptr);
+      const std::vector<double> tail(r.us.begin() + static_cast<long>(r.us.size() / 2), r.us.end());
       add({{"key", "gemm_sustained"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", duty}, {"burst_time_us", burst_us},
-           {"steady_time_us", median(tail)}, {"slowdown", median(tail) / burst_us}, {"time_us", us}, {"start_ms", start_ms}});
+           {"steady_time_us", median(tail)}, {"slowdown", median(tail) / burst_us}, {"time_us", r.us}, {"start_ms", r.start_ms}});
     }
     // The same GEMM under sustained load with H2D copies running beside it
     // the whole time (a prefetch pipeline's state): do copies add to the
@@ -494,51 +508,31 @@ struct Runner::Impl {
           progress("gemm_sustained " + copy + " duty " + std::to_string(duty));
           std::this_thread::sleep_for(std::chrono::milliseconds(500));
           const double window_us = 1.2e6;
-          const int64_t gap_ns = static_cast<int64_t>(burst_us * 1e3 * (1 - duty) / duty);
-          const int count = static_cast<int>(window_us / (burst_us / duty));
           const int copies = copy == "none" ? 0 : static_cast<int>(window_us * 1e-6 * 60e9 / static_cast<double>(cbytes)) + 2;
           const int copy_gpus = copy == "h2d_all" ? ngpus : copy == "h2d" ? 1 : 0;
-          std::vector<std::unique_ptr<Event>> a, b;
-          for (int i = 0; i < count; ++i) {
-            a.push_back(std::make_unique<Event>(dev));
-            b.push_back(std::make_unique<Event>(dev));
-          }
           Event c0(dev), c1(dev);
-          CUDA_CHECK(cudaEventRecord(c0.e, cs[dev]->s));
-          for (int g = 0; g < copy_gpus; ++g) {
-            CUDA_CHECK(cudaSetDevice(g));
-            for (int i = 0; i < copies; ++i)
-              CUDA_CHECK(cudaMemcpyAsync(cd[g]->p, ch[g]->p, cbytes, cudaMemcpyHostToDevice, cs[g]->s));
-          }
-          CUDA_CHECK(cudaSetDevice(dev));
-          CUDA_CHECK(cudaEventRecord(c1.e, cs[dev]->s));
-          for (int i = 0; i < count; ++i) {
-            CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
-            gemm();
-            CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
-            if (gap_ns > 0) launch_sleep(s.s, gap_ns);
-          }
-          CUDA_CHECK(cudaStreamSynchronize(s.s));
+          const Series r = series(duty, window_us, [&] {
+            CUDA_CHECK(cudaEventRecord(c0.e, cs[dev]->s));
+            for (int g = 0; g < copy_gpus; ++g) {
+              CUDA_CHECK(cudaSetDevice(g));
+              for (int i = 0; i < copies; ++i)
+                CUDA_CHECK(cudaMemcpyAsync(cd[g]->p, ch[g]->p, cbytes, cudaMemcpyHostToDevice, cs[g]->s));
+            }
+            CUDA_CHECK(cudaSetDevice(dev));
+            CUDA_CHECK(cudaEventRecord(c1.e, cs[dev]->s));
+          });
           for (int g = 0; g < copy_gpus; ++g) CUDA_CHECK(cudaStreamSynchronize(cs[g]->s));
           CUDA_CHECK(cudaSetDevice(dev));
-          std::vector<double> us(count), start_ms(count);
-          for (int i = 0; i < count; ++i) {
-            float ms = 0;
-            CUDA_CHECK(cudaEventElapsedTime(&ms, a[i]->e, b[i]->e));
-            us[i] = ms * 1e3;
-            CUDA_CHECK(cudaEventElapsedTime(&ms, a[0]->e, a[i]->e));
-            start_ms[i] = ms;
-          }
           // The copies' window relative to the first GEMM (they should cover it).
           float copy_start_ms = 0, copy_end_ms = 0;
-          CUDA_CHECK(cudaEventElapsedTime(&copy_start_ms, a[0]->e, c0.e));
-          CUDA_CHECK(cudaEventElapsedTime(&copy_end_ms, a[0]->e, c1.e));
+          CUDA_CHECK(cudaEventElapsedTime(&copy_start_ms, r.first->e, c0.e));
+          CUDA_CHECK(cudaEventElapsedTime(&copy_end_ms, r.first->e, c1.e));
           const double copy_GBps = copies > 0 ? static_cast<double>(cbytes) * copies / ((copy_end_ms - copy_start_ms) * 1e-3) / 1e9 : 0.0;
-          const std::vector<double> tail(us.begin() + count / 2, us.end());
+          const std::vector<double> tail(r.us.begin() + static_cast<long>(r.us.size() / 2), r.us.end());
           add({{"key", "gemm_sustained_copy"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", duty}, {"copy", copy},
                {"copy_gpus", copy_gpus}, {"copy_GBps", copy_GBps}, {"copy_start_ms", copy_start_ms}, {"copy_end_ms", copy_end_ms},
-               {"burst_time_us", burst_us}, {"steady_time_us", median(tail)}, {"slowdown", median(tail) / burst_us}, {"time_us", us},
-               {"start_ms", start_ms}});
+               {"burst_time_us", burst_us}, {"steady_time_us", median(tail)}, {"slowdown", median(tail) / burst_us}, {"time_us", r.us},
+               {"start_ms", r.start_ms}});
         }
       }
     }
