@@ -101,6 +101,24 @@ void fill_random(void* p, size_t bytes) {
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+// A cuBLAS handle on one stream, for bf16 GEMMs with fp32 accumulation on
+// row-major matrices: C[m,n] = A[m,k] B[k,n] (column-major C^T = B^T A^T).
+struct Blas {
+  cublasHandle_t handle = nullptr;
+  explicit Blas(cudaStream_t s) {
+    CUBLAS_CHECK(cublasCreate(&handle));
+    CUBLAS_CHECK(cublasSetStream(handle, s));
+  }
+  ~Blas() { cublasDestroy(handle); }
+  Blas(const Blas&) = delete;
+  Blas& operator=(const Blas&) = delete;
+  void gemm(int m, int n, int k, const void* A, const void* B, void* C) const {
+    const float alpha = 1, beta = 0;
+    CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, CUDA_R_16BF, n, A, CUDA_R_16BF, k, &beta, C, CUDA_R_16BF, n,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+};
+
 struct Gate {
   int* host = nullptr;
   int* dev = nullptr;
@@ -374,10 +392,8 @@ struct Runner::Impl {
     if (!want("gemm")) return;
     const int dev = 0;
     CUDA_CHECK(cudaSetDevice(dev));
-    cublasHandle_t handle;
-    CUBLAS_CHECK(cublasCreate(&handle));
     Stream s(dev);
-    CUBLAS_CHECK(cublasSetStream(handle, s.s));
+    const Blas blas(s.s);
     struct Shape {
       int m, n, k;
     };
@@ -401,18 +417,12 @@ struct Runner::Impl {
     // Random data: GEMMs on constant bytes draw less power and run faster than on real weights.
     fill_random(A.p, max_a * 2);
     fill_random(B.p, max_b * 2);
-    const float alpha = 1, beta = 0;
     for (const auto& sh : shapes) {
       progress("gemm " + std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k));
-      const double us = time_stream_us(dev, s.s, 3, [&] {
-        // Row-major C[m,n] = A[m,k] B[k,n]  ==  column-major C^T = B^T A^T.
-        CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, sh.n, sh.m, sh.k, &alpha, B.p, CUDA_R_16BF, sh.n, A.p, CUDA_R_16BF,
-                                  sh.k, &beta, C.p, CUDA_R_16BF, sh.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-      });
+      const double us = time_stream_us(dev, s.s, 3, [&] { blas.gemm(sh.m, sh.n, sh.k, A.p, B.p, C.p); });
       const double flops = 2.0 * sh.m * sh.n * sh.k;
       add({{"key", "gemm_bf16"}, {"gpus", {dev}}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"time_us", us}, {"TFLOPs", flops / us * 1e-6}});
     }
-    CUBLAS_CHECK(cublasDestroy(handle));
   }
 
   // GEMMs back to back at a duty cycle (the rest of the time a one-thread
@@ -423,19 +433,13 @@ struct Runner::Impl {
     if (!want("gemm_sustained")) return;
     const int dev = 0;
     CUDA_CHECK(cudaSetDevice(dev));
-    cublasHandle_t handle;
-    CUBLAS_CHECK(cublasCreate(&handle));
     Stream s(dev);
-    CUBLAS_CHECK(cublasSetStream(handle, s.s));
+    const Blas blas(s.s);
     const int m = 16384, n = 5120, k = 5120;
     DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * n * 2), C(dev, size_t(m) * n * 2);
     fill_random(A.p, size_t(m) * k * 2);
     fill_random(B.p, size_t(k) * n * 2);
-    const float alpha = 1, beta = 0;
-    auto gemm = [&] {
-      CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B.p, CUDA_R_16BF, n, A.p, CUDA_R_16BF, k, &beta, C.p,
-                                CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    };
+    auto gemm = [&] { blas.gemm(m, n, k, A.p, B.p, C.p); };
     gemm();
     CUDA_CHECK(cudaStreamSynchronize(s.s));
     // Burst time of one GEMM (cool GPU).
@@ -536,7 +540,6 @@ struct Runner::Impl {
         }
       }
     }
-    CUBLAS_CHECK(cublasDestroy(handle));
   }
 
   // Every GPU copying H2D back to back (staggered, as a prefetch pipeline
@@ -754,8 +757,6 @@ struct Runner::Impl {
     const int dev = 0;
     const int n = std::min(ngpus, 4);
     CUDA_CHECK(cudaSetDevice(dev));
-    cublasHandle_t handle;
-    CUBLAS_CHECK(cublasCreate(&handle));
     const int m = 18900, nn = 5120, k = 5120;  // a Wan QKV/out-sized GEMM at 720p / U=4
     DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * nn * 2), C(dev, size_t(m) * nn * 2);
     fill_random(A.p, size_t(m) * k * 2);
@@ -764,14 +765,12 @@ struct Runner::Impl {
     DevBuf d(dev, h2d_bytes);
     PinnedBuf h(h2d_bytes);
     const size_t a2a_bytes = 256u << 20;
-    const float alpha = 1, beta = 0;
     Stream gemm_s(dev), copy_s(dev);
-    CUBLAS_CHECK(cublasSetStream(handle, gemm_s.s));
+    const Blas blas(gemm_s.s);
     const int gemm_reps = 20;
     auto gemm = [&] {
       for (int i = 0; i < gemm_reps; ++i)
-        CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, nn, m, k, &alpha, B.p, CUDA_R_16BF, nn, A.p, CUDA_R_16BF, k, &beta, C.p,
-                                  CUDA_R_16BF, nn, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        blas.gemm(m, nn, k, A.p, B.p, C.p);
     };
     auto h2d = [&] { CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, h2d_bytes, cudaMemcpyHostToDevice, copy_s.s)); };
     auto d2h = [&] { CUDA_CHECK(cudaMemcpyAsync(h.p, d.p, h2d_bytes, cudaMemcpyDeviceToHost, copy_s.s)); };
@@ -892,7 +891,6 @@ struct Runner::Impl {
         cm.reset();
       }
     }
-    CUBLAS_CHECK(cublasDestroy(handle));
   }
 };
 
