@@ -155,6 +155,17 @@ TEST_CASE("the calibrated simulator replays the PCIe-like transport (NCCL_P2P_DI
 TEST_CASE("bad calibration input") {
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
   CHECK_THROWS_AS(calibrate({{"x.json", nlohmann::json{{"schema", "other"}}}}, topo), InputError);
+  // A testcase row without a field a fit reads: an input error naming the file, not a JSON exception.
+  nlohmann::json doc = load(kSrc + "/validate/results/h200x2-nvlink/bench-default.json");
+  for (auto& r : doc["results"])
+    if (r["key"] == "gemm_sustained_copy") r.erase("copy");
+  try {
+    calibrate({{"edited.json", doc}}, topo);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("edited.json") != std::string::npos);
+    CHECK(std::string(e.what()).find("key 'copy' not found") != std::string::npos);
+  }
   const std::string path = std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/data/bad-calibration.yaml";
   try {
     load_calibration(path);

@@ -109,7 +109,24 @@ std::vector<std::pair<std::string, json>> merge_runs(const std::vector<std::pair
 
 std::vector<std::pair<std::string, json>> merge_bench_runs(const std::vector<std::pair<std::string, json>>& docs) { return merge_runs(docs); }
 
+namespace {
+Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base);
+}  // namespace
+
 Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base) {
+  try {
+    return fit_all(docs, topo, base);
+  } catch (const json::exception& e) {  // a testcase row without a field the fit reads, or of the wrong type
+    // The fits read merged runs, so the row may be in any of the files.
+    std::string names;
+    for (const auto& [name, d] : docs) names += (names.empty() ? "" : ", ") + name;
+    throw InputError(SourceLocation{docs.size() == 1 ? docs.front().first : names, 0, 0},
+                     fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", e.what()));
+  }
+}
+
+namespace {
+Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base) {
   for (const auto& [name, d] : docs)
     if (!d.is_object() || d.value("schema", "") != "overlapsim.bench/v1" || !d.contains("results"))
       throw InputError(SourceLocation{name, 0, 0}, "not an overlapsim-validate bench result (schema overlapsim.bench/v1)");
@@ -262,9 +279,9 @@ Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, con
           static_cast<int>(cp.size())};
     for (const auto& [key, t] : steady) {
       if (key.first == "none") continue;
-      auto base = steady.find({"none", key.second});
-      if (base == steady.end() || base->second <= 0) continue;
-      f.values.emplace_back(fmt::format("{}_duty_{:.2f}", key.first, key.second), t / base->second);
+      auto alone = steady.find({"none", key.second});
+      if (alone == steady.end() || alone->second <= 0) continue;
+      f.values.emplace_back(fmt::format("{}_duty_{:.2f}", key.first, key.second), t / alone->second);
     }
     if (!f.values.empty()) c.fits.push_back(f);
   }
@@ -397,6 +414,7 @@ Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, con
   }
   return c;
 }
+}  // namespace
 
 std::string calibration_yaml(const Calibration& c) {
   const ModelParams& p = c.params;

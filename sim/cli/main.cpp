@@ -76,8 +76,16 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
   }
   std::cout << yaml << "\n";
   // Runs of one kind are merged (a later run's testcases replace an earlier one's of the same key).
-  for (const auto& [name, d] : osim::merge_bench_runs(docs))
-    std::cout << "calibrated simulator vs " << name << ":\n" << osim::format_comparison(osim::compare_bench(d, topo, cal.params)) << "\n";
+  for (const auto& [name, d] : osim::merge_bench_runs(docs)) {
+    std::vector<osim::Comparison> rows;
+    try {
+      rows = osim::compare_bench(d, topo, cal.params);
+    } catch (const nlohmann::json::exception& e) {
+      throw osim::InputError(osim::SourceLocation{name, 0, 0},
+                             fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", e.what()));
+    }
+    std::cout << "calibrated simulator vs " << name << ":\n" << osim::format_comparison(rows) << "\n";
+  }
   return 0;
 }
 
