@@ -175,3 +175,36 @@ TEST_CASE("bad calibration input") {
     CHECK(std::string(e.what()).find("did you mean 'gemm_efficiency'?") != std::string::npos);
   }
 }
+
+TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burst rates, uniform load ratio, calibration file") {
+  const std::string dir = "validate/results/h200x2-nvlink-b/";
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  const nlohmann::json def = load(kSrc + "/" + dir + "bench-default.json");
+  const std::vector<std::pair<std::string, nlohmann::json>> docs{{dir + "bench-default.json", def},
+                                                                {dir + "bench-p2p-disable.json", load(kSrc + "/" + dir + "bench-p2p-disable.json")},
+                                                                {"validate/results/h200x1/attention.json", load(kSrc + "/validate/results/h200x1/attention.json")}};
+  const Calibration cal = calibrate(docs, topo);
+  CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+  // Each shape's efficiency is its burst rate, not scaled by the sustained-load fit.
+  int checked = 0;
+  for (const auto& r : def.at("results")) {
+    if (r.at("key") != "gemm_bf16") continue;
+    const double eff = 2.0 * r.at("m").get<double>() * r.at("n").get<double>() * r.at("k").get<double>() / (r.at("burst_time_us").get<double>() * 1e-6) / 989e12;
+    CHECK(cal.params.gemm_efficiency_for(r.at("m"), r.at("n"), r.at("k")) == doctest::Approx(eff).epsilon(1e-9));
+    ++checked;
+  }
+  CHECK(checked == 55);  // 48 DiT shapes and the 7 the validation set realises (attention as chunked GEMMs)
+  // The realised self-attention at SP 1: 9 chunks of 16384 x 5120 x 7616.
+  CHECK(cal.params.gemm_efficiency_for(16384, 5120, 7616) == doctest::Approx(0.807 / 0.989).epsilon(0.01));
+  // Under load every shape slows about as much as the sustained-load fit says (1 + 0.167).
+  const Fit* load_fit = nullptr;
+  for (const Fit& f : cal.fits)
+    if (f.name == "GEMM table under load") load_fit = &f;
+  REQUIRE(load_fit != nullptr);
+  for (const auto& [what, v] : load_fit->values) {
+    INFO(what);
+    CHECK(v > 1.10);
+    CHECK(v < 1.20);
+  }
+  CHECK(cal.params.sustained_slowdown == doctest::Approx(0.167).epsilon(0.03));
+}

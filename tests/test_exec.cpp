@@ -9,6 +9,7 @@
 #include <string>
 
 #include "exec/executor.hpp"
+#include "exec/realise.hpp"
 
 using namespace osim;
 
@@ -73,6 +74,84 @@ TEST_CASE("kernel time from the compute model") {
   op.dtype = DType::FP8;
   op.flops = 1e12;  // no fp8 rate in this topology
   CHECK_THROWS_AS(kernel_time(op, gpu, p), InputError);
+}
+
+TEST_CASE("kernels as overlapsim-validate run realises them (shared with compare --simulate)") {
+  Op op;
+  op.kind = OpKind::Kernel;
+  // Wan self-attention at 16,384 tokens, 40 heads of 128: 5.50e12 FLOPs x 2.1 = a
+  // 16384 x 5120 GEMM with k = 68,809, in 9 chunks of 7,645.4 -> 7,616 (a multiple of 64).
+  op.attention = AttentionShape{1, 40, 16384, 16384, 128};
+  auto rg = realised_gemm(op, 2.1);
+  REQUIRE(rg.has_value());
+  CHECK(*rg == RealisedGemm{16384, 5120, 7616, 9});
+  // Cross-attention to 512 text tokens: k = 2,150.4 -> one chunk of 2,176.
+  op.attention = AttentionShape{1, 40, 16384, 512, 128};
+  CHECK(*realised_gemm(op, 2.1) == RealisedGemm{16384, 5120, 2176, 1});
+  op.attention.reset();
+  op.gemm = GemmShape{100, 200, 300};
+  CHECK(*realised_gemm(op, 2.1) == RealisedGemm{100, 200, 300, 1});
+  op.gemm.reset();
+  op.flops = 2.0 * 4096 * 4096 * 20000;  // k = 20,000: 3 chunks of 6,666.7 -> 6,656
+  CHECK(*realised_gemm(op, 2.1) == RealisedGemm{4096, 4096, 6656, 3});
+  op.flops = 0;
+  op.duration = Time::from_us(5);
+  CHECK_FALSE(realised_gemm(op, 2.1).has_value());
+  op.duration.reset();
+  op.hbm_bytes = 1e9;
+  CHECK_FALSE(realised_gemm(op, 2.1).has_value());
+  CHECK(aligned_k(10) == 64);
+
+  // as_realised: the attention kernel takes its realised GEMM's time at that
+  // shape's measured efficiency (else the median), whatever the attention efficiency.
+  hw::Topology t(hw::parse_topology_string(kTopo, "topo.yaml"));
+  const Schedule s = parse_schedule_string(R"(name: realise
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: a, attention: {batch: 1, heads: 40, seq: 16384, seq_kv: 16384, head_dim: 128}}
+      - {op: kernel, stream: a, attention: {batch: 1, heads: 40, seq: 16384, seq_kv: 512, head_dim: 128}}
+      - {op: kernel, stream: a, gemm: {m: 64, n: 64, k: 64}}
+)", "s.yaml");
+  ModelParams p = quiet();
+  p.gemm_efficiency = 0.5;
+  p.attention_efficiency = 0.01;
+  p.gemm_shapes.push_back({16384, 5120, 7616, 0.8});
+  const Schedule r = as_realised(s, p, 2.1);
+  const auto& gpu = t.node(t.find("gpu0"));
+  const auto& ops = *r.programs[0].ops;
+  CHECK(kernel_time(ops[0], gpu, p).s() == doctest::Approx(9 * 2.0 * 16384 * 5120 * 7616 / (100e12 * 0.8)).epsilon(1e-6));
+  CHECK(kernel_time(ops[1], gpu, p).s() == doctest::Approx(2.0 * 16384 * 5120 * 2176 / (100e12 * 0.5)).epsilon(1e-6));
+  CHECK(kernel_time(ops[2], gpu, p) == kernel_time((*s.programs[0].ops)[2], gpu, p));  // GEMMs unchanged
+  CHECK((*s.programs[0].ops)[0].efficiency == 0);  // the input is not modified
+}
+
+TEST_CASE("the sustained-load duty cycle counts memory-bound kernels, not bare durations") {
+  // 1 s of back-to-back work brings the duty cycle to ~1: the GEMM after it
+  // runs at 1 / (1 + 0.2) of its burst speed if that work drew power (an HBM
+  // kernel), at full speed after a bare `duration` kernel.
+  ModelParams p = quiet();
+  p.sustained_slowdown = 0.2;
+  p.sustained_duty = 0.5;
+  p.sustained_time_constant = Time::from_ms(10);
+  auto gemm_ms = [&](const std::string& first) {
+    Sim s(R"(name: duty
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - )" + first + R"(
+      - {op: kernel, stream: a, flops: 60.0e9}
+)",
+          p);
+    return (s.op(0, 1).end - s.op(0, 1).start).ms();
+  };
+  // 60 GFLOP at 100 TFLOP/s x 0.6 = 1 ms burst.
+  CHECK(gemm_ms("{op: kernel, stream: a, bytes: 850.0e9}") == doctest::Approx(1.2).epsilon(1e-6));
+  CHECK(gemm_ms("{op: kernel, stream: a, duration: 1 s}") == doctest::Approx(1.0).epsilon(1e-6));
 }
 
 TEST_CASE("two streams joined by an event") {

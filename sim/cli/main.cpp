@@ -22,6 +22,7 @@
 #include "core/errors.hpp"
 #include "calib/calibrate.hpp"
 #include "exec/executor.hpp"
+#include "exec/realise.hpp"
 #include "report/compare.hpp"
 #include "report/metrics.hpp"
 #include "sweep/sweep.hpp"
@@ -151,7 +152,7 @@ osim::Records resimulate(const std::string& measured, const osim::Records& measu
   if (!fs::exists(sched_path))
     throw osim::InputError(osim::SourceLocation{sched_path.string(), 0, 0},
                            "no schedule next to the measured records: overlapsim-validate run writes it there; or give the simulated records as a second argument");
-  const osim::Schedule sched = osim::parse_schedule_file(sched_path.string());
+  osim::Schedule sched = osim::parse_schedule_file(sched_path.string());
   std::string tp = topo_path;
   if (tp.empty()) {
     if (sched.topology.empty()) throw osim::InputError(osim::SourceLocation{sched_path.string(), 0, 0}, "no topology: pass --topology FILE");
@@ -160,11 +161,12 @@ osim::Records resimulate(const std::string& measured, const osim::Records& measu
   osim::hw::Topology topo(osim::hw::parse_topology_file(tp));
   osim::ModelParams params;
   if (!calibration.empty()) params = osim::load_calibration(calibration, params);
-  // overlapsim-validate runs attention as a GEMM of the attention's FLOPs
-  // times attention_slowdown (it has no fused attention kernel): simulate
-  // what it ran, a GEMM-rate kernel slowed by that factor.
+  // overlapsim-validate runs attention (and FLOP-count kernels) as cuBLAS
+  // GEMMs (osim::realised_gemm): simulate what it ran, each such kernel at the
+  // efficiency of the GEMM it became (the calibration's entry for that shape,
+  // when the bench timed it with --gemm-shapes-from; else the median).
   if (measured_records.meta.contains("attention_slowdown"))
-    params.attention_efficiency = params.gemm_efficiency / measured_records.meta.at("attention_slowdown").get<double>();
+    sched = osim::as_realised(sched, params, measured_records.meta.at("attention_slowdown").get<double>());
   const osim::ExecResult res = osim::execute(sched, topo, params);
   return osim::parse_records(nlohmann::json::parse(osim::records_json(sched, res, topo.name(), "simulated").dump()), "simulation of " + sched_path.string());
 }

@@ -27,9 +27,7 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
     const double m = g.m, n = g.n, k = g.k;
     flops = 2.0 * m * n * k;
     bytes = es * (m * k + k * n + m * n);
-    eff = p.gemm_efficiency;
-    for (const auto& sh : p.gemm_shapes)
-      if (sh.m == g.m && sh.n == g.n && sh.k == g.k) eff = sh.efficiency;
+    eff = p.gemm_efficiency_for(g.m, g.n, g.k);
   } else if (op.attention) {
     const auto& a = *op.attention;
     const double bh = static_cast<double>(a.batch) * static_cast<double>(a.heads);
@@ -88,6 +86,7 @@ struct RunningKernel {
   int demand;
   int priority;
   bool clocked = true;  // compute-bound (GEMM, attention, FLOPs): slowed by a lowered clock
+  bool loads = true;    // draws power (any kernel with work; not a bare `duration`): counts toward the duty cycle
 };
 
 struct CopyEngine {
@@ -532,7 +531,8 @@ class Executor {
     const int demand = g.op->sm_limit > 0 ? std::min(g.op->sm_limit, R.sms) : R.sms;
     const Op& op = *g.op;
     R.kernels.push_back(RunningKernel{id, g.work_s, 0, 0, engine_.now(), {}, demand, R.streams[g.stream].priority,
-                                      op.gemm.has_value() || op.attention.has_value() || op.flops > 0});
+                                      op.gemm.has_value() || op.attention.has_value() || op.flops > 0,
+                                      op.gemm.has_value() || op.attention.has_value() || op.flops > 0 || op.hbm_bytes > 0});
     update_gpu(g.rank);
   }
 
@@ -556,7 +556,10 @@ class Executor {
       const double b = R.duty_busy ? 1.0 : 0.0;
       R.duty = b + (R.duty - b) * std::exp(-(now - R.duty_t).s() / p_.sustained_time_constant.s());
       R.duty_t = now;
-      R.duty_busy = std::any_of(R.kernels.begin(), R.kernels.end(), [](const RunningKernel& k) { return k.clocked; });
+      // The duty cycle counts every kernel that draws power, memory-bound
+      // ones too (validation: counting only compute kernels left prefetching
+      // runs' clock too high); only compute-bound kernels slow with the clock.
+      R.duty_busy = std::any_of(R.kernels.begin(), R.kernels.end(), [](const RunningKernel& k) { return k.loads; });
       const double x = std::clamp((R.duty - p_.sustained_duty) / (1 - p_.sustained_duty), 0.0, 1.0);
       clock = 1.0 / (1.0 + p_.sustained_slowdown * x);
     }

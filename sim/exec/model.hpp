@@ -3,6 +3,7 @@
 // files (validate) replace them.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/units.hpp"
@@ -26,6 +27,13 @@ struct ModelParams {
     double efficiency;
   };
   std::vector<GemmShapeEfficiency> gemm_shapes;  // measured shapes (calibration); others use gemm_efficiency
+  /// The measured efficiency of this shape (the last entry wins), else gemm_efficiency.
+  double gemm_efficiency_for(int64_t m, int64_t n, int64_t k) const {
+    double eff = gemm_efficiency;
+    for (const auto& sh : gemm_shapes)
+      if (sh.m == m && sh.n == n && sh.k == k) eff = sh.efficiency;
+    return eff;
+  }
   double attention_efficiency = 0.60;
   double flops_efficiency = 0.60;            // kernels given as flops/bytes
   double hbm_efficiency = 0.85;
@@ -47,7 +55,8 @@ struct ModelParams {
   double copy_weight = 1.0;
 
   // Sustained load (power): the SM clock drops once the GPU has been busy with
-  // compute-bound kernels for a while. u = the compute duty cycle, an
+  // kernels for a while. u = the duty cycle (any kernel with work running; a bare
+  // `duration` kernel does not count), an
   // exponential average over `sustained_time_constant`; compute-bound kernels
   // take (1 + sustained_slowdown * clamp((u - sustained_duty) / (1 - sustained_duty), 0, 1))
   // times longer. Measured on an H200 (bench gemm_sustained): 15 % at 100 %

@@ -112,8 +112,9 @@ struct Blas {
   ~Blas() { cublasDestroy(handle); }
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
-  void gemm(int m, int n, int k, const void* A, const void* B, void* C) const {
-    const float alpha = 1, beta = 0;
+  // accumulate: C += A B (beta = 1), as the k-chunks of a realised attention kernel after the first.
+  void gemm(int m, int n, int k, const void* A, const void* B, void* C, bool accumulate = false) const {
+    const float alpha = 1, beta = accumulate ? 1.0f : 0.0f;
     CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, CUDA_R_16BF, n, A, CUDA_R_16BF, k, &beta, C, CUDA_R_16BF, n,
                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
@@ -138,6 +139,23 @@ struct Gate {
     *reinterpret_cast<volatile int*>(host) = 1;
   }
 };
+
+// Launches every kernel this binary uses once on the current device and
+// waits: loads them while nothing is gated (see Runner::run).
+void prime_kernels(int dev) {
+  Gate gate;
+  gate.release();
+  spin_until<<<1, 1>>>(gate.dev);
+  CUDA_CHECK(cudaGetLastError());
+  empty_kernel<<<1, 1>>>();
+  CUDA_CHECK(cudaGetLastError());
+  DevBuf tmp(dev, 64);
+  launch_sleep(nullptr, 0);
+  launch_busy(nullptr, 1, 0);
+  launch_fill_bf16(nullptr, tmp.p, 32, 1);
+  launch_hbm_copy(nullptr, tmp.p, static_cast<char*>(tmp.p) + 32, 32, 1);
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -388,25 +406,34 @@ struct Runner::Impl {
   }
 
   // ------------------------------------------------------------ GEMM
+  // The GEMM table: the Wan DiT shapes, plus every GEMM `overlapsim-validate
+  // run` realises for the schedules given with --gemm-shapes-from (attention
+  // as chunked GEMMs: osim::realised_gemm). Each shape twice, because the
+  // clock depends on the load: `burst_time_us` is the op on a rested GPU with
+  // its clock up (median of 3 or more; what a blocking pipeline's kernels
+  // see), `time_us`
+  // after >= 250 ms of the same op back to back (the sustained state). Chunked
+  // shapes time the whole op (all chunks, accumulating) and report per chunk.
   void gemms() {
-    if (!want("gemm")) return;
+    if (!want("gemm_bf16")) return;
     const int dev = 0;
     CUDA_CHECK(cudaSetDevice(dev));
     Stream s(dev);
     const Blas blas(s.s);
-    struct Shape {
-      int m, n, k;
-    };
+    int sms = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    std::vector<GemmShape> shapes;
     // Wan 14B DiT GEMMs at S/U tokens for 720p (75,600), 480p (32,760) and
     // 16,384 tokens (the validation set) over U in {1, 2, 4, 8}.
-    std::vector<Shape> shapes;
     for (int tokens : {75600, 32760, 16384})
       for (int u : {1, 2, 4, 8}) {
         if (opt.quick && u != 4) continue;
         const int m = tokens / u;
-        for (auto nk : {std::pair{15360, 5120}, {5120, 5120}, {13824, 5120}, {5120, 13824}}) shapes.push_back({m, nk.first, nk.second});
+        for (auto nk : {std::pair{15360, 5120}, {5120, 5120}, {13824, 5120}, {5120, 13824}}) shapes.push_back({m, nk.first, nk.second, 1});
       }
     if (opt.quick) shapes.resize(std::min<size_t>(shapes.size(), 4));
+    for (const auto& g : opt.gemm_shapes)
+      if (std::find(shapes.begin(), shapes.end(), g) == shapes.end()) shapes.push_back(g);
     size_t max_a = 0, max_b = 0, max_c = 0;
     for (const auto& sh : shapes) {
       max_a = std::max(max_a, size_t(sh.m) * sh.k);
@@ -418,10 +445,54 @@ struct Runner::Impl {
     fill_random(A.p, max_a * 2);
     fill_random(B.p, max_b * 2);
     for (const auto& sh : shapes) {
-      progress("gemm " + std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k));
-      const double us = time_stream_us(dev, s.s, 3, [&] { blas.gemm(sh.m, sh.n, sh.k, A.p, B.p, C.p); });
-      const double flops = 2.0 * sh.m * sh.n * sh.k;
-      add({{"key", "gemm_bf16"}, {"gpus", {dev}}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"time_us", us}, {"TFLOPs", flops / us * 1e-6}});
+      progress("gemm " + std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k) +
+               (sh.chunks > 1 ? " x" + std::to_string(sh.chunks) + " chunks" : ""));
+      const int m = static_cast<int>(sh.m), n = static_cast<int>(sh.n), k = static_cast<int>(sh.k);
+      auto op = [&] {
+        for (int c = 0; c < sh.chunks; ++c) blas.gemm(m, n, k, A.p, B.p, C.p, c > 0);
+      };
+      op();  // cuBLAS picks and loads its kernel before anything is timed
+      CUDA_CHECK(cudaStreamSynchronize(s.s));
+      // Burst: after 150 ms idle (the sustained-load state decays), 2 ms of a
+      // spinning kernel on every SM wakes the clock from idle (a pipeline's
+      // kernels find it up; a short GEMM straight after idle ran up to 2x
+      // slow), then the op, timed alone: 3 ops in a row if it is short.
+      std::vector<double> burst;
+      const double est_us = [&] {
+        Event a(dev), b(dev);
+        CUDA_CHECK(cudaEventRecord(a.e, s.s));
+        op();
+        CUDA_CHECK(cudaEventRecord(b.e, s.s));
+        CUDA_CHECK(cudaEventSynchronize(b.e));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+        return ms * 1e3;
+      }();
+      const int timed = est_us < 4000 ? 3 : 1;
+      std::vector<std::unique_ptr<Event>> ev;
+      for (int i = 0; i <= timed; ++i) ev.push_back(std::make_unique<Event>(dev));
+      for (int rep = 0; rep < 3; ++rep) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        launch_busy(s.s, sms, 2'000'000);
+        CUDA_CHECK(cudaEventRecord(ev[0]->e, s.s));
+        for (int i = 0; i < timed; ++i) {
+          op();
+          CUDA_CHECK(cudaEventRecord(ev[i + 1]->e, s.s));
+        }
+        CUDA_CHECK(cudaEventSynchronize(ev[timed]->e));
+        for (int i = 0; i < timed; ++i) {
+          float ms = 0;
+          CUDA_CHECK(cudaEventElapsedTime(&ms, ev[i]->e, ev[i + 1]->e));
+          burst.push_back(ms * 1e3);
+        }
+      }
+      const double burst_us = median(burst);
+      const int load = std::max(1, static_cast<int>(std::ceil(250e3 / burst_us)));
+      for (int i = 0; i < load; ++i) op();
+      const double us = time_stream_us(dev, s.s, 3, op);
+      const double flops = sh.flops();
+      add({{"key", "gemm_bf16"}, {"gpus", {dev}}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"chunks", sh.chunks}, {"time_us", us / sh.chunks},
+           {"TFLOPs", flops / us * 1e-6}, {"burst_time_us", burst_us / sh.chunks}, {"burst_TFLOPs", flops / burst_us * 1e-6}});
     }
   }
 
@@ -442,7 +513,10 @@ struct Runner::Impl {
     auto gemm = [&] { blas.gemm(m, n, k, A.p, B.p, C.p); };
     gemm();
     CUDA_CHECK(cudaStreamSynchronize(s.s));
-    // Burst time of one GEMM (cool GPU).
+    // Burst time of one GEMM (cool GPU: rested first, as the GEMM table
+    // before it ends under load; calibrate uses ratios, so this only keeps
+    // `slowdown` readable).
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const double burst_us = time_stream_us(dev, s.s, 1, gemm);
     // GEMMs at `duty` for about `window_us`, each timed by its own events;
     // `beside` (if any) enqueues other work first. `first` is the first
@@ -936,6 +1010,15 @@ nlohmann::ordered_json Runner::run() {
       t.join();
     }
   } join{done, dog};
+  // Load every helper kernel on every GPU before anything is gated: with
+  // CUDA's lazy module loading, a kernel's first launch loads it, which waits
+  // for the device — forever, behind a gate's spin kernel (this hung
+  // multi_h2d_pipelined, whose sleep kernel first ran on GPU 1 behind a gate).
+  for (int g = 0; g < I.ngpus; ++g) {
+    CUDA_CHECK(cudaSetDevice(g));
+    prime_kernels(g);
+  }
+  CUDA_CHECK(cudaSetDevice(0));
   I.overheads();
   I.copies();
   I.multi_gpu_copies();

@@ -1,10 +1,13 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "gemm_shape.hpp"
 
 namespace ovv {
 
@@ -24,6 +27,7 @@ struct Options {
   int size_step = 4;
   bool all_collectives_at_all_channels = false;
   std::vector<int> interference_channels{0, 4};
+  std::vector<GemmShape> gemm_shapes;  // extra GEMM-table shapes (--gemm-shapes-from)
 };
 
 class Runner {

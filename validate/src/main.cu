@@ -90,6 +90,12 @@ int main(int argc, char** argv) {
   bench->add_option("--size-step", opt.size_step, "collective sizes grow by this factor from 1 KiB")->check(CLI::Range(2, 16));
   bench->add_flag("--all-collectives", opt.all_collectives_at_all_channels, "sweep every collective at every channel count");
   bench->add_option("--interference-channels", opt.interference_channels, "channel counts for the GEMM/all-to-all pairs")->delimiter(',');
+  std::vector<std::string> shape_schedules;
+  double shapes_slowdown = 2.1;
+  bench->add_option("--gemm-shapes-from", shape_schedules,
+                    "also time every GEMM `run` realises for these schedules (attention as chunked GEMMs), so calibrate has their rates")
+      ->check(CLI::ExistingFile);
+  bench->add_option("--attention-slowdown", shapes_slowdown, "as `run --attention-slowdown`, for --gemm-shapes-from (default 2.1)")->check(CLI::Range(0.1, 100.0));
   ovv::RunOptions ro;
   auto* run = app.add_subcommand("run", "Execute a schedule (overlapsim's input) on the GPUs; write the same metrics, trace and per-op records as the simulator");
   run->add_option("schedule", ro.schedule, "schedule YAML/JSON (overlapsim run --schedule-out writes one from a workload)")->required();
@@ -116,6 +122,12 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    if (!shape_schedules.empty()) opt.gemm_shapes = ovv::realised_gemm_shapes(shape_schedules, shapes_slowdown);
+  } catch (const osim::InputError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  }
+  try {
     if (ovv::Runner::gpu_count() <= 0) {
       std::cerr << "overlapsim-validate: no CUDA GPU found (or no driver): run this on a machine with NVIDIA GPUs; "
                    "the simulator itself (overlapsim) needs none\n";
@@ -125,7 +137,8 @@ int main(int argc, char** argv) {
     doc["schema"] = "overlapsim.bench/v1";
     doc["options"] = {{"quick", opt.quick}, {"samples", opt.samples}, {"warmup", opt.warmup}, {"filter", opt.filter},
                       {"channels", opt.channels}, {"ranks", opt.ranks}, {"size_step", opt.size_step},
-                      {"all_collectives", opt.all_collectives_at_all_channels}, {"interference_channels", opt.interference_channels}};
+                      {"all_collectives", opt.all_collectives_at_all_channels}, {"interference_channels", opt.interference_channels},
+                      {"gemm_shapes_from", shape_schedules}, {"attention_slowdown", shapes_slowdown}};
     doc["environment"] = ovv::environment_json();
     if (!out.empty()) opt.partial_out = out + ".partial";
     ovv::Runner runner(opt);

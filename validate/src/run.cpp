@@ -43,6 +43,7 @@
 
 #include "check.hpp"
 #include "core/errors.hpp"
+#include "exec/realise.hpp"
 #include "exec/schedule.hpp"
 #include "hw/fabric.hpp"
 #include "kernels.hpp"
@@ -59,11 +60,6 @@ using osim::Op;
 using osim::OpKind;
 
 int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
-
-constexpr int64_t kChunkK = 8192;  // k-chunk of attention-equivalent GEMMs
-// A multiple of 64, so rows stay 128-byte aligned: cuBLAS falls back to slow
-// kernels for odd leading dimensions (a k of 2458 ran at a quarter of the rate).
-int64_t aligned_k(double k) { return std::max<int64_t>(64, std::llround(k / 64.0) * 64); }
 
 struct GemmPlan {
   int64_t m = 0, n = 0, k = 0;  // k of one chunk
@@ -275,22 +271,13 @@ class Runner {
         case OpKind::Kernel: {
           if (o.sm_limit > 0)
             throw osim::InputError(where, "sm_limit is not realised by overlapsim-validate run yet (it would need green contexts): remove it to measure this schedule");
-          if (o.gemm) {
-            p.gemm = GemmPlan{o.gemm->m, o.gemm->n, o.gemm->k, 1, blas_type(o.dtype, where)};
-          } else if (o.attention) {
-            const auto& a = *o.attention;
-            const double flops = 4.0 * a.batch * a.heads * static_cast<double>(a.seq_q) * static_cast<double>(a.seq_kv) * a.head_dim;
-            const int64_t m = static_cast<int64_t>(a.batch) * a.seq_q, nn = static_cast<int64_t>(a.heads) * a.head_dim;
-            const double k_total = flops * o_.attention_slowdown / (2.0 * static_cast<double>(m) * static_cast<double>(nn));
-            const int chunks = std::max(1, static_cast<int>(std::ceil(k_total / kChunkK)));
-            p.gemm = GemmPlan{m, nn, aligned_k(k_total / chunks), chunks, CUDA_R_16BF};
+          // GEMMs, attention and FLOP kernels as osim::realised_gemm says
+          // (shared with `compare --simulate` and `bench --gemm-shapes-from`).
+          if (const auto rg = osim::realised_gemm(o, o_.attention_slowdown)) {
+            p.gemm = GemmPlan{rg->m, rg->n, rg->k, rg->chunks, o.gemm ? blas_type(o.dtype, where) : CUDA_R_16BF};
           } else if (o.duration) {
             p.busy = true;
             p.busy_ns = o.duration->ps() / 1000;
-          } else if (o.flops > 0) {
-            const double k_total = o.flops / (2.0 * 4096 * 4096);
-            const int chunks = std::max(1, static_cast<int>(std::ceil(k_total / kChunkK)));
-            p.gemm = GemmPlan{4096, 4096, aligned_k(k_total / chunks), chunks, CUDA_R_16BF};
           } else if (o.hbm_bytes > 0) {
             p.hbm = true;
             p.bytes = static_cast<size_t>(o.hbm_bytes);
@@ -730,6 +717,20 @@ int run_schedule(const RunOptions& o) {
   done = true;
   watchdog.join();
   return rc;
+}
+
+std::vector<GemmShape> realised_gemm_shapes(const std::vector<std::string>& schedules, double attention_slowdown) {
+  std::vector<GemmShape> out;
+  for (const auto& file : schedules) {
+    const osim::Schedule s = osim::parse_schedule_file(file);
+    for (const auto& prog : s.programs)
+      for (const Op& o : *prog.ops)
+        if (const auto rg = osim::realised_gemm(o, attention_slowdown)) {
+          const GemmShape g{rg->m, rg->n, rg->k, rg->chunks};
+          if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+        }
+  }
+  return out;
 }
 
 }  // namespace ovv

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "gemm_shape.hpp"
+
 namespace ovv {
 
 struct RunOptions {
@@ -26,6 +28,11 @@ struct RunOptions {
   bool force = false;
   bool verbose = false;
 };
+
+/// The GEMMs `run` realises for these schedules' kernels (GEMMs, attention,
+/// FLOP kernels; osim::realised_gemm), each distinct shape once, in order.
+/// Throws osim::InputError for a schedule that does not parse.
+std::vector<GemmShape> realised_gemm_shapes(const std::vector<std::string>& schedules, double attention_slowdown);
 
 /// Runs the schedule; returns the process exit code. Throws osim::InputError
 /// for a bad schedule or one that does not fit the machine, ovv::GpuError for

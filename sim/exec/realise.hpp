@@ -1,0 +1,45 @@
+// How `overlapsim-validate run` realises a kernel on a GPU that has no fused
+// kernel for it, shared with the simulator so `compare --simulate` simulates
+// what ran and `bench --gemm-shapes-from` times exactly those GEMMs:
+//   gemm       one cuBLAS GEMM of the given shape;
+//   attention  a GEMM with m = batch * seq_q, n = heads * head_dim and k chosen
+//              so its FLOPs are the attention's times `attention_slowdown`,
+//              split into k-chunks of <= 8,192 (multiples of 64) that
+//              accumulate into one output (beta = 1 after the first);
+//   flops      the same, as a 4,096 x 4,096 GEMM.
+// README "validate: running a schedule on GPUs".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "exec/model.hpp"
+#include "exec/schedule.hpp"
+
+namespace osim {
+
+struct RealisedGemm {
+  int64_t m = 0, n = 0, k = 0;  // one chunk's shape
+  int chunks = 1;               // chunks after the first accumulate into the same output
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * chunks; }
+  bool operator==(const RealisedGemm&) const = default;
+  auto operator<=>(const RealisedGemm&) const = default;
+};
+
+inline constexpr int64_t kRealiseChunkK = 8192;
+
+/// A multiple of 64 (at least 64), so rows stay 128-byte aligned: cuBLAS
+/// falls back to slow kernels for odd leading dimensions.
+int64_t aligned_k(double k);
+
+/// The GEMM a kernel op runs as; nullopt for kernels that are not GEMM-like
+/// (duration, memory-bound).
+std::optional<RealisedGemm> realised_gemm(const Op& op, double attention_slowdown);
+
+/// The schedule as `overlapsim-validate run` executes it: every attention or
+/// FLOP-count kernel gets the efficiency that makes its time the realised
+/// GEMM's, at `p`'s efficiency for that GEMM shape (the calibration's measured
+/// entry, else gemm_efficiency). GEMM kernels are unchanged.
+Schedule as_realised(const Schedule& s, const ModelParams& p, double attention_slowdown);
+
+}  // namespace osim
