@@ -11,7 +11,7 @@ namespace osim {
 /// Sorted, overlapping and touching intervals joined, empty ones dropped.
 template <class T>
 std::vector<std::pair<T, T>> merge_intervals(std::vector<std::pair<T, T>> v) {
-  std::sort(v.begin(), v.end());
+  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());  // often sorted already (one stream)
   std::vector<std::pair<T, T>> out;
   for (const auto& iv : v) {
     if (iv.second <= iv.first) continue;
