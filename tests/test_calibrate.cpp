@@ -133,6 +133,16 @@ TEST_CASE("the calibrated simulator replays attention") {
   CHECK(rows.size() == 16);
   for (const auto& c : rows)
     if (c.cls.rfind("attention, self", 0) == 0) CHECK(std::abs(c.error_pct()) < 5.0);
+  // Cross-attention (512 keys) has its own efficiency: the median SDPA rate
+  // (0.30 of peak, vs 0.36 for self-attention) times 1 + the sustained slowdown.
+  CHECK(h.cal.params.cross_attention_efficiency == doctest::Approx(0.3032 * (1 + h.cal.params.sustained_slowdown)).epsilon(0.01));
+  CHECK(h.cal.params.cross_attention_efficiency < h.cal.params.attention_efficiency);
+  for (const auto& s : summarise(rows))
+    if (s.cls.rfind("attention, cross", 0) == 0) {
+      CHECK(s.cases == 8);
+      CHECK(s.median_abs_pct < 6.0);   // 15 % with the self-attention efficiency
+      CHECK(s.worst_abs_pct < 14.0);   // the smallest shape (4,095 queries)
+    }
 }
 
 TEST_CASE("the calibrated simulator replays the PCIe-like transport (NCCL_P2P_DISABLE=1)") {
