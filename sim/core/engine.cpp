@@ -1,4 +1,5 @@
 #include "engine.hpp"
+#include "core/slots.hpp"
 
 #include <cassert>
 
@@ -6,14 +7,7 @@ namespace osim {
 
 EventId Engine::at(Time t, Callback cb) {
   assert(t >= now_ && "cannot schedule an event in the past");
-  uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.emplace_back();
-  }
+  const uint32_t slot = take_slot(free_slots_, slots_);
   Slot& s = slots_[slot];
   s.cb = std::move(cb);
   s.armed = true;

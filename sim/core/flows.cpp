@@ -1,4 +1,5 @@
 #include "flows.hpp"
+#include "core/slots.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -25,14 +26,7 @@ ConstraintId FlowRecord::main_bottleneck() const {
 FlowId FlowModel::start(FlowSpec spec) {
   assert(spec.bytes >= 0);
   assert((!spec.route.empty() || std::isfinite(spec.rate_cap)) && "a flow with no route needs a rate cap");
-  FlowId id;
-  if (!free_ids_.empty()) {
-    id = free_ids_.back();
-    free_ids_.pop_back();
-  } else {
-    id = static_cast<FlowId>(flows_.size());
-    flows_.emplace_back();
-  }
+  const FlowId id = take_slot(free_ids_, flows_);
   Flow& fl = flows_[id];
   fl = Flow{};
   fl.record.id = id;
@@ -57,14 +51,7 @@ FlowId FlowModel::start(FlowSpec spec) {
 }
 
 int FlowModel::new_batch(Time t, bool completions) {
-  int b;
-  if (!free_batches_.empty()) {
-    b = free_batches_.back();
-    free_batches_.pop_back();
-  } else {
-    b = static_cast<int>(batches_.size());
-    batches_.emplace_back();
-  }
+  const int b = take_slot(free_batches_, batches_);
   batches_[b].event = engine_.at(t, [this, b, completions] { run_batch(b, completions); });
   batches_[b].live = 0;
   return b;

@@ -1,4 +1,5 @@
 #include "maxmin.hpp"
+#include "core/slots.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -30,14 +31,7 @@ void MaxMinSystem::mark_dirty(ConstraintId c) {
 VariableId MaxMinSystem::add_variable(double weight, double bound) {
   assert(weight > 0 && std::isfinite(weight));
   assert(bound > 0);
-  VariableId v;
-  if (!free_vars_.empty()) {
-    v = free_vars_.back();
-    free_vars_.pop_back();
-  } else {
-    v = static_cast<VariableId>(vars_.size());
-    vars_.emplace_back();
-  }
+  const VariableId v = take_slot(free_vars_, vars_);
   Var& x = vars_[v];
   x.weight = weight;
   x.bound = bound;

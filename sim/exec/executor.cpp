@@ -31,7 +31,7 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
   } else if (op.attention) {
     const auto& a = *op.attention;
     const double bh = static_cast<double>(a.batch) * static_cast<double>(a.heads);
-    flops = 4.0 * bh * static_cast<double>(a.seq_q) * static_cast<double>(a.seq_kv) * static_cast<double>(a.head_dim);
+    flops = a.flops();
     bytes = es * bh * static_cast<double>(a.head_dim) * (2.0 * static_cast<double>(a.seq_q) + 2.0 * static_cast<double>(a.seq_kv));
     eff = a.seq_kv < a.seq_q && p.cross_attention_efficiency > 0 ? p.cross_attention_efficiency : p.attention_efficiency;
   }
@@ -530,9 +530,9 @@ class Executor {
     RankState& R = ranks_[g.rank];
     const int demand = g.op->sm_limit > 0 ? std::min(g.op->sm_limit, R.sms) : R.sms;
     const Op& op = *g.op;
+    const bool compute = op.gemm.has_value() || op.attention.has_value() || op.flops > 0;
     R.kernels.push_back(RunningKernel{id, g.work_s, 0, 0, engine_.now(), {}, demand, R.streams[g.stream].priority,
-                                      op.gemm.has_value() || op.attention.has_value() || op.flops > 0,
-                                      op.gemm.has_value() || op.attention.has_value() || op.flops > 0 || op.hbm_bytes > 0});
+                                      compute, compute || op.hbm_bytes > 0});
     update_gpu(g.rank);
   }
 

@@ -21,7 +21,7 @@ std::optional<RealisedGemm> realised_gemm(const Op& op, double attention_slowdow
   if (op.gemm) return RealisedGemm{op.gemm->m, op.gemm->n, op.gemm->k, 1};
   if (op.attention) {
     const auto& a = *op.attention;
-    const double flops = 4.0 * a.batch * a.heads * static_cast<double>(a.seq_q) * static_cast<double>(a.seq_kv) * a.head_dim;
+    const double flops = a.flops();
     const int64_t m = static_cast<int64_t>(a.batch) * a.seq_q, n = static_cast<int64_t>(a.heads) * a.head_dim;
     return chunked(m, n, flops * attention_slowdown / (2.0 * static_cast<double>(m) * static_cast<double>(n)));
   }
@@ -38,14 +38,10 @@ Schedule as_realised(const Schedule& s, const ModelParams& p, double attention_s
     if (!slot) {
       auto ops = std::make_shared<std::vector<Op>>(*prog.ops);
       for (Op& op : *ops) {
-        if (op.kind != OpKind::Kernel || op.gemm || !(op.attention || op.flops > 0)) continue;
+        if (op.gemm) continue;  // runs as itself
         const auto rg = realised_gemm(op, attention_slowdown);
         if (!rg) continue;
-        double flops = op.flops;
-        if (op.attention) {
-          const auto& a = *op.attention;
-          flops = 4.0 * a.batch * a.heads * static_cast<double>(a.seq_q) * static_cast<double>(a.seq_kv) * a.head_dim;
-        }
+        const double flops = op.attention ? op.attention->flops() : op.flops;
         // time = realised FLOPs / (peak * eff(shape)) = flops / (peak * efficiency)
         op.efficiency = static_cast<float>(p.gemm_efficiency_for(rg->m, rg->n, rg->k) * flops / rg->flops());
       }

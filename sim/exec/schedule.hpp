@@ -40,6 +40,11 @@ struct GemmShape {
 };
 struct AttentionShape {
   int32_t batch = 1, heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  /// QK^T and PV: 4 * batch * heads * seq_q * seq_kv * head_dim.
+  double flops() const {
+    return 4.0 * (static_cast<double>(batch) * static_cast<double>(heads)) * static_cast<double>(seq_q) * static_cast<double>(seq_kv) *
+           static_cast<double>(head_dim);
+  }
 };
 
 struct Op {

@@ -76,6 +76,20 @@ struct Stream {
     cudaStreamDestroy(s);
   }
 };
+// A device buffer, a pinned host buffer and a stream on each of GPUs 0..gpus-1,
+// for copies on several GPUs at once.
+struct PerGpuCopies {
+  std::vector<std::unique_ptr<DevBuf>> dev;
+  std::vector<std::unique_ptr<PinnedBuf>> host;
+  std::vector<std::unique_ptr<Stream>> stream;
+  PerGpuCopies(int gpus, size_t bytes) {
+    for (int g = 0; g < gpus; ++g) {
+      dev.push_back(std::make_unique<DevBuf>(g, bytes));
+      host.push_back(std::make_unique<PinnedBuf>(bytes));
+      stream.push_back(std::make_unique<Stream>(g));
+    }
+  }
+};
 struct Event {
   cudaEvent_t e{};
   int dev = 0;
@@ -320,14 +334,10 @@ struct Runner::Impl {
     for (const char* dir : {"h2d", "d2h"}) {
       const std::string key = std::string("multi_") + dir + "_pinned";
       if (!want(key)) continue;
-      std::vector<std::unique_ptr<DevBuf>> d;
-      std::vector<std::unique_ptr<PinnedBuf>> h;
-      std::vector<std::unique_ptr<Stream>> s;
-      for (int g = 0; g < ngpus; ++g) {
-        d.push_back(std::make_unique<DevBuf>(g, bytes));
-        h.push_back(std::make_unique<PinnedBuf>(bytes));
-        s.push_back(std::make_unique<Stream>(g));
-      }
+      PerGpuCopies bufs(ngpus, bytes);
+      auto& d = bufs.dev;
+      auto& h = bufs.host;
+      auto& s = bufs.stream;
       const bool h2d = dir[0] == 'h';
       for (int n = 1; n <= ngpus; ++n) {
         progress(key + " x" + std::to_string(n));
@@ -571,14 +581,10 @@ struct Runner::Impl {
     // ("h2d_all", the host side busier, this GPU's copy rate lower).
     {
       const size_t cbytes = size_t(256) << 20;
-      std::vector<std::unique_ptr<DevBuf>> cd;
-      std::vector<std::unique_ptr<PinnedBuf>> ch;
-      std::vector<std::unique_ptr<Stream>> cs;
-      for (int g = 0; g < ngpus; ++g) {
-        cd.push_back(std::make_unique<DevBuf>(g, cbytes));
-        ch.push_back(std::make_unique<PinnedBuf>(cbytes));
-        cs.push_back(std::make_unique<Stream>(g));
-      }
+      PerGpuCopies bufs(ngpus, cbytes);
+      auto& cd = bufs.dev;
+      auto& ch = bufs.host;
+      auto& cs = bufs.stream;
       CUDA_CHECK(cudaSetDevice(dev));
       for (const std::string copy : {"none", "h2d", "h2d_all"}) {
         if (copy == "h2d_all" && ngpus < 2) continue;
@@ -624,16 +630,13 @@ struct Runner::Impl {
     const int count = opt.quick ? 6 : 16;
     for (int n = 2; n <= ngpus; ++n) {
       progress("multi_h2d_pipelined x" + std::to_string(n));
-      std::vector<std::unique_ptr<DevBuf>> d;
-      std::vector<std::unique_ptr<PinnedBuf>> h;
-      std::vector<std::unique_ptr<Stream>> st;
+      PerGpuCopies bufs(n, bytes);
+      auto& d = bufs.dev;
+      auto& h = bufs.host;
+      auto& st = bufs.stream;
       std::vector<std::vector<std::unique_ptr<Event>>> ev(n);
-      for (int g = 0; g < n; ++g) {
-        d.push_back(std::make_unique<DevBuf>(g, bytes));
-        h.push_back(std::make_unique<PinnedBuf>(bytes));
-        st.push_back(std::make_unique<Stream>(g));
+      for (int g = 0; g < n; ++g)
         for (int i = 0; i <= count; ++i) ev[g].push_back(std::make_unique<Event>(g));
-      }
       Gate gate;
       for (int g = 0; g < n; ++g) {
         CUDA_CHECK(cudaSetDevice(g));
