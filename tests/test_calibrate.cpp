@@ -218,3 +218,28 @@ TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burs
   }
   CHECK(cal.params.sustained_slowdown == doctest::Approx(0.167).epsilon(0.03));
 }
+
+TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, sustained load, the host path's 1-4 GPU aggregate") {
+  const std::string dir = "validate/results/h200x4-nvswitch-b/";
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  const nlohmann::json def = load(kSrc + "/" + dir + "bench-default.json");
+  const std::vector<std::pair<std::string, nlohmann::json>> docs{{dir + "bench-default.json", def},
+                                                                {dir + "bench-p2p-disable.json", load(kSrc + "/" + dir + "bench-p2p-disable.json")},
+                                                                {"validate/results/h200x1/attention.json", load(kSrc + "/validate/results/h200x1/attention.json")}};
+  const Calibration cal = calibrate(docs, topo);
+  CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+  // The same physics as the 2xH200 boxes: ~17 % slower GEMMs at full duty, none below ~2/3.
+  CHECK(cal.params.sustained_slowdown == doctest::Approx(0.166).epsilon(0.03));
+  CHECK(cal.params.sustained_duty > 0.6);
+  CHECK(cal.params.sustained_duty < 0.75);
+  // The realised SP 1 self-attention GEMM at its own burst rate, not the table's median.
+  CHECK(cal.params.gemm_efficiency_for(16384, 5120, 7616) != doctest::Approx(cal.params.gemm_efficiency));
+  // Host aggregate, 1-4 GPUs: sub-linear beyond two GPUs (the fit reports it).
+  const Fit* host = nullptr;
+  for (const Fit& f : cal.fits)
+    if (f.name == "host aggregate") host = &f;
+  REQUIRE(host != nullptr);
+  REQUIRE(host->values.size() == 4);
+  CHECK(host->values[1].second == doctest::Approx(2 * host->values[0].second).epsilon(0.06));
+  CHECK(host->values[3].second < 3 * host->values[0].second);
+}
