@@ -455,6 +455,37 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       }
     if (f.points) c.fits.push_back(f);
   }
+
+  // Measured all-to-all tables at NCCL's default channels: time against bytes
+  // per rank, per algorithm, rank count and transport (the median where a size
+  // was measured more than once; made non-decreasing, so that no size looks
+  // faster than a smaller one).
+  {
+    Fit f{"NCCL all-to-all tables", "time at each measured size, NCCL's default channels (used inside one host, nearest rank count)", {}, 0, 0};
+    p.nccl_tables.clear();
+    for (const bool off : {false, true}) {
+      const json* doc = find_doc(runs, off);
+      if (!doc) continue;
+      for (const bool pairwise : {false, true}) {
+        std::map<int, std::map<double, std::vector<double>>> by_ranks;
+        for (const auto& r : rows(*doc, pairwise ? "nccl_all_to_all_pairwise" : "nccl_all_to_all"))
+          if (r.at("channels").get<int>() == 0)
+            by_ranks[r.at("ranks").get<int>()][r.at("bytes").get<double>()].push_back(r.at("time_us").get<double>() * 1e-6);
+        for (const auto& [n, sizes] : by_ranks) {
+          ModelParams::NcclTable t{pairwise, n, off, {}};
+          double floor = 0;
+          for (const auto& [bytes, times] : sizes) {
+            floor = std::max(floor, median(times));
+            t.points.emplace_back(bytes, floor);
+          }
+          f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", pairwise ? "pairwise" : "nccl", off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
+          f.points += static_cast<int>(t.points.size());
+          p.nccl_tables.push_back(std::move(t));
+        }
+      }
+    }
+    if (f.points) c.fits.push_back(f);
+  }
   return c;
 }
 }  // namespace
@@ -490,6 +521,15 @@ std::string calibration_yaml(const Calibration& c) {
     out += "  gemm_shapes:   # [m, n, k, efficiency] measured\n";
     for (const auto& g : p.gemm_shapes) out += fmt::format("    - [{}, {}, {}, {:.4f}]\n", g.m, g.n, g.k, g.efficiency);
   }
+  if (!p.nccl_tables.empty()) {
+    out += "  nccl_tables:   # all-to-all at NCCL's default channels, measured: [bytes per rank, time in us]\n";
+    for (const auto& tab : p.nccl_tables) {
+      out += fmt::format("    - {{algorithm: {}, ranks: {}, transport: {}, points: [", tab.pairwise ? "pairwise" : "nccl", tab.ranks, tab.via_host ? "host" : "p2p");
+      for (size_t i = 0; i < tab.points.size(); ++i)
+        out += fmt::format("{}[{:.0f}, {:.2f}]", i ? ", " : "", tab.points[i].first, tab.points[i].second * 1e6);
+      out += "]}\n";
+    }
+  }
   if (p.sustained_slowdown > 0)
     out += fmt::format("  sustained_slowdown: {:.4f}\n  sustained_duty: {:.4f}\n  sustained_time_constant: {}\n", p.sustained_slowdown,
                        p.sustained_duty, fmt::format("{:.3f} ms", p.sustained_time_constant.ms()));
@@ -505,7 +545,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   if (top.str("schema") != "overlapsim.calibration/v1") top.fail("schema", "expected overlapsim.calibration/v1");
   MapReader m(path, top.get("model"), "calibration model",
               {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes",
-               "attention_efficiency", "cross_attention_efficiency", "flops_efficiency", "hbm_efficiency", "copy_engine_bandwidth", "copy_latency", "pageable_bandwidth",
+               "attention_efficiency", "cross_attention_efficiency", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_latency", "pageable_bandwidth",
                "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
                "sustained_time_constant"});
@@ -543,6 +583,39 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
       } catch (const YAML::Exception&) {
         throw InputError(location_of(path, e), "each gemm_shapes entry is [m, n, k, efficiency] with whole numbers m, n, k");
       }
+    }
+  }
+  if (m.has("nccl_tables")) {
+    const YAML::Node list = m.get("nccl_tables");
+    if (!list.IsSequence()) m.fail("nccl_tables", "must be a list of {algorithm, ranks, transport, points}");
+    p.nccl_tables.clear();
+    for (const YAML::Node& e : list) {
+      MapReader t(path, e, "nccl_tables entry", {"algorithm", "ranks", "transport", "points"});
+      ModelParams::NcclTable tab;
+      const std::string algo = t.str("algorithm"), transport = t.str("transport");
+      if (algo != "nccl" && algo != "pairwise") t.fail("algorithm", "must be nccl or pairwise");
+      if (transport != "p2p" && transport != "host") t.fail("transport", "must be p2p or host");
+      tab.pairwise = algo == "pairwise";
+      tab.via_host = transport == "host";
+      const auto ranks = t.opt_int("ranks");
+      if (!ranks || *ranks < 2) t.fail("ranks", "must be a whole number >= 2");
+      tab.ranks = static_cast<int>(*ranks);
+      const YAML::Node pts = t.get("points");
+      if (!pts.IsSequence() || pts.size() == 0) t.fail("points", "must be a non-empty list of [bytes per rank, time in us]");
+      for (const YAML::Node& q : pts) {
+        double b = 0, us = 0;
+        try {
+          if (!q.IsSequence() || q.size() != 2) throw YAML::Exception(q.Mark(), "");
+          b = q[0].as<double>();
+          us = q[1].as<double>();
+        } catch (const YAML::Exception&) {
+          throw InputError(location_of(path, q), "each point is [bytes per rank, time in us]");
+        }
+        if (!(b > 0 && us > 0) || (!tab.points.empty() && (b <= tab.points.back().first || us * 1e-6 < tab.points.back().second)))
+          throw InputError(location_of(path, q), "points need positive bytes and times, bytes ascending and times not decreasing");
+        tab.points.emplace_back(b, us * 1e-6);
+      }
+      p.nccl_tables.push_back(std::move(tab));
     }
   }
   num("attention_efficiency", p.attention_efficiency, 1e-3, 1);

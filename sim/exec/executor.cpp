@@ -148,6 +148,14 @@ struct CollInst {
   std::vector<int> round;
   std::vector<char> in_round;
   std::vector<int> round_left;
+  // A measured all-to-all table's rate and latency for this collective, per
+  // transport (0: peer-to-peer, 1: through host memory); rate 0 = none fits.
+  struct Tabled {
+    bool looked = false;
+    double rate = 0;  // bytes/s of one flow
+    Time latency;
+  };
+  Tabled tabled[2];
 };
 
 class Executor {
@@ -852,7 +860,11 @@ class Executor {
     f.latency = route.latency + protocol_latency;
     const bool via_host = route.kind == hw::RouteKind::ViaHost || route.kind == hw::RouteKind::NetworkViaHost;
     const double ceiling = (via_host ? p_.nccl_host_rank_bandwidth : p_.nccl_rank_bandwidth).bytes_per_s;
-    const double base = std::min(c.channels * p_.nccl_channel_bandwidth.bytes_per_s, ceiling) / peers_at_once;
+    double base = std::min(c.channels * p_.nccl_channel_bandwidth.bytes_per_s, ceiling) / peers_at_once;
+    if (const CollInst::Tabled& t = tabled(c, route.kind, via_host); t.rate > 0) {
+      base = t.rate;
+      f.latency = t.latency;  // measured end to end: the route's latency is in it
+    }
     f.rate_cap = base / comm_slowdown(ranks_[ra], c.channels);
     // Captures packed into 16 bytes so std::function stores them inline.
     const uint64_t key = (static_cast<uint64_t>(ci) << 32) | (static_cast<uint64_t>(from) << 16) | static_cast<uint64_t>(to);
@@ -865,6 +877,29 @@ class Executor {
     if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
     coll_flow_slot_[static_cast<size_t>(fid)] = static_cast<int>(cfs.size());
     cfs.push_back({fid, base, c.channels});
+  }
+
+  // The measured table's per-flow rate and latency for an all-to-all at
+  // NCCL's default channels inside one host (ModelParams::nccl_tables).
+  const CollInst::Tabled& tabled(CollInst& c, hw::RouteKind kind, bool via_host) {
+    CollInst::Tabled& t = c.tabled[via_host ? 1 : 0];
+    if (t.looked) return t;
+    t.looked = true;
+    const Op& op = *c.op;
+    const int U = static_cast<int>(c.members.size());
+    if (p_.nccl_tables.empty() || op.coll != CollKind::AllToAll || U < 2 || c.channels != p_.nccl_channels) return t;
+    if (kind == hw::RouteKind::Network || kind == hw::RouteKind::NetworkViaHost) return t;
+    const bool pairwise = op.algo == CollAlgo::Pairwise;
+    const ModelParams::NcclTable* tab = p_.nccl_table_for(pairwise, U, via_host);
+    if (!tab) return t;
+    const double lat = tab->points.front().second, time = tab->time_at(c.wire);
+    // ncclAlltoAll: U-1 flows of wire/U each per rank, together `time`.
+    // Pairwise: one exchange of wire/U per round, a launch each.
+    const int rounds = pairwise ? (U % 2 == 0 ? U - 1 : U) : 1;
+    const double per_round = time / rounds, round_lat = lat / rounds;
+    t.latency = Time::from_s(round_lat);
+    t.rate = c.wire / U / std::max(per_round - round_lat, 1e-9);
+    return t;
   }
 
   void coll_flow_done(int ci, int from, int to, const FlowRecord& rec) {

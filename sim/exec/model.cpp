@@ -1,0 +1,35 @@
+#include "exec/model.hpp"
+
+#include <cassert>
+#include <cmath>
+#include <cstdlib>
+
+namespace osim {
+
+double ModelParams::NcclTable::time_at(double bytes) const {
+  assert(!points.empty());
+  if (bytes <= points.front().first || points.size() == 1) return points.front().second;
+  size_t i = 1;
+  while (i + 1 < points.size() && points[i].first < bytes) ++i;
+  const auto [b0, t0] = points[i - 1];
+  const auto [b1, t1] = points[i];
+  if (bytes > b1) return t1 + (bytes - b1) * (t1 - t0) / (b1 - b0);  // the last segment's rate
+  const double x = std::log(bytes / b0) / std::log(b1 / b0);
+  return t0 * std::pow(t1 / t0, x);
+}
+
+const ModelParams::NcclTable* ModelParams::nccl_table_for(bool pairwise, int ranks, bool via_host) const {
+  const NcclTable* best = nullptr;
+  for (const auto& t : nccl_tables) {
+    if (t.pairwise != pairwise || t.via_host != via_host || t.points.empty()) continue;
+    if (!best) {
+      best = &t;
+      continue;
+    }
+    const int d = std::abs(t.ranks - ranks), db = std::abs(best->ranks - ranks);
+    if (d < db || (d == db && t.ranks > best->ranks)) best = &t;
+  }
+  return best;
+}
+
+}  // namespace osim
