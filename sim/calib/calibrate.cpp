@@ -73,6 +73,17 @@ bool p2p_disabled_run(const json& doc) {
 // A machine run (copies or collectives), not e.g. an attention-only one.
 bool machine_run(const json& doc) { return has_key(doc, "nccl_all_to_all") || has_key(doc, "h2d_pinned"); }
 
+const char* table_coll_name(ModelParams::TableColl c) {
+  switch (c) {
+    case ModelParams::TableColl::AllToAll: return "all_to_all";
+    case ModelParams::TableColl::AllToAllPairwise: return "all_to_all_pairwise";
+    case ModelParams::TableColl::AllGather: return "all_gather";
+    case ModelParams::TableColl::ReduceScatter: return "reduce_scatter";
+    case ModelParams::TableColl::AllReduce: return "all_reduce";
+  }
+  return "?";
+}
+
 const json* find_doc(const std::vector<std::pair<std::string, json>>& docs, bool p2p_disabled) {
   for (const auto& [name, d] : docs)
     if (machine_run(d) && p2p_disabled_run(d) == p2p_disabled) return &d;
@@ -456,29 +467,33 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     if (f.points) c.fits.push_back(f);
   }
 
-  // Measured all-to-all tables at NCCL's default channels: time against bytes
-  // per rank, per algorithm, rank count and transport (the median where a size
-  // was measured more than once; made non-decreasing, so that no size looks
-  // faster than a smaller one).
+  // Measured collective tables at NCCL's default channels: time against bytes
+  // per rank, per collective, rank count and transport (the median where a
+  // size was measured more than once; made non-decreasing, so that no size
+  // looks faster than a smaller one).
   {
-    Fit f{"NCCL all-to-all tables", "time at each measured size, NCCL's default channels (used inside one host, nearest rank count)", {}, 0, 0};
+    Fit f{"NCCL collective tables", "time at each measured size, NCCL's default channels (used inside one host, nearest rank count)", {}, 0, 0};
     p.nccl_tables.clear();
+    using TC = ModelParams::TableColl;
+    const std::pair<TC, const char*> kinds[] = {{TC::AllToAll, "nccl_all_to_all"}, {TC::AllToAllPairwise, "nccl_all_to_all_pairwise"},
+                                                {TC::AllGather, "nccl_all_gather"}, {TC::ReduceScatter, "nccl_reduce_scatter"},
+                                                {TC::AllReduce, "nccl_all_reduce"}};
     for (const bool off : {false, true}) {
       const json* doc = find_doc(runs, off);
       if (!doc) continue;
-      for (const bool pairwise : {false, true}) {
+      for (const auto& [coll, key] : kinds) {
         std::map<int, std::map<double, std::vector<double>>> by_ranks;
-        for (const auto& r : rows(*doc, pairwise ? "nccl_all_to_all_pairwise" : "nccl_all_to_all"))
+        for (const auto& r : rows(*doc, key))
           if (r.at("channels").get<int>() == 0)
             by_ranks[r.at("ranks").get<int>()][r.at("bytes").get<double>()].push_back(r.at("time_us").get<double>() * 1e-6);
         for (const auto& [n, sizes] : by_ranks) {
-          ModelParams::NcclTable t{pairwise, n, off, {}};
+          ModelParams::NcclTable t{coll, n, off, {}};
           double floor = 0;
           for (const auto& [bytes, times] : sizes) {
             floor = std::max(floor, median(times));
             t.points.emplace_back(bytes, floor);
           }
-          f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", pairwise ? "pairwise" : "nccl", off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
+          f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", std::string(key).substr(5), off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
           f.points += static_cast<int>(t.points.size());
           p.nccl_tables.push_back(std::move(t));
         }
@@ -522,9 +537,9 @@ std::string calibration_yaml(const Calibration& c) {
     for (const auto& g : p.gemm_shapes) out += fmt::format("    - [{}, {}, {}, {:.4f}]\n", g.m, g.n, g.k, g.efficiency);
   }
   if (!p.nccl_tables.empty()) {
-    out += "  nccl_tables:   # all-to-all at NCCL's default channels, measured: [bytes per rank, time in us]\n";
+    out += "  nccl_tables:   # collectives at NCCL's default channels, measured: [bytes per rank, time in us]\n";
     for (const auto& tab : p.nccl_tables) {
-      out += fmt::format("    - {{algorithm: {}, ranks: {}, transport: {}, points: [", tab.pairwise ? "pairwise" : "nccl", tab.ranks, tab.via_host ? "host" : "p2p");
+      out += fmt::format("    - {{collective: {}, ranks: {}, transport: {}, points: [", table_coll_name(tab.coll), tab.ranks, tab.via_host ? "host" : "p2p");
       for (size_t i = 0; i < tab.points.size(); ++i)
         out += fmt::format("{}[{:.0f}, {:.2f}]", i ? ", " : "", tab.points[i].first, tab.points[i].second * 1e6);
       out += "]}\n";
@@ -590,12 +605,18 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
     if (!list.IsSequence()) m.fail("nccl_tables", "must be a list of {algorithm, ranks, transport, points}");
     p.nccl_tables.clear();
     for (const YAML::Node& e : list) {
-      MapReader t(path, e, "nccl_tables entry", {"algorithm", "ranks", "transport", "points"});
+      MapReader t(path, e, "nccl_tables entry", {"collective", "ranks", "transport", "points"});
       ModelParams::NcclTable tab;
-      const std::string algo = t.str("algorithm"), transport = t.str("transport");
-      if (algo != "nccl" && algo != "pairwise") t.fail("algorithm", "must be nccl or pairwise");
+      const std::string coll = t.str("collective"), transport = t.str("transport");
+      bool known = false;
+      for (const auto k : {ModelParams::TableColl::AllToAll, ModelParams::TableColl::AllToAllPairwise, ModelParams::TableColl::AllGather,
+                           ModelParams::TableColl::ReduceScatter, ModelParams::TableColl::AllReduce})
+        if (coll == table_coll_name(k)) {
+          tab.coll = k;
+          known = true;
+        }
+      if (!known) t.fail("collective", "must be all_to_all, all_to_all_pairwise, all_gather, reduce_scatter or all_reduce");
       if (transport != "p2p" && transport != "host") t.fail("transport", "must be p2p or host");
-      tab.pairwise = algo == "pairwise";
       tab.via_host = transport == "host";
       const auto ranks = t.opt_int("ranks");
       if (!ranks || *ranks < 2) t.fail("ranks", "must be a whole number >= 2");

@@ -863,7 +863,8 @@ class Executor {
     double base = std::min(c.channels * p_.nccl_channel_bandwidth.bytes_per_s, ceiling) / peers_at_once;
     if (const CollInst::Tabled& t = tabled(c, route.kind, via_host); t.rate > 0) {
       base = t.rate;
-      f.latency = t.latency;  // measured end to end: the route's latency is in it
+      // Measured end to end: the route's latency is in it; a ring pays it once.
+      f.latency = c.steps > 0 && c.step > 0 ? Time::zero() : t.latency;
     }
     f.rate_cap = base / comm_slowdown(ranks_[ra], c.channels);
     // Captures packed into 16 bytes so std::function stores them inline.
@@ -879,7 +880,7 @@ class Executor {
     cfs.push_back({fid, base, c.channels});
   }
 
-  // The measured table's per-flow rate and latency for an all-to-all at
+  // The measured table's per-flow rate and latency for a collective at
   // NCCL's default channels inside one host (ModelParams::nccl_tables).
   const CollInst::Tabled& tabled(CollInst& c, hw::RouteKind kind, bool via_host) {
     CollInst::Tabled& t = c.tabled[via_host ? 1 : 0];
@@ -887,18 +888,28 @@ class Executor {
     t.looked = true;
     const Op& op = *c.op;
     const int U = static_cast<int>(c.members.size());
-    if (p_.nccl_tables.empty() || op.coll != CollKind::AllToAll || U < 2 || c.channels != p_.nccl_channels) return t;
+    if (p_.nccl_tables.empty() || U < 2 || c.channels != p_.nccl_channels) return t;
     if (kind == hw::RouteKind::Network || kind == hw::RouteKind::NetworkViaHost) return t;
-    const bool pairwise = op.algo == CollAlgo::Pairwise;
-    const ModelParams::NcclTable* tab = p_.nccl_table_for(pairwise, U, via_host);
+    using TC = ModelParams::TableColl;
+    TC coll;
+    switch (op.coll) {
+      case CollKind::AllToAll: coll = op.algo == CollAlgo::Pairwise ? TC::AllToAllPairwise : TC::AllToAll; break;
+      case CollKind::AllGather: coll = TC::AllGather; break;
+      case CollKind::ReduceScatter: coll = TC::ReduceScatter; break;
+      case CollKind::AllReduce: coll = TC::AllReduce; break;
+      default: return t;  // send / recv
+    }
+    const ModelParams::NcclTable* tab = p_.nccl_table_for(coll, U, via_host);
     if (!tab) return t;
     const double lat = tab->points.front().second, time = tab->time_at(c.wire);
     // ncclAlltoAll: U-1 flows of wire/U each per rank, together `time`.
-    // Pairwise: one exchange of wire/U per round, a launch each.
-    const int rounds = pairwise ? (U % 2 == 0 ? U - 1 : U) : 1;
-    const double per_round = time / rounds, round_lat = lat / rounds;
-    t.latency = Time::from_s(round_lat);
-    t.rate = c.wire / U / std::max(per_round - round_lat, 1e-9);
+    // Pairwise: one exchange of wire/U per round, a launch each. Ring: `steps`
+    // exchanges of wire/U, the latency before the first.
+    const int phases = coll == TC::AllToAllPairwise ? (U % 2 == 0 ? U - 1 : U) : c.steps > 0 ? c.steps : 1;
+    const double phase_lat = coll == TC::AllToAllPairwise ? lat / phases : lat;
+    const double transfer = coll == TC::AllToAllPairwise ? time / phases - phase_lat : (time - lat) / phases;
+    t.latency = Time::from_s(phase_lat);
+    t.rate = c.wire / U / std::max(transfer, 1e-9);
     return t;
   }
 
