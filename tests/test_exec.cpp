@@ -2,6 +2,7 @@
 // with round numbers: 10 GB/s PCIe per GPU, 100 GB/s NVLink between the two
 // GPUs, zero latencies, 100 bf16 TFLOP/s, and (unless a test sets them)
 // zero host overheads.
+#include <cmath>
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -152,6 +153,42 @@ programs:
   // 60 GFLOP at 100 TFLOP/s x 0.6 = 1 ms burst.
   CHECK(gemm_ms("{op: kernel, stream: a, bytes: 850.0e9}") == doctest::Approx(1.2).epsilon(1e-6));
   CHECK(gemm_ms("{op: kernel, stream: a, duration: 1 s}") == doctest::Approx(1.0).epsilon(1e-6));
+}
+
+TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form") {
+  // Ten 10 ms compute kernels back to back; only the slow term acts (the
+  // fast one is ~0, the duty threshold 0): kernel i takes
+  // 10 ms x (1 + 0.5 x (1 - exp(-t_i / 100 ms))), t_i its start.
+  ModelParams p = quiet();
+  p.sustained_slowdown = 1e-12;
+  p.sustained_duty = 0;
+  p.sustained_time_constant = Time::from_ms(1);
+  p.sustained_slow_slowdown = 0.5;
+  p.sustained_slow_time_constant = Time::from_ms(100);
+  std::string ops;
+  for (int i = 0; i < 10; ++i) ops += "      - {op: kernel, stream: a, flops: 600.0e9}\n";  // 10 ms at 100 TFLOP/s x 0.6
+  Sim s("name: slow\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n" + ops, p);
+  double t = 0;
+  for (int i = 0; i < 10; ++i) {
+    CHECK(s.op(0, i).start.ms() == doctest::Approx(t).epsilon(1e-6));
+    t += 10 * (1 + 0.5 * (1 - std::exp(-t / 100)));
+  }
+  CHECK(s.res.makespan.ms() == doctest::Approx(t).epsilon(1e-6));
+  CHECK(t > 100 * 1.1);  // the term did act
+
+  // A memory-bound kernel takes hbm_latency + bytes / (bandwidth x efficiency).
+  ModelParams q = quiet();
+  q.hbm_latency = Time::from_us(2.5);
+  Sim m(R"(name: hbm
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: a, bytes: 850.0e6}
+)",
+        q);
+  CHECK((m.op(0, 0).end - m.op(0, 0).start).us() == doctest::Approx(1000 + 2.5).epsilon(1e-6));
 }
 
 TEST_CASE("two streams joined by an event") {

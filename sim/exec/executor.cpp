@@ -48,7 +48,7 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
   if (bytes > 0) {
     if (!gpu.gpu.hbm_bandwidth)
       throw InputError(where, fmt::format("kernel '{}' moves HBM bytes but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
-    t = std::max(t, bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * p.hbm_efficiency));
+    t = std::max(t, p.hbm_latency.s() + bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * p.hbm_efficiency));
   }
   return Time::from_s(t);
 }
@@ -103,6 +103,7 @@ struct CollFlow {
 struct RankState {
   // Compute duty cycle (exponential average) for the sustained-load clock model.
   double duty = 0;
+  double duty_slow = 0;  // the same over the slow time constant
   Time duty_t;
   bool duty_busy = false;
   int gpu = -1, cpu = -1;
@@ -561,15 +562,17 @@ class Executor {
     const double factor = compute_factor(R);
     double clock = 1.0;
     if (p_.sustained_slowdown > 0) {
-      const double b = R.duty_busy ? 1.0 : 0.0;
-      R.duty = b + (R.duty - b) * std::exp(-(now - R.duty_t).s() / p_.sustained_time_constant.s());
+      const double b = R.duty_busy ? 1.0 : 0.0, dt = (now - R.duty_t).s();
+      R.duty = b + (R.duty - b) * std::exp(-dt / p_.sustained_time_constant.s());
+      if (p_.sustained_slow_slowdown > 0) R.duty_slow = b + (R.duty_slow - b) * std::exp(-dt / p_.sustained_slow_time_constant.s());
       R.duty_t = now;
       // The duty cycle counts every kernel that draws power, memory-bound
       // ones too (validation: counting only compute kernels left prefetching
       // runs' clock too high); only compute-bound kernels slow with the clock.
       R.duty_busy = std::any_of(R.kernels.begin(), R.kernels.end(), [](const RunningKernel& k) { return k.loads; });
       const double x = std::clamp((R.duty - p_.sustained_duty) / (1 - p_.sustained_duty), 0.0, 1.0);
-      clock = 1.0 / (1.0 + p_.sustained_slowdown * x);
+      const double x_slow = std::clamp((R.duty_slow - p_.sustained_duty) / (1 - p_.sustained_duty), 0.0, 1.0);
+      clock = 1.0 / (1.0 + p_.sustained_slowdown * x + p_.sustained_slow_slowdown * x_slow);
     }
     for (size_t i = 0; i < order.size();) {
       size_t j = i;

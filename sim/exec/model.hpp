@@ -41,6 +41,7 @@ struct ModelParams {
   double cross_attention_efficiency = 0;
   double flops_efficiency = 0.60;            // kernels given as flops/bytes
   double hbm_efficiency = 0.85;
+  Time hbm_latency = Time::zero();           // added to a memory-bound kernel's time (calibrated: ramp-up and tail)
 
   // Copies.
   Bandwidth pageable_bandwidth = Bandwidth::from_GBps(10);  // MODEL.md: 7-19 GB/s staged
@@ -92,6 +93,12 @@ struct ModelParams {
   double sustained_slowdown = 0;
   double sustained_duty = 0.7;
   Time sustained_time_constant = Time::from_ms(50);
+  // A second, slower term: after ~1 s at full duty the clock dips again every
+  // ~second (H200, bench gemm_sustained_long); its average is another
+  // sustained_slow_slowdown, reached over sustained_slow_time_constant, with
+  // the same duty threshold. Off (0) until calibrated.
+  double sustained_slow_slowdown = 0;
+  Time sustained_slow_time_constant = Time::from_ms(1000);
 
   // Interference (MODEL.md, H200): a GEMM next to an all-to-all slows by ~10 %
   // with 24 channels and ~5 % with 4: slowdown = base + per_channel * channels.

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <regex>
 #include <string>
 #include <thread>
@@ -506,12 +507,63 @@ struct Runner::Impl {
     }
   }
 
+  // The memory-bound kernel `overlapsim-validate run` realises (a copy kernel
+  // reading and writing half of `hbm_bytes` each) at several sizes: back to
+  // back on a warm GPU, and between GEMMs under sustained load (a DiT layer's
+  // norms and activations between its GEMMs), each timed by its own events.
+  void memory_kernels() {
+    if (!want("memory_kernel")) return;
+    const int dev = 0;
+    CUDA_CHECK(cudaSetDevice(dev));
+    Stream s(dev);
+    const Blas blas(s.s);
+    int sms = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const size_t max_bytes = opt.quick ? size_t(64) << 20 : size_t(1) << 30;
+    DevBuf src(dev, max_bytes / 2), dst(dev, max_bytes / 2);
+    fill_random(src.p, max_bytes / 2);
+    const int m = 16384, n = 5120, k = 5120;
+    DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * n * 2), C(dev, size_t(m) * n * 2);
+    fill_random(A.p, size_t(m) * k * 2);
+    fill_random(B.p, size_t(k) * n * 2);
+    for (size_t bytes = size_t(1) << 20; bytes <= max_bytes; bytes *= 4) {
+      progress("memory_kernel " + std::to_string(bytes));
+      auto op = [&] { launch_hbm_copy(s.s, dst.p, src.p, bytes, sms); };
+      const double us = time_stream_us(dev, s.s, reps_for(bytes), op);
+      // Under load: GEMM, memory kernel, GEMM, ... for >= 600 ms; the
+      // memory kernels of the second half.
+      const int pairs = 600;
+      std::vector<std::unique_ptr<Event>> a, b;
+      for (int i = 0; i < pairs; ++i) {
+        a.push_back(std::make_unique<Event>(dev));
+        b.push_back(std::make_unique<Event>(dev));
+      }
+      for (int i = 0; i < pairs; ++i) {
+        blas.gemm(m, n, k, A.p, B.p, C.p);
+        CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
+        op();
+        CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
+      }
+      CUDA_CHECK(cudaStreamSynchronize(s.s));
+      std::vector<double> loaded;
+      for (int i = pairs / 2; i < pairs; ++i) {
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a[i]->e, b[i]->e));
+        loaded.push_back(ms * 1e3);
+      }
+      add({{"key", "memory_kernel"}, {"gpus", {dev}}, {"hbm_bytes", bytes}, {"time_us", us}, {"GBps", static_cast<double>(bytes) / us * 1e-3},
+           {"loaded_time_us", median(loaded)}});
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+
   // GEMMs back to back at a duty cycle (the rest of the time a one-thread
   // sleep kernel holds the stream), for ~0.6 s after 0.3 s idle: the GPU's
   // clock falls under sustained load (power), which burst timings miss.
   // Reports each GEMM's time in order, so the time constant can be fitted.
   void gemm_sustained() {
-    if (!want("gemm_sustained")) return;
+    const bool base = want("gemm_sustained"), long_run = want("gemm_sustained_long");
+    if (!base && !long_run) return;
     const int dev = 0;
     CUDA_CHECK(cudaSetDevice(dev));
     Stream s(dev);
@@ -566,6 +618,18 @@ struct Runner::Impl {
       out.first = std::move(a[0]);
       return out;
     };
+    // Six seconds at full duty: does the clock settle, or drop further (the
+    // deeper dip ~0.8 s into every 1.2 s series below), and does that recur?
+    if (long_run) {
+      progress("gemm_sustained_long");
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const Series r = series(1.0, 6e6, nullptr);
+      const std::vector<double> tail(r.us.begin() + static_cast<long>(r.us.size() / 6), r.us.end());
+      add({{"key", "gemm_sustained_long"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", 1.0}, {"burst_time_us", burst_us},
+           {"steady_time_us", median(tail)}, {"mean_time_us", std::accumulate(tail.begin(), tail.end(), 0.0) / static_cast<double>(tail.size())},
+           {"time_us", r.us}, {"start_ms", r.start_ms}});
+    }
+    if (!base) return;
     for (double duty : {1.0, 0.75, 0.5, 0.25}) {
       progress("gemm_sustained duty " + std::to_string(duty));
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -1028,6 +1092,7 @@ nlohmann::ordered_json Runner::run() {
   I.p2p();
   I.gemms();
   I.gemm_sustained();
+  I.memory_kernels();
   I.multi_h2d_pipelined();
   I.collectives();
   I.interference();
