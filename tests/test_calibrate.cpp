@@ -226,6 +226,17 @@ TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burs
     CHECK(v < 1.20);
   }
   CHECK(cal.params.sustained_slowdown == doctest::Approx(0.167).epsilon(0.03));
+  // The bench's all-to-all ran on this box's two GPUs: each flow carries
+  // 256 MiB / 2 per all-to-all, so the copy weight is half a 4-rank reading.
+  CHECK(cal.params.copy_weight == doctest::Approx(2.656).epsilon(0.01));
+  int pairs = 0;
+  for (const auto& row : compare_bench(merge_bench_runs(docs)[1].second, topo, cal.params))
+    if (row.cls == "interference pairs") {
+      INFO(row.what);
+      CHECK(std::abs(row.error_pct()) < 9.0);
+      ++pairs;
+    }
+  CHECK(pairs == 4);
 }
 
 TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, sustained load, the host path's 1-4 GPU aggregate") {

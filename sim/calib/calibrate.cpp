@@ -84,6 +84,14 @@ const char* table_coll_name(ModelParams::TableColl c) {
   return "?";
 }
 
+// The bench's interference all-to-alls run on min(GPUs, 4) ranks (4 where
+// the document does not say).
+int interference_ranks(const json& doc) {
+  if (doc.contains("environment") && doc.at("environment").contains("gpus"))
+    return std::clamp(static_cast<int>(doc.at("environment").at("gpus").size()), 2, 4);
+  return 4;
+}
+
 const json* find_doc(const std::vector<std::pair<std::string, json>>& docs, bool p2p_disabled) {
   for (const auto& [name, d] : docs)
     if (machine_run(d) && p2p_disabled_run(d) == p2p_disabled) return &d;
@@ -515,11 +523,13 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       f.values.emplace_back("rank_ceiling_GBps", busbw);
       ++f.points;
     }
+    const int a2a_ranks = interference_ranks(*off);
     for (const auto& r : rows(*off, "interference"))
       if (r.at("a") == "all_to_all" && r.at("b") == "h2d") {
-        // The bench: 1 GiB H2D on GPU 0 beside 4 all-to-alls of 256 MiB on 4 ranks.
+        // The bench: 1 GiB H2D on GPU 0 beside 4 all-to-alls of 256 MiB per
+        // rank; a rank's flow to each peer carries 256 MiB / ranks of each.
         const double h2d_rate = 1073741824.0 / r.at("b_together_us").get<double>();
-        const double flow_rate = 4.0 * 268435456.0 / 4.0 / r.at("a_together_us").get<double>();
+        const double flow_rate = 4.0 * 268435456.0 / a2a_ranks / r.at("a_together_us").get<double>();
         p.copy_weight = h2d_rate / flow_rate;
         f.values.emplace_back("copy_weight", p.copy_weight);
         ++f.points;
@@ -794,13 +804,14 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
   std::vector<Comparison> out;
   const int ngpu = static_cast<int>(topo.gpus().size());
   const bool p2p_off = p2p_disabled_run(doc);
+  const int bench_ranks = interference_ranks(doc);
   for (const auto& r : doc.at("results")) {
     const std::string key = r.at("key");
     Comparison c;
     c.key = key;
-    if (key == "interference" && r.at("a") == "all_to_all" && (r.at("b") == "h2d" || r.at("b") == "d2h") && ngpu >= 4) {
-      // As the bench ran it: the copy on GPU 0 only, four 256 MiB all-to-alls on four ranks.
-      std::vector<std::vector<Op>> progs(4);
+    if (key == "interference" && r.at("a") == "all_to_all" && (r.at("b") == "h2d" || r.at("b") == "d2h") && ngpu >= bench_ranks) {
+      // As the bench ran it: the copy on GPU 0 only, four 256 MiB all-to-alls on min(GPUs, 4) ranks.
+      std::vector<std::vector<Op>> progs(static_cast<size_t>(bench_ranks));
       Op a2a;
       a2a.kind = OpKind::Collective;
       a2a.coll = CollKind::AllToAll;
@@ -814,7 +825,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       cp.stream = 1;
       cp.bytes = 1073741824;
       progs[0].insert(progs[0].begin(), cp);
-      const ExecResult res = replay_programs(bench_schedule(4, p2p_off), progs, topo, p);
+      const ExecResult res = replay_programs(bench_schedule(bench_ranks, p2p_off), progs, topo, p);
       const auto& r0 = res.ops[0];
       const std::string pair = std::string("all-to-all + ") + r.at("b").get<std::string>() + (p2p_off ? ", P2P off" : "");
       c.cls = "interference pairs";
