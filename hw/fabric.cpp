@@ -382,9 +382,10 @@ void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg, bool 
     add(node_throughput_[n], 1.0);
     if (endpoint) add(node_dram_[n], 1.0);
     else r.latency += spec_.nodes[n].latency;
-    // A host bridge's copy-engine (DMA) limits: up when the next hop is its
-    // CPU, down when the previous one was. Measured on 4xH200: SM-driven
-    // traffic (NCCL's host-memory transport) is not held by them.
+    // A host bridge's limits on traffic to and from its CPU's memory: up when
+    // the next hop is its CPU, down when the previous one was. They hold
+    // copy-engine DMA (`dma`) and GPU-to-GPU traffic bounced through host
+    // memory (NCCL's host transport); not a kernel's own host accesses.
     if (dma && !endpoint && spec_.nodes[path.nodes[i + 1]].kind == NodeKind::Cpu) add(node_to_host_[n], 1.0);
     if (dma && !endpoint && spec_.nodes[path.nodes[i - 1]].kind == NodeKind::Cpu) add(node_from_host_[n], 1.0);
   }
@@ -485,8 +486,11 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
     } else {
       r.kind = RouteKind::ViaHost;
       const int cpu = nearest_cpu(src);
-      add_hop_path(r, need_pcie(src, cpu), true, opt.dma);
-      add_hop_path(r, need_pcie(cpu, dst), false, opt.dma);
+      // Bounced through host memory: held by the host bridges' limits like a
+      // copy (bench: four GPUs' 1 GiB H2D copies beside a 4-rank P2P-off
+      // all-to-all, simulated within 2 % once both share them).
+      add_hop_path(r, need_pcie(src, cpu), true, true);
+      add_hop_path(r, need_pcie(cpu, dst), false, true);
     }
     finish(r);
     return r;

@@ -49,7 +49,7 @@ struct Route {
 
 struct RouteOptions {
   bool p2p_disabled = false;  // like NCCL_P2P_DISABLE=1: no NVLink, no PCIe P2P
-  bool dma = false;           // a copy-engine transfer: host bridges' DMA limits apply
+  bool dma = false;           // a copy-engine transfer: host bridges' limits apply (they do to bounced GPU traffic too)
   bool operator<(const RouteOptions& o) const { return std::tie(p2p_disabled, dma) < std::tie(o.p2p_disabled, o.dma); }
 };
 

@@ -156,7 +156,9 @@ TEST_CASE("the calibrated simulator replays attention") {
 TEST_CASE("the calibrated simulator replays the PCIe-like transport (NCCL_P2P_DISABLE=1)") {
   H200 h;
   CHECK(h.cal.params.nccl_host_rank_bandwidth.GBps() == doctest::Approx(26.8).epsilon(0.01));
-  CHECK(h.cal.params.copy_weight == doctest::Approx(4.79).epsilon(0.01));
+  // A copy gets 4.79x an all-to-all flow's rate beside a 4-rank all-to-all;
+  // each of a rank's 3 flows weighs 1/sqrt(3): weight 4.79 / sqrt(3).
+  CHECK(h.cal.params.copy_weight == doctest::Approx(4.79 / std::sqrt(3.0)).epsilon(0.01));
   const auto rows = compare_bench(h.off, h.topo, h.cal.params);
   MESSAGE("\n" << format_comparison(rows));
   int pairs = 0;
@@ -245,6 +247,9 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   const nlohmann::json def = load(kSrc + "/" + dir + "bench-default.json");
   const std::vector<std::pair<std::string, nlohmann::json>> docs{{dir + "bench-default.json", def},
                                                                 {dir + "bench-p2p-disable.json", load(kSrc + "/" + dir + "bench-p2p-disable.json")},
+                                                                {dir + "interference-all/bench-interference-all.json", load(kSrc + "/" + dir + "interference-all/bench-interference-all.json")},
+                                                                {dir + "interference-all/bench-interference-all-p2p-disable.json",
+                                                                 load(kSrc + "/" + dir + "interference-all/bench-interference-all-p2p-disable.json")},
                                                                 {"validate/results/h200x1/attention.json", load(kSrc + "/validate/results/h200x1/attention.json")},
                                                                 {"validate/results/h200x1/bench-long-memory.json", load(kSrc + "/validate/results/h200x1/bench-long-memory.json")}};
   const Calibration cal = calibrate(docs, topo);
@@ -253,6 +258,17 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   CHECK(cal.params.sustained_slowdown == doctest::Approx(0.166).epsilon(0.03));
   CHECK(cal.params.sustained_duty > 0.6);
   CHECK(cal.params.sustained_duty < 0.75);
+  // Every GPU copying 1 GiB H2D beside a 4-rank all-to-all through host
+  // memory (interference-all/): copies and the bounced all-to-all share the
+  // host bridge's limit; the model was not fitted on this row.
+  int every = 0;
+  for (const auto& row : compare_bench(merge_bench_runs(docs)[1].second, topo, cal.params))
+    if (row.cls == "interference, every GPU copying" && row.what.find("h2d_all") != std::string::npos) {
+      INFO(row.what);
+      CHECK(std::abs(row.error_pct()) < 2.5);
+      ++every;
+    }
+  CHECK(every == 2);
   // From the 1xH200 long run: after ~1 s at full duty the clock dips again
   // about every second (mean 1.198 x burst over 1-7 s, against 1.166 before),
   // and the copy kernel moves 3.86 TB/s past the L2 cache (0.80 of 4.8 TB/s).

@@ -100,7 +100,8 @@ const json* find_doc(const std::vector<std::pair<std::string, json>>& docs, bool
 
 // Several runs of one kind (NCCL defaults, or NCCL_P2P_DISABLE=1) merge into
 // one: a later run's testcases replace an earlier run's testcases of the same
-// key (e.g. a re-measured GEMM table), other keys are kept.
+// key (e.g. a re-measured GEMM table), other keys are kept; interference rows
+// are replaced pair by pair (same a, b and channel count).
 std::vector<std::pair<std::string, json>> merge_runs(const std::vector<std::pair<std::string, json>>& docs) {
   std::vector<std::pair<std::string, json>> out;
   for (const auto& [name, d] : docs) {
@@ -112,11 +113,18 @@ std::vector<std::pair<std::string, json>> merge_runs(const std::vector<std::pair
       out.emplace_back(name, d);
       continue;
     }
+    // Interference rows are one testcase per pair: a later row replaces the
+    // earlier one of the same pair and channel count, other pairs stay.
+    auto identity = [](const json& r) {
+      std::string id = r.at("key").get<std::string>();
+      if (id == "interference") id += "/" + r.at("a").get<std::string>() + "/" + r.at("b").get<std::string>() + "/" + std::to_string(r.at("channels").get<int>());
+      return id;
+    };
     std::set<std::string> keys;
-    for (const auto& r : d.at("results")) keys.insert(r.at("key").get<std::string>());
+    for (const auto& r : d.at("results")) keys.insert(identity(r));
     json merged = json::array();
     for (const auto& r : same->second.at("results"))
-      if (!keys.count(r.at("key").get<std::string>())) merged.push_back(r);
+      if (!keys.count(identity(r))) merged.push_back(r);
     for (const auto& r : d.at("results")) merged.push_back(r);
     same->second["results"] = std::move(merged);
     same->first += " + " + name;
@@ -517,7 +525,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         bytes = r.at("bytes").get<double>();
         busbw = r.at("busbw_GBps").get<double>();
       }
-    Fit f{"NCCL through host memory", "rank ceiling = busbw at the largest size; copy weight = H2D rate / all-to-all per-flow rate when together", {}, 0, 0};
+    Fit f{"NCCL through host memory", "rank ceiling = busbw at the largest size; copy weight = H2D rate / an all-to-all flow's rate when together / sqrt(peers)", {}, 0, 0};
     if (busbw > 0) {
       p.nccl_host_rank_bandwidth = Bandwidth::from_GBps(busbw);
       f.values.emplace_back("rank_ceiling_GBps", busbw);
@@ -528,9 +536,11 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       if (r.at("a") == "all_to_all" && r.at("b") == "h2d") {
         // The bench: 1 GiB H2D on GPU 0 beside 4 all-to-alls of 256 MiB per
         // rank; a rank's flow to each peer carries 256 MiB / ranks of each.
+        // Each of a rank's ranks - 1 flows weighs 1/sqrt(ranks - 1) (see the
+        // executor): the weight is the copy's rate over a flow's, times that.
         const double h2d_rate = 1073741824.0 / r.at("b_together_us").get<double>();
         const double flow_rate = 4.0 * 268435456.0 / a2a_ranks / r.at("a_together_us").get<double>();
-        p.copy_weight = h2d_rate / flow_rate;
+        p.copy_weight = h2d_rate / flow_rate / std::sqrt(static_cast<double>(a2a_ranks - 1));
         f.values.emplace_back("copy_weight", p.copy_weight);
         ++f.points;
       }
@@ -809,7 +819,10 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
     const std::string key = r.at("key");
     Comparison c;
     c.key = key;
-    if (key == "interference" && r.at("a") == "all_to_all" && (r.at("b") == "h2d" || r.at("b") == "d2h") && ngpu >= bench_ranks) {
+    if (key == "interference" && r.at("a") == "all_to_all" && (r.at("b") == "h2d" || r.at("b") == "d2h" || r.at("b") == "h2d_all" || r.at("b") == "d2h_all") &&
+        ngpu >= bench_ranks) {
+      const std::string b = r.at("b");
+      const bool every = b.size() > 3;  // h2d_all / d2h_all: every rank's GPU copies
       // As the bench ran it: the copy on GPU 0 only, four 256 MiB all-to-alls on min(GPUs, 4) ranks.
       std::vector<std::vector<Op>> progs(static_cast<size_t>(bench_ranks));
       Op a2a;
@@ -821,14 +834,14 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       for (auto& pr : progs) pr.assign(4, a2a);
       Op cp;
       cp.kind = OpKind::Memcpy;
-      cp.copy = r.at("b") == "h2d" ? CopyKind::H2D : CopyKind::D2H;
+      cp.copy = b.rfind("h2d", 0) == 0 ? CopyKind::H2D : CopyKind::D2H;
       cp.stream = 1;
       cp.bytes = 1073741824;
-      progs[0].insert(progs[0].begin(), cp);
+      for (size_t pr = 0; pr < (every ? progs.size() : 1); ++pr) progs[pr].insert(progs[pr].begin(), cp);
       const ExecResult res = replay_programs(bench_schedule(bench_ranks, p2p_off), progs, topo, p);
       const auto& r0 = res.ops[0];
-      const std::string pair = std::string("all-to-all + ") + r.at("b").get<std::string>() + (p2p_off ? ", P2P off" : "");
-      c.cls = "interference pairs";
+      const std::string pair = std::string("all-to-all + ") + b + (p2p_off ? ", P2P off" : "");
+      c.cls = every ? "interference, every GPU copying" : "interference pairs";
       c.what = pair + ": the all-to-all";
       c.measured_us = r.at("a_together_us");
       c.simulated_us = (r0[4].end - r0[1].start).us();

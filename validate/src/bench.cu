@@ -1025,6 +1025,30 @@ struct Runner::Impl {
           const double ha = run_pair(c_h2d, nullptr).first, da = run_pair(c_d2h, nullptr).first;
           report("all_to_all", "h2d", ch, {aa, ha}, run_pair(a2a, &c_h2d));
           report("all_to_all", "d2h", ch, {aa, da}, run_pair(a2a, &c_d2h));
+          // Every rank's GPU copying 1 GiB at once beside the all-to-all (a
+          // prefetching SP group): with NCCL_P2P_DISABLE=1 both move through
+          // the host side together. Times are GPU 0's.
+          PerGpuCopies all(n, h2d_bytes);
+          std::vector<cudaStream_t> cs;
+          for (int g = 0; g < n; ++g) cs.push_back(all.stream[g]->s);
+          for (const bool up : {false, true}) {
+            const Side c_all{up ? "d2h_all" : "h2d_all", cs, [&, up] {
+                               for (int g = 0; g < n; ++g) {
+                                 CUDA_CHECK(cudaSetDevice(g));
+                                 if (up) CUDA_CHECK(cudaMemcpyAsync(all.host[g]->p, all.dev[g]->p, h2d_bytes, cudaMemcpyDeviceToHost, all.stream[g]->s));
+                                 else CUDA_CHECK(cudaMemcpyAsync(all.dev[g]->p, all.host[g]->p, h2d_bytes, cudaMemcpyHostToDevice, all.stream[g]->s));
+                               }
+                               CUDA_CHECK(cudaSetDevice(0));
+                             }};
+            progress(std::string("interference a2a/") + c_all.name);
+            c_all.enqueue();
+            for (int g = 0; g < n; ++g) {
+              CUDA_CHECK(cudaSetDevice(g));
+              CUDA_CHECK(cudaDeviceSynchronize());
+            }
+            const double alone = run_pair(c_all, nullptr).first;
+            report("all_to_all", c_all.name, ch, {aa, alone}, run_pair(a2a, &c_all));
+          }
         }
         send.clear();
         recv.clear();
