@@ -307,37 +307,42 @@ TEST_CASE("NCCL collective tables: interpolation, the nearest rank count, and si
   const std::string dir = kSrc + "/validate/results/h200x4-nvswitch-b/";
   const ModelParams cal = load_calibration(dir + "calibration.yaml");
   // {all-to-all, pairwise, all-gather, reduce-scatter, all-reduce} x {2, 4 ranks} x {p2p, host}
-  REQUIRE(cal.nccl_tables.size() == 20);
+  // at NCCL's channels, and all-to-all and all-reduce at 4, 8 and 16 channels.
+  REQUIRE(cal.nccl_tables.size() == 44);
   std::map<std::string, std::vector<double>> big;  // >= 4 MiB, by collective
   for (const auto& [file, host] : {std::pair{"bench-nccl-sweep.json", false}, std::pair{"bench-nccl-sweep-p2p-disable.json", true}}) {
     const nlohmann::json doc = load(dir + file);
     for (const auto& r : doc.at("results")) {
       const std::string key = r.at("key");
-      if (key.rfind("nccl_", 0) != 0 || r.at("channels").get<int>() != 0) continue;
+      if (key.rfind("nccl_", 0) != 0) continue;
+      const int ch = r.at("channels").get<int>();
       const TC coll = key == "nccl_all_to_all" ? TC::AllToAll : key == "nccl_all_to_all_pairwise" ? TC::AllToAllPairwise
                       : key == "nccl_all_gather" ? TC::AllGather : key == "nccl_reduce_scatter" ? TC::ReduceScatter : TC::AllReduce;
-      const auto* t = cal.nccl_table_for(coll, r.at("ranks"), host);
+      const auto* t = cal.nccl_table_for(coll, r.at("ranks"), host, ch);
+      if (ch != 0 && t == nullptr) continue;  // a channel count the bench did not measure: the channel model
       REQUIRE(t != nullptr);
       const double bytes = r.at("bytes");
       bool seen = false;
       for (const auto& pt : t->points) seen = seen || pt.first == bytes;
       if (seen || t->ranks != r.at("ranks").get<int>() || bytes < 4 * 1048576.0) continue;
-      big[key].push_back(std::abs(t->time_at(bytes) / (r.at("time_us").get<double>() * 1e-6) - 1));
+      big[ch == 0 ? key : key + " (4-16 channels)"].push_back(std::abs(t->time_at(bytes) / (r.at("time_us").get<double>() * 1e-6) - 1));
     }
   }
   // The sweep has all-to-all (both), all-gather and all-reduce: 4 new sizes
   // >= 4 MiB each, at 2 and 4 ranks, over P2P and through host memory.
-  REQUIRE(big.size() == 4);
+  REQUIRE(big.size() == 6);
   for (auto& [key, errs] : big) {
     INFO(key);
-    REQUIRE(errs.size() == 16);
+    REQUIRE(errs.size() >= 16);
     std::sort(errs.begin(), errs.end());
-    MESSAGE(key << " between the table's sizes, >= 4 MiB: median " << 100 * errs[errs.size() / 2] << " %, worst " << 100 * errs.back() << " %");
+    MESSAGE(key << " between the table's sizes, >= 4 MiB (" << errs.size() << " rows): median " << 100 * errs[errs.size() / 2] << " %, worst "
+                << 100 * errs.back() << " %");
     // Achieved (sizes 4x apart in the table; NCCL switches algorithm and
     // protocol with size, most visibly for the ring collectives).
-    const bool ring = key == "nccl_all_gather" || key == "nccl_all_reduce";
+    // At explicit channel counts the bench measured sizes 16x apart.
+    const bool ring = key == "nccl_all_gather" || key == "nccl_all_reduce", explicit_ch = key.find("channels") != std::string::npos;
     CHECK(errs[errs.size() / 2] < (ring ? 0.08 : 0.05));
-    CHECK(errs.back() < (key == "nccl_all_reduce" ? 0.28 : 0.16));
+    CHECK(errs.back() < (explicit_ch ? 0.35 : key == "nccl_all_reduce" ? 0.28 : 0.16));
   }
 
   try {

@@ -547,12 +547,12 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     if (f.points) c.fits.push_back(f);
   }
 
-  // Measured collective tables at NCCL's default channels: time against bytes
-  // per rank, per collective, rank count and transport (the median where a
-  // size was measured more than once; made non-decreasing, so that no size
+  // Measured collective tables: time against bytes per rank, per collective,
+  // rank count, transport and channel count (0: NCCL's choice) (the median where a
+  // size was measured more than once; made non-decreasing by pooling, so that no size
   // looks faster than a smaller one).
   {
-    Fit f{"NCCL collective tables", "time at each measured size, NCCL's default channels (used inside one host, nearest rank count)", {}, 0, 0};
+    Fit f{"NCCL collective tables", "time at each measured size and channel count (used inside one host, nearest rank count); 1 GiB at NCCL's default channels", {}, 0, 0};
     p.nccl_tables.clear();
     using TC = ModelParams::TableColl;
     const std::pair<TC, const char*> kinds[] = {{TC::AllToAll, "nccl_all_to_all"}, {TC::AllToAllPairwise, "nccl_all_to_all_pairwise"},
@@ -562,18 +562,29 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       const json* doc = find_doc(runs, off);
       if (!doc) continue;
       for (const auto& [coll, key] : kinds) {
-        std::map<int, std::map<double, std::vector<double>>> by_ranks;
+        std::map<std::pair<int, int>, std::map<double, std::vector<double>>> by_ranks;  // (channels, ranks)
         for (const auto& r : rows(*doc, key))
-          if (r.at("channels").get<int>() == 0)
-            by_ranks[r.at("ranks").get<int>()][r.at("bytes").get<double>()].push_back(r.at("time_us").get<double>() * 1e-6);
-        for (const auto& [n, sizes] : by_ranks) {
-          ModelParams::NcclTable t{coll, n, off, {}};
-          double floor = 0;
+          by_ranks[{r.at("channels").get<int>(), r.at("ranks").get<int>()}][r.at("bytes").get<double>()].push_back(r.at("time_us").get<double>() * 1e-6);
+        for (const auto& [chn, sizes] : by_ranks) {
+          const auto [ch, n] = chn;
+          ModelParams::NcclTable t{coll, n, off, {}, ch};
+          // Non-decreasing by pooling adjacent violators: where a larger size
+          // measured faster than a smaller one (launch-latency noise), both
+          // take their mean instead of the later one being raised.
+          std::vector<std::pair<double, int>> blocks;  // (mean time, sizes pooled)
           for (const auto& [bytes, times] : sizes) {
-            floor = std::max(floor, median(times));
-            t.points.emplace_back(bytes, floor);
+            blocks.emplace_back(median(times), 1);
+            while (blocks.size() > 1 && blocks[blocks.size() - 2].first > blocks.back().first) {
+              const auto [m1, n1] = blocks[blocks.size() - 2];
+              const auto [m2, n2] = blocks.back();
+              blocks.pop_back();
+              blocks.back() = {(m1 * n1 + m2 * n2) / (n1 + n2), n1 + n2};
+            }
           }
-          f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", std::string(key).substr(5), off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
+          auto sz = sizes.begin();
+          for (const auto& [mean, count] : blocks)
+            for (int i = 0; i < count; ++i, ++sz) t.points.emplace_back(sz->first, mean);
+          if (ch == 0) f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", std::string(key).substr(5), off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
           f.points += static_cast<int>(t.points.size());
           p.nccl_tables.push_back(std::move(t));
         }
@@ -618,9 +629,10 @@ std::string calibration_yaml(const Calibration& c) {
     for (const auto& g : p.gemm_shapes) out += fmt::format("    - [{}, {}, {}, {:.4f}]\n", g.m, g.n, g.k, g.efficiency);
   }
   if (!p.nccl_tables.empty()) {
-    out += "  nccl_tables:   # collectives at NCCL's default channels, measured: [bytes per rank, time in us]\n";
+    out += "  nccl_tables:   # collectives measured at NCCL's channels or the given count: [bytes per rank, time in us]\n";
     for (const auto& tab : p.nccl_tables) {
-      out += fmt::format("    - {{collective: {}, ranks: {}, transport: {}, points: [", table_coll_name(tab.coll), tab.ranks, tab.via_host ? "host" : "p2p");
+      out += fmt::format("    - {{collective: {}, ranks: {}, transport: {}, {}points: [", table_coll_name(tab.coll), tab.ranks, tab.via_host ? "host" : "p2p",
+                         tab.channels > 0 ? fmt::format("channels: {}, ", tab.channels) : std::string());
       for (size_t i = 0; i < tab.points.size(); ++i)
         out += fmt::format("{}[{:.0f}, {:.2f}]", i ? ", " : "", tab.points[i].first, tab.points[i].second * 1e6);
       out += "]}\n";
@@ -689,7 +701,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
     if (!list.IsSequence()) m.fail("nccl_tables", "must be a list of {algorithm, ranks, transport, points}");
     p.nccl_tables.clear();
     for (const YAML::Node& e : list) {
-      MapReader t(path, e, "nccl_tables entry", {"collective", "ranks", "transport", "points"});
+      MapReader t(path, e, "nccl_tables entry", {"collective", "ranks", "transport", "channels", "points"});
       ModelParams::NcclTable tab;
       const std::string coll = t.str("collective"), transport = t.str("transport");
       bool known = false;
@@ -705,6 +717,10 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
       const auto ranks = t.opt_int("ranks");
       if (!ranks || *ranks < 2) t.fail("ranks", "must be a whole number >= 2");
       tab.ranks = static_cast<int>(*ranks);
+      if (const auto ch = t.opt_int("channels")) {
+        if (*ch < 1 || *ch > 64) t.fail("channels", "must be 1..64 (leave it out for NCCL's choice)");
+        tab.channels = static_cast<int>(*ch);
+      }
       const YAML::Node pts = t.get("points");
       if (!pts.IsSequence() || pts.size() == 0) t.fail("points", "must be a non-empty list of [bytes per rank, time in us]");
       for (const YAML::Node& q : pts) {

@@ -888,15 +888,17 @@ class Executor {
     cfs.push_back({fid, base, c.channels});
   }
 
-  // The measured table's per-flow rate and latency for a collective at
-  // NCCL's default channels inside one host (ModelParams::nccl_tables).
+  // The measured table's per-flow rate and latency for a collective inside
+  // one host at a measured channel count (ModelParams::nccl_tables).
   const CollInst::Tabled& tabled(CollInst& c, hw::RouteKind kind, bool via_host) {
     CollInst::Tabled& t = c.tabled[via_host ? 1 : 0];
     if (t.looked) return t;
     t.looked = true;
     const Op& op = *c.op;
     const int U = static_cast<int>(c.members.size());
-    if (p_.nccl_tables.empty() || U < 2 || c.channels != p_.nccl_channels) return t;
+    if (p_.nccl_tables.empty() || U < 2) return t;
+    // The schedule's channel count, or NCCL's choice (none given, or the model's default).
+    const int channels = op.channels > 0 && op.channels != p_.nccl_channels ? op.channels : 0;
     if (kind == hw::RouteKind::Network || kind == hw::RouteKind::NetworkViaHost) return t;
     using TC = ModelParams::TableColl;
     TC coll;
@@ -907,7 +909,7 @@ class Executor {
       case CollKind::AllReduce: coll = TC::AllReduce; break;
       default: return t;  // send / recv
     }
-    const ModelParams::NcclTable* tab = p_.nccl_table_for(coll, U, via_host);
+    const ModelParams::NcclTable* tab = p_.nccl_table_for(coll, U, via_host, channels);
     if (!tab) return t;
     const double lat = tab->points.front().second, time = tab->time_at(c.wire);
     // ncclAlltoAll: U-1 flows of wire/U each per rank, together `time`.

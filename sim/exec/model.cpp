@@ -18,10 +18,10 @@ double ModelParams::NcclTable::time_at(double bytes) const {
   return t0 * std::pow(t1 / t0, x);
 }
 
-const ModelParams::NcclTable* ModelParams::nccl_table_for(TableColl coll, int ranks, bool via_host) const {
+const ModelParams::NcclTable* ModelParams::nccl_table_for(TableColl coll, int ranks, bool via_host, int channels) const {
   const NcclTable* best = nullptr;
   for (const auto& t : nccl_tables) {
-    if (t.coll != coll || t.via_host != via_host || t.points.empty()) continue;
+    if (t.coll != coll || t.via_host != via_host || t.channels != channels || t.points.empty()) continue;
     if (!best) {
       best = &t;
       continue;

@@ -55,12 +55,12 @@ struct ModelParams {
   Time nccl_step_latency = Time::from_us(1); // each further ring step (pipelined: measured small on 4xH200)
   Bandwidth nccl_rank_bandwidth = Bandwidth::unlimited();  // ceiling of one rank's collective traffic (SM copies)
   Bandwidth nccl_host_rank_bandwidth = Bandwidth::unlimited();  // the same when it bounces through host memory
-  // Measured collective times at NCCL's default channels (calibration, bench
-  // nccl_*): per collective, rank count and transport, time against bytes per
-  // rank. NCCL's rate grows with the message (protocol and channel choice) and
+  // Measured collective times (calibration, bench nccl_*): per collective,
+  // rank count, transport and channel count (NCCL's choice, or a count the
+  // bench set), time against bytes per rank. NCCL's rate grows with the message (protocol and channel choice) and
   // with the peer count, which one latency + bandwidth line does not follow.
-  // Where a table fits a collective (same collective and transport, default
-  // channels, inside one host; the nearest measured rank count), its flows take
+  // Where a table fits a collective (same collective, transport and channel
+  // count, inside one host; the nearest measured rank count), its flows take
   // the table's latency and the rate it implies at that size, in place of the
   // channel model below; they still share links and slow beside compute like
   // any collective flow.
@@ -70,14 +70,16 @@ struct ModelParams {
     int ranks = 0;
     bool via_host = false;  // through host memory (NCCL_P2P_DISABLE=1)
     std::vector<std::pair<double, double>> points;  // (bytes per rank, time in s), bytes ascending
+    int channels = 0;       // the channel count it was measured at; 0 = NCCL's choice
     /// Interpolated log-log between the points; below the smallest its time,
     /// above the largest the last segment's rate.
     [[nodiscard]] double time_at(double bytes) const;
   };
   std::vector<NcclTable> nccl_tables;
-  /// The table for this collective: same kind and transport, the rank count
-  /// nearest `ranks` (ties: the larger); null if none.
-  [[nodiscard]] const NcclTable* nccl_table_for(TableColl coll, int ranks, bool via_host) const;
+  /// The table for this collective: same kind, transport and channel count
+  /// (0: NCCL's choice), the rank count nearest `ranks` (ties: the larger);
+  /// null if none.
+  [[nodiscard]] const NcclTable* nccl_table_for(TableColl coll, int ranks, bool via_host, int channels = 0) const;
 
   // Max-min weight of a copy-engine transfer against SM-driven collective
   // flows on a shared link (DMA out-competes them; calibrated).
