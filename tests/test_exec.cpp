@@ -317,6 +317,40 @@ programs:
   CHECK(s.op(1, 1).end == Time::from_ms(2));
 }
 
+TEST_CASE("a measured NCCL table sets a collective's time inside one host, not between hosts") {
+  // 2 ranks, 1 GB each: one 500 MB flow per rank. The table says 20 ms at
+  // 1 GB with 10 us latency: the flow runs at 500 MB / 19.99 ms (under the
+  // 100 GB/s NVLink), so the all-to-all takes the table's 20 ms.
+  const std::string sched = R"(name: tabled
+ranks: 2
+streams: [comm]
+programs:
+  - rank: 0
+    ops:
+      - {op: collective, kind: all_to_all, group: world, bytes: 1 GB, stream: comm}
+  - rank: 1
+    ops:
+      - {op: collective, kind: all_to_all, group: world, bytes: 1 GB, stream: comm}
+)";
+  ModelParams p = quiet();
+  p.nccl_tables.push_back({ModelParams::TableColl::AllToAll, 2, false, {{1e6, 10e-6}, {1e9, 20e-3}}});
+  Sim one(sched, p);
+  CHECK((one.op(0, 0).end - one.op(0, 0).start).ms() == doctest::Approx(20.0).epsilon(1e-6));
+  // A channel count the table was not measured at: the channel model (1 ms on NVLink, as above).
+  std::string four = sched;
+  for (size_t at = four.find("stream: comm}"); at != std::string::npos; at = four.find("stream: comm}", at + 1)) four.replace(at, 13, "stream: comm, channels: 4}");
+  Sim other(four, p);
+  CHECK((other.op(0, 0).end - other.op(0, 0).start) < Time::from_ms(20));
+
+  // Two ranks on two hosts: the flows cross the network, where the table
+  // (measured inside one host) does not apply.
+  const hw::Topology two(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h100-2node-ib.yaml"));
+  Schedule s = parse_schedule_string(std::string(sched).insert(sched.find("ranks:"), "gpus: [n0_gpu0, n1_gpu0]\n"), "s.yaml");
+  const ExecResult with = execute(s, two, p), without = execute(s, two, quiet());
+  CHECK(with.ops[0][0].end == without.ops[0][0].end);
+  CHECK(with.ops[0][0].end - with.ops[0][0].start < Time::from_ms(20));
+}
+
 TEST_CASE("pairwise and ring algorithms take their rounds and steps") {
   // 4xH200 box: NVSwitch, 394 GB/s per GPU port, 0.5 us per hop (1 us GPU to GPU); nccl latency 0.
   hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));

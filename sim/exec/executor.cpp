@@ -149,8 +149,9 @@ struct CollInst {
   std::vector<int> round;
   std::vector<char> in_round;
   std::vector<int> round_left;
-  // A measured all-to-all table's rate and latency for this collective, per
-  // transport (0: peer-to-peer, 1: through host memory); rate 0 = none fits.
+  // A measured collective table's rate and latency for this collective, per
+  // transport inside a host (0: peer-to-peer, 1: through host memory); rate
+  // 0 = none fits.
   struct Tabled {
     bool looked = false;
     double rate = 0;  // bytes/s of one flow
@@ -891,6 +892,10 @@ class Executor {
   // The measured table's per-flow rate and latency for a collective inside
   // one host at a measured channel count (ModelParams::nccl_tables).
   const CollInst::Tabled& tabled(CollInst& c, hw::RouteKind kind, bool via_host) {
+    // Tables are measured inside one host: a flow between hosts keeps the
+    // channel model (and must not decide for the collective's other flows).
+    static const CollInst::Tabled kNone{};
+    if (kind == hw::RouteKind::Network || kind == hw::RouteKind::NetworkViaHost) return kNone;
     CollInst::Tabled& t = c.tabled[via_host ? 1 : 0];
     if (t.looked) return t;
     t.looked = true;
@@ -899,7 +904,6 @@ class Executor {
     if (p_.nccl_tables.empty() || U < 2) return t;
     // The schedule's channel count, or NCCL's choice (none given, or the model's default).
     const int channels = op.channels > 0 && op.channels != p_.nccl_channels ? op.channels : 0;
-    if (kind == hw::RouteKind::Network || kind == hw::RouteKind::NetworkViaHost) return t;
     using TC = ModelParams::TableColl;
     TC coll;
     switch (op.coll) {
