@@ -360,7 +360,7 @@ PathType Topology::path_type(int a, int b) const {
   return p.empty() ? PathType::Net : classify_pcie(p);
 }
 
-void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg, bool dma) const {
+void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg, bool host_limits) const {
   auto add = [&](int res, double c) {
     if (res < 0) return;
     for (ResourceUse& u : r.uses)
@@ -384,10 +384,10 @@ void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg, bool 
     else r.latency += spec_.nodes[n].latency;
     // A host bridge's limits on traffic to and from its CPU's memory: up when
     // the next hop is its CPU, down when the previous one was. They hold
-    // copy-engine DMA (`dma`) and GPU-to-GPU traffic bounced through host
-    // memory (NCCL's host transport); not a kernel's own host accesses.
-    if (dma && !endpoint && spec_.nodes[path.nodes[i + 1]].kind == NodeKind::Cpu) add(node_to_host_[n], 1.0);
-    if (dma && !endpoint && spec_.nodes[path.nodes[i - 1]].kind == NodeKind::Cpu) add(node_from_host_[n], 1.0);
+    // copy-engine DMA (RouteOptions::dma) and GPU-to-GPU traffic bounced
+    // through host memory (NCCL's host transport): `host_limits`.
+    if (host_limits && !endpoint && spec_.nodes[path.nodes[i + 1]].kind == NodeKind::Cpu) add(node_to_host_[n], 1.0);
+    if (host_limits && !endpoint && spec_.nodes[path.nodes[i - 1]].kind == NodeKind::Cpu) add(node_from_host_[n], 1.0);
   }
   if (first_leg) r.nodes = path.nodes;
   else r.nodes.insert(r.nodes.end(), path.nodes.begin() + 1, path.nodes.end());

@@ -99,7 +99,7 @@ class Topology {
   HopPath network_path(int src, int dst) const;
   int nearest_nic(int node) const;
   PathType classify_pcie(const HopPath& path) const;
-  void add_hop_path(Route& r, const HopPath& path, bool first_leg, bool dma) const;
+  void add_hop_path(Route& r, const HopPath& path, bool first_leg, bool host_limits) const;
   Route build_route(int src, int dst, const RouteOptions& opt) const;
   void finish(Route& r) const;
 

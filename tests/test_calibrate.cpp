@@ -30,6 +30,16 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
+// A machine's bench runs (repo-relative paths) plus what every H200
+// calibration takes from the single-H200 box (SDPA, the long-load and
+// memory-kernel run), named as `overlapsim calibrate` names them.
+std::vector<std::pair<std::string, nlohmann::json>> h200_docs(const std::vector<std::string>& runs) {
+  std::vector<std::pair<std::string, nlohmann::json>> docs;
+  for (const auto& f : runs) docs.emplace_back(f, load(kSrc + "/" + f));
+  for (const char* f : {"validate/results/h200x1/attention.json", "validate/results/h200x1/bench-long-memory.json"}) docs.emplace_back(f, load(kSrc + "/" + f));
+  return docs;
+}
+
 struct H200 {
   hw::Topology topo{hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml")};
   nlohmann::json off = load(kH200 + "bench-p2p-disable.json");
@@ -91,10 +101,7 @@ TEST_CASE("the committed calibration files are what calibrate writes today") {
 TEST_CASE("a second machine (2xH200): calibration file, and copies do not deepen the sustained-load clock drop") {
   const std::string dir = "validate/results/h200x2-nvlink/";
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  const std::vector<std::pair<std::string, nlohmann::json>> docs{{dir + "bench-default.json", load(kSrc + "/" + dir + "bench-default.json")},
-                                                                {dir + "bench-p2p-disable.json", load(kSrc + "/" + dir + "bench-p2p-disable.json")},
-                                                                {"validate/results/h200x1/attention.json", load(kSrc + "/validate/results/h200x1/attention.json")},
-                                                                {"validate/results/h200x1/bench-long-memory.json", load(kSrc + "/validate/results/h200x1/bench-long-memory.json")}};
+  const auto docs = h200_docs({dir + "bench-default.json", dir + "bench-p2p-disable.json"});
   const Calibration cal = calibrate(docs, topo);
   CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
   // Sustained GEMM at full duty: ~13 % over the low-duty time, plus the burst correction.
@@ -199,11 +206,8 @@ TEST_CASE("bad calibration input") {
 TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burst rates, uniform load ratio, calibration file") {
   const std::string dir = "validate/results/h200x2-nvlink-b/";
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  const nlohmann::json def = load(kSrc + "/" + dir + "bench-default.json");
-  const std::vector<std::pair<std::string, nlohmann::json>> docs{{dir + "bench-default.json", def},
-                                                                {dir + "bench-p2p-disable.json", load(kSrc + "/" + dir + "bench-p2p-disable.json")},
-                                                                {"validate/results/h200x1/attention.json", load(kSrc + "/validate/results/h200x1/attention.json")},
-                                                                {"validate/results/h200x1/bench-long-memory.json", load(kSrc + "/validate/results/h200x1/bench-long-memory.json")}};
+  const auto docs = h200_docs({dir + "bench-default.json", dir + "bench-p2p-disable.json"});
+  const nlohmann::json& def = docs.front().second;
   const Calibration cal = calibrate(docs, topo);
   CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
   // Each shape's efficiency is its burst rate, not scaled by the sustained-load fit.
@@ -244,14 +248,8 @@ TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burs
 TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, sustained load, the host path's 1-4 GPU aggregate") {
   const std::string dir = "validate/results/h200x4-nvswitch-b/";
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  const nlohmann::json def = load(kSrc + "/" + dir + "bench-default.json");
-  const std::vector<std::pair<std::string, nlohmann::json>> docs{{dir + "bench-default.json", def},
-                                                                {dir + "bench-p2p-disable.json", load(kSrc + "/" + dir + "bench-p2p-disable.json")},
-                                                                {dir + "interference-all/bench-interference-all.json", load(kSrc + "/" + dir + "interference-all/bench-interference-all.json")},
-                                                                {dir + "interference-all/bench-interference-all-p2p-disable.json",
-                                                                 load(kSrc + "/" + dir + "interference-all/bench-interference-all-p2p-disable.json")},
-                                                                {"validate/results/h200x1/attention.json", load(kSrc + "/validate/results/h200x1/attention.json")},
-                                                                {"validate/results/h200x1/bench-long-memory.json", load(kSrc + "/validate/results/h200x1/bench-long-memory.json")}};
+  const auto docs = h200_docs({dir + "bench-default.json", dir + "bench-p2p-disable.json", dir + "interference-all/bench-interference-all.json",
+                               dir + "interference-all/bench-interference-all-p2p-disable.json"});
   const Calibration cal = calibrate(docs, topo);
   CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
   // The same physics as the 2xH200 boxes: ~17 % slower GEMMs at full duty, none below ~2/3.

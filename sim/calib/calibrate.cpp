@@ -73,6 +73,12 @@ bool p2p_disabled_run(const json& doc) {
 // A machine run (copies or collectives), not e.g. an attention-only one.
 bool machine_run(const json& doc) { return has_key(doc, "nccl_all_to_all") || has_key(doc, "h2d_pinned"); }
 
+// Every collective a calibration may carry a table for; its bench key is
+// "nccl_" + its name.
+constexpr ModelParams::TableColl kTableColls[] = {ModelParams::TableColl::AllToAll, ModelParams::TableColl::AllToAllPairwise,
+                                                  ModelParams::TableColl::AllGather, ModelParams::TableColl::ReduceScatter,
+                                                  ModelParams::TableColl::AllReduce};
+
 const char* table_coll_name(ModelParams::TableColl c) {
   switch (c) {
     case ModelParams::TableColl::AllToAll: return "all_to_all";
@@ -554,14 +560,11 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   {
     Fit f{"NCCL collective tables", "time at each measured size and channel count (used inside one host, nearest rank count); 1 GiB at NCCL's default channels", {}, 0, 0};
     p.nccl_tables.clear();
-    using TC = ModelParams::TableColl;
-    const std::pair<TC, const char*> kinds[] = {{TC::AllToAll, "nccl_all_to_all"}, {TC::AllToAllPairwise, "nccl_all_to_all_pairwise"},
-                                                {TC::AllGather, "nccl_all_gather"}, {TC::ReduceScatter, "nccl_reduce_scatter"},
-                                                {TC::AllReduce, "nccl_all_reduce"}};
     for (const bool off : {false, true}) {
       const json* doc = find_doc(runs, off);
       if (!doc) continue;
-      for (const auto& [coll, key] : kinds) {
+      for (const auto coll : kTableColls) {
+        const std::string key = std::string("nccl_") + table_coll_name(coll);
         std::map<std::pair<int, int>, std::map<double, std::vector<double>>> by_ranks;  // (channels, ranks)
         for (const auto& r : rows(*doc, key))
           by_ranks[{r.at("channels").get<int>(), r.at("ranks").get<int>()}][r.at("bytes").get<double>()].push_back(r.at("time_us").get<double>() * 1e-6);
@@ -584,7 +587,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
           auto sz = sizes.begin();
           for (const auto& [mean, count] : blocks)
             for (int i = 0; i < count; ++i, ++sz) t.points.emplace_back(sz->first, mean);
-          if (ch == 0) f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", std::string(key).substr(5), off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
+          if (ch == 0) f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", table_coll_name(coll), off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
           f.points += static_cast<int>(t.points.size());
           p.nccl_tables.push_back(std::move(t));
         }
@@ -698,15 +701,14 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   }
   if (m.has("nccl_tables")) {
     const YAML::Node list = m.get("nccl_tables");
-    if (!list.IsSequence()) m.fail("nccl_tables", "must be a list of {algorithm, ranks, transport, points}");
+    if (!list.IsSequence()) m.fail("nccl_tables", "must be a list of {collective, ranks, transport, channels (optional), points}");
     p.nccl_tables.clear();
     for (const YAML::Node& e : list) {
       MapReader t(path, e, "nccl_tables entry", {"collective", "ranks", "transport", "channels", "points"});
       ModelParams::NcclTable tab;
       const std::string coll = t.str("collective"), transport = t.str("transport");
       bool known = false;
-      for (const auto k : {ModelParams::TableColl::AllToAll, ModelParams::TableColl::AllToAllPairwise, ModelParams::TableColl::AllGather,
-                           ModelParams::TableColl::ReduceScatter, ModelParams::TableColl::AllReduce})
+      for (const auto k : kTableColls)
         if (coll == table_coll_name(k)) {
           tab.coll = k;
           known = true;
@@ -839,7 +841,8 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         ngpu >= bench_ranks) {
       const std::string b = r.at("b");
       const bool every = b.size() > 3;  // h2d_all / d2h_all: every rank's GPU copies
-      // As the bench ran it: the copy on GPU 0 only, four 256 MiB all-to-alls on min(GPUs, 4) ranks.
+      // As the bench ran it: the copy on GPU 0 (on every rank's GPU for
+      // h2d_all / d2h_all), four 256 MiB all-to-alls on min(GPUs, 4) ranks.
       std::vector<std::vector<Op>> progs(static_cast<size_t>(bench_ranks));
       Op a2a;
       a2a.kind = OpKind::Collective;

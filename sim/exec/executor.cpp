@@ -919,7 +919,7 @@ class Executor {
     // ncclAlltoAll: U-1 flows of wire/U each per rank, together `time`.
     // Pairwise: one exchange of wire/U per round, a launch each. Ring: `steps`
     // exchanges of wire/U, the latency before the first.
-    const int phases = coll == TC::AllToAllPairwise ? (U % 2 == 0 ? U - 1 : U) : c.steps > 0 ? c.steps : 1;
+    const int phases = coll == TC::AllToAllPairwise ? static_cast<int>(c.partner.size()) : c.steps > 0 ? c.steps : 1;
     const double phase_lat = coll == TC::AllToAllPairwise ? lat / phases : lat;
     const double transfer = coll == TC::AllToAllPairwise ? time / phases - phase_lat : (time - lat) / phases;
     t.latency = Time::from_s(phase_lat);

@@ -134,6 +134,18 @@ struct Blas {
                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
 };
+// What the single-GPU compute testcases start from: GPU 0 current, a stream
+// on it, a cuBLAS handle on that stream, and the GPU's SM count.
+struct ComputeGpu {
+  const int dev = 0;
+  Stream s{0};
+  const Blas blas{s.s};
+  int sms = 0;
+  ComputeGpu() {
+    CUDA_CHECK(cudaSetDevice(dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  }
+};
 
 struct Gate {
   int* host = nullptr;
@@ -427,12 +439,10 @@ struct Runner::Impl {
   // shapes time the whole op (all chunks, accumulating) and report per chunk.
   void gemms() {
     if (!want("gemm_bf16")) return;
-    const int dev = 0;
-    CUDA_CHECK(cudaSetDevice(dev));
-    Stream s(dev);
-    const Blas blas(s.s);
-    int sms = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const ComputeGpu gpu;
+    const int dev = gpu.dev, sms = gpu.sms;
+    const Stream& s = gpu.s;
+    const Blas& blas = gpu.blas;
     std::vector<GemmShape> shapes;
     // Wan 14B DiT GEMMs at S/U tokens for 720p (75,600), 480p (32,760) and
     // 16,384 tokens (the validation set) over U in {1, 2, 4, 8}.
@@ -513,12 +523,10 @@ struct Runner::Impl {
   // norms and activations between its GEMMs), each timed by its own events.
   void memory_kernels() {
     if (!want("memory_kernel")) return;
-    const int dev = 0;
-    CUDA_CHECK(cudaSetDevice(dev));
-    Stream s(dev);
-    const Blas blas(s.s);
-    int sms = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const ComputeGpu gpu;
+    const int dev = gpu.dev, sms = gpu.sms;
+    const Stream& s = gpu.s;
+    const Blas& blas = gpu.blas;
     const size_t max_bytes = opt.quick ? size_t(64) << 20 : size_t(1) << 30;
     DevBuf src(dev, max_bytes / 2), dst(dev, max_bytes / 2);
     fill_random(src.p, max_bytes / 2);
@@ -564,10 +572,10 @@ struct Runner::Impl {
   void gemm_sustained() {
     const bool base = want("gemm_sustained"), long_run = want("gemm_sustained_long");
     if (!base && !long_run) return;
-    const int dev = 0;
-    CUDA_CHECK(cudaSetDevice(dev));
-    Stream s(dev);
-    const Blas blas(s.s);
+    const ComputeGpu gpu;
+    const int dev = gpu.dev;
+    const Stream& s = gpu.s;
+    const Blas& blas = gpu.blas;
     const int m = 16384, n = 5120, k = 5120;
     DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * n * 2), C(dev, size_t(m) * n * 2);
     fill_random(A.p, size_t(m) * k * 2);
