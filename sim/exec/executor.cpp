@@ -57,23 +57,34 @@ namespace {
 
 enum EngineIdx { kH2D = 0, kD2H = 1, kOther = 2 };
 
+// One GPU-side op as the streams see it. Kept small (32 bytes): a full
+// workload enqueues ~10^6 of them, and writing them is much of a run's cost.
+// The op itself is ops_of(rank)[index]; its stream is the op's.
 struct GOp {
-  int rank = 0, index = 0;
-  const Op* op = nullptr;
-  int stream = 0, pos = 0;
-  std::pair<int, int> dep{-1, -1};        // (stream, pos) that must be done first, if any
-  bool dispatched = false, done = false;
-  double work_s = 0;   // kernels: solo seconds
-  int inst = -1;       // collectives: instance
-  int seq = -1;        // collectives: sequence on its group
-  bool arrived = false;
+  int32_t rank = 0, index = 0;
+  int32_t pos = 0;                  // place in its stream
+  int32_t dep_stream = -1, dep_pos = -1;  // (stream, pos) that must be done first, if any
+  int32_t inst = -1;                // collectives: instance
+  int32_t seq = -1;                 // collectives: sequence on its group
+  bool dispatched = false, done = false, arrived = false;
 };
+static_assert(sizeof(GOp) <= 32);
 
 struct StreamState {
   std::vector<int> gops;
   int done = 0;
   int hwq = 0;
   int priority = 0;
+};
+
+// A hardware queue: ops in submission order, dispatched from the head. The
+// head's dispatch condition is copied next to the queue, so a pump scans the
+// queues without touching the ops.
+struct HwQueue {
+  std::vector<int> ops;  // gop ids; [head, end) are waiting
+  size_t head = 0;
+  int stream = -1, pos = 0, dep_stream = -1, dep_pos = 0;  // the head's: stream -1 = empty
+  [[nodiscard]] bool empty() const { return head == ops.size(); }
 };
 
 struct RunningKernel {
@@ -117,7 +128,7 @@ struct RankState {
   Time busy_until;
   Time host_end;
   std::vector<StreamState> streams;
-  std::vector<std::deque<int>> hwq;
+  std::vector<HwQueue> hwq;
   std::vector<std::pair<int, int>> event_pos;
   std::map<std::string, std::pair<Bytes, MemSpace>> allocs;
   Bytes vram = 0, peak_vram = 0, vram_cap = 0;
@@ -129,6 +140,7 @@ struct RankState {
   std::map<int, int> send_seq, recv_seq;
   std::vector<CollFlow> coll_flows;
   const std::vector<double>* work = nullptr;  // solo seconds per op (kernels)
+  const Op* ops = nullptr;                    // the rank's program
   bool pumping = false, again = false;
 };
 
@@ -234,6 +246,7 @@ class Executor {
         }
       }
       R.work = &wit->second;
+      R.ops = ops.data();
       for (size_t i = 0; i < ops.size(); ++i) {
         records_[r][i].rank = r;
         records_[r][i].index = static_cast<int>(i);
@@ -342,6 +355,8 @@ class Executor {
     R.host_end = engine_.now();
   }
 
+  const Op& op_of(const GOp& g) const { return ranks_[g.rank].ops[g.index]; }
+
   static bool is_gpu_op(const Op& op) {
     switch (op.kind) {
       case OpKind::Kernel: case OpKind::Memcpy: case OpKind::EventRecord: case OpKind::StreamWaitEvent:
@@ -449,35 +464,55 @@ class Executor {
     GOp g;
     g.rank = r;
     g.index = R.pc;
-    g.op = &op;
-    g.stream = op.stream;
     StreamState& st = R.streams[op.stream];
     g.pos = static_cast<int>(st.gops.size());
     if (op.kind == OpKind::StreamWaitEvent) {
-      g.dep = R.event_pos[op.event];
       const auto [es, ep] = R.event_pos[op.event];
+      g.dep_stream = es;
+      g.dep_pos = ep;
       records_[r][R.pc].waits_on = gops_[R.streams[es].gops[ep]].index;
     } else if (op.kind == OpKind::StreamWaitStream) {
       const int n = static_cast<int>(R.streams[op.stream2].gops.size());
-      if (n > 0) g.dep = {op.stream2, n - 1};
-    } else if (op.kind == OpKind::Kernel) {
-      g.work_s = (*R.work)[static_cast<size_t>(R.pc)];
+      if (n > 0) {
+        g.dep_stream = op.stream2;
+        g.dep_pos = n - 1;
+      }
     }
     const int id = static_cast<int>(gops_.size());
     gops_.push_back(g);
     st.gops.push_back(id);
-    R.hwq[st.hwq].push_back(id);
-    pump(r);
+    HwQueue& q = R.hwq[st.hwq];
+    q.ops.push_back(id);
+    // Outside a pump no queue's head can dispatch; a new op changes only its
+    // own queue's head, and only when that queue was empty. The scan starts
+    // there: the queues before it would have done nothing.
+    if (q.head + 1 == q.ops.size()) {
+      set_head(R, q);
+      pump(r, st.hwq);
+    }
     return id;
   }
 
-  bool can_dispatch(const GOp& g) const {
-    const RankState& R = ranks_[g.rank];
-    if (R.streams[g.stream].done != g.pos) return false;
-    return g.dep.first < 0 || R.streams[g.dep.first].done > g.dep.second;
+  void set_head(const RankState& R, HwQueue& q) const {
+    if (q.empty()) {
+      q.stream = -1;
+      return;
+    }
+    const GOp& g = gops_[q.ops[q.head]];
+    q.stream = R.ops[g.index].stream;
+    q.pos = g.pos;
+    q.dep_stream = g.dep_stream;
+    q.dep_pos = g.dep_pos;
   }
 
-  void pump(int r) {
+  static bool can_dispatch(const RankState& R, const HwQueue& q) {
+    if (q.stream < 0 || R.streams[q.stream].done != q.pos) return false;
+    return q.dep_stream < 0 || R.streams[q.dep_stream].done > q.dep_pos;
+  }
+
+  // Dispatches every queue head that can go, queue by queue, until none can.
+  // `first`: the first queue of the first pass (see enqueue).
+  void pump(int r, size_t first = 0) {
     RankState& R = ranks_[r];
     if (R.pumping) {
       R.again = true;
@@ -486,12 +521,15 @@ class Executor {
     R.pumping = true;
     do {
       R.again = false;
-      for (auto& q : R.hwq)
-        while (!q.empty() && can_dispatch(gops_[q.front()])) {
-          const int id = q.front();
-          q.pop_front();
+      for (size_t i = first; i < R.hwq.size(); ++i) {
+        HwQueue& q = R.hwq[i];
+        while (can_dispatch(R, q)) {
+          const int id = q.ops[q.head++];
+          set_head(R, q);
           dispatch(id);
         }
+      }
+      first = 0;
     } while (R.again);
     R.pumping = false;
   }
@@ -499,9 +537,10 @@ class Executor {
   void complete(int id) {
     GOp& g = gops_[id];
     RankState& R = ranks_[g.rank];
-    assert(!g.done && R.streams[g.stream].done == g.pos);
+    StreamState& st = R.streams[R.ops[g.index].stream];
+    assert(!g.done && st.done == g.pos);
     g.done = true;
-    ++R.streams[g.stream].done;
+    ++st.done;
     OpRecord& rec = records_[g.rank][g.index];
     rec.end = engine_.now();
     rec.ran = true;
@@ -513,7 +552,7 @@ class Executor {
     GOp& g = gops_[id];
     g.dispatched = true;
     records_[g.rank][g.index].start = engine_.now();
-    switch (g.op->kind) {
+    switch (op_of(g).kind) {
       case OpKind::Kernel: start_kernel(id); return;
       case OpKind::Memcpy: queue_copy(id); return;
       case OpKind::Collective: arrive_or_park(id); return;
@@ -538,10 +577,10 @@ class Executor {
   void start_kernel(int id) {
     GOp& g = gops_[id];
     RankState& R = ranks_[g.rank];
-    const int demand = g.op->sm_limit > 0 ? std::min(g.op->sm_limit, R.sms) : R.sms;
-    const Op& op = *g.op;
+    const Op& op = op_of(g);
+    const int demand = op.sm_limit > 0 ? std::min(op.sm_limit, R.sms) : R.sms;
     const bool compute = op.gemm.has_value() || op.attention.has_value() || op.flops > 0;
-    R.kernels.push_back(RunningKernel{id, g.work_s, 0, 0, engine_.now(), {}, demand, R.streams[g.stream].priority,
+    R.kernels.push_back(RunningKernel{id, (*R.work)[static_cast<size_t>(g.index)], 0, 0, engine_.now(), {}, demand, R.streams[op.stream].priority,
                                       compute, compute || op.hbm_bytes > 0});
     update_gpu(g.rank);
   }
@@ -671,7 +710,7 @@ class Executor {
   void queue_copy(int id) {
     GOp& g = gops_[id];
     RankState& R = ranks_[g.rank];
-    const int e = engine_for(R, g.op->copy);
+    const int e = engine_for(R, op_of(g).copy);
     R.ce[e].queue.push_back(id);
     if (R.ce[e].busy < 0) start_copy(g.rank, e);
   }
@@ -683,7 +722,7 @@ class Executor {
     const int id = ce.queue.front();
     ce.queue.pop_front();
     ce.busy = id;
-    const Op& op = *gops_[id].op;
+    const Op& op = op_of(gops_[id]);
     records_[r][gops_[id].index].start = engine_.now();
     FlowSpec f;
     f.bytes = static_cast<double>(op.bytes);
@@ -731,7 +770,7 @@ class Executor {
   void arrive_or_park(int id) {
     GOp& g = gops_[id];
     RankState& R = ranks_[g.rank];
-    const Op& op = *g.op;
+    const Op& op = op_of(g);
     if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
       const bool send = op.coll == CollKind::Send;
       const int src = send ? g.rank : op.peer, dst = send ? op.peer : g.rank;
@@ -774,9 +813,10 @@ class Executor {
     c.gops[m] = id;
     g.arrived = true;
     records_[g.rank][g.index].start = engine_.now();
-    R.comm_channels += channels_of(*g.op);  // the kernel holds its SMs while it waits for peers
+    const Op& op = op_of(g);
+    R.comm_channels += channels_of(op);  // the kernel holds its SMs while it waits for peers
     update_gpu(g.rank);
-    if (!c.op) c.op = g.op;
+    if (!c.op) c.op = &op;
     if (++c.arrived == static_cast<int>(c.members.size())) launch(g.inst);
   }
 
@@ -786,7 +826,7 @@ class Executor {
                                    : fmt::format("send #{} and its matching recv differ:", c.seq);
     for (size_t m = 0; m < c.members.size(); ++m) {
       const GOp& g = gops_[c.gops[m]];
-      const Op& op = *g.op;
+      const Op& op = op_of(g);
       msg += fmt::format("\n  rank {}: {} {} ({} {}, {} channels) at {}", g.rank, to_string(op.coll), op.label,
                          format_bytes(static_cast<double>(op.bytes)), to_string(op.dtype), channels_of(op), where(g.rank, g.index));
     }
@@ -799,7 +839,7 @@ class Executor {
     const Op& op = *c.op;
     const bool p2p = c.group < 0;  // members are {sender, receiver}: kinds differ by design
     for (int gid : c.gops) {
-      const Op& o = *gops_[gid].op;
+      const Op& o = op_of(gops_[gid]);
       if ((!p2p && (o.coll != op.coll || o.algo != op.algo)) || o.bytes != op.bytes || o.dtype != op.dtype ||
           channels_of(o) != channels_of(op))
         mismatch(c);
@@ -1025,7 +1065,7 @@ class Executor {
     const StreamState& st = R.streams[s];
     if (st.done >= static_cast<int>(st.gops.size())) return "";
     const GOp& g = gops_[st.gops[st.done]];
-    const Op& op = *g.op;
+    const Op& op = op_of(g);
     std::string what = fmt::format("op {} {}{} ({})", g.index, to_string(op.kind), op.label.empty() ? "" : " " + op.label, where(r, g.index));
     if (op.kind == OpKind::Collective) {
       if (!g.dispatched) return what + ": not dispatched (queued behind another op)";
@@ -1039,7 +1079,7 @@ class Executor {
                                   missing.size() > 1 ? "s" : "", fmt::join(missing, ", "));
       return what + ": running";
     }
-    if (const auto [ds, dp] = g.dep; ds >= 0 && R.streams[ds].done <= dp)
+    if (const int ds = g.dep_stream, dp = g.dep_pos; ds >= 0 && R.streams[ds].done <= dp)
       return what + fmt::format(": waits for stream {} to finish its op {}", s_.streams[ds].name, gops_[R.streams[ds].gops[dp]].index);
     return what + (g.dispatched ? ": running" : ": waits in its hardware queue behind another stream's op");
   }
