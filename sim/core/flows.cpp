@@ -31,7 +31,7 @@ FlowId FlowModel::start(FlowSpec spec) {
   // Every field reset in place (a reused slot keeps its buffers; building a
   // fresh Flow and assigning it cost a few % of a workload run).
   fl.record.id = id;
-  fl.record.label = spec.label;
+  fl.record.label = std::move(spec.label);
   fl.record.bytes = spec.bytes;
   fl.record.start = engine_.now();
   fl.record.first_byte = engine_.now() + spec.latency;
@@ -198,11 +198,12 @@ void FlowModel::complete(FlowId f) {
   }
   fl.running = false;
   --active_;
-  FlowRecord rec = std::move(fl.record);
+  // The slot is freed after the callback, which reads the record in place
+  // (a flow it starts takes another slot); start() resets every field.
   auto cb = std::move(fl.spec.on_done);
-  fl.spec = FlowSpec{};
+  fl.spec.on_done = nullptr;
+  if (cb) cb(fl.record);
   free_ids_.push_back(f);
-  if (cb) cb(rec);
 }
 
 }  // namespace osim

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine.hpp"
+#include "slots.hpp"
 #include "maxmin.hpp"
 #include "units.hpp"
 
@@ -111,7 +112,7 @@ class FlowModel {
 
   Engine& engine_;
   MaxMinSystem& sys_;
-  std::deque<Flow> flows_;  // stable addresses; no relocation as it grows
+  BlockVector<Flow, 8> flows_;  // stable addresses; no relocation as it grows
   std::vector<FlowId> free_ids_;
   std::vector<FlowId> var_to_flow_;
   std::vector<double> constraint_bytes_;
