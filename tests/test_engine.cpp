@@ -71,3 +71,31 @@ TEST_CASE("try_advance moves the clock only when nothing is due first") {
   CHECK(e.try_advance(Time::from_us(12)));
   CHECK(e.now() == Time::from_us(12));
 }
+
+namespace {
+struct Recorder {
+  std::string log;
+  void note(int x) { log += std::to_string(x); }
+  void tick() { log += "t"; }
+};
+}  // namespace
+
+TEST_CASE("plain callbacks and std::function callbacks share one order; both cancel") {
+  Engine e;
+  Recorder rec;
+  auto note = &Engine::call<&Recorder::note, Recorder>;
+  e.at(Time::from_ns(10), note, &rec, 1);
+  e.at(Time::from_ns(10), [&] { rec.log += "f"; });
+  e.at(Time::from_ns(5), &Engine::call<&Recorder::tick, Recorder>, &rec, 0);
+  const EventId gone = e.at(Time::from_ns(7), note, &rec, 9);
+  const EventId gone_too = e.at(Time::from_ns(7), [&] { rec.log += "X"; });
+  e.at(Time::from_ns(10), note, &rec, 2);
+  e.cancel(gone);
+  e.cancel(gone_too);
+  // A cancelled std::function frees its callback slot: the next one reuses it.
+  e.at(Time::from_ns(12), [&] { rec.log += "g"; });
+  e.run();
+  CHECK(rec.log == "t1f2g");
+  CHECK(e.live_events() == 0);
+  CHECK(e.events_processed() == 5);
+}

@@ -5,15 +5,39 @@
 
 namespace osim {
 
-EventId Engine::at(Time t, Callback cb) {
+EventId Engine::at(Time t, Fn fn, void* ctx, uint64_t arg) {
   assert(t >= now_ && "cannot schedule an event in the past");
   const uint32_t slot = take_slot(free_slots_, slots_);
   Slot& s = slots_[slot];
-  s.cb = std::move(cb);
+  s.fn = fn;
+  s.ctx = ctx;
+  s.arg = arg;
   s.armed = true;
   heap_.push(Entry{t.ps(), next_seq_++, slot, s.generation});
   ++live_;
   return EventId{slot, s.generation};
+}
+
+EventId Engine::at(Time t, Callback cb) {
+  const uint32_t f = take_slot(free_functions_, functions_);
+  functions_[f] = std::move(cb);
+  return at(t, &Engine::run_function, this, f);
+}
+
+void Engine::run_function(void* self, uint64_t index) {
+  Engine& e = *static_cast<Engine*>(self);
+  Callback cb = std::move(e.functions_[index]);
+  e.functions_[index] = nullptr;
+  e.free_functions_.push_back(static_cast<uint32_t>(index));
+  cb();
+}
+
+void Engine::release(uint32_t slot) {
+  Slot& s = slots_[slot];
+  s.armed = false;
+  ++s.generation;  // a heap entry for it is now stale
+  free_slots_.push_back(slot);
+  --live_;
 }
 
 bool Engine::pending(EventId id) const {
@@ -23,12 +47,12 @@ bool Engine::pending(EventId id) const {
 
 void Engine::cancel(EventId id) {
   if (!pending(id)) return;
-  Slot& s = slots_[id.slot];
-  s.cb = nullptr;
-  s.armed = false;
-  ++s.generation;  // the heap entry is now stale
-  free_slots_.push_back(id.slot);
-  --live_;
+  const Slot& s = slots_[id.slot];
+  if (s.fn == &Engine::run_function) {
+    functions_[s.arg] = nullptr;
+    free_functions_.push_back(static_cast<uint32_t>(s.arg));
+  }
+  release(id.slot);
 }
 
 bool Engine::pop_live(Entry& out) {
@@ -53,16 +77,14 @@ bool Engine::step() {
   Entry e{};
   if (!pop_live(e)) return false;
   heap_.pop();
-  Slot& s = slots_[e.slot];
-  Callback cb = std::move(s.cb);
-  s.cb = nullptr;
-  s.armed = false;
-  ++s.generation;
-  free_slots_.push_back(e.slot);
-  --live_;
+  const Slot& s = slots_[e.slot];
+  const Fn fn = s.fn;
+  void* const ctx = s.ctx;
+  const uint64_t arg = s.arg;
+  release(e.slot);
   now_ = Time::from_ps(e.time_ps);
   ++processed_;
-  cb();
+  fn(ctx, arg);
   return true;
 }
 

@@ -26,11 +26,19 @@ struct EventId {
 class Engine {
  public:
   using Callback = std::function<void()>;
+  /// A plain callback, fn(ctx, arg): what hot paths use (no type erasure,
+  /// nothing to construct, move or destroy per event).
+  using Fn = void (*)(void* ctx, uint64_t arg);
 
   /// Schedules `cb` at absolute time `t` (must not be in the past).
   EventId at(Time t, Callback cb);
+  EventId at(Time t, Fn fn, void* ctx, uint64_t arg);
   /// Schedules `cb` after `delay` from now.
   EventId after(Time delay, Callback cb) { return at(now_ + delay, std::move(cb)); }
+  EventId after(Time delay, Fn fn, void* ctx, uint64_t arg) { return at(now_ + delay, fn, ctx, arg); }
+  /// An Fn calling member function M of a C (with `arg` converted to its parameter type).
+  template <auto M, class C>
+  static void call(void* ctx, uint64_t arg) { invoke_member<M>(static_cast<C*>(ctx), arg, M); }
   /// Cancels a pending event; cancelling a fired, cancelled or invalid id is a no-op.
   void cancel(EventId id);
   [[nodiscard]] bool pending(EventId id) const;
@@ -64,15 +72,25 @@ class Engine {
     }
   };
   struct Slot {
-    Callback cb;
+    Fn fn = nullptr;
+    void* ctx = nullptr;
+    uint64_t arg = 0;
     uint32_t generation = 0;
     bool armed = false;
   };
   bool pop_live(Entry& out);
+  void release(uint32_t slot);
+  static void run_function(void* self, uint64_t index);
+  template <auto M, class C, class R, class A>
+  static void invoke_member(C* c, uint64_t arg, R (C::*)(A)) { (c->*M)(static_cast<A>(arg)); }
+  template <auto M, class C, class R>
+  static void invoke_member(C* c, uint64_t, R (C::*)()) { (c->*M)(); }
 
   std::priority_queue<Entry> heap_;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
+  std::vector<Callback> functions_;  // std::function callbacks, by slot of their own
+  std::vector<uint32_t> free_functions_;
   Time now_ = Time::zero();
   uint64_t next_seq_ = 0;
   uint64_t processed_ = 0;

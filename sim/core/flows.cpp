@@ -61,7 +61,8 @@ FlowId FlowModel::start(FlowSpec spec) {
 
 int FlowModel::new_batch(Time t, bool completions) {
   const int b = take_slot(free_batches_, batches_);
-  batches_[b].event = engine_.at(t, [this, b, completions] { run_batch(b, completions); });
+  batches_[b].event = engine_.at(t, &Engine::call<&FlowModel::run_batch_event, FlowModel>, this,
+                                 static_cast<uint64_t>(b) * 2 + (completions ? 1 : 0));
   batches_[b].live = 0;
   return b;
 }
@@ -131,7 +132,7 @@ void FlowModel::activate(FlowId f) {
 void FlowModel::request_solve() {
   if (solve_pending_) return;
   solve_pending_ = true;
-  engine_.after(Time::zero(), [this] { solve_now(); });
+  engine_.after(Time::zero(), &Engine::call<&FlowModel::solve_now, FlowModel>, this, 0);
 }
 
 void FlowModel::settle(Flow& fl) {

@@ -103,6 +103,7 @@ class FlowModel {
   };
   int new_batch(Time t, bool completions);
   void run_batch(int b, bool completions);
+  void run_batch_event(uint64_t packed) { run_batch(static_cast<int>(packed / 2), packed % 2 != 0); }
   void unschedule_completion(Flow& fl);
   void activate(FlowId f);
   void request_solve();

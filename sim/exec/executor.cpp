@@ -261,7 +261,7 @@ class Executor {
     for (const Program& p : s_.programs)
       for (const Op& op : *p.ops) gpu_ops += is_gpu_op(op) ? 1 : 0;
     gops_.reserve(gpu_ops);
-    for (int r = 0; r < s_.ranks(); ++r) engine_.at(Time::zero(), [this, r] { host_step(r); });
+    for (int r = 0; r < s_.ranks(); ++r) engine_.at(Time::zero(), kHostStep, this, static_cast<uint64_t>(r));
     engine_.run();
     check_finished();
     ExecResult out;
@@ -306,6 +306,8 @@ class Executor {
     return Time::zero();
   }
 
+  static void host_step_event(void* self, uint64_t r) { static_cast<Executor*>(self)->host_step(static_cast<int>(r)); }
+  static constexpr Engine::Fn kHostStep = &Executor::host_step_event;
   void host_step(int r) {
     RankState& R = ranks_[r];
     if (R.state == RankState::Done) return;
@@ -322,7 +324,7 @@ class Executor {
         // clock just moves on (same order of events as waking up later).
         if (oh > Time::zero() && !engine_.try_advance(engine_.now() + oh)) {
           R.state = RankState::Busy;
-          engine_.after(oh, [this, r] { host_step(r); });
+          engine_.after(oh, kHostStep, this, static_cast<uint64_t>(r));
           return;
         }
       }
@@ -333,7 +335,7 @@ class Executor {
       }
       if (R.busy_until > engine_.now() && !engine_.try_advance(R.busy_until)) {
         R.state = RankState::Busy;
-        engine_.at(R.busy_until, [this, r] { host_step(r); });
+        engine_.at(R.busy_until, kHostStep, this, static_cast<uint64_t>(r));
         return;
       }
       if (R.until && !R.until()) {
@@ -375,7 +377,7 @@ class Executor {
     RankState& R = ranks_[r];
     if (R.state == RankState::Blocked && R.until && R.until()) {
       R.state = RankState::Busy;
-      engine_.after(Time::zero(), [this, r] { host_step(r); });
+      engine_.after(Time::zero(), kHostStep, this, static_cast<uint64_t>(r));
     }
   }
 
@@ -630,13 +632,16 @@ class Executor {
       engine_.cancel(k.ev);
       if (k.speed > 0) {
         const int gid = k.gop;
-        k.ev = engine_.after(Time::from_ps(static_cast<int64_t>(std::ceil(k.remaining / k.speed * 1e12))), [this, r, gid] { end_kernel(r, gid); });
+        k.ev = engine_.after(Time::from_ps(static_cast<int64_t>(std::ceil(k.remaining / k.speed * 1e12))),
+                             &Engine::call<&Executor::end_kernel_event, Executor>, this,
+                             (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(gid));
       }
     }
     for (auto& cf : R.coll_flows)
       if (flows_.running(cf.flow)) flows_.set_rate_cap(cf.flow, cf.base_cap / comm_slowdown(R, cf.channels));
   }
 
+  void end_kernel_event(uint64_t packed) { end_kernel(static_cast<int>(packed >> 32), static_cast<int>(packed & 0xffffffffu)); }
   void end_kernel(int r, int gid) {
     RankState& R = ranks_[r];
     auto it = std::find_if(R.kernels.begin(), R.kernels.end(), [&](const RunningKernel& k) { return k.gop == gid; });
