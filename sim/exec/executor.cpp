@@ -123,8 +123,13 @@ struct RankState {
   int pc = 0;
   bool paid = false, effect_done = false;
   enum { Ready, Busy, Blocked, Done } state = Ready;
-  std::function<bool()> until;
-  std::string waiting;
+  // What a blocked host waits for (the op at pc says why, for deadlock reports).
+  struct Wait {
+    enum Kind : uint8_t { None, Gop, Stream, Device } kind = None;
+    int gop = -1;                 // Gop: that op done
+    int stream = -1, count = 0;   // Stream: that many ops of the stream done
+    std::vector<int> counts;      // Device: that many ops of every stream done
+  } until;
   Time busy_until;
   Time host_end;
   std::vector<StreamState> streams;
@@ -338,12 +343,11 @@ class Executor {
         engine_.at(R.busy_until, kHostStep, this, static_cast<uint64_t>(r));
         return;
       }
-      if (R.until && !R.until()) {
+      if (!satisfied(R)) {
         R.state = RankState::Blocked;
         return;
       }
-      R.until = nullptr;
-      R.waiting.clear();
+      R.until.kind = RankState::Wait::None;
       if (!is_gpu_op(op)) {
         rec.start = rec.issue;
         rec.end = engine_.now();
@@ -368,14 +372,41 @@ class Executor {
     }
   }
 
-  void block(int r, std::function<bool()> until, std::string why) {
-    ranks_[r].until = std::move(until);
-    ranks_[r].waiting = std::move(why);
+  bool satisfied(const RankState& R) const {
+    const RankState::Wait& w = R.until;
+    switch (w.kind) {
+      case RankState::Wait::None: return true;
+      case RankState::Wait::Gop: return gops_[w.gop].done;
+      case RankState::Wait::Stream: return R.streams[w.stream].done >= w.count;
+      case RankState::Wait::Device:
+        for (size_t i = 0; i < w.counts.size(); ++i)
+          if (R.streams[i].done < w.counts[i]) return false;
+        return true;
+    }
+    return true;
+  }
+
+  // What the host of a blocked rank waits in (deadlock reports).
+  std::string waiting_in(const RankState& R) const {
+    const Op& op = R.ops[R.pc];
+    switch (op.kind) {
+      case OpKind::Memcpy: return fmt::format("a blocking {} copy", to_string(op.copy));
+      case OpKind::StreamSync: return fmt::format("stream_sync({})", s_.streams[op.stream].name);
+      case OpKind::EventSync: return fmt::format("event_sync({})", s_.events[op.event]);
+      case OpKind::DeviceSync: return "device_sync";
+      default: return to_string(op.kind);
+    }
+  }
+
+  void block_on_stream(RankState& R, int stream, int count) {
+    R.until.kind = RankState::Wait::Stream;
+    R.until.stream = stream;
+    R.until.count = count;
   }
 
   void wake(int r) {
     RankState& R = ranks_[r];
-    if (R.state == RankState::Blocked && R.until && R.until()) {
+    if (R.state == RankState::Blocked && satisfied(R)) {
       R.state = RankState::Busy;
       engine_.after(Time::zero(), kHostStep, this, static_cast<uint64_t>(r));
     }
@@ -395,30 +426,25 @@ class Executor {
       case OpKind::Memcpy: {
         const int g = enqueue(r, op);
         const bool blocking = !op.async || (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H));
-        if (blocking) block(r, [this, g] { return gops_[g].done; }, fmt::format("a blocking {} copy", to_string(op.copy)));
+        if (blocking) {
+          R.until.kind = RankState::Wait::Gop;
+          R.until.gop = g;
+        }
         return;
       }
       case OpKind::StreamSync: {
-        const int target = static_cast<int>(R.streams[op.stream].gops.size());
-        const int s = op.stream;
-        block(r, [this, r, s, target] { return ranks_[r].streams[s].done >= target; },
-              fmt::format("stream_sync({})", s_.streams[s].name));
+        block_on_stream(R, op.stream, static_cast<int>(R.streams[op.stream].gops.size()));
         return;
       }
       case OpKind::EventSync: {
         const auto [s, pos] = R.event_pos[op.event];
-        block(r, [this, r, s = s, pos = pos] { return ranks_[r].streams[s].done > pos; },
-              fmt::format("event_sync({})", s_.events[op.event]));
+        block_on_stream(R, s, pos + 1);
         return;
       }
       case OpKind::DeviceSync: {
-        std::vector<int> targets;
-        for (const auto& st : R.streams) targets.push_back(static_cast<int>(st.gops.size()));
-        block(r, [this, r, targets] {
-          for (size_t i = 0; i < targets.size(); ++i)
-            if (ranks_[r].streams[i].done < targets[i]) return false;
-          return true;
-        }, "device_sync");
+        R.until.kind = RankState::Wait::Device;
+        R.until.counts.clear();
+        for (const auto& st : R.streams) R.until.counts.push_back(static_cast<int>(st.gops.size()));
         return;
       }
       case OpKind::Alloc: {
@@ -1102,7 +1128,7 @@ class Executor {
       const RankState& R = ranks_[r];
       if (R.state == RankState::Done) msg += fmt::format("\n  rank {} ({}): host finished its program", r, R.node->name);
       else
-        msg += fmt::format("\n  rank {} ({}): host blocked in {} at op {} ({})", r, R.node->name, R.waiting, R.pc, where(r, R.pc));
+        msg += fmt::format("\n  rank {} ({}): host blocked in {} at op {} ({})", r, R.node->name, waiting_in(R), R.pc, where(r, R.pc));
       for (size_t s = 0; s < R.streams.size(); ++s) {
         const std::string h = stream_head(r, static_cast<int>(s));
         if (!h.empty()) msg += fmt::format("\n    stream {}: {}", s_.streams[s].name, h);
