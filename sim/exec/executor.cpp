@@ -81,9 +81,13 @@ struct StreamState {
 // head's dispatch condition is copied next to the queue, so a pump scans the
 // queues without touching the ops.
 struct HwQueue {
-  std::vector<int> ops;  // gop ids; [head, end) are waiting
+  struct Entry {
+    int32_t gop, index;
+    int32_t stream, pos;          // the op's stream and place in it
+    int32_t dep_stream, dep_pos;  // GOp::dep_*
+  };
+  std::vector<Entry> ops;  // [head, end) are waiting; read in order, so the scan stays in cache
   size_t head = 0;
-  int stream = -1, pos = 0, dep_stream = -1, dep_pos = 0;  // the head's: stream -1 = empty
   [[nodiscard]] bool empty() const { return head == ops.size(); }
 };
 
@@ -510,32 +514,19 @@ class Executor {
     gops_.push_back(g);
     st.gops.push_back(id);
     HwQueue& q = R.hwq[st.hwq];
-    q.ops.push_back(id);
+    q.ops.push_back({id, R.pc, op.stream, g.pos, g.dep_stream, g.dep_pos});
     // Outside a pump no queue's head can dispatch; a new op changes only its
     // own queue's head, and only when that queue was empty. The scan starts
     // there: the queues before it would have done nothing.
-    if (q.head + 1 == q.ops.size()) {
-      set_head(R, q);
-      pump(r, st.hwq);
-    }
+    if (q.head + 1 == q.ops.size()) pump(r, st.hwq);
     return id;
   }
 
-  void set_head(const RankState& R, HwQueue& q) const {
-    if (q.empty()) {
-      q.stream = -1;
-      return;
-    }
-    const GOp& g = gops_[q.ops[q.head]];
-    q.stream = R.ops[g.index].stream;
-    q.pos = g.pos;
-    q.dep_stream = g.dep_stream;
-    q.dep_pos = g.dep_pos;
-  }
-
   static bool can_dispatch(const RankState& R, const HwQueue& q) {
-    if (q.stream < 0 || R.streams[q.stream].done != q.pos) return false;
-    return q.dep_stream < 0 || R.streams[q.dep_stream].done > q.dep_pos;
+    if (q.empty()) return false;
+    const HwQueue::Entry& e = q.ops[q.head];
+    if (R.streams[e.stream].done != e.pos) return false;
+    return e.dep_stream < 0 || R.streams[e.dep_stream].done > e.dep_pos;
   }
 
   // Dispatches every queue head that can go, queue by queue, until none can.
@@ -552,8 +543,13 @@ class Executor {
       for (size_t i = first; i < R.hwq.size(); ++i) {
         HwQueue& q = R.hwq[i];
         while (can_dispatch(R, q)) {
-          const int id = q.ops[q.head++];
-          set_head(R, q);
+          const int id = q.ops[q.head++].gop;
+          if (!q.empty()) {  // the next head's op and records are cold by now: fetch them ahead
+            const HwQueue::Entry& next = q.ops[q.head];
+            __builtin_prefetch(&gops_[static_cast<size_t>(next.gop)]);
+            __builtin_prefetch(&R.ops[next.index]);
+            __builtin_prefetch(&records_[r][static_cast<size_t>(next.index)]);
+          }
           dispatch(id);
         }
       }
