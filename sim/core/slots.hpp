@@ -9,6 +9,20 @@
 
 namespace osim {
 
+/// Asks the kernel to back [p, p + bytes) with huge pages (Linux
+/// transparent huge pages in "madvise" mode; elsewhere a no-op). For large
+/// arrays a run fills once: 2 MiB pages fault 512x less often than 4 KiB
+/// ones, and a cold run of a large workload spent a fifth of its time in
+/// page faults. Call it after reserving and before touching the memory.
+void advise_huge_pages(const void* p, size_t bytes);
+
+/// Reserves room for n entries and advises huge pages for it when large.
+template <class T>
+void reserve_huge(std::vector<T>& v, size_t n) {
+  v.reserve(n);
+  advise_huge_pages(v.data(), v.capacity() * sizeof(T));
+}
+
 /// A growable array whose entries never move: storage comes in blocks of
 /// 2^BlockBits entries (one allocation per block, not per entry as a
 /// std::deque of large records gives), so references stay valid as it grows.

@@ -15,6 +15,7 @@
 
 #include "core/engine.hpp"
 #include "core/flows.hpp"
+#include "core/slots.hpp"
 
 namespace osim {
 
@@ -239,7 +240,18 @@ class Executor {
       R.group_done.assign(s_.groups.size(), 0);
       R.parked.resize(s_.groups.size());
       const auto& ops = *s_.programs[r].ops;
+      reserve_huge(records_[r], ops.size());
       records_[r].resize(ops.size());
+      {  // every stream and queue's length is known: no regrowth, one mapping each
+        std::vector<size_t> per_stream(s_.streams.size(), 0), per_queue(R.hwq.size(), 0);
+        for (const Op& op : ops)
+          if (is_gpu_op(op)) ++per_stream[static_cast<size_t>(op.stream)];
+        for (size_t i = 0; i < per_stream.size(); ++i) {
+          reserve_huge(R.streams[i].gops, per_stream[i]);
+          per_queue[static_cast<size_t>(R.streams[i].hwq)] += per_stream[i];
+        }
+        for (size_t q = 0; q < per_queue.size(); ++q) reserve_huge(R.hwq[q].ops, per_queue[q]);
+      }
       // Solo kernel times, once per program and GPU (ranks may share a program).
       auto [wit, fresh] = work_cache_.try_emplace(std::make_pair(&ops, R.node));
       if (fresh) {
@@ -269,7 +281,7 @@ class Executor {
     size_t gpu_ops = 0;
     for (const Program& p : s_.programs)
       for (const Op& op : *p.ops) gpu_ops += is_gpu_op(op) ? 1 : 0;
-    gops_.reserve(gpu_ops);
+    reserve_huge(gops_, gpu_ops);
     for (int r = 0; r < s_.ranks(); ++r) engine_.at(Time::zero(), kHostStep, this, static_cast<uint64_t>(r));
     engine_.run();
     check_finished();

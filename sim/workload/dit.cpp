@@ -1,4 +1,5 @@
 #include "dit.hpp"
+#include "core/slots.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -360,7 +361,7 @@ class Gen {
   void program(int rank) {
     std::vector<Op> ops;
     const int L = w_.model.blocks, F = w_.forwards_per_rank();
-    ops.reserve(static_cast<size_t>(F) * static_cast<size_t>(L) * 30 + 100);
+    reserve_huge(ops, static_cast<size_t>(F) * static_cast<size_t>(L) * 30 + 100);
     const Bytes lb = w_.model.block_bytes();
     const int total = F * L;
     const bool cfg_par = w_.cfg == CfgMode::Parallel;
