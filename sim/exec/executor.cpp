@@ -160,7 +160,9 @@ struct CollInst {
   int seq = 0;
   std::vector<int> members;
   std::vector<int> gops;
+  std::tuple<int, int, int> key;  // in Executor::inst_index_ until it finishes
   int arrived = 0;
+  int finished = 0;  // members done
   bool launched = false;
   double wire = 0;
   int channels = 0;
@@ -831,14 +833,33 @@ class Executor {
   int instance(std::tuple<int, int, int> key, int group, int seq, const std::vector<int>& members) {
     auto it = inst_index_.find(key);
     if (it != inst_index_.end()) return it->second;
-    CollInst c;
+    // A finished instance's slot is reused, its buffers kept, but only from
+    // the next engine event on: callers up the stack of the event that
+    // finished it may still hold it.
+    int ci;
+    if (!free_insts_.empty() && free_insts_.front().second < engine_.events_processed()) {
+      ci = free_insts_.front().first;
+      free_insts_.pop_front();
+    } else {
+      ci = static_cast<int>(insts_.size());
+      insts_.emplace_back();
+    }
+    CollInst& c = insts_[static_cast<size_t>(ci)];
+    c.op = nullptr;
+    c.key = key;
     c.group = group;
     c.seq = seq;
-    c.members = members;
+    c.members.assign(members.begin(), members.end());
     c.gops.assign(members.size(), -1);
-    insts_.push_back(std::move(c));
-    inst_index_[key] = static_cast<int>(insts_.size() - 1);
-    return static_cast<int>(insts_.size() - 1);
+    c.arrived = c.finished = 0;
+    c.launched = false;
+    c.wire = 0;
+    c.channels = 0;
+    c.step = c.steps = c.step_left = 0;
+    c.partner.clear();
+    c.tabled[0] = c.tabled[1] = CollInst::Tabled{};
+    inst_index_.emplace(key, ci);
+    return ci;
   }
 
   int channels_of(const Op& op) const { return op.channels > 0 ? op.channels : p_.nccl_channels; }
@@ -1075,6 +1096,10 @@ class Executor {
     RankState& R = ranks_[g.rank];
     R.comm_channels -= c.channels;
     const int rank = g.rank;
+    if (++c.finished == static_cast<int>(c.members.size())) {  // no flow of it is left
+      inst_index_.erase(c.key);
+      free_insts_.emplace_back(ci, engine_.events_processed());
+    }
     complete(gid);
     update_gpu(rank);
     if (c.group >= 0) {
@@ -1165,7 +1190,8 @@ class Executor {
   std::vector<std::vector<OpRecord>> records_;
   std::vector<GOp> gops_;         // grows only in host steps, never while a GOp& is held
   // A deque: instances are created while a CollInst& is held (parked collectives).
-  std::deque<CollInst> insts_;
+  BlockVector<CollInst, 6> insts_;
+  std::deque<std::pair<int, uint64_t>> free_insts_;  // (finished instance, the event that finished it)
   struct InstKeyHash {
     size_t operator()(const std::tuple<int, int, int>& k) const {
       uint64_t h = static_cast<uint32_t>(std::get<0>(k));
