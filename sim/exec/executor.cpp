@@ -287,54 +287,61 @@ class Executor {
       const auto& ops = *s_.programs[r].ops;
       reserve_huge(records_[r], ops.size());
       records_[r].resize(ops.size());
-      {  // every stream and queue's length is known: no regrowth, one mapping each
-        std::vector<size_t> per_stream(s_.streams.size(), 0), per_queue(R.hwq.size(), 0);
-        for (const Op& op : ops)
-          if (is_gpu_op(op)) ++per_stream[static_cast<size_t>(op.stream)];
-        for (size_t i = 0; i < per_stream.size(); ++i) {
-          reserve_huge(R.streams[i].gops, per_stream[i]);
-          per_queue[static_cast<size_t>(R.streams[i].hwq)] += per_stream[i];
-        }
-        for (size_t q = 0; q < per_queue.size(); ++q) reserve_huge(R.hwq[q].ops, per_queue[q]);
-      }
-      // Solo kernel times, once per program and GPU (ranks may share a program).
-      auto [wit, fresh] = work_cache_.try_emplace(std::make_pair(&ops, R.node));
+      // What the executor needs to know of a program, once per program and
+      // GPU (ranks may share a program): solo kernel times and stream lengths.
+      auto [pit, fresh] = programs_.try_emplace(std::make_pair(&ops, R.node));
+      ProgramInfo& info = pit->second;
       if (fresh) {
-        wit->second.assign(ops.size(), 0.0);
+        info.work.assign(ops.size(), 0.0);
+        info.per_stream.assign(s_.streams.size(), 0);
         // A program repeats a few kernel shapes thousands of times: each is timed once.
         std::unordered_map<KernelKey, double, KernelKeyHash> timed;
         for (size_t i = 0; i < ops.size(); ++i) {
-          if (ops[i].kind != OpKind::Kernel) continue;
-          const KernelKey key = KernelKey::of(ops[i]);
+          const Op& op = ops[i];
+          if (is_gpu_op(op)) {
+            ++info.per_stream[static_cast<size_t>(op.stream)];
+            ++info.gpu_ops;
+          }
+          info.p2p = info.p2p || (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P);
+          if (op.kind != OpKind::Kernel) continue;
+          const KernelKey key = KernelKey::of(op);
           if (auto t = timed.find(key); t != timed.end()) {
-            wit->second[i] = t->second;
+            info.work[i] = t->second;
             continue;
           }
           try {
-            wit->second[i] = kernel_time(ops[i], *R.node, p_).s();
+            info.work[i] = kernel_time(op, *R.node, p_).s();
           } catch (const InputError&) {  // fail early on missing rates, naming the op
-            (void)kernel_time(ops[i], *R.node, p_, s_.location(r, static_cast<int>(i)));
+            (void)kernel_time(op, *R.node, p_, s_.location(r, static_cast<int>(i)));
             throw;
           }
-          timed.emplace(key, wit->second[i]);
+          timed.emplace(key, info.work[i]);
         }
       }
-      R.work = &wit->second;
+      R.work = &info.work;
       R.ops = ops.data();
-      for (size_t i = 0; i < ops.size(); ++i) {
-        records_[r][i].rank = r;
-        records_[r][i].index = static_cast<int>(i);
-        records_[r][i].op = &ops[i];
-        if (ops[i].kind == OpKind::Memcpy && ops[i].copy == CopyKind::P2P) (void)route_between(r, ops[i].peer, dma_);
+      gpu_ops_ += info.gpu_ops;
+      // Every stream's and queue's length is known: no regrowth, one mapping each.
+      std::vector<size_t> per_queue(R.hwq.size(), 0);
+      for (size_t i = 0; i < info.per_stream.size(); ++i) {
+        reserve_huge(R.streams[i].gops, info.per_stream[i]);
+        per_queue[static_cast<size_t>(R.streams[i].hwq)] += info.per_stream[i];
       }
+      for (size_t q = 0; q < per_queue.size(); ++q) reserve_huge(R.hwq[q].ops, per_queue[q]);
+      OpRecord* rec = records_[r].data();
+      for (size_t i = 0; i < ops.size(); ++i) {
+        rec[i].rank = r;
+        rec[i].index = static_cast<int>(i);
+        rec[i].op = &ops[i];
+      }
+      if (info.p2p)
+        for (const Op& op : ops)
+          if (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P) (void)route_between(r, op.peer, dma_);
     }
   }
 
   ExecResult run() {
-    size_t gpu_ops = 0;
-    for (const Program& p : s_.programs)
-      for (const Op& op : *p.ops) gpu_ops += is_gpu_op(op) ? 1 : 0;
-    reserve_huge(gops_, gpu_ops);
+    reserve_huge(gops_, gpu_ops_);
     for (int r = 0; r < s_.ranks(); ++r) engine_.at(Time::zero(), kHostStep, this, static_cast<uint64_t>(r));
     engine_.run();
     check_finished();
@@ -1257,7 +1264,14 @@ class Executor {
   std::vector<int> coll_flow_slot_;  // flow id -> index in its rank's coll_flows, or -1
   std::vector<FlowRoute> coll_routes_, dma_routes_, host_routes_;  // see pair_route, host_route
   FlowRoute scratch_route_;
-  std::map<std::pair<const std::vector<Op>*, const hw::NodeSpec*>, std::vector<double>> work_cache_;
+  struct ProgramInfo {
+    std::vector<double> work;       // solo seconds per op (kernels)
+    std::vector<size_t> per_stream; // GPU ops per stream
+    size_t gpu_ops = 0;
+    bool p2p = false;               // has peer-to-peer copies
+  };
+  std::map<std::pair<const std::vector<Op>*, const hw::NodeSpec*>, ProgramInfo> programs_;
+  size_t gpu_ops_ = 0;              // over all ranks
 };
 
 }  // namespace
