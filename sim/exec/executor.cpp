@@ -699,9 +699,11 @@ class Executor {
     double clock = 1.0;
     if (p_.sustained_slowdown > 0) {
       const double b = R.duty_busy ? 1.0 : 0.0, dt = (now - R.duty_t).s();
-      R.duty = b + (R.duty - b) * std::exp(-dt / p_.sustained_time_constant.s());
-      if (p_.sustained_slow_slowdown > 0) R.duty_slow = b + (R.duty_slow - b) * std::exp(-dt / p_.sustained_slow_time_constant.s());
-      R.duty_t = now;
+      if (dt > 0) {  // no time passed: the averages stand (exp(0) would only add rounding)
+        R.duty = b + (R.duty - b) * std::exp(-dt / p_.sustained_time_constant.s());
+        if (p_.sustained_slow_slowdown > 0) R.duty_slow = b + (R.duty_slow - b) * std::exp(-dt / p_.sustained_slow_time_constant.s());
+        R.duty_t = now;
+      }
       // The duty cycle counts every kernel that draws power, memory-bound
       // ones too (validation: counting only compute kernels left prefetching
       // runs' clock too high); only compute-bound kernels slow with the clock.
