@@ -58,18 +58,17 @@ namespace {
 
 enum EngineIdx { kH2D = 0, kD2H = 1, kOther = 2 };
 
-// One GPU-side op as the streams see it. Kept small (32 bytes): a full
+// One GPU-side op as the streams see it. Kept small (20 bytes): a full
 // workload enqueues ~10^6 of them, and writing them is much of a run's cost.
-// The op itself is ops_of(rank)[index]; its stream is the op's.
+// The op itself is op_of(g); its place in its stream and its dependency
+// live in its hardware queue's entry.
 struct GOp {
   int32_t rank = 0, index = 0;
-  int32_t pos = 0;                  // place in its stream
-  int32_t dep_stream = -1, dep_pos = -1;  // (stream, pos) that must be done first, if any
   int32_t inst = -1;                // collectives: instance
   int32_t seq = -1;                 // collectives: sequence on its group
   bool dispatched = false, done = false, arrived = false;
 };
-static_assert(sizeof(GOp) <= 32);
+static_assert(sizeof(GOp) <= 20);
 
 struct StreamState {
   std::vector<int> gops;
@@ -82,10 +81,10 @@ struct StreamState {
 // head's dispatch condition is copied next to the queue, so a pump scans the
 // queues without touching the ops.
 struct HwQueue {
-  struct Entry {
-    int32_t gop, index;
-    int32_t stream, pos;          // the op's stream and place in it
-    int32_t dep_stream, dep_pos;  // GOp::dep_*
+  struct Entry {  // 16 bytes
+    int32_t gop;
+    int16_t stream, dep_stream;   // the op's stream; the stream it waits on, or -1
+    int32_t pos, dep_pos;         // its place in its stream; dep_stream must have finished its op dep_pos
   };
   std::vector<Entry> ops;  // [head, end) are waiting; read in order, so the scan stays in cache
   size_t head = 0;
@@ -261,6 +260,9 @@ class Executor {
     if (s_.ranks() > static_cast<int>(gpus.size()) && s_.gpus.empty())
       throw InputError(SourceLocation{s_.file, 0, 0}, fmt::format("the schedule has {} ranks but topology '{}' has {} GPUs", s_.ranks(),
                                                                   topo_.name(), gpus.size()));
+    if (s_.streams.size() > static_cast<size_t>(INT16_MAX))
+      throw InputError(SourceLocation{s_.file, 0, 0}, fmt::format("the schedule declares {} streams; the simulator takes at most {}: "
+                                                                  "share streams between ops", s_.streams.size(), INT16_MAX));
     ranks_.resize(s_.ranks());
     records_.resize(s_.ranks());
     for (int r = 0; r < s_.ranks(); ++r) {
@@ -496,7 +498,8 @@ class Executor {
       case OpKind::EventRecord: case OpKind::Marker: {
         if (op.kind == OpKind::Marker && op.stream < 0) return;
         const int g = enqueue(r, op);
-        if (op.kind == OpKind::EventRecord) R.event_pos[op.event] = {op.stream, gops_[g].pos};
+        if (op.kind == OpKind::EventRecord) R.event_pos[op.event] = {op.stream, static_cast<int>(R.streams[op.stream].gops.size()) - 1};
+        (void)g;
         return;
       }
       case OpKind::Memcpy: {
@@ -569,24 +572,24 @@ class Executor {
     g.rank = r;
     g.index = R.pc;
     StreamState& st = R.streams[op.stream];
-    g.pos = static_cast<int>(st.gops.size());
+    const int id = static_cast<int>(gops_.size());
+    HwQueue::Entry e{id, static_cast<int16_t>(op.stream), -1, static_cast<int32_t>(st.gops.size()), -1};
     if (op.kind == OpKind::StreamWaitEvent) {
       const auto [es, ep] = R.event_pos[op.event];
-      g.dep_stream = es;
-      g.dep_pos = ep;
+      e.dep_stream = static_cast<int16_t>(es);
+      e.dep_pos = ep;
       records_[r][R.pc].waits_on = gops_[R.streams[es].gops[ep]].index;
     } else if (op.kind == OpKind::StreamWaitStream) {
       const int n = static_cast<int>(R.streams[op.stream2].gops.size());
       if (n > 0) {
-        g.dep_stream = op.stream2;
-        g.dep_pos = n - 1;
+        e.dep_stream = static_cast<int16_t>(op.stream2);
+        e.dep_pos = n - 1;
       }
     }
-    const int id = static_cast<int>(gops_.size());
     gops_.push_back(g);
     st.gops.push_back(id);
     HwQueue& q = R.hwq[st.hwq];
-    q.ops.push_back({id, R.pc, op.stream, g.pos, g.dep_stream, g.dep_pos});
+    q.ops.push_back(e);
     // Outside a pump no queue's head can dispatch; a new op changes only its
     // own queue's head, and only when that queue was empty. The scan starts
     // there: the queues before it would have done nothing.
@@ -616,12 +619,7 @@ class Executor {
         HwQueue& q = R.hwq[i];
         while (can_dispatch(R, q)) {
           const int id = q.ops[q.head++].gop;
-          if (!q.empty()) {  // the next head's op and records are cold by now: fetch them ahead
-            const HwQueue::Entry& next = q.ops[q.head];
-            __builtin_prefetch(&gops_[static_cast<size_t>(next.gop)]);
-            __builtin_prefetch(&R.ops[next.index]);
-            __builtin_prefetch(&records_[r][static_cast<size_t>(next.index)]);
-          }
+          if (!q.empty()) __builtin_prefetch(&gops_[static_cast<size_t>(q.ops[q.head].gop)]);  // cold by now: fetch it ahead
           dispatch(id);
         }
       }
@@ -634,7 +632,7 @@ class Executor {
     GOp& g = gops_[id];
     RankState& R = ranks_[g.rank];
     StreamState& st = R.streams[R.ops[g.index].stream];
-    assert(!g.done && st.done == g.pos);
+    assert(!g.done && st.gops[static_cast<size_t>(st.done)] == id);
     g.done = true;
     ++st.done;
     OpRecord& rec = records_[g.rank][g.index];
@@ -1203,7 +1201,11 @@ class Executor {
                                   missing.size() > 1 ? "s" : "", fmt::join(missing, ", "));
       return what + ": running";
     }
-    if (const int ds = g.dep_stream, dp = g.dep_pos; ds >= 0 && R.streams[ds].done <= dp)
+    const HwQueue::Entry* e = nullptr;  // still queued: its entry has the dependency
+    for (const HwQueue& q : R.hwq)
+      for (size_t i = q.head; i < q.ops.size(); ++i)
+        if (q.ops[i].gop == st.gops[st.done]) e = &q.ops[i];
+    if (const int ds = e ? e->dep_stream : -1, dp = e ? e->dep_pos : -1; ds >= 0 && R.streams[ds].done <= dp)
       return what + fmt::format(": waits for stream {} to finish its op {}", s_.streams[ds].name, gops_[R.streams[ds].gops[dp]].index);
     return what + (g.dispatched ? ": running" : ": waits in its hardware queue behind another stream's op");
   }
