@@ -498,6 +498,27 @@ programs:
     CHECK(e.find("call #0 on group 'world' waits for rank 1 to reach it") != std::string::npos);
     CHECK(e.find("rank 1 (gpu1): host finished its program") != std::string::npos);
   }
+  SUBCASE("a stream waiting on an event behind a stuck collective") {
+    const std::string e = error_of(R"(name: dlw
+ranks: 2
+streams: [compute, comm]
+programs:
+  - rank: 0
+    ops:
+      - {op: collective, kind: all_gather, group: world, bytes: 1 MB, stream: comm}
+      - {op: event_record, event: ready, stream: comm}
+      - {op: stream_wait_event, event: ready, stream: compute}
+      - {op: kernel, name: k, duration: 1 us, stream: compute}
+      - {op: device_sync}
+  - rank: 1
+    ops:
+      - {op: host_work, duration: 1 us}
+)");
+    CHECK(e.find("rank 0 (gpu0): host blocked in device_sync at op 4") != std::string::npos);
+    CHECK(e.find("stream compute: op 2 stream_wait_event") != std::string::npos);
+    CHECK(e.find(": waits for stream comm to finish its op 1") != std::string::npos);
+    CHECK(e.find("stream comm: op 0 collective all_gather") != std::string::npos);
+  }
   SUBCASE("collectives on two groups issued in opposite orders") {
     const std::string e = error_of(R"(name: cycle
 ranks: 2
