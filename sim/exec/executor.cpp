@@ -307,8 +307,8 @@ class Executor {
           info.p2p = info.p2p || (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P);
           if (op.kind != OpKind::Kernel) continue;
           const KernelKey key = KernelKey::of(op);
-          if (auto t = timed.find(key); t != timed.end()) {
-            info.work[i] = t->second;
+          if (auto hit = timed.find(key); hit != timed.end()) {
+            info.work[i] = hit->second;
             continue;
           }
           try {
@@ -331,11 +331,7 @@ class Executor {
       }
       for (size_t q = 0; q < per_queue.size(); ++q) reserve_huge(R.hwq[q].ops, per_queue[q]);
       OpRecord* rec = records_[r].data();
-      for (size_t i = 0; i < ops.size(); ++i) {
-        rec[i].rank = r;
-        rec[i].index = static_cast<int>(i);
-        rec[i].op = &ops[i];
-      }
+      for (size_t i = 0; i < ops.size(); ++i) rec[i].op = &ops[i];
       if (info.p2p)
         for (const Op& op : ops)
           if (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P) (void)route_between(r, op.peer, dma_);
@@ -852,7 +848,12 @@ class Executor {
       account(copy_bn_, rec);
       OpRecord& orec = records_[rr][gops_[gid].index];
       const ConstraintId mb = rec.main_bottleneck();
-      orec.bottleneck = mb < 0 ? -1 : res_of_cons_[mb];
+      const int bound = mb < 0 ? -1 : res_of_cons_[mb];
+      assert(bound < (1 << 30));  // OpRecord::bottleneck is 31 bits
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wconversion"
+      orec.bottleneck = bound;
+#pragma GCC diagnostic pop
       for (const auto& [c, t] : rec.bottleneck_time)
         if (c == mb) orec.bottleneck_time = t;
       ranks_[rr].ce[ee].busy = -1;
@@ -1293,9 +1294,10 @@ std::string format_exec_report(const Schedule& s, const ExecResult& r) {
                        format_bytes(static_cast<double>(sum.peak_vram)));
     out += fmt::format("  {:>4} {:<18} {:<22} {:<10} {:>12} {:>12} {:>12} {:>12}\n", "#", "op", "label", "stream", "issued", "start",
                        "end", "duration");
-    for (const OpRecord& rec : r.ops[rank]) {
+    for (size_t index = 0; index < r.ops[rank].size(); ++index) {
+      const OpRecord& rec = r.ops[rank][index];
       const Op& op = *rec.op;
-      out += fmt::format("  {:>4} {:<18} {:<22} {:<10} {:>12} {:>12} {:>12} {:>12}\n", rec.index, to_string(op.kind),
+      out += fmt::format("  {:>4} {:<18} {:<22} {:<10} {:>12} {:>12} {:>12} {:>12}\n", index, to_string(op.kind),
                          op.label.substr(0, 22), op.stream >= 0 ? s.streams[op.stream].name : "-", format_time(rec.issue),
                          format_time(rec.start), format_time(rec.end), format_time(rec.end - rec.start));
     }

@@ -20,19 +20,20 @@
 
 namespace osim {
 
+/// What happened to one op; ExecResult::ops[rank][index] is the op at that
+/// place in the rank's program. 56 bytes: a run keeps one per op.
 struct OpRecord {
-  int rank = 0;
-  int index = 0;           // position in the rank's program
   const Op* op = nullptr;
   Time issue;              // host thread starts the call
   Time returned;           // host thread returns from it
   Time start;              // GPU starts it (host ops: = issue)
   Time end;                // GPU finishes it (host ops: when the host moves on)
-  bool ran = false;
-  int waits_on = -1;       // stream_wait_event: index of the event_record op it bound to
-  int bottleneck = -2;     // memcpy: resource that bound it longest (-1: its own cap); -2: none
-  Time bottleneck_time;    // memcpy: how long it was bound there
+  Time bottleneck_time;    // memcpy: how long it was bound at `bottleneck`
+  int32_t waits_on = -1;   // stream_wait_event: index of the event_record op it bound to
+  int32_t bottleneck : 31 = -2;  // memcpy: resource that bound it longest (-1: its own cap); -2: none
+  bool ran : 1 = false;
 };
+static_assert(sizeof(OpRecord) <= 56);
 
 /// Time transfers spent bottlenecked on a resource.
 struct BottleneckStat {

@@ -45,9 +45,10 @@ nlohmann::ordered_json records_json(const Schedule& s, const ExecResult& r, cons
   auto ns = [](Time t) { return static_cast<double>(t.ps()) * 1e-3; };
   for (int rank = 0; rank < s.ranks(); ++rank) {
     ordered_json ops = ordered_json::array();
-    for (const OpRecord& rec : r.ops[rank]) {
+    for (size_t index = 0; index < r.ops[rank].size(); ++index) {
+      const OpRecord& rec = r.ops[rank][index];
       if (!rec.ran) continue;
-      ops.push_back({rec.index, op_class(*rec.op), rec.op->label, ns(rec.issue), ns(rec.returned), ns(rec.start), ns(rec.end)});
+      ops.push_back({static_cast<int>(index), op_class(*rec.op), rec.op->label, ns(rec.issue), ns(rec.returned), ns(rec.start), ns(rec.end)});
     }
     ranks.push_back({{"rank", rank}, {"gpu", r.ranks[rank].gpu}, {"ops", std::move(ops)}});
   }

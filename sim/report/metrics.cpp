@@ -261,7 +261,8 @@ std::string trace_json(const Schedule& s, const hw::Topology& topo, const ExecRe
     const char* engines[] = {"copy engine H2D", "copy engine D2H", "copy engine other"};
     for (int e = 0; e < 3; ++e)
       emit(fmt::format(R"J({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})J", rank, 100 + e, engines[e]));
-    for (const OpRecord& rec : r.ops[rank]) {
+    for (size_t index = 0; index < r.ops[rank].size(); ++index) {
+      const OpRecord& rec = r.ops[rank][index];
       const Op& op = *rec.op;
       const std::string name = esc(op.label.empty() ? to_string(op.kind) : op.label);
       // Host call.
@@ -275,7 +276,7 @@ std::string trace_json(const Schedule& s, const hw::Topology& topo, const ExecRe
       const int tid = 1 + op.stream;
       if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective || op.kind == OpKind::Memcpy) {
         emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"{}","args":{{"op":{}{}}}}})J", rank, tid,
-                         us(rec.start), us(rec.end - rec.start), name, to_string(op.kind), rec.index,
+                         us(rec.start), us(rec.end - rec.start), name, to_string(op.kind), index,
                          op.bytes ? fmt::format(",\"bytes\":{}", op.bytes) : std::string()));
         if (op.kind == OpKind::Memcpy) {
           const int e = op.copy == CopyKind::H2D ? 0 : op.copy == CopyKind::D2H ? 1 : 2;
@@ -289,7 +290,7 @@ std::string trace_json(const Schedule& s, const hw::Topology& topo, const ExecRe
         emit(fmt::format(R"J({{"ph":"i","pid":{},"tid":{},"ts":{},"name":"{}","s":"t"}})J", rank, tid, us(rec.start), name));
       } else if (op.kind == OpKind::StreamWaitEvent && rec.waits_on >= 0) {
         const OpRecord& src = r.ops[rank][rec.waits_on];
-        const int id = rank * 10000000 + rec.index;
+        const int64_t id = int64_t{rank} * 10000000 + static_cast<int64_t>(index);
         emit(fmt::format(R"J({{"ph":"s","pid":{},"tid":{},"ts":{},"id":{},"name":"event {}","cat":"event"}})J", rank, 1 + src.op->stream,
                          us(src.end), id, esc(s.events[op.event])));
         emit(fmt::format(R"J({{"ph":"f","bp":"e","pid":{},"tid":{},"ts":{},"id":{},"name":"event {}","cat":"event"}})J", rank, tid,

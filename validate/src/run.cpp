@@ -545,8 +545,6 @@ class Runner {
       out.ops[r].resize(n);
       for (int i = 0; i < n; ++i) {
         osim::OpRecord& rec = out.ops[r][i];
-        rec.rank = r;
-        rec.index = i;
         rec.op = &op(r, i);
         rec.ran = true;
         rec.issue = osim::Time::from_ns(static_cast<double>(R.issue[i] - t0));
