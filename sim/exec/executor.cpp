@@ -1,6 +1,7 @@
 #include "executor.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <deque>
@@ -211,18 +212,18 @@ struct KernelKey {
   }
 };
 struct KernelKeyHash {
+  // Independent multiplies (one chain each), then one fold: this runs once
+  // per kernel of a program.
   size_t operator()(const KernelKey& k) const {
-    uint64_t h = 0xcbf29ce484222325ull;
-    auto mix = [&h](uint64_t x) { h = (h ^ x) * 0x100000001b3ull; };
-    mix(static_cast<uint64_t>(k.duration_ps));
-    for (int32_t v : {k.gemm.m, k.gemm.n, k.gemm.k, k.attention.batch, k.attention.heads, k.attention.seq_q, k.attention.seq_kv,
-                      k.attention.head_dim})
-      mix(static_cast<uint32_t>(v));
-    mix(std::hash<double>{}(k.flops));
-    mix(std::hash<double>{}(k.hbm_bytes));
-    mix(std::hash<float>{}(k.efficiency));
-    mix(static_cast<uint64_t>(k.dtype));
-    return static_cast<size_t>(h);
+    auto pair = [](int32_t a, int32_t b) { return static_cast<uint64_t>(static_cast<uint32_t>(a)) | (static_cast<uint64_t>(static_cast<uint32_t>(b)) << 32); };
+    auto bits = [](double x) { return std::bit_cast<uint64_t>(x + 0.0); };  // + 0.0: -0.0 hashes as 0.0, as == says
+    const uint64_t h = static_cast<uint64_t>(k.duration_ps) * 0x9E3779B97F4A7C15ull + pair(k.gemm.m, k.gemm.n) * 0xC2B2AE3D27D4EB4Full +
+                       pair(k.gemm.k, k.attention.batch) * 0x165667B19E3779F9ull +
+                       pair(k.attention.heads, k.attention.seq_q) * 0xD6E8FEB86659FD93ull +
+                       pair(k.attention.seq_kv, k.attention.head_dim) * 0xFF51AFD7ED558CCDull + bits(k.flops) * 0xC4CEB9FE1A85EC53ull +
+                       bits(k.hbm_bytes) * 0x2545F4914F6CDD1Dull +
+                       pair(static_cast<int32_t>(std::bit_cast<uint32_t>(k.efficiency + 0.0f)), static_cast<int32_t>(k.dtype)) * 0x94D049BB133111EBull;
+    return static_cast<size_t>(h ^ (h >> 29));
   }
 };
 
