@@ -289,7 +289,10 @@ class Executor {
       R.parked.resize(s_.groups.size());
       const auto& ops = *s_.programs[r].ops;
       reserve_huge(records_[r], ops.size());
-      records_[r].resize(ops.size());
+      for (const Op& op : ops) {  // one pass over fresh memory
+        OpRecord& rec = records_[r].emplace_back();
+        rec.op = &op;
+      }
       // What the executor needs to know of a program, once per program and
       // GPU (ranks may share a program): solo kernel times and stream lengths.
       auto [pit, fresh] = programs_.try_emplace(std::make_pair(&ops, R.node));
@@ -331,8 +334,6 @@ class Executor {
         per_queue[static_cast<size_t>(R.streams[i].hwq)] += info.per_stream[i];
       }
       for (size_t q = 0; q < per_queue.size(); ++q) reserve_huge(R.hwq[q].ops, per_queue[q]);
-      OpRecord* rec = records_[r].data();
-      for (size_t i = 0; i < ops.size(); ++i) rec[i].op = &ops[i];
       if (info.p2p)
         for (const Op& op : ops)
           if (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P) (void)route_between(r, op.peer, dma_);
