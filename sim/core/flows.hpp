@@ -113,7 +113,7 @@ class FlowModel {
 
   Engine& engine_;
   MaxMinSystem& sys_;
-  BlockVector<Flow, 8> flows_;  // stable addresses; no relocation as it grows
+  BlockVector<Flow, 14> flows_;  // stable addresses; no relocation as it grows; 6 MB blocks on huge pages
   std::vector<FlowId> free_ids_;
   std::vector<FlowId> var_to_flow_;
   std::vector<double> constraint_bytes_;

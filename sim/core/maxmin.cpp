@@ -60,6 +60,7 @@ void MaxMinSystem::expand(ConstraintId c, VariableId v, double coefficient) {
   }
   Cons& k = cons_[c];
   x.elems.push_back(Elem{coefficient, c, static_cast<uint32_t>(k.users.size())});
+  grow_huge(k.users);  // a shared link may carry a million flows
   k.users.push_back(UserRef{v, static_cast<uint32_t>(x.elems.size() - 1)});
   mark_dirty(c);
 }
@@ -189,6 +190,7 @@ void MaxMinSystem::fix(VariableId v, double r, ConstraintId why) {
 }
 
 void MaxMinSystem::flush_touched(double level) {
+  if (const size_t need = heap_.size() + touched_.size(); need > heap_.capacity()) reserve_huge(heap_, 2 * need);
   for (ConstraintId c : touched_) {
     Cons& k = cons_[c];
     k.touched = false;
@@ -224,6 +226,7 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
     }
     if (std::isfinite(x.bound)) bounded_.emplace_back(x.bound / x.weight, v);
   }
+  reserve_huge(heap_, cons.size());
   for (ConstraintId c : cons) {
     const Cons& k = cons_[c];
     if (k.unfixed > 0) heap_.push_back(HeapEntry{k.remaining / k.sumw, c, 0});

@@ -3,8 +3,11 @@
 // grows, so ids stay small and storage is not reallocated per event.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <memory>
+#include <new>
 #include <vector>
 
 namespace osim {
@@ -16,33 +19,79 @@ namespace osim {
 /// page faults. Call it after reserving and before touching the memory.
 void advise_huge_pages(const void* p, size_t bytes);
 
-/// Reserves room for n entries and advises huge pages for it when large.
+/// Reserves room for n entries and advises huge pages for it when large
+/// (before the entries move in, so the new storage faults in huge pages).
 template <class T>
 void reserve_huge(std::vector<T>& v, size_t n) {
-  v.reserve(n);
-  advise_huge_pages(v.data(), v.capacity() * sizeof(T));
+  if (n <= v.capacity()) return;
+  if (v.empty()) {
+    v.reserve(n);
+    advise_huge_pages(v.data(), v.capacity() * sizeof(T));
+    return;
+  }
+  std::vector<T> bigger;
+  bigger.reserve(n);
+  advise_huge_pages(bigger.data(), bigger.capacity() * sizeof(T));
+  bigger.insert(bigger.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
+  v.swap(bigger);
 }
 
 /// A growable array whose entries never move: storage comes in blocks of
 /// 2^BlockBits entries (one allocation per block, not per entry as a
 /// std::deque of large records gives), so references stay valid as it grows.
+/// Entries are constructed as they are added, so a block's untouched tail
+/// costs no memory; large blocks are backed by huge pages.
 template <class T, unsigned BlockBits = 10>
 class BlockVector {
  public:
   static constexpr size_t kBlock = size_t{1} << BlockBits;
+  // Large blocks start on a huge-page boundary, so all of them can be huge.
+  static constexpr std::align_val_t kAlign{kBlock * sizeof(T) >= (size_t{4} << 20) ? std::max(alignof(T), size_t{2} << 20) : alignof(T)};
+  BlockVector() = default;
+  BlockVector(const BlockVector&) = delete;
+  BlockVector& operator=(const BlockVector&) = delete;
+  ~BlockVector() {
+    for (size_t i = 0; i < size_; ++i) (*this)[i].~T();
+    for (T* b : blocks_) ::operator delete(b, kAlign);
+  }
   T& operator[](size_t i) { return blocks_[i >> BlockBits][i & (kBlock - 1)]; }
   const T& operator[](size_t i) const { return blocks_[i >> BlockBits][i & (kBlock - 1)]; }
   [[nodiscard]] size_t size() const { return size_; }
   [[nodiscard]] bool empty() const { return size_ == 0; }
   T& emplace_back() {
-    if ((size_ >> BlockBits) == blocks_.size()) blocks_.push_back(std::make_unique<T[]>(kBlock));
-    return (*this)[size_++];
+    if ((size_ >> BlockBits) == blocks_.size()) {
+      void* b = ::operator new(kBlock * sizeof(T), kAlign);
+      advise_huge_pages(b, kBlock * sizeof(T));
+      blocks_.push_back(static_cast<T*>(b));
+    }
+    T* slot = &(*this)[size_];
+    ::new (static_cast<void*>(slot)) T();
+    ++size_;
+    return *slot;
   }
 
  private:
-  std::vector<std::unique_ptr<T[]>> blocks_;
+  std::vector<T*> blocks_;
   size_t size_ = 0;
 };
+
+/// Before a push_back: a full, large vector doubles into huge-page-backed storage.
+template <class T>
+void grow_huge(std::vector<T>& v) {
+  if (v.size() == v.capacity() && v.capacity() * sizeof(T) >= (size_t{4} << 20)) reserve_huge(v, 2 * v.capacity());
+}
+
+/// Appends a default entry to a vector pool, growing its storage (once it is
+/// large) in huge-page-backed steps.
+template <class T>
+void grow_pool(std::vector<T>& pool) {
+  grow_huge(pool);
+  pool.emplace_back();
+}
+template <class T, unsigned B>
+void grow_pool(BlockVector<T, B>& pool) {
+  pool.emplace_back();
+}
 
 /// A free index of `pool` (the most recently freed), or a new default-constructed
 /// entry appended to it. The caller resets the entry's contents.
@@ -53,7 +102,7 @@ Id take_slot(std::vector<Id>& free_list, Pool& pool) {
     free_list.pop_back();
     return id;
   }
-  pool.emplace_back();
+  grow_pool(pool);
   return static_cast<Id>(pool.size() - 1);
 }
 
