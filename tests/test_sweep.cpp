@@ -115,6 +115,33 @@ TEST_CASE("sweep: every point runs as `overlapsim run` would; a failing point re
   CHECK(to_csv(run_sweep(s, one)) == to_csv(t));
 }
 
+TEST_CASE("sweep: points that differ only in topology share one schedule and each equals its own run") {
+  // Topology is the slowest key, so points sharing a schedule are far apart
+  // in the table; the sweep runs them one after another and builds it once.
+  const std::string f = write_sweep("topos.yaml", "name: topos\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
+                                                      "set: {steps: 1}\n"
+                                                      "grid:\n  topology: [" + kSrc + "/configs/topologies/aces-4xh100-pcie.yaml, " + kSrc +
+                                                      "/configs/topologies/dgx-h100.yaml]\n  offload.prefetch_size: [1, 2]\n");
+  SweepOptions o;
+  o.threads = 2;
+  const SweepTable t = run_sweep(parse_sweep_file(f), o);
+  REQUIRE(t.rows.size() == 4);
+  const char* topos[] = {"aces-4xh100-pcie", "dgx-h100"};
+  for (size_t r = 0; r < 4; ++r) {
+    const std::string prefetch = r % 2 == 0 ? "1" : "2";
+    const DitWorkload w = parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=1", "offload.prefetch_size=" + prefetch});
+    const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/" + topos[r / 2] + ".yaml"));
+    const Schedule sched = generate_schedule(w);
+    const Metrics m = compute_metrics(sched, topo, execute(sched, topo, w.params));
+    CHECK(cell(t, r, "topology_name") == topos[r / 2]);
+    CHECK(cell(t, r, "makespan_ms") == fmt::format("{:.4f}", m.makespan.s() * 1e3));
+  }
+  CHECK(cell(t, 0, "makespan_ms") != cell(t, 2, "makespan_ms"));  // the machines differ
+  SweepOptions one;
+  one.threads = 1;
+  CHECK(to_csv(run_sweep(parse_sweep_file(f), one)) == to_csv(t));
+}
+
 TEST_CASE("sweep: shards merge into the unsharded table; merge refuses duplicates, gaps and mixed sweeps") {
   const SweepSpec s = parse_sweep_file(small_sweep());
   const SweepTable whole = run_sweep(s);

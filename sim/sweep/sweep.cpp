@@ -252,8 +252,28 @@ const hw::Topology& topology_for(TopoCache& cache, const std::string& path, cons
   return *it->second;
 }
 
+// What a worker thread keeps between points: parsed topologies, and the last
+// schedule it built with the edits that built it (points that differ only
+// in topology or calibration, e.g. the same workload on two machines, share it).
+struct WorkerCache {
+  TopoCache topologies;
+  std::string schedule_key;  // the overrides, one per line; empty: nothing kept
+  Schedule schedule;
+  ModelParams params;
+};
+
+// The assignments a point's schedule depends on (all but topology, its
+// edits and calibration), one per line.
+std::string schedule_key(const SweepAssignment& a) {
+  std::string key = "\n";
+  for (const auto& [k, v] : a)
+    if (k != "topology" && k != "calibration" && !is_topology_edit(k)) key += k + "=" + v.text + "\n";
+  return key;
+}
+
 // Simulates one point; throws what the parsers and the simulator throw.
-std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a, TopoCache& cache) {
+std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a, WorkerCache& worker) {
+  TopoCache& cache = worker.topologies;
   std::vector<std::string> overrides, topo_edits;
   std::string topo_path = s.topology, calibration = s.calibration;
   for (const auto& [k, v] : a) {
@@ -262,15 +282,21 @@ std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a,
     else if (is_topology_edit(k)) topo_edits.push_back(k.substr(9) + "=" + v.text);
     else overrides.push_back(k + "=" + v.text);
   }
-  Schedule sched;
-  ModelParams params;
-  if (s.schedule_base) {
-    sched = parse_schedule_file(s.base, overrides);
-  } else {
-    const DitWorkload w = parse_workload_file(s.base, overrides);
-    sched = generate_schedule(w);
-    params = w.params;
+  const std::string key = schedule_key(a);
+  if (worker.schedule_key != key) {
+    worker.schedule_key.clear();  // a throw below leaves nothing kept
+    if (s.schedule_base) {
+      worker.schedule = parse_schedule_file(s.base, overrides);
+      worker.params = ModelParams{};
+    } else {
+      const DitWorkload w = parse_workload_file(s.base, overrides);
+      worker.schedule = generate_schedule(w);
+      worker.params = w.params;
+    }
+    worker.schedule_key = key;
   }
+  const Schedule& sched = worker.schedule;
+  ModelParams params = worker.params;
   if (topo_path.empty()) {
     if (sched.topology.empty())
       throw InputError(SourceLocation{s.file, 0, 0}, fmt::format("no topology: {} names none; add 'topology: FILE' to the sweep", s.base));
@@ -298,14 +324,27 @@ SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o) {
   std::vector<size_t> mine;
   for (size_t i = static_cast<size_t>(o.shard); i < s.size(); i += static_cast<size_t>(o.shards)) mine.push_back(i);
   t.rows.resize(mine.size());
+  // Run points that share a schedule one after another, so a worker builds
+  // it once; rows land in their own places, so the table is the same in
+  // any order.
+  std::vector<size_t> order(mine.size());
+  {
+    std::vector<std::string> keys(mine.size());
+    for (size_t j = 0; j < mine.size(); ++j) {
+      order[j] = j;
+      keys[j] = schedule_key(s.point(mine[j]));
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  }
 
   std::unique_ptr<tbb::global_control> limit;
   if (o.threads > 0) limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(o.threads));
-  tbb::enumerable_thread_specific<TopoCache> caches;
+  tbb::enumerable_thread_specific<WorkerCache> caches;
   std::mutex progress_mutex;
   size_t done = 0;
   tbb::parallel_for(tbb::blocked_range<size_t>(0, mine.size(), 1), [&](const tbb::blocked_range<size_t>& range) {
-    for (size_t j = range.begin(); j != range.end(); ++j) {
+    for (size_t pos = range.begin(); pos != range.end(); ++pos) {
+      const size_t j = order[pos];
       const size_t i = mine[j];
       const SweepAssignment a = s.point(i);
       std::vector<std::string> row{std::to_string(i)};
