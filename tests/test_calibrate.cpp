@@ -275,6 +275,16 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   CHECK(cal.params.hbm_latency.us() == doctest::Approx(2.27).epsilon(0.2));
   // The realised SP 1 self-attention GEMM at its own burst rate, not the table's median.
   CHECK(cal.params.gemm_efficiency_for(16384, 5120, 7616) != doctest::Approx(cal.params.gemm_efficiency));
+  // The host-transport fit reads the merged P2P-off runs, like every other
+  // fit: the later run's all-to-all || H2D row (interference-all/) replaces
+  // the first's, so the copy weight follows it, not the first file's row.
+  {
+    auto later_first = docs;
+    std::swap(later_first[1], later_first[3]);  // the later P2P-off run given first: its row is replaced instead
+    const double w_later = cal.params.copy_weight, w_first = calibrate(later_first, topo).params.copy_weight;
+    CHECK(w_later == doctest::Approx(2.79).epsilon(0.005));
+    CHECK(w_first == doctest::Approx(2.766).epsilon(0.005));
+  }
   // Host aggregate, 1-4 GPUs: sub-linear beyond two GPUs (the fit reports it).
   const Fit* host = nullptr;
   for (const Fit& f : cal.fits)

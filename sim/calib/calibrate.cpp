@@ -522,7 +522,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
 
   // The host-memory transport (a run with NCCL_P2P_DISABLE=1): a rank's
   // ceiling, and how copy-engine DMA shares a PCIe link with it.
-  if (const json* off = find_doc(docs, true)) {
+  if (const json* off = find_doc(runs, true)) {
     int ranks = 0;
     for (const auto& r : rows(*off, "nccl_all_to_all")) ranks = std::max(ranks, r.at("ranks").get<int>());
     double bytes = 0, busbw = 0;
