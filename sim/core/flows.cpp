@@ -44,11 +44,14 @@ FlowId FlowModel::start(FlowSpec spec) {
   fl.last_update = Time::zero();
   fl.completion_batch = -1;
   fl.completion_token = 0;
-  fl.spec = std::move(spec);
+  fl.route = std::move(spec.route);
+  fl.on_done = std::move(spec.on_done);
+  fl.rate_cap = spec.rate_cap;
+  fl.weight = spec.weight;
   fl.running = true;
   ++active_;
   // Always through the engine, so a callback never runs inside start().
-  const Time t = engine_.now() + fl.spec.latency;
+  const Time t = fl.record.first_byte;
   Open& o = open_activation_;
   if (o.batch < 0 || o.time != t || o.seq != engine_.next_seq()) {
     o.batch = new_batch(t, false);
@@ -107,8 +110,8 @@ double FlowModel::rate(FlowId f) const { return flows_[f].rate; }
 void FlowModel::set_rate_cap(FlowId f, double cap) {
   Flow& fl = flows_[f];
   assert(fl.running && cap > 0);
-  if (fl.spec.rate_cap == cap) return;
-  fl.spec.rate_cap = cap;
+  if (fl.rate_cap == cap) return;
+  fl.rate_cap = cap;
   if (fl.var >= 0) {
     sys_.set_bound(fl.var, cap);
     request_solve();
@@ -122,8 +125,8 @@ void FlowModel::activate(FlowId f) {
     complete(f);
     return;
   }
-  fl.var = sys_.add_variable(fl.spec.weight, fl.spec.rate_cap);
-  for (const FlowUse& u : fl.spec.route) sys_.expand(u.constraint, fl.var, u.coefficient);
+  fl.var = sys_.add_variable(fl.weight, fl.rate_cap);
+  for (const FlowUse& u : fl.route) sys_.expand(u.constraint, fl.var, u.coefficient);
   if (var_to_flow_.size() <= static_cast<size_t>(fl.var)) var_to_flow_.resize(fl.var + 1, -1);
   var_to_flow_[fl.var] = f;
   request_solve();
@@ -141,7 +144,7 @@ void FlowModel::settle(Flow& fl) {
   if (dt > Time::zero()) {
     const double moved = std::min(fl.remaining, fl.rate * dt.s());
     fl.remaining -= moved;
-    for (const FlowUse& u : fl.spec.route) {
+    for (const FlowUse& u : fl.route) {
       if (constraint_bytes_.size() <= static_cast<size_t>(u.constraint)) constraint_bytes_.resize(u.constraint + 1, 0);
       constraint_bytes_[u.constraint] += moved * u.coefficient;
     }
@@ -184,7 +187,7 @@ void FlowModel::complete(FlowId f) {
   Flow& fl = flows_[f];
   settle(fl);
   // The completion time was rounded up to a picosecond: count the last crumb.
-  for (const FlowUse& u : fl.spec.route) {
+  for (const FlowUse& u : fl.route) {
     if (constraint_bytes_.size() <= static_cast<size_t>(u.constraint)) constraint_bytes_.resize(u.constraint + 1, 0);
     constraint_bytes_[u.constraint] += fl.remaining * u.coefficient;
   }
@@ -201,8 +204,8 @@ void FlowModel::complete(FlowId f) {
   --active_;
   // The slot is freed after the callback, which reads the record in place
   // (a flow it starts takes another slot); start() resets every field.
-  auto cb = std::move(fl.spec.on_done);
-  fl.spec.on_done = nullptr;
+  auto cb = std::move(fl.on_done);
+  fl.on_done = nullptr;
   if (cb) cb(fl.record);
   free_ids_.push_back(f);
 }

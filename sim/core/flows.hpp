@@ -81,7 +81,12 @@ class FlowModel {
 
  private:
   struct Flow {
-    FlowSpec spec;
+    // What a running flow needs of its FlowSpec (bytes, latency and label
+    // go to the record at start): a run may hold a million flows at once.
+    boost::container::small_vector<FlowUse, 6> route;
+    std::function<void(const FlowRecord&)> on_done;
+    double rate_cap = MaxMinSystem::kUnbounded;
+    double weight = 1.0;
     FlowRecord record;
     VariableId var = -1;
     double remaining = 0;
