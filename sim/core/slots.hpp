@@ -45,14 +45,17 @@ template <class T, unsigned BlockBits = 10>
 class BlockVector {
  public:
   static constexpr size_t kBlock = size_t{1} << BlockBits;
-  // Large blocks start on a huge-page boundary, so all of them can be huge.
-  static constexpr std::align_val_t kAlign{kBlock * sizeof(T) >= (size_t{4} << 20) ? std::max(alignof(T), size_t{2} << 20) : alignof(T)};
+  // Large blocks start on a huge-page boundary and span whole huge pages
+  // (the tail past the last entry is never touched), so all of them can be huge.
+  static constexpr bool kLarge = kBlock * sizeof(T) >= (size_t{4} << 20);
+  static constexpr std::align_val_t kAlign{kLarge ? std::max(alignof(T), size_t{2} << 20) : alignof(T)};
+  static constexpr size_t kBytes = kLarge ? (kBlock * sizeof(T) + (size_t{2} << 20) - 1) / (size_t{2} << 20) * (size_t{2} << 20) : kBlock * sizeof(T);
   BlockVector() = default;
   BlockVector(const BlockVector&) = delete;
   BlockVector& operator=(const BlockVector&) = delete;
   ~BlockVector() {
     for (size_t i = 0; i < size_; ++i) (*this)[i].~T();
-    for (T* b : blocks_) ::operator delete(b, kAlign);
+    for (T* b : blocks_) ::operator delete(b, kBytes, kAlign);
   }
   T& operator[](size_t i) { return blocks_[i >> BlockBits][i & (kBlock - 1)]; }
   const T& operator[](size_t i) const { return blocks_[i >> BlockBits][i & (kBlock - 1)]; }
@@ -60,8 +63,8 @@ class BlockVector {
   [[nodiscard]] bool empty() const { return size_ == 0; }
   T& emplace_back() {
     if ((size_ >> BlockBits) == blocks_.size()) {
-      void* b = ::operator new(kBlock * sizeof(T), kAlign);
-      advise_huge_pages(b, kBlock * sizeof(T));
+      void* b = ::operator new(kBytes, kAlign);
+      advise_huge_pages(b, kBytes);
       blocks_.push_back(static_cast<T*>(b));
     }
     T* slot = &(*this)[size_];
