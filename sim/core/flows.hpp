@@ -118,7 +118,7 @@ class FlowModel {
 
   Engine& engine_;
   MaxMinSystem& sys_;
-  BlockVector<Flow, 14> flows_;  // stable addresses; no relocation as it grows; 6 MB blocks on huge pages
+  BlockVector<Flow> flows_;  // stable addresses; no relocation as it grows
   std::vector<FlowId> free_ids_;
   std::vector<FlowId> var_to_flow_;
   std::vector<double> constraint_bytes_;

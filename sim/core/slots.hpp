@@ -4,9 +4,11 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <iterator>
 #include <memory>
+#include <utility>
 #include <new>
 #include <vector>
 
@@ -36,44 +38,60 @@ void reserve_huge(std::vector<T>& v, size_t n) {
   v.swap(bigger);
 }
 
-/// A growable array whose entries never move: storage comes in blocks of
-/// 2^BlockBits entries (one allocation per block, not per entry as a
-/// std::deque of large records gives), so references stay valid as it grows.
-/// Entries are constructed as they are added, so a block's untouched tail
-/// costs no memory; large blocks are backed by huge pages.
-template <class T, unsigned BlockBits = 10>
+/// A growable array whose entries never move: storage comes in blocks that
+/// double in size (2^BaseBits entries, then twice that, ...), one allocation
+/// each (not one per entry as a std::deque of large records gives), so
+/// references stay valid as it grows, a small run allocates little and a
+/// large one few blocks. Entries are constructed as they are added, so a
+/// block's untouched tail costs no memory; large blocks start on a huge-page
+/// boundary, span whole huge pages, and are backed by them.
+template <class T, unsigned BaseBits = 6>
 class BlockVector {
  public:
-  static constexpr size_t kBlock = size_t{1} << BlockBits;
-  // Large blocks start on a huge-page boundary and span whole huge pages
-  // (the tail past the last entry is never touched), so all of them can be huge.
-  static constexpr bool kLarge = kBlock * sizeof(T) >= (size_t{4} << 20);
-  static constexpr std::align_val_t kAlign{kLarge ? std::max(alignof(T), size_t{2} << 20) : alignof(T)};
-  static constexpr size_t kBytes = kLarge ? (kBlock * sizeof(T) + (size_t{2} << 20) - 1) / (size_t{2} << 20) * (size_t{2} << 20) : kBlock * sizeof(T);
+  static constexpr size_t kBase = size_t{1} << BaseBits;
   BlockVector() = default;
   BlockVector(const BlockVector&) = delete;
   BlockVector& operator=(const BlockVector&) = delete;
   ~BlockVector() {
     for (size_t i = 0; i < size_; ++i) (*this)[i].~T();
-    for (T* b : blocks_) ::operator delete(b, kBytes, kAlign);
+    for (size_t k = 0; k < blocks_.size(); ++k) ::operator delete(blocks_[k], bytes(k), align(k));
   }
-  T& operator[](size_t i) { return blocks_[i >> BlockBits][i & (kBlock - 1)]; }
-  const T& operator[](size_t i) const { return blocks_[i >> BlockBits][i & (kBlock - 1)]; }
+  T& operator[](size_t i) { return at(i); }
+  const T& operator[](size_t i) const { return const_cast<BlockVector*>(this)->at(i); }
   [[nodiscard]] size_t size() const { return size_; }
   [[nodiscard]] bool empty() const { return size_ == 0; }
   T& emplace_back() {
-    if ((size_ >> BlockBits) == blocks_.size()) {
-      void* b = ::operator new(kBytes, kAlign);
-      advise_huge_pages(b, kBytes);
+    const auto [k, off] = locate(size_);
+    if (k == blocks_.size()) {
+      void* b = ::operator new(bytes(k), align(k));
+      if (large(k)) advise_huge_pages(b, bytes(k));
       blocks_.push_back(static_cast<T*>(b));
     }
-    T* slot = &(*this)[size_];
+    T* slot = blocks_[k] + off;
     ::new (static_cast<void*>(slot)) T();
     ++size_;
     return *slot;
   }
 
  private:
+  static constexpr size_t kHuge = size_t{2} << 20;
+  // Entry i lives in block k = floor(log2(i / base + 1)), at i + base - (base << k).
+  static std::pair<size_t, size_t> locate(size_t i) {
+    const size_t j = i + kBase;
+    const size_t k = static_cast<size_t>(std::bit_width(j)) - 1 - BaseBits;
+    return {k, j - (kBase << k)};
+  }
+  T& at(size_t i) {
+    const auto [k, off] = locate(i);
+    return blocks_[k][off];
+  }
+  static bool large(size_t k) { return (kBase << k) * sizeof(T) >= 2 * kHuge; }
+  static size_t bytes(size_t k) {
+    const size_t b = (kBase << k) * sizeof(T);
+    return large(k) ? (b + kHuge - 1) / kHuge * kHuge : b;
+  }
+  static std::align_val_t align(size_t k) { return std::align_val_t{large(k) ? std::max(alignof(T), kHuge) : alignof(T)}; }
+
   std::vector<T*> blocks_;
   size_t size_ = 0;
 };

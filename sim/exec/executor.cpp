@@ -1255,7 +1255,7 @@ class Executor {
   std::vector<std::vector<OpRecord>> records_;
   std::vector<GOp> gops_;         // grows only in host steps, never while a GOp& is held
   // A deque: instances are created while a CollInst& is held (parked collectives).
-  BlockVector<CollInst, 6> insts_;
+  BlockVector<CollInst> insts_;
   std::deque<std::pair<int, uint64_t>> free_insts_;  // (finished instance, the event that finished it)
   struct InstKeyHash {
     size_t operator()(const std::tuple<int, int, int>& k) const {
