@@ -193,9 +193,11 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)), g_(std::make_uni
   // Resources: link directions, then node aggregates, in file order.
   link_fwd_.resize(spec_.links.size());
   link_rev_.resize(spec_.links.size());
+  link_a_.resize(spec_.links.size());
   for (size_t i = 0; i < spec_.links.size(); ++i) {
     const LinkSpec& l = spec_.links[i];
     const int a = index_.at(l.a), b = index_.at(l.b);
+    link_a_[i] = a;
     boost::add_edge(static_cast<size_t>(a), static_cast<size_t>(b), EdgeP{static_cast<int>(i), 1e6 + l.latency.ns()}, g);
     if (l.bandwidth.is_unlimited()) {
       link_fwd_[i] = link_rev_[i] = -1;
@@ -373,7 +375,7 @@ void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg, bool 
   for (size_t i = 0; i < path.links.size(); ++i) {
     const int link = path.links[i];
     const LinkSpec& l = spec_.links[link];
-    add(index_.at(l.a) == path.nodes[i] ? link_fwd_[link] : link_rev_[link], 1.0);
+    add(link_a_[static_cast<size_t>(link)] == path.nodes[i] ? link_fwd_[link] : link_rev_[link], 1.0);
     r.latency += l.latency;
   }
   for (size_t i = 0; i < path.nodes.size(); ++i) {
@@ -408,6 +410,7 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
     throw InputError(SourceLocation{}, fmt::format("cannot route '{}' -> '{}': transfers start and end at GPUs, host memory (cpu) or NICs",
                                                    s.name, d.name));
   Route r;
+  r.uses.reserve(12);  // a route crosses a dozen resources at most in practice: one allocation
   if (src == dst) {
     r.kind = RouteKind::Local;
     r.nodes = {src};

@@ -110,6 +110,7 @@ class Topology {
   int host_count_ = 0;
   std::vector<Resource> resources_;
   std::vector<int> link_fwd_, link_rev_;   // resource per link direction (a->b, b->a)
+  std::vector<int> link_a_;                // node index of each link's `a` end
   std::vector<int> node_throughput_;       // resource or -1
   std::vector<int> node_to_host_, node_from_host_;  // host bridges' directional limits, or -1
   std::vector<int> node_dram_;             // resource or -1
