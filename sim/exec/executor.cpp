@@ -137,6 +137,7 @@ struct RankState {
   } until;
   Time busy_until;
   Time host_end;
+  Time last_end;  // the latest end of any of its ops (RankSummary::end is this or host_end)
   std::vector<StreamState> streams;
   std::vector<HwQueue> hwq;
   std::vector<std::pair<int, int>> event_pos;
@@ -350,8 +351,7 @@ class Executor {
     for (int r = 0; r < s_.ranks(); ++r) {
       RankSummary sum;
       sum.gpu = ranks_[r].node->name;
-      sum.end = ranks_[r].host_end;
-      for (const auto& rec : out.ops[r]) sum.end = std::max(sum.end, rec.end);
+      sum.end = std::max(ranks_[r].host_end, ranks_[r].last_end);
       sum.peak_vram = ranks_[r].peak_vram;
       sum.vram_capacity = ranks_[r].vram_cap;
       out.makespan = std::max(out.makespan, sum.end);
@@ -428,6 +428,7 @@ class Executor {
         rec.start = rec.issue;
         rec.end = engine_.now();
         rec.ran = true;
+        R.last_end = std::max(R.last_end, rec.end);
       }
       rec.returned = engine_.now();
       ++R.pc;
@@ -636,6 +637,7 @@ class Executor {
     OpRecord& rec = records_[g.rank][g.index];
     rec.end = engine_.now();
     rec.ran = true;
+    R.last_end = std::max(R.last_end, rec.end);
     pump(g.rank);
     wake(g.rank);
   }
