@@ -11,7 +11,6 @@
 // bottleneck.
 #pragma once
 
-#include <deque>
 #include <functional>
 
 #include <boost/container/small_vector.hpp>

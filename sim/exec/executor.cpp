@@ -496,9 +496,8 @@ class Executor {
       case OpKind::Kernel: case OpKind::Collective: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream:
       case OpKind::EventRecord: case OpKind::Marker: {
         if (op.kind == OpKind::Marker && op.stream < 0) return;
-        const int g = enqueue(r, op);
+        enqueue(r, op);
         if (op.kind == OpKind::EventRecord) R.event_pos[op.event] = {op.stream, static_cast<int>(R.streams[op.stream].gops.size()) - 1};
-        (void)g;
         return;
       }
       case OpKind::Memcpy: {

@@ -45,9 +45,11 @@ std::string flow_text(const YAML::Node& n) {
 }
 
 bool is_topology_edit(const std::string& key) { return key.rfind("topology.", 0) == 0; }
+// The sweep's own keys: topology, its edits and calibration. Every other key edits the base.
+bool is_sweep_key(const std::string& key) { return key == "topology" || key == "calibration" || is_topology_edit(key); }
 
 void check_key(const SweepSpec& s, const std::string& key, const SourceLocation& where) {
-  if (key == "topology" || key == "calibration" || is_topology_edit(key)) return;
+  if (is_sweep_key(key)) return;
   const std::string root = key.substr(0, key.find('.'));
   const auto& roots = s.schedule_base ? kScheduleRoots : kWorkloadRoots;
   if (std::find(roots.begin(), roots.end(), root) != roots.end()) return;
@@ -262,27 +264,28 @@ struct WorkerCache {
   ModelParams params;
 };
 
-// The assignments a point's schedule depends on (all but topology, its
-// edits and calibration), one per line.
-std::string schedule_key(const SweepAssignment& a) {
-  std::string key = "\n";
+// A point's edits of its base, "key=value" as --set takes them: all its
+// schedule depends on.
+std::vector<std::string> base_overrides(const SweepAssignment& a) {
+  std::vector<std::string> out;
   for (const auto& [k, v] : a)
-    if (k != "topology" && k != "calibration" && !is_topology_edit(k)) key += k + "=" + v.text + "\n";
-  return key;
+    if (!is_sweep_key(k)) out.push_back(k + "=" + v.text);
+  return out;
 }
+std::string schedule_key(const std::vector<std::string>& overrides) { return fmt::format("\n{}\n", fmt::join(overrides, "\n")); }
 
 // Simulates one point; throws what the parsers and the simulator throw.
 std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a, WorkerCache& worker) {
   TopoCache& cache = worker.topologies;
-  std::vector<std::string> overrides, topo_edits;
+  const std::vector<std::string> overrides = base_overrides(a);
+  std::vector<std::string> topo_edits;
   std::string topo_path = s.topology, calibration = s.calibration;
   for (const auto& [k, v] : a) {
     if (k == "topology") topo_path = relative_to(s.file, v.text);
     else if (k == "calibration") calibration = (v.text == "none" || v.text == "null" || v.text.empty()) ? "" : relative_to(s.file, v.text);
     else if (is_topology_edit(k)) topo_edits.push_back(k.substr(9) + "=" + v.text);
-    else overrides.push_back(k + "=" + v.text);
   }
-  const std::string key = schedule_key(a);
+  const std::string key = schedule_key(overrides);
   if (worker.schedule_key != key) {
     worker.schedule_key.clear();  // a throw below leaves nothing kept
     if (s.schedule_base) {
@@ -332,7 +335,7 @@ SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o) {
     std::vector<std::string> keys(mine.size());
     for (size_t j = 0; j < mine.size(); ++j) {
       order[j] = j;
-      keys[j] = schedule_key(s.point(mine[j]));
+      keys[j] = schedule_key(base_overrides(s.point(mine[j])));
     }
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
   }
