@@ -80,7 +80,7 @@ struct Recorder {
 };
 }  // namespace
 
-TEST_CASE("plain callbacks and std::function callbacks share one order; both cancel") {
+TEST_CASE("plain callbacks and std::function callbacks share one order, and both cancel") {
   Engine e;
   Recorder rec;
   auto note = &Engine::call<&Recorder::note, Recorder>;

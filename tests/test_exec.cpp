@@ -253,7 +253,7 @@ programs:
   CHECK(pinned.op(0, 1).start == Time::from_us(4));              // overlaps the copy
 }
 
-TEST_CASE("H2D copies serialise on one engine whatever the stream; H2D and D2H overlap") {
+TEST_CASE("H2D copies serialise on one engine whatever the stream, and H2D and D2H overlap") {
   Sim s(R"(name: engines
 ranks: 1
 streams: [s1, s2, s3]

@@ -75,7 +75,7 @@ TEST_CASE("PCIe node: the exchange and the H2D copies slow each other") {
   check_golden("flows-aces-h2d-exchange", both.text);
 }
 
-TEST_CASE("NVLink node: the exchange leaves H2D alone; only the host-side limit binds") {
+TEST_CASE("NVLink node: the exchange leaves H2D alone, and only the host-side limit binds") {
   const Run alone = run("h200x4-nvlink", "h2d-4gpu");
   const Run both = run("h200x4-nvlink", "h2d-plus-exchange-4gpu");
   // 4 copies share the host bridge's 157.6 GB/s downward: 39.4 GB/s each.

@@ -108,7 +108,7 @@ TEST_CASE("a zero-byte flow completes after its latency, through the engine") {
   CHECK(r.done[0].end == Time::from_us(3));
 }
 
-TEST_CASE("flows sharing a start or end instant complete in start order; a reschedule leaves the shared batch") {
+TEST_CASE("flows sharing a start or end instant complete in start order, and a reschedule leaves the shared batch") {
   // Four 1 GB flows on their own 10 GB/s links start together (one activation
   // event) and would end together at 0.1 s (one completion event). Flow 2's
   // cap then drops to 5 GB/s at 0.05 s: it leaves the batch and ends at

@@ -9,7 +9,7 @@
 
 using namespace osim;
 
-TEST_CASE("BlockVector: entries keep their address and value as it grows; only built entries are destroyed") {
+TEST_CASE("BlockVector: entries keep their address and value as it grows, and only built entries are destroyed") {
   static int alive = 0;
   struct Counted {
     std::string s;

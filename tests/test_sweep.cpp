@@ -79,7 +79,7 @@ TEST_CASE("sweep: bad sweep files name the line and what to do") {
   CHECK(msg(write_sweep("b5.yaml", "name: b\nworkload: nope.yaml\n")).find("no such file") != std::string::npos);
 }
 
-TEST_CASE("sweep: every point runs as `overlapsim run` would; a failing point reports in its row") {
+TEST_CASE("sweep: every point runs as `overlapsim run` would, and a failing point reports in its row") {
   const SweepSpec s = parse_sweep_file(small_sweep());
   SweepOptions o;
   o.threads = 2;
@@ -142,7 +142,7 @@ TEST_CASE("sweep: points that differ only in topology share one schedule and eac
   CHECK(to_csv(run_sweep(parse_sweep_file(f), one)) == to_csv(t));
 }
 
-TEST_CASE("sweep: shards merge into the unsharded table; merge refuses duplicates, gaps and mixed sweeps") {
+TEST_CASE("sweep: shards merge into the unsharded table, and merge refuses duplicates, gaps and mixed sweeps") {
   const SweepSpec s = parse_sweep_file(small_sweep());
   const SweepTable whole = run_sweep(s);
   std::vector<std::pair<std::string, SweepTable>> shards;
@@ -171,7 +171,7 @@ TEST_CASE("sweep: shards merge into the unsharded table; merge refuses duplicate
   CHECK_THROWS_AS(merge_sweep_tables(first_two, s.size()), InputError);
 }
 
-TEST_CASE("sweep: CSV quoting round-trips; damaged files are refused") {
+TEST_CASE("sweep: CSV quoting round-trips, and damaged files are refused") {
   SweepTable t;
   t.header = {"point", "a", "status", "error"};
   t.rows = {{"0", "x,y", "error", "a \"quoted\"\nline"}, {"1", "", "ok", ""}};
@@ -208,7 +208,7 @@ TEST_CASE("sweep: summary picks the best, the Pareto front and the least-VRAM po
   CHECK(sum.find("on nvlink") < sum.find("on pcie"));
 }
 
-TEST_CASE("sweep: topology.* keys edit the topology; calibration: none drops the default") {
+TEST_CASE("sweep: topology.* keys edit the topology, and calibration: none drops the default") {
   const std::string f = write_sweep(
       "topo.yaml", "name: t\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
                        "set: {steps: 1, parallelism.ulysses: 1}\n"

@@ -171,7 +171,7 @@ p2p_disabled_pairs: [[gpu0, gpu2]]
   CHECK(t.describe(t.route(g0, g1, off)) == "gpu0 -> sw0 -> cpu0 -> sw0 -> gpu1");
 }
 
-TEST_CASE("RTX 4090 box: no P2P; the switch uplink carries both directions of a bounce") {
+TEST_CASE("RTX 4090 box: no P2P, and the switch uplink carries both directions of a bounce") {
   Topology t(parse_topology_file(kDir + "rtx4090x8-pcie.yaml"));
   const Route& r = t.route(t.find("gpu0"), t.find("gpu1"));
   CHECK(r.kind == RouteKind::ViaHost);
@@ -184,7 +184,7 @@ TEST_CASE("RTX 4090 box: no P2P; the switch uplink carries both directions of a 
   CHECK(uplink_dirs == 2);
 }
 
-TEST_CASE("host bridges limit copy-engine DMA per direction; NCCL's host transport is not held by them") {
+TEST_CASE("host bridges limit copy-engine DMA per direction, and NCCL's bounce through host memory too") {
   Topology t(parse_topology_file(kDir + "h200x4-nvlink.yaml"));
   auto count = [&](const Route& r, const std::string& name) {
     int n = 0;
@@ -198,11 +198,11 @@ TEST_CASE("host bridges limit copy-engine DMA per direction; NCCL's host transpo
   CHECK(count(t.route(cpu, g0, copy), "rc0 (to host)") == 0);
   CHECK(count(t.route(g0, cpu, copy), "rc0 (to host)") == 1);
   RouteOptions nccl_off;
-  nccl_off.p2p_disabled = true;  // NCCL's SHM bounce: SM-driven, not DMA
-  const Route& bounce = t.route(g0, g1, nccl_off);
+  nccl_off.p2p_disabled = true;  // NCCL's SHM bounce: SM-driven, yet held by the bridges' limits like a copy
+  const Route& bounce = t.route(g0, g1, nccl_off);  // (measured: copies and a P2P-off all-to-all share ~160 GB/s down)
   CHECK(bounce.kind == RouteKind::ViaHost);
-  CHECK(count(bounce, "rc0 (to host)") == 0);
-  CHECK(count(bounce, "rc0 (from host)") == 0);
+  CHECK(count(bounce, "rc0 (to host)") == 1);
+  CHECK(count(bounce, "rc0 (from host)") == 1);
   CHECK(count(bounce, "gpu0->rc0") == 1);  // but it does cross both GPUs' links
   CHECK(count(bounce, "rc0->gpu1") == 1);
 }

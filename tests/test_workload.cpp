@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "report/intervals.hpp"
 #include "report/metrics.hpp"
 #include "workload/dit.hpp"
 
@@ -119,7 +120,7 @@ TEST_CASE("seeds' findings: the all-to-all is slowed by prefetch on PCIe, not on
   CHECK(nvl_off > 3 * nvl_pref);
 }
 
-TEST_CASE("seeds' findings: prefetch hides copies; the blocking path stalls") {
+TEST_CASE("seeds' findings: prefetch hides copies, and the blocking path stalls") {
   const Run pref = run("wan22-720p-h200-layerwise", {"steps=1"});
   CHECK(pref.m.per_rank[0].copy_stall == Time::zero());  // compute per layer > copy time
   CHECK(pref.m.per_rank[0].copy > Time::zero());
@@ -181,4 +182,79 @@ TEST_CASE("golden: shipped examples (2 steps)") {
   }
   const Run x = run("wan22-720p-aces-layerwise", {"steps=2"});
   check_golden("metrics-wan22-720p-aces-layerwise.json", metrics_json(x.m, *x.topo, x.r).dump(2) + "\n");
+}
+
+TEST_CASE("a run without per-op records gives the same metrics as one with them") {
+  // `overlapsim run` without --out and sweeps keep only spans (RunSpans); the
+  // metrics must not tell the two apart, to the byte.
+  auto both = [](const Schedule& s, const hw::Topology& topo, const ModelParams& p) {
+    ExecOptions lean;
+    lean.keep_records = false;
+    const ExecResult with = execute(s, topo, p), without = execute(s, topo, p, lean);
+    REQUIRE(with.ops.size() == static_cast<size_t>(s.ranks()));
+    REQUIRE(without.ops.empty());
+    REQUIRE(without.spans.has_value());
+    const Metrics a = compute_metrics(s, topo, with), b = compute_metrics(s, topo, without);
+    CHECK(metrics_json(a, topo, with).dump() == metrics_json(b, topo, without).dump());
+    CHECK(format_summary(a, topo, with, "x") == format_summary(b, topo, without, "x"));
+    // And both equal the unions taken straight from the records.
+    for (int r = 0; r < s.ranks(); ++r) {
+      std::vector<std::pair<int64_t, int64_t>> kernels, colls, copies;
+      for (const OpRecord& rec : with.ops[static_cast<size_t>(r)]) {
+        const std::pair<int64_t, int64_t> iv{rec.start.ps(), rec.end.ps()};
+        if (rec.op->kind == OpKind::Kernel) kernels.push_back(iv);
+        if (rec.op->kind == OpKind::Collective) colls.push_back(iv);
+        if (rec.op->kind == OpKind::Memcpy) copies.push_back(iv);
+      }
+      auto length = [](const std::vector<std::pair<int64_t, int64_t>>& v) {
+        int64_t t = 0;
+        for (const auto& iv : merge_intervals(v)) t += iv.second - iv.first;
+        return t;
+      };
+      CHECK(b.per_rank[static_cast<size_t>(r)].compute_busy.ps() == length(kernels));
+      CHECK(b.per_rank[static_cast<size_t>(r)].comm.ps() == length(colls));
+      CHECK(b.per_rank[static_cast<size_t>(r)].copy.ps() == length(copies));
+    }
+    size_t records = 0, spans = 0;
+    for (const auto& r : with.ops) records += r.size();
+    for (const RankSpans& r : without.spans->ranks())
+      spans += r.kernels.size() + r.colls.size() + r.copies.size() + r.cstream.size() + r.compute_copies.size();
+    return std::make_pair(records, spans);
+  };
+  for (const auto& [wl, sets] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"wan22-720p-aces-layerwise", {"steps=2"}},
+           {"wan22-720p-aces-blocking", {"steps=1"}},
+           {"wan21-480p-4090-block", {"steps=1"}},
+           {"wan22-720p-dgx-sp8-layerwise", {"steps=1"}},
+           {"wan22-720p-h200-layerwise", {"steps=1", "model.blocks=4"}}}) {
+    CAPTURE(wl);
+    const Run x = run(wl, sets);
+    const auto [records, spans] = both(x.s, *x.topo, x.w.params);
+    // With prefetching, back-to-back kernels on the compute stream join into
+    // one span: far fewer spans than ops (blocking copies leave gaps between them).
+    if (wl.find("layerwise") != std::string::npos) CHECK(spans * 4 < records);
+  }
+  // Copies on the compute stream (stalls), a pageable one, a D2D and a P2P, two streams of kernels.
+  const Schedule s = parse_schedule_string(R"(name: mixed
+ranks: 2
+streams: [compute, copy, side]
+programs:
+  - rank: all
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 64 MB, stream: copy}
+      - {op: memcpy, kind: h2d, bytes: 8 MB, stream: compute, host: pageable}
+      - {op: kernel, name: a, stream: compute, duration: 2 ms}
+      - {op: kernel, name: b, stream: side, duration: 3 ms}
+      - {op: memcpy, kind: d2d, bytes: 256 MB, stream: compute}
+      - {op: collective, kind: all_gather, group: world, bytes: 32 MB, stream: side}
+      - {op: marker, name: "step 0", stream: compute}
+      - {op: kernel, name: c, stream: compute, duration: 1 ms}
+      - {op: marker, name: "step 1", stream: compute}
+      - {op: memcpy, kind: d2h, bytes: 16 MB, stream: copy}
+      - {op: device_sync}
+)", "mixed.yaml");
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml"));
+  (void)both(s, topo, ModelParams{});
+  const Schedule p = parse_schedule_file(kSrc + "/configs/schedules/prefetch-overlap-2gpu.yaml");
+  (void)both(p, hw::Topology(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml")), ModelParams{});
 }

@@ -23,7 +23,9 @@ void BM_Wan22_720p_DgxH100_SP8_Layerwise(benchmark::State& state) {
   for (auto _ : state) {
     const osim::DitWorkload w = osim::parse_workload_file(kSrc + "/configs/workloads/wan22-720p-dgx-sp8-layerwise.yaml");
     const osim::Schedule s = osim::generate_schedule(w);
-    const osim::ExecResult r = osim::execute(s, topo, w.params);
+    osim::ExecOptions opts;
+    opts.keep_records = false;  // as `overlapsim run` without --out
+    const osim::ExecResult r = osim::execute(s, topo, w.params, opts);
     const osim::Metrics m = osim::compute_metrics(s, topo, r);
     benchmark::DoNotOptimize(m.makespan);
     ops = 0;

@@ -123,6 +123,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   }
   osim::ExecOptions opts;
   opts.link_samples = !out_dir.empty();
+  opts.keep_records = !out_dir.empty() || show_ops;  // the trace, records.json and the per-op table read them
   const osim::ExecResult res = osim::execute(sched, topo, params, opts);
   const osim::Metrics m = osim::compute_metrics(sched, topo, res);
   if (show_ops) std::cout << osim::format_exec_report(sched, res) << "\n";

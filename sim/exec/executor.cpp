@@ -76,6 +76,7 @@ struct StreamState {
   int done = 0;
   int hwq = 0;
   int priority = 0;
+  Time started;  // when its running op was dispatched (a stream runs one op at a time)
 };
 
 // A hardware queue: ops in submission order, dispatched from the head. The
@@ -267,6 +268,7 @@ class Executor {
                                                                   "share streams between ops", s_.streams.size(), INT16_MAX));
     ranks_.resize(s_.ranks());
     records_.resize(s_.ranks());
+    if (!o_.keep_records) spans_ = RunSpans::for_schedule(s_);
     for (int r = 0; r < s_.ranks(); ++r) {
       RankState& R = ranks_[r];
       if (!s_.gpus.empty()) {
@@ -283,16 +285,18 @@ class Executor {
       const int nq = s_.runtime.device_max_connections;
       R.hwq.resize(nq);
       for (size_t i = 0; i < s_.streams.size(); ++i)
-        R.streams.push_back(StreamState{{}, 0, static_cast<int>(i % static_cast<size_t>(nq)), s_.streams[i].priority});
+        R.streams.push_back(StreamState{{}, 0, static_cast<int>(i % static_cast<size_t>(nq)), s_.streams[i].priority, Time{}});
       R.event_pos.assign(s_.events.size(), {-1, -1});
       R.group_seq.assign(s_.groups.size(), 0);
       R.group_done.assign(s_.groups.size(), 0);
       R.parked.resize(s_.groups.size());
       const auto& ops = *s_.programs[r].ops;
-      reserve_huge(records_[r], ops.size());
-      for (const Op& op : ops) {  // one pass over fresh memory
-        OpRecord& rec = records_[r].emplace_back();
-        rec.op = &op;
+      if (o_.keep_records) {
+        reserve_huge(records_[r], ops.size());
+        for (const Op& op : ops) {  // one pass over fresh memory
+          OpRecord& rec = records_[r].emplace_back();
+          rec.op = &op;
+        }
       }
       // What the executor needs to know of a program, once per program and
       // GPU (ranks may share a program): solo kernel times and stream lengths.
@@ -347,7 +351,8 @@ class Executor {
     engine_.run();
     check_finished();
     ExecResult out;
-    out.ops = std::move(records_);
+    if (o_.keep_records) out.ops = std::move(records_);
+    else out.spans = std::move(spans_);
     for (int r = 0; r < s_.ranks(); ++r) {
       RankSummary sum;
       sum.gpu = ranks_[r].node->name;
@@ -396,7 +401,7 @@ class Executor {
     const auto& ops = *s_.programs[r].ops;
     while (R.pc < static_cast<int>(ops.size())) {
       const Op& op = ops[R.pc];
-      OpRecord& rec = records_[r][R.pc];
+      OpRecord& rec = o_.keep_records ? records_[r][R.pc] : scratch_;  // scratch_: written, never read
       if (!R.paid) {
         rec.issue = engine_.now();
         R.paid = true;
@@ -428,7 +433,7 @@ class Executor {
         rec.start = rec.issue;
         rec.end = engine_.now();
         rec.ran = true;
-        R.last_end = std::max(R.last_end, rec.end);
+        R.last_end = std::max(R.last_end, engine_.now());
       }
       rec.returned = engine_.now();
       ++R.pc;
@@ -576,7 +581,7 @@ class Executor {
       const auto [es, ep] = R.event_pos[op.event];
       e.dep_stream = static_cast<int16_t>(es);
       e.dep_pos = ep;
-      records_[r][R.pc].waits_on = gops_[R.streams[es].gops[ep]].index;
+      if (o_.keep_records) records_[r][R.pc].waits_on = gops_[R.streams[es].gops[ep]].index;
     } else if (op.kind == OpKind::StreamWaitStream) {
       const int n = static_cast<int>(R.streams[op.stream2].gops.size());
       if (n > 0) {
@@ -633,19 +638,30 @@ class Executor {
     assert(!g.done && st.gops[static_cast<size_t>(st.done)] == id);
     g.done = true;
     ++st.done;
-    OpRecord& rec = records_[g.rank][g.index];
-    rec.end = engine_.now();
-    rec.ran = true;
-    R.last_end = std::max(R.last_end, rec.end);
+    if (o_.keep_records) {
+      OpRecord& rec = records_[g.rank][g.index];
+      rec.end = engine_.now();
+      rec.ran = true;
+    } else {
+      spans_.add(g.rank, R.ops[g.index], st.started, engine_.now());
+    }
+    R.last_end = std::max(R.last_end, engine_.now());
     pump(g.rank);
     wake(g.rank);
+  }
+
+  // The op's start: its record's, or its stream's (one op runs on a stream at a time).
+  void mark_start(const GOp& g, const Op& op) {
+    if (o_.keep_records) records_[g.rank][g.index].start = engine_.now();
+    else ranks_[g.rank].streams[op.stream].started = engine_.now();
   }
 
   void dispatch(int id) {
     GOp& g = gops_[id];
     g.dispatched = true;
-    records_[g.rank][g.index].start = engine_.now();
-    switch (op_of(g).kind) {
+    const Op& op = op_of(g);
+    mark_start(g, op);
+    switch (op.kind) {
       case OpKind::Kernel: start_kernel(id); return;
       case OpKind::Memcpy: queue_copy(id); return;
       case OpKind::Collective: arrive_or_park(id); return;
@@ -821,7 +837,7 @@ class Executor {
     ce.queue.pop_front();
     ce.busy = id;
     const Op& op = op_of(gops_[id]);
-    records_[r][gops_[id].index].start = engine_.now();
+    mark_start(gops_[id], op);  // a copy starts when its engine takes it
     FlowSpec f;
     f.bytes = static_cast<double>(op.bytes);
     double cap = p_.copy_engine_bandwidth.bytes_per_s;
@@ -849,7 +865,7 @@ class Executor {
     f.on_done = [this, key](const FlowRecord& rec) {
       const int gid = static_cast<int>(key >> 24), rr = static_cast<int>((key >> 4) & 0xfffff), ee = static_cast<int>(key & 0xf);
       account(copy_bn_, rec);
-      OpRecord& orec = records_[rr][gops_[gid].index];
+      OpRecord& orec = o_.keep_records ? records_[rr][gops_[gid].index] : scratch_;
       const ConstraintId mb = rec.main_bottleneck();
       const int bound = mb < 0 ? -1 : res_of_cons_[mb];
       assert(bound < (1 << 30));  // OpRecord::bottleneck is 31 bits
@@ -934,8 +950,8 @@ class Executor {
     assert(m < c.members.size());
     c.gops[m] = id;
     g.arrived = true;
-    records_[g.rank][g.index].start = engine_.now();
     const Op& op = op_of(g);
+    mark_start(g, op);  // a collective starts when its rank reaches it
     R.comm_channels += channels_of(op);  // the kernel holds its SMs while it waits for peers
     update_gpu(g.rank);
     if (!c.op) c.op = &op;
@@ -1253,7 +1269,9 @@ class Executor {
   hw::RouteOptions opts_;          // collectives (NCCL_P2P_DISABLE as the schedule says)
   hw::RouteOptions dma_;           // copies
   std::vector<RankState> ranks_;
-  std::vector<std::vector<OpRecord>> records_;
+  std::vector<std::vector<OpRecord>> records_;  // with ExecOptions::keep_records
+  RunSpans spans_;                               // without
+  OpRecord scratch_;                             // what records get without them
   std::vector<GOp> gops_;         // grows only in host steps, never while a GOp& is held
   // A deque: instances are created while a CollInst& is held (parked collectives).
   BlockVector<CollInst> insts_;
@@ -1290,6 +1308,7 @@ ExecResult execute(const Schedule& s, const hw::Topology& topo, const ModelParam
 }
 
 std::string format_exec_report(const Schedule& s, const ExecResult& r) {
+  assert(r.ops.size() == static_cast<size_t>(s.ranks()) && "a run without ExecOptions::keep_records has no per-op records");
   std::string out = fmt::format("schedule {}: {} ranks, makespan {}\n", s.name, s.ranks(), format_time(r.makespan));
   for (size_t rank = 0; rank < r.ops.size(); ++rank) {
     const RankSummary& sum = r.ranks[rank];

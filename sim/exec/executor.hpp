@@ -11,11 +11,13 @@
 // algorithm. See README "Execution model".
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "exec/model.hpp"
 #include "exec/schedule.hpp"
+#include "exec/spans.hpp"
 #include "hw/fabric.hpp"
 
 namespace osim {
@@ -55,7 +57,8 @@ struct RankSummary {
 };
 
 struct ExecResult {
-  std::vector<std::vector<OpRecord>> ops;  // [rank][index]
+  std::vector<std::vector<OpRecord>> ops;  // [rank][index]; empty without ExecOptions::keep_records
+  std::optional<RunSpans> spans;           // only without ExecOptions::keep_records: what the metrics need
   std::vector<RankSummary> ranks;
   Time makespan;
   std::vector<double> resource_bytes;      // per topology resource
@@ -68,6 +71,10 @@ struct ExecResult {
 
 struct ExecOptions {
   bool link_samples = false;  // record every change of every resource's use (for traces)
+  // One OpRecord per op (traces, records.json, the per-op table, compare).
+  // Without: ExecResult::spans instead, a few spans per stream in place of
+  // 56 bytes per op; compute_metrics gives the same metrics from either.
+  bool keep_records = true;
 };
 
 /// Runs the schedule. Throws InputError for a schedule that does not fit the

@@ -1,6 +1,7 @@
 #include "compare.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -34,6 +35,7 @@ bool timed_class(const Op& op) { return op.kind == OpKind::Kernel || op.kind == 
 nlohmann::ordered_json records_json(const Schedule& s, const ExecResult& r, const std::string& topology, const std::string& source,
                                     const nlohmann::ordered_json& meta) {
   using nlohmann::ordered_json;
+  assert(r.ops.size() == static_cast<size_t>(s.ranks()) && "a run without ExecOptions::keep_records has no per-op records");
   ordered_json j;
   j["schema"] = "overlapsim.records/v1";
   j["source"] = source;

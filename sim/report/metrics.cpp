@@ -1,6 +1,7 @@
 #include "metrics.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <map>
 
 #include <fmt/format.h>
@@ -45,54 +46,34 @@ int64_t intersect(const std::vector<Interval>& a, const std::vector<Interval>& b
 }  // namespace
 
 Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecResult& r) {
+  if (r.spans) return compute_metrics(s, topo, r, *r.spans);
+  RunSpans spans = RunSpans::for_schedule(s);
+  for (int rank = 0; rank < static_cast<int>(r.ops.size()); ++rank)
+    for (const OpRecord& rec : r.ops[static_cast<size_t>(rank)]) spans.add(rank, *rec.op, rec.start, rec.end);
+  return compute_metrics(s, topo, r, spans);
+}
+
+Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecResult& r, const RunSpans& spans) {
   Metrics m;
   m.name = s.name;
   m.topology = topo.name();
   m.ranks = s.ranks();
   m.makespan = r.makespan;
-  const double bins[][2] = {{0, 5}, {5, 20}, {20, 50}, {50, 80}, {80, 1e300}};
-  for (const auto& b : bins) m.copy_histogram.push_back(HistogramBin{b[0], b[1], 0, 0, Time::zero()});
-  const int compute_stream = s.find_stream("compute") >= 0 ? s.find_stream("compute") : 0;
+  for (size_t i = 0; i < RunSpans::kBins.size(); ++i) {
+    const SpanBin& b = spans.histogram()[i];
+    m.copy_histogram.push_back(HistogramBin{RunSpans::kBins[i][0], RunSpans::kBins[i][1], b.count, b.bytes, b.time});
+  }
+  m.bytes_h2d = spans.bytes_h2d;
+  m.bytes_d2h = spans.bytes_d2h;
+  m.bytes_p2p = spans.bytes_p2p;
+  m.bytes_d2d = spans.bytes_d2d;
+  m.bytes_collective = spans.bytes_collective;
+  for (const auto& [idx, start] : spans.steps()) m.steps.push_back(StepMetrics{idx, start, start});
   for (int rank = 0; rank < s.ranks(); ++rank) {
-    std::vector<Interval> kernels, colls, copies, cstream, compute_copies;
-    for (const OpRecord& rec : r.ops[rank]) {
-      const Op& op = *rec.op;
-      const Interval iv{rec.start.ps(), rec.end.ps()};
-      switch (op.kind) {
-        case OpKind::Kernel: kernels.push_back(iv); break;
-        case OpKind::Collective:
-          colls.push_back(iv);
-          m.bytes_collective += static_cast<double>(op.bytes);
-          break;
-        case OpKind::Memcpy: {
-          copies.push_back(iv);
-          if (op.stream == compute_stream) compute_copies.push_back(iv);
-          const double b = static_cast<double>(op.bytes);
-          (op.copy == CopyKind::H2D ? m.bytes_h2d : op.copy == CopyKind::D2H ? m.bytes_d2h : op.copy == CopyKind::P2P ? m.bytes_p2p : m.bytes_d2d) += b;
-          const Time d = rec.end - rec.start;
-          const double gbps = d.s() > 0 ? b / d.s() * 1e-9 : 1e300;
-          for (auto& bin : m.copy_histogram)
-            if (gbps >= bin.lo_GBps && gbps < bin.hi_GBps) {
-              ++bin.count;
-              bin.bytes += b;
-              bin.time += d;
-            }
-          break;
-        }
-        default: break;
-      }
-      if (op.stream == compute_stream && (op.kind == OpKind::Kernel || op.kind == OpKind::Collective || op.kind == OpKind::Memcpy))
-        cstream.push_back(iv);
-      if (rank == 0 && op.kind == OpKind::Marker && op.stream == compute_stream && op.label.rfind("step ", 0) == 0) {
-        const int idx = std::atoi(op.label.c_str() + 5);
-        if (m.steps.empty() || m.steps.back().index != idx) m.steps.push_back(StepMetrics{idx, rec.start, rec.start});
-      }
-    }
-    kernels = merge_intervals(kernels);
-    colls = merge_intervals(colls);
-    copies = merge_intervals(copies);
-    cstream = merge_intervals(cstream);
-    compute_copies = merge_intervals(compute_copies);
+    const RankSpans& sp = spans.ranks()[static_cast<size_t>(rank)];
+    const std::vector<Interval> kernels = merge_intervals(sp.kernels), colls = merge_intervals(sp.colls),
+                                copies = merge_intervals(sp.copies), cstream = merge_intervals(sp.cstream),
+                                compute_copies = merge_intervals(sp.compute_copies);
     RankMetrics rm;
     rm.rank = rank;
     rm.gpu = r.ranks[rank].gpu;
@@ -234,6 +215,7 @@ std::string format_summary(const Metrics& m, const hw::Topology& topo, const Exe
 }
 
 std::string trace_json(const Schedule& s, const hw::Topology& topo, const ExecResult& r) {
+  assert(r.ops.size() == static_cast<size_t>(s.ranks()) && "a run without ExecOptions::keep_records has no per-op records");
   // Written by hand, event per line, with fixed formatting: deterministic and streamable.
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;

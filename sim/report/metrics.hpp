@@ -50,7 +50,10 @@ struct Metrics {
   std::vector<HistogramBin> copy_histogram;
 };
 
+/// From the run's spans (ExecOptions::keep_records = false) or else its records.
 Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecResult& r);
+/// From spans gathered elsewhere (the records of a measured run).
+Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecResult& r, const RunSpans& spans);
 nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, const ExecResult& r);
 std::string format_summary(const Metrics& m, const hw::Topology& topo, const ExecResult& r, const std::string& headline);
 /// Chrome/Perfetto trace JSON: tracks per host thread, stream and copy engine;

@@ -307,7 +307,9 @@ std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a,
   }
   const hw::Topology& topo = topology_for(cache, topo_path, topo_edits);
   if (!calibration.empty()) params = load_calibration(calibration, params);
-  const ExecResult res = execute(sched, topo, params);
+  ExecOptions opts;
+  opts.keep_records = false;  // a row is metrics only
+  const ExecResult res = execute(sched, topo, params, opts);
   const Metrics m = compute_metrics(sched, topo, res);
   return metric_cells(m, res, topo);
 }
