@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -125,7 +126,8 @@ TEST_CASE("the calibrated simulator replays the 4xH200 microbenchmarks") {
   int checked = 0;
   for (const auto& c : rows) {
     if (c.cls == "pinned copy >= 16 MiB") CHECK(std::abs(c.error_pct()) < 5.0);
-    if (c.key == "multi_h2d_pinned" && c.what.rfind("3 GPUs", 0) != 0) CHECK(std::abs(c.error_pct()) < 5.0);
+    // Every GPU count, 3 included since host_h2d_aggregate (10.6 % before).
+    if (c.key == "multi_h2d_pinned") CHECK(std::abs(c.error_pct()) < 2.5);
     if (c.key == "nccl_all_to_all" && c.what.find("default channels, 1.00 GiB") != std::string::npos) CHECK(std::abs(c.error_pct()) < 5.0);
     // NVLink: no interaction, as measured. The all-to-all side is four 256 MiB
     // all-to-alls back to back: 4 x the table's single 256 MiB time is 2.80 ms,
@@ -175,6 +177,8 @@ TEST_CASE("the calibrated simulator replays the PCIe-like transport (NCCL_P2P_DI
       CHECK(std::abs(c.error_pct()) < 15.0);  // all-to-all next to a copy through shared PCIe links
     }
     if (c.key == "nccl_all_to_all" && c.what == "4 ranks, default channels, 1.00 GiB") CHECK(std::abs(c.error_pct()) < 5.0);
+    // Out of sample: the table comes from the defaults run (14.2 % at 3 GPUs before it).
+    if (c.key == "multi_h2d_pinned") CHECK(std::abs(c.error_pct()) < 5.0);
   }
   CHECK(pairs == 4);
 }
@@ -201,6 +205,21 @@ TEST_CASE("bad calibration input") {
     CHECK(std::string(e.what()).find("bad-calibration.yaml:4:") != std::string::npos);
     CHECK(std::string(e.what()).find("did you mean 'gemm_efficiency'?") != std::string::npos);
   }
+  // host_h2d_aggregate: bandwidths, one per GPU count; a bad entry names its line.
+  const std::filesystem::path bad = std::filesystem::temp_directory_path() / "osim-bad-aggregate.yaml";
+  std::ofstream(bad) << "schema: overlapsim.calibration/v1\nmodel:\n  host_h2d_aggregate: [55 GB/s,\n    fast]\n";
+  try {
+    load_calibration(bad.string());
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("osim-bad-aggregate.yaml:4:") != std::string::npos);
+    CHECK(std::string(e.what()).find("each entry is a bandwidth such as '55 GB/s'") != std::string::npos);
+  }
+  std::ofstream(bad) << "schema: overlapsim.calibration/v1\nmodel:\n  host_h2d_aggregate: [55 GB/s, 106 GB/s]\n";
+  const ModelParams ok = load_calibration(bad.string());
+  REQUIRE(ok.host_h2d_aggregate.size() == 2);
+  CHECK(ok.host_h2d_aggregate[1].GBps() == doctest::Approx(106));
+  std::filesystem::remove(bad);
 }
 
 TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burst rates, uniform load ratio, calibration file") {
@@ -267,6 +286,19 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
       ++every;
     }
   CHECK(every == 2);
+  // 1-4 GPUs copying 1 GiB H2D at once (55 / 105 / 140 / 149 GB/s): the
+  // measured aggregate per GPU count (host_h2d_aggregate) replays them; one
+  // fixed bridge limit missed the 3-GPU row by 11 %.
+  REQUIRE(cal.params.host_h2d_aggregate.size() == 4);
+  CHECK(cal.params.host_h2d_aggregate[2].GBps() == doctest::Approx(139.69).epsilon(0.001));
+  int multi = 0;
+  for (const auto& row : compare_bench(merge_bench_runs(docs)[0].second, topo, cal.params))
+    if (row.cls == "multi-GPU H2D") {
+      INFO(row.what);
+      CHECK(std::abs(row.error_pct()) < 1.0);
+      ++multi;
+    }
+  CHECK(multi == 4);
   // From the 1xH200 long run: after ~1 s at full duty the clock dips again
   // about every second (mean 1.198 x burst over 1-7 s, against 1.166 before),
   // and the copy kernel moves 3.86 TB/s past the L2 cache (0.80 of 4.8 TB/s).

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -269,6 +271,63 @@ programs:
   CHECK(s.op(0, 1).end == Time::from_ms(20));
   CHECK(s.op(0, 2).start == Time::zero());       // its own engine and link direction
   CHECK(s.op(0, 2).end == Time::from_ms(10));
+}
+
+TEST_CASE("host_h2d_aggregate: the host bridge's H2D limit follows how many GPUs copy at once") {
+  // Four GPUs under one bridge (100 GB/s from host), 40 GB/s links each.
+  const char* topo = R"(name: bridge
+nodes:
+  - {name: cpu0, kind: cpu, memory: 64 GiB}
+  - {name: rc0, kind: host_bridge, throughput_from_host: 100 GB/s}
+  - {name: "gpu{i}", kind: gpu, memory: 8 GiB, copy_engines: 3, peak_tflops: {bf16: 100}, repeat: 4}
+links:
+  - {a: cpu0, b: rc0, kind: internal, bandwidth: 1000 GB/s, latency: 0 us}
+  - {a: "gpu{i}", b: rc0, kind: pcie, bandwidth: 40 GB/s, latency: 0 us, repeat: 4}
+)";
+  auto copies = [](int ranks, const std::string& extra = "") {
+    return fmt::format(R"(name: h2d
+ranks: {}
+streams: [copy]
+programs:
+  - rank: all
+    ops:
+      - {{op: memcpy, kind: h2d, bytes: 600 MB, stream: copy}}
+{})", ranks, extra);
+  };
+  ModelParams p = quiet();
+  // Without a table: the bridge's 100 GB/s, 3 x 40 GB/s would want 120.
+  CHECK(Sim(copies(3), p, topo).op(0, 0).end.ms() == doctest::Approx(18.0));  // 600 MB at 100/3 GB/s
+  p.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(70), Bandwidth::from_GBps(90), Bandwidth::from_GBps(96)};
+  CHECK(Sim(copies(1), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // one GPU: its own 40 GB/s link, not 39
+  CHECK(Sim(copies(2), p, topo).op(1, 0).end.ms() == doctest::Approx(600.0 / 35.0));  // 70 / 2 each
+  CHECK(Sim(copies(3), p, topo).op(2, 0).end.ms() == doctest::Approx(20.0));         // 90 / 3 each
+  CHECK(Sim(copies(4), p, topo).op(3, 0).end.ms() == doctest::Approx(25.0));         // 96 / 4 each
+  // Entries past the list take its last; the topology's limit stays the ceiling.
+  p.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(150)};
+  CHECK(Sim(copies(3), p, topo).op(0, 0).end.ms() == doctest::Approx(18.0));  // min(150, 100) / 3
+  // A second copy on rank 0 after the others finish runs alone again: 600 MB
+  // at 40 GB/s after 3 copies shared 60 GB/s (20 each) for 30 ms.
+  p.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(60)};
+  const Sim two(R"(name: h2d
+ranks: 3
+streams: [copy]
+programs:
+  - rank: 0
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 600 MB, stream: copy}
+      - {op: memcpy, kind: h2d, bytes: 600 MB, stream: copy}
+  - rank: 1
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 600 MB, stream: copy}
+  - rank: 2
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 600 MB, stream: copy}
+)", p, topo);
+  CHECK(two.op(0, 0).end.ms() == doctest::Approx(30.0));
+  CHECK(two.op(1, 0).end.ms() == doctest::Approx(30.0));
+  CHECK(two.op(0, 1).end.ms() == doctest::Approx(45.0));
+  // D2H copies are not counted and not held by it.
+  CHECK(Sim(copies(3).replace(copies(3).find("h2d,"), 4, "d2h,"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));
 }
 
 TEST_CASE("CUDA_DEVICE_MAX_CONNECTIONS=1: a waiting op blocks later streams' work") {

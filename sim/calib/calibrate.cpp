@@ -217,13 +217,21 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     }
   }
 
-  // Host-side aggregate (reported; it lives in the topology).
+  // Host-side aggregate at each count of GPUs copying at once: the host
+  // bridge's limit while that many H2D copies run (host_h2d_aggregate; the
+  // topology's throughput_from_host stays the ceiling). Counts 1..n, each once.
   {
-    Fit f{"host aggregate", "multi-GPU pinned H2D, aggregate at each GPU count", {}, 0, 0};
+    Fit f{"host aggregate", "multi-GPU pinned H2D, aggregate at each GPU count (host_h2d_aggregate)", {}, 0, 0};
+    std::map<int, double> by_count;
     for (const auto& r : rows(d, "multi_h2d_pinned")) {
-      f.values.emplace_back(fmt::format("{}_gpus_GBps", r.at("gpus").get<int>()), r.at("aggregate_GBps").get<double>());
+      const int k = r.at("gpus").get<int>();
+      const double gbps = r.at("aggregate_GBps").get<double>();
+      f.values.emplace_back(fmt::format("{}_gpus_GBps", k), gbps);
       ++f.points;
+      if (k >= 1 && gbps > 0) by_count[k] = gbps;  // a later row of a count replaces an earlier one
     }
+    p.host_h2d_aggregate.clear();
+    for (int k = 1; by_count.contains(k); ++k) p.host_h2d_aggregate.push_back(Bandwidth::from_GBps(by_count.at(k)));
     if (f.points) c.fits.push_back(f);
   }
 
@@ -622,6 +630,11 @@ std::string calibration_yaml(const Calibration& c) {
   if (p.hbm_latency > Time::zero()) out += fmt::format("  hbm_latency: {}\n", t(p.hbm_latency));
   if (!p.copy_engine_bandwidth.is_unlimited()) out += fmt::format("  copy_engine_bandwidth: {}\n", bw(p.copy_engine_bandwidth));
   out += fmt::format("  copy_latency: {}\n  pageable_bandwidth: {}\n", t(p.copy_latency), bw(p.pageable_bandwidth));
+  if (!p.host_h2d_aggregate.empty()) {
+    out += "  host_h2d_aggregate: [";  // a host bridge's limit with 1, 2, ... GPUs copying H2D at once
+    for (size_t i = 0; i < p.host_h2d_aggregate.size(); ++i) out += (i ? ", " : "") + bw(p.host_h2d_aggregate[i]);
+    out += "]\n";
+  }
   out += fmt::format("  nccl_channels: {}\n  nccl_channel_bandwidth: {}\n  nccl_latency: {}\n  nccl_step_latency: {}\n", p.nccl_channels,
                      bw(p.nccl_channel_bandwidth), t(p.nccl_latency), t(p.nccl_step_latency));
   if (!p.nccl_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_rank_bandwidth: {}\n", bw(p.nccl_rank_bandwidth));
@@ -660,7 +673,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   MapReader m(path, top.get("model"), "calibration model",
               {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes",
                "attention_efficiency", "cross_attention_efficiency", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_latency", "pageable_bandwidth",
-               "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
+               "host_h2d_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
                "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant"});
   ModelParams p = base;
@@ -748,6 +761,22 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   bw("copy_engine_bandwidth", p.copy_engine_bandwidth);
   time("copy_latency", p.copy_latency);
   bw("pageable_bandwidth", p.pageable_bandwidth);
+  if (m.has("host_h2d_aggregate")) {
+    const YAML::Node list = m.get("host_h2d_aggregate");
+    if (!list.IsSequence() || list.size() == 0)
+      m.fail("host_h2d_aggregate", "must be a list of bandwidths: the host bridge's limit with 1, 2, ... GPUs copying H2D at once, e.g. [55 GB/s, 106 GB/s]");
+    p.host_h2d_aggregate.clear();
+    for (const YAML::Node& e : list) {
+      try {
+        if (!e.IsScalar()) throw std::invalid_argument("not a bandwidth");
+        const Bandwidth b = parse_bandwidth(e.Scalar());
+        if (!(b.bytes_per_s > 0) || b.is_unlimited()) throw std::invalid_argument("must be positive and finite");
+        p.host_h2d_aggregate.push_back(b);
+      } catch (const std::invalid_argument& ex) {
+        throw InputError(location_of(path, e), fmt::format("host_h2d_aggregate: each entry is a bandwidth such as '55 GB/s' ({})", ex.what()));
+      }
+    }
+  }
   if (auto v = m.opt_int("nccl_channels")) {
     if (*v < 1 || *v > 64) m.fail("nccl_channels", "must be 1..64");
     p.nccl_channels = static_cast<int>(*v);

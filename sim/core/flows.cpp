@@ -118,6 +118,12 @@ void FlowModel::set_rate_cap(FlowId f, double cap) {
   }
 }
 
+void FlowModel::set_capacity(ConstraintId c, double capacity) {
+  if (sys_.capacity(c) == capacity) return;
+  sys_.set_capacity(c, capacity);
+  request_solve();
+}
+
 void FlowModel::activate(FlowId f) {
   Flow& fl = flows_[f];
   fl.last_update = engine_.now();

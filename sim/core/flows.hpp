@@ -69,6 +69,8 @@ class FlowModel {
   /// Changes a running flow's cap (e.g. interference); takes effect in the
   /// next solve at this instant.
   void set_rate_cap(FlowId f, double cap);
+  /// Changes a constraint's capacity; takes effect in the next solve at this instant.
+  void set_capacity(ConstraintId c, double capacity);
   [[nodiscard]] bool running(FlowId f) const { return f >= 0 && static_cast<size_t>(f) < flows_.size() && flows_[f].running; }
   /// Current rate of a running flow (0 before its first byte).
   [[nodiscard]] double rate(FlowId f) const;

@@ -47,6 +47,12 @@ struct ModelParams {
   Bandwidth pageable_bandwidth = Bandwidth::from_GBps(10);  // MODEL.md: 7-19 GB/s staged
   Bandwidth copy_engine_bandwidth = Bandwidth::unlimited(); // a single engine's ceiling (calibrated)
   Time copy_latency = Time::zero();          // DMA set-up before the first byte, beyond the route's latency
+  // A host bridge's limit on traffic from host memory while k GPUs under it
+  // run H2D copies at once: entry k-1 (the last for more GPUs). Measured
+  // aggregates bend (4xH200: 55 / 106 / 140 / 149 GB/s for 1-4 GPUs), which
+  // one fixed throughput_from_host cannot follow. Never above the topology's
+  // limit; empty = that limit alone (calibrated: bench multi_h2d_pinned).
+  std::vector<Bandwidth> host_h2d_aggregate;
 
   // NCCL.
   int nccl_channels = 24;                    // collectives (MODEL.md, 4xH200 default)
