@@ -189,16 +189,59 @@ void MaxMinSystem::fix(VariableId v, double r, ConstraintId why) {
   }
 }
 
+// The heap holds at most one entry per constraint, updated in place (a
+// touched constraint keeps its old share, a lower bound, until the flush).
+void MaxMinSystem::heap_sift(size_t i) {
+  const HeapEntry e = heap_[i];
+  while (i > 0) {  // up
+    const size_t parent = (i - 1) / 2;
+    if (!(heap_[parent] > e)) break;
+    heap_place(i, heap_[parent]);
+    i = parent;
+  }
+  for (;;) {  // down
+    size_t child = 2 * i + 1;
+    if (child >= heap_.size()) break;
+    if (child + 1 < heap_.size() && heap_[child] > heap_[child + 1]) ++child;
+    if (!(e > heap_[child])) break;
+    heap_place(i, heap_[child]);
+    i = child;
+  }
+  heap_place(i, e);
+}
+
+void MaxMinSystem::heap_set(ConstraintId c, double share) {
+  const int32_t at = heap_pos_[static_cast<size_t>(c)];
+  if (at < 0) {
+    heap_.push_back(HeapEntry{share, c, 0});
+    heap_sift(heap_.size() - 1);
+  } else {
+    heap_[static_cast<size_t>(at)].share = share;
+    heap_sift(static_cast<size_t>(at));
+  }
+}
+
+void MaxMinSystem::heap_remove(ConstraintId c) {
+  const int32_t at = heap_pos_[static_cast<size_t>(c)];
+  if (at < 0) return;
+  heap_pos_[static_cast<size_t>(c)] = -1;
+  const HeapEntry last = heap_.back();
+  heap_.pop_back();
+  if (static_cast<size_t>(at) < heap_.size()) {
+    heap_place(static_cast<size_t>(at), last);
+    heap_sift(static_cast<size_t>(at));
+  }
+}
+
 void MaxMinSystem::flush_touched(double level) {
-  if (const size_t need = heap_.size() + touched_.size(); need > heap_.capacity()) reserve_huge(heap_, 2 * need);
   for (ConstraintId c : touched_) {
     Cons& k = cons_[c];
     k.touched = false;
     if (k.unfixed > 0) {
       // Shares never fall below the current level (rounding guard).
-      const double share = std::max(level, k.sumw > 0 ? k.remaining / k.sumw : level);
-      heap_.push_back(HeapEntry{share, c, k.version});
-      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      heap_set(c, std::max(level, k.sumw > 0 ? k.remaining / k.sumw : level));
+    } else {
+      heap_remove(c);
     }
   }
   touched_.clear();
@@ -227,11 +270,13 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
     if (std::isfinite(x.bound)) bounded_.emplace_back(x.bound / x.weight, v);
   }
   reserve_huge(heap_, cons.size());
+  if (heap_pos_.size() < cons_.size()) heap_pos_.resize(cons_.size(), -1);
   for (ConstraintId c : cons) {
     const Cons& k = cons_[c];
     if (k.unfixed > 0) heap_.push_back(HeapEntry{k.remaining / k.sumw, c, 0});
   }
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  for (size_t i = 0; i < heap_.size(); ++i) heap_pos_[static_cast<size_t>(heap_[i].c)] = static_cast<int32_t>(i);
   std::sort(bounded_.begin(), bounded_.end());
 
   size_t unfixed = vars.size();
@@ -239,14 +284,8 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   double level = 0;
   touched_.clear();
   while (unfixed > 0) {
-    // Drop stale heap entries whose constraint has a newer entry (or no unfixed user).
-    while (!heap_.empty()) {
-      const HeapEntry& top = heap_.front();
-      const Cons& k = cons_[top.c];
-      if (k.unfixed > 0 && (top.version == k.version || k.touched)) break;
-      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-      heap_.pop_back();
-    }
+    // Drop a top whose constraint has no unfixed user left.
+    while (!heap_.empty() && cons_[heap_.front().c].unfixed == 0) heap_remove(heap_.front().c);
     while (bi < bounded_.size() && vars_[bounded_[bi].second].fixed) ++bi;
     // The top is exact, or (its constraint touched since) a lower bound.
     const double lc = heap_.empty() ? kUnbounded : heap_.front().share;
@@ -265,8 +304,7 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
     assert((std::isfinite(lc) || std::isfinite(lb)) && "unconstrained, unbounded variable");
     level = std::max(level, lc);
     const ConstraintId c = heap_.front().c;
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-    heap_.pop_back();
+    heap_remove(c);
     // Saturate c: every unfixed user runs at weight * level. Collect first,
     // because fix() edits the counters we iterate by.
     std::vector<VariableId>& to_fix = to_fix_;
@@ -280,6 +318,8 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   }
   for (ConstraintId c : touched_) cons_[c].touched = false;  // flags must not leak into the next solve
   touched_.clear();
+  for (const HeapEntry& e : heap_) heap_pos_[static_cast<size_t>(e.c)] = -1;
+  heap_.clear();
 }
 
 }  // namespace osim

@@ -148,7 +148,15 @@ class MaxMinSystem {
     uint32_t version;
     bool operator>(const HeapEntry& o) const { return share != o.share ? share > o.share : c > o.c; }
   };
-  std::vector<HeapEntry> heap_;
+  std::vector<HeapEntry> heap_;      // an indexed min-heap: one entry per constraint at most
+  std::vector<int32_t> heap_pos_;    // per constraint: its place in heap_, or -1
+  void heap_set(ConstraintId c, double share);
+  void heap_remove(ConstraintId c);
+  void heap_sift(size_t i);
+  void heap_place(size_t i, const HeapEntry& e) {
+    heap_[i] = e;
+    heap_pos_[static_cast<size_t>(e.c)] = static_cast<int32_t>(i);
+  }
   std::vector<std::pair<double, VariableId>> bounded_;
   std::vector<VariableId> comp_vars_;
   std::vector<ConstraintId> comp_cons_;
