@@ -181,7 +181,6 @@ void MaxMinSystem::fix(VariableId v, double r, ConstraintId why) {
     --k.unfixed;
     k.remaining = std::max(0.0, k.remaining - e.coeff * r);
     k.sumw -= e.coeff * x.weight;
-    ++k.version;
     if (!k.touched) {
       k.touched = true;
       touched_.push_back(e.c);
@@ -213,7 +212,7 @@ void MaxMinSystem::heap_sift(size_t i) {
 void MaxMinSystem::heap_set(ConstraintId c, double share) {
   const int32_t at = heap_pos_[static_cast<size_t>(c)];
   if (at < 0) {
-    heap_.push_back(HeapEntry{share, c, 0});
+    heap_.push_back(HeapEntry{share, c});
     heap_sift(heap_.size() - 1);
   } else {
     heap_[static_cast<size_t>(at)].share = share;
@@ -258,7 +257,6 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
     k.remaining = k.capacity;
     k.sumw = 0;
     k.unfixed = 0;
-    k.version = 0;
   }
   for (VariableId v : vars) {
     Var& x = vars_[v];
@@ -273,7 +271,7 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   if (heap_pos_.size() < cons_.size()) heap_pos_.resize(cons_.size(), -1);
   for (ConstraintId c : cons) {
     const Cons& k = cons_[c];
-    if (k.unfixed > 0) heap_.push_back(HeapEntry{k.remaining / k.sumw, c, 0});
+    if (k.unfixed > 0) heap_.push_back(HeapEntry{k.remaining / k.sumw, c});
   }
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
   for (size_t i = 0; i < heap_.size(); ++i) heap_pos_[static_cast<size_t>(heap_[i].c)] = static_cast<int32_t>(i);

@@ -123,7 +123,6 @@ class MaxMinSystem {
     double remaining = 0;
     double sumw = 0;
     uint32_t unfixed = 0;
-    uint32_t version = 0;
     bool touched = false;  // its share changed since its last heap entry
   };
 
@@ -145,7 +144,6 @@ class MaxMinSystem {
   struct HeapEntry {
     double share;
     ConstraintId c;
-    uint32_t version;
     bool operator>(const HeapEntry& o) const { return share != o.share ? share > o.share : c > o.c; }
   };
   std::vector<HeapEntry> heap_;      // an indexed min-heap: one entry per constraint at most

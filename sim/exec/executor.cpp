@@ -415,7 +415,7 @@ class Executor {
     const auto& ops = *s_.programs[r].ops;
     while (R.pc < static_cast<int>(ops.size())) {
       const Op& op = ops[R.pc];
-      OpRecord& rec = o_.keep_records ? records_[r][R.pc] : scratch_;  // scratch_: written, never read
+      OpRecord& rec = record(r, R.pc);
       if (!R.paid) {
         rec.issue = engine_.now();
         R.paid = true;
@@ -595,7 +595,7 @@ class Executor {
       const auto [es, ep] = R.event_pos[op.event];
       e.dep_stream = static_cast<int16_t>(es);
       e.dep_pos = ep;
-      if (o_.keep_records) records_[r][R.pc].waits_on = gops_[R.streams[es].gops[ep]].index;
+      record(r, R.pc).waits_on = gops_[R.streams[es].gops[ep]].index;
     } else if (op.kind == OpKind::StreamWaitStream) {
       const int n = static_cast<int>(R.streams[op.stream2].gops.size());
       if (n > 0) {
@@ -663,6 +663,9 @@ class Executor {
     pump(g.rank);
     wake(g.rank);
   }
+
+  // An op's record; without ExecOptions::keep_records a scratch one, written and never read.
+  OpRecord& record(int r, int index) { return o_.keep_records ? records_[static_cast<size_t>(r)][static_cast<size_t>(index)] : scratch_; }
 
   // The op's start: its record's, or its stream's (one op runs on a stream at a time).
   void mark_start(const GOp& g, const Op& op) {
@@ -879,7 +882,7 @@ class Executor {
     f.on_done = [this, key](const FlowRecord& rec) {
       const int gid = static_cast<int>(key >> 24), rr = static_cast<int>((key >> 4) & 0xfffff), ee = static_cast<int>(key & 0xf);
       account(copy_bn_, rec);
-      OpRecord& orec = o_.keep_records ? records_[rr][gops_[gid].index] : scratch_;
+      OpRecord& orec = record(rr, gops_[gid].index);
       const ConstraintId mb = rec.main_bottleneck();
       const int bound = mb < 0 ? -1 : res_of_cons_[mb];
       assert(bound < (1 << 30));  // OpRecord::bottleneck is 31 bits
@@ -890,15 +893,19 @@ class Executor {
       for (const auto& [c, t] : rec.bottleneck_time)
         if (c == mb) orec.bottleneck_time = t;
       ranks_[rr].ce[ee].busy = -1;
-      if (op_of(gops_[gid]).copy == CopyKind::H2D && !dma_limits_.empty()) h2d_under_bridge(rr, -1);
+      if (op_of(gops_[gid]).copy == CopyKind::H2D && !dma_limits_.empty())
+        for (const FlowUse& u : host_route(rr, true).uses)
+          if (const int d = dma_limit_of(u.constraint); d >= 0) copying_under(d, -1);
       complete(gid);
       start_copy(rr, ee);
       update_gpu(rr);
     };
     if (op.copy == CopyKind::H2D && !dma_limits_.empty()) {
-      h2d_under_bridge(r, +1);
       for (const FlowUse& u : route->uses)
-        if (const int d = dma_limit_of(u.constraint); d >= 0) f.route.push_back({dma_limits_[static_cast<size_t>(d)].constraint, 1.0});
+        if (const int d = dma_limit_of(u.constraint); d >= 0) {
+          f.route.push_back({dma_limits_[static_cast<size_t>(d)].constraint, 1.0});
+          copying_under(d, +1);
+        }
     }
     const FlowId fid = flows_.start(std::move(f));
     if (o_.link_samples && route) flow_uses_[fid] = resource_uses(*route);  // rates are reported only after activation
@@ -909,23 +916,19 @@ class Executor {
   int dma_limit_of(ConstraintId c) const {
     return static_cast<size_t>(c) < dma_limit_of_.size() ? dma_limit_of_[static_cast<size_t>(c)] : -1;
   }
-  // Rank r's H2D copy starts (+1) or ends (-1): the bridges it crosses limit
-  // their H2D copies together to the measured aggregate for that many GPUs
-  // (ModelParams::host_h2d_aggregate), never above the bridge's own limit.
-  // One GPU's copy is held by its link and engine (the table's first entry
-  // is that rate), so the limit applies from two on. A rank has one H2D
-  // engine: one such copy at a time.
-  void h2d_under_bridge(int r, int delta) {
-    for (const FlowUse& u : host_route(r, true).uses) {
-      const int d = dma_limit_of(u.constraint);
-      if (d < 0) continue;
-      DmaLimit& L = dma_limits_[static_cast<size_t>(d)];
-      L.gpus += delta;
-      assert(L.gpus >= 0);
-      const auto& agg = p_.host_h2d_aggregate;
-      flows_.set_capacity(L.constraint, L.gpus < 2 ? L.nominal
-                                                   : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
-    }
+  // An H2D copy starts (+1) or ends (-1) under the bridge of dma_limits_[d]:
+  // the bridge limits its H2D copies together to the measured aggregate for
+  // that many GPUs (ModelParams::host_h2d_aggregate), never above its own
+  // limit. One GPU's copy is held by its link and engine (the table's first
+  // entry is that rate), so the limit applies from two on. A rank has one
+  // H2D engine: one such copy at a time, so copies count GPUs.
+  void copying_under(int d, int delta) {
+    DmaLimit& L = dma_limits_[static_cast<size_t>(d)];
+    L.gpus += delta;
+    assert(L.gpus >= 0);
+    const auto& agg = p_.host_h2d_aggregate;
+    flows_.set_capacity(L.constraint, L.gpus < 2 ? L.nominal
+                                                 : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
   }
 
   // ---------------------------------------------------------------- collectives
