@@ -131,13 +131,23 @@ struct Topology::Graph {
   Path shortest(const std::vector<NodeSpec>& nodes, const std::vector<LinkSpec>& links, int src, int dst,
                 uint32_t link_kinds, uint32_t node_kinds) const {
     Path p;
-    if (src == dst) return p;
+    shortest_into(p, nodes, links, src, dst, link_kinds, node_kinds);
+    return p;
+  }
+  // The same into `p` (cleared first; its storage is reused): no allocation
+  // once `p` has grown, for the million routes of a large all-to-all.
+  void shortest_into(Path& p, const std::vector<NodeSpec>& nodes, const std::vector<LinkSpec>& links, int src, int dst,
+                     uint32_t link_kinds, uint32_t node_kinds) const {
+    p.nodes.clear();
+    p.links.clear();
+    p.weight = 0;
+    if (src == dst) return;
     const Tree& t = tree(nodes, links, src, link_kinds, node_kinds);
     const size_t d = static_cast<size_t>(dst);
     int last = -1;  // the link into dst
     int cur = -1;   // the vertex before it
     if ((node_kinds >> static_cast<int>(nodes[d].kind)) & 1U) {
-      if (!t.reached[d]) return p;
+      if (!t.reached[d]) return;
       p.weight = t.dist[d];
       const Edge e = t.pred_edge[d];
       last = g[e].link;
@@ -158,7 +168,7 @@ struct Topology::Graph {
           cur = static_cast<int>(u);
         }
       }
-      if (cur < 0) return p;
+      if (cur < 0) return;
       p.weight = best;
     }
     p.nodes.push_back(dst);
@@ -173,7 +183,6 @@ struct Topology::Graph {
     p.nodes.push_back(src);
     std::reverse(p.nodes.begin(), p.nodes.end());
     std::reverse(p.links.begin(), p.links.end());
-    return p;
   }
 };
 
@@ -294,8 +303,8 @@ const Topology::HopPath& Topology::nvlink_path(int src, int dst) const {
   return it->second;
 }
 
-Topology::HopPath Topology::network_path(int src, int dst) const {
-  return g_->shortest(spec_.nodes, spec_.links, src, dst, kNetLinks, bit(NodeKind::NetworkSwitch));
+void Topology::network_path(HopPath& out, int src, int dst) const {
+  g_->shortest_into(out, spec_.nodes, spec_.links, src, dst, kNetLinks, bit(NodeKind::NetworkSwitch));
 }
 
 namespace {
@@ -402,19 +411,23 @@ void Topology::finish(Route& r) const {
     r.bottleneck.bytes_per_s = std::min(r.bottleneck.bytes_per_s, resources_[u.resource].capacity / u.coefficient);
 }
 
-Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
+void Topology::build_route(Route& r, int src, int dst, const RouteOptions& opt) const {
   const NodeSpec& s = spec_.nodes[src];
   const NodeSpec& d = spec_.nodes[dst];
   auto endpoint = [](NodeKind k) { return k == NodeKind::Gpu || k == NodeKind::Cpu || k == NodeKind::Nic; };
   if (!endpoint(s.kind) || !endpoint(d.kind))
     throw InputError(SourceLocation{}, fmt::format("cannot route '{}' -> '{}': transfers start and end at GPUs, host memory (cpu) or NICs",
                                                    s.name, d.name));
-  Route r;
+  // `r` may be a reused scratch route: cleared, its storage kept.
+  r.kind = RouteKind::Local;
+  r.nodes.clear();
+  r.uses.clear();
+  r.latency = Time::zero();
+  r.bottleneck = Bandwidth::unlimited();
   r.uses.reserve(12);  // a route crosses a dozen resources at most in practice: one allocation
   if (src == dst) {
-    r.kind = RouteKind::Local;
-    r.nodes = {src};
-    return r;
+    r.nodes.push_back(src);
+    return;
   }
   auto need_pcie = [&](int a, int b) -> const HopPath& {
     const HopPath& p = pcie_path(a, b);
@@ -427,8 +440,9 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
     // Leg from an endpoint to its NIC, through host memory when GPUDirect RDMA
     // is out of reach; memoised per endpoint and direction.
     auto leg = [&](int end, bool outbound) -> const NetLeg& {
-      const auto key = std::make_pair(end, outbound);
-      if (auto it = net_legs_.find(key); it != net_legs_.end()) return it->second;
+      if (net_legs_.empty()) net_legs_.resize(2 * spec_.nodes.size());
+      std::optional<NetLeg>& memo = net_legs_[2 * static_cast<size_t>(end) + (outbound ? 1 : 0)];
+      if (memo) return *memo;
       // Built apart and stored only when complete: a throw leaves no half-made entry.
       NetLeg L;
       L.nic = nearest_nic(end);
@@ -451,7 +465,7 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
         std::reverse(L.parts.begin(), L.parts.end());
         for (auto& p : L.parts) p.reverse();
       }
-      return net_legs_.emplace(key, std::move(L)).first->second;
+      return memo.emplace(std::move(L));
     };
     const NetLeg& out_leg = leg(src, true);
     const NetLeg& in_leg = leg(dst, false);
@@ -459,7 +473,8 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
     const auto& out_parts = out_leg.parts;
     const auto& in_parts = in_leg.parts;
     if (out_leg.via_host || in_leg.via_host) r.kind = RouteKind::NetworkViaHost;
-    auto net = network_path(nic_a, nic_b);
+    HopPath& net = net_path_scratch_;
+    network_path(net, nic_a, nic_b);
     if (net.empty())
       throw InputError(SourceLocation{}, fmt::format("no network path between '{}' and '{}'", spec_.nodes[nic_a].name, spec_.nodes[nic_b].name));
     bool first = true;
@@ -469,7 +484,7 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
     for (const auto& p : in_parts) add_hop_path(r, p, false, opt.dma);
     r.kind = keep;
     finish(r);
-    return r;
+    return;
   }
   if (s.kind == NodeKind::Gpu && d.kind == NodeKind::Gpu) {
     // NCCL_P2P_DISABLE turns off the P2P transport, NVLink included.
@@ -477,7 +492,7 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
       r.kind = RouteKind::NvLink;
       add_hop_path(r, nv, true, opt.dma);
       finish(r);
-      return r;
+      return;
     }
     const auto& p = need_pcie(src, dst);
     const bool pair_off = std::any_of(spec_.p2p_disabled_pairs.begin(), spec_.p2p_disabled_pairs.end(), [&](const auto& pr) {
@@ -496,12 +511,11 @@ Route Topology::build_route(int src, int dst, const RouteOptions& opt) const {
       add_hop_path(r, need_pcie(cpu, dst), false, true);
     }
     finish(r);
-    return r;
+    return;
   }
   r.kind = RouteKind::HostMemory;
   add_hop_path(r, need_pcie(src, dst), true, opt.dma);
   finish(r);
-  return r;
 }
 
 const Route& Topology::route(int src, int dst, const RouteOptions& opt) const {
@@ -509,14 +523,17 @@ const Route& Topology::route(int src, int dst, const RouteOptions& opt) const {
   if (host_[src] != host_[dst] && host_[src] >= 0 && host_[dst] >= 0) {
     // Between hosts there are (GPUs)^2 pairs: keep a bounded set (an
     // all-to-all asks for one source's routes together).
-    auto it = net_route_cache_.find(key);
-    if (it != net_route_cache_.end()) return it->second;
-    if (net_route_cache_.size() >= kNetRouteCache) net_route_cache_.clear();
-    return net_route_cache_.emplace(key, build_route(src, dst, opt)).first->second;
+    // Between hosts there are (GPUs)^2 pairs: each is built when asked, into
+    // one reused route (composed from memoised legs and the cached network
+    // tree, it allocates nothing once warm).
+    build_route(net_route_scratch_, src, dst, opt);
+    return net_route_scratch_;
   }
   auto it = route_cache_.find(key);
   if (it != route_cache_.end()) return it->second;
-  return route_cache_.emplace(key, build_route(src, dst, opt)).first->second;
+  Route r;
+  build_route(r, src, dst, opt);
+  return route_cache_.emplace(key, std::move(r)).first->second;
 }
 
 std::string Topology::describe(const Route& r) const {

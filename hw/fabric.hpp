@@ -16,6 +16,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -82,8 +83,8 @@ class Topology {
   [[nodiscard]] int nearest_cpu(int node) const;
   [[nodiscard]] PathType path_type(int gpu_a, int gpu_b) const;
   /// Throws InputError if the endpoints cannot be joined. A route between
-  /// hosts stays valid until the next route() call (they are cached in a
-  /// bounded set); one inside a host for the Topology's life.
+  /// hosts stays valid until the next route() call (it is built on demand
+  /// into one reused route); one inside a host for the Topology's life.
   [[nodiscard]] const Route& route(int src, int dst, const RouteOptions& opt = {}) const;
   [[nodiscard]] std::string describe(const Route& r) const;
 
@@ -98,11 +99,11 @@ class Topology {
   };
   const HopPath& pcie_path(int src, int dst) const;
   const HopPath& nvlink_path(int src, int dst) const;
-  HopPath network_path(int src, int dst) const;
+  void network_path(HopPath& out, int src, int dst) const;
   int nearest_nic(int node) const;
   PathType classify_pcie(const HopPath& path) const;
   void add_hop_path(Route& r, const HopPath& path, bool first_leg, bool host_limits) const;
-  Route build_route(int src, int dst, const RouteOptions& opt) const;
+  void build_route(Route& r, int src, int dst, const RouteOptions& opt) const;
   void finish(Route& r) const;
 
   TopologySpec spec_;
@@ -117,8 +118,8 @@ class Topology {
   std::vector<int> node_to_host_, node_from_host_;  // host bridges' directional limits, or -1
   std::vector<int> node_dram_;             // resource or -1
   mutable std::map<std::tuple<int, int, RouteOptions>, Route> route_cache_;
-  static constexpr size_t kNetRouteCache = 1 << 16;
-  mutable std::map<std::tuple<int, int, RouteOptions>, Route> net_route_cache_;
+  mutable Route net_route_scratch_;   // the last route between hosts (see route())
+  mutable HopPath net_path_scratch_;
   mutable std::vector<int> nearest_cpu_, nearest_nic_;  // memo; -2 = not yet
   mutable std::map<std::tuple<int, int, int>, HopPath> host_paths_;  // (src, dst, 0 pcie / 1 nvlink)
   struct NetLeg {
@@ -126,7 +127,7 @@ class Topology {
     std::vector<HopPath> parts;  // endpoint to NIC (outbound) or NIC to endpoint
     bool via_host = false;       // through host memory: GPUDirect RDMA out of reach
   };
-  mutable std::map<std::pair<int, bool>, NetLeg> net_legs_;
+  mutable std::vector<std::optional<NetLeg>> net_legs_;  // per (endpoint, outbound): 2 * node + outbound
 };
 
 /// Resources that carried bytes, busiest first (average utilisation over

@@ -253,9 +253,11 @@ TopologySpec parse(const YAML::Node& root, const std::string& file) {
   t.description = r.opt_str("description").value_or("");
   t.p2p_level = read_path_level(r, "p2p_level", PathType::Pxb);
   t.gdr_level = read_path_level(r, "gdr_level", PathType::Pxb);
-  for (const RepeatedItem& it : expand_repeats(file, r.get("nodes"), "nodes")) t.nodes.push_back(parse_node(file, it.node, it.original));
+  for_each_repeated(file, r.get("nodes"), "nodes",
+                    [&](const YAML::Node& n, const YAML::Node& original, const RepeatVars&) { t.nodes.push_back(parse_node(file, n, original)); });
   if (r.has("links"))
-    for (const RepeatedItem& it : expand_repeats(file, r.get("links"), "links")) t.links.push_back(parse_link(file, it.node, it.original));
+    for_each_repeated(file, r.get("links"), "links",
+                      [&](const YAML::Node& n, const YAML::Node& original, const RepeatVars&) { t.links.push_back(parse_link(file, n, original)); });
   check(t, root);
   return t;
 }

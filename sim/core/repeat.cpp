@@ -104,14 +104,15 @@ class ExprParser {
   size_t pos_ = 0;
 };
 
-void substitute_node(YAML::Node n, const RepeatVars& vars) {
+// The scalars of a copied item that hold {expr}, with their text as written.
+void templated_scalars(YAML::Node n, std::vector<std::pair<YAML::Node, std::string>>& out) {
   if (n.IsScalar()) {
     const std::string& s = n.Scalar();
-    if (s.find('{') != std::string::npos) n = substitute(s, vars);
+    if (s.find('{') != std::string::npos) out.emplace_back(n, s);
   } else if (n.IsSequence()) {
-    for (size_t i = 0; i < n.size(); ++i) substitute_node(n[i], vars);
+    for (size_t i = 0; i < n.size(); ++i) templated_scalars(n[i], out);
   } else if (n.IsMap()) {
-    for (auto it = n.begin(); it != n.end(); ++it) substitute_node(it->second, vars);
+    for (auto it = n.begin(); it != n.end(); ++it) templated_scalars(it->second, out);
   }
 }
 
@@ -135,9 +136,8 @@ std::string substitute(const std::string& text, const RepeatVars& vars) {
   return out;
 }
 
-std::vector<RepeatedItem> expand_repeats(const std::string& file, const YAML::Node& list, const std::string& what) {
+void for_each_repeated(const std::string& file, const YAML::Node& list, const std::string& what, const RepeatVisitor& visit) {
   if (!list.IsSequence()) throw InputError(location_of(file, list), fmt::format("'{}' must be a list", what));
-  std::vector<RepeatedItem> out;
   for (size_t idx = 0; idx < list.size(); ++idx) {
     const YAML::Node item = list[idx];
     if (!item.IsMap()) throw InputError(location_of(file, item), fmt::format("each entry of '{}' must be a mapping", what));
@@ -167,6 +167,16 @@ std::vector<RepeatedItem> expand_repeats(const std::string& file, const YAML::No
       throw InputError(location_of(file, skip), "skip_if needs a repeat on the same item");
     RepeatVars vars;
     for (const auto& [k, n] : ranges) vars[k] = 0;
+    if (ranges.empty()) {  // as written: nothing to substitute
+      visit(item, item, vars);
+      continue;
+    }
+    // One copy per written item; each expansion rewrites its {expr} scalars.
+    YAML::Node copy = YAML::Clone(item);
+    copy.remove("repeat");
+    copy.remove("skip_if");
+    std::vector<std::pair<YAML::Node, std::string>> templated;
+    templated_scalars(copy, templated);
     for (;;) {
       bool skipped = false;
       if (skip.IsDefined()) {
@@ -177,20 +187,14 @@ std::vector<RepeatedItem> expand_repeats(const std::string& file, const YAML::No
         }
       }
       if (!skipped) {
-        YAML::Node copy = YAML::Clone(item);
-        copy.remove("repeat");
-        copy.remove("skip_if");
-        if (!ranges.empty()) {
-          try {
-            substitute_node(copy, vars);
-          } catch (const std::invalid_argument& e) {
-            throw InputError(location_of(file, item), e.what());
-          }
+        try {
+          for (auto& [n, text] : templated) n = substitute(text, vars);
+        } catch (const std::invalid_argument& e) {
+          throw InputError(location_of(file, item), e.what());
         }
-        out.push_back(RepeatedItem{copy, item, vars});
+        visit(copy, item, vars);
       }
       // next combination (last variable fastest)
-      if (ranges.empty()) break;
       bool carry = true;
       for (size_t k = ranges.size(); carry && k > 0; --k) {
         int64_t& v = vars[ranges[k - 1].first];
@@ -200,7 +204,6 @@ std::vector<RepeatedItem> expand_repeats(const std::string& file, const YAML::No
       if (carry) break;
     }
   }
-  return out;
 }
 
 }  // namespace osim

@@ -8,6 +8,7 @@
 // (+ - * / % and parentheses; / and % are integer division and remainder).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,15 +19,16 @@ namespace osim {
 
 using RepeatVars = std::map<std::string, int64_t>;
 
-struct RepeatedItem {
-  YAML::Node node;  // a copy with {expr} substituted and repeat/skip_if removed
-  YAML::Node original;
-  RepeatVars vars;
-};
+/// Called once per expanded item, in order: `node` is the item with {expr}
+/// substituted and repeat/skip_if removed, `original` the item as written
+/// (for source locations), `vars` the variables' values. `node` is valid
+/// only during the call: the next item reuses it (a 1,024-GPU topology
+/// expands thousands of items; one copy per written item, not per expansion).
+using RepeatVisitor = std::function<void(const YAML::Node& node, const YAML::Node& original, const RepeatVars& vars)>;
 
 /// Expands every item of a YAML sequence. Throws InputError on a bad repeat
 /// or expression. `what` names the list in messages ("nodes", "links").
-std::vector<RepeatedItem> expand_repeats(const std::string& file, const YAML::Node& list, const std::string& what);
+void for_each_repeated(const std::string& file, const YAML::Node& list, const std::string& what, const RepeatVisitor& visit);
 
 /// Evaluates an integer expression; throws std::invalid_argument.
 int64_t eval_int_expr(const std::string& expr, const RepeatVars& vars);

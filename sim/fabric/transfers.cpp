@@ -30,10 +30,10 @@ Scenario parse(const YAML::Node& root, const std::string& file, const hw::Topolo
   sc.route_options.p2p_disabled = top.boolean("p2p_disabled", false);
   sc.route_options.dma = true;  // transfers are copy-engine copies
   const std::vector<std::string> known = {"name", "src", "dst", "bytes", "start", "cap"};
-  for (const RepeatedItem& it : expand_repeats(file, top.get("transfers"), "transfers")) {
-    MapReader r(file, it.node, "transfer", known, it.original);
+  for_each_repeated(file, top.get("transfers"), "transfers", [&](const YAML::Node& node, const YAML::Node& original, const RepeatVars&) {
+    MapReader r(file, node, "transfer", known, original);
     TransferSpec t;
-    t.where = location_of(file, it.original);
+    t.where = location_of(file, original);
     {
       const std::string src = r.str("src"), dst = r.str("dst");
       if (src == "host" && dst == "host") r.fail_here("src and dst cannot both be 'host'");
@@ -54,7 +54,7 @@ Scenario parse(const YAML::Node& root, const std::string& file, const hw::Topolo
       }
     }
     sc.transfers.push_back(std::move(t));
-  }
+  });
   if (sc.transfers.empty()) top.fail("transfers", "is empty: list at least one transfer");
   return sc;
 }
