@@ -57,12 +57,22 @@ struct VertexFilter {
 struct EdgeRecorder : boost::base_visitor<EdgeRecorder> {
   using event_filter = boost::on_edge_relaxed;
   std::vector<Edge>* pe = nullptr;
-  std::vector<bool>* hp = nullptr;
+  std::vector<char>* hp = nullptr;
   template <class E, class FG>
   void operator()(E e, const FG& fg) {
     const size_t t = boost::target(e, fg);
     (*pe)[t] = e;
-    (*hp)[t] = true;
+    (*hp)[t] = 1;
+  }
+};
+// Records the vertices a search discovers: the only ones whose scratch
+// entries it changed.
+struct DiscoverRecorder : boost::base_visitor<DiscoverRecorder> {
+  using event_filter = boost::on_discover_vertex;
+  std::vector<int>* seen = nullptr;
+  template <class V, class FG>
+  void operator()(V v, const FG&) {
+    seen->push_back(static_cast<int>(v));
   }
 };
 constexpr uint32_t bit(LinkKind k) { return 1U << static_cast<int>(k); }
@@ -81,15 +91,32 @@ struct Topology::Graph {
   // intermediates. Routes are asked for one source at a time (a collective
   // launches every flow of a rank together), so a few recent trees answer
   // nearly every query: one Dijkstra per source instead of one per pair.
+  // A tree keeps only the vertices it reached (a host's dozen, or a
+  // network's NICs), sorted: a 1,024-GPU cluster has thousands of vertices,
+  // and a dense tree per source cost more than the search.
+  struct Reach {
+    int v;
+    double dist;
+    Edge pred;      // the edge into v (unset for the source)
+  };
   struct Tree {
     int src;
     uint32_t link_kinds, node_kinds;
-    std::vector<double> dist;
-    std::vector<Edge> pred_edge;
-    std::vector<char> reached;
+    std::vector<Reach> reached;  // by vertex
+    [[nodiscard]] const Reach* at(size_t v) const {
+      auto it = std::lower_bound(reached.begin(), reached.end(), static_cast<int>(v), [](const Reach& r, int x) { return r.v < x; });
+      return it != reached.end() && it->v == static_cast<int>(v) ? &*it : nullptr;
+    }
   };
   static constexpr size_t kTrees = 16;
   mutable std::deque<Tree> trees;  // most recent first
+  // Dense scratch for one search, left as found (infinite, white, unset)
+  // for the vertices it touched: no per-search initialisation of all vertices.
+  mutable std::vector<double> dist_;
+  mutable std::vector<boost::default_color_type> color_;
+  mutable std::vector<Edge> pred_edge_;
+  mutable std::vector<char> has_pred_;
+  mutable std::vector<int> seen_;
 
   const Tree& tree(const std::vector<NodeSpec>& nodes, const std::vector<LinkSpec>& links, int src, uint32_t link_kinds, uint32_t node_kinds) const {
     for (auto it = trees.begin(); it != trees.end(); ++it)
@@ -105,24 +132,44 @@ struct Topology::Graph {
     VertexFilter vf{&nodes, node_kinds, src, -1};
     boost::filtered_graph<G, EdgeFilter, VertexFilter> fg(g, ef, vf);
     const size_t n = boost::num_vertices(g);
-    Tree t{src, link_kinds, node_kinds, std::vector<double>(n, std::numeric_limits<double>::infinity()), std::vector<Edge>(n), {}};
-    std::vector<bool> has_pred(n, false);
+    if (dist_.size() != n) {
+      dist_.assign(n, std::numeric_limits<double>::infinity());
+      color_.assign(n, boost::white_color);
+      pred_edge_.assign(n, Edge{});
+      has_pred_.assign(n, 0);
+    }
+    seen_.clear();
+    const size_t s = static_cast<size_t>(src);
+    dist_[s] = 0;
     EdgeRecorder rec;
-    rec.pe = &t.pred_edge;
-    rec.hp = &has_pred;
+    rec.pe = &pred_edge_;
+    rec.hp = &has_pred_;
+    DiscoverRecorder disc;
+    disc.seen = &seen_;
+    const auto index = boost::get(boost::vertex_index, g);
     // Undirected: the relaxed edge's "target" is the vertex reached; for an
     // undirected edge descriptor boost reports source/target as traversed.
-    boost::dijkstra_shortest_paths(
-        fg, static_cast<size_t>(src),
-        boost::weight_map(boost::get(&EdgeP::weight, g))
-            .distance_map(boost::make_iterator_property_map(t.dist.begin(), boost::get(boost::vertex_index, g)))
-            .visitor(boost::make_dijkstra_visitor(rec)));
-    t.reached.assign(n, 0);
-    for (size_t v = 0; v < n; ++v) t.reached[v] = has_pred[v] ? 1 : 0;  // boost marks unreached vertices with max(), not inf
-    t.reached[static_cast<size_t>(src)] = 1;
-    t.dist[static_cast<size_t>(src)] = 0;
+    boost::dijkstra_shortest_paths_no_init(fg, s, boost::dummy_property_map(), boost::make_iterator_property_map(dist_.begin(), index),
+                                           boost::get(&EdgeP::weight, g), index, std::less<double>(), boost::closed_plus<double>(), 0.0,
+                                           boost::make_dijkstra_visitor(std::make_pair(rec, disc)),
+                                           boost::make_iterator_property_map(color_.begin(), index));
+    Tree t{src, link_kinds, node_kinds, {}};
+    t.reached.reserve(seen_.size() + 1);
+    t.reached.push_back(Reach{src, 0.0, Edge{}});
+    for (int v : seen_) {
+      const size_t u = static_cast<size_t>(v);
+      if (v != src && has_pred_[u]) t.reached.push_back(Reach{v, dist_[u], pred_edge_[u]});
+      dist_[u] = std::numeric_limits<double>::infinity();
+      color_[u] = boost::white_color;
+      has_pred_[u] = 0;
+    }
+    dist_[s] = std::numeric_limits<double>::infinity();
+    color_[s] = boost::white_color;
+    std::sort(t.reached.begin(), t.reached.end(), [](const Reach& a, const Reach& b) { return a.v < b.v; });
+    if (trees.size() >= kTrees) {
+      trees.pop_back();
+    }
     trees.push_front(std::move(t));
-    if (trees.size() > kTrees) trees.pop_back();
     return trees.front();
   }
 
@@ -147,9 +194,10 @@ struct Topology::Graph {
     int last = -1;  // the link into dst
     int cur = -1;   // the vertex before it
     if ((node_kinds >> static_cast<int>(nodes[d].kind)) & 1U) {
-      if (!t.reached[d]) return;
-      p.weight = t.dist[d];
-      const Edge e = t.pred_edge[d];
+      const Reach* rd = t.at(d);
+      if (!rd) return;
+      p.weight = rd->dist;
+      const Edge e = rd->pred;
       last = g[e].link;
       const int a = static_cast<int>(boost::source(e, g)), b = static_cast<int>(boost::target(e, g));
       cur = (a == dst) ? b : a;
@@ -160,8 +208,9 @@ struct Topology::Graph {
       for (auto [it, end] = boost::out_edges(d, g); it != end; ++it) {
         if (!((link_kinds >> static_cast<int>(links[g[*it].link].kind)) & 1U)) continue;
         const size_t u = boost::target(*it, g);
-        if (!t.reached[u] || !(static_cast<int>(u) == src || ((node_kinds >> static_cast<int>(nodes[u].kind)) & 1U))) continue;
-        const double w = t.dist[u] + g[*it].weight;
+        const Reach* ru = t.at(u);
+        if (!ru || !(static_cast<int>(u) == src || ((node_kinds >> static_cast<int>(nodes[u].kind)) & 1U))) continue;
+        const double w = ru->dist + g[*it].weight;
         if (w < best) {
           best = w;
           last = g[*it].link;
@@ -174,7 +223,7 @@ struct Topology::Graph {
     p.nodes.push_back(dst);
     p.links.push_back(last);
     while (cur != src) {
-      const Edge e = t.pred_edge[static_cast<size_t>(cur)];
+      const Edge e = t.at(static_cast<size_t>(cur))->pred;
       p.nodes.push_back(cur);
       p.links.push_back(g[e].link);
       const int a = static_cast<int>(boost::source(e, g)), b = static_cast<int>(boost::target(e, g));

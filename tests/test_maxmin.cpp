@@ -272,3 +272,95 @@ TEST_CASE("randomised: incremental updates equal a solve from scratch") {
     for (size_t k = 0; k < live.size(); ++k) REQUIRE(s.rate(live[k].id) == doctest::Approx(fresh.rate(fv[k])).epsilon(1e-9));
   }
 }
+
+TEST_CASE("a dormant variable takes no share until activated") {
+  MaxMinSystem s;
+  auto c = s.add_constraint(12);
+  auto a = s.add_variable();
+  s.expand(c, a);
+  auto d = s.add_dormant_variable(2.0, 100.0);
+  s.expand(c, d);
+  CHECK(s.dormant(d));
+  CHECK(s.solve() == std::vector<VariableId>{a});  // d changes nothing and is not reported
+  CHECK(s.rate(a) == doctest::Approx(12));
+  CHECK(s.rate(d) == 0);
+  CHECK(s.users(c) == std::vector<VariableId>{a});
+  s.set_bound(d, 6.0);  // before activation: kept for it
+  CHECK(s.solve().empty());
+  s.activate_variable(d);
+  CHECK(!s.dormant(d));
+  CHECK(s.solve() == std::vector<VariableId>{a, d});
+  // weight 2 against 1 would take 8 of 12; its bound 6 leaves 6 to a
+  CHECK(s.rate(d) == doctest::Approx(6));
+  CHECK(s.bottleneck(d) == MaxMinSystem::kOwnBound);
+  CHECK(s.rate(a) == doctest::Approx(6));
+  auto gone = s.add_dormant_variable();
+  s.expand(c, gone);
+  s.remove_variable(gone);  // never active: nothing to recompute
+  CHECK(s.solve().empty());
+  CHECK(s.users(c) == std::vector<VariableId>{a, d});
+}
+
+TEST_CASE("randomised: dormant variables, activated or removed, equal a solve of the active ones") {
+  std::mt19937_64 rng(4242);
+  MaxMinSystem s;
+  std::vector<ConstraintId> cons;
+  for (int c = 0; c < 10; ++c) cons.push_back(s.add_constraint(5.0 + static_cast<double>(rng() % 50)));
+  struct Live {
+    VariableId id;
+    double w, bound;
+    std::vector<std::pair<int, double>> uses;
+    bool active;
+  };
+  std::vector<Live> live;
+  for (int step = 0; step < 500; ++step) {
+    const int op = static_cast<int>(rng() % 4);
+    if (live.empty() || op == 0) {
+      Live l;
+      l.w = 1.0 + static_cast<double>(rng() % 3);
+      l.bound = rng() % 4 == 0 ? 2.0 + static_cast<double>(rng() % 20) : MaxMinSystem::kUnbounded;
+      l.active = rng() % 2 == 0;
+      l.id = l.active ? s.add_variable(l.w, l.bound) : s.add_dormant_variable(l.w, l.bound);
+      const int uses = 1 + static_cast<int>(rng() % 3);
+      for (int k = 0; k < uses; ++k) {
+        const int c = static_cast<int>(rng() % cons.size());
+        const double a = 1.0 + static_cast<double>(rng() % 2);
+        l.uses.emplace_back(c, a);
+        s.expand(cons[c], l.id, a);
+      }
+      live.push_back(l);
+    } else if (op == 1) {
+      const size_t k = rng() % live.size();
+      if (!live[k].active) {
+        s.activate_variable(live[k].id);
+        live[k].active = true;
+      }
+    } else if (op == 2) {
+      const size_t k = rng() % live.size();
+      live[k].bound = 1.0 + static_cast<double>(rng() % 30);
+      s.set_bound(live[k].id, live[k].bound);
+    } else {
+      const size_t k = rng() % live.size();
+      s.remove_variable(live[k].id);
+      live.erase(live.begin() + static_cast<long>(k));
+    }
+    s.solve();
+    MaxMinSystem fresh;
+    std::vector<ConstraintId> fc;
+    for (ConstraintId c : cons) fc.push_back(fresh.add_constraint(s.capacity(c)));
+    std::vector<VariableId> fv(live.size(), -1);
+    for (size_t k = 0; k < live.size(); ++k) {
+      if (!live[k].active) continue;
+      fv[k] = fresh.add_variable(live[k].w, live[k].bound);
+      for (auto [c, a] : live[k].uses) fresh.expand(fc[c], fv[k], a);
+    }
+    fresh.solve();
+    for (size_t k = 0; k < live.size(); ++k) {
+      if (!live[k].active) {
+        REQUIRE(s.rate(live[k].id) == 0);
+        continue;
+      }
+      REQUIRE(s.rate(live[k].id) == doctest::Approx(fresh.rate(fv[k])).epsilon(1e-9));
+    }
+  }
+}

@@ -31,24 +31,30 @@ FlowId FlowModel::start(FlowSpec spec) {
   // Every field reset in place (a reused slot keeps its buffers; building a
   // fresh Flow and assigning it cost a few % of a workload run).
   fl.record.id = id;
-  fl.record.label = std::move(spec.label);
   fl.record.bytes = spec.bytes;
   fl.record.start = engine_.now();
   fl.record.first_byte = engine_.now() + spec.latency;
   fl.record.end = Time::zero();
   fl.record.bottleneck_time.clear();
-  fl.var = -1;
   fl.remaining = spec.bytes;
   fl.rate = 0;
   fl.bottleneck = MaxMinSystem::kOwnBound;
   fl.last_update = Time::zero();
   fl.completion_batch = -1;
   fl.completion_token = 0;
-  fl.route = std::move(spec.route);
+  // The route is held by the solver variable from now on, which takes part
+  // in solves from the first byte (activate()).
+  fl.var = sys_.add_dormant_variable(spec.weight, spec.rate_cap);
+  for (const FlowUse& u : spec.route) sys_.expand(u.constraint, fl.var, u.coefficient);
+  if (var_to_flow_.size() <= static_cast<size_t>(fl.var)) {
+    if (static_cast<size_t>(fl.var) >= var_to_flow_.capacity())
+      reserve_huge(var_to_flow_, std::max<size_t>(2 * var_to_flow_.capacity(), static_cast<size_t>(fl.var) + 1));
+    var_to_flow_.resize(static_cast<size_t>(fl.var) + 1, -1);
+  }
+  var_to_flow_[fl.var] = id;
   fl.on_done = std::move(spec.on_done);
-  fl.rate_cap = spec.rate_cap;
-  fl.weight = spec.weight;
   fl.running = true;
+  fl.active = false;
   ++active_;
   // Always through the engine, so a callback never runs inside start().
   const Time t = fl.record.first_byte;
@@ -58,6 +64,7 @@ FlowId FlowModel::start(FlowSpec spec) {
     o.time = t;
     o.seq = engine_.next_seq();
   }
+  grow_huge(batches_[o.batch].flows);  // an all-to-all's million flows start together
   batches_[o.batch].flows.emplace_back(id, 0);
   return id;
 }
@@ -110,12 +117,9 @@ double FlowModel::rate(FlowId f) const { return flows_[f].rate; }
 void FlowModel::set_rate_cap(FlowId f, double cap) {
   Flow& fl = flows_[f];
   assert(fl.running && cap > 0);
-  if (fl.rate_cap == cap) return;
-  fl.rate_cap = cap;
-  if (fl.var >= 0) {
-    sys_.set_bound(fl.var, cap);
-    request_solve();
-  }
+  if (sys_.bound(fl.var) == cap) return;
+  sys_.set_bound(fl.var, cap);
+  if (fl.active) request_solve();
 }
 
 void FlowModel::set_capacity(ConstraintId c, double capacity) {
@@ -131,10 +135,8 @@ void FlowModel::activate(FlowId f) {
     complete(f);
     return;
   }
-  fl.var = sys_.add_variable(fl.weight, fl.rate_cap);
-  for (const FlowUse& u : fl.route) sys_.expand(u.constraint, fl.var, u.coefficient);
-  if (var_to_flow_.size() <= static_cast<size_t>(fl.var)) var_to_flow_.resize(fl.var + 1, -1);
-  var_to_flow_[fl.var] = f;
+  fl.active = true;
+  sys_.activate_variable(fl.var);
   request_solve();
 }
 
@@ -150,16 +152,20 @@ void FlowModel::settle(Flow& fl) {
   if (dt > Time::zero()) {
     const double moved = std::min(fl.remaining, fl.rate * dt.s());
     fl.remaining -= moved;
-    for (const FlowUse& u : fl.route) {
-      if (constraint_bytes_.size() <= static_cast<size_t>(u.constraint)) constraint_bytes_.resize(u.constraint + 1, 0);
-      constraint_bytes_[u.constraint] += moved * u.coefficient;
-    }
+    count_bytes(fl, moved);
     auto& bt = fl.record.bottleneck_time;
     auto it = std::find_if(bt.begin(), bt.end(), [&](const auto& p) { return p.first == fl.bottleneck; });
     if (it == bt.end()) bt.emplace_back(fl.bottleneck, dt);
     else it->second += dt;
   }
   fl.last_update = now;
+}
+
+void FlowModel::count_bytes(const Flow& fl, double moved) {
+  sys_.for_each_use(fl.var, [&](ConstraintId c, double coeff) {
+    if (constraint_bytes_.size() <= static_cast<size_t>(c)) constraint_bytes_.resize(static_cast<size_t>(c) + 1, 0);
+    constraint_bytes_[static_cast<size_t>(c)] += moved * coeff;
+  });
 }
 
 void FlowModel::solve_now() {
@@ -184,6 +190,7 @@ void FlowModel::solve_now() {
     }
     fl.completion_batch = o.batch;
     fl.completion_token = next_token_++;
+    grow_huge(batches_[o.batch].flows);
     batches_[o.batch].flows.emplace_back(f, fl.completion_token);
     ++batches_[o.batch].live;
   }
@@ -193,19 +200,16 @@ void FlowModel::complete(FlowId f) {
   Flow& fl = flows_[f];
   settle(fl);
   // The completion time was rounded up to a picosecond: count the last crumb.
-  for (const FlowUse& u : fl.route) {
-    if (constraint_bytes_.size() <= static_cast<size_t>(u.constraint)) constraint_bytes_.resize(u.constraint + 1, 0);
-    constraint_bytes_[u.constraint] += fl.remaining * u.coefficient;
-  }
+  count_bytes(fl, fl.remaining);
   fl.remaining = 0;
   if (rate_observer && fl.rate > 0) rate_observer(f, fl.rate, 0.0);
   fl.rate = 0;
   fl.record.end = engine_.now();
-  if (fl.var >= 0) {
-    var_to_flow_[fl.var] = -1;
-    sys_.remove_variable(fl.var);
-    request_solve();
-  }
+  var_to_flow_[fl.var] = -1;
+  sys_.remove_variable(fl.var);
+  if (fl.active) request_solve();
+  fl.var = -1;
+  fl.active = false;
   fl.running = false;
   --active_;
   // The slot is freed after the callback, which reads the record in place

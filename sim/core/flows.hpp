@@ -33,7 +33,6 @@ struct FlowUse {
 
 struct FlowRecord {
   FlowId id = -1;
-  std::string label;
   double bytes = 0;
   Time start;       // when start() was called
   Time first_byte;  // start + latency
@@ -53,7 +52,6 @@ struct FlowSpec {
   Time latency;
   double rate_cap = MaxMinSystem::kUnbounded;  // bytes/s
   double weight = 1.0;
-  std::string label;
   std::function<void(const FlowRecord&)> on_done;
 };
 
@@ -82,12 +80,11 @@ class FlowModel {
 
  private:
   struct Flow {
-    // What a running flow needs of its FlowSpec (bytes, latency and label
-    // go to the record at start): a run may hold a million flows at once.
-    boost::container::small_vector<FlowUse, 6> route;
+    // What a running flow needs of its FlowSpec (bytes and latency go to
+    // the record at start; route, weight and cap to its solver
+    // variable, dormant until the first byte): a run may hold a million
+    // flows at once.
     std::function<void(const FlowRecord&)> on_done;
-    double rate_cap = MaxMinSystem::kUnbounded;
-    double weight = 1.0;
     FlowRecord record;
     VariableId var = -1;
     double remaining = 0;
@@ -97,6 +94,7 @@ class FlowModel {
     int completion_batch = -1;    // the batch holding this flow's completion, if scheduled
     uint64_t completion_token = 0;  // matches its entry in that batch; 0 = none
     bool running = false;
+    bool active = false;  // past its first byte: its variable takes part in solves
   };
   // Flows that start, or end, at the same instant (an all-to-all's dozens of
   // pairs) share one engine event: a batch. A flow joins the last batch only
@@ -115,6 +113,7 @@ class FlowModel {
   void request_solve();
   void solve_now();
   void settle(Flow& fl);
+  void count_bytes(const Flow& fl, double moved);
   void complete(FlowId f);
 
   Engine& engine_;

@@ -39,12 +39,47 @@ VariableId MaxMinSystem::add_variable(double weight, double bound) {
   x.bottleneck = kOwnBound;
   x.elems.clear();
   x.alive = true;
+  x.dormant = false;
   x.fixed = false;
   if (!x.dirty) {
     x.dirty = true;
     dirty_vars_.push_back(v);
   }
   return v;
+}
+
+VariableId MaxMinSystem::add_dormant_variable(double weight, double bound) {
+  assert(weight > 0 && std::isfinite(weight));
+  assert(bound > 0);
+  const VariableId v = take_slot(free_vars_, vars_);
+  Var& x = vars_[v];
+  x.weight = weight;
+  x.bound = bound;
+  x.rate = 0;
+  x.bottleneck = kOwnBound;
+  x.elems.clear();
+  x.alive = true;
+  x.dormant = true;
+  x.fixed = false;
+  return v;
+}
+
+void MaxMinSystem::activate_variable(VariableId v) {
+  assert(alive(v) && vars_[v].dormant);
+  Var& x = vars_[v];
+  x.dormant = false;
+  for (uint32_t i = 0; i < x.elems.size(); ++i) {
+    Elem& e = x.elems[i];
+    Cons& k = cons_[e.c];
+    e.pos = static_cast<uint32_t>(k.users.size());
+    grow_huge(k.users);  // a shared link may carry a million flows
+    k.users.push_back(UserRef{v, i});
+    mark_dirty(e.c);
+  }
+  if (!x.dirty) {
+    x.dirty = true;
+    dirty_vars_.push_back(v);
+  }
 }
 
 void MaxMinSystem::expand(ConstraintId c, VariableId v, double coefficient) {
@@ -54,9 +89,13 @@ void MaxMinSystem::expand(ConstraintId c, VariableId v, double coefficient) {
   for (Elem& e : x.elems) {
     if (e.c == c) {
       e.coeff += coefficient;
-      mark_dirty(c);
+      if (!x.dormant) mark_dirty(c);
       return;
     }
+  }
+  if (x.dormant) {  // joins c's users when activated
+    x.elems.push_back(Elem{coefficient, c, 0});
+    return;
   }
   Cons& k = cons_[c];
   x.elems.push_back(Elem{coefficient, c, static_cast<uint32_t>(k.users.size())});
@@ -69,6 +108,7 @@ void MaxMinSystem::set_bound(VariableId v, double bound) {
   assert(alive(v) && bound > 0);
   Var& x = vars_[v];
   x.bound = bound;
+  if (x.dormant) return;  // takes effect when activated
   if (!x.dirty) {
     x.dirty = true;
     dirty_vars_.push_back(v);
@@ -80,6 +120,7 @@ void MaxMinSystem::remove_variable(VariableId v) {
   assert(alive(v));
   Var& x = vars_[v];
   for (const Elem& e : x.elems) {
+    if (x.dormant) break;  // in no constraint's users
     Cons& k = cons_[e.c];
     // swap-remove the user entry, fixing the moved entry's back-pointer
     const uint32_t last = static_cast<uint32_t>(k.users.size() - 1);
@@ -93,6 +134,7 @@ void MaxMinSystem::remove_variable(VariableId v) {
   }
   x.elems.clear();
   x.alive = false;
+  x.dormant = false;
   x.rate = 0;
   free_vars_.push_back(v);
 }
@@ -152,7 +194,7 @@ const std::vector<VariableId>& MaxMinSystem::solve() {
   for (VariableId v : dirty_vars_) {
     Var& x = vars_[v];
     x.dirty = false;
-    if (!x.alive || x.mark == epoch_) continue;
+    if (!x.alive || x.dormant || x.mark == epoch_) continue;
     assert(x.elems.empty());
     assert(std::isfinite(x.bound) && "a variable with no constraint needs a finite bound");
     x.mark = epoch_;
@@ -252,6 +294,7 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   stats_.variables_visited += vars.size();
   heap_.clear();
   bounded_.clear();
+  reserve_huge(bounded_, vars.size());
   for (ConstraintId c : cons) {
     Cons& k = cons_[c];
     k.remaining = k.capacity;

@@ -45,6 +45,8 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "slots.hpp"
+
 namespace osim {
 
 using ConstraintId = int32_t;
@@ -59,6 +61,12 @@ class MaxMinSystem {
   void set_capacity(ConstraintId c, double capacity);
 
   VariableId add_variable(double weight = 1.0, double bound = kUnbounded);
+  /// A variable that takes no part in solves until activate_variable(): its
+  /// constraints can be given now (a flow's route before its first byte) and
+  /// it costs its constraints nothing meanwhile; its rate stays 0.
+  VariableId add_dormant_variable(double weight = 1.0, double bound = kUnbounded);
+  void activate_variable(VariableId v);
+  [[nodiscard]] bool dormant(VariableId v) const { return vars_[v].dormant; }
   /// Variable v uses constraint c with the given coefficient (adds up if repeated).
   void expand(ConstraintId c, VariableId v, double coefficient = 1.0);
   void set_bound(VariableId v, double bound);
@@ -83,6 +91,11 @@ class MaxMinSystem {
     double coefficient;
   };
   [[nodiscard]] std::vector<Use> uses(VariableId v) const;
+  /// f(constraint, coefficient) for each constraint v uses, in expand() order; no allocation.
+  template <class F>
+  void for_each_use(VariableId v, F&& f) const {
+    for (const Elem& e : vars_[v].elems) f(e.c, e.coeff);
+  }
   [[nodiscard]] std::vector<VariableId> users(ConstraintId c) const;
 
   /// Work counters, for benchmarks.
@@ -106,6 +119,7 @@ class MaxMinSystem {
     ConstraintId bottleneck = kOwnBound;
     boost::container::small_vector<Elem, 6> elems;  // routes cross a few resources: no allocation
     bool alive = false;
+    bool dormant = false;  // not in its constraints' users yet (Elem::pos unset)
     bool dirty = false;
     bool fixed = false;   // scratch
     uint64_t mark = 0;    // scratch: BFS epoch
@@ -131,7 +145,7 @@ class MaxMinSystem {
   void fix(VariableId v, double r, ConstraintId why);
   void flush_touched(double level);
 
-  std::vector<Var> vars_;
+  BlockVector<Var> vars_;  // stable: a million variables grow without moving their routes
   std::vector<Cons> cons_;
   std::vector<VariableId> free_vars_;
   std::vector<ConstraintId> dirty_cons_;

@@ -86,7 +86,6 @@ FabricRun run_transfers(const hw::Topology& topo, const Scenario& sc) {
       f.bytes = static_cast<double>(ts.bytes);
       f.latency = route.latency;
       if (ts.rate_cap > 0) f.rate_cap = ts.rate_cap;
-      f.label = ts.name;
       run.transfers[i].spec = &ts;
       run.transfers[i].route_kind = route.kind;
       f.on_done = [&run, i](const FlowRecord& rec) {
