@@ -30,6 +30,51 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+}  // namespace
+
+std::optional<ModelParams::GemmShapeModel> fit_gemm_model(const std::vector<ModelParams::GemmShapeEfficiency>& shapes, size_t skip) {
+  std::vector<const ModelParams::GemmShapeEfficiency*> rows;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    if (i != skip && shapes[i].m > 0 && shapes[i].n > 0 && shapes[i].k > 0 && shapes[i].efficiency > 0) rows.push_back(&shapes[i]);
+  if (rows.size() < 5) return std::nullopt;
+  // Terms: 1, 1/m, 1/n, 1/k; a dimension the table never varies is left out
+  // (it would be the constant again).
+  std::vector<int> terms = {0};
+  for (int d = 0; d < 3; ++d) {
+    auto dim = [d](const ModelParams::GemmShapeEfficiency* g) { return d == 0 ? g->m : d == 1 ? g->n : g->k; };
+    if (std::any_of(rows.begin(), rows.end(), [&](const auto* g) { return dim(g) != dim(rows.front()); })) terms.push_back(d + 1);
+  }
+  for (;;) {
+    Eigen::MatrixXd X(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(terms.size()));
+    Eigen::VectorXd y(static_cast<Eigen::Index>(rows.size()));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const auto* g = rows[r];
+      const double inv[4] = {1.0, 1.0 / g->m, 1.0 / g->n, 1.0 / g->k};
+      for (size_t t = 0; t < terms.size(); ++t) X(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(t)) = inv[terms[t]];
+      y(static_cast<Eigen::Index>(r)) = 1.0 / g->efficiency;
+    }
+    const Eigen::VectorXd w = X.colPivHouseholderQr().solve(y);
+    if (!(w(0) > 0)) return std::nullopt;
+    // Drop the most negative size term, then refit.
+    size_t worst = 0;
+    for (size_t t = 1; t < terms.size(); ++t)
+      if (w(static_cast<Eigen::Index>(t)) < 0 && (worst == 0 || w(static_cast<Eigen::Index>(t)) < w(static_cast<Eigen::Index>(worst)))) worst = t;
+    if (worst != 0) {
+      terms.erase(terms.begin() + static_cast<long>(worst));
+      continue;
+    }
+    ModelParams::GemmShapeModel g;
+    g.efficiency = 1.0 / w(0);
+    for (size_t t = 1; t < terms.size(); ++t) {
+      const double v = w(static_cast<Eigen::Index>(t)) / w(0);
+      (terms[t] == 1 ? g.m0 : terms[t] == 2 ? g.n0 : g.k0) = v;
+    }
+    return g;
+  }
+}
+
+namespace {
+
 // Least squares t = alpha + bytes / beta over the points with bytes >= min_bytes.
 Fit fit_alpha_beta(const std::string& name, const std::vector<std::pair<double, double>>& pts) {
   Fit f;
@@ -372,6 +417,23 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
                                        : "achieved / peak per shape (gemm_shapes; back-to-back rates times 1 + sustained slowdown); the median for other shapes",
                       {{"efficiency", m}, {"min", *std::min_element(eff.begin(), eff.end())}, {"max", *std::max_element(eff.begin(), eff.end())}},
                       100 * std::sqrt(sq / static_cast<double>(eff.size())), static_cast<int>(eff.size())});
+    if (auto g = fit_gemm_model(p.gemm_shapes)) {
+      p.gemm_model = *g;
+      // Leave-one-out: each shape predicted by the model fitted without it.
+      std::vector<double> loo, res;
+      for (size_t i = 0; i < p.gemm_shapes.size(); ++i) {
+        const auto& sh = p.gemm_shapes[i];
+        res.push_back(sh.efficiency / g->at(sh.m, sh.n, sh.k) - 1);
+        if (auto gi = fit_gemm_model(p.gemm_shapes, i)) loo.push_back(100 * std::abs(sh.efficiency / gi->at(sh.m, sh.n, sh.k) - 1));
+      }
+      double sq = 0;
+      for (double r : res) sq += r * r;
+      c.fits.push_back({"GEMM shape model", "for shapes the table lacks: efficiency / (1 + m0/m + n0/n + k0/k), least squares on 1/efficiency over the table",
+                        {{"efficiency", g->efficiency}, {"m0", g->m0}, {"n0", g->n0}, {"k0", g->k0},
+                         {"leave_one_out_median_pct", loo.empty() ? 0.0 : median(loo)},
+                         {"leave_one_out_worst_pct", loo.empty() ? 0.0 : *std::max_element(loo.begin(), loo.end())}},
+                        100 * std::sqrt(sq / static_cast<double>(res.size())), static_cast<int>(res.size())});
+    }
     if (!steady_over_burst.empty())
       c.fits.push_back({"GEMM table under load", "per shape: time after >= 250 ms back to back / burst time (a check on the sustained-load fit)",
                         {{"median", median(steady_over_burst)},
@@ -640,6 +702,9 @@ std::string calibration_yaml(const Calibration& c) {
   if (!p.nccl_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_rank_bandwidth: {}\n", bw(p.nccl_rank_bandwidth));
   if (!p.nccl_host_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_host_rank_bandwidth: {}\n", bw(p.nccl_host_rank_bandwidth));
   out += fmt::format("  copy_weight: {:.4f}\n", p.copy_weight);
+  if (p.gemm_model.efficiency > 0)
+    out += fmt::format("  gemm_model: {{efficiency: {:.4f}, m0: {:.2f}, n0: {:.2f}, k0: {:.2f}}}   # shapes not in gemm_shapes\n", p.gemm_model.efficiency,
+                       p.gemm_model.m0, p.gemm_model.n0, p.gemm_model.k0);
   if (!p.gemm_shapes.empty()) {
     out += "  gemm_shapes:   # [m, n, k, efficiency] measured\n";
     for (const auto& g : p.gemm_shapes) out += fmt::format("    - [{}, {}, {}, {:.4f}]\n", g.m, g.n, g.k, g.efficiency);
@@ -671,7 +736,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   MapReader top(path, root, "calibration", {"schema", "model"});
   if (top.str("schema") != "overlapsim.calibration/v1") top.fail("schema", "expected overlapsim.calibration/v1");
   MapReader m(path, top.get("model"), "calibration model",
-              {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes",
+              {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes", "gemm_model",
                "attention_efficiency", "cross_attention_efficiency", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_latency", "pageable_bandwidth",
                "host_h2d_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
@@ -711,6 +776,17 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
         throw InputError(location_of(path, e), "each gemm_shapes entry is [m, n, k, efficiency] with whole numbers m, n, k");
       }
     }
+  }
+  if (m.has("gemm_model")) {
+    MapReader g(path, m.get("gemm_model"), "gemm_model", {"efficiency", "m0", "n0", "k0"});
+    ModelParams::GemmShapeModel gm;
+    gm.efficiency = g.num("efficiency");
+    if (!(gm.efficiency > 0 && gm.efficiency <= 1)) g.fail("efficiency", "must be in (0, 1], e.g. 0.88");
+    for (auto [key, field] : {std::pair<const char*, double*>{"m0", &gm.m0}, {"n0", &gm.n0}, {"k0", &gm.k0}}) {
+      *field = g.opt_num(key).value_or(0);
+      if (!(*field >= 0)) g.fail(key, "must be >= 0 (the size at which that dimension halves the efficiency's headroom), e.g. 77");
+    }
+    p.gemm_model = gm;
   }
   if (m.has("nccl_tables")) {
     const YAML::Node list = m.get("nccl_tables");
@@ -938,11 +1014,21 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       op.stream = 0;
       op.gemm = GemmShape{r.at("m").get<int32_t>(), r.at("n").get<int32_t>(), r.at("k").get<int32_t>()};
       c.what = fmt::format("{}x{}x{}", op.gemm->m, op.gemm->n, op.gemm->k);
-      c.cls = "GEMM (median efficiency)";
       c.measured_us = r.at("time_us");
-      // The per-shape table reproduces these exactly (it is fitted on them);
-      // the median efficiency shows what an unmeasured shape would get.
+      // The per-shape table reproduces these exactly (it is fitted on them).
+      // What an unmeasured shape would get: the shape model fitted without
+      // this shape (leave-one-out), or the median efficiency without a model.
       ModelParams q = p;
+      c.cls = "GEMM (median efficiency)";
+      if (p.gemm_model.efficiency > 0) {
+        std::vector<ModelParams::GemmShapeEfficiency> others;
+        for (const auto& sh : p.gemm_shapes)
+          if (!(sh.m == op.gemm->m && sh.n == op.gemm->n && sh.k == op.gemm->k)) others.push_back(sh);
+        if (auto g = fit_gemm_model(others)) {
+          q.gemm_model = *g;
+          c.cls = "GEMM (shape model fitted without the shape)";
+        }
+      }
       q.gemm_shapes.clear();
       c.simulated_us = replay_hot(bench_schedule(1), op, topo, q);
     } else if (key.rfind("nccl_", 0) == 0 && r.at("ranks").get<int>() <= ngpu) {

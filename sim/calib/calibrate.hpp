@@ -3,6 +3,7 @@
 // compare the calibrated simulator with every measurement it can replay.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,14 @@ std::string calibration_yaml(const Calibration& c);
 std::vector<std::pair<std::string, nlohmann::json>> merge_bench_runs(const std::vector<std::pair<std::string, nlohmann::json>>& docs);
 /// Reads a calibration file's `model:` section over `base`.
 ModelParams load_calibration(const std::string& path, const ModelParams& base = {});
+
+/// The GEMM shape model (ModelParams::GemmShapeModel) fitted to a per-shape
+/// table: least squares on 1 / efficiency = (1 + m0/m + n0/n + k0/k) / e,
+/// leaving out entry `skip` (for leave-one-out checks) and any dimension the
+/// table does not vary; m0, n0, k0 >= 0 (a negative term is dropped and the
+/// rest refitted). None with fewer than 5 shapes.
+std::optional<ModelParams::GemmShapeModel> fit_gemm_model(const std::vector<ModelParams::GemmShapeEfficiency>& shapes,
+                                                         size_t skip = static_cast<size_t>(-1));
 
 /// Replays each measurement of a defaults-run bench document on `topo`.
 std::vector<Comparison> compare_bench(const nlohmann::json& doc, const hw::Topology& topo, const ModelParams& params);

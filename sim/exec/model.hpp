@@ -26,10 +26,23 @@ struct ModelParams {
     int m, n, k;
     double efficiency;
   };
-  std::vector<GemmShapeEfficiency> gemm_shapes;  // measured shapes (calibration); others use gemm_efficiency
-  /// The measured efficiency of this shape (the last entry wins), else gemm_efficiency.
+  std::vector<GemmShapeEfficiency> gemm_shapes;  // measured shapes (calibration); others use the model below
+  // Efficiency by shape for shapes the table lacks (calibrated: least squares
+  // over the table): efficiency / (1 + m0/m + n0/n + k0/k), the loss a small
+  // dimension costs (edge tiles, pipeline fill along k). efficiency 0 = none:
+  // gemm_efficiency for every other shape.
+  struct GemmShapeModel {
+    double efficiency = 0;
+    double m0 = 0, n0 = 0, k0 = 0;
+    [[nodiscard]] double at(int64_t m, int64_t n, int64_t k) const {
+      return efficiency / (1 + m0 / static_cast<double>(m) + n0 / static_cast<double>(n) + k0 / static_cast<double>(k));
+    }
+  };
+  GemmShapeModel gemm_model;
+  /// The measured efficiency of this shape (the last entry wins), else the
+  /// shape model's, else gemm_efficiency.
   double gemm_efficiency_for(int64_t m, int64_t n, int64_t k) const {
-    double eff = gemm_efficiency;
+    double eff = gemm_model.efficiency > 0 && m > 0 && n > 0 && k > 0 ? gemm_model.at(m, n, k) : gemm_efficiency;
     for (const auto& sh : gemm_shapes)
       if (sh.m == m && sh.n == n && sh.k == k) eff = sh.efficiency;
     return eff;

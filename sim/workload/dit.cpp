@@ -152,6 +152,8 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
       }
     };
     eff("gemm_efficiency", w.params.gemm_efficiency);
+    // An explicit efficiency is for every shape the calibration's table lacks.
+    if (c.has("gemm_efficiency")) w.params.gemm_model = {};
     eff("attention_efficiency", w.params.attention_efficiency);
     eff("hbm_efficiency", w.params.hbm_efficiency);
   }
