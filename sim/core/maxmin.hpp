@@ -145,7 +145,7 @@ class MaxMinSystem {
   void fix(VariableId v, double r, ConstraintId why);
   void flush_touched(double level);
 
-  BlockVector<Var> vars_;  // stable: a million variables grow without moving their routes
+  std::vector<Var> vars_;
   std::vector<Cons> cons_;
   std::vector<VariableId> free_vars_;
   std::vector<ConstraintId> dirty_cons_;
