@@ -273,6 +273,27 @@ programs:
   CHECK(s.op(0, 2).end == Time::from_ms(10));
 }
 
+TEST_CASE("copy set-up latency per direction: D2H's own where calibrated") {
+  const std::string sched = R"(name: lat
+ranks: 1
+streams: [s1, s2]
+programs:
+  - rank: 0
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 100 MB, stream: s1}
+      - {op: memcpy, kind: d2h, bytes: 100 MB, stream: s2}
+)";
+  ModelParams p = quiet();
+  p.copy_latency = Time::from_us(3);
+  const Sim one(sched, p);
+  CHECK(one.op(0, 0).end == Time::from_ms(10) + Time::from_us(3));
+  CHECK(one.op(0, 1).end == Time::from_ms(10) + Time::from_us(3));  // one latency for both
+  p.copy_latency_d2h = Time::from_us(1);
+  const Sim two(sched, p);
+  CHECK(two.op(0, 0).end == Time::from_ms(10) + Time::from_us(3));
+  CHECK(two.op(0, 1).end == Time::from_ms(10) + Time::from_us(1));
+}
+
 TEST_CASE("host_h2d_aggregate: the host bridge's H2D limit follows how many GPUs copy at once") {
   // Four GPUs under one bridge (100 GB/s from host), 40 GB/s links each.
   const char* topo = R"(name: bridge

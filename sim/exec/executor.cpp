@@ -871,7 +871,7 @@ class Executor {
     }
     if (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
       cap = std::min(cap, p_.pageable_bandwidth.bytes_per_s);
-    f.latency = p_.copy_latency;
+    f.latency = p_.copy_latency_for(op.copy == CopyKind::D2H);
     if (route) {
       f.route = route->uses;
       f.latency += route->latency;

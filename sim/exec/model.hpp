@@ -60,6 +60,11 @@ struct ModelParams {
   Bandwidth pageable_bandwidth = Bandwidth::from_GBps(10);  // MODEL.md: 7-19 GB/s staged
   Bandwidth copy_engine_bandwidth = Bandwidth::unlimited(); // a single engine's ceiling (calibrated)
   Time copy_latency = Time::zero();          // DMA set-up before the first byte, beyond the route's latency
+  // The same for device-to-host copies, where measured apart (calibrated:
+  // D2H writes to host memory are posted, H2D reads wait for completions;
+  // 4xH200: 2.6 against 2.8 us). Negative = copy_latency.
+  Time copy_latency_d2h = Time::from_ps(-1);
+  [[nodiscard]] Time copy_latency_for(bool d2h) const { return d2h && copy_latency_d2h >= Time::zero() ? copy_latency_d2h : copy_latency; }
   // A host bridge's limit on traffic from host memory while k GPUs under it
   // run H2D copies at once: entry k-1 (the last for more GPUs). Measured
   // aggregates bend (4xH200: 55 / 106 / 140 / 149 GB/s for 1-4 GPUs), which
