@@ -313,8 +313,9 @@ class Executor {
         }
       }
       // What the executor needs to know of a program, once per program and
-      // GPU (ranks may share a program): solo kernel times and stream lengths.
-      auto [pit, fresh] = programs_.try_emplace(std::make_pair(&ops, R.node));
+      // kind of GPU (ranks may share a program; kernel times depend only on
+      // the GPU's rates): solo kernel times and stream lengths.
+      auto [pit, fresh] = programs_.try_emplace(std::make_pair(&ops, compute_twin(R.node)));
       ProgramInfo& info = pit->second;
       if (fresh) {
         info.work.assign(ops.size(), 0.0);
@@ -1350,6 +1351,17 @@ class Executor {
     bool p2p = false;               // has peer-to-peer copies
   };
   std::map<std::pair<const std::vector<Op>*, const hw::NodeSpec*>, ProgramInfo> programs_;
+  // The first GPU seen with the same rates (peak_tflops, hbm_bandwidth: all
+  // kernel_time reads) as `n`: eight GPUs of a DGX share one ProgramInfo.
+  std::vector<const hw::NodeSpec*> compute_kinds_;
+  const hw::NodeSpec* compute_twin(const hw::NodeSpec* n) {
+    for (const hw::NodeSpec* k : compute_kinds_) {
+      const auto &a = k->gpu.hbm_bandwidth, &b = n->gpu.hbm_bandwidth;
+      if (k->gpu.peak_tflops == n->gpu.peak_tflops && a.has_value() == b.has_value() && (!a || a->bytes_per_s == b->bytes_per_s)) return k;
+    }
+    compute_kinds_.push_back(n);
+    return n;
+  }
   size_t gpu_ops_ = 0;              // over all ranks
 };
 
