@@ -79,6 +79,8 @@ class Topology {
 
   /// A host bridge's resource limiting traffic from host memory, or -1.
   [[nodiscard]] int from_host_resource(int node) const { return node_from_host_[static_cast<size_t>(node)]; }
+  /// A host bridge's resource limiting traffic to host memory, or -1.
+  [[nodiscard]] int to_host_resource(int node) const { return node_to_host_[static_cast<size_t>(node)]; }
   /// The host memory (CPU node) nearest to a node on its host.
   [[nodiscard]] int nearest_cpu(int node) const;
   [[nodiscard]] PathType path_type(int gpu_a, int gpu_b) const;

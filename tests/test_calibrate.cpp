@@ -135,7 +135,7 @@ TEST_CASE("the calibrated simulator replays the 4xH200 microbenchmarks") {
     if (c.cls == "interference pairs") CHECK(std::abs(c.error_pct()) < 7.5);
     ++checked;
   }
-  CHECK(checked == 258);  // every copy, GEMM, collective and interference row of the run
+  CHECK(checked == 262);  // every copy (multi-GPU D2H included), GEMM, collective and interference row of the run
   int gemm_classes = 0;
   for (const auto& s : summarise(rows))
     if (s.cls == "GEMM (shape model fitted without the shape)") {
@@ -225,6 +225,11 @@ TEST_CASE("bad calibration input") {
   const ModelParams ok = load_calibration(bad.string());
   REQUIRE(ok.host_h2d_aggregate.size() == 2);
   CHECK(ok.host_h2d_aggregate[1].GBps() == doctest::Approx(106));
+  CHECK(ok.host_d2h_aggregate.empty());
+  std::ofstream(bad) << "schema: overlapsim.calibration/v1\nmodel:\n  host_d2h_aggregate: [55 GB/s, 108 GB/s, 125 GB/s]\n";
+  CHECK(load_calibration(bad.string()).host_d2h_aggregate.at(2).GBps() == doctest::Approx(125));
+  std::ofstream(bad) << "schema: overlapsim.calibration/v1\nmodel:\n  host_d2h_aggregate: []\n";
+  CHECK_THROWS_WITH_AS(load_calibration(bad.string()), doctest::Contains("GPUs copying D2H at once"), InputError);
   std::filesystem::remove(bad);
 }
 
@@ -305,6 +310,18 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
       ++multi;
     }
   CHECK(multi == 4);
+  // The same for D2H (multi_d2h_pinned: 55 / 108 / 125 / 134 GB/s), the
+  // bridge's to-host limit (129.2 GB/s in the topology) its ceiling.
+  REQUIRE(cal.params.host_d2h_aggregate.size() == 4);
+  CHECK(cal.params.host_d2h_aggregate[2].GBps() == doctest::Approx(125.27).epsilon(0.001));
+  int multi_d2h = 0;
+  for (const auto& row : compare_bench(merge_bench_runs(docs)[0].second, topo, cal.params))
+    if (row.cls == "multi-GPU D2H") {
+      INFO(row.what);
+      CHECK(std::abs(row.error_pct()) < (row.what.rfind("4 GPUs", 0) == 0 ? 4.5 : 1.0));
+      ++multi_d2h;
+    }
+  CHECK(multi_d2h == 4);
   // From the 1xH200 long run: after ~1 s at full duty the clock dips again
   // about every second (mean 1.198 x burst over 1-7 s, against 1.166 before),
   // and the copy kernel moves 3.86 TB/s past the L2 cache (0.80 of 4.8 TB/s).

@@ -267,20 +267,25 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   }
 
   // Host-side aggregate at each count of GPUs copying at once: the host
-  // bridge's limit while that many H2D copies run (host_h2d_aggregate; the
-  // topology's throughput_from_host stays the ceiling). Counts 1..n, each once.
-  {
-    Fit f{"host aggregate", "multi-GPU pinned H2D, aggregate at each GPU count (host_h2d_aggregate)", {}, 0, 0};
+  // bridge's limit while that many H2D (D2H) copies run (host_h2d_aggregate,
+  // host_d2h_aggregate; the topology's throughput_from_host / _to_host stays
+  // the ceiling). Counts 1..n, each once.
+  for (const bool h2d : {true, false}) {
+    const std::string key = h2d ? "multi_h2d_pinned" : "multi_d2h_pinned";
+    const std::string field = h2d ? "host_h2d_aggregate" : "host_d2h_aggregate";
+    Fit f{h2d ? "host aggregate" : "host aggregate, D2H",
+          fmt::format("multi-GPU pinned {}, aggregate at each GPU count ({})", h2d ? "H2D" : "D2H", field), {}, 0, 0};
     std::map<int, double> by_count;
-    for (const auto& r : rows(d, "multi_h2d_pinned")) {
+    for (const auto& r : rows(d, key)) {
       const int k = r.at("gpus").get<int>();
       const double gbps = r.at("aggregate_GBps").get<double>();
       f.values.emplace_back(fmt::format("{}_gpus_GBps", k), gbps);
       ++f.points;
       if (k >= 1 && gbps > 0) by_count[k] = gbps;  // a later row of a count replaces an earlier one
     }
-    p.host_h2d_aggregate.clear();
-    for (int k = 1; by_count.contains(k); ++k) p.host_h2d_aggregate.push_back(Bandwidth::from_GBps(by_count.at(k)));
+    std::vector<Bandwidth>& table = h2d ? p.host_h2d_aggregate : p.host_d2h_aggregate;
+    table.clear();
+    for (int k = 1; by_count.contains(k); ++k) table.push_back(Bandwidth::from_GBps(by_count.at(k)));
     if (f.points) c.fits.push_back(f);
   }
 
@@ -698,9 +703,11 @@ std::string calibration_yaml(const Calibration& c) {
   out += fmt::format("  copy_latency: {}\n", t(p.copy_latency));
   if (p.copy_latency_d2h >= Time::zero()) out += fmt::format("  copy_latency_d2h: {}\n", t(p.copy_latency_d2h));
   out += fmt::format("  pageable_bandwidth: {}\n", bw(p.pageable_bandwidth));
-  if (!p.host_h2d_aggregate.empty()) {
-    out += "  host_h2d_aggregate: [";  // a host bridge's limit with 1, 2, ... GPUs copying H2D at once
-    for (size_t i = 0; i < p.host_h2d_aggregate.size(); ++i) out += (i ? ", " : "") + bw(p.host_h2d_aggregate[i]);
+  for (const bool h2d : {true, false}) {
+    const auto& table = h2d ? p.host_h2d_aggregate : p.host_d2h_aggregate;
+    if (table.empty()) continue;
+    out += h2d ? "  host_h2d_aggregate: [" : "  host_d2h_aggregate: [";  // a host bridge's limit with 1, 2, ... GPUs copying at once
+    for (size_t i = 0; i < table.size(); ++i) out += (i ? ", " : "") + bw(table[i]);
     out += "]\n";
   }
   out += fmt::format("  nccl_channels: {}\n  nccl_channel_bandwidth: {}\n  nccl_latency: {}\n  nccl_step_latency: {}\n", p.nccl_channels,
@@ -744,7 +751,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   MapReader m(path, top.get("model"), "calibration model",
               {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes", "gemm_model",
                "attention_efficiency", "cross_attention_efficiency", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_latency", "copy_latency_d2h", "pageable_bandwidth",
-               "host_h2d_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
+               "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
                "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant"});
   ModelParams p = base;
@@ -845,19 +852,23 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   time("copy_latency_d2h", p.copy_latency_d2h);
   if (m.has("copy_latency_d2h") && p.copy_latency_d2h < Time::zero()) m.fail("copy_latency_d2h", "must be >= 0, e.g. 1.6 us");
   bw("pageable_bandwidth", p.pageable_bandwidth);
-  if (m.has("host_h2d_aggregate")) {
-    const YAML::Node list = m.get("host_h2d_aggregate");
+  for (const bool h2d : {true, false}) {
+    const std::string field = h2d ? "host_h2d_aggregate" : "host_d2h_aggregate";
+    if (!m.has(field)) continue;
+    const YAML::Node list = m.get(field);
     if (!list.IsSequence() || list.size() == 0)
-      m.fail("host_h2d_aggregate", "must be a list of bandwidths: the host bridge's limit with 1, 2, ... GPUs copying H2D at once, e.g. [55 GB/s, 106 GB/s]");
-    p.host_h2d_aggregate.clear();
+      m.fail(field, fmt::format("must be a list of bandwidths: the host bridge's limit with 1, 2, ... GPUs copying {} at once, e.g. [55 GB/s, 106 GB/s]",
+                                h2d ? "H2D" : "D2H"));
+    std::vector<Bandwidth>& table = h2d ? p.host_h2d_aggregate : p.host_d2h_aggregate;
+    table.clear();
     for (const YAML::Node& e : list) {
       try {
         if (!e.IsScalar()) throw std::invalid_argument("not a bandwidth");
         const Bandwidth b = parse_bandwidth(e.Scalar());
         if (!(b.bytes_per_s > 0) || b.is_unlimited()) throw std::invalid_argument("must be positive and finite");
-        p.host_h2d_aggregate.push_back(b);
+        table.push_back(b);
       } catch (const std::invalid_argument& ex) {
-        throw InputError(location_of(path, e), fmt::format("host_h2d_aggregate: each entry is a bandwidth such as '55 GB/s' ({})", ex.what()));
+        throw InputError(location_of(path, e), fmt::format("{}: each entry is a bandwidth such as '55 GB/s' ({})", field, ex.what()));
       }
     }
   }
@@ -994,15 +1005,16 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.cls = op.bytes >= (16 << 20) ? "pinned copy >= 16 MiB" : "pinned copy < 16 MiB";
       c.measured_us = r.at("time_us");
       c.simulated_us = replay(bench_schedule(1), {op}, topo, p);
-    } else if (key == "multi_h2d_pinned" && r.at("gpus").get<int>() <= ngpu) {
+    } else if ((key == "multi_h2d_pinned" || key == "multi_d2h_pinned") && r.at("gpus").get<int>() <= ngpu) {
       const int n = r.at("gpus");
+      const bool h2d = key == "multi_h2d_pinned";
       Op op;
       op.kind = OpKind::Memcpy;
-      op.copy = CopyKind::H2D;
+      op.copy = h2d ? CopyKind::H2D : CopyKind::D2H;
       op.stream = 0;
       op.bytes = r.at("bytes_per_gpu").get<Bytes>();
       c.what = fmt::format("{} GPUs x {}", n, format_bytes(static_cast<double>(op.bytes)));
-      c.cls = "multi-GPU H2D";
+      c.cls = h2d ? "multi-GPU H2D" : "multi-GPU D2H";
       c.measured_us = r.at("time_us");
       c.simulated_us = replay(bench_schedule(n), std::vector<Op>(n, op), topo, p);
     } else if (key == "attention_sdpa") {

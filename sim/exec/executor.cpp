@@ -241,18 +241,21 @@ class Executor {
       res_of_cons_[cons_[i]] = static_cast<int>(i);
     }
     copy_bn_.assign(nres + 1, {});
-    if (!p_.host_h2d_aggregate.empty()) {
-      // Per host bridge, a limit that copy-engine H2D copies alone share
-      // (host_h2d_aggregate); reports count it as the bridge's from-host limit.
-      dma_limit_of_.assign(cons_.size(), -1);
+    // Per host bridge and direction, a limit that copy-engine copies alone
+    // share (host_h2d_aggregate, host_d2h_aggregate); reports count it as the
+    // bridge's from-host or to-host limit.
+    for (const bool h2d : {true, false}) {
+      const std::vector<Bandwidth>& table = h2d ? p_.host_h2d_aggregate : p_.host_d2h_aggregate;
+      if (table.empty()) continue;
+      if (dma_limit_of_.empty()) dma_limit_of_.assign(cons_.size(), -1);
       for (size_t n = 0; n < topo_.node_count(); ++n)
-        if (const int res = topo_.from_host_resource(static_cast<int>(n)); res >= 0) {
+        if (const int res = h2d ? topo_.from_host_resource(static_cast<int>(n)) : topo_.to_host_resource(static_cast<int>(n)); res >= 0) {
           const double nominal = topo_.resources()[static_cast<size_t>(res)].capacity;
           const ConstraintId c = sys_.add_constraint(nominal);
           if (res_of_cons_.size() <= static_cast<size_t>(c)) res_of_cons_.resize(static_cast<size_t>(c) + 1, -1);
           res_of_cons_[static_cast<size_t>(c)] = res;
           dma_limit_of_[static_cast<size_t>(cons_[static_cast<size_t>(res)])] = static_cast<int>(dma_limits_.size());
-          dma_limits_.push_back({c, nominal, 0});
+          dma_limits_.push_back({c, nominal, 0, &table});
         }
     }
     coll_bn_.assign(nres + 1, {});
@@ -894,14 +897,14 @@ class Executor {
       for (const auto& [c, t] : rec.bottleneck_time)
         if (c == mb) orec.bottleneck_time = t;
       ranks_[rr].ce[ee].busy = -1;
-      if (op_of(gops_[gid]).copy == CopyKind::H2D && !dma_limits_.empty())
-        for (const FlowUse& u : host_route(rr, true).uses)
+      if (const CopyKind k = op_of(gops_[gid]).copy; (k == CopyKind::H2D || k == CopyKind::D2H) && !dma_limits_.empty())
+        for (const FlowUse& u : host_route(rr, k == CopyKind::H2D).uses)
           if (const int d = dma_limit_of(u.constraint); d >= 0) copying_under(d, -1);
       complete(gid);
       start_copy(rr, ee);
       update_gpu(rr);
     };
-    if (op.copy == CopyKind::H2D && !dma_limits_.empty()) {
+    if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && !dma_limits_.empty()) {
       for (const FlowUse& u : route->uses)
         if (const int d = dma_limit_of(u.constraint); d >= 0) {
           f.route.push_back({dma_limits_[static_cast<size_t>(d)].constraint, 1.0});
@@ -913,21 +916,22 @@ class Executor {
     update_gpu(r);
   }
 
-  // The H2D-copy limit of the host bridge whose from-host constraint is c, or -1.
+  // The copy limit of the host bridge whose from-host (H2D) or to-host (D2H) constraint is c, or -1.
   int dma_limit_of(ConstraintId c) const {
     return static_cast<size_t>(c) < dma_limit_of_.size() ? dma_limit_of_[static_cast<size_t>(c)] : -1;
   }
-  // An H2D copy starts (+1) or ends (-1) under the bridge of dma_limits_[d]:
-  // the bridge limits its H2D copies together to the measured aggregate for
-  // that many GPUs (ModelParams::host_h2d_aggregate), never above its own
-  // limit. One GPU's copy is held by its link and engine (the table's first
-  // entry is that rate), so the limit applies from two on. A rank has one
-  // H2D engine: one such copy at a time, so copies count GPUs.
+  // A copy starts (+1) or ends (-1) under the bridge of dma_limits_[d]: the
+  // bridge limits its copies of that direction together to the measured
+  // aggregate for that many GPUs (ModelParams::host_h2d_aggregate or
+  // host_d2h_aggregate), never above its own limit. One GPU's copy is held by
+  // its link and engine (the table's first entry is that rate), so the limit
+  // applies from two on. A rank has one engine per direction: one such copy
+  // at a time, so copies count GPUs.
   void copying_under(int d, int delta) {
     DmaLimit& L = dma_limits_[static_cast<size_t>(d)];
     L.gpus += delta;
     assert(L.gpus >= 0);
-    const auto& agg = p_.host_h2d_aggregate;
+    const auto& agg = *L.table;
     flows_.set_capacity(L.constraint, L.gpus < 2 ? L.nominal
                                                  : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
   }
@@ -1321,10 +1325,11 @@ class Executor {
   OpRecord scratch_;                             // what records get without them
   struct DmaLimit {
     ConstraintId constraint;
-    double nominal;  // the bridge's from-host limit (topology)
-    int gpus;        // ranks with an H2D copy through it now
+    double nominal;  // the bridge's from-host (to-host) limit (topology)
+    int gpus;        // ranks with a copy of its direction through it now
+    const std::vector<Bandwidth>* table;  // ModelParams::host_h2d_aggregate or host_d2h_aggregate
   };
-  std::vector<DmaLimit> dma_limits_;  // with ModelParams::host_h2d_aggregate: one per host bridge
+  std::vector<DmaLimit> dma_limits_;  // per host bridge and direction with an aggregate table
   std::vector<int> dma_limit_of_;     // per constraint: its bridge's entry in dma_limits_, or -1
   std::vector<GOp> gops_;         // grows only in host steps, never while a GOp& is held
   // A deque: instances are created while a CollInst& is held (parked collectives).

@@ -71,6 +71,9 @@ struct ModelParams {
   // one fixed throughput_from_host cannot follow. Never above the topology's
   // limit; empty = that limit alone (calibrated: bench multi_h2d_pinned).
   std::vector<Bandwidth> host_h2d_aggregate;
+  // The same for D2H copies to host memory (calibrated: multi_d2h_pinned;
+  // 4xH200 box b: 55 / 108 / 125 / 134 GB/s).
+  std::vector<Bandwidth> host_d2h_aggregate;
 
   // NCCL.
   int nccl_channels = 24;                    // collectives (MODEL.md, 4xH200 default)
