@@ -187,6 +187,23 @@ std::vector<std::pair<std::string, json>> merge_runs(const std::vector<std::pair
 
 std::vector<std::pair<std::string, json>> merge_bench_runs(const std::vector<std::pair<std::string, json>>& docs) { return merge_runs(docs); }
 
+std::optional<std::pair<double, double>> fit_cross_attention(const std::vector<std::pair<double, double>>& points, size_t skip) {
+  std::vector<std::pair<double, double>> pts;
+  for (size_t i = 0; i < points.size(); ++i)
+    if (i != skip && points[i].first > 0 && points[i].second > 0) pts.push_back(points[i]);
+  if (pts.size() < 3 || std::all_of(pts.begin(), pts.end(), [&](const auto& q) { return q.first == pts.front().first; })) return std::nullopt;
+  Eigen::MatrixXd X(static_cast<Eigen::Index>(pts.size()), 2);
+  Eigen::VectorXd y(static_cast<Eigen::Index>(pts.size()));
+  for (size_t i = 0; i < pts.size(); ++i) {
+    X(static_cast<Eigen::Index>(i), 0) = 1;
+    X(static_cast<Eigen::Index>(i), 1) = 1 / pts[i].first;
+    y(static_cast<Eigen::Index>(i)) = 1 / pts[i].second;
+  }
+  const Eigen::VectorXd w = X.colPivHouseholderQr().solve(y);
+  if (!(w(0) > 0) || !(w(1) >= 0)) return std::nullopt;
+  return std::make_pair(1 / w(0), w(1) / w(0));
+}
+
 namespace {
 Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base);
 }  // namespace
@@ -202,6 +219,7 @@ Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, con
                      fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", e.what()));
   }
 }
+
 
 namespace {
 Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base) {
@@ -498,9 +516,14 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     const auto& gpu = topo.node(gpu0).gpu;
     auto it = gpu.peak_tflops.find("bf16");
     std::vector<double> self_eff, cross_eff;
+    std::vector<std::pair<double, double>> cross_q;  // (seq_q, efficiency)
     for (const auto& [name, doc] : docs)
       for (const auto& r : rows(doc, "attention_sdpa"))
-        if (it != gpu.peak_tflops.end()) (r.value("kind", "self") == "self" ? self_eff : cross_eff).push_back(r.at("TFLOPs").get<double>() / it->second);
+        if (it != gpu.peak_tflops.end()) {
+          const double e = r.at("TFLOPs").get<double>() / it->second;
+          (r.value("kind", "self") == "self" ? self_eff : cross_eff).push_back(e);
+          if (r.value("kind", "self") != "self") cross_q.emplace_back(r.at("seq_q").get<double>(), e);
+        }
     if (!self_eff.empty()) {
       p.attention_efficiency = std::min(1.0, median(self_eff) * sustained_scale);
       Fit f{"attention (PyTorch SDPA)",
@@ -513,11 +536,25 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     }
     if (!cross_eff.empty()) {
       p.cross_attention_efficiency = std::min(1.0, median(cross_eff) * sustained_scale);
-      c.fits.push_back({"cross-attention (PyTorch SDPA)",
-                        "the same over the cross-attention shapes (fewer keys than queries)",
-                        {{"efficiency", p.cross_attention_efficiency}, {"median", median(cross_eff)}, {"min", *std::min_element(cross_eff.begin(), cross_eff.end())},
-                         {"max", *std::max_element(cross_eff.begin(), cross_eff.end())}},
-                        0, static_cast<int>(cross_eff.size())});
+      Fit f{"cross-attention (PyTorch SDPA)", "the same over the cross-attention shapes (fewer keys than queries)",
+            {{"efficiency", p.cross_attention_efficiency}, {"median", median(cross_eff)}, {"min", *std::min_element(cross_eff.begin(), cross_eff.end())},
+             {"max", *std::max_element(cross_eff.begin(), cross_eff.end())}},
+            0, static_cast<int>(cross_eff.size())};
+      // Over the query count: efficiency / (1 + q0 / seq_q), the asymptote
+      // scaled to burst like the median.
+      if (auto g = fit_cross_attention(cross_q)) {
+        p.cross_attention_efficiency = std::min(1.0, g->first * sustained_scale);
+        p.cross_attention_q0 = g->second;
+        std::vector<double> loo;
+        for (size_t i = 0; i < cross_q.size(); ++i)
+          if (auto gi = fit_cross_attention(cross_q, i)) loo.push_back(100 * std::abs(cross_q[i].second * (1 + gi->second / cross_q[i].first) / gi->first - 1));
+        f.formula = "the same over the cross-attention shapes (fewer keys than queries), over the query count: efficiency / (1 + q0 / seq_q), "
+                    "least squares on 1/efficiency; efficiency = the asymptote x the sustained-load burst scale";
+        f.values = {{"efficiency", p.cross_attention_efficiency}, {"q0", p.cross_attention_q0}, {"median", median(cross_eff)},
+                    {"leave_one_out_median_pct", loo.empty() ? 0.0 : median(loo)},
+                    {"leave_one_out_worst_pct", loo.empty() ? 0.0 : *std::max_element(loo.begin(), loo.end())}};
+      }
+      c.fits.push_back(f);
     }
   }
 
@@ -697,6 +734,7 @@ std::string calibration_yaml(const Calibration& c) {
                      t(p.event_call), t(p.sync_call));
   out += fmt::format("  gemm_efficiency: {:.4f}\n  attention_efficiency: {:.4f}\n", p.gemm_efficiency, p.attention_efficiency);
   if (p.cross_attention_efficiency > 0) out += fmt::format("  cross_attention_efficiency: {:.4f}\n", p.cross_attention_efficiency);
+  if (p.cross_attention_q0 > 0) out += fmt::format("  cross_attention_q0: {:.1f}\n", p.cross_attention_q0);
   out += fmt::format("  hbm_efficiency: {:.4f}\n", p.hbm_efficiency);
   if (p.hbm_latency > Time::zero()) out += fmt::format("  hbm_latency: {}\n", t(p.hbm_latency));
   if (!p.copy_engine_bandwidth.is_unlimited()) out += fmt::format("  copy_engine_bandwidth: {}\n", bw(p.copy_engine_bandwidth));
@@ -750,7 +788,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   if (top.str("schema") != "overlapsim.calibration/v1") top.fail("schema", "expected overlapsim.calibration/v1");
   MapReader m(path, top.get("model"), "calibration model",
               {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes", "gemm_model",
-               "attention_efficiency", "cross_attention_efficiency", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_latency", "copy_latency_d2h", "pageable_bandwidth",
+               "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_latency", "copy_latency_d2h", "pageable_bandwidth",
                "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
                "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant"});
@@ -845,6 +883,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   }
   num("attention_efficiency", p.attention_efficiency, 1e-3, 1);
   num("cross_attention_efficiency", p.cross_attention_efficiency, 1e-3, 1);
+  num("cross_attention_q0", p.cross_attention_q0, 0, 1e9);
   num("flops_efficiency", p.flops_efficiency, 1e-3, 1);
   num("hbm_efficiency", p.hbm_efficiency, 1e-3, 1);
   bw("copy_engine_bandwidth", p.copy_engine_bandwidth);
@@ -957,6 +996,16 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
   const int ngpu = static_cast<int>(topo.gpus().size());
   const bool p2p_off = p2p_disabled_run(doc);
   const int bench_ranks = interference_ranks(doc);
+  // Cross-attention (seq_q, efficiency) points of this document, in order, for leave-one-out replays.
+  std::vector<std::pair<double, double>> cross_points;
+  int cross_seen = 0;
+  {
+    const auto& peaks = topo.node(topo.gpus().front()).gpu.peak_tflops;
+    const auto bf16 = peaks.find("bf16");
+    for (const auto& r : doc.at("results"))
+      if (r.at("key") == "attention_sdpa" && r.value("kind", "self") != "self" && bf16 != peaks.end())
+        cross_points.emplace_back(r.at("seq_q").get<double>(), r.at("TFLOPs").get<double>() / bf16->second);
+  }
   for (const auto& r : doc.at("results")) {
     const std::string key = r.at("key");
     Comparison c;
@@ -1027,7 +1076,19 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.cls = r.value("kind", "self") == "self" ? "attention, self (median self-attention efficiency)"
                                                 : "attention, cross (median cross-attention efficiency)";
       c.measured_us = r.at("time_us");
-      c.simulated_us = replay_hot(bench_schedule(1), op, topo, p);
+      ModelParams q = p;
+      if (r.value("kind", "self") != "self" && p.cross_attention_q0 > 0) {
+        // Out of sample: the query-count model fitted without this shape
+        // (its asymptote keeps the calibration's burst scale).
+        const size_t i = static_cast<size_t>(cross_seen++);
+        const auto all = fit_cross_attention(cross_points), without = fit_cross_attention(cross_points, i);
+        if (all && without) {
+          q.cross_attention_efficiency = std::min(1.0, p.cross_attention_efficiency * without->first / all->first);
+          q.cross_attention_q0 = without->second;
+          c.cls = "attention, cross (query-count model fitted without the shape)";
+        }
+      }
+      c.simulated_us = replay_hot(bench_schedule(1), op, topo, q);
     } else if (key == "gemm_bf16") {
       Op op;
       op.kind = OpKind::Kernel;

@@ -55,6 +55,13 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base = 
 std::optional<ModelParams::GemmShapeModel> fit_gemm_model(const std::vector<ModelParams::GemmShapeEfficiency>& shapes,
                                                          size_t skip = static_cast<size_t>(-1));
 
+/// Cross-attention efficiency against the query count: least squares on
+/// 1 / efficiency = (1 + q0 / seq_q) / e over (seq_q, efficiency) points,
+/// leaving out point `skip`; {e, q0}, or none with fewer than 3 points, one
+/// length only, or q0 < 0.
+std::optional<std::pair<double, double>> fit_cross_attention(const std::vector<std::pair<double, double>>& points,
+                                                             size_t skip = static_cast<size_t>(-1));
+
 /// Replays each measurement of a defaults-run bench document on `topo`.
 std::vector<Comparison> compare_bench(const nlohmann::json& doc, const hw::Topology& topo, const ModelParams& params);
 struct ClassSummary {

@@ -35,7 +35,9 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
     const double bh = static_cast<double>(a.batch) * static_cast<double>(a.heads);
     flops = a.flops();
     bytes = es * bh * static_cast<double>(a.head_dim) * (2.0 * static_cast<double>(a.seq_q) + 2.0 * static_cast<double>(a.seq_kv));
-    eff = a.seq_kv < a.seq_q && p.cross_attention_efficiency > 0 ? p.cross_attention_efficiency : p.attention_efficiency;
+    eff = a.seq_kv < a.seq_q && p.cross_attention_efficiency > 0
+              ? p.cross_attention_efficiency / (1 + p.cross_attention_q0 / static_cast<double>(a.seq_q))
+              : p.attention_efficiency;
   }
   if (op.efficiency > 0) eff = op.efficiency;
   double t = 0;
