@@ -343,7 +343,7 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   for (const auto& row : compare_bench(merge_bench_runs(docs)[0].second, topo, cal.params))
     if (row.cls == "multi-GPU D2H") {
       INFO(row.what);
-      CHECK(std::abs(row.error_pct()) < (row.what.rfind("4 GPUs", 0) == 0 ? 4.5 : 1.0));
+      CHECK(std::abs(row.error_pct()) < (row.what.rfind("4 GPUs", 0) == 0 ? 4.5 : 1.5));
       ++multi_d2h;
     }
   CHECK(multi_d2h == 4);
@@ -355,11 +355,11 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   CHECK(cal.params.hbm_latency.us() == doctest::Approx(2.27).epsilon(0.2));
   // The realised SP 1 self-attention GEMM at its own burst rate, not the table's median.
   CHECK(cal.params.gemm_efficiency_for(16384, 5120, 7616) != doctest::Approx(cal.params.gemm_efficiency));
-  // D2H has its own set-up latency (posted writes): fitted 2.61 us end to end
-  // against 2.84 for H2D; the small D2H copies (4-64 KiB) were 5-10 % slow
-  // with one latency for both.
+  // D2H has its own set-up latency (posted writes): fitted 2.62 us end to end
+  // against 2.77 for H2D (every size, relative least squares); the small D2H
+  // copies (4-64 KiB) were 5-10 % slow with one latency for both.
   CHECK(cal.params.copy_latency_d2h < cal.params.copy_latency);
-  CHECK((cal.params.copy_latency - cal.params.copy_latency_d2h).us() == doctest::Approx(2.836 - 2.614).epsilon(0.05));
+  CHECK((cal.params.copy_latency - cal.params.copy_latency_d2h).us() == doctest::Approx(0.149).epsilon(0.05));
   for (const auto& row : compare_bench(merge_bench_runs(docs)[0].second, topo, cal.params))
     if (row.key == "d2h_pinned" || row.key == "h2d_pinned") {
       INFO(row.key << " " << row.what);

@@ -863,7 +863,7 @@ class Executor {
     mark_start(gops_[id], op);  // a copy starts when its engine takes it
     FlowSpec f;
     f.bytes = static_cast<double>(op.bytes);
-    double cap = p_.copy_engine_bandwidth.bytes_per_s;
+    double cap = p_.copy_engine_bandwidth_for(op.copy == CopyKind::D2H).bytes_per_s;
     const FlowRoute* route = nullptr;
     switch (op.copy) {
       case CopyKind::H2D: route = &host_route(r, true); break;

@@ -64,6 +64,12 @@ struct ModelParams {
   // Copies.
   Bandwidth pageable_bandwidth = Bandwidth::from_GBps(10);  // MODEL.md: 7-19 GB/s staged
   Bandwidth copy_engine_bandwidth = Bandwidth::unlimited(); // a single engine's ceiling (calibrated)
+  // The D2H engine's own ceiling where measured apart (a 2xH200 box: 54.7
+  // against 52.6 GB/s H2D); unlimited = copy_engine_bandwidth.
+  Bandwidth copy_engine_bandwidth_d2h = Bandwidth::unlimited();
+  [[nodiscard]] Bandwidth copy_engine_bandwidth_for(bool d2h) const {
+    return d2h && !copy_engine_bandwidth_d2h.is_unlimited() ? copy_engine_bandwidth_d2h : copy_engine_bandwidth;
+  }
   Time copy_latency = Time::zero();          // DMA set-up before the first byte, beyond the route's latency
   // The same for device-to-host copies, where measured apart (calibrated:
   // D2H writes to host memory are posted, H2D reads wait for completions;
