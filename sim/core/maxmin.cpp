@@ -28,7 +28,7 @@ void MaxMinSystem::mark_dirty(ConstraintId c) {
   }
 }
 
-VariableId MaxMinSystem::add_variable(double weight, double bound) {
+VariableId MaxMinSystem::new_variable(double weight, double bound, bool dormant) {
   assert(weight > 0 && std::isfinite(weight));
   assert(bound > 0);
   const VariableId v = take_slot(free_vars_, vars_);
@@ -39,30 +39,18 @@ VariableId MaxMinSystem::add_variable(double weight, double bound) {
   x.bottleneck = kOwnBound;
   x.elems.clear();
   x.alive = true;
-  x.dormant = false;
+  x.dormant = dormant;
   x.fixed = false;
-  if (!x.dirty) {
+  if (!dormant && !x.dirty) {
     x.dirty = true;
     dirty_vars_.push_back(v);
   }
   return v;
 }
 
-VariableId MaxMinSystem::add_dormant_variable(double weight, double bound) {
-  assert(weight > 0 && std::isfinite(weight));
-  assert(bound > 0);
-  const VariableId v = take_slot(free_vars_, vars_);
-  Var& x = vars_[v];
-  x.weight = weight;
-  x.bound = bound;
-  x.rate = 0;
-  x.bottleneck = kOwnBound;
-  x.elems.clear();
-  x.alive = true;
-  x.dormant = true;
-  x.fixed = false;
-  return v;
-}
+VariableId MaxMinSystem::add_variable(double weight, double bound) { return new_variable(weight, bound, false); }
+
+VariableId MaxMinSystem::add_dormant_variable(double weight, double bound) { return new_variable(weight, bound, true); }
 
 void MaxMinSystem::activate_variable(VariableId v) {
   assert(alive(v) && vars_[v].dormant);

@@ -140,6 +140,7 @@ class MaxMinSystem {
     bool touched = false;  // its share changed since its last heap entry
   };
 
+  VariableId new_variable(double weight, double bound, bool dormant);
   void mark_dirty(ConstraintId c);
   void solve_component(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons);
   void fix(VariableId v, double r, ConstraintId why);
