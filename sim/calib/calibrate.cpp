@@ -459,13 +459,13 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         res.push_back(sh.efficiency / g->at(sh.m, sh.n, sh.k) - 1);
         if (auto gi = fit_gemm_model(p.gemm_shapes, i)) loo.push_back(100 * std::abs(sh.efficiency / gi->at(sh.m, sh.n, sh.k) - 1));
       }
-      double sq = 0;
-      for (double r : res) sq += r * r;
+      double res_sq = 0;
+      for (double r : res) res_sq += r * r;
       c.fits.push_back({"GEMM shape model", "for shapes the table lacks: efficiency / (1 + m0/m + n0/n + k0/k), least squares on 1/efficiency over the table",
                         {{"efficiency", g->efficiency}, {"m0", g->m0}, {"n0", g->n0}, {"k0", g->k0},
                          {"leave_one_out_median_pct", loo.empty() ? 0.0 : median(loo)},
                          {"leave_one_out_worst_pct", loo.empty() ? 0.0 : *std::max_element(loo.begin(), loo.end())}},
-                        100 * std::sqrt(sq / static_cast<double>(res.size())), static_cast<int>(res.size())});
+                        100 * std::sqrt(res_sq / static_cast<double>(res.size())), static_cast<int>(res.size())});
     }
     if (!steady_over_burst.empty())
       c.fits.push_back({"GEMM table under load", "per shape: time after >= 250 ms back to back / burst time (a check on the sustained-load fit)",
