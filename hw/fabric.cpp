@@ -568,16 +568,14 @@ void Topology::build_route(Route& r, int src, int dst, const RouteOptions& opt) 
 }
 
 const Route& Topology::route(int src, int dst, const RouteOptions& opt) const {
-  const auto key = std::make_tuple(src, dst, opt);
   if (host_[src] != host_[dst] && host_[src] >= 0 && host_[dst] >= 0) {
-    // Between hosts there are (GPUs)^2 pairs: keep a bounded set (an
-    // all-to-all asks for one source's routes together).
     // Between hosts there are (GPUs)^2 pairs: each is built when asked, into
     // one reused route (composed from memoised legs and the cached network
     // tree, it allocates nothing once warm).
     build_route(net_route_scratch_, src, dst, opt);
     return net_route_scratch_;
   }
+  const auto key = std::make_tuple(src, dst, opt);
   auto it = route_cache_.find(key);
   if (it != route_cache_.end()) return it->second;
   Route r;

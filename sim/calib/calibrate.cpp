@@ -30,6 +30,18 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// A document's cross-attention SDPA rows as (seq_q, achieved / bf16 peak),
+// in document order: what the query-count model is fitted on.
+std::vector<std::pair<double, double>> cross_attention_points(const json& doc, const hw::Topology& topo) {
+  std::vector<std::pair<double, double>> out;
+  const auto& peaks = topo.node(topo.gpus().front()).gpu.peak_tflops;
+  const auto bf16 = peaks.find("bf16");
+  if (bf16 == peaks.end()) return out;
+  for (const auto& r : rows(doc, "attention_sdpa"))
+    if (r.value("kind", "self") != "self") out.emplace_back(r.at("seq_q").get<double>(), r.at("TFLOPs").get<double>() / bf16->second);
+  return out;
+}
+
 }  // namespace
 
 std::optional<ModelParams::GemmShapeModel> fit_gemm_model(const std::vector<ModelParams::GemmShapeEfficiency>& shapes, size_t skip) {
@@ -219,7 +231,6 @@ Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, con
                      fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", e.what()));
   }
 }
-
 
 namespace {
 Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base) {
@@ -523,13 +534,12 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     auto it = gpu.peak_tflops.find("bf16");
     std::vector<double> self_eff, cross_eff;
     std::vector<std::pair<double, double>> cross_q;  // (seq_q, efficiency)
-    for (const auto& [name, doc] : docs)
+    for (const auto& [name, doc] : docs) {
       for (const auto& r : rows(doc, "attention_sdpa"))
-        if (it != gpu.peak_tflops.end()) {
-          const double e = r.at("TFLOPs").get<double>() / it->second;
-          (r.value("kind", "self") == "self" ? self_eff : cross_eff).push_back(e);
-          if (r.value("kind", "self") != "self") cross_q.emplace_back(r.at("seq_q").get<double>(), e);
-        }
+        if (it != gpu.peak_tflops.end() && r.value("kind", "self") == "self") self_eff.push_back(r.at("TFLOPs").get<double>() / it->second);
+      for (const auto& q : cross_attention_points(doc, topo)) cross_q.push_back(q);
+    }
+    for (const auto& q : cross_q) cross_eff.push_back(q.second);
     if (!self_eff.empty()) {
       p.attention_efficiency = std::min(1.0, median(self_eff) * sustained_scale);
       Fit f{"attention (PyTorch SDPA)",
@@ -1004,16 +1014,10 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
   const int ngpu = static_cast<int>(topo.gpus().size());
   const bool p2p_off = p2p_disabled_run(doc);
   const int bench_ranks = interference_ranks(doc);
-  // Cross-attention (seq_q, efficiency) points of this document, in order, for leave-one-out replays.
-  std::vector<std::pair<double, double>> cross_points;
+  // Cross-attention points of this document, in order, for leave-one-out replays.
+  const std::vector<std::pair<double, double>> cross_points = cross_attention_points(doc, topo);
+  const auto cross_all = fit_cross_attention(cross_points);
   int cross_seen = 0;
-  {
-    const auto& peaks = topo.node(topo.gpus().front()).gpu.peak_tflops;
-    const auto bf16 = peaks.find("bf16");
-    for (const auto& r : doc.at("results"))
-      if (r.at("key") == "attention_sdpa" && r.value("kind", "self") != "self" && bf16 != peaks.end())
-        cross_points.emplace_back(r.at("seq_q").get<double>(), r.at("TFLOPs").get<double>() / bf16->second);
-  }
   for (const auto& r : doc.at("results")) {
     const std::string key = r.at("key");
     Comparison c;
@@ -1089,9 +1093,9 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         // Out of sample: the query-count model fitted without this shape
         // (its asymptote keeps the calibration's burst scale).
         const size_t i = static_cast<size_t>(cross_seen++);
-        const auto all = fit_cross_attention(cross_points), without = fit_cross_attention(cross_points, i);
-        if (all && without) {
-          q.cross_attention_efficiency = std::min(1.0, p.cross_attention_efficiency * without->first / all->first);
+        const auto without = fit_cross_attention(cross_points, i);
+        if (cross_all && without) {
+          q.cross_attention_efficiency = std::min(1.0, p.cross_attention_efficiency * without->first / cross_all->first);
           q.cross_attention_q0 = without->second;
           c.cls = "attention, cross (query-count model fitted without the shape)";
         }

@@ -41,11 +41,26 @@ VariableId MaxMinSystem::new_variable(double weight, double bound, bool dormant)
   x.alive = true;
   x.dormant = dormant;
   x.fixed = false;
-  if (!dormant && !x.dirty) {
+  if (!dormant) mark_dirty_var(v);
+  return v;
+}
+
+void MaxMinSystem::mark_dirty_var(VariableId v) {
+  Var& x = vars_[v];
+  if (!x.dirty) {
     x.dirty = true;
     dirty_vars_.push_back(v);
   }
-  return v;
+}
+
+// Element i of v joins its constraint's user list (and marks it dirty).
+void MaxMinSystem::join_users(VariableId v, uint32_t i) {
+  Elem& e = vars_[v].elems[i];
+  Cons& k = cons_[e.c];
+  e.pos = static_cast<uint32_t>(k.users.size());
+  grow_huge(k.users);  // a shared link may carry a million flows
+  k.users.push_back(UserRef{v, i});
+  mark_dirty(e.c);
 }
 
 VariableId MaxMinSystem::add_variable(double weight, double bound) { return new_variable(weight, bound, false); }
@@ -56,18 +71,8 @@ void MaxMinSystem::activate_variable(VariableId v) {
   assert(alive(v) && vars_[v].dormant);
   Var& x = vars_[v];
   x.dormant = false;
-  for (uint32_t i = 0; i < x.elems.size(); ++i) {
-    Elem& e = x.elems[i];
-    Cons& k = cons_[e.c];
-    e.pos = static_cast<uint32_t>(k.users.size());
-    grow_huge(k.users);  // a shared link may carry a million flows
-    k.users.push_back(UserRef{v, i});
-    mark_dirty(e.c);
-  }
-  if (!x.dirty) {
-    x.dirty = true;
-    dirty_vars_.push_back(v);
-  }
+  for (uint32_t i = 0; i < x.elems.size(); ++i) join_users(v, i);
+  mark_dirty_var(v);
 }
 
 void MaxMinSystem::expand(ConstraintId c, VariableId v, double coefficient) {
@@ -81,15 +86,8 @@ void MaxMinSystem::expand(ConstraintId c, VariableId v, double coefficient) {
       return;
     }
   }
-  if (x.dormant) {  // joins c's users when activated
-    x.elems.push_back(Elem{coefficient, c, 0});
-    return;
-  }
-  Cons& k = cons_[c];
-  x.elems.push_back(Elem{coefficient, c, static_cast<uint32_t>(k.users.size())});
-  grow_huge(k.users);  // a shared link may carry a million flows
-  k.users.push_back(UserRef{v, static_cast<uint32_t>(x.elems.size() - 1)});
-  mark_dirty(c);
+  x.elems.push_back(Elem{coefficient, c, 0});
+  if (!x.dormant) join_users(v, static_cast<uint32_t>(x.elems.size() - 1));  // a dormant one joins when activated
 }
 
 void MaxMinSystem::set_bound(VariableId v, double bound) {
@@ -97,10 +95,7 @@ void MaxMinSystem::set_bound(VariableId v, double bound) {
   Var& x = vars_[v];
   x.bound = bound;
   if (x.dormant) return;  // takes effect when activated
-  if (!x.dirty) {
-    x.dirty = true;
-    dirty_vars_.push_back(v);
-  }
+  mark_dirty_var(v);
   for (const Elem& e : x.elems) mark_dirty(e.c);
 }
 
@@ -108,7 +103,7 @@ void MaxMinSystem::remove_variable(VariableId v) {
   assert(alive(v));
   Var& x = vars_[v];
   for (const Elem& e : x.elems) {
-    if (x.dormant) break;  // in no constraint's users
+    if (x.dormant) break;  // in no constraint's user list: nothing to unlink
     Cons& k = cons_[e.c];
     // swap-remove the user entry, fixing the moved entry's back-pointer
     const uint32_t last = static_cast<uint32_t>(k.users.size() - 1);

@@ -142,6 +142,8 @@ class MaxMinSystem {
 
   VariableId new_variable(double weight, double bound, bool dormant);
   void mark_dirty(ConstraintId c);
+  void mark_dirty_var(VariableId v);
+  void join_users(VariableId v, uint32_t i);
   void solve_component(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons);
   void fix(VariableId v, double r, ConstraintId why);
   void flush_touched(double level);

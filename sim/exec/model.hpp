@@ -55,7 +55,7 @@ struct ModelParams {
   // Short query sets lose more (fixed per-launch work over 512 keys): the
   // cross-attention efficiency is cross_attention_efficiency / (1 + q0 /
   // seq_q) with this q0 (calibrated: least squares over the SDPA shapes;
-  // 1xH200: ~650 queries); 0 = one efficiency for every length.
+  // 1xH200: ~930 queries); 0 = one efficiency for every length.
   double cross_attention_q0 = 0;
   double flops_efficiency = 0.60;            // kernels given as flops/bytes
   double hbm_efficiency = 0.85;
