@@ -69,6 +69,65 @@ FlowId FlowModel::start(FlowSpec spec) {
   return id;
 }
 
+FlowState FlowModel::state(FlowId f) const {
+  const Flow& fl = flows_[f];
+  FlowState st;
+  st.record = fl.record;
+  st.remaining = fl.remaining;
+  st.rate = fl.rate;
+  st.bottleneck = fl.bottleneck;
+  st.last_update = fl.last_update;
+  st.running = fl.running;
+  st.active = fl.active;
+  return st;
+}
+
+FlowId FlowModel::resume(FlowSpec spec, const FlowState& st) {
+  assert(st.running && st.remaining >= 0 && st.last_update <= engine_.now());
+  assert(st.active || st.record.first_byte >= engine_.now());
+  const FlowId id = take_slot(free_ids_, flows_);
+  Flow& fl = flows_[id];
+  fl.record = st.record;
+  fl.record.id = id;
+  fl.record.end = Time::zero();
+  fl.remaining = st.remaining;
+  fl.rate = st.active ? st.rate : 0;
+  fl.bottleneck = st.bottleneck;
+  fl.last_update = st.last_update;
+  fl.completion_batch = -1;
+  fl.completion_token = 0;
+  fl.var = sys_.add_dormant_variable(spec.weight, spec.rate_cap);
+  for (const FlowUse& u : spec.route) sys_.expand(u.constraint, fl.var, u.coefficient);
+  if (var_to_flow_.size() <= static_cast<size_t>(fl.var)) var_to_flow_.resize(static_cast<size_t>(fl.var) + 1, -1);
+  var_to_flow_[fl.var] = id;
+  fl.on_done = std::move(spec.on_done);
+  fl.running = true;
+  fl.active = st.active;
+  fl.resumed = st.active;
+  ++active_;
+  if (st.active) {
+    // A fresh variable: the solve reports it changed, settles the progress
+    // made at the old rate since last_update and schedules its completion.
+    sys_.activate_variable(fl.var);
+    request_solve();
+    return id;
+  }
+  const Time t = fl.record.first_byte;
+  Open& o = open_activation_;
+  if (o.batch < 0 || o.time != t || o.seq != engine_.next_seq()) {
+    o.batch = new_batch(t, false);
+    o.time = t;
+    o.seq = engine_.next_seq();
+  }
+  batches_[o.batch].flows.emplace_back(id, 0);
+  return id;
+}
+
+void FlowModel::add_bytes(ConstraintId c, double bytes) {
+  if (constraint_bytes_.size() <= static_cast<size_t>(c)) constraint_bytes_.resize(static_cast<size_t>(c) + 1, 0);
+  constraint_bytes_[static_cast<size_t>(c)] += bytes;
+}
+
 int FlowModel::new_batch(Time t, bool completions) {
   const int b = take_slot(free_batches_, batches_);
   batches_[b].event = engine_.at(t, &Engine::call<&FlowModel::run_batch_event, FlowModel>, this,
@@ -162,10 +221,7 @@ void FlowModel::settle(Flow& fl) {
 }
 
 void FlowModel::count_bytes(const Flow& fl, double moved) {
-  sys_.for_each_use(fl.var, [&](ConstraintId c, double coeff) {
-    if (constraint_bytes_.size() <= static_cast<size_t>(c)) constraint_bytes_.resize(static_cast<size_t>(c) + 1, 0);
-    constraint_bytes_[static_cast<size_t>(c)] += moved * coeff;
-  });
+  sys_.for_each_use(fl.var, [&](ConstraintId c, double coeff) { add_bytes(c, moved * coeff); });
 }
 
 void FlowModel::solve_now() {
@@ -175,25 +231,39 @@ void FlowModel::solve_now() {
     const FlowId f = var_to_flow_[v];
     assert(f >= 0);
     Flow& fl = flows_[f];
+    if (fl.resumed) {
+      fl.resumed = false;
+      if (sys_.rate(v) == fl.rate) {
+        // Its rate stands: finish where its old model would have, from
+        // where it last changed (settling now would only add rounding).
+        assert(fl.completion_batch < 0);
+        schedule_completion(f, fl.last_update + transfer_time(fl.remaining, Bandwidth{fl.rate}));
+        continue;
+      }
+    }
     settle(fl);
     if (rate_observer) rate_observer(f, fl.rate, sys_.rate(v));
     fl.rate = sys_.rate(v);
     fl.bottleneck = sys_.bottleneck(v);
     unschedule_completion(fl);
     assert(fl.rate > 0);
-    const Time t = engine_.now() + transfer_time(fl.remaining, Bandwidth{fl.rate});
-    Open& o = open_completion_;
-    if (o.batch < 0 || o.time != t || o.seq != engine_.next_seq()) {
-      o.batch = new_batch(t, true);
-      o.time = t;
-      o.seq = engine_.next_seq();
-    }
-    fl.completion_batch = o.batch;
-    fl.completion_token = next_token_++;
-    grow_huge(batches_[o.batch].flows);
-    batches_[o.batch].flows.emplace_back(f, fl.completion_token);
-    ++batches_[o.batch].live;
+    schedule_completion(f, engine_.now() + transfer_time(fl.remaining, Bandwidth{fl.rate}));
   }
+}
+
+void FlowModel::schedule_completion(FlowId f, Time t) {
+  Flow& fl = flows_[f];
+  Open& o = open_completion_;
+  if (o.batch < 0 || o.time != t || o.seq != engine_.next_seq()) {
+    o.batch = new_batch(t, true);
+    o.time = t;
+    o.seq = engine_.next_seq();
+  }
+  fl.completion_batch = o.batch;
+  fl.completion_token = next_token_++;
+  grow_huge(batches_[o.batch].flows);
+  batches_[o.batch].flows.emplace_back(f, fl.completion_token);
+  ++batches_[o.batch].live;
 }
 
 void FlowModel::complete(FlowId f) {

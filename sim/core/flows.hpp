@@ -55,6 +55,18 @@ struct FlowSpec {
   std::function<void(const FlowRecord&)> on_done;
 };
 
+/// A flow's state between two rate changes: enough to carry it from one
+/// flow model into another (FlowModel::state, FlowModel::resume).
+struct FlowState {
+  FlowRecord record;          // start, first byte, bytes, bottleneck times so far
+  double remaining = 0;       // bytes left at last_update
+  double rate = 0;            // since last_update
+  ConstraintId bottleneck = MaxMinSystem::kOwnBound;  // since last_update
+  Time last_update;
+  bool running = false;       // false: it has finished
+  bool active = false;        // past its first byte
+};
+
 class FlowModel {
  public:
   FlowModel(Engine& engine, MaxMinSystem& system) : engine_(engine), sys_(system) {}
@@ -64,6 +76,17 @@ class FlowModel {
   /// Starts a flow now. A flow with no route needs a finite rate_cap.
   FlowId start(FlowSpec spec);
   [[nodiscard]] size_t active() const { return active_; }
+  /// A flow's state as last settled (its rate holds from last_update on).
+  [[nodiscard]] FlowState state(FlowId f) const;
+  /// Starts a flow that has run elsewhere until now (a closed-form
+  /// collective handing its flows back, see Executor): `st` from state(),
+  /// its times already in this model's clock, its constraint ids in this
+  /// model's. It keeps its record, progress and rate; the next solve at this
+  /// instant settles it at that rate up to now. Bytes it moved before
+  /// st.last_update are not counted here: see add_bytes.
+  FlowId resume(FlowSpec spec, const FlowState& st);
+  /// Counts bytes moved across a constraint outside this model (utilisation reports).
+  void add_bytes(ConstraintId c, double bytes);
   /// Changes a running flow's cap (e.g. interference); takes effect in the
   /// next solve at this instant.
   void set_rate_cap(FlowId f, double cap);
@@ -95,6 +118,7 @@ class FlowModel {
     uint64_t completion_token = 0;  // matches its entry in that batch; 0 = none
     bool running = false;
     bool active = false;  // past its first byte: its variable takes part in solves
+    bool resumed = false;  // resume()d and not solved since (see solve_now)
   };
   // Flows that start, or end, at the same instant (an all-to-all's dozens of
   // pairs) share one engine event: a batch. A flow joins the last batch only
@@ -112,6 +136,7 @@ class FlowModel {
   void activate(FlowId f);
   void request_solve();
   void solve_now();
+  void schedule_completion(FlowId f, Time t);
   void settle(Flow& fl);
   void count_bytes(const Flow& fl, double moved);
   void complete(FlowId f);

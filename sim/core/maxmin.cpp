@@ -87,6 +87,7 @@ void MaxMinSystem::expand(ConstraintId c, VariableId v, double coefficient) {
     }
   }
   x.elems.push_back(Elem{coefficient, c, 0});
+  ++cons_[c].holders;
   if (!x.dormant) join_users(v, static_cast<uint32_t>(x.elems.size() - 1));  // a dormant one joins when activated
 }
 
@@ -102,6 +103,7 @@ void MaxMinSystem::set_bound(VariableId v, double bound) {
 void MaxMinSystem::remove_variable(VariableId v) {
   assert(alive(v));
   Var& x = vars_[v];
+  for (const Elem& e : x.elems) --cons_[e.c].holders;
   for (const Elem& e : x.elems) {
     if (x.dormant) break;  // in no constraint's user list: nothing to unlink
     Cons& k = cons_[e.c];

@@ -67,6 +67,9 @@ class MaxMinSystem {
   VariableId add_dormant_variable(double weight = 1.0, double bound = kUnbounded);
   void activate_variable(VariableId v);
   [[nodiscard]] bool dormant(VariableId v) const { return vars_[v].dormant; }
+  /// How many live variables use constraint c, dormant ones included: 0
+  /// means nothing running or about to run shares it.
+  [[nodiscard]] uint32_t holders(ConstraintId c) const { return cons_[c].holders; }
   /// Variable v uses constraint c with the given coefficient (adds up if repeated).
   void expand(ConstraintId c, VariableId v, double coefficient = 1.0);
   void set_bound(VariableId v, double bound);
@@ -131,6 +134,7 @@ class MaxMinSystem {
   struct Cons {
     double capacity = 0;
     std::vector<UserRef> users;
+    uint32_t holders = 0;  // live variables using it, dormant ones included
     bool dirty = false;
     uint64_t mark = 0;
     // scratch for one solve

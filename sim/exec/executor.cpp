@@ -16,6 +16,7 @@
 
 #include "core/engine.hpp"
 #include "core/flows.hpp"
+#include "core/isolated.hpp"
 #include "core/slots.hpp"
 
 namespace osim {
@@ -153,10 +154,13 @@ struct RankState {
   std::vector<std::deque<int>> parked;
   std::map<int, int> send_seq, recv_seq;
   std::vector<CollFlow> coll_flows;
+  std::vector<std::pair<int, int>> closed;  // (instance, member) replayed in closed form with flows from this rank
   const std::vector<double>* work = nullptr;  // solo seconds per op (kernels)
   const Op* ops = nullptr;                    // the rank's program
   bool pumping = false, again = false;
 };
+
+struct ClosedForm;
 
 struct CollInst {
   const Op* op = nullptr;  // the first arrival's op (all must match)
@@ -186,6 +190,32 @@ struct CollInst {
     Time latency;
   };
   Tabled tabled[2];
+  // Replayed in closed form (Executor::try_closed_form) while set.
+  const ClosedForm* closed = nullptr;
+  Time t0;                // when its flows started
+  size_t next_group = 0;  // the first of closed->groups not replayed yet
+  EventId closed_ev;      // that group's event
+};
+
+// An NCCL all-to-all alone on its links, simulated once by itself
+// (core/isolated.hpp) and replayed wherever the same group moves the same
+// bytes at the same rate caps.
+struct ClosedForm {
+  IsolatedFlows flows;                   // the collective's flows, constraints numbered locally
+  std::vector<ConstraintId> cons;        // local -> the executor's constraint
+  std::vector<std::pair<int, int>> ends;  // per flow: (from, to) members
+  std::vector<double> base;              // per flow: its cap before the compute slowdown
+  std::vector<double> slow;              // per member: the comm slowdown its flows were capped by
+  // Flows that complete at one instant, with what they add to the reports
+  // (local constraint ids; -1: the flows' own caps).
+  struct Group {
+    Time end;
+    std::vector<int> flows;  // in the order the flow model completed them
+    std::vector<std::pair<int, Time>> bottleneck_time;
+    std::vector<std::pair<int, int64_t>> transfers;
+    std::vector<std::pair<int, double>> bytes;
+  };
+  std::vector<Group> groups;
 };
 
 // Everything kernel_time() reads from an op.
@@ -367,6 +397,7 @@ class Executor {
 
   ExecResult run() {
     reserve_huge(gops_, gpu_ops_);
+    closed_owner_.assign(sys_.constraint_count(), -1);
     for (int r = 0; r < s_.ranks(); ++r) engine_.at(Time::zero(), kHostStep, this, static_cast<uint64_t>(r));
     engine_.run();
     check_finished();
@@ -386,6 +417,8 @@ class Executor {
     out.copy_bottlenecks = std::move(copy_bn_);
     out.collective_bottlenecks = std::move(coll_bn_);
     out.link_samples = std::move(samples_);
+    out.closed_form = closed_count_;
+    out.handed_back = handed_back_;
     out.resource_bytes.assign(topo_.resources().size(), 0);
     const auto& cb = flows_.constraint_bytes();
     for (size_t i = 0; i < cons_.size(); ++i)
@@ -769,6 +802,12 @@ class Executor {
                              (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(gid));
       }
     }
+    for (size_t i = 0; i < R.closed.size();) {  // a closed form capped at another slowdown hands its flows back
+      const auto [ci, m] = R.closed[i];
+      const CollInst& c = insts_[ci];
+      if (comm_slowdown(R, c.channels) != c.closed->slow[static_cast<size_t>(m)]) hand_back(ci);
+      else ++i;
+    }
     for (auto& cf : R.coll_flows)
       if (flows_.running(cf.flow)) flows_.set_rate_cap(cf.flow, cf.base_cap / comm_slowdown(R, cf.channels));
   }
@@ -913,6 +952,7 @@ class Executor {
           copying_under(d, +1);
         }
     }
+    hand_back_route(f.route);
     const FlowId fid = flows_.start(std::move(f));
     if (o_.link_samples && route) flow_uses_[fid] = resource_uses(*route);  // rates are reported only after activation
     update_gpu(r);
@@ -934,6 +974,8 @@ class Executor {
     L.gpus += delta;
     assert(L.gpus >= 0);
     const auto& agg = *L.table;
+    if (!closed_forms_.empty())
+      if (const int ci = closed_owner_[static_cast<size_t>(L.constraint)]; ci >= 0) hand_back(ci);
     flows_.set_capacity(L.constraint, L.gpus < 2 ? L.nominal
                                                  : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
   }
@@ -1052,6 +1094,7 @@ class Executor {
             ++c.outstanding[i];
             ++c.outstanding[j];
           }
+      if (try_closed_form(ci)) return;
       for (int i = 0; i < U; ++i)
         for (int k = 1; k < U; ++k) coll_flow(ci, i, (i + k) % U, c.wire / U, U - 1);  // peer order rotated per rank
       return;
@@ -1086,6 +1129,15 @@ class Executor {
 
   void coll_flow(int ci, int from, int to, double bytes, int peers_at_once) { coll_flow(ci, from, to, bytes, peers_at_once, p_.nccl_latency); }
   void coll_flow(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency) {
+    double base = 0;
+    FlowSpec f = coll_spec(ci, from, to, bytes, peers_at_once, protocol_latency, base);
+    hand_back_route(f.route);
+    start_coll_flow(ci, from, to, std::move(f), base, nullptr);
+  }
+
+  // A collective flow from member `from` to member `to`: its route, latency,
+  // cap (`base`: the cap before the compute slowdown) and weight.
+  FlowSpec coll_spec(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency, double& base_out) {
     CollInst& c = insts_[ci];
     const int ra = c.members[from], rb = c.members[to];
     const FlowRoute& route = pair_route(ra, rb, false);
@@ -1107,17 +1159,170 @@ class Executor {
     // 4-rank all-to-all through host memory, 2.66 and 2.77 on 2xH200 and
     // 4xH200 boxes; per flow 1 gave 2.66 / 4.79, per rank 2.66 / 1.60).
     f.weight = 1.0 / std::sqrt(static_cast<double>(peers_at_once));
+    base_out = base;
+    return f;
+  }
+
+  // Starts a collective flow (resumes it from `st` when given: a closed
+  // form handing its flows back).
+  void start_coll_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st) {
+    const CollInst& c = insts_[ci];
+    const int ra = c.members[from];
     // Captures packed into 16 bytes so std::function stores them inline.
     const uint64_t key = (static_cast<uint64_t>(ci) << 32) | (static_cast<uint64_t>(from) << 16) | static_cast<uint64_t>(to);
     f.on_done = [this, key](const FlowRecord& rec) {
       coll_flow_done(static_cast<int>(key >> 32), static_cast<int>((key >> 16) & 0xffff), static_cast<int>(key & 0xffff), rec);
     };
-    const FlowId fid = flows_.start(std::move(f));
-    if (o_.link_samples) flow_uses_[fid] = resource_uses(route);
+    const FlowId fid = st ? flows_.resume(std::move(f), *st) : flows_.start(std::move(f));
+    if (o_.link_samples) flow_uses_[fid] = resource_uses(pair_route(ra, c.members[to], false));
     auto& cfs = ranks_[ra].coll_flows;
     if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
     coll_flow_slot_[static_cast<size_t>(fid)] = static_cast<int>(cfs.size());
     cfs.push_back({fid, base, c.channels});
+  }
+
+  // ---------------------------------------------------------------- closed form
+  // An NCCL all-to-all whose links nothing else uses (no flow running or
+  // about to start on them, no other closed form replaying over them) runs
+  // exactly as it would by itself: its flows are simulated once, privately
+  // (core/isolated.hpp), and the result replayed, one event per instant at
+  // which some of its flows end, for every later all-to-all of the same
+  // group, size and caps. When anything touches its links or caps before it
+  // ends (a flow starts over them, a kernel slows its flows), it hands its
+  // unfinished flows back to the shared flow model in the state they have
+  // then, and the run goes on as if they had been there all along.
+  bool try_closed_form(int ci) {
+    if (!o_.closed_form_collectives || o_.link_samples) return false;
+    CollInst& c = insts_[ci];
+    const int U = static_cast<int>(c.members.size());
+    ClosedKey key{c.group, c.wire, c.channels, {}};
+    key.slow.reserve(static_cast<size_t>(U));
+    for (int m = 0; m < U; ++m) key.slow.push_back(comm_slowdown(ranks_[c.members[m]], c.channels));
+    auto it = closed_forms_.find(key);
+    if (it == closed_forms_.end()) it = closed_forms_.emplace(key, build_closed_form(ci, key.slow)).first;
+    const ClosedForm& cf = *it->second;
+    for (const ConstraintId k : cf.cons)
+      if (sys_.holders(k) > 0 || closed_owner_[static_cast<size_t>(k)] >= 0) return false;
+    ++closed_count_;
+    for (const ConstraintId k : cf.cons) closed_owner_[static_cast<size_t>(k)] = ci;
+    for (int m = 0; m < U; ++m) ranks_[c.members[m]].closed.emplace_back(ci, m);
+    c.closed = &cf;
+    c.t0 = engine_.now();
+    c.next_group = 0;
+    c.closed_ev = engine_.at(c.t0 + cf.groups.front().end, &Engine::call<&Executor::closed_group, Executor>, this, static_cast<uint64_t>(ci));
+    return true;
+  }
+
+  std::unique_ptr<ClosedForm> build_closed_form(int ci, const std::vector<double>& slow) {
+    const CollInst& c = insts_[ci];
+    const int U = static_cast<int>(c.members.size());
+    auto cf = std::make_unique<ClosedForm>();
+    cf->slow = slow;
+    for (int i = 0; i < U; ++i)
+      for (int k = 1; k < U; ++k) {  // launch()'s order
+        const int j = (i + k) % U;
+        double base = 0;
+        cf->flows.flows.push_back(coll_spec(ci, i, j, c.wire / U, U - 1, p_.nccl_latency, base));
+        cf->ends.emplace_back(i, j);
+        cf->base.push_back(base);
+        for (const FlowUse& u : cf->flows.flows.back().route) cf->cons.push_back(u.constraint);
+      }
+    // Local ids in the order of the global ones: the solver breaks ties by id.
+    std::sort(cf->cons.begin(), cf->cons.end());
+    cf->cons.erase(std::unique(cf->cons.begin(), cf->cons.end()), cf->cons.end());
+    for (const ConstraintId k : cf->cons) cf->flows.capacity.push_back(sys_.capacity(k));
+    for (FlowSpec& f : cf->flows.flows)
+      for (FlowUse& u : f.route)
+        u.constraint = static_cast<ConstraintId>(std::lower_bound(cf->cons.begin(), cf->cons.end(), u.constraint) - cf->cons.begin());
+    const IsolatedRun run = run_isolated(cf->flows);
+    for (const int f : run.order) {
+      const FlowRecord& rec = run.records[static_cast<size_t>(f)];
+      if (cf->groups.empty() || cf->groups.back().end != rec.end) cf->groups.push_back({rec.end, {}, {}, {}, {}});
+      ClosedForm::Group& g = cf->groups.back();
+      g.flows.push_back(f);
+      auto add = [](auto& list, int k, auto v) {
+        auto at = std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == k; });
+        if (at == list.end()) list.emplace_back(k, v);
+        else at->second += v;
+      };
+      for (const auto& [k, t] : rec.bottleneck_time) add(g.bottleneck_time, k, t);
+      add(g.transfers, rec.main_bottleneck(), int64_t{1});
+      for (const FlowUse& u : cf->flows.flows[static_cast<size_t>(f)].route) add(g.bytes, u.constraint, rec.bytes * u.coefficient);
+    }
+    return cf;
+  }
+
+  void closed_group(int ci) {
+    CollInst& c = insts_[ci];
+    const ClosedForm& cf = *c.closed;
+    const ClosedForm::Group& g = cf.groups[c.next_group++];
+    const size_t own = coll_bn_.size() - 1;
+    auto stat = [&](int k) -> BottleneckStat& {
+      return coll_bn_[k < 0 ? own : static_cast<size_t>(res_of_cons_[static_cast<size_t>(cf.cons[static_cast<size_t>(k)])])];
+    };
+    for (const auto& [k, t] : g.bottleneck_time) stat(k).time += t;
+    for (const auto& [k, n] : g.transfers) stat(k).transfers += n;
+    for (const auto& [k, b] : g.bytes) flows_.add_bytes(cf.cons[static_cast<size_t>(k)], b);
+    if (c.next_group == cf.groups.size()) release_closed(ci);
+    else c.closed_ev = engine_.at(c.t0 + cf.groups[c.next_group].end, &Engine::call<&Executor::closed_group, Executor>, this,
+                                  static_cast<uint64_t>(ci));
+    // As coll_flow_done would, flow by flow; members finish after the
+    // counting, so a flow they start finds the group replayed.
+    done_scratch_.clear();
+    for (const int f : g.flows)
+      for (const int m : {cf.ends[static_cast<size_t>(f)].first, cf.ends[static_cast<size_t>(f)].second})
+        if (--c.outstanding[static_cast<size_t>(m)] == 0) done_scratch_.push_back(m);
+    const std::vector<int> done = done_scratch_;  // member_done may replay another closed form
+    for (const int m : done) member_done(ci, m);
+  }
+
+  void release_closed(int ci) {
+    CollInst& c = insts_[ci];
+    for (const ConstraintId k : c.closed->cons) closed_owner_[static_cast<size_t>(k)] = -1;
+    for (const int r : c.members) {
+      auto& list = ranks_[r].closed;
+      list.erase(std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == ci; }));
+    }
+    c.closed = nullptr;
+  }
+
+  // The closed form of instance ci hands its unfinished flows back to the
+  // flow model, as they are just before now.
+  void hand_back(int ci) {
+    CollInst& c = insts_[ci];
+    const ClosedForm& cf = *c.closed;
+    ++handed_back_;
+    engine_.cancel(c.closed_ev);
+    const size_t first = c.next_group;
+    release_closed(ci);
+    const std::vector<FlowState> states = state_before(cf.flows, engine_.now() - c.t0);
+    std::vector<int> left;
+    for (size_t g = first; g < cf.groups.size(); ++g) left.insert(left.end(), cf.groups[g].flows.begin(), cf.groups[g].flows.end());
+    std::sort(left.begin(), left.end());  // the order launch() started them
+    auto global = [&](ConstraintId k) { return k < 0 ? k : cf.cons[static_cast<size_t>(k)]; };
+    for (const int f : left) {
+      FlowState st = states[static_cast<size_t>(f)];
+      assert(st.running);
+      st.record.start += c.t0;
+      st.record.first_byte += c.t0;
+      st.last_update += c.t0;
+      st.bottleneck = global(st.bottleneck);
+      for (auto& bt : st.record.bottleneck_time) bt.first = global(bt.first);
+      FlowSpec spec = cf.flows.flows[static_cast<size_t>(f)];
+      for (FlowUse& u : spec.route) {
+        u.constraint = global(u.constraint);
+        flows_.add_bytes(u.constraint, (spec.bytes - st.remaining) * u.coefficient);  // moved before last_update
+      }
+      start_coll_flow(ci, cf.ends[static_cast<size_t>(f)].first, cf.ends[static_cast<size_t>(f)].second, std::move(spec),
+                      cf.base[static_cast<size_t>(f)], &st);
+    }
+  }
+
+  // Before a flow starts over `route`: closed forms replaying over it hand back.
+  void hand_back_route(const boost::container::small_vector<FlowUse, 6>& route) {
+    if (closed_forms_.empty()) return;
+    for (const FlowUse& u : route)
+      if (const int ci = closed_owner_[static_cast<size_t>(u.constraint)]; ci >= 0) hand_back(ci);
   }
 
   // The measured table's per-flow rate and latency for a collective inside
@@ -1349,6 +1554,19 @@ class Executor {
   std::map<int, Bytes> pinned_;
   std::vector<size_t> order_;       // scratch for update_gpu
   std::vector<int> coll_flow_slot_;  // flow id -> index in its rank's coll_flows, or -1
+  // Closed forms by what determines them: the group, its bytes, channels and
+  // the comm slowdown of each member's flows (routes and capacities are fixed).
+  struct ClosedKey {
+    int group;
+    double wire;
+    int channels;
+    std::vector<double> slow;
+    bool operator<(const ClosedKey& o) const { return std::tie(group, wire, channels, slow) < std::tie(o.group, o.wire, o.channels, o.slow); }
+  };
+  std::map<ClosedKey, std::unique_ptr<ClosedForm>> closed_forms_;
+  std::vector<int> closed_owner_;   // per constraint: the instance replaying a closed form over it, or -1
+  std::vector<int> done_scratch_;
+  int64_t closed_count_ = 0, handed_back_ = 0;  // ExecResult::closed_form, handed_back
   std::vector<FlowRoute> coll_routes_, dma_routes_, host_routes_;  // see pair_route, host_route
   FlowRoute scratch_route_;
   struct ProgramInfo {

@@ -67,6 +67,9 @@ struct ExecResult {
   // engine, pageable staging, NCCL channels).
   std::vector<BottleneckStat> copy_bottlenecks, collective_bottlenecks;
   std::vector<LinkSample> link_samples;    // only with ExecOptions::link_samples
+  // NCCL all-to-alls run in closed form (ExecOptions::closed_form_collectives),
+  // and how many of those handed their flows back part-way.
+  int64_t closed_form = 0, handed_back = 0;
 };
 
 struct ExecOptions {
@@ -75,6 +78,11 @@ struct ExecOptions {
   // Without: ExecResult::spans instead, a few spans per stream in place of
   // 56 bytes per op; compute_metrics gives the same metrics from either.
   bool keep_records = true;
+  // Replay an NCCL all-to-all alone on its links from one private simulation
+  // of it (Executor::try_closed_form) instead of simulating its flows in the
+  // shared model each time. Off: every flow simulated (the reference the
+  // closed form is tested against). Always off with link_samples.
+  bool closed_form_collectives = true;
 };
 
 /// Runs the schedule. Throws InputError for a schedule that does not fit the
