@@ -62,38 +62,47 @@ namespace {
 
 enum EngineIdx { kH2D = 0, kD2H = 1, kOther = 2 };
 
-// One GPU-side op as the streams see it. Kept small (20 bytes): a full
-// workload enqueues ~10^6 of them, and writing them is much of a run's cost.
-// The op itself is op_of(g); its place in its stream and its dependency
-// live in its hardware queue's entry.
-struct GOp {
+// An op of a rank's program, by id: the rank's base (Executor::base_) plus
+// its index in the program. What changes as it runs is one byte of flags
+// (Executor::flags_) and, for a collective, its instance and sequence
+// (RankState::coll). Nothing else is written per op: a full workload holds
+// ~10^6 of them, and writing per-op state was much of a run's cost.
+enum OpFlag : uint8_t { kDispatched = 1, kDone = 2, kArrived = 4 };
+struct GOp {  // an id decoded (Executor::gop)
   int32_t rank = 0, index = 0;
-  int32_t inst = -1;                // collectives: instance
-  int32_t seq = -1;                 // collectives: sequence on its group
-  bool dispatched = false, done = false, arrived = false;
 };
-static_assert(sizeof(GOp) <= 20);
 
 struct StreamState {
-  std::vector<int> gops;
+  int enqueued = 0;  // ops the host has issued to it
   int done = 0;
   int hwq = 0;
   int priority = 0;
   Time started;  // when its running op was dispatched (a stream runs one op at a time)
 };
 
-// A hardware queue: ops in submission order, dispatched from the head. The
-// head's dispatch condition is copied next to the queue, so a pump scans the
-// queues without touching the ops.
+// A hardware queue: ops in submission order, dispatched from the head. Which
+// ops go to which queue, in what order and waiting on what, follows from
+// the program alone (the host issues it in order), so the entries are
+// built once per program (ProgramInfo::queues) and shared by the ranks that
+// run it; a rank keeps its place in each queue and how far its host has
+// issued (RankState::issued). The head's dispatch condition is in its
+// entry, so a pump scans the queues without touching the ops.
+struct QueueEntry {  // 16 bytes
+  int32_t index;                // the op's index in the program
+  int16_t stream, dep_stream;   // the op's stream; the stream it waits on, or -1
+  int32_t pos, dep_pos;         // its place in its stream; dep_stream must have finished its op dep_pos
+};
 struct HwQueue {
-  struct Entry {  // 16 bytes
-    int32_t gop;
-    int16_t stream, dep_stream;   // the op's stream; the stream it waits on, or -1
-    int32_t pos, dep_pos;         // its place in its stream; dep_stream must have finished its op dep_pos
-  };
-  std::vector<Entry> ops;  // [head, end) are waiting; read in order, so the scan stays in cache
+  const std::vector<QueueEntry>* ops = nullptr;  // [head, end) are waiting (once issued)
   size_t head = 0;
-  [[nodiscard]] bool empty() const { return head == ops.size(); }
+};
+
+// What the streams need of a program, built once (see HwQueue).
+struct ProgramQueues {
+  std::vector<std::vector<QueueEntry>> queues;   // per hardware queue
+  std::vector<std::vector<int32_t>> stream_ops;  // per stream: its ops' indices, in order
+  std::vector<int32_t> coll_ord;                 // per op: its place among the program's collectives, or -1
+  int colls = 0;
 };
 
 struct RunningKernel {
@@ -155,6 +164,10 @@ struct RankState {
   std::map<int, int> send_seq, recv_seq;
   std::vector<CollFlow> coll_flows;
   std::vector<std::pair<int, int>> closed;  // (instance, member) replayed in closed form with flows from this rank
+  int issued = 0;  // program ops [0, issued) are in their queues
+  int base = 0;    // the id of its program's first op
+  std::vector<std::pair<int32_t, int32_t>> coll;  // per collective op (ProgramInfo::coll_ord): (instance, sequence on its group)
+  const ProgramQueues* queues = nullptr;
   const std::vector<double>* work = nullptr;  // solo seconds per op (kernels)
   const Op* ops = nullptr;                    // the rank's program
   bool pumping = false, again = false;
@@ -334,7 +347,7 @@ class Executor {
       const int nq = s_.runtime.device_max_connections;
       R.hwq.resize(nq);
       for (size_t i = 0; i < s_.streams.size(); ++i)
-        R.streams.push_back(StreamState{{}, 0, static_cast<int>(i % static_cast<size_t>(nq)), s_.streams[i].priority, Time{}});
+        R.streams.push_back(StreamState{0, 0, static_cast<int>(i % static_cast<size_t>(nq)), s_.streams[i].priority, Time{}});
       R.event_pos.assign(s_.events.size(), {-1, -1});
       R.group_seq.assign(s_.groups.size(), 0);
       R.group_done.assign(s_.groups.size(), 0);
@@ -354,15 +367,11 @@ class Executor {
       ProgramInfo& info = pit->second;
       if (fresh) {
         info.work.assign(ops.size(), 0.0);
-        info.per_stream.assign(s_.streams.size(), 0);
+        build_queues(ops, info.q);
         // A program repeats a few kernel shapes thousands of times: each is timed once.
         std::unordered_map<KernelKey, double, KernelKeyHash> timed;
         for (size_t i = 0; i < ops.size(); ++i) {
           const Op& op = ops[i];
-          if (is_gpu_op(op)) {
-            ++info.per_stream[static_cast<size_t>(op.stream)];
-            ++info.gpu_ops;
-          }
           info.p2p = info.p2p || (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P);
           if (op.kind != OpKind::Kernel) continue;
           const KernelKey key = KernelKey::of(op);
@@ -381,14 +390,13 @@ class Executor {
       }
       R.work = &info.work;
       R.ops = ops.data();
-      gpu_ops_ += info.gpu_ops;
-      // Every stream's and queue's length is known: no regrowth, one mapping each.
-      std::vector<size_t> per_queue(R.hwq.size(), 0);
-      for (size_t i = 0; i < info.per_stream.size(); ++i) {
-        reserve_huge(R.streams[i].gops, info.per_stream[i]);
-        per_queue[static_cast<size_t>(R.streams[i].hwq)] += info.per_stream[i];
-      }
-      for (size_t q = 0; q < per_queue.size(); ++q) reserve_huge(R.hwq[q].ops, per_queue[q]);
+      R.queues = &info.q;
+      for (size_t q = 0; q < R.hwq.size(); ++q) R.hwq[q].ops = &info.q.queues[q];
+      R.coll.assign(static_cast<size_t>(info.q.colls), {-1, -1});
+      R.base = static_cast<int>(flags_.size());
+      if (flags_.size() + ops.size() > static_cast<size_t>(INT32_MAX))
+        throw InputError(SourceLocation{s_.file, 0, 0}, "the schedule holds more than 2^31 ops over all ranks: split it");
+      flags_.resize(flags_.size() + ops.size(), 0);
       if (info.p2p)
         for (const Op& op : ops)
           if (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P) (void)route_between(r, op.peer, dma_);
@@ -396,7 +404,6 @@ class Executor {
   }
 
   ExecResult run() {
-    reserve_huge(gops_, gpu_ops_);
     closed_owner_.assign(sys_.constraint_count(), -1);
     for (int r = 0; r < s_.ranks(); ++r) engine_.at(Time::zero(), kHostStep, this, static_cast<uint64_t>(r));
     engine_.run();
@@ -497,6 +504,17 @@ class Executor {
   }
 
   const Op& op_of(const GOp& g) const { return ranks_[g.rank].ops[g.index]; }
+  const Op& op_of(int r, int id) const { return ranks_[r].ops[id - ranks_[r].base]; }
+  // An id's rank and index (where no caller has the rank at hand: reports).
+  GOp gop(int id) const {
+    const auto it = std::upper_bound(ranks_.begin(), ranks_.end(), id, [](int v, const RankState& R) { return v < R.base; });
+    const int r = static_cast<int>(it - ranks_.begin()) - 1;
+    return GOp{r, id - ranks_[r].base};
+  }
+  std::pair<int32_t, int32_t>& coll_of(int r, int id) {
+    RankState& R = ranks_[r];
+    return R.coll[static_cast<size_t>(R.queues->coll_ord[static_cast<size_t>(id - R.base)])];
+  }
 
   static bool is_gpu_op(const Op& op) {
     switch (op.kind) {
@@ -511,7 +529,7 @@ class Executor {
     const RankState::Wait& w = R.until;
     switch (w.kind) {
       case RankState::Wait::None: return true;
-      case RankState::Wait::Gop: return gops_[w.gop].done;
+      case RankState::Wait::Gop: return (flags_[static_cast<size_t>(w.gop)] & kDone) != 0;
       case RankState::Wait::Stream: return R.streams[w.stream].done >= w.count;
       case RankState::Wait::Device:
         for (size_t i = 0; i < w.counts.size(); ++i)
@@ -555,7 +573,7 @@ class Executor {
       case OpKind::EventRecord: case OpKind::Marker: {
         if (op.kind == OpKind::Marker && op.stream < 0) return;
         enqueue(r, op);
-        if (op.kind == OpKind::EventRecord) R.event_pos[op.event] = {op.stream, static_cast<int>(R.streams[op.stream].gops.size()) - 1};
+        if (op.kind == OpKind::EventRecord) R.event_pos[op.event] = {op.stream, R.streams[op.stream].enqueued - 1};
         return;
       }
       case OpKind::Memcpy: {
@@ -568,7 +586,7 @@ class Executor {
         return;
       }
       case OpKind::StreamSync: {
-        block_on_stream(R, op.stream, static_cast<int>(R.streams[op.stream].gops.size()));
+        block_on_stream(R, op.stream, R.streams[op.stream].enqueued);
         return;
       }
       case OpKind::EventSync: {
@@ -579,7 +597,7 @@ class Executor {
       case OpKind::DeviceSync: {
         R.until.kind = RankState::Wait::Device;
         R.until.counts.clear();
-        for (const auto& st : R.streams) R.until.counts.push_back(static_cast<int>(st.gops.size()));
+        for (const auto& st : R.streams) R.until.counts.push_back(st.enqueued);
         return;
       }
       case OpKind::Alloc: {
@@ -622,41 +640,29 @@ class Executor {
   }
 
   // ---------------------------------------------------------------- streams
+  // The host issues the op at R.pc to its stream (its queue entry is built
+  // already: ProgramQueues).
   int enqueue(int r, const Op& op) {
     RankState& R = ranks_[r];
-    GOp g;
-    g.rank = r;
-    g.index = R.pc;
+    R.issued = R.pc + 1;
     StreamState& st = R.streams[op.stream];
-    const int id = static_cast<int>(gops_.size());
-    HwQueue::Entry e{id, static_cast<int16_t>(op.stream), -1, static_cast<int32_t>(st.gops.size()), -1};
-    if (op.kind == OpKind::StreamWaitEvent) {
+    ++st.enqueued;
+    if (op.kind == OpKind::StreamWaitEvent && o_.keep_records) {
       const auto [es, ep] = R.event_pos[op.event];
-      e.dep_stream = static_cast<int16_t>(es);
-      e.dep_pos = ep;
-      record(r, R.pc).waits_on = gops_[R.streams[es].gops[ep]].index;
-    } else if (op.kind == OpKind::StreamWaitStream) {
-      const int n = static_cast<int>(R.streams[op.stream2].gops.size());
-      if (n > 0) {
-        e.dep_stream = static_cast<int16_t>(op.stream2);
-        e.dep_pos = n - 1;
-      }
+      record(r, R.pc).waits_on = R.queues->stream_ops[static_cast<size_t>(es)][static_cast<size_t>(ep)];
     }
-    gops_.push_back(g);
-    st.gops.push_back(id);
-    HwQueue& q = R.hwq[st.hwq];
-    q.ops.push_back(e);
     // Outside a pump no queue's head can dispatch; a new op changes only its
-    // own queue's head, and only when that queue was empty. The scan starts
-    // there: the queues before it would have done nothing.
-    if (q.head + 1 == q.ops.size()) pump(r, st.hwq);
-    return id;
+    // own queue's head, and only when it is that head. The scan starts there:
+    // the queues before it would have done nothing.
+    const HwQueue& q = R.hwq[st.hwq];
+    if ((*q.ops)[q.head].index == R.pc) pump(r, st.hwq);
+    return R.base + R.pc;
   }
 
   static bool can_dispatch(const RankState& R, const HwQueue& q) {
-    if (q.empty()) return false;
-    const HwQueue::Entry& e = q.ops[q.head];
-    if (R.streams[e.stream].done != e.pos) return false;
+    if (q.head == q.ops->size()) return false;
+    const QueueEntry& e = (*q.ops)[q.head];
+    if (e.index >= R.issued || R.streams[e.stream].done != e.pos) return false;
     return e.dep_stream < 0 || R.streams[e.dep_stream].done > e.dep_pos;
   }
 
@@ -673,55 +679,52 @@ class Executor {
       R.again = false;
       for (size_t i = first; i < R.hwq.size(); ++i) {
         HwQueue& q = R.hwq[i];
-        while (can_dispatch(R, q)) {
-          const int id = q.ops[q.head++].gop;
-          if (!q.empty()) __builtin_prefetch(&gops_[static_cast<size_t>(q.ops[q.head].gop)]);  // cold by now: fetch it ahead
-          dispatch(id);
-        }
+        while (can_dispatch(R, q)) dispatch(r, R.base + (*q.ops)[q.head++].index);
       }
       first = 0;
     } while (R.again);
     R.pumping = false;
   }
 
-  void complete(int id) {
-    GOp& g = gops_[id];
-    RankState& R = ranks_[g.rank];
-    StreamState& st = R.streams[R.ops[g.index].stream];
-    assert(!g.done && st.gops[static_cast<size_t>(st.done)] == id);
-    g.done = true;
+  void complete(int r, int id) {
+    RankState& R = ranks_[r];
+    const int index = id - R.base;
+    const Op& op = R.ops[index];
+    StreamState& st = R.streams[op.stream];
+    uint8_t& f = flags_[static_cast<size_t>(id)];
+    assert(!(f & kDone) && R.queues->stream_ops[static_cast<size_t>(op.stream)][static_cast<size_t>(st.done)] == index);
+    f |= kDone;
     ++st.done;
     if (o_.keep_records) {
-      OpRecord& rec = records_[g.rank][g.index];
+      OpRecord& rec = records_[r][index];
       rec.end = engine_.now();
       rec.ran = true;
     } else {
-      spans_.add(g.rank, R.ops[g.index], st.started, engine_.now());
+      spans_.add(r, op, st.started, engine_.now());
     }
     R.last_end = std::max(R.last_end, engine_.now());
-    pump(g.rank);
-    wake(g.rank);
+    pump(r);
+    wake(r);
   }
 
   // An op's record; without ExecOptions::keep_records a scratch one, written and never read.
   OpRecord& record(int r, int index) { return o_.keep_records ? records_[static_cast<size_t>(r)][static_cast<size_t>(index)] : scratch_; }
 
   // The op's start: its record's, or its stream's (one op runs on a stream at a time).
-  void mark_start(const GOp& g, const Op& op) {
-    if (o_.keep_records) records_[g.rank][g.index].start = engine_.now();
-    else ranks_[g.rank].streams[op.stream].started = engine_.now();
+  void mark_start(int r, int id, const Op& op) {
+    if (o_.keep_records) records_[r][id - ranks_[r].base].start = engine_.now();
+    else ranks_[r].streams[op.stream].started = engine_.now();
   }
 
-  void dispatch(int id) {
-    GOp& g = gops_[id];
-    g.dispatched = true;
-    const Op& op = op_of(g);
-    mark_start(g, op);
+  void dispatch(int r, int id) {
+    flags_[static_cast<size_t>(id)] |= kDispatched;
+    const Op& op = op_of(r, id);
+    mark_start(r, id, op);
     switch (op.kind) {
-      case OpKind::Kernel: start_kernel(id); return;
-      case OpKind::Memcpy: queue_copy(id); return;
-      case OpKind::Collective: arrive_or_park(id); return;
-      default: complete(id); return;  // records, waits, markers take no time
+      case OpKind::Kernel: start_kernel(r, id); return;
+      case OpKind::Memcpy: queue_copy(r, id); return;
+      case OpKind::Collective: arrive_or_park(r, id); return;
+      default: complete(r, id); return;  // records, waits, markers take no time
     }
   }
 
@@ -739,15 +742,14 @@ class Executor {
     return std::max(1.0, p_.comm_slowdown_base + p_.comm_slowdown_per_channel * channels);
   }
 
-  void start_kernel(int id) {
-    GOp& g = gops_[id];
-    RankState& R = ranks_[g.rank];
-    const Op& op = op_of(g);
+  void start_kernel(int r, int id) {
+    RankState& R = ranks_[r];
+    const Op& op = op_of(r, id);
     const int demand = op.sm_limit > 0 ? std::min(op.sm_limit, R.sms) : R.sms;
     const bool compute = op.gemm.has_value() || op.attention.has_value() || op.flops > 0;
-    R.kernels.push_back(RunningKernel{id, (*R.work)[static_cast<size_t>(g.index)], 0, 0, engine_.now(), {}, demand, R.streams[op.stream].priority,
+    R.kernels.push_back(RunningKernel{id, (*R.work)[static_cast<size_t>(id - R.base)], 0, 0, engine_.now(), {}, demand, R.streams[op.stream].priority,
                                       compute, compute || op.hbm_bytes > 0});
-    update_gpu(g.rank);
+    update_gpu(r);
   }
 
   void update_gpu(int r) {
@@ -818,7 +820,7 @@ class Executor {
     auto it = std::find_if(R.kernels.begin(), R.kernels.end(), [&](const RunningKernel& k) { return k.gop == gid; });
     assert(it != R.kernels.end());
     R.kernels.erase(it);
-    complete(gid);
+    complete(r, gid);
     update_gpu(r);
   }
 
@@ -883,12 +885,11 @@ class Executor {
     return fr;
   }
 
-  void queue_copy(int id) {
-    GOp& g = gops_[id];
-    RankState& R = ranks_[g.rank];
-    const int e = engine_for(R, op_of(g).copy);
+  void queue_copy(int r, int id) {
+    RankState& R = ranks_[r];
+    const int e = engine_for(R, op_of(r, id).copy);
     R.ce[e].queue.push_back(id);
-    if (R.ce[e].busy < 0) start_copy(g.rank, e);
+    if (R.ce[e].busy < 0) start_copy(r, e);
   }
 
   void start_copy(int r, int e) {
@@ -898,8 +899,8 @@ class Executor {
     const int id = ce.queue.front();
     ce.queue.pop_front();
     ce.busy = id;
-    const Op& op = op_of(gops_[id]);
-    mark_start(gops_[id], op);  // a copy starts when its engine takes it
+    const Op& op = op_of(r, id);
+    mark_start(r, id, op);  // a copy starts when its engine takes it
     FlowSpec f;
     f.bytes = static_cast<double>(op.bytes);
     double cap = p_.copy_engine_bandwidth_for(op.copy == CopyKind::D2H).bytes_per_s;
@@ -927,7 +928,7 @@ class Executor {
     f.on_done = [this, key](const FlowRecord& rec) {
       const int gid = static_cast<int>(key >> 24), rr = static_cast<int>((key >> 4) & 0xfffff), ee = static_cast<int>(key & 0xf);
       account(copy_bn_, rec);
-      OpRecord& orec = record(rr, gops_[gid].index);
+      OpRecord& orec = record(rr, gid - ranks_[rr].base);
       const ConstraintId mb = rec.main_bottleneck();
       const int bound = mb < 0 ? -1 : res_of_cons_[mb];
       assert(bound < (1 << 30));  // OpRecord::bottleneck is 31 bits
@@ -938,10 +939,10 @@ class Executor {
       for (const auto& [c, t] : rec.bottleneck_time)
         if (c == mb) orec.bottleneck_time = t;
       ranks_[rr].ce[ee].busy = -1;
-      if (const CopyKind k = op_of(gops_[gid]).copy; (k == CopyKind::H2D || k == CopyKind::D2H) && !dma_limits_.empty())
+      if (const CopyKind k = op_of(rr, gid).copy; (k == CopyKind::H2D || k == CopyKind::D2H) && !dma_limits_.empty())
         for (const FlowUse& u : host_route(rr, k == CopyKind::H2D).uses)
           if (const int d = dma_limit_of(u.constraint); d >= 0) copying_under(d, -1);
-      complete(gid);
+      complete(rr, gid);
       start_copy(rr, ee);
       update_gpu(rr);
     };
@@ -981,26 +982,26 @@ class Executor {
   }
 
   // ---------------------------------------------------------------- collectives
-  void arrive_or_park(int id) {
-    GOp& g = gops_[id];
-    RankState& R = ranks_[g.rank];
-    const Op& op = op_of(g);
+  void arrive_or_park(int r, int id) {
+    RankState& R = ranks_[r];
+    const Op& op = op_of(r, id);
+    auto& [inst, seq] = coll_of(r, id);
     if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
       const bool send = op.coll == CollKind::Send;
-      const int src = send ? g.rank : op.peer, dst = send ? op.peer : g.rank;
-      const int seq = send ? R.send_seq[op.peer]++ : R.recv_seq[op.peer]++;
-      const auto key = std::make_tuple(-1 - src, dst, seq);
-      g.inst = instance(key, -1, seq, {src, dst});
-      arrive(id);
+      const int src = send ? r : op.peer, dst = send ? op.peer : r;
+      const int n = send ? R.send_seq[op.peer]++ : R.recv_seq[op.peer]++;
+      const auto key = std::make_tuple(-1 - src, dst, n);
+      inst = instance(key, -1, n, {src, dst});
+      arrive(r, id);
       return;
     }
-    g.seq = R.group_seq[op.group]++;
-    if (g.seq > R.group_done[op.group]) {
+    seq = R.group_seq[op.group]++;
+    if (seq > R.group_done[op.group]) {
       R.parked[op.group].push_back(id);  // NCCL serialises collectives on a communicator
       return;
     }
-    g.inst = instance(std::make_tuple(op.group, 0, g.seq), op.group, g.seq, s_.groups[op.group].ranks);
-    arrive(id);
+    inst = instance(std::make_tuple(op.group, 0, seq), op.group, seq, s_.groups[op.group].ranks);
+    arrive(r, id);
   }
 
   int instance(std::tuple<int, int, int> key, int group, int seq, const std::vector<int>& members) {
@@ -1037,20 +1038,20 @@ class Executor {
 
   int channels_of(const Op& op) const { return op.channels > 0 ? op.channels : p_.nccl_channels; }
 
-  void arrive(int id) {
-    GOp& g = gops_[id];
-    RankState& R = ranks_[g.rank];
-    CollInst& c = insts_[g.inst];
-    const size_t m = static_cast<size_t>(std::find(c.members.begin(), c.members.end(), g.rank) - c.members.begin());
+  void arrive(int r, int id) {
+    RankState& R = ranks_[r];
+    const int ci = coll_of(r, id).first;
+    CollInst& c = insts_[ci];
+    const size_t m = static_cast<size_t>(std::find(c.members.begin(), c.members.end(), r) - c.members.begin());
     assert(m < c.members.size());
     c.gops[m] = id;
-    g.arrived = true;
-    const Op& op = op_of(g);
-    mark_start(g, op);  // a collective starts when its rank reaches it
+    flags_[static_cast<size_t>(id)] |= kArrived;
+    const Op& op = op_of(r, id);
+    mark_start(r, id, op);  // a collective starts when its rank reaches it
     R.comm_channels += channels_of(op);  // the kernel holds its SMs while it waits for peers
-    update_gpu(g.rank);
+    update_gpu(r);
     if (!c.op) c.op = &op;
-    if (++c.arrived == static_cast<int>(c.members.size())) launch(g.inst);
+    if (++c.arrived == static_cast<int>(c.members.size())) launch(ci);
   }
 
   [[noreturn]] void mismatch(const CollInst& c) {
@@ -1058,7 +1059,7 @@ class Executor {
                                                  s_.groups[c.group].name, c.seq)
                                    : fmt::format("send #{} and its matching recv differ:", c.seq);
     for (size_t m = 0; m < c.members.size(); ++m) {
-      const GOp& g = gops_[c.gops[m]];
+      const GOp g{c.members[m], c.gops[m] - ranks_[c.members[m]].base};
       const Op& op = op_of(g);
       msg += fmt::format("\n  rank {}: {} {} ({} {}, {} channels) at {}", g.rank, to_string(op.coll), op.label,
                          format_bytes(static_cast<double>(op.bytes)), to_string(op.dtype), channels_of(op), where(g.rank, g.index));
@@ -1071,8 +1072,8 @@ class Executor {
     c.launched = true;
     const Op& op = *c.op;
     const bool p2p = c.group < 0;  // members are {sender, receiver}: kinds differ by design
-    for (int gid : c.gops) {
-      const Op& o = op_of(gops_[gid]);
+    for (size_t m = 0; m < c.gops.size(); ++m) {
+      const Op& o = op_of(c.members[m], c.gops[m]);
       if ((!p2p && (o.coll != op.coll || o.algo != op.algo)) || o.bytes != op.bytes || o.dtype != op.dtype ||
           channels_of(o) != channels_of(op))
         mismatch(c);
@@ -1428,25 +1429,24 @@ class Executor {
     if (c.member_done[m]) return;
     c.member_done[m] = 1;
     const int gid = c.gops[m];
-    const GOp& g = gops_[gid];
-    RankState& R = ranks_[g.rank];
+    const int rank = c.members[m];
+    RankState& R = ranks_[rank];
     R.comm_channels -= c.channels;
-    const int rank = g.rank;
     if (++c.finished == static_cast<int>(c.members.size())) {  // no flow of it is left
       inst_index_.erase(c.key);
       free_insts_.emplace_back(ci, engine_.events_processed());
     }
-    complete(gid);
+    complete(rank, gid);
     update_gpu(rank);
     if (c.group >= 0) {
       ++R.group_done[c.group];
       auto& parked = R.parked[c.group];
-      if (!parked.empty() && gops_[parked.front()].seq == R.group_done[c.group]) {
+      if (!parked.empty() && coll_of(rank, parked.front()).second == R.group_done[c.group]) {
         const int next = parked.front();
         parked.pop_front();
-        GOp& n = gops_[next];
-        n.inst = instance(std::make_tuple(c.group, 0, n.seq), c.group, n.seq, s_.groups[c.group].ranks);
-        arrive(next);
+        auto& [inst, seq] = coll_of(rank, next);
+        inst = instance(std::make_tuple(c.group, 0, seq), c.group, seq, s_.groups[c.group].ranks);
+        arrive(rank, next);
       }
     }
   }
@@ -1463,14 +1463,16 @@ class Executor {
   std::string stream_head(int r, int s) const {
     const RankState& R = ranks_[r];
     const StreamState& st = R.streams[s];
-    if (st.done >= static_cast<int>(st.gops.size())) return "";
-    const GOp& g = gops_[st.gops[st.done]];
-    const Op& op = op_of(g);
-    std::string what = fmt::format("op {} {}{} ({})", g.index, to_string(op.kind), op.label.empty() ? "" : " " + op.label, where(r, g.index));
+    if (st.done >= st.enqueued) return "";
+    const int index = R.queues->stream_ops[static_cast<size_t>(s)][static_cast<size_t>(st.done)];
+    const uint8_t f = flags_[static_cast<size_t>(R.base + index)];
+    const Op& op = R.ops[index];
+    std::string what = fmt::format("op {} {}{} ({})", index, to_string(op.kind), op.label.empty() ? "" : " " + op.label, where(r, index));
     if (op.kind == OpKind::Collective) {
-      if (!g.dispatched) return what + ": not dispatched (queued behind another op)";
-      if (!g.arrived) return what + fmt::format(": waits for call #{} on group '{}' to finish first", g.seq - 1, s_.groups[op.group].name);
-      const CollInst& c = insts_[g.inst];
+      const auto [inst, seq] = R.coll[static_cast<size_t>(R.queues->coll_ord[static_cast<size_t>(index)])];
+      if (!(f & kDispatched)) return what + ": not dispatched (queued behind another op)";
+      if (!(f & kArrived)) return what + fmt::format(": waits for call #{} on group '{}' to finish first", seq - 1, s_.groups[op.group].name);
+      const CollInst& c = insts_[inst];
       std::vector<int> missing;
       for (size_t m = 0; m < c.members.size(); ++m)
         if (c.gops[m] < 0) missing.push_back(c.members[m]);
@@ -1479,13 +1481,14 @@ class Executor {
                                   missing.size() > 1 ? "s" : "", fmt::join(missing, ", "));
       return what + ": running";
     }
-    const HwQueue::Entry* e = nullptr;  // still queued: its entry has the dependency
+    const QueueEntry* e = nullptr;  // still queued: its entry has the dependency
     for (const HwQueue& q : R.hwq)
-      for (size_t i = q.head; i < q.ops.size(); ++i)
-        if (q.ops[i].gop == st.gops[st.done]) e = &q.ops[i];
+      for (size_t i = q.head; i < q.ops->size(); ++i)
+        if ((*q.ops)[i].index == index) e = &(*q.ops)[i];
     if (const int ds = e ? e->dep_stream : -1, dp = e ? e->dep_pos : -1; ds >= 0 && R.streams[ds].done <= dp)
-      return what + fmt::format(": waits for stream {} to finish its op {}", s_.streams[ds].name, gops_[R.streams[ds].gops[dp]].index);
-    return what + (g.dispatched ? ": running" : ": waits in its hardware queue behind another stream's op");
+      return what + fmt::format(": waits for stream {} to finish its op {}", s_.streams[ds].name,
+                                R.queues->stream_ops[static_cast<size_t>(ds)][static_cast<size_t>(dp)]);
+    return what + ((f & kDispatched) ? ": running" : ": waits in its hardware queue behind another stream's op");
   }
 
   void check_finished() {
@@ -1493,7 +1496,7 @@ class Executor {
     for (const auto& R : ranks_) {
       if (R.state != RankState::Done) ok = false;
       for (const auto& st : R.streams)
-        if (st.done < static_cast<int>(st.gops.size())) ok = false;
+        if (st.done < st.enqueued) ok = false;
     }
     if (ok) return;
     std::string msg = fmt::format("deadlock at {}: no rank can make progress", format_time(engine_.now()));
@@ -1538,7 +1541,7 @@ class Executor {
   };
   std::vector<DmaLimit> dma_limits_;  // per host bridge and direction with an aggregate table
   std::vector<int> dma_limit_of_;     // per constraint: its bridge's entry in dma_limits_, or -1
-  std::vector<GOp> gops_;         // grows only in host steps, never while a GOp& is held
+
   // A deque: instances are created while a CollInst& is held (parked collectives).
   BlockVector<CollInst> insts_;
   std::deque<std::pair<int, uint64_t>> free_insts_;  // (finished instance, the event that finished it)
@@ -1571,10 +1574,38 @@ class Executor {
   FlowRoute scratch_route_;
   struct ProgramInfo {
     std::vector<double> work;       // solo seconds per op (kernels)
-    std::vector<size_t> per_stream; // GPU ops per stream
-    size_t gpu_ops = 0;
+    ProgramQueues q;
     bool p2p = false;               // has peer-to-peer copies
   };
+  // The queues' entries as the host will issue them (what enqueue() did op
+  // by op when it wrote them per rank).
+  void build_queues(const std::vector<Op>& ops, ProgramQueues& q) const {
+    const size_t nq = static_cast<size_t>(s_.runtime.device_max_connections);
+    q.queues.assign(nq, {});
+    q.stream_ops.assign(s_.streams.size(), {});
+    q.coll_ord.assign(ops.size(), -1);
+    std::vector<std::pair<int, int>> event_pos(s_.events.size(), {-1, -1});
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (op.kind == OpKind::Collective) q.coll_ord[i] = q.colls++;
+      if (!is_gpu_op(op)) continue;
+      auto& mine = q.stream_ops[static_cast<size_t>(op.stream)];
+      QueueEntry e{static_cast<int32_t>(i), static_cast<int16_t>(op.stream), -1, static_cast<int32_t>(mine.size()), -1};
+      if (op.kind == OpKind::StreamWaitEvent) {
+        const auto [es, ep] = event_pos[static_cast<size_t>(op.event)];
+        e.dep_stream = static_cast<int16_t>(es);
+        e.dep_pos = ep;
+      } else if (op.kind == OpKind::StreamWaitStream) {
+        if (const int n = static_cast<int>(q.stream_ops[static_cast<size_t>(op.stream2)].size()); n > 0) {
+          e.dep_stream = static_cast<int16_t>(op.stream2);
+          e.dep_pos = n - 1;
+        }
+      }
+      if (op.kind == OpKind::EventRecord) event_pos[static_cast<size_t>(op.event)] = {op.stream, e.pos};
+      mine.push_back(static_cast<int32_t>(i));
+      q.queues[static_cast<size_t>(op.stream) % nq].push_back(e);
+    }
+  }
   std::map<std::pair<const std::vector<Op>*, const hw::NodeSpec*>, ProgramInfo> programs_;
   // The first GPU seen with the same rates (peak_tflops, hbm_bandwidth: all
   // kernel_time reads) as `n`: eight GPUs of a DGX share one ProgramInfo.
@@ -1587,7 +1618,7 @@ class Executor {
     compute_kinds_.push_back(n);
     return n;
   }
-  size_t gpu_ops_ = 0;              // over all ranks
+  std::vector<uint8_t> flags_;      // per op id: OpFlag bits
 };
 
 }  // namespace
