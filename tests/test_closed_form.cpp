@@ -54,8 +54,9 @@ std::pair<int64_t, int64_t> check_same(const Schedule& s, const hw::Topology& t,
   return {b.closed_form, b.handed_back};
 }
 
-// Four ranks: an all-to-all on `group`, then after `delay` of host work
-// `then` (ops on other streams that may land while the all-to-all runs).
+// Four ranks: an all-to-all, then the same again (in closed form: the first
+// of a kind runs flow by flow), then after `delay` of host work `then` (ops
+// on other streams that may land while the second runs).
 Schedule schedule(const std::string& delay, const std::string& then, const std::string& groups = "") {
   return parse_schedule_string(fmt::format(R"(name: closed
 ranks: 4
@@ -64,7 +65,9 @@ streams: [compute, copy, side]
 programs:
   - rank: all
     ops:
-      - {{op: collective, kind: all_to_all, group: world, bytes: 256 MB, stream: compute, name: a2a}}
+      - {{op: collective, kind: all_to_all, group: world, bytes: 256 MB, stream: compute, name: first}}
+      - {{op: stream_sync, stream: compute}}
+      - {{op: collective, kind: all_to_all, group: world, bytes: 256 MB, stream: compute, name: again}}
       - {{op: host_work, duration: {}}}
 {}
       - {{op: device_sync}}

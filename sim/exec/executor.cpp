@@ -1185,10 +1185,10 @@ class Executor {
   // ---------------------------------------------------------------- closed form
   // An NCCL all-to-all whose links nothing else uses (no flow running or
   // about to start on them, no other closed form replaying over them) runs
-  // exactly as it would by itself: its flows are simulated once, privately
+  // exactly as it would by itself: when the same group moves the same bytes
+  // at the same caps a second time, its flows are simulated once, privately
   // (core/isolated.hpp), and the result replayed, one event per instant at
-  // which some of its flows end, for every later all-to-all of the same
-  // group, size and caps. When anything touches its links or caps before it
+  // which some of its flows end, from then on. When anything touches its links or caps before it
   // ends (a flow starts over them, a kernel slows its flows), it hands its
   // unfinished flows back to the shared flow model in the state they have
   // then, and the run goes on as if they had been there all along.
@@ -1199,9 +1199,14 @@ class Executor {
     ClosedKey key{c.group, c.wire, c.channels, {}};
     key.slow.reserve(static_cast<size_t>(U));
     for (int m = 0; m < U; ++m) key.slow.push_back(comm_slowdown(ranks_[c.members[m]], c.channels));
-    auto it = closed_forms_.find(key);
-    if (it == closed_forms_.end()) it = closed_forms_.emplace(key, build_closed_form(ci, key.slow)).first;
-    const ClosedForm& cf = *it->second;
+    // Built when the same all-to-all recurs: one that runs once (a single
+    // huge all-to-all) would pay for its flows twice.
+    ClosedEntry& entry = closed_forms_[key];
+    if (!entry.form) {
+      if (++entry.seen < 2) return false;
+      entry.form = build_closed_form(ci, key.slow);
+    }
+    const ClosedForm& cf = *entry.form;
     for (const ConstraintId k : cf.cons)
       if (sys_.holders(k) > 0 || closed_owner_[static_cast<size_t>(k)] >= 0) return false;
     ++closed_count_;
@@ -1566,7 +1571,11 @@ class Executor {
     std::vector<double> slow;
     bool operator<(const ClosedKey& o) const { return std::tie(group, wire, channels, slow) < std::tie(o.group, o.wire, o.channels, o.slow); }
   };
-  std::map<ClosedKey, std::unique_ptr<ClosedForm>> closed_forms_;
+  struct ClosedEntry {
+    int seen = 0;  // launches before it was built
+    std::unique_ptr<ClosedForm> form;
+  };
+  std::map<ClosedKey, ClosedEntry> closed_forms_;
   std::vector<int> closed_owner_;   // per constraint: the instance replaying a closed form over it, or -1
   std::vector<int> done_scratch_;
   int64_t closed_count_ = 0, handed_back_ = 0;  // ExecResult::closed_form, handed_back
