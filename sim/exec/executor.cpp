@@ -165,6 +165,15 @@ struct RankState {
   std::vector<CollFlow> coll_flows;
   std::vector<std::pair<int, int>> closed;  // (instance, member) replayed in closed form with flows from this rank
   int issued = 0;  // program ops [0, issued) are in their queues
+  // What update_gpu last saw: a call at the same instant with the same
+  // kernels, channels and busy copy engines has nothing to change.
+  struct Seen {
+    int64_t time_ps = -1;
+    uint64_t kernels = 0;  // kernel_changes then
+    int channels = 0;
+    uint8_t engines = 0;   // busy copy engines, one bit each
+  } seen;
+  uint64_t kernel_changes = 0;  // kernels started or ended so far
   int base = 0;    // the id of its program's first op
   std::vector<std::pair<int32_t, int32_t>> coll;  // per collective op (ProgramInfo::coll_ord): (instance, sequence on its group)
   const ProgramQueues* queues = nullptr;
@@ -747,6 +756,7 @@ class Executor {
     const Op& op = op_of(r, id);
     const int demand = op.sm_limit > 0 ? std::min(op.sm_limit, R.sms) : R.sms;
     const bool compute = op.gemm.has_value() || op.attention.has_value() || op.flops > 0;
+    ++R.kernel_changes;
     R.kernels.push_back(RunningKernel{id, (*R.work)[static_cast<size_t>(id - R.base)], 0, 0, engine_.now(), {}, demand, R.streams[op.stream].priority,
                                       compute, compute || op.hbm_bytes > 0});
     update_gpu(r);
@@ -755,6 +765,13 @@ class Executor {
   void update_gpu(int r) {
     RankState& R = ranks_[r];
     const Time now = engine_.now();
+    // Called again at the same instant with nothing changed (a collective
+    // member finishing starts the stream's next kernel, which updates, then
+    // updates itself): every speed, cap and completion stands.
+    const uint8_t engines = static_cast<uint8_t>((R.ce[0].busy >= 0 ? 1 : 0) | (R.ce[1].busy >= 0 ? 2 : 0) | (R.ce[2].busy >= 0 ? 4 : 0));
+    if (R.seen.time_ps == now.ps() && R.seen.kernels == R.kernel_changes && R.seen.channels == R.comm_channels && R.seen.engines == engines)
+      return;
+    R.seen = {now.ps(), R.kernel_changes, R.comm_channels, engines};
     for (auto& k : R.kernels) {
       k.remaining = std::max(0.0, k.remaining - k.speed * (now - k.last).s());
       k.last = now;
@@ -820,6 +837,7 @@ class Executor {
     auto it = std::find_if(R.kernels.begin(), R.kernels.end(), [&](const RunningKernel& k) { return k.gop == gid; });
     assert(it != R.kernels.end());
     R.kernels.erase(it);
+    ++R.kernel_changes;
     complete(r, gid);
     update_gpu(r);
   }
