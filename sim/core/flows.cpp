@@ -42,8 +42,18 @@ FlowId FlowModel::start(FlowSpec spec) {
   fl.last_update = Time::zero();
   fl.completion_batch = -1;
   fl.completion_token = 0;
-  // The route is held by the solver variable from now on, which takes part
-  // in solves from the first byte (activate()).
+  attach(id, std::move(spec));
+  fl.active = false;
+  fl.resumed = false;
+  // Always through the engine, so a callback never runs inside start().
+  schedule_activation(id);
+  return id;
+}
+
+// The route is held by the solver variable from the flow's start on, which
+// takes part in solves from the first byte (activate()).
+void FlowModel::attach(FlowId id, FlowSpec spec) {
+  Flow& fl = flows_[id];
   fl.var = sys_.add_dormant_variable(spec.weight, spec.rate_cap);
   for (const FlowUse& u : spec.route) sys_.expand(u.constraint, fl.var, u.coefficient);
   if (var_to_flow_.size() <= static_cast<size_t>(fl.var)) {
@@ -54,10 +64,11 @@ FlowId FlowModel::start(FlowSpec spec) {
   var_to_flow_[fl.var] = id;
   fl.on_done = std::move(spec.on_done);
   fl.running = true;
-  fl.active = false;
   ++active_;
-  // Always through the engine, so a callback never runs inside start().
-  const Time t = fl.record.first_byte;
+}
+
+void FlowModel::schedule_activation(FlowId id) {
+  const Time t = flows_[id].record.first_byte;
   Open& o = open_activation_;
   if (o.batch < 0 || o.time != t || o.seq != engine_.next_seq()) {
     o.batch = new_batch(t, false);
@@ -66,7 +77,6 @@ FlowId FlowModel::start(FlowSpec spec) {
   }
   grow_huge(batches_[o.batch].flows);  // an all-to-all's million flows start together
   batches_[o.batch].flows.emplace_back(id, 0);
-  return id;
 }
 
 FlowState FlowModel::state(FlowId f) const {
@@ -96,15 +106,9 @@ FlowId FlowModel::resume(FlowSpec spec, const FlowState& st) {
   fl.last_update = st.last_update;
   fl.completion_batch = -1;
   fl.completion_token = 0;
-  fl.var = sys_.add_dormant_variable(spec.weight, spec.rate_cap);
-  for (const FlowUse& u : spec.route) sys_.expand(u.constraint, fl.var, u.coefficient);
-  if (var_to_flow_.size() <= static_cast<size_t>(fl.var)) var_to_flow_.resize(static_cast<size_t>(fl.var) + 1, -1);
-  var_to_flow_[fl.var] = id;
-  fl.on_done = std::move(spec.on_done);
-  fl.running = true;
+  attach(id, std::move(spec));
   fl.active = st.active;
   fl.resumed = st.active;
-  ++active_;
   if (st.active) {
     // A fresh variable: the solve reports it changed, settles the progress
     // made at the old rate since last_update and schedules its completion.
@@ -112,14 +116,7 @@ FlowId FlowModel::resume(FlowSpec spec, const FlowState& st) {
     request_solve();
     return id;
   }
-  const Time t = fl.record.first_byte;
-  Open& o = open_activation_;
-  if (o.batch < 0 || o.time != t || o.seq != engine_.next_seq()) {
-    o.batch = new_batch(t, false);
-    o.time = t;
-    o.seq = engine_.next_seq();
-  }
-  batches_[o.batch].flows.emplace_back(id, 0);
+  schedule_activation(id);
   return id;
 }
 

@@ -129,6 +129,8 @@ class FlowModel {
     EventId event;
     int live = 0;
   };
+  void attach(FlowId id, FlowSpec spec);
+  void schedule_activation(FlowId id);
   int new_batch(Time t, bool completions);
   void run_batch(int b, bool completions);
   void run_batch_event(uint64_t packed) { run_batch(static_cast<int>(packed / 2), packed % 2 != 0); }
