@@ -100,6 +100,7 @@ struct HwQueue {
 // What the streams need of a program, built once (see HwQueue).
 struct ProgramQueues {
   std::vector<std::vector<QueueEntry>> queues;   // per hardware queue
+  std::vector<size_t> used;                      // the queues that get ops, in order
   std::vector<std::vector<int32_t>> stream_ops;  // per stream: its ops' indices, in order
   std::vector<int32_t> coll_ord;                 // per op: its place among the program's collectives, or -1
   int colls = 0;
@@ -686,7 +687,8 @@ class Executor {
     R.pumping = true;
     do {
       R.again = false;
-      for (size_t i = first; i < R.hwq.size(); ++i) {
+      for (const size_t i : R.queues->used) {  // the others never hold an op
+        if (i < first) continue;
         HwQueue& q = R.hwq[i];
         while (can_dispatch(R, q)) dispatch(r, R.base + (*q.ops)[q.head++].index);
       }
@@ -1632,6 +1634,8 @@ class Executor {
       mine.push_back(static_cast<int32_t>(i));
       q.queues[static_cast<size_t>(op.stream) % nq].push_back(e);
     }
+    for (size_t i = 0; i < nq; ++i)
+      if (!q.queues[i].empty()) q.used.push_back(i);
   }
   std::map<std::pair<const std::vector<Op>*, const hw::NodeSpec*>, ProgramInfo> programs_;
   // The first GPU seen with the same rates (peak_tflops, hbm_bandwidth: all
