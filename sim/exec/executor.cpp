@@ -1227,6 +1227,7 @@ class Executor {
       entry.form = build_closed_form(ci, key.slow);
     }
     const ClosedForm& cf = *entry.form;
+    assert(!cf.groups.empty());  // groups have two ranks or more: there are flows
     for (const ConstraintId k : cf.cons)
       if (sys_.holders(k) > 0 || closed_owner_[static_cast<size_t>(k)] >= 0) return false;
     ++closed_count_;
