@@ -91,7 +91,7 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
 }
 
 int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records) {
+                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow) {
   osim::Schedule sched;
   osim::ModelParams params;
   std::string head;
@@ -124,6 +124,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   osim::ExecOptions opts;
   opts.link_samples = !out_dir.empty();
   opts.keep_records = !out_dir.empty() || show_ops;  // the trace, records.json and the per-op table read them
+  opts.closed_form_collectives = !every_flow;
   const osim::ExecResult res = osim::execute(sched, topo, params, opts);
   const osim::Metrics m = osim::compute_metrics(sched, topo, res);
   if (show_ops) std::cout << osim::format_exec_report(sched, res) << "\n";
@@ -330,7 +331,7 @@ int main(int argc, char** argv) {
 
   std::string schedule_path, run_topo, out_dir, schedule_out, calibration;
   std::vector<std::string> sets;
-  bool force = false, show_ops = false, records = false;
+  bool force = false, show_ops = false, records = false, every_flow = false;
   auto* run_cmd = app.add_subcommand("run", "Simulate a workload (DiT inference) or a schedule; print a summary, write metrics and a trace");
   run_cmd->add_option("input", schedule_path, "workload YAML (has 'model:') or schedule YAML (has 'programs:')")->required();
   run_cmd->add_option("--topology,-t", run_topo, "topology YAML (default: the input's 'topology:', relative to the input)");
@@ -341,6 +342,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--ops", show_ops, "print every op's issue, start and end (default for schedule files)");
   run_cmd->add_option("--calibration", calibration, "a calibration file (overlapsim calibrate) for the model's parameters");
   run_cmd->add_flag("--records", records, "also write records.json (every op's times, for overlapsim compare) into --out");
+  run_cmd->add_flag("--every-flow", every_flow,
+                    "simulate every flow of every all-to-all (no closed-form replay of recurring ones): slower, same results");
 
   std::vector<std::string> cmp_inputs;
   std::string cmp_topo, cmp_cal;
@@ -394,7 +397,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops, calibration, records);
+    if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops, calibration, records, every_flow);
     if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_max, cmp_max_median, cmp_layers, cmp_csv, cmp_force);
     if (*sweep_cmd) return sweep_command(sweep_path, sweep_out, sweep_force, sweep_threads, sweep_shard, sweep_progress, sweep_no_progress, tolerance);
     if (*merge_cmd) return merge_command(merge_inputs, merge_out, merge_force, merge_sweep, tolerance);
