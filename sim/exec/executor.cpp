@@ -68,9 +68,6 @@ enum EngineIdx { kH2D = 0, kD2H = 1, kOther = 2 };
 // (RankState::coll). Nothing else is written per op: a full workload holds
 // ~10^6 of them, and writing per-op state was much of a run's cost.
 enum OpFlag : uint8_t { kDispatched = 1, kDone = 2, kArrived = 4 };
-struct GOp {  // an id decoded (Executor::gop)
-  int32_t rank = 0, index = 0;
-};
 
 struct StreamState {
   int enqueued = 0;  // ops the host has issued to it
@@ -513,14 +510,7 @@ class Executor {
     R.host_end = engine_.now();
   }
 
-  const Op& op_of(const GOp& g) const { return ranks_[g.rank].ops[g.index]; }
   const Op& op_of(int r, int id) const { return ranks_[r].ops[id - ranks_[r].base]; }
-  // An id's rank and index (where no caller has the rank at hand: reports).
-  GOp gop(int id) const {
-    const auto it = std::upper_bound(ranks_.begin(), ranks_.end(), id, [](int v, const RankState& R) { return v < R.base; });
-    const int r = static_cast<int>(it - ranks_.begin()) - 1;
-    return GOp{r, id - ranks_[r].base};
-  }
   std::pair<int32_t, int32_t>& coll_of(int r, int id) {
     RankState& R = ranks_[r];
     return R.coll[static_cast<size_t>(R.queues->coll_ord[static_cast<size_t>(id - R.base)])];
@@ -1079,10 +1069,10 @@ class Executor {
                                                  s_.groups[c.group].name, c.seq)
                                    : fmt::format("send #{} and its matching recv differ:", c.seq);
     for (size_t m = 0; m < c.members.size(); ++m) {
-      const GOp g{c.members[m], c.gops[m] - ranks_[c.members[m]].base};
-      const Op& op = op_of(g);
-      msg += fmt::format("\n  rank {}: {} {} ({} {}, {} channels) at {}", g.rank, to_string(op.coll), op.label,
-                         format_bytes(static_cast<double>(op.bytes)), to_string(op.dtype), channels_of(op), where(g.rank, g.index));
+      const int r = c.members[m], index = c.gops[m] - ranks_[r].base;
+      const Op& op = ranks_[r].ops[index];
+      msg += fmt::format("\n  rank {}: {} {} ({} {}, {} channels) at {}", r, to_string(op.coll), op.label,
+                         format_bytes(static_cast<double>(op.bytes)), to_string(op.dtype), channels_of(op), where(r, index));
     }
     throw SimulationError(msg);
   }
