@@ -62,7 +62,7 @@ namespace {
 
 enum EngineIdx { kH2D = 0, kD2H = 1, kOther = 2 };
 
-// An op of a rank's program, by id: the rank's base (Executor::base_) plus
+// An op of a rank's program, by id: the rank's base (RankState::base) plus
 // its index in the program. What changes as it runs is one byte of flags
 // (Executor::flags_) and, for a collective, its instance and sequence
 // (RankState::coll). Nothing else is written per op: a full workload holds
