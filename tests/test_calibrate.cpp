@@ -133,6 +133,16 @@ TEST_CASE("the calibrated simulator replays the 4xH200 microbenchmarks") {
     // all-to-alls back to back: 4 x the table's single 256 MiB time is 2.80 ms,
     // measured back to back 2.63 ms on this box (box b: 2.72 against 2.75).
     if (c.cls == "interference pairs") CHECK(std::abs(c.error_pct()) < 7.5);
+    // NCCL from 4 MiB up replays its own table: within 5 % since a
+    // collective's table latency overlaps a transfer its links make longer
+    // (it was 24.6 %: 4 ranks, 16 channels, 4 MiB, 47.5 us against 38.2).
+    if (c.key.rfind("nccl_", 0) == 0 && (c.what.find(" MiB") != std::string::npos || c.what.find(" GiB") != std::string::npos)) {
+      const double size = std::stod(c.what.substr(c.what.rfind(", ") + 2));
+      if (c.what.find(" GiB") != std::string::npos || size >= 4) {
+        INFO(c.key << " " << c.what);
+        CHECK(std::abs(c.error_pct()) < 5.0);
+      }
+    }
     ++checked;
   }
   CHECK(checked == 262);  // every copy (multi-GPU D2H included), GEMM, collective and interference row of the run

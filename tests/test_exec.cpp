@@ -464,6 +464,38 @@ programs:
   CHECK(with.ops[0][0].end - with.ops[0][0].start < Time::from_ms(20));
 }
 
+TEST_CASE("a measured collective's latency overlaps a transfer its links make longer than the table allows") {
+  // kTopo: gpu0 <-> gpu1 over NVLink, 100 GB/s. A 1 MB-per-rank all-to-all
+  // sends 0.5 MB each way: 5 us on the link. The table says 31 us at 1 MB
+  // with 30 us of latency (its smallest size): 1 us of transfer is less than
+  // the link needs, so 4 us of the latency overlaps it: 26 + 5 = 31 us, the
+  // table's time (30 + 5 = 35 us without the overlap).
+  auto sched = [](const std::string& kind) {
+    return fmt::format(R"(name: t
+ranks: 2
+streams: [comm]
+programs:
+  - rank: all
+    ops:
+      - {{op: collective, kind: {}, group: world, bytes: 1 MB, stream: comm}}
+)",
+                       kind);
+  };
+  using TC = ModelParams::TableColl;
+  ModelParams p = quiet();
+  p.nccl_tables.push_back({TC::AllToAll, 2, false, {{1e3, 30e-6}, {1e6, 31e-6}, {1e9, 20e-3}}});
+  // A ring all-gather of 2 ranks: one step, 0.5 MB each way (5 us); the
+  // table leaves 2 us after its 30 us: 27 + 5 = 32 us.
+  p.nccl_tables.push_back({TC::AllGather, 2, false, {{1e3, 30e-6}, {1e6, 32e-6}, {1e9, 20e-3}}});
+  const Sim a2a(sched("all_to_all"), p), gather(sched("all_gather"), p);
+  CHECK((a2a.op(0, 0).end - a2a.op(0, 0).start).us() == doctest::Approx(31.0).epsilon(1e-6));
+  CHECK((gather.op(0, 0).end - gather.op(0, 0).start).us() == doctest::Approx(32.0).epsilon(1e-6));
+  // A table slower than the link (2 ms at 1 MB): no overlap, the table's time.
+  p.nccl_tables[0].points = {{1e3, 30e-6}, {1e6, 2e-3}};
+  const Sim slow(sched("all_to_all"), p);
+  CHECK((slow.op(0, 0).end - slow.op(0, 0).start).us() == doctest::Approx(2000.0).epsilon(1e-6));
+}
+
 TEST_CASE("pairwise and ring algorithms take their rounds and steps") {
   // 4xH200 box: NVSwitch, 394 GB/s per GPU port, 0.5 us per hop (1 us GPU to GPU); nccl latency 0.
   hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));

@@ -1242,15 +1242,8 @@ class Executor {
         cf->flows.flows.push_back(coll_spec(ci, i, j, c.wire / U, U - 1, p_.nccl_latency, base));
         cf->ends.emplace_back(i, j);
         cf->base.push_back(base);
-        for (const FlowUse& u : cf->flows.flows.back().route) cf->cons.push_back(u.constraint);
       }
-    // Local ids in the order of the global ones: the solver breaks ties by id.
-    std::sort(cf->cons.begin(), cf->cons.end());
-    cf->cons.erase(std::unique(cf->cons.begin(), cf->cons.end()), cf->cons.end());
-    for (const ConstraintId k : cf->cons) cf->flows.capacity.push_back(sys_.capacity(k));
-    for (FlowSpec& f : cf->flows.flows)
-      for (FlowUse& u : f.route)
-        u.constraint = static_cast<ConstraintId>(std::lower_bound(cf->cons.begin(), cf->cons.end(), u.constraint) - cf->cons.begin());
+    cf->cons = localise(cf->flows);
     const IsolatedRun run = run_isolated(cf->flows);
     for (const int f : run.order) {
       const FlowRecord& rec = run.records[static_cast<size_t>(f)];
@@ -1267,6 +1260,23 @@ class Executor {
       for (const FlowUse& u : cf->flows.flows[static_cast<size_t>(f)].route) add(g.bytes, u.constraint, rec.bytes * u.coefficient);
     }
     return cf;
+  }
+
+  // Renumbers the flows' constraints 0.. (in the order of the executor's ids:
+  // the solver breaks ties by id) and gives them their capacities; returns
+  // local -> executor id.
+  std::vector<ConstraintId> localise(IsolatedFlows& in) const {
+    std::vector<ConstraintId> cons;
+    for (const FlowSpec& f : in.flows)
+      for (const FlowUse& u : f.route) cons.push_back(u.constraint);
+    std::sort(cons.begin(), cons.end());
+    cons.erase(std::unique(cons.begin(), cons.end()), cons.end());
+    in.capacity.clear();
+    for (const ConstraintId k : cons) in.capacity.push_back(sys_.capacity(k));
+    for (FlowSpec& f : in.flows)
+      for (FlowUse& u : f.route)
+        u.constraint = static_cast<ConstraintId>(std::lower_bound(cons.begin(), cons.end(), u.constraint) - cons.begin());
+    return cons;
   }
 
   void closed_group(int ci) {
@@ -1373,11 +1383,49 @@ class Executor {
     // Pairwise: one exchange of wire/U per round, a launch each. Ring: `steps`
     // exchanges of wire/U, the latency before the first.
     const int phases = coll == TC::AllToAllPairwise ? static_cast<int>(c.partner.size()) : c.steps > 0 ? c.steps : 1;
-    const double phase_lat = coll == TC::AllToAllPairwise ? lat / phases : lat;
-    const double transfer = coll == TC::AllToAllPairwise ? time / phases - phase_lat : (time - lat) / phases;
-    t.latency = Time::from_s(phase_lat);
+    const double transfer = coll == TC::AllToAllPairwise ? (time - lat) / phases : (time - lat) / phases;
+    // The table's latency is what a small collective takes; a larger one
+    // moves its bytes during that time too. Where the links alone need
+    // longer for a phase than the table leaves it, the difference comes off
+    // the latency (down to none), so that alone the collective takes the
+    // table's time, and beside other traffic longer.
+    const double overlap = phases * std::max(0.0, phase_link_time(c, coll) - transfer);
+    const double lat_eff = std::max(0.0, lat - overlap);
+    t.latency = Time::from_s(coll == TC::AllToAllPairwise ? lat_eff / phases : lat_eff);
     t.rate = c.wire / U / std::max(transfer, 1e-9);
     return t;
+  }
+
+  // How long one phase of the collective (the all-to-all; a pairwise round;
+  // a ring step) takes alone on its links at their capacities: no protocol
+  // cap, no latency. Memoised per members, kind and size.
+  double phase_link_time(const CollInst& c, ModelParams::TableColl coll) {
+    using TC = ModelParams::TableColl;
+    auto key = std::make_tuple(c.members, static_cast<int>(coll), c.wire);
+    if (auto it = link_times_.find(key); it != link_times_.end()) return it->second;
+    const int U = static_cast<int>(c.members.size());
+    IsolatedFlows in;
+    auto add = [&](int from, int to, double weight) {
+      FlowSpec f;
+      f.route = pair_route(c.members[from], c.members[to], false).uses;
+      f.bytes = c.wire / U;
+      f.weight = weight;
+      in.flows.push_back(std::move(f));
+    };
+    if (coll == TC::AllToAll) {
+      for (int i = 0; i < U; ++i)
+        for (int k = 1; k < U; ++k) add(i, (i + k) % U, 1.0 / std::sqrt(static_cast<double>(U - 1)));
+    } else if (coll == TC::AllToAllPairwise) {
+      for (int m = 0; m < U; ++m)
+        if (const int p = c.partner.front()[m]; p >= 0) add(m, p, 1.0);
+    } else {
+      for (int i = 0; i < U; ++i) add(i, (i + 1) % U, 1.0);
+    }
+    (void)localise(in);
+    double longest = 0;
+    for (const FlowRecord& r : run_isolated(in).records) longest = std::max(longest, r.end.s());
+    link_times_.emplace(std::move(key), longest);
+    return longest;
   }
 
   void coll_flow_done(int ci, int from, int to, const FlowRecord& rec) {
@@ -1587,6 +1635,7 @@ class Executor {
     std::unique_ptr<ClosedForm> form;
   };
   std::map<ClosedKey, ClosedEntry> closed_forms_;
+  std::map<std::tuple<std::vector<int>, int, double>, double> link_times_;  // see phase_link_time
   std::vector<int> closed_owner_;   // per constraint: the instance replaying a closed form over it, or -1
   std::vector<int> done_scratch_;
   int64_t closed_count_ = 0, handed_back_ = 0;  // ExecResult::closed_form, handed_back
