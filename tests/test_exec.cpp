@@ -56,6 +56,34 @@ std::string error_of(const std::string& schedule, const ModelParams& p = quiet()
   return "";
 }
 
+// Four GPUs under one host bridge with the given limit (e.g.
+// "throughput_from_host: 100 GB/s"), 40 GB/s links each.
+std::string bridge_topo(const std::string& limit) {
+  return fmt::format(R"(name: bridge
+nodes:
+  - {{name: cpu0, kind: cpu, memory: 64 GiB}}
+  - {{name: rc0, kind: host_bridge, {}}}
+  - {{name: "gpu{{i}}", kind: gpu, memory: 8 GiB, copy_engines: 3, peak_tflops: {{bf16: 100}}, repeat: 4}}
+links:
+  - {{a: cpu0, b: rc0, kind: internal, bandwidth: 1000 GB/s, latency: 0 us}}
+  - {{a: "gpu{{i}}", b: rc0, kind: pcie, bandwidth: 40 GB/s, latency: 0 us, repeat: 4}}
+)",
+                     limit);
+}
+
+// Every rank copies 600 MB of the given kind at once.
+std::string bridge_copies(int ranks, const char* kind) {
+  return fmt::format(R"(name: copies
+ranks: {}
+streams: [copy]
+programs:
+  - rank: all
+    ops:
+      - {{op: memcpy, kind: {}, bytes: 600 MB, stream: copy}}
+)",
+                     ranks, kind);
+}
+
 }  // namespace
 
 TEST_CASE("kernel time from the compute model") {
@@ -296,25 +324,9 @@ programs:
 
 TEST_CASE("host_h2d_aggregate: the host bridge's H2D limit follows how many GPUs copy at once") {
   // Four GPUs under one bridge (100 GB/s from host), 40 GB/s links each.
-  const char* topo = R"(name: bridge
-nodes:
-  - {name: cpu0, kind: cpu, memory: 64 GiB}
-  - {name: rc0, kind: host_bridge, throughput_from_host: 100 GB/s}
-  - {name: "gpu{i}", kind: gpu, memory: 8 GiB, copy_engines: 3, peak_tflops: {bf16: 100}, repeat: 4}
-links:
-  - {a: cpu0, b: rc0, kind: internal, bandwidth: 1000 GB/s, latency: 0 us}
-  - {a: "gpu{i}", b: rc0, kind: pcie, bandwidth: 40 GB/s, latency: 0 us, repeat: 4}
-)";
-  auto copies = [](int ranks, const std::string& extra = "") {
-    return fmt::format(R"(name: h2d
-ranks: {}
-streams: [copy]
-programs:
-  - rank: all
-    ops:
-      - {{op: memcpy, kind: h2d, bytes: 600 MB, stream: copy}}
-{})", ranks, extra);
-  };
+  const std::string bridge = bridge_topo("throughput_from_host: 100 GB/s");
+  const char* topo = bridge.c_str();
+  auto copies = [](int ranks) { return bridge_copies(ranks, "h2d"); };
   ModelParams p = quiet();
   // Without a table: the bridge's 100 GB/s, 3 x 40 GB/s would want 120.
   CHECK(Sim(copies(3), p, topo).op(0, 0).end.ms() == doctest::Approx(18.0));  // 600 MB at 100/3 GB/s
@@ -348,40 +360,23 @@ programs:
   CHECK(two.op(1, 0).end.ms() == doctest::Approx(30.0));
   CHECK(two.op(0, 1).end.ms() == doctest::Approx(45.0));
   // D2H copies are not counted and not held by it.
-  CHECK(Sim(copies(3).replace(copies(3).find("h2d,"), 4, "d2h,"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));
+  CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));
 }
 
 TEST_CASE("host_d2h_aggregate: the same for D2H copies, under the bridge's to-host limit") {
   // Four GPUs under one bridge (90 GB/s to host), 40 GB/s links each.
-  const char* topo = R"(name: bridge
-nodes:
-  - {name: cpu0, kind: cpu, memory: 64 GiB}
-  - {name: rc0, kind: host_bridge, throughput_to_host: 90 GB/s}
-  - {name: "gpu{i}", kind: gpu, memory: 8 GiB, copy_engines: 3, peak_tflops: {bf16: 100}, repeat: 4}
-links:
-  - {a: cpu0, b: rc0, kind: internal, bandwidth: 1000 GB/s, latency: 0 us}
-  - {a: "gpu{i}", b: rc0, kind: pcie, bandwidth: 40 GB/s, latency: 0 us, repeat: 4}
-)";
-  auto copies = [](int ranks, const char* kind) {
-    return fmt::format(R"(name: d2h
-ranks: {}
-streams: [copy]
-programs:
-  - rank: all
-    ops:
-      - {{op: memcpy, kind: {}, bytes: 600 MB, stream: copy}}
-)", ranks, kind);
-  };
+  const std::string bridge = bridge_topo("throughput_to_host: 90 GB/s");
+  const char* topo = bridge.c_str();
   ModelParams p = quiet();
-  CHECK(Sim(copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // 600 MB at 90/3 GB/s
+  CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // 600 MB at 90/3 GB/s
   p.host_d2h_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(70), Bandwidth::from_GBps(60)};
-  CHECK(Sim(copies(1, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // one GPU: its link
-  CHECK(Sim(copies(2, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(600.0 / 35));  // 70 / 2
-  CHECK(Sim(copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(30.0));  // 60 / 3
-  CHECK(Sim(copies(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(40.0));  // the last entry for more GPUs
+  CHECK(Sim(bridge_copies(1, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // one GPU: its link
+  CHECK(Sim(bridge_copies(2, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(600.0 / 35));  // 70 / 2
+  CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(30.0));  // 60 / 3
+  CHECK(Sim(bridge_copies(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(40.0));  // the last entry for more GPUs
   p.host_d2h_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(200)};
-  CHECK(Sim(copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // never above the bridge's 90
-  CHECK(Sim(copies(3, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // H2D: not held by it
+  CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // never above the bridge's 90
+  CHECK(Sim(bridge_copies(3, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // H2D: not held by it
 }
 
 TEST_CASE("CUDA_DEVICE_MAX_CONNECTIONS=1: a waiting op blocks later streams' work") {

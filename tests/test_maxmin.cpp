@@ -229,16 +229,43 @@ TEST_CASE("randomised: the solver matches the reference and the definition") {
   }
 }
 
+namespace {
+// A variable of a randomised test, as the test made it.
+struct Live {
+  VariableId id;
+  double w, bound;
+  std::vector<std::pair<int, double>> uses;  // (index into the test's constraints, coefficient)
+  bool active = true;                        // false: dormant
+};
+
+// Every live variable of `s` has the rate a fresh system of the active ones
+// gives it (a dormant one: 0).
+void check_against_fresh(const MaxMinSystem& s, const std::vector<ConstraintId>& cons, const std::vector<Live>& live) {
+  MaxMinSystem fresh;
+  std::vector<ConstraintId> fc;
+  for (ConstraintId c : cons) fc.push_back(fresh.add_constraint(s.capacity(c)));
+  std::vector<VariableId> fv(live.size(), -1);
+  for (size_t k = 0; k < live.size(); ++k) {
+    if (!live[k].active) continue;
+    fv[k] = fresh.add_variable(live[k].w, live[k].bound);
+    for (auto [c, a] : live[k].uses) fresh.expand(fc[static_cast<size_t>(c)], fv[k], a);
+  }
+  fresh.solve();
+  for (size_t k = 0; k < live.size(); ++k) {
+    if (!live[k].active) {
+      REQUIRE(s.rate(live[k].id) == 0);
+      continue;
+    }
+    REQUIRE(s.rate(live[k].id) == doctest::Approx(fresh.rate(fv[k])).epsilon(1e-9));
+  }
+}
+}  // namespace
+
 TEST_CASE("randomised: incremental updates equal a solve from scratch") {
   std::mt19937_64 rng(777);
   MaxMinSystem s;
   std::vector<ConstraintId> cons;
   for (int c = 0; c < 12; ++c) cons.push_back(s.add_constraint(5.0 + static_cast<double>(rng() % 50)));
-  struct Live {
-    VariableId id;
-    double w, bound;
-    std::vector<std::pair<int, double>> uses;
-  };
   std::vector<Live> live;
   for (int step = 0; step < 400; ++step) {
     if (live.empty() || rng() % 3 != 0) {
@@ -259,17 +286,7 @@ TEST_CASE("randomised: incremental updates equal a solve from scratch") {
       live.erase(live.begin() + static_cast<long>(k));
     }
     s.solve();
-    // Fresh system with the same live variables.
-    MaxMinSystem fresh;
-    std::vector<ConstraintId> fc;
-    for (ConstraintId c : cons) fc.push_back(fresh.add_constraint(s.capacity(c)));
-    std::vector<VariableId> fv;
-    for (const Live& l : live) {
-      fv.push_back(fresh.add_variable(l.w, l.bound));
-      for (auto [c, a] : l.uses) fresh.expand(fc[c], fv.back(), a);
-    }
-    fresh.solve();
-    for (size_t k = 0; k < live.size(); ++k) REQUIRE(s.rate(live[k].id) == doctest::Approx(fresh.rate(fv[k])).epsilon(1e-9));
+    check_against_fresh(s, cons, live);
   }
 }
 
@@ -306,12 +323,6 @@ TEST_CASE("randomised: dormant variables, activated or removed, equal a solve of
   MaxMinSystem s;
   std::vector<ConstraintId> cons;
   for (int c = 0; c < 10; ++c) cons.push_back(s.add_constraint(5.0 + static_cast<double>(rng() % 50)));
-  struct Live {
-    VariableId id;
-    double w, bound;
-    std::vector<std::pair<int, double>> uses;
-    bool active;
-  };
   std::vector<Live> live;
   for (int step = 0; step < 500; ++step) {
     const int op = static_cast<int>(rng() % 4);
@@ -345,22 +356,6 @@ TEST_CASE("randomised: dormant variables, activated or removed, equal a solve of
       live.erase(live.begin() + static_cast<long>(k));
     }
     s.solve();
-    MaxMinSystem fresh;
-    std::vector<ConstraintId> fc;
-    for (ConstraintId c : cons) fc.push_back(fresh.add_constraint(s.capacity(c)));
-    std::vector<VariableId> fv(live.size(), -1);
-    for (size_t k = 0; k < live.size(); ++k) {
-      if (!live[k].active) continue;
-      fv[k] = fresh.add_variable(live[k].w, live[k].bound);
-      for (auto [c, a] : live[k].uses) fresh.expand(fc[c], fv[k], a);
-    }
-    fresh.solve();
-    for (size_t k = 0; k < live.size(); ++k) {
-      if (!live[k].active) {
-        REQUIRE(s.rate(live[k].id) == 0);
-        continue;
-      }
-      REQUIRE(s.rate(live[k].id) == doctest::Approx(fresh.rate(fv[k])).epsilon(1e-9));
-    }
+    check_against_fresh(s, cons, live);
   }
 }
