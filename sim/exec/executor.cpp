@@ -1099,15 +1099,9 @@ class Executor {
       return;
     }
     if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Nccl) {
-      for (int i = 0; i < U; ++i)
-        for (int j = 0; j < U; ++j)
-          if (i != j) {
-            ++c.outstanding[i];
-            ++c.outstanding[j];
-          }
+      c.outstanding.assign(static_cast<size_t>(U), 2 * (U - 1));  // a member sends to and receives from each peer
       if (try_closed_form(ci)) return;
-      for (int i = 0; i < U; ++i)
-        for (int k = 1; k < U; ++k) coll_flow(ci, i, (i + k) % U, c.wire / U, U - 1);  // peer order rotated per rank
+      for_each_a2a_flow(U, [&](int i, int j) { coll_flow(ci, i, j, c.wire / U, U - 1); });
       return;
     }
     if (op.coll == CollKind::AllToAll) {  // pairwise round-robin, circle method
@@ -1136,6 +1130,15 @@ class Executor {
     c.steps = op.coll == CollKind::AllReduce ? 2 * (U - 1) : U - 1;
     c.step = 0;
     ring_step(ci);
+  }
+
+  // An NCCL all-to-all's flows, (from, to) members, in the order launch()
+  // starts them (each rank's peers rotated by its place); a closed form and
+  // the link time of a measured one list them the same way.
+  template <class F>
+  static void for_each_a2a_flow(int U, F&& f) {
+    for (int i = 0; i < U; ++i)
+      for (int k = 1; k < U; ++k) f(i, (i + k) % U);
   }
 
   void coll_flow(int ci, int from, int to, double bytes, int peers_at_once) { coll_flow(ci, from, to, bytes, peers_at_once, p_.nccl_latency); }
@@ -1206,12 +1209,17 @@ class Executor {
     if (!o_.closed_form_collectives || o_.link_samples) return false;
     CollInst& c = insts_[ci];
     const int U = static_cast<int>(c.members.size());
-    ClosedKey key{c.group, c.wire, c.channels, {}};
-    key.slow.reserve(static_cast<size_t>(U));
+    ClosedKey& key = closed_key_;  // reused: no allocation per all-to-all
+    key.group = c.group;
+    key.wire = c.wire;
+    key.channels = c.channels;
+    key.slow.clear();
     for (int m = 0; m < U; ++m) key.slow.push_back(comm_slowdown(ranks_[c.members[m]], c.channels));
     // Built when the same all-to-all recurs: one that runs once (a single
     // huge all-to-all) would pay for its flows twice.
-    ClosedEntry& entry = closed_forms_[key];
+    auto it = closed_forms_.find(key);
+    if (it == closed_forms_.end()) it = closed_forms_.emplace(key, ClosedEntry{}).first;
+    ClosedEntry& entry = it->second;
     if (!entry.form) {
       if (++entry.seen < 2) return false;
       entry.form = build_closed_form(ci, key.slow);
@@ -1235,14 +1243,12 @@ class Executor {
     const int U = static_cast<int>(c.members.size());
     auto cf = std::make_unique<ClosedForm>();
     cf->slow = slow;
-    for (int i = 0; i < U; ++i)
-      for (int k = 1; k < U; ++k) {  // launch()'s order
-        const int j = (i + k) % U;
-        double base = 0;
-        cf->flows.flows.push_back(coll_spec(ci, i, j, c.wire / U, U - 1, p_.nccl_latency, base));
-        cf->ends.emplace_back(i, j);
-        cf->base.push_back(base);
-      }
+    for_each_a2a_flow(U, [&](int i, int j) {
+      double base = 0;
+      cf->flows.flows.push_back(coll_spec(ci, i, j, c.wire / U, U - 1, p_.nccl_latency, base));
+      cf->ends.emplace_back(i, j);
+      cf->base.push_back(base);
+    });
     cf->cons = localise(cf->flows);
     const IsolatedRun run = run_isolated(cf->flows);
     for (const int f : run.order) {
@@ -1283,10 +1289,7 @@ class Executor {
     CollInst& c = insts_[ci];
     const ClosedForm& cf = *c.closed;
     const ClosedForm::Group& g = cf.groups[c.next_group++];
-    const size_t own = coll_bn_.size() - 1;
-    auto stat = [&](int k) -> BottleneckStat& {
-      return coll_bn_[k < 0 ? own : static_cast<size_t>(res_of_cons_[static_cast<size_t>(cf.cons[static_cast<size_t>(k)])])];
-    };
+    auto stat = [&](int k) -> BottleneckStat& { return stat_of(coll_bn_, k < 0 ? k : cf.cons[static_cast<size_t>(k)]); };
     for (const auto& [k, t] : g.bottleneck_time) stat(k).time += t;
     for (const auto& [k, n] : g.transfers) stat(k).transfers += n;
     for (const auto& [k, b] : g.bytes) flows_.add_bytes(cf.cons[static_cast<size_t>(k)], b);
@@ -1295,11 +1298,10 @@ class Executor {
                                   static_cast<uint64_t>(ci));
     // As coll_flow_done would, flow by flow; members finish after the
     // counting, so a flow they start finds the group replayed.
-    done_scratch_.clear();
+    boost::container::small_vector<int, 16> done;
     for (const int f : g.flows)
       for (const int m : {cf.ends[static_cast<size_t>(f)].first, cf.ends[static_cast<size_t>(f)].second})
-        if (--c.outstanding[static_cast<size_t>(m)] == 0) done_scratch_.push_back(m);
-    const std::vector<int> done = done_scratch_;  // member_done may replay another closed form
+        if (--c.outstanding[static_cast<size_t>(m)] == 0) done.push_back(m);
     for (const int m : done) member_done(ci, m);
   }
 
@@ -1401,7 +1403,10 @@ class Executor {
   // cap, no latency. Memoised per members, kind and size.
   double phase_link_time(const CollInst& c, ModelParams::TableColl coll) {
     using TC = ModelParams::TableColl;
-    auto key = std::make_tuple(c.members, static_cast<int>(coll), c.wire);
+    auto& key = link_key_;  // reused: no allocation per collective
+    std::get<0>(key).assign(c.members.begin(), c.members.end());
+    std::get<1>(key) = static_cast<int>(coll);
+    std::get<2>(key) = c.wire;
     if (auto it = link_times_.find(key); it != link_times_.end()) return it->second;
     const int U = static_cast<int>(c.members.size());
     IsolatedFlows in;
@@ -1413,8 +1418,7 @@ class Executor {
       in.flows.push_back(std::move(f));
     };
     if (coll == TC::AllToAll) {
-      for (int i = 0; i < U; ++i)
-        for (int k = 1; k < U; ++k) add(i, (i + k) % U, 1.0 / std::sqrt(static_cast<double>(U - 1)));
+      for_each_a2a_flow(U, [&](int i, int j) { add(i, j, 1.0 / std::sqrt(static_cast<double>(U - 1))); });
     } else if (coll == TC::AllToAllPairwise) {
       for (int m = 0; m < U; ++m)
         if (const int p = c.partner.front()[m]; p >= 0) add(m, p, 1.0);
@@ -1424,7 +1428,7 @@ class Executor {
     (void)localise(in);
     double longest = 0;
     for (const FlowRecord& r : run_isolated(in).records) longest = std::max(longest, r.end.s());
-    link_times_.emplace(std::move(key), longest);
+    link_times_.emplace(key, longest);
     return longest;
   }
 
@@ -1517,10 +1521,12 @@ class Executor {
 
   // ---------------------------------------------------------------- accounting
   void account(std::vector<BottleneckStat>& stats, const FlowRecord& rec) {
-    const size_t own = stats.size() - 1;
-    for (const auto& [c, t] : rec.bottleneck_time) stats[c < 0 ? own : static_cast<size_t>(res_of_cons_[c])].time += t;
-    const ConstraintId m = rec.main_bottleneck();
-    ++stats[m < 0 ? own : static_cast<size_t>(res_of_cons_[m])].transfers;
+    for (const auto& [c, t] : rec.bottleneck_time) stat_of(stats, c).time += t;
+    ++stat_of(stats, rec.main_bottleneck()).transfers;
+  }
+  // A constraint's resource entry; kOwnBound: the last, "the transfer's own cap".
+  BottleneckStat& stat_of(std::vector<BottleneckStat>& stats, ConstraintId c) const {
+    return stats[c < 0 ? stats.size() - 1 : static_cast<size_t>(res_of_cons_[static_cast<size_t>(c)])];
   }
 
   // ---------------------------------------------------------------- deadlock
@@ -1635,9 +1641,10 @@ class Executor {
     std::unique_ptr<ClosedForm> form;
   };
   std::map<ClosedKey, ClosedEntry> closed_forms_;
+  ClosedKey closed_key_;  // scratch for try_closed_form
   std::map<std::tuple<std::vector<int>, int, double>, double> link_times_;  // see phase_link_time
+  std::tuple<std::vector<int>, int, double> link_key_;                      // its scratch key
   std::vector<int> closed_owner_;   // per constraint: the instance replaying a closed form over it, or -1
-  std::vector<int> done_scratch_;
   int64_t closed_count_ = 0, handed_back_ = 0;  // ExecResult::closed_form, handed_back
   std::vector<FlowRoute> coll_routes_, dma_routes_, host_routes_;  // see pair_route, host_route
   FlowRoute scratch_route_;
