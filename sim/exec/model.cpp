@@ -13,9 +13,9 @@ double ModelParams::NcclTable::time_at(double bytes) const {
   while (i + 1 < points.size() && points[i].first < bytes) ++i;
   const auto [b0, t0] = points[i - 1];
   const auto [b1, t1] = points[i];
-  if (bytes > b1) return t1 + (bytes - b1) * (t1 - t0) / (b1 - b0);  // the last segment's rate
-  const double x = std::log(bytes / b0) / std::log(b1 / b0);
-  return t0 * std::pow(t1 / t0, x);
+  // Between two sizes (and past the last): the latency + bandwidth line
+  // through them.
+  return t0 + (bytes - b0) * (t1 - t0) / (b1 - b0);
 }
 
 const ModelParams::NcclTable* ModelParams::nccl_table_for(TableColl coll, int ranks, bool via_host, int channels) const {

@@ -109,7 +109,8 @@ struct ModelParams {
     bool via_host = false;  // through host memory (NCCL_P2P_DISABLE=1)
     std::vector<std::pair<double, double>> points;  // (bytes per rank, time in s), bytes ascending
     int channels = 0;       // the channel count it was measured at; 0 = NCCL's choice
-    /// Interpolated log-log between the points; below the smallest its time,
+    /// Between two points the straight line through them (latency + bandwidth);
+    /// below the smallest its time,
     /// above the largest the last segment's rate.
     [[nodiscard]] double time_at(double bytes) const;
   };
