@@ -41,6 +41,23 @@ std::vector<std::pair<std::string, nlohmann::json>> h200_docs(const std::vector<
   return docs;
 }
 
+// A results folder's runs calibrated as `overlapsim calibrate` does (the
+// H200 topology, the single-H200 box's runs added), checked against the
+// committed calibration file.
+struct Box {
+  std::string dir;
+  hw::Topology topo{hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml")};
+  std::vector<std::pair<std::string, nlohmann::json>> docs;
+  Calibration cal;
+  explicit Box(const std::string& folder, const std::vector<std::string>& extra = {}) : dir("validate/results/" + folder + "/") {
+    std::vector<std::string> runs{dir + "bench-default.json", dir + "bench-p2p-disable.json"};
+    for (const auto& e : extra) runs.push_back(dir + e);
+    docs = h200_docs(runs);
+    cal = calibrate(docs, topo);
+    CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+  }
+};
+
 struct H200 {
   hw::Topology topo{hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml")};
   nlohmann::json off = load(kH200 + "bench-p2p-disable.json");
@@ -100,11 +117,8 @@ TEST_CASE("the committed calibration files are what calibrate writes today") {
 }
 
 TEST_CASE("a second machine (2xH200): calibration file, and copies do not deepen the sustained-load clock drop") {
-  const std::string dir = "validate/results/h200x2-nvlink/";
-  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  const auto docs = h200_docs({dir + "bench-default.json", dir + "bench-p2p-disable.json"});
-  const Calibration cal = calibrate(docs, topo);
-  CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+  const Box box("h200x2-nvlink");
+  const Calibration& cal = box.cal;
   // Sustained GEMM at full duty: ~13 % over the low-duty time, plus the burst correction.
   CHECK(cal.params.sustained_slowdown == doctest::Approx(0.167).epsilon(0.02));
   const Fit* copies = nullptr;
@@ -269,12 +283,11 @@ TEST_CASE("bad calibration input") {
 }
 
 TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burst rates, uniform load ratio, calibration file") {
-  const std::string dir = "validate/results/h200x2-nvlink-b/";
-  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  const auto docs = h200_docs({dir + "bench-default.json", dir + "bench-p2p-disable.json"});
+  const Box box("h200x2-nvlink-b");
+  const hw::Topology& topo = box.topo;
+  const auto& docs = box.docs;
   const nlohmann::json& def = docs.front().second;
-  const Calibration cal = calibrate(docs, topo);
-  CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+  const Calibration& cal = box.cal;
   // Each shape's efficiency is its burst rate, not scaled by the sustained-load fit.
   int checked = 0;
   for (const auto& r : def.at("results")) {
@@ -311,12 +324,10 @@ TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burs
 }
 
 TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, sustained load, the host path's 1-4 GPU aggregate") {
-  const std::string dir = "validate/results/h200x4-nvswitch-b/";
-  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  const auto docs = h200_docs({dir + "bench-default.json", dir + "bench-p2p-disable.json", dir + "interference-all/bench-interference-all.json",
-                               dir + "interference-all/bench-interference-all-p2p-disable.json"});
-  const Calibration cal = calibrate(docs, topo);
-  CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+  const Box box("h200x4-nvswitch-b", {"interference-all/bench-interference-all.json", "interference-all/bench-interference-all-p2p-disable.json"});
+  const hw::Topology& topo = box.topo;
+  const auto& docs = box.docs;
+  const Calibration& cal = box.cal;
   // The same physics as the 2xH200 boxes: ~17 % slower GEMMs at full duty, none below ~2/3.
   CHECK(cal.params.sustained_slowdown == doctest::Approx(0.166).epsilon(0.03));
   CHECK(cal.params.sustained_duty > 0.6);
@@ -572,11 +583,11 @@ TEST_CASE("NCCL collective tables: interpolation, the nearest rank count, and si
 }
 
 TEST_CASE("gated collective timing (2xH200 box c): calibration file, every replayed row, and a second run of the collectives") {
-  const std::string dir = "validate/results/h200x2-nvlink-c/";
-  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  const auto docs = h200_docs({dir + "bench-default.json", dir + "bench-p2p-disable.json"});
-  const Calibration cal = calibrate(docs, topo);
-  CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+  const Box box("h200x2-nvlink-c");
+  const std::string& dir = box.dir;
+  const hw::Topology& topo = box.topo;
+  const auto& docs = box.docs;
+  const Calibration& cal = box.cal;
   // Every NCCL row was timed gated, and its samples kept.
   for (const auto& [name, doc] : docs)
     for (const auto& r : doc.at("results"))
