@@ -273,6 +273,7 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)), g_(std::make_uni
   node_to_host_.assign(spec_.nodes.size(), -1);
   node_from_host_.assign(spec_.nodes.size(), -1);
   node_dram_.assign(spec_.nodes.size(), -1);
+  link_resources_ = resources_.size();
   for (size_t i = 0; i < spec_.nodes.size(); ++i) {
     const NodeSpec& n = spec_.nodes[i];
     if (n.throughput) {

@@ -77,6 +77,9 @@ class Topology {
   /// Adds one constraint per resource; returns their ids, index = resource.
   std::vector<ConstraintId> install(MaxMinSystem& sys) const;
 
+  /// Whether a resource is a link direction (not a node's aggregate, a host
+  /// bridge's limit or a memory).
+  [[nodiscard]] bool is_link(int resource) const { return resource >= 0 && static_cast<size_t>(resource) < link_resources_; }
   /// A host bridge's resource limiting traffic from host memory, or -1.
   [[nodiscard]] int from_host_resource(int node) const { return node_from_host_[static_cast<size_t>(node)]; }
   /// A host bridge's resource limiting traffic to host memory, or -1.
@@ -114,6 +117,7 @@ class Topology {
   std::vector<int> host_;
   int host_count_ = 0;
   std::vector<Resource> resources_;
+  size_t link_resources_ = 0;              // resources [0, this) are link directions
   std::vector<int> link_fwd_, link_rev_;   // resource per link direction (a->b, b->a)
   std::vector<int> link_a_;                // node index of each link's `a` end
   std::vector<int> node_throughput_;       // resource or -1

@@ -58,6 +58,42 @@ struct Box {
   }
 };
 
+// The host transport beside a copy, fitted by simulation (calibrate): the
+// two pair rows it was fitted on (a copy on GPU 0 beside the all-to-all, H2D
+// and D2H) replay exactly; a byte of the all-to-all costs a PCIe link more
+// than a copy's byte, more so up (D2H) than down; the copy weighs `w_h2d`
+// and `w_d2h` (+-0.2). Rows with every GPU copying are out of sample: within
+// `every_bound` %.
+void check_host_transport(const Calibration& cal, const nlohmann::json& off, const hw::Topology& topo, double w_h2d, double w_d2h, double every_bound) {
+  const ModelParams& p = cal.params;
+  CHECK(p.copy_weight == doctest::Approx(w_h2d).epsilon(0.2 / w_h2d));
+  CHECK(p.copy_weight_d2h == doctest::Approx(w_d2h).epsilon(0.2 / w_d2h));
+  CHECK(p.host_transport_cost_h2d > 1.02);
+  CHECK(p.host_transport_cost_d2h > p.host_transport_cost_h2d);
+  CHECK(p.host_transport_cost_d2h < 1.45);
+  const Fit* fit = nullptr;
+  for (const Fit& f : cal.fits)
+    if (f.name == "NCCL through host memory beside a copy (simulated)") fit = &f;
+  REQUIRE(fit != nullptr);
+  CHECK(fit->points == 4);
+  CHECK(fit->values.back().first == "worst_residual_pct");
+  CHECK(fit->values.back().second < 0.01);
+  int pairs = 0, every = 0;
+  for (const auto& c : compare_bench(off, topo, p)) {
+    INFO(c.what);
+    if (c.cls == "interference pairs") {
+      CHECK(std::abs(c.error_pct()) < 0.01);
+      ++pairs;
+    }
+    if (c.cls == "interference, every GPU copying") {
+      CHECK(std::abs(c.error_pct()) < every_bound);
+      ++every;
+    }
+  }
+  CHECK(pairs == 4);
+  CHECK((every == 0 || every == 4));
+}
+
 struct H200 {
   hw::Topology topo{hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml")};
   nlohmann::json off = load(kH200 + "bench-p2p-disable.json");
@@ -119,6 +155,7 @@ TEST_CASE("the committed calibration files are what calibrate writes today") {
 TEST_CASE("a second machine (2xH200): calibration file, and copies do not deepen the sustained-load clock drop") {
   const Box box("h200x2-nvlink");
   const Calibration& cal = box.cal;
+  check_host_transport(cal, box.docs[1].second, box.topo, 3.24, 2.66, 0);
   // Sustained GEMM at full duty: ~13 % over the low-duty time, plus the burst correction.
   CHECK(cal.params.sustained_slowdown == doctest::Approx(0.167).epsilon(0.02));
   const Fit* copies = nullptr;
@@ -220,22 +257,16 @@ TEST_CASE("the calibrated simulator replays attention") {
 TEST_CASE("the calibrated simulator replays the PCIe-like transport (NCCL_P2P_DISABLE=1)") {
   H200 h;
   CHECK(h.cal.params.nccl_host_rank_bandwidth.GBps() == doctest::Approx(26.8).epsilon(0.01));
-  // A copy gets 4.79x an all-to-all flow's rate beside a 4-rank all-to-all;
-  // each of a rank's 3 flows weighs 1/sqrt(3): weight 4.79 / sqrt(3).
-  CHECK(h.cal.params.copy_weight == doctest::Approx(4.79 / std::sqrt(3.0)).epsilon(0.01));
+  // A copy beside a 4-rank all-to-all: the pair rows replay exactly (one copy
+  // weight for both directions, from the rates, missed them by 6.8 / 12.2 %).
+  check_host_transport(h.cal, h.off, h.topo, 2.97, 3.36, 0);
   const auto rows = compare_bench(h.off, h.topo, h.cal.params);
   MESSAGE("\n" << format_comparison(rows));
-  int pairs = 0;
   for (const auto& c : rows) {
-    if (c.cls == "interference pairs") {
-      ++pairs;
-      CHECK(std::abs(c.error_pct()) < 15.0);  // all-to-all next to a copy through shared PCIe links
-    }
     if (c.key == "nccl_all_to_all" && c.what == "4 ranks, default channels, 1.00 GiB") CHECK(std::abs(c.error_pct()) < 5.0);
     // Out of sample: the table comes from the defaults run (14.2 % at 3 GPUs before it).
     if (c.key == "multi_h2d_pinned") CHECK(std::abs(c.error_pct()) < 5.0);
   }
-  CHECK(pairs == 4);
 }
 
 TEST_CASE("bad calibration input") {
@@ -310,17 +341,10 @@ TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burs
     CHECK(v < 1.20);
   }
   CHECK(cal.params.sustained_slowdown == doctest::Approx(0.167).epsilon(0.03));
-  // The bench's all-to-all ran on this box's two GPUs: each flow carries
-  // 256 MiB / 2 per all-to-all, so the copy weight is half a 4-rank reading.
-  CHECK(cal.params.copy_weight == doctest::Approx(2.656).epsilon(0.01));
-  int pairs = 0;
-  for (const auto& row : compare_bench(merge_bench_runs(docs)[1].second, topo, cal.params))
-    if (row.cls == "interference pairs") {
-      INFO(row.what);
-      CHECK(std::abs(row.error_pct()) < 9.0);
-      ++pairs;
-    }
-  CHECK(pairs == 4);
+  // The bench's all-to-all ran on this box's two GPUs (one flow per rank):
+  // the copy weighs 3.16 H2D, 2.53 D2H (one weight, 2.66, missed the pair
+  // rows by up to 8.1 %).
+  check_host_transport(cal, merge_bench_runs(docs)[1].second, topo, 3.16, 2.53, 0);
 }
 
 TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, sustained load, the host path's 1-4 GPU aggregate") {
@@ -332,17 +356,16 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   CHECK(cal.params.sustained_slowdown == doctest::Approx(0.166).epsilon(0.03));
   CHECK(cal.params.sustained_duty > 0.6);
   CHECK(cal.params.sustained_duty < 0.75);
-  // Every GPU copying 1 GiB H2D beside a 4-rank all-to-all through host
-  // memory (interference-all/): copies and the bounced all-to-all share the
-  // host bridge's limit; the model was not fitted on this row.
-  int every = 0;
+  // Every GPU copying 1 GiB beside a 4-rank all-to-all through host memory
+  // (interference-all/): copies and the bounced all-to-all share the host
+  // bridge's limit; the model was not fitted on these rows. H2D within 3 %,
+  // D2H 5.9 / 7.7 % (14.4 % with one copy weight for both directions).
+  check_host_transport(cal, merge_bench_runs(docs)[1].second, topo, 3.04, 3.30, 8.0);
   for (const auto& row : compare_bench(merge_bench_runs(docs)[1].second, topo, cal.params))
     if (row.cls == "interference, every GPU copying" && row.what.find("h2d_all") != std::string::npos) {
       INFO(row.what);
-      CHECK(std::abs(row.error_pct()) < 2.5);
-      ++every;
+      CHECK(std::abs(row.error_pct()) < 3.5);
     }
-  CHECK(every == 2);
   // 1-4 GPUs copying 1 GiB H2D at once (55 / 105 / 140 / 149 GB/s): the
   // measured aggregate per GPU count (host_h2d_aggregate) replays them; one
   // fixed bridge limit missed the 3-GPU row by 11 %.
@@ -402,13 +425,14 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
     }
   // The host-transport fit reads the merged P2P-off runs, like every other
   // fit: the later run's all-to-all || H2D row (interference-all/) replaces
-  // the first's, so the copy weight follows it, not the first file's row.
+  // the first's, so the fit follows it, not the first file's row (the two
+  // runs' copies differ by 5 %: the link cost 1.24 against 1.40).
   {
     auto later_first = docs;
     std::swap(later_first[1], later_first[3]);  // the later P2P-off run given first: its row is replaced instead
-    const double w_later = cal.params.copy_weight, w_first = calibrate(later_first, topo).params.copy_weight;
-    CHECK(w_later == doctest::Approx(2.79).epsilon(0.005));
-    CHECK(w_first == doctest::Approx(2.766).epsilon(0.005));
+    const double c_later = cal.params.host_transport_cost_h2d, c_first = calibrate(later_first, topo).params.host_transport_cost_h2d;
+    CHECK(c_later == doctest::Approx(1.236).epsilon(0.005));
+    CHECK(c_first == doctest::Approx(1.395).epsilon(0.005));
   }
   // Host aggregate, 1-4 GPUs: sub-linear beyond two GPUs (the fit reports it).
   const Fit* host = nullptr;
@@ -617,6 +641,9 @@ TEST_CASE("gated collective timing (2xH200 box c): calibration file, every repla
   }
   CHECK(nccl == 91);
   CHECK(pairs == 8);
+  // Through host memory: the pairs it was fitted on exactly; both GPUs
+  // copying (out of sample) within 4.3 % (one copy weight: 8.7 %).
+  check_host_transport(cal, docs[1].second, topo, 3.21, 2.46, 5.0);
   // The collectives measured again, minutes later, replayed with the
   // calibration of the first run: NVLink every row within 3 %; through host
   // memory a median of 2-3 % (a 16-channel all-reduce through host memory

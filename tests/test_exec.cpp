@@ -797,3 +797,71 @@ TEST_CASE("a schedule with more streams than the simulator indexes is refused wi
   const std::string e = error_of("name: many\nranks: 1\nstreams: [" + streams + "]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: s0, duration: 1 us}\n");
   CHECK(e.find("declares 32768 streams; the simulator takes at most 32767: share streams between ops") != std::string::npos);
 }
+
+TEST_CASE("a collective through host memory beside a copy: the copy's weight per direction and the link cost of the collective's bytes") {
+  // P2P off: the all-to-all's flows bounce through host memory, each up the
+  // sender's 10 GB/s link and down the receiver's, at most 4 GB/s each.
+  // 100 MB per flow; GPU 0 copies 100 MB meanwhile.
+  auto sched = [](const char* kind) {
+    return fmt::format(R"(name: host-transport
+ranks: 2
+settings: {{nccl_p2p_disable: true}}
+streams: [s, copy]
+programs:
+  - rank: 0
+    ops:
+      - {{op: memcpy, kind: {}, bytes: 100 MB, stream: copy}}
+      - {{op: collective, kind: all_to_all, group: world, bytes: 200 MB, stream: s}}
+  - rank: 1
+    ops:
+      - {{op: collective, kind: all_to_all, group: world, bytes: 200 MB, stream: s}}
+)",
+                       kind);
+  };
+  ModelParams p = quiet();
+  p.nccl_host_rank_bandwidth = Bandwidth::from_GBps(4);
+  p.copy_weight = 3;
+  p.copy_weight_d2h = 2;
+  p.host_transport_cost_h2d = 1.5;
+  p.host_transport_cost_d2h = 2;
+  {
+    // H2D: GPU 0's link down holds the copy (weight 3) and the flow from GPU 1
+    // (weight 1, 1.5 per byte): level 10 / (3 + 1.5); the copy 6.67 GB/s, 15 ms;
+    // the flow 2.22 GB/s until then (33.3 MB), the other 66.7 MB at 4 GB/s: 31.67 ms.
+    const Sim s(sched("h2d"), p);
+    CHECK(s.end_ms(0, 0) == doctest::Approx(15.0).epsilon(1e-6));
+    CHECK(s.end_ms(0, 1) == doctest::Approx(15.0 + (100.0 - 15.0 * 10.0 / 4.5) / 4.0).epsilon(1e-6));
+  }
+  {
+    // D2H: GPU 0's link up, the copy weighing 2 and the flow to GPU 1 costing 2
+    // per byte: level 10 / 4; the copy 5 GB/s, 20 ms; the flow 50 MB by then, 32.5 ms.
+    const Sim s(sched("d2h"), p);
+    CHECK(s.end_ms(0, 0) == doctest::Approx(20.0).epsilon(1e-6));
+    CHECK(s.end_ms(0, 1) == doctest::Approx(32.5).epsilon(1e-6));
+  }
+  {
+    // One weight, bytes costing a byte: level 10 / 4 both ways (the copy 7.5 GB/s).
+    ModelParams q = p;
+    q.copy_weight_d2h = 0;
+    q.host_transport_cost_h2d = q.host_transport_cost_d2h = 1;
+    CHECK(Sim(sched("h2d"), q).end_ms(0, 0) == doctest::Approx(100.0 / 7.5).epsilon(1e-6));
+    CHECK(Sim(sched("d2h"), q).end_ms(0, 0) == doctest::Approx(100.0 / 7.5).epsilon(1e-6));
+  }
+  {
+    // The cost never makes the collective alone slower than its cap: at 8 GB/s
+    // a 1.5 cost would fill the 10 GB/s link at 6.67; it is held at 1.25.
+    ModelParams q = p;
+    q.nccl_host_rank_bandwidth = Bandwidth::from_GBps(8);
+    const Sim s(R"(name: alone
+ranks: 2
+settings: {nccl_p2p_disable: true}
+streams: [s]
+programs:
+  - rank: all
+    ops:
+      - {op: collective, kind: all_to_all, group: world, bytes: 200 MB, stream: s}
+)",
+                q);
+    CHECK(s.end_ms(0, 0) == doctest::Approx(12.5).epsilon(1e-6));
+  }
+}

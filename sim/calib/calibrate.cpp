@@ -218,6 +218,10 @@ std::optional<std::pair<double, double>> fit_cross_attention(const std::vector<s
 
 namespace {
 Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base);
+struct InterferenceTimes {
+  double a2a_us = 0, copy_us = 0;
+};
+InterferenceTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_off, const hw::Topology& topo, const ModelParams& p);
 }  // namespace
 
 Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base) {
@@ -663,7 +667,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         bytes = r.at("bytes").get<double>();
         busbw = r.at("busbw_GBps").get<double>();
       }
-    Fit f{"NCCL through host memory", "rank ceiling = busbw at the largest size; copy weight = H2D rate / an all-to-all flow's rate when together / sqrt(peers)", {}, 0, 0};
+    Fit f{"NCCL through host memory", "rank ceiling = busbw at the largest size; copy weight from the rates = H2D rate / an all-to-all flow's rate when together / sqrt(peers) (where the fit by simulation below runs, its start)", {}, 0, 0};
     if (busbw > 0) {
       p.nccl_host_rank_bandwidth = Bandwidth::from_GBps(busbw);
       f.values.emplace_back("rank_ceiling_GBps", busbw);
@@ -679,7 +683,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         const double h2d_rate = 1073741824.0 / r.at("b_together_us").get<double>();
         const double flow_rate = 4.0 * 268435456.0 / a2a_ranks / r.at("a_together_us").get<double>();
         p.copy_weight = h2d_rate / flow_rate / std::sqrt(static_cast<double>(a2a_ranks - 1));
-        f.values.emplace_back("copy_weight", p.copy_weight);
+        f.values.emplace_back("copy_weight_from_rates", p.copy_weight);
         ++f.points;
       }
     if (f.points) c.fits.push_back(f);
@@ -727,6 +731,73 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     }
     if (f.points) c.fits.push_back(f);
   }
+
+  // The host-memory transport beside copies, fitted by simulation: per
+  // direction, the copy's weight and the link cost of the all-to-all's bytes
+  // (ModelParams::host_transport_cost_*) that make the bench's pair (a 1 GiB
+  // copy on GPU 0 beside four all-to-alls) take the measured times, both of
+  // them; Newton's method on the log residuals, the Jacobian by finite
+  // differences. One weight for both directions fitted neither: beside a
+  // D2H copy a 2xH200 box's GPU 0 link carried 50.6 GB/s in all, beside an
+  // H2D one 54.3.
+  if (const json* off = find_doc(runs, true); off && static_cast<int>(topo.gpus().size()) >= interference_ranks(*off)) {
+    const int ranks = interference_ranks(*off);
+    Fit f{"NCCL through host memory beside a copy (simulated)",
+          "per direction: copy weight and the all-to-all's link cost per byte that reproduce both measured times of the pair", {}, 0, 0};
+    double worst = 0;
+    for (const bool h2d : {true, false}) {
+      double a2a_us = 0, copy_us = 0;
+      for (const auto& r : rows(*off, "interference"))
+        if (r.at("a") == "all_to_all" && r.at("b") == (h2d ? "h2d" : "d2h")) {
+          a2a_us = r.at("a_together_us").get<double>();
+          copy_us = r.at("b_together_us").get<double>();
+        }
+      if (!(a2a_us > 0 && copy_us > 0)) continue;
+      double& w = h2d ? p.copy_weight : p.copy_weight_d2h;
+      double& cost = h2d ? p.host_transport_cost_h2d : p.host_transport_cost_d2h;
+      // Start: the weight from the rates when together, a byte costing a byte.
+      w = 1073741824.0 / copy_us / (4.0 * 268435456.0 / ranks / a2a_us) / std::sqrt(static_cast<double>(ranks - 1));
+      cost = 1.0;
+      auto residual = [&](double lw, double lc) {
+        w = std::exp(lw);
+        cost = std::exp(lc);
+        const InterferenceTimes t = replay_interference(h2d, false, ranks, true, topo, p);
+        return Eigen::Vector2d(std::log(t.a2a_us / a2a_us), std::log(t.copy_us / copy_us));
+      };
+      Eigen::Vector2d x(std::log(w), 0.0);
+      Eigen::Vector2d r = residual(x(0), x(1));
+      for (int it = 0; it < 30 && r.cwiseAbs().maxCoeff() > 1e-5; ++it) {
+        constexpr double h = 1e-3;
+        Eigen::Matrix2d J;
+        J.col(0) = (residual(x(0) + h, x(1)) - r) / h;
+        J.col(1) = (residual(x(0), x(1) + h) - r) / h;
+        Eigen::Vector2d step = -J.colPivHouseholderQr().solve(r);
+        if (!step.allFinite()) break;
+        if (const double n = step.cwiseAbs().maxCoeff(); n > 0.5) step *= 0.5 / n;  // at most x1.65 per step
+        // Within sane bounds: a weight in [0.05, 50], a cost in [0.5, 4].
+        Eigen::Vector2d next = x + step;
+        next(0) = std::clamp(next(0), std::log(0.05), std::log(50.0));
+        next(1) = std::clamp(next(1), std::log(0.5), std::log(4.0));
+        const Eigen::Vector2d rn = residual(next(0), next(1));
+        if (rn.cwiseAbs().maxCoeff() >= r.cwiseAbs().maxCoeff()) {  // no progress: keep the better point
+          residual(x(0), x(1));
+          break;
+        }
+        x = next;
+        r = rn;
+      }
+      w = std::exp(x(0));
+      cost = std::exp(x(1));
+      worst = std::max(worst, 100.0 * (std::exp(r.cwiseAbs().maxCoeff()) - 1.0));
+      f.values.emplace_back(h2d ? "copy_weight_h2d" : "copy_weight_d2h", w);
+      f.values.emplace_back(h2d ? "link_cost_h2d" : "link_cost_d2h", cost);
+      f.points += 2;
+    }
+    if (f.points) {
+      f.values.emplace_back("worst_residual_pct", worst);
+      c.fits.push_back(f);
+    }
+  }
   return c;
 }
 }  // namespace
@@ -770,6 +841,9 @@ std::string calibration_yaml(const Calibration& c) {
   if (!p.nccl_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_rank_bandwidth: {}\n", bw(p.nccl_rank_bandwidth));
   if (!p.nccl_host_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_host_rank_bandwidth: {}\n", bw(p.nccl_host_rank_bandwidth));
   out += fmt::format("  copy_weight: {:.4f}\n", p.copy_weight);
+  if (p.copy_weight_d2h > 0) out += fmt::format("  copy_weight_d2h: {:.4f}\n", p.copy_weight_d2h);
+  if (p.host_transport_cost_h2d != 1.0 || p.host_transport_cost_d2h != 1.0)
+    out += fmt::format("  host_transport_cost_h2d: {:.4f}\n  host_transport_cost_d2h: {:.4f}\n", p.host_transport_cost_h2d, p.host_transport_cost_d2h);
   if (p.gemm_model.efficiency > 0)
     out += fmt::format("  gemm_model: {{efficiency: {:.4f}, m0: {:.2f}, n0: {:.2f}, k0: {:.2f}}}   # shapes not in gemm_shapes\n", p.gemm_model.efficiency,
                        p.gemm_model.m0, p.gemm_model.n0, p.gemm_model.k0);
@@ -806,7 +880,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   MapReader m(path, top.get("model"), "calibration model",
               {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes", "gemm_model",
                "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "pageable_bandwidth",
-               "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "gemm_slowdown_base", "gemm_slowdown_per_channel",
+               "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
                "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant"});
   ModelParams p = base;
@@ -939,6 +1013,9 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   bw("nccl_rank_bandwidth", p.nccl_rank_bandwidth);
   bw("nccl_host_rank_bandwidth", p.nccl_host_rank_bandwidth);
   num("copy_weight", p.copy_weight, 0.01, 100);
+  num("copy_weight_d2h", p.copy_weight_d2h, 0.01, 100);
+  num("host_transport_cost_h2d", p.host_transport_cost_h2d, 0.1, 10);
+  num("host_transport_cost_d2h", p.host_transport_cost_d2h, 0.1, 10);
   num("gemm_slowdown_base", p.gemm_slowdown_base, 0, 0.95);
   num("gemm_slowdown_per_channel", p.gemm_slowdown_per_channel, 0, 0.1);
   num("gemm_slowdown_per_copy", p.gemm_slowdown_per_copy, 0, 0.5);
@@ -988,6 +1065,31 @@ double replay(Schedule s, const std::vector<Op>& per_rank, const hw::Topology& t
   return worst;
 }
 
+// The bench's all-to-all beside a copy as it ran them: the 1 GiB copy on GPU
+// 0 (on every rank's GPU with `every`: h2d_all / d2h_all), four 256 MiB
+// all-to-alls per rank on `ranks` ranks; host overheads left out.
+InterferenceTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_off, const hw::Topology& topo, const ModelParams& params) {
+  ModelParams p = params;
+  p.memcpy_call = p.kernel_launch = p.collective_call = Time::zero();
+  std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks));
+  Op a2a;
+  a2a.kind = OpKind::Collective;
+  a2a.coll = CollKind::AllToAll;
+  a2a.stream = 0;
+  a2a.group = 0;
+  a2a.bytes = 268435456;
+  for (auto& pr : progs) pr.assign(4, a2a);
+  Op cp;
+  cp.kind = OpKind::Memcpy;
+  cp.copy = h2d ? CopyKind::H2D : CopyKind::D2H;
+  cp.stream = 1;
+  cp.bytes = 1073741824;
+  for (size_t pr = 0; pr < (every ? progs.size() : 1); ++pr) progs[pr].insert(progs[pr].begin(), cp);
+  const ExecResult res = replay_programs(bench_schedule(ranks, p2p_off), progs, topo, p);
+  const auto& r0 = res.ops[0];
+  return {(r0[4].end - r0[1].start).us(), (r0[0].end - r0[0].start).us()};
+}
+
 // The same for a kernel timed under load (the GEMM table after >= 250 ms of
 // it back to back, SDPA): a compute kernel of ~0.25 s first brings the
 // sustained-load model's fast term to full duty, as the bench's earlier
@@ -1026,33 +1128,16 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         ngpu >= bench_ranks) {
       const std::string b = r.at("b");
       const bool every = b.size() > 3;  // h2d_all / d2h_all: every rank's GPU copies
-      // As the bench ran it: the copy on GPU 0 (on every rank's GPU for
-      // h2d_all / d2h_all), four 256 MiB all-to-alls on min(GPUs, 4) ranks.
-      std::vector<std::vector<Op>> progs(static_cast<size_t>(bench_ranks));
-      Op a2a;
-      a2a.kind = OpKind::Collective;
-      a2a.coll = CollKind::AllToAll;
-      a2a.stream = 0;
-      a2a.group = 0;
-      a2a.bytes = 268435456;
-      for (auto& pr : progs) pr.assign(4, a2a);
-      Op cp;
-      cp.kind = OpKind::Memcpy;
-      cp.copy = b.rfind("h2d", 0) == 0 ? CopyKind::H2D : CopyKind::D2H;
-      cp.stream = 1;
-      cp.bytes = 1073741824;
-      for (size_t pr = 0; pr < (every ? progs.size() : 1); ++pr) progs[pr].insert(progs[pr].begin(), cp);
-      const ExecResult res = replay_programs(bench_schedule(bench_ranks, p2p_off), progs, topo, p);
-      const auto& r0 = res.ops[0];
+      const InterferenceTimes sim = replay_interference(b.rfind("h2d", 0) == 0, every, bench_ranks, p2p_off, topo, p);
       const std::string pair = std::string("all-to-all + ") + b + (p2p_off ? ", P2P off" : "");
       c.cls = every ? "interference, every GPU copying" : "interference pairs";
       c.what = pair + ": the all-to-all";
       c.measured_us = r.at("a_together_us");
-      c.simulated_us = (r0[4].end - r0[1].start).us();
+      c.simulated_us = sim.a2a_us;
       out.push_back(c);
       c.what = pair + ": the copy";
       c.measured_us = r.at("b_together_us");
-      c.simulated_us = (r0[0].end - r0[0].start).us();
+      c.simulated_us = sim.copy_us;
       out.push_back(c);
       continue;
     }

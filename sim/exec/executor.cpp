@@ -933,7 +933,7 @@ class Executor {
       f.latency += route->latency;
     }
     if (std::isfinite(cap)) f.rate_cap = cap;
-    f.weight = p_.copy_weight;
+    f.weight = p_.copy_weight_for(op.copy == CopyKind::D2H);
     const uint64_t key = (static_cast<uint64_t>(id) << 24) | (static_cast<uint64_t>(r) << 4) | static_cast<uint64_t>(e);
     f.on_done = [this, key](const FlowRecord& rec) {
       const int gid = static_cast<int>(key >> 24), rr = static_cast<int>((key >> 4) & 0xfffff), ee = static_cast<int>(key & 0xf);
@@ -1168,6 +1168,29 @@ class Executor {
       f.latency = c.steps > 0 && c.step > 0 ? Time::zero() : t.latency;
     }
     f.rate_cap = base / comm_slowdown(ranks_[ra], c.channels);
+    if (route.kind == hw::RouteKind::ViaHost && (p_.host_transport_cost_h2d != 1.0 || p_.host_transport_cost_d2h != 1.0)) {
+      // Its bytes cost the PCIe links more than a copy's: those of the
+      // sender's way up (what ra's D2H copies cross) and of the receiver's
+      // way down (rb's H2D copies). Host bridges' limits and host memory
+      // count bytes alike (fitted: costing the bridges too put four GPUs'
+      // copies beside a 4-rank all-to-all 11-21 % off). Never so much that
+      // the collective alone, its rank's flows at their cap, would fill the
+      // link: its measured time already holds what its bytes cost there.
+      const FlowRoute& up = host_route(ra, false);
+      const FlowRoute& down = host_route(rb, true);
+      auto on = [](const FlowRoute& fr, ConstraintId k) {
+        return std::any_of(fr.uses.begin(), fr.uses.end(), [k](const FlowUse& u) { return u.constraint == k; });
+      };
+      for (FlowUse& u : f.route) {
+        const int res = res_of_cons_[static_cast<size_t>(u.constraint)];
+        if (!topo_.is_link(res)) continue;
+        const bool is_up = on(up, u.constraint), is_down = on(down, u.constraint);
+        if (is_up == is_down) continue;
+        double cost = is_up ? p_.host_transport_cost_d2h : p_.host_transport_cost_h2d;
+        if (cost > 1.0) cost = std::max(1.0, std::min(cost, topo_.resources()[static_cast<size_t>(res)].capacity / (u.coefficient * base * peers_at_once)));
+        u.coefficient *= cost;
+      }
+    }
     // A rank's collective flows weigh 1/sqrt(peers at once) each: sqrt(k)
     // for k flows together (fitted: the copy weight against a 2-rank and a
     // 4-rank all-to-all through host memory, 2.66 and 2.77 on 2xH200 and

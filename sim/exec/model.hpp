@@ -121,8 +121,19 @@ struct ModelParams {
   [[nodiscard]] const NcclTable* nccl_table_for(TableColl coll, int ranks, bool via_host, int channels = 0) const;
 
   // Max-min weight of a copy-engine transfer against SM-driven collective
-  // flows on a shared link (DMA out-competes them; calibrated).
+  // flows on a shared link (DMA out-competes them; calibrated): H2D copies,
+  // and D2H ones unless copy_weight_d2h is set (> 0).
   double copy_weight = 1.0;
+  double copy_weight_d2h = 0;
+  [[nodiscard]] double copy_weight_for(bool d2h) const { return d2h && copy_weight_d2h > 0 ? copy_weight_d2h : copy_weight; }
+  // Link cost per byte of a collective's traffic bounced through host memory
+  // (NCCL's host transport: SMs store to and load from pinned host buffers),
+  // on the resources it shares with copies: the sending GPU's way up to host
+  // memory (d2h) and the receiving GPU's way down from it (h2d). 1 = a
+  // copy's byte. Measured: beside a copy-engine transfer a PCIe link carries
+  // fewer bytes in all than the copy alone (calibrated by simulation).
+  double host_transport_cost_h2d = 1.0;
+  double host_transport_cost_d2h = 1.0;
 
   // Sustained load (power): the SM clock drops once the GPU has been busy with
   // kernels for a while. u = the duty cycle (any kernel with work running; a bare
