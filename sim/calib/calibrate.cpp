@@ -222,6 +222,15 @@ struct InterferenceTimes {
   double a2a_us = 0, copy_us = 0;
 };
 InterferenceTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_off, const hw::Topology& topo, const ModelParams& p);
+
+// The bench's all-to-all ∥ copy pair: 1 GiB on GPU 0 beside 4 all-to-alls of
+// 256 MiB per rank, a rank's flow to each peer carrying 256 MiB / ranks of
+// each. Each of a rank's ranks - 1 flows weighs 1/sqrt(ranks - 1) (see the
+// executor): the copy weight is the copy's rate over a flow's, times that.
+double copy_weight_from_rates(double a2a_us, double copy_us, int ranks) {
+  const double copy_rate = 1073741824.0 / copy_us, flow_rate = 4.0 * 268435456.0 / ranks / a2a_us;
+  return copy_rate / flow_rate / std::sqrt(static_cast<double>(ranks - 1));
+}
 }  // namespace
 
 Calibration calibrate(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base) {
@@ -682,13 +691,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     const int a2a_ranks = interference_ranks(*off);
     for (const auto& r : rows(*off, "interference"))
       if (r.at("a") == "all_to_all" && r.at("b") == "h2d") {
-        // The bench: 1 GiB H2D on GPU 0 beside 4 all-to-alls of 256 MiB per
-        // rank; a rank's flow to each peer carries 256 MiB / ranks of each.
-        // Each of a rank's ranks - 1 flows weighs 1/sqrt(ranks - 1) (see the
-        // executor): the weight is the copy's rate over a flow's, times that.
-        const double h2d_rate = 1073741824.0 / r.at("b_together_us").get<double>();
-        const double flow_rate = 4.0 * 268435456.0 / a2a_ranks / r.at("a_together_us").get<double>();
-        p.copy_weight = h2d_rate / flow_rate / std::sqrt(static_cast<double>(a2a_ranks - 1));
+        p.copy_weight = copy_weight_from_rates(r.at("a_together_us").get<double>(), r.at("b_together_us").get<double>(), a2a_ranks);
         f.values.emplace_back("copy_weight_from_rates", p.copy_weight);
         ++f.points;
       }
@@ -762,7 +765,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       double& w = h2d ? p.copy_weight : p.copy_weight_d2h;
       double& cost = h2d ? p.host_transport_cost_h2d : p.host_transport_cost_d2h;
       // Start: the weight from the rates when together, a byte costing a byte.
-      w = 1073741824.0 / copy_us / (4.0 * 268435456.0 / ranks / a2a_us) / std::sqrt(static_cast<double>(ranks - 1));
+      w = copy_weight_from_rates(a2a_us, copy_us, ranks);
       cost = 1.0;
       auto residual = [&](double lw, double lc) {
         w = std::exp(lw);
@@ -785,10 +788,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         next(0) = std::clamp(next(0), std::log(0.05), std::log(50.0));
         next(1) = std::clamp(next(1), std::log(0.5), std::log(4.0));
         const Eigen::Vector2d rn = residual(next(0), next(1));
-        if (rn.cwiseAbs().maxCoeff() >= r.cwiseAbs().maxCoeff()) {  // no progress: keep the better point
-          residual(x(0), x(1));
-          break;
-        }
+        if (rn.cwiseAbs().maxCoeff() >= r.cwiseAbs().maxCoeff()) break;  // no progress: keep the better point (set below)
         x = next;
         r = rn;
       }
