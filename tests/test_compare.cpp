@@ -68,6 +68,24 @@ TEST_CASE("compare refuses runs of different schedules") {
   CHECK_THROWS_AS(parse_records(nlohmann::json{{"schema", "overlapsim.metrics/v1"}}, "x.json"), InputError);
 }
 
+TEST_CASE("which run the validate runner recorded: warm-up + the timed runs before the median") {
+  nlohmann::json j = records(1.0, "measured");
+  CHECK(runs_before_recorded(parse_records(j, "m.json")) == 0);  // no runner meta: a lone run
+  j["meta"] = {{"warmup", 1}, {"repeat", 3}, {"makespans_s", {0.0141, 0.0139, 0.014}}};
+  CHECK(runs_before_recorded(parse_records(j, "m.json")) == 3);  // the third timed run, after 1 + 2
+  j["meta"]["makespans_s"] = {0.014, 0.0141, 0.0139};
+  CHECK(runs_before_recorded(parse_records(j, "m.json")) == 1);
+  j["meta"]["warmup"] = 2;
+  CHECK(runs_before_recorded(parse_records(j, "m.json")) == 2);
+  j["meta"]["makespans_s"] = {0.0141, 0.0139};  // the recorded makespan is not among them
+  CHECK_THROWS_WITH_AS(runs_before_recorded(parse_records(j, "m.json")), doctest::Contains("m.json"), InputError);
+  j["meta"]["makespans_s"] = "0.014";
+  CHECK_THROWS_AS(runs_before_recorded(parse_records(j, "m.json")), InputError);
+  j["meta"]["makespans_s"] = {0.014};
+  j["meta"]["warmup"] = -1;
+  CHECK_THROWS_AS(runs_before_recorded(parse_records(j, "m.json")), InputError);
+}
+
 TEST_CASE("records round-trip: what run --records writes, compare reads, and a run compared with itself has no error") {
   const Schedule s = parse_schedule_file(kSrc + "/configs/schedules/prefetch-overlap-2gpu.yaml");
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml"));

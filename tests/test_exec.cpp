@@ -206,6 +206,28 @@ TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form
   CHECK(s.res.makespan.ms() == doctest::Approx(t).epsilon(1e-6));
   CHECK(t > 100 * 1.1);  // the term did act
 
+  // The run ends with the slow duty at 1 - exp(-T / 100 ms) (busy from 0 to
+  // T, no idle after). The same schedule run right after it starts there:
+  // kernel i takes 10 ms x (1 + 0.5 x (1 - (1 - u0) exp(-t_i / 100 ms))).
+  const double T = t;
+  const double u0 = 1 - std::exp(-T / 100);
+  REQUIRE(s.res.final_load.size() == 1);
+  CHECK(s.res.final_load[0].duty_slow == doctest::Approx(u0).epsilon(1e-9));
+  const ExecResult second = execute_after_runs(s.sched, s.topo, p, 1);
+  t = 0;
+  for (int i = 0; i < 10; ++i) {
+    CHECK(second.ops[0][i].start.ms() == doctest::Approx(t).epsilon(1e-6));
+    t += 10 * (1 + 0.5 * (1 - (1 - u0) * std::exp(-t / 100)));
+  }
+  CHECK(second.makespan.ms() == doctest::Approx(t).epsilon(1e-6));
+  CHECK(t > T + 10);  // the carried state did act
+  // Two runs before: the second's end state carried on; zero runs: execute.
+  const double u1 = 1 - (1 - u0) * std::exp(-second.makespan.ms() / 100);
+  CHECK(second.final_load[0].duty_slow == doctest::Approx(u1).epsilon(1e-9));
+  CHECK(execute_after_runs(s.sched, s.topo, p, 2).ops[0][1].start.ms() ==
+        doctest::Approx(10 * (1 + 0.5 * u1)).epsilon(1e-6));
+  CHECK(execute_after_runs(s.sched, s.topo, p, 0).makespan == s.res.makespan);
+
   // A memory-bound kernel takes hbm_latency + bytes / (bandwidth x efficiency).
   ModelParams q = quiet();
   q.hbm_latency = Time::from_us(2.5);

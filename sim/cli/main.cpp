@@ -147,8 +147,10 @@ std::string records_path(const std::string& p) {
 
 // Re-simulates the schedule a measured run executed (DIR/schedule.yaml, or
 // the records file's folder) and returns the simulated records.
+// With `out_dir`, also writes the simulation's records.json and trace.json
+// into out_dir/<run name>/ (to open beside the measured trace).
 osim::Records resimulate(const std::string& measured, const osim::Records& measured_records, const std::string& topo_path,
-                         const std::string& calibration) {
+                         const std::string& calibration, const std::string& out_dir, bool force) {
   const fs::path dir = fs::is_directory(measured) ? fs::path(measured) : fs::path(measured).parent_path();
   const fs::path sched_path = dir / "schedule.yaml";
   if (!fs::exists(sched_path))
@@ -169,13 +171,32 @@ osim::Records resimulate(const std::string& measured, const osim::Records& measu
   // when the bench timed it with --gemm-shapes-from; else the median).
   if (measured_records.meta.contains("attention_slowdown"))
     sched = osim::as_realised(sched, params, measured_records.meta.at("attention_slowdown").get<double>());
-  const osim::ExecResult res = osim::execute(sched, topo, params);
-  return osim::parse_records(nlohmann::json::parse(osim::records_json(sched, res, topo.name(), "simulated").dump()), "simulation of " + sched_path.string());
+  // It ran right after warm-up and earlier repeats (no pause): start it in
+  // the sustained-load state those left.
+  const int before = osim::runs_before_recorded(measured_records);
+  const osim::ExecResult res = osim::execute_after_runs(sched, topo, params, before);
+  nlohmann::ordered_json meta;
+  meta["runs_before"] = before;
+  const nlohmann::ordered_json rec = osim::records_json(sched, res, topo.name(), "simulated", meta);
+  if (!out_dir.empty()) {
+    // The run's name, unless it could leave out_dir: then the measured folder's.
+    const std::string& nm = measured_records.name;
+    const bool plain = !nm.empty() && nm != "." && nm != ".." && nm.find_first_of("/\\") == std::string::npos;
+    const fs::path folder = dir.filename().empty() ? dir.parent_path() : dir;
+    const fs::path sim_dir = fs::path(out_dir) / (plain ? nm : folder.filename().string());
+    for (const char* f : {"records.json", "trace.json"}) refuse_overwrite(sim_dir / f, force);
+    fs::create_directories(sim_dir);
+    write_file(sim_dir / "records.json", osim::records_text(rec));
+    write_file(sim_dir / "trace.json", osim::trace_json(sched, topo, res));
+  }
+  return osim::parse_records(nlohmann::json::parse(rec.dump()), "simulation of " + sched_path.string());
 }
 
 int compare_command(const std::vector<std::string>& inputs, bool simulate, const std::string& topo_path, const std::string& calibration,
-                    double max_error, double max_median_error, bool per_layer, const std::string& csv, bool force) {
+                    double max_error, double max_median_error, bool per_layer, const std::string& csv, const std::string& sim_out, bool force) {
   if (!csv.empty()) refuse_overwrite(csv, force);
+  if (!sim_out.empty() && !simulate)
+    throw osim::InputError(osim::SourceLocation{sim_out, 0, 0}, "--simulated-out writes the re-simulated runs: add --simulate");
   std::vector<std::pair<osim::Records, osim::Records>> pairs;
   if (!simulate) {
     if (inputs.size() != 2)
@@ -185,7 +206,7 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
   } else {
     for (const auto& in : inputs) {
       osim::Records m = osim::read_records(records_path(in));
-      osim::Records sim = resimulate(in, m, topo_path, calibration);
+      osim::Records sim = resimulate(in, m, topo_path, calibration, sim_out, force);
       pairs.emplace_back(std::move(m), std::move(sim));
     }
   }
@@ -193,7 +214,11 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
   std::vector<std::string> over;
   for (const auto& [m, s] : pairs) {
     const osim::RecordComparison c = osim::compare_records(m, s);
-    std::cout << osim::format_record_comparison(c, per_layer) << "\n";
+    std::string text = osim::format_record_comparison(c, per_layer);
+    if (const int before = s.meta.is_object() ? s.meta.value("runs_before", 0) : 0; before > 0)
+      text = fmt::format("{}  (simulated as run {} of the schedule back to back, as measured: warm-up and repeats went first without a pause)\n",
+                         text, before + 1);
+    std::cout << text << "\n";
     errs.push_back(std::abs(c.makespan_error()));
     if (max_error >= 0 && 100 * errs.back() > max_error) over.push_back(fmt::format("{} ({:.1f} %)", c.name, 100 * errs.back()));
   }
@@ -357,10 +382,11 @@ int main(int argc, char** argv) {
   cmp_cmd->add_option("--max-error", cmp_max, "exit 1 when a run's makespan error exceeds this many percent");
   cmp_cmd->add_option("--max-median-error", cmp_max_median, "exit 1 when the median makespan error over the runs exceeds this many percent");
   cmp_cmd->add_flag("--layers", cmp_layers, "print every layer of rank 0");
-  std::string cmp_csv;
+  std::string cmp_csv, cmp_sim_out;
   bool cmp_force = false;
   cmp_cmd->add_option("--csv", cmp_csv, "also write each run's measured and simulated makespan (CSV)");
-  cmp_cmd->add_flag("--force", cmp_force, "overwrite an existing --csv file");
+  cmp_cmd->add_option("--simulated-out", cmp_sim_out, "with --simulate: write each run's simulated records.json and trace.json (Perfetto) into DIR/<run name>/");
+  cmp_cmd->add_flag("--force", cmp_force, "overwrite an existing --csv file or --simulated-out files");
 
   std::vector<std::string> bench_inputs;
   std::string cal_topo, cal_out;
@@ -398,7 +424,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops, calibration, records, every_flow);
-    if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_max, cmp_max_median, cmp_layers, cmp_csv, cmp_force);
+    if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_max, cmp_max_median, cmp_layers, cmp_csv, cmp_sim_out, cmp_force);
     if (*sweep_cmd) return sweep_command(sweep_path, sweep_out, sweep_force, sweep_threads, sweep_shard, sweep_progress, sweep_no_progress, tolerance);
     if (*merge_cmd) return merge_command(merge_inputs, merge_out, merge_force, merge_sweep, tolerance);
     if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force);

@@ -338,8 +338,13 @@ class Executor {
     ranks_.resize(s_.ranks());
     records_.resize(s_.ranks());
     if (!o_.keep_records) spans_ = RunSpans::for_schedule(s_);
+    assert((o_.initial_load.empty() || o_.initial_load.size() == static_cast<size_t>(s_.ranks())) && "initial_load: one state per rank");
     for (int r = 0; r < s_.ranks(); ++r) {
       RankState& R = ranks_[r];
+      if (!o_.initial_load.empty()) {
+        R.duty = o_.initial_load[r].duty;
+        R.duty_slow = o_.initial_load[r].duty_slow;
+      }
       if (!s_.gpus.empty()) {
         R.gpu = topo_.find(s_.gpus[r]);
         if (R.gpu < 0 || topo_.node(R.gpu).kind != hw::NodeKind::Gpu)
@@ -426,6 +431,18 @@ class Executor {
       sum.vram_capacity = ranks_[r].vram_cap;
       out.makespan = std::max(out.makespan, sum.end);
       out.ranks.push_back(sum);
+    }
+    // The duty averages decay from their last update to the makespan (the
+    // GPU idle from its last kernel on).
+    for (int r = 0; r < s_.ranks(); ++r) {
+      const RankState& R = ranks_[r];
+      const double b = R.duty_busy ? 1.0 : 0.0, dt = (out.makespan - R.duty_t).s();
+      LoadState ls{R.duty, R.duty_slow};
+      if (dt > 0) {
+        ls.duty = b + (R.duty - b) * std::exp(-dt / p_.sustained_time_constant.s());
+        ls.duty_slow = b + (R.duty_slow - b) * std::exp(-dt / p_.sustained_slow_time_constant.s());
+      }
+      out.final_load.push_back(ls);
     }
     out.vram = std::move(vram_);
     out.copy_bottlenecks = std::move(copy_bn_);
@@ -1727,6 +1744,19 @@ class Executor {
 ExecResult execute(const Schedule& s, const hw::Topology& topo, const ModelParams& params, const ExecOptions& options) {
   Executor ex(s, topo, params, options);
   return ex.run();
+}
+
+ExecResult execute_after_runs(const Schedule& s, const hw::Topology& topo, const ModelParams& params, int prior_runs,
+                              const ExecOptions& options) {
+  assert(prior_runs >= 0);
+  ExecOptions o = options;
+  for (int i = 0; i < prior_runs; ++i) {
+    ExecOptions before = o;
+    before.keep_records = false;
+    before.link_samples = false;
+    o.initial_load = execute(s, topo, params, before).final_load;
+  }
+  return execute(s, topo, params, o);
 }
 
 std::string format_exec_report(const Schedule& s, const ExecResult& r) {

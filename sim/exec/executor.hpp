@@ -49,6 +49,12 @@ struct LinkSample {
   double bytes_per_s;
 };
 
+/// A GPU's sustained-load state (ModelParams::sustained_*): its duty cycle
+/// averaged over the fast and the slow time constant. 0 = rested.
+struct LoadState {
+  double duty = 0, duty_slow = 0;
+};
+
 struct RankSummary {
   std::string gpu;
   Time end;                // the host finished the program and every stream drained
@@ -70,6 +76,9 @@ struct ExecResult {
   // NCCL all-to-alls run in closed form (ExecOptions::closed_form_collectives),
   // and how many of those handed their flows back part-way.
   int64_t closed_form = 0, handed_back = 0;
+  // Per rank: the sustained-load state when the run ends (at the makespan),
+  // to start a run that follows at once (ExecOptions::initial_load).
+  std::vector<LoadState> final_load;
 };
 
 struct ExecOptions {
@@ -83,11 +92,21 @@ struct ExecOptions {
   // shared model each time. Off: every flow simulated (the reference the
   // closed form is tested against). Always off with link_samples.
   bool closed_form_collectives = true;
+  // Per rank: the sustained-load state at time 0 (a run that follows others
+  // at once: the previous run's ExecResult::final_load). Empty: rested.
+  std::vector<LoadState> initial_load;
 };
 
 /// Runs the schedule. Throws InputError for a schedule that does not fit the
 /// topology, SimulationError for deadlock or running out of memory.
 ExecResult execute(const Schedule& s, const hw::Topology& topo, const ModelParams& params = {}, const ExecOptions& options = {});
+
+/// Runs the schedule `prior_runs` times back to back (no records; each starts
+/// in the sustained-load state the one before ended in), then once more as
+/// `execute` does, from the state they left: what a measured run that followed
+/// warm-up and earlier repeats at once went through. prior_runs = 0: execute.
+ExecResult execute_after_runs(const Schedule& s, const hw::Topology& topo, const ModelParams& params, int prior_runs,
+                              const ExecOptions& options = {});
 
 /// Solo duration of a kernel on a GPU (no interference). `where` names the op in errors.
 Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, const SourceLocation& where = {});

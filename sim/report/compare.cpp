@@ -83,6 +83,28 @@ std::string records_text(const nlohmann::ordered_json& j) {
   return out + "\n}\n";
 }
 
+int runs_before_recorded(const Records& r) {
+  if (!r.meta.is_object() || !r.meta.contains("warmup") || !r.meta.contains("makespans_s")) return 0;
+  const auto& w = r.meta.at("warmup");
+  const auto& ms = r.meta.at("makespans_s");
+  auto bad = [&](const std::string& what) {
+    return InputError(SourceLocation{r.file, 0, 0}, "meta: " + what + " (overlapsim-validate run writes warmup and makespans_s, the timed runs in order)");
+  };
+  if (!w.is_number_integer() || w.get<int64_t>() < 0 || w.get<int64_t>() > 1000000) throw bad("warmup is not a count");
+  if (!ms.is_array() || ms.empty()) throw bad("makespans_s is not a list of the timed runs' makespans");
+  int best = -1;
+  double best_d = 0;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    if (!ms[i].is_number()) throw bad(fmt::format("makespans_s[{}] is not a number", i));
+    const double d = std::abs(ms[i].get<double>() * 1e9 - r.makespan_ns);
+    if (best < 0 || d < best_d) best = static_cast<int>(i), best_d = d;
+  }
+  // The runner stores the recorded run's makespan in both places (ns and s).
+  if (best_d > 1e-6 * std::max(1.0, r.makespan_ns))
+    throw bad(fmt::format("no run in makespans_s has the recorded makespan {:.6f} ms", r.makespan_ns * 1e-6));
+  return static_cast<int>(w.get<int64_t>()) + best;
+}
+
 Records parse_records(const nlohmann::json& j, const std::string& file) {
   auto bad = [&](const std::string& what) {
     return InputError(SourceLocation{file, 0, 0}, what + " (expected an overlapsim.records/v1 file, as `overlapsim run --records` or `overlapsim-validate run` write)");

@@ -51,6 +51,12 @@ std::string records_text(const nlohmann::ordered_json& records);
 /// Reads a records file; InputError naming the file on anything malformed.
 Records read_records(const std::string& path);
 Records parse_records(const nlohmann::json& j, const std::string& file);
+/// How many runs of the schedule went back to back before the one recorded:
+/// `overlapsim-validate run` runs warm-up + repeat times without a pause and
+/// records the median; its meta says which (warmup, makespans_s). 0 for
+/// records without that meta. InputError naming the file where the meta does
+/// not hold the recorded run.
+int runs_before_recorded(const Records& r);
 
 struct ErrorRow {
   std::string key;
