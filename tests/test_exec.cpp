@@ -243,6 +243,31 @@ programs:
   CHECK((m.op(0, 0).end - m.op(0, 0).start).us() == doctest::Approx(1000 + 2.5).epsilon(1e-6));
 }
 
+TEST_CASE("copy latency step: pinned H2D / D2H copies from copy_step_bytes on take it more") {
+  // 10 GB/s PCIe, no other latency: 1 MB takes 100 us; 2 MB 200 us.
+  ModelParams p = quiet();
+  p.copy_step_bytes = 1500000;
+  p.copy_step_latency = Time::from_us(2);
+  p.copy_step_latency_d2h = Time::from_us(3);
+  Sim s(R"(name: step
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 1 MB, stream: a}
+      - {op: memcpy, kind: h2d, bytes: 2 MB, stream: a}
+      - {op: memcpy, kind: d2h, bytes: 2 MB, stream: a}
+      - {op: memcpy, kind: h2d, bytes: 2 MB, stream: a, host: pageable}
+)",
+        p);
+  auto us = [&](int i) { return (s.op(0, i).end - s.op(0, i).start).us(); };
+  CHECK(us(0) == doctest::Approx(100).epsilon(1e-9));      // below the step
+  CHECK(us(1) == doctest::Approx(200 + 2).epsilon(1e-9));  // H2D step
+  CHECK(us(2) == doctest::Approx(200 + 3).epsilon(1e-9));  // D2H's own
+  CHECK(us(3) == doctest::Approx(200).epsilon(1e-9));      // pageable: staged, no step
+}
+
 TEST_CASE("two streams joined by an event") {
   Sim s(R"(name: join
 ranks: 1

@@ -945,6 +945,9 @@ class Executor {
     if (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
       cap = std::min(cap, p_.pageable_bandwidth.bytes_per_s);
     f.latency = p_.copy_latency_for(op.copy == CopyKind::D2H);
+    if (p_.copy_step_bytes > 0 && op.bytes >= p_.copy_step_bytes && op.host_mem == HostMem::Pinned &&
+        (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
+      f.latency += p_.copy_step_latency_for(op.copy == CopyKind::D2H);
     if (route) {
       f.route = route->uses;
       f.latency += route->latency;

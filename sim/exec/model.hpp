@@ -76,6 +76,16 @@ struct ModelParams {
   // 4xH200: 2.6 against 2.8 us). Negative = copy_latency.
   Time copy_latency_d2h = Time::from_ps(-1);
   [[nodiscard]] Time copy_latency_for(bool d2h) const { return d2h && copy_latency_d2h >= Time::zero() ? copy_latency_d2h : copy_latency; }
+  // Pinned H2D / D2H copies of at least copy_step_bytes take copy_step_latency
+  // (D2H: copy_step_latency_d2h where >= 0) more set-up (calibrated: every
+  // box measured its copies from 1 MiB up on a line ~1.1-1.5 us above the one
+  // through 4-256 KiB, at the same rate). 0 = no step.
+  Bytes copy_step_bytes = 0;
+  Time copy_step_latency = Time::zero();
+  Time copy_step_latency_d2h = Time::from_ps(-1);
+  [[nodiscard]] Time copy_step_latency_for(bool d2h) const {
+    return d2h && copy_step_latency_d2h >= Time::zero() ? copy_step_latency_d2h : copy_step_latency;
+  }
   // A host bridge's limit on traffic from host memory while k GPUs under it
   // run H2D copies at once: entry k-1 (the last for more GPUs). Measured
   // aggregates bend (4xH200: 55 / 106 / 140 / 149 GB/s for 1-4 GPUs), which
