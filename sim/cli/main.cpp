@@ -91,7 +91,7 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
 }
 
 int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow) {
+                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow, int runs_before) {
   osim::Schedule sched;
   osim::ModelParams params;
   std::string head;
@@ -125,7 +125,9 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   opts.link_samples = !out_dir.empty();
   opts.keep_records = !out_dir.empty() || show_ops;  // the trace, records.json and the per-op table read them
   opts.closed_form_collectives = !every_flow;
-  const osim::ExecResult res = osim::execute(sched, topo, params, opts);
+  // --runs-before N: the GPUs come from N runs of the same input back to back
+  // (a serving loop's steady state: the sustained-load clock already down).
+  const osim::ExecResult res = osim::execute_after_runs(sched, topo, params, runs_before, opts);
   const osim::Metrics m = osim::compute_metrics(sched, topo, res);
   if (show_ops) std::cout << osim::format_exec_report(sched, res) << "\n";
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
@@ -367,6 +369,10 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--ops", show_ops, "print every op's issue, start and end (default for schedule files)");
   run_cmd->add_option("--calibration", calibration, "a calibration file (overlapsim calibrate) for the model's parameters");
   run_cmd->add_flag("--records", records, "also write records.json (every op's times, for overlapsim compare) into --out");
+  int runs_before = 0;
+  run_cmd->add_option("--runs-before", runs_before,
+                      "simulate it as the run after N runs of the same input back to back (the GPUs' sustained-load clock state they leave; default 0: rested GPUs)")
+      ->check(CLI::Range(0, 1000));
   run_cmd->add_flag("--every-flow", every_flow,
                     "simulate every flow of every all-to-all (no closed-form replay of recurring ones): slower, same results");
 
@@ -423,7 +429,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops, calibration, records, every_flow);
+    if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops, calibration, records, every_flow, runs_before);
     if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_max, cmp_max_median, cmp_layers, cmp_csv, cmp_sim_out, cmp_force);
     if (*sweep_cmd) return sweep_command(sweep_path, sweep_out, sweep_force, sweep_threads, sweep_shard, sweep_progress, sweep_no_progress, tolerance);
     if (*merge_cmd) return merge_command(merge_inputs, merge_out, merge_force, merge_sweep, tolerance);
