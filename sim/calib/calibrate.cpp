@@ -88,36 +88,10 @@ std::optional<ModelParams::GemmShapeModel> fit_gemm_model(const std::vector<Mode
 namespace {
 
 // Least squares t = alpha + bytes / beta over the points with bytes >= min_bytes.
-Fit fit_alpha_beta(const std::string& name, const std::vector<std::pair<double, double>>& pts) {
-  Fit f;
-  f.name = name;
-  f.formula = "time = latency + bytes / bandwidth";
-  f.points = static_cast<int>(pts.size());
-  if (pts.size() < 2) return f;
-  Eigen::MatrixXd A(pts.size(), 2);
-  Eigen::VectorXd b(pts.size());
-  // Relative least squares: weight each row by 1/time, so large and small sizes count alike.
-  for (size_t i = 0; i < pts.size(); ++i) {
-    const double w = 1.0 / pts[i].second;
-    A(static_cast<Eigen::Index>(i), 0) = w;
-    A(static_cast<Eigen::Index>(i), 1) = pts[i].first * w;
-    b(static_cast<Eigen::Index>(i)) = 1.0;
-  }
-  const Eigen::Vector2d x = A.colPivHouseholderQr().solve(b);
-  const double alpha_us = std::max(0.0, x(0)), inv_beta = x(1);  // us, us per byte
-  double sq = 0;
-  for (const auto& [bytes, t] : pts) {
-    const double pred = alpha_us + bytes * inv_beta;
-    sq += std::pow((pred - t) / t, 2);
-  }
-  f.values = {{"latency_us", alpha_us}, {"bandwidth_GBps", 1e-3 / inv_beta}};
-  f.rms_residual_pct = 100 * std::sqrt(sq / static_cast<double>(pts.size()));
-  return f;
-}
-
-// Pinned copies: latency + bytes / bandwidth, with `step_us` more latency
-// for copies of at least `from` bytes (from = 0: none); relative least
-// squares, each row weighted by 1 / time.
+// time = latency + bytes / bandwidth, with `step_us` more latency from
+// `from` bytes on (from = 0: none; pinned copies); relative least squares,
+// each row weighted by 1 / time, so large and small sizes count alike.
+// `ok`: a positive bandwidth.
 struct CopyLine {
   double latency_us = 0, step_us = 0, inv_beta = 0;  // us, us, us per byte
   double sq = 0;                                      // summed squared relative residuals
@@ -127,7 +101,7 @@ struct CopyLine {
 CopyLine fit_copy_line(const std::vector<std::pair<double, double>>& pts, double from) {
   CopyLine c;
   const Eigen::Index cols = from > 0 ? 3 : 2;
-  if (static_cast<Eigen::Index>(pts.size()) < cols + 1) return c;
+  if (static_cast<Eigen::Index>(pts.size()) < cols) return c;
   int above = 0;
   for (const auto& pt : pts) above += pt.first >= from;
   if (from > 0 && (above < 2 || static_cast<int>(pts.size()) - above < 2)) return c;  // two sizes each side
@@ -145,14 +119,25 @@ CopyLine fit_copy_line(const std::vector<std::pair<double, double>>& pts, double
   c.latency_us = std::max(0.0, x(0));
   c.inv_beta = x(1);
   c.step_us = from > 0 ? x(2) : 0;
-  if (!(c.inv_beta > 0)) return c;
   for (const auto& [bytes, t] : pts) {
     const double pred = c.latency_us + bytes * c.inv_beta + (from > 0 && bytes >= from ? c.step_us : 0);
     c.sq += std::pow((pred - t) / t, 2);
   }
   c.n = static_cast<int>(pts.size());
-  c.ok = true;
+  c.ok = c.inv_beta > 0;
   return c;
+}
+
+Fit fit_alpha_beta(const std::string& name, const std::vector<std::pair<double, double>>& pts) {
+  Fit f;
+  f.name = name;
+  f.formula = "time = latency + bytes / bandwidth";
+  f.points = static_cast<int>(pts.size());
+  if (pts.size() < 2) return f;
+  const CopyLine line = fit_copy_line(pts, 0);
+  f.values = {{"latency_us", line.latency_us}, {"bandwidth_GBps", 1e-3 / line.inv_beta}};
+  f.rms_residual_pct = 100 * std::sqrt(line.sq / line.n);
+  return f;
 }
 
 bool has_key(const json& doc, const std::string& key) {
@@ -337,11 +322,11 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       return n ? std::sqrt(sq / n) : 0.0;
     };
     double best = total(line);
-    for (const double from : copy_sizes) {
+    for (const double from : line[0].ok ? copy_sizes : std::set<double>{}) {
       const CopyLine st[2] = {fit_copy_line(pts_dir[0], from), fit_copy_line(pts_dir[1], from)};
       bool good = true;
       for (int i = 0; i < 2; ++i) good = good && (pts_dir[i].empty() || (st[i].ok && st[i].step_us > 0));
-      if (!good || !line[0].ok) continue;
+      if (!good) continue;
       if (const double rms = total(st); rms < best && rms <= total(line) * 0.8) {
         best = rms;
         step_from = from;

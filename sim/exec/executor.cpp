@@ -432,18 +432,9 @@ class Executor {
       out.makespan = std::max(out.makespan, sum.end);
       out.ranks.push_back(sum);
     }
-    // The duty averages decay from their last update to the makespan (the
+    // The duty averages carried from their last update to the makespan (the
     // GPU idle from its last kernel on).
-    for (int r = 0; r < s_.ranks(); ++r) {
-      const RankState& R = ranks_[r];
-      const double b = R.duty_busy ? 1.0 : 0.0, dt = (out.makespan - R.duty_t).s();
-      LoadState ls{R.duty, R.duty_slow};
-      if (dt > 0) {
-        ls.duty = b + (R.duty - b) * std::exp(-dt / p_.sustained_time_constant.s());
-        ls.duty_slow = b + (R.duty_slow - b) * std::exp(-dt / p_.sustained_slow_time_constant.s());
-      }
-      out.final_load.push_back(ls);
-    }
+    for (int r = 0; r < s_.ranks(); ++r) out.final_load.push_back(load_at(ranks_[r], out.makespan));
     out.vram = std::move(vram_);
     out.copy_bottlenecks = std::move(copy_bn_);
     out.collective_bottlenecks = std::move(coll_bn_);
@@ -747,6 +738,18 @@ class Executor {
   }
 
   // ---------------------------------------------------------------- SMs
+  // R's sustained-load duty averages carried from their last update to
+  // `now` at the busy state since then (the slow one only where it acts).
+  LoadState load_at(const RankState& R, Time now) const {
+    LoadState ls{R.duty, R.duty_slow};
+    const double b = R.duty_busy ? 1.0 : 0.0, dt = (now - R.duty_t).s();
+    if (dt > 0) {
+      ls.duty = b + (R.duty - b) * std::exp(-dt / p_.sustained_time_constant.s());
+      if (p_.sustained_slow_slowdown > 0) ls.duty_slow = b + (R.duty_slow - b) * std::exp(-dt / p_.sustained_slow_time_constant.s());
+    }
+    return ls;
+  }
+
   double compute_factor(const RankState& R) const {
     double f = 1.0;
     if (R.comm_channels > 0) f *= std::max(0.05, 1.0 - (p_.gemm_slowdown_base + p_.gemm_slowdown_per_channel * R.comm_channels));
@@ -795,10 +798,10 @@ class Executor {
     const double factor = compute_factor(R);
     double clock = 1.0;
     if (p_.sustained_slowdown > 0) {
-      const double b = R.duty_busy ? 1.0 : 0.0, dt = (now - R.duty_t).s();
-      if (dt > 0) {  // no time passed: the averages stand (exp(0) would only add rounding)
-        R.duty = b + (R.duty - b) * std::exp(-dt / p_.sustained_time_constant.s());
-        if (p_.sustained_slow_slowdown > 0) R.duty_slow = b + (R.duty_slow - b) * std::exp(-dt / p_.sustained_slow_time_constant.s());
+      if (now > R.duty_t) {  // no time passed: the averages stand (exp(0) would only add rounding)
+        const LoadState ls = load_at(R, now);
+        R.duty = ls.duty;
+        R.duty_slow = ls.duty_slow;
         R.duty_t = now;
       }
       // The duty cycle counts every kernel that draws power, memory-bound
