@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Usage (on a 2-GPU machine, repo root): validate/device_session_pergpu.sh [BINARY]; writes $OUT/r.tgz.
+# Made validate/results/h200x2-nvlink-d/: a gated bench of a fresh box plus
+# the sustained-load series on each GPU, alone and both at once (does the
+# second GPU slow down more under full duty, as the SP 2 validation runs of
+# boxes a, b and c suggest?), with nvidia-smi sampling clocks, power and
+# temperature every 100 ms throughout; then the 16 SP 1 / SP 2 validation runs.
+set -u
+B=${1:-.device/overlapsim-validate}
+O=$OUT/r
+mkdir -p $O
+t0=$(date +%s)
+nvidia-smi --query-gpu=name,pci.bus_id,driver_version,clocks.max.sm,power.limit,temperature.gpu --format=csv > $O/gpus.csv 2>&1
+nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv -lms 100 > $O/smi-log.csv 2>&1 &
+smi=$!
+mark() { echo "$1 at $(( $(date +%s)-t0 )) s" | tee -a $O/marks.txt; }
+SCH=$(ls validate/results/h200x4-nvswitch/validation/*/schedule.yaml)
+validate/run_on_device.sh $B $O default --gemm-shapes-from $SCH --watchdog 60 2> $O/default.err
+mark "default rc=$?"
+NCCL_P2P_DISABLE=1 validate/run_on_device.sh $B $O p2p-disable --filter 'nccl|interference|multi|overhead' --watchdog 60 2> $O/p2p.err
+mark "p2p rc=$?"
+for g in 0 1; do
+  sleep 5
+  mark "sustained-gpu$g start"
+  CUDA_VISIBLE_DEVICES=$g validate/run_on_device.sh $B $O sustained-gpu$g --filter '^gemm_sustained(_long)?$' --watchdog 60 2> $O/sustained-gpu$g.err
+  mark "sustained-gpu$g rc=$?"
+done
+sleep 5
+mark "sustained-both start"
+CUDA_VISIBLE_DEVICES=0 validate/run_on_device.sh $B $O sustained-both-gpu0 --filter '^gemm_sustained(_long)?$' --watchdog 60 2> $O/sustained-both-gpu0.err &
+p0=$!
+CUDA_VISIBLE_DEVICES=1 validate/run_on_device.sh $B $O sustained-both-gpu1 --filter '^gemm_sustained(_long)?$' --watchdog 60 2> $O/sustained-both-gpu1.err
+wait $p0
+mark "sustained-both done"
+mkdir -p $O/validation
+WATCHDOG=60 validate/validation/make_set.sh measure $B validate/results/h200x4-nvswitch/validation $O/validation --filter '^sp[12]-' > $O/validation/measure.log 2>&1
+mark "validation done"
+kill $smi
+(cd $OUT && tar czf r.tgz r && rm -rf r)
