@@ -203,9 +203,12 @@ TEST_CASE("the calibrated simulator replays the 4xH200 microbenchmarks") {
       // Each shape predicted by the shape model fitted on the other 47 (this
       // first box's table is back-to-back rates on random data: 0.65-0.79 of
       // peak before the burst scaling); measured shapes use the table.
+      // Worst: 16384x15360x5120, +16.4 % (11.9 % before the power-of-two
+      // term, which the fits without some shapes take): the shape this
+      // constant-data table timed at 780 TFLOP/s where 16380 rows gave 674.
       CHECK(s.cases == 48);
       CHECK(s.median_abs_pct < 4.0);
-      CHECK(s.worst_abs_pct < 15.0);
+      CHECK(s.worst_abs_pct < 17.0);
       ++gemm_classes;
     }
   CHECK(gemm_classes == 1);
@@ -406,20 +409,34 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
       INFO(row.key << " " << row.what);
       CHECK(std::abs(row.error_pct()) < 5.5);
     }
-  // Shapes the table lacks: the shape model (0.88 / (1 + 77/m + 65/n + 241/k)).
-  // Each of the 55 shapes predicted by the model fitted on the other 54: worst
-  // 5.1 % (the one 512-row shape, an extrapolation), where the median
-  // efficiency missed by up to 12.2 % (small m and k).
-  CHECK(cal.params.gemm_model.efficiency == doctest::Approx(0.8795).epsilon(0.002));
+  // Shapes the table lacks: the shape model (0.876 / (1 + 60/m + 29/n +
+  // 201/k + 0.027 [m a power of two]): 4096, 8192, 16384 rows run 2-3 %
+  // slower than 4095, 8190, 16380 on every current box).
+  CHECK(cal.params.gemm_model.efficiency == doctest::Approx(0.8762).epsilon(0.002));
+  CHECK(cal.params.gemm_model.pow2_m == doctest::Approx(0.0269).epsilon(0.02));
   CHECK(cal.params.gemm_model.k0 > cal.params.gemm_model.m0);
   CHECK(cal.params.gemm_efficiency_for(1024, 5120, 5120) == doctest::Approx(cal.params.gemm_model.at(1024, 5120, 5120)));
+  int gemm_classes = 0;
   for (const auto& s : summarise(compare_bench(merge_bench_runs(docs)[0].second, topo, cal.params)))
     if (s.cls.rfind("GEMM", 0) == 0) {
-      CHECK(s.cls == "GEMM (shape model fitted without the shape)");
+      INFO(s.cls);
       CHECK(s.cases == 55);
-      CHECK(s.median_abs_pct < 2.5);
-      CHECK(s.worst_abs_pct < 5.5);
+      ++gemm_classes;
+      if (s.cls == "GEMM burst (shape model fitted without the shape)") {
+        // Each of the 55 shapes at burst, predicted by the model fitted on
+        // the other 54: median 0.5 %, worst 4.1 % (without the power-of-two
+        // term 1.8 % / 6.0 %; the median efficiency: up to 12.2 %).
+        CHECK(s.median_abs_pct < 1.0);
+        CHECK(s.worst_abs_pct < 4.5);
+      } else {
+        // After >= 250 ms of the shape: the sustained-load model at the
+        // shape's burst rate: 1.3 % / 3.6 %.
+        CHECK(s.cls == "GEMM under load (sustained-load model, the shape's burst rate)");
+        CHECK(s.median_abs_pct < 2.0);
+        CHECK(s.worst_abs_pct < 4.0);
+      }
     }
+  CHECK(gemm_classes == 2);
   // The host-transport fit reads the merged P2P-off runs, like every other
   // fit: the later run's all-to-all || H2D row (interference-all/) replaces
   // the first's, so the fit follows it, not the first file's row (the two
@@ -522,6 +539,21 @@ TEST_CASE("GEMM shape model: closed form, the fit, precedence, the file") {
   REQUIRE(fk.has_value());
   CHECK(fk->k0 == 0);  // k never varies: its loss is in the constant
   CHECK(fk->m0 == doctest::Approx(80 / (1 + 240.0 / 5120)).epsilon(1e-6));
+  CHECK(fit->pow2_m == 0);  // every m of this table is a power of two: the term is the constant again
+  // A power-of-two row count costs pow2_m more: 0.9 / (1 + 0.1 + 0.1 + 0.1 + 0.03) for m = 1024.
+  ModelParams::GemmShapeModel p2{0.9, 102.4, 50, 200, 0.03};
+  CHECK(p2.at(1024, 500, 2000) == doctest::Approx(0.9 / 1.33));
+  CHECK(p2.at(1000, 500, 2000) == doctest::Approx(0.9 / (1.2 + 0.1024)));
+  // ... and the fit recovers it from a table with both kinds of m.
+  std::vector<ModelParams::GemmShapeEfficiency> mixed;
+  const ModelParams::GemmShapeModel truth2{0.88, 80, 60, 240, 0.025};
+  for (int m : {512, 2047, 4095, 4096, 8190, 8192, 30000})
+    for (int n : {1280, 5120})
+      for (int k : {2176, 13824}) mixed.push_back({m, n, k, truth2.at(m, n, k)});
+  const auto f2 = fit_gemm_model(mixed);
+  REQUIRE(f2.has_value());
+  CHECK(f2->pow2_m == doctest::Approx(0.025).epsilon(1e-6));
+  CHECK(f2->m0 == doctest::Approx(80).epsilon(1e-6));
   CHECK(!fit_gemm_model({table.begin(), table.begin() + 4}).has_value());  // too few shapes
   // Efficiency rising as m shrinks would need m0 < 0: dropped, the rest refitted.
   std::vector<ModelParams::GemmShapeEfficiency> odd;
@@ -538,6 +570,17 @@ TEST_CASE("GEMM shape model: closed form, the fit, precedence, the file") {
   CHECK(q.gemm_model.efficiency == doctest::Approx(0.88));
   CHECK(q.gemm_model.n0 == 0);
   CHECK(q.gemm_model.k0 == doctest::Approx(241));
+  CHECK(q.gemm_model.pow2_m == 0);  // files from before the term: none
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  gemm_model: {efficiency: 0.88, m0: 77, pow2_m: 0.027}\n";
+  CHECK(load_calibration(f.string()).gemm_model.pow2_m == doctest::Approx(0.027));
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  gemm_model: {efficiency: 0.88, pow2_m: -0.1}\n";
+  try {
+    load_calibration(f.string());
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("osim-gemm-model.yaml:3:") != std::string::npos);
+    CHECK(std::string(e.what()).find("power of two") != std::string::npos);
+  }
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  gemm_efficiency: 0.8\n  gemm_model: {efficiency: 0.88,\n     m0: -3}\n";
   try {
     load_calibration(f.string());
@@ -757,5 +800,49 @@ TEST_CASE("the current bench on one H100 (h100x1-b): calibration file, copies, t
     INFO(s.cls);
     if (s.cls.rfind("attention, self", 0) == 0) CHECK(s.worst_abs_pct < 4.0);
     if (s.cls.rfind("attention, cross", 0) == 0) CHECK(s.worst_abs_pct < 7.0);
+  }
+}
+
+TEST_CASE("ungated collective rows (the 4xH200 boxes): the replay misses by less than the rows differ between two runs") {
+  // The boxes measured before gated timing (2026-11-23) timed each NCCL row
+  // < 64 MiB with the host's launches inside. Their dense sweep, minutes
+  // later on the same lease, measured many of the same rows again: how far
+  // apart the two runs are is what no model of these rows can beat.
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  struct Expect {
+    const char* box;
+    double run_median, run_worst;  // |sweep / bench - 1| over the shared rows < 64 MiB, NCCL defaults + P2P off
+  };
+  for (const Expect& e : {Expect{"h200x4-nvswitch-b", 0.0575, 0.544}, Expect{"h200x4-nvswitch", 0.111, 0.471}}) {
+    INFO(e.box);
+    const std::string dir = kSrc + "/validate/results/" + e.box + "/";
+    const ModelParams cal = load_calibration(dir + "calibration.yaml");
+    std::vector<double> run_to_run, replayed;
+    for (const auto& [bench, sweep] : {std::pair{"bench-default.json", "bench-nccl-sweep.json"},
+                                       std::pair{"bench-p2p-disable.json", "bench-nccl-sweep-p2p-disable.json"}}) {
+      const nlohmann::json a = load(dir + bench), b = load(dir + sweep);
+      std::map<std::tuple<std::string, int, int, int64_t>, double> again;
+      for (const auto& r : b.at("results"))
+        if (r.at("key").get<std::string>().rfind("nccl_", 0) == 0)
+          again[{r.at("key"), r.at("ranks"), r.at("channels"), r.at("bytes")}] = r.at("time_us");
+      for (const auto& r : a.at("results")) {
+        if (r.at("key").get<std::string>().rfind("nccl_", 0) != 0 || r.at("bytes").get<int64_t>() >= (64 << 20)) continue;
+        CHECK(!r.value("gated", false));
+        const auto it = again.find({r.at("key"), r.at("ranks"), r.at("channels"), r.at("bytes")});
+        if (it != again.end()) run_to_run.push_back(std::abs(it->second / r.at("time_us").get<double>() - 1));
+      }
+      for (const auto& c : compare_bench(a, topo, cal))
+        if (c.cls.find("timed ungated") != std::string::npos) replayed.push_back(std::abs(c.error_pct()) / 100);
+    }
+    std::sort(run_to_run.begin(), run_to_run.end());
+    std::sort(replayed.begin(), replayed.end());
+    CHECK(run_to_run.size() == 224);
+    REQUIRE(replayed.size() >= 100);
+    // Measured: 4xH200 box b 5.75 % median, 54.4 % worst; the first box 11.1 % / 47.1 %.
+    CHECK(std::abs(run_to_run[run_to_run.size() / 2] - e.run_median) < 0.001);
+    CHECK(std::abs(run_to_run.back() - e.run_worst) < 0.001);
+    // The replay (tables fitted on the first run): median 0.0 %, worst 20-30 %.
+    CHECK(replayed[replayed.size() / 2] < 0.01);
+    CHECK(replayed.back() < run_to_run.back());
   }
 }

@@ -48,10 +48,12 @@ std::vector<std::pair<std::string, nlohmann::json>> merge_bench_runs(const std::
 ModelParams load_calibration(const std::string& path, const ModelParams& base = {});
 
 /// The GEMM shape model (ModelParams::GemmShapeModel) fitted to a per-shape
-/// table: least squares on 1 / efficiency = (1 + m0/m + n0/n + k0/k) / e,
-/// leaving out entry `skip` (for leave-one-out checks) and any dimension the
-/// table does not vary; m0, n0, k0 >= 0 (a negative term is dropped and the
-/// rest refitted). None with fewer than 5 shapes.
+/// table: least squares on 1 / efficiency = (1 + m0/m + n0/n + k0/k +
+/// pow2_m [m a power of two]) / e, leaving out entry `skip` (for
+/// leave-one-out checks) and any term the table does not vary; every
+/// coefficient >= 0 (a negative term is dropped and the rest refitted); the
+/// power-of-two term only if it lowers the leave-one-out rms error over the
+/// table. None with fewer than 5 shapes.
 std::optional<ModelParams::GemmShapeModel> fit_gemm_model(const std::vector<ModelParams::GemmShapeEfficiency>& shapes,
                                                          size_t skip = static_cast<size_t>(-1));
 
