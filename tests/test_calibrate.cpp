@@ -846,3 +846,56 @@ TEST_CASE("ungated collective rows (the 4xH200 boxes): the replay misses by less
     CHECK(replayed.back() < run_to_run.back());
   }
 }
+
+TEST_CASE("another H100 (h100x1-c), GEMM table and SDPA twice in a row: what repeats, and box b's calibration on it") {
+  const std::string dir = kSrc + "/validate/results/h100x1-c/";
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
+  const nlohmann::json g1 = load(dir + "bench-gemm-1.json"), g2 = load(dir + "bench-gemm-2.json");
+  using Shape = std::tuple<int, int, int>;
+  std::map<Shape, const nlohmann::json*> first;
+  for (const auto& r : g1.at("results")) first[{r.at("m"), r.at("n"), r.at("k")}] = &r;
+  std::vector<double> burst, loaded;
+  for (const auto& r : g2.at("results")) {
+    const auto& a = *first.at({r.at("m"), r.at("n"), r.at("k")});
+    burst.push_back(std::abs(r.at("burst_time_us").get<double>() / a.at("burst_time_us").get<double>() - 1));
+    loaded.push_back(std::abs(r.at("time_us").get<double>() / a.at("time_us").get<double>() - 1));
+  }
+  REQUIRE(burst.size() == 55);
+  std::sort(burst.begin(), burst.end());
+  std::sort(loaded.begin(), loaded.end());
+  // A rested GPU's GEMM repeats to 0.8 %; the same shape after >= 250 ms
+  // of load moved by up to 8.4 % between the two runs (median 0.6 %).
+  CHECK(burst.back() < 0.008);
+  CHECK(std::abs(loaded[loaded.size() / 2] - 0.0061) < 0.001);
+  CHECK(std::abs(loaded.back() - 0.0837) < 0.001);
+  // SDPA cross-attention (short kernels) moves more: up to 10.3 % (4,095 queries).
+  const nlohmann::json a1 = load(dir + "attention-1.json"), a2 = load(dir + "attention-2.json");
+  double cross_worst = 0;
+  for (size_t i = 0; i < a1.at("results").size(); ++i) {
+    const auto &x = a1.at("results")[i], &y = a2.at("results")[i];
+    REQUIRE(x.at("seq_q") == y.at("seq_q"));
+    if (x.value("kind", "self") == "cross") cross_worst = std::max(cross_worst, std::abs(y.at("time_us").get<double>() / x.at("time_us").get<double>() - 1));
+  }
+  CHECK(std::abs(cross_worst - 0.103) < 0.002);
+  // Box b's calibration (another H100) on this box's tables, out of sample
+  // across machines: at burst 1.4-1.5 % median, 3.9-4.2 % worst (the shape
+  // model without the shape); under load 3.0-3.1 % / 7.4-7.5 % (on box b's
+  // own table: 2.1 % / 10.0 %).
+  const ModelParams cal = load_calibration(kSrc + "/validate/results/h100x1-b/calibration.yaml");
+  int classes = 0;
+  for (const auto* doc : {&g1, &g2})
+    for (const auto& s : summarise(compare_bench(*doc, topo, cal))) {
+      INFO(s.cls);
+      CHECK(s.cases == 55);
+      ++classes;
+      if (s.cls == "GEMM burst (shape model fitted without the shape)") {
+        CHECK(s.median_abs_pct < 2.0);
+        CHECK(s.worst_abs_pct < 4.5);
+      } else {
+        CHECK(s.cls == "GEMM under load (sustained-load model, the shape's burst rate)");
+        CHECK(s.median_abs_pct < 3.5);
+        CHECK(s.worst_abs_pct < 8.0);
+      }
+    }
+  CHECK(classes == 4);
+}
