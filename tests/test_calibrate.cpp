@@ -286,6 +286,11 @@ TEST_CASE("bad calibration input") {
     CHECK(std::string(e.what()).find("edited.json") != std::string::npos);
     CHECK(std::string(e.what()).find("key 'copy' not found") != std::string::npos);
   }
+  // No run to fit copies and collectives on: a GEMM-only (--filter) run, or only a P2P-off one.
+  const nlohmann::json gemm_only = load(kSrc + "/validate/results/h100x1-c/bench-gemm-1.json");
+  CHECK_THROWS_WITH_AS(calibrate({{"gemm.json", gemm_only}}, topo), doctest::Contains("needs a machine run"), InputError);
+  const nlohmann::json off = load(kSrc + "/validate/results/h200x2-nvlink-c/bench-p2p-disable.json");
+  CHECK_THROWS_WITH_AS(calibrate({{"off.json", off}, {"gemm.json", gemm_only}}, topo), doctest::Contains("add the bench run made without it"), InputError);
   const std::string path = std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/data/bad-calibration.yaml";
   try {
     load_calibration(path);

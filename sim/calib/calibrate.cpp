@@ -310,7 +310,14 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   for (const auto& [name, d] : docs) c.sources.push_back(name);
   const auto runs = merge_runs(docs);
   const json* def = find_doc(runs, false);
-  if (!def) throw InputError(SourceLocation{docs.front().first, 0, 0}, "calibration needs a run with NCCL defaults (no NCCL_P2P_DISABLE=1)");
+  if (!def) {
+    bool machine = false;
+    for (const auto& [name, d] : docs) machine = machine || machine_run(d);
+    throw InputError(SourceLocation{docs.front().first, 0, 0},
+                     machine ? "calibration needs a run with NCCL defaults (no NCCL_P2P_DISABLE=1): add the bench run made without it"
+                             : "calibration needs a machine run (a bench with pinned copies or NCCL collectives, e.g. the full `overlapsim-validate "
+                               "bench`); these files hold neither (a --filter run or SDPA timings only can only be added to one)");
+  }
   const json& d = *def;
   ModelParams& p = c.params;
 
