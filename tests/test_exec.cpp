@@ -472,6 +472,58 @@ programs:
   CHECK(s.op(1, 1).end == Time::from_ms(2));
 }
 
+TEST_CASE("a collective slows with its GPU's clock by the calibrated share") {
+  // Both ranks draw power for 1 s (an HBM kernel: the duty cycle reaches 1,
+  // the clock 1 / 1.2), then a tabled all-to-all: 20 ms with 10 us latency
+  // rested. With comm_clock_share 0.5 it takes 1 + 0.5 x 0.2 = 1.1x, in steps
+  // of 1/256: 1 + 26/256 (rate and latency alike); through host memory its own share.
+  const std::string sched = R"(name: clocked
+ranks: 2
+streams: [s]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: s, bytes: 850.0e9}
+      - {op: collective, kind: all_to_all, group: world, bytes: 1 GB, stream: s}
+  - rank: 1
+    ops:
+      - {op: kernel, stream: s, bytes: 850.0e9}
+      - {op: collective, kind: all_to_all, group: world, bytes: 1 GB, stream: s}
+)";
+  ModelParams p = quiet();
+  p.sustained_slowdown = 0.2;
+  p.sustained_duty = 0.5;
+  p.sustained_time_constant = Time::from_ms(10);
+  p.nccl_tables.push_back({ModelParams::TableColl::AllToAll, 2, false, {{1e6, 10e-6}, {1e9, 20e-3}}});
+  auto a2a_ms = [&](double share, double share_host) {
+    ModelParams q = p;
+    q.comm_clock_share = share;
+    q.comm_clock_share_host = share_host;
+    Sim s(sched, q);
+    CHECK(s.op(0, 1).start == s.op(0, 0).end);
+    return (s.op(0, 1).end - s.op(0, 1).start).ms();
+  };
+  CHECK(a2a_ms(0, 0) == doctest::Approx(20.0).epsilon(1e-6));
+  CHECK(a2a_ms(0.5, 0) == doctest::Approx(20.0 * (1 + 26.0 / 256)).epsilon(1e-6));
+  CHECK(a2a_ms(0, 0.5) == doctest::Approx(20.0).epsilon(1e-6));  // NVLink: the host share does not apply
+  CHECK(a2a_ms(1.0, 0) == doctest::Approx(20.0 * (1 + 51.0 / 256)).epsilon(1e-6));  // 0.2 x 256 = 51.2: 51 steps
+  // NCCL_P2P_DISABLE=1: through host memory, the host share (the channel
+  // model there, no table for that transport; its rank ceiling of 5 GB/s
+  // is what binds, so the slowed cap shows whole).
+  auto host_ms = [&](double share, double share_host) {
+    ModelParams q = p;
+    q.nccl_host_rank_bandwidth = Bandwidth::from_GBps(5);
+    q.comm_clock_share = share;
+    q.comm_clock_share_host = share_host;
+    Sim s("settings: {nccl_p2p_disable: true}\n" + sched, q);
+    return (s.op(0, 1).end - s.op(0, 1).start).ms();
+  };
+  const double host = host_ms(0, 0);
+  CHECK(host_ms(0.5, 0) == doctest::Approx(host).epsilon(1e-9));
+  CHECK(host == doctest::Approx(100).epsilon(1e-6));  // 500 MB per rank at 5 GB/s
+  CHECK(host_ms(0, 0.5) == doctest::Approx(host * (1 + 26.0 / 256)).epsilon(1e-6));
+}
+
 TEST_CASE("a measured NCCL table sets a collective's time inside one host, not between hosts") {
   // 2 ranks, 1 GB each: one 500 MB flow per rank. The table says 20 ms at
   // 1 GB with 10 us latency: the flow runs at 500 MB / 19.99 ms (under the

@@ -736,6 +736,27 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     if (!pts.empty()) c.fits.push_back(f);
   }
 
+  // The all-to-all with the clock down (bench nccl_all_to_all_loaded: after
+  // >= 300 ms of GEMMs on every rank, against rested): which share of the
+  // GEMM's slowdown at that moment the collective takes, per transport; the
+  // median over sizes.
+  for (const bool off : {false, true}) {
+    const json* doc = find_doc(runs, off);
+    if (!doc) continue;
+    std::vector<double> shares;
+    for (const auto& r : rows(*doc, "nccl_all_to_all_loaded")) {
+      const double g = r.at("gemm_ratio").get<double>() - 1, a = r.at("ratio").get<double>() - 1;
+      if (g > 0.02) shares.push_back(std::clamp(a / g, 0.0, 1.0));
+    }
+    if (shares.empty()) continue;
+    (off ? p.comm_clock_share_host : p.comm_clock_share) = median(shares);
+    c.fits.push_back({off ? "NCCL under load, through host memory" : "NCCL under load",
+                      "all-to-all with the clock down: (loaded / rested - 1) / (GEMM loaded / rested - 1), median over sizes",
+                      {{"clock_share", median(shares)}, {"min", *std::min_element(shares.begin(), shares.end())},
+                       {"max", *std::max_element(shares.begin(), shares.end())}},
+                      0, static_cast<int>(shares.size())});
+  }
+
   // Interference on the NVLink run: GEMM and all-to-all slowdowns at the
   // channel counts measured; a line through them.
   {
@@ -980,6 +1001,8 @@ std::string calibration_yaml(const Calibration& c) {
   out += fmt::format("  gemm_slowdown_base: {:.4f}\n  gemm_slowdown_per_channel: {:.5f}\n  gemm_slowdown_per_copy: {:.4f}\n", p.gemm_slowdown_base,
                      p.gemm_slowdown_per_channel, p.gemm_slowdown_per_copy);
   out += fmt::format("  comm_slowdown_base: {:.4f}\n  comm_slowdown_per_channel: {:.5f}\n", p.comm_slowdown_base, p.comm_slowdown_per_channel);
+  if (p.comm_clock_share > 0 || p.comm_clock_share_host > 0)
+    out += fmt::format("  comm_clock_share: {:.4f}\n  comm_clock_share_host: {:.4f}\n", p.comm_clock_share, p.comm_clock_share_host);
   return out;
 }
 
@@ -992,7 +1015,8 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
                "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth",
                "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
-               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant"});
+               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "comm_clock_share",
+               "comm_clock_share_host"});
   ModelParams p = base;
   auto time = [&](const char* k, Time& f) {
     if (auto v = m.opt_duration(k)) f = *v;
@@ -1147,6 +1171,8 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   time("hbm_latency", p.hbm_latency);
   num("sustained_slow_slowdown", p.sustained_slow_slowdown, 0, 2);
   time("sustained_slow_time_constant", p.sustained_slow_time_constant);
+  num("comm_clock_share", p.comm_clock_share, 0, 1);
+  num("comm_clock_share_host", p.comm_clock_share_host, 0, 1);
   if (p.sustained_slow_time_constant <= Time::zero()) m.fail("sustained_slow_time_constant", "must be positive, e.g. 1000 ms");
   if (p.sustained_time_constant <= Time::zero()) m.fail("sustained_time_constant", "must be positive, e.g. 50 ms");
   return p;
@@ -1210,6 +1236,37 @@ InterferenceTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_
   return {(r0[4].end - r0[1].start).us(), (r0[0].end - r0[0].start).us()};
 }
 
+// The bench's all-to-all with the clock down (nccl_all_to_all_loaded): each
+// rank runs its GEMM back to back for the load the bench gave (as many as
+// took `load_ms` at burst; the sustained-load model slows them as the clock
+// falls), then `iters` all-to-alls; the slowest rank's time per all-to-all.
+// Without `load`, the all-to-alls alone (its rested time).
+double replay_a2a_loaded(const json& r, bool load, bool p2p_off, const hw::Topology& topo, const ModelParams& p) {
+  const int n = r.at("ranks"), iters = r.at("iters");
+  std::vector<Op> prog;
+  if (load) {
+    Op g;
+    g.kind = OpKind::Kernel;
+    g.stream = 0;
+    const auto& shape = r.at("gemm");
+    g.gemm = GemmShape{shape.at(0).get<int32_t>(), shape.at(1).get<int32_t>(), shape.at(2).get<int32_t>()};
+    const int count = static_cast<int>(std::lround(r.at("load_ms").get<double>() * 1e3 / r.at("gemm_rested_us").get<double>()));
+    prog.assign(static_cast<size_t>(std::max(1, count)), g);
+  }
+  const size_t first = prog.size();
+  Op a2a;
+  a2a.kind = OpKind::Collective;
+  a2a.coll = CollKind::AllToAll;
+  a2a.stream = 0;
+  a2a.group = 0;
+  a2a.bytes = r.at("bytes").get<Bytes>();
+  prog.insert(prog.end(), static_cast<size_t>(iters), a2a);
+  const ExecResult res = replay_programs(bench_schedule(n, p2p_off), std::vector<std::vector<Op>>(static_cast<size_t>(n), prog), topo, p);
+  double worst = 0;
+  for (const auto& ops : res.ops) worst = std::max(worst, (ops.back().end - ops[first].start).us() / iters);
+  return worst;
+}
+
 // The same for a kernel timed under load (the GEMM table after >= 250 ms of
 // it back to back, SDPA): a compute kernel of ~0.25 s first brings the
 // sustained-load model's fast term to full duty, as the bench's earlier
@@ -1258,6 +1315,19 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.what = pair + ": the copy";
       c.measured_us = r.at("b_together_us");
       c.simulated_us = sim.copy_us;
+      out.push_back(c);
+      continue;
+    }
+    if (key == "nccl_all_to_all_loaded" && r.at("ranks").get<int>() <= ngpu) {
+      // Scored on the slowdown: the simulated loaded / rested ratio at the
+      // row's own rested time. The rested time itself is the NCCL tables'
+      // business (and this testcase may come from another box of the kind:
+      // box e's rested all-to-alls over NVLink ran 10-48 us longer than
+      // boxes c's and d's gated tables).
+      c.cls = p2p_off ? "NCCL all-to-all with the clock down (slowdown), through host memory" : "NCCL all-to-all with the clock down (slowdown)";
+      c.what = fmt::format("{} ranks, {} after the GEMMs", r.at("ranks").get<int>(), format_bytes(r.at("bytes").get<double>()));
+      c.measured_us = r.at("time_us");
+      c.simulated_us = r.at("rested_time_us").get<double>() * replay_a2a_loaded(r, true, p2p_off, topo, p) / replay_a2a_loaded(r, false, p2p_off, topo, p);
       out.push_back(c);
       continue;
     }

@@ -125,6 +125,7 @@ struct CollFlow {
   FlowId flow;
   double base_cap;
   int channels;
+  bool via_host;
 };
 
 struct RankState {
@@ -133,6 +134,7 @@ struct RankState {
   double duty_slow = 0;  // the same over the slow time constant
   Time duty_t;
   bool duty_busy = false;
+  double clock = 1.0;  // compute-bound speed under the sustained-load model (update_gpu)
   int gpu = -1, cpu = -1;
   const hw::NodeSpec* node = nullptr;
   int sms = 1;
@@ -226,6 +228,7 @@ struct ClosedForm {
   std::vector<std::pair<int, int>> ends;  // per flow: (from, to) members
   std::vector<double> base;              // per flow: its cap before the compute slowdown
   std::vector<double> slow;              // per member: the comm slowdown its flows were capped by
+  bool via_host = false;                 // its flows go through host memory (which clock share they take)
   // Flows that complete at one instant, with what they add to the reports
   // (local constraint ids; -1: the flows' own caps).
   struct Group {
@@ -758,9 +761,16 @@ class Executor {
     return f;
   }
 
-  double comm_slowdown(const RankState& R, int channels) const {
-    if (R.kernels.empty()) return 1.0;
-    return std::max(1.0, p_.comm_slowdown_base + p_.comm_slowdown_per_channel * channels);
+  // How much slower a collective's flows from R run: beside compute kernels
+  // (SM contention), and with R's clock down (ModelParams::comm_clock_share).
+  double comm_slowdown(const RankState& R, int channels, bool via_host) const {
+    const double contention = R.kernels.empty() ? 1.0 : std::max(1.0, p_.comm_slowdown_base + p_.comm_slowdown_per_channel * channels);
+    return contention * clock_slowdown(R, via_host);
+  }
+  double clock_slowdown(const RankState& R, bool via_host) const {
+    const double share = via_host ? p_.comm_clock_share_host : p_.comm_clock_share;
+    if (share <= 0 || R.clock >= 1.0) return 1.0;
+    return 1.0 + std::round(share * (1.0 / R.clock - 1.0) * 256.0) / 256.0;
   }
 
   void start_kernel(int r, int id) {
@@ -812,6 +822,7 @@ class Executor {
       const double x_slow = std::clamp((R.duty_slow - p_.sustained_duty) / (1 - p_.sustained_duty), 0.0, 1.0);
       clock = 1.0 / (1.0 + p_.sustained_slowdown * x + p_.sustained_slow_slowdown * x_slow);
     }
+    R.clock = clock;
     for (size_t i = 0; i < order.size();) {
       size_t j = i;
       double demand = 0;
@@ -836,11 +847,11 @@ class Executor {
     for (size_t i = 0; i < R.closed.size();) {  // a closed form capped at another slowdown hands its flows back
       const auto [ci, m] = R.closed[i];
       const CollInst& c = insts_[ci];
-      if (comm_slowdown(R, c.channels) != c.closed->slow[static_cast<size_t>(m)]) hand_back(ci);
+      if (comm_slowdown(R, c.channels, c.closed->via_host) != c.closed->slow[static_cast<size_t>(m)]) hand_back(ci);
       else ++i;
     }
     for (auto& cf : R.coll_flows)
-      if (flows_.running(cf.flow)) flows_.set_rate_cap(cf.flow, cf.base_cap / comm_slowdown(R, cf.channels));
+      if (flows_.running(cf.flow)) flows_.set_rate_cap(cf.flow, cf.base_cap / comm_slowdown(R, cf.channels, cf.via_host));
   }
 
   void end_kernel_event(uint64_t packed) { end_kernel(static_cast<int>(packed >> 32), static_cast<int>(packed & 0xffffffffu)); }
@@ -1190,7 +1201,9 @@ class Executor {
       // Measured end to end: the route's latency is in it; a ring pays it once.
       f.latency = c.steps > 0 && c.step > 0 ? Time::zero() : t.latency;
     }
-    f.rate_cap = base / comm_slowdown(ranks_[ra], c.channels);
+    f.rate_cap = base / comm_slowdown(ranks_[ra], c.channels, via_host);
+    // Its latency runs on SM code as well.
+    if (const double cs = clock_slowdown(ranks_[ra], via_host); cs != 1.0) f.latency = Time::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(f.latency.ps()) * cs)));
     if (route.kind == hw::RouteKind::ViaHost && (p_.host_transport_cost_h2d != 1.0 || p_.host_transport_cost_d2h != 1.0)) {
       // Its bytes cost the PCIe links more than a copy's: those of the
       // sender's way up (what ra's D2H copies cross) and of the receiver's
@@ -1238,7 +1251,8 @@ class Executor {
     auto& cfs = ranks_[ra].coll_flows;
     if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
     coll_flow_slot_[static_cast<size_t>(fid)] = static_cast<int>(cfs.size());
-    cfs.push_back({fid, base, c.channels});
+    const FlowRoute& fr = pair_route(ra, c.members[to], false);
+    cfs.push_back({fid, base, c.channels, fr.kind == hw::RouteKind::ViaHost || fr.kind == hw::RouteKind::NetworkViaHost});
   }
 
   // ---------------------------------------------------------------- closed form
@@ -1260,7 +1274,9 @@ class Executor {
     key.wire = c.wire;
     key.channels = c.channels;
     key.slow.clear();
-    for (int m = 0; m < U; ++m) key.slow.push_back(comm_slowdown(ranks_[c.members[m]], c.channels));
+    const hw::RouteKind kind = pair_route(c.members[0], c.members[1], false).kind;
+    const bool via_host = kind == hw::RouteKind::ViaHost || kind == hw::RouteKind::NetworkViaHost;
+    for (int m = 0; m < U; ++m) key.slow.push_back(comm_slowdown(ranks_[c.members[m]], c.channels, via_host));
     // Built when the same all-to-all recurs: one that runs once (a single
     // huge all-to-all) would pay for its flows twice.
     auto it = closed_forms_.find(key);
@@ -1289,6 +1305,8 @@ class Executor {
     const int U = static_cast<int>(c.members.size());
     auto cf = std::make_unique<ClosedForm>();
     cf->slow = slow;
+    const hw::RouteKind kind = pair_route(c.members[0], c.members[1], false).kind;
+    cf->via_host = kind == hw::RouteKind::ViaHost || kind == hw::RouteKind::NetworkViaHost;
     for_each_a2a_flow(U, [&](int i, int j) {
       double base = 0;
       cf->flows.flows.push_back(coll_spec(ci, i, j, c.wire / U, U - 1, p_.nccl_latency, base));

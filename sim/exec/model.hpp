@@ -177,6 +177,15 @@ struct ModelParams {
   // 24 channels -> 2x (MODEL.md: 1.5x-4x), 4 channels -> 1.09x (MODEL.md: ~5 %).
   double comm_slowdown_base = 0.908;
   double comm_slowdown_per_channel = 0.0455;
+  // NCCL moves bytes with SM code, so a collective slows with the clock too
+  // under sustained load, by this share of the compute slowdown: time x
+  // (1 + share x (compute slowdown - 1)), its rate and its latency, from the
+  // sender's clock when a flow starts or its caps change (in steps of 1/256,
+  // so recurring collectives stay recurring). Calibrated from
+  // nccl_all_to_all_loaded (2xH200: ~0.6 over NVLink, ~0.5 through host
+  // memory); 0 = collectives keep their speed.
+  double comm_clock_share = 0;
+  double comm_clock_share_host = 0;  // the same for a collective through host memory (NCCL_P2P_DISABLE=1)
 };
 
 }  // namespace osim

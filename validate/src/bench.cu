@@ -947,6 +947,135 @@ struct Runner::Impl {
       }
   }
 
+  // ------------------------------------------------------------ collectives under load
+  // The 2-rank all-to-all (NCCL's channels) with the GPUs' clock down against
+  // the same with it up. NCCL moves NVLink traffic with SM code: does it slow
+  // with the power-capped clock, as a GEMM does? Each sample: either >= 300 ms
+  // of one GEMM back to back on both GPUs ("loaded"), or 150 ms idle then 2 ms
+  // of a spinning kernel on every SM ("rested", the clock woken); then a
+  // 1-element all-reduce lines the ranks up, then `iters` all-to-alls, timed
+  // on each rank from after the all-reduce (the slowest rank's time per
+  // all-to-all). The queued GEMMs or the spin keep the GPUs ahead of the
+  // host, so no gate is needed. The last GEMM of each loaded sample is timed
+  // too (`gemm_ratio`: its time over the same GEMM after the rested wake-up):
+  // the clock state the all-to-alls start in.
+  void collectives_loaded() {
+    if (ngpus < 2 || !want("nccl_all_to_all_loaded")) return;
+    const int n = 2;
+    const int m = 8192, nn = 5120, k = 5120;
+    const size_t max_bytes = opt.quick ? (16u << 20) : (64u << 20);
+    Comms cm(n, 0);
+    std::vector<std::unique_ptr<DevBuf>> send, recv, ga, gb, gc, one;
+    std::vector<std::unique_ptr<Stream>> st;
+    std::vector<std::unique_ptr<Blas>> blas;
+    std::vector<int> sms(n);
+    for (int r = 0; r < n; ++r) {
+      CUDA_CHECK(cudaSetDevice(r));
+      CUDA_CHECK(cudaDeviceGetAttribute(&sms[r], cudaDevAttrMultiProcessorCount, r));
+      send.push_back(std::make_unique<DevBuf>(r, max_bytes));
+      recv.push_back(std::make_unique<DevBuf>(r, max_bytes));
+      ga.push_back(std::make_unique<DevBuf>(r, size_t(m) * k * 2));
+      gb.push_back(std::make_unique<DevBuf>(r, size_t(k) * nn * 2));
+      gc.push_back(std::make_unique<DevBuf>(r, size_t(m) * nn * 2));
+      one.push_back(std::make_unique<DevBuf>(r, 256));
+      fill_random(ga.back()->p, size_t(m) * k * 2);
+      fill_random(gb.back()->p, size_t(k) * nn * 2);
+      st.push_back(std::make_unique<Stream>(r));
+      blas.push_back(std::make_unique<Blas>(st.back()->s));
+    }
+    auto line_up = [&] {
+      NCCL_CHECK(ncclGroupStart());
+      for (int r = 0; r < n; ++r) NCCL_CHECK(ncclAllReduce(one[r]->p, one[r]->p, 1, ncclFloat, ncclSum, cm.comms[r], st[r]->s));
+      NCCL_CHECK(ncclGroupEnd());
+    };
+    auto sync_all = [&] {
+      for (int r = 0; r < n; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        CUDA_CHECK(cudaStreamSynchronize(st[r]->s));
+      }
+    };
+    // Load every kernel and connection first (lazy loading would wait behind a running GEMM loop).
+    for (int r = 0; r < n; ++r) {
+      CUDA_CHECK(cudaSetDevice(r));
+      blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
+    }
+    line_up();
+    enqueue(Coll::AllToAll, cm, send, recv, st, max_bytes);
+    sync_all();
+    std::vector<std::unique_ptr<Event>> a, b, ga_ev, gb_ev;
+    for (int r = 0; r < n; ++r) {
+      a.push_back(std::make_unique<Event>(r));
+      b.push_back(std::make_unique<Event>(r));
+      ga_ev.push_back(std::make_unique<Event>(r));
+      gb_ev.push_back(std::make_unique<Event>(r));
+    }
+    auto elapsed_us = [](const Event& x, const Event& y) {
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, x.e, y.e));
+      return ms * 1e3;
+    };
+    // The GEMM's time after the rested wake-up, and how many make >= 300 ms.
+    double gemm_rested_us = 0;
+    {
+      std::vector<double> t;
+      for (int it = 0; it < 3; ++it) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        CUDA_CHECK(cudaSetDevice(0));
+        launch_busy(st[0]->s, sms[0], 2'000'000);
+        CUDA_CHECK(cudaEventRecord(ga_ev[0]->e, st[0]->s));
+        blas[0]->gemm(m, nn, k, ga[0]->p, gb[0]->p, gc[0]->p);
+        CUDA_CHECK(cudaEventRecord(gb_ev[0]->e, st[0]->s));
+        CUDA_CHECK(cudaEventSynchronize(gb_ev[0]->e));
+        t.push_back(elapsed_us(*ga_ev[0], *gb_ev[0]));
+      }
+      gemm_rested_us = median(t);
+    }
+    const int load_gemms = std::max(1, static_cast<int>(std::ceil(300e3 / gemm_rested_us)));
+    for (size_t bytes = 1u << 20; bytes <= max_bytes; bytes *= 4) {
+      const int iters = bytes < (16u << 20) ? 10 : bytes < (64u << 20) ? 5 : 2;
+      std::vector<double> rested, loaded, gemm_ratio;
+      for (const bool load : {false, true})
+        for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+          progress("all_to_all " + std::string(load ? "loaded " : "rested ") + std::to_string(bytes));
+          if (!load) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+          for (int r = 0; r < n; ++r) {
+            CUDA_CHECK(cudaSetDevice(r));
+            if (load) {
+              for (int g = 0; g + 1 < load_gemms; ++g) blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
+              CUDA_CHECK(cudaEventRecord(ga_ev[r]->e, st[r]->s));
+              blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
+              CUDA_CHECK(cudaEventRecord(gb_ev[r]->e, st[r]->s));
+            } else {
+              launch_busy(st[r]->s, sms[r], 2'000'000);
+            }
+          }
+          line_up();
+          for (int r = 0; r < n; ++r) {
+            CUDA_CHECK(cudaSetDevice(r));
+            CUDA_CHECK(cudaEventRecord(a[r]->e, st[r]->s));
+          }
+          for (int i = 0; i < iters; ++i) enqueue(Coll::AllToAll, cm, send, recv, st, bytes);
+          for (int r = 0; r < n; ++r) {
+            CUDA_CHECK(cudaSetDevice(r));
+            CUDA_CHECK(cudaEventRecord(b[r]->e, st[r]->s));
+          }
+          sync_all();
+          double worst = 0, gemm_worst = 0;
+          for (int r = 0; r < n; ++r) {
+            worst = std::max(worst, elapsed_us(*a[r], *b[r]) / iters);
+            if (load) gemm_worst = std::max(gemm_worst, elapsed_us(*ga_ev[r], *gb_ev[r]));
+          }
+          if (it < opt.warmup) continue;
+          (load ? loaded : rested).push_back(worst);
+          if (load) gemm_ratio.push_back(gemm_worst / gemm_rested_us);
+        }
+      add({{"key", "nccl_all_to_all_loaded"}, {"ranks", n}, {"channels", 0}, {"bytes", bytes}, {"iters", iters},
+           {"time_us", median(loaded)}, {"rested_time_us", median(rested)}, {"ratio", median(loaded) / median(rested)},
+           {"gemm", {m, nn, k}}, {"gemm_rested_us", gemm_rested_us}, {"load_ms", load_gemms * gemm_rested_us * 1e-3},
+           {"gemm_ratio", median(gemm_ratio)}, {"samples_us", loaded}, {"rested_samples_us", rested}});
+    }
+  }
+
   // ------------------------------------------------------------ interference
   // Runs A alone, B alone, then both at once (released by one gate); reports
   // each one's time in each case.
@@ -1176,6 +1305,7 @@ nlohmann::ordered_json Runner::run() {
   I.memory_kernels();
   I.multi_h2d_pipelined();
   I.collectives();
+  I.collectives_loaded();
   I.interference();
   return I.results;
 }
