@@ -5,15 +5,8 @@
 # twice in a row on one lease, with nvidia-smi sampling clocks and power every
 # 100 ms: how far one shape's time moves between two runs of the same bench.
 set -u
-B=${1:-.device/overlapsim-validate}
-O=$OUT/r
-mkdir -p $O
-t0=$(date +%s)
-mark() { echo "$1 at $(( $(date +%s)-t0 )) s" | tee -a $O/marks.txt; }
-nvidia-smi --query-gpu=name,pci.bus_id,driver_version,clocks.max.sm,power.limit,temperature.gpu --format=csv > $O/gpus.csv 2>&1
-nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv -lms 100 > $O/smi-log.csv 2>&1 &
-smi=$!
-SCH=$(ls validate/results/h200x4-nvswitch/validation/*/schedule.yaml)
+source "$(dirname "$0")/device_session_lib.sh"
+session_start "${1:-}"
 PY=python3; $PY -c 'import torch' 2>/dev/null || PY=$(ls /usr/local/bin/python3* /opt/*/bin/python3 2>/dev/null | head -1)
 for i in 1 2; do
   validate/run_on_device.sh $B $O gemm-$i --filter '^gemm_bf16$' --gemm-shapes-from $SCH --watchdog 60 2> $O/gemm-$i.err
@@ -21,5 +14,4 @@ for i in 1 2; do
   timeout 150 $PY validate/attention_bench.py $O/attention-$i.json > $O/attention-$i.log 2>&1
   mark "attention-$i rc=$?"
 done
-kill $smi
-(cd $OUT && tar czf r.tgz r && rm -rf r)
+session_end
