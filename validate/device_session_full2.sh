@@ -8,11 +8,6 @@
 set -u
 source "$(dirname "$0")/device_session_lib.sh"
 session_start "${1:-}"
-validate/run_on_device.sh $B $O default --gemm-shapes-from $SCH --watchdog 60 2> $O/default.err
-mark "default rc=$?"
-NCCL_P2P_DISABLE=1 validate/run_on_device.sh $B $O p2p-disable --filter 'nccl|interference|multi|overhead' --watchdog 60 2> $O/p2p.err
-mark "p2p rc=$?"
-mkdir -p $O/validation
-WATCHDOG=60 validate/validation/make_set.sh measure $B validate/results/h200x4-nvswitch/validation $O/validation --filter '^sp[12]-' > $O/validation/measure.log 2>&1
-mark "validation done"
+box_bench
+validation_runs '^sp[12]-'
 session_end

@@ -21,3 +21,18 @@ session_end() {
   kill "$smi" 2>/dev/null
   (cd "$OUT" && tar czf r.tgz r && rm -rf r)
 }
+# A box's bench: the full one (gated collectives, the validation set's GEMM
+# shapes) and the NCCL_P2P_DISABLE=1 one (collectives, interference, multi-GPU
+# copies, overheads).
+box_bench() {
+  validate/run_on_device.sh "$B" "$O" default --gemm-shapes-from $SCH --watchdog 60 2> "$O/default.err"
+  mark "default rc=$?"
+  NCCL_P2P_DISABLE=1 validate/run_on_device.sh "$B" "$O" p2p-disable --filter 'nccl|interference|multi|overhead' --watchdog 60 2> "$O/p2p.err"
+  mark "p2p rc=$?"
+}
+# The validation runs whose names match $1 (e.g. '^sp[12]-'), into $O/validation.
+validation_runs() {
+  mkdir -p "$O/validation"
+  WATCHDOG=60 validate/validation/make_set.sh measure "$B" validate/results/h200x4-nvswitch/validation "$O/validation" --filter "$1" > "$O/validation/measure.log" 2>&1
+  mark "validation done"
+}

@@ -8,10 +8,7 @@
 set -u
 source "$(dirname "$0")/device_session_lib.sh"
 session_start "${1:-}"
-validate/run_on_device.sh $B $O default --gemm-shapes-from $SCH --watchdog 60 2> $O/default.err
-mark "default rc=$?"
-NCCL_P2P_DISABLE=1 validate/run_on_device.sh $B $O p2p-disable --filter 'nccl|interference|multi|overhead' --watchdog 60 2> $O/p2p.err
-mark "p2p rc=$?"
+box_bench
 for g in 0 1; do
   sleep 5
   mark "sustained-gpu$g start"
@@ -25,7 +22,5 @@ p0=$!
 CUDA_VISIBLE_DEVICES=1 validate/run_on_device.sh $B $O sustained-both-gpu1 --filter '^gemm_sustained(_long)?$' --watchdog 60 2> $O/sustained-both-gpu1.err
 wait $p0
 mark "sustained-both done"
-mkdir -p $O/validation
-WATCHDOG=60 validate/validation/make_set.sh measure $B validate/results/h200x4-nvswitch/validation $O/validation --filter '^sp[12]-' > $O/validation/measure.log 2>&1
-mark "validation done"
+validation_runs '^sp[12]-'
 session_end
