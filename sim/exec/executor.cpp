@@ -767,6 +767,9 @@ class Executor {
     const double contention = R.kernels.empty() ? 1.0 : std::max(1.0, p_.comm_slowdown_base + p_.comm_slowdown_per_channel * channels);
     return contention * clock_slowdown(R, via_host);
   }
+  static bool through_host(hw::RouteKind k) { return k == hw::RouteKind::ViaHost || k == hw::RouteKind::NetworkViaHost; }
+  // A collective group's transport, as its first pair of members routes.
+  bool group_via_host(const CollInst& c) { return through_host(pair_route(c.members[0], c.members[1], false).kind); }
   double clock_slowdown(const RankState& R, bool via_host) const {
     const double share = via_host ? p_.comm_clock_share_host : p_.comm_clock_share;
     if (share <= 0 || R.clock >= 1.0) return 1.0;
@@ -1193,7 +1196,7 @@ class Executor {
     f.route = route.uses;
     f.bytes = bytes;
     f.latency = route.latency + protocol_latency;
-    const bool via_host = route.kind == hw::RouteKind::ViaHost || route.kind == hw::RouteKind::NetworkViaHost;
+    const bool via_host = through_host(route.kind);
     const double ceiling = (via_host ? p_.nccl_host_rank_bandwidth : p_.nccl_rank_bandwidth).bytes_per_s;
     double base = std::min(c.channels * p_.nccl_channel_bandwidth.bytes_per_s, ceiling) / peers_at_once;
     if (const CollInst::Tabled& t = tabled(c, route.kind, via_host); t.rate > 0) {
@@ -1251,8 +1254,7 @@ class Executor {
     auto& cfs = ranks_[ra].coll_flows;
     if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
     coll_flow_slot_[static_cast<size_t>(fid)] = static_cast<int>(cfs.size());
-    const FlowRoute& fr = pair_route(ra, c.members[to], false);
-    cfs.push_back({fid, base, c.channels, fr.kind == hw::RouteKind::ViaHost || fr.kind == hw::RouteKind::NetworkViaHost});
+    cfs.push_back({fid, base, c.channels, through_host(pair_route(ra, c.members[to], false).kind)});
   }
 
   // ---------------------------------------------------------------- closed form
@@ -1274,8 +1276,7 @@ class Executor {
     key.wire = c.wire;
     key.channels = c.channels;
     key.slow.clear();
-    const hw::RouteKind kind = pair_route(c.members[0], c.members[1], false).kind;
-    const bool via_host = kind == hw::RouteKind::ViaHost || kind == hw::RouteKind::NetworkViaHost;
+    const bool via_host = group_via_host(c);
     for (int m = 0; m < U; ++m) key.slow.push_back(comm_slowdown(ranks_[c.members[m]], c.channels, via_host));
     // Built when the same all-to-all recurs: one that runs once (a single
     // huge all-to-all) would pay for its flows twice.
@@ -1305,8 +1306,7 @@ class Executor {
     const int U = static_cast<int>(c.members.size());
     auto cf = std::make_unique<ClosedForm>();
     cf->slow = slow;
-    const hw::RouteKind kind = pair_route(c.members[0], c.members[1], false).kind;
-    cf->via_host = kind == hw::RouteKind::ViaHost || kind == hw::RouteKind::NetworkViaHost;
+    cf->via_host = group_via_host(c);
     for_each_a2a_flow(U, [&](int i, int j) {
       double base = 0;
       cf->flows.flows.push_back(coll_spec(ci, i, j, c.wire / U, U - 1, p_.nccl_latency, base));
