@@ -77,6 +77,7 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
   }
   std::cout << yaml << "\n";
   // Runs of one kind are merged (a later run's testcases replace an earlier one's of the same key).
+  std::vector<std::pair<std::string, osim::Comparison>> all;
   for (const auto& [name, d] : osim::merge_bench_runs(docs)) {
     std::vector<osim::Comparison> rows;
     try {
@@ -86,6 +87,28 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
                              fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", e.what()));
     }
     std::cout << "calibrated simulator vs " << name << ":\n" << osim::format_comparison(rows) << "\n";
+    for (auto& c : rows) all.emplace_back(name, std::move(c));
+  }
+  // The worst case over every replayed row, and each row over 5 %.
+  if (!all.empty()) {
+    std::vector<double> errs;
+    size_t worst = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      errs.push_back(std::abs(all[i].second.error_pct()));
+      if (errs[i] > errs[worst]) worst = i;
+    }
+    std::vector<double> sorted = errs;
+    std::sort(sorted.begin(), sorted.end());
+    const double med = sorted.size() % 2 ? sorted[sorted.size() / 2] : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    const auto& w = all[worst].second;
+    std::cout << fmt::format("all {} replayed rows: median |err| {:.1f}%, worst {:.1f}% ({} {}, {})\n", all.size(), med, errs[worst], w.key, w.what,
+                             all[worst].first);
+    const auto over = std::count_if(errs.begin(), errs.end(), [](double e) { return e > 5.0; });
+    std::cout << fmt::format("rows over 5%: {}\n", over);
+    for (size_t i = 0; i < all.size(); ++i)
+      if (errs[i] > 5.0)
+        std::cout << fmt::format("  {:+.1f}%  {} {} ({}; {})\n", all[i].second.error_pct(), all[i].second.key, all[i].second.what, all[i].second.cls,
+                                 all[i].first);
   }
   return 0;
 }
