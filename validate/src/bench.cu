@@ -1033,11 +1033,15 @@ struct Runner::Impl {
     const int load_gemms = std::max(1, static_cast<int>(std::ceil(300e3 / gemm_rested_us)));
     for (size_t bytes = 1u << 20; bytes <= max_bytes; bytes *= 4) {
       const int iters = bytes < (16u << 20) ? 10 : bytes < (64u << 20) ? 5 : 2;
-      std::vector<double> rested, loaded, gemm_ratio;
-      for (const bool load : {false, true})
+      std::vector<double> rested, warm, loaded, gemm_ratio;
+      // Modes: 0 rested (150 ms idle, then the 2 ms wake-up), 1 warm (the
+      // same without the idle: samples back to back, as the gated tables
+      // run), 2 loaded.
+      for (const int mode : {0, 1, 2})
         for (int it = 0; it < opt.warmup + opt.samples; ++it) {
-          progress("all_to_all " + std::string(load ? "loaded " : "rested ") + std::to_string(bytes));
-          if (!load) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+          const bool load = mode == 2;
+          progress("all_to_all " + std::string(load ? "loaded " : mode == 1 ? "warm " : "rested ") + std::to_string(bytes));
+          if (mode == 0) std::this_thread::sleep_for(std::chrono::milliseconds(150));
           for (int r = 0; r < n; ++r) {
             CUDA_CHECK(cudaSetDevice(r));
             if (load) {
@@ -1066,13 +1070,14 @@ struct Runner::Impl {
             if (load) gemm_worst = std::max(gemm_worst, elapsed_us(*ga_ev[r], *gb_ev[r]));
           }
           if (it < opt.warmup) continue;
-          (load ? loaded : rested).push_back(worst);
+          (load ? loaded : mode == 1 ? warm : rested).push_back(worst);
           if (load) gemm_ratio.push_back(gemm_worst / gemm_rested_us);
         }
       add({{"key", "nccl_all_to_all_loaded"}, {"ranks", n}, {"channels", 0}, {"bytes", bytes}, {"iters", iters},
            {"time_us", median(loaded)}, {"rested_time_us", median(rested)}, {"ratio", median(loaded) / median(rested)},
            {"gemm", {m, nn, k}}, {"gemm_rested_us", gemm_rested_us}, {"load_ms", load_gemms * gemm_rested_us * 1e-3},
-           {"gemm_ratio", median(gemm_ratio)}, {"samples_us", loaded}, {"rested_samples_us", rested}});
+           {"gemm_ratio", median(gemm_ratio)}, {"samples_us", loaded}, {"rested_samples_us", rested}, {"warm_time_us", median(warm)},
+           {"warm_samples_us", warm}});
     }
   }
 
