@@ -1038,3 +1038,25 @@ TEST_CASE("NVLink wakes slowly from idle (box g): the all-to-all after 150 ms id
     CHECK(std::abs(r.at("rested_time_us").get<double>() / r.at("warm_time_us").get<double>() - 1) < 0.01);
   }
 }
+
+TEST_CASE("how long NVLink idles before it is slow to wake (box h): between 20 and 50 ms") {
+  // nccl_all_to_all_loaded's rested sample after 5, 10, 20 and 50 ms idle
+  // (each plus the 2 ms wake-up of the SMs): up to 20 ms the all-to-all
+  // runs at its back-to-back time (within 8 %), from 50 ms it takes 1.4-2.1x.
+  const nlohmann::json doc = load(kSrc + "/validate/results/h200x2-nvlink-h/bench-idle-sweep.json");
+  int rows = 0;
+  for (const auto& r : doc.at("results")) {
+    const double warm = r.at("warm_time_us");
+    INFO(r.at("bytes").get<int64_t>());
+    REQUIRE(r.at("idle_sweep").size() == 4);
+    for (const auto& s : r.at("idle_sweep")) {
+      const int idle = s.at("idle_ms");
+      const double t = s.at("time_us");
+      INFO(idle);
+      if (idle <= 20) CHECK(t / warm < 1.08);
+      else CHECK(t / warm > 1.35);
+    }
+    ++rows;
+  }
+  CHECK(rows == 4);
+}

@@ -1036,12 +1036,16 @@ struct Runner::Impl {
       std::vector<double> rested, warm, loaded, gemm_ratio;
       // Modes: 0 rested (150 ms idle, then the 2 ms wake-up), 1 warm (the
       // same without the idle: samples back to back, as the gated tables
-      // run), 2 loaded.
-      for (const int mode : {0, 1, 2})
+      // run), 2 loaded, then the rested sample after shorter idles (how long
+      // an idle NVLink takes to fall asleep).
+      const int idles_ms[] = {5, 10, 20, 50};
+      std::vector<std::vector<double>> idle(std::size(idles_ms));
+      for (int mode = 0; mode < 3 + static_cast<int>(std::size(idles_ms)); ++mode)
         for (int it = 0; it < opt.warmup + opt.samples; ++it) {
           const bool load = mode == 2;
           progress("all_to_all " + std::string(load ? "loaded " : mode == 1 ? "warm " : "rested ") + std::to_string(bytes));
           if (mode == 0) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+          if (mode >= 3) std::this_thread::sleep_for(std::chrono::milliseconds(idles_ms[mode - 3]));
           for (int r = 0; r < n; ++r) {
             CUDA_CHECK(cudaSetDevice(r));
             if (load) {
@@ -1070,14 +1074,18 @@ struct Runner::Impl {
             if (load) gemm_worst = std::max(gemm_worst, elapsed_us(*ga_ev[r], *gb_ev[r]));
           }
           if (it < opt.warmup) continue;
-          (load ? loaded : mode == 1 ? warm : rested).push_back(worst);
+          (load ? loaded : mode == 1 ? warm : mode == 0 ? rested : idle[static_cast<size_t>(mode - 3)]).push_back(worst);
           if (load) gemm_ratio.push_back(gemm_worst / gemm_rested_us);
         }
       add({{"key", "nccl_all_to_all_loaded"}, {"ranks", n}, {"channels", 0}, {"bytes", bytes}, {"iters", iters},
            {"time_us", median(loaded)}, {"rested_time_us", median(rested)}, {"ratio", median(loaded) / median(rested)},
            {"gemm", {m, nn, k}}, {"gemm_rested_us", gemm_rested_us}, {"load_ms", load_gemms * gemm_rested_us * 1e-3},
            {"gemm_ratio", median(gemm_ratio)}, {"samples_us", loaded}, {"rested_samples_us", rested}, {"warm_time_us", median(warm)},
-           {"warm_samples_us", warm}});
+           {"warm_samples_us", warm}, {"idle_sweep", [&] {
+              json sweep = json::array();
+              for (size_t i = 0; i < idle.size(); ++i) sweep.push_back({{"idle_ms", idles_ms[i]}, {"time_us", median(idle[i])}, {"samples_us", idle[i]}});
+              return sweep;
+            }()}});
     }
   }
 
