@@ -1321,9 +1321,10 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
     if (key == "nccl_all_to_all_loaded" && r.at("ranks").get<int>() <= ngpu) {
       // Scored on the slowdown: the simulated loaded / rested ratio at the
       // row's own rested time. The rested time itself is the NCCL tables'
-      // business: after its 150 ms idle NVLink is slow to wake (10-47 us more
-      // than the gated tables, which its "warm" mode, without the idle,
-      // matches), and the loaded mode's links idled too.
+      // business: after its 150 ms idle the NVLink all-to-all runs 10-47 us
+      // longer than the gated tables (which its "warm" mode, without the
+      // idle, matches): the GPU's state, which the loaded mode's GEMMs do not
+      // leave either.
       c.cls = p2p_off ? "NCCL all-to-all with the clock down (slowdown), through host memory" : "NCCL all-to-all with the clock down (slowdown)";
       c.what = fmt::format("{} ranks, {} after the GEMMs", r.at("ranks").get<int>(), format_bytes(r.at("bytes").get<double>()));
       c.measured_us = r.at("time_us");

@@ -1033,27 +1033,46 @@ struct Runner::Impl {
     const int load_gemms = std::max(1, static_cast<int>(std::ceil(300e3 / gemm_rested_us)));
     for (size_t bytes = 1u << 20; bytes <= max_bytes; bytes *= 4) {
       const int iters = bytes < (16u << 20) ? 10 : bytes < (64u << 20) ? 5 : 2;
-      std::vector<double> rested, warm, loaded, gemm_ratio;
+      std::vector<double> rested, warm, loaded, gemm_ratio, awake_rested, awake_loaded, awake_gemm_ratio;
       // Modes: 0 rested (150 ms idle, then the 2 ms wake-up), 1 warm (the
       // same without the idle: samples back to back, as the gated tables
-      // run), 2 loaded, then the rested sample after shorter idles (how long
-      // an idle NVLink takes to fall asleep).
+      // run), 2 loaded, 3-6 the rested sample after shorter idles (how long
+      // an idle NVLink takes to fall asleep: between 20 and 50 ms), then 7
+      // and 8 rested and loaded with the links kept awake (a 1-element
+      // all-reduce every 10 ms of the idle, every 16 GEMMs of the load): the
+      // clock's own effect, no link wake-up in either.
       const int idles_ms[] = {5, 10, 20, 50};
+      const int modes = 3 + static_cast<int>(std::size(idles_ms)) + 2;
       std::vector<std::vector<double>> idle(std::size(idles_ms));
-      for (int mode = 0; mode < 3 + static_cast<int>(std::size(idles_ms)); ++mode)
+      for (int mode = 0; mode < modes; ++mode)
         for (int it = 0; it < opt.warmup + opt.samples; ++it) {
-          const bool load = mode == 2;
-          progress("all_to_all " + std::string(load ? "loaded " : mode == 1 ? "warm " : "rested ") + std::to_string(bytes));
+          const bool awake = mode >= modes - 2;
+          const bool load = mode == 2 || mode == modes - 1;
+          progress("all_to_all " + std::string(load ? "loaded " : mode == 1 ? "warm " : "rested ") + (awake ? "awake " : "") + std::to_string(bytes));
           if (mode == 0) std::this_thread::sleep_for(std::chrono::milliseconds(150));
-          if (mode >= 3) std::this_thread::sleep_for(std::chrono::milliseconds(idles_ms[mode - 3]));
-          for (int r = 0; r < n; ++r) {
-            CUDA_CHECK(cudaSetDevice(r));
-            if (load) {
-              for (int g = 0; g + 1 < load_gemms; ++g) blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
+          if (mode >= 3 && !awake) std::this_thread::sleep_for(std::chrono::milliseconds(idles_ms[mode - 3]));
+          if (awake && !load)
+            for (int i = 0; i < 15; ++i) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(10));
+              line_up();
+            }
+          if (load) {
+            for (int g = 0; g + 1 < load_gemms; ++g) {
+              for (int r = 0; r < n; ++r) {
+                CUDA_CHECK(cudaSetDevice(r));
+                blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
+              }
+              if (awake && g % 16 == 15) line_up();
+            }
+            for (int r = 0; r < n; ++r) {
+              CUDA_CHECK(cudaSetDevice(r));
               CUDA_CHECK(cudaEventRecord(ga_ev[r]->e, st[r]->s));
               blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
               CUDA_CHECK(cudaEventRecord(gb_ev[r]->e, st[r]->s));
-            } else {
+            }
+          } else {
+            for (int r = 0; r < n; ++r) {
+              CUDA_CHECK(cudaSetDevice(r));
               launch_busy(st[r]->s, sms[r], 2'000'000);
             }
           }
@@ -1074,14 +1093,17 @@ struct Runner::Impl {
             if (load) gemm_worst = std::max(gemm_worst, elapsed_us(*ga_ev[r], *gb_ev[r]));
           }
           if (it < opt.warmup) continue;
-          (load ? loaded : mode == 1 ? warm : mode == 0 ? rested : idle[static_cast<size_t>(mode - 3)]).push_back(worst);
-          if (load) gemm_ratio.push_back(gemm_worst / gemm_rested_us);
+          if (awake) (load ? awake_loaded : awake_rested).push_back(worst);
+          else (load ? loaded : mode == 1 ? warm : mode == 0 ? rested : idle[static_cast<size_t>(mode - 3)]).push_back(worst);
+          if (load) (awake ? awake_gemm_ratio : gemm_ratio).push_back(gemm_worst / gemm_rested_us);
         }
       add({{"key", "nccl_all_to_all_loaded"}, {"ranks", n}, {"channels", 0}, {"bytes", bytes}, {"iters", iters},
            {"time_us", median(loaded)}, {"rested_time_us", median(rested)}, {"ratio", median(loaded) / median(rested)},
            {"gemm", {m, nn, k}}, {"gemm_rested_us", gemm_rested_us}, {"load_ms", load_gemms * gemm_rested_us * 1e-3},
            {"gemm_ratio", median(gemm_ratio)}, {"samples_us", loaded}, {"rested_samples_us", rested}, {"warm_time_us", median(warm)},
-           {"warm_samples_us", warm}, {"idle_sweep", [&] {
+           {"warm_samples_us", warm}, {"awake_rested_time_us", median(awake_rested)}, {"awake_time_us", median(awake_loaded)},
+           {"awake_ratio", median(awake_loaded) / median(awake_rested)}, {"awake_gemm_ratio", median(awake_gemm_ratio)},
+           {"awake_samples_us", awake_loaded}, {"awake_rested_samples_us", awake_rested}, {"idle_sweep", [&] {
               json sweep = json::array();
               for (size_t i = 0; i < idle.size(); ++i) sweep.push_back({{"idle_ms", idles_ms[i]}, {"time_us", median(idle[i])}, {"samples_us", idle[i]}});
               return sweep;
