@@ -358,13 +358,14 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       for (int i = 0; i < 2; ++i) sq += two[i].sq, n += two[i].n;
       return n ? std::sqrt(sq / n) : 0.0;
     };
-    double best = total(line);
+    const double one_line = total(line);
+    double best = one_line;
     for (const double from : line[0].ok ? copy_sizes : std::set<double>{}) {
       const CopyLine st[2] = {fit_copy_line(pts_dir[0], from), fit_copy_line(pts_dir[1], from)};
       bool good = true;
       for (int i = 0; i < 2; ++i) good = good && (pts_dir[i].empty() || (st[i].ok && st[i].step_us > 0));
       if (!good) continue;
-      if (const double rms = total(st); rms < best && rms <= total(line) * 0.8) {
+      if (const double rms = total(st); rms < best && rms <= one_line * 0.8) {
         best = rms;
         step_from = from;
       }
@@ -1211,20 +1212,24 @@ double replay(Schedule s, const std::vector<Op>& per_rank, const hw::Topology& t
   return worst;
 }
 
+// One rank's NCCL all-to-all of `bytes` on stream 0 of the bench schedule's group.
+Op bench_a2a(Bytes bytes) {
+  Op a2a;
+  a2a.kind = OpKind::Collective;
+  a2a.coll = CollKind::AllToAll;
+  a2a.stream = 0;
+  a2a.group = 0;
+  a2a.bytes = bytes;
+  return a2a;
+}
+
 // The bench's all-to-all beside a copy as it ran them: the 1 GiB copy on GPU
 // 0 (on every rank's GPU with `every`: h2d_all / d2h_all), four 256 MiB
 // all-to-alls per rank on `ranks` ranks; host overheads left out.
 InterferenceTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_off, const hw::Topology& topo, const ModelParams& params) {
   ModelParams p = params;
   p.memcpy_call = p.kernel_launch = p.collective_call = Time::zero();
-  std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks));
-  Op a2a;
-  a2a.kind = OpKind::Collective;
-  a2a.coll = CollKind::AllToAll;
-  a2a.stream = 0;
-  a2a.group = 0;
-  a2a.bytes = 268435456;
-  for (auto& pr : progs) pr.assign(4, a2a);
+  std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks), std::vector<Op>(4, bench_a2a(268435456)));
   Op cp;
   cp.kind = OpKind::Memcpy;
   cp.copy = h2d ? CopyKind::H2D : CopyKind::D2H;
@@ -1254,13 +1259,7 @@ double replay_a2a_loaded(const json& r, bool load, bool p2p_off, const hw::Topol
     prog.assign(static_cast<size_t>(std::max(1, count)), g);
   }
   const size_t first = prog.size();
-  Op a2a;
-  a2a.kind = OpKind::Collective;
-  a2a.coll = CollKind::AllToAll;
-  a2a.stream = 0;
-  a2a.group = 0;
-  a2a.bytes = r.at("bytes").get<Bytes>();
-  prog.insert(prog.end(), static_cast<size_t>(iters), a2a);
+  prog.insert(prog.end(), static_cast<size_t>(iters), bench_a2a(r.at("bytes").get<Bytes>()));
   const ExecResult res = replay_programs(bench_schedule(n, p2p_off), std::vector<std::vector<Op>>(static_cast<size_t>(n), prog), topo, p);
   double worst = 0;
   for (const auto& ops : res.ops) worst = std::max(worst, (ops.back().end - ops[first].start).us() / iters);
