@@ -36,3 +36,11 @@ validation_runs() {
   WATCHDOG=60 validate/validation/make_set.sh measure "$B" validate/results/h200x4-nvswitch/validation "$O/validation" --filter "$1" > "$O/validation/measure.log" 2>&1
   mark "validation done"
 }
+# PyTorch SDPA at the Wan shapes (validate/attention_bench.py) into
+# $O/attention-$1.json, with the Python that has torch.
+attention_run() {
+  local py=python3
+  $py -c 'import torch' 2>/dev/null || py=$(ls /usr/local/bin/python3* /opt/*/bin/python3 2>/dev/null | head -1)
+  timeout 240 $py validate/attention_bench.py "$O/attention-$1.json" > "$O/attention-$1.log" 2>&1
+  mark "attention-$1 rc=$?"
+}

@@ -30,15 +30,85 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// A document's cross-attention SDPA rows as (seq_q, achieved / bf16 peak),
-// in document order: what the query-count model is fitted on.
-std::vector<std::pair<double, double>> cross_attention_points(const json& doc, const hw::Topology& topo) {
+
+// GEMM table rows with a window mean (bench since 2026-11-23): the mean's
+// ratio to the burst time, and when the window ran (ms after the shape's
+// load began: the soak's ops at the window's rate, near enough).
+struct WindowRow {
+  double ratio, start_ms, end_ms;
+};
+
+std::vector<WindowRow> gemm_window_rows(const json& doc) {
+  std::vector<WindowRow> out;
+  for (const auto& r : rows(doc, "gemm_bf16")) {
+    if (!r.contains("loaded_mean_us") || !r.contains("burst_time_us")) continue;
+    const double mean_us = r.at("loaded_mean_us").get<double>();
+    const double op_ms = mean_us * r.value("chunks", 1) * 1e-3;
+    const double t0 = r.at("soak_calls").get<double>() * op_ms;
+    out.push_back({mean_us / r.at("burst_time_us").get<double>(), t0, t0 + r.at("window_calls").get<double>() * op_ms});
+  }
+  return out;
+}
+
+// The sustained-load model's activation after t_ms at full duty from rest
+// (ModelParams: the duty average over `tau_ms` past the threshold u0).
+double activation(double t_ms, double tau_ms, double u0) { return std::clamp((1 - std::exp(-t_ms / tau_ms) - u0) / (1 - u0), 0.0, 1.0); }
+
+// The sustained-load model's fast and slow activations averaged over a
+// window row's time.
+std::pair<double, double> window_activations(const WindowRow& w, const ModelParams& p) {
+  double fast = 0, slow = 0;
+  const int n = 64;
+  for (int i = 0; i < n; ++i) {
+    const double t = w.start_ms + (w.end_ms - w.start_ms) * (i + 0.5) / n;
+    fast += activation(t, p.sustained_time_constant.ms(), p.sustained_duty) / n;
+    slow += activation(t, p.sustained_slow_time_constant.ms(), p.sustained_duty) / n;
+  }
+  return {fast, slow};
+}
+
+// One window row's estimate of the fast term's full-duty slowdown, given the
+// rest of the model: (ratio - 1 - slow term) / fast activation, each averaged
+// over the window; nullopt where the fast term is not yet active there.
+std::optional<double> window_theta(const WindowRow& w, const ModelParams& p) {
+  const auto [fast, slow] = window_activations(w, p);
+  if (fast < 0.5) return std::nullopt;
+  return (w.ratio - 1 - p.sustained_slow_slowdown * slow) / fast;
+}
+
+// The fast term's slowdown from the window rows (all but `skip`): the median
+// of their estimates; nullopt with fewer than 5.
+std::optional<double> table_theta(const std::vector<WindowRow>& rows, const ModelParams& p, size_t skip = SIZE_MAX) {
+  std::vector<double> est;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (i != skip)
+      if (auto t = window_theta(rows[i], p)) est.push_back(*t);
+  if (est.size() < 5) return std::nullopt;
+  return std::max(0.0, median(est));
+}
+
+// An SDPA row's efficiency factor against the others': 1, except for rows
+// timed over a window (`timing: window`, attention_bench since 2026-11-23),
+// which the sustained-load model slowed by its activations over that window
+// where the others take the full-duty burst scale (1 + sustained_slowdown).
+double sdpa_window_scale(const json& r, const ModelParams& p) {
+  if (r.value("timing", "") != "window") return 1.0;
+  const double op_ms = r.at("time_us").get<double>() * 1e-3;
+  const double t0 = r.at("soak_calls").get<double>() * op_ms;
+  const auto [fast, slow] = window_activations({0, t0, t0 + r.at("window_calls").get<double>() * op_ms}, p);
+  return (1 + p.sustained_slowdown * fast + p.sustained_slow_slowdown * slow) / (1 + p.sustained_slowdown);
+}
+
+// A document's cross-attention SDPA rows as (seq_q, achieved / bf16 peak x
+// sdpa_window_scale), in document order: what the query-count model is fitted on.
+std::vector<std::pair<double, double>> cross_attention_points(const json& doc, const hw::Topology& topo, const ModelParams& p) {
   std::vector<std::pair<double, double>> out;
   const auto& peaks = topo.node(topo.gpus().front()).gpu.peak_tflops;
   const auto bf16 = peaks.find("bf16");
   if (bf16 == peaks.end()) return out;
   for (const auto& r : rows(doc, "attention_sdpa"))
-    if (r.value("kind", "self") != "self") out.emplace_back(r.at("seq_q").get<double>(), r.at("TFLOPs").get<double>() / bf16->second);
+    if (r.value("kind", "self") != "self")
+      out.emplace_back(r.at("seq_q").get<double>(), r.at("TFLOPs").get<double>() / bf16->second * sdpa_window_scale(r, p));
   return out;
 }
 
@@ -447,6 +517,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   };
   std::vector<GemmRow> gemm_rows;
   std::vector<double> steady_over_burst;
+  const std::vector<WindowRow> window_rows = gemm_window_rows(d);
   double peak_bf16 = 0;
   {
     const auto& gpu = topo.node(gpu0).gpu;
@@ -458,7 +529,8 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       if (r.contains("burst_time_us")) {
         const double burst = r.at("burst_time_us").get<double>();
         gemm_rows.push_back({r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(), flops / (burst * 1e-6) / (peak_bf16 * 1e12), true});
-        steady_over_burst.push_back(r.at("time_us").get<double>() / burst);
+        steady_over_burst.push_back(r.value("loaded_mean_us", r.at("time_us").get<double>()) / burst);
+
       } else {
         gemm_rows.push_back({r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(), r.at("TFLOPs").get<double>() / peak_bf16, false});
       }
@@ -507,57 +579,120 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       p.sustained_slowdown = theta;
       p.sustained_duty = u0;
       p.sustained_time_constant = Time::from_ms(best_tau);
-      // The GEMM table (and SDPA's timings) are taken back to back for
-      // seconds, i.e. at full duty: the model's efficiencies are the burst
-      // ones, which the sustained-load model then slows down again.
-      for (auto& g : gemm_rows)
-        if (!g.burst) g.eff = std::min(1.0, g.eff * (1 + theta));
-      sustained_scale = 1 + theta;
-      c.fits.push_back({"sustained load (power)", "steady/burst GEMM time vs duty cycle; time constant by least squares",
-                        {{"slowdown_at_full_duty", theta}, {"duty_threshold", u0}, {"time_constant_ms", best_tau}},
-                        100 * std::sqrt(best_err / static_cast<double>(t_us.size())) / burst, static_cast<int>(t_us.size())});
+      Fit fast{"sustained load (power)", "steady/burst GEMM time vs duty cycle; time constant by least squares",
+               {{"slowdown_at_full_duty", theta}, {"duty_threshold", u0}, {"time_constant_ms", best_tau}},
+               100 * std::sqrt(best_err / static_cast<double>(t_us.size())) / burst, static_cast<int>(t_us.size())};
       // The slow term (bench gemm_sustained_long: seconds at full duty, where
       // the clock dips again about every second): with the fast term fixed,
       // the slow slowdown by least squares for each time constant on a grid.
-      if (const auto lr = rows(d, "gemm_sustained_long"); !lr.empty()) {
+      const auto lr = rows(d, "gemm_sustained_long");
+      // For the slow term's time constant tau2: its slowdown by least squares
+      // with the fast term fixed, and the rms residual (% of burst).
+      auto slow_at = [&](double tau2) -> std::pair<double, double> {
         const json& L = lr.front();
         const auto& lt = L.at("time_us");
         const auto& ls = L.at("start_ms");
         // Its own rested burst time (it may come from another GPU of the kind).
         const double lb = L.at("burst_time_us").get<double>();
-        auto x_of = [&](double t_ms, double tau_ms) { return std::clamp((1 - std::exp(-t_ms / tau_ms) - u0) / (1 - u0), 0.0, 1.0); };
-        double best_t2 = 1000, best_th2 = 0, best_e2 = 1e300;
-        // Slower than the times the GEMM table and SDPA were taken at back to
-        // back (>= 250 ms): those showed the fast term only. On an H100 the
-        // clock is lowest at 0.1-0.3 s, recovers at 0.4-0.7 s and dips about
-        // every second from 0.8 s; a free fit took the grid's 100 ms and put
-        // those replays 7 % slow.
-        for (double tau2 = 100; tau2 <= 5000; tau2 *= 1.05) {
-          if (tau2 < 250) continue;
-          double num = 0, den = 0;
-          for (size_t i = 1; i < lt.size(); ++i) {
-            const double ti = ls[i].get<double>(), a = lb * (1 + theta * x_of(ti, best_tau)), bb = lb * x_of(ti, tau2);
-            num += bb * (lt[i].get<double>() - a);
-            den += bb * bb;
-          }
-          const double th2 = den > 0 ? std::max(0.0, num / den) : 0.0;
-          double err = 0;
-          for (size_t i = 1; i < lt.size(); ++i) {
-            const double ti = ls[i].get<double>();
-            err += std::pow(lb * (1 + theta * x_of(ti, best_tau) + th2 * x_of(ti, tau2)) - lt[i].get<double>(), 2);
-          }
-          if (err < best_e2) {
-            best_e2 = err;
-            best_t2 = tau2;
-            best_th2 = th2;
-          }
+        const double th = p.sustained_slowdown;
+        double num = 0, den = 0;
+        for (size_t i = 1; i < lt.size(); ++i) {
+          const double ti = ls[i].get<double>(), a = lb * (1 + th * activation(ti, best_tau, u0)), bb = lb * activation(ti, tau2, u0);
+          num += bb * (lt[i].get<double>() - a);
+          den += bb * bb;
         }
-        p.sustained_slow_slowdown = best_th2;
-        p.sustained_slow_time_constant = Time::from_ms(best_t2);
-        c.fits.push_back({"sustained load, slow term", "seconds at full duty (gemm_sustained_long): extra slowdown and its time constant, least squares",
-                          {{"slow_slowdown", best_th2}, {"slow_time_constant_ms", best_t2}, {"mean_after_1s_over_burst", L.at("mean_time_us").get<double>() / L.at("burst_time_us").get<double>()}},
-                          100 * std::sqrt(best_e2 / static_cast<double>(lt.size())) / lb, static_cast<int>(lt.size())});
+        const double th2 = den > 0 ? std::max(0.0, num / den) : 0.0;
+        double err = 0;
+        for (size_t i = 1; i < lt.size(); ++i) {
+          const double ti = ls[i].get<double>();
+          err += std::pow(lb * (1 + th * activation(ti, best_tau, u0) + th2 * activation(ti, tau2, u0)) - lt[i].get<double>(), 2);
+        }
+        return {th2, 100 * std::sqrt(err / static_cast<double>(lt.size())) / lb};
+      };
+      // Slower than the times the GEMM table and SDPA were taken at back to
+      // back (>= 250 ms): those showed the fast term only. On an H100 the
+      // clock is lowest at 0.1-0.3 s, recovers at 0.4-0.7 s and dips about
+      // every second from 0.8 s; a free fit took the grid's 100 ms and put
+      // those replays 7 % slow.
+      std::vector<double> tau2_grid;
+      for (double tau2 = 100; tau2 <= 5000; tau2 *= 1.05)
+        if (tau2 >= 250) tau2_grid.push_back(tau2);
+      double slow_rms = 0;
+      auto set_slow = [&](double tau2) {
+        const auto [th2, rms] = slow_at(tau2);
+        p.sustained_slow_slowdown = th2;
+        p.sustained_slow_time_constant = Time::from_ms(tau2);
+        slow_rms = rms;
+      };
+      std::optional<Fit> slow_fit;
+      auto slow_fit_of = [&] {
+        const json& L = lr.front();
+        return Fit{"sustained load, slow term", "seconds at full duty (gemm_sustained_long): extra slowdown and its time constant, least squares",
+                   {{"slow_slowdown", p.sustained_slow_slowdown},
+                    {"slow_time_constant_ms", p.sustained_slow_time_constant.ms()},
+                    {"mean_after_1s_over_burst", L.at("mean_time_us").get<double>() / L.at("burst_time_us").get<double>()}},
+                   slow_rms, static_cast<int>(L.at("time_us").size())};
+      };
+      if (!lr.empty()) {
+        double best_t2 = 1000, best_e2 = 1e300;
+        for (double tau2 : tau2_grid)
+          if (const double e = slow_at(tau2).second; e < best_e2) best_e2 = e, best_t2 = tau2;
+        set_slow(best_t2);
+        slow_fit = slow_fit_of();
       }
+      // Where the GEMM table has window means (>= 200 ms of each shape after
+      // >= 250 ms of it; bench since 2026-11-23), the full-duty slowdown is
+      // theirs: one series of one shape catches one state of a clock that
+      // can sit on either of two plateaus (an H100 at 1.10 or 1.15 for
+      // seconds), the table's median over every shape the usual one. With a
+      // long series, the slow term's time constant is the one whose fit
+      // (the fast slowdown and the slow one settled against each other)
+      // leaves the least rms over both: the long series, and the windows.
+      if (table_theta(window_rows, p)) {
+        // With tau2 fixed: the fast slowdown from the windows and the slow
+        // one from the long series, each given the other, until they settle;
+        // then the rms (%) of the windows' model ratios against theirs.
+        auto settle = [&](double tau2) {
+          if (!lr.empty()) set_slow(tau2);
+          for (int it = 0; it < 100; ++it) {
+            const double before = p.sustained_slowdown;
+            p.sustained_slowdown = *table_theta(window_rows, p);
+            if (!lr.empty()) set_slow(tau2);
+            if (std::abs(p.sustained_slowdown - before) < 1e-9) break;
+          }
+          double sq = 0;
+          for (const auto& w : window_rows) {
+            const auto [act_fast, act_slow] = window_activations(w, p);
+            sq += std::pow((1 + p.sustained_slowdown * act_fast + p.sustained_slow_slowdown * act_slow) / w.ratio - 1, 2);
+          }
+          return 100 * std::sqrt(sq / static_cast<double>(window_rows.size()));
+        };
+        if (lr.empty()) {
+          settle(0);
+        } else {
+          double best_t2 = tau2_grid.front(), best = 1e300;
+          for (double tau2 : tau2_grid)
+            if (const double e = settle(tau2) + slow_rms; e < best) best = e, best_t2 = tau2;
+          settle(best_t2);
+          slow_fit = slow_fit_of();
+        }
+        fast.formula = "full-duty slowdown: the GEMM table's window means (median over shapes of (mean / burst - 1 - the slow term) / the "
+                       "fast term's activation); threshold and time constant from the steady/burst GEMM time vs duty cycle";
+        fast.values.front().second = p.sustained_slowdown;
+        fast.values.emplace_back("series_slowdown_at_full_duty", theta);
+        fast.values.emplace_back("table_windows", static_cast<double>(window_rows.size()));
+        if (slow_fit)
+          slow_fit->formula = "seconds at full duty (gemm_sustained_long): extra slowdown by least squares; its time constant the one "
+                              "leaving the least rms over the long series and the GEMM table's windows together";
+      }
+      // The GEMM table (and SDPA's timings) are taken back to back for
+      // seconds, i.e. at full duty: the model's efficiencies are the burst
+      // ones, which the sustained-load model then slows down again.
+      for (auto& g : gemm_rows)
+        if (!g.burst) g.eff = std::min(1.0, g.eff * (1 + p.sustained_slowdown));
+      sustained_scale = 1 + p.sustained_slowdown;
+      c.fits.push_back(fast);
+      if (slow_fit) c.fits.push_back(*slow_fit);
     }
   }
 
@@ -598,7 +733,9 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
                         100 * std::sqrt(res_sq / static_cast<double>(res.size())), static_cast<int>(res.size())});
     }
     if (!steady_over_burst.empty())
-      c.fits.push_back({"GEMM table under load", "per shape: time after >= 250 ms back to back / burst time (a check on the sustained-load fit)",
+      c.fits.push_back({"GEMM table under load",
+                        "per shape: time after >= 250 ms back to back (the mean over >= 200 ms where the bench has it) / burst time (a check "
+                        "on the sustained-load fit)",
                         {{"median", median(steady_over_burst)},
                          {"min", *std::min_element(steady_over_burst.begin(), steady_over_burst.end())},
                          {"max", *std::max_element(steady_over_burst.begin(), steady_over_burst.end())}},
@@ -655,15 +792,16 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     std::vector<std::pair<double, double>> cross_q;  // (seq_q, efficiency)
     for (const auto& [name, doc] : docs) {
       for (const auto& r : rows(doc, "attention_sdpa"))
-        if (it != gpu.peak_tflops.end() && r.value("kind", "self") == "self") self_eff.push_back(r.at("TFLOPs").get<double>() / it->second);
-      for (const auto& q : cross_attention_points(doc, topo)) cross_q.push_back(q);
+        if (it != gpu.peak_tflops.end() && r.value("kind", "self") == "self")
+          self_eff.push_back(r.at("TFLOPs").get<double>() / it->second * sdpa_window_scale(r, p));
+      for (const auto& q : cross_attention_points(doc, topo, p)) cross_q.push_back(q);
     }
     for (const auto& q : cross_q) cross_eff.push_back(q.second);
     if (!self_eff.empty()) {
       p.attention_efficiency = std::min(1.0, median(self_eff) * sustained_scale);
       Fit f{"attention (PyTorch SDPA)",
             "achieved / bf16 peak (SDPA timed back to back), median over the self-attention shapes; efficiency = median x the "
-            "sustained-load burst scale",
+            "sustained-load burst scale (rows timed over a window: x the model's slowdown over it)",
             {{"efficiency", p.attention_efficiency}, {"median", median(self_eff)}, {"min", *std::min_element(self_eff.begin(), self_eff.end())},
              {"max", *std::max_element(self_eff.begin(), self_eff.end())}},
             0, static_cast<int>(self_eff.size())};
@@ -1282,6 +1420,18 @@ double replay_hot(const Schedule& s, const Op& op, const hw::Topology& topo, con
   return (res.ops[0][1].end - res.ops[0][1].start).us();
 }
 
+// A bench row timed over a window (`loaded_mean_us` of the GEMM table,
+// `timing: window` SDPA rows): `soak` calls of the op back to back, then
+// `window` more; the window's mean per call, as the bench timed it.
+double replay_window(const Schedule& s, const Op& op, int soak, int window, const hw::Topology& topo, const ModelParams& p) {
+  assert(soak >= 0 && window >= 1);
+  Schedule t = s;
+  t.programs[0].ops = std::make_shared<const std::vector<Op>>(static_cast<size_t>(soak + window), op);
+  const ExecResult res = execute(t, topo, p);
+  const auto& ops = res.ops[0];
+  return (ops.back().end - ops[static_cast<size_t>(soak)].start).us() / window;
+}
+
 }  // namespace
 
 std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo, const ModelParams& params) {
@@ -1293,9 +1443,15 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
   const bool p2p_off = p2p_disabled_run(doc);
   const int bench_ranks = interference_ranks(doc);
   // Cross-attention points of this document, in order, for leave-one-out replays.
-  const std::vector<std::pair<double, double>> cross_points = cross_attention_points(doc, topo);
+  const std::vector<std::pair<double, double>> cross_points = cross_attention_points(doc, topo, p);
   const auto cross_all = fit_cross_attention(cross_points);
   int cross_seen = 0;
+  // The GEMM table's window rows, for the full-duty slowdown without each
+  // (where the calibration took it from this table).
+  const std::vector<WindowRow> windows = gemm_window_rows(doc);
+  const auto theta_all = table_theta(windows, p);
+  const bool theta_from_table = theta_all && std::abs(*theta_all - p.sustained_slowdown) < 1e-6;
+  size_t window_seen = 0;
   for (const auto& r : doc.at("results")) {
     const std::string key = r.at("key");
     Comparison c;
@@ -1375,7 +1531,9 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
           c.cls = "attention, cross (query-count model fitted without the shape)";
         }
       }
-      c.simulated_us = replay_hot(bench_schedule(1), op, topo, q);
+      c.simulated_us = r.value("timing", "") == "window"
+                           ? replay_window(bench_schedule(1), op, r.at("soak_calls").get<int>(), r.at("window_calls").get<int>(), topo, q)
+                           : replay_hot(bench_schedule(1), op, topo, q);
     } else if (key == "gemm_bf16") {
       Op op;
       op.kind = OpKind::Kernel;
@@ -1408,8 +1566,25 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         out.push_back(c);
         c.what += " under load";
         c.cls = "GEMM under load (sustained-load model, the shape's burst rate)";
-        c.measured_us = r.at("time_us");
-        c.simulated_us = replay_hot(bench_schedule(1), op, topo, p);
+        if (r.contains("loaded_mean_us")) {
+          // The bench's window: its mean after the soak, replayed as run;
+          // the full-duty slowdown fitted without this shape's window.
+          c.cls = "GEMM under load, 200 ms mean (sustained-load model, the shape's burst rate)";
+          c.measured_us = r.at("loaded_mean_us");
+          ModelParams w = p;
+          if (theta_from_table) {
+            if (auto t = table_theta(windows, p, window_seen)) w.sustained_slowdown = *t;
+            c.cls = "GEMM under load, 200 ms mean (sustained-load model fitted without the shape, its burst rate)";
+          }
+          ++window_seen;
+          // Counts are of the whole op; a chunked shape's rows are per chunk.
+          const int chunks = r.value("chunks", 1);
+          c.simulated_us = replay_window(bench_schedule(1), op, chunks * r.at("soak_calls").get<int>(), chunks * r.at("window_calls").get<int>(),
+                                         topo, w);
+        } else {
+          c.measured_us = r.at("time_us");
+          c.simulated_us = replay_hot(bench_schedule(1), op, topo, p);
+        }
       } else {
         // Older tables: back-to-back rates only (the calibration scaled them to burst).
         c.cls = model ? "GEMM (shape model fitted without the shape)" : "GEMM (median efficiency)";
