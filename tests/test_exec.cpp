@@ -228,6 +228,30 @@ TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form
         doctest::Approx(10 * (1 + 0.5 * u1)).epsilon(1e-6));
   CHECK(execute_after_runs(s.sched, s.topo, p, 0).makespan == s.res.makespan);
 
+  // SDPA takes attention_slow_share of the slow term: with 0.2, attention
+  // kernel i (the same 10 ms at burst) takes 10 ms x (1 + 0.2 x 0.5 x (1 -
+  // exp(-t_i / 100 ms))); realised as GEMMs (validate run), as a GEMM.
+  {
+    ModelParams a = p;
+    a.attention_slow_share = 0.2;
+    a.attention_efficiency = 0.6;
+    // heads x seq x seq_kv x head_dim x 4 = 6e11 FLOP: 10 ms at 100 TFLOP/s x 0.6.
+    std::string att;
+    for (int i = 0; i < 10; ++i) att += "      - {op: kernel, stream: a, attention: {heads: 1, seq: 1171875, seq_kv: 1000, head_dim: 128}}\n";
+    Sim sa("name: att\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n" + att, a);
+    double ta = 0;
+    for (int i = 0; i < 10; ++i) {
+      CHECK(sa.op(0, i).start.ms() == doctest::Approx(ta).epsilon(1e-6));
+      ta += 10 * (1 + 0.2 * 0.5 * (1 - std::exp(-ta / 100)));
+    }
+    CHECK(sa.res.makespan.ms() == doctest::Approx(ta).epsilon(1e-6));
+    Schedule realised = sa.sched;
+    auto ops = std::make_shared<std::vector<Op>>(*realised.programs[0].ops);
+    for (Op& op : *ops) op.realised = true;
+    realised.programs[0].ops = ops;
+    CHECK(execute(realised, sa.topo, a).makespan.ms() == doctest::Approx(T).epsilon(1e-6));
+  }
+
   // A memory-bound kernel takes hbm_latency + bytes / (bandwidth x efficiency).
   ModelParams q = quiet();
   q.hbm_latency = Time::from_us(2.5);

@@ -96,7 +96,7 @@ double sdpa_window_scale(const json& r, const ModelParams& p) {
   const double op_ms = r.at("time_us").get<double>() * 1e-3;
   const double t0 = r.at("soak_calls").get<double>() * op_ms;
   const auto [fast, slow] = window_activations({0, t0, t0 + r.at("window_calls").get<double>() * op_ms}, p);
-  return (1 + p.sustained_slowdown * fast + p.sustained_slow_slowdown * slow) / (1 + p.sustained_slowdown);
+  return (1 + p.sustained_slowdown * fast + p.attention_slow_share * p.sustained_slow_slowdown * slow) / (1 + p.sustained_slowdown);
 }
 
 // A document's cross-attention SDPA rows as (seq_q, achieved / bf16 peak x
@@ -790,6 +790,40 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     auto it = gpu.peak_tflops.find("bf16");
     std::vector<double> self_eff, cross_eff;
     std::vector<std::pair<double, double>> cross_q;  // (seq_q, efficiency)
+    // The share of the slow clock term SDPA takes (attention_slow_share),
+    // where >= 4 self-attention rows were timed over a window at different
+    // times into the load: the share (0-1, steps of 0.05) whose model
+    // slowdowns leave their efficiencies the least spread (rms of the log).
+    std::optional<Fit> share_fit;
+    if (it != gpu.peak_tflops.end() && p.sustained_slow_slowdown > 0) {
+      std::vector<json> windowed;  // copies: rows() returns its own
+      for (const auto& [name, doc] : docs)
+        for (const auto& r : rows(doc, "attention_sdpa"))
+          if (r.value("kind", "self") == "self" && r.value("timing", "") == "window") windowed.push_back(r);
+      if (windowed.size() >= 4) {
+        auto spread = [&](double share) {
+          ModelParams q = p;
+          q.attention_slow_share = share;
+          std::vector<double> v;
+          for (const json& r : windowed) v.push_back(std::log(r.at("TFLOPs").get<double>() * sdpa_window_scale(r, q)));
+          const double m = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+          double sq = 0;
+          for (double x : v) sq += (x - m) * (x - m);
+          return 100 * std::sqrt(sq / static_cast<double>(v.size()));
+        };
+        double best = 1.0, best_rms = spread(1.0);
+        const double as_gemm = best_rms;
+        for (int i = 0; i < 20; ++i)
+          if (const double e = spread(i * 0.05); e < best_rms) best_rms = e, best = i * 0.05;
+        p.attention_slow_share = best;
+        share_fit = Fit{"attention, slow clock term",
+                        "the share of the sustained-load slow term SDPA takes: the one (0-1, steps of 0.05) leaving the self-attention rows timed "
+                        "over windows the least spread of efficiency (rms of the log)",
+                        {{"attention_slow_share", best}, {"rms_pct_as_gemm", as_gemm}},
+                        best_rms,
+                        static_cast<int>(windowed.size())};
+      }
+    }
     for (const auto& [name, doc] : docs) {
       for (const auto& r : rows(doc, "attention_sdpa"))
         if (it != gpu.peak_tflops.end() && r.value("kind", "self") == "self")
@@ -806,6 +840,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
              {"max", *std::max_element(self_eff.begin(), self_eff.end())}},
             0, static_cast<int>(self_eff.size())};
       c.fits.push_back(f);
+      if (share_fit) c.fits.push_back(*share_fit);
     }
     if (!cross_eff.empty()) {
       p.cross_attention_efficiency = std::min(1.0, median(cross_eff) * sustained_scale);
@@ -1137,6 +1172,7 @@ std::string calibration_yaml(const Calibration& c) {
   if (p.sustained_slow_slowdown > 0)
     out += fmt::format("  sustained_slow_slowdown: {:.4f}\n  sustained_slow_time_constant: {:.3f} ms\n", p.sustained_slow_slowdown,
                        p.sustained_slow_time_constant.ms());
+  if (p.attention_slow_share != 1.0) out += fmt::format("  attention_slow_share: {:.2f}\n", p.attention_slow_share);
   out += fmt::format("  gemm_slowdown_base: {:.4f}\n  gemm_slowdown_per_channel: {:.5f}\n  gemm_slowdown_per_copy: {:.4f}\n", p.gemm_slowdown_base,
                      p.gemm_slowdown_per_channel, p.gemm_slowdown_per_copy);
   out += fmt::format("  comm_slowdown_base: {:.4f}\n  comm_slowdown_per_channel: {:.5f}\n", p.comm_slowdown_base, p.comm_slowdown_per_channel);
@@ -1154,7 +1190,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
                "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth",
                "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
-               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "comm_clock_share",
+               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "comm_clock_share",
                "comm_clock_share_host"});
   ModelParams p = base;
   auto time = [&](const char* k, Time& f) {
@@ -1309,6 +1345,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   time("sustained_time_constant", p.sustained_time_constant);
   time("hbm_latency", p.hbm_latency);
   num("sustained_slow_slowdown", p.sustained_slow_slowdown, 0, 2);
+  num("attention_slow_share", p.attention_slow_share, 0, 1);
   time("sustained_slow_time_constant", p.sustained_slow_time_constant);
   num("comm_clock_share", p.comm_clock_share, 0, 1);
   num("comm_clock_share_host", p.comm_clock_share_host, 0, 1);

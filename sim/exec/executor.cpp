@@ -114,6 +114,7 @@ struct RunningKernel {
   int priority;
   bool clocked = true;  // compute-bound (GEMM, attention, FLOPs): slowed by a lowered clock
   bool loads = true;    // draws power (any kernel with work; not a bare `duration`): counts toward the duty cycle
+  bool attention = false;  // SDPA: takes ModelParams::attention_slow_share of the slow clock term
 };
 
 struct CopyEngine {
@@ -783,7 +784,7 @@ class Executor {
     const bool compute = op.gemm.has_value() || op.attention.has_value() || op.flops > 0;
     ++R.kernel_changes;
     R.kernels.push_back(RunningKernel{id, (*R.work)[static_cast<size_t>(id - R.base)], 0, 0, engine_.now(), {}, demand, R.streams[op.stream].priority,
-                                      compute, compute || op.hbm_bytes > 0});
+                                      compute, compute || op.hbm_bytes > 0, op.attention.has_value() && !op.gemm.has_value() && !op.realised});
     update_gpu(r);
   }
 
@@ -809,7 +810,7 @@ class Executor {
       std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return R.kernels[a].priority > R.kernels[b].priority; });
     double avail = R.sms;
     const double factor = compute_factor(R);
-    double clock = 1.0;
+    double clock = 1.0, attention_clock = 1.0;
     if (p_.sustained_slowdown > 0) {
       if (now > R.duty_t) {  // no time passed: the averages stand (exp(0) would only add rounding)
         const LoadState ls = load_at(R, now);
@@ -824,6 +825,7 @@ class Executor {
       const double x = std::clamp((R.duty - p_.sustained_duty) / (1 - p_.sustained_duty), 0.0, 1.0);
       const double x_slow = std::clamp((R.duty_slow - p_.sustained_duty) / (1 - p_.sustained_duty), 0.0, 1.0);
       clock = 1.0 / (1.0 + p_.sustained_slowdown * x + p_.sustained_slow_slowdown * x_slow);
+      attention_clock = 1.0 / (1.0 + p_.sustained_slowdown * x + p_.attention_slow_share * p_.sustained_slow_slowdown * x_slow);
     }
     R.clock = clock;
     for (size_t i = 0; i < order.size();) {
@@ -831,7 +833,10 @@ class Executor {
       double demand = 0;
       while (j < order.size() && R.kernels[order[j]].priority == R.kernels[order[i]].priority) demand += R.kernels[order[j++]].demand;
       const double give = std::min(avail, demand);
-      for (size_t k = i; k < j; ++k) R.kernels[order[k]].next_speed = (give / demand) * factor * (R.kernels[order[k]].clocked ? clock : 1.0);
+      for (size_t k = i; k < j; ++k) {
+        const RunningKernel& rk = R.kernels[order[k]];
+        R.kernels[order[k]].next_speed = (give / demand) * factor * (!rk.clocked ? 1.0 : rk.attention ? attention_clock : clock);
+      }
       avail -= give;
       i = j;
     }

@@ -166,6 +166,11 @@ struct ModelParams {
   // the same duty threshold. Off (0) until calibrated.
   double sustained_slow_slowdown = 0;
   Time sustained_slow_time_constant = Time::from_ms(1000);
+  // The share of the slow term attention kernels (SDPA) take: PyTorch SDPA
+  // kept its rate whether it had run 0.3 s or 3 s at full duty, where a
+  // GEMM slowed by the slow term (H100, H200: bench windows). 1 (as GEMMs)
+  // until calibrated.
+  double attention_slow_share = 1.0;
 
   // Interference (MODEL.md, H200): a GEMM next to an all-to-all slows by ~10 %
   // with 24 channels and ~5 % with 4: slowdown = base + per_channel * channels.

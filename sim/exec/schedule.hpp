@@ -53,6 +53,7 @@ struct Op {
   CopyKind copy = CopyKind::H2D;       // memcpy
   HostMem host_mem = HostMem::Pinned;  // memcpy
   bool async = true;                   // memcpy
+  bool realised = false;               // attention kernel run as GEMMs (osim::as_realised): clocked as a GEMM, not as SDPA
   DType dtype = DType::BF16;           // kernel, collective
   MemSpace space = MemSpace::Device;   // alloc
   CollKind coll = CollKind::AllToAll;  // collective
