@@ -246,9 +246,9 @@ TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form
     }
     CHECK(sa.res.makespan.ms() == doctest::Approx(ta).epsilon(1e-6));
     Schedule realised = sa.sched;
-    auto ops = std::make_shared<std::vector<Op>>(*realised.programs[0].ops);
-    for (Op& op : *ops) op.realised = true;
-    realised.programs[0].ops = ops;
+    auto rops = std::make_shared<std::vector<Op>>(*realised.programs[0].ops);
+    for (Op& op : *rops) op.realised = true;
+    realised.programs[0].ops = rops;
     CHECK(execute(realised, sa.topo, a).makespan.ms() == doctest::Approx(T).epsilon(1e-6));
   }
 
@@ -987,4 +987,40 @@ programs:
                 q);
     CHECK(s.end_ms(0, 0) == doctest::Approx(12.5).epsilon(1e-6));
   }
+}
+
+TEST_CASE("an NVLink collective after nvlink_wake_after without NVLink collective traffic pays the wake-up first") {
+  // kTopo: gpu0 <-> gpu1 over NVLink. A 2 MB all-to-all (1 MB each way,
+  // 10 us at 100 GB/s), then `gap` of a bare duration kernel, then the same
+  // all-to-all again; with a 25 ms threshold and 110 us of wake-up, the
+  // second pays it after 30 ms, not after 10 ms. A 4-byte all-reduce
+  // between (under nvlink_wake_min_bytes, 1 MiB) neither pays nor keeps the
+  // link awake. A run starts awake: the first never pays.
+  auto sched = [](const char* gap, bool tiny) {
+    return fmt::format(R"(name: wake
+ranks: 2
+streams: [s]
+programs:
+  - rank: all
+    ops:
+      - {{op: collective, kind: all_to_all, group: world, bytes: 2 MB, stream: s}}
+      - {{op: kernel, stream: s, duration: {}}}
+{}      - {{op: collective, kind: all_to_all, group: world, bytes: 2 MB, stream: s}}
+)",
+                       gap, tiny ? "      - {op: collective, kind: all_reduce, group: world, bytes: 4 B, stream: s}\n" : "");
+  };
+  ModelParams p = quiet();
+  p.nvlink_wake_latency = Time::from_us(110);
+  p.nvlink_wake_after = Time::from_ms(25);
+  auto a2a_us = [](const Sim& s, int i) { return (s.op(0, i).end - s.op(0, i).start).us(); };
+  const Sim near(sched("10 ms", false), p), far(sched("30 ms", false), p), tiny(sched("30 ms", true), p);
+  CHECK(a2a_us(near, 0) == doctest::Approx(10.0).epsilon(1e-6));
+  CHECK(a2a_us(near, 2) == doctest::Approx(10.0).epsilon(1e-6));
+  CHECK(a2a_us(far, 0) == doctest::Approx(10.0).epsilon(1e-6));
+  CHECK(a2a_us(far, 2) == doctest::Approx(120.0).epsilon(1e-6));
+  CHECK(a2a_us(tiny, 3) == doctest::Approx(120.0).epsilon(1e-6));
+  CHECK(a2a_us(tiny, 2) < 1.0);
+  // Off (0, the default): no step.
+  const Sim off(sched("30 ms", false));
+  CHECK(a2a_us(off, 2) == doctest::Approx(10.0).epsilon(1e-6));
 }

@@ -910,6 +910,28 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     if (!pts.empty()) c.fits.push_back(f);
   }
 
+  // The NVLink wake-up (bench nccl_all_to_all_insitu, NCCL defaults): the
+  // all-to-all after >= 30 ms of GEMMs less the same after <= 8 ms, no
+  // copies beside; the median over sizes. Where the rows hold no such pair
+  // it stays off.
+  if (const json* doc = find_doc(runs, false)) {
+    std::vector<double> steps;
+    for (const auto& r : rows(*doc, "nccl_all_to_all_insitu")) {
+      std::vector<double> fast, slow;
+      for (const auto& k : r.at("cases"))
+        if (!k.at("copies").get<bool>()) (k.at("gemm_ms").get<double>() <= 8 ? fast : slow).push_back(k.at("time_us").get<double>());
+      if (!fast.empty() && !slow.empty()) steps.push_back(median(slow) - median(fast));
+    }
+    if (!steps.empty()) {
+      p.nvlink_wake_latency = Time::from_us(std::max(0.0, median(steps)));
+      c.fits.push_back({"NVLink wake-up", "all-to-all after >= 30 ms of GEMMs - after <= 8 ms (no copies beside), median over sizes; after "
+                        "nvlink_wake_after (25 ms) without NVLink collective traffic",
+                        {{"wake_latency_us", p.nvlink_wake_latency.us()}, {"min_us", *std::min_element(steps.begin(), steps.end())},
+                         {"max_us", *std::max_element(steps.begin(), steps.end())}},
+                        0, static_cast<int>(steps.size())});
+    }
+  }
+
   // The all-to-all with the clock down (bench nccl_all_to_all_loaded: after
   // >= 300 ms of GEMMs on every rank, against rested): which share of the
   // GEMM's slowdown at that moment the collective takes, per transport; the
@@ -919,7 +941,12 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     if (!doc) continue;
     std::vector<double> shares;
     for (const auto& r : rows(*doc, "nccl_all_to_all_loaded")) {
-      const double g = r.at("gemm_ratio").get<double>() - 1, a = r.at("ratio").get<double>() - 1;
+      // Both modes start after >= 150 ms without NVLink traffic: over NVLink
+      // each pays the wake-up once per `iters` all-to-alls, which does not
+      // scale with the clock (0 where not calibrated).
+      const double wake = off ? 0.0 : p.nvlink_wake_latency.us() / r.at("iters").get<double>();
+      const double rested = r.at("rested_time_us").get<double>();
+      const double g = r.at("gemm_ratio").get<double>() - 1, a = (r.at("time_us").get<double>() - rested) / (rested - wake);
       if (g > 0.02) shares.push_back(std::clamp(a / g, 0.0, 1.0));
     }
     if (shares.empty()) continue;
@@ -1173,6 +1200,8 @@ std::string calibration_yaml(const Calibration& c) {
     out += fmt::format("  sustained_slow_slowdown: {:.4f}\n  sustained_slow_time_constant: {:.3f} ms\n", p.sustained_slow_slowdown,
                        p.sustained_slow_time_constant.ms());
   if (p.attention_slow_share != 1.0) out += fmt::format("  attention_slow_share: {:.2f}\n", p.attention_slow_share);
+  if (p.nvlink_wake_latency > Time::zero())
+    out += fmt::format("  nvlink_wake_latency: {:.1f} us\n  nvlink_wake_after: {:.1f} ms\n", p.nvlink_wake_latency.us(), p.nvlink_wake_after.ms());
   out += fmt::format("  gemm_slowdown_base: {:.4f}\n  gemm_slowdown_per_channel: {:.5f}\n  gemm_slowdown_per_copy: {:.4f}\n", p.gemm_slowdown_base,
                      p.gemm_slowdown_per_channel, p.gemm_slowdown_per_copy);
   out += fmt::format("  comm_slowdown_base: {:.4f}\n  comm_slowdown_per_channel: {:.5f}\n", p.comm_slowdown_base, p.comm_slowdown_per_channel);
@@ -1190,7 +1219,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
                "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth",
                "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
-               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "comm_clock_share",
+               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "nvlink_wake_latency", "nvlink_wake_after", "comm_clock_share",
                "comm_clock_share_host"});
   ModelParams p = base;
   auto time = [&](const char* k, Time& f) {
@@ -1347,10 +1376,14 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   num("sustained_slow_slowdown", p.sustained_slow_slowdown, 0, 2);
   num("attention_slow_share", p.attention_slow_share, 0, 1);
   time("sustained_slow_time_constant", p.sustained_slow_time_constant);
+  time("nvlink_wake_latency", p.nvlink_wake_latency);
+  time("nvlink_wake_after", p.nvlink_wake_after);
   num("comm_clock_share", p.comm_clock_share, 0, 1);
   num("comm_clock_share_host", p.comm_clock_share_host, 0, 1);
   if (p.sustained_slow_time_constant <= Time::zero()) m.fail("sustained_slow_time_constant", "must be positive, e.g. 1000 ms");
   if (p.sustained_time_constant <= Time::zero()) m.fail("sustained_time_constant", "must be positive, e.g. 50 ms");
+  if (p.nvlink_wake_latency < Time::zero()) m.fail("nvlink_wake_latency", "must not be negative, e.g. 110 us");
+  if (p.nvlink_wake_after <= Time::zero()) m.fail("nvlink_wake_after", "must be positive, e.g. 25 ms");
   return p;
 }
 
@@ -1433,11 +1466,48 @@ double replay_a2a_loaded(const json& r, bool load, bool p2p_off, const hw::Topol
     const int count = static_cast<int>(std::lround(r.at("load_ms").get<double>() * 1e3 / r.at("gemm_rested_us").get<double>()));
     prog.assign(static_cast<size_t>(std::max(1, count)), g);
   }
+  if (!load) {
+    // Its 150 ms idle (the NVLink wake-up, where calibrated, both pay).
+    Op idle;
+    idle.kind = OpKind::Kernel;
+    idle.stream = 0;
+    idle.duration = Time::from_ms(150);
+    prog.push_back(idle);
+  }
   const size_t first = prog.size();
   prog.insert(prog.end(), static_cast<size_t>(iters), bench_a2a(r.at("bytes").get<Bytes>()));
   const ExecResult res = replay_programs(bench_schedule(n, p2p_off), std::vector<std::vector<Op>>(static_cast<size_t>(n), prog), topo, p);
   double worst = 0;
   for (const auto& ops : res.ops) worst = std::max(worst, (ops.back().end - ops[first].start).us() / iters);
+  return worst;
+}
+
+// The bench's all-to-all in situ (nccl_all_to_all_insitu): each rank runs its
+// GEMM `gemms` times, with (case `copies`) 64 MiB H2D copies back to back on
+// a second stream from the start, as many as the bench queued, then one
+// all-to-all; the slowest rank's all-to-all.
+double replay_a2a_insitu(const json& r, const json& k, bool p2p_off, const hw::Topology& topo, const ModelParams& p) {
+  const int n = r.at("ranks");
+  Op g;
+  g.kind = OpKind::Kernel;
+  g.stream = 0;
+  const auto& shape = r.at("gemm");
+  g.gemm = GemmShape{shape.at(0).get<int32_t>(), shape.at(1).get<int32_t>(), shape.at(2).get<int32_t>()};
+  std::vector<Op> prog;
+  if (k.at("copies").get<bool>()) {
+    Op cp;
+    cp.kind = OpKind::Memcpy;
+    cp.copy = CopyKind::H2D;
+    cp.stream = 1;
+    cp.bytes = Bytes(64) << 20;
+    const int copies = static_cast<int>(std::ceil((k.at("gemm_ms").get<double>() + 5) * 1e-3 * 55e9 / static_cast<double>(cp.bytes))) + 1;
+    prog.assign(static_cast<size_t>(copies), cp);
+  }
+  prog.insert(prog.end(), static_cast<size_t>(k.at("gemms").get<int>()), g);
+  prog.push_back(bench_a2a(r.at("bytes").get<Bytes>()));
+  const ExecResult res = replay_programs(bench_schedule(n, p2p_off), std::vector<std::vector<Op>>(static_cast<size_t>(n), prog), topo, p);
+  double worst = 0;
+  for (const auto& ops : res.ops) worst = std::max(worst, (ops.back().end - ops.back().start).us());
   return worst;
 }
 
@@ -1522,6 +1592,23 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.measured_us = r.at("time_us");
       c.simulated_us = r.at("rested_time_us").get<double>() * replay_a2a_loaded(r, true, p2p_off, topo, p) / replay_a2a_loaded(r, false, p2p_off, topo, p);
       out.push_back(c);
+      continue;
+    }
+    if (key == "nccl_all_to_all_insitu" && r.at("ranks").get<int>() <= ngpu) {
+      for (const auto& k : r.at("cases")) {
+        const bool copies = k.at("copies").get<bool>();
+        // The bench queued copies for the GEMMs' time at burst + 5 ms; after
+        // 100 ms of GEMMs under load they end about when the all-to-all
+        // starts (P2P off: the all-to-all measured as without them).
+        const bool race = copies && k.at("gemm_ms").get<int>() >= 100;
+        c.cls = fmt::format("NCCL all-to-all after GEMMs{}{}", race ? ", copies ending about its start" : copies ? ", copies beside" : "",
+                            p2p_off ? ", through host memory" : "");
+        c.what = fmt::format("{} ranks, {} after {} ms{}", r.at("ranks").get<int>(), format_bytes(r.at("bytes").get<double>()),
+                             k.at("gemm_ms").get<int>(), copies ? " + copies" : "");
+        c.measured_us = k.at("time_us");
+        c.simulated_us = replay_a2a_insitu(r, k, p2p_off, topo, p);
+        out.push_back(c);
+      }
       continue;
     }
     if ((key == "h2d_pinned" || key == "d2h_pinned") && r.at("gpus")[0] == 0) {

@@ -136,6 +136,7 @@ struct RankState {
   Time duty_t;
   bool duty_busy = false;
   double clock = 1.0;  // compute-bound speed under the sustained-load model (update_gpu)
+  Time nvlink_quiet_since;  // when its last NVLink collective ended (ModelParams::nvlink_wake_after)
   int gpu = -1, cpu = -1;
   const hw::NodeSpec* node = nullptr;
   int sms = 1;
@@ -1130,6 +1131,22 @@ class Executor {
           channels_of(o) != channels_of(op))
         mismatch(c);
     }
+    // Over NVLink, a member quiet for nvlink_wake_after wakes first.
+    if (p_.nvlink_wake_latency > Time::zero() && op.bytes >= p_.nvlink_wake_min_bytes && !group_via_host(c)) {
+      const Time now = engine_.now();
+      const bool quiet = std::any_of(c.members.begin(), c.members.end(),
+                                     [&](int r) { return now - ranks_[r].nvlink_quiet_since >= p_.nvlink_wake_after; });
+      if (quiet) {
+        engine_.at(now + p_.nvlink_wake_latency, &Engine::call<&Executor::start_launched, Executor>, this, static_cast<uint64_t>(ci));
+        return;
+      }
+    }
+    start_launched(ci);
+  }
+
+  void start_launched(int ci) {
+    CollInst& c = insts_[ci];
+    const Op& op = *c.op;
     c.channels = channels_of(op);
     c.wire = static_cast<double>(op.bytes) * (op.dtype == DType::FP8 ? 1.0 + 4.0 / 128.0 : 1.0);
     const int U = static_cast<int>(c.members.size());
@@ -1569,6 +1586,7 @@ class Executor {
     const int rank = c.members[m];
     RankState& R = ranks_[rank];
     R.comm_channels -= c.channels;
+    if (p_.nvlink_wake_latency > Time::zero() && c.op->bytes >= p_.nvlink_wake_min_bytes && !group_via_host(c)) R.nvlink_quiet_since = engine_.now();
     if (++c.finished == static_cast<int>(c.members.size())) {  // no flow of it is left
       inst_index_.erase(c.key);
       free_insts_.emplace_back(ci, engine_.events_processed());

@@ -171,6 +171,18 @@ struct ModelParams {
   // GEMM slowed by the slow term (H100, H200: bench windows). 1 (as GEMMs)
   // until calibrated.
   double attention_slow_share = 1.0;
+  // An NVLink collective that a rank starts after nvlink_wake_after without
+  // NVLink collective traffic of its own (computing or idle) first pays
+  // nvlink_wake_latency: the 2-rank all-to-all after 30 or 100 ms of GEMMs
+  // took 98-129 us longer than after 2 or 8 ms (bench
+  // nccl_all_to_all_insitu, 2xH200; after idle: slow from 50 ms, not at
+  // 20 ms). Through host memory there is no such step. A run starts awake.
+  // Collectives under nvlink_wake_min_bytes neither wake it nor keep it
+  // awake (a 1-element all-reduce every 10 ms did not: box i). Off (0)
+  // until calibrated.
+  Time nvlink_wake_latency = Time::zero();
+  Time nvlink_wake_after = Time::from_ms(25);
+  Bytes nvlink_wake_min_bytes = 1 << 20;
 
   // Interference (MODEL.md, H200): a GEMM next to an all-to-all slows by ~10 %
   // with 24 channels and ~5 % with 4: slowdown = base + per_channel * channels.

@@ -1135,6 +1135,147 @@ struct Runner::Impl {
     }
   }
 
+  // The 2-rank all-to-all as a Ulysses layer meets it (the SP 2 validation
+  // runs measured theirs 1.29x slower with prefetching than without): after
+  // `gemm_ms` of one GEMM back to back on both GPUs (2, 8, 30, 100 ms), one
+  // all-to-all, timed on each rank from after a 1-element all-reduce that
+  // lines the ranks up (the slowest rank's); with no copies, or with 64 MiB
+  // H2D copies back to back on a second stream of every GPU for the whole
+  // sample (a prefetch), at the SP 2 runs' 80 MiB and at 16 MiB. `warm_time_us`:
+  // the same all-to-all right after another (the gated tables' state).
+  void collectives_insitu() {
+    if (ngpus < 2 || !want("nccl_all_to_all_insitu")) return;
+    const int n = 2;
+    const int m = 8192, nn = 5120, k = 5120;
+    const size_t max_bytes = size_t(80) << 20, cbytes = size_t(64) << 20;
+    Comms cm(n, 0);
+    std::vector<std::unique_ptr<DevBuf>> send, recv, ga, gb, gc, one;
+    std::vector<std::unique_ptr<Stream>> st;
+    std::vector<std::unique_ptr<Blas>> blas;
+    PerGpuCopies cp(n, cbytes);
+    for (int r = 0; r < n; ++r) {
+      CUDA_CHECK(cudaSetDevice(r));
+      send.push_back(std::make_unique<DevBuf>(r, max_bytes));
+      recv.push_back(std::make_unique<DevBuf>(r, max_bytes));
+      ga.push_back(std::make_unique<DevBuf>(r, size_t(m) * k * 2));
+      gb.push_back(std::make_unique<DevBuf>(r, size_t(k) * nn * 2));
+      gc.push_back(std::make_unique<DevBuf>(r, size_t(m) * nn * 2));
+      one.push_back(std::make_unique<DevBuf>(r, 256));
+      fill_random(ga.back()->p, size_t(m) * k * 2);
+      fill_random(gb.back()->p, size_t(k) * nn * 2);
+      st.push_back(std::make_unique<Stream>(r));
+      blas.push_back(std::make_unique<Blas>(st.back()->s));
+    }
+    auto line_up = [&] {
+      NCCL_CHECK(ncclGroupStart());
+      for (int r = 0; r < n; ++r) NCCL_CHECK(ncclAllReduce(one[r]->p, one[r]->p, 1, ncclFloat, ncclSum, cm.comms[r], st[r]->s));
+      NCCL_CHECK(ncclGroupEnd());
+    };
+    auto sync_all = [&] {
+      for (int r = 0; r < n; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        CUDA_CHECK(cudaStreamSynchronize(st[r]->s));
+        CUDA_CHECK(cudaStreamSynchronize(cp.stream[r]->s));
+      }
+    };
+    for (int r = 0; r < n; ++r) {
+      CUDA_CHECK(cudaSetDevice(r));
+      blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
+    }
+    line_up();
+    enqueue(Coll::AllToAll, cm, send, recv, st, max_bytes);
+    sync_all();
+    std::vector<std::unique_ptr<Event>> a, b, c0, c1;
+    for (int r = 0; r < n; ++r) {
+      a.push_back(std::make_unique<Event>(r));
+      b.push_back(std::make_unique<Event>(r));
+      c0.push_back(std::make_unique<Event>(r));
+      c1.push_back(std::make_unique<Event>(r));
+    }
+    auto elapsed_us = [](const Event& x, const Event& y) {
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, x.e, y.e));
+      return ms * 1e3;
+    };
+    // One GEMM's time, warm (for the GEMM count of each duration).
+    double gemm_us = 0;
+    {
+      Event x(0), y(0);
+      CUDA_CHECK(cudaSetDevice(0));
+      for (int i = 0; i < 3; ++i) blas[0]->gemm(m, nn, k, ga[0]->p, gb[0]->p, gc[0]->p);
+      CUDA_CHECK(cudaEventRecord(x.e, st[0]->s));
+      for (int i = 0; i < 10; ++i) blas[0]->gemm(m, nn, k, ga[0]->p, gb[0]->p, gc[0]->p);
+      CUDA_CHECK(cudaEventRecord(y.e, st[0]->s));
+      CUDA_CHECK(cudaEventSynchronize(y.e));
+      gemm_us = elapsed_us(x, y) / 10;
+    }
+    // The all-to-all on each rank from after the line-up: the slowest rank's.
+    auto timed_a2a = [&](size_t bytes) {
+      line_up();
+      for (int r = 0; r < n; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        CUDA_CHECK(cudaEventRecord(a[r]->e, st[r]->s));
+      }
+      enqueue(Coll::AllToAll, cm, send, recv, st, bytes);
+      for (int r = 0; r < n; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        CUDA_CHECK(cudaEventRecord(b[r]->e, st[r]->s));
+      }
+    };
+    for (size_t bytes : {size_t(16) << 20, max_bytes}) {
+      // Warm: an all-to-all right after another.
+      std::vector<double> warm;
+      for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+        progress("all_to_all in situ warm " + std::to_string(bytes));
+        enqueue(Coll::AllToAll, cm, send, recv, st, bytes);
+        timed_a2a(bytes);
+        sync_all();
+        double worst = 0;
+        for (int r = 0; r < n; ++r) worst = std::max(worst, elapsed_us(*a[r], *b[r]));
+        if (it >= opt.warmup) warm.push_back(worst);
+      }
+      json cases = json::array();
+      for (const int gemm_ms : {2, 8, 30, 100})
+        for (const bool copies : {false, true}) {
+          const int gemms = std::max(1, static_cast<int>(std::lround(gemm_ms * 1e3 / gemm_us)));
+          std::vector<double> t, copy_gbps;
+          for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+            progress("all_to_all in situ " + std::to_string(bytes) + " after " + std::to_string(gemm_ms) + " ms" + (copies ? " with copies" : ""));
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            // Copies covering the GEMMs and the all-to-all (at ~55 GB/s).
+            const int ncopies = copies ? static_cast<int>(std::ceil((gemm_ms + 5) * 1e-3 * 55e9 / static_cast<double>(cbytes))) + 1 : 0;
+            for (int r = 0; r < n && copies; ++r) {
+              CUDA_CHECK(cudaSetDevice(r));
+              CUDA_CHECK(cudaEventRecord(c0[r]->e, cp.stream[r]->s));
+              for (int i = 0; i < ncopies; ++i)
+                CUDA_CHECK(cudaMemcpyAsync(cp.dev[r]->p, cp.host[r]->p, cbytes, cudaMemcpyHostToDevice, cp.stream[r]->s));
+              CUDA_CHECK(cudaEventRecord(c1[r]->e, cp.stream[r]->s));
+            }
+            for (int g = 0; g < gemms; ++g)
+              for (int r = 0; r < n; ++r) {
+                CUDA_CHECK(cudaSetDevice(r));
+                blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
+              }
+            timed_a2a(bytes);
+            sync_all();
+            double worst = 0;
+            for (int r = 0; r < n; ++r) worst = std::max(worst, elapsed_us(*a[r], *b[r]));
+            if (it < opt.warmup) continue;
+            t.push_back(worst);
+            if (copies) {
+              // Did the copies cover the all-to-all? (end after it on every GPU)
+              for (int r = 0; r < n; ++r)
+                copy_gbps.push_back(static_cast<double>(cbytes) * ncopies / (elapsed_us(*c0[r], *c1[r]) * 1e-6) / 1e9);
+            }
+          }
+          cases.push_back({{"gemm_ms", gemm_ms}, {"gemms", gemms}, {"copies", copies}, {"time_us", median(t)}, {"samples_us", t},
+                           {"ratio_to_warm", median(t) / median(warm)}, {"copy_GBps", copy_gbps.empty() ? 0.0 : median(copy_gbps)}});
+        }
+      add({{"key", "nccl_all_to_all_insitu"}, {"ranks", n}, {"channels", 0}, {"bytes", bytes}, {"gemm", {m, nn, k}}, {"gemm_us", gemm_us},
+           {"warm_time_us", median(warm)}, {"warm_samples_us", warm}, {"cases", cases}});
+    }
+  }
+
   // ------------------------------------------------------------ interference
   // Runs A alone, B alone, then both at once (released by one gate); reports
   // each one's time in each case.
@@ -1365,6 +1506,7 @@ nlohmann::ordered_json Runner::run() {
   I.multi_h2d_pipelined();
   I.collectives();
   I.collectives_loaded();
+  I.collectives_insitu();
   I.interference();
   return I.results;
 }
