@@ -972,6 +972,63 @@ struct Runner::Impl {
   }
 
   // ------------------------------------------------------------ collectives under load
+  // Two ranks set up for an all-to-all beside GEMMs (the loaded and in-situ
+  // testcases): communicators, send/receive buffers of `max_bytes`, one
+  // 8192x5120x5120 GEMM's random operands, a stream and cuBLAS per rank;
+  // every kernel and connection loaded once (lazy loading would wait behind
+  // a running GEMM loop).
+  struct A2aRig {
+    static constexpr int n = 2, m = 8192, nn = 5120, k = 5120;
+    Impl& b;
+    Comms cm;
+    std::vector<std::unique_ptr<DevBuf>> send, recv, ga, gb, gc, one;
+    std::vector<std::unique_ptr<Stream>> st;
+    std::vector<std::unique_ptr<Blas>> blas;
+    std::vector<int> sms = std::vector<int>(n);
+    A2aRig(Impl& bench, size_t max_bytes) : b(bench), cm(n, 0) {
+      for (int r = 0; r < n; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms[r], cudaDevAttrMultiProcessorCount, r));
+        send.push_back(std::make_unique<DevBuf>(r, max_bytes));
+        recv.push_back(std::make_unique<DevBuf>(r, max_bytes));
+        ga.push_back(std::make_unique<DevBuf>(r, size_t(m) * k * 2));
+        gb.push_back(std::make_unique<DevBuf>(r, size_t(k) * nn * 2));
+        gc.push_back(std::make_unique<DevBuf>(r, size_t(m) * nn * 2));
+        one.push_back(std::make_unique<DevBuf>(r, 256));
+        fill_random(ga.back()->p, size_t(m) * k * 2);
+        fill_random(gb.back()->p, size_t(k) * nn * 2);
+        st.push_back(std::make_unique<Stream>(r));
+        blas.push_back(std::make_unique<Blas>(st.back()->s));
+      }
+      for (int r = 0; r < n; ++r) gemm(r);
+      line_up();
+      a2a(max_bytes);
+      sync();
+    }
+    void gemm(int r) {
+      CUDA_CHECK(cudaSetDevice(r));
+      blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
+    }
+    // A 1-element all-reduce: lines the ranks up.
+    void line_up() {
+      NCCL_CHECK(ncclGroupStart());
+      for (int r = 0; r < n; ++r) NCCL_CHECK(ncclAllReduce(one[r]->p, one[r]->p, 1, ncclFloat, ncclSum, cm.comms[r], st[r]->s));
+      NCCL_CHECK(ncclGroupEnd());
+    }
+    void a2a(size_t bytes) { b.enqueue(Coll::AllToAll, cm, send, recv, st, bytes); }
+    void sync() {
+      for (int r = 0; r < n; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        CUDA_CHECK(cudaStreamSynchronize(st[r]->s));
+      }
+    }
+    static double elapsed_us(const Event& x, const Event& y) {
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, x.e, y.e));
+      return ms * 1e3;
+    }
+  };
+
   // The 2-rank all-to-all (NCCL's channels) with the GPUs' clock down against
   // the same with it up. NCCL moves NVLink traffic with SM code: does it slow
   // with the power-capped clock, as a GEMM does? Each sample: either >= 300 ms
@@ -985,47 +1042,11 @@ struct Runner::Impl {
   // the clock state the all-to-alls start in.
   void collectives_loaded() {
     if (ngpus < 2 || !want("nccl_all_to_all_loaded")) return;
-    const int n = 2;
-    const int m = 8192, nn = 5120, k = 5120;
     const size_t max_bytes = opt.quick ? (16u << 20) : (64u << 20);
-    Comms cm(n, 0);
-    std::vector<std::unique_ptr<DevBuf>> send, recv, ga, gb, gc, one;
-    std::vector<std::unique_ptr<Stream>> st;
-    std::vector<std::unique_ptr<Blas>> blas;
-    std::vector<int> sms(n);
-    for (int r = 0; r < n; ++r) {
-      CUDA_CHECK(cudaSetDevice(r));
-      CUDA_CHECK(cudaDeviceGetAttribute(&sms[r], cudaDevAttrMultiProcessorCount, r));
-      send.push_back(std::make_unique<DevBuf>(r, max_bytes));
-      recv.push_back(std::make_unique<DevBuf>(r, max_bytes));
-      ga.push_back(std::make_unique<DevBuf>(r, size_t(m) * k * 2));
-      gb.push_back(std::make_unique<DevBuf>(r, size_t(k) * nn * 2));
-      gc.push_back(std::make_unique<DevBuf>(r, size_t(m) * nn * 2));
-      one.push_back(std::make_unique<DevBuf>(r, 256));
-      fill_random(ga.back()->p, size_t(m) * k * 2);
-      fill_random(gb.back()->p, size_t(k) * nn * 2);
-      st.push_back(std::make_unique<Stream>(r));
-      blas.push_back(std::make_unique<Blas>(st.back()->s));
-    }
-    auto line_up = [&] {
-      NCCL_CHECK(ncclGroupStart());
-      for (int r = 0; r < n; ++r) NCCL_CHECK(ncclAllReduce(one[r]->p, one[r]->p, 1, ncclFloat, ncclSum, cm.comms[r], st[r]->s));
-      NCCL_CHECK(ncclGroupEnd());
-    };
-    auto sync_all = [&] {
-      for (int r = 0; r < n; ++r) {
-        CUDA_CHECK(cudaSetDevice(r));
-        CUDA_CHECK(cudaStreamSynchronize(st[r]->s));
-      }
-    };
-    // Load every kernel and connection first (lazy loading would wait behind a running GEMM loop).
-    for (int r = 0; r < n; ++r) {
-      CUDA_CHECK(cudaSetDevice(r));
-      blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
-    }
-    line_up();
-    enqueue(Coll::AllToAll, cm, send, recv, st, max_bytes);
-    sync_all();
+    A2aRig rig(*this, max_bytes);
+    const int n = A2aRig::n, m = A2aRig::m, nn = A2aRig::nn, k = A2aRig::k;
+    auto& st = rig.st;
+    auto& sms = rig.sms;
     std::vector<std::unique_ptr<Event>> a, b, ga_ev, gb_ev;
     for (int r = 0; r < n; ++r) {
       a.push_back(std::make_unique<Event>(r));
@@ -1033,11 +1054,6 @@ struct Runner::Impl {
       ga_ev.push_back(std::make_unique<Event>(r));
       gb_ev.push_back(std::make_unique<Event>(r));
     }
-    auto elapsed_us = [](const Event& x, const Event& y) {
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, x.e, y.e));
-      return ms * 1e3;
-    };
     // The GEMM's time after the rested wake-up, and how many make >= 300 ms.
     double gemm_rested_us = 0;
     {
@@ -1047,10 +1063,10 @@ struct Runner::Impl {
         CUDA_CHECK(cudaSetDevice(0));
         launch_busy(st[0]->s, sms[0], 2'000'000);
         CUDA_CHECK(cudaEventRecord(ga_ev[0]->e, st[0]->s));
-        blas[0]->gemm(m, nn, k, ga[0]->p, gb[0]->p, gc[0]->p);
+        rig.gemm(0);
         CUDA_CHECK(cudaEventRecord(gb_ev[0]->e, st[0]->s));
         CUDA_CHECK(cudaEventSynchronize(gb_ev[0]->e));
-        t.push_back(elapsed_us(*ga_ev[0], *gb_ev[0]));
+        t.push_back(A2aRig::elapsed_us(*ga_ev[0], *gb_ev[0]));
       }
       gemm_rested_us = median(t);
     }
@@ -1078,20 +1094,17 @@ struct Runner::Impl {
           if (awake && !load)
             for (int i = 0; i < 15; ++i) {
               std::this_thread::sleep_for(std::chrono::milliseconds(10));
-              line_up();
+              rig.line_up();
             }
           if (load) {
             for (int g = 0; g + 1 < load_gemms; ++g) {
-              for (int r = 0; r < n; ++r) {
-                CUDA_CHECK(cudaSetDevice(r));
-                blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
-              }
-              if (awake && g % 16 == 15) line_up();
+              for (int r = 0; r < n; ++r) rig.gemm(r);
+              if (awake && g % 16 == 15) rig.line_up();
             }
             for (int r = 0; r < n; ++r) {
               CUDA_CHECK(cudaSetDevice(r));
               CUDA_CHECK(cudaEventRecord(ga_ev[r]->e, st[r]->s));
-              blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
+              rig.gemm(r);
               CUDA_CHECK(cudaEventRecord(gb_ev[r]->e, st[r]->s));
             }
           } else {
@@ -1100,21 +1113,21 @@ struct Runner::Impl {
               launch_busy(st[r]->s, sms[r], 2'000'000);
             }
           }
-          line_up();
+          rig.line_up();
           for (int r = 0; r < n; ++r) {
             CUDA_CHECK(cudaSetDevice(r));
             CUDA_CHECK(cudaEventRecord(a[r]->e, st[r]->s));
           }
-          for (int i = 0; i < iters; ++i) enqueue(Coll::AllToAll, cm, send, recv, st, bytes);
+          for (int i = 0; i < iters; ++i) rig.a2a(bytes);
           for (int r = 0; r < n; ++r) {
             CUDA_CHECK(cudaSetDevice(r));
             CUDA_CHECK(cudaEventRecord(b[r]->e, st[r]->s));
           }
-          sync_all();
+          rig.sync();
           double worst = 0, gemm_worst = 0;
           for (int r = 0; r < n; ++r) {
-            worst = std::max(worst, elapsed_us(*a[r], *b[r]) / iters);
-            if (load) gemm_worst = std::max(gemm_worst, elapsed_us(*ga_ev[r], *gb_ev[r]));
+            worst = std::max(worst, A2aRig::elapsed_us(*a[r], *b[r]) / iters);
+            if (load) gemm_worst = std::max(gemm_worst, A2aRig::elapsed_us(*ga_ev[r], *gb_ev[r]));
           }
           if (it < opt.warmup) continue;
           if (awake) (load ? awake_loaded : awake_rested).push_back(worst);
@@ -1145,46 +1158,18 @@ struct Runner::Impl {
   // the same all-to-all right after another (the gated tables' state).
   void collectives_insitu() {
     if (ngpus < 2 || !want("nccl_all_to_all_insitu")) return;
-    const int n = 2;
-    const int m = 8192, nn = 5120, k = 5120;
     const size_t max_bytes = size_t(80) << 20, cbytes = size_t(64) << 20;
-    Comms cm(n, 0);
-    std::vector<std::unique_ptr<DevBuf>> send, recv, ga, gb, gc, one;
-    std::vector<std::unique_ptr<Stream>> st;
-    std::vector<std::unique_ptr<Blas>> blas;
+    A2aRig rig(*this, max_bytes);
+    const int n = A2aRig::n, m = A2aRig::m, nn = A2aRig::nn, k = A2aRig::k;
+    auto& st = rig.st;
     PerGpuCopies cp(n, cbytes);
-    for (int r = 0; r < n; ++r) {
-      CUDA_CHECK(cudaSetDevice(r));
-      send.push_back(std::make_unique<DevBuf>(r, max_bytes));
-      recv.push_back(std::make_unique<DevBuf>(r, max_bytes));
-      ga.push_back(std::make_unique<DevBuf>(r, size_t(m) * k * 2));
-      gb.push_back(std::make_unique<DevBuf>(r, size_t(k) * nn * 2));
-      gc.push_back(std::make_unique<DevBuf>(r, size_t(m) * nn * 2));
-      one.push_back(std::make_unique<DevBuf>(r, 256));
-      fill_random(ga.back()->p, size_t(m) * k * 2);
-      fill_random(gb.back()->p, size_t(k) * nn * 2);
-      st.push_back(std::make_unique<Stream>(r));
-      blas.push_back(std::make_unique<Blas>(st.back()->s));
-    }
-    auto line_up = [&] {
-      NCCL_CHECK(ncclGroupStart());
-      for (int r = 0; r < n; ++r) NCCL_CHECK(ncclAllReduce(one[r]->p, one[r]->p, 1, ncclFloat, ncclSum, cm.comms[r], st[r]->s));
-      NCCL_CHECK(ncclGroupEnd());
-    };
     auto sync_all = [&] {
+      rig.sync();
       for (int r = 0; r < n; ++r) {
         CUDA_CHECK(cudaSetDevice(r));
-        CUDA_CHECK(cudaStreamSynchronize(st[r]->s));
         CUDA_CHECK(cudaStreamSynchronize(cp.stream[r]->s));
       }
     };
-    for (int r = 0; r < n; ++r) {
-      CUDA_CHECK(cudaSetDevice(r));
-      blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
-    }
-    line_up();
-    enqueue(Coll::AllToAll, cm, send, recv, st, max_bytes);
-    sync_all();
     std::vector<std::unique_ptr<Event>> a, b, c0, c1;
     for (int r = 0; r < n; ++r) {
       a.push_back(std::make_unique<Event>(r));
@@ -1192,31 +1177,26 @@ struct Runner::Impl {
       c0.push_back(std::make_unique<Event>(r));
       c1.push_back(std::make_unique<Event>(r));
     }
-    auto elapsed_us = [](const Event& x, const Event& y) {
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, x.e, y.e));
-      return ms * 1e3;
-    };
     // One GEMM's time, warm (for the GEMM count of each duration).
     double gemm_us = 0;
     {
       Event x(0), y(0);
       CUDA_CHECK(cudaSetDevice(0));
-      for (int i = 0; i < 3; ++i) blas[0]->gemm(m, nn, k, ga[0]->p, gb[0]->p, gc[0]->p);
+      for (int i = 0; i < 3; ++i) rig.gemm(0);
       CUDA_CHECK(cudaEventRecord(x.e, st[0]->s));
-      for (int i = 0; i < 10; ++i) blas[0]->gemm(m, nn, k, ga[0]->p, gb[0]->p, gc[0]->p);
+      for (int i = 0; i < 10; ++i) rig.gemm(0);
       CUDA_CHECK(cudaEventRecord(y.e, st[0]->s));
       CUDA_CHECK(cudaEventSynchronize(y.e));
-      gemm_us = elapsed_us(x, y) / 10;
+      gemm_us = A2aRig::elapsed_us(x, y) / 10;
     }
     // The all-to-all on each rank from after the line-up: the slowest rank's.
     auto timed_a2a = [&](size_t bytes) {
-      line_up();
+      rig.line_up();
       for (int r = 0; r < n; ++r) {
         CUDA_CHECK(cudaSetDevice(r));
         CUDA_CHECK(cudaEventRecord(a[r]->e, st[r]->s));
       }
-      enqueue(Coll::AllToAll, cm, send, recv, st, bytes);
+      rig.a2a(bytes);
       for (int r = 0; r < n; ++r) {
         CUDA_CHECK(cudaSetDevice(r));
         CUDA_CHECK(cudaEventRecord(b[r]->e, st[r]->s));
@@ -1227,11 +1207,11 @@ struct Runner::Impl {
       std::vector<double> warm;
       for (int it = 0; it < opt.warmup + opt.samples; ++it) {
         progress("all_to_all in situ warm " + std::to_string(bytes));
-        enqueue(Coll::AllToAll, cm, send, recv, st, bytes);
+        rig.a2a(bytes);
         timed_a2a(bytes);
         sync_all();
         double worst = 0;
-        for (int r = 0; r < n; ++r) worst = std::max(worst, elapsed_us(*a[r], *b[r]));
+        for (int r = 0; r < n; ++r) worst = std::max(worst, A2aRig::elapsed_us(*a[r], *b[r]));
         if (it >= opt.warmup) warm.push_back(worst);
       }
       json cases = json::array();
@@ -1252,20 +1232,17 @@ struct Runner::Impl {
               CUDA_CHECK(cudaEventRecord(c1[r]->e, cp.stream[r]->s));
             }
             for (int g = 0; g < gemms; ++g)
-              for (int r = 0; r < n; ++r) {
-                CUDA_CHECK(cudaSetDevice(r));
-                blas[r]->gemm(m, nn, k, ga[r]->p, gb[r]->p, gc[r]->p);
-              }
+              for (int r = 0; r < n; ++r) rig.gemm(r);
             timed_a2a(bytes);
             sync_all();
             double worst = 0;
-            for (int r = 0; r < n; ++r) worst = std::max(worst, elapsed_us(*a[r], *b[r]));
+            for (int r = 0; r < n; ++r) worst = std::max(worst, A2aRig::elapsed_us(*a[r], *b[r]));
             if (it < opt.warmup) continue;
             t.push_back(worst);
             if (copies) {
               // Did the copies cover the all-to-all? (end after it on every GPU)
               for (int r = 0; r < n; ++r)
-                copy_gbps.push_back(static_cast<double>(cbytes) * ncopies / (elapsed_us(*c0[r], *c1[r]) * 1e-6) / 1e9);
+                copy_gbps.push_back(static_cast<double>(cbytes) * ncopies / (A2aRig::elapsed_us(*c0[r], *c1[r]) * 1e-6) / 1e9);
             }
           }
           cases.push_back({{"gemm_ms", gemm_ms}, {"gemms", gemms}, {"copies", copies}, {"time_us", median(t)}, {"samples_us", t},
