@@ -1024,3 +1024,34 @@ programs:
   const Sim off(sched("30 ms", false));
   CHECK(a2a_us(off, 2) == doctest::Approx(10.0).epsilon(1e-6));
 }
+
+TEST_CASE("under the power cap a collective waits for the straggler: straggler_share x the time since the last one x how far the clock is down") {
+  // Two ranks run thirty 1 ms kernels (at burst; the clock is set as each
+  // starts) and meet in a 2 MB all-to-all (10 us over kTopo's NVLink). The
+  // clock falls to 1/1.25 within the first (time constant 0.1 ms, no
+  // threshold): they meet at 1 + 29 x 1.25 = 37.25 ms with it fully down,
+  // and the all-to-all waits 0.02 x 37.25 ms = 745 us first. The next one,
+  // after that wait without compute, finds the clock back up: no wait.
+  // Rested (no sustained slowdown), or with the share 0, no wait.
+  std::string sched = "name: straggler\nranks: 2\nstreams: [s]\nprograms:\n  - rank: all\n    ops:\n";
+  for (int i = 0; i < 30; ++i) sched += "      - {op: kernel, stream: s, flops: 60.0e9}\n";
+  for (int i = 0; i < 2; ++i) sched += "      - {op: collective, kind: all_to_all, group: world, bytes: 2 MB, stream: s}\n";
+  ModelParams p = quiet();
+  p.sustained_slowdown = 0.25;
+  p.sustained_duty = 0;
+  p.sustained_time_constant = Time::from_us(100);
+  p.straggler_share = 0.02;
+  const Sim s(sched, p);
+  const double start = s.op(0, 30).start.ms();
+  CHECK(start == doctest::Approx(37.25).epsilon(1e-3));
+  CHECK((s.op(0, 30).end - s.op(0, 30).start).us() == doctest::Approx(10 + 0.02 * start * 1e3).epsilon(1e-3));
+  CHECK((s.op(0, 31).end - s.op(0, 31).start).us() == doctest::Approx(10).epsilon(1e-6));
+  ModelParams rested = p;
+  rested.sustained_slowdown = 0;
+  const Sim r(sched, rested);
+  CHECK((r.op(0, 30).end - r.op(0, 30).start).us() == doctest::Approx(10).epsilon(1e-6));
+  ModelParams off = p;
+  off.straggler_share = 0;
+  const Sim o(sched, off);
+  CHECK((o.op(0, 30).end - o.op(0, 30).start).us() == doctest::Approx(10).epsilon(1e-6));
+}

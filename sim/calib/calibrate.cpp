@@ -932,6 +932,25 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     }
   }
 
+  // Ranks drifting apart under the power cap (bench nccl_barrier_skew, any
+  // run, every document: each run's wander differs): half the mean arrival
+  // skew over the segment's compute, loaded; the median over the rows.
+  {
+    std::vector<double> shares, rested;
+    for (const auto& [name, doc] : docs)
+      for (const auto& r : rows(doc, "nccl_barrier_skew")) {
+        const double seg_us = r.at("gemms").get<double>() * r.at("gemm_us").get<double>();
+        (r.at("mode") == "loaded" ? shares : rested).push_back(r.at("mean_skew_us").get<double>() / (2 * seg_us));
+      }
+    if (!shares.empty()) {
+      p.straggler_share = median(shares);
+      c.fits.push_back({"ranks apart under the power cap", "mean arrival skew / 2 / the segment's compute time (bench nccl_barrier_skew, loaded), median over rows and runs",
+                        {{"straggler_share", p.straggler_share}, {"min", *std::min_element(shares.begin(), shares.end())},
+                         {"max", *std::max_element(shares.begin(), shares.end())}, {"rested_median", rested.empty() ? 0.0 : median(rested)}},
+                        0, static_cast<int>(shares.size())});
+    }
+  }
+
   // The all-to-all with the clock down (bench nccl_all_to_all_loaded: after
   // >= 300 ms of GEMMs on every rank, against rested): which share of the
   // GEMM's slowdown at that moment the collective takes, per transport; the
@@ -1200,6 +1219,7 @@ std::string calibration_yaml(const Calibration& c) {
     out += fmt::format("  sustained_slow_slowdown: {:.4f}\n  sustained_slow_time_constant: {:.3f} ms\n", p.sustained_slow_slowdown,
                        p.sustained_slow_time_constant.ms());
   if (p.attention_slow_share != 1.0) out += fmt::format("  attention_slow_share: {:.2f}\n", p.attention_slow_share);
+  if (p.straggler_share > 0) out += fmt::format("  straggler_share: {:.4f}\n", p.straggler_share);
   if (p.nvlink_wake_latency > Time::zero())
     out += fmt::format("  nvlink_wake_latency: {:.1f} us\n  nvlink_wake_after: {:.1f} ms\n", p.nvlink_wake_latency.us(), p.nvlink_wake_after.ms());
   out += fmt::format("  gemm_slowdown_base: {:.4f}\n  gemm_slowdown_per_channel: {:.5f}\n  gemm_slowdown_per_copy: {:.4f}\n", p.gemm_slowdown_base,
@@ -1219,7 +1239,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
                "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth",
                "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
-               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "nvlink_wake_latency", "nvlink_wake_after", "comm_clock_share",
+               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "straggler_share", "nvlink_wake_latency", "nvlink_wake_after", "comm_clock_share",
                "comm_clock_share_host"});
   ModelParams p = base;
   auto time = [&](const char* k, Time& f) {
@@ -1375,6 +1395,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   time("hbm_latency", p.hbm_latency);
   num("sustained_slow_slowdown", p.sustained_slow_slowdown, 0, 2);
   num("attention_slow_share", p.attention_slow_share, 0, 1);
+  num("straggler_share", p.straggler_share, 0, 1);
   time("sustained_slow_time_constant", p.sustained_slow_time_constant);
   time("nvlink_wake_latency", p.nvlink_wake_latency);
   time("nvlink_wake_after", p.nvlink_wake_after);
@@ -1590,11 +1611,16 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.cls = p2p_off ? "NCCL all-to-all with the clock down (slowdown), through host memory" : "NCCL all-to-all with the clock down (slowdown)";
       c.what = fmt::format("{} ranks, {} after the GEMMs", r.at("ranks").get<int>(), format_bytes(r.at("bytes").get<double>()));
       c.measured_us = r.at("time_us");
-      c.simulated_us = r.at("rested_time_us").get<double>() * replay_a2a_loaded(r, true, p2p_off, topo, p) / replay_a2a_loaded(r, false, p2p_off, topo, p);
+      // The bench lines the ranks up before its all-to-alls: no straggler.
+      ModelParams q = p;
+      q.straggler_share = 0;
+      c.simulated_us = r.at("rested_time_us").get<double>() * replay_a2a_loaded(r, true, p2p_off, topo, q) / replay_a2a_loaded(r, false, p2p_off, topo, q);
       out.push_back(c);
       continue;
     }
     if (key == "nccl_all_to_all_insitu" && r.at("ranks").get<int>() <= ngpu) {
+      ModelParams lined_up = p;  // the bench lines the ranks up before the all-to-all: no straggler
+      lined_up.straggler_share = 0;
       for (const auto& k : r.at("cases")) {
         const bool copies = k.at("copies").get<bool>();
         // The bench queued copies for the GEMMs' time at burst + 5 ms; after
@@ -1606,7 +1632,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         c.what = fmt::format("{} ranks, {} after {} ms{}", r.at("ranks").get<int>(), format_bytes(r.at("bytes").get<double>()),
                              k.at("gemm_ms").get<int>(), copies ? " + copies" : "");
         c.measured_us = k.at("time_us");
-        c.simulated_us = replay_a2a_insitu(r, k, p2p_off, topo, p);
+        c.simulated_us = replay_a2a_insitu(r, k, p2p_off, topo, lined_up);
         out.push_back(c);
       }
       continue;
@@ -1715,6 +1741,8 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         c.measured_us = r.at("time_us");
         c.simulated_us = replay_hot(bench_schedule(1), op, topo, q);
       }
+    } else if (key == "nccl_barrier_skew") {
+      continue;  // fitted (straggler_share); the simulator's ranks never drift apart to replay it
     } else if (key.rfind("nccl_", 0) == 0 && r.at("ranks").get<int>() <= ngpu) {
       const int n = r.at("ranks"), ch = r.at("channels");
       Op op;

@@ -137,6 +137,7 @@ struct RankState {
   bool duty_busy = false;
   double clock = 1.0;  // compute-bound speed under the sustained-load model (update_gpu)
   Time nvlink_quiet_since;  // when its last NVLink collective ended (ModelParams::nvlink_wake_after)
+  Time last_coll_end;       // when its last collective ended (ModelParams::straggler_share)
   int gpu = -1, cpu = -1;
   const hw::NodeSpec* node = nullptr;
   int sms = 1;
@@ -1131,15 +1132,27 @@ class Executor {
           channels_of(o) != channels_of(op))
         mismatch(c);
     }
+    const Time now = engine_.now();
+    Time delay = Time::zero();
     // Over NVLink, a member quiet for nvlink_wake_after wakes first.
     if (p_.nvlink_wake_latency > Time::zero() && op.bytes >= p_.nvlink_wake_min_bytes && !group_via_host(c)) {
-      const Time now = engine_.now();
       const bool quiet = std::any_of(c.members.begin(), c.members.end(),
                                      [&](int r) { return now - ranks_[r].nvlink_quiet_since >= p_.nvlink_wake_after; });
-      if (quiet) {
-        engine_.at(now + p_.nvlink_wake_latency, &Engine::call<&Executor::start_launched, Executor>, this, static_cast<uint64_t>(ci));
-        return;
+      if (quiet) delay = p_.nvlink_wake_latency;
+    }
+    // The later rank under the power cap (ModelParams::straggler_share).
+    const double full = p_.sustained_slowdown + p_.sustained_slow_slowdown;
+    if (p_.straggler_share > 0 && full > 0) {
+      double wait_s = 0;
+      for (const int r : c.members) {
+        const double down = std::clamp((1.0 / ranks_[r].clock - 1.0) / full, 0.0, 1.0);
+        wait_s = std::max(wait_s, p_.straggler_share * down * (now - ranks_[r].last_coll_end).s());
       }
+      delay = delay + Time::from_ps(static_cast<int64_t>(std::llround(wait_s * 1e12)));
+    }
+    if (delay > Time::zero()) {
+      engine_.at(now + delay, &Engine::call<&Executor::start_launched, Executor>, this, static_cast<uint64_t>(ci));
+      return;
     }
     start_launched(ci);
   }
@@ -1587,6 +1600,7 @@ class Executor {
     RankState& R = ranks_[rank];
     R.comm_channels -= c.channels;
     if (p_.nvlink_wake_latency > Time::zero() && c.op->bytes >= p_.nvlink_wake_min_bytes && !group_via_host(c)) R.nvlink_quiet_since = engine_.now();
+    R.last_coll_end = engine_.now();
     if (++c.finished == static_cast<int>(c.members.size())) {  // no flow of it is left
       inst_index_.erase(c.key);
       free_insts_.emplace_back(ci, engine_.events_processed());

@@ -181,6 +181,14 @@ struct ModelParams {
   // awake (a 1-element all-reduce every 10 ms did not: box i). Off (0)
   // until calibrated.
   Time nvlink_wake_latency = Time::zero();
+  // Under the power cap two GPUs' clocks wander apart (each dips on its
+  // own): ranks reach a collective apart by a mean share of the time since
+  // their last one, so the collective waits half that for the later one.
+  // The delay a collective adds: straggler_share x that time x how far the
+  // clock is down (0 rested, 1 at the full sustained slowdown), the largest
+  // over its members. 2xH200 (bench nccl_barrier_skew): after 2-30 ms of
+  // GEMMs, 1-6 % apart loaded, 0.3-0.7 % rested. Off (0) until calibrated.
+  double straggler_share = 0;
   Time nvlink_wake_after = Time::from_ms(25);
   Bytes nvlink_wake_min_bytes = 1 << 20;
 

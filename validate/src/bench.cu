@@ -1253,6 +1253,78 @@ struct Runner::Impl {
     }
   }
 
+  // How far two GPUs drift apart over a stretch of compute (the wait a
+  // collective after it adds): `segment_ms` of GEMMs on both GPUs, then a
+  // 1-element all-reduce, timed on each rank by events around it; the rank
+  // that arrived first waits in it, so |time on rank 0 - time on rank 1| is
+  // the arrival skew. 20 segments back to back after >= 300 ms of GEMMs
+  // ("loaded": the clock under the power cap) or each after 150 ms idle and
+  // the 2 ms wake-up ("rested"), at 2, 8 and 30 ms.
+  void barrier_skew() {
+    if (ngpus < 2 || !want("nccl_barrier_skew")) return;
+    A2aRig rig(*this, size_t(1) << 20);
+    const int n = A2aRig::n;
+    std::vector<std::unique_ptr<Event>> a, b;
+    for (int r = 0; r < n; ++r) {
+      a.push_back(std::make_unique<Event>(r));
+      b.push_back(std::make_unique<Event>(r));
+    }
+    double gemm_us = 0;
+    {
+      Event x(0), y(0);
+      for (int i = 0; i < 3; ++i) rig.gemm(0);
+      CUDA_CHECK(cudaEventRecord(x.e, rig.st[0]->s));
+      for (int i = 0; i < 10; ++i) rig.gemm(0);
+      CUDA_CHECK(cudaEventRecord(y.e, rig.st[0]->s));
+      CUDA_CHECK(cudaEventSynchronize(y.e));
+      gemm_us = A2aRig::elapsed_us(x, y) / 10;
+    }
+    const int segments = 20;
+    for (const bool loaded : {false, true})
+      for (const int segment_ms : {2, 8, 30}) {
+        progress(std::string("barrier skew ") + (loaded ? "loaded " : "rested ") + std::to_string(segment_ms) + " ms");
+        const int gemms = std::max(1, static_cast<int>(std::lround(segment_ms * 1e3 / gemm_us)));
+        if (loaded) {
+          const int load = static_cast<int>(std::ceil(300e3 / gemm_us));
+          for (int g = 0; g < load; ++g)
+            for (int r = 0; r < n; ++r) rig.gemm(r);
+          rig.line_up();
+        }
+        std::vector<double> skew, seg;
+        for (int i = 0; i < segments; ++i) {
+          if (!loaded) {
+            rig.sync();
+            std::this_thread::sleep_for(std::chrono::milliseconds(150));
+            for (int r = 0; r < n; ++r) {
+              CUDA_CHECK(cudaSetDevice(r));
+              launch_busy(rig.st[r]->s, rig.sms[r], 2'000'000);
+            }
+            rig.line_up();
+          }
+          for (int g = 0; g < gemms; ++g)
+            for (int r = 0; r < n; ++r) rig.gemm(r);
+          for (int r = 0; r < n; ++r) {
+            CUDA_CHECK(cudaSetDevice(r));
+            CUDA_CHECK(cudaEventRecord(a[r]->e, rig.st[r]->s));
+          }
+          rig.line_up();
+          for (int r = 0; r < n; ++r) {
+            CUDA_CHECK(cudaSetDevice(r));
+            CUDA_CHECK(cudaEventRecord(b[r]->e, rig.st[r]->s));
+          }
+          // Loaded segments run on while the host reads the events of the
+          // last one: keep at most one segment queued ahead.
+          for (int r = 0; r < n; ++r) CUDA_CHECK(cudaEventSynchronize(b[r]->e));
+          skew.push_back(std::abs(A2aRig::elapsed_us(*a[0], *b[0]) - A2aRig::elapsed_us(*a[1], *b[1])));
+          seg.push_back(gemms * gemm_us);
+        }
+        double mean = 0;
+        for (double v : skew) mean += v / static_cast<double>(skew.size());
+        add({{"key", "nccl_barrier_skew"}, {"ranks", n}, {"mode", loaded ? "loaded" : "rested"}, {"segment_ms", segment_ms}, {"gemms", gemms},
+             {"gemm_us", gemm_us}, {"mean_skew_us", mean}, {"median_skew_us", median(skew)}, {"samples_us", skew}});
+      }
+  }
+
   // ------------------------------------------------------------ interference
   // Runs A alone, B alone, then both at once (released by one gate); reports
   // each one's time in each case.
@@ -1484,6 +1556,7 @@ nlohmann::ordered_json Runner::run() {
   I.collectives();
   I.collectives_loaded();
   I.collectives_insitu();
+  I.barrier_skew();
   I.interference();
   return I.results;
 }
