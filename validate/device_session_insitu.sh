@@ -7,8 +7,5 @@
 set -u
 source "$(dirname "$0")/device_session_lib.sh"
 session_start "${1:-}"
-validate/run_on_device.sh "$B" "$O" insitu --filter '^nccl_all_to_all_insitu$' --watchdog 60 2> "$O/insitu.err"
-mark "insitu rc=$?"
-NCCL_P2P_DISABLE=1 validate/run_on_device.sh "$B" "$O" insitu-p2p-disable --filter '^nccl_all_to_all_insitu$' --watchdog 60 2> "$O/insitu-p2p.err"
-mark "insitu p2p rc=$?"
+both_transports insitu '^nccl_all_to_all_insitu$'
 session_end

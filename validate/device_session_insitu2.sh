@@ -6,8 +6,5 @@
 set -u
 source "$(dirname "$0")/device_session_lib.sh"
 session_start "${1:-}"
-validate/run_on_device.sh "$B" "$O" a2a --filter '^nccl_all_to_all_(insitu|loaded)$' --watchdog 60 2> "$O/a2a.err"
-mark "a2a rc=$?"
-NCCL_P2P_DISABLE=1 validate/run_on_device.sh "$B" "$O" a2a-p2p-disable --filter '^nccl_all_to_all_(insitu|loaded)$' --watchdog 60 2> "$O/a2a-p2p.err"
-mark "a2a p2p rc=$?"
+both_transports a2a '^nccl_all_to_all_(insitu|loaded)$'
 session_end

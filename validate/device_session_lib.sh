@@ -44,3 +44,11 @@ attention_run() {
   timeout 240 $py validate/attention_bench.py "$O/attention-$1.json" > "$O/attention-$1.log" 2>&1
   mark "attention-$1 rc=$?"
 }
+# One bench --filter ($2) with NCCL defaults and with NCCL_P2P_DISABLE=1:
+# bench-$1.json and bench-$1-p2p-disable.json.
+both_transports() {
+  validate/run_on_device.sh "$B" "$O" "$1" --filter "$2" --watchdog 60 2> "$O/$1.err"
+  mark "$1 rc=$?"
+  NCCL_P2P_DISABLE=1 validate/run_on_device.sh "$B" "$O" "$1-p2p-disable" --filter "$2" --watchdog 60 2> "$O/$1-p2p.err"
+  mark "$1 p2p rc=$?"
+}
