@@ -922,6 +922,24 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         if (!k.at("copies").get<bool>()) (k.at("gemm_ms").get<double>() <= 8 ? fast : slow).push_back(k.at("time_us").get<double>());
       if (!fast.empty() && !slow.empty()) steps.push_back(median(slow) - median(fast));
     }
+    // Beside copies: the same case with copies less without, after <= 8 ms
+    // (no wake-up in either).
+    std::vector<double> beside;
+    for (const auto& r : rows(*doc, "nccl_all_to_all_insitu")) {
+      std::map<int, std::pair<double, double>> by_ms;  // gemm_ms -> (without, with)
+      for (const auto& k : r.at("cases"))
+        if (k.at("gemm_ms").get<double>() <= 8)
+          (k.at("copies").get<bool>() ? by_ms[k.at("gemm_ms").get<int>()].second : by_ms[k.at("gemm_ms").get<int>()].first) = k.at("time_us").get<double>();
+      for (const auto& [ms, t] : by_ms)
+        if (t.first > 0 && t.second > 0) beside.push_back(t.second - t.first);
+    }
+    if (!beside.empty()) {
+      p.nvlink_copy_latency = Time::from_us(std::max(0.0, median(beside)));
+      c.fits.push_back({"NVLink beside copies", "all-to-all with H2D copies beside - without, after <= 8 ms of GEMMs, median over sizes and cases",
+                        {{"copy_latency_us", p.nvlink_copy_latency.us()}, {"min_us", *std::min_element(beside.begin(), beside.end())},
+                         {"max_us", *std::max_element(beside.begin(), beside.end())}},
+                        0, static_cast<int>(beside.size())});
+    }
     if (!steps.empty()) {
       p.nvlink_wake_latency = Time::from_us(std::max(0.0, median(steps)));
       c.fits.push_back({"NVLink wake-up", "all-to-all after >= 30 ms of GEMMs - after <= 8 ms (no copies beside), median over sizes; after "
@@ -1222,6 +1240,7 @@ std::string calibration_yaml(const Calibration& c) {
   if (p.straggler_share > 0) out += fmt::format("  straggler_share: {:.4f}\n", p.straggler_share);
   if (p.nvlink_wake_latency > Time::zero())
     out += fmt::format("  nvlink_wake_latency: {:.1f} us\n  nvlink_wake_after: {:.1f} ms\n", p.nvlink_wake_latency.us(), p.nvlink_wake_after.ms());
+  if (p.nvlink_copy_latency > Time::zero()) out += fmt::format("  nvlink_copy_latency: {:.1f} us\n", p.nvlink_copy_latency.us());
   out += fmt::format("  gemm_slowdown_base: {:.4f}\n  gemm_slowdown_per_channel: {:.5f}\n  gemm_slowdown_per_copy: {:.4f}\n", p.gemm_slowdown_base,
                      p.gemm_slowdown_per_channel, p.gemm_slowdown_per_copy);
   out += fmt::format("  comm_slowdown_base: {:.4f}\n  comm_slowdown_per_channel: {:.5f}\n", p.comm_slowdown_base, p.comm_slowdown_per_channel);
@@ -1239,7 +1258,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
                "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth",
                "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
-               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "straggler_share", "nvlink_wake_latency", "nvlink_wake_after", "comm_clock_share",
+               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "straggler_share", "nvlink_wake_latency", "nvlink_wake_after", "nvlink_copy_latency", "comm_clock_share",
                "comm_clock_share_host"});
   ModelParams p = base;
   auto time = [&](const char* k, Time& f) {
@@ -1399,12 +1418,14 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   time("sustained_slow_time_constant", p.sustained_slow_time_constant);
   time("nvlink_wake_latency", p.nvlink_wake_latency);
   time("nvlink_wake_after", p.nvlink_wake_after);
+  time("nvlink_copy_latency", p.nvlink_copy_latency);
   num("comm_clock_share", p.comm_clock_share, 0, 1);
   num("comm_clock_share_host", p.comm_clock_share_host, 0, 1);
   if (p.sustained_slow_time_constant <= Time::zero()) m.fail("sustained_slow_time_constant", "must be positive, e.g. 1000 ms");
   if (p.sustained_time_constant <= Time::zero()) m.fail("sustained_time_constant", "must be positive, e.g. 50 ms");
   if (p.nvlink_wake_latency < Time::zero()) m.fail("nvlink_wake_latency", "must not be negative, e.g. 110 us");
   if (p.nvlink_wake_after <= Time::zero()) m.fail("nvlink_wake_after", "must be positive, e.g. 25 ms");
+  if (p.nvlink_copy_latency < Time::zero()) m.fail("nvlink_copy_latency", "must not be negative, e.g. 12 us");
   return p;
 }
 

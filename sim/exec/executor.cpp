@@ -1140,6 +1140,10 @@ class Executor {
                                      [&](int r) { return now - ranks_[r].nvlink_quiet_since >= p_.nvlink_wake_after; });
       if (quiet) delay = p_.nvlink_wake_latency;
     }
+    // Over NVLink beside a host copy (ModelParams::nvlink_copy_latency).
+    if (p_.nvlink_copy_latency > Time::zero() && op.bytes >= p_.nvlink_wake_min_bytes && !group_via_host(c) &&
+        std::any_of(c.members.begin(), c.members.end(), [&](int r) { return ranks_[r].ce[kH2D].busy >= 0 || ranks_[r].ce[kD2H].busy >= 0; }))
+      delay = delay + p_.nvlink_copy_latency;
     // The later rank under the power cap (ModelParams::straggler_share).
     const double full = p_.sustained_slowdown + p_.sustained_slow_slowdown;
     if (p_.straggler_share > 0 && full > 0) {

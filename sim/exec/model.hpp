@@ -191,6 +191,11 @@ struct ModelParams {
   double straggler_share = 0;
   Time nvlink_wake_after = Time::from_ms(25);
   Bytes nvlink_wake_min_bytes = 1 << 20;
+  // An NVLink collective (>= nvlink_wake_min_bytes) that starts while one of
+  // its ranks has a host copy (H2D or D2H) running first waits this long:
+  // the 2-rank all-to-all after 2-8 ms of GEMMs took 6-15 us longer with H2D
+  // copies beside (bench nccl_all_to_all_insitu, two leases). Off (0) until calibrated.
+  Time nvlink_copy_latency = Time::zero();
 
   // Interference (MODEL.md, H200): a GEMM next to an all-to-all slows by ~10 %
   // with 24 channels and ~5 % with 4: slowdown = base + per_channel * channels.
