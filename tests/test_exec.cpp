@@ -989,7 +989,7 @@ programs:
   }
 }
 
-TEST_CASE("an NVLink collective after nvlink_wake_after without NVLink collective traffic pays the wake-up first") {
+TEST_CASE("an NVLink collective after nvlink_wake_after without NVLink collective traffic pays the wake-up first; beside a host copy, nvlink_copy_latency") {
   // kTopo: gpu0 <-> gpu1 over NVLink. A 2 MB all-to-all (1 MB each way,
   // 10 us at 100 GB/s), then `gap` of a bare duration kernel, then the same
   // all-to-all again; with a 25 ms threshold and 110 us of wake-up, the
@@ -1023,6 +1023,26 @@ programs:
   // Off (0, the default): no step.
   const Sim off(sched("30 ms", false));
   CHECK(a2a_us(off, 2) == doctest::Approx(10.0).epsilon(1e-6));
+  // Beside a host copy (a 100 MB H2D on another stream, 10 ms over kTopo's
+  // PCIe): nvlink_copy_latency first; a 4-byte all-reduce does not pay it.
+  ModelParams q = quiet();
+  q.nvlink_copy_latency = Time::from_us(12);
+  const Sim beside(R"(name: beside
+ranks: 2
+streams: [s, c]
+programs:
+  - rank: all
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 100 MB, stream: c}
+      - {op: collective, kind: all_to_all, group: world, bytes: 2 MB, stream: s}
+      - {op: collective, kind: all_reduce, group: world, bytes: 4 B, stream: s}
+      - {op: stream_sync, stream: c}
+      - {op: collective, kind: all_to_all, group: world, bytes: 2 MB, stream: s}
+)",
+                   q);
+  CHECK(a2a_us(beside, 1) == doctest::Approx(22.0).epsilon(1e-6));
+  CHECK(a2a_us(beside, 2) < 1.0);
+  CHECK(a2a_us(beside, 4) == doctest::Approx(10.0).epsilon(1e-6));
 }
 
 TEST_CASE("under the power cap a collective waits for the straggler: straggler_share x the time since the last one x how far the clock is down") {
