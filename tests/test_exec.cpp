@@ -989,7 +989,7 @@ programs:
   }
 }
 
-TEST_CASE("an NVLink collective after nvlink_wake_after without NVLink collective traffic pays the wake-up first; beside a host copy, nvlink_copy_latency") {
+TEST_CASE("an NVLink collective after nvlink_wake_after without NVLink collective traffic pays the wake-up first, and beside a host copy nvlink_copy_latency") {
   // kTopo: gpu0 <-> gpu1 over NVLink. A 2 MB all-to-all (1 MB each way,
   // 10 us at 100 GB/s), then `gap` of a bare duration kernel, then the same
   // all-to-all again; with a 25 ms threshold and 110 us of wake-up, the
