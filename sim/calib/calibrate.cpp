@@ -30,7 +30,6 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-
 // GEMM table rows with a window mean (bench since 2026-11-23): the mean's
 // ratio to the burst time, and when the window ran (ms after the shape's
 // load began: the soak's ops at the window's rate, near enough).
@@ -530,7 +529,6 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         const double burst = r.at("burst_time_us").get<double>();
         gemm_rows.push_back({r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(), flops / (burst * 1e-6) / (peak_bf16 * 1e12), true});
         steady_over_burst.push_back(r.value("loaded_mean_us", r.at("time_us").get<double>()) / burst);
-
       } else {
         gemm_rows.push_back({r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(), r.at("TFLOPs").get<double>() / peak_bf16, false});
       }
@@ -915,22 +913,20 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   // copies beside; the median over sizes. Where the rows hold no such pair
   // it stays off.
   if (const json* doc = find_doc(runs, false)) {
-    std::vector<double> steps;
-    for (const auto& r : rows(*doc, "nccl_all_to_all_insitu")) {
-      std::vector<double> fast, slow;
-      for (const auto& k : r.at("cases"))
-        if (!k.at("copies").get<bool>()) (k.at("gemm_ms").get<double>() <= 8 ? fast : slow).push_back(k.at("time_us").get<double>());
-      if (!fast.empty() && !slow.empty()) steps.push_back(median(slow) - median(fast));
-    }
     // Beside copies: the same case with copies less without, after <= 8 ms
     // (no wake-up in either).
-    std::vector<double> beside;
+    std::vector<double> steps, beside;
     for (const auto& r : rows(*doc, "nccl_all_to_all_insitu")) {
-      std::map<int, std::pair<double, double>> by_ms;  // gemm_ms -> (without, with)
-      for (const auto& k : r.at("cases"))
-        if (k.at("gemm_ms").get<double>() <= 8)
-          (k.at("copies").get<bool>() ? by_ms[k.at("gemm_ms").get<int>()].second : by_ms[k.at("gemm_ms").get<int>()].first) = k.at("time_us").get<double>();
-      for (const auto& [ms, t] : by_ms)
+      std::vector<double> fast, slow;
+      std::map<int, std::pair<double, double>> short_by_ms;  // gemm_ms <= 8 -> (without, with)
+      for (const auto& k : r.at("cases")) {
+        const bool copies = k.at("copies").get<bool>(), short_compute = k.at("gemm_ms").get<double>() <= 8;
+        const double t = k.at("time_us").get<double>();
+        if (!copies) (short_compute ? fast : slow).push_back(t);
+        if (short_compute) (copies ? short_by_ms[k.at("gemm_ms").get<int>()].second : short_by_ms[k.at("gemm_ms").get<int>()].first) = t;
+      }
+      if (!fast.empty() && !slow.empty()) steps.push_back(median(slow) - median(fast));
+      for (const auto& [ms, t] : short_by_ms)
         if (t.first > 0 && t.second > 0) beside.push_back(t.second - t.first);
     }
     if (!beside.empty()) {
@@ -1463,6 +1459,15 @@ double replay(Schedule s, const std::vector<Op>& per_rank, const hw::Topology& t
 }
 
 // One rank's NCCL all-to-all of `bytes` on stream 0 of the bench schedule's group.
+// The bench's GEMM of shape [m, n, k] (a row's "gemm") on stream 0.
+Op bench_gemm(const json& shape) {
+  Op g;
+  g.kind = OpKind::Kernel;
+  g.stream = 0;
+  g.gemm = GemmShape{shape.at(0).get<int32_t>(), shape.at(1).get<int32_t>(), shape.at(2).get<int32_t>()};
+  return g;
+}
+
 Op bench_a2a(Bytes bytes) {
   Op a2a;
   a2a.kind = OpKind::Collective;
@@ -1500,11 +1505,7 @@ double replay_a2a_loaded(const json& r, bool load, bool p2p_off, const hw::Topol
   const int n = r.at("ranks"), iters = r.at("iters");
   std::vector<Op> prog;
   if (load) {
-    Op g;
-    g.kind = OpKind::Kernel;
-    g.stream = 0;
-    const auto& shape = r.at("gemm");
-    g.gemm = GemmShape{shape.at(0).get<int32_t>(), shape.at(1).get<int32_t>(), shape.at(2).get<int32_t>()};
+    const Op g = bench_gemm(r.at("gemm"));
     const int count = static_cast<int>(std::lround(r.at("load_ms").get<double>() * 1e3 / r.at("gemm_rested_us").get<double>()));
     prog.assign(static_cast<size_t>(std::max(1, count)), g);
   }
@@ -1530,11 +1531,6 @@ double replay_a2a_loaded(const json& r, bool load, bool p2p_off, const hw::Topol
 // all-to-all; the slowest rank's all-to-all.
 double replay_a2a_insitu(const json& r, const json& k, bool p2p_off, const hw::Topology& topo, const ModelParams& p) {
   const int n = r.at("ranks");
-  Op g;
-  g.kind = OpKind::Kernel;
-  g.stream = 0;
-  const auto& shape = r.at("gemm");
-  g.gemm = GemmShape{shape.at(0).get<int32_t>(), shape.at(1).get<int32_t>(), shape.at(2).get<int32_t>()};
   std::vector<Op> prog;
   if (k.at("copies").get<bool>()) {
     Op cp;
@@ -1545,7 +1541,7 @@ double replay_a2a_insitu(const json& r, const json& k, bool p2p_off, const hw::T
     const int copies = static_cast<int>(std::ceil((k.at("gemm_ms").get<double>() + 5) * 1e-3 * 55e9 / static_cast<double>(cp.bytes))) + 1;
     prog.assign(static_cast<size_t>(copies), cp);
   }
-  prog.insert(prog.end(), static_cast<size_t>(k.at("gemms").get<int>()), g);
+  prog.insert(prog.end(), static_cast<size_t>(k.at("gemms").get<int>()), bench_gemm(r.at("gemm")));
   prog.push_back(bench_a2a(r.at("bytes").get<Bytes>()));
   const ExecResult res = replay_programs(bench_schedule(n, p2p_off), std::vector<std::vector<Op>>(static_cast<size_t>(n), prog), topo, p);
   double worst = 0;
@@ -1601,6 +1597,10 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
   const auto theta_all = table_theta(windows, p);
   const bool theta_from_table = theta_all && std::abs(*theta_all - p.sustained_slowdown) < 1e-6;
   size_t window_seen = 0;
+  // Benches that line the ranks up before their all-to-alls (loaded, in
+  // situ) replay without the straggler wait.
+  ModelParams lined_up = p;
+  lined_up.straggler_share = 0;
   for (const auto& r : doc.at("results")) {
     const std::string key = r.at("key");
     Comparison c;
@@ -1632,16 +1632,12 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.cls = p2p_off ? "NCCL all-to-all with the clock down (slowdown), through host memory" : "NCCL all-to-all with the clock down (slowdown)";
       c.what = fmt::format("{} ranks, {} after the GEMMs", r.at("ranks").get<int>(), format_bytes(r.at("bytes").get<double>()));
       c.measured_us = r.at("time_us");
-      // The bench lines the ranks up before its all-to-alls: no straggler.
-      ModelParams q = p;
-      q.straggler_share = 0;
-      c.simulated_us = r.at("rested_time_us").get<double>() * replay_a2a_loaded(r, true, p2p_off, topo, q) / replay_a2a_loaded(r, false, p2p_off, topo, q);
+      c.simulated_us =
+          r.at("rested_time_us").get<double>() * replay_a2a_loaded(r, true, p2p_off, topo, lined_up) / replay_a2a_loaded(r, false, p2p_off, topo, lined_up);
       out.push_back(c);
       continue;
     }
     if (key == "nccl_all_to_all_insitu" && r.at("ranks").get<int>() <= ngpu) {
-      ModelParams lined_up = p;  // the bench lines the ranks up before the all-to-all: no straggler
-      lined_up.straggler_share = 0;
       for (const auto& k : r.at("cases")) {
         const bool copies = k.at("copies").get<bool>();
         // The bench queued copies for the GEMMs' time at burst + 5 ms; after

@@ -197,6 +197,7 @@ struct CollInst {
   int arrived = 0;
   int finished = 0;  // members done
   bool launched = false;
+  bool nvlink = false;  // moves >= nvlink_wake_min_bytes over NVLink, where a wake-up or copy latency is calibrated (launch)
   double wire = 0;
   int channels = 0;
   std::vector<int> outstanding;
@@ -1134,16 +1135,16 @@ class Executor {
     }
     const Time now = engine_.now();
     Time delay = Time::zero();
-    // Over NVLink, a member quiet for nvlink_wake_after wakes first.
-    if (p_.nvlink_wake_latency > Time::zero() && op.bytes >= p_.nvlink_wake_min_bytes && !group_via_host(c)) {
-      const bool quiet = std::any_of(c.members.begin(), c.members.end(),
-                                     [&](int r) { return now - ranks_[r].nvlink_quiet_since >= p_.nvlink_wake_after; });
-      if (quiet) delay = p_.nvlink_wake_latency;
+    c.nvlink = (p_.nvlink_wake_latency > Time::zero() || p_.nvlink_copy_latency > Time::zero()) && op.bytes >= p_.nvlink_wake_min_bytes &&
+               !group_via_host(c);
+    if (c.nvlink) {
+      // A member quiet for nvlink_wake_after wakes first; beside a host copy
+      // it waits nvlink_copy_latency (either 0 where not calibrated).
+      if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return now - ranks_[r].nvlink_quiet_since >= p_.nvlink_wake_after; }))
+        delay = delay + p_.nvlink_wake_latency;
+      if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return ranks_[r].ce[kH2D].busy >= 0 || ranks_[r].ce[kD2H].busy >= 0; }))
+        delay = delay + p_.nvlink_copy_latency;
     }
-    // Over NVLink beside a host copy (ModelParams::nvlink_copy_latency).
-    if (p_.nvlink_copy_latency > Time::zero() && op.bytes >= p_.nvlink_wake_min_bytes && !group_via_host(c) &&
-        std::any_of(c.members.begin(), c.members.end(), [&](int r) { return ranks_[r].ce[kH2D].busy >= 0 || ranks_[r].ce[kD2H].busy >= 0; }))
-      delay = delay + p_.nvlink_copy_latency;
     // The later rank under the power cap (ModelParams::straggler_share).
     const double full = p_.sustained_slowdown + p_.sustained_slow_slowdown;
     if (p_.straggler_share > 0 && full > 0) {
@@ -1603,7 +1604,7 @@ class Executor {
     const int rank = c.members[m];
     RankState& R = ranks_[rank];
     R.comm_channels -= c.channels;
-    if (p_.nvlink_wake_latency > Time::zero() && c.op->bytes >= p_.nvlink_wake_min_bytes && !group_via_host(c)) R.nvlink_quiet_since = engine_.now();
+    if (c.nvlink) R.nvlink_quiet_since = engine_.now();
     R.last_coll_end = engine_.now();
     if (++c.finished == static_cast<int>(c.members.size())) {  // no flow of it is left
       inst_index_.erase(c.key);

@@ -181,6 +181,13 @@ struct ModelParams {
   // awake (a 1-element all-reduce every 10 ms did not: box i). Off (0)
   // until calibrated.
   Time nvlink_wake_latency = Time::zero();
+  Time nvlink_wake_after = Time::from_ms(25);
+  Bytes nvlink_wake_min_bytes = 1 << 20;
+  // An NVLink collective (>= nvlink_wake_min_bytes) that starts while one of
+  // its ranks has a host copy (H2D or D2H) running first waits this long:
+  // the 2-rank all-to-all after 2-8 ms of GEMMs took 6-15 us longer with H2D
+  // copies beside (bench nccl_all_to_all_insitu, two leases). Off (0) until calibrated.
+  Time nvlink_copy_latency = Time::zero();
   // Under the power cap two GPUs' clocks wander apart (each dips on its
   // own): ranks reach a collective apart by a mean share of the time since
   // their last one, so the collective waits half that for the later one.
@@ -189,13 +196,6 @@ struct ModelParams {
   // over its members. 2xH200 (bench nccl_barrier_skew): after 2-30 ms of
   // GEMMs, 1-6 % apart loaded, 0.3-0.7 % rested. Off (0) until calibrated.
   double straggler_share = 0;
-  Time nvlink_wake_after = Time::from_ms(25);
-  Bytes nvlink_wake_min_bytes = 1 << 20;
-  // An NVLink collective (>= nvlink_wake_min_bytes) that starts while one of
-  // its ranks has a host copy (H2D or D2H) running first waits this long:
-  // the 2-rank all-to-all after 2-8 ms of GEMMs took 6-15 us longer with H2D
-  // copies beside (bench nccl_all_to_all_insitu, two leases). Off (0) until calibrated.
-  Time nvlink_copy_latency = Time::zero();
 
   // Interference (MODEL.md, H200): a GEMM next to an all-to-all slows by ~10 %
   // with 24 channels and ~5 % with 4: slowdown = base + per_channel * channels.
