@@ -104,6 +104,13 @@ struct Event {
   }
 };
 
+// One event on each of GPUs 0..n-1 (index = GPU).
+std::vector<std::unique_ptr<Event>> events_per_gpu(int n) {
+  std::vector<std::unique_ptr<Event>> out;
+  for (int r = 0; r < n; ++r) out.push_back(std::make_unique<Event>(r));
+  return out;
+}
+
 // ---------------------------------------------------------------- spin gate
 __global__ void spin_until(volatile int* flag) {
   while (*flag == 0) {
@@ -868,11 +875,7 @@ struct Runner::Impl {
                        std::vector<std::unique_ptr<DevBuf>>& recv, std::vector<std::unique_ptr<Stream>>& st,
                        size_t bytes, int iters, int samples_wanted) {
     const int n = cm.n;
-    std::vector<std::unique_ptr<Event>> a, b;
-    for (int r = 0; r < n; ++r) {
-      a.push_back(std::make_unique<Event>(r));
-      b.push_back(std::make_unique<Event>(r));
-    }
+    auto a = events_per_gpu(n), b = events_per_gpu(n);
     enqueue(c, cm, send, recv, st, bytes);
     for (int r = 0; r < n; ++r) {
       CUDA_CHECK(cudaSetDevice(r));
@@ -1047,13 +1050,7 @@ struct Runner::Impl {
     const int n = A2aRig::n, m = A2aRig::m, nn = A2aRig::nn, k = A2aRig::k;
     auto& st = rig.st;
     auto& sms = rig.sms;
-    std::vector<std::unique_ptr<Event>> a, b, ga_ev, gb_ev;
-    for (int r = 0; r < n; ++r) {
-      a.push_back(std::make_unique<Event>(r));
-      b.push_back(std::make_unique<Event>(r));
-      ga_ev.push_back(std::make_unique<Event>(r));
-      gb_ev.push_back(std::make_unique<Event>(r));
-    }
+    auto a = events_per_gpu(n), b = events_per_gpu(n), ga_ev = events_per_gpu(n), gb_ev = events_per_gpu(n);
     // The GEMM's time after the rested wake-up, and how many make >= 300 ms.
     double gemm_rested_us = 0;
     {
@@ -1170,13 +1167,7 @@ struct Runner::Impl {
         CUDA_CHECK(cudaStreamSynchronize(cp.stream[r]->s));
       }
     };
-    std::vector<std::unique_ptr<Event>> a, b, c0, c1;
-    for (int r = 0; r < n; ++r) {
-      a.push_back(std::make_unique<Event>(r));
-      b.push_back(std::make_unique<Event>(r));
-      c0.push_back(std::make_unique<Event>(r));
-      c1.push_back(std::make_unique<Event>(r));
-    }
+    auto a = events_per_gpu(n), b = events_per_gpu(n), c0 = events_per_gpu(n), c1 = events_per_gpu(n);
     // One GEMM's time, warm (for the GEMM count of each duration).
     double gemm_us = 0;
     {
@@ -1264,11 +1255,7 @@ struct Runner::Impl {
     if (ngpus < 2 || !want("nccl_barrier_skew")) return;
     A2aRig rig(*this, size_t(1) << 20);
     const int n = A2aRig::n;
-    std::vector<std::unique_ptr<Event>> a, b;
-    for (int r = 0; r < n; ++r) {
-      a.push_back(std::make_unique<Event>(r));
-      b.push_back(std::make_unique<Event>(r));
-    }
+    auto a = events_per_gpu(n), b = events_per_gpu(n);
     double gemm_us = 0;
     {
       Event x(0), y(0);
