@@ -67,39 +67,42 @@ struct Box {
   }
 };
 
-// The host transport beside a copy, fitted by simulation (calibrate): the
-// two pair rows it was fitted on (a copy on GPU 0 beside the all-to-all, H2D
-// and D2H) replay exactly; a byte of the all-to-all costs a PCIe link more
-// than a copy's byte, more so up (D2H) than down; the copy weighs `w_h2d`
-// and `w_d2h` (+-0.2). Rows with every GPU copying are out of sample: within
-// `every_bound` %.
-void check_host_transport(const Calibration& cal, const nlohmann::json& off, const hw::Topology& topo, double w_h2d, double w_d2h, double every_bound) {
+// The host transport beside a copy, fitted by simulation (calibrate): a
+// byte of the all-to-all costs a PCIe link more than a copy's byte, more so
+// up (D2H) than down; the copy weighs `w_h2d` and `w_d2h` (+-0.2). The pairs
+// it was fitted on (`fitted`: one GPU copying, every GPU copying, or both by
+// least squares) replay within `fitted_bound` % (0.01: an exact solve); the
+// other class, out of sample, within `other_bound` %.
+enum class HostPairs { One, Every, Both };
+void check_host_transport(const Calibration& cal, const nlohmann::json& off, const hw::Topology& topo, double w_h2d, double w_d2h, HostPairs fitted,
+                          double fitted_bound, double other_bound) {
   const ModelParams& p = cal.params;
   CHECK(p.copy_weight == doctest::Approx(w_h2d).epsilon(0.2 / w_h2d));
   CHECK(p.copy_weight_d2h == doctest::Approx(w_d2h).epsilon(0.2 / w_d2h));
   CHECK(p.host_transport_cost_h2d > 1.02);
   CHECK(p.host_transport_cost_d2h > p.host_transport_cost_h2d);
-  CHECK(p.host_transport_cost_d2h < 1.45);
+  CHECK(p.host_transport_cost_d2h < 1.5);
   const Fit* fit = nullptr;
   for (const Fit& f : cal.fits)
     if (f.name == "NCCL through host memory beside a copy (simulated)") fit = &f;
   REQUIRE(fit != nullptr);
-  CHECK(fit->points == 4);
+  CHECK(fit->points == (fitted == HostPairs::Both ? 8 : 4));
   CHECK(fit->values.back().first == "worst_residual_pct");
-  CHECK(fit->values.back().second < 0.01);
+  CHECK(fit->values.back().second < fitted_bound);
   int pairs = 0, every = 0;
   for (const auto& c : compare_bench(off, topo, p)) {
     INFO(c.what);
     if (c.cls == "interference pairs") {
-      CHECK(std::abs(c.error_pct()) < 0.01);
+      CHECK(std::abs(c.error_pct()) < (fitted == HostPairs::Every ? other_bound : fitted_bound));
       ++pairs;
     }
     if (c.cls == "interference, every GPU copying") {
-      CHECK(std::abs(c.error_pct()) < every_bound);
+      CHECK(std::abs(c.error_pct()) < (fitted == HostPairs::One ? other_bound : fitted_bound));
       ++every;
     }
   }
   CHECK(pairs == 4);
+  CHECK(every == (fitted == HostPairs::One ? every : 4));
   CHECK((every == 0 || every == 4));
 }
 
@@ -161,7 +164,7 @@ TEST_CASE("the committed calibration files are what calibrate writes today") {
 TEST_CASE("a second machine (2xH200): calibration file, and copies do not deepen the sustained-load clock drop") {
   const Box box("h200x2-nvlink");
   const Calibration& cal = box.cal;
-  check_host_transport(cal, box.docs[1].second, box.topo, 3.24, 2.66, 0);
+  check_host_transport(cal, box.docs[1].second, box.topo, 3.24, 2.66, HostPairs::One, 0.01, 0);
   // Sustained GEMM at full duty: ~13 % over the low-duty time, plus the burst correction.
   CHECK(cal.params.sustained_slowdown == doctest::Approx(0.167).epsilon(0.02));
   const Fit* copies = nullptr;
@@ -270,7 +273,7 @@ TEST_CASE("the calibrated simulator replays the PCIe-like transport (NCCL_P2P_DI
   CHECK(h.cal.params.nccl_host_rank_bandwidth.GBps() == doctest::Approx(26.8).epsilon(0.01));
   // A copy beside a 4-rank all-to-all: the pair rows replay exactly (one copy
   // weight for both directions, from the rates, missed them by 6.8 / 12.2 %).
-  check_host_transport(h.cal, h.off, h.topo, 2.97, 3.36, 0);
+  check_host_transport(h.cal, h.off, h.topo, 2.97, 3.36, HostPairs::One, 0.01, 0);
   const auto rows = compare_bench(h.off, h.topo, h.cal.params);
   MESSAGE("\n" << format_comparison(rows));
   for (const auto& c : rows) {
@@ -360,7 +363,7 @@ TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burs
   // The bench's all-to-all ran on this box's two GPUs (one flow per rank):
   // the copy weighs 3.16 H2D, 2.53 D2H (one weight, 2.66, missed the pair
   // rows by up to 8.1 %).
-  check_host_transport(cal, merge_bench_runs(docs)[1].second, topo, 3.16, 2.53, 0);
+  check_host_transport(cal, merge_bench_runs(docs)[1].second, topo, 3.16, 2.53, HostPairs::One, 0.01, 0);
 }
 
 TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, sustained load, the host path's 1-4 GPU aggregate") {
@@ -374,9 +377,11 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   CHECK(cal.params.sustained_duty < 0.75);
   // Every GPU copying 1 GiB beside a 4-rank all-to-all through host memory
   // (interference-all/): copies and the bounced all-to-all share the host
-  // bridge's limit; the model was not fitted on these rows. H2D within 3 %,
-  // D2H 5.9 / 7.7 % (14.4 % with one copy weight for both directions).
-  check_host_transport(cal, merge_bench_runs(docs)[1].second, topo, 3.04, 3.30, 8.0);
+  // bridge's limit (149 GB/s for four GPUs), so the model tells the pair with
+  // one GPU copying from the one with all four: both fitted, least squares,
+  // every row within 5.9 % (the single pair alone fitted left the every-GPU
+  // D2H rows 5.9 / 7.7 % off; one copy weight for both directions 14.4 %).
+  check_host_transport(cal, merge_bench_runs(docs)[1].second, topo, 2.95, 3.71, HostPairs::Both, 5.9, 0);
   for (const auto& row : compare_bench(merge_bench_runs(docs)[1].second, topo, cal.params))
     if (row.cls == "interference, every GPU copying" && row.what.find("h2d_all") != std::string::npos) {
       INFO(row.what);
@@ -453,12 +458,12 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   // The host-transport fit reads the merged P2P-off runs, like every other
   // fit: the later run's all-to-all || H2D row (interference-all/) replaces
   // the first's, so the fit follows it, not the first file's row (the two
-  // runs' copies differ by 5 %: the link cost 1.28 against 1.44).
+  // runs' copies differ by 5 %: the link cost 1.26 against 1.44).
   {
     auto later_first = docs;
     std::swap(later_first[1], later_first[3]);  // the later P2P-off run given first: its row is replaced instead
     const double c_later = cal.params.host_transport_cost_h2d, c_first = calibrate(later_first, topo).params.host_transport_cost_h2d;
-    CHECK(c_later == doctest::Approx(1.277).epsilon(0.005));
+    CHECK(c_later == doctest::Approx(1.263).epsilon(0.005));
     CHECK(c_first == doctest::Approx(1.439).epsilon(0.005));
   }
   // Host aggregate, 1-4 GPUs: sub-linear beyond two GPUs (the fit reports it).
@@ -733,9 +738,12 @@ TEST_CASE("gated collective timing (2xH200 box c): calibration file, every repla
   }
   CHECK(nccl == 91);
   CHECK(pairs == 8);
-  // Through host memory: the pairs it was fitted on exactly; both GPUs
-  // copying (out of sample) within 4.3 % (one copy weight: 8.7 %).
-  check_host_transport(cal, docs[1].second, topo, 3.21, 2.46, 5.0);
+  // Through host memory: two GPUs copying get each copy its full rate (the
+  // host side's 2-GPU aggregate is twice one), so the model gives the
+  // all-to-all one time beside one copy or two; the every-GPU pairs (what a
+  // prefetch beside Ulysses meets) are fitted, exactly; one GPU copying (out
+  // of sample) within 4.2 % (measured 2-3 % quicker than beside both).
+  check_host_transport(cal, docs[1].second, topo, 3.47, 2.66, HostPairs::Every, 0.01, 4.2);
   // Pinned copies: a step in the latency from 1 MiB (+1.08 us H2D, +1.31 D2H)
   // fits both directions: every copy row within 3.0 % (one line: 4.8 %,
   // 1 MiB 4-5 % fast, 1 GiB 1.2 % slow).
@@ -1311,7 +1319,10 @@ TEST_CASE("the all-to-all as a Ulysses layer meets it (box k): the NVLink wake-u
   // 149-151 / 283-294 us: a step of 98 and 123 us, 110.6 us fitted; through
   // host memory no step (1.00-1.02x, the clock's 1.04-1.10x at 100 ms).
   CHECK(p.nvlink_wake_latency.us() == doctest::Approx(110.6).epsilon(0.005));
-  CHECK(p.nvlink_wake_after.ms() == doctest::Approx(25.0));
+  // Quiet for 28-35 ms (the bench's 20 ms sleep, the copies' drain, 2-8 ms
+  // of GEMMs) it had not gone to sleep; for >= 50 ms it had (boxes g, h: not
+  // after 20 ms idle, yes after 50).
+  CHECK(p.nvlink_wake_after.ms() == doctest::Approx(40.0));
   // With the wake-up taken out of the rested and loaded times (paid once per
   // `iters`), the NVLink all-to-all takes the whole of the GEMM's clock slowdown.
   CHECK(p.comm_clock_share == doctest::Approx(1.0));
@@ -1319,31 +1330,42 @@ TEST_CASE("the all-to-all as a Ulysses layer meets it (box k): the NVLink wake-u
   std::map<std::string, ClassSummary> cls;
   for (const auto& doc : merge_bench_runs(docs))
     for (const auto& s : summarise(compare_bench(doc.second, topo, p))) cls[s.cls] = s;
-  // No copies beside: within 9.4 % (NVLink: 16 MiB 6-7 % fast after 2-8 ms,
-  // 7-9 % slow after 30-100 ms) and 7.3 % (through host memory); the loaded
-  // rows, now scored with the wake-up in both modes, within 4.2 %.
+  // The testcase replayed as it ran (each case's seven samples, the 20 ms
+  // sleeps between them, the clock state carried from one to the next). No
+  // copies beside: within 10.4 % (NVLink: 16 MiB 6-7 % fast after 2-8 ms,
+  // 8.5-10.4 % slow after 30-100 ms: its step is 97-100 us, 80 MiB's
+  // 117-129) and 6.2 % (through host memory); the loaded rows, scored with
+  // the wake-up in both modes, within 4.2 %.
   CHECK(cls.at("NCCL all-to-all after GEMMs").cases == 8);
-  CHECK(cls.at("NCCL all-to-all after GEMMs").worst_abs_pct < 9.5);
-  CHECK(cls.at("NCCL all-to-all after GEMMs, through host memory").worst_abs_pct < 7.5);
+  CHECK(cls.at("NCCL all-to-all after GEMMs").worst_abs_pct < 10.5);
+  CHECK(cls.at("NCCL all-to-all after GEMMs, through host memory").worst_abs_pct < 6.5);
   CHECK(cls.at("NCCL all-to-all with the clock down (slowdown)").worst_abs_pct < 4.5);
   // Copies beside: over NVLink the all-to-all takes 9-15 us longer beside H2D
   // copies after a short compute (1.09x at 80 MiB, 1.2x at 16 MiB):
   // nvlink_copy_latency 12.4 us, the median (without it those rows replay
   // 7-22 % fast; with it the interference pairs' all-to-all, which measured
   // 0.91x beside a copy, replays 2.8-3.6 % slow). Through host memory
-  // 1.84-2.0x, which the host path's sharing puts at 8-12.5 % less.
+  // 1.84-2.0x: with the host path fitted on both GPUs copying (as here),
+  // within 6.1 % (fitted on one GPU copying: 8-12.5 % fast).
   CHECK(p.nvlink_copy_latency.us() == doctest::Approx(12.38).epsilon(0.005));
   CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside").median_abs_pct < 2.0);
-  CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside").worst_abs_pct < 10.0);
+  CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside").worst_abs_pct < 10.5);
   CHECK(cls.at("interference pairs").worst_abs_pct < 4.0);
-  CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside, through host memory").worst_abs_pct < 13.0);
-  // Without the wake-up the 30 and 100 ms rows over NVLink are 40-67 % fast.
+  CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside, through host memory").worst_abs_pct < 6.5);
+  // After 100 ms the first bench's copies (queued for the GEMMs at burst +
+  // 5 ms) end about when the all-to-all starts; on the GPUs they had ended
+  // (through host memory the all-to-all took its time without copies). The
+  // samples replayed from rest had the GEMMs ~2 % quicker and the copies
+  // still running (+28 / +58 %); replayed as run, within 6.4 % and 10.8 %.
+  CHECK(cls.at("NCCL all-to-all after GEMMs, copies ending about its start, through host memory").worst_abs_pct < 6.5);
+  CHECK(cls.at("NCCL all-to-all after GEMMs, copies ending about its start").worst_abs_pct < 11.0);
+  // Without the wake-up the 30 and 100 ms rows over NVLink are 34.6-66 % fast.
   ModelParams awake = p;
   awake.nvlink_wake_latency = Time::zero();
   int fast = 0;
   for (const auto& c : compare_bench(merge_bench_runs(docs)[0].second, topo, awake))
     if (c.key == "nccl_all_to_all_insitu" && (c.what.find("after 30 ms") != std::string::npos || c.what.find("after 100 ms") != std::string::npos) &&
-        c.what.find("copies") == std::string::npos && c.error_pct() < -35.0)
+        c.what.find("copies") == std::string::npos && c.error_pct() < -34.0)
       ++fast;
   CHECK(fast == 4);
   // Box l, another lease, the same testcase (and the loaded one) again: each

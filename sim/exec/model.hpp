@@ -176,12 +176,14 @@ struct ModelParams {
   // nvlink_wake_latency: the 2-rank all-to-all after 30 or 100 ms of GEMMs
   // took 98-129 us longer than after 2 or 8 ms (bench
   // nccl_all_to_all_insitu, 2xH200; after idle: slow from 50 ms, not at
-  // 20 ms). Through host memory there is no such step. A run starts awake.
+  // 20 ms). Its samples, replayed as run, were quiet 28-35 ms after 2-8 ms
+  // of GEMMs (awake) and >= 50 ms after 30 ms (woken): 40 ms between.
+  // Through host memory there is no such step. A run starts awake.
   // Collectives under nvlink_wake_min_bytes neither wake it nor keep it
   // awake (a 1-element all-reduce every 10 ms did not: box i). Off (0)
   // until calibrated.
   Time nvlink_wake_latency = Time::zero();
-  Time nvlink_wake_after = Time::from_ms(25);
+  Time nvlink_wake_after = Time::from_ms(40);
   Bytes nvlink_wake_min_bytes = 1 << 20;
   // An NVLink collective (>= nvlink_wake_min_bytes) that starts while one of
   // its ranks has a host copy (H2D or D2H) running first waits this long:
