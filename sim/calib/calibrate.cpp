@@ -1569,8 +1569,12 @@ double replay_a2a_loaded(const json& r, bool load, bool p2p_off, const hw::Topol
 // GPUs (after 100 ms of GEMMs the next sample starts with the clock still
 // part way down: replayed from rest its GEMMs ran ~2 % fast, the copies
 // outlasting them where on the GPUs they had ended). Per row, per case: the
-// median over the samples of the slowest rank's all-to-all.
-std::vector<std::vector<double>> replay_insitu_doc(const json& doc, bool p2p_off, const hw::Topology& topo, const ModelParams& p) {
+// median over the samples of the slowest rank's all-to-all, and of the
+// slowest rank's GEMM span (its first GEMM's start to its last's end).
+struct InsituTimes {
+  double a2a_us, gemm_span_us;
+};
+std::vector<std::vector<InsituTimes>> replay_insitu_doc(const json& doc, bool p2p_off, const hw::Topology& topo, const ModelParams& p) {
   const int warmup = doc.at("options").value("warmup", 2), samples = doc.at("options").value("samples", 5);
   std::vector<const json*> rs;
   int n = 0;
@@ -1610,23 +1614,28 @@ std::vector<std::vector<double>> replay_insitu_doc(const json& doc, bool p2p_off
         prog.insert(prog.end(), static_cast<size_t>(copies), cp);
         prog.insert(prog.end(), static_cast<size_t>(k.at("gemms").get<int>()), g);
         prog.push_back(line_up);
-        if (it >= warmup) t.push_back(prog.size());
+        if (it >= warmup) t.push_back(prog.size());  // the GEMMs: [at - 1 - gemms, at - 1)
         prog.push_back(a2a);
         prog.push_back(sync);
       }
     }
   }
   const ExecResult res = replay_programs(bench_schedule(n, p2p_off), std::vector<std::vector<Op>>(static_cast<size_t>(n), prog), topo, p);
-  std::vector<std::vector<double>> out(rs.size());
+  std::vector<std::vector<InsituTimes>> out(rs.size());
   for (size_t i = 0; i < rs.size(); ++i)
-    for (const auto& idx : timed[i]) {
-      std::vector<double> per_sample;
-      for (const size_t at : idx) {
-        double worst = 0;
-        for (const auto& ops : res.ops) worst = std::max(worst, (ops[at].end - ops[at].start).us());
+    for (size_t c = 0; c < timed[i].size(); ++c) {
+      const size_t gemms = rs[i]->at("cases")[c].at("gemms").get<size_t>();
+      std::vector<double> per_sample, spans;
+      for (const size_t at : timed[i][c]) {
+        double worst = 0, span = 0;
+        for (const auto& ops : res.ops) {
+          worst = std::max(worst, (ops[at].end - ops[at].start).us());
+          span = std::max(span, (ops[at - 2].end - ops[at - 1 - gemms].start).us());
+        }
         per_sample.push_back(worst);
+        spans.push_back(span);
       }
-      out[i].push_back(median(per_sample));
+      out[i].push_back({median(per_sample), median(spans)});
     }
   return out;
 }
@@ -1684,7 +1693,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
   ModelParams lined_up = p;
   lined_up.straggler_share = 0;
   // The in-situ testcase replayed whole (once per document), per row and case.
-  std::optional<std::vector<std::vector<double>>> insitu;
+  std::optional<std::vector<std::vector<InsituTimes>>> insitu;
   size_t insitu_seen = 0;
   for (const auto& r : doc.at("results")) {
     const std::string key = r.at("key");
@@ -1724,7 +1733,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
     }
     if (key == "nccl_all_to_all_insitu" && r.at("ranks").get<int>() <= ngpu) {
       if (!insitu) insitu = replay_insitu_doc(doc, p2p_off, topo, lined_up);
-      const std::vector<double>& sim = (*insitu)[insitu_seen++];
+      const std::vector<InsituTimes>& sim = (*insitu)[insitu_seen++];
       size_t case_index = 0;
       for (const auto& k : r.at("cases")) {
         const bool copies = k.at("copies").get<bool>();
@@ -1738,8 +1747,21 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         c.what = fmt::format("{} ranks, {} after {} ms{}", r.at("ranks").get<int>(), format_bytes(r.at("bytes").get<double>()),
                              k.at("gemm_ms").get<int>(), copies ? " + copies" : "");
         c.measured_us = k.at("time_us");
-        c.simulated_us = sim.at(case_index++);
+        c.simulated_us = sim.at(case_index).a2a_us;
         out.push_back(c);
+        if (k.contains("gemm_span_us")) {
+          // The GEMMs before it (the sustained-load model in situ, from the
+          // clock state the samples before left; beside copies or not).
+          c.cls = copies ? "GEMMs in situ (their span), H2D copies beside" : "GEMMs in situ (their span)";
+          c.what = fmt::format("{} GEMMs ({} ms at warm) before a {} all-to-all{}{}", k.at("gemms").get<int>(), k.at("gemm_ms").get<int>(),
+                               format_bytes(r.at("bytes").get<double>()), copies ? " + copies" : "", p2p_off ? ", P2P off" : "");
+          c.key = "nccl_all_to_all_insitu gemm span";
+          c.measured_us = k.at("gemm_span_us");
+          c.simulated_us = sim.at(case_index).gemm_span_us;
+          out.push_back(c);
+          c.key = key;
+        }
+        ++case_index;
       }
       continue;
     }

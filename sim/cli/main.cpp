@@ -65,28 +65,40 @@ nlohmann::json read_json(const std::string& path) {
   }
 }
 
-int calibrate_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& out, bool force) {
+int calibrate_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& out, bool force,
+                      const std::string& replay_with) {
+  if (!replay_with.empty() && !out.empty())
+    throw osim::InputError(osim::SourceLocation{out, 0, 0}, "--replay-with fits nothing, so there is no calibration to write: drop -o");
   osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
   std::vector<std::pair<std::string, nlohmann::json>> docs;
   for (const auto& in : inputs) docs.emplace_back(in, read_json(in));
-  const osim::Calibration cal = osim::calibrate(docs, topo);
-  const std::string yaml = osim::calibration_yaml(cal);
-  if (!out.empty()) {
-    refuse_overwrite(out, force);
-    write_file(out, yaml);
+  osim::ModelParams params;
+  std::string label = "calibrated simulator";
+  if (replay_with.empty()) {
+    const osim::Calibration cal = osim::calibrate(docs, topo);
+    const std::string yaml = osim::calibration_yaml(cal);
+    if (!out.empty()) {
+      refuse_overwrite(out, force);
+      write_file(out, yaml);
+    }
+    std::cout << yaml << "\n";
+    params = cal.params;
+  } else {
+    // Out of sample: these measurements replayed with a calibration fitted elsewhere.
+    params = osim::load_calibration(replay_with);
+    label = "simulator with " + replay_with;
   }
-  std::cout << yaml << "\n";
   // Runs of one kind are merged (a later run's testcases replace an earlier one's of the same key).
   std::vector<std::pair<std::string, osim::Comparison>> all;
   for (const auto& [name, d] : osim::merge_bench_runs(docs)) {
     std::vector<osim::Comparison> rows;
     try {
-      rows = osim::compare_bench(d, topo, cal.params);
+      rows = osim::compare_bench(d, topo, params);
     } catch (const nlohmann::json::exception& e) {
       throw osim::InputError(osim::SourceLocation{name, 0, 0},
                              fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", e.what()));
     }
-    std::cout << "calibrated simulator vs " << name << ":\n" << osim::format_comparison(rows) << "\n";
+    std::cout << label << " vs " << name << ":\n" << osim::format_comparison(rows) << "\n";
     for (auto& c : rows) all.emplace_back(name, std::move(c));
   }
   // The worst case over every replayed row, and each row over 5 %.
@@ -425,6 +437,9 @@ int main(int argc, char** argv) {
   cal_cmd->add_option("--topology,-t", cal_topo, "the measured machine's topology YAML")->required();
   cal_cmd->add_option("-o,--out", cal_out, "write the calibration file here");
   cal_cmd->add_flag("--force", cal_force, "overwrite an existing calibration file");
+  std::string cal_replay_with;
+  cal_cmd->add_option("--replay-with", cal_replay_with,
+                      "fit nothing: replay the bench rows with this calibration file (out of sample, e.g. another box's) and report the errors");
 
   std::string sweep_path, sweep_out, sweep_shard;
   bool sweep_force = false, sweep_progress = false, sweep_no_progress = false;
@@ -456,7 +471,7 @@ int main(int argc, char** argv) {
     if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_max, cmp_max_median, cmp_layers, cmp_csv, cmp_sim_out, cmp_force);
     if (*sweep_cmd) return sweep_command(sweep_path, sweep_out, sweep_force, sweep_threads, sweep_shard, sweep_progress, sweep_no_progress, tolerance);
     if (*merge_cmd) return merge_command(merge_inputs, merge_out, merge_force, merge_sweep, tolerance);
-    if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force);
+    if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force, cal_replay_with);
     osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
     if (*topo_cmd) {
       osim::hw::RouteOptions opt;
