@@ -1100,6 +1100,29 @@ TEST_CASE("the slow all-to-all after idle is the GPU's state, not the links' (bo
   }
 }
 
+// Two runs of the GEMM table (bench documents): per shape (m, n, k, chunks)
+// of the second, |second / first - 1| of the 3-op medians (time_us) and of
+// the window means (loaded_mean_us), each sorted.
+struct TableRepeat {
+  std::vector<double> three, window;
+};
+TableRepeat gemm_table_repeat(const nlohmann::json& first_doc, const nlohmann::json& second_doc) {
+  using Shape = std::tuple<int, int, int, int>;
+  std::map<Shape, const nlohmann::json*> first;
+  for (const auto& r : first_doc.at("results"))
+    if (r.at("key") == "gemm_bf16") first[{r.at("m"), r.at("n"), r.at("k"), r.at("chunks")}] = &r;
+  TableRepeat t;
+  for (const auto& r : second_doc.at("results")) {
+    if (r.at("key") != "gemm_bf16") continue;
+    const auto& a = *first.at({r.at("m"), r.at("n"), r.at("k"), r.at("chunks")});
+    t.three.push_back(std::abs(r.at("time_us").get<double>() / a.at("time_us").get<double>() - 1));
+    t.window.push_back(std::abs(r.at("loaded_mean_us").get<double>() / a.at("loaded_mean_us").get<double>() - 1));
+  }
+  std::sort(t.three.begin(), t.three.end());
+  std::sort(t.window.begin(), t.window.end());
+  return t;
+}
+
 TEST_CASE("GEMMs and SDPA under load timed as a 200 ms mean (h100x1-d): what repeats, the full-duty slowdown from the table, every row") {
   const std::string dir = "validate/results/h100x1-d/";
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
@@ -1111,19 +1134,8 @@ TEST_CASE("GEMMs and SDPA under load timed as a 200 ms mean (h100x1-d): what rep
   // Two runs of the GEMM table on one lease: the window means
   // (loaded_mean_us) against the 3-op medians (time_us) taken just before.
   const nlohmann::json g2 = load(kSrc + "/" + dir + "bench-gemm-2.json");
-  using Shape = std::tuple<int, int, int, int>;
-  std::map<Shape, const nlohmann::json*> first;
-  for (const auto& r : docs[0].second.at("results"))
-    if (r.at("key") == "gemm_bf16") first[{r.at("m"), r.at("n"), r.at("k"), r.at("chunks")}] = &r;
-  std::vector<double> three, window;
-  for (const auto& r : g2.at("results")) {
-    const auto& a = *first.at({r.at("m"), r.at("n"), r.at("k"), r.at("chunks")});
-    three.push_back(std::abs(r.at("time_us").get<double>() / a.at("time_us").get<double>() - 1));
-    window.push_back(std::abs(r.at("loaded_mean_us").get<double>() / a.at("loaded_mean_us").get<double>() - 1));
-  }
+  const auto [three, window] = gemm_table_repeat(docs[0].second, g2);
   REQUIRE(window.size() == 55);
-  std::sort(three.begin(), three.end());
-  std::sort(window.begin(), window.end());
   // Window means: median 0.62 %, worst 5.6 % (75600x15360x5120, whose 14 ms
   // ops put the window 0.6-0.8 s in, where the H100's clock dips); the
   // 3-op medians: 0.92 % / 4.2 %.
@@ -1227,19 +1239,8 @@ TEST_CASE("a 2xH200 box whole on one lease with window means (box j): the table'
   // Two GEMM tables on the lease: window means repeat within 1.8 % (median
   // 0.35 %), the 3-op medians within 4.4 % (0.95 %).
   const nlohmann::json g2 = load(kSrc + "/" + box.dir + "bench-gemm-2.json");
-  std::vector<double> three, window;
-  const auto& g1 = box.docs[0].second.at("results");
-  size_t i = 0;
-  for (const auto& r : g1) {
-    if (r.at("key") != "gemm_bf16") continue;
-    const auto& y = g2.at("results")[i++];
-    REQUIRE(y.at("m") == r.at("m"));
-    three.push_back(std::abs(y.at("time_us").get<double>() / r.at("time_us").get<double>() - 1));
-    window.push_back(std::abs(y.at("loaded_mean_us").get<double>() / r.at("loaded_mean_us").get<double>() - 1));
-  }
+  const auto [three, window] = gemm_table_repeat(box.docs[0].second, g2);
   REQUIRE(window.size() == 55);
-  std::sort(three.begin(), three.end());
-  std::sort(window.begin(), window.end());
   CHECK(std::abs(window[27] - 0.0035) < 0.0005);
   CHECK(std::abs(window.back() - 0.0178) < 0.0005);
   CHECK(std::abs(three.back() - 0.0439) < 0.0005);
