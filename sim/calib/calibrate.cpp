@@ -1180,7 +1180,8 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
           lambda *= 4;
         }
       }
-      residual(x);  // leaves w, cost at the best point
+      w = std::exp(x(0));  // the best point (the trial steps left others)
+      cost = std::exp(x(1));
       worst = std::max(worst, 100.0 * (std::exp(r.cwiseAbs().maxCoeff()) - 1.0));
       f.values.emplace_back(h2d ? "copy_weight_h2d" : "copy_weight_d2h", w);
       f.values.emplace_back(h2d ? "link_cost_h2d" : "link_cost_d2h", cost);
@@ -1579,7 +1580,7 @@ std::vector<std::vector<InsituTimes>> replay_insitu_doc(const json& doc, bool p2
   std::vector<const json*> rs;
   int n = 0;
   for (const auto& r : doc.at("results"))
-    if (r.at("key") == "nccl_all_to_all_insitu") {
+    if (r.at("key") == "nccl_all_to_all_insitu" && r.at("ranks").get<size_t>() <= topo.gpus().size()) {  // the rows compare_bench scores
       rs.push_back(&r);
       n = std::max(n, r.at("ranks").get<int>());
     }
