@@ -1641,6 +1641,80 @@ std::vector<std::vector<InsituTimes>> replay_insitu_doc(const json& doc, bool p2
   return out;
 }
 
+// The bench's GEMMs after a gap (gemm_after_idle), replayed as the bench ran
+// the testcase, the clock state carried from row to row: per shape its warm
+// timing (one GEMM, then `warmup + samples` x 5 back to back) and its copy
+// timing (the GPU's compute idle meanwhile), then per row `warmup +
+// samples` times: a device sync, the gap the GPU saw (the row's measured
+// `idle_ms`: the host asleep, copies only, or a one-thread sleep kernel,
+// none of which the sustained-load model counts as load), 12 GEMMs back to
+// back. Per row: the shape's simulated warm time (median over samples of
+// the 5-GEMM mean) and the mean over positions of each position's median
+// GEMM time, as the bench reports them.
+struct AfterIdleTimes {
+  double warm_us, mean_us;
+};
+std::vector<AfterIdleTimes> replay_after_idle_doc(const json& doc, const hw::Topology& topo, const ModelParams& p) {
+  const int warmup = doc.at("options").value("warmup", 2), samples = doc.at("options").value("samples", 5);
+  Op sync;
+  sync.kind = OpKind::DeviceSync;
+  Op gap;
+  gap.kind = OpKind::HostWork;
+  std::vector<Op> prog;
+  std::vector<const json*> rs;
+  std::vector<size_t> warm_at;                     // per row: its shape's first timed warm GEMM
+  std::vector<std::vector<size_t>> first_gemm;     // per row, per timed sample: its first GEMM
+  json shape;
+  size_t warm_first = 0;
+  for (const auto& r : doc.at("results")) {
+    if (r.at("key") != "gemm_after_idle") continue;
+    const json sh = json::array({r.at("m"), r.at("n"), r.at("k")});
+    const Op g = bench_gemm(sh);
+    if (sh != shape) {
+      shape = sh;
+      prog.push_back(g);  // time_stream_us's ungated call
+      prog.push_back(sync);
+      warm_first = prog.size() + static_cast<size_t>(warmup) * 6;
+      for (int it = 0; it < warmup + samples; ++it) {
+        prog.insert(prog.end(), 5, g);
+        prog.push_back(sync);
+      }
+      gap.duration = Time::from_us(r.at("copy_chunk_us").get<double>() * (1 + warmup + samples));
+      prog.push_back(gap);
+    }
+    rs.push_back(&r);
+    warm_at.push_back(warm_first);
+    auto& firsts = first_gemm.emplace_back();
+    gap.duration = Time::from_ms(r.at("idle_ms").get<double>());
+    for (int it = 0; it < warmup + samples; ++it) {
+      prog.push_back(sync);
+      prog.push_back(gap);
+      if (it >= warmup) firsts.push_back(prog.size());
+      prog.insert(prog.end(), 12, g);
+    }
+  }
+  if (rs.empty()) return {};
+  const ExecResult res = replay_programs(bench_schedule(1), {prog}, topo, p);
+  const auto& ops = res.ops[0];
+  auto us = [&](size_t i) { return (ops[i].end - ops[i].start).us(); };
+  std::vector<AfterIdleTimes> out;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    std::vector<double> warm;
+    for (int it = 0; it < samples; ++it) {
+      const size_t at = warm_at[i] + static_cast<size_t>(it) * 6;
+      warm.push_back((ops[at + 4].end - ops[at].start).us() / 5);
+    }
+    double mean = 0;
+    for (size_t pos = 0; pos < 12; ++pos) {
+      std::vector<double> v;
+      for (const size_t at : first_gemm[i]) v.push_back(us(at + pos));
+      mean += median(v) / 12;
+    }
+    out.push_back({median(warm), mean});
+  }
+  return out;
+}
+
 // The same for a kernel timed under load (the GEMM table after >= 250 ms of
 // it back to back, SDPA): a compute kernel of ~0.25 s first brings the
 // sustained-load model's fast term to full duty, as the bench's earlier
@@ -1696,6 +1770,9 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
   // The in-situ testcase replayed whole (once per document), per row and case.
   std::optional<std::vector<std::vector<InsituTimes>>> insitu;
   size_t insitu_seen = 0;
+  // The gemm_after_idle testcase replayed whole (once per document), per row.
+  std::optional<std::vector<AfterIdleTimes>> after_idle;
+  size_t after_idle_seen = 0;
   for (const auto& r : doc.at("results")) {
     const std::string key = r.at("key");
     Comparison c;
@@ -1764,6 +1841,23 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         }
         ++case_index;
       }
+      continue;
+    }
+    if (key == "gemm_after_idle") {
+      // The sustained-load model at the duty cycles the gaps leave, scored
+      // on the slowdown: the simulated mean / warm ratio at the row's own
+      // warm time (the GEMM rate itself is the GEMM table's business).
+      if (!after_idle) after_idle = replay_after_idle_doc(doc, topo, p);
+      const AfterIdleTimes& sim = (*after_idle)[after_idle_seen++];
+      const auto& t = r.at("time_us");
+      double mean = 0;
+      for (const auto& x : t) mean += x.get<double>() / static_cast<double>(t.size());
+      c.cls = "GEMMs after a gap (sustained-load clock)";
+      c.what = fmt::format("{}x{}x{} after {} ms, {}", r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(),
+                           r.at("gap_ms").get<double>(), r.at("mode").get<std::string>());
+      c.measured_us = mean;
+      c.simulated_us = r.at("warm_time_us").get<double>() * sim.mean_us / sim.warm_us;
+      out.push_back(c);
       continue;
     }
     if ((key == "h2d_pinned" || key == "d2h_pinned") && r.at("gpus")[0] == 0) {

@@ -725,6 +725,114 @@ struct Runner::Impl {
     }
   }
 
+  // The GPU's return from idle. After a gap with nothing on the GPU (the
+  // host asleep: "idle"), with only H2D copies running (the compute stream
+  // waiting for them, as a layer waits for its weights: "copies"), or with a
+  // one-thread sleep kernel holding the stream ("sleep_kernel"), `count`
+  // GEMMs back to back, each timed by its own events. The work is queued
+  // behind a host-function gate, which holds the stream with no kernel
+  // resident (the spin gate's kernel would keep the GPU busy), so host launch
+  // cost stays out of the first GEMM. Per position, the median over the
+  // samples; `idle_ms`: the GPU's measured time between the previous
+  // sample's last GEMM and this one's first (the median).
+  struct HostGate {
+    std::atomic<int> open{0};
+    static void CUDART_CB wait(void* self) {
+      auto* g = static_cast<HostGate*>(self);
+      while (g->open.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+    }
+    void hold(cudaStream_t s) {
+      open.store(0, std::memory_order_release);
+      CUDA_CHECK(cudaLaunchHostFunc(s, &HostGate::wait, this));
+    }
+    void release() { open.store(1, std::memory_order_release); }
+  };
+  void gemm_after_idle() {
+    if (!want("gemm_after_idle")) return;
+    const ComputeGpu gpu;
+    const int dev = gpu.dev;
+    const Stream& s = gpu.s;
+    const Blas& blas = gpu.blas;
+    Stream cs(dev);
+    const int count = 12;
+    const size_t copy_chunk = size_t(64) << 20;
+    DevBuf cd(dev, copy_chunk);
+    PinnedBuf ch(copy_chunk);
+    const std::vector<double> gaps = opt.quick ? std::vector<double>{1, 30} : std::vector<double>{0.1, 0.3, 1, 3, 10, 30, 100, 300};
+    struct Shape {
+      int m, n, k;
+    };
+    for (const Shape sh : {Shape{8192, 5120, 5120}, Shape{2048, 5120, 5120}}) {
+      DevBuf A(dev, size_t(sh.m) * sh.k * 2), B(dev, size_t(sh.k) * sh.n * 2), C(dev, size_t(sh.m) * sh.n * 2);
+      fill_random(A.p, size_t(sh.m) * sh.k * 2);
+      fill_random(B.p, size_t(sh.k) * sh.n * 2);
+      auto gemm = [&] { blas.gemm(sh.m, sh.n, sh.k, A.p, B.p, C.p); };
+      const double warm_us = time_stream_us(dev, s.s, 5, gemm);
+      // Copy rate for sizing the copies' gap: one 64 MiB copy, timed.
+      const double copy_us = time_stream_us(dev, cs.s, 1, [&] { CUDA_CHECK(cudaMemcpyAsync(cd.p, ch.p, copy_chunk, cudaMemcpyHostToDevice, cs.s)); });
+      for (const std::string mode : {"idle", "copies", "sleep_kernel"}) {
+        for (const double gap_ms : gaps) {
+          progress("gemm_after_idle " + mode + " " + std::to_string(gap_ms));
+          std::vector<std::vector<double>> per(count);
+          std::vector<double> idle;
+          std::unique_ptr<Event> prev_end;
+          for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+            std::vector<std::unique_ptr<Event>> a, b;
+            for (int i = 0; i < count; ++i) {
+              a.push_back(std::make_unique<Event>(dev));
+              b.push_back(std::make_unique<Event>(dev));
+            }
+            CUDA_CHECK(cudaSetDevice(dev));
+            CUDA_CHECK(cudaDeviceSynchronize());
+            HostGate gate;
+            if (mode == "idle") std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(gap_ms * 1e3)));
+            gate.hold(s.s);
+            if (mode == "copies") {
+              // As many bytes as the measured rate moves in the gap, in chunks.
+              size_t left = static_cast<size_t>(gap_ms * 1e3 / copy_us * static_cast<double>(copy_chunk));
+              left = std::max<size_t>(left, 1 << 20);
+              Event done(dev);
+              while (left > 0) {
+                const size_t n = std::min(left, copy_chunk);
+                CUDA_CHECK(cudaMemcpyAsync(cd.p, ch.p, n, cudaMemcpyHostToDevice, cs.s));
+                left -= n;
+              }
+              CUDA_CHECK(cudaEventRecord(done.e, cs.s));
+              CUDA_CHECK(cudaStreamWaitEvent(s.s, done.e));
+            } else if (mode == "sleep_kernel") {
+              launch_sleep(s.s, static_cast<int64_t>(gap_ms * 1e6));
+            }
+            for (int i = 0; i < count; ++i) {
+              CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
+              gemm();
+              CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
+            }
+            gate.release();
+            CUDA_CHECK(cudaDeviceSynchronize());
+            if (it >= opt.warmup) {
+              for (int i = 0; i < count; ++i) {
+                float ms = 0;
+                CUDA_CHECK(cudaEventElapsedTime(&ms, a[i]->e, b[i]->e));
+                per[i].push_back(ms * 1e3);
+              }
+              if (prev_end) {
+                float ms = 0;
+                CUDA_CHECK(cudaEventElapsedTime(&ms, prev_end->e, a[0]->e));
+                idle.push_back(ms);
+              }
+            }
+            prev_end = std::move(b[count - 1]);
+          }
+          std::vector<double> times;
+          for (auto& v : per) times.push_back(median(v));
+          add({{"key", "gemm_after_idle"}, {"gpus", {dev}}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"mode", mode}, {"gap_ms", gap_ms},
+               {"idle_ms", idle.empty() ? 0.0 : median(idle)}, {"warm_time_us", warm_us}, {"copy_chunk_us", copy_us}, {"time_us", times},
+               {"extra_us", std::accumulate(times.begin(), times.end(), 0.0) - count * warm_us}});
+        }
+      }
+    }
+  }
+
   // Every GPU copying H2D back to back (staggered, as a prefetch pipeline
   // runs), each copy timed: the steady per-GPU and aggregate rates.
   void multi_h2d_pipelined() {
@@ -1577,6 +1685,7 @@ nlohmann::ordered_json Runner::run() {
   I.p2p();
   I.gemms();
   I.gemm_sustained();
+  I.gemm_after_idle();
   I.memory_kernels();
   I.multi_h2d_pipelined();
   I.collectives();
