@@ -1317,9 +1317,12 @@ TEST_CASE("the all-to-all as a Ulysses layer meets it (box k): the NVLink wake-u
   CHECK(slurp(kSrc + "/validate/results/h200x2-nvlink-k/calibration.yaml") == calibration_yaml(cal));
   const ModelParams& p = cal.params;
   // Over NVLink: after 2 or 8 ms of GEMMs 52 / 165 us, after 30 or 100 ms
-  // 149-151 / 283-294 us: a step of 98 and 123 us, 110.6 us fitted; through
-  // host memory no step (1.00-1.02x, the clock's 1.04-1.10x at 100 ms).
-  CHECK(p.nvlink_wake_latency.us() == doctest::Approx(110.6).epsilon(0.005));
+  // 149-151 / 283-294 us: a step of 98 and 123 us (median 110.6), of which
+  // the replay as run gives 4 and 15 us by the clock (comm_clock_share): the
+  // latency 93.7 and 107.7 us, 100.7 fitted (the raw step counted the clock
+  // twice); through host memory no step (1.00-1.02x, the clock's 1.04-1.10x
+  // at 100 ms).
+  CHECK(p.nvlink_wake_latency.us() == doctest::Approx(100.7).epsilon(0.005));
   // Quiet for 28-35 ms (the bench's 20 ms sleep, the copies' drain, 2-8 ms
   // of GEMMs) it had not gone to sleep; for >= 50 ms it had (boxes g, h: not
   // after 20 ms idle, yes after 50).
@@ -1333,12 +1336,13 @@ TEST_CASE("the all-to-all as a Ulysses layer meets it (box k): the NVLink wake-u
     for (const auto& s : summarise(compare_bench(doc.second, topo, p))) cls[s.cls] = s;
   // The testcase replayed as it ran (each case's seven samples, the 20 ms
   // sleeps between them, the clock state carried from one to the next). No
-  // copies beside: within 10.4 % (NVLink: 16 MiB 6-7 % fast after 2-8 ms,
-  // 8.5-10.4 % slow after 30-100 ms: its step is 97-100 us, 80 MiB's
-  // 117-129) and 6.2 % (through host memory); the loaded rows, scored with
-  // the wake-up in both modes, within 4.2 %.
+  // copies beside: within 6.7 % (NVLink: 16 MiB 6-7 % fast after 2-8 ms,
+  // 1.8-3.8 % slow after 30-100 ms, 80 MiB within 3 %; with the raw step as
+  // the latency 16 MiB was 8.5-10.4 % slow after 30-100 ms) and 6.2 %
+  // (through host memory); the loaded rows, scored with the wake-up in
+  // both modes, within 4.5 %.
   CHECK(cls.at("NCCL all-to-all after GEMMs").cases == 8);
-  CHECK(cls.at("NCCL all-to-all after GEMMs").worst_abs_pct < 10.5);
+  CHECK(cls.at("NCCL all-to-all after GEMMs").worst_abs_pct < 7.0);
   CHECK(cls.at("NCCL all-to-all after GEMMs, through host memory").worst_abs_pct < 6.5);
   CHECK(cls.at("NCCL all-to-all with the clock down (slowdown)").worst_abs_pct < 4.5);
   // Copies beside: over NVLink the all-to-all takes 9-15 us longer beside H2D
@@ -1350,16 +1354,16 @@ TEST_CASE("the all-to-all as a Ulysses layer meets it (box k): the NVLink wake-u
   // within 6.1 % (fitted on one GPU copying: 8-12.5 % fast).
   CHECK(p.nvlink_copy_latency.us() == doctest::Approx(12.38).epsilon(0.005));
   CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside").median_abs_pct < 2.0);
-  CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside").worst_abs_pct < 10.5);
+  CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside").worst_abs_pct < 4.5);
   CHECK(cls.at("interference pairs").worst_abs_pct < 4.0);
   CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside, through host memory").worst_abs_pct < 6.5);
   // After 100 ms the first bench's copies (queued for the GEMMs at burst +
   // 5 ms) end about when the all-to-all starts; on the GPUs they had ended
   // (through host memory the all-to-all took its time without copies). The
   // samples replayed from rest had the GEMMs ~2 % quicker and the copies
-  // still running (+28 / +58 %); replayed as run, within 6.4 % and 10.8 %.
+  // still running (+28 / +58 %); replayed as run, within 6.4 % and 4.2 %.
   CHECK(cls.at("NCCL all-to-all after GEMMs, copies ending about its start, through host memory").worst_abs_pct < 6.5);
-  CHECK(cls.at("NCCL all-to-all after GEMMs, copies ending about its start").worst_abs_pct < 11.0);
+  CHECK(cls.at("NCCL all-to-all after GEMMs, copies ending about its start").worst_abs_pct < 4.5);
   // Without the wake-up the 30 and 100 ms rows over NVLink are 34.6-66 % fast.
   ModelParams awake = p;
   awake.nvlink_wake_latency = Time::zero();
@@ -1459,15 +1463,18 @@ TEST_CASE("box p, a fresh lease, out of sample: box m's calibration on the in-si
       CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside, through host memory").median_abs_pct < 4.5);
     } else {
       // Over NVLink, 16-80 MiB within 10.2 % (16 MiB 10 % fast after 2-8 ms,
-      // 7-9 % slow after 30-100 ms; 40 and 80 MiB within 8.4 %); the 4 MiB
-      // rows after 2-8 ms 20-22 % fast (24.6 us against the gated table's
-      // 19.6: ~5 us of in-stream start after the line-up, which the gated
-      // tables leave out).
-      CHECK(cls.at("NCCL all-to-all after GEMMs").median_abs_pct < 6.0);
+      // the rest within 7.1 %); after 30-100 ms every size within 3.7 %
+      // (with the raw step as the wake-up latency, 4-16 MiB were 4-9 %
+      // slow); the 4 MiB rows after 2-8 ms 20-22 % fast (24.6 us against
+      // the gated table's 19.6: ~5 us of in-stream start after the
+      // line-up, which the gated tables leave out).
+      CHECK(cls.at("NCCL all-to-all after GEMMs").median_abs_pct < 2.5);
       for (const auto& c : compare_bench(doc, topo, m))
-        if (c.key == "nccl_all_to_all_insitu" && c.what.find("4.00 MiB") == std::string::npos) {
+        if (c.key == "nccl_all_to_all_insitu") {
           INFO(c.what);
-          CHECK(std::abs(c.error_pct()) < 10.5);
+          if (c.what.find("4.00 MiB") == std::string::npos) CHECK(std::abs(c.error_pct()) < 10.5);
+          if (c.what.find("after 30 ms") != std::string::npos || c.what.find("after 100 ms") != std::string::npos)
+            CHECK(std::abs(c.error_pct()) < 4.0);
         }
     }
   }
