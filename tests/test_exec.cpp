@@ -1045,6 +1045,39 @@ programs:
   CHECK(a2a_us(beside, 4) == doctest::Approx(10.0).epsilon(1e-6));
 }
 
+TEST_CASE("compute runs nvlink_awake_slowdown slower while the rank's NVLink is awake: after an NVLink collective, not before one, not through host memory") {
+  // kTopo: a 60 GFLOP kernel takes 1 ms. Kernel, 2 MB all-to-all over
+  // NVLink, kernel (awake: 1.02 ms with 0.02), 30 ms of a bare duration
+  // kernel (asleep from 25 ms), kernel (1 ms). Before any NVLink collective
+  // the link is not awake (a run starts awake only for the wake-up
+  // latency); through host memory (P2P off) nothing changes.
+  const std::string sched = R"(name: awake
+ranks: 2
+streams: [s]
+programs:
+  - rank: all
+    ops:
+      - {op: kernel, stream: s, flops: 60.0e9}
+      - {op: collective, kind: all_to_all, group: world, bytes: 2 MB, stream: s}
+      - {op: kernel, stream: s, flops: 60.0e9}
+      - {op: kernel, stream: s, duration: 30 ms}
+      - {op: kernel, stream: s, flops: 60.0e9}
+)";
+  ModelParams p = quiet();
+  p.nvlink_awake_slowdown = 0.02;
+  p.nvlink_wake_after = Time::from_ms(25);
+  auto ms = [](const Sim& s, int i) { return (s.op(0, i).end - s.op(0, i).start).ms(); };
+  const Sim nv(sched, p);
+  CHECK(ms(nv, 0) == doctest::Approx(1.0).epsilon(1e-9));
+  CHECK(ms(nv, 2) == doctest::Approx(1.02).epsilon(1e-9));
+  CHECK(ms(nv, 3) == doctest::Approx(30.0).epsilon(1e-9));  // a bare duration does not slow
+  CHECK(ms(nv, 4) == doctest::Approx(1.0).epsilon(1e-9));
+  const Sim host("settings: {nccl_p2p_disable: true}\n" + sched, p);
+  CHECK(ms(host, 2) == doctest::Approx(1.0).epsilon(1e-9));
+  const Sim off(sched);
+  CHECK(ms(off, 2) == doctest::Approx(1.0).epsilon(1e-9));
+}
+
 TEST_CASE("under the power cap a collective waits for the straggler: straggler_share x the time since the last one x how far the clock is down") {
   // Two ranks run thirty 1 ms kernels (at burst; the clock is set as each
   // starts) and meet in a 2 MB all-to-all (10 us over kTopo's NVLink). The

@@ -1041,6 +1041,64 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     }
   }
 
+  // Compute beside an awake NVLink (ModelParams::nvlink_awake_slowdown):
+  // where both transports' in-situ runs hold the GEMMs' span, the cases
+  // after <= 8 ms of GEMMs without copies (the link awake throughout over
+  // NVLink: its last all-to-all 28-35 ms before), per size and case the
+  // measured span over NVLink / through host memory, over the same ratio
+  // replayed as run without the term; the median less one.
+  {
+    const json* nv = find_doc(runs, false);
+    const json* off = find_doc(runs, true);
+    auto spans = [&](const json& doc) {
+      std::map<std::pair<double, int>, double> out;  // (bytes, gemm_ms) -> measured span
+      for (const auto& r : rows(doc, "nccl_all_to_all_insitu"))
+        if (r.at("ranks").get<size_t>() <= topo.gpus().size())
+          for (const auto& k : r.at("cases"))
+            if (!k.at("copies").get<bool>() && k.at("gemm_ms").get<double>() <= 8 && k.contains("gemm_span_us"))
+              out[{r.at("bytes").get<double>(), k.at("gemm_ms").get<int>()}] = k.at("gemm_span_us").get<double>();
+      return out;
+    };
+    if (nv && off) {
+      const auto mn = spans(*nv), mo = spans(*off);
+      std::vector<double> ratios;
+      if (!mn.empty() && !mo.empty()) {
+        ModelParams q = p;
+        q.nvlink_awake_slowdown = 0;
+        q.memcpy_call = q.kernel_launch = q.collective_call = Time::zero();
+        q.straggler_share = 0;
+        auto simulated = [&](const json& doc, bool p2p_off) {
+          std::map<std::pair<double, int>, double> out;
+          const auto sim = replay_insitu_doc(doc, p2p_off, topo, q);
+          size_t row = 0;
+          for (const auto& r : doc.at("results")) {
+            if (r.at("key") != "nccl_all_to_all_insitu" || r.at("ranks").get<size_t>() > topo.gpus().size()) continue;
+            size_t k = 0;
+            for (const auto& cs : r.at("cases")) {
+              if (!cs.at("copies").get<bool>()) out[{r.at("bytes").get<double>(), cs.at("gemm_ms").get<int>()}] = sim.at(row).at(k).gemm_span_us;
+              ++k;
+            }
+            ++row;
+          }
+          return out;
+        };
+        const auto sn = simulated(*nv, false), so = simulated(*off, true);
+        for (const auto& [key, t] : mn)
+          if (mo.count(key) && sn.count(key) && so.count(key) && so.at(key) > 0) ratios.push_back((t / mo.at(key)) / (sn.at(key) / so.at(key)));
+      }
+      if (!ratios.empty()) {
+        p.nvlink_awake_slowdown = std::max(0.0, median(ratios) - 1);
+        c.fits.push_back({"compute beside an awake NVLink",
+                          "GEMMs' span after <= 8 ms over NVLink / through host memory (bench nccl_all_to_all_insitu, no copies), over the "
+                          "same ratio replayed without the term; the median less one",
+                          {{"nvlink_awake_slowdown", p.nvlink_awake_slowdown},
+                           {"min", *std::min_element(ratios.begin(), ratios.end()) - 1},
+                           {"max", *std::max_element(ratios.begin(), ratios.end()) - 1}},
+                          0, static_cast<int>(ratios.size())});
+      }
+    }
+  }
+
   // Interference on the NVLink run: GEMM and all-to-all slowdowns at the
   // channel counts measured; a line through them.
   {
@@ -1321,6 +1379,7 @@ std::string calibration_yaml(const Calibration& c) {
   if (p.nvlink_wake_latency > Time::zero())
     out += fmt::format("  nvlink_wake_latency: {:.1f} us\n  nvlink_wake_after: {:.1f} ms\n", p.nvlink_wake_latency.us(), p.nvlink_wake_after.ms());
   if (p.nvlink_copy_latency > Time::zero()) out += fmt::format("  nvlink_copy_latency: {:.1f} us\n", p.nvlink_copy_latency.us());
+  if (p.nvlink_awake_slowdown > 0) out += fmt::format("  nvlink_awake_slowdown: {:.4f}\n", p.nvlink_awake_slowdown);
   out += fmt::format("  gemm_slowdown_base: {:.4f}\n  gemm_slowdown_per_channel: {:.5f}\n  gemm_slowdown_per_copy: {:.4f}\n", p.gemm_slowdown_base,
                      p.gemm_slowdown_per_channel, p.gemm_slowdown_per_copy);
   out += fmt::format("  comm_slowdown_base: {:.4f}\n  comm_slowdown_per_channel: {:.5f}\n", p.comm_slowdown_base, p.comm_slowdown_per_channel);
@@ -1338,7 +1397,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
                "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth",
                "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
-               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "straggler_share", "nvlink_wake_latency", "nvlink_wake_after", "nvlink_copy_latency", "comm_clock_share",
+               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "straggler_share", "nvlink_wake_latency", "nvlink_wake_after", "nvlink_copy_latency", "nvlink_awake_slowdown", "comm_clock_share",
                "comm_clock_share_host"});
   ModelParams p = base;
   auto time = [&](const char* k, Time& f) {
@@ -1499,6 +1558,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   time("nvlink_wake_latency", p.nvlink_wake_latency);
   time("nvlink_wake_after", p.nvlink_wake_after);
   time("nvlink_copy_latency", p.nvlink_copy_latency);
+  num("nvlink_awake_slowdown", p.nvlink_awake_slowdown, 0, 1);
   num("comm_clock_share", p.comm_clock_share, 0, 1);
   num("comm_clock_share_host", p.comm_clock_share_host, 0, 1);
   if (p.sustained_slow_time_constant <= Time::zero()) m.fail("sustained_slow_time_constant", "must be positive, e.g. 1000 ms");

@@ -137,6 +137,8 @@ struct RankState {
   bool duty_busy = false;
   double clock = 1.0;  // compute-bound speed under the sustained-load model (update_gpu)
   Time nvlink_quiet_since;  // when its last NVLink collective ended (ModelParams::nvlink_wake_after)
+  bool nvlink_used = false;  // it has had an NVLink collective (ModelParams::nvlink_awake_slowdown)
+  int nvlink_running = 0;    // NVLink collectives of it in progress
   Time last_coll_end;       // when its last collective ended (ModelParams::straggler_share)
   int gpu = -1, cpu = -1;
   const hw::NodeSpec* node = nullptr;
@@ -174,7 +176,7 @@ struct RankState {
     int64_t time_ps = -1;
     uint64_t kernels = 0;  // kernel_changes then
     int channels = 0;
-    uint8_t engines = 0;   // busy copy engines, one bit each
+    uint8_t engines = 0;   // busy copy engines, one bit each; bit 3: the NVLink awake
   } seen;
   uint64_t kernel_changes = 0;  // kernels started or ended so far
   int base = 0;    // the id of its program's first op
@@ -797,7 +799,10 @@ class Executor {
     // Called again at the same instant with nothing changed (a collective
     // member finishing starts the stream's next kernel, which updates, then
     // updates itself): every speed, cap and completion stands.
-    const uint8_t engines = static_cast<uint8_t>((R.ce[0].busy >= 0 ? 1 : 0) | (R.ce[1].busy >= 0 ? 2 : 0) | (R.ce[2].busy >= 0 ? 4 : 0));
+    // Its NVLink awake (ModelParams::nvlink_awake_slowdown): a collective
+    // over it running, or one ended less than nvlink_wake_after ago.
+    const bool awake = p_.nvlink_awake_slowdown > 0 && (R.nvlink_running > 0 || (R.nvlink_used && now - R.nvlink_quiet_since < p_.nvlink_wake_after));
+    const uint8_t engines = static_cast<uint8_t>((R.ce[0].busy >= 0 ? 1 : 0) | (R.ce[1].busy >= 0 ? 2 : 0) | (R.ce[2].busy >= 0 ? 4 : 0) | (awake ? 8 : 0));
     if (R.seen.time_ps == now.ps() && R.seen.kernels == R.kernel_changes && R.seen.channels == R.comm_channels && R.seen.engines == engines)
       return;
     R.seen = {now.ps(), R.kernel_changes, R.comm_channels, engines};
@@ -831,6 +836,10 @@ class Executor {
       attention_clock = 1.0 / (1.0 + p_.sustained_slowdown * x + p_.attention_slow_share * p_.sustained_slow_slowdown * x_slow);
     }
     R.clock = clock;
+    if (awake) {
+      clock /= 1 + p_.nvlink_awake_slowdown;
+      attention_clock /= 1 + p_.nvlink_awake_slowdown;
+    }
     for (size_t i = 0; i < order.size();) {
       size_t j = i;
       double demand = 0;
@@ -1135,9 +1144,13 @@ class Executor {
     }
     const Time now = engine_.now();
     Time delay = Time::zero();
-    c.nvlink = (p_.nvlink_wake_latency > Time::zero() || p_.nvlink_copy_latency > Time::zero()) && op.bytes >= p_.nvlink_wake_min_bytes &&
-               !group_via_host(c);
+    c.nvlink = (p_.nvlink_wake_latency > Time::zero() || p_.nvlink_copy_latency > Time::zero() || p_.nvlink_awake_slowdown > 0) &&
+               op.bytes >= p_.nvlink_wake_min_bytes && !group_via_host(c);
     if (c.nvlink) {
+      for (const int r : c.members) {
+        ++ranks_[r].nvlink_running;
+        if (p_.nvlink_awake_slowdown > 0) update_gpu(r);
+      }
       // A member quiet for nvlink_wake_after wakes first; beside a host copy
       // it waits nvlink_copy_latency (either 0 where not calibrated).
       if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return now - ranks_[r].nvlink_quiet_since >= p_.nvlink_wake_after; }))
@@ -1604,7 +1617,11 @@ class Executor {
     const int rank = c.members[m];
     RankState& R = ranks_[rank];
     R.comm_channels -= c.channels;
-    if (c.nvlink) R.nvlink_quiet_since = engine_.now();
+    if (c.nvlink) {
+      R.nvlink_quiet_since = engine_.now();
+      R.nvlink_used = true;
+      --R.nvlink_running;  // awake still: the update below sees it
+    }
     R.last_coll_end = engine_.now();
     if (++c.finished == static_cast<int>(c.members.size())) {  // no flow of it is left
       inst_index_.erase(c.key);

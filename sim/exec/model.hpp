@@ -190,6 +190,16 @@ struct ModelParams {
   // the 2-rank all-to-all after 2-8 ms of GEMMs took 6-15 us longer with H2D
   // copies beside (bench nccl_all_to_all_insitu, two leases). Off (0) until calibrated.
   Time nvlink_copy_latency = Time::zero();
+  // While a rank's NVLink is awake (an NVLink collective of >= 
+  // nvlink_wake_min_bytes running, or one ended less than nvlink_wake_after
+  // ago) its compute-bound kernels take (1 + nvlink_awake_slowdown) times
+  // longer. Measured: the same GEMMs 1.4-3.0 % longer a few ms after an
+  // NVLink all-to-all than after one through host memory (bench
+  // nccl_all_to_all_insitu's spans, 2xH200), and the SP 2 validation runs'
+  // compute ~2 % slower with NCCL over NVLink than with P2P off (four
+  // leases). Evaluated when a rank's kernels change (not at the instant the
+  // link falls asleep). Off (0) until calibrated.
+  double nvlink_awake_slowdown = 0;
   // Under the power cap two GPUs' clocks wander apart (each dips on its
   // own): ranks reach a collective apart by a mean share of the time since
   // their last one, so the collective waits half that for the later one.
