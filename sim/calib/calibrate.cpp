@@ -350,6 +350,31 @@ struct InsituTimes {
   double a2a_us, gemm_span_us;
 };
 std::vector<std::vector<InsituTimes>> replay_insitu_doc(const json& doc, bool p2p_off, const hw::Topology& topo, const ModelParams& p);
+// The in-situ cases compare_bench scores (rows with ranks within the
+// topology), in order, each with its times replayed as run (host overheads
+// left out, the ranks lined up as the bench does).
+struct InsituCase {
+  double bytes;
+  int gemm_ms;
+  bool copies;
+  const json* measured;
+  InsituTimes sim;
+};
+std::vector<InsituCase> insitu_cases(const json& doc, bool p2p_off, const hw::Topology& topo, ModelParams p) {
+  p.memcpy_call = p.kernel_launch = p.collective_call = Time::zero();
+  p.straggler_share = 0;
+  const auto sim = replay_insitu_doc(doc, p2p_off, topo, p);
+  std::vector<InsituCase> out;
+  size_t row = 0;
+  for (const auto& r : doc.at("results")) {
+    if (r.at("key") != "nccl_all_to_all_insitu" || r.at("ranks").get<size_t>() > topo.gpus().size()) continue;
+    size_t k = 0;
+    for (const auto& cs : r.at("cases"))
+      out.push_back({r.at("bytes").get<double>(), cs.at("gemm_ms").get<int>(), cs.at("copies").get<bool>(), &cs, sim.at(row).at(k++)});
+    ++row;
+  }
+  return out;
+}
 
 // The bench's all-to-all ∥ copy pair: 1 GiB on GPU 0 beside 4 all-to-alls of
 // 256 MiB per rank, a rank's flow to each peer carrying 256 MiB / ranks of
@@ -1006,26 +1031,20 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   if (const json* doc = find_doc(runs, false); doc && p.nvlink_wake_latency > Time::zero()) {
     ModelParams q = p;
     q.nvlink_wake_latency = Time::zero();
-    q.memcpy_call = q.kernel_launch = q.collective_call = Time::zero();
-    q.straggler_share = 0;  // the bench lines its ranks up
-    const auto sim = replay_insitu_doc(*doc, false, topo, q);
-    std::vector<double> steps;
-    size_t row = 0;
-    for (const auto& r : doc->at("results")) {
-      if (r.at("key") != "nccl_all_to_all_insitu" || r.at("ranks").get<size_t>() > topo.gpus().size()) continue;
+    struct Step {
       std::vector<double> fast, slow, sim_fast, sim_slow;
-      size_t k = 0;
-      for (const auto& cs : r.at("cases")) {
-        if (!cs.at("copies").get<bool>()) {
-          const bool short_compute = cs.at("gemm_ms").get<double>() <= 8;
-          (short_compute ? fast : slow).push_back(cs.at("time_us").get<double>());
-          (short_compute ? sim_fast : sim_slow).push_back(sim.at(row).at(k).a2a_us);
-        }
-        ++k;
+    };
+    std::map<double, Step> by_size;
+    for (const InsituCase& k : insitu_cases(*doc, false, topo, q))
+      if (!k.copies) {
+        Step& st = by_size[k.bytes];
+        (k.gemm_ms <= 8 ? st.fast : st.slow).push_back(k.measured->at("time_us").get<double>());
+        (k.gemm_ms <= 8 ? st.sim_fast : st.sim_slow).push_back(k.sim.a2a_us);
       }
-      ++row;
-      if (!fast.empty() && !slow.empty()) steps.push_back((median(slow) - median(fast)) - (median(sim_slow) - median(sim_fast)));
-    }
+    std::vector<double> steps;
+    for (const auto& [bytes, st] : by_size)
+      if (!st.fast.empty() && !st.slow.empty())
+        steps.push_back((median(st.slow) - median(st.fast)) - (median(st.sim_slow) - median(st.sim_fast)));
     if (!steps.empty()) {
       const double raw = p.nvlink_wake_latency.us();
       p.nvlink_wake_latency = Time::from_us(std::max(0.0, median(steps)));
@@ -1050,42 +1069,26 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   {
     const json* nv = find_doc(runs, false);
     const json* off = find_doc(runs, true);
-    auto spans = [&](const json& doc) {
-      std::map<std::pair<double, int>, double> out;  // (bytes, gemm_ms) -> measured span
+    // (bytes, gemm_ms) -> (measured span, replayed span) of the cases used.
+    auto spans = [&](const json& doc, bool p2p_off) {
+      std::map<std::pair<double, int>, std::pair<double, double>> out;
+      bool any = false;
       for (const auto& r : rows(doc, "nccl_all_to_all_insitu"))
-        if (r.at("ranks").get<size_t>() <= topo.gpus().size())
-          for (const auto& k : r.at("cases"))
-            if (!k.at("copies").get<bool>() && k.at("gemm_ms").get<double>() <= 8 && k.contains("gemm_span_us"))
-              out[{r.at("bytes").get<double>(), k.at("gemm_ms").get<int>()}] = k.at("gemm_span_us").get<double>();
+        for (const auto& k : r.at("cases")) any = any || k.contains("gemm_span_us");
+      if (!any) return out;
+      ModelParams q = p;
+      q.nvlink_awake_slowdown = 0;
+      for (const InsituCase& k : insitu_cases(doc, p2p_off, topo, q))
+        if (!k.copies && k.gemm_ms <= 8 && k.measured->contains("gemm_span_us"))
+          out[{k.bytes, k.gemm_ms}] = {k.measured->at("gemm_span_us").get<double>(), k.sim.gemm_span_us};
       return out;
     };
     if (nv && off) {
-      const auto mn = spans(*nv), mo = spans(*off);
+      const auto sn = spans(*nv, false), so = spans(*off, true);
       std::vector<double> ratios;
-      if (!mn.empty() && !mo.empty()) {
-        ModelParams q = p;
-        q.nvlink_awake_slowdown = 0;
-        q.memcpy_call = q.kernel_launch = q.collective_call = Time::zero();
-        q.straggler_share = 0;
-        auto simulated = [&](const json& doc, bool p2p_off) {
-          std::map<std::pair<double, int>, double> out;
-          const auto sim = replay_insitu_doc(doc, p2p_off, topo, q);
-          size_t row = 0;
-          for (const auto& r : doc.at("results")) {
-            if (r.at("key") != "nccl_all_to_all_insitu" || r.at("ranks").get<size_t>() > topo.gpus().size()) continue;
-            size_t k = 0;
-            for (const auto& cs : r.at("cases")) {
-              if (!cs.at("copies").get<bool>()) out[{r.at("bytes").get<double>(), cs.at("gemm_ms").get<int>()}] = sim.at(row).at(k).gemm_span_us;
-              ++k;
-            }
-            ++row;
-          }
-          return out;
-        };
-        const auto sn = simulated(*nv, false), so = simulated(*off, true);
-        for (const auto& [key, t] : mn)
-          if (mo.count(key) && sn.count(key) && so.count(key) && so.at(key) > 0) ratios.push_back((t / mo.at(key)) / (sn.at(key) / so.at(key)));
-      }
+      for (const auto& [key, t] : sn)
+        if (const auto o = so.find(key); o != so.end() && o->second.second > 0)
+          ratios.push_back((t.first / o->second.first) / (t.second / o->second.second));
       if (!ratios.empty()) {
         p.nvlink_awake_slowdown = std::max(0.0, median(ratios) - 1);
         c.fits.push_back({"compute beside an awake NVLink",

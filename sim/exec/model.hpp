@@ -190,7 +190,7 @@ struct ModelParams {
   // the 2-rank all-to-all after 2-8 ms of GEMMs took 6-15 us longer with H2D
   // copies beside (bench nccl_all_to_all_insitu, two leases). Off (0) until calibrated.
   Time nvlink_copy_latency = Time::zero();
-  // While a rank's NVLink is awake (an NVLink collective of >= 
+  // While a rank's NVLink is awake (an NVLink collective of >=
   // nvlink_wake_min_bytes running, or one ended less than nvlink_wake_after
   // ago) its compute-bound kernels take (1 + nvlink_awake_slowdown) times
   // longer. Measured: the same GEMMs 1.4-3.0 % longer a few ms after an
