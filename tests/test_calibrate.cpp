@@ -1531,18 +1531,27 @@ TEST_CASE("the GPU's return from idle (gemm_after_idle, an H200 and an H100 leas
   }
 }
 
+// Box j's runs, one lease's in-situ runs (the results folder `insitu`) and
+// box m's barrier skew, calibrated as `overlapsim calibrate` does them;
+// checked against the calibration committed in the folder `committed`.
+Calibration calibrate_j_insitu_m(const std::string& insitu, const std::string& committed, const hw::Topology& topo) {
+  const std::string j = "validate/results/h200x2-nvlink-j/", m = "validate/results/h200x2-nvlink-m/";
+  const auto docs = h200_docs({j + "bench-default.json", j + "bench-p2p-disable.json", j + "attention-1.json", insitu + "bench-insitu.json",
+                               insitu + "bench-insitu-p2p-disable.json", m + "bench-skew-1.json", m + "bench-skew-2.json"},
+                              0);
+  Calibration cal = calibrate(docs, topo);
+  CHECK(slurp(kSrc + "/" + committed + "calibration.yaml") == calibration_yaml(cal));
+  return cal;
+}
+
 TEST_CASE("ranks drift apart under the power cap (box m): the straggler share from the barrier skew, box m's calibration") {
   // nccl_barrier_skew twice on one lease: the mean arrival skew of two GPUs
   // after 2, 8, 30 ms of GEMMs, as a share of the segment (halved: the wait
   // it adds), loaded 1.0-6.2 % (the clock dips on each GPU on its own),
   // rested 0.14-0.36 %; straggler_share is the loaded rows' median, 2.17 %.
-  const std::string j = "validate/results/h200x2-nvlink-j/", k = "validate/results/h200x2-nvlink-k/", m = "validate/results/h200x2-nvlink-m/";
+  const std::string k = "validate/results/h200x2-nvlink-k/", m = "validate/results/h200x2-nvlink-m/";
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  const auto docs = h200_docs({j + "bench-default.json", j + "bench-p2p-disable.json", j + "attention-1.json", k + "bench-insitu.json",
-                               k + "bench-insitu-p2p-disable.json", m + "bench-skew-1.json", m + "bench-skew-2.json"},
-                              0);
-  const Calibration cal = calibrate(docs, topo);
-  CHECK(slurp(kSrc + "/" + m + "calibration.yaml") == calibration_yaml(cal));
+  const Calibration cal = calibrate_j_insitu_m(k, m, topo);
   CHECK(cal.params.straggler_share == doctest::Approx(0.02174).epsilon(0.005));
   for (const char* f : {"bench-skew-1.json", "bench-skew-2.json"}) {
     const nlohmann::json doc = load(kSrc + "/" + m + f);
@@ -1583,13 +1592,9 @@ TEST_CASE("compute beside an awake NVLink (box p's calibration): fitted on the i
   // longer before an NVLink all-to-all (the link awake: the last one 28-35
   // ms before) than before one through host memory, the replay without the
   // term giving both the same: nvlink_awake_slowdown 2.2 %, the median.
-  const std::string j = "validate/results/h200x2-nvlink-j/", p = "validate/results/h200x2-nvlink-p/", m = "validate/results/h200x2-nvlink-m/";
+  const std::string p = "validate/results/h200x2-nvlink-p/", m = "validate/results/h200x2-nvlink-m/";
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  const auto docs = h200_docs({j + "bench-default.json", j + "bench-p2p-disable.json", j + "attention-1.json", p + "bench-insitu.json",
-                               p + "bench-insitu-p2p-disable.json", m + "bench-skew-1.json", m + "bench-skew-2.json"},
-                              0);
-  const Calibration cal = calibrate(docs, topo);
-  CHECK(slurp(kSrc + "/" + p + "calibration.yaml") == calibration_yaml(cal));
+  const Calibration cal = calibrate_j_insitu_m(p, p, topo);
   CHECK(load_calibration(kSrc + "/" + p + "calibration.yaml").nvlink_awake_slowdown == doctest::Approx(cal.params.nvlink_awake_slowdown).epsilon(1e-3));
   CHECK(cal.params.nvlink_awake_slowdown == doctest::Approx(0.02196).epsilon(0.005));
   const Fit* fit = nullptr;
