@@ -968,7 +968,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     if (!steps.empty()) {
       p.nvlink_wake_latency = Time::from_us(std::max(0.0, median(steps)));
       c.fits.push_back({"NVLink wake-up", "all-to-all after >= 30 ms of GEMMs - after <= 8 ms (no copies beside), median over sizes; after "
-                        "nvlink_wake_after (25 ms) without NVLink collective traffic",
+                        "nvlink_wake_after without NVLink collective traffic",
                         {{"wake_latency_us", p.nvlink_wake_latency.us()}, {"min_us", *std::min_element(steps.begin(), steps.end())},
                          {"max_us", *std::max_element(steps.begin(), steps.end())}},
                         0, static_cast<int>(steps.size())});
@@ -1605,7 +1605,6 @@ double replay(Schedule s, const std::vector<Op>& per_rank, const hw::Topology& t
   return worst;
 }
 
-// One rank's NCCL all-to-all of `bytes` on stream 0 of the bench schedule's group.
 // The bench's GEMM of shape [m, n, k] (a row's "gemm") on stream 0.
 Op bench_gemm(const json& shape) {
   Op g;
@@ -1615,6 +1614,7 @@ Op bench_gemm(const json& shape) {
   return g;
 }
 
+// One rank's NCCL all-to-all of `bytes` on stream 0 of the bench schedule's group.
 Op bench_a2a(Bytes bytes) {
   Op a2a;
   a2a.kind = OpKind::Collective;
@@ -1873,12 +1873,12 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
   const auto theta_all = table_theta(windows, p);
   const bool theta_from_table = theta_all && std::abs(*theta_all - p.sustained_slowdown) < 1e-6;
   size_t window_seen = 0;
-  // Benches that line the ranks up before their all-to-alls (loaded, in
-  // situ) replay without the straggler wait.
+  // Benches that line the ranks up before their all-to-alls (loaded; in
+  // situ as insitu_cases does) replay without the straggler wait.
   ModelParams lined_up = p;
   lined_up.straggler_share = 0;
-  // The in-situ testcase replayed whole (once per document), per row and case.
-  std::optional<std::vector<std::vector<InsituTimes>>> insitu;
+  // The in-situ testcase replayed whole (once per document), case by case.
+  std::optional<std::vector<InsituCase>> insitu;
   size_t insitu_seen = 0;
   // The gemm_after_idle testcase replayed whole (once per document), per row.
   std::optional<std::vector<AfterIdleTimes>> after_idle;
@@ -1920,10 +1920,9 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       continue;
     }
     if (key == "nccl_all_to_all_insitu" && r.at("ranks").get<int>() <= ngpu) {
-      if (!insitu) insitu = replay_insitu_doc(doc, p2p_off, topo, lined_up);
-      const std::vector<InsituTimes>& sim = (*insitu)[insitu_seen++];
-      size_t case_index = 0;
+      if (!insitu) insitu = insitu_cases(doc, p2p_off, topo, p);
       for (const auto& k : r.at("cases")) {
+        const InsituTimes& sim = (*insitu)[insitu_seen++].sim;
         const bool copies = k.at("copies").get<bool>();
         // The first bench queued copies for the GEMMs' time at burst + 5 ms
         // (rows without `ncopies`); after 100 ms of GEMMs under load they end
@@ -1935,7 +1934,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         c.what = fmt::format("{} ranks, {} after {} ms{}", r.at("ranks").get<int>(), format_bytes(r.at("bytes").get<double>()),
                              k.at("gemm_ms").get<int>(), copies ? " + copies" : "");
         c.measured_us = k.at("time_us");
-        c.simulated_us = sim.at(case_index).a2a_us;
+        c.simulated_us = sim.a2a_us;
         out.push_back(c);
         if (k.contains("gemm_span_us")) {
           // The GEMMs before it (the sustained-load model in situ, from the
@@ -1945,11 +1944,10 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
                                format_bytes(r.at("bytes").get<double>()), copies ? " + copies" : "", p2p_off ? ", P2P off" : "");
           c.key = "nccl_all_to_all_insitu gemm span";
           c.measured_us = k.at("gemm_span_us");
-          c.simulated_us = sim.at(case_index).gemm_span_us;
+          c.simulated_us = sim.gemm_span_us;
           out.push_back(c);
           c.key = key;
         }
-        ++case_index;
       }
       continue;
     }

@@ -199,7 +199,7 @@ struct CollInst {
   int arrived = 0;
   int finished = 0;  // members done
   bool launched = false;
-  bool nvlink = false;  // moves >= nvlink_wake_min_bytes over NVLink, where a wake-up or copy latency is calibrated (launch)
+  bool nvlink = false;  // moves >= nvlink_wake_min_bytes over NVLink, where a wake-up, copy latency or awake slowdown is calibrated (launch)
   double wire = 0;
   int channels = 0;
   std::vector<int> outstanding;

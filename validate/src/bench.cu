@@ -174,6 +174,21 @@ struct Gate {
   }
 };
 
+// Holds a stream with no kernel resident (the spin gate's kernel keeps the
+// GPU busy): a host function that returns once released.
+struct HostGate {
+  std::atomic<int> open{0};
+  static void CUDART_CB wait(void* self) {
+    auto* g = static_cast<HostGate*>(self);
+    while (g->open.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+  }
+  void hold(cudaStream_t s) {
+    open.store(0, std::memory_order_release);
+    CUDA_CHECK(cudaLaunchHostFunc(s, &HostGate::wait, this));
+  }
+  void release() { open.store(1, std::memory_order_release); }
+};
+
 // Launches every kernel this binary uses once on the current device and
 // waits: loads them while nothing is gated (see Runner::run).
 void prime_kernels(int dev) {
@@ -735,18 +750,6 @@ struct Runner::Impl {
   // cost stays out of the first GEMM. Per position, the median over the
   // samples; `idle_ms`: the GPU's measured time between the previous
   // sample's last GEMM and this one's first (the median).
-  struct HostGate {
-    std::atomic<int> open{0};
-    static void CUDART_CB wait(void* self) {
-      auto* g = static_cast<HostGate*>(self);
-      while (g->open.load(std::memory_order_acquire) == 0) std::this_thread::yield();
-    }
-    void hold(cudaStream_t s) {
-      open.store(0, std::memory_order_release);
-      CUDA_CHECK(cudaLaunchHostFunc(s, &HostGate::wait, this));
-    }
-    void release() { open.store(1, std::memory_order_release); }
-  };
   void gemm_after_idle() {
     if (!want("gemm_after_idle")) return;
     const ComputeGpu gpu;
