@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "calib/calibrate.hpp"
@@ -206,8 +207,28 @@ TEST_CASE("the calibrated simulator replays the 4xH200 microbenchmarks") {
     ++checked;
   }
   // Every copy (multi-GPU D2H included), GEMM, collective and interference
-  // row of the run, and box e's four all-to-alls with the clock down.
-  CHECK(checked == 266);
+  // row of the run, and box e's four all-to-alls with the clock down (266
+  // rows); since 2026-11-23 also every copy both ways at once, the two H2D
+  // streams, the pageable copies, the 12 P2P pairs, the pipelined multi-GPU
+  // copies and the memory-bound kernels.
+  CHECK(checked == 423);
+  int p2p = 0;
+  for (const auto& c : rows) {
+    // A P2P copy is held by the NVLink port at the measured P2P rate, not by
+    // the copy engines' PCIe rate (it ran 7x slow before).
+    if (c.cls == "P2P copy") {
+      CHECK(std::abs(c.error_pct()) < 1.0);
+      ++p2p;
+    }
+    // Both directions at once, fitted on the >= 64 MiB rows (the median share
+    // each keeps): the D2H within 3 % down to 16 MiB; this box's H2D moved
+    // from 0.82 to 0.96 of its rate between sizes and GPUs (-12.1 / +7.3 %).
+    if (c.cls == "both directions at once >= 16 MiB") CHECK(std::abs(c.error_pct()) < (c.what.find("D2H") != std::string::npos ? 3.0 : 12.5));
+    // Two H2D streams share one engine: twice one copy's time.
+    if (c.cls == "two H2D copies on two streams (one engine)") CHECK(std::abs(c.error_pct()) < 1.5);
+    if (c.cls == "memory-bound kernel >= 64 MiB") CHECK(std::abs(c.error_pct()) < 3.0);
+  }
+  CHECK(p2p == 12);
   int gemm_classes = 0;
   for (const auto& s : summarise(rows))
     if (s.cls == "GEMM (shape model fitted without the shape)") {
@@ -996,24 +1017,41 @@ TEST_CASE("a box measured whole on one lease (2xH200 box f): its own clock share
   // This box's own shares: 0.51 over NVLink (box e: 0.57), 0.30 through host memory (box e: 0.48).
   CHECK(p.comm_clock_share == doctest::Approx(0.506).epsilon(0.01));
   CHECK(p.comm_clock_share_host == doctest::Approx(0.301).epsilon(0.01));
-  int rows = 0;
+  int rows = 0, outside = 0;
   double worst = 0;
   std::string worst_what;
+  std::set<std::string> outside_classes;
   for (const auto& doc : merge_bench_runs(box.docs))
     for (const auto& c : compare_bench(doc.second, box.topo, p)) {
       ++rows;
+      if (!c.outside.empty()) {
+        ++outside;
+        outside_classes.insert(c.cls);
+        continue;
+      }
       if (std::abs(c.error_pct()) > worst) {
         worst = std::abs(c.error_pct());
         worst_what = c.key + " " + c.what;
       }
     }
   INFO(worst_what);
-  // Copies, GEMMs at burst (out of sample) and under load, every collective,
-  // the all-to-alls with the clock down, interference, SDPA: the worst is a
-  // GEMM under load, 4.3 %.
-  CHECK(rows > 350);
+  // Copies one way, both ways at once (>= 16 MiB), two streams, P2P,
+  // multi-GPU and pipelined, GEMMs at burst (out of sample) and under load,
+  // every collective, the all-to-alls with the clock down, interference,
+  // memory-bound kernels past the L2, SDPA: the worst is a GEMM under load,
+  // 4.3 %.
+  CHECK(rows == 440);
   CHECK(worst < 5.0);
   CHECK(worst > 4.0);
+  // The rows of effects the model leaves out, reported apart: the pageable
+  // copies from one host buffer (the CPU's caches), the small bidirectional
+  // copies of this older bench (one per sample behind its own gate), the
+  // memory-bound kernels below 64 MiB (the L2; the events timing them).
+  CHECK(outside == 50);
+  CHECK(outside_classes == std::set<std::string>{"pageable copy, the same host buffer every time (the CPU's caches)",
+                                                 "both directions at once < 16 MiB, one copy per sample behind two gates (the bench before 2026-11-23)",
+                                                 "memory-bound kernel < 64 MiB, back to back (in the L2 cache)",
+                                                 "memory-bound kernel < 64 MiB between GEMMs, timed by events"});
 }
 
 TEST_CASE("the NVLink all-to-all after the GPU idled 150 ms (box g), against back to back and the gated tables") {
@@ -1178,19 +1216,33 @@ TEST_CASE("GEMMs and SDPA under load timed as a 200 ms mean (h100x1-d): what rep
   std::vector<double> errs;
   std::vector<std::string> over;
   std::map<std::string, ClassSummary> cls;
+  // Since 2026-11-23 also the copies both ways at once, P2P-less two-stream
+  // and pageable copies and the memory-bound kernels: 191 rows, of which 28
+  // measure effects the model leaves out (the CPU's caches, the L2, the
+  // older bench's start per small bidirectional copy). Of the rest, four
+  // more over 5 %: this H100's H2D both ways at once loses more at 1 GiB
+  // (0.83 of its rate) than at 16-64 MiB (+11.1 / +9.2 %, -5.9 % at 1 GiB),
+  // and its 64 MiB memory-bound kernel ran 12 % faster between GEMMs than
+  // back to back (+13.0 %).
+  int rows = 0;
   for (const auto& doc : merge_bench_runs(docs)) {
-    const auto rows = compare_bench(doc.second, topo, p);
-    for (const auto& c : rows) {
+    const auto cmp = compare_bench(doc.second, topo, p);
+    for (const auto& c : cmp) {
+      ++rows;
+      if (!c.outside.empty()) continue;
       errs.push_back(std::abs(c.error_pct()));
       if (errs.back() > 5.0) over.push_back(c.key + " " + c.what);
     }
-    for (const auto& s : summarise(rows)) cls[s.cls] = s;
+    for (const auto& s : summarise(cmp)) cls[s.cls] = s;
   }
   std::sort(errs.begin(), errs.end());
-  CHECK(errs.size() == 148);
+  CHECK(rows == 191);
+  CHECK(errs.size() == 163);
   CHECK(errs[errs.size() / 2] < 0.7);
-  CHECK(errs.back() < 6.2);
-  CHECK(over == std::vector<std::string>{"multi_h2d_pinned 1 GPUs x 1.00 GiB", "gemm_bf16 16384x5120x7616 under load"});
+  CHECK(errs.back() < 13.5);
+  CHECK(over == std::vector<std::string>{"bidir_pinned GPU 0, 16.00 MiB, H2D", "bidir_pinned GPU 0, 64.00 MiB, H2D", "bidir_pinned GPU 0, 1.00 GiB, H2D",
+                                         "multi_h2d_pinned 1 GPUs x 1.00 GiB", "gemm_bf16 16384x5120x7616 under load",
+                                         "memory_kernel 64.00 MiB between GEMMs"});
   CHECK(cls.at("attention, self (median self-attention efficiency)").worst_abs_pct < 2.5);
   ModelParams as_gemm = p;
   as_gemm.attention_slow_share = 1;
@@ -1249,15 +1301,17 @@ TEST_CASE("a 2xH200 box whole on one lease with window means (box j): the table'
   // the transport is NCCL's only): -10.7 %. 75600x15360x5120 under load,
   // whose 14 ms ops put its window 0.6-0.85 s in, at the clock's first dip
   // (1.26x its burst time, the table's median 1.16x): -6.6 %.
+  // (Since 2026-11-23 440 rows: 50 of them effects the model leaves out.)
   std::vector<std::string> over;
   int rows = 0;
   for (const auto& doc : merge_bench_runs(box.docs))
     for (const auto& c : compare_bench(doc.second, box.topo, p)) {
+      if (!c.outside.empty()) continue;
       ++rows;
       if (std::abs(c.error_pct()) > 5.0) over.push_back(c.key + " " + c.what);
       if (c.cls.rfind("attention", 0) == 0) CHECK(std::abs(c.error_pct()) < 2.5);
     }
-  CHECK(rows == 360);
+  CHECK(rows == 390);
   CHECK(over == std::vector<std::string>{"gemm_bf16 75600x15360x5120 under load", "multi_h2d_pinned 2 GPUs x 1.00 GiB"});
 }
 
@@ -1493,7 +1547,7 @@ TEST_CASE("the GPU's return from idle (gemm_after_idle, an H200 and an H100 leas
     double median_max, worst_max;
   };
   for (const Lease& l : {Lease{"h200x1-b", "h200x2-nvlink-d", "h200x4-nvlink", 0.6, 5.7}, Lease{"h100x1-e", "h100x1-d", "dgx-h100", 1.2, 6.0}}) {
-    INFO(l.dir);
+    INFO(std::string(l.dir));
     const std::string dir = kSrc + "/validate/results/" + l.dir + "/";
     for (const auto& r : load(dir + "bench-sustained.json").at("results")) CHECK(r.at("time_us")[0].get<double>() - r.at("burst_time_us").get<double>() > 95.0);
     const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/" + l.topo + ".yaml"));
@@ -1619,4 +1673,56 @@ TEST_CASE("compute beside an awake NVLink (box p's calibration): fitted on the i
   // validation.h200x2*_runs_box_p; the SP 2 runs with prefetching over NVLink
   // were 2-5 % fast on every lease (compute ~2 % quicker than measured
   // where P2P-off runs of the same shapes matched within 1 %).
+}
+
+TEST_CASE("one GPU's copies measured twice (1xH200 c, 1xH100 f): both ways at once, pageable copies from a cold host buffer, P2P-less streams") {
+  struct Lease {
+    const char* dir;
+    const char* topo;
+    double h2d_share, d2h_share, pageable_h2d_GBps, pageable_d2h_GBps;
+  };
+  for (const Lease& l : {Lease{"h200x1-c", "h200x4-nvlink.yaml", 0.819, 0.931, 7.34, 11.23}, Lease{"h100x1-f", "dgx-h100.yaml", 0.844, 0.948, 8.90, 14.07}}) {
+    INFO(std::string(l.dir));
+    const std::string dir = std::string("validate/results/") + l.dir + "/";
+    const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/" + l.topo));
+    const nlohmann::json run1 = load(kSrc + "/" + dir + "bench-copies-1.json"), run2 = load(kSrc + "/" + dir + "bench-copies-2.json");
+    const Calibration cal = calibrate({{dir + "bench-copies-1.json", run1}}, topo);
+    CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+    const ModelParams& p = cal.params;
+    // Both ways at once an H2D keeps 0.82-0.84 of its rate, a D2H 0.93-0.95
+    // (the same run's >= 64 MiB rows, the median).
+    CHECK(p.copy_bidir_factor == doctest::Approx(l.h2d_share).epsilon(0.002));
+    CHECK(p.copy_bidir_factor_d2h == doctest::Approx(l.d2h_share).epsilon(0.002));
+    // Pageable, from (to) a 2 GiB host buffer in slices: latency + rate, the
+    // D2H faster than the H2D on both machines.
+    CHECK(p.pageable_bandwidth.GBps() == doctest::Approx(l.pageable_h2d_GBps).epsilon(0.002));
+    CHECK(p.pageable_bandwidth_d2h.GBps() == doctest::Approx(l.pageable_d2h_GBps).epsilon(0.002));
+    CHECK(p.pageable_latency.us() > 20);
+    CHECK(p.pageable_latency_d2h.us() < 50);
+    // In sample (run 1) and out of sample (run 2, seconds later): per class,
+    // the worst error.
+    auto worst = [&](const nlohmann::json& doc) {
+      std::map<std::string, double> w;
+      for (const auto& c : compare_bench(doc, topo, p)) w[c.cls] = std::max(w[c.cls], std::abs(c.error_pct()));
+      return w;
+    };
+    const auto w1 = worst(run1), w2 = worst(run2);
+    // One-way copies, every size; the two H2D streams on one engine.
+    CHECK(w1.at("pinned copy >= 16 MiB") < 2.0);
+    CHECK(w2.at("pinned copy >= 16 MiB") < 2.0);
+    CHECK(w2.at("two H2D copies on two streams (one engine)") < 1.5);
+    // The cold pageable rows in sample within 5.6 %; the second run, on the
+    // same lease, moved by up to 53 % (the CPU's copy): no model holds them.
+    CHECK(w1.at("pageable copy, host buffer not in the CPU's caches") < 6.0);
+    CHECK(w2.at("pageable copy, host buffer not in the CPU's caches") > 25);
+    // The memory-bound kernel past the L2, back to back and between GEMMs.
+    CHECK(w2.at("memory-bound kernel >= 64 MiB") < 1.5);
+    // Both ways at once, >= 16 MiB: within 11.5 % in sample (the H2D's share
+    // moves with the size), 12.5 % out of sample. Below 16 MiB the small
+    // D2H copies take as long as the H2D ones beside them (-35 to -37 %):
+    // not in the model.
+    CHECK(w1.at("both directions at once >= 16 MiB") < 11.5);
+    CHECK(w2.at("both directions at once >= 16 MiB") < 12.5);
+    CHECK(w1.at("both directions at once < 16 MiB") > 30);
+  }
 }

@@ -1108,3 +1108,69 @@ TEST_CASE("under the power cap a collective waits for the straggler: straggler_s
   const Sim o(sched, off);
   CHECK((o.op(0, 30).end - o.op(0, 30).start).us() == doctest::Approx(10).epsilon(1e-6));
 }
+
+TEST_CASE("a P2P copy to a higher rank runs on the NVLink at its rate, not capped by the copy engines' host rate") {
+  // Rank 0 copies to rank 1 and rank 1 to rank 0, 1 GB each: the NVLink's
+  // 100 GB/s each way, 10 ms. Before 2026-11-23 the route to a higher rank
+  // was looked up before that rank had its GPU (a wrong route, or a crash),
+  // and a calibrated copy_engine_bandwidth (the PCIe rate) held P2P copies
+  // to it: 1 GB at 5 GB/s, 200 ms.
+  ModelParams p = quiet();
+  p.copy_engine_bandwidth = Bandwidth::from_GBps(5);
+  const Sim s(R"(name: p2p
+ranks: 2
+streams: [s]
+programs:
+  - rank: 0
+    ops:
+      - {op: memcpy, kind: p2p, bytes: 1 GB, stream: s, peer: 1}
+  - rank: 1
+    ops:
+      - {op: memcpy, kind: p2p, bytes: 1 GB, stream: s, peer: 0}
+)",
+              p);
+  CHECK(s.end_ms(0, 0) == doctest::Approx(10.0));
+  CHECK(s.end_ms(1, 0) == doctest::Approx(10.0));
+}
+
+TEST_CASE("copies both ways at once on one GPU keep copy_bidir_factor of their engine's rate, pageable copies their own latency and rate") {
+  ModelParams p = quiet();
+  p.copy_engine_bandwidth = Bandwidth::from_GBps(8);
+  p.copy_bidir_factor = 0.75;     // H2D: 6 GB/s while a D2H runs
+  p.copy_bidir_factor_d2h = 0.5;  // D2H: 4 GB/s while an H2D runs
+  // 120 MB H2D beside 40 MB D2H: both at once until the D2H ends at 10 ms
+  // (40 MB at 4 GB/s; the H2D has moved 60 MB at 6), then the H2D alone at
+  // 8 GB/s: 60 MB more, 7.5 ms. A pageable D2H after it: 50 us + 10 MB at
+  // 2 GB/s = 5.05 ms; a pageable H2D (no D2H rate or latency of its own: the
+  // pinned set-up, 0, and pageable_bandwidth) 10 MB at 1 GB/s = 10 ms.
+  p.pageable_bandwidth = Bandwidth::from_GBps(1);
+  p.pageable_bandwidth_d2h = Bandwidth::from_GBps(2);
+  p.pageable_latency_d2h = Time::from_us(50);
+  const std::string sched = R"(name: bidir
+ranks: 1
+streams: [a, b]
+programs:
+  - rank: 0
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 120 MB, stream: a}
+      - {op: memcpy, kind: d2h, bytes: 40 MB, stream: b}
+      - {op: memcpy, kind: d2h, bytes: 10 MB, stream: b, host: pageable}
+      - {op: memcpy, kind: h2d, bytes: 10 MB, stream: a, host: pageable}
+)";
+  const Sim s(sched, p);
+  CHECK(s.end_ms(0, 1) == doctest::Approx(10.0));
+  CHECK(s.end_ms(0, 0) == doctest::Approx(17.5));
+  // The pageable D2H is issued once the host returns from nothing (async
+  // pinned copies return at once): it starts when the D2H engine frees, at
+  // 10 ms, beside the H2D (a pageable copy does not lower the other way's rate).
+  CHECK(s.start_ms(0, 2) == doctest::Approx(10.0));
+  CHECK(s.end_ms(0, 2) == doctest::Approx(15.05));
+  CHECK(s.start_ms(0, 3) == doctest::Approx(17.5));
+  CHECK(s.end_ms(0, 3) == doctest::Approx(27.5));
+  // Factors 1: the copies do not interact (120 MB at 8 GB/s, 15 ms).
+  ModelParams q = p;
+  q.copy_bidir_factor = q.copy_bidir_factor_d2h = 1;
+  const Sim t(sched, q);
+  CHECK(t.end_ms(0, 0) == doctest::Approx(15.0));
+  CHECK(t.end_ms(0, 1) == doctest::Approx(5.0));
+}

@@ -497,18 +497,65 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     }
   }
 
-  // Pageable: the staged rate at the largest size.
+  // Pageable, per direction: where the bench took copies from (to) a host
+  // buffer not held in the CPU's caches (`host_buffer: rotating`), latency +
+  // bytes / rate over those; else the staged rate at the largest size (the
+  // same buffer each time: below the L3's size the CPU's copy runs from its
+  // cache, faster than a workload's weights would).
   for (const char* key : {"h2d_pageable", "d2h_pageable"}) {
+    const bool d2h = key[0] == 'd';
+    std::vector<std::pair<double, double>> cold;
     double best_bytes = 0, gbps = 0;
-    for (const auto& r : rows(d, key))
-      if (r.at("bytes").get<double>() > best_bytes) {
+    for (const auto& r : rows(d, key)) {
+      if (r.value("host_buffer", "same") == "rotating") cold.emplace_back(r.at("bytes").get<double>(), r.at("time_us").get<double>());
+      else if (r.at("bytes").get<double>() > best_bytes) {
         best_bytes = r.at("bytes").get<double>();
         gbps = r.at("GBps").get<double>();
       }
-    if (gbps > 0) {
-      c.fits.push_back({std::string(key), "bytes / time at the largest size", {{"bandwidth_GBps", gbps}}, 0, 1});
-      if (std::string(key) == "h2d_pageable") p.pageable_bandwidth = Bandwidth::from_GBps(gbps);
     }
+    Bandwidth rate;
+    if (Fit f = fit_alpha_beta(std::string(key) + ", host buffer not in the CPU's caches", cold); f.values.size() == 2 && f.values[0].second >= 0) {
+      rate = Bandwidth::from_GBps(f.values[1].second);
+      (d2h ? p.pageable_latency_d2h : p.pageable_latency) = Time::from_us(f.values[0].second);
+      c.fits.push_back(f);
+    } else if (gbps > 0) {
+      rate = Bandwidth::from_GBps(gbps);
+      c.fits.push_back({std::string(key), "bytes / time at the largest size", {{"bandwidth_GBps", gbps}}, 0, 1});
+    } else {
+      continue;
+    }
+    (d2h ? p.pageable_bandwidth_d2h : p.pageable_bandwidth) = rate;
+  }
+
+  // Both directions at once on one GPU (bench bidir_pinned, copies >= 64 MiB
+  // on every GPU measured): per direction the median share of its engine's
+  // rate a copy keeps (copy_bidir_factor, copy_bidir_factor_d2h).
+  if (const auto bd = rows(d, "bidir_pinned"); !bd.empty() && !p.copy_engine_bandwidth.is_unlimited()) {
+    Fit f{"both directions at once (bidir_pinned)",
+          "per direction, the median over copies >= 64 MiB of bytes / (time - set-up) / the engine's one-way rate: the share kept while the "
+          "other direction copies",
+          {},
+          0,
+          0};
+    for (const bool d2h : {false, true}) {
+      std::vector<double> share;
+      for (const auto& r : bd) {
+        const double bytes = r.at("bytes").get<double>();
+        if (bytes < 64.0 * 1048576) continue;
+        const double setup = (p.copy_latency_for(d2h) + (p.copy_step_bytes > 0 && bytes >= static_cast<double>(p.copy_step_bytes)
+                                                              ? p.copy_step_latency_for(d2h)
+                                                              : Time::zero()))
+                                 .s();
+        share.push_back(bytes / (r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>() * 1e-6 - setup) /
+                        p.copy_engine_bandwidth_for(d2h).bytes_per_s);
+      }
+      if (share.empty()) continue;
+      const double k = std::min(1.0, median(share));
+      (d2h ? p.copy_bidir_factor_d2h : p.copy_bidir_factor) = k;
+      f.values.emplace_back(d2h ? "d2h_share" : "h2d_share", k);
+      f.points += static_cast<int>(share.size());
+    }
+    if (!f.values.empty()) c.fits.push_back(f);
   }
 
   // Host-side aggregate at each count of GPUs copying at once: the host
@@ -1339,6 +1386,12 @@ std::string calibration_yaml(const Calibration& c) {
     if (p.copy_step_latency_d2h >= Time::zero()) out += fmt::format("  copy_step_latency_d2h: {}\n", t(p.copy_step_latency_d2h));
   }
   out += fmt::format("  pageable_bandwidth: {}\n", bw(p.pageable_bandwidth));
+  if (!p.pageable_bandwidth_d2h.is_unlimited()) out += fmt::format("  pageable_bandwidth_d2h: {}\n", bw(p.pageable_bandwidth_d2h));
+  if (p.pageable_latency >= Time::zero()) out += fmt::format("  pageable_latency: {}\n", t(p.pageable_latency));
+  if (p.pageable_latency_d2h >= Time::zero()) out += fmt::format("  pageable_latency_d2h: {}\n", t(p.pageable_latency_d2h));
+  if (p.copy_bidir_factor < 1 || p.copy_bidir_factor_d2h < 1)
+    out += fmt::format("  copy_bidir_factor: {:.4f}   # share of the engine's rate kept while the GPU copies the other way too\n  copy_bidir_factor_d2h: {:.4f}\n",
+                       p.copy_bidir_factor, p.copy_bidir_factor_d2h);
   for (const bool h2d : {true, false}) {
     const auto& table = h2d ? p.host_h2d_aggregate : p.host_d2h_aggregate;
     if (table.empty()) continue;
@@ -1397,8 +1450,8 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   if (top.str("schema") != "overlapsim.calibration/v1") top.fail("schema", "expected overlapsim.calibration/v1");
   MapReader m(path, top.get("model"), "calibration model",
               {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes", "gemm_model",
-               "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth",
-               "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
+               "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth", "pageable_bandwidth_d2h",
+               "pageable_latency", "pageable_latency_d2h", "copy_bidir_factor", "copy_bidir_factor_d2h", "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
                "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "straggler_share", "nvlink_wake_latency", "nvlink_wake_after", "nvlink_copy_latency", "nvlink_awake_slowdown", "comm_clock_share",
                "comm_clock_share_host"});
@@ -1512,6 +1565,13 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   time("copy_step_latency_d2h", p.copy_step_latency_d2h);
   if (m.has("copy_step_latency_d2h") && p.copy_step_latency_d2h < Time::zero()) m.fail("copy_step_latency_d2h", "must be >= 0, e.g. 1.3 us");
   bw("pageable_bandwidth", p.pageable_bandwidth);
+  bw("pageable_bandwidth_d2h", p.pageable_bandwidth_d2h);
+  time("pageable_latency", p.pageable_latency);
+  if (m.has("pageable_latency") && p.pageable_latency < Time::zero()) m.fail("pageable_latency", "must be >= 0, e.g. 30 us");
+  time("pageable_latency_d2h", p.pageable_latency_d2h);
+  if (m.has("pageable_latency_d2h") && p.pageable_latency_d2h < Time::zero()) m.fail("pageable_latency_d2h", "must be >= 0, e.g. 45 us");
+  num("copy_bidir_factor", p.copy_bidir_factor, 0.05, 1);
+  num("copy_bidir_factor_d2h", p.copy_bidir_factor_d2h, 0.05, 1);
   for (const bool h2d : {true, false}) {
     const std::string field = h2d ? "host_h2d_aggregate" : "host_d2h_aggregate";
     if (!m.has(field)) continue;
@@ -1966,6 +2026,147 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.measured_us = mean;
       c.simulated_us = r.at("warm_time_us").get<double>() * sim.mean_us / sim.warm_us;
       out.push_back(c);
+      continue;
+    }
+    if (key == "bidir_pinned" || key == "h2d_two_streams" || key == "h2d_pageable" || key == "d2h_pageable") {
+      // One GPU's copies as the bench ran them, on that GPU (ranks below it
+      // idle): both directions at once on two streams, `reps` copies each
+      // (one before 2026-11-23), each stream timed by its own events; two
+      // H2D copies on two streams, timed together; a pageable copy, timed by
+      // the host from the call to the sync's return.
+      const int dev = r.at("gpus")[0].get<int>();
+      if (dev >= ngpu) continue;
+      const Bytes bytes = r.at("bytes").get<Bytes>();
+      const bool pageable = key.find("pageable") != std::string::npos;
+      const int reps = key == "bidir_pinned" ? r.value("reps", 1) : 1;
+      Op a;
+      a.kind = OpKind::Memcpy;
+      a.copy = key[0] == 'd' ? CopyKind::D2H : CopyKind::H2D;
+      a.host_mem = pageable ? HostMem::Pageable : HostMem::Pinned;
+      a.stream = 0;
+      a.bytes = bytes;
+      Op b = a;
+      b.stream = 1;
+      if (key == "bidir_pinned") b.copy = CopyKind::D2H;
+      std::vector<std::vector<Op>> progs(static_cast<size_t>(dev) + 1);
+      auto& prog = progs[static_cast<size_t>(dev)];
+      prog.assign(static_cast<size_t>(reps), a);
+      if (!pageable) prog.insert(prog.end(), static_cast<size_t>(reps), b);
+      const ExecResult res = replay_programs(bench_schedule(dev + 1), progs, topo, p);
+      const auto& ops = res.ops[static_cast<size_t>(dev)];
+      const auto span_us = [&](size_t first, size_t n) { return (ops[first + n - 1].end - ops[first].start).us() / static_cast<double>(n); };
+      c.what = fmt::format("GPU {}, {}", dev, format_bytes(static_cast<double>(bytes)));
+      c.measured_us = r.value("time_us", 0.0);
+      if (key == "bidir_pinned") {
+        c.cls = bytes >= (16 << 20) ? "both directions at once >= 16 MiB"
+                : r.contains("reps") ? "both directions at once < 16 MiB"
+                                     : "both directions at once < 16 MiB, one copy per sample behind two gates (the bench before 2026-11-23)";
+        if (bytes < (16 << 20) && !r.contains("reps")) c.outside = "a few us of start per copy, timed alone behind its own gate";
+        c.what += ", H2D";
+        c.measured_us = r.at("h2d_time_us");
+        c.simulated_us = span_us(0, static_cast<size_t>(reps));
+        out.push_back(c);
+        c.what.replace(c.what.size() - 3, 3, "D2H");
+        c.measured_us = r.at("d2h_time_us");
+        c.simulated_us = span_us(static_cast<size_t>(reps), static_cast<size_t>(reps));
+      } else if (key == "h2d_two_streams") {
+        c.cls = "two H2D copies on two streams (one engine)";
+        c.simulated_us = (std::max(ops[0].end, ops[1].end) - std::min(ops[0].start, ops[1].start)).us();
+      } else {
+        const bool cold = r.value("host_buffer", "same") == "rotating";
+        c.cls = cold ? "pageable copy, host buffer not in the CPU's caches" : "pageable copy, the same host buffer every time (the CPU's caches)";
+        if (!cold) c.outside = "the CPU's caches hold the host buffer";
+        if (cold) c.what += ", rotating buffer";
+        c.simulated_us = (ops[0].end - ops[0].start).us();
+      }
+      out.push_back(c);
+      continue;
+    }
+    if (key == "p2p_copy") {
+      const int a = r.at("gpus")[0].get<int>(), b = r.at("gpus")[1].get<int>();
+      if (std::max(a, b) >= ngpu) continue;
+      std::vector<std::vector<Op>> progs(static_cast<size_t>(std::max(a, b)) + 1);
+      Op op;
+      op.kind = OpKind::Memcpy;
+      op.copy = CopyKind::P2P;
+      op.stream = 0;
+      op.peer = b;
+      op.bytes = r.at("bytes").get<Bytes>();
+      progs[static_cast<size_t>(a)] = {op};
+      const ExecResult res = replay_programs(bench_schedule(std::max(a, b) + 1), progs, topo, p);
+      c.cls = "P2P copy";
+      c.what = fmt::format("GPU {} -> {}, {}", a, b, format_bytes(static_cast<double>(op.bytes)));
+      c.measured_us = r.at("time_us");
+      c.simulated_us = (res.ops[static_cast<size_t>(a)][0].end - res.ops[static_cast<size_t>(a)][0].start).us();
+      out.push_back(c);
+      continue;
+    }
+    if (key == "memory_kernel") {
+      // Back to back (the fit takes >= 64 MiB: smaller ones stay in the L2
+      // cache from one kernel to the next, which the model, HBM only, does
+      // not hold), and between GEMMs under load, each timed by an event
+      // before and after it (the GEMM evicts the L2; an event between two
+      // ops costs the GPU ~2 us: overhead_gpu_event_gap).
+      Op op;
+      op.kind = OpKind::Kernel;
+      op.stream = 0;
+      op.hbm_bytes = r.at("hbm_bytes").get<double>();
+      const bool in_l2 = op.hbm_bytes < 64.0 * 1048576;
+      c.cls = in_l2 ? "memory-bound kernel < 64 MiB, back to back (in the L2 cache)" : "memory-bound kernel >= 64 MiB";
+      if (in_l2) c.outside = "the GPU's L2 cache holds the buffers";
+      c.what = format_bytes(op.hbm_bytes);
+      c.measured_us = r.at("time_us");
+      c.simulated_us = replay(bench_schedule(1), {op}, topo, p);
+      out.push_back(c);
+      if (r.contains("loaded_time_us")) {
+        // 600 (GEMM, kernel) pairs; the kernels of the second half (median).
+        std::vector<Op> prog;
+        const Op g = bench_gemm(json::array({16384, 5120, 5120}));
+        for (int i = 0; i < 600; ++i) prog.insert(prog.end(), {g, op});
+        const ExecResult res = replay_programs(bench_schedule(1), {prog}, topo, p);
+        std::vector<double> t;
+        for (size_t i = 300; i < 600; ++i) t.push_back((res.ops[0][2 * i + 1].end - res.ops[0][2 * i + 1].start).us());
+        c.cls = in_l2 ? "memory-bound kernel < 64 MiB between GEMMs, timed by events" : "memory-bound kernel >= 64 MiB between GEMMs under load";
+        if (in_l2) c.outside = "the GPU time of the events timing it (overhead_gpu_event_gap)";
+        c.what += " between GEMMs";
+        c.measured_us = r.at("loaded_time_us");
+        c.simulated_us = median(t);
+        out.push_back(c);
+      }
+      continue;
+    }
+    if (key == "multi_h2d_pipelined" && r.at("gpus").get<int>() <= ngpu) {
+      // Every GPU copying back to back, GPU g starting g/n of a copy late;
+      // per GPU the median copy of the middle (every GPU copying).
+      const int n = r.at("gpus").get<int>();
+      const Bytes bytes = r.at("bytes_per_copy").get<Bytes>();
+      const int count = 16;
+      std::vector<std::vector<Op>> progs(static_cast<size_t>(n));
+      for (int g = 0; g < n; ++g) {
+        Op sleep;
+        sleep.kind = OpKind::Kernel;
+        sleep.stream = 0;
+        sleep.duration = Time::from_s(g * (static_cast<double>(bytes) / 45e9) / n);
+        Op cp;
+        cp.kind = OpKind::Memcpy;
+        cp.copy = CopyKind::H2D;
+        cp.stream = 0;
+        cp.bytes = bytes;
+        if (g > 0) progs[static_cast<size_t>(g)].push_back(sleep);
+        progs[static_cast<size_t>(g)].insert(progs[static_cast<size_t>(g)].end(), count, cp);
+      }
+      const ExecResult res = replay_programs(bench_schedule(n), progs, topo, p);
+      for (int g = 0; g < n; ++g) {
+        const auto& ops = res.ops[static_cast<size_t>(g)];
+        const size_t first = g > 0 ? 1 : 0;
+        std::vector<double> t;
+        for (size_t i = 2; i + 2 < static_cast<size_t>(count); ++i) t.push_back((ops[first + i + 1].start - ops[first + i].start).us());
+        c.cls = "multi-GPU H2D, pipelined";
+        c.what = fmt::format("{} GPUs, GPU {}: a {} copy", n, g, format_bytes(static_cast<double>(bytes)));
+        c.measured_us = static_cast<double>(bytes) / r.at("per_gpu_GBps")[static_cast<size_t>(g)].get<double>() * 1e-3;
+        c.simulated_us = median(t);
+        out.push_back(c);
+      }
       continue;
     }
     if ((key == "h2d_pinned" || key == "d2h_pinned") && r.at("gpus")[0] == 0) {

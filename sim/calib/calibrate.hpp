@@ -33,6 +33,9 @@ struct Comparison {
   std::string cls;        // class of cases summarised together, e.g. "pinned copy >= 16 MiB"
   std::string key, what;
   double measured_us = 0, simulated_us = 0;
+  // Non-empty: the row measures an effect the model leaves out (e.g. "the
+  // CPU's caches hold the host buffer"); reported apart from the rest.
+  std::string outside;
   [[nodiscard]] double error_pct() const { return 100.0 * (simulated_us - measured_us) / measured_us; }
 };
 

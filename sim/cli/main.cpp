@@ -119,8 +119,26 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
     std::cout << fmt::format("rows over 5%: {}\n", over);
     for (size_t i = 0; i < all.size(); ++i)
       if (errs[i] > 5.0)
-        std::cout << fmt::format("  {:+.1f}%  {} {} ({}; {})\n", all[i].second.error_pct(), all[i].second.key, all[i].second.what, all[i].second.cls,
-                                 all[i].first);
+        std::cout << fmt::format("  {:+.1f}%  {} {} ({}; {}){}\n", all[i].second.error_pct(), all[i].second.key, all[i].second.what, all[i].second.cls,
+                                 all[i].first, all[i].second.outside.empty() ? "" : " [not modelled: " + all[i].second.outside + "]");
+    // The same over the rows of effects the model holds (the rest measure
+    // one it leaves out, named above).
+    std::vector<size_t> held;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].second.outside.empty()) held.push_back(i);
+    if (!held.empty() && held.size() < all.size()) {
+      std::vector<double> e;
+      size_t hw = held[0];
+      for (const size_t i : held) {
+        e.push_back(errs[i]);
+        if (errs[i] > errs[hw]) hw = i;
+      }
+      std::sort(e.begin(), e.end());
+      const double m = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
+      std::cout << fmt::format("rows of effects the model holds: {} of {}: median |err| {:.1f}%, worst {:.1f}% ({} {}, {}); over 5%: {}\n", held.size(),
+                               all.size(), m, errs[hw], all[hw].second.key, all[hw].second.what, all[hw].first,
+                               std::count_if(e.begin(), e.end(), [](double x) { return x > 5.0; }));
+    }
   }
   return 0;
 }

@@ -320,6 +320,16 @@ class Executor {
         }
     }
     coll_bn_.assign(nres + 1, {});
+    if ((p_.copy_bidir_factor < 1 || p_.copy_bidir_factor_d2h < 1) && !p_.copy_engine_bandwidth_for(false).is_unlimited() &&
+        !p_.copy_engine_bandwidth_for(true).is_unlimited()) {
+      bidir_.resize(static_cast<size_t>(s_.ranks()));
+      bidir_active_.assign(static_cast<size_t>(s_.ranks()), {0, 0});
+      for (auto& b : bidir_)
+        for (const int d : {0, 1}) {
+          b[static_cast<size_t>(d)] = sys_.add_constraint(p_.copy_engine_bandwidth_for(d == 1).bytes_per_s);
+          if (res_of_cons_.size() <= static_cast<size_t>(b[static_cast<size_t>(d)])) res_of_cons_.resize(static_cast<size_t>(b[static_cast<size_t>(d)]) + 1, -1);
+        }
+    }
     vram_.resize(s_.ranks());
     if (o_.link_samples) {
       usage_.assign(nres, 0.0);
@@ -348,6 +358,7 @@ class Executor {
     records_.resize(s_.ranks());
     if (!o_.keep_records) spans_ = RunSpans::for_schedule(s_);
     assert((o_.initial_load.empty() || o_.initial_load.size() == static_cast<size_t>(s_.ranks())) && "initial_load: one state per rank");
+    std::vector<bool> p2p_ranks;  // ranks whose program holds a P2P copy
     for (int r = 0; r < s_.ranks(); ++r) {
       RankState& R = ranks_[r];
       if (!o_.initial_load.empty()) {
@@ -418,10 +429,13 @@ class Executor {
       if (flags_.size() + ops.size() > static_cast<size_t>(INT32_MAX))
         throw InputError(SourceLocation{s_.file, 0, 0}, "the schedule holds more than 2^31 ops over all ranks: split it");
       flags_.resize(flags_.size() + ops.size(), 0);
-      if (info.p2p)
-        for (const Op& op : ops)
-          if (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P) (void)route_between(r, op.peer, dma_);
+      p2p_ranks.push_back(info.p2p);
     }
+    // P2P copies' routes, found (or refused) up front once every rank has its GPU.
+    for (int r = 0; r < s_.ranks(); ++r)
+      if (p2p_ranks[static_cast<size_t>(r)])
+        for (const Op& op : *s_.programs[r].ops)
+          if (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P) (void)route_between(r, op.peer, dma_);
   }
 
   ExecResult run() {
@@ -964,7 +978,10 @@ class Executor {
     mark_start(r, id, op);  // a copy starts when its engine takes it
     FlowSpec f;
     f.bytes = static_cast<double>(op.bytes);
-    double cap = p_.copy_engine_bandwidth_for(op.copy == CopyKind::D2H).bytes_per_s;
+    // The calibrated engine rate is that of copies to and from host memory
+    // (what the bench's pinned copies measure); a P2P copy is held by its
+    // route (the NVLink port: the measured P2P rate), a D2D copy by HBM.
+    double cap = std::numeric_limits<double>::infinity();
     const FlowRoute* route = nullptr;
     switch (op.copy) {
       case CopyKind::H2D: route = &host_route(r, true); break;
@@ -972,16 +989,20 @@ class Executor {
       case CopyKind::P2P: route = &pair_route(r, op.peer, true); break;
       case CopyKind::D2D: {
         const double hbm = R.node->gpu.hbm_bandwidth ? R.node->gpu.hbm_bandwidth->bytes_per_s : 1e12;
-        cap = std::min(cap, hbm * p_.hbm_efficiency / 2);  // read + write
+        cap = hbm * p_.hbm_efficiency / 2;  // read + write
         break;
       }
     }
+    if (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) cap = p_.copy_engine_bandwidth_for(op.copy == CopyKind::D2H).bytes_per_s;
     if (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
-      cap = std::min(cap, p_.pageable_bandwidth.bytes_per_s);
+      cap = std::min(cap, p_.pageable_bandwidth_for(op.copy == CopyKind::D2H).bytes_per_s);
     f.latency = p_.copy_latency_for(op.copy == CopyKind::D2H);
     if (p_.copy_step_bytes > 0 && op.bytes >= p_.copy_step_bytes && op.host_mem == HostMem::Pinned &&
         (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
       f.latency += p_.copy_step_latency_for(op.copy == CopyKind::D2H);
+    if (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) &&
+        p_.pageable_latency_for(op.copy == CopyKind::D2H) >= Time::zero())
+      f.latency = p_.pageable_latency_for(op.copy == CopyKind::D2H);
     if (route) {
       f.route = route->uses;
       f.latency += route->latency;
@@ -1006,10 +1027,20 @@ class Executor {
       if (const CopyKind k = op_of(rr, gid).copy; (k == CopyKind::H2D || k == CopyKind::D2H) && !dma_limits_.empty())
         for (const FlowUse& u : host_route(rr, k == CopyKind::H2D).uses)
           if (const int d = dma_limit_of(u.constraint); d >= 0) copying_under(d, -1);
+      if (const Op& done = op_of(rr, gid); (done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && done.host_mem == HostMem::Pinned && !bidir_.empty()) {
+        const size_t d = done.copy == CopyKind::D2H ? 1 : 0;
+        assert(bidir_active_[static_cast<size_t>(rr)][d] > 0);
+        if (--bidir_active_[static_cast<size_t>(rr)][d] == 0) set_bidir_limit(rr, 1 - d);
+      }
       complete(rr, gid);
       start_copy(rr, ee);
       update_gpu(rr);
     };
+    if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && !bidir_.empty()) {
+      const size_t d = op.copy == CopyKind::D2H ? 1 : 0;
+      f.route.push_back({bidir_[static_cast<size_t>(r)][d], 1.0});
+      if (op.host_mem == HostMem::Pinned && bidir_active_[static_cast<size_t>(r)][d]++ == 0) set_bidir_limit(r, 1 - d);
+    }
     if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && !dma_limits_.empty()) {
       for (const FlowUse& u : route->uses)
         if (const int d = dma_limit_of(u.constraint); d >= 0) {
@@ -1021,6 +1052,13 @@ class Executor {
     const FlowId fid = flows_.start(std::move(f));
     if (o_.link_samples && route) flow_uses_[fid] = resource_uses(*route);  // rates are reported only after activation
     update_gpu(r);
+  }
+
+  // Rank r's engine limit of direction d (0 H2D, 1 D2H): the engine's rate,
+  // times copy_bidir_factor_for(d) while a pinned copy runs the other way.
+  void set_bidir_limit(int r, size_t d) {
+    const double full = p_.copy_engine_bandwidth_for(d == 1).bytes_per_s;
+    flows_.set_capacity(bidir_[static_cast<size_t>(r)][d], bidir_active_[static_cast<size_t>(r)][1 - d] > 0 ? full * p_.copy_bidir_factor_for(d == 1) : full);
   }
 
   // The copy limit of the host bridge whose from-host (H2D) or to-host (D2H) constraint is c, or -1.
@@ -1647,9 +1685,11 @@ class Executor {
     for (const auto& [c, t] : rec.bottleneck_time) stat_of(stats, c).time += t;
     ++stat_of(stats, rec.main_bottleneck()).transfers;
   }
-  // A constraint's resource entry; kOwnBound: the last, "the transfer's own cap".
+  // A constraint's resource entry; kOwnBound: the last, "the transfer's own
+  // cap" (also a copy engine's limit in both directions at once: bidir_).
   BottleneckStat& stat_of(std::vector<BottleneckStat>& stats, ConstraintId c) const {
-    return stats[c < 0 ? stats.size() - 1 : static_cast<size_t>(res_of_cons_[static_cast<size_t>(c)])];
+    const int res = c < 0 ? -1 : res_of_cons_[static_cast<size_t>(c)];
+    return stats[res < 0 ? stats.size() - 1 : static_cast<size_t>(res)];
   }
 
   // ---------------------------------------------------------------- deadlock
@@ -1733,6 +1773,12 @@ class Executor {
     const std::vector<Bandwidth>* table;  // ModelParams::host_h2d_aggregate or host_d2h_aggregate
   };
   std::vector<DmaLimit> dma_limits_;  // per host bridge and direction with an aggregate table
+  // Per rank, per direction (H2D, D2H): the engine's limit that its pinned
+  // and pageable copies share, lowered to copy_bidir_factor_for while the
+  // other direction runs a pinned copy (bidir_active_); empty = no such
+  // effect (factors 1, or no calibrated engine rate).
+  std::vector<std::array<ConstraintId, 2>> bidir_;
+  std::vector<std::array<int, 2>> bidir_active_;
   std::vector<int> dma_limit_of_;     // per constraint: its bridge's entry in dma_limits_, or -1
 
   // A deque: instances are created while a CollInst& is held (parked collectives).

@@ -68,6 +68,30 @@ struct ModelParams {
 
   // Copies.
   Bandwidth pageable_bandwidth = Bandwidth::from_GBps(10);  // MODEL.md: 7-19 GB/s staged
+  // The D2H pageable rate where measured apart (calibrated: the driver's
+  // staging is the CPU's copy, not the link's; 2xH200: 16.4 GB/s D2H against
+  // 9.7 H2D at 256 MiB); unlimited = pageable_bandwidth.
+  Bandwidth pageable_bandwidth_d2h = Bandwidth::unlimited();
+  [[nodiscard]] Bandwidth pageable_bandwidth_for(bool d2h) const {
+    return d2h && !pageable_bandwidth_d2h.is_unlimited() ? pageable_bandwidth_d2h : pageable_bandwidth;
+  }
+  // A pageable copy's fixed cost (the driver's staging set-up and the
+  // host-synchronous return; calibrated where the bench took copies from a
+  // host buffer not in the CPU's caches: 1xH200 ~29 us H2D, ~44 us D2H), in
+  // place of the pinned copy's set-up; negative = the pinned set-up.
+  Time pageable_latency = Time::from_ps(-1);
+  Time pageable_latency_d2h = Time::from_ps(-1);
+  [[nodiscard]] Time pageable_latency_for(bool d2h) const {
+    return d2h && pageable_latency_d2h >= Time::zero() ? pageable_latency_d2h : pageable_latency;
+  }
+  // The share of its engine's rate a pinned H2D (D2H) copy keeps while the
+  // same GPU runs a pinned copy the other way (calibrated: bench
+  // bidir_pinned; PCIe is full duplex, but each direction also carries the
+  // other's read requests and acknowledgements: 2xH200 0.93 / 0.92, the
+  // H100 boxes' H2D down to 0.73). 1 = no effect.
+  double copy_bidir_factor = 1;
+  double copy_bidir_factor_d2h = 1;
+  [[nodiscard]] double copy_bidir_factor_for(bool d2h) const { return d2h ? copy_bidir_factor_d2h : copy_bidir_factor; }
   Bandwidth copy_engine_bandwidth = Bandwidth::unlimited(); // a single engine's ceiling (calibrated)
   // The D2H engine's own ceiling where measured apart (a 2xH200 box: 54.7
   // against 52.6 GB/s H2D); unlimited = copy_engine_bandwidth.

@@ -301,32 +301,36 @@ struct Runner::Impl {
           });
           add({{"key", key}, {"gpus", {dev}}, {"bytes", bytes}, {"time_us", us}, {"GBps", bytes / us * 1e-3}});
         }
-        if (want("bidir_pinned")) {  // H2D on one stream while D2H runs on another
+        if (want("bidir_pinned")) {
+          // H2D on one stream while D2H runs on another: both streams held
+          // by one gate, `reps` copies each between their events (as the
+          // one-way rows; before 2026-11-23 one copy per sample behind two
+          // gates, which timed a few us of start with each small copy).
           progress("bidir " + std::to_string(bytes));
-          Gate g1, g2;
+          const int reps = reps_for(bytes);
+          Gate g;
           Event a1(dev), b1(dev), a2(dev), b2(dev);
           std::vector<double> s_h2d, s_d2h;
           for (int it = 0; it < opt.warmup + opt.samples; ++it) {
-            g1.hold(s.s);
-            g2.hold(s2.s);
+            g.hold(s.s);
+            g.hold(s2.s);
             CUDA_CHECK(cudaEventRecord(a1.e, s.s));
-            CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
+            for (int k = 0; k < reps; ++k) CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
             CUDA_CHECK(cudaEventRecord(b1.e, s.s));
             CUDA_CHECK(cudaEventRecord(a2.e, s2.s));
-            CUDA_CHECK(cudaMemcpyAsync(h2.p, d2.p, bytes, cudaMemcpyDeviceToHost, s2.s));
+            for (int k = 0; k < reps; ++k) CUDA_CHECK(cudaMemcpyAsync(h2.p, d2.p, bytes, cudaMemcpyDeviceToHost, s2.s));
             CUDA_CHECK(cudaEventRecord(b2.e, s2.s));
-            g1.release();
-            g2.release();
+            g.release();
             CUDA_CHECK(cudaDeviceSynchronize());
             float m1 = 0, m2 = 0;
             CUDA_CHECK(cudaEventElapsedTime(&m1, a1.e, b1.e));
             CUDA_CHECK(cudaEventElapsedTime(&m2, a2.e, b2.e));
             if (it >= opt.warmup) {
-              s_h2d.push_back(m1 * 1e3);
-              s_d2h.push_back(m2 * 1e3);
+              s_h2d.push_back(m1 * 1e3 / reps);
+              s_d2h.push_back(m2 * 1e3 / reps);
             }
           }
-          add({{"key", "bidir_pinned"}, {"gpus", {dev}}, {"bytes", bytes}, {"h2d_time_us", median(s_h2d)}, {"d2h_time_us", median(s_d2h)}});
+          add({{"key", "bidir_pinned"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"h2d_time_us", median(s_h2d)}, {"d2h_time_us", median(s_d2h)}});
         }
       }
       // Two H2D copies on different streams: do they share one engine?
@@ -353,24 +357,39 @@ struct Runner::Impl {
         }
         add({{"key", "h2d_two_streams"}, {"gpus", {dev}}, {"bytes", bytes}, {"time_us", median(samples)}});
       }
-      // Pageable copies: the call returns only when done; host-timed.
-      for (size_t bytes : sizes(1u << 20, opt.quick ? (64u << 20) : (256u << 20))) {
-        for (const char* dir : {"h2d", "d2h"}) {
-          const std::string key = std::string(dir) + "_pageable";
-          if (!want(key)) continue;
-          progress(key + " " + std::to_string(bytes));
-          PageableBuf pg(bytes);
-          const bool h2d = dir[0] == 'h';
-          std::vector<double> samples;
-          for (int it = 0; it < opt.warmup + opt.samples; ++it) {
-            const auto t0 = Clock::now();
-            CUDA_CHECK(cudaMemcpyAsync(h2d ? d.p : pg.p(), h2d ? pg.p() : d.p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.s));
-            CUDA_CHECK(cudaStreamSynchronize(s.s));
-            const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-            if (it >= opt.warmup) samples.push_back(us);
+      // Pageable copies: the call returns only when done; host-timed. Each
+      // size twice: from (to) the same host buffer every time, and from
+      // (to) successive slices of a 2 GiB one, so that the host side is
+      // not held in the CPU's caches between samples (`host_buffer`).
+      {
+        const size_t rot_bytes = opt.quick ? (size_t(256) << 20) : (size_t(2) << 30);
+        std::unique_ptr<PageableBuf> rot;
+        for (size_t bytes : sizes(1u << 20, opt.quick ? (64u << 20) : (256u << 20))) {
+          for (const char* dir : {"h2d", "d2h"}) {
+            const std::string key = std::string(dir) + "_pageable";
+            if (!want(key)) continue;
+            if (!rot) rot = std::make_unique<PageableBuf>(rot_bytes);
+            const bool h2d = dir[0] == 'h';
+            PageableBuf pg(bytes);
+            for (const bool rotating : {false, true}) {
+              progress(key + " " + std::to_string(bytes) + (rotating ? " rotating" : ""));
+              std::vector<double> samples;
+              size_t off = 0;
+              for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+                if (off + bytes > rot_bytes) off = 0;
+                void* host = rotating ? static_cast<char*>(rot->p()) + off : pg.p();
+                off += bytes;
+                const auto t0 = Clock::now();
+                CUDA_CHECK(cudaMemcpyAsync(h2d ? d.p : host, h2d ? host : d.p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.s));
+                CUDA_CHECK(cudaStreamSynchronize(s.s));
+                const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+                if (it >= opt.warmup) samples.push_back(us);
+              }
+              const double us = median(samples);
+              add({{"key", key}, {"gpus", {dev}}, {"bytes", bytes}, {"host_buffer", rotating ? "rotating" : "same"}, {"time_us", us},
+                   {"GBps", bytes / us * 1e-3}});
+            }
           }
-          const double us = median(samples);
-          add({{"key", key}, {"gpus", {dev}}, {"bytes", bytes}, {"time_us", us}, {"GBps", bytes / us * 1e-3}});
         }
       }
       if (opt.quick) break;  // one GPU is enough for a quick run
@@ -462,6 +481,55 @@ struct Runner::Impl {
     add({{"key", "overhead_stream_sync_idle"}, {"time_us", host_us([&] { CUDA_CHECK(cudaStreamSynchronize(s.s)); }, 100)}});
     add({{"key", "overhead_memcpy_async_pinned_return"},
          {"time_us", host_us([&] { CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, 1 << 20, cudaMemcpyHostToDevice, s.s)); }, 20)}});
+  }
+
+  // What an event recorded between two ops of a stream costs the GPU:
+  // `n` ops back to back, gated, against the same with an event recorded
+  // after each (as a bench timing each op does); per op, the median over
+  // samples. Ops: a 1 MiB memory kernel, a 1 MiB pinned H2D copy.
+  void gpu_event_gap() {
+    if (!want("overhead_gpu_event_gap")) return;
+    const int dev = 0, n = 50;
+    const ComputeGpu gpu;
+    const Stream& s = gpu.s;
+    const size_t bytes = 1u << 20;
+    DevBuf src(dev, bytes), dst(dev, bytes);
+    PinnedBuf h(bytes);
+    std::vector<std::unique_ptr<Event>> ev;
+    for (int i = 0; i < n; ++i) ev.push_back(std::make_unique<Event>(dev));
+    Event a(dev), b(dev);
+    for (const char* what : {"memory_kernel", "h2d"}) {
+      const bool kernel = what[0] == 'm';
+      auto op = [&] {
+        if (kernel) launch_hbm_copy(s.s, dst.p, src.p, bytes, gpu.sms);
+        else CUDA_CHECK(cudaMemcpyAsync(dst.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
+      };
+      op();
+      CUDA_CHECK(cudaStreamSynchronize(s.s));
+      json row = {{"key", "overhead_gpu_event_gap"}, {"op", what}, {"bytes", bytes}, {"ops", n}};
+      for (const bool fenced : {false, true}) {
+        progress(std::string("gpu event gap ") + what + (fenced ? " fenced" : ""));
+        Gate gate;
+        std::vector<double> samples;
+        for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+          gate.hold(s.s);
+          CUDA_CHECK(cudaEventRecord(a.e, s.s));
+          for (int i = 0; i < n; ++i) {
+            op();
+            if (fenced) CUDA_CHECK(cudaEventRecord(ev[static_cast<size_t>(i)]->e, s.s));
+          }
+          CUDA_CHECK(cudaEventRecord(b.e, s.s));
+          gate.release();
+          CUDA_CHECK(cudaStreamSynchronize(s.s));
+          float ms = 0;
+          CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+          if (it >= opt.warmup) samples.push_back(ms * 1e3 / n);
+        }
+        row[fenced ? "fenced_us" : "plain_us"] = median(samples);
+      }
+      row["gap_us"] = row["fenced_us"].get<double>() - row["plain_us"].get<double>();
+      add(row);
+    }
   }
 
   // ------------------------------------------------------------ GEMM
@@ -1683,6 +1751,7 @@ nlohmann::ordered_json Runner::run() {
   }
   CUDA_CHECK(cudaSetDevice(0));
   I.overheads();
+  I.gpu_event_gap();
   I.copies();
   I.multi_gpu_copies();
   I.p2p();
