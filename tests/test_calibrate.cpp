@@ -1724,5 +1724,21 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c, 1xH100 f): both ways at on
     CHECK(w1.at("both directions at once >= 16 MiB") < 11.5);
     CHECK(w2.at("both directions at once >= 16 MiB") < 12.5);
     CHECK(w1.at("both directions at once < 16 MiB") > 30);
+    // The file reads back to the same terms.
+    const ModelParams q = load_calibration(kSrc + "/" + dir + "calibration.yaml");
+    CHECK(q.copy_bidir_factor == doctest::Approx(p.copy_bidir_factor).epsilon(1e-3));
+    CHECK(q.copy_bidir_factor_d2h == doctest::Approx(p.copy_bidir_factor_d2h).epsilon(1e-3));
+    CHECK(q.pageable_bandwidth_for(true).GBps() == doctest::Approx(p.pageable_bandwidth_d2h.GBps()).epsilon(1e-3));
+    CHECK(q.pageable_latency_for(false).us() == doctest::Approx(p.pageable_latency.us()).epsilon(1e-3));
   }
+  // Out of range: refused with the file, line and field.
+  const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-bidir.yaml";
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_bidir_factor: 1.5\n";
+  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("osim-bidir.yaml:3:"), InputError);
+  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("must be in [0.05, 1]"), InputError);
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  pageable_latency_d2h: -5 us\n";
+  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("pageable_latency_d2h"), InputError);
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_bidir_factr: 0.9\n";
+  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("did you mean 'copy_bidir_factor'"), InputError);
+  std::filesystem::remove(f);
 }
