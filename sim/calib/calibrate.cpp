@@ -542,10 +542,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       for (const auto& r : bd) {
         const double bytes = r.at("bytes").get<double>();
         if (bytes < 64.0 * 1048576) continue;
-        const double setup = (p.copy_latency_for(d2h) + (p.copy_step_bytes > 0 && bytes >= static_cast<double>(p.copy_step_bytes)
-                                                              ? p.copy_step_latency_for(d2h)
-                                                              : Time::zero()))
-                                 .s();
+        const double setup = p.host_copy_setup(d2h, false, static_cast<Bytes>(bytes)).s();
         share.push_back(bytes / (r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>() * 1e-6 - setup) /
                         p.copy_engine_bandwidth_for(d2h).bytes_per_s);
       }
@@ -1674,6 +1671,16 @@ Op bench_gemm(const json& shape) {
   return g;
 }
 
+// A copy of `bytes` on `stream` (pinned, for H2D / D2H).
+Op bench_copy(CopyKind kind, Bytes bytes, int stream = 0) {
+  Op cp;
+  cp.kind = OpKind::Memcpy;
+  cp.copy = kind;
+  cp.stream = stream;
+  cp.bytes = bytes;
+  return cp;
+}
+
 // One rank's NCCL all-to-all of `bytes` on stream 0 of the bench schedule's group.
 Op bench_a2a(Bytes bytes) {
   Op a2a;
@@ -1692,11 +1699,7 @@ InterferenceTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_
   ModelParams p = params;
   p.memcpy_call = p.kernel_launch = p.collective_call = Time::zero();
   std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks), std::vector<Op>(4, bench_a2a(268435456)));
-  Op cp;
-  cp.kind = OpKind::Memcpy;
-  cp.copy = h2d ? CopyKind::H2D : CopyKind::D2H;
-  cp.stream = 1;
-  cp.bytes = 1073741824;
+  const Op cp = bench_copy(h2d ? CopyKind::H2D : CopyKind::D2H, 1073741824, 1);
   for (size_t pr = 0; pr < (every ? progs.size() : 1); ++pr) progs[pr].insert(progs[pr].begin(), cp);
   const ExecResult res = replay_programs(bench_schedule(ranks, p2p_off), progs, topo, p);
   const auto& r0 = res.ops[0];
@@ -1765,11 +1768,7 @@ std::vector<std::vector<InsituTimes>> replay_insitu_doc(const json& doc, bool p2
   Op line_up = bench_a2a(4);
   line_up.coll = CollKind::AllReduce;
   line_up.dtype = DType::FP32;
-  Op cp;
-  cp.kind = OpKind::Memcpy;
-  cp.copy = CopyKind::H2D;
-  cp.stream = 1;
-  cp.bytes = Bytes(64) << 20;
+  const Op cp = bench_copy(CopyKind::H2D, Bytes(64) << 20, 1);
   for (size_t i = 0; i < rs.size(); ++i) {
     const json& r = *rs[i];
     const Op a2a = bench_a2a(r.at("bytes").get<Bytes>()), g = bench_gemm(r.at("gemm"));
@@ -2039,15 +2038,9 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       const Bytes bytes = r.at("bytes").get<Bytes>();
       const bool pageable = key.find("pageable") != std::string::npos;
       const int reps = key == "bidir_pinned" ? r.value("reps", 1) : 1;
-      Op a;
-      a.kind = OpKind::Memcpy;
-      a.copy = key[0] == 'd' ? CopyKind::D2H : CopyKind::H2D;
-      a.host_mem = pageable ? HostMem::Pageable : HostMem::Pinned;
-      a.stream = 0;
-      a.bytes = bytes;
-      Op b = a;
-      b.stream = 1;
-      if (key == "bidir_pinned") b.copy = CopyKind::D2H;
+      Op a = bench_copy(key[0] == 'd' ? CopyKind::D2H : CopyKind::H2D, bytes);
+      if (pageable) a.host_mem = HostMem::Pageable;
+      const Op b = bench_copy(key == "bidir_pinned" ? CopyKind::D2H : CopyKind::H2D, bytes, 1);
       std::vector<std::vector<Op>> progs(static_cast<size_t>(dev) + 1);
       auto& prog = progs[static_cast<size_t>(dev)];
       prog.assign(static_cast<size_t>(reps), a);
@@ -2086,12 +2079,8 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       const int a = r.at("gpus")[0].get<int>(), b = r.at("gpus")[1].get<int>();
       if (std::max(a, b) >= ngpu) continue;
       std::vector<std::vector<Op>> progs(static_cast<size_t>(std::max(a, b)) + 1);
-      Op op;
-      op.kind = OpKind::Memcpy;
-      op.copy = CopyKind::P2P;
-      op.stream = 0;
+      Op op = bench_copy(CopyKind::P2P, r.at("bytes").get<Bytes>());
       op.peer = b;
-      op.bytes = r.at("bytes").get<Bytes>();
       progs[static_cast<size_t>(a)] = {op};
       const ExecResult res = replay_programs(bench_schedule(std::max(a, b) + 1), progs, topo, p);
       c.cls = "P2P copy";
@@ -2147,11 +2136,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         sleep.kind = OpKind::Kernel;
         sleep.stream = 0;
         sleep.duration = Time::from_s(g * (static_cast<double>(bytes) / 45e9) / n);
-        Op cp;
-        cp.kind = OpKind::Memcpy;
-        cp.copy = CopyKind::H2D;
-        cp.stream = 0;
-        cp.bytes = bytes;
+        const Op cp = bench_copy(CopyKind::H2D, bytes);
         if (g > 0) progs[static_cast<size_t>(g)].push_back(sleep);
         progs[static_cast<size_t>(g)].insert(progs[static_cast<size_t>(g)].end(), count, cp);
       }
@@ -2170,11 +2155,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       continue;
     }
     if ((key == "h2d_pinned" || key == "d2h_pinned") && r.at("gpus")[0] == 0) {
-      Op op;
-      op.kind = OpKind::Memcpy;
-      op.copy = key[0] == 'h' ? CopyKind::H2D : CopyKind::D2H;
-      op.stream = 0;
-      op.bytes = r.at("bytes").get<Bytes>();
+      const Op op = bench_copy(key[0] == 'h' ? CopyKind::H2D : CopyKind::D2H, r.at("bytes").get<Bytes>());
       c.what = format_bytes(static_cast<double>(op.bytes));
       c.cls = op.bytes >= (16 << 20) ? "pinned copy >= 16 MiB" : "pinned copy < 16 MiB";
       c.measured_us = r.at("time_us");
@@ -2182,11 +2163,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
     } else if ((key == "multi_h2d_pinned" || key == "multi_d2h_pinned") && r.at("gpus").get<int>() <= ngpu) {
       const int n = r.at("gpus");
       const bool h2d = key == "multi_h2d_pinned";
-      Op op;
-      op.kind = OpKind::Memcpy;
-      op.copy = h2d ? CopyKind::H2D : CopyKind::D2H;
-      op.stream = 0;
-      op.bytes = r.at("bytes_per_gpu").get<Bytes>();
+      const Op op = bench_copy(h2d ? CopyKind::H2D : CopyKind::D2H, r.at("bytes_per_gpu").get<Bytes>());
       c.what = fmt::format("{} GPUs x {}", n, format_bytes(static_cast<double>(op.bytes)));
       c.cls = h2d ? "multi-GPU H2D" : "multi-GPU D2H";
       c.measured_us = r.at("time_us");

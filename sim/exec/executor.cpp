@@ -996,13 +996,9 @@ class Executor {
     if (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) cap = p_.copy_engine_bandwidth_for(op.copy == CopyKind::D2H).bytes_per_s;
     if (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
       cap = std::min(cap, p_.pageable_bandwidth_for(op.copy == CopyKind::D2H).bytes_per_s);
-    f.latency = p_.copy_latency_for(op.copy == CopyKind::D2H);
-    if (p_.copy_step_bytes > 0 && op.bytes >= p_.copy_step_bytes && op.host_mem == HostMem::Pinned &&
-        (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
-      f.latency += p_.copy_step_latency_for(op.copy == CopyKind::D2H);
-    if (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) &&
-        p_.pageable_latency_for(op.copy == CopyKind::D2H) >= Time::zero())
-      f.latency = p_.pageable_latency_for(op.copy == CopyKind::D2H);
+    f.latency = op.copy == CopyKind::H2D || op.copy == CopyKind::D2H
+                    ? p_.host_copy_setup(op.copy == CopyKind::D2H, op.host_mem == HostMem::Pageable, op.bytes)
+                    : p_.copy_latency;
     if (route) {
       f.route = route->uses;
       f.latency += route->latency;

@@ -115,6 +115,15 @@ struct ModelParams {
   [[nodiscard]] Time copy_step_latency_for(bool d2h) const {
     return d2h && copy_step_latency_d2h >= Time::zero() ? copy_step_latency_d2h : copy_step_latency;
   }
+  // A host copy's set-up before its first byte, beyond its route's latency:
+  // a pinned one's (with the step from copy_step_bytes on), a pageable one's
+  // own where calibrated.
+  [[nodiscard]] Time host_copy_setup(bool d2h, bool pageable, Bytes bytes) const {
+    if (pageable && pageable_latency_for(d2h) >= Time::zero()) return pageable_latency_for(d2h);
+    Time t = copy_latency_for(d2h);
+    if (!pageable && copy_step_bytes > 0 && bytes >= copy_step_bytes) t += copy_step_latency_for(d2h);
+    return t;
+  }
   // A host bridge's limit on traffic from host memory while k GPUs under it
   // run H2D copies at once: entry k-1 (the last for more GPUs). Measured
   // aggregates bend (4xH200: 55 / 106 / 140 / 149 GB/s for 1-4 GPUs), which
