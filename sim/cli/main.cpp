@@ -101,43 +101,47 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
     std::cout << label << " vs " << name << ":\n" << osim::format_comparison(rows) << "\n";
     for (auto& c : rows) all.emplace_back(name, std::move(c));
   }
-  // The worst case over every replayed row, and each row over 5 %.
+  // The worst case over every replayed row, and each row over 5 %; then the
+  // same over the rows of effects the model holds (the rest measure one it
+  // leaves out, named on each).
   if (!all.empty()) {
     std::vector<double> errs;
-    size_t worst = 0;
+    for (const auto& [name, c] : all) errs.push_back(std::abs(c.error_pct()));
+    struct Stats {
+      double median;
+      size_t worst;
+      long over;
+    };
+    auto stats = [&](const std::vector<size_t>& rows) {
+      std::vector<double> e;
+      size_t worst = rows[0];
+      for (const size_t i : rows) {
+        e.push_back(errs[i]);
+        if (errs[i] > errs[worst]) worst = i;
+      }
+      std::sort(e.begin(), e.end());
+      const double med = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
+      return Stats{med, worst, static_cast<long>(std::count_if(e.begin(), e.end(), [](double x) { return x > 5.0; }))};
+    };
+    std::vector<size_t> every(all.size()), held;
     for (size_t i = 0; i < all.size(); ++i) {
-      errs.push_back(std::abs(all[i].second.error_pct()));
-      if (errs[i] > errs[worst]) worst = i;
+      every[i] = i;
+      if (all[i].second.outside.empty()) held.push_back(i);
     }
-    std::vector<double> sorted = errs;
-    std::sort(sorted.begin(), sorted.end());
-    const double med = sorted.size() % 2 ? sorted[sorted.size() / 2] : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
-    const auto& w = all[worst].second;
-    std::cout << fmt::format("all {} replayed rows: median |err| {:.1f}%, worst {:.1f}% ({} {}, {})\n", all.size(), med, errs[worst], w.key, w.what,
-                             all[worst].first);
-    const auto over = std::count_if(errs.begin(), errs.end(), [](double e) { return e > 5.0; });
-    std::cout << fmt::format("rows over 5%: {}\n", over);
+    const Stats st = stats(every);
+    const auto& w = all[st.worst].second;
+    std::cout << fmt::format("all {} replayed rows: median |err| {:.1f}%, worst {:.1f}% ({} {}, {})\n", all.size(), st.median, errs[st.worst], w.key,
+                             w.what, all[st.worst].first);
+    std::cout << fmt::format("rows over 5%: {}\n", st.over);
     for (size_t i = 0; i < all.size(); ++i)
       if (errs[i] > 5.0)
         std::cout << fmt::format("  {:+.1f}%  {} {} ({}; {}){}\n", all[i].second.error_pct(), all[i].second.key, all[i].second.what, all[i].second.cls,
                                  all[i].first, all[i].second.outside.empty() ? "" : " [not modelled: " + all[i].second.outside + "]");
-    // The same over the rows of effects the model holds (the rest measure
-    // one it leaves out, named above).
-    std::vector<size_t> held;
-    for (size_t i = 0; i < all.size(); ++i)
-      if (all[i].second.outside.empty()) held.push_back(i);
     if (!held.empty() && held.size() < all.size()) {
-      std::vector<double> e;
-      size_t hw = held[0];
-      for (const size_t i : held) {
-        e.push_back(errs[i]);
-        if (errs[i] > errs[hw]) hw = i;
-      }
-      std::sort(e.begin(), e.end());
-      const double m = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
+      const Stats h = stats(held);
+      const auto& hw = all[h.worst].second;
       std::cout << fmt::format("rows of effects the model holds: {} of {}: median |err| {:.1f}%, worst {:.1f}% ({} {}, {}); over 5%: {}\n", held.size(),
-                               all.size(), m, errs[hw], all[hw].second.key, all[hw].second.what, all[hw].first,
-                               std::count_if(e.begin(), e.end(), [](double x) { return x > 5.0; }));
+                               all.size(), h.median, errs[h.worst], hw.key, hw.what, all[h.worst].first, h.over);
     }
   }
   return 0;
