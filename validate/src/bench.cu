@@ -286,6 +286,9 @@ struct Runner::Impl {
   // ------------------------------------------------------------ host <-> device
   void copies() {
     const size_t max_bytes = opt.quick ? (64u << 20) : (size_t(1) << 30);
+    // The pageable rows' rotating host buffer, filled once for every GPU.
+    const size_t rot_bytes = opt.quick ? (size_t(256) << 20) : (size_t(2) << 30);
+    std::unique_ptr<PageableBuf> rot;
     for (int dev = 0; dev < ngpus; ++dev) {
       DevBuf d(dev, max_bytes), d2(dev, max_bytes);
       PinnedBuf h(max_bytes), h2(max_bytes);
@@ -361,34 +364,30 @@ struct Runner::Impl {
       // size twice: from (to) the same host buffer every time, and from
       // (to) successive slices of a 2 GiB one, so that the host side is
       // not held in the CPU's caches between samples (`host_buffer`).
-      {
-        const size_t rot_bytes = opt.quick ? (size_t(256) << 20) : (size_t(2) << 30);
-        std::unique_ptr<PageableBuf> rot;
-        for (size_t bytes : sizes(1u << 20, opt.quick ? (64u << 20) : (256u << 20))) {
-          for (const char* dir : {"h2d", "d2h"}) {
-            const std::string key = std::string(dir) + "_pageable";
-            if (!want(key)) continue;
-            if (!rot) rot = std::make_unique<PageableBuf>(rot_bytes);
-            const bool h2d = dir[0] == 'h';
-            PageableBuf pg(bytes);
-            for (const bool rotating : {false, true}) {
-              progress(key + " " + std::to_string(bytes) + (rotating ? " rotating" : ""));
-              std::vector<double> samples;
-              size_t off = 0;
-              for (int it = 0; it < opt.warmup + opt.samples; ++it) {
-                if (off + bytes > rot_bytes) off = 0;
-                void* host = rotating ? static_cast<char*>(rot->p()) + off : pg.p();
-                off += bytes;
-                const auto t0 = Clock::now();
-                CUDA_CHECK(cudaMemcpyAsync(h2d ? d.p : host, h2d ? host : d.p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.s));
-                CUDA_CHECK(cudaStreamSynchronize(s.s));
-                const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-                if (it >= opt.warmup) samples.push_back(us);
-              }
-              const double us = median(samples);
-              add({{"key", key}, {"gpus", {dev}}, {"bytes", bytes}, {"host_buffer", rotating ? "rotating" : "same"}, {"time_us", us},
-                   {"GBps", bytes / us * 1e-3}});
+      for (size_t bytes : sizes(1u << 20, opt.quick ? (64u << 20) : (256u << 20))) {
+        for (const char* dir : {"h2d", "d2h"}) {
+          const std::string key = std::string(dir) + "_pageable";
+          if (!want(key)) continue;
+          if (!rot) rot = std::make_unique<PageableBuf>(rot_bytes);
+          const bool h2d = dir[0] == 'h';
+          PageableBuf pg(bytes);
+          for (const bool rotating : {false, true}) {
+            progress(key + " " + std::to_string(bytes) + (rotating ? " rotating" : ""));
+            std::vector<double> samples;
+            size_t off = 0;
+            for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+              if (off + bytes > rot_bytes) off = 0;
+              void* host = rotating ? static_cast<char*>(rot->p()) + off : pg.p();
+              off += bytes;
+              const auto t0 = Clock::now();
+              CUDA_CHECK(cudaMemcpyAsync(h2d ? d.p : host, h2d ? host : d.p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.s));
+              CUDA_CHECK(cudaStreamSynchronize(s.s));
+              const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+              if (it >= opt.warmup) samples.push_back(us);
             }
+            const double us = median(samples);
+            add({{"key", key}, {"gpus", {dev}}, {"bytes", bytes}, {"host_buffer", rotating ? "rotating" : "same"}, {"time_us", us},
+                 {"GBps", bytes / us * 1e-3}});
           }
         }
       }
