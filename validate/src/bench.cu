@@ -286,9 +286,13 @@ struct Runner::Impl {
   // ------------------------------------------------------------ host <-> device
   void copies() {
     const size_t max_bytes = opt.quick ? (64u << 20) : (size_t(1) << 30);
-    // The pageable rows' rotating host buffer, filled once for every GPU.
+    // The pageable rows' rotating host buffer, filled once for every GPU, and
+    // where its next slice starts: on from row to row, so that a row does not
+    // reuse the slices the row before it touched (until 2 GiB wrap around,
+    // far past the CPU's caches).
     const size_t rot_bytes = opt.quick ? (size_t(256) << 20) : (size_t(2) << 30);
     std::unique_ptr<PageableBuf> rot;
+    size_t off = 0;
     for (int dev = 0; dev < ngpus; ++dev) {
       DevBuf d(dev, max_bytes), d2(dev, max_bytes);
       PinnedBuf h(max_bytes), h2(max_bytes);
@@ -374,11 +378,10 @@ struct Runner::Impl {
           for (const bool rotating : {false, true}) {
             progress(key + " " + std::to_string(bytes) + (rotating ? " rotating" : ""));
             std::vector<double> samples;
-            size_t off = 0;
             for (int it = 0; it < opt.warmup + opt.samples; ++it) {
-              if (off + bytes > rot_bytes) off = 0;
+              if (rotating && off + bytes > rot_bytes) off = 0;
               void* host = rotating ? static_cast<char*>(rot->p()) + off : pg.p();
-              off += bytes;
+              if (rotating) off += bytes;
               const auto t0 = Clock::now();
               CUDA_CHECK(cudaMemcpyAsync(h2d ? d.p : host, h2d ? host : d.p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.s));
               CUDA_CHECK(cudaStreamSynchronize(s.s));
