@@ -1675,13 +1675,21 @@ TEST_CASE("compute beside an awake NVLink (box p's calibration): fitted on the i
   // where P2P-off runs of the same shapes matched within 1 %).
 }
 
-TEST_CASE("one GPU's copies measured twice (1xH200 c, 1xH100 f): both ways at once, pageable copies from a cold host buffer, P2P-less streams") {
+TEST_CASE("one GPU's copies measured twice (1xH200 c and d, 1xH100 f): both ways at once, pageable copies from a cold host buffer, P2P-less streams") {
+  // Per lease: the fitted shares and pageable rates; the cold pageable
+  // rows' worst error in sample (below) and out of sample (above); the
+  // pageable H2D's fixed cost (above); the memory-bound kernels' worst out of sample.
   struct Lease {
     const char* dir;
     const char* topo;
-    double h2d_share, d2h_share, pageable_h2d_GBps, pageable_d2h_GBps;
+    double h2d_share, d2h_share, pageable_h2d_GBps, pageable_d2h_GBps, pageable_in_below, pageable_out_above, pageable_latency_above, memory_out_below;
   };
-  for (const Lease& l : {Lease{"h200x1-c", "h200x4-nvlink.yaml", 0.819, 0.931, 7.34, 11.23}, Lease{"h100x1-f", "dgx-h100.yaml", 0.844, 0.948, 8.90, 14.07}}) {
+  // Lease d: the bench carrying its rotating buffer's offset from row to
+  // row; its rows no steadier than c's (one 64 MiB H2D at 6.9 GB/s between
+  // 8.3 and 8.4 in run 1: 22.5 % in sample).
+  for (const Lease& l : {Lease{"h200x1-c", "h200x4-nvlink.yaml", 0.819, 0.931, 7.34, 11.23, 6.0, 25, 20, 1.5},
+                         Lease{"h100x1-f", "dgx-h100.yaml", 0.844, 0.948, 8.90, 14.07, 6.0, 25, 20, 1.5},
+                         Lease{"h200x1-d", "h200x4-nvlink.yaml", 0.919, 0.921, 7.94, 13.49, 23.0, 20, 15, 2.0}}) {
     INFO(std::string(l.dir));
     const std::string dir = std::string("validate/results/") + l.dir + "/";
     const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/" + l.topo));
@@ -1697,7 +1705,7 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c, 1xH100 f): both ways at on
     // D2H faster than the H2D on both machines.
     CHECK(p.pageable_bandwidth.GBps() == doctest::Approx(l.pageable_h2d_GBps).epsilon(0.002));
     CHECK(p.pageable_bandwidth_d2h.GBps() == doctest::Approx(l.pageable_d2h_GBps).epsilon(0.002));
-    CHECK(p.pageable_latency.us() > 20);
+    CHECK(p.pageable_latency.us() > l.pageable_latency_above);
     CHECK(p.pageable_latency_d2h.us() < 50);
     // In sample (run 1) and out of sample (run 2, seconds later): per class,
     // the worst error.
@@ -1713,10 +1721,10 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c, 1xH100 f): both ways at on
     CHECK(w2.at("two H2D copies on two streams (one engine)") < 1.5);
     // The cold pageable rows in sample within 5.6 %; the second run, on the
     // same lease, moved by up to 53 % (the CPU's copy): no model holds them.
-    CHECK(w1.at("pageable copy, host buffer not in the CPU's caches") < 6.0);
-    CHECK(w2.at("pageable copy, host buffer not in the CPU's caches") > 25);
+    CHECK(w1.at("pageable copy, host buffer not in the CPU's caches") < l.pageable_in_below);
+    CHECK(w2.at("pageable copy, host buffer not in the CPU's caches") > l.pageable_out_above);
     // The memory-bound kernel past the L2, back to back and between GEMMs.
-    CHECK(w2.at("memory-bound kernel >= 64 MiB") < 1.5);
+    CHECK(w2.at("memory-bound kernel >= 64 MiB") < l.memory_out_below);
     // Both ways at once, >= 16 MiB: within 11.5 % in sample (the H2D's share
     // moves with the size), 12.5 % out of sample. Below 16 MiB the small
     // D2H copies take as long as the H2D ones beside them (-35 to -37 %):
