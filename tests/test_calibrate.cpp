@@ -1750,3 +1750,60 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c and d, 1xH100 f): both ways
   CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("did you mean 'copy_bidir_factor'"), InputError);
   std::filesystem::remove(f);
 }
+
+TEST_CASE("the GPU time of an event record (1xH200 c and d, 1xH100 f): fitted per op, replayed as the bench ran it, beside an H2D copy") {
+  for (const auto& [dir_name, topo_name, event_us] : {std::tuple{"h200x1-c", "h200x4-nvlink.yaml", 1.912}, std::tuple{"h100x1-f", "dgx-h100.yaml", 1.875},
+                                                      std::tuple{"h200x1-d", "h200x4-nvlink.yaml", 1.885}}) {
+    INFO(std::string(dir_name));
+    const std::string dir = std::string("validate/results/") + dir_name + "/";
+    const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/" + topo_name));
+    nlohmann::json run1 = load(kSrc + "/" + dir + "bench-copies-1.json");
+    const Calibration cal = calibrate({{dir + "bench-copies-1.json", run1}}, topo);
+    const ModelParams& p = cal.params;
+    // 50 1 MiB kernels with an event after each, less the same without, per op.
+    CHECK(p.event_gpu_time.us() == doctest::Approx(event_us).epsilon(0.002));
+    CHECK(p.event_gpu_time_h2d == Time::zero());  // no row beside a copy: none fitted
+    // Replayed: the fenced rows take the plain ones' time plus one event per
+    // op, kernels and copies alike (the copies' measured gap is 1.2-1.5 us:
+    // within 3 % of a 1 MiB copy's time either way).
+    std::map<std::string, double> sim, meas;
+    for (const auto& c : compare_bench(run1, topo, p))
+      if (c.key == "overhead_gpu_event_gap") sim[c.what] = c.simulated_us, meas[c.what] = c.measured_us;
+    REQUIRE(sim.size() == 4);
+    CHECK(sim.at("1.00 MiB memory kernels, an event after each") - sim.at("1.00 MiB memory kernels") == doctest::Approx(event_us).epsilon(0.01));
+    CHECK(sim.at("1.00 MiB H2D copies, an event after each") - sim.at("1.00 MiB H2D copies") == doctest::Approx(event_us).epsilon(0.01));
+    CHECK(meas.at("1.00 MiB H2D copies, an event after each") - meas.at("1.00 MiB H2D copies") < 1.6);
+    CHECK(std::abs(sim.at("1.00 MiB H2D copies") / meas.at("1.00 MiB H2D copies") - 1) < 0.055);
+    // A row beside an H2D copy (the bench's `beside: h2d`, 3 us more per
+    // event here): the extra term, and its replay with the copy in flight.
+    nlohmann::json beside;
+    for (const auto& r : run1.at("results"))
+      if (r.at("key") == "overhead_gpu_event_gap" && r.at("op") == "memory_kernel") beside = r;
+    beside["beside"] = "h2d";
+    beside["copy_bytes"] = 512 << 20;
+    beside["fenced_us"] = beside.at("fenced_us").get<double>() + 3.0;
+    beside["gap_us"] = beside.at("gap_us").get<double>() + 3.0;
+    run1["results"].push_back(beside);
+    const Calibration with = calibrate({{"beside.json", run1}}, topo);
+    CHECK(with.params.event_gpu_time_h2d.us() == doctest::Approx(3.0).epsilon(0.001));
+    std::map<std::string, double> s2;
+    for (const auto& c : compare_bench(run1, topo, with.params))
+      if (c.key == "overhead_gpu_event_gap") s2[c.what] = c.simulated_us;
+    REQUIRE(s2.size() == 6);
+    CHECK(s2.at("1.00 MiB memory kernels, an event after each, an H2D copy beside") - s2.at("1.00 MiB memory kernels, an H2D copy beside") ==
+          doctest::Approx(event_us + 3.0).epsilon(0.01));
+    // The file carries both and reads back.
+    const std::string yaml = calibration_yaml(with);
+    CHECK(yaml.find("event_gpu_time_h2d: 3.0000 us") != std::string::npos);
+  }
+  const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-event.yaml";
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  event_gpu_time: 1.9 us\n  event_gpu_time_h2d: 4 us\n";
+  const ModelParams q = load_calibration(f.string());
+  CHECK(q.event_gpu_time.us() == doctest::Approx(1.9));
+  CHECK(q.event_gpu_time_h2d.us() == doctest::Approx(4.0));
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  event_gpu_time: -2 us\n";
+  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("event_gpu_time"), InputError);
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  event_gpu_tme: 2 us\n";
+  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("did you mean 'event_gpu_time'"), InputError);
+  std::filesystem::remove(f);
+}

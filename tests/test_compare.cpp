@@ -1,6 +1,8 @@
 // Records (overlapsim.records/v1) and the measured-vs-simulated comparison.
 #include <doctest/doctest.h>
 
+#include <array>
+
 #include "exec/executor.hpp"
 #include "hw/fabric.hpp"
 #include "report/compare.hpp"
@@ -99,4 +101,34 @@ TEST_CASE("records round-trip: what run --records writes, compare reads, and a r
   CHECK(c.makespan_error() == 0);
   for (const auto& row : c.classes) CHECK(row.error() == 0);
   CHECK(records_text(records_json(s, r, topo.name(), "simulated")) == text);  // deterministic
+}
+
+TEST_CASE("compare: the gaps between adjacent compute ops, by whether the rank's own H2D ran across them") {
+  // Program: an H2D (50-150 us), a GEMM (0-100), a memory kernel (107-200:
+  // 7 us after the GEMM, the copy running), a GEMM (203-300: 3 us, no
+  // copy). Simulated: the same ops back to back.
+  auto run = [](const std::vector<std::array<double, 2>>& t, const std::string& source) {
+    nlohmann::json j;
+    j["schema"] = "overlapsim.records/v1";
+    j["source"] = source;
+    j["name"] = "g";
+    j["makespan_ns"] = t.back()[1];
+    const char* cls[] = {"h2d", "gemm", "memory kernel", "gemm"};
+    const char* label[] = {"h2d e0.f0.l1", "l0 qkv", "l0 norm", "l0 out"};
+    nlohmann::json ops = nlohmann::json::array();
+    for (size_t i = 0; i < t.size(); ++i) ops.push_back(nlohmann::json::array({i, cls[i], label[i], 0, 0, t[i][0], t[i][1]}));
+    j["ranks"] = nlohmann::json::array({{{"rank", 0}, {"gpu", "gpu0"}, {"ops", ops}}});
+    return parse_records(j, source + ".json");
+  };
+  const Records m = run({{{50e3, 150e3}, {0, 100e3}, {107e3, 200e3}, {203e3, 300e3}}}, "measured");
+  const Records s = run({{{50e3, 150e3}, {0, 100e3}, {100e3, 193e3}, {193e3, 290e3}}}, "simulated");
+  const RecordComparison c = compare_records(m, s);
+  REQUIRE(c.gaps.size() == 2);
+  CHECK(c.gaps[0].key == "alone");
+  CHECK(c.gaps[0].count == 1);
+  CHECK(c.gaps[0].median_measured_us == doctest::Approx(3.0));
+  CHECK(c.gaps[0].simulated_s == 0);
+  CHECK(c.gaps[1].key == "|| h2d");
+  CHECK(c.gaps[1].measured_s == doctest::Approx(7e-6));
+  CHECK(format_record_comparison(c).find("gap to the next compute op") != std::string::npos);
 }

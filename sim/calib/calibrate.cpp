@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <Eigen/Dense>
@@ -429,6 +430,31 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   overhead("overhead_memcpy_async_pinned_return", p.memcpy_call);
   c.fits.push_back({"API overheads", "host time per call, median", {{"kernel_launch_us", p.kernel_launch.us()}, {"event_us", p.event_call.us()},
                     {"sync_us", p.sync_call.us()}, {"memcpy_async_us", p.memcpy_call.us()}}, 0, 4});
+
+  // GPU time of an event record: 1 MiB memory kernels back to back with and
+  // without an event after each (overhead_gpu_event_gap), the difference per
+  // op; with an H2D copy in flight beside (`beside: h2d`), what it adds.
+  {
+    Fit f{"GPU time of an event record", "per op: kernels with an event after each - the same without (overhead_gpu_event_gap)", {}, 0, 0};
+    std::optional<double> alone, beside_h2d;
+    for (const auto& r : rows(d, "overhead_gpu_event_gap")) {
+      if (r.at("op") != "memory_kernel") continue;
+      const std::string beside = r.value("beside", std::string("none"));
+      if (beside == "none") alone = r.at("gap_us").get<double>();
+      else if (beside == "h2d") beside_h2d = r.at("gap_us").get<double>();
+    }
+    if (alone) {
+      p.event_gpu_time = Time::from_us(std::max(0.0, *alone));
+      f.values.emplace_back("event_gpu_time_us", p.event_gpu_time.us());
+      ++f.points;
+      if (beside_h2d) {
+        p.event_gpu_time_h2d = Time::from_us(std::max(0.0, *beside_h2d - *alone));
+        f.values.emplace_back("event_gpu_time_h2d_us", p.event_gpu_time_h2d.us());
+        ++f.points;
+      }
+      c.fits.push_back(f);
+    }
+  }
 
   // Pinned copies on GPU 0: latency + bytes / bandwidth, relative least
   // squares over every size (4 KiB - 1 GiB: each row counts alike; from
@@ -1371,6 +1397,8 @@ std::string calibration_yaml(const Calibration& c) {
   out += fmt::format("  gemm_efficiency: {:.4f}\n  attention_efficiency: {:.4f}\n", p.gemm_efficiency, p.attention_efficiency);
   if (p.cross_attention_efficiency > 0) out += fmt::format("  cross_attention_efficiency: {:.4f}\n", p.cross_attention_efficiency);
   if (p.cross_attention_q0 > 0) out += fmt::format("  cross_attention_q0: {:.1f}\n", p.cross_attention_q0);
+  if (p.event_gpu_time > Time::zero()) out += fmt::format("  event_gpu_time: {}   # GPU time of an event record on its stream\n", t(p.event_gpu_time));
+  if (p.event_gpu_time_h2d > Time::zero()) out += fmt::format("  event_gpu_time_h2d: {}   # more while the GPU has an H2D copy in flight\n", t(p.event_gpu_time_h2d));
   out += fmt::format("  hbm_efficiency: {:.4f}\n", p.hbm_efficiency);
   if (p.hbm_latency > Time::zero()) out += fmt::format("  hbm_latency: {}\n", t(p.hbm_latency));
   if (!p.copy_engine_bandwidth.is_unlimited()) out += fmt::format("  copy_engine_bandwidth: {}\n", bw(p.copy_engine_bandwidth));
@@ -1446,7 +1474,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   MapReader top(path, root, "calibration", {"schema", "model"});
   if (top.str("schema") != "overlapsim.calibration/v1") top.fail("schema", "expected overlapsim.calibration/v1");
   MapReader m(path, top.get("model"), "calibration model",
-              {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes", "gemm_model",
+              {"kernel_launch", "memcpy_call", "event_call", "event_gpu_time", "event_gpu_time_h2d", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes", "gemm_model",
                "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth", "pageable_bandwidth_d2h",
                "pageable_latency", "pageable_latency_d2h", "copy_bidir_factor", "copy_bidir_factor_d2h", "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
@@ -1468,6 +1496,8 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   time("kernel_launch", p.kernel_launch);
   time("memcpy_call", p.memcpy_call);
   time("event_call", p.event_call);
+  time("event_gpu_time", p.event_gpu_time);
+  time("event_gpu_time_h2d", p.event_gpu_time_h2d);
   time("sync_call", p.sync_call);
   time("collective_call", p.collective_call);
   time("alloc_call", p.alloc_call);
@@ -1679,6 +1709,44 @@ Op bench_copy(CopyKind kind, Bytes bytes, int stream = 0) {
   cp.stream = stream;
   cp.bytes = bytes;
   return cp;
+}
+
+// overhead_gpu_event_gap as the bench ran it: `ops` ops back to back on
+// stream 0 of GPU 0 (1 MiB memory kernels or pinned H2D copies; `fenced`: an
+// event recorded after each), gated (host calls left out); `beside: h2d`
+// (h2d_all): a copy of copy_bytes in flight on GPU 0's copy stream (every
+// GPU's) from the start. Per op, from the first op's start to the last one's
+// end (with its event), in us.
+double replay_event_gap(const json& r, bool fenced, const hw::Topology& topo, const ModelParams& params) {
+  ModelParams p = params;
+  p.kernel_launch = p.memcpy_call = p.event_call = Time::zero();
+  const std::string beside = r.value("beside", std::string("none"));
+  const int n = r.at("ops"), ranks = beside == "h2d_all" ? static_cast<int>(topo.gpus().size()) : 1;
+  Schedule s = bench_schedule(ranks);
+  std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks));
+  if (beside != "none")
+    for (auto& prog : progs) prog.push_back(bench_copy(CopyKind::H2D, r.at("copy_bytes").get<Bytes>(), 1));
+  const size_t first = progs[0].size();
+  Op op;
+  if (r.at("op") == "h2d") {
+    op = bench_copy(CopyKind::H2D, r.at("bytes").get<Bytes>());
+  } else {
+    op.kind = OpKind::Kernel;
+    op.stream = 0;
+    op.hbm_bytes = r.at("bytes").get<double>();
+  }
+  for (int i = 0; i < n; ++i) {
+    progs[0].push_back(op);
+    if (!fenced) continue;
+    Op ev;
+    ev.kind = OpKind::EventRecord;
+    ev.stream = 0;
+    ev.event = static_cast<int32_t>(s.events.size());
+    s.events.push_back(fmt::format("e{}", i));
+    progs[0].push_back(ev);
+  }
+  const ExecResult res = replay_programs(std::move(s), progs, topo, p);
+  return (res.ops[0].back().end - res.ops[0][first].start).us() / n;
 }
 
 // One rank's NCCL all-to-all of `bytes` on stream 0 of the bench schedule's group.
@@ -2088,6 +2156,22 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.measured_us = r.at("time_us");
       c.simulated_us = (res.ops[static_cast<size_t>(a)][0].end - res.ops[static_cast<size_t>(a)][0].start).us();
       out.push_back(c);
+      continue;
+    }
+    if (key == "overhead_gpu_event_gap" && (r.value("beside", std::string("none")) != "h2d_all" || ngpu >= 2)) {
+      const std::string beside = r.value("beside", std::string("none"));
+      const bool kernel = r.at("op") == "memory_kernel";
+      for (const bool fenced : {false, true}) {
+        c.cls = "GPU time of an event record";
+        c.what = fmt::format("{} {}{}{}", format_bytes(r.at("bytes").get<double>()), kernel ? "memory kernels" : "H2D copies",
+                             fenced ? ", an event after each" : "", beside == "none" ? "" : beside == "h2d" ? ", an H2D copy beside" : ", every GPU copying H2D");
+        // 1 MiB kernels' buffers stay in the L2 from one kernel to the next
+        // (as memory_kernel's under 64 MiB); the event's time is the same.
+        if (kernel) c.outside = "the GPU's L2 cache holds the buffers";
+        c.measured_us = r.at(fenced ? "fenced_us" : "plain_us");
+        c.simulated_us = replay_event_gap(r, fenced, topo, p);
+        out.push_back(c);
+      }
       continue;
     }
     if (key == "memory_kernel") {

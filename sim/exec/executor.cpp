@@ -756,9 +756,21 @@ class Executor {
       case OpKind::Kernel: start_kernel(r, id); return;
       case OpKind::Memcpy: queue_copy(r, id); return;
       case OpKind::Collective: arrive_or_park(r, id); return;
-      default: complete(r, id); return;  // records, waits, markers take no time
+      case OpKind::EventRecord: {
+        // ModelParams::event_gpu_time: the stream is held that long.
+        const RankState& R = ranks_[r];
+        const Time t = p_.event_gpu_time + (R.ce[kH2D].busy >= 0 ? p_.event_gpu_time_h2d : Time::zero());
+        if (t > Time::zero()) {
+          engine_.after(t, &Engine::call<&Executor::end_event_record, Executor>, this, (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(id));
+          return;
+        }
+        complete(r, id);
+        return;
+      }
+      default: complete(r, id); return;  // waits and markers take no time
     }
   }
+  void end_event_record(uint64_t packed) { complete(static_cast<int>(packed >> 32), static_cast<int>(packed & 0xffffffffu)); }
 
   // ---------------------------------------------------------------- SMs
   // R's sustained-load duty averages carried from their last update to

@@ -219,6 +219,7 @@ RecordComparison compare_records(const Records& meas, const Records& sim) {
   c.makespan_measured_s = meas.makespan_ns * 1e-9;
   c.makespan_simulated_s = sim.makespan_ns * 1e-9;
   std::map<std::string, Acc> classes, windows;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> gaps;  // measured, simulated (ns)
   Acc layer_all;
   for (size_t r = 0; r < meas.ranks.size(); ++r) {
     const auto& mo = meas.ranks[r].ops;
@@ -232,6 +233,21 @@ RecordComparison compare_records(const Records& meas, const Records& sim) {
     for (const auto& o : mo)
       if (const std::string cat = category(o.cls); !cat.empty()) by_cat[cat].emplace_back(o.start, o.end);
     for (auto& [k, v] : by_cat) v = merge_intervals(std::move(v));
+    // Gaps between adjacent compute ops (one after the other in the program,
+    // the second started after the first ended in both runs).
+    for (size_t i = 0; i + 1 < mo.size(); ++i) {
+      if (category(mo[i].cls) != "compute" || category(mo[i + 1].cls) != "compute") continue;
+      const double gm = mo[i + 1].start - mo[i].end, gs = so[i + 1].start - so[i].end;
+      if (gm < 0 || gs < 0) continue;
+      const double mid = 0.5 * (mo[i].end + mo[i + 1].start);
+      const auto h2d = by_cat.find("h2d");
+      const bool copying = h2d != by_cat.end() && std::any_of(h2d->second.begin(), h2d->second.end(), [&](const Interval& v) {
+                             return v.first <= mid && mid <= v.second;
+                           });
+      auto& g = gaps[copying ? "|| h2d" : "alone"];
+      g.first.push_back(gm);
+      g.second.push_back(gs);
+    }
     // Steps and layers.
     struct Span {
       double m0 = 1e300, m1 = -1e300, s0 = 1e300, s1 = -1e300;
@@ -303,6 +319,15 @@ RecordComparison compare_records(const Records& meas, const Records& sim) {
   }
   for (const auto& [k, a] : classes) c.classes.push_back(a.row(k));
   for (const auto& [k, a] : windows) c.windows.push_back(a.row(k));
+  for (const auto& [k, v] : gaps) {
+    GapRow g;
+    g.key = k;
+    g.count = static_cast<int>(v.first.size());
+    for (size_t i = 0; i < v.first.size(); ++i) g.measured_s += v.first[i] * 1e-9, g.simulated_s += v.second[i] * 1e-9;
+    g.median_measured_us = median(v.first) * 1e-3;
+    g.median_simulated_us = median(v.second) * 1e-3;
+    c.gaps.push_back(g);
+  }
   c.layer_summary = layer_all.row("layers");
   return c;
 }
@@ -320,6 +345,13 @@ std::string format_record_comparison(const RecordComparison& c, bool per_layer) 
   table("step (rank 0)", c.steps);
   table("op class (all ranks, summed durations)", c.classes);
   table("overlap window (what ran beside it, measured)", c.windows);
+  if (!c.gaps.empty()) {
+    out += fmt::format("  {:<44} {:>6} {:>12} {:>12} {:>10} {:>10}\n", "gap to the next compute op (own H2D beside)", "gaps", "measured", "simulated",
+                       "median m.", "median s.");
+    for (const auto& g : c.gaps)
+      out += fmt::format("  {:<44} {:>6} {:>9.3f} ms {:>9.3f} ms {:>7.2f} us {:>7.2f} us\n", g.key, g.count, g.measured_s * 1e3, g.simulated_s * 1e3,
+                         g.median_measured_us, g.median_simulated_us);
+  }
   if (c.layer_summary.count > 0) {
     out += fmt::format("  layers: {} spans (all ranks): summed error {:+.1f} %, median {:.1f} %, worst {:.1f} %\n", c.layer_summary.count,
                        100 * c.layer_summary.error(), 100 * c.layer_summary.median_op_error, 100 * c.layer_summary.worst_op_error);

@@ -67,6 +67,17 @@ struct ErrorRow {
   [[nodiscard]] double error() const { return measured_s > 0 ? (simulated_s - measured_s) / measured_s : 0; }
 };
 
+// The GPU time between two compute ops that follow each other in a rank's
+// program: what overlapsim-validate run's events around every op cost (the
+// simulator's ops follow each other at once unless the model gives events
+// time), by whether the rank's own H2D copy ran across the gap (measured).
+struct GapRow {
+  std::string key;
+  int count = 0;
+  double measured_s = 0, simulated_s = 0;  // summed gaps
+  double median_measured_us = 0, median_simulated_us = 0;
+};
+
 struct RecordComparison {
   std::string name;
   double makespan_measured_s = 0, makespan_simulated_s = 0;
@@ -75,6 +86,7 @@ struct RecordComparison {
   std::vector<ErrorRow> layers;   // per layer span ("f<forward>.l<layer>"), rank 0
   ErrorRow layer_summary;         // over all ranks' layers: median/worst error of the spans
   std::vector<ErrorRow> windows;  // ops by what ran beside them in the measured run, e.g. "all_to_all nccl || h2d"
+  std::vector<GapRow> gaps;       // between adjacent compute ops: "alone", "|| h2d"
   [[nodiscard]] double makespan_error() const {
     return makespan_measured_s > 0 ? (makespan_simulated_s - makespan_measured_s) / makespan_measured_s : 0;
   }

@@ -532,6 +532,69 @@ struct Runner::Impl {
       row["gap_us"] = row["fenced_us"].get<double>() - row["plain_us"].get<double>();
       add(row);
     }
+    // The memory kernels again with H2D copies in flight beside them (not
+    // gated, started before each sample, 512 MiB: ~10 ms, the timed window
+    // well under 1 ms): `beside: h2d` one on a second stream of the same
+    // GPU, `h2d_all` one on every GPU (host memory near its limit). The
+    // validation runs, which record an event before and after every op,
+    // measured ~3 us between two kernels of a stream, ~7 us while the GPU's
+    // own prefetch ran, ~10 us while four GPUs prefetched. `plain` tells
+    // whether kernels launched back to back slow too, `fenced` what the events
+    // cost then. `covered` of `timed` samples: those whose window ended before
+    // GPU 0's copy did.
+    const size_t big = size_t{512} << 20;
+    for (const char* beside : {"h2d", "h2d_all"}) {
+      const bool all = beside[3] == '_';
+      if (all && ngpus < 2) continue;
+      const int nb = all ? ngpus : 1;
+      PerGpuCopies cp(nb, big);
+      Event copy_end(dev);
+      auto copies = [&] {
+        for (int g = 0; g < nb; ++g) {
+          CUDA_CHECK(cudaSetDevice(g));
+          CUDA_CHECK(cudaMemcpyAsync(cp.dev[static_cast<size_t>(g)]->p, cp.host[static_cast<size_t>(g)]->p, big, cudaMemcpyHostToDevice,
+                                     cp.stream[static_cast<size_t>(g)]->s));
+        }
+        CUDA_CHECK(cudaSetDevice(dev));
+        CUDA_CHECK(cudaEventRecord(copy_end.e, cp.stream[0]->s));
+      };
+      auto drain = [&] {
+        for (int g = 0; g < nb; ++g) CUDA_CHECK(cudaStreamSynchronize(cp.stream[static_cast<size_t>(g)]->s));
+      };
+      json row = {{"key", "overhead_gpu_event_gap"}, {"op", "memory_kernel"}, {"bytes", bytes}, {"ops", n}, {"beside", beside}, {"copy_bytes", big}};
+      int covered = 0, timed = 0;
+      for (const bool fenced : {false, true}) {
+        progress(std::string("gpu event gap beside ") + beside + (fenced ? " fenced" : ""));
+        Gate gate;
+        std::vector<double> samples;
+        for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+          copies();
+          gate.hold(s.s);
+          CUDA_CHECK(cudaEventRecord(a.e, s.s));
+          for (int i = 0; i < n; ++i) {
+            launch_hbm_copy(s.s, dst.p, src.p, bytes, gpu.sms);
+            if (fenced) CUDA_CHECK(cudaEventRecord(ev[static_cast<size_t>(i)]->e, s.s));
+          }
+          CUDA_CHECK(cudaEventRecord(b.e, s.s));
+          gate.release();
+          CUDA_CHECK(cudaStreamSynchronize(s.s));
+          drain();
+          float ms = 0, after = 0;
+          CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+          CUDA_CHECK(cudaEventElapsedTime(&after, b.e, copy_end.e));
+          if (it >= opt.warmup) {
+            samples.push_back(ms * 1e3 / n);
+            ++timed;
+            if (after > 0) ++covered;
+          }
+        }
+        row[fenced ? "fenced_us" : "plain_us"] = median(samples);
+      }
+      row["gap_us"] = row["fenced_us"].get<double>() - row["plain_us"].get<double>();
+      row["covered"] = covered;
+      row["timed"] = timed;
+      add(row);
+    }
   }
 
   // ------------------------------------------------------------ GEMM
