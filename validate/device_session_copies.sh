@@ -4,7 +4,8 @@
 # D2H, both directions at once timed as the one-way rows (reps per sample,
 # one gate), two H2D streams, pageable copies from the same host buffer and
 # from a rotating one, the host API overheads, what an event between two ops
-# costs the GPU (overhead_gpu_event_gap), the memory-bound kernel alone and
+# costs the GPU (overhead_gpu_event_gap: also beside an H2D copy on the same
+# GPU and on every GPU, the validation runs' 3 -> 7-10 us), the memory-bound kernel alone and
 # between GEMMs under load.
 set -u
 source "$(dirname "$0")/device_session_lib.sh"
