@@ -1784,13 +1784,20 @@ TEST_CASE("the GPU time of an event record (1xH200 c and d, 1xH100 f): fitted pe
     beside["fenced_us"] = beside.at("fenced_us").get<double>() + 3.0;
     beside["gap_us"] = beside.at("gap_us").get<double>() + 3.0;
     run1["results"].push_back(beside);
+    nlohmann::json all = beside;  // every GPU copying: 2 GPUs
+    all["beside"] = "h2d_all";
+    all["gpus"] = 2;
+    run1["results"].push_back(all);
     const Calibration with = calibrate({{"beside.json", run1}}, topo);
     CHECK(with.params.event_gpu_time_h2d.us() == doctest::Approx(3.0).epsilon(0.001));
     std::map<std::string, double> s2;
     for (const auto& c : compare_bench(run1, topo, with.params))
       if (c.key == "overhead_gpu_event_gap") s2[c.what] = c.simulated_us;
-    REQUIRE(s2.size() == 6);
+    REQUIRE(s2.size() == 8);
     CHECK(s2.at("1.00 MiB memory kernels, an event after each, an H2D copy beside") - s2.at("1.00 MiB memory kernels, an H2D copy beside") ==
+          doctest::Approx(event_us + 3.0).epsilon(0.01));
+    // Every GPU copying: GPU 0's events take the same (the term is its own copy's).
+    CHECK(s2.at("1.00 MiB memory kernels, an event after each, every GPU copying H2D") - s2.at("1.00 MiB memory kernels, every GPU copying H2D") ==
           doctest::Approx(event_us + 3.0).epsilon(0.01));
     // The file carries both and reads back.
     const std::string yaml = calibration_yaml(with);

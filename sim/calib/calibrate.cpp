@@ -1714,14 +1714,14 @@ Op bench_copy(CopyKind kind, Bytes bytes, int stream = 0) {
 // overhead_gpu_event_gap as the bench ran it: `ops` ops back to back on
 // stream 0 of GPU 0 (1 MiB memory kernels or pinned H2D copies; `fenced`: an
 // event recorded after each), gated (host calls left out); `beside: h2d`
-// (h2d_all): a copy of copy_bytes in flight on GPU 0's copy stream (every
-// GPU's) from the start. Per op, from the first op's start to the last one's
+// (h2d_all): a copy of copy_bytes in flight on GPU 0's copy stream (each of
+// the row's `gpus` GPUs') from the start. Per op, from the first op's start to the last one's
 // end (with its event), in us.
 double replay_event_gap(const json& r, bool fenced, const hw::Topology& topo, const ModelParams& params) {
   ModelParams p = params;
   p.kernel_launch = p.memcpy_call = p.event_call = Time::zero();
   const std::string beside = r.value("beside", std::string("none"));
-  const int n = r.at("ops"), ranks = beside == "h2d_all" ? static_cast<int>(topo.gpus().size()) : 1;
+  const int n = r.at("ops"), ranks = beside == "h2d_all" ? r.at("gpus").get<int>() : 1;
   Schedule s = bench_schedule(ranks);
   std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks));
   if (beside != "none")
@@ -2158,7 +2158,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       out.push_back(c);
       continue;
     }
-    if (key == "overhead_gpu_event_gap" && (r.value("beside", std::string("none")) != "h2d_all" || ngpu >= 2)) {
+    if (key == "overhead_gpu_event_gap" && (r.value("beside", std::string("none")) != "h2d_all" || r.at("gpus").get<int>() <= ngpu)) {
       const std::string beside = r.value("beside", std::string("none"));
       const bool kernel = r.at("op") == "memory_kernel";
       for (const bool fenced : {false, true}) {

@@ -561,7 +561,7 @@ struct Runner::Impl {
       auto drain = [&] {
         for (int g = 0; g < nb; ++g) CUDA_CHECK(cudaStreamSynchronize(cp.stream[static_cast<size_t>(g)]->s));
       };
-      json row = {{"key", "overhead_gpu_event_gap"}, {"op", "memory_kernel"}, {"bytes", bytes}, {"ops", n}, {"beside", beside}, {"copy_bytes", big}};
+      json row = {{"key", "overhead_gpu_event_gap"}, {"op", "memory_kernel"}, {"bytes", bytes}, {"ops", n}, {"beside", beside}, {"copy_bytes", big}, {"gpus", nb}};
       int covered = 0, timed = 0;
       for (const bool fenced : {false, true}) {
         progress(std::string("gpu event gap beside ") + beside + (fenced ? " fenced" : ""));
