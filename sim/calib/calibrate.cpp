@@ -9,6 +9,7 @@
 #include <Eigen/Dense>
 #include <fmt/format.h>
 
+#include "core/stats.hpp"
 #include "core/yaml_reader.hpp"
 #include "exec/executor.hpp"
 
@@ -23,12 +24,6 @@ std::vector<json> rows(const json& doc, const std::string& key) {
   for (const auto& r : doc.at("results"))
     if (r.at("key") == key) out.push_back(r);
   return out;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 // GEMM table rows with a window mean (bench since 2026-11-23): the mean's

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "calib/calibrate.hpp"
 #include "exec/executor.hpp"
 #include "exec/realise.hpp"
@@ -119,9 +120,7 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
         e.push_back(errs[i]);
         if (errs[i] > errs[worst]) worst = i;
       }
-      std::sort(e.begin(), e.end());
-      const double med = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
-      return Stats{med, worst, static_cast<long>(std::count_if(e.begin(), e.end(), [](double x) { return x > 5.0; }))};
+      return Stats{osim::median(e), worst, static_cast<long>(std::count_if(e.begin(), e.end(), [](double x) { return x > 5.0; }))};
     };
     std::vector<size_t> every(all.size()), held;
     for (size_t i = 0; i < all.size(); ++i) {
@@ -281,11 +280,9 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
     errs.push_back(std::abs(c.makespan_error()));
     if (max_error >= 0 && 100 * errs.back() > max_error) over.push_back(fmt::format("{} ({:.1f} %)", c.name, 100 * errs.back()));
   }
-  std::vector<double> sorted = errs;
-  std::sort(sorted.begin(), sorted.end());
-  const double med = sorted.size() % 2 ? sorted[sorted.size() / 2] : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  const double med = osim::median(errs);
   if (pairs.size() > 1) {
-    std::cout << fmt::format("{} runs: makespan error median {:.1f} %, worst {:.1f} %\n", pairs.size(), 100 * med, 100 * sorted.back());
+    std::cout << fmt::format("{} runs: makespan error median {:.1f} %, worst {:.1f} %\n", pairs.size(), 100 * med, 100 * *std::max_element(errs.begin(), errs.end()));
     std::cout << fmt::format("  {:<44} {:>12} {:>12} {:>8}\n", "run", "measured", "simulated", "error");
     for (const auto& [m, s] : pairs)
       std::cout << fmt::format("  {:<44} {:>9.2f} ms {:>9.2f} ms {:>+7.1f}%\n", m.name, m.makespan_ns * 1e-6, s.makespan_ns * 1e-6,

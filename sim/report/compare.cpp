@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "report/intervals.hpp"
 
 namespace osim {
@@ -157,13 +158,6 @@ double covered(const std::vector<Interval>& v, double a, double b) {
   double t = 0;
   for (; it != v.end() && it->first < b; ++it) t += std::max(0.0, std::min(b, it->second) - std::max(a, it->first));
   return t;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // The category another op contributes to an overlap window.
