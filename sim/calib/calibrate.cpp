@@ -1696,6 +1696,24 @@ Op bench_gemm(const json& shape) {
   return g;
 }
 
+// The bench's memory-bound kernel (`launch_hbm_copy`) moving `hbm_bytes` on stream 0.
+Op bench_memory_kernel(double hbm_bytes) {
+  Op k;
+  k.kind = OpKind::Kernel;
+  k.stream = 0;
+  k.hbm_bytes = hbm_bytes;
+  return k;
+}
+
+// Stream 0 busy for `t` with no work (an idle gap or a start offset as the bench had).
+Op bench_idle(Time t) {
+  Op k;
+  k.kind = OpKind::Kernel;
+  k.stream = 0;
+  k.duration = t;
+  return k;
+}
+
 // A copy of `bytes` on `stream` (pinned, for H2D / D2H).
 Op bench_copy(CopyKind kind, Bytes bytes, int stream = 0) {
   Op cp;
@@ -1722,14 +1740,7 @@ double replay_event_gap(const json& r, bool fenced, const hw::Topology& topo, co
   if (beside != "none")
     for (auto& prog : progs) prog.push_back(bench_copy(CopyKind::H2D, r.at("copy_bytes").get<Bytes>(), 1));
   const size_t first = progs[0].size();
-  Op op;
-  if (r.at("op") == "h2d") {
-    op = bench_copy(CopyKind::H2D, r.at("bytes").get<Bytes>());
-  } else {
-    op.kind = OpKind::Kernel;
-    op.stream = 0;
-    op.hbm_bytes = r.at("bytes").get<double>();
-  }
+  const Op op = r.at("op") == "h2d" ? bench_copy(CopyKind::H2D, r.at("bytes").get<Bytes>()) : bench_memory_kernel(r.at("bytes").get<double>());
   for (int i = 0; i < n; ++i) {
     progs[0].push_back(op);
     if (!fenced) continue;
@@ -1784,11 +1795,7 @@ double replay_a2a_loaded(const json& r, bool load, bool p2p_off, const hw::Topol
   }
   if (!load) {
     // Its 150 ms idle (the NVLink wake-up, where calibrated, both pay).
-    Op idle;
-    idle.kind = OpKind::Kernel;
-    idle.stream = 0;
-    idle.duration = Time::from_ms(150);
-    prog.push_back(idle);
+    prog.push_back(bench_idle(Time::from_ms(150)));
   }
   const size_t first = prog.size();
   prog.insert(prog.end(), static_cast<size_t>(iters), bench_a2a(r.at("bytes").get<Bytes>()));
@@ -2175,10 +2182,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       // not hold), and between GEMMs under load, each timed by an event
       // before and after it (the GEMM evicts the L2; an event between two
       // ops costs the GPU ~2 us: overhead_gpu_event_gap).
-      Op op;
-      op.kind = OpKind::Kernel;
-      op.stream = 0;
-      op.hbm_bytes = r.at("hbm_bytes").get<double>();
+      const Op op = bench_memory_kernel(r.at("hbm_bytes").get<double>());
       const bool in_l2 = op.hbm_bytes < 64.0 * 1048576;
       c.cls = in_l2 ? "memory-bound kernel < 64 MiB, back to back (in the L2 cache)" : "memory-bound kernel >= 64 MiB";
       if (in_l2) c.outside = "the GPU's L2 cache holds the buffers";
@@ -2211,12 +2215,8 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       const int count = 16;
       std::vector<std::vector<Op>> progs(static_cast<size_t>(n));
       for (int g = 0; g < n; ++g) {
-        Op sleep;
-        sleep.kind = OpKind::Kernel;
-        sleep.stream = 0;
-        sleep.duration = Time::from_s(g * (static_cast<double>(bytes) / 45e9) / n);
         const Op cp = bench_copy(CopyKind::H2D, bytes);
-        if (g > 0) progs[static_cast<size_t>(g)].push_back(sleep);
+        if (g > 0) progs[static_cast<size_t>(g)].push_back(bench_idle(Time::from_s(g * (static_cast<double>(bytes) / 45e9) / n)));
         progs[static_cast<size_t>(g)].insert(progs[static_cast<size_t>(g)].end(), count, cp);
       }
       const ExecResult res = replay_programs(bench_schedule(n), progs, topo, p);
