@@ -1175,6 +1175,46 @@ programs:
   CHECK(t.end_ms(0, 1) == doctest::Approx(5.0));
 }
 
+TEST_CASE("small copies both ways at once keep copy_bidir_factor_small, and a copy beside the other direction takes the longer set-up") {
+  ModelParams p = quiet();
+  p.copy_engine_bandwidth = Bandwidth::from_GBps(8);
+  p.copy_latency = Time::from_us(20);
+  p.copy_latency_d2h = Time::from_us(5);
+  p.copy_bidir_factor = 0.75;  // from 1 MB: H2D 6 GB/s, D2H 4 GB/s while the other way copies
+  p.copy_bidir_factor_d2h = 0.5;
+  p.copy_bidir_small_bytes = 1000000;  // below 1 MB: H2D 4 GB/s, D2H 2 GB/s
+  p.copy_bidir_factor_small = 0.5;
+  p.copy_bidir_factor_small_d2h = 0.25;
+  // At 0 the 100 KB H2D starts (nothing the other way: its own 20 us), then
+  // the 100 KB D2H beside it (the longer set-up, 20 us). From 20 us the H2D
+  // at 4 GB/s ends at 45 us; the D2H at 2 GB/s has 50 KB left. The 4 MB H2D
+  // starts at 45 (20 us set-up beside the D2H), the D2H ends at 70; the big
+  // H2D moves 30 KB at 6 GB/s from 65 to 70, then 3.97 MB at 8 GB/s: 566.25 us.
+  const std::string sched = R"(name: bidir-small
+ranks: 1
+streams: [a, b]
+programs:
+  - rank: 0
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 100 KB, stream: a}
+      - {op: memcpy, kind: d2h, bytes: 100 KB, stream: b}
+      - {op: memcpy, kind: h2d, bytes: 4 MB, stream: a}
+)";
+  const Sim s(sched, p);
+  CHECK(s.end_ms(0, 0) * 1e3 == doctest::Approx(45.0));
+  CHECK(s.end_ms(0, 1) * 1e3 == doctest::Approx(70.0));
+  CHECK(s.start_ms(0, 2) * 1e3 == doctest::Approx(45.0));
+  CHECK(s.end_ms(0, 2) * 1e3 == doctest::Approx(566.25));
+  // Without the term: the D2H its own 5 us, then 4 GB/s beside the H2D's
+  // set-up and flow: 30 us; the H2D from 20 us at 6 GB/s (60 KB) until
+  // then, 40 KB at 8 GB/s: 35 us.
+  ModelParams q = p;
+  q.copy_bidir_small_bytes = 0;
+  const Sim t(sched, q);
+  CHECK(t.end_ms(0, 1) * 1e3 == doctest::Approx(30.0));
+  CHECK(t.end_ms(0, 0) * 1e3 == doctest::Approx(35.0));
+}
+
 TEST_CASE("an event record holds its stream event_gpu_time, event_gpu_time_h2d more while the GPU has an H2D copy in flight") {
   ModelParams p = quiet();
   p.event_gpu_time = Time::from_us(2);

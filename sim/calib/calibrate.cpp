@@ -576,6 +576,89 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     if (!f.values.empty()) c.fits.push_back(f);
   }
 
+  // Small copies both ways at once (bidir_pinned rows timed `reps` copies per
+  // stream): per copy both directions take the same time (a 4 KiB D2H 2.9 us
+  // beside H2Ds, 1.8 alone), the longer direction's set-up + bytes / (share x
+  // the engine's rate), with a share well below the large copies' up to a
+  // size. For each measured size B as that bound: per direction the share
+  // below B by relative least squares on 1 / share; scored over the rows
+  // below 16 MiB (those from B up at the longer set-up and the large share),
+  // the B with the lowest rms residual is kept where it lowers the residual
+  // of the model without the term by a fifth or more (every lease measured:
+  // 1 MiB, 0.69-0.73; copy_bidir_small_bytes, copy_bidir_factor_small,
+  // copy_bidir_factor_small_d2h).
+  if (!p.copy_engine_bandwidth.is_unlimited()) {
+    std::vector<json> bd;
+    for (const auto& r : rows(d, "bidir_pinned"))
+      if (r.contains("reps") && r.at("bytes").get<double>() > 0) bd.push_back(r);
+    const auto setup_us = [&](bool d2h, double bytes) { return p.host_copy_setup(d2h, false, static_cast<Bytes>(bytes)).us() + route_latency_us; };
+    const auto longer_us = [&](double bytes) { return std::max(setup_us(false, bytes), setup_us(true, bytes)); };
+    const auto full_us = [&](bool d2h, double bytes) { return bytes / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6; };
+    const auto measured = [](const json& r, bool d2h) { return r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>(); };
+    constexpr double kScored = 16.0 * 1048576;
+    // rms relative residual over the scored rows with the bound at `below`
+    // (0: no term) and shares `small`.
+    const auto score = [&](double below, const std::array<double, 2>& small) {
+      double sq = 0;
+      int n = 0;
+      for (const auto& r : bd)
+        if (const double b = r.at("bytes").get<double>(); b < kScored)
+          for (const bool d2h : {false, true}) {
+            const double pred = below <= 0 ? setup_us(d2h, b) + full_us(d2h, b) / p.copy_bidir_factor_for(d2h)
+                                           : longer_us(b) + full_us(d2h, b) / (b < below ? small[d2h] : p.copy_bidir_factor_for(d2h));
+            sq += std::pow(pred / measured(r, d2h) - 1, 2);
+            ++n;
+          }
+      return n ? std::sqrt(sq / n) : 0.0;
+    };
+    std::set<double> sizes;
+    for (const auto& r : bd) sizes.insert(r.at("bytes").get<double>());
+    const double without = score(0, {1, 1});
+    double best = without, best_below = 0;
+    std::array<double, 2> best_small{1, 1};
+    std::array<int, 2> best_n{0, 0};
+    for (const double below : sizes) {
+      if (below <= *sizes.begin() || below > kScored) continue;
+      std::array<double, 2> small{1, 1};
+      std::array<int, 2> n{0, 0};
+      bool ok = true;
+      for (const bool d2h : {false, true}) {
+        double num = 0, den = 0;
+        for (const auto& r : bd)
+          if (const double b = r.at("bytes").get<double>(); b < below) {
+            const double t = measured(r, d2h), a = full_us(d2h, b);
+            num += a * (t - longer_us(b)) / (t * t);
+            den += a * a / (t * t);
+            ++n[d2h];
+          }
+        ok = ok && num > 0;
+        if (num > 0) small[d2h] = std::clamp(den / num, 0.05, 1.0);
+      }
+      if (!ok) continue;
+      if (const double rms = score(below, small); rms < best && rms <= without * 0.8) {
+        best = rms;
+        best_below = below;
+        best_small = small;
+        best_n = n;
+      }
+    }
+    if (best_below > 0) {
+      p.copy_bidir_small_bytes = static_cast<Bytes>(best_below);
+      p.copy_bidir_factor_small = best_small[0];
+      p.copy_bidir_factor_small_d2h = best_small[1];
+      c.fits.push_back({"both directions at once, small copies (bidir_pinned)",
+                        "per direction, time = the longer direction's set-up + bytes / (share x the engine's one-way rate) below below_bytes "
+                        "(the measured size with the lowest rms residual over the rows below 16 MiB), relative least squares on 1 / share",
+                        {{"below_bytes", best_below},
+                         {"h2d_share", best_small[0]},
+                         {"d2h_share", best_small[1]},
+                         {"rms_pct", 100 * best},
+                         {"rms_pct_without", 100 * without}},
+                        0,
+                        best_n[0] + best_n[1]});
+    }
+  }
+
   // Host-side aggregate at each count of GPUs copying at once: the host
   // bridge's limit while that many H2D (D2H) copies run (host_h2d_aggregate,
   // host_d2h_aggregate; the topology's throughput_from_host / _to_host stays
@@ -1412,6 +1495,12 @@ std::string calibration_yaml(const Calibration& c) {
   if (p.copy_bidir_factor < 1 || p.copy_bidir_factor_d2h < 1)
     out += fmt::format("  copy_bidir_factor: {:.4f}   # share of the engine's rate kept while the GPU copies the other way too\n  copy_bidir_factor_d2h: {:.4f}\n",
                        p.copy_bidir_factor, p.copy_bidir_factor_d2h);
+  if (p.copy_bidir_small()) {
+    out += fmt::format("  copy_bidir_small_bytes: {}   # copies below this keep copy_bidir_factor_small both ways at once; any copy then takes the longer set-up\n",
+                       p.copy_bidir_small_bytes);
+    out += fmt::format("  copy_bidir_factor_small: {:.4f}\n", p.copy_bidir_factor_small);
+    if (p.copy_bidir_factor_small_d2h >= 0) out += fmt::format("  copy_bidir_factor_small_d2h: {:.4f}\n", p.copy_bidir_factor_small_d2h);
+  }
   for (const bool h2d : {true, false}) {
     const auto& table = h2d ? p.host_h2d_aggregate : p.host_d2h_aggregate;
     if (table.empty()) continue;
@@ -1471,7 +1560,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   MapReader m(path, top.get("model"), "calibration model",
               {"kernel_launch", "memcpy_call", "event_call", "event_gpu_time", "event_gpu_time_h2d", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes", "gemm_model",
                "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth", "pageable_bandwidth_d2h",
-               "pageable_latency", "pageable_latency_d2h", "copy_bidir_factor", "copy_bidir_factor_d2h", "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
+               "pageable_latency", "pageable_latency_d2h", "copy_bidir_factor", "copy_bidir_factor_d2h", "copy_bidir_small_bytes", "copy_bidir_factor_small", "copy_bidir_factor_small_d2h", "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
                "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "straggler_share", "nvlink_wake_latency", "nvlink_wake_after", "nvlink_copy_latency", "nvlink_awake_slowdown", "comm_clock_share",
                "comm_clock_share_host"});
@@ -1594,6 +1683,17 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   if (m.has("pageable_latency_d2h") && p.pageable_latency_d2h < Time::zero()) m.fail("pageable_latency_d2h", "must be >= 0, e.g. 45 us");
   num("copy_bidir_factor", p.copy_bidir_factor, 0.05, 1);
   num("copy_bidir_factor_d2h", p.copy_bidir_factor_d2h, 0.05, 1);
+  num("copy_bidir_factor_small", p.copy_bidir_factor_small, 0.05, 1);
+  num("copy_bidir_factor_small_d2h", p.copy_bidir_factor_small_d2h, 0.05, 1);
+  if (auto v = m.opt_bytes("copy_bidir_small_bytes")) {
+    if (*v <= 0) m.fail("copy_bidir_small_bytes", "must be > 0, e.g. 1 MiB (leave it out for no small-copy share)");
+    p.copy_bidir_small_bytes = *v;
+  }
+  if ((m.has("copy_bidir_factor_small") || m.has("copy_bidir_factor_small_d2h")) && p.copy_bidir_small_bytes <= 0)
+    m.fail(m.has("copy_bidir_factor_small") ? "copy_bidir_factor_small" : "copy_bidir_factor_small_d2h",
+           "applies to copies below copy_bidir_small_bytes: set that too (e.g. 1 MiB), or remove it");
+  if (p.copy_bidir_small_bytes > 0 && !(m.has("copy_bidir_factor_small") || m.has("copy_bidir_factor_small_d2h")))
+    m.fail("copy_bidir_small_bytes", "needs copy_bidir_factor_small (the share copies below it keep both ways at once, e.g. 0.7)");
   for (const bool h2d : {true, false}) {
     const std::string field = h2d ? "host_h2d_aggregate" : "host_d2h_aggregate";
     if (!m.has(field)) continue;
@@ -2121,9 +2221,10 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.what = fmt::format("GPU {}, {}", dev, format_bytes(static_cast<double>(bytes)));
       c.measured_us = r.value("time_us", 0.0);
       if (key == "bidir_pinned") {
-        c.cls = bytes >= (16 << 20) ? "both directions at once >= 16 MiB"
-                : r.contains("reps") ? "both directions at once < 16 MiB"
-                                     : "both directions at once < 16 MiB, one copy per sample behind two gates (the bench before 2026-11-23)";
+        c.cls = bytes >= (16 << 20)  ? "both directions at once >= 16 MiB"
+                : !r.contains("reps") ? "both directions at once < 16 MiB, one copy per sample behind two gates (the bench before 2026-11-23)"
+                : bytes < (1 << 20)   ? "both directions at once < 1 MiB"
+                                      : "both directions at once 1-16 MiB";
         if (bytes < (16 << 20) && !r.contains("reps")) c.outside = "a few us of start per copy, timed alone behind its own gate";
         c.what += ", H2D";
         c.measured_us = r.at("h2d_time_us");

@@ -320,7 +320,7 @@ class Executor {
         }
     }
     coll_bn_.assign(nres + 1, {});
-    if ((p_.copy_bidir_factor < 1 || p_.copy_bidir_factor_d2h < 1) && !p_.copy_engine_bandwidth_for(false).is_unlimited() &&
+    if ((p_.copy_bidir_factor < 1 || p_.copy_bidir_factor_d2h < 1 || p_.copy_bidir_small()) && !p_.copy_engine_bandwidth_for(false).is_unlimited() &&
         !p_.copy_engine_bandwidth_for(true).is_unlimited()) {
       bidir_.resize(static_cast<size_t>(s_.ranks()));
       bidir_active_.assign(static_cast<size_t>(s_.ranks()), {0, 0});
@@ -1011,6 +1011,11 @@ class Executor {
     f.latency = op.copy == CopyKind::H2D || op.copy == CopyKind::D2H
                     ? p_.host_copy_setup(op.copy == CopyKind::D2H, op.host_mem == HostMem::Pageable, op.bytes)
                     : p_.copy_latency;
+    // Both ways at once (copy_bidir_small): a pinned copy starting while
+    // the other direction runs one waits the longer of the two set-ups.
+    if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && op.host_mem == HostMem::Pinned && p_.copy_bidir_small() && !bidir_.empty() &&
+        bidir_active_[static_cast<size_t>(r)][op.copy == CopyKind::D2H ? 0 : 1] > 0)
+      f.latency = std::max(f.latency, p_.host_copy_setup(op.copy != CopyKind::D2H, false, op.bytes));
     if (route) {
       f.route = route->uses;
       f.latency += route->latency;
@@ -1048,6 +1053,7 @@ class Executor {
       const size_t d = op.copy == CopyKind::D2H ? 1 : 0;
       f.route.push_back({bidir_[static_cast<size_t>(r)][d], 1.0});
       if (op.host_mem == HostMem::Pinned && bidir_active_[static_cast<size_t>(r)][d]++ == 0) set_bidir_limit(r, 1 - d);
+      set_bidir_limit(r, d);  // this copy's own share (copy_bidir_factor_for its size)
     }
     if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && !dma_limits_.empty()) {
       for (const FlowUse& u : route->uses)
@@ -1063,10 +1069,17 @@ class Executor {
   }
 
   // Rank r's engine limit of direction d (0 H2D, 1 D2H): the engine's rate,
-  // times copy_bidir_factor_for(d) while a pinned copy runs the other way.
+  // times copy_bidir_factor_for(d, the size of the copy on d's engine) while
+  // a pinned copy runs the other way.
   void set_bidir_limit(int r, size_t d) {
     const double full = p_.copy_engine_bandwidth_for(d == 1).bytes_per_s;
-    flows_.set_capacity(bidir_[static_cast<size_t>(r)][d], bidir_active_[static_cast<size_t>(r)][1 - d] > 0 ? full * p_.copy_bidir_factor_for(d == 1) : full);
+    double share = p_.copy_bidir_factor_for(d == 1);
+    if (p_.copy_bidir_small()) {
+      const CopyKind k = d == 1 ? CopyKind::D2H : CopyKind::H2D;
+      if (const int id = ranks_[r].ce[engine_for(ranks_[r], k)].busy; id >= 0 && op_of(r, id).copy == k)
+        share = p_.copy_bidir_factor_for(d == 1, op_of(r, id).bytes);
+    }
+    flows_.set_capacity(bidir_[static_cast<size_t>(r)][d], bidir_active_[static_cast<size_t>(r)][1 - d] > 0 ? full * share : full);
   }
 
   // The copy limit of the host bridge whose from-host (H2D) or to-host (D2H) constraint is c, or -1.

@@ -104,6 +104,28 @@ struct ModelParams {
   double copy_bidir_factor = 1;
   double copy_bidir_factor_d2h = 1;
   [[nodiscard]] double copy_bidir_factor_for(bool d2h) const { return d2h ? copy_bidir_factor_d2h : copy_bidir_factor; }
+  // Small copies both ways at once (calibrated: bench bidir_pinned with
+  // `reps`, three single-GPU leases: per copy both directions take the same
+  // time, 2.9 us at 4 KiB where a D2H alone takes 1.8, 9.3-9.7 us at 256 KiB
+  // where either alone takes 6.5-7.6; from 1 MiB near the large copies'
+  // share). Where copy_bidir_small_bytes > 0: while the other direction
+  // runs a pinned copy, a pinned copy below it keeps copy_bidir_factor_small
+  // (D2H: _d2h where >= 0) of its engine's rate in place of
+  // copy_bidir_factor, and a pinned copy of any size starts after the
+  // longer of the two directions' set-ups. 0 = the large share at every
+  // size, each direction its own set-up.
+  Bytes copy_bidir_small_bytes = 0;
+  double copy_bidir_factor_small = -1;
+  double copy_bidir_factor_small_d2h = -1;
+  [[nodiscard]] bool copy_bidir_small() const { return copy_bidir_small_bytes > 0; }
+  // The share a copy of `bytes` in direction d2h keeps while the other direction copies.
+  [[nodiscard]] double copy_bidir_factor_for(bool d2h, Bytes bytes) const {
+    if (copy_bidir_small() && bytes < copy_bidir_small_bytes) {
+      const double s = d2h && copy_bidir_factor_small_d2h >= 0 ? copy_bidir_factor_small_d2h : copy_bidir_factor_small;
+      if (s >= 0) return s;
+    }
+    return copy_bidir_factor_for(d2h);
+  }
   Bandwidth copy_engine_bandwidth = Bandwidth::unlimited(); // a single engine's ceiling (calibrated)
   // The D2H engine's own ceiling where measured apart (a 2xH200 box: 54.7
   // against 52.6 GB/s H2D); unlimited = copy_engine_bandwidth.
