@@ -1843,3 +1843,52 @@ TEST_CASE("the GPU time of an event record (1xH200 c and d, 1xH100 f): fitted pe
   CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("did you mean 'event_gpu_time'"), InputError);
   std::filesystem::remove(f);
 }
+
+TEST_CASE("copies per gated burst (copy_reps): the burst's one-off cost and the step at equal reps, fitted apart, replayed as the bench ran it") {
+  // Rows made from a known truth on top of 1xH200 c's measured copies:
+  // per copy = 2.4 us + bytes / 54.7078 GB/s + 6 us / reps (after a spin
+  // kernel) or 3 us / reps (after a host function), no step at 1 MiB.
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  nlohmann::json doc = load(kSrc + "/validate/results/h200x1-c/bench-copies-1.json");
+  const Calibration base = calibrate({{"c.json", doc}}, topo);
+  const double bw_us_per_byte = 1e6 / base.params.copy_engine_bandwidth.bytes_per_s;  // 54.71 GB/s
+  for (const double bytes : {262144.0, 1048576.0, 4194304.0})
+    for (const int reps : {1, 2, 5, 20, 50})
+      for (const char* gate : {"kernel", "host"})
+        for (const char* dir : {"h2d", "d2h", "both"}) {
+          const double t = 2.4 + bytes * bw_us_per_byte + (gate[0] == 'k' ? 6.0 : 3.0) / reps;
+          nlohmann::json r = {{"key", "copy_reps"}, {"gpus", {0}}, {"bytes", bytes}, {"reps", reps}, {"gate", gate}, {"dir", dir}};
+          if (dir[0] != 'd') r["h2d_time_us"] = t;
+          if (dir[0] != 'h') r["d2h_time_us"] = t;
+          doc["results"].push_back(r);
+        }
+  const Calibration cal = calibrate({{"reps.json", doc}}, topo);
+  std::map<std::string, std::map<std::string, double>> fits;
+  for (const auto& f : cal.fits)
+    for (const auto& [k, v] : f.values) fits[f.name][k] = v;
+  // H2D at the engine's own rate: exact. D2H's rate is fitted apart
+  // (55.18 GB/s), so its line is off by the rates' difference.
+  const auto& k = fits.at("copies per gated burst (copy_reps), H2D, after a spin kernel");
+  CHECK(k.at("latency_us") == doctest::Approx(2.4).epsilon(1e-6));
+  CHECK(k.at("burst_us") == doctest::Approx(6.0).epsilon(1e-6));
+  CHECK(std::abs(k.at("step_us")) < 1e-4);
+  CHECK(fits.at("copies per gated burst (copy_reps), H2D, after a host function").at("burst_us") == doctest::Approx(3.0).epsilon(1e-6));
+  CHECK(fits.at("copies per gated burst (copy_reps), D2H, after a spin kernel").at("burst_us") == doctest::Approx(6.0).epsilon(0.05));
+  // The model is unchanged by them (reported only).
+  CHECK(calibration_yaml(cal).substr(calibration_yaml(cal).find("\nmodel:")) == calibration_yaml(base).substr(calibration_yaml(base).find("\nmodel:")));
+  // Replayed: one way, every copy the model's set-up + bytes / rate (the
+  // step from 1 MiB on); both ways, below 1 MiB at the small share.
+  const ModelParams& p = cal.params;
+  std::map<std::string, double> sim;
+  for (const auto& c : compare_bench(doc, topo, p))
+    if (c.key == "copy_reps") sim[c.what] = c.simulated_us;
+  REQUIRE(sim.size() == 3 * 5 * 2 * 4);
+  const double setup_small = p.copy_latency.us() + 1.0;  // + the route's 1 us
+  CHECK(sim.at("GPU 0, 256.00 KiB x 20 after a kernel, H2D") == doctest::Approx(setup_small + 262144 * bw_us_per_byte).epsilon(1e-6));
+  CHECK(sim.at("GPU 0, 256.00 KiB x 1 after a host function, H2D") == doctest::Approx(setup_small + 262144 * bw_us_per_byte).epsilon(1e-6));
+  CHECK(sim.at("GPU 0, 4.00 MiB x 5 after a kernel, H2D") ==
+        doctest::Approx(setup_small + p.copy_step_latency.us() + 4194304 * bw_us_per_byte).epsilon(1e-6));
+  // Both ways at once below 1 MiB: the longer set-up, the small share.
+  CHECK(sim.at("GPU 0, 256.00 KiB x 20 after a kernel, D2H beside H2D") ==
+        doctest::Approx(setup_small + 262144 / (p.copy_bidir_factor_small_d2h * p.copy_engine_bandwidth_d2h.bytes_per_s) * 1e6).epsilon(1e-3));
+}

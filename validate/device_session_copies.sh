@@ -10,7 +10,7 @@
 set -u
 source "$(dirname "$0")/device_session_lib.sh"
 session_start "${1:-}"
-F='^(h2d_pinned|d2h_pinned|bidir_pinned|h2d_two_streams|h2d_pageable|d2h_pageable|multi_h2d_pinned|multi_d2h_pinned|overhead.*|memory_kernel)$'
+F='^(h2d_pinned|d2h_pinned|bidir_pinned|copy_reps|h2d_two_streams|h2d_pageable|d2h_pageable|multi_h2d_pinned|multi_d2h_pinned|overhead.*|memory_kernel)$'
 validate/run_on_device.sh "$B" "$O" copies-1 --filter "$F" --watchdog 60 2> "$O/copies-1.err"
 mark "copies-1 rc=$?"
 validate/run_on_device.sh "$B" "$O" copies-2 --filter "$F" --watchdog 60 2> "$O/copies-2.err"

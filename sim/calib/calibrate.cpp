@@ -659,6 +659,47 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     }
   }
 
+  // Copies per gated burst (copy_reps): is the ~1 us step in the per-copy
+  // latency from 1 MiB (copy_step_latency) the size's, or the bench's, whose
+  // one-way rows time 20 copies per sample below 1 MiB and 5 from it? Per
+  // gate and direction, relative least squares on time - bytes / the
+  // engine's rate = latency + burst / reps + step [from 1 MiB]: `burst_us`
+  // a burst's one-off cost, `step_us` the step at equal reps. Reported
+  // only; the model keeps its step until these rows are measured.
+  for (const char* gate : {"kernel", "host"})
+    for (const bool d2h : {false, true}) {
+      if (p.copy_engine_bandwidth.is_unlimited()) break;
+      std::vector<std::array<double, 3>> pts;  // bytes, reps, time
+      for (const auto& r : rows(d, "copy_reps"))
+        if (r.at("gate") == gate && r.at("dir") == (d2h ? "d2h" : "h2d") && r.at("gpus")[0] == 0)
+          pts.push_back({r.at("bytes").get<double>(), r.at("reps").get<double>(), r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>()});
+      std::set<double> reps_seen;
+      int above = 0;
+      for (const auto& pt : pts) reps_seen.insert(pt[1]), above += pt[0] >= 1048576;
+      if (reps_seen.size() < 2 || above < 1 || above == static_cast<int>(pts.size())) continue;
+      Eigen::MatrixXd A(static_cast<Eigen::Index>(pts.size()), 3);
+      Eigen::VectorXd y(static_cast<Eigen::Index>(pts.size()));
+      for (size_t i = 0; i < pts.size(); ++i) {
+        const auto row = static_cast<Eigen::Index>(i);
+        const double w = 1.0 / pts[i][2];
+        A(row, 0) = w;
+        A(row, 1) = w / pts[i][1];
+        A(row, 2) = (pts[i][0] >= 1048576 ? 1.0 : 0.0) * w;
+        y(row) = (pts[i][2] - pts[i][0] / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6) * w;
+      }
+      const Eigen::VectorXd x = A.colPivHouseholderQr().solve(y);
+      double sq = 0;
+      for (size_t i = 0; i < pts.size(); ++i) {
+        const double pred = x(0) + x(1) / pts[i][1] + (pts[i][0] >= 1048576 ? x(2) : 0) + pts[i][0] / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6;
+        sq += std::pow(pred / pts[i][2] - 1, 2);
+      }
+      c.fits.push_back({fmt::format("copies per gated burst (copy_reps), {}, after a {}", d2h ? "D2H" : "H2D", gate == std::string("kernel") ? "spin kernel" : "host function"),
+                        "time per copy - bytes / the engine's rate = latency + burst / reps + step [bytes >= 1 MiB], relative least squares (reported only)",
+                        {{"latency_us", x(0)}, {"burst_us", x(1)}, {"step_us", x(2)}},
+                        100 * std::sqrt(sq / static_cast<double>(pts.size())),
+                        static_cast<int>(pts.size())});
+    }
+
   // Host-side aggregate at each count of GPUs copying at once: the host
   // bridge's limit while that many H2D (D2H) copies run (host_h2d_aggregate,
   // host_d2h_aggregate; the topology's throughput_from_host / _to_host stays
@@ -2244,6 +2285,35 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         c.simulated_us = (ops[0].end - ops[0].start).us();
       }
       out.push_back(c);
+      continue;
+    }
+    if (key == "copy_reps") {
+      // A burst of `reps` pinned copies per direction as the bench ran it
+      // (one way on one stream, or H2D and D2H on two streams at once), per
+      // copy from the first's start to the last's end.
+      const int dev = r.at("gpus")[0].get<int>();
+      if (dev >= ngpu) continue;
+      const Bytes bytes = r.at("bytes").get<Bytes>();
+      const int reps = r.at("reps").get<int>();
+      const std::string dir = r.at("dir").get<std::string>();
+      const bool run_h2d = dir != "d2h", run_d2h = dir != "h2d";
+      std::vector<std::vector<Op>> progs(static_cast<size_t>(dev) + 1);
+      auto& prog = progs[static_cast<size_t>(dev)];
+      if (run_h2d) prog.insert(prog.end(), static_cast<size_t>(reps), bench_copy(CopyKind::H2D, bytes, 0));
+      if (run_d2h) prog.insert(prog.end(), static_cast<size_t>(reps), bench_copy(CopyKind::D2H, bytes, 1));
+      const ExecResult res = replay_programs(bench_schedule(dev + 1), progs, topo, p);
+      const auto& ops = res.ops[static_cast<size_t>(dev)];
+      c.cls = dir == "both" ? "copies per gated burst, both ways at once (copy_reps)" : "copies per gated burst, one way (copy_reps)";
+      for (const bool d2h : {false, true}) {
+        if (!(d2h ? run_d2h : run_h2d)) continue;
+        const size_t first = d2h && run_h2d ? static_cast<size_t>(reps) : 0;
+        c.what = fmt::format("GPU {}, {} x {} after a {}, {}", dev, format_bytes(static_cast<double>(bytes)), reps,
+                             r.at("gate") == "kernel" ? "kernel" : "host function",
+                             dir == "both" ? (d2h ? "D2H beside H2D" : "H2D beside D2H") : (d2h ? "D2H" : "H2D"));
+        c.measured_us = r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>();
+        c.simulated_us = (ops[first + static_cast<size_t>(reps) - 1].end - ops[first].start).us() / reps;
+        out.push_back(c);
+      }
       continue;
     }
     if (key == "p2p_copy") {

@@ -306,7 +306,7 @@ struct Runner::Impl {
           const double us = time_stream_us(dev, s.s, reps_for(bytes), [&] {
             CUDA_CHECK(cudaMemcpyAsync(h2d ? d.p : h.p, h2d ? h.p : d.p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.s));
           });
-          add({{"key", key}, {"gpus", {dev}}, {"bytes", bytes}, {"time_us", us}, {"GBps", bytes / us * 1e-3}});
+          add({{"key", key}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps_for(bytes)}, {"time_us", us}, {"GBps", bytes / us * 1e-3}});
         }
         if (want("bidir_pinned")) {
           // H2D on one stream while D2H runs on another: both streams held
@@ -483,6 +483,71 @@ struct Runner::Impl {
     add({{"key", "overhead_stream_sync_idle"}, {"time_us", host_us([&] { CUDA_CHECK(cudaStreamSynchronize(s.s)); }, 100)}});
     add({{"key", "overhead_memcpy_async_pinned_return"},
          {"time_us", host_us([&] { CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, 1 << 20, cudaMemcpyHostToDevice, s.s)); }, 20)}});
+  }
+
+  // Pinned copies per gated burst (copy_reps): the one-way and both-ways
+  // rows time `reps` copies between two events behind one gate, with reps
+  // 20 below 1 MiB, 5 below 64 MiB, 1 above, and every box measured a step
+  // of ~1 us in the per-copy latency from 1 MiB on, and both ways at once a
+  // share of ~0.7 below 1 MiB against ~0.92 from it: the size or the reps?
+  // Here each size at several reps, per copy, held by the spin kernel (the
+  // other rows' gate: the first copy follows a kernel) or by a host function
+  // (no kernel before it); one way and both ways at once on two streams.
+  void copy_reps() {
+    if (!want("copy_reps")) return;
+    const int dev = 0;
+    CUDA_CHECK(cudaSetDevice(dev));
+    const size_t max_bytes = 4u << 20;
+    DevBuf d(dev, max_bytes), d2(dev, max_bytes);
+    PinnedBuf h(max_bytes), h2(max_bytes);
+    Stream s(dev), s2(dev);
+    Event a1(dev), b1(dev), a2(dev), b2(dev);
+    auto copy = [&](bool h2d, size_t bytes) {
+      if (h2d) CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
+      else CUDA_CHECK(cudaMemcpyAsync(h2.p, d2.p, bytes, cudaMemcpyDeviceToHost, s2.s));
+    };
+    copy(true, max_bytes);
+    copy(false, max_bytes);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    Gate kg;
+    HostGate hg;
+    for (const size_t bytes : {size_t{256} << 10, size_t{1} << 20, size_t{4} << 20})
+      for (const int reps : {1, 2, 5, 20, 50})
+        for (const char* gate : {"kernel", "host"})
+          for (const char* dir : {"h2d", "d2h", "both"}) {
+            progress("copy_reps " + std::to_string(bytes) + " x" + std::to_string(reps) + " " + gate + " " + dir);
+            const bool kernel_gate = gate[0] == 'k', both = dir[0] == 'b';
+            const bool run_h2d = both || dir[0] == 'h', run_d2h = both || dir[0] == 'd';
+            std::vector<double> t_h2d, t_d2h;
+            for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+              for (int k = 0; k < 2; ++k) {
+                if (!(k == 0 ? run_h2d : run_d2h)) continue;
+                cudaStream_t st = k == 0 ? s.s : s2.s;
+                if (kernel_gate) kg.hold(st);
+                else hg.hold(st);
+                CUDA_CHECK(cudaEventRecord(k == 0 ? a1.e : a2.e, st));
+                for (int i = 0; i < reps; ++i) copy(k == 0, bytes);
+                CUDA_CHECK(cudaEventRecord(k == 0 ? b1.e : b2.e, st));
+              }
+              if (kernel_gate) kg.release();
+              else hg.release();
+              CUDA_CHECK(cudaDeviceSynchronize());
+              if (it < opt.warmup) continue;
+              float ms = 0;
+              if (run_h2d) {
+                CUDA_CHECK(cudaEventElapsedTime(&ms, a1.e, b1.e));
+                t_h2d.push_back(ms * 1e3 / reps);
+              }
+              if (run_d2h) {
+                CUDA_CHECK(cudaEventElapsedTime(&ms, a2.e, b2.e));
+                t_d2h.push_back(ms * 1e3 / reps);
+              }
+            }
+            json row = {{"key", "copy_reps"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"gate", gate}, {"dir", dir}};
+            if (run_h2d) row["h2d_time_us"] = median(t_h2d);
+            if (run_d2h) row["d2h_time_us"] = median(t_d2h);
+            add(row);
+          }
   }
 
   // What an event recorded between two ops of a stream costs the GPU:
@@ -1818,6 +1883,7 @@ nlohmann::ordered_json Runner::run() {
   I.overheads();
   I.gpu_event_gap();
   I.copies();
+  I.copy_reps();
   I.multi_gpu_copies();
   I.p2p();
   I.gemms();
