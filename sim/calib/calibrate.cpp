@@ -590,7 +590,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   if (!p.copy_engine_bandwidth.is_unlimited()) {
     std::vector<json> bd;
     for (const auto& r : rows(d, "bidir_pinned"))
-      if (r.contains("reps") && r.at("bytes").get<double>() > 0) bd.push_back(r);
+      if (r.contains("reps") && r.at("gpus")[0] == 0 && r.at("bytes").get<double>() > 0) bd.push_back(r);  // GPU 0's set-ups
     const auto setup_us = [&](bool d2h, double bytes) { return p.host_copy_setup(d2h, false, static_cast<Bytes>(bytes)).us() + route_latency_us; };
     const auto longer_us = [&](double bytes) { return std::max(setup_us(false, bytes), setup_us(true, bytes)); };
     const auto full_us = [&](bool d2h, double bytes) { return bytes / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6; };
