@@ -1892,3 +1892,31 @@ TEST_CASE("copies per gated burst (copy_reps): the burst's one-off cost and the 
   CHECK(sim.at("GPU 0, 256.00 KiB x 20 after a kernel, D2H beside H2D") ==
         doctest::Approx(setup_small + 262144 / (p.copy_bidir_factor_small_d2h * p.copy_engine_bandwidth_d2h.bytes_per_s) * 1e6).epsilon(1e-3));
 }
+
+TEST_CASE("the all-to-all per gated burst (nccl_reps): the burst's one-off cost fitted over sizes, each op replayed at the table's time") {
+  // Rows made from a known truth on top of 2xH200 box j's defaults run: per
+  // op = steady(size) + 5 us / iters.
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  nlohmann::json doc = load(kSrc + "/validate/results/h200x2-nvlink-j/bench-default.json");
+  const std::map<double, double> steady = {{262144.0, 9.0}, {1048576.0, 11.5}, {4194304.0, 19.0}, {16777216.0, 48.0}};
+  for (const auto& [bytes, t] : steady)
+    for (const int iters : {1, 2, 5, 20})
+      doc["results"].push_back({{"key", "nccl_reps"}, {"ranks", 2}, {"channels", 0}, {"bytes", bytes}, {"iters", iters}, {"time_us", t + 5.0 / iters}, {"gated", true}});
+  const Calibration cal = calibrate({{"reps.json", doc}}, topo);
+  std::map<std::string, double> fit;
+  for (const auto& f : cal.fits)
+    if (f.name == "all-to-all per gated burst (nccl_reps), 2 ranks")
+      for (const auto& [k, v] : f.values) fit[k] = v;
+  REQUIRE(fit.size() == 5);
+  CHECK(fit.at("burst_us") == doctest::Approx(5.0).epsilon(1e-6));
+  CHECK(fit.at("steady_256.00KiB_us") == doctest::Approx(9.0).epsilon(1e-6));
+  CHECK(fit.at("steady_4.00MiB_us") == doctest::Approx(19.0).epsilon(1e-6));
+  // Replayed: every burst size at the table's time for the size (the model
+  // has no per-burst cost), the same as the table row's replay.
+  std::map<std::string, double> sim;
+  for (const auto& c : compare_bench(doc, topo, cal.params))
+    if (c.key == "nccl_reps" || c.key == "nccl_all_to_all") sim[c.key + " " + c.what] = c.simulated_us;
+  CHECK(sim.at("nccl_reps 2 ranks, default channels, 4.00 MiB x 1") == doctest::Approx(sim.at("nccl_all_to_all 2 ranks, default channels, 4.00 MiB")));
+  CHECK(sim.at("nccl_reps 2 ranks, default channels, 4.00 MiB x 20") == doctest::Approx(sim.at("nccl_all_to_all 2 ranks, default channels, 4.00 MiB")));
+  CHECK(sim.at("nccl_reps 2 ranks, default channels, 16.00 MiB x 5") == doctest::Approx(sim.at("nccl_all_to_all 2 ranks, default channels, 16.00 MiB")));
+}

@@ -700,6 +700,48 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
                         static_cast<int>(pts.size())});
     }
 
+  // The all-to-all per gated burst (nccl_reps): time per op = steady(size)
+  // + burst / iters, least squares relative to each row's time, per rank
+  // count (one intercept per size, one burst for all): what a collective
+  // timed alone pays over the table, whose rows run 20, 5 or 2 per burst.
+  // Reported only.
+  {
+    std::map<int, std::vector<std::array<double, 3>>> by_ranks;  // bytes, iters, time
+    for (const auto& r : rows(d, "nccl_reps"))
+      by_ranks[r.at("ranks").get<int>()].push_back({r.at("bytes").get<double>(), r.at("iters").get<double>(), r.at("time_us").get<double>()});
+    for (const auto& [n, pts] : by_ranks) {
+      std::map<double, Eigen::Index> col;
+      std::set<double> iters_seen;
+      for (const auto& pt : pts) col.emplace(pt[0], 0), iters_seen.insert(pt[1]);
+      if (iters_seen.size() < 2) continue;
+      Eigen::Index k = 0;
+      for (auto& [bytes, i] : col) i = k++;
+      Eigen::MatrixXd A = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(pts.size()), k + 1);
+      Eigen::VectorXd y(static_cast<Eigen::Index>(pts.size()));
+      for (size_t i = 0; i < pts.size(); ++i) {
+        const auto row = static_cast<Eigen::Index>(i);
+        const double w = 1.0 / pts[i][2];
+        A(row, col.at(pts[i][0])) = w;
+        A(row, k) = w / pts[i][1];
+        y(row) = 1.0;
+      }
+      const Eigen::VectorXd x = A.colPivHouseholderQr().solve(y);
+      double sq = 0;
+      for (size_t i = 0; i < pts.size(); ++i) sq += std::pow((x(col.at(pts[i][0])) + x(k) / pts[i][1]) / pts[i][2] - 1, 2);
+      Fit f{fmt::format("all-to-all per gated burst (nccl_reps), {} ranks", n),
+            "time per op = steady(size) + burst / iters, relative least squares (reported only)",
+            {{"burst_us", x(k)}},
+            100 * std::sqrt(sq / static_cast<double>(pts.size())),
+            static_cast<int>(pts.size())};
+      for (const auto& [bytes, i] : col) {
+        std::string b = format_bytes(bytes);
+        std::erase(b, ' ');
+        f.values.emplace_back(fmt::format("steady_{}_us", b), x(i));
+      }
+      c.fits.push_back(f);
+    }
+  }
+
   // Host-side aggregate at each count of GPUs copying at once: the host
   // bridge's limit while that many H2D (D2H) copies run (host_h2d_aggregate,
   // host_d2h_aggregate; the topology's throughput_from_host / _to_host stays
@@ -2512,14 +2554,18 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       op.channels = ch;
       op.bytes = r.at("bytes").get<Bytes>();
       std::string name;
-      if (key == "nccl_all_to_all") op.coll = CollKind::AllToAll, name = "all-to-all";
+      if (key == "nccl_all_to_all" || key == "nccl_reps") op.coll = CollKind::AllToAll, name = "all-to-all";
       else if (key == "nccl_all_to_all_pairwise") op.coll = CollKind::AllToAll, op.algo = CollAlgo::Pairwise, name = "pairwise all-to-all";
       else if (key == "nccl_all_gather") op.coll = CollKind::AllGather, op.algo = CollAlgo::Ring, name = "all-gather";
       else if (key == "nccl_reduce_scatter") op.coll = CollKind::ReduceScatter, op.algo = CollAlgo::Ring, name = "reduce-scatter";
       else if (key == "nccl_all_reduce") op.coll = CollKind::AllReduce, op.algo = CollAlgo::Ring, name = "all-reduce";
       else continue;
       c.what = fmt::format("{} ranks, {} channels, {}", n, ch == 0 ? std::string("default") : std::to_string(ch), format_bytes(static_cast<double>(op.bytes)));
-      if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Nccl)
+      if (key == "nccl_reps") {
+        // The all-to-all per gated burst: each op the table's time.
+        c.what += fmt::format(" x {}", r.at("iters").get<int>());
+        c.cls = "NCCL all-to-all per gated burst (nccl_reps)";
+      } else if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Nccl)
         c.cls = op.bytes < (64 << 20) ? "NCCL all-to-all < 64 MiB"
                 : ch == 0             ? "NCCL all-to-all >= 64 MiB, default channels"
                                       : "NCCL all-to-all >= 64 MiB, 4-16 channels";

@@ -1280,6 +1280,20 @@ struct Runner::Impl {
                  {"samples_us", samples}});
           }
         }
+        // The all-to-all per gated burst (nccl_reps): the table above times
+        // 20 back-to-back collectives per sample below 1 MiB, 5 below 64 MiB,
+        // 2 above, where a workload runs one between kernels; a single one
+        // timed alike in situ took ~5 us over the table at 4 MiB. Each size
+        // at 1, 2, 5 and 20 per burst: a one-off cost per burst, and how much
+        // of it the table's rows carry.
+        if (ch == 0 && want("nccl_reps"))
+          for (const size_t bytes : {size_t{256} << 10, size_t{1} << 20, size_t{4} << 20, size_t{16} << 20})
+            for (const int iters : {1, 2, 5, 20}) {
+              if (bytes % (2 * n * n) || bytes > max_bytes) continue;
+              const CollTiming timing = time_coll(Coll::AllToAll, cm, send, recv, st, bytes, iters, 3 * opt.samples);
+              add({{"key", "nccl_reps"}, {"ranks", n}, {"channels", ch}, {"bytes", bytes}, {"iters", iters}, {"time_us", median(timing.samples)},
+                   {"gated", timing.gated}, {"samples_us", timing.samples}});
+            }
       }
   }
 
