@@ -142,7 +142,9 @@ struct ModelParams {
   // Pinned H2D / D2H copies of at least copy_step_bytes take copy_step_latency
   // (D2H: copy_step_latency_d2h where >= 0) more set-up (calibrated: every
   // box measured its copies from 1 MiB up on a line ~1.1-1.5 us above the one
-  // through 4-256 KiB, at the same rate). 0 = no step.
+  // through 4-256 KiB, at the same rate; possibly the bench's, whose bursts
+  // go from 20 copies to 5 there: a one-off cost per burst fits as well, and
+  // bench copy_reps tells the two apart). 0 = no step.
   Bytes copy_step_bytes = 0;
   Time copy_step_latency = Time::zero();
   Time copy_step_latency_d2h = Time::from_ps(-1);
