@@ -1920,3 +1920,28 @@ TEST_CASE("the all-to-all per gated burst (nccl_reps): the burst's one-off cost 
   CHECK(sim.at("nccl_reps 2 ranks, default channels, 4.00 MiB x 20") == doctest::Approx(sim.at("nccl_all_to_all 2 ranks, default channels, 4.00 MiB")));
   CHECK(sim.at("nccl_reps 2 ranks, default channels, 16.00 MiB x 5") == doctest::Approx(sim.at("nccl_all_to_all 2 ranks, default channels, 16.00 MiB")));
 }
+
+TEST_CASE("copies per gated burst and events beside a copy, measured (1xH200 e, 1xH100 g): the burst after a kernel, after a host function, the step at equal reps") {
+  for (const auto& [dir_name, topo_name, h2d_after_kernel, h2d_after_host, event_h2d_us] :
+       {std::tuple{"h200x1-e", "h200x4-nvlink.yaml", 7.24, 1.28, 5.47}, std::tuple{"h100x1-g", "dgx-h100.yaml", 6.46, 1.24, 5.51}}) {
+    INFO(std::string(dir_name));
+    const std::string dir = std::string("validate/results/") + dir_name + "/";
+    const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/" + topo_name));
+    const Calibration cal = calibrate({{dir + "bench-reps-1.json", load(kSrc + "/" + dir + "bench-reps-1.json")}}, topo);
+    CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+    std::map<std::string, std::map<std::string, double>> fits;
+    for (const auto& f : cal.fits)
+      for (const auto& [k, v] : f.values) fits[f.name][k] = v;
+    // A burst's one-off cost: ~6 us more after the gate's spin kernel (the
+    // hand-off to the copy engine) than after a host function (~ one event).
+    CHECK(fits.at("copies per gated burst (copy_reps), H2D, after a spin kernel").at("burst_us") == doctest::Approx(h2d_after_kernel).epsilon(0.01));
+    CHECK(fits.at("copies per gated burst (copy_reps), H2D, after a host function").at("burst_us") == doctest::Approx(h2d_after_host).epsilon(0.01));
+    // At equal reps the step at 1 MiB is a fraction of the one-way fit's.
+    for (const char* f : {"copies per gated burst (copy_reps), H2D, after a spin kernel", "copies per gated burst (copy_reps), D2H, after a host function"})
+      CHECK(fits.at(f).at("step_us") < 0.4);
+    CHECK(cal.params.copy_step_latency.us() > 0.9);
+    // Events: 1.8 us, 5.5 us more beside the GPU's own H2D copy.
+    CHECK(cal.params.event_gpu_time.us() == doctest::Approx(1.79).epsilon(0.01));
+    CHECK(cal.params.event_gpu_time_h2d.us() == doctest::Approx(event_h2d_us).epsilon(0.01));
+  }
+}

@@ -208,7 +208,7 @@ std::string records_path(const std::string& p) {
 // With `out_dir`, also writes the simulation's records.json and trace.json
 // into out_dir/<run name>/ (to open beside the measured trace).
 osim::Records resimulate(const std::string& measured, const osim::Records& measured_records, const std::string& topo_path,
-                         const std::string& calibration, const std::string& out_dir, bool force) {
+                         const std::string& calibration, const std::string& timing_events, const std::string& out_dir, bool force) {
   const fs::path dir = fs::is_directory(measured) ? fs::path(measured) : fs::path(measured).parent_path();
   const fs::path sched_path = dir / "schedule.yaml";
   if (!fs::exists(sched_path))
@@ -223,6 +223,17 @@ osim::Records resimulate(const std::string& measured, const osim::Records& measu
   osim::hw::Topology topo(osim::hw::parse_topology_file(tp));
   osim::ModelParams params;
   if (!calibration.empty()) params = osim::load_calibration(calibration, params);
+  // --timing-events FILE: the run's own timing events (an event before and
+  // after every op), at the GPU event times FILE measured.
+  if (!timing_events.empty()) {
+    const osim::ModelParams ev = osim::load_calibration(timing_events);
+    if (ev.event_gpu_time <= osim::Time::zero() && ev.event_gpu_time_h2d <= osim::Time::zero())
+      throw osim::InputError(osim::SourceLocation{timing_events, 0, 0},
+                             "--timing-events needs event_gpu_time (and event_gpu_time_h2d) in this calibration: use one fitted from a bench with "
+                             "overhead_gpu_event_gap rows, e.g. validate/results/h200x1-e/calibration.yaml");
+    params.event_gpu_time = ev.event_gpu_time;
+    params.event_gpu_time_h2d = ev.event_gpu_time_h2d;
+  }
   // overlapsim-validate runs attention (and FLOP-count kernels) as cuBLAS
   // GEMMs (osim::realised_gemm): simulate what it ran, each such kernel at the
   // efficiency of the GEMM it became (the calibration's entry for that shape,
@@ -232,7 +243,10 @@ osim::Records resimulate(const std::string& measured, const osim::Records& measu
   // It ran right after warm-up and earlier repeats (no pause): start it in
   // the sustained-load state those left.
   const int before = osim::runs_before_recorded(measured_records);
-  const osim::ExecResult res = osim::execute_after_runs(sched, topo, params, before);
+  std::vector<std::vector<int>> at;
+  const osim::Schedule timed = timing_events.empty() ? osim::Schedule{} : osim::with_timing_events(sched, at);
+  const osim::ExecResult res = timing_events.empty() ? osim::execute_after_runs(sched, topo, params, before)
+                                                     : osim::without_timing_events(sched, osim::execute_after_runs(timed, topo, params, before), at);
   nlohmann::ordered_json meta;
   meta["runs_before"] = before;
   const nlohmann::ordered_json rec = osim::records_json(sched, res, topo.name(), "simulated", meta);
@@ -251,10 +265,13 @@ osim::Records resimulate(const std::string& measured, const osim::Records& measu
 }
 
 int compare_command(const std::vector<std::string>& inputs, bool simulate, const std::string& topo_path, const std::string& calibration,
-                    double max_error, double max_median_error, bool per_layer, const std::string& csv, const std::string& sim_out, bool force) {
+                    const std::string& timing_events, double max_error, double max_median_error, bool per_layer, const std::string& csv,
+                    const std::string& sim_out, bool force) {
   if (!csv.empty()) refuse_overwrite(csv, force);
   if (!sim_out.empty() && !simulate)
     throw osim::InputError(osim::SourceLocation{sim_out, 0, 0}, "--simulated-out writes the re-simulated runs: add --simulate");
+  if (!timing_events.empty() && !simulate)
+    throw osim::InputError(osim::SourceLocation{timing_events, 0, 0}, "--timing-events applies to the re-simulated runs: add --simulate");
   std::vector<std::pair<osim::Records, osim::Records>> pairs;
   if (!simulate) {
     if (inputs.size() != 2)
@@ -264,7 +281,7 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
   } else {
     for (const auto& in : inputs) {
       osim::Records m = osim::read_records(records_path(in));
-      osim::Records sim = resimulate(in, m, topo_path, calibration, sim_out, force);
+      osim::Records sim = resimulate(in, m, topo_path, calibration, timing_events, sim_out, force);
       pairs.emplace_back(std::move(m), std::move(sim));
     }
   }
@@ -431,7 +448,7 @@ int main(int argc, char** argv) {
                     "simulate every flow of every all-to-all (no closed-form replay of recurring ones): slower, same results");
 
   std::vector<std::string> cmp_inputs;
-  std::string cmp_topo, cmp_cal;
+  std::string cmp_topo, cmp_cal, cmp_timing;
   bool cmp_simulate = false, cmp_layers = false;
   double cmp_max = -1, cmp_max_median = -1;
   auto* cmp_cmd = app.add_subcommand("compare", "Compare a measured run (overlapsim-validate run) with a simulated one: makespan, steps, op classes, layers, overlap windows");
@@ -439,6 +456,9 @@ int main(int argc, char** argv) {
   cmp_cmd->add_flag("--simulate", cmp_simulate, "re-simulate each measured run's schedule (its folder's schedule.yaml) instead of reading simulated records");
   cmp_cmd->add_option("--topology,-t", cmp_topo, "topology for --simulate (default: the schedule's 'topology:')");
   cmp_cmd->add_option("--calibration", cmp_cal, "calibration file for --simulate");
+  cmp_cmd->add_option("--timing-events", cmp_timing,
+                      "with --simulate: simulate the run's own timing events (overlapsim-validate run records one before and after every op) at "
+                      "the GPU event times this calibration file measured (event_gpu_time, event_gpu_time_h2d)");
   cmp_cmd->add_option("--max-error", cmp_max, "exit 1 when a run's makespan error exceeds this many percent");
   cmp_cmd->add_option("--max-median-error", cmp_max_median, "exit 1 when the median makespan error over the runs exceeds this many percent");
   cmp_cmd->add_flag("--layers", cmp_layers, "print every layer of rank 0");
@@ -487,7 +507,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*run_cmd) return run_command(schedule_path, run_topo, sets, out_dir, schedule_out, force, show_ops, calibration, records, every_flow, runs_before);
-    if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_max, cmp_max_median, cmp_layers, cmp_csv, cmp_sim_out, cmp_force);
+    if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_timing, cmp_max, cmp_max_median, cmp_layers, cmp_csv, cmp_sim_out, cmp_force);
     if (*sweep_cmd) return sweep_command(sweep_path, sweep_out, sweep_force, sweep_threads, sweep_shard, sweep_progress, sweep_no_progress, tolerance);
     if (*merge_cmd) return merge_command(merge_inputs, merge_out, merge_force, merge_sweep, tolerance);
     if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force, cal_replay_with);

@@ -1,6 +1,7 @@
 #include "exec/realise.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -51,6 +52,54 @@ Schedule as_realised(const Schedule& s, const ModelParams& p, double attention_s
     prog.ops = slot;
   }
   return out;
+}
+
+Schedule with_timing_events(const Schedule& s, std::vector<std::vector<int>>& at) {
+  Schedule out = s;
+  const int ev = static_cast<int>(out.events.size());
+  out.events.push_back("_timing");
+  at.assign(static_cast<size_t>(s.ranks()), {});
+  for (size_t r = 0; r < out.programs.size(); ++r) {
+    const std::vector<Op>& in = *s.programs[r].ops;
+    auto ops = std::make_shared<std::vector<Op>>();
+    ops->reserve(in.size() * 3);
+    auto timing = [&](int stream) {
+      Op e;
+      e.kind = OpKind::EventRecord;
+      e.stream = stream;
+      e.event = ev;
+      ops->push_back(e);
+    };
+    for (const Op& op : in) {
+      const bool bracket = op.kind == OpKind::Kernel || op.kind == OpKind::Memcpy || op.kind == OpKind::Collective;
+      const bool after = op.kind == OpKind::EventRecord || op.kind == OpKind::StreamWaitEvent || op.kind == OpKind::StreamWaitStream ||
+                         (op.kind == OpKind::Marker && op.stream >= 0);
+      if (bracket) timing(op.stream);
+      at[r].push_back(static_cast<int>(ops->size()));
+      ops->push_back(op);
+      if (bracket || after) timing(op.stream);
+    }
+    out.programs[r].ops = std::move(ops);
+  }
+  return out;
+}
+
+ExecResult without_timing_events(const Schedule& s, ExecResult r, const std::vector<std::vector<int>>& at) {
+  assert(r.ops.size() == at.size());
+  for (size_t rank = 0; rank < at.size(); ++rank) {
+    std::map<int, int> back;  // instrumented index -> original
+    for (size_t i = 0; i < at[rank].size(); ++i) back[at[rank][i]] = static_cast<int>(i);
+    std::vector<OpRecord> kept;
+    kept.reserve(at[rank].size());
+    for (size_t i = 0; i < at[rank].size(); ++i) {
+      OpRecord rec = r.ops[rank][static_cast<size_t>(at[rank][i])];
+      rec.op = &(*s.programs[rank].ops)[i];
+      if (rec.waits_on >= 0) rec.waits_on = back.at(rec.waits_on);
+      kept.push_back(rec);
+    }
+    r.ops[rank] = std::move(kept);
+  }
+  return r;
 }
 
 }  // namespace osim

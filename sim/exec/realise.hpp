@@ -12,7 +12,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
+#include "exec/executor.hpp"
 #include "exec/model.hpp"
 #include "exec/schedule.hpp"
 
@@ -41,5 +43,18 @@ std::optional<RealisedGemm> realised_gemm(const Op& op, double attention_slowdow
 /// GEMM's, at `p`'s efficiency for that GEMM shape (the calibration's measured
 /// entry, else gemm_efficiency). GEMM kernels are unchanged.
 Schedule as_realised(const Schedule& s, const ModelParams& p, double attention_slowdown);
+
+/// The schedule with `overlapsim-validate run`'s timing events written in: it
+/// records an event before and after every kernel, copy and collective on the
+/// op's stream, and one after every event record, stream wait and marker on a
+/// stream. They become event_record ops of one added event (`_timing`), which
+/// hold their stream ModelParams::event_gpu_time (+ event_gpu_time_h2d) as
+/// any event record does. `at[r][i]`: where rank r's op i of `s` went.
+Schedule with_timing_events(const Schedule& s, std::vector<std::vector<int>>& at);
+
+/// A run of with_timing_events(s) seen as a run of `s`: each original op's
+/// record (pointing at s's op; a stream wait's binding mapped back), the
+/// added events' left out. `r.ops` must hold every op's record.
+ExecResult without_timing_events(const Schedule& s, ExecResult r, const std::vector<std::vector<int>>& at);
 
 }  // namespace osim
