@@ -337,6 +337,11 @@ std::optional<std::pair<double, double>> fit_cross_attention(const std::vector<s
 }
 
 namespace {
+// What held a copy_reps burst, as the reports name it.
+std::string copy_reps_gate(const std::string& gate) {
+  return gate == "kernel" ? "spin kernel" : gate == "host" ? "host function" : gate == "kernel_wait" ? "kernel on another stream, waited on" : gate;
+}
+
 Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const hw::Topology& topo, const ModelParams& base);
 struct InterferenceTimes {
   double a2a_us = 0, copy_us = 0;
@@ -666,7 +671,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   // engine's rate = latency + burst / reps + step [from 1 MiB]: `burst_us`
   // a burst's one-off cost, `step_us` the step at equal reps. Reported
   // only; the model keeps its step until these rows are measured.
-  for (const char* gate : {"kernel", "host"})
+  for (const char* gate : {"kernel", "host", "kernel_wait"})
     for (const bool d2h : {false, true}) {
       if (p.copy_engine_bandwidth.is_unlimited()) break;
       std::vector<std::array<double, 3>> pts;  // bytes, reps, time
@@ -693,7 +698,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         const double pred = x(0) + x(1) / pts[i][1] + (pts[i][0] >= 1048576 ? x(2) : 0) + pts[i][0] / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6;
         sq += std::pow(pred / pts[i][2] - 1, 2);
       }
-      c.fits.push_back({fmt::format("copies per gated burst (copy_reps), {}, after a {}", d2h ? "D2H" : "H2D", gate == std::string("kernel") ? "spin kernel" : "host function"),
+      c.fits.push_back({fmt::format("copies per gated burst (copy_reps), {}, after a {}", d2h ? "D2H" : "H2D", copy_reps_gate(gate)),
                         "time per copy - bytes / the engine's rate = latency + burst / reps + step [bytes >= 1 MiB], relative least squares (reported only)",
                         {{"latency_us", x(0)}, {"burst_us", x(1)}, {"step_us", x(2)}},
                         100 * std::sqrt(sq / static_cast<double>(pts.size())),
@@ -2350,7 +2355,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         if (!(d2h ? run_d2h : run_h2d)) continue;
         const size_t first = d2h && run_h2d ? static_cast<size_t>(reps) : 0;
         c.what = fmt::format("GPU {}, {} x {} after a {}, {}", dev, format_bytes(static_cast<double>(bytes)), reps,
-                             r.at("gate") == "kernel" ? "kernel" : "host function",
+                             r.at("gate") == "kernel" ? std::string("kernel") : copy_reps_gate(r.at("gate").get<std::string>()),
                              dir == "both" ? (d2h ? "D2H beside H2D" : "H2D beside D2H") : (d2h ? "D2H" : "H2D"));
         c.measured_us = r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>();
         c.simulated_us = (ops[first + static_cast<size_t>(reps) - 1].end - ops[first].start).us() / reps;

@@ -500,7 +500,7 @@ struct Runner::Impl {
     const size_t max_bytes = 4u << 20;
     DevBuf d(dev, max_bytes), d2(dev, max_bytes);
     PinnedBuf h(max_bytes), h2(max_bytes);
-    Stream s(dev), s2(dev);
+    Stream s(dev), s2(dev), s3(dev);
     Event a1(dev), b1(dev), a2(dev), b2(dev);
     auto copy = [&](bool h2d, size_t bytes) {
       if (h2d) CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
@@ -513,19 +513,29 @@ struct Runner::Impl {
     HostGate hg;
     for (const size_t bytes : {size_t{256} << 10, size_t{1} << 20, size_t{4} << 20})
       for (const int reps : {1, 2, 5, 20, 50})
-        for (const char* gate : {"kernel", "host"})
+        for (const std::string gate : {"kernel", "host", "kernel_wait"})
           for (const char* dir : {"h2d", "d2h", "both"}) {
             progress("copy_reps " + std::to_string(bytes) + " x" + std::to_string(reps) + " " + gate + " " + dir);
-            const bool kernel_gate = gate[0] == 'k', both = dir[0] == 'b';
+            // kernel_wait: the spin kernel on another stream, the copy
+            // stream waiting on an event recorded after it (a prefetch
+            // stream waiting for compute); timed from that event.
+            const bool kernel_gate = gate[0] == 'k', wait = gate == "kernel_wait", both = dir[0] == 'b';
             const bool run_h2d = both || dir[0] == 'h', run_d2h = both || dir[0] == 'd';
             std::vector<double> t_h2d, t_d2h;
             for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+              if (wait) kg.hold(s3.s);
               for (int k = 0; k < 2; ++k) {
                 if (!(k == 0 ? run_h2d : run_d2h)) continue;
                 cudaStream_t st = k == 0 ? s.s : s2.s;
-                if (kernel_gate) kg.hold(st);
-                else hg.hold(st);
-                CUDA_CHECK(cudaEventRecord(k == 0 ? a1.e : a2.e, st));
+                Event& a = k == 0 ? a1 : a2;
+                if (wait) {
+                  CUDA_CHECK(cudaEventRecord(a.e, s3.s));
+                  CUDA_CHECK(cudaStreamWaitEvent(st, a.e, 0));
+                } else {
+                  if (kernel_gate) kg.hold(st);
+                  else hg.hold(st);
+                  CUDA_CHECK(cudaEventRecord(a.e, st));
+                }
                 for (int i = 0; i < reps; ++i) copy(k == 0, bytes);
                 CUDA_CHECK(cudaEventRecord(k == 0 ? b1.e : b2.e, st));
               }
