@@ -292,8 +292,8 @@ programs:
   CHECK(us(3) == doctest::Approx(200).epsilon(1e-9));      // pageable: staged, no step
 }
 
-TEST_CASE("two streams joined by an event") {
-  Sim s(R"(name: join
+// k1 (100 us) on stream a, an event after it, k2 (50 us) on stream b after it.
+const char* kJoin = R"(name: join
 ranks: 1
 streams: [a, b]
 programs:
@@ -303,7 +303,10 @@ programs:
       - {op: event_record, event: e, stream: a}
       - {op: stream_wait_event, stream: b, event: e}
       - {op: kernel, name: k2, stream: b, duration: 50 us}
-)");
+)";
+
+TEST_CASE("two streams joined by an event") {
+  Sim s(kJoin);
   CHECK(s.op(0, 3).start == Time::from_us(100));
   CHECK(s.op(0, 3).end == Time::from_us(150));
   CHECK(s.res.makespan == Time::from_us(150));
@@ -1259,27 +1262,16 @@ TEST_CASE("validate's timing events written in: an event before and after every 
   ModelParams p = quiet();
   p.event_gpu_time = Time::from_us(2);
   const hw::Topology topo(hw::parse_topology_string(kTopo, "topo.yaml"));
-  const Schedule s = parse_schedule_string(R"(name: timed
-ranks: 1
-streams: [a, b]
-programs:
-  - rank: 0
-    ops:
-      - {op: kernel, name: k1, stream: a, duration: 100 us}
-      - {op: event_record, event: e1, stream: a}
-      - {op: stream_wait_event, stream: b, event: e1}
-      - {op: kernel, name: k2, stream: b, duration: 50 us}
-)",
-                                           "s.yaml");
+  const Schedule s = parse_schedule_string(kJoin, "s.yaml");
   std::vector<std::vector<int>> at;
   const Schedule timed = with_timing_events(s, at);
   REQUIRE(timed.programs[0].ops->size() == 4 + 2 + 1 + 1 + 2);
   CHECK(at[0] == std::vector<int>{1, 3, 5, 8});
   const ExecResult r = without_timing_events(s, execute(timed, topo, p), at);
   REQUIRE(r.ops[0].size() == 4);
-  // Stream a: event 0-2, k1 2-102, event 102-104, e1 104-106, event 106-108.
-  // Stream b: the wait binds to e1 (done at 106), its event 106-108, k2's
-  // own event 108-110, k2 110-160.
+  // Stream a: timing event 0-2, k1 2-102, timing event 102-104, e 104-106,
+  // timing event 106-108. Stream b: the wait binds to e (done at 106), its
+  // timing event 106-108, k2's own timing event 108-110, k2 110-160.
   CHECK(r.ops[0][0].start.us() == doctest::Approx(2));
   CHECK(r.ops[0][0].end.us() == doctest::Approx(102));
   CHECK(r.ops[0][1].end.us() == doctest::Approx(106));
@@ -1287,7 +1279,7 @@ programs:
   CHECK(r.ops[0][3].start.us() == doctest::Approx(110));
   CHECK(r.ops[0][3].end.us() == doctest::Approx(160));
   CHECK(r.ops[0][3].op == &(*s.programs[0].ops)[3]);
-  // Without them k2 runs 102 (after e1's own 2 us) to 152.
+  // Without them k2 runs 102 (after e's own 2 us) to 152.
   const ExecResult plain = execute(s, topo, p);
   CHECK(plain.ops[0][3].start.us() == doctest::Approx(102));
 }

@@ -13,10 +13,7 @@
 set -u
 source "$(dirname "$0")/device_session_lib.sh"
 session_start "${1:-}"
-for i in 1 2; do
-  validate/run_on_device.sh "$B" "$O" reps-$i --filter '^(copy_reps|overhead_gpu_event_gap|h2d_pinned|d2h_pinned|bidir_pinned)$' --watchdog 60 2> "$O/reps-$i.err"
-  mark "reps-$i rc=$?"
-done
+run_twice reps '^(copy_reps|overhead_gpu_event_gap|h2d_pinned|d2h_pinned|bidir_pinned)$'
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   both_transports nccl-reps '^nccl_reps$'
 fi

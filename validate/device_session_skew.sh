@@ -6,8 +6,5 @@
 set -u
 source "$(dirname "$0")/device_session_lib.sh"
 session_start "${1:-}"
-for i in 1 2; do
-  validate/run_on_device.sh "$B" "$O" skew-$i --filter '^nccl_barrier_skew$' --watchdog 60 2> "$O/skew-$i.err"
-  mark "skew-$i rc=$?"
-done
+run_twice skew '^nccl_barrier_skew$'
 session_end
