@@ -1945,3 +1945,18 @@ TEST_CASE("copies per gated burst and events beside a copy, measured (1xH200 e, 
     CHECK(cal.params.event_gpu_time_h2d.us() == doctest::Approx(event_h2d_us).epsilon(0.01));
   }
 }
+
+TEST_CASE("kernels per gated burst after what (kernel_reps, 1xH200 g): a copy before them costs the burst a hand-off, a kernel or host function one closing event") {
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  const std::string dir = "validate/results/h200x1-g/";
+  const Calibration cal = calibrate({{dir + "bench-reps-1.json", load(kSrc + "/" + dir + "bench-reps-1.json")}}, topo);
+  CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+  std::map<std::string, std::map<std::string, double>> fits;
+  for (const auto& f : cal.fits)
+    for (const auto& [k, v] : f.values) fits[f.name][k] = v;
+  const auto burst = [&](const std::string& after) { return fits.at("kernels per gated burst (kernel_reps), after a " + after).at("burst_us"); };
+  CHECK(burst("host function") == doctest::Approx(1.34).epsilon(0.02));
+  CHECK(burst("spin kernel") == doctest::Approx(1.32).epsilon(0.02));
+  CHECK(burst("4 KiB H2D copy on its stream") > burst("spin kernel") + 2.5);
+  CHECK(burst("4 KiB H2D copy on another stream, waited on") > burst("spin kernel") + 2.5);
+}

@@ -13,7 +13,7 @@
 set -u
 source "$(dirname "$0")/device_session_lib.sh"
 session_start "${1:-}"
-run_twice reps '^(copy_reps|overhead_gpu_event_gap|h2d_pinned|d2h_pinned|bidir_pinned)$'
+run_twice reps '^(copy_reps|kernel_reps|overhead_gpu_event_gap|h2d_pinned|d2h_pinned|bidir_pinned)$'
 if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   both_transports nccl-reps '^nccl_reps$'
 fi

@@ -747,6 +747,38 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     }
   }
 
+  // Kernels per gated burst after what (kernel_reps): per `after` (a host
+  // function, a kernel, a copy on the stream, a copy waited on), time per
+  // kernel = steady + burst / reps, relative least squares: the hand-off from
+  // a copy to the compute engine against a burst's closing event. Reported only.
+  {
+    std::map<std::string, std::vector<std::pair<double, double>>> by_after;  // reps, time
+    for (const auto& r : rows(d, "kernel_reps"))
+      by_after[r.at("after").get<std::string>()].emplace_back(r.at("reps").get<double>(), r.at("time_us").get<double>());
+    for (const auto& [after, pts] : by_after) {
+      if (pts.size() < 2) continue;
+      Eigen::MatrixXd A(static_cast<Eigen::Index>(pts.size()), 2);
+      Eigen::VectorXd y = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(pts.size()));
+      for (size_t i = 0; i < pts.size(); ++i) {
+        A(static_cast<Eigen::Index>(i), 0) = 1.0 / pts[i].second;
+        A(static_cast<Eigen::Index>(i), 1) = 1.0 / (pts[i].first * pts[i].second);
+      }
+      const Eigen::VectorXd x = A.colPivHouseholderQr().solve(y);
+      double sq = 0;
+      for (const auto& [reps, t] : pts) sq += std::pow((x(0) + x(1) / reps) / t - 1, 2);
+      const std::string what = after == "host"     ? "host function"
+                               : after == "kernel"   ? "spin kernel"
+                               : after == "copy"     ? "4 KiB H2D copy on its stream"
+                               : after == "copy_wait" ? "4 KiB H2D copy on another stream, waited on"
+                                                      : after;
+      c.fits.push_back({fmt::format("kernels per gated burst (kernel_reps), after a {}", what),
+                        "time per 1 MiB memory kernel = steady + burst / reps, relative least squares (reported only)",
+                        {{"steady_us", x(0)}, {"burst_us", x(1)}},
+                        100 * std::sqrt(sq / static_cast<double>(pts.size())),
+                        static_cast<int>(pts.size())});
+    }
+  }
+
   // Host-side aggregate at each count of GPUs copying at once: the host
   // bridge's limit while that many H2D (D2H) copies run (host_h2d_aggregate,
   // host_d2h_aggregate; the topology's throughput_from_host / _to_host stays

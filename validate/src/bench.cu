@@ -560,6 +560,55 @@ struct Runner::Impl {
           }
   }
 
+  // Kernels per gated burst after what (kernel_reps): the hand-off the other
+  // way. 1 MiB memory kernels, 1, 2, 5 and 20 per burst, timed from an event
+  // recorded after the op before them: a host function (`host`), the spin
+  // kernel (`kernel`), a 4 KiB H2D copy on the same stream (`copy`), or that
+  // copy on another stream the kernels' stream waits on (`copy_wait`: compute
+  // waiting for a prefetch).
+  void kernel_reps() {
+    if (!want("kernel_reps")) return;
+    const int dev = 0;
+    const ComputeGpu gpu;
+    const Stream& s = gpu.s;
+    Stream s3(dev);
+    const size_t bytes = 1u << 20;
+    DevBuf src(dev, bytes), dst(dev, bytes), d(dev, 4096);
+    PinnedBuf h(4096);
+    Event a(dev), b(dev);
+    Gate kg;
+    HostGate hg;
+    launch_hbm_copy(s.s, dst.p, src.p, bytes, gpu.sms);
+    CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, 4096, cudaMemcpyHostToDevice, s3.s));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    for (const std::string after : {"host", "kernel", "copy", "copy_wait"})
+      for (const int reps : {1, 2, 5, 20}) {
+        progress("kernel_reps " + after + " x" + std::to_string(reps));
+        std::vector<double> t;
+        for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+          if (after == "kernel") kg.hold(s.s);
+          else hg.hold(after == "copy_wait" ? s3.s : s.s);
+          if (after == "copy") CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, 4096, cudaMemcpyHostToDevice, s.s));
+          if (after == "copy_wait") {
+            CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, 4096, cudaMemcpyHostToDevice, s3.s));
+            CUDA_CHECK(cudaEventRecord(a.e, s3.s));
+            CUDA_CHECK(cudaStreamWaitEvent(s.s, a.e, 0));
+          } else {
+            CUDA_CHECK(cudaEventRecord(a.e, s.s));
+          }
+          for (int i = 0; i < reps; ++i) launch_hbm_copy(s.s, dst.p, src.p, bytes, gpu.sms);
+          CUDA_CHECK(cudaEventRecord(b.e, s.s));
+          if (after == "kernel") kg.release();
+          else hg.release();
+          CUDA_CHECK(cudaDeviceSynchronize());
+          float ms = 0;
+          CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+          if (it >= opt.warmup) t.push_back(ms * 1e3 / reps);
+        }
+        add({{"key", "kernel_reps"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"after", after}, {"time_us", median(t)}});
+      }
+  }
+
   // What an event recorded between two ops of a stream costs the GPU:
   // `n` ops back to back, gated, against the same with an event recorded
   // after each (as a bench timing each op does); per op, the median over
@@ -1908,6 +1957,7 @@ nlohmann::ordered_json Runner::run() {
   I.gpu_event_gap();
   I.copies();
   I.copy_reps();
+  I.kernel_reps();
   I.multi_gpu_copies();
   I.p2p();
   I.gemms();
