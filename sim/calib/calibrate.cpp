@@ -223,6 +223,49 @@ CopyLine fit_copy_line(const std::vector<std::pair<double, double>>& pts, double
   return c;
 }
 
+// Ops timed per gated burst (copy_reps, nccl_reps, kernel_reps): time per op
+// - known = steady(group) + burst / reps (+ step where `step`, with_step),
+// relative least squares (each row weighted by 1 / time). Nothing where the
+// rows hold fewer than two burst sizes, or with_step and the step column is
+// all one value.
+struct BurstPoint {
+  double group, reps, time;
+  double known = 0;  // part of the time known already (a copy's bytes / rate)
+  bool step = false;
+};
+struct BurstFit {
+  std::map<double, double> steady;  // per group
+  double burst = 0, step = 0, rms_pct = 0;
+};
+std::optional<BurstFit> fit_burst(const std::vector<BurstPoint>& pts, bool with_step) {
+  std::map<double, Eigen::Index> col;
+  std::set<double> reps;
+  int stepped = 0;
+  for (const auto& pt : pts) col.emplace(pt.group, 0), reps.insert(pt.reps), stepped += pt.step;
+  if (reps.size() < 2 || (with_step && (stepped == 0 || stepped == static_cast<int>(pts.size())))) return std::nullopt;
+  Eigen::Index k = 0;
+  for (auto& [group, i] : col) i = k++;
+  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(pts.size()), k + (with_step ? 2 : 1));
+  Eigen::VectorXd y(static_cast<Eigen::Index>(pts.size()));
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const auto row = static_cast<Eigen::Index>(i);
+    const double w = 1.0 / pts[i].time;
+    A(row, col.at(pts[i].group)) = w;
+    A(row, k) = w / pts[i].reps;
+    if (with_step) A(row, k + 1) = (pts[i].step ? 1.0 : 0.0) * w;
+    y(row) = (pts[i].time - pts[i].known) * w;
+  }
+  const Eigen::VectorXd x = A.colPivHouseholderQr().solve(y);
+  BurstFit f;
+  for (const auto& [group, i] : col) f.steady[group] = x(i);
+  f.burst = x(k);
+  f.step = with_step ? x(k + 1) : 0;
+  double sq = 0;
+  for (const auto& pt : pts) sq += std::pow((f.steady.at(pt.group) + f.burst / pt.reps + (pt.step ? f.step : 0) + pt.known) / pt.time - 1, 2);
+  f.rms_pct = 100 * std::sqrt(sq / static_cast<double>(pts.size()));
+  return f;
+}
+
 Fit fit_alpha_beta(const std::string& name, const std::vector<std::pair<double, double>>& pts) {
   Fit f;
   f.name = name;
@@ -667,81 +710,48 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   // Copies per gated burst (copy_reps): is the ~1 us step in the per-copy
   // latency from 1 MiB (copy_step_latency) the size's, or the bench's, whose
   // one-way rows time 20 copies per sample below 1 MiB and 5 from it? Per
-  // gate and direction, relative least squares on time - bytes / the
-  // engine's rate = latency + burst / reps + step [from 1 MiB]: `burst_us`
-  // a burst's one-off cost, `step_us` the step at equal reps. Reported
-  // only; the model keeps its step until these rows are measured.
+  // gate and direction, time - bytes / the engine's rate = latency + burst /
+  // reps + step [from 1 MiB]: `burst_us` a burst's one-off cost, `step_us`
+  // the step at equal reps. Reported only; the model keeps its step.
   for (const char* gate : {"kernel", "host", "kernel_wait"})
     for (const bool d2h : {false, true}) {
       if (p.copy_engine_bandwidth.is_unlimited()) break;
-      std::vector<std::array<double, 3>> pts;  // bytes, reps, time
+      std::vector<BurstPoint> pts;
       for (const auto& r : rows(d, "copy_reps"))
-        if (r.at("gate") == gate && r.at("dir") == (d2h ? "d2h" : "h2d") && r.at("gpus")[0] == 0)
-          pts.push_back({r.at("bytes").get<double>(), r.at("reps").get<double>(), r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>()});
-      std::set<double> reps_seen;
-      int above = 0;
-      for (const auto& pt : pts) reps_seen.insert(pt[1]), above += pt[0] >= 1048576;
-      if (reps_seen.size() < 2 || above < 1 || above == static_cast<int>(pts.size())) continue;
-      Eigen::MatrixXd A(static_cast<Eigen::Index>(pts.size()), 3);
-      Eigen::VectorXd y(static_cast<Eigen::Index>(pts.size()));
-      for (size_t i = 0; i < pts.size(); ++i) {
-        const auto row = static_cast<Eigen::Index>(i);
-        const double w = 1.0 / pts[i][2];
-        A(row, 0) = w;
-        A(row, 1) = w / pts[i][1];
-        A(row, 2) = (pts[i][0] >= 1048576 ? 1.0 : 0.0) * w;
-        y(row) = (pts[i][2] - pts[i][0] / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6) * w;
-      }
-      const Eigen::VectorXd x = A.colPivHouseholderQr().solve(y);
-      double sq = 0;
-      for (size_t i = 0; i < pts.size(); ++i) {
-        const double pred = x(0) + x(1) / pts[i][1] + (pts[i][0] >= 1048576 ? x(2) : 0) + pts[i][0] / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6;
-        sq += std::pow(pred / pts[i][2] - 1, 2);
-      }
+        if (r.at("gate") == gate && r.at("dir") == (d2h ? "d2h" : "h2d") && r.at("gpus")[0] == 0) {
+          const double bytes = r.at("bytes").get<double>();
+          pts.push_back({0, r.at("reps").get<double>(), r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>(),
+                         bytes / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6, bytes >= 1048576});
+        }
+      const auto b = fit_burst(pts, true);
+      if (!b) continue;
       c.fits.push_back({fmt::format("copies per gated burst (copy_reps), {}, after a {}", d2h ? "D2H" : "H2D", copy_reps_gate(gate)),
                         "time per copy - bytes / the engine's rate = latency + burst / reps + step [bytes >= 1 MiB], relative least squares (reported only)",
-                        {{"latency_us", x(0)}, {"burst_us", x(1)}, {"step_us", x(2)}},
-                        100 * std::sqrt(sq / static_cast<double>(pts.size())),
+                        {{"latency_us", b->steady.at(0)}, {"burst_us", b->burst}, {"step_us", b->step}},
+                        b->rms_pct,
                         static_cast<int>(pts.size())});
     }
 
   // The all-to-all per gated burst (nccl_reps): time per op = steady(size)
-  // + burst / iters, least squares relative to each row's time, per rank
-  // count (one intercept per size, one burst for all): what a collective
-  // timed alone pays over the table, whose rows run 20, 5 or 2 per burst.
-  // Reported only.
+  // + burst / iters per rank count (one burst for all sizes): what a
+  // collective timed alone pays over the table, whose rows run 20, 5 or 2
+  // per burst. Reported only.
   {
-    std::map<int, std::vector<std::array<double, 3>>> by_ranks;  // bytes, iters, time
+    std::map<int, std::vector<BurstPoint>> by_ranks;
     for (const auto& r : rows(d, "nccl_reps"))
       by_ranks[r.at("ranks").get<int>()].push_back({r.at("bytes").get<double>(), r.at("iters").get<double>(), r.at("time_us").get<double>()});
     for (const auto& [n, pts] : by_ranks) {
-      std::map<double, Eigen::Index> col;
-      std::set<double> iters_seen;
-      for (const auto& pt : pts) col.emplace(pt[0], 0), iters_seen.insert(pt[1]);
-      if (iters_seen.size() < 2) continue;
-      Eigen::Index k = 0;
-      for (auto& [bytes, i] : col) i = k++;
-      Eigen::MatrixXd A = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(pts.size()), k + 1);
-      Eigen::VectorXd y(static_cast<Eigen::Index>(pts.size()));
-      for (size_t i = 0; i < pts.size(); ++i) {
-        const auto row = static_cast<Eigen::Index>(i);
-        const double w = 1.0 / pts[i][2];
-        A(row, col.at(pts[i][0])) = w;
-        A(row, k) = w / pts[i][1];
-        y(row) = 1.0;
-      }
-      const Eigen::VectorXd x = A.colPivHouseholderQr().solve(y);
-      double sq = 0;
-      for (size_t i = 0; i < pts.size(); ++i) sq += std::pow((x(col.at(pts[i][0])) + x(k) / pts[i][1]) / pts[i][2] - 1, 2);
+      const auto b = fit_burst(pts, false);
+      if (!b) continue;
       Fit f{fmt::format("all-to-all per gated burst (nccl_reps), {} ranks", n),
             "time per op = steady(size) + burst / iters, relative least squares (reported only)",
-            {{"burst_us", x(k)}},
-            100 * std::sqrt(sq / static_cast<double>(pts.size())),
+            {{"burst_us", b->burst}},
+            b->rms_pct,
             static_cast<int>(pts.size())};
-      for (const auto& [bytes, i] : col) {
-        std::string b = format_bytes(bytes);
-        std::erase(b, ' ');
-        f.values.emplace_back(fmt::format("steady_{}_us", b), x(i));
+      for (const auto& [bytes, steady] : b->steady) {
+        std::string name = format_bytes(bytes);
+        std::erase(name, ' ');
+        f.values.emplace_back(fmt::format("steady_{}_us", name), steady);
       }
       c.fits.push_back(f);
     }
@@ -749,23 +759,15 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
 
   // Kernels per gated burst after what (kernel_reps): per `after` (a host
   // function, a kernel, a copy on the stream, a copy waited on), time per
-  // kernel = steady + burst / reps, relative least squares: the hand-off from
-  // a copy to the compute engine against a burst's closing event. Reported only.
+  // kernel = steady + burst / reps: the hand-off from a copy to the compute
+  // engine against a burst's closing event. Reported only.
   {
-    std::map<std::string, std::vector<std::pair<double, double>>> by_after;  // reps, time
+    std::map<std::string, std::vector<BurstPoint>> by_after;
     for (const auto& r : rows(d, "kernel_reps"))
-      by_after[r.at("after").get<std::string>()].emplace_back(r.at("reps").get<double>(), r.at("time_us").get<double>());
+      by_after[r.at("after").get<std::string>()].push_back({0, r.at("reps").get<double>(), r.at("time_us").get<double>()});
     for (const auto& [after, pts] : by_after) {
-      if (pts.size() < 2) continue;
-      Eigen::MatrixXd A(static_cast<Eigen::Index>(pts.size()), 2);
-      Eigen::VectorXd y = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(pts.size()));
-      for (size_t i = 0; i < pts.size(); ++i) {
-        A(static_cast<Eigen::Index>(i), 0) = 1.0 / pts[i].second;
-        A(static_cast<Eigen::Index>(i), 1) = 1.0 / (pts[i].first * pts[i].second);
-      }
-      const Eigen::VectorXd x = A.colPivHouseholderQr().solve(y);
-      double sq = 0;
-      for (const auto& [reps, t] : pts) sq += std::pow((x(0) + x(1) / reps) / t - 1, 2);
+      const auto b = fit_burst(pts, false);
+      if (!b) continue;
       const std::string what = after == "host"     ? "host function"
                                : after == "kernel"   ? "spin kernel"
                                : after == "copy"     ? "4 KiB H2D copy on its stream"
@@ -773,8 +775,8 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
                                                       : after;
       c.fits.push_back({fmt::format("kernels per gated burst (kernel_reps), after a {}", what),
                         "time per 1 MiB memory kernel = steady + burst / reps, relative least squares (reported only)",
-                        {{"steady_us", x(0)}, {"burst_us", x(1)}},
-                        100 * std::sqrt(sq / static_cast<double>(pts.size())),
+                        {{"steady_us", b->steady.at(0)}, {"burst_us", b->burst}},
+                        b->rms_pct,
                         static_cast<int>(pts.size())});
     }
   }
