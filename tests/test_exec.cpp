@@ -1258,6 +1258,65 @@ programs:
   CHECK(q.op(0, 6).start == Time::from_us(150));
 }
 
+TEST_CASE("hand-offs between engines: a copy that waited on a kernel, a kernel that waited on a copy, the event after a copy") {
+  // 10 GB/s PCIe, no other latency: a 1 MB copy takes 100 us.
+  ModelParams p = quiet();
+  p.copy_after_kernel_latency = Time::from_us(6);
+  p.copy_after_kernel_latency_d2h = Time::from_us(7);
+  p.kernel_after_copy_latency = Time::from_us(3);
+  p.event_gpu_time = Time::from_us(2);
+  p.event_gpu_time_copy = Time::from_us(1);
+  p.gemm_slowdown_per_copy = 0;
+  // Stream a: k1 (50 us), e0 (2 us after a kernel: 50-52); an H2D copy
+  // issued while k1 runs waited on it: 52 + 6 hand-off + 100, done at 158; a
+  // second copy after the first: no hand-off, 158-258; an event after it
+  // takes 1 us (after a copy), to 259; k2 after the event (its last engine
+  // op a copy) 3 us later: 262-272. Stream b waits on e0 and copies D2H:
+  // its own hand-off, 7 us, done at 52 + 7 + 100 = 159.
+  const Sim s(R"(name: handoff
+ranks: 1
+streams: [a, b]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, name: k1, stream: a, duration: 50 us}
+      - {op: event_record, event: e0, stream: a}
+      - {op: memcpy, kind: h2d, bytes: 1 MB, stream: a}
+      - {op: memcpy, kind: h2d, bytes: 1 MB, stream: a}
+      - {op: event_record, event: e1, stream: a}
+      - {op: kernel, name: k2, stream: a, duration: 10 us}
+      - {op: stream_wait_event, stream: b, event: e0}
+      - {op: memcpy, kind: d2h, bytes: 1 MB, stream: b}
+)",
+              p);
+  CHECK(s.op(0, 1).end == Time::from_us(52));
+  CHECK(s.op(0, 2).start == Time::from_us(52));
+  CHECK(s.op(0, 2).end == Time::from_us(158));
+  CHECK(s.op(0, 3).end == Time::from_us(258));
+  CHECK(s.op(0, 4).end == Time::from_us(259));
+  CHECK(s.op(0, 5).start == Time::from_us(259));
+  CHECK(s.op(0, 5).end == Time::from_us(272));
+  CHECK(s.op(0, 7).start == Time::from_us(52));
+  CHECK(s.op(0, 7).end == Time::from_us(159));
+  // A copy the host issues after the kernel ended (1 ms of host work first)
+  // waits on nothing: no hand-off; nor with the latencies off.
+  const std::string late = R"(name: late
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, name: k1, stream: a, duration: 50 us}
+      - {op: host_work, duration: 1 ms}
+      - {op: memcpy, kind: h2d, bytes: 1 MB, stream: a}
+)";
+  const Sim l(late, p);
+  CHECK(l.op(0, 2).start == Time::from_us(1000));
+  CHECK(l.op(0, 2).end == Time::from_us(1100));
+  const Sim off(late, quiet());
+  CHECK(off.op(0, 2).end == Time::from_us(1100));
+}
+
 TEST_CASE("validate's timing events written in: an event before and after every op, one after every event and wait, mapped back to the schedule's ops") {
   ModelParams p = quiet();
   p.event_gpu_time = Time::from_us(2);

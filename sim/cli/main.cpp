@@ -233,6 +233,7 @@ osim::Records resimulate(const std::string& measured, const osim::Records& measu
                              "overhead_gpu_event_gap rows, e.g. validate/results/h200x1-e/calibration.yaml");
     params.event_gpu_time = ev.event_gpu_time;
     params.event_gpu_time_h2d = ev.event_gpu_time_h2d;
+    params.event_gpu_time_copy = ev.event_gpu_time_copy;
   }
   // overlapsim-validate runs attention (and FLOP-count kernels) as cuBLAS
   // GEMMs (osim::realised_gemm): simulate what it ran, each such kernel at the
@@ -458,7 +459,7 @@ int main(int argc, char** argv) {
   cmp_cmd->add_option("--calibration", cmp_cal, "calibration file for --simulate");
   cmp_cmd->add_option("--timing-events", cmp_timing,
                       "with --simulate: simulate the run's own timing events (overlapsim-validate run records one before and after every op) at "
-                      "the GPU event times this calibration file measured (event_gpu_time, event_gpu_time_h2d)");
+                      "the GPU event times this calibration file measured (event_gpu_time, event_gpu_time_h2d, event_gpu_time_copy)");
   cmp_cmd->add_option("--max-error", cmp_max, "exit 1 when a run's makespan error exceeds this many percent");
   cmp_cmd->add_option("--max-median-error", cmp_max_median, "exit 1 when the median makespan error over the runs exceeds this many percent");
   cmp_cmd->add_flag("--layers", cmp_layers, "print every layer of rank 0");

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <unordered_map>
 
@@ -69,12 +70,30 @@ enum EngineIdx { kH2D = 0, kD2H = 1, kOther = 2 };
 // ~10^6 of them, and writing per-op state was much of a run's cost.
 enum OpFlag : uint8_t { kDispatched = 1, kDone = 2, kArrived = 4 };
 
+// The hand-offs between engines (ModelParams::copy_after_kernel_latency,
+// kernel_after_copy_latency, event_gpu_time_copy): the engine of the latest
+// op a stream's next op depends on (the stream's own last kernel, collective
+// or copy, or one it waited on through an event) and when that op ended.
+struct EngineDep {
+  enum Kind : uint8_t { None, Compute, Copy } kind = None;
+  Time end;
+};
+// What the host issued to a stream that has not dispatched yet: when (and,
+// for a stream_wait_event, the place of the record it binds to). Kept only
+// where a hand-off is calibrated (Executor::handoffs_).
+struct Issued {
+  Time at;
+  int32_t wait_stream = -1, wait_pos = -1;
+};
+
 struct StreamState {
   int enqueued = 0;  // ops the host has issued to it
   int done = 0;
   int hwq = 0;
   int priority = 0;
   Time started;  // when its running op was dispatched (a stream runs one op at a time)
+  EngineDep dep;
+  std::deque<Issued> issued;
 };
 
 // A hardware queue: ops in submission order, dispatched from the head. Which
@@ -118,7 +137,7 @@ struct RunningKernel {
 };
 
 struct CopyEngine {
-  std::deque<int> queue;
+  std::deque<std::pair<int, Time>> queue;  // (op id, hand-off latency before its set-up)
   int busy = -1;
 };
 
@@ -159,6 +178,13 @@ struct RankState {
   std::vector<StreamState> streams;
   std::vector<HwQueue> hwq;
   std::vector<std::pair<int, int>> event_pos;
+  // Per event: the stream and place of the record that last completed, and
+  // that stream's EngineDep then (hand-offs only).
+  struct EventDep {
+    int stream = -1, pos = -1;
+    EngineDep dep;
+  };
+  std::vector<EventDep> event_dep;
   std::map<std::string, std::pair<Bytes, MemSpace>> allocs;
   Bytes vram = 0, peak_vram = 0, vram_cap = 0;
   CopyEngine ce[3];
@@ -378,9 +404,13 @@ class Executor {
       R.vram_cap = R.node->gpu.memory.value_or(0);
       const int nq = s_.runtime.device_max_connections;
       R.hwq.resize(nq);
-      for (size_t i = 0; i < s_.streams.size(); ++i)
-        R.streams.push_back(StreamState{0, 0, static_cast<int>(i % static_cast<size_t>(nq)), s_.streams[i].priority, Time{}});
+      for (size_t i = 0; i < s_.streams.size(); ++i) {
+        StreamState& st = R.streams.emplace_back();
+        st.hwq = static_cast<int>(i % static_cast<size_t>(nq));
+        st.priority = s_.streams[i].priority;
+      }
       R.event_pos.assign(s_.events.size(), {-1, -1});
+      if (handoffs_) R.event_dep.assign(s_.events.size(), {});
       R.group_seq.assign(s_.groups.size(), 0);
       R.group_done.assign(s_.groups.size(), 0);
       R.parked.resize(s_.groups.size());
@@ -678,6 +708,11 @@ class Executor {
     R.issued = R.pc + 1;
     StreamState& st = R.streams[op.stream];
     ++st.enqueued;
+    if (handoffs_) {
+      Issued is{engine_.now()};
+      if (op.kind == OpKind::StreamWaitEvent) std::tie(is.wait_stream, is.wait_pos) = R.event_pos[op.event];
+      st.issued.push_back(is);
+    }
     if (op.kind == OpKind::StreamWaitEvent && o_.keep_records) {
       const auto [es, ep] = R.event_pos[op.event];
       record(r, R.pc).waits_on = R.queues->stream_ops[static_cast<size_t>(es)][static_cast<size_t>(ep)];
@@ -727,6 +762,11 @@ class Executor {
     assert(!(f & kDone) && R.queues->stream_ops[static_cast<size_t>(op.stream)][static_cast<size_t>(st.done)] == index);
     f |= kDone;
     ++st.done;
+    if (handoffs_) {
+      if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective) st.dep = {EngineDep::Compute, engine_.now()};
+      else if (op.kind == OpKind::Memcpy) st.dep = {EngineDep::Copy, engine_.now()};
+      else if (op.kind == OpKind::EventRecord) R.event_dep[static_cast<size_t>(op.event)] = {op.stream, st.done - 1, st.dep};
+    }
     if (o_.keep_records) {
       OpRecord& rec = records_[r][index];
       rec.end = engine_.now();
@@ -752,14 +792,44 @@ class Executor {
     flags_[static_cast<size_t>(id)] |= kDispatched;
     const Op& op = op_of(r, id);
     mark_start(r, id, op);
+    // Hand-offs: an op the host issued before the op it waits on ended (it
+    // was waiting) pays the latency of the hand-over from the other engine.
+    Time handoff;
+    if (handoffs_) {
+      RankState& R = ranks_[r];
+      StreamState& st = R.streams[op.stream];
+      assert(!st.issued.empty());
+      const Issued is = st.issued.front();
+      st.issued.pop_front();
+      if (op.kind == OpKind::StreamWaitEvent) {
+        // The latest of the two: the stream's own, or the record's stream's then.
+        const RankState::EventDep& ed = R.event_dep[static_cast<size_t>(op.event)];
+        if (ed.stream == is.wait_stream && ed.pos == is.wait_pos && ed.dep.kind != EngineDep::None && ed.dep.end >= st.dep.end) st.dep = ed.dep;
+      } else if (op.kind == OpKind::StreamWaitStream) {
+        if (const EngineDep& d = R.streams[op.stream2].dep; d.kind != EngineDep::None && d.end >= st.dep.end) st.dep = d;
+      } else if (is.at < st.dep.end) {
+        if (op.kind == OpKind::Memcpy && st.dep.kind == EngineDep::Compute && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
+          handoff = p_.copy_after_kernel_latency_for(op.copy == CopyKind::D2H);
+        else if (op.kind == OpKind::Kernel && st.dep.kind == EngineDep::Copy)
+          handoff = p_.kernel_after_copy_latency;
+      }
+    }
     switch (op.kind) {
-      case OpKind::Kernel: start_kernel(r, id); return;
-      case OpKind::Memcpy: queue_copy(r, id); return;
+      case OpKind::Kernel:
+        if (handoff > Time::zero()) {
+          engine_.after(handoff, &Engine::call<&Executor::start_kernel_event, Executor>, this, (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(id));
+          return;
+        }
+        start_kernel(r, id);
+        return;
+      case OpKind::Memcpy: queue_copy(r, id, handoff); return;
       case OpKind::Collective: arrive_or_park(r, id); return;
       case OpKind::EventRecord: {
-        // ModelParams::event_gpu_time: the stream is held that long.
+        // ModelParams::event_gpu_time: the stream is held that long (after
+        // a copy: event_gpu_time_copy where calibrated).
         const RankState& R = ranks_[r];
-        const Time t = p_.event_gpu_time + (R.ce[kH2D].busy >= 0 ? p_.event_gpu_time_h2d : Time::zero());
+        const bool after_copy = handoffs_ && p_.event_gpu_time_copy >= Time::zero() && R.streams[op.stream].dep.kind == EngineDep::Copy;
+        const Time t = after_copy ? p_.event_gpu_time_copy : p_.event_gpu_time + (R.ce[kH2D].busy >= 0 ? p_.event_gpu_time_h2d : Time::zero());
         if (t > Time::zero()) {
           engine_.after(t, &Engine::call<&Executor::end_event_record, Executor>, this, (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(id));
           return;
@@ -771,6 +841,7 @@ class Executor {
     }
   }
   void end_event_record(uint64_t packed) { complete(static_cast<int>(packed >> 32), static_cast<int>(packed & 0xffffffffu)); }
+  void start_kernel_event(uint64_t packed) { start_kernel(static_cast<int>(packed >> 32), static_cast<int>(packed & 0xffffffffu)); }
 
   // ---------------------------------------------------------------- SMs
   // R's sustained-load duty averages carried from their last update to
@@ -972,10 +1043,10 @@ class Executor {
     return fr;
   }
 
-  void queue_copy(int r, int id) {
+  void queue_copy(int r, int id, Time handoff) {
     RankState& R = ranks_[r];
     const int e = engine_for(R, op_of(r, id).copy);
-    R.ce[e].queue.push_back(id);
+    R.ce[e].queue.emplace_back(id, handoff);
     if (R.ce[e].busy < 0) start_copy(r, e);
   }
 
@@ -983,7 +1054,7 @@ class Executor {
     RankState& R = ranks_[r];
     CopyEngine& ce = R.ce[e];
     if (ce.queue.empty()) return;
-    const int id = ce.queue.front();
+    const auto [id, handoff] = ce.queue.front();
     ce.queue.pop_front();
     ce.busy = id;
     const Op& op = op_of(r, id);
@@ -1020,6 +1091,7 @@ class Executor {
       f.route = route->uses;
       f.latency += route->latency;
     }
+    f.latency += handoff;
     if (std::isfinite(cap)) f.rate_cap = cap;
     f.weight = p_.copy_weight_for(op.copy == CopyKind::D2H);
     const uint64_t key = (static_cast<uint64_t>(id) << 24) | (static_cast<uint64_t>(r) << 4) | static_cast<uint64_t>(e);
@@ -1770,6 +1842,9 @@ class Executor {
   const Schedule& s_;
   const hw::Topology& topo_;
   ModelParams p_;
+  // A hand-off between engines is calibrated: streams keep what they wait on (EngineDep).
+  bool handoffs_ = p_.copy_after_kernel_latency > Time::zero() || p_.copy_after_kernel_latency_d2h > Time::zero() ||
+                   p_.kernel_after_copy_latency > Time::zero() || p_.event_gpu_time_copy >= Time::zero();
   ExecOptions o_;
   std::vector<int> res_of_cons_;
   std::vector<BottleneckStat> copy_bn_, coll_bn_;

@@ -31,6 +31,31 @@ struct ModelParams {
   // an event before and after every op, measured ~3 us between two kernels
   // of a stream, ~7 us while the rank's own prefetch ran. 0 = none.
   Time event_gpu_time_h2d = Time::zero();
+  // GPU time of an event recorded after a copy (the latest op its stream
+  // waits on a copy): measured apart (overhead_gpu_event_gap, H2D copies with
+  // and without an event after each: 1.3 us on H200s and an H100, against
+  // 1.9 between kernels; bench copy_reps: the burst after a host function,
+  // 1.2-1.3 us). Negative = event_gpu_time (with event_gpu_time_h2d).
+  Time event_gpu_time_copy = Time::from_ps(-1);
+
+  // Hand-offs between engines. A copy (H2D / D2H) that waited on a kernel
+  // (the latest op its stream waits on, its own or through an event, is a
+  // kernel or collective that ended after the host issued the copy) starts
+  // copy_after_kernel_latency later (D2H: _d2h where >= 0): the copy engine
+  // learns of the kernel's end through a semaphore. Measured (bench
+  // copy_reps, two H200 leases and an H100): a burst of copies behind a spin
+  // kernel costs 6.5-7.6 us more than one behind a host function, on the
+  // same stream or waiting on an event from another. A copy issued after
+  // the kernel ended pays nothing. 0 = none.
+  Time copy_after_kernel_latency = Time::zero();
+  Time copy_after_kernel_latency_d2h = Time::from_ps(-1);
+  [[nodiscard]] Time copy_after_kernel_latency_for(bool d2h) const {
+    return d2h && copy_after_kernel_latency_d2h >= Time::zero() ? copy_after_kernel_latency_d2h : copy_after_kernel_latency;
+  }
+  // The other way: a kernel that waited on a copy starts this much later
+  // (bench kernel_reps, 1xH200: a burst of kernels after a 4 KiB H2D copy
+  // 2.7-2.9 us more than after a host function or a kernel). 0 = none.
+  Time kernel_after_copy_latency = Time::zero();
 
   // Compute: time = max(FLOPs / (peak * efficiency), HBM bytes / (HBM bandwidth * hbm_efficiency)).
   double gemm_efficiency = 0.75;
@@ -140,11 +165,13 @@ struct ModelParams {
   Time copy_latency_d2h = Time::from_ps(-1);
   [[nodiscard]] Time copy_latency_for(bool d2h) const { return d2h && copy_latency_d2h >= Time::zero() ? copy_latency_d2h : copy_latency; }
   // Pinned H2D / D2H copies of at least copy_step_bytes take copy_step_latency
-  // (D2H: copy_step_latency_d2h where >= 0) more set-up (calibrated: every
-  // box measured its copies from 1 MiB up on a line ~1.1-1.5 us above the one
-  // through 4-256 KiB, at the same rate; possibly the bench's, whose bursts
-  // go from 20 copies to 5 there: a one-off cost per burst fits as well, and
-  // bench copy_reps tells the two apart). 0 = no step.
+  // (D2H: copy_step_latency_d2h where >= 0) more set-up. Calibrations before
+  // 2026-11-24 set it (every box measured its copies from 1 MiB up on a line
+  // ~1.1-1.5 us above the one through 4-256 KiB); bench copy_reps showed it
+  // the bench's (its bursts go from 20 copies to 5 there, and each burst
+  // pays the hand-off from its gate's kernel and its closing event:
+  // copy_after_kernel_latency, event_gpu_time_copy), and `calibrate` no
+  // longer writes it. 0 = no step.
   Bytes copy_step_bytes = 0;
   Time copy_step_latency = Time::zero();
   Time copy_step_latency_d2h = Time::from_ps(-1);
