@@ -1298,23 +1298,32 @@ programs:
   CHECK(s.op(0, 5).end == Time::from_us(272));
   CHECK(s.op(0, 7).start == Time::from_us(52));
   CHECK(s.op(0, 7).end == Time::from_us(159));
-  // A copy the host issues after the kernel ended (1 ms of host work first)
-  // waits on nothing: no hand-off; nor with the latencies off.
+  // Copies the host issues after the kernels ended (1 ms of host work
+  // first): on the kernel's own stream the hand-off is paid all the same
+  // (its stream's last op a kernel); waiting on an event after a kernel of
+  // another stream, done before, it is not. Off: neither.
   const std::string late = R"(name: late
 ranks: 1
-streams: [a]
+streams: [a, b, c]
 programs:
   - rank: 0
     ops:
       - {op: kernel, name: k1, stream: a, duration: 50 us}
+      - {op: kernel, name: k2, stream: c, duration: 50 us}
+      - {op: event_record, event: e, stream: c}
       - {op: host_work, duration: 1 ms}
       - {op: memcpy, kind: h2d, bytes: 1 MB, stream: a}
+      - {op: stream_wait_event, stream: b, event: e}
+      - {op: memcpy, kind: h2d, bytes: 1 MB, stream: b}
 )";
   const Sim l(late, p);
-  CHECK(l.op(0, 2).start == Time::from_us(1000));
-  CHECK(l.op(0, 2).end == Time::from_us(1100));
+  CHECK(l.op(0, 4).start == Time::from_us(1000));
+  CHECK(l.op(0, 4).end == Time::from_us(1106));
+  CHECK(l.op(0, 6).start == Time::from_us(1106));  // the one H2D engine, after the first
+  CHECK(l.op(0, 6).end == Time::from_us(1206));      // no hand-off of its own
   const Sim off(late, quiet());
-  CHECK(off.op(0, 2).end == Time::from_us(1100));
+  CHECK(off.op(0, 4).end == Time::from_us(1100));
+  CHECK(off.op(0, 6).end == Time::from_us(1200));
 }
 
 TEST_CASE("validate's timing events written in: an event before and after every op, one after every event and wait, mapped back to the schedule's ops") {

@@ -2015,8 +2015,11 @@ Op bench_copy(CopyKind kind, Bytes bytes, int stream = 0) {
 // to the last. Gates: "kernel" (a spin kernel on the lane's stream),
 // "kernel_wait" (one spin kernel on a third stream, where each lane records
 // its first event and waits on it), "host" (a host function: nothing on the
-// GPU before the first event). Host calls take no time: the bench issues
-// everything before it opens the gate.
+// GPU before the first event); "kernel_done" / "kernel_wait_done" (one
+// lane: a spin kernel on its stream / on the third stream with an event
+// after it, done 50 us before the host issues the rest behind a host
+// function, the lane waiting on that event: copy_after_idle). Host calls
+// take no time: the bench issues everything before it opens the gate.
 std::vector<double> replay_gated(const std::vector<Op>& lanes, int reps, const std::string& gate, int dev, const hw::Topology& topo,
                                  const ModelParams& params) {
   assert(reps >= 1 && lanes.size() <= 2);
@@ -2033,6 +2036,25 @@ std::vector<double> replay_gated(const std::vector<Op>& lanes, int reps, const s
     spin.stream = 2;
     prog.push_back(spin);
   }
+  const bool done = gate == "kernel_done" || gate == "kernel_wait_done";
+  int done_event = -1;
+  if (done) {
+    assert(lanes.size() == 1);
+    spin.stream = gate == "kernel_done" ? 0 : 2;
+    prog.push_back(spin);
+    if (gate == "kernel_wait_done") {
+      Op ev;
+      ev.kind = OpKind::EventRecord;
+      ev.stream = 2;
+      ev.event = done_event = static_cast<int>(s.events.size());
+      s.events.push_back("done");
+      prog.push_back(ev);
+    }
+    Op host;
+    host.kind = OpKind::HostWork;
+    host.duration = Time::from_us(100);
+    prog.push_back(host);
+  }
   std::vector<std::pair<size_t, size_t>> timed;  // per lane: its two events' places
   for (size_t i = 0; i < lanes.size(); ++i) {
     const int st = static_cast<int>(i);
@@ -2044,6 +2066,13 @@ std::vector<double> replay_gated(const std::vector<Op>& lanes, int reps, const s
     if (gate == "kernel") {
       spin.stream = st;
       prog.push_back(spin);
+    }
+    if (done_event >= 0) {
+      Op w;
+      w.kind = OpKind::StreamWaitEvent;
+      w.stream = st;
+      w.event = done_event;
+      prog.push_back(w);
     }
     prog.push_back(ev);
     const size_t first = prog.size() - 1;
@@ -2533,6 +2562,26 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         c.simulated_us = per_copy[d2h && run_h2d ? 1 : 0];
         out.push_back(c);
       }
+      continue;
+    }
+    if (key == "copy_after_idle") {
+      // A burst behind a host function, with a kernel done long before on
+      // the stream or waited on, or nothing (the control): as the bench ran it.
+      const int dev = r.at("gpus")[0].get<int>();
+      if (dev >= ngpu) continue;
+      const Bytes bytes = r.at("bytes").get<Bytes>();
+      const int reps = r.at("reps").get<int>();
+      const std::string before = r.at("before").get<std::string>();
+      const bool d2h = r.at("dir") == "d2h";
+      c.cls = "copies per burst after a kernel done long before (copy_after_idle)";
+      c.what = fmt::format("GPU {}, {} x {} after {}, {}", dev, format_bytes(static_cast<double>(bytes)), reps,
+                           before == "host"          ? "a host function alone"
+                           : before == "kernel_done" ? "a kernel done before, on the stream"
+                                                     : "a kernel done before, waited on",
+                           d2h ? "D2H" : "H2D");
+      c.measured_us = r.at("time_us").get<double>();
+      c.simulated_us = replay_gated({bench_copy(d2h ? CopyKind::D2H : CopyKind::H2D, bytes)}, reps, before, dev, topo, p)[0];
+      out.push_back(c);
       continue;
     }
     if (key == "p2p_copy") {

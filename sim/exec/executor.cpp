@@ -74,6 +74,7 @@ enum OpFlag : uint8_t { kDispatched = 1, kDone = 2, kArrived = 4 };
 // kernel_after_copy_latency, event_gpu_time_copy): the engine of the latest
 // op a stream's next op depends on (the stream's own last kernel, collective
 // or copy, or one it waited on through an event) and when that op ended.
+// StreamState::own is the engine of the stream's own last such op.
 struct EngineDep {
   enum Kind : uint8_t { None, Compute, Copy } kind = None;
   Time end;
@@ -93,6 +94,7 @@ struct StreamState {
   int priority = 0;
   Time started;  // when its running op was dispatched (a stream runs one op at a time)
   EngineDep dep;
+  EngineDep::Kind own = EngineDep::None;
   std::deque<Issued> issued;
 };
 
@@ -763,8 +765,8 @@ class Executor {
     f |= kDone;
     ++st.done;
     if (handoffs_) {
-      if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective) st.dep = {EngineDep::Compute, engine_.now()};
-      else if (op.kind == OpKind::Memcpy) st.dep = {EngineDep::Copy, engine_.now()};
+      if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective) st.dep = {EngineDep::Compute, engine_.now()}, st.own = EngineDep::Compute;
+      else if (op.kind == OpKind::Memcpy) st.dep = {EngineDep::Copy, engine_.now()}, st.own = EngineDep::Copy;
       else if (op.kind == OpKind::EventRecord) R.event_dep[static_cast<size_t>(op.event)] = {op.stream, st.done - 1, st.dep};
     }
     if (o_.keep_records) {
@@ -792,8 +794,12 @@ class Executor {
     flags_[static_cast<size_t>(id)] |= kDispatched;
     const Op& op = op_of(r, id);
     mark_start(r, id, op);
-    // Hand-offs: an op the host issued before the op it waits on ended (it
-    // was waiting) pays the latency of the hand-over from the other engine.
+    // Hand-offs: an op whose stream last ran an op on the other engine
+    // (however long ago), or that waited through an event on such an op
+    // still running when the host issued it, pays the latency of the
+    // hand-over from that engine (bench copy_after_idle: a copy after a
+    // kernel long done on its stream paid it, one waiting on an event after
+    // a kernel long done on another stream did not).
     Time handoff;
     if (handoffs_) {
       RankState& R = ranks_[r];
@@ -807,10 +813,12 @@ class Executor {
         if (ed.stream == is.wait_stream && ed.pos == is.wait_pos && ed.dep.kind != EngineDep::None && ed.dep.end >= st.dep.end) st.dep = ed.dep;
       } else if (op.kind == OpKind::StreamWaitStream) {
         if (const EngineDep& d = R.streams[op.stream2].dep; d.kind != EngineDep::None && d.end >= st.dep.end) st.dep = d;
-      } else if (is.at < st.dep.end) {
-        if (op.kind == OpKind::Memcpy && st.dep.kind == EngineDep::Compute && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
+      } else {
+        const bool waited = is.at < st.dep.end;
+        const auto from = [&](EngineDep::Kind k) { return st.own == k || (waited && st.dep.kind == k); };
+        if (op.kind == OpKind::Memcpy && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && from(EngineDep::Compute))
           handoff = p_.copy_after_kernel_latency_for(op.copy == CopyKind::D2H);
-        else if (op.kind == OpKind::Kernel && st.dep.kind == EngineDep::Copy)
+        else if (op.kind == OpKind::Kernel && from(EngineDep::Copy))
           handoff = p_.kernel_after_copy_latency;
       }
     }
@@ -828,7 +836,7 @@ class Executor {
         // ModelParams::event_gpu_time: the stream is held that long (after
         // a copy: event_gpu_time_copy where calibrated).
         const RankState& R = ranks_[r];
-        const bool after_copy = handoffs_ && p_.event_gpu_time_copy >= Time::zero() && R.streams[op.stream].dep.kind == EngineDep::Copy;
+        const bool after_copy = handoffs_ && p_.event_gpu_time_copy >= Time::zero() && R.streams[op.stream].own == EngineDep::Copy;
         const Time t = after_copy ? p_.event_gpu_time_copy : p_.event_gpu_time + (R.ce[kH2D].busy >= 0 ? p_.event_gpu_time_h2d : Time::zero());
         if (t > Time::zero()) {
           engine_.after(t, &Engine::call<&Executor::end_event_record, Executor>, this, (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(id));

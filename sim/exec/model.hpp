@@ -31,30 +31,32 @@ struct ModelParams {
   // an event before and after every op, measured ~3 us between two kernels
   // of a stream, ~7 us while the rank's own prefetch ran. 0 = none.
   Time event_gpu_time_h2d = Time::zero();
-  // GPU time of an event recorded after a copy (the latest op its stream
-  // waits on a copy): measured apart (overhead_gpu_event_gap, H2D copies with
+  // GPU time of an event recorded after a copy (its stream's last op a
+  // copy): measured apart (overhead_gpu_event_gap, H2D copies with
   // and without an event after each: 1.3 us on H200s and an H100, against
   // 1.9 between kernels; bench copy_reps: the burst after a host function,
   // 1.2-1.3 us). Negative = event_gpu_time (with event_gpu_time_h2d).
   Time event_gpu_time_copy = Time::from_ps(-1);
 
-  // Hand-offs between engines. A copy (H2D / D2H) that waited on a kernel
-  // (the latest op its stream waits on, its own or through an event, is a
-  // kernel or collective that ended after the host issued the copy) starts
-  // copy_after_kernel_latency later (D2H: _d2h where >= 0): the copy engine
-  // learns of the kernel's end through a semaphore. Measured (bench
-  // copy_reps, two H200 leases and an H100): a burst of copies behind a spin
-  // kernel costs 6.5-7.6 us more than one behind a host function, on the
-  // same stream or waiting on an event from another. A copy issued after
-  // the kernel ended pays nothing. 0 = none.
+  // Hand-offs between engines. A copy (H2D / D2H) whose stream's last op
+  // (kernel, collective or copy) was a kernel or collective, however long
+  // ago, or that waited through an event on a kernel still running when the
+  // host issued the copy, starts copy_after_kernel_latency later (D2H: _d2h
+  // where >= 0). Measured (bench copy_reps, three H200 leases and two
+  // H100s): a burst of copies behind a spin kernel costs 5-6 us more than
+  // one behind a host function, on the same stream or waiting on an event
+  // from another; copy_after_idle (an H100): the same after a kernel on the
+  // copies' stream done and synchronised before they were issued, nothing
+  // after an event on another stream's kernel done before. 0 = none.
   Time copy_after_kernel_latency = Time::zero();
   Time copy_after_kernel_latency_d2h = Time::from_ps(-1);
   [[nodiscard]] Time copy_after_kernel_latency_for(bool d2h) const {
     return d2h && copy_after_kernel_latency_d2h >= Time::zero() ? copy_after_kernel_latency_d2h : copy_after_kernel_latency;
   }
-  // The other way: a kernel that waited on a copy starts this much later
-  // (bench kernel_reps, 1xH200: a burst of kernels after a 4 KiB H2D copy
-  // 2.7-2.9 us more than after a host function or a kernel). 0 = none.
+  // The other way, by the same rule: a kernel after a copy on its stream,
+  // or waiting on a running one, starts this much later (bench kernel_reps,
+  // 1xH200: a burst of kernels after a 4 KiB H2D copy 2.7-2.9 us more than
+  // after a host function or a kernel). 0 = none.
   Time kernel_after_copy_latency = Time::zero();
 
   // Compute: time = max(FLOPs / (peak * efficiency), HBM bytes / (HBM bandwidth * hbm_efficiency)).

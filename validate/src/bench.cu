@@ -560,6 +560,64 @@ struct Runner::Impl {
           }
   }
 
+  // Copies after a kernel that ended long before (copy_after_idle): is the
+  // hand-off from a kernel (copy_reps: ~6 us per burst after a spin kernel,
+  // on the stream or waited on) paid by a copy the host issues once the
+  // kernel is done? Bursts of pinned copies held by a host function, with
+  // before them: nothing (`host`, the control); a spin kernel on the
+  // stream, released and synchronised first (`kernel_done`); a spin kernel
+  // on another stream with an event after it, released and synchronised,
+  // the copy stream waiting on that event (`kernel_wait_done`). One way,
+  // 256 KiB and 1 MiB, 1-20 per burst.
+  void copy_after_idle() {
+    if (!want("copy_after_idle")) return;
+    const int dev = 0;
+    CUDA_CHECK(cudaSetDevice(dev));
+    const size_t max_bytes = 1u << 20;
+    DevBuf d(dev, max_bytes);
+    PinnedBuf h(max_bytes);
+    Stream s(dev), s3(dev);
+    Event a(dev), b(dev), e(dev);
+    auto copy = [&](bool h2d, size_t bytes) {
+      CUDA_CHECK(cudaMemcpyAsync(h2d ? d.p : h.p, h2d ? h.p : d.p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.s));
+    };
+    copy(true, max_bytes);
+    copy(false, max_bytes);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    Gate kg;
+    HostGate hg;
+    for (const size_t bytes : {size_t{256} << 10, size_t{1} << 20})
+      for (const int reps : {1, 2, 5, 20})
+        for (const std::string before : {"host", "kernel_done", "kernel_wait_done"})
+          for (const bool h2d : {true, false}) {
+            progress("copy_after_idle " + std::to_string(bytes) + " x" + std::to_string(reps) + " " + before);
+            std::vector<double> t;
+            for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+              if (before != "host") {
+                const bool wait = before == "kernel_wait_done";
+                kg.hold(wait ? s3.s : s.s);
+                if (wait) CUDA_CHECK(cudaEventRecord(e.e, s3.s));
+                kg.release();
+                CUDA_CHECK(cudaDeviceSynchronize());
+                hg.hold(s.s);
+                if (wait) CUDA_CHECK(cudaStreamWaitEvent(s.s, e.e, 0));
+              } else {
+                hg.hold(s.s);
+              }
+              CUDA_CHECK(cudaEventRecord(a.e, s.s));
+              for (int i = 0; i < reps; ++i) copy(h2d, bytes);
+              CUDA_CHECK(cudaEventRecord(b.e, s.s));
+              hg.release();
+              CUDA_CHECK(cudaDeviceSynchronize());
+              float ms = 0;
+              CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+              if (it >= opt.warmup) t.push_back(ms * 1e3 / reps);
+            }
+            add({{"key", "copy_after_idle"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"before", before}, {"dir", h2d ? "h2d" : "d2h"},
+                 {"time_us", median(t)}});
+          }
+  }
+
   // Kernels per gated burst after what (kernel_reps): the hand-off the other
   // way. 1 MiB memory kernels, 1, 2, 5 and 20 per burst, timed from an event
   // recorded after the op before them: a host function (`host`), the spin
@@ -1957,6 +2015,7 @@ nlohmann::ordered_json Runner::run() {
   I.gpu_event_gap();
   I.copies();
   I.copy_reps();
+  I.copy_after_idle();
   I.kernel_reps();
   I.multi_gpu_copies();
   I.p2p();
