@@ -79,13 +79,6 @@ struct EngineDep {
   enum Kind : uint8_t { None, Compute, Copy } kind = None;
   Time end;
 };
-// What the host issued to a stream that has not dispatched yet: when (and,
-// for a stream_wait_event, the place of the record it binds to). Kept only
-// where a hand-off is calibrated (Executor::handoffs_).
-struct Issued {
-  Time at;
-  int32_t wait_stream = -1, wait_pos = -1;
-};
 
 struct StreamState {
   int enqueued = 0;  // ops the host has issued to it
@@ -95,7 +88,7 @@ struct StreamState {
   Time started;  // when its running op was dispatched (a stream runs one op at a time)
   EngineDep dep;
   EngineDep::Kind own = EngineDep::None;
-  std::deque<Issued> issued;
+  int dep_waiting = -1;  // its ops up to this place were issued when `dep` came through a wait
 };
 
 // A hardware queue: ops in submission order, dispatched from the head. Which
@@ -710,11 +703,6 @@ class Executor {
     R.issued = R.pc + 1;
     StreamState& st = R.streams[op.stream];
     ++st.enqueued;
-    if (handoffs_) {
-      Issued is{engine_.now()};
-      if (op.kind == OpKind::StreamWaitEvent) std::tie(is.wait_stream, is.wait_pos) = R.event_pos[op.event];
-      st.issued.push_back(is);
-    }
     if (op.kind == OpKind::StreamWaitEvent && o_.keep_records) {
       const auto [es, ep] = R.event_pos[op.event];
       record(r, R.pc).waits_on = R.queues->stream_ops[static_cast<size_t>(es)][static_cast<size_t>(ep)];
@@ -748,7 +736,10 @@ class Executor {
       for (const size_t i : R.queues->used) {  // the others never hold an op
         if (i < first) continue;
         HwQueue& q = R.hwq[i];
-        while (can_dispatch(R, q)) dispatch(r, R.base + (*q.ops)[q.head++].index);
+        while (can_dispatch(R, q)) {
+          const QueueEntry& e = (*q.ops)[q.head++];
+          dispatch(r, R.base + e.index, e);
+        }
       }
       first = 0;
     } while (R.again);
@@ -790,7 +781,7 @@ class Executor {
     else ranks_[r].streams[op.stream].started = engine_.now();
   }
 
-  void dispatch(int r, int id) {
+  void dispatch(int r, int id, const QueueEntry& e) {
     flags_[static_cast<size_t>(id)] |= kDispatched;
     const Op& op = op_of(r, id);
     mark_start(r, id, op);
@@ -804,17 +795,22 @@ class Executor {
     if (handoffs_) {
       RankState& R = ranks_[r];
       StreamState& st = R.streams[op.stream];
-      assert(!st.issued.empty());
-      const Issued is = st.issued.front();
-      st.issued.pop_front();
+      // A wait takes the later of the two: the stream's own, or the waited
+      // stream's at the record (at its end, for a stream wait). The ops
+      // issued to the stream by then waited on it.
+      const EngineDep* d = nullptr;
       if (op.kind == OpKind::StreamWaitEvent) {
-        // The latest of the two: the stream's own, or the record's stream's then.
         const RankState::EventDep& ed = R.event_dep[static_cast<size_t>(op.event)];
-        if (ed.stream == is.wait_stream && ed.pos == is.wait_pos && ed.dep.kind != EngineDep::None && ed.dep.end >= st.dep.end) st.dep = ed.dep;
+        if (ed.stream == e.dep_stream && ed.pos == e.dep_pos) d = &ed.dep;
       } else if (op.kind == OpKind::StreamWaitStream) {
-        if (const EngineDep& d = R.streams[op.stream2].dep; d.kind != EngineDep::None && d.end >= st.dep.end) st.dep = d;
-      } else {
-        const bool waited = is.at < st.dep.end;
+        d = &R.streams[op.stream2].dep;
+      }
+      if (d && d->kind != EngineDep::None && d->end >= st.dep.end) {
+        st.dep = *d;
+        st.dep_waiting = st.enqueued - 1;
+      }
+      if (op.kind != OpKind::StreamWaitEvent && op.kind != OpKind::StreamWaitStream) {
+        const bool waited = e.pos <= st.dep_waiting;
         const auto from = [&](EngineDep::Kind k) { return st.own == k || (waited && st.dep.kind == k); };
         if (op.kind == OpKind::Memcpy && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && from(EngineDep::Compute))
           handoff = p_.copy_after_kernel_latency_for(op.copy == CopyKind::D2H);
