@@ -579,6 +579,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     p.copy_engine_bandwidth = Bandwidth::from_GBps(1e-3 / line[0].inv_beta);
     p.copy_latency = Time::from_us(std::max(0.0, line[0].latency_us - route_latency_us));
     p.copy_after_kernel_latency = Time::from_us(std::max(0.0, line[0].burst_us - close_us));
+    p.copy_step_bytes = 0;  // the burst in its place (a base's step, from an older file, would count it twice)
     // D2H's own set-up (posted writes: no completion to wait for) and rate
     // (most boxes within 0.5 % of H2D's; a 2xH200 box 4 % faster).
     if (line[1].ok) {

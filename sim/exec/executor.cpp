@@ -7,7 +7,6 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <tuple>
 #include <memory>
 #include <unordered_map>
 
