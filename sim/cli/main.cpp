@@ -67,9 +67,12 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 int calibrate_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& out, bool force,
-                      const std::string& replay_with) {
+                      const std::string& replay_with, const std::string& csv) {
   if (!replay_with.empty() && !out.empty())
     throw osim::InputError(osim::SourceLocation{out, 0, 0}, "--replay-with fits nothing, so there is no calibration to write: drop -o");
+  // Check every output first, so nothing is written when one would be refused.
+  if (!out.empty()) refuse_overwrite(out, force);
+  if (!csv.empty()) refuse_overwrite(csv, force);
   osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
   std::vector<std::pair<std::string, nlohmann::json>> docs;
   for (const auto& in : inputs) docs.emplace_back(in, read_json(in));
@@ -78,10 +81,7 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
   if (replay_with.empty()) {
     const osim::Calibration cal = osim::calibrate(docs, topo);
     const std::string yaml = osim::calibration_yaml(cal);
-    if (!out.empty()) {
-      refuse_overwrite(out, force);
-      write_file(out, yaml);
-    }
+    if (!out.empty()) write_file(out, yaml);
     std::cout << yaml << "\n";
     params = cal.params;
   } else {
@@ -101,6 +101,16 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
     }
     std::cout << label << " vs " << name << ":\n" << osim::format_comparison(rows) << "\n";
     for (auto& c : rows) all.emplace_back(name, std::move(c));
+  }
+  // --csv: every replayed row (source, class, testcase, case, measured,
+  // simulated, error, and what the model leaves out where it does).
+  if (!csv.empty()) {
+    osim::SweepTable t;
+    t.header = {"source", "class", "key", "case", "measured_us", "simulated_us", "error_pct", "not_modelled"};
+    for (const auto& [name, c] : all)
+      t.rows.push_back({name, c.cls, c.key, c.what, fmt::format("{:.4f}", c.measured_us), fmt::format("{:.4f}", c.simulated_us),
+                        fmt::format("{:.3f}", c.error_pct()), c.outside});
+    write_file(csv, osim::to_csv(t));
   }
   // The worst case over every replayed row, and each row over 5 %; then the
   // same over the rows of effects the model holds (the rest measure one it
@@ -476,7 +486,9 @@ int main(int argc, char** argv) {
   cal_cmd->add_option("bench", bench_inputs, "bench JSON files (a NCCL-defaults run first; a NCCL_P2P_DISABLE=1 run may follow)")->required();
   cal_cmd->add_option("--topology,-t", cal_topo, "the measured machine's topology YAML")->required();
   cal_cmd->add_option("-o,--out", cal_out, "write the calibration file here");
-  cal_cmd->add_flag("--force", cal_force, "overwrite an existing calibration file");
+  cal_cmd->add_flag("--force", cal_force, "overwrite an existing calibration file or --csv file");
+  std::string cal_csv;
+  cal_cmd->add_option("--csv", cal_csv, "also write every replayed row: source, class, key, case, measured and simulated us, error %, what is not modelled");
   std::string cal_replay_with;
   cal_cmd->add_option("--replay-with", cal_replay_with,
                       "fit nothing: replay the bench rows with this calibration file (out of sample, e.g. another box's) and report the errors");
@@ -511,7 +523,7 @@ int main(int argc, char** argv) {
     if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_timing, cmp_max, cmp_max_median, cmp_layers, cmp_csv, cmp_sim_out, cmp_force);
     if (*sweep_cmd) return sweep_command(sweep_path, sweep_out, sweep_force, sweep_threads, sweep_shard, sweep_progress, sweep_no_progress, tolerance);
     if (*merge_cmd) return merge_command(merge_inputs, merge_out, merge_force, merge_sweep, tolerance);
-    if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force, cal_replay_with);
+    if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force, cal_replay_with, cal_csv);
     osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
     if (*topo_cmd) {
       osim::hw::RouteOptions opt;
