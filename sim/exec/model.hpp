@@ -55,8 +55,8 @@ struct ModelParams {
   }
   // The other way, by the same rule: a kernel after a copy on its stream,
   // or waiting on a running one, starts this much later (bench kernel_reps,
-  // 1xH200: a burst of kernels after a 4 KiB H2D copy 2.7-2.9 us more than
-  // after a host function or a kernel). 0 = none.
+  // two H200 leases and an H100: a burst of kernels after a 4 KiB H2D copy
+  // 2.8-4.5 us more than after a host function or a kernel). 0 = none.
   Time kernel_after_copy_latency = Time::zero();
 
   // Compute: time = max(FLOPs / (peak * efficiency), HBM bytes / (HBM bandwidth * hbm_efficiency)).
