@@ -2074,3 +2074,40 @@ TEST_CASE("copies after a kernel done long before (copy_after_idle, 1xH200 h and
   CHECK(err.back() < 11.5);
   CHECK(0.5 * (err[23] + err[24]) < 1.7);
 }
+
+TEST_CASE("the hand-off against workload kernels (handoff_wait, 1xH200 j): reported, below copy_reps' spin gate, its rows counted apart") {
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  for (const char* lease : {"h200x1-i", "h200x1-j"}) {
+    INFO(lease);
+    const std::string dir = std::string("validate/results/") + lease + "/";
+    const Calibration cal = calibrate({{dir + "bench-handoff.json", load(kSrc + "/" + dir + "bench-handoff.json")}}, topo);
+    CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+    // The host's API overheads measured on the same lease (the hand-off set's runs issue ~1,200 calls).
+    CHECK(cal.params.memcpy_call.us() < 3);
+    CHECK(cal.params.event_call.us() < 2);
+  }
+  const std::string dir = "validate/results/h200x1-j/";
+  const nlohmann::json doc = load(kSrc + "/" + dir + "bench-handoff.json");
+  const Calibration cal = calibrate({{dir + "bench-handoff.json", doc}}, topo);
+  std::map<std::string, double> handoff;
+  for (const auto& f : cal.fits)
+    for (const auto& [k, v] : f.values)
+      if (k == "handoff_us") handoff[f.name] = v;
+  REQUIRE(handoff.size() == 4);
+  // After a kernel on every SM of 5 us-3 ms, one copy pays 2.5-4.7 us on
+  // average, 0.5-2.6 less than after copy_reps' one-thread spin gate.
+  for (const auto& [name, us] : handoff) {
+    INFO(name);
+    CHECK(us > 2.4);
+    CHECK(us < 4.8);
+    CHECK(us < cal.params.copy_after_kernel_latency_for(name.find("D2H") != std::string::npos).us());
+  }
+  // Its rows move by 5 us from row to row (the phase): counted apart.
+  int rows = 0;
+  for (const auto& c : compare_bench(doc, topo, cal.params))
+    if (c.key == "handoff_wait") {
+      CHECK(!c.outside.empty());
+      ++rows;
+    }
+  CHECK(rows == 32);
+}

@@ -1298,6 +1298,22 @@ programs:
   CHECK(s.op(0, 5).end == Time::from_us(272));
   CHECK(s.op(0, 7).start == Time::from_us(52));
   CHECK(s.op(0, 7).end == Time::from_us(159));
+  // Through a wait the hand-off runs from the wait's release, beside the
+  // ops between: two events (2 us each, after a kernel's event) on the
+  // copy stream after the wait on e0 (released at 52) end at 56, the D2H
+  // copy starts its set-up at 52 + 7 = 59 all the same, done at 159; four
+  // of them outlast it (60): no hand-off left, done at 160.
+  for (const int events : {2, 4}) {
+    std::string sched = "name: overlap\nranks: 1\nstreams: [a, b]\nprograms:\n  - rank: 0\n    ops:\n"
+                        "      - {op: kernel, name: k1, stream: a, duration: 50 us}\n"
+                        "      - {op: event_record, event: e0, stream: a}\n"
+                        "      - {op: stream_wait_event, stream: b, event: e0}\n";
+    for (int i = 0; i < events; ++i) sched += "      - {op: event_record, event: x" + std::to_string(i) + ", stream: b}\n";
+    sched += "      - {op: memcpy, kind: d2h, bytes: 1 MB, stream: b}\n";
+    const Sim o(sched, p);
+    const auto copy_end = o.op(0, static_cast<int>(3 + events)).end;
+    CHECK(copy_end == Time::from_us(events == 2 ? 159 : 160));
+  }
   // Copies the host issues after the kernels ended (1 ms of host work
   // first): on the kernel's own stream the hand-off is paid all the same
   // (its stream's last op a kernel); waiting on an event after a kernel of

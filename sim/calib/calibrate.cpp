@@ -761,6 +761,31 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
                         static_cast<int>(pts.size())});
     }
 
+  // One copy after a kernel of 5 us-3 ms (handoff_wait): per direction and
+  // mode the mean over the rows of the time less the copy's set-up, its
+  // bytes at the engine's rate and the closing event: the hand-off as a
+  // workload's kernels meet it, against copy_reps' gate. Reported only.
+  if (!p.copy_engine_bandwidth.is_unlimited())
+    for (const char* mode : {"same", "wait"})
+      for (const bool d2h : {false, true}) {
+        double sum = 0;
+        int n = 0;
+        for (const auto& r : rows(d, "handoff_wait"))
+          if (r.at("mode") == mode && r.at("dir") == (d2h ? "d2h" : "h2d") && r.at("gpus")[0] == 0) {
+            const double bytes = r.at("bytes").get<double>();
+            sum += r.at("time_us").get<double>() - p.host_copy_setup(d2h, false, static_cast<Bytes>(bytes)).us() - route_latency_us -
+                   bytes / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6 - close_us;
+            ++n;
+          }
+        if (n == 0) continue;
+        c.fits.push_back({fmt::format("one copy after a kernel of 5 us-3 ms (handoff_wait), {}, {}", d2h ? "D2H" : "H2D",
+                                      mode[0] == 's' ? "on its stream" : "waited on"),
+                          "the mean over the rows of time - set-up - bytes / the engine's rate - the closing event (reported only)",
+                          {{"handoff_us", sum / n}, {"copy_after_kernel_latency_us", p.copy_after_kernel_latency_for(d2h).us()}},
+                          0,
+                          n});
+      }
+
   // The all-to-all per gated burst (nccl_reps): time per op = steady(size)
   // + burst / iters per rank count (one burst for all sizes): what a
   // collective timed alone pays over the table, whose rows run 20, 5 or 2
@@ -2013,7 +2038,8 @@ Op bench_copy(CopyKind kind, Bytes bytes, int stream = 0) {
 // one-way pinned copies; bidir_pinned; copy_reps): per lane (one op, run
 // `reps` times on stream `lane index` of rank `dev`) the gate holding it, an
 // event, the ops, an event; per lane the time per op from the first event
-// to the last. Gates: "kernel" (a spin kernel on the lane's stream),
+// to the last. Gates: "kernel" (a spin kernel on the lane's stream, or the
+// `busy` one),
 // "kernel_wait" (one spin kernel on a third stream, where each lane records
 // its first event and waits on it), "host" (a host function: nothing on the
 // GPU before the first event); "kernel_done" / "kernel_wait_done" (one
@@ -2022,14 +2048,16 @@ Op bench_copy(CopyKind kind, Bytes bytes, int stream = 0) {
 // function, the lane waiting on that event: copy_after_idle). Host calls
 // take no time: the bench issues everything before it opens the gate.
 std::vector<double> replay_gated(const std::vector<Op>& lanes, int reps, const std::string& gate, int dev, const hw::Topology& topo,
-                                 const ModelParams& params) {
+                                 const ModelParams& params, std::optional<Time> busy = std::nullopt) {
   assert(reps >= 1 && lanes.size() <= 2);
   ModelParams p = params;
   p.kernel_launch = p.memcpy_call = p.event_call = p.collective_call = Time::zero();
   Schedule s = bench_schedule(dev + 1);
   s.streams.push_back({"gate", 0});
-  Op spin = bench_idle(Time::from_us(50));
-  spin.sm_limit = 1;
+  // The gate's kernel: the bench's one-thread spin, or (`busy`, handoff_wait)
+  // a kernel of that long on every SM.
+  Op spin = bench_idle(busy.value_or(Time::from_us(50)));
+  spin.sm_limit = busy ? 0 : 1;
   std::vector<std::vector<Op>> progs(static_cast<size_t>(dev) + 1);
   auto& prog = progs[static_cast<size_t>(dev)];
   const bool wait = gate == "kernel_wait";
@@ -2563,6 +2591,27 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
         c.simulated_us = per_copy[d2h && run_h2d ? 1 : 0];
         out.push_back(c);
       }
+      continue;
+    }
+    if (key == "handoff_wait") {
+      // One copy queued behind a kernel of `wait_us` on every SM, on its
+      // stream or waited on through an event: from the event after the
+      // kernel to the one after the copy.
+      const int dev = r.at("gpus")[0].get<int>();
+      if (dev >= ngpu) continue;
+      const bool d2h = r.at("dir") == "d2h", same = r.at("mode") == "same";
+      const double wait_us = r.at("wait_us").get<double>();
+      c.cls = "one copy after a kernel of 5 us-3 ms (handoff_wait)";
+      c.what = fmt::format("GPU {}, {} after {} us {}, {}", dev, format_bytes(r.at("bytes").get<double>()), wait_us,
+                           same ? "on the stream" : "waited on", d2h ? "D2H" : "H2D");
+      // One sample in five pays the hand-off's full ~7 us, another none:
+      // the medians of five move by 5 us from row to row, where the model
+      // has one latency (the mean over the rows: calibrate's fit).
+      c.outside = "the hand-off's phase (0.7-7.5 us from row to row)";
+      c.measured_us = r.at("time_us").get<double>();
+      c.simulated_us = replay_gated({bench_copy(d2h ? CopyKind::D2H : CopyKind::H2D, r.at("bytes").get<Bytes>())}, 1,
+                                    same ? "kernel" : "kernel_wait", dev, topo, p, Time::from_us(wait_us))[0];
+      out.push_back(c);
       continue;
     }
     if (key == "copy_after_idle") {

@@ -88,6 +88,7 @@ struct StreamState {
   EngineDep dep;
   EngineDep::Kind own = EngineDep::None;
   int dep_waiting = -1;  // its ops up to this place were issued when `dep` came through a wait
+  Time dep_released;     // when that wait was satisfied
 };
 
 // A hardware queue: ops in submission order, dispatched from the head. Which
@@ -807,14 +808,22 @@ class Executor {
       if (d && d->kind != EngineDep::None && d->end >= st.dep.end) {
         st.dep = *d;
         st.dep_waiting = st.enqueued - 1;
+        st.dep_released = engine_.now();
       }
       if (op.kind != OpKind::StreamWaitEvent && op.kind != OpKind::StreamWaitStream) {
+        // On its own stream the switch adds the latency; through a wait it
+        // runs from the wait's release, beside the ops between (the
+        // validation runs' timing events: validate/handoff/).
         const bool waited = e.pos <= st.dep_waiting;
-        const auto from = [&](EngineDep::Kind k) { return st.own == k || (waited && st.dep.kind == k); };
-        if (op.kind == OpKind::Memcpy && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && from(EngineDep::Compute))
-          handoff = p_.copy_after_kernel_latency_for(op.copy == CopyKind::D2H);
-        else if (op.kind == OpKind::Kernel && from(EngineDep::Copy))
-          handoff = p_.kernel_after_copy_latency;
+        const auto after = [&](EngineDep::Kind k, Time latency) {
+          if (st.own == k) return latency;
+          if (waited && st.dep.kind == k) return std::max(Time::zero(), st.dep_released + latency - engine_.now());
+          return Time::zero();
+        };
+        if (op.kind == OpKind::Memcpy && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
+          handoff = after(EngineDep::Compute, p_.copy_after_kernel_latency_for(op.copy == CopyKind::D2H));
+        else if (op.kind == OpKind::Kernel)
+          handoff = after(EngineDep::Copy, p_.kernel_after_copy_latency);
       }
     }
     switch (op.kind) {

@@ -618,6 +618,53 @@ struct Runner::Impl {
           }
   }
 
+  // The hand-off against how long the copy waited (handoff_wait): a kernel
+  // of `wait_us` on every SM (as `run`'s duration kernels: %globaltimer),
+  // then one pinned 256 KiB copy, timed from an event after the kernel to
+  // one after the copy; the kernel on the copy's own stream (`same`), or on
+  // another with an event the copy stream waits on (`wait`). Everything is
+  // issued behind a host-function gate, so the copy is queued before the
+  // kernel starts. copy_reps' gate held the copies ~ms and they paid ~6 us;
+  // between 20 us kernels (validate/handoff/) the wait through an event cost
+  // ~1 us beyond the events.
+  void handoff_wait() {
+    if (!want("handoff_wait")) return;
+    const ComputeGpu gpu;
+    const int dev = gpu.dev;
+    const size_t bytes = 256u << 10;
+    DevBuf d(dev, bytes);
+    PinnedBuf h(bytes);
+    Stream s(dev), s3(dev);
+    Event a(dev), b(dev);
+    HostGate hg;
+    CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
+    launch_busy(s3.s, gpu.sms, 1000);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    for (const int wait_us : {5, 10, 20, 50, 100, 300, 1000, 3000})
+      for (const char* mode : {"same", "wait"})
+        for (const bool h2d : {true, false}) {
+          progress(std::string("handoff_wait ") + mode + " " + std::to_string(wait_us));
+          const bool same = mode[0] == 's';
+          cudaStream_t ks = same ? s.s : s3.s;
+          std::vector<double> t;
+          for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+            hg.hold(ks);
+            launch_busy(ks, gpu.sms, int64_t{wait_us} * 1000);
+            CUDA_CHECK(cudaEventRecord(a.e, ks));
+            if (!same) CUDA_CHECK(cudaStreamWaitEvent(s.s, a.e, 0));
+            CUDA_CHECK(cudaMemcpyAsync(h2d ? d.p : h.p, h2d ? h.p : d.p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.s));
+            CUDA_CHECK(cudaEventRecord(b.e, s.s));
+            hg.release();
+            CUDA_CHECK(cudaDeviceSynchronize());
+            float ms = 0;
+            CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+            if (it >= opt.warmup) t.push_back(ms * 1e3);
+          }
+          add({{"key", "handoff_wait"}, {"gpus", {dev}}, {"bytes", bytes}, {"wait_us", wait_us}, {"mode", mode}, {"dir", h2d ? "h2d" : "d2h"},
+               {"time_us", median(t)}});
+        }
+  }
+
   // Kernels per gated burst after what (kernel_reps): the hand-off the other
   // way. 1 MiB memory kernels, 1, 2, 5 and 20 per burst, timed from an event
   // recorded after the op before them: a host function (`host`), the spin
@@ -2016,6 +2063,7 @@ nlohmann::ordered_json Runner::run() {
   I.copies();
   I.copy_reps();
   I.copy_after_idle();
+  I.handoff_wait();
   I.kernel_reps();
   I.multi_gpu_copies();
   I.p2p();
