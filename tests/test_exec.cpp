@@ -1298,6 +1298,9 @@ programs:
   CHECK(s.op(0, 5).end == Time::from_us(272));
   CHECK(s.op(0, 7).start == Time::from_us(52));
   CHECK(s.op(0, 7).end == Time::from_us(159));
+  // What the run reports: three hand-offs, 6 + 3 + 7 us.
+  CHECK(s.res.ranks[0].handoffs == 3);
+  CHECK(s.res.ranks[0].handoff_time == Time::from_us(16));
   // Through a wait the hand-off runs from the wait's release, beside the
   // ops between: two events (2 us each, after a kernel's event) on the
   // copy stream after the wait on e0 (released at 52) end at 56, the D2H

@@ -170,6 +170,8 @@ struct RankState {
   Time busy_until;
   Time host_end;
   Time last_end;  // the latest end of any of its ops (RankSummary::end is this or host_end)
+  int64_t handoffs = 0;  // RankSummary::handoffs, handoff_time
+  Time handoff_time;
   std::vector<StreamState> streams;
   std::vector<HwQueue> hwq;
   std::vector<std::pair<int, int>> event_pos;
@@ -477,6 +479,8 @@ class Executor {
       sum.end = std::max(ranks_[r].host_end, ranks_[r].last_end);
       sum.peak_vram = ranks_[r].peak_vram;
       sum.vram_capacity = ranks_[r].vram_cap;
+      sum.handoffs = ranks_[r].handoffs;
+      sum.handoff_time = ranks_[r].handoff_time;
       out.makespan = std::max(out.makespan, sum.end);
       out.ranks.push_back(sum);
     }
@@ -824,6 +828,7 @@ class Executor {
           handoff = after(EngineDep::Compute, p_.copy_after_kernel_latency_for(op.copy == CopyKind::D2H));
         else if (op.kind == OpKind::Kernel)
           handoff = after(EngineDep::Copy, p_.kernel_after_copy_latency);
+        if (handoff > Time::zero()) ++R.handoffs, R.handoff_time += handoff;
       }
     }
     switch (op.kind) {

@@ -60,6 +60,10 @@ struct RankSummary {
   Time end;                // the host finished the program and every stream drained
   Bytes peak_vram = 0;
   Bytes vram_capacity = 0;
+  // Hand-offs between engines it paid (ModelParams::copy_after_kernel_latency,
+  // kernel_after_copy_latency): how many, and the latency in all.
+  int64_t handoffs = 0;
+  Time handoff_time;
 };
 
 struct ExecResult {

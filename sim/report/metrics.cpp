@@ -158,6 +158,18 @@ nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, 
     return a;
   };
   j["bottlenecks"] = {{"copies", bn(r.copy_bottlenecks)}, {"collectives", bn(r.collective_bottlenecks)}};
+  // Engine hand-offs (a simulated run whose calibration has them).
+  int64_t handoffs = 0;
+  for (const auto& rs : r.ranks) handoffs += rs.handoffs;
+  if (handoffs > 0) {
+    ordered_json per = ordered_json::array();
+    double total = 0;
+    for (size_t i = 0; i < r.ranks.size(); ++i) {
+      per.push_back({{"rank", i}, {"count", r.ranks[i].handoffs}, {"time_s", r.ranks[i].handoff_time.s()}});
+      total += r.ranks[i].handoff_time.s();
+    }
+    j["handoffs"] = {{"count", handoffs}, {"time_s", total}, {"per_rank", per}};
+  }
   return j;
 }
 
@@ -211,6 +223,12 @@ std::string format_summary(const Metrics& m, const hw::Topology& topo, const Exe
   };
   top_bn(r.copy_bottlenecks, "copies");
   top_bn(r.collective_bottlenecks, "collective transfers");
+  int64_t handoffs = 0;
+  Time handoff_time;
+  for (const auto& rs : r.ranks) handoffs += rs.handoffs, handoff_time += rs.handoff_time;
+  if (handoffs > 0)
+    out += fmt::format("  engine hand-offs (copy after kernel, kernel after copy): {} on {} rank{}, {} in all\n", handoffs, r.ranks.size(),
+                       r.ranks.size() == 1 ? "" : "s", format_time(handoff_time));
   return out;
 }
 
