@@ -813,31 +813,31 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
 
   // Kernels per gated burst after what (kernel_reps): per `after` (a host
   // function, a kernel, a copy on the stream, a copy waited on), time per
-  // kernel = steady + burst / reps: the hand-off from a copy to the compute
-  // engine against a burst's closing event. Reported only.
+  // kernel = steady + burst / reps (reported), and from them the hand-off
+  // from a copy to the compute engine against a burst's closing event.
   {
     std::map<std::string, std::vector<BurstPoint>> by_after;
+    std::vector<BurstPoint> after_copy_pts;  // after a copy, on the stream or waited on
     for (const auto& r : rows(d, "kernel_reps")) {
       const BurstPoint pt{0, r.at("reps").get<double>(), r.at("time_us").get<double>()};
       by_after[r.at("after").get<std::string>()].push_back(pt);
-      if (r.at("after") == "copy" || r.at("after") == "copy_wait") by_after["(copy)"].push_back(pt);
+      if (r.at("after") == "copy" || r.at("after") == "copy_wait") after_copy_pts.push_back(pt);
     }
     // The hand-off from a copy to the compute engine
     // (kernel_after_copy_latency): the burst after a copy, on the stream or
     // waited on (one fit over both), less the burst after a host function
     // (its closing event).
-    if (by_after.contains("(copy)") && by_after.contains("host")) {
-      const auto after_copy = fit_burst(by_after.at("(copy)"), false), after_host = fit_burst(by_after.at("host"), false);
+    if (!after_copy_pts.empty() && by_after.contains("host")) {
+      const auto after_copy = fit_burst(after_copy_pts, false), after_host = fit_burst(by_after.at("host"), false);
       if (after_copy && after_host) {
         p.kernel_after_copy_latency = Time::from_us(std::max(0.0, after_copy->burst - after_host->burst));
         c.fits.push_back({"kernel after a copy (kernel_reps)",
                           "burst of kernels after a copy (on the stream or waited on) - burst after a host function (steady + burst / reps each)",
                           {{"kernel_after_copy_latency_us", p.kernel_after_copy_latency.us()}},
                           after_copy->rms_pct,
-                          static_cast<int>(by_after.at("(copy)").size() + by_after.at("host").size())});
+                          static_cast<int>(after_copy_pts.size() + by_after.at("host").size())});
       }
     }
-    by_after.erase("(copy)");
     for (const auto& [after, pts] : by_after) {
       const auto b = fit_burst(pts, false);
       if (!b) continue;
