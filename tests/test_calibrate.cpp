@@ -2077,10 +2077,12 @@ TEST_CASE("copies after a kernel done long before (copy_after_idle, 1xH200 h and
 
 TEST_CASE("the hand-off against workload kernels (handoff_wait, 1xH200 j): reported, below copy_reps' spin gate, its rows counted apart") {
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  for (const char* lease : {"h200x1-i", "h200x1-j"}) {
+  const hw::Topology dgx(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
+  for (const char* lease : {"h200x1-i", "h200x1-j", "h100x1-i"}) {
     INFO(lease);
     const std::string dir = std::string("validate/results/") + lease + "/";
-    const Calibration cal = calibrate({{dir + "bench-handoff.json", load(kSrc + "/" + dir + "bench-handoff.json")}}, topo);
+    const Calibration cal =
+        calibrate({{dir + "bench-handoff.json", load(kSrc + "/" + dir + "bench-handoff.json")}}, std::string(lease).starts_with("h100") ? dgx : topo);
     CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
     // The host's API overheads measured on the same lease (the hand-off set's runs issue ~1,200 calls).
     CHECK(cal.params.memcpy_call.us() < 3);
