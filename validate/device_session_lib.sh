@@ -7,6 +7,7 @@
 # packs $O into $OUT/r.tgz.
 session_start() {
   B=${1:-.device/overlapsim-validate}
+  source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh" "$B"  # unpacks an xz-carried build
   O=$OUT/r
   mkdir -p "$O"
   t0=$(date +%s)

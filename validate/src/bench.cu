@@ -104,6 +104,13 @@ struct Event {
   }
 };
 
+// Microseconds from event a to event b (both recorded and complete).
+double elapsed_us(const Event& a, const Event& b) {
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
+  return ms * 1e3;
+}
+
 // One event on each of GPUs 0..n-1 (index = GPU).
 std::vector<std::unique_ptr<Event>> events_per_gpu(int n) {
   std::vector<std::unique_ptr<Event>> out;
@@ -260,9 +267,7 @@ struct Runner::Impl {
       CUDA_CHECK(cudaEventRecord(b.e, s));
       gate.release();
       CUDA_CHECK(cudaStreamSynchronize(s));
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
-      if (it >= opt.warmup) samples.push_back(ms * 1e3 / reps);
+      if (it >= opt.warmup) samples.push_back(elapsed_us(a, b) / reps);
     }
     return median(samples);
   }
@@ -276,9 +281,7 @@ struct Runner::Impl {
     for (int i = 0; i < calls; ++i) op();
     CUDA_CHECK(cudaEventRecord(b.e, s));
     CUDA_CHECK(cudaEventSynchronize(b.e));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
-    return ms * 1e3 / calls;
+    return elapsed_us(a, b) / calls;
   }
 
   int reps_for(size_t bytes) const { return bytes < (1u << 20) ? 20 : bytes < (64u << 20) ? 5 : 1; }
@@ -358,9 +361,7 @@ struct Runner::Impl {
           CUDA_CHECK(cudaEventRecord(b.e, s.s));
           g1.release();
           CUDA_CHECK(cudaDeviceSynchronize());
-          float ms = 0;
-          CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
-          if (it >= opt.warmup) samples.push_back(ms * 1e3);
+          if (it >= opt.warmup) samples.push_back(elapsed_us(a, b));
         }
         add({{"key", "h2d_two_streams"}, {"gpus", {dev}}, {"bytes", bytes}, {"time_us", median(samples)}});
       }
@@ -609,9 +610,7 @@ struct Runner::Impl {
               CUDA_CHECK(cudaEventRecord(b.e, s.s));
               hg.release();
               CUDA_CHECK(cudaDeviceSynchronize());
-              float ms = 0;
-              CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
-              if (it >= opt.warmup) t.push_back(ms * 1e3 / reps);
+              if (it >= opt.warmup) t.push_back(elapsed_us(a, b) / reps);
             }
             add({{"key", "copy_after_idle"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"before", before}, {"dir", h2d ? "h2d" : "d2h"},
                  {"time_us", median(t)}});
@@ -656,9 +655,7 @@ struct Runner::Impl {
             CUDA_CHECK(cudaEventRecord(b.e, s.s));
             hg.release();
             CUDA_CHECK(cudaDeviceSynchronize());
-            float ms = 0;
-            CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
-            if (it >= opt.warmup) t.push_back(ms * 1e3);
+            if (it >= opt.warmup) t.push_back(elapsed_us(a, b));
           }
           add({{"key", "handoff_wait"}, {"gpus", {dev}}, {"bytes", bytes}, {"wait_us", wait_us}, {"mode", mode}, {"dir", h2d ? "h2d" : "d2h"},
                {"time_us", median(t)}});
@@ -706,9 +703,7 @@ struct Runner::Impl {
           if (after == "kernel") kg.release();
           else hg.release();
           CUDA_CHECK(cudaDeviceSynchronize());
-          float ms = 0;
-          CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
-          if (it >= opt.warmup) t.push_back(ms * 1e3 / reps);
+          if (it >= opt.warmup) t.push_back(elapsed_us(a, b) / reps);
         }
         add({{"key", "kernel_reps"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"after", after}, {"time_us", median(t)}});
       }
@@ -752,9 +747,7 @@ struct Runner::Impl {
           CUDA_CHECK(cudaEventRecord(b.e, s.s));
           gate.release();
           CUDA_CHECK(cudaStreamSynchronize(s.s));
-          float ms = 0;
-          CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
-          if (it >= opt.warmup) samples.push_back(ms * 1e3 / n);
+          if (it >= opt.warmup) samples.push_back(elapsed_us(a, b) / n);
         }
         row[fenced ? "fenced_us" : "plain_us"] = median(samples);
       }
@@ -883,9 +876,7 @@ struct Runner::Impl {
         op();
         CUDA_CHECK(cudaEventRecord(b.e, s.s));
         CUDA_CHECK(cudaEventSynchronize(b.e));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, a.e, b.e));
-        return ms * 1e3;
+        return elapsed_us(a, b);
       }();
       const int timed = est_us < 4000 ? 3 : 1;
       std::vector<std::unique_ptr<Event>> ev;
@@ -1512,11 +1503,6 @@ struct Runner::Impl {
         CUDA_CHECK(cudaStreamSynchronize(st[r]->s));
       }
     }
-    static double elapsed_us(const Event& x, const Event& y) {
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, x.e, y.e));
-      return ms * 1e3;
-    }
   };
 
   // The 2-rank all-to-all (NCCL's channels) with the GPUs' clock down against
@@ -1550,7 +1536,7 @@ struct Runner::Impl {
         rig.gemm(0);
         CUDA_CHECK(cudaEventRecord(gb_ev[0]->e, st[0]->s));
         CUDA_CHECK(cudaEventSynchronize(gb_ev[0]->e));
-        t.push_back(A2aRig::elapsed_us(*ga_ev[0], *gb_ev[0]));
+        t.push_back(elapsed_us(*ga_ev[0], *gb_ev[0]));
       }
       gemm_rested_us = median(t);
     }
@@ -1610,8 +1596,8 @@ struct Runner::Impl {
           rig.sync();
           double worst = 0, gemm_worst = 0;
           for (int r = 0; r < n; ++r) {
-            worst = std::max(worst, A2aRig::elapsed_us(*a[r], *b[r]) / iters);
-            if (load) gemm_worst = std::max(gemm_worst, A2aRig::elapsed_us(*ga_ev[r], *gb_ev[r]));
+            worst = std::max(worst, elapsed_us(*a[r], *b[r]) / iters);
+            if (load) gemm_worst = std::max(gemm_worst, elapsed_us(*ga_ev[r], *gb_ev[r]));
           }
           if (it < opt.warmup) continue;
           if (awake) (load ? awake_loaded : awake_rested).push_back(worst);
@@ -1671,7 +1657,7 @@ struct Runner::Impl {
       for (int i = 0; i < 10; ++i) rig.gemm(0);
       CUDA_CHECK(cudaEventRecord(y.e, st[0]->s));
       CUDA_CHECK(cudaEventSynchronize(y.e));
-      gemm_us = A2aRig::elapsed_us(x, y) / 10;
+      gemm_us = elapsed_us(x, y) / 10;
     }
     // The all-to-all on each rank from after the line-up: the slowest rank's.
     auto timed_a2a = [&](size_t bytes) {
@@ -1695,7 +1681,7 @@ struct Runner::Impl {
         timed_a2a(bytes);
         sync_all();
         double worst = 0;
-        for (int r = 0; r < n; ++r) worst = std::max(worst, A2aRig::elapsed_us(*a[r], *b[r]));
+        for (int r = 0; r < n; ++r) worst = std::max(worst, elapsed_us(*a[r], *b[r]));
         if (it >= opt.warmup) warm.push_back(worst);
       }
       json cases = json::array();
@@ -1730,12 +1716,12 @@ struct Runner::Impl {
             sync_all();
             double worst = 0, worst_span = 0, worst_copy = 0, least_margin = 1e30;
             for (int r = 0; r < n; ++r) {
-              worst = std::max(worst, A2aRig::elapsed_us(*a[r], *b[r]));
-              worst_span = std::max(worst_span, A2aRig::elapsed_us(*g0[r], *g1[r]));
+              worst = std::max(worst, elapsed_us(*a[r], *b[r]));
+              worst_span = std::max(worst_span, elapsed_us(*g0[r], *g1[r]));
               if (copies) {
-                const double cs = A2aRig::elapsed_us(*c0[r], *c1[r]);
+                const double cs = elapsed_us(*c0[r], *c1[r]);
                 worst_copy = std::max(worst_copy, cs);
-                least_margin = std::min(least_margin, cs - A2aRig::elapsed_us(*c0[r], *a[r]));
+                least_margin = std::min(least_margin, cs - elapsed_us(*c0[r], *a[r]));
               }
             }
             if (it < opt.warmup) continue;
@@ -1743,7 +1729,7 @@ struct Runner::Impl {
             span.push_back(worst_span);
             if (copies) {
               for (int r = 0; r < n; ++r)
-                copy_gbps.push_back(static_cast<double>(cbytes) * ncopies / (A2aRig::elapsed_us(*c0[r], *c1[r]) * 1e-6) / 1e9);
+                copy_gbps.push_back(static_cast<double>(cbytes) * ncopies / (elapsed_us(*c0[r], *c1[r]) * 1e-6) / 1e9);
               copy_span.push_back(worst_copy);
               margin.push_back(least_margin);
             }
@@ -1790,7 +1776,7 @@ struct Runner::Impl {
       for (int i = 0; i < 10; ++i) rig.gemm(0);
       CUDA_CHECK(cudaEventRecord(y.e, rig.st[0]->s));
       CUDA_CHECK(cudaEventSynchronize(y.e));
-      gemm_us = A2aRig::elapsed_us(x, y) / 10;
+      gemm_us = elapsed_us(x, y) / 10;
     }
     const int segments = 20;
     for (const bool loaded : {false, true})
@@ -1828,7 +1814,7 @@ struct Runner::Impl {
           // Loaded segments run on while the host reads the events of the
           // last one: keep at most one segment queued ahead.
           for (int r = 0; r < n; ++r) CUDA_CHECK(cudaEventSynchronize(b[r]->e));
-          skew.push_back(std::abs(A2aRig::elapsed_us(*a[0], *b[0]) - A2aRig::elapsed_us(*a[1], *b[1])));
+          skew.push_back(std::abs(elapsed_us(*a[0], *b[0]) - elapsed_us(*a[1], *b[1])));
           seg.push_back(gemms * gemm_us);
         }
         double mean = 0;
