@@ -40,14 +40,19 @@ struct ModelParams {
 
   // Hand-offs between engines. A copy (H2D / D2H) whose stream's last op
   // (kernel, collective or copy) was a kernel or collective, however long
-  // ago, or that waited through an event on a kernel still running when the
-  // host issued the copy, starts copy_after_kernel_latency later (D2H: _d2h
-  // where >= 0). Measured (bench copy_reps, three H200 leases and two
-  // H100s): a burst of copies behind a spin kernel costs 5-6 us more than
-  // one behind a host function, on the same stream or waiting on an event
-  // from another; copy_after_idle (an H100): the same after a kernel on the
-  // copies' stream done and synchronised before they were issued, nothing
-  // after an event on another stream's kernel done before. 0 = none.
+  // ago, starts copy_after_kernel_latency later (D2H: _d2h where >= 0); one
+  // that waited through an event on a kernel still running when the host
+  // issued it starts no earlier than that long after the wait's release,
+  // the ops queued between (timing events) running meanwhile (the hand-off
+  // set, validate/handoff/: added to them, its two-stream runs came out
+  // 12-13 % slow). Measured (bench copy_reps, H200 and H100 leases): a
+  // burst of copies behind a spin kernel costs 5-6 us more than one behind
+  // a host function, on the same stream or waiting on an event from
+  // another; copy_after_idle (an H200 and an H100): the same after a kernel
+  // on the copies' stream done and synchronised before they were issued,
+  // nothing after an event on another stream's kernel done before; bench
+  // handoff_wait: 0.7-7.5 us from sample to sample, the phase of the
+  // hand-over (its mean is what a run of many pays). 0 = none.
   Time copy_after_kernel_latency = Time::zero();
   Time copy_after_kernel_latency_d2h = Time::from_ps(-1);
   [[nodiscard]] Time copy_after_kernel_latency_for(bool d2h) const {
