@@ -2501,51 +2501,51 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       out.push_back(c);
       continue;
     }
-    if (key == "bidir_pinned" || key == "h2d_two_streams" || key == "h2d_pageable" || key == "d2h_pageable") {
-      // One GPU's copies as the bench ran them, on that GPU (ranks below it
-      // idle): both directions at once on two streams, `reps` copies each
-      // (one before 2026-11-23), each stream timed by its own events; two
-      // H2D copies on two streams, timed together; a pageable copy, timed by
-      // the host from the call to the sync's return.
+    if (key == "bidir_pinned") {
+      // Both directions at once on two streams of one GPU (ranks below it
+      // idle), both behind spin kernels, `reps` copies each (one before
+      // 2026-11-23) between their own events.
       const int dev = r.at("gpus")[0].get<int>();
       if (dev >= ngpu) continue;
       const Bytes bytes = r.at("bytes").get<Bytes>();
-      const bool pageable = key.find("pageable") != std::string::npos;
-      const int reps = key == "bidir_pinned" ? bench_copy_reps(r) : 1;
+      c.cls = bytes >= (16 << 20)  ? "both directions at once >= 16 MiB"
+              : !r.contains("reps") ? "both directions at once < 16 MiB, one copy per sample behind two gates (the bench before 2026-11-23)"
+              : bytes < (1 << 20)   ? "both directions at once < 1 MiB"
+                                    : "both directions at once 1-16 MiB";
+      // One copy per direction behind two gates (the bench before
+      // 2026-11-23): as copy_reps both ways with 1-5 copies per burst, how
+      // the two lined up decided (4 KiB-1 MiB: H2D up to 40 % fast, D2H
+      // up to 80 % slow, on one row the other way round).
+      if (bytes < (16 << 20) && !r.contains("reps")) c.outside = "how the two directions' first copies line up behind the gate";
+      const std::vector<double> per_copy =
+          replay_gated({bench_copy(CopyKind::H2D, bytes), bench_copy(CopyKind::D2H, bytes)}, bench_copy_reps(r), "kernel", dev, topo, p);
+      for (const bool d2h : {false, true}) {
+        c.what = fmt::format("GPU {}, {}, {}", dev, format_bytes(static_cast<double>(bytes)), d2h ? "D2H" : "H2D");
+        c.measured_us = r.at(d2h ? "d2h_time_us" : "h2d_time_us");
+        c.simulated_us = per_copy[d2h ? 1 : 0];
+        out.push_back(c);
+      }
+      continue;
+    }
+    if (key == "h2d_two_streams" || key == "h2d_pageable" || key == "d2h_pageable") {
+      // One GPU's copies as the bench ran them, on that GPU (ranks below it
+      // idle), ungated: two H2D copies on two streams, timed together; a
+      // pageable copy, timed by the host from the call to the sync's return.
+      const int dev = r.at("gpus")[0].get<int>();
+      if (dev >= ngpu) continue;
+      const Bytes bytes = r.at("bytes").get<Bytes>();
+      const bool pageable = key != "h2d_two_streams";
       Op a = bench_copy(key[0] == 'd' ? CopyKind::D2H : CopyKind::H2D, bytes);
       if (pageable) a.host_mem = HostMem::Pageable;
-      const Op b = bench_copy(key == "bidir_pinned" ? CopyKind::D2H : CopyKind::H2D, bytes, 1);
-      // The others ungated, from the first start to the last end.
       std::vector<std::vector<Op>> progs(static_cast<size_t>(dev) + 1);
       auto& prog = progs[static_cast<size_t>(dev)];
-      if (key != "bidir_pinned") {
-        prog.push_back(a);
-        if (!pageable) prog.push_back(b);
-      }
+      prog.push_back(a);
+      if (!pageable) prog.push_back(bench_copy(CopyKind::H2D, bytes, 1));
       const ExecResult res = replay_programs(bench_schedule(dev + 1), progs, topo, p);
       const auto& ops = res.ops[static_cast<size_t>(dev)];
       c.what = fmt::format("GPU {}, {}", dev, format_bytes(static_cast<double>(bytes)));
       c.measured_us = r.value("time_us", 0.0);
-      if (key == "bidir_pinned") {
-        // Both streams behind spin kernels, `reps` copies each between their events.
-        c.cls = bytes >= (16 << 20)  ? "both directions at once >= 16 MiB"
-                : !r.contains("reps") ? "both directions at once < 16 MiB, one copy per sample behind two gates (the bench before 2026-11-23)"
-                : bytes < (1 << 20)   ? "both directions at once < 1 MiB"
-                                      : "both directions at once 1-16 MiB";
-        // One copy per direction behind two gates (the bench before
-        // 2026-11-23): as copy_reps both ways with 1-5 copies per burst, how
-        // the two lined up decided (4 KiB-1 MiB: H2D up to 40 % fast, D2H
-        // up to 80 % slow, on one row the other way round).
-        if (bytes < (16 << 20) && !r.contains("reps")) c.outside = "how the two directions' first copies line up behind the gate";
-        const std::vector<double> per_copy = replay_gated({a, b}, reps, "kernel", dev, topo, p);
-        c.what += ", H2D";
-        c.measured_us = r.at("h2d_time_us");
-        c.simulated_us = per_copy[0];
-        out.push_back(c);
-        c.what.replace(c.what.size() - 3, 3, "D2H");
-        c.measured_us = r.at("d2h_time_us");
-        c.simulated_us = per_copy[1];
-      } else if (key == "h2d_two_streams") {
+      if (!pageable) {
         c.cls = "two H2D copies on two streams (one engine)";
         c.simulated_us = (std::max(ops[0].end, ops[1].end) - std::min(ops[0].start, ops[1].start)).us();
       } else {
