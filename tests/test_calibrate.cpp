@@ -2113,3 +2113,21 @@ TEST_CASE("the hand-off against workload kernels (handoff_wait, 1xH200 j): repor
     }
   CHECK(rows == 32);
 }
+
+TEST_CASE("a hand-off bench row with a value outside its testcase's cases is refused, not read as another case") {
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  const ModelParams p = load_calibration(kSrc + "/validate/results/h200x1-j/calibration.yaml");
+  const nlohmann::json good = load(kSrc + "/validate/results/h200x1-j/bench-handoff.json");
+  for (const auto& [key, field, value] : {std::tuple{"copy_reps", "gate", "kernl"}, std::tuple{"copy_reps", "dir", "up"},
+                                          std::tuple{"copy_after_idle", "before", "kernel_dne"}, std::tuple{"handoff_wait", "mode", "other"}}) {
+    INFO(key << " " << field);
+    nlohmann::json bad = good;
+    for (auto& r : bad["results"])
+      if (r.at("key") == key) {
+        r[field] = value;
+        break;
+      }
+    const std::string expected = std::string(field) + " '" + value + "': expected one of";
+    CHECK_THROWS_WITH_AS(compare_bench(bad, topo, p), doctest::Contains(expected.c_str()), std::invalid_argument);
+  }
+}

@@ -275,6 +275,19 @@ std::optional<BurstFit> fit_burst(const std::vector<BurstPoint>& pts, bool with_
 // How many copies per burst the bench timed a one-way or both-ways pinned
 // row at: the row's `reps`, or the bench's rule (20 below 1 MiB, 5 below 64
 // MiB, 1 above; bidir_pinned rows without it ran one copy per burst).
+// A bench row's text field that must be one of `allowed`: anything else is
+// a malformed row (std::invalid_argument; `overlapsim calibrate` names the
+// file), not a case to read as another.
+std::string one_of(const json& r, const char* key, std::initializer_list<std::string_view> allowed) {
+  const std::string v = r.at(key).get<std::string>();
+  std::string list;
+  for (const std::string_view a : allowed) {
+    if (v == a) return v;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  throw std::invalid_argument(fmt::format("{} row with {} '{}': expected one of {}", r.at("key").get<std::string>(), key, v, list));
+}
+
 int bench_copy_reps(const json& r) {
   if (r.contains("reps")) return r.at("reps").get<int>();
   if (r.at("key") == "bidir_pinned") return 1;
@@ -2566,12 +2579,12 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       if (dev >= ngpu) continue;
       const Bytes bytes = r.at("bytes").get<Bytes>();
       const int reps = r.at("reps").get<int>();
-      const std::string dir = r.at("dir").get<std::string>();
+      const std::string dir = one_of(r, "dir", {"h2d", "d2h", "both"}), gate = one_of(r, "gate", {"kernel", "host", "kernel_wait"});
       const bool run_h2d = dir != "d2h", run_d2h = dir != "h2d";
       std::vector<Op> lanes;
       if (run_h2d) lanes.push_back(bench_copy(CopyKind::H2D, bytes));
       if (run_d2h) lanes.push_back(bench_copy(CopyKind::D2H, bytes));
-      const std::vector<double> per_copy = replay_gated(lanes, reps, r.at("gate").get<std::string>(), dev, topo, p);
+      const std::vector<double> per_copy = replay_gated(lanes, reps, gate, dev, topo, p);
       c.cls = dir != "both" ? "copies per gated burst, one way (copy_reps)"
               : reps > 5    ? "copies per gated burst, both ways at once (copy_reps)"
                             : "copies per gated burst, both ways at once, 1-5 per burst (copy_reps)";
@@ -2585,7 +2598,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       for (const bool d2h : {false, true}) {
         if (!(d2h ? run_d2h : run_h2d)) continue;
         c.what = fmt::format("GPU {}, {} x {} after a {}, {}", dev, format_bytes(static_cast<double>(bytes)), reps,
-                             r.at("gate") == "kernel" ? std::string("kernel") : copy_reps_gate(r.at("gate").get<std::string>()),
+                             gate == "kernel" ? std::string("kernel") : copy_reps_gate(gate),
                              dir == "both" ? (d2h ? "D2H beside H2D" : "H2D beside D2H") : (d2h ? "D2H" : "H2D"));
         c.measured_us = r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>();
         c.simulated_us = per_copy[d2h && run_h2d ? 1 : 0];
@@ -2599,7 +2612,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       // kernel to the one after the copy.
       const int dev = r.at("gpus")[0].get<int>();
       if (dev >= ngpu) continue;
-      const bool d2h = r.at("dir") == "d2h", same = r.at("mode") == "same";
+      const bool d2h = one_of(r, "dir", {"h2d", "d2h"}) == "d2h", same = one_of(r, "mode", {"same", "wait"}) == "same";
       const double wait_us = r.at("wait_us").get<double>();
       c.cls = "one copy after a kernel of 5 us-3 ms (handoff_wait)";
       c.what = fmt::format("GPU {}, {} after {} us {}, {}", dev, format_bytes(r.at("bytes").get<double>()), wait_us,
@@ -2621,8 +2634,8 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       if (dev >= ngpu) continue;
       const Bytes bytes = r.at("bytes").get<Bytes>();
       const int reps = r.at("reps").get<int>();
-      const std::string before = r.at("before").get<std::string>();
-      const bool d2h = r.at("dir") == "d2h";
+      const std::string before = one_of(r, "before", {"host", "kernel_done", "kernel_wait_done"});
+      const bool d2h = one_of(r, "dir", {"h2d", "d2h"}) == "d2h";
       c.cls = "copies per burst after a kernel done long before (copy_after_idle)";
       c.what = fmt::format("GPU {}, {} x {} after {}, {}", dev, format_bytes(static_cast<double>(bytes)), reps,
                            before == "host"          ? "a host function alone"

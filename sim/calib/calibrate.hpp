@@ -68,6 +68,8 @@ std::optional<std::pair<double, double>> fit_cross_attention(const std::vector<s
                                                              size_t skip = static_cast<size_t>(-1));
 
 /// Replays each measurement of a defaults-run bench document on `topo`.
+/// A malformed row throws: a json exception (a field missing or of the
+/// wrong type) or std::invalid_argument (a value outside its testcase's cases).
 std::vector<Comparison> compare_bench(const nlohmann::json& doc, const hw::Topology& topo, const ModelParams& params);
 struct ClassSummary {
   std::string cls;

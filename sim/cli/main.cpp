@@ -93,11 +93,18 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
   std::vector<std::pair<std::string, osim::Comparison>> all;
   for (const auto& [name, d] : osim::merge_bench_runs(docs)) {
     std::vector<osim::Comparison> rows;
+    // A field missing or of the wrong type (nlohmann::json), or a value
+    // outside the testcase's cases (std::invalid_argument).
+    const auto malformed = [&](const char* what) {
+      return osim::InputError(osim::SourceLocation{name, 0, 0},
+                              fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", what));
+    };
     try {
       rows = osim::compare_bench(d, topo, params);
     } catch (const nlohmann::json::exception& e) {
-      throw osim::InputError(osim::SourceLocation{name, 0, 0},
-                             fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", e.what()));
+      throw malformed(e.what());
+    } catch (const std::invalid_argument& e) {
+      throw malformed(e.what());
     }
     std::cout << label << " vs " << name << ":\n" << osim::format_comparison(rows) << "\n";
     for (auto& c : rows) all.emplace_back(name, std::move(c));
