@@ -2617,9 +2617,9 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.cls = "one copy after a kernel of 5 us-3 ms (handoff_wait)";
       c.what = fmt::format("GPU {}, {} after {} us {}, {}", dev, format_bytes(r.at("bytes").get<double>()), wait_us,
                            same ? "on the stream" : "waited on", d2h ? "D2H" : "H2D");
-      // One sample in five pays the hand-off's full ~7 us, another none:
-      // the medians of five move by 5 us from row to row, where the model
-      // has one latency (the mean over the rows: calibrate's fit).
+      // The rows' medians (five samples each) move by up to 7 us from row
+      // to row with no trend over the wait, where the model has one
+      // latency (their mean is reported beside the fitted one).
       c.outside = "the hand-off's phase (0.7-7.5 us from row to row)";
       c.measured_us = r.at("time_us").get<double>();
       c.simulated_us = replay_gated({bench_copy(d2h ? CopyKind::D2H : CopyKind::H2D, r.at("bytes").get<Bytes>())}, 1,
