@@ -2131,3 +2131,42 @@ TEST_CASE("a hand-off bench row with a value outside its testcase's cases is ref
     CHECK_THROWS_WITH_AS(compare_bench(bad, topo, p), doctest::Contains(expected.c_str()), std::invalid_argument);
   }
 }
+
+TEST_CASE("calibrate recovers the mid-sized copies' share both ways, and a span bound only where the rows need one") {
+  // h100x1-k's bench (one-way rows, set-ups, bursts as measured), with its
+  // both-ways rows (bidir_pinned, copy_span) replaced by what the model
+  // gives them with a known tier: copies below 64 MiB keep 0.9 / 0.95 (the
+  // large share stays the lease's), and with a span bound of 64 MiB only
+  // within it. calibrate must find each tier back, and no span bound where
+  // the rows were made without one.
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
+  const std::string f = "validate/results/h100x1-k/bench-span-1.json";
+  const nlohmann::json doc = load(kSrc + "/" + f);
+  const ModelParams base = calibrate({{f, doc}}, topo).params;
+  for (const Bytes span : {Bytes{0}, Bytes{64} << 20}) {
+    ModelParams made = base;
+    made.copy_bidir_mid_bytes = Bytes{64} << 20;
+    made.copy_bidir_mid_span = span;
+    made.copy_bidir_factor_mid = 0.9;
+    made.copy_bidir_factor_mid_d2h = 0.95;
+    // compare_bench replays a testcase's rows in order, H2D before D2H on each.
+    nlohmann::json synth = doc;
+    std::map<std::string, std::vector<double>> sim;
+    for (const Comparison& c : compare_bench(doc, topo, made)) sim[c.key].push_back(c.simulated_us);
+    std::map<std::string, size_t> at;
+    for (auto& r : synth.at("results")) {
+      const std::string key = r.at("key");
+      if (key != "bidir_pinned" && key != "copy_span") continue;
+      for (const char* t : {"h2d_time_us", "d2h_time_us"})
+        if (r.contains(t)) r[t] = sim.at(key).at(at[key]++);
+    }
+    CHECK(at["bidir_pinned"] == sim["bidir_pinned"].size());
+    CHECK(at["copy_span"] == sim["copy_span"].size());
+    const ModelParams p = calibrate({{f, synth}}, topo).params;
+    CAPTURE(span);
+    CHECK(p.copy_bidir_mid_bytes == Bytes{64} << 20);
+    CHECK(p.copy_bidir_mid_span == span);
+    CHECK(p.copy_bidir_factor_mid == doctest::Approx(0.9).epsilon(0.01));
+    CHECK(p.copy_bidir_factor_mid_d2h == doctest::Approx(0.95).epsilon(0.01));
+  }
+}

@@ -877,6 +877,7 @@ programs:
     ops:
       - {op: alloc, tag: w, bytes: 1 MB}
       - {op: memcpy, kind: h2d, bytes: 1 MB, stream: copy, host: pageable}
+      - {op: memcpy, kind: d2h, bytes: 1 MB, stream: copy, host_span: 64 MB}
       - {op: event_record, event: e, stream: copy}
       - {op: stream_wait_event, stream: compute, event: e}
       - {op: kernel, name: g, stream: compute, gemm: {m: 64, n: 128, k: 256}, dtype: fp8, sm_limit: 8}
@@ -894,7 +895,10 @@ programs:
   const std::string y1 = to_yaml(a);
   const Schedule b = parse_schedule_string(y1, "b.yaml");
   CHECK(to_yaml(b) == y1);
-  CHECK((*b.programs[1].ops)[9].label == "layer 1");
+  CHECK((*b.programs[1].ops)[10].label == "layer 1");
+  CHECK((*b.programs[0].ops)[2].host_span == 64'000'000);
+  CHECK((*b.programs[0].ops)[1].host_span == 0);
+  CHECK(y1.find("host_span: 64000000") != std::string::npos);
   CHECK(b.runtime.device_max_connections == 1);
   CHECK(b.streams[1].priority == 1);
 }
@@ -1216,6 +1220,62 @@ programs:
   const Sim t(sched, q);
   CHECK(t.end_ms(0, 1) * 1e3 == doctest::Approx(30.0));
   CHECK(t.end_ms(0, 0) * 1e3 == doctest::Approx(35.0));
+}
+
+TEST_CASE("mid-sized copies both ways keep copy_bidir_factor_mid, where copy_bidir_mid_span is set only within it") {
+  ModelParams p = quiet();
+  p.copy_engine_bandwidth = Bandwidth::from_GBps(8);
+  p.copy_latency = p.copy_latency_d2h = Time::zero();
+  p.copy_bidir_factor = 0.5;  // large: H2D 4 GB/s, D2H 6 GB/s while the other way copies
+  p.copy_bidir_factor_d2h = 0.75;
+  p.copy_bidir_mid_bytes = 64'000'000;  // below 64 MB: H2D 6 GB/s, D2H 8 GB/s
+  p.copy_bidir_factor_mid = 0.75;
+  p.copy_bidir_factor_mid_d2h = 1.0;
+  const auto sched = [](const std::string& h2d_span) {
+    return "name: span\nranks: 1\nstreams: [a, b]\nprograms:\n  - rank: 0\n    ops:\n"
+           "      - {op: memcpy, kind: h2d, bytes: 4 MB, stream: a" +
+           (h2d_span.empty() ? std::string() : ", host_span: " + h2d_span) +
+           "}\n"
+           "      - {op: memcpy, kind: d2h, bytes: 4 MB, stream: b}\n";
+  };
+  // Mid-sized: the D2H at 8 GB/s ends at 500 us; the H2D moved 3 MB at
+  // 6 GB/s, then 1 MB alone at 8: 625 us. Without a span bound, whatever the span.
+  for (const std::string span : {"", "32 MB", "1 GB"}) {
+    const Sim s(sched(span), p);
+    CHECK(s.end_ms(0, 1) * 1e3 == doctest::Approx(500.0));
+    CHECK(s.end_ms(0, 0) * 1e3 == doctest::Approx(625.0));
+  }
+  // With copy_bidir_mid_span 32 MB: the H2D walking 1 GB makes both large.
+  // The D2H at 6 GB/s ends at 666.67 us; the H2D moved 2.667 MB at 4 GB/s,
+  // then 1.333 MB at 8: 833.33 us.
+  ModelParams q = p;
+  q.copy_bidir_mid_span = 32'000'000;
+  const Sim t(sched("1 GB"), q);
+  CHECK(t.end_ms(0, 1) * 1e3 == doctest::Approx(666.667).epsilon(1e-5));
+  CHECK(t.end_ms(0, 0) * 1e3 == doctest::Approx(833.333).epsilon(1e-5));
+  const Sim t2(sched("32 MB"), q);
+  CHECK(t2.end_ms(0, 0) * 1e3 == doctest::Approx(625.0));
+  // Without the tier, or at or above its bound, the large share.
+  ModelParams u = p;
+  u.copy_bidir_mid_bytes = 0;
+  CHECK(Sim(sched(""), u).end_ms(0, 0) * 1e3 == doctest::Approx(833.333).epsilon(1e-5));
+  u = p;
+  u.copy_bidir_mid_bytes = 4'000'000;
+  CHECK(Sim(sched(""), u).end_ms(0, 0) * 1e3 == doctest::Approx(833.333).epsilon(1e-5));
+  // A copy at the small copies' bound keeps the large share too.
+  u = p;
+  u.copy_bidir_small_bytes = 4'000'000;
+  u.copy_bidir_factor_small = 0.5;
+  CHECK(Sim(sched(""), u).end_ms(0, 0) * 1e3 == doctest::Approx(833.333).epsilon(1e-5));
+}
+
+TEST_CASE("host_span: at least the copy's bytes, on h2d and d2h copies only") {
+  const auto e = [](const std::string& op) {
+    return error_of("name: s\nranks: 2\nstreams: [a]\nprograms:\n  - rank: all\n    ops:\n      - " + op + "\n");
+  };
+  CHECK(e("{op: memcpy, kind: h2d, bytes: 4 MB, stream: a, host_span: 1 MB}").find("at least the copy's 4000000 bytes") != std::string::npos);
+  CHECK(e("{op: memcpy, kind: p2p, bytes: 4 MB, stream: a, peer: 1, host_span: 1 GB}").find("applies only to h2d and d2h copies") != std::string::npos);
+  CHECK(e("{op: memcpy, kind: h2d, bytes: 4 MB, stream: a, host_span: 1 GB}") == "");
 }
 
 TEST_CASE("an event record holds its stream event_gpu_time, event_gpu_time_h2d more while the GPU has an H2D copy in flight") {

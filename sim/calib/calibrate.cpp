@@ -671,9 +671,9 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   // below B by relative least squares on 1 / share; scored over the rows
   // below 16 MiB (those from B up at the longer set-up and the large share),
   // the B with the lowest rms residual is kept where it lowers the residual
-  // of the model without the term by a fifth or more (every lease measured:
-  // 1 MiB, 0.69-0.73; copy_bidir_small_bytes, copy_bidir_factor_small,
-  // copy_bidir_factor_small_d2h).
+  // of the model without the term by a fifth or more (every lease measured
+  // before copy_span: 1 MiB, 0.69-0.73; copy_bidir_small_bytes,
+  // copy_bidir_factor_small, copy_bidir_factor_small_d2h).
   if (!p.copy_engine_bandwidth.is_unlimited()) {
     std::vector<json> bd;
     for (const auto& r : rows(d, "bidir_pinned"))
@@ -707,7 +707,9 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     std::array<double, 2> best_small{1, 1};
     std::array<int, 2> best_n{0, 0};
     for (const double below : sizes) {
-      if (below <= *sizes.begin() || below > kScored) continue;
+      // The bound at most 1 MiB: above it the mid-sized copies' share
+      // (copy_bidir_mid_bytes below).
+      if (below <= *sizes.begin() || below > 1048576.0) continue;
       std::array<double, 2> small{1, 1};
       std::array<int, 2> n{0, 0};
       bool ok = true;
@@ -745,6 +747,118 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
                          {"rms_pct_without", 100 * without}},
                         0,
                         best_n[0] + best_n[1]});
+    }
+  }
+
+  // Mid-sized copies both ways at once (bench bidir_pinned and copy_span;
+  // the H100 leases: 4-16 MiB copies both ways kept 0.87-0.92 of the one-way
+  // H2D rate, 256 MiB-1 GiB ones 0.73-0.84; h100x1-k's 4 MiB copies walking
+  // 1 GiB of host memory as much as from one buffer, h100x1-j's only within
+  // 64 MiB). The rows both ways above the small copies' bound and below
+  // 1 GiB (reps copies per stream, GPU 0), each with its bytes and the larger
+  // of its two host spans (bidir_pinned: its bytes). For each measured size
+  // B up to 64 MiB (the large share's rows must stay outside) as the size
+  // bound, and each measured span S >= B or none as the span bound: per
+  // direction the share of the rows below B within S by relative least
+  // squares on 1 / share, as the small copies'; scored over every row. The
+  // best size bound without a span bound is kept where it lowers the rms
+  // residual without the term by a fifth or more; a span bound where it
+  // lowers that again by a fifth (copy_bidir_mid_bytes, copy_bidir_mid_span,
+  // copy_bidir_factor_mid, _d2h).
+  if (!p.copy_engine_bandwidth.is_unlimited() && (p.copy_bidir_factor < 1 || p.copy_bidir_factor_d2h < 1)) {
+    struct BothRow {
+      double bytes, span, reps;
+      std::array<double, 2> t;
+    };
+    std::vector<BothRow> both;
+    const double from = p.copy_bidir_small() ? static_cast<double>(p.copy_bidir_small_bytes) : 0.0;
+    for (const char* key : {"bidir_pinned", "copy_span"})
+      for (const auto& r : rows(d, key)) {
+        if (!r.contains("reps") || r.at("gpus")[0] != 0 || r.value("dir", "both") != "both") continue;
+        const double b = r.at("bytes").get<double>();
+        if (b <= from || b >= 1024.0 * 1048576) continue;
+        const double span = std::max({b, r.value("h2d_span_bytes", 0.0), r.value("d2h_span_bytes", 0.0)});
+        both.push_back({b, span, r.at("reps").get<double>(), {r.at("h2d_time_us").get<double>(), r.at("d2h_time_us").get<double>()}});
+      }
+    const auto setup_us = [&](bool d2h, double bytes) {
+      const double own = p.host_copy_setup(d2h, false, static_cast<Bytes>(bytes)).us();
+      return route_latency_us + (p.copy_bidir_small() ? std::max(own, p.host_copy_setup(!d2h, false, static_cast<Bytes>(bytes)).us()) : own);
+    };
+    // What a row's copy pays besides its bytes at the shared rate: set-up and its part of the burst.
+    const auto fixed_us = [&](const BothRow& r, bool d2h) { return setup_us(d2h, r.bytes) + burst_us(d2h) / r.reps; };
+    const auto full_us = [&](bool d2h, double bytes) { return bytes / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6; };
+    const auto mid = [](const BothRow& r, double below, double span) { return r.bytes < below && (span <= 0 || r.span <= span); };
+    const auto score = [&](double below, double span, const std::array<double, 2>& share_mid) {
+      double sq = 0;
+      int n = 0;
+      for (const auto& r : both)
+        for (const bool d2h : {false, true}) {
+          const double share = below > 0 && mid(r, below, span) ? share_mid[d2h] : p.copy_bidir_factor_for(d2h);
+          sq += std::pow((fixed_us(r, d2h) + full_us(d2h, r.bytes) / share) / r.t[d2h] - 1, 2);
+          ++n;
+        }
+      return n ? std::sqrt(sq / n) : 0.0;
+    };
+    struct Choice {
+      double below = 0, span = 0, rms = 0;
+      std::array<double, 2> share{1, 1};
+      int n = 0;
+    };
+    // The shares for bounds (below, span) and their score; nullopt where a direction has no row.
+    const auto fit = [&](double below, double span) -> std::optional<Choice> {
+      Choice ch{below, span, 0, {1, 1}, 0};
+      for (const bool d2h : {false, true}) {
+        double num = 0, den = 0;
+        for (const auto& r : both)
+          if (mid(r, below, span)) {
+            const double t = r.t[d2h], a = full_us(d2h, r.bytes);
+            num += a * (t - fixed_us(r, d2h)) / (t * t);
+            den += a * a / (t * t);
+            ++ch.n;
+          }
+        if (num <= 0) return std::nullopt;
+        ch.share[d2h] = std::clamp(den / num, 0.05, 1.0);
+      }
+      ch.rms = score(below, span, ch.share);
+      return ch;
+    };
+    std::set<double> sizes, spans;
+    for (const auto& r : both) {
+      sizes.insert(r.bytes);
+      spans.insert(r.span);
+    }
+    const double without = score(0, 0, {1, 1});
+    std::optional<Choice> best;
+    for (const double below : sizes) {
+      // The bound is the next measured size up: copies below it are mid-sized.
+      const auto next = sizes.upper_bound(below);
+      const double bound = next == sizes.end() ? below * 2 : *next;
+      if (bound > 64.0 * 1048576) continue;
+      if (const auto ch = fit(bound, 0); ch && ch->rms <= without * 0.8 && (!best || ch->rms < best->rms)) best = ch;
+    }
+    if (best) {
+      std::optional<Choice> spanned;
+      for (const double span : spans)
+        if (span >= best->below && span < *spans.rbegin())
+          if (const auto ch = fit(best->below, span); ch && ch->rms <= best->rms * 0.8 && (!spanned || ch->rms < spanned->rms)) spanned = ch;
+      const Choice& k = spanned ? *spanned : *best;
+      p.copy_bidir_mid_bytes = static_cast<Bytes>(k.below);
+      p.copy_bidir_mid_span = static_cast<Bytes>(k.span);
+      p.copy_bidir_factor_mid = k.share[0];
+      p.copy_bidir_factor_mid_d2h = k.share[1];
+      c.fits.push_back({"both directions at once, mid-sized copies (bidir_pinned, copy_span)",
+                        "per direction, time = set-up + bytes / (share x the engine's one-way rate) + burst / reps for the rows above the small copies' "
+                        "bound and below below_bytes (the measured size up to 64 MiB with the lowest rms residual over the rows both ways below 1 GiB), "
+                        "within span_bytes where a span bound lowers that residual by a fifth (0: none), relative least squares on 1 / share",
+                        {{"below_bytes", k.below},
+                         {"span_bytes", k.span},
+                         {"h2d_share", k.share[0]},
+                         {"d2h_share", k.share[1]},
+                         {"rms_pct", 100 * k.rms},
+                         {"rms_pct_size_only", 100 * best->rms},
+                         {"rms_pct_without", 100 * without}},
+                        0,
+                        k.n});
     }
   }
 
@@ -1715,6 +1829,14 @@ std::string calibration_yaml(const Calibration& c) {
     out += fmt::format("  copy_bidir_factor_small: {:.4f}\n", p.copy_bidir_factor_small);
     if (p.copy_bidir_factor_small_d2h >= 0) out += fmt::format("  copy_bidir_factor_small_d2h: {:.4f}\n", p.copy_bidir_factor_small_d2h);
   }
+  if (p.copy_bidir_mid()) {
+    out += fmt::format("  copy_bidir_mid_bytes: {}   # copies above copy_bidir_small_bytes and below this keep copy_bidir_factor_mid both ways at once\n",
+                       p.copy_bidir_mid_bytes);
+    if (p.copy_bidir_mid_span > 0)
+      out += fmt::format("  copy_bidir_mid_span: {}   # ... while both directions' host spans are within this\n", p.copy_bidir_mid_span);
+    out += fmt::format("  copy_bidir_factor_mid: {:.4f}\n", p.copy_bidir_factor_mid);
+    if (p.copy_bidir_factor_mid_d2h >= 0) out += fmt::format("  copy_bidir_factor_mid_d2h: {:.4f}\n", p.copy_bidir_factor_mid_d2h);
+  }
   for (const bool h2d : {true, false}) {
     const auto& table = h2d ? p.host_h2d_aggregate : p.host_d2h_aggregate;
     if (table.empty()) continue;
@@ -1774,7 +1896,7 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   MapReader m(path, top.get("model"), "calibration model",
               {"kernel_launch", "memcpy_call", "event_call", "event_gpu_time", "event_gpu_time_h2d", "event_gpu_time_copy", "copy_after_kernel_latency", "copy_after_kernel_latency_d2h", "kernel_after_copy_latency", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes", "gemm_model",
                "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth", "pageable_bandwidth_d2h",
-               "pageable_latency", "pageable_latency_d2h", "copy_bidir_factor", "copy_bidir_factor_d2h", "copy_bidir_small_bytes", "copy_bidir_factor_small", "copy_bidir_factor_small_d2h", "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
+               "pageable_latency", "pageable_latency_d2h", "copy_bidir_factor", "copy_bidir_factor_d2h", "copy_bidir_small_bytes", "copy_bidir_factor_small", "copy_bidir_factor_small_d2h", "copy_bidir_mid_bytes", "copy_bidir_mid_span", "copy_bidir_factor_mid", "copy_bidir_factor_mid_d2h", "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
                "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
                "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "straggler_share", "nvlink_wake_latency", "nvlink_wake_after", "nvlink_copy_latency", "nvlink_awake_slowdown", "comm_clock_share",
                "comm_clock_share_host"});
@@ -1917,6 +2039,18 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
            "applies to copies below copy_bidir_small_bytes: set that too (e.g. 1 MiB), or remove it");
   if (p.copy_bidir_small_bytes > 0 && !(m.has("copy_bidir_factor_small") || m.has("copy_bidir_factor_small_d2h")))
     m.fail("copy_bidir_small_bytes", "needs copy_bidir_factor_small (the share copies below it keep both ways at once, e.g. 0.7)");
+  num("copy_bidir_factor_mid", p.copy_bidir_factor_mid, 0.05, 1);
+  num("copy_bidir_factor_mid_d2h", p.copy_bidir_factor_mid_d2h, 0.05, 1);
+  for (const char* k : {"copy_bidir_mid_bytes", "copy_bidir_mid_span"})
+    if (auto v = m.opt_bytes(k)) {
+      if (*v <= 0) m.fail(k, "must be > 0, e.g. 64 MiB (leave it out for none)");
+      (std::string(k) == "copy_bidir_mid_bytes" ? p.copy_bidir_mid_bytes : p.copy_bidir_mid_span) = *v;
+    }
+  if ((m.has("copy_bidir_factor_mid") || m.has("copy_bidir_factor_mid_d2h") || m.has("copy_bidir_mid_span")) && p.copy_bidir_mid_bytes <= 0)
+    m.fail(m.has("copy_bidir_factor_mid") ? "copy_bidir_factor_mid" : m.has("copy_bidir_factor_mid_d2h") ? "copy_bidir_factor_mid_d2h" : "copy_bidir_mid_span",
+           "applies to copies below copy_bidir_mid_bytes: set that too (e.g. 64 MiB), or remove it");
+  if (p.copy_bidir_mid_bytes > 0 && !m.has("copy_bidir_factor_mid"))
+    m.fail("copy_bidir_mid_bytes", "needs copy_bidir_factor_mid (the share copies below it keep both ways at once, e.g. 0.9)");
   for (const bool h2d : {true, false}) {
     const std::string field = h2d ? "host_h2d_aggregate" : "host_d2h_aggregate";
     if (!m.has(field)) continue;
@@ -2602,6 +2736,39 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
                              dir == "both" ? (d2h ? "D2H beside H2D" : "H2D beside D2H") : (d2h ? "D2H" : "H2D"));
         c.measured_us = r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>();
         c.simulated_us = per_copy[d2h && run_h2d ? 1 : 0];
+        out.push_back(c);
+      }
+      continue;
+    }
+    if (key == "copy_span") {
+      // Pinned copies walking a host span (each the next slice), one way or
+      // both ways at once on two streams, `reps` per stream behind one spin
+      // gate, per copy between each stream's events (as bidir_pinned).
+      const int dev = r.at("gpus")[0].get<int>();
+      if (dev >= ngpu) continue;
+      const Bytes bytes = r.at("bytes").get<Bytes>();
+      const std::string dir = one_of(r, "dir", {"h2d", "d2h", "both"});
+      const bool run_h2d = dir != "d2h", run_d2h = dir != "h2d";
+      std::vector<Op> lanes;
+      const auto spanned = [&](CopyKind k) {
+        Op o = bench_copy(k, bytes);
+        o.host_span = std::max(bytes, r.at(k == CopyKind::H2D ? "h2d_span_bytes" : "d2h_span_bytes").get<Bytes>());
+        return o;
+      };
+      if (run_h2d) lanes.push_back(spanned(CopyKind::H2D));
+      if (run_d2h) lanes.push_back(spanned(CopyKind::D2H));
+      const std::vector<double> per_copy = replay_gated(lanes, r.at("reps").get<int>(), "kernel", dev, topo, p);
+      c.cls = dir == "both" ? "both directions at once, walking a host span (copy_span)" : "one way, walking a host span (copy_span)";
+      for (size_t i = 0; i < lanes.size(); ++i) {
+        const bool d2h = lanes[i].copy == CopyKind::D2H;
+        c.what = fmt::format("GPU {}, {} {}{}", dev, format_bytes(static_cast<double>(bytes)), d2h ? "D2H" : "H2D",
+                             dir == "both" ? fmt::format(" beside {}", d2h ? "H2D" : "D2H") : "");
+        c.what += fmt::format(", spans {} / {}", format_bytes(static_cast<double>(lanes[0].host_span)),
+                              format_bytes(static_cast<double>(lanes.back().host_span)));
+        if (dir != "both") c.what = fmt::format("GPU {}, {} {}, span {}", dev, format_bytes(static_cast<double>(bytes)), d2h ? "D2H" : "H2D",
+                                                format_bytes(static_cast<double>(lanes[i].host_span)));
+        c.measured_us = r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>();
+        c.simulated_us = per_copy[i];
         out.push_back(c);
       }
       continue;

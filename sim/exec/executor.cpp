@@ -343,7 +343,7 @@ class Executor {
         }
     }
     coll_bn_.assign(nres + 1, {});
-    if ((p_.copy_bidir_factor < 1 || p_.copy_bidir_factor_d2h < 1 || p_.copy_bidir_small()) && !p_.copy_engine_bandwidth_for(false).is_unlimited() &&
+    if ((p_.copy_bidir_factor < 1 || p_.copy_bidir_factor_d2h < 1 || p_.copy_bidir_small() || p_.copy_bidir_mid()) && !p_.copy_engine_bandwidth_for(false).is_unlimited() &&
         !p_.copy_engine_bandwidth_for(true).is_unlimited()) {
       bidir_.resize(static_cast<size_t>(s_.ranks()));
       bidir_active_.assign(static_cast<size_t>(s_.ranks()), {0, 0});
@@ -1132,7 +1132,7 @@ class Executor {
       if (const Op& done = op_of(rr, gid); (done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && done.host_mem == HostMem::Pinned && !bidir_.empty()) {
         const size_t d = done.copy == CopyKind::D2H ? 1 : 0;
         assert(bidir_active_[static_cast<size_t>(rr)][d] > 0);
-        if (--bidir_active_[static_cast<size_t>(rr)][d] == 0) set_bidir_limit(rr, 1 - d);
+        if (--bidir_active_[static_cast<size_t>(rr)][d] == 0 || p_.copy_bidir_mid_span > 0) set_bidir_limit(rr, 1 - d);
       }
       complete(rr, gid);
       start_copy(rr, ee);
@@ -1141,8 +1141,8 @@ class Executor {
     if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && !bidir_.empty()) {
       const size_t d = op.copy == CopyKind::D2H ? 1 : 0;
       f.route.push_back({bidir_[static_cast<size_t>(r)][d], 1.0});
-      if (op.host_mem == HostMem::Pinned && bidir_active_[static_cast<size_t>(r)][d]++ == 0) set_bidir_limit(r, 1 - d);
-      set_bidir_limit(r, d);  // this copy's own share (copy_bidir_factor_for its size)
+      if (op.host_mem == HostMem::Pinned && (bidir_active_[static_cast<size_t>(r)][d]++ == 0 || p_.copy_bidir_mid_span > 0)) set_bidir_limit(r, 1 - d);
+      set_bidir_limit(r, d);  // this copy's own share (copy_bidir_factor_for its size and span)
     }
     if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && !dma_limits_.empty()) {
       for (const FlowUse& u : route->uses)
@@ -1160,13 +1160,20 @@ class Executor {
   // Rank r's engine limit of direction d (0 H2D, 1 D2H): the engine's rate,
   // times copy_bidir_factor_for(d, the size of the copy on d's engine) while
   // a pinned copy runs the other way.
+  // With copy_bidir_mid_span, the share also asks whether both directions'
+  // copies walk host spans within it.
   void set_bidir_limit(int r, size_t d) {
     const double full = p_.copy_engine_bandwidth_for(d == 1).bytes_per_s;
     double share = p_.copy_bidir_factor_for(d == 1);
-    if (p_.copy_bidir_small()) {
-      const CopyKind k = d == 1 ? CopyKind::D2H : CopyKind::H2D;
-      if (const int id = ranks_[r].ce[engine_for(ranks_[r], k)].busy; id >= 0 && op_of(r, id).copy == k)
-        share = p_.copy_bidir_factor_for(d == 1, op_of(r, id).bytes);
+    if (p_.copy_bidir_small() || p_.copy_bidir_mid()) {
+      // The pinned copy direction dd's engine runs now, or null.
+      const auto running = [&](size_t dd) -> const Op* {
+        const CopyKind k = dd == 1 ? CopyKind::D2H : CopyKind::H2D;
+        const int id = ranks_[r].ce[engine_for(ranks_[r], k)].busy;
+        return id >= 0 && op_of(r, id).copy == k ? &op_of(r, id) : nullptr;
+      };
+      const auto within = [&](const Op* o) { return o && std::max(o->host_span, o->bytes) <= p_.copy_bidir_mid_span; };
+      if (const Op* own = running(d)) share = p_.copy_bidir_factor_for(d == 1, own->bytes, within(own) && within(running(1 - d)));
     }
     flows_.set_capacity(bidir_[static_cast<size_t>(r)][d], bidir_active_[static_cast<size_t>(r)][1 - d] > 0 ? full * share : full);
   }

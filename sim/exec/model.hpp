@@ -150,10 +150,33 @@ struct ModelParams {
   double copy_bidir_factor_small = -1;
   double copy_bidir_factor_small_d2h = -1;
   [[nodiscard]] bool copy_bidir_small() const { return copy_bidir_small_bytes > 0; }
-  // The share a copy of `bytes` in direction d2h keeps while the other direction copies.
-  [[nodiscard]] double copy_bidir_factor_for(bool d2h, Bytes bytes) const {
+  // Mid-sized copies both ways at once (calibrated: bench bidir_pinned and
+  // copy_span; every H100 lease: 4-16 MiB copies kept 0.87-0.92 of the
+  // one-way H2D rate, 256 MiB-1 GiB ones 0.73-0.84; on h100x1-k 4 MiB copies
+  // walking 1 GiB of host memory as much as from one buffer, on h100x1-j
+  // only while their host spans stayed within 64 MiB: 0.68 beyond, as a
+  // large copy). Where copy_bidir_mid_bytes > 0: while the other direction
+  // runs a pinned copy, a pinned copy above copy_bidir_small_bytes and below
+  // copy_bidir_mid_bytes keeps copy_bidir_factor_mid (D2H: _d2h where >= 0)
+  // in place of copy_bidir_factor, and where copy_bidir_mid_span > 0 only
+  // while both directions' copies walk host spans (Op::host_span, default
+  // their own bytes) of at most it. 0 = the large share from the small
+  // bound up.
+  Bytes copy_bidir_mid_bytes = 0;
+  Bytes copy_bidir_mid_span = 0;
+  double copy_bidir_factor_mid = -1;
+  double copy_bidir_factor_mid_d2h = -1;
+  [[nodiscard]] bool copy_bidir_mid() const { return copy_bidir_mid_bytes > 0; }
+  // The share a copy of `bytes` in direction d2h keeps while the other
+  // direction copies; `spans_within`: both directions' host spans are within
+  // copy_bidir_mid_span (where that is set).
+  [[nodiscard]] double copy_bidir_factor_for(bool d2h, Bytes bytes, bool spans_within = true) const {
     if (copy_bidir_small() && bytes < copy_bidir_small_bytes) {
       const double s = d2h && copy_bidir_factor_small_d2h >= 0 ? copy_bidir_factor_small_d2h : copy_bidir_factor_small;
+      if (s >= 0) return s;
+    }
+    if (copy_bidir_mid() && bytes > copy_bidir_small_bytes && bytes < copy_bidir_mid_bytes && (copy_bidir_mid_span <= 0 || spans_within)) {
+      const double s = d2h && copy_bidir_factor_mid_d2h >= 0 ? copy_bidir_factor_mid_d2h : copy_bidir_factor_mid;
       if (s >= 0) return s;
     }
     return copy_bidir_factor_for(d2h);

@@ -73,7 +73,7 @@ std::vector<std::string> keys_for(OpKind k) {
   };
   switch (k) {
     case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "gemm", "attention", "dtype", "sm_limit", "efficiency"}); break;
-    case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "async", "peer"}); break;
+    case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "host_span", "async", "peer"}); break;
     case OpKind::EventRecord: add({"event", "stream"}); break;
     case OpKind::StreamWaitEvent: add({"stream", "event"}); break;
     case OpKind::StreamWaitStream: add({"stream", "on"}); break;
@@ -208,6 +208,12 @@ struct Parser {
         op.host_mem = host == "pinned" ? HostMem::Pinned : HostMem::Pageable;
         if (r.has("host") && (op.copy == CopyKind::D2D || op.copy == CopyKind::P2P))
           r.fail("host", "applies only to h2d and d2h copies");
+        if (r.has("host_span")) {
+          if (op.copy == CopyKind::D2D || op.copy == CopyKind::P2P) r.fail("host_span", "applies only to h2d and d2h copies");
+          op.host_span = r.bytes("host_span");
+          if (op.host_span < op.bytes)
+            r.fail("host_span", fmt::format("is the host memory the copies walk through: at least the copy's {} bytes (leave it out for one buffer of the copy's size)", op.bytes));
+        }
         op.async = r.boolean("async", true);
         if (op.copy == CopyKind::P2P) op.peer = rank_of(r, "peer");
         else if (r.has("peer")) r.fail("peer", "applies only to p2p copies");
@@ -553,6 +559,7 @@ std::string to_yaml(const Schedule& s) {
           kv("bytes", op.bytes);
           stream("stream", op.stream);
           if (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) kv("host", op.host_mem == HostMem::Pinned ? "pinned" : "pageable");
+          if (op.host_span > 0) kv("host_span", op.host_span);
           kv("async", op.async);
           if (op.copy == CopyKind::P2P) kv("peer", op.peer);
           break;

@@ -68,6 +68,7 @@ struct Op {
   int line = 0, column = 0; // where the op was written (0: generated); see Schedule::location
   float efficiency = 0;     // kernel; 0 = the model's default for the class
   Bytes bytes = 0;          // memcpy, alloc, collective
+  Bytes host_span = 0;      // memcpy h2d/d2h: the host memory its copies walk through, each the next slice (0 = its own bytes: one buffer, again and again)
   double flops = 0;         // kernel
   double hbm_bytes = 0;     // kernel
   std::optional<Time> duration;            // kernel, host_work

@@ -617,6 +617,78 @@ struct Runner::Impl {
           }
   }
 
+  // Does a copy's rate depend on how much host memory its copies stream
+  // through (copy_span)? bidir_pinned (same host buffer every copy): on the
+  // H100 leases H2D kept ~0.92 of its one-way rate both ways at 4-16 MiB and
+  // ~0.79 at 256 MiB-1 GiB. Pinned copies of `bytes` whose host side walks
+  // through `span` bytes (each copy the next slice; span = bytes: one buffer
+  // again and again, as bidir_pinned), one way, or both ways at once with
+  // each direction's span set apart (which direction's footprint matters:
+  // the reads' or the writes'). Timed as bidir_pinned: reps copies per
+  // stream between events, behind one gate.
+  void copy_span() {
+    if (!want("copy_span")) return;
+    const int dev = 0;
+    CUDA_CHECK(cudaSetDevice(dev));
+    const size_t span_max = opt.quick ? (size_t(64) << 20) : (size_t(1) << 30);
+    DevBuf d(dev, size_t(64) << 20), d2(dev, size_t(64) << 20);
+    PinnedBuf h(span_max), h2(span_max);
+    Stream s(dev), s2(dev);
+    Gate g;
+    Event a1(dev), b1(dev), a2(dev), b2(dev);
+    for (const size_t bytes : {size_t(1) << 20, size_t(4) << 20, size_t(16) << 20, size_t(64) << 20}) {
+      if (bytes >= span_max) continue;
+      const int reps = reps_for(bytes);
+      // Each direction's next slice; on from sample to sample, so a large span
+      // is walked once over before any slice comes back.
+      size_t off_h2d = 0, off_d2h = 0;
+      auto h2d = [&](size_t span) {
+        CUDA_CHECK(cudaMemcpyAsync(d.p, static_cast<char*>(h.p) + off_h2d, bytes, cudaMemcpyHostToDevice, s.s));
+        off_h2d = (off_h2d + bytes) % span;
+      };
+      auto d2h = [&](size_t span) {
+        CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(h2.p) + off_d2h, d2.p, bytes, cudaMemcpyDeviceToHost, s2.s));
+        off_d2h = (off_d2h + bytes) % span;
+      };
+      struct Case { const char* dir; size_t h2d_span, d2h_span; };
+      const std::vector<Case> cases = {{"h2d", bytes, 0}, {"h2d", span_max, 0}, {"d2h", 0, bytes}, {"d2h", 0, span_max},
+                                       {"both", bytes, bytes}, {"both", span_max, bytes}, {"both", bytes, span_max}, {"both", span_max, span_max}};
+      // At 4 MiB, both ways: the spans between (where does the share turn?).
+      std::vector<Case> all = cases;
+      if (bytes == (size_t(4) << 20))
+        for (size_t span = size_t(16) << 20; span < span_max; span *= 2) all.push_back({"both", span, span});
+      for (const Case& c : all) {
+        const std::string dir = c.dir;
+        progress("copy_span " + dir + " " + std::to_string(bytes) + " " + std::to_string(c.h2d_span) + "/" + std::to_string(c.d2h_span));
+        off_h2d = off_d2h = 0;
+        std::vector<double> t_h2d, t_d2h;
+        for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+          if (dir != "d2h") g.hold(s.s);
+          if (dir != "h2d") g.hold(s2.s);
+          if (dir != "d2h") {
+            CUDA_CHECK(cudaEventRecord(a1.e, s.s));
+            for (int k = 0; k < reps; ++k) h2d(c.h2d_span);
+            CUDA_CHECK(cudaEventRecord(b1.e, s.s));
+          }
+          if (dir != "h2d") {
+            CUDA_CHECK(cudaEventRecord(a2.e, s2.s));
+            for (int k = 0; k < reps; ++k) d2h(c.d2h_span);
+            CUDA_CHECK(cudaEventRecord(b2.e, s2.s));
+          }
+          g.release();
+          CUDA_CHECK(cudaDeviceSynchronize());
+          if (it < opt.warmup) continue;
+          if (dir != "d2h") t_h2d.push_back(elapsed_us(a1, b1) / reps);
+          if (dir != "h2d") t_d2h.push_back(elapsed_us(a2, b2) / reps);
+        }
+        json row = {{"key", "copy_span"}, {"gpus", {dev}}, {"dir", dir}, {"bytes", bytes}, {"reps", reps}};
+        if (dir != "d2h") row["h2d_span_bytes"] = c.h2d_span, row["h2d_time_us"] = median(t_h2d);
+        if (dir != "h2d") row["d2h_span_bytes"] = c.d2h_span, row["d2h_time_us"] = median(t_d2h);
+        add(row);
+      }
+    }
+  }
+
   // The hand-off against how long the copy waited (handoff_wait): a kernel
   // of `wait_us` on every SM (as `run`'s duration kernels: %globaltimer),
   // then one pinned 256 KiB copy, timed from an event after the kernel to
@@ -2049,6 +2121,7 @@ nlohmann::ordered_json Runner::run() {
   I.copies();
   I.copy_reps();
   I.copy_after_idle();
+  I.copy_span();
   I.handoff_wait();
   I.kernel_reps();
   I.multi_gpu_copies();

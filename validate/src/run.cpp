@@ -8,7 +8,9 @@
 //   kernel hbm_bytes  a copy kernel reading and writing half the bytes each
 //   kernel duration   a kernel on every SM spinning on %globaltimer
 //   memcpy            cudaMemcpyAsync (P2P: cudaMemcpyPeerAsync) from per-rank
-//                     pinned or pageable host buffers; async: false adds
+//                     pinned or pageable host buffers, one per direction
+//                     (host_span: each copy the next slice of that many
+//                     bytes); async: false adds
 //                     cudaStreamSynchronize, as torch's blocking .to() does
 //   collective        NCCL (all_to_all: ncclAlltoAll; pairwise: one grouped
 //                     ncclSend/ncclRecv launch per round, the circle method);
@@ -22,6 +24,7 @@
 #include "run.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -73,6 +76,7 @@ struct Plan {
   bool busy = false, hbm = false;
   int64_t busy_ns = 0;
   size_t bytes = 0;        // copy / collective / hbm bytes
+  size_t span = 0;         // h2d/d2h: the host memory the op's copies walk through (Op::host_span; its bytes where unset)
   ncclComm_t comm = nullptr;
   int peer = -1;           // send/recv: the peer's rank in `comm`; p2p: the peer rank
   std::vector<int> partners;  // pairwise all_to_all: the partner per round (-1: sits out)
@@ -106,6 +110,8 @@ struct Rank {
   int sms = 0;
   size_t vram_capacity = 0;
   std::vector<int64_t> issue, returned;  // host ns, per op
+  std::map<std::pair<size_t, int>, size_t> span_next;  // (host_span, 2 x pinned + d2h) -> where its next copy starts
+  std::array<size_t, 2> d2h_at{0, 0};  // where the D2H copies' host buffer starts (pinned, pageable): past the H2D ones
 };
 
 struct Times {
@@ -254,7 +260,8 @@ class Runner {
     R.plans.resize(n);
     R.issue.assign(n, 0);
     R.returned.assign(n, 0);
-    size_t copy_max = 0, d2d_max = 0, pinned_max = 0, pageable_max = 0, gemm_a = 0, gemm_b = 0, gemm_c = 0, mem_max = 0, coll_max = 0;
+    size_t pinned_max[2] = {0, 0}, pageable_max[2] = {0, 0};  // per direction (H2D, D2H)
+    size_t copy_max = 0, d2d_max = 0, gemm_a = 0, gemm_b = 0, gemm_c = 0, mem_max = 0, coll_max = 0;
     int64_t vram = 0, vram_peak = 0;
     std::map<std::string, int64_t> allocs;
     for (int i = 0; i < n; ++i) {
@@ -293,7 +300,11 @@ class Runner {
         case OpKind::Memcpy: {
           p.bytes = static_cast<size_t>(o.bytes);
           if (o.copy == osim::CopyKind::H2D || o.copy == osim::CopyKind::D2H) {
-            (o.host_mem == osim::HostMem::Pinned ? pinned_max : pageable_max) = std::max(o.host_mem == osim::HostMem::Pinned ? pinned_max : pageable_max, p.bytes);
+            p.span = std::max(p.bytes, static_cast<size_t>(o.host_span));
+            // Each direction its own host buffer (as the bench's): D2H copies write past the H2D ones'.
+            const size_t d = o.copy == osim::CopyKind::D2H ? 1 : 0;
+            size_t& m = (o.host_mem == osim::HostMem::Pinned ? pinned_max : pageable_max)[d];
+            m = std::max(m, p.span);
             copy_max = std::max(copy_max, p.bytes);
           } else if (o.copy == osim::CopyKind::D2D) {
             d2d_max = std::max(d2d_max, p.bytes);
@@ -371,12 +382,13 @@ class Runner {
     if (R.mem_a.bytes) CUDA_CHECK(cudaMemset(R.mem_a.p, 1, R.mem_a.bytes));
     launch_fill_bf16(R.timing, R.gemm_a.p, R.gemm_a.bytes, 17u + static_cast<uint32_t>(R.rank));
     launch_fill_bf16(R.timing, R.gemm_b.p, R.gemm_b.bytes, 91u + static_cast<uint32_t>(R.rank));
-    if (pinned_max) {
-      R.pinned_bytes = pinned_max;
-      CUDA_CHECK(cudaHostAlloc(&R.pinned, pinned_max, cudaHostAllocPortable));
-      std::memset(R.pinned, 1, pinned_max);
+    if (pinned_max[0] + pinned_max[1]) {
+      R.pinned_bytes = pinned_max[0] + pinned_max[1];
+      CUDA_CHECK(cudaHostAlloc(&R.pinned, R.pinned_bytes, cudaHostAllocPortable));
+      std::memset(R.pinned, 1, R.pinned_bytes);
     }
-    R.pageable.assign(pageable_max, 1);
+    R.pageable.assign(pageable_max[0] + pageable_max[1], 1);
+    R.d2h_at = {pinned_max[0], pageable_max[0]};
   }
 
   // P2P destinations live on the receiving rank; allocated after every rank's plan is known.
@@ -441,7 +453,19 @@ class Runner {
         break;
       case OpKind::Memcpy: {
         CUDA_CHECK(cudaEventRecord(R.ev_start[i], st));
-        void* host = o.host_mem == osim::HostMem::Pinned ? R.pinned : static_cast<void*>(R.pageable.data());
+        // The next slice of the host span: the rank's copies of one span and
+        // direction walk it together (offset 0 every time where the span is
+        // the bytes); each direction has its own host buffer.
+        size_t offset = 0;
+        if (p.span > p.bytes) {
+          size_t& next = R.span_next[{p.span, (o.host_mem == osim::HostMem::Pinned ? 2 : 0) + (o.copy == osim::CopyKind::D2H ? 1 : 0)}];
+          if (next + p.bytes > p.span) next = 0;
+          offset = next;
+          next += p.bytes;
+        }
+        const bool pinned = o.host_mem == osim::HostMem::Pinned;
+        if (o.copy == osim::CopyKind::D2H) offset += R.d2h_at[pinned ? 0 : 1];
+        char* host = static_cast<char*>(pinned ? R.pinned : static_cast<void*>(R.pageable.data())) + offset;
         switch (o.copy) {
           case osim::CopyKind::H2D: CUDA_CHECK(cudaMemcpyAsync(R.copy_buf.p, host, p.bytes, cudaMemcpyHostToDevice, st)); break;
           case osim::CopyKind::D2H: CUDA_CHECK(cudaMemcpyAsync(host, R.copy_buf.p, p.bytes, cudaMemcpyDeviceToHost, st)); break;

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""The host-span set: copies both ways at once on one GPU, from host memory the
+CPU's cache holds or not, to check the model's cached share end to end
+(README, "Both ways at once: the host memory the copies walk"). Writes
+validate/span/<case>/schedule.yaml (deterministic; stdlib only).
+Usage: validate/span/generate.py [OUTDIR] [--topology FILE]
+
+Every case runs on rank 0 of the topology (default: configs/topologies/
+dgx-h100.yaml, the H100 leases'): N pinned copies on an `up` stream (H2D) and
+N on a `down` stream (D2H), issued together, no waits.
+  both-4m           4 MiB copies, each direction its one 4 MiB buffer
+                    again and again (host_span left out: the CPU's cache)
+  both-4m-1g        the same, each direction walking 1 GiB (host_span: 1 GiB)
+  both-16m          16 MiB copies, one buffer each
+  both-16m-1g       16 MiB copies walking 1 GiB
+  h2d-4m-1g         the H2D copies of both-4m-1g alone (the control: one way,
+                    the span costs nothing)
+"""
+import os
+import sys
+
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+def write(out, topology, name, ops):
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    topo = os.path.relpath(topology, d)
+    lines = [f"name: {name}", f"topology: {topo}", "ranks: 1", "settings: {device_max_connections: 8, nccl_p2p_disable: false}", "streams:",
+             "  - {name: up, priority: 0}", "  - {name: down, priority: 0}", "groups:", "  []", "programs:", "  - rank: 0", "    ops:"]
+    lines += [f"      - {op}" for op in ops]
+    with open(os.path.join(d, "schedule.yaml"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def copy(i, kind, stream, nbytes, span):
+    s = f", host_span: {span}" if span else ""
+    return f"{{op: memcpy, name: {kind}{i}, kind: {kind}, bytes: {nbytes}, stream: {stream}, host: pinned{s}, async: true}}"
+
+
+def main():
+    args = sys.argv[1:]
+    here = os.path.dirname(os.path.abspath(__file__))
+    topology = os.path.join(here, "..", "..", "configs", "topologies", "dgx-h100.yaml")
+    if "--topology" in args:
+        i = args.index("--topology")
+        topology = os.path.abspath(args[i + 1])
+        del args[i:i + 2]
+    out = args[0] if args else here
+    for name, nbytes, n, span, dirs in (("both-4m", 4 * MIB, 100, 0, "both"), ("both-4m-1g", 4 * MIB, 100, GIB, "both"),
+                                        ("both-16m", 16 * MIB, 25, 0, "both"), ("both-16m-1g", 16 * MIB, 25, GIB, "both"),
+                                        ("h2d-4m-1g", 4 * MIB, 100, GIB, "h2d")):
+        ops = [copy(i, "h2d", "up", nbytes, span) for i in range(n)]
+        if dirs == "both":
+            ops += [copy(i, "d2h", "down", nbytes, span) for i in range(n)]
+        write(out, topology, name, ops)
+
+
+if __name__ == "__main__":
+    main()
