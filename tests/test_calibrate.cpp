@@ -1729,9 +1729,9 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c and d, 1xH100 f): both ways
   // Lease d: the bench carrying its rotating buffer's offset from row to
   // row; its rows no steadier than c's (one 64 MiB H2D at 6.9 GB/s between
   // 8.3 and 8.4 in run 1: 22.5 % in sample).
-  for (const Lease& l : {Lease{"h200x1-c", "h200x4-nvlink.yaml", 0.819, 0.931, 7.34, 11.23, 6.0, 25, 20, 1.5, 0.689, 0.696},
-                         Lease{"h100x1-f", "dgx-h100.yaml", 0.844, 0.948, 8.90, 14.07, 6.0, 25, 20, 1.5, 0.686, 0.716},
-                         Lease{"h200x1-d", "h200x4-nvlink.yaml", 0.919, 0.921, 7.94, 13.49, 23.0, 20, 15, 2.0, 0.699, 0.726}}) {
+  for (const Lease& l : {Lease{"h200x1-c", "h200x4-nvlink.yaml", 0.819, 0.931, 7.34, 11.23, 6.0, 25, 20, 1.5, 0.690, 0.703},
+                         Lease{"h100x1-f", "dgx-h100.yaml", 0.844, 0.948, 8.90, 14.07, 6.0, 25, 20, 1.5, 0.713, 0.710},
+                         Lease{"h200x1-d", "h200x4-nvlink.yaml", 0.919, 0.921, 7.94, 13.49, 23.0, 20, 15, 2.0, 0.722, 0.711}}) {
     INFO(std::string(l.dir));
     const std::string dir = std::string("validate/results/") + l.dir + "/";
     const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/" + l.topo));
@@ -1767,25 +1767,28 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c and d, 1xH100 f): both ways
     CHECK(w2.at("pageable copy, host buffer not in the CPU's caches") > l.pageable_out_above);
     // The memory-bound kernel past the L2, back to back and between GEMMs.
     CHECK(w2.at("memory-bound kernel >= 64 MiB") < l.memory_out_below);
-    // Both ways at once, >= 16 MiB: within 11.5 % in sample (the H2D's share
-    // moves with the size), 13 % out of sample (box c's second run kept
-    // 0.92 where its first kept 0.82); 1-16 MiB within 14 / 16 %.
+    // Both ways at once, >= 16 MiB: within 11.5 % in sample, 15.5 % out of
+    // sample (box c's second run kept 0.92 where its first kept 0.82, which
+    // the table holds at 256 MiB-1 GiB); 1-16 MiB within 14 / 16 %.
     CHECK(w1.at("both directions at once >= 16 MiB") < 11.5);
-    CHECK(w2.at("both directions at once >= 16 MiB") < 13);
+    CHECK(w2.at("both directions at once >= 16 MiB") < 15.5);
     CHECK(w1.at("both directions at once 1-16 MiB") < 14);
     CHECK(w2.at("both directions at once 1-16 MiB") < 16);
     // Below 1 MiB a D2H takes as long as the H2D beside it: the longer set-up
-    // and ~0.7 of the rate, below the size the search found (1 MiB on every
-    // lease). Within 10 % in sample, 7.5 % out of sample; without the term
-    // the small D2H copies replay 30-38 % fast.
-    CHECK(p.copy_bidir_small_bytes == 1048576);
-    CHECK(p.copy_bidir_factor_small == doctest::Approx(l.small_h2d_share).epsilon(0.002));
-    CHECK(p.copy_bidir_factor_small_d2h == doctest::Approx(l.small_d2h_share).epsilon(0.002));
+    // and ~0.7 of the rate (the table's 256 KiB share), ~0.9 from 4 MiB.
+    // Within 10 % in sample, 7.5 % out of sample; without the table (each
+    // direction its own set-up, the large share) the small copies replay
+    // 30-38 % fast.
+    REQUIRE(p.copy_bidir_tabled());
+    CHECK(p.copy_bidir_table_share(false, 262144) == doctest::Approx(l.small_h2d_share).epsilon(0.002));
+    CHECK(p.copy_bidir_table_share(true, 262144) == doctest::Approx(l.small_d2h_share).epsilon(0.002));
+    CHECK(p.copy_bidir_table_share(false, 4194304) > 0.94);
+    CHECK(p.copy_bidir_table_share(true, 4194304) > 0.89);
     CHECK(w1.at("both directions at once < 1 MiB") < 10);
     CHECK(w2.at("both directions at once < 1 MiB") < 7.5);
     {
       ModelParams without = p;
-      without.copy_bidir_small_bytes = 0;
+      without.copy_bidir_table.clear();
       std::map<std::string, double> w;
       for (const auto& c : compare_bench(run1, topo, without)) w[c.cls] = std::max(w[c.cls], std::abs(c.error_pct()));
       CHECK(w.at("both directions at once < 1 MiB") > 30);
@@ -1794,9 +1797,11 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c and d, 1xH100 f): both ways
     const ModelParams q = load_calibration(kSrc + "/" + dir + "calibration.yaml");
     CHECK(q.copy_bidir_factor == doctest::Approx(p.copy_bidir_factor).epsilon(1e-3));
     CHECK(q.copy_bidir_factor_d2h == doctest::Approx(p.copy_bidir_factor_d2h).epsilon(1e-3));
-    CHECK(q.copy_bidir_small_bytes == p.copy_bidir_small_bytes);
-    CHECK(q.copy_bidir_factor_for(true, 4096) == doctest::Approx(p.copy_bidir_factor_small_d2h).epsilon(1e-3));
-    CHECK(q.copy_bidir_factor_for(true, 1048576) == doctest::Approx(p.copy_bidir_factor_d2h).epsilon(1e-3));
+    REQUIRE(q.copy_bidir_table.size() == p.copy_bidir_table.size());
+    // Between two measured sizes, the share interpolated in log(bytes); below the smallest, held.
+    CHECK(q.copy_bidir_factor_for(true, 524288) ==
+          doctest::Approx(0.5 * (p.copy_bidir_table_share(true, 262144) + p.copy_bidir_table_share(true, 1048576))).epsilon(1e-3));
+    CHECK(q.copy_bidir_factor_for(true, 4096) == doctest::Approx(p.copy_bidir_table.front()[2]).epsilon(1e-3));
     CHECK(q.pageable_bandwidth_for(true).GBps() == doctest::Approx(p.pageable_bandwidth_d2h.GBps()).epsilon(1e-3));
     CHECK(q.pageable_latency_for(false).us() == doctest::Approx(p.pageable_latency.us()).epsilon(1e-3));
   }
@@ -1942,10 +1947,17 @@ TEST_CASE("copies per gated burst (copy_reps): the burst held from the spin-kern
   CHECK(sim.at("GPU 0, 256.00 KiB x 1 after a kernel, H2D") == doctest::Approx(setup + 262144 * us_per_byte + 6.0).epsilon(1e-6));
   CHECK(sim.at("GPU 0, 256.00 KiB x 1 after a host function, H2D") == doctest::Approx(setup + 262144 * us_per_byte + event).epsilon(1e-6));
   CHECK(sim.at("GPU 0, 4.00 MiB x 5 after a kernel, H2D") == doctest::Approx(setup + 4194304 * us_per_byte + 6.0 / 5).epsilon(1e-6));
-  // Both ways at once below 1 MiB: the longer set-up, the small share.
+  // Both ways at once: the longer set-up, the table's share at the size
+  // (fitted on the both-ways rows behind the spin kernel with more than 5
+  // per burst, here 20 and 50).
   const double longer = std::max(setup, p.copy_latency_d2h.us() + 1.0);
+  REQUIRE(p.copy_bidir_tabled());
+  const double share = p.copy_bidir_table_share(true, 262144);
+  CAPTURE(share);
+  CHECK(share > 0.5);
+  CHECK(share < 0.99);
   CHECK(sim.at("GPU 0, 256.00 KiB x 20 after a kernel, D2H beside H2D") ==
-        doctest::Approx(longer + 262144 / (p.copy_bidir_factor_small_d2h * p.copy_engine_bandwidth_d2h.bytes_per_s) * 1e6 + 6.0 / 20).epsilon(1e-3));
+        doctest::Approx(longer + 262144 / (share * p.copy_engine_bandwidth_d2h.bytes_per_s) * 1e6 + 6.0 / 20).epsilon(1e-3));
 }
 
 TEST_CASE("the all-to-all per gated burst (nccl_reps): the burst's one-off cost fitted over sizes, each op replayed at the table's time") {
@@ -2132,41 +2144,39 @@ TEST_CASE("a hand-off bench row with a value outside its testcase's cases is ref
   }
 }
 
-TEST_CASE("calibrate recovers the mid-sized copies' share both ways, and a span bound only where the rows need one") {
+TEST_CASE("calibrate recovers the share both ways per size from rows the model made with a known table") {
   // h100x1-k's bench (one-way rows, set-ups, bursts as measured), with its
-  // both-ways rows (bidir_pinned, copy_span) replaced by what the model
-  // gives them with a known tier: copies below 64 MiB keep 0.9 / 0.95 (the
-  // large share stays the lease's), and with a span bound of 64 MiB only
-  // within it. calibrate must find each tier back, and no span bound where
-  // the rows were made without one.
+  // both-ways rows (bidir_pinned, copy_span, copy_reps) replaced by what the
+  // model gives them with a known table: 0.6 / 0.7 at 256 KiB, 0.85 / 0.95
+  // at 4 MiB, 0.75 / 0.9 at 1 GiB (between, interpolated in log(bytes)).
+  // calibrate must find each measured size's share back.
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
   const std::string f = "validate/results/h100x1-k/bench-span-1.json";
   const nlohmann::json doc = load(kSrc + "/" + f);
-  const ModelParams base = calibrate({{f, doc}}, topo).params;
-  for (const Bytes span : {Bytes{0}, Bytes{64} << 20}) {
-    ModelParams made = base;
-    made.copy_bidir_mid_bytes = Bytes{64} << 20;
-    made.copy_bidir_mid_span = span;
-    made.copy_bidir_factor_mid = 0.9;
-    made.copy_bidir_factor_mid_d2h = 0.95;
-    // compare_bench replays a testcase's rows in order, H2D before D2H on each.
-    nlohmann::json synth = doc;
-    std::map<std::string, std::vector<double>> sim;
-    for (const Comparison& c : compare_bench(doc, topo, made)) sim[c.key].push_back(c.simulated_us);
-    std::map<std::string, size_t> at;
-    for (auto& r : synth.at("results")) {
-      const std::string key = r.at("key");
-      if (key != "bidir_pinned" && key != "copy_span") continue;
-      for (const char* t : {"h2d_time_us", "d2h_time_us"})
-        if (r.contains(t)) r[t] = sim.at(key).at(at[key]++);
-    }
-    CHECK(at["bidir_pinned"] == sim["bidir_pinned"].size());
-    CHECK(at["copy_span"] == sim["copy_span"].size());
-    const ModelParams p = calibrate({{f, synth}}, topo).params;
-    CAPTURE(span);
-    CHECK(p.copy_bidir_mid_bytes == Bytes{64} << 20);
-    CHECK(p.copy_bidir_mid_span == span);
-    CHECK(p.copy_bidir_factor_mid == doctest::Approx(0.9).epsilon(0.01));
-    CHECK(p.copy_bidir_factor_mid_d2h == doctest::Approx(0.95).epsilon(0.01));
+  ModelParams made = calibrate({{f, doc}}, topo).params;
+  made.copy_bidir_table = {{262144, 0.6, 0.7}, {4194304, 0.85, 0.95}, {1073741824, 0.75, 0.9}};
+  // compare_bench replays a testcase's rows in order, H2D before D2H on each.
+  nlohmann::json synth = doc;
+  std::map<std::string, std::vector<double>> sim;
+  for (const Comparison& c : compare_bench(doc, topo, made)) sim[c.key].push_back(c.simulated_us);
+  std::map<std::string, size_t> at;
+  for (auto& r : synth.at("results")) {
+    const std::string key = r.at("key");
+    if (key != "bidir_pinned" && key != "copy_span" && key != "copy_reps") continue;
+    for (const char* t : {"h2d_time_us", "d2h_time_us"})
+      if (r.contains(t)) r[t] = sim.at(key).at(at[key]++);
+  }
+  for (const char* key : {"bidir_pinned", "copy_span", "copy_reps"}) CHECK(at[key] == sim[key].size());
+  const ModelParams p = calibrate({{f, synth}}, topo).params;
+  REQUIRE(p.copy_bidir_tabled());
+  CHECK(p.copy_bidir_table.front()[0] == 65536);  // the bytes take >= 1 us from 64 KiB
+  CHECK(p.copy_bidir_table.back()[0] == 1073741824);
+  // Each size within 1.5 % of the share that made it (the bench's first copy
+  // of a burst starts before the other direction's and keeps its own set-up:
+  // the fit charges every copy the longer one).
+  for (const auto& e : p.copy_bidir_table) {
+    CAPTURE(e[0]);
+    CHECK(e[1] == doctest::Approx(made.copy_bidir_table_share(false, static_cast<Bytes>(e[0]))).epsilon(0.015));
+    CHECK(e[2] == doctest::Approx(made.copy_bidir_table_share(true, static_cast<Bytes>(e[0]))).epsilon(0.015));
   }
 }

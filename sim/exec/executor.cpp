@@ -343,7 +343,7 @@ class Executor {
         }
     }
     coll_bn_.assign(nres + 1, {});
-    if ((p_.copy_bidir_factor < 1 || p_.copy_bidir_factor_d2h < 1 || p_.copy_bidir_small() || p_.copy_bidir_mid()) && !p_.copy_engine_bandwidth_for(false).is_unlimited() &&
+    if ((p_.copy_bidir_factor < 1 || p_.copy_bidir_factor_d2h < 1 || p_.copy_bidir_small() || p_.copy_bidir_mid() || p_.copy_bidir_tabled()) && !p_.copy_engine_bandwidth_for(false).is_unlimited() &&
         !p_.copy_engine_bandwidth_for(true).is_unlimited()) {
       bidir_.resize(static_cast<size_t>(s_.ranks()));
       bidir_active_.assign(static_cast<size_t>(s_.ranks()), {0, 0});
@@ -1101,7 +1101,7 @@ class Executor {
                     : p_.copy_latency;
     // Both ways at once (copy_bidir_small): a pinned copy starting while
     // the other direction runs one waits the longer of the two set-ups.
-    if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && op.host_mem == HostMem::Pinned && p_.copy_bidir_small() && !bidir_.empty() &&
+    if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && op.host_mem == HostMem::Pinned && (p_.copy_bidir_small() || p_.copy_bidir_tabled()) && !bidir_.empty() &&
         bidir_active_[static_cast<size_t>(r)][op.copy == CopyKind::D2H ? 0 : 1] > 0)
       f.latency = std::max(f.latency, p_.host_copy_setup(op.copy != CopyKind::D2H, false, op.bytes));
     if (route) {
@@ -1165,7 +1165,7 @@ class Executor {
   void set_bidir_limit(int r, size_t d) {
     const double full = p_.copy_engine_bandwidth_for(d == 1).bytes_per_s;
     double share = p_.copy_bidir_factor_for(d == 1);
-    if (p_.copy_bidir_small() || p_.copy_bidir_mid()) {
+    if (p_.copy_bidir_small() || p_.copy_bidir_mid() || p_.copy_bidir_tabled()) {
       // The pinned copy direction dd's engine runs now, or null.
       const auto running = [&](size_t dd) -> const Op* {
         const CopyKind k = dd == 1 ? CopyKind::D2H : CopyKind::H2D;

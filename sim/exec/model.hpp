@@ -2,6 +2,8 @@
 // measurements and public figures (README "Execution model"); calibration
 // files (validate) replace them.
 #pragma once
+#include <array>
+#include <cmath>
 
 #include <cstdint>
 #include <vector>
@@ -170,7 +172,26 @@ struct ModelParams {
   // The share a copy of `bytes` in direction d2h keeps while the other
   // direction copies; `spans_within`: both directions' host spans are within
   // copy_bidir_mid_span (where that is set).
+  // Both ways at once per size (calibrated: bidir_pinned and copy_span, the
+  // share per measured size): (bytes, H2D share, D2H share), by bytes; a
+  // copy's share interpolated in log(bytes), the ends held. Where set, it
+  // takes the place of the small and mid-sized tiers and the large share,
+  // and a copy beside the other direction takes the longer set-up.
+  std::vector<std::array<double, 3>> copy_bidir_table;
+  [[nodiscard]] bool copy_bidir_tabled() const { return !copy_bidir_table.empty(); }
+  [[nodiscard]] double copy_bidir_table_share(bool d2h, Bytes bytes) const {
+    const auto& t = copy_bidir_table;
+    const size_t k = d2h ? 2 : 1;
+    const double b = static_cast<double>(bytes);
+    if (b <= t.front()[0]) return t.front()[k];
+    if (b >= t.back()[0]) return t.back()[k];
+    size_t i = 1;
+    while (t[i][0] < b) ++i;
+    const double x = (std::log(b) - std::log(t[i - 1][0])) / (std::log(t[i][0]) - std::log(t[i - 1][0]));
+    return t[i - 1][k] + x * (t[i][k] - t[i - 1][k]);
+  }
   [[nodiscard]] double copy_bidir_factor_for(bool d2h, Bytes bytes, bool spans_within = true) const {
+    if (copy_bidir_tabled()) return copy_bidir_table_share(d2h, bytes);
     if (copy_bidir_small() && bytes < copy_bidir_small_bytes) {
       const double s = d2h && copy_bidir_factor_small_d2h >= 0 ? copy_bidir_factor_small_d2h : copy_bidir_factor_small;
       if (s >= 0) return s;
