@@ -679,7 +679,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   // place of the tiers it grew from (2026-11-23/24: below 1 MiB ~0.7, 4-16
   // MiB ~0.94, >= 64 MiB the large share, with 1 MiB between them and 5-9 %
   // fast): over the 13 single-GPU leases' second runs, replayed with the
-  // first run's calibration, the held rows over 5 % went from 313 to 238.
+  // first run's calibration, the held rows over 5 % went from 313 to 235.
   // Benches without rows with reps (the 2x and 4xH200 boxes) keep the large
   // share alone (copy_bidir_table).
   if (!p.copy_engine_bandwidth.is_unlimited()) {
@@ -700,8 +700,6 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     const auto own_us = [&](bool d2h, double bytes) { return route_latency_us + p.host_copy_setup(d2h, false, static_cast<Bytes>(bytes)).us(); };
     const auto longer_us = [&](double bytes) { return std::max(own_us(false, bytes), own_us(true, bytes)); };
     std::vector<std::array<double, 3>> table;
-    double sq = 0;
-    int n = 0;
     for (const auto& [b, rs] : by_size) {
       // A share means something where the bytes take a while: from 1 us at
       // the engine's rate (64 KiB up); below, the smallest fitted size's holds.
@@ -718,14 +716,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         if (num > 0) e[d2h ? 2 : 1] = std::clamp(den / num, 0.05, 1.0);
         else ok = false;
       }
-      if (!ok) continue;
-      table.push_back(e);
-      for (const auto& [reps, t] : rs)
-        for (const bool d2h : {false, true}) {
-          const double pred = longer_us(b) + burst_us(d2h) / reps + b / (e[d2h ? 2 : 1] * p.copy_engine_bandwidth_for(d2h).bytes_per_s) * 1e6;
-          sq += std::pow(pred / t[d2h] - 1, 2);
-          ++n;
-        }
+      if (ok) table.push_back(e);
     }
     if (with_reps && !table.empty()) {
       // The closed form above takes each direction's share over its whole
@@ -749,8 +740,8 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
           for (const size_t k : {size_t{0}, size_t{1}}) e[k + 1] = std::clamp(e[k + 1] * std::exp(log_ratio[k]), 0.05, 1.0);
         }
       table = q.copy_bidir_table;
-      sq = 0;
-      n = 0;
+      double sq = 0;
+      int n = 0;
       for (const auto& e : table)
         for (const auto& [reps, t] : by_size.at(e[0])) {
           const std::vector<double> sim = replay_gated({bench_copy(CopyKind::H2D, static_cast<Bytes>(e[0])), bench_copy(CopyKind::D2H, static_cast<Bytes>(e[0]))},

@@ -172,8 +172,8 @@ struct ModelParams {
   // The share a copy of `bytes` in direction d2h keeps while the other
   // direction copies; `spans_within`: both directions' host spans are within
   // copy_bidir_mid_span (where that is set).
-  // Both ways at once per size (calibrated: bidir_pinned and copy_span, the
-  // share per measured size): (bytes, H2D share, D2H share), by bytes; a
+  // Both ways at once per size (calibrated: bidir_pinned, copy_span and
+  // copy_reps both ways, the share per measured size, 64 KiB up): (bytes, H2D share, D2H share), by bytes; a
   // copy's share interpolated in log(bytes), the ends held. Where set, it
   // takes the place of the small and mid-sized tiers and the large share,
   // and a copy beside the other direction takes the longer set-up.
