@@ -1823,6 +1823,19 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c and d, 1xH100 f): both ways
   CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("must be > 0"), InputError);
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_bidir_small_bytes: 1 MiB\n  copy_bidir_factor_small: 0.7\n";
   CHECK(load_calibration(f.string()).copy_bidir_factor_for(true, 4096) == doctest::Approx(0.7));  // D2H: the H2D share unless set
+  // The per-size table: sizes increasing, shares in (0, 1], three numbers an entry.
+  const auto head = std::string("schema: overlapsim.calibration/v1\nmodel:\n  copy_bidir_table:\n");
+  for (const char* bad : {"    - [1048576, 0.9, 0.9]\n    - [65536, 0.7, 0.7]\n", "    - [65536, 1.2, 0.7]\n", "    - [65536, 0.7]\n", "    - [65536, x, 0.7]\n"}) {
+    const std::string entries = bad;
+    CAPTURE(entries);
+    std::ofstream(f) << head << entries;
+    CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("'copy_bidir_table': must be a list of [bytes, H2D share, D2H share] by bytes"), InputError);
+  }
+  std::ofstream(f) << head << "    - [65536, 0.6, 0.7]\n    - [4194304, 0.9, 0.95]\n";
+  const ModelParams t = load_calibration(f.string());
+  CHECK(t.copy_bidir_factor_for(false, 4096) == doctest::Approx(0.6));                   // below: the first entry
+  CHECK(t.copy_bidir_factor_for(true, 524288) == doctest::Approx(0.7 + 0.5 * 0.25));      // halfway in log(bytes)
+  CHECK(t.copy_bidir_factor_for(false, Bytes{1} << 30) == doctest::Approx(0.9));          // above: the last
   std::filesystem::remove(f);
 }
 
