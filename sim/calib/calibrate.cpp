@@ -721,9 +721,9 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     if (with_reps && !table.empty()) {
       // The closed form above takes each direction's share over its whole
       // copy; the model gives it only while the other direction copies (the
-      // faster one's end leaves the slower alone at its full rate: a 1 GiB
-      // H2D beside a D2H 20 % quicker kept 0.79 of its rate overall, ~0.70
-      // while both ran). So each size's shares are refined by replaying its
+      // faster one's end leaves the slower alone at its full rate: h100x1-i's
+      // 1 GiB H2D beside a D2H 20 % quicker kept 0.79 of its rate overall,
+      // 0.71 while both ran). So each size's shares are refined by replaying its
       // rows as the bench ran them: a share times the geometric mean of
       // simulated / measured over the size's rows, eight rounds.
       ModelParams q = p;
