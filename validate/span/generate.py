@@ -15,6 +15,11 @@ N on a `down` stream (D2H), issued together, no waits.
   both-16m-1g       16 MiB copies walking 1 GiB
   h2d-4m-1g         the H2D copies of both-4m-1g alone (the control: one way,
                     the span costs nothing)
+  offload-both      a layerwise offload both ways, 20 layers: layer i+1's
+                    256 MiB of weights H2D (walking 2 GiB) while layer i
+                    computes (a 1.5 ms kernel on every SM), then its 64 MiB of
+                    activations D2H (walking 1 GiB) beside the next prefetch
+  offload-h2d       the same without the D2H copies (the control)
 """
 import os
 import sys
@@ -23,12 +28,13 @@ MIB = 1 << 20
 GIB = 1 << 30
 
 
-def write(out, topology, name, ops):
+def write(out, topology, name, ops, streams=("up", "down")):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     topo = os.path.relpath(topology, d)
-    lines = [f"name: {name}", f"topology: {topo}", "ranks: 1", "settings: {device_max_connections: 8, nccl_p2p_disable: false}", "streams:",
-             "  - {name: up, priority: 0}", "  - {name: down, priority: 0}", "groups:", "  []", "programs:", "  - rank: 0", "    ops:"]
+    lines = [f"name: {name}", f"topology: {topo}", "ranks: 1", "settings: {device_max_connections: 8, nccl_p2p_disable: false}", "streams:"]
+    lines += [f"  - {{name: {s}, priority: 0}}" for s in streams]
+    lines += ["groups:", "  []", "programs:", "  - rank: 0", "    ops:"]
     lines += [f"      - {op}" for op in ops]
     with open(os.path.join(d, "schedule.yaml"), "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -37,6 +43,23 @@ def write(out, topology, name, ops):
 def copy(i, kind, stream, nbytes, span):
     s = f", host_span: {span}" if span else ""
     return f"{{op: memcpy, name: {kind}{i}, kind: {kind}, bytes: {nbytes}, stream: {stream}, host: pinned{s}, async: true}}"
+
+
+def offload(n, with_d2h):
+    """Layer i's weights arrive on `up` (event w{i}), it computes on `compute`
+    after them (event c{i}), its activations leave on `down` after that."""
+    ops = []
+    for i in range(n):
+        ops.append(copy(i, "h2d", "up", 256 * MIB, 2 * GIB))
+        ops.append(f"{{op: event_record, event: w{i}, stream: up}}")
+    for i in range(n):
+        ops.append(f"{{op: stream_wait_event, stream: compute, event: w{i}}}")
+        ops.append(f"{{op: kernel, name: layer{i}, stream: compute, duration: 1.5 ms}}")
+        if with_d2h:
+            ops.append(f"{{op: event_record, event: c{i}, stream: compute}}")
+            ops.append(f"{{op: stream_wait_event, stream: down, event: c{i}}}")
+            ops.append(copy(i, "d2h", "down", 64 * MIB, GIB))
+    return ops
 
 
 def main():
@@ -55,6 +78,8 @@ def main():
         if dirs == "both":
             ops += [copy(i, "d2h", "down", nbytes, span) for i in range(n)]
         write(out, topology, name, ops)
+    for name, with_d2h in (("offload-both", True), ("offload-h2d", False)):
+        write(out, topology, name, offload(20, with_d2h), streams=("up", "down", "compute"))
 
 
 if __name__ == "__main__":
