@@ -10,6 +10,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <tuple>
 #include <optional>
 #include <chrono>
 #include <unistd.h>
@@ -66,8 +68,73 @@ nlohmann::json read_json(const std::string& path) {
   }
 }
 
+// Every row of these bench files replayed with `params`, runs of one kind merged (a later
+// run's testcases replace an earlier one's of the same key): (merged run's name, kind's
+// position, row); with `label`, each merged run's table printed.
+std::vector<std::tuple<std::string, size_t, osim::Comparison>> replay_bench(const std::vector<std::pair<std::string, nlohmann::json>>& docs,
+                                                                           const osim::hw::Topology& topo, const osim::ModelParams& params,
+                                                                           const std::string& label) {
+  std::vector<std::tuple<std::string, size_t, osim::Comparison>> all;
+  size_t kind = 0;
+  for (const auto& [name, d] : osim::merge_bench_runs(docs)) {
+    std::vector<osim::Comparison> rows;
+    // A field missing or of the wrong type (nlohmann::json), or a value
+    // outside the testcase's cases (std::invalid_argument).
+    const auto malformed = [&](const char* what) {
+      return osim::InputError(osim::SourceLocation{name, 0, 0},
+                              fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", what));
+    };
+    try {
+      rows = osim::compare_bench(d, topo, params);
+    } catch (const nlohmann::json::exception& e) {
+      throw malformed(e.what());
+    } catch (const std::invalid_argument& e) {
+      throw malformed(e.what());
+    }
+    if (!label.empty()) std::cout << label << " vs " << name << ":\n" << osim::format_comparison(rows) << "\n";
+    for (auto& c : rows) all.emplace_back(name, kind, std::move(c));
+    ++kind;
+  }
+  return all;
+}
+
+// --second-run: the same bench run again (seconds or minutes later) replayed with
+// the same parameters. How much of the simulator's error is the measurement's:
+// the rows whose two runs differ by more than 5 %, the rows it misses in the
+// second run by more than 5 % and how many of those by less than the two runs
+// differ, and the rows it misses the same way in both runs while they agree
+// within 2 % (the model's own), listed.
+void second_run_report(const std::vector<std::tuple<std::string, size_t, osim::Comparison>>& first,
+                       const std::vector<std::tuple<std::string, size_t, osim::Comparison>>& second, const std::string& names) {
+  std::map<std::tuple<size_t, std::string, std::string>, const osim::Comparison*> again;
+  for (const auto& [name, kind, c] : second) again[{kind, c.key, c.what}] = &c;
+  long both = 0, differ = 0, missed = 0, within = 0;
+  std::vector<std::pair<const osim::Comparison*, const osim::Comparison*>> own;
+  for (const auto& [name, kind, c] : first) {
+    const auto it = again.find({kind, c.key, c.what});
+    if (!c.outside.empty() || it == again.end()) continue;
+    const osim::Comparison& c2 = *it->second;
+    ++both;
+    const double runs = 100 * std::abs(c2.measured_us - c.measured_us) / c.measured_us;
+    differ += runs > 5;
+    if (std::abs(c2.error_pct()) > 5) {
+      ++missed;
+      within += runs >= std::abs(c2.error_pct());
+    }
+    if (std::abs(c.error_pct()) > 5 && std::abs(c2.error_pct()) > 5 && c.error_pct() * c2.error_pct() > 0 && runs < 2) own.emplace_back(&c, &c2);
+  }
+  const auto pct = [&](long n) { return both ? 100.0 * static_cast<double>(n) / static_cast<double>(both) : 0.0; };
+  std::cout << fmt::format("second run ({}): {} rows of effects the model holds measured in both\n", names, both);
+  std::cout << fmt::format("  the two runs differ by > 5%: {} ({:.1f}%)\n", differ, pct(differ));
+  std::cout << fmt::format("  the simulator misses the second run by > 5%: {} ({:.1f}%), {} of them by less than the two runs differ\n", missed,
+                           pct(missed), within);
+  std::cout << fmt::format("  missed by > 5% the same way in both runs, which agree within 2%: {} ({:.1f}%)\n", own.size(),
+                           pct(static_cast<long>(own.size())));
+  for (const auto& [a, b] : own) std::cout << fmt::format("    {:+.1f}% / {:+.1f}%  {} {} ({})\n", a->error_pct(), b->error_pct(), a->key, a->what, a->cls);
+}
+
 int calibrate_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& out, bool force,
-                      const std::string& replay_with, const std::string& csv) {
+                      const std::string& replay_with, const std::string& csv, const std::vector<std::string>& second_run) {
   if (!replay_with.empty() && !out.empty())
     throw osim::InputError(osim::SourceLocation{out, 0, 0}, "--replay-with fits nothing, so there is no calibration to write: drop -o");
   // Check every output first, so nothing is written when one would be refused.
@@ -89,26 +156,12 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
     params = osim::load_calibration(replay_with);
     label = "simulator with " + replay_with;
   }
-  // Runs of one kind are merged (a later run's testcases replace an earlier one's of the same key).
+  // Read before anything is replayed, so a bad second-run file is refused first.
+  std::vector<std::pair<std::string, nlohmann::json>> again;
+  for (const auto& in : second_run) again.emplace_back(in, read_json(in));
+  const auto replayed = replay_bench(docs, topo, params, label);
   std::vector<std::pair<std::string, osim::Comparison>> all;
-  for (const auto& [name, d] : osim::merge_bench_runs(docs)) {
-    std::vector<osim::Comparison> rows;
-    // A field missing or of the wrong type (nlohmann::json), or a value
-    // outside the testcase's cases (std::invalid_argument).
-    const auto malformed = [&](const char* what) {
-      return osim::InputError(osim::SourceLocation{name, 0, 0},
-                              fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", what));
-    };
-    try {
-      rows = osim::compare_bench(d, topo, params);
-    } catch (const nlohmann::json::exception& e) {
-      throw malformed(e.what());
-    } catch (const std::invalid_argument& e) {
-      throw malformed(e.what());
-    }
-    std::cout << label << " vs " << name << ":\n" << osim::format_comparison(rows) << "\n";
-    for (auto& c : rows) all.emplace_back(name, std::move(c));
-  }
+  for (const auto& [name, kind, c] : replayed) all.emplace_back(name, c);
   // --csv: every replayed row (source, class, testcase, case, measured,
   // simulated, error, and what the model leaves out where it does).
   if (!csv.empty()) {
@@ -159,6 +212,11 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
       std::cout << fmt::format("rows of effects the model holds: {} of {}: median |err| {:.1f}%, worst {:.1f}% ({} {}, {}); over 5%: {}\n", held.size(),
                                all.size(), h.median, errs[h.worst], hw.key, hw.what, all[h.worst].first, h.over);
     }
+  }
+  if (!again.empty()) {
+    std::string names;
+    for (const auto& in : second_run) names += (names.empty() ? "" : " + ") + in;
+    second_run_report(replayed, replay_bench(again, topo, params, ""), names);
   }
   return 0;
 }
@@ -499,6 +557,10 @@ int main(int argc, char** argv) {
   std::string cal_replay_with;
   cal_cmd->add_option("--replay-with", cal_replay_with,
                       "fit nothing: replay the bench rows with this calibration file (out of sample, e.g. another box's) and report the errors");
+  std::vector<std::string> cal_second;
+  cal_cmd->add_option("--second-run", cal_second,
+                      "the same bench run again (e.g. bench-*-2.json): replayed with the same calibration, reports how much of the error is the "
+                      "measurement's (rows whose two runs differ, misses within that, misses the same way in both runs)");
 
   std::string sweep_path, sweep_out, sweep_shard;
   bool sweep_force = false, sweep_progress = false, sweep_no_progress = false;
@@ -530,7 +592,7 @@ int main(int argc, char** argv) {
     if (*cmp_cmd) return compare_command(cmp_inputs, cmp_simulate, cmp_topo, cmp_cal, cmp_timing, cmp_max, cmp_max_median, cmp_layers, cmp_csv, cmp_sim_out, cmp_force);
     if (*sweep_cmd) return sweep_command(sweep_path, sweep_out, sweep_force, sweep_threads, sweep_shard, sweep_progress, sweep_no_progress, tolerance);
     if (*merge_cmd) return merge_command(merge_inputs, merge_out, merge_force, merge_sweep, tolerance);
-    if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force, cal_replay_with, cal_csv);
+    if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force, cal_replay_with, cal_csv, cal_second);
     osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
     if (*topo_cmd) {
       osim::hw::RouteOptions opt;
