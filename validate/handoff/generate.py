@@ -20,21 +20,18 @@ way, ~3 us the other) shows.
 import os
 import sys
 
+sys.dont_write_bytecode = True  # nothing written beside the sources
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from schedule_writer import write_schedule  # noqa: E402
+
 N = 200
 KERNEL = "20 us"
 BYTES = 262144
 
 
 def write(out, name, streams, ops):
-    d = os.path.join(out, name)
-    os.makedirs(d, exist_ok=True)
-    topo = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "topologies", "h200x4-nvlink.yaml"), d)
-    lines = [f"name: {name}", f"topology: {topo}", "ranks: 1", "settings: {device_max_connections: 8, nccl_p2p_disable: false}", "streams:"]
-    lines += [f"  - {{name: {s}, priority: 0}}" for s in streams]
-    lines += ["groups:", "  []", "programs:", "  - rank: 0", "    ops:"]
-    lines += [f"      - {op}" for op in ops]
-    with open(os.path.join(d, "schedule.yaml"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    topology = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "topologies", "h200x4-nvlink.yaml")
+    write_schedule(out, name, topology, streams, ops)
 
 
 def kernel(i, stream):

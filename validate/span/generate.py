@@ -24,20 +24,16 @@ N on a `down` stream (D2H), issued together, no waits.
 import os
 import sys
 
+sys.dont_write_bytecode = True  # nothing written beside the sources
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from schedule_writer import write_schedule  # noqa: E402
+
 MIB = 1 << 20
 GIB = 1 << 30
 
 
 def write(out, topology, name, ops, streams=("up", "down")):
-    d = os.path.join(out, name)
-    os.makedirs(d, exist_ok=True)
-    topo = os.path.relpath(topology, d)
-    lines = [f"name: {name}", f"topology: {topo}", "ranks: 1", "settings: {device_max_connections: 8, nccl_p2p_disable: false}", "streams:"]
-    lines += [f"  - {{name: {s}, priority: 0}}" for s in streams]
-    lines += ["groups:", "  []", "programs:", "  - rank: 0", "    ops:"]
-    lines += [f"      - {op}" for op in ops]
-    with open(os.path.join(d, "schedule.yaml"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    write_schedule(out, name, topology, streams, ops)
 
 
 def copy(i, kind, stream, nbytes, span):
