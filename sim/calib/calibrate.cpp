@@ -728,13 +728,17 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       // simulated / measured over the size's rows, eight rounds.
       ModelParams q = p;
       q.copy_bidir_table = table;
+      // A row of `bytes` both ways, `reps` per burst behind the spin gate, on GPU 0: per copy (H2D, D2H).
+      const auto replay_row = [&](double bytes, double reps) {
+        return replay_gated({bench_copy(CopyKind::H2D, static_cast<Bytes>(bytes)), bench_copy(CopyKind::D2H, static_cast<Bytes>(bytes))},
+                            static_cast<int>(reps), "kernel", 0, topo, q);
+      };
       for (int round = 0; round < 8; ++round)
         for (auto& e : q.copy_bidir_table) {
           const auto& rs = by_size.at(e[0]);
           std::array<double, 2> log_ratio{0, 0};
           for (const auto& [reps, t] : rs) {
-            const std::vector<double> sim = replay_gated({bench_copy(CopyKind::H2D, static_cast<Bytes>(e[0])), bench_copy(CopyKind::D2H, static_cast<Bytes>(e[0]))},
-                                                        static_cast<int>(reps), "kernel", 0, topo, q);
+            const std::vector<double> sim = replay_row(e[0], reps);
             for (const size_t k : {size_t{0}, size_t{1}}) log_ratio[k] += std::log(sim[k] / t[k]) / static_cast<double>(rs.size());
           }
           for (const size_t k : {size_t{0}, size_t{1}}) e[k + 1] = std::clamp(e[k + 1] * std::exp(log_ratio[k]), 0.05, 1.0);
@@ -744,8 +748,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       int n = 0;
       for (const auto& e : table)
         for (const auto& [reps, t] : by_size.at(e[0])) {
-          const std::vector<double> sim = replay_gated({bench_copy(CopyKind::H2D, static_cast<Bytes>(e[0])), bench_copy(CopyKind::D2H, static_cast<Bytes>(e[0]))},
-                                                      static_cast<int>(reps), "kernel", 0, topo, q);
+          const std::vector<double> sim = replay_row(e[0], reps);
           for (const size_t k : {size_t{0}, size_t{1}}) {
             sq += std::pow(sim[k] / t[k] - 1, 2);
             ++n;
@@ -2681,12 +2684,10 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
       c.cls = dir == "both" ? "both directions at once, walking a host span (copy_span)" : "one way, walking a host span (copy_span)";
       for (size_t i = 0; i < lanes.size(); ++i) {
         const bool d2h = lanes[i].copy == CopyKind::D2H;
-        c.what = fmt::format("GPU {}, {} {}{}", dev, format_bytes(static_cast<double>(bytes)), d2h ? "D2H" : "H2D",
-                             dir == "both" ? fmt::format(" beside {}", d2h ? "H2D" : "D2H") : "");
-        c.what += fmt::format(", spans {} / {}", format_bytes(static_cast<double>(lanes[0].host_span)),
-                              format_bytes(static_cast<double>(lanes.back().host_span)));
-        if (dir != "both") c.what = fmt::format("GPU {}, {} {}, span {}", dev, format_bytes(static_cast<double>(bytes)), d2h ? "D2H" : "H2D",
-                                                format_bytes(static_cast<double>(lanes[i].host_span)));
+        const std::string spans = dir == "both" ? fmt::format(" beside {}, spans {} / {}", d2h ? "H2D" : "D2H", format_bytes(static_cast<double>(lanes[0].host_span)),
+                                                              format_bytes(static_cast<double>(lanes[1].host_span)))
+                                                : fmt::format(", span {}", format_bytes(static_cast<double>(lanes[i].host_span)));
+        c.what = fmt::format("GPU {}, {} {}{}", dev, format_bytes(static_cast<double>(bytes)), d2h ? "D2H" : "H2D", spans);
         c.measured_us = r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>();
         c.simulated_us = per_copy[i];
         out.push_back(c);

@@ -169,14 +169,12 @@ struct ModelParams {
   double copy_bidir_factor_mid = -1;
   double copy_bidir_factor_mid_d2h = -1;
   [[nodiscard]] bool copy_bidir_mid() const { return copy_bidir_mid_bytes > 0; }
-  // The share a copy of `bytes` in direction d2h keeps while the other
-  // direction copies; `spans_within`: both directions' host spans are within
-  // copy_bidir_mid_span (where that is set).
   // Both ways at once per size (calibrated: bidir_pinned, copy_span and
-  // copy_reps both ways, the share per measured size, 64 KiB up): (bytes, H2D share, D2H share), by bytes; a
-  // copy's share interpolated in log(bytes), the ends held. Where set, it
-  // takes the place of the small and mid-sized tiers and the large share,
-  // and a copy beside the other direction takes the longer set-up.
+  // copy_reps both ways, the share per measured size, 64 KiB up): (bytes,
+  // H2D share, D2H share), by bytes; a copy's share interpolated in
+  // log(bytes), the ends held. Where set, it takes the place of the small
+  // and mid-sized tiers and the large share, and a copy beside the other
+  // direction takes the longer set-up.
   std::vector<std::array<double, 3>> copy_bidir_table;
   [[nodiscard]] bool copy_bidir_tabled() const { return !copy_bidir_table.empty(); }
   [[nodiscard]] double copy_bidir_table_share(bool d2h, Bytes bytes) const {
@@ -190,6 +188,9 @@ struct ModelParams {
     const double x = (std::log(b) - std::log(t[i - 1][0])) / (std::log(t[i][0]) - std::log(t[i - 1][0]));
     return t[i - 1][k] + x * (t[i][k] - t[i - 1][k]);
   }
+  // The share a copy of `bytes` in direction d2h keeps while the other
+  // direction copies; `spans_within`: both directions' host spans are within
+  // copy_bidir_mid_span (where that is set).
   [[nodiscard]] double copy_bidir_factor_for(bool d2h, Bytes bytes, bool spans_within = true) const {
     if (copy_bidir_tabled()) return copy_bidir_table_share(d2h, bytes);
     if (copy_bidir_small() && bytes < copy_bidir_small_bytes) {
