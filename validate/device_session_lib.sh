@@ -56,10 +56,11 @@ both_transports() {
   NCCL_P2P_DISABLE=1 validate/run_on_device.sh "$B" "$O" "$1-p2p-disable" --filter "$2" --watchdog 60 2> "$O/$1-p2p.err"
   mark "$1 p2p rc=$?"
 }
-# One bench --filter ($2) twice in a row (run to run): bench-$1-1.json, bench-$1-2.json.
+# One bench --filter ($2) twice in a row (run to run): bench-$1-1.json,
+# bench-$1-2.json; further arguments go to the bench (e.g. --samples 41).
 run_twice() {
   for i in 1 2; do
-    validate/run_on_device.sh "$B" "$O" "$1-$i" --filter "$2" --watchdog 60 2> "$O/$1-$i.err"
+    validate/run_on_device.sh "$B" "$O" "$1-$i" --filter "$2" --watchdog 60 "${@:3}" 2> "$O/$1-$i.err"
     mark "$1-$i rc=$?"
   done
 }

@@ -36,7 +36,16 @@ struct Comparison {
   // Non-empty: the row measures an effect the model leaves out (e.g. "the
   // CPU's caches hold the host buffer"); reported apart from the rest.
   std::string outside;
+  // The simulated time with every hand-off between the engines at either
+  // end of its phase (ModelParams::handoff_phase_min / _max); negative: the
+  // row has no hand-off, or the calibration no phase.
+  double simulated_lo_us = -1, simulated_hi_us = -1;
   [[nodiscard]] double error_pct() const { return 100.0 * (simulated_us - measured_us) / measured_us; }
+  [[nodiscard]] bool has_phase() const { return simulated_lo_us >= 0; }
+  /// Some time the hand-off's phase allows is within 5 % of the measurement.
+  [[nodiscard]] bool within_phase() const {
+    return has_phase() && simulated_lo_us <= 1.05 * measured_us && simulated_hi_us >= 0.95 * measured_us;
+  }
 };
 
 /// Fits from one or more bench documents (the first holds the defaults run).

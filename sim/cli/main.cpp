@@ -108,7 +108,7 @@ void second_run_report(const std::vector<std::tuple<std::string, size_t, osim::C
                        const std::vector<std::tuple<std::string, size_t, osim::Comparison>>& second, const std::string& names) {
   std::map<std::tuple<size_t, std::string, std::string>, const osim::Comparison*> again;
   for (const auto& [name, kind, c] : second) again[{kind, c.key, c.what}] = &c;
-  long both = 0, differ = 0, missed = 0, within = 0;
+  long both = 0, differ = 0, missed = 0, within = 0, phase = 0;
   std::vector<std::pair<const osim::Comparison*, const osim::Comparison*>> own;
   for (const auto& [name, kind, c] : first) {
     const auto it = again.find({kind, c.key, c.what});
@@ -120,14 +120,15 @@ void second_run_report(const std::vector<std::tuple<std::string, size_t, osim::C
     if (std::abs(c2.error_pct()) > 5) {
       ++missed;
       within += runs >= std::abs(c2.error_pct());
+      phase += c2.within_phase();
     }
     if (std::abs(c.error_pct()) > 5 && std::abs(c2.error_pct()) > 5 && c.error_pct() * c2.error_pct() > 0 && runs < 2) own.emplace_back(&c, &c2);
   }
   const auto pct = [&](long n) { return both ? 100.0 * static_cast<double>(n) / static_cast<double>(both) : 0.0; };
   std::cout << fmt::format("second run ({}): {} rows of effects the model holds measured in both\n", names, both);
   std::cout << fmt::format("  the two runs differ by > 5%: {} ({:.1f}%)\n", differ, pct(differ));
-  std::cout << fmt::format("  the simulator misses the second run by > 5%: {} ({:.1f}%), {} of them by less than the two runs differ\n", missed,
-                           pct(missed), within);
+  std::cout << fmt::format("  the simulator misses the second run by > 5%: {} ({:.1f}%), {} of them by less than the two runs differ{}\n", missed,
+                           pct(missed), within, phase ? fmt::format(", {} within the hand-off's phase", phase) : "");
   std::cout << fmt::format("  missed by > 5% the same way in both runs, which agree within 2%: {} ({:.1f}%)\n", own.size(),
                            pct(static_cast<long>(own.size())));
   for (const auto& [a, b] : own) std::cout << fmt::format("    {:+.1f}% / {:+.1f}%  {} {} ({})\n", a->error_pct(), b->error_pct(), a->key, a->what, a->cls);
@@ -166,10 +167,12 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
   // simulated, error, and what the model leaves out where it does).
   if (!csv.empty()) {
     osim::SweepTable t;
-    t.header = {"source", "class", "key", "case", "measured_us", "simulated_us", "error_pct", "not_modelled"};
+    // simulated_lo_us / _hi_us: with the hand-off at either end of its phase (empty: none).
+    t.header = {"source", "class", "key", "case", "measured_us", "simulated_us", "error_pct", "not_modelled", "simulated_lo_us", "simulated_hi_us"};
     for (const auto& [name, c] : all)
       t.rows.push_back({name, c.cls, c.key, c.what, fmt::format("{:.4f}", c.measured_us), fmt::format("{:.4f}", c.simulated_us),
-                        fmt::format("{:.3f}", c.error_pct()), c.outside});
+                        fmt::format("{:.3f}", c.error_pct()), c.outside, c.has_phase() ? fmt::format("{:.4f}", c.simulated_lo_us) : "",
+                        c.has_phase() ? fmt::format("{:.4f}", c.simulated_hi_us) : ""});
     write_file(csv, osim::to_csv(t));
   }
   // The worst case over every replayed row, and each row over 5 %; then the
@@ -202,15 +205,34 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
     std::cout << fmt::format("all {} replayed rows: median |err| {:.1f}%, worst {:.1f}% ({} {}, {})\n", all.size(), st.median, errs[st.worst], w.key,
                              w.what, all[st.worst].first);
     std::cout << fmt::format("rows over 5%: {}\n", st.over);
-    for (size_t i = 0; i < all.size(); ++i)
+    long phased = 0, in_phase = 0;  // held rows with a hand-off's phase; of those over 5 %, within it
+    for (size_t i = 0; i < all.size(); ++i) {
+      const osim::Comparison& c = all[i].second;
+      if (c.outside.empty() && c.has_phase()) {
+        ++phased;
+        in_phase += errs[i] > 5.0 && c.within_phase();
+      }
       if (errs[i] > 5.0)
-        std::cout << fmt::format("  {:+.1f}%  {} {} ({}; {}){}\n", all[i].second.error_pct(), all[i].second.key, all[i].second.what, all[i].second.cls,
-                                 all[i].first, all[i].second.outside.empty() ? "" : " [not modelled: " + all[i].second.outside + "]");
+        std::cout << fmt::format("  {:+.1f}%  {} {} ({}; {}){}{}\n", c.error_pct(), c.key, c.what, c.cls, all[i].first,
+                                 c.outside.empty() ? "" : " [not modelled: " + c.outside + "]",
+                                 c.within_phase() ? fmt::format(" [within the hand-off's phase: {:.2f}-{:.2f} us]", c.simulated_lo_us, c.simulated_hi_us) : "");
+    }
     if (!held.empty() && held.size() < all.size()) {
       const Stats h = stats(held);
       const auto& hw = all[h.worst].second;
       std::cout << fmt::format("rows of effects the model holds: {} of {}: median |err| {:.1f}%, worst {:.1f}% ({} {}, {}); over 5%: {}\n", held.size(),
                                all.size(), h.median, errs[h.worst], hw.key, hw.what, all[h.worst].first, h.over);
+    }
+    // The hand-off's phase (handoff_phase_min / _max): the rows it moves, and
+    // those over 5 % whose measurement a time it allows is within 5 % of.
+    if (phased > 0) {
+      std::vector<size_t> rest;
+      for (const size_t i : held.empty() ? every : held)
+        if (!(errs[i] > 5.0 && all[i].second.within_phase())) rest.push_back(i);
+      const Stats r = stats(rest);
+      std::cout << fmt::format("rows with a hand-off, whose phase ({:.2f}-{:.2f} us) moves them: {}; over 5% but within it: {}; the rest over 5%: {}, worst {:.1f}% ({} {}, {})\n",
+                               params.handoff_phase_min.us(), params.handoff_phase_max.us(), phased, in_phase, r.over, errs[r.worst],
+                               all[r.worst].second.key, all[r.worst].second.what, all[r.worst].first);
     }
   }
   if (!again.empty()) {

@@ -65,6 +65,20 @@ struct ModelParams {
   // two H200 leases and an H100: a burst of kernels after a 4 KiB H2D copy
   // 2.8-4.5 us more than after a host function or a kernel). 0 = none.
   Time kernel_after_copy_latency = Time::zero();
+  // The hand-off's phase: one hand-off between the engines (either way)
+  // takes between these two. Measured with every sample kept (bench
+  // copy_after_idle, kernel_reps, handoff_wait; two H100 and two H200
+  // leases): 0.2-7.9 us in steps of ~1 us, the step changing from sample to
+  // sample and its spread from run to run (bursts soon after the kernel
+  // mostly 5-6 us, after waits of 0.3-3 ms spread over all eight);
+  // calibrate fits it from kernel_reps (kernels after a copy). Nothing a
+  // schedule says sets it, so the executor charges the latencies above (what
+  // a burst pays on average); calibrate's replay gives each row with a
+  // hand-off the simulated times with the hand-off at either end
+  // (Comparison::simulated_lo_us / _hi_us). Negative = not measured.
+  Time handoff_phase_min = Time::from_ps(-1);
+  Time handoff_phase_max = Time::from_ps(-1);
+  [[nodiscard]] bool has_handoff_phase() const { return handoff_phase_min >= Time::zero() && handoff_phase_max >= handoff_phase_min; }
 
   // Compute: time = max(FLOPs / (peak * efficiency), HBM bytes / (HBM bandwidth * hbm_efficiency)).
   double gemm_efficiency = 0.75;

@@ -555,8 +555,8 @@ struct Runner::Impl {
               }
             }
             json row = {{"key", "copy_reps"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"gate", gate}, {"dir", dir}};
-            if (run_h2d) row["h2d_time_us"] = median(t_h2d);
-            if (run_d2h) row["d2h_time_us"] = median(t_d2h);
+            if (run_h2d) row["h2d_time_us"] = median(t_h2d), row["h2d_samples_us"] = t_h2d;
+            if (run_d2h) row["d2h_time_us"] = median(t_d2h), row["d2h_samples_us"] = t_d2h;
             add(row);
           }
   }
@@ -613,7 +613,7 @@ struct Runner::Impl {
               if (it >= opt.warmup) t.push_back(elapsed_us(a, b) / reps);
             }
             add({{"key", "copy_after_idle"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"before", before}, {"dir", h2d ? "h2d" : "d2h"},
-                 {"time_us", median(t)}});
+                 {"time_us", median(t)}, {"samples_us", t}});
           }
   }
 
@@ -730,7 +730,7 @@ struct Runner::Impl {
             if (it >= opt.warmup) t.push_back(elapsed_us(a, b));
           }
           add({{"key", "handoff_wait"}, {"gpus", {dev}}, {"bytes", bytes}, {"wait_us", wait_us}, {"mode", mode}, {"dir", h2d ? "h2d" : "d2h"},
-               {"time_us", median(t)}});
+               {"time_us", median(t)}, {"samples_us", t}});
         }
   }
 
@@ -777,7 +777,7 @@ struct Runner::Impl {
           CUDA_CHECK(cudaDeviceSynchronize());
           if (it >= opt.warmup) t.push_back(elapsed_us(a, b) / reps);
         }
-        add({{"key", "kernel_reps"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"after", after}, {"time_us", median(t)}});
+        add({{"key", "kernel_reps"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"after", after}, {"time_us", median(t)}, {"samples_us", t}});
       }
   }
 
