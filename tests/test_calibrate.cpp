@@ -2220,6 +2220,36 @@ TEST_CASE("the hand-off's phase: fitted from every sample, each row's times with
   std::filesystem::remove(f);
 }
 
+TEST_CASE("one H100 measured whole with the hand-off's phase (1xH100 o): 7 of 501 held rows over 5 % outside it, the 64 MiB memory kernel between GEMMs the worst") {
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
+  const std::string dir = "validate/results/h100x1-o/";
+  std::vector<std::pair<std::string, nlohmann::json>> docs;
+  for (const char* f : {"bench-default.json", "attention-1.json", "bench-phase-1.json"}) docs.emplace_back(dir + f, load(kSrc + "/" + dir + f));
+  const Calibration cal = calibrate(docs, topo);
+  CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
+  REQUIRE(cal.params.has_handoff_phase());
+  int held = 0, within = 0, outside = 0;
+  double worst = 0;
+  std::string worst_row;
+  for (const auto& [name, doc] : merge_bench_runs(docs))
+    for (const auto& c : compare_bench(doc, topo, cal.params)) {
+      if (!c.outside.empty()) continue;
+      ++held;
+      if (std::abs(c.error_pct()) <= 5) continue;
+      if (c.within_phase()) {
+        ++within;
+      } else {
+        ++outside;
+        if (std::abs(c.error_pct()) > worst) worst = std::abs(c.error_pct()), worst_row = c.key + " " + c.what;
+      }
+    }
+  CHECK(held == 501);
+  CHECK(within == 28);
+  CHECK(outside == 7);
+  CHECK(worst == doctest::Approx(13.6).epsilon(0.01));
+  CHECK(worst_row == "memory_kernel 64.00 MiB between GEMMs");
+}
+
 TEST_CASE("the hand-off's phase on leases that kept every sample (1xH200 n, o, 1xH100 m, n): 0.2-7.9 us, the H200s' held rows over 5 % all within it") {
   for (const auto& [lease, topo_name] : {std::pair{"h200x1-n", "h200x4-nvlink.yaml"}, std::pair{"h200x1-o", "h200x4-nvlink.yaml"},
                                          std::pair{"h100x1-m", "dgx-h100.yaml"}, std::pair{"h100x1-n", "dgx-h100.yaml"}}) {
