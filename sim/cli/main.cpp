@@ -2,6 +2,7 @@
 // and print; all errors surface here as one line "file:line:col: error: ..."
 // and exit code 2 (input) or 3 (simulation).
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -103,16 +104,19 @@ std::vector<std::tuple<std::string, size_t, osim::Comparison>> replay_bench(cons
 // the rows whose two runs differ by more than 5 %, the rows it misses in the
 // second run by more than 5 % and how many of those by less than the two runs
 // differ, and the rows it misses the same way in both runs while they agree
-// within 2 % (the model's own), listed.
+// within 2 % (the model's own), listed. Only the testcases the second run
+// measured again count (`again_keys`: those of its files not also in the
+// first run, e.g. not a bench-rest.json both name).
 void second_run_report(const std::vector<std::tuple<std::string, size_t, osim::Comparison>>& first,
-                       const std::vector<std::tuple<std::string, size_t, osim::Comparison>>& second, const std::string& names) {
+                       const std::vector<std::tuple<std::string, size_t, osim::Comparison>>& second, const std::string& names,
+                       const std::set<std::string>& again_keys) {
   std::map<std::tuple<size_t, std::string, std::string>, const osim::Comparison*> again;
   for (const auto& [name, kind, c] : second) again[{kind, c.key, c.what}] = &c;
   long both = 0, differ = 0, missed = 0, within = 0, phase = 0, phase_both = 0;
   std::vector<std::pair<const osim::Comparison*, const osim::Comparison*>> own;
   for (const auto& [name, kind, c] : first) {
     const auto it = again.find({kind, c.key, c.what});
-    if (!c.outside.empty() || it == again.end()) continue;
+    if (!c.outside.empty() || it == again.end() || !again_keys.contains(c.key)) continue;
     const osim::Comparison& c2 = *it->second;
     ++both;
     const double runs = 100 * std::abs(c2.measured_us - c.measured_us) / c.measured_us;
@@ -245,7 +249,11 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
   if (!again.empty()) {
     std::string names;
     for (const auto& in : second_run) names += (names.empty() ? "" : " + ") + in;
-    second_run_report(replayed, replay_bench(again, topo, params, ""), names);
+    std::set<std::string> again_keys;
+    for (const auto& [path, doc] : again)
+      if (std::find(inputs.begin(), inputs.end(), path) == inputs.end())
+        for (const auto& r : doc.value("results", nlohmann::json::array())) again_keys.insert(r.value("key", std::string()));
+    second_run_report(replayed, replay_bench(again, topo, params, ""), names, again_keys);
   }
   return 0;
 }
