@@ -10,8 +10,7 @@
 set -u
 source "$(dirname "$0")/device_session_lib.sh"
 session_start "${1:-}"
-validate/run_on_device.sh "$B" "$O" default --gemm-shapes-from $SCH --watchdog 60 2> "$O/default.err"
-mark "default rc=$?"
+full_bench
 attention_run 1
 run_twice phase '^(copy_reps|copy_after_idle|handoff_wait|kernel_reps)$' --samples 41
 validation_runs '^sp1-pf[0-3]-default$'

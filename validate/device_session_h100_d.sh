@@ -8,8 +8,7 @@
 set -u
 source "$(dirname "$0")/device_session_lib.sh"
 session_start "${1:-}"
-validate/run_on_device.sh "$B" "$O" default --gemm-shapes-from $SCH --watchdog 60 2> "$O/default.err"
-mark "default rc=$?"
+full_bench
 attention_run 1
 validate/run_on_device.sh "$B" "$O" gemm-2 --filter '^gemm_bf16$' --gemm-shapes-from $SCH --watchdog 60 2> "$O/gemm-2.err"
 mark "gemm-2 rc=$?"

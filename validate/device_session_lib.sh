@@ -25,12 +25,16 @@ session_end() {
   find "$O" -name trace.json -exec gzip -9 -n {} +
   (cd "$OUT" && tar czf r.tgz r && rm -rf r)
 }
-# A box's bench: the full one (gated collectives, the validation set's GEMM
-# shapes) and the NCCL_P2P_DISABLE=1 one (collectives, interference, multi-GPU
-# copies, overheads).
-box_bench() {
+# The full bench with NCCL defaults (gated collectives where there are two
+# GPUs, the validation set's GEMM shapes): bench-default.json.
+full_bench() {
   validate/run_on_device.sh "$B" "$O" default --gemm-shapes-from $SCH --watchdog 60 2> "$O/default.err"
   mark "default rc=$?"
+}
+# A box's bench: the full one and the NCCL_P2P_DISABLE=1 one (collectives,
+# interference, multi-GPU copies, overheads).
+box_bench() {
+  full_bench
   NCCL_P2P_DISABLE=1 validate/run_on_device.sh "$B" "$O" p2p-disable --filter 'nccl|interference|multi|overhead' --watchdog 60 2> "$O/p2p.err"
   mark "p2p rc=$?"
 }
