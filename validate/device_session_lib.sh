@@ -4,7 +4,7 @@
 # mark (a stage's end, in seconds since the start, into $O/marks.txt); writes
 # gpus.csv and starts nvidia-smi sampling clocks, power, temperature and
 # throttle reasons every 100 ms into smi-log.csv. session_end stops it,
-# gzips the runs' trace.json and packs $O into $OUT/r.tgz.
+# gzips the runs' trace.json and smi-log.csv and packs $O into $OUT/r.tgz.
 session_start() {
   B=${1:-.device/overlapsim-validate}
   source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh" "$B"  # unpacks an xz-carried build
@@ -20,9 +20,9 @@ session_start() {
 mark() { echo "$1 at $(( $(date +%s) - t0 )) s" | tee -a "$O/marks.txt"; }
 session_end() {
   kill "$smi" 2>/dev/null
-  # Runs' Perfetto traces travel and are committed gzipped (ui.perfetto.dev opens them as they are):
-  # the working tree a lent machine copies is limited to 64 MiB.
-  find "$O" -name trace.json -exec gzip -9 -n {} +
+  # Runs' Perfetto traces (ui.perfetto.dev opens them as they are) and the nvidia-smi logs travel
+  # and are committed gzipped: the working tree a lent machine copies is limited to 64 MiB.
+  find "$O" \( -name trace.json -o -name smi-log.csv \) -exec gzip -9 -n {} +
   (cd "$OUT" && tar czf r.tgz r && rm -rf r)
 }
 # The full bench with NCCL defaults (gated collectives where there are two
