@@ -988,26 +988,37 @@ struct Runner::Impl {
     }
   }
 
+  // What the memory-kernel testcases share: the compute GPU, a copy kernel's
+  // source and destination (half of `max_bytes` each) and a 16384x5120x5120
+  // GEMM's operands, filled with random values.
+  struct MemoryAndGemm {
+    static constexpr int m = 16384, n = 5120, k = 5120;
+    ComputeGpu gpu;
+    DevBuf src, dst, A, B, C;
+    explicit MemoryAndGemm(size_t max_bytes)
+        : src(gpu.dev, max_bytes / 2), dst(gpu.dev, max_bytes / 2), A(gpu.dev, size_t(m) * k * 2), B(gpu.dev, size_t(k) * n * 2),
+          C(gpu.dev, size_t(m) * n * 2) {
+      fill_random(src.p, max_bytes / 2);
+      fill_random(A.p, size_t(m) * k * 2);
+      fill_random(B.p, size_t(k) * n * 2);
+    }
+    void copy(size_t hbm_bytes) const { launch_hbm_copy(gpu.s.s, dst.p, src.p, hbm_bytes, gpu.sms); }
+    void gemm() const { gpu.blas.gemm(m, n, k, A.p, B.p, C.p); }
+  };
+
   // The memory-bound kernel `overlapsim-validate run` realises (a copy kernel
   // reading and writing half of `hbm_bytes` each) at several sizes: back to
   // back on a warm GPU, and between GEMMs under sustained load (a DiT layer's
   // norms and activations between its GEMMs), each timed by its own events.
   void memory_kernels() {
     if (!want("memory_kernel")) return;
-    const ComputeGpu gpu;
-    const int dev = gpu.dev, sms = gpu.sms;
-    const Stream& s = gpu.s;
-    const Blas& blas = gpu.blas;
     const size_t max_bytes = opt.quick ? size_t(64) << 20 : size_t(1) << 30;
-    DevBuf src(dev, max_bytes / 2), dst(dev, max_bytes / 2);
-    fill_random(src.p, max_bytes / 2);
-    const int m = 16384, n = 5120, k = 5120;
-    DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * n * 2), C(dev, size_t(m) * n * 2);
-    fill_random(A.p, size_t(m) * k * 2);
-    fill_random(B.p, size_t(k) * n * 2);
+    const MemoryAndGemm mg(max_bytes);
+    const int dev = mg.gpu.dev;
+    const Stream& s = mg.gpu.s;
     for (size_t bytes = size_t(1) << 20; bytes <= max_bytes; bytes *= 4) {
       progress("memory_kernel " + std::to_string(bytes));
-      auto op = [&] { launch_hbm_copy(s.s, dst.p, src.p, bytes, sms); };
+      auto op = [&] { mg.copy(bytes); };
       const double us = time_stream_us(dev, s.s, reps_for(bytes), op);
       // Under load: GEMM, memory kernel, GEMM, ... for >= 600 ms; the
       // memory kernels of the second half.
@@ -1018,7 +1029,7 @@ struct Runner::Impl {
         b.push_back(std::make_unique<Event>(dev));
       }
       for (int i = 0; i < pairs; ++i) {
-        blas.gemm(m, n, k, A.p, B.p, C.p);
+        mg.gemm();
         CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
         op();
         CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
@@ -1046,29 +1057,22 @@ struct Runner::Impl {
   // follows a memory kernel, so what it may drain is the same. Every sample kept.
   void memory_after() {
     if (!want("memory_after")) return;
-    const ComputeGpu gpu;
-    const int dev = gpu.dev, sms = gpu.sms;
-    const Stream& s = gpu.s;
-    const Blas& blas = gpu.blas;
     const size_t max_bytes = opt.quick ? size_t(64) << 20 : size_t(1) << 30;
-    DevBuf src(dev, max_bytes / 2), dst(dev, max_bytes / 2);
-    fill_random(src.p, max_bytes / 2);
-    const int m = 16384, n = 5120, k = 5120;
-    DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * n * 2), C(dev, size_t(m) * n * 2);
-    fill_random(A.p, size_t(m) * k * 2);
-    fill_random(B.p, size_t(k) * n * 2);
+    const MemoryAndGemm mg(max_bytes);
+    const int dev = mg.gpu.dev;
+    const Stream& s = mg.gpu.s;
     Event a(dev), b(dev);
     for (size_t bytes = size_t(64) << 20; bytes <= max_bytes; bytes *= 4)
       for (const char* before : {"kernel", "gemm", "busy", "sleep"}) {
         progress(std::string("memory_after ") + std::to_string(bytes) + " " + before);
-        auto op = [&] { launch_hbm_copy(s.s, dst.p, src.p, bytes, sms); };
+        auto op = [&] { mg.copy(bytes); };
         std::vector<double> t;
         for (int it = 0; it < opt.warmup + opt.samples; ++it) {
           op();
           const std::string bf = before;
           if (bf == "kernel") op();
-          else if (bf == "gemm") blas.gemm(m, n, k, A.p, B.p, C.p);
-          else if (bf == "busy") launch_busy(s.s, sms, 200000);
+          else if (bf == "gemm") mg.gemm();
+          else if (bf == "busy") launch_busy(s.s, mg.gpu.sms, 200000);
           else launch_sleep(s.s, 200000);
           CUDA_CHECK(cudaEventRecord(a.e, s.s));
           op();
