@@ -273,9 +273,6 @@ std::optional<BurstFit> fit_burst(const std::vector<BurstPoint>& pts, bool with_
   return f;
 }
 
-// How many copies per burst the bench timed a one-way or both-ways pinned
-// row at: the row's `reps`, or the bench's rule (20 below 1 MiB, 5 below 64
-// MiB, 1 above; bidir_pinned rows without it ran one copy per burst).
 // A bench row's text field that must be one of `allowed`: anything else is
 // a malformed row (std::invalid_argument; `overlapsim calibrate` names the
 // file), not a case to read as another.
@@ -289,6 +286,9 @@ std::string one_of(const json& r, const char* key, std::initializer_list<std::st
   throw std::invalid_argument(fmt::format("{} row with {} '{}': expected one of {}", r.at("key").get<std::string>(), key, v, list));
 }
 
+// How many copies per burst the bench timed a one-way or both-ways pinned
+// row at: the row's `reps`, or the bench's rule (20 below 1 MiB, 5 below 64
+// MiB, 1 above; bidir_pinned rows without it ran one copy per burst).
 int bench_copy_reps(const json& r) {
   if (r.contains("reps")) return r.at("reps").get<int>();
   if (r.at("key") == "bidir_pinned") return 1;

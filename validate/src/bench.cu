@@ -1066,10 +1066,10 @@ struct Runner::Impl {
       for (const char* before : {"kernel", "gemm", "busy", "sleep"}) {
         progress(std::string("memory_after ") + std::to_string(bytes) + " " + before);
         auto op = [&] { mg.copy(bytes); };
+        const std::string bf = before;
         std::vector<double> t;
         for (int it = 0; it < opt.warmup + opt.samples; ++it) {
           op();
-          const std::string bf = before;
           if (bf == "kernel") op();
           else if (bf == "gemm") mg.gemm();
           else if (bf == "busy") launch_busy(s.s, mg.gpu.sms, 200000);
