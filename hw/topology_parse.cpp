@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "core/repeat.hpp"
-#include "core/yaml_reader.hpp"
+#include "io/repeat.hpp"
+#include "io/yaml_reader.hpp"
 #include "topology.hpp"
 
 namespace osim::hw {

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "core/isolated.hpp"
-#include "exec/executor.hpp"
-#include "exec/schedule.hpp"
+#include "gpu/executor.hpp"
+#include "schedule/schedule.hpp"
 #include "hw/fabric.hpp"
 #include "workload/dit.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "exec/executor.hpp"
+#include "gpu/executor.hpp"
 #include "hw/fabric.hpp"
 #include "report/compare.hpp"
 

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "exec/executor.hpp"
-#include "exec/realise.hpp"
+#include "gpu/executor.hpp"
+#include "gpu/realise.hpp"
 
 using namespace osim;
 

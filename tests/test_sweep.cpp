@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "exec/executor.hpp"
+#include "gpu/executor.hpp"
 #include "hw/fabric.hpp"
 #include "report/metrics.hpp"
 #include "sweep/sweep.hpp"

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "exec/executor.hpp"
+#include "gpu/executor.hpp"
 #include "sweep/sweep.hpp"
 #include "report/metrics.hpp"
 #include "workload/dit.hpp"

@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "core/stats.hpp"
-#include "core/yaml_reader.hpp"
-#include "exec/executor.hpp"
+#include "io/yaml_reader.hpp"
+#include "gpu/executor.hpp"
 
 namespace osim {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "exec/model.hpp"
+#include "gpu/model.hpp"
 #include "hw/fabric.hpp"
 
 namespace osim {

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "core/flows.hpp"
-#include "core/repeat.hpp"
-#include "core/yaml_reader.hpp"
+#include "io/repeat.hpp"
+#include "io/yaml_reader.hpp"
 
 namespace osim {
 

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "exec/executor.hpp"
+#include "gpu/executor.hpp"
 
 namespace osim {
 

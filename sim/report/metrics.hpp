@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "exec/executor.hpp"
+#include "gpu/executor.hpp"
 #include "hw/fabric.hpp"
 
 namespace osim {

@@ -18,8 +18,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "calib/calibrate.hpp"
-#include "core/yaml_reader.hpp"
-#include "exec/executor.hpp"
+#include "io/yaml_reader.hpp"
+#include "gpu/executor.hpp"
 #include "hw/fabric.hpp"
 #include "report/metrics.hpp"
 #include "workload/dit.hpp"

@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "calib/calibrate.hpp"
-#include "core/yaml_reader.hpp"
+#include "io/yaml_reader.hpp"
 
 namespace osim {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/units.hpp"
-#include "exec/model.hpp"
-#include "exec/schedule.hpp"
+#include "gpu/model.hpp"
+#include "schedule/schedule.hpp"
 
 namespace YAML {
 class Node;

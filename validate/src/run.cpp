@@ -46,8 +46,8 @@
 
 #include "check.hpp"
 #include "core/errors.hpp"
-#include "exec/realise.hpp"
-#include "exec/schedule.hpp"
+#include "gpu/realise.hpp"
+#include "schedule/schedule.hpp"
 #include "hw/fabric.hpp"
 #include "kernels.hpp"
 #include "report/compare.hpp"

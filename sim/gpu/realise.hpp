@@ -14,9 +14,9 @@
 #include <optional>
 #include <vector>
 
-#include "exec/executor.hpp"
-#include "exec/model.hpp"
-#include "exec/schedule.hpp"
+#include "gpu/executor.hpp"
+#include "gpu/model.hpp"
+#include "schedule/schedule.hpp"
 
 namespace osim {
 

@@ -1,4 +1,4 @@
-#include "exec/spans.hpp"
+#include "schedule/spans.hpp"
 
 #include <algorithm>
 #include <cstdlib>

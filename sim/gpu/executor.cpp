@@ -1,4 +1,4 @@
-#include "executor.hpp"
+#include "gpu/executor.hpp"
 
 #include <algorithm>
 #include <bit>

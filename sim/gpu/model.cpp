@@ -1,4 +1,4 @@
-#include "exec/model.hpp"
+#include "gpu/model.hpp"
 
 #include <cassert>
 #include <cmath>

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/units.hpp"
-#include "exec/schedule.hpp"
+#include "schedule/schedule.hpp"
 
 namespace osim {
 

@@ -1,12 +1,12 @@
-#include "repeat.hpp"
+#include "io/repeat.hpp"
 
 #include <cctype>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "errors.hpp"
-#include "yaml_reader.hpp"
+#include "core/errors.hpp"
+#include "io/yaml_reader.hpp"
 
 namespace osim {
 

@@ -10,8 +10,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "errors.hpp"
-#include "units.hpp"
+#include "core/errors.hpp"
+#include "core/units.hpp"
 
 namespace osim {
 

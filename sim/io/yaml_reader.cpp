@@ -1,4 +1,4 @@
-#include "yaml_reader.hpp"
+#include "io/yaml_reader.hpp"
 
 #include <algorithm>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "exec/realise.hpp"
+#include "gpu/realise.hpp"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,4 @@
-#include "schedule.hpp"
+#include "schedule/schedule.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "core/repeat.hpp"
-#include "core/yaml_reader.hpp"
+#include "io/repeat.hpp"
+#include "io/yaml_reader.hpp"
 
 namespace osim {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "exec/model.hpp"
-#include "exec/schedule.hpp"
-#include "exec/spans.hpp"
+#include "gpu/model.hpp"
+#include "schedule/schedule.hpp"
+#include "schedule/spans.hpp"
 #include "hw/fabric.hpp"
 
 namespace osim {
