@@ -78,11 +78,11 @@ enum class HostPairs { One, Every, Both };
 void check_host_transport(const Calibration& cal, const nlohmann::json& off, const hw::Topology& topo, double w_h2d, double w_d2h, HostPairs fitted,
                           double fitted_bound, double other_bound) {
   const ModelParams& p = cal.params;
-  CHECK(p.copy_weight == doctest::Approx(w_h2d).epsilon(0.2 / w_h2d));
-  CHECK(p.copy_weight_d2h == doctest::Approx(w_d2h).epsilon(0.2 / w_d2h));
-  CHECK(p.host_transport_cost_h2d > 1.02);
-  CHECK(p.host_transport_cost_d2h > p.host_transport_cost_h2d);
-  CHECK(p.host_transport_cost_d2h < 1.5);
+  CHECK(p.interference.copy_weight == doctest::Approx(w_h2d).epsilon(0.2 / w_h2d));
+  CHECK(p.interference.copy_weight_d2h == doctest::Approx(w_d2h).epsilon(0.2 / w_d2h));
+  CHECK(p.interference.host_transport_cost_h2d > 1.02);
+  CHECK(p.interference.host_transport_cost_d2h > p.interference.host_transport_cost_h2d);
+  CHECK(p.interference.host_transport_cost_d2h < 1.5);
   const Fit* fit = nullptr;
   for (const Fit& f : cal.fits)
     if (f.name == "NCCL through host memory beside a copy (simulated)") fit = &f;
@@ -122,40 +122,40 @@ struct H200 {
 TEST_CASE("fitting the 4xH200 measurements") {
   H200 h;
   const ModelParams& p = h.cal.params;
-  CHECK(p.copy_engine_bandwidth.GBps() == doctest::Approx(54.3).epsilon(0.02));
-  CHECK(p.copy_latency.us() > 0);
-  CHECK(p.copy_latency.us() < 5);
-  CHECK(p.pageable_bandwidth.GBps() == doctest::Approx(6.47).epsilon(0.02));
+  CHECK(p.copies.copy_engine_bandwidth.GBps() == doctest::Approx(54.3).epsilon(0.02));
+  CHECK(p.copies.copy_latency.us() > 0);
+  CHECK(p.copies.copy_latency.us() < 5);
+  CHECK(p.copies.pageable_bandwidth.GBps() == doctest::Approx(6.47).epsilon(0.02));
   // Random data, back to back (~0.70 of peak), scaled to the burst rate by the sustained-load fit.
-  CHECK(p.gemm_efficiency > 0.75);
-  CHECK(p.gemm_efficiency < 0.85);
-  CHECK(p.gemm_shapes.size() == 48);
+  CHECK(p.gemm.gemm_efficiency > 0.75);
+  CHECK(p.gemm.gemm_efficiency < 0.85);
+  CHECK(p.gemm.gemm_shapes.size() == 48);
   // bench gemm_sustained: 1,270 us steady against 1,109 us cool at full duty, none at half.
-  CHECK(p.sustained_slowdown == doctest::Approx(0.15).epsilon(0.05));
-  CHECK(p.sustained_duty > 0.6);
-  CHECK(p.sustained_duty < 0.75);
-  CHECK(p.sustained_time_constant.ms() > 10);
-  CHECK(p.sustained_time_constant.ms() < 100);
-  CHECK(p.nccl_rank_bandwidth.GBps() == doctest::Approx(328.7).epsilon(0.01));
-  CHECK(p.kernel_launch.us() == doctest::Approx(3.70).epsilon(0.01));
+  CHECK(p.power.sustained_slowdown == doctest::Approx(0.15).epsilon(0.05));
+  CHECK(p.power.sustained_duty > 0.6);
+  CHECK(p.power.sustained_duty < 0.75);
+  CHECK(p.power.sustained_time_constant.ms() > 10);
+  CHECK(p.power.sustained_time_constant.ms() < 100);
+  CHECK(p.nccl.nccl_rank_bandwidth.GBps() == doctest::Approx(328.7).epsilon(0.01));
+  CHECK(p.overheads.kernel_launch.us() == doctest::Approx(3.70).epsilon(0.01));
   // PyTorch SDPA (FlashAttention backend) reaches ~350 of 989 TFLOP/s on the H200.
-  CHECK(p.attention_efficiency == doctest::Approx(0.36 * (1 + p.sustained_slowdown)).epsilon(0.03));
+  CHECK(p.attention.attention_efficiency == doctest::Approx(0.36 * (1 + p.power.sustained_slowdown)).epsilon(0.03));
   // GEMM slowed ~1-2.5 % by an all-to-all; the all-to-all 1.55x-1.71x by the GEMM.
-  CHECK(p.gemm_slowdown_base > 0.005);
-  CHECK(p.gemm_slowdown_base < 0.03);
-  CHECK(p.comm_slowdown_base + p.comm_slowdown_per_channel * 24 == doctest::Approx(1.711).epsilon(0.01));
-  CHECK(p.comm_slowdown_base + p.comm_slowdown_per_channel * 4 == doctest::Approx(1.547).epsilon(0.01));
+  CHECK(p.interference.gemm_slowdown_base > 0.005);
+  CHECK(p.interference.gemm_slowdown_base < 0.03);
+  CHECK(p.interference.comm_slowdown_base + p.interference.comm_slowdown_per_channel * 24 == doctest::Approx(1.711).epsilon(0.01));
+  CHECK(p.interference.comm_slowdown_base + p.interference.comm_slowdown_per_channel * 4 == doctest::Approx(1.547).epsilon(0.01));
 }
 
 TEST_CASE("the committed calibration files are what calibrate writes today") {
   H200 h;
   CHECK(slurp(kH200 + "calibration.yaml") == calibration_yaml(h.cal));
   const ModelParams loaded = load_calibration(kH200 + "calibration.yaml");
-  CHECK(loaded.copy_engine_bandwidth.GBps() == doctest::Approx(h.cal.params.copy_engine_bandwidth.GBps()).epsilon(1e-6));
-  CHECK(loaded.nccl_rank_bandwidth.GBps() == doctest::Approx(h.cal.params.nccl_rank_bandwidth.GBps()).epsilon(1e-6));
-  CHECK(loaded.gemm_shapes.size() == 48);
-  CHECK(loaded.sustained_slowdown == doctest::Approx(h.cal.params.sustained_slowdown).epsilon(1e-3));
-  CHECK(loaded.gemm_shapes[5].efficiency == doctest::Approx(h.cal.params.gemm_shapes[5].efficiency).epsilon(1e-3));
+  CHECK(loaded.copies.copy_engine_bandwidth.GBps() == doctest::Approx(h.cal.params.copies.copy_engine_bandwidth.GBps()).epsilon(1e-6));
+  CHECK(loaded.nccl.nccl_rank_bandwidth.GBps() == doctest::Approx(h.cal.params.nccl.nccl_rank_bandwidth.GBps()).epsilon(1e-6));
+  CHECK(loaded.gemm.gemm_shapes.size() == 48);
+  CHECK(loaded.power.sustained_slowdown == doctest::Approx(h.cal.params.power.sustained_slowdown).epsilon(1e-3));
+  CHECK(loaded.gemm.gemm_shapes[5].efficiency == doctest::Approx(h.cal.params.gemm.gemm_shapes[5].efficiency).epsilon(1e-3));
   const hw::Topology dgx(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
   const auto h100 = load(kSrc + "/validate/results/h100x1/bench-default.json");
   CHECK(slurp(kSrc + "/validate/results/h100x1/calibration.yaml") ==
@@ -167,7 +167,7 @@ TEST_CASE("a second machine (2xH200): calibration file, and copies do not deepen
   const Calibration& cal = box.cal;
   check_host_transport(cal, box.docs[1].second, box.topo, 3.24, 2.66, HostPairs::One, 0.01, 0);
   // Sustained GEMM at full duty: ~13 % over the low-duty time, plus the burst correction.
-  CHECK(cal.params.sustained_slowdown == doctest::Approx(0.167).epsilon(0.02));
+  CHECK(cal.params.power.sustained_slowdown == doctest::Approx(0.167).epsilon(0.02));
   const Fit* copies = nullptr;
   for (const Fit& f : cal.fits)
     if (f.name == "sustained load with copies") copies = &f;
@@ -263,9 +263,9 @@ TEST_CASE("the calibrated simulator replays attention") {
   const auto measured = fit_cross_attention(sdpa);
   REQUIRE(measured.has_value());
   CHECK(measured->second == doctest::Approx(927.7).epsilon(0.01));
-  CHECK(h.cal.params.cross_attention_q0 == doctest::Approx(measured->second));
-  CHECK(h.cal.params.cross_attention_efficiency == doctest::Approx(measured->first * (1 + h.cal.params.sustained_slowdown)).epsilon(1e-6));
-  CHECK(h.cal.params.cross_attention_efficiency / (1 + h.cal.params.cross_attention_q0 / 75600) < h.cal.params.attention_efficiency);
+  CHECK(h.cal.params.attention.cross_attention_q0 == doctest::Approx(measured->second));
+  CHECK(h.cal.params.attention.cross_attention_efficiency == doctest::Approx(measured->first * (1 + h.cal.params.power.sustained_slowdown)).epsilon(1e-6));
+  CHECK(h.cal.params.attention.cross_attention_efficiency / (1 + h.cal.params.attention.cross_attention_q0 / 75600) < h.cal.params.attention.attention_efficiency);
   int cross = 0;
   for (const auto& s : summarise(rows))
     if (s.cls.rfind("attention, cross", 0) == 0) {
@@ -291,7 +291,7 @@ TEST_CASE("the calibrated simulator replays attention") {
 
 TEST_CASE("the calibrated simulator replays the PCIe-like transport (NCCL_P2P_DISABLE=1)") {
   H200 h;
-  CHECK(h.cal.params.nccl_host_rank_bandwidth.GBps() == doctest::Approx(26.8).epsilon(0.01));
+  CHECK(h.cal.params.nccl.nccl_host_rank_bandwidth.GBps() == doctest::Approx(26.8).epsilon(0.01));
   // A copy beside a 4-rank all-to-all: the pair rows replay exactly (one copy
   // weight for both directions, from the rates, missed them by 6.8 / 12.2 %).
   check_host_transport(h.cal, h.off, h.topo, 2.97, 3.36, HostPairs::One, 0.01, 0);
@@ -343,11 +343,11 @@ TEST_CASE("bad calibration input") {
   }
   std::ofstream(bad) << "schema: overlapsim.calibration/v1\nmodel:\n  host_h2d_aggregate: [55 GB/s, 106 GB/s]\n";
   const ModelParams ok = load_calibration(bad.string());
-  REQUIRE(ok.host_h2d_aggregate.size() == 2);
-  CHECK(ok.host_h2d_aggregate[1].GBps() == doctest::Approx(106));
-  CHECK(ok.host_d2h_aggregate.empty());
+  REQUIRE(ok.copies.host_h2d_aggregate.size() == 2);
+  CHECK(ok.copies.host_h2d_aggregate[1].GBps() == doctest::Approx(106));
+  CHECK(ok.copies.host_d2h_aggregate.empty());
   std::ofstream(bad) << "schema: overlapsim.calibration/v1\nmodel:\n  host_d2h_aggregate: [55 GB/s, 108 GB/s, 125 GB/s]\n";
-  CHECK(load_calibration(bad.string()).host_d2h_aggregate.at(2).GBps() == doctest::Approx(125));
+  CHECK(load_calibration(bad.string()).copies.host_d2h_aggregate.at(2).GBps() == doctest::Approx(125));
   std::ofstream(bad) << "schema: overlapsim.calibration/v1\nmodel:\n  host_d2h_aggregate: []\n";
   CHECK_THROWS_WITH_AS(load_calibration(bad.string()), doctest::Contains("GPUs copying D2H at once"), InputError);
   std::filesystem::remove(bad);
@@ -364,12 +364,12 @@ TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burs
   for (const auto& r : def.at("results")) {
     if (r.at("key") != "gemm_bf16") continue;
     const double eff = 2.0 * r.at("m").get<double>() * r.at("n").get<double>() * r.at("k").get<double>() / (r.at("burst_time_us").get<double>() * 1e-6) / 989e12;
-    CHECK(cal.params.gemm_efficiency_for(r.at("m"), r.at("n"), r.at("k")) == doctest::Approx(eff).epsilon(1e-9));
+    CHECK(cal.params.gemm.gemm_efficiency_for(r.at("m"), r.at("n"), r.at("k")) == doctest::Approx(eff).epsilon(1e-9));
     ++checked;
   }
   CHECK(checked == 55);  // 48 DiT shapes and the 7 the validation set realises (attention as chunked GEMMs)
   // The realised self-attention at SP 1: 9 chunks of 16384 x 5120 x 7616.
-  CHECK(cal.params.gemm_efficiency_for(16384, 5120, 7616) == doctest::Approx(0.807 / 0.989).epsilon(0.01));
+  CHECK(cal.params.gemm.gemm_efficiency_for(16384, 5120, 7616) == doctest::Approx(0.807 / 0.989).epsilon(0.01));
   // Under load every shape slows about as much as the sustained-load fit says (1 + 0.167).
   const Fit* load_fit = nullptr;
   for (const Fit& f : cal.fits)
@@ -380,7 +380,7 @@ TEST_CASE("a GEMM table with burst and under-load times (third 2xH200 box): burs
     CHECK(v > 1.10);
     CHECK(v < 1.20);
   }
-  CHECK(cal.params.sustained_slowdown == doctest::Approx(0.167).epsilon(0.03));
+  CHECK(cal.params.power.sustained_slowdown == doctest::Approx(0.167).epsilon(0.03));
   // The bench's all-to-all ran on this box's two GPUs (one flow per rank):
   // the copy weighs 3.16 H2D, 2.53 D2H (one weight, 2.66, missed the pair
   // rows by up to 8.1 %).
@@ -393,9 +393,9 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   const auto& docs = box.docs;
   const Calibration& cal = box.cal;
   // The same physics as the 2xH200 boxes: ~17 % slower GEMMs at full duty, none below ~2/3.
-  CHECK(cal.params.sustained_slowdown == doctest::Approx(0.166).epsilon(0.03));
-  CHECK(cal.params.sustained_duty > 0.6);
-  CHECK(cal.params.sustained_duty < 0.75);
+  CHECK(cal.params.power.sustained_slowdown == doctest::Approx(0.166).epsilon(0.03));
+  CHECK(cal.params.power.sustained_duty > 0.6);
+  CHECK(cal.params.power.sustained_duty < 0.75);
   // Every GPU copying 1 GiB beside a 4-rank all-to-all through host memory
   // (interference-all/): copies and the bounced all-to-all share the host
   // bridge's limit (149 GB/s for four GPUs), so the model tells the pair with
@@ -411,12 +411,12 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   // 1-4 GPUs copying 1 GiB H2D at once (55 / 105 / 140 / 149 GB/s): the
   // measured aggregate per GPU count (host_h2d_aggregate) replays them; one
   // fixed bridge limit missed the 3-GPU row by 11 %.
-  REQUIRE(cal.params.host_h2d_aggregate.size() == 4);
-  CHECK(cal.params.host_h2d_aggregate[2].GBps() == doctest::Approx(139.69).epsilon(0.001));
+  REQUIRE(cal.params.copies.host_h2d_aggregate.size() == 4);
+  CHECK(cal.params.copies.host_h2d_aggregate[2].GBps() == doctest::Approx(139.69).epsilon(0.001));
   // The same for D2H (multi_d2h_pinned: 55 / 108 / 125 / 134 GB/s), the
   // bridge's to-host limit (129.2 GB/s in the topology) its ceiling.
-  REQUIRE(cal.params.host_d2h_aggregate.size() == 4);
-  CHECK(cal.params.host_d2h_aggregate[2].GBps() == doctest::Approx(125.27).epsilon(0.001));
+  REQUIRE(cal.params.copies.host_d2h_aggregate.size() == 4);
+  CHECK(cal.params.copies.host_d2h_aggregate[2].GBps() == doctest::Approx(125.27).epsilon(0.001));
   int multi = 0, multi_d2h = 0;
   for (const auto& row : compare_bench(merge_bench_runs(docs)[0].second, topo, cal.params))
     if (row.cls == "multi-GPU H2D") {
@@ -433,17 +433,17 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   // From the 1xH200 long run: after ~1 s at full duty the clock dips again
   // about every second (mean 1.198 x burst over 1-7 s, against 1.166 before),
   // and the copy kernel moves 3.86 TB/s past the L2 cache (0.80 of 4.8 TB/s).
-  CHECK(cal.params.sustained_slow_slowdown == doctest::Approx(0.034).epsilon(0.15));
-  CHECK(cal.params.hbm_efficiency == doctest::Approx(0.804).epsilon(0.02));
-  CHECK(cal.params.hbm_latency.us() == doctest::Approx(2.27).epsilon(0.2));
+  CHECK(cal.params.power.sustained_slow_slowdown == doctest::Approx(0.034).epsilon(0.15));
+  CHECK(cal.params.memory.hbm_efficiency == doctest::Approx(0.804).epsilon(0.02));
+  CHECK(cal.params.memory.hbm_latency.us() == doctest::Approx(2.27).epsilon(0.2));
   // The realised SP 1 self-attention GEMM at its own burst rate, not the table's median.
-  CHECK(cal.params.gemm_efficiency_for(16384, 5120, 7616) != doctest::Approx(cal.params.gemm_efficiency));
+  CHECK(cal.params.gemm.gemm_efficiency_for(16384, 5120, 7616) != doctest::Approx(cal.params.gemm.gemm_efficiency));
   // D2H has its own set-up latency (posted writes): fitted 0.22 us below
   // H2D's per copy (every size, relative least squares, each burst's one-off
   // cost apart; 0.15 with the step of the calibrations before 2026-11-24);
   // the small D2H copies (4-64 KiB) were 5-10 % slow with one latency for both.
-  CHECK(cal.params.copy_latency_d2h < cal.params.copy_latency);
-  CHECK((cal.params.copy_latency - cal.params.copy_latency_d2h).us() == doctest::Approx(0.225).epsilon(0.05));
+  CHECK(cal.params.copies.copy_latency_d2h < cal.params.copies.copy_latency);
+  CHECK((cal.params.copies.copy_latency - cal.params.copies.copy_latency_d2h).us() == doctest::Approx(0.225).epsilon(0.05));
   for (const auto& row : compare_bench(merge_bench_runs(docs)[0].second, topo, cal.params))
     if (row.key == "d2h_pinned" || row.key == "h2d_pinned") {
       INFO(row.key << " " << row.what);
@@ -452,10 +452,10 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   // Shapes the table lacks: the shape model (0.876 / (1 + 60/m + 29/n +
   // 201/k + 0.027 [m a power of two]): 4096, 8192, 16384 rows run 2-3 %
   // slower than 4095, 8190, 16380 on every current box).
-  CHECK(cal.params.gemm_model.efficiency == doctest::Approx(0.8762).epsilon(0.002));
-  CHECK(cal.params.gemm_model.pow2_m == doctest::Approx(0.0269).epsilon(0.02));
-  CHECK(cal.params.gemm_model.k0 > cal.params.gemm_model.m0);
-  CHECK(cal.params.gemm_efficiency_for(1024, 5120, 5120) == doctest::Approx(cal.params.gemm_model.at(1024, 5120, 5120)));
+  CHECK(cal.params.gemm.gemm_model.efficiency == doctest::Approx(0.8762).epsilon(0.002));
+  CHECK(cal.params.gemm.gemm_model.pow2_m == doctest::Approx(0.0269).epsilon(0.02));
+  CHECK(cal.params.gemm.gemm_model.k0 > cal.params.gemm.gemm_model.m0);
+  CHECK(cal.params.gemm.gemm_efficiency_for(1024, 5120, 5120) == doctest::Approx(cal.params.gemm.gemm_model.at(1024, 5120, 5120)));
   int gemm_classes = 0;
   for (const auto& s : summarise(compare_bench(merge_bench_runs(docs)[0].second, topo, cal.params)))
     if (s.cls.rfind("GEMM", 0) == 0) {
@@ -484,7 +484,7 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
   {
     auto later_first = docs;
     std::swap(later_first[1], later_first[3]);  // the later P2P-off run given first: its row is replaced instead
-    const double c_later = cal.params.host_transport_cost_h2d, c_first = calibrate(later_first, topo).params.host_transport_cost_h2d;
+    const double c_later = cal.params.interference.host_transport_cost_h2d, c_first = calibrate(later_first, topo).params.interference.host_transport_cost_h2d;
     CHECK(c_later == doctest::Approx(1.263).epsilon(0.005));
     CHECK(c_first == doctest::Approx(1.439).epsilon(0.005));
   }
@@ -500,16 +500,16 @@ TEST_CASE("a second 4xH200 box (current bench): calibration file, burst table, s
 
 TEST_CASE("copy latency per direction: D2H's own where calibrated, else the one latency") {
   ModelParams p;
-  p.copy_latency = Time::from_us(1.8);
-  CHECK(p.copy_latency_for(true) == Time::from_us(1.8));  // not calibrated apart
-  p.copy_latency_d2h = Time::from_us(1.5);
-  CHECK(p.copy_latency_for(true) == Time::from_us(1.5));
-  CHECK(p.copy_latency_for(false) == Time::from_us(1.8));
+  p.copies.copy_latency = Time::from_us(1.8);
+  CHECK(p.copies.copy_latency_for(true) == Time::from_us(1.8));  // not calibrated apart
+  p.copies.copy_latency_d2h = Time::from_us(1.5);
+  CHECK(p.copies.copy_latency_for(true) == Time::from_us(1.5));
+  CHECK(p.copies.copy_latency_for(false) == Time::from_us(1.8));
   const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-d2h-latency.yaml";
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_latency: 1.8 us\n  copy_latency_d2h: 1.6 us\n";
   const ModelParams q = load_calibration(f.string());
-  CHECK(q.copy_latency_for(true) == Time::from_us(1.6));
-  CHECK(q.copy_latency_for(false) == Time::from_us(1.8));
+  CHECK(q.copies.copy_latency_for(true) == Time::from_us(1.6));
+  CHECK(q.copies.copy_latency_for(false) == Time::from_us(1.8));
   std::filesystem::remove(f);
 }
 
@@ -531,12 +531,11 @@ TEST_CASE("copies per gated burst: the burst fitted from the one-way rows' reps 
   };
   const Calibration c = calibrate({{"burst.json", bench(7, 7.5)}}, topo);
   // No event rows: the burst is all hand-off (no GPU time for the closing event).
-  CHECK(c.params.copy_after_kernel_latency.us() == doctest::Approx(7).epsilon(1e-4));
-  CHECK(c.params.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5).epsilon(1e-4));
-  CHECK(c.params.copy_latency.us() == doctest::Approx(2.7 - 1.0).epsilon(1e-4));
-  CHECK(c.params.copy_latency_d2h.us() == doctest::Approx(2.6 - 1.0).epsilon(1e-4));
-  CHECK(c.params.copy_engine_bandwidth.GBps() == doctest::Approx(55).epsilon(1e-6));
-  CHECK(c.params.copy_step_bytes == 0);  // no step any more
+  CHECK(c.params.handoff.copy_after_kernel_latency.us() == doctest::Approx(7).epsilon(1e-4));
+  CHECK(c.params.handoff.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5).epsilon(1e-4));
+  CHECK(c.params.copies.copy_latency.us() == doctest::Approx(2.7 - 1.0).epsilon(1e-4));
+  CHECK(c.params.copies.copy_latency_d2h.us() == doctest::Approx(2.6 - 1.0).epsilon(1e-4));
+  CHECK(c.params.copies.copy_engine_bandwidth.GBps() == doctest::Approx(55).epsilon(1e-6));
   // Every row replayed as the bench ran it (a spin kernel, an event, the burst, an event).
   int replayed = 0;
   for (const auto& cmp : compare_bench(bench(7, 7.5), topo, c.params))
@@ -550,9 +549,9 @@ TEST_CASE("copies per gated burst: the burst fitted from the one-way rows' reps 
   nlohmann::json ev = bench(7, 7.5);
   ev["results"].push_back({{"key", "overhead_gpu_event_gap"}, {"op", "h2d"}, {"bytes", 1048576}, {"ops", 50}, {"plain_us", 21.7}, {"fenced_us", 23.0}, {"gap_us", 1.3}});
   const Calibration e = calibrate({{"ev.json", ev}}, topo);
-  CHECK(e.params.event_gpu_time_copy.us() == doctest::Approx(1.3).epsilon(1e-6));
-  CHECK(e.params.copy_after_kernel_latency.us() == doctest::Approx(7 - 1.3).epsilon(1e-4));
-  CHECK(e.params.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5 - 1.3).epsilon(1e-4));
+  CHECK(e.params.overheads.event_gpu_time_copy.us() == doctest::Approx(1.3).epsilon(1e-6));
+  CHECK(e.params.handoff.copy_after_kernel_latency.us() == doctest::Approx(7 - 1.3).epsilon(1e-4));
+  CHECK(e.params.handoff.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5 - 1.3).epsilon(1e-4));
   // copy_reps after a spin kernel (per copy: steady + 6 us / reps): the
   // burst held from there, whatever the one-way rows' own say.
   nlohmann::json held = bench(7, 7.5);
@@ -561,45 +560,43 @@ TEST_CASE("copies per gated burst: the burst fitted from the one-way rows' reps 
       held["results"].push_back({{"key", "copy_reps"}, {"gpus", {0}}, {"bytes", 262144}, {"reps", reps}, {"gate", gate}, {"dir", "h2d"},
                                  {"h2d_time_us", 7.5 + 6.0 / reps}});
   const Calibration h = calibrate({{"held.json", held}}, topo);
-  CHECK(h.params.copy_after_kernel_latency.us() == doctest::Approx(6).epsilon(1e-4));
-  CHECK(h.params.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5).epsilon(1e-4));  // D2H: no copy_reps rows
+  CHECK(h.params.handoff.copy_after_kernel_latency.us() == doctest::Approx(6).epsilon(1e-4));
+  CHECK(h.params.handoff.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5).epsilon(1e-4));  // D2H: no copy_reps rows
   // All one reps (an old bench's rows all timed alike): no burst to tell.
   nlohmann::json one = bench(0, 0);
   for (auto& r : one["results"]) r["reps"] = 1;
-  CHECK(calibrate({{"one.json", one}}, topo).params.copy_after_kernel_latency == Time::zero());
+  CHECK(calibrate({{"one.json", one}}, topo).params.handoff.copy_after_kernel_latency == Time::zero());
   // The file: written and read back; negative values refused with the field.
   const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-copy-burst.yaml";
   std::ofstream(f) << calibration_yaml(e);
   const ModelParams q = load_calibration(f.string());
-  CHECK(q.copy_after_kernel_latency_for(false).us() == doctest::Approx(5.7).epsilon(1e-3));
-  CHECK(q.copy_after_kernel_latency_for(true).us() == doctest::Approx(6.2).epsilon(1e-3));
-  CHECK(q.event_gpu_time_copy.us() == doctest::Approx(1.3).epsilon(1e-3));
+  CHECK(q.handoff.copy_after_kernel_latency_for(false).us() == doctest::Approx(5.7).epsilon(1e-3));
+  CHECK(q.handoff.copy_after_kernel_latency_for(true).us() == doctest::Approx(6.2).epsilon(1e-3));
+  CHECK(q.overheads.event_gpu_time_copy.us() == doctest::Approx(1.3).epsilon(1e-3));
   for (const char* field : {"copy_after_kernel_latency", "copy_after_kernel_latency_d2h", "kernel_after_copy_latency", "event_gpu_time_copy"}) {
     std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  " << field << ": -1 us\n";
     CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains(field), InputError);
   }
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_after_kernel_latency: 5 us\n";
-  CHECK(load_calibration(f.string()).copy_after_kernel_latency_for(true) == Time::from_us(5));  // D2H: the same unless set
-  // An older calibration's step still loads (and a negative one is refused).
+  CHECK(load_calibration(f.string()).handoff.copy_after_kernel_latency_for(true) == Time::from_us(5));  // D2H: the same unless set
+  // A retired key (the step the burst replaced) is refused with what to do.
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_step_bytes: 1 MiB\n  copy_step_latency: 1 us\n";
-  CHECK(load_calibration(f.string()).copy_step_latency_for(true) == Time::from_us(1));
-  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_step_bytes: 1 MiB\n  copy_step_latency: -1 us\n";
-  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("copy_step_latency"), InputError);
+  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("re-run overlapsim calibrate"), InputError);
   std::filesystem::remove(f);
 }
 
 TEST_CASE("GEMM shape model: closed form, the fit, precedence, the file") {
   ModelParams p;
-  p.gemm_efficiency = 0.7;
-  CHECK(p.gemm_efficiency_for(4096, 4096, 4096) == doctest::Approx(0.7));  // no model: the one efficiency
-  p.gemm_model = {0.9, 100, 50, 200};
+  p.gemm.gemm_efficiency = 0.7;
+  CHECK(p.gemm.gemm_efficiency_for(4096, 4096, 4096) == doctest::Approx(0.7));  // no model: the one efficiency
+  p.gemm.gemm_model = {0.9, 100, 50, 200};
   // 0.9 / (1 + 100/1000 + 50/500 + 200/2000) = 0.9 / 1.3
-  CHECK(p.gemm_efficiency_for(1000, 500, 2000) == doctest::Approx(0.9 / 1.3));
-  p.gemm_shapes.push_back({1000, 500, 2000, 0.5});
-  CHECK(p.gemm_efficiency_for(1000, 500, 2000) == doctest::Approx(0.5));  // a measured shape wins
+  CHECK(p.gemm.gemm_efficiency_for(1000, 500, 2000) == doctest::Approx(0.9 / 1.3));
+  p.gemm.gemm_shapes.push_back({1000, 500, 2000, 0.5});
+  CHECK(p.gemm.gemm_efficiency_for(1000, 500, 2000) == doctest::Approx(0.5));  // a measured shape wins
   // The fit recovers a model from exact data, and leaves out what the table does not vary.
-  std::vector<ModelParams::GemmShapeEfficiency> table;
-  const ModelParams::GemmShapeModel truth{0.88, 80, 60, 240};
+  std::vector<GemmShapeEfficiency> table;
+  const GemmShapeModel truth{0.88, 80, 60, 240};
   for (int m : {512, 2048, 8192, 32768})
     for (int n : {1280, 5120, 15360})
       for (int k : {2176, 5120, 13824}) table.push_back({m, n, k, truth.at(m, n, k)});
@@ -609,7 +606,7 @@ TEST_CASE("GEMM shape model: closed form, the fit, precedence, the file") {
   CHECK(fit->m0 == doctest::Approx(80).epsilon(1e-6));
   CHECK(fit->n0 == doctest::Approx(60).epsilon(1e-6));
   CHECK(fit->k0 == doctest::Approx(240).epsilon(1e-6));
-  std::vector<ModelParams::GemmShapeEfficiency> one_k;
+  std::vector<GemmShapeEfficiency> one_k;
   for (const auto& g : table)
     if (g.k == 5120) one_k.push_back(g);
   const auto fk = fit_gemm_model(one_k);
@@ -618,12 +615,12 @@ TEST_CASE("GEMM shape model: closed form, the fit, precedence, the file") {
   CHECK(fk->m0 == doctest::Approx(80 / (1 + 240.0 / 5120)).epsilon(1e-6));
   CHECK(fit->pow2_m == 0);  // every m of this table is a power of two: the term is the constant again
   // A power-of-two row count costs pow2_m more: 0.9 / (1 + 0.1 + 0.1 + 0.1 + 0.03) for m = 1024.
-  ModelParams::GemmShapeModel p2{0.9, 102.4, 50, 200, 0.03};
+  GemmShapeModel p2{0.9, 102.4, 50, 200, 0.03};
   CHECK(p2.at(1024, 500, 2000) == doctest::Approx(0.9 / 1.33));
   CHECK(p2.at(1000, 500, 2000) == doctest::Approx(0.9 / (1.2 + 0.1024)));
   // ... and the fit recovers it from a table with both kinds of m.
-  std::vector<ModelParams::GemmShapeEfficiency> mixed;
-  const ModelParams::GemmShapeModel truth2{0.88, 80, 60, 240, 0.025};
+  std::vector<GemmShapeEfficiency> mixed;
+  const GemmShapeModel truth2{0.88, 80, 60, 240, 0.025};
   for (int m : {512, 2047, 4095, 4096, 8190, 8192, 30000})
     for (int n : {1280, 5120})
       for (int k : {2176, 13824}) mixed.push_back({m, n, k, truth2.at(m, n, k)});
@@ -633,7 +630,7 @@ TEST_CASE("GEMM shape model: closed form, the fit, precedence, the file") {
   CHECK(f2->m0 == doctest::Approx(80).epsilon(1e-6));
   CHECK(!fit_gemm_model({table.begin(), table.begin() + 4}).has_value());  // too few shapes
   // Efficiency rising as m shrinks would need m0 < 0: dropped, the rest refitted.
-  std::vector<ModelParams::GemmShapeEfficiency> odd;
+  std::vector<GemmShapeEfficiency> odd;
   for (int m : {512, 2048, 8192})
     for (int k : {2176, 5120, 13824}) odd.push_back({m, 5120, k, 0.9 / (1 - 50.0 / m + 200.0 / k)});
   const auto fo = fit_gemm_model(odd);
@@ -644,12 +641,12 @@ TEST_CASE("GEMM shape model: closed form, the fit, precedence, the file") {
   const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-gemm-model.yaml";
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  gemm_model: {efficiency: 0.88, m0: 77, k0: 241}\n";
   const ModelParams q = load_calibration(f.string());
-  CHECK(q.gemm_model.efficiency == doctest::Approx(0.88));
-  CHECK(q.gemm_model.n0 == 0);
-  CHECK(q.gemm_model.k0 == doctest::Approx(241));
-  CHECK(q.gemm_model.pow2_m == 0);  // files from before the term: none
+  CHECK(q.gemm.gemm_model.efficiency == doctest::Approx(0.88));
+  CHECK(q.gemm.gemm_model.n0 == 0);
+  CHECK(q.gemm.gemm_model.k0 == doctest::Approx(241));
+  CHECK(q.gemm.gemm_model.pow2_m == 0);  // files from before the term: none
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  gemm_model: {efficiency: 0.88, m0: 77, pow2_m: 0.027}\n";
-  CHECK(load_calibration(f.string()).gemm_model.pow2_m == doctest::Approx(0.027));
+  CHECK(load_calibration(f.string()).gemm.gemm_model.pow2_m == doctest::Approx(0.027));
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  gemm_model: {efficiency: 0.88, pow2_m: -0.1}\n";
   try {
     load_calibration(f.string());
@@ -673,7 +670,7 @@ TEST_CASE("GEMM shape model: closed form, the fit, precedence, the file") {
 // size its calibration's table lacks, from `min_bytes` up: |table / measured - 1|,
 // sorted, by collective (" (4-16 channels)" for set channel counts).
 std::map<std::string, std::vector<double>> sizes_between(const std::string& dir, const ModelParams& cal, double min_bytes) {
-  using TC = ModelParams::TableColl;
+  using TC = TableColl;
   std::map<std::string, std::vector<double>> out;
   for (const auto& [file, host] : {std::pair{"bench-nccl-sweep.json", false}, std::pair{"bench-nccl-sweep-p2p-disable.json", true}}) {
     const nlohmann::json doc = load(dir + file);
@@ -683,7 +680,7 @@ std::map<std::string, std::vector<double>> sizes_between(const std::string& dir,
       const int ch = r.at("channels").get<int>();
       const TC coll = key == "nccl_all_to_all" ? TC::AllToAll : key == "nccl_all_to_all_pairwise" ? TC::AllToAllPairwise
                       : key == "nccl_all_gather" ? TC::AllGather : key == "nccl_reduce_scatter" ? TC::ReduceScatter : TC::AllReduce;
-      const auto* t = cal.nccl_table_for(coll, r.at("ranks"), host, ch);
+      const auto* t = cal.nccl.nccl_table_for(coll, r.at("ranks"), host, ch);
       if (ch != 0 && t == nullptr) continue;  // a channel count the bench did not measure: the channel model
       REQUIRE(t != nullptr);
       const double bytes = r.at("bytes");
@@ -703,19 +700,19 @@ std::map<std::string, std::vector<double>> sizes_between(const std::string& dir,
 
 TEST_CASE("NCCL collective tables: interpolation, the nearest rank count, and sizes the table never saw") {
   ModelParams p;
-  using TC = ModelParams::TableColl;
-  p.nccl_tables.push_back({TC::AllToAll, 2, false, {{1e6, 20e-6}, {4e6, 80e-6}, {16e6, 200e-6}}});
-  p.nccl_tables.push_back({TC::AllToAll, 4, false, {{1e6, 40e-6}}});
-  const auto* t2 = p.nccl_table_for(TC::AllToAll, 2, false);
+  using TC = TableColl;
+  p.nccl.nccl_tables.push_back({TC::AllToAll, 2, false, {{1e6, 20e-6}, {4e6, 80e-6}, {16e6, 200e-6}}});
+  p.nccl.nccl_tables.push_back({TC::AllToAll, 4, false, {{1e6, 40e-6}}});
+  const auto* t2 = p.nccl.nccl_table_for(TC::AllToAll, 2, false);
   REQUIRE(t2 != nullptr);
   CHECK(t2->time_at(1e3) == doctest::Approx(20e-6));             // below the table: its latency
   CHECK(t2->time_at(2e6) == doctest::Approx(40e-6));             // the line through (1e6, 20) and (4e6, 80)
   CHECK(t2->time_at(8e6) == doctest::Approx(120e-6));            // through (4e6, 80) and (16e6, 200): not log-log's 126.5
   CHECK(t2->time_at(32e6) == doctest::Approx(200e-6 + 16e6 * 120e-6 / 12e6));  // past the end: the last segment's rate
-  CHECK(p.nccl_table_for(TC::AllToAll, 3, false)->ranks == 4);   // tie between 2 and 4: the larger
-  CHECK(p.nccl_table_for(TC::AllToAll, 8, false)->ranks == 4);
-  CHECK(p.nccl_table_for(TC::AllToAllPairwise, 2, false) == nullptr);  // no pairwise table
-  CHECK(p.nccl_table_for(TC::AllToAll, 2, true) == nullptr);      // no host-memory table
+  CHECK(p.nccl.nccl_table_for(TC::AllToAll, 3, false)->ranks == 4);   // tie between 2 and 4: the larger
+  CHECK(p.nccl.nccl_table_for(TC::AllToAll, 8, false)->ranks == 4);
+  CHECK(p.nccl.nccl_table_for(TC::AllToAllPairwise, 2, false) == nullptr);  // no pairwise table
+  CHECK(p.nccl.nccl_table_for(TC::AllToAll, 2, true) == nullptr);      // no host-memory table
 
   // The 4xH200 box b's tables come from its bench (sizes x4 apart); its NCCL
   // sweep (a separate run, sizes x2 apart) has the sizes in between.
@@ -723,7 +720,7 @@ TEST_CASE("NCCL collective tables: interpolation, the nearest rank count, and si
   const ModelParams cal = load_calibration(dir + "calibration.yaml");
   // {all-to-all, pairwise, all-gather, reduce-scatter, all-reduce} x {2, 4 ranks} x {p2p, host}
   // at NCCL's channels, and all-to-all and all-reduce at 4, 8 and 16 channels.
-  REQUIRE(cal.nccl_tables.size() == 44);
+  REQUIRE(cal.nccl.nccl_tables.size() == 44);
   const auto big = sizes_between(dir, cal, 4 * 1048576.0);
   // The sweep has all-to-all (both), all-gather and all-reduce: 4 new sizes
   // >= 4 MiB each, at 2 and 4 ranks, over P2P and through host memory.
@@ -809,9 +806,8 @@ TEST_CASE("gated collective timing (2xH200 box c): calibration file, every repla
   // D2H, fits both directions: every copy row within 3.0 % (one line: 4.8 %,
   // 1 MiB 4-5 % fast, 1 GiB 1.2 % slow; the step from 1 MiB the calibrations
   // before 2026-11-24 had, +1.08 / +1.31 us: 3.0 % too).
-  CHECK(cal.params.copy_step_bytes == 0);
-  CHECK(cal.params.copy_after_kernel_latency.us() == doctest::Approx(7.45).epsilon(0.02));
-  CHECK(cal.params.copy_after_kernel_latency_d2h.us() == doctest::Approx(8.96).epsilon(0.02));
+  CHECK(cal.params.handoff.copy_after_kernel_latency.us() == doctest::Approx(7.45).epsilon(0.02));
+  CHECK(cal.params.handoff.copy_after_kernel_latency_d2h.us() == doctest::Approx(8.96).epsilon(0.02));
   for (const auto& c : replay(docs[0].second))
     if (c.key == "h2d_pinned" || c.key == "d2h_pinned") {
       INFO(c.key << " " << c.what);
@@ -865,13 +861,13 @@ TEST_CASE("the current bench on one H100 (h100x1-b): calibration file, copies, t
   CHECK(first > 30000);
   CHECK(later == doctest::Approx(19482).epsilon(0.001));
   CHECK(repeat == doctest::Approx(later).epsilon(0.01));
-  CHECK(cal.params.copy_engine_bandwidth.GBps() == doctest::Approx(54.5).epsilon(0.01));
+  CHECK(cal.params.copies.copy_engine_bandwidth.GBps() == doctest::Approx(54.5).epsilon(0.01));
   // The H100's clock under load: lowest at 0.1-0.3 s, back to ~1.10 at
   // 0.4-0.7 s, dips every second after; the slow term is held slower than
   // 250 ms (free, it took 100 ms and put the under-load replays 7 % slow).
-  CHECK(cal.params.sustained_slowdown == doctest::Approx(0.102).epsilon(0.03));
-  CHECK(cal.params.sustained_slow_time_constant.ms() >= 250);
-  CHECK(cal.params.sustained_slow_slowdown == doctest::Approx(0.067).epsilon(0.05));
+  CHECK(cal.params.power.sustained_slowdown == doctest::Approx(0.102).epsilon(0.03));
+  CHECK(cal.params.power.sustained_slow_time_constant.ms() >= 250);
+  CHECK(cal.params.power.sustained_slow_slowdown == doctest::Approx(0.067).epsilon(0.05));
   const auto merged = merge_bench_runs(docs);
   for (const auto& s : summarise(compare_bench(merged[0].second, topo, cal.params))) {
     INFO(s.cls);
@@ -879,7 +875,7 @@ TEST_CASE("the current bench on one H100 (h100x1-b): calibration file, copies, t
     if (s.cls.rfind("GEMM", 0) == 0) CHECK(s.median_abs_pct < 3.0);  // out of sample and under load: worst 10.1 %
   }
   // PyTorch SDPA on the H100 reaches what it does on the H200 (0.36 of peak).
-  CHECK(cal.params.attention_efficiency == doctest::Approx(0.358 * (1 + cal.params.sustained_slowdown)).epsilon(0.01));
+  CHECK(cal.params.attention.attention_efficiency == doctest::Approx(0.358 * (1 + cal.params.power.sustained_slowdown)).epsilon(0.01));
   for (const auto& s : summarise(compare_bench(merged[1].second, topo, cal.params))) {
     INFO(s.cls);
     if (s.cls.rfind("attention, self", 0) == 0) CHECK(s.worst_abs_pct < 4.0);
@@ -1002,8 +998,8 @@ TEST_CASE("NCCL with the clock down (box e): the share of the GEMM's slowdown a 
   // Every H200 calibration takes the first defaults run and the P2P-off one:
   // median share 0.574 over NVLink, 0.483 through host memory.
   const ModelParams cal = load_calibration(kSrc + "/validate/results/h200x2-nvlink-d/calibration.yaml");
-  CHECK(cal.comm_clock_share == doctest::Approx(0.5736).epsilon(1e-3));
-  CHECK(cal.comm_clock_share_host == doctest::Approx(0.4829).epsilon(1e-3));
+  CHECK(cal.power.comm_clock_share == doctest::Approx(0.5736).epsilon(1e-3));
+  CHECK(cal.power.comm_clock_share_host == doctest::Approx(0.4829).epsilon(1e-3));
   // Replayed as the bench ran it (the GEMMs for the load time, then the
   // all-to-alls), scored on the slowdown: the fitted run within 4.3 %
   // (64 MiB), through host memory 2.5 %; the second run (not fitted) within
@@ -1035,15 +1031,15 @@ TEST_CASE("NCCL with the clock down (box e): the share of the GEMM's slowdown a 
   CHECK(worst_row == 1);
   // Without the share the model would have them at their rested time: 7-15 % fast.
   ModelParams none = cal;
-  none.comm_clock_share = 0;
+  none.power.comm_clock_share = 0;
   for (const auto& c : compare_bench(load(dir + "bench-loaded-1.json"), topo, none))
     if (c.key == "nccl_all_to_all_loaded") CHECK(c.error_pct() < -7.0);
   // The file: both shares, written and read back; out of [0, 1] refused.
   const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-clock-share.yaml";
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  comm_clock_share: 0.57\n  comm_clock_share_host: 0.48\n";
   const ModelParams q = load_calibration(f.string());
-  CHECK(q.comm_clock_share == doctest::Approx(0.57));
-  CHECK(q.comm_clock_share_host == doctest::Approx(0.48));
+  CHECK(q.power.comm_clock_share == doctest::Approx(0.57));
+  CHECK(q.power.comm_clock_share_host == doctest::Approx(0.48));
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  comm_clock_share: 1.5\n";
   CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("osim-clock-share.yaml:3:"), InputError);
   std::filesystem::remove(f);
@@ -1056,8 +1052,8 @@ TEST_CASE("a box measured whole on one lease (2xH200 box f): its own clock share
   const Box box("h200x2-nvlink-f", {}, 2);
   const ModelParams& p = box.cal.params;
   // This box's own shares: 0.51 over NVLink (box e: 0.57), 0.30 through host memory (box e: 0.48).
-  CHECK(p.comm_clock_share == doctest::Approx(0.506).epsilon(0.01));
-  CHECK(p.comm_clock_share_host == doctest::Approx(0.301).epsilon(0.01));
+  CHECK(p.power.comm_clock_share == doctest::Approx(0.506).epsilon(0.01));
+  CHECK(p.power.comm_clock_share_host == doctest::Approx(0.301).epsilon(0.01));
   int rows = 0, outside = 0;
   double worst = 0;
   std::string worst_what;
@@ -1237,9 +1233,9 @@ TEST_CASE("GEMMs and SDPA under load timed as a 200 ms mean (h100x1-d): what rep
   // The full-duty slowdown from the 55 windows: 0.104, where this run's
   // single series (gemm_sustained) sat on the clock's other plateau, 0.144;
   // the slow term, refitted with it: 0.070 over 373 ms.
-  CHECK(p.sustained_slowdown == doctest::Approx(0.1040).epsilon(0.005));
-  CHECK(p.sustained_slow_slowdown == doctest::Approx(0.0704).epsilon(0.01));
-  CHECK(p.sustained_slow_time_constant.ms() == doctest::Approx(373.3).epsilon(0.001));
+  CHECK(p.power.sustained_slowdown == doctest::Approx(0.1040).epsilon(0.005));
+  CHECK(p.power.sustained_slow_slowdown == doctest::Approx(0.0704).epsilon(0.01));
+  CHECK(p.power.sustained_slow_time_constant.ms() == doctest::Approx(373.3).epsilon(0.001));
   double series = 0;
   for (const Fit& f : cal.fits)
     for (const auto& [k, v] : f.values)
@@ -1248,7 +1244,7 @@ TEST_CASE("GEMMs and SDPA under load timed as a 200 ms mean (h100x1-d): what rep
   // SDPA keeps 342-354 TFLOP/s whether its window ran 0.3 s or 3 s into the
   // load: it takes none of the slow term (attention_slow_share 0; as a GEMM,
   // its rows' efficiencies would spread 3.4 % rms, not 1.25 %).
-  CHECK(p.attention_slow_share == 0.0);
+  CHECK(p.attention.attention_slow_share == 0.0);
   // Every replayed row: median 0.6 %; two over 5 %: the 1 GiB H2D of the
   // multi-GPU test (21.0 ms where the single-copy test took 20.2 ms minutes
   // before: the model gives both one rate) and the chunked 16384x5120x7616
@@ -1286,7 +1282,7 @@ TEST_CASE("GEMMs and SDPA under load timed as a 200 ms mean (h100x1-d): what rep
                                          "memory_kernel 64.00 MiB between GEMMs"});
   CHECK(cls.at("attention, self (median self-attention efficiency)").worst_abs_pct < 2.5);
   ModelParams as_gemm = p;
-  as_gemm.attention_slow_share = 1;
+  as_gemm.attention.attention_slow_share = 1;
   int slow_rows = 0;
   for (const auto& c : compare_bench(docs[1].second, topo, as_gemm))
     if (c.what.rfind("self", 0) == 0 && c.error_pct() > 5.0) ++slow_rows;
@@ -1297,7 +1293,7 @@ TEST_CASE("GEMMs and SDPA under load timed as a 200 ms mean (h100x1-d): what rep
   CHECK(cls.at("attention, cross (query-count model fitted without the shape)").worst_abs_pct < 2.5);
   // With the series' slowdown the under-load rows would be 3-4 % slow.
   ModelParams q = p;
-  q.sustained_slowdown = series;
+  q.power.sustained_slowdown = series;
   std::vector<double> signed_err;
   for (const auto& c : compare_bench(docs[0].second, topo, q))
     if (c.what.find("under load") != std::string::npos) signed_err.push_back(c.error_pct());
@@ -1326,9 +1322,9 @@ TEST_CASE("a 2xH200 box whole on one lease with window means (box j): the table'
     for (const auto& [k, v] : f.values)
       if (k == "series_slowdown_at_full_duty") series = v;
   CHECK(series == doctest::Approx(0.1376).epsilon(0.005));
-  CHECK(p.sustained_slowdown == doctest::Approx(0.1380).epsilon(0.005));
+  CHECK(p.power.sustained_slowdown == doctest::Approx(0.1380).epsilon(0.005));
   // SDPA takes none of the slow term here either.
-  CHECK(p.attention_slow_share == 0.0);
+  CHECK(p.attention.attention_slow_share == 0.0);
   // Two GEMM tables on the lease: window means repeat within 1.8 % (median
   // 0.35 %), the 3-op medians within 4.4 % (0.95 %).
   const nlohmann::json g2 = load(kSrc + "/" + box.dir + "bench-gemm-2.json");
@@ -1417,15 +1413,15 @@ TEST_CASE("the all-to-all as a Ulysses layer meets it (box k): the NVLink wake-u
   // latency 93.7 and 107.7 us, 100.7 fitted (the raw step counted the clock
   // twice); through host memory no step (1.00-1.02x, the clock's 1.04-1.10x
   // at 100 ms).
-  CHECK(p.nvlink_wake_latency.us() == doctest::Approx(100.7).epsilon(0.005));
+  CHECK(p.nvlink.nvlink_wake_latency.us() == doctest::Approx(100.7).epsilon(0.005));
   // Quiet for 28-35 ms (the bench's 20 ms sleep, the copies' drain, 2-8 ms
   // of GEMMs) it had not gone to sleep; for >= 50 ms it had (boxes g, h: not
   // after 20 ms idle, yes after 50).
-  CHECK(p.nvlink_wake_after.ms() == doctest::Approx(40.0));
+  CHECK(p.nvlink.nvlink_wake_after.ms() == doctest::Approx(40.0));
   // With the wake-up taken out of the rested and loaded times (paid once per
   // `iters`), the NVLink all-to-all takes the whole of the GEMM's clock slowdown.
-  CHECK(p.comm_clock_share == doctest::Approx(1.0));
-  CHECK(p.comm_clock_share_host == doctest::Approx(0.459).epsilon(0.01));
+  CHECK(p.power.comm_clock_share == doctest::Approx(1.0));
+  CHECK(p.power.comm_clock_share_host == doctest::Approx(0.459).epsilon(0.01));
   std::map<std::string, ClassSummary> cls;
   for (const auto& doc : merge_bench_runs(docs))
     for (const auto& s : summarise(compare_bench(doc.second, topo, p))) cls[s.cls] = s;
@@ -1447,7 +1443,7 @@ TEST_CASE("the all-to-all as a Ulysses layer meets it (box k): the NVLink wake-u
   // 0.91x beside a copy, replays 2.8-3.6 % slow). Through host memory
   // 1.84-2.0x: with the host path fitted on both GPUs copying (as here),
   // within 6.1 % (fitted on one GPU copying: 8-12.5 % fast).
-  CHECK(p.nvlink_copy_latency.us() == doctest::Approx(12.38).epsilon(0.005));
+  CHECK(p.nvlink.nvlink_copy_latency.us() == doctest::Approx(12.38).epsilon(0.005));
   CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside").median_abs_pct < 2.0);
   CHECK(cls.at("NCCL all-to-all after GEMMs, copies beside").worst_abs_pct < 4.5);
   CHECK(cls.at("interference pairs").worst_abs_pct < 4.0);
@@ -1461,7 +1457,7 @@ TEST_CASE("the all-to-all as a Ulysses layer meets it (box k): the NVLink wake-u
   CHECK(cls.at("NCCL all-to-all after GEMMs, copies ending about its start").worst_abs_pct < 4.5);
   // Without the wake-up the 30 and 100 ms rows over NVLink are 34.6-66 % fast.
   ModelParams awake = p;
-  awake.nvlink_wake_latency = Time::zero();
+  awake.nvlink.nvlink_wake_latency = Time::zero();
   int fast = 0;
   for (const auto& c : compare_bench(merge_bench_runs(docs)[0].second, topo, awake))
     if (c.key == "nccl_all_to_all_insitu" && (c.what.find("after 30 ms") != std::string::npos || c.what.find("after 100 ms") != std::string::npos) &&
@@ -1647,7 +1643,7 @@ TEST_CASE("ranks drift apart under the power cap (box m): the straggler share fr
   const std::string k = "validate/results/h200x2-nvlink-k/", m = "validate/results/h200x2-nvlink-m/";
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
   const Calibration cal = calibrate_j_insitu_m(k, m, topo);
-  CHECK(cal.params.straggler_share == doctest::Approx(0.02174).epsilon(0.005));
+  CHECK(cal.params.power.straggler_share == doctest::Approx(0.02174).epsilon(0.005));
   for (const char* f : {"bench-skew-1.json", "bench-skew-2.json"}) {
     const nlohmann::json doc = load(kSrc + "/" + m + f);
     for (const auto& r : doc.at("results")) {
@@ -1674,9 +1670,9 @@ TEST_CASE("ranks drift apart under the power cap (box m): the straggler share fr
   CHECK((loaded_n[2] + loaded_n[3]) / 2 == doctest::Approx(0.0143).epsilon(0.01));
   // The rest is box k's calibration (the wake-up, the clock share) unchanged.
   const ModelParams box_k = load_calibration(kSrc + "/" + k + "calibration.yaml");
-  CHECK(cal.params.nvlink_wake_latency.us() == doctest::Approx(box_k.nvlink_wake_latency.us()).epsilon(1e-3));
-  CHECK(cal.params.comm_clock_share == doctest::Approx(box_k.comm_clock_share));
-  CHECK(box_k.straggler_share == 0.0);
+  CHECK(cal.params.nvlink.nvlink_wake_latency.us() == doctest::Approx(box_k.nvlink.nvlink_wake_latency.us()).epsilon(1e-3));
+  CHECK(cal.params.power.comm_clock_share == doctest::Approx(box_k.power.comm_clock_share));
+  CHECK(box_k.power.straggler_share == 0.0);
   // What the share does to the SP 2 validation runs: CTest validation.h200x2j_runs_box_m
   // (box j's runs, 1.3 % / 4.0 %; without it 1.3 % / 4.6 %).
 }
@@ -1690,8 +1686,8 @@ TEST_CASE("compute beside an awake NVLink (box p's calibration): fitted on the i
   const std::string p = "validate/results/h200x2-nvlink-p/", m = "validate/results/h200x2-nvlink-m/";
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
   const Calibration cal = calibrate_j_insitu_m(p, p, topo);
-  CHECK(load_calibration(kSrc + "/" + p + "calibration.yaml").nvlink_awake_slowdown == doctest::Approx(cal.params.nvlink_awake_slowdown).epsilon(1e-3));
-  CHECK(cal.params.nvlink_awake_slowdown == doctest::Approx(0.02196).epsilon(0.005));
+  CHECK(load_calibration(kSrc + "/" + p + "calibration.yaml").nvlink.nvlink_awake_slowdown == doctest::Approx(cal.params.nvlink.nvlink_awake_slowdown).epsilon(1e-3));
+  CHECK(cal.params.nvlink.nvlink_awake_slowdown == doctest::Approx(0.02196).epsilon(0.005));
   const Fit* fit = nullptr;
   for (const Fit& f : cal.fits)
     if (f.name == "compute beside an awake NVLink") fit = &f;
@@ -1700,7 +1696,7 @@ TEST_CASE("compute beside an awake NVLink (box p's calibration): fitted on the i
   CHECK(fit->values[1].second > 0.013);  // every size and case: NVLink slower
   CHECK(fit->values[2].second < 0.031);
   // Its wake-up from box p's four sizes, net of the clock: 97.9 us.
-  CHECK(cal.params.nvlink_wake_latency.us() == doctest::Approx(97.88).epsilon(0.005));
+  CHECK(cal.params.nvlink.nvlink_wake_latency.us() == doctest::Approx(97.88).epsilon(0.005));
   // The spans over NVLink now 2.1 % median, within 4.0 % (box m's
   // calibration, without the term: 3.0 % / 6.1 %); through host memory as before.
   std::map<std::string, ClassSummary> nv;
@@ -1709,7 +1705,7 @@ TEST_CASE("compute beside an awake NVLink (box p's calibration): fitted on the i
   CHECK(nv.at("GEMMs in situ (their span)").worst_abs_pct < 4.1);
   // Without a calibration carrying spans in both transports the term stays
   // off: every committed calibration before box p's.
-  CHECK(load_calibration(kSrc + "/" + m + "calibration.yaml").nvlink_awake_slowdown == 0.0);
+  CHECK(load_calibration(kSrc + "/" + m + "calibration.yaml").nvlink.nvlink_awake_slowdown == 0.0);
   // On the runs (out of sample: the runs are no input): CTest
   // validation.h200x2*_runs_box_p; the SP 2 runs with prefetching over NVLink
   // were 2-5 % fast on every lease (compute ~2 % quicker than measured
@@ -1741,14 +1737,14 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c and d, 1xH100 f): both ways
     const ModelParams& p = cal.params;
     // Both ways at once an H2D keeps 0.82-0.84 of its rate, a D2H 0.93-0.95
     // (the same run's >= 64 MiB rows, the median).
-    CHECK(p.copy_bidir_factor == doctest::Approx(l.h2d_share).epsilon(0.002));
-    CHECK(p.copy_bidir_factor_d2h == doctest::Approx(l.d2h_share).epsilon(0.002));
+    CHECK(p.copies.copy_bidir_factor == doctest::Approx(l.h2d_share).epsilon(0.002));
+    CHECK(p.copies.copy_bidir_factor_d2h == doctest::Approx(l.d2h_share).epsilon(0.002));
     // Pageable, from (to) a 2 GiB host buffer in slices: latency + rate, the
     // D2H faster than the H2D on both machines.
-    CHECK(p.pageable_bandwidth.GBps() == doctest::Approx(l.pageable_h2d_GBps).epsilon(0.002));
-    CHECK(p.pageable_bandwidth_d2h.GBps() == doctest::Approx(l.pageable_d2h_GBps).epsilon(0.002));
-    CHECK(p.pageable_latency.us() > l.pageable_latency_above);
-    CHECK(p.pageable_latency_d2h.us() < 50);
+    CHECK(p.copies.pageable_bandwidth.GBps() == doctest::Approx(l.pageable_h2d_GBps).epsilon(0.002));
+    CHECK(p.copies.pageable_bandwidth_d2h.GBps() == doctest::Approx(l.pageable_d2h_GBps).epsilon(0.002));
+    CHECK(p.copies.pageable_latency.us() > l.pageable_latency_above);
+    CHECK(p.copies.pageable_latency_d2h.us() < 50);
     // In sample (run 1) and out of sample (run 2, seconds later): per class,
     // the worst error.
     auto worst = [&](const nlohmann::json& doc) {
@@ -1779,31 +1775,31 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c and d, 1xH100 f): both ways
     // Within 10 % in sample, 7.5 % out of sample; without the table (each
     // direction its own set-up, the large share) the small copies replay
     // 30-38 % fast.
-    REQUIRE(p.copy_bidir_tabled());
-    CHECK(p.copy_bidir_table_share(false, 262144) == doctest::Approx(l.small_h2d_share).epsilon(0.002));
-    CHECK(p.copy_bidir_table_share(true, 262144) == doctest::Approx(l.small_d2h_share).epsilon(0.002));
-    CHECK(p.copy_bidir_table_share(false, 4194304) > 0.94);
-    CHECK(p.copy_bidir_table_share(true, 4194304) > 0.89);
+    REQUIRE(p.copies.copy_bidir_tabled());
+    CHECK(p.copies.copy_bidir_factor_for(false, 262144) == doctest::Approx(l.small_h2d_share).epsilon(0.002));
+    CHECK(p.copies.copy_bidir_factor_for(true, 262144) == doctest::Approx(l.small_d2h_share).epsilon(0.002));
+    CHECK(p.copies.copy_bidir_factor_for(false, 4194304) > 0.94);
+    CHECK(p.copies.copy_bidir_factor_for(true, 4194304) > 0.89);
     CHECK(w1.at("both directions at once < 1 MiB") < 10);
     CHECK(w2.at("both directions at once < 1 MiB") < 7.5);
     {
       ModelParams without = p;
-      without.copy_bidir_table.clear();
+      without.copies.copy_bidir_table.clear();
       std::map<std::string, double> w;
       for (const auto& c : compare_bench(run1, topo, without)) w[c.cls] = std::max(w[c.cls], std::abs(c.error_pct()));
       CHECK(w.at("both directions at once < 1 MiB") > 30);
     }
     // The file reads back to the same terms.
     const ModelParams q = load_calibration(kSrc + "/" + dir + "calibration.yaml");
-    CHECK(q.copy_bidir_factor == doctest::Approx(p.copy_bidir_factor).epsilon(1e-3));
-    CHECK(q.copy_bidir_factor_d2h == doctest::Approx(p.copy_bidir_factor_d2h).epsilon(1e-3));
-    REQUIRE(q.copy_bidir_table.size() == p.copy_bidir_table.size());
+    CHECK(q.copies.copy_bidir_factor == doctest::Approx(p.copies.copy_bidir_factor).epsilon(1e-3));
+    CHECK(q.copies.copy_bidir_factor_d2h == doctest::Approx(p.copies.copy_bidir_factor_d2h).epsilon(1e-3));
+    REQUIRE(q.copies.copy_bidir_table.size() == p.copies.copy_bidir_table.size());
     // Between two measured sizes, the share interpolated in log(bytes); below the smallest, held.
-    CHECK(q.copy_bidir_factor_for(true, 524288) ==
-          doctest::Approx(0.5 * (p.copy_bidir_table_share(true, 262144) + p.copy_bidir_table_share(true, 1048576))).epsilon(1e-3));
-    CHECK(q.copy_bidir_factor_for(true, 4096) == doctest::Approx(p.copy_bidir_table.front()[2]).epsilon(1e-3));
-    CHECK(q.pageable_bandwidth_for(true).GBps() == doctest::Approx(p.pageable_bandwidth_d2h.GBps()).epsilon(1e-3));
-    CHECK(q.pageable_latency_for(false).us() == doctest::Approx(p.pageable_latency.us()).epsilon(1e-3));
+    CHECK(q.copies.copy_bidir_factor_for(true, 524288) ==
+          doctest::Approx(0.5 * (p.copies.copy_bidir_factor_for(true, 262144) + p.copies.copy_bidir_factor_for(true, 1048576))).epsilon(1e-3));
+    CHECK(q.copies.copy_bidir_factor_for(true, 4096) == doctest::Approx(p.copies.copy_bidir_table.front()[2]).epsilon(1e-3));
+    CHECK(q.copies.pageable_bandwidth_for(true).GBps() == doctest::Approx(p.copies.pageable_bandwidth_d2h.GBps()).epsilon(1e-3));
+    CHECK(q.copies.pageable_latency_for(false).us() == doctest::Approx(p.copies.pageable_latency.us()).epsilon(1e-3));
   }
   // Out of range: refused with the file, line and field.
   const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-bidir.yaml";
@@ -1814,15 +1810,9 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c and d, 1xH100 f): both ways
   CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("pageable_latency_d2h"), InputError);
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_bidir_factr: 0.9\n";
   CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("did you mean 'copy_bidir_factor'"), InputError);
-  // The small-copy share needs its bound, and the bound its share.
-  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_bidir_factor_small: 0.7\n";
-  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("copy_bidir_small_bytes"), InputError);
-  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_bidir_small_bytes: 1 MiB\n";
-  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("needs copy_bidir_factor_small"), InputError);
-  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_bidir_small_bytes: 0\n  copy_bidir_factor_small: 0.7\n";
-  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("must be > 0"), InputError);
+  // The retired small-copy tier is refused, naming what to do.
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_bidir_small_bytes: 1 MiB\n  copy_bidir_factor_small: 0.7\n";
-  CHECK(load_calibration(f.string()).copy_bidir_factor_for(true, 4096) == doctest::Approx(0.7));  // D2H: the H2D share unless set
+  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("'copy_bidir_small_bytes' is a retired term"), InputError);
   // The per-size table: sizes increasing, shares in (0, 1], three numbers an entry.
   const auto head = std::string("schema: overlapsim.calibration/v1\nmodel:\n  copy_bidir_table:\n");
   for (const char* bad : {"    - [1048576, 0.9, 0.9]\n    - [65536, 0.7, 0.7]\n", "    - [65536, 1.2, 0.7]\n", "    - [65536, 0.7]\n", "    - [65536, x, 0.7]\n"}) {
@@ -1833,9 +1823,9 @@ TEST_CASE("one GPU's copies measured twice (1xH200 c and d, 1xH100 f): both ways
   }
   std::ofstream(f) << head << "    - [65536, 0.6, 0.7]\n    - [4194304, 0.9, 0.95]\n";
   const ModelParams t = load_calibration(f.string());
-  CHECK(t.copy_bidir_factor_for(false, 4096) == doctest::Approx(0.6));                   // below: the first entry
-  CHECK(t.copy_bidir_factor_for(true, 524288) == doctest::Approx(0.7 + 0.5 * 0.25));      // halfway in log(bytes)
-  CHECK(t.copy_bidir_factor_for(false, Bytes{1} << 30) == doctest::Approx(0.9));          // above: the last
+  CHECK(t.copies.copy_bidir_factor_for(false, 4096) == doctest::Approx(0.6));                   // below: the first entry
+  CHECK(t.copies.copy_bidir_factor_for(true, 524288) == doctest::Approx(0.7 + 0.5 * 0.25));      // halfway in log(bytes)
+  CHECK(t.copies.copy_bidir_factor_for(false, Bytes{1} << 30) == doctest::Approx(0.9));          // above: the last
   std::filesystem::remove(f);
 }
 
@@ -1849,8 +1839,8 @@ TEST_CASE("the GPU time of an event record (1xH200 c and d, 1xH100 f): fitted pe
     const Calibration cal = calibrate({{dir + "bench-copies-1.json", run1}}, topo);
     const ModelParams& p = cal.params;
     // 50 1 MiB kernels with an event after each, less the same without, per op.
-    CHECK(p.event_gpu_time.us() == doctest::Approx(event_us).epsilon(0.002));
-    CHECK(p.event_gpu_time_h2d == Time::zero());  // no row beside a copy: none fitted
+    CHECK(p.overheads.event_gpu_time.us() == doctest::Approx(event_us).epsilon(0.002));
+    CHECK(p.overheads.event_gpu_time_h2d == Time::zero());  // no row beside a copy: none fitted
     // Replayed: the fenced rows take the plain ones' time plus one event per
     // op, after a copy its own (event_gpu_time_copy: the copies' measured
     // gap, 1.2-1.5 us).
@@ -1861,7 +1851,7 @@ TEST_CASE("the GPU time of an event record (1xH200 c and d, 1xH100 f): fitted pe
     const double copy_gap = meas.at("1.00 MiB H2D copies, an event after each") - meas.at("1.00 MiB H2D copies");
     CHECK(copy_gap > 1.2);
     CHECK(copy_gap < 1.5);
-    CHECK(p.event_gpu_time_copy.us() == doctest::Approx(copy_gap).epsilon(1e-6));
+    CHECK(p.overheads.event_gpu_time_copy.us() == doctest::Approx(copy_gap).epsilon(1e-6));
     CHECK(sim.at("1.00 MiB memory kernels, an event after each") - sim.at("1.00 MiB memory kernels") == doctest::Approx(event_us).epsilon(0.01));
     CHECK(sim.at("1.00 MiB H2D copies, an event after each") - sim.at("1.00 MiB H2D copies") == doctest::Approx(copy_gap).epsilon(0.01));
     CHECK(std::abs(sim.at("1.00 MiB H2D copies") / meas.at("1.00 MiB H2D copies") - 1) < 0.055);
@@ -1880,7 +1870,7 @@ TEST_CASE("the GPU time of an event record (1xH200 c and d, 1xH100 f): fitted pe
     all["gpus"] = 2;
     run1["results"].push_back(all);
     const Calibration with = calibrate({{"beside.json", run1}}, topo);
-    CHECK(with.params.event_gpu_time_h2d.us() == doctest::Approx(3.0).epsilon(0.001));
+    CHECK(with.params.overheads.event_gpu_time_h2d.us() == doctest::Approx(3.0).epsilon(0.001));
     std::map<std::string, double> s2;
     for (const auto& c : compare_bench(run1, topo, with.params))
       if (c.key == "overhead_gpu_event_gap") s2[c.what] = c.simulated_us;
@@ -1897,8 +1887,8 @@ TEST_CASE("the GPU time of an event record (1xH200 c and d, 1xH100 f): fitted pe
   const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-event.yaml";
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  event_gpu_time: 1.9 us\n  event_gpu_time_h2d: 4 us\n";
   const ModelParams q = load_calibration(f.string());
-  CHECK(q.event_gpu_time.us() == doctest::Approx(1.9));
-  CHECK(q.event_gpu_time_h2d.us() == doctest::Approx(4.0));
+  CHECK(q.overheads.event_gpu_time.us() == doctest::Approx(1.9));
+  CHECK(q.overheads.event_gpu_time_h2d.us() == doctest::Approx(4.0));
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  event_gpu_time: -2 us\n";
   CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("event_gpu_time"), InputError);
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  event_gpu_tme: 2 us\n";
@@ -1913,7 +1903,7 @@ TEST_CASE("copies per gated burst (copy_reps): the burst held from the spin-kern
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
   nlohmann::json doc = load(kSrc + "/validate/results/h200x1-c/bench-copies-1.json");
   const Calibration base = calibrate({{"c.json", doc}}, topo);
-  const double bw_us_per_byte = 1e6 / base.params.copy_engine_bandwidth.bytes_per_s;  // 54.7 GB/s
+  const double bw_us_per_byte = 1e6 / base.params.copies.copy_engine_bandwidth.bytes_per_s;  // 54.7 GB/s
   for (const double bytes : {262144.0, 1048576.0, 4194304.0})
     for (const int reps : {1, 2, 5, 20, 50})
       for (const char* gate : {"kernel", "host"})
@@ -1934,12 +1924,12 @@ TEST_CASE("copies per gated burst (copy_reps): the burst held from the spin-kern
   const ModelParams& p = cal.params;
   CHECK(fits.at("burst of copies after a kernel (copy_reps), H2D").at("burst_us") == doctest::Approx(6.0).epsilon(1e-6));
   CHECK(fits.at("burst of copies after a kernel (copy_reps), D2H").at("burst_us") == doctest::Approx(6.0).epsilon(1e-6));
-  CHECK(p.event_gpu_time_copy.us() == doctest::Approx(1.41).epsilon(0.01));
-  CHECK(p.copy_after_kernel_latency.us() == doctest::Approx(6.0 - p.event_gpu_time_copy.us()).epsilon(1e-6));
-  CHECK(p.copy_after_kernel_latency_d2h.us() == doctest::Approx(6.0 - p.event_gpu_time_copy.us()).epsilon(1e-6));
+  CHECK(p.overheads.event_gpu_time_copy.us() == doctest::Approx(1.41).epsilon(0.01));
+  CHECK(p.handoff.copy_after_kernel_latency.us() == doctest::Approx(6.0 - p.overheads.event_gpu_time_copy.us()).epsilon(1e-6));
+  CHECK(p.handoff.copy_after_kernel_latency_d2h.us() == doctest::Approx(6.0 - p.overheads.event_gpu_time_copy.us()).epsilon(1e-6));
   // The one-way rows' own burst (base, fitted from how their reps change
   // with the size) differs; held at 6 us here, the rate and latency refit.
-  CHECK(base.params.copy_after_kernel_latency.us() != doctest::Approx(p.copy_after_kernel_latency.us()).epsilon(0.01));
+  CHECK(base.params.handoff.copy_after_kernel_latency.us() != doctest::Approx(p.handoff.copy_after_kernel_latency.us()).epsilon(0.01));
   // The reported per-gate fits (the latency, the burst and a step at 1 MiB
   // over the engine's rate): near the truth, no step.
   const auto& k = fits.at("copies per gated burst (copy_reps), H2D, after a spin kernel");
@@ -1954,8 +1944,8 @@ TEST_CASE("copies per gated burst (copy_reps): the burst held from the spin-kern
   for (const auto& c : compare_bench(doc, topo, p))
     if (c.key == "copy_reps") sim[c.what] = c.simulated_us;
   REQUIRE(sim.size() == 3 * 5 * 2 * 4);
-  const double setup = p.copy_latency.us() + 1.0;  // + the route's 1 us
-  const double us_per_byte = 1e6 / p.copy_engine_bandwidth.bytes_per_s, event = p.event_gpu_time_copy.us();
+  const double setup = p.copies.copy_latency.us() + 1.0;  // + the route's 1 us
+  const double us_per_byte = 1e6 / p.copies.copy_engine_bandwidth.bytes_per_s, event = p.overheads.event_gpu_time_copy.us();
   CHECK(sim.at("GPU 0, 256.00 KiB x 20 after a kernel, H2D") == doctest::Approx(setup + 262144 * us_per_byte + 6.0 / 20).epsilon(1e-6));
   CHECK(sim.at("GPU 0, 256.00 KiB x 1 after a kernel, H2D") == doctest::Approx(setup + 262144 * us_per_byte + 6.0).epsilon(1e-6));
   CHECK(sim.at("GPU 0, 256.00 KiB x 1 after a host function, H2D") == doctest::Approx(setup + 262144 * us_per_byte + event).epsilon(1e-6));
@@ -1963,14 +1953,14 @@ TEST_CASE("copies per gated burst (copy_reps): the burst held from the spin-kern
   // Both ways at once: the longer set-up, the table's share at the size
   // (fitted on the both-ways rows behind the spin kernel with more than 5
   // per burst, here 20 and 50).
-  const double longer = std::max(setup, p.copy_latency_d2h.us() + 1.0);
-  REQUIRE(p.copy_bidir_tabled());
-  const double share = p.copy_bidir_table_share(true, 262144);
+  const double longer = std::max(setup, p.copies.copy_latency_d2h.us() + 1.0);
+  REQUIRE(p.copies.copy_bidir_tabled());
+  const double share = p.copies.copy_bidir_factor_for(true, 262144);
   CAPTURE(share);
   CHECK(share > 0.5);
   CHECK(share < 0.99);
   CHECK(sim.at("GPU 0, 256.00 KiB x 20 after a kernel, D2H beside H2D") ==
-        doctest::Approx(longer + 262144 / (share * p.copy_engine_bandwidth_d2h.bytes_per_s) * 1e6 + 6.0 / 20).epsilon(1e-3));
+        doctest::Approx(longer + 262144 / (share * p.copies.copy_engine_bandwidth_d2h.bytes_per_s) * 1e6 + 6.0 / 20).epsilon(1e-3));
 }
 
 TEST_CASE("the all-to-all per gated burst (nccl_reps): the burst's one-off cost fitted over sizes, each op replayed at the table's time") {
@@ -2021,22 +2011,21 @@ TEST_CASE("copies per gated burst and events beside a copy, measured (1xH200 e, 
     // the model has none.
     for (const char* f : {"copies per gated burst (copy_reps), H2D, after a spin kernel", "copies per gated burst (copy_reps), D2H, after a host function"})
       CHECK(fits.at(f).at("step_us") < 0.46);
-    CHECK(cal.params.copy_step_bytes == 0);
-    // The hand-off from a kernel: the burst after a spin kernel (on the
+      // The hand-off from a kernel: the burst after a spin kernel (on the
     // stream or waited on) less the event after a copy, 5.2-6.3 us.
     const ModelParams& p = cal.params;
-    CHECK(p.copy_after_kernel_latency.us() ==
-          doctest::Approx(fits.at("burst of copies after a kernel (copy_reps), H2D").at("burst_us") - p.event_gpu_time_copy.us()).epsilon(1e-6));
-    CHECK(p.copy_after_kernel_latency.us() > 5.1);
-    CHECK(p.copy_after_kernel_latency_d2h.us() < 6.4);
+    CHECK(p.handoff.copy_after_kernel_latency.us() ==
+          doctest::Approx(fits.at("burst of copies after a kernel (copy_reps), H2D").at("burst_us") - p.overheads.event_gpu_time_copy.us()).epsilon(1e-6));
+    CHECK(p.handoff.copy_after_kernel_latency.us() > 5.1);
+    CHECK(p.handoff.copy_after_kernel_latency_d2h.us() < 6.4);
     // Replayed as the bench ran them: every one-way burst within 3.0 % (H200)
     // and 7.8 % (H100: 256 KiB x 2 D2H); before the hand-off up to 53 % fast.
     std::map<std::string, double> worst;
     for (const auto& c : compare_bench(load(kSrc + "/" + dir + "bench-reps-1.json"), topo, p)) worst[c.cls] = std::max(worst[c.cls], std::abs(c.error_pct()));
     CHECK(worst.at("copies per gated burst, one way (copy_reps)") < (dir_name == std::string("h200x1-e") ? 3.1 : 7.9));
     // Events: 1.8 us, 5.5 us more beside the GPU's own H2D copy.
-    CHECK(cal.params.event_gpu_time.us() == doctest::Approx(1.79).epsilon(0.01));
-    CHECK(cal.params.event_gpu_time_h2d.us() == doctest::Approx(event_h2d_us).epsilon(0.01));
+    CHECK(cal.params.overheads.event_gpu_time.us() == doctest::Approx(1.79).epsilon(0.01));
+    CHECK(cal.params.overheads.event_gpu_time_h2d.us() == doctest::Approx(event_h2d_us).epsilon(0.01));
   }
 }
 
@@ -2083,7 +2072,7 @@ TEST_CASE("copies after a kernel done long before (copy_after_idle, 1xH200 h and
         CHECK(std::abs(meas.at(waited) - meas.at(host)) < 0.5);
         // The model: the stream's last op a kernel pays the hand-off; the
         // wait on a kernel done before the copy was issued does not.
-        CHECK(sim.at(stream) - sim.at(host) == doctest::Approx(p.copy_after_kernel_latency_for(d2h).us()).epsilon(1e-6));
+        CHECK(sim.at(stream) - sim.at(host) == doctest::Approx(p.handoff.copy_after_kernel_latency_for(d2h).us()).epsilon(1e-6));
         CHECK(sim.at(waited) == doctest::Approx(sim.at(host)).epsilon(1e-9));
       }
   }
@@ -2110,8 +2099,8 @@ TEST_CASE("the hand-off against workload kernels (handoff_wait, 1xH200 j): repor
         calibrate({{dir + "bench-handoff.json", load(kSrc + "/" + dir + "bench-handoff.json")}}, std::string(lease).starts_with("h100") ? dgx : topo);
     CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
     // The host's API overheads measured on the same lease (the hand-off set's runs issue ~1,200 calls).
-    CHECK(cal.params.memcpy_call.us() < 3);
-    CHECK(cal.params.event_call.us() < 2);
+    CHECK(cal.params.overheads.memcpy_call.us() < 3);
+    CHECK(cal.params.overheads.event_call.us() < 2);
   }
   const std::string dir = "validate/results/h200x1-j/";
   const nlohmann::json doc = load(kSrc + "/" + dir + "bench-handoff.json");
@@ -2127,7 +2116,7 @@ TEST_CASE("the hand-off against workload kernels (handoff_wait, 1xH200 j): repor
     INFO(name);
     CHECK(us > 2.4);
     CHECK(us < 4.8);
-    CHECK(us < cal.params.copy_after_kernel_latency_for(name.find("D2H") != std::string::npos).us());
+    CHECK(us < cal.params.handoff.copy_after_kernel_latency_for(name.find("D2H") != std::string::npos).us());
   }
   // Its rows move by 5 us from row to row (the phase): counted apart.
   int rows = 0;
@@ -2158,23 +2147,23 @@ TEST_CASE("the hand-off's phase: fitted from every sample, each row's times with
   for (const char* before : {"host", "kernel_done"})
     doc["results"].push_back({{"key", "copy_after_idle"}, {"gpus", {0}}, {"bytes", 262144}, {"reps", 1}, {"before", before}, {"dir", "h2d"}, {"time_us", 10.0}});
   const Calibration c = calibrate({{"phase.json", doc}}, topo);
-  REQUIRE(c.params.has_handoff_phase());
-  CHECK(c.params.handoff_phase_min == Time::zero());
-  CHECK(c.params.handoff_phase_max.us() == doctest::Approx(7).epsilon(1e-9));
+  REQUIRE(c.params.handoff.has_handoff_phase());
+  CHECK(c.params.handoff.handoff_phase_min == Time::zero());
+  CHECK(c.params.handoff.handoff_phase_max.us() == doctest::Approx(7).epsilon(1e-9));
   // Fewer than 50 samples (or none kept): no phase.
   nlohmann::json few = doc;
   few["results"][21]["samples_us"] = std::vector<double>(after.begin(), after.begin() + 40);
-  CHECK(!calibrate({{"few.json", few}}, topo).params.has_handoff_phase());
+  CHECK(!calibrate({{"few.json", few}}, topo).params.handoff.has_handoff_phase());
   few["results"][21].erase("samples_us");
-  CHECK(!calibrate({{"few.json", few}}, topo).params.has_handoff_phase());
+  CHECK(!calibrate({{"few.json", few}}, topo).params.handoff.has_handoff_phase());
   // The replay: a row with a hand-off gets the times at either end of the
   // phase, one burst of one copy exactly the phase's width apart around
   // the model's (the latency its mean); a row without none. The one-way
   // rows' bursts follow the bench's spin gate (a hand-off each), per copy
   // the width / reps (20 below 1 MiB, 5 below 64 MiB, 1 above).
   ModelParams p = c.params;
-  REQUIRE(p.copy_after_kernel_latency_for(true) == Time::zero());
-  p.copy_after_kernel_latency = Time::from_us(4);
+  REQUIRE(p.handoff.copy_after_kernel_latency_for(true) == Time::zero());
+  p.handoff.copy_after_kernel_latency = Time::from_us(4);
   int rows = 0;
   for (const auto& row : compare_bench(doc, topo, p)) {
     INFO(row.what);
@@ -2211,8 +2200,8 @@ TEST_CASE("the hand-off's phase: fitted from every sample, each row's times with
   const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-phase.yaml";
   std::ofstream(f) << calibration_yaml(c);
   const ModelParams q = load_calibration(f.string());
-  CHECK(q.handoff_phase_min == c.params.handoff_phase_min);
-  CHECK(q.handoff_phase_max.us() == doctest::Approx(7).epsilon(1e-6));
+  CHECK(q.handoff.handoff_phase_min == c.params.handoff.handoff_phase_min);
+  CHECK(q.handoff.handoff_phase_max.us() == doctest::Approx(7).epsilon(1e-6));
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  handoff_phase_min: 0.3 us\n";
   CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("together"), InputError);
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  handoff_phase_min: 7 us\n  handoff_phase_max: 0.3 us\n";
@@ -2259,7 +2248,7 @@ TEST_CASE("one GPU measured whole with the hand-off's phase (1xH100 o, 1xH200 p,
     for (const char* f : {"bench-default.json", "attention-1.json", "bench-phase-1.json"}) docs.emplace_back(dir + f, load(kSrc + "/" + dir + f));
     const Calibration cal = calibrate(docs, topo);
     CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
-    REQUIRE(cal.params.has_handoff_phase());
+    REQUIRE(cal.params.handoff.has_handoff_phase());
     int held = 0, within = 0, outside = 0;
     double worst = 0;
     std::string worst_row;
@@ -2294,11 +2283,11 @@ TEST_CASE("the hand-off's phase on leases that kept every sample (1xH200 n, o, 1
                                       topo);
     CHECK(slurp(kSrc + "/" + dir + "calibration.yaml") == calibration_yaml(cal));
     const ModelParams& p = cal.params;
-    REQUIRE(p.has_handoff_phase());
-    CHECK(p.handoff_phase_min.us() > 0.1);
-    CHECK(p.handoff_phase_min.us() < 0.4);
-    CHECK(p.handoff_phase_max.us() > 7.5);
-    CHECK(p.handoff_phase_max.us() < 8.0);
+    REQUIRE(p.handoff.has_handoff_phase());
+    CHECK(p.handoff.handoff_phase_min.us() > 0.1);
+    CHECK(p.handoff.handoff_phase_min.us() < 0.4);
+    CHECK(p.handoff.handoff_phase_max.us() > 7.5);
+    CHECK(p.handoff.handoff_phase_max.us() < 8.0);
   }
   // The quiet H200 leases, each run with its own calibration and the other
   // lease's (run 1 of its own in sample, the rest out of sample): every held
@@ -2363,7 +2352,7 @@ TEST_CASE("calibrate recovers the share both ways per size from rows the model m
   const std::string f = "validate/results/h100x1-k/bench-span-1.json";
   const nlohmann::json doc = load(kSrc + "/" + f);
   ModelParams made = calibrate({{f, doc}}, topo).params;
-  made.copy_bidir_table = {{262144, 0.6, 0.7}, {4194304, 0.85, 0.95}, {1073741824, 0.75, 0.9}};
+  made.copies.copy_bidir_table = {{262144, 0.6, 0.7}, {4194304, 0.85, 0.95}, {1073741824, 0.75, 0.9}};
   // compare_bench replays a testcase's rows in order, H2D before D2H on each.
   nlohmann::json synth = doc;
   std::map<std::string, std::vector<double>> sim;
@@ -2377,15 +2366,15 @@ TEST_CASE("calibrate recovers the share both ways per size from rows the model m
   }
   for (const char* key : {"bidir_pinned", "copy_span", "copy_reps"}) CHECK(at[key] == sim[key].size());
   const ModelParams p = calibrate({{f, synth}}, topo).params;
-  REQUIRE(p.copy_bidir_tabled());
-  CHECK(p.copy_bidir_table.front()[0] == 65536);  // the bytes take >= 1 us from 64 KiB
-  CHECK(p.copy_bidir_table.back()[0] == 1073741824);
+  REQUIRE(p.copies.copy_bidir_tabled());
+  CHECK(p.copies.copy_bidir_table.front()[0] == 65536);  // the bytes take >= 1 us from 64 KiB
+  CHECK(p.copies.copy_bidir_table.back()[0] == 1073741824);
   // Each size within 1.5 % of the share that made it (the bench's first copy
   // of a burst starts before the other direction's and keeps its own set-up:
   // the fit charges every copy the longer one).
-  for (const auto& e : p.copy_bidir_table) {
+  for (const auto& e : p.copies.copy_bidir_table) {
     CAPTURE(e[0]);
-    CHECK(e[1] == doctest::Approx(made.copy_bidir_table_share(false, static_cast<Bytes>(e[0]))).epsilon(0.015));
-    CHECK(e[2] == doctest::Approx(made.copy_bidir_table_share(true, static_cast<Bytes>(e[0]))).epsilon(0.015));
+    CHECK(e[1] == doctest::Approx(made.copies.copy_bidir_factor_for(false, static_cast<Bytes>(e[0]))).epsilon(0.015));
+    CHECK(e[2] == doctest::Approx(made.copies.copy_bidir_factor_for(true, static_cast<Bytes>(e[0]))).epsilon(0.015));
   }
 }

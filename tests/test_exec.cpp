@@ -29,8 +29,8 @@ links:
 
 ModelParams quiet() {
   ModelParams p;
-  p.kernel_launch = p.memcpy_call = p.event_call = p.sync_call = p.collective_call = p.alloc_call = p.free_call = Time::zero();
-  p.nccl_latency = p.nccl_step_latency = Time::zero();
+  p.overheads.kernel_launch = p.overheads.memcpy_call = p.overheads.event_call = p.overheads.sync_call = p.overheads.collective_call = p.overheads.alloc_call = p.overheads.free_call = Time::zero();
+  p.nccl.nccl_latency = p.nccl.nccl_step_latency = Time::zero();
   return p;
 }
 
@@ -147,9 +147,9 @@ programs:
       - {op: kernel, stream: a, gemm: {m: 64, n: 64, k: 64}}
 )", "s.yaml");
   ModelParams p = quiet();
-  p.gemm_efficiency = 0.5;
-  p.attention_efficiency = 0.01;
-  p.gemm_shapes.push_back({16384, 5120, 7616, 0.8});
+  p.gemm.gemm_efficiency = 0.5;
+  p.attention.attention_efficiency = 0.01;
+  p.gemm.gemm_shapes.push_back({16384, 5120, 7616, 0.8});
   const Schedule r = as_realised(s, p, 2.1);
   const auto& gpu = t.node(t.find("gpu0"));
   const auto& ops = *r.programs[0].ops;
@@ -164,9 +164,9 @@ TEST_CASE("the sustained-load duty cycle counts memory-bound kernels, not bare d
   // runs at 1 / (1 + 0.2) of its burst speed if that work drew power (an HBM
   // kernel), at full speed after a bare `duration` kernel.
   ModelParams p = quiet();
-  p.sustained_slowdown = 0.2;
-  p.sustained_duty = 0.5;
-  p.sustained_time_constant = Time::from_ms(10);
+  p.power.sustained_slowdown = 0.2;
+  p.power.sustained_duty = 0.5;
+  p.power.sustained_time_constant = Time::from_ms(10);
   auto gemm_ms = [&](const std::string& first) {
     Sim s(R"(name: duty
 ranks: 1
@@ -190,11 +190,11 @@ TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form
   // fast one is ~0, the duty threshold 0): kernel i takes
   // 10 ms x (1 + 0.5 x (1 - exp(-t_i / 100 ms))), t_i its start.
   ModelParams p = quiet();
-  p.sustained_slowdown = 1e-12;
-  p.sustained_duty = 0;
-  p.sustained_time_constant = Time::from_ms(1);
-  p.sustained_slow_slowdown = 0.5;
-  p.sustained_slow_time_constant = Time::from_ms(100);
+  p.power.sustained_slowdown = 1e-12;
+  p.power.sustained_duty = 0;
+  p.power.sustained_time_constant = Time::from_ms(1);
+  p.power.sustained_slow_slowdown = 0.5;
+  p.power.sustained_slow_time_constant = Time::from_ms(100);
   std::string ops;
   for (int i = 0; i < 10; ++i) ops += "      - {op: kernel, stream: a, flops: 600.0e9}\n";  // 10 ms at 100 TFLOP/s x 0.6
   Sim s("name: slow\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n" + ops, p);
@@ -233,8 +233,8 @@ TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form
   // exp(-t_i / 100 ms))); realised as GEMMs (validate run), as a GEMM.
   {
     ModelParams a = p;
-    a.attention_slow_share = 0.2;
-    a.attention_efficiency = 0.6;
+    a.attention.attention_slow_share = 0.2;
+    a.attention.attention_efficiency = 0.6;
     // heads x seq x seq_kv x head_dim x 4 = 6e11 FLOP: 10 ms at 100 TFLOP/s x 0.6.
     std::string att;
     for (int i = 0; i < 10; ++i) att += "      - {op: kernel, stream: a, attention: {heads: 1, seq: 1171875, seq_kv: 1000, head_dim: 128}}\n";
@@ -254,7 +254,7 @@ TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form
 
   // A memory-bound kernel takes hbm_latency + bytes / (bandwidth x efficiency).
   ModelParams q = quiet();
-  q.hbm_latency = Time::from_us(2.5);
+  q.memory.hbm_latency = Time::from_us(2.5);
   Sim m(R"(name: hbm
 ranks: 1
 streams: [a]
@@ -265,31 +265,6 @@ programs:
 )",
         q);
   CHECK((m.op(0, 0).end - m.op(0, 0).start).us() == doctest::Approx(1000 + 2.5).epsilon(1e-6));
-}
-
-TEST_CASE("copy latency step: pinned H2D / D2H copies from copy_step_bytes on take it more") {
-  // 10 GB/s PCIe, no other latency: 1 MB takes 100 us; 2 MB 200 us.
-  ModelParams p = quiet();
-  p.copy_step_bytes = 1500000;
-  p.copy_step_latency = Time::from_us(2);
-  p.copy_step_latency_d2h = Time::from_us(3);
-  Sim s(R"(name: step
-ranks: 1
-streams: [a]
-programs:
-  - rank: 0
-    ops:
-      - {op: memcpy, kind: h2d, bytes: 1 MB, stream: a}
-      - {op: memcpy, kind: h2d, bytes: 2 MB, stream: a}
-      - {op: memcpy, kind: d2h, bytes: 2 MB, stream: a}
-      - {op: memcpy, kind: h2d, bytes: 2 MB, stream: a, host: pageable}
-)",
-        p);
-  auto us = [&](int i) { return (s.op(0, i).end - s.op(0, i).start).us(); };
-  CHECK(us(0) == doctest::Approx(100).epsilon(1e-9));      // below the step
-  CHECK(us(1) == doctest::Approx(200 + 2).epsilon(1e-9));  // H2D step
-  CHECK(us(2) == doctest::Approx(200 + 3).epsilon(1e-9));  // D2H's own
-  CHECK(us(3) == doctest::Approx(200).epsilon(1e-9));      // pageable: staged, no step
 }
 
 // k1 (100 us) on stream a, an event after it, k2 (50 us) on stream b after it.
@@ -332,8 +307,8 @@ programs:
 
 TEST_CASE("a pageable copy blocks the host, delaying the next kernel's launch") {
   ModelParams p = quiet();
-  p.kernel_launch = Time::from_us(4);
-  p.pageable_bandwidth = Bandwidth::from_GBps(5);
+  p.overheads.kernel_launch = Time::from_us(4);
+  p.copies.pageable_bandwidth = Bandwidth::from_GBps(5);
   const std::string prog = R"(name: pageable
 ranks: 1
 streams: [copy, compute]
@@ -386,11 +361,11 @@ programs:
       - {op: memcpy, kind: d2h, bytes: 100 MB, stream: s2}
 )";
   ModelParams p = quiet();
-  p.copy_latency = Time::from_us(3);
+  p.copies.copy_latency = Time::from_us(3);
   const Sim one(sched, p);
   CHECK(one.op(0, 0).end == Time::from_ms(10) + Time::from_us(3));
   CHECK(one.op(0, 1).end == Time::from_ms(10) + Time::from_us(3));  // one latency for both
-  p.copy_latency_d2h = Time::from_us(1);
+  p.copies.copy_latency_d2h = Time::from_us(1);
   const Sim two(sched, p);
   CHECK(two.op(0, 0).end == Time::from_ms(10) + Time::from_us(3));
   CHECK(two.op(0, 1).end == Time::from_ms(10) + Time::from_us(1));
@@ -404,17 +379,17 @@ TEST_CASE("host_h2d_aggregate: the host bridge's H2D limit follows how many GPUs
   ModelParams p = quiet();
   // Without a table: the bridge's 100 GB/s, 3 x 40 GB/s would want 120.
   CHECK(Sim(copies(3), p, topo).op(0, 0).end.ms() == doctest::Approx(18.0));  // 600 MB at 100/3 GB/s
-  p.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(70), Bandwidth::from_GBps(90), Bandwidth::from_GBps(96)};
+  p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(70), Bandwidth::from_GBps(90), Bandwidth::from_GBps(96)};
   CHECK(Sim(copies(1), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // one GPU: its own 40 GB/s link, not 39
   CHECK(Sim(copies(2), p, topo).op(1, 0).end.ms() == doctest::Approx(600.0 / 35.0));  // 70 / 2 each
   CHECK(Sim(copies(3), p, topo).op(2, 0).end.ms() == doctest::Approx(20.0));         // 90 / 3 each
   CHECK(Sim(copies(4), p, topo).op(3, 0).end.ms() == doctest::Approx(25.0));         // 96 / 4 each
   // Entries past the list take its last; the topology's limit stays the ceiling.
-  p.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(150)};
+  p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(150)};
   CHECK(Sim(copies(3), p, topo).op(0, 0).end.ms() == doctest::Approx(18.0));  // min(150, 100) / 3
   // A second copy on rank 0 after the others finish runs alone again: 600 MB
   // at 40 GB/s after 3 copies shared 60 GB/s (20 each) for 30 ms.
-  p.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(60)};
+  p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(60)};
   const Sim two(R"(name: h2d
 ranks: 3
 streams: [copy]
@@ -443,12 +418,12 @@ TEST_CASE("host_d2h_aggregate: the same for D2H copies, under the bridge's to-ho
   const char* topo = bridge.c_str();
   ModelParams p = quiet();
   CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // 600 MB at 90/3 GB/s
-  p.host_d2h_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(70), Bandwidth::from_GBps(60)};
+  p.copies.host_d2h_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(70), Bandwidth::from_GBps(60)};
   CHECK(Sim(bridge_copies(1, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // one GPU: its link
   CHECK(Sim(bridge_copies(2, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(600.0 / 35));  // 70 / 2
   CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(30.0));  // 60 / 3
   CHECK(Sim(bridge_copies(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(40.0));  // the last entry for more GPUs
-  p.host_d2h_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(200)};
+  p.copies.host_d2h_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(200)};
   CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // never above the bridge's 90
   CHECK(Sim(bridge_copies(3, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // H2D: not held by it
 }
@@ -518,14 +493,14 @@ programs:
       - {op: collective, kind: all_to_all, group: world, bytes: 1 GB, stream: s}
 )";
   ModelParams p = quiet();
-  p.sustained_slowdown = 0.2;
-  p.sustained_duty = 0.5;
-  p.sustained_time_constant = Time::from_ms(10);
-  p.nccl_tables.push_back({ModelParams::TableColl::AllToAll, 2, false, {{1e6, 10e-6}, {1e9, 20e-3}}});
+  p.power.sustained_slowdown = 0.2;
+  p.power.sustained_duty = 0.5;
+  p.power.sustained_time_constant = Time::from_ms(10);
+  p.nccl.nccl_tables.push_back({TableColl::AllToAll, 2, false, {{1e6, 10e-6}, {1e9, 20e-3}}});
   auto a2a_ms = [&](double share, double share_host) {
     ModelParams q = p;
-    q.comm_clock_share = share;
-    q.comm_clock_share_host = share_host;
+    q.power.comm_clock_share = share;
+    q.power.comm_clock_share_host = share_host;
     Sim s(sched, q);
     CHECK(s.op(0, 1).start == s.op(0, 0).end);
     return (s.op(0, 1).end - s.op(0, 1).start).ms();
@@ -539,9 +514,9 @@ programs:
   // is what binds, so the slowed cap shows whole).
   auto host_ms = [&](double share, double share_host) {
     ModelParams q = p;
-    q.nccl_host_rank_bandwidth = Bandwidth::from_GBps(5);
-    q.comm_clock_share = share;
-    q.comm_clock_share_host = share_host;
+    q.nccl.nccl_host_rank_bandwidth = Bandwidth::from_GBps(5);
+    q.power.comm_clock_share = share;
+    q.power.comm_clock_share_host = share_host;
     Sim s("settings: {nccl_p2p_disable: true}\n" + sched, q);
     return (s.op(0, 1).end - s.op(0, 1).start).ms();
   };
@@ -567,7 +542,7 @@ programs:
       - {op: collective, kind: all_to_all, group: world, bytes: 1 GB, stream: comm}
 )";
   ModelParams p = quiet();
-  p.nccl_tables.push_back({ModelParams::TableColl::AllToAll, 2, false, {{1e6, 10e-6}, {1e9, 20e-3}}});
+  p.nccl.nccl_tables.push_back({TableColl::AllToAll, 2, false, {{1e6, 10e-6}, {1e9, 20e-3}}});
   Sim one(sched, p);
   CHECK((one.op(0, 0).end - one.op(0, 0).start).ms() == doctest::Approx(20.0).epsilon(1e-6));
   // A channel count the table was not measured at: the channel model (1 ms on NVLink, as above).
@@ -602,17 +577,17 @@ programs:
 )",
                        kind);
   };
-  using TC = ModelParams::TableColl;
+  using TC = TableColl;
   ModelParams p = quiet();
-  p.nccl_tables.push_back({TC::AllToAll, 2, false, {{1e3, 30e-6}, {1e6, 31e-6}, {1e9, 20e-3}}});
+  p.nccl.nccl_tables.push_back({TC::AllToAll, 2, false, {{1e3, 30e-6}, {1e6, 31e-6}, {1e9, 20e-3}}});
   // A ring all-gather of 2 ranks: one step, 0.5 MB each way (5 us); the
   // table leaves 2 us after its 30 us: 27 + 5 = 32 us.
-  p.nccl_tables.push_back({TC::AllGather, 2, false, {{1e3, 30e-6}, {1e6, 32e-6}, {1e9, 20e-3}}});
+  p.nccl.nccl_tables.push_back({TC::AllGather, 2, false, {{1e3, 30e-6}, {1e6, 32e-6}, {1e9, 20e-3}}});
   const Sim a2a(sched("all_to_all"), p), gather(sched("all_gather"), p);
   CHECK((a2a.op(0, 0).end - a2a.op(0, 0).start).us() == doctest::Approx(31.0).epsilon(1e-6));
   CHECK((gather.op(0, 0).end - gather.op(0, 0).start).us() == doctest::Approx(32.0).epsilon(1e-6));
   // A table slower than the link (2 ms at 1 MB): no overlap, the table's time.
-  p.nccl_tables[0].points = {{1e3, 30e-6}, {1e6, 2e-3}};
+  p.nccl.nccl_tables[0].points = {{1e3, 30e-6}, {1e6, 2e-3}};
   const Sim slow(sched("all_to_all"), p);
   CHECK((slow.op(0, 0).end - slow.op(0, 0).start).us() == doctest::Approx(2000.0).epsilon(1e-6));
 }
@@ -949,11 +924,11 @@ programs:
                        kind);
   };
   ModelParams p = quiet();
-  p.nccl_host_rank_bandwidth = Bandwidth::from_GBps(4);
-  p.copy_weight = 3;
-  p.copy_weight_d2h = 2;
-  p.host_transport_cost_h2d = 1.5;
-  p.host_transport_cost_d2h = 2;
+  p.nccl.nccl_host_rank_bandwidth = Bandwidth::from_GBps(4);
+  p.interference.copy_weight = 3;
+  p.interference.copy_weight_d2h = 2;
+  p.interference.host_transport_cost_h2d = 1.5;
+  p.interference.host_transport_cost_d2h = 2;
   {
     // H2D: GPU 0's link down holds the copy (weight 3) and the flow from GPU 1
     // (weight 1, 1.5 per byte): level 10 / (3 + 1.5); the copy 6.67 GB/s, 15 ms;
@@ -972,8 +947,8 @@ programs:
   {
     // One weight, bytes costing a byte: level 10 / 4 both ways (the copy 7.5 GB/s).
     ModelParams q = p;
-    q.copy_weight_d2h = 0;
-    q.host_transport_cost_h2d = q.host_transport_cost_d2h = 1;
+    q.interference.copy_weight_d2h = 0;
+    q.interference.host_transport_cost_h2d = q.interference.host_transport_cost_d2h = 1;
     CHECK(Sim(sched("h2d"), q).end_ms(0, 0) == doctest::Approx(100.0 / 7.5).epsilon(1e-6));
     CHECK(Sim(sched("d2h"), q).end_ms(0, 0) == doctest::Approx(100.0 / 7.5).epsilon(1e-6));
   }
@@ -981,7 +956,7 @@ programs:
     // The cost never makes the collective alone slower than its cap: at 8 GB/s
     // a 1.5 cost would fill the 10 GB/s link at 6.67; it is held at 1.25.
     ModelParams q = p;
-    q.nccl_host_rank_bandwidth = Bandwidth::from_GBps(8);
+    q.nccl.nccl_host_rank_bandwidth = Bandwidth::from_GBps(8);
     const Sim s(R"(name: alone
 ranks: 2
 settings: {nccl_p2p_disable: true}
@@ -1017,8 +992,8 @@ programs:
                        gap, tiny ? "      - {op: collective, kind: all_reduce, group: world, bytes: 4 B, stream: s}\n" : "");
   };
   ModelParams p = quiet();
-  p.nvlink_wake_latency = Time::from_us(110);
-  p.nvlink_wake_after = Time::from_ms(25);
+  p.nvlink.nvlink_wake_latency = Time::from_us(110);
+  p.nvlink.nvlink_wake_after = Time::from_ms(25);
   auto a2a_us = [](const Sim& s, int i) { return (s.op(0, i).end - s.op(0, i).start).us(); };
   const Sim near(sched("10 ms", false), p), far(sched("30 ms", false), p), tiny(sched("30 ms", true), p);
   CHECK(a2a_us(near, 0) == doctest::Approx(10.0).epsilon(1e-6));
@@ -1033,7 +1008,7 @@ programs:
   // Beside a host copy (a 100 MB H2D on another stream, 10 ms over kTopo's
   // PCIe): nvlink_copy_latency first; a 4-byte all-reduce does not pay it.
   ModelParams q = quiet();
-  q.nvlink_copy_latency = Time::from_us(12);
+  q.nvlink.nvlink_copy_latency = Time::from_us(12);
   const Sim beside(R"(name: beside
 ranks: 2
 streams: [s, c]
@@ -1071,8 +1046,8 @@ programs:
       - {op: kernel, stream: s, flops: 60.0e9}
 )";
   ModelParams p = quiet();
-  p.nvlink_awake_slowdown = 0.02;
-  p.nvlink_wake_after = Time::from_ms(25);
+  p.nvlink.nvlink_awake_slowdown = 0.02;
+  p.nvlink.nvlink_wake_after = Time::from_ms(25);
   auto ms = [](const Sim& s, int i) { return (s.op(0, i).end - s.op(0, i).start).ms(); };
   const Sim nv(sched, p);
   CHECK(ms(nv, 0) == doctest::Approx(1.0).epsilon(1e-9));
@@ -1097,21 +1072,21 @@ TEST_CASE("under the power cap a collective waits for the straggler: straggler_s
   for (int i = 0; i < 30; ++i) sched += "      - {op: kernel, stream: s, flops: 60.0e9}\n";
   for (int i = 0; i < 2; ++i) sched += "      - {op: collective, kind: all_to_all, group: world, bytes: 2 MB, stream: s}\n";
   ModelParams p = quiet();
-  p.sustained_slowdown = 0.25;
-  p.sustained_duty = 0;
-  p.sustained_time_constant = Time::from_us(100);
-  p.straggler_share = 0.02;
+  p.power.sustained_slowdown = 0.25;
+  p.power.sustained_duty = 0;
+  p.power.sustained_time_constant = Time::from_us(100);
+  p.power.straggler_share = 0.02;
   const Sim s(sched, p);
   const double start = s.op(0, 30).start.ms();
   CHECK(start == doctest::Approx(37.25).epsilon(1e-3));
   CHECK((s.op(0, 30).end - s.op(0, 30).start).us() == doctest::Approx(10 + 0.02 * start * 1e3).epsilon(1e-3));
   CHECK((s.op(0, 31).end - s.op(0, 31).start).us() == doctest::Approx(10).epsilon(1e-6));
   ModelParams rested = p;
-  rested.sustained_slowdown = 0;
+  rested.power.sustained_slowdown = 0;
   const Sim r(sched, rested);
   CHECK((r.op(0, 30).end - r.op(0, 30).start).us() == doctest::Approx(10).epsilon(1e-6));
   ModelParams off = p;
-  off.straggler_share = 0;
+  off.power.straggler_share = 0;
   const Sim o(sched, off);
   CHECK((o.op(0, 30).end - o.op(0, 30).start).us() == doctest::Approx(10).epsilon(1e-6));
 }
@@ -1123,7 +1098,7 @@ TEST_CASE("a P2P copy to a higher rank runs on the NVLink at its rate, not cappe
   // and a calibrated copy_engine_bandwidth (the PCIe rate) held P2P copies
   // to it: 1 GB at 5 GB/s, 200 ms.
   ModelParams p = quiet();
-  p.copy_engine_bandwidth = Bandwidth::from_GBps(5);
+  p.copies.copy_engine_bandwidth = Bandwidth::from_GBps(5);
   const Sim s(R"(name: p2p
 ranks: 2
 streams: [s]
@@ -1142,17 +1117,17 @@ programs:
 
 TEST_CASE("copies both ways at once on one GPU keep copy_bidir_factor of their engine's rate, pageable copies their own latency and rate") {
   ModelParams p = quiet();
-  p.copy_engine_bandwidth = Bandwidth::from_GBps(8);
-  p.copy_bidir_factor = 0.75;     // H2D: 6 GB/s while a D2H runs
-  p.copy_bidir_factor_d2h = 0.5;  // D2H: 4 GB/s while an H2D runs
+  p.copies.copy_engine_bandwidth = Bandwidth::from_GBps(8);
+  p.copies.copy_bidir_factor = 0.75;     // H2D: 6 GB/s while a D2H runs
+  p.copies.copy_bidir_factor_d2h = 0.5;  // D2H: 4 GB/s while an H2D runs
   // 120 MB H2D beside 40 MB D2H: both at once until the D2H ends at 10 ms
   // (40 MB at 4 GB/s; the H2D has moved 60 MB at 6), then the H2D alone at
   // 8 GB/s: 60 MB more, 7.5 ms. A pageable D2H after it: 50 us + 10 MB at
   // 2 GB/s = 5.05 ms; a pageable H2D (no D2H rate or latency of its own: the
   // pinned set-up, 0, and pageable_bandwidth) 10 MB at 1 GB/s = 10 ms.
-  p.pageable_bandwidth = Bandwidth::from_GBps(1);
-  p.pageable_bandwidth_d2h = Bandwidth::from_GBps(2);
-  p.pageable_latency_d2h = Time::from_us(50);
+  p.copies.pageable_bandwidth = Bandwidth::from_GBps(1);
+  p.copies.pageable_bandwidth_d2h = Bandwidth::from_GBps(2);
+  p.copies.pageable_latency_d2h = Time::from_us(50);
   const std::string sched = R"(name: bidir
 ranks: 1
 streams: [a, b]
@@ -1176,22 +1151,21 @@ programs:
   CHECK(s.end_ms(0, 3) == doctest::Approx(27.5));
   // Factors 1: the copies do not interact (120 MB at 8 GB/s, 15 ms).
   ModelParams q = p;
-  q.copy_bidir_factor = q.copy_bidir_factor_d2h = 1;
+  q.copies.copy_bidir_factor = q.copies.copy_bidir_factor_d2h = 1;
   const Sim t(sched, q);
   CHECK(t.end_ms(0, 0) == doctest::Approx(15.0));
   CHECK(t.end_ms(0, 1) == doctest::Approx(5.0));
 }
 
-TEST_CASE("small copies both ways at once keep copy_bidir_factor_small, and a copy beside the other direction takes the longer set-up") {
+TEST_CASE("copies both ways at once keep copy_bidir_table's share for their size, and a copy beside the other direction takes the longer set-up") {
   ModelParams p = quiet();
-  p.copy_engine_bandwidth = Bandwidth::from_GBps(8);
-  p.copy_latency = Time::from_us(20);
-  p.copy_latency_d2h = Time::from_us(5);
-  p.copy_bidir_factor = 0.75;  // from 1 MB: H2D 6 GB/s, D2H 4 GB/s while the other way copies
-  p.copy_bidir_factor_d2h = 0.5;
-  p.copy_bidir_small_bytes = 1000000;  // below 1 MB: H2D 4 GB/s, D2H 2 GB/s
-  p.copy_bidir_factor_small = 0.5;
-  p.copy_bidir_factor_small_d2h = 0.25;
+  p.copies.copy_engine_bandwidth = Bandwidth::from_GBps(8);
+  p.copies.copy_latency = Time::from_us(20);
+  p.copies.copy_latency_d2h = Time::from_us(5);
+  p.copies.copy_bidir_factor = 0.75;  // without the table: H2D 6 GB/s, D2H 4 GB/s while the other way copies
+  p.copies.copy_bidir_factor_d2h = 0.5;
+  // 100 KB: H2D 4 GB/s, D2H 2 GB/s; 4 MB: H2D 6 GB/s, D2H 4 GB/s.
+  p.copies.copy_bidir_table = {{100000, 0.5, 0.25}, {4000000, 0.75, 0.5}};
   // At 0 the 100 KB H2D starts (nothing the other way: its own 20 us), then
   // the 100 KB D2H beside it (the longer set-up, 20 us). From 20 us the H2D
   // at 4 GB/s ends at 45 us; the D2H at 2 GB/s has 50 KB left. The 4 MB H2D
@@ -1212,61 +1186,15 @@ programs:
   CHECK(s.end_ms(0, 1) * 1e3 == doctest::Approx(70.0));
   CHECK(s.start_ms(0, 2) * 1e3 == doctest::Approx(45.0));
   CHECK(s.end_ms(0, 2) * 1e3 == doctest::Approx(566.25));
-  // Without the term: the D2H its own 5 us, then 4 GB/s beside the H2D's
-  // set-up and flow: 30 us; the H2D from 20 us at 6 GB/s (60 KB) until
-  // then, 40 KB at 8 GB/s: 35 us.
+  // Without the table (the factors at every size, each direction its own
+  // set-up): the D2H its own 5 us, then 4 GB/s beside the H2D's set-up and
+  // flow: 30 us; the H2D from 20 us at 6 GB/s (60 KB) until then, 40 KB at
+  // 8 GB/s: 35 us.
   ModelParams q = p;
-  q.copy_bidir_small_bytes = 0;
+  q.copies.copy_bidir_table.clear();
   const Sim t(sched, q);
   CHECK(t.end_ms(0, 1) * 1e3 == doctest::Approx(30.0));
   CHECK(t.end_ms(0, 0) * 1e3 == doctest::Approx(35.0));
-}
-
-TEST_CASE("mid-sized copies both ways keep copy_bidir_factor_mid, where copy_bidir_mid_span is set only within it") {
-  ModelParams p = quiet();
-  p.copy_engine_bandwidth = Bandwidth::from_GBps(8);
-  p.copy_latency = p.copy_latency_d2h = Time::zero();
-  p.copy_bidir_factor = 0.5;  // large: H2D 4 GB/s, D2H 6 GB/s while the other way copies
-  p.copy_bidir_factor_d2h = 0.75;
-  p.copy_bidir_mid_bytes = 64'000'000;  // below 64 MB: H2D 6 GB/s, D2H 8 GB/s
-  p.copy_bidir_factor_mid = 0.75;
-  p.copy_bidir_factor_mid_d2h = 1.0;
-  const auto sched = [](const std::string& h2d_span) {
-    return "name: span\nranks: 1\nstreams: [a, b]\nprograms:\n  - rank: 0\n    ops:\n"
-           "      - {op: memcpy, kind: h2d, bytes: 4 MB, stream: a" +
-           (h2d_span.empty() ? std::string() : ", host_span: " + h2d_span) +
-           "}\n"
-           "      - {op: memcpy, kind: d2h, bytes: 4 MB, stream: b}\n";
-  };
-  // Mid-sized: the D2H at 8 GB/s ends at 500 us; the H2D moved 3 MB at
-  // 6 GB/s, then 1 MB alone at 8: 625 us. Without a span bound, whatever the span.
-  for (const std::string span : {"", "32 MB", "1 GB"}) {
-    const Sim s(sched(span), p);
-    CHECK(s.end_ms(0, 1) * 1e3 == doctest::Approx(500.0));
-    CHECK(s.end_ms(0, 0) * 1e3 == doctest::Approx(625.0));
-  }
-  // With copy_bidir_mid_span 32 MB: the H2D walking 1 GB makes both large.
-  // The D2H at 6 GB/s ends at 666.67 us; the H2D moved 2.667 MB at 4 GB/s,
-  // then 1.333 MB at 8: 833.33 us.
-  ModelParams q = p;
-  q.copy_bidir_mid_span = 32'000'000;
-  const Sim t(sched("1 GB"), q);
-  CHECK(t.end_ms(0, 1) * 1e3 == doctest::Approx(666.667).epsilon(1e-5));
-  CHECK(t.end_ms(0, 0) * 1e3 == doctest::Approx(833.333).epsilon(1e-5));
-  const Sim t2(sched("32 MB"), q);
-  CHECK(t2.end_ms(0, 0) * 1e3 == doctest::Approx(625.0));
-  // Without the tier, or at or above its bound, the large share.
-  ModelParams u = p;
-  u.copy_bidir_mid_bytes = 0;
-  CHECK(Sim(sched(""), u).end_ms(0, 0) * 1e3 == doctest::Approx(833.333).epsilon(1e-5));
-  u = p;
-  u.copy_bidir_mid_bytes = 4'000'000;
-  CHECK(Sim(sched(""), u).end_ms(0, 0) * 1e3 == doctest::Approx(833.333).epsilon(1e-5));
-  // A copy at the small copies' bound keeps the large share too.
-  u = p;
-  u.copy_bidir_small_bytes = 4'000'000;
-  u.copy_bidir_factor_small = 0.5;
-  CHECK(Sim(sched(""), u).end_ms(0, 0) * 1e3 == doctest::Approx(833.333).epsilon(1e-5));
 }
 
 TEST_CASE("host_span: at least the copy's bytes, on h2d and d2h copies only") {
@@ -1280,9 +1208,9 @@ TEST_CASE("host_span: at least the copy's bytes, on h2d and d2h copies only") {
 
 TEST_CASE("an event record holds its stream event_gpu_time, event_gpu_time_h2d more while the GPU has an H2D copy in flight") {
   ModelParams p = quiet();
-  p.event_gpu_time = Time::from_us(2);
-  p.event_gpu_time_h2d = Time::from_us(3);
-  p.gemm_slowdown_per_copy = 0;  // kernels keep their durations beside the copy
+  p.overheads.event_gpu_time = Time::from_us(2);
+  p.overheads.event_gpu_time_h2d = Time::from_us(3);
+  p.interference.gemm_slowdown_per_copy = 0;  // kernels keep their durations beside the copy
   // Stream a: k1 (100 us), event, k2 (50 us), event, k3 (10 us). Stream b:
   // waits for the first event (which ends at 102 us), then a 1 MB H2D copy
   // at 10 GB/s: 102-202 us. The second event (after k2, at 152 us) finds the
@@ -1312,7 +1240,7 @@ programs:
   CHECK(s.res.makespan == Time::from_us(202));
   // Off (the default): events take no GPU time.
   ModelParams off = quiet();
-  off.gemm_slowdown_per_copy = 0;
+  off.interference.gemm_slowdown_per_copy = 0;
   const Sim q(sched, off);
   CHECK(q.op(0, 4).start == Time::from_us(100));
   CHECK(q.op(0, 6).start == Time::from_us(150));
@@ -1321,12 +1249,12 @@ programs:
 TEST_CASE("hand-offs between engines: a copy that waited on a kernel, a kernel that waited on a copy, the event after a copy") {
   // 10 GB/s PCIe, no other latency: a 1 MB copy takes 100 us.
   ModelParams p = quiet();
-  p.copy_after_kernel_latency = Time::from_us(6);
-  p.copy_after_kernel_latency_d2h = Time::from_us(7);
-  p.kernel_after_copy_latency = Time::from_us(3);
-  p.event_gpu_time = Time::from_us(2);
-  p.event_gpu_time_copy = Time::from_us(1);
-  p.gemm_slowdown_per_copy = 0;
+  p.handoff.copy_after_kernel_latency = Time::from_us(6);
+  p.handoff.copy_after_kernel_latency_d2h = Time::from_us(7);
+  p.handoff.kernel_after_copy_latency = Time::from_us(3);
+  p.overheads.event_gpu_time = Time::from_us(2);
+  p.overheads.event_gpu_time_copy = Time::from_us(1);
+  p.interference.gemm_slowdown_per_copy = 0;
   // Stream a: k1 (50 us), e0 (2 us after a kernel: 50-52); an H2D copy
   // issued while k1 runs waited on it: 52 + 6 hand-off + 100, done at 158; a
   // second copy after the first: no hand-off, 158-258; an event after it
@@ -1407,7 +1335,7 @@ programs:
 
 TEST_CASE("validate's timing events written in: an event before and after every op, one after every event and wait, mapped back to the schedule's ops") {
   ModelParams p = quiet();
-  p.event_gpu_time = Time::from_us(2);
+  p.overheads.event_gpu_time = Time::from_us(2);
   const hw::Topology topo(hw::parse_topology_string(kTopo, "topo.yaml"));
   const Schedule s = parse_schedule_string(kJoin, "s.yaml");
   std::vector<std::vector<int>> at;

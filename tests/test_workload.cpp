@@ -262,10 +262,10 @@ programs:
 TEST_CASE("a calibrated workload: shapes the table lacks use the shape model, unless the workload sets gemm_efficiency") {
   const std::string f = kSrc + "/configs/workloads/wan22-720p-h200-calibrated.yaml";
   const DitWorkload cal = parse_workload_file(f);
-  REQUIRE(cal.params.gemm_model.efficiency > 0);
-  CHECK(cal.params.gemm_efficiency_for(3000, 5120, 5120) == doctest::Approx(cal.params.gemm_model.at(3000, 5120, 5120)));
+  REQUIRE(cal.params.gemm.gemm_model.efficiency > 0);
+  CHECK(cal.params.gemm.gemm_efficiency_for(3000, 5120, 5120) == doctest::Approx(cal.params.gemm.gemm_model.at(3000, 5120, 5120)));
   const DitWorkload set = parse_workload_file(f, {"compute.gemm_efficiency=0.7"});
-  CHECK(set.params.gemm_model.efficiency == 0);
-  CHECK(set.params.gemm_efficiency_for(3000, 5120, 5120) == doctest::Approx(0.7));
-  CHECK(set.params.gemm_shapes.size() == cal.params.gemm_shapes.size());  // measured shapes keep their rates
+  CHECK(set.params.gemm.gemm_model.efficiency == 0);
+  CHECK(set.params.gemm.gemm_efficiency_for(3000, 5120, 5120) == doctest::Approx(0.7));
+  CHECK(set.params.gemm.gemm_shapes.size() == cal.params.gemm.gemm_shapes.size());  // measured shapes keep their rates
 }

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/stats.hpp"
-#include "io/yaml_reader.hpp"
+#include "gpu/params_io.hpp"
 #include "gpu/executor.hpp"
 
 namespace osim {
@@ -57,8 +57,8 @@ std::pair<double, double> window_activations(const WindowRow& w, const ModelPara
   const int n = 64;
   for (int i = 0; i < n; ++i) {
     const double t = w.start_ms + (w.end_ms - w.start_ms) * (i + 0.5) / n;
-    fast += activation(t, p.sustained_time_constant.ms(), p.sustained_duty) / n;
-    slow += activation(t, p.sustained_slow_time_constant.ms(), p.sustained_duty) / n;
+    fast += activation(t, p.power.sustained_time_constant.ms(), p.power.sustained_duty) / n;
+    slow += activation(t, p.power.sustained_slow_time_constant.ms(), p.power.sustained_duty) / n;
   }
   return {fast, slow};
 }
@@ -69,7 +69,7 @@ std::pair<double, double> window_activations(const WindowRow& w, const ModelPara
 std::optional<double> window_theta(const WindowRow& w, const ModelParams& p) {
   const auto [fast, slow] = window_activations(w, p);
   if (fast < 0.5) return std::nullopt;
-  return (w.ratio - 1 - p.sustained_slow_slowdown * slow) / fast;
+  return (w.ratio - 1 - p.power.sustained_slow_slowdown * slow) / fast;
 }
 
 // The fast term's slowdown from the window rows (all but `skip`): the median
@@ -92,7 +92,7 @@ double sdpa_window_scale(const json& r, const ModelParams& p) {
   const double op_ms = r.at("time_us").get<double>() * 1e-3;
   const double t0 = r.at("soak_calls").get<double>() * op_ms;
   const auto [fast, slow] = window_activations({0, t0, t0 + r.at("window_calls").get<double>() * op_ms}, p);
-  return (1 + p.sustained_slowdown * fast + p.attention_slow_share * p.sustained_slow_slowdown * slow) / (1 + p.sustained_slowdown);
+  return (1 + p.power.sustained_slowdown * fast + p.attention.attention_slow_share * p.power.sustained_slow_slowdown * slow) / (1 + p.power.sustained_slowdown);
 }
 
 // A document's cross-attention SDPA rows as (seq_q, achieved / bf16 peak x
@@ -112,17 +112,17 @@ std::vector<std::pair<double, double>> cross_attention_points(const json& doc, c
 
 namespace {
 
-using GemmRows = std::vector<const ModelParams::GemmShapeEfficiency*>;
+using GemmRows = std::vector<const GemmShapeEfficiency*>;
 
 // The least squares behind fit_gemm_model, with or without the power-of-two term.
-std::optional<ModelParams::GemmShapeModel> fit_gemm_terms(const GemmRows& rows, bool with_pow2) {
+std::optional<GemmShapeModel> fit_gemm_terms(const GemmRows& rows, bool with_pow2) {
   if (rows.size() < 5) return std::nullopt;
   // Terms: 1, 1/m, 1/n, 1/k, [m a power of two]; a term the table never
   // varies is left out (it would be the constant again).
-  const auto pow2 = [](const ModelParams::GemmShapeEfficiency* g) { return ModelParams::GemmShapeModel::power_of_two(g->m) ? 1.0 : 0.0; };
+  const auto pow2 = [](const GemmShapeEfficiency* g) { return GemmShapeModel::power_of_two(g->m) ? 1.0 : 0.0; };
   std::vector<int> terms = {0};
   for (int d = 0; d < (with_pow2 ? 4 : 3); ++d) {
-    auto val = [&](const ModelParams::GemmShapeEfficiency* g) { return d == 0 ? g->m : d == 1 ? g->n : d == 2 ? g->k : static_cast<int>(pow2(g)); };
+    auto val = [&](const GemmShapeEfficiency* g) { return d == 0 ? g->m : d == 1 ? g->n : d == 2 ? g->k : static_cast<int>(pow2(g)); };
     if (std::any_of(rows.begin(), rows.end(), [&](const auto* g) { return val(g) != val(rows.front()); })) terms.push_back(d + 1);
   }
   for (;;) {
@@ -144,7 +144,7 @@ std::optional<ModelParams::GemmShapeModel> fit_gemm_terms(const GemmRows& rows, 
       terms.erase(terms.begin() + static_cast<long>(worst));
       continue;
     }
-    ModelParams::GemmShapeModel g;
+    GemmShapeModel g;
     g.efficiency = 1.0 / w(0);
     for (size_t t = 1; t < terms.size(); ++t) {
       const double v = w(static_cast<Eigen::Index>(t)) / w(0);
@@ -171,7 +171,7 @@ double gemm_loo_rms(const GemmRows& rows, bool with_pow2) {
 
 }  // namespace
 
-std::optional<ModelParams::GemmShapeModel> fit_gemm_model(const std::vector<ModelParams::GemmShapeEfficiency>& shapes, size_t skip) {
+std::optional<GemmShapeModel> fit_gemm_model(const std::vector<GemmShapeEfficiency>& shapes, size_t skip) {
   GemmRows rows;
   for (size_t i = 0; i < shapes.size(); ++i)
     if (i != skip && shapes[i].m > 0 && shapes[i].n > 0 && shapes[i].k > 0 && shapes[i].efficiency > 0) rows.push_back(&shapes[i]);
@@ -325,23 +325,6 @@ bool p2p_disabled_run(const json& doc) {
 // A machine run (copies or collectives), not e.g. an attention-only one.
 bool machine_run(const json& doc) { return has_key(doc, "nccl_all_to_all") || has_key(doc, "h2d_pinned"); }
 
-// Every collective a calibration may carry a table for; its bench key is
-// "nccl_" + its name.
-constexpr ModelParams::TableColl kTableColls[] = {ModelParams::TableColl::AllToAll, ModelParams::TableColl::AllToAllPairwise,
-                                                  ModelParams::TableColl::AllGather, ModelParams::TableColl::ReduceScatter,
-                                                  ModelParams::TableColl::AllReduce};
-
-const char* table_coll_name(ModelParams::TableColl c) {
-  switch (c) {
-    case ModelParams::TableColl::AllToAll: return "all_to_all";
-    case ModelParams::TableColl::AllToAllPairwise: return "all_to_all_pairwise";
-    case ModelParams::TableColl::AllGather: return "all_gather";
-    case ModelParams::TableColl::ReduceScatter: return "reduce_scatter";
-    case ModelParams::TableColl::AllReduce: return "all_reduce";
-  }
-  return "?";
-}
-
 // The bench's interference all-to-alls run on min(GPUs, 4) ranks (4 where
 // the document does not say).
 int interference_ranks(const json& doc) {
@@ -437,8 +420,8 @@ struct InsituCase {
   InsituTimes sim;
 };
 std::vector<InsituCase> insitu_cases(const json& doc, bool p2p_off, const hw::Topology& topo, ModelParams p) {
-  p.memcpy_call = p.kernel_launch = p.collective_call = Time::zero();
-  p.straggler_share = 0;
+  p.overheads.memcpy_call = p.overheads.kernel_launch = p.overheads.collective_call = Time::zero();
+  p.power.straggler_share = 0;
   const auto sim = replay_insitu_doc(doc, p2p_off, topo, p);
   std::vector<InsituCase> out;
   size_t row = 0;
@@ -504,12 +487,12 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   auto overhead = [&](const char* key, Time& field) {
     for (const auto& r : rows(d, key)) field = Time::from_us(r.at("time_us").get<double>());
   };
-  overhead("overhead_kernel_launch", p.kernel_launch);
-  overhead("overhead_event_record", p.event_call);
-  overhead("overhead_stream_sync_idle", p.sync_call);
-  overhead("overhead_memcpy_async_pinned_return", p.memcpy_call);
-  c.fits.push_back({"API overheads", "host time per call, median", {{"kernel_launch_us", p.kernel_launch.us()}, {"event_us", p.event_call.us()},
-                    {"sync_us", p.sync_call.us()}, {"memcpy_async_us", p.memcpy_call.us()}}, 0, 4});
+  overhead("overhead_kernel_launch", p.overheads.kernel_launch);
+  overhead("overhead_event_record", p.overheads.event_call);
+  overhead("overhead_stream_sync_idle", p.overheads.sync_call);
+  overhead("overhead_memcpy_async_pinned_return", p.overheads.memcpy_call);
+  c.fits.push_back({"API overheads", "host time per call, median", {{"kernel_launch_us", p.overheads.kernel_launch.us()}, {"event_us", p.overheads.event_call.us()},
+                    {"sync_us", p.overheads.sync_call.us()}, {"memcpy_async_us", p.overheads.memcpy_call.us()}}, 0, 4});
 
   // GPU time of an event record: 1 MiB memory kernels back to back with and
   // without an event after each (overhead_gpu_event_gap), the difference per
@@ -525,19 +508,19 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       else if (beside == "h2d") beside_h2d = r.at("gap_us").get<double>();
     }
     if (alone) {
-      p.event_gpu_time = Time::from_us(std::max(0.0, *alone));
-      f.values.emplace_back("event_gpu_time_us", p.event_gpu_time.us());
+      p.overheads.event_gpu_time = Time::from_us(std::max(0.0, *alone));
+      f.values.emplace_back("event_gpu_time_us", p.overheads.event_gpu_time.us());
       ++f.points;
       if (beside_h2d) {
-        p.event_gpu_time_h2d = Time::from_us(std::max(0.0, *beside_h2d - *alone));
-        f.values.emplace_back("event_gpu_time_h2d_us", p.event_gpu_time_h2d.us());
+        p.overheads.event_gpu_time_h2d = Time::from_us(std::max(0.0, *beside_h2d - *alone));
+        f.values.emplace_back("event_gpu_time_h2d_us", p.overheads.event_gpu_time_h2d.us());
         ++f.points;
       }
     }
     // After a copy: H2D copies with and without an event after each.
     if (after_copy) {
-      p.event_gpu_time_copy = Time::from_us(std::max(0.0, *after_copy));
-      f.values.emplace_back("event_gpu_time_copy_us", p.event_gpu_time_copy.us());
+      p.overheads.event_gpu_time_copy = Time::from_us(std::max(0.0, *after_copy));
+      f.values.emplace_back("event_gpu_time_copy_us", p.overheads.event_gpu_time_copy.us());
       ++f.points;
     }
     if (f.points > 0) c.fits.push_back(f);
@@ -558,7 +541,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   const int gpu0 = topo.gpus().front();
   const double route_latency_us = topo.route(topo.nearest_cpu(gpu0), gpu0).latency.us();
   // The GPU time of the event closing a burst of copies, as the model has it.
-  const double close_us = (p.event_gpu_time_copy >= Time::zero() ? p.event_gpu_time_copy : p.event_gpu_time).us();
+  const double close_us = (p.overheads.event_gpu_time_copy >= Time::zero() ? p.overheads.event_gpu_time_copy : p.overheads.event_gpu_time).us();
   std::optional<double> reps_burst[2];  // from copy_reps, per direction
   for (const bool d2h : {false, true}) {
     std::vector<BurstPoint> pts;
@@ -595,21 +578,20 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     c.fits.push_back(f);
   }
   if (line[0].ok) {
-    p.copy_engine_bandwidth = Bandwidth::from_GBps(1e-3 / line[0].inv_beta);
-    p.copy_latency = Time::from_us(std::max(0.0, line[0].latency_us - route_latency_us));
-    p.copy_after_kernel_latency = Time::from_us(std::max(0.0, line[0].burst_us - close_us));
-    p.copy_step_bytes = 0;  // the burst in its place (a base's step, from an older file, would count it twice)
+    p.copies.copy_engine_bandwidth = Bandwidth::from_GBps(1e-3 / line[0].inv_beta);
+    p.copies.copy_latency = Time::from_us(std::max(0.0, line[0].latency_us - route_latency_us));
+    p.handoff.copy_after_kernel_latency = Time::from_us(std::max(0.0, line[0].burst_us - close_us));
     // D2H's own set-up (posted writes: no completion to wait for) and rate
     // (most boxes within 0.5 % of H2D's; a 2xH200 box 4 % faster).
     if (line[1].ok) {
-      p.copy_latency_d2h = Time::from_us(std::max(0.0, line[1].latency_us - route_latency_us));
-      p.copy_engine_bandwidth_d2h = Bandwidth::from_GBps(1e-3 / line[1].inv_beta);
-      p.copy_after_kernel_latency_d2h = Time::from_us(std::max(0.0, line[1].burst_us - close_us));
+      p.copies.copy_latency_d2h = Time::from_us(std::max(0.0, line[1].latency_us - route_latency_us));
+      p.copies.copy_engine_bandwidth_d2h = Bandwidth::from_GBps(1e-3 / line[1].inv_beta);
+      p.handoff.copy_after_kernel_latency_d2h = Time::from_us(std::max(0.0, line[1].burst_us - close_us));
     }
   }
   // The burst each direction's gated copies pay, as the model has it (the
   // bidir fits below take it off the rows).
-  const auto burst_us = [&](bool d2h) { return p.copy_after_kernel_latency_for(d2h).us() + (p.copy_engine_bandwidth.is_unlimited() ? 0.0 : close_us); };
+  const auto burst_us = [&](bool d2h) { return p.handoff.copy_after_kernel_latency_for(d2h).us() + (p.copies.copy_engine_bandwidth.is_unlimited() ? 0.0 : close_us); };
 
   // Pageable, per direction: where the bench took copies from (to) a host
   // buffer not held in the CPU's caches (`host_buffer: rotating`), latency +
@@ -630,7 +612,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     Bandwidth rate;
     if (Fit f = fit_alpha_beta(std::string(key) + ", host buffer not in the CPU's caches", cold); f.values.size() == 2 && f.values[0].second >= 0) {
       rate = Bandwidth::from_GBps(f.values[1].second);
-      (d2h ? p.pageable_latency_d2h : p.pageable_latency) = Time::from_us(f.values[0].second);
+      (d2h ? p.copies.pageable_latency_d2h : p.copies.pageable_latency) = Time::from_us(f.values[0].second);
       c.fits.push_back(f);
     } else if (gbps > 0) {
       rate = Bandwidth::from_GBps(gbps);
@@ -638,13 +620,13 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     } else {
       continue;
     }
-    (d2h ? p.pageable_bandwidth_d2h : p.pageable_bandwidth) = rate;
+    (d2h ? p.copies.pageable_bandwidth_d2h : p.copies.pageable_bandwidth) = rate;
   }
 
   // Both directions at once on one GPU (bench bidir_pinned, copies >= 64 MiB
   // on every GPU measured): per direction the median share of its engine's
   // rate a copy keeps (copy_bidir_factor, copy_bidir_factor_d2h).
-  if (const auto bd = rows(d, "bidir_pinned"); !bd.empty() && !p.copy_engine_bandwidth.is_unlimited()) {
+  if (const auto bd = rows(d, "bidir_pinned"); !bd.empty() && !p.copies.copy_engine_bandwidth.is_unlimited()) {
     Fit f{"both directions at once (bidir_pinned)",
           "per direction, the median over copies >= 64 MiB of bytes / (time - set-up - burst / reps) / the engine's one-way rate: the share "
           "kept while the other direction copies",
@@ -656,13 +638,13 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       for (const auto& r : bd) {
         const double bytes = r.at("bytes").get<double>();
         if (bytes < 64.0 * 1048576) continue;
-        const double setup = p.host_copy_setup(d2h, false, static_cast<Bytes>(bytes)).s() + burst_us(d2h) * 1e-6 / bench_copy_reps(r);
+        const double setup = p.copies.host_copy_setup(d2h, false).s() + burst_us(d2h) * 1e-6 / bench_copy_reps(r);
         share.push_back(bytes / (r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>() * 1e-6 - setup) /
-                        p.copy_engine_bandwidth_for(d2h).bytes_per_s);
+                        p.copies.copy_engine_bandwidth_for(d2h).bytes_per_s);
       }
       if (share.empty()) continue;
       const double k = std::min(1.0, median(share));
-      (d2h ? p.copy_bidir_factor_d2h : p.copy_bidir_factor) = k;
+      (d2h ? p.copies.copy_bidir_factor_d2h : p.copies.copy_bidir_factor) = k;
       f.values.emplace_back(d2h ? "d2h_share" : "h2d_share", k);
       f.points += static_cast<int>(share.size());
     }
@@ -683,7 +665,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   // first run's calibration, the held rows over 5 % went from 313 to 235.
   // Benches without rows with reps (the 2x and 4xH200 boxes) keep the large
   // share alone (copy_bidir_table).
-  if (!p.copy_engine_bandwidth.is_unlimited()) {
+  if (!p.copies.copy_engine_bandwidth.is_unlimited()) {
     std::map<double, std::vector<std::pair<double, std::array<double, 2>>>> by_size;  // bytes -> (reps, times)
     bool with_reps = false;
     for (const char* key : {"bidir_pinned", "copy_span"})
@@ -698,17 +680,17 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     for (const auto& r : rows(d, "copy_reps"))
       if (r.at("gpus")[0] == 0 && r.value("dir", "") == "both" && r.value("gate", "") == "kernel" && r.at("reps").get<int>() > 5)
         by_size[r.at("bytes").get<double>()].push_back({r.at("reps").get<double>(), {r.at("h2d_time_us").get<double>(), r.at("d2h_time_us").get<double>()}});
-    const auto own_us = [&](bool d2h, double bytes) { return route_latency_us + p.host_copy_setup(d2h, false, static_cast<Bytes>(bytes)).us(); };
+    const auto own_us = [&](bool d2h, double bytes) { return route_latency_us + p.copies.host_copy_setup(d2h, false).us(); };
     const auto longer_us = [&](double bytes) { return std::max(own_us(false, bytes), own_us(true, bytes)); };
     std::vector<std::array<double, 3>> table;
     for (const auto& [b, rs] : by_size) {
       // A share means something where the bytes take a while: from 1 us at
       // the engine's rate (64 KiB up); below, the smallest fitted size's holds.
-      if (b / p.copy_engine_bandwidth.bytes_per_s < 1e-6) continue;
+      if (b / p.copies.copy_engine_bandwidth.bytes_per_s < 1e-6) continue;
       std::array<double, 3> e{b, 1, 1};
       bool ok = true;
       for (const bool d2h : {false, true}) {
-        const double a = b / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6;
+        const double a = b / p.copies.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6;
         double num = 0, den = 0;
         for (const auto& [reps, t] : rs) {
           num += a * (t[d2h] - longer_us(b) - burst_us(d2h) / reps) / (t[d2h] * t[d2h]);
@@ -728,14 +710,14 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       // rows as the bench ran them: a share times the geometric mean of
       // simulated / measured over the size's rows, eight rounds.
       ModelParams q = p;
-      q.copy_bidir_table = table;
+      q.copies.copy_bidir_table = table;
       // A row of `bytes` both ways, `reps` per burst behind the spin gate, on GPU 0: per copy (H2D, D2H).
       const auto replay_row = [&](double bytes, double reps) {
         return replay_gated({bench_copy(CopyKind::H2D, static_cast<Bytes>(bytes)), bench_copy(CopyKind::D2H, static_cast<Bytes>(bytes))},
                             static_cast<int>(reps), "kernel", 0, topo, q);
       };
       for (int round = 0; round < 8; ++round)
-        for (auto& e : q.copy_bidir_table) {
+        for (auto& e : q.copies.copy_bidir_table) {
           const auto& rs = by_size.at(e[0]);
           std::array<double, 2> log_ratio{0, 0};
           for (const auto& [reps, t] : rs) {
@@ -744,7 +726,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
           }
           for (const size_t k : {size_t{0}, size_t{1}}) e[k + 1] = std::clamp(e[k + 1] * std::exp(log_ratio[k]), 0.05, 1.0);
         }
-      table = q.copy_bidir_table;
+      table = q.copies.copy_bidir_table;
       double sq = 0;
       int n = 0;
       for (const auto& e : table)
@@ -755,7 +737,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
             ++n;
           }
         }
-      p.copy_bidir_table = table;
+      p.copies.copy_bidir_table = table;
       c.fits.push_back({"both directions at once per size (bidir_pinned, copy_span, copy_reps)",
                         "per measured size and direction, time = the longer set-up + bytes / (share x the engine's one-way rate) + burst / reps, "
                         "relative least squares on 1 / share over the size's rows, then refined by replaying them (the share holds while the other "
@@ -775,13 +757,13 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   // has none). Reported only.
   for (const char* gate : {"kernel", "host", "kernel_wait"})
     for (const bool d2h : {false, true}) {
-      if (p.copy_engine_bandwidth.is_unlimited()) break;
+      if (p.copies.copy_engine_bandwidth.is_unlimited()) break;
       std::vector<BurstPoint> pts;
       for (const auto& r : rows(d, "copy_reps"))
         if (r.at("gate") == gate && r.at("dir") == (d2h ? "d2h" : "h2d") && r.at("gpus")[0] == 0) {
           const double bytes = r.at("bytes").get<double>();
           pts.push_back({0, r.at("reps").get<double>(), r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>(),
-                         bytes / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6, bytes >= 1048576});
+                         bytes / p.copies.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6, bytes >= 1048576});
         }
       const auto b = fit_burst(pts, true);
       if (!b) continue;
@@ -796,7 +778,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   // mode the mean over the rows of the time less the copy's set-up, its
   // bytes at the engine's rate and the closing event: the hand-off as a
   // workload's kernels meet it, against copy_reps' gate. Reported only.
-  if (!p.copy_engine_bandwidth.is_unlimited())
+  if (!p.copies.copy_engine_bandwidth.is_unlimited())
     for (const char* mode : {"same", "wait"})
       for (const bool d2h : {false, true}) {
         double sum = 0;
@@ -804,15 +786,15 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         for (const auto& r : rows(d, "handoff_wait"))
           if (r.at("mode") == mode && r.at("dir") == (d2h ? "d2h" : "h2d") && r.at("gpus")[0] == 0) {
             const double bytes = r.at("bytes").get<double>();
-            sum += r.at("time_us").get<double>() - p.host_copy_setup(d2h, false, static_cast<Bytes>(bytes)).us() - route_latency_us -
-                   bytes / p.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6 - close_us;
+            sum += r.at("time_us").get<double>() - p.copies.host_copy_setup(d2h, false).us() - route_latency_us -
+                   bytes / p.copies.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6 - close_us;
             ++n;
           }
         if (n == 0) continue;
         c.fits.push_back({fmt::format("one copy after a kernel of 5 us-3 ms (handoff_wait), {}, {}", d2h ? "D2H" : "H2D",
                                       mode[0] == 's' ? "on its stream" : "waited on"),
                           "the mean over the rows of time - set-up - bytes / the engine's rate - the closing event (reported only)",
-                          {{"handoff_us", sum / n}, {"copy_after_kernel_latency_us", p.copy_after_kernel_latency_for(d2h).us()}},
+                          {{"handoff_us", sum / n}, {"copy_after_kernel_latency_us", p.handoff.copy_after_kernel_latency_for(d2h).us()}},
                           0,
                           n});
       }
@@ -861,10 +843,10 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     if (!after_copy_pts.empty() && by_after.contains("host")) {
       const auto after_copy = fit_burst(after_copy_pts, false), after_host = fit_burst(by_after.at("host"), false);
       if (after_copy && after_host) {
-        p.kernel_after_copy_latency = Time::from_us(std::max(0.0, after_copy->burst - after_host->burst));
+        p.handoff.kernel_after_copy_latency = Time::from_us(std::max(0.0, after_copy->burst - after_host->burst));
         c.fits.push_back({"kernel after a copy (kernel_reps)",
                           "burst of kernels after a copy (on the stream or waited on) - burst after a host function (steady + burst / reps each)",
-                          {{"kernel_after_copy_latency_us", p.kernel_after_copy_latency.us()}},
+                          {{"kernel_after_copy_latency_us", p.handoff.kernel_after_copy_latency.us()}},
                           after_copy->rms_pct,
                           static_cast<int>(after_copy_pts.size() + by_after.at("host").size())});
       }
@@ -914,14 +896,14 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         return i + 1 < paid.size() ? paid[i] + (x - static_cast<double>(i)) * (paid[i + 1] - paid[i]) : paid[i];
       };
       const double lo = std::max(0.0, pct(0.02)), hi = std::max(lo, pct(0.98));
-      p.handoff_phase_min = Time::from_us(lo);
-      p.handoff_phase_max = Time::from_us(hi);
+      p.handoff.handoff_phase_min = Time::from_us(lo);
+      p.handoff.handoff_phase_max = Time::from_us(hi);
       double mean = 0;
       for (const double x : paid) mean += x / static_cast<double>(paid.size());
       c.fits.push_back({"the hand-off's phase (kernel_reps after a copy, on the stream or waited on; every sample)",
                         "per burst of up to 5: (sample - the median after a host function at the same reps) x reps; min, max = the 2nd, 98th percentiles",
                         {{"handoff_phase_min_us", lo}, {"handoff_phase_max_us", hi}, {"median_us", pct(0.5)}, {"mean_us", mean},
-                         {"copy_after_kernel_latency_us", p.copy_after_kernel_latency.us()}},
+                         {"copy_after_kernel_latency_us", p.handoff.copy_after_kernel_latency.us()}},
                         0,
                         static_cast<int>(paid.size())});
     }
@@ -944,7 +926,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       ++f.points;
       if (k >= 1 && gbps > 0) by_count[k] = gbps;  // a later row of a count replaces an earlier one
     }
-    std::vector<Bandwidth>& table = h2d ? p.host_h2d_aggregate : p.host_d2h_aggregate;
+    std::vector<Bandwidth>& table = h2d ? p.copies.host_h2d_aggregate : p.copies.host_d2h_aggregate;
     table.clear();
     for (int k = 1; by_count.contains(k); ++k) table.push_back(Bandwidth::from_GBps(by_count.at(k)));
     if (f.points) c.fits.push_back(f);
@@ -1019,9 +1001,9 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
           best_tau = tau;
         }
       }
-      p.sustained_slowdown = theta;
-      p.sustained_duty = u0;
-      p.sustained_time_constant = Time::from_ms(best_tau);
+      p.power.sustained_slowdown = theta;
+      p.power.sustained_duty = u0;
+      p.power.sustained_time_constant = Time::from_ms(best_tau);
       Fit fast{"sustained load (power)", "steady/burst GEMM time vs duty cycle; time constant by least squares",
                {{"slowdown_at_full_duty", theta}, {"duty_threshold", u0}, {"time_constant_ms", best_tau}},
                100 * std::sqrt(best_err / static_cast<double>(t_us.size())) / burst, static_cast<int>(t_us.size())};
@@ -1037,7 +1019,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         const auto& ls = L.at("start_ms");
         // Its own rested burst time (it may come from another GPU of the kind).
         const double lb = L.at("burst_time_us").get<double>();
-        const double th = p.sustained_slowdown;
+        const double th = p.power.sustained_slowdown;
         double num = 0, den = 0;
         for (size_t i = 1; i < lt.size(); ++i) {
           const double ti = ls[i].get<double>(), a = lb * (1 + th * activation(ti, best_tau, u0)), bb = lb * activation(ti, tau2, u0);
@@ -1063,16 +1045,16 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       double slow_rms = 0;
       auto set_slow = [&](double tau2) {
         const auto [th2, rms] = slow_at(tau2);
-        p.sustained_slow_slowdown = th2;
-        p.sustained_slow_time_constant = Time::from_ms(tau2);
+        p.power.sustained_slow_slowdown = th2;
+        p.power.sustained_slow_time_constant = Time::from_ms(tau2);
         slow_rms = rms;
       };
       std::optional<Fit> slow_fit;
       auto slow_fit_of = [&] {
         const json& L = lr.front();
         return Fit{"sustained load, slow term", "seconds at full duty (gemm_sustained_long): extra slowdown and its time constant, least squares",
-                   {{"slow_slowdown", p.sustained_slow_slowdown},
-                    {"slow_time_constant_ms", p.sustained_slow_time_constant.ms()},
+                   {{"slow_slowdown", p.power.sustained_slow_slowdown},
+                    {"slow_time_constant_ms", p.power.sustained_slow_time_constant.ms()},
                     {"mean_after_1s_over_burst", L.at("mean_time_us").get<double>() / L.at("burst_time_us").get<double>()}},
                    slow_rms, static_cast<int>(L.at("time_us").size())};
       };
@@ -1098,15 +1080,15 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         auto settle = [&](double tau2) {
           if (!lr.empty()) set_slow(tau2);
           for (int it = 0; it < 100; ++it) {
-            const double before = p.sustained_slowdown;
-            p.sustained_slowdown = *table_theta(window_rows, p);
+            const double before = p.power.sustained_slowdown;
+            p.power.sustained_slowdown = *table_theta(window_rows, p);
             if (!lr.empty()) set_slow(tau2);
-            if (std::abs(p.sustained_slowdown - before) < 1e-9) break;
+            if (std::abs(p.power.sustained_slowdown - before) < 1e-9) break;
           }
           double sq = 0;
           for (const auto& w : window_rows) {
             const auto [act_fast, act_slow] = window_activations(w, p);
-            sq += std::pow((1 + p.sustained_slowdown * act_fast + p.sustained_slow_slowdown * act_slow) / w.ratio - 1, 2);
+            sq += std::pow((1 + p.power.sustained_slowdown * act_fast + p.power.sustained_slow_slowdown * act_slow) / w.ratio - 1, 2);
           }
           return 100 * std::sqrt(sq / static_cast<double>(window_rows.size()));
         };
@@ -1121,7 +1103,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         }
         fast.formula = "full-duty slowdown: the GEMM table's window means (median over shapes of (mean / burst - 1 - the slow term) / the "
                        "fast term's activation); threshold and time constant from the steady/burst GEMM time vs duty cycle";
-        fast.values.front().second = p.sustained_slowdown;
+        fast.values.front().second = p.power.sustained_slowdown;
         fast.values.emplace_back("series_slowdown_at_full_duty", theta);
         fast.values.emplace_back("table_windows", static_cast<double>(window_rows.size()));
         if (slow_fit)
@@ -1132,39 +1114,39 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       // seconds, i.e. at full duty: the model's efficiencies are the burst
       // ones, which the sustained-load model then slows down again.
       for (auto& g : gemm_rows)
-        if (!g.burst) g.eff = std::min(1.0, g.eff * (1 + p.sustained_slowdown));
-      sustained_scale = 1 + p.sustained_slowdown;
+        if (!g.burst) g.eff = std::min(1.0, g.eff * (1 + p.power.sustained_slowdown));
+      sustained_scale = 1 + p.power.sustained_slowdown;
       c.fits.push_back(fast);
       if (slow_fit) c.fits.push_back(*slow_fit);
     }
   }
 
   if (!gemm_rows.empty()) {
-    p.gemm_shapes.clear();
+    p.gemm.gemm_shapes.clear();
     std::vector<double> eff;
     int burst = 0;
     for (const auto& g : gemm_rows) {
-      p.gemm_shapes.push_back({g.m, g.n, g.k, g.eff});
+      p.gemm.gemm_shapes.push_back({g.m, g.n, g.k, g.eff});
       eff.push_back(g.eff);
       burst += g.burst;
     }
     const double m = median(eff);
     double sq = 0;
     for (double e : eff) sq += std::pow((m - e) / e, 2);
-    p.gemm_efficiency = m;
+    p.gemm.gemm_efficiency = m;
     c.fits.push_back({"GEMM bf16", burst == static_cast<int>(eff.size())
                                        ? "burst (rested GPU, clock up) achieved / peak per shape (gemm_shapes); the median for other shapes"
                                        : "achieved / peak per shape (gemm_shapes; back-to-back rates times 1 + sustained slowdown); the median for other shapes",
                       {{"efficiency", m}, {"min", *std::min_element(eff.begin(), eff.end())}, {"max", *std::max_element(eff.begin(), eff.end())}},
                       100 * std::sqrt(sq / static_cast<double>(eff.size())), static_cast<int>(eff.size())});
-    if (auto g = fit_gemm_model(p.gemm_shapes)) {
-      p.gemm_model = *g;
+    if (auto g = fit_gemm_model(p.gemm.gemm_shapes)) {
+      p.gemm.gemm_model = *g;
       // Leave-one-out: each shape predicted by the model fitted without it.
       std::vector<double> loo, res;
-      for (size_t i = 0; i < p.gemm_shapes.size(); ++i) {
-        const auto& sh = p.gemm_shapes[i];
+      for (size_t i = 0; i < p.gemm.gemm_shapes.size(); ++i) {
+        const auto& sh = p.gemm.gemm_shapes[i];
         res.push_back(sh.efficiency / g->at(sh.m, sh.n, sh.k) - 1);
-        if (auto gi = fit_gemm_model(p.gemm_shapes, i)) loo.push_back(100 * std::abs(sh.efficiency / gi->at(sh.m, sh.n, sh.k) - 1));
+        if (auto gi = fit_gemm_model(p.gemm.gemm_shapes, i)) loo.push_back(100 * std::abs(sh.efficiency / gi->at(sh.m, sh.n, sh.k) - 1));
       }
       double res_sq = 0;
       for (double r : res) res_sq += r * r;
@@ -1217,10 +1199,10 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     }
     Fit f = fit_alpha_beta("memory-bound kernels", pts);
     if (hbm && f.values.size() == 2) {
-      p.hbm_latency = Time::from_us(f.values[0].second);
-      p.hbm_efficiency = std::clamp(f.values[1].second * 1e9 / hbm->bytes_per_s, 1e-3, 1.0);
+      p.memory.hbm_latency = Time::from_us(f.values[0].second);
+      p.memory.hbm_efficiency = std::clamp(f.values[1].second * 1e9 / hbm->bytes_per_s, 1e-3, 1.0);
       f.formula = "time = latency + HBM bytes / (efficiency x HBM bandwidth), >= 64 MiB; loaded = between GEMMs under sustained load";
-      f.values.emplace_back("efficiency", p.hbm_efficiency);
+      f.values.emplace_back("efficiency", p.memory.hbm_efficiency);
       for (const auto& kv : loaded) f.values.push_back(kv);
       c.fits.push_back(f);
     }
@@ -1238,7 +1220,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     // times into the load: the share (0-1, steps of 0.05) whose model
     // slowdowns leave their efficiencies the least spread (rms of the log).
     std::optional<Fit> share_fit;
-    if (it != gpu.peak_tflops.end() && p.sustained_slow_slowdown > 0) {
+    if (it != gpu.peak_tflops.end() && p.power.sustained_slow_slowdown > 0) {
       std::vector<json> windowed;  // copies: rows() returns its own
       for (const auto& [name, doc] : docs)
         for (const auto& r : rows(doc, "attention_sdpa"))
@@ -1246,7 +1228,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       if (windowed.size() >= 4) {
         auto spread = [&](double share) {
           ModelParams q = p;
-          q.attention_slow_share = share;
+          q.attention.attention_slow_share = share;
           std::vector<double> v;
           for (const json& r : windowed) v.push_back(std::log(r.at("TFLOPs").get<double>() * sdpa_window_scale(r, q)));
           const double m = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
@@ -1258,7 +1240,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         const double as_gemm = best_rms;
         for (int i = 0; i < 20; ++i)
           if (const double e = spread(i * 0.05); e < best_rms) best_rms = e, best = i * 0.05;
-        p.attention_slow_share = best;
+        p.attention.attention_slow_share = best;
         share_fit = Fit{"attention, slow clock term",
                         "the share of the sustained-load slow term SDPA takes: the one (0-1, steps of 0.05) leaving the self-attention rows timed "
                         "over windows the least spread of efficiency (rms of the log)",
@@ -1275,33 +1257,33 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     }
     for (const auto& q : cross_q) cross_eff.push_back(q.second);
     if (!self_eff.empty()) {
-      p.attention_efficiency = std::min(1.0, median(self_eff) * sustained_scale);
+      p.attention.attention_efficiency = std::min(1.0, median(self_eff) * sustained_scale);
       Fit f{"attention (PyTorch SDPA)",
             "achieved / bf16 peak (SDPA timed back to back), median over the self-attention shapes; efficiency = median x the "
             "sustained-load burst scale (rows timed over a window: x the model's slowdown over it)",
-            {{"efficiency", p.attention_efficiency}, {"median", median(self_eff)}, {"min", *std::min_element(self_eff.begin(), self_eff.end())},
+            {{"efficiency", p.attention.attention_efficiency}, {"median", median(self_eff)}, {"min", *std::min_element(self_eff.begin(), self_eff.end())},
              {"max", *std::max_element(self_eff.begin(), self_eff.end())}},
             0, static_cast<int>(self_eff.size())};
       c.fits.push_back(f);
       if (share_fit) c.fits.push_back(*share_fit);
     }
     if (!cross_eff.empty()) {
-      p.cross_attention_efficiency = std::min(1.0, median(cross_eff) * sustained_scale);
+      p.attention.cross_attention_efficiency = std::min(1.0, median(cross_eff) * sustained_scale);
       Fit f{"cross-attention (PyTorch SDPA)", "the same over the cross-attention shapes (fewer keys than queries)",
-            {{"efficiency", p.cross_attention_efficiency}, {"median", median(cross_eff)}, {"min", *std::min_element(cross_eff.begin(), cross_eff.end())},
+            {{"efficiency", p.attention.cross_attention_efficiency}, {"median", median(cross_eff)}, {"min", *std::min_element(cross_eff.begin(), cross_eff.end())},
              {"max", *std::max_element(cross_eff.begin(), cross_eff.end())}},
             0, static_cast<int>(cross_eff.size())};
       // Over the query count: efficiency / (1 + q0 / seq_q), the asymptote
       // scaled to burst like the median.
       if (auto g = fit_cross_attention(cross_q)) {
-        p.cross_attention_efficiency = std::min(1.0, g->first * sustained_scale);
-        p.cross_attention_q0 = g->second;
+        p.attention.cross_attention_efficiency = std::min(1.0, g->first * sustained_scale);
+        p.attention.cross_attention_q0 = g->second;
         std::vector<double> loo;
         for (size_t i = 0; i < cross_q.size(); ++i)
           if (auto gi = fit_cross_attention(cross_q, i)) loo.push_back(100 * std::abs(cross_q[i].second * (1 + gi->second / cross_q[i].first) / gi->first - 1));
         f.formula = "the same over the cross-attention shapes (fewer keys than queries), over the query count: efficiency / (1 + q0 / seq_q), "
                     "least squares on 1/efficiency; efficiency = the asymptote x the sustained-load burst scale";
-        f.values = {{"efficiency", p.cross_attention_efficiency}, {"q0", p.cross_attention_q0}, {"median", median(cross_eff)},
+        f.values = {{"efficiency", p.attention.cross_attention_efficiency}, {"q0", p.attention.cross_attention_q0}, {"median", median(cross_eff)},
                     {"leave_one_out_median_pct", loo.empty() ? 0.0 : median(loo)},
                     {"leave_one_out_worst_pct", loo.empty() ? 0.0 : *std::max_element(loo.begin(), loo.end())}};
       }
@@ -1327,14 +1309,14 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     Fit f = fit_alpha_beta("NCCL all-to-all", pts);
     if (!f.values.empty()) {
       f.formula = "time = latency + outgoing bytes / (channels x channel bandwidth), 4-16 channels, >= 4 MiB";
-      p.nccl_channel_bandwidth = Bandwidth::from_GBps(f.values[1].second);
-      p.nccl_latency = Time::from_us(f.values[0].second);
+      p.nccl.nccl_channel_bandwidth = Bandwidth::from_GBps(f.values[1].second);
+      p.nccl.nccl_latency = Time::from_us(f.values[0].second);
       f.values = {{"channel_GBps", f.values[1].second}, {"latency_us", f.values[0].second}};
     }
     std::vector<double> ceil;
     for (const auto& [n, v] : largest) ceil.push_back(v.second);
     if (!ceil.empty()) {
-      p.nccl_rank_bandwidth = Bandwidth::from_GBps(median(ceil));
+      p.nccl.nccl_rank_bandwidth = Bandwidth::from_GBps(median(ceil));
       f.values.emplace_back("rank_ceiling_GBps", median(ceil));
     }
     // Ring steps after the first: all-reduce (2(U-1) steps) against
@@ -1347,8 +1329,8 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
           (std::string(key) == "nccl_all_reduce" ? t_ar : t_ag) = r.at("time_us").get<double>();
         }
     if (t_ar > 0 && t_ag > 0 && ranks > 1) {
-      p.nccl_step_latency = Time::from_us(std::max(0.0, (t_ar - t_ag) / (ranks - 1)));
-      f.values.emplace_back("ring_step_latency_us", p.nccl_step_latency.us());
+      p.nccl.nccl_step_latency = Time::from_us(std::max(0.0, (t_ar - t_ag) / (ranks - 1)));
+      f.values.emplace_back("ring_step_latency_us", p.nccl.nccl_step_latency.us());
     }
     if (!pts.empty()) c.fits.push_back(f);
   }
@@ -1375,17 +1357,17 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         if (t.first > 0 && t.second > 0) beside.push_back(t.second - t.first);
     }
     if (!beside.empty()) {
-      p.nvlink_copy_latency = Time::from_us(std::max(0.0, median(beside)));
+      p.nvlink.nvlink_copy_latency = Time::from_us(std::max(0.0, median(beside)));
       c.fits.push_back({"NVLink beside copies", "all-to-all with H2D copies beside - without, after <= 8 ms of GEMMs, median over sizes and cases",
-                        {{"copy_latency_us", p.nvlink_copy_latency.us()}, {"min_us", *std::min_element(beside.begin(), beside.end())},
+                        {{"copy_latency_us", p.nvlink.nvlink_copy_latency.us()}, {"min_us", *std::min_element(beside.begin(), beside.end())},
                          {"max_us", *std::max_element(beside.begin(), beside.end())}},
                         0, static_cast<int>(beside.size())});
     }
     if (!steps.empty()) {
-      p.nvlink_wake_latency = Time::from_us(std::max(0.0, median(steps)));
+      p.nvlink.nvlink_wake_latency = Time::from_us(std::max(0.0, median(steps)));
       c.fits.push_back({"NVLink wake-up", "all-to-all after >= 30 ms of GEMMs - after <= 8 ms (no copies beside), median over sizes; after "
                         "nvlink_wake_after without NVLink collective traffic",
-                        {{"wake_latency_us", p.nvlink_wake_latency.us()}, {"min_us", *std::min_element(steps.begin(), steps.end())},
+                        {{"wake_latency_us", p.nvlink.nvlink_wake_latency.us()}, {"min_us", *std::min_element(steps.begin(), steps.end())},
                          {"max_us", *std::max_element(steps.begin(), steps.end())}},
                         0, static_cast<int>(steps.size())});
     }
@@ -1402,9 +1384,9 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         (r.at("mode") == "loaded" ? shares : rested).push_back(r.at("mean_skew_us").get<double>() / (2 * seg_us));
       }
     if (!shares.empty()) {
-      p.straggler_share = median(shares);
+      p.power.straggler_share = median(shares);
       c.fits.push_back({"ranks apart under the power cap", "mean arrival skew / 2 / the segment's compute time (bench nccl_barrier_skew, loaded), median over rows and runs",
-                        {{"straggler_share", p.straggler_share}, {"min", *std::min_element(shares.begin(), shares.end())},
+                        {{"straggler_share", p.power.straggler_share}, {"min", *std::min_element(shares.begin(), shares.end())},
                          {"max", *std::max_element(shares.begin(), shares.end())}, {"rested_median", rested.empty() ? 0.0 : median(rested)}},
                         0, static_cast<int>(shares.size())});
     }
@@ -1422,13 +1404,13 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       // Both modes start after >= 150 ms without NVLink traffic: over NVLink
       // each pays the wake-up once per `iters` all-to-alls, which does not
       // scale with the clock (0 where not calibrated).
-      const double wake = off ? 0.0 : p.nvlink_wake_latency.us() / r.at("iters").get<double>();
+      const double wake = off ? 0.0 : p.nvlink.nvlink_wake_latency.us() / r.at("iters").get<double>();
       const double rested = r.at("rested_time_us").get<double>();
       const double g = r.at("gemm_ratio").get<double>() - 1, a = (r.at("time_us").get<double>() - rested) / (rested - wake);
       if (g > 0.02) shares.push_back(std::clamp(a / g, 0.0, 1.0));
     }
     if (shares.empty()) continue;
-    (off ? p.comm_clock_share_host : p.comm_clock_share) = median(shares);
+    (off ? p.power.comm_clock_share_host : p.power.comm_clock_share) = median(shares);
     c.fits.push_back({off ? "NCCL under load, through host memory" : "NCCL under load",
                       "all-to-all with the clock down: (loaded / rested - 1) / (GEMM loaded / rested - 1), median over sizes",
                       {{"clock_share", median(shares)}, {"min", *std::min_element(shares.begin(), shares.end())},
@@ -1444,9 +1426,9 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   // without a wake-up. The raw step counted the clock twice: 16 MiB rows
   // (base ~50 us, step 97) replayed 8-11 % slow after 30-100 ms, 80 MiB
   // (base ~165 us, step 118-123) within 5 %.
-  if (const json* doc = find_doc(runs, false); doc && p.nvlink_wake_latency > Time::zero()) {
+  if (const json* doc = find_doc(runs, false); doc && p.nvlink.nvlink_wake_latency > Time::zero()) {
     ModelParams q = p;
-    q.nvlink_wake_latency = Time::zero();
+    q.nvlink.nvlink_wake_latency = Time::zero();
     struct Step {
       std::vector<double> fast, slow, sim_fast, sim_slow;
     };
@@ -1462,13 +1444,13 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       if (!st.fast.empty() && !st.slow.empty())
         steps.push_back((median(st.slow) - median(st.fast)) - (median(st.sim_slow) - median(st.sim_fast)));
     if (!steps.empty()) {
-      const double raw = p.nvlink_wake_latency.us();
-      p.nvlink_wake_latency = Time::from_us(std::max(0.0, median(steps)));
+      const double raw = p.nvlink.nvlink_wake_latency.us();
+      p.nvlink.nvlink_wake_latency = Time::from_us(std::max(0.0, median(steps)));
       for (auto& f : c.fits)
         if (f.name == "NVLink wake-up") {
           f.formula = "(all-to-all after >= 30 ms of GEMMs - after <= 8 ms, no copies beside) - the same step replayed as run without a "
                       "wake-up (the clock's share), median over sizes; after nvlink_wake_after without NVLink collective traffic";
-          f.values = {{"wake_latency_us", p.nvlink_wake_latency.us()},
+          f.values = {{"wake_latency_us", p.nvlink.nvlink_wake_latency.us()},
                       {"min_us", *std::min_element(steps.begin(), steps.end())},
                       {"max_us", *std::max_element(steps.begin(), steps.end())},
                       {"raw_step_us", raw}};
@@ -1493,7 +1475,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         for (const auto& k : r.at("cases")) any = any || k.contains("gemm_span_us");
       if (!any) return out;
       ModelParams q = p;
-      q.nvlink_awake_slowdown = 0;
+      q.nvlink.nvlink_awake_slowdown = 0;
       for (const InsituCase& k : insitu_cases(doc, p2p_off, topo, q))
         if (!k.copies && k.gemm_ms <= 8 && k.measured->contains("gemm_span_us"))
           out[{k.bytes, k.gemm_ms}] = {k.measured->at("gemm_span_us").get<double>(), k.sim.gemm_span_us};
@@ -1506,11 +1488,11 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
         if (const auto o = so.find(key); o != so.end() && o->second.second > 0)
           ratios.push_back((t.first / o->second.first) / (t.second / o->second.second));
       if (!ratios.empty()) {
-        p.nvlink_awake_slowdown = std::max(0.0, median(ratios) - 1);
+        p.nvlink.nvlink_awake_slowdown = std::max(0.0, median(ratios) - 1);
         c.fits.push_back({"compute beside an awake NVLink",
                           "GEMMs' span after <= 8 ms over NVLink / through host memory (bench nccl_all_to_all_insitu, no copies), over the "
                           "same ratio replayed without the term; the median less one",
-                          {{"nvlink_awake_slowdown", p.nvlink_awake_slowdown},
+                          {{"nvlink_awake_slowdown", p.nvlink.nvlink_awake_slowdown},
                            {"min", *std::min_element(ratios.begin(), ratios.end()) - 1},
                            {"max", *std::max_element(ratios.begin(), ratios.end()) - 1}},
                           0, static_cast<int>(ratios.size())});
@@ -1527,7 +1509,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     for (const auto& r : rows(d, "interference")) {
       const std::string a = r.at("a"), b = r.at("b");
       if (a == "gemm" && b == "all_to_all") {
-        const int ch = r.at("channels").get<int>() == 0 ? p.nccl_channels : r.at("channels").get<int>();
+        const int ch = r.at("channels").get<int>() == 0 ? p.nccl.nccl_channels : r.at("channels").get<int>();
         comm.emplace_back(ch, r.at("b_slowdown").get<double>());
         gemm.emplace_back(ch, 1.0 - 1.0 / r.at("a_slowdown").get<double>());
       }
@@ -1539,17 +1521,17 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
     if (comm.size() >= 2) {
       std::sort(comm.begin(), comm.end());
       const double slope = (comm.back().second - comm.front().second) / (comm.back().first - comm.front().first);
-      p.comm_slowdown_per_channel = std::max(0.0, slope);
-      p.comm_slowdown_base = comm.front().second - p.comm_slowdown_per_channel * comm.front().first;
+      p.interference.comm_slowdown_per_channel = std::max(0.0, slope);
+      p.interference.comm_slowdown_base = comm.front().second - p.interference.comm_slowdown_per_channel * comm.front().first;
       double g = 0;
       for (const auto& [ch, s] : gemm) g += std::max(0.0, s);
-      p.gemm_slowdown_base = g / static_cast<double>(gemm.size());  // no channel trend measured: a constant
-      p.gemm_slowdown_per_channel = 0;
+      p.interference.gemm_slowdown_base = g / static_cast<double>(gemm.size());  // no channel trend measured: a constant
+      p.interference.gemm_slowdown_per_channel = 0;
       c.fits.push_back({"interference", "all-to-all slowdown = base + per_channel x channels; GEMM slowdown = mean",
-                        {{"comm_base", p.comm_slowdown_base}, {"comm_per_channel", p.comm_slowdown_per_channel}, {"gemm_slowdown", p.gemm_slowdown_base}},
+                        {{"comm_base", p.interference.comm_slowdown_base}, {"comm_per_channel", p.interference.comm_slowdown_per_channel}, {"gemm_slowdown", p.interference.gemm_slowdown_base}},
                         0, static_cast<int>(comm.size())});
     }
-    if (copies) p.gemm_slowdown_per_copy = copy_slow / copies;
+    if (copies) p.interference.gemm_slowdown_per_copy = copy_slow / copies;
   }
 
   // The host-memory transport (a run with NCCL_P2P_DISABLE=1): a rank's
@@ -1565,15 +1547,15 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       }
     Fit f{"NCCL through host memory", "rank ceiling = busbw at the largest size; copy weight from the rates = H2D rate / an all-to-all flow's rate when together / sqrt(peers) (where the fit by simulation below runs, its start)", {}, 0, 0};
     if (busbw > 0) {
-      p.nccl_host_rank_bandwidth = Bandwidth::from_GBps(busbw);
+      p.nccl.nccl_host_rank_bandwidth = Bandwidth::from_GBps(busbw);
       f.values.emplace_back("rank_ceiling_GBps", busbw);
       ++f.points;
     }
     const int a2a_ranks = interference_ranks(*off);
     for (const auto& r : rows(*off, "interference"))
       if (r.at("a") == "all_to_all" && r.at("b") == "h2d") {
-        p.copy_weight = copy_weight_from_rates(r.at("a_together_us").get<double>(), r.at("b_together_us").get<double>(), a2a_ranks);
-        f.values.emplace_back("copy_weight_from_rates", p.copy_weight);
+        p.interference.copy_weight = copy_weight_from_rates(r.at("a_together_us").get<double>(), r.at("b_together_us").get<double>(), a2a_ranks);
+        f.values.emplace_back("copy_weight_from_rates", p.interference.copy_weight);
         ++f.points;
       }
     if (f.points) c.fits.push_back(f);
@@ -1585,7 +1567,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
   // looks faster than a smaller one).
   {
     Fit f{"NCCL collective tables", "time at each measured size and channel count (used inside one host, nearest rank count); 1 GiB at NCCL's default channels", {}, 0, 0};
-    p.nccl_tables.clear();
+    p.nccl.nccl_tables.clear();
     for (const bool off : {false, true}) {
       const json* doc = find_doc(runs, off);
       if (!doc) continue;
@@ -1596,7 +1578,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
           by_ranks[{r.at("channels").get<int>(), r.at("ranks").get<int>()}][r.at("bytes").get<double>()].push_back(r.at("time_us").get<double>() * 1e-6);
         for (const auto& [chn, sizes] : by_ranks) {
           const auto [ch, n] = chn;
-          ModelParams::NcclTable t{coll, n, off, {}, ch};
+          NcclTable t{coll, n, off, {}, ch};
           // Non-decreasing by pooling adjacent violators: where a larger size
           // measured faster than a smaller one (launch-latency noise), both
           // take their mean instead of the later one being raised.
@@ -1615,7 +1597,7 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
             for (int i = 0; i < count; ++i, ++sz) t.points.emplace_back(sz->first, mean);
           if (ch == 0) f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", table_coll_name(coll), off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
           f.points += static_cast<int>(t.points.size());
-          p.nccl_tables.push_back(std::move(t));
+          p.nccl.nccl_tables.push_back(std::move(t));
         }
       }
     }
@@ -1662,12 +1644,12 @@ Calibration fit_all(const std::vector<std::pair<std::string, json>>& docs, const
       // case, is then the one fitted. Where the host side binds (4xH200:
       // 149 GB/s for four), the two pairs differ in the model too and both
       // are fitted.
-      const auto& agg = h2d ? p.host_h2d_aggregate : p.host_d2h_aggregate;
+      const auto& agg = h2d ? p.copies.host_h2d_aggregate : p.copies.host_d2h_aggregate;
       if (pairs.size() == 2 && agg.size() >= static_cast<size_t>(ranks) &&
           agg[static_cast<size_t>(ranks) - 1].GBps() >= 0.98 * ranks * agg[0].GBps())
         pairs.erase(pairs.begin());
-      double& w = h2d ? p.copy_weight : p.copy_weight_d2h;
-      double& cost = h2d ? p.host_transport_cost_h2d : p.host_transport_cost_d2h;
+      double& w = h2d ? p.interference.copy_weight : p.interference.copy_weight_d2h;
+      double& cost = h2d ? p.interference.host_transport_cost_h2d : p.interference.host_transport_cost_d2h;
       auto residual = [&](const Eigen::Vector2d& x) {
         w = std::exp(x(0));
         cost = std::exp(x(1));
@@ -1735,356 +1717,7 @@ std::string calibration_yaml(const Calibration& c) {
     for (const auto& [k, v] : f.values) out += fmt::format("{} = {:.4g}  ", k, v);
     out += "\n";
   }
-  out += "schema: overlapsim.calibration/v1\nmodel:\n";
-  auto t = [](Time x) { return fmt::format("{:.4f} us", x.us()); };
-  auto bw = [](Bandwidth b) { return fmt::format("{:.4f} GB/s", b.GBps()); };
-  out += fmt::format("  kernel_launch: {}\n  memcpy_call: {}\n  event_call: {}\n  sync_call: {}\n", t(p.kernel_launch), t(p.memcpy_call),
-                     t(p.event_call), t(p.sync_call));
-  out += fmt::format("  gemm_efficiency: {:.4f}\n  attention_efficiency: {:.4f}\n", p.gemm_efficiency, p.attention_efficiency);
-  if (p.cross_attention_efficiency > 0) out += fmt::format("  cross_attention_efficiency: {:.4f}\n", p.cross_attention_efficiency);
-  if (p.cross_attention_q0 > 0) out += fmt::format("  cross_attention_q0: {:.1f}\n", p.cross_attention_q0);
-  if (p.event_gpu_time > Time::zero()) out += fmt::format("  event_gpu_time: {}   # GPU time of an event record on its stream\n", t(p.event_gpu_time));
-  if (p.event_gpu_time_h2d > Time::zero()) out += fmt::format("  event_gpu_time_h2d: {}   # more while the GPU has an H2D copy in flight\n", t(p.event_gpu_time_h2d));
-  if (p.event_gpu_time_copy >= Time::zero()) out += fmt::format("  event_gpu_time_copy: {}   # the GPU time of an event recorded after a copy\n", t(p.event_gpu_time_copy));
-  out += fmt::format("  hbm_efficiency: {:.4f}\n", p.hbm_efficiency);
-  if (p.hbm_latency > Time::zero()) out += fmt::format("  hbm_latency: {}\n", t(p.hbm_latency));
-  if (!p.copy_engine_bandwidth.is_unlimited()) out += fmt::format("  copy_engine_bandwidth: {}\n", bw(p.copy_engine_bandwidth));
-  if (!p.copy_engine_bandwidth_d2h.is_unlimited()) out += fmt::format("  copy_engine_bandwidth_d2h: {}\n", bw(p.copy_engine_bandwidth_d2h));
-  out += fmt::format("  copy_latency: {}\n", t(p.copy_latency));
-  if (p.copy_latency_d2h >= Time::zero()) out += fmt::format("  copy_latency_d2h: {}\n", t(p.copy_latency_d2h));
-  if (p.copy_after_kernel_latency > Time::zero())
-    out += fmt::format("  copy_after_kernel_latency: {}   # a copy that waited on a kernel starts this much later\n", t(p.copy_after_kernel_latency));
-  if (p.copy_after_kernel_latency_d2h >= Time::zero()) out += fmt::format("  copy_after_kernel_latency_d2h: {}\n", t(p.copy_after_kernel_latency_d2h));
-  if (p.kernel_after_copy_latency > Time::zero())
-    out += fmt::format("  kernel_after_copy_latency: {}   # a kernel that waited on a copy starts this much later\n", t(p.kernel_after_copy_latency));
-  if (p.has_handoff_phase()) {
-    out += fmt::format("  handoff_phase_min: {}   # one hand-off takes between these (its phase); the latencies above are the mean\n", t(p.handoff_phase_min));
-    out += fmt::format("  handoff_phase_max: {}\n", t(p.handoff_phase_max));
-  }
-  if (p.copy_step_bytes > 0) {
-    out += fmt::format("  copy_step_bytes: {}   # pinned copies this large or larger take the step latency more\n", p.copy_step_bytes);
-    out += fmt::format("  copy_step_latency: {}\n", t(p.copy_step_latency));
-    if (p.copy_step_latency_d2h >= Time::zero()) out += fmt::format("  copy_step_latency_d2h: {}\n", t(p.copy_step_latency_d2h));
-  }
-  out += fmt::format("  pageable_bandwidth: {}\n", bw(p.pageable_bandwidth));
-  if (!p.pageable_bandwidth_d2h.is_unlimited()) out += fmt::format("  pageable_bandwidth_d2h: {}\n", bw(p.pageable_bandwidth_d2h));
-  if (p.pageable_latency >= Time::zero()) out += fmt::format("  pageable_latency: {}\n", t(p.pageable_latency));
-  if (p.pageable_latency_d2h >= Time::zero()) out += fmt::format("  pageable_latency_d2h: {}\n", t(p.pageable_latency_d2h));
-  if (p.copy_bidir_factor < 1 || p.copy_bidir_factor_d2h < 1)
-    out += fmt::format("  copy_bidir_factor: {:.4f}   # share of the engine's rate kept while the GPU copies the other way too\n  copy_bidir_factor_d2h: {:.4f}\n",
-                       p.copy_bidir_factor, p.copy_bidir_factor_d2h);
-  if (p.copy_bidir_small()) {
-    out += fmt::format("  copy_bidir_small_bytes: {}   # copies below this keep copy_bidir_factor_small both ways at once; any copy then takes the longer set-up\n",
-                       p.copy_bidir_small_bytes);
-    out += fmt::format("  copy_bidir_factor_small: {:.4f}\n", p.copy_bidir_factor_small);
-    if (p.copy_bidir_factor_small_d2h >= 0) out += fmt::format("  copy_bidir_factor_small_d2h: {:.4f}\n", p.copy_bidir_factor_small_d2h);
-  }
-  if (p.copy_bidir_tabled()) {
-    out += "  copy_bidir_table:   # [bytes, H2D share, D2H share]: both ways at once per size, interpolated in log(bytes)\n";
-    for (const auto& e : p.copy_bidir_table) out += fmt::format("    - [{:.0f}, {:.4f}, {:.4f}]\n", e[0], e[1], e[2]);
-  }
-  if (p.copy_bidir_mid()) {
-    out += fmt::format("  copy_bidir_mid_bytes: {}   # copies above copy_bidir_small_bytes and below this keep copy_bidir_factor_mid both ways at once\n",
-                       p.copy_bidir_mid_bytes);
-    if (p.copy_bidir_mid_span > 0)
-      out += fmt::format("  copy_bidir_mid_span: {}   # ... while both directions' host spans are within this\n", p.copy_bidir_mid_span);
-    out += fmt::format("  copy_bidir_factor_mid: {:.4f}\n", p.copy_bidir_factor_mid);
-    if (p.copy_bidir_factor_mid_d2h >= 0) out += fmt::format("  copy_bidir_factor_mid_d2h: {:.4f}\n", p.copy_bidir_factor_mid_d2h);
-  }
-  for (const bool h2d : {true, false}) {
-    const auto& table = h2d ? p.host_h2d_aggregate : p.host_d2h_aggregate;
-    if (table.empty()) continue;
-    out += h2d ? "  host_h2d_aggregate: [" : "  host_d2h_aggregate: [";  // a host bridge's limit with 1, 2, ... GPUs copying at once
-    for (size_t i = 0; i < table.size(); ++i) out += (i ? ", " : "") + bw(table[i]);
-    out += "]\n";
-  }
-  out += fmt::format("  nccl_channels: {}\n  nccl_channel_bandwidth: {}\n  nccl_latency: {}\n  nccl_step_latency: {}\n", p.nccl_channels,
-                     bw(p.nccl_channel_bandwidth), t(p.nccl_latency), t(p.nccl_step_latency));
-  if (!p.nccl_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_rank_bandwidth: {}\n", bw(p.nccl_rank_bandwidth));
-  if (!p.nccl_host_rank_bandwidth.is_unlimited()) out += fmt::format("  nccl_host_rank_bandwidth: {}\n", bw(p.nccl_host_rank_bandwidth));
-  out += fmt::format("  copy_weight: {:.4f}\n", p.copy_weight);
-  if (p.copy_weight_d2h > 0) out += fmt::format("  copy_weight_d2h: {:.4f}\n", p.copy_weight_d2h);
-  if (p.host_transport_cost_h2d != 1.0 || p.host_transport_cost_d2h != 1.0)
-    out += fmt::format("  host_transport_cost_h2d: {:.4f}\n  host_transport_cost_d2h: {:.4f}\n", p.host_transport_cost_h2d, p.host_transport_cost_d2h);
-  if (p.gemm_model.efficiency > 0)
-    out += fmt::format("  gemm_model: {{efficiency: {:.4f}, m0: {:.2f}, n0: {:.2f}, k0: {:.2f}, pow2_m: {:.4f}}}   # shapes not in gemm_shapes\n",
-                       p.gemm_model.efficiency, p.gemm_model.m0, p.gemm_model.n0, p.gemm_model.k0, p.gemm_model.pow2_m);
-  if (!p.gemm_shapes.empty()) {
-    out += "  gemm_shapes:   # [m, n, k, efficiency] measured\n";
-    for (const auto& g : p.gemm_shapes) out += fmt::format("    - [{}, {}, {}, {:.4f}]\n", g.m, g.n, g.k, g.efficiency);
-  }
-  if (!p.nccl_tables.empty()) {
-    out += "  nccl_tables:   # collectives measured at NCCL's channels or the given count: [bytes per rank, time in us]\n";
-    for (const auto& tab : p.nccl_tables) {
-      out += fmt::format("    - {{collective: {}, ranks: {}, transport: {}, {}points: [", table_coll_name(tab.coll), tab.ranks, tab.via_host ? "host" : "p2p",
-                         tab.channels > 0 ? fmt::format("channels: {}, ", tab.channels) : std::string());
-      for (size_t i = 0; i < tab.points.size(); ++i)
-        out += fmt::format("{}[{:.0f}, {:.2f}]", i ? ", " : "", tab.points[i].first, tab.points[i].second * 1e6);
-      out += "]}\n";
-    }
-  }
-  if (p.sustained_slowdown > 0)
-    out += fmt::format("  sustained_slowdown: {:.4f}\n  sustained_duty: {:.4f}\n  sustained_time_constant: {}\n", p.sustained_slowdown,
-                       p.sustained_duty, fmt::format("{:.3f} ms", p.sustained_time_constant.ms()));
-  if (p.sustained_slow_slowdown > 0)
-    out += fmt::format("  sustained_slow_slowdown: {:.4f}\n  sustained_slow_time_constant: {:.3f} ms\n", p.sustained_slow_slowdown,
-                       p.sustained_slow_time_constant.ms());
-  if (p.attention_slow_share != 1.0) out += fmt::format("  attention_slow_share: {:.2f}\n", p.attention_slow_share);
-  if (p.straggler_share > 0) out += fmt::format("  straggler_share: {:.4f}\n", p.straggler_share);
-  if (p.nvlink_wake_latency > Time::zero())
-    out += fmt::format("  nvlink_wake_latency: {:.1f} us\n  nvlink_wake_after: {:.1f} ms\n", p.nvlink_wake_latency.us(), p.nvlink_wake_after.ms());
-  if (p.nvlink_copy_latency > Time::zero()) out += fmt::format("  nvlink_copy_latency: {:.1f} us\n", p.nvlink_copy_latency.us());
-  if (p.nvlink_awake_slowdown > 0) out += fmt::format("  nvlink_awake_slowdown: {:.4f}\n", p.nvlink_awake_slowdown);
-  out += fmt::format("  gemm_slowdown_base: {:.4f}\n  gemm_slowdown_per_channel: {:.5f}\n  gemm_slowdown_per_copy: {:.4f}\n", p.gemm_slowdown_base,
-                     p.gemm_slowdown_per_channel, p.gemm_slowdown_per_copy);
-  out += fmt::format("  comm_slowdown_base: {:.4f}\n  comm_slowdown_per_channel: {:.5f}\n", p.comm_slowdown_base, p.comm_slowdown_per_channel);
-  if (p.comm_clock_share > 0 || p.comm_clock_share_host > 0)
-    out += fmt::format("  comm_clock_share: {:.4f}\n  comm_clock_share_host: {:.4f}\n", p.comm_clock_share, p.comm_clock_share_host);
-  return out;
-}
-
-ModelParams load_calibration(const std::string& path, const ModelParams& base) {
-  const YAML::Node root = load_yaml_file(path);
-  MapReader top(path, root, "calibration", {"schema", "model"});
-  if (top.str("schema") != "overlapsim.calibration/v1") top.fail("schema", "expected overlapsim.calibration/v1");
-  MapReader m(path, top.get("model"), "calibration model",
-              {"kernel_launch", "memcpy_call", "event_call", "event_gpu_time", "event_gpu_time_h2d", "event_gpu_time_copy", "copy_after_kernel_latency", "copy_after_kernel_latency_d2h", "kernel_after_copy_latency", "handoff_phase_min", "handoff_phase_max", "sync_call", "collective_call", "alloc_call", "free_call", "gemm_efficiency", "gemm_shapes", "gemm_model",
-               "attention_efficiency", "cross_attention_efficiency", "cross_attention_q0", "flops_efficiency", "nccl_tables", "hbm_efficiency", "copy_engine_bandwidth", "copy_engine_bandwidth_d2h", "copy_latency", "copy_latency_d2h", "copy_step_bytes", "copy_step_latency", "copy_step_latency_d2h", "pageable_bandwidth", "pageable_bandwidth_d2h",
-               "pageable_latency", "pageable_latency_d2h", "copy_bidir_factor", "copy_bidir_factor_d2h", "copy_bidir_small_bytes", "copy_bidir_factor_small", "copy_bidir_factor_small_d2h", "copy_bidir_table", "copy_bidir_mid_bytes", "copy_bidir_mid_span", "copy_bidir_factor_mid", "copy_bidir_factor_mid_d2h", "host_h2d_aggregate", "host_d2h_aggregate", "nccl_channels", "nccl_channel_bandwidth", "nccl_latency", "nccl_step_latency", "nccl_rank_bandwidth", "nccl_host_rank_bandwidth", "copy_weight", "copy_weight_d2h", "host_transport_cost_h2d", "host_transport_cost_d2h", "gemm_slowdown_base", "gemm_slowdown_per_channel",
-               "gemm_slowdown_per_copy", "comm_slowdown_base", "comm_slowdown_per_channel", "sustained_slowdown", "sustained_duty",
-               "sustained_time_constant", "hbm_latency", "sustained_slow_slowdown", "sustained_slow_time_constant", "attention_slow_share", "straggler_share", "nvlink_wake_latency", "nvlink_wake_after", "nvlink_copy_latency", "nvlink_awake_slowdown", "comm_clock_share",
-               "comm_clock_share_host"});
-  ModelParams p = base;
-  auto time = [&](const char* k, Time& f) {
-    if (auto v = m.opt_duration(k)) f = *v;
-  };
-  auto num = [&](const char* k, double& f, double lo, double hi) {
-    if (auto v = m.opt_num(k)) {
-      if (!(*v >= lo && *v <= hi)) m.fail(k, fmt::format("must be in [{}, {}]", lo, hi));
-      f = *v;
-    }
-  };
-  auto bw = [&](const char* k, Bandwidth& f) {
-    if (auto v = m.opt_bandwidth(k)) f = *v;
-  };
-  time("kernel_launch", p.kernel_launch);
-  time("memcpy_call", p.memcpy_call);
-  time("event_call", p.event_call);
-  time("event_gpu_time", p.event_gpu_time);
-  time("event_gpu_time_h2d", p.event_gpu_time_h2d);
-  time("event_gpu_time_copy", p.event_gpu_time_copy);
-  if (m.has("event_gpu_time_copy") && p.event_gpu_time_copy < Time::zero()) m.fail("event_gpu_time_copy", "must be >= 0, e.g. 1.3 us");
-  time("copy_after_kernel_latency", p.copy_after_kernel_latency);
-  if (p.copy_after_kernel_latency < Time::zero()) m.fail("copy_after_kernel_latency", "must be >= 0, e.g. 5.8 us");
-  time("copy_after_kernel_latency_d2h", p.copy_after_kernel_latency_d2h);
-  if (m.has("copy_after_kernel_latency_d2h") && p.copy_after_kernel_latency_d2h < Time::zero())
-    m.fail("copy_after_kernel_latency_d2h", "must be >= 0, e.g. 6.0 us");
-  time("kernel_after_copy_latency", p.kernel_after_copy_latency);
-  if (p.kernel_after_copy_latency < Time::zero()) m.fail("kernel_after_copy_latency", "must be >= 0, e.g. 2.8 us");
-  if (m.has("handoff_phase_min") != m.has("handoff_phase_max"))
-    m.fail(m.has("handoff_phase_min") ? "handoff_phase_min" : "handoff_phase_max", "give handoff_phase_min and handoff_phase_max together, e.g. 0.3 us and 7.4 us");
-  time("handoff_phase_min", p.handoff_phase_min);
-  time("handoff_phase_max", p.handoff_phase_max);
-  if (m.has("handoff_phase_min") && !(p.handoff_phase_min >= Time::zero() && p.handoff_phase_max >= p.handoff_phase_min))
-    m.fail("handoff_phase_max", "must be >= handoff_phase_min >= 0, e.g. 0.3 us and 7.4 us");
-  time("sync_call", p.sync_call);
-  time("collective_call", p.collective_call);
-  time("alloc_call", p.alloc_call);
-  time("free_call", p.free_call);
-  num("gemm_efficiency", p.gemm_efficiency, 1e-3, 1);
-  if (m.has("gemm_shapes")) {
-    const YAML::Node list = m.get("gemm_shapes");
-    if (!list.IsSequence()) m.fail("gemm_shapes", "must be a list of [m, n, k, efficiency]");
-    p.gemm_shapes.clear();
-    for (const YAML::Node& e : list) {
-      if (!e.IsSequence() || e.size() != 4) throw InputError(location_of(path, e), "each gemm_shapes entry is [m, n, k, efficiency]");
-      try {
-        const double eff = e[3].as<double>();
-        if (!(eff > 0 && eff <= 1)) throw InputError(location_of(path, e), "efficiency must be in (0, 1]");
-        p.gemm_shapes.push_back({e[0].as<int>(), e[1].as<int>(), e[2].as<int>(), eff});
-      } catch (const YAML::Exception&) {
-        throw InputError(location_of(path, e), "each gemm_shapes entry is [m, n, k, efficiency] with whole numbers m, n, k");
-      }
-    }
-  }
-  if (m.has("gemm_model")) {
-    MapReader g(path, m.get("gemm_model"), "gemm_model", {"efficiency", "m0", "n0", "k0", "pow2_m"});
-    ModelParams::GemmShapeModel gm;
-    gm.efficiency = g.num("efficiency");
-    if (!(gm.efficiency > 0 && gm.efficiency <= 1)) g.fail("efficiency", "must be in (0, 1], e.g. 0.88");
-    for (auto [key, field] : {std::pair<const char*, double*>{"m0", &gm.m0}, {"n0", &gm.n0}, {"k0", &gm.k0}}) {
-      *field = g.opt_num(key).value_or(0);
-      if (!(*field >= 0)) g.fail(key, "must be >= 0 (the size at which that dimension halves the efficiency's headroom), e.g. 77");
-    }
-    gm.pow2_m = g.opt_num("pow2_m").value_or(0);
-    if (!(gm.pow2_m >= 0 && gm.pow2_m < 1)) g.fail("pow2_m", "must be in [0, 1): the extra loss when m is a power of two, e.g. 0.025");
-    p.gemm_model = gm;
-  }
-  if (m.has("nccl_tables")) {
-    const YAML::Node list = m.get("nccl_tables");
-    if (!list.IsSequence()) m.fail("nccl_tables", "must be a list of {collective, ranks, transport, channels (optional), points}");
-    p.nccl_tables.clear();
-    for (const YAML::Node& e : list) {
-      MapReader t(path, e, "nccl_tables entry", {"collective", "ranks", "transport", "channels", "points"});
-      ModelParams::NcclTable tab;
-      const std::string coll = t.str("collective"), transport = t.str("transport");
-      bool known = false;
-      for (const auto k : kTableColls)
-        if (coll == table_coll_name(k)) {
-          tab.coll = k;
-          known = true;
-        }
-      if (!known) t.fail("collective", "must be all_to_all, all_to_all_pairwise, all_gather, reduce_scatter or all_reduce");
-      if (transport != "p2p" && transport != "host") t.fail("transport", "must be p2p or host");
-      tab.via_host = transport == "host";
-      const auto ranks = t.opt_int("ranks");
-      if (!ranks || *ranks < 2) t.fail("ranks", "must be a whole number >= 2");
-      tab.ranks = static_cast<int>(*ranks);
-      if (const auto ch = t.opt_int("channels")) {
-        if (*ch < 1 || *ch > 64) t.fail("channels", "must be 1..64 (leave it out for NCCL's choice)");
-        tab.channels = static_cast<int>(*ch);
-      }
-      const YAML::Node pts = t.get("points");
-      if (!pts.IsSequence() || pts.size() == 0) t.fail("points", "must be a non-empty list of [bytes per rank, time in us]");
-      for (const YAML::Node& q : pts) {
-        double b = 0, us = 0;
-        try {
-          if (!q.IsSequence() || q.size() != 2) throw YAML::Exception(q.Mark(), "");
-          b = q[0].as<double>();
-          us = q[1].as<double>();
-        } catch (const YAML::Exception&) {
-          throw InputError(location_of(path, q), "each point is [bytes per rank, time in us]");
-        }
-        if (!(b > 0 && us > 0) || (!tab.points.empty() && (b <= tab.points.back().first || us * 1e-6 < tab.points.back().second)))
-          throw InputError(location_of(path, q), "points need positive bytes and times, bytes ascending and times not decreasing");
-        tab.points.emplace_back(b, us * 1e-6);
-      }
-      p.nccl_tables.push_back(std::move(tab));
-    }
-  }
-  num("attention_efficiency", p.attention_efficiency, 1e-3, 1);
-  num("cross_attention_efficiency", p.cross_attention_efficiency, 1e-3, 1);
-  num("cross_attention_q0", p.cross_attention_q0, 0, 1e9);
-  num("flops_efficiency", p.flops_efficiency, 1e-3, 1);
-  num("hbm_efficiency", p.hbm_efficiency, 1e-3, 1);
-  bw("copy_engine_bandwidth", p.copy_engine_bandwidth);
-  bw("copy_engine_bandwidth_d2h", p.copy_engine_bandwidth_d2h);
-  time("copy_latency", p.copy_latency);
-  time("copy_latency_d2h", p.copy_latency_d2h);
-  if (m.has("copy_latency_d2h") && p.copy_latency_d2h < Time::zero()) m.fail("copy_latency_d2h", "must be >= 0, e.g. 1.6 us");
-  if (auto v = m.opt_bytes("copy_step_bytes")) {
-    if (*v < 0) m.fail("copy_step_bytes", "must be >= 0 (0: no step), e.g. 1048576 or 1 MiB");
-    p.copy_step_bytes = *v;
-  }
-  time("copy_step_latency", p.copy_step_latency);
-  if (p.copy_step_latency < Time::zero()) m.fail("copy_step_latency", "must be >= 0, e.g. 1.1 us");
-  time("copy_step_latency_d2h", p.copy_step_latency_d2h);
-  if (m.has("copy_step_latency_d2h") && p.copy_step_latency_d2h < Time::zero()) m.fail("copy_step_latency_d2h", "must be >= 0, e.g. 1.3 us");
-  bw("pageable_bandwidth", p.pageable_bandwidth);
-  bw("pageable_bandwidth_d2h", p.pageable_bandwidth_d2h);
-  time("pageable_latency", p.pageable_latency);
-  if (m.has("pageable_latency") && p.pageable_latency < Time::zero()) m.fail("pageable_latency", "must be >= 0, e.g. 30 us");
-  time("pageable_latency_d2h", p.pageable_latency_d2h);
-  if (m.has("pageable_latency_d2h") && p.pageable_latency_d2h < Time::zero()) m.fail("pageable_latency_d2h", "must be >= 0, e.g. 45 us");
-  num("copy_bidir_factor", p.copy_bidir_factor, 0.05, 1);
-  num("copy_bidir_factor_d2h", p.copy_bidir_factor_d2h, 0.05, 1);
-  num("copy_bidir_factor_small", p.copy_bidir_factor_small, 0.05, 1);
-  num("copy_bidir_factor_small_d2h", p.copy_bidir_factor_small_d2h, 0.05, 1);
-  if (auto v = m.opt_bytes("copy_bidir_small_bytes")) {
-    if (*v <= 0) m.fail("copy_bidir_small_bytes", "must be > 0, e.g. 1 MiB (leave it out for no small-copy share)");
-    p.copy_bidir_small_bytes = *v;
-  }
-  if ((m.has("copy_bidir_factor_small") || m.has("copy_bidir_factor_small_d2h")) && p.copy_bidir_small_bytes <= 0)
-    m.fail(m.has("copy_bidir_factor_small") ? "copy_bidir_factor_small" : "copy_bidir_factor_small_d2h",
-           "applies to copies below copy_bidir_small_bytes: set that too (e.g. 1 MiB), or remove it");
-  if (p.copy_bidir_small_bytes > 0 && !(m.has("copy_bidir_factor_small") || m.has("copy_bidir_factor_small_d2h")))
-    m.fail("copy_bidir_small_bytes", "needs copy_bidir_factor_small (the share copies below it keep both ways at once, e.g. 0.7)");
-  if (m.has("copy_bidir_table")) {
-    const YAML::Node list = m.get("copy_bidir_table");
-    const auto bad = [&] { m.fail("copy_bidir_table", "must be a list of [bytes, H2D share, D2H share] by bytes, shares in (0, 1], e.g. [[4096, 0.7, 0.7], [1048576, 0.9, 0.9]]"); };
-    if (!list.IsSequence() || list.size() == 0) bad();
-    for (const auto& e : list) {
-      if (!e.IsSequence() || e.size() != 3) bad();
-      std::array<double, 3> v{};
-      try {
-        for (size_t i = 0; i < 3; ++i) v[i] = e[i].as<double>();
-      } catch (const YAML::Exception&) {
-        bad();
-      }
-      if (v[0] <= 0 || v[1] <= 0 || v[1] > 1 || v[2] <= 0 || v[2] > 1 || (!p.copy_bidir_table.empty() && v[0] <= p.copy_bidir_table.back()[0])) bad();
-      p.copy_bidir_table.push_back(v);
-    }
-  }
-  num("copy_bidir_factor_mid", p.copy_bidir_factor_mid, 0.05, 1);
-  num("copy_bidir_factor_mid_d2h", p.copy_bidir_factor_mid_d2h, 0.05, 1);
-  for (const char* k : {"copy_bidir_mid_bytes", "copy_bidir_mid_span"})
-    if (auto v = m.opt_bytes(k)) {
-      if (*v <= 0) m.fail(k, "must be > 0, e.g. 64 MiB (leave it out for none)");
-      (std::string(k) == "copy_bidir_mid_bytes" ? p.copy_bidir_mid_bytes : p.copy_bidir_mid_span) = *v;
-    }
-  if ((m.has("copy_bidir_factor_mid") || m.has("copy_bidir_factor_mid_d2h") || m.has("copy_bidir_mid_span")) && p.copy_bidir_mid_bytes <= 0)
-    m.fail(m.has("copy_bidir_factor_mid") ? "copy_bidir_factor_mid" : m.has("copy_bidir_factor_mid_d2h") ? "copy_bidir_factor_mid_d2h" : "copy_bidir_mid_span",
-           "applies to copies below copy_bidir_mid_bytes: set that too (e.g. 64 MiB), or remove it");
-  if (p.copy_bidir_mid_bytes > 0 && !m.has("copy_bidir_factor_mid"))
-    m.fail("copy_bidir_mid_bytes", "needs copy_bidir_factor_mid (the share copies below it keep both ways at once, e.g. 0.9)");
-  for (const bool h2d : {true, false}) {
-    const std::string field = h2d ? "host_h2d_aggregate" : "host_d2h_aggregate";
-    if (!m.has(field)) continue;
-    const YAML::Node list = m.get(field);
-    if (!list.IsSequence() || list.size() == 0)
-      m.fail(field, fmt::format("must be a list of bandwidths: the host bridge's limit with 1, 2, ... GPUs copying {} at once, e.g. [55 GB/s, 106 GB/s]",
-                                h2d ? "H2D" : "D2H"));
-    std::vector<Bandwidth>& table = h2d ? p.host_h2d_aggregate : p.host_d2h_aggregate;
-    table.clear();
-    for (const YAML::Node& e : list) {
-      try {
-        if (!e.IsScalar()) throw std::invalid_argument("not a bandwidth");
-        const Bandwidth b = parse_bandwidth(e.Scalar());
-        if (!(b.bytes_per_s > 0) || b.is_unlimited()) throw std::invalid_argument("must be positive and finite");
-        table.push_back(b);
-      } catch (const std::invalid_argument& ex) {
-        throw InputError(location_of(path, e), fmt::format("{}: each entry is a bandwidth such as '55 GB/s' ({})", field, ex.what()));
-      }
-    }
-  }
-  if (auto v = m.opt_int("nccl_channels")) {
-    if (*v < 1 || *v > 64) m.fail("nccl_channels", "must be 1..64");
-    p.nccl_channels = static_cast<int>(*v);
-  }
-  bw("nccl_channel_bandwidth", p.nccl_channel_bandwidth);
-  time("nccl_latency", p.nccl_latency);
-  time("nccl_step_latency", p.nccl_step_latency);
-  bw("nccl_rank_bandwidth", p.nccl_rank_bandwidth);
-  bw("nccl_host_rank_bandwidth", p.nccl_host_rank_bandwidth);
-  num("copy_weight", p.copy_weight, 0.01, 100);
-  num("copy_weight_d2h", p.copy_weight_d2h, 0.01, 100);
-  num("host_transport_cost_h2d", p.host_transport_cost_h2d, 0.1, 10);
-  num("host_transport_cost_d2h", p.host_transport_cost_d2h, 0.1, 10);
-  num("gemm_slowdown_base", p.gemm_slowdown_base, 0, 0.95);
-  num("gemm_slowdown_per_channel", p.gemm_slowdown_per_channel, 0, 0.1);
-  num("gemm_slowdown_per_copy", p.gemm_slowdown_per_copy, 0, 0.5);
-  num("comm_slowdown_base", p.comm_slowdown_base, 0, 100);
-  num("comm_slowdown_per_channel", p.comm_slowdown_per_channel, 0, 10);
-  num("sustained_slowdown", p.sustained_slowdown, 0, 2);
-  num("sustained_duty", p.sustained_duty, 0, 0.999);
-  time("sustained_time_constant", p.sustained_time_constant);
-  time("hbm_latency", p.hbm_latency);
-  num("sustained_slow_slowdown", p.sustained_slow_slowdown, 0, 2);
-  num("attention_slow_share", p.attention_slow_share, 0, 1);
-  num("straggler_share", p.straggler_share, 0, 1);
-  time("sustained_slow_time_constant", p.sustained_slow_time_constant);
-  time("nvlink_wake_latency", p.nvlink_wake_latency);
-  time("nvlink_wake_after", p.nvlink_wake_after);
-  time("nvlink_copy_latency", p.nvlink_copy_latency);
-  num("nvlink_awake_slowdown", p.nvlink_awake_slowdown, 0, 1);
-  num("comm_clock_share", p.comm_clock_share, 0, 1);
-  num("comm_clock_share_host", p.comm_clock_share_host, 0, 1);
-  if (p.sustained_slow_time_constant <= Time::zero()) m.fail("sustained_slow_time_constant", "must be positive, e.g. 1000 ms");
-  if (p.sustained_time_constant <= Time::zero()) m.fail("sustained_time_constant", "must be positive, e.g. 50 ms");
-  if (p.nvlink_wake_latency < Time::zero()) m.fail("nvlink_wake_latency", "must not be negative, e.g. 110 us");
-  if (p.nvlink_wake_after <= Time::zero()) m.fail("nvlink_wake_after", "must be positive, e.g. 25 ms");
-  if (p.nvlink_copy_latency < Time::zero()) m.fail("nvlink_copy_latency", "must not be negative, e.g. 12 us");
-  return p;
+  return out + model_yaml(c.params);
 }
 
 // ---------------------------------------------------------------- replay
@@ -2174,7 +1807,7 @@ std::vector<double> replay_gated(const std::vector<Op>& lanes, int reps, const s
                                  const ModelParams& params, std::optional<Time> busy) {
   assert(reps >= 1 && lanes.size() <= 2);
   ModelParams p = params;
-  p.kernel_launch = p.memcpy_call = p.event_call = p.collective_call = Time::zero();
+  p.overheads.kernel_launch = p.overheads.memcpy_call = p.overheads.event_call = p.overheads.collective_call = Time::zero();
   Schedule s = bench_schedule(dev + 1);
   s.streams.push_back({"gate", 0});
   // The gate's kernel: the bench's one-thread spin, or (`busy`, handoff_wait)
@@ -2259,7 +1892,7 @@ std::vector<double> replay_gated(const std::vector<Op>& lanes, int reps, const s
 // end (with its event), in us.
 double replay_event_gap(const json& r, bool fenced, const hw::Topology& topo, const ModelParams& params) {
   ModelParams p = params;
-  p.kernel_launch = p.memcpy_call = p.event_call = Time::zero();
+  p.overheads.kernel_launch = p.overheads.memcpy_call = p.overheads.event_call = Time::zero();
   const std::string beside = r.value("beside", std::string("none"));
   const int n = r.at("ops"), ranks = beside == "h2d_all" ? r.at("gpus").get<int>() : 1;
   Schedule s = bench_schedule(ranks);
@@ -2298,7 +1931,7 @@ Op bench_a2a(Bytes bytes) {
 // all-to-alls per rank on `ranks` ranks; host overheads left out.
 InterferenceTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_off, const hw::Topology& topo, const ModelParams& params) {
   ModelParams p = params;
-  p.memcpy_call = p.kernel_launch = p.collective_call = Time::zero();
+  p.overheads.memcpy_call = p.overheads.kernel_launch = p.overheads.collective_call = Time::zero();
   std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks), std::vector<Op>(4, bench_a2a(268435456)));
   const Op cp = bench_copy(h2d ? CopyKind::H2D : CopyKind::D2H, 1073741824, 1);
   for (size_t pr = 0; pr < (every ? progs.size() : 1); ++pr) progs[pr].insert(progs[pr].begin(), cp);
@@ -2486,7 +2119,7 @@ std::vector<AfterIdleTimes> replay_after_idle_doc(const json& doc, const hw::Top
 // sustained-load model's fast term to full duty, as the bench's earlier
 // samples did the GPU (the slow term, ~1 s in, is not reached there either).
 double replay_hot(const Schedule& s, const Op& op, const hw::Topology& topo, const ModelParams& p) {
-  if (p.sustained_slowdown <= 0) return replay(s, {op}, topo, p);
+  if (p.power.sustained_slowdown <= 0) return replay(s, {op}, topo, p);
   Schedule t = s;
   Op warm;
   warm.kind = OpKind::Kernel;
@@ -2515,7 +2148,7 @@ namespace {
 std::vector<Comparison> compare_bench_once(const json& doc, const hw::Topology& topo, const ModelParams& params) {
   // Replays take the op alone: no host overheads in the way.
   ModelParams p = params;
-  p.memcpy_call = p.kernel_launch = p.collective_call = Time::zero();
+  p.overheads.memcpy_call = p.overheads.kernel_launch = p.overheads.collective_call = Time::zero();
   std::vector<Comparison> out;
   const int ngpu = static_cast<int>(topo.gpus().size());
   const bool p2p_off = p2p_disabled_run(doc);
@@ -2528,12 +2161,12 @@ std::vector<Comparison> compare_bench_once(const json& doc, const hw::Topology& 
   // (where the calibration took it from this table).
   const std::vector<WindowRow> windows = gemm_window_rows(doc);
   const auto theta_all = table_theta(windows, p);
-  const bool theta_from_table = theta_all && std::abs(*theta_all - p.sustained_slowdown) < 1e-6;
+  const bool theta_from_table = theta_all && std::abs(*theta_all - p.power.sustained_slowdown) < 1e-6;
   size_t window_seen = 0;
   // Benches that line the ranks up before their all-to-alls (loaded; in
   // situ as insitu_cases does) replay without the straggler wait.
   ModelParams lined_up = p;
-  lined_up.straggler_share = 0;
+  lined_up.power.straggler_share = 0;
   // The in-situ testcase replayed whole (once per document), case by case.
   std::optional<std::vector<InsituCase>> insitu;
   size_t insitu_seen = 0;
@@ -2764,7 +2397,7 @@ std::vector<Comparison> compare_bench_once(const json& doc, const hw::Topology& 
       // latency (their mean is reported beside the fitted one).
       // With the phase calibrated (handoff_phase_min / _max) they are held,
       // against the times it allows.
-      if (!params.has_handoff_phase()) c.outside = "the hand-off's phase (0.7-7.5 us from row to row)";
+      if (!params.handoff.has_handoff_phase()) c.outside = "the hand-off's phase (0.7-7.5 us from row to row)";
       c.measured_us = r.at("time_us").get<double>();
       c.simulated_us = replay_gated({bench_copy(d2h ? CopyKind::D2H : CopyKind::H2D, r.at("bytes").get<Bytes>())}, 1,
                                     same ? "kernel" : "kernel_wait", dev, topo, p, Time::from_us(wait_us))[0];
@@ -2905,14 +2538,14 @@ std::vector<Comparison> compare_bench_once(const json& doc, const hw::Topology& 
                                                 : "attention, cross (median cross-attention efficiency)";
       c.measured_us = r.at("time_us");
       ModelParams q = p;
-      if (r.value("kind", "self") != "self" && p.cross_attention_q0 > 0) {
+      if (r.value("kind", "self") != "self" && p.attention.cross_attention_q0 > 0) {
         // Out of sample: the query-count model fitted without this shape
         // (its asymptote keeps the calibration's burst scale).
         const size_t i = static_cast<size_t>(cross_seen++);
         const auto without = fit_cross_attention(cross_points, i);
         if (cross_all && without) {
-          q.cross_attention_efficiency = std::min(1.0, p.cross_attention_efficiency * without->first / cross_all->first);
-          q.cross_attention_q0 = without->second;
+          q.attention.cross_attention_efficiency = std::min(1.0, p.attention.cross_attention_efficiency * without->first / cross_all->first);
+          q.attention.cross_attention_q0 = without->second;
           c.cls = "attention, cross (query-count model fitted without the shape)";
         }
       }
@@ -2931,16 +2564,16 @@ std::vector<Comparison> compare_bench_once(const json& doc, const hw::Topology& 
       // a model.
       ModelParams q = p;
       bool model = false;
-      if (p.gemm_model.efficiency > 0) {
-        std::vector<ModelParams::GemmShapeEfficiency> others;
-        for (const auto& sh : p.gemm_shapes)
+      if (p.gemm.gemm_model.efficiency > 0) {
+        std::vector<GemmShapeEfficiency> others;
+        for (const auto& sh : p.gemm.gemm_shapes)
           if (!(sh.m == op.gemm->m && sh.n == op.gemm->n && sh.k == op.gemm->k)) others.push_back(sh);
         if (auto g = fit_gemm_model(others)) {
-          q.gemm_model = *g;
+          q.gemm.gemm_model = *g;
           model = true;
         }
       }
-      q.gemm_shapes.clear();
+      q.gemm.gemm_shapes.clear();
       if (r.contains("burst_time_us")) {
         // Two rows, two models apart. Burst (a rested GPU): the shape model
         // alone, left out. Under load (after >= 250 ms of the shape): the
@@ -2958,7 +2591,7 @@ std::vector<Comparison> compare_bench_once(const json& doc, const hw::Topology& 
           c.measured_us = r.at("loaded_mean_us");
           ModelParams w = p;
           if (theta_from_table) {
-            if (auto t = table_theta(windows, p, window_seen)) w.sustained_slowdown = *t;
+            if (auto t = table_theta(windows, p, window_seen)) w.power.sustained_slowdown = *t;
             c.cls = "GEMM under load, 200 ms mean (sustained-load model fitted without the shape, its burst rate)";
           }
           ++window_seen;
@@ -3021,17 +2654,17 @@ std::vector<Comparison> compare_bench_once(const json& doc, const hw::Topology& 
 
 std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo, const ModelParams& params) {
   std::vector<Comparison> rows = compare_bench_once(doc, topo, params);
-  if (!params.has_handoff_phase()) return rows;
+  if (!params.handoff.has_handoff_phase()) return rows;
   // The hand-off's phase: every row replayed again with each hand-off the
   // model has (a latency above zero) at either end; a row whose time moves
   // has one.
   const auto at = [&](Time t) {
     ModelParams q = params;
-    for (Time* l : {&q.copy_after_kernel_latency, &q.copy_after_kernel_latency_d2h, &q.kernel_after_copy_latency})
+    for (Time* l : {&q.handoff.copy_after_kernel_latency, &q.handoff.copy_after_kernel_latency_d2h, &q.handoff.kernel_after_copy_latency})
       if (*l > Time::zero()) *l = t;
     return compare_bench_once(doc, topo, q);
   };
-  const std::vector<Comparison> lo = at(params.handoff_phase_min), hi = at(params.handoff_phase_max);
+  const std::vector<Comparison> lo = at(params.handoff.handoff_phase_min), hi = at(params.handoff.handoff_phase_max);
   assert(lo.size() == rows.size() && hi.size() == rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     assert(lo[i].what == rows[i].what && hi[i].what == rows[i].what);

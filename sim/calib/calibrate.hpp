@@ -9,7 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpu/model.hpp"
+#include "gpu/params.hpp"
+#include "gpu/params_io.hpp"
 #include "hw/fabric.hpp"
 
 namespace osim {
@@ -56,17 +57,15 @@ std::string calibration_yaml(const Calibration& c);
 /// Bench documents of the same kind (NCCL defaults; NCCL_P2P_DISABLE=1) merged
 /// into one each: a later document's testcases replace an earlier one's of the same key.
 std::vector<std::pair<std::string, nlohmann::json>> merge_bench_runs(const std::vector<std::pair<std::string, nlohmann::json>>& docs);
-/// Reads a calibration file's `model:` section over `base`.
-ModelParams load_calibration(const std::string& path, const ModelParams& base = {});
 
-/// The GEMM shape model (ModelParams::GemmShapeModel) fitted to a per-shape
+/// The GEMM shape model (GemmShapeModel) fitted to a per-shape
 /// table: least squares on 1 / efficiency = (1 + m0/m + n0/n + k0/k +
 /// pow2_m [m a power of two]) / e, leaving out entry `skip` (for
 /// leave-one-out checks) and any term the table does not vary; every
 /// coefficient >= 0 (a negative term is dropped and the rest refitted); the
 /// power-of-two term only if it lowers the leave-one-out rms error over the
 /// table. None with fewer than 5 shapes.
-std::optional<ModelParams::GemmShapeModel> fit_gemm_model(const std::vector<ModelParams::GemmShapeEfficiency>& shapes,
+std::optional<GemmShapeModel> fit_gemm_model(const std::vector<GemmShapeEfficiency>& shapes,
                                                          size_t skip = static_cast<size_t>(-1));
 
 /// Cross-attention efficiency against the query count: least squares on

@@ -242,7 +242,7 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
         if (!(errs[i] > 5.0 && all[i].second.within_phase())) rest.push_back(i);
       const Stats r = stats(rest);
       std::cout << fmt::format("rows with a hand-off, whose phase ({:.2f}-{:.2f} us) moves them: {}; over 5% but within it: {}; the rest over 5%: {}, worst {:.1f}% ({} {}, {})\n",
-                               params.handoff_phase_min.us(), params.handoff_phase_max.us(), phased, in_phase, r.over, errs[r.worst],
+                               params.handoff.handoff_phase_min.us(), params.handoff.handoff_phase_max.us(), phased, in_phase, r.over, errs[r.worst],
                                all[r.worst].second.key, all[r.worst].second.what, all[r.worst].first);
     }
   }
@@ -339,13 +339,13 @@ osim::Records resimulate(const std::string& measured, const osim::Records& measu
   // after every op), at the GPU event times FILE measured.
   if (!timing_events.empty()) {
     const osim::ModelParams ev = osim::load_calibration(timing_events);
-    if (ev.event_gpu_time <= osim::Time::zero() && ev.event_gpu_time_h2d <= osim::Time::zero())
+    if (ev.overheads.event_gpu_time <= osim::Time::zero() && ev.overheads.event_gpu_time_h2d <= osim::Time::zero())
       throw osim::InputError(osim::SourceLocation{timing_events, 0, 0},
                              "--timing-events needs event_gpu_time (and event_gpu_time_h2d) in this calibration: use one fitted from a bench with "
                              "overhead_gpu_event_gap rows, e.g. validate/results/h200x1-e/calibration.yaml");
-    params.event_gpu_time = ev.event_gpu_time;
-    params.event_gpu_time_h2d = ev.event_gpu_time_h2d;
-    params.event_gpu_time_copy = ev.event_gpu_time_copy;
+    params.overheads.event_gpu_time = ev.overheads.event_gpu_time;
+    params.overheads.event_gpu_time_h2d = ev.overheads.event_gpu_time_h2d;
+    params.overheads.event_gpu_time_copy = ev.overheads.event_gpu_time_copy;
   }
   // overlapsim-validate runs attention (and FLOP-count kernels) as cuBLAS
   // GEMMs (osim::realised_gemm): simulate what it ran, each such kernel at the

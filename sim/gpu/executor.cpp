@@ -23,22 +23,22 @@ namespace osim {
 
 Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, const SourceLocation& where) {
   if (op.duration) return *op.duration;
-  double flops = op.flops, bytes = op.hbm_bytes, eff = p.flops_efficiency;
+  double flops = op.flops, bytes = op.hbm_bytes, eff = p.gemm.flops_efficiency;
   const double es = dtype_bytes(op.dtype);
   if (op.gemm) {
     const auto& g = *op.gemm;
     const double m = g.m, n = g.n, k = g.k;
     flops = 2.0 * m * n * k;
     bytes = es * (m * k + k * n + m * n);
-    eff = p.gemm_efficiency_for(g.m, g.n, g.k);
+    eff = p.gemm.gemm_efficiency_for(g.m, g.n, g.k);
   } else if (op.attention) {
     const auto& a = *op.attention;
     const double bh = static_cast<double>(a.batch) * static_cast<double>(a.heads);
     flops = a.flops();
     bytes = es * bh * static_cast<double>(a.head_dim) * (2.0 * static_cast<double>(a.seq_q) + 2.0 * static_cast<double>(a.seq_kv));
-    eff = a.seq_kv < a.seq_q && p.cross_attention_efficiency > 0
-              ? p.cross_attention_efficiency / (1 + p.cross_attention_q0 / static_cast<double>(a.seq_q))
-              : p.attention_efficiency;
+    eff = a.seq_kv < a.seq_q && p.attention.cross_attention_efficiency > 0
+              ? p.attention.cross_attention_efficiency / (1 + p.attention.cross_attention_q0 / static_cast<double>(a.seq_q))
+              : p.attention.attention_efficiency;
   }
   if (op.efficiency > 0) eff = op.efficiency;
   double t = 0;
@@ -53,7 +53,7 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
   if (bytes > 0) {
     if (!gpu.gpu.hbm_bandwidth)
       throw InputError(where, fmt::format("kernel '{}' moves HBM bytes but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
-    t = std::max(t, p.hbm_latency.s() + bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * p.hbm_efficiency));
+    t = std::max(t, p.memory.hbm_latency.s() + bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * p.memory.hbm_efficiency));
   }
   return Time::from_s(t);
 }
@@ -329,7 +329,7 @@ class Executor {
     // share (host_h2d_aggregate, host_d2h_aggregate); reports count it as the
     // bridge's from-host or to-host limit.
     for (const bool h2d : {true, false}) {
-      const std::vector<Bandwidth>& table = h2d ? p_.host_h2d_aggregate : p_.host_d2h_aggregate;
+      const std::vector<Bandwidth>& table = h2d ? p_.copies.host_h2d_aggregate : p_.copies.host_d2h_aggregate;
       if (table.empty()) continue;
       if (dma_limit_of_.empty()) dma_limit_of_.assign(cons_.size(), -1);
       for (size_t n = 0; n < topo_.node_count(); ++n)
@@ -343,13 +343,13 @@ class Executor {
         }
     }
     coll_bn_.assign(nres + 1, {});
-    if ((p_.copy_bidir_factor < 1 || p_.copy_bidir_factor_d2h < 1 || p_.copy_bidir_small() || p_.copy_bidir_mid() || p_.copy_bidir_tabled()) && !p_.copy_engine_bandwidth_for(false).is_unlimited() &&
-        !p_.copy_engine_bandwidth_for(true).is_unlimited()) {
+    if (p_.copies.copy_bidir_modelled() && !p_.copies.copy_engine_bandwidth_for(false).is_unlimited() &&
+        !p_.copies.copy_engine_bandwidth_for(true).is_unlimited()) {
       bidir_.resize(static_cast<size_t>(s_.ranks()));
       bidir_active_.assign(static_cast<size_t>(s_.ranks()), {0, 0});
       for (auto& b : bidir_)
         for (const int d : {0, 1}) {
-          b[static_cast<size_t>(d)] = sys_.add_constraint(p_.copy_engine_bandwidth_for(d == 1).bytes_per_s);
+          b[static_cast<size_t>(d)] = sys_.add_constraint(p_.copies.copy_engine_bandwidth_for(d == 1).bytes_per_s);
           if (res_of_cons_.size() <= static_cast<size_t>(b[static_cast<size_t>(d)])) res_of_cons_.resize(static_cast<size_t>(b[static_cast<size_t>(d)]) + 1, -1);
         }
     }
@@ -507,13 +507,13 @@ class Executor {
 
   Time overhead(const Op& op) const {
     switch (op.kind) {
-      case OpKind::Kernel: return p_.kernel_launch;
-      case OpKind::Memcpy: return p_.memcpy_call;
-      case OpKind::EventRecord: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream: return p_.event_call;
-      case OpKind::StreamSync: case OpKind::EventSync: case OpKind::DeviceSync: return p_.sync_call;
-      case OpKind::Collective: return p_.collective_call;
-      case OpKind::Alloc: return p_.alloc_call;
-      case OpKind::Free: return p_.free_call;
+      case OpKind::Kernel: return p_.overheads.kernel_launch;
+      case OpKind::Memcpy: return p_.overheads.memcpy_call;
+      case OpKind::EventRecord: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream: return p_.overheads.event_call;
+      case OpKind::StreamSync: case OpKind::EventSync: case OpKind::DeviceSync: return p_.overheads.sync_call;
+      case OpKind::Collective: return p_.overheads.collective_call;
+      case OpKind::Alloc: return p_.overheads.alloc_call;
+      case OpKind::Free: return p_.overheads.free_call;
       case OpKind::HostWork: case OpKind::Marker: return Time::zero();
     }
     return Time::zero();
@@ -825,9 +825,9 @@ class Executor {
           return Time::zero();
         };
         if (op.kind == OpKind::Memcpy && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
-          handoff = after(EngineDep::Compute, p_.copy_after_kernel_latency_for(op.copy == CopyKind::D2H));
+          handoff = after(EngineDep::Compute, p_.handoff.copy_after_kernel_latency_for(op.copy == CopyKind::D2H));
         else if (op.kind == OpKind::Kernel)
-          handoff = after(EngineDep::Copy, p_.kernel_after_copy_latency);
+          handoff = after(EngineDep::Copy, p_.handoff.kernel_after_copy_latency);
         if (handoff > Time::zero()) ++R.handoffs, R.handoff_time += handoff;
       }
     }
@@ -845,8 +845,8 @@ class Executor {
         // ModelParams::event_gpu_time: the stream is held that long (after
         // a copy: event_gpu_time_copy where calibrated).
         const RankState& R = ranks_[r];
-        const bool after_copy = handoffs_ && p_.event_gpu_time_copy >= Time::zero() && R.streams[op.stream].own == EngineDep::Copy;
-        const Time t = after_copy ? p_.event_gpu_time_copy : p_.event_gpu_time + (R.ce[kH2D].busy >= 0 ? p_.event_gpu_time_h2d : Time::zero());
+        const bool after_copy = handoffs_ && p_.overheads.event_gpu_time_copy >= Time::zero() && R.streams[op.stream].own == EngineDep::Copy;
+        const Time t = after_copy ? p_.overheads.event_gpu_time_copy : p_.overheads.event_gpu_time + (R.ce[kH2D].busy >= 0 ? p_.overheads.event_gpu_time_h2d : Time::zero());
         if (t > Time::zero()) {
           engine_.after(t, &Engine::call<&Executor::end_event_record, Executor>, this, (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(id));
           return;
@@ -867,31 +867,31 @@ class Executor {
     LoadState ls{R.duty, R.duty_slow};
     const double b = R.duty_busy ? 1.0 : 0.0, dt = (now - R.duty_t).s();
     if (dt > 0) {
-      ls.duty = b + (R.duty - b) * std::exp(-dt / p_.sustained_time_constant.s());
-      if (p_.sustained_slow_slowdown > 0) ls.duty_slow = b + (R.duty_slow - b) * std::exp(-dt / p_.sustained_slow_time_constant.s());
+      ls.duty = b + (R.duty - b) * std::exp(-dt / p_.power.sustained_time_constant.s());
+      if (p_.power.sustained_slow_slowdown > 0) ls.duty_slow = b + (R.duty_slow - b) * std::exp(-dt / p_.power.sustained_slow_time_constant.s());
     }
     return ls;
   }
 
   double compute_factor(const RankState& R) const {
     double f = 1.0;
-    if (R.comm_channels > 0) f *= std::max(0.05, 1.0 - (p_.gemm_slowdown_base + p_.gemm_slowdown_per_channel * R.comm_channels));
+    if (R.comm_channels > 0) f *= std::max(0.05, 1.0 - (p_.interference.gemm_slowdown_base + p_.interference.gemm_slowdown_per_channel * R.comm_channels));
     for (const auto& e : R.ce)
-      if (e.busy >= 0) f *= 1.0 - p_.gemm_slowdown_per_copy;
+      if (e.busy >= 0) f *= 1.0 - p_.interference.gemm_slowdown_per_copy;
     return f;
   }
 
   // How much slower a collective's flows from R run: beside compute kernels
   // (SM contention), and with R's clock down (ModelParams::comm_clock_share).
   double comm_slowdown(const RankState& R, int channels, bool via_host) const {
-    const double contention = R.kernels.empty() ? 1.0 : std::max(1.0, p_.comm_slowdown_base + p_.comm_slowdown_per_channel * channels);
+    const double contention = R.kernels.empty() ? 1.0 : std::max(1.0, p_.interference.comm_slowdown_base + p_.interference.comm_slowdown_per_channel * channels);
     return contention * clock_slowdown(R, via_host);
   }
   static bool through_host(hw::RouteKind k) { return k == hw::RouteKind::ViaHost || k == hw::RouteKind::NetworkViaHost; }
   // A collective group's transport, as its first pair of members routes.
   bool group_via_host(const CollInst& c) { return through_host(pair_route(c.members[0], c.members[1], false).kind); }
   double clock_slowdown(const RankState& R, bool via_host) const {
-    const double share = via_host ? p_.comm_clock_share_host : p_.comm_clock_share;
+    const double share = via_host ? p_.power.comm_clock_share_host : p_.power.comm_clock_share;
     if (share <= 0 || R.clock >= 1.0) return 1.0;
     return 1.0 + std::round(share * (1.0 / R.clock - 1.0) * 256.0) / 256.0;
   }
@@ -915,7 +915,7 @@ class Executor {
     // updates itself): every speed, cap and completion stands.
     // Its NVLink awake (ModelParams::nvlink_awake_slowdown): a collective
     // over it running, or one ended less than nvlink_wake_after ago.
-    const bool awake = p_.nvlink_awake_slowdown > 0 && (R.nvlink_running > 0 || (R.nvlink_used && now - R.nvlink_quiet_since < p_.nvlink_wake_after));
+    const bool awake = p_.nvlink.nvlink_awake_slowdown > 0 && (R.nvlink_running > 0 || (R.nvlink_used && now - R.nvlink_quiet_since < p_.nvlink.nvlink_wake_after));
     const uint8_t engines = static_cast<uint8_t>((R.ce[0].busy >= 0 ? 1 : 0) | (R.ce[1].busy >= 0 ? 2 : 0) | (R.ce[2].busy >= 0 ? 4 : 0) | (awake ? 8 : 0));
     if (R.seen.time_ps == now.ps() && R.seen.kernels == R.kernel_changes && R.seen.channels == R.comm_channels && R.seen.engines == engines)
       return;
@@ -933,7 +933,7 @@ class Executor {
     double avail = R.sms;
     const double factor = compute_factor(R);
     double clock = 1.0, attention_clock = 1.0;
-    if (p_.sustained_slowdown > 0) {
+    if (p_.power.sustained_slowdown > 0) {
       if (now > R.duty_t) {  // no time passed: the averages stand (exp(0) would only add rounding)
         const LoadState ls = load_at(R, now);
         R.duty = ls.duty;
@@ -944,15 +944,15 @@ class Executor {
       // ones too (validation: counting only compute kernels left prefetching
       // runs' clock too high); only compute-bound kernels slow with the clock.
       R.duty_busy = std::any_of(R.kernels.begin(), R.kernels.end(), [](const RunningKernel& k) { return k.loads; });
-      const double x = std::clamp((R.duty - p_.sustained_duty) / (1 - p_.sustained_duty), 0.0, 1.0);
-      const double x_slow = std::clamp((R.duty_slow - p_.sustained_duty) / (1 - p_.sustained_duty), 0.0, 1.0);
-      clock = 1.0 / (1.0 + p_.sustained_slowdown * x + p_.sustained_slow_slowdown * x_slow);
-      attention_clock = 1.0 / (1.0 + p_.sustained_slowdown * x + p_.attention_slow_share * p_.sustained_slow_slowdown * x_slow);
+      const double x = std::clamp((R.duty - p_.power.sustained_duty) / (1 - p_.power.sustained_duty), 0.0, 1.0);
+      const double x_slow = std::clamp((R.duty_slow - p_.power.sustained_duty) / (1 - p_.power.sustained_duty), 0.0, 1.0);
+      clock = 1.0 / (1.0 + p_.power.sustained_slowdown * x + p_.power.sustained_slow_slowdown * x_slow);
+      attention_clock = 1.0 / (1.0 + p_.power.sustained_slowdown * x + p_.attention.attention_slow_share * p_.power.sustained_slow_slowdown * x_slow);
     }
     R.clock = clock;
     if (awake) {
-      clock /= 1 + p_.nvlink_awake_slowdown;
-      attention_clock /= 1 + p_.nvlink_awake_slowdown;
+      clock /= 1 + p_.nvlink.nvlink_awake_slowdown;
+      attention_clock /= 1 + p_.nvlink.nvlink_awake_slowdown;
     }
     for (size_t i = 0; i < order.size();) {
       size_t j = i;
@@ -1089,28 +1089,28 @@ class Executor {
       case CopyKind::P2P: route = &pair_route(r, op.peer, true); break;
       case CopyKind::D2D: {
         const double hbm = R.node->gpu.hbm_bandwidth ? R.node->gpu.hbm_bandwidth->bytes_per_s : 1e12;
-        cap = hbm * p_.hbm_efficiency / 2;  // read + write
+        cap = hbm * p_.memory.hbm_efficiency / 2;  // read + write
         break;
       }
     }
-    if (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) cap = p_.copy_engine_bandwidth_for(op.copy == CopyKind::D2H).bytes_per_s;
+    if (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) cap = p_.copies.copy_engine_bandwidth_for(op.copy == CopyKind::D2H).bytes_per_s;
     if (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
-      cap = std::min(cap, p_.pageable_bandwidth_for(op.copy == CopyKind::D2H).bytes_per_s);
+      cap = std::min(cap, p_.copies.pageable_bandwidth_for(op.copy == CopyKind::D2H).bytes_per_s);
     f.latency = op.copy == CopyKind::H2D || op.copy == CopyKind::D2H
-                    ? p_.host_copy_setup(op.copy == CopyKind::D2H, op.host_mem == HostMem::Pageable, op.bytes)
-                    : p_.copy_latency;
-    // Both ways at once (copy_bidir_small): a pinned copy starting while
+                    ? p_.copies.host_copy_setup(op.copy == CopyKind::D2H, op.host_mem == HostMem::Pageable)
+                    : p_.copies.copy_latency;
+    // Both ways at once (copy_bidir_table): a pinned copy starting while
     // the other direction runs one waits the longer of the two set-ups.
-    if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && op.host_mem == HostMem::Pinned && (p_.copy_bidir_small() || p_.copy_bidir_tabled()) && !bidir_.empty() &&
+    if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && op.host_mem == HostMem::Pinned && p_.copies.copy_bidir_tabled() && !bidir_.empty() &&
         bidir_active_[static_cast<size_t>(r)][op.copy == CopyKind::D2H ? 0 : 1] > 0)
-      f.latency = std::max(f.latency, p_.host_copy_setup(op.copy != CopyKind::D2H, false, op.bytes));
+      f.latency = std::max(f.latency, p_.copies.host_copy_setup(op.copy != CopyKind::D2H, false));
     if (route) {
       f.route = route->uses;
       f.latency += route->latency;
     }
     f.latency += handoff;
     if (std::isfinite(cap)) f.rate_cap = cap;
-    f.weight = p_.copy_weight_for(op.copy == CopyKind::D2H);
+    f.weight = p_.interference.copy_weight_for(op.copy == CopyKind::D2H);
     const uint64_t key = (static_cast<uint64_t>(id) << 24) | (static_cast<uint64_t>(r) << 4) | static_cast<uint64_t>(e);
     f.on_done = [this, key](const FlowRecord& rec) {
       const int gid = static_cast<int>(key >> 24), rr = static_cast<int>((key >> 4) & 0xfffff), ee = static_cast<int>(key & 0xf);
@@ -1132,7 +1132,7 @@ class Executor {
       if (const Op& done = op_of(rr, gid); (done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && done.host_mem == HostMem::Pinned && !bidir_.empty()) {
         const size_t d = done.copy == CopyKind::D2H ? 1 : 0;
         assert(bidir_active_[static_cast<size_t>(rr)][d] > 0);
-        if (--bidir_active_[static_cast<size_t>(rr)][d] == 0 || p_.copy_bidir_mid_span > 0) set_bidir_limit(rr, 1 - d);
+        if (--bidir_active_[static_cast<size_t>(rr)][d] == 0) set_bidir_limit(rr, 1 - d);
       }
       complete(rr, gid);
       start_copy(rr, ee);
@@ -1141,8 +1141,8 @@ class Executor {
     if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && !bidir_.empty()) {
       const size_t d = op.copy == CopyKind::D2H ? 1 : 0;
       f.route.push_back({bidir_[static_cast<size_t>(r)][d], 1.0});
-      if (op.host_mem == HostMem::Pinned && (bidir_active_[static_cast<size_t>(r)][d]++ == 0 || p_.copy_bidir_mid_span > 0)) set_bidir_limit(r, 1 - d);
-      set_bidir_limit(r, d);  // this copy's own share (copy_bidir_factor_for its size and span)
+      if (op.host_mem == HostMem::Pinned && bidir_active_[static_cast<size_t>(r)][d]++ == 0) set_bidir_limit(r, 1 - d);
+      set_bidir_limit(r, d);  // this copy's own share (copy_bidir_factor_for its size)
     }
     if ((op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) && !dma_limits_.empty()) {
       for (const FlowUse& u : route->uses)
@@ -1160,20 +1160,13 @@ class Executor {
   // Rank r's engine limit of direction d (0 H2D, 1 D2H): the engine's rate,
   // times copy_bidir_factor_for(d, the size of the copy on d's engine) while
   // a pinned copy runs the other way.
-  // With copy_bidir_mid_span, the share also asks whether both directions'
-  // copies walk host spans within it.
   void set_bidir_limit(int r, size_t d) {
-    const double full = p_.copy_engine_bandwidth_for(d == 1).bytes_per_s;
-    double share = p_.copy_bidir_factor_for(d == 1);
-    if (p_.copy_bidir_small() || p_.copy_bidir_mid() || p_.copy_bidir_tabled()) {
-      // The pinned copy direction dd's engine runs now, or null.
-      const auto running = [&](size_t dd) -> const Op* {
-        const CopyKind k = dd == 1 ? CopyKind::D2H : CopyKind::H2D;
-        const int id = ranks_[r].ce[engine_for(ranks_[r], k)].busy;
-        return id >= 0 && op_of(r, id).copy == k ? &op_of(r, id) : nullptr;
-      };
-      const auto within = [&](const Op* o) { return o && std::max(o->host_span, o->bytes) <= p_.copy_bidir_mid_span; };
-      if (const Op* own = running(d)) share = p_.copy_bidir_factor_for(d == 1, own->bytes, within(own) && within(running(1 - d)));
+    const double full = p_.copies.copy_engine_bandwidth_for(d == 1).bytes_per_s;
+    double share = p_.copies.copy_bidir_factor_for(d == 1);
+    if (p_.copies.copy_bidir_tabled()) {
+      const CopyKind k = d == 1 ? CopyKind::D2H : CopyKind::H2D;
+      const int id = ranks_[r].ce[engine_for(ranks_[r], k)].busy;
+      if (id >= 0 && op_of(r, id).copy == k) share = p_.copies.copy_bidir_factor_for(d == 1, op_of(r, id).bytes);
     }
     flows_.set_capacity(bidir_[static_cast<size_t>(r)][d], bidir_active_[static_cast<size_t>(r)][1 - d] > 0 ? full * share : full);
   }
@@ -1255,7 +1248,7 @@ class Executor {
     return ci;
   }
 
-  int channels_of(const Op& op) const { return op.channels > 0 ? op.channels : p_.nccl_channels; }
+  int channels_of(const Op& op) const { return op.channels > 0 ? op.channels : p_.nccl.nccl_channels; }
 
   void arrive(int r, int id) {
     RankState& R = ranks_[r];
@@ -1299,27 +1292,27 @@ class Executor {
     }
     const Time now = engine_.now();
     Time delay = Time::zero();
-    c.nvlink = (p_.nvlink_wake_latency > Time::zero() || p_.nvlink_copy_latency > Time::zero() || p_.nvlink_awake_slowdown > 0) &&
-               op.bytes >= p_.nvlink_wake_min_bytes && !group_via_host(c);
+    c.nvlink = (p_.nvlink.nvlink_wake_latency > Time::zero() || p_.nvlink.nvlink_copy_latency > Time::zero() || p_.nvlink.nvlink_awake_slowdown > 0) &&
+               op.bytes >= p_.nvlink.nvlink_wake_min_bytes && !group_via_host(c);
     if (c.nvlink) {
       for (const int r : c.members) {
         ++ranks_[r].nvlink_running;
-        if (p_.nvlink_awake_slowdown > 0) update_gpu(r);
+        if (p_.nvlink.nvlink_awake_slowdown > 0) update_gpu(r);
       }
       // A member quiet for nvlink_wake_after wakes first; beside a host copy
       // it waits nvlink_copy_latency (either 0 where not calibrated).
-      if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return now - ranks_[r].nvlink_quiet_since >= p_.nvlink_wake_after; }))
-        delay = delay + p_.nvlink_wake_latency;
+      if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return now - ranks_[r].nvlink_quiet_since >= p_.nvlink.nvlink_wake_after; }))
+        delay = delay + p_.nvlink.nvlink_wake_latency;
       if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return ranks_[r].ce[kH2D].busy >= 0 || ranks_[r].ce[kD2H].busy >= 0; }))
-        delay = delay + p_.nvlink_copy_latency;
+        delay = delay + p_.nvlink.nvlink_copy_latency;
     }
     // The later rank under the power cap (ModelParams::straggler_share).
-    const double full = p_.sustained_slowdown + p_.sustained_slow_slowdown;
-    if (p_.straggler_share > 0 && full > 0) {
+    const double full = p_.power.sustained_slowdown + p_.power.sustained_slow_slowdown;
+    if (p_.power.straggler_share > 0 && full > 0) {
       double wait_s = 0;
       for (const int r : c.members) {
         const double down = std::clamp((1.0 / ranks_[r].clock - 1.0) / full, 0.0, 1.0);
-        wait_s = std::max(wait_s, p_.straggler_share * down * (now - ranks_[r].last_coll_end).s());
+        wait_s = std::max(wait_s, p_.power.straggler_share * down * (now - ranks_[r].last_coll_end).s());
       }
       delay = delay + Time::from_ps(static_cast<int64_t>(std::llround(wait_s * 1e12)));
     }
@@ -1386,7 +1379,7 @@ class Executor {
       for (int k = 1; k < U; ++k) f(i, (i + k) % U);
   }
 
-  void coll_flow(int ci, int from, int to, double bytes, int peers_at_once) { coll_flow(ci, from, to, bytes, peers_at_once, p_.nccl_latency); }
+  void coll_flow(int ci, int from, int to, double bytes, int peers_at_once) { coll_flow(ci, from, to, bytes, peers_at_once, p_.nccl.nccl_latency); }
   void coll_flow(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency) {
     double base = 0;
     FlowSpec f = coll_spec(ci, from, to, bytes, peers_at_once, protocol_latency, base);
@@ -1405,8 +1398,8 @@ class Executor {
     f.bytes = bytes;
     f.latency = route.latency + protocol_latency;
     const bool via_host = through_host(route.kind);
-    const double ceiling = (via_host ? p_.nccl_host_rank_bandwidth : p_.nccl_rank_bandwidth).bytes_per_s;
-    double base = std::min(c.channels * p_.nccl_channel_bandwidth.bytes_per_s, ceiling) / peers_at_once;
+    const double ceiling = (via_host ? p_.nccl.nccl_host_rank_bandwidth : p_.nccl.nccl_rank_bandwidth).bytes_per_s;
+    double base = std::min(c.channels * p_.nccl.nccl_channel_bandwidth.bytes_per_s, ceiling) / peers_at_once;
     if (const CollInst::Tabled& t = tabled(c, route.kind, via_host); t.rate > 0) {
       base = t.rate;
       // Measured end to end: the route's latency is in it; a ring pays it once.
@@ -1415,7 +1408,7 @@ class Executor {
     f.rate_cap = base / comm_slowdown(ranks_[ra], c.channels, via_host);
     // Its latency runs on SM code as well.
     if (const double cs = clock_slowdown(ranks_[ra], via_host); cs != 1.0) f.latency = Time::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(f.latency.ps()) * cs)));
-    if (route.kind == hw::RouteKind::ViaHost && (p_.host_transport_cost_h2d != 1.0 || p_.host_transport_cost_d2h != 1.0)) {
+    if (route.kind == hw::RouteKind::ViaHost && (p_.interference.host_transport_cost_h2d != 1.0 || p_.interference.host_transport_cost_d2h != 1.0)) {
       // Its bytes cost the PCIe links more than a copy's: those of the
       // sender's way up (what ra's D2H copies cross) and of the receiver's
       // way down (rb's H2D copies). Host bridges' limits and host memory
@@ -1433,7 +1426,7 @@ class Executor {
         if (!topo_.is_link(res)) continue;
         const bool is_up = on(up, u.constraint), is_down = on(down, u.constraint);
         if (is_up == is_down) continue;
-        double cost = is_up ? p_.host_transport_cost_d2h : p_.host_transport_cost_h2d;
+        double cost = is_up ? p_.interference.host_transport_cost_d2h : p_.interference.host_transport_cost_h2d;
         if (cost > 1.0) cost = std::max(1.0, std::min(cost, topo_.resources()[static_cast<size_t>(res)].capacity / (u.coefficient * base * peers_at_once)));
         u.coefficient *= cost;
       }
@@ -1517,7 +1510,7 @@ class Executor {
     cf->via_host = group_via_host(c);
     for_each_a2a_flow(U, [&](int i, int j) {
       double base = 0;
-      cf->flows.flows.push_back(coll_spec(ci, i, j, c.wire / U, U - 1, p_.nccl_latency, base));
+      cf->flows.flows.push_back(coll_spec(ci, i, j, c.wire / U, U - 1, p_.nccl.nccl_latency, base));
       cf->ends.emplace_back(i, j);
       cf->base.push_back(base);
     });
@@ -1638,10 +1631,10 @@ class Executor {
     t.looked = true;
     const Op& op = *c.op;
     const int U = static_cast<int>(c.members.size());
-    if (p_.nccl_tables.empty() || U < 2) return t;
+    if (p_.nccl.nccl_tables.empty() || U < 2) return t;
     // The schedule's channel count, or NCCL's choice (none given, or the model's default).
-    const int channels = op.channels > 0 && op.channels != p_.nccl_channels ? op.channels : 0;
-    using TC = ModelParams::TableColl;
+    const int channels = op.channels > 0 && op.channels != p_.nccl.nccl_channels ? op.channels : 0;
+    using TC = TableColl;
     TC coll;
     switch (op.coll) {
       case CollKind::AllToAll: coll = op.algo == CollAlgo::Pairwise ? TC::AllToAllPairwise : TC::AllToAll; break;
@@ -1650,7 +1643,7 @@ class Executor {
       case CollKind::AllReduce: coll = TC::AllReduce; break;
       default: return t;  // send / recv
     }
-    const ModelParams::NcclTable* tab = p_.nccl_table_for(coll, U, via_host, channels);
+    const NcclTable* tab = p_.nccl.nccl_table_for(coll, U, via_host, channels);
     if (!tab) return t;
     const double lat = tab->points.front().second, time = tab->time_at(c.wire);
     // ncclAlltoAll: U-1 flows of wire/U each per rank, together `time`.
@@ -1673,8 +1666,8 @@ class Executor {
   // How long one phase of the collective (the all-to-all; a pairwise round;
   // a ring step) takes alone on its links at their capacities: no protocol
   // cap, no latency. Memoised per members, kind and size.
-  double phase_link_time(const CollInst& c, ModelParams::TableColl coll) {
-    using TC = ModelParams::TableColl;
+  double phase_link_time(const CollInst& c, TableColl coll) {
+    using TC = TableColl;
     auto& key = link_key_;  // reused: no allocation per collective
     std::get<0>(key).assign(c.members.begin(), c.members.end());
     std::get<1>(key) = static_cast<int>(coll);
@@ -1760,7 +1753,7 @@ class Executor {
     CollInst& c = insts_[ci];
     const int U = static_cast<int>(c.members.size());
     c.step_left = U;
-    const Time lat = c.step == 0 ? p_.nccl_latency : p_.nccl_step_latency;
+    const Time lat = c.step == 0 ? p_.nccl.nccl_latency : p_.nccl.nccl_step_latency;
     for (int i = 0; i < U; ++i) coll_flow(ci, i, (i + 1) % U, c.wire / U, 1, lat);
   }
 
@@ -1867,8 +1860,7 @@ class Executor {
   const hw::Topology& topo_;
   ModelParams p_;
   // A hand-off between engines is calibrated: streams keep what they wait on (EngineDep).
-  bool handoffs_ = p_.copy_after_kernel_latency > Time::zero() || p_.copy_after_kernel_latency_d2h > Time::zero() ||
-                   p_.kernel_after_copy_latency > Time::zero() || p_.event_gpu_time_copy >= Time::zero();
+  bool handoffs_ = p_.handoff.any(p_.overheads.event_gpu_time_copy);
   ExecOptions o_;
   std::vector<int> res_of_cons_;
   std::vector<BottleneckStat> copy_bn_, coll_bn_;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/model.hpp"
+#include "gpu/params.hpp"
 #include "schedule/schedule.hpp"
 #include "schedule/spans.hpp"
 #include "hw/fabric.hpp"

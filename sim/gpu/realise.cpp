@@ -44,7 +44,7 @@ Schedule as_realised(const Schedule& s, const ModelParams& p, double attention_s
         if (!rg) continue;
         const double flops = op.attention ? op.attention->flops() : op.flops;
         // time = realised FLOPs / (peak * eff(shape)) = flops / (peak * efficiency)
-        op.efficiency = static_cast<float>(p.gemm_efficiency_for(rg->m, rg->n, rg->k) * flops / rg->flops());
+        op.efficiency = static_cast<float>(p.gemm.gemm_efficiency_for(rg->m, rg->n, rg->k) * flops / rg->flops());
         op.realised = true;
       }
       slot = std::move(ops);

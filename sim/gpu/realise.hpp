@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gpu/executor.hpp"
-#include "gpu/model.hpp"
+#include "gpu/params.hpp"
 #include "schedule/schedule.hpp"
 
 namespace osim {

@@ -17,7 +17,7 @@
 #include <tbb/parallel_for.h>
 #include <yaml-cpp/yaml.h>
 
-#include "calib/calibrate.hpp"
+#include "gpu/params_io.hpp"
 #include "io/yaml_reader.hpp"
 #include "gpu/executor.hpp"
 #include "hw/fabric.hpp"

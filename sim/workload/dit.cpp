@@ -9,7 +9,7 @@
 
 #include <filesystem>
 
-#include "calib/calibrate.hpp"
+#include "gpu/params_io.hpp"
 #include "io/yaml_reader.hpp"
 
 namespace osim {
@@ -151,11 +151,11 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
         field = *v;
       }
     };
-    eff("gemm_efficiency", w.params.gemm_efficiency);
+    eff("gemm_efficiency", w.params.gemm.gemm_efficiency);
     // An explicit efficiency is for every shape the calibration's table lacks.
-    if (c.has("gemm_efficiency")) w.params.gemm_model = {};
-    eff("attention_efficiency", w.params.attention_efficiency);
-    eff("hbm_efficiency", w.params.hbm_efficiency);
+    if (c.has("gemm_efficiency")) w.params.gemm.gemm_model = {};
+    eff("attention_efficiency", w.params.attention.attention_efficiency);
+    eff("hbm_efficiency", w.params.memory.hbm_efficiency);
   }
   if (top.has("runtime"))
     w.runtime = read_runtime_settings(MapReader(file, top.get("runtime"), "runtime", {"device_max_connections", "nccl_p2p_disable"}));

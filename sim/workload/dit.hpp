@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/units.hpp"
-#include "gpu/model.hpp"
+#include "gpu/params.hpp"
 #include "schedule/schedule.hpp"
 
 namespace YAML {

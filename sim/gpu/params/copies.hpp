@@ -1,0 +1,71 @@
+// Copies between host and GPU memory: the copy engine's rate and set-up,
+// pageable staging, both directions at once on one GPU, and a host bridge's
+// limit with several GPUs copying (docs/execution-model.md "Copies"; bench
+// h2d_pinned, d2h_pinned, *_pageable, bidir_pinned, copy_span, multi_*).
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace osim {
+
+struct CopyParams {
+  // One engine's ceiling for copies to and from host memory; D2H: _d2h
+  // where limited.
+  Bandwidth copy_engine_bandwidth = Bandwidth::unlimited();
+  Bandwidth copy_engine_bandwidth_d2h = Bandwidth::unlimited();
+  // DMA set-up before the first byte, beyond the route's latency; D2H:
+  // _d2h where >= 0.
+  Time copy_latency = Time::zero();
+  Time copy_latency_d2h = Time::from_ps(-1);
+
+  // Pageable copies: the driver's staging through a pinned buffer (the CPU's
+  // copy sets the rate); D2H: _d2h where limited. The set-up in place of the
+  // pinned one where >= 0.
+  Bandwidth pageable_bandwidth = Bandwidth::from_GBps(10);
+  Bandwidth pageable_bandwidth_d2h = Bandwidth::unlimited();
+  Time pageable_latency = Time::from_ps(-1);
+  Time pageable_latency_d2h = Time::from_ps(-1);
+
+  // Both directions at once on one GPU: the share of its engine's rate a
+  // pinned copy keeps while the other direction runs one (PCIe is full
+  // duplex, but each direction carries the other's requests). 1 = none.
+  double copy_bidir_factor = 1;
+  double copy_bidir_factor_d2h = 1;
+  // The same per size: (bytes, H2D share, D2H share) by bytes, interpolated
+  // in log(bytes), the ends held. Where set it replaces the factors above,
+  // and a copy beside the other direction takes the longer set-up.
+  std::vector<std::array<double, 3>> copy_bidir_table;
+
+  // A host bridge's limit on copies from (to) host memory while k GPUs under
+  // it copy at once: entry k-1, the last for more. Never above the
+  // topology's limit; empty = that limit alone.
+  std::vector<Bandwidth> host_h2d_aggregate;
+  std::vector<Bandwidth> host_d2h_aggregate;
+
+  [[nodiscard]] Bandwidth copy_engine_bandwidth_for(bool d2h) const {
+    return d2h && !copy_engine_bandwidth_d2h.is_unlimited() ? copy_engine_bandwidth_d2h : copy_engine_bandwidth;
+  }
+  [[nodiscard]] Time copy_latency_for(bool d2h) const { return d2h && copy_latency_d2h >= Time::zero() ? copy_latency_d2h : copy_latency; }
+  [[nodiscard]] Bandwidth pageable_bandwidth_for(bool d2h) const {
+    return d2h && !pageable_bandwidth_d2h.is_unlimited() ? pageable_bandwidth_d2h : pageable_bandwidth;
+  }
+  [[nodiscard]] Time pageable_latency_for(bool d2h) const {
+    return d2h && pageable_latency_d2h >= Time::zero() ? pageable_latency_d2h : pageable_latency;
+  }
+  // A host copy's set-up before its first byte, beyond its route's latency.
+  [[nodiscard]] Time host_copy_setup(bool d2h, bool pageable) const {
+    if (pageable && pageable_latency_for(d2h) >= Time::zero()) return pageable_latency_for(d2h);
+    return copy_latency_for(d2h);
+  }
+  [[nodiscard]] bool copy_bidir_tabled() const { return !copy_bidir_table.empty(); }
+  // Whether copies both ways at once share anything (else no limit is built).
+  [[nodiscard]] bool copy_bidir_modelled() const { return copy_bidir_factor < 1 || copy_bidir_factor_d2h < 1 || copy_bidir_tabled(); }
+  // The share a copy of `bytes` (direction d2h) keeps while the other direction copies.
+  [[nodiscard]] double copy_bidir_factor_for(bool d2h, Bytes bytes) const;
+  [[nodiscard]] double copy_bidir_factor_for(bool d2h) const { return d2h ? copy_bidir_factor_d2h : copy_bidir_factor; }
+};
+
+}  // namespace osim

@@ -1,0 +1,27 @@
+// Interference between kernels, collectives and copies on one GPU and its
+// links (docs/execution-model.md "Interference"; bench interference).
+#pragma once
+
+namespace osim {
+
+struct InterferenceParams {
+  // A compute kernel beside a collective: slower by base + per_channel x channels.
+  double gemm_slowdown_base = 0.04;
+  double gemm_slowdown_per_channel = 0.0025;
+  // ... beside a busy copy engine (HBM), per engine.
+  double gemm_slowdown_per_copy = 0.035;
+  // A collective beside compute kernels: its rate / max(1, base + per_channel x channels).
+  double comm_slowdown_base = 0.908;
+  double comm_slowdown_per_channel = 0.0455;
+  // A copy's max-min weight against collective flows on a shared link (DMA
+  // out-competes SM-driven traffic); D2H: _d2h where > 0.
+  double copy_weight = 1.0;
+  double copy_weight_d2h = 0;
+  // What a byte of a collective bounced through host memory costs the
+  // sender's way up (d2h) and the receiver's way down (h2d), in copy bytes.
+  double host_transport_cost_h2d = 1.0;
+  double host_transport_cost_d2h = 1.0;
+  [[nodiscard]] double copy_weight_for(bool d2h) const { return d2h && copy_weight_d2h > 0 ? copy_weight_d2h : copy_weight; }
+};
+
+}  // namespace osim

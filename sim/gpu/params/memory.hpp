@@ -1,0 +1,14 @@
+// Memory-bound kernels: HBM bytes at a share of the GPU's HBM bandwidth, plus
+// a ramp-up and tail (docs/execution-model.md "Compute"; bench memory_kernel).
+#pragma once
+
+#include "core/units.hpp"
+
+namespace osim {
+
+struct MemoryParams {
+  double hbm_efficiency = 0.85;
+  Time hbm_latency = Time::zero();
+};
+
+}  // namespace osim

@@ -1,0 +1,29 @@
+// Host overheads: the host time each CUDA/NCCL API call costs before it
+// returns, and the GPU time an event record holds its stream
+// (docs/execution-model.md "Host overheads"; bench overhead_*).
+#pragma once
+
+#include "core/units.hpp"
+
+namespace osim {
+
+struct OverheadParams {
+  Time kernel_launch = Time::from_us(4);
+  Time memcpy_call = Time::from_us(10);      // an async pinned copy's return
+  Time event_call = Time::from_us(2);        // event_record, stream_wait_event, stream_wait_stream
+  Time sync_call = Time::from_us(2);         // stream/event/device synchronize, before it waits
+  Time collective_call = Time::from_us(6);
+  Time alloc_call = Time::from_us(2);        // the caching allocator
+  Time free_call = Time::from_us(1);
+
+  // The stream's next op starts this much later after an event record (the
+  // GPU drains the stream and writes the event); 0 = none.
+  Time event_gpu_time = Time::zero();
+  // What it takes more while the GPU has an H2D copy in flight; 0 = none.
+  Time event_gpu_time_h2d = Time::zero();
+  // An event recorded after a copy (its stream's last op a copy) takes this
+  // instead; negative = event_gpu_time.
+  Time event_gpu_time_copy = Time::from_ps(-1);
+};
+
+}  // namespace osim

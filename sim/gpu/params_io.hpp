@@ -1,0 +1,32 @@
+// The `model:` section of a calibration file (schema
+// overlapsim.calibration/v1): read, written and documented from one table
+// of fields (params_io.cpp), so the three never disagree. A field's name is
+// its key in the file and its member in its family's params struct.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpu/params.hpp"
+
+namespace osim {
+
+/// One field of the table, as documentation sees it.
+struct ModelFieldDoc {
+  std::string name, family, unit, range, default_value, doc;
+};
+
+/// Every field, family by family, in the order the file writes them.
+std::vector<ModelFieldDoc> model_field_docs();
+/// The fields as a Markdown table per family (docs/formats/calibration.md).
+std::string model_fields_markdown();
+
+/// "schema: ...\nmodel:\n  key: value\n...": the parameters a run loads.
+std::string model_yaml(const ModelParams& p);
+
+/// Reads a calibration file's `model:` section over `base`. Throws
+/// InputError naming the file, line and key on an unknown key, a value out
+/// of its range, or fields that must come together given apart.
+ModelParams load_calibration(const std::string& path, const ModelParams& base = {});
+
+}  // namespace osim
