@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "calib/calibrate.hpp"
+#include "calib/families/attention.hpp"
+#include "calib/families/gemm.hpp"
 #include "core/errors.hpp"
 
 using namespace osim;

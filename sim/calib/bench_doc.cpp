@@ -1,0 +1,93 @@
+#include "calib/bench_doc.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace osim {
+
+std::vector<json> rows(const json& doc, const std::string& key) {
+  std::vector<json> out;
+  for (const auto& r : doc.at("results"))
+    if (r.at("key") == key) out.push_back(r);
+  return out;
+}
+
+bool has_key(const json& doc, const std::string& key) {
+  for (const auto& r : doc.at("results"))
+    if (r.at("key") == key) return true;
+  return false;
+}
+
+bool p2p_disabled_run(const json& doc) {
+  const auto& env = doc.at("environment").value("env", json::object());
+  return env.contains("NCCL_P2P_DISABLE") && env.at("NCCL_P2P_DISABLE") == "1";
+}
+
+bool machine_run(const json& doc) { return has_key(doc, "nccl_all_to_all") || has_key(doc, "h2d_pinned"); }
+
+const json* find_doc(const BenchDocs& runs, bool p2p_disabled) {
+  for (const auto& [name, d] : runs)
+    if (machine_run(d) && p2p_disabled_run(d) == p2p_disabled) return &d;
+  return nullptr;
+}
+
+int interference_ranks(const json& doc) {
+  if (doc.contains("environment") && doc.at("environment").contains("gpus"))
+    return std::clamp(static_cast<int>(doc.at("environment").at("gpus").size()), 2, 4);
+  return 4;
+}
+
+BenchDocs merge_bench_runs(const BenchDocs& docs) {
+  BenchDocs out;
+  for (const auto& [name, d] : docs) {
+    const bool off = p2p_disabled_run(d);
+    bool attention_only = true;
+    for (const auto& r : d.at("results")) attention_only = attention_only && r.at("key") == "attention_sdpa";
+    auto same = std::find_if(out.begin(), out.end(), [&](const auto& o) { return p2p_disabled_run(o.second) == off && machine_run(o.second); });
+    if (attention_only || same == out.end()) {
+      out.emplace_back(name, d);
+      continue;
+    }
+    // Interference rows are one testcase per pair: a later row replaces the
+    // earlier one of the same pair and channel count, other pairs stay.
+    auto identity = [](const json& r) {
+      std::string id = r.at("key").get<std::string>();
+      if (id == "interference") id += "/" + r.at("a").get<std::string>() + "/" + r.at("b").get<std::string>() + "/" + std::to_string(r.at("channels").get<int>());
+      return id;
+    };
+    std::set<std::string> keys;
+    for (const auto& r : d.at("results")) keys.insert(identity(r));
+    json merged = json::array();
+    for (const auto& r : same->second.at("results"))
+      if (!keys.count(identity(r))) merged.push_back(r);
+    for (const auto& r : d.at("results")) merged.push_back(r);
+    same->second["results"] = std::move(merged);
+    same->first += " + " + name;
+  }
+  return out;
+}
+
+std::string one_of(const json& r, const char* key, std::initializer_list<std::string_view> allowed) {
+  const std::string v = r.at(key).get<std::string>();
+  std::string list;
+  for (const std::string_view a : allowed) {
+    if (v == a) return v;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  throw std::invalid_argument(fmt::format("{} row with {} '{}': expected one of {}", r.at("key").get<std::string>(), key, v, list));
+}
+
+int bench_copy_reps(const json& r) {
+  if (r.contains("reps")) return r.at("reps").get<int>();
+  if (r.at("key") == "bidir_pinned") return 1;
+  const double bytes = r.at("bytes").get<double>();
+  return bytes < 1048576 ? 20 : bytes < 64.0 * 1048576 ? 5 : 1;
+}
+
+std::string copy_reps_gate(const std::string& gate) {
+  return gate == "kernel" ? "spin kernel" : gate == "host" ? "host function" : gate == "kernel_wait" ? "kernel on another stream, waited on" : gate;
+}
+
+}  // namespace osim

@@ -1,0 +1,48 @@
+// Reading `overlapsim-validate bench` documents (schema overlapsim.bench/v1):
+// a testcase's rows, which kind of run a document is, and several runs of
+// one kind merged into one.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace osim {
+
+using json = nlohmann::json;
+/// Bench documents with the names they were read from (file paths).
+using BenchDocs = std::vector<std::pair<std::string, json>>;
+
+/// The rows of testcase `key`, in document order.
+std::vector<json> rows(const json& doc, const std::string& key);
+bool has_key(const json& doc, const std::string& key);
+/// Taken with NCCL_P2P_DISABLE=1.
+bool p2p_disabled_run(const json& doc);
+/// A machine run (copies or collectives), not e.g. an attention-only one.
+bool machine_run(const json& doc);
+/// The merged machine run of that kind, or null.
+const json* find_doc(const BenchDocs& runs, bool p2p_disabled);
+/// The bench's interference all-to-alls run on min(GPUs, 4) ranks (4 where
+/// the document does not say).
+int interference_ranks(const json& doc);
+
+/// Several runs of one kind (NCCL defaults, or NCCL_P2P_DISABLE=1) merged into
+/// one: a later run's testcases replace an earlier run's of the same key,
+/// interference rows pair by pair; attention-only documents stay apart.
+BenchDocs merge_bench_runs(const BenchDocs& docs);
+
+/// A row's text field that must be one of `allowed`; anything else is a
+/// malformed row (std::invalid_argument naming the row and the choices).
+std::string one_of(const json& r, const char* key, std::initializer_list<std::string_view> allowed);
+/// How many copies per burst the bench timed a one-way or both-ways pinned
+/// row at: the row's `reps`, or the bench's rule (20 below 1 MiB, 5 below 64
+/// MiB, 1 above; bidir_pinned rows without it ran one).
+int bench_copy_reps(const json& r);
+/// What held a copy_reps burst, as the reports name it.
+std::string copy_reps_gate(const std::string& gate);
+
+}  // namespace osim

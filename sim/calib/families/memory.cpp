@@ -1,0 +1,83 @@
+// Memory-bound kernels (params/memory.hpp): HBM bytes at a share of the GPU's
+// HBM bandwidth plus a ramp-up and tail (memory_kernel, sizes past the L2).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "calib/bench_replay.hpp"
+#include "calib/family.hpp"
+#include "calib/fit.hpp"
+#include "core/stats.hpp"
+
+namespace osim {
+namespace {
+
+void fit_memory(FitContext& ctx) {
+  const json& d = ctx.def;
+  ModelParams& p = ctx.p;
+  Calibration& c = ctx.cal;
+  const hw::Topology& topo = ctx.topo;
+  const int gpu0 = ctx.gpu0;
+  // Memory-bound kernels (bench memory_kernel: the copy kernel `run`
+  // realises), sizes past the L2 cache (>= 64 MiB): time = latency + bytes /
+  // (efficiency x the topology's HBM bandwidth).
+  if (const auto mk = rows(d, "memory_kernel"); !mk.empty()) {
+    const auto& hbm = topo.node(gpu0).gpu.hbm_bandwidth;
+    std::vector<std::pair<double, double>> pts;
+    std::vector<std::pair<std::string, double>> loaded;
+    for (const auto& r : mk) {
+      const double bytes = r.at("hbm_bytes").get<double>();
+      if (bytes >= 64.0 * 1048576) pts.emplace_back(bytes, r.at("time_us").get<double>());
+      if (r.contains("loaded_time_us"))
+        loaded.emplace_back(fmt::format("loaded_over_alone_{}MiB", static_cast<int64_t>(bytes / 1048576)), r.at("loaded_time_us").get<double>() / r.at("time_us").get<double>());
+    }
+    Fit f = fit_alpha_beta("memory-bound kernels", pts);
+    if (hbm && f.values.size() == 2) {
+      p.memory.hbm_latency = Time::from_us(f.values[0].second);
+      p.memory.hbm_efficiency = std::clamp(f.values[1].second * 1e9 / hbm->bytes_per_s, 1e-3, 1.0);
+      f.formula = "time = latency + HBM bytes / (efficiency x HBM bandwidth), >= 64 MiB; loaded = between GEMMs under sustained load";
+      f.values.emplace_back("efficiency", p.memory.hbm_efficiency);
+      for (const auto& kv : loaded) f.values.push_back(kv);
+      c.fits.push_back(f);
+    }
+  }
+}
+
+void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
+  const ModelParams& p = ctx.p;
+  const hw::Topology& topo = ctx.topo;
+  // Back to back (the fit takes >= 64 MiB: smaller ones stay in the L2
+  // cache from one kernel to the next, which the model, HBM only, does
+  // not hold), and between GEMMs under load, each timed by an event
+  // before and after it (the GEMM evicts the L2; an event between two
+  // ops costs the GPU ~2 us: overhead_gpu_event_gap).
+  const Op op = bench_memory_kernel(r.at("hbm_bytes").get<double>());
+  const bool in_l2 = op.hbm_bytes < 64.0 * 1048576;
+  c.cls = in_l2 ? "memory-bound kernel < 64 MiB, back to back (in the L2 cache)" : "memory-bound kernel >= 64 MiB";
+  if (in_l2) c.outside = "the GPU's L2 cache holds the buffers";
+  c.what = format_bytes(op.hbm_bytes);
+  c.measured_us = r.at("time_us");
+  c.simulated_us = replay(bench_schedule(1), {op}, topo, p);
+  out.push_back(c);
+  if (r.contains("loaded_time_us")) {
+    // 600 (GEMM, kernel) pairs; the kernels of the second half (median).
+    std::vector<Op> prog;
+    const Op g = bench_gemm(json::array({16384, 5120, 5120}));
+    for (int i = 0; i < 600; ++i) prog.insert(prog.end(), {g, op});
+    const ExecResult res = replay_programs(bench_schedule(1), {prog}, topo, p);
+    std::vector<double> t;
+    for (size_t i = 300; i < 600; ++i) t.push_back((res.ops[0][2 * i + 1].end - res.ops[0][2 * i + 1].start).us());
+    c.cls = in_l2 ? "memory-bound kernel < 64 MiB between GEMMs, timed by events" : "memory-bound kernel >= 64 MiB between GEMMs under load";
+    if (in_l2) c.outside = "the GPU time of the events timing it (overhead_gpu_event_gap)";
+    c.what += " between GEMMs";
+    c.measured_us = r.at("loaded_time_us");
+    c.simulated_us = median(t);
+    out.push_back(c);
+  }
+}
+
+const CalibFamily kMemory{"memory", {"memory_kernel"}, {{430, fit_memory}}, replay_row};
+OSIM_CALIB_FAMILY(kMemory);
+
+}  // namespace
+}  // namespace osim

@@ -1,0 +1,193 @@
+// NCCL collectives (params/nccl.hpp): the channel model from the all-to-all
+// at 4-16 channels, a rank's ceiling, the ring's step latency, and the
+// measured tables per collective, rank count, transport and channel count
+// (nccl_all_to_all, _pairwise, nccl_all_gather, nccl_reduce_scatter,
+// nccl_all_reduce; nccl_reps reported).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "calib/bench_replay.hpp"
+#include "calib/family.hpp"
+#include "calib/fit.hpp"
+#include "core/stats.hpp"
+
+namespace osim {
+namespace {
+
+void fit_reps_report(FitContext& ctx) {
+  const json& d = ctx.def;
+  Calibration& c = ctx.cal;
+  // The all-to-all per gated burst (nccl_reps): time per op = steady(size)
+  // + burst / iters per rank count (one burst for all sizes): what a
+  // collective timed alone pays over the table, whose rows run 20, 5 or 2
+  // per burst. Reported only.
+  {
+    std::map<int, std::vector<BurstPoint>> by_ranks;
+    for (const auto& r : rows(d, "nccl_reps"))
+      by_ranks[r.at("ranks").get<int>()].push_back({r.at("bytes").get<double>(), r.at("iters").get<double>(), r.at("time_us").get<double>()});
+    for (const auto& [n, pts] : by_ranks) {
+      const auto b = fit_burst(pts, false);
+      if (!b) continue;
+      Fit f{fmt::format("all-to-all per gated burst (nccl_reps), {} ranks", n),
+            "time per op = steady(size) + burst / iters, relative least squares (reported only)",
+            {{"burst_us", b->burst}},
+            b->rms_pct,
+            static_cast<int>(pts.size())};
+      for (const auto& [bytes, steady] : b->steady) {
+        std::string name = format_bytes(bytes);
+        std::erase(name, ' ');
+        f.values.emplace_back(fmt::format("steady_{}_us", name), steady);
+      }
+      c.fits.push_back(f);
+    }
+  }
+}
+
+void fit_channels(FitContext& ctx) {
+  const json& d = ctx.def;
+  ModelParams& p = ctx.p;
+  Calibration& c = ctx.cal;
+  // NCCL all-to-all. Where the channels bind (4-16 channels, >= 4 MiB, the
+  // largest rank count): time = latency + outgoing bytes / (channels x
+  // per-channel bandwidth), fitted jointly. With NCCL's default channels the
+  // rank's whole traffic binds: its ceiling is the busbw at the largest size.
+  {
+    int ranks = 0;
+    for (const auto& r : rows(d, "nccl_all_to_all")) ranks = std::max(ranks, r.at("ranks").get<int>());
+    std::vector<std::pair<double, double>> pts;  // (outgoing bytes per channel, time)
+    std::map<int, std::pair<double, double>> largest;  // ranks -> (bytes, busbw) at default channels
+    for (const auto& r : rows(d, "nccl_all_to_all")) {
+      const int n = r.at("ranks").get<int>(), ch = r.at("channels").get<int>();
+      const double bytes = r.at("bytes").get<double>();
+      if (n == ranks && ch > 0 && ch <= 16 && bytes >= 4.0 * 1048576) pts.emplace_back(bytes * (n - 1) / n / ch, r.at("time_us").get<double>());
+      if (ch == 0 && bytes >= largest[n].first) largest[n] = {bytes, r.at("busbw_GBps").get<double>()};
+    }
+    Fit f = fit_alpha_beta("NCCL all-to-all", pts);
+    if (!f.values.empty()) {
+      f.formula = "time = latency + outgoing bytes / (channels x channel bandwidth), 4-16 channels, >= 4 MiB";
+      p.nccl.nccl_channel_bandwidth = Bandwidth::from_GBps(f.values[1].second);
+      p.nccl.nccl_latency = Time::from_us(f.values[0].second);
+      f.values = {{"channel_GBps", f.values[1].second}, {"latency_us", f.values[0].second}};
+    }
+    std::vector<double> ceil;
+    for (const auto& [n, v] : largest) ceil.push_back(v.second);
+    if (!ceil.empty()) {
+      p.nccl.nccl_rank_bandwidth = Bandwidth::from_GBps(median(ceil));
+      f.values.emplace_back("rank_ceiling_GBps", median(ceil));
+    }
+    // Ring steps after the first: all-reduce (2(U-1) steps) against
+    // all-gather (U-1) at the smallest size, the largest rank count.
+    double t_ar = 0, t_ag = 0, smallest = 1e300;
+    for (const auto& key : {"nccl_all_reduce", "nccl_all_gather"})
+      for (const auto& r : rows(d, key))
+        if (r.at("ranks").get<int>() == ranks && r.at("channels").get<int>() == 0 && r.at("bytes").get<double>() <= smallest) {
+          smallest = r.at("bytes").get<double>();
+          (std::string(key) == "nccl_all_reduce" ? t_ar : t_ag) = r.at("time_us").get<double>();
+        }
+    if (t_ar > 0 && t_ag > 0 && ranks > 1) {
+      p.nccl.nccl_step_latency = Time::from_us(std::max(0.0, (t_ar - t_ag) / (ranks - 1)));
+      f.values.emplace_back("ring_step_latency_us", p.nccl.nccl_step_latency.us());
+    }
+    if (!pts.empty()) c.fits.push_back(f);
+  }
+}
+
+void fit_tables(FitContext& ctx) {
+  ModelParams& p = ctx.p;
+  Calibration& c = ctx.cal;
+  const BenchDocs& runs = ctx.runs;
+  // Measured collective tables: time against bytes per rank, per collective,
+  // rank count, transport and channel count (0: NCCL's choice) (the median where a
+  // size was measured more than once; made non-decreasing by pooling, so that no size
+  // looks faster than a smaller one).
+  {
+    Fit f{"NCCL collective tables", "time at each measured size and channel count (used inside one host, nearest rank count); 1 GiB at NCCL's default channels", {}, 0, 0};
+    p.nccl.nccl_tables.clear();
+    for (const bool off : {false, true}) {
+      const json* doc = find_doc(runs, off);
+      if (!doc) continue;
+      for (const auto coll : kTableColls) {
+        const std::string key = std::string("nccl_") + table_coll_name(coll);
+        std::map<std::pair<int, int>, std::map<double, std::vector<double>>> by_ranks;  // (channels, ranks)
+        for (const auto& r : rows(*doc, key))
+          by_ranks[{r.at("channels").get<int>(), r.at("ranks").get<int>()}][r.at("bytes").get<double>()].push_back(r.at("time_us").get<double>() * 1e-6);
+        for (const auto& [chn, sizes] : by_ranks) {
+          const auto [ch, n] = chn;
+          NcclTable t{coll, n, off, {}, ch};
+          // Non-decreasing by pooling adjacent violators: where a larger size
+          // measured faster than a smaller one (launch-latency noise), both
+          // take their mean instead of the later one being raised.
+          std::vector<std::pair<double, int>> blocks;  // (mean time, sizes pooled)
+          for (const auto& [bytes, times] : sizes) {
+            blocks.emplace_back(median(times), 1);
+            while (blocks.size() > 1 && blocks[blocks.size() - 2].first > blocks.back().first) {
+              const auto [m1, n1] = blocks[blocks.size() - 2];
+              const auto [m2, n2] = blocks.back();
+              blocks.pop_back();
+              blocks.back() = {(m1 * n1 + m2 * n2) / (n1 + n2), n1 + n2};
+            }
+          }
+          auto sz = sizes.begin();
+          for (const auto& [mean, count] : blocks)
+            for (int i = 0; i < count; ++i, ++sz) t.points.emplace_back(sz->first, mean);
+          if (ch == 0) f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", table_coll_name(coll), off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
+          f.points += static_cast<int>(t.points.size());
+          p.nccl.nccl_tables.push_back(std::move(t));
+        }
+      }
+    }
+    if (f.points) c.fits.push_back(f);
+  }
+}
+
+void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
+  const int ngpu = ctx.ngpu;
+  if (r.at("ranks").get<int>() > ngpu) return;
+  const ModelParams& p = ctx.p;
+  const hw::Topology& topo = ctx.topo;
+  const bool p2p_off = ctx.p2p_off;
+  const std::string key = c.key;
+  const int n = r.at("ranks"), ch = r.at("channels");
+  Op op;
+  op.kind = OpKind::Collective;
+  op.stream = 0;
+  op.group = 0;
+  op.channels = ch;
+  op.bytes = r.at("bytes").get<Bytes>();
+  std::string name;
+  if (key == "nccl_all_to_all" || key == "nccl_reps") op.coll = CollKind::AllToAll, name = "all-to-all";
+  else if (key == "nccl_all_to_all_pairwise") op.coll = CollKind::AllToAll, op.algo = CollAlgo::Pairwise, name = "pairwise all-to-all";
+  else if (key == "nccl_all_gather") op.coll = CollKind::AllGather, op.algo = CollAlgo::Ring, name = "all-gather";
+  else if (key == "nccl_reduce_scatter") op.coll = CollKind::ReduceScatter, op.algo = CollAlgo::Ring, name = "reduce-scatter";
+  else if (key == "nccl_all_reduce") op.coll = CollKind::AllReduce, op.algo = CollAlgo::Ring, name = "all-reduce";
+  c.what = fmt::format("{} ranks, {} channels, {}", n, ch == 0 ? std::string("default") : std::to_string(ch), format_bytes(static_cast<double>(op.bytes)));
+  if (key == "nccl_reps") {
+    // The all-to-all per gated burst: each op the table's time.
+    c.what += fmt::format(" x {}", r.at("iters").get<int>());
+    c.cls = "NCCL all-to-all per gated burst (nccl_reps)";
+  } else if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Nccl)
+    c.cls = op.bytes < (64 << 20) ? "NCCL all-to-all < 64 MiB"
+            : ch == 0             ? "NCCL all-to-all >= 64 MiB, default channels"
+                                  : "NCCL all-to-all >= 64 MiB, 4-16 channels";
+  else
+    c.cls = fmt::format("NCCL {} {}", name, op.bytes < (64 << 20) ? "< 64 MiB" : ">= 64 MiB");
+  // Benches before 2026-11-23 launched every rank's collective from one
+  // host thread with the clock running: below a few MiB those rows time
+  // the host's launches as much as NCCL (README, gated collective timing).
+  if (op.bytes < (64 << 20) && !r.value("gated", false)) c.cls += ", timed ungated";
+  c.measured_us = r.at("time_us");
+  c.simulated_us = replay(bench_schedule(n, p2p_off), std::vector<Op>(n, op), topo, p);
+  out.push_back(c);
+}
+
+const CalibFamily kNccl{"nccl",
+                        {"nccl_all_to_all", "nccl_reps", "nccl_all_to_all_pairwise", "nccl_all_gather", "nccl_reduce_scatter", "nccl_all_reduce"},
+                        {{300, fit_reps_report}, {500, fit_channels}, {620, fit_tables}},
+                        replay_row};
+OSIM_CALIB_FAMILY(kNccl);
+
+}  // namespace
+}  // namespace osim

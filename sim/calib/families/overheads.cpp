@@ -1,0 +1,123 @@
+// Host overheads: what API calls cost the host (bench overhead_kernel_launch,
+// overhead_event_record, overhead_stream_sync_idle,
+// overhead_memcpy_async_pinned_return), and the GPU time an event record
+// holds its stream (overhead_gpu_event_gap).
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "calib/bench_replay.hpp"
+#include "calib/family.hpp"
+
+namespace osim {
+namespace {
+
+void fit_api(FitContext& ctx) {
+  const json& d = ctx.def;
+  ModelParams& p = ctx.p;
+  Calibration& c = ctx.cal;
+  // API overheads: medians measured directly.
+  auto overhead = [&](const char* key, Time& field) {
+    for (const auto& r : rows(d, key)) field = Time::from_us(r.at("time_us").get<double>());
+  };
+  overhead("overhead_kernel_launch", p.overheads.kernel_launch);
+  overhead("overhead_event_record", p.overheads.event_call);
+  overhead("overhead_stream_sync_idle", p.overheads.sync_call);
+  overhead("overhead_memcpy_async_pinned_return", p.overheads.memcpy_call);
+  c.fits.push_back({"API overheads", "host time per call, median", {{"kernel_launch_us", p.overheads.kernel_launch.us()}, {"event_us", p.overheads.event_call.us()},
+                    {"sync_us", p.overheads.sync_call.us()}, {"memcpy_async_us", p.overheads.memcpy_call.us()}}, 0, 4});
+}
+
+void fit_event_time(FitContext& ctx) {
+  const json& d = ctx.def;
+  ModelParams& p = ctx.p;
+  Calibration& c = ctx.cal;
+  // GPU time of an event record: 1 MiB memory kernels back to back with and
+  // without an event after each (overhead_gpu_event_gap), the difference per
+  // op; with an H2D copy in flight beside (`beside: h2d`), what it adds.
+  {
+    Fit f{"GPU time of an event record", "per op: kernels with an event after each - the same without (overhead_gpu_event_gap)", {}, 0, 0};
+    std::optional<double> alone, beside_h2d, after_copy;
+    for (const auto& r : rows(d, "overhead_gpu_event_gap")) {
+      const std::string beside = r.value("beside", std::string("none"));
+      if (r.at("op") == "h2d" && beside == "none") after_copy = r.at("gap_us").get<double>();
+      if (r.at("op") != "memory_kernel") continue;
+      if (beside == "none") alone = r.at("gap_us").get<double>();
+      else if (beside == "h2d") beside_h2d = r.at("gap_us").get<double>();
+    }
+    if (alone) {
+      p.overheads.event_gpu_time = Time::from_us(std::max(0.0, *alone));
+      f.values.emplace_back("event_gpu_time_us", p.overheads.event_gpu_time.us());
+      ++f.points;
+      if (beside_h2d) {
+        p.overheads.event_gpu_time_h2d = Time::from_us(std::max(0.0, *beside_h2d - *alone));
+        f.values.emplace_back("event_gpu_time_h2d_us", p.overheads.event_gpu_time_h2d.us());
+        ++f.points;
+      }
+    }
+    // After a copy: H2D copies with and without an event after each.
+    if (after_copy) {
+      p.overheads.event_gpu_time_copy = Time::from_us(std::max(0.0, *after_copy));
+      f.values.emplace_back("event_gpu_time_copy_us", p.overheads.event_gpu_time_copy.us());
+      ++f.points;
+    }
+    if (f.points > 0) c.fits.push_back(f);
+  }
+}
+
+// overhead_gpu_event_gap as the bench ran it: `ops` ops back to back on
+// stream 0 of GPU 0 (1 MiB memory kernels or pinned H2D copies; `fenced`: an
+// event recorded after each), gated (host calls left out); `beside: h2d`
+// (h2d_all): a copy of copy_bytes in flight on GPU 0's copy stream (each of
+// the row's `gpus` GPUs') from the start. Per op, from the first op's start to the last one's
+// end (with its event), in us.
+double replay_event_gap(const json& r, bool fenced, const hw::Topology& topo, const ModelParams& params) {
+  ModelParams p = params;
+  p.overheads.kernel_launch = p.overheads.memcpy_call = p.overheads.event_call = Time::zero();
+  const std::string beside = r.value("beside", std::string("none"));
+  const int n = r.at("ops"), ranks = beside == "h2d_all" ? r.at("gpus").get<int>() : 1;
+  Schedule s = bench_schedule(ranks);
+  std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks));
+  if (beside != "none")
+    for (auto& prog : progs) prog.push_back(bench_copy(CopyKind::H2D, r.at("copy_bytes").get<Bytes>(), 1));
+  const size_t first = progs[0].size();
+  const Op op = r.at("op") == "h2d" ? bench_copy(CopyKind::H2D, r.at("bytes").get<Bytes>()) : bench_memory_kernel(r.at("bytes").get<double>());
+  for (int i = 0; i < n; ++i) {
+    progs[0].push_back(op);
+    if (!fenced) continue;
+    Op ev;
+    ev.kind = OpKind::EventRecord;
+    ev.stream = 0;
+    ev.event = static_cast<int32_t>(s.events.size());
+    s.events.push_back(fmt::format("e{}", i));
+    progs[0].push_back(ev);
+  }
+  const ExecResult res = replay_programs(std::move(s), progs, topo, p);
+  return (res.ops[0].back().end - res.ops[0][first].start).us() / n;
+}
+
+void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
+  const ModelParams& p = ctx.p;
+  const hw::Topology& topo = ctx.topo;
+  const int ngpu = ctx.ngpu;
+  const std::string beside = r.value("beside", std::string("none"));
+  if (beside == "h2d_all" && r.at("gpus").get<int>() > ngpu) return;
+  const bool kernel = r.at("op") == "memory_kernel";
+  for (const bool fenced : {false, true}) {
+    c.cls = "GPU time of an event record";
+    c.what = fmt::format("{} {}{}{}", format_bytes(r.at("bytes").get<double>()), kernel ? "memory kernels" : "H2D copies",
+                         fenced ? ", an event after each" : "", beside == "none" ? "" : beside == "h2d" ? ", an H2D copy beside" : ", every GPU copying H2D");
+    // 1 MiB kernels' buffers stay in the L2 from one kernel to the next
+    // (as memory_kernel's under 64 MiB); the event's time is the same.
+    if (kernel) c.outside = "the GPU's L2 cache holds the buffers";
+    c.measured_us = r.at(fenced ? "fenced_us" : "plain_us");
+    c.simulated_us = replay_event_gap(r, fenced, topo, p);
+    out.push_back(c);
+  }
+}
+
+const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap"}, {{100, fit_api}, {110, fit_event_time}}, replay_row};
+OSIM_CALIB_FAMILY(kOverheads);
+
+}  // namespace
+}  // namespace osim
