@@ -1,0 +1,489 @@
+#include "gpu/collectives.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/isolated.hpp"
+#include "gpu/closed_form.hpp"
+#include "gpu/compute.hpp"
+#include "gpu/copies.hpp"
+#include "gpu/fabric_use.hpp"
+#include "gpu/streams.hpp"
+
+namespace osim::exec {
+
+Collectives::Collectives(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
+
+void Collectives::add_rank(int r, int colls) {
+  Rank& K = ranks_[static_cast<size_t>(r)];
+  K.group_seq.assign(x_.s.groups.size(), 0);
+  K.group_done.assign(x_.s.groups.size(), 0);
+  K.parked.resize(x_.s.groups.size());
+  K.coll.assign(static_cast<size_t>(colls), {-1, -1});
+}
+
+std::pair<int32_t, int32_t>& Collectives::coll_of(int r, int id) {
+  const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
+  return ranks_[static_cast<size_t>(r)].coll[static_cast<size_t>(R.queues->coll_ord[static_cast<size_t>(id - R.base)])];
+}
+
+void Collectives::remove_closed(int r, int ci) {
+  auto& list = ranks_[static_cast<size_t>(r)].closed;
+  list.erase(std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == ci; }));
+}
+
+bool Collectives::via_host(const CollInst& c) { return through_host(x_.fabric->pair_route(c.members[0], c.members[1], false).kind); }
+
+void Collectives::arrive_or_park(int r, int id) {
+  Rank& K = ranks_[static_cast<size_t>(r)];
+  const Op& op = x_.op_of(r, id);
+  auto& [inst, seq] = coll_of(r, id);
+  if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
+    const bool send = op.coll == CollKind::Send;
+    const int src = send ? r : op.peer, dst = send ? op.peer : r;
+    const int n = send ? K.send_seq[op.peer]++ : K.recv_seq[op.peer]++;
+    const auto key = std::make_tuple(-1 - src, dst, n);
+    inst = instance(key, -1, n, {src, dst});
+    arrive(r, id);
+    return;
+  }
+  seq = K.group_seq[static_cast<size_t>(op.group)]++;
+  if (seq > K.group_done[static_cast<size_t>(op.group)]) {
+    K.parked[static_cast<size_t>(op.group)].push_back(id);  // NCCL serialises collectives on a communicator
+    return;
+  }
+  inst = instance(std::make_tuple(op.group, 0, seq), op.group, seq, x_.s.groups[static_cast<size_t>(op.group)].ranks);
+  arrive(r, id);
+}
+
+int Collectives::instance(std::tuple<int, int, int> key, int group, int seq, const std::vector<int>& members) {
+  auto it = inst_index_.find(key);
+  if (it != inst_index_.end()) return it->second;
+  // A finished instance's slot is reused, its buffers kept, but only from
+  // the next engine event on: callers up the stack of the event that
+  // finished it may still hold it.
+  int ci;
+  if (!free_insts_.empty() && free_insts_.front().second < x_.engine.events_processed()) {
+    ci = free_insts_.front().first;
+    free_insts_.pop_front();
+  } else {
+    ci = static_cast<int>(insts_.size());
+    insts_.emplace_back();
+  }
+  CollInst& c = insts_[static_cast<size_t>(ci)];
+  c.op = nullptr;
+  c.key = key;
+  c.group = group;
+  c.seq = seq;
+  c.members.assign(members.begin(), members.end());
+  c.gops.assign(members.size(), -1);
+  c.arrived = c.finished = 0;
+  c.launched = false;
+  c.wire = 0;
+  c.channels = 0;
+  c.step = c.steps = c.step_left = 0;
+  c.partner.clear();
+  c.tabled[0] = c.tabled[1] = CollInst::Tabled{};
+  inst_index_.emplace(key, ci);
+  return ci;
+}
+
+void Collectives::arrive(int r, int id) {
+  const int ci = coll_of(r, id).first;
+  CollInst& c = insts_[static_cast<size_t>(ci)];
+  const size_t m = static_cast<size_t>(std::find(c.members.begin(), c.members.end(), r) - c.members.begin());
+  assert(m < c.members.size());
+  c.gops[m] = id;
+  x_.flags[static_cast<size_t>(id)] |= kArrived;
+  const Op& op = x_.op_of(r, id);
+  x_.streams->mark_start(r, id, op);  // a collective starts when its rank reaches it
+  x_.compute->add_channels(r, channels_of(op));  // the kernel holds its SMs while it waits for peers
+  x_.compute->update(r);
+  if (!c.op) c.op = &op;
+  if (++c.arrived == static_cast<int>(c.members.size())) launch(ci);
+}
+
+void Collectives::mismatch(const CollInst& c) {
+  std::string msg = c.group >= 0 ? fmt::format("collectives issued in different orders or sizes on group '{}': call #{} is",
+                                               x_.s.groups[static_cast<size_t>(c.group)].name, c.seq)
+                                 : fmt::format("send #{} and its matching recv differ:", c.seq);
+  for (size_t m = 0; m < c.members.size(); ++m) {
+    const int r = c.members[m], index = c.gops[m] - x_.ranks[static_cast<size_t>(r)].base;
+    const Op& op = x_.ranks[static_cast<size_t>(r)].ops[index];
+    msg += fmt::format("\n  rank {}: {} {} ({} {}, {} channels) at {}", r, to_string(op.coll), op.label,
+                       format_bytes(static_cast<double>(op.bytes)), to_string(op.dtype), channels_of(op), x_.where(r, index));
+  }
+  throw SimulationError(msg);
+}
+
+void Collectives::launch(int ci) {
+  CollInst& c = insts_[static_cast<size_t>(ci)];
+  c.launched = true;
+  const Op& op = *c.op;
+  const bool p2p = c.group < 0;  // members are {sender, receiver}: kinds differ by design
+  for (size_t m = 0; m < c.gops.size(); ++m) {
+    const Op& o = x_.op_of(c.members[m], c.gops[m]);
+    if ((!p2p && (o.coll != op.coll || o.algo != op.algo)) || o.bytes != op.bytes || o.dtype != op.dtype || channels_of(o) != channels_of(op))
+      mismatch(c);
+  }
+  const Time now = x_.engine.now();
+  const NvlinkParams& nv = x_.p.nvlink;
+  Time delay = Time::zero();
+  c.nvlink = nv.any() && op.bytes >= nv.nvlink_wake_min_bytes && !via_host(c);
+  if (c.nvlink) {
+    for (const int r : c.members) {
+      x_.compute->nvlink_started(r);
+      if (nv.nvlink_awake_slowdown > 0) x_.compute->update(r);
+    }
+    // A member quiet for nvlink_wake_after wakes first; beside a host copy
+    // it waits nvlink_copy_latency (either 0 where not calibrated).
+    if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return x_.compute->nvlink_quiet(r, now) >= nv.nvlink_wake_after; }))
+      delay = delay + nv.nvlink_wake_latency;
+    if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return x_.copies->busy(r, kH2D) || x_.copies->busy(r, kD2H); }))
+      delay = delay + nv.nvlink_copy_latency;
+  }
+  // The later rank under the power cap (PowerParams::straggler_share).
+  const PowerParams& pw = x_.p.power;
+  const double full = pw.sustained_slowdown + pw.sustained_slow_slowdown;
+  if (pw.straggler_share > 0 && full > 0) {
+    double wait_s = 0;
+    for (const int r : c.members) {
+      const double down = std::clamp((1.0 / x_.compute->clock(r) - 1.0) / full, 0.0, 1.0);
+      wait_s = std::max(wait_s, pw.straggler_share * down * (now - ranks_[static_cast<size_t>(r)].last_coll_end).s());
+    }
+    delay = delay + Time::from_ps(static_cast<int64_t>(std::llround(wait_s * 1e12)));
+  }
+  if (delay > Time::zero()) {
+    x_.engine.at(now + delay, &Engine::call<&Collectives::start_launched, Collectives>, this, static_cast<uint64_t>(ci));
+    return;
+  }
+  start_launched(ci);
+}
+
+void Collectives::start_launched(int ci) {
+  CollInst& c = insts_[static_cast<size_t>(ci)];
+  const Op& op = *c.op;
+  c.channels = channels_of(op);
+  c.wire = static_cast<double>(op.bytes) * (op.dtype == DType::FP8 ? 1.0 + 4.0 / 128.0 : 1.0);
+  const int U = static_cast<int>(c.members.size());
+  c.member_done.assign(static_cast<size_t>(U), 0);
+  c.outstanding.assign(static_cast<size_t>(U), 0);
+  const Time lat = x_.p.nccl.nccl_latency;
+  if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
+    c.outstanding = {1, 1};
+    coll_flow(ci, 0, 1, c.wire, 1, lat);
+    return;
+  }
+  if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Nccl) {
+    c.outstanding.assign(static_cast<size_t>(U), 2 * (U - 1));  // a member sends to and receives from each peer
+    if (x_.closed->try_closed_form(ci)) return;
+    for_each_a2a_flow(U, [&](int i, int j) { coll_flow(ci, i, j, c.wire / U, U - 1, lat); });
+    return;
+  }
+  if (op.coll == CollKind::AllToAll) {  // pairwise round-robin, circle method
+    const int n = U % 2 == 0 ? U : U + 1;
+    std::vector<int> teams(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) teams[static_cast<size_t>(i)] = i;
+    for (int round = 0; round < n - 1; ++round) {
+      std::vector<int> partner(static_cast<size_t>(U), -1);
+      for (int i = 0; i < n / 2; ++i) {
+        const int a = teams[static_cast<size_t>(i)], b = teams[static_cast<size_t>(n - 1 - i)];
+        if (a < U && b < U) {
+          partner[static_cast<size_t>(a)] = b;
+          partner[static_cast<size_t>(b)] = a;
+        }
+      }
+      c.partner.push_back(partner);
+      std::rotate(teams.begin() + 1, teams.end() - 1, teams.end());
+    }
+    c.round.assign(static_cast<size_t>(U), 0);
+    c.in_round.assign(static_cast<size_t>(U), 0);
+    c.round_left.assign(static_cast<size_t>(U), 0);
+    for (int i = 0; i < U; ++i) try_round(ci, i);
+    return;
+  }
+  // Ring: all_gather / reduce_scatter: U-1 steps; all_reduce: 2(U-1).
+  c.steps = op.coll == CollKind::AllReduce ? 2 * (U - 1) : U - 1;
+  c.step = 0;
+  ring_step(ci);
+}
+
+void Collectives::coll_flow(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency) {
+  double base = 0;
+  FlowSpec f = flow_spec(ci, from, to, bytes, peers_at_once, protocol_latency, base);
+  x_.closed->hand_back_route(f.route);
+  start_flow(ci, from, to, std::move(f), base, nullptr);
+}
+
+FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency, double& base_out) {
+  CollInst& c = insts_[static_cast<size_t>(ci)];
+  const NcclParams& nc = x_.p.nccl;
+  const InterferenceParams& in = x_.p.interference;
+  const int ra = c.members[static_cast<size_t>(from)], rb = c.members[static_cast<size_t>(to)];
+  const FlowRoute& route = x_.fabric->pair_route(ra, rb, false);
+  FlowSpec f;
+  f.route = route.uses;
+  f.bytes = bytes;
+  f.latency = route.latency + protocol_latency;
+  const bool via = through_host(route.kind);
+  const double ceiling = (via ? nc.nccl_host_rank_bandwidth : nc.nccl_rank_bandwidth).bytes_per_s;
+  double base = std::min(c.channels * nc.nccl_channel_bandwidth.bytes_per_s, ceiling) / peers_at_once;
+  if (const CollInst::Tabled& t = tabled(c, route.kind, via); t.rate > 0) {
+    base = t.rate;
+    // Measured end to end: the route's latency is in it; a ring pays it once.
+    f.latency = c.steps > 0 && c.step > 0 ? Time::zero() : t.latency;
+  }
+  f.rate_cap = base / x_.compute->comm_slowdown(ra, c.channels, via);
+  // Its latency runs on SM code as well.
+  if (const double cs = x_.compute->clock_slowdown(ra, via); cs != 1.0)
+    f.latency = Time::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(f.latency.ps()) * cs)));
+  if (route.kind == hw::RouteKind::ViaHost && (in.host_transport_cost_h2d != 1.0 || in.host_transport_cost_d2h != 1.0)) {
+    // Its bytes cost the PCIe links more than a copy's: those of the
+    // sender's way up (what ra's D2H copies cross) and of the receiver's way
+    // down (rb's H2D copies). Host bridges' limits and host memory count
+    // bytes alike. Never so much that the collective alone, its rank's flows
+    // at their cap, would fill the link: its measured time already holds
+    // what its bytes cost there.
+    const FlowRoute& up = x_.fabric->host_route(ra, false);
+    const FlowRoute& down = x_.fabric->host_route(rb, true);
+    auto on = [](const FlowRoute& fr, ConstraintId k) {
+      return std::any_of(fr.uses.begin(), fr.uses.end(), [k](const FlowUse& u) { return u.constraint == k; });
+    };
+    for (FlowUse& u : f.route) {
+      const int res = x_.fabric->resource_of(u.constraint);
+      if (!x_.topo.is_link(res)) continue;
+      const bool is_up = on(up, u.constraint), is_down = on(down, u.constraint);
+      if (is_up == is_down) continue;
+      double cost = is_up ? in.host_transport_cost_d2h : in.host_transport_cost_h2d;
+      if (cost > 1.0)
+        cost = std::max(1.0, std::min(cost, x_.topo.resources()[static_cast<size_t>(res)].capacity / (u.coefficient * base * peers_at_once)));
+      u.coefficient *= cost;
+    }
+  }
+  // A rank's collective flows weigh 1/sqrt(peers at once) each: sqrt(k) for
+  // k flows together (fitted on the copy weight against 2- and 4-rank
+  // all-to-alls through host memory).
+  f.weight = 1.0 / std::sqrt(static_cast<double>(peers_at_once));
+  base_out = base;
+  return f;
+}
+
+void Collectives::start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st) {
+  const CollInst& c = insts_[static_cast<size_t>(ci)];
+  const int ra = c.members[static_cast<size_t>(from)];
+  // Captures packed into 16 bytes so std::function stores them inline.
+  const uint64_t key = (static_cast<uint64_t>(ci) << 32) | (static_cast<uint64_t>(from) << 16) | static_cast<uint64_t>(to);
+  f.on_done = [this, key](const FlowRecord& rec) {
+    flow_done(static_cast<int>(key >> 32), static_cast<int>((key >> 16) & 0xffff), static_cast<int>(key & 0xffff), rec);
+  };
+  const FlowId fid = st ? x_.flows.resume(std::move(f), *st) : x_.flows.start(std::move(f));
+  const FlowRoute& route = x_.fabric->pair_route(ra, c.members[static_cast<size_t>(to)], false);
+  if (x_.o.link_samples) x_.fabric->observe(fid, route);
+  auto& cfs = ranks_[static_cast<size_t>(ra)].coll_flows;
+  if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
+  coll_flow_slot_[static_cast<size_t>(fid)] = static_cast<int>(cfs.size());
+  cfs.push_back({fid, base, c.channels, through_host(route.kind)});
+}
+
+// The measured table's per-flow rate and latency for a collective inside one
+// host at a measured channel count (NcclParams::nccl_tables).
+const CollInst::Tabled& Collectives::tabled(CollInst& c, hw::RouteKind kind, bool via) {
+  // Tables are measured inside one host: a flow between hosts keeps the
+  // channel model (and must not decide for the collective's other flows).
+  static const CollInst::Tabled kNone{};
+  if (kind == hw::RouteKind::Network || kind == hw::RouteKind::NetworkViaHost) return kNone;
+  CollInst::Tabled& t = c.tabled[via ? 1 : 0];
+  if (t.looked) return t;
+  t.looked = true;
+  const Op& op = *c.op;
+  const int U = static_cast<int>(c.members.size());
+  const NcclParams& nc = x_.p.nccl;
+  if (nc.nccl_tables.empty() || U < 2) return t;
+  // The schedule's channel count, or NCCL's choice (none given, or the model's default).
+  const int channels = op.channels > 0 && op.channels != nc.nccl_channels ? op.channels : 0;
+  TableColl coll;
+  switch (op.coll) {
+    case CollKind::AllToAll: coll = op.algo == CollAlgo::Pairwise ? TableColl::AllToAllPairwise : TableColl::AllToAll; break;
+    case CollKind::AllGather: coll = TableColl::AllGather; break;
+    case CollKind::ReduceScatter: coll = TableColl::ReduceScatter; break;
+    case CollKind::AllReduce: coll = TableColl::AllReduce; break;
+    default: return t;  // send / recv
+  }
+  const NcclTable* tab = nc.nccl_table_for(coll, U, via, channels);
+  if (!tab) return t;
+  const double lat = tab->points.front().second, time = tab->time_at(c.wire);
+  // ncclAlltoAll: U-1 flows of wire/U each per rank, together `time`.
+  // Pairwise: one exchange of wire/U per round, a launch each. Ring: `steps`
+  // exchanges of wire/U, the latency before the first.
+  const int phases = coll == TableColl::AllToAllPairwise ? static_cast<int>(c.partner.size()) : c.steps > 0 ? c.steps : 1;
+  const double transfer = (time - lat) / phases;
+  // The table's latency is what a small collective takes; a larger one
+  // moves its bytes during that time too. Where the links alone need longer
+  // for a phase than the table leaves it, the difference comes off the
+  // latency (down to none), so that alone the collective takes the table's
+  // time, and beside other traffic longer.
+  const double overlap = phases * std::max(0.0, phase_link_time(c, coll) - transfer);
+  const double lat_eff = std::max(0.0, lat - overlap);
+  t.latency = Time::from_s(coll == TableColl::AllToAllPairwise ? lat_eff / phases : lat_eff);
+  t.rate = c.wire / U / std::max(transfer, 1e-9);
+  return t;
+}
+
+// How long one phase of the collective (the all-to-all; a pairwise round; a
+// ring step) takes alone on its links at their capacities: no protocol cap,
+// no latency. Memoised per members, kind and size.
+double Collectives::phase_link_time(const CollInst& c, TableColl coll) {
+  auto& key = link_key_;  // reused: no allocation per collective
+  std::get<0>(key).assign(c.members.begin(), c.members.end());
+  std::get<1>(key) = static_cast<int>(coll);
+  std::get<2>(key) = c.wire;
+  if (auto it = link_times_.find(key); it != link_times_.end()) return it->second;
+  const int U = static_cast<int>(c.members.size());
+  IsolatedFlows in;
+  auto add = [&](int from, int to, double weight) {
+    FlowSpec f;
+    f.route = x_.fabric->pair_route(c.members[static_cast<size_t>(from)], c.members[static_cast<size_t>(to)], false).uses;
+    f.bytes = c.wire / U;
+    f.weight = weight;
+    in.flows.push_back(std::move(f));
+  };
+  if (coll == TableColl::AllToAll) {
+    for_each_a2a_flow(U, [&](int i, int j) { add(i, j, 1.0 / std::sqrt(static_cast<double>(U - 1))); });
+  } else if (coll == TableColl::AllToAllPairwise) {
+    for (int m = 0; m < U; ++m)
+      if (const int p = c.partner.front()[static_cast<size_t>(m)]; p >= 0) add(m, p, 1.0);
+  } else {
+    for (int i = 0; i < U; ++i) add(i, (i + 1) % U, 1.0);
+  }
+  (void)localise(x_.sys, in);
+  double longest = 0;
+  for (const FlowRecord& r : run_isolated(in).records) longest = std::max(longest, r.end.s());
+  link_times_.emplace(key, longest);
+  return longest;
+}
+
+void Collectives::flow_done(int ci, int from, int to, const FlowRecord& rec) {
+  x_.fabric->account(x_.fabric->collective_bottlenecks, rec);
+  CollInst& c = insts_[static_cast<size_t>(ci)];
+  // Swap-remove the flow from its rank's list (a rank may hold thousands).
+  auto& cf = ranks_[static_cast<size_t>(c.members[static_cast<size_t>(from)])].coll_flows;
+  const int slot = coll_flow_slot_[static_cast<size_t>(rec.id)];
+  assert(slot >= 0 && cf[static_cast<size_t>(slot)].flow == rec.id);
+  cf[static_cast<size_t>(slot)] = cf.back();
+  coll_flow_slot_[static_cast<size_t>(cf[static_cast<size_t>(slot)].flow)] = slot;
+  cf.pop_back();
+  coll_flow_slot_[static_cast<size_t>(rec.id)] = -1;
+  const Op& op = *c.op;
+  if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise) {
+    for (int m : {from, to})
+      if (--c.round_left[static_cast<size_t>(m)] == 0) {
+        c.in_round[static_cast<size_t>(m)] = 0;
+        ++c.round[static_cast<size_t>(m)];
+      }
+    try_round(ci, from);
+    try_round(ci, to);
+    return;
+  }
+  if (c.steps > 0) {  // ring
+    if (--c.step_left == 0) {
+      if (++c.step < c.steps) ring_step(ci);
+      else
+        for (size_t m = 0; m < c.members.size(); ++m) member_done(ci, static_cast<int>(m));
+    }
+    return;
+  }
+  for (int m : {from, to})
+    if (--c.outstanding[static_cast<size_t>(m)] == 0) member_done(ci, m);
+}
+
+void Collectives::try_round(int ci, int m) {
+  CollInst& c = insts_[static_cast<size_t>(ci)];
+  const size_t mi = static_cast<size_t>(m);
+  if (c.member_done[mi] || c.in_round[mi]) return;
+  const int rounds = static_cast<int>(c.partner.size());
+  while (c.round[mi] < rounds && c.partner[static_cast<size_t>(c.round[mi])][mi] < 0) ++c.round[mi];  // a bye
+  if (c.round[mi] >= rounds) {
+    member_done(ci, m);
+    return;
+  }
+  const int p = c.partner[static_cast<size_t>(c.round[mi])][mi];
+  const size_t pi = static_cast<size_t>(p);
+  if (c.in_round[pi] || c.member_done[pi] || c.round[pi] != c.round[mi]) return;  // the partner is not there yet
+  const int U = static_cast<int>(c.members.size());
+  c.in_round[mi] = c.in_round[pi] = 1;
+  c.round_left[mi] = c.round_left[pi] = 2;
+  coll_flow(ci, m, p, c.wire / U, 1, x_.p.nccl.nccl_latency);
+  coll_flow(ci, p, m, c.wire / U, 1, x_.p.nccl.nccl_latency);
+}
+
+void Collectives::ring_step(int ci) {
+  CollInst& c = insts_[static_cast<size_t>(ci)];
+  const int U = static_cast<int>(c.members.size());
+  c.step_left = U;
+  const Time lat = c.step == 0 ? x_.p.nccl.nccl_latency : x_.p.nccl.nccl_step_latency;
+  for (int i = 0; i < U; ++i) coll_flow(ci, i, (i + 1) % U, c.wire / U, 1, lat);
+}
+
+void Collectives::member_done(int ci, int m) {
+  CollInst& c = insts_[static_cast<size_t>(ci)];
+  if (c.member_done[static_cast<size_t>(m)]) return;
+  c.member_done[static_cast<size_t>(m)] = 1;
+  const int gid = c.gops[static_cast<size_t>(m)];
+  const int rank = c.members[static_cast<size_t>(m)];
+  Rank& K = ranks_[static_cast<size_t>(rank)];
+  x_.compute->add_channels(rank, -c.channels);
+  if (c.nvlink) x_.compute->nvlink_ended(rank);
+  K.last_coll_end = x_.engine.now();
+  if (++c.finished == static_cast<int>(c.members.size())) {  // no flow of it is left
+    inst_index_.erase(c.key);
+    free_insts_.emplace_back(ci, x_.engine.events_processed());
+  }
+  x_.streams->complete(rank, gid);
+  x_.compute->update(rank);
+  if (c.group >= 0) {
+    ++K.group_done[static_cast<size_t>(c.group)];
+    auto& parked = K.parked[static_cast<size_t>(c.group)];
+    if (!parked.empty() && coll_of(rank, parked.front()).second == K.group_done[static_cast<size_t>(c.group)]) {
+      const int next = parked.front();
+      parked.pop_front();
+      auto& [inst, seq] = coll_of(rank, next);
+      inst = instance(std::make_tuple(c.group, 0, seq), c.group, seq, x_.s.groups[static_cast<size_t>(c.group)].ranks);
+      arrive(rank, next);
+    }
+  }
+}
+
+void Collectives::recap(int r) {
+  Rank& K = ranks_[static_cast<size_t>(r)];
+  for (size_t i = 0; i < K.closed.size();) {  // a closed form capped at another slowdown hands its flows back
+    const auto [ci, m] = K.closed[i];
+    const CollInst& c = insts_[static_cast<size_t>(ci)];
+    if (x_.compute->comm_slowdown(r, c.channels, c.closed->via_host) != c.closed->slow[static_cast<size_t>(m)]) x_.closed->hand_back(ci);
+    else ++i;
+  }
+  for (auto& cf : K.coll_flows)
+    if (x_.flows.running(cf.flow)) x_.flows.set_rate_cap(cf.flow, cf.base_cap / x_.compute->comm_slowdown(r, cf.channels, cf.via_host));
+}
+
+std::string Collectives::waiting(int r, int index, uint8_t f) const {
+  const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
+  const Op& op = R.ops[index];
+  const auto [inst, seq] = ranks_[static_cast<size_t>(r)].coll[static_cast<size_t>(R.queues->coll_ord[static_cast<size_t>(index)])];
+  if (!(f & kDispatched)) return ": not dispatched (queued behind another op)";
+  if (!(f & kArrived)) return fmt::format(": waits for call #{} on group '{}' to finish first", seq - 1, x_.s.groups[static_cast<size_t>(op.group)].name);
+  const CollInst& c = insts_[static_cast<size_t>(inst)];
+  std::vector<int> missing;
+  for (size_t m = 0; m < c.members.size(); ++m)
+    if (c.gops[m] < 0) missing.push_back(c.members[m]);
+  if (!missing.empty())
+    return fmt::format(": {} waits for rank{} {} to reach it",
+                       c.group >= 0 ? fmt::format("call #{} on group '{}'", c.seq, x_.s.groups[static_cast<size_t>(c.group)].name) : "send/recv",
+                       missing.size() > 1 ? "s" : "", fmt::join(missing, ", "));
+  return ": running";
+}
+
+}  // namespace osim::exec

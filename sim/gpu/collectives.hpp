@@ -1,0 +1,147 @@
+// NCCL collectives (NcclParams): a collective starts moving data once every
+// rank of its group has reached it (NCCL serialises a communicator's calls),
+// as flows per algorithm: all-to-all (every pair at once, or pairwise
+// rounds), ring steps, send/recv. Its flows are capped by channels or a
+// measured table, slowed beside compute and by the clock, and weighed
+// against copies on shared links; an all-to-all that recurs alone on its
+// links is replayed in closed form (closed_form.hpp).
+#pragma once
+
+#include <deque>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/slots.hpp"
+#include "gpu/exec_context.hpp"
+
+namespace osim::exec {
+
+struct ClosedForm;
+
+struct CollInst {
+  const Op* op = nullptr;  // the first arrival's op (all must match)
+  int group = -1;
+  int seq = 0;
+  std::vector<int> members;
+  std::vector<int> gops;
+  std::tuple<int, int, int> key;  // in the instance index until it finishes
+  int arrived = 0;
+  int finished = 0;  // members done
+  bool launched = false;
+  bool nvlink = false;  // moves >= nvlink_wake_min_bytes over NVLink, where an NVLink effect is calibrated
+  double wire = 0;
+  int channels = 0;
+  std::vector<int> outstanding;
+  std::vector<char> member_done;
+  int step = 0, steps = 0, step_left = 0;
+  std::vector<std::vector<int>> partner;  // pairwise: [round][member] -> member or -1
+  std::vector<int> round;
+  std::vector<char> in_round;
+  std::vector<int> round_left;
+  // A measured table's rate and latency for this collective, per transport
+  // inside a host (0: peer-to-peer, 1: through host memory); rate 0 = none fits.
+  struct Tabled {
+    bool looked = false;
+    double rate = 0;  // bytes/s of one flow
+    Time latency;
+  };
+  Tabled tabled[2];
+  // Replayed in closed form while set.
+  const ClosedForm* closed = nullptr;
+  Time t0;                // when its flows started
+  size_t next_group = 0;  // the first of closed->groups not replayed yet
+  EventId closed_ev;      // that group's event
+};
+
+class Collectives {
+ public:
+  explicit Collectives(ExecContext& x);
+  /// Rank r's program holds `colls` collectives.
+  void add_rank(int r, int colls);
+  /// Collective `id` of rank r is dispatched: it arrives, or waits for the
+  /// group's earlier call to finish.
+  void arrive_or_park(int r, int id);
+  /// Rank r's compute speed changed: its collective flows' caps follow.
+  void clock_changed(int r) {
+    const Rank& K = ranks_[static_cast<size_t>(r)];
+    if (!K.closed.empty() || !K.coll_flows.empty()) recap(r);
+  }
+  /// What collective op `index` of rank r waits for (deadlock reports).
+  std::string waiting(int r, int index, uint8_t flags) const;
+
+  // What closed forms replay and hand back.
+  CollInst& inst(int ci) { return insts_[static_cast<size_t>(ci)]; }
+  /// A collective flow from member `from` to member `to`: its route,
+  /// latency, cap (`base_out`: the cap before the compute slowdown), weight.
+  FlowSpec flow_spec(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency, double& base_out);
+  /// Starts a collective flow (resumes it from `st` when given).
+  void start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st);
+  void member_done(int ci, int m);
+  /// A group's transport, as its first pair of members routes.
+  bool via_host(const CollInst& c);
+  /// An NCCL all-to-all's flows, (from, to) members, in the order its launch starts them.
+  template <class F>
+  static void for_each_a2a_flow(int U, F&& f) {
+    for (int i = 0; i < U; ++i)
+      for (int k = 1; k < U; ++k) f(i, (i + k) % U);
+  }
+  /// Closed forms replaying with flows from rank r.
+  void add_closed(int r, int ci, int m) { ranks_[static_cast<size_t>(r)].closed.emplace_back(ci, m); }
+  void remove_closed(int r, int ci);
+
+ private:
+  struct CollFlow {
+    FlowId flow;
+    double base_cap;
+    int channels;
+    bool via_host;
+  };
+  struct Rank {
+    std::vector<int> group_seq, group_done;
+    std::vector<std::deque<int>> parked;
+    std::map<int, int> send_seq, recv_seq;
+    std::vector<CollFlow> coll_flows;
+    std::vector<std::pair<int, int>> closed;  // (instance, member) replayed in closed form with flows from this rank
+    std::vector<std::pair<int32_t, int32_t>> coll;  // per collective op: (instance, sequence on its group)
+    Time last_coll_end;  // when its last collective ended (straggler_share)
+  };
+  void recap(int r);
+  std::pair<int32_t, int32_t>& coll_of(int r, int id);
+  int instance(std::tuple<int, int, int> key, int group, int seq, const std::vector<int>& members);
+  int channels_of(const Op& op) const { return op.channels > 0 ? op.channels : x_.p.nccl.nccl_channels; }
+  void arrive(int r, int id);
+  [[noreturn]] void mismatch(const CollInst& c);
+  void launch(int ci);
+  void start_launched(int ci);
+  void coll_flow(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency);
+  const CollInst::Tabled& tabled(CollInst& c, hw::RouteKind kind, bool via_host);
+  double phase_link_time(const CollInst& c, TableColl coll);
+  void flow_done(int ci, int from, int to, const FlowRecord& rec);
+  void try_round(int ci, int m);
+  void ring_step(int ci);
+
+  ExecContext& x_;
+  std::vector<Rank> ranks_;
+  // Instances are created while a CollInst& is held (parked collectives):
+  // storage that never moves.
+  BlockVector<CollInst> insts_;
+  std::deque<std::pair<int, uint64_t>> free_insts_;  // (finished instance, the event that finished it)
+  struct InstKeyHash {
+    size_t operator()(const std::tuple<int, int, int>& k) const {
+      uint64_t h = static_cast<uint32_t>(std::get<0>(k));
+      h = h * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(std::get<1>(k));
+      h = h * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(std::get<2>(k));
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<std::tuple<int, int, int>, int, InstKeyHash> inst_index_;
+  std::vector<int> coll_flow_slot_;  // flow id -> index in its rank's coll_flows, or -1
+  std::map<std::tuple<std::vector<int>, int, double>, double> link_times_;  // see phase_link_time
+  std::tuple<std::vector<int>, int, double> link_key_;                      // its scratch key
+};
+
+}  // namespace osim::exec

@@ -1,0 +1,197 @@
+#include "gpu/compute.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "gpu/collectives.hpp"
+#include "gpu/copies.hpp"
+#include "gpu/streams.hpp"
+
+namespace osim {
+
+Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, const SourceLocation& where) {
+  if (op.duration) return *op.duration;
+  double flops = op.flops, bytes = op.hbm_bytes, eff = p.gemm.flops_efficiency;
+  const double es = dtype_bytes(op.dtype);
+  if (op.gemm) {
+    const auto& g = *op.gemm;
+    const double m = g.m, n = g.n, k = g.k;
+    flops = 2.0 * m * n * k;
+    bytes = es * (m * k + k * n + m * n);
+    eff = p.gemm.gemm_efficiency_for(g.m, g.n, g.k);
+  } else if (op.attention) {
+    const auto& a = *op.attention;
+    const double bh = static_cast<double>(a.batch) * static_cast<double>(a.heads);
+    flops = a.flops();
+    bytes = es * bh * static_cast<double>(a.head_dim) * (2.0 * static_cast<double>(a.seq_q) + 2.0 * static_cast<double>(a.seq_kv));
+    eff = a.seq_kv < a.seq_q && p.attention.cross_attention_efficiency > 0
+              ? p.attention.cross_attention_efficiency / (1 + p.attention.cross_attention_q0 / static_cast<double>(a.seq_q))
+              : p.attention.attention_efficiency;
+  }
+  if (op.efficiency > 0) eff = op.efficiency;
+  double t = 0;
+  if (flops > 0) {
+    auto it = gpu.gpu.peak_tflops.find(to_string(op.dtype));
+    if (it == gpu.gpu.peak_tflops.end())
+      throw InputError(where, fmt::format("kernel '{}' needs the {} rate of GPU '{}': add peak_tflops: {{{}: ...}} to it in the "
+                                          "topology, or give the kernel a duration",
+                                          op.label, to_string(op.dtype), gpu.name, to_string(op.dtype)));
+    t = std::max(t, flops / (it->second * 1e12 * eff));
+  }
+  if (bytes > 0) {
+    if (!gpu.gpu.hbm_bandwidth)
+      throw InputError(where, fmt::format("kernel '{}' moves HBM bytes but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
+    t = std::max(t, p.memory.hbm_latency.s() + bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * p.memory.hbm_efficiency));
+  }
+  return Time::from_s(t);
+}
+
+namespace exec {
+
+Compute::Compute(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
+
+void Compute::set_load(int r, const LoadState& load) {
+  ranks_[static_cast<size_t>(r)].duty = load.duty;
+  ranks_[static_cast<size_t>(r)].duty_slow = load.duty_slow;
+}
+
+LoadState Compute::load_at(int r, Time now) const {
+  const Rank& C = ranks_[static_cast<size_t>(r)];
+  const PowerParams& pw = x_.p.power;
+  LoadState ls{C.duty, C.duty_slow};
+  const double b = C.duty_busy ? 1.0 : 0.0, dt = (now - C.duty_t).s();
+  if (dt > 0) {
+    ls.duty = b + (C.duty - b) * std::exp(-dt / pw.sustained_time_constant.s());
+    if (pw.sustained_slow_slowdown > 0) ls.duty_slow = b + (C.duty_slow - b) * std::exp(-dt / pw.sustained_slow_time_constant.s());
+  }
+  return ls;
+}
+
+double Compute::compute_factor(int r) const {
+  const Rank& C = ranks_[static_cast<size_t>(r)];
+  const InterferenceParams& in = x_.p.interference;
+  double f = 1.0;
+  if (C.comm_channels > 0) f *= std::max(0.05, 1.0 - (in.gemm_slowdown_base + in.gemm_slowdown_per_channel * C.comm_channels));
+  for (uint8_t busy = x_.copies->busy_mask(r); busy; busy &= static_cast<uint8_t>(busy - 1)) f *= 1.0 - in.gemm_slowdown_per_copy;
+  return f;
+}
+
+double Compute::comm_slowdown(int r, int channels, bool via_host) const {
+  const InterferenceParams& in = x_.p.interference;
+  const double contention =
+      ranks_[static_cast<size_t>(r)].kernels.empty() ? 1.0 : std::max(1.0, in.comm_slowdown_base + in.comm_slowdown_per_channel * channels);
+  return contention * clock_slowdown(r, via_host);
+}
+
+double Compute::clock_slowdown(int r, bool via_host) const {
+  const double share = via_host ? x_.p.power.comm_clock_share_host : x_.p.power.comm_clock_share;
+  const double clock = ranks_[static_cast<size_t>(r)].clock;
+  if (share <= 0 || clock >= 1.0) return 1.0;
+  // In steps of 1/256, so recurring collectives stay recurring.
+  return 1.0 + std::round(share * (1.0 / clock - 1.0) * 256.0) / 256.0;
+}
+
+void Compute::nvlink_ended(int r) {
+  Rank& C = ranks_[static_cast<size_t>(r)];
+  C.nvlink_quiet_since = x_.engine.now();
+  C.nvlink_used = true;
+  --C.nvlink_running;  // awake still: the update that follows sees it
+}
+
+void Compute::start_kernel(int r, int id) {
+  Rank& C = ranks_[static_cast<size_t>(r)];
+  const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
+  const Op& op = x_.op_of(r, id);
+  const int demand = op.sm_limit > 0 ? std::min(op.sm_limit, R.sms) : R.sms;
+  const bool compute = op.gemm.has_value() || op.attention.has_value() || op.flops > 0;
+  ++C.kernel_changes;
+  C.kernels.push_back(RunningKernel{id, (*R.work)[static_cast<size_t>(id - R.base)], 0, 0, x_.engine.now(), {}, demand,
+                                    x_.streams->priority(r, op.stream), compute, compute || op.hbm_bytes > 0,
+                                    op.attention.has_value() && !op.gemm.has_value() && !op.realised});
+  update(r);
+}
+
+void Compute::update(int r) {
+  Rank& C = ranks_[static_cast<size_t>(r)];
+  const Time now = x_.engine.now();
+  const PowerParams& pw = x_.p.power;
+  const NvlinkParams& nv = x_.p.nvlink;
+  // Called again at the same instant with nothing changed (a collective
+  // member finishing starts the stream's next kernel, which updates, then
+  // updates itself): every speed, cap and completion stands.
+  const bool awake = nv.nvlink_awake_slowdown > 0 && (C.nvlink_running > 0 || (C.nvlink_used && now - C.nvlink_quiet_since < nv.nvlink_wake_after));
+  const uint8_t engines = static_cast<uint8_t>(x_.copies->busy_mask(r) | (awake ? 8 : 0));
+  if (C.seen.time_ps == now.ps() && C.seen.kernels == C.kernel_changes && C.seen.channels == C.comm_channels && C.seen.engines == engines) return;
+  C.seen = {now.ps(), C.kernel_changes, C.comm_channels, engines};
+  for (auto& k : C.kernels) {
+    k.remaining = std::max(0.0, k.remaining - k.speed * (now - k.last).s());
+    k.last = now;
+  }
+  // SM shares: higher priority first; within a priority, proportional to demand.
+  std::vector<size_t>& order = order_;
+  order.resize(C.kernels.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (order.size() > 1)
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return C.kernels[a].priority > C.kernels[b].priority; });
+  double avail = x_.ranks[static_cast<size_t>(r)].sms;
+  const double factor = compute_factor(r);
+  double clock = 1.0, attention_clock = 1.0;
+  if (pw.sustained_slowdown > 0) {
+    if (now > C.duty_t) {  // no time passed: the averages stand (exp(0) would only add rounding)
+      const LoadState ls = load_at(r, now);
+      C.duty = ls.duty;
+      C.duty_slow = ls.duty_slow;
+      C.duty_t = now;
+    }
+    // The duty cycle counts every kernel that draws power, memory-bound
+    // ones too; only compute-bound kernels slow with the clock.
+    C.duty_busy = std::any_of(C.kernels.begin(), C.kernels.end(), [](const RunningKernel& k) { return k.loads; });
+    const double x = std::clamp((C.duty - pw.sustained_duty) / (1 - pw.sustained_duty), 0.0, 1.0);
+    const double x_slow = std::clamp((C.duty_slow - pw.sustained_duty) / (1 - pw.sustained_duty), 0.0, 1.0);
+    clock = 1.0 / (1.0 + pw.sustained_slowdown * x + pw.sustained_slow_slowdown * x_slow);
+    attention_clock = 1.0 / (1.0 + pw.sustained_slowdown * x + x_.p.attention.attention_slow_share * pw.sustained_slow_slowdown * x_slow);
+  }
+  C.clock = clock;
+  if (awake) {
+    clock /= 1 + nv.nvlink_awake_slowdown;
+    attention_clock /= 1 + nv.nvlink_awake_slowdown;
+  }
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    double demand = 0;
+    while (j < order.size() && C.kernels[order[j]].priority == C.kernels[order[i]].priority) demand += C.kernels[order[j++]].demand;
+    const double give = std::min(avail, demand);
+    for (size_t k = i; k < j; ++k) {
+      const RunningKernel& rk = C.kernels[order[k]];
+      C.kernels[order[k]].next_speed = (give / demand) * factor * (!rk.clocked ? 1.0 : rk.attention ? attention_clock : clock);
+    }
+    avail -= give;
+    i = j;
+  }
+  for (auto& k : C.kernels) {
+    // Same speed: the pending completion stands (progress is linear).
+    if (k.next_speed == k.speed && x_.engine.pending(k.ev)) continue;
+    k.speed = k.next_speed;
+    x_.engine.cancel(k.ev);
+    if (k.speed > 0)
+      k.ev = x_.engine.after(Time::from_ps(static_cast<int64_t>(std::ceil(k.remaining / k.speed * 1e12))),
+                             &Engine::call<&Compute::end_kernel_event, Compute>, this, pack(r, k.gop));
+  }
+  x_.collectives->clock_changed(r);
+}
+
+void Compute::end_kernel(int r, int gid) {
+  Rank& C = ranks_[static_cast<size_t>(r)];
+  auto it = std::find_if(C.kernels.begin(), C.kernels.end(), [&](const RunningKernel& k) { return k.gop == gid; });
+  assert(it != C.kernels.end());
+  C.kernels.erase(it);
+  ++C.kernel_changes;
+  x_.streams->complete(r, gid);
+  update(r);
+}
+
+}  // namespace exec
+}  // namespace osim

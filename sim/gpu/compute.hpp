@@ -1,0 +1,86 @@
+// The SMs: running kernels share a GPU's SMs by priority and demand, slowed
+// beside collectives and busy copy engines (InterferenceParams), by the
+// sustained-load clock (PowerParams) and while NVLink is awake
+// (NvlinkParams). A rank's clock also slows its collectives' SM code.
+#pragma once
+
+#include <vector>
+
+#include "gpu/exec_context.hpp"
+
+namespace osim::exec {
+
+class Compute {
+ public:
+  explicit Compute(ExecContext& x);
+  /// Rank r starts at `load` (a run that follows others at once).
+  void set_load(int r, const LoadState& load);
+  /// The duty averages carried to `now` (the GPU idle from its last kernel).
+  LoadState load_at(int r, Time now) const;
+
+  void start_kernel(int r, int id);
+  void start_kernel_event(uint64_t packed) { start_kernel(packed_rank(packed), packed_id(packed)); }
+  /// Re-times rank r's kernels (and its collectives' caps) after anything
+  /// that changes their speed: a kernel, collective or copy starting or ending.
+  void update(int r);
+
+  /// How much slower a collective's flows from rank r run: beside compute
+  /// kernels (SM contention) and with r's clock down.
+  double comm_slowdown(int r, int channels, bool via_host) const;
+  double clock_slowdown(int r, bool via_host) const;
+  /// Compute-bound speed under the sustained-load model (1 rested).
+  double clock(int r) const { return ranks_[static_cast<size_t>(r)].clock; }
+  /// A collective of `channels` holds (releases) its SMs on rank r.
+  void add_channels(int r, int channels) { ranks_[static_cast<size_t>(r)].comm_channels += channels; }
+
+  // NVLink's awake state (NvlinkParams): a collective over it starts / ends.
+  void nvlink_started(int r) { ++ranks_[static_cast<size_t>(r)].nvlink_running; }
+  void nvlink_ended(int r);
+  /// How long rank r has had no NVLink collective of its own.
+  Time nvlink_quiet(int r, Time now) const { return now - ranks_[static_cast<size_t>(r)].nvlink_quiet_since; }
+
+ private:
+  struct RunningKernel {
+    int gop;
+    double remaining;  // solo seconds left
+    double speed = 0;
+    double next_speed = 0;  // scratch in update
+    Time last;
+    EventId ev;
+    int demand;
+    int priority;
+    bool clocked = true;     // compute-bound (GEMM, attention, FLOPs): slowed by a lowered clock
+    bool loads = true;       // draws power (any kernel with work; not a bare `duration`): counts toward the duty cycle
+    bool attention = false;  // SDPA: takes AttentionParams::attention_slow_share of the slow clock term
+  };
+  struct Rank {
+    // The duty cycle (exponential averages) for the sustained-load clock.
+    double duty = 0, duty_slow = 0;
+    Time duty_t;
+    bool duty_busy = false;
+    double clock = 1.0;
+    Time nvlink_quiet_since;   // when its last NVLink collective ended
+    bool nvlink_used = false;  // it has had an NVLink collective
+    int nvlink_running = 0;    // NVLink collectives of it in progress
+    std::vector<RunningKernel> kernels;
+    int comm_channels = 0;
+    // What update last saw: a call at the same instant with the same
+    // kernels, channels and busy copy engines has nothing to change.
+    struct Seen {
+      int64_t time_ps = -1;
+      uint64_t kernels = 0;  // kernel_changes then
+      int channels = 0;
+      uint8_t engines = 0;   // busy copy engines, one bit each; bit 3: the NVLink awake
+    } seen;
+    uint64_t kernel_changes = 0;  // kernels started or ended so far
+  };
+  double compute_factor(int r) const;
+  void end_kernel_event(uint64_t packed) { end_kernel(packed_rank(packed), packed_id(packed)); }
+  void end_kernel(int r, int gid);
+
+  ExecContext& x_;
+  std::vector<Rank> ranks_;
+  std::vector<size_t> order_;  // scratch for update
+};
+
+}  // namespace osim::exec

@@ -1,0 +1,179 @@
+#include "gpu/copies.hpp"
+
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+#include "gpu/closed_form.hpp"
+#include "gpu/compute.hpp"
+#include "gpu/fabric_use.hpp"
+#include "gpu/streams.hpp"
+
+namespace osim::exec {
+
+Copies::Copies(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {
+  const CopyParams& cp = x_.p.copies;
+  const std::vector<ConstraintId>& cons = x_.fabric->constraints();
+  // Per host bridge and direction, a limit that copy-engine copies alone
+  // share; reports count it as the bridge's from-host or to-host limit.
+  for (const bool h2d : {true, false}) {
+    const std::vector<Bandwidth>& table = h2d ? cp.host_h2d_aggregate : cp.host_d2h_aggregate;
+    if (table.empty()) continue;
+    if (dma_limit_of_.empty()) dma_limit_of_.assign(cons.size(), -1);
+    for (size_t n = 0; n < x_.topo.node_count(); ++n)
+      if (const int res = h2d ? x_.topo.from_host_resource(static_cast<int>(n)) : x_.topo.to_host_resource(static_cast<int>(n)); res >= 0) {
+        const double nominal = x_.topo.resources()[static_cast<size_t>(res)].capacity;
+        const ConstraintId c = x_.sys.add_constraint(nominal);
+        x_.fabric->add_constraint_alias(c, res);
+        dma_limit_of_[static_cast<size_t>(cons[static_cast<size_t>(res)])] = static_cast<int>(dma_limits_.size());
+        dma_limits_.push_back({c, nominal, 0, &table});
+      }
+  }
+  if (cp.copy_bidir_modelled() && !cp.copy_engine_bandwidth_for(false).is_unlimited() && !cp.copy_engine_bandwidth_for(true).is_unlimited()) {
+    bidir_.resize(static_cast<size_t>(x_.s.ranks()));
+    bidir_active_.assign(static_cast<size_t>(x_.s.ranks()), {0, 0});
+    for (auto& b : bidir_)
+      for (const int d : {0, 1}) {
+        b[static_cast<size_t>(d)] = x_.sys.add_constraint(cp.copy_engine_bandwidth_for(d == 1).bytes_per_s);
+        x_.fabric->add_constraint_alias(b[static_cast<size_t>(d)], -1);
+      }
+  }
+}
+
+int Copies::engine_for(int r, CopyKind k) const {
+  const int n = x_.ranks[static_cast<size_t>(r)].node->gpu.copy_engines.value_or(3);
+  const int want = k == CopyKind::H2D ? kH2D : k == CopyKind::D2H ? kD2H : kOther;
+  if (n >= 3) return want;
+  if (n == 2) return want == kOther ? kD2H : want;
+  return kH2D;
+}
+
+void Copies::queue_copy(int r, int id, Time handoff) {
+  const int e = engine_for(r, x_.op_of(r, id).copy);
+  CopyEngine& ce = ranks_[static_cast<size_t>(r)].ce[e];
+  ce.queue.emplace_back(id, handoff);
+  if (ce.busy < 0) start_copy(r, e);
+}
+
+void Copies::start_copy(int r, int e) {
+  CopyEngine& ce = ranks_[static_cast<size_t>(r)].ce[e];
+  if (ce.queue.empty()) return;
+  const auto [id, handoff] = ce.queue.front();
+  ce.queue.pop_front();
+  ce.busy = id;
+  const Op& op = x_.op_of(r, id);
+  const CopyParams& cp = x_.p.copies;
+  x_.streams->mark_start(r, id, op);  // a copy starts when its engine takes it
+  const bool host = op.copy == CopyKind::H2D || op.copy == CopyKind::D2H, d2h = op.copy == CopyKind::D2H;
+  FlowSpec f;
+  f.bytes = static_cast<double>(op.bytes);
+  // The calibrated engine rate is that of copies to and from host memory
+  // (what the bench's pinned copies measure); a P2P copy is held by its
+  // route (the NVLink port: the measured P2P rate), a D2D copy by HBM.
+  double cap = std::numeric_limits<double>::infinity();
+  const FlowRoute* route = nullptr;
+  switch (op.copy) {
+    case CopyKind::H2D: route = &x_.fabric->host_route(r, true); break;
+    case CopyKind::D2H: route = &x_.fabric->host_route(r, false); break;
+    case CopyKind::P2P: route = &x_.fabric->pair_route(r, op.peer, true); break;
+    case CopyKind::D2D: {
+      const auto& hbm = x_.ranks[static_cast<size_t>(r)].node->gpu.hbm_bandwidth;
+      cap = (hbm ? hbm->bytes_per_s : 1e12) * x_.p.memory.hbm_efficiency / 2;  // read + write
+      break;
+    }
+  }
+  if (host) cap = cp.copy_engine_bandwidth_for(d2h).bytes_per_s;
+  if (host && op.host_mem == HostMem::Pageable) cap = std::min(cap, cp.pageable_bandwidth_for(d2h).bytes_per_s);
+  f.latency = host ? cp.host_copy_setup(d2h, op.host_mem == HostMem::Pageable) : cp.copy_latency;
+  // Both ways at once (copy_bidir_table): a pinned copy starting while the
+  // other direction runs one waits the longer of the two set-ups.
+  if (host && op.host_mem == HostMem::Pinned && cp.copy_bidir_tabled() && !bidir_.empty() && bidir_active_[static_cast<size_t>(r)][d2h ? 0 : 1] > 0)
+    f.latency = std::max(f.latency, cp.host_copy_setup(!d2h, false));
+  if (route) {
+    f.route = route->uses;
+    f.latency += route->latency;
+  }
+  f.latency += handoff;
+  if (std::isfinite(cap)) f.rate_cap = cap;
+  f.weight = x_.p.interference.copy_weight_for(d2h);
+  const uint64_t key = (static_cast<uint64_t>(id) << 24) | (static_cast<uint64_t>(r) << 4) | static_cast<uint64_t>(e);
+  f.on_done = [this, key](const FlowRecord& rec) {
+    copy_done(static_cast<int>((key >> 4) & 0xfffff), static_cast<int>(key >> 24), static_cast<int>(key & 0xf), rec);
+  };
+  if (host && !bidir_.empty()) {
+    const size_t d = d2h ? 1 : 0;
+    f.route.push_back({bidir_[static_cast<size_t>(r)][d], 1.0});
+    if (op.host_mem == HostMem::Pinned && bidir_active_[static_cast<size_t>(r)][d]++ == 0) set_bidir_limit(r, 1 - d);
+    set_bidir_limit(r, d);  // this copy's own share (copy_bidir_factor_for its size)
+  }
+  if (host && !dma_limits_.empty()) {
+    for (const FlowUse& u : route->uses)
+      if (const int d = dma_limit_of(u.constraint); d >= 0) {
+        f.route.push_back({dma_limits_[static_cast<size_t>(d)].constraint, 1.0});
+        copying_under(d, +1);
+      }
+  }
+  x_.closed->hand_back_route(f.route);
+  const FlowId fid = x_.flows.start(std::move(f));
+  if (x_.o.link_samples && route) x_.fabric->observe(fid, *route);  // rates are reported only after activation
+  x_.compute->update(r);
+}
+
+void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
+  x_.fabric->account(x_.fabric->copy_bottlenecks, rec);
+  OpRecord& orec = x_.record(r, id - x_.ranks[static_cast<size_t>(r)].base);
+  const ConstraintId mb = rec.main_bottleneck();
+  const int bound = mb < 0 ? -1 : x_.fabric->resource_of(mb);
+  assert(bound < (1 << 30));  // OpRecord::bottleneck is 31 bits
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wconversion"
+  orec.bottleneck = bound;
+#pragma GCC diagnostic pop
+  for (const auto& [c, t] : rec.bottleneck_time)
+    if (c == mb) orec.bottleneck_time = t;
+  ranks_[static_cast<size_t>(r)].ce[e].busy = -1;
+  const Op& done = x_.op_of(r, id);
+  if ((done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && !dma_limits_.empty())
+    for (const FlowUse& u : x_.fabric->host_route(r, done.copy == CopyKind::H2D).uses)
+      if (const int d = dma_limit_of(u.constraint); d >= 0) copying_under(d, -1);
+  if ((done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && done.host_mem == HostMem::Pinned && !bidir_.empty()) {
+    const size_t d = done.copy == CopyKind::D2H ? 1 : 0;
+    assert(bidir_active_[static_cast<size_t>(r)][d] > 0);
+    if (--bidir_active_[static_cast<size_t>(r)][d] == 0) set_bidir_limit(r, 1 - d);
+  }
+  x_.streams->complete(r, id);
+  start_copy(r, e);
+  x_.compute->update(r);
+}
+
+// Rank r's engine limit of direction d (0 H2D, 1 D2H): the engine's rate,
+// times copy_bidir_factor_for(d, the size of the copy on d's engine) while a
+// pinned copy runs the other way.
+void Copies::set_bidir_limit(int r, size_t d) {
+  const CopyParams& cp = x_.p.copies;
+  const double full = cp.copy_engine_bandwidth_for(d == 1).bytes_per_s;
+  double share = cp.copy_bidir_factor_for(d == 1);
+  if (cp.copy_bidir_tabled()) {
+    const CopyKind k = d == 1 ? CopyKind::D2H : CopyKind::H2D;
+    const int id = ranks_[static_cast<size_t>(r)].ce[engine_for(r, k)].busy;
+    if (id >= 0 && x_.op_of(r, id).copy == k) share = cp.copy_bidir_factor_for(d == 1, x_.op_of(r, id).bytes);
+  }
+  x_.flows.set_capacity(bidir_[static_cast<size_t>(r)][d], bidir_active_[static_cast<size_t>(r)][1 - d] > 0 ? full * share : full);
+}
+
+// A copy starts (+1) or ends (-1) under the bridge of dma_limits_[d]: the
+// bridge limits its copies of that direction together to the measured
+// aggregate for that many GPUs, never above its own limit. One GPU's copy is
+// held by its link and engine (the table's first entry is that rate), so the
+// limit applies from two on. A rank has one engine per direction: one such
+// copy at a time, so copies count GPUs.
+void Copies::copying_under(int d, int delta) {
+  DmaLimit& L = dma_limits_[static_cast<size_t>(d)];
+  L.gpus += delta;
+  assert(L.gpus >= 0);
+  const auto& agg = *L.table;
+  x_.closed->hand_back_constraint(L.constraint);
+  x_.flows.set_capacity(L.constraint, L.gpus < 2 ? L.nominal : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
+}
+
+}  // namespace osim::exec

@@ -1,0 +1,67 @@
+// Copy engines (CopyParams): each GPU has an engine per direction (fewer
+// where the topology says so), FIFO; a copy becomes a flow on its route,
+// capped at the engine's rate (pageable: the staging rate), sharing the
+// engine with the other direction (copy_bidir_*) and a host bridge with
+// other GPUs' copies (host_*_aggregate).
+#pragma once
+
+#include <array>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "gpu/exec_context.hpp"
+
+namespace osim::exec {
+
+enum EngineIdx { kH2D = 0, kD2H = 1, kOther = 2 };
+
+class Copies {
+ public:
+  explicit Copies(ExecContext& x);
+  /// Copy `id` of rank r is dispatched; it starts `handoff` after its engine takes it.
+  void queue_copy(int r, int id, Time handoff);
+  [[nodiscard]] bool busy(int r, int engine) const { return ranks_[static_cast<size_t>(r)].ce[engine].busy >= 0; }
+  /// Rank r's busy engines, one bit each (H2D, D2H, other).
+  [[nodiscard]] uint8_t busy_mask(int r) const {
+    const CopyEngine* ce = ranks_[static_cast<size_t>(r)].ce;
+    return static_cast<uint8_t>((ce[kH2D].busy >= 0 ? 1 : 0) | (ce[kD2H].busy >= 0 ? 2 : 0) | (ce[kOther].busy >= 0 ? 4 : 0));
+  }
+
+ private:
+  struct CopyEngine {
+    std::deque<std::pair<int, Time>> queue;  // (op id, hand-off latency before its set-up)
+    int busy = -1;
+  };
+  struct Rank {
+    CopyEngine ce[3];
+  };
+  // A host bridge's copy limit for one direction (host_h2d_aggregate, host_d2h_aggregate).
+  struct DmaLimit {
+    ConstraintId constraint;
+    double nominal;  // the bridge's from-host (to-host) limit (topology)
+    int gpus;        // ranks with a copy of its direction through it now
+    const std::vector<Bandwidth>* table;
+  };
+  int engine_for(int r, CopyKind k) const;
+  void start_copy(int r, int e);
+  void copy_done(int r, int id, int e, const FlowRecord& rec);
+  void set_bidir_limit(int r, size_t d);
+  int dma_limit_of(ConstraintId c) const {
+    return static_cast<size_t>(c) < dma_limit_of_.size() ? dma_limit_of_[static_cast<size_t>(c)] : -1;
+  }
+  void copying_under(int d, int delta);
+
+  ExecContext& x_;
+  std::vector<Rank> ranks_;
+  std::vector<DmaLimit> dma_limits_;  // per host bridge and direction with an aggregate table
+  std::vector<int> dma_limit_of_;     // per constraint: its bridge's entry in dma_limits_, or -1
+  // Per rank, per direction (H2D, D2H): the engine's limit that its pinned
+  // and pageable copies share, lowered to copy_bidir_factor_for while the
+  // other direction runs a pinned copy (bidir_active_); empty = no such
+  // effect (factors 1, or no calibrated engine rate).
+  std::vector<std::array<ConstraintId, 2>> bidir_;
+  std::vector<std::array<int, 2>> bidir_active_;
+};
+
+}  // namespace osim::exec

@@ -1,0 +1,99 @@
+// What the executor's components share (internal to sim/gpu): the run's
+// inputs, the event engine and flow model, each rank's identity and program,
+// the ops' flags and records, and the components themselves.
+//
+// An op is known by its id: its rank's base plus its index in the program.
+// What changes as it runs is one byte of flags and its record; a full
+// workload holds ~10^6 ops, and writing more per op was much of a run's cost.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "core/flows.hpp"
+#include "core/maxmin.hpp"
+#include "gpu/executor.hpp"
+
+namespace osim::exec {
+
+class Host;
+class Memory;
+class Streams;
+class Compute;
+class Copies;
+class Collectives;
+class ClosedForms;
+class FabricUse;
+struct ProgramQueues;
+
+enum OpFlag : uint8_t { kDispatched = 1, kDone = 2, kArrived = 4 };
+
+/// The ops that run on a stream (the rest are the host's alone).
+inline bool is_gpu_op(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Kernel: case OpKind::Memcpy: case OpKind::EventRecord: case OpKind::StreamWaitEvent:
+    case OpKind::StreamWaitStream: case OpKind::Collective: return true;
+    case OpKind::Marker: return op.stream >= 0;
+    default: return false;
+  }
+}
+
+/// An event callback's argument: a rank and an op id.
+inline uint64_t pack(int r, int id) { return (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(id); }
+inline int packed_rank(uint64_t v) { return static_cast<int>(v >> 32); }
+inline int packed_id(uint64_t v) { return static_cast<int>(v & 0xffffffffu); }
+
+/// Where a rank runs and what: fixed for the run.
+struct RankInfo {
+  int gpu = -1, cpu = -1;
+  const hw::NodeSpec* node = nullptr;
+  int sms = 1;
+  int base = 0;                                // the id of its program's first op
+  const Op* ops = nullptr;                     // its program
+  const ProgramQueues* queues = nullptr;       // its program's queue entries
+  const std::vector<double>* work = nullptr;   // solo seconds per op (kernels)
+  Time last_end;                               // the latest end of any of its ops
+};
+
+struct ExecContext {
+  ExecContext(const Schedule& schedule, const hw::Topology& topology, const ModelParams& params, const ExecOptions& options)
+      : s(schedule), topo(topology), p(params), o(options), handoffs(p.handoff.any(p.overheads.event_gpu_time_copy)), flows(engine, sys) {}
+  ExecContext(const ExecContext&) = delete;
+  ExecContext& operator=(const ExecContext&) = delete;
+
+  const Schedule& s;
+  const hw::Topology& topo;
+  const ModelParams p;
+  const ExecOptions o;
+  // A hand-off between engines is modelled: streams keep what they wait on.
+  const bool handoffs;
+
+  Engine engine;
+  MaxMinSystem sys;
+  FlowModel flows;
+
+  std::vector<RankInfo> ranks;
+  std::vector<uint8_t> flags;                   // per op id: OpFlag bits
+  std::vector<std::vector<OpRecord>> records;   // with ExecOptions::keep_records
+  RunSpans spans;                               // without
+  OpRecord scratch;                             // what records get without them
+
+  Host* host = nullptr;
+  Memory* memory = nullptr;
+  Streams* streams = nullptr;
+  Compute* compute = nullptr;
+  Copies* copies = nullptr;
+  Collectives* collectives = nullptr;
+  ClosedForms* closed = nullptr;
+  FabricUse* fabric = nullptr;
+
+  const Op& op_of(int r, int id) const { return ranks[static_cast<size_t>(r)].ops[id - ranks[static_cast<size_t>(r)].base]; }
+  /// An op's record; without ExecOptions::keep_records a scratch one, written and never read.
+  OpRecord& record(int r, int index) { return o.keep_records ? records[static_cast<size_t>(r)][static_cast<size_t>(index)] : scratch; }
+  /// Where an op came from: file:line, or its place in a generated schedule.
+  std::string where(int r, int index) const { return s.location(r, index).str(); }
+};
+
+}  // namespace osim::exec

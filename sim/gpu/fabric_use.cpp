@@ -1,0 +1,99 @@
+#include "gpu/fabric_use.hpp"
+
+#include <cmath>
+
+namespace osim::exec {
+
+FabricUse::FabricUse(ExecContext& x) : x_(x) {
+  cons_ = x_.topo.install(x_.sys);
+  dma_.dma = true;
+  opts_.p2p_disabled = x_.s.runtime.nccl_p2p_disable;
+  const size_t nres = x_.topo.resources().size();
+  for (size_t i = 0; i < cons_.size(); ++i) {
+    if (res_of_cons_.size() <= static_cast<size_t>(cons_[i])) res_of_cons_.resize(cons_[i] + 1, -1);
+    res_of_cons_[cons_[i]] = static_cast<int>(i);
+  }
+  copy_bottlenecks.assign(nres + 1, {});
+  collective_bottlenecks.assign(nres + 1, {});
+  if (x_.o.link_samples) {
+    usage_.assign(nres, 0.0);
+    x_.flows.rate_observer = [this](FlowId f, double before, double after) {
+      const Time now = x_.engine.now();
+      for (const auto& u : flow_uses_[f]) {
+        usage_[u.resource] += (after - before) * u.coefficient;
+        if (std::abs(usage_[u.resource]) < 1e-3) usage_[u.resource] = 0;
+        if (!samples_.empty() && samples_.back().time == now && samples_.back().resource == u.resource)
+          samples_.back().bytes_per_s = usage_[u.resource];
+        else
+          samples_.push_back({now, u.resource, usage_[u.resource]});
+      }
+      if (after == 0) flow_uses_.erase(f);
+    };
+  }
+}
+
+void FabricUse::add_constraint_alias(ConstraintId c, int res) {
+  if (res_of_cons_.size() <= static_cast<size_t>(c)) res_of_cons_.resize(static_cast<size_t>(c) + 1, -1);
+  res_of_cons_[static_cast<size_t>(c)] = res;
+}
+
+const hw::Route& FabricUse::route_between(int r, int peer, bool dma) {
+  return x_.topo.route(x_.ranks[static_cast<size_t>(r)].gpu, x_.ranks[static_cast<size_t>(peer)].gpu, dma ? dma_ : opts_);
+}
+
+void FabricUse::set_flow_route(FlowRoute& fr, const hw::Route& route) const {
+  fr.uses.clear();
+  for (const auto& u : route.uses) fr.uses.push_back({cons_[u.resource], u.coefficient});
+  fr.latency = route.latency;
+  fr.kind = route.kind;
+  fr.known = true;
+}
+
+const FlowRoute& FabricUse::pair_route(int a, int b, bool dma) {
+  const int n = x_.s.ranks();
+  if (n > kRouteMemoRanks) {
+    set_flow_route(scratch_route_, route_between(a, b, dma));
+    return scratch_route_;
+  }
+  auto& memo = dma ? dma_routes_ : coll_routes_;
+  if (memo.empty()) memo.resize(static_cast<size_t>(n) * static_cast<size_t>(n));
+  FlowRoute& fr = memo[static_cast<size_t>(a) * static_cast<size_t>(n) + static_cast<size_t>(b)];
+  if (!fr.known) set_flow_route(fr, route_between(a, b, dma));
+  return fr;
+}
+
+const FlowRoute& FabricUse::host_route(int r, bool h2d) {
+  if (host_routes_.empty()) host_routes_.resize(2 * static_cast<size_t>(x_.s.ranks()));
+  FlowRoute& fr = host_routes_[2 * static_cast<size_t>(r) + (h2d ? 0 : 1)];
+  if (!fr.known) {
+    const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
+    set_flow_route(fr, h2d ? x_.topo.route(R.cpu, R.gpu, dma_) : x_.topo.route(R.gpu, R.cpu, dma_));
+  }
+  return fr;
+}
+
+void FabricUse::account(std::vector<BottleneckStat>& stats, const FlowRecord& rec) const {
+  for (const auto& [c, t] : rec.bottleneck_time) stat_of(stats, c).time += t;
+  ++stat_of(stats, rec.main_bottleneck()).transfers;
+}
+
+BottleneckStat& FabricUse::stat_of(std::vector<BottleneckStat>& stats, ConstraintId c) const {
+  const int res = c < 0 ? -1 : res_of_cons_[static_cast<size_t>(c)];
+  return stats[res < 0 ? stats.size() - 1 : static_cast<size_t>(res)];
+}
+
+void FabricUse::observe(FlowId f, const FlowRoute& route) {
+  std::vector<hw::ResourceUse> out;
+  for (const FlowUse& u : route.uses) out.push_back({res_of_cons_[u.constraint], u.coefficient});
+  flow_uses_[f] = std::move(out);
+}
+
+std::vector<double> FabricUse::resource_bytes() const {
+  std::vector<double> out(x_.topo.resources().size(), 0);
+  const auto& cb = x_.flows.constraint_bytes();
+  for (size_t i = 0; i < cons_.size(); ++i)
+    if (static_cast<size_t>(cons_[i]) < cb.size()) out[i] = cb[cons_[i]];
+  return out;
+}
+
+}  // namespace osim::exec

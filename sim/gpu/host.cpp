@@ -1,0 +1,154 @@
+#include "gpu/host.hpp"
+
+#include <fmt/format.h>
+
+#include "gpu/memory.hpp"
+#include "gpu/streams.hpp"
+
+namespace osim::exec {
+
+Host::Host(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
+
+void Host::start() {
+  for (int r = 0; r < x_.s.ranks(); ++r) x_.engine.at(Time::zero(), &Host::step_event, this, static_cast<uint64_t>(r));
+}
+
+Time Host::overhead(const Op& op) const {
+  const OverheadParams& o = x_.p.overheads;
+  switch (op.kind) {
+    case OpKind::Kernel: return o.kernel_launch;
+    case OpKind::Memcpy: return o.memcpy_call;
+    case OpKind::EventRecord: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream: return o.event_call;
+    case OpKind::StreamSync: case OpKind::EventSync: case OpKind::DeviceSync: return o.sync_call;
+    case OpKind::Collective: return o.collective_call;
+    case OpKind::Alloc: return o.alloc_call;
+    case OpKind::Free: return o.free_call;
+    case OpKind::HostWork: case OpKind::Marker: return Time::zero();
+  }
+  return Time::zero();
+}
+
+void Host::step(int r) {
+  Rank& H = ranks_[static_cast<size_t>(r)];
+  if (H.state == Rank::Done) return;
+  H.state = Rank::Ready;
+  const auto& ops = *x_.s.programs[static_cast<size_t>(r)].ops;
+  Engine& engine = x_.engine;
+  while (H.pc < static_cast<int>(ops.size())) {
+    const Op& op = ops[static_cast<size_t>(H.pc)];
+    OpRecord& rec = x_.record(r, H.pc);
+    if (!H.paid) {
+      rec.issue = engine.now();
+      H.paid = true;
+      const Time oh = overhead(op);
+      // The call's overhead: when nothing else is due before it ends, the
+      // clock just moves on (same order of events as waking up later).
+      if (oh > Time::zero() && !engine.try_advance(engine.now() + oh)) {
+        H.state = Rank::Busy;
+        engine.after(oh, &Host::step_event, this, static_cast<uint64_t>(r));
+        return;
+      }
+    }
+    if (!H.effect_done) {
+      H.effect_done = true;
+      rec.returned = engine.now();
+      effect(r, op);
+    }
+    if (H.busy_until > engine.now() && !engine.try_advance(H.busy_until)) {
+      H.state = Rank::Busy;
+      engine.at(H.busy_until, &Host::step_event, this, static_cast<uint64_t>(r));
+      return;
+    }
+    if (!satisfied(r)) {
+      H.state = Rank::Blocked;
+      return;
+    }
+    H.until.kind = Rank::Wait::None;
+    if (!is_gpu_op(op)) {
+      rec.start = rec.issue;
+      rec.end = engine.now();
+      rec.ran = true;
+      x_.ranks[static_cast<size_t>(r)].last_end = std::max(x_.ranks[static_cast<size_t>(r)].last_end, engine.now());
+    }
+    rec.returned = engine.now();
+    ++H.pc;
+    H.paid = H.effect_done = false;
+  }
+  H.state = Rank::Done;
+  H.host_end = engine.now();
+}
+
+bool Host::satisfied(int r) const {
+  const Rank::Wait& w = ranks_[static_cast<size_t>(r)].until;
+  switch (w.kind) {
+    case Rank::Wait::None: return true;
+    case Rank::Wait::Gop: return (x_.flags[static_cast<size_t>(w.gop)] & kDone) != 0;
+    case Rank::Wait::Stream: return x_.streams->done(r, w.stream) >= w.count;
+    case Rank::Wait::Device:
+      for (size_t i = 0; i < w.counts.size(); ++i)
+        if (x_.streams->done(r, static_cast<int>(i)) < w.counts[i]) return false;
+      return true;
+  }
+  return true;
+}
+
+std::string Host::waiting_in(int r) const {
+  const Op& op = x_.ranks[static_cast<size_t>(r)].ops[ranks_[static_cast<size_t>(r)].pc];
+  switch (op.kind) {
+    case OpKind::Memcpy: return fmt::format("a blocking {} copy", to_string(op.copy));
+    case OpKind::StreamSync: return fmt::format("stream_sync({})", x_.s.streams[static_cast<size_t>(op.stream)].name);
+    case OpKind::EventSync: return fmt::format("event_sync({})", x_.s.events[static_cast<size_t>(op.event)]);
+    case OpKind::DeviceSync: return "device_sync";
+    default: return to_string(op.kind);
+  }
+}
+
+void Host::block_on_stream(Rank& H, int stream, int count) {
+  H.until.kind = Rank::Wait::Stream;
+  H.until.stream = stream;
+  H.until.count = count;
+}
+
+void Host::wake(int r) {
+  Rank& H = ranks_[static_cast<size_t>(r)];
+  if (H.state == Rank::Blocked && satisfied(r)) {
+    H.state = Rank::Busy;
+    x_.engine.after(Time::zero(), &Host::step_event, this, static_cast<uint64_t>(r));
+  }
+}
+
+void Host::effect(int r, const Op& op) {
+  Rank& H = ranks_[static_cast<size_t>(r)];
+  switch (op.kind) {
+    case OpKind::Kernel: case OpKind::Collective: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream:
+    case OpKind::EventRecord: case OpKind::Marker:
+      if (op.kind == OpKind::Marker && op.stream < 0) return;
+      x_.streams->enqueue(r, H.pc, op);
+      return;
+    case OpKind::Memcpy: {
+      const int g = x_.streams->enqueue(r, H.pc, op);
+      const bool blocking = !op.async || (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H));
+      if (blocking) {
+        H.until.kind = Rank::Wait::Gop;
+        H.until.gop = g;
+      }
+      return;
+    }
+    case OpKind::StreamSync: block_on_stream(H, op.stream, x_.streams->enqueued(r, op.stream)); return;
+    case OpKind::EventSync: {
+      const auto [s, pos] = x_.streams->event_position(r, op.event);
+      block_on_stream(H, s, pos + 1);
+      return;
+    }
+    case OpKind::DeviceSync:
+      H.until.kind = Rank::Wait::Device;
+      H.until.counts.clear();
+      for (int s = 0; s < static_cast<int>(x_.s.streams.size()); ++s) H.until.counts.push_back(x_.streams->enqueued(r, s));
+      return;
+    case OpKind::Alloc: x_.memory->alloc(r, H.pc, op); return;
+    case OpKind::Free: x_.memory->free(r, op); return;
+    case OpKind::HostWork: H.busy_until = x_.engine.now() + *op.duration; return;
+  }
+}
+
+}  // namespace osim::exec

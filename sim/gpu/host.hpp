@@ -1,0 +1,53 @@
+// Each rank's host thread: it issues the program in order, paying each API
+// call's overhead (OverheadParams), and blocks in syncs, blocking copies and
+// host work until what it waits for is done.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpu/exec_context.hpp"
+
+namespace osim::exec {
+
+class Host {
+ public:
+  explicit Host(ExecContext& x);
+  /// Starts every rank's thread at time 0.
+  void start();
+  /// Rank r's thread resumes if what it blocked on is done.
+  void wake(int r);
+  [[nodiscard]] bool done(int r) const { return ranks_[static_cast<size_t>(r)].state == Rank::Done; }
+  /// Where a blocked thread waits: its op and why (deadlock reports).
+  [[nodiscard]] int pc(int r) const { return ranks_[static_cast<size_t>(r)].pc; }
+  [[nodiscard]] std::string waiting_in(int r) const;
+  [[nodiscard]] Time end(int r) const { return ranks_[static_cast<size_t>(r)].host_end; }
+
+ private:
+  struct Rank {
+    int pc = 0;
+    bool paid = false, effect_done = false;
+    enum { Ready, Busy, Blocked, Done } state = Ready;
+    // What a blocked thread waits for (the op at pc says why).
+    struct Wait {
+      enum Kind : uint8_t { None, Gop, Stream, Device } kind = None;
+      int gop = -1;                // Gop: that op done
+      int stream = -1, count = 0;  // Stream: that many ops of the stream done
+      std::vector<int> counts;     // Device: that many ops of every stream done
+    } until;
+    Time busy_until;
+    Time host_end;
+  };
+  Time overhead(const Op& op) const;
+  static void step_event(void* self, uint64_t r) { static_cast<Host*>(self)->step(static_cast<int>(r)); }
+  void step(int r);
+  bool satisfied(int r) const;
+  void block_on_stream(Rank& H, int stream, int count);
+  // What the op does when the host issues it.
+  void effect(int r, const Op& op);
+
+  ExecContext& x_;
+  std::vector<Rank> ranks_;
+};
+
+}  // namespace osim::exec

@@ -1,0 +1,209 @@
+#include "gpu/streams.hpp"
+
+#include <cassert>
+
+#include <fmt/format.h>
+
+#include "gpu/collectives.hpp"
+#include "gpu/compute.hpp"
+#include "gpu/copies.hpp"
+#include "gpu/host.hpp"
+
+namespace osim::exec {
+
+Streams::Streams(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
+
+void Streams::add_rank(int r, const ProgramQueues& q) {
+  Rank& S = ranks_[static_cast<size_t>(r)];
+  const int nq = x_.s.runtime.device_max_connections;
+  S.hwq.resize(static_cast<size_t>(nq));
+  for (size_t i = 0; i < x_.s.streams.size(); ++i) {
+    StreamState& st = S.streams.emplace_back();
+    st.hwq = static_cast<int>(i % static_cast<size_t>(nq));
+    st.priority = x_.s.streams[i].priority;
+  }
+  S.event_pos.assign(x_.s.events.size(), {-1, -1});
+  if (x_.handoffs) S.event_dep.assign(x_.s.events.size(), {});
+  for (size_t i = 0; i < S.hwq.size(); ++i) S.hwq[i].ops = &q.queues[i];
+}
+
+int Streams::enqueue(int r, int pc, const Op& op) {
+  Rank& S = ranks_[static_cast<size_t>(r)];
+  const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
+  S.issued = pc + 1;
+  StreamState& st = S.streams[static_cast<size_t>(op.stream)];
+  ++st.enqueued;
+  if (op.kind == OpKind::StreamWaitEvent && x_.o.keep_records) {
+    const auto [es, ep] = S.event_pos[static_cast<size_t>(op.event)];
+    x_.record(r, pc).waits_on = R.queues->stream_ops[static_cast<size_t>(es)][static_cast<size_t>(ep)];
+  }
+  // Outside a pump no queue's head can dispatch; a new op changes only its
+  // own queue's head, and only when it is that head. The scan starts there:
+  // the queues before it would have done nothing.
+  const HwQueue& q = S.hwq[static_cast<size_t>(st.hwq)];
+  if ((*q.ops)[q.head].index == pc) pump(r, static_cast<size_t>(st.hwq));
+  if (op.kind == OpKind::EventRecord) S.event_pos[static_cast<size_t>(op.event)] = {op.stream, st.enqueued - 1};
+  return R.base + pc;
+}
+
+bool Streams::can_dispatch(const Rank& S, const HwQueue& q) const {
+  if (q.head == q.ops->size()) return false;
+  const QueueEntry& e = (*q.ops)[q.head];
+  if (e.index >= S.issued || S.streams[static_cast<size_t>(e.stream)].done != e.pos) return false;
+  return e.dep_stream < 0 || S.streams[static_cast<size_t>(e.dep_stream)].done > e.dep_pos;
+}
+
+void Streams::pump(int r, size_t first) {
+  Rank& S = ranks_[static_cast<size_t>(r)];
+  if (S.pumping) {
+    S.again = true;
+    return;
+  }
+  S.pumping = true;
+  const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
+  do {
+    S.again = false;
+    for (const size_t i : R.queues->used) {  // the others never hold an op
+      if (i < first) continue;
+      HwQueue& q = S.hwq[i];
+      while (can_dispatch(S, q)) {
+        const QueueEntry& e = (*q.ops)[q.head++];
+        dispatch(r, R.base + e.index, e);
+      }
+    }
+    first = 0;
+  } while (S.again);
+  S.pumping = false;
+}
+
+void Streams::complete(int r, int id) {
+  Rank& S = ranks_[static_cast<size_t>(r)];
+  RankInfo& R = x_.ranks[static_cast<size_t>(r)];
+  const int index = id - R.base;
+  const Op& op = R.ops[index];
+  StreamState& st = S.streams[static_cast<size_t>(op.stream)];
+  uint8_t& f = x_.flags[static_cast<size_t>(id)];
+  assert(!(f & kDone) && R.queues->stream_ops[static_cast<size_t>(op.stream)][static_cast<size_t>(st.done)] == index);
+  f |= kDone;
+  ++st.done;
+  const Time now = x_.engine.now();
+  if (x_.handoffs) {
+    if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective) st.dep = {EngineDep::Compute, now}, st.own = EngineDep::Compute;
+    else if (op.kind == OpKind::Memcpy) st.dep = {EngineDep::Copy, now}, st.own = EngineDep::Copy;
+    else if (op.kind == OpKind::EventRecord) S.event_dep[static_cast<size_t>(op.event)] = {op.stream, st.done - 1, st.dep};
+  }
+  if (x_.o.keep_records) {
+    OpRecord& rec = x_.records[static_cast<size_t>(r)][static_cast<size_t>(index)];
+    rec.end = now;
+    rec.ran = true;
+  } else {
+    x_.spans.add(r, op, st.started, now);
+  }
+  R.last_end = std::max(R.last_end, now);
+  pump(r);
+  x_.host->wake(r);
+}
+
+// An op whose stream last ran an op on the other engine (however long ago),
+// or that waited through an event on such an op still running when the host
+// issued it, pays the latency of the hand-over from that engine (a copy
+// after a kernel long done on its stream paid it, one waiting on an event
+// after a kernel long done on another stream did not).
+Time Streams::handoff(int r, const Op& op, const QueueEntry& e) {
+  Rank& S = ranks_[static_cast<size_t>(r)];
+  StreamState& st = S.streams[static_cast<size_t>(op.stream)];
+  const Time now = x_.engine.now();
+  // A wait takes the later of the two: the stream's own, or the waited
+  // stream's at the record (at its end, for a stream wait). The ops issued
+  // to the stream by then waited on it.
+  const EngineDep* d = nullptr;
+  if (op.kind == OpKind::StreamWaitEvent) {
+    const EventDep& ed = S.event_dep[static_cast<size_t>(op.event)];
+    if (ed.stream == e.dep_stream && ed.pos == e.dep_pos) d = &ed.dep;
+  } else if (op.kind == OpKind::StreamWaitStream) {
+    d = &S.streams[static_cast<size_t>(op.stream2)].dep;
+  }
+  if (d && d->kind != EngineDep::None && d->end >= st.dep.end) {
+    st.dep = *d;
+    st.dep_waiting = st.enqueued - 1;
+    st.dep_released = now;
+  }
+  if (op.kind == OpKind::StreamWaitEvent || op.kind == OpKind::StreamWaitStream) return Time::zero();
+  // On its own stream the switch adds the latency; through a wait it runs
+  // from the wait's release, beside the ops between (the validation runs'
+  // timing events: validate/handoff/).
+  const bool waited = e.pos <= st.dep_waiting;
+  const auto after = [&](EngineDep::Kind k, Time latency) {
+    if (st.own == k) return latency;
+    if (waited && st.dep.kind == k) return std::max(Time::zero(), st.dep_released + latency - now);
+    return Time::zero();
+  };
+  Time t;
+  if (op.kind == OpKind::Memcpy && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
+    t = after(EngineDep::Compute, x_.p.handoff.copy_after_kernel_latency_for(op.copy == CopyKind::D2H));
+  else if (op.kind == OpKind::Kernel)
+    t = after(EngineDep::Copy, x_.p.handoff.kernel_after_copy_latency);
+  if (t > Time::zero()) ++S.handoffs, S.handoff_time += t;
+  return t;
+}
+
+void Streams::dispatch(int r, int id, const QueueEntry& e) {
+  x_.flags[static_cast<size_t>(id)] |= kDispatched;
+  const Op& op = x_.op_of(r, id);
+  mark_start(r, id, op);
+  const Time wait = x_.handoffs ? handoff(r, op, e) : Time::zero();
+  switch (op.kind) {
+    case OpKind::Kernel:
+      if (wait > Time::zero()) {
+        x_.engine.after(wait, &Engine::call<&Compute::start_kernel_event, Compute>, x_.compute, pack(r, id));
+        return;
+      }
+      x_.compute->start_kernel(r, id);
+      return;
+    case OpKind::Memcpy: x_.copies->queue_copy(r, id, wait); return;
+    case OpKind::Collective: x_.collectives->arrive_or_park(r, id); return;
+    case OpKind::EventRecord: {
+      // The stream is held event_gpu_time (after a copy: event_gpu_time_copy
+      // where calibrated; beside an H2D copy: event_gpu_time_h2d more).
+      const OverheadParams& o = x_.p.overheads;
+      const bool after_copy = x_.handoffs && o.event_gpu_time_copy >= Time::zero() &&
+                              ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(op.stream)].own == EngineDep::Copy;
+      const Time t = after_copy ? o.event_gpu_time_copy : o.event_gpu_time + (x_.copies->busy(r, kH2D) ? o.event_gpu_time_h2d : Time::zero());
+      if (t > Time::zero()) {
+        x_.engine.after(t, &Engine::call<&Streams::end_event_record, Streams>, this, pack(r, id));
+        return;
+      }
+      complete(r, id);
+      return;
+    }
+    default: complete(r, id); return;  // waits and markers take no time
+  }
+}
+
+bool Streams::drained(int r) const {
+  for (const StreamState& st : ranks_[static_cast<size_t>(r)].streams)
+    if (st.done < st.enqueued) return false;
+  return true;
+}
+
+std::string Streams::head(int r, int s) const {
+  const Rank& S = ranks_[static_cast<size_t>(r)];
+  const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
+  const StreamState& st = S.streams[static_cast<size_t>(s)];
+  if (st.done >= st.enqueued) return "";
+  const int index = R.queues->stream_ops[static_cast<size_t>(s)][static_cast<size_t>(st.done)];
+  const uint8_t f = x_.flags[static_cast<size_t>(R.base + index)];
+  const Op& op = R.ops[index];
+  std::string what = fmt::format("op {} {}{} ({})", index, to_string(op.kind), op.label.empty() ? "" : " " + op.label, x_.where(r, index));
+  if (op.kind == OpKind::Collective) return what + x_.collectives->waiting(r, index, f);
+  const QueueEntry* e = nullptr;  // still queued: its entry has the dependency
+  for (const HwQueue& q : S.hwq)
+    for (size_t i = q.head; i < q.ops->size(); ++i)
+      if ((*q.ops)[i].index == index) e = &(*q.ops)[i];
+  if (const int ds = e ? e->dep_stream : -1, dp = e ? e->dep_pos : -1; ds >= 0 && S.streams[static_cast<size_t>(ds)].done <= dp)
+    return what + fmt::format(": waits for stream {} to finish its op {}", x_.s.streams[static_cast<size_t>(ds)].name,
+                              R.queues->stream_ops[static_cast<size_t>(ds)][static_cast<size_t>(dp)]);
+  return what + ((f & kDispatched) ? ": running" : ": waits in its hardware queue behind another stream's op");
+}
+
+}  // namespace osim::exec
