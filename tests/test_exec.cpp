@@ -12,7 +12,7 @@
 #include <string>
 
 #include "gpu/executor.hpp"
-#include "gpu/realise.hpp"
+#include "gpu/as_run.hpp"
 
 using namespace osim;
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "gpu/executor.hpp"
 #include "report/intervals.hpp"
 #include "report/metrics.hpp"
 #include "workload/dit.hpp"

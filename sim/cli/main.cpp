@@ -26,7 +26,7 @@
 #include "core/stats.hpp"
 #include "calib/calibrate.hpp"
 #include "gpu/executor.hpp"
-#include "gpu/realise.hpp"
+#include "gpu/as_run.hpp"
 #include "report/compare.hpp"
 #include "report/metrics.hpp"
 #include "sweep/sweep.hpp"
@@ -438,6 +438,46 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
   return rc;
 }
 
+// A run's records (overlapsim-validate run's or `run --records`') and the
+// schedule beside them made into metrics.json, trace.json and summary.txt,
+// as `overlapsim run --out` writes them for a simulated run.
+int report_command(const std::string& run_dir, const std::string& topo_path, std::string out_dir, bool force) {
+  const fs::path dir = fs::is_directory(run_dir) ? fs::path(run_dir) : fs::path(run_dir).parent_path();
+  const osim::Records rec = osim::read_records(records_path(run_dir));
+  const fs::path sched_path = dir / "schedule.yaml";
+  if (!fs::exists(sched_path))
+    throw osim::InputError(osim::SourceLocation{sched_path.string(), 0, 0},
+                           "no schedule beside the records: overlapsim-validate run and overlapsim run --schedule-out write it there");
+  const osim::Schedule sched = osim::parse_schedule_file(sched_path.string());
+  std::string tp = topo_path;
+  if (tp.empty()) {
+    if (sched.topology.empty()) throw osim::InputError(osim::SourceLocation{sched_path.string(), 0, 0}, "no topology: pass --topology FILE");
+    tp = (sched_path.parent_path() / sched.topology).string();
+  }
+  const osim::hw::Topology topo(osim::hw::parse_topology_file(tp));
+  if (out_dir.empty()) out_dir = dir.string();
+  for (const char* f : {"metrics.json", "trace.json", "summary.txt"}) refuse_overwrite(fs::path(out_dir) / f, force);
+  const osim::RunRecord run = osim::run_record_of(sched, rec);
+  osim::Metrics m = osim::compute_metrics(sched, topo, run);
+  m.source = rec.source;
+  auto metrics = osim::metrics_json(m, topo, run);
+  if (rec.meta.is_object() && !rec.meta.empty()) metrics["meta"] = rec.meta;
+  std::string head = fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
+  if (rec.meta.is_object() && rec.meta.contains("makespans_s")) {
+    std::string runs;
+    for (const auto& ms : rec.meta.at("makespans_s")) runs += fmt::format("{}{:.4f} s", runs.empty() ? "" : ", ", ms.get<double>());
+    head = fmt::format("{} schedule {}: {} ranks on {} (the median of {} runs: {})", rec.source, sched.name, sched.ranks(), topo.name(),
+                       rec.meta.at("makespans_s").size(), runs);
+  }
+  const std::string summary = osim::format_summary(m, topo, run, head);
+  fs::create_directories(out_dir);
+  write_file(fs::path(out_dir) / "metrics.json", metrics.dump(2) + "\n");
+  write_file(fs::path(out_dir) / "trace.json", osim::trace_json(sched, topo, run));
+  write_file(fs::path(out_dir) / "summary.txt", summary);
+  std::cout << summary << fmt::format("wrote {}/metrics.json, trace.json (open in ui.perfetto.dev), summary.txt\n", out_dir);
+  return 0;
+}
+
 // "i/N" (1-based) -> (i-1, N).
 std::pair<int, int> parse_shard(const std::string& text) {
   const size_t slash = text.find('/');
@@ -584,6 +624,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> bench_inputs;
   std::string cal_topo, cal_out;
   bool cal_force = false;
+  std::string rep_dir, rep_topo, rep_out;
+  bool rep_force = false;
+  auto* rep_cmd = app.add_subcommand("report", "Make metrics.json, trace.json and summary.txt of a run's records (overlapsim-validate run's, or run --records')");
+  rep_cmd->add_option("run", rep_dir, "the run's folder (records.json and schedule.yaml), or its records.json")->required();
+  rep_cmd->add_option("--topology,-t", rep_topo, "topology YAML (default: the schedule's 'topology:')");
+  rep_cmd->add_option("--out", rep_out, "write the three files here (default: the run's folder)");
+  rep_cmd->add_flag("--force", rep_force, "overwrite existing files");
+
   auto* cal_cmd = app.add_subcommand("calibrate", "Fit the model's parameters to overlapsim-validate bench results; compare the calibrated simulator with them");
   cal_cmd->add_option("bench", bench_inputs, "bench JSON files (a NCCL-defaults run first; a NCCL_P2P_DISABLE=1 run may follow)")->required();
   cal_cmd->add_option("--topology,-t", cal_topo, "the measured machine's topology YAML")->required();
@@ -630,6 +678,7 @@ int main(int argc, char** argv) {
     if (*sweep_cmd) return sweep_command(sweep_path, sweep_out, sweep_force, sweep_threads, sweep_shard, sweep_progress, sweep_no_progress, tolerance);
     if (*merge_cmd) return merge_command(merge_inputs, merge_out, merge_force, merge_sweep, tolerance);
     if (*cal_cmd) return calibrate_command(bench_inputs, cal_topo, cal_out, cal_force, cal_replay_with, cal_csv, cal_second);
+    if (*rep_cmd) return report_command(rep_dir, rep_topo, rep_out, rep_force);
     osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
     if (*topo_cmd) {
       osim::hw::RouteOptions opt;

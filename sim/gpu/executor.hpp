@@ -17,37 +17,11 @@
 
 #include "gpu/params.hpp"
 #include "schedule/schedule.hpp"
+#include "schedule/run_record.hpp"
 #include "schedule/spans.hpp"
 #include "hw/fabric.hpp"
 
 namespace osim {
-
-/// What happened to one op; ExecResult::ops[rank][index] is the op at that
-/// place in the rank's program. 56 bytes: a run keeps one per op.
-struct OpRecord {
-  const Op* op = nullptr;
-  Time issue;              // host thread starts the call
-  Time returned;           // host thread returns from it
-  Time start;              // GPU starts it (host ops: = issue)
-  Time end;                // GPU finishes it (host ops: when the host moves on)
-  Time bottleneck_time;    // memcpy: how long it was bound at `bottleneck`
-  int32_t waits_on = -1;   // stream_wait_event: index of the event_record op it bound to
-  int32_t bottleneck : 31 = -2;  // memcpy: resource that bound it longest (-1: its own cap); -2: none
-  bool ran : 1 = false;
-};
-static_assert(sizeof(OpRecord) <= 56);
-
-/// Time transfers spent bottlenecked on a resource.
-struct BottleneckStat {
-  Time time;
-  int64_t transfers = 0;   // transfers whose main bottleneck it was
-};
-
-struct LinkSample {
-  Time time;
-  int resource;
-  double bytes_per_s;
-};
 
 /// A GPU's sustained-load state (ModelParams::sustained_*): its duty cycle
 /// averaged over the fast and the slow time constant. 0 = rested.
@@ -55,28 +29,8 @@ struct LoadState {
   double duty = 0, duty_slow = 0;
 };
 
-struct RankSummary {
-  std::string gpu;
-  Time end;                // the host finished the program and every stream drained
-  Bytes peak_vram = 0;
-  Bytes vram_capacity = 0;
-  // Hand-offs between engines it paid (ModelParams::copy_after_kernel_latency,
-  // kernel_after_copy_latency): how many, and the latency in all.
-  int64_t handoffs = 0;
-  Time handoff_time;
-};
-
-struct ExecResult {
-  std::vector<std::vector<OpRecord>> ops;  // [rank][index]; empty without ExecOptions::keep_records
-  std::optional<RunSpans> spans;           // only without ExecOptions::keep_records: what the metrics need
-  std::vector<RankSummary> ranks;
-  Time makespan;
-  std::vector<double> resource_bytes;      // per topology resource
-  std::vector<std::vector<std::pair<Time, Bytes>>> vram;  // per rank: (time, bytes in use) after each alloc/free
-  // Per resource, plus one last entry for "the transfer's own cap" (copy
-  // engine, pageable staging, NCCL channels).
-  std::vector<BottleneckStat> copy_bottlenecks, collective_bottlenecks;
-  std::vector<LinkSample> link_samples;    // only with ExecOptions::link_samples
+/// A simulated run: what any run records, and the simulator's own counts.
+struct ExecResult : RunRecord {
   // NCCL all-to-alls run in closed form (ExecOptions::closed_form_collectives),
   // and how many of those handed their flows back part-way.
   int64_t closed_form = 0, handed_back = 0;

@@ -45,7 +45,7 @@ int64_t intersect(const std::vector<Interval>& a, const std::vector<Interval>& b
 
 }  // namespace
 
-Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecResult& r) {
+Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRecord& r) {
   if (r.spans) return compute_metrics(s, topo, r, *r.spans);
   RunSpans spans = RunSpans::for_schedule(s);
   for (int rank = 0; rank < static_cast<int>(r.ops.size()); ++rank)
@@ -53,7 +53,7 @@ Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecR
   return compute_metrics(s, topo, r, spans);
 }
 
-Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecResult& r, const RunSpans& spans) {
+Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRecord& r, const RunSpans& spans) {
   Metrics m;
   m.name = s.name;
   m.topology = topo.name();
@@ -103,7 +103,7 @@ Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecR
   return m;
 }
 
-nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, const ExecResult& r) {
+nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, const RunRecord& r) {
   using nlohmann::ordered_json;
   ordered_json j;
   j["schema"] = "overlapsim.metrics/v1";
@@ -173,7 +173,7 @@ nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, 
   return j;
 }
 
-std::string format_summary(const Metrics& m, const hw::Topology& topo, const ExecResult& r, const std::string& headline) {
+std::string format_summary(const Metrics& m, const hw::Topology& topo, const RunRecord& r, const std::string& headline) {
   std::string out = headline + "\n";
   out += fmt::format("  makespan {}", format_time(m.makespan));
   if (!m.steps.empty()) {
@@ -232,7 +232,7 @@ std::string format_summary(const Metrics& m, const hw::Topology& topo, const Exe
   return out;
 }
 
-std::string trace_json(const Schedule& s, const hw::Topology& topo, const ExecResult& r) {
+std::string trace_json(const Schedule& s, const hw::Topology& topo, const RunRecord& r) {
   assert(r.ops.size() == static_cast<size_t>(s.ranks()) && "a run without ExecOptions::keep_records has no per-op records");
   // Written by hand, event per line, with fixed formatting: deterministic and streamable.
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpu/executor.hpp"
+#include "schedule/run_record.hpp"
 #include "hw/fabric.hpp"
 
 namespace osim {
@@ -51,14 +51,14 @@ struct Metrics {
 };
 
 /// From the run's spans (ExecOptions::keep_records = false) or else its records.
-Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecResult& r);
+Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRecord& r);
 /// From spans gathered elsewhere (the records of a measured run).
-Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const ExecResult& r, const RunSpans& spans);
-nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, const ExecResult& r);
-std::string format_summary(const Metrics& m, const hw::Topology& topo, const ExecResult& r, const std::string& headline);
+Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRecord& r, const RunSpans& spans);
+nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, const RunRecord& r);
+std::string format_summary(const Metrics& m, const hw::Topology& topo, const RunRecord& r, const std::string& headline);
 /// Chrome/Perfetto trace JSON: tracks per host thread, stream and copy engine;
 /// counters for VRAM and (with link samples) every resource's bandwidth;
 /// arrows from event records to the waits they satisfy.
-std::string trace_json(const Schedule& s, const hw::Topology& topo, const ExecResult& r);
+std::string trace_json(const Schedule& s, const hw::Topology& topo, const RunRecord& r);
 
 }  // namespace osim

@@ -906,7 +906,7 @@ struct Runner::Impl {
     const int dev = gpu.dev, sms = gpu.sms;
     const Stream& s = gpu.s;
     const Blas& blas = gpu.blas;
-    std::vector<GemmShape> shapes;
+    std::vector<osim::RealisedGemm> shapes;
     // Wan 14B DiT GEMMs at S/U tokens for 720p (75,600), 480p (32,760) and
     // 16,384 tokens (the validation set) over U in {1, 2, 4, 8}.
     for (int tokens : {75600, 32760, 16384})

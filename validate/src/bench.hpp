@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gemm_shape.hpp"
+#include "schedule/realised_gemm.hpp"
 
 namespace ovv {
 
@@ -27,7 +27,7 @@ struct Options {
   int size_step = 4;
   bool all_collectives_at_all_channels = false;
   std::vector<int> interference_channels{0, 4};
-  std::vector<GemmShape> gemm_shapes;  // extra GEMM-table shapes (--gemm-shapes-from)
+  std::vector<osim::RealisedGemm> gemm_shapes;  // extra GEMM-table shapes (--gemm-shapes-from)
 };
 
 class Runner {

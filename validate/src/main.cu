@@ -97,9 +97,9 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   bench->add_option("--attention-slowdown", shapes_slowdown, "as `run --attention-slowdown`, for --gemm-shapes-from (default 2.1)")->check(CLI::Range(0.1, 100.0));
   ovv::RunOptions ro;
-  auto* run = app.add_subcommand("run", "Execute a schedule (overlapsim's input) on the GPUs; write the same metrics, trace and per-op records as the simulator");
+  auto* run = app.add_subcommand("run", "Execute a schedule (overlapsim's input) on the GPUs; write its per-op records (overlapsim report makes metrics, a trace and a summary of them)");
   run->add_option("schedule", ro.schedule, "schedule YAML/JSON (overlapsim run --schedule-out writes one from a workload)")->required();
-  run->add_option("--out,-o", ro.out_dir, "folder for metrics.json, records.json, trace.json, schedule.yaml, summary.txt")->required();
+  run->add_option("--out,-o", ro.out_dir, "folder for records.json and schedule.yaml")->required();
   run->add_option("--topology,-t", ro.topology, "topology YAML naming the GPUs (default: the schedule's 'topology:')");
   run->add_option("--warmup", ro.warmup, "untimed runs first")->check(CLI::Range(0, 100));
   run->add_option("--repeat", ro.repeat, "timed runs; the median makespan's is reported")->check(CLI::Range(1, 100));

@@ -46,12 +46,11 @@
 
 #include "check.hpp"
 #include "core/errors.hpp"
-#include "gpu/realise.hpp"
+#include "schedule/realise.hpp"
 #include "schedule/schedule.hpp"
 #include "hw/fabric.hpp"
 #include "kernels.hpp"
-#include "report/compare.hpp"
-#include "report/metrics.hpp"
+#include "schedule/records.hpp"
 
 namespace ovv {
 
@@ -357,7 +356,6 @@ class Runner {
         default: break;
       }
     }
-    peak_vram_.push_back(vram_peak);
     auto need = [&](DevMem& m, size_t b, const char* what) {
       try {
         m.alloc(b);
@@ -583,40 +581,21 @@ class Runner {
     return out;
   }
 
+  // records.json (every op's times, the run's meta) and the schedule it ran
+  // (its topology made relative to the folder): what `overlapsim report`
+  // makes metrics, a trace and a summary of, and `overlapsim compare` reads.
   void write_outputs(const Times& t, const std::vector<double>& makespans) {
     const std::string topo_path = o_.topology.empty() ? (fs::path(s_.file).parent_path() / s_.topology).string() : o_.topology;
-    osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
-    osim::ExecResult res;
+    const osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
+    osim::RunRecord res;
     res.ops = t.ops;
     res.makespan = osim::Time::from_ns(t.makespan_ns);
     const auto gpus = topo.gpus();
-    res.vram.resize(s_.ranks());
     for (int r = 0; r < s_.ranks(); ++r) {
       osim::RankSummary sum;
       sum.gpu = !s_.gpus.empty() ? s_.gpus[r] : r < static_cast<int>(gpus.size()) ? topo.node(gpus[r]).name : fmt::format("device{}", ranks_[r].dev);
-      sum.peak_vram = peak_vram_[r];
-      sum.vram_capacity = static_cast<osim::Bytes>(ranks_[r].vram_capacity);
-      for (const auto& rec : t.ops[r]) sum.end = std::max({sum.end, rec.end, rec.returned});
-      // VRAM in use after each alloc/free, at the host call.
-      int64_t v = 0;
-      std::map<std::string, int64_t> live;
-      for (const auto& rec : t.ops[r]) {
-        if (rec.op->kind == OpKind::Alloc && rec.op->space == osim::MemSpace::Device) {
-          live[rec.op->label] = rec.op->bytes;
-          v += rec.op->bytes;
-          res.vram[r].push_back({rec.returned, v});
-        } else if (rec.op->kind == OpKind::Free) {
-          if (auto it = live.find(rec.op->label); it != live.end()) {
-            v -= it->second;
-            live.erase(it);
-            res.vram[r].push_back({rec.returned, v});
-          }
-        }
-      }
       res.ranks.push_back(sum);
     }
-    osim::Metrics m = osim::compute_metrics(s_, topo, res);
-    m.source = "measured";
     nlohmann::ordered_json meta;
     meta["tool"] = "overlapsim-validate run";
     meta["warmup"] = o_.warmup;
@@ -633,21 +612,15 @@ class Runner {
       f << text;
       if (!f) throw osim::InputError(osim::SourceLocation{(dir / name).string(), 0, 0}, "cannot write this file");
     };
-    auto metrics = osim::metrics_json(m, topo, res);
-    metrics["meta"] = meta;
-    write("metrics.json", metrics.dump(2) + "\n");
     write("records.json", osim::records_text(osim::records_json(s_, res, topo.name(), "measured", meta)));
-    write("trace.json", osim::trace_json(s_, topo, res));
     osim::Schedule copy = s_;
     copy.topology = fs::relative(fs::absolute(topo_path), fs::absolute(dir)).string();
     write("schedule.yaml", osim::to_yaml(copy));
     std::string runs;
     for (double ms : makespans) runs += fmt::format("{}{:.4f} s", runs.empty() ? "" : ", ", ms);
-    const std::string head = fmt::format("measured schedule {}: {} ranks on {} (the median of {} runs: {})", s_.name, s_.ranks(), topo.name(),
-                                         makespans.size(), runs);
-    const std::string summary = osim::format_summary(m, topo, res, head);
-    write("summary.txt", summary);
-    std::cout << summary << fmt::format("wrote {}/metrics.json, records.json, trace.json, schedule.yaml, summary.txt\n", o_.out_dir);
+    std::cout << fmt::format("measured schedule {}: {} ranks on {}: makespan {:.4f} s (the median of {} runs: {})\n", s_.name, s_.ranks(), topo.name(),
+                             t.makespan_ns * 1e-9, makespans.size(), runs)
+              << fmt::format("wrote {}/records.json, schedule.yaml (overlapsim report {} makes the metrics, trace and summary)\n", o_.out_dir, o_.out_dir);
   }
 
   void teardown() {
@@ -673,7 +646,6 @@ class Runner {
   RunOptions o_;
   osim::Schedule s_;
   std::vector<Rank> ranks_;
-  std::vector<int64_t> peak_vram_;
   std::map<std::tuple<int, int, int>, ncclComm_t> comms_;  // (group, channels, rank)
   std::map<std::pair<int, int>, std::vector<int>> members_;
   std::vector<ncclComm_t> all_comms_;
@@ -687,7 +659,7 @@ nlohmann::ordered_json environment_json();  // main.cu
 int run_schedule(const RunOptions& o) {
   osim::Schedule s = osim::parse_schedule_file(o.schedule);
   // Outputs are checked before any GPU work, so nothing is overwritten silently.
-  for (const char* f : {"metrics.json", "records.json", "trace.json", "schedule.yaml", "summary.txt"})
+  for (const char* f : {"records.json", "schedule.yaml"})
     if (!o.force && fs::exists(fs::path(o.out_dir) / f))
       throw osim::InputError(osim::SourceLocation{(fs::path(o.out_dir) / f).string(), 0, 0}, "exists already: pass --force to overwrite it, or choose another --out");
   if (o.topology.empty() && s.topology.empty())
@@ -741,14 +713,14 @@ int run_schedule(const RunOptions& o) {
   return rc;
 }
 
-std::vector<GemmShape> realised_gemm_shapes(const std::vector<std::string>& schedules, double attention_slowdown) {
-  std::vector<GemmShape> out;
+std::vector<osim::RealisedGemm> realised_gemm_shapes(const std::vector<std::string>& schedules, double attention_slowdown) {
+  std::vector<osim::RealisedGemm> out;
   for (const auto& file : schedules) {
     const osim::Schedule s = osim::parse_schedule_file(file);
     for (const auto& prog : s.programs)
       for (const Op& o : *prog.ops)
         if (const auto rg = osim::realised_gemm(o, attention_slowdown)) {
-          const GemmShape g{rg->m, rg->n, rg->k, rg->chunks};
+          const osim::RealisedGemm g{rg->m, rg->n, rg->k, rg->chunks};
           if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
         }
   }

@@ -1,20 +1,21 @@
 // overlapsim-validate run: executes a schedule (the simulator's input) on
-// real GPUs, one host thread per rank, and writes the same metrics JSON,
-// Perfetto trace and per-op records as `overlapsim run --records`, so a
-// measured run and a simulated one open side by side and `overlapsim compare`
-// pairs them op by op. README "validate: running a schedule on GPUs".
+// real GPUs, one host thread per rank, and writes the same per-op records as
+// `overlapsim run --records` with the schedule it ran, so `overlapsim report`
+// gives a measured run the simulator's metrics, trace and summary, and
+// `overlapsim compare` pairs it with a simulated one op by op
+// (docs/calibrate-your-node.md).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "gemm_shape.hpp"
+#include "schedule/realised_gemm.hpp"
 
 namespace ovv {
 
 struct RunOptions {
   std::string schedule;     // schedule file (YAML/JSON)
-  std::string out_dir;      // where metrics.json, trace.json, records.json, summary.txt, schedule.yaml go
+  std::string out_dir;      // where records.json and schedule.yaml go
   std::string topology;     // for names in the metrics; default: the schedule's 'topology:'
   int warmup = 1;           // untimed runs first (NCCL connections, cuBLAS heuristics, first touch)
   int repeat = 3;           // timed runs; the one with the median makespan is reported
@@ -32,7 +33,7 @@ struct RunOptions {
 /// The GEMMs `run` realises for these schedules' kernels (GEMMs, attention,
 /// FLOP kernels; osim::realised_gemm), each distinct shape once, in order.
 /// Throws osim::InputError for a schedule that does not parse.
-std::vector<GemmShape> realised_gemm_shapes(const std::vector<std::string>& schedules, double attention_slowdown);
+std::vector<osim::RealisedGemm> realised_gemm_shapes(const std::vector<std::string>& schedules, double attention_slowdown);
 
 /// Runs the schedule; returns the process exit code. Throws osim::InputError
 /// for a bad schedule or one that does not fit the machine, ovv::GpuError for

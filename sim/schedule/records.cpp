@@ -1,0 +1,201 @@
+#include "schedule/records.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace osim {
+
+std::string op_class(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Kernel:
+      if (op.gemm) return "gemm";
+      if (op.attention) return op.attention->seq_q == op.attention->seq_kv ? "attention (self)" : "attention (cross)";
+      if (op.flops <= 0 && op.hbm_bytes > 0 && !op.duration) return "memory kernel";
+      return "kernel";
+    case OpKind::Memcpy:
+      return to_string(op.copy) + (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H ? (op.host_mem == HostMem::Pageable ? " pageable" : "") : "");
+    case OpKind::Collective:
+      if (op.coll == CollKind::AllToAll) return "all_to_all " + to_string(op.algo);
+      return to_string(op.coll);
+    default: return to_string(op.kind);
+  }
+}
+
+bool timed_class(const Op& op) { return op.kind == OpKind::Kernel || op.kind == OpKind::Memcpy || op.kind == OpKind::Collective; }
+
+nlohmann::ordered_json records_json(const Schedule& s, const RunRecord& r, const std::string& topology, const std::string& source,
+                                    const nlohmann::ordered_json& meta) {
+  using nlohmann::ordered_json;
+  assert(r.ops.size() == static_cast<size_t>(s.ranks()) && "a run without ExecOptions::keep_records has no per-op records");
+  ordered_json j;
+  j["schema"] = "overlapsim.records/v1";
+  j["source"] = source;
+  j["name"] = s.name;
+  j["topology"] = topology;
+  j["makespan_ns"] = static_cast<double>(r.makespan.ps()) * 1e-3;
+  j["columns"] = {"index", "class", "label", "issue_ns", "returned_ns", "start_ns", "end_ns"};
+  ordered_json ranks = ordered_json::array();
+  auto ns = [](Time t) { return static_cast<double>(t.ps()) * 1e-3; };
+  for (int rank = 0; rank < s.ranks(); ++rank) {
+    ordered_json ops = ordered_json::array();
+    for (size_t index = 0; index < r.ops[rank].size(); ++index) {
+      const OpRecord& rec = r.ops[rank][index];
+      if (!rec.ran) continue;
+      ops.push_back({static_cast<int>(index), op_class(*rec.op), rec.op->label, ns(rec.issue), ns(rec.returned), ns(rec.start), ns(rec.end)});
+    }
+    ranks.push_back({{"rank", rank}, {"gpu", r.ranks[rank].gpu}, {"ops", std::move(ops)}});
+  }
+  j["ranks"] = std::move(ranks);
+  j["meta"] = meta;
+  return j;
+}
+
+std::string records_text(const nlohmann::ordered_json& j) {
+  std::string out = "{\n";
+  bool first = true;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    out += first ? "" : ",\n";
+    first = false;
+    out += " " + nlohmann::ordered_json(it.key()).dump() + ": ";
+    if (it.key() != "ranks") {
+      out += it.value().dump();
+      continue;
+    }
+    out += "[";
+    for (size_t r = 0; r < it.value().size(); ++r) {
+      const auto& rj = it.value()[r];
+      out += r ? ",\n  {" : "\n  {";
+      out += "\"rank\": " + rj["rank"].dump() + ", \"gpu\": " + rj["gpu"].dump() + ", \"ops\": [";
+      for (size_t i = 0; i < rj["ops"].size(); ++i) out += (i ? ",\n   " : "\n   ") + rj["ops"][i].dump();
+      out += "\n  ]}";
+    }
+    out += "\n ]";
+  }
+  return out + "\n}\n";
+}
+
+int runs_before_recorded(const Records& r) {
+  if (!r.meta.is_object() || !r.meta.contains("warmup") || !r.meta.contains("makespans_s")) return 0;
+  const auto& w = r.meta.at("warmup");
+  const auto& ms = r.meta.at("makespans_s");
+  auto bad = [&](const std::string& what) {
+    return InputError(SourceLocation{r.file, 0, 0}, "meta: " + what + " (overlapsim-validate run writes warmup and makespans_s, the timed runs in order)");
+  };
+  if (!w.is_number_integer() || w.get<int64_t>() < 0 || w.get<int64_t>() > 1000000) throw bad("warmup is not a count");
+  if (!ms.is_array() || ms.empty()) throw bad("makespans_s is not a list of the timed runs' makespans");
+  int best = -1;
+  double best_d = 0;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    if (!ms[i].is_number()) throw bad(fmt::format("makespans_s[{}] is not a number", i));
+    const double d = std::abs(ms[i].get<double>() * 1e9 - r.makespan_ns);
+    if (best < 0 || d < best_d) best = static_cast<int>(i), best_d = d;
+  }
+  // The runner stores the recorded run's makespan in both places (ns and s).
+  if (best_d > 1e-6 * std::max(1.0, r.makespan_ns))
+    throw bad(fmt::format("no run in makespans_s has the recorded makespan {:.6f} ms", r.makespan_ns * 1e-6));
+  return static_cast<int>(w.get<int64_t>()) + best;
+}
+
+Records parse_records(const nlohmann::json& j, const std::string& file) {
+  auto bad = [&](const std::string& what) {
+    return InputError(SourceLocation{file, 0, 0}, what + " (expected an overlapsim.records/v1 file, as `overlapsim run --records` or `overlapsim-validate run` write)");
+  };
+  if (!j.is_object() || j.value("schema", "") != "overlapsim.records/v1") throw bad("not a records file");
+  Records rec;
+  rec.file = file;
+  try {
+    rec.source = j.at("source").get<std::string>();
+    rec.name = j.at("name").get<std::string>();
+    rec.topology = j.value("topology", "");
+    rec.makespan_ns = j.at("makespan_ns").get<double>();
+    if (j.contains("meta")) rec.meta = nlohmann::ordered_json::parse(j.at("meta").dump());
+    for (const auto& rj : j.at("ranks")) {
+      RecordRank rr;
+      rr.rank = rj.at("rank").get<int>();
+      rr.gpu = rj.value("gpu", "");
+      for (const auto& o : rj.at("ops")) {
+        if (!o.is_array() || o.size() != 7) throw bad(fmt::format("rank {}: an op row does not have 7 columns", rr.rank));
+        rr.ops.push_back(RecordOp{o[0].get<int>(), o[1].get<std::string>(), o[2].get<std::string>(), o[3].get<double>(), o[4].get<double>(),
+                                  o[5].get<double>(), o[6].get<double>()});
+      }
+      rec.ranks.push_back(std::move(rr));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(std::string("malformed: ") + e.what());
+  }
+  return rec;
+}
+
+Records read_records(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open the records file: check the path");
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(SourceLocation{path, 0, 0}, std::string("not valid JSON: ") + e.what());
+  }
+  Records rec = parse_records(nlohmann::json(j), path);
+  if (j.is_object() && j.contains("meta")) rec.meta = j.at("meta");  // in the writer's order
+  return rec;
+}
+
+RunRecord run_record_of(const Schedule& s, const Records& rec) {
+  const auto bad = [&](const std::string& what) {
+    return InputError(SourceLocation{rec.file, 0, 0}, what + ": these records are not of schedule '" + s.name + "' (" + s.file + ")");
+  };
+  if (rec.ranks.size() != static_cast<size_t>(s.ranks())) throw bad(fmt::format("{} ranks recorded, the schedule has {}", rec.ranks.size(), s.ranks()));
+  RunRecord r;
+  r.makespan = Time::from_ns(rec.makespan_ns);
+  r.ops.resize(rec.ranks.size());
+  r.vram.resize(rec.ranks.size());
+  for (size_t k = 0; k < rec.ranks.size(); ++k) {
+    const std::vector<Op>& ops = *s.programs[k].ops;
+    std::vector<OpRecord>& out = r.ops[k];
+    out.resize(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) out[i].op = &ops[i];
+    RankSummary sum;
+    sum.gpu = rec.ranks[k].gpu;
+    for (const RecordOp& o : rec.ranks[k].ops) {
+      if (o.index < 0 || static_cast<size_t>(o.index) >= ops.size() || o.label != ops[static_cast<size_t>(o.index)].label)
+        throw bad(fmt::format("rank {} op {} ('{}') is not in the program", k, o.index, o.label));
+      OpRecord& x = out[static_cast<size_t>(o.index)];
+      x.issue = Time::from_ns(o.issue);
+      x.returned = Time::from_ns(o.returned);
+      x.start = Time::from_ns(o.start);
+      x.end = Time::from_ns(o.end);
+      x.ran = true;
+      sum.end = std::max({sum.end, x.end, x.returned});
+    }
+    // VRAM in use after each alloc/free, at the host call; the peak as the
+    // schedule's allocations add up.
+    int64_t v = 0;
+    std::map<std::string, int64_t> live;
+    for (const OpRecord& x : out) {
+      if (!x.ran) continue;
+      if (x.op->kind == OpKind::Alloc && x.op->space == MemSpace::Device) {
+        live[x.op->label] = x.op->bytes;
+        v += x.op->bytes;
+        sum.peak_vram = std::max(sum.peak_vram, v);
+        r.vram[k].push_back({x.returned, v});
+      } else if (x.op->kind == OpKind::Free) {
+        if (auto it = live.find(x.op->label); it != live.end()) {
+          v -= it->second;
+          live.erase(it);
+          r.vram[k].push_back({x.returned, v});
+        }
+      }
+    }
+    r.ranks.push_back(sum);
+  }
+  return r;
+}
+
+}  // namespace osim

@@ -1,0 +1,71 @@
+// What a run of a schedule records, whichever backend ran it: every op's
+// host and GPU times, each rank's end and peak VRAM, the VRAM timeline; and
+// where the simulator ran it, what its transfers were bound by and how busy
+// each resource was (empty for a measured run). Reports read this.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/units.hpp"
+#include "schedule/schedule.hpp"
+#include "schedule/spans.hpp"
+
+namespace osim {
+
+/// What happened to one op; RunRecord::ops[rank][index] is the op at that
+/// place in the rank's program. 56 bytes: a run keeps one per op.
+struct OpRecord {
+  const Op* op = nullptr;
+  Time issue;              // host thread starts the call
+  Time returned;           // host thread returns from it
+  Time start;              // GPU starts it (host ops: = issue)
+  Time end;                // GPU finishes it (host ops: when the host moves on)
+  Time bottleneck_time;    // memcpy: how long it was bound at `bottleneck`
+  int32_t waits_on = -1;   // stream_wait_event: index of the event_record op it bound to
+  int32_t bottleneck : 31 = -2;  // memcpy: resource that bound it longest (-1: its own cap); -2: none
+  bool ran : 1 = false;
+};
+static_assert(sizeof(OpRecord) <= 56);
+
+/// Time transfers spent bottlenecked on a resource.
+struct BottleneckStat {
+  Time time;
+  int64_t transfers = 0;   // transfers whose main bottleneck it was
+};
+
+struct LinkSample {
+  Time time;
+  int resource;
+  double bytes_per_s;
+};
+
+struct RankSummary {
+  std::string gpu;
+  Time end;                // the host finished the program and every stream drained
+  Bytes peak_vram = 0;
+  Bytes vram_capacity = 0;
+  // Hand-offs between engines it paid (HandoffParams): how many, and the latency in all.
+  int64_t handoffs = 0;
+  Time handoff_time;
+};
+
+struct RunRecord {
+  std::vector<std::vector<OpRecord>> ops;  // [rank][index]; empty where only spans were kept
+  std::optional<RunSpans> spans;           // in place of ops: what the metrics need
+  std::vector<RankSummary> ranks;
+  Time makespan;
+  std::vector<std::vector<std::pair<Time, Bytes>>> vram;  // per rank: (time, bytes in use) after each alloc/free
+  // The simulator's view of the fabric (empty for a measured run): bytes per
+  // topology resource; per resource, plus one last entry for "the transfer's
+  // own cap", the time transfers were bound there; every change of every
+  // resource's use (with ExecOptions::link_samples).
+  std::vector<double> resource_bytes;
+  std::vector<BottleneckStat> copy_bottlenecks, collective_bottlenecks;
+  std::vector<LinkSample> link_samples;
+};
+
+}  // namespace osim
