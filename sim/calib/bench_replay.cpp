@@ -4,23 +4,23 @@
 
 #include <fmt/format.h>
 
+#include "schedule/builder.hpp"
+
 namespace osim {
 
 using json = nlohmann::json;
 
 Schedule bench_schedule(int ranks, bool p2p_disabled) {
-  Schedule s;
-  s.name = "bench";
-  s.runtime.nccl_p2p_disable = p2p_disabled;
-  s.streams = {{"s", 0}, {"copy", 0}};
-  s.programs.resize(ranks);
-  for (int r = 0; r < ranks; ++r) s.programs[r].rank = r;
+  ScheduleBuilder b("bench", ranks);
+  b.stream("s");
+  b.stream("copy");
   if (ranks >= 2) {
-    Group w{"world", {}};
-    for (int r = 0; r < ranks; ++r) w.ranks.push_back(r);
-    s.groups.push_back(w);
+    std::vector<int> all;
+    for (int r = 0; r < ranks; ++r) all.push_back(r);
+    b.group("world", all);
   }
-  return s;
+  b.schedule().runtime.nccl_p2p_disable = p2p_disabled;
+  return b.build();
 }
 
 // Runs one program per rank; returns each rank's records.
@@ -37,42 +37,10 @@ double replay(Schedule s, const std::vector<Op>& per_rank, const hw::Topology& t
   return worst;
 }
 
-// The bench's GEMM of shape [m, n, k] (a row's "gemm") on stream 0.
-Op bench_gemm(const json& shape) {
-  Op g;
-  g.kind = OpKind::Kernel;
-  g.stream = 0;
-  g.gemm = GemmShape{shape.at(0).get<int32_t>(), shape.at(1).get<int32_t>(), shape.at(2).get<int32_t>()};
-  return g;
-}
-
-// The bench's memory-bound kernel (`launch_hbm_copy`) moving `hbm_bytes` on stream 0.
-Op bench_memory_kernel(double hbm_bytes) {
-  Op k;
-  k.kind = OpKind::Kernel;
-  k.stream = 0;
-  k.hbm_bytes = hbm_bytes;
-  return k;
-}
-
-// Stream 0 busy for `t` with no work (an idle gap or a start offset as the bench had).
-Op bench_idle(Time t) {
-  Op k;
-  k.kind = OpKind::Kernel;
-  k.stream = 0;
-  k.duration = t;
-  return k;
-}
-
-// A copy of `bytes` on `stream` (pinned, for H2D / D2H).
-Op bench_copy(CopyKind kind, Bytes bytes, int stream) {
-  Op cp;
-  cp.kind = OpKind::Memcpy;
-  cp.copy = kind;
-  cp.stream = stream;
-  cp.bytes = bytes;
-  return cp;
-}
+Op bench_gemm(const json& shape) { return ops::gemm(0, shape.at(0).get<int32_t>(), shape.at(1).get<int32_t>(), shape.at(2).get<int32_t>()); }
+Op bench_memory_kernel(double hbm_bytes) { return ops::memory_kernel(0, hbm_bytes); }
+Op bench_idle(Time t) { return ops::busy(0, t); }
+Op bench_copy(CopyKind kind, Bytes bytes, int stream) { return ops::copy(stream, kind, bytes); }
 
 std::vector<double> replay_gated(const std::vector<Op>& lanes, int reps, const std::string& gate, int dev, const hw::Topology& topo,
                                  const ModelParams& params, std::optional<Time> busy) {
@@ -155,15 +123,7 @@ std::vector<double> replay_gated(const std::vector<Op>& lanes, int reps, const s
   return out;
 }
 
-Op bench_a2a(Bytes bytes) {
-  Op a2a;
-  a2a.kind = OpKind::Collective;
-  a2a.coll = CollKind::AllToAll;
-  a2a.stream = 0;
-  a2a.group = 0;
-  a2a.bytes = bytes;
-  return a2a;
-}
+Op bench_a2a(Bytes bytes) { return ops::collective(0, CollKind::AllToAll, 0, bytes); }
 
 double replay_hot(const Schedule& s, const Op& op, const hw::Topology& topo, const ModelParams& p) {
   if (p.power.sustained_slowdown <= 0) return replay(s, {op}, topo, p);

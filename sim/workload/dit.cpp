@@ -1,4 +1,6 @@
 #include "dit.hpp"
+
+#include "schedule/builder.hpp"
 #include "core/slots.hpp"
 
 #include <fstream>
@@ -185,93 +187,57 @@ namespace {
 
 class Gen {
  public:
-  explicit Gen(const DitWorkload& w) : w_(w) {
-    s_.name = w.name;
-    s_.file = w.file;
-    s_.topology = w.topology;
-    s_.runtime = w.runtime;
-    s_.streams = {{"compute", 0}, {"copy", 0}};
+  explicit Gen(const DitWorkload& w) : w_(w), b_(w.name, w.ranks()) {
+    Schedule& s = b_.schedule();
+    s.file = w.file;
+    s.topology = w.topology;
+    s.runtime = w.runtime;
+    b_.stream("compute");
+    b_.stream("copy");
     const int U = w.ulysses, R = w.ranks();
-    s_.programs.resize(R);
-    for (int r = 0; r < R; ++r) s_.programs[r].rank = r;
     for (int c = 0; c < R / U; ++c) {
-      Group g{fmt::format("sp{}", c), {}};
-      for (int i = 0; i < U; ++i) g.ranks.push_back(c * U + i);
-      if (U > 1) s_.groups.push_back(g);
+      std::vector<int> ranks;
+      for (int i = 0; i < U; ++i) ranks.push_back(c * U + i);
+      if (U > 1) b_.group(fmt::format("sp{}", c), ranks);
     }
     if (w.cfg == CfgMode::Parallel)
-      for (int i = 0; i < U; ++i) s_.groups.push_back(Group{fmt::format("cfg{}", i), {i, i + U}});
-    s_.events.reserve(1024);
+      for (int i = 0; i < U; ++i) b_.group(fmt::format("cfg{}", i), {i, i + U});
+    groups_ = static_cast<int>(s.groups.size());
   }
 
   Schedule run() {
     // Without CFG-parallel every rank runs the same program (Ulysses ranks
-    // differ only in their data): generate it once and copy.
+    // differ only in their data): generate it once and share it.
     const bool same = w_.cfg != CfgMode::Parallel;
     for (int r = 0; r < w_.ranks(); ++r) {
-      if (same && r > 0) s_.programs[r].ops = s_.programs[0].ops;  // shared, not copied
+      if (same && r > 0) b_.share_program(r, 0);
       else program(r);
     }
-    return std::move(s_);
+    return b_.build();
   }
 
  private:
   static constexpr int kCompute = 0, kCopy = 1;
 
+  int event(const std::string& name) { return b_.event(name); }
+
   // Generated ops carry no source location (a file name per op would cost an
   // allocation each); errors name the rank and op index instead.
-  static Op base(OpKind k) {
-    Op op;
-    op.kind = k;
-    return op;
-  }
-  int event(const std::string& name) {
-    auto it = event_index_.find(name);
-    if (it != event_index_.end()) return it->second;
-    s_.events.push_back(name);
-    return event_index_[name] = static_cast<int>(s_.events.size() - 1);
-  }
   void kernel_gemm(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k) {
-    Op op = base(OpKind::Kernel);
-    op.label = name;
-    op.stream = kCompute;
-    op.gemm = GemmShape{static_cast<int32_t>(m), static_cast<int32_t>(n), static_cast<int32_t>(k)};
-    op.dtype = w_.model.dtype == DType::FP8 ? DType::FP8 : DType::BF16;
-    ops.push_back(std::move(op));
+    ops.push_back(ops::gemm(kCompute, m, n, k, w_.model.dtype == DType::FP8 ? DType::FP8 : DType::BF16, name));
   }
-  void kernel_mem(std::vector<Op>& ops, const std::string& name, double bytes) {
-    Op op = base(OpKind::Kernel);
-    op.label = name;
-    op.stream = kCompute;
-    op.hbm_bytes = bytes;
-    ops.push_back(std::move(op));
-  }
+  void kernel_mem(std::vector<Op>& ops, const std::string& name, double bytes) { ops.push_back(ops::memory_kernel(kCompute, bytes, name)); }
   void kernel_attn(std::vector<Op>& ops, const std::string& name, int64_t heads, int64_t sq, int64_t skv) {
-    Op op = base(OpKind::Kernel);
-    op.label = name;
-    op.stream = kCompute;
-    op.attention = AttentionShape{1, static_cast<int32_t>(heads), static_cast<int32_t>(sq), static_cast<int32_t>(skv), w_.model.head_dim};
-    ops.push_back(std::move(op));
+    const AttentionShape a{1, static_cast<int32_t>(heads), static_cast<int32_t>(sq), static_cast<int32_t>(skv), w_.model.head_dim};
+    ops.push_back(ops::attention(kCompute, a, name));
   }
   void a2a(std::vector<Op>& ops, int rank, const std::string& name, Bytes bytes) {
     if (w_.ulysses == 1) return;
-    Op op = base(OpKind::Collective);
-    op.label = name;
-    op.stream = kCompute;
-    op.coll = CollKind::AllToAll;
-    op.algo = w_.all_to_all;
-    op.group = rank / w_.ulysses;  // sp{c}
-    op.bytes = bytes;
-    op.dtype = w_.comm_dtype;
+    Op op = ops::collective(kCompute, CollKind::AllToAll, rank / w_.ulysses /* sp{c} */, bytes, w_.all_to_all, w_.comm_dtype, name);
     op.channels = w_.channels;
     ops.push_back(std::move(op));
   }
-  void marker(std::vector<Op>& ops, const std::string& name) {
-    Op op = base(OpKind::Marker);
-    op.label = name;
-    op.stream = kCompute;
-    ops.push_back(std::move(op));
-  }
+  void marker(std::vector<Op>& ops, const std::string& name) { ops.push_back(ops::marker(kCompute, name)); }
 
   // One DiT block's compute and Ulysses communication on this rank.
   void block(std::vector<Op>& ops, int rank, const std::string& tag) {
@@ -311,49 +277,14 @@ class Gen {
   }
 
   void copy(std::vector<Op>& ops, int stream, const std::string& name, Bytes bytes, bool async) {
-    Op op = base(OpKind::Memcpy);
-    op.label = name;
-    op.copy = CopyKind::H2D;
-    op.stream = stream;
-    op.bytes = bytes;
-    op.host_mem = w_.host_memory;
-    op.async = async;
-    ops.push_back(std::move(op));
+    ops.push_back(ops::copy(stream, CopyKind::H2D, bytes, w_.host_memory, async, name));
   }
-  void alloc(std::vector<Op>& ops, const std::string& tag, Bytes bytes) {
-    Op op = base(OpKind::Alloc);
-    op.label = tag;
-    op.bytes = bytes;
-    ops.push_back(std::move(op));
-  }
-  void free_(std::vector<Op>& ops, const std::string& tag) {
-    Op op = base(OpKind::Free);
-    op.label = tag;
-    ops.push_back(std::move(op));
-  }
-  void record(std::vector<Op>& ops, int stream, int ev) {
-    Op op = base(OpKind::EventRecord);
-    op.stream = stream;
-    op.event = ev;
-    ops.push_back(std::move(op));
-  }
-  void wait_event(std::vector<Op>& ops, int stream, int ev) {
-    Op op = base(OpKind::StreamWaitEvent);
-    op.stream = stream;
-    op.event = ev;
-    ops.push_back(std::move(op));
-  }
-  void wait_stream(std::vector<Op>& ops, int stream, int on) {
-    Op op = base(OpKind::StreamWaitStream);
-    op.stream = stream;
-    op.stream2 = on;
-    ops.push_back(std::move(op));
-  }
-  void sync(std::vector<Op>& ops, int stream) {
-    Op op = base(OpKind::StreamSync);
-    op.stream = stream;
-    ops.push_back(std::move(op));
-  }
+  void alloc(std::vector<Op>& ops, const std::string& tag, Bytes bytes) { ops.push_back(ops::alloc(tag, bytes)); }
+  void free_(std::vector<Op>& ops, const std::string& tag) { ops.push_back(ops::free(tag)); }
+  void record(std::vector<Op>& ops, int stream, int ev) { ops.push_back(ops::record(stream, ev)); }
+  void wait_event(std::vector<Op>& ops, int stream, int ev) { ops.push_back(ops::wait_event(stream, ev)); }
+  void wait_stream(std::vector<Op>& ops, int stream, int on) { ops.push_back(ops::wait_stream(stream, on)); }
+  void sync(std::vector<Op>& ops, int stream) { ops.push_back(ops::stream_sync(stream)); }
 
   std::string layer_name(int g) const {  // g: global layer index over all forwards
     const int L = w_.model.blocks;
@@ -376,14 +307,9 @@ class Gen {
       const bool last_of_step = w_.cfg != CfgMode::Serial || f % 2 == 1;
       if (!last_of_step || !cfg_par) return;
       // CFG-parallel: combine the two predictions (the latent, fp32).
-      Op op = base(OpKind::Collective);
-      op.label = "cfg gather";
-      op.stream = kCompute;
-      op.coll = CollKind::AllGather;
-      op.group = static_cast<int>(s_.groups.size()) - w_.ulysses + rank % w_.ulysses;
-      op.bytes = 2 * 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4 / w_.ulysses;
-      op.dtype = DType::FP32;
-      ops.push_back(std::move(op));
+      const Bytes latent = 2 * 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4 / w_.ulysses;
+      ops.push_back(ops::collective(kCompute, CollKind::AllGather, groups_ - w_.ulysses + rank % w_.ulysses, latent,
+                                    CollAlgo::Nccl, DType::FP32, "cfg gather"));
     };
 
     switch (w_.offload) {
@@ -486,20 +412,16 @@ class Gen {
         break;
       }
     }
-    s_.programs[rank].ops = std::make_shared<const std::vector<Op>>(std::move(ops));
+    b_.program(rank) = std::move(ops);
   }
 
   const DitWorkload& w_;
-  Schedule s_;
-  std::map<std::string, int> event_index_;
+  ScheduleBuilder b_;
+  int groups_ = 0;
 };
 
 }  // namespace
 
-Schedule generate_schedule(const DitWorkload& w) {
-  Schedule s = Gen(w).run();
-  check_schedule(s);
-  return s;
-}
+Schedule generate_schedule(const DitWorkload& w) { return Gen(w).run(); }
 
 }  // namespace osim
