@@ -1,0 +1,71 @@
+// The bench's testcases by key: what `overlapsim-validate bench` measures and
+// `overlapsim calibrate` fits and replays, each owned by one effect family.
+// Both sides check their keys against this table (validate at compile time,
+// calibrate in its tests), so a key means the same on both. Plain C++17: the
+// CUDA sources include it.
+#pragma once
+
+#include <string_view>
+
+namespace osim::bench {
+
+struct Testcase {
+  std::string_view key, family, what;
+};
+
+inline constexpr Testcase kTestcases[] = {
+    {"overhead_kernel_launch", "overheads", "host time of a kernel launch"},
+    {"overhead_event_record", "overheads", "host time of cudaEventRecord"},
+    {"overhead_stream_sync_idle", "overheads", "host time of synchronising an idle stream"},
+    {"overhead_memcpy_async_pinned_return", "overheads", "host time of an async pinned copy's call"},
+    {"overhead_stream_wait_event", "overheads", "host time of cudaStreamWaitEvent"},
+    {"overhead_gpu_event_gap", "overheads", "GPU time of an event record between kernels or copies, alone and beside an H2D copy"},
+    {"h2d_pinned", "copies", "pinned H2D copies per GPU, 4 KiB-1 GiB, gated bursts"},
+    {"d2h_pinned", "copies", "pinned D2H copies per GPU, 4 KiB-1 GiB, gated bursts"},
+    {"h2d_pageable", "copies", "pageable H2D copies, from one host buffer and from a rotating one"},
+    {"d2h_pageable", "copies", "pageable D2H copies, to one host buffer and to a rotating one"},
+    {"bidir_pinned", "copies", "H2D and D2H at once on one GPU"},
+    {"h2d_two_streams", "copies", "two H2D copies on two streams of one GPU"},
+    {"copy_span", "copies", "pinned copies walking a host span, one way and both ways"},
+    {"multi_h2d_pinned", "copies", "H2D copies on 1..n GPUs at once: the host bridge's aggregate"},
+    {"multi_d2h_pinned", "copies", "D2H copies on 1..n GPUs at once"},
+    {"multi_h2d_pipelined", "copies", "H2D copies back to back on every GPU, staggered"},
+    {"p2p_copy", "copies", "peer-to-peer copies between GPU pairs"},
+    {"copy_reps", "handoff", "pinned copies per gated burst after a kernel, a host function or a waited-on kernel"},
+    {"copy_after_idle", "handoff", "copies after a kernel done long before, on their stream or waited on"},
+    {"handoff_wait", "handoff", "one copy after a kernel of 5 us-3 ms on every SM"},
+    {"kernel_reps", "handoff", "kernels per gated burst after a host function, a kernel or a copy"},
+    {"gemm_bf16", "gemm", "the GEMM table: bf16 shapes burst and under load"},
+    {"memory_kernel", "memory", "a memory-bound copy kernel, 1 MiB-1 GiB, back to back and between GEMMs"},
+    {"memory_after", "memory", "a memory-bound kernel after the same kernel, a GEMM, spinning SMs or sleep"},
+    {"attention_sdpa", "attention", "PyTorch SDPA at the workloads' shapes (validate/attention_bench.py)"},
+    {"gemm_sustained", "power", "a GEMM at duty cycles 1-0.25 for seconds: the clock under sustained load"},
+    {"gemm_sustained_long", "power", "a GEMM at full duty for seconds: the slow clock term"},
+    {"gemm_sustained_copy", "power", "the sustained GEMM with H2D copies beside"},
+    {"gemm_after_idle", "power", "GEMMs after a gap of idle, copies or sleep"},
+    {"nccl_all_to_all_loaded", "power", "the all-to-all right after GEMMs on every rank, against rested"},
+    {"nccl_barrier_skew", "power", "the ranks' arrival skew at a barrier after GEMMs"},
+    {"nccl_all_to_all", "nccl", "ncclAlltoAll by ranks, channels and size"},
+    {"nccl_all_to_all_pairwise", "nccl", "the pairwise all-to-all (grouped send/recv rounds)"},
+    {"nccl_all_gather", "nccl", "ncclAllGather"},
+    {"nccl_reduce_scatter", "nccl", "ncclReduceScatter"},
+    {"nccl_all_reduce", "nccl", "ncclAllReduce"},
+    {"nccl_reps", "nccl", "the all-to-all per gated burst"},
+    {"nccl_all_to_all_insitu", "nvlink", "the all-to-all after 2-100 ms of GEMMs, with and without H2D copies beside"},
+    {"interference", "interference", "a GEMM beside an all-to-all or a copy, and an all-to-all beside copies"},
+};
+
+/// Whether `key` is a testcase of the table.
+constexpr bool known(std::string_view key) {
+  for (const Testcase& t : kTestcases)
+    if (t.key == key) return true;
+  return false;
+}
+/// The family owning `key` ("" when unknown).
+constexpr std::string_view family_of(std::string_view key) {
+  for (const Testcase& t : kTestcases)
+    if (t.key == key) return t.family;
+  return {};
+}
+
+}  // namespace osim::bench

@@ -1,0 +1,184 @@
+// Interference: a GEMM beside an all-to-all or a copy, an all-to-all beside copies.
+#include "testcases/nccl_support.cuh"
+
+namespace ovv {
+namespace {
+
+struct Interference : NcclTestcases {
+  using NcclTestcases::NcclTestcases;
+
+  // ------------------------------------------------------------ interference
+  // Runs A alone, B alone, then both at once (released by one gate); reports
+  // each one's time in each case.
+  void interference() {
+    if (!want("interference")) return;
+    const int dev = 0;
+    const int n = std::min(ngpus, 4);
+    CUDA_CHECK(cudaSetDevice(dev));
+    const int m = 18900, nn = 5120, k = 5120;  // a Wan QKV/out-sized GEMM at 720p / U=4
+    DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * nn * 2), C(dev, size_t(m) * nn * 2);
+    fill_random(A.p, size_t(m) * k * 2);
+    fill_random(B.p, size_t(k) * nn * 2);
+    const size_t h2d_bytes = size_t(1) << 30;
+    DevBuf d(dev, h2d_bytes);
+    PinnedBuf h(h2d_bytes);
+    const size_t a2a_bytes = 256u << 20;
+    Stream gemm_s(dev), copy_s(dev);
+    const Blas blas(gemm_s.s);
+    const int gemm_reps = 20;
+    auto gemm = [&] {
+      for (int i = 0; i < gemm_reps; ++i)
+        blas.gemm(m, nn, k, A.p, B.p, C.p);
+    };
+    auto h2d = [&] { CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, h2d_bytes, cudaMemcpyHostToDevice, copy_s.s)); };
+    auto d2h = [&] { CUDA_CHECK(cudaMemcpyAsync(h.p, d.p, h2d_bytes, cudaMemcpyDeviceToHost, copy_s.s)); };
+
+    // A pair run: each side enqueued on its stream(s) behind a gate; per-side
+    // time from the gate's release (event on dev 0) to its own end event.
+    struct Side {
+      std::string name;
+      std::vector<cudaStream_t> streams;  // stream per device used (index = device)
+      std::function<void()> enqueue;
+    };
+    auto run_pair = [&](const Side& x, const Side* y) {
+      std::vector<double> tx, ty;
+      for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+        Gate gate;
+        std::vector<cudaEvent_t> starts, ex, ey;
+        auto hold_all = [&](const Side& s, std::vector<cudaEvent_t>& ends) {
+          for (size_t dv = 0; dv < s.streams.size(); ++dv) {
+            CUDA_CHECK(cudaSetDevice(static_cast<int>(dv)));
+            gate.hold(s.streams[dv]);
+            cudaEvent_t st, en;
+            CUDA_CHECK(cudaEventCreate(&st));
+            CUDA_CHECK(cudaEventCreate(&en));
+            CUDA_CHECK(cudaEventRecord(st, s.streams[dv]));
+            starts.push_back(st);
+            ends.push_back(en);
+          }
+        };
+        hold_all(x, ex);
+        if (y) hold_all(*y, ey);
+        CUDA_CHECK(cudaSetDevice(0));
+        x.enqueue();
+        if (y) y->enqueue();
+        for (size_t dv = 0; dv < x.streams.size(); ++dv) {
+          CUDA_CHECK(cudaSetDevice(static_cast<int>(dv)));
+          CUDA_CHECK(cudaEventRecord(ex[dv], x.streams[dv]));
+        }
+        if (y)
+          for (size_t dv = 0; dv < y->streams.size(); ++dv) {
+            CUDA_CHECK(cudaSetDevice(static_cast<int>(dv)));
+            CUDA_CHECK(cudaEventRecord(ey[dv], y->streams[dv]));
+          }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        gate.release();
+        for (int dv = 0; dv < n; ++dv) {
+          CUDA_CHECK(cudaSetDevice(dv));
+          CUDA_CHECK(cudaDeviceSynchronize());
+        }
+        // Device-0 times: start event of x's device-0 stream to each side's device-0 end.
+        float mx = 0, my = 0;
+        CUDA_CHECK(cudaSetDevice(0));
+        CUDA_CHECK(cudaEventElapsedTime(&mx, starts[0], ex[0]));
+        if (y) CUDA_CHECK(cudaEventElapsedTime(&my, starts[0], ey[0]));
+        if (it >= opt.warmup) {
+          tx.push_back(mx * 1e3);
+          if (y) ty.push_back(my * 1e3);
+        }
+        for (auto e : starts) cudaEventDestroy(e);
+        for (auto e : ex) cudaEventDestroy(e);
+        for (auto e : ey) cudaEventDestroy(e);
+      }
+      return std::pair{median(tx), y ? median(ty) : 0.0};
+    };
+
+    std::unique_ptr<Comms> cm;
+    std::vector<std::unique_ptr<DevBuf>> send, recv;
+    std::vector<std::unique_ptr<Stream>> st;
+    const Side g{"gemm", {gemm_s.s}, gemm};
+    const Side c_h2d{"h2d", {copy_s.s}, h2d};
+    const Side c_d2h{"d2h", {copy_s.s}, d2h};
+    // Warm up ungated (see time_stream_us).
+    gemm();
+    h2d();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    progress("interference gemm/h2d");
+    auto report = [&](const std::string& a, const std::string& b, int ch, std::pair<double, double> alone_ab, std::pair<double, double> both) {
+      add({{"key", "interference"}, {"a", a}, {"b", b}, {"channels", ch}, {"a_alone_us", alone_ab.first}, {"b_alone_us", alone_ab.second},
+           {"a_together_us", both.first}, {"b_together_us", both.second}, {"a_slowdown", both.first / alone_ab.first},
+           {"b_slowdown", both.second / alone_ab.second}});
+    };
+    {
+      const double ga = run_pair(g, nullptr).first, ha = run_pair(c_h2d, nullptr).first;
+      report("gemm", "h2d", 0, {ga, ha}, run_pair(g, &c_h2d));
+    }
+    if (n >= 2) {
+      for (int ch : opt.interference_channels) {
+        cm = std::make_unique<Comms>(n, ch);
+        send.clear();
+        recv.clear();
+        st.clear();
+        std::vector<cudaStream_t> streams;
+        for (int r = 0; r < n; ++r) {
+          send.push_back(std::make_unique<DevBuf>(r, a2a_bytes));
+          recv.push_back(std::make_unique<DevBuf>(r, a2a_bytes));
+          st.push_back(std::make_unique<Stream>(r));
+          streams.push_back(st.back()->s);
+        }
+        const Side a2a{"a2a", streams, [&] {
+                         for (int i = 0; i < 4; ++i) enqueue(Coll::AllToAll, *cm, send, recv, st, a2a_bytes);
+                       }};
+        a2a.enqueue();
+        for (int r = 0; r < n; ++r) {
+          CUDA_CHECK(cudaSetDevice(r));
+          CUDA_CHECK(cudaDeviceSynchronize());
+        }
+        progress("interference gemm/a2a ch=" + std::to_string(ch));
+        const double ga = run_pair(g, nullptr).first, aa = run_pair(a2a, nullptr).first;
+        report("gemm", "all_to_all", ch, {ga, aa}, run_pair(g, &a2a));
+        if (ch == opt.interference_channels.front()) {
+          progress("interference a2a/h2d");
+          const double ha = run_pair(c_h2d, nullptr).first, da = run_pair(c_d2h, nullptr).first;
+          report("all_to_all", "h2d", ch, {aa, ha}, run_pair(a2a, &c_h2d));
+          report("all_to_all", "d2h", ch, {aa, da}, run_pair(a2a, &c_d2h));
+          // Every rank's GPU copying 1 GiB at once beside the all-to-all (a
+          // prefetching SP group): with NCCL_P2P_DISABLE=1 both move through
+          // the host side together. Times are GPU 0's.
+          PerGpuCopies all(n, h2d_bytes);
+          std::vector<cudaStream_t> cs;
+          for (int g = 0; g < n; ++g) cs.push_back(all.stream[g]->s);
+          for (const bool up : {false, true}) {
+            const Side c_all{up ? "d2h_all" : "h2d_all", cs, [&, up] {
+                               for (int g = 0; g < n; ++g) {
+                                 CUDA_CHECK(cudaSetDevice(g));
+                                 if (up) CUDA_CHECK(cudaMemcpyAsync(all.host[g]->p, all.dev[g]->p, h2d_bytes, cudaMemcpyDeviceToHost, all.stream[g]->s));
+                                 else CUDA_CHECK(cudaMemcpyAsync(all.dev[g]->p, all.host[g]->p, h2d_bytes, cudaMemcpyHostToDevice, all.stream[g]->s));
+                               }
+                               CUDA_CHECK(cudaSetDevice(0));
+                             }};
+            progress(std::string("interference a2a/") + c_all.name);
+            c_all.enqueue();
+            for (int g = 0; g < n; ++g) {
+              CUDA_CHECK(cudaSetDevice(g));
+              CUDA_CHECK(cudaDeviceSynchronize());
+            }
+            const double alone = run_pair(c_all, nullptr).first;
+            report("all_to_all", c_all.name, ch, {aa, alone}, run_pair(a2a, &c_all));
+          }
+        }
+        send.clear();
+        recv.clear();
+        st.clear();
+        cm.reset();
+      }
+    }
+  }
+};
+
+}  // namespace
+
+OVV_KEYS("interference");
+OVV_BENCH_TESTCASE(kinterference, 210, "interference", [](BenchContext& c) { Interference(c).interference(); });
+
+}  // namespace ovv

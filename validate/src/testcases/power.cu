@@ -1,0 +1,425 @@
+// Sustained load: the clock with the duty cycle, GEMMs after a gap, the all-to-all with the clock down, the ranks apart.
+#include "testcases/nccl_support.cuh"
+
+namespace ovv {
+namespace {
+
+struct Power : NcclTestcases {
+  using NcclTestcases::NcclTestcases;
+
+  // GEMMs back to back at a duty cycle (the rest of the time a one-thread
+  // sleep kernel holds the stream), for ~0.6 s after 0.3 s idle: the GPU's
+  // clock falls under sustained load (power), which burst timings miss.
+  // Reports each GEMM's time in order, so the time constant can be fitted.
+  void gemm_sustained() {
+    const bool base = want("gemm_sustained"), long_run = want("gemm_sustained_long");
+    if (!base && !long_run) return;
+    const ComputeGpu gpu;
+    const int dev = gpu.dev;
+    const Stream& s = gpu.s;
+    const Blas& blas = gpu.blas;
+    const int m = 16384, n = 5120, k = 5120;
+    DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * n * 2), C(dev, size_t(m) * n * 2);
+    fill_random(A.p, size_t(m) * k * 2);
+    fill_random(B.p, size_t(k) * n * 2);
+    auto gemm = [&] { blas.gemm(m, n, k, A.p, B.p, C.p); };
+    gemm();
+    CUDA_CHECK(cudaStreamSynchronize(s.s));
+    // Burst time of one GEMM (cool GPU: rested first, as the GEMM table
+    // before it ends under load; calibrate uses ratios, so this only keeps
+    // `slowdown` readable).
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const double burst_us = time_stream_us(dev, s.s, 1, gemm);
+    // GEMMs at `duty` for about `window_us`, each timed by its own events;
+    // `beside` (if any) enqueues other work first. `first` is the first
+    // GEMM's start event, to time that work against.
+    struct Series {
+      std::vector<double> us, start_ms;
+      std::unique_ptr<Event> first;
+    };
+    auto series = [&](double duty, double window_us, const std::function<void()>& beside) {
+      const int64_t gap_ns = static_cast<int64_t>(burst_us * 1e3 * (1 - duty) / duty);
+      const int count = static_cast<int>(window_us / (burst_us / duty));
+      std::vector<std::unique_ptr<Event>> a, b;
+      for (int i = 0; i < count; ++i) {
+        a.push_back(std::make_unique<Event>(dev));
+        b.push_back(std::make_unique<Event>(dev));
+      }
+      if (beside) beside();
+      CUDA_CHECK(cudaSetDevice(dev));
+      // No spin gate: thousands of queued launches would fill the launch
+      // queue behind it and block this thread forever. The GPU runs GEMMs
+      // far slower than we queue them, so the stream never drains early.
+      for (int i = 0; i < count; ++i) {
+        CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
+        gemm();
+        CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
+        if (gap_ns > 0) launch_sleep(s.s, gap_ns);
+      }
+      CUDA_CHECK(cudaStreamSynchronize(s.s));
+      Series out{std::vector<double>(count), std::vector<double>(count), nullptr};
+      for (int i = 0; i < count; ++i) {
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a[i]->e, b[i]->e));
+        out.us[i] = ms * 1e3;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a[0]->e, a[i]->e));
+        out.start_ms[i] = ms;
+      }
+      out.first = std::move(a[0]);
+      return out;
+    };
+    // Six seconds at full duty: does the clock settle, or drop further (the
+    // deeper dip ~0.8 s into every 1.2 s series below), and does that recur?
+    if (long_run) {
+      progress("gemm_sustained_long");
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const Series r = series(1.0, 6e6, nullptr);
+      const std::vector<double> tail(r.us.begin() + static_cast<long>(r.us.size() / 6), r.us.end());
+      add({{"key", "gemm_sustained_long"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", 1.0}, {"burst_time_us", burst_us},
+           {"steady_time_us", median(tail)}, {"mean_time_us", std::accumulate(tail.begin(), tail.end(), 0.0) / static_cast<double>(tail.size())},
+           {"time_us", r.us}, {"start_ms", r.start_ms}});
+    }
+    if (!base) return;
+    for (double duty : {1.0, 0.75, 0.5, 0.25}) {
+      progress("gemm_sustained duty " + std::to_string(duty));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const Series r = series(duty, 600e3, nullptr);
+      const std::vector<double> tail(r.us.begin() + static_cast<long>(r.us.size() / 2), r.us.end());
+      add({{"key", "gemm_sustained"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", duty}, {"burst_time_us", burst_us},
+           {"steady_time_us", median(tail)}, {"slowdown", median(tail) / burst_us}, {"time_us", r.us}, {"start_ms", r.start_ms}});
+    }
+    // The same GEMM under sustained load with H2D copies running beside it
+    // the whole time (a prefetch pipeline's state): do copies add to the
+    // load that lowers the clock? 1.2 s per duty, copies of 256 MiB back to
+    // back on a second stream, on this GPU only ("h2d") and on every GPU
+    // ("h2d_all", the host side busier, this GPU's copy rate lower).
+    {
+      const size_t cbytes = size_t(256) << 20;
+      PerGpuCopies bufs(ngpus, cbytes);
+      auto& cd = bufs.dev;
+      auto& ch = bufs.host;
+      auto& cs = bufs.stream;
+      CUDA_CHECK(cudaSetDevice(dev));
+      for (const std::string copy : {"none", "h2d", "h2d_all"}) {
+        if (copy == "h2d_all" && ngpus < 2) continue;
+        for (double duty : {1.0, 0.5}) {
+          progress("gemm_sustained " + copy + " duty " + std::to_string(duty));
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          const double window_us = 1.2e6;
+          const int copies = copy == "none" ? 0 : static_cast<int>(window_us * 1e-6 * 60e9 / static_cast<double>(cbytes)) + 2;
+          const int copy_gpus = copy == "h2d_all" ? ngpus : copy == "h2d" ? 1 : 0;
+          Event c0(dev), c1(dev);
+          const Series r = series(duty, window_us, [&] {
+            CUDA_CHECK(cudaEventRecord(c0.e, cs[dev]->s));
+            for (int g = 0; g < copy_gpus; ++g) {
+              CUDA_CHECK(cudaSetDevice(g));
+              for (int i = 0; i < copies; ++i)
+                CUDA_CHECK(cudaMemcpyAsync(cd[g]->p, ch[g]->p, cbytes, cudaMemcpyHostToDevice, cs[g]->s));
+            }
+            CUDA_CHECK(cudaSetDevice(dev));
+            CUDA_CHECK(cudaEventRecord(c1.e, cs[dev]->s));
+          });
+          for (int g = 0; g < copy_gpus; ++g) CUDA_CHECK(cudaStreamSynchronize(cs[g]->s));
+          CUDA_CHECK(cudaSetDevice(dev));
+          // The copies' window relative to the first GEMM (they should cover it).
+          float copy_start_ms = 0, copy_end_ms = 0;
+          CUDA_CHECK(cudaEventElapsedTime(&copy_start_ms, r.first->e, c0.e));
+          CUDA_CHECK(cudaEventElapsedTime(&copy_end_ms, r.first->e, c1.e));
+          const double copy_GBps = copies > 0 ? static_cast<double>(cbytes) * copies / ((copy_end_ms - copy_start_ms) * 1e-3) / 1e9 : 0.0;
+          const std::vector<double> tail(r.us.begin() + static_cast<long>(r.us.size() / 2), r.us.end());
+          add({{"key", "gemm_sustained_copy"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", duty}, {"copy", copy},
+               {"copy_gpus", copy_gpus}, {"copy_GBps", copy_GBps}, {"copy_start_ms", copy_start_ms}, {"copy_end_ms", copy_end_ms},
+               {"burst_time_us", burst_us}, {"steady_time_us", median(tail)}, {"slowdown", median(tail) / burst_us}, {"time_us", r.us},
+               {"start_ms", r.start_ms}});
+        }
+      }
+    }
+  }
+
+  // The GPU's return from idle. After a gap with nothing on the GPU (the
+  // host asleep: "idle"), with only H2D copies running (the compute stream
+  // waiting for them, as a layer waits for its weights: "copies"), or with a
+  // one-thread sleep kernel holding the stream ("sleep_kernel"), `count`
+  // GEMMs back to back, each timed by its own events. The work is queued
+  // behind a host-function gate, which holds the stream with no kernel
+  // resident (the spin gate's kernel would keep the GPU busy), so host launch
+  // cost stays out of the first GEMM. Per position, the median over the
+  // samples; `idle_ms`: the GPU's measured time between the previous
+  // sample's last GEMM and this one's first (the median).
+  void gemm_after_idle() {
+    if (!want("gemm_after_idle")) return;
+    const ComputeGpu gpu;
+    const int dev = gpu.dev;
+    const Stream& s = gpu.s;
+    const Blas& blas = gpu.blas;
+    Stream cs(dev);
+    const int count = 12;
+    const size_t copy_chunk = size_t(64) << 20;
+    DevBuf cd(dev, copy_chunk);
+    PinnedBuf ch(copy_chunk);
+    const std::vector<double> gaps = opt.quick ? std::vector<double>{1, 30} : std::vector<double>{0.1, 0.3, 1, 3, 10, 30, 100, 300};
+    struct Shape {
+      int m, n, k;
+    };
+    for (const Shape sh : {Shape{8192, 5120, 5120}, Shape{2048, 5120, 5120}}) {
+      DevBuf A(dev, size_t(sh.m) * sh.k * 2), B(dev, size_t(sh.k) * sh.n * 2), C(dev, size_t(sh.m) * sh.n * 2);
+      fill_random(A.p, size_t(sh.m) * sh.k * 2);
+      fill_random(B.p, size_t(sh.k) * sh.n * 2);
+      auto gemm = [&] { blas.gemm(sh.m, sh.n, sh.k, A.p, B.p, C.p); };
+      const double warm_us = time_stream_us(dev, s.s, 5, gemm);
+      // Copy rate for sizing the copies' gap: one 64 MiB copy, timed.
+      const double copy_us = time_stream_us(dev, cs.s, 1, [&] { CUDA_CHECK(cudaMemcpyAsync(cd.p, ch.p, copy_chunk, cudaMemcpyHostToDevice, cs.s)); });
+      for (const std::string mode : {"idle", "copies", "sleep_kernel"}) {
+        for (const double gap_ms : gaps) {
+          progress("gemm_after_idle " + mode + " " + std::to_string(gap_ms));
+          std::vector<std::vector<double>> per(count);
+          std::vector<double> idle;
+          std::unique_ptr<Event> prev_end;
+          for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+            std::vector<std::unique_ptr<Event>> a, b;
+            for (int i = 0; i < count; ++i) {
+              a.push_back(std::make_unique<Event>(dev));
+              b.push_back(std::make_unique<Event>(dev));
+            }
+            CUDA_CHECK(cudaSetDevice(dev));
+            CUDA_CHECK(cudaDeviceSynchronize());
+            HostGate gate;
+            if (mode == "idle") std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(gap_ms * 1e3)));
+            gate.hold(s.s);
+            if (mode == "copies") {
+              // As many bytes as the measured rate moves in the gap, in chunks.
+              size_t left = static_cast<size_t>(gap_ms * 1e3 / copy_us * static_cast<double>(copy_chunk));
+              left = std::max<size_t>(left, 1 << 20);
+              Event done(dev);
+              while (left > 0) {
+                const size_t n = std::min(left, copy_chunk);
+                CUDA_CHECK(cudaMemcpyAsync(cd.p, ch.p, n, cudaMemcpyHostToDevice, cs.s));
+                left -= n;
+              }
+              CUDA_CHECK(cudaEventRecord(done.e, cs.s));
+              CUDA_CHECK(cudaStreamWaitEvent(s.s, done.e));
+            } else if (mode == "sleep_kernel") {
+              launch_sleep(s.s, static_cast<int64_t>(gap_ms * 1e6));
+            }
+            for (int i = 0; i < count; ++i) {
+              CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
+              gemm();
+              CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
+            }
+            gate.release();
+            CUDA_CHECK(cudaDeviceSynchronize());
+            if (it >= opt.warmup) {
+              for (int i = 0; i < count; ++i) {
+                float ms = 0;
+                CUDA_CHECK(cudaEventElapsedTime(&ms, a[i]->e, b[i]->e));
+                per[i].push_back(ms * 1e3);
+              }
+              if (prev_end) {
+                float ms = 0;
+                CUDA_CHECK(cudaEventElapsedTime(&ms, prev_end->e, a[0]->e));
+                idle.push_back(ms);
+              }
+            }
+            prev_end = std::move(b[count - 1]);
+          }
+          std::vector<double> times;
+          for (auto& v : per) times.push_back(median(v));
+          add({{"key", "gemm_after_idle"}, {"gpus", {dev}}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"mode", mode}, {"gap_ms", gap_ms},
+               {"idle_ms", idle.empty() ? 0.0 : median(idle)}, {"warm_time_us", warm_us}, {"copy_chunk_us", copy_us}, {"time_us", times},
+               {"extra_us", std::accumulate(times.begin(), times.end(), 0.0) - count * warm_us}});
+        }
+      }
+    }
+  }
+
+  // The 2-rank all-to-all (NCCL's channels) with the GPUs' clock down against
+  // the same with it up. NCCL moves NVLink traffic with SM code: does it slow
+  // with the power-capped clock, as a GEMM does? Each sample: either >= 300 ms
+  // of one GEMM back to back on both GPUs ("loaded"), or 150 ms idle then 2 ms
+  // of a spinning kernel on every SM ("rested", the clock woken); then a
+  // 1-element all-reduce lines the ranks up, then `iters` all-to-alls, timed
+  // on each rank from after the all-reduce (the slowest rank's time per
+  // all-to-all). The queued GEMMs or the spin keep the GPUs ahead of the
+  // host, so no gate is needed. The last GEMM of each loaded sample is timed
+  // too (`gemm_ratio`: its time over the same GEMM after the rested wake-up):
+  // the clock state the all-to-alls start in.
+  void collectives_loaded() {
+    if (ngpus < 2 || !want("nccl_all_to_all_loaded")) return;
+    const size_t max_bytes = opt.quick ? (16u << 20) : (64u << 20);
+    A2aRig rig(*this, max_bytes);
+    const int n = A2aRig::n, m = A2aRig::m, nn = A2aRig::nn, k = A2aRig::k;
+    auto& st = rig.st;
+    auto& sms = rig.sms;
+    auto a = events_per_gpu(n), b = events_per_gpu(n), ga_ev = events_per_gpu(n), gb_ev = events_per_gpu(n);
+    // The GEMM's time after the rested wake-up, and how many make >= 300 ms.
+    double gemm_rested_us = 0;
+    {
+      std::vector<double> t;
+      for (int it = 0; it < 3; ++it) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        CUDA_CHECK(cudaSetDevice(0));
+        launch_busy(st[0]->s, sms[0], 2'000'000);
+        CUDA_CHECK(cudaEventRecord(ga_ev[0]->e, st[0]->s));
+        rig.gemm(0);
+        CUDA_CHECK(cudaEventRecord(gb_ev[0]->e, st[0]->s));
+        CUDA_CHECK(cudaEventSynchronize(gb_ev[0]->e));
+        t.push_back(elapsed_us(*ga_ev[0], *gb_ev[0]));
+      }
+      gemm_rested_us = median(t);
+    }
+    const int load_gemms = std::max(1, static_cast<int>(std::ceil(300e3 / gemm_rested_us)));
+    for (size_t bytes = 1u << 20; bytes <= max_bytes; bytes *= 4) {
+      const int iters = bytes < (16u << 20) ? 10 : bytes < (64u << 20) ? 5 : 2;
+      std::vector<double> rested, warm, loaded, gemm_ratio, awake_rested, awake_loaded, awake_gemm_ratio;
+      // Modes: 0 rested (150 ms idle, then the 2 ms wake-up), 1 warm (the
+      // same without the idle: samples back to back, as the gated tables
+      // run), 2 loaded, 3-6 the rested sample after shorter idles (how long
+      // an idle NVLink takes to fall asleep: between 20 and 50 ms), then 7
+      // and 8 rested and loaded with the links kept awake (a 1-element
+      // all-reduce every 10 ms of the idle, every 16 GEMMs of the load): the
+      // clock's own effect, no link wake-up in either.
+      const int idles_ms[] = {5, 10, 20, 50};
+      const int modes = 3 + static_cast<int>(std::size(idles_ms)) + 2;
+      std::vector<std::vector<double>> idle(std::size(idles_ms));
+      for (int mode = 0; mode < modes; ++mode)
+        for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+          const bool awake = mode >= modes - 2;
+          const bool load = mode == 2 || mode == modes - 1;
+          progress("all_to_all " + std::string(load ? "loaded " : mode == 1 ? "warm " : "rested ") + (awake ? "awake " : "") + std::to_string(bytes));
+          if (mode == 0) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+          if (mode >= 3 && !awake) std::this_thread::sleep_for(std::chrono::milliseconds(idles_ms[mode - 3]));
+          if (awake && !load)
+            for (int i = 0; i < 15; ++i) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(10));
+              rig.line_up();
+            }
+          if (load) {
+            for (int g = 0; g + 1 < load_gemms; ++g) {
+              for (int r = 0; r < n; ++r) rig.gemm(r);
+              if (awake && g % 16 == 15) rig.line_up();
+            }
+            for (int r = 0; r < n; ++r) {
+              CUDA_CHECK(cudaSetDevice(r));
+              CUDA_CHECK(cudaEventRecord(ga_ev[r]->e, st[r]->s));
+              rig.gemm(r);
+              CUDA_CHECK(cudaEventRecord(gb_ev[r]->e, st[r]->s));
+            }
+          } else {
+            for (int r = 0; r < n; ++r) {
+              CUDA_CHECK(cudaSetDevice(r));
+              launch_busy(st[r]->s, sms[r], 2'000'000);
+            }
+          }
+          rig.line_up();
+          for (int r = 0; r < n; ++r) {
+            CUDA_CHECK(cudaSetDevice(r));
+            CUDA_CHECK(cudaEventRecord(a[r]->e, st[r]->s));
+          }
+          for (int i = 0; i < iters; ++i) rig.a2a(bytes);
+          for (int r = 0; r < n; ++r) {
+            CUDA_CHECK(cudaSetDevice(r));
+            CUDA_CHECK(cudaEventRecord(b[r]->e, st[r]->s));
+          }
+          rig.sync();
+          double worst = 0, gemm_worst = 0;
+          for (int r = 0; r < n; ++r) {
+            worst = std::max(worst, elapsed_us(*a[r], *b[r]) / iters);
+            if (load) gemm_worst = std::max(gemm_worst, elapsed_us(*ga_ev[r], *gb_ev[r]));
+          }
+          if (it < opt.warmup) continue;
+          if (awake) (load ? awake_loaded : awake_rested).push_back(worst);
+          else (load ? loaded : mode == 1 ? warm : mode == 0 ? rested : idle[static_cast<size_t>(mode - 3)]).push_back(worst);
+          if (load) (awake ? awake_gemm_ratio : gemm_ratio).push_back(gemm_worst / gemm_rested_us);
+        }
+      add({{"key", "nccl_all_to_all_loaded"}, {"ranks", n}, {"channels", 0}, {"bytes", bytes}, {"iters", iters},
+           {"time_us", median(loaded)}, {"rested_time_us", median(rested)}, {"ratio", median(loaded) / median(rested)},
+           {"gemm", {m, nn, k}}, {"gemm_rested_us", gemm_rested_us}, {"load_ms", load_gemms * gemm_rested_us * 1e-3},
+           {"gemm_ratio", median(gemm_ratio)}, {"samples_us", loaded}, {"rested_samples_us", rested}, {"warm_time_us", median(warm)},
+           {"warm_samples_us", warm}, {"awake_rested_time_us", median(awake_rested)}, {"awake_time_us", median(awake_loaded)},
+           {"awake_ratio", median(awake_loaded) / median(awake_rested)}, {"awake_gemm_ratio", median(awake_gemm_ratio)},
+           {"awake_samples_us", awake_loaded}, {"awake_rested_samples_us", awake_rested}, {"idle_sweep", [&] {
+              json sweep = json::array();
+              for (size_t i = 0; i < idle.size(); ++i) sweep.push_back({{"idle_ms", idles_ms[i]}, {"time_us", median(idle[i])}, {"samples_us", idle[i]}});
+              return sweep;
+            }()}});
+    }
+  }
+
+  // How far two GPUs drift apart over a stretch of compute (the wait a
+  // collective after it adds): `segment_ms` of GEMMs on both GPUs, then a
+  // 1-element all-reduce, timed on each rank by events around it; the rank
+  // that arrived first waits in it, so |time on rank 0 - time on rank 1| is
+  // the arrival skew. 20 segments back to back after >= 300 ms of GEMMs
+  // ("loaded": the clock under the power cap) or each after 150 ms idle and
+  // the 2 ms wake-up ("rested"), at 2, 8 and 30 ms.
+  void barrier_skew() {
+    if (ngpus < 2 || !want("nccl_barrier_skew")) return;
+    A2aRig rig(*this, size_t(1) << 20);
+    const int n = A2aRig::n;
+    auto a = events_per_gpu(n), b = events_per_gpu(n);
+    double gemm_us = 0;
+    {
+      Event x(0), y(0);
+      for (int i = 0; i < 3; ++i) rig.gemm(0);
+      CUDA_CHECK(cudaEventRecord(x.e, rig.st[0]->s));
+      for (int i = 0; i < 10; ++i) rig.gemm(0);
+      CUDA_CHECK(cudaEventRecord(y.e, rig.st[0]->s));
+      CUDA_CHECK(cudaEventSynchronize(y.e));
+      gemm_us = elapsed_us(x, y) / 10;
+    }
+    const int segments = 20;
+    for (const bool loaded : {false, true})
+      for (const int segment_ms : {2, 8, 30}) {
+        progress(std::string("barrier skew ") + (loaded ? "loaded " : "rested ") + std::to_string(segment_ms) + " ms");
+        const int gemms = std::max(1, static_cast<int>(std::lround(segment_ms * 1e3 / gemm_us)));
+        if (loaded) {
+          const int load = static_cast<int>(std::ceil(300e3 / gemm_us));
+          for (int g = 0; g < load; ++g)
+            for (int r = 0; r < n; ++r) rig.gemm(r);
+          rig.line_up();
+        }
+        std::vector<double> skew, seg;
+        for (int i = 0; i < segments; ++i) {
+          if (!loaded) {
+            rig.sync();
+            std::this_thread::sleep_for(std::chrono::milliseconds(150));
+            for (int r = 0; r < n; ++r) {
+              CUDA_CHECK(cudaSetDevice(r));
+              launch_busy(rig.st[r]->s, rig.sms[r], 2'000'000);
+            }
+            rig.line_up();
+          }
+          for (int g = 0; g < gemms; ++g)
+            for (int r = 0; r < n; ++r) rig.gemm(r);
+          for (int r = 0; r < n; ++r) {
+            CUDA_CHECK(cudaSetDevice(r));
+            CUDA_CHECK(cudaEventRecord(a[r]->e, rig.st[r]->s));
+          }
+          rig.line_up();
+          for (int r = 0; r < n; ++r) {
+            CUDA_CHECK(cudaSetDevice(r));
+            CUDA_CHECK(cudaEventRecord(b[r]->e, rig.st[r]->s));
+          }
+          // Loaded segments run on while the host reads the events of the
+          // last one: keep at most one segment queued ahead.
+          for (int r = 0; r < n; ++r) CUDA_CHECK(cudaEventSynchronize(b[r]->e));
+          skew.push_back(std::abs(elapsed_us(*a[0], *b[0]) - elapsed_us(*a[1], *b[1])));
+          seg.push_back(gemms * gemm_us);
+        }
+        double mean = 0;
+        for (double v : skew) mean += v / static_cast<double>(skew.size());
+        add({{"key", "nccl_barrier_skew"}, {"ranks", n}, {"mode", loaded ? "loaded" : "rested"}, {"segment_ms", segment_ms}, {"gemms", gemms},
+             {"gemm_us", gemm_us}, {"mean_skew_us", mean}, {"median_skew_us", median(skew)}, {"samples_us", skew}});
+      }
+  }
+};
+
+}  // namespace
+
+OVV_KEYS("gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy", "gemm_after_idle", "nccl_all_to_all_loaded", "nccl_barrier_skew");
+OVV_BENCH_TESTCASE(kgemm_sustained, 120, "gemm_sustained", [](BenchContext& c) { Power(c).gemm_sustained(); });
+OVV_BENCH_TESTCASE(kgemm_after_idle, 130, "gemm_after_idle", [](BenchContext& c) { Power(c).gemm_after_idle(); });
+OVV_BENCH_TESTCASE(kcollectives_loaded, 180, "collectives_loaded", [](BenchContext& c) { Power(c).collectives_loaded(); });
+OVV_BENCH_TESTCASE(kbarrier_skew, 200, "barrier_skew", [](BenchContext& c) { Power(c).barrier_skew(); });
+
+}  // namespace ovv
