@@ -6,8 +6,8 @@ cd "$(dirname "$0")"
 
 packages=(cmake ninja-build g++ libboost-graph-dev libyaml-cpp-dev libeigen3-dev doctest-dev libcli11-dev
           nlohmann-json3-dev libfmt-dev libtbb-dev libbenchmark-dev libjemalloc-dev
-          # notebooks/ (executed by the tests): Debian's Jupyter, pandas, matplotlib
-          jupyter-nbconvert python3-nbconvert python3-ipykernel python3-pandas python3-matplotlib)
+          # notebooks/ (executed by the tests) and the validate sets: Jupyter, pandas, matplotlib, PyYAML
+          jupyter-nbconvert python3-nbconvert python3-ipykernel python3-pandas python3-matplotlib python3-yaml)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

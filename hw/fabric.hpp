@@ -1,7 +1,7 @@
 // Topology built: a Boost.Graph of the nodes and links, the resources
 // (solver constraints) they define, and routes between endpoints.
 //
-// Routing rules (README "Routes"):
+// Routing rules (docs/formats/topology.md "Routes"):
 //  * GPU <-> GPU on one host: over NVLink/NVSwitch when a path of NVLink
 //    links exists and P2P is not disabled for the run; else PCIe peer-to-peer when both GPUs allow P2P, the pair is
 //    not disabled, P2P is not disabled for the run (NCCL_P2P_DISABLE) and the

@@ -1,7 +1,7 @@
 // Topology: GPUs, PCIe switches, host bridges, CPU sockets with their DRAM,
 // NVSwitches, NICs and network switches, joined by links. Read from YAML into
 // plain structs (TopologySpec), validated, then built into a Boost.Graph
-// (Topology). See README.md "Topology files" for the format.
+// (Topology). The format: docs/formats/topology.md.
 //
 // Every link direction is one *resource* (a solver constraint); a half-duplex
 // link is one resource for both directions. A node's aggregate limit

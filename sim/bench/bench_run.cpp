@@ -1,5 +1,5 @@
 // Wall time of whole simulated runs (Google Benchmark), the performance
-// targets of README "Performance":
+// targets of docs/performance.md:
 // - the full Wan2.2 720p run on a DGX H100 (40 steps x 2 CFG forwards x 40
 //   layers, Ulysses 8, layerwise offload), one core;
 // - one all-to-all across 1,024 GPUs (128 DGX H100 nodes, InfiniBand);

@@ -58,7 +58,7 @@ std::optional<double> table_theta(const std::vector<WindowRow>& rows, const Mode
 }
 
 // An SDPA row's efficiency factor against the others': 1, except for rows
-// timed over a window (`timing: window`, attention_bench since 2026-11-23),
+// timed over a window (`timing: window`),
 // which the sustained-load model slowed by its activations over that window
 // where the others take the full-duty burst scale (1 + sustained_slowdown).
 double sdpa_window_scale(const json& r, const ModelParams& p) {

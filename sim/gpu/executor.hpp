@@ -8,7 +8,7 @@
 // direction (FIFO), then become flows on the fabric. Kernels progress at a
 // speed set by the SM share and the interference model. Collectives start
 // moving data once every rank of the group has reached them, as flows per
-// algorithm. See README "Execution model".
+// algorithm. See docs/execution-model.md.
 #pragma once
 
 #include <optional>

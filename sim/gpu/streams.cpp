@@ -131,7 +131,7 @@ Time Streams::handoff(int r, const Op& op, const QueueEntry& e) {
   if (op.kind == OpKind::StreamWaitEvent || op.kind == OpKind::StreamWaitStream) return Time::zero();
   // On its own stream the switch adds the latency; through a wait it runs
   // from the wait's release, beside the ops between (the validation runs'
-  // timing events: validate/handoff/).
+  // timing events: validate/sets/handoff/).
   const bool waited = e.pos <= st.dep_waiting;
   const auto after = [&](EngineDep::Kind k, Time latency) {
     if (st.own == k) return latency;

@@ -1,5 +1,5 @@
 // What `overlapsim run` reports: metrics (a stable JSON schema, documented in
-// README "Metrics"; validate writes the same one), a ten-second summary, the
+// docs/formats/metrics.md; measured runs get the same one), a ten-second summary, the
 // copy bandwidth histogram, bottleneck attribution, and a Perfetto trace.
 #pragma once
 

@@ -38,7 +38,7 @@ inline constexpr Testcase kTestcases[] = {
     {"gemm_bf16", "gemm", "the GEMM table: bf16 shapes burst and under load"},
     {"memory_kernel", "memory", "a memory-bound copy kernel, 1 MiB-1 GiB, back to back and between GEMMs"},
     {"memory_after", "memory", "a memory-bound kernel after the same kernel, a GEMM, spinning SMs or sleep"},
-    {"attention_sdpa", "attention", "PyTorch SDPA at the workloads' shapes (validate/attention_bench.py)"},
+    {"attention_sdpa", "attention", "PyTorch SDPA at the workloads' shapes (validate/src/testcases/attention.py)"},
     {"gemm_sustained", "power", "a GEMM at duty cycles 1-0.25 for seconds: the clock under sustained load"},
     {"gemm_sustained_long", "power", "a GEMM at full duty for seconds: the slow clock term"},
     {"gemm_sustained_copy", "power", "the sustained GEMM with H2D copies beside"},

@@ -1,5 +1,5 @@
 // The schedule: the contract between the simulator and `validate`. A per-rank
-// program at the level of CUDA/NCCL API calls (README "Schedules"). Parsed
+// program at the level of CUDA/NCCL API calls (docs/formats/schedule.md). Parsed
 // from YAML/JSON into these plain structs, checked statically (unknown
 // streams, groups, events waited on before any record, ...), and written back
 // out by to_yaml() so generated schedules can be saved and edited.

@@ -4,7 +4,7 @@
 // the parameters and every metric; a summary with the best point per
 // topology, the Pareto front of peak VRAM vs step time and a recommendation.
 // Shards (`--shard i/N`) run every N-th point; `overlapsim merge` joins them
-// into the CSV an unsharded run writes. README "Sweeps".
+// into the CSV an unsharded run writes (docs/formats/sweep.md).
 #pragma once
 
 #include <cstddef>
@@ -50,7 +50,7 @@ struct SweepSpec {
   [[nodiscard]] SweepAssignment point(size_t i) const;
 };
 
-/// Parses and checks a sweep file (README "Sweeps"); InputError names file:line.
+/// Parses and checks a sweep file (docs/formats/sweep.md); InputError names file:line.
 SweepSpec parse_sweep_file(const std::string& path);
 
 /// A sweep's CSV: columns "point", the parameters, "status", "error", then the metrics.
@@ -69,7 +69,7 @@ struct SweepOptions {
   std::function<void(size_t done, size_t total)> progress;
 };
 
-/// The metric columns every row has, in order (README "Sweeps").
+/// The metric columns every row has, in order (docs/formats/sweep.md).
 const std::vector<std::string>& sweep_metric_columns();
 
 /// Runs the sweep's points (this shard's); a failing point fills its row's

@@ -1,6 +1,6 @@
 // Video-DiT inference workloads (Wan2.1 / Wan2.2 14B and custom dims),
 // expanded into a Schedule: one program per rank with the kernels,
-// all-to-alls and weight copies of every denoising step. README "Workloads".
+// all-to-alls and weight copies of every denoising step. docs/formats/workload.md.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // overlapsim-validate: the CUDA/NCCL backend. `bench` runs microbenchmarks
-// and writes JSON (README "validate"). Exit codes: 0 ok, 2 bad usage or no
+// and writes JSON (docs/calibrate-your-node.md). Exit codes: 0 ok, 2 bad usage or no
 // GPU, 3 a CUDA/NCCL/cuBLAS error, 4 the watchdog fired.
 #include <unistd.h>
 

@@ -48,7 +48,6 @@
 #include "core/errors.hpp"
 #include "schedule/realise.hpp"
 #include "schedule/schedule.hpp"
-#include "hw/fabric.hpp"
 #include "kernels.hpp"
 #include "schedule/records.hpp"
 
@@ -586,14 +585,14 @@ class Runner {
   // makes metrics, a trace and a summary of, and `overlapsim compare` reads.
   void write_outputs(const Times& t, const std::vector<double>& makespans) {
     const std::string topo_path = o_.topology.empty() ? (fs::path(s_.file).parent_path() / s_.topology).string() : o_.topology;
-    const osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
     osim::RunRecord res;
     res.ops = t.ops;
     res.makespan = osim::Time::from_ns(t.makespan_ns);
-    const auto gpus = topo.gpus();
+    // The schedule's GPU names where it gives them; else `overlapsim report`
+    // names each rank's GPU from the topology, as the simulator maps them.
     for (int r = 0; r < s_.ranks(); ++r) {
       osim::RankSummary sum;
-      sum.gpu = !s_.gpus.empty() ? s_.gpus[r] : r < static_cast<int>(gpus.size()) ? topo.node(gpus[r]).name : fmt::format("device{}", ranks_[r].dev);
+      if (!s_.gpus.empty()) sum.gpu = s_.gpus[r];
       res.ranks.push_back(sum);
     }
     nlohmann::ordered_json meta;
@@ -607,18 +606,25 @@ class Runner {
     meta["environment"] = environment_;
     const fs::path dir(o_.out_dir);
     fs::create_directories(dir);
+    // Written beside and renamed over: an interrupted run never leaves a truncated file.
     auto write = [&](const char* name, const std::string& text) {
-      std::ofstream f(dir / name);
-      f << text;
-      if (!f) throw osim::InputError(osim::SourceLocation{(dir / name).string(), 0, 0}, "cannot write this file");
+      const fs::path tmp = dir / (std::string(".") + name + ".tmp");
+      {
+        std::ofstream f(tmp);
+        f << text;
+        if (!f.flush()) throw osim::InputError(osim::SourceLocation{(dir / name).string(), 0, 0}, "cannot write this file");
+      }
+      fs::rename(tmp, dir / name);
     };
-    write("records.json", osim::records_text(osim::records_json(s_, res, topo.name(), "measured", meta)));
+    // The topology by its file's name (the shipped files are named as their topologies).
+    const std::string topo_name = fs::path(topo_path).stem().string();
+    write("records.json", osim::records_text(osim::records_json(s_, res, topo_name, "measured", meta)));
     osim::Schedule copy = s_;
     copy.topology = fs::relative(fs::absolute(topo_path), fs::absolute(dir)).string();
     write("schedule.yaml", osim::to_yaml(copy));
     std::string runs;
     for (double ms : makespans) runs += fmt::format("{}{:.4f} s", runs.empty() ? "" : ", ", ms);
-    std::cout << fmt::format("measured schedule {}: {} ranks on {}: makespan {:.4f} s (the median of {} runs: {})\n", s_.name, s_.ranks(), topo.name(),
+    std::cout << fmt::format("measured schedule {}: {} ranks on {}: makespan {:.4f} s (the median of {} runs: {})\n", s_.name, s_.ranks(), topo_name,
                              t.makespan_ns * 1e-9, makespans.size(), runs)
               << fmt::format("wrote {}/records.json, schedule.yaml (overlapsim report {} makes the metrics, trace and summary)\n", o_.out_dir, o_.out_dir);
   }

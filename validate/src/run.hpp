@@ -23,7 +23,7 @@ struct RunOptions {
   // Attention kernels run as a cuBLAS GEMM of the same FLOPs times this factor,
   // so their time matches a fused attention kernel's. On an H200 at 16,384
   // tokens, PyTorch SDPA reaches 372 TFLOP/s and the GEMM ~770: 2.1 (at Wan
-  // 720p's 75,600 tokens the ratio is 2.4). README "validate".
+  // 720p's 75,600 tokens the ratio is 2.4). docs/calibrate-your-node.md.
   double attention_slowdown = 2.1;
   std::vector<int> devices; // rank -> CUDA device (default: rank r on device r)
   bool force = false;

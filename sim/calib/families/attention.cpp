@@ -1,5 +1,5 @@
 // Attention (params/attention.hpp): PyTorch SDPA's efficiency against the
-// GPU's bf16 peak (attention_sdpa, from any document: validate/attention_bench.py),
+// GPU's bf16 peak (attention_sdpa, from any document: validate/src/testcases/attention.py),
 // self- and cross-attention apart, cross-attention over the query count, and
 // the share of the sustained-load slow term it takes.
 #include "calib/families/attention.hpp"
@@ -59,7 +59,7 @@ void fit_attention(FitContext& ctx) {
   const int gpu0 = ctx.gpu0;
   const BenchDocs& docs = ctx.docs;
   const double sustained_scale = ctx.sustained_scale;
-  // Attention (validate/attention_bench.py: PyTorch SDPA) from any document:
+  // Attention (validate/src/testcases/attention.py: PyTorch SDPA) from any document:
   // the median efficiency of the self-attention shapes against the bf16 peak.
   {
     const auto& gpu = topo.node(gpu0).gpu;

@@ -150,11 +150,9 @@ void fit_bidir_table(FitContext& ctx) {
   // relative least squares on 1 / share over the size's rows (every span and
   // burst size pooled), for the sizes whose bytes take 1 us or more at the
   // engine's rate; bidir_pinned's older rows of >= 16 MiB without reps
-  // join a size where the bench has rows with reps. The table takes the
-  // place of the tiers it grew from (2026-11-23/24: below 1 MiB ~0.7, 4-16
-  // MiB ~0.94, >= 64 MiB the large share, with 1 MiB between them and 5-9 %
-  // fast): over the 13 single-GPU leases' second runs, replayed with the
-  // first run's calibration, the held rows over 5 % went from 313 to 235.
+  // join a size where the bench has rows with reps. Per size, not in tiers:
+  // the share climbs from ~0.6 at 64 KiB to ~0.95 by 16 MiB, and a tier
+  // between left its middle size 5-9 % fast.
   // Benches without rows with reps (the 2x and 4xH200 boxes) keep the large
   // share alone (copy_bidir_table).
   if (!p.copies.copy_engine_bandwidth.is_unlimited()) {
@@ -196,7 +194,7 @@ void fit_bidir_table(FitContext& ctx) {
     if (with_reps && !table.empty()) {
       // The closed form above takes each direction's share over its whole
       // copy; the model gives it only while the other direction copies (the
-      // faster one's end leaves the slower alone at its full rate: h100x1-i's
+      // faster one's end leaves the slower alone at its full rate: an H100's
       // 1 GiB H2D beside a D2H 20 % quicker kept 0.79 of its rate overall,
       // 0.71 while both ran). So each size's shares are refined by replaying its
       // rows as the bench ran them: a share times the geometric mean of
@@ -276,17 +274,16 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   const std::string key = c.key;
   if (key == "bidir_pinned") {
     // Both directions at once on two streams of one GPU (ranks below it
-    // idle), both behind spin kernels, `reps` copies each (one before
-    // 2026-11-23) between their own events.
+    // idle), both behind spin kernels, `reps` copies each (older
+    // benches: one) between their own events.
     const int dev = r.at("gpus")[0].get<int>();
     if (dev >= ngpu) return;
     const Bytes bytes = r.at("bytes").get<Bytes>();
     c.cls = bytes >= (16 << 20)  ? "both directions at once >= 16 MiB"
-            : !r.contains("reps") ? "both directions at once < 16 MiB, one copy per sample behind two gates (the bench before 2026-11-23)"
+            : !r.contains("reps") ? "both directions at once < 16 MiB, one copy per sample behind two gates (older benches)"
             : bytes < (1 << 20)   ? "both directions at once < 1 MiB"
                                   : "both directions at once 1-16 MiB";
-    // One copy per direction behind two gates (the bench before
-    // 2026-11-23): as copy_reps both ways with 1-5 copies per burst, how
+    // One copy per direction behind two gates (older benches): as copy_reps both ways with 1-5 copies per burst, how
     // the two lined up decided (4 KiB-1 MiB: H2D up to 40 % fast, D2H
     // up to 80 % slow, on one row the other way round).
     if (bytes < (16 << 20) && !r.contains("reps")) c.outside = "how the two directions' first copies line up behind the gate";

@@ -98,7 +98,7 @@ void fit_shapes(FitContext& ctx) {
   const hw::Topology& topo = ctx.topo;
   const int gpu0 = ctx.gpu0;
   // GEMM efficiency against the topology's bf16 peak, per shape. Rows with
-  // `burst_time_us` (bench since 2026-11-22) give the cool GPU's rate
+  // `burst_time_us` give the cool GPU's rate
   // directly; older rows only the back-to-back one, which the sustained-load
   // fit below turns into a burst rate. The median (for other shapes) follows.
   struct GemmRow {

@@ -46,7 +46,7 @@ void fit_copy_reps_report(FitContext& ctx) {
   ModelParams& p = ctx.p;
   Calibration& c = ctx.cal;
   // Copies per gated burst (copy_reps): was the ~1 us step in the per-copy
-  // latency from 1 MiB (copy_step_latency, before 2026-11-24) the size's, or
+  // latency from 1 MiB (the retired copy_step_latency) the size's, or
   // the bench's, whose one-way rows time 20 copies per sample below 1 MiB
   // and 5 from it? Per gate and direction, time - bytes / the engine's rate
   // = latency + burst / reps + step [from 1 MiB]: `burst_us` a burst's
@@ -160,9 +160,9 @@ void fit_phase(FitContext& ctx) {
   // its hand-off after a copy, on the stream or waited on (kernel_reps),
   // (the sample - the median of the same reps after a host function) x reps;
   // the 2nd and 98th percentiles. The kernels' own time holds to ~0.1 us;
-  // copies' (copy_after_idle) wander on some leases by more than the phase
-  // (h100x1-n: bursts 30 us slow), and where they hold they give the same
-  // phase (0.2-7.4 us against 0.1-7.9 from the kernels, four leases).
+  // copies' (copy_after_idle) wander on some machines by more than the
+  // phase (bursts 30 us slow), and where they hold they give the same phase
+  // (0.2-7.4 us against 0.1-7.9 from the kernels).
   {
     std::vector<double> paid;
     const std::vector<json> kernels = rows(d, "kernel_reps");

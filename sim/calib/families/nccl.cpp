@@ -174,9 +174,9 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
                                   : "NCCL all-to-all >= 64 MiB, 4-16 channels";
   else
     c.cls = fmt::format("NCCL {} {}", name, op.bytes < (64 << 20) ? "< 64 MiB" : ">= 64 MiB");
-  // Benches before 2026-11-23 launched every rank's collective from one
-  // host thread with the clock running: below a few MiB those rows time
-  // the host's launches as much as NCCL (README, gated collective timing).
+  // Rows timed ungated (older benches launched every rank's collective from
+  // one host thread with the clock running): below a few MiB they time the
+  // host's launches as much as NCCL, so they are a class apart.
   if (op.bytes < (64 << 20) && !r.value("gated", false)) c.cls += ", timed ungated";
   c.measured_us = r.at("time_us");
   c.simulated_us = replay(bench_schedule(n, p2p_off), std::vector<Op>(n, op), topo, p);

@@ -125,7 +125,7 @@ void fit_sustained(FitContext& ctx) {
         slow_fit = slow_fit_of();
       }
       // Where the GEMM table has window means (>= 200 ms of each shape after
-      // >= 250 ms of it; bench since 2026-11-23), the full-duty slowdown is
+      // >= 250 ms of it), the full-duty slowdown is
       // theirs: one series of one shape catches one state of a clock that
       // can sit on either of two plateaus (an H100 at 1.10 or 1.15 for
       // seconds), the table's median over every shape the usual one. With a

@@ -35,8 +35,8 @@ struct Copies : Testcases {
         if (want("bidir_pinned")) {
           // H2D on one stream while D2H runs on another: both streams held
           // by one gate, `reps` copies each between their events (as the
-          // one-way rows; before 2026-11-23 one copy per sample behind two
-          // gates, which timed a few us of start with each small copy).
+          // one-way rows; one copy per sample behind two gates timed a few
+          // us of start with each small copy).
           progress("bidir " + std::to_string(bytes));
           const int reps = reps_for(bytes);
           Gate g;
@@ -179,7 +179,7 @@ struct Copies : Testcases {
 
   // Does a copy's rate depend on how much host memory its copies stream
   // through (copy_span)? bidir_pinned (same host buffer every copy): on the
-  // H100 leases H2D kept ~0.92 of its one-way rate both ways at 4-16 MiB and
+  // H100 H2D kept ~0.92 of its one-way rate both ways at 4-16 MiB and
   // ~0.79 at 256 MiB-1 GiB. Pinned copies of `bytes` whose host side walks
   // through `span` bytes (each copy the next slice; span = bytes: one buffer
   // again and again, as bidir_pinned), one way, or both ways at once with

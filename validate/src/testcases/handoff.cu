@@ -145,7 +145,7 @@ struct Handoffs : Testcases {
   // another with an event the copy stream waits on (`wait`). Everything is
   // issued behind a host-function gate, so the copy is queued before the
   // kernel starts. copy_reps' gate held the copies ~ms and they paid ~6 us;
-  // between 20 us kernels (validate/handoff/) the wait through an event cost
+  // between 20 us kernels (validate/sets/handoff/) the wait through an event cost
   // ~1 us beyond the events.
   void handoff_wait() {
     if (!want("handoff_wait")) return;

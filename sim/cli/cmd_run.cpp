@@ -1,0 +1,116 @@
+// overlapsim run: a workload (generated into a schedule) or a schedule,
+// simulated; the summary, and with --out the metrics, Perfetto trace and
+// records.
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "cli/common.hpp"
+#include "gpu/executor.hpp"
+#include "gpu/params_io.hpp"
+#include "report/metrics.hpp"
+#include "schedule/records.hpp"
+#include "workload/dit.hpp"
+
+namespace osim::cli {
+
+namespace {
+
+std::string headline(const DitWorkload& w, const std::string& topo) {
+  std::string off = to_string(w.offload);
+  if (w.offload == OffloadPolicy::Layerwise) off += fmt::format(" prefetch {}", w.prefetch_size);
+  if (w.offload != OffloadPolicy::None) off += w.host_memory == HostMem::Pinned ? " (pinned)" : " (pageable)";
+  const char* cfg = w.cfg == CfgMode::Serial ? "serial" : w.cfg == CfgMode::Parallel ? "parallel" : "none";
+  return fmt::format("{}: {} {}x{}x{} ({} tokens), {} steps, CFG {}, Ulysses {} ({}, {} all-to-alls/layer, {}), offload {}, on {}{}",
+                     w.name, w.model.preset, w.width, w.height, w.frames, w.tokens, w.steps, cfg, w.ulysses, to_string(w.all_to_all),
+                     w.attention_comm, to_string(w.comm_dtype), off, topo, w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "");
+}
+
+int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
+                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow, int runs_before) {
+  Schedule sched;
+  ModelParams params;
+  std::string head;
+  std::optional<DitWorkload> workload;
+  if (is_workload_file(input)) {
+    workload = parse_workload_file(input, sets);
+    sched = generate_schedule(*workload);
+    params = workload->params;
+  } else {
+    sched = parse_schedule_file(input, sets);
+    show_ops = true;
+  }
+  if (topo_path.empty()) {
+    if (sched.topology.empty())
+      throw InputError(SourceLocation{input, 0, 0}, "no topology: pass --topology FILE or add 'topology: FILE' to the input");
+    topo_path = (fs::path(input).parent_path() / sched.topology).string();
+  }
+  hw::Topology topo(hw::parse_topology_file(topo_path));
+  if (!calibration.empty()) params = load_calibration(calibration, params);
+  // Check every output first, so nothing is written when one would be refused.
+  if (!schedule_out.empty()) refuse_overwrite(schedule_out, force);
+  if (!out_dir.empty())
+    for (const char* f : {"metrics.json", "trace.json", "summary.txt", "records.json"}) refuse_overwrite(fs::path(out_dir) / f, force);
+  if (records && out_dir.empty()) throw InputError(SourceLocation{input, 0, 0}, "--records writes into the --out folder: give --out DIR");
+  if (!out_dir.empty()) fs::create_directories(out_dir);
+  if (!schedule_out.empty()) {
+    if (const fs::path parent = fs::path(schedule_out).parent_path(); !parent.empty()) fs::create_directories(parent);
+    write_file(schedule_out, to_yaml(sched));
+  }
+  ExecOptions opts;
+  opts.link_samples = !out_dir.empty();
+  opts.keep_records = !out_dir.empty() || show_ops;  // the trace, records.json and the per-op table read them
+  opts.closed_form_collectives = !every_flow;
+  // --runs-before N: the GPUs come from N runs of the same input back to back
+  // (a serving loop's steady state: the sustained-load clock already down).
+  const ExecResult res = execute_after_runs(sched, topo, params, runs_before, opts);
+  const Metrics m = compute_metrics(sched, topo, res);
+  if (show_ops) std::cout << format_exec_report(sched, res) << "\n";
+  head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
+  const std::string summary = format_summary(m, topo, res, head);
+  std::cout << summary;
+  if (!out_dir.empty()) {
+    write_file(fs::path(out_dir) / "metrics.json", metrics_json(m, topo, res).dump(2) + "\n");
+    write_file(fs::path(out_dir) / "trace.json", trace_json(sched, topo, res));
+    write_file(fs::path(out_dir) / "summary.txt", summary);
+    if (records) write_file(fs::path(out_dir) / "records.json", records_text(records_json(sched, res, topo.name(), "simulated")));
+    else fs::remove(fs::path(out_dir) / "records.json");  // an earlier run's, with --force: not this run's
+    std::cout << fmt::format("wrote {}/metrics.json, trace.json (open in ui.perfetto.dev), summary.txt{}\n", out_dir, records ? ", records.json" : "");
+  }
+  return 0;
+}
+
+struct RunOptions {
+  std::string input, topology, out_dir, schedule_out, calibration;
+  std::vector<std::string> sets;
+  bool force = false, show_ops = false, records = false, every_flow = false;
+  int runs_before = 0;
+};
+
+}  // namespace
+
+Command add_run(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* c = app.add_subcommand("run", "Simulate a workload (DiT inference) or a schedule; print a summary, write metrics and a trace");
+  c->add_option("input", o->input, "workload YAML (has 'model:') or schedule YAML (has 'programs:')")->required();
+  c->add_option("--topology,-t", o->topology, "topology YAML (default: the input's 'topology:', relative to the input)");
+  c->add_option("--set", o->sets, "override a workload key, e.g. --set offload.prefetch_size=3 (repeatable)");
+  c->add_option("--out", o->out_dir, "write metrics.json, trace.json (Perfetto) and summary.txt into this folder");
+  c->add_option("--schedule-out", o->schedule_out, "write the generated schedule (YAML) to this file");
+  c->add_flag("--force", o->force, "overwrite existing output files");
+  c->add_flag("--ops", o->show_ops, "print every op's issue, start and end (default for schedule files)");
+  c->add_option("--calibration", o->calibration, "a calibration file (overlapsim calibrate) for the model's parameters");
+  c->add_flag("--records", o->records, "also write records.json (every op's times, for overlapsim compare) into --out");
+  c->add_option("--runs-before", o->runs_before,
+                "simulate it as the run after N runs of the same input back to back (the GPUs' sustained-load clock state they leave; default 0: rested GPUs)")
+      ->check(CLI::Range(0, 1000));
+  c->add_flag("--every-flow", o->every_flow, "simulate every flow of every all-to-all (no closed-form replay of recurring ones): slower, same results");
+  return {c, [o] {
+            return run_command(o->input, o->topology, o->sets, o->out_dir, o->schedule_out, o->force, o->show_ops, o->calibration, o->records,
+                               o->every_flow, o->runs_before);
+          }};
+}
+
+}  // namespace osim::cli

@@ -1,0 +1,146 @@
+// overlapsim sweep, overlapsim merge: every point of a grid over workload,
+// schedule, topology and calibration keys, on every core, into a CSV; the
+// shards of a split sweep joined.
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "cli/common.hpp"
+#include "core/errors.hpp"
+#include "sweep/sweep.hpp"
+
+namespace osim::cli {
+
+namespace {
+
+// "i/N" (1-based) -> (i-1, N).
+std::pair<int, int> parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  int i = 0, n = 0;
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument(text);
+    size_t u1 = 0, u2 = 0;
+    i = std::stoi(text.substr(0, slash), &u1);
+    n = std::stoi(text.substr(slash + 1), &u2);
+    if (u1 != slash || u2 != text.size() - slash - 1) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    n = 0;
+  }
+  if (n < 1 || i < 1 || i > n)
+    throw InputError(SourceLocation{"--shard " + text, 0, 0}, "expected i/N with 1 <= i <= N, e.g. --shard 3/8 (Slurm: --shard $SLURM_ARRAY_TASK_ID/8 with --array=1-8)");
+  return {i - 1, n};
+}
+
+// A progress bar with ETA on stderr, redrawn at most 10 times a second.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool on) : on_(on), start_(std::chrono::steady_clock::now()) {}
+  void update(size_t done, size_t total) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double el = std::chrono::duration<double>(now - start_).count();
+    const double eta = done > 0 ? el / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+    const int width = 30, fill = total ? static_cast<int>(width * done / total) : width;
+    std::cerr << fmt::format("\r[{}{}] {}/{} {:3d}%  {:.0f} s elapsed, ETA {:.0f} s ", std::string(fill, '#'), std::string(width - fill, '.'), done,
+                             total, total ? static_cast<int>(100 * done / total) : 100, el, eta)
+              << std::flush;
+    if (done == total) std::cerr << "\n";
+  }
+
+ private:
+  bool on_;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+int sweep_command(const std::string& path, std::string out, bool force, int threads, const std::string& shard, bool progress, bool no_progress,
+                  double tolerance) {
+  const SweepSpec spec = parse_sweep_file(path);
+#if defined(__GLIBC__)
+  // Each point allocates and frees ~100 MB: keep freed memory in the heap
+  // for the next point instead of returning it to the OS and faulting it in
+  // again (about a quarter of a point's time otherwise).
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+  SweepOptions o;
+  o.threads = threads;
+  if (!shard.empty()) std::tie(o.shard, o.shards) = parse_shard(shard);
+  if (out.empty()) out = o.shards > 1 ? fmt::format("{}.shard{}of{}.csv", spec.name, o.shard + 1, o.shards) : spec.name + ".csv";
+  refuse_overwrite(out, force);
+  ProgressBar bar(!no_progress && (progress || isatty(STDERR_FILENO)));
+  o.progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
+  const auto t0 = std::chrono::steady_clock::now();
+  const SweepTable t = run_sweep(spec, o);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (const fs::path parent = fs::path(out).parent_path(); !parent.empty()) fs::create_directories(parent);
+  write_file(out, to_csv(t));
+  std::cout << fmt::format("sweep {}: {} points{} on {} in {:.2f} s; wrote {}\n", spec.name, t.rows.size(),
+                           o.shards > 1 ? fmt::format(" (shard {}/{} of {})", o.shard + 1, o.shards, spec.size()) : "", spec.base, secs, out);
+  if (o.shards > 1) std::cout << "(the summary covers this shard's points; overlapsim merge joins the shards)\n";
+  std::cout << sweep_summary(t, tolerance / 100);
+  return 0;
+}
+
+int merge_command(const std::vector<std::string>& inputs, const std::string& out, bool force, const std::string& sweep, double tolerance) {
+  std::vector<std::pair<std::string, SweepTable>> shards;
+  for (const auto& in : inputs) shards.emplace_back(in, read_csv_file(in));
+  std::optional<size_t> expected;
+  if (!sweep.empty()) expected = parse_sweep_file(sweep).size();
+  const SweepTable t = merge_sweep_tables(shards, expected);
+  refuse_overwrite(out, force);
+  write_file(out, to_csv(t));
+  std::cout << fmt::format("merged {} shard files: {} points; wrote {}\n", inputs.size(), t.rows.size(), out);
+  std::cout << sweep_summary(t, tolerance / 100);
+  return 0;
+}
+
+struct SweepOptions {
+  std::string sweep, out, shard;
+  bool force = false, progress = false, no_progress = false;
+  int threads = 0;
+  double tolerance = 1.0;
+};
+struct MergeOptions {
+  std::vector<std::string> inputs;
+  std::string out, sweep;
+  bool force = false;
+  double tolerance = 1.0;
+};
+
+}  // namespace
+
+Command add_sweep(CLI::App& app) {
+  auto o = std::make_shared<SweepOptions>();
+  auto* c = app.add_subcommand("sweep", "Simulate every point of a sweep (grid / list over workload, topology, schedule keys); write a CSV; print the best points and a recommendation");
+  c->add_option("sweep", o->sweep, "sweep YAML (docs/formats/sweep.md)")->required();
+  c->add_option("-o,--out", o->out, "CSV to write (default: NAME.csv, or NAME.shardIofN.csv)");
+  c->add_flag("--force", o->force, "overwrite an existing CSV");
+  c->add_option("-j,--threads", o->threads, "worker threads (default: every core)")->check(CLI::NonNegativeNumber);
+  c->add_option("--shard", o->shard, "run shard i of N (1-based, every N-th point), e.g. 3/8; join with overlapsim merge");
+  c->add_flag("--progress", o->progress, "draw the progress bar even when stderr is not a terminal");
+  c->add_flag("--no-progress", o->no_progress, "no progress bar");
+  c->add_option("--tolerance", o->tolerance, "recommend the least-VRAM point within this many percent of the best (default 1)");
+  return {c, [o] { return sweep_command(o->sweep, o->out, o->force, o->threads, o->shard, o->progress, o->no_progress, o->tolerance); }};
+}
+
+Command add_merge(CLI::App& app) {
+  auto o = std::make_shared<MergeOptions>();
+  auto* c = app.add_subcommand("merge", "Join the CSVs of a sharded sweep into the CSV an unsharded run writes; print the summary");
+  c->add_option("shards", o->inputs, "the shards' CSV files (overlapsim sweep --shard i/N)")->required();
+  c->add_option("-o,--out", o->out, "merged CSV to write")->required();
+  c->add_option("--sweep", o->sweep, "the sweep file: also checks that no shard is missing at the end");
+  c->add_flag("--force", o->force, "overwrite an existing CSV");
+  c->add_option("--tolerance", o->tolerance, "as for sweep");
+  return {c, [o] { return merge_command(o->inputs, o->out, o->force, o->sweep, o->tolerance); }};
+}
+
+}  // namespace osim::cli

@@ -1,0 +1,45 @@
+// What the commands share: output files written atomically and never over a
+// user's file without --force, JSON input with the file named in errors, and
+// each command's registration on the command line.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+namespace osim::cli {
+
+namespace fs = std::filesystem;
+
+/// Refuses an existing path unless `force` (InputError naming it).
+void refuse_overwrite(const fs::path& p, bool force);
+/// Writes `text` to a temporary file beside `p`, then renames it over `p`:
+/// a failed write never leaves a truncated file in place of the old one.
+void write_file(const fs::path& p, const std::string& text);
+/// Reads a JSON file; InputError naming it when missing or malformed.
+nlohmann::json read_json(const std::string& path);
+/// A text file's contents ("" when it cannot be read).
+std::string slurp(const std::string& path);
+/// A run's records file: the path itself, or records.json in that folder.
+std::string records_path(const std::string& p);
+
+/// A subcommand: its CLI11 node, and what it does once parsed (the exit code).
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+Command add_topo(CLI::App& app);
+Command add_flows(CLI::App& app);
+Command add_run(CLI::App& app);
+Command add_compare(CLI::App& app);
+Command add_report(CLI::App& app);
+Command add_calibrate(CLI::App& app);
+Command add_calibration_fields(CLI::App& app);
+Command add_reference(CLI::App& app);
+Command add_sweep(CLI::App& app);
+Command add_merge(CLI::App& app);
+
+}  // namespace osim::cli

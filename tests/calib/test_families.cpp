@@ -1,0 +1,44 @@
+// The effect families' calibrations against the bench's testcase table
+// (schedule/bench_keys.hpp): every key a family replays is a testcase of
+// that family, and every family's fit steps run in a distinct stage.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "calib/family.hpp"
+#include "schedule/bench_keys.hpp"
+
+using namespace osim;
+
+TEST_CASE("every key a calibration family replays is the bench's testcase of that family") {
+  REQUIRE(calib_families().size() == 10);
+  for (const CalibFamily* f : calib_families()) {
+    CAPTURE(f->name);
+    CHECK(static_cast<bool>(f->replay));
+    for (const std::string& k : f->keys) {
+      CAPTURE(k);
+      CHECK(bench::known(k));
+      CHECK(bench::family_of(k) == f->name);
+      CHECK(calib_family_for(k) == f);
+    }
+  }
+  // The testcases no family replays, fitted or reported only: the overheads'
+  // host times, the kernels after a hand-off, the memory kernel after what
+  // and the sustained-load series.
+  std::set<std::string> unreplayed;
+  for (const bench::Testcase& t : bench::kTestcases)
+    if (!calib_family_for(std::string(t.key))) unreplayed.insert(std::string(t.key));
+  CHECK(unreplayed == std::set<std::string>{"overhead_kernel_launch", "overhead_event_record", "overhead_stream_sync_idle", "overhead_memcpy_async_pinned_return",
+                                            "overhead_stream_wait_event", "kernel_reps", "memory_after", "gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy"});
+}
+
+TEST_CASE("fit steps run in distinct stages, so their order is the registry's, not the linker's") {
+  std::set<int> stages;
+  size_t steps = 0;
+  for (const CalibFamily* f : calib_families())
+    for (const FitStep& s : f->fits) {
+      stages.insert(s.stage);
+      ++steps;
+    }
+  CHECK(stages.size() == steps);
+}

@@ -1,0 +1,285 @@
+// Fits from synthetic bench rows whose answer is known: copies per gated
+// burst, the GEMM shape model, NCCL tables, the hand-off's phase.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "calib/calibrate.hpp"
+#include "calib/families/gemm.hpp"
+#include "core/errors.hpp"
+
+using namespace osim;
+
+namespace {
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+}  // namespace
+
+TEST_CASE("copy latency per direction: D2H's own where calibrated, else the one latency") {
+  ModelParams p;
+  p.copies.copy_latency = Time::from_us(1.8);
+  CHECK(p.copies.copy_latency_for(true) == Time::from_us(1.8));  // not calibrated apart
+  p.copies.copy_latency_d2h = Time::from_us(1.5);
+  CHECK(p.copies.copy_latency_for(true) == Time::from_us(1.5));
+  CHECK(p.copies.copy_latency_for(false) == Time::from_us(1.8));
+  const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-d2h-latency.yaml";
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_latency: 1.8 us\n  copy_latency_d2h: 1.6 us\n";
+  const ModelParams q = load_calibration(f.string());
+  CHECK(q.copies.copy_latency_for(true) == Time::from_us(1.6));
+  CHECK(q.copies.copy_latency_for(false) == Time::from_us(1.8));
+  std::filesystem::remove(f);
+}
+
+TEST_CASE("copies per gated burst: the burst fitted from the one-way rows' reps or held from copy_reps, the hand-off, the file") {
+  // Synthetic bench rows on GPU 0 (route latency 1 us on this topology),
+  // timed as the bench does: reps copies per burst (20 below 1 MiB, 5 below
+  // 64 MiB, 1 above), per copy latency + bytes / 55 GB/s + burst / reps;
+  // H2D 2.7 us and a burst of 7 us, D2H 2.6 us and 7.5 us.
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  auto bench = [](double burst_h2d, double burst_d2h) {
+    nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+    for (double b = 4096; b <= 1073741824.0; b *= 4)
+      for (int d2h = 0; d2h < 2; ++d2h) {
+        const int reps = b < 1048576 ? 20 : b < 64.0 * 1048576 ? 5 : 1;
+        const double t = (d2h ? 2.6 : 2.7) + b / 55e3 + (d2h ? burst_d2h : burst_h2d) / reps;
+        doc["results"].push_back({{"key", d2h ? "d2h_pinned" : "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", reps}, {"time_us", t}});
+      }
+    return doc;
+  };
+  const Calibration c = calibrate({{"burst.json", bench(7, 7.5)}}, topo);
+  // No event rows: the burst is all hand-off (no GPU time for the closing event).
+  CHECK(c.params.handoff.copy_after_kernel_latency.us() == doctest::Approx(7).epsilon(1e-4));
+  CHECK(c.params.handoff.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5).epsilon(1e-4));
+  CHECK(c.params.copies.copy_latency.us() == doctest::Approx(2.7 - 1.0).epsilon(1e-4));
+  CHECK(c.params.copies.copy_latency_d2h.us() == doctest::Approx(2.6 - 1.0).epsilon(1e-4));
+  CHECK(c.params.copies.copy_engine_bandwidth.GBps() == doctest::Approx(55).epsilon(1e-6));
+  // Every row replayed as the bench ran it (a spin kernel, an event, the burst, an event).
+  int replayed = 0;
+  for (const auto& cmp : compare_bench(bench(7, 7.5), topo, c.params))
+    if (cmp.key == "h2d_pinned" || cmp.key == "d2h_pinned") {
+      CHECK(std::abs(cmp.error_pct()) < 1e-3);
+      ++replayed;
+    }
+  CHECK(replayed == 20);
+  // The event after a copy measured (overhead_gpu_event_gap, H2D copies):
+  // the hand-off is the burst less it.
+  nlohmann::json ev = bench(7, 7.5);
+  ev["results"].push_back({{"key", "overhead_gpu_event_gap"}, {"op", "h2d"}, {"bytes", 1048576}, {"ops", 50}, {"plain_us", 21.7}, {"fenced_us", 23.0}, {"gap_us", 1.3}});
+  const Calibration e = calibrate({{"ev.json", ev}}, topo);
+  CHECK(e.params.overheads.event_gpu_time_copy.us() == doctest::Approx(1.3).epsilon(1e-6));
+  CHECK(e.params.handoff.copy_after_kernel_latency.us() == doctest::Approx(7 - 1.3).epsilon(1e-4));
+  CHECK(e.params.handoff.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5 - 1.3).epsilon(1e-4));
+  // copy_reps after a spin kernel (per copy: steady + 6 us / reps): the
+  // burst held from there, whatever the one-way rows' own say.
+  nlohmann::json held = bench(7, 7.5);
+  for (const int reps : {1, 2, 5, 20, 50})
+    for (const char* gate : {"kernel", "kernel_wait"})
+      held["results"].push_back({{"key", "copy_reps"}, {"gpus", {0}}, {"bytes", 262144}, {"reps", reps}, {"gate", gate}, {"dir", "h2d"},
+                                 {"h2d_time_us", 7.5 + 6.0 / reps}});
+  const Calibration h = calibrate({{"held.json", held}}, topo);
+  CHECK(h.params.handoff.copy_after_kernel_latency.us() == doctest::Approx(6).epsilon(1e-4));
+  CHECK(h.params.handoff.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5).epsilon(1e-4));  // D2H: no copy_reps rows
+  // All one reps (an old bench's rows all timed alike): no burst to tell.
+  nlohmann::json one = bench(0, 0);
+  for (auto& r : one["results"]) r["reps"] = 1;
+  CHECK(calibrate({{"one.json", one}}, topo).params.handoff.copy_after_kernel_latency == Time::zero());
+  // The file: written and read back; negative values refused with the field.
+  const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-copy-burst.yaml";
+  std::ofstream(f) << calibration_yaml(e);
+  const ModelParams q = load_calibration(f.string());
+  CHECK(q.handoff.copy_after_kernel_latency_for(false).us() == doctest::Approx(5.7).epsilon(1e-3));
+  CHECK(q.handoff.copy_after_kernel_latency_for(true).us() == doctest::Approx(6.2).epsilon(1e-3));
+  CHECK(q.overheads.event_gpu_time_copy.us() == doctest::Approx(1.3).epsilon(1e-3));
+  for (const char* field : {"copy_after_kernel_latency", "copy_after_kernel_latency_d2h", "kernel_after_copy_latency", "event_gpu_time_copy"}) {
+    std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  " << field << ": -1 us\n";
+    CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains(field), InputError);
+  }
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_after_kernel_latency: 5 us\n";
+  CHECK(load_calibration(f.string()).handoff.copy_after_kernel_latency_for(true) == Time::from_us(5));  // D2H: the same unless set
+  // A retired key (the step the burst replaced) is refused with what to do.
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_step_bytes: 1 MiB\n  copy_step_latency: 1 us\n";
+  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("re-run overlapsim calibrate"), InputError);
+  std::filesystem::remove(f);
+}
+
+TEST_CASE("GEMM shape model: closed form, the fit, precedence, the file") {
+  ModelParams p;
+  p.gemm.gemm_efficiency = 0.7;
+  CHECK(p.gemm.gemm_efficiency_for(4096, 4096, 4096) == doctest::Approx(0.7));  // no model: the one efficiency
+  p.gemm.gemm_model = {0.9, 100, 50, 200};
+  // 0.9 / (1 + 100/1000 + 50/500 + 200/2000) = 0.9 / 1.3
+  CHECK(p.gemm.gemm_efficiency_for(1000, 500, 2000) == doctest::Approx(0.9 / 1.3));
+  p.gemm.gemm_shapes.push_back({1000, 500, 2000, 0.5});
+  CHECK(p.gemm.gemm_efficiency_for(1000, 500, 2000) == doctest::Approx(0.5));  // a measured shape wins
+  // The fit recovers a model from exact data, and leaves out what the table does not vary.
+  std::vector<GemmShapeEfficiency> table;
+  const GemmShapeModel truth{0.88, 80, 60, 240};
+  for (int m : {512, 2048, 8192, 32768})
+    for (int n : {1280, 5120, 15360})
+      for (int k : {2176, 5120, 13824}) table.push_back({m, n, k, truth.at(m, n, k)});
+  const auto fit = fit_gemm_model(table);
+  REQUIRE(fit.has_value());
+  CHECK(fit->efficiency == doctest::Approx(0.88).epsilon(1e-9));
+  CHECK(fit->m0 == doctest::Approx(80).epsilon(1e-6));
+  CHECK(fit->n0 == doctest::Approx(60).epsilon(1e-6));
+  CHECK(fit->k0 == doctest::Approx(240).epsilon(1e-6));
+  std::vector<GemmShapeEfficiency> one_k;
+  for (const auto& g : table)
+    if (g.k == 5120) one_k.push_back(g);
+  const auto fk = fit_gemm_model(one_k);
+  REQUIRE(fk.has_value());
+  CHECK(fk->k0 == 0);  // k never varies: its loss is in the constant
+  CHECK(fk->m0 == doctest::Approx(80 / (1 + 240.0 / 5120)).epsilon(1e-6));
+  CHECK(fit->pow2_m == 0);  // every m of this table is a power of two: the term is the constant again
+  // A power-of-two row count costs pow2_m more: 0.9 / (1 + 0.1 + 0.1 + 0.1 + 0.03) for m = 1024.
+  GemmShapeModel p2{0.9, 102.4, 50, 200, 0.03};
+  CHECK(p2.at(1024, 500, 2000) == doctest::Approx(0.9 / 1.33));
+  CHECK(p2.at(1000, 500, 2000) == doctest::Approx(0.9 / (1.2 + 0.1024)));
+  // ... and the fit recovers it from a table with both kinds of m.
+  std::vector<GemmShapeEfficiency> mixed;
+  const GemmShapeModel truth2{0.88, 80, 60, 240, 0.025};
+  for (int m : {512, 2047, 4095, 4096, 8190, 8192, 30000})
+    for (int n : {1280, 5120})
+      for (int k : {2176, 13824}) mixed.push_back({m, n, k, truth2.at(m, n, k)});
+  const auto f2 = fit_gemm_model(mixed);
+  REQUIRE(f2.has_value());
+  CHECK(f2->pow2_m == doctest::Approx(0.025).epsilon(1e-6));
+  CHECK(f2->m0 == doctest::Approx(80).epsilon(1e-6));
+  CHECK(!fit_gemm_model({table.begin(), table.begin() + 4}).has_value());  // too few shapes
+  // Efficiency rising as m shrinks would need m0 < 0: dropped, the rest refitted.
+  std::vector<GemmShapeEfficiency> odd;
+  for (int m : {512, 2048, 8192})
+    for (int k : {2176, 5120, 13824}) odd.push_back({m, 5120, k, 0.9 / (1 - 50.0 / m + 200.0 / k)});
+  const auto fo = fit_gemm_model(odd);
+  REQUIRE(fo.has_value());
+  CHECK(fo->m0 == 0);
+  CHECK(fo->k0 > 0);
+  // The file: written and read back; a bad entry names its line.
+  const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-gemm-model.yaml";
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  gemm_model: {efficiency: 0.88, m0: 77, k0: 241}\n";
+  const ModelParams q = load_calibration(f.string());
+  CHECK(q.gemm.gemm_model.efficiency == doctest::Approx(0.88));
+  CHECK(q.gemm.gemm_model.n0 == 0);
+  CHECK(q.gemm.gemm_model.k0 == doctest::Approx(241));
+  CHECK(q.gemm.gemm_model.pow2_m == 0);  // files from before the term: none
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  gemm_model: {efficiency: 0.88, m0: 77, pow2_m: 0.027}\n";
+  CHECK(load_calibration(f.string()).gemm.gemm_model.pow2_m == doctest::Approx(0.027));
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  gemm_model: {efficiency: 0.88, pow2_m: -0.1}\n";
+  try {
+    load_calibration(f.string());
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("osim-gemm-model.yaml:3:") != std::string::npos);
+    CHECK(std::string(e.what()).find("power of two") != std::string::npos);
+  }
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  gemm_efficiency: 0.8\n  gemm_model: {efficiency: 0.88,\n     m0: -3}\n";
+  try {
+    load_calibration(f.string());
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("osim-gemm-model.yaml:5:") != std::string::npos);
+    CHECK(std::string(e.what()).find("must be >= 0") != std::string::npos);
+  }
+  std::filesystem::remove(f);
+}
+
+TEST_CASE("NCCL collective tables: interpolation, the nearest rank count, and sizes the table never saw") {
+  ModelParams p;
+  using TC = TableColl;
+  p.nccl.nccl_tables.push_back({TC::AllToAll, 2, false, {{1e6, 20e-6}, {4e6, 80e-6}, {16e6, 200e-6}}});
+  p.nccl.nccl_tables.push_back({TC::AllToAll, 4, false, {{1e6, 40e-6}}});
+  const auto* t2 = p.nccl.nccl_table_for(TC::AllToAll, 2, false);
+  REQUIRE(t2 != nullptr);
+  CHECK(t2->time_at(1e3) == doctest::Approx(20e-6));             // below the table: its latency
+  CHECK(t2->time_at(2e6) == doctest::Approx(40e-6));             // the line through (1e6, 20) and (4e6, 80)
+  CHECK(t2->time_at(8e6) == doctest::Approx(120e-6));            // through (4e6, 80) and (16e6, 200): not log-log's 126.5
+  CHECK(t2->time_at(32e6) == doctest::Approx(200e-6 + 16e6 * 120e-6 / 12e6));  // past the end: the last segment's rate
+  CHECK(p.nccl.nccl_table_for(TC::AllToAll, 3, false)->ranks == 4);   // tie between 2 and 4: the larger
+  CHECK(p.nccl.nccl_table_for(TC::AllToAll, 8, false)->ranks == 4);
+  CHECK(p.nccl.nccl_table_for(TC::AllToAllPairwise, 2, false) == nullptr);  // no pairwise table
+  CHECK(p.nccl.nccl_table_for(TC::AllToAll, 2, true) == nullptr);      // no host-memory table
+
+}
+
+TEST_CASE("the hand-off's phase: fitted from every sample, each row's times with the hand-off at either end, the file") {
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  // Synthetic: one-way copies (a machine run); kernel_reps bursts of one
+  // kernel, 3 us after a host function, 3 us + k after a copy, k = 0..7
+  // eight times each (64 samples): the 2nd and 98th percentiles are 0 and
+  // 7 us; copy_after_idle bursts of one 256 KiB H2D copy to replay.
+  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  for (double b = 4096; b <= 1073741824.0; b *= 4)
+    for (const char* key : {"h2d_pinned", "d2h_pinned"}) doc["results"].push_back({{"key", key}, {"gpus", {0}}, {"bytes", b}, {"time_us", 2.7 + b / 55e3}});
+  std::vector<double> host(64, 3.0), after;
+  for (int i = 0; i < 64; ++i) after.push_back(3.0 + i / 8);
+  const auto kernels = [&](const char* what, const std::vector<double>& samples) {
+    return nlohmann::json{{"key", "kernel_reps"}, {"gpus", {0}}, {"bytes", 1048576}, {"reps", 1}, {"after", what}, {"time_us", samples[32]}, {"samples_us", samples}};
+  };
+  doc["results"].push_back(kernels("host", host));
+  doc["results"].push_back(kernels("copy", after));
+  for (const char* before : {"host", "kernel_done"})
+    doc["results"].push_back({{"key", "copy_after_idle"}, {"gpus", {0}}, {"bytes", 262144}, {"reps", 1}, {"before", before}, {"dir", "h2d"}, {"time_us", 10.0}});
+  const Calibration c = calibrate({{"phase.json", doc}}, topo);
+  REQUIRE(c.params.handoff.has_handoff_phase());
+  CHECK(c.params.handoff.handoff_phase_min == Time::zero());
+  CHECK(c.params.handoff.handoff_phase_max.us() == doctest::Approx(7).epsilon(1e-9));
+  // Fewer than 50 samples (or none kept): no phase.
+  nlohmann::json few = doc;
+  few["results"][21]["samples_us"] = std::vector<double>(after.begin(), after.begin() + 40);
+  CHECK(!calibrate({{"few.json", few}}, topo).params.handoff.has_handoff_phase());
+  few["results"][21].erase("samples_us");
+  CHECK(!calibrate({{"few.json", few}}, topo).params.handoff.has_handoff_phase());
+  // The replay: a row with a hand-off gets the times at either end of the
+  // phase, one burst of one copy exactly the phase's width apart around
+  // the model's (the latency its mean); a row without none. The one-way
+  // rows' bursts follow the bench's spin gate (a hand-off each), per copy
+  // the width / reps (20 below 1 MiB, 5 below 64 MiB, 1 above).
+  ModelParams p = c.params;
+  REQUIRE(p.handoff.copy_after_kernel_latency_for(true) == Time::zero());
+  p.handoff.copy_after_kernel_latency = Time::from_us(4);
+  int rows = 0;
+  for (const auto& row : compare_bench(doc, topo, p)) {
+    INFO(row.what);
+    ++rows;
+    if (row.key == "d2h_pinned") {
+      CHECK(!row.has_phase());  // the D2H hand-off fitted 0 (these rows have no burst): none to move
+      continue;
+    }
+    if (row.key == "h2d_pinned") {
+      REQUIRE(row.has_phase());
+      const double width = row.simulated_hi_us - row.simulated_lo_us;
+      CHECK((std::abs(width - 7.0 / 20) < 1e-9 || std::abs(width - 7.0 / 5) < 1e-9 || std::abs(width - 7.0) < 1e-9));
+      CHECK(row.simulated_us - row.simulated_lo_us == doctest::Approx(width * 4 / 7).epsilon(1e-9));
+      continue;
+    }
+    if (row.what.find("host function") != std::string::npos) {
+      CHECK(!row.has_phase());
+      continue;
+    }
+    REQUIRE(row.has_phase());
+    CHECK(row.simulated_hi_us - row.simulated_lo_us == doctest::Approx(7).epsilon(1e-9));
+    CHECK(row.simulated_us - row.simulated_lo_us == doctest::Approx(4).epsilon(1e-9));
+  }
+  CHECK(rows == 22);
+  // within_phase: some time between the two ends within 5 % of the measurement.
+  Comparison r{"cls", "key", "what", 10.0, 14.0, ""};
+  r.simulated_lo_us = 10.6, r.simulated_hi_us = 16;
+  CHECK(!r.within_phase());  // 10.6 > 10 x 1.05
+  r.simulated_lo_us = 10.4;
+  CHECK(r.within_phase());
+  r.simulated_lo_us = 8, r.simulated_hi_us = 9.4;
+  CHECK(!r.within_phase());  // 9.4 < 10 x 0.95
+  // The file: written and read back; one end alone, or the ends swapped, refused.
+  const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-phase.yaml";
+  std::ofstream(f) << calibration_yaml(c);
+  const ModelParams q = load_calibration(f.string());
+  CHECK(q.handoff.handoff_phase_min == c.params.handoff.handoff_phase_min);
+  CHECK(q.handoff.handoff_phase_max.us() == doctest::Approx(7).epsilon(1e-6));
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  handoff_phase_min: 0.3 us\n";
+  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("together"), InputError);
+  std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  handoff_phase_min: 7 us\n  handoff_phase_max: 0.3 us\n";
+  CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("handoff_phase_max"), InputError);
+  std::filesystem::remove(f);
+}

@@ -1,0 +1,135 @@
+// Interference between kernels, collectives and copies.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "gpu/as_run.hpp"
+#include "gpu/executor.hpp"
+#include "gpu/sim_fixture.hpp"
+
+using namespace osim;
+using namespace osim::test;
+
+TEST_CASE("an all-to-all is slowed by concurrent H2D on PCIe, not on NVLink") {
+  auto a2a_ms = [](const std::string& topo_file, bool with_h2d) {
+    hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/" + topo_file));
+    std::string y = "name: x\nranks: 4\nstreams: [compute, copy]\nprograms:\n  - rank: all\n    ops:\n";
+    if (with_h2d) y += "      - {op: memcpy, kind: h2d, bytes: 1 GiB, stream: copy}\n";
+    y += "      - {op: collective, kind: all_to_all, group: world, bytes: 1 GiB, stream: compute}\n";
+    Schedule s = parse_schedule_string(y, "x.yaml");
+    const ExecResult r = execute(s, topo, quiet());
+    return r.ops[0][with_h2d ? 1 : 0].end.ms();
+  };
+  const double pcie_alone = a2a_ms("aces-4xh100-pcie.yaml", false), pcie_both = a2a_ms("aces-4xh100-pcie.yaml", true);
+  const double nvl_alone = a2a_ms("h200x4-nvlink.yaml", false), nvl_both = a2a_ms("h200x4-nvlink.yaml", true);
+  CHECK(pcie_both > 1.15 * pcie_alone);
+  CHECK(nvl_both == doctest::Approx(nvl_alone).epsilon(1e-9));
+  // PCIe alone: the UPI link binds: 4 cross-socket bounces per direction share
+  // 64 GB/s (16 GB/s each); the same-socket one gets the link's rest. The last
+  // cross-socket 256 MiB ends after 2.5 us of route latency (nccl latency is 0 here).
+  CHECK(pcie_alone == doctest::Approx((268435456.0 / 16e9 + 2.5e-6) * 1e3).epsilon(1e-6));
+  // Send/recv of the same size: sizes must match.
+  CHECK(error_of(R"(name: sr
+ranks: 2
+streams: [comm]
+programs:
+  - rank: 0
+    ops: [{op: collective, kind: send, peer: 1, bytes: 1 MB, stream: comm}]
+  - rank: 1
+    ops: [{op: collective, kind: recv, peer: 0, bytes: 2 MB, stream: comm}]
+)").find("send #0 and its matching recv differ") == 0);
+}
+
+TEST_CASE("SM interference between a GEMM and an all-to-all") {
+  ModelParams p = quiet();
+  Sim s(R"(name: interfere
+ranks: 2
+streams: [compute, comm]
+programs:
+  - rank: all
+    ops:
+      - {op: collective, kind: all_to_all, group: world, bytes: 200 MB, channels: 4, stream: comm}
+      - {op: kernel, stream: compute, duration: 1 ms}
+)", p);
+  // The kernel runs at 1 - (0.04 + 0.0025 * 4) = 0.95 while the collective runs.
+  const double k_end = 1.0 / 0.95;
+  // The collective: 4 channels x 19.5 = 78 GB/s, / (0.908 + 0.0455 x 4) while the kernel runs.
+  const double slow = 78e9 / (0.908 + 0.0455 * 4), fast = 78e9;
+  const double sent_during = slow * k_end * 1e-3;
+  const double a2a_end = k_end + (100e6 - sent_during) / fast * 1e3;
+  CHECK(s.end_ms(0, 1) == doctest::Approx(k_end).epsilon(1e-9));
+  CHECK(s.end_ms(0, 0) == doctest::Approx(a2a_end).epsilon(1e-9));
+}
+
+TEST_CASE("a collective through host memory beside a copy: the copy's weight per direction and the link cost of the collective's bytes") {
+  // P2P off: the all-to-all's flows bounce through host memory, each up the
+  // sender's 10 GB/s link and down the receiver's, at most 4 GB/s each.
+  // 100 MB per flow; GPU 0 copies 100 MB meanwhile.
+  auto sched = [](const char* kind) {
+    return fmt::format(R"(name: host-transport
+ranks: 2
+settings: {{nccl_p2p_disable: true}}
+streams: [s, copy]
+programs:
+  - rank: 0
+    ops:
+      - {{op: memcpy, kind: {}, bytes: 100 MB, stream: copy}}
+      - {{op: collective, kind: all_to_all, group: world, bytes: 200 MB, stream: s}}
+  - rank: 1
+    ops:
+      - {{op: collective, kind: all_to_all, group: world, bytes: 200 MB, stream: s}}
+)",
+                       kind);
+  };
+  ModelParams p = quiet();
+  p.nccl.nccl_host_rank_bandwidth = Bandwidth::from_GBps(4);
+  p.interference.copy_weight = 3;
+  p.interference.copy_weight_d2h = 2;
+  p.interference.host_transport_cost_h2d = 1.5;
+  p.interference.host_transport_cost_d2h = 2;
+  {
+    // H2D: GPU 0's link down holds the copy (weight 3) and the flow from GPU 1
+    // (weight 1, 1.5 per byte): level 10 / (3 + 1.5); the copy 6.67 GB/s, 15 ms;
+    // the flow 2.22 GB/s until then (33.3 MB), the other 66.7 MB at 4 GB/s: 31.67 ms.
+    const Sim s(sched("h2d"), p);
+    CHECK(s.end_ms(0, 0) == doctest::Approx(15.0).epsilon(1e-6));
+    CHECK(s.end_ms(0, 1) == doctest::Approx(15.0 + (100.0 - 15.0 * 10.0 / 4.5) / 4.0).epsilon(1e-6));
+  }
+  {
+    // D2H: GPU 0's link up, the copy weighing 2 and the flow to GPU 1 costing 2
+    // per byte: level 10 / 4; the copy 5 GB/s, 20 ms; the flow 50 MB by then, 32.5 ms.
+    const Sim s(sched("d2h"), p);
+    CHECK(s.end_ms(0, 0) == doctest::Approx(20.0).epsilon(1e-6));
+    CHECK(s.end_ms(0, 1) == doctest::Approx(32.5).epsilon(1e-6));
+  }
+  {
+    // One weight, bytes costing a byte: level 10 / 4 both ways (the copy 7.5 GB/s).
+    ModelParams q = p;
+    q.interference.copy_weight_d2h = 0;
+    q.interference.host_transport_cost_h2d = q.interference.host_transport_cost_d2h = 1;
+    CHECK(Sim(sched("h2d"), q).end_ms(0, 0) == doctest::Approx(100.0 / 7.5).epsilon(1e-6));
+    CHECK(Sim(sched("d2h"), q).end_ms(0, 0) == doctest::Approx(100.0 / 7.5).epsilon(1e-6));
+  }
+  {
+    // The cost never makes the collective alone slower than its cap: at 8 GB/s
+    // a 1.5 cost would fill the 10 GB/s link at 6.67; it is held at 1.25.
+    ModelParams q = p;
+    q.nccl.nccl_host_rank_bandwidth = Bandwidth::from_GBps(8);
+    const Sim s(R"(name: alone
+ranks: 2
+settings: {nccl_p2p_disable: true}
+streams: [s]
+programs:
+  - rank: all
+    ops:
+      - {op: collective, kind: all_to_all, group: world, bytes: 200 MB, stream: s}
+)",
+                q);
+    CHECK(s.end_ms(0, 0) == doctest::Approx(12.5).epsilon(1e-6));
+  }
+}

@@ -1,0 +1,56 @@
+// Host overheads and the GPU time of an event record.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "gpu/as_run.hpp"
+#include "gpu/executor.hpp"
+#include "gpu/sim_fixture.hpp"
+
+using namespace osim;
+using namespace osim::test;
+
+TEST_CASE("an event record holds its stream event_gpu_time, event_gpu_time_h2d more while the GPU has an H2D copy in flight") {
+  ModelParams p = quiet();
+  p.overheads.event_gpu_time = Time::from_us(2);
+  p.overheads.event_gpu_time_h2d = Time::from_us(3);
+  p.interference.gemm_slowdown_per_copy = 0;  // kernels keep their durations beside the copy
+  // Stream a: k1 (100 us), event, k2 (50 us), event, k3 (10 us). Stream b:
+  // waits for the first event (which ends at 102 us), then a 1 MB H2D copy
+  // at 10 GB/s: 102-202 us. The second event (after k2, at 152 us) finds the
+  // copy in flight: 2 + 3 us, so k3 runs 157-167 us.
+  const std::string sched = R"(name: events
+ranks: 1
+streams: [a, b]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, name: k1, stream: a, duration: 100 us}
+      - {op: event_record, event: e1, stream: a}
+      - {op: stream_wait_event, stream: b, event: e1}
+      - {op: memcpy, kind: h2d, bytes: 1 MB, stream: b}
+      - {op: kernel, name: k2, stream: a, duration: 50 us}
+      - {op: event_record, event: e2, stream: a}
+      - {op: kernel, name: k3, stream: a, duration: 10 us}
+)";
+  const Sim s(sched, p);
+  CHECK(s.op(0, 1).start == Time::from_us(100));
+  CHECK(s.op(0, 1).end == Time::from_us(102));
+  CHECK(s.op(0, 3).start == Time::from_us(102));
+  CHECK(s.op(0, 3).end == Time::from_us(202));
+  CHECK(s.op(0, 4).start == Time::from_us(102));
+  CHECK(s.op(0, 5).end == Time::from_us(157));
+  CHECK(s.op(0, 6).start == Time::from_us(157));
+  CHECK(s.res.makespan == Time::from_us(202));
+  // Off (the default): events take no GPU time.
+  ModelParams off = quiet();
+  off.interference.gemm_slowdown_per_copy = 0;
+  const Sim q(sched, off);
+  CHECK(q.op(0, 4).start == Time::from_us(100));
+  CHECK(q.op(0, 6).start == Time::from_us(150));
+}

@@ -1,0 +1,207 @@
+// Sustained load: the clock with the duty cycle, collectives and stragglers under it.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "gpu/as_run.hpp"
+#include "gpu/executor.hpp"
+#include "gpu/sim_fixture.hpp"
+
+using namespace osim;
+using namespace osim::test;
+
+TEST_CASE("the sustained-load duty cycle counts memory-bound kernels, not bare durations") {
+  // 1 s of back-to-back work brings the duty cycle to ~1: the GEMM after it
+  // runs at 1 / (1 + 0.2) of its burst speed if that work drew power (an HBM
+  // kernel), at full speed after a bare `duration` kernel.
+  ModelParams p = quiet();
+  p.power.sustained_slowdown = 0.2;
+  p.power.sustained_duty = 0.5;
+  p.power.sustained_time_constant = Time::from_ms(10);
+  auto gemm_ms = [&](const std::string& first) {
+    Sim s(R"(name: duty
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - )" + first + R"(
+      - {op: kernel, stream: a, flops: 60.0e9}
+)",
+          p);
+    return (s.op(0, 1).end - s.op(0, 1).start).ms();
+  };
+  // 60 GFLOP at 100 TFLOP/s x 0.6 = 1 ms burst.
+  CHECK(gemm_ms("{op: kernel, stream: a, bytes: 850.0e9}") == doctest::Approx(1.2).epsilon(1e-6));
+  CHECK(gemm_ms("{op: kernel, stream: a, duration: 1 s}") == doctest::Approx(1.0).epsilon(1e-6));
+}
+
+TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form") {
+  // Ten 10 ms compute kernels back to back; only the slow term acts (the
+  // fast one is ~0, the duty threshold 0): kernel i takes
+  // 10 ms x (1 + 0.5 x (1 - exp(-t_i / 100 ms))), t_i its start.
+  ModelParams p = quiet();
+  p.power.sustained_slowdown = 1e-12;
+  p.power.sustained_duty = 0;
+  p.power.sustained_time_constant = Time::from_ms(1);
+  p.power.sustained_slow_slowdown = 0.5;
+  p.power.sustained_slow_time_constant = Time::from_ms(100);
+  std::string ops;
+  for (int i = 0; i < 10; ++i) ops += "      - {op: kernel, stream: a, flops: 600.0e9}\n";  // 10 ms at 100 TFLOP/s x 0.6
+  Sim s("name: slow\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n" + ops, p);
+  double t = 0;
+  for (int i = 0; i < 10; ++i) {
+    CHECK(s.op(0, i).start.ms() == doctest::Approx(t).epsilon(1e-6));
+    t += 10 * (1 + 0.5 * (1 - std::exp(-t / 100)));
+  }
+  CHECK(s.res.makespan.ms() == doctest::Approx(t).epsilon(1e-6));
+  CHECK(t > 100 * 1.1);  // the term did act
+
+  // The run ends with the slow duty at 1 - exp(-T / 100 ms) (busy from 0 to
+  // T, no idle after). The same schedule run right after it starts there:
+  // kernel i takes 10 ms x (1 + 0.5 x (1 - (1 - u0) exp(-t_i / 100 ms))).
+  const double T = t;
+  const double u0 = 1 - std::exp(-T / 100);
+  REQUIRE(s.res.final_load.size() == 1);
+  CHECK(s.res.final_load[0].duty_slow == doctest::Approx(u0).epsilon(1e-9));
+  const ExecResult second = execute_after_runs(s.sched, s.topo, p, 1);
+  t = 0;
+  for (int i = 0; i < 10; ++i) {
+    CHECK(second.ops[0][i].start.ms() == doctest::Approx(t).epsilon(1e-6));
+    t += 10 * (1 + 0.5 * (1 - (1 - u0) * std::exp(-t / 100)));
+  }
+  CHECK(second.makespan.ms() == doctest::Approx(t).epsilon(1e-6));
+  CHECK(t > T + 10);  // the carried state did act
+  // Two runs before: the second's end state carried on; zero runs: execute.
+  const double u1 = 1 - (1 - u0) * std::exp(-second.makespan.ms() / 100);
+  CHECK(second.final_load[0].duty_slow == doctest::Approx(u1).epsilon(1e-9));
+  CHECK(execute_after_runs(s.sched, s.topo, p, 2).ops[0][1].start.ms() ==
+        doctest::Approx(10 * (1 + 0.5 * u1)).epsilon(1e-6));
+  CHECK(execute_after_runs(s.sched, s.topo, p, 0).makespan == s.res.makespan);
+
+  // SDPA takes attention_slow_share of the slow term: with 0.2, attention
+  // kernel i (the same 10 ms at burst) takes 10 ms x (1 + 0.2 x 0.5 x (1 -
+  // exp(-t_i / 100 ms))); realised as GEMMs (validate run), as a GEMM.
+  {
+    ModelParams a = p;
+    a.attention.attention_slow_share = 0.2;
+    a.attention.attention_efficiency = 0.6;
+    // heads x seq x seq_kv x head_dim x 4 = 6e11 FLOP: 10 ms at 100 TFLOP/s x 0.6.
+    std::string att;
+    for (int i = 0; i < 10; ++i) att += "      - {op: kernel, stream: a, attention: {heads: 1, seq: 1171875, seq_kv: 1000, head_dim: 128}}\n";
+    Sim sa("name: att\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n" + att, a);
+    double ta = 0;
+    for (int i = 0; i < 10; ++i) {
+      CHECK(sa.op(0, i).start.ms() == doctest::Approx(ta).epsilon(1e-6));
+      ta += 10 * (1 + 0.2 * 0.5 * (1 - std::exp(-ta / 100)));
+    }
+    CHECK(sa.res.makespan.ms() == doctest::Approx(ta).epsilon(1e-6));
+    Schedule realised = sa.sched;
+    auto rops = std::make_shared<std::vector<Op>>(*realised.programs[0].ops);
+    for (Op& op : *rops) op.realised = true;
+    realised.programs[0].ops = rops;
+    CHECK(execute(realised, sa.topo, a).makespan.ms() == doctest::Approx(T).epsilon(1e-6));
+  }
+
+  // A memory-bound kernel takes hbm_latency + bytes / (bandwidth x efficiency).
+  ModelParams q = quiet();
+  q.memory.hbm_latency = Time::from_us(2.5);
+  Sim m(R"(name: hbm
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: a, bytes: 850.0e6}
+)",
+        q);
+  CHECK((m.op(0, 0).end - m.op(0, 0).start).us() == doctest::Approx(1000 + 2.5).epsilon(1e-6));
+}
+
+TEST_CASE("a collective slows with its GPU's clock by the calibrated share") {
+  // Both ranks draw power for 1 s (an HBM kernel: the duty cycle reaches 1,
+  // the clock 1 / 1.2), then a tabled all-to-all: 20 ms with 10 us latency
+  // rested. With comm_clock_share 0.5 it takes 1 + 0.5 x 0.2 = 1.1x, in steps
+  // of 1/256: 1 + 26/256 (rate and latency alike); through host memory its own share.
+  const std::string sched = R"(name: clocked
+ranks: 2
+streams: [s]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: s, bytes: 850.0e9}
+      - {op: collective, kind: all_to_all, group: world, bytes: 1 GB, stream: s}
+  - rank: 1
+    ops:
+      - {op: kernel, stream: s, bytes: 850.0e9}
+      - {op: collective, kind: all_to_all, group: world, bytes: 1 GB, stream: s}
+)";
+  ModelParams p = quiet();
+  p.power.sustained_slowdown = 0.2;
+  p.power.sustained_duty = 0.5;
+  p.power.sustained_time_constant = Time::from_ms(10);
+  p.nccl.nccl_tables.push_back({TableColl::AllToAll, 2, false, {{1e6, 10e-6}, {1e9, 20e-3}}});
+  auto a2a_ms = [&](double share, double share_host) {
+    ModelParams q = p;
+    q.power.comm_clock_share = share;
+    q.power.comm_clock_share_host = share_host;
+    Sim s(sched, q);
+    CHECK(s.op(0, 1).start == s.op(0, 0).end);
+    return (s.op(0, 1).end - s.op(0, 1).start).ms();
+  };
+  CHECK(a2a_ms(0, 0) == doctest::Approx(20.0).epsilon(1e-6));
+  CHECK(a2a_ms(0.5, 0) == doctest::Approx(20.0 * (1 + 26.0 / 256)).epsilon(1e-6));
+  CHECK(a2a_ms(0, 0.5) == doctest::Approx(20.0).epsilon(1e-6));  // NVLink: the host share does not apply
+  CHECK(a2a_ms(1.0, 0) == doctest::Approx(20.0 * (1 + 51.0 / 256)).epsilon(1e-6));  // 0.2 x 256 = 51.2: 51 steps
+  // NCCL_P2P_DISABLE=1: through host memory, the host share (the channel
+  // model there, no table for that transport; its rank ceiling of 5 GB/s
+  // is what binds, so the slowed cap shows whole).
+  auto host_ms = [&](double share, double share_host) {
+    ModelParams q = p;
+    q.nccl.nccl_host_rank_bandwidth = Bandwidth::from_GBps(5);
+    q.power.comm_clock_share = share;
+    q.power.comm_clock_share_host = share_host;
+    Sim s("settings: {nccl_p2p_disable: true}\n" + sched, q);
+    return (s.op(0, 1).end - s.op(0, 1).start).ms();
+  };
+  const double host = host_ms(0, 0);
+  CHECK(host_ms(0.5, 0) == doctest::Approx(host).epsilon(1e-9));
+  CHECK(host == doctest::Approx(100).epsilon(1e-6));  // 500 MB per rank at 5 GB/s
+  CHECK(host_ms(0, 0.5) == doctest::Approx(host * (1 + 26.0 / 256)).epsilon(1e-6));
+}
+
+TEST_CASE("under the power cap a collective waits for the straggler: straggler_share x the time since the last one x how far the clock is down") {
+  // Two ranks run thirty 1 ms kernels (at burst; the clock is set as each
+  // starts) and meet in a 2 MB all-to-all (10 us over kTopo's NVLink). The
+  // clock falls to 1/1.25 within the first (time constant 0.1 ms, no
+  // threshold): they meet at 1 + 29 x 1.25 = 37.25 ms with it fully down,
+  // and the all-to-all waits 0.02 x 37.25 ms = 745 us first. The next one,
+  // after that wait without compute, finds the clock back up: no wait.
+  // Rested (no sustained slowdown), or with the share 0, no wait.
+  std::string sched = "name: straggler\nranks: 2\nstreams: [s]\nprograms:\n  - rank: all\n    ops:\n";
+  for (int i = 0; i < 30; ++i) sched += "      - {op: kernel, stream: s, flops: 60.0e9}\n";
+  for (int i = 0; i < 2; ++i) sched += "      - {op: collective, kind: all_to_all, group: world, bytes: 2 MB, stream: s}\n";
+  ModelParams p = quiet();
+  p.power.sustained_slowdown = 0.25;
+  p.power.sustained_duty = 0;
+  p.power.sustained_time_constant = Time::from_us(100);
+  p.power.straggler_share = 0.02;
+  const Sim s(sched, p);
+  const double start = s.op(0, 30).start.ms();
+  CHECK(start == doctest::Approx(37.25).epsilon(1e-3));
+  CHECK((s.op(0, 30).end - s.op(0, 30).start).us() == doctest::Approx(10 + 0.02 * start * 1e3).epsilon(1e-3));
+  CHECK((s.op(0, 31).end - s.op(0, 31).start).us() == doctest::Approx(10).epsilon(1e-6));
+  ModelParams rested = p;
+  rested.power.sustained_slowdown = 0;
+  const Sim r(sched, rested);
+  CHECK((r.op(0, 30).end - r.op(0, 30).start).us() == doctest::Approx(10).epsilon(1e-6));
+  ModelParams off = p;
+  off.power.straggler_share = 0;
+  const Sim o(sched, off);
+  CHECK((o.op(0, 30).end - o.op(0, 30).start).us() == doctest::Approx(10).epsilon(1e-6));
+}

@@ -1,0 +1,238 @@
+// Sweeps: point enumeration, running (ok and failed points, thread-count
+// independence, agreement with a direct run), shards and merge, CSV, summary.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "gpu/executor.hpp"
+#include "hw/fabric.hpp"
+#include "report/metrics.hpp"
+#include "sweep/sweep.hpp"
+#include "workload/dit.hpp"
+
+using namespace osim;
+namespace fs = std::filesystem;
+
+namespace {
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+
+std::string write_sweep(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / "overlapsim-test-sweep";
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// ACES 4x H100 PCIe, 1 step: prefetch 0..2 x SP {2, 4}, and one point that
+// cannot run (prefetch_size past the model's 40 blocks).
+std::string small_sweep() {
+  return write_sweep("small.yaml", "name: small\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
+                                       "set: {steps: 1}\n"
+                                       "grid:\n  parallelism.ulysses: [2, 4]\n  offload.prefetch_size: [0, 1, 2]\n"
+                                       "points:\n  - {offload.prefetch_size: 99}\n");
+}
+
+std::string cell(const SweepTable& t, size_t row, const std::string& col) {
+  const int c = t.column(col);
+  REQUIRE(c >= 0);
+  return t.rows[row][static_cast<size_t>(c)];
+}
+}  // namespace
+
+TEST_CASE("sweep: grid then points, first key slowest, lists in a point sweep too") {
+  const std::string f = write_sweep("enum.yaml", "name: e\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
+                                                     "set: {steps: 2}\n"
+                                                     "grid: {parallelism.ulysses: [1, 2, 4], offload.prefetch_size: [0, 3]}\n"
+                                                     "points:\n  - {offload.policy: block, offload.prefetch_size: null, topology: [a.yaml, b.yaml]}\n");
+  const SweepSpec s = parse_sweep_file(f);
+  CHECK(s.size() == 3 * 2 + 2);
+  CHECK(s.parameters == std::vector<std::string>{"parallelism.ulysses", "offload.prefetch_size", "offload.policy", "topology"});
+  const auto p3 = s.point(3);  // ulysses 2, prefetch 3
+  REQUIRE(p3.size() == 3);
+  CHECK(p3[0].first == "steps");
+  CHECK(p3[1].second.text == "2");
+  CHECK(p3[2].second.text == "3");
+  const auto p7 = s.point(7);  // the point, second topology
+  CHECK(p7.back().first == "topology");
+  CHECK(p7.back().second.text == "b.yaml");
+  CHECK_THROWS_AS((void)s.point(8), std::out_of_range);
+}
+
+TEST_CASE("sweep: bad sweep files name the line and what to do") {
+  const std::string wl = kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml";
+  auto msg = [](const std::string& f) {
+    try {
+      (void)parse_sweep_file(f);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(msg(write_sweep("b1.yaml", "name: b\nworkload: " + wl + "\ngrid:\n  paralelism.ulysses: [1, 2]\n")).find("b1.yaml:4:3: error: 'paralelism.ulysses' is not a workload key; did you mean 'parallelism'?") != std::string::npos);
+  CHECK(msg(write_sweep("b2.yaml", "name: b\nworkload: " + wl + "\ngrid:\n  steps: 4\n")).find("needs a list of values") != std::string::npos);
+  CHECK(msg(write_sweep("b3.yaml", "name: b\n")).find("either 'workload: FILE'") != std::string::npos);
+  CHECK(msg(write_sweep("b4.yaml", "name: b\nschedule: " + wl + "\n")).find("use 'workload:'") != std::string::npos);
+  CHECK(msg(write_sweep("b5.yaml", "name: b\nworkload: nope.yaml\n")).find("no such file") != std::string::npos);
+}
+
+TEST_CASE("sweep: every point runs as `overlapsim run` would, and a failing point reports in its row") {
+  const SweepSpec s = parse_sweep_file(small_sweep());
+  SweepOptions o;
+  o.threads = 2;
+  size_t calls = 0;
+  o.progress = [&](size_t done, size_t total) {
+    ++calls;
+    CHECK(done <= total);
+  };
+  const SweepTable t = run_sweep(s, o);
+  REQUIRE(t.rows.size() == 7);
+  CHECK(calls == 7);
+  for (size_t r = 0; r < 6; ++r) CHECK(cell(t, r, "status") == "ok");
+  CHECK(cell(t, 6, "status") == "error");
+  CHECK(cell(t, 6, "error").find("prefetch_size") != std::string::npos);
+  CHECK(cell(t, 6, "step_ms").empty());
+  // Row 4 is SP 4, prefetch 1: the same as a direct run.
+  const DitWorkload w = parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml",
+                                            {"steps=1", "parallelism.ulysses=4", "offload.prefetch_size=1"});
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml"));
+  const Schedule sched = generate_schedule(w);
+  const ExecResult res = execute(sched, topo, w.params);
+  const Metrics m = compute_metrics(sched, topo, res);
+  CHECK(cell(t, 4, "makespan_ms") == fmt::format("{:.4f}", m.makespan.s() * 1e3));
+  CHECK(cell(t, 4, "topology_name") == "aces-4xh100-pcie");
+  CHECK(cell(t, 4, "ranks") == "4");
+  // Physics: blocking copies (prefetch 0) expose the copy; SP 4 needs a quarter of SP 1's... at least less time than SP 2.
+  CHECK(std::stod(cell(t, 3, "step_ms")) > std::stod(cell(t, 4, "step_ms")));
+  CHECK(std::stod(cell(t, 0, "step_ms")) > std::stod(cell(t, 3, "step_ms")));
+  CHECK(std::stod(cell(t, 5, "peak_vram_GiB")) > std::stod(cell(t, 4, "peak_vram_GiB")));
+  // The same CSV whatever the thread count.
+  SweepOptions one;
+  one.threads = 1;
+  CHECK(to_csv(run_sweep(s, one)) == to_csv(t));
+}
+
+TEST_CASE("sweep: points that differ only in topology share one schedule and each equals its own run") {
+  // Topology is the slowest key, so points sharing a schedule are far apart
+  // in the table; the sweep runs them one after another and builds it once.
+  const std::string f = write_sweep("topos.yaml", "name: topos\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
+                                                      "set: {steps: 1}\n"
+                                                      "grid:\n  topology: [" + kSrc + "/configs/topologies/aces-4xh100-pcie.yaml, " + kSrc +
+                                                      "/configs/topologies/dgx-h100.yaml]\n  offload.prefetch_size: [1, 2]\n");
+  SweepOptions o;
+  o.threads = 2;
+  const SweepTable t = run_sweep(parse_sweep_file(f), o);
+  REQUIRE(t.rows.size() == 4);
+  const char* topos[] = {"aces-4xh100-pcie", "dgx-h100"};
+  for (size_t r = 0; r < 4; ++r) {
+    const std::string prefetch = r % 2 == 0 ? "1" : "2";
+    const DitWorkload w = parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=1", "offload.prefetch_size=" + prefetch});
+    const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/" + topos[r / 2] + ".yaml"));
+    const Schedule sched = generate_schedule(w);
+    const Metrics m = compute_metrics(sched, topo, execute(sched, topo, w.params));
+    CHECK(cell(t, r, "topology_name") == topos[r / 2]);
+    CHECK(cell(t, r, "makespan_ms") == fmt::format("{:.4f}", m.makespan.s() * 1e3));
+  }
+  CHECK(cell(t, 0, "makespan_ms") != cell(t, 2, "makespan_ms"));  // the machines differ
+  SweepOptions one;
+  one.threads = 1;
+  CHECK(to_csv(run_sweep(parse_sweep_file(f), one)) == to_csv(t));
+}
+
+TEST_CASE("sweep: shards merge into the unsharded table, and merge refuses duplicates, gaps and mixed sweeps") {
+  const SweepSpec s = parse_sweep_file(small_sweep());
+  const SweepTable whole = run_sweep(s);
+  std::vector<std::pair<std::string, SweepTable>> shards;
+  for (int i = 0; i < 3; ++i) {
+    SweepOptions o;
+    o.shard = i;
+    o.shards = 3;
+    shards.emplace_back(fmt::format("s{}.csv", i), parse_csv(to_csv(run_sweep(s, o)), fmt::format("s{}.csv", i)));
+  }
+  CHECK(shards[0].second.rows.size() == 3);  // points 0, 3, 6
+  CHECK(to_csv(merge_sweep_tables(shards, s.size())) == to_csv(whole));
+  auto dup = shards;
+  dup.push_back(shards[1]);
+  CHECK_THROWS_WITH_AS(merge_sweep_tables(dup), doctest::Contains("is also in s1.csv"), InputError);
+  auto gap = shards;
+  gap.erase(gap.begin() + 1);
+  CHECK_THROWS_WITH_AS(merge_sweep_tables(gap), doctest::Contains("point 1 is in no shard"), InputError);
+  auto tail = shards;
+  tail.pop_back();  // points 2 and 5 are missing: a gap as well
+  CHECK_THROWS_AS(merge_sweep_tables(tail, s.size()), InputError);
+  auto mixed = shards;
+  mixed[2].second.header[1] = "other";
+  CHECK_THROWS_WITH_AS(merge_sweep_tables(mixed), doctest::Contains("columns differ"), InputError);
+  std::vector<std::pair<std::string, SweepTable>> first_two{shards[0], shards[1]};
+  first_two[1].second.rows.pop_back();  // 0,1,3,4 and 6 but the sweep has 7
+  CHECK_THROWS_AS(merge_sweep_tables(first_two, s.size()), InputError);
+}
+
+TEST_CASE("sweep: CSV quoting round-trips, and damaged files are refused") {
+  SweepTable t;
+  t.header = {"point", "a", "status", "error"};
+  t.rows = {{"0", "x,y", "error", "a \"quoted\"\nline"}, {"1", "", "ok", ""}};
+  const std::string csv = to_csv(t);
+  CHECK(csv == "point,a,status,error\n0,\"x,y\",error,\"a \"\"quoted\"\"\nline\"\n1,,ok,\n");
+  const SweepTable back = parse_csv(csv, "t.csv");
+  CHECK(back.header == t.header);
+  CHECK(back.rows == t.rows);
+  CHECK_THROWS_WITH_AS(parse_csv("point,a,status\n0,1\n", "d.csv"), doctest::Contains("d.csv:2"), InputError);
+  CHECK_THROWS_WITH_AS(parse_csv("a,b\n", "d.csv"), doctest::Contains("not a sweep CSV"), InputError);
+  CHECK_THROWS_AS(parse_csv("point,status\n0,\"ok\n", "d.csv"), InputError);
+}
+
+TEST_CASE("sweep: summary picks the best, the Pareto front and the least-VRAM point within tolerance") {
+  SweepTable t;
+  t.header = {"point", "offload.prefetch_size", "status", "error", "topology_name", "step_ms", "peak_vram_GiB"};
+  t.rows = {{"0", "0", "ok", "", "pcie", "130.0", "1.0"},   // least VRAM, slow
+            {"1", "1", "ok", "", "pcie", "100.5", "2.0"},   // within 1 % of the best
+            {"2", "2", "ok", "", "pcie", "100.0", "3.4"},   // best
+            {"3", "3", "ok", "", "pcie", "100.2", "4.8"},   // dominated by point 2
+            {"4", "9", "error", "bad", "", "", ""},
+            {"5", "0", "ok", "", "nvlink", "80.0", "1.0"}};
+  const std::string sum = sweep_summary(t, 0.01);
+  CHECK(sum.find("6 points: 5 ran, 1 failed") != std::string::npos);
+  CHECK(sum.find("point 4 (offload.prefetch_size=9) failed: bad") != std::string::npos);
+  CHECK(sum.find("best: point 2, 100.00 ms/step, peak VRAM 3.40 GiB") != std::string::npos);
+  CHECK(sum.find("Pareto front, peak VRAM vs step time (3 points)") != std::string::npos);
+  CHECK(sum.find("offload.prefetch_size=1 is within 0.5 % of the best (offload.prefetch_size=2, 100.00 ms/step) and needs 1.40 GiB less peak VRAM") !=
+        std::string::npos);
+  CHECK(sum.find("on nvlink, run offload.prefetch_size=0: it is the fastest (80.00 ms/step)") != std::string::npos);
+  // With no tolerance the best itself is recommended.
+  CHECK(sweep_summary(t, 0.0).find("on pcie, run offload.prefetch_size=2: it is the fastest") != std::string::npos);
+  // Groups come in topology-name order: nvlink before pcie.
+  CHECK(sum.find("on nvlink") < sum.find("on pcie"));
+}
+
+TEST_CASE("sweep: topology.* keys edit the topology, and calibration: none drops the default") {
+  const std::string f = write_sweep(
+      "topo.yaml", "name: t\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
+                       "set: {steps: 1, parallelism.ulysses: 1}\n"
+                       "grid:\n  topology.nodes.gpu{i}.memory: [80 GiB, 1 GiB]\n  topology.links.1.pcie: [gen5 x16, gen4 x16]\n");
+  const SweepTable t = run_sweep(parse_sweep_file(f));
+  REQUIRE(t.rows.size() == 4);
+  CHECK(cell(t, 0, "status") == "ok");
+  // Gen4 halves the H2D rate: the same bytes take longer to copy.
+  CHECK(std::stod(cell(t, 1, "copy_ms")) > 1.9 * std::stod(cell(t, 0, "copy_ms")));
+  // 1 GiB of VRAM cannot hold two 0.65 GiB layers.
+  CHECK(cell(t, 2, "status") == "error");
+  CHECK(cell(t, 2, "error").find("runs out of GPU memory") != std::string::npos);
+
+  // calibration: none = the model's defaults; a file changes the rates.
+  const std::string cal = kSrc + "/configs/calibrations/h200x4-nvlink.yaml";
+  const std::string c = write_sweep("cal.yaml", "name: c\nworkload: " + kSrc + "/configs/workloads/wan22-720p-h200-layerwise.yaml\n" +
+                                                    "calibration: " + cal + "\nset: {steps: 1}\ngrid:\n  calibration: [none, " + cal + "]\n");
+  const SweepTable ct = run_sweep(parse_sweep_file(c));
+  REQUIRE(ct.rows.size() == 2);
+  CHECK(cell(ct, 0, "status") == "ok");
+  CHECK(cell(ct, 1, "status") == "ok");
+  const DitWorkload w = parse_workload_file(kSrc + "/configs/workloads/wan22-720p-h200-layerwise.yaml", {"steps=1"});
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  const Schedule sched = generate_schedule(w);
+  CHECK(cell(ct, 0, "makespan_ms") == fmt::format("{:.4f}", execute(sched, topo, w.params).makespan.s() * 1e3));
+  CHECK(cell(ct, 1, "makespan_ms") != cell(ct, 0, "makespan_ms"));
+}

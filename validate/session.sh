@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# One measurement session on a GPU machine (repo root; docs/calibrate-your-node.md).
+#
+#   validate/session.sh [--binary PATH] [--out DIR] [--pack] STEP...
+#
+# Steps, run in the order given:
+#   bench              the full bench with NCCL defaults                    -> bench-default.json
+#   bench-p2p-off      collectives, interference, multi-GPU copies and
+#                      overheads with NCCL_P2P_DISABLE=1                     -> bench-p2p-disable.json
+#   attention          PyTorch SDPA at the workloads' shapes                 -> attention.json
+#   phase              the hand-off testcases, every sample kept, twice      -> bench-phase-1.json, -2.json
+#   bench:NAME:REGEX   one bench --filter REGEX                              -> bench-NAME.json
+#   twice:NAME:REGEX   the same, twice in a row                              -> bench-NAME-1.json, -2.json
+#   validation[:REGEX] the validation set's runs (the schedules of           -> validation/<case>/
+#                      validate/reference/h200x4-nvlink/validation/)
+# Presets: whole-gpu = bench attention phase validation:^sp1-pf[0-3]-default$
+#          box       = bench bench-p2p-off attention validation
+# Every session also writes the machine's description (machine/: nvidia-smi,
+# its topology matrix, the GPUs' clocks and limits, library versions), samples
+# clocks, power and throttle reasons every 100 ms (smi-log.csv.gz), and the
+# time each step ended (marks.txt). Extra bench options after `--` go to every
+# bench step (e.g. -- --samples 41). With --pack, DIR is packed into DIR.tgz.
+# NCCL_NVLS_ENABLE=0 always: the machines are shared.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin=.device/overlapsim-validate out=${OUT:-out}/session pack=0 steps=() extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --binary) bin=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --pack) pack=1; shift ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) steps+=("$1"); shift ;;
+  esac
+done
+[ ${#steps[@]} -gt 0 ] || { echo "session.sh: give at least one step (see --help)" >&2; exit 2; }
+expanded=()
+for s in "${steps[@]}"; do
+  case "$s" in
+    whole-gpu) expanded+=(bench attention phase 'validation:^sp1-pf[0-3]-default$') ;;
+    box) expanded+=(bench bench-p2p-off attention validation) ;;
+    *) expanded+=("$s") ;;
+  esac
+done
+source validate/device_env.sh "$bin"  # libraries, NCCL_NVLS_ENABLE=0
+mkdir -p "$out/machine"
+t0=$(date +%s)
+mark() { echo "$1 at $(( $(date +%s) - t0 )) s" | tee -a "$out/marks.txt"; }
+nvidia-smi topo -m > "$out/machine/nvidia-smi-topo.txt" 2>&1
+nvidia-smi > "$out/machine/nvidia-smi.txt" 2>&1
+nvidia-smi --query-gpu=name,pci.bus_id,driver_version,clocks.max.sm,power.limit,temperature.gpu --format=csv > "$out/machine/gpus.csv" 2>&1
+{ echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; ldd "$bin"; uname -a; head -2 /etc/os-release 2>/dev/null; } > "$out/machine/versions.txt" 2>&1
+nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+  --format=csv -lms 100 > "$out/smi-log.csv" 2>&1 &
+smi=$!
+# The validation set's GEMM shapes join the bench's GEMM table (--gemm-shapes-from).
+shapes=$(ls validate/reference/h200x4-nvlink/validation/*/schedule.yaml 2>/dev/null)
+bench() {  # name, env..., -- bench options
+  local name=$1; shift
+  local envs=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  env "${envs[@]}" "$bin" bench -o "$out/bench-$name.json" --watchdog 60 "$@" "${extra[@]}" 2> "$out/$name.err"
+  mark "bench-$name rc=$?"
+}
+for s in "${expanded[@]}"; do
+  case "$s" in
+    bench) bench default -- --gemm-shapes-from $shapes ;;
+    bench-p2p-off) bench p2p-disable NCCL_P2P_DISABLE=1 -- --filter 'nccl|interference|multi|overhead' ;;
+    attention)
+      py=python3
+      $py -c 'import torch' 2>/dev/null || py=$(ls /usr/local/bin/python3* /opt/*/bin/python3 2>/dev/null | head -1)
+      timeout 240 $py validate/src/testcases/attention.py "$out/attention.json" > "$out/attention.log" 2>&1
+      mark "attention rc=$?" ;;
+    phase) for i in 1 2; do bench "phase-$i" -- --filter '^(copy_reps|copy_after_idle|handoff_wait|kernel_reps)$' --samples 41; done ;;
+    bench:*:*) IFS=: read -r _ name re <<< "$s"; bench "$name" -- --filter "$re" ;;
+    twice:*:*) IFS=: read -r _ name re <<< "$s"; for i in 1 2; do bench "$name-$i" -- --filter "$re"; done ;;
+    validation|validation:*)
+      re=${s#validation}; re=${re#:}
+      WATCHDOG=60 validate/sets/validation/make_set.sh measure "$bin" validate/reference/h200x4-nvlink/validation "$out/validation" --filter "${re:-.}" \
+        > "$out/validation.log" 2>&1
+      mark "validation rc=$?" ;;
+    *) echo "session.sh: unknown step '$s' (see --help)" >&2 ;;
+  esac
+done
+kill "$smi" 2>/dev/null
+gzip -9 -n -f "$out/smi-log.csv"
+if [ $pack = 1 ]; then tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")" && rm -rf "$out"; fi
