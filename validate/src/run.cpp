@@ -55,6 +55,25 @@ namespace ovv {
 
 namespace {
 
+// The pairwise all-to-all's partner of rank `me` in each round of U ranks:
+// the circle method, as the simulator and the bench pair ranks (-1: a bye).
+std::vector<int> circle_partners(int U, int me) {
+  const int m = U % 2 ? U + 1 : U;
+  std::vector<int> teams(m), partners;
+  for (int t = 0; t < m; ++t) teams[t] = t;
+  for (int round = 0; round < m - 1; ++round) {
+    int partner = -1;
+    for (int t = 0; t < m / 2; ++t) {
+      const int a = teams[t], b = teams[m - 1 - t];
+      if (a < U && b < U && (a == me || b == me)) partner = a == me ? b : a;
+    }
+    partners.push_back(partner);
+    std::rotate(teams.begin() + 1, teams.end() - 1, teams.end());
+  }
+  return partners;
+}
+
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using osim::Op;
@@ -227,6 +246,49 @@ class Runner {
     }
   }
 
+  // The largest buffer each kind of op needs on a rank, found by planning its
+  // ops; allocated once, before the run.
+  struct Scratch {
+    size_t pinned_max[2] = {0, 0}, pageable_max[2] = {0, 0};  // per direction (H2D, D2H)
+    size_t copy_max = 0, d2d_max = 0, gemm_a = 0, gemm_b = 0, gemm_c = 0, mem_max = 0, coll_max = 0;
+    int64_t vram_peak = 0;
+  };
+
+  void allocate_scratch(Rank& R, const Scratch& sc) {
+    const auto& [pinned_max, pageable_max, copy_max, d2d_max, gemm_a, gemm_b, gemm_c, mem_max, coll_max, vram_peak] = sc;
+    auto need = [&](DevMem& m, size_t b, const char* what) {
+      try {
+        m.alloc(b);
+      } catch (const GpuError&) {
+        throw osim::InputError(osim::SourceLocation{s_.file, 0, 0},
+                               fmt::format("rank {} (device {}): cannot allocate {:.2f} GiB for {} (the schedule's peak is {:.2f} GiB of allocations plus "
+                                           "scratch for its largest ops): make the schedule smaller or run it on a larger GPU",
+                                           R.rank, R.dev, static_cast<double>(b) / 1073741824.0, what, static_cast<double>(vram_peak) / 1073741824.0));
+      }
+    };
+    need(R.arena, static_cast<size_t>(vram_peak), "the schedule's allocations");
+    need(R.copy_buf, std::max(copy_max, 2 * d2d_max), "copy buffers");
+    need(R.gemm_a, gemm_a, "GEMM inputs");
+    need(R.gemm_b, gemm_b, "GEMM inputs");
+    need(R.gemm_c, gemm_c, "GEMM outputs");
+    need(R.mem_a, mem_max, "memory-kernel buffers");
+    need(R.mem_b, mem_max, "memory-kernel buffers");
+    need(R.coll_send, coll_max, "collective buffers");
+    need(R.coll_recv, coll_max, "collective buffers");
+    if (R.copy_buf.bytes) CUDA_CHECK(cudaMemset(R.copy_buf.p, 1, R.copy_buf.bytes));
+    if (R.coll_send.bytes) CUDA_CHECK(cudaMemset(R.coll_send.p, 1, R.coll_send.bytes));
+    if (R.mem_a.bytes) CUDA_CHECK(cudaMemset(R.mem_a.p, 1, R.mem_a.bytes));
+    launch_fill_bf16(R.timing, R.gemm_a.p, R.gemm_a.bytes, 17u + static_cast<uint32_t>(R.rank));
+    launch_fill_bf16(R.timing, R.gemm_b.p, R.gemm_b.bytes, 91u + static_cast<uint32_t>(R.rank));
+    if (pinned_max[0] + pinned_max[1]) {
+      R.pinned_bytes = pinned_max[0] + pinned_max[1];
+      CUDA_CHECK(cudaHostAlloc(&R.pinned, R.pinned_bytes, cudaHostAllocPortable));
+      std::memset(R.pinned, 1, R.pinned_bytes);
+    }
+    R.pageable.assign(pageable_max[0] + pageable_max[1], 1);
+    R.d2h_at = {pinned_max[0], pageable_max[0]};
+  }
+
   void setup_rank(Rank& R) {
     CUDA_CHECK(cudaSetDevice(R.dev));
     cudaDeviceProp prop{};
@@ -258,9 +320,9 @@ class Runner {
     R.plans.resize(n);
     R.issue.assign(n, 0);
     R.returned.assign(n, 0);
-    size_t pinned_max[2] = {0, 0}, pageable_max[2] = {0, 0};  // per direction (H2D, D2H)
-    size_t copy_max = 0, d2d_max = 0, gemm_a = 0, gemm_b = 0, gemm_c = 0, mem_max = 0, coll_max = 0;
-    int64_t vram = 0, vram_peak = 0;
+    Scratch sc;
+    auto& [pinned_max, pageable_max, copy_max, d2d_max, gemm_a, gemm_b, gemm_c, mem_max, coll_max, vram_peak] = sc;
+    int64_t vram = 0;
     std::map<std::string, int64_t> allocs;
     for (int i = 0; i < n; ++i) {
       const Op& o = op(R.rank, i);
@@ -321,21 +383,7 @@ class Runner {
           p.members = static_cast<int>(members.size());
           if (o.coll == osim::CollKind::Send || o.coll == osim::CollKind::Recv) p.peer = o.peer;
           const int me = static_cast<int>(std::find(members.begin(), members.end(), R.rank) - members.begin());
-          if (o.coll == osim::CollKind::AllToAll && o.algo == osim::CollAlgo::Pairwise) {
-            // The circle method, as the simulator and the bench pair ranks.
-            const int U = p.members, m = U % 2 ? U + 1 : U;
-            std::vector<int> teams(m);
-            for (int t = 0; t < m; ++t) teams[t] = t;
-            for (int round = 0; round < m - 1; ++round) {
-              int partner = -1;
-              for (int t = 0; t < m / 2; ++t) {
-                const int a = teams[t], b = teams[m - 1 - t];
-                if (a < U && b < U && (a == me || b == me)) partner = a == me ? b : a;
-              }
-              p.partners.push_back(partner);
-              std::rotate(teams.begin() + 1, teams.end() - 1, teams.end());
-            }
-          }
+          if (o.coll == osim::CollKind::AllToAll && o.algo == osim::CollAlgo::Pairwise) p.partners = circle_partners(p.members, me);
           coll_max = std::max(coll_max, p.bytes + 256);  // all_gather's output is `bytes` too (nccl-tests size)
           break;
         }
@@ -355,37 +403,7 @@ class Runner {
         default: break;
       }
     }
-    auto need = [&](DevMem& m, size_t b, const char* what) {
-      try {
-        m.alloc(b);
-      } catch (const GpuError&) {
-        throw osim::InputError(osim::SourceLocation{s_.file, 0, 0},
-                               fmt::format("rank {} (device {}): cannot allocate {:.2f} GiB for {} (the schedule's peak is {:.2f} GiB of allocations plus "
-                                           "scratch for its largest ops): make the schedule smaller or run it on a larger GPU",
-                                           R.rank, R.dev, static_cast<double>(b) / 1073741824.0, what, static_cast<double>(vram_peak) / 1073741824.0));
-      }
-    };
-    need(R.arena, static_cast<size_t>(vram_peak), "the schedule's allocations");
-    need(R.copy_buf, std::max(copy_max, 2 * d2d_max), "copy buffers");
-    need(R.gemm_a, gemm_a, "GEMM inputs");
-    need(R.gemm_b, gemm_b, "GEMM inputs");
-    need(R.gemm_c, gemm_c, "GEMM outputs");
-    need(R.mem_a, mem_max, "memory-kernel buffers");
-    need(R.mem_b, mem_max, "memory-kernel buffers");
-    need(R.coll_send, coll_max, "collective buffers");
-    need(R.coll_recv, coll_max, "collective buffers");
-    if (R.copy_buf.bytes) CUDA_CHECK(cudaMemset(R.copy_buf.p, 1, R.copy_buf.bytes));
-    if (R.coll_send.bytes) CUDA_CHECK(cudaMemset(R.coll_send.p, 1, R.coll_send.bytes));
-    if (R.mem_a.bytes) CUDA_CHECK(cudaMemset(R.mem_a.p, 1, R.mem_a.bytes));
-    launch_fill_bf16(R.timing, R.gemm_a.p, R.gemm_a.bytes, 17u + static_cast<uint32_t>(R.rank));
-    launch_fill_bf16(R.timing, R.gemm_b.p, R.gemm_b.bytes, 91u + static_cast<uint32_t>(R.rank));
-    if (pinned_max[0] + pinned_max[1]) {
-      R.pinned_bytes = pinned_max[0] + pinned_max[1];
-      CUDA_CHECK(cudaHostAlloc(&R.pinned, R.pinned_bytes, cudaHostAllocPortable));
-      std::memset(R.pinned, 1, R.pinned_bytes);
-    }
-    R.pageable.assign(pageable_max[0] + pageable_max[1], 1);
-    R.d2h_at = {pinned_max[0], pageable_max[0]};
+    allocate_scratch(R, sc);
   }
 
   // P2P destinations live on the receiving rank; allocated after every rank's plan is known.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -17,166 +18,174 @@
 namespace osim {
 namespace {
 
+// The fast term (bench gemm_sustained): steady GEMM time at duty cycles 1,
+// 0.75, 0.5, 0.25 against the burst time give the slowdown at full duty and
+// the threshold; the time constant by least squares over the 100 % run's
+// GEMM-by-GEMM times (the GPU starts cool), on a grid.
+struct FastTerm {
+  double theta = 0, u0 = 0.75, tau_ms = 50, sq_err = 0, burst_us = 0;
+  size_t points = 0;
+};
+std::optional<FastTerm> fit_fast_term(const std::vector<json>& sus) {
+  std::map<double, double> slow;  // duty -> steady / burst
+  const json* full = nullptr;
+  for (const auto& r : sus) {
+    slow[r.at("duty").get<double>()] = r.at("slowdown").get<double>();
+    if (r.at("duty").get<double>() >= 0.999) full = &r;
+  }
+  std::vector<double> low;
+  for (const auto& [duty, sd] : slow)
+    if (duty <= 0.5) low.push_back(sd);
+  const double base_sd = low.empty() ? 1.0 : median(low);
+  if (!full || !slow.count(1.0)) return std::nullopt;
+  FastTerm f;
+  f.theta = std::max(0.0, slow[1.0] / base_sd - 1);
+  if (slow.count(0.75) && f.theta > 0) {
+    const double r = std::clamp((slow[0.75] / base_sd - 1) / f.theta, 0.0, 0.99);
+    f.u0 = r > 0 ? (0.75 - r) / (1 - r) : 0.75;
+  }
+  const auto& t_us = full->at("time_us");
+  const auto& start = full->at("start_ms");
+  f.burst_us = full->at("burst_time_us").get<double>() * base_sd;
+  f.points = t_us.size();
+  double best_err = 1e300;
+  for (double tau = 2; tau <= 400; tau *= 1.05) {
+    double err = 0;
+    for (size_t i = 1; i < t_us.size(); ++i) {
+      const double u = 1 - std::exp(-start[i].get<double>() / tau);
+      const double pred = f.burst_us * (1 + f.theta * std::clamp((u - f.u0) / (1 - f.u0), 0.0, 1.0));
+      err += std::pow(pred - t_us[i].get<double>(), 2);
+    }
+    if (err < best_err) {
+      best_err = err;
+      f.tau_ms = tau;
+    }
+  }
+  f.sq_err = best_err;
+  return f;
+}
+
+// The slow term (bench gemm_sustained_long `L`: seconds at full duty, where
+// the clock dips again about every second) for its time constant tau2: its
+// slowdown by least squares with the fast term fixed, and the rms residual
+// (% of the series' own rested burst time, which may come from another GPU).
+std::pair<double, double> slow_term_at(const json& L, double theta, double tau_ms, double u0, double tau2) {
+  const auto& lt = L.at("time_us");
+  const auto& ls = L.at("start_ms");
+  const double lb = L.at("burst_time_us").get<double>();
+  double num = 0, den = 0;
+  for (size_t i = 1; i < lt.size(); ++i) {
+    const double ti = ls[i].get<double>(), a = lb * (1 + theta * activation(ti, tau_ms, u0)), bb = lb * activation(ti, tau2, u0);
+    num += bb * (lt[i].get<double>() - a);
+    den += bb * bb;
+  }
+  const double th2 = den > 0 ? std::max(0.0, num / den) : 0.0;
+  double err = 0;
+  for (size_t i = 1; i < lt.size(); ++i) {
+    const double ti = ls[i].get<double>();
+    err += std::pow(lb * (1 + theta * activation(ti, tau_ms, u0) + th2 * activation(ti, tau2, u0)) - lt[i].get<double>(), 2);
+  }
+  return {th2, 100 * std::sqrt(err / static_cast<double>(lt.size())) / lb};
+}
+
 void fit_sustained(FitContext& ctx) {
   const json& d = ctx.def;
   ModelParams& p = ctx.p;
   Calibration& c = ctx.cal;
   const std::vector<WindowRow> window_rows = gemm_window_rows(d);
-  // Sustained load (bench gemm_sustained): steady GEMM time at duty cycles
-  // 1, 0.75, 0.5, 0.25 against the burst time; the time constant from the
-  // 100 % run's GEMM-by-GEMM times (the GPU starts cool).
-  if (const auto sus = rows(d, "gemm_sustained"); !sus.empty()) {
-    std::map<double, double> slow;  // duty -> steady / burst
-    const json* full = nullptr;
-    for (const auto& r : sus) {
-      slow[r.at("duty").get<double>()] = r.at("slowdown").get<double>();
-      if (r.at("duty").get<double>() >= 0.999) full = &r;
-    }
-    std::vector<double> low;
-    for (const auto& [duty, sd] : slow)
-      if (duty <= 0.5) low.push_back(sd);
-    const double base_sd = low.empty() ? 1.0 : median(low);
-    if (full && slow.count(1.0)) {
-      const double theta = std::max(0.0, slow[1.0] / base_sd - 1);
-      double u0 = 0.75;
-      if (slow.count(0.75) && theta > 0) {
-        const double r = std::clamp((slow[0.75] / base_sd - 1) / theta, 0.0, 0.99);
-        u0 = r > 0 ? (0.75 - r) / (1 - r) : 0.75;
-      }
-      // Time constant: least squares over a grid, the GEMMs' start times as given.
-      const auto& t_us = full->at("time_us");
-      const auto& start = full->at("start_ms");
-      const double burst = full->at("burst_time_us").get<double>() * base_sd;
-      double best_tau = 50, best_err = 1e300;
-      for (double tau = 2; tau <= 400; tau *= 1.05) {
-        double err = 0;
-        for (size_t i = 1; i < t_us.size(); ++i) {
-          const double u = 1 - std::exp(-start[i].get<double>() / tau);
-          const double pred = burst * (1 + theta * std::clamp((u - u0) / (1 - u0), 0.0, 1.0));
-          err += std::pow(pred - t_us[i].get<double>(), 2);
-        }
-        if (err < best_err) {
-          best_err = err;
-          best_tau = tau;
-        }
-      }
-      p.power.sustained_slowdown = theta;
-      p.power.sustained_duty = u0;
-      p.power.sustained_time_constant = Time::from_ms(best_tau);
-      Fit fast{"sustained load (power)", "steady/burst GEMM time vs duty cycle; time constant by least squares",
-               {{"slowdown_at_full_duty", theta}, {"duty_threshold", u0}, {"time_constant_ms", best_tau}},
-               100 * std::sqrt(best_err / static_cast<double>(t_us.size())) / burst, static_cast<int>(t_us.size())};
-      // The slow term (bench gemm_sustained_long: seconds at full duty, where
-      // the clock dips again about every second): with the fast term fixed,
-      // the slow slowdown by least squares for each time constant on a grid.
-      const auto lr = rows(d, "gemm_sustained_long");
-      // For the slow term's time constant tau2: its slowdown by least squares
-      // with the fast term fixed, and the rms residual (% of burst).
-      auto slow_at = [&](double tau2) -> std::pair<double, double> {
-        const json& L = lr.front();
-        const auto& lt = L.at("time_us");
-        const auto& ls = L.at("start_ms");
-        // Its own rested burst time (it may come from another GPU of the kind).
-        const double lb = L.at("burst_time_us").get<double>();
-        const double th = p.power.sustained_slowdown;
-        double num = 0, den = 0;
-        for (size_t i = 1; i < lt.size(); ++i) {
-          const double ti = ls[i].get<double>(), a = lb * (1 + th * activation(ti, best_tau, u0)), bb = lb * activation(ti, tau2, u0);
-          num += bb * (lt[i].get<double>() - a);
-          den += bb * bb;
-        }
-        const double th2 = den > 0 ? std::max(0.0, num / den) : 0.0;
-        double err = 0;
-        for (size_t i = 1; i < lt.size(); ++i) {
-          const double ti = ls[i].get<double>();
-          err += std::pow(lb * (1 + th * activation(ti, best_tau, u0) + th2 * activation(ti, tau2, u0)) - lt[i].get<double>(), 2);
-        }
-        return {th2, 100 * std::sqrt(err / static_cast<double>(lt.size())) / lb};
-      };
-      // Slower than the times the GEMM table and SDPA were taken at back to
-      // back (>= 250 ms): those showed the fast term only. On an H100 the
-      // clock is lowest at 0.1-0.3 s, recovers at 0.4-0.7 s and dips about
-      // every second from 0.8 s; a free fit took the grid's 100 ms and put
-      // those replays 7 % slow.
-      std::vector<double> tau2_grid;
-      for (double tau2 = 100; tau2 <= 5000; tau2 *= 1.05)
-        if (tau2 >= 250) tau2_grid.push_back(tau2);
-      double slow_rms = 0;
-      auto set_slow = [&](double tau2) {
-        const auto [th2, rms] = slow_at(tau2);
-        p.power.sustained_slow_slowdown = th2;
-        p.power.sustained_slow_time_constant = Time::from_ms(tau2);
-        slow_rms = rms;
-      };
-      std::optional<Fit> slow_fit;
-      auto slow_fit_of = [&] {
-        const json& L = lr.front();
-        return Fit{"sustained load, slow term", "seconds at full duty (gemm_sustained_long): extra slowdown and its time constant, least squares",
-                   {{"slow_slowdown", p.power.sustained_slow_slowdown},
-                    {"slow_time_constant_ms", p.power.sustained_slow_time_constant.ms()},
-                    {"mean_after_1s_over_burst", L.at("mean_time_us").get<double>() / L.at("burst_time_us").get<double>()}},
-                   slow_rms, static_cast<int>(L.at("time_us").size())};
-      };
-      if (!lr.empty()) {
-        double best_t2 = 1000, best_e2 = 1e300;
-        for (double tau2 : tau2_grid)
-          if (const double e = slow_at(tau2).second; e < best_e2) best_e2 = e, best_t2 = tau2;
-        set_slow(best_t2);
-        slow_fit = slow_fit_of();
-      }
-      // Where the GEMM table has window means (>= 200 ms of each shape after
-      // >= 250 ms of it), the full-duty slowdown is
-      // theirs: one series of one shape catches one state of a clock that
-      // can sit on either of two plateaus (an H100 at 1.10 or 1.15 for
-      // seconds), the table's median over every shape the usual one. With a
-      // long series, the slow term's time constant is the one whose fit
-      // (the fast slowdown and the slow one settled against each other)
-      // leaves the least rms over both: the long series, and the windows.
-      if (table_theta(window_rows, p)) {
-        // With tau2 fixed: the fast slowdown from the windows and the slow
-        // one from the long series, each given the other, until they settle;
-        // then the rms (%) of the windows' model ratios against theirs.
-        auto settle = [&](double tau2) {
-          if (!lr.empty()) set_slow(tau2);
-          for (int it = 0; it < 100; ++it) {
-            const double before = p.power.sustained_slowdown;
-            p.power.sustained_slowdown = *table_theta(window_rows, p);
-            if (!lr.empty()) set_slow(tau2);
-            if (std::abs(p.power.sustained_slowdown - before) < 1e-9) break;
-          }
-          double sq = 0;
-          for (const auto& w : window_rows) {
-            const auto [act_fast, act_slow] = window_activations(w, p);
-            sq += std::pow((1 + p.power.sustained_slowdown * act_fast + p.power.sustained_slow_slowdown * act_slow) / w.ratio - 1, 2);
-          }
-          return 100 * std::sqrt(sq / static_cast<double>(window_rows.size()));
-        };
-        if (lr.empty()) {
-          settle(0);
-        } else {
-          double best_t2 = tau2_grid.front(), best = 1e300;
-          for (double tau2 : tau2_grid)
-            if (const double e = settle(tau2) + slow_rms; e < best) best = e, best_t2 = tau2;
-          settle(best_t2);
-          slow_fit = slow_fit_of();
-        }
-        fast.formula = "full-duty slowdown: the GEMM table's window means (median over shapes of (mean / burst - 1 - the slow term) / the "
-                       "fast term's activation); threshold and time constant from the steady/burst GEMM time vs duty cycle";
-        fast.values.front().second = p.power.sustained_slowdown;
-        fast.values.emplace_back("series_slowdown_at_full_duty", theta);
-        fast.values.emplace_back("table_windows", static_cast<double>(window_rows.size()));
-        if (slow_fit)
-          slow_fit->formula = "seconds at full duty (gemm_sustained_long): extra slowdown by least squares; its time constant the one "
-                              "leaving the least rms over the long series and the GEMM table's windows together";
-      }
-      // The GEMM table and SDPA are timed back to back, at full duty: their
-      // families scale those rates to burst by this.
-      ctx.sustained_fitted = true;
-      ctx.sustained_scale = 1 + p.power.sustained_slowdown;
-      c.fits.push_back(fast);
-      if (slow_fit) c.fits.push_back(*slow_fit);
-    }
+  const auto fast_term = fit_fast_term(rows(d, "gemm_sustained"));
+  if (!fast_term) return;
+  const double theta = fast_term->theta, u0 = fast_term->u0, best_tau = fast_term->tau_ms;
+  p.power.sustained_slowdown = theta;
+  p.power.sustained_duty = u0;
+  p.power.sustained_time_constant = Time::from_ms(best_tau);
+  Fit fast{"sustained load (power)", "steady/burst GEMM time vs duty cycle; time constant by least squares",
+           {{"slowdown_at_full_duty", theta}, {"duty_threshold", u0}, {"time_constant_ms", best_tau}},
+           100 * std::sqrt(fast_term->sq_err / static_cast<double>(fast_term->points)) / fast_term->burst_us, static_cast<int>(fast_term->points)};
+  const auto lr = rows(d, "gemm_sustained_long");
+  auto slow_at = [&](double tau2) { return slow_term_at(lr.front(), p.power.sustained_slowdown, best_tau, u0, tau2); };
+  // Slower than the times the GEMM table and SDPA were taken at back to
+  // back (>= 250 ms): those showed the fast term only. On an H100 the
+  // clock is lowest at 0.1-0.3 s, recovers at 0.4-0.7 s and dips about
+  // every second from 0.8 s; a free fit took the grid's 100 ms and put
+  // those replays 7 % slow.
+  std::vector<double> tau2_grid;
+  for (double tau2 = 100; tau2 <= 5000; tau2 *= 1.05)
+    if (tau2 >= 250) tau2_grid.push_back(tau2);
+  double slow_rms = 0;
+  auto set_slow = [&](double tau2) {
+    const auto [th2, rms] = slow_at(tau2);
+    p.power.sustained_slow_slowdown = th2;
+    p.power.sustained_slow_time_constant = Time::from_ms(tau2);
+    slow_rms = rms;
+  };
+  std::optional<Fit> slow_fit;
+  auto slow_fit_of = [&] {
+    const json& L = lr.front();
+    return Fit{"sustained load, slow term", "seconds at full duty (gemm_sustained_long): extra slowdown and its time constant, least squares",
+               {{"slow_slowdown", p.power.sustained_slow_slowdown},
+                {"slow_time_constant_ms", p.power.sustained_slow_time_constant.ms()},
+                {"mean_after_1s_over_burst", L.at("mean_time_us").get<double>() / L.at("burst_time_us").get<double>()}},
+               slow_rms, static_cast<int>(L.at("time_us").size())};
+  };
+  if (!lr.empty()) {
+    double best_t2 = 1000, best_e2 = 1e300;
+    for (double tau2 : tau2_grid)
+      if (const double e = slow_at(tau2).second; e < best_e2) best_e2 = e, best_t2 = tau2;
+    set_slow(best_t2);
+    slow_fit = slow_fit_of();
   }
+  // Where the GEMM table has window means (>= 200 ms of each shape after
+  // >= 250 ms of it), the full-duty slowdown is
+  // theirs: one series of one shape catches one state of a clock that
+  // can sit on either of two plateaus (an H100 at 1.10 or 1.15 for
+  // seconds), the table's median over every shape the usual one. With a
+  // long series, the slow term's time constant is the one whose fit
+  // (the fast slowdown and the slow one settled against each other)
+  // leaves the least rms over both: the long series, and the windows.
+  if (table_theta(window_rows, p)) {
+    // With tau2 fixed: the fast slowdown from the windows and the slow
+    // one from the long series, each given the other, until they settle;
+    // then the rms (%) of the windows' model ratios against theirs.
+    auto settle = [&](double tau2) {
+      if (!lr.empty()) set_slow(tau2);
+      for (int it = 0; it < 100; ++it) {
+        const double before = p.power.sustained_slowdown;
+        p.power.sustained_slowdown = *table_theta(window_rows, p);
+        if (!lr.empty()) set_slow(tau2);
+        if (std::abs(p.power.sustained_slowdown - before) < 1e-9) break;
+      }
+      double sq = 0;
+      for (const auto& w : window_rows) {
+        const auto [act_fast, act_slow] = window_activations(w, p);
+        sq += std::pow((1 + p.power.sustained_slowdown * act_fast + p.power.sustained_slow_slowdown * act_slow) / w.ratio - 1, 2);
+      }
+      return 100 * std::sqrt(sq / static_cast<double>(window_rows.size()));
+    };
+    if (lr.empty()) {
+      settle(0);
+    } else {
+      double best_t2 = tau2_grid.front(), best = 1e300;
+      for (double tau2 : tau2_grid)
+        if (const double e = settle(tau2) + slow_rms; e < best) best = e, best_t2 = tau2;
+      settle(best_t2);
+      slow_fit = slow_fit_of();
+    }
+    fast.formula = "full-duty slowdown: the GEMM table's window means (median over shapes of (mean / burst - 1 - the slow term) / the "
+                   "fast term's activation); threshold and time constant from the steady/burst GEMM time vs duty cycle";
+    fast.values.front().second = p.power.sustained_slowdown;
+    fast.values.emplace_back("series_slowdown_at_full_duty", theta);
+    fast.values.emplace_back("table_windows", static_cast<double>(window_rows.size()));
+    if (slow_fit)
+      slow_fit->formula = "seconds at full duty (gemm_sustained_long): extra slowdown by least squares; its time constant the one "
+                          "leaving the least rms over the long series and the GEMM table's windows together";
+  }
+  // The GEMM table and SDPA are timed back to back, at full duty: their
+  // families scale those rates to burst by this.
+  ctx.sustained_fitted = true;
+  ctx.sustained_scale = 1 + p.power.sustained_slowdown;
+  c.fits.push_back(fast);
+  if (slow_fit) c.fits.push_back(*slow_fit);
 }
 
 void fit_sustained_copy_report(FitContext& ctx) {

@@ -1,0 +1,122 @@
+// Calibration fields of the copies: set-up, engine and pageable rates, both
+// ways at once, the host side (and the struct's methods).
+#include "gpu/params/field.hpp"
+
+#include <array>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace osim {
+
+double CopyParams::copy_bidir_factor_for(bool d2h, Bytes bytes) const {
+  if (!copy_bidir_tabled()) return copy_bidir_factor_for(d2h);
+  const auto& t = copy_bidir_table;
+  const size_t k = d2h ? 2 : 1;
+  const double b = static_cast<double>(bytes);
+  if (b <= t.front()[0]) return t.front()[k];
+  if (b >= t.back()[0]) return t.back()[k];
+  size_t i = 1;
+  while (t[i][0] < b) ++i;
+  const double x = (std::log(b) - std::log(t[i - 1][0])) / (std::log(t[i][0]) - std::log(t[i - 1][0]));
+  return t[i - 1][k] + x * (t[i][k] - t[i - 1][k]);
+}
+
+namespace params {
+
+namespace {
+
+std::string format_bandwidth_list(const std::vector<Bandwidth>& table) {
+  std::string out = " [";
+  for (size_t i = 0; i < table.size(); ++i) out += (i ? ", " : "") + fmt::format("{:.4f} GB/s", table[i].GBps());
+  return out + "]\n";
+}
+
+void read_bandwidth_list(const MapReader& m, const std::string& file, const std::string& key, std::vector<Bandwidth>& table) {
+  const YAML::Node list = m.get(key);
+  if (!list.IsSequence() || list.size() == 0)
+    m.fail(key, fmt::format("must be a list of bandwidths: the host bridge's limit with 1, 2, ... GPUs copying {} at once, e.g. [55 GB/s, 106 GB/s]",
+                            key == "host_h2d_aggregate" ? "H2D" : "D2H"));
+  table.clear();
+  for (const YAML::Node& e : list) {
+    try {
+      if (!e.IsScalar()) throw std::invalid_argument("not a bandwidth");
+      const Bandwidth b = parse_bandwidth(e.Scalar());
+      if (!(b.bytes_per_s > 0) || b.is_unlimited()) throw std::invalid_argument("must be positive and finite");
+      table.push_back(b);
+    } catch (const std::invalid_argument& ex) {
+      throw InputError(location_of(file, e), fmt::format("{}: each entry is a bandwidth such as '55 GB/s' ({})", key, ex.what()));
+    }
+  }
+}
+
+void read_bidir_table(const MapReader& m, const std::string&, ModelParams& p) {
+  const YAML::Node list = m.get("copy_bidir_table");
+  const auto bad = [&] {
+    m.fail("copy_bidir_table", "must be a list of [bytes, H2D share, D2H share] by bytes, shares in (0, 1], e.g. [[4096, 0.7, 0.7], [1048576, 0.9, 0.9]]");
+  };
+  if (!list.IsSequence() || list.size() == 0) bad();
+  auto& table = p.copies.copy_bidir_table;
+  table.clear();
+  for (const auto& e : list) {
+    if (!e.IsSequence() || e.size() != 3) bad();
+    std::array<double, 3> v{};
+    try {
+      for (size_t i = 0; i < 3; ++i) v[i] = e[i].as<double>();
+    } catch (const YAML::Exception&) {
+      bad();
+    }
+    if (!(v[0] > 0 && v[1] > 0 && v[1] <= 1 && v[2] > 0 && v[2] <= 1) || (!table.empty() && v[0] <= table.back()[0])) bad();
+    table.push_back(v);
+  }
+}
+
+}  // namespace
+
+std::vector<Field> copies_fields() {
+  return {
+    {"copy_engine_bandwidth", "copies", Kind::Bandwidth, OSIM_REF(copies, copy_engine_bandwidth), 4, 0, 1e5, true, "54 GB/s",
+     OSIM_LIMITED(copies, copy_engine_bandwidth), "one copy engine's ceiling for copies to and from host memory (absent: none)"},
+    {"copy_engine_bandwidth_d2h", "copies", Kind::Bandwidth, OSIM_REF(copies, copy_engine_bandwidth_d2h), 4, 0, 1e5, true, "55 GB/s",
+     OSIM_LIMITED(copies, copy_engine_bandwidth_d2h), "the D2H engine's own ceiling (absent: copy_engine_bandwidth)"},
+    {"copy_latency", "copies", Kind::TimeUs, OSIM_REF(copies, copy_latency), 4, 0, 1e6, false, "2.4 us", nullptr,
+     "DMA set-up before a copy's first byte, beyond its route's latency"},
+    {"copy_latency_d2h", "copies", Kind::TimeUs, OSIM_REF(copies, copy_latency_d2h), 4, 0, 1e6, false, "1.4 us", OSIM_NONNEG(copies, copy_latency_d2h),
+     "the same for D2H copies (absent: copy_latency)"},
+    {"pageable_bandwidth", "copies", Kind::Bandwidth, OSIM_REF(copies, pageable_bandwidth), 4, 0, 1e5, true, "6.6 GB/s", nullptr,
+     "a pageable copy's rate (the driver stages it through pinned memory)"},
+    {"pageable_bandwidth_d2h", "copies", Kind::Bandwidth, OSIM_REF(copies, pageable_bandwidth_d2h), 4, 0, 1e5, true, "10.8 GB/s",
+     OSIM_LIMITED(copies, pageable_bandwidth_d2h), "the same for D2H (absent: pageable_bandwidth)"},
+    {"pageable_latency", "copies", Kind::TimeUs, OSIM_REF(copies, pageable_latency), 4, 0, 1e6, false, "30 us", OSIM_NONNEG(copies, pageable_latency),
+     "a pageable copy's set-up (absent: the pinned one's)"},
+    {"pageable_latency_d2h", "copies", Kind::TimeUs, OSIM_REF(copies, pageable_latency_d2h), 4, 0, 1e6, false, "45 us",
+     OSIM_NONNEG(copies, pageable_latency_d2h), "the same for D2H (absent: pageable_latency)"},
+    {"copy_bidir_factor", "copies", Kind::Number, OSIM_REF(copies, copy_bidir_factor), 4, 0.05, 1, false, "0.95",
+     [](const ModelParams& p) { return p.copies.copy_bidir_factor < 1 || p.copies.copy_bidir_factor_d2h < 1; },
+     "share of its engine's rate an H2D copy keeps while the GPU copies D2H too"},
+    {"copy_bidir_factor_d2h", "copies", Kind::Number, OSIM_REF(copies, copy_bidir_factor_d2h), 4, 0.05, 1, false, "0.92",
+     [](const ModelParams& p) { return p.copies.copy_bidir_factor < 1 || p.copies.copy_bidir_factor_d2h < 1; },
+     "the same for a D2H copy beside an H2D one"},
+    {"copy_bidir_table", "copies", Kind::Custom, {}, 4, 0, 0, false, "[[65536, 0.7, 0.7], [268435456, 0.9, 0.9]]",
+     [](const ModelParams& p) { return p.copies.copy_bidir_tabled(); },
+     "[bytes, H2D share, D2H share] by size: both ways at once per size, interpolated in log(bytes); replaces the factors",
+     read_bidir_table,
+     [](const ModelParams& p) {
+       std::string out = "\n";
+       for (const auto& e : p.copies.copy_bidir_table) out += fmt::format("    - [{:.0f}, {:.4f}, {:.4f}]\n", e[0], e[1], e[2]);
+       return out;
+     }},
+    {"host_h2d_aggregate", "copies", Kind::Custom, {}, 4, 0, 0, false, "[55 GB/s, 106 GB/s]",
+     [](const ModelParams& p) { return !p.copies.host_h2d_aggregate.empty(); },
+     "a host bridge's limit on H2D copies with 1, 2, ... GPUs copying at once (never above the topology's)",
+     [](const MapReader& m, const std::string& f, ModelParams& p) { read_bandwidth_list(m, f, "host_h2d_aggregate", p.copies.host_h2d_aggregate); },
+     [](const ModelParams& p) { return format_bandwidth_list(p.copies.host_h2d_aggregate); }},
+    {"host_d2h_aggregate", "copies", Kind::Custom, {}, 4, 0, 0, false, "[55 GB/s, 108 GB/s]",
+     [](const ModelParams& p) { return !p.copies.host_d2h_aggregate.empty(); }, "the same for D2H copies",
+     [](const MapReader& m, const std::string& f, ModelParams& p) { read_bandwidth_list(m, f, "host_d2h_aggregate", p.copies.host_d2h_aggregate); },
+     [](const ModelParams& p) { return format_bandwidth_list(p.copies.host_d2h_aggregate); }},
+  };
+}
+
+}  // namespace params
+}  // namespace osim

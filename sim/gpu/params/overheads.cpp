@@ -1,0 +1,35 @@
+// Calibration fields of the host overheads: what API calls cost the host, and
+// what an event costs the GPU.
+#include "gpu/params/field.hpp"
+
+namespace osim {
+
+namespace params {
+
+std::vector<Field> overheads_fields() {
+  return {
+    {"kernel_launch", "overheads", Kind::TimeUs, OSIM_REF(overheads, kernel_launch), 4, 0, 1e6, false, "4 us", nullptr,
+     "host time a kernel launch costs before it returns"},
+    {"memcpy_call", "overheads", Kind::TimeUs, OSIM_REF(overheads, memcpy_call), 4, 0, 1e6, false, "10 us", nullptr,
+     "host time an async copy call costs before it returns"},
+    {"event_call", "overheads", Kind::TimeUs, OSIM_REF(overheads, event_call), 4, 0, 1e6, false, "2 us", nullptr,
+     "host time of event_record, stream_wait_event and stream_wait_stream"},
+    {"sync_call", "overheads", Kind::TimeUs, OSIM_REF(overheads, sync_call), 4, 0, 1e6, false, "2 us", nullptr,
+     "host time of a synchronize call before it waits"},
+    {"collective_call", "overheads", Kind::TimeUs, OSIM_REF(overheads, collective_call), 4, 0, 1e6, false, "6 us",
+     OSIM_NOTDEF(overheads, collective_call), "host time a collective call costs"},
+    {"alloc_call", "overheads", Kind::TimeUs, OSIM_REF(overheads, alloc_call), 4, 0, 1e6, false, "2 us", OSIM_NOTDEF(overheads, alloc_call),
+     "host time of an allocation (the caching allocator)"},
+    {"free_call", "overheads", Kind::TimeUs, OSIM_REF(overheads, free_call), 4, 0, 1e6, false, "1 us", OSIM_NOTDEF(overheads, free_call),
+     "host time of a free"},
+    {"event_gpu_time", "overheads", Kind::TimeUs, OSIM_REF(overheads, event_gpu_time), 4, 0, 1e6, false, "1.9 us", OSIM_POS(overheads, event_gpu_time),
+     "GPU time an event record holds its stream (0: none)"},
+    {"event_gpu_time_h2d", "overheads", Kind::TimeUs, OSIM_REF(overheads, event_gpu_time_h2d), 4, 0, 1e6, false, "5.5 us",
+     OSIM_POS(overheads, event_gpu_time_h2d), "what an event record takes more while its GPU has an H2D copy in flight"},
+    {"event_gpu_time_copy", "overheads", Kind::TimeUs, OSIM_REF(overheads, event_gpu_time_copy), 4, 0, 1e6, false, "1.3 us",
+     OSIM_NONNEG(overheads, event_gpu_time_copy), "GPU time of an event recorded after a copy (absent: event_gpu_time)"},
+  };
+}
+
+}  // namespace params
+}  // namespace osim
