@@ -12,7 +12,6 @@
 
 namespace osim::test {
 
-
 inline const char* kTopo = R"(name: testnode
 nodes:
   - {name: cpu0, kind: cpu, memory: 64 GiB}
@@ -22,9 +21,23 @@ links:
   - {a: gpu0, b: gpu1, kind: nvlink, bandwidth: 100 GB/s, latency: 0 us}
 )";
 
+// k1 (100 us) on stream a, an event after it, k2 (50 us) on stream b after it.
+inline const char* kJoin = R"(name: join
+ranks: 1
+streams: [a, b]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, name: k1, stream: a, duration: 100 us}
+      - {op: event_record, event: e, stream: a}
+      - {op: stream_wait_event, stream: b, event: e}
+      - {op: kernel, name: k2, stream: b, duration: 50 us}
+)";
+
 inline ModelParams quiet() {
   ModelParams p;
-  p.overheads.kernel_launch = p.overheads.memcpy_call = p.overheads.event_call = p.overheads.sync_call = p.overheads.collective_call = p.overheads.alloc_call = p.overheads.free_call = Time::zero();
+  auto& o = p.overheads;
+  o.kernel_launch = o.memcpy_call = o.event_call = o.sync_call = o.collective_call = o.alloc_call = o.free_call = Time::zero();
   p.nccl.nccl_latency = p.nccl.nccl_step_latency = Time::zero();
   return p;
 }

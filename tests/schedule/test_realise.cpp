@@ -15,21 +15,6 @@
 using namespace osim;
 using namespace osim::test;
 
-namespace {
-// k1 (100 us) on stream a, an event after it, k2 (50 us) on stream b after it.
-const char* kJoin = R"(name: join
-ranks: 1
-streams: [a, b]
-programs:
-  - rank: 0
-    ops:
-      - {op: kernel, name: k1, stream: a, duration: 100 us}
-      - {op: event_record, event: e, stream: a}
-      - {op: stream_wait_event, stream: b, event: e}
-      - {op: kernel, name: k2, stream: b, duration: 50 us}
-)";
-}  // namespace
-
 TEST_CASE("kernels as overlapsim-validate run realises them (shared with compare --simulate)") {
   Op op;
   op.kind = OpKind::Kernel;
