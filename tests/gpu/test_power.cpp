@@ -107,20 +107,6 @@ TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form
     realised.programs[0].ops = rops;
     CHECK(execute(realised, sa.topo, a).makespan.ms() == doctest::Approx(T).epsilon(1e-6));
   }
-
-  // A memory-bound kernel takes hbm_latency + bytes / (bandwidth x efficiency).
-  ModelParams q = quiet();
-  q.memory.hbm_latency = Time::from_us(2.5);
-  Sim m(R"(name: hbm
-ranks: 1
-streams: [a]
-programs:
-  - rank: 0
-    ops:
-      - {op: kernel, stream: a, bytes: 850.0e6}
-)",
-        q);
-  CHECK((m.op(0, 0).end - m.op(0, 0).start).us() == doctest::Approx(1000 + 2.5).epsilon(1e-6));
 }
 
 TEST_CASE("a collective slows with its GPU's clock by the calibrated share") {

@@ -1,5 +1,5 @@
 // Memory-bound kernels: HBM bytes at a share of the GPU's HBM bandwidth, plus
-// a ramp-up and tail (docs/execution-model.md "Compute"; bench memory_kernel).
+// a ramp-up and tail (docs/execution-model.md "Memory-bound kernels"; bench memory_kernel).
 #pragma once
 
 #include "core/units.hpp"
