@@ -17,6 +17,7 @@
 #include "gpu/params_io.hpp"
 #include "report/compare.hpp"
 #include "report/metrics.hpp"
+#include "workload/program.hpp"
 
 namespace osim::cli {
 
@@ -82,6 +83,41 @@ Records resimulate(const std::string& measured, const Records& measured_records,
     write_file(sim_dir / "trace.json", trace_json(sched, topo, res));
   }
   return parse_records(nlohmann::json::parse(rec.dump()), "simulation of " + sched_path.string());
+}
+
+// Reference programs' results (validate/programs/): each one's twin simulated
+// on `topo_path` with the calibration, against its measured median.
+ProgramFigures predict_programs(const std::vector<std::string>& files, const std::string& topo_path, const std::string& calibration) {
+  const hw::Topology topo(hw::parse_topology_file(topo_path));
+  const ModelParams params = calibration.empty() ? ModelParams{} : load_calibration(calibration);
+  std::vector<ProgramPrediction> runs;
+  for (const auto& f : files) runs.push_back(predict_program(read_program_run(f), topo, params));
+  return program_figures(std::move(runs));
+}
+
+int programs_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& calibration, double max_error,
+                     double max_median_error, const std::string& csv, bool force) {
+  if (topo_path.empty())
+    throw InputError(SourceLocation{inputs.front(), 0, 0}, "--programs needs the machine's topology: pass --topology FILE");
+  if (!csv.empty()) refuse_overwrite(csv, force);
+  const ProgramFigures f = predict_programs(inputs, topo_path, calibration);
+  std::cout << format_program_figures(f);
+  if (!csv.empty()) {
+    std::string text = "program,group,measured_ms,simulated_ms,error_pct\n";
+    for (const auto& r : f.runs)
+      text += fmt::format("{},{},{:.4f},{:.4f},{:.3f}\n", r.name, r.group, r.measured_s * 1e3, r.simulated_s * 1e3, 100 * r.error());
+    write_file(csv, text);
+  }
+  int rc = 0;
+  if (max_error >= 0 && f.worst_pct > max_error) {
+    std::cerr << fmt::format("compare: a program's makespan error {:.1f} % is above --max-error {} %\n", f.worst_pct, max_error);
+    rc = 1;
+  }
+  if (max_median_error >= 0 && f.median_pct > max_median_error) {
+    std::cerr << fmt::format("compare: median makespan error {:.1f} % is above --max-median-error {} %\n", f.median_pct, max_median_error);
+    rc = 1;
+  }
+  return rc;
 }
 
 int compare_command(const std::vector<std::string>& inputs, bool simulate, const std::string& topo_path, const std::string& calibration,
@@ -212,7 +248,8 @@ int reference_command(const std::string& folder, bool write_calibration) {
   const fs::path dir(folder);
   const std::string file = (dir / "manifest.yaml").string();
   const YAML::Node root = load_yaml_file(file);
-  MapReader top(file, root, "reference manifest", {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "expected"});
+  MapReader top(file, root, "reference manifest",
+                {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "expected"});
   if (top.str("schema") != "overlapsim.reference/v1") top.fail("schema", "expected overlapsim.reference/v1");
   const auto path = [&](const std::string& p) { return (dir / p).lexically_normal().string(); };
   const hw::Topology topo(hw::parse_topology_file(path(top.str("topology"))));
@@ -248,7 +285,8 @@ int reference_command(const std::string& folder, bool write_calibration) {
       over += std::abs(r.error_pct()) > 5 && !r.within_phase();
     }
   std::optional<MapReader> expected;
-  if (top.has("expected")) expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events"});
+  if (top.has("expected"))
+    expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs"});
   const auto check = [&](bool ok, const std::string& what) {
     if (!ok) {
       std::cout << "  above what the manifest expects: " << what << "\n";
@@ -271,6 +309,18 @@ int reference_command(const std::string& folder, bool write_calibration) {
     figures("", "validation", "validation runs");
     if (v.has("timing_events")) figures(path(v.str("timing_events")), "validation_timing_events", "with their timing events");
   }
+  if (top.has("programs")) {
+    // Reference programs (framework programs run on the machine, none of them a calibration input).
+    MapReader pr(file, top.get("programs"), "programs", {"runs"});
+    const ProgramFigures f = predict_programs(program_files(path(pr.str("runs"))), path(top.str("topology")), cal_file);
+    std::cout << fmt::format("  programs: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", f.runs.size(),
+                             f.median_pct, f.worst_pct, f.spearman_min);
+    if (expected && expected->has("programs")) {
+      const MapReader e(file, expected->get("programs"), "programs", {"median_pct", "worst_pct", "spearman_min"});
+      check(f.median_pct <= e.num("median_pct") + 0.05 && f.worst_pct <= e.num("worst_pct") + 0.05 && f.spearman_min >= e.num("spearman_min") - 0.005,
+            "programs");
+    }
+  }
   std::cout << fmt::format("reference {}: {}\n", top.str("machine"), rc == 0 ? "ok" : "FAILED");
   return rc;
 }
@@ -278,7 +328,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
 struct CompareOptions {
   std::vector<std::string> inputs;
   std::string topology, calibration, timing_events, csv, simulated_out;
-  bool simulate = false, layers = false, force = false;
+  bool simulate = false, programs = false, layers = false, force = false;
   double max_error = -1, max_median_error = -1;
 };
 struct ReferenceOptions {
@@ -296,6 +346,9 @@ Command add_compare(CLI::App& app) {
   auto* c = app.add_subcommand("compare", "Compare a measured run (overlapsim-validate run) with a simulated one: makespan, steps, op classes, layers, overlap windows");
   c->add_option("runs", o->inputs, "MEASURED SIMULATED (records.json files or --out folders); with --simulate: measured runs only")->required();
   c->add_flag("--simulate", o->simulate, "re-simulate each measured run's schedule (its folder's schedule.yaml) instead of reading simulated records");
+  c->add_flag("--programs", o->programs,
+              "the runs are reference programs' results (validate/programs/, *.json): simulate each one's twin workload on --topology and "
+              "compare makespans, with the configurations' rank correlation");
   c->add_option("--topology,-t", o->topology, "topology for --simulate (default: the schedule's 'topology:')");
   c->add_option("--calibration", o->calibration, "calibration file for --simulate");
   c->add_option("--timing-events", o->timing_events,
@@ -308,6 +361,10 @@ Command add_compare(CLI::App& app) {
   c->add_option("--simulated-out", o->simulated_out, "with --simulate: write each run's simulated records.json and trace.json (Perfetto) into DIR/<run name>/");
   c->add_flag("--force", o->force, "overwrite an existing --csv file or --simulated-out files");
   return {c, [o] {
+            if (o->programs) {
+              if (o->simulate) throw InputError(SourceLocation{o->inputs.front(), 0, 0}, "--programs simulates the programs' twins already: drop --simulate");
+              return programs_command(o->inputs, o->topology, o->calibration, o->max_error, o->max_median_error, o->csv, o->force);
+            }
             return compare_command(o->inputs, o->simulate, o->topology, o->calibration, o->timing_events, o->max_error, o->max_median_error, o->layers,
                                    o->csv, o->simulated_out, o->force);
           }};

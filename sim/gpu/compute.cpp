@@ -27,9 +27,7 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
     const double bh = static_cast<double>(a.batch) * static_cast<double>(a.heads);
     flops = a.flops();
     bytes = es * bh * static_cast<double>(a.head_dim) * (2.0 * static_cast<double>(a.seq_q) + 2.0 * static_cast<double>(a.seq_kv));
-    eff = a.seq_kv < a.seq_q && p.attention.cross_attention_efficiency > 0
-              ? p.attention.cross_attention_efficiency / (1 + p.attention.cross_attention_q0 / static_cast<double>(a.seq_q))
-              : p.attention.attention_efficiency;
+    eff = p.attention.rates_for(a.backend).for_shape(a.seq_q, a.seq_kv);
   }
   if (op.efficiency > 0) eff = op.efficiency;
   double t = 0;

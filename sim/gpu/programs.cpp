@@ -32,7 +32,7 @@ struct KernelKey {
     const auto& a = attention;
     const auto& b = o.attention;
     return duration_ps == o.duration_ps && gemm.m == o.gemm.m && gemm.n == o.gemm.n && gemm.k == o.gemm.k && a.batch == b.batch &&
-           a.heads == b.heads && a.seq_q == b.seq_q && a.seq_kv == b.seq_kv && a.head_dim == b.head_dim && flops == o.flops &&
+           a.heads == b.heads && a.seq_q == b.seq_q && a.seq_kv == b.seq_kv && a.head_dim == b.head_dim && a.backend == b.backend && flops == o.flops &&
            hbm_bytes == o.hbm_bytes && efficiency == o.efficiency && dtype == o.dtype;
   }
 };
@@ -47,7 +47,8 @@ struct KernelKeyHash {
                        pair(k.attention.heads, k.attention.seq_q) * 0xD6E8FEB86659FD93ull +
                        pair(k.attention.seq_kv, k.attention.head_dim) * 0xFF51AFD7ED558CCDull + bits(k.flops) * 0xC4CEB9FE1A85EC53ull +
                        bits(k.hbm_bytes) * 0x2545F4914F6CDD1Dull +
-                       pair(static_cast<int32_t>(std::bit_cast<uint32_t>(k.efficiency + 0.0f)), static_cast<int32_t>(k.dtype)) * 0x94D049BB133111EBull;
+                       pair(static_cast<int32_t>(std::bit_cast<uint32_t>(k.efficiency + 0.0f)), static_cast<int32_t>(k.dtype)) * 0x94D049BB133111EBull +
+                       static_cast<uint64_t>(k.attention.backend);
     return static_cast<size_t>(h ^ (h >> 29));
   }
 };

@@ -21,6 +21,7 @@ const std::vector<std::string> kCopyNames = {"h2d", "d2h", "d2d", "p2p"};
 const std::vector<std::string> kCollNames = {"all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send", "recv"};
 const std::vector<std::string> kAlgoNames = {"nccl", "pairwise", "ring"};
 const std::vector<std::string> kDtypeNames = {"bf16", "fp16", "fp32", "fp8"};
+const std::vector<std::string> kBackendNames = {"default", "cudnn", "flash2", "flash3", "efficient", "math"};
 
 template <class E>
 E enum_of(const std::vector<std::string>& names, const std::string& s) {
@@ -33,6 +34,13 @@ std::string to_string(CopyKind k) { return kCopyNames[static_cast<size_t>(k)]; }
 std::string to_string(CollKind k) { return kCollNames[static_cast<size_t>(k)]; }
 std::string to_string(CollAlgo a) { return kAlgoNames[static_cast<size_t>(a)]; }
 std::string to_string(DType d) { return kDtypeNames[static_cast<size_t>(d)]; }
+std::string to_string(AttnBackend b) { return kBackendNames[static_cast<size_t>(b)]; }
+const std::vector<std::string>& attn_backend_names() { return kBackendNames; }
+std::optional<AttnBackend> attn_backend_of(const std::string& name) {
+  const auto it = std::find(kBackendNames.begin(), kBackendNames.end(), name);
+  if (it == kBackendNames.end()) return std::nullopt;
+  return static_cast<AttnBackend>(it - kBackendNames.begin());
+}
 double dtype_bytes(DType d) {
   switch (d) {
     case DType::BF16: case DType::FP16: return 2;
@@ -188,13 +196,14 @@ struct Parser {
           op.gemm = GemmShape{dim(g, "m"), dim(g, "n"), dim(g, "k")};
         }
         if (r.has("attention")) {
-          MapReader a(file, n["attention"], "attention", {"batch", "heads", "seq", "seq_kv", "head_dim"}, origin["attention"]);
+          MapReader a(file, n["attention"], "attention", {"batch", "heads", "seq", "seq_kv", "head_dim", "backend"}, origin["attention"]);
           AttentionShape as;
           as.batch = a.has("batch") ? dim(a, "batch") : 1;
           as.heads = dim(a, "heads");
           as.seq_q = dim(a, "seq");
           as.seq_kv = a.has("seq_kv") ? dim(a, "seq_kv") : as.seq_q;
           as.head_dim = dim(a, "head_dim");
+          if (auto b = a.opt_choice("backend", kBackendNames)) as.backend = *attn_backend_of(*b);
           op.attention = as;
         }
         break;
@@ -543,7 +552,9 @@ std::string to_yaml(const Schedule& s) {
             const auto& a = *op.attention;
             e << YAML::Key << "attention" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "batch" << YAML::Value
               << a.batch << YAML::Key << "heads" << YAML::Value << a.heads << YAML::Key << "seq" << YAML::Value << a.seq_q
-              << YAML::Key << "seq_kv" << YAML::Value << a.seq_kv << YAML::Key << "head_dim" << YAML::Value << a.head_dim << YAML::EndMap;
+              << YAML::Key << "seq_kv" << YAML::Value << a.seq_kv << YAML::Key << "head_dim" << YAML::Value << a.head_dim;
+            if (a.backend != AttnBackend::Default) e << YAML::Key << "backend" << YAML::Value << to_string(a.backend);
+            e << YAML::EndMap;
           }
           if (!op.duration && !op.gemm && !op.attention) {
             kv("flops", fmt::format("{}", op.flops));

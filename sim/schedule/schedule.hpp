@@ -26,12 +26,20 @@ enum class CollKind : uint8_t { AllToAll, AllGather, ReduceScatter, AllReduce, S
 enum class CollAlgo : uint8_t { Nccl, Pairwise, Ring };
 enum class DType : uint8_t { BF16, FP16, FP32, FP8 };
 enum class MemSpace : uint8_t { Device, PinnedHost };
+// The fused attention kernel that runs an attention op: PyTorch SDPA's
+// backends. `Default` is whichever the framework picks on the GPU.
+enum class AttnBackend : uint8_t { Default, Cudnn, Flash2, Flash3, Efficient, Math };
 
 std::string to_string(OpKind k);
 std::string to_string(CopyKind k);
 std::string to_string(CollKind k);
 std::string to_string(CollAlgo a);
 std::string to_string(DType d);
+std::string to_string(AttnBackend b);
+/// The backend named `name` ("default", "cudnn", "flash2", ...); nullopt if none is.
+std::optional<AttnBackend> attn_backend_of(const std::string& name);
+/// Every backend's name, in enum order.
+const std::vector<std::string>& attn_backend_names();
 double dtype_bytes(DType d);
 
 // Dimensions fit 32 bits (tokens, hidden sizes); products are taken in double.
@@ -40,6 +48,7 @@ struct GemmShape {
 };
 struct AttentionShape {
   int32_t batch = 1, heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  AttnBackend backend = AttnBackend::Default;
   /// QK^T and PV: 4 * batch * heads * seq_q * seq_kv * head_dim.
   double flops() const {
     return 4.0 * (static_cast<double>(batch) * static_cast<double>(heads)) * static_cast<double>(seq_q) * static_cast<double>(seq_kv) *

@@ -146,7 +146,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     w.params = load_calibration(path, w.params);
   }
   if (top.has("compute")) {
-    MapReader c(file, top.get("compute"), "compute", {"gemm_efficiency", "attention_efficiency", "hbm_efficiency"});
+    MapReader c(file, top.get("compute"), "compute", {"gemm_efficiency", "attention_efficiency", "hbm_efficiency", "attention_backend"});
     auto eff = [&](const char* key, double& field) {
       if (auto v = c.opt_num(key)) {
         if (!(*v > 0 && *v <= 1)) c.fail(key, "must be in (0, 1]");
@@ -158,6 +158,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     if (c.has("gemm_efficiency")) w.params.gemm.gemm_model = {};
     eff("attention_efficiency", w.params.attention.attention_efficiency);
     eff("hbm_efficiency", w.params.memory.hbm_efficiency);
+    if (auto b = c.opt_choice("attention_backend", attn_backend_names())) w.attention_backend = *attn_backend_of(*b);
   }
   if (top.has("runtime"))
     w.runtime = read_runtime_settings(MapReader(file, top.get("runtime"), "runtime", {"device_max_connections", "nccl_p2p_disable"}));
@@ -228,7 +229,7 @@ class Gen {
   }
   void kernel_mem(std::vector<Op>& ops, const std::string& name, double bytes) { ops.push_back(ops::memory_kernel(kCompute, bytes, name)); }
   void kernel_attn(std::vector<Op>& ops, const std::string& name, int64_t heads, int64_t sq, int64_t skv) {
-    const AttentionShape a{1, static_cast<int32_t>(heads), static_cast<int32_t>(sq), static_cast<int32_t>(skv), w_.model.head_dim};
+    const AttentionShape a{1, static_cast<int32_t>(heads), static_cast<int32_t>(sq), static_cast<int32_t>(skv), w_.model.head_dim, w_.attention_backend};
     ops.push_back(ops::attention(kCompute, a, name));
   }
   void a2a(std::vector<Op>& ops, int rank, const std::string& name, Bytes bytes) {

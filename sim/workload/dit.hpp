@@ -52,6 +52,7 @@ struct DitWorkload {
   OffloadPolicy offload = OffloadPolicy::None;
   int prefetch_size = 2;     // layerwise; 0 = blocking copies
   HostMem host_memory = HostMem::Pinned;
+  AttnBackend attention_backend = AttnBackend::Default;  // the SDPA kernel its attention runs
   RuntimeSettings runtime;
   ModelParams params;        // compute efficiencies and overheads (defaults, or the workload's 'compute:')
 

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <numeric>
 
 #include <Eigen/Dense>
@@ -38,149 +40,216 @@ std::optional<std::pair<double, double>> fit_cross_attention(const std::vector<s
 
 namespace {
 
+// The backend an attention_sdpa row timed: older rows say "flash" (forced
+// FlashAttention-2) or "default" (whatever PyTorch picked, unnamed).
+AttnBackend backend_of_row(const json& r) {
+  const std::string b = r.value("backend", "default");
+  if (b == "flash") return AttnBackend::Flash2;
+  return attn_backend_of(b).value_or(AttnBackend::Default);
+}
+
+// The backend PyTorch picks by default, where a document names it (bench
+// attention_default); Default where none does.
+AttnBackend default_backend_of(const BenchDocs& docs) {
+  AttnBackend b = AttnBackend::Default;
+  for (const auto& [name, doc] : docs)
+    for (const auto& r : rows(doc, "attention_default")) b = attn_backend_of(r.value("backend", "default")).value_or(AttnBackend::Default);
+  return b;
+}
+
+// Which rows a fit takes: those of one backend, or (with no backend named
+// anywhere) every row.
+struct RowFilter {
+  bool all = true;
+  AttnBackend backend = AttnBackend::Default;
+  bool operator()(const json& r) const { return all || backend_of_row(r) == backend; }
+};
+
 // A document's cross-attention SDPA rows as (seq_q, achieved / bf16 peak x
 // sdpa_window_scale), in document order: what the query-count model is fitted on.
-std::vector<std::pair<double, double>> cross_attention_points(const json& doc, const hw::Topology& topo, const ModelParams& p) {
+std::vector<std::pair<double, double>> cross_attention_points(const json& doc, const hw::Topology& topo, const ModelParams& p, const RowFilter& take) {
   std::vector<std::pair<double, double>> out;
   const auto& peaks = topo.node(topo.gpus().front()).gpu.peak_tflops;
   const auto bf16 = peaks.find("bf16");
   if (bf16 == peaks.end()) return out;
   for (const auto& r : rows(doc, "attention_sdpa"))
-    if (r.value("kind", "self") != "self")
+    if (r.value("kind", "self") != "self" && take(r))
       out.emplace_back(r.at("seq_q").get<double>(), r.at("TFLOPs").get<double>() / bf16->second * sdpa_window_scale(r, p));
   return out;
 }
 
-
-void fit_attention(FitContext& ctx) {
-  ModelParams& p = ctx.p;
-  Calibration& c = ctx.cal;
-  const hw::Topology& topo = ctx.topo;
-  const int gpu0 = ctx.gpu0;
-  const BenchDocs& docs = ctx.docs;
-  const double sustained_scale = ctx.sustained_scale;
-  // Attention (validate/src/testcases/attention.py: PyTorch SDPA) from any document:
-  // the median efficiency of the self-attention shapes against the bf16 peak.
-  {
-    const auto& gpu = topo.node(gpu0).gpu;
-    auto it = gpu.peak_tflops.find("bf16");
-    std::vector<double> self_eff, cross_eff;
-    std::vector<std::pair<double, double>> cross_q;  // (seq_q, efficiency)
-    // The share of the slow clock term SDPA takes (attention_slow_share),
-    // where >= 4 self-attention rows were timed over a window at different
-    // times into the load: the share (0-1, steps of 0.05) whose model
-    // slowdowns leave their efficiencies the least spread (rms of the log).
-    std::optional<Fit> share_fit;
-    if (it != gpu.peak_tflops.end() && p.power.sustained_slow_slowdown > 0) {
-      std::vector<json> windowed;  // copies: rows() returns its own
-      for (const auto& [name, doc] : docs)
-        for (const auto& r : rows(doc, "attention_sdpa"))
-          if (r.value("kind", "self") == "self" && r.value("timing", "") == "window") windowed.push_back(r);
-      if (windowed.size() >= 4) {
-        auto spread = [&](double share) {
-          ModelParams q = p;
-          q.attention.attention_slow_share = share;
-          std::vector<double> v;
-          for (const json& r : windowed) v.push_back(std::log(r.at("TFLOPs").get<double>() * sdpa_window_scale(r, q)));
-          const double m = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-          double sq = 0;
-          for (double x : v) sq += (x - m) * (x - m);
-          return 100 * std::sqrt(sq / static_cast<double>(v.size()));
-        };
-        double best = 1.0, best_rms = spread(1.0);
-        const double as_gemm = best_rms;
-        for (int i = 0; i < 20; ++i)
-          if (const double e = spread(i * 0.05); e < best_rms) best_rms = e, best = i * 0.05;
-        p.attention.attention_slow_share = best;
-        share_fit = Fit{"attention, slow clock term",
-                        "the share of the sustained-load slow term SDPA takes: the one (0-1, steps of 0.05) leaving the self-attention rows timed "
-                        "over windows the least spread of efficiency (rms of the log)",
-                        {{"attention_slow_share", best}, {"rms_pct_as_gemm", as_gemm}},
-                        best_rms,
-                        static_cast<int>(windowed.size())};
-      }
-    }
-    for (const auto& [name, doc] : docs) {
-      for (const auto& r : rows(doc, "attention_sdpa"))
-        if (it != gpu.peak_tflops.end() && r.value("kind", "self") == "self")
-          self_eff.push_back(r.at("TFLOPs").get<double>() / it->second * sdpa_window_scale(r, p));
-      for (const auto& q : cross_attention_points(doc, topo, p)) cross_q.push_back(q);
-    }
-    for (const auto& q : cross_q) cross_eff.push_back(q.second);
-    if (!self_eff.empty()) {
-      p.attention.attention_efficiency = std::min(1.0, median(self_eff) * sustained_scale);
-      Fit f{"attention (PyTorch SDPA)",
-            "achieved / bf16 peak (SDPA timed back to back), median over the self-attention shapes; efficiency = median x the "
-            "sustained-load burst scale (rows timed over a window: x the model's slowdown over it)",
-            {{"efficiency", p.attention.attention_efficiency}, {"median", median(self_eff)}, {"min", *std::min_element(self_eff.begin(), self_eff.end())},
-             {"max", *std::max_element(self_eff.begin(), self_eff.end())}},
-            0, static_cast<int>(self_eff.size())};
-      c.fits.push_back(f);
-      if (share_fit) c.fits.push_back(*share_fit);
-    }
-    if (!cross_eff.empty()) {
-      p.attention.cross_attention_efficiency = std::min(1.0, median(cross_eff) * sustained_scale);
-      Fit f{"cross-attention (PyTorch SDPA)", "the same over the cross-attention shapes (fewer keys than queries)",
-            {{"efficiency", p.attention.cross_attention_efficiency}, {"median", median(cross_eff)}, {"min", *std::min_element(cross_eff.begin(), cross_eff.end())},
-             {"max", *std::max_element(cross_eff.begin(), cross_eff.end())}},
-            0, static_cast<int>(cross_eff.size())};
-      // Over the query count: efficiency / (1 + q0 / seq_q), the asymptote
-      // scaled to burst like the median.
-      if (auto g = fit_cross_attention(cross_q)) {
-        p.attention.cross_attention_efficiency = std::min(1.0, g->first * sustained_scale);
-        p.attention.cross_attention_q0 = g->second;
-        std::vector<double> loo;
-        for (size_t i = 0; i < cross_q.size(); ++i)
-          if (auto gi = fit_cross_attention(cross_q, i)) loo.push_back(100 * std::abs(cross_q[i].second * (1 + gi->second / cross_q[i].first) / gi->first - 1));
-        f.formula = "the same over the cross-attention shapes (fewer keys than queries), over the query count: efficiency / (1 + q0 / seq_q), "
-                    "least squares on 1/efficiency; efficiency = the asymptote x the sustained-load burst scale";
-        f.values = {{"efficiency", p.attention.cross_attention_efficiency}, {"q0", p.attention.cross_attention_q0}, {"median", median(cross_eff)},
-                    {"leave_one_out_median_pct", loo.empty() ? 0.0 : median(loo)},
-                    {"leave_one_out_worst_pct", loo.empty() ? 0.0 : *std::max_element(loo.begin(), loo.end())}};
-      }
-      c.fits.push_back(f);
-    }
-  }
+// The share of the slow clock term SDPA takes (attention_slow_share), where
+// >= 4 self-attention rows were timed over a window at different times into
+// the load: the share (0-1, steps of 0.05) whose model slowdowns leave their
+// efficiencies the least spread (rms of the log).
+std::optional<Fit> fit_slow_share(const BenchDocs& docs, ModelParams& p, const RowFilter& take) {
+  std::vector<json> windowed;  // copies: rows() returns its own
+  for (const auto& [name, doc] : docs)
+    for (const auto& r : rows(doc, "attention_sdpa"))
+      if (r.value("kind", "self") == "self" && r.value("timing", "") == "window" && take(r)) windowed.push_back(r);
+  if (windowed.size() < 4) return std::nullopt;
+  auto spread = [&](double share) {
+    ModelParams q = p;
+    q.attention.attention_slow_share = share;
+    std::vector<double> v;
+    for (const json& r : windowed) v.push_back(std::log(r.at("TFLOPs").get<double>() * sdpa_window_scale(r, q)));
+    const double m = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+    double sq = 0;
+    for (double x : v) sq += (x - m) * (x - m);
+    return 100 * std::sqrt(sq / static_cast<double>(v.size()));
+  };
+  double best = 1.0, best_rms = spread(1.0);
+  const double as_gemm = best_rms;
+  for (int i = 0; i < 20; ++i)
+    if (const double e = spread(i * 0.05); e < best_rms) best_rms = e, best = i * 0.05;
+  p.attention.attention_slow_share = best;
+  return Fit{"attention, slow clock term",
+             "the share of the sustained-load slow term SDPA takes: the one (0-1, steps of 0.05) leaving the self-attention rows timed "
+             "over windows the least spread of efficiency (rms of the log)",
+             {{"attention_slow_share", best}, {"rms_pct_as_gemm", as_gemm}},
+             best_rms,
+             static_cast<int>(windowed.size())};
 }
 
-// This document's cross-attention points, for each shape's leave-one-out replay.
+// One backend's rates (or, with `take.all`, every row's) from the SDPA rows:
+// self-attention's median efficiency against the bf16 peak and
+// cross-attention's query-count model, both scaled to burst rates. The
+// fits it reports go to `fits`, `label` naming the backend in their titles.
+std::optional<AttentionRates> fit_rates(const FitContext& ctx, const ModelParams& p, const RowFilter& take, const std::string& label,
+                                        std::optional<Fit> share_fit, std::vector<Fit>& fits) {
+  const hw::Topology& topo = ctx.topo;
+  const auto& gpu = topo.node(ctx.gpu0).gpu;
+  const auto it = gpu.peak_tflops.find("bf16");
+  const double sustained_scale = ctx.sustained_scale;
+  std::vector<double> self_eff, cross_eff;
+  std::vector<std::pair<double, double>> cross_q;  // (seq_q, efficiency)
+  for (const auto& [name, doc] : ctx.docs) {
+    for (const auto& r : rows(doc, "attention_sdpa"))
+      if (it != gpu.peak_tflops.end() && r.value("kind", "self") == "self" && take(r))
+        self_eff.push_back(r.at("TFLOPs").get<double>() / it->second * sdpa_window_scale(r, p));
+    for (const auto& q : cross_attention_points(doc, topo, p, take)) cross_q.push_back(q);
+  }
+  for (const auto& q : cross_q) cross_eff.push_back(q.second);
+  if (self_eff.empty()) return std::nullopt;
+  AttentionRates rates;
+  rates.efficiency = std::min(1.0, median(self_eff) * sustained_scale);
+  fits.push_back(Fit{"attention (PyTorch SDPA" + label + ")",
+                     "achieved / bf16 peak (SDPA timed back to back), median over the self-attention shapes; efficiency = median x the "
+                     "sustained-load burst scale (rows timed over a window: x the model's slowdown over it)",
+                     {{"efficiency", rates.efficiency}, {"median", median(self_eff)}, {"min", *std::min_element(self_eff.begin(), self_eff.end())},
+                      {"max", *std::max_element(self_eff.begin(), self_eff.end())}},
+                     0, static_cast<int>(self_eff.size())});
+  if (share_fit) fits.push_back(*share_fit);
+  if (!cross_eff.empty()) {
+    rates.cross_efficiency = std::min(1.0, median(cross_eff) * sustained_scale);
+    Fit f{"cross-attention (PyTorch SDPA" + label + ")", "the same over the cross-attention shapes (fewer keys than queries)",
+          {{"efficiency", rates.cross_efficiency}, {"median", median(cross_eff)}, {"min", *std::min_element(cross_eff.begin(), cross_eff.end())},
+           {"max", *std::max_element(cross_eff.begin(), cross_eff.end())}},
+          0, static_cast<int>(cross_eff.size())};
+    // Over the query count: efficiency / (1 + q0 / seq_q), the asymptote
+    // scaled to burst like the median.
+    if (auto g = fit_cross_attention(cross_q)) {
+      rates.cross_efficiency = std::min(1.0, g->first * sustained_scale);
+      rates.cross_q0 = g->second;
+      std::vector<double> loo;
+      for (size_t i = 0; i < cross_q.size(); ++i)
+        if (auto gi = fit_cross_attention(cross_q, i)) loo.push_back(100 * std::abs(cross_q[i].second * (1 + gi->second / cross_q[i].first) / gi->first - 1));
+      f.formula = "the same over the cross-attention shapes (fewer keys than queries), over the query count: efficiency / (1 + q0 / seq_q), "
+                  "least squares on 1/efficiency; efficiency = the asymptote x the sustained-load burst scale";
+      f.values = {{"efficiency", rates.cross_efficiency}, {"q0", rates.cross_q0}, {"median", median(cross_eff)},
+                  {"leave_one_out_median_pct", loo.empty() ? 0.0 : median(loo)},
+                  {"leave_one_out_worst_pct", loo.empty() ? 0.0 : *std::max_element(loo.begin(), loo.end())}};
+    }
+    fits.push_back(f);
+  }
+  return rates;
+}
+
+// Attention (validate/src/testcases/attention.py: PyTorch SDPA) from any
+// document. Where the bench named the backend PyTorch picks by default
+// (attention_default), the default's rows give the plain fields and every
+// backend's its entry in attention_backends; else every row gives the plain
+// fields.
+void fit_attention(FitContext& ctx) {
+  ModelParams& p = ctx.p;
+  const AttnBackend def = default_backend_of(ctx.docs);
+  const RowFilter primary{def == AttnBackend::Default, def};
+  const bool slow = ctx.topo.node(ctx.gpu0).gpu.peak_tflops.count("bf16") && p.power.sustained_slow_slowdown > 0;
+  const std::optional<Fit> share_fit = slow ? fit_slow_share(ctx.docs, p, primary) : std::nullopt;
+  const std::string label = def == AttnBackend::Default ? "" : ", " + to_string(def) + ", PyTorch's default";
+  std::vector<Fit> fits;
+  if (auto r = fit_rates(ctx, p, primary, label, share_fit, fits)) {
+    p.attention.attention_efficiency = r->efficiency;
+    if (r->cross_efficiency > 0) {
+      p.attention.cross_attention_efficiency = r->cross_efficiency;
+      p.attention.cross_attention_q0 = r->cross_q0;
+    }
+  }
+  if (def != AttnBackend::Default) {
+    p.attention.default_backend = def;
+    p.attention.backends.clear();
+    for (const std::string& name : attn_backend_names()) {
+      const AttnBackend b = *attn_backend_of(name);
+      if (b == AttnBackend::Default) continue;
+      std::vector<Fit> reported;  // the default's are above already
+      if (auto r = fit_rates(ctx, p, RowFilter{false, b}, ", " + name, std::nullopt, b == def ? reported : fits))
+        p.attention.backends.push_back({b, *r});
+    }
+  }
+  for (Fit& f : fits) ctx.cal.fits.push_back(std::move(f));
+}
+
+// This document's cross-attention points per backend, for each shape's
+// leave-one-out replay.
 struct CrossPoints {
-  bool ready = false;
   std::vector<std::pair<double, double>> points;
   std::optional<std::pair<double, double>> all;
   int seen = 0;
 };
+using CrossPointsByBackend = std::map<AttnBackend, CrossPoints>;
 
 void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
+  if (r.at("key") == "attention_default") return;  // names the default backend; nothing timed
   const ModelParams& p = ctx.p;
   const hw::Topology& topo = ctx.topo;
-  CrossPoints& cross = ctx.state<CrossPoints>();
-  if (!cross.ready) {
-    cross.ready = true;
-    cross.points = cross_attention_points(ctx.doc, topo, p);
-    cross.all = fit_cross_attention(cross.points);
+  // A row of a backend the calibration holds replays at that backend's
+  // rates; older rows (and those of the default) at the plain fields.
+  const AttnBackend row_backend = backend_of_row(r);
+  const bool tabled = std::any_of(p.attention.backends.begin(), p.attention.backends.end(), [&](const auto& e) { return e.backend == row_backend; });
+  const AttnBackend backend = tabled ? row_backend : AttnBackend::Default;
+  auto& by_backend = ctx.state<CrossPointsByBackend>();
+  if (!by_backend.count(backend)) {
+    CrossPoints& cp = by_backend[backend];
+    cp.points = cross_attention_points(ctx.doc, topo, p, RowFilter{!tabled, row_backend});
+    cp.all = fit_cross_attention(cp.points);
   }
-  const auto& cross_points = cross.points;
-  const auto& cross_all = cross.all;
-  int& cross_seen = cross.seen;
+  CrossPoints& cross = by_backend[backend];
   Op op;
   op.kind = OpKind::Kernel;
   op.stream = 0;
   op.attention = AttentionShape{1, r.at("heads").get<int32_t>(), r.at("seq_q").get<int32_t>(), r.at("seq_kv").get<int32_t>(),
-                                r.at("head_dim").get<int32_t>()};
-  c.what = fmt::format("{} {}h {}x{}", r.value("kind", "self"), op.attention->heads, op.attention->seq_q, op.attention->seq_kv);
+                                r.at("head_dim").get<int32_t>(), backend};
+  const std::string suffix = tabled ? ", " + to_string(row_backend) : "";
+  c.what = fmt::format("{} {}h {}x{}{}", r.value("kind", "self"), op.attention->heads, op.attention->seq_q, op.attention->seq_kv, suffix);
   c.cls = r.value("kind", "self") == "self" ? "attention, self (median self-attention efficiency)"
                                             : "attention, cross (median cross-attention efficiency)";
   c.measured_us = r.at("time_us");
   ModelParams q = p;
-  if (r.value("kind", "self") != "self" && p.attention.cross_attention_q0 > 0) {
+  const AttentionRates rates = p.attention.rates_for(backend);
+  if (r.value("kind", "self") != "self" && rates.cross_q0 > 0) {
     // Out of sample: the query-count model fitted without this shape
     // (its asymptote keeps the calibration's burst scale).
-    const size_t i = static_cast<size_t>(cross_seen++);
-    const auto without = fit_cross_attention(cross_points, i);
-    if (cross_all && without) {
-      q.attention.cross_attention_efficiency = std::min(1.0, p.attention.cross_attention_efficiency * without->first / cross_all->first);
-      q.attention.cross_attention_q0 = without->second;
+    const size_t i = static_cast<size_t>(cross.seen++);
+    const auto without = fit_cross_attention(cross.points, i);
+    if (cross.all && without) {
+      const double eff = std::min(1.0, rates.cross_efficiency * without->first / cross.all->first);
+      if (tabled) {
+        for (auto& e : q.attention.backends)
+          if (e.backend == row_backend) e.rates.cross_efficiency = eff, e.rates.cross_q0 = without->second;
+      } else {
+        q.attention.cross_attention_efficiency = eff;
+        q.attention.cross_attention_q0 = without->second;
+      }
       c.cls = "attention, cross (query-count model fitted without the shape)";
     }
   }
@@ -190,7 +259,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   out.push_back(c);
 }
 
-const CalibFamily kAttention{"attention", {"attention_sdpa"}, {{440, fit_attention}}, replay_row};
+const CalibFamily kAttention{"attention", {"attention_sdpa", "attention_default"}, {{440, fit_attention}}, replay_row};
 OSIM_CALIB_FAMILY(kAttention);
 
 }  // namespace

@@ -1,12 +1,55 @@
-// Calibration fields of the attention: self- and cross-attention efficiency,
-// the slow term's share.
+// Calibration fields of the attention: self- and cross-attention efficiency
+// of the default kernel and of each measured backend, the slow term's share.
 #include "gpu/params/field.hpp"
+
+#include <fmt/format.h>
 
 namespace osim {
 
 namespace params {
 
+namespace {
+
 constexpr double kBig = 1e9;
+
+AttnBackend read_backend(const MapReader& m, const std::string& key, bool allow_default) {
+  const std::string name = m.str(key);
+  const auto b = attn_backend_of(name);
+  if (!b || (!allow_default && *b == AttnBackend::Default)) m.fail(key, "must be one of cudnn, flash2, flash3, efficient, math");
+  return *b;
+}
+
+void read_backends(const MapReader& m, const std::string& file, ModelParams& p) {
+  const YAML::Node list = m.get("attention_backends");
+  if (!list.IsSequence() || list.size() == 0)
+    m.fail("attention_backends", "must be a list of {backend, efficiency, cross_efficiency, cross_q0}, e.g. [{backend: cudnn, efficiency: 0.7}]");
+  auto& out = p.attention.backends;
+  out.clear();
+  for (const YAML::Node& e : list) {
+    MapReader r(file, e, "attention_backends entry", {"backend", "efficiency", "cross_efficiency", "cross_q0"});
+    AttentionBackendRates b;
+    b.backend = read_backend(r, "backend", false);
+    for (const auto& x : out)
+      if (x.backend == b.backend) r.fail("backend", "is listed twice");
+    b.rates.efficiency = r.num("efficiency");
+    b.rates.cross_efficiency = r.opt_num("cross_efficiency").value_or(0);
+    b.rates.cross_q0 = r.opt_num("cross_q0").value_or(0);
+    if (!(b.rates.efficiency > 0 && b.rates.efficiency <= 1)) r.fail("efficiency", "must be in (0, 1], e.g. 0.7");
+    if (!(b.rates.cross_efficiency >= 0 && b.rates.cross_efficiency <= 1)) r.fail("cross_efficiency", "must be in [0, 1] (0: efficiency)");
+    if (!(b.rates.cross_q0 >= 0)) r.fail("cross_q0", "must be >= 0");
+    out.push_back(b);
+  }
+}
+
+std::string write_backends(const ModelParams& p) {
+  std::string out = "\n";
+  for (const auto& b : p.attention.backends)
+    out += fmt::format("    - {{backend: {}, efficiency: {:.4f}, cross_efficiency: {:.4f}, cross_q0: {:.1f}}}\n", to_string(b.backend),
+                       b.rates.efficiency, b.rates.cross_efficiency, b.rates.cross_q0);
+  return out;
+}
+
+}  // namespace
 
 std::vector<Field> attention_fields() {
   return {
@@ -16,6 +59,14 @@ std::vector<Field> attention_fields() {
      OSIM_POS(attention, cross_attention_efficiency), "the same for cross-attention, over cross_attention_q0 (absent: attention_efficiency)"},
     {"cross_attention_q0", "attention", Kind::Number, OSIM_REF(attention, cross_attention_q0), 1, 0, kBig, false, "930",
      OSIM_POS(attention, cross_attention_q0), "cross-attention efficiency / (1 + q0 / seq_q): short query sets lose more"},
+    {"attention_default_backend", "attention", Kind::Custom, {}, 4, 0, 0, false, "cudnn",
+     [](const ModelParams& p) { return p.attention.default_backend != AttnBackend::Default; },
+     "the SDPA backend the framework picks by default on this GPU: the three fields above are its rates",
+     [](const MapReader& m, const std::string&, ModelParams& p) { p.attention.default_backend = read_backend(m, "attention_default_backend", false); },
+     [](const ModelParams& p) { return " " + to_string(p.attention.default_backend) + "\n"; }},
+    {"attention_backends", "attention", Kind::Custom, {}, 4, 0, 0, false, "[{backend: cudnn, efficiency: 0.7, cross_efficiency: 0.5, cross_q0: 300}]",
+     [](const ModelParams& p) { return !p.attention.backends.empty(); },
+     "each measured SDPA backend's rates, for attention ops that name their backend", read_backends, write_backends},
     {"attention_slow_share", "attention", Kind::Number, OSIM_REF(attention, attention_slow_share), 2, 0, 1, false, "0",
      [](const ModelParams& p) { return p.attention.attention_slow_share != 1.0; }, "the share of the sustained-load slow term attention takes"},
   };

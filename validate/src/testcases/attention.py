@@ -1,16 +1,60 @@
 #!/usr/bin/env python3
-"""Attention timings at the Wan DiT shapes, for calibrating the simulator's
-attention efficiency. The C++ bench has no fused attention kernel; the
-workloads run FlashAttention through PyTorch's scaled_dot_product_attention,
-so this measures exactly that (bf16, no mask). Writes overlapsim.bench/v1
-JSON with `attention_sdpa` rows. Usage: attention.py OUT.json [TOKENS...]
-(default tokens: 75600 32760, Wan 720p and 480p)"""
+"""Attention timings for calibrating the simulator's attention family: PyTorch's
+scaled_dot_product_attention (bf16, no mask) with every backend this GPU and
+PyTorch offer (cuDNN, FlashAttention-2, memory-efficient), at the Wan DiT shapes
+and a head_dim of 64 too, and which backend PyTorch picks by default (the
+kernel its default call runs). Writes overlapsim.bench/v1 JSON with
+`attention_sdpa` rows (one per backend and shape) and one `attention_default`
+row. Usage: attention.py OUT.json [TOKENS...] (default tokens: 75600 32760,
+Wan 720p and 480p)"""
+import contextlib
 import json
 import math
 import sys
 
 import torch
 import torch.nn.functional as F
+
+# Backend names as the simulator's schedules spell them.
+try:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash2": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION}
+except ImportError:  # an old PyTorch: its default only
+    BACKENDS, sdpa_kernel = {}, None
+
+
+def backend_of_kernel(name):
+    """The SDPA backend a CUDA kernel's name belongs to, or None."""
+    n = name.lower()
+    if "cudnn" in n or "fort_native_sdpa" in n or "sdpa_sm" in n:
+        return "cudnn"
+    if "flash_fwd" in n or "flash::" in n:
+        return "flash2"
+    if "fmha" in n or "efficient_attention" in n or "mem_eff" in n:
+        return "efficient"
+    return None
+
+
+def default_backend(heads=40, seq=8192, d=128):
+    """Which backend PyTorch's default SDPA call runs here, and its kernel's name."""
+    q = torch.randn(1, heads, seq, d, device="cuda", dtype=torch.bfloat16)
+    return backend_run(q, q, q)
+
+
+def backend_run(q, k, v):
+    """The backend PyTorch's default SDPA call on these tensors runs, and its
+    kernel's name: the kernels one call launches, seen by the profiler (math,
+    where none of them is a fused attention kernel)."""
+    from torch.profiler import ProfilerActivity, profile
+    F.scaled_dot_product_attention(q, k, v)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        F.scaled_dot_product_attention(q, k, v)
+        torch.cuda.synchronize()
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA and backend_of_kernel(e.name):
+            return backend_of_kernel(e.name), e.name
+    return "math", ""
 
 
 def median(v):
@@ -22,10 +66,10 @@ def median(v):
 def time_sdpa(heads, seq_q, seq_kv, d, samples=5, warmup=2, soak_ms=250.0, window_ms=200.0):
     """Returns (window mean, synchronised median, soak calls, window calls), in us.
     First `warmup + samples` calls each timed alone with a synchronise after
-    it (their median: `sync_median_us`); then calls back
-    to back until >= soak_ms have run, then the mean over >= window_ms (>= 3
-    calls) of calls back to back, timed by one event pair: under the power cap
-    the clock dithers, so single calls time one instant of it."""
+    it (their median: `sync_median_us`); then calls back to back until
+    >= soak_ms have run, then the mean over >= window_ms (>= 3 calls) of calls
+    back to back, timed by one event pair: under the power cap the clock
+    dithers, so single calls time one instant of it."""
     torch.manual_seed(0)
     q = torch.randn(1, heads, seq_q, d, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(1, heads, seq_kv, d, device="cuda", dtype=torch.bfloat16)
@@ -55,34 +99,55 @@ def time_sdpa(heads, seq_q, seq_kv, d, samples=5, warmup=2, soak_ms=250.0, windo
     return a.elapsed_time(b) * 1e3 / calls, single, warmup + samples + soak, calls
 
 
-def sdpa_row(kind, heads, seq_q, seq_kv, backend):
-    t, single, soak, calls = time_sdpa(heads, seq_q, seq_kv, 128)
-    flops = 4.0 * heads * seq_q * seq_kv * 128
-    return {"key": "attention_sdpa", "kind": kind, "heads": heads, "seq_q": seq_q, "seq_kv": seq_kv, "head_dim": 128,
+def sdpa_row(kind, heads, seq_q, seq_kv, d, backend):
+    t, single, soak, calls = time_sdpa(heads, seq_q, seq_kv, d)
+    flops = 4.0 * heads * seq_q * seq_kv * d
+    return {"key": "attention_sdpa", "kind": kind, "heads": heads, "seq_q": seq_q, "seq_kv": seq_kv, "head_dim": d,
             "time_us": t, "TFLOPs": flops / t * 1e-6, "backend": backend, "timing": "window", "soak_calls": soak,
             "window_calls": calls, "sync_median_us": single}
+
+
+def shapes(token_counts):
+    """(kind, heads, seq_q, seq_kv, head_dim): self-attention after a Ulysses
+    all-to-all of degree 1-8 and cross-attention to 512 text tokens (Wan: 40
+    heads of 128), and the same hidden size as 80 heads of 64."""
+    out = []
+    for tokens in token_counts:
+        for u in (1, 2, 4, 8):
+            out.append(("self", 40 // u, tokens, tokens, 128))
+            out.append(("cross", 40, tokens // u, 512, 128))
+    t = token_counts[-1]
+    out += [("self", 80, t, t, 64), ("cross", 80, t, 512, 64)]
+    return out
+
+
+def available(backend):
+    try:
+        q = torch.randn(1, 8, 256, 128, device="cuda", dtype=torch.bfloat16)
+        with sdpa_kernel([BACKENDS[backend]]):
+            F.scaled_dot_product_attention(q, q, q)
+        torch.cuda.synchronize()
+        return True
+    except RuntimeError as e:
+        print(f"{backend}: not available here ({str(e).splitlines()[0]})", flush=True)
+        return False
 
 
 def main():
     out = sys.argv[1]
     token_counts = [int(t) for t in sys.argv[2:]] or [75600, 32760]
-    backend = "default"
-    try:  # prefer FlashAttention, as the DiT implementations do
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-        ctx = sdpa_kernel([SDPBackend.FLASH_ATTENTION])
-        backend = "flash"
-    except Exception:
-        import contextlib
-        ctx = contextlib.nullcontext()
-    rows = []
-    with ctx:
-        for tokens in token_counts:
-            for u in (1, 2, 4, 8):
-                heads = 40 // u
-                rows.append(sdpa_row("self", heads, tokens, tokens, backend))  # self-attention after the all-to-all
-                rows.append(sdpa_row("cross", 40, tokens // u, 512, backend))  # cross-attention to the text tokens
-                print(rows[-2]["heads"], tokens, round(rows[-2]["TFLOPs"]), "TF self;", round(rows[-1]["TFLOPs"]), "TF cross", flush=True)
-    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "env": {}}
+    default, kernel = default_backend()
+    print(f"PyTorch {torch.__version__}: the default SDPA runs {default} ({kernel})", flush=True)
+    rows = [{"key": "attention_default", "backend": default, "kernel": kernel}]
+    backends = [b for b in BACKENDS if available(b)] or ["default"]
+    for backend in backends:
+        ctx = sdpa_kernel([BACKENDS[backend]]) if backend in BACKENDS else contextlib.nullcontext()
+        with ctx:
+            for kind, heads, sq, skv, d in shapes(token_counts):
+                rows.append(sdpa_row(kind, heads, sq, skv, d, backend))
+                print(backend, kind, heads, sq, skv, d, round(rows[-1]["TFLOPs"]), "TFLOP/s", flush=True)
+    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "gpu": torch.cuda.get_device_name(0),
+           "env": {}}
     with open(out, "w") as f:
         json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
         f.write("\n")

@@ -1,0 +1,49 @@
+// A reference program's measured run (validate/programs/, schema
+// overlapsim.program/v1): what a framework program measured on a GPU, and
+// its twin as a workload, simulated to compare. docs/formats/programs.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hw/fabric.hpp"
+#include "workload/dit.hpp"
+
+namespace osim {
+
+struct ProgramRun {
+  std::string file, name;
+  std::string group;          // configurations ranked against each other (e.g. one model size)
+  double measured_s = 0;      // the median of the timed runs
+  int runs_before = 0;        // runs back to back before the median one (warm-up included)
+  std::string workload_yaml;  // the twin, as the program wrote it
+};
+
+/// Reads a program's result file; InputError naming the file on a wrong schema or field.
+ProgramRun read_program_run(const std::string& path);
+
+struct ProgramPrediction {
+  std::string name, group;
+  double measured_s = 0, simulated_s = 0;
+  [[nodiscard]] double error() const { return (simulated_s - measured_s) / measured_s; }
+};
+
+/// The twin simulated on `topo` with `params`, after the runs that went
+/// before it (the GPUs' sustained-load state at its start).
+ProgramPrediction predict_program(const ProgramRun& run, const hw::Topology& topo, const ModelParams& params);
+
+/// Every program result (*.json) in a folder, by name.
+std::vector<std::string> program_files(const std::string& dir);
+
+/// What a set of predictions says: |makespan error| median and worst (%), and
+/// the least over the groups of three or more of the rank correlation
+/// (Spearman) between measured and simulated makespans (1 where none has three).
+struct ProgramFigures {
+  std::vector<ProgramPrediction> runs;
+  double median_pct = 0, worst_pct = 0, spearman_min = 1;
+};
+ProgramFigures program_figures(std::vector<ProgramPrediction> runs);
+/// A table of the runs, then the figures, per group.
+std::string format_program_figures(const ProgramFigures& f);
+
+}  // namespace osim

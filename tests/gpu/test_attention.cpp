@@ -1,0 +1,105 @@
+// Attention kernels: efficiency per SDPA backend, cross-attention over the
+// query count, and the fit of both from bench attention_sdpa rows.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "calib/calibrate.hpp"
+#include "gpu/params_io.hpp"
+#include "gpu/sim_fixture.hpp"
+
+using namespace osim;
+using namespace osim::test;
+
+TEST_CASE("an attention op runs at its backend's rates, the default's where it names none or one not measured") {
+  const hw::Topology t(hw::parse_topology_string(kTopo, "topo.yaml"));
+  const auto& gpu = t.node(t.find("gpu0"));
+  ModelParams p;
+  p.attention.attention_efficiency = 0.6;  // the default kernel's (cudnn here)
+  p.attention.default_backend = AttnBackend::Cudnn;
+  p.attention.backends = {{AttnBackend::Cudnn, {0.6, 0.4, 500}}, {AttnBackend::Flash2, {0.3, 0.2, 0}}};
+  Op op;
+  op.kind = OpKind::Kernel;
+  op.attention = AttentionShape{1, 8, 1000, 1000, 128};
+  const double flops = 4.0 * 8 * 1000 * 1000 * 128;  // at 100 TFLOP/s x efficiency
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / 60e12 * 1e6).epsilon(1e-7));  // default -> cudnn
+  op.attention->backend = AttnBackend::Flash2;
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / 30e12 * 1e6).epsilon(1e-7));
+  op.attention->backend = AttnBackend::Efficient;  // not measured: the default's rates
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / 60e12 * 1e6).epsilon(1e-7));
+  // Cross-attention (fewer keys than queries): efficiency / (1 + q0 / seq_q).
+  op.attention = AttentionShape{1, 8, 1000, 100, 128, AttnBackend::Cudnn};
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(4.0 * 8 * 1000 * 100 * 128 / (100e12 * 0.4 / 1.5) * 1e6).epsilon(1e-7));
+  op.attention->backend = AttnBackend::Flash2;  // no cross model: its self-attention efficiency
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(4.0 * 8 * 1000 * 100 * 128 / (100e12 * 0.2) * 1e6).epsilon(1e-7));
+}
+
+TEST_CASE("a schedule's attention names its backend, and an unknown one is refused with the file and line") {
+  const char* s = R"(name: a
+ranks: 1
+streams: [c]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: c, attention: {heads: 8, seq: 1000, head_dim: 128, backend: flash2}}
+)";
+  const Schedule sched = parse_schedule_string(s, "a.yaml");
+  CHECK((*sched.programs[0].ops)[0].attention->backend == AttnBackend::Flash2);
+  CHECK(to_yaml(sched).find("backend: flash2") != std::string::npos);
+  std::string bad = s;
+  bad.replace(bad.find("flash2"), 6, "flash9");
+  CHECK_THROWS_WITH_AS(parse_schedule_string(bad, "a.yaml"), doctest::Contains("a.yaml:7"), InputError);
+}
+
+TEST_CASE("calibrate fits each backend's rates and the default's from attention_sdpa rows, and replays each row at its backend's") {
+  // Synthetic H200 rows (989 TFLOP/s bf16), timed back to back without a
+  // sustained-load model: cudnn self-attention at 0.66 of the peak, flash2 at
+  // 0.36; cross-attention efficiency / (1 + q0 / seq_q) with (0.5, 400) and
+  // (0.3, 900); PyTorch's default: cudnn.
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
+  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  for (double b = 1048576; b <= 1073741824.0; b *= 4)  // a machine run's pinned copies
+    doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", 1}, {"time_us", 3 + b / 55e3}});
+  struct B {
+    const char* name;
+    double self, cross, q0;
+  };
+  for (const B& b : {B{"cudnn", 0.66, 0.5, 400}, B{"flash2", 0.36, 0.3, 900}}) {
+    for (int tokens : {16384, 32768}) {
+      const double f = 4.0 * 40 * tokens * double(tokens) * 128;
+      doc["results"].push_back({{"key", "attention_sdpa"}, {"kind", "self"}, {"heads", 40}, {"seq_q", tokens}, {"seq_kv", tokens}, {"head_dim", 128},
+                                {"backend", b.name}, {"time_us", f / (989e12 * b.self) * 1e6}, {"TFLOPs", 989 * b.self}});
+    }
+    for (int q : {2048, 4096, 8192, 16384}) {
+      const double eff = b.cross / (1 + b.q0 / q), f = 4.0 * 40 * q * 512.0 * 128;
+      doc["results"].push_back({{"key", "attention_sdpa"}, {"kind", "cross"}, {"heads", 40}, {"seq_q", q}, {"seq_kv", 512}, {"head_dim", 128},
+                                {"backend", b.name}, {"time_us", f / (989e12 * eff) * 1e6}, {"TFLOPs", 989 * eff}});
+    }
+  }
+  doc["results"].push_back({{"key", "attention_default"}, {"backend", "cudnn"}, {"kernel", "cudnn_generated_fort_native_sdpa_sm90"}});
+  const Calibration c = calibrate({{"sdpa.json", doc}}, topo);
+  const AttentionParams& a = c.params.attention;
+  CHECK(a.default_backend == AttnBackend::Cudnn);
+  CHECK(a.attention_efficiency == doctest::Approx(0.66).epsilon(1e-9));
+  CHECK(a.cross_attention_efficiency == doctest::Approx(0.5).epsilon(1e-6));
+  CHECK(a.cross_attention_q0 == doctest::Approx(400).epsilon(1e-6));
+  REQUIRE(a.backends.size() == 2);
+  CHECK(a.rates_for(AttnBackend::Flash2).efficiency == doctest::Approx(0.36).epsilon(1e-9));
+  CHECK(a.rates_for(AttnBackend::Flash2).cross_q0 == doctest::Approx(900).epsilon(1e-6));
+  // Every row replayed at its own backend's rates (the cross rows out of sample: exact here, the model being exact).
+  int replayed = 0;
+  for (const auto& cmp : compare_bench(doc, topo, c.params)) {
+    if (cmp.key != "attention_sdpa") continue;
+    ++replayed;
+    CHECK(cmp.simulated_us == doctest::Approx(cmp.measured_us).epsilon(1e-4));
+  }
+  CHECK(replayed == 12);
+  // The file: written, read back to the same model.
+  const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-attention-backends.yaml";
+  std::ofstream(f) << model_yaml(c.params);
+  const ModelParams back = load_calibration(f.string());
+  CHECK(model_yaml(back) == model_yaml(c.params));
+  CHECK(model_yaml(back).find("attention_default_backend: cudnn") != std::string::npos);
+  std::filesystem::remove(f);
+}
