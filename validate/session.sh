@@ -7,14 +7,16 @@
 #   bench              the full bench with NCCL defaults                    -> bench-default.json
 #   bench-p2p-off      collectives, interference, multi-GPU copies and
 #                      overheads with NCCL_P2P_DISABLE=1                     -> bench-p2p-disable.json
-#   attention          PyTorch SDPA at the workloads' shapes                 -> attention.json
+#   attention          PyTorch SDPA at the workloads' shapes, every backend  -> attention.json
+#   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
+#   programs           the reference programs (validate/programs/)          -> programs/
 #   phase              the hand-off testcases, every sample kept, twice      -> bench-phase-1.json, -2.json
 #   bench:NAME:REGEX   one bench --filter REGEX                              -> bench-NAME.json
 #   twice:NAME:REGEX   the same, twice in a row                              -> bench-NAME-1.json, -2.json
 #   validation[:REGEX] the validation set's runs (the schedules of           -> validation/<case>/
 #                      validate/reference/h200x4-nvlink/validation/)
-# Presets: whole-gpu = bench attention phase validation:^sp1-pf[0-3]-default$
-#          box       = bench bench-p2p-off attention validation
+# Presets: whole-gpu = bench attention framework phase validation:^sp1-pf[0-3]-default$ programs
+#          box       = bench bench-p2p-off attention framework validation
 # Every session also writes the machine's description (machine/: nvidia-smi,
 # its topology matrix, the GPUs' clocks and limits, library versions), samples
 # clocks, power and throttle reasons every 100 ms (smi-log.csv.gz), and the
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --pack) pack=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) steps+=("$1"); shift ;;
   esac
 done
@@ -38,12 +40,18 @@ done
 expanded=()
 for s in "${steps[@]}"; do
   case "$s" in
-    whole-gpu) expanded+=(bench attention phase 'validation:^sp1-pf[0-3]-default$') ;;
-    box) expanded+=(bench bench-p2p-off attention validation) ;;
+    whole-gpu) expanded+=(bench attention framework phase 'validation:^sp1-pf[0-3]-default$' programs) ;;
+    box) expanded+=(bench bench-p2p-off attention framework validation) ;;
     *) expanded+=("$s") ;;
   esac
 done
+# PyTorch brings its own cuDNN, cuBLAS and NCCL: its steps run with the
+# environment as it was, the bench's with the libraries device_env.sh finds.
+torch_ld=${LD_LIBRARY_PATH:-}
 source validate/device_env.sh "$bin"  # libraries, NCCL_NVLS_ENABLE=0
+py=python3
+$py -c 'import torch' 2>/dev/null || py=$(ls /usr/local/bin/python3* /opt/*/bin/python3 2>/dev/null | head -1)
+torch_py=(env LD_LIBRARY_PATH="$torch_ld" PYTHONUNBUFFERED=1 "$py")
 mkdir -p "$out/machine"
 t0=$(date +%s)
 mark() { echo "$1 at $(( $(date +%s) - t0 )) s" | tee -a "$out/marks.txt"; }
@@ -69,10 +77,14 @@ for s in "${expanded[@]}"; do
     bench) bench default -- --gemm-shapes-from $shapes ;;
     bench-p2p-off) bench p2p-disable NCCL_P2P_DISABLE=1 -- --filter 'nccl|interference|multi|overhead' ;;
     attention)
-      py=python3
-      $py -c 'import torch' 2>/dev/null || py=$(ls /usr/local/bin/python3* /opt/*/bin/python3 2>/dev/null | head -1)
-      timeout 240 $py validate/src/testcases/attention.py "$out/attention.json" > "$out/attention.log" 2>&1
+      timeout 300 "${torch_py[@]}" validate/src/testcases/attention.py "$out/attention.json" > "$out/attention.log" 2>&1
       mark "attention rc=$?" ;;
+    framework)
+      timeout 120 "${torch_py[@]}" validate/src/testcases/framework.py "$out/framework.json" > "$out/framework.log" 2>&1
+      mark "framework rc=$?" ;;
+    programs)
+      timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs" --grid single --profile > "$out/programs.log" 2>&1
+      mark "programs rc=$?" ;;
     phase) for i in 1 2; do bench "phase-$i" -- --filter '^(copy_reps|copy_after_idle|handoff_wait|kernel_reps)$' --samples 41; done ;;
     bench:*:*) IFS=: read -r _ name re <<< "$s"; bench "$name" -- --filter "$re" ;;
     twice:*:*) IFS=: read -r _ name re <<< "$s"; for i in 1 2; do bench "$name-$i" -- --filter "$re"; done ;;

@@ -15,12 +15,13 @@ void Host::start() {
 
 Time Host::overhead(const Op& op) const {
   const OverheadParams& o = x_.p.overheads;
+  const Time framework = x_.s.runtime.framework == Framework::None ? Time::zero() : o.framework_op_call;
   switch (op.kind) {
-    case OpKind::Kernel: return o.kernel_launch;
-    case OpKind::Memcpy: return o.memcpy_call;
+    case OpKind::Kernel: return o.kernel_launch + framework;
+    case OpKind::Memcpy: return o.memcpy_call + framework;
     case OpKind::EventRecord: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream: return o.event_call;
     case OpKind::StreamSync: case OpKind::EventSync: case OpKind::DeviceSync: return o.sync_call;
-    case OpKind::Collective: return o.collective_call;
+    case OpKind::Collective: return o.collective_call + framework;
     case OpKind::Alloc: return o.alloc_call;
     case OpKind::Free: return o.free_call;
     case OpKind::HostWork: case OpKind::Marker: return Time::zero();

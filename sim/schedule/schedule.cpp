@@ -327,7 +327,7 @@ struct Parser {
     s.name = top.str("name");
     s.topology = top.opt_str("topology").value_or("");
     if (top.has("settings"))
-      s.runtime = read_runtime_settings(MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable"}));
+      s.runtime = read_runtime_settings(MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable", "framework"}));
     // Streams
     const YAML::Node streams = top.get("streams");
     if (!streams.IsSequence()) top.fail("streams", "must be a list of stream names or {name, priority}");
@@ -444,6 +444,7 @@ RuntimeSettings read_runtime_settings(const MapReader& r) {
     out.device_max_connections = static_cast<int>(*v);
   }
   out.nccl_p2p_disable = r.boolean("nccl_p2p_disable", false);
+  if (auto f = r.opt_choice("framework", {"none", "pytorch"})) out.framework = *f == "pytorch" ? Framework::PyTorch : Framework::None;
   return out;
 }
 
@@ -520,7 +521,9 @@ std::string to_yaml(const Schedule& s) {
   if (!s.gpus.empty()) e << YAML::Key << "gpus" << YAML::Value << YAML::Flow << s.gpus;
   e << YAML::Key << "settings" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "device_max_connections"
     << YAML::Value << s.runtime.device_max_connections << YAML::Key << "nccl_p2p_disable" << YAML::Value
-    << s.runtime.nccl_p2p_disable << YAML::EndMap;
+    << s.runtime.nccl_p2p_disable;
+  if (s.runtime.framework == Framework::PyTorch) e << YAML::Key << "framework" << YAML::Value << "pytorch";
+  e << YAML::EndMap;
   e << YAML::Key << "streams" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : s.streams)
     e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << d.name << YAML::Key << "priority"

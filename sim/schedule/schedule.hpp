@@ -105,9 +105,14 @@ struct Group {
 
 /// Runtime knobs a schedule may set (the execution model's parameters live
 /// in ModelParams, see exec/model.hpp).
+// Who issues the program: CUDA/NCCL calls directly, or a framework whose
+// dispatch costs host time per op (OverheadParams::framework_op_call).
+enum class Framework : uint8_t { None, PyTorch };
+
 struct RuntimeSettings {
   int device_max_connections = 8;  // CUDA_DEVICE_MAX_CONNECTIONS
   bool nccl_p2p_disable = false;   // NCCL_P2P_DISABLE
+  Framework framework = Framework::None;
 };
 
 struct Schedule {

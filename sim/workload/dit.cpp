@@ -161,7 +161,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     if (auto b = c.opt_choice("attention_backend", attn_backend_names())) w.attention_backend = *attn_backend_of(*b);
   }
   if (top.has("runtime"))
-    w.runtime = read_runtime_settings(MapReader(file, top.get("runtime"), "runtime", {"device_max_connections", "nccl_p2p_disable"}));
+    w.runtime = read_runtime_settings(MapReader(file, top.get("runtime"), "runtime", {"device_max_connections", "nccl_p2p_disable", "framework"}));
   return w;
 }
 

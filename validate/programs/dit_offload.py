@@ -88,7 +88,7 @@ def twin(c, backend):
     w = {"name": name_of(c),
          "model": {"preset": "custom", "blocks": c["blocks"], "hidden": c["hidden"], "ffn": c["ffn"], "heads": c["heads"],
                    "head_dim": c["hidden"] // c["heads"], "text_tokens": c["text"]},
-         "tokens": c["tokens"], "steps": c["steps"], "cfg": "none", "parallelism": {"ulysses": 1}}
+         "tokens": c["tokens"], "steps": c["steps"], "cfg": "none", "parallelism": {"ulysses": 1}, "runtime": {"framework": "pytorch"}}
     if c["policy"] == "layerwise":
         w["offload"] = {"policy": "layerwise", "prefetch_size": c["prefetch"], "host_memory": c["host"]}
     elif c["policy"] == "block":
@@ -260,7 +260,7 @@ def main():
     cross_backend, _ = backend_run(q, kv, kv)
     if cross_backend != backend:
         print(f"note: cross-attention runs {cross_backend}, self-attention {backend}; the twin takes {backend}", flush=True)
-    environment = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+    environment = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": str(torch.backends.cudnn.version()),
                    "gpu": torch.cuda.get_device_name(0), "sdpa_kernel": kernel, "sdpa_cross_backend": cross_backend, "hostname": os.uname().nodename}
     print(f"PyTorch {torch.__version__} on {environment['gpu']}: SDPA runs {backend}", flush=True)
     dits = {}

@@ -8,6 +8,7 @@
 
 #include "calib/bench_replay.hpp"
 #include "calib/family.hpp"
+#include "core/stats.hpp"
 
 namespace osim {
 namespace {
@@ -26,6 +27,20 @@ void fit_api(FitContext& ctx) {
   overhead("overhead_memcpy_async_pinned_return", p.overheads.memcpy_call);
   c.fits.push_back({"API overheads", "host time per call, median", {{"kernel_launch_us", p.overheads.kernel_launch.us()}, {"event_us", p.overheads.event_call.us()},
                     {"sync_us", p.overheads.sync_call.us()}, {"memcpy_async_us", p.overheads.memcpy_call.us()}}, 0, 4});
+}
+
+// A framework's dispatch (bench overhead_framework_op: small PyTorch ops
+// back to back, the GPU ahead): the median host time per op less the CUDA
+// launch the model charges apart.
+void fit_framework_op(FitContext& ctx) {
+  const auto ops = rows(ctx.def, "overhead_framework_op");
+  if (ops.empty()) return;
+  std::vector<double> us;
+  for (const auto& r : ops) us.push_back(r.at("host_us").get<double>());
+  const double per_op = median(us);
+  ctx.p.overheads.framework_op_call = Time::from_us(std::max(0.0, per_op - ctx.p.overheads.kernel_launch.us()));
+  ctx.cal.fits.push_back({"framework dispatch", "host time per framework op that launches a kernel (median over the ops), less the kernel launch",
+                          {{"framework_op_call_us", ctx.p.overheads.framework_op_call.us()}, {"per_op_us", per_op}}, 0, static_cast<int>(us.size())});
 }
 
 void fit_event_time(FitContext& ctx) {
@@ -116,7 +131,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap"}, {{100, fit_api}, {110, fit_event_time}}, replay_row};
+const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap"}, {{100, fit_api}, {105, fit_framework_op}, {110, fit_event_time}}, replay_row};
 OSIM_CALIB_FAMILY(kOverheads);
 
 }  // namespace

@@ -22,6 +22,8 @@ std::vector<Field> overheads_fields() {
      "host time of an allocation (the caching allocator)"},
     {"free_call", "overheads", Kind::TimeUs, OSIM_REF(overheads, free_call), 4, 0, 1e6, false, "1 us", OSIM_NOTDEF(overheads, free_call),
      "host time of a free"},
+    {"framework_op_call", "overheads", Kind::TimeUs, OSIM_REF(overheads, framework_op_call), 4, 0, 1e6, false, "8 us",
+     OSIM_POS(overheads, framework_op_call), "what a framework's dispatch adds to each op that issues GPU work (schedules with framework: pytorch)"},
     {"event_gpu_time", "overheads", Kind::TimeUs, OSIM_REF(overheads, event_gpu_time), 4, 0, 1e6, false, "1.9 us", OSIM_POS(overheads, event_gpu_time),
      "GPU time an event record holds its stream (0: none)"},
     {"event_gpu_time_h2d", "overheads", Kind::TimeUs, OSIM_REF(overheads, event_gpu_time_h2d), 4, 0, 1e6, false, "5.5 us",

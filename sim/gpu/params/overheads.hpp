@@ -15,6 +15,10 @@ struct OverheadParams {
   Time collective_call = Time::from_us(6);
   Time alloc_call = Time::from_us(2);        // the caching allocator
   Time free_call = Time::from_us(1);
+  // What a framework (PyTorch) adds to the host time of each op that issues
+  // GPU work (kernel, copy, collective) in a schedule of settings
+  // `framework: pytorch`: its dispatch before the CUDA call; 0 = none.
+  Time framework_op_call = Time::zero();
 
   // The stream's next op starts this much later after an event record (the
   // GPU drains the stream and writes the event); 0 = none.

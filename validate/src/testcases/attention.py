@@ -146,8 +146,11 @@ def main():
             for kind, heads, sq, skv, d in shapes(token_counts):
                 rows.append(sdpa_row(kind, heads, sq, skv, d, backend))
                 print(backend, kind, heads, sq, skv, d, round(rows[-1]["TFLOPs"]), "TFLOP/s", flush=True)
-    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "gpu": torch.cuda.get_device_name(0),
-           "env": {}}
+    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "default_kernel": kernel, "env": {}}
+    try:
+        env["cudnn"] = torch.backends.cudnn.version()
+    except RuntimeError as e:  # a cuDNN other than PyTorch's on the library path
+        env["cudnn"] = str(e).splitlines()[0]
     with open(out, "w") as f:
         json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
         f.write("\n")
