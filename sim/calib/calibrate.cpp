@@ -9,6 +9,8 @@
 
 #include "calib/family.hpp"
 #include "core/stats.hpp"
+#include "gpu/params_io.hpp"
+#include "schedule/bench_keys.hpp"
 
 namespace osim {
 
@@ -21,6 +23,11 @@ Calibration fit_all(const BenchDocs& docs, const hw::Topology& topo, const Model
   Calibration c;
   c.params = base;
   for (const auto& [name, d] : docs) c.sources.push_back(name);
+  for (const bench::Testcase& t : bench::kTestcases) {
+    bool held = false;
+    for (const auto& [name, d] : docs) held = held || !rows(d, std::string(t.key)).empty();
+    if (held) c.family_testcases[std::string(t.family)].emplace_back(t.key);
+  }
   const BenchDocs runs = merge_bench_runs(docs);
   const json* def = find_doc(runs, false);
   if (!def) {
@@ -81,7 +88,17 @@ std::string calibration_yaml(const Calibration& c) {
     for (const auto& [k, v] : f.values) out += fmt::format("{} = {:.4g}  ", k, v);
     out += "\n";
   }
-  return out + model_yaml(c.params);
+  // Per family, what its fields were fitted from; `# default` marks a field
+  // that holds the model's default (nothing the sources measured moved it).
+  ModelYamlNotes notes;
+  for (const CalibFamily* f : calib_families()) {
+    const auto it = c.family_testcases.find(f->name);
+    std::string from;
+    if (it != c.family_testcases.end())
+      for (const auto& k : it->second) from += (from.empty() ? "" : ", ") + k;
+    notes.family_notes[f->name] = from.empty() ? "nothing measured: every field its default" : "fitted from " + from;
+  }
+  return out + model_yaml(c.params, &notes);
 }
 
 std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo, const ModelParams& params) {

@@ -2,6 +2,7 @@
 // each measured testcase row replayed on the simulator.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,9 @@ struct Fit {
 
 struct Calibration {
   std::vector<std::string> sources;
+  // Per effect family, the bench testcases the sources hold (in the key
+  // table's order): what its fields were fitted from.
+  std::map<std::string, std::vector<std::string>> family_testcases;
   ModelParams params;
   std::vector<Fit> fits;
 };

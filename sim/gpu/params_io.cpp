@@ -142,17 +142,24 @@ std::string model_fields_markdown() {
   return out;
 }
 
-std::string model_yaml(const ModelParams& p) {
+std::string model_yaml(const ModelParams& p, const ModelYamlNotes* notes) {
   std::string out = "schema: overlapsim.calibration/v1\nmodel:\n";
   std::string family;
+  static const ModelParams defaults;
   for (const Field& f : fields()) {
     if (f.written && !f.written(p)) continue;
     if (f.family != family) {
       family = f.family;
-      out += fmt::format("  # {}\n", family);
+      const auto it = notes ? notes->family_notes.find(family) : decltype(notes->family_notes.end()){};
+      out += notes && it != notes->family_notes.end() ? fmt::format("  # {}: {}\n", family, it->second) : fmt::format("  # {}\n", family);
     }
     out += fmt::format("  {}:", f.name);
-    out += f.kind == Kind::Custom ? f.write(p) : " " + format_value(f, p) + "\n";
+    if (f.kind == Kind::Custom) {
+      out += f.write(p);
+    } else {
+      const std::string v = format_value(f, p);
+      out += " " + v + (notes && v == format_value(f, defaults) ? "  # default" : "") + "\n";
+    }
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // its key in the file and its member in its family's params struct.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,15 @@ std::vector<ModelFieldDoc> model_field_docs();
 /// The fields as a Markdown table per family (docs/formats/calibration.md).
 std::string model_fields_markdown();
 
+/// What a calibration file says beside the values: per family, where its
+/// fields came from; with notes, a field holding the model's default value
+/// is marked `# default`.
+struct ModelYamlNotes {
+  std::map<std::string, std::string> family_notes;
+};
+
 /// "schema: ...\nmodel:\n  key: value\n...": the parameters a run loads.
-std::string model_yaml(const ModelParams& p);
+std::string model_yaml(const ModelParams& p, const ModelYamlNotes* notes = nullptr);
 
 /// Reads a calibration file's `model:` section over `base`. Throws
 /// InputError naming the file, line and key on an unknown key, a value out
