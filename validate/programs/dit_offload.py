@@ -55,6 +55,7 @@ def parse_args():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--profile", action="store_true", help="also write a torch.profiler trace of one run")
     p.add_argument("--twins-only", action="store_true", help="write each configuration's twin workload, run nothing")
+    p.add_argument("--only", help="comma-separated configuration names: run only these of the grid")
     return p.parse_args()
 
 
@@ -213,7 +214,14 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
     name = name_of(c)
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        # Shapes (GEMM m, n, k) and the CUDA synchronisation events (which
+        # stream waits on which event record): what `overlapsim import-trace` reads.
+        extra = {}
+        try:
+            extra["experimental_config"] = torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)
+        except (AttributeError, TypeError):
+            pass
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True, **extra) as prof:
             run_once(torch, dit, c, x0, text)
         raw = os.path.join(out_dir, name + ".trace.json")
         prof.export_chrome_trace(raw)
@@ -245,6 +253,8 @@ def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
     configs = configurations(args)
+    if args.only:
+        configs = [c for c in configs if name_of(c) in args.only.split(",")]
     if args.twins_only:
         for c in configs:
             write_json(os.path.join(args.out, name_of(c) + ".workload.json"), twin(c, None))
