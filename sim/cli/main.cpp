@@ -1,10 +1,14 @@
 // overlapsim command line: each command parses its inputs, runs the library
 // and prints (cli/cmd_*.cpp); every error surfaces here as one line
-// "file:line:col: error: ..." and exit code 2 (input) or 3 (simulation).
+// "file:line:col: error: ..." and exit code 2 (input, an unwritable output
+// path, an input too large for memory), 3 (simulation) or 4 (a defect).
+#include <filesystem>
 #include <iostream>
+#include <new>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "cli/common.hpp"
 #include "core/errors.hpp"
@@ -27,6 +31,18 @@ int main(int argc, char** argv) {
   } catch (const osim::SimulationError& e) {
     std::cerr << "simulation error: " << e.what() << "\n";
     return 3;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // An output path that cannot be written (a file where a folder is
+    // needed, no permission, a read-only file system).
+    std::cerr << fmt::format("{}: error: {}: choose another path\n", e.path1().string(), e.code().message());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory: the input asks for more than this machine holds (a huge repeat, loop count, grid or step count?)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    // Anything else is a defect of overlapsim's, not of the input: say so.
+    std::cerr << "internal error (please report it, with the command and its input files): " << e.what() << "\n";
+    return 4;
   }
   return 0;
 }
