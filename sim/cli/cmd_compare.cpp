@@ -86,10 +86,8 @@ Records resimulate(const std::string& measured, const Records& measured_records,
 }
 
 // Reference programs' results (validate/programs/): each one's twin simulated
-// on `topo_path` with the calibration, against its measured median.
-ProgramFigures predict_programs(const std::vector<std::string>& files, const std::string& topo_path, const std::string& calibration) {
-  const hw::Topology topo(hw::parse_topology_file(topo_path));
-  const ModelParams params = calibration.empty() ? ModelParams{} : load_calibration(calibration);
+// on the machine with its calibration, against its measured median.
+ProgramFigures predict_programs(const std::vector<std::string>& files, const hw::Topology& topo, const ModelParams& params) {
   std::vector<ProgramPrediction> runs;
   for (const auto& f : files) runs.push_back(predict_program(read_program_run(f), topo, params));
   return program_figures(std::move(runs));
@@ -100,7 +98,8 @@ int programs_command(const std::vector<std::string>& inputs, const std::string& 
   if (topo_path.empty())
     throw InputError(SourceLocation{inputs.front(), 0, 0}, "--programs needs the machine's topology: pass --topology FILE");
   if (!csv.empty()) refuse_overwrite(csv, force);
-  const ProgramFigures f = predict_programs(inputs, topo_path, calibration);
+  const ProgramFigures f = predict_programs(inputs, hw::Topology(hw::parse_topology_file(topo_path)),
+                                            calibration.empty() ? ModelParams{} : load_calibration(calibration));
   std::cout << format_program_figures(f);
   if (!csv.empty()) {
     std::string text = "program,group,measured_ms,simulated_ms,error_pct\n";
@@ -312,7 +311,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
   if (top.has("programs")) {
     // Reference programs (framework programs run on the machine, none of them a calibration input).
     MapReader pr(file, top.get("programs"), "programs", {"runs"});
-    const ProgramFigures f = predict_programs(program_files(path(pr.str("runs"))), path(top.str("topology")), cal_file);
+    const ProgramFigures f = predict_programs(program_files(path(pr.str("runs"))), topo, load_calibration(cal_file));
     std::cout << fmt::format("  programs: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", f.runs.size(),
                              f.median_pct, f.worst_pct, f.spearman_min);
     if (expected && expected->has("programs")) {

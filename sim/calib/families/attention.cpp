@@ -178,11 +178,12 @@ void fit_attention(FitContext& ctx) {
   const std::optional<Fit> share_fit = slow ? fit_slow_share(ctx.docs, p, primary) : std::nullopt;
   const std::string label = def == AttnBackend::Default ? "" : ", " + to_string(def) + ", PyTorch's default";
   std::vector<Fit> fits;
-  if (auto r = fit_rates(ctx, p, primary, label, share_fit, fits)) {
-    p.attention.attention_efficiency = r->efficiency;
-    if (r->cross_efficiency > 0) {
-      p.attention.cross_attention_efficiency = r->cross_efficiency;
-      p.attention.cross_attention_q0 = r->cross_q0;
+  const std::optional<AttentionRates> default_rates = fit_rates(ctx, p, primary, label, share_fit, fits);
+  if (default_rates) {
+    p.attention.attention_efficiency = default_rates->efficiency;
+    if (default_rates->cross_efficiency > 0) {
+      p.attention.cross_attention_efficiency = default_rates->cross_efficiency;
+      p.attention.cross_attention_q0 = default_rates->cross_q0;
     }
   }
   if (def != AttnBackend::Default) {
@@ -191,9 +192,9 @@ void fit_attention(FitContext& ctx) {
     for (const std::string& name : attn_backend_names()) {
       const AttnBackend b = *attn_backend_of(name);
       if (b == AttnBackend::Default) continue;
-      std::vector<Fit> reported;  // the default's are above already
-      if (auto r = fit_rates(ctx, p, RowFilter{false, b}, ", " + name, std::nullopt, b == def ? reported : fits))
-        p.attention.backends.push_back({b, *r});
+      // The default's rates are the ones fitted above, from the same rows.
+      const std::optional<AttentionRates> r = b == def ? default_rates : fit_rates(ctx, p, RowFilter{false, b}, ", " + name, std::nullopt, fits);
+      if (r) p.attention.backends.push_back({b, *r});
     }
   }
   for (Fit& f : fits) ctx.cal.fits.push_back(std::move(f));

@@ -60,7 +60,7 @@ void fit_pinned(FitContext& ctx) {
     p.copies.copy_latency = Time::from_us(std::max(0.0, line[0].latency_us - route_latency_us));
     p.handoff.copy_after_kernel_latency = Time::from_us(std::max(0.0, line[0].burst_us - close_us));
     // D2H's own set-up (posted writes: no completion to wait for) and rate
-    // (most boxes within 0.5 % of H2D's; a 2xH200 box 4 % faster).
+    // (within 0.5 % of H2D's on most machines; 4 % faster on a 2xH200).
     if (line[1].ok) {
       p.copies.copy_latency_d2h = Time::from_us(std::max(0.0, line[1].latency_us - route_latency_us));
       p.copies.copy_engine_bandwidth_d2h = Bandwidth::from_GBps(1e-3 / line[1].inv_beta);
@@ -153,7 +153,7 @@ void fit_bidir_table(FitContext& ctx) {
   // join a size where the bench has rows with reps. Per size, not in tiers:
   // the share climbs from ~0.6 at 64 KiB to ~0.95 by 16 MiB, and a tier
   // between left its middle size 5-9 % fast.
-  // Benches without rows with reps (the 2x and 4xH200 boxes) keep the large
+  // Benches without rows with reps (the 2xH200 and 4xH200 references) keep the large
   // share alone (copy_bidir_table).
   if (!p.copies.copy_engine_bandwidth.is_unlimited()) {
     std::map<double, std::vector<std::pair<double, std::array<double, 2>>>> by_size;  // bytes -> (reps, times)

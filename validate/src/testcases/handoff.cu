@@ -9,10 +9,9 @@ struct Handoffs : Testcases {
 
   // Pinned copies per gated burst (copy_reps): the one-way and both-ways
   // rows time `reps` copies between two events behind one gate, with reps
-  // 20 below 1 MiB, 5 below 64 MiB, 1 above, and every box measured a step
-  // of ~1 us in the per-copy latency from 1 MiB on, and both ways at once a
-  // share of ~0.7 below 1 MiB against ~0.92 from it: the size or the reps?
-  // Here each size at several reps, per copy, held by the spin kernel (the
+  // 20 below 1 MiB, 5 below 64 MiB, 1 above, so a change in the per-copy
+  // time at 1 MiB could be the size's or the burst's. Here each size at
+  // several reps, per copy, held by the spin kernel (the
   // other rows' gate: the first copy follows a kernel) or by a host function
   // (no kernel before it); one way and both ways at once on two streams.
   void copy_reps() {
