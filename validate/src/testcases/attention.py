@@ -9,6 +9,7 @@ row. Usage: attention.py OUT.json [TOKENS...] (default tokens: 75600 32760,
 Wan 720p and 480p)"""
 import contextlib
 import json
+import os
 import math
 import sys
 
@@ -151,9 +152,10 @@ def main():
         env["cudnn"] = torch.backends.cudnn.version()
     except RuntimeError as e:  # a cuDNN other than PyTorch's on the library path
         env["cudnn"] = str(e).splitlines()[0]
-    with open(out, "w") as f:
+    with open(out + ".tmp", "w") as f:  # renamed over `out` once whole
         json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
         f.write("\n")
+    os.replace(out + ".tmp", out)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ add, layer_norm, gelu and SDPA calls back to back, the GPU kept ahead of the
 host). Writes overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after
 the C++ bench, whose pageable rows it replaces. Usage: framework.py OUT.json"""
 import json
+import os
 import statistics
 import sys
 import time
@@ -77,9 +78,10 @@ def main():
     out = sys.argv[1]
     rows = framework_op_rows() + pageable_rows()
     env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "env": {}}
-    with open(out, "w") as f:
+    with open(out + ".tmp", "w") as f:  # renamed over `out` once whole
         json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
         f.write("\n")
+    os.replace(out + ".tmp", out)
 
 
 if __name__ == "__main__":
