@@ -10,13 +10,16 @@
 #   attention          PyTorch SDPA at the workloads' shapes, every backend  -> attention.json
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
 #   programs           the reference programs (validate/programs/)          -> programs/
+#   programs-sp        the Ulysses reference programs under torchrun on     -> programs/
+#                      every GPU (NCCL defaults; the 16,384-token NCCL ones
+#                      also with NCCL_P2P_DISABLE=1, and on 2 GPUs of 4+)
 #   phase              the hand-off testcases, every sample kept, twice      -> bench-phase-1.json, -2.json
 #   bench:NAME:REGEX   one bench --filter REGEX                              -> bench-NAME.json
 #   twice:NAME:REGEX   the same, twice in a row                              -> bench-NAME-1.json, -2.json
 #   validation[:REGEX] the validation set's runs (the schedules of           -> validation/<case>/
 #                      validate/reference/h200x4-nvlink/validation/)
 # Presets: whole-gpu = bench attention framework phase validation:^sp1-pf[0-3]-default$ programs
-#          box       = bench bench-p2p-off attention framework validation
+#          box       = bench bench-p2p-off attention framework programs-sp validation
 # Every session also writes the machine's description (machine/: nvidia-smi,
 # its topology matrix, the GPUs' clocks and limits, library versions), samples
 # clocks, power and throttle reasons every 100 ms (smi-log.csv.gz), and the
@@ -41,7 +44,7 @@ expanded=()
 for s in "${steps[@]}"; do
   case "$s" in
     whole-gpu) expanded+=(bench attention framework phase 'validation:^sp1-pf[0-3]-default$' programs) ;;
-    box) expanded+=(bench bench-p2p-off attention framework validation) ;;
+    box) expanded+=(bench bench-p2p-off attention framework programs-sp validation) ;;
     *) expanded+=("$s") ;;
   esac
 done
@@ -85,6 +88,22 @@ for s in "${expanded[@]}"; do
     programs)
       timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs" --grid single --profile > "$out/programs.log" 2>&1
       mark "programs rc=$?" ;;
+    programs-sp)
+      ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+      sp() {  # label, env..., -- dit_offload.py options
+        local label=$1; shift
+        local envs=()
+        while [ "$1" != -- ]; do envs+=("$1"); shift; done
+        shift
+        timeout 300 env "${envs[@]}" "${torch_py[@]}" -m torch.distributed.run --standalone --nproc-per-node "$nproc" \
+          validate/programs/dit_offload.py --out "$out/programs" --grid sp "$@" > "$out/programs-$label.log" 2>&1
+        mark "programs-$label rc=$?"
+      }
+      if [ "$ngpus" -lt 2 ]; then mark "programs-sp skipped: $ngpus GPU"; continue; fi
+      nproc=$ngpus
+      sp sp$nproc NCCL_NVLS_ENABLE=0 -- --profile --profile-only "dit-sp$nproc-16384-nccl-layerwise-pf2-pinned"
+      sp sp$nproc-p2poff NCCL_P2P_DISABLE=1 -- --grid-tokens 16384 --grid-a2a nccl
+      if [ "$ngpus" -ge 4 ]; then nproc=2; sp sp2 CUDA_VISIBLE_DEVICES=0,1 -- --grid-tokens 16384 --grid-a2a nccl; fi ;;
     phase) for i in 1 2; do bench "phase-$i" -- --filter '^(copy_reps|copy_after_idle|handoff_wait|kernel_reps)$' --samples 41; done ;;
     bench:*:*) IFS=: read -r _ name re <<< "$s"; bench "$name" -- --filter "$re" ;;
     twice:*:*) IFS=: read -r _ name re <<< "$s"; for i in 1 2; do bench "$name-$i" -- --filter "$re"; done ;;

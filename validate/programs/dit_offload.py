@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""A reference program: what video-DiT stacks (sglang, LightX2V) run on one GPU,
-written as they write it, in plain PyTorch with random weights.
+"""A reference program: what video-DiT stacks (sglang, LightX2V) run on one GPU
+or, launched by torchrun, on several with Ulysses sequence parallelism, written
+as they write it, in plain PyTorch with random weights.
 
 A stack of DiT blocks (norm, QKV, rope, self-attention through PyTorch's default
 scaled_dot_product_attention, out projection, cross-attention to text tokens,
@@ -11,11 +12,18 @@ way those stacks do it:
   block      LightX2V: two GPU buffers, the next block copied while this one
              computes, both streams synchronised after every block
   none       every block resident on the GPU
-from pinned or pageable host memory.
+from pinned or pageable host memory. Under torchrun (N processes, one per GPU)
+each rank holds tokens/N of the sequence: q, k and v go through an all-to-all
+to all tokens of heads/N heads before self-attention and the output comes back
+through one more (Ulysses), as NCCL's all-to-all (`nccl`) or as rounds of
+grouped send/recv with one partner each (`pairwise`, the circle method); the
+cross-attention and FFN stay on the rank's tokens; every rank offloads its own
+copy of the weights.
 
 Each configuration runs `warmup` times untimed, then `repeat` times timed by
-CUDA events on the compute stream (no profiler); with --profile one more run
-is recorded by torch.profiler (a Chrome trace, gzipped). For each it writes
+CUDA events on the compute stream (no profiler; across ranks, each run's
+slowest rank); with --profile one more run is recorded by torch.profiler (a
+Chrome trace per rank, gzipped). For each it writes
 NAME.json (schema overlapsim.program/v1): the measured makespans, the SDPA
 backend PyTorch ran, the environment, and the program's twin as an overlapsim
 workload (`workload:`), which `overlapsim reference` simulates and compares.
@@ -23,6 +31,7 @@ workload (`workload:`), which `overlapsim reference` simulates and compares.
   dit_offload.py --out DIR [--grid single] [--profile]          every configuration of the grid
   dit_offload.py --out DIR --policy layerwise --prefetch 2 ...    one
   dit_offload.py --out DIR --grid single --twins-only             the twins' files only (no GPU)
+  torchrun --nproc-per-node 4 dit_offload.py --out DIR --grid sp    every Ulysses configuration on 4 GPUs
 """
 import argparse
 import gzip
@@ -40,7 +49,11 @@ sys.path.insert(0, os.path.join(here, "..", "src", "testcases"))
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="folder for NAME.json (and NAME.trace.json.gz)")
-    p.add_argument("--grid", choices=["single"], help="every single-GPU configuration (see GRIDS)")
+    p.add_argument("--grid", choices=["single", "sp"], help="every configuration: single (one GPU) or sp (Ulysses, under torchrun)")
+    p.add_argument("--grid-tokens", help="sp grid: comma-separated token counts (default 16384,65536)")
+    p.add_argument("--grid-a2a", help="sp grid: comma-separated all-to-alls (default nccl,pairwise)")
+    p.add_argument("--all-to-all", choices=["nccl", "pairwise"], default="nccl", help="Ulysses all-to-all (under torchrun)")
+    p.add_argument("--ranks", type=int, help="--twins-only: the Ulysses degree (default: the launcher's world size, else 1)")
     p.add_argument("--policy", choices=["layerwise", "block", "none"], default="layerwise")
     p.add_argument("--prefetch", type=int, default=2, help="layerwise: blocks copied ahead (0: a blocking copy per block)")
     p.add_argument("--host", choices=["pinned", "pageable"], default="pinned")
@@ -53,15 +66,27 @@ def parse_args():
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--profile", action="store_true", help="also write a torch.profiler trace of one run")
+    p.add_argument("--profile", action="store_true", help="also write a torch.profiler trace of one run (one per rank)")
+    p.add_argument("--profile-only", help="with --profile: comma-separated configuration names to profile (default: all)")
     p.add_argument("--twins-only", action="store_true", help="write each configuration's twin workload, run nothing")
     p.add_argument("--only", help="comma-separated configuration names: run only these of the grid")
     return p.parse_args()
 
 
-def configurations(a):
+def configurations(a, ranks):
     """The configurations to run: the grid's, or the one the options give."""
     base = {k: getattr(a, k) for k in ("tokens", "hidden", "heads", "ffn", "text", "blocks", "steps")}
+    base.update(ulysses=ranks, all_to_all=a.all_to_all if ranks > 1 else "none", nccl_p2p_disable=os.environ.get("NCCL_P2P_DISABLE") == "1")
+    if a.grid == "sp":
+        out = []
+        # 16,384 tokens: copy-bound (a block computes ~3 ms on 4 ranks against
+        # a ~5 ms copy); 65,536: compute-bound.
+        for tokens in [int(t) for t in (a.grid_tokens or "16384,65536").split(",")]:
+            for a2a in (a.grid_a2a or "nccl,pairwise").split(","):
+                for policy, pf, host in (("layerwise", 0, "pinned"), ("layerwise", 1, "pinned"), ("layerwise", 2, "pinned"),
+                                         ("layerwise", 2, "pageable"), ("block", 0, "pinned"), ("none", 0, "pinned")):
+                    out.append(dict(base, tokens=tokens, all_to_all=a2a, policy=policy, prefetch=pf, host=host))
+        return out
     if a.grid != "single":
         return [dict(base, policy=a.policy, prefetch=a.prefetch, host=a.host)]
     out = []
@@ -77,10 +102,19 @@ def configurations(a):
     return out
 
 
+def group_of(c):
+    if c.get("ulysses", 1) == 1:
+        return f"dit-{c['tokens']}"
+    return f"dit-sp{c['ulysses']}-{c['tokens']}" + ("-p2poff" if c["nccl_p2p_disable"] else "")
+
+
 def name_of(c):
     policy = f"layerwise-pf{c['prefetch']}" if c["policy"] == "layerwise" else c["policy"]
     host = "" if c["policy"] == "none" else "-" + c["host"]
-    return f"dit-{c['tokens']}-{policy}{host}"
+    if c.get("ulysses", 1) == 1:
+        return f"dit-{c['tokens']}-{policy}{host}"
+    p2p = "-p2poff" if c["nccl_p2p_disable"] else ""
+    return f"dit-sp{c['ulysses']}-{c['tokens']}-{c['all_to_all']}-{policy}{host}{p2p}"
 
 
 def twin(c, backend):
@@ -89,7 +123,10 @@ def twin(c, backend):
     w = {"name": name_of(c),
          "model": {"preset": "custom", "blocks": c["blocks"], "hidden": c["hidden"], "ffn": c["ffn"], "heads": c["heads"],
                    "head_dim": c["hidden"] // c["heads"], "text_tokens": c["text"]},
-         "tokens": c["tokens"], "steps": c["steps"], "cfg": "none", "parallelism": {"ulysses": 1}, "runtime": {"framework": "pytorch"}}
+         "tokens": c["tokens"], "steps": c["steps"], "cfg": "none", "parallelism": {"ulysses": c.get("ulysses", 1)}, "runtime": {"framework": "pytorch"}}
+    if c.get("ulysses", 1) > 1:
+        w["parallelism"]["all_to_all"] = c["all_to_all"]
+        w["runtime"]["nccl_p2p_disable"] = c["nccl_p2p_disable"]
     if c["policy"] == "layerwise":
         w["offload"] = {"policy": "layerwise", "prefetch_size": c["prefetch"], "host_memory": c["host"]}
     elif c["policy"] == "block":
@@ -99,11 +136,30 @@ def twin(c, backend):
     return w
 
 
+def circle_partners(U, me):
+    """The pairwise all-to-all's partner of rank `me` in each round (the
+    circle method, as the simulator and overlapsim-validate pair ranks; -1: a bye)."""
+    m = U + U % 2
+    teams, partners = list(range(m)), []
+    for _ in range(m - 1):
+        partner = -1
+        for t in range(m // 2):
+            a, b = teams[t], teams[m - 1 - t]
+            if a < U and b < U and me in (a, b):
+                partner = b if a == me else a
+        partners.append(partner)
+        teams = [teams[0], teams[-1]] + teams[1:-1]
+    return partners
+
+
 class Dit:
     """The blocks' weights (host copies) and the forward pass."""
 
-    def __init__(self, torch, c, host):
-        self.t, self.c = torch, c
+    def __init__(self, torch, c, host, dist=None):
+        self.t, self.c, self.dist = torch, c, dist
+        self.U = c.get("ulysses", 1)
+        self.rank = dist.get_rank() if dist else 0
+        self.partners = circle_partners(self.U, self.rank) if self.U > 1 else []
         h, f = c["hidden"], c["ffn"]
         # One flat bf16 tensor per block: qkv, out, cross q, cross kv, cross out, ffn up, ffn down.
         self.parts = [("qkv", 3 * h, h), ("out", h, h), ("cq", h, h), ("ckv", 2 * h, h), ("cout", h, h), ("up", f, h), ("down", h, f)]
@@ -121,15 +177,51 @@ class Dit:
             at += o * i
         return out
 
+    def all_to_all(self, recv, send):
+        """recv[j] = rank j's send[me], for [U, ...] tensors."""
+        if self.c["all_to_all"] == "nccl":
+            self.dist.all_to_all_single(recv, send)
+            return
+        recv[self.rank].copy_(send[self.rank])
+        for p in self.partners:
+            if p >= 0:
+                ops = [self.dist.P2POp(self.dist.isend, send[p], p), self.dist.P2POp(self.dist.irecv, recv[p], p)]
+                for req in self.dist.batch_isend_irecv(ops):
+                    req.wait()
+
+    def to_heads(self, t):
+        """Ulysses: [S/U, h] (this rank's tokens) -> [S, h/U] (all tokens of its heads)."""
+        Sl, h, U = t.shape[0], t.shape[1], self.U
+        send = t.view(Sl, U, h // U).transpose(0, 1).contiguous()
+        recv = self.t.empty_like(send)
+        self.all_to_all(recv, send)
+        return recv.view(U * Sl, h // U)
+
+    def to_tokens(self, t):
+        """Ulysses: [S, h/U] -> [S/U, h]."""
+        U = self.U
+        send = t.contiguous().view(U, t.shape[0] // U, t.shape[1])
+        recv = self.t.empty_like(send)
+        self.all_to_all(recv, send)
+        return recv.transpose(0, 1).reshape(t.shape[0] // U, t.shape[1] * U)
+
     def block(self, x, text, w):
         F, c = self.t.nn.functional, self.c
-        S, h, H = x.shape[0], c["hidden"], c["heads"]
+        S, h, H = x.shape[0], c["hidden"], c["heads"]  # S: this rank's tokens
         d = h // H
         y = F.layer_norm(x, (h,))
         q, k, v = F.linear(y, w["qkv"]).split(h, dim=-1)
         q, k = q * 0.5, k * 0.5  # rope's elementwise traffic
-        a = F.scaled_dot_product_attention(q.view(1, S, H, d).transpose(1, 2), k.view(1, S, H, d).transpose(1, 2), v.view(1, S, H, d).transpose(1, 2))
-        x = x + F.linear(a.transpose(1, 2).reshape(S, h), w["out"])
+        if self.U == 1:
+            a = F.scaled_dot_product_attention(q.view(1, S, H, d).transpose(1, 2), k.view(1, S, H, d).transpose(1, 2), v.view(1, S, H, d).transpose(1, 2))
+            a = a.transpose(1, 2).reshape(S, h)
+        else:
+            q, k, v = self.to_heads(q), self.to_heads(k), self.to_heads(v)
+            Sa, Ha = q.shape[0], H // self.U
+            a = F.scaled_dot_product_attention(q.view(1, Sa, Ha, d).transpose(1, 2), k.view(1, Sa, Ha, d).transpose(1, 2),
+                                               v.view(1, Sa, Ha, d).transpose(1, 2))
+            a = self.to_tokens(a.transpose(1, 2).reshape(Sa, h // self.U))
+        x = x + F.linear(a, w["out"])
         y = F.layer_norm(x, (h,))
         cq = F.linear(y, w["cq"])
         ck, cv = F.linear(text, w["ckv"]).split(h, dim=-1)
@@ -146,6 +238,9 @@ def run_once(torch, dit, c, x0, text):
     copy = dit.copy_stream
     L, total = c["blocks"], c["blocks"] * c["steps"]
     torch.cuda.synchronize()
+    if dit.dist:
+        dit.dist.barrier()  # every rank starts together (the simulation starts them at 0)
+        torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record(compute)
     x = x0
@@ -198,12 +293,17 @@ def run_once(torch, dit, c, x0, text):
     end.record(compute)
     torch.cuda.synchronize()
     assert torch.isfinite(x).all()
-    return start.elapsed_time(end) * 1e-3
+    seconds = start.elapsed_time(end) * 1e-3
+    if dit.dist:  # the run's makespan: its slowest rank
+        t = torch.tensor([seconds], device="cuda", dtype=torch.float64)
+        dit.dist.all_reduce(t, op=dit.dist.ReduceOp.MAX)
+        seconds = t.item()
+    return seconds
 
 
 def measure(torch, c, dit, args, out_dir, backend, environment):
     h = c["hidden"]
-    x0 = torch.randn(c["tokens"], h, device="cuda", dtype=torch.bfloat16)
+    x0 = torch.randn(c["tokens"] // dit.U, h, device="cuda", dtype=torch.bfloat16)
     text = torch.randn(c["text"], h, device="cuda", dtype=torch.bfloat16)
     dit.copy_stream = torch.cuda.Stream()
     dit.resident = [w.to("cuda") for w in dit.host] if c["policy"] == "none" else []
@@ -212,7 +312,8 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
         run_once(torch, dit, c, x0, text)
     makespans = [run_once(torch, dit, c, x0, text) for _ in range(args.repeat)]
     name = name_of(c)
-    if args.profile:
+    rank = dit.rank
+    if args.profile and (not args.profile_only or name in args.profile_only.split(",")):
         from torch.profiler import ProfilerActivity, profile
         # Shapes (GEMM m, n, k) and the CUDA synchronisation events (which
         # stream waits on which event record): what `overlapsim import-trace` reads.
@@ -223,7 +324,7 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
             pass
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True, **extra) as prof:
             run_once(torch, dit, c, x0, text)
-        raw = os.path.join(out_dir, name + ".trace.json")
+        raw = os.path.join(out_dir, name + (f".rank{rank}" if dit.U > 1 else "") + ".trace.json")
         prof.export_chrome_trace(raw)
         with open(raw, "rb") as src, gzip.open(raw + ".gz", "wb") as dst:
             shutil.copyfileobj(src, dst)
@@ -233,9 +334,12 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
     med = statistics.median(makespans)
     order = sorted(range(len(makespans)), key=lambda i: makespans[i])
     runs_before = args.warmup + order[len(order) // 2]
-    doc = {"schema": "overlapsim.program/v1", "name": name, "group": f"dit-{c['tokens']}", "program": "validate/programs/dit_offload.py", "config": c,
+    doc = {"schema": "overlapsim.program/v1", "name": name, "group": group_of(c), "program": "validate/programs/dit_offload.py", "config": c,
            "warmup": args.warmup, "makespans_s": makespans, "median_s": med, "runs_before": runs_before, "sdpa_backend": backend,
            "workload": twin(c, backend), "environment": environment}
+    if rank:
+        dit.resident, dit.buffers = [], []
+        return
     write_json(os.path.join(out_dir, name + ".json"), doc)
     print(f"{name}: {med * 1e3:.2f} ms (runs {', '.join(f'{m * 1e3:.2f}' for m in makespans)})", flush=True)
     dit.resident, dit.buffers = [], []
@@ -252,15 +356,27 @@ def write_json(path, doc):
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
-    configs = configurations(args)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    configs = configurations(args, args.ranks if args.twins_only and args.ranks else world)
     if args.only:
         configs = [c for c in configs if name_of(c) in args.only.split(",")]
     if args.twins_only:
         for c in configs:
             write_json(os.path.join(args.out, name_of(c) + ".workload.json"), twin(c, None))
         return
+    if args.grid == "sp" and world < 2:
+        sys.exit("dit_offload.py: --grid sp runs under torchrun on 2 or more GPUs (torchrun --nproc-per-node N ...)")
     import torch
     from attention import backend_run
+    dist = None
+    if world > 1:
+        import torch.distributed as dist
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+        if args.heads % world or args.tokens % world:
+            sys.exit(f"dit_offload.py: {world} ranks must divide the heads and the tokens")
+    quiet = dist is not None and dist.get_rank() > 0
     # The backend PyTorch's SDPA picks for the blocks' own calls: [1, S, H, d]
     # projections viewed as [1, H, S, d], self- and cross-attention.
     d = args.hidden // args.heads
@@ -268,22 +384,30 @@ def main():
     kv = torch.randn(1, args.text, args.heads, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
     backend, kernel = backend_run(q, q, q)
     cross_backend, _ = backend_run(q, kv, kv)
-    if cross_backend != backend:
+    if cross_backend != backend and not quiet:
         print(f"note: cross-attention runs {cross_backend}, self-attention {backend}; the twin takes {backend}", flush=True)
     environment = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": str(torch.backends.cudnn.version()),
                    "gpu": torch.cuda.get_device_name(0), "sdpa_kernel": kernel, "sdpa_cross_backend": cross_backend, "hostname": os.uname().nodename}
-    print(f"PyTorch {torch.__version__} on {environment['gpu']}: SDPA runs {backend}", flush=True)
+    if world > 1:
+        environment.update(ranks=world, nccl=str(torch.cuda.nccl.version()),
+                           nccl_env={k: v for k, v in os.environ.items() if k.startswith("NCCL_")})
+    if not quiet:
+        print(f"PyTorch {torch.__version__} on {environment['gpu']} x{world}: SDPA runs {backend}", flush=True)
     dits = {}
     for c in configs:
         key = (c["hidden"], c["ffn"], c["blocks"], c["host"])
         if key not in dits:  # the host weights, made once per model and host memory
             dits.clear()
             torch.cuda.empty_cache()
-            dits[key] = Dit(torch, c, c["host"])
+            dits[key] = Dit(torch, c, c["host"], dist)
+        dits[key].c = c
         t0 = time.time()
         measure(torch, c, dits[key], args, args.out, backend, environment)
         torch.cuda.empty_cache()
-        print(f"  ({time.time() - t0:.1f} s)", flush=True)
+        if not quiet:
+            print(f"  ({time.time() - t0:.1f} s)", flush=True)
+    if dist:
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

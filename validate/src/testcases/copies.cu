@@ -156,6 +156,57 @@ struct Copies : Testcases {
     }
   }
 
+  // Every one of n GPUs copying H2D and D2H at once (two streams each): the
+  // host's limit on both directions together, beside its one-way aggregates
+  // (multi_h2d_pinned, multi_d2h_pinned). Timed from the gate's release until
+  // every GPU's both copies are done; each direction's own end by events.
+  void multi_bidir_copies() {
+    if (!want("multi_bidir_pinned")) return;
+    const size_t bytes = opt.quick ? (256u << 20) : (size_t(1) << 30);
+    PerGpuCopies up(ngpus, bytes), down(ngpus, bytes);
+    for (int n = 1; n <= ngpus; ++n) {
+      progress("multi_bidir_pinned x" + std::to_string(n));
+      std::vector<double> samples, h2d_us, d2h_us;
+      for (int it = 0; it < opt.warmup + opt.samples; ++it) {
+        Gate gate;
+        std::vector<std::unique_ptr<Event>> start, end_h2d, end_d2h;
+        for (int g = 0; g < n; ++g) {
+          CUDA_CHECK(cudaSetDevice(g));
+          gate.hold(up.stream[g]->s);
+          gate.hold(down.stream[g]->s);
+          start.push_back(std::make_unique<Event>(g));
+          end_h2d.push_back(std::make_unique<Event>(g));
+          end_d2h.push_back(std::make_unique<Event>(g));
+          CUDA_CHECK(cudaEventRecord(start.back()->e, up.stream[g]->s));
+          CUDA_CHECK(cudaMemcpyAsync(up.dev[g]->p, up.host[g]->p, bytes, cudaMemcpyHostToDevice, up.stream[g]->s));
+          CUDA_CHECK(cudaEventRecord(end_h2d.back()->e, up.stream[g]->s));
+          CUDA_CHECK(cudaMemcpyAsync(down.host[g]->p, down.dev[g]->p, bytes, cudaMemcpyDeviceToHost, down.stream[g]->s));
+          CUDA_CHECK(cudaEventRecord(end_d2h.back()->e, down.stream[g]->s));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let every queue fill
+        const auto t0 = Clock::now();
+        gate.release();
+        for (int g = 0; g < n; ++g) {
+          CUDA_CHECK(cudaSetDevice(g));
+          CUDA_CHECK(cudaStreamSynchronize(up.stream[g]->s));
+          CUDA_CHECK(cudaStreamSynchronize(down.stream[g]->s));
+        }
+        if (it < opt.warmup) continue;
+        samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        double last_h2d = 0, last_d2h = 0;  // the slowest GPU's copy of each direction, from its gate
+        for (int g = 0; g < n; ++g) {
+          last_h2d = std::max(last_h2d, elapsed_us(*start[g], *end_h2d[g]));
+          last_d2h = std::max(last_d2h, elapsed_us(*start[g], *end_d2h[g]));
+        }
+        h2d_us.push_back(last_h2d);
+        d2h_us.push_back(last_d2h);
+      }
+      const double us = median(samples);
+      add({{"key", "multi_bidir_pinned"}, {"gpus", n}, {"bytes_per_gpu", bytes}, {"time_us", us}, {"h2d_time_us", median(h2d_us)},
+           {"d2h_time_us", median(d2h_us)}, {"aggregate_GBps", 2 * n * bytes / us * 1e-3}});
+    }
+  }
+
   void p2p() {
     if (!want("p2p_copy") || ngpus < 2) return;
     const size_t bytes = opt.quick ? (64u << 20) : (512u << 20);
@@ -299,10 +350,11 @@ struct Copies : Testcases {
 
 }  // namespace
 
-OVV_KEYS("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "bidir_pinned", "h2d_two_streams", "copy_span", "multi_h2d_pinned", "multi_d2h_pinned", "multi_h2d_pipelined", "p2p_copy");
+OVV_KEYS("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "bidir_pinned", "h2d_two_streams", "copy_span", "multi_h2d_pinned", "multi_d2h_pinned", "multi_bidir_pinned", "multi_h2d_pipelined", "p2p_copy");
 OVV_BENCH_TESTCASE(kcopies, 30, "copies", [](BenchContext& c) { Copies(c).copies(); });
 OVV_BENCH_TESTCASE(kcopy_span, 60, "copy_span", [](BenchContext& c) { Copies(c).copy_span(); });
 OVV_BENCH_TESTCASE(kmulti_gpu_copies, 90, "multi_gpu_copies", [](BenchContext& c) { Copies(c).multi_gpu_copies(); });
+OVV_BENCH_TESTCASE(kmulti_bidir_copies, 95, "multi_bidir_copies", [](BenchContext& c) { Copies(c).multi_bidir_copies(); });
 OVV_BENCH_TESTCASE(kp2p, 100, "p2p", [](BenchContext& c) { Copies(c).p2p(); });
 OVV_BENCH_TESTCASE(kmulti_h2d_pipelined, 160, "multi_h2d_pipelined", [](BenchContext& c) { Copies(c).multi_h2d_pipelined(); });
 

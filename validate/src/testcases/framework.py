@@ -5,9 +5,13 @@ tensor's `.copy_()` between pageable host memory and the GPU, from one tensor
 again and again and from a fresh tensor each time) and the host time of one
 framework op that launches a kernel (`overhead_framework_op`: small F.linear,
 add, layer_norm, gelu and SDPA calls back to back, the GPU kept ahead of the
-host). Writes overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after
-the C++ bench, whose pageable rows it replaces. Usage: framework.py OUT.json"""
+host); with several GPUs, pageable copies from one process per GPU at once, as
+the ranks of a torchrun job copy (`multi_h2d_pageable`, `multi_d2h_pageable`:
+the host-wide limit of the CPU copies that stage them). Writes
+overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after the C++ bench,
+whose pageable rows it replaces. Usage: framework.py OUT.json"""
 import json
+import multiprocessing as mp
 import os
 import statistics
 import sys
@@ -74,9 +78,64 @@ def framework_op_rows(calls=2000):
     return rows
 
 
+def multi_pageable_worker(rank, ngpus, mib, samples, barrier, results):
+    """One rank: for each count n of ranks copying (1..ngpus), the ranks below
+    n copy `mib` MiB pageable each, all released by one barrier per sample;
+    the others wait at the barriers. Puts (key, n, rank, [us per sample])."""
+    torch.cuda.set_device(rank)
+    n_el = mib << 19
+    dev = torch.empty(n_el, device="cuda", dtype=torch.bfloat16)
+    host = torch.randn(n_el, dtype=torch.bfloat16)
+    for key in ("multi_h2d_pageable", "multi_d2h_pageable"):
+        for n in range(1, ngpus + 1):
+            times = []
+            for i in range(samples + 1):
+                barrier.wait()
+                if rank < n:
+                    t0 = time.perf_counter()
+                    if key == "multi_h2d_pageable":
+                        dev.copy_(host, non_blocking=True)
+                    else:
+                        host.copy_(dev, non_blocking=True)
+                    torch.cuda.synchronize()
+                    if i:
+                        times.append((time.perf_counter() - t0) * 1e6)
+                barrier.wait()
+            if rank < n:
+                results.put((key, n, rank, times))
+
+
+def multi_pageable_rows(mib=256, samples=5):
+    """Pageable copies from one process per GPU at once (1..all GPUs): per
+    sample the slowest process's time; the aggregate over the median sample."""
+    ngpus = torch.cuda.device_count()
+    if ngpus < 2:
+        return []
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(ngpus), ctx.Queue()
+    procs = [ctx.Process(target=multi_pageable_worker, args=(r, ngpus, mib, samples, barrier, results)) for r in range(ngpus)]
+    for p in procs:
+        p.start()
+    got = {}
+    for _ in range(2 * ngpus * (ngpus + 1) // 2):
+        key, n, rank, times = results.get(timeout=120)
+        got.setdefault((key, n), {})[rank] = times
+    for p in procs:
+        p.join(timeout=30)
+    rows = []
+    for (key, n), per_rank in sorted(got.items()):
+        slowest = [max(per_rank[r][i] for r in per_rank) for i in range(samples)]
+        us = statistics.median(slowest)
+        per_gpu = [mib * 2**20 / statistics.median(per_rank[r]) * 1e-3 for r in sorted(per_rank)]
+        rows.append({"key": key, "gpus": n, "bytes_per_gpu": mib << 20, "time_us": us, "aggregate_GBps": n * (mib << 20) / us * 1e-3,
+                     "per_gpu_GBps": per_gpu, "via": "torch, one process per GPU"})
+        print(key, n, "GPUs", round(n * (mib << 20) / us * 1e-3, 2), "GB/s together", flush=True)
+    return rows
+
+
 def main():
     out = sys.argv[1]
-    rows = framework_op_rows() + pageable_rows()
+    rows = framework_op_rows() + pageable_rows() + multi_pageable_rows()
     env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "env": {}}
     with open(out + ".tmp", "w") as f:  # renamed over `out` once whole
         json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
