@@ -21,13 +21,31 @@ Copies::Copies(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks()))
     if (table.empty()) continue;
     if (dma_limit_of_.empty()) dma_limit_of_.assign(cons.size(), -1);
     for (size_t n = 0; n < x_.topo.node_count(); ++n)
-      if (const int res = h2d ? x_.topo.from_host_resource(static_cast<int>(n)) : x_.topo.to_host_resource(static_cast<int>(n)); res >= 0) {
-        const double nominal = x_.topo.resources()[static_cast<size_t>(res)].capacity;
-        const ConstraintId c = x_.sys.add_constraint(nominal);
-        x_.fabric->add_constraint_alias(c, res);
-        dma_limit_of_[static_cast<size_t>(cons[static_cast<size_t>(res)])] = static_cast<int>(dma_limits_.size());
-        dma_limits_.push_back({c, nominal, 0, &table});
-      }
+      if (const int res = h2d ? x_.topo.from_host_resource(static_cast<int>(n)) : x_.topo.to_host_resource(static_cast<int>(n)); res >= 0)
+        dma_limit_of_[static_cast<size_t>(cons[static_cast<size_t>(res)])] =
+            add_counted_limit(x_.topo.resources()[static_cast<size_t>(res)].capacity, &table, res);
+  }
+  // Per host bridge, both directions together; reported as its from-host limit.
+  if (!cp.host_bidir_aggregate.empty()) {
+    bidir_limit_of_.assign(cons.size(), -1);
+    for (size_t n = 0; n < x_.topo.node_count(); ++n) {
+      const int from = x_.topo.from_host_resource(static_cast<int>(n)), to = x_.topo.to_host_resource(static_cast<int>(n));
+      if (from < 0 || to < 0) continue;
+      const auto& res = x_.topo.resources();
+      const int l = add_counted_limit(res[static_cast<size_t>(from)].capacity + res[static_cast<size_t>(to)].capacity, &cp.host_bidir_aggregate, from);
+      bidir_limit_of_[static_cast<size_t>(cons[static_cast<size_t>(from)])] = l;
+      bidir_limit_of_[static_cast<size_t>(cons[static_cast<size_t>(to)])] = l;
+    }
+  }
+  // The whole host's, per direction, on pageable copies; one copy alone is
+  // held by its own staging rate (the nominal, above it and the table's
+  // entries, never binds).
+  for (const bool d2h : {false, true}) {
+    const std::vector<Bandwidth>& table = d2h ? cp.pageable_d2h_aggregate : cp.pageable_h2d_aggregate;
+    if (table.empty()) continue;
+    double nominal = 2 * cp.pageable_bandwidth_for(d2h).bytes_per_s;
+    for (const Bandwidth& b : table) nominal = std::max(nominal, 2 * b.bytes_per_s);
+    pageable_limit_[d2h ? 1 : 0] = add_counted_limit(nominal, &table, -1);
   }
   if (cp.copy_bidir_modelled() && !cp.copy_engine_bandwidth_for(false).is_unlimited() && !cp.copy_engine_bandwidth_for(true).is_unlimited()) {
     bidir_.resize(static_cast<size_t>(x_.s.ranks()));
@@ -106,13 +124,11 @@ void Copies::start_copy(int r, int e) {
     if (op.host_mem == HostMem::Pinned && bidir_active_[static_cast<size_t>(r)][d]++ == 0) set_bidir_limit(r, 1 - d);
     set_bidir_limit(r, d);  // this copy's own share (copy_bidir_factor_for its size)
   }
-  if (host && !dma_limits_.empty()) {
-    for (const FlowUse& u : route->uses)
-      if (const int d = dma_limit_of(u.constraint); d >= 0) {
-        f.route.push_back({dma_limits_[static_cast<size_t>(d)].constraint, 1.0});
-        copying_under(d, +1);
-      }
-  }
+  if (host && !limits_.empty())
+    for (const int l : counted_limits_of(r, op)) {
+      f.route.push_back({limits_[static_cast<size_t>(l)].constraint, 1.0});
+      copying_under(l, r, +1);
+    }
   x_.closed->hand_back_route(f.route);
   const FlowId fid = x_.flows.start(std::move(f));
   if (x_.o.link_samples && route) x_.fabric->observe(fid, *route);  // rates are reported only after activation
@@ -133,9 +149,8 @@ void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
     if (c == mb) orec.bottleneck_time = t;
   ranks_[static_cast<size_t>(r)].ce[e].busy = -1;
   const Op& done = x_.op_of(r, id);
-  if ((done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && !dma_limits_.empty())
-    for (const FlowUse& u : x_.fabric->host_route(r, done.copy == CopyKind::H2D).uses)
-      if (const int d = dma_limit_of(u.constraint); d >= 0) copying_under(d, -1);
+  if ((done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && !limits_.empty())
+    for (const int l : counted_limits_of(r, done)) copying_under(l, r, -1);
   if ((done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && done.host_mem == HostMem::Pinned && !bidir_.empty()) {
     const size_t d = done.copy == CopyKind::D2H ? 1 : 0;
     assert(bidir_active_[static_cast<size_t>(r)][d] > 0);
@@ -161,16 +176,36 @@ void Copies::set_bidir_limit(int r, size_t d) {
   x_.flows.set_capacity(bidir_[static_cast<size_t>(r)][d], bidir_active_[static_cast<size_t>(r)][1 - d] > 0 ? full * share : full);
 }
 
-// A copy starts (+1) or ends (-1) under the bridge of dma_limits_[d]: the
-// bridge limits its copies of that direction together to the measured
-// aggregate for that many GPUs, never above its own limit. One GPU's copy is
-// held by its link and engine (the table's first entry is that rate), so the
-// limit applies from two on. A rank has one engine per direction: one such
-// copy at a time, so copies count GPUs.
-void Copies::copying_under(int d, int delta) {
-  DmaLimit& L = dma_limits_[static_cast<size_t>(d)];
-  L.gpus += delta;
-  assert(L.gpus >= 0);
+int Copies::add_counted_limit(double nominal, const std::vector<Bandwidth>* table, int res) {
+  const ConstraintId c = x_.sys.add_constraint(nominal);
+  x_.fabric->add_constraint_alias(c, res);
+  limits_.push_back({c, nominal, table, std::vector<int>(static_cast<size_t>(x_.s.ranks()), 0), 0});
+  return static_cast<int>(limits_.size()) - 1;
+}
+
+std::vector<int> Copies::counted_limits_of(int r, const Op& op) const {
+  std::vector<int> out;
+  const bool d2h = op.copy == CopyKind::D2H;
+  for (const FlowUse& u : x_.fabric->host_route(r, !d2h).uses) {
+    if (const int l = limit_of(dma_limit_of_, u.constraint); l >= 0) out.push_back(l);
+    if (const int l = limit_of(bidir_limit_of_, u.constraint); l >= 0) out.push_back(l);
+  }
+  if (op.host_mem == HostMem::Pageable && pageable_limit_[d2h ? 1 : 0] >= 0) out.push_back(pageable_limit_[d2h ? 1 : 0]);
+  return out;
+}
+
+// A copy of rank r starts (+1) or ends (-1) under limits_[l]: its copies
+// together are held to the measured aggregate for as many GPUs as copy under
+// it now, never above its nominal limit. One GPU's copies are held by its
+// link and engines (the table's first entry is that rate), so the limit
+// applies from two on.
+void Copies::copying_under(int l, int r, int delta) {
+  CountedLimit& L = limits_[static_cast<size_t>(l)];
+  int& mine = L.copies_of_rank[static_cast<size_t>(r)];
+  if (mine == 0 && delta > 0) ++L.gpus;
+  mine += delta;
+  assert(mine >= 0);
+  if (mine == 0 && delta < 0) --L.gpus;
   const auto& agg = *L.table;
   x_.closed->hand_back_constraint(L.constraint);
   x_.flows.set_capacity(L.constraint, L.gpus < 2 ? L.nominal : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));

@@ -1,8 +1,9 @@
 // Copy engines (CopyParams): each GPU has an engine per direction (fewer
 // where the topology says so), FIFO; a copy becomes a flow on its route,
 // capped at the engine's rate (pageable: the staging rate), sharing the
-// engine with the other direction (copy_bidir_*) and a host bridge with
-// other GPUs' copies (host_*_aggregate).
+// engine with the other direction (copy_bidir_*), a host bridge with other
+// GPUs' copies (host_*_aggregate, both ways: host_bidir_aggregate) and, when
+// pageable, the host's staging with other GPUs' (pageable_*_aggregate).
 #pragma once
 
 #include <array>
@@ -36,26 +37,35 @@ class Copies {
   struct Rank {
     CopyEngine ce[3];
   };
-  // A host bridge's copy limit for one direction (host_h2d_aggregate, host_d2h_aggregate).
-  struct DmaLimit {
+  // A limit that follows how many GPUs copy under it at once: a host
+  // bridge's per direction (host_h2d_aggregate, host_d2h_aggregate) or both
+  // ways (host_bidir_aggregate), the host's on pageable copies
+  // (pageable_*_aggregate).
+  struct CountedLimit {
     ConstraintId constraint;
-    double nominal;  // the bridge's from-host (to-host) limit (topology)
-    int gpus;        // ranks with a copy of its direction through it now
+    double nominal;  // with fewer than two GPUs (the topology's, or one that never binds)
     const std::vector<Bandwidth>* table;
+    std::vector<int> copies_of_rank;  // its copies running now, per rank
+    int gpus = 0;                     // ranks with one or more
   };
   int engine_for(int r, CopyKind k) const;
   void start_copy(int r, int e);
   void copy_done(int r, int id, int e, const FlowRecord& rec);
   void set_bidir_limit(int r, size_t d);
-  int dma_limit_of(ConstraintId c) const {
-    return static_cast<size_t>(c) < dma_limit_of_.size() ? dma_limit_of_[static_cast<size_t>(c)] : -1;
+  int limit_of(const std::vector<int>& of, ConstraintId c) const {
+    return static_cast<size_t>(c) < of.size() ? of[static_cast<size_t>(c)] : -1;
   }
-  void copying_under(int d, int delta);
+  // The counted limits a host copy of rank r runs under.
+  std::vector<int> counted_limits_of(int r, const Op& op) const;
+  int add_counted_limit(double nominal, const std::vector<Bandwidth>* table, int res);
+  void copying_under(int l, int r, int delta);
 
   ExecContext& x_;
   std::vector<Rank> ranks_;
-  std::vector<DmaLimit> dma_limits_;  // per host bridge and direction with an aggregate table
-  std::vector<int> dma_limit_of_;     // per constraint: its bridge's entry in dma_limits_, or -1
+  std::vector<CountedLimit> limits_;
+  std::vector<int> dma_limit_of_;    // per constraint (a bridge's from- or to-host): its per-direction limit in limits_, or -1
+  std::vector<int> bidir_limit_of_;  // per constraint (either of a bridge's): its both-ways limit in limits_, or -1
+  std::array<int, 2> pageable_limit_ = {-1, -1};  // H2D, D2H: the host's pageable limit in limits_, or -1
   // Per rank, per direction (H2D, D2H): the engine's limit that its pinned
   // and pageable copies share, lowered to copy_bidir_factor_for while the
   // other direction runs a pinned copy (bidir_active_); empty = no such

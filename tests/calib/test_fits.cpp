@@ -283,3 +283,37 @@ TEST_CASE("the hand-off's phase: fitted from every sample, each row's times with
   CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("handoff_phase_max"), InputError);
   std::filesystem::remove(f);
 }
+
+TEST_CASE("host aggregates both ways and of pageable copies: fitted from multi-GPU rows whose answer is known") {
+  // On the 4xH200 topology: k GPUs each copying 1 GiB H2D and 1 GiB D2H at
+  // once under a both-ways limit of L_k shared by 2k copies, nothing else
+  // binding: each copy takes 1 GiB / (L_k / 2k).
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  const double bytes = 1073741824.0;
+  const std::map<int, double> limit = {{2, 100}, {3, 120}, {4, 128}};
+  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  for (double b = 64.0 * 1048576; b <= bytes; b *= 4)  // the engines: 55 GB/s each way
+    for (const char* key : {"h2d_pinned", "d2h_pinned"})
+      doc["results"].push_back({{"key", key}, {"gpus", {0}}, {"bytes", b}, {"reps", 1}, {"time_us", 3 + b / 55e3}});
+  doc["results"].push_back({{"key", "multi_bidir_pinned"}, {"gpus", 1}, {"bytes_per_gpu", bytes}, {"time_us", 2 * bytes / 90e3},
+                            {"h2d_time_us", 2 * bytes / 90e3}, {"d2h_time_us", 2 * bytes / 90e3}, {"aggregate_GBps", 90.0}});
+  for (const auto& [k, L] : limit) {
+    const double t = bytes / (L / (2 * k) * 1e3);
+    doc["results"].push_back({{"key", "multi_bidir_pinned"}, {"gpus", k}, {"bytes_per_gpu", bytes}, {"time_us", t}, {"h2d_time_us", t},
+                              {"d2h_time_us", t}, {"aggregate_GBps", 2 * k * bytes / t * 1e-3}});
+  }
+  for (int k = 1; k <= 4; ++k)
+    doc["results"].push_back({{"key", "multi_h2d_pageable"}, {"gpus", k}, {"bytes_per_gpu", 268435456}, {"time_us", 1e5}, {"aggregate_GBps", 7.0 * k - k * k / 2.0}});
+  const Calibration c = calibrate({{"multi.json", doc}}, topo);
+  const auto& both = c.params.copies.host_bidir_aggregate;
+  REQUIRE(both.size() == 4);
+  CHECK(both[0].GBps() == doctest::Approx(90));
+  for (const auto& [k, L] : limit) CHECK(both[static_cast<size_t>(k - 1)].GBps() == doctest::Approx(L).epsilon(1e-3));
+  const auto& pageable = c.params.copies.pageable_h2d_aggregate;
+  REQUIRE(pageable.size() == 4);
+  CHECK(pageable[3].GBps() == doctest::Approx(20));  // 7 x 4 - 16 / 2
+  CHECK(c.params.copies.pageable_d2h_aggregate.empty());
+  // Replayed, each count's last copy ends when the run's did.
+  for (const auto& cmp : compare_bench(doc, topo, c.params))
+    if (cmp.key == "multi_bidir_pinned" && cmp.cls == "multi-GPU both ways" && cmp.what.rfind("1 GPUs", 0) != 0) CHECK(std::abs(cmp.error_pct()) < 0.1);
+}

@@ -242,3 +242,54 @@ programs:
   CHECK(t.end_ms(0, 1) * 1e3 == doctest::Approx(30.0));
   CHECK(t.end_ms(0, 0) * 1e3 == doctest::Approx(35.0));
 }
+
+TEST_CASE("host_bidir_aggregate: a host bridge's limit on both directions together follows how many GPUs copy") {
+  // Four GPUs under one bridge (200 GB/s each way), 40 GB/s links each way.
+  const std::string bridge = bridge_topo("throughput_from_host: 200 GB/s, throughput_to_host: 200 GB/s");
+  const char* topo = bridge.c_str();
+  // Ranks 0..n-1 copy 600 MB H2D and 600 MB D2H at once; rank `one_way` (if any) H2D only.
+  auto both_ways = [](int ranks, int one_way = -1) {
+    std::string y = fmt::format("name: both\nranks: {}\nstreams: [up, down]\nprograms:\n", ranks);
+    for (int r = 0; r < ranks; ++r) {
+      y += fmt::format("  - rank: {}\n    ops:\n      - {{op: memcpy, kind: h2d, bytes: 600 MB, stream: up}}\n", r);
+      if (r != one_way) y += "      - {op: memcpy, kind: d2h, bytes: 600 MB, stream: down}\n";
+    }
+    return y;
+  };
+  ModelParams p = quiet();
+  CHECK(Sim(both_ways(3), p, topo).op(0, 1).end.ms() == doctest::Approx(15.0));  // no table: each link's 40 GB/s
+  p.copies.host_bidir_aggregate = {Bandwidth::from_GBps(80), Bandwidth::from_GBps(100), Bandwidth::from_GBps(120)};
+  CHECK(Sim(both_ways(1), p, topo).op(0, 1).end.ms() == doctest::Approx(15.0));   // one GPU: its links, not 80
+  CHECK(Sim(both_ways(2), p, topo).op(1, 0).end.ms() == doctest::Approx(24.0));   // 4 copies share 100: 25 GB/s each
+  CHECK(Sim(both_ways(3), p, topo).op(2, 1).end.ms() == doctest::Approx(30.0));   // 6 share 120: 20 each
+  CHECK(Sim(both_ways(4), p, topo).op(3, 0).end.ms() == doctest::Approx(40.0));   // the last entry for more GPUs: 15 each
+  // GPUs count, not copies: rank 1 copying one way still counts once; 3 copies share 100.
+  CHECK(Sim(both_ways(2, 1), p, topo).op(1, 0).end.ms() == doctest::Approx(18.0));
+  // One-way copies of two GPUs are held by it too (H2D and D2H together).
+  p.copies.host_bidir_aggregate = {Bandwidth::from_GBps(80), Bandwidth::from_GBps(60)};
+  CHECK(Sim(bridge_copies(2, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // 60 / 2 each
+}
+
+TEST_CASE("pageable_h2d_aggregate: the host's limit on pageable copies of several GPUs at once") {
+  const std::string bridge = bridge_topo("throughput_from_host: 1000 GB/s");
+  const char* topo = bridge.c_str();
+  auto pageable = [](int ranks, const char* kind) {
+    std::string y = bridge_copies(ranks, kind);
+    y.replace(y.find("stream: copy}"), 13, "stream: copy, host: pageable}");
+    return y;
+  };
+  ModelParams p = quiet();
+  p.copies.pageable_bandwidth = Bandwidth::from_GBps(10);
+  p.copies.pageable_bandwidth_d2h = Bandwidth::from_GBps(10);
+  CHECK(Sim(pageable(3, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));  // no table: each at its 10 GB/s
+  p.copies.pageable_h2d_aggregate = {Bandwidth::from_GBps(9), Bandwidth::from_GBps(16), Bandwidth::from_GBps(18)};
+  CHECK(Sim(pageable(1, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));   // one GPU: its own rate, not 9
+  CHECK(Sim(pageable(2, "h2d"), p, topo).op(1, 0).end.ms() == doctest::Approx(75.0));   // 16 / 2 each
+  CHECK(Sim(pageable(3, "h2d"), p, topo).op(2, 0).end.ms() == doctest::Approx(100.0));  // 18 / 3 each
+  CHECK(Sim(pageable(4, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(600.0 / 4.5));  // the last entry for more
+  // Pinned copies and the other direction are not held by it.
+  CHECK(Sim(bridge_copies(4, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));
+  CHECK(Sim(pageable(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));
+  p.copies.pageable_d2h_aggregate = {Bandwidth::from_GBps(9), Bandwidth::from_GBps(12)};
+  CHECK(Sim(pageable(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(200.0));  // 12 / 4 each
+}

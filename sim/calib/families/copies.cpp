@@ -1,8 +1,10 @@
 // Copies between host and GPU memory (params/copies.hpp): the pinned lines
 // per direction (h2d_pinned, d2h_pinned, the burst held from copy_reps),
 // pageable copies, both directions at once (bidir_pinned, copy_span,
-// copy_reps both ways), and a host bridge's aggregate with several GPUs
-// copying (multi_h2d_pinned, multi_d2h_pinned).
+// copy_reps both ways), a host bridge's aggregate with several GPUs copying
+// (multi_h2d_pinned, multi_d2h_pinned; both ways: multi_bidir_pinned), and the
+// host's on pageable copies from several processes at once
+// (multi_h2d_pageable, multi_d2h_pageable).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -267,6 +269,92 @@ void fit_host_aggregate(FitContext& ctx) {
   }
 }
 
+// Every one of k GPUs copying `bytes` H2D and D2H at once (multi_bidir_pinned):
+// when each direction's last copy ends, in us.
+std::array<double, 2> replay_both_ways(int k, Bytes bytes, const hw::Topology& topo, const ModelParams& p) {
+  const std::vector<std::vector<Op>> programs(static_cast<size_t>(k), {bench_copy(CopyKind::H2D, bytes, 0), bench_copy(CopyKind::D2H, bytes, 1)});
+  const ExecResult res = replay_programs(bench_schedule(k), programs, topo, p);
+  std::array<double, 2> last{0, 0};
+  for (const auto& rank : res.ops)
+    for (size_t d = 0; d < 2; ++d) last[d] = std::max(last[d], rank[d].end.us());
+  return last;
+}
+
+// The host bridge's limit on both directions together at each count k >= 2
+// of GPUs copying both ways (host_bidir_aggregate): the limit under which the
+// replayed run ends when the measured one did (each direction's own
+// aggregates in place), by bisection; entry 1 is the one GPU's measured
+// aggregate, which the model never applies.
+void fit_host_bidir_aggregate(FitContext& ctx) {
+  ModelParams& p = ctx.p;
+  const int ngpu = static_cast<int>(ctx.topo.gpus().size());
+  std::map<int, std::pair<double, json>> by_count;  // k -> (aggregate GB/s, row)
+  for (const auto& r : rows(ctx.def, "multi_bidir_pinned"))
+    if (const int k = r.at("gpus").get<int>(); k >= 1 && k <= ngpu) by_count[k] = {r.at("aggregate_GBps").get<double>(), r};
+  if (!by_count.contains(1)) return;
+  Fit f{"host aggregate, both ways",
+        "multi-GPU pinned H2D and D2H at once, k GPUs: the limit on both together under which the replay ends when the run did, by bisection "
+        "(host_bidir_aggregate; entry 1 the one GPU's aggregate)",
+        {}, 0, 0};
+  std::vector<Bandwidth>& table = p.copies.host_bidir_aggregate;
+  table = {Bandwidth::from_GBps(by_count.at(1).first)};
+  f.values.emplace_back("1_gpus_GBps", by_count.at(1).first);
+  double sq = 0;
+  int fitted = 0;
+  for (int k = 2; by_count.contains(k); ++k) {
+    const json& row = by_count.at(k).second;
+    const Bytes bytes = row.at("bytes_per_gpu").get<Bytes>();
+    const double measured = row.at("time_us").get<double>();
+    auto ends_at = [&](double gbps) {
+      table.push_back(Bandwidth::from_GBps(gbps));
+      const auto last = replay_both_ways(k, bytes, ctx.topo, p);
+      table.pop_back();
+      return std::max(last[0], last[1]);
+    };
+    // The replay's end falls as the limit rises: find where it meets the run's.
+    double lo = 0.5 * by_count.at(k).first, hi = 4 * by_count.at(k).first;
+    for (int it = 0; it < 40; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      (ends_at(mid) > measured ? lo : hi) = mid;
+    }
+    const double limit = 0.5 * (lo + hi);
+    const double err = ends_at(limit) / measured - 1;
+    sq += err * err;
+    ++fitted;
+    table.push_back(Bandwidth::from_GBps(limit));
+    f.values.emplace_back(fmt::format("{}_gpus_GBps", k), limit);
+  }
+  f.rms_residual_pct = fitted ? 100 * std::sqrt(sq / fitted) : 0.0;
+  f.points = fitted + 1;
+  ctx.cal.fits.push_back(f);
+}
+
+// Pageable copies from one process per GPU at once (framework.py): the host's
+// limit on k GPUs' pageable copies of a direction together, the measured
+// aggregate (k x bytes / the slowest process's time) at each count
+// (pageable_h2d_aggregate, pageable_d2h_aggregate).
+void fit_pageable_aggregate(FitContext& ctx) {
+  for (const bool h2d : {true, false}) {
+    const std::string key = h2d ? "multi_h2d_pageable" : "multi_d2h_pageable";
+    Fit f{h2d ? "pageable aggregate" : "pageable aggregate, D2H",
+          fmt::format("pageable {} from k processes (one per GPU) at once: the aggregate at each k ({})", h2d ? "H2D" : "D2H",
+                      h2d ? "pageable_h2d_aggregate" : "pageable_d2h_aggregate"),
+          {}, 0, 0};
+    std::map<int, double> by_count;
+    for (const auto& r : rows(ctx.def, key)) {
+      const int k = r.at("gpus").get<int>();
+      const double gbps = r.at("aggregate_GBps").get<double>();
+      f.values.emplace_back(fmt::format("{}_gpus_GBps", k), gbps);
+      ++f.points;
+      if (k >= 1 && gbps > 0) by_count[k] = gbps;
+    }
+    std::vector<Bandwidth>& table = h2d ? ctx.p.copies.pageable_h2d_aggregate : ctx.p.copies.pageable_d2h_aggregate;
+    table.clear();
+    for (int k = 1; by_count.contains(k); ++k) table.push_back(Bandwidth::from_GBps(by_count.at(k)));
+    if (f.points) ctx.cal.fits.push_back(f);
+  }
+}
+
 void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
   const ModelParams& p = ctx.p;
   const hw::Topology& topo = ctx.topo;
@@ -399,6 +487,36 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     c.measured_us = r.at("time_us");
     c.simulated_us = replay_gated({op}, bench_copy_reps(r), "kernel", 0, topo, p)[0];
     out.push_back(c);
+  } else if (key == "multi_bidir_pinned") {
+    const int n = r.at("gpus");
+    if (n > ngpu) return;
+    const Bytes bytes = r.at("bytes_per_gpu").get<Bytes>();
+    const auto last = replay_both_ways(n, bytes, topo, p);
+    c.cls = "multi-GPU both ways";
+    c.what = fmt::format("{} GPUs x {} each way, the last copy", n, format_bytes(static_cast<double>(bytes)));
+    c.measured_us = r.at("time_us");
+    c.simulated_us = std::max(last[0], last[1]);
+    out.push_back(c);
+    // Each direction's own end: the bridge shares its limit fairly in the
+    // model; on the runs measured D2H ended first.
+    c.cls = "multi-GPU both ways, each direction";
+    if (n > 1) c.outside = "how the host bridge splits its both-ways limit between the directions";
+    for (const bool d2h : {false, true}) {
+      c.what = fmt::format("{} GPUs x {} each way, {}", n, format_bytes(static_cast<double>(bytes)), d2h ? "D2H" : "H2D");
+      c.measured_us = r.at(d2h ? "d2h_time_us" : "h2d_time_us");
+      c.simulated_us = last[d2h ? 1 : 0];
+      out.push_back(c);
+    }
+  } else if (key == "multi_h2d_pageable" || key == "multi_d2h_pageable") {
+    const int n = r.at("gpus");
+    if (n > ngpu) return;
+    Op op = bench_copy(key == "multi_h2d_pageable" ? CopyKind::H2D : CopyKind::D2H, r.at("bytes_per_gpu").get<Bytes>());
+    op.host_mem = HostMem::Pageable;
+    c.what = fmt::format("{} GPUs x {}, one process each", n, format_bytes(static_cast<double>(op.bytes)));
+    c.cls = key == "multi_h2d_pageable" ? "multi-GPU pageable H2D" : "multi-GPU pageable D2H";
+    c.measured_us = r.at("time_us");
+    c.simulated_us = replay(bench_schedule(n), std::vector<Op>(static_cast<size_t>(n), op), topo, p);
+    out.push_back(c);
   } else {
     if (r.at("gpus").get<int>() > ngpu) return;
     const int n = r.at("gpus");
@@ -414,8 +532,15 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
 
 const CalibFamily kCopies{"copies",
                           {"h2d_pinned", "d2h_pinned", "bidir_pinned", "h2d_two_streams", "h2d_pageable", "d2h_pageable", "copy_span", "p2p_copy",
-                           "multi_h2d_pipelined", "multi_h2d_pinned", "multi_d2h_pinned"},
-                          {{210, fit_pinned}, {220, fit_pageable}, {230, fit_bidir_factor}, {240, fit_bidir_table}, {330, fit_host_aggregate}},
+                           "multi_h2d_pipelined", "multi_h2d_pinned", "multi_d2h_pinned", "multi_bidir_pinned", "multi_h2d_pageable",
+                           "multi_d2h_pageable"},
+                          {{210, fit_pinned},
+                           {220, fit_pageable},
+                           {225, fit_pageable_aggregate},
+                           {230, fit_bidir_factor},
+                           {240, fit_bidir_table},
+                           {330, fit_host_aggregate},
+                           {335, fit_host_bidir_aggregate}},
                           replay_row};
 OSIM_CALIB_FAMILY(kCopies);
 

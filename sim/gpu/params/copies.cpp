@@ -35,8 +35,11 @@ std::string format_bandwidth_list(const std::vector<Bandwidth>& table) {
 void read_bandwidth_list(const MapReader& m, const std::string& file, const std::string& key, std::vector<Bandwidth>& table) {
   const YAML::Node list = m.get(key);
   if (!list.IsSequence() || list.size() == 0)
-    m.fail(key, fmt::format("must be a list of bandwidths: the host bridge's limit with 1, 2, ... GPUs copying {} at once, e.g. [55 GB/s, 106 GB/s]",
-                            key == "host_h2d_aggregate" ? "H2D" : "D2H"));
+    m.fail(key, fmt::format("must be a list of bandwidths: {} with 1, 2, ... GPUs copying {} at once, e.g. [55 GB/s, 106 GB/s]",
+                            key.starts_with("pageable") ? "the host's limit" : "the host bridge's limit",
+                            key.find("bidir") != std::string::npos ? "either way"
+                            : key.find("h2d") != std::string::npos ? (key.starts_with("pageable") ? "pageable H2D" : "H2D")
+                                                                   : (key.starts_with("pageable") ? "pageable D2H" : "D2H")));
   table.clear();
   for (const YAML::Node& e : list) {
     try {
@@ -115,6 +118,20 @@ std::vector<Field> copies_fields() {
      [](const ModelParams& p) { return !p.copies.host_d2h_aggregate.empty(); }, "the same for D2H copies",
      [](const MapReader& m, const std::string& f, ModelParams& p) { read_bandwidth_list(m, f, "host_d2h_aggregate", p.copies.host_d2h_aggregate); },
      [](const ModelParams& p) { return format_bandwidth_list(p.copies.host_d2h_aggregate); }},
+    {"host_bidir_aggregate", "copies", Kind::Custom, {}, 4, 0, 0, false, "[100 GB/s, 146 GB/s]",
+     [](const ModelParams& p) { return !p.copies.host_bidir_aggregate.empty(); },
+     "a host bridge's limit on H2D and D2H together with 1, 2, ... GPUs copying either way at once (from two GPUs on)",
+     [](const MapReader& m, const std::string& f, ModelParams& p) { read_bandwidth_list(m, f, "host_bidir_aggregate", p.copies.host_bidir_aggregate); },
+     [](const ModelParams& p) { return format_bandwidth_list(p.copies.host_bidir_aggregate); }},
+    {"pageable_h2d_aggregate", "copies", Kind::Custom, {}, 4, 0, 0, false, "[7.5 GB/s, 14 GB/s]",
+     [](const ModelParams& p) { return !p.copies.pageable_h2d_aggregate.empty(); },
+     "the host's limit on pageable H2D copies with 1, 2, ... GPUs copying at once, one process each (from two GPUs on)",
+     [](const MapReader& m, const std::string& f, ModelParams& p) { read_bandwidth_list(m, f, "pageable_h2d_aggregate", p.copies.pageable_h2d_aggregate); },
+     [](const ModelParams& p) { return format_bandwidth_list(p.copies.pageable_h2d_aggregate); }},
+    {"pageable_d2h_aggregate", "copies", Kind::Custom, {}, 4, 0, 0, false, "[13.5 GB/s, 25 GB/s]",
+     [](const ModelParams& p) { return !p.copies.pageable_d2h_aggregate.empty(); }, "the same for pageable D2H copies",
+     [](const MapReader& m, const std::string& f, ModelParams& p) { read_bandwidth_list(m, f, "pageable_d2h_aggregate", p.copies.pageable_d2h_aggregate); },
+     [](const ModelParams& p) { return format_bandwidth_list(p.copies.pageable_d2h_aggregate); }},
   };
 }
 

@@ -44,6 +44,16 @@ struct CopyParams {
   // topology's limit; empty = that limit alone.
   std::vector<Bandwidth> host_h2d_aggregate;
   std::vector<Bandwidth> host_d2h_aggregate;
+  // A host bridge's limit on H2D and D2H together while k GPUs under it copy
+  // to or from host memory (either way): entry k-1, the last for more; from
+  // two GPUs on. Empty = the per-direction limits alone.
+  std::vector<Bandwidth> host_bidir_aggregate;
+  // Pageable copies of one direction from k GPUs at once (one process
+  // each): the host's limit on them together, entry k-1, the last for more;
+  // from two GPUs on (the CPU's copies into the driver's staging buffers).
+  // Empty = none.
+  std::vector<Bandwidth> pageable_h2d_aggregate;
+  std::vector<Bandwidth> pageable_d2h_aggregate;
 
   [[nodiscard]] Bandwidth copy_engine_bandwidth_for(bool d2h) const {
     return d2h && !copy_engine_bandwidth_d2h.is_unlimited() ? copy_engine_bandwidth_d2h : copy_engine_bandwidth;
