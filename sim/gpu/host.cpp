@@ -21,7 +21,13 @@ Time Host::overhead(const Op& op) const {
     case OpKind::Memcpy: return o.memcpy_call + framework;
     case OpKind::EventRecord: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream: return o.event_call;
     case OpKind::StreamSync: case OpKind::EventSync: case OpKind::DeviceSync: return o.sync_call;
-    case OpKind::Collective: return o.collective_call + framework;
+    case OpKind::Collective: {
+      if (x_.s.runtime.framework == Framework::None) return o.collective_call;
+      const bool pairwise = op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise;
+      if (pairwise && o.framework_p2p_round > Time::zero())
+        return Time::from_ps(o.framework_p2p_round.ps() * static_cast<int64_t>(x_.s.groups[static_cast<size_t>(op.group)].ranks.size() - 1));
+      return o.framework_collective_call >= Time::zero() ? o.framework_collective_call : o.collective_call + framework;
+    }
     case OpKind::Alloc: return o.alloc_call;
     case OpKind::Free: return o.free_call;
     case OpKind::HostWork: case OpKind::Marker: return Time::zero();

@@ -19,6 +19,7 @@ inline constexpr Testcase kTestcases[] = {
     {"overhead_stream_sync_idle", "overheads", "host time of synchronising an idle stream"},
     {"overhead_memcpy_async_pinned_return", "overheads", "host time of an async pinned copy's call"},
     {"overhead_stream_wait_event", "overheads", "host time of cudaStreamWaitEvent"},
+    {"overhead_framework_collective", "overheads", "host time of a Ulysses all-to-all as PyTorch calls it: all_to_all_single, and pairwise batch_isend_irecv rounds (framework.py)"},
     {"overhead_framework_op", "overheads", "host time of one PyTorch op that launches a kernel (validate/src/testcases/framework.py)"},
     {"overhead_gpu_event_gap", "overheads", "GPU time of an event record between kernels or copies, alone and beside an H2D copy"},
     {"h2d_pinned", "copies", "pinned H2D copies per GPU, 4 KiB-1 GiB, gated bursts"},

@@ -54,3 +54,33 @@ programs:
   CHECK(q.op(0, 4).start == Time::from_us(100));
   CHECK(q.op(0, 6).start == Time::from_us(150));
 }
+
+TEST_CASE("a collective called from the framework: framework_collective_call, and a pairwise all-to-all's rounds of framework_p2p_round") {
+  // Four ranks; each calls one all-to-all, then a host marker op: the
+  // collective's host time is when the call returns.
+  auto sched = [](const char* algorithm, const char* framework) {
+    return fmt::format(R"(name: calls
+ranks: 4
+streams: [comm]
+settings: {{framework: {}}}
+programs:
+  - rank: all
+    ops:
+      - {{op: collective, kind: all_to_all, group: world, bytes: 1 MB, stream: comm, algorithm: {}}}
+)",
+                       framework, algorithm);
+  };
+  const std::string four = bridge_topo("throughput_from_host: 100 GB/s");
+  ModelParams p = quiet();
+  p.overheads.collective_call = Time::from_us(6);
+  p.overheads.framework_op_call = Time::from_us(10);
+  auto returned = [&](const char* algorithm, const char* framework) { return Sim(sched(algorithm, framework), p, four.c_str()).op(0, 0).returned; };
+  CHECK(returned("nccl", "none") == Time::from_us(6));
+  CHECK(returned("nccl", "pytorch") == Time::from_us(16));      // collective_call + framework_op_call
+  CHECK(returned("pairwise", "pytorch") == Time::from_us(16));  // no per-round cost calibrated
+  p.overheads.framework_collective_call = Time::from_us(35);
+  p.overheads.framework_p2p_round = Time::from_us(70);
+  CHECK(returned("nccl", "pytorch") == Time::from_us(35));
+  CHECK(returned("pairwise", "pytorch") == Time::from_us(210));  // 3 partners, a round each
+  CHECK(returned("pairwise", "none") == Time::from_us(6));        // CUDA/NCCL called directly
+}

@@ -43,6 +43,38 @@ void fit_framework_op(FitContext& ctx) {
                           {{"framework_op_call_us", ctx.p.overheads.framework_op_call.us()}, {"per_op_us", per_op}}, 0, static_cast<int>(us.size())});
 }
 
+// A framework's collective calls (bench overhead_framework_collective: the
+// Ulysses all-to-all as PyTorch programs call it, the GPU ahead): NCCL's
+// all_to_all_single's host time at the most ranks measured; the pairwise
+// exchange's per round, least squares through the origin over the rows
+// (host time = rounds x per round).
+void fit_framework_collective(FitContext& ctx) {
+  const auto rs = rows(ctx.def, "overhead_framework_collective");
+  if (rs.empty()) return;
+  Fit f{"framework collectives", "host time per all-to-all call from the framework: all_to_all_single (at the most ranks), pairwise per round "
+        "(least squares through the origin over rounds)", {}, 0, 0};
+  int most = 0;
+  double rh = 0, rr = 0;
+  for (const auto& r : rs) {
+    const double us = r.at("host_us").get<double>();
+    if (r.at("op") == "all_to_all_single" && r.at("ranks").get<int>() > most) {
+      most = r.at("ranks").get<int>();
+      ctx.p.overheads.framework_collective_call = Time::from_us(us);
+    } else if (r.at("op") == "all_to_all_pairwise" && r.at("rounds").get<int>() > 0) {
+      const double rounds = r.at("rounds").get<double>();
+      rh += rounds * us;
+      rr += rounds * rounds;
+    }
+    ++f.points;
+  }
+  if (most) f.values.emplace_back("framework_collective_call_us", ctx.p.overheads.framework_collective_call.us());
+  if (rr > 0) {
+    ctx.p.overheads.framework_p2p_round = Time::from_us(rh / rr);
+    f.values.emplace_back("framework_p2p_round_us", rh / rr);
+  }
+  ctx.cal.fits.push_back(f);
+}
+
 void fit_event_time(FitContext& ctx) {
   const json& d = ctx.def;
   ModelParams& p = ctx.p;
@@ -131,7 +163,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap"}, {{100, fit_api}, {105, fit_framework_op}, {110, fit_event_time}}, replay_row};
+const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap"}, {{100, fit_api}, {105, fit_framework_op}, {106, fit_framework_collective}, {110, fit_event_time}}, replay_row};
 OSIM_CALIB_FAMILY(kOverheads);
 
 }  // namespace

@@ -19,6 +19,14 @@ struct OverheadParams {
   // GPU work (kernel, copy, collective) in a schedule of settings
   // `framework: pytorch`: its dispatch before the CUDA call; 0 = none.
   Time framework_op_call = Time::zero();
+  // Its collective call (NCCL's all-to-all as torch.distributed calls it)
+  // in place of collective_call + framework_op_call; negative = those.
+  Time framework_collective_call = Time::from_ps(-1);
+  // A pairwise all-to-all called from the framework (the rank's own chunk
+  // copied, then a batched send/recv per partner, each waited on): the host
+  // time per round, partners (group size - 1) rounds in place of the
+  // collective call's; 0 = one collective call.
+  Time framework_p2p_round = Time::zero();
 
   // The stream's next op starts this much later after an event record (the
   // GPU drains the stream and writes the event); 0 = none.

@@ -7,7 +7,11 @@ framework op that launches a kernel (`overhead_framework_op`: small F.linear,
 add, layer_norm, gelu and SDPA calls back to back, the GPU kept ahead of the
 host); with several GPUs, pageable copies from one process per GPU at once, as
 the ranks of a torchrun job copy (`multi_h2d_pageable`, `multi_d2h_pageable`:
-the host-wide limit of the CPU copies that stage them). Writes
+the host-wide limit of the CPU copies that stage them) and the host time of a
+Ulysses all-to-all as PyTorch programs call it, one process per GPU under NCCL
+(`overhead_framework_collective`: `all_to_all_single`, and the pairwise
+exchange: the rank's own chunk copied, then a `batch_isend_irecv` round per
+partner, the GPU kept ahead of the host). Writes
 overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after the C++ bench,
 whose pageable rows it replaces. Usage: framework.py OUT.json"""
 import json
@@ -133,9 +137,90 @@ def multi_pageable_rows(mib=256, samples=5):
     return rows
 
 
+def circle_partners(U, me):
+    """The pairwise all-to-all's partners by round (the circle method, as the
+    simulator and validate/programs/dit_offload.py pair ranks; -1: a bye)."""
+    m = U + U % 2
+    teams, partners = list(range(m)), []
+    for _ in range(m - 1):
+        partner = -1
+        for t in range(m // 2):
+            a, b = teams[t], teams[m - 1 - t]
+            if a < U and b < U and me in (a, b):
+                partner = b if a == me else a
+        partners.append(partner)
+        teams = [teams[0], teams[-1]] + teams[1:-1]
+    return partners
+
+
+def collective_worker(rank, world, port, calls, results):
+    """One rank of `world`: host time per all-to-all call, both ways of
+    calling it, behind GEMMs that keep the GPU busy."""
+    import torch.distributed as dist
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    send = torch.randn(world, 1024, device="cuda", dtype=torch.bfloat16)
+    recv = torch.empty_like(send)
+    big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    partners = [p for p in circle_partners(world, rank) if p >= 0]
+
+    def pairwise():
+        recv[rank].copy_(send[rank])
+        for p in partners:
+            for req in dist.batch_isend_irecv([dist.P2POp(dist.isend, send[p], p), dist.P2POp(dist.irecv, recv[p], p)]):
+                req.wait()
+
+    ops = {"all_to_all_single": lambda: dist.all_to_all_single(recv, send), "all_to_all_pairwise": pairwise}
+    for name, op in ops.items():
+        for _ in range(20):
+            op()
+        torch.cuda.synchronize()
+        per = []
+        for _ in range(5):
+            dist.barrier()
+            for _ in range(8):  # ~GEMMs queued ahead: the GPU is busy while the host issues
+                big @ big
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                op()
+            per.append((time.perf_counter() - t0) * 1e6 / calls)
+            torch.cuda.synchronize()
+        results.put((name, rank, statistics.median(per), len(partners)))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def collective_rows(calls=100):
+    """Host time per Ulysses all-to-all call on all GPUs (2 and more), the
+    median over ranks: one row per way of calling it."""
+    ngpus = torch.cuda.device_count()
+    if ngpus < 2:
+        return []
+    rows = []
+    for world in sorted({2, ngpus}):
+        ctx = mp.get_context("spawn")
+        results = ctx.Queue()
+        procs = [ctx.Process(target=collective_worker, args=(r, world, 29500 + world, calls, results)) for r in range(world)]
+        for p in procs:
+            p.start()
+        got = {}
+        for _ in range(2 * world):
+            name, rank, us, rounds = results.get(timeout=180)
+            got.setdefault(name, []).append((us, rounds))
+        for p in procs:
+            p.join(timeout=60)
+        for name, per_rank in sorted(got.items()):
+            us = statistics.median(u for u, _ in per_rank)
+            rows.append({"key": "overhead_framework_collective", "op": name, "ranks": world, "rounds": max(r for _, r in per_rank), "host_us": us,
+                         "framework": "pytorch " + torch.__version__})
+            print("framework collective", name, world, "ranks", round(us, 1), "us", flush=True)
+    return rows
+
+
 def main():
     out = sys.argv[1]
-    rows = framework_op_rows() + pageable_rows() + multi_pageable_rows()
+    rows = framework_op_rows() + pageable_rows() + multi_pageable_rows() + collective_rows()
     env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "env": {}}
     with open(out + ".tmp", "w") as f:  # renamed over `out` once whole
         json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
