@@ -136,22 +136,6 @@ def twin(c, backend):
     return w
 
 
-def circle_partners(U, me):
-    """The pairwise all-to-all's partner of rank `me` in each round (the
-    circle method, as the simulator and overlapsim-validate pair ranks; -1: a bye)."""
-    m = U + U % 2
-    teams, partners = list(range(m)), []
-    for _ in range(m - 1):
-        partner = -1
-        for t in range(m // 2):
-            a, b = teams[t], teams[m - 1 - t]
-            if a < U and b < U and me in (a, b):
-                partner = b if a == me else a
-        partners.append(partner)
-        teams = [teams[0], teams[-1]] + teams[1:-1]
-    return partners
-
-
 class Dit:
     """The blocks' weights (host copies) and the forward pass."""
 
@@ -159,6 +143,7 @@ class Dit:
         self.t, self.c, self.dist = torch, c, dist
         self.U = c.get("ulysses", 1)
         self.rank = dist.get_rank() if dist else 0
+        from framework import circle_partners  # the pairing framework.py's microbenchmark times
         self.partners = circle_partners(self.U, self.rank) if self.U > 1 else []
         h, f = c["hidden"], c["ffn"]
         # One flat bf16 tensor per block: qkv, out, cross q, cross kv, cross out, ffn up, ffn down.

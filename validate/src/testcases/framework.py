@@ -25,6 +25,17 @@ import torch
 import torch.nn.functional as F
 
 
+def pageable_copy_us(dev, host, h2d):
+    """One pageable copy between `host` and `dev`, waited for: its time in us."""
+    t0 = time.perf_counter()
+    if h2d:
+        dev.copy_(host, non_blocking=True)
+    else:
+        host.copy_(dev, non_blocking=True)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e6
+
+
 def pageable_rows(samples=5):
     rows = []
     for mib in (1, 4, 16, 64, 256, 1024):
@@ -36,16 +47,10 @@ def pageable_rows(samples=5):
             for host_buffer, hosts in (("same", [same]), ("rotating", fresh)):
                 times = []
                 for i in range(samples + 1):
-                    host = hosts[i % len(hosts)]
                     torch.cuda.synchronize()
-                    t0 = time.perf_counter()
-                    if h2d:
-                        dev.copy_(host, non_blocking=True)
-                    else:
-                        host.copy_(dev, non_blocking=True)
-                    torch.cuda.synchronize()
+                    us = pageable_copy_us(dev, hosts[i % len(hosts)], h2d)
                     if i:
-                        times.append((time.perf_counter() - t0) * 1e6)
+                        times.append(us)
                 us = statistics.median(times)
                 rows.append({"key": key, "gpus": [0], "bytes": n * 2, "host_buffer": host_buffer, "time_us": us, "GBps": n * 2 / us * 1e-3,
                              "via": "torch"})
@@ -96,14 +101,9 @@ def multi_pageable_worker(rank, ngpus, mib, samples, barrier, results):
             for i in range(samples + 1):
                 barrier.wait()
                 if rank < n:
-                    t0 = time.perf_counter()
-                    if key == "multi_h2d_pageable":
-                        dev.copy_(host, non_blocking=True)
-                    else:
-                        host.copy_(dev, non_blocking=True)
-                    torch.cuda.synchronize()
+                    us = pageable_copy_us(dev, host, key == "multi_h2d_pageable")
                     if i:
-                        times.append((time.perf_counter() - t0) * 1e6)
+                        times.append(us)
                 barrier.wait()
             if rank < n:
                 results.put((key, n, rank, times))
