@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --pack) pack=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
     *) steps+=("$1"); shift ;;
   esac
 done
