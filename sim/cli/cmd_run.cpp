@@ -23,8 +23,11 @@ std::string headline(const DitWorkload& w, const std::string& topo) {
   if (w.offload == OffloadPolicy::Layerwise) off += fmt::format(" prefetch {}", w.prefetch_size);
   if (w.offload != OffloadPolicy::None) off += w.host_memory == HostMem::Pinned ? " (pinned)" : " (pageable)";
   const char* cfg = w.cfg == CfgMode::Serial ? "serial" : w.cfg == CfgMode::Parallel ? "parallel" : "none";
-  return fmt::format("{}: {} {}x{}x{} ({} tokens), {} steps, CFG {}, Ulysses {} ({}, {} all-to-alls/layer, {}), offload {}, on {}{}",
-                     w.name, w.model.preset, w.width, w.height, w.frames, w.tokens, w.steps, cfg, w.ulysses, to_string(w.all_to_all),
+  // A workload given by `tokens:` has no video of its own (its width, height and frames are the defaults).
+  const bool from_video = w.tokens == ((w.frames - 1) / 4 + 1) * (w.height / 16) * (w.width / 16);
+  const std::string size = from_video ? fmt::format("{}x{}x{} ({} tokens)", w.width, w.height, w.frames, w.tokens) : fmt::format("{} tokens", w.tokens);
+  return fmt::format("{}: {} {}, {} steps, CFG {}, Ulysses {} ({}, {} all-to-alls/layer, {}), offload {}, on {}{}",
+                     w.name, w.model.preset, size, w.steps, cfg, w.ulysses, to_string(w.all_to_all),
                      w.attention_comm, to_string(w.comm_dtype), off, topo, w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "");
 }
 
