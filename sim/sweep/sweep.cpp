@@ -82,10 +82,13 @@ std::vector<SweepAxis> read_block(const SweepSpec& s, const YAML::Node& map, con
     check_key(s, a.key, location_of(s.file, it->first));
     for (const auto& b : block)
       if (b.key == a.key) throw InputError(location_of(s.file, it->first), fmt::format("key '{}' is given twice in {}", a.key, what));
-    if (it->second.IsSequence()) {
-      if (it->second.size() == 0)
-        throw InputError(location_of(s.file, it->second), fmt::format("'{}' has an empty list of values: give at least one", a.key));
-      for (const auto& v : it->second) a.values.push_back(SweepValue{flow_text(v), location_of(s.file, v)});
+    // The node itself, not `it->second`: that is a member of a proxy the
+    // iterator's operator-> returns, gone before a range-for's body runs.
+    const YAML::Node values = it->second;
+    if (values.IsSequence()) {
+      if (values.size() == 0)
+        throw InputError(location_of(s.file, values), fmt::format("'{}' has an empty list of values: give at least one", a.key));
+      for (const auto& v : values) a.values.push_back(SweepValue{flow_text(v), location_of(s.file, v)});
     } else if (lists_only) {
       throw InputError(location_of(s.file, it->second),
                        fmt::format("grid key '{}' needs a list of values, e.g. [1, 2, 3] (a fixed value goes under 'set:')", a.key));
