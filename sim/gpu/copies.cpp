@@ -73,6 +73,16 @@ void Copies::queue_copy(int r, int id, Time handoff) {
   if (ce.busy < 0) start_copy(r, e);
 }
 
+template <class F>
+void Copies::for_each_counted_limit(int r, const Op& op, F&& f) const {
+  const bool d2h = op.copy == CopyKind::D2H;
+  for (const FlowUse& u : x_.fabric->host_route(r, !d2h).uses) {
+    if (const int l = limit_of(dma_limit_of_, u.constraint); l >= 0) f(l);
+    if (const int l = limit_of(bidir_limit_of_, u.constraint); l >= 0) f(l);
+  }
+  if (op.host_mem == HostMem::Pageable && pageable_limit_[d2h ? 1 : 0] >= 0) f(pageable_limit_[d2h ? 1 : 0]);
+}
+
 void Copies::start_copy(int r, int e) {
   CopyEngine& ce = ranks_[static_cast<size_t>(r)].ce[e];
   if (ce.queue.empty()) return;
@@ -125,10 +135,10 @@ void Copies::start_copy(int r, int e) {
     set_bidir_limit(r, d);  // this copy's own share (copy_bidir_factor_for its size)
   }
   if (host && !limits_.empty())
-    for (const int l : counted_limits_of(r, op)) {
+    for_each_counted_limit(r, op, [&](int l) {
       f.route.push_back({limits_[static_cast<size_t>(l)].constraint, 1.0});
       copying_under(l, r, +1);
-    }
+    });
   x_.closed->hand_back_route(f.route);
   const FlowId fid = x_.flows.start(std::move(f));
   if (x_.o.link_samples && route) x_.fabric->observe(fid, *route);  // rates are reported only after activation
@@ -150,7 +160,7 @@ void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
   ranks_[static_cast<size_t>(r)].ce[e].busy = -1;
   const Op& done = x_.op_of(r, id);
   if ((done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && !limits_.empty())
-    for (const int l : counted_limits_of(r, done)) copying_under(l, r, -1);
+    for_each_counted_limit(r, done, [&](int l) { copying_under(l, r, -1); });
   if ((done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && done.host_mem == HostMem::Pinned && !bidir_.empty()) {
     const size_t d = done.copy == CopyKind::D2H ? 1 : 0;
     assert(bidir_active_[static_cast<size_t>(r)][d] > 0);
@@ -181,17 +191,6 @@ int Copies::add_counted_limit(double nominal, const std::vector<Bandwidth>* tabl
   x_.fabric->add_constraint_alias(c, res);
   limits_.push_back({c, nominal, table, std::vector<int>(static_cast<size_t>(x_.s.ranks()), 0), 0});
   return static_cast<int>(limits_.size()) - 1;
-}
-
-std::vector<int> Copies::counted_limits_of(int r, const Op& op) const {
-  std::vector<int> out;
-  const bool d2h = op.copy == CopyKind::D2H;
-  for (const FlowUse& u : x_.fabric->host_route(r, !d2h).uses) {
-    if (const int l = limit_of(dma_limit_of_, u.constraint); l >= 0) out.push_back(l);
-    if (const int l = limit_of(bidir_limit_of_, u.constraint); l >= 0) out.push_back(l);
-  }
-  if (op.host_mem == HostMem::Pageable && pageable_limit_[d2h ? 1 : 0] >= 0) out.push_back(pageable_limit_[d2h ? 1 : 0]);
-  return out;
 }
 
 // A copy of rank r starts (+1) or ends (-1) under limits_[l]: its copies

@@ -55,8 +55,10 @@ class Copies {
   int limit_of(const std::vector<int>& of, ConstraintId c) const {
     return static_cast<size_t>(c) < of.size() ? of[static_cast<size_t>(c)] : -1;
   }
-  // The counted limits a host copy of rank r runs under.
-  std::vector<int> counted_limits_of(int r, const Op& op) const;
+  // Calls f(l) for each counted limit a host copy of rank r runs under (no
+  // allocation: it runs as every host copy starts and ends).
+  template <class F>
+  void for_each_counted_limit(int r, const Op& op, F&& f) const;
   int add_counted_limit(double nominal, const std::vector<Bandwidth>* table, int res);
   void copying_under(int l, int r, int delta);
 

@@ -58,6 +58,27 @@ def pageable_rows(samples=5):
     return rows
 
 
+def host_us_per_call(op, calls, warmup, big, before=None):
+    """The host's time per call of `op`: `calls` calls back to back behind
+    GEMMs on `big` that keep the GPU busy, so the host never waits on it;
+    the median of 5 such bursts (each after `before`, if given)."""
+    for _ in range(warmup):
+        op()
+    torch.cuda.synchronize()
+    per = []
+    for _ in range(5):
+        if before:
+            before()
+        for _ in range(8):  # ~GEMMs queued ahead: the GPU is busy while the host issues
+            big @ big
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            op()
+        per.append((time.perf_counter() - t0) * 1e6 / calls)
+        torch.cuda.synchronize()
+    return statistics.median(per)
+
+
 def framework_op_rows(calls=2000):
     """Host time per op: calls back to back on tiny tensors behind a long
     kernel, so that the GPU never waits and the host's time is the ops' own."""
@@ -69,19 +90,7 @@ def framework_op_rows(calls=2000):
            "gelu": lambda: F.gelu(x, approximate="tanh"), "sdpa": lambda: F.scaled_dot_product_attention(q, q, q)}
     rows = []
     for name, op in ops.items():
-        for _ in range(50):
-            op()
-        torch.cuda.synchronize()
-        per = []
-        for _ in range(5):
-            for _ in range(8):  # ~GEMMs queued ahead: the GPU is busy while the host issues
-                big @ big
-            t0 = time.perf_counter()
-            for _ in range(calls // 5):
-                op()
-            per.append((time.perf_counter() - t0) * 1e6 / (calls // 5))
-            torch.cuda.synchronize()
-        us = statistics.median(per)
+        us = host_us_per_call(op, calls // 5, 50, big)
         rows.append({"key": "overhead_framework_op", "op": name, "host_us": us, "framework": "pytorch " + torch.__version__})
         print("framework op", name, round(us, 2), "us", flush=True)
     return rows
@@ -173,20 +182,7 @@ def collective_worker(rank, world, port, calls, results):
 
     ops = {"all_to_all_single": lambda: dist.all_to_all_single(recv, send), "all_to_all_pairwise": pairwise}
     for name, op in ops.items():
-        for _ in range(20):
-            op()
-        torch.cuda.synchronize()
-        per = []
-        for _ in range(5):
-            dist.barrier()
-            for _ in range(8):  # ~GEMMs queued ahead: the GPU is busy while the host issues
-                big @ big
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                op()
-            per.append((time.perf_counter() - t0) * 1e6 / calls)
-            torch.cuda.synchronize()
-        results.put((name, rank, statistics.median(per), len(partners)))
+        results.put((name, rank, host_us_per_call(op, calls, 20, big, before=dist.barrier), len(partners)))
     dist.barrier()
     dist.destroy_process_group()
 
