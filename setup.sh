@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(cmake ninja-build g++ libboost-graph-dev libyaml-cpp-dev libeigen3-dev doctest-dev libcli11-dev
-          nlohmann-json3-dev libfmt-dev libtbb-dev libbenchmark-dev libjemalloc-dev
+          nlohmann-json3-dev libfmt-dev libtbb-dev libbenchmark-dev libjemalloc-dev zlib1g-dev
           # notebooks/ (executed by the tests) and the validate sets: Jupyter, pandas, matplotlib, PyYAML
           jupyter-nbconvert python3-nbconvert python3-ipykernel python3-pandas python3-matplotlib python3-yaml)
 missing=()

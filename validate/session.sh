@@ -9,10 +9,12 @@
 #                      overheads with NCCL_P2P_DISABLE=1                     -> bench-p2p-disable.json
 #   attention          PyTorch SDPA at the workloads' shapes, every backend  -> attention.json
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
-#   programs           the reference programs (validate/programs/)          -> programs/
-#   programs-sp        the Ulysses reference programs under torchrun on     -> programs/
+#   programs[:NAMES]   the reference programs (validate/programs/), each    -> programs/
+#                      profiled too; NAMES: only these (comma-separated)
+#   programs-sp[:NAMES] the Ulysses reference programs under torchrun on    -> programs/
 #                      every GPU (NCCL defaults; the 16,384-token NCCL ones
-#                      also with NCCL_P2P_DISABLE=1, and on 2 GPUs of 4+)
+#                      also with NCCL_P2P_DISABLE=1, and on 2 GPUs of 4+);
+#                      NAMES: only these, each profiled (comma-separated)
 #   phase              the hand-off testcases, every sample kept, twice      -> bench-phase-1.json, -2.json
 #   bench:NAME:REGEX   one bench --filter REGEX                              -> bench-NAME.json
 #   twice:NAME:REGEX   the same, twice in a row                              -> bench-NAME-1.json, -2.json
@@ -85,10 +87,13 @@ for s in "${expanded[@]}"; do
     framework)
       timeout 120 "${torch_py[@]}" validate/src/testcases/framework.py "$out/framework.json" > "$out/framework.log" 2>&1
       mark "framework rc=$?" ;;
-    programs)
-      timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs" --grid single --profile > "$out/programs.log" 2>&1
+    programs|programs:*)
+      only=${s#programs}; only=${only#:}
+      timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs" --grid single --profile ${only:+--only "$only"} \
+        > "$out/programs.log" 2>&1
       mark "programs rc=$?" ;;
-    programs-sp)
+    programs-sp|programs-sp:*)
+      only=${s#programs-sp}; only=${only#:}
       ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
       sp() {  # label, env..., -- dit_offload.py options
         local label=$1; shift
@@ -101,6 +106,7 @@ for s in "${expanded[@]}"; do
       }
       if [ "$ngpus" -lt 2 ]; then mark "programs-sp skipped: $ngpus GPU"; continue; fi
       nproc=$ngpus
+      if [ -n "$only" ]; then sp sp$nproc NCCL_NVLS_ENABLE=0 -- --profile --only "$only"; continue; fi
       sp sp$nproc NCCL_NVLS_ENABLE=0 -- --profile --profile-only "dit-sp$nproc-16384-nccl-layerwise-pf2-pinned"
       sp sp$nproc-p2poff NCCL_P2P_DISABLE=1 -- --grid-tokens 16384 --grid-a2a nccl
       if [ "$ngpus" -ge 4 ]; then nproc=2; sp sp2 CUDA_VISIBLE_DEVICES=0,1 -- --grid-tokens 16384 --grid-a2a nccl; fi ;;

@@ -17,6 +17,7 @@
 #include "gpu/params_io.hpp"
 #include "report/compare.hpp"
 #include "report/metrics.hpp"
+#include "schedule/whatif.hpp"
 #include "workload/program.hpp"
 
 namespace osim::cli {
@@ -28,13 +29,14 @@ namespace {
 // With `out_dir`, also writes the simulation's records.json and trace.json
 // into out_dir/<run name>/ (to open beside the measured trace).
 Records resimulate(const std::string& measured, const Records& measured_records, const std::string& topo_path,
-                         const std::string& calibration, const std::string& timing_events, const std::string& out_dir, bool force) {
+                         const std::string& calibration, const std::string& timing_events, const std::string& out_dir, bool force,
+                         const WhatIf& what_if = {}) {
   const fs::path dir = fs::is_directory(measured) ? fs::path(measured) : fs::path(measured).parent_path();
   const fs::path sched_path = dir / "schedule.yaml";
   if (!fs::exists(sched_path))
     throw InputError(SourceLocation{sched_path.string(), 0, 0},
                            "no schedule next to the measured records: overlapsim-validate run writes it there; or give the simulated records as a second argument");
-  Schedule sched = parse_schedule_file(sched_path.string());
+  Schedule sched = apply_what_if(parse_schedule_file(sched_path.string()), what_if);
   std::string tp = topo_path;
   if (tp.empty()) {
     if (sched.topology.empty()) throw InputError(SourceLocation{sched_path.string(), 0, 0}, "no topology: pass --topology FILE");
@@ -121,7 +123,7 @@ int programs_command(const std::vector<std::string>& inputs, const std::string& 
 
 int compare_command(const std::vector<std::string>& inputs, bool simulate, const std::string& topo_path, const std::string& calibration,
                     const std::string& timing_events, double max_error, double max_median_error, bool per_layer, const std::string& csv,
-                    const std::string& sim_out, bool force) {
+                    const std::string& sim_out, bool force, const WhatIf& what_if) {
   if (!csv.empty()) refuse_overwrite(csv, force);
   if (!sim_out.empty() && !simulate)
     throw InputError(SourceLocation{sim_out, 0, 0}, "--simulated-out writes the re-simulated runs: add --simulate");
@@ -136,7 +138,7 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
   } else {
     for (const auto& in : inputs) {
       Records m = read_records(records_path(in));
-      Records sim = resimulate(in, m, topo_path, calibration, timing_events, sim_out, force);
+      Records sim = resimulate(in, m, topo_path, calibration, timing_events, sim_out, force, what_if);
       pairs.emplace_back(std::move(m), std::move(sim));
     }
   }
@@ -248,7 +250,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
   const std::string file = (dir / "manifest.yaml").string();
   const YAML::Node root = load_yaml_file(file);
   MapReader top(file, root, "reference manifest",
-                {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "expected"});
+                {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "traces", "expected"});
   if (top.str("schema") != "overlapsim.reference/v1") top.fail("schema", "expected overlapsim.reference/v1");
   const auto path = [&](const std::string& p) { return (dir / p).lexically_normal().string(); };
   const hw::Topology topo(hw::parse_topology_file(path(top.str("topology"))));
@@ -285,7 +287,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
     }
   std::optional<MapReader> expected;
   if (top.has("expected"))
-    expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs"});
+    expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "traces"});
   const auto check = [&](bool ok, const std::string& what) {
     if (!ok) {
       std::cout << "  above what the manifest expects: " << what << "\n";
@@ -320,6 +322,21 @@ int reference_command(const std::string& folder, bool write_calibration) {
             "programs");
     }
   }
+  if (top.has("traces")) {
+    // Reference programs' torch.profiler traces imported and simulated: step time against the program's own (no profiler).
+    MapReader tr(file, top.get("traces"), "traces", {"runs", "steps"});
+    const std::vector<TraceFigure> figs = trace_figures(path(tr.str("runs")), topo, load_calibration(cal_file), tr.opt_str("steps").value_or(""));
+    std::cout << format_trace_figures(figs);
+    std::vector<double> pinned, pageable;
+    for (const TraceFigure& f : figs) (f.pageable ? pageable : pinned).push_back(std::abs(f.error()));
+    const auto worst = [](const std::vector<double>& v) { return v.empty() ? 0.0 : 100 * *std::max_element(v.begin(), v.end()); };
+    std::cout << fmt::format("  traces: {} imported, step time error against the program's worst {:.1f} % pinned, {:.1f} % pageable\n", figs.size(),
+                             worst(pinned), worst(pageable));
+    if (expected && expected->has("traces")) {
+      const MapReader e(file, expected->get("traces"), "traces", {"pinned_worst_pct", "pageable_worst_pct"});
+      check(worst(pinned) <= e.num("pinned_worst_pct") + 0.05 && worst(pageable) <= e.num("pageable_worst_pct") + 0.05, "traces");
+    }
+  }
   std::cout << fmt::format("reference {}: {}\n", top.str("machine"), rc == 0 ? "ok" : "FAILED");
   return rc;
 }
@@ -327,7 +344,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
 struct CompareOptions {
   std::vector<std::string> inputs;
   std::string topology, calibration, timing_events, csv, simulated_out;
-  bool simulate = false, programs = false, layers = false, force = false;
+  bool simulate = false, programs = false, layers = false, force = false, remodel_kernels = false;
   double max_error = -1, max_median_error = -1;
 };
 struct ReferenceOptions {
@@ -359,13 +376,19 @@ Command add_compare(CLI::App& app) {
   c->add_option("--csv", o->csv, "also write each run's measured and simulated makespan (CSV)");
   c->add_option("--simulated-out", o->simulated_out, "with --simulate: write each run's simulated records.json and trace.json (Perfetto) into DIR/<run name>/");
   c->add_flag("--force", o->force, "overwrite an existing --csv file or --simulated-out files");
+  c->add_flag("--remodel-kernels", o->remodel_kernels,
+              "with --simulate: time kernels that carry a shape by the model, not by their measured duration (how well an imported trace re-models)");
   return {c, [o] {
+            if (o->remodel_kernels && !o->simulate)
+              throw InputError(SourceLocation{o->inputs.front(), 0, 0}, "--remodel-kernels applies to the re-simulated runs: add --simulate");
+            WhatIf what_if;
+            what_if.remodel_kernels = o->remodel_kernels;
             if (o->programs) {
               if (o->simulate) throw InputError(SourceLocation{o->inputs.front(), 0, 0}, "--programs simulates the programs' twins already: drop --simulate");
               return programs_command(o->inputs, o->topology, o->calibration, o->max_error, o->max_median_error, o->csv, o->force);
             }
             return compare_command(o->inputs, o->simulate, o->topology, o->calibration, o->timing_events, o->max_error, o->max_median_error, o->layers,
-                                   o->csv, o->simulated_out, o->force);
+                                   o->csv, o->simulated_out, o->force, what_if);
           }};
 }
 

@@ -12,6 +12,7 @@
 #include "gpu/params_io.hpp"
 #include "report/metrics.hpp"
 #include "schedule/records.hpp"
+#include "schedule/whatif.hpp"
 #include "workload/dit.hpp"
 
 namespace osim::cli {
@@ -31,8 +32,10 @@ std::string headline(const DitWorkload& w, const std::string& topo) {
                      w.attention_comm, to_string(w.comm_dtype), off, topo, w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "");
 }
 
+constexpr size_t kOpsPrintedByDefault = 1000;
+
 int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow, int runs_before) {
+                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow, int runs_before, const WhatIf& what_if) {
   Schedule sched;
   ModelParams params;
   std::string head;
@@ -43,8 +46,15 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     params = workload->params;
   } else {
     sched = parse_schedule_file(input, sets);
-    show_ops = true;
+    // A schedule's ops are printed unless there are too many to read (an
+    // imported trace's): then only with --ops.
+    size_t total = 0;
+    for (const Program& p : sched.programs) total += p.ops->size();
+    if (!show_ops && total > kOpsPrintedByDefault)
+      std::cout << fmt::format("({} ops: pass --ops to print each one's times)\n", total);
+    show_ops = show_ops || total <= kOpsPrintedByDefault;
   }
+  sched = apply_what_if(sched, what_if);
   if (topo_path.empty()) {
     if (sched.topology.empty())
       throw InputError(SourceLocation{input, 0, 0}, "no topology: pass --topology FILE or add 'topology: FILE' to the input");
@@ -88,9 +98,17 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
 struct RunOptions {
   std::string input, topology, out_dir, schedule_out, calibration;
   std::vector<std::string> sets;
-  bool force = false, show_ops = false, records = false, every_flow = false;
+  bool force = false, show_ops = false, records = false, every_flow = false, remodel_kernels = false;
+  std::string host_memory;
   int runs_before = 0;
 };
+
+WhatIf what_if_of(bool remodel_kernels, const std::string& host_memory) {
+  WhatIf w;
+  w.remodel_kernels = remodel_kernels;
+  if (!host_memory.empty()) w.host_memory = host_memory == "pinned" ? HostMem::Pinned : HostMem::Pageable;
+  return w;
+}
 
 }  // namespace
 
@@ -103,16 +121,22 @@ Command add_run(CLI::App& app) {
   c->add_option("--out", o->out_dir, "write metrics.json, trace.json (Perfetto) and summary.txt into this folder");
   c->add_option("--schedule-out", o->schedule_out, "write the generated schedule (YAML) to this file");
   c->add_flag("--force", o->force, "overwrite existing output files");
-  c->add_flag("--ops", o->show_ops, "print every op's issue, start and end (default for schedule files)");
+  c->add_flag("--ops", o->show_ops, "print every op's issue, start and end (default for schedule files of at most 1000 ops)");
   c->add_option("--calibration", o->calibration, "a calibration file (overlapsim calibrate) for the model's parameters");
   c->add_flag("--records", o->records, "also write records.json (every op's times, for overlapsim compare) into --out");
   c->add_option("--runs-before", o->runs_before,
                 "simulate it as the run after N runs of the same input back to back (the GPUs' sustained-load clock state they leave; default 0: rested GPUs)")
       ->check(CLI::Range(0, 1000));
   c->add_flag("--every-flow", o->every_flow, "simulate every flow of every all-to-all (no closed-form replay of recurring ones): slower, same results");
+  c->add_flag("--remodel-kernels", o->remodel_kernels,
+              "time kernels that carry a shape (GEMM, attention, HBM bytes) by the model, not by their measured duration (an imported trace on another GPU)");
+  c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
+      ->check(CLI::IsMember({"pinned", "pageable"}));
   return {c, [o] {
+            if (!o->host_memory.empty() && o->host_memory != "pinned" && o->host_memory != "pageable")
+              throw InputError(SourceLocation{}, "--host-memory: pinned or pageable");
             return run_command(o->input, o->topology, o->sets, o->out_dir, o->schedule_out, o->force, o->show_ops, o->calibration, o->records,
-                               o->every_flow, o->runs_before);
+                               o->every_flow, o->runs_before, what_if_of(o->remodel_kernels, o->host_memory));
           }};
 }
 

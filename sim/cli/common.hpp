@@ -10,6 +10,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "gpu/params.hpp"
+#include "hw/fabric.hpp"
+
 namespace osim::cli {
 
 namespace fs = std::filesystem;
@@ -26,6 +29,20 @@ std::string slurp(const std::string& path);
 /// A run's records file: the path itself, or records.json in that folder.
 std::string records_path(const std::string& p);
 
+/// A reference program's torch.profiler trace imported and simulated: its
+/// step time as the program measured it (median, no profiler), as the trace
+/// measured it (the profiled run), and simulated.
+struct TraceFigure {
+  std::string name;
+  double program_s = 0, trace_s = 0, simulated_s = 0;
+  bool pageable = false;
+  [[nodiscard]] double error() const { return simulated_s / program_s - 1; }
+};
+/// Every NAME[.rankN].trace.json.gz in `dir` with its NAME.json, imported
+/// (steps: ranges matching `steps`) and simulated with `params`.
+std::vector<TraceFigure> trace_figures(const std::string& dir, const hw::Topology& topo, const ModelParams& params, const std::string& steps);
+std::string format_trace_figures(const std::vector<TraceFigure>& figures);
+
 /// A subcommand: its CLI11 node, and what it does once parsed (the exit code).
 struct Command {
   CLI::App* app = nullptr;
@@ -41,5 +58,6 @@ Command add_calibration_fields(CLI::App& app);
 Command add_reference(CLI::App& app);
 Command add_sweep(CLI::App& app);
 Command add_merge(CLI::App& app);
+Command add_import_trace(CLI::App& app);
 
 }  // namespace osim::cli

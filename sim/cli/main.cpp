@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "overlapsim 0.1.0");
   const std::vector<cli::Command> commands = {cli::add_topo(app),    cli::add_flows(app),     cli::add_run(app),
                                               cli::add_compare(app), cli::add_report(app),    cli::add_calibrate(app), cli::add_calibration_fields(app),
-                                              cli::add_reference(app), cli::add_sweep(app),   cli::add_merge(app)};
+                                              cli::add_reference(app), cli::add_sweep(app),   cli::add_merge(app),
+                                              cli::add_import_trace(app)};
   CLI11_PARSE(app, argc, argv);
   try {
     for (const cli::Command& c : commands)

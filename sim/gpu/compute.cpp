@@ -104,7 +104,9 @@ void Compute::start_kernel(int r, int id) {
   const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
   const Op& op = x_.op_of(r, id);
   const int demand = op.sm_limit > 0 ? std::min(op.sm_limit, R.sms) : R.sms;
-  const bool compute = op.gemm.has_value() || op.attention.has_value() || op.flops > 0;
+  // A kernel of measured duration (an imported trace's) ran at the clock and
+  // beside the copies it had: neither slows it again.
+  const bool compute = !op.duration && (op.gemm.has_value() || op.attention.has_value() || op.flops > 0);
   ++C.kernel_changes;
   C.kernels.push_back(RunningKernel{id, (*R.work)[static_cast<size_t>(id - R.base)], 0, 0, x_.engine.now(), {}, demand,
                                     x_.streams->priority(r, op.stream), compute, compute || op.hbm_bytes > 0,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -117,9 +118,14 @@ RecordComparison compare_records(const Records& meas, const Records& sim) {
     std::vector<std::string> layer_order;
     std::vector<std::pair<std::string, std::pair<double, double>>> marks_m, marks_s;  // step markers
     int forward = -1;
+    std::optional<std::pair<double, double>> steps_end;  // measured, simulated
     for (size_t i = 0; i < mo.size(); ++i) {
       const RecordOp& m = mo[i];
       const RecordOp& s = so[i];
+      if (m.cls == "marker" && m.label == kStepsEndMarker) {
+        steps_end = {m.start, s.start};
+        continue;
+      }
       if (m.cls == "marker" && m.label.rfind("step ", 0) == 0) {
         ++forward;
         marks_m.push_back({m.label, {m.start, 0}});
@@ -169,6 +175,7 @@ RecordComparison compare_records(const Records& meas, const Records& sim) {
       double mend = 0, send = 0;
       for (const auto& o : mo) mend = std::max(mend, std::max(o.end, o.returned));
       for (const auto& o : so) send = std::max(send, std::max(o.end, o.returned));
+      if (steps_end) mend = steps_end->first, send = steps_end->second;
       for (size_t k = 0; k < marks_m.size(); ++k) {
         const double m1 = k + 1 < marks_m.size() ? marks_m[k + 1].second.first : mend;
         const double s1 = k + 1 < marks_s.size() ? marks_s[k + 1].second.first : send;

@@ -99,7 +99,8 @@ Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRe
     rm.overlap_efficiency = t_comm > 0 ? (static_cast<double>(rm.compute_busy.ps()) + t_comm - total) / t_comm : 1.0;
     m.per_rank.push_back(rm);
   }
-  for (size_t i = 0; i < m.steps.size(); ++i) m.steps[i].end = i + 1 < m.steps.size() ? m.steps[i + 1].start : r.ranks[0].end;
+  const Time last_end = spans.steps_end().value_or(r.ranks[0].end);
+  for (size_t i = 0; i < m.steps.size(); ++i) m.steps[i].end = i + 1 < m.steps.size() ? m.steps[i + 1].start : last_end;
   return m;
 }
 

@@ -17,7 +17,7 @@ std::string op_class(const Op& op) {
     case OpKind::Kernel:
       if (op.gemm) return "gemm";
       if (op.attention) return op.attention->seq_q == op.attention->seq_kv ? "attention (self)" : "attention (cross)";
-      if (op.flops <= 0 && op.hbm_bytes > 0 && !op.duration) return "memory kernel";
+      if (op.flops <= 0 && op.hbm_bytes > 0) return "memory kernel";
       return "kernel";
     case OpKind::Memcpy:
       return to_string(op.copy) + (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H ? (op.host_mem == HostMem::Pageable ? " pageable" : "") : "");

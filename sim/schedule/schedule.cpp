@@ -175,11 +175,12 @@ struct Parser {
           if (!(*e > 0 && *e <= 1)) r.fail("efficiency", "must be in (0, 1]");
           op.efficiency = static_cast<float>(*e);
         }
-        const int ways = (r.has("duration") ? 1 : 0) + (r.has("gemm") ? 1 : 0) + (r.has("attention") ? 1 : 0) +
-                         ((r.has("flops") || r.has("bytes")) ? 1 : 0);
-        if (ways != 1)
-          r.fail_here("give the work exactly one way: 'duration', 'gemm: {m, n, k}', 'attention: {heads, seq, head_dim}', "
-                      "or 'flops' and/or 'bytes' (HBM traffic)");
+        // The work one way; a measured `duration` may stand beside the shape
+        // (imported traces): the shape is what --remodel-kernels times.
+        const int shapes = (r.has("gemm") ? 1 : 0) + (r.has("attention") ? 1 : 0) + ((r.has("flops") || r.has("bytes")) ? 1 : 0);
+        if (shapes > 1 || (shapes == 0 && !r.has("duration")))
+          r.fail_here("give the work one way: 'duration', 'gemm: {m, n, k}', 'attention: {heads, seq, head_dim}', "
+                      "or 'flops' and/or 'bytes' (HBM traffic); a measured 'duration' may go beside one of the others");
         op.duration = r.opt_duration("duration");
         if (r.has("flops")) {
           op.flops = r.num("flops");
@@ -559,7 +560,7 @@ std::string to_yaml(const Schedule& s) {
             if (a.backend != AttnBackend::Default) e << YAML::Key << "backend" << YAML::Value << to_string(a.backend);
             e << YAML::EndMap;
           }
-          if (!op.duration && !op.gemm && !op.attention) {
+          if (!op.gemm && !op.attention && (op.flops > 0 || op.hbm_bytes > 0 || !op.duration)) {
             kv("flops", fmt::format("{}", op.flops));
             kv("bytes", fmt::format("{}", static_cast<int64_t>(op.hbm_bytes)));
           }

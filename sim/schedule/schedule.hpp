@@ -86,6 +86,10 @@ struct Op {
   std::string label;        // kernel name, marker text, alloc tag; "" = none
 };
 
+/// Markers "step N ..." on the compute stream start steps; this one ends the
+/// last (without it, the last step ends with the run).
+inline constexpr const char* kStepsEndMarker = "end of steps";
+
 struct Program {
   int rank = 0;
   /// Immutable once built; ranks that run the same program share it (a

@@ -54,6 +54,7 @@ void RunSpans::add(int rank, const Op& op, Time start, Time end) {
     const int idx = std::atoi(op.label.c_str() + 5);
     if (steps_.empty() || steps_.back().first != idx) steps_.emplace_back(idx, start);
   }
+  if (rank == 0 && op.kind == OpKind::Marker && op.stream == compute_stream_ && op.label == kStepsEndMarker) steps_end_ = start;
 }
 
 }  // namespace osim

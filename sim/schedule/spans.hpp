@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,9 @@ class RunSpans {
   const std::array<SpanBin, kBins.size()>& histogram() const { return bins_; }
   /// Rank 0's "step N" markers on the compute stream: (N, time), a step once.
   const std::vector<std::pair<int, Time>>& steps() const { return steps_; }
+  /// When rank 0's compute stream reached an "end of steps" marker: the last
+  /// step's end (without one, the rank's end).
+  const std::optional<Time>& steps_end() const { return steps_end_; }
   double bytes_h2d = 0, bytes_d2h = 0, bytes_p2p = 0, bytes_d2d = 0, bytes_collective = 0;
 
  private:
@@ -62,6 +66,7 @@ class RunSpans {
   std::vector<RankSpans> ranks_;
   std::array<SpanBin, kBins.size()> bins_{};
   std::vector<std::pair<int, Time>> steps_;
+  std::optional<Time> steps_end_;
 };
 
 }  // namespace osim

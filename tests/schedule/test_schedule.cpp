@@ -26,7 +26,8 @@ TEST_CASE("bad schedules name file:line and what to do") {
   CHECK(err("      - {op: stream_wait_event, stream: s, event: e}\n").find("before any event_record of it") != std::string::npos);
   CHECK(err("      - {op: memcpy, kind: h2d, bytes: -5 MB, stream: s}\n").find("negative") != std::string::npos);
   CHECK(err("      - {op: kernal, stream: s}\n").find("unknown op 'kernal' (did you mean 'kernel'?)") != std::string::npos);
-  CHECK(err("      - {op: kernel, stream: s}\n").find("give the work exactly one way") != std::string::npos);
+  CHECK(err("      - {op: kernel, stream: s}\n").find("give the work one way") != std::string::npos);
+  CHECK(err("      - {op: kernel, stream: s, gemm: {m: 1, n: 1, k: 1}, bytes: 1 MB}\n").find("give the work one way") != std::string::npos);
   CHECK(err("      - {op: free, tag: x}\n").find("free of tag 'x', which is not allocated") != std::string::npos);
   CHECK(err("      - {op: memcpy, kind: p2p, bytes: 1 MB, stream: s, peer: 5}\n").find("rank 5 is out of range 0..1") != std::string::npos);
   CHECK(err("      - {op: collective, kind: all_gather, group: world, algorithm: pairwise, bytes: 1 MB, stream: s}\n")
@@ -53,6 +54,8 @@ programs:
       - {op: kernel, name: g, stream: compute, gemm: {m: 64, n: 128, k: 256}, dtype: fp8, sm_limit: 8}
       - {op: kernel, name: a, stream: compute, attention: {heads: 2, seq: 64, head_dim: 64}}
       - {op: kernel, name: f, stream: compute, flops: 1e9, bytes: 1 MB, efficiency: 0.5}
+      - {op: kernel, name: measured, stream: compute, duration: 7 us, gemm: {m: 8, n: 8, k: 8}}
+      - {op: kernel, name: measured bytes, stream: compute, duration: 2 us, bytes: 4 MB}
       - {op: collective, kind: all_to_all, group: pair, bytes: 2 MB, stream: compute, algorithm: pairwise, channels: 4}
       - {op: stream_wait_stream, stream: copy, on: compute}
       - {op: marker, name: "layer {rank}", stream: compute}
@@ -65,7 +68,13 @@ programs:
   const std::string y1 = to_yaml(a);
   const Schedule b = parse_schedule_string(y1, "b.yaml");
   CHECK(to_yaml(b) == y1);
-  CHECK((*b.programs[1].ops)[10].label == "layer 1");
+  CHECK((*b.programs[1].ops)[12].label == "layer 1");
+  // A measured duration beside a shape: both kept.
+  const Op& measured = (*b.programs[0].ops)[8];
+  CHECK(measured.duration == Time::from_us(7));
+  CHECK(measured.gemm->k == 8);
+  CHECK((*b.programs[0].ops)[9].hbm_bytes == 4e6);
+  CHECK(*(*b.programs[0].ops)[9].duration == Time::from_us(2));
   CHECK((*b.programs[0].ops)[2].host_span == 64'000'000);
   CHECK((*b.programs[0].ops)[1].host_span == 0);
   CHECK(y1.find("host_span: 64000000") != std::string::npos);

@@ -1,0 +1,66 @@
+// Imports torch.profiler traces (the Chrome-trace JSON Kineto writes; one
+// file per rank) as a schedule, with the timeline the trace measured as the
+// records of that schedule (docs/import-trace.md).
+//
+// The host thread that issues the CUDA calls becomes the rank's program: each
+// call that puts work on the GPU becomes an op (kernels keep their measured
+// time and carry their GEMM/attention shape or HBM bytes where the profiler
+// recorded the op's input shapes; NCCL kernels become collectives; copies keep
+// direction, host memory kind and bytes), event records, stream waits and
+// synchronisations become the schedule's, and the host's own time between
+// calls becomes host work. Kineto does not say on which stream an event was
+// recorded nor which record a wait waits on: the record's stream is the one
+// this thread last put work on, and the wait binds the record whose work had
+// finished when the waiting stream went on (see pair_waits in import.cpp).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "schedule/run_record.hpp"
+#include "schedule/schedule.hpp"
+
+namespace osim::kineto {
+
+struct ImportOptions {
+  /// Ranges (user annotations, cpu ops) whose names match this ECMAScript
+  /// regex start steps; "" = torch.profiler's `ProfilerStep#N`.
+  std::string steps;
+  /// The schedule's name; "" = the first trace's file name.
+  std::string name;
+};
+
+/// What became of the trace's events: nothing is dropped without a count.
+struct ImportSummary {
+  int ranks = 0;
+  int64_t events = 0;
+  std::map<std::string, int64_t> ops;          // ops written, by kind ("kernel (gemm)", "memcpy h2d pinned", ...)
+  std::map<std::string, int64_t> host_only;    // CUDA calls that put no work on the GPU: their time is host time
+  std::map<std::string, int64_t> not_imported; // events left out, by what they are and why
+  int64_t waits_timed = 0;      // waits bound to the record whose work ended as the waiting stream went on
+  int64_t waits_untimed = 0;    // waits the timeline does not decide (not binding): bound by program order
+  int64_t other_threads = 0;    // calls from other host threads that put work on the GPU (merged in time order)
+  int64_t steps = 0;
+  std::vector<std::string> notes;
+  /// A few lines for the terminal.
+  std::string text() const;
+};
+
+struct ImportedTrace {
+  Schedule schedule;
+  /// The trace's own timeline as a run of `schedule` (times from the first call).
+  RunRecord measured;
+  ImportSummary summary;
+};
+
+/// Imports one trace per rank (ranks from each trace's distributedInfo, else
+/// the order given). InputError naming the file on a missing, malformed or
+/// unusable trace.
+ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportOptions& options = {});
+
+/// A file's contents, gunzipped when it is gzip (by its magic bytes).
+std::string read_maybe_gzip(const std::string& path);
+
+}  // namespace osim::kineto

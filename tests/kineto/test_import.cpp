@@ -1,0 +1,264 @@
+// Importing torch.profiler (Kineto) traces: ops, streams, event pairing,
+// shapes, collectives, steps, the measured timeline, errors; and the
+// reference programs' traces re-simulated.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/executor.hpp"
+#include "gpu/params_io.hpp"
+#include "hw/fabric.hpp"
+#include "kineto/import.hpp"
+#include "report/metrics.hpp"
+#include "schedule/whatif.hpp"
+
+using namespace osim;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A trace under construction: host calls on one thread, GPU activities, syncs.
+struct TraceBuilder {
+  json events = json::array();
+  json doc = json::object();
+  int64_t corr = 0;
+  // A CUDA call at `ts` (µs) lasting `dur`; returns its correlation id.
+  int64_t call(const std::string& name, double ts, double dur, int64_t ext = -1) {
+    json args = {{"correlation", ++corr}};
+    if (ext >= 0) args["External id"] = ext;
+    events.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", name}, {"pid", 100}, {"tid", 100}, {"ts", ts}, {"dur", dur}, {"args", args}});
+    return corr;
+  }
+  void gpu(const std::string& cat, const std::string& name, int stream, double ts, double dur, int64_t c, json extra = json::object()) {
+    json args = {{"correlation", c}, {"stream", stream}, {"device", 0}};
+    args.update(extra);
+    events.push_back({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 0}, {"tid", stream}, {"ts", ts}, {"dur", dur}, {"args", args}});
+  }
+  void sync(const std::string& kind, int64_t c, int stream, int64_t event_id = -1) {
+    events.push_back({{"ph", "X"}, {"cat", "cuda_sync"}, {"name", kind}, {"pid", 0}, {"tid", 1}, {"ts", 0.0}, {"dur", 0.0},
+                      {"args", {{"correlation", c}, {"stream", stream}, {"wait_on_cuda_event_id", event_id}, {"wait_on_cuda_event_record_corr_id", -1}}}});
+  }
+  void cpu_op(const std::string& name, int64_t ext, json dims, json types) {
+    events.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", name}, {"pid", 100}, {"tid", 100}, {"ts", 0.0}, {"dur", 0.0},
+                      {"args", {{"External id", ext}, {"Input Dims", dims}, {"Input type", types}}}});
+  }
+  void range(const std::string& name, double ts, double dur) {
+    events.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", name}, {"pid", 100}, {"tid", 100}, {"ts", ts}, {"dur", dur}});
+  }
+  std::string write(const std::string& file) {
+    json d = doc;
+    d["traceEvents"] = events;
+    const fs::path p = fs::temp_directory_path() / ("osim-kineto-" + file);
+    std::ofstream(p) << d.dump(1);
+    return p.string();
+  }
+};
+
+std::string write_text(const std::string& file, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / ("osim-kineto-" + file);
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+std::string error_of(const std::vector<std::string>& paths) {
+  try {
+    kineto::import_traces(paths);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const Op& op_at(const kineto::ImportedTrace& t, int rank, size_t i) { return (*t.schedule.programs[static_cast<size_t>(rank)].ops)[i]; }
+
+}  // namespace
+
+TEST_CASE("a one-GPU trace: copy, record, binding wait, GEMM and memory kernels, sync, steps") {
+  TraceBuilder b;
+  b.range("step 0", 8, 185);
+  const int64_t cp = b.call("cudaMemcpyAsync", 10, 5);
+  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 16, 100, cp, {{"bytes", 1000000}});
+  b.call("cudaEventRecordWithFlags", 20, 1);
+  const int64_t w = b.call("cudaStreamWaitEvent", 25, 1);
+  b.sync("Stream Wait Event", w, 7, 55);
+  const int64_t k1 = b.call("cudaLaunchKernel", 30, 4, 9);
+  b.gpu("kernel", "nvjet_sm90_tst_gemm", 7, 117, 50, k1, {{"External id", 9}});
+  b.cpu_op("aten::mm", 9, {{64, 128}, {128, 256}}, {"c10::BFloat16", "c10::BFloat16"});
+  const int64_t k2 = b.call("cudaLaunchKernel", 40, 3, 10);
+  b.gpu("kernel", "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>(int)", 7, 170, 10, k2,
+        {{"External id", 10}});
+  b.cpu_op("aten::add", 10, {{64, 256}, {64, 256}, json::array()}, {"c10::BFloat16", "c10::BFloat16", "Scalar"});
+  b.call("cudaEventQuery", 45, 1);
+  const int64_t s = b.call("cudaStreamSynchronize", 50, 140);
+  b.sync("Stream Sync", s, 7);
+  b.events.push_back({{"ph", "X"}, {"cat", "mystery"}, {"name", "x"}, {"ts", 1.0}, {"dur", 1.0}});
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("one.json")}, {.steps = "^step \\d+$"});
+  const Schedule& sc = t.schedule;
+  REQUIRE(sc.ranks() == 1);
+  CHECK(sc.name == "osim-kineto-one");
+  CHECK(sc.streams[static_cast<size_t>(sc.find_stream("compute"))].name == "compute");
+  CHECK(sc.find_stream("stream20") >= 0);
+  // marker, memcpy, host_work, record, host_work, wait, host_work, kernel, host_work, kernel, host_work, stream_sync, host_work, marker
+  const std::vector<OpKind> kinds = {OpKind::Marker,   OpKind::Memcpy,   OpKind::HostWork, OpKind::EventRecord, OpKind::HostWork,
+                                     OpKind::StreamWaitEvent, OpKind::HostWork, OpKind::Kernel, OpKind::HostWork, OpKind::Kernel,
+                                     OpKind::HostWork, OpKind::StreamSync, OpKind::HostWork, OpKind::Marker};
+  REQUIRE(sc.programs[0].ops->size() == kinds.size());
+  for (size_t i = 0; i < kinds.size(); ++i) CHECK(op_at(t, 0, i).kind == kinds[i]);
+  CHECK(op_at(t, 0, 0).label == "step 0 (step 0)");
+  CHECK(op_at(t, 0, 13).label == kStepsEndMarker);
+  const Op& copy = op_at(t, 0, 1);
+  CHECK(copy.copy == CopyKind::H2D);
+  CHECK(copy.host_mem == HostMem::Pinned);
+  CHECK(copy.bytes == 1000000);
+  CHECK(copy.stream == sc.find_stream("stream20"));
+  // The record is on the stream the thread last put work on; the wait binds it.
+  CHECK(op_at(t, 0, 3).stream == sc.find_stream("stream20"));
+  CHECK(op_at(t, 0, 5).event == op_at(t, 0, 3).event);
+  CHECK(op_at(t, 0, 5).stream == sc.find_stream("compute"));
+  // Host time between calls (the query's included): 20-15, 25-21, 30-26, 40-34, 50-43 µs.
+  CHECK(*op_at(t, 0, 2).duration == Time::from_us(5));
+  CHECK(*op_at(t, 0, 10).duration == Time::from_us(7));
+  const Op& gemm = op_at(t, 0, 7);
+  REQUIRE(gemm.gemm);
+  CHECK(gemm.gemm->m == 64);
+  CHECK(gemm.gemm->n == 256);
+  CHECK(gemm.gemm->k == 128);
+  CHECK(*gemm.duration == Time::from_us(50));
+  const Op& add = op_at(t, 0, 9);
+  CHECK(add.label == "at::native::vectorized_elementwise_kernel");
+  CHECK(add.hbm_bytes == doctest::Approx(3 * 64 * 256 * 2));  // two inputs and an output
+  CHECK(*add.duration == Time::from_us(10));
+  // The measured timeline, from the first call.
+  const RunRecord& m = t.measured;
+  CHECK(m.ops[0][7].start == Time::from_us(107));
+  CHECK(m.ops[0][7].end == Time::from_us(157));
+  CHECK(m.ops[0][11].returned == Time::from_us(180));
+  CHECK(m.ops[0][13].start == Time::from_us(183));  // the end of the step: the range's end
+  CHECK(t.summary.host_only.at("cudaEventQuery") == 1);
+  CHECK(t.summary.not_imported.begin()->first.find("mystery events") == 0);
+  CHECK(t.summary.waits_timed == 1);
+  CHECK(t.summary.steps == 1);
+  // The schedule is one overlapsim runs; its steps are the trace's.
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
+  const Metrics mm = compute_metrics(sc, topo, m);
+  REQUIRE(mm.steps.size() == 1);
+  CHECK((mm.steps[0].end - mm.steps[0].start) == Time::from_us(183));
+  ExecOptions o;
+  o.keep_records = true;
+  CHECK_NOTHROW(execute(sc, topo, ModelParams{}, o));
+}
+
+TEST_CASE("waits the timeline does not decide bind a prefetch queue in order") {
+  TraceBuilder b;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t c = b.call("cudaMemcpyAsync", 10 + 6 * i, 2);
+    b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 12 + 9 * i, 8, c, {{"bytes", 4096}});
+    b.call("cudaEventRecordWithFlags", 13 + 6 * i, 1);
+  }
+  for (int i = 0; i < 2; ++i) {
+    const int64_t w = b.call("cudaStreamWaitEvent", 40 + 5 * i, 1);
+    b.sync("Stream Wait Event", w, 7, 60 + i);
+    const int64_t k = b.call("cudaLaunchKernel", 41 + 5 * i, 1);
+    b.gpu("kernel", "k", 7, 50 + 10 * i, 10, k);  // starts as soon as it could: the wait did not bind
+  }
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("queue.json")});
+  // copy, record, host, copy, record, host, wait, kernel, host, wait, kernel
+  std::vector<int> records, waits;
+  for (const Op& op : *t.schedule.programs[0].ops) {
+    if (op.kind == OpKind::EventRecord) records.push_back(op.event);
+    if (op.kind == OpKind::StreamWaitEvent) waits.push_back(op.event);
+  }
+  REQUIRE(records.size() == 2);
+  REQUIRE(waits.size() == 2);
+  CHECK(waits[0] == records[0]);
+  CHECK(waits[1] == records[1]);
+  CHECK(t.summary.waits_untimed == 2);
+}
+
+TEST_CASE("NCCL kernels of every rank's trace become collectives, of one rank's trace measured kernels") {
+  auto rank_trace = [](int rank, int world) {
+    TraceBuilder b;
+    b.doc["distributedInfo"] = {{"rank", rank}, {"world_size", world}};
+    const int64_t c = b.call("cuLaunchKernelEx", 10, 5);
+    b.gpu("kernel", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 7, 20, 30, c,
+          {{"Collective name", "all_to_allv"}, {"In msg nelems", 1000}, {"Out msg nelems", 1000}, {"dtype", "BFloat16"},
+           {"Process Group Ranks", "[0, 1]"}});
+    return b;
+  };
+  // Given out of order: ranks come from distributedInfo.
+  const std::string r1 = rank_trace(1, 2).write("r1.json"), r0 = rank_trace(0, 2).write("r0.json");
+  const kineto::ImportedTrace t = kineto::import_traces({r1, r0});
+  REQUIRE(t.schedule.ranks() == 2);
+  const Op& a2a = op_at(t, 0, 0);
+  CHECK(a2a.kind == OpKind::Collective);
+  CHECK(a2a.coll == CollKind::AllToAll);
+  CHECK(a2a.bytes == 2000);
+  CHECK(t.schedule.groups[static_cast<size_t>(a2a.group)].name == "world");
+  const kineto::ImportedTrace one = kineto::import_traces({r0});
+  CHECK(op_at(one, 0, 0).kind == OpKind::Kernel);
+  CHECK(*op_at(one, 0, 0).duration == Time::from_us(30));
+  REQUIRE(!one.summary.notes.empty());
+  CHECK(one.summary.notes[0].find("the job had 2 ranks and 1 trace(s) were given") == 0);
+  CHECK(error_of({r0, r0}).find("rank 0 again") != std::string::npos);
+}
+
+TEST_CASE("malformed traces: the file, the line and what to do") {
+  const std::string bad = write_text("bad.json", "{\n \"traceEvents\": [\n  {\"ph\": oops}\n ]\n}\n");
+  CHECK(error_of({bad}).find(bad + ":3:") == 0);
+  CHECK(error_of({bad}).find("export the trace with prof.export_chrome_trace") != std::string::npos);
+  CHECK(error_of({write_text("nolist.json", "{\"events\": []}")}).find("no traceEvents list") != std::string::npos);
+  CHECK(error_of({write_text("nocalls.json", "{\"traceEvents\": []}")}).find("no CUDA runtime calls") != std::string::npos);
+  CHECK(error_of({write_text("nocorr.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {}}]})")})
+            .find("has no args.correlation") != std::string::npos);
+  CHECK(error_of({write_text("nots.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "args": {"correlation": 1}}]})")})
+            .find("(kernel 'k') has no ts") != std::string::npos);
+  CHECK(error_of({(fs::temp_directory_path() / "osim-kineto-missing.json").string()}).find("no such file") != std::string::npos);
+  CHECK_THROWS_AS(kineto::import_traces({}, {.steps = "("}), InputError);
+}
+
+TEST_CASE("what-ifs: kernels re-modelled from their shape, copies from other host memory") {
+  TraceBuilder b;
+  const int64_t cp = b.call("cudaMemcpyAsync", 10, 5);
+  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 16, 100, cp, {{"bytes", 1000000}});
+  const int64_t k = b.call("cudaLaunchKernel", 30, 4, 9);
+  b.gpu("kernel", "gemm", 7, 40, 50, k, {{"External id", 9}});
+  b.cpu_op("aten::mm", 9, {{64, 128}, {128, 256}}, {"c10::BFloat16", "c10::BFloat16"});
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("whatif.json")});
+  const Schedule w = apply_what_if(t.schedule, WhatIf{.remodel_kernels = true, .host_memory = HostMem::Pageable});
+  for (const Op& op : *w.programs[0].ops) {
+    if (op.kind == OpKind::Kernel) CHECK(!op.duration);
+    if (op.kind == OpKind::Memcpy) CHECK(op.host_mem == HostMem::Pageable);
+  }
+  // The imported schedule is untouched.
+  for (const Op& op : *t.schedule.programs[0].ops)
+    if (op.kind == OpKind::Kernel) CHECK(op.duration);
+}
+
+TEST_CASE("the reference programs' traces: the measured step is the profiled run's, the simulated one within 2 % (pinned)") {
+  const std::string root = std::string(OVERLAPSIM_SOURCE_DIR) + "/validate/reference/h100-sxm/";
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
+  const ModelParams params = load_calibration(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/calibrations/h100-sxm.yaml");
+  for (const char* name : {"dit-4096-layerwise-pf2-pinned", "dit-16384-none"}) {
+    CAPTURE(name);
+    const kineto::ImportedTrace t =
+        kineto::import_traces({root + "traces/" + name + ".trace.json.gz"}, {.steps = "^step \\d+$"});
+    std::ifstream in(root + "traces/" + name + ".json");
+    const double profiled = json::parse(in).at("profiled_s").get<double>();
+    const Metrics measured = compute_metrics(t.schedule, topo, t.measured);
+    REQUIRE(measured.steps.size() == 1);
+    // The trace's step (the range around the timed region) is the run's CUDA-event makespan, to 0.5 %.
+    CHECK((measured.steps[0].end - measured.steps[0].start).s() == doctest::Approx(profiled).epsilon(0.005));
+    ExecOptions o;
+    o.keep_records = true;
+    const ExecResult sim = execute(t.schedule, topo, params, o);
+    const Metrics simulated = compute_metrics(t.schedule, topo, sim);
+    REQUIRE(simulated.steps.size() == 1);
+    CHECK((simulated.steps[0].end - simulated.steps[0].start).s() == doctest::Approx(profiled).epsilon(0.02));
+  }
+}
