@@ -3,13 +3,19 @@
 // - the full Wan2.2 720p run on a DGX H100 (40 steps x 2 CFG forwards x 40
 //   layers, Ulysses 8, layerwise offload), one core;
 // - one all-to-all across 1,024 GPUs (128 DGX H100 nodes, InfiniBand);
-// - the 1,000-point sweep configs/sweeps/bench-1000.yaml on 2 threads.
+// - the 1,000-point sweep configs/sweeps/bench-1000.yaml on 2 threads;
+// - a torch.profiler trace of ~100,000 events imported and simulated, one core.
 // Prints figures; not a timed test. Run: ./build/bin/overlapsim_bench_run
 #include <benchmark/benchmark.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "gpu/executor.hpp"
+#include "kineto/import.hpp"
 #include "sweep/sweep.hpp"
 #include "report/metrics.hpp"
 #include "workload/dit.hpp"
@@ -59,6 +65,56 @@ void BM_Sweep1000_2Threads(benchmark::State& state) {
   state.counters["points"] = static_cast<double>(spec.size());
 }
 BENCHMARK(BM_Sweep1000_2Threads)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
+// A reference program's trace (6,677 events) repeated back to back, its
+// correlation and External ids shifted each time, to ~100,000 events.
+std::string long_trace() {
+  using nlohmann::json;
+  json doc = json::parse(osim::kineto::read_maybe_gzip(kSrc + "/validate/reference/h100-sxm/traces/dit-4096-layerwise-pf2-pinned.trace.json.gz"));
+  const json events = doc["traceEvents"];
+  double t0 = 1e300, t1 = -1e300;
+  for (const json& e : events)
+    if (e.contains("ts") && e["ts"].is_number()) {
+      t0 = std::min(t0, e["ts"].get<double>());
+      t1 = std::max(t1, e["ts"].get<double>() + e.value("dur", 0.0));
+    }
+  json all = json::array();
+  for (int rep = 0; all.size() < 100000; ++rep) {
+    for (json e : events) {
+      if (e.value("ph", "") != "X") continue;
+      e["ts"] = e["ts"].get<double>() + rep * (t1 - t0);
+      if (e.contains("args") && e["args"].is_object())
+        for (const char* k : {"correlation", "External id"})
+          if (e["args"].contains(k) && e["args"][k].is_number_integer()) e["args"][k] = e["args"][k].get<int64_t>() + rep * 10'000'000;
+      all.push_back(std::move(e));
+    }
+  }
+  doc["traceEvents"] = all;
+  const std::string path = (std::filesystem::temp_directory_path() / "overlapsim-bench-trace.json").string();
+  std::ofstream(path) << doc.dump();
+  return path;
+}
+
+void BM_ImportTrace_100k(benchmark::State& state) {
+  const std::string path = long_trace();
+  const osim::hw::Topology topo(osim::hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
+  size_t ops = 0;
+  int64_t events = 0;
+  for (auto _ : state) {
+    const osim::kineto::ImportedTrace t = osim::kineto::import_traces({path});
+    osim::ExecOptions opts;
+    opts.keep_records = false;
+    const osim::ExecResult r = osim::execute(t.schedule, topo, {}, opts);
+    const osim::Metrics m = osim::compute_metrics(t.schedule, topo, r);
+    benchmark::DoNotOptimize(m.makespan);
+    ops = t.schedule.programs[0].ops->size();
+    events = t.summary.events;
+  }
+  state.counters["events"] = static_cast<double>(events);
+  state.counters["ops"] = static_cast<double>(ops);
+  std::filesystem::remove(path);
+}
+BENCHMARK(BM_ImportTrace_100k)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 
