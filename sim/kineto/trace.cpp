@@ -1,0 +1,307 @@
+#include "kineto/trace.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace osim::kineto::trace {
+
+[[noreturn]] void fail(const std::string& file, const std::string& what, int line) { throw InputError(SourceLocation{file, line, 0}, what); }
+
+int64_t int_arg(const json& args, const char* key, int64_t dflt) {
+  auto it = args.find(key);
+  if (it == args.end() || !it->is_number()) return dflt;
+  return it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
+}
+std::string str_arg(const json& args, const char* key) {
+  auto it = args.find(key);
+  return it != args.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+namespace {
+
+double element_bytes(const std::string& type) {
+  static const std::map<std::string, double> sizes = {
+      {"c10::BFloat16", 2}, {"c10::Half", 2}, {"float", 4}, {"double", 8}, {"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1},
+      {"long int", 8}, {"int", 4}, {"short int", 2}, {"signed char", 1}, {"unsigned char", 1}, {"bool", 1}};
+  auto it = sizes.find(type);
+  return it == sizes.end() ? 0 : it->second;
+}
+DType dtype_of(const std::string& type) {
+  if (type == "c10::Half" || type == "Half") return DType::FP16;
+  if (type == "float" || type == "Float") return DType::FP32;
+  if (type.find("Float8") != std::string::npos) return DType::FP8;
+  return DType::BF16;
+}
+
+// The op's tensor inputs: (dims, element type).
+std::vector<std::pair<std::vector<int64_t>, std::string>> tensor_inputs(const json& args) {
+  std::vector<std::pair<std::vector<int64_t>, std::string>> out;
+  auto dims = args.find("Input Dims");
+  auto types = args.find("Input type");
+  if (dims == args.end() || types == args.end() || !dims->is_array() || !types->is_array()) return out;
+  for (size_t i = 0; i < dims->size() && i < types->size(); ++i) {
+    const json& d = (*dims)[i];
+    if (!d.is_array() || d.empty() || !(*types)[i].is_string() || element_bytes((*types)[i].get<std::string>()) == 0) continue;
+    std::vector<int64_t> v;
+    for (const json& x : d)
+      if (x.is_number_integer()) v.push_back(x.get<int64_t>());
+    if (v.size() == d.size()) out.emplace_back(std::move(v), (*types)[i].get<std::string>());
+  }
+  return out;
+}
+
+int32_t dim32(int64_t v) { return static_cast<int32_t>(std::clamp<int64_t>(v, 1, INT32_MAX)); }
+
+}  // namespace
+
+std::optional<std::pair<GemmShape, DType>> gemm_of(const CpuOp& op) {
+  static const std::set<std::string> gemms = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"};
+  if (!gemms.count(op.name)) return std::nullopt;
+  auto in = tensor_inputs(*op.args);
+  const size_t first = (op.name == "aten::addmm" || op.name == "aten::baddbmm") ? 1 : 0;
+  if (in.size() < first + 2) return std::nullopt;
+  const auto& a = in[first].first;
+  const auto& b = in[first + 1].first;
+  if (a.size() != b.size() || a.size() < 2 || a.size() > 3) return std::nullopt;
+  const int64_t batch = a.size() == 3 ? a[0] : 1;
+  GemmShape g{dim32(batch * a[a.size() - 2]), dim32(b.back()), dim32(a.back())};
+  return std::make_pair(g, dtype_of(in[first].second));
+}
+
+std::optional<std::pair<AttentionShape, DType>> attention_of(const CpuOp& op) {
+  const std::string& n = op.name;
+  if (n.find("attention") == std::string::npos || n.find("backward") != std::string::npos) return std::nullopt;
+  AttnBackend backend;
+  if (n.find("cudnn") != std::string::npos) backend = AttnBackend::Cudnn;
+  else if (n.find("flash") != std::string::npos) backend = AttnBackend::Flash2;
+  else if (n.find("efficient") != std::string::npos) backend = AttnBackend::Efficient;
+  else return std::nullopt;
+  auto in = tensor_inputs(*op.args);
+  if (in.size() < 3 || in[0].first.size() != 4 || in[1].first.size() != 4) return std::nullopt;
+  // q, k: [batch, heads, seq, head_dim] (the flash op's own layout is [batch, seq, heads, head_dim]).
+  const bool bshd = n.find("_flash_attention_forward") != std::string::npos || n.find("_efficient_attention_forward") != std::string::npos;
+  const auto& q = in[0].first;
+  const auto& k = in[1].first;
+  AttentionShape a;
+  a.batch = dim32(q[0]);
+  a.heads = dim32(bshd ? q[2] : q[1]);
+  a.seq_q = dim32(bshd ? q[1] : q[2]);
+  a.seq_kv = dim32(bshd ? k[1] : k[2]);
+  a.head_dim = dim32(q[3]);
+  a.backend = backend;
+  return std::make_pair(a, dtype_of(in[0].second));
+}
+
+std::optional<CollectiveInfo> collective_of(const Activity& k, std::string* why) {
+  const json& a = *k.args;
+  const std::string name = str_arg(a, "Collective name");
+  if (name.empty()) {
+    *why = "NCCL kernel without its collective's parameters (profile with record_shapes=True)";
+    return std::nullopt;
+  }
+  static const std::map<std::string, CollKind> kinds = {
+      {"all_to_all", CollKind::AllToAll},          {"all_to_allv", CollKind::AllToAll},       {"alltoall", CollKind::AllToAll},
+      {"alltoall_base", CollKind::AllToAll},       {"all_gather", CollKind::AllGather},       {"allgather", CollKind::AllGather},
+      {"_allgather_base", CollKind::AllGather},    {"all_gather_into_tensor", CollKind::AllGather},
+      {"allgather_into_tensor_coalesced", CollKind::AllGather},
+      {"reduce_scatter", CollKind::ReduceScatter}, {"_reduce_scatter_base", CollKind::ReduceScatter},
+      {"reduce_scatter_tensor", CollKind::ReduceScatter}, {"allreduce", CollKind::AllReduce},
+      {"all_reduce", CollKind::AllReduce},         {"barrier", CollKind::AllReduce}};
+  auto it = kinds.find(name);
+  if (it == kinds.end()) {
+    *why = fmt::format("NCCL {} (not a collective the simulator models): kept at its measured time", name);
+    return std::nullopt;
+  }
+  CollectiveInfo c;
+  c.kind = it->second;
+  const std::string dt = str_arg(a, "dtype");
+  const double es = dt == "Float" ? 4 : dt == "Double" || dt == "Long" ? 8 : dt == "Byte" || dt == "Char" || dt == "Bool" ? 1 : 2;
+  c.dtype = dt == "Float" ? DType::FP32 : dt == "Half" ? DType::FP16 : DType::BF16;
+  const int64_t in = int_arg(a, "In msg nelems", 0), out = int_arg(a, "Out msg nelems", 0);
+  // nccl-tests' size: all_gather's output, the others' input buffer.
+  const int64_t elems = c.kind == CollKind::AllGather ? out : in;
+  c.bytes = static_cast<Bytes>(std::max<double>(4.0, static_cast<double>(elems) * es));  // a barrier: one float
+  const std::string ranks = str_arg(a, "Process Group Ranks");
+  for (size_t i = 0; i < ranks.size();) {
+    if (std::isdigit(static_cast<unsigned char>(ranks[i]))) {
+      size_t j = i;
+      while (j < ranks.size() && std::isdigit(static_cast<unsigned char>(ranks[j]))) ++j;
+      c.ranks.push_back(std::stoi(ranks.substr(i, j - i)));
+      i = j;
+    } else {
+      ++i;
+    }
+  }
+  if (c.ranks.empty()) {
+    *why = fmt::format("NCCL {} without its process group's ranks", name);
+    return std::nullopt;
+  }
+  return c;
+}
+
+std::string short_name(std::string n) {
+  if (n.rfind("void ", 0) == 0) n.erase(0, 5);
+  for (size_t p; (p = n.find("(anonymous namespace)::")) != std::string::npos;) n.erase(p, 23);
+  if (const size_t cut = n.find_first_of("<("); cut != std::string::npos && cut > 0) n.erase(cut);
+  for (char& ch : n)
+    if (ch == '{') ch = '(';
+    else if (ch == '}') ch = ')';
+  return n;
+}
+
+bool is_nccl(const Activity& k) { return k.cat == "kernel" && k.name.rfind("nccl", 0) == 0; }
+
+RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSummary& sum) {
+  RankTrace t;
+  t.file = path;
+  const std::string text = read_maybe_gzip(path);
+  try {
+    t.doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    const size_t at = std::min(e.byte, text.size());
+    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    fail(path, fmt::format("not JSON ({}): export the trace with prof.export_chrome_trace(path)", e.what()), line);
+  }
+  if (!t.doc.is_object() || !t.doc.contains("traceEvents") || !t.doc["traceEvents"].is_array())
+    fail(path, "no traceEvents list: not a torch.profiler (Kineto) trace; export one with prof.export_chrome_trace(path)");
+  if (auto d = t.doc.find("distributedInfo"); d != t.doc.end() && d->is_object()) {
+    t.rank = static_cast<int>(int_arg(*d, "rank", -1));
+    t.world = static_cast<int>(int_arg(*d, "world_size", 0));
+  }
+  if (auto props = t.doc.find("deviceProperties"); props != t.doc.end() && props->is_array() && !props->empty() && (*props)[0].is_object())
+    t.gpu_name = str_arg((*props)[0], "name");
+
+  const json& events = t.doc["traceEvents"];
+  sum.events += static_cast<int64_t>(events.size());
+  std::unordered_map<int64_t, const json*> syncs;
+  std::map<std::pair<int64_t, int64_t>, int64_t> calls_per_thread;
+  struct RawCall {
+    const json* e;
+    std::pair<int64_t, int64_t> thread;
+  };
+  std::vector<RawCall> raw_calls;
+  static const std::set<std::string> read_only = {"cpu_op", "user_annotation", "gpu_user_annotation", "python_function", "overhead",
+                                                  "Trace", "ac2g", "cuda_profiler_range", "fwdbwd", "Kernel"};
+  auto as_id = [](const json& v) -> int64_t { return v.is_number() ? v.get<int64_t>() : static_cast<int64_t>(std::hash<std::string>{}(v.dump())); };
+  for (size_t i = 0; i < events.size(); ++i) {
+    const json& e = events[i];
+    if (!e.is_object()) fail(path, fmt::format("traceEvents[{}] is not an object", i));
+    const std::string ph = e.value("ph", "");
+    const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
+    if (ph != "X") continue;  // metadata, instants and flow arrows
+    auto need = [&](const char* key) -> const json& {
+      auto it = e.find(key);
+      if (it == e.end() || (std::string(key) == "args" ? !it->is_object() : !it->is_number()))
+        fail(path, fmt::format("traceEvents[{}] ({} '{}') has no {}", i, cat, e.value("name", ""), key));
+      return *it;
+    };
+    const std::string name = e.value("name", "");
+    if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
+      const json& args = need("args");
+      Activity a;
+      a.cat = cat;
+      a.name = name;
+      a.start = ns_of(need("ts").get<double>());
+      a.end = a.start + ns_of(need("dur").get<double>());
+      a.corr = int_arg(args, "correlation");
+      a.ext = int_arg(args, "External id");
+      a.stream = static_cast<int>(int_arg(args, "stream", -1));
+      a.device = static_cast<int>(int_arg(args, "device", -1));
+      a.args = &args;
+      if (a.corr == kNone) fail(path, fmt::format("traceEvents[{}] ({} '{}') has no args.correlation", i, cat, name));
+      t.gpu.push_back(std::move(a));
+    } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      need("ts"), need("dur"), need("args");
+      const std::pair<int64_t, int64_t> thread{as_id(e.value("pid", json(0))), as_id(e.value("tid", json(0)))};
+      ++calls_per_thread[thread];
+      raw_calls.push_back({&e, thread});
+    } else if (cat == "cuda_sync") {
+      const int64_t corr = int_arg(need("args"), "correlation");
+      if (corr != kNone) syncs.emplace(corr, &e);
+    } else if (cat == "cpu_op" || cat == "user_annotation") {
+      if (cat == "cpu_op" && e.contains("args") && e["args"].is_object()) {
+        const int64_t ext = int_arg(e["args"], "External id");
+        if (ext != kNone) t.ops_by_ext.emplace(ext, CpuOp{name, &e["args"]});
+      }
+      if (std::regex_search(name, steps) && e.contains("ts") && e["ts"].is_number()) {
+        const int64_t ts = ns_of(e["ts"].get<double>());
+        const int64_t dur = e.contains("dur") && e["dur"].is_number() ? ns_of(e["dur"].get<double>()) : 0;
+        // A record_function range shows as a cpu op and as a user annotation: once.
+        if (std::none_of(t.steps.begin(), t.steps.end(), [&](const RankTrace::Step& x) { return x.start == ts && x.name == name; }))
+          t.steps.push_back({ts, ts + dur, name});
+      }
+    } else if (!read_only.count(cat)) {
+      ++sum.not_imported[fmt::format("{} events (a category the importer does not know)", cat.empty() ? "uncategorised" : cat)];
+    }
+  }
+  if (raw_calls.empty()) fail(path, "no CUDA runtime calls: profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]");
+
+  // The thread that issues most CUDA calls is the program; others' calls that
+  // put work on the GPU join it in time order.
+  std::pair<int64_t, int64_t> main_thread = calls_per_thread.begin()->first;
+  for (const auto& [th, n] : calls_per_thread)
+    if (n > calls_per_thread[main_thread]) main_thread = th;
+  std::map<int, int64_t> per_device;
+  for (const Activity& a : t.gpu) ++per_device[a.device];
+  int device = per_device.begin()->first;
+  for (const auto& [d, n] : per_device)
+    if (n > per_device[device]) device = d;
+  std::unordered_map<int64_t, const Activity*> by_corr;
+  for (const Activity& a : t.gpu) {
+    if (a.device != device) {
+      ++sum.not_imported[fmt::format("GPU activities on another device than the trace's GPU {} (one GPU per trace)", device)];
+      continue;
+    }
+    by_corr.emplace(a.corr, &a);
+  }
+  std::set<int64_t> matched;
+  for (const RawCall& rc : raw_calls) {
+    const json& e = *rc.e;
+    Call c;
+    c.name = e.value("name", "");
+    c.ts = ns_of(e["ts"].get<double>());
+    c.end = c.ts + ns_of(e["dur"].get<double>());
+    c.corr = int_arg(e["args"], "correlation");
+    c.ext = int_arg(e["args"], "External id");
+    c.main_thread = rc.thread == main_thread;
+    if (auto it = by_corr.find(c.corr); it != by_corr.end()) c.gpu = it->second, matched.insert(c.corr);
+    if (auto it = syncs.find(c.corr); it != syncs.end()) c.sync = it->second;
+    if (!c.main_thread && !c.gpu) continue;  // another thread's bookkeeping (NCCL's watchdog, the allocator)
+    if (!c.main_thread) ++sum.other_threads;
+    t.calls.push_back(std::move(c));
+  }
+  for (const auto& [corr, a] : by_corr)
+    if (!matched.count(corr)) ++sum.not_imported["GPU activities without their CUDA call in the trace (launched before the profiler started)"];
+  std::stable_sort(t.calls.begin(), t.calls.end(), [](const Call& a, const Call& b) { return a.ts < b.ts; });
+  std::sort(t.steps.begin(), t.steps.end());
+  return t;
+}
+
+
+double input_hbm_bytes(const CpuOp& op) {
+  double bytes = 0, largest = 0;
+  for (const auto& [dims, type] : tensor_inputs(*op.args)) {
+    double n = element_bytes(type);
+    for (int64_t d : dims) n *= static_cast<double>(d);
+    bytes += n;
+    largest = std::max(largest, n);
+  }
+  return bytes > 0 ? bytes + largest : 0;
+}
+
+CallKind kind_of(const Call& c) {
+  const std::string& n = c.name;
+  if (c.gpu) return c.gpu->cat == "kernel" ? CallKind::Kernel : c.gpu->cat == "gpu_memcpy" ? CallKind::Memcpy : CallKind::Memset;
+  if (n.rfind("cudaEventRecord", 0) == 0 || n.rfind("cuEventRecord", 0) == 0) return CallKind::Record;
+  if (n == "cudaStreamWaitEvent" || n.rfind("cuStreamWaitEvent", 0) == 0) return CallKind::Wait;
+  if (n == "cudaStreamSynchronize" || n.rfind("cuStreamSynchronize", 0) == 0) return CallKind::StreamSync;
+  if (n == "cudaDeviceSynchronize" || n.rfind("cuCtxSynchronize", 0) == 0) return CallKind::DeviceSync;
+  if (n == "cudaEventSynchronize" || n.rfind("cuEventSynchronize", 0) == 0) return CallKind::EventSync;
+  return CallKind::HostOnly;
+}
+
+}  // namespace osim::kineto::trace
