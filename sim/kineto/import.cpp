@@ -125,17 +125,19 @@ std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>&
       }
       // When the waiter went on: the waiting stream's next work's start (a
       // wait), the host's return (an event synchronize).
+      // (A wait whose stream gets no more work never went on: any record will do.)
+      constexpr int64_t kNever = std::numeric_limits<int64_t>::max() / 2;
       int64_t went_on = c.end, could = c.ts;
       if (k == CallKind::Wait) {
         const Call* next = next_on(waiting, i);
-        went_on = next ? next->gpu->start : std::numeric_limits<int64_t>::max();
+        went_on = next ? next->gpu->start : kNever;
         could = next ? std::max(prev_end_on(waiting, i), next->ts) : went_on;
       }
       // A record the waiter can have waited on: its work had ended when the waiter went on.
       const auto feasible = [&](size_t r) { return records[r].covered_end == kNone || records[r].covered_end <= went_on + kSlackNs; };
       // The timeline decides a wait whose stream went on late, just as a
       // record's work ended (a delay no record explains is the GPU's own).
-      const bool late = went_on != std::numeric_limits<int64_t>::max() && went_on > could + kSlackNs;
+      const bool late = went_on != kNever && went_on > could + kSlackNs;
       const bool decided = late && std::any_of(cand.begin(), cand.end(), [&](size_t r) {
                              return feasible(r) && records[r].covered_end != kNone && records[r].covered_end >= went_on - kExplainNs;
                            });
