@@ -1,0 +1,394 @@
+#include "hw/nvidia_smi.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <numeric>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace osim::hw {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\r");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : line) {
+    if (ch == '\t') {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  out.push_back(trim(cur));
+  return out;
+}
+
+// PCIe relations, nearest first; 0 = not a PCIe relation (X, NV#).
+int pcie_rank(const std::string& r) {
+  if (r == "PIX") return 1;
+  if (r == "PXB") return 2;
+  if (r == "PHB") return 3;
+  if (r == "NODE") return 4;
+  if (r == "SYS" || r == "SOC") return 5;
+  return 0;
+}
+int nvlinks(const std::string& r) { return r.size() > 2 && r.rfind("NV", 0) == 0 ? std::stoi(r.substr(2)) : 0; }
+
+struct UnionFind {
+  std::vector<size_t> parent;
+  explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), size_t{0}); }
+  size_t find(size_t x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
+  void join(size_t a, size_t b) { parent[find(a)] = find(b); }
+};
+
+// What a GPU's name in `nvidia-smi --query-gpu=name` says about it.
+struct GpuFacts {
+  const char* match;  // a substring of the name
+  const char* yaml;   // the node's keys after `kind: gpu`
+};
+const GpuFacts kGpus[] = {
+    {"H200", "model: H200, memory: 141 GB, hbm_bandwidth: 4.8 TB/s, sms: 132, copy_engines: 3, peak_tflops: {bf16: 989, fp16: 989, fp8: 1979}"},
+    {"H100 PCIe", "model: H100-PCIe, memory: 80 GiB, hbm_bandwidth: 2.0 TB/s, sms: 114, copy_engines: 3, peak_tflops: {bf16: 756, fp16: 756, fp8: 1513}"},
+    {"H100", "model: H100-SXM5, memory: 80 GiB, hbm_bandwidth: 3.35 TB/s, sms: 132, copy_engines: 3, peak_tflops: {bf16: 989, fp16: 989, fp8: 1979}"},
+    {"A100", "model: A100, memory: 80 GiB, hbm_bandwidth: 2.0 TB/s, sms: 108, copy_engines: 3, peak_tflops: {bf16: 312, fp16: 312}"},
+    {"L40S", "model: L40S, memory: 48 GB, hbm_bandwidth: 864 GB/s, sms: 142, copy_engines: 2, peak_tflops: {bf16: 362, fp16: 362, fp8: 733}"},
+    {"RTX 4090", "model: RTX-4090, memory: 24 GiB, hbm_bandwidth: 1008 GB/s, sms: 128, copy_engines: 2, peak_tflops: {bf16: 165, fp16: 165, fp8: 330}, p2p: false"},
+};
+
+}  // namespace
+
+SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file) {
+  const std::string text = std::regex_replace(raw, std::regex("\x1b\\[[0-9;]*m"), "");
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0, header_line = 0;
+  SmiMatrix m;
+  size_t ncols = 0;
+  std::vector<std::string> extra;  // the header's columns after the devices
+  auto fail = [&](int at, const std::string& what) { throw InputError(SourceLocation{file, at, 0}, what); };
+  bool in_legend = false;
+  std::map<std::string, std::string> nic_legend;
+  std::set<std::string> seen;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const std::string t = trim(line);
+    if (t.empty()) continue;
+    if (!header_line) {
+      const std::vector<std::string> cells = split_tabs(t);
+      if (cells.empty() || cells[0] != "GPU0") continue;
+      header_line = lineno;
+      for (const std::string& c : cells) {
+        if (c.empty()) continue;
+        if (c.rfind("CPU", 0) == 0 || c.rfind("NUMA", 0) == 0 || c.rfind("GPU NUMA", 0) == 0) extra.push_back(c);
+        else if (extra.empty()) m.devices.push_back(c);
+      }
+      ncols = m.devices.size();
+      m.rel.assign(ncols, std::vector<std::string>(ncols));
+      m.numa.assign(ncols, -1);
+      m.cpu_affinity.assign(ncols, "");
+      continue;
+    }
+    if (t.rfind("Legend", 0) == 0 || t.rfind("NIC Legend", 0) == 0) {
+      in_legend = true;
+      continue;
+    }
+    if (in_legend) {
+      static const std::regex nic(R"(^(NIC\d+)\s*:\s*(\S+)$)");
+      std::smatch mm;
+      if (std::regex_match(t, mm, nic)) nic_legend[mm[1].str()] = mm[2].str();
+      continue;
+    }
+    const std::vector<std::string> cells = split_tabs(t);
+    const auto it = std::find(m.devices.begin(), m.devices.end(), cells[0]);
+    if (it == m.devices.end()) fail(lineno, fmt::format("row '{}' is no device of the header's (line {})", cells[0], header_line));
+    const size_t d = static_cast<size_t>(it - m.devices.begin());
+    if (!seen.insert(cells[0]).second) fail(lineno, fmt::format("{} has a second row", cells[0]));
+    std::vector<std::string> vals;
+    for (size_t i = 1; i < cells.size(); ++i)
+      if (!cells[i].empty() || vals.size() >= ncols) vals.push_back(cells[i]);
+    if (vals.size() < ncols) fail(lineno, fmt::format("{} has {} relations; the header has {} devices", cells[0], vals.size(), ncols));
+    for (size_t j = 0; j < ncols; ++j) {
+      const std::string& r = vals[j];
+      const bool ok = r == "X" || pcie_rank(r) > 0 || (r.size() > 2 && r.rfind("NV", 0) == 0 && std::all_of(r.begin() + 2, r.end(), ::isdigit));
+      if (!ok) fail(lineno, fmt::format("{}-{}: '{}' is no relation nvidia-smi prints (X, NV#, PIX, PXB, PHB, NODE, SYS)", cells[0], m.devices[j], r));
+      if ((r == "X") != (j == d)) fail(lineno, fmt::format("{}-{}: 'X' belongs on the diagonal only", cells[0], m.devices[j]));
+      m.rel[d][j] = r;
+    }
+    // The columns after the devices, as the header names them (NIC rows may leave them out).
+    std::vector<std::string> rest;
+    for (size_t i = ncols; i < vals.size(); ++i)
+      if (!vals[i].empty()) rest.push_back(vals[i]);
+    for (size_t k = 0; k < rest.size() && k < extra.size(); ++k) {
+      if (extra[k].rfind("CPU", 0) == 0) m.cpu_affinity[d] = rest[k];
+      if (extra[k].rfind("NUMA", 0) == 0 && std::all_of(rest[k].begin(), rest[k].end(), ::isdigit)) m.numa[d] = std::stoi(rest[k]);
+    }
+  }
+  if (!header_line) fail(0, "no header line starting with GPU0: not the output of `nvidia-smi topo -m`");
+  for (size_t d = 0; d < ncols; ++d)
+    if (!seen.count(m.devices[d])) fail(header_line, fmt::format("{} is in the header but has no row", m.devices[d]));
+  for (size_t a = 0; a < ncols; ++a)
+    for (size_t b = 0; b < ncols; ++b)
+      if (m.rel[a][b] != m.rel[b][a] && !(m.rel[a][b] == "SOC" || m.rel[b][a] == "SOC"))
+        fail(header_line, fmt::format("{}-{} is {} one way and {} the other", m.devices[a], m.devices[b], m.rel[a][b], m.rel[b][a]));
+  for (size_t d = 0; d < ncols; ++d)
+    if (!m.is_gpu(d)) m.nic_names.push_back(nic_legend.count(m.devices[d]) ? nic_legend[m.devices[d]] : "");
+  return m;
+}
+
+std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o) {
+  const size_t n = m.devices.size();
+  // Sockets: NUMA affinity; else devices of one CPU affinity; else one.
+  std::vector<int> socket(n, 0);
+  {
+    std::map<std::string, int> ids;
+    for (size_t d = 0; d < n; ++d) {
+      const std::string key = m.numa[d] >= 0 ? fmt::format("numa{}", m.numa[d]) : m.cpu_affinity[d].empty() || m.cpu_affinity[d] == "N/A" ? "" : m.cpu_affinity[d];
+      if (key.empty()) continue;
+      socket[d] = ids.emplace(key, static_cast<int>(ids.size())).first->second;
+    }
+    // A device without affinity (a NIC) shares the socket of one it is not SYS from.
+    for (size_t d = 0; d < n; ++d) {
+      if (m.numa[d] >= 0 || (!m.cpu_affinity[d].empty() && m.cpu_affinity[d] != "N/A")) continue;
+      for (size_t b = 0; b < n; ++b)
+        if (b != d && pcie_rank(m.rel[d][b]) >= 1 && pcie_rank(m.rel[d][b]) <= 4 && (m.numa[b] >= 0 || !m.cpu_affinity[b].empty())) {
+          socket[d] = socket[b];
+          break;
+        }
+    }
+  }
+  const int sockets = n ? *std::max_element(socket.begin(), socket.end()) + 1 : 1;
+  // Host bridges: devices joined by PIX/PXB/PHB; PXB groups under a switch; PIX groups under one.
+  UnionFind rc(n), pxb(n), pix(n);
+  for (size_t a = 0; a < n; ++a)
+    for (size_t b = 0; b < n; ++b) {
+      const int r = pcie_rank(m.rel[a][b]);
+      if (r >= 1 && r <= 3) rc.join(a, b);
+      if (r >= 1 && r <= 2) pxb.join(a, b);
+      if (r == 1) pix.join(a, b);
+    }
+  auto name_of = [&](size_t d) {
+    const std::string& s = m.devices[d];
+    return (m.is_gpu(d) ? "gpu" : "nic") + s.substr(s.find_first_of("0123456789"));
+  };
+  std::string nodes, links;
+  std::vector<std::string> assumed;
+  nodes += "nodes:\n";
+  for (int s = 0; s < sockets; ++s)
+    nodes += fmt::format("  - {{name: cpu{}, kind: cpu, memory_bandwidth: 250 GB/s}}  # ASSUMED: the socket's DRAM bandwidth\n", s);
+  links += "links:\n";
+  for (int s = 0; s + 1 < sockets; ++s)
+    links += fmt::format("  - {{a: cpu{}, b: cpu{}, kind: inter_socket, bandwidth: 64 GB/s, latency: 0.5 us}}  # ASSUMED: UPI/xGMI rate\n", s, s + 1);
+  const std::string pcie = fmt::format("pcie: {}, latency: 1 us", o.pcie);
+  // Devices with no PCIe relation to any other of their socket (all NV#, or
+  // alone) share one host bridge there; the others get their group's.
+  std::map<size_t, std::string> bridge_of;  // rc root -> host bridge name
+  std::map<int, std::string> shared_bridge;
+  int bridges = 0, switches = 0;
+  auto bridge = [&](size_t d) {
+    bool related = false;
+    for (size_t b = 0; b < n; ++b) related = related || (b != d && pcie_rank(m.rel[d][b]) >= 1 && pcie_rank(m.rel[d][b]) <= 4);
+    auto new_bridge = [&] {
+      const std::string name = fmt::format("rc{}", bridges++);
+      nodes += fmt::format("  - {{name: {}, kind: host_bridge}}\n", name);
+      links += fmt::format("  - {{a: {}, b: cpu{}, kind: internal}}\n", name, socket[d]);
+      return name;
+    };
+    if (!related) {
+      auto it = shared_bridge.find(socket[d]);
+      return it != shared_bridge.end() ? it->second : shared_bridge[socket[d]] = new_bridge();
+    }
+    auto it = bridge_of.find(rc.find(d));
+    return it != bridge_of.end() ? it->second : bridge_of[rc.find(d)] = new_bridge();
+  };
+  std::map<size_t, std::string> upper_of, leaf_of;  // pxb root / pix root -> switch
+  std::map<size_t, std::set<size_t>> pix_groups_in;  // pxb root -> pix roots
+  std::map<size_t, int> pxb_size;
+  for (size_t d = 0; d < n; ++d) {
+    pix_groups_in[pxb.find(d)].insert(pix.find(d));
+    ++pxb_size[pxb.find(d)];
+  }
+  std::vector<std::string> parent(n);
+  for (size_t d = 0; d < n; ++d) {
+    const std::string rcname = bridge(d);
+    const size_t g = pxb.find(d);
+    if (pxb_size[g] < 2) {
+      parent[d] = rcname;
+      continue;
+    }
+    auto upper = upper_of.find(g);
+    if (upper == upper_of.end()) {
+      const std::string sw = fmt::format("pcisw{}", switches++);
+      nodes += fmt::format("  - {{name: {}, kind: pcie_switch}}\n", sw);
+      links += fmt::format("  - {{a: {}, b: {}, {}}}\n", sw, rcname, pcie);
+      upper = upper_of.emplace(g, sw).first;
+    }
+    if (pix_groups_in[g].size() == 1) {  // every pair under it PIX: one switch
+      parent[d] = upper->second;
+      continue;
+    }
+    auto leaf = leaf_of.find(pix.find(d));
+    if (leaf == leaf_of.end()) {
+      const std::string sw = fmt::format("pcisw{}", switches++);
+      nodes += fmt::format("  - {{name: {}, kind: pcie_switch}}\n", sw);
+      links += fmt::format("  - {{a: {}, b: {}, {}}}\n", sw, upper->second, pcie);
+      leaf = leaf_of.emplace(pix.find(d), sw).first;
+    }
+    parent[d] = leaf->second;
+  }
+  // GPUs and NICs.
+  size_t gpu_index = 0, nic_index = 0;
+  for (size_t d = 0; d < n; ++d) {
+    if (m.is_gpu(d)) {
+      const std::string gname = gpu_index < o.gpu_names.size() ? o.gpu_names[gpu_index] : "";
+      ++gpu_index;
+      const GpuFacts* f = nullptr;
+      for (const GpuFacts& g : kGpus)
+        if (!gname.empty() && gname.find(g.match) != std::string::npos) {
+          f = &g;
+          break;
+        }
+      if (f) {
+        nodes += fmt::format("  - {{name: {}, kind: gpu, {}}}  # {}\n", name_of(d), f->yaml, gname);
+      } else {
+        nodes += fmt::format("  - {{name: {}, kind: gpu, model: {}, memory: 80 GiB, hbm_bandwidth: 2 TB/s, sms: 132, copy_engines: 3}}  "
+                             "# ASSUMED: memory, HBM bandwidth, SMs (and peak_tflops) of this GPU\n",
+                             name_of(d), gname.empty() ? "GPU" : std::regex_replace(gname, std::regex("[^A-Za-z0-9_.-]+"), "-"));
+      }
+    } else {
+      const std::string& legend = m.nic_names[nic_index++];
+      nodes += fmt::format("  - {{name: {}, kind: nic}}{}\n", name_of(d), legend.empty() ? "" : "  # " + legend);
+    }
+    links += fmt::format("  - {{a: {}, b: {}, {}}}\n", name_of(d), parent[d], pcie);
+  }
+  // NVLink: a group of three or more GPUs joined pairwise by the same NV# is an NVSwitch; else direct links.
+  UnionFind nv(n);
+  for (size_t a = 0; a < n; ++a)
+    for (size_t b = 0; b < n; ++b)
+      if (nvlinks(m.rel[a][b])) nv.join(a, b);
+  std::map<size_t, std::vector<size_t>> nv_groups;
+  for (size_t d = 0; d < n; ++d)
+    if (m.is_gpu(d)) nv_groups[nv.find(d)].push_back(d);
+  int nvswitches = 0;
+  for (const auto& [root, g] : nv_groups) {
+    if (g.size() < 2) continue;
+    bool full = g.size() >= 3;
+    const int k = nvlinks(m.rel[g[0]][g[1]]);
+    for (size_t i = 0; full && i < g.size(); ++i)
+      for (size_t j = 0; full && j < g.size(); ++j) full = i == j || nvlinks(m.rel[g[i]][g[j]]) == k;
+    if (full) {
+      const std::string sw = fmt::format("nvswitch{}", nvswitches++);
+      nodes += fmt::format("  - {{name: {}, kind: nvswitch}}\n", sw);
+      for (size_t d : g) links += fmt::format("  - {{a: {}, b: {}, nvlinks: {}, latency: 0.5 us}}\n", name_of(d), sw, k);
+      continue;
+    }
+    for (size_t i = 0; i < g.size(); ++i)
+      for (size_t j = i + 1; j < g.size(); ++j)
+        if (const int kk = nvlinks(m.rel[g[i]][g[j]]))
+          links += fmt::format("  - {{a: {}, b: {}, nvlinks: {}, latency: 0.5 us}}\n", name_of(g[i]), name_of(g[j]), kk);
+  }
+  std::string head = fmt::format(
+      "# Imported by `overlapsim topo --import-nvidia-smi` from {}.\n"
+      "# The PCIe tree is what the matrix's relations imply (PIX: one switch; PXB: switches below one;\n"
+      "# PHB: one host bridge; NODE: host bridges of one socket; SYS: sockets, by NUMA affinity).\n"
+      "# Every PCIe link is {}; NV# is # NVLinks of\n"
+      "# 25 GB/s a direction (NVLink 2-4; Blackwell's NVLink 5 is 50: set `bandwidth:`); a group of three or more\n"
+      "# GPUs joined pairwise by the same NV# is an NVSwitch. Lines marked ASSUMED hold placeholders to set.\n"
+      "# Calibrate the copy and host-bridge rates on the node: docs/calibrate-your-node.md.\n",
+      o.source.empty() ? "`nvidia-smi topo -m`" : o.source,
+      o.pcie_measured ? o.pcie + " (the GPUs' link as nvidia-smi reported it)" : o.pcie + " (ASSUMED: read the real ones with `lspci -vv`, LnkSta)");
+  return head + fmt::format("name: {}\ndescription: imported from nvidia-smi topo -m ({} GPUs, {} NICs, {} sockets)\n", o.name, gpu_index, nic_index,
+                            sockets) +
+         nodes + links;
+}
+
+std::vector<std::string> compare_with_smi(const Topology& topo, const SmiMatrix& m) {
+  std::vector<std::string> out;
+  auto node = [&](size_t d) {
+    const std::string& s = m.devices[d];
+    return topo.find((m.is_gpu(d) ? "gpu" : "nic") + s.substr(s.find_first_of("0123456789")));
+  };
+  for (size_t a = 0; a < m.devices.size(); ++a)
+    for (size_t b = a + 1; b < m.devices.size(); ++b) {
+      const int na = node(a), nb = node(b);
+      if (na < 0 || nb < 0) {
+        out.push_back(fmt::format("{}-{}: not both in the topology", m.devices[a], m.devices[b]));
+        continue;
+      }
+      const std::string want = nvlinks(m.rel[a][b]) ? "NVL" : m.rel[a][b] == "SOC" ? "SYS" : m.rel[a][b];
+      const std::string got = to_string(topo.path_type(na, nb));
+      if (got != want) out.push_back(fmt::format("{}-{}: {} in nvidia-smi's matrix, {} in the topology", m.devices[a], m.devices[b], m.rel[a][b], got));
+    }
+  return out;
+}
+
+std::vector<std::string> gpu_names_from_csv(const std::string& text, const std::string& file) {
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string> names;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (lineno == 1) {
+      if (trim(line).rfind("name", 0) != 0)
+        throw InputError(SourceLocation{file, 1, 0}, "expected `nvidia-smi --query-gpu=name,... --format=csv` output (a header starting with 'name')");
+      continue;
+    }
+    if (!trim(line).empty()) names.push_back(trim(line.substr(0, line.find(','))));
+  }
+  return names;
+}
+
+std::string format_smi_matrix(const Topology& topo) {
+  std::vector<int> devs;
+  std::vector<std::string> names;
+  for (NodeKind k : {NodeKind::Gpu, NodeKind::Nic}) {
+    int i = 0;
+    for (int d : topo.nodes_of_kind(k)) {
+      devs.push_back(d);
+      names.push_back(fmt::format("{}{}", k == NodeKind::Gpu ? "GPU" : "NIC", i++));
+    }
+  }
+  // NV#: the NVLink bandwidth between two GPUs (a direct link, else the first GPU's link into a switch) at 25 GB/s a link.
+  auto nv = [&](int a, int b) {
+    double bw = 0;
+    for (const LinkSpec& l : topo.spec().links) {
+      if (l.kind != LinkKind::NvLink) continue;
+      const std::string& an = topo.node(a).name;
+      const std::string& bn = topo.node(b).name;
+      if ((l.a == an && l.b == bn) || (l.a == bn && l.b == an)) bw = l.bandwidth.bytes_per_s;
+      else if (bw == 0 && (l.a == an || l.b == an)) bw = l.bandwidth.bytes_per_s;
+    }
+    return fmt::format("NV{}", static_cast<int>(bw / 25e9 + 0.5));
+  };
+  std::string out;
+  for (const std::string& nm : names) out += "\t" + nm;
+  out += "\tCPU Affinity\tNUMA Affinity\n";
+  for (size_t a = 0; a < devs.size(); ++a) {
+    out += names[a];
+    for (size_t b = 0; b < devs.size(); ++b) {
+      const PathType p = topo.path_type(devs[a], devs[b]);
+      out += "\t" + (a == b ? std::string(" X ") : p == PathType::NvLink ? nv(devs[a], devs[b]) : to_string(p));
+    }
+    int numa = 0;
+    const std::vector<int> cpus = topo.nodes_of_kind(NodeKind::Cpu);
+    const int near = topo.nearest_cpu(devs[a]);
+    for (size_t c = 0; c < cpus.size(); ++c)
+      if (cpus[c] == near) numa = static_cast<int>(c);
+    out += fmt::format("\tN/A\t{}\n", numa);
+  }
+  return out;
+}
+
+}  // namespace osim::hw

@@ -1,0 +1,50 @@
+// `nvidia-smi topo -m` in and out: its matrix parsed, a topology file built
+// from it (the PCIe tree its PIX/PXB/PHB/NODE/SYS relations imply, NVLink
+// from NV#, sockets from NUMA affinity; what the matrix does not say marked
+// ASSUMED in the file), and any topology's matrix printed the way
+// nvidia-smi prints it, to compare with a node's own.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hw/fabric.hpp"
+
+namespace osim::hw {
+
+/// `nvidia-smi topo -m` as read: devices (GPU0.., NIC0..) and their relations.
+struct SmiMatrix {
+  std::vector<std::string> devices;            // column order: "GPU0", ..., "NIC0", ...
+  std::vector<std::vector<std::string>> rel;   // "X", "NV18", "PIX", "PXB", "PHB", "NODE", "SYS"
+  std::vector<int> numa;                       // per device; -1 = not given
+  std::vector<std::string> cpu_affinity;       // per device; "" = not given
+  std::vector<std::string> nic_names;          // per NIC (the legend's mlx5_0, ...); "" = not given
+  [[nodiscard]] bool is_gpu(size_t d) const { return devices[d].rfind("GPU", 0) == 0; }
+};
+
+/// Parses the output (escape codes and the legend may stay in); InputError
+/// naming `file` and the line on anything it cannot read.
+SmiMatrix parse_nvidia_smi_topo(const std::string& text, const std::string& file);
+
+struct SmiImportOptions {
+  std::string name = "my-node";
+  std::string pcie = "gen5 x16";     // every PCIe link's generation and width (the matrix does not say)
+  bool pcie_measured = false;        // pcie is what nvidia-smi reported for the GPUs, not a guess
+  std::vector<std::string> gpu_names;  // per GPU, as `nvidia-smi --query-gpu=name` says ("" = unknown)
+  std::string source;                  // the file imported, for the header comment
+};
+
+/// A topology file (YAML text) whose path matrix is the one given.
+std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o);
+
+/// The devices' relations in `topo` (gpu{i}, nic{i}) against the matrix:
+/// one line per pair that differs ("GPU0-NIC1: PXB in the file, PIX here").
+std::vector<std::string> compare_with_smi(const Topology& topo, const SmiMatrix& m);
+
+/// The GPU names of `nvidia-smi --query-gpu=name,... --format=csv` output (validate/session.sh's machine/gpus.csv).
+std::vector<std::string> gpu_names_from_csv(const std::string& text, const std::string& file);
+
+/// A topology's GPUs and NICs as `nvidia-smi topo -m` prints them (NV# from the NVLink bandwidth at 25 GB/s a link).
+std::string format_smi_matrix(const Topology& topo);
+
+}  // namespace osim::hw

@@ -1,0 +1,110 @@
+// `nvidia-smi topo -m` imported as a topology: the committed machines' texts,
+// hand-written layouts (PCIe switches, two sockets, NICs), round trips of the
+// shipped topologies, and malformed input.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "hw/nvidia_smi.hpp"
+
+using namespace osim;
+using namespace osim::hw;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Imports `text`; the topology it writes must reproduce the matrix.
+std::string import_checked(const std::string& text, const std::string& name, const SmiImportOptions& o = {}) {
+  const SmiMatrix m = parse_nvidia_smi_topo(text, name);
+  const std::string yaml = topology_yaml_from_smi(m, o);
+  const Topology t(parse_topology_string(yaml, name));
+  const std::vector<std::string> diff = compare_with_smi(t, m);
+  for (const auto& d : diff) CAPTURE(d);
+  CHECK(diff.empty());
+  return yaml;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_nvidia_smi_topo(text, "t.txt");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the reference machines' nvidia-smi texts import to their shipped topologies' matrices") {
+  for (const char* machine : {"h100-sxm", "h200", "h200x2-nvlink", "h200x4-nvlink"}) {
+    CAPTURE(machine);
+    const std::string dir = kSrc + "/validate/reference/" + machine + "/machine/";
+    SmiImportOptions o;
+    o.gpu_names = gpu_names_from_csv(read(dir + "gpus.csv"), dir + "gpus.csv");
+    const std::string yaml = import_checked(read(dir + "nvidia-smi-topo.txt"), machine, o);
+    CHECK(yaml.find(std::string(machine).find("h100") == 0 ? "model: H100-SXM5" : "model: H200") != std::string::npos);
+  }
+  // The 4-GPU box: the shipped topology's matrix is the text's; the import puts an NVSwitch where it has one.
+  const SmiMatrix m = parse_nvidia_smi_topo(read(kSrc + "/validate/reference/h200x4-nvlink/machine/nvidia-smi-topo.txt"), "x4");
+  REQUIRE(m.devices.size() == 4);
+  CHECK(m.rel[0][3] == "NV18");
+  CHECK(m.numa[2] == 0);
+  const Topology shipped(parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  CHECK(compare_with_smi(shipped, m).empty());
+  const std::string yaml = topology_yaml_from_smi(m, {});
+  CHECK(count(yaml, "kind: nvswitch") == 1);
+  CHECK(count(yaml, "nvlinks: 18") == 4);
+  CHECK(count(yaml, "kind: host_bridge") == 1);
+}
+
+TEST_CASE("hand-written layouts: a DGX H100 (NICs, NODE, escapes, legend) and PCIe switches two deep on two sockets") {
+  const std::string dgx = import_checked(read(kSrc + "/tests/data/nvidia-smi/dgx-h100.txt"), "dgx");
+  CHECK(count(dgx, "kind: cpu") == 2);
+  CHECK(count(dgx, "kind: inter_socket") == 1);
+  // Each GPU with its NIC under a switch (PIX), each such pair on its own host bridge (NODE between
+  // them); the two storage NICs (NODE to all) on host bridges of their own.
+  CHECK(count(dgx, "kind: pcie_switch") == 8);
+  CHECK(count(dgx, "kind: host_bridge") == 10);
+  CHECK(dgx.find("{name: nic9, kind: nic}  # mlx5_9") != std::string::npos);
+  const std::string sw = import_checked(read(kSrc + "/tests/data/nvidia-smi/pcie-switches-2socket.txt"), "sw");
+  // Per socket: an upper switch, two leaf switches of two GPUs (PXB between leaves), and the NIC's leaf.
+  CHECK(count(sw, "kind: pcie_switch") == 8);
+  CHECK(count(sw, "kind: host_bridge") == 2);
+  CHECK(sw.find("ASSUMED: memory, HBM bandwidth") != std::string::npos);
+}
+
+TEST_CASE("shipped single-host topologies survive nvidia-smi's matrix and back") {
+  for (const char* name : {"dgx-h100", "rtx4090x8-pcie", "aces-4xh100-pcie", "h200x4-nvlink"}) {
+    CAPTURE(name);
+    const Topology shipped(parse_topology_file(kSrc + "/configs/topologies/" + name + ".yaml"));
+    const std::string text = format_smi_matrix(shipped);
+    const SmiMatrix m = parse_nvidia_smi_topo(text, name);
+    CHECK(compare_with_smi(shipped, m).empty());
+    import_checked(text, name);
+  }
+}
+
+TEST_CASE("malformed nvidia-smi output: the line and what is wrong") {
+  CHECK(error_of("hello\n").find("no header line starting with GPU0") != std::string::npos);
+  CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tNV4\nGPU1\tNV4\t X \nGPU2\tPIX\tPIX\n").find("t.txt:4:") == 0);
+  CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tWHAT\nGPU1\tWHAT\t X \n").find("'WHAT' is no relation") != std::string::npos);
+  CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tSYS\t X \n").find("PIX one way and SYS the other") != std::string::npos);
+  CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tPIX\n").find("GPU1 is in the header but has no row") != std::string::npos);
+  CHECK(error_of("\tGPU0\tGPU1\nGPU0\tPIX\tPIX\nGPU1\tPIX\t X \n").find("'X' belongs on the diagonal only") != std::string::npos);
+}
