@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cctype>
 #include <cmath>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -15,6 +18,87 @@
 namespace osim {
 
 namespace {
+
+std::string upper_alnum(const std::string& s) {
+  std::string out;
+  for (char ch : s)
+    if (std::isalnum(static_cast<unsigned char>(ch))) out += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+// The bench documents' GPUs, by name, in order (a machine run's list, else an SDPA/framework file's one).
+std::vector<std::string> bench_gpus(const BenchDocs& docs) {
+  for (const auto& [name, d] : docs) {
+    const json env = d.value("environment", json::object());
+    if (env.contains("gpus") && env["gpus"].is_array() && !env["gpus"].empty()) {
+      std::vector<std::string> out;
+      for (const auto& g : env["gpus"]) out.push_back(g.value("name", ""));
+      return out;
+    }
+  }
+  for (const auto& [name, d] : docs)
+    if (const json env = d.value("environment", json::object()); env.contains("gpu") && env["gpu"].is_string()) return {env["gpu"].get<std::string>()};
+  return {};
+}
+
+// FNV-1a (64 bit) of a file's bytes: which measurement a calibration came from; "" when unreadable.
+std::string fnv1a64_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  uint64_t h = 1469598103934665603ull;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    for (std::streamsize i = 0; i < in.gcount(); ++i) h = (h ^ static_cast<uint8_t>(buf[i])) * 1099511628211ull;
+    if (!in) break;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+// The `provenance:` mapping: what the sources recorded of the machine.
+std::string provenance_yaml(const BenchDocs& docs) {
+  const auto q = [](const std::string& v) { return json(v).dump(); };  // a JSON string is a YAML scalar
+  std::string out = "provenance:\n";
+  const std::vector<std::string> gpus = bench_gpus(docs);
+  if (!gpus.empty()) out += fmt::format("  gpu: {}\n  gpus: {}\n", q(gpus.front()), gpus.size());
+  std::map<std::string, std::string> seen;  // key -> value, first source that has it
+  for (const auto& [name, d] : docs) {
+    const json env = d.value("environment", json::object());
+    const auto put = [&](const char* key, const json& v) {
+      if (!v.is_null() && !seen.count(key)) seen[key] = v.is_string() ? q(v.get<std::string>()) : v.dump();
+    };
+    if (env.contains("gpus") && env["gpus"].is_array() && !env["gpus"].empty()) {
+      put("sms", env["gpus"][0].value("sms", json()));
+      put("memory_bytes", env["gpus"][0].value("memory_bytes", json()));
+    }
+    if (env.contains("nvidia_smi") && env["nvidia_smi"].is_string()) {  // CSV: name, driver_version, ...
+      std::istringstream csv(env["nvidia_smi"].get<std::string>());
+      std::string header, row;
+      if (std::getline(csv, header) && header.find("driver_version") != std::string::npos && std::getline(csv, row)) {
+        const size_t a = row.find(','), b = row.find(',', a + 1);
+        if (a != std::string::npos) {
+          std::string v = row.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+          v.erase(0, v.find_first_not_of(' '));
+          put("driver", v);
+        }
+      }
+    }
+    put("cuda_runtime", env.value("cuda_runtime_version", json()));
+    put("nccl", env.value("nccl_version", json()));
+    put("torch", env.value("torch", json()));
+    put("cudnn", env.value("cudnn", json()));
+    put("measured", env.value("date", json()));
+  }
+  for (const char* key : {"sms", "memory_bytes", "driver", "cuda_runtime", "nccl", "torch", "cudnn", "measured"})
+    if (seen.count(key)) out += fmt::format("  {}: {}\n", key, seen[key]);
+  out += "  sources:\n";
+  for (const auto& [name, d] : docs) {
+    const std::string h = fnv1a64_of(name);
+    // The file's name (the header lists the paths as given) and a hash of its bytes.
+    const size_t slash = name.find_last_of('/');
+    out += fmt::format("    - {{file: {}{}}}\n", q(slash == std::string::npos ? name : name.substr(slash + 1)), h.empty() ? "" : ", fnv1a64: " + q(h));
+  }
+  return out;
+}
 
 Calibration fit_all(const BenchDocs& docs, const hw::Topology& topo, const ModelParams& base) {
   for (const auto& [name, d] : docs)
@@ -45,6 +129,20 @@ Calibration fit_all(const BenchDocs& docs, const hw::Topology& topo, const Model
   for (const CalibFamily* f : calib_families()) steps.insert(steps.end(), f->fits.begin(), f->fits.end());
   std::stable_sort(steps.begin(), steps.end(), [](const FitStep& a, const FitStep& b) { return a.stage < b.stage; });
   for (const FitStep& s : steps) s.run(ctx);
+  c.provenance_yaml = provenance_yaml(docs);
+  // What was fitted must be a calibration a run can load: within every field's range
+  // (an efficiency above 1 means the topology's peaks are not this GPU's).
+  try {
+    parse_calibration_string(calibration_yaml(c), "the fitted calibration");
+  } catch (const InputError& e) {
+    const std::vector<std::string> gpus = bench_gpus(docs);
+    const auto& g = topo.node(gpu0).gpu;
+    throw InputError(SourceLocation{docs.front().first, 0, 0},
+                     fmt::format("the fit is out of range ({}): the bench ran on {}, the topology's GPU is {} (peak bf16 {} TFLOP/s); give "
+                                 "calibrate the measured node's topology",
+                                 e.message(), gpus.empty() ? std::string("an unnamed GPU") : gpus.front(), g.model,
+                                 g.peak_tflops.count("bf16") ? fmt::format("{:g}", g.peak_tflops.at("bf16")) : std::string("unknown")));
+  }
   return c;
 }
 
@@ -77,6 +175,37 @@ Calibration calibrate(const BenchDocs& docs, const hw::Topology& topo, const Mod
   }
 }
 
+std::string gpu_family(const std::string& model) {
+  // The part before the first '-' or space; a part of letters only takes the next too ("RTX-4090").
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char ch : model) {
+    if (ch == '-' || ch == ' ' || ch == '_') {
+      if (!cur.empty()) parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) parts.push_back(cur);
+  if (parts.empty()) return "";
+  std::string f = parts[0];
+  if (parts.size() > 1 && std::all_of(f.begin(), f.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); })) f += parts[1];
+  return upper_alnum(f);
+}
+
+void check_bench_gpus(const BenchDocs& docs, const hw::Topology& topo) {
+  const std::vector<std::string> gpus = bench_gpus(docs);
+  if (gpus.empty() || topo.gpus().empty()) return;
+  const std::string& model = topo.node(topo.gpus().front()).gpu.model;
+  const std::string family = gpu_family(model);
+  if (family.empty() || upper_alnum(gpus.front()).find(family) != std::string::npos) return;
+  throw InputError(SourceLocation{docs.front().first, 0, 0},
+                   fmt::format("the bench ran on {}, but topology {}'s GPUs are {}: fit against the measured node's topology (`overlapsim topo "
+                               "--import-nvidia-smi {} -o node.yaml` writes one from this bench), or pass --allow-gpu-mismatch",
+                               gpus.front(), topo.name(), model, docs.front().first));
+}
+
 std::string calibration_yaml(const Calibration& c) {
   std::string out = "# overlapsim calibration, written by `overlapsim calibrate` from:\n";
   for (const auto& s : c.sources) out += "#   " + s + "\n";
@@ -98,6 +227,7 @@ std::string calibration_yaml(const Calibration& c) {
       for (const auto& k : it->second) from += (from.empty() ? "" : ", ") + k;
     notes.family_notes[f->name] = from.empty() ? "nothing measured: every field its default" : "fitted from " + from;
   }
+  notes.provenance = c.provenance_yaml;
   return out + model_yaml(c.params, &notes);
 }
 

@@ -22,6 +22,14 @@ Calibration calibrate(const BenchDocs& docs, const hw::Topology& topo, const Mod
 /// The calibration file: its sources and fits as comments, then the model.
 std::string calibration_yaml(const Calibration& c);
 
+/// The GPU model's family as a token to find in a GPU's name ("H100-SXM5" ->
+/// "H100", "RTX-4090" -> "RTX4090"), upper case, letters and digits only.
+std::string gpu_family(const std::string& model);
+/// Throws InputError when the GPUs the bench documents ran on are not the
+/// topology's (another family): the fit would scale one GPU's rates by
+/// another's peaks.
+void check_bench_gpus(const BenchDocs& docs, const hw::Topology& topo);
+
 /// Replays each measurement of a bench document on `topo`. A malformed row
 /// throws: a json exception (a field missing or of the wrong type) or
 /// std::invalid_argument (a value outside its testcase's cases).

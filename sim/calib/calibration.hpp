@@ -22,6 +22,9 @@ struct Fit {
 
 struct Calibration {
   std::vector<std::string> sources;
+  // What the sources say of the machine they measured (GPU, count, versions,
+  // each file's hash), as the file's `provenance:` mapping.
+  std::string provenance_yaml;
   // Per effect family, the bench testcases the sources hold (in the key
   // table's order): what its fields were fitted from.
   std::map<std::string, std::vector<std::string>> family_testcases;

@@ -97,7 +97,7 @@ void second_run_report(const std::vector<std::tuple<std::string, size_t, Compari
 }
 
 int calibrate_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& out, bool force,
-                      const std::string& replay_with, const std::string& csv, const std::vector<std::string>& second_run) {
+                      const std::string& replay_with, const std::string& csv, const std::vector<std::string>& second_run, bool allow_gpu_mismatch) {
   if (!replay_with.empty() && !out.empty())
     throw InputError(SourceLocation{out, 0, 0}, "--replay-with fits nothing, so there is no calibration to write: drop -o");
   // Check every output first, so nothing is written when one would be refused.
@@ -106,6 +106,15 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
   hw::Topology topo(hw::parse_topology_file(topo_path));
   std::vector<std::pair<std::string, nlohmann::json>> docs;
   for (const auto& in : inputs) docs.emplace_back(in, read_json(in));
+  if (allow_gpu_mismatch) {
+    try {
+      check_bench_gpus(docs, topo);
+    } catch (const InputError& e) {
+      std::cerr << "warning (--allow-gpu-mismatch): " << e.message() << "\n";
+    }
+  } else {
+    check_bench_gpus(docs, topo);
+  }
   ModelParams params;
   std::string label = "calibrated simulator";
   if (replay_with.empty()) {
@@ -212,7 +221,7 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
 struct CalibrateOptions {
   std::vector<std::string> inputs, second_run;
   std::string topology, out, csv, replay_with;
-  bool force = false;
+  bool force = false, allow_gpu_mismatch = false;
 };
 
 }  // namespace
@@ -230,7 +239,10 @@ Command add_calibrate(CLI::App& app) {
   c->add_option("--second-run", o->second_run,
                 "the same bench run again (e.g. bench-*-2.json): replayed with the same calibration, reports how much of the error is the "
                 "measurement's (rows whose two runs differ, misses within that, misses the same way in both runs)");
-  return {c, [o] { return calibrate_command(o->inputs, o->topology, o->out, o->force, o->replay_with, o->csv, o->second_run); }};
+  c->add_flag("--allow-gpu-mismatch", o->allow_gpu_mismatch, "fit a bench measured on another GPU family than the topology's (a warning instead of an error)");
+  return {c, [o] {
+            return calibrate_command(o->inputs, o->topology, o->out, o->force, o->replay_with, o->csv, o->second_run, o->allow_gpu_mismatch);
+          }};
 }
 
 Command add_calibration_fields(CLI::App& app) {

@@ -259,6 +259,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
   BenchDocs docs;
   for (const YAML::Node& s : cal.get("sources")) docs.emplace_back(path(scalar_str(file, s, "a source")), BenchDocs::value_type::second_type{});
   for (auto& [name, doc] : docs) doc = read_json(name);
+  check_bench_gpus(docs, topo);
   const Calibration c = calibrate(docs, topo);
   const std::string yaml = calibration_yaml(c);
   std::cout << fmt::format("reference {}: {}\n", top.str("machine"), top.opt_str("description").value_or(""));

@@ -84,6 +84,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
   const std::string summary = format_summary(m, topo, res, head);
   std::cout << summary;
+  std::cout << calibration_note(!calibration.empty() ? calibration : workload ? workload->calibration : std::string(), &topo);
   if (!out_dir.empty()) {
     write_file(fs::path(out_dir) / "metrics.json", metrics_json(m, topo, res).dump(2) + "\n");
     write_file(fs::path(out_dir) / "trace.json", trace_json(sched, topo, res));

@@ -15,6 +15,7 @@
 #include "cli/common.hpp"
 #include "core/errors.hpp"
 #include "sweep/sweep.hpp"
+#include "workload/dit.hpp"
 
 namespace osim::cli {
 
@@ -87,6 +88,18 @@ int sweep_command(const std::string& path, std::string out, bool force, int thre
                            o.shards > 1 ? fmt::format(" (shard {}/{} of {})", o.shard + 1, o.shards, spec.size()) : "", spec.base, secs, out);
   if (o.shards > 1) std::cout << "(the summary covers this shard's points; overlapsim merge joins the shards)\n";
   std::cout << sweep_summary(t, tolerance / 100);
+  // Which calibration the points ran with: a sweep key, the sweep's, the base workload's, or none.
+  bool varies = false;
+  for (const auto& block : spec.blocks)
+    for (const SweepAxis& a : block) varies = varies || a.key == "calibration";
+  for (const auto& [k, v] : spec.set) varies = varies || k == "calibration";
+  if (varies) {
+    std::cout << "calibration: the sweep's 'calibration' key, point by point (its CSV column)\n";
+  } else {
+    std::string cal = spec.calibration;
+    if (cal.empty() && !spec.schedule_base) cal = parse_workload_file(spec.base).calibration;
+    std::cout << calibration_note(cal, nullptr);
+  }
   return 0;
 }
 

@@ -1,10 +1,15 @@
 #include "cli/common.hpp"
 
+#include <cctype>
 #include <fstream>
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include "calib/calibrate.hpp"
 #include "core/errors.hpp"
+#include "gpu/params_io.hpp"
 
 namespace osim::cli {
 
@@ -45,6 +50,25 @@ nlohmann::json read_json(const std::string& path) {
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string calibration_note(const std::string& calibration, const hw::Topology* topo) {
+  if (calibration.empty())
+    return "uncalibrated: the model's default parameters, not a measured machine's; pass --calibration FILE (configs/calibrations/ holds "
+           "the measured machines'; docs/calibrate-your-node.md makes one for yours)\n";
+  const CalibrationOrigin o = read_calibration_origin(calibration);
+  std::string out = fmt::format("calibration: {}", calibration);
+  if (!o.gpu.empty()) out += fmt::format(" (measured on {}{})", o.gpus > 1 ? fmt::format("{}x ", o.gpus) : "", o.gpu);
+  out += "\n";
+  if (topo && !o.gpu.empty() && !topo->gpus().empty()) {
+    const std::string& model = topo->node(topo->gpus().front()).gpu.model;
+    std::string name;
+    for (char ch : o.gpu)
+      if (std::isalnum(static_cast<unsigned char>(ch))) name += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (const std::string family = gpu_family(model); !family.empty() && name.find(family) == std::string::npos)
+      out += fmt::format("warning: the calibration was measured on {}, the topology's GPUs are {}: its rates may not hold for them\n", o.gpu, model);
+  }
+  return out;
 }
 
 std::string records_path(const std::string& p) { return fs::is_directory(p) ? (fs::path(p) / "records.json").string() : p; }

@@ -43,6 +43,11 @@ struct TraceFigure {
 std::vector<TraceFigure> trace_figures(const std::string& dir, const hw::Topology& topo, const ModelParams& params, const std::string& steps);
 std::string format_trace_figures(const std::vector<TraceFigure>& figures);
 
+/// The line `run` and `sweep` end with: which calibration the simulation used
+/// (and the GPU it was measured on, with a warning when that is not the
+/// topology's), or that it ran on the model's defaults.
+std::string calibration_note(const std::string& calibration, const hw::Topology* topo);
+
 /// A subcommand: its CLI11 node, and what it does once parsed (the exit code).
 struct Command {
   CLI::App* app = nullptr;

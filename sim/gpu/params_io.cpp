@@ -143,7 +143,7 @@ std::string model_fields_markdown() {
 }
 
 std::string model_yaml(const ModelParams& p, const ModelYamlNotes* notes) {
-  std::string out = "schema: overlapsim.calibration/v1\nmodel:\n";
+  std::string out = "schema: overlapsim.calibration/v1\n" + (notes ? notes->provenance : std::string()) + "model:\n";
   std::string family;
   static const ModelParams defaults;
   for (const Field& f : fields()) {
@@ -164,9 +164,10 @@ std::string model_yaml(const ModelParams& p, const ModelYamlNotes* notes) {
   return out;
 }
 
-ModelParams load_calibration(const std::string& path, const ModelParams& base) {
-  const YAML::Node root = load_yaml_file(path);
-  MapReader top(path, root, "calibration", {"schema", "model"});
+namespace {
+
+ModelParams parse_calibration(const YAML::Node& root, const std::string& path, const ModelParams& base) {
+  MapReader top(path, root, "calibration", {"schema", "provenance", "model"});
   if (top.str("schema") != "overlapsim.calibration/v1") top.fail("schema", "expected overlapsim.calibration/v1");
   // Keys of terms the model no longer has (their effects are held by others
   // since): named, so an old file's reader knows what to do.
@@ -187,6 +188,24 @@ ModelParams load_calibration(const std::string& path, const ModelParams& base) {
   if (m.has("handoff_phase_min") && !(p.handoff.handoff_phase_max >= p.handoff.handoff_phase_min))
     m.fail("handoff_phase_max", "must be >= handoff_phase_min >= 0, e.g. 0.3 us and 7.4 us");
   return p;
+}
+
+}  // namespace
+
+ModelParams load_calibration(const std::string& path, const ModelParams& base) { return parse_calibration(load_yaml_file(path), path, base); }
+
+ModelParams parse_calibration_string(const std::string& yaml, const std::string& name, const ModelParams& base) {
+  return parse_calibration(load_yaml_string(yaml, name), name, base);
+}
+
+CalibrationOrigin read_calibration_origin(const std::string& path) {
+  CalibrationOrigin o;
+  const YAML::Node root = load_yaml_file(path);
+  if (!root.IsMap() || !root["provenance"] || !root["provenance"].IsMap()) return o;
+  const YAML::Node pv = root["provenance"];
+  if (pv["gpu"] && pv["gpu"].IsScalar()) o.gpu = pv["gpu"].as<std::string>();
+  if (pv["gpus"] && pv["gpus"].IsScalar()) o.gpus = pv["gpus"].as<int>(0);
+  return o;
 }
 
 }  // namespace osim

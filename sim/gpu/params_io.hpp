@@ -27,10 +27,21 @@ std::string model_fields_markdown();
 /// is marked `# default`.
 struct ModelYamlNotes {
   std::map<std::string, std::string> family_notes;
+  std::string provenance;  // YAML lines (a `provenance:` mapping) written before `model:`
 };
 
 /// "schema: ...\nmodel:\n  key: value\n...": the parameters a run loads.
 std::string model_yaml(const ModelParams& p, const ModelYamlNotes* notes = nullptr);
+
+/// Where a calibration came from, as its `provenance:` says (empty fields:
+/// not recorded, e.g. a file written before calibrations recorded it).
+struct CalibrationOrigin {
+  std::string gpu;  // e.g. "NVIDIA H100 80GB HBM3"
+  int gpus = 0;
+};
+CalibrationOrigin read_calibration_origin(const std::string& path);
+/// The same checks as load_calibration on a calibration's text.
+ModelParams parse_calibration_string(const std::string& yaml, const std::string& name, const ModelParams& base = {});
 
 /// Reads a calibration file's `model:` section over `base`. Throws
 /// InputError naming the file, line and key on an unknown key, a value out

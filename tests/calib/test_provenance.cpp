@@ -1,0 +1,70 @@
+// A calibration you can trust: what it was measured on travels with it, a
+// bench of another GPU family is refused, and nothing out of range is written.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "calib/calibrate.hpp"
+#include "gpu/params_io.hpp"
+
+using namespace osim;
+
+namespace {
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+json read_json_file(const std::string& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+}  // namespace
+
+TEST_CASE("GPU families: the token a GPU's name must hold") {
+  CHECK(gpu_family("H100-SXM5") == "H100");
+  CHECK(gpu_family("H200") == "H200");
+  CHECK(gpu_family("RTX-4090") == "RTX4090");
+  CHECK(gpu_family("NVIDIA-L4") == "NVIDIAL4");
+  CHECK(gpu_family("") == "");
+}
+
+TEST_CASE("provenance: the bench's GPU, versions and file hashes, written and read back") {
+  const std::string dir = kSrc + "/validate/reference/h100-sxm/";
+  const BenchDocs docs = {{dir + "bench-default.json", read_json_file(dir + "bench-default.json")},
+                          {dir + "attention.json", read_json_file(dir + "attention.json")}};
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
+  CHECK_NOTHROW(check_bench_gpus(docs, topo));
+  const Calibration c = calibrate(docs, topo);
+  const std::string yaml = calibration_yaml(c);
+  CHECK(yaml.find("provenance:\n  gpu: \"NVIDIA H100 80GB HBM3\"\n  gpus: 1\n  sms: 132\n") != std::string::npos);
+  CHECK(yaml.find("  torch: \"2.11.0+cu130\"\n") != std::string::npos);
+  CHECK(yaml.find("    - {file: \"bench-default.json\", fnv1a64: \"28b5e3bf0f3be0d9\"}") != std::string::npos);
+  const std::string path = (std::filesystem::temp_directory_path() / "osim-provenance.yaml").string();
+  std::ofstream(path) << yaml;
+  const CalibrationOrigin o = read_calibration_origin(path);
+  CHECK(o.gpu == "NVIDIA H100 80GB HBM3");
+  CHECK(o.gpus == 1);
+  // The model reads back as fitted.
+  CHECK(load_calibration(path).copies.copy_engine_bandwidth.GBps() == doctest::Approx(c.params.copies.copy_engine_bandwidth.GBps()).epsilon(1e-3));
+}
+
+TEST_CASE("a bench of another GPU family is refused, and a fit above the topology's peaks is never written") {
+  const std::string dir = kSrc + "/validate/reference/h100-sxm/";
+  const BenchDocs docs = {{dir + "bench-default.json", read_json_file(dir + "bench-default.json")}};
+  const hw::Topology rtx(hw::parse_topology_file(kSrc + "/configs/topologies/rtx4090x8-pcie.yaml"));
+  try {
+    check_bench_gpus(docs, rtx);
+    FAIL("expected a refusal");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("the bench ran on NVIDIA H100 80GB HBM3, but topology rtx4090x8-pcie's GPUs are RTX-4090") !=
+          std::string::npos);
+  }
+  // The same family at lower peaks (H100 PCIe: 756 TFLOP/s against the SXM's 989 the bench reached ~80 % of).
+  const hw::Topology pcie(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml"));
+  CHECK_NOTHROW(check_bench_gpus(docs, pcie));
+  try {
+    calibrate(docs, pcie);
+    FAIL("expected the fit out of range");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("the fit is out of range (calibration model 'gemm_efficiency': must be in [0.001, 1]") != std::string::npos);
+  }
+}
