@@ -23,3 +23,8 @@ fi
 cmake --preset default >/dev/null
 cmake --build --preset default -j "$(nproc)"
 echo "setup: built ./build/bin/overlapsim"
+if [ -x build/bin/overlapsim-validate ]; then
+  echo "setup: built ./build/bin/overlapsim-validate (GPU code for sm_$(sed -n 's/^OVERLAPSIM_VALIDATE_ARCHS:INTERNAL=//p' build/CMakeCache.txt))"
+else
+  echo "setup: overlapsim-validate not built (no CUDA compiler, cuBLAS or NCCL found): the simulator alone"
+fi

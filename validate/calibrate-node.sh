@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Calibrates this node in one command (docs/calibrate-your-node.md).
+#
+#   validate/calibrate-node.sh [--out DIR] [--binary PATH] [--resume] [--measure-only | --fit-only]
+#
+# 1. Measures, with validate/session.sh, one step at a time (each step's
+#    results stay if a later one fails; --resume skips the steps whose results
+#    are there): on one GPU the full bench, PyTorch's SDPA and own costs, the
+#    hand-off testcases twice and the single-GPU reference programs; on
+#    several GPUs also the bench with NCCL_P2P_DISABLE=1 and the Ulysses
+#    programs under torchrun. Every bench testcase runs under a watchdog.
+# 2. Fits, with ./build/bin/overlapsim (or $OVERLAPSIM): the node's topology
+#    from the matrix, GPU names and PCIe links the bench recorded, the
+#    calibration, and DIR/report.txt: what was fitted and how well (every bench
+#    row replayed; the reference programs, none of them a fit input, simulated).
+#
+# DIR (default calibrate-node-out/) ends with: bench-*.json, attention.json,
+# framework.json, programs/, machine/, topology.yaml, calibration.yaml,
+# calibrate.txt, replay.csv, programs.txt, report.txt.
+# Needs: nvidia-smi; overlapsim-validate (bash setup.sh builds it where CUDA,
+# cuBLAS and NCCL are found, for this node's GPUs); PyTorch for the SDPA,
+# framework and program steps (skipped, with a note, without it).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=calibrate-node-out bin=build/bin/overlapsim-validate resume=0 measure=1 fit=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --binary) bin=$2; shift 2 ;;
+    --resume) resume=1; shift ;;
+    --measure-only) fit=0; shift ;;
+    --fit-only) measure=0; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "calibrate-node: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+
+if [ $measure = 1 ]; then
+  command -v nvidia-smi > /dev/null || { echo "calibrate-node: no nvidia-smi: run it on the GPU node" >&2; exit 2; }
+  [ -x "$bin" ] || [ -e "$bin.xz" ] || { echo "calibrate-node: no $bin: run 'bash setup.sh' on this node (it builds overlapsim-validate where CUDA, cuBLAS and NCCL are found), or pass --binary" >&2; exit 2; }
+  gpus=$(nvidia-smi -L | grep -c '^GPU')
+  echo "calibrate-node: $gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | sed 's/^ *//' | paste -sd, -)"
+  # Each step: its results (what --resume looks for) and about how long it takes on an H100/H200 node.
+  if [ "$gpus" -gt 1 ]; then
+    steps=(bench bench-p2p-off attention framework phase programs-sp)
+  else
+    steps=(bench attention framework phase programs)
+  fi
+  declare -A result=([bench]=bench-default.json [bench-p2p-off]=bench-p2p-disable.json [attention]=attention.json [framework]=framework.json
+                     [phase]=bench-phase-2.json [programs]=programs [programs-sp]=programs)
+  declare -A seconds=([bench]=240 [bench-p2p-off]=120 [attention]=60 [framework]=60 [phase]=90 [programs]=120 [programs-sp]=180)
+  left=0
+  for s in "${steps[@]}"; do left=$((left + ${seconds[$s]})); done
+  i=0
+  for s in "${steps[@]}"; do
+    i=$((i + 1))
+    if [ $resume = 1 ] && [ -e "$out/${result[$s]}" ]; then
+      echo "[$i/${#steps[@]}] $s: done before (--resume)"
+      left=$((left - ${seconds[$s]}))
+      continue
+    fi
+    echo "[$i/${#steps[@]}] $s: about $(( (${seconds[$s]} + 59) / 60 )) min (about $(( (left + 59) / 60 )) min left in all)"
+    t0=$(date +%s)
+    validate/session.sh --binary "$bin" --out "$out" "$s" > "$out/session-$s.log" 2>&1
+    tail -1 "$out/marks.txt" 2>/dev/null | sed 's/^/    /'
+    left=$((left - ${seconds[$s]}))
+    echo "    took $(( $(date +%s) - t0 )) s"
+  done
+fi
+
+if [ $fit = 1 ]; then
+  osim=${OVERLAPSIM:-build/bin/overlapsim}
+  [ -x "$osim" ] || { echo "calibrate-node: no $osim to fit with: run 'bash setup.sh', or copy $out to a machine that has it and run --fit-only --out $out" >&2; exit 2; }
+  [ -e "$out/bench-default.json" ] || { echo "calibrate-node: no $out/bench-default.json: measure first (without --fit-only)" >&2; exit 2; }
+  "$osim" topo --import-nvidia-smi "$out/bench-default.json" -o "$out/topology.yaml" --force > "$out/topology.txt" || exit 2
+  sources=("$out/bench-default.json")
+  for f in bench-p2p-disable.json attention.json framework.json bench-phase-1.json; do [ -e "$out/$f" ] && sources+=("$out/$f"); done
+  second=()
+  [ -e "$out/bench-phase-2.json" ] && second=(--second-run "$out/bench-phase-2.json")
+  "$osim" calibrate "${sources[@]}" -t "$out/topology.yaml" -o "$out/calibration.yaml" --csv "$out/replay.csv" --force "${second[@]}" \
+    > "$out/calibrate.txt" || exit 2
+  {
+    echo "calibrate-node: $out"
+    echo "topology: $out/topology.yaml ($(grep -c 'kind: gpu' "$out/topology.yaml") GPUs; set the lines marked ASSUMED)"
+    echo "calibration: $out/calibration.yaml, fitted from ${#sources[@]} files"
+    grep -E '^(rows of effects the model holds|rows with a hand-off|second run)' "$out/calibrate.txt" | sed 's/^/  /'
+    defaults=$(grep -E '^  # [a-z]+: nothing measured' "$out/calibration.yaml" | sed 's/^  # \([a-z]*\):.*/\1/' | paste -sd, -)
+    [ -n "$defaults" ] && echo "  families left at the model's defaults (nothing measured them): $defaults"
+    if ls "$out"/programs/*.json > /dev/null 2>&1; then
+      "$osim" compare --programs "$out"/programs/*.json -t "$out/topology.yaml" --calibration "$out/calibration.yaml" > "$out/programs.txt" 2>&1
+      echo "reference programs (measured here, none of them a fit input), simulated with this calibration:"
+      grep -E '^  [a-z0-9-]+: [0-9]+ programs|^[0-9]+ programs:' "$out/programs.txt" | sed 's/^/  /'
+    fi
+    echo "use it: overlapsim run WORKLOAD.yaml -t $out/topology.yaml --calibration $out/calibration.yaml"
+  } | tee "$out/report.txt"
+fi
