@@ -78,7 +78,8 @@ struct DiscoverRecorder : boost::base_visitor<DiscoverRecorder> {
 constexpr uint32_t bit(LinkKind k) { return 1U << static_cast<int>(k); }
 constexpr uint32_t bit(NodeKind k) { return 1U << static_cast<int>(k); }
 
-constexpr uint32_t kPcieLinks = bit(LinkKind::Pcie) | bit(LinkKind::Internal) | bit(LinkKind::InterSocket);
+// The host path: PCIe and what stands in for it (a Grace Hopper's NVLink-C2C to its CPU).
+constexpr uint32_t kPcieLinks = bit(LinkKind::Pcie) | bit(LinkKind::Internal) | bit(LinkKind::InterSocket) | bit(LinkKind::NvLinkC2C);
 constexpr uint32_t kPcieNodes = bit(NodeKind::PcieSwitch) | bit(NodeKind::HostBridge) | bit(NodeKind::Cpu);
 constexpr uint32_t kNetLinks = bit(LinkKind::InfiniBand) | bit(LinkKind::Ethernet);
 }  // namespace

@@ -22,7 +22,8 @@
 namespace osim::hw {
 
 enum class NodeKind { Gpu, PcieSwitch, HostBridge, Cpu, NvSwitch, Nic, NetworkSwitch };
-enum class LinkKind { Pcie, NvLink, InterSocket, Internal, InfiniBand, Ethernet };
+// NvLinkC2C: a Grace Hopper superchip's GPU to its CPU (the host path, like PCIe).
+enum class LinkKind { Pcie, NvLink, InterSocket, Internal, InfiniBand, Ethernet, NvLinkC2C };
 
 /// nvidia-smi topo -m / NCCL path types, nearest first.
 enum class PathType { Loc = 0, NvLink = 1, Pix = 2, Pxb = 3, Phb = 4, Node = 5, Sys = 6, Net = 7 };

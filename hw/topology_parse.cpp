@@ -33,6 +33,7 @@ std::string to_string(LinkKind k) {
     case LinkKind::Internal: return "internal";
     case LinkKind::InfiniBand: return "infiniband";
     case LinkKind::Ethernet: return "ethernet";
+    case LinkKind::NvLinkC2C: return "nvlink_c2c";
   }
   return "?";
 }
@@ -40,7 +41,7 @@ std::string to_string(LinkKind k) {
 namespace {
 const std::vector<std::string> kPathNames = {"LOC", "NVL", "PIX", "PXB", "PHB", "NODE", "SYS", "NET"};
 const std::vector<std::string> kNodeKinds = {"gpu", "pcie_switch", "host_bridge", "cpu", "nvswitch", "nic", "network_switch"};
-const std::vector<std::string> kLinkKinds = {"pcie", "nvlink", "inter_socket", "internal", "infiniband", "ethernet"};
+const std::vector<std::string> kLinkKinds = {"pcie", "nvlink", "inter_socket", "internal", "infiniband", "ethernet", "nvlink_c2c"};
 }  // namespace
 
 std::string to_string(PathType p) { return kPathNames[static_cast<size_t>(p)]; }
@@ -153,7 +154,7 @@ LinkSpec parse_link(const std::string& file, const YAML::Node& n, const YAML::No
     if (r.has("kind")) l.kind = link_kind(r.choice("kind", kLinkKinds));
     else if (r.has("pcie")) l.kind = LinkKind::Pcie;
     else if (r.has("nvlinks")) l.kind = LinkKind::NvLink;
-    else r.fail_here("needs 'kind' (one of pcie, nvlink, inter_socket, internal, infiniband, ethernet), or a 'pcie:' or 'nvlinks:' shorthand");
+    else r.fail_here("needs 'kind' (one of pcie, nvlink, inter_socket, internal, infiniband, ethernet, nvlink_c2c), or a 'pcie:' or 'nvlinks:' shorthand");
 
     const int ways = (r.has("bandwidth") ? 1 : 0) + (r.has("pcie") ? 1 : 0) + (r.has("nvlinks") ? 1 : 0);
     if (ways > 1) r.fail_here("give the bandwidth one way only: 'bandwidth', 'pcie: genN xW' or 'nvlinks: N'");
@@ -221,6 +222,9 @@ void check(TopologySpec& t, const YAML::Node& root) {
     if (net && !(netside(ka) && netside(kb)))
       throw InputError(l.where, fmt::format("{} links join NICs and network switches, not '{}' ({}) and '{}' ({})", to_string(l.kind),
                                             l.a, to_string(ka), l.b, to_string(kb)));
+    if (l.kind == LinkKind::NvLinkC2C && !((ka == NodeKind::Gpu && kb == NodeKind::Cpu) || (ka == NodeKind::Cpu && kb == NodeKind::Gpu)))
+      throw InputError(l.where, fmt::format("nvlink_c2c links join a GPU and its CPU (a Grace Hopper superchip), not '{}' ({}) and '{}' ({})", l.a,
+                                            to_string(ka), l.b, to_string(kb)));
     if (l.kind == LinkKind::NvLink) {
       auto nvside = [](NodeKind k) { return k == NodeKind::Gpu || k == NodeKind::NvSwitch; };
       if (!(nvside(ka) && nvside(kb)))

@@ -1,6 +1,6 @@
 # Sourced on a GPU machine before running overlapsim-validate built elsewhere:
 #   source validate/device_env.sh path/to/overlapsim-validate
-# Finds libnccl.so.2 and libcublas*.so.13 wherever they are (e.g. inside a
+# Finds libnccl.so.2 and libcublas*.so.13 (or .12) wherever they are (e.g. inside a
 # Python environment's nvidia/ packages), adds the binary's lib/ folder (the
 # yaml-cpp and fmt it was linked with travel there), and keeps
 # NCCL_NVLS_ENABLE=0 (the machines are shared).
@@ -13,8 +13,9 @@ for _ovv_z in "$(dirname "$_ovv_bin")"/lib/*.xz; do
   [ -e "$_ovv_z" ] && [ ! -e "${_ovv_z%.xz}" ] && xz -d -k "$_ovv_z"
 done
 _ovv_dirs="$(cd "$(dirname "$_ovv_bin")" && pwd)/lib"
-for _ovv_lib in libnccl.so.2 libcublas.so.13 libcublasLt.so.13; do
-  _ovv_p=$(find / -xdev -name "$_ovv_lib" -not -path '*/proc/*' 2>/dev/null | head -1)
+# cuBLAS of CUDA 13, else 12 (the one the binary was built against is the one it loads).
+for _ovv_lib in libnccl.so.2 'libcublas.so.1[32]' 'libcublasLt.so.1[32]'; do
+  _ovv_p=$(find / -xdev -name "$_ovv_lib" -not -path '*/proc/*' 2>/dev/null | sort -r | head -1)
   [ -n "$_ovv_p" ] && _ovv_dirs="$_ovv_dirs:$(dirname "$_ovv_p")"
 done
 export LD_LIBRARY_PATH="${_ovv_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

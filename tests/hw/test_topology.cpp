@@ -227,3 +227,31 @@ TEST_CASE("DGX H100: NVSwitch for GPUs, the GPU's own PCIe switch to host memory
   CHECK(t.route(t.find("gpu1"), t.find("gpu6")).bottleneck.GBps() == doctest::Approx(450));
   CHECK(t.describe(t.route(t.find("cpu1"), t.find("gpu6"))) == "cpu1 -> rc1 -> pcisw6 -> gpu6");
 }
+
+TEST_CASE("Grace Hopper: NVLink-C2C is each GPU's host path; it joins a GPU and a CPU only") {
+  const std::string yaml = R"(name: gh200x2
+nodes:
+  - {name: "cpu{i}", kind: cpu, memory_bandwidth: 500 GB/s, memory: 480 GB, repeat: 2}
+  - {name: "gpu{i}", kind: gpu, model: GH200, memory: 96 GB, hbm_bandwidth: 4 TB/s, sms: 132, copy_engines: 3, repeat: 2}
+links:
+  - {a: "gpu{i}", b: "cpu{i}", kind: nvlink_c2c, bandwidth: 450 GB/s, latency: 0.5 us, repeat: 2}
+  - {a: cpu0, b: cpu1, kind: inter_socket, bandwidth: 100 GB/s, latency: 1 us}
+)";
+  Topology t(parse_topology_string(yaml, "gh.yaml"));
+  const int cpu0 = t.find("cpu0"), gpu0 = t.find("gpu0"), gpu1 = t.find("gpu1");
+  const Route& h2d = t.route(cpu0, gpu0);
+  CHECK(h2d.kind == RouteKind::HostMemory);
+  CHECK(h2d.bottleneck.GBps() == doctest::Approx(450));
+  CHECK(t.path_type(gpu0, gpu1) == PathType::Sys);
+  // GPU to GPU bounces through the sender's host memory and crosses the sockets' link.
+  CHECK(t.route(gpu0, gpu1).bottleneck.GBps() == doctest::Approx(100));
+  std::string bad = yaml;
+  const std::string from = "{a: \"gpu{i}\", b: \"cpu{i}\"";
+  bad.replace(bad.find(from), from.size(), "{a: \"gpu{i}\", b: \"gpu{1-i}\"");
+  try {
+    Topology bt(parse_topology_string(bad, "gh.yaml"));
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("nvlink_c2c links join a GPU and its CPU") != std::string::npos);
+  }
+}
