@@ -228,7 +228,7 @@ TEST_CASE("DGX H100: NVSwitch for GPUs, the GPU's own PCIe switch to host memory
   CHECK(t.describe(t.route(t.find("cpu1"), t.find("gpu6"))) == "cpu1 -> rc1 -> pcisw6 -> gpu6");
 }
 
-TEST_CASE("Grace Hopper: NVLink-C2C is each GPU's host path; it joins a GPU and a CPU only") {
+TEST_CASE("Grace Hopper: NVLink-C2C is each GPU's host path, and joins a GPU and a CPU only") {
   const std::string yaml = R"(name: gh200x2
 nodes:
   - {name: "cpu{i}", kind: cpu, memory_bandwidth: 500 GB/s, memory: 480 GB, repeat: 2}
