@@ -117,11 +117,11 @@ NodeSpec parse_node(const std::string& file, const YAML::Node& n, const YAML::No
       s.gpu.model = r.opt_str("model").value_or("");
       s.gpu.memory = r.opt_bytes("memory");
       s.gpu.hbm_bandwidth = r.opt_bandwidth("hbm_bandwidth");
-      if (auto v = r.opt_int("sms")) {
+      if (auto v = r.opt_int32("sms")) {
         if (*v < 1) r.fail("sms", "must be at least 1");
         s.gpu.sms = static_cast<int>(*v);
       }
-      if (auto v = r.opt_int("copy_engines")) {
+      if (auto v = r.opt_int32("copy_engines")) {
         if (*v < 1) r.fail("copy_engines", "must be at least 1");
         s.gpu.copy_engines = static_cast<int>(*v);
       }

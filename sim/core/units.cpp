@@ -58,6 +58,7 @@ Bytes parse_bytes(std::string_view text) {
         "'{}' has unknown size unit '{}': use B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB", text, unit));
   const double bytes = v * mult;
   if (bytes < 0) throw std::invalid_argument(fmt::format("'{}' is negative: sizes must be >= 0", text));
+  if (bytes > 0x1p60) throw std::invalid_argument(fmt::format("'{}' is over the largest size overlapsim holds (1 EiB)", text));
   if (std::abs(bytes - std::round(bytes)) > 1e-6 * std::max(1.0, bytes))
     throw std::invalid_argument(fmt::format("'{}' is not a whole number of bytes", text));
   return static_cast<Bytes>(std::llround(bytes));
@@ -79,19 +80,29 @@ Bandwidth parse_bandwidth(std::string_view text) {
     throw std::invalid_argument(fmt::format(
         "'{}' has unknown bandwidth unit '{}': use B/s, MB/s, GB/s, TB/s, MiB/s, GiB/s or Gb/s (bits)", text, unit));
   if (v <= 0) throw std::invalid_argument(fmt::format("bandwidth '{}' must be positive", text));
+  if (v * mult > 1e16)
+    throw std::invalid_argument(fmt::format("bandwidth '{}' is over 10 PB/s: leave the bandwidth out for an unlimited internal link", text));
   return {v * mult};
 }
 
 Time parse_duration(std::string_view text) {
   auto [v, unit] = split(text, "duration");
   if (v < 0) throw std::invalid_argument(fmt::format("duration '{}' is negative", text));
+  double seconds_per = 0;
+  if (unit == "ps") seconds_per = 1e-12;
+  else if (unit == "ns") seconds_per = 1e-9;
+  else if (unit == "us" || unit == "\xC2\xB5s") seconds_per = 1e-6;
+  else if (unit == "ms") seconds_per = 1e-3;
+  else if (unit == "s") seconds_per = 1;
+  else throw std::invalid_argument(fmt::format("'{}' has unknown time unit '{}': use ps, ns, us, ms or s", text, unit));
+  // Simulated time is int64 picoseconds (~106 days); one duration may take a day of it.
+  if (v * seconds_per > 86400)
+    throw std::invalid_argument(fmt::format("duration '{}' is over a day: overlapsim simulates up to ~100 days in all", text));
   if (unit == "ps") return Time::from_ps(std::llround(v));
   if (unit == "ns") return Time::from_ns(v);
   if (unit == "us" || unit == "\xC2\xB5s") return Time::from_us(v);
   if (unit == "ms") return Time::from_ms(v);
-  if (unit == "s") return Time::from_s(v);
-  throw std::invalid_argument(
-      fmt::format("'{}' has unknown time unit '{}': use ps, ns, us, ms or s", text, unit));
+  return Time::from_s(v);
 }
 
 std::string format_bytes(double bytes) {

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "io/repeat.hpp"
 
 #include <cctype>
@@ -47,40 +48,65 @@ class ExprParser {
     if (eat(">")) return a > sum();
     return a;
   }
+  // Arithmetic that refuses to overflow 64 bits (a result no item count can use).
+  void overflow_if(bool overflowed) const {
+    if (overflowed) fail("the value overflows 64 bits");
+  }
   int64_t sum() {
     int64_t v = product();
     for (;;) {
-      if (eat("+")) v += product();
-      else if (eat("-")) v -= product();
-      else return v;
+      if (eat("+")) {
+        const int64_t b = product();
+        overflow_if(__builtin_add_overflow(v, b, &v));
+      } else if (eat("-")) {
+        const int64_t b = product();
+        overflow_if(__builtin_sub_overflow(v, b, &v));
+      } else {
+        return v;
+      }
     }
   }
   int64_t product() {
     int64_t v = factor();
     for (;;) {
-      if (eat("*")) v *= factor();
-      else if (eat("/")) {
+      if (eat("*")) {
+        const int64_t b = factor();
+        overflow_if(__builtin_mul_overflow(v, b, &v));
+      } else if (eat("/")) {
         const int64_t d = factor();
         if (d == 0) fail("division by zero");
+        overflow_if(v == INT64_MIN && d == -1);
         v /= d;
       } else if (eat("%")) {
         const int64_t d = factor();
         if (d == 0) fail("division by zero");
-        v %= d;
+        v = d == -1 ? 0 : v % d;
       } else return v;
     }
   }
   int64_t factor() {
     skip_ws();
+    if (++depth_ > kMaxDepth) fail(fmt::format("nested deeper than {} levels", kMaxDepth));
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth_};
     if (eat("(")) {
       const int64_t v = sum();
       if (!eat(")")) fail("missing ')'");
       return v;
     }
-    if (eat("-")) return -factor();
+    if (eat("-")) {
+      const int64_t v = factor();
+      overflow_if(v == INT64_MIN);
+      return -v;
+    }
     if (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
       int64_t v = 0;
-      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) v = v * 10 + (s_[pos_++] - '0');
+      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+        int64_t r = 0;
+        if (__builtin_mul_overflow(v, 10, &r) || __builtin_add_overflow(r, s_[pos_++] - '0', &v)) fail("the number overflows 64 bits");
+      }
       return v;
     }
     if (pos_ < s_.size() && (std::isalpha(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) {
@@ -99,9 +125,11 @@ class ExprParser {
     return names.empty() ? "nothing" : fmt::format("{}", fmt::join(names, ", "));
   }
 
+  static constexpr int kMaxDepth = 200;
   const std::string& s_;
   const RepeatVars& vars_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 // The scalars of a copied item that hold {expr}, with their text as written.

@@ -1,3 +1,4 @@
+#include <cmath>
 #include "io/yaml_reader.hpp"
 
 #include <algorithm>
@@ -161,9 +162,10 @@ double MapReader::num(const std::string& key) const {
     size_t used = 0;
     const double v = std::stod(s, &used);
     if (used != s.size()) throw std::invalid_argument("trailing");
+    if (!std::isfinite(v)) throw std::out_of_range("not finite");
     return v;
   } catch (const std::exception&) {
-    fail(key, fmt::format("'{}' is not a number", s));
+    fail(key, fmt::format("'{}' is not a finite number", s));
   }
 }
 
@@ -187,6 +189,17 @@ int64_t MapReader::integer(const std::string& key) const {
 std::optional<int64_t> MapReader::opt_int(const std::string& key) const {
   if (!has(key)) return std::nullopt;
   return integer(key);
+}
+
+int MapReader::int32(const std::string& key) const {
+  const int64_t v = integer(key);
+  if (v < INT32_MIN || v > INT32_MAX) fail(key, fmt::format("{} is out of range: at most {} in magnitude", v, INT32_MAX));
+  return static_cast<int>(v);
+}
+
+std::optional<int> MapReader::opt_int32(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return int32(key);
 }
 
 bool MapReader::boolean(const std::string& key, bool fallback) const {

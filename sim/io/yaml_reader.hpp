@@ -41,6 +41,9 @@ class MapReader {
   std::optional<double> opt_num(const std::string& key) const;
   int64_t integer(const std::string& key) const;
   std::optional<int64_t> opt_int(const std::string& key) const;
+  /// A whole number that lands in an `int` (counts, ranks, priorities): refused outside 32 bits.
+  int int32(const std::string& key) const;
+  std::optional<int> opt_int32(const std::string& key) const;
   bool boolean(const std::string& key, bool fallback) const;
   Bytes bytes(const std::string& key) const;
   std::optional<Bytes> opt_bytes(const std::string& key) const;

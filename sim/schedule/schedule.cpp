@@ -160,7 +160,7 @@ struct Parser {
     op.kind = enum_of<OpKind>(kOpNames, kind_s);
     MapReader r(file, n, kind_s + " op", keys_for(op.kind), origin);
     auto nonneg_int = [&](const std::string& key) -> int {
-      const auto v = r.opt_int(key);
+      const auto v = r.opt_int32(key);
       if (!v) return 0;
       if (*v < 0) r.fail(key, "must not be negative");
       return static_cast<int>(*v);
@@ -339,7 +339,7 @@ struct Parser {
       } else {
         MapReader r(file, sn, "stream", {"name", "priority"});
         d.name = r.str("name");
-        d.priority = static_cast<int>(r.opt_int("priority").value_or(0));
+        d.priority = r.opt_int32("priority").value_or(0);
       }
       if (s.find_stream(d.name) >= 0) throw InputError(location_of(file, sn), fmt::format("duplicate stream '{}'", d.name));
       s.streams.push_back(d);
@@ -348,9 +348,9 @@ struct Parser {
     const YAML::Node programs = top.get("programs");
     if (!programs.IsSequence() || programs.size() == 0) top.fail("programs", "must be a non-empty list of {rank, ops}");
     int ranks = 0;
-    if (auto v = top.opt_int("ranks")) {
+    if (auto v = top.opt_int32("ranks")) {
       if (*v < 1) top.fail("ranks", "must be at least 1");
-      ranks = static_cast<int>(*v);
+      ranks = *v;
     } else {
       for (const YAML::Node& p : programs) {
         const YAML::Node rk = p["rank"];
@@ -416,9 +416,15 @@ struct Parser {
       if (rk.IsScalar() && rk.Scalar() == "all") {
         for (int i = 0; i < ranks; ++i) which.push_back(i);
       } else if (rk.IsSequence()) {
-        for (const YAML::Node& x : rk) which.push_back(x.as<int>());
+        for (const YAML::Node& x : rk) {
+          int64_t v = -1;
+          if (!x.IsScalar() || !std::all_of(x.Scalar().begin(), x.Scalar().end(), ::isdigit) || x.Scalar().empty() || x.Scalar().size() > 9)
+            throw InputError(location_of(file, x), "each rank in a rank list is a whole number, e.g. rank: [0, 2]");
+          v = std::stoll(x.Scalar());
+          which.push_back(static_cast<int>(v));
+        }
       } else {
-        which.push_back(static_cast<int>(r.integer("rank")));
+        which.push_back(r.int32("rank"));
       }
       for (int w : which) {
         if (w < 0 || w >= ranks) r.fail("rank", fmt::format("rank {} is out of range 0..{}", w, ranks - 1));
@@ -440,9 +446,9 @@ struct Parser {
 
 RuntimeSettings read_runtime_settings(const MapReader& r) {
   RuntimeSettings out;
-  if (auto v = r.opt_int("device_max_connections")) {
+  if (auto v = r.opt_int32("device_max_connections")) {
     if (*v < 1 || *v > 32) r.fail("device_max_connections", "must be 1..32 (CUDA's range)");
-    out.device_max_connections = static_cast<int>(*v);
+    out.device_max_connections = *v;
   }
   out.nccl_p2p_disable = r.boolean("nccl_p2p_disable", false);
   if (auto f = r.opt_choice("framework", {"none", "pytorch"})) out.framework = *f == "pytorch" ? Framework::PyTorch : Framework::None;

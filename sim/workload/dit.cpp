@@ -66,7 +66,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
         w.steps = p.steps;
       }
     auto pos = [&](const char* key, auto& field) {
-      if (auto v = m.opt_int(key)) {
+      if (auto v = m.opt_int32(key)) {
         if (*v < 1) m.fail(key, "must be at least 1");
         field = static_cast<std::remove_reference_t<decltype(field)>>(*v);
       }
@@ -93,32 +93,32 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     if (w.tokens < 1) top.fail("tokens", "must be at least 1");
   } else {
     MapReader v(file, top.get("video"), "video", {"width", "height", "frames"});
-    w.width = v.integer("width");
-    w.height = v.integer("height");
-    w.frames = v.integer("frames");
+    w.width = v.int32("width");
+    w.height = v.int32("height");
+    w.frames = v.int32("frames");
     if (w.width % 16 || w.height % 16 || w.width < 16 || w.height < 16) v.fail_here("width and height must be positive multiples of 16");
     if (w.frames < 1 || (w.frames - 1) % 4) v.fail("frames", "must be 4k+1 (the VAE compresses time by 4)");
     w.tokens = ((w.frames - 1) / 4 + 1) * (w.height / 16) * (w.width / 16);
   }
-  if (auto s = top.opt_int("steps")) {
+  if (auto s = top.opt_int32("steps")) {
     if (*s < 1) top.fail("steps", "must be at least 1");
     w.steps = static_cast<int>(*s);
   }
   if (auto c = top.opt_choice("cfg", {"none", "serial", "parallel"})) w.cfg = *c == "none" ? CfgMode::None : *c == "serial" ? CfgMode::Serial : CfgMode::Parallel;
   if (top.has("parallelism")) {
     MapReader p(file, top.get("parallelism"), "parallelism", {"ulysses", "attention_comm", "all_to_all", "comm_dtype", "channels"});
-    if (auto u = p.opt_int("ulysses")) {
+    if (auto u = p.opt_int32("ulysses")) {
       if (*u < 1) p.fail("ulysses", "must be at least 1");
       w.ulysses = static_cast<int>(*u);
     }
     if (w.model.heads % w.ulysses) p.fail("ulysses", fmt::format("must divide the {} attention heads", w.model.heads));
-    if (auto a = p.opt_int("attention_comm")) {
+    if (auto a = p.opt_int32("attention_comm")) {
       if (*a != 2 && *a != 4) p.fail("attention_comm", "is 4 (q, k, v, out) or 2 (packed qkv, out)");
       w.attention_comm = static_cast<int>(*a);
     }
     if (auto a = p.opt_choice("all_to_all", {"nccl", "pairwise"})) w.all_to_all = *a == "nccl" ? CollAlgo::Nccl : CollAlgo::Pairwise;
     if (auto d = p.opt_choice("comm_dtype", {"bf16", "fp8"})) w.comm_dtype = *d == "bf16" ? DType::BF16 : DType::FP8;
-    if (auto c = p.opt_int("channels")) {
+    if (auto c = p.opt_int32("channels")) {
       if (*c < 1) p.fail("channels", "must be at least 1");
       w.channels = static_cast<int>(*c);
     }
@@ -129,7 +129,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     const std::string pol = o.choice("policy", {"none", "blocking", "layerwise", "block", "phase"});
     w.offload = pol == "none" ? OffloadPolicy::None : pol == "blocking" ? OffloadPolicy::Blocking : pol == "layerwise" ? OffloadPolicy::Layerwise
               : pol == "block" ? OffloadPolicy::Block : OffloadPolicy::Phase;
-    if (auto p = o.opt_int("prefetch_size")) {
+    if (auto p = o.opt_int32("prefetch_size")) {
       if (w.offload != OffloadPolicy::Layerwise)
         o.fail("prefetch_size", fmt::format("applies to policy layerwise, not {}: remove it (on the command line: --set offload.prefetch_size=null)", pol));
       if (*p < 0 || *p >= w.model.blocks) o.fail("prefetch_size", fmt::format("must be 0..{} (0 = blocking copies)", w.model.blocks - 1));

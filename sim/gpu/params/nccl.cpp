@@ -65,10 +65,10 @@ void read_nccl_tables(const MapReader& m, const std::string& file, ModelParams& 
     if (!known) t.fail("collective", "must be all_to_all, all_to_all_pairwise, all_gather, reduce_scatter or all_reduce");
     if (transport != "p2p" && transport != "host") t.fail("transport", "must be p2p or host");
     tab.via_host = transport == "host";
-    const auto ranks = t.opt_int("ranks");
+    const auto ranks = t.opt_int32("ranks");
     if (!ranks || *ranks < 2) t.fail("ranks", "must be a whole number >= 2");
     tab.ranks = static_cast<int>(*ranks);
-    if (const auto ch = t.opt_int("channels")) {
+    if (const auto ch = t.opt_int32("channels")) {
       if (*ch < 1 || *ch > 64) t.fail("channels", "must be 1..64 (leave it out for NCCL's choice)");
       tab.channels = static_cast<int>(*ch);
     }
