@@ -1,7 +1,7 @@
-#include <cstdint>
 #include "io/repeat.hpp"
 
 #include <cctype>
+#include <cstdint>
 #include <stdexcept>
 
 #include <fmt/format.h>

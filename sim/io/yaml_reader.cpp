@@ -1,7 +1,8 @@
-#include <cmath>
 #include "io/yaml_reader.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -28,6 +29,7 @@ YAML::Node parse(const std::string& text, const std::string& name) {
 }  // namespace
 
 YAML::Node load_yaml_file(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw InputError(SourceLocation{path, 0, 0}, "is a folder: give a YAML file");
   std::ifstream in(path);
   if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
   std::stringstream ss;

@@ -179,6 +179,9 @@ DitWorkload parse_workload_string(const std::string& yaml, const std::string& na
 
 bool is_workload_file(const std::string& path) {
   const YAML::Node root = load_yaml_file(path);
+  if (!root["model"].IsDefined() && !root["programs"].IsDefined())
+    throw InputError(SourceLocation{path, 1, 1}, "neither a workload (it has no 'model:') nor a schedule (no 'programs:'): docs/formats/workload.md, "
+                                                 "docs/formats/schedule.md");
   return root["model"].IsDefined();
 }
 
