@@ -371,8 +371,9 @@ Command add_compare(CLI::App& app) {
   c->add_option("--timing-events", o->timing_events,
                 "with --simulate: simulate the run's own timing events (overlapsim-validate run records one before and after every op) at "
                 "the GPU event times this calibration file measured (event_gpu_time, event_gpu_time_h2d, event_gpu_time_copy)");
-  c->add_option("--max-error", o->max_error, "exit 1 when a run's makespan error exceeds this many percent");
-  c->add_option("--max-median-error", o->max_median_error, "exit 1 when the median makespan error over the runs exceeds this many percent");
+  c->add_option("--max-error", o->max_error, "exit 1 when a run's makespan error exceeds this many percent")->check(finite_percent());
+  c->add_option("--max-median-error", o->max_median_error, "exit 1 when the median makespan error over the runs exceeds this many percent")
+      ->check(finite_percent());
   c->add_flag("--layers", o->layers, "print every layer of rank 0");
   c->add_option("--csv", o->csv, "also write each run's measured and simulated makespan (CSV)");
   c->add_option("--simulated-out", o->simulated_out, "with --simulate: write each run's simulated records.json and trace.json (Perfetto) into DIR/<run name>/");

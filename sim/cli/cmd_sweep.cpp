@@ -141,7 +141,7 @@ Command add_sweep(CLI::App& app) {
   c->add_option("--shard", o->shard, "run shard i of N (1-based, every N-th point), e.g. 3/8; join with overlapsim merge");
   c->add_flag("--progress", o->progress, "draw the progress bar even when stderr is not a terminal");
   c->add_flag("--no-progress", o->no_progress, "no progress bar");
-  c->add_option("--tolerance", o->tolerance, "recommend the least-VRAM point within this many percent of the best (default 1)");
+  c->add_option("--tolerance", o->tolerance, "recommend the least-VRAM point within this many percent of the best (default 1)")->check(finite_percent());
   return {c, [o] { return sweep_command(o->sweep, o->out, o->force, o->threads, o->shard, o->progress, o->no_progress, o->tolerance); }};
 }
 
@@ -152,7 +152,7 @@ Command add_merge(CLI::App& app) {
   c->add_option("-o,--out", o->out, "merged CSV to write")->required();
   c->add_option("--sweep", o->sweep, "the sweep file: also checks that no shard is missing at the end");
   c->add_flag("--force", o->force, "overwrite an existing CSV");
-  c->add_option("--tolerance", o->tolerance, "as for sweep");
+  c->add_option("--tolerance", o->tolerance, "as for sweep")->check(finite_percent());
   return {c, [o] { return merge_command(o->inputs, o->out, o->force, o->sweep, o->tolerance); }};
 }
 

@@ -1,6 +1,7 @@
 #include "cli/common.hpp"
 
 #include <cctype>
+#include <cmath>
 #include <fstream>
 
 #include <unistd.h>
@@ -69,6 +70,20 @@ std::string calibration_note(const std::string& calibration, const hw::Topology*
       out += fmt::format("warning: the calibration was measured on {}, the topology's GPUs are {}: its rates may not hold for them\n", o.gpu, model);
   }
   return out;
+}
+
+CLI::Validator finite_percent() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        try {
+          size_t used = 0;
+          const double v = std::stod(s, &used);
+          if (used == s.size() && std::isfinite(v) && v >= 0) return "";
+        } catch (const std::exception&) {
+        }
+        return "'" + s + "' is not a percentage (a finite number >= 0)";
+      },
+      "PERCENT");
 }
 
 std::string records_path(const std::string& p) { return fs::is_directory(p) ? (fs::path(p) / "records.json").string() : p; }

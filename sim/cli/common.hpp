@@ -48,6 +48,9 @@ std::string format_trace_figures(const std::vector<TraceFigure>& figures);
 /// topology's), or that it ran on the model's defaults.
 std::string calibration_note(const std::string& calibration, const hw::Topology* topo);
 
+/// A percentage option's check: a finite number >= 0 (CLI11's Range lets NaN through).
+CLI::Validator finite_percent();
+
 /// A subcommand: its CLI11 node, and what it does once parsed (the exit code).
 struct Command {
   CLI::App* app = nullptr;

@@ -22,7 +22,12 @@ int main(int argc, char** argv) {
                                               cli::add_compare(app), cli::add_report(app),    cli::add_calibrate(app), cli::add_calibration_fields(app),
                                               cli::add_reference(app), cli::add_sweep(app),   cli::add_merge(app),
                                               cli::add_import_trace(app)};
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; a bad flag or value is an input error: 2, as every other.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   try {
     for (const cli::Command& c : commands)
       if (c.app->parsed()) return c.run();
