@@ -228,7 +228,7 @@ std::string calibration_yaml(const Calibration& c) {
     notes.family_notes[f->name] = from.empty() ? "nothing measured: every field its default" : "fitted from " + from;
   }
   notes.provenance = c.provenance_yaml;
-  return out + model_yaml(c.params, &notes);
+  return out + model_yaml(c.params, &notes) + std::string(kCalibrationEnd) + "\n";
 }
 
 std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo, const ModelParams& params) {

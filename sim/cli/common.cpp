@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
 #include <unistd.h>
@@ -21,10 +22,11 @@ void refuse_overwrite(const fs::path& p, bool force) {
 void write_file(const fs::path& p, const std::string& text) {
   const fs::path tmp = p.string() + ".tmp" + std::to_string(::getpid());
   {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    out.flush();
-    if (!out) {
+    // Written whole and on the disk (fsync) before it takes the old file's place.
+    FILE* f = std::fopen(tmp.c_str(), "wb");
+    const bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+    if (f) std::fclose(f);
+    if (!ok) {
       std::error_code ec;
       fs::remove(tmp, ec);
       throw InputError(SourceLocation{p.string(), 0, 0}, "cannot write this file: check the folder exists and is writable");

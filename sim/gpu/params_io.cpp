@@ -1,6 +1,7 @@
 #include "gpu/params_io.hpp"
 
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <variant>
 
@@ -192,9 +193,27 @@ ModelParams parse_calibration(const YAML::Node& root, const std::string& path, c
 
 }  // namespace
 
-ModelParams load_calibration(const std::string& path, const ModelParams& base) { return parse_calibration(load_yaml_file(path), path, base); }
+// A calibration `overlapsim calibrate` wrote (it has `provenance:`) ends with kCalibrationEnd.
+void check_complete(const std::string& text, const std::string& name) {
+  if (text.find("\nprovenance:") == std::string::npos) return;
+  size_t end = text.find_last_not_of(" \t\r\n");
+  const size_t start = end == std::string::npos ? 0 : text.rfind('\n', end);
+  const std::string last = end == std::string::npos ? "" : text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+  if (last != kCalibrationEnd)
+    throw InputError(SourceLocation{name, 0, 0}, fmt::format("does not end with '{}': the file was cut short; write it again (overlapsim calibrate, "
+                                                             "or overlapsim reference --write-calibration)",
+                                                             kCalibrationEnd));
+}
+
+ModelParams load_calibration(const std::string& path, const ModelParams& base) {
+  const YAML::Node root = load_yaml_file(path);
+  std::ifstream in(path, std::ios::binary);
+  check_complete(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), path);
+  return parse_calibration(root, path, base);
+}
 
 ModelParams parse_calibration_string(const std::string& yaml, const std::string& name, const ModelParams& base) {
+  check_complete(yaml, name);
   return parse_calibration(load_yaml_string(yaml, name), name, base);
 }
 

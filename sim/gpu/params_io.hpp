@@ -35,6 +35,10 @@ std::string model_yaml(const ModelParams& p, const ModelYamlNotes* notes = nullp
 
 /// Where a calibration came from, as its `provenance:` says (empty fields:
 /// not recorded, e.g. a file written before calibrations recorded it).
+/// The last line `overlapsim calibrate` writes: a file with `provenance:`
+/// (one it wrote) but without this line was cut short, and is refused.
+inline constexpr const char* kCalibrationEnd = "# end of calibration";
+
 struct CalibrationOrigin {
   std::string gpu;  // e.g. "NVIDIA H100 80GB HBM3"
   int gpus = 0;

@@ -68,3 +68,21 @@ TEST_CASE("a bench of another GPU family is refused, and a fit above the topolog
     CHECK(std::string(e.what()).find("the fit is out of range (calibration model 'gemm_efficiency': must be in [0.001, 1]") != std::string::npos);
   }
 }
+
+TEST_CASE("a calibration calibrate wrote and that was cut short is refused, a hand-written one without provenance is read") {
+  const std::string full = [] {
+    std::ifstream in(kSrc + "/configs/calibrations/h200.yaml");
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }();
+  REQUIRE(full.size() > 100);
+  CHECK_NOTHROW(parse_calibration_string(full, "whole.yaml"));
+  // Cut at a line boundary inside model: the YAML still parses; the missing end line gives it away.
+  const std::string cut = full.substr(0, full.rfind("\n", full.size() - 30) + 1);
+  try {
+    parse_calibration_string(cut, "cut.yaml");
+    FAIL("expected the cut file refused");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("cut.yaml: error: does not end with '# end of calibration'") == 0);
+  }
+  CHECK_NOTHROW(parse_calibration_string("schema: overlapsim.calibration/v1\nmodel:\n  kernel_launch: 3 us\n", "hand.yaml"));
+}
