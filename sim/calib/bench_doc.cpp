@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -37,6 +38,37 @@ int interference_ranks(const json& doc) {
   if (doc.contains("environment") && doc.at("environment").contains("gpus"))
     return std::clamp(static_cast<int>(doc.at("environment").at("gpus").size()), 2, 4);
   return 4;
+}
+
+std::vector<std::string> bench_gpu_names(const json& doc) {
+  const json env = doc.value("environment", json::object());
+  std::vector<std::string> out;
+  if (env.contains("gpus") && env["gpus"].is_array())
+    for (const auto& g : env["gpus"]) out.push_back(g.value("name", ""));
+  else if (env.contains("gpu") && env["gpu"].is_string())
+    out.push_back(env["gpu"].get<std::string>());
+  return out;
+}
+
+std::string nvidia_smi_column(const json& doc, const std::string& column) {
+  const json env = doc.value("environment", json::object());
+  if (!env.contains("nvidia_smi") || !env["nvidia_smi"].is_string()) return "";
+  const auto cells = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::string cell;
+    for (std::istringstream in(line); std::getline(in, cell, ',');) {
+      const size_t a = cell.find_first_not_of(' '), b = cell.find_last_not_of(" \r");
+      out.push_back(a == std::string::npos ? "" : cell.substr(a, b - a + 1));
+    }
+    return out;
+  };
+  std::istringstream csv(env["nvidia_smi"].get<std::string>());
+  std::string header, row;
+  if (!std::getline(csv, header) || !std::getline(csv, row)) return "";
+  const std::vector<std::string> names = cells(header), values = cells(row);
+  for (size_t i = 0; i < names.size() && i < values.size(); ++i)
+    if (names[i] == column) return values[i];
+  return "";
 }
 
 BenchDocs merge_bench_runs(const BenchDocs& docs) {

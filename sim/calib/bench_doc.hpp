@@ -30,6 +30,13 @@ const json* find_doc(const BenchDocs& runs, bool p2p_disabled);
 /// the document does not say).
 int interference_ranks(const json& doc);
 
+/// The GPUs the document ran on, by name, in order (environment.gpus; an
+/// SDPA or framework file's environment.gpu); empty where it does not say.
+std::vector<std::string> bench_gpu_names(const json& doc);
+/// A column of the first GPU's row of the `nvidia-smi --query-gpu=... --format=csv`
+/// output the bench recorded (environment.nvidia_smi), by its header name; "" where absent.
+std::string nvidia_smi_column(const json& doc, const std::string& column);
+
 /// Several runs of one kind (NCCL defaults, or NCCL_P2P_DISABLE=1) merged into
 /// one: a later run's testcases replace an earlier run's of the same key,
 /// interference rows pair by pair; attention-only documents stay apart.

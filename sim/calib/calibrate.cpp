@@ -6,7 +6,6 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -26,19 +25,12 @@ std::string upper_alnum(const std::string& s) {
   return out;
 }
 
-// The bench documents' GPUs, by name, in order (a machine run's list, else an SDPA/framework file's one).
+// The bench documents' GPUs, by name, in order: a machine run's list, else an SDPA/framework file's one.
 std::vector<std::string> bench_gpus(const BenchDocs& docs) {
-  for (const auto& [name, d] : docs) {
-    const json env = d.value("environment", json::object());
-    if (env.contains("gpus") && env["gpus"].is_array() && !env["gpus"].empty()) {
-      std::vector<std::string> out;
-      for (const auto& g : env["gpus"]) out.push_back(g.value("name", ""));
-      return out;
-    }
-  }
+  std::vector<std::string> out;
   for (const auto& [name, d] : docs)
-    if (const json env = d.value("environment", json::object()); env.contains("gpu") && env["gpu"].is_string()) return {env["gpu"].get<std::string>()};
-  return {};
+    if (std::vector<std::string> g = bench_gpu_names(d); g.size() > out.size()) out = std::move(g);
+  return out;
 }
 
 // FNV-1a (64 bit) of a file's bytes: which measurement a calibration came from; "" when unreadable.
@@ -70,18 +62,7 @@ std::string provenance_yaml(const BenchDocs& docs) {
       put("sms", env["gpus"][0].value("sms", json()));
       put("memory_bytes", env["gpus"][0].value("memory_bytes", json()));
     }
-    if (env.contains("nvidia_smi") && env["nvidia_smi"].is_string()) {  // CSV: name, driver_version, ...
-      std::istringstream csv(env["nvidia_smi"].get<std::string>());
-      std::string header, row;
-      if (std::getline(csv, header) && header.find("driver_version") != std::string::npos && std::getline(csv, row)) {
-        const size_t a = row.find(','), b = row.find(',', a + 1);
-        if (a != std::string::npos) {
-          std::string v = row.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
-          v.erase(0, v.find_first_not_of(' '));
-          put("driver", v);
-        }
-      }
-    }
+    if (const std::string driver = nvidia_smi_column(d, "driver_version"); !driver.empty()) put("driver", driver);
     put("cuda_runtime", env.value("cuda_runtime_version", json()));
     put("nccl", env.value("nccl_version", json()));
     put("torch", env.value("torch", json()));
@@ -194,12 +175,16 @@ std::string gpu_family(const std::string& model) {
   return upper_alnum(f);
 }
 
+bool gpu_in_family(const std::string& gpu_name, const std::string& model) {
+  const std::string family = gpu_family(model);
+  return family.empty() || upper_alnum(gpu_name).find(family) != std::string::npos;
+}
+
 void check_bench_gpus(const BenchDocs& docs, const hw::Topology& topo) {
   const std::vector<std::string> gpus = bench_gpus(docs);
   if (gpus.empty() || topo.gpus().empty()) return;
   const std::string& model = topo.node(topo.gpus().front()).gpu.model;
-  const std::string family = gpu_family(model);
-  if (family.empty() || upper_alnum(gpus.front()).find(family) != std::string::npos) return;
+  if (gpu_in_family(gpus.front(), model)) return;
   throw InputError(SourceLocation{docs.front().first, 0, 0},
                    fmt::format("the bench ran on {}, but topology {}'s GPUs are {}: fit against the measured node's topology (`overlapsim topo "
                                "--import-nvidia-smi {} -o node.yaml` writes one from this bench), or pass --allow-gpu-mismatch",

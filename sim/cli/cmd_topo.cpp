@@ -2,10 +2,10 @@
 // transfers on its fabric.
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "calib/bench_doc.hpp"
 #include "cli/common.hpp"
 #include "fabric/transfers.hpp"
 #include "hw/fabric.hpp"
@@ -41,20 +41,9 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
     if (!env.contains("nvidia_smi_topo") || !env["nvidia_smi_topo"].is_string())
       throw InputError(SourceLocation{o.smi, 0, 0}, "no environment.nvidia_smi_topo: give `nvidia-smi topo -m` output, or a bench result of overlapsim-validate bench");
     text = env["nvidia_smi_topo"].get<std::string>();
-    if (env.contains("gpus") && env["gpus"].is_array())
-      for (const auto& g : env["gpus"]) io.gpu_names.push_back(g.value("name", ""));
-    // nvidia-smi's CSV: name, driver_version, pcie.link.gen.max, pcie.link.width.max, ...
-    if (o.pcie.empty() && env.contains("nvidia_smi") && env["nvidia_smi"].is_string()) {
-      std::istringstream csv(env["nvidia_smi"].get<std::string>());
-      std::string header, row;
-      std::getline(csv, header);
-      if (header.find("pcie.link.gen.max") != std::string::npos && std::getline(csv, row)) {
-        std::vector<std::string> cells;
-        std::string cell;
-        for (std::istringstream r(row); std::getline(r, cell, ',');) cells.push_back(cell.substr(cell.find_first_not_of(' ') == std::string::npos ? 0 : cell.find_first_not_of(' ')));
-        if (cells.size() > 3 && !cells[2].empty() && !cells[3].empty()) io.pcie = fmt::format("gen{} x{}", cells[2], cells[3]), io.pcie_measured = true;
-      }
-    }
+    io.gpu_names = bench_gpu_names(doc);
+    const std::string gen = nvidia_smi_column(doc, "pcie.link.gen.max"), width = nvidia_smi_column(doc, "pcie.link.width.max");
+    if (o.pcie.empty() && !gen.empty() && !width.empty()) io.pcie = fmt::format("gen{} x{}", gen, width), io.pcie_measured = true;
   }
   const hw::SmiMatrix m = hw::parse_nvidia_smi_topo(text, o.smi);
   if (!o.gpus_csv.empty()) {

@@ -64,11 +64,7 @@ std::string calibration_note(const std::string& calibration, const hw::Topology*
   if (!o.gpu.empty()) out += fmt::format(" (measured on {}{})", o.gpus > 1 ? fmt::format("{}x ", o.gpus) : "", o.gpu);
   out += "\n";
   if (topo && !o.gpu.empty() && !topo->gpus().empty()) {
-    const std::string& model = topo->node(topo->gpus().front()).gpu.model;
-    std::string name;
-    for (char ch : o.gpu)
-      if (std::isalnum(static_cast<unsigned char>(ch))) name += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    if (const std::string family = gpu_family(model); !family.empty() && name.find(family) == std::string::npos)
+    if (const std::string& model = topo->node(topo->gpus().front()).gpu.model; !gpu_in_family(o.gpu, model))
       out += fmt::format("warning: the calibration was measured on {}, the topology's GPUs are {}: its rates may not hold for them\n", o.gpu, model);
   }
   return out;

@@ -196,10 +196,9 @@ ModelParams parse_calibration(const YAML::Node& root, const std::string& path, c
 // A calibration `overlapsim calibrate` wrote (it has `provenance:`) ends with kCalibrationEnd.
 void check_complete(const std::string& text, const std::string& name) {
   if (text.find("\nprovenance:") == std::string::npos) return;
-  size_t end = text.find_last_not_of(" \t\r\n");
-  const size_t start = end == std::string::npos ? 0 : text.rfind('\n', end);
-  const std::string last = end == std::string::npos ? "" : text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
-  if (last != kCalibrationEnd)
+  const std::string body = text.substr(0, text.find_last_not_of(" \t\r\n") + 1);
+  const std::string end = std::string("\n") + kCalibrationEnd;
+  if (body.size() < end.size() || body.compare(body.size() - end.size(), end.size(), end) != 0)
     throw InputError(SourceLocation{name, 0, 0}, fmt::format("does not end with '{}': the file was cut short; write it again (overlapsim calibrate, "
                                                              "or overlapsim reference --write-calibration)",
                                                              kCalibrationEnd));

@@ -179,6 +179,9 @@ std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>&
   return bound;
 }
 
+// How long an activity ran on the GPU.
+Time measured_time(const Activity& a) { return Time::from_ps((a.end - a.start) * 1000); }
+
 // An op's host and GPU times, ns from the first call of any rank.
 struct OpTimes {
   int64_t issue, returned, start, end;
@@ -317,7 +320,7 @@ class Importer {
         case CallKind::Kernel: kernel(t, c); break;
         case CallKind::Memset: {
           const Activity& a = *c.gpu;
-          Op op = ops::busy(stream(a.stream), Time::from_ps((a.end - a.start) * 1000), "memset");
+          Op op = ops::busy(stream(a.stream), measured_time(a), "memset");
           op.hbm_bytes = static_cast<double>(std::max<int64_t>(0, int_arg(*a.args, "bytes", 0)));
           emit(std::move(op), {c.ts, c.end, a.start, a.end}, "kernel (memset)");
           break;
@@ -374,10 +377,10 @@ class Importer {
         return;
       }
       if (!why.empty()) ++sum_.not_imported[why + ": a kernel at its measured time"];
-      emit(ops::busy(s, Time::from_ps((a.end - a.start) * 1000), short_name(a.name)), gt, "kernel (NCCL, measured)");
+      emit(ops::busy(s, measured_time(a), short_name(a.name)), gt, "kernel (NCCL, measured)");
       return;
     }
-    Op op = ops::busy(s, Time::from_ps((a.end - a.start) * 1000), short_name(a.name));
+    Op op = ops::busy(s, measured_time(a), short_name(a.name));
     std::string what = "kernel (measured)";
     if (auto it = a.ext != kNone ? t.ops_by_ext.find(a.ext) : t.ops_by_ext.end(); it != t.ops_by_ext.end()) {
       const CpuOp& cop = it->second;
@@ -401,7 +404,7 @@ class Importer {
     const bool h2d = n.find("HtoD") != std::string::npos, d2h = n.find("DtoH") != std::string::npos, d2d = n.find("DtoD") != std::string::npos;
     if (!h2d && !d2h && !d2d) {
       ++sum_.not_imported[fmt::format("'{}' copies (peer or host-to-host): kernels at their measured time", n)];
-      emit(ops::busy(stream(a.stream), Time::from_ps((a.end - a.start) * 1000), n), gt, "kernel (measured)");
+      emit(ops::busy(stream(a.stream), measured_time(a), n), gt, "kernel (measured)");
       return;
     }
     const CopyKind kind = h2d ? CopyKind::H2D : d2h ? CopyKind::D2H : CopyKind::D2D;

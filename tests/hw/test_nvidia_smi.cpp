@@ -60,7 +60,7 @@ TEST_CASE("the reference machines' nvidia-smi texts import to their shipped topo
     const std::string yaml = import_checked(read(dir + "nvidia-smi-topo.txt"), machine, o);
     CHECK(yaml.find(std::string(machine).find("h100") == 0 ? "model: H100-SXM5" : "model: H200") != std::string::npos);
   }
-  // The 4-GPU box: the shipped topology's matrix is the text's; the import puts an NVSwitch where it has one.
+  // Four GPUs on NVSwitch: the shipped topology's matrix is the text's; the import puts an NVSwitch where it has one.
   const SmiMatrix m = parse_nvidia_smi_topo(read(kSrc + "/validate/reference/h200x4-nvlink/machine/nvidia-smi-topo.txt"), "x4");
   REQUIRE(m.devices.size() == 4);
   CHECK(m.rel[0][3] == "NV18");
