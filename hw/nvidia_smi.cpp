@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <regex>
@@ -44,6 +45,10 @@ int pcie_rank(const std::string& r) {
   if (r == "SYS" || r == "SOC") return 5;
   return 0;
 }
+// Placeholders in a host bridge's line for its measured throughput (set once
+// the number of bridges is known).
+constexpr const char* kHostFields = "\x01fields\x01";
+constexpr const char* kHostComment = "\x01comment\x01";
 int nvlinks(const std::string& r) { return r.size() > 2 && r.rfind("NV", 0) == 0 ? std::stoi(r.substr(2)) : 0; }
 
 struct UnionFind {
@@ -201,7 +206,7 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
     for (size_t b = 0; b < n; ++b) related = related || (b != d && pcie_rank(m.rel[d][b]) >= 1 && pcie_rank(m.rel[d][b]) <= 4);
     auto new_bridge = [&] {
       const std::string name = fmt::format("rc{}", bridges++);
-      nodes += fmt::format("  - {{name: {}, kind: host_bridge}}\n", name);
+      nodes += fmt::format("  - {{name: {}, kind: host_bridge{}}}{}\n", name, kHostFields, kHostComment);
       links += fmt::format("  - {{a: {}, b: cpu{}, kind: internal}}\n", name, socket[d]);
       return name;
     };
@@ -298,6 +303,16 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
         if (const int kk = nvlinks(m.rel[g[i]][g[j]]))
           links += fmt::format("  - {{a: {}, b: {}, nvlinks: {}, latency: 0.5 us}}\n", name_of(g[i]), name_of(g[j]), kk);
   }
+  // Every GPU copying at once measures the host side only where one bridge
+  // carries them all; with several, each bridge's share is unknown.
+  std::string fields, comment;
+  if (bridges == 1 && (o.host_from_GBps > 0 || o.host_to_GBps > 0)) {
+    if (o.host_from_GBps > 0) fields += fmt::format(", throughput_from_host: {:.1f} GB/s", o.host_from_GBps);
+    if (o.host_to_GBps > 0) fields += fmt::format(", throughput_to_host: {:.1f} GB/s", o.host_to_GBps);
+    comment = "  # measured: every GPU copying pinned memory at once (the bench's multi_h2d_pinned, multi_d2h_pinned)";
+  }
+  for (size_t at; (at = nodes.find(kHostFields)) != std::string::npos;) nodes.replace(at, std::strlen(kHostFields), fields);
+  for (size_t at; (at = nodes.find(kHostComment)) != std::string::npos;) nodes.replace(at, std::strlen(kHostComment), comment);
   std::string head = fmt::format(
       "# Imported by `overlapsim topo --import-nvidia-smi` from {}.\n"
       "# The PCIe tree is what the matrix's relations imply (PIX: one switch; PXB: switches below one;\n"

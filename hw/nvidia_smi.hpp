@@ -32,6 +32,10 @@ struct SmiImportOptions {
   bool pcie_measured = false;        // pcie is what nvidia-smi reported for the GPUs, not a guess
   std::vector<std::string> gpu_names;  // per GPU, as `nvidia-smi --query-gpu=name` says ("" = unknown)
   std::string source;                  // the file imported, for the header comment
+  // The host side's measured aggregate with every GPU of the node copying at
+  // once (a bench's multi_h2d_pinned / multi_d2h_pinned), GB/s; 0 = not
+  // measured. Set as the host bridge's throughput where the node has one.
+  double host_from_GBps = 0, host_to_GBps = 0;
 };
 
 /// A topology file (YAML text) whose path matrix is the one given.

@@ -1,7 +1,9 @@
 // overlapsim topo, overlapsim flows: a topology's routes, and a list of
 // transfers on its fabric.
+#include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -34,9 +36,11 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
   io.name = o.name.empty() ? fs::path(o.out).stem().string() : o.name;
   io.pcie = o.pcie.empty() ? "gen5 x16" : o.pcie;
   io.source = fs::path(o.smi).filename().string();
-  // A bench result (overlapsim-validate bench) holds the matrix, the GPUs' names and their PCIe links.
+  // A bench result (overlapsim-validate bench) holds the matrix, the GPUs' names, their PCIe links and the host side's rates.
+  std::optional<nlohmann::json> bench;
   if (text.find_first_not_of(" \t\r\n") != std::string::npos && text[text.find_first_not_of(" \t\r\n")] == '{') {
-    const nlohmann::json doc = read_json(o.smi);
+    bench = read_json(o.smi);
+    const nlohmann::json& doc = *bench;
     const nlohmann::json env = doc.value("environment", nlohmann::json::object());
     if (!env.contains("nvidia_smi_topo") || !env["nvidia_smi_topo"].is_string())
       throw InputError(SourceLocation{o.smi, 0, 0}, "no environment.nvidia_smi_topo: give `nvidia-smi topo -m` output, or a bench result of overlapsim-validate bench");
@@ -46,6 +50,14 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
     if (o.pcie.empty() && !gen.empty() && !width.empty()) io.pcie = fmt::format("gen{} x{}", gen, width), io.pcie_measured = true;
   }
   const hw::SmiMatrix m = hw::parse_nvidia_smi_topo(text, o.smi);
+  if (bench) {
+    // The host side's throughput: the aggregate with every GPU of the node copying at once.
+    const size_t gpus = static_cast<size_t>(std::count_if(m.devices.begin(), m.devices.end(), [](const std::string& d) { return d.rfind("GPU", 0) == 0; }));
+    for (const bool h2d : {true, false})
+      for (const auto& r : rows(*bench, h2d ? "multi_h2d_pinned" : "multi_d2h_pinned"))
+        if (gpus >= 2 && r.value("gpus", 0) == static_cast<int>(gpus) && r.value("aggregate_GBps", 0.0) > 0)
+          (h2d ? io.host_from_GBps : io.host_to_GBps) = r.at("aggregate_GBps").get<double>();
+  }
   if (!o.gpus_csv.empty()) {
     const std::string csv = slurp(o.gpus_csv);
     if (csv.empty()) throw InputError(SourceLocation{o.gpus_csv, 0, 0}, "cannot read this file (or it is empty)");

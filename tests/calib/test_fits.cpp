@@ -316,4 +316,17 @@ TEST_CASE("host aggregates both ways and of pageable copies: fitted from multi-G
   // Replayed, each count's last copy ends when the run's did.
   for (const auto& cmp : compare_bench(doc, topo, c.params))
     if (cmp.key == "multi_bidir_pinned" && cmp.cls == "multi-GPU both ways" && cmp.what.rfind("1 GPUs", 0) != 0) CHECK(std::abs(cmp.error_pct()) < 0.1);
+  // A topology whose host bridge has no throughput: no limit on both ways
+  // together can bind there, so none is written (a bisection would have run
+  // to its lower bound), and the fit says why.
+  const hw::Topology open(hw::parse_topology_string(
+      "name: open\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: rc0, kind: host_bridge}\n"
+      "  - {name: \"gpu{i}\", kind: gpu, model: H200, repeat: 4}\nlinks:\n  - {a: rc0, b: cpu0, kind: internal}\n"
+      "  - {a: \"gpu{i}\", b: rc0, pcie: gen5 x16, latency: 1 us, repeat: 4}\n",
+      "open.yaml"));
+  const Calibration unbound = calibrate({{"multi.json", doc}}, open);
+  CHECK(unbound.params.copies.host_bidir_aggregate.empty());
+  bool said = false;
+  for (const Fit& f : unbound.fits) said = said || (f.name == "host aggregate, both ways" && f.formula.find("not fitted") == 0);
+  CHECK(said);
 }

@@ -108,3 +108,18 @@ TEST_CASE("malformed nvidia-smi output: the line and what is wrong") {
   CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tPIX\n").find("GPU1 is in the header but has no row") != std::string::npos);
   CHECK(error_of("\tGPU0\tGPU1\nGPU0\tPIX\tPIX\nGPU1\tPIX\t X \n").find("'X' belongs on the diagonal only") != std::string::npos);
 }
+
+TEST_CASE("a measured host side goes on the node's one host bridge, never split over several") {
+  SmiImportOptions o;
+  o.host_from_GBps = 164.04;
+  o.host_to_GBps = 126.31;
+  const std::string one = import_checked(read(kSrc + "/validate/reference/h200x4-nvlink/machine/nvidia-smi-topo.txt"), "x4", o);
+  CHECK(one.find("  - {name: rc0, kind: host_bridge, throughput_from_host: 164.0 GB/s, throughput_to_host: 126.3 GB/s}  # measured:") !=
+        std::string::npos);
+  const Topology t(parse_topology_string(one, "x4"));
+  CHECK(t.resources()[static_cast<size_t>(t.from_host_resource(t.find("rc0")))].capacity == doctest::Approx(164.0e9));
+  // Two sockets, a bridge each: which bridge carried what is unknown; nothing is set.
+  const std::string dgx = import_checked(read(kSrc + "/tests/data/nvidia-smi/dgx-h100.txt"), "dgx", o);
+  CHECK(dgx.find("throughput_from_host") == std::string::npos);
+  CHECK(dgx.find('\x01') == std::string::npos);
+}

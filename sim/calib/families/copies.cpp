@@ -313,6 +313,21 @@ void fit_host_bidir_aggregate(FitContext& ctx) {
     };
     // The replay's end falls as the limit rises: find where it meets the run's.
     double lo = 0.5 * by_count.at(k).first, hi = 4 * by_count.at(k).first;
+    if (ends_at(lo) <= measured) {
+      // Even at half the measured aggregate the replay ends early: the limit
+      // does not bind here (the topology's host bridge has no throughput), and
+      // any entry would be a number nothing checks.
+      table.clear();
+      ctx.cal.fits.push_back({"host aggregate, both ways",
+                              fmt::format("not fitted: a limit on both directions together does not bind {} GPUs' copies in this topology (its host "
+                                          "bridge has no throughput_from_host / throughput_to_host: set them, e.g. from the bench's multi_h2d_pinned "
+                                          "and multi_d2h_pinned aggregates, as `overlapsim topo --import-nvidia-smi BENCH.json` does)",
+                                          k),
+                              {},
+                              0,
+                              0});
+      return;
+    }
     for (int it = 0; it < 40; ++it) {
       const double mid = 0.5 * (lo + hi);
       (ends_at(mid) > measured ? lo : hi) = mid;

@@ -1,4 +1,4 @@
-// Interference: a GEMM beside an all-to-all or a copy, an all-to-all beside copies.
+// Interference: a GEMM (on GPU 0, or on every GPU) beside an all-to-all or a copy, an all-to-all beside copies.
 #include "testcases/nccl_support.cuh"
 
 namespace ovv {
@@ -141,6 +141,44 @@ struct Interference : NcclTestcases {
         const double ga = run_pair(g, nullptr).first, aa = run_pair(a2a, nullptr).first;
         report("gemm", "all_to_all", ch, {ga, aa}, run_pair(g, &a2a));
         if (ch == opt.interference_channels.front()) {
+          // The same GEMM on every rank's GPU at once (a Ulysses group whose
+          // ranks all compute beside the exchange): the all-to-all meets busy
+          // SMs at both ends of every flow. Times are GPU 0's.
+          {
+            std::vector<std::unique_ptr<DevBuf>> ga, gb, gc;
+            std::vector<std::unique_ptr<Stream>> gs;
+            std::vector<std::unique_ptr<Blas>> gblas;
+            std::vector<cudaStream_t> gstreams;
+            for (int r = 0; r < n; ++r) {
+              CUDA_CHECK(cudaSetDevice(r));
+              ga.push_back(std::make_unique<DevBuf>(r, size_t(m) * k * 2));
+              gb.push_back(std::make_unique<DevBuf>(r, size_t(k) * nn * 2));
+              gc.push_back(std::make_unique<DevBuf>(r, size_t(m) * nn * 2));
+              fill_random(ga.back()->p, size_t(m) * k * 2);
+              fill_random(gb.back()->p, size_t(k) * nn * 2);
+              gs.push_back(std::make_unique<Stream>(r));
+              gblas.push_back(std::make_unique<Blas>(gs.back()->s));
+              gstreams.push_back(gs.back()->s);
+            }
+            const Side g_all{"gemm_all", gstreams, [&] {
+                               for (int i = 0; i < gemm_reps; ++i)
+                                 for (int r = 0; r < n; ++r) {
+                                   CUDA_CHECK(cudaSetDevice(r));
+                                   gblas[static_cast<size_t>(r)]->gemm(m, nn, k, ga[static_cast<size_t>(r)]->p, gb[static_cast<size_t>(r)]->p,
+                                                                       gc[static_cast<size_t>(r)]->p);
+                                 }
+                               CUDA_CHECK(cudaSetDevice(0));
+                             }};
+            progress("interference gemm_all/a2a ch=" + std::to_string(ch));
+            g_all.enqueue();
+            for (int r = 0; r < n; ++r) {
+              CUDA_CHECK(cudaSetDevice(r));
+              CUDA_CHECK(cudaDeviceSynchronize());
+            }
+            CUDA_CHECK(cudaSetDevice(0));
+            const double gall = run_pair(g_all, nullptr).first;
+            report("gemm_all", "all_to_all", ch, {gall, aa}, run_pair(g_all, &a2a));
+          }
           progress("interference a2a/h2d");
           const double ha = run_pair(c_h2d, nullptr).first, da = run_pair(c_d2h, nullptr).first;
           report("all_to_all", "h2d", ch, {aa, ha}, run_pair(a2a, &c_h2d));
