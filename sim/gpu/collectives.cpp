@@ -238,6 +238,7 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
     f.latency = c.steps > 0 && c.step > 0 ? Time::zero() : t.latency;
   }
   f.rate_cap = base / x_.compute->comm_slowdown(ra, c.channels, via);
+  if (receivers_count()) f.rate_cap /= x_.compute->comm_receiver_slowdown(rb);
   // Its latency runs on SM code as well.
   if (const double cs = x_.compute->clock_slowdown(ra, via); cs != 1.0)
     f.latency = Time::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(f.latency.ps()) * cs)));
@@ -283,10 +284,17 @@ void Collectives::start_flow(int ci, int from, int to, FlowSpec f, double base, 
   const FlowId fid = st ? x_.flows.resume(std::move(f), *st) : x_.flows.start(std::move(f));
   const FlowRoute& route = x_.fabric->pair_route(ra, c.members[static_cast<size_t>(to)], false);
   if (x_.o.link_samples) x_.fabric->observe(fid, route);
+  const int rb = c.members[static_cast<size_t>(to)];
   auto& cfs = ranks_[static_cast<size_t>(ra)].coll_flows;
   if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
   coll_flow_slot_[static_cast<size_t>(fid)] = static_cast<int>(cfs.size());
-  cfs.push_back({fid, base, c.channels, through_host(route.kind)});
+  cfs.push_back({fid, base, c.channels, through_host(route.kind), rb});
+  if (receivers_count()) {
+    auto& in = ranks_[static_cast<size_t>(rb)].coll_in;
+    if (coll_in_slot_.size() <= static_cast<size_t>(fid)) coll_in_slot_.resize(static_cast<size_t>(fid) + 1, -1);
+    coll_in_slot_[static_cast<size_t>(fid)] = static_cast<int>(in.size());
+    in.push_back({fid, base, c.channels, through_host(route.kind), ra});
+  }
 }
 
 // The measured table's per-flow rate and latency for a collective inside one
@@ -377,6 +385,15 @@ void Collectives::flow_done(int ci, int from, int to, const FlowRecord& rec) {
   coll_flow_slot_[static_cast<size_t>(cf[static_cast<size_t>(slot)].flow)] = slot;
   cf.pop_back();
   coll_flow_slot_[static_cast<size_t>(rec.id)] = -1;
+  if (receivers_count()) {
+    auto& in = ranks_[static_cast<size_t>(c.members[static_cast<size_t>(to)])].coll_in;
+    const int at = coll_in_slot_[static_cast<size_t>(rec.id)];
+    assert(at >= 0 && in[static_cast<size_t>(at)].flow == rec.id);
+    in[static_cast<size_t>(at)] = in.back();
+    coll_in_slot_[static_cast<size_t>(in[static_cast<size_t>(at)].flow)] = at;
+    in.pop_back();
+    coll_in_slot_[static_cast<size_t>(rec.id)] = -1;
+  }
   const Op& op = *c.op;
   if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise) {
     for (int m : {from, to})
@@ -462,11 +479,22 @@ void Collectives::recap(int r) {
   for (size_t i = 0; i < K.closed.size();) {  // a closed form capped at another slowdown hands its flows back
     const auto [ci, m] = K.closed[i];
     const CollInst& c = insts_[static_cast<size_t>(ci)];
-    if (x_.compute->comm_slowdown(r, c.channels, c.closed->via_host) != c.closed->slow[static_cast<size_t>(m)]) x_.closed->hand_back(ci);
+    const auto& slow = c.closed->slow;  // senders' slowdowns, then (where receivers count) receivers'
+    const size_t U = c.members.size();
+    if (x_.compute->comm_slowdown(r, c.channels, c.closed->via_host) != slow[static_cast<size_t>(m)] ||
+        (slow.size() > U && x_.compute->comm_receiver_slowdown(r) != slow[U + static_cast<size_t>(m)]))
+      x_.closed->hand_back(ci);
     else ++i;
   }
   for (auto& cf : K.coll_flows)
-    if (x_.flows.running(cf.flow)) x_.flows.set_rate_cap(cf.flow, cf.base_cap / x_.compute->comm_slowdown(r, cf.channels, cf.via_host));
+    if (x_.flows.running(cf.flow)) x_.flows.set_rate_cap(cf.flow, capped(cf, r, cf.peer));
+  for (auto& cf : K.coll_in)
+    if (x_.flows.running(cf.flow)) x_.flows.set_rate_cap(cf.flow, capped(cf, cf.peer, r));
+}
+
+double Collectives::capped(const CollFlow& f, int from, int to) const {
+  const double cap = f.base_cap / x_.compute->comm_slowdown(from, f.channels, f.via_host);
+  return receivers_count() ? cap / x_.compute->comm_receiver_slowdown(to) : cap;
 }
 
 std::string Collectives::waiting(int r, int index, uint8_t f) const {

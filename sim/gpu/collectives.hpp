@@ -68,7 +68,7 @@ class Collectives {
   /// Rank r's compute speed changed: its collective flows' caps follow.
   void clock_changed(int r) {
     const Rank& K = ranks_[static_cast<size_t>(r)];
-    if (!K.closed.empty() || !K.coll_flows.empty()) recap(r);
+    if (!K.closed.empty() || !K.coll_flows.empty() || !K.coll_in.empty()) recap(r);
   }
   /// What collective op `index` of rank r waits for (deadlock reports).
   std::string waiting(int r, int index, uint8_t flags) const;
@@ -99,12 +99,14 @@ class Collectives {
     double base_cap;
     int channels;
     bool via_host;
+    int peer;  // the rank at its other end
   };
   struct Rank {
     std::vector<int> group_seq, group_done;
     std::vector<std::deque<int>> parked;
     std::map<int, int> send_seq, recv_seq;
-    std::vector<CollFlow> coll_flows;
+    std::vector<CollFlow> coll_flows;  // its collectives' flows from it
+    std::vector<CollFlow> coll_in;     // ... into it (kept only where InterferenceParams::comm_slowdown_receiver counts)
     std::vector<std::pair<int, int>> closed;  // (instance, member) replayed in closed form with flows from this rank
     std::vector<std::pair<int32_t, int32_t>> coll;  // per collective op: (instance, sequence on its group)
     Time last_coll_end;  // when its last collective ended (straggler_share)
@@ -140,6 +142,10 @@ class Collectives {
   };
   std::unordered_map<std::tuple<int, int, int>, int, InstKeyHash> inst_index_;
   std::vector<int> coll_flow_slot_;  // flow id -> index in its rank's coll_flows, or -1
+  std::vector<int> coll_in_slot_;    // flow id -> index in its receiver's coll_in, or -1
+  [[nodiscard]] bool receivers_count() const { return x_.p.interference.comm_slowdown_receiver != 1.0; }
+  /// A flow's cap now: its base over both ends' slowdowns.
+  double capped(const CollFlow& f, int from, int to) const;
   std::map<std::tuple<std::vector<int>, int, double>, double> link_times_;  // see phase_link_time
   std::tuple<std::vector<int>, int, double> link_key_;                      // its scratch key
 };

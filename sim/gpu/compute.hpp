@@ -27,6 +27,10 @@ class Compute {
   /// How much slower a collective's flows from rank r run: beside compute
   /// kernels (SM contention) and with r's clock down.
   double comm_slowdown(int r, int channels, bool via_host) const;
+  /// How much slower a collective's flows into rank r run: beside its compute kernels.
+  double comm_receiver_slowdown(int r) const {
+    return ranks_[static_cast<size_t>(r)].kernels.empty() ? 1.0 : x_.p.interference.comm_slowdown_receiver;
+  }
   double clock_slowdown(int r, bool via_host) const;
   /// Compute-bound speed under the sustained-load model (1 rested).
   double clock(int r) const { return ranks_[static_cast<size_t>(r)].clock; }

@@ -66,6 +66,34 @@ programs:
   CHECK(s.end_ms(0, 0) == doctest::Approx(a2a_end).epsilon(1e-9));
 }
 
+TEST_CASE("a GEMM on every GPU slows the all-to-all at both ends of each flow (comm_slowdown_receiver)") {
+  ModelParams p = quiet();
+  p.interference.comm_slowdown_receiver = 1.5;
+  // Two ranks, 100 MB a flow at 4 channels x 19.5 = 78 GB/s; kernels of
+  // 100 ms outlast it. A flow from a computing rank runs / s, s = 0.908 +
+  // 0.0455 x 4; into one, / 1.5 as well.
+  auto a2a_end_ms = [&](bool rank1_computes, int times = 1) {
+    const std::string kernel = "      - {op: kernel, stream: compute, duration: 100 ms}\n";
+    std::string a2a;
+    for (int i = 0; i < times; ++i) a2a += "      - {op: collective, kind: all_to_all, group: world, bytes: 200 MB, channels: 4, stream: comm}\n";
+    Sim sim("name: both\nranks: 2\nstreams: [compute, comm]\nprograms:\n  - rank: 0\n    ops:\n" + a2a + kernel + "  - rank: 1\n    ops:\n" + a2a +
+                (rank1_computes ? kernel : ""),
+            p);
+    return sim.end_ms(0, times - 1);
+  };
+  const double s = 0.908 + 0.0455 * 4, flow = 100e6 / 78e9 * 1e3;
+  // GPU 0 computing: its send runs / s, what it receives / 1.5; it ends with the slower.
+  CHECK(a2a_end_ms(false) == doctest::Approx(flow * std::max(s, 1.5)).epsilon(1e-9));
+  // Both computing: every flow / (s x 1.5).
+  CHECK(a2a_end_ms(true) == doctest::Approx(flow * s * 1.5).epsilon(1e-9));
+  // Recurring, the all-to-all is replayed in closed form: the same times.
+  CHECK(a2a_end_ms(false, 3) == doctest::Approx(3 * flow * std::max(s, 1.5)).epsilon(1e-9));
+  CHECK(a2a_end_ms(true, 3) == doctest::Approx(3 * flow * s * 1.5).epsilon(1e-9));
+  // The default (1): only the sender counts, as before.
+  p.interference.comm_slowdown_receiver = 1.0;
+  CHECK(a2a_end_ms(true) == doctest::Approx(flow * s).epsilon(1e-9));
+}
+
 TEST_CASE("a collective through host memory beside a copy: the copy's weight per direction and the link cost of the collective's bytes") {
   // P2P off: the all-to-all's flows bounce through host memory, each up the
   // sender's 10 GB/s link and down the receiver's, at most 4 GB/s each.

@@ -11,6 +11,7 @@
 #include "calib/bench_replay.hpp"
 #include "calib/family.hpp"
 #include "core/stats.hpp"
+#include "schedule/builder.hpp"
 
 namespace osim {
 namespace {
@@ -32,6 +33,29 @@ InterferenceTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_
   return {(r0[4].end - r0[1].start).us(), (r0[0].end - r0[0].start).us()};
 }
 
+
+// The bench's GEMM beside the all-to-all (validate/src/testcases/interference.cu,
+// which does not record them in the row): 20 bf16 GEMMs of 18900 x 5120 x
+// 5120 on another stream of GPU 0 (of every rank's GPU with `every`), four
+// 256 MiB all-to-alls per rank; the all-to-all's time on rank 0, alone and
+// beside the GEMMs, in us.
+std::pair<double, double> replay_gemm_a2a(bool every, int ranks, int channels, bool p2p_off, const hw::Topology& topo, const ModelParams& params) {
+  ModelParams p = params;
+  p.overheads.memcpy_call = p.overheads.kernel_launch = p.overheads.collective_call = Time::zero();
+  Op a2a = bench_a2a(268435456);
+  a2a.channels = channels;
+  Op gemm = ops::gemm(1, 18900, 5120, 5120);
+  auto a2a_time = [&](bool with_gemm) {
+    std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks), std::vector<Op>(4, a2a));
+    if (with_gemm)
+      for (size_t pr = 0; pr < (every ? progs.size() : 1); ++pr) progs[pr].insert(progs[pr].begin(), 20, gemm);
+    const ExecResult res = replay_programs(bench_schedule(ranks, p2p_off), progs, topo, p);
+    const auto& r0 = res.ops[0];
+    const size_t first = with_gemm ? 20 : 0;
+    return (r0[first + 3].end - r0[first].start).us();
+  };
+  return {a2a_time(false), a2a_time(true)};
+}
 
 // The bench's all-to-all ∥ copy pair: 1 GiB on GPU 0 beside 4 all-to-alls of
 // 256 MiB per rank, a rank's flow to each peer carrying 256 MiB / ranks of
@@ -78,6 +102,50 @@ void fit_pairs(FitContext& ctx) {
     }
     if (copies) p.interference.gemm_slowdown_per_copy = copy_slow / copies;
   }
+}
+
+// The value of `field` in [lo, hi] under which the replayed all-to-all
+// beside GEMMs (on GPU 0, or every GPU with `every`) slows by `measured`
+// over its time alone, by bisection (the slowdown rises with the field);
+// the replay's relative error there.
+std::pair<double, double> bisect_slowdown(double& field, double lo, double hi, double measured, bool every, int ranks, int ch, bool p2p_off,
+                                          const hw::Topology& topo, const ModelParams& p) {
+  auto slowdown = [&](double v) {
+    field = v;
+    const auto [alone, together] = replay_gemm_a2a(every, ranks, ch, p2p_off, topo, p);
+    return together / alone;
+  };
+  if (slowdown(lo) >= measured) hi = lo;  // explained already at the lower end
+  for (int it = 0; it < 40 && hi > lo; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (slowdown(mid) < measured ? lo : hi) = mid;
+  }
+  const double v = 0.5 * (lo + hi);
+  return {v, slowdown(v) / measured - 1};
+}
+
+// A GEMM on every rank's GPU beside the all-to-all (gemm_all, NCCL's default
+// channels): the factor by which a flow into a computing rank runs slower
+// as well (comm_slowdown_receiver), the sender's slowdown (fit_pairs) in
+// place. NVLink (P2P) run only: through host memory the model's all-to-all
+// is held by the host links, and its measured slowdown beside GEMMs
+// (1.2-1.4x) is not modelled (docs/execution-model.md "Interference").
+void fit_receiver(FitContext& ctx) {
+  const json& d = ctx.def;
+  const int ranks = interference_ranks(d);
+  if (p2p_disabled_run(d) || ranks < 2 || static_cast<int>(ctx.topo.gpus().size()) < ranks) return;
+  for (const auto& r : rows(d, "interference"))
+    if (r.at("a") == "gemm_all" && r.at("b") == "all_to_all" && r.at("channels").get<int>() == 0 && r.at("b_slowdown").get<double>() > 0) {
+      const double measured = r.at("b_slowdown").get<double>();
+      const auto [v, err] = bisect_slowdown(ctx.p.interference.comm_slowdown_receiver, 1, 10, measured, true, ranks, 0, false, ctx.topo, ctx.p);
+      ctx.cal.fits.push_back({"interference, every GPU computing",
+                              "a GEMM on every GPU beside the all-to-all: the receiving rank's factor, by bisection, under which the replayed "
+                              "all-to-all slows as measured (comm_slowdown_receiver)",
+                              {{"measured_slowdown", measured}, {"receiver_factor", v}},
+                              100 * std::abs(err),
+                              1});
+      return;
+    }
 }
 
 // The host-memory transport (a run with NCCL_P2P_DISABLE=1): a rank's
@@ -218,6 +286,19 @@ void fit_host_transport_simulated(FitContext& ctx) {
 }
 
 void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
+  // Through host memory the GEMMs' slowdown of the all-to-all is not modelled: those rows are not replayed.
+  if ((r.at("a") == "gemm" || r.at("a") == "gemm_all") && r.at("b") == "all_to_all" && !ctx.p2p_off && ctx.ngpu >= ctx.bench_ranks &&
+      ctx.bench_ranks >= 2) {
+    const bool every = r.at("a") == "gemm_all";
+    const int ch = r.at("channels").get<int>();
+    const double together = replay_gemm_a2a(every, ctx.bench_ranks, ch, false, ctx.topo, ctx.p).second;
+    c.cls = every ? "interference, every GPU computing" : "interference pairs";
+    c.what = fmt::format("all-to-all beside {}{}", every ? "every GPU's GEMMs" : "GPU 0's GEMMs", ch ? fmt::format(", {} channels", ch) : "");
+    c.measured_us = r.at("b_together_us");
+    c.simulated_us = together;
+    out.push_back(c);
+    return;
+  }
   if (!(r.at("a") == "all_to_all" && (r.at("b") == "h2d" || r.at("b") == "d2h" || r.at("b") == "h2d_all" || r.at("b") == "d2h_all") &&
         ctx.ngpu >= ctx.bench_ranks))
     return;
@@ -242,7 +323,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
 
 const CalibFamily kInterference{"interference",
                                 {"interference"},
-                                {{600, fit_pairs}, {610, fit_host_transport_rates}, {630, fit_host_transport_simulated}},
+                                {{600, fit_pairs}, {605, fit_receiver}, {610, fit_host_transport_rates}, {630, fit_host_transport_simulated}},
                                 replay_row};
 OSIM_CALIB_FAMILY(kInterference);
 

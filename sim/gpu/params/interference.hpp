@@ -13,6 +13,10 @@ struct InterferenceParams {
   // A collective beside compute kernels: its rate / max(1, base + per_channel x channels).
   double comm_slowdown_base = 0.908;
   double comm_slowdown_per_channel = 0.0455;
+  // ... and / this as well where the flow's receiving rank computes (NCCL's
+  // kernel is slowed at both ends): a GEMM on every GPU slows an all-to-all
+  // more than one on a single GPU. 1 = only the sender counts.
+  double comm_slowdown_receiver = 1.0;
   // A copy's max-min weight against collective flows on a shared link (DMA
   // out-competes SM-driven traffic); D2H: _d2h where > 0.
   double copy_weight = 1.0;
