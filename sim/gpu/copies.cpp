@@ -33,6 +33,7 @@ Copies::Copies(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks()))
       if (from < 0 || to < 0) continue;
       const auto& res = x_.topo.resources();
       const int l = add_counted_limit(res[static_cast<size_t>(from)].capacity + res[static_cast<size_t>(to)].capacity, &cp.host_bidir_aggregate, from);
+      limits_[static_cast<size_t>(l)].both_ways = true;
       bidir_limit_of_[static_cast<size_t>(cons[static_cast<size_t>(from)])] = l;
       bidir_limit_of_[static_cast<size_t>(cons[static_cast<size_t>(to)])] = l;
     }
@@ -137,7 +138,7 @@ void Copies::start_copy(int r, int e) {
   if (host && !limits_.empty())
     for_each_counted_limit(r, op, [&](int l) {
       f.route.push_back({limits_[static_cast<size_t>(l)].constraint, 1.0});
-      copying_under(l, r, +1);
+      copying_under(l, r, +1, d2h);
     });
   x_.closed->hand_back_route(f.route);
   const FlowId fid = x_.flows.start(std::move(f));
@@ -160,7 +161,7 @@ void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
   ranks_[static_cast<size_t>(r)].ce[e].busy = -1;
   const Op& done = x_.op_of(r, id);
   if ((done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && !limits_.empty())
-    for_each_counted_limit(r, done, [&](int l) { copying_under(l, r, -1); });
+    for_each_counted_limit(r, done, [&](int l) { copying_under(l, r, -1, done.copy == CopyKind::D2H); });
   if ((done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && done.host_mem == HostMem::Pinned && !bidir_.empty()) {
     const size_t d = done.copy == CopyKind::D2H ? 1 : 0;
     assert(bidir_active_[static_cast<size_t>(r)][d] > 0);
@@ -197,9 +198,12 @@ int Copies::add_counted_limit(double nominal, const std::vector<Bandwidth>* tabl
 // together are held to the measured aggregate for as many GPUs as copy under
 // it now, never above its nominal limit. One GPU's copies are held by its
 // link and engines (the table's first entry is that rate), so the limit
-// applies from two on.
-void Copies::copying_under(int l, int r, int delta) {
+// applies from two on. A limit on both directions together applies only
+// while both have copies (one direction alone is held by its own: a host
+// may move less both ways at once than one way alone).
+void Copies::copying_under(int l, int r, int delta, bool d2h) {
   CountedLimit& L = limits_[static_cast<size_t>(l)];
+  L.by_direction[d2h ? 1 : 0] += delta;
   int& mine = L.copies_of_rank[static_cast<size_t>(r)];
   if (mine == 0 && delta > 0) ++L.gpus;
   mine += delta;
@@ -207,7 +211,8 @@ void Copies::copying_under(int l, int r, int delta) {
   if (mine == 0 && delta < 0) --L.gpus;
   const auto& agg = *L.table;
   x_.closed->hand_back_constraint(L.constraint);
-  x_.flows.set_capacity(L.constraint, L.gpus < 2 ? L.nominal : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
+  const bool binds = L.gpus >= 2 && (!L.both_ways || (L.by_direction[0] > 0 && L.by_direction[1] > 0));
+  x_.flows.set_capacity(L.constraint, !binds ? L.nominal : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
 }
 
 }  // namespace osim::exec

@@ -47,6 +47,8 @@ class Copies {
     const std::vector<Bandwidth>* table;
     std::vector<int> copies_of_rank;  // its copies running now, per rank
     int gpus = 0;                     // ranks with one or more
+    bool both_ways = false;           // a limit on both directions together: binds only while both have copies
+    std::array<int, 2> by_direction{0, 0};  // its copies running now, H2D and D2H
   };
   int engine_for(int r, CopyKind k) const;
   void start_copy(int r, int e);
@@ -60,7 +62,7 @@ class Copies {
   template <class F>
   void for_each_counted_limit(int r, const Op& op, F&& f) const;
   int add_counted_limit(double nominal, const std::vector<Bandwidth>* table, int res);
-  void copying_under(int l, int r, int delta);
+  void copying_under(int l, int r, int delta, bool d2h);
 
   ExecContext& x_;
   std::vector<Rank> ranks_;
