@@ -27,9 +27,23 @@ std::string headline(const DitWorkload& w, const std::string& topo) {
   // A workload given by `tokens:` has no video of its own (its width, height and frames are the defaults).
   const bool from_video = w.tokens == ((w.frames - 1) / 4 + 1) * (w.height / 16) * (w.width / 16);
   const std::string size = from_video ? fmt::format("{}x{}x{} ({} tokens)", w.width, w.height, w.frames, w.tokens) : fmt::format("{} tokens", w.tokens);
-  return fmt::format("{}: {} {}, {} steps, CFG {}, Ulysses {} ({}, {} all-to-alls/layer, {}), offload {}, on {}{}",
-                     w.name, w.model.preset, size, w.steps, cfg, w.ulysses, to_string(w.all_to_all),
-                     w.attention_comm, to_string(w.comm_dtype), off, topo, w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "");
+  std::string line = fmt::format("{}: {} {}, {} steps, CFG {}, Ulysses {} ({}, {} all-to-alls/layer, {}){}, offload {}, on {}{}", w.name,
+                                 w.model.preset, size, w.steps, cfg, w.ulysses, to_string(w.all_to_all), w.attention_comm,
+                                 to_string(w.comm_dtype), w.tp > 1 ? fmt::format(", tensor parallel {}", w.tp) : "", off, topo,
+                                 w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "");
+  // What the model amounts to on one rank: blocks, weights, work per forward.
+  const ForwardCost c = workload_cost(w);
+  std::string blocks;
+  for (const BlockType& t : w.model.spec.blocks) {
+    int n = 0;
+    for (const BlockInstance& b : block_sequence(w.model.spec, w.vars())) n += b.type == &t;
+    blocks += fmt::format("{}{} x {}", blocks.empty() ? "" : " + ", n, t.name);
+  }
+  line += fmt::format("\n  model: {}, {:.2f} B parameters a rank ({:.1f} GB {}{}), {:.1f} TFLOP a forward a rank (GEMM {:.1f}, attention {:.1f})",
+                      blocks, c.params * 1e-9, c.params * dtype_bytes(w.model.dtype) * 1e-9, to_string(w.model.dtype),
+                      w.model.experts > 1 ? fmt::format(", x{} experts", w.model.experts) : "", (c.gemm_flops + c.attention_flops) * 1e-12,
+                      c.gemm_flops * 1e-12, c.attention_flops * 1e-12);
+  return line;
 }
 
 constexpr size_t kOpsPrintedByDefault = 1000;

@@ -1,6 +1,8 @@
 #include "dit.hpp"
 
 #include "schedule/builder.hpp"
+
+#include <algorithm>
 #include "core/slots.hpp"
 
 #include <fstream>
@@ -27,15 +29,18 @@ std::string to_string(OffloadPolicy p) {
   return "?";
 }
 
-double DitModel::params_per_block() const {
-  const double h = static_cast<double>(hidden), f = static_cast<double>(ffn);
-  return 8.0 * h * h + 2.0 * h * f;  // self-attn q,k,v,o + cross-attn q,k,v,o + FFN up/down
+RepeatVars DitWorkload::vars() const {
+  JobVars j;
+  j.tokens = tokens;
+  j.ulysses = ulysses;
+  j.tp = tp;
+  j.attention_comm = attention_comm;
+  j.comm_bytes = static_cast<int64_t>(dtype_bytes(comm_dtype));
+  j.act_bytes = 2;  // activations are bf16
+  return block_vars(model.spec, j);
 }
-Bytes DitModel::block_bytes() const { return static_cast<Bytes>(params_per_block() * dtype_bytes(dtype)); }
 
-Bytes DitWorkload::a2a_tensor_bytes() const {
-  return static_cast<Bytes>(static_cast<double>(tokens / ulysses) * static_cast<double>(model.hidden) * dtype_bytes(comm_dtype));
-}
+ForwardCost workload_cost(const DitWorkload& w) { return forward_cost(w.model.spec, w.vars()); }
 
 namespace {
 
@@ -43,8 +48,24 @@ struct Preset {
   const char* name;
   int experts;
   int steps;
+  CfgMode cfg;
 };
-const std::vector<Preset> kPresets = {{"wan2.1-14b", 1, 50}, {"wan2.2-14b", 2, 40}};
+// Flux.1-dev and HunyuanVideo take their guidance as an input (no CFG
+// forward); a decoder's step is one forward (prefill).
+const std::vector<Preset> kPresets = {{"wan2.1-14b", 1, 50, CfgMode::Serial}, {"wan2.2-14b", 2, 40, CfgMode::Serial},
+                                      {"flux.1-dev", 1, 28, CfgMode::None},   {"hunyuanvideo", 1, 50, CfgMode::None},
+                                      {"llama3-8b", 1, 1, CfgMode::None},     {"llama3-70b", 1, 1, CfgMode::None}};
+
+// The Wan block written in the block language, with the file's dims.
+BlockModel wan_spec(const DitModel& m) {
+  BlockModel spec;
+  const YAML::Node root = load_yaml_string(*block_preset_text("wan"), "the wan preset");
+  read_block_dims("the wan preset", root["dims"], spec);
+  read_block_types("the wan preset", root["blocks"], spec);
+  spec.dims = {{"hidden", m.hidden}, {"ffn", m.ffn}, {"heads", m.heads}, {"head_dim", m.head_dim}, {"text_tokens", m.text_tokens}};
+  spec.blocks[0].count = std::to_string(m.blocks);
+  return spec;
+}
 
 DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) apply_override(root, o, "the workload", SourceLocation{"--set " + o, 0, 0});
@@ -56,36 +77,67 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
   w.topology = top.opt_str("topology").value_or("");
   {
     MapReader m(file, top.get("model"), "model",
-                {"preset", "blocks", "hidden", "ffn", "heads", "head_dim", "text_tokens", "experts", "boundary", "dtype"});
+                {"preset", "blocks", "hidden", "ffn", "heads", "head_dim", "text_tokens", "experts", "boundary", "dtype", "dims"});
     std::vector<std::string> names{"custom"};
     for (const auto& p : kPresets) names.emplace_back(p.name);
-    w.model.preset = m.choice("preset", names);
+    const bool own_blocks = m.has("blocks") && m.get("blocks").IsSequence();
+    if (own_blocks && !m.has("preset")) w.model.preset = "blocks";
+    else w.model.preset = m.choice("preset", names);
     for (const auto& p : kPresets)
       if (w.model.preset == p.name) {
         w.model.experts = p.experts;
         w.steps = p.steps;
+        w.cfg = p.cfg;
       }
-    auto pos = [&](const char* key, auto& field) {
-      if (auto v = m.opt_int32(key)) {
-        if (*v < 1) m.fail(key, "must be at least 1");
-        field = static_cast<std::remove_reference_t<decltype(field)>>(*v);
+    if (w.model.wan_shaped()) {
+      if (m.has("dims")) m.fail("dims", "Wan-shaped models take hidden:, ffn:, heads:, head_dim:, text_tokens: (or give blocks: a list, without preset:)");
+      auto pos = [&](const char* key, auto& field) {
+        if (auto v = m.opt_int32(key)) {
+          if (*v < 1) m.fail(key, "must be at least 1");
+          field = static_cast<std::remove_reference_t<decltype(field)>>(*v);
+        }
+      };
+      if (own_blocks) m.fail("blocks", "with a Wan preset it is the block count; to write your own blocks, leave preset: out");
+      pos("blocks", w.model.blocks);
+      pos("hidden", w.model.hidden);
+      pos("ffn", w.model.ffn);
+      pos("heads", w.model.heads);
+      pos("head_dim", w.model.head_dim);
+      pos("text_tokens", w.model.text_tokens);
+      if (w.model.heads * w.model.head_dim != w.model.hidden)
+        m.fail_here(fmt::format("heads x head_dim = {} but hidden = {}", w.model.heads * w.model.head_dim, w.model.hidden));
+      w.model.spec = wan_spec(w.model);
+    } else {
+      for (const char* k : {"hidden", "ffn", "heads", "head_dim", "text_tokens"})
+        if (m.has(k)) m.fail(k, fmt::format("set it under dims: ({{{}: ...}})", k));
+      if (w.model.preset != "blocks") {
+        const std::string label = "the " + w.model.preset + " preset";
+        const YAML::Node preset = load_yaml_string(*block_preset_text(w.model.preset), label);
+        read_block_dims(label, preset["dims"], w.model.spec);
+        read_block_types(label, preset["blocks"], w.model.spec);
+        if (m.has("blocks") && !own_blocks) m.fail("blocks", "is a list of block types; a preset's block counts are dims (e.g. dims: {layers: 16})");
       }
-    };
-    pos("blocks", w.model.blocks);
-    pos("hidden", w.model.hidden);
-    pos("ffn", w.model.ffn);
-    pos("heads", w.model.heads);
-    pos("head_dim", w.model.head_dim);
-    pos("text_tokens", w.model.text_tokens);
-    pos("experts", w.model.experts);
-    if (w.model.experts > 2) m.fail("experts", "Wan-style models have 1 or 2 experts");
+      if (m.has("dims")) read_block_dims(file, m.get("dims"), w.model.spec);  // a preset's dims, overridden
+      if (own_blocks) read_block_types(file, m.get("blocks"), w.model.spec);
+      if (w.model.preset == "blocks" && !m.has("dims")) m.fail_here("a model of your own blocks needs dims: (at least head_dim where it has attention)");
+      bool attention = false;
+      for (const auto& b : w.model.spec.blocks)
+        for (const auto& op : b.ops) attention = attention || op.kind == BlockOp::Kind::Attention;
+      if (attention && !w.model.spec.dims.contains("head_dim")) m.fail_here("the model has attention: give dims: {head_dim: ...}");
+      w.model.heads = 0;  // unknown unless dims has it
+      if (auto it = w.model.spec.dims.find("heads"); it != w.model.spec.dims.end()) w.model.heads = static_cast<int>(std::min<int64_t>(it->second, INT32_MAX));
+      if (auto it = w.model.spec.dims.find("head_dim"); it != w.model.spec.dims.end()) w.model.head_dim = static_cast<int>(std::min<int64_t>(it->second, INT32_MAX));
+    }
+    if (auto e = m.opt_int32("experts")) {
+      if (*e < 1) m.fail("experts", "must be at least 1");
+      w.model.experts = *e;
+    }
+    if (w.model.experts > 2) m.fail("experts", "a model has 1 or 2 experts (Wan2.2: high-noise, low-noise)");
     if (auto b = m.opt_num("boundary")) {
       if (!(*b > 0 && *b < 1)) m.fail("boundary", "is the fraction of steps on the first expert, in (0, 1)");
       w.model.boundary = *b;
     }
     if (auto d = m.opt_choice("dtype", {"bf16", "fp16", "fp8"})) w.model.dtype = *d == "bf16" ? DType::BF16 : *d == "fp16" ? DType::FP16 : DType::FP8;
-    if (w.model.heads * w.model.head_dim != w.model.hidden)
-      m.fail_here(fmt::format("heads x head_dim = {} but hidden = {}", w.model.heads * w.model.head_dim, w.model.hidden));
   }
   if (top.has("tokens") && top.has("video")) top.fail("tokens", "give 'tokens' or 'video', not both");
   if (top.has("tokens")) {
@@ -106,12 +158,20 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
   }
   if (auto c = top.opt_choice("cfg", {"none", "serial", "parallel"})) w.cfg = *c == "none" ? CfgMode::None : *c == "serial" ? CfgMode::Serial : CfgMode::Parallel;
   if (top.has("parallelism")) {
-    MapReader p(file, top.get("parallelism"), "parallelism", {"ulysses", "attention_comm", "all_to_all", "comm_dtype", "channels"});
+    MapReader p(file, top.get("parallelism"), "parallelism", {"ulysses", "tp", "attention_comm", "all_to_all", "comm_dtype", "channels"});
     if (auto u = p.opt_int32("ulysses")) {
       if (*u < 1) p.fail("ulysses", "must be at least 1");
       w.ulysses = static_cast<int>(*u);
     }
-    if (w.model.heads % w.ulysses) p.fail("ulysses", fmt::format("must divide the {} attention heads", w.model.heads));
+    if (w.model.heads && w.model.heads % w.ulysses) p.fail("ulysses", fmt::format("must divide the {} attention heads", w.model.heads));
+    if (auto t = p.opt_int32("tp")) {
+      if (*t < 1) p.fail("tp", "must be at least 1");
+      w.tp = static_cast<int>(*t);
+      if (w.model.heads && w.model.heads % (w.ulysses * w.tp))
+        p.fail("tp", fmt::format("ulysses x tp = {} must divide the {} attention heads", w.ulysses * w.tp, w.model.heads));
+      if (w.tp > 1 && w.model.wan_shaped()) p.fail("tp", "the Wan blocks have no tensor-parallel split: write the model's blocks (docs/formats/workload.md)");
+    }
+    if (static_cast<int64_t>(w.ulysses) * w.tp > 65536) p.fail_here("ulysses x tp is more than 65,536 ranks");
     if (auto a = p.opt_int32("attention_comm")) {
       if (*a != 2 && *a != 4) p.fail("attention_comm", "is 4 (q, k, v, out) or 2 (packed qkv, out)");
       w.attention_comm = static_cast<int>(*a);
@@ -124,6 +184,9 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     }
   }
   if (w.tokens % w.ulysses) top.fail_here(fmt::format("{} tokens do not split evenly over Ulysses degree {}", w.tokens, w.ulysses));
+  // Every expression of the model, evaluated once here: errors name the file before anything runs.
+  const ForwardCost cost = workload_cost(w);
+  const int total_blocks = cost.blocks;
   if (top.has("offload")) {
     MapReader o(file, top.get("offload"), "offload", {"policy", "prefetch_size", "host_memory"});
     const std::string pol = o.choice("policy", {"none", "blocking", "layerwise", "block", "phase"});
@@ -132,7 +195,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     if (auto p = o.opt_int32("prefetch_size")) {
       if (w.offload != OffloadPolicy::Layerwise)
         o.fail("prefetch_size", fmt::format("applies to policy layerwise, not {}: remove it (on the command line: --set offload.prefetch_size=null)", pol));
-      if (*p < 0 || *p >= w.model.blocks) o.fail("prefetch_size", fmt::format("must be 0..{} (0 = blocking copies)", w.model.blocks - 1));
+      if (*p < 0 || *p >= total_blocks) o.fail("prefetch_size", fmt::format("must be 0..{} (0 = blocking copies)", total_blocks - 1));
       w.prefetch_size = static_cast<int>(*p);
     }
     // The old FSDP path copied from pageable memory; the others pin.
@@ -191,28 +254,48 @@ namespace {
 
 class Gen {
  public:
-  explicit Gen(const DitWorkload& w) : w_(w), b_(w.name, w.ranks()) {
+  explicit Gen(const DitWorkload& w) : w_(w), b_(w.name, w.ranks()), vars_(w.vars()) {
     Schedule& s = b_.schedule();
     s.file = w.file;
     s.topology = w.topology;
     s.runtime = w.runtime;
     b_.stream("compute");
     b_.stream("copy");
-    const int U = w.ulysses, R = w.ranks();
-    for (int c = 0; c < R / U; ++c) {
-      std::vector<int> ranks;
-      for (int i = 0; i < U; ++i) ranks.push_back(c * U + i);
-      if (U > 1) b_.group(fmt::format("sp{}", c), ranks);
-    }
+    // Rank (c * U + u) * T + t: CFG half c, Ulysses rank u, tensor-parallel rank t.
+    const int U = w.ulysses, T = w.tp, R = w.ranks();
+    sp_of_.assign(static_cast<size_t>(R), -1);
+    tp_of_.assign(static_cast<size_t>(R), -1);
+    cfg_of_.assign(static_cast<size_t>(R), -1);
+    int groups = 0;
+    for (int c = 0; c < R / (U * T); ++c)
+      for (int t = 0; t < T; ++t) {
+        std::vector<int> ranks;
+        for (int u = 0; u < U; ++u) ranks.push_back((c * U + u) * T + t);
+        if (U < 2) continue;
+        b_.group(T == 1 ? fmt::format("sp{}", c) : fmt::format("sp{}.{}", c, t), ranks);
+        for (int r : ranks) sp_of_[static_cast<size_t>(r)] = groups;
+        ++groups;
+      }
+    if (T > 1)
+      for (int cu = 0; cu < R / T; ++cu) {
+        std::vector<int> ranks;
+        for (int t = 0; t < T; ++t) ranks.push_back(cu * T + t);
+        b_.group(fmt::format("tp{}", cu), ranks);
+        for (int r : ranks) tp_of_[static_cast<size_t>(r)] = groups;
+        ++groups;
+      }
     if (w.cfg == CfgMode::Parallel)
-      for (int i = 0; i < U; ++i) b_.group(fmt::format("cfg{}", i), {i, i + U});
-    groups_ = static_cast<int>(s.groups.size());
+      for (int i = 0; i < U * T; ++i) {
+        b_.group(fmt::format("cfg{}", i), {i, i + U * T});
+        cfg_of_[static_cast<size_t>(i)] = cfg_of_[static_cast<size_t>(i + U * T)] = groups++;
+      }
+    build_templates();
   }
 
   Schedule run() {
-    // Without CFG-parallel every rank runs the same program (Ulysses ranks
-    // differ only in their data): generate it once and share it.
-    const bool same = w_.cfg != CfgMode::Parallel;
+    // Without CFG-parallel or tensor parallelism every rank runs the same
+    // program (Ulysses ranks differ only in their data): generate it once and share it.
+    const bool same = w_.cfg != CfgMode::Parallel && w_.tp == 1;
     for (int r = 0; r < w_.ranks(); ++r) {
       if (same && r > 0) b_.share_program(r, 0);
       else program(r);
@@ -222,57 +305,102 @@ class Gen {
 
  private:
   static constexpr int kCompute = 0, kCopy = 1;
+  enum class Group : uint8_t { None, Ulysses, Tp, Cfg };
+
+  // A block type's ops evaluated once (the job's values never change), ready
+  // to copy per block with its tag and group.
+  struct Template {
+    Op op;
+    std::string name;
+    Group group = Group::None;
+    int phase = 0;
+  };
+  struct TypeTemplate {
+    std::vector<Template> ops;
+    std::vector<Bytes> units;  // offload policy `phase`: each sub-layer's weights; else the block's
+    Bytes bytes = 0;           // the block's weights on one rank
+  };
+
+  void build_templates() {
+    const BlockModel& spec = w_.model.spec;
+    const double es = dtype_bytes(w_.model.dtype);
+    for (const BlockType& t : spec.blocks) {
+      TypeTemplate tt;
+      auto e = [&](const std::string& x, const SourceLocation& at, const std::string& what) { return eval_block_expr(x, vars_, at, what); };
+      const int64_t params = e(t.params, t.where, fmt::format("block '{}' params", t.name));
+      if (params < 0) throw InputError(t.where, fmt::format("block '{}': params come out negative ({})", t.name, params));
+      tt.bytes = static_cast<Bytes>(static_cast<double>(params) * es);
+      if (w_.offload == OffloadPolicy::Phase && !t.phases.empty())
+        for (const std::string& ph : t.phases) tt.units.push_back(static_cast<Bytes>(static_cast<double>(e(ph, t.where, fmt::format("block '{}' phases", t.name))) * es));
+      else tt.units.push_back(tt.bytes);
+      for (const BlockOp& b : t.ops) {
+        const std::string what = fmt::format("op '{}' of block '{}'", b.name, t.name);
+        if (!b.when.empty() && e(b.when, b.where, what + " when") == 0) continue;
+        auto positive = [&](const std::string& x, const char* field) {
+          const int64_t v = e(x, b.where, fmt::format("{} {}", what, field));
+          if (v < 1) throw InputError(b.where, fmt::format("{}: {} comes out {} (must be at least 1)", what, field, v));
+          return v;
+        };
+        Template tp;
+        tp.name = b.name;
+        tp.phase = b.phase;
+        switch (b.kind) {
+          case BlockOp::Kind::Gemm:
+            tp.op = ops::gemm(kCompute, positive(b.m, "m"), positive(b.n, "n"), positive(b.k, "k"), w_.model.dtype == DType::FP8 ? DType::FP8 : DType::BF16);
+            break;
+          case BlockOp::Kind::Attention: {
+            const int64_t heads = positive(b.heads, "heads"), q = positive(b.q, "q"), kv = positive(b.kv, "kv");
+            if (heads > INT32_MAX || q > INT32_MAX || kv > INT32_MAX) throw InputError(b.where, what + ": heads and sequences must fit 32 bits");
+            const AttentionShape a{1, static_cast<int32_t>(heads), static_cast<int32_t>(q), static_cast<int32_t>(kv), w_.model.head_dim,
+                                   w_.attention_backend};
+            tp.op = ops::attention(kCompute, a);
+            break;
+          }
+          case BlockOp::Kind::Memory:
+            tp.op = ops::memory_kernel(kCompute, static_cast<double>(positive(b.bytes, "bytes")));
+            break;
+          case BlockOp::Kind::Collective: {
+            tp.group = b.group == "ulysses" ? Group::Ulysses : b.group == "tp" ? Group::Tp : Group::Cfg;
+            const int size = tp.group == Group::Ulysses ? w_.ulysses : tp.group == Group::Tp ? w_.tp : (w_.cfg == CfgMode::Parallel ? 2 : 1);
+            if (size < 2) continue;  // a group of one rank: nothing to exchange
+            const bool a2a = b.coll == CollKind::AllToAll;
+            tp.op = ops::collective(kCompute, b.coll, -1, positive(b.bytes, "bytes"), a2a ? w_.all_to_all : CollAlgo::Nccl,
+                                    a2a ? w_.comm_dtype : DType::BF16);
+            tp.op.channels = w_.channels;
+            break;
+          }
+        }
+        tt.ops.push_back(std::move(tp));
+      }
+      types_.push_back(std::move(tt));
+    }
+    for (const BlockInstance& b : block_sequence(spec, vars_)) seq_.push_back(static_cast<int>(b.type - spec.blocks.data()));
+  }
 
   int event(const std::string& name) { return b_.event(name); }
-
-  // Generated ops carry no source location (a file name per op would cost an
-  // allocation each); errors name the rank and op index instead.
-  void kernel_gemm(std::vector<Op>& ops, const std::string& name, int64_t m, int64_t n, int64_t k) {
-    ops.push_back(ops::gemm(kCompute, m, n, k, w_.model.dtype == DType::FP8 ? DType::FP8 : DType::BF16, name));
-  }
-  void kernel_mem(std::vector<Op>& ops, const std::string& name, double bytes) { ops.push_back(ops::memory_kernel(kCompute, bytes, name)); }
-  void kernel_attn(std::vector<Op>& ops, const std::string& name, int64_t heads, int64_t sq, int64_t skv) {
-    const AttentionShape a{1, static_cast<int32_t>(heads), static_cast<int32_t>(sq), static_cast<int32_t>(skv), w_.model.head_dim, w_.attention_backend};
-    ops.push_back(ops::attention(kCompute, a, name));
-  }
-  void a2a(std::vector<Op>& ops, int rank, const std::string& name, Bytes bytes) {
-    if (w_.ulysses == 1) return;
-    Op op = ops::collective(kCompute, CollKind::AllToAll, rank / w_.ulysses /* sp{c} */, bytes, w_.all_to_all, w_.comm_dtype, name);
-    op.channels = w_.channels;
-    ops.push_back(std::move(op));
-  }
   void marker(std::vector<Op>& ops, const std::string& name) { ops.push_back(ops::marker(kCompute, name)); }
 
-  // One DiT block's compute and Ulysses communication on this rank.
-  void block(std::vector<Op>& ops, int rank, const std::string& tag) {
-    const int64_t S = w_.tokens, Sl = S / w_.ulysses, h = w_.model.hidden, f = w_.model.ffn;
-    const double e = dtype_bytes(DType::BF16);
-    const double act = static_cast<double>(Sl) * static_cast<double>(h) * e;
-    kernel_mem(ops, tag + " norm1", 2 * act);
-    kernel_gemm(ops, tag + " qkv", Sl, 3 * h, h);
-    kernel_mem(ops, tag + " rope", 4 * act);
-    const Bytes t = w_.a2a_tensor_bytes();
-    if (w_.attention_comm == 4) {
-      a2a(ops, rank, tag + " a2a q", t);
-      a2a(ops, rank, tag + " a2a k", t);
-      a2a(ops, rank, tag + " a2a v", t);
-    } else {
-      a2a(ops, rank, tag + " a2a qkv", 3 * t);
+  // Block l of a forward on this rank, its ops in sub-layer order (`phase`
+  // offload runs them one sub-layer at a time): parts[p] gets phase p's.
+  void block(std::vector<std::vector<Op>>& parts, int rank, int l) {
+    const std::string tag = fmt::format("l{}", l);
+    const TypeTemplate& tt = types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])];
+    for (const Template& t : tt.ops) {
+      Op op = t.op;
+      op.label = tag + " " + t.name;
+      if (t.group != Group::None)
+        op.group = t.group == Group::Ulysses ? sp_of_[static_cast<size_t>(rank)] : t.group == Group::Tp ? tp_of_[static_cast<size_t>(rank)]
+                                                                                                         : cfg_of_[static_cast<size_t>(rank)];
+      parts[parts.size() == 1 ? 0 : static_cast<size_t>(t.phase)].push_back(std::move(op));
     }
-    kernel_attn(ops, tag + " self-attn", w_.model.heads / w_.ulysses, S, S);
-    a2a(ops, rank, tag + " a2a out", t);
-    kernel_gemm(ops, tag + " out", Sl, h, h);
-    kernel_mem(ops, tag + " norm3", 2 * act);
-    kernel_gemm(ops, tag + " cross q", Sl, h, h);
-    kernel_gemm(ops, tag + " cross kv", w_.model.text_tokens, 2 * h, h);
-    kernel_attn(ops, tag + " cross-attn", w_.model.heads, Sl, w_.model.text_tokens);
-    kernel_gemm(ops, tag + " cross out", Sl, h, h);
-    kernel_mem(ops, tag + " norm2", 2 * act);
-    kernel_gemm(ops, tag + " ffn up", Sl, f, h);
-    kernel_mem(ops, tag + " gelu", 2.0 * static_cast<double>(Sl) * static_cast<double>(f) * e);
-    kernel_gemm(ops, tag + " ffn down", Sl, h, f);
-    kernel_mem(ops, tag + " residual", 3 * act);
   }
+  void block(std::vector<Op>& ops, int rank, int l) {
+    std::vector<std::vector<Op>> one(1);
+    one[0].swap(ops);
+    block(one, rank, l);
+    ops.swap(one[0]);
+  }
+  Bytes layer_bytes(int l) const { return types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].bytes; }
 
   int expert_of(int fwd) const {
     if (w_.model.experts < 2) return 0;
@@ -291,20 +419,20 @@ class Gen {
   void sync(std::vector<Op>& ops, int stream) { ops.push_back(ops::stream_sync(stream)); }
 
   std::string layer_name(int g) const {  // g: global layer index over all forwards
-    const int L = w_.model.blocks;
+    const int L = static_cast<int>(seq_.size());
     return fmt::format("e{}.f{}.l{}", expert_of(g / L), g / L, g % L);  // <= 15 chars up to 999 forwards
   }
 
   void program(int rank) {
     std::vector<Op> ops;
-    const int L = w_.model.blocks, F = w_.forwards_per_rank();
+    const int L = static_cast<int>(seq_.size()), F = w_.forwards_per_rank();
     reserve_huge(ops, static_cast<size_t>(F) * static_cast<size_t>(L) * 30 + 100);
-    const Bytes lb = w_.model.block_bytes();
     const int total = F * L;
     const bool cfg_par = w_.cfg == CfgMode::Parallel;
+    const int UT = w_.ulysses * w_.tp;
     auto fwd_marker = [&](int f) {
       const int step = w_.cfg == CfgMode::Serial ? f / 2 : f;
-      const std::string cond = w_.cfg == CfgMode::Serial ? (f % 2 ? "uncond" : "cond") : (cfg_par ? (rank < w_.ulysses ? "cond" : "uncond") : "cond");
+      const std::string cond = w_.cfg == CfgMode::Serial ? (f % 2 ? "uncond" : "cond") : (cfg_par ? (rank < UT ? "cond" : "uncond") : "cond");
       marker(ops, fmt::format("step {} {}", step, cond));
     };
     auto end_of_step = [&](int f) {
@@ -312,17 +440,16 @@ class Gen {
       if (!last_of_step || !cfg_par) return;
       // CFG-parallel: combine the two predictions (the latent, fp32).
       const Bytes latent = 2 * 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4 / w_.ulysses;
-      ops.push_back(ops::collective(kCompute, CollKind::AllGather, groups_ - w_.ulysses + rank % w_.ulysses, latent,
-                                    CollAlgo::Nccl, DType::FP32, "cfg gather"));
+      ops.push_back(ops::collective(kCompute, CollKind::AllGather, cfg_of_[static_cast<size_t>(rank)], latent, CollAlgo::Nccl, DType::FP32, "cfg gather"));
     };
 
     switch (w_.offload) {
       case OffloadPolicy::None: {
         for (int e = 0; e < w_.model.experts; ++e)
-          for (int l = 0; l < L; ++l) alloc(ops, fmt::format("e{}.l{}", e, l), lb);
+          for (int l = 0; l < L; ++l) alloc(ops, fmt::format("e{}.l{}", e, l), layer_bytes(l));
         for (int f = 0; f < F; ++f) {
           fwd_marker(f);
-          for (int l = 0; l < L; ++l) block(ops, rank, fmt::format("l{}", l));
+          for (int l = 0; l < L; ++l) block(ops, rank, l);
           end_of_step(f);
         }
         sync(ops, kCompute);
@@ -336,8 +463,8 @@ class Gen {
           if (prefetched[g]) return;  // already on the GPU or on its way (the wrap-around overlaps)
           prefetched[g] = 1;
           const std::string n = layer_name(g);
-          alloc(ops, n, lb);
-          copy(ops, kCopy, "h2d " + n, lb, true);
+          alloc(ops, n, layer_bytes(g % L));
+          copy(ops, kCopy, "h2d " + n, layer_bytes(g % L), true);
           record(ops, kCopy, event(n));
         };
         if (P > 0) {
@@ -349,8 +476,8 @@ class Gen {
             const int g = f * L + l;
             const std::string n = layer_name(g);
             if (P == 0) {  // the old path: a blocking .to() per layer
-              alloc(ops, n, lb);
-              copy(ops, kCompute, "h2d " + n, lb, false);
+              alloc(ops, n, layer_bytes(l));
+              copy(ops, kCompute, "h2d " + n, layer_bytes(l), false);
             } else {
               if (l % P == 0) {
                 wait_stream(ops, kCopy, kCompute);  // copy_stream.wait_stream(compute)
@@ -358,7 +485,7 @@ class Gen {
               }
               wait_event(ops, kCompute, event(n));
             }
-            block(ops, rank, fmt::format("l{}", l));
+            block(ops, rank, l);
             free_(ops, n);
           }
           end_of_step(f);
@@ -368,43 +495,35 @@ class Gen {
       }
       case OffloadPolicy::Block:
       case OffloadPolicy::Phase: {
-        // Two GPU buffers; the next unit is copied while this one computes;
-        // the host synchronises both streams after every unit.
-        const bool phase = w_.offload == OffloadPolicy::Phase;
-        const double h = static_cast<double>(w_.model.hidden), ff = static_cast<double>(w_.model.ffn);
-        const double es = dtype_bytes(w_.model.dtype);
-        const std::vector<Bytes> units = phase ? std::vector<Bytes>{static_cast<Bytes>(4 * h * h * es), static_cast<Bytes>(4 * h * h * es),
-                                                                    static_cast<Bytes>(2 * h * ff * es)}
-                                               : std::vector<Bytes>{lb};
+        // Two GPU buffers; the next unit (a block, or with `phase` a
+        // sub-layer) is copied while this one computes; the host
+        // synchronises both streams after every unit.
         Bytes largest = 0;
-        for (Bytes b : units) largest = std::max(largest, b);
+        for (const TypeTemplate& tt : types_)
+          for (Bytes b : tt.units) largest = std::max(largest, b);
+        // Units of a forward in order: (block, part).
+        std::vector<std::pair<int, int>> units;
+        for (int l = 0; l < L; ++l)
+          for (int u = 0; u < static_cast<int>(types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].units.size()); ++u) units.emplace_back(l, u);
+        auto unit_bytes = [&](size_t i) {
+          const auto [l, u] = units[i % units.size()];
+          return types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].units[static_cast<size_t>(u)];
+        };
         alloc(ops, "buffer0", largest);
         alloc(ops, "buffer1", largest);
-        copy(ops, kCopy, "h2d first", units[0], true);
+        copy(ops, kCopy, "h2d first", unit_bytes(0), true);
         sync(ops, kCopy);
-        const int per_block = static_cast<int>(units.size());
-        const int count = total * per_block;
+        const size_t count = static_cast<size_t>(F) * units.size();
         for (int f = 0; f < F; ++f) {
           fwd_marker(f);
           for (int l = 0; l < L; ++l) {
-            std::vector<Op> body;
-            block(body, rank, fmt::format("l{}", l));
-            // Split the block's ops into its phases: self-attn, cross-attn, FFN.
-            std::vector<std::vector<Op>> parts(per_block);
-            for (const Op& op : body) {
-              int p = 0;
-              if (phase) {
-                if (op.label.find("norm3") != std::string::npos || op.label.find("cross") != std::string::npos) p = 1;
-                if (op.label.find("norm2") != std::string::npos || op.label.find("ffn") != std::string::npos ||
-                    op.label.find("gelu") != std::string::npos || op.label.find("residual") != std::string::npos)
-                  p = 2;
-              }
-              parts[p].push_back(op);
-            }
+            const int per_block = static_cast<int>(types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].units.size());
+            std::vector<std::vector<Op>> parts(static_cast<size_t>(per_block));
+            block(parts, rank, l);
             for (int u = 0; u < per_block; ++u) {
-              const int idx = (f * L + l) * per_block + u;
-              if (idx + 1 < count) copy(ops, kCopy, fmt::format("h2d f{}.l{}.{}", f, l, (u + 1) % per_block), units[(u + 1) % per_block], true);
-              for (Op& op : parts[u]) ops.push_back(std::move(op));
+              const size_t here = unit_index(units, l, u) + static_cast<size_t>(f) * units.size();
+              if (here + 1 < count) copy(ops, kCopy, fmt::format("h2d f{}.l{}.{}", f, l, (u + 1) % per_block), unit_bytes(here + 1), true);
+              for (Op& op : parts[static_cast<size_t>(u)]) ops.push_back(std::move(op));
               sync(ops, kCompute);
               sync(ops, kCopy);
             }
@@ -419,9 +538,16 @@ class Gen {
     b_.program(rank) = std::move(ops);
   }
 
+  static size_t unit_index(const std::vector<std::pair<int, int>>& units, int l, int u) {
+    return static_cast<size_t>(std::lower_bound(units.begin(), units.end(), std::make_pair(l, u)) - units.begin());
+  }
+
   const DitWorkload& w_;
   ScheduleBuilder b_;
-  int groups_ = 0;
+  RepeatVars vars_;
+  std::vector<TypeTemplate> types_;
+  std::vector<int> seq_;  // block l of a forward -> its type
+  std::vector<int> sp_of_, tp_of_, cfg_of_;  // rank -> its group of that kind, or -1
 };
 
 }  // namespace

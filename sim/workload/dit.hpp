@@ -1,6 +1,7 @@
-// Video-DiT inference workloads (Wan2.1 / Wan2.2 14B and custom dims),
-// expanded into a Schedule: one program per rank with the kernels,
-// all-to-alls and weight copies of every denoising step. docs/formats/workload.md.
+// Inference workloads of a model written as blocks (Wan2.1 / Wan2.2 14B and
+// custom dims, Flux.1, HunyuanVideo, Llama-style decoders, or blocks of the
+// user's own), expanded into a Schedule: one program per rank with the
+// kernels, collectives and weight copies of every step. docs/formats/workload.md.
 #pragma once
 
 #include <string>
@@ -9,6 +10,7 @@
 #include "core/units.hpp"
 #include "gpu/params.hpp"
 #include "schedule/schedule.hpp"
+#include "workload/blocks.hpp"
 
 namespace YAML {
 class Node;
@@ -20,7 +22,9 @@ enum class OffloadPolicy { None, Blocking, Layerwise, Block, Phase };
 enum class CfgMode { None, Serial, Parallel };
 
 struct DitModel {
-  std::string preset;        // "wan2.1-14b", "wan2.2-14b" or "custom"
+  std::string preset;        // "wan2.1-14b", "wan2.2-14b", "custom" (Wan-shaped), a block preset, or "blocks" (the file's own)
+  BlockModel spec;           // what a forward runs, block by block
+  // Wan-shaped models: the dims the spec is written from.
   int blocks = 40;
   int64_t hidden = 5120;
   int64_t ffn = 13824;
@@ -30,8 +34,7 @@ struct DitModel {
   int experts = 1;           // Wan2.2: 2 (high-noise, low-noise)
   double boundary = 0.875;   // fraction of steps on the first expert (Wan2.2)
   DType dtype = DType::BF16;
-  [[nodiscard]] double params_per_block() const;  // 8 h^2 + 2 h f
-  [[nodiscard]] Bytes block_bytes() const;
+  [[nodiscard]] bool wan_shaped() const { return preset == "wan2.1-14b" || preset == "wan2.2-14b" || preset == "custom"; }
 };
 
 struct DitWorkload {
@@ -45,6 +48,7 @@ struct DitWorkload {
   int steps = 40;
   CfgMode cfg = CfgMode::Serial;
   int ulysses = 1;
+  int tp = 1;                // tensor-parallel degree (groups tp{i} of consecutive ranks)
   int attention_comm = 4;    // 4 all-to-alls (q, k, v, out) or 2 (packed qkv, out)
   CollAlgo all_to_all = CollAlgo::Nccl;
   DType comm_dtype = DType::BF16;
@@ -56,11 +60,14 @@ struct DitWorkload {
   RuntimeSettings runtime;
   ModelParams params;        // compute efficiencies and overheads (defaults, or the workload's 'compute:')
 
-  [[nodiscard]] int ranks() const { return ulysses * (cfg == CfgMode::Parallel ? 2 : 1); }
+  [[nodiscard]] int ranks() const { return ulysses * tp * (cfg == CfgMode::Parallel ? 2 : 1); }
   [[nodiscard]] int forwards_per_rank() const { return steps * (cfg == CfgMode::Serial ? 2 : 1); }
-  /// Bytes one rank sends in one all-to-all buffer for one tensor (nccl-tests size).
-  [[nodiscard]] Bytes a2a_tensor_bytes() const;
+  /// The names the model's expressions see, with this job's values.
+  [[nodiscard]] RepeatVars vars() const;
 };
+
+/// What one forward costs one rank, and the model's parameters.
+ForwardCost workload_cost(const DitWorkload& w);
 
 /// `overrides` are --set key=value pairs ("offload.prefetch_size=3").
 DitWorkload parse_workload_file(const std::string& path, const std::vector<std::string>& overrides = {});

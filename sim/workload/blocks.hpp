@@ -1,0 +1,87 @@
+// A model as blocks of ops whose shapes are integer expressions of the
+// model's dimensions and the job's parallel degrees (docs/formats/workload.md
+// "Any model"). The Wan presets are written in it, and Flux.1, HunyuanVideo
+// and a Llama-style decoder beside them.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "io/repeat.hpp"
+#include "schedule/schedule.hpp"
+
+namespace YAML {
+class Node;
+}
+
+namespace osim {
+
+/// One op of a block, its shape as expressions.
+struct BlockOp {
+  enum class Kind { Gemm, Attention, Memory, Collective };
+  Kind kind = Kind::Gemm;
+  std::string name;
+  std::string m, n, k;          // gemm
+  std::string heads, q, kv;     // attention (its head_dim is the model's)
+  std::string bytes;            // memory kernel (HBM bytes) or collective (bytes per rank, nccl-tests size)
+  CollKind coll = CollKind::AllToAll;
+  std::string group;            // collective: ulysses | tp | cfg
+  std::string when;             // emitted only where this is non-zero ("" = always)
+  int phase = 0;                // offload policy `phase`: the sub-layer it belongs to
+  SourceLocation where;
+};
+
+struct BlockType {
+  std::string name;
+  std::string count;                 // how many of these blocks, in order
+  std::string params;                // parameters of one block held by one rank
+  std::vector<std::string> phases;   // parameters of each sub-layer (offload policy `phase`); empty: one
+  std::vector<BlockOp> ops;
+  SourceLocation where;
+};
+
+/// The model: its dimensions and its blocks in order.
+struct BlockModel {
+  std::map<std::string, int64_t> dims;
+  std::vector<BlockType> blocks;
+};
+
+/// Reads `dims:` (a mapping of names to whole numbers) into `model`.
+void read_block_dims(const std::string& file, const YAML::Node& dims, BlockModel& model);
+/// Reads `blocks:` (a list of block types) into `model`.
+void read_block_types(const std::string& file, const YAML::Node& blocks, BlockModel& model);
+
+/// The names a block's expressions may use beside the model's dims.
+struct JobVars {
+  int64_t tokens = 0, ulysses = 1, tp = 1, attention_comm = 4, comm_bytes = 2, act_bytes = 2;
+};
+/// Every variable an expression sees: dims, the job's, and `local` (tokens / ulysses).
+RepeatVars block_vars(const BlockModel& model, const JobVars& job);
+/// An expression's value; InputError at `where` naming the variables known.
+int64_t eval_block_expr(const std::string& expr, const RepeatVars& vars, const SourceLocation& where, const std::string& what);
+
+/// One block instance as laid out for a rank: its type and its index over all blocks.
+struct BlockInstance {
+  const BlockType* type = nullptr;
+  int index = 0;  // 0 .. total - 1
+};
+/// The blocks of one forward in order (each type `count` times).
+std::vector<BlockInstance> block_sequence(const BlockModel& model, const RepeatVars& vars);
+
+/// What one forward costs one rank: GEMM and attention FLOPs, parameters held.
+struct ForwardCost {
+  double gemm_flops = 0, attention_flops = 0;
+  double params = 0;  // the blocks' parameters on one rank
+  int blocks = 0;
+};
+ForwardCost forward_cost(const BlockModel& model, const RepeatVars& vars);
+
+/// The built-in model presets written as blocks ("flux.1-dev", ...): the YAML
+/// text of a `model:` mapping without `preset:`; nullopt for an unknown name.
+std::optional<std::string> block_preset_text(const std::string& name);
+std::vector<std::string> block_preset_names();
+
+}  // namespace osim

@@ -1,0 +1,131 @@
+// Models written as blocks: each preset's parameters and FLOPs against a
+// hand count of its architecture, tensor parallelism's groups and
+// collectives, a model of the user's own blocks, and bad input.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "workload/dit.hpp"
+
+using namespace osim;
+
+namespace {
+
+DitWorkload workload(const std::string& model, const std::string& rest = "tokens: 4096\n") {
+  return parse_workload_string("name: w\nmodel: " + model + "\n" + rest, "w.yaml");
+}
+
+std::string error_of(const std::string& model, const std::string& rest = "tokens: 4096\n") {
+  try {
+    generate_schedule(workload(model, rest));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+int count_label(const Schedule& s, int rank, const std::string& suffix) {
+  int n = 0;
+  for (const Op& op : *s.programs[static_cast<size_t>(rank)].ops)
+    n += op.label.size() >= suffix.size() && op.label.compare(op.label.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("each preset's parameters and FLOPs per forward are its architecture's hand count") {
+  SUBCASE("Wan2.1 14B: 40 blocks of 8h^2 + 2hf; self-attention over all tokens, cross-attention to 512 text tokens") {
+    const double h = 5120, f = 13824, S = 32760, T = 512;
+    const ForwardCost c = workload_cost(workload("{preset: wan2.1-14b}", "tokens: 32760\n"));
+    CHECK(c.params == 40 * (8 * h * h + 2 * h * f));  // 14.05 B
+    // GEMMs: q,k,v,o + cross q,o over S tokens, cross k,v over the text, FFN up and down.
+    CHECK(c.gemm_flops == doctest::Approx(40 * (2 * S * (4 * h * h + 2 * h * h + 2 * h * f) + 2 * T * 2 * h * h)).epsilon(1e-12));
+    CHECK(c.attention_flops == doctest::Approx(40 * 4 * 40 * (S * S + S * T) * 128).epsilon(1e-12));
+  }
+  SUBCASE("Flux.1-dev: 19 double-stream blocks of 36h^2, 38 single-stream of 15h^2 (11.8 B; 11.9 B with its embedders)") {
+    const double h = 3072, f = 12288, S = 4096, T = 512;
+    const ForwardCost c = workload_cost(workload("{preset: flux.1-dev}"));
+    // Double: per stream adaLN 6h^2, qkv 3h^2, proj h^2, MLP 8h^2. Single: adaLN 3h^2, linear1 7h^2, linear2 5h^2.
+    CHECK(c.params == 19 * 36 * h * h + 38 * 15 * h * h);
+    CHECK(c.params == doctest::Approx(11.834e9).epsilon(1e-3));
+    const double dbl = 2 * (S + T) * (3 * h * h + h * h + 2 * h * f) + 2 * 2 * 6 * h * h;
+    const double sgl = 2 * (S + T) * (h * (3 * h + f) + (h + f) * h) + 2 * 3 * h * h;
+    CHECK(c.gemm_flops == doctest::Approx(19 * dbl + 38 * sgl).epsilon(1e-12));
+    CHECK(c.attention_flops == doctest::Approx(57 * 4 * 24 * (S + T) * (S + T) * 128).epsilon(1e-12));
+  }
+  SUBCASE("HunyuanVideo: 20 dual-stream and 40 single-stream blocks of the same widths (12.5 B; 13 B with refiner and embedders)") {
+    const double h = 3072;
+    CHECK(workload_cost(workload("{preset: hunyuanvideo}")).params == 20 * 36 * h * h + 40 * 15 * h * h);
+  }
+  SUBCASE("Llama-3-8B and 70B: GQA attention, SwiGLU MLP (7.0 B and 68.5 B in the layers; 8.0 B and 70.6 B with the embeddings)") {
+    auto layers = [](double h, double f, double kv, double n) { return n * (h * (h + 2 * kv * 128) + h * h + 3 * h * f); };
+    CHECK(workload_cost(workload("{preset: llama3-8b}")).params == layers(4096, 14336, 8, 32));
+    CHECK(workload_cost(workload("{preset: llama3-70b}")).params == layers(8192, 28672, 8, 80));
+    // Tensor parallel 8: each rank holds an eighth and does an eighth of the GEMMs; causal attention is half of full.
+    const ForwardCost c = workload_cost(workload("{preset: llama3-70b}", "tokens: 8192\nparallelism: {tp: 8}\n"));
+    CHECK(c.params == layers(8192, 28672, 8, 80) / 8);
+    CHECK(c.gemm_flops == doctest::Approx(2 * 8192 * layers(8192, 28672, 8, 80) / 8).epsilon(1e-12));
+    CHECK(c.attention_flops == doctest::Approx(80 * 4 * (64 / 8) * (8192 / 2) * 8192.0 * 128).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("tensor parallelism: groups of consecutive ranks, two all-reduces a layer, Ulysses groups across them") {
+  const Schedule s = generate_schedule(workload("{preset: llama3-8b, dims: {layers: 2}}", "tokens: 4096\nparallelism: {tp: 2, ulysses: 2}\n"));
+  REQUIRE(s.ranks() == 4);
+  REQUIRE(s.groups.size() == 4);
+  CHECK(s.groups[0].name == "sp0.0");
+  CHECK(s.groups[0].ranks == std::vector<int>{0, 2});
+  CHECK(s.groups[1].ranks == std::vector<int>{1, 3});
+  CHECK(s.groups[2].name == "tp0");
+  CHECK(s.groups[2].ranks == std::vector<int>{0, 1});
+  CHECK(s.groups[3].ranks == std::vector<int>{2, 3});
+  for (int r = 0; r < 4; ++r) {
+    CHECK(count_label(s, r, " tp attn") == 2);
+    CHECK(count_label(s, r, " a2a q") == 2);
+  }
+  const Op* ar = nullptr;
+  for (const Op& op : *s.programs[3].ops)
+    if (op.label == "l1 tp mlp") ar = &op;
+  REQUIRE(ar);
+  CHECK(ar->coll == CollKind::AllReduce);
+  CHECK(ar->group == 3);                  // tp1: ranks 2 and 3
+  CHECK(ar->bytes == 2048LL * 4096 * 2);  // the local tokens' activations, bf16
+  // Without tensor parallelism the all-reduces are not there at all.
+  CHECK(count_label(generate_schedule(workload("{preset: llama3-8b, dims: {layers: 2}}")), 0, " tp attn") == 0);
+}
+
+TEST_CASE("a model of the user's own blocks") {
+  const std::string model = R"({dims: {hidden: 1024, heads: 8, head_dim: 128, depth: 3},
+  blocks: [{name: b, count: depth, params: 4*hidden*hidden, ops: [
+    {gemm: qkv, m: local, n: 3*hidden, k: hidden},
+    {all_to_all: a2a, group: ulysses, bytes: local*hidden*comm_bytes},
+    {attention: attn, heads: heads/ulysses, q: tokens, kv: tokens},
+    {memory: norm, bytes: 2*local*hidden*act_bytes, when: depth > 5}]}]})";
+  const DitWorkload w = workload(model, "tokens: 4096\nparallelism: {ulysses: 2}\noffload: {policy: layerwise, prefetch_size: 1}\n");
+  CHECK(w.model.preset == "blocks");
+  CHECK(w.steps == 40);
+  const Schedule s = generate_schedule(w);
+  CHECK(count_label(s, 0, " qkv") == 3 * 80);  // 3 blocks, 40 steps x 2 forwards (CFG serial)
+  CHECK(count_label(s, 0, " norm") == 0);      // `when` false
+  for (const Op& op : *s.programs[0].ops)
+    if (op.label == "h2d e0.f0.l0") CHECK(op.bytes == 4LL * 1024 * 1024 * 2);
+  // Errors name the file, line and the names known.
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: locl, n: 1, k: 1}]}]}")
+            .find("w.yaml:2:") != std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: locl, n: 1, k: 1}]}]}")
+            .find("unknown variable 'locl'") != std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: 1, n: 1, k: 1, bytes: 3}]}]}")
+            .find("does not apply to a gemm op") != std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, memory: m, m: 1, n: 1, k: 1}]}]}")
+            .find("exactly one of") != std::string::npos);
+  CHECK(error_of("{dims: {tokens: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{memory: m, bytes: 1}]}]}").find("is the job's") !=
+        std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{attention: a, heads: 1, q: 1, kv: 1}]}]}")
+            .find("head_dim") != std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: hidden - 8, n: 1, k: 1}]}]}")
+            .find("comes out 0") != std::string::npos);
+  CHECK(error_of("{preset: wan2.1-14b}", "tokens: 4096\nparallelism: {tp: 2}\n").find("no tensor-parallel split") != std::string::npos);
+  CHECK(error_of("{preset: llama3-8b}", "tokens: 4096\nparallelism: {tp: 3}\n").find("must divide the 32 attention heads") != std::string::npos);
+  CHECK(error_of("{preset: flux.1-dev, hidden: 1024}").find("set it under dims:") != std::string::npos);
+  CHECK(error_of("{preset: flux.1-dev, blocks: 3}").find("block counts are dims") != std::string::npos);
+}
