@@ -28,7 +28,9 @@ std::string headline(const DitWorkload& w, const std::string& topo) {
   const bool from_video = w.tokens == ((w.frames - 1) / 4 + 1) * (w.height / 16) * (w.width / 16);
   const std::string size = from_video ? fmt::format("{}x{}x{} ({} tokens)", w.width, w.height, w.frames, w.tokens) : fmt::format("{} tokens", w.tokens);
   std::string line = fmt::format("{}: {} {}, {} steps, CFG {}, Ulysses {} ({}, {} all-to-alls/layer, {}){}, offload {}, on {}{}", w.name,
-                                 w.model.preset, size, w.steps, cfg, w.ulysses, to_string(w.all_to_all), w.attention_comm,
+                                 w.model.preset, size, w.steps, cfg,
+                                 w.ring > 1 ? fmt::format("{} x ring {}", w.ulysses, w.ring) : std::to_string(w.ulysses), to_string(w.all_to_all),
+                                 w.attention_comm,
                                  to_string(w.comm_dtype), w.tp > 1 ? fmt::format(", tensor parallel {}", w.tp) : "", off, topo,
                                  w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "");
   // What the model amounts to on one rank: blocks, weights, work per forward.

@@ -18,7 +18,7 @@ bool valid_name(const std::string& s) {
   return true;
 }
 
-const std::vector<std::string> kJobNames = {"tokens", "ulysses", "tp", "attention_comm", "comm_bytes", "act_bytes", "local"};
+const std::vector<std::string> kJobNames = {"tokens", "ulysses", "ring", "tp", "attention_comm", "comm_bytes", "act_bytes", "local"};
 
 // An expression as written: a number or a string ("3*hidden").
 std::string expr_of(const MapReader& m, const std::string& key) {
@@ -38,7 +38,7 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
                                                                       {"all_reduce", CollKind::AllReduce}};
   MapReader r(file, node, "block op",
               {"gemm", "attention", "memory", "all_to_all", "all_gather", "reduce_scatter", "all_reduce", "m", "n", "k", "heads", "q", "kv",
-               "bytes", "group", "when", "phase"});
+               "bytes", "group", "when", "phase", "ring"});
   BlockOp op;
   op.where = location_of(file, node);
   int kinds = 0;
@@ -85,6 +85,10 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
       break;
   }
   op.when = opt_expr_of(r, "when").value_or("");
+  if (r.has("ring")) {
+    if (op.kind != BlockOp::Kind::Attention) r.fail("ring", "marks the sequence-parallel attention; it applies to attention ops");
+    op.ring = r.boolean("ring", false);
+  }
   if (auto p = r.opt_int32("phase")) {
     if (*p < 0 || *p > 15) r.fail("phase", "is the op's sub-layer, 0..15");
     op.phase = *p;
@@ -150,11 +154,12 @@ RepeatVars block_vars(const BlockModel& model, const JobVars& job) {
   RepeatVars v(model.dims.begin(), model.dims.end());
   v["tokens"] = job.tokens;
   v["ulysses"] = job.ulysses;
+  v["ring"] = job.ring;
   v["tp"] = job.tp;
   v["attention_comm"] = job.attention_comm;
   v["comm_bytes"] = job.comm_bytes;
   v["act_bytes"] = job.act_bytes;
-  v["local"] = job.tokens / job.ulysses;
+  v["local"] = job.tokens / (job.ulysses * job.ring);
   return v;
 }
 
@@ -188,7 +193,9 @@ ForwardCost forward_cost(const BlockModel& model, const RepeatVars& vars) {
       if (!op.when.empty() && eval_block_expr(op.when, vars, op.where, fmt::format("op '{}' when", op.name)) == 0) continue;
       auto e = [&](const std::string& x) { return static_cast<double>(eval_block_expr(x, vars, op.where, fmt::format("op '{}'", op.name))); };
       if (op.kind == BlockOp::Kind::Gemm) c.gemm_flops += 2.0 * e(op.m) * e(op.n) * e(op.k);
-      if (op.kind == BlockOp::Kind::Attention) c.attention_flops += 4.0 * e(op.heads) * e(op.q) * e(op.kv) * static_cast<double>(vars.at("head_dim"));
+      // Ring attention: ring steps of q/ring queries over kv/ring keys.
+      const double ring = op.ring ? static_cast<double>(vars.at("ring")) : 1.0;
+      if (op.kind == BlockOp::Kind::Attention) c.attention_flops += 4.0 * e(op.heads) * e(op.q) * e(op.kv) * static_cast<double>(vars.at("head_dim")) / ring;
     }
   }
   return c;
@@ -215,7 +222,7 @@ blocks:
       - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
       - {all_to_all: a2a v, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
       - {all_to_all: a2a qkv, group: ulysses, bytes: 3*local*hidden*comm_bytes, when: attention_comm == 2}
-      - {attention: self-attn, heads: heads/ulysses, q: tokens, kv: tokens}
+      - {attention: self-attn, heads: heads/ulysses, q: tokens, kv: tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
       - {gemm: out, m: local, n: hidden, k: hidden}
       - {memory: norm3, bytes: 2*local*hidden*act_bytes, phase: 1}
@@ -250,7 +257,7 @@ constexpr const char* kMmdit = R"(blocks:
       - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
       - {all_to_all: a2a v, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
       - {all_to_all: a2a qkv, group: ulysses, bytes: 3*local*hidden*comm_bytes, when: attention_comm == 2}
-      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens}
+      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
       - {gemm: img proj, m: local, n: hidden, k: hidden}
       - {gemm: txt proj, m: text_tokens, n: hidden, k: hidden}
@@ -271,7 +278,7 @@ constexpr const char* kMmdit = R"(blocks:
       - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
       - {all_to_all: a2a v, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
       - {all_to_all: a2a qkv, group: ulysses, bytes: 3*local*hidden*comm_bytes, when: attention_comm == 2}
-      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens}
+      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
       - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes}
       - {gemm: linear2, m: local + text_tokens, n: hidden, k: hidden + ffn}
@@ -293,7 +300,7 @@ constexpr const char* kLlama = R"(blocks:
       - {memory: rope, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
       - {all_to_all: a2a q, group: ulysses, bytes: local*hidden/tp*comm_bytes}
       - {all_to_all: a2a kv, group: ulysses, bytes: 2*local*kv_heads*head_dim/tp*comm_bytes}
-      - {attention: causal-attn, heads: heads/(ulysses*tp), q: tokens/2, kv: tokens}
+      - {attention: causal-attn, heads: heads/(ulysses*tp), q: tokens/2, kv: tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden/tp*comm_bytes}
       - {gemm: out, m: local, n: hidden, k: hidden/tp}
       - {all_reduce: tp attn, group: tp, bytes: local*hidden*act_bytes}

@@ -31,6 +31,7 @@ struct BlockOp {
   std::string group;            // collective: ulysses | tp | cfg
   std::string when;             // emitted only where this is non-zero ("" = always)
   int phase = 0;                // offload policy `phase`: the sub-layer it belongs to
+  bool ring = false;            // attention: the sequence-parallel one ring attention splits (ring > 1)
   SourceLocation where;
 };
 
@@ -56,9 +57,9 @@ void read_block_types(const std::string& file, const YAML::Node& blocks, BlockMo
 
 /// The names a block's expressions may use beside the model's dims.
 struct JobVars {
-  int64_t tokens = 0, ulysses = 1, tp = 1, attention_comm = 4, comm_bytes = 2, act_bytes = 2;
+  int64_t tokens = 0, ulysses = 1, ring = 1, tp = 1, attention_comm = 4, comm_bytes = 2, act_bytes = 2;
 };
-/// Every variable an expression sees: dims, the job's, and `local` (tokens / ulysses).
+/// Every variable an expression sees: dims, the job's, and `local` (tokens / (ulysses x ring)).
 RepeatVars block_vars(const BlockModel& model, const JobVars& job);
 /// An expression's value; InputError at `where` naming the variables known.
 int64_t eval_block_expr(const std::string& expr, const RepeatVars& vars, const SourceLocation& where, const std::string& what);

@@ -33,6 +33,7 @@ RepeatVars DitWorkload::vars() const {
   JobVars j;
   j.tokens = tokens;
   j.ulysses = ulysses;
+  j.ring = ring;
   j.tp = tp;
   j.attention_comm = attention_comm;
   j.comm_bytes = static_cast<int64_t>(dtype_bytes(comm_dtype));
@@ -158,7 +159,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
   }
   if (auto c = top.opt_choice("cfg", {"none", "serial", "parallel"})) w.cfg = *c == "none" ? CfgMode::None : *c == "serial" ? CfgMode::Serial : CfgMode::Parallel;
   if (top.has("parallelism")) {
-    MapReader p(file, top.get("parallelism"), "parallelism", {"ulysses", "tp", "attention_comm", "all_to_all", "comm_dtype", "channels"});
+    MapReader p(file, top.get("parallelism"), "parallelism", {"ulysses", "ring", "tp", "attention_comm", "all_to_all", "comm_dtype", "channels"});
     if (auto u = p.opt_int32("ulysses")) {
       if (*u < 1) p.fail("ulysses", "must be at least 1");
       w.ulysses = static_cast<int>(*u);
@@ -171,7 +172,11 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
         p.fail("tp", fmt::format("ulysses x tp = {} must divide the {} attention heads", w.ulysses * w.tp, w.model.heads));
       if (w.tp > 1 && w.model.wan_shaped()) p.fail("tp", "the Wan blocks have no tensor-parallel split: write the model's blocks (docs/formats/workload.md)");
     }
-    if (static_cast<int64_t>(w.ulysses) * w.tp > 65536) p.fail_here("ulysses x tp is more than 65,536 ranks");
+    if (auto g = p.opt_int32("ring")) {
+      if (*g < 1) p.fail("ring", "must be at least 1");
+      w.ring = static_cast<int>(*g);
+    }
+    if (static_cast<int64_t>(w.ulysses) * w.ring * w.tp > 65536) p.fail_here("ulysses x ring x tp is more than 65,536 ranks");
     if (auto a = p.opt_int32("attention_comm")) {
       if (*a != 2 && *a != 4) p.fail("attention_comm", "is 4 (q, k, v, out) or 2 (packed qkv, out)");
       w.attention_comm = static_cast<int>(*a);
@@ -184,6 +189,8 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     }
   }
   if (w.tokens % w.ulysses) top.fail_here(fmt::format("{} tokens do not split evenly over Ulysses degree {}", w.tokens, w.ulysses));
+  if (w.tokens % (static_cast<int64_t>(w.ulysses) * w.ring))
+    top.fail_here(fmt::format("{} tokens do not split evenly over ulysses x ring = {}", w.tokens, static_cast<int64_t>(w.ulysses) * w.ring));
   // Every expression of the model, evaluated once here: errors name the file before anything runs.
   const ForwardCost cost = workload_cost(w);
   const int total_blocks = cost.blocks;
@@ -261,21 +268,32 @@ class Gen {
     s.runtime = w.runtime;
     b_.stream("compute");
     b_.stream("copy");
-    // Rank (c * U + u) * T + t: CFG half c, Ulysses rank u, tensor-parallel rank t.
-    const int U = w.ulysses, T = w.tp, R = w.ranks();
+    // Rank ((c * G + g) * U + u) * T + t: CFG half c, ring rank g, Ulysses
+    // rank u, tensor-parallel rank t.
+    const int U = w.ulysses, G = w.ring, T = w.tp, R = w.ranks();
+    if (G > 1) {
+      b_.stream("ring send");
+      b_.stream("ring recv");
+      for (int i = 0; i + 1 < G; ++i) ring_events_.push_back(b_.event(fmt::format("ring{}", i)));
+    }
+    auto rank_of = [&](int c, int g, int u, int t) { return ((c * G + g) * U + u) * T + t; };
     sp_of_.assign(static_cast<size_t>(R), -1);
     tp_of_.assign(static_cast<size_t>(R), -1);
     cfg_of_.assign(static_cast<size_t>(R), -1);
+    ring_next_.assign(static_cast<size_t>(R), -1);
+    ring_prev_.assign(static_cast<size_t>(R), -1);
+    const int halves = R / (G * U * T);
     int groups = 0;
-    for (int c = 0; c < R / (U * T); ++c)
-      for (int t = 0; t < T; ++t) {
-        std::vector<int> ranks;
-        for (int u = 0; u < U; ++u) ranks.push_back((c * U + u) * T + t);
-        if (U < 2) continue;
-        b_.group(T == 1 ? fmt::format("sp{}", c) : fmt::format("sp{}.{}", c, t), ranks);
-        for (int r : ranks) sp_of_[static_cast<size_t>(r)] = groups;
-        ++groups;
-      }
+    for (int c = 0; c < halves; ++c)
+      for (int g = 0; g < G; ++g)
+        for (int t = 0; t < T; ++t) {
+          if (U < 2) continue;
+          std::vector<int> ranks;
+          for (int u = 0; u < U; ++u) ranks.push_back(rank_of(c, g, u, t));
+          b_.group(fmt::format("sp{}{}{}", c, G > 1 ? fmt::format(".r{}", g) : "", T > 1 ? fmt::format(".{}", t) : ""), ranks);
+          for (int r : ranks) sp_of_[static_cast<size_t>(r)] = groups;
+          ++groups;
+        }
     if (T > 1)
       for (int cu = 0; cu < R / T; ++cu) {
         std::vector<int> ranks;
@@ -284,10 +302,17 @@ class Gen {
         for (int r : ranks) tp_of_[static_cast<size_t>(r)] = groups;
         ++groups;
       }
+    for (int c = 0; c < halves; ++c)
+      for (int g = 0; g < G; ++g)
+        for (int u = 0; u < U; ++u)
+          for (int t = 0; t < T; ++t) {
+            ring_next_[static_cast<size_t>(rank_of(c, g, u, t))] = rank_of(c, (g + 1) % G, u, t);
+            ring_prev_[static_cast<size_t>(rank_of(c, g, u, t))] = rank_of(c, (g + G - 1) % G, u, t);
+          }
     if (w.cfg == CfgMode::Parallel)
-      for (int i = 0; i < U * T; ++i) {
-        b_.group(fmt::format("cfg{}", i), {i, i + U * T});
-        cfg_of_[static_cast<size_t>(i)] = cfg_of_[static_cast<size_t>(i + U * T)] = groups++;
+      for (int i = 0; i < G * U * T; ++i) {
+        b_.group(fmt::format("cfg{}", i), {i, i + G * U * T});
+        cfg_of_[static_cast<size_t>(i)] = cfg_of_[static_cast<size_t>(i + G * U * T)] = groups++;
       }
     build_templates();
   }
@@ -295,7 +320,7 @@ class Gen {
   Schedule run() {
     // Without CFG-parallel or tensor parallelism every rank runs the same
     // program (Ulysses ranks differ only in their data): generate it once and share it.
-    const bool same = w_.cfg != CfgMode::Parallel && w_.tp == 1;
+    const bool same = w_.cfg != CfgMode::Parallel && w_.tp == 1 && w_.ring == 1;
     for (int r = 0; r < w_.ranks(); ++r) {
       if (same && r > 0) b_.share_program(r, 0);
       else program(r);
@@ -304,7 +329,7 @@ class Gen {
   }
 
  private:
-  static constexpr int kCompute = 0, kCopy = 1;
+  static constexpr int kCompute = 0, kCopy = 1, kRingSend = 2, kRingRecv = 3;
   enum class Group : uint8_t { None, Ulysses, Tp, Cfg };
 
   // A block type's ops evaluated once (the job's values never change), ready
@@ -314,6 +339,10 @@ class Gen {
     std::string name;
     Group group = Group::None;
     int phase = 0;
+    // Ring attention (ring > 1): `op` is one of its ring steps' chunks; each
+    // step but the last passes kv_bytes of K and V on to the next ring rank.
+    bool ring = false;
+    Bytes kv_bytes = 0;
   };
   struct TypeTemplate {
     std::vector<Template> ops;
@@ -351,9 +380,13 @@ class Gen {
           case BlockOp::Kind::Attention: {
             const int64_t heads = positive(b.heads, "heads"), q = positive(b.q, "q"), kv = positive(b.kv, "kv");
             if (heads > INT32_MAX || q > INT32_MAX || kv > INT32_MAX) throw InputError(b.where, what + ": heads and sequences must fit 32 bits");
-            const AttentionShape a{1, static_cast<int32_t>(heads), static_cast<int32_t>(q), static_cast<int32_t>(kv), w_.model.head_dim,
+            const int64_t G = b.ring ? w_.ring : 1;
+            if (q < G || kv < G) throw InputError(b.where, fmt::format("{}: {} queries and {} keys do not split over ring degree {}", what, q, kv, G));
+            const AttentionShape a{1, static_cast<int32_t>(heads), static_cast<int32_t>(q / G), static_cast<int32_t>(kv / G), w_.model.head_dim,
                                    w_.attention_backend};
             tp.op = ops::attention(kCompute, a);
+            tp.ring = G > 1;
+            tp.kv_bytes = 2 * (kv / G) * heads * w_.model.head_dim * 2;  // K and V, bf16
             break;
           }
           case BlockOp::Kind::Memory:
@@ -386,12 +419,41 @@ class Gen {
     const std::string tag = fmt::format("l{}", l);
     const TypeTemplate& tt = types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])];
     for (const Template& t : tt.ops) {
+      std::vector<Op>& part = parts[parts.size() == 1 ? 0 : static_cast<size_t>(t.phase)];
+      if (t.ring) {
+        ring_attention(part, rank, t, tag + " " + t.name);
+        continue;
+      }
       Op op = t.op;
       op.label = tag + " " + t.name;
       if (t.group != Group::None)
         op.group = t.group == Group::Ulysses ? sp_of_[static_cast<size_t>(rank)] : t.group == Group::Tp ? tp_of_[static_cast<size_t>(rank)]
                                                                                                          : cfg_of_[static_cast<size_t>(rank)];
-      parts[parts.size() == 1 ? 0 : static_cast<size_t>(t.phase)].push_back(std::move(op));
+      part.push_back(std::move(op));
+    }
+  }
+  // Ring attention: at step i the rank computes its queries against the K/V
+  // chunk it holds while it sends that chunk to the next ring rank and
+  // receives the next one from the previous (send and receive on streams of
+  // their own, as a batched isend/irecv); step i + 1 waits for the receive.
+  void ring_attention(std::vector<Op>& part, int rank, const Template& t, const std::string& label) {
+    const int G = w_.ring;
+    for (int i = 0; i < G; ++i) {
+      if (i + 1 < G) {
+        if (i == 0) part.push_back(ops::wait_stream(kRingSend, kCompute));  // its own K/V are ready
+        else part.push_back(ops::wait_event(kRingSend, ring_events_[static_cast<size_t>(i - 1)]));
+        Op send = ops::collective(kRingSend, CollKind::Send, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv send {}", label, i));
+        send.peer = ring_next_[static_cast<size_t>(rank)];
+        Op recv = ops::collective(kRingRecv, CollKind::Recv, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv recv {}", label, i));
+        recv.peer = ring_prev_[static_cast<size_t>(rank)];
+        part.push_back(std::move(send));
+        part.push_back(std::move(recv));
+        part.push_back(ops::record(kRingRecv, ring_events_[static_cast<size_t>(i)]));
+      }
+      Op chunk = t.op;
+      chunk.label = fmt::format("{} {}", label, i);
+      part.push_back(std::move(chunk));
+      if (i + 1 < G) part.push_back(ops::wait_event(kCompute, ring_events_[static_cast<size_t>(i)]));
     }
   }
   void block(std::vector<Op>& ops, int rank, int l) {
@@ -429,17 +491,17 @@ class Gen {
     reserve_huge(ops, static_cast<size_t>(F) * static_cast<size_t>(L) * 30 + 100);
     const int total = F * L;
     const bool cfg_par = w_.cfg == CfgMode::Parallel;
-    const int UT = w_.ulysses * w_.tp;
+    const int half = w_.ring * w_.ulysses * w_.tp;  // ranks of one CFG half
     auto fwd_marker = [&](int f) {
       const int step = w_.cfg == CfgMode::Serial ? f / 2 : f;
-      const std::string cond = w_.cfg == CfgMode::Serial ? (f % 2 ? "uncond" : "cond") : (cfg_par ? (rank < UT ? "cond" : "uncond") : "cond");
+      const std::string cond = w_.cfg == CfgMode::Serial ? (f % 2 ? "uncond" : "cond") : (cfg_par ? (rank < half ? "cond" : "uncond") : "cond");
       marker(ops, fmt::format("step {} {}", step, cond));
     };
     auto end_of_step = [&](int f) {
       const bool last_of_step = w_.cfg != CfgMode::Serial || f % 2 == 1;
       if (!last_of_step || !cfg_par) return;
       // CFG-parallel: combine the two predictions (the latent, fp32).
-      const Bytes latent = 2 * 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4 / w_.ulysses;
+      const Bytes latent = 2 * 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4 / (w_.ulysses * w_.ring);
       ops.push_back(ops::collective(kCompute, CollKind::AllGather, cfg_of_[static_cast<size_t>(rank)], latent, CollAlgo::Nccl, DType::FP32, "cfg gather"));
     };
 
@@ -548,6 +610,8 @@ class Gen {
   std::vector<TypeTemplate> types_;
   std::vector<int> seq_;  // block l of a forward -> its type
   std::vector<int> sp_of_, tp_of_, cfg_of_;  // rank -> its group of that kind, or -1
+  std::vector<int> ring_next_, ring_prev_;   // rank -> its ring neighbours
+  std::vector<int> ring_events_;             // per ring step: its K/V received
 };
 
 }  // namespace

@@ -49,6 +49,7 @@ struct DitWorkload {
   CfgMode cfg = CfgMode::Serial;
   int ulysses = 1;
   int tp = 1;                // tensor-parallel degree (groups tp{i} of consecutive ranks)
+  int ring = 1;              // ring-attention degree (USP: ulysses x ring ranks share the sequence)
   int attention_comm = 4;    // 4 all-to-alls (q, k, v, out) or 2 (packed qkv, out)
   CollAlgo all_to_all = CollAlgo::Nccl;
   DType comm_dtype = DType::BF16;
@@ -60,7 +61,7 @@ struct DitWorkload {
   RuntimeSettings runtime;
   ModelParams params;        // compute efficiencies and overheads (defaults, or the workload's 'compute:')
 
-  [[nodiscard]] int ranks() const { return ulysses * tp * (cfg == CfgMode::Parallel ? 2 : 1); }
+  [[nodiscard]] int ranks() const { return ulysses * ring * tp * (cfg == CfgMode::Parallel ? 2 : 1); }
   [[nodiscard]] int forwards_per_rank() const { return steps * (cfg == CfgMode::Serial ? 2 : 1); }
   /// The names the model's expressions see, with this job's values.
   [[nodiscard]] RepeatVars vars() const;

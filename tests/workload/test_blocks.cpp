@@ -129,3 +129,43 @@ TEST_CASE("a model of the user's own blocks") {
   CHECK(error_of("{preset: flux.1-dev, hidden: 1024}").find("set it under dims:") != std::string::npos);
   CHECK(error_of("{preset: flux.1-dev, blocks: 3}").find("block counts are dims") != std::string::npos);
 }
+
+TEST_CASE("ring attention and USP: ring steps of chunks, K/V passed to the next ring rank, Ulysses groups within a ring rank") {
+  const DitWorkload w = workload("{preset: wan2.1-14b, blocks: 2}", "tokens: 4096\nsteps: 1\ncfg: none\nparallelism: {ulysses: 2, ring: 2}\n");
+  REQUIRE(w.ranks() == 4);
+  const Schedule s = generate_schedule(w);
+  REQUIRE(s.streams.size() == 4);  // compute, copy, ring send, ring recv
+  REQUIRE(s.groups.size() == 2);
+  CHECK(s.groups[0].name == "sp0.r0");
+  CHECK(s.groups[0].ranks == std::vector<int>{0, 1});
+  CHECK(s.groups[1].ranks == std::vector<int>{2, 3});
+  // Rank 1 (ring rank 0, Ulysses rank 1): two chunks a block, one K/V exchange with rank 3 both ways.
+  const Op* chunk = nullptr;
+  const Op* send = nullptr;
+  const Op* recv = nullptr;
+  for (const Op& op : *s.programs[1].ops) {
+    if (op.label == "l0 self-attn 1") chunk = &op;
+    if (op.label == "l0 self-attn kv send 0") send = &op;
+    if (op.label == "l0 self-attn kv recv 0") recv = &op;
+  }
+  REQUIRE(chunk);
+  REQUIRE(send);
+  REQUIRE(recv);
+  CHECK(chunk->attention->heads == 20);  // 40 heads / Ulysses 2
+  CHECK(chunk->attention->seq_q == 2048);
+  CHECK(chunk->attention->seq_kv == 2048);
+  CHECK(send->peer == 3);
+  CHECK(recv->peer == 3);
+  CHECK(send->bytes == 2LL * 2048 * 20 * 128 * 2);  // K and V of 2,048 tokens, 20 heads, bf16
+  CHECK(count_label(s, 1, " kv send 0") == 2);
+  CHECK(count_label(s, 1, " kv send 1") == 0);  // the last step passes nothing on
+  // The all-to-alls carry a ring rank's share: 4,096 / (2 x 2) tokens.
+  for (const Op& op : *s.programs[1].ops)
+    if (op.label == "l0 a2a q") CHECK(op.bytes == 1024LL * 5120 * 2);
+  // A rank's attention FLOPs: 1/ring of Ulysses alone's, as the chunks add up.
+  const double self = 40 * 4.0 * 20 * 4096 * 4096 * 128;  // Ulysses 2 alone: 20 heads over all 4,096 tokens
+  const ForwardCost c = workload_cost(workload("{preset: wan2.1-14b}", "tokens: 4096\nparallelism: {ulysses: 2, ring: 2}\n"));
+  const double cross = 40 * 4.0 * 40 * 1024 * 512 * 128;  // the cross-attention: a ring rank's 1,024 queries, all heads
+  CHECK(c.attention_flops == doctest::Approx(self / 2 + cross).epsilon(1e-12));
+  CHECK(error_of("{preset: wan2.1-14b}", "tokens: 4094\nparallelism: {ulysses: 1, ring: 4}\n").find("ulysses x ring = 4") != std::string::npos);
+}
