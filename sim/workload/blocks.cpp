@@ -38,7 +38,7 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
                                                                       {"all_reduce", CollKind::AllReduce}};
   MapReader r(file, node, "block op",
               {"gemm", "attention", "memory", "all_to_all", "all_gather", "reduce_scatter", "all_reduce", "m", "n", "k", "heads", "q", "kv",
-               "bytes", "group", "when", "phase", "ring"});
+               "bytes", "group", "when", "phase", "ring", "overlap"});
   BlockOp op;
   op.where = location_of(file, node);
   int kinds = 0;
@@ -85,6 +85,18 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
       break;
   }
   op.when = opt_expr_of(r, "when").value_or("");
+  if (r.has("overlap")) {
+    if (op.kind != BlockOp::Kind::Gemm) r.fail("overlap", "ties a tensor-parallel all-gather or reduce-scatter to a gemm op");
+    MapReader o(file, r.get("overlap"), "overlap", {"all_gather", "reduce_scatter", "group", "bytes", "chunks"});
+    BlockOp::Overlap ov;
+    if (o.has("all_gather") == o.has("reduce_scatter")) o.fail_here("give one of all_gather (of the input, before) or reduce_scatter (of the output, after)");
+    ov.coll = o.has("all_gather") ? CollKind::AllGather : CollKind::ReduceScatter;
+    ov.name = o.str(o.has("all_gather") ? "all_gather" : "reduce_scatter");
+    ov.group = o.choice("group", {"ulysses", "tp", "cfg"});
+    ov.bytes = expr_of(o, "bytes");
+    ov.chunks = opt_expr_of(o, "chunks").value_or("1");
+    op.overlap = ov;
+  }
   if (r.has("ring")) {
     if (op.kind != BlockOp::Kind::Attention) r.fail("ring", "marks the sequence-parallel attention; it applies to attention ops");
     op.ring = r.boolean("ring", false);
@@ -286,30 +298,34 @@ constexpr const char* kMmdit = R"(blocks:
 )";
 
 // A Llama-style decoder layer in prefill: grouped-query attention, SwiGLU
-// MLP, Megatron tensor parallelism (QKV and gate/up split by columns, out
-// and down by rows, an all-reduce after each). Causal attention does half
-// the work of full attention: it is written as tokens/2 queries over all
-// tokens (the same FLOPs).
+// MLP, Megatron tensor parallelism with sequence parallelism (QKV and
+// gate/up split by columns after an all-gather of the sequence, out and down
+// by rows before a reduce-scatter of it; norms and residuals on a rank's
+// 1/tp of the tokens). Causal attention does half the work of full
+// attention: it is written as tokens/2 queries over all tokens (the same
+// FLOPs).
 constexpr const char* kLlama = R"(blocks:
   - name: layer
     count: layers
     params: (hidden*(hidden + 2*kv_heads*head_dim) + hidden*hidden + 3*hidden*ffn)/tp
     ops:
-      - {memory: norm1, bytes: 2*local*hidden*act_bytes}
-      - {gemm: qkv, m: local, n: (hidden + 2*kv_heads*head_dim)/tp, k: hidden}
+      - {memory: norm1, bytes: 2*local/tp*hidden*act_bytes}
+      - {gemm: qkv, m: local, n: (hidden + 2*kv_heads*head_dim)/tp, k: hidden,
+         overlap: {all_gather: tp ag attn, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
       - {memory: rope, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
       - {all_to_all: a2a q, group: ulysses, bytes: local*hidden/tp*comm_bytes}
       - {all_to_all: a2a kv, group: ulysses, bytes: 2*local*kv_heads*head_dim/tp*comm_bytes}
       - {attention: causal-attn, heads: heads/(ulysses*tp), q: tokens/2, kv: tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden/tp*comm_bytes}
-      - {gemm: out, m: local, n: hidden, k: hidden/tp}
-      - {all_reduce: tp attn, group: tp, bytes: local*hidden*act_bytes}
-      - {memory: norm2, bytes: 2*local*hidden*act_bytes}
-      - {gemm: gate up, m: local, n: 2*ffn/tp, k: hidden}
+      - {gemm: out, m: local, n: hidden, k: hidden/tp,
+         overlap: {reduce_scatter: tp rs attn, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
+      - {memory: norm2, bytes: 2*local/tp*hidden*act_bytes}
+      - {gemm: gate up, m: local, n: 2*ffn/tp, k: hidden,
+         overlap: {all_gather: tp ag mlp, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
       - {memory: silu mul, bytes: 3*local*ffn/tp*act_bytes}
-      - {gemm: down, m: local, n: hidden, k: ffn/tp}
-      - {all_reduce: tp mlp, group: tp, bytes: local*hidden*act_bytes}
-      - {memory: residual, bytes: 3*local*hidden*act_bytes}
+      - {gemm: down, m: local, n: hidden, k: ffn/tp,
+         overlap: {reduce_scatter: tp rs mlp, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
+      - {memory: residual, bytes: 3*local/tp*hidden*act_bytes}
 )";
 
 struct BlockPreset {

@@ -32,6 +32,15 @@ struct BlockOp {
   std::string when;             // emitted only where this is non-zero ("" = always)
   int phase = 0;                // offload policy `phase`: the sub-layer it belongs to
   bool ring = false;            // attention: the sequence-parallel one ring attention splits (ring > 1)
+  // gemm: a tensor-parallel collective tied to it: an all-gather of its input
+  // before it, or a reduce-scatter of its output after it; with
+  // parallelism.tp_overlap: chunked both run in `chunks` pieces, each GEMM
+  // piece beside the next piece's communication.
+  struct Overlap {
+    CollKind coll = CollKind::AllGather;
+    std::string name, group = "tp", bytes, chunks = "1";
+  };
+  std::optional<Overlap> overlap;
   SourceLocation where;
 };
 

@@ -159,7 +159,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
   }
   if (auto c = top.opt_choice("cfg", {"none", "serial", "parallel"})) w.cfg = *c == "none" ? CfgMode::None : *c == "serial" ? CfgMode::Serial : CfgMode::Parallel;
   if (top.has("parallelism")) {
-    MapReader p(file, top.get("parallelism"), "parallelism", {"ulysses", "ring", "tp", "attention_comm", "all_to_all", "comm_dtype", "channels"});
+    MapReader p(file, top.get("parallelism"), "parallelism", {"ulysses", "ring", "tp", "tp_overlap", "attention_comm", "all_to_all", "comm_dtype", "channels"});
     if (auto u = p.opt_int32("ulysses")) {
       if (*u < 1) p.fail("ulysses", "must be at least 1");
       w.ulysses = static_cast<int>(*u);
@@ -172,6 +172,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
         p.fail("tp", fmt::format("ulysses x tp = {} must divide the {} attention heads", w.ulysses * w.tp, w.model.heads));
       if (w.tp > 1 && w.model.wan_shaped()) p.fail("tp", "the Wan blocks have no tensor-parallel split: write the model's blocks (docs/formats/workload.md)");
     }
+    if (auto o = p.opt_choice("tp_overlap", {"none", "chunked"})) w.tp_overlap = *o == "chunked";
     if (auto g = p.opt_int32("ring")) {
       if (*g < 1) p.fail("ring", "must be at least 1");
       w.ring = static_cast<int>(*g);
@@ -276,6 +277,7 @@ class Gen {
       b_.stream("ring recv");
       for (int i = 0; i + 1 < G; ++i) ring_events_.push_back(b_.event(fmt::format("ring{}", i)));
     }
+    if (w.tp_overlap && T > 1) tp_stream_ = b_.stream("tp comm");
     auto rank_of = [&](int c, int g, int u, int t) { return ((c * G + g) * U + u) * T + t; };
     sp_of_.assign(static_cast<size_t>(R), -1);
     tp_of_.assign(static_cast<size_t>(R), -1);
@@ -343,6 +345,13 @@ class Gen {
     // step but the last passes kv_bytes of K and V on to the next ring rank.
     bool ring = false;
     Bytes kv_bytes = 0;
+    // A tied tensor-parallel collective (BlockOp::overlap): whole, or in
+    // `chunks` pieces beside as many pieces of the GEMM.
+    bool tied = false, before = true;  // before: an all-gather of the input; else a reduce-scatter of the output
+    Op coll, coll_chunk, gemm_chunk;
+    std::string coll_name;
+    Group coll_group = Group::Tp;
+    int chunks = 1;
   };
   struct TypeTemplate {
     std::vector<Template> ops;
@@ -374,9 +383,35 @@ class Gen {
         tp.name = b.name;
         tp.phase = b.phase;
         switch (b.kind) {
-          case BlockOp::Kind::Gemm:
-            tp.op = ops::gemm(kCompute, positive(b.m, "m"), positive(b.n, "n"), positive(b.k, "k"), w_.model.dtype == DType::FP8 ? DType::FP8 : DType::BF16);
+          case BlockOp::Kind::Gemm: {
+            const DType dt = w_.model.dtype == DType::FP8 ? DType::FP8 : DType::BF16;
+            const int64_t m = positive(b.m, "m"), n = positive(b.n, "n"), k = positive(b.k, "k");
+            tp.op = ops::gemm(kCompute, m, n, k, dt);
+            if (b.overlap) {
+              const BlockOp::Overlap& o = *b.overlap;
+              tp.coll_group = o.group == "ulysses" ? Group::Ulysses : o.group == "tp" ? Group::Tp : Group::Cfg;
+              const int size = tp.coll_group == Group::Ulysses ? w_.ulysses : tp.coll_group == Group::Tp ? w_.tp : (w_.cfg == CfgMode::Parallel ? 2 : 1);
+              if (size < 2) break;  // a group of one rank: the GEMM alone
+              tp.tied = true;
+              tp.before = o.coll == CollKind::AllGather;
+              tp.coll_name = o.name;
+              const int64_t bytes = positive(o.bytes, "overlap bytes");
+              tp.coll = ops::collective(kCompute, o.coll, -1, bytes, CollAlgo::Nccl, DType::BF16);
+              tp.coll.channels = w_.channels;
+              if (tp_stream_ >= 0) {
+                const int64_t c = positive(o.chunks, "overlap chunks");
+                if (c > 64 || m % c || bytes % c)
+                  throw InputError(b.where, fmt::format("{}: {} chunks must divide m = {} and the {} bytes, and be at most 64", what, c, m, bytes));
+                tp.chunks = static_cast<int>(c);
+                tp.gemm_chunk = ops::gemm(kCompute, m / c, n, k, dt);
+                tp.coll_chunk = ops::collective(tp_stream_, o.coll, -1, bytes / c, CollAlgo::Nccl, DType::BF16);
+                tp.coll_chunk.channels = w_.channels;
+                while (static_cast<int>(tp_events_.size()) < tp.chunks) tp_events_.push_back(b_.event(fmt::format("tp{}", tp_events_.size())));
+                if (tp_done_ < 0) tp_done_ = b_.event("tp done");
+              }
+            }
             break;
+          }
           case BlockOp::Kind::Attention: {
             const int64_t heads = positive(b.heads, "heads"), q = positive(b.q, "q"), kv = positive(b.kv, "kv");
             if (heads > INT32_MAX || q > INT32_MAX || kv > INT32_MAX) throw InputError(b.where, what + ": heads and sequences must fit 32 bits");
@@ -424,6 +459,10 @@ class Gen {
         ring_attention(part, rank, t, tag + " " + t.name);
         continue;
       }
+      if (t.tied) {
+        tied_gemm(part, rank, t, tag);
+        continue;
+      }
       Op op = t.op;
       op.label = tag + " " + t.name;
       if (t.group != Group::None)
@@ -432,6 +471,58 @@ class Gen {
       part.push_back(std::move(op));
     }
   }
+  int group_of(Group g, int rank) const {
+    return g == Group::Ulysses ? sp_of_[static_cast<size_t>(rank)] : g == Group::Tp ? tp_of_[static_cast<size_t>(rank)] : cfg_of_[static_cast<size_t>(rank)];
+  }
+  // A GEMM with its tensor-parallel collective: in order on the compute
+  // stream, or (tp_overlap: chunked) in pieces: the all-gather's pieces on
+  // the tp stream, each GEMM piece waiting for its own; or each GEMM piece's
+  // reduce-scatter on the tp stream after it, the next op waiting for the last.
+  void tied_gemm(std::vector<Op>& part, int rank, const Template& t, const std::string& tag) {
+    const int group = group_of(t.coll_group, rank);
+    if (tp_stream_ < 0) {
+      Op coll = t.coll, gemm = t.op;
+      coll.group = group;
+      coll.label = tag + " " + t.coll_name;
+      gemm.label = tag + " " + t.name;
+      if (t.before) part.push_back(std::move(coll));
+      part.push_back(std::move(gemm));
+      if (!t.before) part.push_back(std::move(coll));
+      return;
+    }
+    auto coll = [&](int i) {
+      Op c = t.coll_chunk;
+      c.group = group;
+      c.label = fmt::format("{} {} {}", tag, t.coll_name, i);
+      return c;
+    };
+    auto gemm = [&](int i) {
+      Op g = t.gemm_chunk;
+      g.label = fmt::format("{} {} {}", tag, t.name, i);
+      return g;
+    };
+    if (t.before) {
+      part.push_back(ops::wait_stream(tp_stream_, kCompute));  // the input is ready
+      for (int i = 0; i < t.chunks; ++i) {
+        part.push_back(coll(i));
+        part.push_back(ops::record(tp_stream_, tp_events_[static_cast<size_t>(i)]));
+      }
+      for (int i = 0; i < t.chunks; ++i) {
+        part.push_back(ops::wait_event(kCompute, tp_events_[static_cast<size_t>(i)]));
+        part.push_back(gemm(i));
+      }
+      return;
+    }
+    for (int i = 0; i < t.chunks; ++i) {
+      part.push_back(gemm(i));
+      part.push_back(ops::record(kCompute, tp_events_[static_cast<size_t>(i)]));
+      part.push_back(ops::wait_event(tp_stream_, tp_events_[static_cast<size_t>(i)]));
+      part.push_back(coll(i));
+    }
+    part.push_back(ops::record(tp_stream_, tp_done_));
+    part.push_back(ops::wait_event(kCompute, tp_done_));
+  }
+
   // Ring attention: at step i the rank computes its queries against the K/V
   // chunk it holds while it sends that chunk to the next ring rank and
   // receives the next one from the previous (send and receive on streams of
@@ -612,6 +703,9 @@ class Gen {
   std::vector<int> sp_of_, tp_of_, cfg_of_;  // rank -> its group of that kind, or -1
   std::vector<int> ring_next_, ring_prev_;   // rank -> its ring neighbours
   std::vector<int> ring_events_;             // per ring step: its K/V received
+  int tp_stream_ = -1;                       // tp_overlap: chunked: the tied collectives' stream
+  std::vector<int> tp_events_;               // per chunk
+  int tp_done_ = -1;
 };
 
 }  // namespace

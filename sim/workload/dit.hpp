@@ -50,6 +50,7 @@ struct DitWorkload {
   int ulysses = 1;
   int tp = 1;                // tensor-parallel degree (groups tp{i} of consecutive ranks)
   int ring = 1;              // ring-attention degree (USP: ulysses x ring ranks share the sequence)
+  bool tp_overlap = false;   // chunked: GEMMs beside their tensor-parallel all-gather / reduce-scatter
   int attention_comm = 4;    // 4 all-to-alls (q, k, v, out) or 2 (packed qkv, out)
   CollAlgo all_to_all = CollAlgo::Nccl;
   DType comm_dtype = DType::BF16;

@@ -69,7 +69,7 @@ TEST_CASE("each preset's parameters and FLOPs per forward are its architecture's
   }
 }
 
-TEST_CASE("tensor parallelism: groups of consecutive ranks, two all-reduces a layer, Ulysses groups across them") {
+TEST_CASE("tensor parallelism: groups of consecutive ranks, an all-gather and a reduce-scatter per GEMM pair, chunked overlap") {
   const Schedule s = generate_schedule(workload("{preset: llama3-8b, dims: {layers: 2}}", "tokens: 4096\nparallelism: {tp: 2, ulysses: 2}\n"));
   REQUIRE(s.ranks() == 4);
   REQUIRE(s.groups.size() == 4);
@@ -80,18 +80,39 @@ TEST_CASE("tensor parallelism: groups of consecutive ranks, two all-reduces a la
   CHECK(s.groups[2].ranks == std::vector<int>{0, 1});
   CHECK(s.groups[3].ranks == std::vector<int>{2, 3});
   for (int r = 0; r < 4; ++r) {
-    CHECK(count_label(s, r, " tp attn") == 2);
+    CHECK(count_label(s, r, " tp ag attn") == 2);
+    CHECK(count_label(s, r, " tp rs mlp") == 2);
     CHECK(count_label(s, r, " a2a q") == 2);
   }
-  const Op* ar = nullptr;
+  const Op* rs = nullptr;
   for (const Op& op : *s.programs[3].ops)
-    if (op.label == "l1 tp mlp") ar = &op;
-  REQUIRE(ar);
-  CHECK(ar->coll == CollKind::AllReduce);
-  CHECK(ar->group == 3);                  // tp1: ranks 2 and 3
-  CHECK(ar->bytes == 2048LL * 4096 * 2);  // the local tokens' activations, bf16
-  // Without tensor parallelism the all-reduces are not there at all.
-  CHECK(count_label(generate_schedule(workload("{preset: llama3-8b, dims: {layers: 2}}")), 0, " tp attn") == 0);
+    if (op.label == "l1 tp rs mlp") rs = &op;
+  REQUIRE(rs);
+  CHECK(rs->coll == CollKind::ReduceScatter);
+  CHECK(rs->group == 3);                  // tp1: ranks 2 and 3
+  CHECK(rs->bytes == 2048LL * 4096 * 2);  // the input: the local tokens' activations, bf16
+  // Without tensor parallelism the tied collectives are not there at all.
+  CHECK(count_label(generate_schedule(workload("{preset: llama3-8b, dims: {layers: 2}}")), 0, " tp ag attn") == 0);
+  // Chunked: per tied collective tp pieces on the stream "tp comm", each GEMM piece m / tp.
+  const Schedule c = generate_schedule(workload("{preset: llama3-8b, dims: {layers: 2}}", "tokens: 4096\nparallelism: {tp: 2, tp_overlap: chunked}\n"));
+  REQUIRE(c.streams.size() == 3);
+  CHECK(c.streams[2].name == "tp comm");
+  int ag = 0, gemm = 0;
+  for (const Op& op : *c.programs[0].ops) {
+    if (op.label.find(" tp ag attn ") != std::string::npos) {
+      ++ag;
+      CHECK(op.stream == 2);
+      CHECK(op.bytes == 4096LL * 4096 * 2 / 2);
+    }
+    if (op.label == "l0 qkv 1") {
+      ++gemm;
+      CHECK(op.gemm->m == 2048);
+    }
+  }
+  CHECK(ag == 2 * 2);  // 2 layers x 2 pieces
+  CHECK(gemm == 1);
+  CHECK(error_of("{preset: llama3-8b}", "tokens: 4095\nparallelism: {tp: 2, tp_overlap: chunked}\n").find("chunks must divide m") !=
+        std::string::npos);
 }
 
 TEST_CASE("a model of the user's own blocks") {
