@@ -246,11 +246,18 @@ struct Parser {
       case OpKind::EventSync: op.event = event_of(r, "event"); break;
       case OpKind::DeviceSync: break;
       case OpKind::Collective: {
-        op.coll = enum_of<CollKind>(kCollNames, r.choice("kind", kCollNames));
-        op.bytes = r.bytes("bytes");
+        std::vector<std::string> kinds = kCollNames;
+        kinds.emplace_back("barrier");
+        const std::string kind = r.choice("kind", kinds);
+        // A barrier is what torch.distributed.barrier runs on NCCL: an all-reduce of one fp32 value.
+        const bool barrier = kind == "barrier";
+        op.coll = barrier ? CollKind::AllReduce : enum_of<CollKind>(kCollNames, kind);
+        if (barrier && r.has("bytes")) r.fail("bytes", "a barrier moves one fp32 value: leave bytes out");
+        op.bytes = barrier ? 4 : r.bytes("bytes");
         op.stream = stream_of(r, "stream");
-        op.label = r.opt_str("name").value_or(to_string(op.coll));
-        op.dtype = enum_of<DType>(kDtypeNames, r.opt_choice("dtype", kDtypeNames).value_or("bf16"));
+        op.label = r.opt_str("name").value_or(barrier ? "barrier" : to_string(op.coll));
+        if (barrier && r.has("dtype")) r.fail("dtype", "a barrier moves one fp32 value: leave dtype out");
+        op.dtype = barrier ? DType::FP32 : enum_of<DType>(kDtypeNames, r.opt_choice("dtype", kDtypeNames).value_or("bf16"));
         op.channels = nonneg_int("channels");
         const bool p2p = op.coll == CollKind::Send || op.coll == CollKind::Recv;
         if (p2p) {

@@ -90,3 +90,28 @@ TEST_CASE("host_span: at least the copy's bytes, on h2d and d2h copies only") {
   CHECK(e("{op: memcpy, kind: p2p, bytes: 4 MB, stream: a, peer: 1, host_span: 1 GB}").find("applies only to h2d and d2h copies") != std::string::npos);
   CHECK(e("{op: memcpy, kind: h2d, bytes: 4 MB, stream: a, host_span: 1 GB}") == "");
 }
+
+TEST_CASE("a barrier: an all-reduce of one fp32 value; a rank's barrier ends when the last rank arrives") {
+  const Sim s(R"(name: barrier
+ranks: 2
+streams: [s]
+programs:
+  - rank: 0
+    ops:
+      - {op: collective, kind: barrier, group: world, stream: s}
+  - rank: 1
+    ops:
+      - {op: kernel, stream: s, duration: 3 ms}
+      - {op: collective, kind: barrier, group: world, stream: s}
+)");
+  // Rank 0 arrives at 0 and waits for rank 1, which arrives at 3 ms; the 4 bytes take no time to speak of.
+  CHECK(s.end_ms(0, 0) == doctest::Approx(3.0).epsilon(1e-3));
+  CHECK(s.end_ms(0, 0) >= 3.0);
+  const Op& b = (*s.sched.programs[0].ops)[0];
+  CHECK(b.coll == CollKind::AllReduce);
+  CHECK(b.bytes == 4);
+  CHECK(b.dtype == DType::FP32);
+  CHECK(b.label == "barrier");
+  CHECK(error_of("name: b\nranks: 1\nstreams: [s]\nprograms:\n  - rank: 0\n    ops: [{op: collective, kind: barrier, group: world, bytes: 8, stream: s}]\n")
+            .find("leave bytes out") != std::string::npos);
+}
