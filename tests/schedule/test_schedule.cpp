@@ -91,7 +91,7 @@ TEST_CASE("host_span: at least the copy's bytes, on h2d and d2h copies only") {
   CHECK(e("{op: memcpy, kind: h2d, bytes: 4 MB, stream: a, host_span: 1 GB}") == "");
 }
 
-TEST_CASE("a barrier: an all-reduce of one fp32 value; a rank's barrier ends when the last rank arrives") {
+TEST_CASE("a barrier is an all-reduce of one fp32 value, and a rank's barrier ends when the last rank arrives") {
   const Sim s(R"(name: barrier
 ranks: 2
 streams: [s]
