@@ -377,23 +377,9 @@ double Collectives::phase_link_time(const CollInst& c, TableColl coll) {
 void Collectives::flow_done(int ci, int from, int to, const FlowRecord& rec) {
   x_.fabric->account(x_.fabric->collective_bottlenecks, rec);
   CollInst& c = insts_[static_cast<size_t>(ci)];
-  // Swap-remove the flow from its rank's list (a rank may hold thousands).
-  auto& cf = ranks_[static_cast<size_t>(c.members[static_cast<size_t>(from)])].coll_flows;
-  const int slot = coll_flow_slot_[static_cast<size_t>(rec.id)];
-  assert(slot >= 0 && cf[static_cast<size_t>(slot)].flow == rec.id);
-  cf[static_cast<size_t>(slot)] = cf.back();
-  coll_flow_slot_[static_cast<size_t>(cf[static_cast<size_t>(slot)].flow)] = slot;
-  cf.pop_back();
-  coll_flow_slot_[static_cast<size_t>(rec.id)] = -1;
-  if (receivers_count()) {
-    auto& in = ranks_[static_cast<size_t>(c.members[static_cast<size_t>(to)])].coll_in;
-    const int at = coll_in_slot_[static_cast<size_t>(rec.id)];
-    assert(at >= 0 && in[static_cast<size_t>(at)].flow == rec.id);
-    in[static_cast<size_t>(at)] = in.back();
-    coll_in_slot_[static_cast<size_t>(in[static_cast<size_t>(at)].flow)] = at;
-    in.pop_back();
-    coll_in_slot_[static_cast<size_t>(rec.id)] = -1;
-  }
+  // Off its sender's list (and its receiver's, where kept).
+  swap_remove(ranks_[static_cast<size_t>(c.members[static_cast<size_t>(from)])].coll_flows, coll_flow_slot_, rec.id);
+  if (receivers_count()) swap_remove(ranks_[static_cast<size_t>(c.members[static_cast<size_t>(to)])].coll_in, coll_in_slot_, rec.id);
   const Op& op = *c.op;
   if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise) {
     for (int m : {from, to})
@@ -490,6 +476,16 @@ void Collectives::recap(int r) {
     if (x_.flows.running(cf.flow)) x_.flows.set_rate_cap(cf.flow, capped(cf, r, cf.peer));
   for (auto& cf : K.coll_in)
     if (x_.flows.running(cf.flow)) x_.flows.set_rate_cap(cf.flow, capped(cf, cf.peer, r));
+}
+
+// Swap-remove flow `id` from a rank's list (a rank may hold thousands); `slots` maps flow ids to list indices.
+void Collectives::swap_remove(std::vector<CollFlow>& list, std::vector<int>& slots, FlowId id) {
+  const int at = slots[static_cast<size_t>(id)];
+  assert(at >= 0 && list[static_cast<size_t>(at)].flow == id);
+  list[static_cast<size_t>(at)] = list.back();
+  slots[static_cast<size_t>(list[static_cast<size_t>(at)].flow)] = at;
+  list.pop_back();
+  slots[static_cast<size_t>(id)] = -1;
 }
 
 double Collectives::capped(const CollFlow& f, int from, int to) const {

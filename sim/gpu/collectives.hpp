@@ -144,6 +144,7 @@ class Collectives {
   std::vector<int> coll_flow_slot_;  // flow id -> index in its rank's coll_flows, or -1
   std::vector<int> coll_in_slot_;    // flow id -> index in its receiver's coll_in, or -1
   [[nodiscard]] bool receivers_count() const { return x_.p.interference.comm_slowdown_receiver != 1.0; }
+  static void swap_remove(std::vector<CollFlow>& list, std::vector<int>& slots, FlowId id);
   /// A flow's cap now: its base over both ends' slowdowns.
   double capped(const CollFlow& f, int from, int to) const;
   std::map<std::tuple<std::vector<int>, int, double>, double> link_times_;  // see phase_link_time
