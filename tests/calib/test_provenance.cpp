@@ -45,6 +45,11 @@ TEST_CASE("provenance: the bench's GPU, versions and file hashes, written and re
   CHECK(o.gpus == 1);
   // The model reads back as fitted.
   CHECK(load_calibration(path).copies.copy_engine_bandwidth.GBps() == doctest::Approx(c.params.copies.copy_engine_bandwidth.GBps()).epsilon(1e-3));
+  // The committed benches predate the date; a bench that records one (environment.date) gives `measured:`.
+  CHECK(yaml.find("  measured:") == std::string::npos);
+  BenchDocs dated = docs;
+  dated[0].second["environment"]["date"] = "2026-11-27T08:12:40Z";
+  CHECK(calibration_yaml(calibrate(dated, topo)).find("  measured: \"2026-11-27T08:12:40Z\"\n") != std::string::npos);
 }
 
 TEST_CASE("a bench of another GPU family is refused, and a fit above the topology's peaks is never written") {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -42,6 +43,11 @@ nlohmann::ordered_json environment_json() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   env["hostname"] = host;
+  // When it was measured (UTC): a calibration's provenance says it.
+  const std::time_t now = std::time(nullptr);
+  char date[32] = {0};
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  env["date"] = date;
   int drv = 0, rt = 0, nccl = 0;
   cudaDriverGetVersion(&drv);
   cudaRuntimeGetVersion(&rt);

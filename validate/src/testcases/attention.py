@@ -9,6 +9,7 @@ row. Usage: attention.py OUT.json [TOKENS...] (default tokens: 75600 32760,
 Wan 720p and 480p)"""
 import contextlib
 import json
+import time
 import os
 import math
 import sys
@@ -147,7 +148,7 @@ def main():
             for kind, heads, sq, skv, d in shapes(token_counts):
                 rows.append(sdpa_row(kind, heads, sq, skv, d, backend))
                 print(backend, kind, heads, sq, skv, d, round(rows[-1]["TFLOPs"]), "TFLOP/s", flush=True)
-    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "default_kernel": kernel, "env": {}}
+    env = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "default_kernel": kernel, "env": {}}
     try:
         env["cudnn"] = torch.backends.cudnn.version()
     except RuntimeError as e:  # a cuDNN other than PyTorch's on the library path

@@ -217,7 +217,7 @@ def collective_rows(calls=100):
 def main():
     out = sys.argv[1]
     rows = framework_op_rows() + pageable_rows() + multi_pageable_rows() + collective_rows()
-    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "env": {}}
+    env = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "env": {}}
     with open(out + ".tmp", "w") as f:  # renamed over `out` once whole
         json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
         f.write("\n")
