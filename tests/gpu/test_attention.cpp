@@ -103,3 +103,16 @@ TEST_CASE("calibrate fits each backend's rates and the default's from attention_
   CHECK(model_yaml(back).find("attention_default_backend: cudnn") != std::string::npos);
   std::filesystem::remove(f);
 }
+
+TEST_CASE("attention over head_dim: efficiency x (d / (d + d0)) / (128 / (128 + d0)), 128's unchanged") {
+  AttentionRates r;
+  r.efficiency = 0.6;
+  r.head_dim0 = 56;
+  CHECK(r.for_shape(4096, 4096, 128) == 0.6);
+  CHECK(r.for_shape(4096, 4096, 64) == doctest::Approx(0.6 * (64.0 / 120.0) / (128.0 / 184.0)).epsilon(1e-12));  // 0.46: 23 % below
+  CHECK(r.for_shape(4096, 4096, 256) == doctest::Approx(0.6 * (256.0 / 312.0) / (128.0 / 184.0)).epsilon(1e-12));
+  r.efficiency = 0.95;
+  CHECK(r.for_shape(4096, 4096, 512) == 1.0);  // never above the peak
+  r.head_dim0 = 0;
+  CHECK(r.for_shape(4096, 4096, 64) == 0.95);  // not fitted: one efficiency
+}

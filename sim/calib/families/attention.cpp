@@ -140,6 +140,39 @@ std::optional<AttentionRates> fit_rates(const FitContext& ctx, const ModelParams
                       {"max", *std::max_element(self_eff.begin(), self_eff.end())}},
                      0, static_cast<int>(self_eff.size())});
   if (share_fit) fits.push_back(*share_fit);
+  // Over head_dim: each self-attention row at head_dim d != 128 against the
+  // row of the same shape at 128: r = its efficiency over that one's, and
+  // (d / (d + d0)) / (128 / (128 + d0)) = r gives d0; the median over pairs.
+  {
+    std::vector<double> d0s;
+    for (const auto& [name, doc] : ctx.docs) {
+      const std::vector<json> self = rows(doc, "attention_sdpa");
+      for (const auto& r : self) {
+        if (r.value("kind", "self") != "self" || !take(r) || r.at("head_dim").get<int>() == 128) continue;
+        for (const auto& b : self)
+          if (b.value("kind", "self") == "self" && take(b) && b.at("head_dim").get<int>() == 128 && b.at("seq_q") == r.at("seq_q") &&
+              b.at("seq_kv") == r.at("seq_kv") && backend_of_row(b) == backend_of_row(r) && b.value("timing", "") == r.value("timing", "")) {
+            const double ratio = (r.at("TFLOPs").get<double>() * sdpa_window_scale(r, p)) / (b.at("TFLOPs").get<double>() * sdpa_window_scale(b, p));
+            const double d = r.at("head_dim").get<double>(), den = 128 * ratio - d;
+            if (den != 0) {
+              const double d0 = 128 * d * (1 - ratio) / den;
+              if (d0 > 0 && d0 < 1e4) d0s.push_back(d0);
+            }
+            break;
+          }
+      }
+    }
+    if (!d0s.empty()) {
+      rates.head_dim0 = median(d0s);
+      fits.push_back(Fit{"attention over head_dim (PyTorch SDPA" + label + ")",
+                         "each self-attention row at head_dim d != 128 against the same shape at 128: efficiency ratio r = (d / (d + d0)) / "
+                         "(128 / (128 + d0)), solved for d0; the median over such pairs (the efficiencies above: the median over every shape, "
+                         "all but these at 128)",
+                         {{"head_dim0", rates.head_dim0}},
+                         0,
+                         static_cast<int>(d0s.size())});
+    }
+  }
   if (!cross_eff.empty()) {
     rates.cross_efficiency = std::min(1.0, median(cross_eff) * sustained_scale);
     Fit f{"cross-attention (PyTorch SDPA" + label + ")", "the same over the cross-attention shapes (fewer keys than queries)",
@@ -181,6 +214,7 @@ void fit_attention(FitContext& ctx) {
   const std::optional<AttentionRates> default_rates = fit_rates(ctx, p, primary, label, share_fit, fits);
   if (default_rates) {
     p.attention.attention_efficiency = default_rates->efficiency;
+    p.attention.attention_head_dim0 = default_rates->head_dim0;
     if (default_rates->cross_efficiency > 0) {
       p.attention.cross_attention_efficiency = default_rates->cross_efficiency;
       p.attention.cross_attention_q0 = default_rates->cross_q0;

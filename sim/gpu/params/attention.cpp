@@ -26,7 +26,7 @@ void read_backends(const MapReader& m, const std::string& file, ModelParams& p) 
   auto& out = p.attention.backends;
   out.clear();
   for (const YAML::Node& e : list) {
-    MapReader r(file, e, "attention_backends entry", {"backend", "efficiency", "cross_efficiency", "cross_q0"});
+    MapReader r(file, e, "attention_backends entry", {"backend", "efficiency", "cross_efficiency", "cross_q0", "head_dim0"});
     AttentionBackendRates b;
     b.backend = read_backend(r, "backend", false);
     for (const auto& x : out)
@@ -34,6 +34,8 @@ void read_backends(const MapReader& m, const std::string& file, ModelParams& p) 
     b.rates.efficiency = r.num("efficiency");
     b.rates.cross_efficiency = r.opt_num("cross_efficiency").value_or(0);
     b.rates.cross_q0 = r.opt_num("cross_q0").value_or(0);
+    b.rates.head_dim0 = r.opt_num("head_dim0").value_or(0);
+    if (!(b.rates.head_dim0 >= 0 && b.rates.head_dim0 <= 1e4)) r.fail("head_dim0", "must be in [0, 10000] (0: one efficiency for every head_dim)");
     if (!(b.rates.efficiency > 0 && b.rates.efficiency <= 1)) r.fail("efficiency", "must be in (0, 1], e.g. 0.7");
     if (!(b.rates.cross_efficiency >= 0 && b.rates.cross_efficiency <= 1)) r.fail("cross_efficiency", "must be in [0, 1] (0: efficiency)");
     if (!(b.rates.cross_q0 >= 0)) r.fail("cross_q0", "must be >= 0");
@@ -44,8 +46,9 @@ void read_backends(const MapReader& m, const std::string& file, ModelParams& p) 
 std::string write_backends(const ModelParams& p) {
   std::string out = "\n";
   for (const auto& b : p.attention.backends)
-    out += fmt::format("    - {{backend: {}, efficiency: {:.4f}, cross_efficiency: {:.4f}, cross_q0: {:.1f}}}\n", to_string(b.backend),
-                       b.rates.efficiency, b.rates.cross_efficiency, b.rates.cross_q0);
+    out += fmt::format("    - {{backend: {}, efficiency: {:.4f}, cross_efficiency: {:.4f}, cross_q0: {:.1f}{}}}\n", to_string(b.backend),
+                       b.rates.efficiency, b.rates.cross_efficiency, b.rates.cross_q0,
+                       b.rates.head_dim0 > 0 ? fmt::format(", head_dim0: {:.1f}", b.rates.head_dim0) : "");
   return out;
 }
 
@@ -59,6 +62,8 @@ std::vector<Field> attention_fields() {
      OSIM_POS(attention, cross_attention_efficiency), "the same for cross-attention, over cross_attention_q0 (absent: attention_efficiency)"},
     {"cross_attention_q0", "attention", Kind::Number, OSIM_REF(attention, cross_attention_q0), 1, 0, kBig, false, "930",
      OSIM_POS(attention, cross_attention_q0), "cross-attention efficiency / (1 + q0 / seq_q): short query sets lose more"},
+    {"attention_head_dim0", "attention", Kind::Number, OSIM_REF(attention, attention_head_dim0), 1, 0, 1e4, false, "56",
+     OSIM_POS(attention, attention_head_dim0), "the efficiencies above are head_dim 128's; at head_dim d x (d / (d + d0)) / (128 / (128 + d0))"},
     {"attention_default_backend", "attention", Kind::Custom, {}, 4, 0, 0, false, "cudnn",
      [](const ModelParams& p) { return p.attention.default_backend != AttnBackend::Default; },
      "the SDPA backend the framework picks by default on this GPU: the three fields above are its rates",

@@ -3,6 +3,7 @@
 // attention_sdpa, attention_default).
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "schedule/schedule.hpp"
@@ -10,14 +11,19 @@
 namespace osim {
 
 /// What one attention kernel reaches: self-attention's efficiency, and
-/// cross-attention's (fewer keys than queries) as efficiency / (1 + q0 / seq_q).
+/// cross-attention's (fewer keys than queries) as efficiency / (1 + q0 / seq_q);
+/// both at head_dim 128, and x (d / (d + d0)) / (128 / (128 + d0)) at head_dim d.
 struct AttentionRates {
   double efficiency = 0.60;
   double cross_efficiency = 0;  // 0: `efficiency` for cross-attention too
   double cross_q0 = 0;          // 0: one efficiency for every length
-  /// The efficiency of an attention of seq_q queries over seq_kv keys.
-  [[nodiscard]] double for_shape(int32_t seq_q, int32_t seq_kv) const {
-    return seq_kv < seq_q && cross_efficiency > 0 ? cross_efficiency / (1 + cross_q0 / static_cast<double>(seq_q)) : efficiency;
+  double head_dim0 = 0;         // 0: one efficiency for every head_dim
+  /// The efficiency of an attention of seq_q queries over seq_kv keys of head_dim.
+  [[nodiscard]] double for_shape(int32_t seq_q, int32_t seq_kv, int32_t head_dim = 128) const {
+    const double e = seq_kv < seq_q && cross_efficiency > 0 ? cross_efficiency / (1 + cross_q0 / static_cast<double>(seq_q)) : efficiency;
+    if (head_dim0 <= 0 || head_dim == 128) return e;
+    const double d = head_dim;
+    return std::min(1.0, e * (d / (d + head_dim0)) * ((128 + head_dim0) / 128));
   }
 };
 
@@ -33,6 +39,7 @@ struct AttentionParams {
   double attention_efficiency = 0.60;
   double cross_attention_efficiency = 0;
   double cross_attention_q0 = 0;
+  double attention_head_dim0 = 0;
   AttnBackend default_backend = AttnBackend::Default;  // Default: not measured
   // Each measured backend's own rates.
   std::vector<AttentionBackendRates> backends;
@@ -44,7 +51,7 @@ struct AttentionParams {
     const AttnBackend b = backend == AttnBackend::Default ? default_backend : backend;
     for (const auto& e : backends)
       if (b != AttnBackend::Default && e.backend == b) return e.rates;
-    return {attention_efficiency, cross_attention_efficiency, cross_attention_q0};
+    return {attention_efficiency, cross_attention_efficiency, cross_attention_q0, attention_head_dim0};
   }
 };
 
