@@ -218,6 +218,15 @@ ForwardCost forward_cost(const BlockModel& model, const RepeatVars& vars) {
 // element. Shapes are those of one rank: `local` = tokens / ulysses.
 namespace {
 
+// Ulysses before an attention: q, k and v to the ranks that hold their
+// heads (4 all-to-alls), or packed in one (attention_comm 2). Every preset's
+// sequence-parallel attention starts with these.
+#define OSIM_ULYSSES_QKV                                                                                  \
+  "      - {all_to_all: a2a q, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}\n"  \
+  "      - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}\n"  \
+  "      - {all_to_all: a2a v, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}\n"  \
+  "      - {all_to_all: a2a qkv, group: ulysses, bytes: 3*local*hidden*comm_bytes, when: attention_comm == 2}\n"
+
 // Wan2.1 / Wan2.2 14B: self-attention (Ulysses all-to-alls around it),
 // cross-attention to the text, FFN; 8h^2 + 2hf parameters a block.
 constexpr const char* kWan = R"(dims: {hidden: 5120, ffn: 13824, heads: 40, head_dim: 128, text_tokens: 512}
@@ -230,11 +239,8 @@ blocks:
       - {memory: norm1, bytes: 2*local*hidden*act_bytes}
       - {gemm: qkv, m: local, n: 3*hidden, k: hidden}
       - {memory: rope, bytes: 4*local*hidden*act_bytes}
-      - {all_to_all: a2a q, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
-      - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
-      - {all_to_all: a2a v, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
-      - {all_to_all: a2a qkv, group: ulysses, bytes: 3*local*hidden*comm_bytes, when: attention_comm == 2}
-      - {attention: self-attn, heads: heads/ulysses, q: tokens, kv: tokens, ring: true}
+)"
+    OSIM_ULYSSES_QKV R"(      - {attention: self-attn, heads: heads/ulysses, q: tokens, kv: tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
       - {gemm: out, m: local, n: hidden, k: hidden}
       - {memory: norm3, bytes: 2*local*hidden*act_bytes, phase: 1}
@@ -265,11 +271,8 @@ constexpr const char* kMmdit = R"(blocks:
       - {gemm: img qkv, m: local, n: 3*hidden, k: hidden}
       - {gemm: txt qkv, m: text_tokens, n: 3*hidden, k: hidden}
       - {memory: rope, bytes: 4*(local + text_tokens)*hidden*act_bytes}
-      - {all_to_all: a2a q, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
-      - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
-      - {all_to_all: a2a v, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
-      - {all_to_all: a2a qkv, group: ulysses, bytes: 3*local*hidden*comm_bytes, when: attention_comm == 2}
-      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
+)"
+    OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
       - {gemm: img proj, m: local, n: hidden, k: hidden}
       - {gemm: txt proj, m: text_tokens, n: hidden, k: hidden}
@@ -286,11 +289,8 @@ constexpr const char* kMmdit = R"(blocks:
       - {gemm: mod, m: 1, n: 3*hidden, k: hidden}
       - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes}
       - {gemm: linear1, m: local + text_tokens, n: 3*hidden + ffn, k: hidden}
-      - {all_to_all: a2a q, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
-      - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
-      - {all_to_all: a2a v, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}
-      - {all_to_all: a2a qkv, group: ulysses, bytes: 3*local*hidden*comm_bytes, when: attention_comm == 2}
-      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
+)"
+    OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
       - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes}
       - {gemm: linear2, m: local + text_tokens, n: hidden, k: hidden + ffn}
