@@ -45,6 +45,17 @@ struct BurstFit {
 };
 std::optional<BurstFit> fit_burst(const std::vector<BurstPoint>& pts, bool with_step);
 
+/// A parameter found by replaying: 40 halvings of [lo, hi], moving up where
+/// `below(mid)` says the answer lies above mid; the interval's middle.
+template <class F>
+double bisect(double lo, double hi, F&& below) {
+  for (int it = 0; it < 40; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (below(mid) ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
 /// time = latency + bytes / bandwidth over (bytes, time us) points; values
 /// {latency_us, bandwidth_GBps} where there are two points or more.
 Fit fit_alpha_beta(const std::string& name, const std::vector<std::pair<double, double>>& pts);

@@ -36,11 +36,8 @@ std::string headline(const DitWorkload& w, const std::string& topo) {
   // What the model amounts to on one rank: blocks, weights, work per forward.
   const ForwardCost c = workload_cost(w);
   std::string blocks;
-  for (const BlockType& t : w.model.spec.blocks) {
-    int n = 0;
-    for (const BlockInstance& b : block_sequence(w.model.spec, w.vars())) n += b.type == &t;
-    blocks += fmt::format("{}{} x {}", blocks.empty() ? "" : " + ", n, t.name);
-  }
+  const RepeatVars vars = w.vars();
+  for (const BlockType& t : w.model.spec.blocks) blocks += fmt::format("{}{} x {}", blocks.empty() ? "" : " + ", block_count(t, vars), t.name);
   line += fmt::format("\n  model: {}, {:.2f} B parameters a rank ({:.1f} GB {}{}), {:.1f} TFLOP a forward a rank (GEMM {:.1f}, attention {:.1f})",
                       blocks, c.params * 1e-9, c.params * dtype_bytes(w.model.dtype) * 1e-9, to_string(w.model.dtype),
                       w.model.experts > 1 ? fmt::format(", x{} experts", w.model.experts) : "", (c.gemm_flops + c.attention_flops) * 1e-12,

@@ -1,6 +1,5 @@
 // overlapsim topo, overlapsim flows: a topology's routes, and a list of
 // transfers on its fabric.
-#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -52,10 +51,11 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
   const hw::SmiMatrix m = hw::parse_nvidia_smi_topo(text, o.smi);
   if (bench) {
     // The host side's throughput: the aggregate with every GPU of the node copying at once.
-    const size_t gpus = static_cast<size_t>(std::count_if(m.devices.begin(), m.devices.end(), [](const std::string& d) { return d.rfind("GPU", 0) == 0; }));
+    int gpus = 0;
+    for (size_t d = 0; d < m.devices.size(); ++d) gpus += m.is_gpu(d);
     for (const bool h2d : {true, false})
       for (const auto& r : rows(*bench, h2d ? "multi_h2d_pinned" : "multi_d2h_pinned"))
-        if (gpus >= 2 && r.value("gpus", 0) == static_cast<int>(gpus) && r.value("aggregate_GBps", 0.0) > 0)
+        if (gpus >= 2 && r.value("gpus", 0) == gpus && r.value("aggregate_GBps", 0.0) > 0)
           (h2d ? io.host_from_GBps : io.host_to_GBps) = r.at("aggregate_GBps").get<double>();
   }
   if (!o.gpus_csv.empty()) {

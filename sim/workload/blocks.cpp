@@ -185,29 +185,32 @@ int64_t eval_block_expr(const std::string& expr, const RepeatVars& vars, const S
   }
 }
 
+int block_count(const BlockType& t, const RepeatVars& vars) {
+  const int64_t n = eval_block_expr(t.count, vars, t.where, fmt::format("block '{}' count", t.name));
+  if (n < 1 || n > 100000) throw InputError(t.where, fmt::format("block '{}': count {} is not in 1..100000", t.name, n));
+  return static_cast<int>(n);
+}
+
 std::vector<BlockInstance> block_sequence(const BlockModel& model, const RepeatVars& vars) {
   std::vector<BlockInstance> seq;
-  for (const BlockType& t : model.blocks) {
-    const int64_t n = eval_block_expr(t.count, vars, t.where, fmt::format("block '{}' count", t.name));
-    if (n < 1 || n > 100000) throw InputError(t.where, fmt::format("block '{}': count {} is not in 1..100000", t.name, n));
-    for (int64_t i = 0; i < n; ++i) seq.push_back({&t, static_cast<int>(seq.size())});
-  }
+  for (const BlockType& t : model.blocks)
+    for (int i = 0, n = block_count(t, vars); i < n; ++i) seq.push_back({&t, static_cast<int>(seq.size())});
   return seq;
 }
 
 ForwardCost forward_cost(const BlockModel& model, const RepeatVars& vars) {
   ForwardCost c;
-  for (const BlockInstance& b : block_sequence(model, vars)) {
-    const BlockType& t = *b.type;
-    ++c.blocks;
-    c.params += static_cast<double>(eval_block_expr(t.params, vars, t.where, fmt::format("block '{}' params", t.name)));
+  for (const BlockType& t : model.blocks) {  // one block of each type, times its count
+    const double n = block_count(t, vars);
+    c.blocks += static_cast<int>(n);
+    c.params += n * static_cast<double>(eval_block_expr(t.params, vars, t.where, fmt::format("block '{}' params", t.name)));
     for (const BlockOp& op : t.ops) {
       if (!op.when.empty() && eval_block_expr(op.when, vars, op.where, fmt::format("op '{}' when", op.name)) == 0) continue;
       auto e = [&](const std::string& x) { return static_cast<double>(eval_block_expr(x, vars, op.where, fmt::format("op '{}'", op.name))); };
-      if (op.kind == BlockOp::Kind::Gemm) c.gemm_flops += 2.0 * e(op.m) * e(op.n) * e(op.k);
+      if (op.kind == BlockOp::Kind::Gemm) c.gemm_flops += n * 2.0 * e(op.m) * e(op.n) * e(op.k);
       // Ring attention: ring steps of q/ring queries over kv/ring keys.
       const double ring = op.ring ? static_cast<double>(vars.at("ring")) : 1.0;
-      if (op.kind == BlockOp::Kind::Attention) c.attention_flops += 4.0 * e(op.heads) * e(op.q) * e(op.kv) * static_cast<double>(vars.at("head_dim")) / ring;
+      if (op.kind == BlockOp::Kind::Attention) c.attention_flops += n * 4.0 * e(op.heads) * e(op.q) * e(op.kv) * static_cast<double>(vars.at("head_dim")) / ring;
     }
   }
   return c;

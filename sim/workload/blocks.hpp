@@ -78,6 +78,8 @@ struct BlockInstance {
   const BlockType* type = nullptr;
   int index = 0;  // 0 .. total - 1
 };
+/// How many blocks of type `t` a forward runs (its `count`, 1..100000).
+int block_count(const BlockType& t, const RepeatVars& vars);
 /// The blocks of one forward in order (each type `count` times).
 std::vector<BlockInstance> block_sequence(const BlockModel& model, const RepeatVars& vars);
 

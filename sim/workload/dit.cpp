@@ -1,10 +1,9 @@
 #include "dit.hpp"
 
 #include "schedule/builder.hpp"
-
-#include <algorithm>
 #include "core/slots.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -273,8 +272,8 @@ class Gen {
     // rank u, tensor-parallel rank t.
     const int U = w.ulysses, G = w.ring, T = w.tp, R = w.ranks();
     if (G > 1) {
-      b_.stream("ring send");
-      b_.stream("ring recv");
+      ring_send_ = b_.stream("ring send");
+      ring_recv_ = b_.stream("ring recv");
       for (int i = 0; i + 1 < G; ++i) ring_events_.push_back(b_.event(fmt::format("ring{}", i)));
     }
     if (w.tp_overlap && T > 1) tp_stream_ = b_.stream("tp comm");
@@ -331,7 +330,7 @@ class Gen {
   }
 
  private:
-  static constexpr int kCompute = 0, kCopy = 1, kRingSend = 2, kRingRecv = 3;
+  static constexpr int kCompute = 0, kCopy = 1;
   enum class Group : uint8_t { None, Ulysses, Tp, Cfg };
 
   // A block type's ops evaluated once (the job's values never change), ready
@@ -358,6 +357,9 @@ class Gen {
     std::vector<Bytes> units;  // offload policy `phase`: each sub-layer's weights; else the block's
     Bytes bytes = 0;           // the block's weights on one rank
   };
+
+  static Group group_kind(const std::string& name) { return name == "ulysses" ? Group::Ulysses : name == "tp" ? Group::Tp : Group::Cfg; }
+  int group_size(Group g) const { return g == Group::Ulysses ? w_.ulysses : g == Group::Tp ? w_.tp : (w_.cfg == CfgMode::Parallel ? 2 : 1); }
 
   void build_templates() {
     const BlockModel& spec = w_.model.spec;
@@ -389,9 +391,8 @@ class Gen {
             tp.op = ops::gemm(kCompute, m, n, k, dt);
             if (b.overlap) {
               const BlockOp::Overlap& o = *b.overlap;
-              tp.coll_group = o.group == "ulysses" ? Group::Ulysses : o.group == "tp" ? Group::Tp : Group::Cfg;
-              const int size = tp.coll_group == Group::Ulysses ? w_.ulysses : tp.coll_group == Group::Tp ? w_.tp : (w_.cfg == CfgMode::Parallel ? 2 : 1);
-              if (size < 2) break;  // a group of one rank: the GEMM alone
+              tp.coll_group = group_kind(o.group);
+              if (group_size(tp.coll_group) < 2) break;  // a group of one rank: the GEMM alone
               tp.tied = true;
               tp.before = o.coll == CollKind::AllGather;
               tp.coll_name = o.name;
@@ -428,9 +429,8 @@ class Gen {
             tp.op = ops::memory_kernel(kCompute, static_cast<double>(positive(b.bytes, "bytes")));
             break;
           case BlockOp::Kind::Collective: {
-            tp.group = b.group == "ulysses" ? Group::Ulysses : b.group == "tp" ? Group::Tp : Group::Cfg;
-            const int size = tp.group == Group::Ulysses ? w_.ulysses : tp.group == Group::Tp ? w_.tp : (w_.cfg == CfgMode::Parallel ? 2 : 1);
-            if (size < 2) continue;  // a group of one rank: nothing to exchange
+            tp.group = group_kind(b.group);
+            if (group_size(tp.group) < 2) continue;  // a group of one rank: nothing to exchange
             const bool a2a = b.coll == CollKind::AllToAll;
             tp.op = ops::collective(kCompute, b.coll, -1, positive(b.bytes, "bytes"), a2a ? w_.all_to_all : CollAlgo::Nccl,
                                     a2a ? w_.comm_dtype : DType::BF16);
@@ -465,9 +465,7 @@ class Gen {
       }
       Op op = t.op;
       op.label = tag + " " + t.name;
-      if (t.group != Group::None)
-        op.group = t.group == Group::Ulysses ? sp_of_[static_cast<size_t>(rank)] : t.group == Group::Tp ? tp_of_[static_cast<size_t>(rank)]
-                                                                                                         : cfg_of_[static_cast<size_t>(rank)];
+      if (t.group != Group::None) op.group = group_of(t.group, rank);
       part.push_back(std::move(op));
     }
   }
@@ -531,15 +529,15 @@ class Gen {
     const int G = w_.ring;
     for (int i = 0; i < G; ++i) {
       if (i + 1 < G) {
-        if (i == 0) part.push_back(ops::wait_stream(kRingSend, kCompute));  // its own K/V are ready
-        else part.push_back(ops::wait_event(kRingSend, ring_events_[static_cast<size_t>(i - 1)]));
-        Op send = ops::collective(kRingSend, CollKind::Send, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv send {}", label, i));
+        if (i == 0) part.push_back(ops::wait_stream(ring_send_, kCompute));  // its own K/V are ready
+        else part.push_back(ops::wait_event(ring_send_, ring_events_[static_cast<size_t>(i - 1)]));
+        Op send = ops::collective(ring_send_, CollKind::Send, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv send {}", label, i));
         send.peer = ring_next_[static_cast<size_t>(rank)];
-        Op recv = ops::collective(kRingRecv, CollKind::Recv, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv recv {}", label, i));
+        Op recv = ops::collective(ring_recv_, CollKind::Recv, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv recv {}", label, i));
         recv.peer = ring_prev_[static_cast<size_t>(rank)];
         part.push_back(std::move(send));
         part.push_back(std::move(recv));
-        part.push_back(ops::record(kRingRecv, ring_events_[static_cast<size_t>(i)]));
+        part.push_back(ops::record(ring_recv_, ring_events_[static_cast<size_t>(i)]));
       }
       Op chunk = t.op;
       chunk.label = fmt::format("{} {}", label, i);
@@ -703,6 +701,7 @@ class Gen {
   std::vector<int> sp_of_, tp_of_, cfg_of_;  // rank -> its group of that kind, or -1
   std::vector<int> ring_next_, ring_prev_;   // rank -> its ring neighbours
   std::vector<int> ring_events_;             // per ring step: its K/V received
+  int ring_send_ = -1, ring_recv_ = -1;      // ring > 1: the K/V streams
   int tp_stream_ = -1;                       // tp_overlap: chunked: the tied collectives' stream
   std::vector<int> tp_events_;               // per chunk
   int tp_done_ = -1;

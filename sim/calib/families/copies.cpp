@@ -328,11 +328,7 @@ void fit_host_bidir_aggregate(FitContext& ctx) {
                               0});
       return;
     }
-    for (int it = 0; it < 40; ++it) {
-      const double mid = 0.5 * (lo + hi);
-      (ends_at(mid) > measured ? lo : hi) = mid;
-    }
-    const double limit = 0.5 * (lo + hi);
+    const double limit = bisect(lo, hi, [&](double mid) { return ends_at(mid) > measured; });
     const double err = ends_at(limit) / measured - 1;
     sq += err * err;
     ++fitted;

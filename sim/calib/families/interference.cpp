@@ -10,6 +10,7 @@
 
 #include "calib/bench_replay.hpp"
 #include "calib/family.hpp"
+#include "calib/fit.hpp"
 #include "core/stats.hpp"
 #include "schedule/builder.hpp"
 
@@ -35,26 +36,22 @@ InterferenceTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_
 
 
 // The bench's GEMM beside the all-to-all (validate/src/testcases/interference.cu,
-// which does not record them in the row): 20 bf16 GEMMs of 18900 x 5120 x
-// 5120 on another stream of GPU 0 (of every rank's GPU with `every`), four
-// 256 MiB all-to-alls per rank; the all-to-all's time on rank 0, alone and
-// beside the GEMMs, in us.
-std::pair<double, double> replay_gemm_a2a(bool every, int ranks, int channels, bool p2p_off, const hw::Topology& topo, const ModelParams& params) {
+// which does not record them in the row): four 256 MiB all-to-alls per rank,
+// alone or beside 20 bf16 GEMMs of 18900 x 5120 x 5120 on another stream of
+// GPU 0 (of every rank's GPU with `every`); the all-to-all's time on rank 0, in us.
+double replay_a2a_beside_gemms(bool with_gemm, bool every, int ranks, int channels, bool p2p_off, const hw::Topology& topo,
+                               const ModelParams& params) {
   ModelParams p = params;
   p.overheads.memcpy_call = p.overheads.kernel_launch = p.overheads.collective_call = Time::zero();
   Op a2a = bench_a2a(268435456);
   a2a.channels = channels;
-  Op gemm = ops::gemm(1, 18900, 5120, 5120);
-  auto a2a_time = [&](bool with_gemm) {
-    std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks), std::vector<Op>(4, a2a));
-    if (with_gemm)
-      for (size_t pr = 0; pr < (every ? progs.size() : 1); ++pr) progs[pr].insert(progs[pr].begin(), 20, gemm);
-    const ExecResult res = replay_programs(bench_schedule(ranks, p2p_off), progs, topo, p);
-    const auto& r0 = res.ops[0];
-    const size_t first = with_gemm ? 20 : 0;
-    return (r0[first + 3].end - r0[first].start).us();
-  };
-  return {a2a_time(false), a2a_time(true)};
+  std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks), std::vector<Op>(4, a2a));
+  if (with_gemm)
+    for (size_t pr = 0; pr < (every ? progs.size() : 1); ++pr) progs[pr].insert(progs[pr].begin(), 20, ops::gemm(1, 18900, 5120, 5120));
+  const ExecResult res = replay_programs(bench_schedule(ranks, p2p_off), progs, topo, p);
+  const auto& r0 = res.ops[0];
+  const size_t first = with_gemm ? 20 : 0;
+  return (r0[first + 3].end - r0[first].start).us();
 }
 
 // The bench's all-to-all ∥ copy pair: 1 GiB on GPU 0 beside 4 all-to-alls of
@@ -104,26 +101,6 @@ void fit_pairs(FitContext& ctx) {
   }
 }
 
-// The value of `field` in [lo, hi] under which the replayed all-to-all
-// beside GEMMs (on GPU 0, or every GPU with `every`) slows by `measured`
-// over its time alone, by bisection (the slowdown rises with the field);
-// the replay's relative error there.
-std::pair<double, double> bisect_slowdown(double& field, double lo, double hi, double measured, bool every, int ranks, int ch, bool p2p_off,
-                                          const hw::Topology& topo, const ModelParams& p) {
-  auto slowdown = [&](double v) {
-    field = v;
-    const auto [alone, together] = replay_gemm_a2a(every, ranks, ch, p2p_off, topo, p);
-    return together / alone;
-  };
-  if (slowdown(lo) >= measured) hi = lo;  // explained already at the lower end
-  for (int it = 0; it < 40 && hi > lo; ++it) {
-    const double mid = 0.5 * (lo + hi);
-    (slowdown(mid) < measured ? lo : hi) = mid;
-  }
-  const double v = 0.5 * (lo + hi);
-  return {v, slowdown(v) / measured - 1};
-}
-
 // A GEMM on every rank's GPU beside the all-to-all (gemm_all, NCCL's default
 // channels): the factor by which a flow into a computing rank runs slower
 // as well (comm_slowdown_receiver), the sender's slowdown (fit_pairs) in
@@ -137,11 +114,20 @@ void fit_receiver(FitContext& ctx) {
   for (const auto& r : rows(d, "interference"))
     if (r.at("a") == "gemm_all" && r.at("b") == "all_to_all" && r.at("channels").get<int>() == 0 && r.at("b_slowdown").get<double>() > 0) {
       const double measured = r.at("b_slowdown").get<double>();
-      const auto [v, err] = bisect_slowdown(ctx.p.interference.comm_slowdown_receiver, 1, 10, measured, true, ranks, 0, false, ctx.topo, ctx.p);
+      double& factor = ctx.p.interference.comm_slowdown_receiver;
+      // Alone, no rank computes: the factor does not enter.
+      const double alone = replay_a2a_beside_gemms(false, true, ranks, 0, false, ctx.topo, ctx.p);
+      auto slowdown = [&](double v) {
+        factor = v;
+        return replay_a2a_beside_gemms(true, true, ranks, 0, false, ctx.topo, ctx.p) / alone;
+      };
+      // The slowdown rises with the factor; at 1 the sender's may explain it already.
+      const double fitted = slowdown(1) >= measured ? 1.0 : bisect(1, 10, [&](double mid) { return slowdown(mid) < measured; });
+      const double err = slowdown(fitted) / measured - 1;
       ctx.cal.fits.push_back({"interference, every GPU computing",
                               "a GEMM on every GPU beside the all-to-all: the receiving rank's factor, by bisection, under which the replayed "
                               "all-to-all slows as measured (comm_slowdown_receiver)",
-                              {{"measured_slowdown", measured}, {"receiver_factor", v}},
+                              {{"measured_slowdown", measured}, {"receiver_factor", fitted}},
                               100 * std::abs(err),
                               1});
       return;
@@ -291,7 +277,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
       ctx.bench_ranks >= 2) {
     const bool every = r.at("a") == "gemm_all";
     const int ch = r.at("channels").get<int>();
-    const double together = replay_gemm_a2a(every, ctx.bench_ranks, ch, false, ctx.topo, ctx.p).second;
+    const double together = replay_a2a_beside_gemms(true, every, ctx.bench_ranks, ch, false, ctx.topo, ctx.p);
     c.cls = every ? "interference, every GPU computing" : "interference pairs";
     c.what = fmt::format("all-to-all beside {}{}", every ? "every GPU's GEMMs" : "GPU 0's GEMMs", ch ? fmt::format(", {} channels", ch) : "");
     c.measured_us = r.at("b_together_us");
