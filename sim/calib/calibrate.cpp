@@ -4,7 +4,6 @@
 #include <cassert>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
@@ -12,6 +11,7 @@
 #include "calib/family.hpp"
 #include "core/stats.hpp"
 #include "gpu/params_io.hpp"
+#include "io/file_hash.hpp"
 #include "schedule/bench_keys.hpp"
 
 namespace osim {
@@ -31,19 +31,6 @@ std::vector<std::string> bench_gpus(const BenchDocs& docs) {
   for (const auto& [name, d] : docs)
     if (std::vector<std::string> g = bench_gpu_names(d); g.size() > out.size()) out = std::move(g);
   return out;
-}
-
-// FNV-1a (64 bit) of a file's bytes: which measurement a calibration came from; "" when unreadable.
-std::string fnv1a64_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  uint64_t h = 1469598103934665603ull;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    for (std::streamsize i = 0; i < in.gcount(); ++i) h = (h ^ static_cast<uint8_t>(buf[i])) * 1099511628211ull;
-    if (!in) break;
-  }
-  return fmt::format("{:016x}", h);
 }
 
 // The `provenance:` mapping: what the sources recorded of the machine.

@@ -32,7 +32,7 @@ std::vector<std::tuple<std::string, size_t, Comparison>> replay_bench(const std:
     std::vector<Comparison> rows;
     // A field missing or of the wrong type (nlohmann::json), or a value
     // outside the testcase's cases (std::invalid_argument).
-    const auto malformed = [&](const char* what) {
+    const auto malformed = [&name = name](const char* what) {
       return InputError(SourceLocation{name, 0, 0},
                               fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", what));
     };

@@ -62,8 +62,8 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
-int sweep_command(const std::string& path, std::string out, bool force, int threads, const std::string& shard, bool progress, bool no_progress,
-                  double tolerance) {
+int sweep_command(const std::string& path, std::string out, bool force, bool resume, int threads, const std::string& shard, bool progress,
+                  bool no_progress, double tolerance) {
   const SweepSpec spec = parse_sweep_file(path);
 #if defined(__GLIBC__)
   // Each point allocates and frees ~100 MB: keep freed memory in the heap
@@ -77,13 +77,29 @@ int sweep_command(const std::string& path, std::string out, bool force, int thre
   if (!shard.empty()) std::tie(o.shard, o.shards) = parse_shard(shard);
   if (out.empty()) out = o.shards > 1 ? fmt::format("{}.shard{}of{}.csv", spec.name, o.shard + 1, o.shards) : spec.name + ".csv";
   refuse_overwrite(out, force);
+  // Finished points land in OUT.journal as they finish; an interrupted sweep
+  // goes on from there with --resume. The journal goes once the CSV is written.
+  const std::string journal_path = out + ".journal";
+  const bool journal_exists = fs::exists(journal_path);
+  if (journal_exists && !resume && !force)
+    throw InputError(SourceLocation{journal_path, 0, 0},
+                     "an interrupted run of this sweep left its finished points here: pass --resume to go on from them, or --force to start over");
+  if (resume && journal_exists) {
+    o.finished = SweepJournal::read(journal_path, spec, o);
+    std::cout << fmt::format("resuming {}: {} points finished already\n", journal_path, o.finished.size());
+  }
+  if (const fs::path parent = fs::path(out).parent_path(); !parent.empty()) fs::create_directories(parent);
+  std::optional<SweepJournal> journal;
+  journal.emplace(journal_path, spec, o, resume && journal_exists);
   ProgressBar bar(!no_progress && (progress || isatty(STDERR_FILENO)));
   o.progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
+  o.on_row = [&journal](const std::vector<std::string>& row) { journal->add(row); };
   const auto t0 = std::chrono::steady_clock::now();
   const SweepTable t = run_sweep(spec, o);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (const fs::path parent = fs::path(out).parent_path(); !parent.empty()) fs::create_directories(parent);
   write_file(out, to_csv(t));
+  journal.reset();
+  fs::remove(journal_path);
   std::cout << fmt::format("sweep {}: {} points{} on {} in {:.2f} s; wrote {}\n", spec.name, t.rows.size(),
                            o.shards > 1 ? fmt::format(" (shard {}/{} of {})", o.shard + 1, o.shards, spec.size()) : "", spec.base, secs, out);
   if (o.shards > 1) std::cout << "(the summary covers this shard's points; overlapsim merge joins the shards)\n";
@@ -118,7 +134,7 @@ int merge_command(const std::vector<std::string>& inputs, const std::string& out
 
 struct SweepOptions {
   std::string sweep, out, shard;
-  bool force = false, progress = false, no_progress = false;
+  bool force = false, resume = false, progress = false, no_progress = false;
   int threads = 0;
   double tolerance = 1.0;
 };
@@ -136,13 +152,14 @@ Command add_sweep(CLI::App& app) {
   auto* c = app.add_subcommand("sweep", "Simulate every point of a sweep (grid / list over workload, topology, schedule keys); write a CSV; print the best points and a recommendation");
   c->add_option("sweep", o->sweep, "sweep YAML (docs/formats/sweep.md)")->required();
   c->add_option("-o,--out", o->out, "CSV to write (default: NAME.csv, or NAME.shardIofN.csv)");
-  c->add_flag("--force", o->force, "overwrite an existing CSV");
+  c->add_flag("--force", o->force, "overwrite an existing CSV (and start over from an interrupted run's journal)");
+  c->add_flag("--resume", o->resume, "go on from an interrupted run: points in OUT.journal are not run again");
   c->add_option("-j,--threads", o->threads, "worker threads (default: every core)")->check(CLI::NonNegativeNumber);
   c->add_option("--shard", o->shard, "run shard i of N (1-based, every N-th point), e.g. 3/8; join with overlapsim merge");
   c->add_flag("--progress", o->progress, "draw the progress bar even when stderr is not a terminal");
   c->add_flag("--no-progress", o->no_progress, "no progress bar");
   c->add_option("--tolerance", o->tolerance, "recommend the least-VRAM point within this many percent of the best (default 1)")->check(finite_percent());
-  return {c, [o] { return sweep_command(o->sweep, o->out, o->force, o->threads, o->shard, o->progress, o->no_progress, o->tolerance); }};
+  return {c, [o] { return sweep_command(o->sweep, o->out, o->force, o->resume, o->threads, o->shard, o->progress, o->no_progress, o->tolerance); }};
 }
 
 Command add_merge(CLI::App& app) {

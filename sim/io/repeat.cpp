@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "io/limits.hpp"
 #include "io/yaml_reader.hpp"
 
 namespace osim {
@@ -185,9 +186,23 @@ void for_each_repeated(const std::string& file, const YAML::Node& list, const st
       if (rep.IsScalar()) {
         ranges.emplace_back("i", count_of(rep));
       } else if (rep.IsMap()) {
-        for (auto it = rep.begin(); it != rep.end(); ++it) ranges.emplace_back(it->first.as<std::string>(), count_of(it->second));
+        for (auto it = rep.begin(); it != rep.end(); ++it) {
+          if (!it->first.IsScalar()) throw InputError(location_of(file, it->first), "a repeat variable is a name, e.g. {i: 4, j: 2}");
+          const std::string var = it->first.Scalar();
+          for (const auto& [seen, n] : ranges)
+            if (seen == var) throw InputError(location_of(file, it->first), fmt::format("repeat variable '{}' is given twice", var));
+          ranges.emplace_back(var, count_of(it->second));
+        }
       } else {
         throw InputError(location_of(file, rep), "repeat must be a count (variable i) or a mapping like {i: 4, j: 2}");
+      }
+      int64_t combinations = 1;
+      for (const auto& [var, n] : ranges) {
+        if (n > limits::kMaxRepeatIterations / combinations)
+          throw InputError(location_of(file, rep), fmt::format("this repeat runs through more than {} combinations (skipped ones included): "
+                                                               "use fewer, or split the item",
+                                                               limits::kMaxRepeatIterations));
+        combinations *= n;
       }
     }
     const YAML::Node skip = item["skip_if"];

@@ -18,18 +18,46 @@ SourceLocation location_of(const std::string& file, const YAML::Node& node) {
 }
 
 namespace {
+// Shapes every reader relies on, checked once for the whole document: keys
+// are plain names (not lists or mappings), and the document, with its
+// aliases expanded, stays small (a few aliases can expand exponentially).
+void check_shape(const YAML::Node& root, const std::string& name) {
+  constexpr size_t kMaxNodes = 4'000'000;
+  std::vector<YAML::Node> todo{root};
+  size_t seen = 0;
+  while (!todo.empty()) {
+    const YAML::Node n = todo.back();
+    todo.pop_back();
+    if (++seen > kMaxNodes)
+      throw InputError(location_of(name, root), fmt::format("the document expands to more than {} values (aliases used many times?)", kMaxNodes));
+    if (n.IsMap()) {
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        if (!it->first.IsScalar())
+          throw InputError(location_of(name, it->first), "a key must be a plain name, not a list, mapping or null");
+        todo.push_back(it->second);
+      }
+    } else if (n.IsSequence()) {
+      for (auto it = n.begin(); it != n.end(); ++it) todo.push_back(*it);
+    }
+  }
+}
+
 YAML::Node parse(const std::string& text, const std::string& name) {
+  YAML::Node n;
   try {
-    return YAML::Load(text);
+    n = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw InputError(SourceLocation{name, e.mark.line + 1, e.mark.column + 1},
                      fmt::format("YAML syntax error: {}", e.msg));
   }
+  check_shape(n, name);
+  return n;
 }
 }  // namespace
 
 YAML::Node load_yaml_file(const std::string& path) {
-  if (std::filesystem::is_directory(path)) throw InputError(SourceLocation{path, 0, 0}, "is a folder: give a YAML file");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(SourceLocation{path, 0, 0}, "is a folder: give a YAML file");
   std::ifstream in(path);
   if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
   std::stringstream ss;

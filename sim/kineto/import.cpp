@@ -235,7 +235,9 @@ class Importer {
       }
     for (const auto& [ranks, counts] : issued) {
       if (!std::all_of(ranks.begin(), ranks.end(), [&](int r) { return r >= 0 && r < n_; })) continue;
-      if (std::any_of(ranks.begin(), ranks.end(), [&](int r) { return counts[static_cast<size_t>(r)] != counts[static_cast<size_t>(ranks[0])]; })) {
+      if (std::any_of(ranks.begin(), ranks.end(), [&counts = counts, first = ranks[0]](int r) {
+            return counts[static_cast<size_t>(r)] != counts[static_cast<size_t>(first)];
+          })) {
         sum_.notes.push_back(fmt::format("the ranks of group [{}] issued different numbers of collectives in their traces (profile every rank "
                                          "over the same steps): those keep their measured time",
                                          fmt::join(ranks, ", ")));
@@ -462,7 +464,8 @@ class Importer {
 }  // namespace
 
 std::string read_maybe_gzip(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) throw InputError(SourceLocation{path, 0, 0}, "no such file");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(SourceLocation{path, 0, 0}, "no such file");
   gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are
   if (!f) throw InputError(SourceLocation{path, 0, 0}, "cannot be read");
   std::string out;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "io/limits.hpp"
 #include "io/repeat.hpp"
 #include "io/yaml_reader.hpp"
 
@@ -110,6 +111,19 @@ void substitute_all(YAML::Node n, const RepeatVars& vars) {
 struct Parser {
   std::string file;
   Schedule s;
+  size_t unrolled = 0;  // ops and loop iterations so far, every rank's (limits::max_unrolled_ops)
+
+  // Counts n more; false (nothing counted) past the limit.
+  bool unroll(size_t n) {
+    if (n > limits::max_unrolled_ops() - unrolled) return false;
+    unrolled += n;
+    return true;
+  }
+  [[nodiscard]] static std::string too_many() {
+    return fmt::format("the programs unroll to more than {} ops and loop iterations (every rank's; they are held in memory): "
+                       "use fewer iterations or ranks",
+                       limits::max_unrolled_ops());
+  }
 
   [[noreturn]] void unknown(const MapReader& r, const std::string& key, const std::string& what, const std::string& name,
                             const std::vector<std::string>& names, const std::string& fix) {
@@ -312,6 +326,7 @@ struct Parser {
         }
         if (count < 0) r.fail("count", "must not be negative");
         if (vars.count(var)) r.fail("var", fmt::format("'{}' is already a loop variable here", var));
+        if (!unroll(static_cast<size_t>(count))) r.fail("count", too_many());
         for (int64_t k = 0; k < count; ++k) {
           RepeatVars inner = vars;
           inner[var] = k;
@@ -325,6 +340,7 @@ struct Parser {
       } catch (const std::invalid_argument& e) {
         throw InputError(location_of(file, origin), e.what());
       }
+      if (!unroll(1)) throw InputError(location_of(file, origin), too_many());
       out.push_back(parse_op(copy, origin));
     }
   }
@@ -356,14 +372,14 @@ struct Parser {
     if (!programs.IsSequence() || programs.size() == 0) top.fail("programs", "must be a non-empty list of {rank, ops}");
     int ranks = 0;
     if (auto v = top.opt_int32("ranks")) {
-      if (*v < 1) top.fail("ranks", "must be at least 1");
+      if (*v < 1 || *v > limits::kMaxRanks) top.fail("ranks", fmt::format("must be in 1..{}", limits::kMaxRanks));
       ranks = *v;
     } else {
       for (const YAML::Node& p : programs) {
-        const YAML::Node rk = p["rank"];
+        const YAML::Node rk = p.IsMap() ? p["rank"] : YAML::Node();
         if (rk.IsDefined() && rk.IsScalar() && rk.Scalar() != "all") {
           try {
-            ranks = std::max(ranks, rk.as<int>() + 1);
+            ranks = std::max(ranks, std::clamp(rk.as<int>(), -1, limits::kMaxRanks - 1) + 1);
           } catch (const YAML::Exception&) {
           }
         }

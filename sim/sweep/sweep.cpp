@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gpu/params_io.hpp"
+#include "io/file_hash.hpp"
 #include "io/yaml_reader.hpp"
 #include "gpu/executor.hpp"
 #include "hw/fabric.hpp"
@@ -148,7 +150,8 @@ SweepSpec parse_sweep_file(const std::string& path) {
     r.fail_here("give the base of every point: either 'workload: FILE' (a DiT workload) or 'schedule: FILE' (a schedule)");
   s.schedule_base = r.has("schedule");
   s.base = relative_to(path, r.str(s.schedule_base ? "schedule" : "workload"));
-  if (!fs::exists(s.base))
+  std::error_code ec;  // a name the OS refuses (too long, say) is a file that does not exist
+  if (!fs::exists(s.base, ec))
     r.fail(s.schedule_base ? "schedule" : "workload", fmt::format("no such file: {} (paths are relative to the sweep file)", s.base));
   if (s.schedule_base == is_workload_file(s.base))
     r.fail(s.schedule_base ? "schedule" : "workload",
@@ -319,27 +322,54 @@ std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a,
 
 }  // namespace
 
+std::vector<std::string> sweep_header(const SweepSpec& s) {
+  std::vector<std::string> h{"point"};
+  h.insert(h.end(), s.parameters.begin(), s.parameters.end());
+  h.push_back("status");
+  h.push_back("error");
+  const auto& metrics = sweep_metric_columns();
+  h.insert(h.end(), metrics.begin(), metrics.end());
+  return h;
+}
+
+namespace {
+
+// A row's first cells: the point's index and its parameters' values.
+std::vector<std::string> point_cells(const SweepSpec& s, size_t i, const SweepAssignment& a) {
+  std::vector<std::string> row{std::to_string(i)};
+  for (const auto& p : s.parameters) {
+    std::string cell;
+    for (const auto& [k, v] : a)
+      if (k == p) cell = v.text;  // the last assignment wins, as when running
+    row.push_back(cell);
+  }
+  return row;
+}
+
+}  // namespace
+
 SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o) {
   if (o.shards < 1 || o.shard < 0 || o.shard >= o.shards) throw std::invalid_argument("run_sweep: bad shard");
   SweepTable t;
-  t.header.push_back("point");
-  for (const auto& p : s.parameters) t.header.push_back(p);
-  t.header.push_back("status");
-  t.header.push_back("error");
+  t.header = sweep_header(s);
   const auto& metrics = sweep_metric_columns();
-  t.header.insert(t.header.end(), metrics.begin(), metrics.end());
 
   std::vector<size_t> mine;
   for (size_t i = static_cast<size_t>(o.shard); i < s.size(); i += static_cast<size_t>(o.shards)) mine.push_back(i);
   t.rows.resize(mine.size());
-  // Run points that share a schedule one after another, so a worker builds
-  // it once; rows land in their own places, so the table is the same in
-  // any order.
-  std::vector<size_t> order(mine.size());
+  // The points still to run. Points that share a schedule run one after
+  // another, so a worker builds it once; rows land in their own places, so
+  // the table is the same in any order.
+  std::vector<size_t> order;
   {
     std::vector<std::string> keys(mine.size());
     for (size_t j = 0; j < mine.size(); ++j) {
-      order[j] = j;
+      if (const auto it = o.finished.find(mine[j]); it != o.finished.end()) {
+        assert(it->second.size() == t.header.size());
+        t.rows[j] = it->second;
+        continue;
+      }
+      order.push_back(j);
       keys[j] = schedule_key(base_overrides(s.point(mine[j])));
     }
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
@@ -349,19 +379,13 @@ SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o) {
   if (o.threads > 0) limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(o.threads));
   tbb::enumerable_thread_specific<WorkerCache> caches;
   std::mutex progress_mutex;
-  size_t done = 0;
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, mine.size(), 1), [&](const tbb::blocked_range<size_t>& range) {
+  size_t done = mine.size() - order.size();
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, order.size(), 1), [&](const tbb::blocked_range<size_t>& range) {
     for (size_t pos = range.begin(); pos != range.end(); ++pos) {
       const size_t j = order[pos];
       const size_t i = mine[j];
       const SweepAssignment a = s.point(i);
-      std::vector<std::string> row{std::to_string(i)};
-      for (const auto& p : s.parameters) {
-        std::string cell;
-        for (const auto& [k, v] : a)
-          if (k == p) cell = v.text;  // the last assignment wins, as when running
-        row.push_back(cell);
-      }
+      std::vector<std::string> row = point_cells(s, i, a);
       std::vector<std::string> cells;
       std::string error;
       try {
@@ -378,13 +402,94 @@ SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o) {
       if (cells.empty()) cells.assign(metrics.size(), "");
       row.insert(row.end(), cells.begin(), cells.end());
       t.rows[j] = std::move(row);
-      if (o.progress) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        o.progress(++done, mine.size());
-      }
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      if (o.on_row) o.on_row(t.rows[j]);
+      if (o.progress) o.progress(++done, mine.size());
     }
   });
   return t;
+}
+
+// ---------------------------------------------------------------- journal
+
+namespace {
+constexpr const char* kJournalTag = "# overlapsim sweep journal ";
+}  // namespace
+
+std::string SweepJournal::identity(const SweepSpec& s, const SweepOptions& o) {
+  uint64_t h = kFnv1a64Offset;
+  for (const std::string& f : {s.file, s.base, s.topology, s.calibration})
+    if (!f.empty()) fnv1a64_file(f, h);
+  return fmt::format("{}{:016x} shard {}/{}", kJournalTag, h, o.shard + 1, o.shards);
+}
+
+std::map<size_t, std::vector<std::string>> SweepJournal::read(const std::string& path, const SweepSpec& s, const SweepOptions& o) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open the sweep's journal");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  const size_t first = text.find('\n');
+  if (text.rfind(kJournalTag, 0) != 0 || first == std::string::npos)
+    throw InputError(SourceLocation{path, 1, 1}, "not a sweep journal: remove it, or run without --resume and with --force to start over");
+  if (text.substr(0, first) != identity(s, o))
+    throw InputError(SourceLocation{path, 1, 1},
+                     "this journal is another sweep's, another shard's, or its sweep, base, topology or calibration file has changed since: "
+                     "run with --force (not --resume) to start over");
+  // A row is whole once its line ends; a last line without its end was cut short.
+  text.erase(text.rfind('\n') + 1);
+  SweepTable t = parse_csv(text.substr(first + 1), path, 2);
+  if (t.header != sweep_header(s)) throw InputError(SourceLocation{path, 2, 1}, "the journal's columns are not this sweep's: run with --force to start over");
+  std::map<size_t, std::vector<std::string>> rows;
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const SourceLocation where{path, static_cast<int>(r + 3), 1};
+    size_t i = 0;
+    try {
+      size_t used = 0;
+      i = std::stoul(t.rows[r][0], &used);
+      if (used != t.rows[r][0].size()) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw InputError(where, "a journal row's point is not a number: the journal is damaged; run with --force to start over");
+    }
+    if (i >= s.size() || i % static_cast<size_t>(o.shards) != static_cast<size_t>(o.shard) ||
+        !std::equal(t.rows[r].begin(), t.rows[r].begin() + static_cast<long>(s.parameters.size() + 1), point_cells(s, i, s.point(i)).begin()))
+      throw InputError(where, fmt::format("point {} is not this sweep's: the journal is damaged; run with --force to start over", t.rows[r][0]));
+    rows[i] = std::move(t.rows[r]);
+  }
+  return rows;
+}
+
+SweepJournal::SweepJournal(const std::string& path, const SweepSpec& s, const SweepOptions& o, bool append) : path_(path) {
+  if (append) {
+    // A row cut short by the interruption goes: the next one starts on its own line.
+    std::ifstream in(path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::error_code ec;
+    fs::resize_file(path, text.rfind('\n') + 1, ec);
+    if (ec) throw InputError(SourceLocation{path, 0, 0}, "cannot write the sweep's journal (" + ec.message() + ")");
+  }
+  file_ = std::fopen(path.c_str(), append ? "ab" : "wb");
+  if (!file_) throw InputError(SourceLocation{path, 0, 0}, "cannot write the sweep's journal here: check the folder exists and is writable");
+  if (!append) {
+    SweepTable head;
+    head.header = sweep_header(s);
+    const std::string text = identity(s, o) + "\n" + to_csv(head);
+    if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0)
+      throw InputError(SourceLocation{path, 0, 0}, "cannot write the sweep's journal");
+  }
+}
+
+SweepJournal::~SweepJournal() {
+  if (file_) std::fclose(file_);
+}
+
+void SweepJournal::add(const std::vector<std::string>& row) {
+  SweepTable one;
+  one.header = row;
+  const std::string text = to_csv(one);
+  // Flushed row by row: a killed sweep loses at most the rows in flight.
+  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0)
+    throw InputError(SourceLocation{path_, 0, 0}, "cannot append to the sweep's journal (is the disk full?)");
 }
 
 // ---------------------------------------------------------------- CSV
@@ -423,12 +528,12 @@ std::string to_csv(const SweepTable& t) {
   return out;
 }
 
-SweepTable parse_csv(const std::string& text, const std::string& file) {
+SweepTable parse_csv(const std::string& text, const std::string& file, int first_line) {
   std::vector<std::vector<std::string>> lines;
   std::vector<std::string> row;
   std::string cell;
   bool quoted = false, any = false;
-  int line_no = 1, row_line = 1;
+  int line_no = first_line, row_line = first_line;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (quoted) {
@@ -469,14 +574,14 @@ SweepTable parse_csv(const std::string& text, const std::string& file) {
     row.push_back(std::move(cell));
     lines.push_back(std::move(row));
   }
-  if (lines.empty()) throw InputError(SourceLocation{file, 1, 0}, "empty file: expected a sweep CSV (overlapsim sweep -o)");
+  if (lines.empty()) throw InputError(SourceLocation{file, first_line, 0}, "empty file: expected a sweep CSV (overlapsim sweep -o)");
   SweepTable t;
   t.header = std::move(lines.front());
   if (t.header.empty() || t.header.front() != "point" || t.column("status") < 0)
-    throw InputError(SourceLocation{file, 1, 1}, "not a sweep CSV: the header must start with 'point' and have a 'status' column");
+    throw InputError(SourceLocation{file, first_line, 1}, "not a sweep CSV: the header must start with 'point' and have a 'status' column");
   for (size_t i = 1; i < lines.size(); ++i) {
     if (lines[i].size() != t.header.size())
-      throw InputError(SourceLocation{file, static_cast<int>(i + 1), 0},
+      throw InputError(SourceLocation{file, static_cast<int>(i) + first_line, 0},
                        fmt::format("row has {} cells, the header {}: the file is damaged or was edited", lines[i].size(), t.header.size()));
     t.rows.push_back(std::move(lines[i]));
   }
@@ -488,7 +593,31 @@ SweepTable read_csv_file(const std::string& path) {
   if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_csv(ss.str(), path);
+  SweepTable t = parse_csv(ss.str(), path);
+  std::vector<std::string> needed{"error"};
+  const auto& metrics = sweep_metric_columns();
+  needed.insert(needed.end(), metrics.begin(), metrics.end());
+  for (const std::string& c : needed)
+    if (t.column(c) < 0)
+      throw InputError(SourceLocation{path, 1, 1}, fmt::format("not a sweep CSV: it has no '{}' column (overlapsim sweep writes every metric column)", c));
+  // A point that ran has a number in every numeric metric.
+  const int status = t.column("status");
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string& st = t.rows[r][static_cast<size_t>(status)];
+    if (st != "ok" && st != "error")
+      throw InputError(SourceLocation{path, static_cast<int>(r + 2), status + 1}, fmt::format("status '{}' is neither ok nor error: the file was edited", st));
+    if (st != "ok") continue;
+    for (const std::string& c : metrics) {
+      if (c == "topology_name" || c == "copy_bottleneck" || c == "collective_bottleneck") continue;
+      const int col = t.column(c);
+      const std::string& cell = t.rows[r][static_cast<size_t>(col)];
+      char* end = nullptr;
+      const double v = std::strtod(cell.c_str(), &end);
+      if (cell.empty() || end != cell.c_str() + cell.size() || !std::isfinite(v))
+        throw InputError(SourceLocation{path, static_cast<int>(r + 2), col + 1}, fmt::format("'{}' of a point that ran is '{}', not a number: the file was edited", c, cell));
+    }
+  }
+  return t;
 }
 
 SweepTable merge_sweep_tables(const std::vector<std::pair<std::string, SweepTable>>& shards, std::optional<size_t> expected_points) {

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -67,10 +69,44 @@ struct SweepOptions {
   int shard = 0, shards = 1;   // run the points with index % shards == shard
   /// Called after each point (serialised, from worker threads).
   std::function<void(size_t done, size_t total)> progress;
+  /// Rows already run, by point index (an interrupted sweep's journal):
+  /// taken as they are, not run again.
+  std::map<size_t, std::vector<std::string>> finished;
+  /// Called with each row as its point finishes (serialised), e.g. to
+  /// append it to the journal.
+  std::function<void(const std::vector<std::string>& row)> on_row;
 };
 
 /// The metric columns every row has, in order (docs/formats/sweep.md).
 const std::vector<std::string>& sweep_metric_columns();
+
+/// The CSV header of a sweep: point, the parameters, status, error, the metrics.
+std::vector<std::string> sweep_header(const SweepSpec& s);
+
+/// An interrupted sweep's finished points (`sweep --resume`): a file beside
+/// the CSV, `CSV.journal`, with a line naming what it belongs to (the sweep
+/// file, its base, topology and calibration, by content, and the shard),
+/// the header, then one CSV row per finished point, flushed as it lands.
+class SweepJournal {
+ public:
+  /// The identity line of a sweep's journal: a hash of the files it reads
+  /// (the sweep file, its base, its default topology and calibration) and the shard.
+  static std::string identity(const SweepSpec& s, const SweepOptions& o);
+  /// Reads a journal and checks it belongs to this sweep and shard; a last
+  /// row cut short (the process was killed while writing it) is dropped.
+  /// InputError when it belongs to another sweep, an edited file, or is damaged.
+  static std::map<size_t, std::vector<std::string>> read(const std::string& path, const SweepSpec& s, const SweepOptions& o);
+  /// Starts a journal (identity and header), or appends to an existing one.
+  SweepJournal(const std::string& path, const SweepSpec& s, const SweepOptions& o, bool append);
+  ~SweepJournal();
+  SweepJournal(const SweepJournal&) = delete;
+  SweepJournal& operator=(const SweepJournal&) = delete;
+  void add(const std::vector<std::string>& row);
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
 
 /// Runs the sweep's points (this shard's); a failing point fills its row's
 /// status and error columns and the sweep goes on.
@@ -78,7 +114,8 @@ SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o = {});
 
 /// RFC 4180 CSV (quotes where needed, "\n" line ends).
 std::string to_csv(const SweepTable& t);
-SweepTable parse_csv(const std::string& text, const std::string& file);
+/// `first_line`: the file line the text starts at (for error locations).
+SweepTable parse_csv(const std::string& text, const std::string& file, int first_line = 1);
 SweepTable read_csv_file(const std::string& path);
 
 /// Joins shard tables into the table an unsharded run gives: one header,

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "gpu/params_io.hpp"
+#include "io/limits.hpp"
 #include "io/yaml_reader.hpp"
 
 namespace osim {
@@ -153,7 +154,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     w.tokens = ((w.frames - 1) / 4 + 1) * (w.height / 16) * (w.width / 16);
   }
   if (auto s = top.opt_int32("steps")) {
-    if (*s < 1) top.fail("steps", "must be at least 1");
+    if (*s < 1 || *s > 1'000'000) top.fail("steps", "must be in 1..1,000,000 (every step after the first takes the same time: a few are enough)");
     w.steps = static_cast<int>(*s);
   }
   if (auto c = top.opt_choice("cfg", {"none", "serial", "parallel"})) w.cfg = *c == "none" ? CfgMode::None : *c == "serial" ? CfgMode::Serial : CfgMode::Parallel;
@@ -322,6 +323,14 @@ class Gen {
     // Without CFG-parallel or tensor parallelism every rank runs the same
     // program (Ulysses ranks differ only in their data): generate it once and share it.
     const bool same = w_.cfg != CfgMode::Parallel && w_.tp == 1 && w_.ring == 1;
+    const size_t programs = same ? 1 : static_cast<size_t>(w_.ranks());
+    const size_t per_program = static_cast<size_t>(w_.forwards_per_rank()) * seq_.size() * kOpsPerBlock + 100;
+    if (per_program > limits::max_unrolled_ops() / programs)
+      throw InputError(SourceLocation{w_.file, 0, 0},
+                       fmt::format("{} steps ({} forwards a rank) x {} blocks{} unroll to about {} ops, more than the {} a run holds in memory: "
+                                   "simulate fewer steps (every step after the first takes the same time) or fewer ranks",
+                                   w_.steps, w_.forwards_per_rank(), seq_.size(),
+                                   same ? "" : fmt::format(" x {} ranks", programs), programs * per_program, limits::max_unrolled_ops()));
     for (int r = 0; r < w_.ranks(); ++r) {
       if (same && r > 0) b_.share_program(r, 0);
       else program(r);
@@ -331,6 +340,7 @@ class Gen {
 
  private:
   static constexpr int kCompute = 0, kCopy = 1;
+  static constexpr size_t kOpsPerBlock = 30;  // about, with offload and collectives
   enum class Group : uint8_t { None, Ulysses, Tp, Cfg };
 
   // A block type's ops evaluated once (the job's values never change), ready
@@ -577,7 +587,7 @@ class Gen {
   void program(int rank) {
     std::vector<Op> ops;
     const int L = static_cast<int>(seq_.size()), F = w_.forwards_per_rank();
-    reserve_huge(ops, static_cast<size_t>(F) * static_cast<size_t>(L) * 30 + 100);
+    reserve_huge(ops, static_cast<size_t>(F) * static_cast<size_t>(L) * kOpsPerBlock + 100);
     const int total = F * L;
     const bool cfg_par = w_.cfg == CfgMode::Parallel;
     const int half = w_.ring * w_.ulysses * w_.tp;  // ranks of one CFG half

@@ -95,7 +95,8 @@ TEST_CASE("a hand-off bench row with a value outside its testcase's cases is ref
   const nlohmann::json good = load(kSrc + "/validate/reference/h200/bench-default.json");
   for (const auto& [key, field, value] : {std::tuple{"copy_reps", "gate", "kernl"}, std::tuple{"copy_reps", "dir", "up"},
                                           std::tuple{"copy_after_idle", "before", "kernel_dne"}, std::tuple{"handoff_wait", "mode", "other"}}) {
-    INFO(key << " " << field);
+    const std::string case_name = std::string(key) + " " + field;  // clang 14 cannot capture a structured binding
+    INFO(case_name);
     nlohmann::json bad = good;
     bool edited = false;
     for (auto& r : bad["results"])

@@ -4,8 +4,13 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
+#include "gpu/params_io.hpp"
 #include "hw/fabric.hpp"
+#include "io/limits.hpp"
 #include "schedule/schedule.hpp"
+#include "workload/dit.hpp"
 
 using namespace osim;
 
@@ -69,4 +74,42 @@ TEST_CASE("shapes: a list where a whole number goes is named, not a conversion e
     CHECK(std::string(e.what()).find("e.yaml:5:") == 0);
     CHECK(std::string(e.what()).find("each rank in a rank list is a whole number") != std::string::npos);
   }
+}
+
+TEST_CASE("shapes: a list or mapping as a key, or aliases expanding without bound, are refused when read") {
+  CHECK(schedule_error("      - {op: marker, name: m, ? [a, b] : 1}\n").find("edge.yaml:7:") == 0);
+  CHECK(schedule_error("      - {op: marker, name: m, ? [a, b] : 1}\n").find("a key must be a plain name") != std::string::npos);
+  CHECK_THROWS_WITH_AS(parse_calibration_string("model:\n  ? {a: 1}\n  : 2\n", "c.yaml"), doctest::Contains("c.yaml:2:5: error: a key must be a plain name"),
+                       InputError);
+  // Seven levels of ten aliases each: 10^7 values from a few hundred bytes.
+  std::string laughs = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 7; ++i) {
+    laughs += fmt::format("l{}: &l{} [", i, i);
+    for (int k = 0; k < 10; ++k) laughs += fmt::format("{}*l{}", k ? ", " : "", i - 1);
+    laughs += "]\n";
+  }
+  CHECK_THROWS_WITH_AS(hw::parse_topology_string(laughs, "laughs.yaml"), doctest::Contains("expands to more than"), InputError);
+}
+
+TEST_CASE("sizes: loops, repeats and workloads that would exhaust memory are refused before they allocate") {
+  // A loop past the limit on what programs unroll to, even an empty one (no hang).
+  const size_t limit = limits::max_unrolled_ops();
+  CHECK(schedule_error("      - {op: loop, count: 1000000000000000000, ops: []}\n").find("edge.yaml:7:27: error: loop 'count'") == 0);
+  CHECK(schedule_error("      - {op: loop, count: 1000000000000000000, ops: []}\n").find("unroll to more than") != std::string::npos);
+  limits::set_max_unrolled_ops(100);
+  // 2 ranks x (50 iterations + 50 ops) = 200 > 100; 2 x (20 + 20) = 80 fits.
+  CHECK(schedule_error("      - {op: loop, count: 50, ops: [{op: marker, name: m}]}\n").find("unroll to more than 100 ops") != std::string::npos);
+  CHECK(schedule_error("      - {op: loop, count: 20, ops: [{op: marker, name: m}]}\n").empty());
+  limits::set_max_unrolled_ops(limit);
+  // A repeat over too many combinations, or with a variable twice (it never ended).
+  CHECK(topology_error(kTopo + "  - {name: \"gpu{i}\", kind: gpu, repeat: {i: 100000, j: 100000}, skip_if: \"i != j\"}\n")
+            .find("more than 1048576 combinations") != std::string::npos);
+  CHECK(topology_error(kTopo + "  - {name: \"gpu{i}\", kind: gpu, repeat: {i: 3, i: 4}}\n").find("repeat variable 'i' is given twice") !=
+        std::string::npos);
+  // A workload's steps x blocks x ranks: refused with the keys named.
+  const std::string wan = std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/wan22-720p-dgx-sp8-layerwise.yaml";
+  CHECK_THROWS_WITH_AS(generate_schedule(parse_workload_file(wan, {"steps=100000", "cfg=parallel"})),
+                       doctest::Contains("100000 steps (100000 forwards a rank) x 40 blocks x 16 ranks"), InputError);
+  CHECK_THROWS_WITH_AS(parse_workload_file(wan, {"steps=4294967297"}), doctest::Contains("'steps'"), InputError);
+  CHECK_THROWS_WITH_AS(parse_workload_file(wan, {"steps=2000000"}), doctest::Contains("1..1,000,000"), InputError);
 }

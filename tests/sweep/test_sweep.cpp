@@ -2,6 +2,7 @@
 // independence, agreement with a direct run), shards and merge, CSV, summary.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -29,8 +30,8 @@ std::string write_sweep(const std::string& name, const std::string& text) {
 
 // ACES 4x H100 PCIe, 1 step: prefetch 0..2 x SP {2, 4}, and one point that
 // cannot run (prefetch_size past the model's 40 blocks).
-std::string small_sweep() {
-  return write_sweep("small.yaml", "name: small\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
+std::string small_sweep(const std::string& file = "small.yaml") {
+  return write_sweep(file, "name: small\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
                                        "set: {steps: 1}\n"
                                        "grid:\n  parallelism.ulysses: [2, 4]\n  offload.prefetch_size: [0, 1, 2]\n"
                                        "points:\n  - {offload.prefetch_size: 99}\n");
@@ -169,6 +170,59 @@ TEST_CASE("sweep: shards merge into the unsharded table, and merge refuses dupli
   std::vector<std::pair<std::string, SweepTable>> first_two{shards[0], shards[1]};
   first_two[1].second.rows.pop_back();  // 0,1,3,4 and 6 but the sweep has 7
   CHECK_THROWS_AS(merge_sweep_tables(first_two, s.size()), InputError);
+}
+
+TEST_CASE("sweep: an interrupted sweep resumes from its journal into the table an uninterrupted run writes") {
+  const std::string file = small_sweep("journal.yaml");  // its own file: the test edits it
+  const SweepSpec s = parse_sweep_file(file);
+  const SweepTable whole = run_sweep(s);
+  const std::string journal = file + ".csv.journal";
+  {
+    SweepJournal j(journal, s, SweepOptions{}, false);
+    for (size_t i : {0, 2, 5}) j.add(whole.rows[i]);
+  }
+  std::ofstream(journal, std::ios::app) << "3,4,1,ok,,aces";  // the row being written when the sweep was killed
+  SweepOptions o;
+  o.finished = SweepJournal::read(journal, s, o);
+  REQUIRE(o.finished.size() == 3);
+  CHECK(o.finished.at(5) == whole.rows[5]);
+  // The journal's rows are taken as they are, the rest run and reported.
+  o.finished.at(2).back() = "from the journal";
+  std::vector<std::string> ran;
+  o.on_row = [&](const std::vector<std::string>& row) { ran.push_back(row[0]); };
+  const SweepTable resumed = run_sweep(s, o);
+  CHECK(resumed.rows[2].back() == "from the journal");
+  std::sort(ran.begin(), ran.end());
+  CHECK(ran == std::vector<std::string>{"1", "3", "4", "6"});
+  o.finished = SweepJournal::read(journal, s, SweepOptions{});
+  CHECK(to_csv(run_sweep(s, o)) == to_csv(whole));
+
+  // Going on drops the cut row and appends after the last whole one.
+  {
+    SweepJournal j(journal, s, SweepOptions{}, true);
+    j.add(whole.rows[1]);
+  }
+  const auto again = SweepJournal::read(journal, s, SweepOptions{});
+  CHECK(again.size() == 4);
+  CHECK(again.at(1) == whole.rows[1]);
+
+  // A journal of another shard, of an edited sweep, or with a row of another point is refused.
+  SweepOptions shard;
+  shard.shards = 2;
+  CHECK_THROWS_WITH_AS(SweepJournal::read(journal, s, shard), doctest::Contains("another shard's"), InputError);
+  std::string text;
+  {
+    std::ifstream in(journal);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t row1 = text.find("\n1,");
+  REQUIRE(row1 != std::string::npos);
+  std::string swapped = text;
+  swapped[row1 + 3] = swapped[row1 + 3] == '2' ? '4' : '2';  // point 1's SP degree
+  std::ofstream(journal) << swapped;
+  CHECK_THROWS_WITH_AS(SweepJournal::read(journal, s, SweepOptions{}), doctest::Contains("point 1 is not this sweep's"), InputError);
+  std::ofstream(file, std::ios::app) << "# edited\n";
+  CHECK_THROWS_WITH_AS(SweepJournal::read(journal, parse_sweep_file(file), SweepOptions{}), doctest::Contains("has changed since"), InputError);
 }
 
 TEST_CASE("sweep: CSV quoting round-trips, and damaged files are refused") {

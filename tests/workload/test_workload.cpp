@@ -235,7 +235,8 @@ TEST_CASE("a run without per-op records gives the same metrics as one with them"
            {"wan21-480p-4090-block", {"steps=1"}},
            {"wan22-720p-dgx-sp8-layerwise", {"steps=1"}},
            {"wan22-720p-h200-layerwise", {"steps=1", "model.blocks=4"}}}) {
-    CAPTURE(wl);
+    const std::string workload = wl;  // clang 14 cannot capture a structured binding
+    CAPTURE(workload);
     const Run x = run(wl, sets);
     const auto [records, spans] = both(x.s, *x.topo, x.w.params);
     // With prefetching, back-to-back kernels on the compute stream join into
