@@ -1,6 +1,7 @@
 # Sourced on a GPU machine before running overlapsim-validate built elsewhere:
 #   source validate/device_env.sh path/to/overlapsim-validate
-# Finds libnccl.so.2 and libcublas*.so.13 (or .12) wherever they are (e.g. inside a
+# Finds libnccl.so.2, libcublas*.so.13 (or .12), and cuDNN 9 and NVRTC (the
+# runner's attention) wherever they are (e.g. inside a
 # Python environment's nvidia/ packages), adds the binary's lib/ folder (the
 # yaml-cpp and fmt it was linked with travel there), and keeps
 # NCCL_NVLS_ENABLE=0 (the machines are shared).
@@ -14,7 +15,7 @@ for _ovv_z in "$(dirname "$_ovv_bin")"/lib/*.xz; do
 done
 _ovv_dirs="$(cd "$(dirname "$_ovv_bin")" && pwd)/lib"
 # cuBLAS of CUDA 13, else 12 (the one the binary was built against is the one it loads).
-for _ovv_lib in libnccl.so.2 'libcublas.so.1[32]' 'libcublasLt.so.1[32]'; do
+for _ovv_lib in libnccl.so.2 'libcublas.so.1[32]' 'libcublasLt.so.1[32]' libcudnn.so.9 'libnvrtc.so.1[32]'; do
   _ovv_p=$(find / -xdev -name "$_ovv_lib" -not -path '*/proc/*' 2>/dev/null | sort -r | head -1)
   [ -n "$_ovv_p" ] && _ovv_dirs="$_ovv_dirs:$(dirname "$_ovv_p")"
 done

@@ -8,6 +8,8 @@
 #   bench-p2p-off      collectives, interference, multi-GPU copies and
 #                      overheads with NCCL_P2P_DISABLE=1                     -> bench-p2p-disable.json
 #   attention          PyTorch SDPA at the workloads' shapes, every backend  -> attention.json
+#   attention-runner   the runner's cuDNN SDPA at those shapes               -> attention-runner/
+#                      (validate/sets/attention/cudnn-shapes.yaml)
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
 #   programs[:NAMES]   the reference programs (validate/programs/), each    -> programs/
 #                      profiled too; NAMES: only these (comma-separated)
@@ -20,7 +22,7 @@
 #   twice:NAME:REGEX   the same, twice in a row                              -> bench-NAME-1.json, -2.json
 #   validation[:REGEX] the validation set's runs (the schedules of           -> validation/<case>/
 #                      validate/reference/h200x4-nvlink/validation/)
-# Presets: whole-gpu = bench attention framework phase validation:^sp1-pf[0-3]-default$ programs
+# Presets: whole-gpu = bench attention attention-runner framework phase validation:^sp1-pf[0-3]-default$ programs
 #          box       = bench bench-p2p-off attention framework programs-sp validation
 # Every session also writes the machine's description (machine/: nvidia-smi,
 # its topology matrix, nvidia-smi -q, the GPUs' PCIe links (lspci), their clocks and limits, library versions), samples
@@ -45,7 +47,7 @@ done
 expanded=()
 for s in "${steps[@]}"; do
   case "$s" in
-    whole-gpu) expanded+=(bench attention framework phase 'validation:^sp1-pf[0-3]-default$' programs) ;;
+    whole-gpu) expanded+=(bench attention attention-runner framework phase 'validation:^sp1-pf[0-3]-default$' programs) ;;
     box) expanded+=(bench bench-p2p-off attention framework programs-sp validation) ;;
     *) expanded+=("$s") ;;
   esac
@@ -87,6 +89,9 @@ for s in "${expanded[@]}"; do
     attention)
       timeout 300 "${torch_py[@]}" validate/src/testcases/attention.py "$out/attention.json" > "$out/attention.log" 2>&1
       mark "attention rc=$?" ;;
+    attention-runner)
+      timeout 300 "$bin" run validate/sets/attention/cudnn-shapes.yaml -o "$out/attention-runner" --force > "$out/attention-runner.log" 2>&1
+      mark "attention-runner rc=$?" ;;
     framework)
       timeout 120 "${torch_py[@]}" validate/src/testcases/framework.py "$out/framework.json" > "$out/framework.log" 2>&1
       mark "framework rc=$?" ;;

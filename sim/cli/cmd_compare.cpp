@@ -57,12 +57,16 @@ Records resimulate(const std::string& measured, const Records& measured_records,
     params.overheads.event_gpu_time_h2d = ev.overheads.event_gpu_time_h2d;
     params.overheads.event_gpu_time_copy = ev.overheads.event_gpu_time_copy;
   }
-  // overlapsim-validate runs attention (and FLOP-count kernels) as cuBLAS
-  // GEMMs (realised_gemm): simulate what it ran, each such kernel at the
-  // efficiency of the GEMM it became (the calibration's entry for that shape,
-  // when the bench timed it with --gemm-shapes-from; else the median).
-  if (measured_records.meta.contains("attention_slowdown"))
-    sched = as_realised(sched, params, measured_records.meta.at("attention_slowdown").get<double>());
+  // overlapsim-validate runs FLOP-count kernels, and attention it has no
+  // kernel for, as cuBLAS GEMMs (realised_gemm): simulate what it ran, each
+  // such kernel at the efficiency of the GEMM it became (the calibration's
+  // entry for that shape, when the bench timed it with --gemm-shapes-from;
+  // else the median). Attention it ran as cuDNN's SDPA is simulated as cuDNN's.
+  if (measured_records.meta.contains("attention_slowdown")) {
+    const auto sdpa = measured_records.meta.find("attention_sdpa");
+    const bool ran_sdpa = sdpa != measured_records.meta.end() && sdpa->is_boolean() && sdpa->get<bool>();
+    sched = as_realised(sched, params, measured_records.meta.at("attention_slowdown").get<double>(), ran_sdpa);
+  }
   // It ran right after warm-up and earlier repeats (no pause): start it in
   // the sustained-load state those left.
   const int before = runs_before_recorded(measured_records);

@@ -8,7 +8,7 @@
 
 namespace osim {
 
-Schedule as_realised(const Schedule& s, const ModelParams& p, double attention_slowdown) {
+Schedule as_realised(const Schedule& s, const ModelParams& p, double attention_slowdown, bool sdpa) {
   Schedule out = s;
   std::map<const std::vector<Op>*, std::shared_ptr<const std::vector<Op>>> done;  // programs share op lists
   for (auto& prog : out.programs) {
@@ -17,6 +17,10 @@ Schedule as_realised(const Schedule& s, const ModelParams& p, double attention_s
       auto ops = std::make_shared<std::vector<Op>>(*prog.ops);
       for (Op& op : *ops) {
         if (op.gemm) continue;  // runs as itself
+        if (sdpa && attention_runs_as_sdpa(op)) {
+          op.attention->backend = AttnBackend::Cudnn;
+          continue;
+        }
         const auto rg = realised_gemm(op, attention_slowdown);
         if (!rg) continue;
         const double flops = op.attention ? op.attention->flops() : op.flops;

@@ -17,8 +17,10 @@ namespace osim {
 /// The schedule as `overlapsim-validate run` executes it: every attention or
 /// FLOP-count kernel gets the efficiency that makes its time the realised
 /// GEMM's, at `p`'s efficiency for that GEMM shape (the calibration's measured
-/// entry, else gemm_efficiency). GEMM kernels are unchanged.
-Schedule as_realised(const Schedule& s, const ModelParams& p, double attention_slowdown);
+/// entry, else gemm_efficiency). GEMM kernels are unchanged. `sdpa`: the
+/// runner ran attention_runs_as_sdpa ops as cuDNN's SDPA; those stay attention,
+/// of backend cudnn (the runner's default).
+Schedule as_realised(const Schedule& s, const ModelParams& p, double attention_slowdown, bool sdpa = false);
 
 /// A run of with_timing_events(s) seen as a run of `s`: each original op's
 /// record (pointing at s's op; a stream wait's binding mapped back), the

@@ -52,18 +52,31 @@ namespace exec {
 Compute::Compute(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Compute::set_load(int r, const LoadState& load) {
-  ranks_[static_cast<size_t>(r)].duty = load.duty;
-  ranks_[static_cast<size_t>(r)].duty_slow = load.duty_slow;
+  Rank& C = ranks_[static_cast<size_t>(r)];
+  C.duty = load.duty;
+  C.duty_slow = load.duty_slow;
+  C.attention_duty = load.attention_duty;
+  C.attention_duty_slow = load.attention_duty_slow;
 }
 
 LoadState Compute::load_at(int r, Time now) const {
   const Rank& C = ranks_[static_cast<size_t>(r)];
   const PowerParams& pw = x_.p.power;
-  LoadState ls{C.duty, C.duty_slow};
-  const double b = C.duty_busy ? 1.0 : 0.0, dt = (now - C.duty_t).s();
+  LoadState ls{C.duty, C.duty_slow, C.attention_duty, C.attention_duty_slow};
+  const double b = C.duty_level, dt = (now - C.duty_t).s();
   if (dt > 0) {
-    ls.duty = b + (C.duty - b) * std::exp(-dt / pw.sustained_time_constant.s());
-    if (pw.sustained_slow_slowdown > 0) ls.duty_slow = b + (C.duty_slow - b) * std::exp(-dt / pw.sustained_slow_time_constant.s());
+    const double fast = std::exp(-dt / pw.sustained_time_constant.s());
+    ls.duty = b + (C.duty - b) * fast;
+    const double slow = pw.sustained_slow_slowdown > 0 ? std::exp(-dt / pw.sustained_slow_time_constant.s()) : 1.0;
+    if (pw.sustained_slow_slowdown > 0) ls.duty_slow = b + (C.duty_slow - b) * slow;
+    if (pw.sustained_attention_load < 1) {
+      const double a = C.attention_duty_busy ? 1.0 : 0.0;
+      ls.attention_duty = a + (C.attention_duty - a) * fast;
+      if (pw.sustained_slow_slowdown > 0) ls.attention_duty_slow = a + (C.attention_duty_slow - a) * slow;
+    } else {  // SDPA counted whole: one duty cycle for both
+      ls.attention_duty = ls.duty;
+      ls.attention_duty_slow = ls.duty_slow;
+    }
   }
   return ls;
 }
@@ -144,15 +157,24 @@ void Compute::update(int r) {
       const LoadState ls = load_at(r, now);
       C.duty = ls.duty;
       C.duty_slow = ls.duty_slow;
+      C.attention_duty = ls.attention_duty;
+      C.attention_duty_slow = ls.attention_duty_slow;
       C.duty_t = now;
     }
     // The duty cycle counts every kernel that draws power, memory-bound
-    // ones too; only compute-bound kernels slow with the clock.
-    C.duty_busy = std::any_of(C.kernels.begin(), C.kernels.end(), [](const RunningKernel& k) { return k.loads; });
-    const double x = std::clamp((C.duty - pw.sustained_duty) / (1 - pw.sustained_duty), 0.0, 1.0);
-    const double x_slow = std::clamp((C.duty_slow - pw.sustained_duty) / (1 - pw.sustained_duty), 0.0, 1.0);
-    clock = 1.0 / (1.0 + pw.sustained_slowdown * x + pw.sustained_slow_slowdown * x_slow);
-    attention_clock = 1.0 / (1.0 + pw.sustained_slowdown * x + x_.p.attention.attention_slow_share * pw.sustained_slow_slowdown * x_slow);
+    // ones too; only compute-bound kernels slow with the clock. The GEMMs'
+    // counts SDPA by sustained_attention_load, SDPA's own counts it whole.
+    C.duty_level = 0;
+    C.attention_duty_busy = false;
+    for (const RunningKernel& k : C.kernels)
+      if (k.loads) {
+        C.duty_level = std::max(C.duty_level, k.attention ? pw.sustained_attention_load : 1.0);
+        C.attention_duty_busy = true;
+      }
+    auto above = [&](double duty) { return std::clamp((duty - pw.sustained_duty) / (1 - pw.sustained_duty), 0.0, 1.0); };
+    clock = 1.0 / (1.0 + pw.sustained_slowdown * above(C.duty) + pw.sustained_slow_slowdown * above(C.duty_slow));
+    attention_clock = 1.0 / (1.0 + pw.sustained_slowdown * above(C.attention_duty) +
+                             x_.p.attention.attention_slow_share * pw.sustained_slow_slowdown * above(C.attention_duty_slow));
   }
   C.clock = clock;
   if (awake) {

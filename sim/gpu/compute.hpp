@@ -59,9 +59,10 @@ class Compute {
   };
   struct Rank {
     // The duty cycle (exponential averages) for the sustained-load clock.
-    double duty = 0, duty_slow = 0;
+    double duty = 0, duty_slow = 0, attention_duty = 0, attention_duty_slow = 0;
     Time duty_t;
-    bool duty_busy = false;
+    double duty_level = 0;            // what the running kernels put on the GEMMs' duty cycle: 1, sustained_attention_load (SDPA alone), 0
+    bool attention_duty_busy = false;  // any kernel that draws power runs (SDPA's duty cycle)
     double clock = 1.0;
     Time nvlink_quiet_since;   // when its last NVLink collective ended
     bool nvlink_used = false;  // it has had an NVLink collective

@@ -26,7 +26,9 @@ namespace osim {
 /// A GPU's sustained-load state (ModelParams::sustained_*): its duty cycle
 /// averaged over the fast and the slow time constant. 0 = rested.
 struct LoadState {
-  double duty = 0, duty_slow = 0;
+  // The duty cycle GEMMs see (SDPA counted by sustained_attention_load) and
+  // the one SDPA sees (every kernel counted whole), fast and slow averages.
+  double duty = 0, duty_slow = 0, attention_duty = 0, attention_duty_slow = 0;
 };
 
 /// A simulated run: what any run records, and the simulator's own counts.

@@ -29,6 +29,10 @@ std::optional<RealisedGemm> realised_gemm(const Op& op, double attention_slowdow
   return std::nullopt;
 }
 
+bool attention_runs_as_sdpa(const Op& op) {
+  return op.kind == OpKind::Kernel && op.attention && (op.attention->backend == AttnBackend::Default || op.attention->backend == AttnBackend::Cudnn);
+}
+
 Schedule with_timing_events(const Schedule& s, std::vector<std::vector<int>>& at) {
   Schedule out = s;
   const int ev = static_cast<int>(out.events.size());

@@ -29,6 +29,11 @@ int64_t aligned_k(double k);
 /// (duration, memory-bound).
 std::optional<RealisedGemm> realised_gemm(const Op& op, double attention_slowdown);
 
+/// Whether a runner built with cuDNN runs this attention op as cuDNN's fused
+/// SDPA (backend cudnn, or the default, which PyTorch runs as cuDNN's on
+/// Hopper); the other backends have no C++ kernel there and run as realised_gemm.
+bool attention_runs_as_sdpa(const Op& op);
+
 /// The schedule with `overlapsim-validate run`'s timing events written in: it
 /// records an event before and after every kernel, copy and collective on the
 /// op's stream, and one after every event record, stream wait and marker on a

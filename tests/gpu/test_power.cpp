@@ -41,6 +41,35 @@ programs:
   CHECK(gemm_ms("{op: kernel, stream: a, duration: 1 s}") == doctest::Approx(1.0).epsilon(1e-6));
 }
 
+TEST_CASE("an SDPA kernel puts its sustained_attention_load on the duty cycle, a GEMM 1") {
+  // 1 s of back-to-back SDPA brings the duty cycle to its load w (10 ms time
+  // constant). A GEMM right after it starts at activation clamp((w - 0.5) /
+  // 0.5): w = 1 slows it by 1 + 0.2, w = 0.75 by 1 + 0.2 x 0.5 (the duty then
+  // climbs to 1 while it runs: a 10 us GEMM barely moves it), w = 0.4 not at all.
+  ModelParams p = quiet();
+  p.power.sustained_slowdown = 0.2;
+  p.power.sustained_duty = 0.5;
+  p.power.sustained_time_constant = Time::from_ms(10);
+  auto run = [&](double w) {
+    p.power.sustained_attention_load = w;
+    return Sim(R"(name: sdpa-load
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: a, attention: {heads: 100000, seq: 1000, head_dim: 100}, efficiency: 0.4}
+      - {op: kernel, stream: a, flops: 0.6e9}
+)",
+               p);
+  };
+  // The SDPA: 4 x 100000 x 1000^2 x 100 = 40 TFLOP at 100 TFLOP/s x 0.4 = 1 s burst; the GEMM: 0.6 GFLOP at 60 TFLOP/s = 10 us burst.
+  CHECK(run(0.4).op(0, 0).end.s() == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK((run(1.0).op(0, 1).end - run(1.0).op(0, 1).start).us() == doctest::Approx(12.0).epsilon(1e-3));
+  CHECK((run(0.75).op(0, 1).end - run(0.75).op(0, 1).start).us() == doctest::Approx(11.0).epsilon(1e-3));
+  CHECK((run(0.4).op(0, 1).end - run(0.4).op(0, 1).start).us() == doctest::Approx(10.0).epsilon(1e-6));
+}
+
 TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form") {
   // Ten 10 ms compute kernels back to back; only the slow term acts (the
   // fast one is ~0, the duty threshold 0): kernel i takes

@@ -65,6 +65,15 @@ programs:
   CHECK(kernel_time(ops[1], gpu, p).s() == doctest::Approx(2.0 * 16384 * 5120 * 2176 / (100e12 * 0.5)).epsilon(1e-6));
   CHECK(kernel_time(ops[2], gpu, p) == kernel_time((*s.programs[0].ops)[2], gpu, p));  // GEMMs unchanged
   CHECK((*s.programs[0].ops)[0].efficiency == 0);  // the input is not modified
+
+  // A runner that ran cuDNN's SDPA: default-backend attention stays attention, as cudnn; GEMMs as before.
+  const Schedule sd = as_realised(s, p, 2.1, true);
+  const auto& sops = *sd.programs[0].ops;
+  CHECK_FALSE(sops[0].realised);
+  REQUIRE(sops[0].attention);
+  CHECK(sops[0].attention->backend == AttnBackend::Cudnn);
+  CHECK(kernel_time(sops[0], gpu, p) != kernel_time(ops[0], gpu, p));
+  CHECK(sops[2].gemm);
 }
 
 TEST_CASE("validate's timing events written in: an event before and after every op, one after every event and wait, mapped back to the schedule's ops") {

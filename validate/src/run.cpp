@@ -1,9 +1,12 @@
 // overlapsim-validate run (see run.hpp). How each op is realised:
 //   kernel gemm       cublasGemmEx, bf16/fp16 in, fp32 accumulate, on random data
-//   kernel attention  cublasGemmEx with m = batch*seq_q, n = heads*head_dim and k
-//                     chosen so the FLOPs are the attention's times
-//                     --attention-slowdown, split into k-chunks of <= 8192
-//                     (multiples of 64)
+//   kernel attention  backend default or cudnn: cuDNN's fused flash SDPA
+//                     (attention_cudnn.hpp; no mask, scale 1/sqrt(d)), where
+//                     built with cudnn-frontend. Other backends, or a build
+//                     without it: cublasGemmEx with m = batch*seq_q,
+//                     n = heads*head_dim and k chosen so the FLOPs are the
+//                     attention's times --attention-slowdown, split into
+//                     k-chunks of <= 8192 (multiples of 64)
 //   kernel flops      the same, as a 4096 x 4096 GEMM
 //   kernel hbm_bytes  a copy kernel reading and writing half the bytes each
 //   kernel duration   a kernel on every SM spinning on %globaltimer
@@ -48,6 +51,7 @@
 #include "core/errors.hpp"
 #include "schedule/realise.hpp"
 #include "schedule/schedule.hpp"
+#include "attention_cudnn.hpp"
 #include "kernels.hpp"
 #include "schedule/records.hpp"
 
@@ -81,6 +85,11 @@ using osim::OpKind;
 
 int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
 
+struct SdpaPlan {
+  bool on = false;
+  ovv::SdpaShape shape;
+};
+
 struct GemmPlan {
   int64_t m = 0, n = 0, k = 0;  // k of one chunk
   int chunks = 0;
@@ -90,6 +99,7 @@ struct GemmPlan {
 // How one op is realised; worked out once before the runs.
 struct Plan {
   GemmPlan gemm;
+  SdpaPlan sdpa;
   bool busy = false, hbm = false;
   int64_t busy_ns = 0;
   size_t bytes = 0;        // copy / collective / hbm bytes
@@ -119,6 +129,8 @@ struct Rank {
   cudaEvent_t ref{};
   double ref_host_ns = 0;
   cublasHandle_t blas{};
+  std::unique_ptr<ovv::CudnnSdpa> sdpa;  // where an attention op runs as cuDNN's SDPA
+  DevMem sdpa_q, sdpa_kv, sdpa_o, sdpa_ws;
   std::vector<Plan> plans;
   DevMem copy_buf, p2p_in, gemm_a, gemm_b, gemm_c, mem_a, mem_b, coll_send, coll_recv, arena;
   void* pinned = nullptr;
@@ -252,10 +264,11 @@ class Runner {
     size_t pinned_max[2] = {0, 0}, pageable_max[2] = {0, 0};  // per direction (H2D, D2H)
     size_t copy_max = 0, d2d_max = 0, gemm_a = 0, gemm_b = 0, gemm_c = 0, mem_max = 0, coll_max = 0;
     int64_t vram_peak = 0;
+    size_t sdpa_q = 0, sdpa_kv = 0;  // cuDNN SDPA: Q and O, K and V
   };
 
   void allocate_scratch(Rank& R, const Scratch& sc) {
-    const auto& [pinned_max, pageable_max, copy_max, d2d_max, gemm_a, gemm_b, gemm_c, mem_max, coll_max, vram_peak] = sc;
+    const auto& [pinned_max, pageable_max, copy_max, d2d_max, gemm_a, gemm_b, gemm_c, mem_max, coll_max, vram_peak, sdpa_q, sdpa_kv] = sc;
     auto need = [&](DevMem& m, size_t b, const char* what) {
       try {
         m.alloc(b);
@@ -275,6 +288,24 @@ class Runner {
     need(R.mem_b, mem_max, "memory-kernel buffers");
     need(R.coll_send, coll_max, "collective buffers");
     need(R.coll_recv, coll_max, "collective buffers");
+    if (sdpa_q > 0) {
+      try {
+        R.sdpa = std::make_unique<ovv::CudnnSdpa>();
+      } catch (const GpuError& e) {
+        throw osim::InputError(osim::SourceLocation{s_.file, 0, 0},
+                               fmt::format("rank {}: attention runs as cuDNN's SDPA, but {}: put libcudnn.so.9 on LD_LIBRARY_PATH (validate/device_env.sh)",
+                                           R.rank, e.what()));
+      }
+      int64_t workspace = 0;
+      for (const Plan& pl : R.plans)
+        if (pl.sdpa.on) workspace = std::max(workspace, R.sdpa->prepare(pl.sdpa.shape));
+      need(R.sdpa_q, sdpa_q, "attention inputs");
+      need(R.sdpa_kv, 2 * sdpa_kv, "attention inputs");
+      need(R.sdpa_o, sdpa_q, "attention outputs");
+      need(R.sdpa_ws, static_cast<size_t>(workspace), "cuDNN's workspace");
+      launch_fill_bf16(R.timing, R.sdpa_q.p, R.sdpa_q.bytes, 29u + static_cast<uint32_t>(R.rank));
+      launch_fill_bf16(R.timing, R.sdpa_kv.p, R.sdpa_kv.bytes, 53u + static_cast<uint32_t>(R.rank));
+    }
     if (R.copy_buf.bytes) CUDA_CHECK(cudaMemset(R.copy_buf.p, 1, R.copy_buf.bytes));
     if (R.coll_send.bytes) CUDA_CHECK(cudaMemset(R.coll_send.p, 1, R.coll_send.bytes));
     if (R.mem_a.bytes) CUDA_CHECK(cudaMemset(R.mem_a.p, 1, R.mem_a.bytes));
@@ -321,7 +352,7 @@ class Runner {
     R.issue.assign(n, 0);
     R.returned.assign(n, 0);
     Scratch sc;
-    auto& [pinned_max, pageable_max, copy_max, d2d_max, gemm_a, gemm_b, gemm_c, mem_max, coll_max, vram_peak] = sc;
+    auto& [pinned_max, pageable_max, copy_max, d2d_max, gemm_a, gemm_b, gemm_c, mem_max, coll_max, vram_peak, sdpa_q, sdpa_kv] = sc;
     int64_t vram = 0;
     std::map<std::string, int64_t> allocs;
     for (int i = 0; i < n; ++i) {
@@ -338,9 +369,17 @@ class Runner {
         case OpKind::Kernel: {
           if (o.sm_limit > 0)
             throw osim::InputError(where, "sm_limit is not realised by overlapsim-validate run yet (it would need green contexts): remove it to measure this schedule");
-          // GEMMs, attention and FLOP kernels as osim::realised_gemm says
-          // (shared with `compare --simulate` and `bench --gemm-shapes-from`).
-          if (const auto rg = osim::realised_gemm(o, o_.attention_slowdown)) {
+          // Attention as cuDNN's SDPA where this build has it; GEMMs, other
+          // attention and FLOP kernels as osim::realised_gemm says (shared with
+          // `compare --simulate` and `bench --gemm-shapes-from`).
+          if (ovv::cudnn_sdpa_built() && osim::attention_runs_as_sdpa(o)) {
+            if (o.dtype != osim::DType::BF16 && o.dtype != osim::DType::FP16)
+              throw osim::InputError(where, "cuDNN's SDPA runs bf16 or fp16 attention here: give dtype bf16 or fp16");
+            const auto& a = *o.attention;
+            p.sdpa = SdpaPlan{true, ovv::SdpaShape{a.batch, a.heads, a.seq_q, a.seq_kv, a.head_dim, o.dtype == osim::DType::FP16}};
+            sdpa_q = std::max(sdpa_q, p.sdpa.shape.q_bytes());
+            sdpa_kv = std::max(sdpa_kv, p.sdpa.shape.kv_bytes());
+          } else if (const auto rg = osim::realised_gemm(o, o_.attention_slowdown)) {
             p.gemm = GemmPlan{rg->m, rg->n, rg->k, rg->chunks, o.gemm ? blas_type(o.dtype, where) : CUDA_R_16BF};
           } else if (o.duration) {
             p.busy = true;
@@ -461,7 +500,8 @@ class Runner {
     switch (o.kind) {
       case OpKind::Kernel:
         CUDA_CHECK(cudaEventRecord(R.ev_start[i], st));
-        if (p.gemm.chunks > 0) gemm(R, st, p.gemm);
+        if (p.sdpa.on) R.sdpa->run(p.sdpa.shape, st, R.sdpa_q.p, R.sdpa_kv.p, static_cast<char*>(R.sdpa_kv.p) + R.sdpa_kv.bytes / 2, R.sdpa_o.p, R.sdpa_ws.p);
+        else if (p.gemm.chunks > 0) gemm(R, st, p.gemm);
         else if (p.busy) launch_busy(st, R.sms, p.busy_ns);
         else if (p.hbm) launch_hbm_copy(st, R.mem_b.p, R.mem_a.p, p.bytes, R.sms);
         CUDA_CHECK(cudaEventRecord(R.ev_end[i], st));
@@ -619,6 +659,8 @@ class Runner {
     meta["repeat"] = o_.repeat;
     meta["makespans_s"] = makespans;
     meta["attention_slowdown"] = o_.attention_slowdown;
+    // Attention of backend default or cudnn ran as cuDNN's SDPA (the rest as GEMMs).
+    meta["attention_sdpa"] = ovv::cudnn_sdpa_built();
     meta["device_max_connections"] = s_.runtime.device_max_connections;
     meta["nccl_p2p_disable"] = s_.runtime.nccl_p2p_disable;
     meta["environment"] = environment_;

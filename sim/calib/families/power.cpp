@@ -12,6 +12,7 @@
 
 #include "calib/bench_replay.hpp"
 #include "calib/family.hpp"
+#include "calib/fit.hpp"
 #include "calib/sustained.hpp"
 #include "core/stats.hpp"
 
@@ -186,6 +187,74 @@ void fit_sustained(FitContext& ctx) {
   ctx.sustained_scale = 1 + p.power.sustained_slowdown;
   c.fits.push_back(fast);
   if (slow_fit) c.fits.push_back(*slow_fit);
+}
+
+// The bench's GEMMs between SDPA kernels (gemm_between_attention), replayed
+// as it ran: 300 ms idle, then cycles of two GEMMs and one SDPA back to back
+// for the row's time. The SDPA takes its measured burst time (through the
+// op's efficiency), so the fit sees the load alone, not the attention
+// family's rate. Returns the steady (second half's median) / first-cycle
+// time, for the GEMMs and for the SDPA.
+struct BetweenRatios {
+  double gemm, attention;
+};
+BetweenRatios replay_between_attention(const json& r, const hw::Topology& topo, const ModelParams& p) {
+  const Op g = bench_gemm(json::array({r.at("m"), r.at("n"), r.at("k")}));
+  Op a;
+  a.kind = OpKind::Kernel;
+  a.stream = 0;
+  a.dtype = DType::BF16;
+  const json& at = r.at("attention");
+  a.attention = AttentionShape{at.at("batch").get<int32_t>(), at.at("heads").get<int32_t>(), at.at("seq").get<int32_t>(), at.at("seq_kv").get<int32_t>(),
+                               at.at("head_dim").get<int32_t>(), AttnBackend::Cudnn};
+  const auto& peaks = topo.node(topo.gpus().front()).gpu.peak_tflops;
+  const auto bf16 = peaks.find("bf16");
+  if (bf16 == peaks.end()) return {1, 1};
+  a.efficiency = static_cast<float>(a.attention->flops() / (bf16->second * 1e12 * r.at("attention_burst_time_us").get<double>() * 1e-6));
+  const int cycles = static_cast<int>(r.at("time_us").size()), per = r.at("gemms_per_cycle").get<int>();
+  std::vector<Op> prog{bench_idle(Time::from_ms(300))};
+  for (int i = 0; i < cycles; ++i) {
+    for (int j = 0; j < per; ++j) prog.push_back(g);
+    prog.push_back(a);
+  }
+  const ExecResult res = replay_programs(bench_schedule(1), {prog}, topo, p);
+  const auto& ops = res.ops[0];
+  std::vector<double> gemm, attention;
+  for (int i = 0; i < cycles; ++i) {
+    const size_t at0 = 1 + static_cast<size_t>(i) * static_cast<size_t>(per + 1);
+    gemm.push_back((ops[at0 + static_cast<size_t>(per) - 1].end - ops[at0].start).us() / per);
+    attention.push_back((ops[at0 + static_cast<size_t>(per)].end - ops[at0 + static_cast<size_t>(per)].start).us());
+  }
+  const std::vector<double> gt(gemm.begin() + cycles / 2, gemm.end()), st(attention.begin() + cycles / 2, attention.end());
+  return {median(gt) / gemm.front(), median(st) / attention.front()};
+}
+
+// What SDPA puts on the duty cycle (sustained_attention_load): the load at
+// which the replayed GEMMs between SDPA kernels slow as much as the bench's
+// did (steady / burst), by bisection; 1 where they slowed as much as GEMMs
+// alone would, or more.
+void fit_attention_load(FitContext& ctx) {
+  ModelParams& p = ctx.p;
+  const auto rs = rows(ctx.def, "gemm_between_attention");
+  if (rs.empty() || p.power.sustained_slowdown <= 0) return;
+  const json& r = rs.front();
+  const double measured = r.at("slowdown").get<double>();
+  auto ratio_at = [&](double load) {
+    ModelParams q = p;
+    q.power.sustained_attention_load = load;
+    return replay_between_attention(r, ctx.topo, q).gemm;
+  };
+  const double as_gemm = ratio_at(1.0), none = ratio_at(0.0);
+  double load = 1.0;
+  if (measured <= none) load = 0.0;
+  else if (measured < as_gemm) load = bisect(0.0, 1.0, [&](double w) { return ratio_at(w) < measured; });
+  p.power.sustained_attention_load = load;
+  ctx.cal.fits.push_back({"sustained load, SDPA's share",
+                          "GEMMs between cuDNN SDPA kernels for 1.5 s (gemm_between_attention): the load SDPA puts on the duty cycle at which "
+                          "the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
+                          {{"attention_load", load}, {"gemm_slowdown", measured}, {"replayed_as_gemm", as_gemm}, {"replayed_without", none},
+                           {"attention_slowdown", r.at("attention_slowdown").get<double>()}},
+                          0, static_cast<int>(r.at("time_us").size())});
 }
 
 void fit_sustained_copy_report(FitContext& ctx) {
@@ -411,12 +480,28 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
         r.at("rested_time_us").get<double>() * replay_a2a_loaded(r, true, p2p_off, topo, lined_up) / replay_a2a_loaded(r, false, p2p_off, topo, lined_up);
     out.push_back(c);
   }
+  if (key == "gemm_between_attention") {
+    // Scored on the slowdowns, at the row's own burst times.
+    const BetweenRatios sim = replay_between_attention(r, topo, p);
+    Comparison a = c;
+    c.cls = "GEMMs between SDPA kernels (sustained-load clock)";
+    c.what = fmt::format("{}x{}x{} between SDPA of {} heads x {}", r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(),
+                         r.at("attention").at("heads").get<int>(), r.at("attention").at("seq").get<int>());
+    c.measured_us = r.at("steady_time_us");
+    c.simulated_us = r.at("burst_time_us").get<double>() * sim.gemm;
+    out.push_back(c);
+    a.cls = "SDPA between GEMMs (sustained-load clock)";
+    a.what = c.what;
+    a.measured_us = r.at("attention_steady_time_us");
+    a.simulated_us = r.at("attention_burst_time_us").get<double>() * sim.attention;
+    out.push_back(a);
+  }
   // nccl_barrier_skew is fitted (straggler_share); the simulator's ranks never drift apart to replay it.
 }
 
 const CalibFamily kPower{"power",
-                         {"gemm_after_idle", "nccl_all_to_all_loaded", "nccl_barrier_skew"},
-                         {{400, fit_sustained}, {420, fit_sustained_copy_report}, {520, fit_straggler}, {530, fit_comm_clock_share}},
+                         {"gemm_after_idle", "gemm_between_attention", "nccl_all_to_all_loaded", "nccl_barrier_skew"},
+                         {{400, fit_sustained}, {415, fit_attention_load}, {420, fit_sustained_copy_report}, {520, fit_straggler}, {530, fit_comm_clock_share}},
                          replay_row};
 OSIM_CALIB_FAMILY(kPower);
 

@@ -19,6 +19,10 @@ struct PowerParams {
   // A second, slower term with the same threshold; 0 = off.
   double sustained_slow_slowdown = 0;
   Time sustained_slow_time_constant = Time::from_ms(1000);
+  // What a fused SDPA kernel puts on the duty cycle while it runs, against a
+  // GEMM's 1 (its softmax phases leave the tensor cores idle, and it draws
+  // less power): 1 = as a GEMM.
+  double sustained_attention_load = 1;
   // A collective slows by this share of the compute slowdown (its SM code
   // runs at the clock too); _host through host memory. 0 = keeps its speed.
   double comm_clock_share = 0;

@@ -1,4 +1,5 @@
 // Sustained load: the clock with the duty cycle, GEMMs after a gap, the all-to-all with the clock down, the ranks apart.
+#include "attention_cudnn.hpp"
 #include "testcases/nccl_support.cuh"
 
 namespace ovv {
@@ -134,6 +135,72 @@ struct Power : NcclTestcases {
         }
       }
     }
+  }
+
+  // GEMMs between cuDNN SDPA kernels, back to back for 1.5 s after 0.3 s
+  // idle (a DiT block's compute, as a prefetching run keeps it busy): how
+  // far the clock falls when the fused attention, which draws less power
+  // than a GEMM, takes most of the time. Each cycle: two GEMMs, one SDPA,
+  // each pair and each SDPA timed by its own events.
+  void gemm_between_attention() {
+    if (!want("gemm_between_attention")) return;
+    if (!cudnn_sdpa_built()) {
+      progress("gemm_between_attention skipped: built without cudnn-frontend");
+      return;
+    }
+    progress("gemm_between_attention");
+    const ComputeGpu gpu;
+    const int dev = gpu.dev;
+    const Stream& s = gpu.s;
+    const int m = 16384, n = 5120, k = 5120;
+    const SdpaShape shape{1, 20, 16384, 16384, 128, false};
+    DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * n * 2), C(dev, size_t(m) * n * 2);
+    DevBuf Q(dev, shape.q_bytes()), KV(dev, 2 * shape.kv_bytes()), O(dev, shape.q_bytes());
+    fill_random(A.p, size_t(m) * k * 2);
+    fill_random(B.p, size_t(k) * n * 2);
+    fill_random(Q.p, shape.q_bytes());
+    fill_random(KV.p, 2 * shape.kv_bytes());
+    CudnnSdpa sdpa;
+    DevBuf W(dev, static_cast<size_t>(std::max<int64_t>(1, sdpa.prepare(shape))));
+    auto gemm = [&] { gpu.blas.gemm(m, n, k, A.p, B.p, C.p); };
+    auto attention = [&] { sdpa.run(shape, s.s, Q.p, KV.p, static_cast<char*>(KV.p) + shape.kv_bytes(), O.p, W.p); };
+    gemm();
+    attention();
+    CUDA_CHECK(cudaStreamSynchronize(s.s));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const double gemm_burst_us = time_stream_us(dev, s.s, 1, gemm);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const double sdpa_burst_us = time_stream_us(dev, s.s, 1, attention);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const int cycles = static_cast<int>(1.5e6 / (2 * gemm_burst_us + sdpa_burst_us));
+    std::vector<std::unique_ptr<Event>> a, b, c;
+    for (int i = 0; i < cycles; ++i) {
+      a.push_back(std::make_unique<Event>(dev));
+      b.push_back(std::make_unique<Event>(dev));
+      c.push_back(std::make_unique<Event>(dev));
+    }
+    CUDA_CHECK(cudaSetDevice(dev));
+    for (int i = 0; i < cycles; ++i) {
+      CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
+      gemm();
+      gemm();
+      CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
+      attention();
+      CUDA_CHECK(cudaEventRecord(c[i]->e, s.s));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s.s));
+    std::vector<double> gemm_us(cycles), sdpa_us(cycles), start_ms(cycles);
+    for (int i = 0; i < cycles; ++i) {
+      gemm_us[i] = elapsed_us(*a[i], *b[i]) / 2;
+      sdpa_us[i] = elapsed_us(*b[i], *c[i]);
+      start_ms[i] = elapsed_us(*a[0], *a[i]) * 1e-3;
+    }
+    const std::vector<double> gemm_tail(gemm_us.begin() + cycles / 2, gemm_us.end()), sdpa_tail(sdpa_us.begin() + cycles / 2, sdpa_us.end());
+    add({{"key", "gemm_between_attention"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"gemms_per_cycle", 2},
+         {"attention", {{"batch", shape.batch}, {"heads", shape.heads}, {"seq", shape.seq_q}, {"seq_kv", shape.seq_kv}, {"head_dim", shape.head_dim}}},
+         {"burst_time_us", gemm_burst_us}, {"attention_burst_time_us", sdpa_burst_us}, {"steady_time_us", median(gemm_tail)},
+         {"attention_steady_time_us", median(sdpa_tail)}, {"slowdown", median(gemm_tail) / gemm_burst_us},
+         {"attention_slowdown", median(sdpa_tail) / sdpa_burst_us}, {"time_us", gemm_us}, {"attention_time_us", sdpa_us}, {"start_ms", start_ms}});
   }
 
   // The GPU's return from idle. After a gap with nothing on the GPU (the
@@ -416,8 +483,10 @@ struct Power : NcclTestcases {
 
 }  // namespace
 
-OVV_KEYS("gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy", "gemm_after_idle", "nccl_all_to_all_loaded", "nccl_barrier_skew");
+OVV_KEYS("gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy", "gemm_between_attention", "gemm_after_idle", "nccl_all_to_all_loaded",
+         "nccl_barrier_skew");
 OVV_BENCH_TESTCASE(kgemm_sustained, 120, "gemm_sustained", [](BenchContext& c) { Power(c).gemm_sustained(); });
+OVV_BENCH_TESTCASE(kgemm_between_attention, 125, "gemm_between_attention", [](BenchContext& c) { Power(c).gemm_between_attention(); });
 OVV_BENCH_TESTCASE(kgemm_after_idle, 130, "gemm_after_idle", [](BenchContext& c) { Power(c).gemm_after_idle(); });
 OVV_BENCH_TESTCASE(kcollectives_loaded, 180, "collectives_loaded", [](BenchContext& c) { Power(c).collectives_loaded(); });
 OVV_BENCH_TESTCASE(kbarrier_skew, 200, "barrier_skew", [](BenchContext& c) { Power(c).barrier_skew(); });
