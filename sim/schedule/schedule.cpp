@@ -449,14 +449,23 @@ struct Parser {
       } else {
         which.push_back(r.int32("rank"));
       }
+      // Ops that never name `rank` are the same on every rank: expanded
+      // once and shared (a many-rank `rank: all` costs one program).
+      const bool same_on_every_rank = YAML::Dump(r.get("ops")).find("rank") == std::string::npos;
+      std::shared_ptr<const std::vector<Op>> shared;
       for (int w : which) {
         if (w < 0 || w >= ranks) r.fail("rank", fmt::format("rank {} is out of range 0..{}", w, ranks - 1));
         if (seen[w]) r.fail("rank", fmt::format("rank {} has two programs", w));
         seen[w] = true;
+        if (shared) {
+          s.programs[w].ops = shared;
+          continue;
+        }
         RepeatVars vars{{"rank", w}, {"world", ranks}};
         std::vector<Op> ops;
         expand_ops(r.get("ops"), p["ops"], vars, ops);
         s.programs[w].ops = std::make_shared<const std::vector<Op>>(std::move(ops));
+        if (same_on_every_rank) shared = s.programs[w].ops;
       }
     }
     for (int i = 0; i < ranks; ++i)

@@ -97,9 +97,11 @@ TEST_CASE("sizes: loops, repeats and workloads that would exhaust memory are ref
   CHECK(schedule_error("      - {op: loop, count: 1000000000000000000, ops: []}\n").find("edge.yaml:7:27: error: loop 'count'") == 0);
   CHECK(schedule_error("      - {op: loop, count: 1000000000000000000, ops: []}\n").find("unroll to more than") != std::string::npos);
   limits::set_max_unrolled_ops(100);
-  // 2 ranks x (50 iterations + 50 ops) = 200 > 100; 2 x (20 + 20) = 80 fits.
-  CHECK(schedule_error("      - {op: loop, count: 50, ops: [{op: marker, name: m}]}\n").find("unroll to more than 100 ops") != std::string::npos);
-  CHECK(schedule_error("      - {op: loop, count: 20, ops: [{op: marker, name: m}]}\n").empty());
+  // Ops naming the rank unroll per rank: 2 ranks x (50 iterations + 50 ops) = 200 > 100; 2 x (20 + 20) = 80 fits.
+  CHECK(schedule_error("      - {op: loop, count: 50, ops: [{op: marker, name: \"m{rank}\"}]}\n").find("unroll to more than 100 ops") != std::string::npos);
+  CHECK(schedule_error("      - {op: loop, count: 20, ops: [{op: marker, name: \"m{rank}\"}]}\n").empty());
+  // The same ops on every rank unroll once, shared: 50 + 50 = 100 fits.
+  CHECK(schedule_error("      - {op: loop, count: 50, ops: [{op: marker, name: m}]}\n").empty());
   limits::set_max_unrolled_ops(limit);
   // A repeat over too many combinations, or with a variable twice (it never ended).
   CHECK(topology_error(kTopo + "  - {name: \"gpu{i}\", kind: gpu, repeat: {i: 100000, j: 100000}, skip_if: \"i != j\"}\n")
