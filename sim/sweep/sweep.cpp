@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -146,6 +147,10 @@ SweepSpec parse_sweep_file(const std::string& path) {
   SweepSpec s;
   s.file = path;
   s.name = r.str("name");
+  // The default CSV is NAME.csv in the working folder: a name, never a path.
+  if (s.name.empty() || s.name == "." || s.name == ".." ||
+      !std::all_of(s.name.begin(), s.name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; }))
+    r.fail("name", "must be a plain name (letters, digits, '-', '_', '.'): the CSV is NAME.csv in the working folder; choose another place with -o");
   if (r.has("workload") == r.has("schedule"))
     r.fail_here("give the base of every point: either 'workload: FILE' (a DiT workload) or 'schedule: FILE' (a schedule)");
   s.schedule_base = r.has("schedule");
