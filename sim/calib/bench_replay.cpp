@@ -38,6 +38,7 @@ double replay(Schedule s, const std::vector<Op>& per_rank, const hw::Topology& t
 }
 
 Op bench_gemm(const json& shape) { return ops::gemm(0, shape.at(0).get<int32_t>(), shape.at(1).get<int32_t>(), shape.at(2).get<int32_t>()); }
+Op bench_attention(const AttentionShape& shape) { return ops::attention(0, shape); }
 Op bench_memory_kernel(double hbm_bytes) { return ops::memory_kernel(0, hbm_bytes); }
 Op bench_idle(Time t) { return ops::busy(0, t); }
 Op bench_copy(CopyKind kind, Bytes bytes, int stream) { return ops::copy(stream, kind, bytes); }

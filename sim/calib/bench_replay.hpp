@@ -24,6 +24,8 @@ double replay(Schedule s, const std::vector<Op>& per_rank, const hw::Topology& t
 
 /// The bench's GEMM of shape [m, n, k] (a row's "gemm") on stream 0.
 Op bench_gemm(const nlohmann::json& shape);
+/// The bench's SDPA of `shape` on stream 0 (bf16).
+Op bench_attention(const AttentionShape& shape);
 /// The bench's memory-bound kernel moving `hbm_bytes` on stream 0.
 Op bench_memory_kernel(double hbm_bytes);
 /// Stream 0 busy for `t` with no work (an idle gap or a start offset).

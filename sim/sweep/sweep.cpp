@@ -423,6 +423,42 @@ SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o) {
 
 namespace {
 constexpr const char* kJournalTag = "# overlapsim sweep journal ";
+
+std::string csv_cell(const std::string& c) {
+  if (c.find_first_of(",\"\n\r") == std::string::npos) return c;
+  std::string out = "\"";
+  for (char ch : c) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// One CSV row, RFC 4180 quoting, "\n"-terminated.
+std::string csv_line(const std::vector<std::string>& cells) {
+  std::string out;
+  for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_cell(cells[i]);
+  return out + "\n";
+}
+
+// A row's point column as an index; none unless it is all digits.
+std::optional<size_t> point_index(const std::string& cell) {
+  try {
+    size_t used = 0;
+    const size_t i = std::stoul(cell, &used);
+    if (used == cell.size()) return i;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+std::string read_text(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(SourceLocation{path, 0, 0}, fmt::format("cannot open {}: check the path", what));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 }  // namespace
 
 std::string SweepJournal::identity(const SweepSpec& s, const SweepOptions& o) {
@@ -433,11 +469,7 @@ std::string SweepJournal::identity(const SweepSpec& s, const SweepOptions& o) {
 }
 
 std::map<size_t, std::vector<std::string>> SweepJournal::read(const std::string& path, const SweepSpec& s, const SweepOptions& o) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open the sweep's journal");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  std::string text = read_text(path, "the sweep's journal");
   const size_t first = text.find('\n');
   if (text.rfind(kJournalTag, 0) != 0 || first == std::string::npos)
     throw InputError(SourceLocation{path, 1, 1}, "not a sweep journal: remove it, or run without --resume and with --force to start over");
@@ -452,14 +484,9 @@ std::map<size_t, std::vector<std::string>> SweepJournal::read(const std::string&
   std::map<size_t, std::vector<std::string>> rows;
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const SourceLocation where{path, static_cast<int>(r + 3), 1};
-    size_t i = 0;
-    try {
-      size_t used = 0;
-      i = std::stoul(t.rows[r][0], &used);
-      if (used != t.rows[r][0].size()) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-      throw InputError(where, "a journal row's point is not a number: the journal is damaged; run with --force to start over");
-    }
+    const std::optional<size_t> at = point_index(t.rows[r][0]);
+    if (!at) throw InputError(where, "a journal row's point is not a number: the journal is damaged; run with --force to start over");
+    const size_t i = *at;
     if (i >= s.size() || i % static_cast<size_t>(o.shards) != static_cast<size_t>(o.shard) ||
         !std::equal(t.rows[r].begin(), t.rows[r].begin() + static_cast<long>(s.parameters.size() + 1), point_cells(s, i, s.point(i)).begin()))
       throw InputError(where, fmt::format("point {} is not this sweep's: the journal is damaged; run with --force to start over", t.rows[r][0]));
@@ -471,8 +498,7 @@ std::map<size_t, std::vector<std::string>> SweepJournal::read(const std::string&
 SweepJournal::SweepJournal(const std::string& path, const SweepSpec& s, const SweepOptions& o, bool append) : path_(path) {
   if (append) {
     // A row cut short by the interruption goes: the next one starts on its own line.
-    std::ifstream in(path, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = read_text(path, "the sweep's journal");
     std::error_code ec;
     fs::resize_file(path, text.rfind('\n') + 1, ec);
     if (ec) throw InputError(SourceLocation{path, 0, 0}, "cannot write the sweep's journal (" + ec.message() + ")");
@@ -480,9 +506,7 @@ SweepJournal::SweepJournal(const std::string& path, const SweepSpec& s, const Sw
   file_ = std::fopen(path.c_str(), append ? "ab" : "wb");
   if (!file_) throw InputError(SourceLocation{path, 0, 0}, "cannot write the sweep's journal here: check the folder exists and is writable");
   if (!append) {
-    SweepTable head;
-    head.header = sweep_header(s);
-    const std::string text = identity(s, o) + "\n" + to_csv(head);
+    const std::string text = identity(s, o) + "\n" + csv_line(sweep_header(s));
     if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0)
       throw InputError(SourceLocation{path, 0, 0}, "cannot write the sweep's journal");
   }
@@ -493,9 +517,7 @@ SweepJournal::~SweepJournal() {
 }
 
 void SweepJournal::add(const std::vector<std::string>& row) {
-  SweepTable one;
-  one.header = row;
-  const std::string text = to_csv(one);
+  const std::string text = csv_line(row);
   // Flushed row by row: a killed sweep loses at most the rows in flight.
   if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0)
     throw InputError(SourceLocation{path_, 0, 0}, "cannot append to the sweep's journal (is the disk full?)");
@@ -514,26 +536,9 @@ std::vector<std::string> SweepTable::parameters() const {
   return std::vector<std::string>(header.begin() + 1, header.begin() + st);
 }
 
-namespace {
-std::string csv_cell(const std::string& c) {
-  if (c.find_first_of(",\"\n\r") == std::string::npos) return c;
-  std::string out = "\"";
-  for (char ch : c) {
-    if (ch == '"') out += '"';
-    out += ch;
-  }
-  return out + "\"";
-}
-}  // namespace
-
 std::string to_csv(const SweepTable& t) {
-  std::string out;
-  auto line = [&](const std::vector<std::string>& cells) {
-    for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_cell(cells[i]);
-    out += "\n";
-  };
-  line(t.header);
-  for (const auto& r : t.rows) line(r);
+  std::string out = csv_line(t.header);
+  for (const auto& r : t.rows) out += csv_line(r);
   return out;
 }
 
@@ -598,11 +603,7 @@ SweepTable parse_csv(const std::string& text, const std::string& file, int first
 }
 
 SweepTable read_csv_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  SweepTable t = parse_csv(ss.str(), path);
+  SweepTable t = parse_csv(read_text(path, "file"), path);
   std::vector<std::string> needed{"error"};
   const auto& metrics = sweep_metric_columns();
   needed.insert(needed.end(), metrics.begin(), metrics.end());
@@ -638,15 +639,9 @@ SweepTable merge_sweep_tables(const std::vector<std::pair<std::string, SweepTabl
     if (t.header != out.header)
       throw InputError(SourceLocation{file, 1, 1}, fmt::format("its columns differ from {}'s: these are not shards of one sweep", shards.front().first));
     for (size_t r = 0; r < t.rows.size(); ++r) {
-      const std::string& p = t.rows[r][0];
-      size_t idx = 0;
-      try {
-        size_t used = 0;
-        idx = std::stoul(p, &used);
-        if (used != p.size()) throw std::invalid_argument(p);
-      } catch (const std::exception&) {
-        throw InputError(SourceLocation{file, static_cast<int>(r + 2), 1}, fmt::format("point '{}' is not a number", p));
-      }
+      const std::optional<size_t> at = point_index(t.rows[r][0]);
+      if (!at) throw InputError(SourceLocation{file, static_cast<int>(r + 2), 1}, fmt::format("point '{}' is not a number", t.rows[r][0]));
+      const size_t idx = *at;
       auto [it, fresh] = by_point.emplace(idx, std::make_pair(t.rows[r], file));
       if (!fresh)
         throw InputError(SourceLocation{file, static_cast<int>(r + 2), 1},

@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   run->add_option("--warmup", ro.warmup, "untimed runs first")->check(CLI::Range(0, 100));
   run->add_option("--repeat", ro.repeat, "timed runs; the median makespan's is reported")->check(CLI::Range(1, 100));
   run->add_option("--watchdog", ro.watchdog_s, "abort when no op is issued for this many seconds")->check(CLI::Range(5, 3600));
-  run->add_option("--attention-slowdown", ro.attention_slowdown, "attention the runner has no kernel for (flash2, efficient, math; every backend without cudnn-frontend) runs as a GEMM of its FLOPs times this (default 2.1: cuBLAS/SDPA rates on an H200 at 16k tokens)")
+  run->add_option("--attention-slowdown", ro.attention_slowdown, "attention the runner has no kernel for (flash2, efficient, math; every backend without cudnn-frontend) runs as a GEMM of its FLOPs times this (default 2.1: a cuBLAS GEMM's rate over SDPA's at 16k tokens on Hopper)")
       ->check(CLI::Range(0.1, 100.0));
   run->add_option("--devices", ro.devices, "CUDA device of each rank (default 0,1,...)")->delimiter(',');
   run->add_flag("--force", ro.force, "overwrite existing outputs");

@@ -259,11 +259,8 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     cp.all = fit_cross_attention(cp.points);
   }
   CrossPoints& cross = by_backend[backend];
-  Op op;
-  op.kind = OpKind::Kernel;
-  op.stream = 0;
-  op.attention = AttentionShape{1, r.at("heads").get<int32_t>(), r.at("seq_q").get<int32_t>(), r.at("seq_kv").get<int32_t>(),
-                                r.at("head_dim").get<int32_t>(), backend};
+  const Op op = bench_attention(AttentionShape{1, r.at("heads").get<int32_t>(), r.at("seq_q").get<int32_t>(), r.at("seq_kv").get<int32_t>(),
+                                               r.at("head_dim").get<int32_t>(), backend});
   const std::string suffix = tabled ? ", " + to_string(row_backend) : "";
   c.what = fmt::format("{} {}h {}x{}{}", r.value("kind", "self"), op.attention->heads, op.attention->seq_q, op.attention->seq_kv, suffix);
   c.cls = r.value("kind", "self") == "self" ? "attention, self (median self-attention efficiency)"

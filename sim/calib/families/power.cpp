@@ -200,13 +200,9 @@ struct BetweenRatios {
 };
 BetweenRatios replay_between_attention(const json& r, const hw::Topology& topo, const ModelParams& p) {
   const Op g = bench_gemm(json::array({r.at("m"), r.at("n"), r.at("k")}));
-  Op a;
-  a.kind = OpKind::Kernel;
-  a.stream = 0;
-  a.dtype = DType::BF16;
   const json& at = r.at("attention");
-  a.attention = AttentionShape{at.at("batch").get<int32_t>(), at.at("heads").get<int32_t>(), at.at("seq").get<int32_t>(), at.at("seq_kv").get<int32_t>(),
-                               at.at("head_dim").get<int32_t>(), AttnBackend::Cudnn};
+  Op a = bench_attention(AttentionShape{at.at("batch").get<int32_t>(), at.at("heads").get<int32_t>(), at.at("seq").get<int32_t>(),
+                                        at.at("seq_kv").get<int32_t>(), at.at("head_dim").get<int32_t>(), AttnBackend::Cudnn});
   const auto& peaks = topo.node(topo.gpus().front()).gpu.peak_tflops;
   const auto bf16 = peaks.find("bf16");
   if (bf16 == peaks.end()) return {1, 1};
