@@ -11,6 +11,10 @@
 #   attention-runner   the runner's cuDNN SDPA at those shapes               -> attention-runner/
 #                      (validate/sets/attention/cudnn-shapes.yaml)
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
+#   vram               PyTorch's memory beyond its tensors (context, cuBLAS
+#                      workspace, the allocator's reserve)                  -> vram.json
+#   programs-memory    the reference program's memory grid (peak allocated  -> memory/
+#                      and in use over model widths and policies)
 #   programs[:NAMES]   the reference programs (validate/programs/), each    -> programs/
 #                      profiled too; NAMES: only these (comma-separated)
 #   programs-sp[:NAMES] the Ulysses reference programs under torchrun on    -> programs/
@@ -22,7 +26,7 @@
 #   twice:NAME:REGEX   the same, twice in a row                              -> bench-NAME-1.json, -2.json
 #   validation[:REGEX] the validation set's runs (the schedules of           -> validation/<case>/
 #                      validate/reference/h200x4-nvlink/validation/)
-# Presets: whole-gpu = bench attention attention-runner framework phase validation:^sp1-pf[0-3]-default$ programs
+# Presets: whole-gpu = bench attention attention-runner framework vram phase validation:^sp1-pf[0-3]-default$ programs programs-memory
 #          box       = bench bench-p2p-off attention framework programs-sp validation
 # Every session also writes the machine's description (machine/: nvidia-smi,
 # its topology matrix, nvidia-smi -q, the GPUs' PCIe links (lspci), their clocks and limits, library versions), samples
@@ -47,7 +51,7 @@ done
 expanded=()
 for s in "${steps[@]}"; do
   case "$s" in
-    whole-gpu) expanded+=(bench attention attention-runner framework phase 'validation:^sp1-pf[0-3]-default$' programs) ;;
+    whole-gpu) expanded+=(bench attention attention-runner framework vram phase 'validation:^sp1-pf[0-3]-default$' programs programs-memory) ;;
     box) expanded+=(bench bench-p2p-off attention framework programs-sp validation) ;;
     *) expanded+=("$s") ;;
   esac
@@ -95,6 +99,12 @@ for s in "${expanded[@]}"; do
     framework)
       timeout 120 "${torch_py[@]}" validate/src/testcases/framework.py "$out/framework.json" > "$out/framework.log" 2>&1
       mark "framework rc=$?" ;;
+    vram)
+      timeout 120 "${torch_py[@]}" validate/src/testcases/vram.py "$out/vram.json" > "$out/vram.log" 2>&1
+      mark "vram rc=$?" ;;
+    programs-memory)
+      timeout 300 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/memory" --grid memory --repeat 1 > "$out/programs-memory.log" 2>&1
+      mark "programs-memory rc=$?" ;;
     programs|programs:*)
       only=${s#programs}; only=${only#:}
       timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs" --grid single --profile ${only:+--only "$only"} \

@@ -254,7 +254,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
   const std::string file = (dir / "manifest.yaml").string();
   const YAML::Node root = load_yaml_file(file);
   MapReader top(file, root, "reference manifest",
-                {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "traces", "expected"});
+                {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "memory", "traces", "expected"});
   if (top.str("schema") != "overlapsim.reference/v1") top.fail("schema", "expected overlapsim.reference/v1");
   const auto path = [&](const std::string& p) { return (dir / p).lexically_normal().string(); };
   const hw::Topology topo(hw::parse_topology_file(path(top.str("topology"))));
@@ -292,7 +292,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
     }
   std::optional<MapReader> expected;
   if (top.has("expected"))
-    expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "traces"});
+    expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "memory", "traces"});
   const auto check = [&](bool ok, const std::string& what) {
     if (!ok) {
       std::cout << "  above what the manifest expects: " << what << "\n";
@@ -325,6 +325,18 @@ int reference_command(const std::string& folder, bool write_calibration) {
       const MapReader e(file, expected->get("programs"), "programs", {"median_pct", "worst_pct", "spearman_min"});
       check(f.median_pct <= e.num("median_pct") + 0.05 && f.worst_pct <= e.num("worst_pct") + 0.05 && f.spearman_min >= e.num("spearman_min") - 0.005,
             "programs");
+    }
+  }
+  if (top.has("memory")) {
+    // Reference programs run for their peak memory (the allocator's statistics), against their twins' peak VRAM.
+    MapReader mr(file, top.get("memory"), "memory", {"runs"});
+    const ProgramFigures f = predict_programs(program_files(path(mr.str("runs"))), topo, load_calibration(cal_file));
+    if (f.memory_runs == 0) mr.fail("runs", "none of these program results measured its memory (validate/programs/dit_offload.py writes memory:)");
+    std::cout << fmt::format("  memory: {} runs, peak allocated error median {:.1f} %, worst {:.1f} %; peak in use median {:.1f} %, worst {:.1f} %\n",
+                             f.memory_runs, f.allocated_median_pct, f.allocated_worst_pct, f.device_median_pct, f.device_worst_pct);
+    if (expected && expected->has("memory")) {
+      const MapReader e(file, expected->get("memory"), "memory", {"allocated_worst_pct", "device_worst_pct"});
+      check(f.allocated_worst_pct <= e.num("allocated_worst_pct") + 0.05 && f.device_worst_pct <= e.num("device_worst_pct") + 0.05, "memory");
     }
   }
   if (top.has("traces")) {

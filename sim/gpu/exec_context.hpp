@@ -35,7 +35,7 @@ inline bool is_gpu_op(const Op& op) {
   switch (op.kind) {
     case OpKind::Kernel: case OpKind::Memcpy: case OpKind::EventRecord: case OpKind::StreamWaitEvent:
     case OpKind::StreamWaitStream: case OpKind::Collective: return true;
-    case OpKind::Marker: return op.stream >= 0;
+    case OpKind::Marker: case OpKind::Free: return op.stream >= 0;
     default: return false;
   }
 }

@@ -66,6 +66,8 @@ class Executor {
       sum.gpu = x_.ranks[static_cast<size_t>(r)].node->name;
       sum.end = std::max(host_.end(r), x_.ranks[static_cast<size_t>(r)].last_end);
       sum.peak_vram = memory_->peak(r);
+      sum.peak_parts = memory_->peak_parts(r);
+      sum.peak_vram_held = memory_->peak_held(r);
       sum.vram_capacity = memory_->capacity(r);
       sum.handoffs = streams_.handoffs(r);
       sum.handoff_time = streams_.handoff_time(r);
@@ -189,7 +191,8 @@ std::string format_exec_report(const Schedule& s, const ExecResult& r) {
   std::string out = fmt::format("schedule {}: {} ranks, makespan {}\n", s.name, s.ranks(), format_time(r.makespan));
   for (size_t rank = 0; rank < r.ops.size(); ++rank) {
     const RankSummary& sum = r.ranks[rank];
-    out += fmt::format("\nrank {} on {}: ends {}, peak VRAM {}\n", rank, sum.gpu, format_time(sum.end), format_bytes(static_cast<double>(sum.peak_vram)));
+    out += fmt::format("\nrank {} on {}: ends {}, peak VRAM {}{}\n", rank, sum.gpu, format_time(sum.end), format_bytes(static_cast<double>(sum.peak_vram)),
+                       sum.peak_vram > 0 ? " (" + format_vram_parts(sum.peak_parts) + ")" : "");
     out += fmt::format("  {:>4} {:<18} {:<22} {:<10} {:>12} {:>12} {:>12} {:>12}\n", "#", "op", "label", "stream", "issued", "start", "end",
                        "duration");
     for (size_t index = 0; index < r.ops[rank].size(); ++index) {

@@ -13,7 +13,7 @@ void Host::start() {
   for (int r = 0; r < x_.s.ranks(); ++r) x_.engine.at(Time::zero(), &Host::step_event, this, static_cast<uint64_t>(r));
 }
 
-Time Host::overhead(const Op& op) const {
+Time Host::overhead(int r, const Op& op) const {
   const OverheadParams& o = x_.p.overheads;
   const Time framework = x_.s.runtime.framework == Framework::None ? Time::zero() : o.framework_op_call;
   switch (op.kind) {
@@ -28,8 +28,11 @@ Time Host::overhead(const Op& op) const {
         return Time::from_ps(o.framework_p2p_round.ps() * static_cast<int64_t>(x_.s.groups[static_cast<size_t>(op.group)].ranks.size() - 1));
       return o.framework_collective_call >= Time::zero() ? o.framework_collective_call : o.collective_call + framework;
     }
-    case OpKind::Alloc: return o.alloc_call;
-    case OpKind::Free: return o.free_call;
+    // Only weights are allocated by calls of the program's own: the other
+    // parts are taken before the run (context, workspaces) or by the ops
+    // that produce them, whose dispatch holds that time.
+    case OpKind::Alloc: return op.part == MemPart::Weights ? o.alloc_call : Time::zero();
+    case OpKind::Free: return x_.memory->part_of(r, op.label) == MemPart::Weights ? o.free_call : Time::zero();
     case OpKind::HostWork: case OpKind::Marker: return Time::zero();
   }
   return Time::zero();
@@ -47,7 +50,7 @@ void Host::step(int r) {
     if (!H.paid) {
       rec.issue = engine.now();
       H.paid = true;
-      const Time oh = overhead(op);
+      const Time oh = overhead(r, op);
       // The call's overhead: when nothing else is due before it ends, the
       // clock just moves on (same order of events as waking up later).
       if (oh > Time::zero() && !engine.try_advance(engine.now() + oh)) {
@@ -152,8 +155,27 @@ void Host::effect(int r, const Op& op) {
       H.until.counts.clear();
       for (int s = 0; s < static_cast<int>(x_.s.streams.size()); ++s) H.until.counts.push_back(x_.streams->enqueued(r, s));
       return;
-    case OpKind::Alloc: x_.memory->alloc(r, H.pc, op); return;
-    case OpKind::Free: x_.memory->free(r, op); return;
+    case OpKind::Alloc:
+      // Not enough room while freed memory waits for its stream: wait for
+      // that stream, then allocate (PyTorch's allocator synchronises on the
+      // blocks' events before it reports out of memory).
+      if (const auto room = x_.memory->room_after(r, op)) {
+        block_on_stream(H, room->first, room->second);
+        H.effect_done = false;
+        return;
+      }
+      x_.memory->alloc(r, H.pc, op);
+      return;
+    case OpKind::Free:
+      if (op.stream < 0) {
+        x_.memory->free(r, op);
+        return;
+      }
+      // Freed on the host, returned to the GPU's memory once the stream has
+      // done the work issued before it (a tensor used on another stream).
+      x_.memory->release(r, op, x_.streams->enqueued(r, op.stream) + 1);
+      x_.streams->enqueue(r, H.pc, op);
+      return;
     case OpKind::HostWork: H.busy_until = x_.engine.now() + *op.duration; return;
   }
 }

@@ -38,7 +38,7 @@ class Host {
     Time busy_until;
     Time host_end;
   };
-  Time overhead(const Op& op) const;
+  Time overhead(int r, const Op& op) const;
   static void step_event(void* self, uint64_t r) { static_cast<Host*>(self)->step(static_cast<int>(r)); }
   void step(int r);
   bool satisfied(int r) const;

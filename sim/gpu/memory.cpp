@@ -15,13 +15,19 @@ void Memory::alloc(int r, int pc, const Op& op) {
   Rank& M = ranks_[static_cast<size_t>(r)];
   const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
   if (op.space == MemSpace::Device) {
-    if (M.capacity > 0 && M.vram + op.bytes > M.capacity)
+    if (M.capacity > 0 && M.held + op.bytes > M.capacity)
       throw SimulationError(fmt::format("{}: rank {} ({}) runs out of GPU memory: alloc '{}' of {} needs {} with {} already in use of {} capacity",
                                         x_.where(r, pc), r, R.node->name, op.label, format_bytes(static_cast<double>(op.bytes)),
-                                        format_bytes(static_cast<double>(M.vram + op.bytes)), format_bytes(static_cast<double>(M.vram)),
+                                        format_bytes(static_cast<double>(M.held + op.bytes)), format_bytes(static_cast<double>(M.held)),
                                         format_bytes(static_cast<double>(M.capacity))));
+    M.held += op.bytes;
+    M.peak_held = std::max(M.peak_held, M.held);
     M.vram += op.bytes;
-    M.peak = std::max(M.peak, M.vram);
+    M.parts[static_cast<size_t>(op.part)] += op.bytes;
+    if (M.vram > M.peak) {
+      M.peak = M.vram;
+      M.peak_parts = M.parts;
+    }
     timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
   } else {
     const hw::NodeSpec& cpu = x_.topo.node(R.cpu);
@@ -32,20 +38,57 @@ void Memory::alloc(int r, int pc, const Op& op) {
                                         format_bytes(static_cast<double>(*cpu.memory))));
     used += op.bytes;
   }
-  M.allocs[op.label] = {op.bytes, op.space};
+  M.allocs[op.label] = &op;
+}
+
+MemPart Memory::part_of(int r, const std::string& tag) const {
+  const auto& allocs = ranks_[static_cast<size_t>(r)].allocs;
+  const auto it = allocs.find(tag);
+  return it == allocs.end() ? MemPart::Weights : it->second->part;
+}
+
+void Memory::release(int r, const Op& op, int stream_count) {
+  Rank& M = ranks_[static_cast<size_t>(r)];
+  auto it = M.allocs.find(op.label);
+  assert(it != M.allocs.end());
+  const Op& a = *it->second;
+  if (a.space == MemSpace::Device) drop(r, a);
+  M.released[&op] = {&a, op.stream, stream_count};
+  M.allocs.erase(it);
+}
+
+std::optional<std::pair<int, int>> Memory::room_after(int r, const Op& op) const {
+  const Rank& M = ranks_[static_cast<size_t>(r)];
+  if (op.space != MemSpace::Device || M.capacity == 0 || M.held + op.bytes <= M.capacity) return std::nullopt;
+  std::optional<std::pair<int, int>> first;
+  for (const auto& [free_op, rel] : M.released)
+    if (rel.alloc->space == MemSpace::Device && (!first || rel.count < first->second)) first = std::make_pair(rel.stream, rel.count);
+  return first;
+}
+
+void Memory::drop(int r, const Op& a) {
+  Rank& M = ranks_[static_cast<size_t>(r)];
+  M.vram -= a.bytes;
+  M.parts[static_cast<size_t>(a.part)] -= a.bytes;
+  timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
 }
 
 void Memory::free(int r, const Op& op) {
   Rank& M = ranks_[static_cast<size_t>(r)];
-  auto it = M.allocs.find(op.label);
-  assert(it != M.allocs.end());
-  if (it->second.second == MemSpace::Device) {
-    M.vram -= it->second.first;
-    timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
+  const Op* alloc = nullptr;
+  if (auto rel = M.released.find(&op); rel != M.released.end()) {
+    alloc = rel->second.alloc;  // its tensor dropped when the host freed it
+    M.released.erase(rel);
   } else {
-    pinned_[x_.ranks[static_cast<size_t>(r)].cpu] -= it->second.first;
+    auto it = M.allocs.find(op.label);
+    assert(it != M.allocs.end());
+    alloc = it->second;
+    M.allocs.erase(it);
+    if (alloc->space == MemSpace::Device) drop(r, *alloc);
   }
-  M.allocs.erase(it);
+  const Op& a = *alloc;
+  if (a.space == MemSpace::Device) M.held -= a.bytes;
+  else pinned_[x_.ranks[static_cast<size_t>(r)].cpu] -= a.bytes;
 }
 
 }  // namespace osim::exec

@@ -2,7 +2,9 @@
 // timeline and peak, and the refusal of one that does not fit.
 #pragma once
 
+#include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,17 +19,44 @@ class Memory {
   /// Rank r's alloc / free op (at its program's place `pc`). Throws
   /// SimulationError when it does not fit its GPU or host memory.
   void alloc(int r, int pc, const Op& op);
+  /// A free takes the memory back: at once, or for a free on a stream, once
+  /// the stream reaches it (release() has freed the tensor before).
   void free(int r, const Op& op);
+  /// A free on a stream, issued by the host: the tensor is gone (peak
+  /// allocated), its memory held until the stream reaches the free.
+  /// `stream_count`: the stream's op count once the free is on it.
+  void release(int r, const Op& op, int stream_count);
+  /// Where a device alloc that does not fit can wait for a free on a stream
+  /// to come back (the caching allocator waits for it before it gives up):
+  /// the stream and the op count it must reach; nullopt when none is pending.
+  std::optional<std::pair<int, int>> room_after(int r, const Op& op) const;
 
+  /// What rank r's live allocation `tag` holds (Weights if none is live).
+  MemPart part_of(int r, const std::string& tag) const;
+  /// The most bytes live tensors held (a free on a stream counted when the
+  /// host issues it): the VRAM the job needs.
   Bytes peak(int r) const { return ranks_[static_cast<size_t>(r)].peak; }
+  /// The most bytes the GPU held: live tensors and memory freed on a stream
+  /// that has not reached the free yet (the allocator cannot reuse it).
+  Bytes peak_held(int r) const { return ranks_[static_cast<size_t>(r)].peak_held; }
+  /// What each part held when rank r's VRAM peaked (the first time it did).
+  const std::array<Bytes, kMemParts>& peak_parts(int r) const { return ranks_[static_cast<size_t>(r)].peak_parts; }
   Bytes capacity(int r) const { return ranks_[static_cast<size_t>(r)].capacity; }
   /// Per rank: (time, bytes in use) after each alloc/free.
   std::vector<std::vector<std::pair<Time, Bytes>>> take_timeline() { return std::move(timeline_); }
 
  private:
+  void drop(int r, const Op& alloc);  // the tensor is gone
   struct Rank {
-    std::map<std::string, std::pair<Bytes, MemSpace>> allocs;
-    Bytes vram = 0, peak = 0, capacity = 0;
+    std::map<std::string, const Op*> allocs;
+    struct Released {
+      const Op* alloc;
+      int stream, count;
+    };
+    std::map<const Op*, Released> released;  // free on a stream -> its alloc, until the stream reaches it
+    Bytes vram = 0, peak = 0, capacity = 0;  // live tensors (what the job needs)
+    Bytes held = 0, peak_held = 0;            // with the memory freed on streams not there yet
+    std::array<Bytes, kMemParts> parts{}, peak_parts{};
   };
   ExecContext& x_;
   std::vector<Rank> ranks_;

@@ -14,6 +14,7 @@
 #include "gpu/params/nvlink.hpp"
 #include "gpu/params/overheads.hpp"
 #include "gpu/params/power.hpp"
+#include "gpu/params/vram.hpp"
 
 namespace osim {
 
@@ -28,6 +29,7 @@ struct ModelParams {
   PowerParams power;
   NvlinkParams nvlink;
   InterferenceParams interference;
+  VramParams vram;
 };
 
 }  // namespace osim

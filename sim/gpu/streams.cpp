@@ -8,6 +8,7 @@
 #include "gpu/compute.hpp"
 #include "gpu/copies.hpp"
 #include "gpu/host.hpp"
+#include "gpu/memory.hpp"
 
 namespace osim::exec {
 
@@ -176,6 +177,10 @@ void Streams::dispatch(int r, int id, const QueueEntry& e) {
       complete(r, id);
       return;
     }
+    case OpKind::Free:
+      x_.memory->free(r, op);
+      complete(r, id);
+      return;
     default: complete(r, id); return;  // waits and markers take no time
   }
 }

@@ -79,6 +79,8 @@ Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRe
     rm.gpu = r.ranks[rank].gpu;
     rm.end = r.ranks[rank].end;
     rm.peak_vram = r.ranks[rank].peak_vram;
+    rm.peak_parts = r.ranks[rank].peak_parts;
+    rm.peak_vram_held = r.ranks[rank].peak_vram_held;
     rm.compute_busy = Time::from_ps(length(kernels));
     rm.comm = Time::from_ps(length(colls));
     rm.comm_exposed = Time::from_ps(minus(colls, kernels));
@@ -127,11 +129,14 @@ nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, 
     j["step_time_s"] = {{"mean", sum / static_cast<double>(m.steps.size())}, {"min", lo}, {"max", hi}};
   }
   ordered_json ranks = ordered_json::array();
-  for (const auto& rm : m.per_rank)
-    ranks.push_back({{"rank", rm.rank}, {"gpu", rm.gpu}, {"end_s", rm.end.s()}, {"peak_vram_bytes", rm.peak_vram},
+  for (const auto& rm : m.per_rank) {
+    ordered_json parts;
+    for (size_t i = 0; i < rm.peak_parts.size(); ++i) parts[mem_part_names()[i]] = rm.peak_parts[i];
+    ranks.push_back({{"rank", rm.rank}, {"gpu", rm.gpu}, {"end_s", rm.end.s()}, {"peak_vram_bytes", rm.peak_vram}, {"peak_vram_parts", parts}, {"peak_vram_held_bytes", rm.peak_vram_held},
                      {"compute_busy_s", rm.compute_busy.s()}, {"comm_s", rm.comm.s()}, {"comm_exposed_s", rm.comm_exposed.s()},
                      {"copy_s", rm.copy.s()}, {"copy_stall_s", rm.copy_stall.s()}, {"idle_other_s", rm.idle_other.s()},
                      {"overlap_efficiency", rm.overlap_efficiency}});
+  }
   j["per_rank"] = ranks;
   j["bytes"] = {{"h2d", m.bytes_h2d}, {"d2h", m.bytes_d2h}, {"p2p", m.bytes_p2p}, {"d2d", m.bytes_d2d}, {"collective", m.bytes_collective}};
   ordered_json links = ordered_json::array();
@@ -195,6 +200,14 @@ std::string format_summary(const Metrics& m, const hw::Topology& topo, const Run
     out += fmt::format("  {:<6} {:<8} {:>12} {:>12} {:>13} {:>12} {:>12} {:>8.2f} {:>11}\n", rm.rank, rm.gpu, format_time(rm.compute_busy),
                        format_time(rm.comm), format_time(rm.comm_exposed), format_time(rm.copy), format_time(rm.copy_stall),
                        rm.overlap_efficiency, format_bytes(static_cast<double>(rm.peak_vram)));
+  // The rank with the most VRAM at its peak, and what held it.
+  const auto most = std::max_element(m.per_rank.begin(), m.per_rank.end(), [](const RankMetrics& a, const RankMetrics& b) { return a.peak_vram < b.peak_vram; });
+  if (most != m.per_rank.end() && most->peak_vram > 0)
+    out += fmt::format("  peak VRAM {} (rank {}): {}{}\n", format_bytes(static_cast<double>(most->peak_vram)), most->rank, format_vram_parts(most->peak_parts),
+                       most->peak_vram_held > most->peak_vram
+                           ? fmt::format("; the allocator holds up to {} where the GPU has room (memory freed on a stream waits for it)",
+                                         format_bytes(static_cast<double>(most->peak_vram_held)))
+                           : "");
   out += fmt::format("  moved: H2D {}, D2H {}, P2P {}, collectives {} (per-rank buffers)\n", format_bytes(m.bytes_h2d), format_bytes(m.bytes_d2h),
                      format_bytes(m.bytes_p2p), format_bytes(m.bytes_collective));
   const double span = m.makespan.s();

@@ -3,6 +3,7 @@
 // copy bandwidth histogram, bottleneck attribution, and a Perfetto trace.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct RankMetrics {
   std::string gpu;
   Time end;
   Bytes peak_vram = 0;
+  std::array<Bytes, kMemParts> peak_parts{};  // what each part (MemPart) held at the peak
+  Bytes peak_vram_held = 0;  // with memory freed on streams not there yet
   Time compute_busy;    // union of kernel intervals
   Time comm;            // union of collective intervals (including waiting for peers)
   Time comm_exposed;    // collective time with no kernel running

@@ -60,6 +60,9 @@ inline constexpr Testcase kTestcases[] = {
     {"nccl_reps", "nccl", "the all-to-all per gated burst"},
     {"nccl_all_to_all_insitu", "nvlink", "the all-to-all after 2-100 ms of GEMMs, with and without H2D copies beside"},
     {"interference", "interference", "a GEMM beside an all-to-all or a copy, and an all-to-all beside copies"},
+    {"vram_context", "vram", "device memory a PyTorch process holds outside its caching allocator (validate/src/testcases/vram.py)"},
+    {"vram_gemm_workspace", "vram", "cuBLAS's workspace for a stream's first GEMM, through PyTorch's allocator"},
+    {"vram_allocator_reserve", "vram", "the caching allocator's reserve over a forward's activations (three block shapes)"},
 };
 
 /// Whether `key` is a testcase of the table.

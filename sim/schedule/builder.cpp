@@ -75,10 +75,11 @@ Op host_work(Time t) {
   op.duration = t;
   return op;
 }
-Op alloc(std::string tag, Bytes bytes, MemSpace space) {
+Op alloc(std::string tag, Bytes bytes, MemSpace space, MemPart part) {
   Op op = of(OpKind::Alloc, -1, std::move(tag));
   op.bytes = bytes;
   op.space = space;
+  op.part = part;
   return op;
 }
 Op free(std::string tag) { return of(OpKind::Free, -1, std::move(tag)); }

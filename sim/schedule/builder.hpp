@@ -32,7 +32,7 @@ Op wait_stream(int stream, int on);
 Op stream_sync(int stream);
 Op device_sync();
 Op host_work(Time t);
-Op alloc(std::string tag, Bytes bytes, MemSpace space = MemSpace::Device);
+Op alloc(std::string tag, Bytes bytes, MemSpace space = MemSpace::Device, MemPart part = MemPart::Weights);
 Op free(std::string tag);
 /// A marker on `stream` ("step N ..." markers time steps on the compute stream).
 Op marker(int stream, std::string text);

@@ -12,6 +12,13 @@
 
 namespace osim {
 
+std::string format_vram_parts(const std::array<Bytes, kMemParts>& parts) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (parts[i] > 0) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", mem_part_names()[i], format_bytes(static_cast<double>(parts[i])));
+  return out;
+}
+
 std::string op_class(const Op& op) {
   switch (op.kind) {
     case OpKind::Kernel:
@@ -177,22 +184,29 @@ RunRecord run_record_of(const Schedule& s, const Records& rec) {
     // VRAM in use after each alloc/free, at the host call; the peak as the
     // schedule's allocations add up.
     int64_t v = 0;
-    std::map<std::string, int64_t> live;
+    std::array<Bytes, kMemParts> parts{};
+    std::map<std::string, const Op*> live;
     for (const OpRecord& x : out) {
       if (!x.ran) continue;
       if (x.op->kind == OpKind::Alloc && x.op->space == MemSpace::Device) {
-        live[x.op->label] = x.op->bytes;
+        live[x.op->label] = x.op;
         v += x.op->bytes;
-        sum.peak_vram = std::max(sum.peak_vram, v);
+        parts[static_cast<size_t>(x.op->part)] += x.op->bytes;
+        if (v > sum.peak_vram) {
+          sum.peak_vram = v;
+          sum.peak_parts = parts;
+        }
         r.vram[k].push_back({x.returned, v});
       } else if (x.op->kind == OpKind::Free) {
         if (auto it = live.find(x.op->label); it != live.end()) {
-          v -= it->second;
+          v -= it->second->bytes;
+          parts[static_cast<size_t>(it->second->part)] -= it->second->bytes;
           live.erase(it);
           r.vram[k].push_back({x.returned, v});
         }
       }
     }
+    sum.peak_vram_held = sum.peak_vram;
     r.ranks.push_back(sum);
   }
   return r;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <optional>
 #include <string>
 #include <utility>
@@ -47,11 +48,16 @@ struct RankSummary {
   std::string gpu;
   Time end;                // the host finished the program and every stream drained
   Bytes peak_vram = 0;
+  std::array<Bytes, kMemParts> peak_parts{};  // what each part (MemPart) held at the peak
+  Bytes peak_vram_held = 0;  // with memory freed on a stream not there yet (the allocator's view while the GPU has room)
   Bytes vram_capacity = 0;
   // Hand-offs between engines it paid (HandoffParams): how many, and the latency in all.
   int64_t handoffs = 0;
   Time handoff_time;
 };
+
+/// "weights 1.2 GB, activations 300 MB, ...": the parts that hold anything.
+std::string format_vram_parts(const std::array<Bytes, kMemParts>& parts);
 
 struct RunRecord {
   std::vector<std::vector<OpRecord>> ops;  // [rank][index]; empty where only spans were kept

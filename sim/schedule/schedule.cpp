@@ -23,6 +23,7 @@ const std::vector<std::string> kCollNames = {"all_to_all", "all_gather", "reduce
 const std::vector<std::string> kAlgoNames = {"nccl", "pairwise", "ring"};
 const std::vector<std::string> kDtypeNames = {"bf16", "fp16", "fp32", "fp8"};
 const std::vector<std::string> kBackendNames = {"default", "cudnn", "flash2", "flash3", "efficient", "math"};
+const std::vector<std::string> kPartNames = {"weights", "activations", "workspace", "outside", "runtime", "reserve"};
 
 template <class E>
 E enum_of(const std::vector<std::string>& names, const std::string& s) {
@@ -37,6 +38,8 @@ std::string to_string(CollAlgo a) { return kAlgoNames[static_cast<size_t>(a)]; }
 std::string to_string(DType d) { return kDtypeNames[static_cast<size_t>(d)]; }
 std::string to_string(AttnBackend b) { return kBackendNames[static_cast<size_t>(b)]; }
 const std::vector<std::string>& attn_backend_names() { return kBackendNames; }
+std::string to_string(MemPart p) { return kPartNames[static_cast<size_t>(p)]; }
+const std::vector<std::string>& mem_part_names() { return kPartNames; }
 std::optional<AttnBackend> attn_backend_of(const std::string& name) {
   const auto it = std::find(kBackendNames.begin(), kBackendNames.end(), name);
   if (it == kBackendNames.end()) return std::nullopt;
@@ -90,8 +93,8 @@ std::vector<std::string> keys_for(OpKind k) {
     case OpKind::EventSync: add({"event"}); break;
     case OpKind::DeviceSync: break;
     case OpKind::Collective: add({"name", "kind", "bytes", "group", "stream", "algorithm", "dtype", "channels", "peer"}); break;
-    case OpKind::Alloc: add({"tag", "bytes", "space"}); break;
-    case OpKind::Free: add({"tag"}); break;
+    case OpKind::Alloc: add({"tag", "bytes", "space", "component"}); break;
+    case OpKind::Free: add({"tag", "stream"}); break;
     case OpKind::HostWork: add({"name", "duration"}); break;
     case OpKind::Marker: add({"name", "stream"}); break;
   }
@@ -295,9 +298,14 @@ struct Parser {
         op.bytes = r.bytes("bytes");
         const std::string sp = r.opt_choice("space", {"device", "pinned_host"}).value_or("device");
         op.space = sp == "device" ? MemSpace::Device : MemSpace::PinnedHost;
+        op.part = enum_of<MemPart>(kPartNames, r.opt_choice("component", kPartNames).value_or("weights"));
+        if (r.has("component") && op.space != MemSpace::Device) r.fail("component", "applies to device allocations (space: device)");
         break;
       }
-      case OpKind::Free: op.label = r.str("tag"); break;
+      case OpKind::Free:
+        op.label = r.str("tag");
+        if (r.has("stream")) op.stream = stream_of(r, "stream");
+        break;
       case OpKind::HostWork:
         op.label = r.opt_str("name").value_or("host_work");
         op.duration = r.duration("duration");
@@ -649,8 +657,12 @@ std::string to_yaml(const Schedule& s) {
           kv("tag", op.label);
           kv("bytes", op.bytes);
           kv("space", op.space == MemSpace::Device ? "device" : "pinned_host");
+          if (op.part != MemPart::Weights) kv("component", to_string(op.part));
           break;
-        case OpKind::Free: kv("tag", op.label); break;
+        case OpKind::Free:
+          kv("tag", op.label);
+          if (op.stream >= 0) stream("stream", op.stream);
+          break;
         case OpKind::HostWork:
           kv("name", op.label);
           kv("duration", dur(*op.duration));

@@ -26,6 +26,13 @@ enum class CollKind : uint8_t { AllToAll, AllGather, ReduceScatter, AllReduce, S
 enum class CollAlgo : uint8_t { Nccl, Pairwise, Ring };
 enum class DType : uint8_t { BF16, FP16, FP32, FP8 };
 enum class MemSpace : uint8_t { Device, PinnedHost };
+// What a device allocation holds (docs/formats/metrics.md "Peak VRAM"):
+// block weights, the forward's activations, library workspaces, what sits
+// outside the blocks (text encoder, VAE, embeddings), the runtime's own
+// memory (CUDA context, modules, handles) and the caching allocator's
+// reserve beyond what it hands out.
+enum class MemPart : uint8_t { Weights, Activations, Workspace, Outside, Runtime, Reserve };
+inline constexpr int kMemParts = 6;
 // The fused attention kernel that runs an attention op: PyTorch SDPA's
 // backends. `Default` is whichever the framework picks on the GPU.
 enum class AttnBackend : uint8_t { Default, Cudnn, Flash2, Flash3, Efficient, Math };
@@ -36,6 +43,9 @@ std::string to_string(CollKind k);
 std::string to_string(CollAlgo a);
 std::string to_string(DType d);
 std::string to_string(AttnBackend b);
+std::string to_string(MemPart p);
+/// Every memory part's name, in enum order.
+const std::vector<std::string>& mem_part_names();
 /// The backend named `name` ("default", "cudnn", "flash2", ...); nullopt if none is.
 std::optional<AttnBackend> attn_backend_of(const std::string& name);
 /// Every backend's name, in enum order.
@@ -65,6 +75,7 @@ struct Op {
   bool realised = false;               // attention kernel run as GEMMs (osim::as_realised): clocked as a GEMM, not as SDPA
   DType dtype = DType::BF16;           // kernel, collective
   MemSpace space = MemSpace::Device;   // alloc
+  MemPart part = MemPart::Weights;     // alloc
   CollKind coll = CollKind::AllToAll;  // collective
   CollAlgo algo = CollAlgo::Nccl;      // collective
   int stream = -1;          // index into Schedule::streams

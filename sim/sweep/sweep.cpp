@@ -36,7 +36,7 @@ namespace {
 // Workload keys a sweep may set (the first part of a dotted key), and the
 // sweep's own: `topology` (a file, relative to the sweep), `topology.*`
 // (edits of the topology file), `calibration` (a file, or none).
-const std::vector<std::string> kWorkloadRoots = {"name", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime"};
+const std::vector<std::string> kWorkloadRoots = {"name", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime", "memory"};
 const std::vector<std::string> kScheduleRoots = {"name", "gpus", "settings", "streams", "events", "groups", "programs"};
 
 std::string flow_text(const YAML::Node& n) {

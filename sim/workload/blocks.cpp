@@ -137,12 +137,13 @@ void read_block_types(const std::string& file, const YAML::Node& blocks, BlockMo
     throw InputError(location_of(file, blocks), "blocks: expected a list of block types ({name, count, params, ops: [...]})");
   model.blocks.clear();
   for (const auto& b : blocks) {
-    MapReader r(file, b, "block", {"name", "count", "params", "phases", "ops"});
+    MapReader r(file, b, "block", {"name", "count", "params", "phases", "activations", "ops"});
     BlockType t;
     t.where = location_of(file, b);
     t.name = r.str("name");
     t.count = expr_of(r, "count");
     t.params = expr_of(r, "params");
+    t.activations = opt_expr_of(r, "activations").value_or("");
     if (r.has("phases")) {
       const YAML::Node ph = r.get("phases");
       if (!ph.IsSequence() || ph.size() == 0) r.fail("phases", "is a list of each sub-layer's parameters");
@@ -159,6 +160,25 @@ void read_block_types(const std::string& file, const YAML::Node& blocks, BlockMo
         throw InputError(t.ops.back().where, fmt::format("phase {}: the block has {} phases", t.ops.back().phase, t.phases.size()));
     }
     model.blocks.push_back(std::move(t));
+  }
+}
+
+void read_outside_models(const std::string& file, const YAML::Node& outside, BlockModel& model) {
+  if (!outside.IsSequence())
+    throw InputError(location_of(file, outside), "outside: expected a list of models outside the blocks ({name, params, runs: before | after | throughout})");
+  model.outside.clear();
+  for (const auto& o : outside) {
+    MapReader r(file, o, "outside model", {"name", "params", "activations", "runs"});
+    OutsideModel m;
+    m.where = location_of(file, o);
+    m.name = r.str("name");
+    m.params = expr_of(r, "params");
+    m.activations = opt_expr_of(r, "activations").value_or("0");
+    const std::string runs = r.opt_choice("runs", {"before", "after", "throughout"}).value_or("before");
+    m.runs = runs == "before" ? OutsideModel::Runs::Before : runs == "after" ? OutsideModel::Runs::After : OutsideModel::Runs::Throughout;
+    for (const OutsideModel& other : model.outside)
+      if (other.name == m.name) r.fail("name", fmt::format("'{}' is named twice", m.name));
+    model.outside.push_back(std::move(m));
   }
 }
 
@@ -198,6 +218,40 @@ std::vector<BlockInstance> block_sequence(const BlockModel& model, const RepeatV
   return seq;
 }
 
+int64_t block_activations(const BlockType& t, const RepeatVars& vars, bool math_attention) {
+  auto e = [&](const std::string& x, const BlockOp& op) { return static_cast<double>(eval_block_expr(x, vars, op.where, fmt::format("op '{}' of block '{}'", op.name, t.name))); };
+  const double act = static_cast<double>(vars.at("act_bytes"));
+  double largest = 0, input = -1, scores = 0;
+  for (const BlockOp& op : t.ops) {
+    if (!op.when.empty() && eval_block_expr(op.when, vars, op.where, fmt::format("op '{}' when", op.name)) == 0) continue;
+    double in = 0, out = 0;
+    switch (op.kind) {
+      case BlockOp::Kind::Gemm:
+        in = e(op.m, op) * e(op.k, op) * act;
+        out = e(op.m, op) * e(op.n, op) * act;
+        break;
+      case BlockOp::Kind::Attention: {
+        const double ring = op.ring ? static_cast<double>(vars.at("ring")) : 1.0;
+        const double h = e(op.heads, op), q = e(op.q, op), kv = e(op.kv, op) / ring, d = static_cast<double>(vars.at("head_dim"));
+        in = h * (q + 2 * kv) * d * act;
+        out = h * q * d * act;
+        scores = std::max(scores, 2 * h * q * kv * act);  // QK^T and its softmax
+        break;
+      }
+      case BlockOp::Kind::Memory: in = out = e(op.bytes, op) / 2; break;    // read and written
+      case BlockOp::Kind::Collective: in = out = e(op.bytes, op); break;    // send and receive buffers
+    }
+    if (input < 0) input = in;
+    largest = std::max(largest, in + out + (math_attention && op.kind == BlockOp::Kind::Attention ? scores : 0));
+  }
+  if (!t.activations.empty()) {
+    const int64_t a = eval_block_expr(t.activations, vars, t.where, fmt::format("block '{}' activations", t.name));
+    if (a < 0) throw InputError(t.where, fmt::format("block '{}': activations come out negative ({})", t.name, a));
+    return a + (math_attention ? static_cast<int64_t>(scores) : 0);
+  }
+  return static_cast<int64_t>(largest + std::max(0.0, input));
+}
+
 ForwardCost forward_cost(const BlockModel& model, const RepeatVars& vars) {
   ForwardCost c;
   for (const BlockType& t : model.blocks) {  // one block of each type, times its count
@@ -232,12 +286,29 @@ namespace {
 
 // Wan2.1 / Wan2.2 14B: self-attention (Ulysses all-to-alls around it),
 // cross-attention to the text, FFN; 8h^2 + 2hf parameters a block.
+// Activations, counted from a block written as sglang and diffusers write it
+// in eager PyTorch (validate/programs/dit_offload.py): its intermediates
+// live until it returns, so at the FFN's GELU it holds the input, the
+// residual, the norm's output, q, k, the qkv projection (3), the attention
+// and cross-attention outputs, the cross q (11 x local x hidden in all with
+// the caller's input) and the FFN's two local x ffn tensors; the text's
+// cross k, v and its embedding.
+// Outside the blocks: the umT5-XXL text encoder (24 layers of 4h^2 + 3hf at
+// h = 4096, f = 10240, and 256,384 x 4096 embeddings: 5.68 B), the VAE
+// (127 M: its 508 MB fp32 checkpoint) and the DiT's own embeddings (text
+// 4096 -> h -> h, time 256 -> h -> h, its projection to 6h, patches of 64
+// values in and out).
 constexpr const char* kWan = R"(dims: {hidden: 5120, ffn: 13824, heads: 40, head_dim: 128, text_tokens: 512}
+outside:
+  - {name: umt5-xxl, params: 24*(4*4096*4096 + 3*4096*10240) + 256384*4096, runs: before}
+  - {name: vae, params: 127000000, runs: after}
+  - {name: embeddings, params: 4096*hidden + 2*hidden*hidden + 256*hidden + 6*hidden*hidden + 2*64*hidden, runs: throughout}
 blocks:
   - name: block
     count: 40
     params: 8*hidden*hidden + 2*hidden*ffn
     phases: [4*hidden*hidden, 4*hidden*hidden, 2*hidden*ffn]
+    activations: act_bytes*(local*(11*hidden + 2*ffn) + 3*text_tokens*hidden)
     ops:
       - {memory: norm1, bytes: 2*local*hidden*act_bytes}
       - {gemm: qkv, m: local, n: 3*hidden, k: hidden}
@@ -263,10 +334,15 @@ blocks:
 // single-stream blocks (one fused linear in, one out, over image + text).
 // Each stream's adaLN modulation is a GEMM of one row (6h^2, single: 3h^2).
 // Ulysses splits the image tokens; the text stream is replicated.
+// Activations by the same count as Wan's over image + text tokens (not
+// measured): a double block like a Wan block; a single block holds its
+// input, the residual, the norm, linear1's 3h + f, q and k roped, the
+// attention, the GELU's f and the concatenation's h + f.
 constexpr const char* kMmdit = R"(blocks:
   - name: double
     count: double_blocks
     params: 2*(6*hidden*hidden + 3*hidden*hidden + hidden*hidden + 2*hidden*ffn)
+    activations: act_bytes*(local + text_tokens)*(11*hidden + 2*ffn)
     ops:
       - {gemm: img mod, m: 1, n: 6*hidden, k: hidden}
       - {gemm: txt mod, m: 1, n: 6*hidden, k: hidden}
@@ -288,6 +364,7 @@ constexpr const char* kMmdit = R"(blocks:
   - name: single
     count: single_blocks
     params: 3*hidden*hidden + hidden*(3*hidden + ffn) + (hidden + ffn)*hidden
+    activations: act_bytes*(local + text_tokens)*(9*hidden + 3*ffn)
     ops:
       - {gemm: mod, m: 1, n: 3*hidden, k: hidden}
       - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes}
@@ -300,6 +377,26 @@ constexpr const char* kMmdit = R"(blocks:
       - {memory: residual, bytes: 3*(local + text_tokens)*hidden*act_bytes}
 )";
 
+// Outside Flux.1's blocks: the T5-XXL v1.1 encoder (24 layers of 4h^2 + 3hf
+// at h = 4096, f = 10240, and 32,128 x 4096 embeddings: 4.76 B), CLIP-L's
+// text encoder (123 M), the VAE (83.8 M) and the DiT's embeddings (text
+// 4096 -> h, pooled 768 -> h -> h, time and guidance 256 -> h -> h, patches
+// of 64 values in and out). HunyuanVideo's text encoder is a Llama-3-8B
+// language model (32 layers of 4096 x 6144 + 4096^2 + 3 x 4096 x 14336, two
+// 128,256 x 4096 embeddings: 8.03 B) beside CLIP-L, and its 3D VAE holds 246 M.
+constexpr const char* kFluxOutside = R"(outside:
+  - {name: t5-xxl, params: 24*(4*4096*4096 + 3*4096*10240) + 32128*4096, runs: before}
+  - {name: clip-l, params: 123000000, runs: before}
+  - {name: vae, params: 83800000, runs: after}
+  - {name: embeddings, params: 4096*hidden + 768*hidden + 3*hidden*hidden + 2*256*hidden + 2*64*hidden, runs: throughout}
+)";
+constexpr const char* kHunyuanOutside = R"(outside:
+  - {name: llava-llama-3-8b, params: 32*(4096*6144 + 4096*4096 + 3*4096*14336) + 2*128256*4096, runs: before}
+  - {name: clip-l, params: 123000000, runs: before}
+  - {name: vae, params: 246000000, runs: after}
+  - {name: embeddings, params: 4096*hidden + 768*hidden + 3*hidden*hidden + 2*256*hidden + 2*64*hidden, runs: throughout}
+)";
+
 // A Llama-style decoder layer in prefill: grouped-query attention, SwiGLU
 // MLP, Megatron tensor parallelism with sequence parallelism (QKV and
 // gate/up split by columns after an all-gather of the sequence, out and down
@@ -307,10 +404,18 @@ constexpr const char* kMmdit = R"(blocks:
 // 1/tp of the tokens). Causal attention does half the work of full
 // attention: it is written as tokens/2 queries over all tokens (the same
 // FLOPs).
-constexpr const char* kLlama = R"(blocks:
+// Activations (counted from Hugging Face's LlamaDecoderLayer, not measured):
+// the input, the residual, the gathered norm output, q, k, v, the attention
+// output and the out projection (h each, split by tp where the weights
+// are), and at the MLP gate, its SiLU, up and their product (ffn/tp each).
+// Outside the layers: the token embeddings and the LM head, split over tp.
+constexpr const char* kLlama = R"(outside:
+  - {name: embeddings, params: 2*vocab*hidden/tp, runs: throughout}
+blocks:
   - name: layer
     count: layers
     params: (hidden*(hidden + 2*kv_heads*head_dim) + hidden*hidden + 3*hidden*ffn)/tp
+    activations: act_bytes*local*(4*hidden + 4*hidden/tp + 4*ffn/tp)
     ops:
       - {memory: norm1, bytes: 2*local/tp*hidden*act_bytes}
       - {gemm: qkv, m: local, n: (hidden + 2*kv_heads*head_dim)/tp, k: hidden,
@@ -338,10 +443,12 @@ struct BlockPreset {
 const std::vector<BlockPreset>& presets() {
   static const std::vector<BlockPreset> p = {
       {"wan", kWan},
-      {"flux.1-dev", std::string("dims: {hidden: 3072, ffn: 12288, heads: 24, head_dim: 128, text_tokens: 512, double_blocks: 19, single_blocks: 38}\n") + kMmdit},
-      {"hunyuanvideo", std::string("dims: {hidden: 3072, ffn: 12288, heads: 24, head_dim: 128, text_tokens: 256, double_blocks: 20, single_blocks: 40}\n") + kMmdit},
-      {"llama3-8b", std::string("dims: {hidden: 4096, ffn: 14336, heads: 32, kv_heads: 8, head_dim: 128, layers: 32}\n") + kLlama},
-      {"llama3-70b", std::string("dims: {hidden: 8192, ffn: 28672, heads: 64, kv_heads: 8, head_dim: 128, layers: 80}\n") + kLlama},
+      {"flux.1-dev", std::string("dims: {hidden: 3072, ffn: 12288, heads: 24, head_dim: 128, text_tokens: 512, double_blocks: 19, single_blocks: 38}\n") +
+                         kFluxOutside + kMmdit},
+      {"hunyuanvideo", std::string("dims: {hidden: 3072, ffn: 12288, heads: 24, head_dim: 128, text_tokens: 256, double_blocks: 20, single_blocks: 40}\n") +
+                           kHunyuanOutside + kMmdit},
+      {"llama3-8b", std::string("dims: {hidden: 4096, ffn: 14336, heads: 32, kv_heads: 8, head_dim: 128, layers: 32, vocab: 128256}\n") + kLlama},
+      {"llama3-70b", std::string("dims: {hidden: 8192, ffn: 28672, heads: 64, kv_heads: 8, head_dim: 128, layers: 80, vocab: 128256}\n") + kLlama},
   };
   return p;
 }

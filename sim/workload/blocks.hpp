@@ -49,20 +49,34 @@ struct BlockType {
   std::string count;                 // how many of these blocks, in order
   std::string params;                // parameters of one block held by one rank
   std::vector<std::string> phases;   // parameters of each sub-layer (offload policy `phase`); empty: one
+  std::string activations;           // bytes of activations live at the block's peak on one rank ("": from its ops)
   std::vector<BlockOp> ops;
   SourceLocation where;
 };
 
-/// The model: its dimensions and its blocks in order.
+/// A model outside the blocks (text encoder, VAE, embeddings): its weights
+/// on one rank, the activations it holds while it runs, and when it runs.
+struct OutsideModel {
+  std::string name;
+  std::string params;
+  std::string activations = "0";
+  enum class Runs { Before, After, Throughout } runs = Runs::Before;  // encoders before the steps, decoders after, embeddings with the blocks
+  SourceLocation where;
+};
+
+/// The model: its dimensions, its blocks in order, and what sits outside them.
 struct BlockModel {
   std::map<std::string, int64_t> dims;
   std::vector<BlockType> blocks;
+  std::vector<OutsideModel> outside;
 };
 
 /// Reads `dims:` (a mapping of names to whole numbers) into `model`.
 void read_block_dims(const std::string& file, const YAML::Node& dims, BlockModel& model);
 /// Reads `blocks:` (a list of block types) into `model`.
 void read_block_types(const std::string& file, const YAML::Node& blocks, BlockModel& model);
+/// Reads `outside:` (a list of models outside the blocks) into `model`, replacing any it had.
+void read_outside_models(const std::string& file, const YAML::Node& outside, BlockModel& model);
 
 /// The names a block's expressions may use beside the model's dims.
 struct JobVars {
@@ -82,6 +96,12 @@ struct BlockInstance {
 int block_count(const BlockType& t, const RepeatVars& vars);
 /// The blocks of one forward in order (each type `count` times).
 std::vector<BlockInstance> block_sequence(const BlockModel& model, const RepeatVars& vars);
+
+/// Bytes of activations live at block type `t`'s peak on one rank: its
+/// `activations:`, else from its ops (the largest op's inputs and output
+/// plus the block's input); with the math backend, plus the largest
+/// attention's score and probability matrices, which it materialises.
+int64_t block_activations(const BlockType& t, const RepeatVars& vars, bool math_attention);
 
 /// What one forward costs one rank: GEMM and attention FLOPs, parameters held.
 struct ForwardCost {

@@ -43,6 +43,34 @@ RepeatVars DitWorkload::vars() const {
 
 ForwardCost workload_cost(const DitWorkload& w) { return forward_cost(w.model.spec, w.vars()); }
 
+MemoryPlan memory_plan(const DitWorkload& w) {
+  MemoryPlan plan;
+  const RepeatVars vars = w.vars();
+  const bool math = w.attention_backend == AttnBackend::Math;
+  int64_t act = 0;
+  for (const BlockType& t : w.model.spec.blocks) act = std::max(act, block_activations(t, vars, math));
+  plan.activations = act;
+  plan.reserve = static_cast<Bytes>(std::llround(w.params.vram.allocator_reserve * static_cast<double>(act)));
+  plan.place = w.outside != OutsidePlace::Auto ? w.outside : w.offload == OffloadPolicy::None ? OutsidePlace::Resident : OutsidePlace::Offloaded;
+  const double es = dtype_bytes(w.model.dtype);
+  for (const OutsideModel& o : w.model.spec.outside) {
+    MemoryPlan::Outside x;
+    x.name = o.name;
+    x.runs = o.runs;
+    const int64_t params = eval_block_expr(o.params, vars, o.where, fmt::format("outside model '{}' params", o.name));
+    const int64_t a = eval_block_expr(o.activations, vars, o.where, fmt::format("outside model '{}' activations", o.name));
+    if (params < 0 || a < 0) throw InputError(o.where, fmt::format("outside model '{}': params and activations must not be negative", o.name));
+    // The DiT's own embeddings run with its blocks: each expert holds its own, always on the GPU.
+    const bool with_blocks = o.runs == OutsideModel::Runs::Throughout;
+    x.weights = static_cast<Bytes>(static_cast<double>(params) * es) * (with_blocks ? w.model.experts : 1);
+    x.activations = a;
+    x.resident = with_blocks || plan.place == OutsidePlace::Resident;
+    if (plan.place == OutsidePlace::None && !with_blocks) continue;
+    plan.outside.push_back(std::move(x));
+  }
+  return plan;
+}
+
 namespace {
 
 struct Preset {
@@ -63,6 +91,7 @@ BlockModel wan_spec(const DitModel& m) {
   const YAML::Node root = load_yaml_string(*block_preset_text("wan"), "the wan preset");
   read_block_dims("the wan preset", root["dims"], spec);
   read_block_types("the wan preset", root["blocks"], spec);
+  if (m.preset != "custom") read_outside_models("the wan preset", root["outside"], spec);  // custom dims: a model of the user's, nothing outside assumed
   spec.dims = {{"hidden", m.hidden}, {"ffn", m.ffn}, {"heads", m.heads}, {"head_dim", m.head_dim}, {"text_tokens", m.text_tokens}};
   spec.blocks[0].count = std::to_string(m.blocks);
   return spec;
@@ -71,14 +100,14 @@ BlockModel wan_spec(const DitModel& m) {
 DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) apply_override(root, o, "the workload", SourceLocation{"--set " + o, 0, 0});
   MapReader top(file, root, "workload",
-                {"name", "topology", "calibration", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime"});
+                {"name", "topology", "calibration", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime", "memory"});
   DitWorkload w;
   w.file = file;
   w.name = top.str("name");
   w.topology = top.opt_str("topology").value_or("");
   {
     MapReader m(file, top.get("model"), "model",
-                {"preset", "blocks", "hidden", "ffn", "heads", "head_dim", "text_tokens", "experts", "boundary", "dtype", "dims"});
+                {"preset", "blocks", "hidden", "ffn", "heads", "head_dim", "text_tokens", "experts", "boundary", "dtype", "dims", "outside"});
     std::vector<std::string> names{"custom"};
     for (const auto& p : kPresets) names.emplace_back(p.name);
     const bool own_blocks = m.has("blocks") && m.get("blocks").IsSequence();
@@ -116,6 +145,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
         const YAML::Node preset = load_yaml_string(*block_preset_text(w.model.preset), label);
         read_block_dims(label, preset["dims"], w.model.spec);
         read_block_types(label, preset["blocks"], w.model.spec);
+        if (preset["outside"]) read_outside_models(label, preset["outside"], w.model.spec);
         if (m.has("blocks") && !own_blocks) m.fail("blocks", "is a list of block types; a preset's block counts are dims (e.g. dims: {layers: 16})");
       }
       if (m.has("dims")) read_block_dims(file, m.get("dims"), w.model.spec);  // a preset's dims, overridden
@@ -129,6 +159,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
       if (auto it = w.model.spec.dims.find("heads"); it != w.model.spec.dims.end()) w.model.heads = static_cast<int>(std::min<int64_t>(it->second, INT32_MAX));
       if (auto it = w.model.spec.dims.find("head_dim"); it != w.model.spec.dims.end()) w.model.head_dim = static_cast<int>(std::min<int64_t>(it->second, INT32_MAX));
     }
+    if (m.has("outside")) read_outside_models(file, m.get("outside"), w.model.spec);  // in place of the preset's
     if (auto e = m.opt_int32("experts")) {
       if (*e < 1) m.fail("experts", "must be at least 1");
       w.model.experts = *e;
@@ -233,6 +264,12 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
   }
   if (top.has("runtime"))
     w.runtime = read_runtime_settings(MapReader(file, top.get("runtime"), "runtime", {"device_max_connections", "nccl_p2p_disable", "framework"}));
+  if (top.has("memory")) {
+    MapReader mem(file, top.get("memory"), "memory", {"outside"});
+    if (auto o = mem.opt_choice("outside", {"auto", "resident", "offloaded", "none"}))
+      w.outside = *o == "auto" ? OutsidePlace::Auto : *o == "resident" ? OutsidePlace::Resident : *o == "offloaded" ? OutsidePlace::Offloaded : OutsidePlace::None;
+  }
+  memory_plan(w);  // its expressions evaluated here: errors name the file before anything runs
   return w;
 }
 
@@ -572,8 +609,39 @@ class Gen {
   void copy(std::vector<Op>& ops, int stream, const std::string& name, Bytes bytes, bool async) {
     ops.push_back(ops::copy(stream, CopyKind::H2D, bytes, w_.host_memory, async, name));
   }
-  void alloc(std::vector<Op>& ops, const std::string& tag, Bytes bytes) { ops.push_back(ops::alloc(tag, bytes)); }
+  void alloc(std::vector<Op>& ops, const std::string& tag, Bytes bytes, MemPart part = MemPart::Weights) {
+    ops.push_back(ops::alloc(tag, bytes, MemSpace::Device, part));
+  }
   void free_(std::vector<Op>& ops, const std::string& tag) { ops.push_back(ops::free(tag)); }
+
+  // What a rank holds beside its block weights, taken before the steps: the
+  // runtime's own memory, the GEMM workspace, the models outside the blocks
+  // held through the steps, the encoders while they run (with their weights
+  // when offloaded), then the forward's activations and the allocator's
+  // reserve over them.
+  void memory_before(std::vector<Op>& ops) {
+    const VramParams& v = w_.params.vram;
+    if (v.cuda_context > 0) alloc(ops, "cuda context", v.cuda_context, MemPart::Runtime);
+    if (v.gemm_workspace > 0) alloc(ops, "gemm workspace", v.gemm_workspace, MemPart::Workspace);
+    for (const MemoryPlan::Outside& o : plan_.outside)
+      if (o.resident && o.weights > 0) alloc(ops, o.name, o.weights, MemPart::Outside);
+    for (const MemoryPlan::Outside& o : plan_.outside)
+      if (o.runs == OutsideModel::Runs::Before) outside_run(ops, o);
+    if (plan_.activations > 0) alloc(ops, "activations", plan_.activations, MemPart::Activations);
+    if (plan_.reserve > 0) alloc(ops, "allocator reserve", plan_.reserve, MemPart::Reserve);
+  }
+  // The decoders after the steps (the VAE), on what the steps left held.
+  void memory_after(std::vector<Op>& ops) {
+    for (const MemoryPlan::Outside& o : plan_.outside)
+      if (o.runs == OutsideModel::Runs::After) outside_run(ops, o);
+  }
+  void outside_run(std::vector<Op>& ops, const MemoryPlan::Outside& o) {
+    const bool load = !o.resident && o.weights > 0;
+    if (load) alloc(ops, o.name, o.weights, MemPart::Outside);
+    if (o.activations > 0) alloc(ops, o.name + " activations", o.activations, MemPart::Activations);
+    if (o.activations > 0) free_(ops, o.name + " activations");
+    if (load) free_(ops, o.name);
+  }
   void record(std::vector<Op>& ops, int stream, int ev) { ops.push_back(ops::record(stream, ev)); }
   void wait_event(std::vector<Op>& ops, int stream, int ev) { ops.push_back(ops::wait_event(stream, ev)); }
   void wait_stream(std::vector<Op>& ops, int stream, int on) { ops.push_back(ops::wait_stream(stream, on)); }
@@ -604,6 +672,7 @@ class Gen {
       ops.push_back(ops::collective(kCompute, CollKind::AllGather, cfg_of_[static_cast<size_t>(rank)], latent, CollAlgo::Nccl, DType::FP32, "cfg gather"));
     };
 
+    memory_before(ops);
     switch (w_.offload) {
       case OffloadPolicy::None: {
         for (int e = 0; e < w_.model.experts; ++e)
@@ -648,6 +717,10 @@ class Gen {
             }
             block(ops, rank, l);
             free_(ops, n);
+            // Prefetched weights were allocated on the copy stream and used on
+            // compute (record_stream): their memory comes back once compute
+            // has run the block.
+            if (P > 0) ops.back().stream = kCompute;
           }
           end_of_step(f);
         }
@@ -696,6 +769,7 @@ class Gen {
         break;
       }
     }
+    memory_after(ops);
     b_.program(rank) = std::move(ops);
   }
 
@@ -706,6 +780,7 @@ class Gen {
   const DitWorkload& w_;
   ScheduleBuilder b_;
   RepeatVars vars_;
+  MemoryPlan plan_ = memory_plan(w_);
   std::vector<TypeTemplate> types_;
   std::vector<int> seq_;  // block l of a forward -> its type
   std::vector<int> sp_of_, tp_of_, cfg_of_;  // rank -> its group of that kind, or -1

@@ -20,6 +20,9 @@ namespace osim {
 
 enum class OffloadPolicy { None, Blocking, Layerwise, Block, Phase };
 enum class CfgMode { None, Serial, Parallel };
+// Where the models outside the blocks (text encoder, VAE) are while the
+// steps run: auto = resident without offloading, else offloaded.
+enum class OutsidePlace { Auto, Resident, Offloaded, None };
 
 struct DitModel {
   std::string preset;        // "wan2.1-14b", "wan2.2-14b", "custom" (Wan-shaped), a block preset, or "blocks" (the file's own)
@@ -59,6 +62,7 @@ struct DitWorkload {
   int prefetch_size = 2;     // layerwise; 0 = blocking copies
   HostMem host_memory = HostMem::Pinned;
   AttnBackend attention_backend = AttnBackend::Default;  // the SDPA kernel its attention runs
+  OutsidePlace outside = OutsidePlace::Auto;  // memory.outside
   RuntimeSettings runtime;
   ModelParams params;        // compute efficiencies and overheads (defaults, or the workload's 'compute:')
 
@@ -70,6 +74,21 @@ struct DitWorkload {
 
 /// What one forward costs one rank, and the model's parameters.
 ForwardCost workload_cost(const DitWorkload& w);
+
+/// What a rank holds beside its block weights (docs/formats/metrics.md "Peak VRAM").
+struct MemoryPlan {
+  Bytes activations = 0;  // the largest block's at its peak
+  Bytes reserve = 0;      // the caching allocator's, over the activations
+  struct Outside {
+    std::string name;
+    Bytes weights = 0, activations = 0;
+    OutsideModel::Runs runs = OutsideModel::Runs::Before;
+    bool resident = false;  // held through the steps (else on the GPU only while it runs)
+  };
+  std::vector<Outside> outside;  // none with memory.outside: none
+  OutsidePlace place = OutsidePlace::Resident;  // memory.outside, resolved
+};
+MemoryPlan memory_plan(const DitWorkload& w);
 
 /// `overrides` are --set key=value pairs ("offload.prefetch_size=3").
 DitWorkload parse_workload_file(const std::string& path, const std::vector<std::string>& overrides = {});

@@ -33,6 +33,12 @@ ProgramRun read_program_run(const std::string& path) {
     r.measured_s = doc.at("median_s").get<double>();
     r.runs_before = doc.value("runs_before", 0);
     r.workload_yaml = doc.at("workload").dump();
+    if (doc.contains("memory")) {
+      const auto& m = doc.at("memory");
+      r.peak_allocated = m.at("peak_allocated_bytes").get<double>();
+      r.peak_device = m.at("device_used_bytes").get<double>() - m.at("reserved_bytes").get<double>() + m.at("peak_reserved_bytes").get<double>();
+      if (!(*r.peak_allocated > 0 && *r.peak_device > 0)) throw InputError(at, "memory: peak_allocated_bytes and the device's use must be positive");
+    }
     if (!(r.measured_s > 0) || r.runs_before < 0) throw InputError(at, "median_s must be positive and runs_before not negative");
     return r;
   } catch (const nlohmann::json::exception& e) {
@@ -44,7 +50,14 @@ ProgramPrediction predict_program(const ProgramRun& run, const hw::Topology& top
   DitWorkload w = parse_workload_string(run.workload_yaml, run.file);
   w.params = params;  // the twin names shapes, offload and its attention's backend; the rates are the calibration's
   const ExecResult res = execute_after_runs(generate_schedule(w), topo, w.params, run.runs_before);
-  return {run.name, run.group, run.measured_s, res.makespan.s()};
+  ProgramPrediction p{run.name, run.group, run.measured_s, res.makespan.s()};
+  p.measured_allocated = run.peak_allocated;
+  p.measured_device = run.peak_device;
+  const auto& parts = res.ranks.at(0).peak_parts;
+  p.simulated_device = static_cast<double>(res.ranks.at(0).peak_vram_held);
+  p.simulated_allocated = static_cast<double>(res.ranks.at(0).peak_vram) -
+                          static_cast<double>(parts[static_cast<size_t>(MemPart::Runtime)] + parts[static_cast<size_t>(MemPart::Reserve)]);
+  return p;
 }
 
 std::vector<std::string> program_files(const std::string& dir) {
@@ -81,6 +94,19 @@ ProgramFigures program_figures(std::vector<ProgramPrediction> runs) {
   f.worst_pct = errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end());
   for (const auto& [name, g] : by_group(runs))
     if (g.size() >= 3) f.spearman_min = std::min(f.spearman_min, spearman_of(g));
+  std::vector<double> alloc_errs, device_errs;
+  for (const auto& r : runs)
+    if (r.measured_allocated) {
+      alloc_errs.push_back(100 * std::abs(r.allocated_error()));
+      device_errs.push_back(100 * std::abs(r.device_error()));
+    }
+  f.memory_runs = static_cast<int>(alloc_errs.size());
+  if (f.memory_runs) {
+    f.allocated_median_pct = median(alloc_errs);
+    f.allocated_worst_pct = *std::max_element(alloc_errs.begin(), alloc_errs.end());
+    f.device_median_pct = median(device_errs);
+    f.device_worst_pct = *std::max_element(device_errs.begin(), device_errs.end());
+  }
   f.runs = std::move(runs);
   return f;
 }
@@ -98,6 +124,19 @@ std::string format_program_figures(const ProgramFigures& f) {
   }
   out += fmt::format("{} programs: makespan error median {:.1f} %, worst {:.1f} %; configurations ranked alike within each group: rank "
                      "correlation (Spearman) at least {:.2f}\n", f.runs.size(), f.median_pct, f.worst_pct, f.spearman_min);
+  if (f.memory_runs) {
+    out += fmt::format("  {:<40} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n", "peak memory (GiB)", "allocated", "simulated", "error", "in use",
+                       "simulated", "error");
+    constexpr double GiB = 1024.0 * 1024 * 1024;
+    for (const auto& r : f.runs)
+      if (r.measured_allocated)
+        out += fmt::format("  {:<40} {:>11.3f} {:>11.3f} {:>+7.1f}% {:>11.3f} {:>11.3f} {:>+7.1f}%\n", r.name, *r.measured_allocated / GiB,
+                           r.simulated_allocated / GiB, 100 * r.allocated_error(), *r.measured_device / GiB, r.simulated_device / GiB,
+                           100 * r.device_error());
+    out += fmt::format("{} programs measured their memory: peak allocated error median {:.1f} %, worst {:.1f} %; peak in use (with the runtime "
+                       "and the allocator's reserve) median {:.1f} %, worst {:.1f} %\n", f.memory_runs, f.allocated_median_pct, f.allocated_worst_pct,
+                       f.device_median_pct, f.device_worst_pct);
+  }
   return out;
 }
 

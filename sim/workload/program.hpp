@@ -3,6 +3,7 @@
 // its twin as a workload, simulated to compare. docs/formats/programs.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ struct ProgramRun {
   double measured_s = 0;      // the median of the timed runs
   int runs_before = 0;        // runs back to back before the median one (warm-up included)
   std::string workload_yaml;  // the twin, as the program wrote it
+  // Its peak memory (absent in older results): the caching allocator's peak
+  // allocated bytes, and the GPU's peak in use (memory outside the allocator,
+  // read after the runs, plus the allocator's peak reserved bytes).
+  std::optional<double> peak_allocated, peak_device;
 };
 
 /// Reads a program's result file; InputError naming the file on a wrong schema or field.
@@ -26,6 +31,12 @@ struct ProgramPrediction {
   std::string name, group;
   double measured_s = 0, simulated_s = 0;
   [[nodiscard]] double error() const { return (simulated_s - measured_s) / measured_s; }
+  // Peak memory, where the run measured it: the simulated one's allocated
+  // part (all but runtime and reserve) and its whole peak, rank 0's.
+  std::optional<double> measured_allocated, measured_device;
+  double simulated_allocated = 0, simulated_device = 0;
+  [[nodiscard]] double allocated_error() const { return (simulated_allocated - *measured_allocated) / *measured_allocated; }
+  [[nodiscard]] double device_error() const { return (simulated_device - *measured_device) / *measured_device; }
 };
 
 /// The twin simulated on `topo` with `params`, after the runs that went
@@ -41,6 +52,10 @@ std::vector<std::string> program_files(const std::string& dir);
 struct ProgramFigures {
   std::vector<ProgramPrediction> runs;
   double median_pct = 0, worst_pct = 0, spearman_min = 1;
+  // Over the runs that measured their memory (memory_runs of them): |peak
+  // allocated error| and |peak in use error|, median and worst (%).
+  int memory_runs = 0;
+  double allocated_median_pct = 0, allocated_worst_pct = 0, device_median_pct = 0, device_worst_pct = 0;
 };
 ProgramFigures program_figures(std::vector<ProgramPrediction> runs);
 /// A table of the runs, then the figures, per group.

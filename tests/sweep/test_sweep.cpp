@@ -32,7 +32,7 @@ std::string write_sweep(const std::string& name, const std::string& text) {
 // cannot run (prefetch_size past the model's 40 blocks).
 std::string small_sweep(const std::string& file = "small.yaml") {
   return write_sweep(file, "name: small\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
-                                       "set: {steps: 1}\n"
+                                       "set: {steps: 1, memory.outside: none}\n"
                                        "grid:\n  parallelism.ulysses: [2, 4]\n  offload.prefetch_size: [0, 1, 2]\n"
                                        "points:\n  - {offload.prefetch_size: 99}\n");
 }

@@ -25,12 +25,15 @@ CUDA events on the compute stream (no profiler; across ranks, each run's
 slowest rank); with --profile one more run is recorded by torch.profiler (a
 Chrome trace per rank, gzipped). For each it writes
 NAME.json (schema overlapsim.program/v1): the measured makespans, the SDPA
-backend PyTorch ran, the environment, and the program's twin as an overlapsim
-workload (`workload:`), which `overlapsim reference` simulates and compares.
+backend PyTorch ran, its peak memory (`memory`: the caching allocator's peak
+allocated and reserved bytes, and the GPU's used memory after the runs), the
+environment, and the program's twin as an overlapsim workload (`workload:`),
+which `overlapsim reference` simulates and compares.
 
   dit_offload.py --out DIR [--grid single] [--profile]          every configuration of the grid
   dit_offload.py --out DIR --policy layerwise --prefetch 2 ...    one
   dit_offload.py --out DIR --grid single --twins-only             the twins' files only (no GPU)
+  dit_offload.py --out DIR --grid memory --repeat 1               peak memory over model widths (one GPU)
   torchrun --nproc-per-node 4 dit_offload.py --out DIR --grid sp    every Ulysses configuration on 4 GPUs
 """
 import argparse
@@ -49,7 +52,8 @@ sys.path.insert(0, os.path.join(here, "..", "src", "testcases"))
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="folder for NAME.json (and NAME.trace.json.gz)")
-    p.add_argument("--grid", choices=["single", "sp"], help="every configuration: single (one GPU) or sp (Ulysses, under torchrun)")
+    p.add_argument("--grid", choices=["single", "sp", "memory"],
+                   help="every configuration: single (one GPU), sp (Ulysses, under torchrun) or memory (one GPU: peak memory over model widths)")
     p.add_argument("--grid-tokens", help="sp grid: comma-separated token counts (default 16384,65536)")
     p.add_argument("--grid-a2a", help="sp grid: comma-separated all-to-alls (default nccl,pairwise)")
     p.add_argument("--all-to-all", choices=["nccl", "pairwise"], default="nccl", help="Ulysses all-to-all (under torchrun)")
@@ -87,6 +91,14 @@ def configurations(a, ranks):
                                          ("layerwise", 2, "pageable"), ("block", 0, "pinned"), ("none", 0, "pinned")):
                     out.append(dict(base, tokens=tokens, all_to_all=a2a, policy=policy, prefetch=pf, host=host))
         return out
+    if a.grid == "memory":
+        # Peak memory over model widths and sequence lengths (one GPU): every
+        # weight policy, the activations from 8,192 to 32,768 tokens.
+        out = []
+        for tokens, hidden, heads, ffn in ((8192, 3072, 24, 8192), (32768, 3072, 24, 8192), (16384, 2048, 16, 8192), (16384, 4096, 32, 14336)):
+            for policy, pf in (("none", 0), ("layerwise", 2), ("block", 0)):
+                out.append(dict(base, tokens=tokens, hidden=hidden, heads=heads, ffn=ffn, policy=policy, prefetch=pf, host="pinned"))
+        return out
     if a.grid != "single":
         return [dict(base, policy=a.policy, prefetch=a.prefetch, host=a.host)]
     out = []
@@ -102,9 +114,14 @@ def configurations(a, ranks):
     return out
 
 
+def shape_of(c):
+    """A model width other than the grids' default, as a name suffix."""
+    return "" if (c["hidden"], c["ffn"]) == (3072, 8192) else f"-h{c['hidden']}-f{c['ffn']}"
+
+
 def group_of(c):
     if c.get("ulysses", 1) == 1:
-        return f"dit-{c['tokens']}"
+        return f"dit-{c['tokens']}{shape_of(c)}"
     return f"dit-sp{c['ulysses']}-{c['tokens']}" + ("-p2poff" if c["nccl_p2p_disable"] else "")
 
 
@@ -112,7 +129,7 @@ def name_of(c):
     policy = f"layerwise-pf{c['prefetch']}" if c["policy"] == "layerwise" else c["policy"]
     host = "" if c["policy"] == "none" else "-" + c["host"]
     if c.get("ulysses", 1) == 1:
-        return f"dit-{c['tokens']}-{policy}{host}"
+        return f"dit-{c['tokens']}{shape_of(c)}-{policy}{host}"
     p2p = "-p2poff" if c["nccl_p2p_disable"] else ""
     return f"dit-sp{c['ulysses']}-{c['tokens']}-{c['all_to_all']}-{policy}{host}{p2p}"
 
@@ -319,6 +336,12 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
     dit.copy_stream = torch.cuda.Stream()
     dit.resident = [w.to("cuda") for w in dit.host] if c["policy"] == "none" else []
     dit.buffers = [torch.empty(dit.numel, device="cuda", dtype=torch.bfloat16) for _ in range(2)] if c["policy"] == "block" else []
+    # Peak memory from here: the inputs, the resident weights or buffers and
+    # everything the runs allocate (torch.cuda's allocator statistics).
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    allocated_before = torch.cuda.memory_allocated()
     for _ in range(args.warmup):
         run_once(torch, dit, c, x0, text)
     name = name_of(c)
@@ -332,6 +355,11 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
         makespans.append(run_once(torch, dit, c, x0, text))
         if profiled and i == 0:
             profiled_s = profile_run(torch, dit, c, x0, text, out_dir, name, rank)
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info()
+    memory = {"peak_allocated_bytes": torch.cuda.max_memory_allocated(), "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
+              "allocated_before_bytes": allocated_before, "reserved_bytes": torch.cuda.memory_reserved(), "device_used_bytes": total - free,
+              "device_total_bytes": total}
     # The median run, and how many ran before it back to back (the GPU's
     # sustained-load state at its start: `overlapsim run --runs-before`).
     med = statistics.median(makespans)
@@ -339,7 +367,7 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
     runs_before = positions[order[len(order) // 2]]
     doc = {"schema": "overlapsim.program/v1", "name": name, "group": group_of(c), "program": "validate/programs/dit_offload.py", "config": c,
            "warmup": args.warmup, "makespans_s": makespans, "median_s": med, "runs_before": runs_before, "sdpa_backend": backend,
-           "workload": twin(c, backend), "environment": environment}
+           "workload": twin(c, backend), "memory": memory, "environment": environment}
     if profiled_s is not None:  # the profiled run's own makespan (CUDA events, under the profiler)
         doc["profiled_s"] = profiled_s
     if rank:
@@ -389,6 +417,7 @@ def main():
     kv = torch.randn(1, args.text, args.heads, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
     backend, kernel = backend_run(q, q, q)
     cross_backend, _ = backend_run(q, kv, kv)
+    del q, kv  # not in the configurations' memory
     if cross_backend != backend and not quiet:
         print(f"note: cross-attention runs {cross_backend}, self-attention {backend}; the twin takes {backend}", flush=True)
     environment = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": str(torch.backends.cudnn.version()),

@@ -83,5 +83,6 @@ std::vector<Field> nccl_fields();
 std::vector<Field> power_fields();
 std::vector<Field> nvlink_fields();
 std::vector<Field> interference_fields();
+std::vector<Field> vram_fields();
 
 }  // namespace osim::params

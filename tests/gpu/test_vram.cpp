@@ -1,0 +1,104 @@
+// VRAM: what each part holds at the peak, a free on a stream (its memory
+// back once the stream reaches it), the allocator waiting for it before it
+// gives up, and a workload's plan (activations, the reserve over them, what
+// sits outside the blocks) against its closed form.
+#include <doctest/doctest.h>
+
+#include "gpu/sim_fixture.hpp"
+#include "workload/dit.hpp"
+
+using namespace osim;
+using namespace osim::test;
+
+namespace {
+
+// 400 MiB of weights used by a 1 ms kernel on compute, freed on compute (its
+// memory back when compute has run the kernel), then 400 MiB more; 200 MiB
+// of activations throughout.
+const char* kDeferred = R"(name: deferred
+ranks: 1
+streams: [compute]
+programs:
+  - rank: 0
+    ops:
+      - {op: alloc, tag: act, bytes: 200 MiB, component: activations}
+      - {op: alloc, tag: w0, bytes: 400 MiB}
+      - {op: kernel, name: k, stream: compute, duration: 1 ms}
+      - {op: free, tag: w0, stream: compute}
+      - {op: alloc, tag: w1, bytes: 400 MiB}
+      - {op: kernel, name: k1, stream: compute, duration: 1 ms}
+)";
+
+}  // namespace
+
+TEST_CASE("a free on a stream: the tensor is gone at once, its memory held until the stream reaches it") {
+  const Sim s(kDeferred);
+  const RankSummary& r = s.res.ranks[0];
+  CHECK(r.peak_vram == 600LL << 20);        // activations + one block of weights live at a time
+  CHECK(r.peak_vram_held == 1000LL << 20);  // w0's memory still held while k runs
+  CHECK(r.peak_parts[static_cast<size_t>(MemPart::Weights)] == 400LL << 20);
+  CHECK(r.peak_parts[static_cast<size_t>(MemPart::Activations)] == 200LL << 20);
+  CHECK(s.op(0, 4).returned.ms() == doctest::Approx(0));  // room enough: w1 is allocated right away
+}
+
+TEST_CASE("an alloc that does not fit waits for memory freed on a stream, and fails only when none is pending") {
+  // 1 GiB GPUs with 700 MiB weights: w1 fits only once compute has run k.
+  std::string big = kDeferred;
+  for (auto [from, to] : {std::pair{"w0, bytes: 400 MiB", "w0, bytes: 700 MiB"}, {"w1, bytes: 400 MiB", "w1, bytes: 700 MiB"}})
+    big.replace(big.find(from), std::string(from).size(), to);
+  const Sim s(big);
+  CHECK(s.op(0, 4).returned.ms() == doctest::Approx(1.0));  // the host waited for k
+  CHECK(s.end_ms(0, 5) == doctest::Approx(2.0));
+  CHECK(s.res.ranks[0].peak_vram_held == 900LL << 20);
+  // Freed on the host instead (no stream): nothing is pending, and the alloc that cannot fit is an error.
+  std::string now = big;
+  now.replace(now.find("{op: free, tag: w0, stream: compute}"), 36, "{op: free, tag: w0}");
+  std::string both = big;
+  both.replace(both.find("{op: free, tag: w0, stream: compute}"), 36, "{op: kernel, name: k0, stream: compute, duration: 1 ms}");
+  CHECK(error_of(now).empty());
+  CHECK(error_of(both).find("runs out of GPU memory: alloc 'w1'") != std::string::npos);
+}
+
+TEST_CASE("a workload's memory: activations from the block's expression, the reserve over them, the models outside the blocks") {
+  // Wan2.1 14B at 32,760 tokens on one GPU: activations 2 x (32760 x (11 x 5120 + 2 x 13824) + 3 x 512 x 5120) bytes.
+  const DitWorkload w = parse_workload_string("name: w\nmodel: {preset: wan2.1-14b}\ntokens: 32760\n", "w.yaml");
+  const MemoryPlan plan = memory_plan(w);
+  CHECK(plan.activations == 2LL * (32760LL * (11 * 5120 + 2 * 13824) + 3LL * 512 * 5120));
+  CHECK(plan.reserve == std::llround(0.1 * static_cast<double>(plan.activations)));  // the default allocator_reserve
+  REQUIRE(plan.outside.size() == 3);
+  // umT5-XXL: 24 layers of 4 x 4096^2 + 3 x 4096 x 10240, and 256,384 x 4096 embeddings (5.68 B), bf16.
+  CHECK(plan.outside[0].name == "umt5-xxl");
+  CHECK(plan.outside[0].weights == 2LL * (24LL * (4 * 4096 * 4096LL + 3 * 4096 * 10240LL) + 256384LL * 4096));
+  CHECK(plan.outside[0].resident);  // no offloading: resident (memory.outside: auto)
+  // Offloaded weights take their encoders off the GPU between runs; the DiT's embeddings stay.
+  const MemoryPlan off = memory_plan(parse_workload_string(
+      "name: w\nmodel: {preset: wan2.1-14b}\ntokens: 32760\noffload: {policy: layerwise, prefetch_size: 2}\n", "w.yaml"));
+  CHECK_FALSE(off.outside[0].resident);
+  CHECK(off.outside[2].name == "embeddings");
+  CHECK(off.outside[2].resident);
+  // The math backend materialises the scores: 2 x heads x q x kv more at its largest attention.
+  const MemoryPlan math = memory_plan(parse_workload_string(
+      "name: w\nmodel: {preset: wan2.1-14b}\ntokens: 32760\ncompute: {attention_backend: math}\n", "w.yaml"));
+  CHECK(math.activations - plan.activations == 2LL * 2 * 40 * 32760 * 32760);
+}
+
+TEST_CASE("a run's peak VRAM is the sum of its parts at the peak, and a block without activations: is counted from its ops") {
+  // One block: a GEMM of 1,000 x 2,000 from 1,000 x 1,000 (its input and output, 6 MB in bf16) beside the block's input (2 MB).
+  const DitWorkload w = parse_workload_string(R"(name: w
+model:
+  dims: {hidden: 1000}
+  blocks:
+    - {name: b, count: 2, params: 2*hidden*hidden, ops: [{gemm: up, m: tokens, n: 2*hidden, k: hidden}]}
+tokens: 1000
+)", "w.yaml");
+  CHECK(memory_plan(w).activations == 2 * (1000 * 1000 + 1000 * 2000) + 2 * 1000 * 1000);
+  const hw::Topology topo(hw::parse_topology_string(kTopo, "topo.yaml"));
+  const ExecResult r = execute(generate_schedule(w), topo, w.params);
+  const auto& parts = r.ranks[0].peak_parts;
+  Bytes sum = 0;
+  for (Bytes b : parts) sum += b;
+  CHECK(sum == r.ranks[0].peak_vram);
+  CHECK(parts[static_cast<size_t>(MemPart::Weights)] == 2 * 2 * 2000000);  // both blocks resident
+  CHECK(parts[static_cast<size_t>(MemPart::Runtime)] == w.params.vram.cuda_context);
+  CHECK(parts[static_cast<size_t>(MemPart::Workspace)] == w.params.vram.gemm_workspace);
+}

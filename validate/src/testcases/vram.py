@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""The VRAM a PyTorch job holds beyond its own tensors, read through PyTorch
+itself on GPU 0: the memory the process holds outside the caching allocator
+once cuBLAS and SDPA have run (`vram_context`: the GPU's used memory less
+what the allocator has reserved), cuBLAS's workspace for a stream that runs
+its first GEMM (`vram_gemm_workspace`: what the allocator hands out beyond
+the GEMM's output), and the allocator's reserve over the activations of a
+forward pass (`vram_allocator_reserve`: a stack of transformer-like blocks
+whose intermediates live until each block returns, at three shapes none of
+which the reference programs use; the peak reserved less the peak
+allocated, as a fraction of the activations). Writes overlapsim.bench/v1
+JSON; `overlapsim calibrate` fits the vram family from it. Usage: vram.py OUT.json"""
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def mib(b):
+    return round(b / 2**20, 1)
+
+
+def context_row():
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    (a @ a).sum().item()
+    q = torch.randn(1, 8, 1024, 128, device="cuda", dtype=torch.bfloat16)
+    F.scaled_dot_product_attention(q, q, q).sum().item()
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info()
+    used = total - free
+    reserved = torch.cuda.memory_reserved()
+    print("context", mib(used - reserved), "MiB (used", mib(used), "reserved", mib(reserved), ")", flush=True)
+    return {"key": "vram_context", "gpus": [0], "bytes": used - reserved, "used_bytes": used, "reserved_bytes": reserved}
+
+
+def workspace_row():
+    a = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    before = torch.cuda.memory_allocated()
+    with torch.cuda.stream(s):
+        c = a @ a
+    s.synchronize()
+    ws = torch.cuda.memory_allocated() - before - c.numel() * c.element_size()
+    print("gemm workspace", mib(ws), "MiB", flush=True)
+    return {"key": "vram_gemm_workspace", "gpus": [0], "bytes": ws}
+
+
+def block(x, w, heads):
+    """A transformer-like block in eager PyTorch; its intermediates live until it returns."""
+    S, h = x.shape
+    d = h // heads
+    y = F.layer_norm(x, (h,))
+    q, k, v = F.linear(y, w["qkv"]).split(h, dim=-1)
+    q, k = q * 0.5, k * 0.5
+    a = F.scaled_dot_product_attention(q.view(1, S, heads, d).transpose(1, 2), k.view(1, S, heads, d).transpose(1, 2),
+                                       v.view(1, S, heads, d).transpose(1, 2))
+    a = a.transpose(1, 2).reshape(S, h)
+    x = x + F.linear(a, w["out"])
+    y = F.layer_norm(x, (h,))
+    return x + F.linear(F.gelu(F.linear(y, w["up"]), approximate="tanh"), w["down"])
+
+
+def reserve_rows():
+    rows = []
+    for tokens, hidden, heads, ffn in ((6144, 2560, 20, 10240), (12288, 2048, 16, 5632), (20480, 1536, 12, 6144)):
+        torch.cuda.empty_cache()
+        mk = lambda o, i: torch.randn(o, i, device="cuda", dtype=torch.bfloat16) * 0.02
+        w = {"qkv": mk(3 * hidden, hidden), "out": mk(hidden, hidden), "up": mk(ffn, hidden), "down": mk(hidden, ffn)}
+        x0 = torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        for _ in range(3):
+            x = x0
+            for _ in range(4):
+                x = block(x, w, heads)
+        torch.cuda.synchronize()
+        allocated, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+        activations = allocated - base
+        fraction = (reserved - allocated) / activations
+        print("reserve", tokens, hidden, ffn, "activations", mib(activations), "MiB reserve", mib(reserved - allocated), "MiB", round(fraction, 3), flush=True)
+        rows.append({"key": "vram_allocator_reserve", "gpus": [0], "tokens": tokens, "hidden": hidden, "ffn": ffn, "activations_bytes": activations,
+                     "peak_allocated_bytes": allocated, "peak_reserved_bytes": reserved, "fraction": fraction})
+        del w, x0, x
+    return rows
+
+
+def main():
+    out = sys.argv[1]
+    rows = [context_row(), workspace_row()] + reserve_rows()
+    env = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "gpu": torch.cuda.get_device_name(0), "env": {k: v for k, v in os.environ.items() if k.startswith("PYTORCH_CUDA_ALLOC") or k == "CUBLAS_WORKSPACE_CONFIG"}}
+    with open(out + ".tmp", "w") as f:  # renamed over `out` once whole
+        json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
+        f.write("\n")
+    os.replace(out + ".tmp", out)
+
+
+if __name__ == "__main__":
+    main()
