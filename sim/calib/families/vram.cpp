@@ -4,6 +4,8 @@
 // the allocator's reserve over the activations of a forward
 // (vram_allocator_reserve). Each a direct reading, the median where there
 // are several; nothing to replay on the simulator.
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
@@ -35,7 +37,7 @@ void fit_vram(FitContext& ctx) {
     f.points += static_cast<int>(w.size());
   }
   if (const auto r = values(ctx.docs, "vram_allocator_reserve", "fraction"); !r.empty()) {
-    v.allocator_reserve = std::max(0.0, median(r));
+    v.allocator_reserve = std::max(0.0, std::round(median(r) * 1e4) / 1e4);  // as written: well within the shapes' spread
     f.values.emplace_back("allocator_reserve", v.allocator_reserve);
     f.points += static_cast<int>(r.size());
   }

@@ -7,11 +7,11 @@ namespace params {
 
 std::vector<Field> vram_fields() {
   return {
-    {"cuda_context", "vram", Kind::Bytes, OSIM_REF(vram, cuda_context), 0, 0, 1e12, false, "512 MiB", OSIM_NOTDEF(vram, cuda_context),
+    {"cuda_context", "vram", Kind::Bytes, OSIM_REF(vram, cuda_context), 0, 0, 1e12, false, "692.8 MiB", OSIM_NOTDEF(vram, cuda_context),
      "device memory a process holds outside the framework's allocator (CUDA context, modules, library handles)"},
     {"gemm_workspace", "vram", Kind::Bytes, OSIM_REF(vram, gemm_workspace), 0, 0, 1e12, false, "32 MiB", OSIM_NOTDEF(vram, gemm_workspace),
      "cuBLAS's workspace per stream that runs GEMMs"},
-    {"allocator_reserve", "vram", Kind::Number, OSIM_REF(vram, allocator_reserve), 3, 0, 10, false, "0.1", OSIM_NOTDEF(vram, allocator_reserve),
+    {"allocator_reserve", "vram", Kind::Number, OSIM_REF(vram, allocator_reserve), 4, 0, 10, false, "0.2642", OSIM_NOTDEF(vram, allocator_reserve),
      "the caching allocator's reserve beyond the activations it hands out, as a fraction of them"},
   };
 }

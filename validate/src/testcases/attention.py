@@ -8,14 +8,13 @@ kernel its default call runs). Writes overlapsim.bench/v1 JSON with
 row. Usage: attention.py OUT.json [TOKENS...] (default tokens: 75600 32760,
 Wan 720p and 480p)"""
 import contextlib
-import json
-import time
-import os
 import math
 import sys
 
 import torch
 import torch.nn.functional as F
+
+from bench_json import environment, write_bench
 
 # Backend names as the simulator's schedules spell them.
 try:
@@ -148,15 +147,12 @@ def main():
             for kind, heads, sq, skv, d in shapes(token_counts):
                 rows.append(sdpa_row(kind, heads, sq, skv, d, backend))
                 print(backend, kind, heads, sq, skv, d, round(rows[-1]["TFLOPs"]), "TFLOP/s", flush=True)
-    env = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "default_kernel": kernel, "env": {}}
+    env = environment(torch, default_kernel=kernel, env={})
     try:
         env["cudnn"] = torch.backends.cudnn.version()
     except RuntimeError as e:  # a cuDNN other than PyTorch's on the library path
         env["cudnn"] = str(e).splitlines()[0]
-    with open(out + ".tmp", "w") as f:  # renamed over `out` once whole
-        json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
-        f.write("\n")
-    os.replace(out + ".tmp", out)
+    write_bench(out, env, rows)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ exchange: the rank's own chunk copied, then a `batch_isend_irecv` round per
 partner, the GPU kept ahead of the host). Writes
 overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after the C++ bench,
 whose pageable rows it replaces. Usage: framework.py OUT.json"""
-import json
 import multiprocessing as mp
 import os
 import statistics
@@ -23,6 +22,8 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+from bench_json import environment, write_bench
 
 
 def pageable_copy_us(dev, host, h2d):
@@ -217,11 +218,7 @@ def collective_rows(calls=100):
 def main():
     out = sys.argv[1]
     rows = framework_op_rows() + pageable_rows() + multi_pageable_rows() + collective_rows()
-    env = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "env": {}}
-    with open(out + ".tmp", "w") as f:  # renamed over `out` once whole
-        json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
-        f.write("\n")
-    os.replace(out + ".tmp", out)
+    write_bench(out, environment(torch, env={}), rows)
 
 
 if __name__ == "__main__":

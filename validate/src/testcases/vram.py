@@ -10,13 +10,13 @@ whose intermediates live until each block returns, at three shapes none of
 which the reference programs use; the peak reserved less the peak
 allocated, as a fraction of the activations). Writes overlapsim.bench/v1
 JSON; `overlapsim calibrate` fits the vram family from it. Usage: vram.py OUT.json"""
-import json
 import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
+
+from bench_json import environment, write_bench
 
 
 def mib(b):
@@ -92,12 +92,8 @@ def reserve_rows():
 def main():
     out = sys.argv[1]
     rows = [context_row(), workspace_row()] + reserve_rows()
-    env = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "torch": torch.__version__, "cuda": torch.version.cuda,
-           "gpu": torch.cuda.get_device_name(0), "env": {k: v for k, v in os.environ.items() if k.startswith("PYTORCH_CUDA_ALLOC") or k == "CUBLAS_WORKSPACE_CONFIG"}}
-    with open(out + ".tmp", "w") as f:  # renamed over `out` once whole
-        json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
-        f.write("\n")
-    os.replace(out + ".tmp", out)
+    env = environment(torch, env={k: v for k, v in os.environ.items() if k.startswith("PYTORCH_CUDA_ALLOC") or k == "CUBLAS_WORKSPACE_CONFIG"})
+    write_bench(out, env, rows)
 
 
 if __name__ == "__main__":
