@@ -81,11 +81,12 @@ LoadState Compute::load_at(int r, Time now) const {
   return ls;
 }
 
-double Compute::compute_factor(int r) const {
+double Compute::compute_factor(int r, int margin) const {
   const Rank& C = ranks_[static_cast<size_t>(r)];
   const InterferenceParams& in = x_.p.interference;
   double f = 1.0;
-  if (C.comm_channels > 0) f *= std::max(0.05, 1.0 - (in.gemm_slowdown_base + in.gemm_slowdown_per_channel * C.comm_channels));
+  // A kernel that leaves `margin` SMs to others loses only the collective's channels beyond them.
+  if (C.comm_channels > 0) f *= std::max(0.05, 1.0 - (in.gemm_slowdown_base + in.gemm_slowdown_per_channel * std::max(0, C.comm_channels - margin)));
   for (uint8_t busy = x_.copies->busy_mask(r); busy; busy &= static_cast<uint8_t>(busy - 1)) f *= 1.0 - in.gemm_slowdown_per_copy;
   return f;
 }
@@ -116,12 +117,16 @@ void Compute::start_kernel(int r, int id) {
   Rank& C = ranks_[static_cast<size_t>(r)];
   const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
   const Op& op = x_.op_of(r, id);
-  const int demand = op.sm_limit > 0 ? std::min(op.sm_limit, R.sms) : R.sms;
+  const int margin = op.sm_limit < 0 ? -op.sm_limit : 0;
+  if (margin >= R.sms)
+    throw SimulationError(fmt::format("{}: kernel '{}' leaves {} SMs to others (sm_margin) but {} has {}: give it fewer", x_.where(r, id - R.base), op.label,
+                                      margin, R.node->name, R.sms));
+  const int demand = op.sm_limit > 0 ? std::min(op.sm_limit, R.sms) : R.sms - margin;
   // A kernel of measured duration (an imported trace's) ran at the clock and
   // beside the copies it had: neither slows it again.
   const bool compute = !op.duration && (op.gemm.has_value() || op.attention.has_value() || op.flops > 0);
   ++C.kernel_changes;
-  C.kernels.push_back(RunningKernel{id, (*R.work)[static_cast<size_t>(id - R.base)], 0, 0, x_.engine.now(), {}, demand,
+  C.kernels.push_back(RunningKernel{id, (*R.work)[static_cast<size_t>(id - R.base)], 0, 0, x_.engine.now(), {}, demand, margin,
                                     x_.streams->priority(r, op.stream), compute, compute || op.hbm_bytes > 0,
                                     op.attention.has_value() && !op.gemm.has_value() && !op.realised});
   update(r);
@@ -188,7 +193,10 @@ void Compute::update(int r) {
     const double give = std::min(avail, demand);
     for (size_t k = i; k < j; ++k) {
       const RunningKernel& rk = C.kernels[order[k]];
-      C.kernels[order[k]].next_speed = (give / demand) * factor * (!rk.clocked ? 1.0 : rk.attention ? attention_clock : clock);
+      // Confined to its SMs (sm_margin), a kernel runs at their share of the GPU's rate.
+      const double confined = rk.margin > 0 ? static_cast<double>(rk.demand) / x_.ranks[static_cast<size_t>(r)].sms : 1.0;
+      const double f = rk.margin > 0 ? compute_factor(r, rk.margin) : factor;
+      C.kernels[order[k]].next_speed = (give / demand) * f * confined * (!rk.clocked ? 1.0 : rk.attention ? attention_clock : clock);
     }
     avail -= give;
     i = j;

@@ -52,6 +52,7 @@ class Compute {
     Time last;
     EventId ev;
     int demand;
+    int margin;              // SMs it leaves to others (sm_margin; 0: none): confined to demand, and a collective's SMs come from those first
     int priority;
     bool clocked = true;     // compute-bound (GEMM, attention, FLOPs): slowed by a lowered clock
     bool loads = true;       // draws power (any kernel with work; not a bare `duration`): counts toward the duty cycle
@@ -79,7 +80,7 @@ class Compute {
     } seen;
     uint64_t kernel_changes = 0;  // kernels started or ended so far
   };
-  double compute_factor(int r) const;
+  double compute_factor(int r, int margin = 0) const;
   void end_kernel_event(uint64_t packed) { end_kernel(packed_rank(packed), packed_id(packed)); }
   void end_kernel(int r, int gid);
 

@@ -84,7 +84,7 @@ std::vector<std::string> keys_for(OpKind k) {
     for (const char* m : more) common.emplace_back(m);
   };
   switch (k) {
-    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "gemm", "attention", "dtype", "sm_limit", "efficiency"}); break;
+    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency"}); break;
     case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "host_span", "async", "peer"}); break;
     case OpKind::EventRecord: add({"event", "stream"}); break;
     case OpKind::StreamWaitEvent: add({"stream", "event"}); break;
@@ -188,6 +188,12 @@ struct Parser {
         op.stream = stream_of(r, "stream");
         op.dtype = enum_of<DType>(kDtypeNames, r.opt_choice("dtype", kDtypeNames).value_or("bf16"));
         op.sm_limit = nonneg_int("sm_limit");
+        if (r.has("sm_margin")) {
+          if (r.has("sm_limit")) r.fail("sm_margin", "give sm_limit (the SMs it may use) or sm_margin (the SMs it leaves to others), not both");
+          const int margin = nonneg_int("sm_margin");
+          if (margin < 1) r.fail("sm_margin", "is the SMs the kernel leaves to others: at least 1");
+          op.sm_limit = -margin;
+        }
         if (auto e = r.opt_num("efficiency")) {
           if (!(*e > 0 && *e <= 1)) r.fail("efficiency", "must be in (0, 1]");
           op.efficiency = static_cast<float>(*e);
@@ -611,7 +617,8 @@ std::string to_yaml(const Schedule& s) {
             kv("bytes", fmt::format("{}", static_cast<int64_t>(op.hbm_bytes)));
           }
           kv("dtype", to_string(op.dtype));
-          if (op.sm_limit) kv("sm_limit", op.sm_limit);
+          if (op.sm_limit > 0) kv("sm_limit", op.sm_limit);
+          if (op.sm_limit < 0) kv("sm_margin", -op.sm_limit);
           if (op.efficiency > 0) kv("efficiency", fmt::format("{}", op.efficiency));
           break;
         case OpKind::Memcpy:

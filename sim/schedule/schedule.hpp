@@ -84,7 +84,7 @@ struct Op {
   int peer = -1;            // P2P copy destination rank; send/recv peer rank
   int group = -1;           // collective
   int channels = 0;         // collective; 0 = the model's default
-  int sm_limit = 0;         // kernel; 0 = all SMs
+  int sm_limit = 0;         // kernel; 0 = all SMs; -N = all but N (sm_margin: N SMs held back for others)
   int line = 0, column = 0; // where the op was written (0: generated); see Schedule::location
   float efficiency = 0;     // kernel; 0 = the model's default for the class
   Bytes bytes = 0;          // memcpy, alloc, collective

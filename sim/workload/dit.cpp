@@ -190,7 +190,8 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
   }
   if (auto c = top.opt_choice("cfg", {"none", "serial", "parallel"})) w.cfg = *c == "none" ? CfgMode::None : *c == "serial" ? CfgMode::Serial : CfgMode::Parallel;
   if (top.has("parallelism")) {
-    MapReader p(file, top.get("parallelism"), "parallelism", {"ulysses", "ring", "tp", "tp_overlap", "attention_comm", "all_to_all", "comm_dtype", "channels"});
+    MapReader p(file, top.get("parallelism"), "parallelism",
+                {"ulysses", "ring", "tp", "tp_overlap", "tp_comm_sms", "attention_comm", "all_to_all", "comm_dtype", "channels"});
     if (auto u = p.opt_int32("ulysses")) {
       if (*u < 1) p.fail("ulysses", "must be at least 1");
       w.ulysses = static_cast<int>(*u);
@@ -203,7 +204,13 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
         p.fail("tp", fmt::format("ulysses x tp = {} must divide the {} attention heads", w.ulysses * w.tp, w.model.heads));
       if (w.tp > 1 && w.model.wan_shaped()) p.fail("tp", "the Wan blocks have no tensor-parallel split: write the model's blocks (docs/formats/workload.md)");
     }
-    if (auto o = p.opt_choice("tp_overlap", {"none", "chunked"})) w.tp_overlap = *o == "chunked";
+    if (auto o = p.opt_choice("tp_overlap", {"none", "chunked", "ring_exchange"}))
+      w.tp_overlap = *o == "none" ? TpOverlap::None : *o == "chunked" ? TpOverlap::Chunked : TpOverlap::RingExchange;
+    if (auto n = p.opt_int32("tp_comm_sms")) {
+      if (*n < 0 || *n > 1024) p.fail("tp_comm_sms", "is the SMs the overlapped communication holds, 0..1024 (0: NCCL's default channels)");
+      if (*n > 0 && w.tp_overlap == TpOverlap::None) p.fail("tp_comm_sms", "applies with tp_overlap: chunked or ring_exchange");
+      w.tp_comm_sms = static_cast<int>(*n);
+    }
     if (auto g = p.opt_int32("ring")) {
       if (*g < 1) p.fail("ring", "must be at least 1");
       w.ring = static_cast<int>(*g);
@@ -314,7 +321,11 @@ class Gen {
       ring_recv_ = b_.stream("ring recv");
       for (int i = 0; i + 1 < G; ++i) ring_events_.push_back(b_.event(fmt::format("ring{}", i)));
     }
-    if (w.tp_overlap && T > 1) tp_stream_ = b_.stream("tp comm");
+    if (w.tp_overlap == TpOverlap::Chunked && T > 1) tp_stream_ = b_.stream("tp comm");
+    if (w.tp_overlap == TpOverlap::RingExchange && T > 1) {
+      tp_send_ = b_.stream("tp send");
+      tp_recv_ = b_.stream("tp recv");
+    }
     auto rank_of = [&](int c, int g, int u, int t) { return ((c * G + g) * U + u) * T + t; };
     sp_of_.assign(static_cast<size_t>(R), -1);
     tp_of_.assign(static_cast<size_t>(R), -1);
@@ -446,6 +457,7 @@ class Gen {
               const int64_t bytes = positive(o.bytes, "overlap bytes");
               tp.coll = ops::collective(kCompute, o.coll, -1, bytes, CollAlgo::Nccl, DType::BF16);
               tp.coll.channels = w_.channels;
+              const int comm_channels = w_.tp_comm_sms > 0 ? w_.tp_comm_sms : w_.channels;
               if (tp_stream_ >= 0) {
                 const int64_t c = positive(o.chunks, "overlap chunks");
                 if (c > 64 || m % c || bytes % c)
@@ -453,7 +465,21 @@ class Gen {
                 tp.chunks = static_cast<int>(c);
                 tp.gemm_chunk = ops::gemm(kCompute, m / c, n, k, dt);
                 tp.coll_chunk = ops::collective(tp_stream_, o.coll, -1, bytes / c, CollAlgo::Nccl, DType::BF16);
-                tp.coll_chunk.channels = w_.channels;
+                tp.coll_chunk.channels = comm_channels;
+              } else if (tp_send_ >= 0) {
+                // Ring exchange: one GEMM piece per rank of the group, each
+                // beside the send of one rank's share to the next rank.
+                const int64_t g = group_size(tp.coll_group);
+                if (m % g || bytes % g)
+                  throw InputError(b.where, fmt::format("{}: ring_exchange splits m = {} and the {} bytes over the group's {} ranks: they must divide", what, m,
+                                                        bytes, g));
+                tp.chunks = static_cast<int>(g);
+                tp.gemm_chunk = ops::gemm(kCompute, m / g, n, k, dt);
+                tp.coll_chunk = ops::collective(tp_send_, CollKind::Send, -1, bytes / g, CollAlgo::Nccl, DType::BF16);
+                tp.coll_chunk.channels = comm_channels;
+              }
+              if (w_.tp_comm_sms > 0) tp.gemm_chunk.sm_limit = -w_.tp_comm_sms;  // the GEMM pieces leave the communication its SMs
+              if (tp_stream_ >= 0 || tp_send_ >= 0) {
                 while (static_cast<int>(tp_events_.size()) < tp.chunks) tp_events_.push_back(b_.event(fmt::format("tp{}", tp_events_.size())));
                 if (tp_done_ < 0) tp_done_ = b_.event("tp done");
               }
@@ -525,6 +551,10 @@ class Gen {
   // reduce-scatter on the tp stream after it, the next op waiting for the last.
   void tied_gemm(std::vector<Op>& part, int rank, const Template& t, const std::string& tag) {
     const int group = group_of(t.coll_group, rank);
+    if (tp_send_ >= 0) {
+      ring_exchange_gemm(part, rank, t, tag);
+      return;
+    }
     if (tp_stream_ < 0) {
       Op coll = t.coll, gemm = t.op;
       coll.group = group;
@@ -566,6 +596,59 @@ class Gen {
     }
     part.push_back(ops::record(tp_stream_, tp_done_));
     part.push_back(ops::wait_event(kCompute, tp_done_));
+  }
+
+  // Ring exchange (Transformer Engine's ring_exchange method): with the
+  // group's G ranks in a ring, an all-gather + GEMM computes G pieces, piece
+  // i on the share received at step i - 1 while that share goes on to the
+  // next rank; a GEMM + reduce-scatter computes G pieces, each partial
+  // result added to the one received and sent on, the last one the rank's
+  // own. Sends and receives on streams of their own, as a batched
+  // isend/irecv.
+  void ring_exchange_gemm(std::vector<Op>& part, int rank, const Template& t, const std::string& tag) {
+    const int G = t.chunks;
+    const std::vector<int>& members = b_.schedule().groups[static_cast<size_t>(group_of(t.coll_group, rank))].ranks;
+    const int at = static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
+    const int next = members[static_cast<size_t>((at + 1) % G)], prev = members[static_cast<size_t>((at + G - 1) % G)];
+    auto gemm = [&](int i) {
+      Op g = t.gemm_chunk;
+      g.label = fmt::format("{} {} {}", tag, t.name, i);
+      return g;
+    };
+    auto exchange = [&](int i) {
+      Op send = t.coll_chunk;
+      send.peer = next;
+      send.label = fmt::format("{} {} send {}", tag, t.coll_name, i);
+      Op recv = send;
+      recv.coll = CollKind::Recv;
+      recv.stream = tp_recv_;
+      recv.peer = prev;
+      recv.label = fmt::format("{} {} recv {}", tag, t.coll_name, i);
+      part.push_back(std::move(send));
+      part.push_back(std::move(recv));
+      part.push_back(ops::record(tp_recv_, tp_events_[static_cast<size_t>(i)]));
+    };
+    for (int i = 0; i < G; ++i) {
+      if (t.before) {
+        if (i + 1 < G) {  // pass on the share this step computes on
+          if (i == 0) part.push_back(ops::wait_stream(tp_send_, kCompute));  // the rank's own share is ready
+          else part.push_back(ops::wait_event(tp_send_, tp_events_[static_cast<size_t>(i - 1)]));
+          exchange(i);
+        }
+        if (i > 0) part.push_back(ops::wait_event(kCompute, tp_events_[static_cast<size_t>(i - 1)]));
+        part.push_back(gemm(i));
+      } else {
+        part.push_back(gemm(i));
+        if (i > 0) {  // add the partial received
+          part.push_back(ops::wait_event(kCompute, tp_events_[static_cast<size_t>(i - 1)]));
+          part.push_back(ops::memory_kernel(kCompute, 3.0 * static_cast<double>(t.coll_chunk.bytes), fmt::format("{} {} add {}", tag, t.coll_name, i)));
+        }
+        if (i + 1 < G) {
+          part.push_back(ops::wait_stream(tp_send_, kCompute));
+          exchange(i);
+        }
+      }
+    }
   }
 
   // Ring attention: at step i the rank computes its queries against the K/V
@@ -788,6 +871,7 @@ class Gen {
   std::vector<int> ring_events_;             // per ring step: its K/V received
   int ring_send_ = -1, ring_recv_ = -1;      // ring > 1: the K/V streams
   int tp_stream_ = -1;                       // tp_overlap: chunked: the tied collectives' stream
+  int tp_send_ = -1, tp_recv_ = -1;          // tp_overlap: ring_exchange: its sends' and receives' streams
   std::vector<int> tp_events_;               // per chunk
   int tp_done_ = -1;
 };

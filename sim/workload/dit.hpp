@@ -20,6 +20,10 @@ namespace osim {
 
 enum class OffloadPolicy { None, Blocking, Layerwise, Block, Phase };
 enum class CfgMode { None, Serial, Parallel };
+// How a GEMM runs beside its tensor-parallel all-gather / reduce-scatter
+// (Transformer Engine's userbuffers methods): in line, in pipelined chunks
+// of the collective, or as a ring of point-to-point exchanges.
+enum class TpOverlap { None, Chunked, RingExchange };
 // Where the models outside the blocks (text encoder, VAE) are while the
 // steps run: auto = resident without offloading, else offloaded.
 enum class OutsidePlace { Auto, Resident, Offloaded, None };
@@ -53,7 +57,8 @@ struct DitWorkload {
   int ulysses = 1;
   int tp = 1;                // tensor-parallel degree (groups tp{i} of consecutive ranks)
   int ring = 1;              // ring-attention degree (USP: ulysses x ring ranks share the sequence)
-  bool tp_overlap = false;   // chunked: GEMMs beside their tensor-parallel all-gather / reduce-scatter
+  TpOverlap tp_overlap = TpOverlap::None;  // GEMMs beside their tensor-parallel all-gather / reduce-scatter
+  int tp_comm_sms = 0;       // with overlap: SMs the communication holds (its channels; the GEMMs beside leave them: sm_margin); 0 = NCCL's default
   int attention_comm = 4;    // 4 all-to-alls (q, k, v, out) or 2 (packed qkv, out)
   CollAlgo all_to_all = CollAlgo::Nccl;
   DType comm_dtype = DType::BF16;

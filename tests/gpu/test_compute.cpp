@@ -50,3 +50,51 @@ programs:
   // Then the 50-SM kernel alone at full speed.
   CHECK(s.op(0, 2).end == Time::from_us(300));
 }
+
+TEST_CASE("a kernel with an SM margin runs on the SMs it leaves the others, and a collective's SMs come from the margin first") {
+  // 100 SMs; 10 left to others: the kernel takes 100/90 of its time alone.
+  Sim alone(R"(name: margin
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: a, duration: 90 us, sm_margin: 10}
+)");
+  CHECK(alone.op(0, 0).end.us() == doctest::Approx(100.0));
+  // The schedule writes it back as it was read.
+  CHECK(to_yaml(alone.sched).find("sm_margin: 10") != std::string::npos);
+  // Beside a collective of 16 channels: slowed by base + per channel x (16 - 10), not x 16.
+  const std::string coll = R"(name: beside
+ranks: 2
+streams: [a, b]
+groups: [{name: g, ranks: [0, 1]}]
+programs:
+  - rank: 0
+    ops:
+      - {op: collective, kind: all_reduce, stream: b, group: g, bytes: 4 GiB, channels: 16}
+      - {op: kernel, stream: a, flops: 1e9, MARGIN}
+  - rank: 1
+    ops:
+      - {op: collective, kind: all_reduce, stream: b, group: g, bytes: 4 GiB, channels: 16}
+)";
+  ModelParams p = quiet();
+  p.interference.gemm_slowdown_base = 0.04;
+  p.interference.gemm_slowdown_per_channel = 0.0025;
+  auto kernel_us = [&](const std::string& margin) {
+    std::string s = coll;
+    s.replace(s.find("MARGIN"), 6, margin);
+    const Sim x(s, p);
+    return (x.op(0, 1).end - x.op(0, 1).start).us();
+  };
+  Op k;
+  k.kind = OpKind::Kernel;
+  k.flops = 1e9;
+  const hw::Topology topo(hw::parse_topology_string(kTopo, "topo.yaml"));
+  const double solo = kernel_time(k, topo.node(topo.find("gpu0")), p).us();  // alone, on every SM
+  CHECK(kernel_us("sm_margin: 10") == doctest::Approx(solo * 100 / 90 / (1 - (0.04 + 0.0025 * 6))).epsilon(1e-6));
+  CHECK(kernel_us("sm_limit: 100") == doctest::Approx(solo / (1 - (0.04 + 0.0025 * 16))).epsilon(1e-6));
+  // More SMs left than the GPU has: an error naming the kernel.
+  CHECK(error_of("name: m\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, name: k, stream: a, duration: 1 us, sm_margin: 100}\n")
+            .find("kernel 'k' leaves 100 SMs to others (sm_margin) but gpu0 has 100") != std::string::npos);
+}

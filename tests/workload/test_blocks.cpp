@@ -115,6 +115,42 @@ TEST_CASE("tensor parallelism: groups of consecutive ranks, an all-gather and a 
         std::string::npos);
 }
 
+TEST_CASE("tensor parallelism as a ring exchange: tp GEMM pieces, tp - 1 sends to the next rank, the reduce-scatter's partial sums added") {
+  const Schedule s = generate_schedule(
+      workload("{preset: llama3-8b, dims: {layers: 1}}", "tokens: 4096\nparallelism: {tp: 4, tp_overlap: ring_exchange, tp_comm_sms: 16}\n"));
+  REQUIRE(s.streams.size() == 4);
+  CHECK(s.streams[2].name == "tp send");
+  CHECK(s.streams[3].name == "tp recv");
+  // Rank 1 of the group tp0 = ranks 0..3: sends to 2, receives from 0.
+  int sends = 0, recvs = 0, pieces = 0, adds = 0;
+  for (const Op& op : *s.programs[1].ops) {
+    if (op.kind == OpKind::Collective && op.coll == CollKind::Send) {
+      ++sends;
+      CHECK(op.peer == 2);
+      CHECK(op.stream == 2);
+      CHECK(op.channels == 16);
+      CHECK(op.bytes == 4096LL * 4096 * 2 / 4);  // one rank's share of the all-gather / reduce-scatter
+    }
+    if (op.kind == OpKind::Collective && op.coll == CollKind::Recv) {
+      ++recvs;
+      CHECK(op.peer == 0);
+    }
+    if (op.gemm && op.label.rfind("l0 qkv ", 0) == 0) {
+      ++pieces;
+      CHECK(op.gemm->m == 1024);
+      CHECK(op.sm_limit == -16);  // leaves the exchange its 16 SMs
+    }
+    adds += op.label.find(" tp rs attn add ") != std::string::npos;
+  }
+  CHECK(sends == 4 * 3);  // four tied GEMMs, 3 exchanges each
+  CHECK(recvs == 4 * 3);
+  CHECK(pieces == 4);
+  CHECK(adds == 3);       // the attention output's reduce-scatter: a partial added at each step but the first
+  CHECK(error_of("{preset: llama3-8b}", "tokens: 4096\nparallelism: {tp: 2, tp_comm_sms: 8}\n").find("applies with tp_overlap") != std::string::npos);
+  CHECK(error_of("{preset: llama3-8b}", "tokens: 4094\nparallelism: {tp: 4, tp_overlap: ring_exchange}\n").find("ring_exchange splits m") !=
+        std::string::npos);
+}
+
 TEST_CASE("a model of the user's own blocks") {
   const std::string model = R"({dims: {hidden: 1024, heads: 8, head_dim: 128, depth: 3},
   blocks: [{name: b, count: depth, params: 4*hidden*hidden, ops: [

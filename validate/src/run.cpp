@@ -367,8 +367,9 @@ class Runner {
       if (o.kind == OpKind::StreamWaitStream) CUDA_CHECK(cudaEventCreateWithFlags(&R.internal[i], cudaEventDisableTiming));
       switch (o.kind) {
         case OpKind::Kernel: {
-          if (o.sm_limit > 0)
-            throw osim::InputError(where, "sm_limit is not realised by overlapsim-validate run yet (it would need green contexts): remove it to measure this schedule");
+          if (o.sm_limit != 0)
+            throw osim::InputError(where, "sm_limit and sm_margin are not realised by overlapsim-validate run yet (they would need green contexts or "
+                                          "cuBLAS's SM count target): remove them to measure this schedule");
           // Attention as cuDNN's SDPA where this build has it; GEMMs, other
           // attention and FLOP kernels as osim::realised_gemm says (shared with
           // `compare --simulate` and `bench --gemm-shapes-from`).
