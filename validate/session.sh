@@ -15,6 +15,8 @@
 #                      workspace, the allocator's reserve)                  -> vram.json
 #   programs-memory    the reference program's memory grid (peak allocated  -> memory/
 #                      and in use over model widths and policies)
+#   models             the other presets' blocks as their reference code     -> models/
+#                      runs them (validate/programs/model_blocks.py)
 #   programs[:NAMES]   the reference programs (validate/programs/), each    -> programs/
 #                      profiled too; NAMES: only these (comma-separated)
 #   programs-sp[:NAMES] the Ulysses reference programs under torchrun on    -> programs/
@@ -26,7 +28,7 @@
 #   twice:NAME:REGEX   the same, twice in a row                              -> bench-NAME-1.json, -2.json
 #   validation[:REGEX] the validation set's runs (the schedules of           -> validation/<case>/
 #                      validate/reference/h200x4-nvlink/validation/)
-# Presets: whole-gpu = bench attention attention-runner framework vram phase validation:^sp1-pf[0-3]-default$ programs programs-memory
+# Presets: whole-gpu = bench attention attention-runner framework vram phase validation:^sp1-pf[0-3]-default$ programs programs-memory models
 #          box       = bench bench-p2p-off attention framework programs-sp validation
 # Every session also writes the machine's description (machine/: nvidia-smi,
 # its topology matrix, nvidia-smi -q, the GPUs' PCIe links (lspci), their clocks and limits, library versions), samples
@@ -51,7 +53,7 @@ done
 expanded=()
 for s in "${steps[@]}"; do
   case "$s" in
-    whole-gpu) expanded+=(bench attention attention-runner framework vram phase 'validation:^sp1-pf[0-3]-default$' programs programs-memory) ;;
+    whole-gpu) expanded+=(bench attention attention-runner framework vram phase 'validation:^sp1-pf[0-3]-default$' programs programs-memory models) ;;
     box) expanded+=(bench bench-p2p-off attention framework programs-sp validation) ;;
     *) expanded+=("$s") ;;
   esac
@@ -102,6 +104,9 @@ for s in "${expanded[@]}"; do
     vram)
       timeout 120 "${torch_py[@]}" validate/src/testcases/vram.py "$out/vram.json" > "$out/vram.log" 2>&1
       mark "vram rc=$?" ;;
+    models)
+      timeout 300 "${torch_py[@]}" validate/programs/model_blocks.py --out "$out/models" > "$out/models.log" 2>&1
+      mark "models rc=$?" ;;
     programs-memory)
       timeout 300 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/memory" --grid memory --repeat 1 > "$out/programs-memory.log" 2>&1
       mark "programs-memory rc=$?" ;;

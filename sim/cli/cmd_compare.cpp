@@ -254,7 +254,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
   const std::string file = (dir / "manifest.yaml").string();
   const YAML::Node root = load_yaml_file(file);
   MapReader top(file, root, "reference manifest",
-                {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "memory", "traces", "expected"});
+                {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "models", "memory", "traces", "expected"});
   if (top.str("schema") != "overlapsim.reference/v1") top.fail("schema", "expected overlapsim.reference/v1");
   const auto path = [&](const std::string& p) { return (dir / p).lexically_normal().string(); };
   const hw::Topology topo(hw::parse_topology_file(path(top.str("topology"))));
@@ -292,7 +292,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
     }
   std::optional<MapReader> expected;
   if (top.has("expected"))
-    expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "memory", "traces"});
+    expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "models", "memory", "traces"});
   const auto check = [&](bool ok, const std::string& what) {
     if (!ok) {
       std::cout << "  above what the manifest expects: " << what << "\n";
@@ -325,6 +325,20 @@ int reference_command(const std::string& folder, bool write_calibration) {
       const MapReader e(file, expected->get("programs"), "programs", {"median_pct", "worst_pct", "spearman_min"});
       check(f.median_pct <= e.num("median_pct") + 0.05 && f.worst_pct <= e.num("worst_pct") + 0.05 && f.spearman_min >= e.num("spearman_min") - 0.005,
             "programs");
+    }
+  }
+  if (top.has("models")) {
+    // The other presets' blocks as their reference code runs them (validate/programs/model_blocks.py), against the presets.
+    MapReader mr(file, top.get("models"), "models", {"runs"});
+    const ProgramFigures f = predict_programs(program_files(path(mr.str("runs"))), topo, load_calibration(cal_file));
+    std::cout << format_program_figures(f);
+    std::cout << fmt::format("  models: {} runs, makespan error median {:.1f} %, worst {:.1f} %; peak allocated median {:.1f} %, worst {:.1f} %\n", f.runs.size(),
+                             f.median_pct, f.worst_pct, f.allocated_median_pct, f.allocated_worst_pct);
+    if (expected && expected->has("models")) {
+      const MapReader e(file, expected->get("models"), "models", {"median_pct", "worst_pct", "allocated_worst_pct"});
+      check(f.median_pct <= e.num("median_pct") + 0.05 && f.worst_pct <= e.num("worst_pct") + 0.05 &&
+                f.allocated_worst_pct <= e.num("allocated_worst_pct") + 0.05,
+            "models");
     }
   }
   if (top.has("memory")) {

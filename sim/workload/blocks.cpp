@@ -334,10 +334,17 @@ blocks:
 // single-stream blocks (one fused linear in, one out, over image + text).
 // Each stream's adaLN modulation is a GEMM of one row (6h^2, single: 3h^2).
 // Ulysses splits the image tokens; the text stream is replicated.
-// Activations by the same count as Wan's over image + text tokens (not
-// measured): a double block like a Wan block; a single block holds its
-// input, the residual, the norm, linear1's 3h + f, q and k roped, the
-// attention, the GELU's f and the concatenation's h + f.
+// Activations by the same count as Wan's over image + text tokens: a
+// double block like a Wan block; a single block holds its input, the
+// residual, the norm, linear1's 3h + f, q and k roped, the attention, the
+// GELU's f and the concatenation's h + f. The memory-bound ops are those of
+// Black Forest Labs' block code in eager PyTorch, pass by pass
+// (validate/programs/model_blocks.py runs it): adaLN's norm, scale and
+// shift (6 of tokens x hidden, read and written), the q, k, v of both
+// streams concatenated (6), the q/k RMS norms (4), rope (18: q and k four
+// elementwise passes each, as an elementwise stand-in of its real
+// rotation), each gated residual (a multiply and an add: 5), the GELU; a
+// single block concatenates the attention and the MLP before linear2.
 constexpr const char* kMmdit = R"(blocks:
   - name: double
     count: double_blocks
@@ -346,35 +353,42 @@ constexpr const char* kMmdit = R"(blocks:
     ops:
       - {gemm: img mod, m: 1, n: 6*hidden, k: hidden}
       - {gemm: txt mod, m: 1, n: 6*hidden, k: hidden}
-      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes}
+      - {memory: modulate, bytes: 6*(local + text_tokens)*hidden*act_bytes}
       - {gemm: img qkv, m: local, n: 3*hidden, k: hidden}
       - {gemm: txt qkv, m: text_tokens, n: 3*hidden, k: hidden}
-      - {memory: rope, bytes: 4*(local + text_tokens)*hidden*act_bytes}
+      - {memory: cat qkv, bytes: 6*(local + text_tokens)*hidden*act_bytes}
+      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes}
+      - {memory: rope, bytes: 18*(local + text_tokens)*hidden*act_bytes}
 )"
     OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
       - {gemm: img proj, m: local, n: hidden, k: hidden}
       - {gemm: txt proj, m: text_tokens, n: hidden, k: hidden}
+      - {memory: gated residual, bytes: 5*(local + text_tokens)*hidden*act_bytes}
+      - {memory: modulate, bytes: 6*(local + text_tokens)*hidden*act_bytes}
       - {gemm: img mlp up, m: local, n: ffn, k: hidden}
       - {gemm: txt mlp up, m: text_tokens, n: ffn, k: hidden}
       - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes}
       - {gemm: img mlp down, m: local, n: hidden, k: ffn}
       - {gemm: txt mlp down, m: text_tokens, n: hidden, k: ffn}
-      - {memory: residual, bytes: 3*(local + text_tokens)*hidden*act_bytes}
+      - {memory: gated residual, bytes: 5*(local + text_tokens)*hidden*act_bytes}
   - name: single
     count: single_blocks
     params: 3*hidden*hidden + hidden*(3*hidden + ffn) + (hidden + ffn)*hidden
     activations: act_bytes*(local + text_tokens)*(9*hidden + 3*ffn)
     ops:
       - {gemm: mod, m: 1, n: 3*hidden, k: hidden}
-      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes}
+      - {memory: modulate, bytes: 6*(local + text_tokens)*hidden*act_bytes}
       - {gemm: linear1, m: local + text_tokens, n: 3*hidden + ffn, k: hidden}
+      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes}
+      - {memory: rope, bytes: 18*(local + text_tokens)*hidden*act_bytes}
 )"
     OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
       - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes}
+      - {memory: cat, bytes: 2*(local + text_tokens)*(hidden + ffn)*act_bytes}
       - {gemm: linear2, m: local + text_tokens, n: hidden, k: hidden + ffn}
-      - {memory: residual, bytes: 3*(local + text_tokens)*hidden*act_bytes}
+      - {memory: gated residual, bytes: 5*(local + text_tokens)*hidden*act_bytes}
 )";
 
 // Outside Flux.1's blocks: the T5-XXL v1.1 encoder (24 layers of 4h^2 + 3hf
@@ -404,7 +418,13 @@ constexpr const char* kHunyuanOutside = R"(outside:
 // 1/tp of the tokens). Causal attention does half the work of full
 // attention: it is written as tokens/2 queries over all tokens (the same
 // FLOPs).
-// Activations (counted from Hugging Face's LlamaDecoderLayer, not measured):
+// Memory-bound ops pass by pass as Hugging Face's LlamaDecoderLayer runs
+// them in eager PyTorch (validate/programs/model_blocks.py): the RMS norms,
+// rope on q and k (9 passes of each read and written: q cos + rotate_half(q)
+// sin costs about that), repeat_kv copying k and v out to every query head
+// for SDPA, the residual adds (3: two read, one written), SiLU and the gate
+// times up (5 of the ffn width).
+// Activations (counted from the same code):
 // the input, the residual, the gathered norm output, q, k, v, the attention
 // output and the out projection (h each, split by tp where the weights
 // are), and at the MLP gate, its SiLU, up and their product (ffn/tp each).
@@ -420,17 +440,19 @@ blocks:
       - {memory: norm1, bytes: 2*local/tp*hidden*act_bytes}
       - {gemm: qkv, m: local, n: (hidden + 2*kv_heads*head_dim)/tp, k: hidden,
          overlap: {all_gather: tp ag attn, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
-      - {memory: rope, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
+      - {memory: rope, bytes: 9*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
+      - {memory: repeat kv, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
       - {all_to_all: a2a q, group: ulysses, bytes: local*hidden/tp*comm_bytes}
       - {all_to_all: a2a kv, group: ulysses, bytes: 2*local*kv_heads*head_dim/tp*comm_bytes}
       - {attention: causal-attn, heads: heads/(ulysses*tp), q: tokens/2, kv: tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden/tp*comm_bytes}
       - {gemm: out, m: local, n: hidden, k: hidden/tp,
          overlap: {reduce_scatter: tp rs attn, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
+      - {memory: residual1, bytes: 3*local/tp*hidden*act_bytes}
       - {memory: norm2, bytes: 2*local/tp*hidden*act_bytes}
       - {gemm: gate up, m: local, n: 2*ffn/tp, k: hidden,
          overlap: {all_gather: tp ag mlp, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
-      - {memory: silu mul, bytes: 3*local*ffn/tp*act_bytes}
+      - {memory: silu mul, bytes: 5*local*ffn/tp*act_bytes}
       - {gemm: down, m: local, n: hidden, k: ffn/tp,
          overlap: {reduce_scatter: tp rs mlp, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
       - {memory: residual, bytes: 3*local/tp*hidden*act_bytes}
