@@ -11,6 +11,8 @@
 #   attention-runner   the runner's cuDNN SDPA at those shapes               -> attention-runner/
 #                      (validate/sets/attention/cudnn-shapes.yaml)
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
+#   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json
+#                      programs do not use
 #   vram               PyTorch's memory beyond its tensors (context, cuBLAS
 #                      workspace, the allocator's reserve)                  -> vram.json
 #   programs-memory    the reference program's memory grid (peak allocated  -> memory/
@@ -28,7 +30,7 @@
 #   twice:NAME:REGEX   the same, twice in a row                              -> bench-NAME-1.json, -2.json
 #   validation[:REGEX] the validation set's runs (the schedules of           -> validation/<case>/
 #                      validate/reference/h200x4-nvlink/validation/)
-# Presets: whole-gpu = bench attention attention-runner framework vram phase validation:^sp1-pf[0-3]-default$ programs programs-memory models
+# Presets: whole-gpu = bench attention attention-runner framework eager vram phase validation:^sp1-pf[0-3]-default$ programs programs-memory models
 #          box       = bench bench-p2p-off attention framework programs-sp validation
 # Every session also writes the machine's description (machine/: nvidia-smi,
 # its topology matrix, nvidia-smi -q, the GPUs' PCIe links (lspci), their clocks and limits, library versions), samples
@@ -53,7 +55,7 @@ done
 expanded=()
 for s in "${steps[@]}"; do
   case "$s" in
-    whole-gpu) expanded+=(bench attention attention-runner framework vram phase 'validation:^sp1-pf[0-3]-default$' programs programs-memory models) ;;
+    whole-gpu) expanded+=(bench attention attention-runner framework eager vram phase 'validation:^sp1-pf[0-3]-default$' programs programs-memory models) ;;
     box) expanded+=(bench bench-p2p-off attention framework programs-sp validation) ;;
     *) expanded+=("$s") ;;
   esac
@@ -101,6 +103,9 @@ for s in "${expanded[@]}"; do
     framework)
       timeout 120 "${torch_py[@]}" validate/src/testcases/framework.py "$out/framework.json" > "$out/framework.log" 2>&1
       mark "framework rc=$?" ;;
+    eager)
+      timeout 120 "${torch_py[@]}" validate/src/testcases/eager.py "$out/eager.json" > "$out/eager.log" 2>&1
+      mark "eager rc=$?" ;;
     vram)
       timeout 120 "${torch_py[@]}" validate/src/testcases/vram.py "$out/vram.json" > "$out/vram.log" 2>&1
       mark "vram rc=$?" ;;

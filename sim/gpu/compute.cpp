@@ -12,7 +12,7 @@
 
 namespace osim {
 
-Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, const SourceLocation& where) {
+Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, const SourceLocation& where, bool framework) {
   if (op.duration) return *op.duration;
   double flops = op.flops, bytes = op.hbm_bytes, eff = p.gemm.flops_efficiency;
   const double es = dtype_bytes(op.dtype);
@@ -42,7 +42,9 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
   if (bytes > 0) {
     if (!gpu.gpu.hbm_bandwidth)
       throw InputError(where, fmt::format("kernel '{}' moves HBM bytes but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
-    t = std::max(t, p.memory.hbm_latency.s() + bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * p.memory.hbm_efficiency));
+    const bool elementwise = !op.gemm && !op.attention && flops == 0;
+    const double hbm = framework && elementwise && p.memory.framework_hbm_efficiency > 0 ? p.memory.framework_hbm_efficiency : p.memory.hbm_efficiency;
+    t = std::max(t, p.memory.hbm_latency.s() + bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * hbm));
   }
   return Time::from_s(t);
 }

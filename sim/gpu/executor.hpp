@@ -69,7 +69,8 @@ ExecResult execute_after_runs(const Schedule& s, const hw::Topology& topo, const
                               const ExecOptions& options = {});
 
 /// Solo duration of a kernel on a GPU (no interference). `where` names the op in errors.
-Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, const SourceLocation& where = {});
+/// `framework`: a framework program's op (schedules with framework: pytorch): a memory-bound kernel at the framework's own rate where calibrated.
+Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, const SourceLocation& where = {}, bool framework = false);
 
 /// The per-op table `overlapsim run` prints.
 std::string format_exec_report(const Schedule& s, const ExecResult& r);

@@ -95,6 +95,7 @@ const ProgramInfo& Programs::of(const Schedule& s, int r, const hw::NodeSpec& gp
   build_queues(s, ops, info.q);
   // A program repeats a few kernel shapes thousands of times: each is timed once.
   std::unordered_map<KernelKey, double, KernelKeyHash> timed;
+  const bool framework = s.runtime.framework == Framework::PyTorch;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     info.p2p = info.p2p || (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P);
@@ -105,9 +106,9 @@ const ProgramInfo& Programs::of(const Schedule& s, int r, const hw::NodeSpec& gp
       continue;
     }
     try {
-      info.work[i] = kernel_time(op, gpu, p).s();
+      info.work[i] = kernel_time(op, gpu, p, {}, framework).s();
     } catch (const InputError&) {  // fail early on missing rates, naming the op
-      (void)kernel_time(op, gpu, p, s.location(r, static_cast<int>(i)));
+      (void)kernel_time(op, gpu, p, s.location(r, static_cast<int>(i)), framework);
       throw;
     }
     timed.emplace(key, info.work[i]);

@@ -42,6 +42,7 @@ inline constexpr Testcase kTestcases[] = {
     {"kernel_reps", "handoff", "kernels per gated burst after a host function, a kernel or a copy"},
     {"gemm_bf16", "gemm", "the GEMM table: bf16 shapes burst and under load"},
     {"memory_kernel", "memory", "a memory-bound copy kernel, 1 MiB-1 GiB, back to back and between GEMMs"},
+    {"framework_elementwise", "memory", "eager PyTorch's elementwise and normalisation kernels over [tokens, hidden] tensors (eager.py)"},
     {"memory_after", "memory", "a memory-bound kernel after the same kernel, a GEMM, spinning SMs or sleep"},
     {"attention_sdpa", "attention", "PyTorch SDPA at the workloads' shapes, every available backend (validate/src/testcases/attention.py)"},
     {"attention_default", "attention", "the SDPA backend PyTorch picks by default on this GPU and version (its kernel's name)"},

@@ -98,3 +98,23 @@ programs:
   CHECK(error_of("name: m\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, name: k, stream: a, duration: 1 us, sm_margin: 100}\n")
             .find("kernel 'k' leaves 100 SMs to others (sm_margin) but gpu0 has 100") != std::string::npos);
 }
+
+TEST_CASE("a framework program's memory-bound kernels run at the framework's own elementwise rate where the calibration has it") {
+  // 1 GB at 1,000 GB/s: 0.85 of it (hbm_efficiency) in a plain schedule, 0.6 of it with framework: pytorch.
+  const std::string body = R"(ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: a, bytes: 1 GB}
+      - {op: kernel, stream: a, gemm: {m: 4096, n: 4096, k: 4096}}
+)";
+  ModelParams p = quiet();
+  p.memory.framework_hbm_efficiency = 0.6;
+  const Sim plain("name: plain\n" + body, p);
+  const Sim torch("name: torch\nsettings: {framework: pytorch}\n" + body, p);
+  CHECK((plain.op(0, 0).end - plain.op(0, 0).start).ms() == doctest::Approx(1.0 / 0.85).epsilon(1e-9));
+  CHECK((torch.op(0, 0).end - torch.op(0, 0).start).ms() == doctest::Approx(1.0 / 0.6).epsilon(1e-9));
+  // GEMMs keep the bench's rates.
+  CHECK((torch.op(0, 1).end - torch.op(0, 1).start) == (plain.op(0, 1).end - plain.op(0, 1).start));
+}

@@ -1,6 +1,7 @@
 // Memory-bound kernels (params/memory.hpp): HBM bytes at a share of the GPU's
 // HBM bandwidth plus a ramp-up and tail (memory_kernel, sizes past the L2).
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -76,7 +77,25 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kMemory{"memory", {"memory_kernel"}, {{430, fit_memory}}, replay_row};
+// A framework's own elementwise and normalisation kernels (framework_elementwise:
+// eager PyTorch ops over [tokens, hidden] tensors, validate/src/testcases/eager.py):
+// the median of their bytes per second over the GPU's HBM bandwidth.
+void fit_framework_elementwise(FitContext& ctx) {
+  std::vector<double> share;
+  const auto& gpu = ctx.topo.node(ctx.gpu0).gpu;
+  if (!gpu.hbm_bandwidth) return;
+  for (const auto& [name, doc] : ctx.docs)
+    for (const auto& r : rows(doc, "framework_elementwise")) share.push_back(r.at("GBps").get<double>() * 1e9 / gpu.hbm_bandwidth->bytes_per_s);
+  if (share.empty()) return;
+  ctx.p.memory.framework_hbm_efficiency = std::min(1.0, std::round(median(share) * 1e4) / 1e4);
+  ctx.cal.fits.push_back({"framework elementwise kernels", "bytes read and written per second over the HBM bandwidth, median over the eager ops and shapes",
+                          {{"framework_hbm_efficiency", ctx.p.memory.framework_hbm_efficiency},
+                           {"min", *std::min_element(share.begin(), share.end())},
+                           {"max", *std::max_element(share.begin(), share.end())}},
+                          0, static_cast<int>(share.size())});
+}
+
+const CalibFamily kMemory{"memory", {"memory_kernel"}, {{430, fit_memory}, {435, fit_framework_elementwise}}, replay_row};
 OSIM_CALIB_FAMILY(kMemory);
 
 }  // namespace

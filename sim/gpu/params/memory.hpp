@@ -9,6 +9,9 @@ namespace osim {
 struct MemoryParams {
   double hbm_efficiency = 0.85;
   Time hbm_latency = Time::zero();
+  // Memory-bound kernels of a framework program (schedules with framework:
+  // pytorch): the share its own elementwise kernels reach; 0 = hbm_efficiency.
+  double framework_hbm_efficiency = 0;
 };
 
 }  // namespace osim

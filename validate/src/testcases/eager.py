@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The elementwise and normalisation kernels eager PyTorch runs for a model's
+ops, timed through PyTorch itself on GPU 0 over [tokens, hidden] bf16
+tensors at shapes none of the reference programs uses, as model code calls
+them (`framework_elementwise`: layer and RMS norms, a broadcast scale and
+shift, a residual add, GELU, SiLU times a gate, a strided split view scaled,
+roll, a concatenation; each row its bytes read and written and its time).
+Each op runs back to back after a warm-up, its time the median of CUDA-event
+windows. Writes overlapsim.bench/v1 JSON; `overlapsim calibrate` fits the
+framework's memory-bound rate from it. Usage: eager.py OUT.json"""
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+from bench_json import environment, write_bench
+
+
+def time_us(fn, calls=20, windows=5):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(windows):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(calls):
+            fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / calls)
+    return statistics.median(times)
+
+
+def elementwise_rows():
+    rows = []
+    for tokens, hidden in ((6144, 2560), (12288, 1536), (20480, 2048)):
+        mk = lambda *s: torch.randn(*s, device="cuda", dtype=torch.bfloat16)
+        x, y, m = mk(tokens, hidden), mk(tokens, hidden), mk(1, hidden)
+        qkv = mk(tokens, 3 * hidden)
+        gate, up = mk(tokens, 4 * hidden), mk(tokens, 4 * hidden)
+        n = tokens * hidden * 2  # bytes of one [tokens, hidden] bf16 tensor
+        q = qkv[:, :hidden]  # a split view: strided
+        ops = [("layer_norm", lambda: F.layer_norm(x, (hidden,)), 2 * n),
+               ("rms_norm", lambda: F.rms_norm(x, (hidden,)), 2 * n),
+               ("scale_shift", lambda: x * (1 + m) + m, 4 * n),
+               ("residual_add", lambda: x + y, 3 * n),
+               ("gelu", lambda: F.gelu(x, approximate="tanh"), 2 * n),
+               ("silu_mul", lambda: F.silu(gate) * up, 5 * 4 * n),
+               ("strided_scale", lambda: q * 0.5, 2 * n),
+               ("roll", lambda: x.roll(1, -1), 2 * n),
+               ("cat", lambda: torch.cat([x, y]), 4 * n)]
+        for name, fn, nbytes in ops:
+            us = time_us(fn)
+            rows.append({"key": "framework_elementwise", "gpus": [0], "op": name, "tokens": tokens, "hidden": hidden, "bytes": nbytes, "time_us": us,
+                         "GBps": nbytes / us * 1e-3, "via": "torch"})
+            print("elementwise", name, tokens, hidden, round(nbytes / us * 1e-3), "GB/s", flush=True)
+    return rows
+
+
+def main():
+    out = sys.argv[1]
+    write_bench(out, environment(torch, env={}), elementwise_rows())
+
+
+if __name__ == "__main__":
+    main()
