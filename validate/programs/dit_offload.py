@@ -321,12 +321,26 @@ def profile_run(torch, dit, c, x0, text, out_dir, name, rank):
     # The timed region is the range "step 0": `overlapsim import-trace --steps '^step \d+$'` times it.
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True, **extra) as prof:
         seconds = run_once(torch, dit, c, x0, text, step=torch.profiler.record_function("step 0"))
-    raw = os.path.join(out_dir, name + (f".rank{rank}" if dit.U > 1 else "") + ".trace.json")
+    write_trace(prof, os.path.join(out_dir, name + (f".rank{rank}" if dit.U > 1 else "") + ".trace.json"))
+    return seconds
+
+
+def write_trace(prof, raw):
+    """A profiler's Chrome trace, gzipped as RAW.gz."""
     prof.export_chrome_trace(raw)
     with open(raw, "rb") as src, gzip.open(raw + ".gz", "wb") as dst:
         shutil.copyfileobj(src, dst)
     os.remove(raw)
-    return seconds
+
+
+def memory_record(torch, allocated_before):
+    """The runs' peak memory (program results' `memory`): the allocator's peak allocated and reserved bytes since its
+    statistics were reset, and the GPU's memory in use now."""
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info()
+    return {"peak_allocated_bytes": torch.cuda.max_memory_allocated(), "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
+            "allocated_before_bytes": allocated_before, "reserved_bytes": torch.cuda.memory_reserved(), "device_used_bytes": total - free,
+            "device_total_bytes": total}
 
 
 def measure(torch, c, dit, args, out_dir, backend, environment):
@@ -355,11 +369,7 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
         makespans.append(run_once(torch, dit, c, x0, text))
         if profiled and i == 0:
             profiled_s = profile_run(torch, dit, c, x0, text, out_dir, name, rank)
-    torch.cuda.synchronize()
-    free, total = torch.cuda.mem_get_info()
-    memory = {"peak_allocated_bytes": torch.cuda.max_memory_allocated(), "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
-              "allocated_before_bytes": allocated_before, "reserved_bytes": torch.cuda.memory_reserved(), "device_used_bytes": total - free,
-              "device_total_bytes": total}
+    memory = memory_record(torch, allocated_before)
     # The median run, and how many ran before it back to back (the GPU's
     # sustained-load state at its start: `overlapsim run --runs-before`).
     med = statistics.median(makespans)

@@ -130,7 +130,7 @@ def main():
     p.add_argument("--profile", action="store_true", help="also write a torch.profiler trace of one run per configuration (NAME.trace.json.gz)")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    from dit_offload import write_json
+    from dit_offload import memory_record, write_json, write_trace
     if a.twins_only:
         for name, model, tokens, dims in CONFIGS:
             write_json(os.path.join(a.out, name + ".workload.json"), twin(name, model, tokens, dims, a.steps))
@@ -163,21 +163,11 @@ def main():
             run()
         makespans = [run() for _ in range(a.repeat)]
         if a.profile:  # one more run, recorded (after the timed ones: the memory figures include it)
-            import gzip
-            import shutil
             from torch.profiler import ProfilerActivity, profile
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
                 run()
-            raw = os.path.join(a.out, name + ".trace.json")
-            prof.export_chrome_trace(raw)
-            with open(raw, "rb") as src, gzip.open(raw + ".gz", "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            os.remove(raw)
-        torch.cuda.synchronize()
-        free, total = torch.cuda.mem_get_info()
-        memory = {"peak_allocated_bytes": torch.cuda.max_memory_allocated(), "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
-                  "allocated_before_bytes": before, "reserved_bytes": torch.cuda.memory_reserved(), "device_used_bytes": total - free,
-                  "device_total_bytes": total}
+            write_trace(prof, os.path.join(a.out, name + ".trace.json"))
+        memory = memory_record(torch, before)
         med = statistics.median(makespans)
         order = sorted(range(len(makespans)), key=lambda i: makespans[i])
         doc = {"schema": "overlapsim.program/v1", "name": name, "group": model, "program": "validate/programs/model_blocks.py", "config": {"model": model, "tokens": tokens, **dims},
