@@ -17,6 +17,7 @@ struct KernelKey {
   double flops = 0, hbm_bytes = 0;
   float efficiency = 0;
   DType dtype = DType::BF16;
+  Access access = Access::Elementwise;
   static KernelKey of(const Op& op) {
     KernelKey k;
     if (op.duration) k.duration_ps = op.duration->ps();
@@ -26,6 +27,7 @@ struct KernelKey {
     k.hbm_bytes = op.hbm_bytes;
     k.efficiency = op.efficiency;
     k.dtype = op.dtype;
+    k.access = op.access;
     return k;
   }
   bool operator==(const KernelKey& o) const {
@@ -33,7 +35,7 @@ struct KernelKey {
     const auto& b = o.attention;
     return duration_ps == o.duration_ps && gemm.m == o.gemm.m && gemm.n == o.gemm.n && gemm.k == o.gemm.k && a.batch == b.batch &&
            a.heads == b.heads && a.seq_q == b.seq_q && a.seq_kv == b.seq_kv && a.head_dim == b.head_dim && a.backend == b.backend && flops == o.flops &&
-           hbm_bytes == o.hbm_bytes && efficiency == o.efficiency && dtype == o.dtype;
+           hbm_bytes == o.hbm_bytes && efficiency == o.efficiency && dtype == o.dtype && access == o.access;
   }
 };
 struct KernelKeyHash {

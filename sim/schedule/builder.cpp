@@ -26,9 +26,10 @@ Op attention(int stream, AttentionShape shape, std::string label) {
   op.attention = shape;
   return op;
 }
-Op memory_kernel(int stream, double hbm_bytes, std::string label) {
+Op memory_kernel(int stream, double hbm_bytes, std::string label, Access access) {
   Op op = of(OpKind::Kernel, stream, std::move(label));
   op.hbm_bytes = hbm_bytes;
+  op.access = access;
   return op;
 }
 Op busy(int stream, Time t, std::string label) {

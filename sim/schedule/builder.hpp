@@ -19,7 +19,7 @@ Op gemm(int stream, int64_t m, int64_t n, int64_t k, DType dtype = DType::BF16, 
 /// Attention (SDPA) of `shape` on `stream`.
 Op attention(int stream, AttentionShape shape, std::string label = {});
 /// A memory-bound kernel moving `hbm_bytes`.
-Op memory_kernel(int stream, double hbm_bytes, std::string label = {});
+Op memory_kernel(int stream, double hbm_bytes, std::string label = {}, Access access = Access::Elementwise);
 /// A kernel holding `stream` for `t` with no work (an idle gap, a start offset).
 Op busy(int stream, Time t, std::string label = {});
 /// A copy of `bytes` (pinned and async unless said otherwise).

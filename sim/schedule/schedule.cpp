@@ -24,6 +24,7 @@ const std::vector<std::string> kAlgoNames = {"nccl", "pairwise", "ring"};
 const std::vector<std::string> kDtypeNames = {"bf16", "fp16", "fp32", "fp8"};
 const std::vector<std::string> kBackendNames = {"default", "cudnn", "flash2", "flash3", "efficient", "math"};
 const std::vector<std::string> kPartNames = {"weights", "activations", "workspace", "outside", "runtime", "reserve"};
+const std::vector<std::string> kAccessNames = {"elementwise", "norm", "broadcast", "strided", "roll"};
 
 template <class E>
 E enum_of(const std::vector<std::string>& names, const std::string& s) {
@@ -39,6 +40,8 @@ std::string to_string(DType d) { return kDtypeNames[static_cast<size_t>(d)]; }
 std::string to_string(AttnBackend b) { return kBackendNames[static_cast<size_t>(b)]; }
 const std::vector<std::string>& attn_backend_names() { return kBackendNames; }
 std::string to_string(MemPart p) { return kPartNames[static_cast<size_t>(p)]; }
+std::string to_string(Access a) { return kAccessNames[static_cast<size_t>(a)]; }
+const std::vector<std::string>& access_names() { return kAccessNames; }
 const std::vector<std::string>& mem_part_names() { return kPartNames; }
 std::optional<AttnBackend> attn_backend_of(const std::string& name) {
   const auto it = std::find(kBackendNames.begin(), kBackendNames.end(), name);
@@ -84,7 +87,7 @@ std::vector<std::string> keys_for(OpKind k) {
     for (const char* m : more) common.emplace_back(m);
   };
   switch (k) {
-    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency"}); break;
+    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "access", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency"}); break;
     case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "host_span", "async", "peer"}); break;
     case OpKind::EventRecord: add({"event", "stream"}); break;
     case OpKind::StreamWaitEvent: add({"stream", "event"}); break;
@@ -210,6 +213,11 @@ struct Parser {
           if (op.flops < 0) r.fail("flops", "must not be negative");
         }
         if (r.has("bytes")) op.hbm_bytes = static_cast<double>(r.bytes("bytes"));
+        if (r.has("access")) {
+          if (!r.has("bytes") || op.flops > 0 || r.has("gemm") || r.has("attention"))
+            r.fail("access", "applies to a kernel of HBM bytes only (how it walks memory)");
+          op.access = enum_of<Access>(kAccessNames, r.choice("access", kAccessNames));
+        }
         auto dim = [&](const MapReader& rd, const char* key) {
           const int64_t v = rd.integer(key);
           if (v < 1 || v > INT32_MAX) rd.fail(key, "must be 1 .. 2^31-1");
@@ -615,6 +623,7 @@ std::string to_yaml(const Schedule& s) {
           if (!op.gemm && !op.attention && (op.flops > 0 || op.hbm_bytes > 0 || !op.duration)) {
             kv("flops", fmt::format("{}", op.flops));
             kv("bytes", fmt::format("{}", static_cast<int64_t>(op.hbm_bytes)));
+            if (op.access != Access::Elementwise) kv("access", to_string(op.access));
           }
           kv("dtype", to_string(op.dtype));
           if (op.sm_limit > 0) kv("sm_limit", op.sm_limit);

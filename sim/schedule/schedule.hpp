@@ -33,6 +33,12 @@ enum class MemSpace : uint8_t { Device, PinnedHost };
 // reserve beyond what it hands out.
 enum class MemPart : uint8_t { Weights, Activations, Workspace, Outside, Runtime, Reserve };
 inline constexpr int kMemParts = 6;
+// How a memory-bound kernel walks memory: a framework's own kernels reach
+// different shares of the HBM bandwidth by it (MemoryParams): contiguous
+// elementwise ops, layer/RMS norms, an operand broadcast over the tokens
+// (adaLN's scale, shift and gates), ops on strided views (splits), roll.
+enum class Access : uint8_t { Elementwise, Norm, Broadcast, Strided, Roll };
+inline constexpr int kAccessKinds = 5;
 // The fused attention kernel that runs an attention op: PyTorch SDPA's
 // backends. `Default` is whichever the framework picks on the GPU.
 enum class AttnBackend : uint8_t { Default, Cudnn, Flash2, Flash3, Efficient, Math };
@@ -44,6 +50,9 @@ std::string to_string(CollAlgo a);
 std::string to_string(DType d);
 std::string to_string(AttnBackend b);
 std::string to_string(MemPart p);
+std::string to_string(Access a);
+/// Every access kind's name, in enum order.
+const std::vector<std::string>& access_names();
 /// Every memory part's name, in enum order.
 const std::vector<std::string>& mem_part_names();
 /// The backend named `name` ("default", "cudnn", "flash2", ...); nullopt if none is.
@@ -76,6 +85,7 @@ struct Op {
   DType dtype = DType::BF16;           // kernel, collective
   MemSpace space = MemSpace::Device;   // alloc
   MemPart part = MemPart::Weights;     // alloc
+  Access access = Access::Elementwise; // kernel of HBM bytes only
   CollKind coll = CollKind::AllToAll;  // collective
   CollAlgo algo = CollAlgo::Nccl;      // collective
   int stream = -1;          // index into Schedule::streams

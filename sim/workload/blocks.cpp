@@ -1,5 +1,6 @@
 #include "workload/blocks.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -38,7 +39,7 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
                                                                       {"all_reduce", CollKind::AllReduce}};
   MapReader r(file, node, "block op",
               {"gemm", "attention", "memory", "all_to_all", "all_gather", "reduce_scatter", "all_reduce", "m", "n", "k", "heads", "q", "kv",
-               "bytes", "group", "when", "phase", "ring", "overlap"});
+               "bytes", "access", "group", "when", "phase", "ring", "overlap"});
   BlockOp op;
   op.where = location_of(file, node);
   int kinds = 0;
@@ -74,16 +75,20 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
       only({"heads", "q", "kv"}, "attention");
       op.heads = expr_of(r, "heads"), op.q = expr_of(r, "q"), op.kv = expr_of(r, "kv");
       break;
-    case BlockOp::Kind::Memory:
+    case BlockOp::Kind::Memory: {
       only({"bytes"}, "memory");
       op.bytes = expr_of(r, "bytes");
+      const auto& names = access_names();
+      if (auto a = r.opt_choice("access", names)) op.access = static_cast<Access>(std::find(names.begin(), names.end(), *a) - names.begin());
       break;
+    }
     case BlockOp::Kind::Collective:
       only({"bytes", "group"}, "collective");
       op.bytes = expr_of(r, "bytes");
       op.group = r.choice("group", {"ulysses", "tp", "cfg"});
       break;
   }
+  if (r.has("access") && op.kind != BlockOp::Kind::Memory) r.fail("access", "is how a memory op walks memory: it applies to memory ops");
   op.when = opt_expr_of(r, "when").value_or("");
   if (r.has("overlap")) {
     if (op.kind != BlockOp::Kind::Gemm) r.fail("overlap", "ties a tensor-parallel all-gather or reduce-scatter to a gemm op");
@@ -310,19 +315,19 @@ blocks:
     phases: [4*hidden*hidden, 4*hidden*hidden, 2*hidden*ffn]
     activations: act_bytes*(local*(11*hidden + 2*ffn) + 3*text_tokens*hidden)
     ops:
-      - {memory: norm1, bytes: 2*local*hidden*act_bytes}
+      - {memory: norm1, bytes: 2*local*hidden*act_bytes, access: norm}
       - {gemm: qkv, m: local, n: 3*hidden, k: hidden}
-      - {memory: rope, bytes: 4*local*hidden*act_bytes}
+      - {memory: rope, bytes: 4*local*hidden*act_bytes, access: strided}
 )"
     OSIM_ULYSSES_QKV R"(      - {attention: self-attn, heads: heads/ulysses, q: tokens, kv: tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
       - {gemm: out, m: local, n: hidden, k: hidden}
-      - {memory: norm3, bytes: 2*local*hidden*act_bytes, phase: 1}
+      - {memory: norm3, bytes: 2*local*hidden*act_bytes, access: norm, phase: 1}
       - {gemm: cross q, m: local, n: hidden, k: hidden, phase: 1}
       - {gemm: cross kv, m: text_tokens, n: 2*hidden, k: hidden, phase: 1}
       - {attention: cross-attn, heads: heads, q: local, kv: text_tokens, phase: 1}
       - {gemm: cross out, m: local, n: hidden, k: hidden, phase: 1}
-      - {memory: norm2, bytes: 2*local*hidden*act_bytes, phase: 2}
+      - {memory: norm2, bytes: 2*local*hidden*act_bytes, access: norm, phase: 2}
       - {gemm: ffn up, m: local, n: ffn, k: hidden, phase: 2}
       - {memory: gelu, bytes: 2*local*ffn*act_bytes, phase: 2}
       - {gemm: ffn down, m: local, n: hidden, k: ffn, phase: 2}
@@ -353,42 +358,50 @@ constexpr const char* kMmdit = R"(blocks:
     ops:
       - {gemm: img mod, m: 1, n: 6*hidden, k: hidden}
       - {gemm: txt mod, m: 1, n: 6*hidden, k: hidden}
-      - {memory: modulate, bytes: 6*(local + text_tokens)*hidden*act_bytes}
+      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm}
+      - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast}
       - {gemm: img qkv, m: local, n: 3*hidden, k: hidden}
       - {gemm: txt qkv, m: text_tokens, n: 3*hidden, k: hidden}
       - {memory: cat qkv, bytes: 6*(local + text_tokens)*hidden*act_bytes}
-      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes}
-      - {memory: rope, bytes: 18*(local + text_tokens)*hidden*act_bytes}
+      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: norm}
+      - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes}
+      - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll}
 )"
     OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
       - {gemm: img proj, m: local, n: hidden, k: hidden}
       - {gemm: txt proj, m: text_tokens, n: hidden, k: hidden}
-      - {memory: gated residual, bytes: 5*(local + text_tokens)*hidden*act_bytes}
-      - {memory: modulate, bytes: 6*(local + text_tokens)*hidden*act_bytes}
+      - {memory: gate, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: broadcast}
+      - {memory: residual, bytes: 3*(local + text_tokens)*hidden*act_bytes}
+      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm}
+      - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast}
       - {gemm: img mlp up, m: local, n: ffn, k: hidden}
       - {gemm: txt mlp up, m: text_tokens, n: ffn, k: hidden}
       - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes}
       - {gemm: img mlp down, m: local, n: hidden, k: ffn}
       - {gemm: txt mlp down, m: text_tokens, n: hidden, k: ffn}
-      - {memory: gated residual, bytes: 5*(local + text_tokens)*hidden*act_bytes}
+      - {memory: gate, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: broadcast}
+      - {memory: residual, bytes: 3*(local + text_tokens)*hidden*act_bytes}
   - name: single
     count: single_blocks
     params: 3*hidden*hidden + hidden*(3*hidden + ffn) + (hidden + ffn)*hidden
     activations: act_bytes*(local + text_tokens)*(9*hidden + 3*ffn)
     ops:
       - {gemm: mod, m: 1, n: 3*hidden, k: hidden}
-      - {memory: modulate, bytes: 6*(local + text_tokens)*hidden*act_bytes}
+      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm}
+      - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast}
       - {gemm: linear1, m: local + text_tokens, n: 3*hidden + ffn, k: hidden}
-      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes}
-      - {memory: rope, bytes: 18*(local + text_tokens)*hidden*act_bytes}
+      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: strided}
+      - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes}
+      - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll}
 )"
     OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
-      - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes}
+      - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes, access: strided}
       - {memory: cat, bytes: 2*(local + text_tokens)*(hidden + ffn)*act_bytes}
       - {gemm: linear2, m: local + text_tokens, n: hidden, k: hidden + ffn}
-      - {memory: gated residual, bytes: 5*(local + text_tokens)*hidden*act_bytes}
+      - {memory: gate, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: broadcast}
+      - {memory: residual, bytes: 3*(local + text_tokens)*hidden*act_bytes}
 )";
 
 // Outside Flux.1's blocks: the T5-XXL v1.1 encoder (24 layers of 4h^2 + 3hf
@@ -437,10 +450,11 @@ blocks:
     params: (hidden*(hidden + 2*kv_heads*head_dim) + hidden*hidden + 3*hidden*ffn)/tp
     activations: act_bytes*local*(4*hidden + 4*hidden/tp + 4*ffn/tp)
     ops:
-      - {memory: norm1, bytes: 2*local/tp*hidden*act_bytes}
+      - {memory: norm1, bytes: 2*local/tp*hidden*act_bytes, access: norm}
       - {gemm: qkv, m: local, n: (hidden + 2*kv_heads*head_dim)/tp, k: hidden,
          overlap: {all_gather: tp ag attn, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
-      - {memory: rope, bytes: 9*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
+      - {memory: rope, bytes: 7*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
+      - {memory: rope roll, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes, access: roll}
       - {memory: repeat kv, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
       - {all_to_all: a2a q, group: ulysses, bytes: local*hidden/tp*comm_bytes}
       - {all_to_all: a2a kv, group: ulysses, bytes: 2*local*kv_heads*head_dim/tp*comm_bytes}
@@ -449,7 +463,7 @@ blocks:
       - {gemm: out, m: local, n: hidden, k: hidden/tp,
          overlap: {reduce_scatter: tp rs attn, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
       - {memory: residual1, bytes: 3*local/tp*hidden*act_bytes}
-      - {memory: norm2, bytes: 2*local/tp*hidden*act_bytes}
+      - {memory: norm2, bytes: 2*local/tp*hidden*act_bytes, access: norm}
       - {gemm: gate up, m: local, n: 2*ffn/tp, k: hidden,
          overlap: {all_gather: tp ag mlp, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
       - {memory: silu mul, bytes: 5*local*ffn/tp*act_bytes}

@@ -27,6 +27,7 @@ struct BlockOp {
   std::string m, n, k;          // gemm
   std::string heads, q, kv;     // attention (its head_dim is the model's)
   std::string bytes;            // memory kernel (HBM bytes) or collective (bytes per rank, nccl-tests size)
+  Access access = Access::Elementwise;  // memory kernel: how it walks memory
   CollKind coll = CollKind::AllToAll;
   std::string group;            // collective: ulysses | tp | cfg
   std::string when;             // emitted only where this is non-zero ("" = always)

@@ -499,7 +499,7 @@ class Gen {
             break;
           }
           case BlockOp::Kind::Memory:
-            tp.op = ops::memory_kernel(kCompute, static_cast<double>(positive(b.bytes, "bytes")));
+            tp.op = ops::memory_kernel(kCompute, static_cast<double>(positive(b.bytes, "bytes")), {}, b.access);
             break;
           case BlockOp::Kind::Collective: {
             tp.group = group_kind(b.group);

@@ -118,3 +118,22 @@ programs:
   // GEMMs keep the bench's rates.
   CHECK((torch.op(0, 1).end - torch.op(0, 1).start) == (plain.op(0, 1).end - plain.op(0, 1).start));
 }
+
+TEST_CASE("a framework program's memory-bound kernel runs at its access kind's rate: norms, broadcasts, strided views and roll") {
+  ModelParams p = quiet();
+  p.memory.framework_hbm_efficiency = 0.8;
+  p.memory.framework_norm_efficiency = 0.5;
+  p.memory.framework_roll_efficiency = 0.2;
+  auto ms = [&](const std::string& access) {
+    const Sim s("name: k\nsettings: {framework: pytorch}\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB" +
+                    access + "}\n",
+                p);
+    return (s.op(0, 0).end - s.op(0, 0).start).ms();
+  };
+  CHECK(ms("") == doctest::Approx(1.0 / 0.8).epsilon(1e-9));
+  CHECK(ms(", access: norm") == doctest::Approx(1.0 / 0.5).epsilon(1e-9));
+  CHECK(ms(", access: roll") == doctest::Approx(1.0 / 0.2).epsilon(1e-9));
+  CHECK(ms(", access: broadcast") == doctest::Approx(1.0 / 0.8).epsilon(1e-9));  // not calibrated: the elementwise rate
+  CHECK(error_of("name: k\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, flops: 1e9, access: norm}\n")
+            .find("applies to a kernel of HBM bytes only") != std::string::npos);
+}

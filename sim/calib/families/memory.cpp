@@ -79,20 +79,43 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
 
 // A framework's own elementwise and normalisation kernels (framework_elementwise:
 // eager PyTorch ops over [tokens, hidden] tensors, validate/src/testcases/eager.py):
-// the median of their bytes per second over the GPU's HBM bandwidth.
+// per way of walking memory, the median of their bytes per second over the
+// GPU's HBM bandwidth. The ops by access kind: norms (layer_norm, rms_norm),
+// a broadcast operand (scale_shift), a strided view (strided_scale), roll;
+// the rest contiguous elementwise (residual_add, gelu, silu_mul, cat).
+Access access_of(const std::string& op) {
+  if (op == "layer_norm" || op == "rms_norm") return Access::Norm;
+  if (op == "scale_shift") return Access::Broadcast;
+  if (op == "strided_scale") return Access::Strided;
+  if (op == "roll") return Access::Roll;
+  return Access::Elementwise;
+}
+
 void fit_framework_elementwise(FitContext& ctx) {
-  std::vector<double> share;
+  std::vector<double> share[kAccessKinds];
   const auto& gpu = ctx.topo.node(ctx.gpu0).gpu;
   if (!gpu.hbm_bandwidth) return;
+  int points = 0;
   for (const auto& [name, doc] : ctx.docs)
-    for (const auto& r : rows(doc, "framework_elementwise")) share.push_back(r.at("GBps").get<double>() * 1e9 / gpu.hbm_bandwidth->bytes_per_s);
-  if (share.empty()) return;
-  ctx.p.memory.framework_hbm_efficiency = std::min(1.0, std::round(median(share) * 1e4) / 1e4);
-  ctx.cal.fits.push_back({"framework elementwise kernels", "bytes read and written per second over the HBM bandwidth, median over the eager ops and shapes",
-                          {{"framework_hbm_efficiency", ctx.p.memory.framework_hbm_efficiency},
-                           {"min", *std::min_element(share.begin(), share.end())},
-                           {"max", *std::max_element(share.begin(), share.end())}},
-                          0, static_cast<int>(share.size())});
+    for (const auto& r : rows(doc, "framework_elementwise")) {
+      share[static_cast<size_t>(access_of(r.at("op").get<std::string>()))].push_back(r.at("GBps").get<double>() * 1e9 / gpu.hbm_bandwidth->bytes_per_s);
+      ++points;
+    }
+  if (points == 0) return;
+  MemoryParams& m = ctx.p.memory;
+  auto fit = [&](Access a, double& field) {
+    const auto& v = share[static_cast<size_t>(a)];
+    if (!v.empty()) field = std::min(1.0, std::round(median(v) * 1e4) / 1e4);
+  };
+  fit(Access::Elementwise, m.framework_hbm_efficiency);
+  fit(Access::Norm, m.framework_norm_efficiency);
+  fit(Access::Broadcast, m.framework_broadcast_efficiency);
+  fit(Access::Strided, m.framework_strided_efficiency);
+  fit(Access::Roll, m.framework_roll_efficiency);
+  ctx.cal.fits.push_back({"framework elementwise kernels", "bytes read and written per second over the HBM bandwidth, median over the shapes, per access kind",
+                          {{"framework_hbm_efficiency", m.framework_hbm_efficiency}, {"norm", m.framework_norm_efficiency},
+                           {"broadcast", m.framework_broadcast_efficiency}, {"strided", m.framework_strided_efficiency}, {"roll", m.framework_roll_efficiency}},
+                          0, points});
 }
 
 const CalibFamily kMemory{"memory", {"memory_kernel"}, {{430, fit_memory}, {435, fit_framework_elementwise}}, replay_row};

@@ -13,7 +13,15 @@ std::vector<Field> memory_fields() {
      "added to a memory-bound kernel's time (ramp-up and tail)"},
     {"framework_hbm_efficiency", "memory", Kind::Number, OSIM_REF(memory, framework_hbm_efficiency), 4, 0, 1, false, "0.62",
      OSIM_POS(memory, framework_hbm_efficiency),
-     "share of the HBM bandwidth the framework's own elementwise kernels reach (schedules with framework: pytorch; absent: hbm_efficiency)"},
+     "share of the HBM bandwidth the framework's own contiguous elementwise kernels reach (schedules with framework: pytorch; absent: hbm_efficiency)"},
+    {"framework_norm_efficiency", "memory", Kind::Number, OSIM_REF(memory, framework_norm_efficiency), 4, 0, 1, false, "0.55",
+     OSIM_POS(memory, framework_norm_efficiency), "the same for its layer and RMS norms (access: norm; absent: framework_hbm_efficiency)"},
+    {"framework_broadcast_efficiency", "memory", Kind::Number, OSIM_REF(memory, framework_broadcast_efficiency), 4, 0, 1, false, "0.33",
+     OSIM_POS(memory, framework_broadcast_efficiency), "the same for ops with an operand broadcast over the tokens (access: broadcast)"},
+    {"framework_strided_efficiency", "memory", Kind::Number, OSIM_REF(memory, framework_strided_efficiency), 4, 0, 1, false, "0.34",
+     OSIM_POS(memory, framework_strided_efficiency), "the same for ops on strided views (access: strided)"},
+    {"framework_roll_efficiency", "memory", Kind::Number, OSIM_REF(memory, framework_roll_efficiency), 4, 0, 1, false, "0.19",
+     OSIM_POS(memory, framework_roll_efficiency), "the same for roll (access: roll)"},
   };
 }
 
