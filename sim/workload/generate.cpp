@@ -1,0 +1,593 @@
+// The generator: a workload (DitWorkload) expanded into a Schedule, one
+// program per rank with the kernels, collectives, weight copies and memory
+// of every step (docs/formats/workload.md).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/slots.hpp"
+#include "io/limits.hpp"
+#include "schedule/builder.hpp"
+#include "workload/dit.hpp"
+
+namespace osim {
+
+namespace {
+
+class Gen {
+ public:
+  explicit Gen(const DitWorkload& w) : w_(w), b_(w.name, w.ranks()), vars_(w.vars()) {
+    Schedule& s = b_.schedule();
+    s.file = w.file;
+    s.topology = w.topology;
+    s.runtime = w.runtime;
+    b_.stream("compute");
+    b_.stream("copy");
+    // Rank ((c * G + g) * U + u) * T + t: CFG half c, ring rank g, Ulysses
+    // rank u, tensor-parallel rank t.
+    const int U = w.ulysses, G = w.ring, T = w.tp, R = w.ranks();
+    if (G > 1) {
+      ring_send_ = b_.stream("ring send");
+      ring_recv_ = b_.stream("ring recv");
+      for (int i = 0; i + 1 < G; ++i) ring_events_.push_back(b_.event(fmt::format("ring{}", i)));
+    }
+    if (w.tp_overlap == TpOverlap::Chunked && T > 1) tp_stream_ = b_.stream("tp comm");
+    if (w.tp_overlap == TpOverlap::RingExchange && T > 1) {
+      tp_send_ = b_.stream("tp send");
+      tp_recv_ = b_.stream("tp recv");
+    }
+    auto rank_of = [&](int c, int g, int u, int t) { return ((c * G + g) * U + u) * T + t; };
+    sp_of_.assign(static_cast<size_t>(R), -1);
+    tp_of_.assign(static_cast<size_t>(R), -1);
+    cfg_of_.assign(static_cast<size_t>(R), -1);
+    ring_next_.assign(static_cast<size_t>(R), -1);
+    ring_prev_.assign(static_cast<size_t>(R), -1);
+    const int halves = R / (G * U * T);
+    int groups = 0;
+    for (int c = 0; c < halves; ++c)
+      for (int g = 0; g < G; ++g)
+        for (int t = 0; t < T; ++t) {
+          if (U < 2) continue;
+          std::vector<int> ranks;
+          for (int u = 0; u < U; ++u) ranks.push_back(rank_of(c, g, u, t));
+          b_.group(fmt::format("sp{}{}{}", c, G > 1 ? fmt::format(".r{}", g) : "", T > 1 ? fmt::format(".{}", t) : ""), ranks);
+          for (int r : ranks) sp_of_[static_cast<size_t>(r)] = groups;
+          ++groups;
+        }
+    if (T > 1)
+      for (int cu = 0; cu < R / T; ++cu) {
+        std::vector<int> ranks;
+        for (int t = 0; t < T; ++t) ranks.push_back(cu * T + t);
+        b_.group(fmt::format("tp{}", cu), ranks);
+        for (int r : ranks) tp_of_[static_cast<size_t>(r)] = groups;
+        ++groups;
+      }
+    for (int c = 0; c < halves; ++c)
+      for (int g = 0; g < G; ++g)
+        for (int u = 0; u < U; ++u)
+          for (int t = 0; t < T; ++t) {
+            ring_next_[static_cast<size_t>(rank_of(c, g, u, t))] = rank_of(c, (g + 1) % G, u, t);
+            ring_prev_[static_cast<size_t>(rank_of(c, g, u, t))] = rank_of(c, (g + G - 1) % G, u, t);
+          }
+    if (w.cfg == CfgMode::Parallel)
+      for (int i = 0; i < G * U * T; ++i) {
+        b_.group(fmt::format("cfg{}", i), {i, i + G * U * T});
+        cfg_of_[static_cast<size_t>(i)] = cfg_of_[static_cast<size_t>(i + G * U * T)] = groups++;
+      }
+    build_templates();
+  }
+
+  Schedule run() {
+    // Without CFG-parallel or tensor parallelism every rank runs the same
+    // program (Ulysses ranks differ only in their data): generate it once and share it.
+    const bool same = w_.cfg != CfgMode::Parallel && w_.tp == 1 && w_.ring == 1;
+    const size_t programs = same ? 1 : static_cast<size_t>(w_.ranks());
+    const size_t per_program = static_cast<size_t>(w_.forwards_per_rank()) * seq_.size() * kOpsPerBlock + 100;
+    if (per_program > limits::max_unrolled_ops() / programs)
+      throw InputError(SourceLocation{w_.file, 0, 0},
+                       fmt::format("{} steps ({} forwards a rank) x {} blocks{} unroll to about {} ops, more than the {} a run holds in memory: "
+                                   "simulate fewer steps (every step after the first takes the same time) or fewer ranks",
+                                   w_.steps, w_.forwards_per_rank(), seq_.size(),
+                                   same ? "" : fmt::format(" x {} ranks", programs), programs * per_program, limits::max_unrolled_ops()));
+    for (int r = 0; r < w_.ranks(); ++r) {
+      if (same && r > 0) b_.share_program(r, 0);
+      else program(r);
+    }
+    return b_.build();
+  }
+
+ private:
+  static constexpr int kCompute = 0, kCopy = 1;
+  static constexpr size_t kOpsPerBlock = 30;  // about, with offload and collectives
+  enum class Group : uint8_t { None, Ulysses, Tp, Cfg };
+
+  // A block type's ops evaluated once (the job's values never change), ready
+  // to copy per block with its tag and group.
+  struct Template {
+    Op op;
+    std::string name;
+    Group group = Group::None;
+    int phase = 0;
+    // Ring attention (ring > 1): `op` is one of its ring steps' chunks; each
+    // step but the last passes kv_bytes of K and V on to the next ring rank.
+    bool ring = false;
+    Bytes kv_bytes = 0;
+    // A tied tensor-parallel collective (BlockOp::overlap): whole, or in
+    // `chunks` pieces beside as many pieces of the GEMM.
+    bool tied = false, before = true;  // before: an all-gather of the input; else a reduce-scatter of the output
+    Op coll, coll_chunk, gemm_chunk;
+    std::string coll_name;
+    Group coll_group = Group::Tp;
+    int chunks = 1;
+  };
+  struct TypeTemplate {
+    std::vector<Template> ops;
+    std::vector<Bytes> units;  // offload policy `phase`: each sub-layer's weights; else the block's
+    Bytes bytes = 0;           // the block's weights on one rank
+  };
+
+  static Group group_kind(const std::string& name) { return name == "ulysses" ? Group::Ulysses : name == "tp" ? Group::Tp : Group::Cfg; }
+  int group_size(Group g) const { return g == Group::Ulysses ? w_.ulysses : g == Group::Tp ? w_.tp : (w_.cfg == CfgMode::Parallel ? 2 : 1); }
+
+  void build_templates() {
+    const BlockModel& spec = w_.model.spec;
+    const double es = dtype_bytes(w_.model.dtype);
+    for (const BlockType& t : spec.blocks) {
+      TypeTemplate tt;
+      auto e = [&](const std::string& x, const SourceLocation& at, const std::string& what) { return eval_block_expr(x, vars_, at, what); };
+      const int64_t params = e(t.params, t.where, fmt::format("block '{}' params", t.name));
+      if (params < 0) throw InputError(t.where, fmt::format("block '{}': params come out negative ({})", t.name, params));
+      tt.bytes = static_cast<Bytes>(static_cast<double>(params) * es);
+      if (w_.offload == OffloadPolicy::Phase && !t.phases.empty())
+        for (const std::string& ph : t.phases) tt.units.push_back(static_cast<Bytes>(static_cast<double>(e(ph, t.where, fmt::format("block '{}' phases", t.name))) * es));
+      else tt.units.push_back(tt.bytes);
+      for (const BlockOp& b : t.ops) {
+        const std::string what = fmt::format("op '{}' of block '{}'", b.name, t.name);
+        if (!b.when.empty() && e(b.when, b.where, what + " when") == 0) continue;
+        auto positive = [&](const std::string& x, const char* field) {
+          const int64_t v = e(x, b.where, fmt::format("{} {}", what, field));
+          if (v < 1) throw InputError(b.where, fmt::format("{}: {} comes out {} (must be at least 1)", what, field, v));
+          return v;
+        };
+        Template tp;
+        tp.name = b.name;
+        tp.phase = b.phase;
+        switch (b.kind) {
+          case BlockOp::Kind::Gemm: {
+            const DType dt = w_.model.dtype == DType::FP8 ? DType::FP8 : DType::BF16;
+            const int64_t m = positive(b.m, "m"), n = positive(b.n, "n"), k = positive(b.k, "k");
+            tp.op = ops::gemm(kCompute, m, n, k, dt);
+            if (b.overlap) {
+              const BlockOp::Overlap& o = *b.overlap;
+              tp.coll_group = group_kind(o.group);
+              if (group_size(tp.coll_group) < 2) break;  // a group of one rank: the GEMM alone
+              tp.tied = true;
+              tp.before = o.coll == CollKind::AllGather;
+              tp.coll_name = o.name;
+              const int64_t bytes = positive(o.bytes, "overlap bytes");
+              tp.coll = ops::collective(kCompute, o.coll, -1, bytes, CollAlgo::Nccl, DType::BF16);
+              tp.coll.channels = w_.channels;
+              const int comm_channels = w_.tp_comm_sms > 0 ? w_.tp_comm_sms : w_.channels;
+              if (tp_stream_ >= 0) {
+                const int64_t c = positive(o.chunks, "overlap chunks");
+                if (c > 64 || m % c || bytes % c)
+                  throw InputError(b.where, fmt::format("{}: {} chunks must divide m = {} and the {} bytes, and be at most 64", what, c, m, bytes));
+                tp.chunks = static_cast<int>(c);
+                tp.gemm_chunk = ops::gemm(kCompute, m / c, n, k, dt);
+                tp.coll_chunk = ops::collective(tp_stream_, o.coll, -1, bytes / c, CollAlgo::Nccl, DType::BF16);
+                tp.coll_chunk.channels = comm_channels;
+              } else if (tp_send_ >= 0) {
+                // Ring exchange: one GEMM piece per rank of the group, each
+                // beside the send of one rank's share to the next rank.
+                const int64_t g = group_size(tp.coll_group);
+                if (m % g || bytes % g)
+                  throw InputError(b.where, fmt::format("{}: ring_exchange splits m = {} and the {} bytes over the group's {} ranks: they must divide", what, m,
+                                                        bytes, g));
+                tp.chunks = static_cast<int>(g);
+                tp.gemm_chunk = ops::gemm(kCompute, m / g, n, k, dt);
+                tp.coll_chunk = ops::collective(tp_send_, CollKind::Send, -1, bytes / g, CollAlgo::Nccl, DType::BF16);
+                tp.coll_chunk.channels = comm_channels;
+              }
+              if (w_.tp_comm_sms > 0) tp.gemm_chunk.sm_limit = -w_.tp_comm_sms;  // the GEMM pieces leave the communication its SMs
+              if (tp_stream_ >= 0 || tp_send_ >= 0) {
+                while (static_cast<int>(tp_events_.size()) < tp.chunks) tp_events_.push_back(b_.event(fmt::format("tp{}", tp_events_.size())));
+                if (tp_done_ < 0) tp_done_ = b_.event("tp done");
+              }
+            }
+            break;
+          }
+          case BlockOp::Kind::Attention: {
+            const int64_t heads = positive(b.heads, "heads"), q = positive(b.q, "q"), kv = positive(b.kv, "kv");
+            if (heads > INT32_MAX || q > INT32_MAX || kv > INT32_MAX) throw InputError(b.where, what + ": heads and sequences must fit 32 bits");
+            const int64_t G = b.ring ? w_.ring : 1;
+            if (q < G || kv < G) throw InputError(b.where, fmt::format("{}: {} queries and {} keys do not split over ring degree {}", what, q, kv, G));
+            const AttentionShape a{1, static_cast<int32_t>(heads), static_cast<int32_t>(q / G), static_cast<int32_t>(kv / G), w_.model.head_dim,
+                                   w_.attention_backend};
+            tp.op = ops::attention(kCompute, a);
+            tp.ring = G > 1;
+            tp.kv_bytes = 2 * (kv / G) * heads * w_.model.head_dim * 2;  // K and V, bf16
+            break;
+          }
+          case BlockOp::Kind::Memory:
+            tp.op = ops::memory_kernel(kCompute, static_cast<double>(positive(b.bytes, "bytes")), {}, b.access);
+            break;
+          case BlockOp::Kind::Collective: {
+            tp.group = group_kind(b.group);
+            if (group_size(tp.group) < 2) continue;  // a group of one rank: nothing to exchange
+            const bool a2a = b.coll == CollKind::AllToAll;
+            tp.op = ops::collective(kCompute, b.coll, -1, positive(b.bytes, "bytes"), a2a ? w_.all_to_all : CollAlgo::Nccl,
+                                    a2a ? w_.comm_dtype : DType::BF16);
+            tp.op.channels = w_.channels;
+            break;
+          }
+        }
+        tt.ops.push_back(std::move(tp));
+      }
+      types_.push_back(std::move(tt));
+    }
+    for (const BlockInstance& b : block_sequence(spec, vars_)) seq_.push_back(static_cast<int>(b.type - spec.blocks.data()));
+  }
+
+  int event(const std::string& name) { return b_.event(name); }
+  void marker(std::vector<Op>& ops, const std::string& name) { ops.push_back(ops::marker(kCompute, name)); }
+
+  // Block l of a forward on this rank, its ops in sub-layer order (`phase`
+  // offload runs them one sub-layer at a time): parts[p] gets phase p's.
+  void block(std::vector<std::vector<Op>>& parts, int rank, int l) {
+    const std::string tag = fmt::format("l{}", l);
+    const TypeTemplate& tt = types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])];
+    for (const Template& t : tt.ops) {
+      std::vector<Op>& part = parts[parts.size() == 1 ? 0 : static_cast<size_t>(t.phase)];
+      if (t.ring) {
+        ring_attention(part, rank, t, tag + " " + t.name);
+        continue;
+      }
+      if (t.tied) {
+        tied_gemm(part, rank, t, tag);
+        continue;
+      }
+      Op op = t.op;
+      op.label = tag + " " + t.name;
+      if (t.group != Group::None) op.group = group_of(t.group, rank);
+      part.push_back(std::move(op));
+    }
+  }
+  int group_of(Group g, int rank) const {
+    return g == Group::Ulysses ? sp_of_[static_cast<size_t>(rank)] : g == Group::Tp ? tp_of_[static_cast<size_t>(rank)] : cfg_of_[static_cast<size_t>(rank)];
+  }
+  // A GEMM with its tensor-parallel collective: in order on the compute
+  // stream, or (tp_overlap: chunked) in pieces: the all-gather's pieces on
+  // the tp stream, each GEMM piece waiting for its own; or each GEMM piece's
+  // reduce-scatter on the tp stream after it, the next op waiting for the last.
+  void tied_gemm(std::vector<Op>& part, int rank, const Template& t, const std::string& tag) {
+    const int group = group_of(t.coll_group, rank);
+    if (tp_send_ >= 0) {
+      ring_exchange_gemm(part, rank, t, tag);
+      return;
+    }
+    if (tp_stream_ < 0) {
+      Op coll = t.coll, gemm = t.op;
+      coll.group = group;
+      coll.label = tag + " " + t.coll_name;
+      gemm.label = tag + " " + t.name;
+      if (t.before) part.push_back(std::move(coll));
+      part.push_back(std::move(gemm));
+      if (!t.before) part.push_back(std::move(coll));
+      return;
+    }
+    auto coll = [&](int i) {
+      Op c = t.coll_chunk;
+      c.group = group;
+      c.label = fmt::format("{} {} {}", tag, t.coll_name, i);
+      return c;
+    };
+    auto gemm = [&](int i) {
+      Op g = t.gemm_chunk;
+      g.label = fmt::format("{} {} {}", tag, t.name, i);
+      return g;
+    };
+    if (t.before) {
+      part.push_back(ops::wait_stream(tp_stream_, kCompute));  // the input is ready
+      for (int i = 0; i < t.chunks; ++i) {
+        part.push_back(coll(i));
+        part.push_back(ops::record(tp_stream_, tp_events_[static_cast<size_t>(i)]));
+      }
+      for (int i = 0; i < t.chunks; ++i) {
+        part.push_back(ops::wait_event(kCompute, tp_events_[static_cast<size_t>(i)]));
+        part.push_back(gemm(i));
+      }
+      return;
+    }
+    for (int i = 0; i < t.chunks; ++i) {
+      part.push_back(gemm(i));
+      part.push_back(ops::record(kCompute, tp_events_[static_cast<size_t>(i)]));
+      part.push_back(ops::wait_event(tp_stream_, tp_events_[static_cast<size_t>(i)]));
+      part.push_back(coll(i));
+    }
+    part.push_back(ops::record(tp_stream_, tp_done_));
+    part.push_back(ops::wait_event(kCompute, tp_done_));
+  }
+
+  // Ring exchange (Transformer Engine's ring_exchange method): with the
+  // group's G ranks in a ring, an all-gather + GEMM computes G pieces, piece
+  // i on the share received at step i - 1 while that share goes on to the
+  // next rank; a GEMM + reduce-scatter computes G pieces, each partial
+  // result added to the one received and sent on, the last one the rank's
+  // own. Sends and receives on streams of their own, as a batched
+  // isend/irecv.
+  void ring_exchange_gemm(std::vector<Op>& part, int rank, const Template& t, const std::string& tag) {
+    const int G = t.chunks;
+    const std::vector<int>& members = b_.schedule().groups[static_cast<size_t>(group_of(t.coll_group, rank))].ranks;
+    const int at = static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
+    const int next = members[static_cast<size_t>((at + 1) % G)], prev = members[static_cast<size_t>((at + G - 1) % G)];
+    auto gemm = [&](int i) {
+      Op g = t.gemm_chunk;
+      g.label = fmt::format("{} {} {}", tag, t.name, i);
+      return g;
+    };
+    auto exchange = [&](int i) {
+      Op send = t.coll_chunk;
+      send.peer = next;
+      send.label = fmt::format("{} {} send {}", tag, t.coll_name, i);
+      Op recv = send;
+      recv.coll = CollKind::Recv;
+      recv.stream = tp_recv_;
+      recv.peer = prev;
+      recv.label = fmt::format("{} {} recv {}", tag, t.coll_name, i);
+      part.push_back(std::move(send));
+      part.push_back(std::move(recv));
+      part.push_back(ops::record(tp_recv_, tp_events_[static_cast<size_t>(i)]));
+    };
+    for (int i = 0; i < G; ++i) {
+      if (t.before) {
+        if (i + 1 < G) {  // pass on the share this step computes on
+          if (i == 0) part.push_back(ops::wait_stream(tp_send_, kCompute));  // the rank's own share is ready
+          else part.push_back(ops::wait_event(tp_send_, tp_events_[static_cast<size_t>(i - 1)]));
+          exchange(i);
+        }
+        if (i > 0) part.push_back(ops::wait_event(kCompute, tp_events_[static_cast<size_t>(i - 1)]));
+        part.push_back(gemm(i));
+      } else {
+        part.push_back(gemm(i));
+        if (i > 0) {  // add the partial received
+          part.push_back(ops::wait_event(kCompute, tp_events_[static_cast<size_t>(i - 1)]));
+          part.push_back(ops::memory_kernel(kCompute, 3.0 * static_cast<double>(t.coll_chunk.bytes), fmt::format("{} {} add {}", tag, t.coll_name, i)));
+        }
+        if (i + 1 < G) {
+          part.push_back(ops::wait_stream(tp_send_, kCompute));
+          exchange(i);
+        }
+      }
+    }
+  }
+
+  // Ring attention: at step i the rank computes its queries against the K/V
+  // chunk it holds while it sends that chunk to the next ring rank and
+  // receives the next one from the previous (send and receive on streams of
+  // their own, as a batched isend/irecv); step i + 1 waits for the receive.
+  void ring_attention(std::vector<Op>& part, int rank, const Template& t, const std::string& label) {
+    const int G = w_.ring;
+    for (int i = 0; i < G; ++i) {
+      if (i + 1 < G) {
+        if (i == 0) part.push_back(ops::wait_stream(ring_send_, kCompute));  // its own K/V are ready
+        else part.push_back(ops::wait_event(ring_send_, ring_events_[static_cast<size_t>(i - 1)]));
+        Op send = ops::collective(ring_send_, CollKind::Send, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv send {}", label, i));
+        send.peer = ring_next_[static_cast<size_t>(rank)];
+        Op recv = ops::collective(ring_recv_, CollKind::Recv, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv recv {}", label, i));
+        recv.peer = ring_prev_[static_cast<size_t>(rank)];
+        part.push_back(std::move(send));
+        part.push_back(std::move(recv));
+        part.push_back(ops::record(ring_recv_, ring_events_[static_cast<size_t>(i)]));
+      }
+      Op chunk = t.op;
+      chunk.label = fmt::format("{} {}", label, i);
+      part.push_back(std::move(chunk));
+      if (i + 1 < G) part.push_back(ops::wait_event(kCompute, ring_events_[static_cast<size_t>(i)]));
+    }
+  }
+  void block(std::vector<Op>& ops, int rank, int l) {
+    std::vector<std::vector<Op>> one(1);
+    one[0].swap(ops);
+    block(one, rank, l);
+    ops.swap(one[0]);
+  }
+  Bytes layer_bytes(int l) const { return types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].bytes; }
+
+  int expert_of(int fwd) const {
+    if (w_.model.experts < 2) return 0;
+    const int step = w_.cfg == CfgMode::Serial ? fwd / 2 : fwd;
+    return step < static_cast<int>(w_.model.boundary * w_.steps + 0.5) ? 0 : 1;
+  }
+
+  void copy(std::vector<Op>& ops, int stream, const std::string& name, Bytes bytes, bool async) {
+    ops.push_back(ops::copy(stream, CopyKind::H2D, bytes, w_.host_memory, async, name));
+  }
+  void alloc(std::vector<Op>& ops, const std::string& tag, Bytes bytes, MemPart part = MemPart::Weights) {
+    ops.push_back(ops::alloc(tag, bytes, MemSpace::Device, part));
+  }
+  void free_(std::vector<Op>& ops, const std::string& tag) { ops.push_back(ops::free(tag)); }
+
+  // What a rank holds beside its block weights, taken before the steps: the
+  // runtime's own memory, the GEMM workspace, the models outside the blocks
+  // held through the steps, the encoders while they run (with their weights
+  // when offloaded), then the forward's activations and the allocator's
+  // reserve over them.
+  void memory_before(std::vector<Op>& ops) {
+    const VramParams& v = w_.params.vram;
+    if (v.cuda_context > 0) alloc(ops, "cuda context", v.cuda_context, MemPart::Runtime);
+    if (v.gemm_workspace > 0) alloc(ops, "gemm workspace", v.gemm_workspace, MemPart::Workspace);
+    for (const MemoryPlan::Outside& o : plan_.outside)
+      if (o.resident && o.weights > 0) alloc(ops, o.name, o.weights, MemPart::Outside);
+    for (const MemoryPlan::Outside& o : plan_.outside)
+      if (o.runs == OutsideModel::Runs::Before) outside_run(ops, o);
+    if (plan_.activations > 0) alloc(ops, "activations", plan_.activations, MemPart::Activations);
+    if (plan_.reserve > 0) alloc(ops, "allocator reserve", plan_.reserve, MemPart::Reserve);
+  }
+  // The decoders after the steps (the VAE), on what the steps left held.
+  void memory_after(std::vector<Op>& ops) {
+    for (const MemoryPlan::Outside& o : plan_.outside)
+      if (o.runs == OutsideModel::Runs::After) outside_run(ops, o);
+  }
+  void outside_run(std::vector<Op>& ops, const MemoryPlan::Outside& o) {
+    const bool load = !o.resident && o.weights > 0;
+    if (load) alloc(ops, o.name, o.weights, MemPart::Outside);
+    if (o.activations > 0) alloc(ops, o.name + " activations", o.activations, MemPart::Activations);
+    if (o.activations > 0) free_(ops, o.name + " activations");
+    if (load) free_(ops, o.name);
+  }
+  void record(std::vector<Op>& ops, int stream, int ev) { ops.push_back(ops::record(stream, ev)); }
+  void wait_event(std::vector<Op>& ops, int stream, int ev) { ops.push_back(ops::wait_event(stream, ev)); }
+  void wait_stream(std::vector<Op>& ops, int stream, int on) { ops.push_back(ops::wait_stream(stream, on)); }
+  void sync(std::vector<Op>& ops, int stream) { ops.push_back(ops::stream_sync(stream)); }
+
+  std::string layer_name(int g) const {  // g: global layer index over all forwards
+    const int L = static_cast<int>(seq_.size());
+    return fmt::format("e{}.f{}.l{}", expert_of(g / L), g / L, g % L);  // <= 15 chars up to 999 forwards
+  }
+
+  void program(int rank) {
+    std::vector<Op> ops;
+    const int L = static_cast<int>(seq_.size()), F = w_.forwards_per_rank();
+    reserve_huge(ops, static_cast<size_t>(F) * static_cast<size_t>(L) * kOpsPerBlock + 100);
+    const int total = F * L;
+    const bool cfg_par = w_.cfg == CfgMode::Parallel;
+    const int half = w_.ring * w_.ulysses * w_.tp;  // ranks of one CFG half
+    auto fwd_marker = [&](int f) {
+      const int step = w_.cfg == CfgMode::Serial ? f / 2 : f;
+      const std::string cond = w_.cfg == CfgMode::Serial ? (f % 2 ? "uncond" : "cond") : (cfg_par ? (rank < half ? "cond" : "uncond") : "cond");
+      marker(ops, fmt::format("step {} {}", step, cond));
+    };
+    auto end_of_step = [&](int f) {
+      const bool last_of_step = w_.cfg != CfgMode::Serial || f % 2 == 1;
+      if (!last_of_step || !cfg_par) return;
+      // CFG-parallel: combine the two predictions (the latent, fp32).
+      const Bytes latent = 2 * 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4 / (w_.ulysses * w_.ring);
+      ops.push_back(ops::collective(kCompute, CollKind::AllGather, cfg_of_[static_cast<size_t>(rank)], latent, CollAlgo::Nccl, DType::FP32, "cfg gather"));
+    };
+
+    memory_before(ops);
+    switch (w_.offload) {
+      case OffloadPolicy::None: {
+        for (int e = 0; e < w_.model.experts; ++e)
+          for (int l = 0; l < L; ++l) alloc(ops, fmt::format("e{}.l{}", e, l), layer_bytes(l));
+        for (int f = 0; f < F; ++f) {
+          fwd_marker(f);
+          for (int l = 0; l < L; ++l) block(ops, rank, l);
+          end_of_step(f);
+        }
+        sync(ops, kCompute);
+        break;
+      }
+      case OffloadPolicy::Blocking:
+      case OffloadPolicy::Layerwise: {
+        const int P = w_.offload == OffloadPolicy::Blocking ? 0 : w_.prefetch_size;
+        std::vector<char> prefetched(static_cast<size_t>(total), 0);
+        auto prefetch = [&](int g) {
+          if (prefetched[g]) return;  // already on the GPU or on its way (the wrap-around overlaps)
+          prefetched[g] = 1;
+          const std::string n = layer_name(g);
+          alloc(ops, n, layer_bytes(g % L));
+          copy(ops, kCopy, "h2d " + n, layer_bytes(g % L), true);
+          record(ops, kCopy, event(n));
+        };
+        if (P > 0) {
+          for (int j = 0; j < P && j < total; ++j) prefetch(j);
+        }
+        for (int f = 0; f < F; ++f) {
+          fwd_marker(f);
+          for (int l = 0; l < L; ++l) {
+            const int g = f * L + l;
+            const std::string n = layer_name(g);
+            if (P == 0) {  // the old path: a blocking .to() per layer
+              alloc(ops, n, layer_bytes(l));
+              copy(ops, kCompute, "h2d " + n, layer_bytes(l), false);
+            } else {
+              if (l % P == 0) {
+                wait_stream(ops, kCopy, kCompute);  // copy_stream.wait_stream(compute)
+                for (int j = g + P; j < g + 2 * P && j < total; ++j) prefetch(j);
+              }
+              wait_event(ops, kCompute, event(n));
+            }
+            block(ops, rank, l);
+            free_(ops, n);
+            // Prefetched weights were allocated on the copy stream and used on
+            // compute (record_stream): their memory comes back once compute
+            // has run the block.
+            if (P > 0) ops.back().stream = kCompute;
+          }
+          end_of_step(f);
+        }
+        sync(ops, kCompute);
+        break;
+      }
+      case OffloadPolicy::Block:
+      case OffloadPolicy::Phase: {
+        // Two GPU buffers; the next unit (a block, or with `phase` a
+        // sub-layer) is copied while this one computes; the host
+        // synchronises both streams after every unit.
+        Bytes largest = 0;
+        for (const TypeTemplate& tt : types_)
+          for (Bytes b : tt.units) largest = std::max(largest, b);
+        // Units of a forward in order: (block, part).
+        std::vector<std::pair<int, int>> units;
+        for (int l = 0; l < L; ++l)
+          for (int u = 0; u < static_cast<int>(types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].units.size()); ++u) units.emplace_back(l, u);
+        auto unit_bytes = [&](size_t i) {
+          const auto [l, u] = units[i % units.size()];
+          return types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].units[static_cast<size_t>(u)];
+        };
+        alloc(ops, "buffer0", largest);
+        alloc(ops, "buffer1", largest);
+        copy(ops, kCopy, "h2d first", unit_bytes(0), true);
+        sync(ops, kCopy);
+        const size_t count = static_cast<size_t>(F) * units.size();
+        for (int f = 0; f < F; ++f) {
+          fwd_marker(f);
+          for (int l = 0; l < L; ++l) {
+            const int per_block = static_cast<int>(types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].units.size());
+            std::vector<std::vector<Op>> parts(static_cast<size_t>(per_block));
+            block(parts, rank, l);
+            for (int u = 0; u < per_block; ++u) {
+              const size_t here = unit_index(units, l, u) + static_cast<size_t>(f) * units.size();
+              if (here + 1 < count) copy(ops, kCopy, fmt::format("h2d f{}.l{}.{}", f, l, (u + 1) % per_block), unit_bytes(here + 1), true);
+              for (Op& op : parts[static_cast<size_t>(u)]) ops.push_back(std::move(op));
+              sync(ops, kCompute);
+              sync(ops, kCopy);
+            }
+          }
+          end_of_step(f);
+        }
+        free_(ops, "buffer0");
+        free_(ops, "buffer1");
+        break;
+      }
+    }
+    memory_after(ops);
+    b_.program(rank) = std::move(ops);
+  }
+
+  static size_t unit_index(const std::vector<std::pair<int, int>>& units, int l, int u) {
+    return static_cast<size_t>(std::lower_bound(units.begin(), units.end(), std::make_pair(l, u)) - units.begin());
+  }
+
+  const DitWorkload& w_;
+  ScheduleBuilder b_;
+  RepeatVars vars_;
+  MemoryPlan plan_ = memory_plan(w_);
+  std::vector<TypeTemplate> types_;
+  std::vector<int> seq_;  // block l of a forward -> its type
+  std::vector<int> sp_of_, tp_of_, cfg_of_;  // rank -> its group of that kind, or -1
+  std::vector<int> ring_next_, ring_prev_;   // rank -> its ring neighbours
+  std::vector<int> ring_events_;             // per ring step: its K/V received
+  int ring_send_ = -1, ring_recv_ = -1;      // ring > 1: the K/V streams
+  int tp_stream_ = -1;                       // tp_overlap: chunked: the tied collectives' stream
+  int tp_send_ = -1, tp_recv_ = -1;          // tp_overlap: ring_exchange: its sends' and receives' streams
+  std::vector<int> tp_events_;               // per chunk
+  int tp_done_ = -1;
+};
+
+}  // namespace
+
+Schedule generate_schedule(const DitWorkload& w) { return Gen(w).run(); }
+
+}  // namespace osim
