@@ -315,10 +315,16 @@ int reference_command(const std::string& folder, bool write_calibration) {
     figures("", "validation", "validation runs");
     if (v.has("timing_events")) figures(path(v.str("timing_events")), "validation_timing_events", "with their timing events");
   }
+  // The calibration as committed (or just written), read once for the sections below.
+  const ModelParams params = load_calibration(cal_file);
+  // A section naming a folder of program results (`runs:`), each one's twin predicted.
+  const auto predicted = [&](const char* key) {
+    MapReader m(file, top.get(key), key, {"runs"});
+    return std::make_pair(m, predict_programs(program_files(path(m.str("runs"))), topo, params));
+  };
   if (top.has("programs")) {
     // Reference programs (framework programs run on the machine, none of them a calibration input).
-    MapReader pr(file, top.get("programs"), "programs", {"runs"});
-    const ProgramFigures f = predict_programs(program_files(path(pr.str("runs"))), topo, load_calibration(cal_file));
+    const auto [pr, f] = predicted("programs");
     std::cout << fmt::format("  programs: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", f.runs.size(),
                              f.median_pct, f.worst_pct, f.spearman_min);
     if (expected && expected->has("programs")) {
@@ -329,8 +335,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
   }
   if (top.has("models")) {
     // The other presets' blocks as their reference code runs them (validate/programs/model_blocks.py), against the presets.
-    MapReader mr(file, top.get("models"), "models", {"runs"});
-    const ProgramFigures f = predict_programs(program_files(path(mr.str("runs"))), topo, load_calibration(cal_file));
+    const auto [mr, f] = predicted("models");
     std::cout << format_program_figures(f);
     std::cout << fmt::format("  models: {} runs, makespan error median {:.1f} %, worst {:.1f} %; peak allocated median {:.1f} %, worst {:.1f} %\n", f.runs.size(),
                              f.median_pct, f.worst_pct, f.allocated_median_pct, f.allocated_worst_pct);
@@ -343,8 +348,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
   }
   if (top.has("memory")) {
     // Reference programs run for their peak memory (the allocator's statistics), against their twins' peak VRAM.
-    MapReader mr(file, top.get("memory"), "memory", {"runs"});
-    const ProgramFigures f = predict_programs(program_files(path(mr.str("runs"))), topo, load_calibration(cal_file));
+    const auto [mr, f] = predicted("memory");
     if (f.memory_runs == 0) mr.fail("runs", "none of these program results measured its memory (validate/programs/dit_offload.py writes memory:)");
     std::cout << fmt::format("  memory: {} runs, peak allocated error median {:.1f} %, worst {:.1f} %; peak in use median {:.1f} %, worst {:.1f} %\n",
                              f.memory_runs, f.allocated_median_pct, f.allocated_worst_pct, f.device_median_pct, f.device_worst_pct);
@@ -356,7 +360,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
   if (top.has("traces")) {
     // Reference programs' torch.profiler traces imported and simulated: step time against the program's own (no profiler).
     MapReader tr(file, top.get("traces"), "traces", {"runs", "steps"});
-    const std::vector<TraceFigure> figs = trace_figures(path(tr.str("runs")), topo, load_calibration(cal_file), tr.opt_str("steps").value_or(""));
+    const std::vector<TraceFigure> figs = trace_figures(path(tr.str("runs")), topo, params, tr.opt_str("steps").value_or(""));
     std::cout << format_trace_figures(figs);
     std::vector<double> pinned, pageable;
     for (const TraceFigure& f : figs) (f.pageable ? pageable : pinned).push_back(std::abs(f.error()));

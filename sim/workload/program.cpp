@@ -50,7 +50,11 @@ ProgramPrediction predict_program(const ProgramRun& run, const hw::Topology& top
   DitWorkload w = parse_workload_string(run.workload_yaml, run.file);
   w.params = params;  // the twin names shapes, offload and its attention's backend; the rates are the calibration's
   const ExecResult res = execute_after_runs(generate_schedule(w), topo, w.params, run.runs_before);
-  ProgramPrediction p{run.name, run.group, run.measured_s, res.makespan.s()};
+  ProgramPrediction p;
+  p.name = run.name;
+  p.group = run.group;
+  p.measured_s = run.measured_s;
+  p.simulated_s = res.makespan.s();
   p.measured_allocated = run.peak_allocated;
   p.measured_device = run.peak_device;
   const auto& parts = res.ranks.at(0).peak_parts;
