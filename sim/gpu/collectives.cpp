@@ -44,19 +44,21 @@ void Collectives::arrive_or_park(int r, int id) {
   auto& [inst, seq] = coll_of(r, id);
   if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
     const bool send = op.coll == CollKind::Send;
-    const int src = send ? r : op.peer, dst = send ? op.peer : r;
-    const int n = send ? K.send_seq[op.peer]++ : K.recv_seq[op.peer]++;
+    const int peer = x_.s.programs[static_cast<size_t>(r)].peer_of(op);
+    const int src = send ? r : peer, dst = send ? peer : r;
+    const int n = send ? K.send_seq[peer]++ : K.recv_seq[peer]++;
     const auto key = std::make_tuple(-1 - src, dst, n);
     inst = instance(key, -1, n, {src, dst});
     arrive(r, id);
     return;
   }
-  seq = K.group_seq[static_cast<size_t>(op.group)]++;
-  if (seq > K.group_done[static_cast<size_t>(op.group)]) {
-    K.parked[static_cast<size_t>(op.group)].push_back(id);  // NCCL serialises collectives on a communicator
+  const int group = x_.s.programs[static_cast<size_t>(r)].group_of(op);
+  seq = K.group_seq[static_cast<size_t>(group)]++;
+  if (seq > K.group_done[static_cast<size_t>(group)]) {
+    K.parked[static_cast<size_t>(group)].push_back(id);  // NCCL serialises collectives on a communicator
     return;
   }
-  inst = instance(std::make_tuple(op.group, 0, seq), op.group, seq, x_.s.groups[static_cast<size_t>(op.group)].ranks);
+  inst = instance(std::make_tuple(group, 0, seq), group, seq, x_.s.groups[static_cast<size_t>(group)].ranks);
   arrive(r, id);
 }
 
@@ -498,7 +500,7 @@ std::string Collectives::waiting(int r, int index, uint8_t f) const {
   const Op& op = R.ops[index];
   const auto [inst, seq] = ranks_[static_cast<size_t>(r)].coll[static_cast<size_t>(R.queues->coll_ord[static_cast<size_t>(index)])];
   if (!(f & kDispatched)) return ": not dispatched (queued behind another op)";
-  if (!(f & kArrived)) return fmt::format(": waits for call #{} on group '{}' to finish first", seq - 1, x_.s.groups[static_cast<size_t>(op.group)].name);
+  if (!(f & kArrived)) return fmt::format(": waits for call #{} on group '{}' to finish first", seq - 1, x_.s.groups[static_cast<size_t>(x_.s.programs[static_cast<size_t>(r)].group_of(op))].name);
   const CollInst& c = insts_[static_cast<size_t>(inst)];
   std::vector<int> missing;
   for (size_t m = 0; m < c.members.size(); ++m)

@@ -50,7 +50,7 @@ class Executor {
     for (int r = 0; r < s.ranks(); ++r)
       if (p2p_ranks_[static_cast<size_t>(r)])
         for (const Op& op : *s.programs[static_cast<size_t>(r)].ops)
-          if (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P) (void)fabric_.route_between(r, op.peer, true);
+          if (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P) (void)fabric_.route_between(r, s.programs[static_cast<size_t>(r)].peer_of(op), true);
   }
 
   ExecResult run() {

@@ -38,6 +38,10 @@ Op free(std::string tag);
 Op marker(int stream, std::string text);
 }  // namespace ops
 
+struct ProgramRoles {
+  std::vector<int> groups, peers;
+};
+
 class ScheduleBuilder {
  public:
   ScheduleBuilder(std::string name, int ranks);
@@ -50,8 +54,15 @@ class ScheduleBuilder {
   void add(int r, Op op) { programs_[static_cast<size_t>(r)].push_back(std::move(op)); }
   /// The schedule's other fields (file, topology, runtime, gpus) before build.
   Schedule& schedule() { return s_; }
-  /// Ranks in `same_as` run rank same_as[r]'s program (shared, not copied).
+  const Schedule& schedule() const { return s_; }
+  /// Rank r runs rank `with`'s program (shared, not copied).
   void share_program(int r, int with) { shared_[r] = with; }
+  /// Rank r's groups and peers by role (Program::group_roles, peer_roles).
+  void set_roles(int r, ProgramRoles roles) {
+    Program& p = s_.programs[static_cast<size_t>(r)];
+    p.group_roles = std::move(roles.groups);
+    p.peer_roles = std::move(roles.peers);
+  }
   /// The schedule, checked (check_schedule). The builder is spent.
   Schedule build();
 

@@ -509,11 +509,30 @@ RuntimeSettings read_runtime_settings(const MapReader& r) {
   return out;
 }
 
+namespace {
+// A rank that shares `first`'s ops: where first has a group or peer by
+// role, so must it (the ops were checked with first's), its group holding
+// it and its peer another rank. Generated schedules only: parsers resolve roles.
+void check_roles(const Schedule& s, const Program& p, [[maybe_unused]] const Program& first) {
+  assert(p.group_roles.size() == first.group_roles.size() && p.peer_roles.size() == first.peer_roles.size());
+  for (size_t k = 0; k < p.group_roles.size(); ++k) {
+    assert((p.group_roles[k] >= 0) == (first.group_roles[k] >= 0));
+    if (p.group_roles[k] < 0) continue;
+    [[maybe_unused]] const auto& g = s.groups[static_cast<size_t>(p.group_roles[k])].ranks;
+    assert(std::find(g.begin(), g.end(), p.rank) != g.end());
+  }
+  for (size_t k = 0; k < p.peer_roles.size(); ++k) assert((p.peer_roles[k] >= 0) == (first.peer_roles[k] >= 0) && p.peer_roles[k] != p.rank);
+}
+}  // namespace
+
 void check_schedule(const Schedule& s) {
-  const std::vector<Op>* checked = nullptr;
+  const Program* checked = nullptr;
   for (const Program& p : s.programs) {
-    if (p.ops.get() == checked) continue;  // shared with the previous rank: checked already
-    checked = p.ops.get();
+    if (checked && p.ops == checked->ops) {  // shared with the previous rank: its ops are checked, its roles not
+      check_roles(s, p, *checked);
+      continue;
+    }
+    checked = &p;
     std::set<int> recorded;
     std::map<std::string, int> live_dev;
     for (int index = 0; index < static_cast<int>(p.ops->size()); ++index) {
@@ -530,15 +549,15 @@ void check_schedule(const Schedule& s) {
           break;
         case OpKind::Collective:
           if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
-            if (op.peer == p.rank) fail("send/recv to itself");
+            if (p.peer_of(op) == p.rank) fail("send/recv to itself");
           } else {
-            const auto& g = s.groups[op.group].ranks;
+            const auto& g = s.groups[static_cast<size_t>(p.group_of(op))].ranks;
             if (std::find(g.begin(), g.end(), p.rank) == g.end())
-              fail(fmt::format("collective on group '{}', which does not contain this rank", s.groups[op.group].name));
+              fail(fmt::format("collective on group '{}', which does not contain this rank", s.groups[static_cast<size_t>(p.group_of(op))].name));
           }
           break;
         case OpKind::Memcpy:
-          if (op.copy == CopyKind::P2P && op.peer == p.rank) fail("p2p copy to itself: use kind d2d");
+          if (op.copy == CopyKind::P2P && p.peer_of(op) == p.rank) fail("p2p copy to itself: use kind d2d");
           break;
         case OpKind::Alloc:
           if (live_dev.count(op.label))
@@ -638,7 +657,7 @@ std::string to_yaml(const Schedule& s) {
           if (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) kv("host", op.host_mem == HostMem::Pinned ? "pinned" : "pageable");
           if (op.host_span > 0) kv("host_span", op.host_span);
           kv("async", op.async);
-          if (op.copy == CopyKind::P2P) kv("peer", op.peer);
+          if (op.copy == CopyKind::P2P) kv("peer", p.peer_of(op));
           break;
         case OpKind::EventRecord:
           kv("event", s.events[op.event]);
@@ -661,9 +680,9 @@ std::string to_yaml(const Schedule& s) {
           kv("bytes", op.bytes);
           stream("stream", op.stream);
           if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
-            kv("peer", op.peer);
+            kv("peer", p.peer_of(op));
           } else {
-            kv("group", s.groups[op.group].name);
+            kv("group", s.groups[static_cast<size_t>(p.group_of(op))].name);
             kv("algorithm", to_string(op.algo));
           }
           kv("dtype", to_string(op.dtype));

@@ -5,6 +5,7 @@
 // out by to_yaml() so generated schedules can be saved and edited.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -111,11 +112,29 @@ struct Op {
 /// last (without it, the last step ends with the run).
 inline constexpr const char* kStepsEndMarker = "end of steps";
 
+/// An op of a shared program may name its group or peer by role:
+/// op.group (or op.peer) = role_ref(k) is the rank's Program::group_roles[k]
+/// (peer_roles[k]). Ranks that differ only in whom they talk to (ring
+/// neighbours, their own Ulysses or tensor-parallel group) so share one op list.
+inline constexpr int role_ref(int k) { return -2 - k; }
+
 struct Program {
   int rank = 0;
   /// Immutable once built; ranks that run the same program share it (a
-  /// generated Ulysses workload holds one copy instead of one per rank).
+  /// generated workload holds one copy per CFG half instead of one per rank).
   std::shared_ptr<const std::vector<Op>> ops = std::make_shared<const std::vector<Op>>();
+  /// This rank's groups and peers by role (see role_ref); -1: it has none.
+  std::vector<int> group_roles, peer_roles;
+  /// The op's group (index into Schedule::groups) or peer rank on this rank.
+  [[nodiscard]] int group_of(const Op& op) const { return op.group <= -2 ? role(group_roles, op.group) : op.group; }
+  [[nodiscard]] int peer_of(const Op& op) const { return op.peer <= -2 ? role(peer_roles, op.peer) : op.peer; }
+
+ private:
+  static int role(const std::vector<int>& roles, int ref) {
+    const auto k = static_cast<size_t>(-2 - ref);
+    assert(k < roles.size());
+    return roles[k];
+  }
 };
 
 struct StreamDecl {

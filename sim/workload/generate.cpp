@@ -78,19 +78,21 @@ class Gen {
   }
 
   Schedule run() {
-    // Without CFG-parallel or tensor parallelism every rank runs the same
-    // program (Ulysses ranks differ only in their data): generate it once and share it.
-    const bool same = w_.cfg != CfgMode::Parallel && w_.tp == 1 && w_.ring == 1;
-    const size_t programs = same ? 1 : static_cast<size_t>(w_.ranks());
+    // The ranks of a CFG half run the same program (they differ only in
+    // their data and, by role, in their groups and peers): generate it once
+    // per half and share it.
+    const int half = w_.ranks() / (w_.cfg == CfgMode::Parallel ? 2 : 1);
+    const size_t programs = static_cast<size_t>(w_.ranks() / half);
     const size_t per_program = static_cast<size_t>(w_.forwards_per_rank()) * seq_.size() * kOpsPerBlock + 100;
     if (per_program > limits::max_unrolled_ops() / programs)
       throw InputError(SourceLocation{w_.file, 0, 0},
                        fmt::format("{} steps ({} forwards a rank) x {} blocks{} unroll to about {} ops, more than the {} a run holds in memory: "
                                    "simulate fewer steps (every step after the first takes the same time) or fewer ranks",
                                    w_.steps, w_.forwards_per_rank(), seq_.size(),
-                                   same ? "" : fmt::format(" x {} ranks", programs), programs * per_program, limits::max_unrolled_ops()));
+                                   programs > 1 ? fmt::format(" x {} CFG halves", programs) : "", programs * per_program, limits::max_unrolled_ops()));
     for (int r = 0; r < w_.ranks(); ++r) {
-      if (same && r > 0) b_.share_program(r, 0);
+      b_.set_roles(r, roles_of(r));
+      if (r % half > 0) b_.share_program(r, r - r % half);
       else program(r);
     }
     return b_.build();
@@ -228,41 +230,65 @@ class Gen {
     for (const BlockInstance& b : block_sequence(spec, vars_)) seq_.push_back(static_cast<int>(b.type - spec.blocks.data()));
   }
 
+  // Rank r's groups by kind, and its peers: its ring neighbours, then the
+  // next and previous rank in each of its groups (index order, a ring).
+  ProgramRoles roles_of(int r) const {
+    const auto at = static_cast<size_t>(r);
+    ProgramRoles out;
+    out.groups = {sp_of_[at], tp_of_[at], cfg_of_[at]};
+    const bool ring = w_.ring > 1;
+    out.peers = {ring ? ring_next_[at] : -1, ring ? ring_prev_[at] : -1};
+    for (int g : out.groups) {
+      if (g < 0) {
+        out.peers.insert(out.peers.end(), {-1, -1});
+        continue;
+      }
+      const std::vector<int>& m = b_.schedule().groups[static_cast<size_t>(g)].ranks;
+      const size_t n = m.size(), i = static_cast<size_t>(std::find(m.begin(), m.end(), r) - m.begin());
+      out.peers.insert(out.peers.end(), {m[(i + 1) % n], m[(i + n - 1) % n]});
+    }
+    return out;
+  }
+
   int event(const std::string& name) { return b_.event(name); }
   void marker(std::vector<Op>& ops, const std::string& name) { ops.push_back(ops::marker(kCompute, name)); }
 
   // Block l of a forward on this rank, its ops in sub-layer order (`phase`
   // offload runs them one sub-layer at a time): parts[p] gets phase p's.
-  void block(std::vector<std::vector<Op>>& parts, int rank, int l) {
+  void block(std::vector<std::vector<Op>>& parts, int l) {
     const std::string tag = fmt::format("l{}", l);
     const TypeTemplate& tt = types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])];
     for (const Template& t : tt.ops) {
       std::vector<Op>& part = parts[parts.size() == 1 ? 0 : static_cast<size_t>(t.phase)];
       if (t.ring) {
-        ring_attention(part, rank, t, tag + " " + t.name);
+        ring_attention(part, t, tag + " " + t.name);
         continue;
       }
       if (t.tied) {
-        tied_gemm(part, rank, t, tag);
+        tied_gemm(part, t, tag);
         continue;
       }
       Op op = t.op;
       op.label = tag + " " + t.name;
-      if (t.group != Group::None) op.group = group_of(t.group, rank);
+      if (t.group != Group::None) op.group = group_role(t.group);
       part.push_back(std::move(op));
     }
   }
-  int group_of(Group g, int rank) const {
-    return g == Group::Ulysses ? sp_of_[static_cast<size_t>(rank)] : g == Group::Tp ? tp_of_[static_cast<size_t>(rank)] : cfg_of_[static_cast<size_t>(rank)];
-  }
+  // Programs name groups and peers by role (role_ref), so the ranks of a
+  // CFG half share one program; each rank's Program says who they are.
+  static int kind_index(Group g) { return g == Group::Ulysses ? 0 : g == Group::Tp ? 1 : 2; }
+  static int group_role(Group g) { return role_ref(kind_index(g)); }
+  static constexpr int kRingNext = 0, kRingPrev = 1;  // peer roles; then next and previous in each group kind's ring
+  static int next_in_group(Group g) { return role_ref(2 + 2 * kind_index(g)); }
+  static int prev_in_group(Group g) { return role_ref(3 + 2 * kind_index(g)); }
   // A GEMM with its tensor-parallel collective: in order on the compute
   // stream, or (tp_overlap: chunked) in pieces: the all-gather's pieces on
   // the tp stream, each GEMM piece waiting for its own; or each GEMM piece's
   // reduce-scatter on the tp stream after it, the next op waiting for the last.
-  void tied_gemm(std::vector<Op>& part, int rank, const Template& t, const std::string& tag) {
-    const int group = group_of(t.coll_group, rank);
+  void tied_gemm(std::vector<Op>& part, const Template& t, const std::string& tag) {
+    const int group = group_role(t.coll_group);
     if (tp_send_ >= 0) {
-      ring_exchange_gemm(part, rank, t, tag);
+      ring_exchange_gemm(part, t, tag);
       return;
     }
     if (tp_stream_ < 0) {
@@ -315,11 +341,9 @@ class Gen {
   // result added to the one received and sent on, the last one the rank's
   // own. Sends and receives on streams of their own, as a batched
   // isend/irecv.
-  void ring_exchange_gemm(std::vector<Op>& part, int rank, const Template& t, const std::string& tag) {
+  void ring_exchange_gemm(std::vector<Op>& part, const Template& t, const std::string& tag) {
     const int G = t.chunks;
-    const std::vector<int>& members = b_.schedule().groups[static_cast<size_t>(group_of(t.coll_group, rank))].ranks;
-    const int at = static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
-    const int next = members[static_cast<size_t>((at + 1) % G)], prev = members[static_cast<size_t>((at + G - 1) % G)];
+    const int next = next_in_group(t.coll_group), prev = prev_in_group(t.coll_group);
     auto gemm = [&](int i) {
       Op g = t.gemm_chunk;
       g.label = fmt::format("{} {} {}", tag, t.name, i);
@@ -365,16 +389,16 @@ class Gen {
   // chunk it holds while it sends that chunk to the next ring rank and
   // receives the next one from the previous (send and receive on streams of
   // their own, as a batched isend/irecv); step i + 1 waits for the receive.
-  void ring_attention(std::vector<Op>& part, int rank, const Template& t, const std::string& label) {
+  void ring_attention(std::vector<Op>& part, const Template& t, const std::string& label) {
     const int G = w_.ring;
     for (int i = 0; i < G; ++i) {
       if (i + 1 < G) {
         if (i == 0) part.push_back(ops::wait_stream(ring_send_, kCompute));  // its own K/V are ready
         else part.push_back(ops::wait_event(ring_send_, ring_events_[static_cast<size_t>(i - 1)]));
         Op send = ops::collective(ring_send_, CollKind::Send, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv send {}", label, i));
-        send.peer = ring_next_[static_cast<size_t>(rank)];
+        send.peer = role_ref(kRingNext);
         Op recv = ops::collective(ring_recv_, CollKind::Recv, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv recv {}", label, i));
-        recv.peer = ring_prev_[static_cast<size_t>(rank)];
+        recv.peer = role_ref(kRingPrev);
         part.push_back(std::move(send));
         part.push_back(std::move(recv));
         part.push_back(ops::record(ring_recv_, ring_events_[static_cast<size_t>(i)]));
@@ -385,10 +409,10 @@ class Gen {
       if (i + 1 < G) part.push_back(ops::wait_event(kCompute, ring_events_[static_cast<size_t>(i)]));
     }
   }
-  void block(std::vector<Op>& ops, int rank, int l) {
+  void block(std::vector<Op>& ops, int l) {
     std::vector<std::vector<Op>> one(1);
     one[0].swap(ops);
-    block(one, rank, l);
+    block(one, l);
     ops.swap(one[0]);
   }
   Bytes layer_bytes(int l) const { return types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].bytes; }
@@ -462,7 +486,7 @@ class Gen {
       if (!last_of_step || !cfg_par) return;
       // CFG-parallel: combine the two predictions (the latent, fp32).
       const Bytes latent = 2 * 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4 / (w_.ulysses * w_.ring);
-      ops.push_back(ops::collective(kCompute, CollKind::AllGather, cfg_of_[static_cast<size_t>(rank)], latent, CollAlgo::Nccl, DType::FP32, "cfg gather"));
+      ops.push_back(ops::collective(kCompute, CollKind::AllGather, group_role(Group::Cfg), latent, CollAlgo::Nccl, DType::FP32, "cfg gather"));
     };
 
     memory_before(ops);
@@ -472,7 +496,7 @@ class Gen {
           for (int l = 0; l < L; ++l) alloc(ops, fmt::format("e{}.l{}", e, l), layer_bytes(l));
         for (int f = 0; f < F; ++f) {
           fwd_marker(f);
-          for (int l = 0; l < L; ++l) block(ops, rank, l);
+          for (int l = 0; l < L; ++l) block(ops, l);
           end_of_step(f);
         }
         sync(ops, kCompute);
@@ -508,7 +532,7 @@ class Gen {
               }
               wait_event(ops, kCompute, event(n));
             }
-            block(ops, rank, l);
+            block(ops, l);
             free_(ops, n);
             // Prefetched weights were allocated on the copy stream and used on
             // compute (record_stream): their memory comes back once compute
@@ -546,7 +570,7 @@ class Gen {
           for (int l = 0; l < L; ++l) {
             const int per_block = static_cast<int>(types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].units.size());
             std::vector<std::vector<Op>> parts(static_cast<size_t>(per_block));
-            block(parts, rank, l);
+            block(parts, l);
             for (int u = 0; u < per_block; ++u) {
               const size_t here = unit_index(units, l, u) + static_cast<size_t>(f) * units.size();
               if (here + 1 < count) copy(ops, kCopy, fmt::format("h2d f{}.l{}.{}", f, l, (u + 1) % per_block), unit_bytes(here + 1), true);

@@ -108,10 +108,10 @@ TEST_CASE("sizes: loops, repeats and workloads that would exhaust memory are ref
             .find("more than 1048576 combinations") != std::string::npos);
   CHECK(topology_error(kTopo + "  - {name: \"gpu{i}\", kind: gpu, repeat: {i: 3, i: 4}}\n").find("repeat variable 'i' is given twice") !=
         std::string::npos);
-  // A workload's steps x blocks x ranks: refused with the keys named.
+  // A workload's steps x blocks x programs (one per CFG half): refused with the keys named.
   const std::string wan = std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/wan22-720p-dgx-sp8-layerwise.yaml";
   CHECK_THROWS_WITH_AS(generate_schedule(parse_workload_file(wan, {"steps=100000", "cfg=parallel"})),
-                       doctest::Contains("100000 steps (100000 forwards a rank) x 40 blocks x 16 ranks"), InputError);
+                       doctest::Contains("100000 steps (100000 forwards a rank) x 40 blocks x 2 CFG halves"), InputError);
   CHECK_THROWS_WITH_AS(parse_workload_file(wan, {"steps=4294967297"}), doctest::Contains("'steps'"), InputError);
   CHECK_THROWS_WITH_AS(parse_workload_file(wan, {"steps=2000000"}), doctest::Contains("1..1,000,000"), InputError);
 }

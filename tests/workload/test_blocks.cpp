@@ -89,7 +89,7 @@ TEST_CASE("tensor parallelism: groups of consecutive ranks, an all-gather and a 
     if (op.label == "l1 tp rs mlp") rs = &op;
   REQUIRE(rs);
   CHECK(rs->coll == CollKind::ReduceScatter);
-  CHECK(rs->group == 3);                  // tp1: ranks 2 and 3
+  CHECK(s.programs[3].group_of(*rs) == 3);                // tp1: ranks 2 and 3
   CHECK(rs->bytes == 2048LL * 4096 * 2);  // the input: the local tokens' activations, bf16
   // Without tensor parallelism the tied collectives are not there at all.
   CHECK(count_label(generate_schedule(workload("{preset: llama3-8b, dims: {layers: 2}}")), 0, " tp ag attn") == 0);
@@ -126,14 +126,14 @@ TEST_CASE("tensor parallelism as a ring exchange: tp GEMM pieces, tp - 1 sends t
   for (const Op& op : *s.programs[1].ops) {
     if (op.kind == OpKind::Collective && op.coll == CollKind::Send) {
       ++sends;
-      CHECK(op.peer == 2);
+      CHECK(s.programs[1].peer_of(op) == 2);
       CHECK(op.stream == 2);
       CHECK(op.channels == 16);
       CHECK(op.bytes == 4096LL * 4096 * 2 / 4);  // one rank's share of the all-gather / reduce-scatter
     }
     if (op.kind == OpKind::Collective && op.coll == CollKind::Recv) {
       ++recvs;
-      CHECK(op.peer == 0);
+      CHECK(s.programs[1].peer_of(op) == 0);
     }
     if (op.gemm && op.label.rfind("l0 qkv ", 0) == 0) {
       ++pieces;
@@ -211,8 +211,8 @@ TEST_CASE("ring attention and USP: ring steps of chunks, K/V passed to the next 
   CHECK(chunk->attention->heads == 20);  // 40 heads / Ulysses 2
   CHECK(chunk->attention->seq_q == 2048);
   CHECK(chunk->attention->seq_kv == 2048);
-  CHECK(send->peer == 3);
-  CHECK(recv->peer == 3);
+  CHECK(s.programs[1].peer_of(*send) == 3);  // by role: the next ring rank
+  CHECK(s.programs[1].peer_of(*recv) == 3);
   CHECK(send->bytes == 2LL * 2048 * 20 * 128 * 2);  // K and V of 2,048 tokens, 20 heads, bf16
   CHECK(count_label(s, 1, " kv send 0") == 2);
   CHECK(count_label(s, 1, " kv send 1") == 0);  // the last step passes nothing on
