@@ -8,9 +8,9 @@
 // engines may live in one process.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <queue>
 #include <vector>
 
 #include "units.hpp"
@@ -66,10 +66,48 @@ class Engine {
     uint64_t seq;
     uint32_t slot;
     uint32_t generation;
-    // std::priority_queue is a max-heap: "greater" means "later".
-    bool operator<(const Entry& o) const {
-      return time_ps != o.time_ps ? time_ps > o.time_ps : seq > o.seq;
+    [[nodiscard]] bool before(const Entry& o) const { return time_ps != o.time_ps ? time_ps < o.time_ps : seq < o.seq; }
+  };
+  // A 4-ary min-heap on (time, seq): half the depth of a binary heap, and a
+  // node's children share a cache line or two; the order is total, so the
+  // events come out as from any other heap.
+  class Heap {
+   public:
+    [[nodiscard]] bool empty() const { return v_.empty(); }
+    [[nodiscard]] const Entry& top() const { return v_.front(); }
+    void push(const Entry& e) {
+      size_t i = v_.size();
+      v_.push_back(e);
+      while (i > 0) {
+        const size_t parent = (i - 1) / 4;
+        if (!e.before(v_[parent])) break;
+        v_[i] = v_[parent];
+        i = parent;
+      }
+      v_[i] = e;
     }
+    void pop() {
+      const Entry e = v_.back();
+      v_.pop_back();
+      const size_t n = v_.size();
+      if (n == 0) return;
+      size_t i = 0;
+      for (;;) {
+        const size_t first = 4 * i + 1;
+        if (first >= n) break;
+        size_t least = first;
+        const size_t last = std::min(first + 4, n);
+        for (size_t c = first + 1; c < last; ++c)
+          if (v_[c].before(v_[least])) least = c;
+        if (!v_[least].before(e)) break;
+        v_[i] = v_[least];
+        i = least;
+      }
+      v_[i] = e;
+    }
+
+   private:
+    std::vector<Entry> v_;
   };
   struct Slot {
     Fn fn = nullptr;
@@ -86,7 +124,7 @@ class Engine {
   template <auto M, class C, class R>
   static void invoke_member(C* c, uint64_t, R (C::*)()) { (c->*M)(); }
 
-  std::priority_queue<Entry> heap_;
+  Heap heap_;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
   std::vector<Callback> functions_;  // std::function callbacks, by slot of their own

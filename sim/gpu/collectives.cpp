@@ -18,17 +18,37 @@ namespace osim::exec {
 
 Collectives::Collectives(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
-void Collectives::add_rank(int r, int colls) {
+void Collectives::add_rank(int r) {
   Rank& K = ranks_[static_cast<size_t>(r)];
   K.group_seq.assign(x_.s.groups.size(), 0);
   K.group_done.assign(x_.s.groups.size(), 0);
   K.parked.resize(x_.s.groups.size());
-  K.coll.assign(static_cast<size_t>(colls), {-1, -1});
 }
 
 std::pair<int32_t, int32_t>& Collectives::coll_of(int r, int id) {
   const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
-  return ranks_[static_cast<size_t>(r)].coll[static_cast<size_t>(R.queues->coll_ord[static_cast<size_t>(id - R.base)])];
+  Rank& K = ranks_[static_cast<size_t>(r)];
+  const int32_t ord = R.queues->coll_ord[static_cast<size_t>(id - R.base)];
+  assert(ord >= K.coll_first);
+  const auto i = static_cast<size_t>(ord - K.coll_first);
+  if (i >= K.coll.size()) K.coll.resize(i + 1, {-1, -1});  // at the end: references to the others stay valid
+  return K.coll[i];
+}
+
+std::pair<int32_t, int32_t> Collectives::coll_at(int r, int id) const {
+  const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
+  const Rank& K = ranks_[static_cast<size_t>(r)];
+  const auto i = static_cast<size_t>(R.queues->coll_ord[static_cast<size_t>(id - R.base)] - K.coll_first);
+  return i < K.coll.size() ? K.coll[i] : std::pair<int32_t, int32_t>{-1, -1};
+}
+
+void Collectives::coll_finished(int r, int id) {
+  Rank& K = ranks_[static_cast<size_t>(r)];
+  coll_of(r, id).first = kCollFinished;
+  while (!K.coll.empty() && K.coll.front().first == kCollFinished) {
+    K.coll.pop_front();
+    ++K.coll_first;
+  }
 }
 
 void Collectives::remove_closed(int r, int ci) {
@@ -460,6 +480,7 @@ void Collectives::member_done(int ci, int m) {
       arrive(rank, next);
     }
   }
+  coll_finished(rank, gid);
 }
 
 void Collectives::recap(int r) {
@@ -498,7 +519,7 @@ double Collectives::capped(const CollFlow& f, int from, int to) const {
 std::string Collectives::waiting(int r, int index, uint8_t f) const {
   const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
   const Op& op = R.ops[index];
-  const auto [inst, seq] = ranks_[static_cast<size_t>(r)].coll[static_cast<size_t>(R.queues->coll_ord[static_cast<size_t>(index)])];
+  const auto [inst, seq] = coll_at(r, R.base + index);
   if (!(f & kDispatched)) return ": not dispatched (queued behind another op)";
   if (!(f & kArrived)) return fmt::format(": waits for call #{} on group '{}' to finish first", seq - 1, x_.s.groups[static_cast<size_t>(x_.s.programs[static_cast<size_t>(r)].group_of(op))].name);
   const CollInst& c = insts_[static_cast<size_t>(inst)];

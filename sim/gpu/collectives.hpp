@@ -60,8 +60,8 @@ struct CollInst {
 class Collectives {
  public:
   explicit Collectives(ExecContext& x);
-  /// Rank r's program holds `colls` collectives.
-  void add_rank(int r, int colls);
+  /// Rank r joins: its groups' call counters.
+  void add_rank(int r);
   /// Collective `id` of rank r is dispatched: it arrives, or waits for the
   /// group's earlier call to finish.
   void arrive_or_park(int r, int id);
@@ -108,11 +108,18 @@ class Collectives {
     std::vector<CollFlow> coll_flows;  // its collectives' flows from it
     std::vector<CollFlow> coll_in;     // ... into it (kept only where InterferenceParams::comm_slowdown_receiver counts)
     std::vector<std::pair<int, int>> closed;  // (instance, member) replayed in closed form with flows from this rank
-    std::vector<std::pair<int32_t, int32_t>> coll;  // per collective op: (instance, sequence on its group)
+    // Per collective op from its oldest unfinished one on (by its place
+    // among the program's collectives): (instance, sequence on its group).
+    // Only what is in flight is held, not the whole program's.
+    std::deque<std::pair<int32_t, int32_t>> coll;
+    int32_t coll_first = 0;  // the place of coll.front()
     Time last_coll_end;  // when its last collective ended (straggler_share)
   };
   void recap(int r);
   std::pair<int32_t, int32_t>& coll_of(int r, int id);
+  std::pair<int32_t, int32_t> coll_at(int r, int id) const;  // an unfinished one's, without adding it
+  static constexpr int32_t kCollFinished = -2;
+  void coll_finished(int r, int id);
   int instance(std::tuple<int, int, int> key, int group, int seq, const std::vector<int>& members);
   int channels_of(const Op& op) const { return op.channels > 0 ? op.channels : x_.p.nccl.nccl_channels; }
   void arrive(int r, int id);

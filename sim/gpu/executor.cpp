@@ -129,7 +129,7 @@ class Executor {
     R.ops = ops.data();
     R.queues = &info.q;
     streams_.add_rank(r, info.q);
-    collectives_.add_rank(r, info.q.colls);
+    collectives_.add_rank(r);
     R.base = static_cast<int>(x_.flags.size());
     if (x_.flags.size() + ops.size() > static_cast<size_t>(INT32_MAX))
       throw InputError(SourceLocation{s.file, 0, 0}, "the schedule holds more than 2^31 ops over all ranks: split it");

@@ -52,8 +52,16 @@ void FabricUse::set_flow_route(FlowRoute& fr, const hw::Route& route) const {
 const FlowRoute& FabricUse::pair_route(int a, int b, bool dma) {
   const int n = x_.s.ranks();
   if (n > kRouteMemoRanks) {
-    set_flow_route(scratch_route_, route_between(a, b, dma));
-    return scratch_route_;
+    auto& memo = dma ? dma_routes_sparse_ : coll_routes_sparse_;
+    const uint64_t key = static_cast<uint64_t>(a) * static_cast<uint64_t>(n) + static_cast<uint64_t>(b);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    if (memo.size() >= kRouteMemoPairs) {  // an all-pairs exchange: routes on demand
+      set_flow_route(scratch_route_, route_between(a, b, dma));
+      return scratch_route_;
+    }
+    FlowRoute& fr = memo[key];
+    set_flow_route(fr, route_between(a, b, dma));
+    return fr;
   }
   auto& memo = dma ? dma_routes_ : coll_routes_;
   if (memo.empty()) memo.resize(static_cast<size_t>(n) * static_cast<size_t>(n));

@@ -3,7 +3,9 @@
 // change of every resource's use (link samples, for traces).
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/container/small_vector.hpp>
@@ -61,11 +63,15 @@ class FabricUse {
   std::vector<int> res_of_cons_;
   hw::RouteOptions opts_;  // collectives (NCCL_P2P_DISABLE as the schedule says)
   hw::RouteOptions dma_;   // copies
-  // Routes between ranks, memoised for small jobs (a DiT run asks for the
-  // same few pairs hundreds of thousands of times); large jobs ask the
-  // topology (its own caches are bounded).
+  // Routes between ranks, memoised (a DiT run asks for the same few pairs
+  // hundreds of thousands of times): a dense table for small jobs; for large
+  // ones the first kRouteMemoPairs pairs asked (ring neighbours, group
+  // members), then the topology's own bounded caches (a 1,024-GPU all-to-all's
+  // million pairs).
   static constexpr int kRouteMemoRanks = 64;
+  static constexpr size_t kRouteMemoPairs = size_t{1} << 16;
   std::vector<FlowRoute> coll_routes_, dma_routes_, host_routes_;
+  std::unordered_map<uint64_t, FlowRoute> coll_routes_sparse_, dma_routes_sparse_;
   FlowRoute scratch_route_;
   std::vector<double> usage_;
   std::vector<LinkSample> samples_;

@@ -83,7 +83,8 @@ class Gen {
     // per half and share it.
     const int half = w_.ranks() / (w_.cfg == CfgMode::Parallel ? 2 : 1);
     const size_t programs = static_cast<size_t>(w_.ranks() / half);
-    const size_t per_program = static_cast<size_t>(w_.forwards_per_rank()) * seq_.size() * kOpsPerBlock + 100;
+    per_forward_ = ops_per_forward();
+    const size_t per_program = static_cast<size_t>(w_.forwards_per_rank()) * per_forward_ + 100;
     if (per_program > limits::max_unrolled_ops() / programs)
       throw InputError(SourceLocation{w_.file, 0, 0},
                        fmt::format("{} steps ({} forwards a rank) x {} blocks{} unroll to about {} ops, more than the {} a run holds in memory: "
@@ -100,7 +101,20 @@ class Gen {
 
  private:
   static constexpr int kCompute = 0, kCopy = 1;
-  static constexpr size_t kOpsPerBlock = 30;  // about, with offload and collectives
+  // A forward's ops: its blocks' as generated, and at most this many a block
+  // for offload (alloc, copy, record, wait, free) and the forward's markers.
+  static constexpr size_t kOffloadOpsPerBlock = 8;
+  size_t ops_per_forward() {
+    size_t n = 4;
+    std::vector<Op> scratch;
+    for (size_t l = 0; l < seq_.size(); ++l) {
+      scratch.clear();
+      block(scratch, static_cast<int>(l));
+      n += scratch.size() + kOffloadOpsPerBlock;
+    }
+    return n;
+  }
+  size_t per_forward_ = 0;
   enum class Group : uint8_t { None, Ulysses, Tp, Cfg };
 
   // A block type's ops evaluated once (the job's values never change), ready
@@ -472,7 +486,7 @@ class Gen {
   void program(int rank) {
     std::vector<Op> ops;
     const int L = static_cast<int>(seq_.size()), F = w_.forwards_per_rank();
-    reserve_huge(ops, static_cast<size_t>(F) * static_cast<size_t>(L) * kOpsPerBlock + 100);
+    reserve_huge(ops, static_cast<size_t>(F) * per_forward_ + 100);
     const int total = F * L;
     const bool cfg_par = w_.cfg == CfgMode::Parallel;
     const int half = w_.ring * w_.ulysses * w_.tp;  // ranks of one CFG half
