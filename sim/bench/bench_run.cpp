@@ -3,6 +3,7 @@
 // - the full Wan2.2 720p run on a DGX H100 (40 steps x 2 CFG forwards x 40
 //   layers, Ulysses 8, layerwise offload), one core;
 // - one all-to-all across 1,024 GPUs (128 DGX H100 nodes, InfiniBand);
+// - Wan2.2 720p at SP 128 (Ulysses 8 x ring 16) on that cluster, 40 steps, one core;
 // - the 1,000-point sweep configs/sweeps/bench-1000.yaml on 2 threads;
 // - a torch.profiler trace of ~100,000 events imported and simulated, one core.
 // Prints figures; not a timed test. Run: ./build/bin/overlapsim_bench_run
@@ -23,11 +24,13 @@
 namespace {
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 
-void BM_Wan22_720p_DgxH100_SP8_Layerwise(benchmark::State& state) {
-  const osim::hw::Topology topo(osim::hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
+// A shipped workload generated, simulated and its metrics computed, as
+// `overlapsim run` without --out does.
+void run_workload(benchmark::State& state, const std::string& workload, const std::string& topology) {
+  const osim::hw::Topology topo(osim::hw::parse_topology_file(kSrc + "/configs/topologies/" + topology));
   size_t ops = 0;
   for (auto _ : state) {
-    const osim::DitWorkload w = osim::parse_workload_file(kSrc + "/configs/workloads/wan22-720p-dgx-sp8-layerwise.yaml");
+    const osim::DitWorkload w = osim::parse_workload_file(kSrc + "/configs/workloads/" + workload);
     const osim::Schedule s = osim::generate_schedule(w);
     osim::ExecOptions opts;
     opts.keep_records = false;  // as `overlapsim run` without --out
@@ -35,12 +38,17 @@ void BM_Wan22_720p_DgxH100_SP8_Layerwise(benchmark::State& state) {
     const osim::Metrics m = osim::compute_metrics(s, topo, r);
     benchmark::DoNotOptimize(m.makespan);
     ops = 0;
-    for (const auto& p : s.programs) ops += p.ops->size();
+    for (const auto& p : s.programs) ops += p.ops->size();  // per rank, shared programs counted for each
   }
   state.counters["ops"] = static_cast<double>(ops);
   state.counters["ops/s"] = benchmark::Counter(static_cast<double>(ops) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
+
+void BM_Wan22_720p_DgxH100_SP8_Layerwise(benchmark::State& state) { run_workload(state, "wan22-720p-dgx-sp8-layerwise.yaml", "dgx-h100.yaml"); }
 BENCHMARK(BM_Wan22_720p_DgxH100_SP8_Layerwise)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+void BM_Wan22_720p_Cluster_SP128(benchmark::State& state) { run_workload(state, "wan22-720p-cluster-sp128.yaml", "h100-128node-ib.yaml"); }
+BENCHMARK(BM_Wan22_720p_Cluster_SP128)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_AllToAll_1024Gpu(benchmark::State& state) {
   const osim::hw::Topology topo(osim::hw::parse_topology_file(kSrc + "/configs/topologies/h100-128node-ib.yaml"));
