@@ -18,13 +18,6 @@ namespace osim {
 
 namespace {
 
-std::string upper_alnum(const std::string& s) {
-  std::string out;
-  for (char ch : s)
-    if (std::isalnum(static_cast<unsigned char>(ch))) out += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  return out;
-}
-
 // The bench documents' GPUs, by name, in order: a machine run's list, else an SDPA/framework file's one.
 std::vector<std::string> bench_gpus(const BenchDocs& docs) {
   std::vector<std::string> out;
@@ -141,30 +134,6 @@ Calibration calibrate(const BenchDocs& docs, const hw::Topology& topo, const Mod
     throw InputError(SourceLocation{docs.size() == 1 ? docs.front().first : names, 0, 0},
                      fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", e.what()));
   }
-}
-
-std::string gpu_family(const std::string& model) {
-  // The part before the first '-' or space; a part of letters only takes the next too ("RTX-4090").
-  std::vector<std::string> parts;
-  std::string cur;
-  for (char ch : model) {
-    if (ch == '-' || ch == ' ' || ch == '_') {
-      if (!cur.empty()) parts.push_back(cur);
-      cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  if (!cur.empty()) parts.push_back(cur);
-  if (parts.empty()) return "";
-  std::string f = parts[0];
-  if (parts.size() > 1 && std::all_of(f.begin(), f.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); })) f += parts[1];
-  return upper_alnum(f);
-}
-
-bool gpu_in_family(const std::string& gpu_name, const std::string& model) {
-  const std::string family = gpu_family(model);
-  return family.empty() || upper_alnum(gpu_name).find(family) != std::string::npos;
 }
 
 void check_bench_gpus(const BenchDocs& docs, const hw::Topology& topo) {

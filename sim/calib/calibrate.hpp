@@ -10,6 +10,7 @@
 
 #include "calib/bench_doc.hpp"
 #include "calib/calibration.hpp"
+#include "gpu/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "hw/fabric.hpp"
 
@@ -22,11 +23,6 @@ Calibration calibrate(const BenchDocs& docs, const hw::Topology& topo, const Mod
 /// The calibration file: its sources and fits as comments, then the model.
 std::string calibration_yaml(const Calibration& c);
 
-/// The GPU model's family as a token to find in a GPU's name ("H100-SXM5" ->
-/// "H100", "RTX-4090" -> "RTX4090"), upper case, letters and digits only.
-std::string gpu_family(const std::string& model);
-/// Whether a GPU's name (e.g. "NVIDIA H100 80GB HBM3") holds the model's family (true where the model has none).
-bool gpu_in_family(const std::string& gpu_name, const std::string& model);
 /// Throws InputError when the GPUs the bench documents ran on are not the
 /// topology's (another family): the fit would scale one GPU's rates by
 /// another's peaks.

@@ -14,6 +14,7 @@
 #include "io/yaml_reader.hpp"
 #include "core/stats.hpp"
 #include "gpu/as_run.hpp"
+#include "gpu/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "report/compare.hpp"
 #include "report/metrics.hpp"
@@ -43,8 +44,7 @@ Records resimulate(const std::string& measured, const Records& measured_records,
     tp = (sched_path.parent_path() / sched.topology).string();
   }
   hw::Topology topo(hw::parse_topology_file(tp));
-  ModelParams params;
-  if (!calibration.empty()) params = load_calibration(calibration, params);
+  ModelParams params = base_params(calibration, topo).params;  // without one: the measured defaults of its GPUs
   // --timing-events FILE: the run's own timing events (an event before and
   // after every op), at the GPU event times FILE measured.
   if (!timing_events.empty()) {
@@ -104,8 +104,8 @@ int programs_command(const std::vector<std::string>& inputs, const std::string& 
   if (topo_path.empty())
     throw InputError(SourceLocation{inputs.front(), 0, 0}, "--programs needs the machine's topology: pass --topology FILE");
   if (!csv.empty()) refuse_overwrite(csv, force);
-  const ProgramFigures f = predict_programs(inputs, hw::Topology(hw::parse_topology_file(topo_path)),
-                                            calibration.empty() ? ModelParams{} : load_calibration(calibration));
+  const hw::Topology topo(hw::parse_topology_file(topo_path));
+  const ProgramFigures f = predict_programs(inputs, topo, base_params(calibration, topo).params);
   std::cout << format_program_figures(f);
   if (!csv.empty()) {
     std::string text = "program,group,measured_ms,simulated_ms,error_pct\n";

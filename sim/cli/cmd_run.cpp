@@ -9,6 +9,7 @@
 
 #include "cli/common.hpp"
 #include "gpu/executor.hpp"
+#include "gpu/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "report/metrics.hpp"
 #include "schedule/records.hpp"
@@ -53,8 +54,22 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   ModelParams params;
   std::string head;
   std::optional<DitWorkload> workload;
+  // The topology, then the parameters on it (a calibration, else the
+  // measured defaults of its GPUs), then the schedule.
+  auto topology_of = [&](const std::string& named) {
+    if (topo_path.empty()) {
+      if (named.empty()) throw InputError(SourceLocation{input, 0, 0}, "no topology: pass --topology FILE or add 'topology: FILE' to the input");
+      topo_path = (fs::path(input).parent_path() / named).string();
+    }
+    return hw::parse_topology_file(topo_path);
+  };
+  std::optional<hw::Topology> topology;
+  BaseParams base;
   if (is_workload_file(input)) {
     workload = parse_workload_file(input, sets);
+    topology.emplace(topology_of(workload->topology));
+    base = base_params(!calibration.empty() ? calibration : workload->calibration, *topology);
+    set_base_params(*workload, base.params);
     sched = generate_schedule(*workload);
     params = workload->params;
   } else {
@@ -66,15 +81,12 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     if (!show_ops && total > kOpsPrintedByDefault)
       std::cout << fmt::format("({} ops: pass --ops to print each one's times)\n", total);
     show_ops = show_ops || total <= kOpsPrintedByDefault;
+    topology.emplace(topology_of(sched.topology));
+    base = base_params(calibration, *topology);
+    params = base.params;
   }
   sched = apply_what_if(sched, what_if);
-  if (topo_path.empty()) {
-    if (sched.topology.empty())
-      throw InputError(SourceLocation{input, 0, 0}, "no topology: pass --topology FILE or add 'topology: FILE' to the input");
-    topo_path = (fs::path(input).parent_path() / sched.topology).string();
-  }
-  hw::Topology topo(hw::parse_topology_file(topo_path));
-  if (!calibration.empty()) params = load_calibration(calibration, params);
+  const hw::Topology& topo = *topology;
   // Check every output first, so nothing is written when one would be refused.
   if (!schedule_out.empty()) refuse_overwrite(schedule_out, force);
   if (!out_dir.empty())
@@ -97,7 +109,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
   const std::string summary = format_summary(m, topo, res, head);
   std::cout << summary;
-  std::cout << calibration_note(!calibration.empty() ? calibration : workload ? workload->calibration : std::string(), &topo);
+  std::cout << base_params_note(base, &topo);
   if (!out_dir.empty()) {
     write_file(fs::path(out_dir) / "metrics.json", metrics_json(m, topo, res).dump(2) + "\n");
     write_file(fs::path(out_dir) / "trace.json", trace_json(sched, topo, res));
@@ -136,7 +148,7 @@ Command add_run(CLI::App& app) {
   c->add_option("--schedule-out", o->schedule_out, "write the generated schedule (YAML) to this file");
   c->add_flag("--force", o->force, "overwrite existing output files");
   c->add_flag("--ops", o->show_ops, "print every op's issue, start and end (default for schedule files of at most 1000 ops)");
-  c->add_option("--calibration", o->calibration, "a calibration file (overlapsim calibrate) for the model's parameters");
+  c->add_option("--calibration", o->calibration, "a calibration file (overlapsim calibrate) for the model's parameters (default: the workload's, else the measured defaults of the topology's GPUs; none: the datasheet defaults)");
   c->add_flag("--records", o->records, "also write records.json (every op's times, for overlapsim compare) into --out");
   c->add_option("--runs-before", o->runs_before,
                 "simulate it as the run after N runs of the same input back to back (the GPUs' sustained-load clock state they leave; default 0: rested GPUs)")

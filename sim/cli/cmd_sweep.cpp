@@ -114,7 +114,10 @@ int sweep_command(const std::string& path, std::string out, bool force, bool res
   } else {
     std::string cal = spec.calibration;
     if (cal.empty() && !spec.schedule_base) cal = parse_workload_file(spec.base).calibration;
-    std::cout << calibration_note(cal, nullptr);
+    if (cal.empty())
+      std::cout << "calibration: the measured defaults of each point's GPUs (configs/calibrations/, built in), the datasheet defaults "
+                   "where their family was not measured; a sweep's 'calibration:' (a file, or none) sets it\n";
+    else std::cout << calibration_note(cal);
   }
   return 0;
 }

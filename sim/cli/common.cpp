@@ -55,19 +55,10 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-std::string calibration_note(const std::string& calibration, const hw::Topology* topo) {
-  if (calibration.empty())
-    return "uncalibrated: the model's default parameters, not a measured machine's; pass --calibration FILE (configs/calibrations/ holds "
-           "the measured machines'; docs/calibrate-your-node.md makes one for yours)\n";
-  const CalibrationOrigin o = read_calibration_origin(calibration);
-  std::string out = fmt::format("calibration: {}", calibration);
-  if (!o.gpu.empty()) out += fmt::format(" (measured on {}{})", o.gpus > 1 ? fmt::format("{}x ", o.gpus) : "", o.gpu);
-  out += "\n";
-  if (topo && !o.gpu.empty() && !topo->gpus().empty()) {
-    if (const std::string& model = topo->node(topo->gpus().front()).gpu.model; !gpu_in_family(o.gpu, model))
-      out += fmt::format("warning: the calibration was measured on {}, the topology's GPUs are {}: its rates may not hold for them\n", o.gpu, model);
-  }
-  return out;
+std::string calibration_note(const std::string& calibration) {
+  BaseParams b;
+  if (calibration != "none") b.file = calibration;
+  return base_params_note(b, nullptr);
 }
 
 CLI::Validator finite_percent() {

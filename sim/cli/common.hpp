@@ -43,10 +43,9 @@ struct TraceFigure {
 std::vector<TraceFigure> trace_figures(const std::string& dir, const hw::Topology& topo, const ModelParams& params, const std::string& steps);
 std::string format_trace_figures(const std::vector<TraceFigure>& figures);
 
-/// The line `run` and `sweep` end with: which calibration the simulation used
-/// (and the GPU it was measured on, with a warning when that is not the
-/// topology's), or that it ran on the model's defaults.
-std::string calibration_note(const std::string& calibration, const hw::Topology* topo);
+/// The line `sweep` ends with for one calibration file (or "none": the
+/// datasheet defaults), and the GPU it was measured on.
+std::string calibration_note(const std::string& calibration);
 
 /// A percentage option's check: a finite number >= 0 (CLI11's Range lets NaN through).
 CLI::Validator finite_percent();

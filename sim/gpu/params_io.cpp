@@ -216,14 +216,18 @@ ModelParams parse_calibration_string(const std::string& yaml, const std::string&
   return parse_calibration(load_yaml_string(yaml, name), name, base);
 }
 
-CalibrationOrigin read_calibration_origin(const std::string& path) {
+namespace {
+CalibrationOrigin origin_of(const YAML::Node& root) {
   CalibrationOrigin o;
-  const YAML::Node root = load_yaml_file(path);
   if (!root.IsMap() || !root["provenance"] || !root["provenance"].IsMap()) return o;
   const YAML::Node pv = root["provenance"];
   if (pv["gpu"] && pv["gpu"].IsScalar()) o.gpu = pv["gpu"].as<std::string>();
   if (pv["gpus"] && pv["gpus"].IsScalar()) o.gpus = pv["gpus"].as<int>(0);
   return o;
 }
+}  // namespace
+
+CalibrationOrigin read_calibration_origin(const std::string& path) { return origin_of(load_yaml_file(path)); }
+CalibrationOrigin calibration_origin_string(const std::string& yaml, const std::string& name) { return origin_of(load_yaml_string(yaml, name)); }
 
 }  // namespace osim

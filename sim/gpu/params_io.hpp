@@ -44,6 +44,7 @@ struct CalibrationOrigin {
   int gpus = 0;
 };
 CalibrationOrigin read_calibration_origin(const std::string& path);
+CalibrationOrigin calibration_origin_string(const std::string& yaml, const std::string& name);
 /// The same checks as load_calibration on a calibration's text.
 ModelParams parse_calibration_string(const std::string& yaml, const std::string& name, const ModelParams& base = {});
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -19,6 +20,7 @@
 #include <tbb/parallel_for.h>
 #include <yaml-cpp/yaml.h>
 
+#include "gpu/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "io/file_hash.hpp"
 #include "io/yaml_reader.hpp"
@@ -271,8 +273,11 @@ const hw::Topology& topology_for(TopoCache& cache, const std::string& path, cons
 struct WorkerCache {
   TopoCache topologies;
   std::string schedule_key;  // the overrides, one per line; empty: nothing kept
-  Schedule schedule;
-  ModelParams params;
+  std::optional<DitWorkload> workload;  // the base parsed with them (a workload base)
+  Schedule schedule;                     // a schedule base parsed with them
+  // A workload's schedule by the calibration it was generated on (its memory
+  // plan reads it): points on two machines keep one each.
+  std::map<std::string, std::pair<ModelParams, Schedule>> generated;
 };
 
 // A point's edits of its base, "key=value" as --set takes them: all its
@@ -290,34 +295,44 @@ std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a,
   TopoCache& cache = worker.topologies;
   const std::vector<std::string> overrides = base_overrides(a);
   std::vector<std::string> topo_edits;
-  std::string topo_path = s.topology, calibration = s.calibration;
+  std::string topo_path = s.topology;
+  std::optional<std::string> calibration;  // a file, "none", or not given (the base's own, else the measured defaults)
+  if (!s.calibration.empty()) calibration = s.calibration;
   for (const auto& [k, v] : a) {
     if (k == "topology") topo_path = relative_to(s.file, v.text);
-    else if (k == "calibration") calibration = (v.text == "none" || v.text == "null" || v.text.empty()) ? "" : relative_to(s.file, v.text);
+    else if (k == "calibration") calibration = (v.text == "none" || v.text == "null" || v.text.empty()) ? "none" : relative_to(s.file, v.text);
     else if (is_topology_edit(k)) topo_edits.push_back(k.substr(9) + "=" + v.text);
   }
   const std::string key = schedule_key(overrides);
   if (worker.schedule_key != key) {
     worker.schedule_key.clear();  // a throw below leaves nothing kept
-    if (s.schedule_base) {
-      worker.schedule = parse_schedule_file(s.base, overrides);
-      worker.params = ModelParams{};
-    } else {
-      const DitWorkload w = parse_workload_file(s.base, overrides);
-      worker.schedule = generate_schedule(w);
-      worker.params = w.params;
-    }
+    worker.generated.clear();
+    worker.workload.reset();
+    if (s.schedule_base) worker.schedule = parse_schedule_file(s.base, overrides);
+    else worker.workload = parse_workload_file(s.base, overrides);
     worker.schedule_key = key;
   }
-  const Schedule& sched = worker.schedule;
-  ModelParams params = worker.params;
   if (topo_path.empty()) {
-    if (sched.topology.empty())
+    const std::string& named = worker.workload ? worker.workload->topology : worker.schedule.topology;
+    if (named.empty())
       throw InputError(SourceLocation{s.file, 0, 0}, fmt::format("no topology: {} names none; add 'topology: FILE' to the sweep", s.base));
-    topo_path = (fs::path(s.base).parent_path() / sched.topology).lexically_normal().string();
+    topo_path = (fs::path(s.base).parent_path() / named).lexically_normal().string();
   }
   const hw::Topology& topo = topology_for(cache, topo_path, topo_edits);
-  if (!calibration.empty()) params = load_calibration(calibration, params);
+  const BaseParams base = base_params(calibration.value_or(worker.workload ? worker.workload->calibration : std::string()), topo);
+  const Schedule* schedule = &worker.schedule;
+  ModelParams params = base.params;
+  if (worker.workload) {
+    const std::string on = base.file.empty() ? std::string("none") : base.file;
+    auto it = worker.generated.find(on);
+    if (it == worker.generated.end()) {
+      set_base_params(*worker.workload, base.params);
+      it = worker.generated.emplace(on, std::make_pair(worker.workload->params, generate_schedule(*worker.workload))).first;
+    }
+    params = it->second.first;
+    schedule = &it->second.second;
+  }
+  const Schedule& sched = *schedule;
   ExecOptions opts;
   opts.keep_records = false;  // a row is metrics only
   const ExecResult res = execute(sched, topo, params, opts);

@@ -39,6 +39,16 @@ RepeatVars DitWorkload::vars() const {
 
 ForwardCost workload_cost(const DitWorkload& w) { return forward_cost(w.model.spec, w.vars()); }
 
+void set_base_params(DitWorkload& w, const ModelParams& base) {
+  w.params = base;
+  if (w.compute.gemm_efficiency) {
+    w.params.gemm.gemm_efficiency = *w.compute.gemm_efficiency;
+    w.params.gemm.gemm_model = {};  // an explicit efficiency is for every shape the calibration's table lacks
+  }
+  if (w.compute.attention_efficiency) w.params.attention.attention_efficiency = *w.compute.attention_efficiency;
+  if (w.compute.hbm_efficiency) w.params.memory.hbm_efficiency = *w.compute.hbm_efficiency;
+}
+
 MemoryPlan memory_plan(const DitWorkload& w) {
   MemoryPlan plan;
   const RepeatVars vars = w.vars();
@@ -252,17 +262,16 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
   }
   if (top.has("compute")) {
     MapReader c(file, top.get("compute"), "compute", {"gemm_efficiency", "attention_efficiency", "hbm_efficiency", "attention_backend"});
-    auto eff = [&](const char* key, double& field) {
+    auto eff = [&](const char* key, std::optional<double>& field) {
       if (auto v = c.opt_num(key)) {
         if (!(*v > 0 && *v <= 1)) c.fail(key, "must be in (0, 1]");
         field = *v;
       }
     };
-    eff("gemm_efficiency", w.params.gemm.gemm_efficiency);
-    // An explicit efficiency is for every shape the calibration's table lacks.
-    if (c.has("gemm_efficiency")) w.params.gemm.gemm_model = {};
-    eff("attention_efficiency", w.params.attention.attention_efficiency);
-    eff("hbm_efficiency", w.params.memory.hbm_efficiency);
+    eff("gemm_efficiency", w.compute.gemm_efficiency);
+    eff("attention_efficiency", w.compute.attention_efficiency);
+    eff("hbm_efficiency", w.compute.hbm_efficiency);
+    set_base_params(w, w.params);
     if (auto b = c.opt_choice("attention_backend", attn_backend_names())) w.attention_backend = *attn_backend_of(*b);
   }
   if (top.has("runtime"))

@@ -4,6 +4,7 @@
 // kernels, collectives and weight copies of every step. docs/formats/workload.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,7 +70,10 @@ struct DitWorkload {
   AttnBackend attention_backend = AttnBackend::Default;  // the SDPA kernel its attention runs
   OutsidePlace outside = OutsidePlace::Auto;  // memory.outside
   RuntimeSettings runtime;
-  ModelParams params;        // compute efficiencies and overheads (defaults, or the workload's 'compute:')
+  ModelParams params;        // its calibration's (or the defaults') with its own 'compute:' over them
+  struct Compute {           // the workload's 'compute:' efficiencies, kept to apply over another calibration
+    std::optional<double> gemm_efficiency, attention_efficiency, hbm_efficiency;
+  } compute;
 
   [[nodiscard]] int ranks() const { return ulysses * ring * tp * (cfg == CfgMode::Parallel ? 2 : 1); }
   [[nodiscard]] int forwards_per_rank() const { return steps * (cfg == CfgMode::Serial ? 2 : 1); }
@@ -94,6 +98,10 @@ struct MemoryPlan {
   OutsidePlace place = OutsidePlace::Resident;  // memory.outside, resolved
 };
 MemoryPlan memory_plan(const DitWorkload& w);
+
+/// The workload run on `base` (another calibration, the measured defaults of
+/// the topology's GPUs): its parameters are base's with its own 'compute:' over them.
+void set_base_params(DitWorkload& w, const ModelParams& base);
 
 /// `overrides` are --set key=value pairs ("offload.prefetch_size=3").
 DitWorkload parse_workload_file(const std::string& path, const std::vector<std::string>& overrides = {});

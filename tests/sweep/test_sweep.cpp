@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "gpu/executor.hpp"
+#include "gpu/measured_defaults.hpp"
 #include "hw/fabric.hpp"
 #include "report/metrics.hpp"
 #include "sweep/sweep.hpp"
@@ -97,9 +98,10 @@ TEST_CASE("sweep: every point runs as `overlapsim run` would, and a failing poin
   CHECK(cell(t, 6, "error").find("prefetch_size") != std::string::npos);
   CHECK(cell(t, 6, "step_ms").empty());
   // Row 4 is SP 4, prefetch 1: the same as a direct run.
-  const DitWorkload w = parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml",
-                                            {"steps=1", "parallelism.ulysses=4", "offload.prefetch_size=1"});
+  DitWorkload w = parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml",
+                                      {"steps=1", "parallelism.ulysses=4", "offload.prefetch_size=1"});
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml"));
+  set_base_params(w, base_params("", topo).params);  // no calibration: the measured defaults of its H100s
   const Schedule sched = generate_schedule(w);
   const ExecResult res = execute(sched, topo, w.params);
   const Metrics m = compute_metrics(sched, topo, res);
@@ -130,8 +132,9 @@ TEST_CASE("sweep: points that differ only in topology share one schedule and eac
   const char* topos[] = {"aces-4xh100-pcie", "dgx-h100"};
   for (size_t r = 0; r < 4; ++r) {
     const std::string prefetch = r % 2 == 0 ? "1" : "2";
-    const DitWorkload w = parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=1", "offload.prefetch_size=" + prefetch});
+    DitWorkload w = parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=1", "offload.prefetch_size=" + prefetch});
     const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/" + topos[r / 2] + ".yaml"));
+    set_base_params(w, base_params("", topo).params);
     const Schedule sched = generate_schedule(w);
     const Metrics m = compute_metrics(sched, topo, execute(sched, topo, w.params));
     CHECK(cell(t, r, "topology_name") == topos[r / 2]);

@@ -1,0 +1,47 @@
+// What a run uses when no calibration is given: the measured calibration of
+// its GPU's family that is shipped in configs/calibrations/ (built into the
+// binary), not the datasheet peaks; those only where none of the family was
+// measured, or when asked for (`--calibration none`).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "gpu/params.hpp"
+#include "hw/fabric.hpp"
+
+namespace osim {
+
+/// The GPU model's family as a token to find in a GPU's name ("H100-SXM5" ->
+/// "H100", "RTX-4090" -> "RTX4090"), upper case, letters and digits only.
+std::string gpu_family(const std::string& model);
+/// Whether a GPU's name (e.g. "NVIDIA H100 80GB HBM3") holds the model's family (true where the model has none).
+bool gpu_in_family(const std::string& gpu_name, const std::string& model);
+
+struct MeasuredDefaults {
+  std::string file;  // its path in the repository, e.g. configs/calibrations/h100-sxm.yaml
+  std::string gpu;   // what it was measured on, e.g. "NVIDIA H100 80GB HBM3"
+  int gpus = 0;
+  ModelParams params;
+};
+/// The shipped calibration measured on GPUs of `gpu_model`'s family, of the
+/// machine with the GPU count nearest `gpus` (the fewer on a tie); none where
+/// that family was not measured.
+std::optional<MeasuredDefaults> measured_defaults(const std::string& gpu_model, int gpus);
+
+/// The parameters a run starts from: `file`'s calibration; "none": the
+/// model's datasheet defaults; empty: the measured defaults of the
+/// topology's GPUs (datasheet defaults where there are none). `label`
+/// names which, for the run's closing note.
+struct BaseParams {
+  ModelParams params;
+  std::string file;      // the calibration file loaded, or the shipped one whose copy is built in
+  bool built_in = false;  // the measured defaults
+  std::string gpu;        // what a built-in one was measured on
+  int gpus = 0;
+};
+BaseParams base_params(const std::string& file, const hw::Topology& topo);
+/// The note a run prints after its summary: which parameters it used.
+std::string base_params_note(const BaseParams& b, const hw::Topology* topo);
+
+}  // namespace osim

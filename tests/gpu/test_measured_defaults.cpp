@@ -1,0 +1,62 @@
+// Without a calibration a run starts from the shipped measured calibration
+// of its GPUs' family (built in), the one of the machine nearest in GPU
+// count; the datasheet defaults only where no such GPU was measured, or
+// when asked for; a workload's own `compute:` stays over whichever it is.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "gpu/measured_defaults.hpp"
+#include "gpu/params_io.hpp"
+#include "workload/dit.hpp"
+
+using namespace osim;
+
+namespace {
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+hw::Topology topology(const std::string& name) { return hw::Topology(hw::parse_topology_file(kSrc + "/configs/topologies/" + name + ".yaml")); }
+}  // namespace
+
+TEST_CASE("measured defaults: the family's shipped calibration, nearest in GPU count, none for an unmeasured family") {
+  const auto h100 = measured_defaults("H100-SXM5", 8);
+  REQUIRE(h100);
+  CHECK(h100->file == "configs/calibrations/h100-sxm.yaml");
+  CHECK(h100->gpus == 1);
+  // The built-in copy is the file in the tree (the build re-reads it when it changes).
+  CHECK(model_yaml(h100->params) == model_yaml(load_calibration(kSrc + "/" + h100->file)));
+  CHECK(measured_defaults("H100-PCIe", 4)->file == "configs/calibrations/h100-sxm.yaml");  // the same family
+  CHECK(measured_defaults("H200", 1)->file == "configs/calibrations/h200.yaml");
+  CHECK(measured_defaults("H200", 2)->file == "configs/calibrations/h200x2-nvlink.yaml");
+  CHECK(measured_defaults("H200", 4)->file == "configs/calibrations/h200x4-nvlink.yaml");
+  CHECK(measured_defaults("H200", 3)->file == "configs/calibrations/h200x2-nvlink.yaml");  // a tie: the fewer GPUs
+  CHECK(measured_defaults("H200", 64)->file == "configs/calibrations/h200x4-nvlink.yaml");
+  CHECK_FALSE(measured_defaults("RTX-4090", 8));
+  CHECK_FALSE(measured_defaults("", 1));
+}
+
+TEST_CASE("base parameters: a file, none (the datasheet's), or the topology's measured defaults") {
+  const hw::Topology dgx = topology("dgx-h100");
+  const BaseParams measured = base_params("", dgx);
+  CHECK(measured.built_in);
+  CHECK(measured.file == "configs/calibrations/h100-sxm.yaml");
+  CHECK(base_params_note(measured, &dgx).rfind("calibration: the measured defaults for these GPUs (configs/calibrations/h100-sxm.yaml, measured on NVIDIA H100 80GB HBM3", 0) == 0);
+  const BaseParams none = base_params("none", dgx);
+  CHECK_FALSE(none.built_in);
+  CHECK(model_yaml(none.params) == model_yaml(ModelParams{}));
+  CHECK(base_params_note(none, &dgx).rfind("uncalibrated: the model's datasheet defaults", 0) == 0);
+  const BaseParams file = base_params(kSrc + "/configs/calibrations/h200.yaml", dgx);
+  CHECK_FALSE(file.built_in);
+  CHECK(base_params_note(file, &dgx).find("warning: the calibration was measured on NVIDIA H200, the topology's GPUs are H100-SXM5") != std::string::npos);
+  CHECK_FALSE(base_params("", topology("rtx4090x8-pcie")).built_in);
+}
+
+TEST_CASE("measured defaults: a workload's own compute efficiencies stay over them") {
+  DitWorkload w = parse_workload_string("name: w\nmodel: {preset: wan2.2-14b}\nvideo: {width: 1280, height: 720, frames: 81}\ncompute: {gemm_efficiency: 0.5, hbm_efficiency: 0.6}\n", "w.yaml");
+  const BaseParams b = base_params("", topology("dgx-h100"));
+  REQUIRE(b.built_in);
+  REQUIRE(b.params.attention.attention_efficiency != ModelParams{}.attention.attention_efficiency);
+  set_base_params(w, b.params);
+  CHECK(w.params.gemm.gemm_efficiency == 0.5);
+  CHECK(w.params.memory.hbm_efficiency == 0.6);
+  CHECK(w.params.attention.attention_efficiency == b.params.attention.attention_efficiency);  // not the workload's: the measured one
+}
