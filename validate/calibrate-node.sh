@@ -54,6 +54,14 @@ if [ $measure = 1 ]; then
   declare -A seconds=([bench]=240 [bench-p2p-off]=120 [attention]=60 [framework]=60 [eager]=10 [vram]=10 [phase]=90 [programs]=120 [programs-sp]=180)
   left=0
   for s in "${steps[@]}"; do left=$((left + ${seconds[$s]})); done
+  total=$left
+  # On a terminal, a bar redrawn every second while a step runs: the steps'
+  # expected times done so far, and what is left of them.
+  bar() {  # DONE_S TOTAL_S TEXT
+    local width=30 fill
+    fill=$((width * $1 / $2))
+    printf '\r    [%-*s] %3d %%, about %d min left (%s)' "$width" "$(printf '%*s' "$fill" '' | tr ' ' '#')" $((100 * $1 / $2)) $((($2 - $1 + 59) / 60)) "$3"
+  }
   i=0
   for s in "${steps[@]}"; do
     i=$((i + 1))
@@ -64,7 +72,17 @@ if [ $measure = 1 ]; then
     fi
     echo "[$i/${#steps[@]}] $s: about $(( (${seconds[$s]} + 59) / 60 )) min (about $(( (left + 59) / 60 )) min left in all)"
     t0=$(date +%s)
-    validate/session.sh --binary "$bin" --out "$out" "$s" > "$out/session-$s.log" 2>&1
+    validate/session.sh --binary "$bin" --out "$out" "$s" > "$out/session-$s.log" 2>&1 &
+    pid=$!
+    if [ -t 1 ]; then
+      while kill -0 "$pid" 2> /dev/null; do
+        spent=$(($(date +%s) - t0))
+        bar $((total - left + (spent < ${seconds[$s]} ? spent : ${seconds[$s]}))) "$total" "$s: $spent s"
+        sleep 1
+      done
+      printf '\r\033[K'
+    fi
+    wait "$pid"
     tail -1 "$out/marks.txt" 2>/dev/null | sed 's/^/    /'
     left=$((left - ${seconds[$s]}))
     echo "    took $(( $(date +%s) - t0 )) s"
