@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Calibrates this node in one command (docs/calibrate-your-node.md).
 #
-#   validate/calibrate-node.sh [--out DIR] [--binary PATH] [--resume] [--measure-only | --fit-only]
+#   validate/calibrate-node.sh [--out DIR] [--binary PATH] [--deps PREFIX] [--resume] [--measure-only | --fit-only]
 #
+# 0. Without overlapsim-validate (build/bin/ or --binary), builds it alone
+#    (the validate-only preset: CUDA, cuBLAS, NCCL, yaml-cpp, fmt, CLI11 and
+#    nlohmann-json; not the simulator's Boost, Eigen or TBB) into
+#    build-validate/; --deps PREFIX: where those four libraries are when the
+#    system has none (e.g. Debian packages unpacked with dpkg -x).
 # 1. Measures, with validate/session.sh, one step at a time (each step's
 #    results stay if a later one fails; --resume skips the steps whose results
 #    are there): on one GPU the full bench, PyTorch's SDPA and own costs (its
@@ -24,11 +29,12 @@
 # framework and program steps (skipped, with a note, without it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=calibrate-node-out bin=build/bin/overlapsim-validate resume=0 measure=1 fit=1
+out=calibrate-node-out bin=build/bin/overlapsim-validate resume=0 measure=1 fit=1 deps="" bin_given=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
-    --binary) bin=$2; shift 2 ;;
+    --binary) bin=$2; bin_given=1; shift 2 ;;
+    --deps) deps=$2; shift 2 ;;
     --resume) resume=1; shift ;;
     --measure-only) fit=0; shift ;;
     --fit-only) measure=0; shift ;;
@@ -40,6 +46,18 @@ mkdir -p "$out"
 
 if [ $measure = 1 ]; then
   command -v nvidia-smi > /dev/null || { echo "calibrate-node: no nvidia-smi: run it on the GPU node" >&2; exit 2; }
+  if [ ! -x "$bin" ] && [ ! -e "$bin.xz" ] && [ $bin_given = 0 ]; then
+    bin=build-validate/bin/overlapsim-validate
+    if [ ! -x "$bin" ]; then
+      echo "calibrate-node: building overlapsim-validate alone (cmake --preset validate-only; log in $out/build.log)"
+      t0=$(date +%s)
+      extra=()
+      [ -z "$deps" ] || extra=(-DCMAKE_PREFIX_PATH="$deps")
+      { cmake --preset validate-only "${extra[@]}" && cmake --build --preset validate-only; } > "$out/build.log" 2>&1
+      [ -x "$bin" ] || { echo "calibrate-node: the build made no $bin: see $out/build.log (CUDA, cuBLAS and NCCL are needed; yaml-cpp, fmt, CLI11, nlohmann-json from the system or --deps)" >&2; exit 2; }
+      echo "    took $(( $(date +%s) - t0 )) s: $(grep -m1 -o 'validate: building overlapsim-validate for sm_[0-9]*' "$out/build.log" || echo "$bin")"
+    fi
+  fi
   [ -x "$bin" ] || [ -e "$bin.xz" ] || { echo "calibrate-node: no $bin: run 'bash setup.sh' on this node (it builds overlapsim-validate where CUDA, cuBLAS and NCCL are found), or pass --binary" >&2; exit 2; }
   gpus=$(nvidia-smi -L | grep -c '^GPU')
   echo "calibrate-node: $gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | sed 's/^ *//' | paste -sd, -)"
