@@ -7,7 +7,8 @@
 #    (the validate-only preset: CUDA, cuBLAS, NCCL, yaml-cpp, fmt, CLI11 and
 #    nlohmann-json; not the simulator's Boost, Eigen or TBB) into
 #    build-validate/; --deps PREFIX: where those four libraries are when the
-#    system has none (e.g. Debian packages unpacked with dpkg -x).
+#    system has none (e.g. Debian packages unpacked with dpkg -x);
+#    CUDNN_FRONTEND_HOME: cudnn-frontend (its SDPA, and the bench's SDPA load).
 # 1. Measures, with validate/session.sh, one step at a time (each step's
 #    results stay if a later one fails; --resume skips the steps whose results
 #    are there): on one GPU the full bench, PyTorch's SDPA and own costs (its
