@@ -68,8 +68,12 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   if (is_workload_file(input)) {
     workload = parse_workload_file(input, sets);
     topology.emplace(topology_of(workload->topology));
-    base = base_params(!calibration.empty() ? calibration : workload->calibration, *topology);
-    set_base_params(*workload, base.params);
+    if (calibration.empty() && !workload->calibration.empty()) {
+      base.file = workload->calibration;  // its parameters hold it already (parse_workload_file read it)
+    } else {
+      base = base_params(calibration, *topology);
+      set_base_params(*workload, base.params);
+    }
     sched = generate_schedule(*workload);
     params = workload->params;
   } else {

@@ -64,7 +64,7 @@ void Collectives::arrive_or_park(int r, int id) {
   auto& [inst, seq] = coll_of(r, id);
   if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {
     const bool send = op.coll == CollKind::Send;
-    const int peer = x_.s.programs[static_cast<size_t>(r)].peer_of(op);
+    const int peer = x_.peer_of(r, op);
     const int src = send ? r : peer, dst = send ? peer : r;
     const int n = send ? K.send_seq[peer]++ : K.recv_seq[peer]++;
     const auto key = std::make_tuple(-1 - src, dst, n);
@@ -72,7 +72,7 @@ void Collectives::arrive_or_park(int r, int id) {
     arrive(r, id);
     return;
   }
-  const int group = x_.s.programs[static_cast<size_t>(r)].group_of(op);
+  const int group = x_.group_of(r, op);
   seq = K.group_seq[static_cast<size_t>(group)]++;
   if (seq > K.group_done[static_cast<size_t>(group)]) {
     K.parked[static_cast<size_t>(group)].push_back(id);  // NCCL serialises collectives on a communicator
@@ -521,7 +521,7 @@ std::string Collectives::waiting(int r, int index, uint8_t f) const {
   const Op& op = R.ops[index];
   const auto [inst, seq] = coll_at(r, R.base + index);
   if (!(f & kDispatched)) return ": not dispatched (queued behind another op)";
-  if (!(f & kArrived)) return fmt::format(": waits for call #{} on group '{}' to finish first", seq - 1, x_.s.groups[static_cast<size_t>(x_.s.programs[static_cast<size_t>(r)].group_of(op))].name);
+  if (!(f & kArrived)) return fmt::format(": waits for call #{} on group '{}' to finish first", seq - 1, x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].name);
   const CollInst& c = insts_[static_cast<size_t>(inst)];
   std::vector<int> missing;
   for (size_t m = 0; m < c.members.size(); ++m)

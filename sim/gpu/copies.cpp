@@ -104,7 +104,7 @@ void Copies::start_copy(int r, int e) {
   switch (op.copy) {
     case CopyKind::H2D: route = &x_.fabric->host_route(r, true); break;
     case CopyKind::D2H: route = &x_.fabric->host_route(r, false); break;
-    case CopyKind::P2P: route = &x_.fabric->pair_route(r, x_.s.programs[static_cast<size_t>(r)].peer_of(op), true); break;
+    case CopyKind::P2P: route = &x_.fabric->pair_route(r, x_.peer_of(r, op), true); break;
     case CopyKind::D2D: {
       const auto& hbm = x_.ranks[static_cast<size_t>(r)].node->gpu.hbm_bandwidth;
       cap = (hbm ? hbm->bytes_per_s : 1e12) * x_.p.memory.hbm_efficiency / 2;  // read + write

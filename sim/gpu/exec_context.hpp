@@ -90,6 +90,9 @@ struct ExecContext {
   FabricUse* fabric = nullptr;
 
   const Op& op_of(int r, int id) const { return ranks[static_cast<size_t>(r)].ops[id - ranks[static_cast<size_t>(r)].base]; }
+  /// Rank r's op's group (index into s.groups) and peer rank, roles resolved (Program::group_of).
+  int group_of(int r, const Op& op) const { return s.programs[static_cast<size_t>(r)].group_of(op); }
+  int peer_of(int r, const Op& op) const { return s.programs[static_cast<size_t>(r)].peer_of(op); }
   /// An op's record; without ExecOptions::keep_records a scratch one, written and never read.
   OpRecord& record(int r, int index) { return o.keep_records ? records[static_cast<size_t>(r)][static_cast<size_t>(index)] : scratch; }
   /// Where an op came from: file:line, or its place in a generated schedule.

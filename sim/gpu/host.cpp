@@ -25,7 +25,7 @@ Time Host::overhead(int r, const Op& op) const {
       if (x_.s.runtime.framework == Framework::None) return o.collective_call;
       const bool pairwise = op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise;
       if (pairwise && o.framework_p2p_round > Time::zero())
-        return Time::from_ps(o.framework_p2p_round.ps() * static_cast<int64_t>(x_.s.groups[static_cast<size_t>(x_.s.programs[static_cast<size_t>(r)].group_of(op))].ranks.size() - 1));
+        return Time::from_ps(o.framework_p2p_round.ps() * static_cast<int64_t>(x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].ranks.size() - 1));
       return o.framework_collective_call >= Time::zero() ? o.framework_collective_call : o.collective_call + framework;
     }
     // Only weights are allocated by calls of the program's own: the other

@@ -275,8 +275,9 @@ struct WorkerCache {
   std::string schedule_key;  // the overrides, one per line; empty: nothing kept
   std::optional<DitWorkload> workload;  // the base parsed with them (a workload base)
   Schedule schedule;                     // a schedule base parsed with them
-  // A workload's schedule by the calibration it was generated on (its memory
-  // plan reads it): points on two machines keep one each.
+  // A workload's parameters and schedule by the calibration they were made
+  // on (its memory plan reads it), each calibration file read once: points on
+  // two machines keep one each.
   std::map<std::string, std::pair<ModelParams, Schedule>> generated;
 };
 
@@ -319,14 +320,23 @@ std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a,
     topo_path = (fs::path(s.base).parent_path() / named).lexically_normal().string();
   }
   const hw::Topology& topo = topology_for(cache, topo_path, topo_edits);
-  const BaseParams base = base_params(calibration.value_or(worker.workload ? worker.workload->calibration : std::string()), topo);
+  const std::string given = calibration.value_or(worker.workload ? worker.workload->calibration : std::string());
   const Schedule* schedule = &worker.schedule;
-  ModelParams params = base.params;
-  if (worker.workload) {
-    const std::string on = base.file.empty() ? std::string("none") : base.file;
+  ModelParams params;
+  if (!worker.workload) {
+    params = base_params(given, topo).params;
+  } else {
+    // Keyed by the file given, else by the measured defaults the topology's GPUs take (no I/O).
+    std::optional<BaseParams> base;
+    std::string on = given;
+    if (on.empty()) {
+      base = base_params("", topo);
+      on = base->built_in ? "built-in " + base->file : "none";
+    }
     auto it = worker.generated.find(on);
     if (it == worker.generated.end()) {
-      set_base_params(*worker.workload, base.params);
+      if (!base) base = base_params(given, topo);
+      set_base_params(*worker.workload, base->params);
       it = worker.generated.emplace(on, std::make_pair(worker.workload->params, generate_schedule(*worker.workload))).first;
     }
     params = it->second.first;
