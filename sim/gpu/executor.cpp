@@ -40,7 +40,7 @@ class Executor {
     x_.copies = &*copies_;
     check_fits();
     x_.records.resize(static_cast<size_t>(s.ranks()));
-    if (!o.keep_records) x_.spans = RunSpans::for_schedule(s);
+    if (!o.keep_records) x_.spans = RunSpans::for_schedule(s, o.fold_spans_at);
     assert((o.initial_load.empty() || o.initial_load.size() == static_cast<size_t>(s.ranks())) && "initial_load: one state per rank");
     x_.ranks.resize(static_cast<size_t>(s.ranks()));
     for (int r = 0; r < s.ranks(); ++r) place_rank(r);

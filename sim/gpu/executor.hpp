@@ -47,6 +47,9 @@ struct ExecOptions {
   // Without: ExecResult::spans instead, a few spans per stream in place of
   // 56 bytes per op; compute_metrics gives the same metrics from either.
   bool keep_records = true;
+  // Without records: a rank's spans before its running ops are summed and
+  // dropped once it holds this many (RunSpans::fold); the metrics are the same.
+  size_t fold_spans_at = 4096;
   // Replay an NCCL all-to-all alone on its links from one private simulation
   // of it (Executor::try_closed_form) instead of simulating its flows in the
   // shared model each time. Off: every flow simulated (the reference the

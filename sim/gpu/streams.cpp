@@ -99,6 +99,7 @@ void Streams::complete(int r, int id) {
     rec.ran = true;
   } else {
     x_.spans.add(r, op, st.started, now);
+    if (x_.spans.wants_fold(r)) x_.spans.fold(r, running_since(r).ps());
   }
   R.last_end = std::max(R.last_end, now);
   pump(r);
@@ -183,6 +184,19 @@ void Streams::dispatch(int r, int id, const QueueEntry& e) {
       return;
     default: complete(r, id); return;  // waits and markers take no time
   }
+}
+
+Time Streams::running_since(int r) const {
+  const Rank& S = ranks_[static_cast<size_t>(r)];
+  const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
+  Time t = x_.engine.now();
+  for (size_t s = 0; s < S.streams.size(); ++s) {
+    const StreamState& st = S.streams[s];
+    if (st.done == st.enqueued) continue;
+    const int index = R.queues->stream_ops[s][static_cast<size_t>(st.done)];
+    if (x_.flags[static_cast<size_t>(R.base + index)] & kDispatched) t = std::min(t, st.started);
+  }
+  return t;
 }
 
 bool Streams::drained(int r) const {

@@ -43,6 +43,9 @@ class Streams {
   /// for ("" when the stream is drained): deadlock reports.
   [[nodiscard]] bool drained(int r) const;
   [[nodiscard]] std::string head(int r, int s) const;
+  /// The earliest start of rank r's ops running on its streams (now if
+  /// none): no op of r that finishes from now on started before it.
+  [[nodiscard]] Time running_since(int r) const;
 
  private:
   // The engine of the latest op a stream's next op depends on (the stream's

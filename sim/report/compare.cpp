@@ -12,7 +12,7 @@
 
 #include "core/errors.hpp"
 #include "core/stats.hpp"
-#include "report/intervals.hpp"
+#include "core/intervals.hpp"
 
 namespace osim {
 

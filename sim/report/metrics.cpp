@@ -6,44 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "report/intervals.hpp"
 
 namespace osim {
-
-namespace {
-
-using Interval = std::pair<int64_t, int64_t>;  // ps
-
-int64_t length(const std::vector<Interval>& v) {
-  int64_t t = 0;
-  for (const auto& iv : v) t += iv.second - iv.first;
-  return t;
-}
-
-// Length of a minus b (both merged).
-int64_t minus(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  int64_t t = 0;
-  size_t j = 0;
-  for (const auto& iv : a) {
-    int64_t cur = iv.first;
-    while (j < b.size() && b[j].second <= cur) ++j;
-    size_t k = j;
-    while (cur < iv.second) {
-      if (k >= b.size() || b[k].first >= iv.second) {
-        t += iv.second - cur;
-        break;
-      }
-      if (b[k].first > cur) t += b[k].first - cur;
-      cur = std::max(cur, b[k].second);
-      ++k;
-    }
-  }
-  return t;
-}
-
-int64_t intersect(const std::vector<Interval>& a, const std::vector<Interval>& b) { return length(a) - minus(a, b); }
-
-}  // namespace
 
 Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRecord& r) {
   if (r.spans) return compute_metrics(s, topo, r, *r.spans);
@@ -70,10 +34,7 @@ Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRe
   m.bytes_collective = spans.bytes_collective;
   for (const auto& [idx, start] : spans.steps()) m.steps.push_back(StepMetrics{idx, start, start});
   for (int rank = 0; rank < s.ranks(); ++rank) {
-    const RankSpans& sp = spans.ranks()[static_cast<size_t>(rank)];
-    const std::vector<Interval> kernels = merge_intervals(sp.kernels), colls = merge_intervals(sp.colls),
-                                copies = merge_intervals(sp.copies), cstream = merge_intervals(sp.cstream),
-                                compute_copies = merge_intervals(sp.compute_copies);
+    const RankBusy b = spans.busy(rank);
     RankMetrics rm;
     rm.rank = rank;
     rm.gpu = r.ranks[rank].gpu;
@@ -81,22 +42,13 @@ Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRe
     rm.peak_vram = r.ranks[rank].peak_vram;
     rm.peak_parts = r.ranks[rank].peak_parts;
     rm.peak_vram_held = r.ranks[rank].peak_vram_held;
-    rm.compute_busy = Time::from_ps(length(kernels));
-    rm.comm = Time::from_ps(length(colls));
-    rm.comm_exposed = Time::from_ps(minus(colls, kernels));
-    rm.copy = Time::from_ps(length(copies));
-    std::vector<Interval> gaps;
-    if (!cstream.empty()) {
-      for (size_t i = 0; i + 1 < cstream.size(); ++i) gaps.emplace_back(cstream[i].second, cstream[i + 1].first);
-    }
-    const int64_t stall_in_gaps = intersect(gaps, copies);
-    rm.copy_stall = Time::from_ps(stall_in_gaps + length(compute_copies));
-    rm.idle_other = Time::from_ps(length(gaps) - stall_in_gaps);
-    const double t_comm = static_cast<double>(length(merge_intervals([&] {
-      auto v = colls;
-      v.insert(v.end(), copies.begin(), copies.end());
-      return v;
-    }())));
+    rm.compute_busy = Time::from_ps(b.kernels);
+    rm.comm = Time::from_ps(b.colls);
+    rm.comm_exposed = Time::from_ps(b.colls_exposed);
+    rm.copy = Time::from_ps(b.copies);
+    rm.copy_stall = Time::from_ps(b.copies_in_gaps + b.compute_copies);
+    rm.idle_other = Time::from_ps(b.gaps - b.copies_in_gaps);
+    const double t_comm = static_cast<double>(b.colls_or_copies);
     const double total = static_cast<double>(rm.end.ps());
     rm.overlap_efficiency = t_comm > 0 ? (static_cast<double>(rm.compute_busy.ps()) + t_comm - total) / t_comm : 1.0;
     m.per_rank.push_back(rm);

@@ -1,7 +1,10 @@
 #include "schedule/spans.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdlib>
+
+#include "core/intervals.hpp"
 
 namespace osim {
 
@@ -20,11 +23,122 @@ void put(Spans& v, int64_t a, int64_t b) {
   v.emplace_back(a, b);
 }
 
+// Sorts and joins overlapping or touching spans, in place.
+void merge_in_place(Spans& v) {
+  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
+  size_t n = 0;
+  for (const auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (n > 0 && iv.first <= v[n - 1].second) v[n - 1].second = std::max(v[n - 1].second, iv.second);
+    else v[n++] = iv;
+  }
+  v.resize(n);
+}
+
 }  // namespace
+
+// A rank's measures over merged spans, the compute stream's gaps counted
+// from `cstream_end` (its last busy end before these spans) where it has one.
+RankBusy RunSpans::measure(const Spans* lists, std::optional<int64_t> cstream_end, Scratch& scratch) {
+  const Spans &kernels = lists[0], &colls = lists[1], &copies = lists[2], &cstream = lists[3], &compute_copies = lists[4];
+  RankBusy b;
+  b.kernels = length(kernels);
+  b.colls = length(colls);
+  b.colls_exposed = length_minus(colls, kernels);
+  b.copies = length(copies);
+  Spans& both = scratch.both;
+  both.assign(colls.begin(), colls.end());
+  both.insert(both.end(), copies.begin(), copies.end());
+  merge_in_place(both);
+  b.colls_or_copies = length(both);
+  Spans& gaps = scratch.gaps;
+  gaps.clear();
+  for (const auto& [a, e] : cstream) {
+    if (cstream_end && a > *cstream_end) gaps.emplace_back(*cstream_end, a);
+    cstream_end = e;
+  }
+  b.gaps = length(gaps);
+  b.copies_in_gaps = length_both(gaps, copies);
+  b.compute_copies = length(compute_copies);
+  return b;
+}
+
+namespace {
+
+// Moves the merged spans before t (clipped) from v to `before`; v keeps the rest.
+void split(Spans& v, int64_t t, Spans& before) {
+  size_t k = 0;
+  while (k < v.size() && v[k].second <= t) ++k;
+  before.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k));
+  if (k < v.size() && v[k].first < t) {
+    before.emplace_back(v[k].first, t);
+    v[k].first = t;
+  }
+  v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k));
+}
+
+size_t held(const RankSpans& R) {
+  return R.kernels.size() + R.colls.size() + R.copies.size() + R.cstream.size() + R.compute_copies.size();
+}
+
+}  // namespace
+
+RankBusy& RankBusy::operator+=(const RankBusy& o) {
+  kernels += o.kernels;
+  colls += o.colls;
+  colls_exposed += o.colls_exposed;
+  copies += o.copies;
+  colls_or_copies += o.colls_or_copies;
+  gaps += o.gaps;
+  copies_in_gaps += o.copies_in_gaps;
+  compute_copies += o.compute_copies;
+  return *this;
+}
+
+bool RunSpans::wants_fold(int rank) const {
+  const RankSpans& R = ranks_[static_cast<size_t>(rank)];
+  return held(R) >= std::max(R.fold_at, fold_at_);
+}
+
+void RunSpans::fold(int rank, int64_t watermark) {
+  RankSpans& R = ranks_[static_cast<size_t>(rank)];
+  Spans* lists[] = {&R.kernels, &R.colls, &R.copies, &R.cstream, &R.compute_copies};
+  for (Spans* v : lists) merge_in_place(*v);
+  // Fold at the watermark where the compute stream is busy there or has not
+  // been busy yet; inside one of its gaps, at the gap's start (the gap's
+  // length is known once it ends).
+  int64_t at = watermark;
+  const Spans& cs = R.cstream;
+  const auto next = std::lower_bound(cs.begin(), cs.end(), std::make_pair(watermark, INT64_MIN));  // the first starting at it or later
+  if (next != cs.begin()) at = std::min(watermark, std::prev(next)->second);  // in the busy span before, or at its end
+  else if (R.cstream_end) at = *R.cstream_end;
+  if (at > R.folded_to) {
+    for (size_t i = 0; i < 5; ++i) split(*lists[i], at, scratch_.before[i]);
+    R.folded += measure(scratch_.before, R.cstream_end, scratch_);
+    if (!scratch_.before[3].empty()) R.cstream_end = scratch_.before[3].back().second;
+    R.folded_to = at;
+  }
+  // Spans that could not be folded (an op running long) wait for twice as many.
+  R.fold_at = 2 * held(R);
+}
+
+RankBusy RunSpans::busy(int rank) const {
+  const RankSpans& R = ranks_[static_cast<size_t>(rank)];
+  Scratch scratch;
+  const Spans* lists[] = {&R.kernels, &R.colls, &R.copies, &R.cstream, &R.compute_copies};
+  for (size_t i = 0; i < 5; ++i) {
+    scratch.before[i] = *lists[i];
+    merge_in_place(scratch.before[i]);
+  }
+  RankBusy b = measure(scratch.before, R.cstream_end, scratch);
+  b += R.folded;
+  return b;
+}
 
 void RunSpans::add(int rank, const Op& op, Time start, Time end) {
   RankSpans& R = ranks_[static_cast<size_t>(rank)];
   const int64_t a = start.ps(), b = end.ps();
+  assert((b <= a || a >= R.folded_to) && "a span starts before what fold() summed");
   switch (op.kind) {
     case OpKind::Kernel: put(R.kernels, a, b); break;
     case OpKind::Collective:

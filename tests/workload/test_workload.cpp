@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "gpu/executor.hpp"
-#include "report/intervals.hpp"
+#include "core/intervals.hpp"
 #include "report/metrics.hpp"
 #include "workload/dit.hpp"
 
@@ -212,6 +212,11 @@ TEST_CASE("a run without per-op records gives the same metrics as one with them"
     const Metrics a = compute_metrics(s, topo, with), b = compute_metrics(s, topo, without);
     CHECK(metrics_json(a, topo, with).dump() == metrics_json(b, topo, without).dump());
     CHECK(format_summary(a, topo, with, "x") == format_summary(b, topo, without, "x"));
+    // Folding spans into sums after every op (RunSpans::fold) changes nothing either.
+    ExecOptions folding = lean;
+    folding.fold_spans_at = 1;
+    const ExecResult folded = execute(s, topo, p, folding);
+    CHECK(metrics_json(compute_metrics(s, topo, folded), topo, folded).dump() == metrics_json(a, topo, with).dump());
     // And both equal the unions taken straight from the records.
     for (int r = 0; r < s.ranks(); ++r) {
       std::vector<std::pair<int64_t, int64_t>> kernels, colls, copies;
