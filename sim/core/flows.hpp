@@ -107,15 +107,16 @@ class FlowModel {
     // the record at start; route, weight and cap to its solver
     // variable, dormant until the first byte): a run may hold a million
     // flows at once.
+    // (Eight-byte fields first, then four, then one: no padding.)
     std::function<void(const FlowRecord&)> on_done;
     FlowRecord record;
-    VariableId var = -1;
     double remaining = 0;
     double rate = 0;
-    ConstraintId bottleneck = MaxMinSystem::kOwnBound;
     Time last_update;
-    int completion_batch = -1;    // the batch holding this flow's completion, if scheduled
     uint64_t completion_token = 0;  // matches its entry in that batch; 0 = none
+    VariableId var = -1;
+    ConstraintId bottleneck = MaxMinSystem::kOwnBound;
+    int completion_batch = -1;    // the batch holding this flow's completion, if scheduled
     bool running = false;
     bool active = false;  // past its first byte: its variable takes part in solves
     bool resumed = false;  // resume()d and not solved since (see solve_now)

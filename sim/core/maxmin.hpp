@@ -116,16 +116,17 @@ class MaxMinSystem {
     uint32_t pos;  // index in cons_[c].users
   };
   struct Var {
+    // Wider fields first: no padding (a run may hold a million variables).
     double weight = 1.0;
     double bound = kUnbounded;
     double rate = 0.0;
-    ConstraintId bottleneck = kOwnBound;
+    uint64_t mark = 0;    // scratch: BFS epoch
     boost::container::small_vector<Elem, 6> elems;  // routes cross a few resources: no allocation
+    ConstraintId bottleneck = kOwnBound;
     bool alive = false;
     bool dormant = false;  // not in its constraints' users yet (Elem::pos unset)
     bool dirty = false;
     bool fixed = false;   // scratch
-    uint64_t mark = 0;    // scratch: BFS epoch
   };
   struct UserRef {
     VariableId v;

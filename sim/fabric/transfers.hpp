@@ -32,12 +32,12 @@ struct Scenario {
 Scenario parse_scenario_file(const std::string& path, const hw::Topology& topo);
 Scenario parse_scenario_string(const std::string& yaml, const std::string& name, const hw::Topology& topo);
 
-struct TransferResult {
+struct TransferResult {  // (a scenario may hold a million: no padding)
   const TransferSpec* spec = nullptr;
-  hw::RouteKind route_kind = hw::RouteKind::Local;
   Time first_byte, end;
   Bandwidth achieved;       // bytes / (end - start)
   int main_bottleneck = -1; // resource index; -1 = its own cap
+  hw::RouteKind route_kind = hw::RouteKind::Local;
 };
 
 struct FabricRun {
