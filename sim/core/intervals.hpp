@@ -10,17 +10,25 @@
 
 namespace osim {
 
+/// Sorts `v` and joins overlapping and touching intervals, dropping empty
+/// ones, in place (no allocation).
+template <class T>
+void merge_in_place(std::vector<std::pair<T, T>>& v) {
+  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());  // often sorted already (one stream)
+  size_t n = 0;
+  for (const auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (n > 0 && iv.first <= v[n - 1].second) v[n - 1].second = std::max(v[n - 1].second, iv.second);
+    else v[n++] = iv;
+  }
+  v.resize(n);
+}
+
 /// Sorted, overlapping and touching intervals joined, empty ones dropped.
 template <class T>
 std::vector<std::pair<T, T>> merge_intervals(std::vector<std::pair<T, T>> v) {
-  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());  // often sorted already (one stream)
-  std::vector<std::pair<T, T>> out;
-  for (const auto& iv : v) {
-    if (iv.second <= iv.first) continue;
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
-  }
-  return out;
+  merge_in_place(v);
+  return v;
 }
 
 /// Total length of merged intervals.

@@ -23,18 +23,6 @@ void put(Spans& v, int64_t a, int64_t b) {
   v.emplace_back(a, b);
 }
 
-// Sorts and joins overlapping or touching spans, in place.
-void merge_in_place(Spans& v) {
-  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
-  size_t n = 0;
-  for (const auto& iv : v) {
-    if (iv.second <= iv.first) continue;
-    if (n > 0 && iv.first <= v[n - 1].second) v[n - 1].second = std::max(v[n - 1].second, iv.second);
-    else v[n++] = iv;
-  }
-  v.resize(n);
-}
-
 }  // namespace
 
 // A rank's measures over merged spans, the compute stream's gaps counted
