@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-
 namespace osim {
 
 Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRecord& r) {
