@@ -3,7 +3,7 @@
 // as a bare instance another simulator can run: the SimGrid side of the
 // comparison in docs/performance.md reads it (sim/bench/simgrid/).
 //
-//   overlapsim_bench_flows SCENARIO TOPOLOGY [--runs N] [--instance FILE]
+//   overlapsim_bench_flows SCENARIO TOPOLOGY [--runs N] [--instance FILE [--force]]
 //
 // Prints the scenario's parse time, each run's wall time and the makespan to
 // the picosecond. The instance (text, one line per item):
@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/common.hpp"
 #include "core/errors.hpp"
 #include "fabric/transfers.hpp"
 #include "hw/topology.hpp"
@@ -42,21 +42,17 @@ double peak_rss_mb() {
 }
 
 void write_instance(const std::string& path, const hw::Topology& topo, const Scenario& sc) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write " + path);
-  out << "overlapsim-flow-instance 1\n";
-  out << fmt::format("resources {}\n", topo.resources().size());
-  for (const hw::Resource& r : topo.resources()) out << fmt::format("{:.17g}\n", r.capacity);
-  out << fmt::format("flows {}\n", sc.transfers.size());
-  std::string line;
+  std::string out = "overlapsim-flow-instance 1\n";
+  out += fmt::format("resources {}\n", topo.resources().size());
+  for (const hw::Resource& r : topo.resources()) out += fmt::format("{:.17g}\n", r.capacity);
+  out += fmt::format("flows {}\n", sc.transfers.size());
   for (const TransferSpec& t : sc.transfers) {
     const hw::Route& route = topo.route(t.src, t.dst, sc.route_options);
-    line = fmt::format("{:.17g} {:.17g} {} {:.17g} {} {} {}", t.start.s(), route.latency.s(), t.bytes, t.rate_cap, t.src, t.dst, route.uses.size());
-    for (const hw::ResourceUse& u : route.uses) line += fmt::format(" {} {:.17g}", u.resource, u.coefficient);
-    out << line << '\n';
+    out += fmt::format("{:.17g} {:.17g} {} {:.17g} {} {} {}", t.start.s(), route.latency.s(), t.bytes, t.rate_cap, t.src, t.dst, route.uses.size());
+    for (const hw::ResourceUse& u : route.uses) out += fmt::format(" {} {:.17g}", u.resource, u.coefficient);
+    out += '\n';
   }
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + path);
+  cli::write_file(path, out);
 }
 
 }  // namespace
@@ -65,12 +61,15 @@ int main(int argc, char** argv) {
   CLI::App app{"Time a transfer list on a topology's fabric; optionally write it as a bare flow instance"};
   std::string scenario_path, topology_path, instance_path;
   int runs = 3;
+  bool force = false;
   app.add_option("scenario", scenario_path, "scenario YAML (docs/formats/scenario.md)")->required();
   app.add_option("topology", topology_path, "topology YAML")->required();
   app.add_option("--runs", runs, "timed runs")->check(CLI::Range(1, 100));
   app.add_option("--instance", instance_path, "write the flow instance (resources, flows and their routes) to this file");
+  app.add_flag("--force", force, "overwrite an existing instance file");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!instance_path.empty()) cli::refuse_overwrite(instance_path, force);
     const hw::Topology topo(hw::parse_topology_file(topology_path));
     auto t0 = std::chrono::steady_clock::now();
     const Scenario sc = parse_scenario_file(scenario_path, topo);
