@@ -28,7 +28,7 @@ void Memory::alloc(int r, int pc, const Op& op) {
       M.peak = M.vram;
       M.peak_parts = M.parts;
     }
-    timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
+    if (x_.o.keep_records) timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
   } else {
     const hw::NodeSpec& cpu = x_.topo.node(R.cpu);
     Bytes& used = pinned_[R.cpu];
@@ -70,7 +70,7 @@ void Memory::drop(int r, const Op& a) {
   Rank& M = ranks_[static_cast<size_t>(r)];
   M.vram -= a.bytes;
   M.parts[static_cast<size_t>(a.part)] -= a.bytes;
-  timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
+  if (x_.o.keep_records) timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
 }
 
 void Memory::free(int r, const Op& op) {

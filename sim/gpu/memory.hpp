@@ -42,7 +42,8 @@ class Memory {
   /// What each part held when rank r's VRAM peaked (the first time it did).
   const std::array<Bytes, kMemParts>& peak_parts(int r) const { return ranks_[static_cast<size_t>(r)].peak_parts; }
   Bytes capacity(int r) const { return ranks_[static_cast<size_t>(r)].capacity; }
-  /// Per rank: (time, bytes in use) after each alloc/free.
+  /// Per rank: (time, bytes in use) after each alloc/free (the trace's VRAM
+  /// track; kept only with ExecOptions::keep_records, as the trace needs them).
   std::vector<std::vector<std::pair<Time, Bytes>>> take_timeline() { return std::move(timeline_); }
 
  private:

@@ -64,7 +64,7 @@ struct RunRecord {
   std::optional<RunSpans> spans;           // in place of ops: what the metrics need
   std::vector<RankSummary> ranks;
   Time makespan;
-  std::vector<std::vector<std::pair<Time, Bytes>>> vram;  // per rank: (time, bytes in use) after each alloc/free
+  std::vector<std::vector<std::pair<Time, Bytes>>> vram;  // per rank: (time, bytes in use) after each alloc/free (runs with per-op records)
   // The simulator's view of the fabric (empty for a measured run): bytes per
   // topology resource; per resource, plus one last entry for "the transfer's
   // own cap", the time transfers were bound there; every change of every
