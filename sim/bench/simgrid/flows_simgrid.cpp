@@ -8,11 +8,12 @@
 // no latency, shared), one host per node a flow starts or ends at, each
 // (src, dst) pair's route the list of resources overlapsim routes it over (a
 // coefficient n > 1 is the link n times). A flow's latency is a pure delay
-// before its first byte in both models, so each flow is released at
-// start + latency; flows released at one instant start from one actor.
+// before its first byte in both models, so each flow is launched at
+// start + latency; flows launched at one instant start from one actor.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
@@ -26,7 +27,7 @@ namespace sg4 = simgrid::s4u;
 namespace {
 
 struct Flow {
-  double release = 0, bytes = 0, cap = 0;
+  double launch_at = 0, bytes = 0, cap = 0;  // start + latency: its first byte
   int src = 0, dst = 0;
 };
 
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
     double start = 0, latency = 0;
     size_t uses = 0;
     if (!(in >> start >> latency >> f.bytes >> f.cap >> f.src >> f.dst >> uses)) fail("truncated flows");
-    f.release = start + latency;
+    f.launch_at = start + latency;
     std::vector<sg4::LinkInRoute> route;
     for (size_t k = 0; k < uses; ++k) {
       size_t r = 0;
@@ -89,12 +90,12 @@ int main(int argc, char** argv) {
     else if (!same_route(it->second, route)) fail("two flows between one pair of nodes on different routes");
   }
   zone->seal();
-  std::map<double, std::vector<const Flow*>> by_release;
-  for (const Flow& f : flows) by_release[f.release].push_back(&f);
+  std::map<double, std::vector<const Flow*>> by_launch;
+  for (const Flow& f : flows) by_launch[f.launch_at].push_back(&f);
   int starter = 0;
-  for (const auto& [release, group] : by_release) {
-    hosts.begin()->second->add_actor("release" + std::to_string(starter++), [release, &group, &hosts] {
-      if (release > 0) sg4::this_actor::sleep_for(release);
+  for (const auto& [launch_at, group] : by_launch) {
+    hosts.begin()->second->add_actor("launch" + std::to_string(starter++), [launch_at, &group, &hosts] {
+      if (launch_at > 0) sg4::this_actor::sleep_for(launch_at);
       sg4::ActivitySet set;
       for (const Flow* f : group) {
         sg4::CommPtr c = sg4::Comm::sendto_init(hosts.at(f->src), hosts.at(f->dst));
