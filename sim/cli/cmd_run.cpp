@@ -74,7 +74,10 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
       base = base_params(calibration, *topology);
       set_base_params(*workload, base.params);
     }
-    sched = generate_schedule(*workload);
+    // Without outputs that read every op, the programs are generated as the
+    // run reaches them: memory for the ops in flight, not for every step.
+    const bool every_op = !out_dir.empty() || show_ops || !schedule_out.empty() || what_if.any();
+    sched = every_op ? generate_schedule(*workload) : generate_schedule_as_run(*workload);
     params = workload->params;
   } else {
     sched = parse_schedule_file(input, sets);

@@ -28,7 +28,7 @@ void Collectives::add_rank(int r) {
 std::pair<int32_t, int32_t>& Collectives::coll_of(int r, int id) {
   const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
   Rank& K = ranks_[static_cast<size_t>(r)];
-  const int32_t ord = R.queues->coll_ord[static_cast<size_t>(id - R.base)];
+  const int32_t ord = R.program->q.coll_ord[id];
   assert(ord >= K.coll_first);
   const auto i = static_cast<size_t>(ord - K.coll_first);
   if (i >= K.coll.size()) K.coll.resize(i + 1, {-1, -1});  // at the end: references to the others stay valid
@@ -38,7 +38,7 @@ std::pair<int32_t, int32_t>& Collectives::coll_of(int r, int id) {
 std::pair<int32_t, int32_t> Collectives::coll_at(int r, int id) const {
   const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
   const Rank& K = ranks_[static_cast<size_t>(r)];
-  const auto i = static_cast<size_t>(R.queues->coll_ord[static_cast<size_t>(id - R.base)] - K.coll_first);
+  const auto i = static_cast<size_t>(R.program->q.coll_ord[id] - K.coll_first);
   return i < K.coll.size() ? K.coll[i] : std::pair<int32_t, int32_t>{-1, -1};
 }
 
@@ -120,7 +120,7 @@ void Collectives::arrive(int r, int id) {
   const size_t m = static_cast<size_t>(std::find(c.members.begin(), c.members.end(), r) - c.members.begin());
   assert(m < c.members.size());
   c.gops[m] = id;
-  x_.flags[static_cast<size_t>(id)] |= kArrived;
+  x_.flag(r, id) |= kArrived;
   const Op& op = x_.op_of(r, id);
   x_.streams->mark_start(r, id, op);  // a collective starts when its rank reaches it
   x_.compute->add_channels(r, channels_of(op));  // the kernel holds its SMs while it waits for peers
@@ -134,8 +134,8 @@ void Collectives::mismatch(const CollInst& c) {
                                                x_.s.groups[static_cast<size_t>(c.group)].name, c.seq)
                                  : fmt::format("send #{} and its matching recv differ:", c.seq);
   for (size_t m = 0; m < c.members.size(); ++m) {
-    const int r = c.members[m], index = c.gops[m] - x_.ranks[static_cast<size_t>(r)].base;
-    const Op& op = x_.ranks[static_cast<size_t>(r)].ops[index];
+    const int r = c.members[m], index = c.gops[m];
+    const Op& op = x_.op_of(r, index);
     msg += fmt::format("\n  rank {}: {} {} ({} {}, {} channels) at {}", r, to_string(op.coll), op.label,
                        format_bytes(static_cast<double>(op.bytes)), to_string(op.dtype), channels_of(op), x_.where(r, index));
   }
@@ -460,6 +460,14 @@ void Collectives::member_done(int ci, int m) {
   const int gid = c.gops[static_cast<size_t>(m)];
   const int rank = c.members[static_cast<size_t>(m)];
   Rank& K = ranks_[static_cast<size_t>(rank)];
+  // The op the instance reads stays a running member's: a program generated
+  // as it runs drops the ops all its ranks are past.
+  if (c.op == &x_.op_of(rank, gid))
+    for (size_t o = 0; o < c.members.size(); ++o)
+      if (!c.member_done[o]) {
+        c.op = &x_.op_of(c.members[o], c.gops[o]);
+        break;
+      }
   x_.compute->add_channels(rank, -c.channels);
   if (c.nvlink) x_.compute->nvlink_ended(rank);
   K.last_coll_end = x_.engine.now();
@@ -517,9 +525,8 @@ double Collectives::capped(const CollFlow& f, int from, int to) const {
 }
 
 std::string Collectives::waiting(int r, int index, uint8_t f) const {
-  const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
-  const Op& op = R.ops[index];
-  const auto [inst, seq] = coll_at(r, R.base + index);
+  const Op& op = x_.op_of(r, index);
+  const auto [inst, seq] = coll_at(r, index);
   if (!(f & kDispatched)) return ": not dispatched (queued behind another op)";
   if (!(f & kArrived)) return fmt::format(": waits for call #{} on group '{}' to finish first", seq - 1, x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].name);
   const CollInst& c = insts_[static_cast<size_t>(inst)];

@@ -121,14 +121,14 @@ void Compute::start_kernel(int r, int id) {
   const Op& op = x_.op_of(r, id);
   const int margin = op.sm_limit < 0 ? -op.sm_limit : 0;
   if (margin >= R.sms)
-    throw SimulationError(fmt::format("{}: kernel '{}' leaves {} SMs to others (sm_margin) but {} has {}: give it fewer", x_.where(r, id - R.base), op.label,
+    throw SimulationError(fmt::format("{}: kernel '{}' leaves {} SMs to others (sm_margin) but {} has {}: give it fewer", x_.where(r, id), op.label,
                                       margin, R.node->name, R.sms));
   const int demand = op.sm_limit > 0 ? std::min(op.sm_limit, R.sms) : R.sms - margin;
   // A kernel of measured duration (an imported trace's) ran at the clock and
   // beside the copies it had: neither slows it again.
   const bool compute = !op.duration && (op.gemm.has_value() || op.attention.has_value() || op.flops > 0);
   ++C.kernel_changes;
-  C.kernels.push_back(RunningKernel{id, (*R.work)[static_cast<size_t>(id - R.base)], 0, 0, x_.engine.now(), {}, demand, margin,
+  C.kernels.push_back(RunningKernel{id, R.program->work(id), 0, 0, x_.engine.now(), {}, demand, margin,
                                     x_.streams->priority(r, op.stream), compute, compute || op.hbm_bytes > 0,
                                     op.attention.has_value() && !op.gemm.has_value() && !op.realised});
   update(r);

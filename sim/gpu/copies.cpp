@@ -148,7 +148,7 @@ void Copies::start_copy(int r, int e) {
 
 void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
   x_.fabric->account(x_.fabric->copy_bottlenecks, rec);
-  OpRecord& orec = x_.record(r, id - x_.ranks[static_cast<size_t>(r)].base);
+  OpRecord& orec = x_.record(r, id);
   const ConstraintId mb = rec.main_bottleneck();
   const int bound = mb < 0 ? -1 : x_.fabric->resource_of(mb);
   assert(bound < (1 << 30));  // OpRecord::bottleneck is 31 bits

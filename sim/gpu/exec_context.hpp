@@ -2,9 +2,9 @@
 // inputs, the event engine and flow model, each rank's identity and program,
 // the ops' flags and records, and the components themselves.
 //
-// An op is known by its id: its rank's base plus its index in the program.
-// What changes as it runs is one byte of flags and its record; a full
-// workload holds ~10^6 ops, and writing more per op was much of a run's cost.
+// An op is known by its rank and its place in the rank's program. What
+// changes as it runs is one byte of flags and its record; a full workload
+// holds ~10^6 ops, and writing more per op was much of a run's cost.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,9 @@
 #include "core/engine.hpp"
 #include "core/flows.hpp"
 #include "core/maxmin.hpp"
+#include "core/window.hpp"
 #include "gpu/executor.hpp"
+#include "gpu/programs.hpp"
 
 namespace osim::exec {
 
@@ -26,7 +28,6 @@ class Copies;
 class Collectives;
 class ClosedForms;
 class FabricUse;
-struct ProgramQueues;
 
 enum OpFlag : uint8_t { kDispatched = 1, kDone = 2, kArrived = 4 };
 
@@ -50,11 +51,9 @@ struct RankInfo {
   int gpu = -1, cpu = -1;
   const hw::NodeSpec* node = nullptr;
   int sms = 1;
-  int base = 0;                                // the id of its program's first op
-  const Op* ops = nullptr;                     // its program
-  const ProgramQueues* queues = nullptr;       // its program's queue entries
-  const std::vector<double>* work = nullptr;   // solo seconds per op (kernels)
-  Time last_end;                               // the latest end of any of its ops
+  ProgramInfo* program = nullptr;  // its program's ops, queue entries and kernel times
+  Window<uint8_t> flags;           // per op: OpFlag bits
+  Time last_end;                   // the latest end of any of its ops
 };
 
 struct ExecContext {
@@ -75,10 +74,10 @@ struct ExecContext {
   FlowModel flows;
 
   std::vector<RankInfo> ranks;
-  std::vector<uint8_t> flags;                   // per op id: OpFlag bits
   std::vector<std::vector<OpRecord>> records;   // with ExecOptions::keep_records
   RunSpans spans;                               // without
   OpRecord scratch;                             // what records get without them
+  int64_t most_ops_held = 0;                    // ExecResult::most_ops_held
 
   Host* host = nullptr;
   Memory* memory = nullptr;
@@ -89,7 +88,14 @@ struct ExecContext {
   ClosedForms* closed = nullptr;
   FabricUse* fabric = nullptr;
 
-  const Op& op_of(int r, int id) const { return ranks[static_cast<size_t>(r)].ops[id - ranks[static_cast<size_t>(r)].base]; }
+  const Op& op_of(int r, int id) const { return ranks[static_cast<size_t>(r)].program->op(id); }
+  uint8_t& flag(int r, int id) { return ranks[static_cast<size_t>(r)].flags[id]; }
+  uint8_t flag(int r, int id) const { return ranks[static_cast<size_t>(r)].flags[id]; }
+  /// Whether rank r's program has an op at place `id`: generates the next
+  /// part of a program generated as it runs when the rank's host reaches its
+  /// end, after dropping what all its ranks are past (programs.cpp).
+  bool has_op(int r, int id) { return id < ranks[static_cast<size_t>(r)].program->end() || extend(r, id); }
+  bool extend(int r, int id);
   /// Rank r's op's group (index into s.groups) and peer rank, roles resolved (Program::group_of).
   int group_of(int r, const Op& op) const { return s.programs[static_cast<size_t>(r)].group_of(op); }
   int peer_of(int r, const Op& op) const { return s.programs[static_cast<size_t>(r)].peer_of(op); }

@@ -81,6 +81,7 @@ class Executor {
     out.copy_bottlenecks = std::move(fabric_.copy_bottlenecks);
     out.collective_bottlenecks = std::move(fabric_.collective_bottlenecks);
     out.link_samples = fabric_.take_samples();
+    out.most_ops_held = x_.most_ops_held;
     out.closed_form = closed_.replayed();
     out.handed_back = closed_.handed_back();
     out.resource_bytes = fabric_.resource_bytes();
@@ -115,25 +116,23 @@ class Executor {
     R.node = &x_.topo.node(R.gpu);
     R.cpu = x_.topo.nearest_cpu(R.gpu);
     R.sms = R.node->gpu.sms.value_or(1);
-    const auto& ops = *s.programs[static_cast<size_t>(r)].ops;
+    ProgramInfo& info = programs_.of(s, r, *R.node, x_.p);
+    R.program = &info;
+    assert((!info.generated_as_run() || !x_.o.keep_records) && "a program generated as it runs keeps no records");
     if (x_.o.keep_records) {
       auto& recs = x_.records[static_cast<size_t>(r)];
+      const auto& ops = *s.programs[static_cast<size_t>(r)].ops;
       reserve_huge(recs, ops.size());
       for (const Op& op : ops) {  // one pass over fresh memory
         OpRecord& rec = recs.emplace_back();
         rec.op = &op;
       }
     }
-    const ProgramInfo& info = programs_.of(s, r, *R.node, x_.p);
-    R.work = &info.work;
-    R.ops = ops.data();
-    R.queues = &info.q;
+    if (info.end() > static_cast<int64_t>(INT32_MAX))
+      throw InputError(SourceLocation{s.file, 0, 0}, "a program holds more than 2^31 ops: split it");
+    R.flags.grow_to(info.end());
     streams_.add_rank(r, info.q);
     collectives_.add_rank(r);
-    R.base = static_cast<int>(x_.flags.size());
-    if (x_.flags.size() + ops.size() > static_cast<size_t>(INT32_MAX))
-      throw InputError(SourceLocation{s.file, 0, 0}, "the schedule holds more than 2^31 ops over all ranks: split it");
-    x_.flags.resize(x_.flags.size() + ops.size(), 0);
     p2p_ranks_.push_back(info.p2p);
   }
 

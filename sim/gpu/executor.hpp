@@ -39,6 +39,9 @@ struct ExecResult : RunRecord {
   // Per rank: the sustained-load state when the run ends (at the makespan),
   // to start a run that follows at once (ExecOptions::initial_load).
   std::vector<LoadState> final_load;
+  // Programs generated as they run (Program::source): the most ops one of
+  // them held at once (whole chunks of 4,096); 0 for whole programs.
+  int64_t most_ops_held = 0;
 };
 
 struct ExecOptions {

@@ -42,10 +42,9 @@ void Host::step(int r) {
   Rank& H = ranks_[static_cast<size_t>(r)];
   if (H.state == Rank::Done) return;
   H.state = Rank::Ready;
-  const auto& ops = *x_.s.programs[static_cast<size_t>(r)].ops;
   Engine& engine = x_.engine;
-  while (H.pc < static_cast<int>(ops.size())) {
-    const Op& op = ops[static_cast<size_t>(H.pc)];
+  while (x_.has_op(r, H.pc)) {
+    const Op& op = x_.op_of(r, H.pc);
     OpRecord& rec = x_.record(r, H.pc);
     if (!H.paid) {
       rec.issue = engine.now();
@@ -92,7 +91,7 @@ bool Host::satisfied(int r) const {
   const Rank::Wait& w = ranks_[static_cast<size_t>(r)].until;
   switch (w.kind) {
     case Rank::Wait::None: return true;
-    case Rank::Wait::Gop: return (x_.flags[static_cast<size_t>(w.gop)] & kDone) != 0;
+    case Rank::Wait::Gop: return (x_.flag(r, w.gop) & kDone) != 0;
     case Rank::Wait::Stream: return x_.streams->done(r, w.stream) >= w.count;
     case Rank::Wait::Device:
       for (size_t i = 0; i < w.counts.size(); ++i)
@@ -103,7 +102,7 @@ bool Host::satisfied(int r) const {
 }
 
 std::string Host::waiting_in(int r) const {
-  const Op& op = x_.ranks[static_cast<size_t>(r)].ops[ranks_[static_cast<size_t>(r)].pc];
+  const Op& op = x_.op_of(r, ranks_[static_cast<size_t>(r)].pc);
   switch (op.kind) {
     case OpKind::Memcpy: return fmt::format("a blocking {} copy", to_string(op.copy));
     case OpKind::StreamSync: return fmt::format("stream_sync({})", x_.s.streams[static_cast<size_t>(op.stream)].name);
@@ -168,12 +167,12 @@ void Host::effect(int r, const Op& op) {
       return;
     case OpKind::Free:
       if (op.stream < 0) {
-        x_.memory->free(r, op);
+        x_.memory->free(r, H.pc, op);
         return;
       }
       // Freed on the host, returned to the GPU's memory once the stream has
       // done the work issued before it (a tensor used on another stream).
-      x_.memory->release(r, op, x_.streams->enqueued(r, op.stream) + 1);
+      x_.memory->release(r, H.pc, op, x_.streams->enqueued(r, op.stream) + 1);
       x_.streams->enqueue(r, H.pc, op);
       return;
     case OpKind::HostWork: H.busy_until = x_.engine.now() + *op.duration; return;

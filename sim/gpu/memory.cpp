@@ -38,22 +38,22 @@ void Memory::alloc(int r, int pc, const Op& op) {
                                         format_bytes(static_cast<double>(*cpu.memory))));
     used += op.bytes;
   }
-  M.allocs[op.label] = &op;
+  M.allocs[op.label] = Alloc{op.bytes, op.part, op.space};
 }
 
 MemPart Memory::part_of(int r, const std::string& tag) const {
   const auto& allocs = ranks_[static_cast<size_t>(r)].allocs;
   const auto it = allocs.find(tag);
-  return it == allocs.end() ? MemPart::Weights : it->second->part;
+  return it == allocs.end() ? MemPart::Weights : it->second.part;
 }
 
-void Memory::release(int r, const Op& op, int stream_count) {
+void Memory::release(int r, int pc, const Op& op, int stream_count) {
   Rank& M = ranks_[static_cast<size_t>(r)];
   auto it = M.allocs.find(op.label);
   assert(it != M.allocs.end());
-  const Op& a = *it->second;
+  const Alloc a = it->second;
   if (a.space == MemSpace::Device) drop(r, a);
-  M.released[&op] = {&a, op.stream, stream_count};
+  M.released[pc] = {a, op.stream, stream_count};
   M.allocs.erase(it);
 }
 
@@ -62,31 +62,30 @@ std::optional<std::pair<int, int>> Memory::room_after(int r, const Op& op) const
   if (op.space != MemSpace::Device || M.capacity == 0 || M.held + op.bytes <= M.capacity) return std::nullopt;
   std::optional<std::pair<int, int>> first;
   for (const auto& [free_op, rel] : M.released)
-    if (rel.alloc->space == MemSpace::Device && (!first || rel.count < first->second)) first = std::make_pair(rel.stream, rel.count);
+    if (rel.alloc.space == MemSpace::Device && (!first || rel.count < first->second)) first = std::make_pair(rel.stream, rel.count);
   return first;
 }
 
-void Memory::drop(int r, const Op& a) {
+void Memory::drop(int r, const Alloc& a) {
   Rank& M = ranks_[static_cast<size_t>(r)];
   M.vram -= a.bytes;
   M.parts[static_cast<size_t>(a.part)] -= a.bytes;
   if (x_.o.keep_records) timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
 }
 
-void Memory::free(int r, const Op& op) {
+void Memory::free(int r, int pc, const Op& op) {
   Rank& M = ranks_[static_cast<size_t>(r)];
-  const Op* alloc = nullptr;
-  if (auto rel = M.released.find(&op); rel != M.released.end()) {
-    alloc = rel->second.alloc;  // its tensor dropped when the host freed it
+  Alloc a;
+  if (auto rel = M.released.find(pc); rel != M.released.end()) {
+    a = rel->second.alloc;  // its tensor dropped when the host freed it
     M.released.erase(rel);
   } else {
     auto it = M.allocs.find(op.label);
     assert(it != M.allocs.end());
-    alloc = it->second;
+    a = it->second;
     M.allocs.erase(it);
-    if (alloc->space == MemSpace::Device) drop(r, *alloc);
+    if (a.space == MemSpace::Device) drop(r, a);
   }
-  const Op& a = *alloc;
   if (a.space == MemSpace::Device) M.held -= a.bytes;
   else pinned_[x_.ranks[static_cast<size_t>(r)].cpu] -= a.bytes;
 }

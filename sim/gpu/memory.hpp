@@ -19,13 +19,14 @@ class Memory {
   /// Rank r's alloc / free op (at its program's place `pc`). Throws
   /// SimulationError when it does not fit its GPU or host memory.
   void alloc(int r, int pc, const Op& op);
-  /// A free takes the memory back: at once, or for a free on a stream, once
-  /// the stream reaches it (release() has freed the tensor before).
-  void free(int r, const Op& op);
+  /// A free (at its program's place `pc`) takes the memory back: at once, or
+  /// for a free on a stream, once the stream reaches it (release() has freed
+  /// the tensor before).
+  void free(int r, int pc, const Op& op);
   /// A free on a stream, issued by the host: the tensor is gone (peak
   /// allocated), its memory held until the stream reaches the free.
   /// `stream_count`: the stream's op count once the free is on it.
-  void release(int r, const Op& op, int stream_count);
+  void release(int r, int pc, const Op& op, int stream_count);
   /// Where a device alloc that does not fit can wait for a free on a stream
   /// to come back (the caching allocator waits for it before it gives up):
   /// the stream and the op count it must reach; nullopt when none is pending.
@@ -47,14 +48,21 @@ class Memory {
   std::vector<std::vector<std::pair<Time, Bytes>>> take_timeline() { return std::move(timeline_); }
 
  private:
-  void drop(int r, const Op& alloc);  // the tensor is gone
+  // A live allocation (its op may be gone: a program generated as it runs
+  // keeps only the ops in flight).
+  struct Alloc {
+    Bytes bytes = 0;
+    MemPart part = MemPart::Weights;
+    MemSpace space = MemSpace::Device;
+  };
+  void drop(int r, const Alloc& a);  // the tensor is gone
   struct Rank {
-    std::map<std::string, const Op*> allocs;
+    std::map<std::string, Alloc> allocs;
     struct Released {
-      const Op* alloc;
+      Alloc alloc;
       int stream, count;
     };
-    std::map<const Op*, Released> released;  // free on a stream -> its alloc, until the stream reaches it
+    std::map<int, Released> released;  // free on a stream (its place) -> its alloc, until the stream reaches it
     Bytes vram = 0, peak = 0, capacity = 0;  // live tensors (what the job needs)
     Bytes held = 0, peak_held = 0;            // with the memory freed on streams not there yet
     std::array<Bytes, kMemParts> parts{}, peak_parts{};

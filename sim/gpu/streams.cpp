@@ -28,6 +28,17 @@ void Streams::add_rank(int r, const ProgramQueues& q) {
   for (size_t i = 0; i < S.hwq.size(); ++i) S.hwq[i].ops = &q.queues[i];
 }
 
+void Streams::live_from(int r, int64_t& op, std::vector<int64_t>& queue_entry, std::vector<int64_t>& stream_pos) const {
+  const Rank& S = ranks_[static_cast<size_t>(r)];
+  const ProgramQueues& q = x_.ranks[static_cast<size_t>(r)].program->q;
+  for (size_t i = 0; i < S.hwq.size(); ++i) queue_entry[i] = std::min(queue_entry[i], S.hwq[i].head);
+  for (size_t s = 0; s < S.streams.size(); ++s) {
+    const StreamState& st = S.streams[s];
+    stream_pos[s] = std::min(stream_pos[s], static_cast<int64_t>(st.done));
+    if (st.done < st.enqueued) op = std::min(op, static_cast<int64_t>(q.stream_ops[s][st.done]));
+  }
+}
+
 int Streams::enqueue(int r, int pc, const Op& op) {
   Rank& S = ranks_[static_cast<size_t>(r)];
   const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
@@ -36,7 +47,7 @@ int Streams::enqueue(int r, int pc, const Op& op) {
   ++st.enqueued;
   if (op.kind == OpKind::StreamWaitEvent && x_.o.keep_records) {
     const auto [es, ep] = S.event_pos[static_cast<size_t>(op.event)];
-    x_.record(r, pc).waits_on = R.queues->stream_ops[static_cast<size_t>(es)][static_cast<size_t>(ep)];
+    x_.record(r, pc).waits_on = R.program->q.stream_ops[static_cast<size_t>(es)][ep];
   }
   // Outside a pump no queue's head can dispatch; a new op changes only its
   // own queue's head, and only when it is that head. The scan starts there:
@@ -44,11 +55,11 @@ int Streams::enqueue(int r, int pc, const Op& op) {
   const HwQueue& q = S.hwq[static_cast<size_t>(st.hwq)];
   if ((*q.ops)[q.head].index == pc) pump(r, static_cast<size_t>(st.hwq));
   if (op.kind == OpKind::EventRecord) S.event_pos[static_cast<size_t>(op.event)] = {op.stream, st.enqueued - 1};
-  return R.base + pc;
+  return pc;
 }
 
 bool Streams::can_dispatch(const Rank& S, const HwQueue& q) const {
-  if (q.head == q.ops->size()) return false;
+  if (q.head == q.ops->end()) return false;
   const QueueEntry& e = (*q.ops)[q.head];
   if (e.index >= S.issued || S.streams[static_cast<size_t>(e.stream)].done != e.pos) return false;
   return e.dep_stream < 0 || S.streams[static_cast<size_t>(e.dep_stream)].done > e.dep_pos;
@@ -64,12 +75,12 @@ void Streams::pump(int r, size_t first) {
   const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
   do {
     S.again = false;
-    for (const size_t i : R.queues->used) {  // the others never hold an op
+    for (const size_t i : R.program->q.used) {  // the others never hold an op
       if (i < first) continue;
       HwQueue& q = S.hwq[i];
       while (can_dispatch(S, q)) {
         const QueueEntry& e = (*q.ops)[q.head++];
-        dispatch(r, R.base + e.index, e);
+        dispatch(r, e.index, e);
       }
     }
     first = 0;
@@ -80,11 +91,11 @@ void Streams::pump(int r, size_t first) {
 void Streams::complete(int r, int id) {
   Rank& S = ranks_[static_cast<size_t>(r)];
   RankInfo& R = x_.ranks[static_cast<size_t>(r)];
-  const int index = id - R.base;
-  const Op& op = R.ops[index];
+  const int index = id;
+  const Op& op = x_.op_of(r, id);
   StreamState& st = S.streams[static_cast<size_t>(op.stream)];
-  uint8_t& f = x_.flags[static_cast<size_t>(id)];
-  assert(!(f & kDone) && R.queues->stream_ops[static_cast<size_t>(op.stream)][static_cast<size_t>(st.done)] == index);
+  uint8_t& f = x_.flag(r, id);
+  assert(!(f & kDone) && R.program->q.stream_ops[static_cast<size_t>(op.stream)][st.done] == index);
   f |= kDone;
   ++st.done;
   const Time now = x_.engine.now();
@@ -150,7 +161,7 @@ Time Streams::handoff(int r, const Op& op, const QueueEntry& e) {
 }
 
 void Streams::dispatch(int r, int id, const QueueEntry& e) {
-  x_.flags[static_cast<size_t>(id)] |= kDispatched;
+  x_.flag(r, id) |= kDispatched;
   const Op& op = x_.op_of(r, id);
   mark_start(r, id, op);
   const Time wait = x_.handoffs ? handoff(r, op, e) : Time::zero();
@@ -179,7 +190,7 @@ void Streams::dispatch(int r, int id, const QueueEntry& e) {
       return;
     }
     case OpKind::Free:
-      x_.memory->free(r, op);
+      x_.memory->free(r, id, op);
       complete(r, id);
       return;
     default: complete(r, id); return;  // waits and markers take no time
@@ -193,8 +204,8 @@ Time Streams::running_since(int r) const {
   for (size_t s = 0; s < S.streams.size(); ++s) {
     const StreamState& st = S.streams[s];
     if (st.done == st.enqueued) continue;
-    const int index = R.queues->stream_ops[s][static_cast<size_t>(st.done)];
-    if (x_.flags[static_cast<size_t>(R.base + index)] & kDispatched) t = std::min(t, st.started);
+    const int index = R.program->q.stream_ops[s][st.done];
+    if (x_.flag(r, index) & kDispatched) t = std::min(t, st.started);
   }
   return t;
 }
@@ -210,18 +221,18 @@ std::string Streams::head(int r, int s) const {
   const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
   const StreamState& st = S.streams[static_cast<size_t>(s)];
   if (st.done >= st.enqueued) return "";
-  const int index = R.queues->stream_ops[static_cast<size_t>(s)][static_cast<size_t>(st.done)];
-  const uint8_t f = x_.flags[static_cast<size_t>(R.base + index)];
-  const Op& op = R.ops[index];
+  const int index = R.program->q.stream_ops[static_cast<size_t>(s)][st.done];
+  const uint8_t f = x_.flag(r, index);
+  const Op& op = x_.op_of(r, index);
   std::string what = fmt::format("op {} {}{} ({})", index, to_string(op.kind), op.label.empty() ? "" : " " + op.label, x_.where(r, index));
   if (op.kind == OpKind::Collective) return what + x_.collectives->waiting(r, index, f);
   const QueueEntry* e = nullptr;  // still queued: its entry has the dependency
   for (const HwQueue& q : S.hwq)
-    for (size_t i = q.head; i < q.ops->size(); ++i)
+    for (int64_t i = q.head; i < q.ops->end(); ++i)
       if ((*q.ops)[i].index == index) e = &(*q.ops)[i];
   if (const int ds = e ? e->dep_stream : -1, dp = e ? e->dep_pos : -1; ds >= 0 && S.streams[static_cast<size_t>(ds)].done <= dp)
     return what + fmt::format(": waits for stream {} to finish its op {}", x_.s.streams[static_cast<size_t>(ds)].name,
-                              R.queues->stream_ops[static_cast<size_t>(ds)][static_cast<size_t>(dp)]);
+                              R.program->q.stream_ops[static_cast<size_t>(ds)][dp]);
   return what + ((f & kDispatched) ? ": running" : ": waits in its hardware queue behind another stream's op");
 }
 

@@ -27,7 +27,7 @@ class Streams {
   void complete(int r, int id);
   /// Op `id` starts now (a copy when its engine takes it, a collective when its rank reaches it).
   void mark_start(int r, int id, const Op& op) {
-    if (x_.o.keep_records) x_.records[static_cast<size_t>(r)][static_cast<size_t>(id - x_.ranks[static_cast<size_t>(r)].base)].start = x_.engine.now();
+    if (x_.o.keep_records) x_.records[static_cast<size_t>(r)][static_cast<size_t>(id)].start = x_.engine.now();
     else ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(op.stream)].started = x_.engine.now();
   }
 
@@ -46,6 +46,10 @@ class Streams {
   /// The earliest start of rank r's ops running on its streams (now if
   /// none): no op of r that finishes from now on started before it.
   [[nodiscard]] Time running_since(int r) const;
+  /// Lowers each bound to what rank r still reads: the first op place, each
+  /// hardware queue's first entry, each stream's first place (its program's
+  /// windows may drop what lies before).
+  void live_from(int r, int64_t& op, std::vector<int64_t>& queue_entry, std::vector<int64_t>& stream_pos) const;
 
  private:
   // The engine of the latest op a stream's next op depends on (the stream's
@@ -67,8 +71,8 @@ class Streams {
     Time dep_released;     // when that wait was satisfied
   };
   struct HwQueue {
-    const std::vector<QueueEntry>* ops = nullptr;  // [head, end) are waiting (once issued)
-    size_t head = 0;
+    const Window<QueueEntry>* ops = nullptr;  // [head, end) are waiting (once issued)
+    int64_t head = 0;
   };
   // Per event: the stream and place of the record that last completed, and
   // that stream's EngineDep then.

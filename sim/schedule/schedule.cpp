@@ -68,8 +68,9 @@ int Schedule::find_group(const std::string& n) const {
   return -1;
 }
 SourceLocation Schedule::location(int rank, int index) const {
-  const Op& op = (*programs[rank].ops)[index];
-  if (op.line > 0) return SourceLocation{file, op.line, op.column};
+  const auto& ops = *programs[static_cast<size_t>(rank)].ops;
+  if (static_cast<size_t>(index) < ops.size() && ops[static_cast<size_t>(index)].line > 0)
+    return SourceLocation{file, ops[static_cast<size_t>(index)].line, ops[static_cast<size_t>(index)].column};
   return SourceLocation{fmt::format("schedule '{}' rank {} op {}", name, rank, index), 0, 0};
 }
 
@@ -593,6 +594,7 @@ Schedule parse_schedule_string(const std::string& yaml, const std::string& name)
 }
 
 std::string to_yaml(const Schedule& s) {
+  assert(!s.generated_as_run() && "a schedule generated as it runs has no ops to write");
   YAML::Emitter e;
   e << YAML::BeginMap;
   e << YAML::Key << "name" << YAML::Value << s.name;

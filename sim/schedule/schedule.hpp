@@ -7,6 +7,7 @@
 
 #include <cassert>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -118,11 +119,23 @@ inline constexpr const char* kStepsEndMarker = "end of steps";
 /// neighbours, their own Ulysses or tensor-parallel group) so share one op list.
 inline constexpr int role_ref(int k) { return -2 - k; }
 
+/// A program generated as it runs, a part at a time (a generated workload's
+/// forwards), so a run holds only the ops in flight.
+class OpSource {
+ public:
+  virtual ~OpSource() = default;
+  /// Appends the program's next ops; false once none are left.
+  virtual bool next(std::vector<Op>& ops) = 0;
+};
+
 struct Program {
   int rank = 0;
   /// Immutable once built; ranks that run the same program share it (a
   /// generated workload holds one copy per CFG half instead of one per rank).
   std::shared_ptr<const std::vector<Op>> ops = std::make_shared<const std::vector<Op>>();
+  /// Set: the program is generated as it runs (`ops` is empty; ranks sharing
+  /// it share `ops` too). Each call starts the program afresh.
+  std::function<std::unique_ptr<OpSource>()> source;
   /// This rank's groups and peers by role (see role_ref); -1: it has none.
   std::vector<int> group_roles, peer_roles;
   /// The op's group (index into Schedule::groups) or peer rank on this rank.
@@ -170,6 +183,9 @@ struct Schedule {
   std::vector<Group> groups;
   std::vector<Program> programs;    // one per rank, programs[r].rank == r
   int ranks() const { return static_cast<int>(programs.size()); }
+  /// Whether its programs are generated as they run (Program::source): such
+  /// a schedule runs without records and cannot be written out.
+  bool generated_as_run() const { return !programs.empty() && programs[0].source != nullptr; }
   int find_stream(const std::string& n) const;
   int find_group(const std::string& n) const;
   int find_event(const std::string& n) const;

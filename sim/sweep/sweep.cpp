@@ -337,7 +337,7 @@ std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a,
     if (it == worker.generated.end()) {
       if (!base) base = base_params(given, topo);
       set_base_params(*worker.workload, base->params);
-      it = worker.generated.emplace(on, std::make_pair(worker.workload->params, generate_schedule(*worker.workload))).first;
+      it = worker.generated.emplace(on, std::make_pair(worker.workload->params, generate_schedule_as_run(*worker.workload))).first;
     }
     params = it->second.first;
     schedule = &it->second.second;

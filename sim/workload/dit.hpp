@@ -110,6 +110,11 @@ DitWorkload parse_workload_string(const std::string& yaml, const std::string& na
 bool is_workload_file(const std::string& path);
 
 Schedule generate_schedule(const DitWorkload& w);
+/// The same schedule with its programs generated as a run reaches them
+/// (Program::source): memory for the ops in flight, not for every step. It
+/// runs without records (ExecOptions::keep_records = false) and cannot be
+/// written out; the run's results are those of generate_schedule's.
+Schedule generate_schedule_as_run(const DitWorkload& w);
 
 std::string to_string(OffloadPolicy p);
 

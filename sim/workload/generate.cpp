@@ -2,6 +2,7 @@
 // program per rank with the kernels, collectives, weight copies and memory
 // of every step (docs/formats/workload.md).
 #include <algorithm>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -16,7 +17,10 @@ namespace {
 
 class Gen {
  public:
-  explicit Gen(const DitWorkload& w) : w_(w), b_(w.name, w.ranks()), vars_(w.vars()) {
+  // `as_run`: the programs are generated as a run reaches them (Program::source).
+  Gen(std::shared_ptr<const DitWorkload> workload, bool as_run)
+      : owned_(std::move(workload)), w_(*owned_), b_(w_.name, w_.ranks()), vars_(w_.vars()) {
+    const DitWorkload& w = w_;
     Schedule& s = b_.schedule();
     s.file = w.file;
     s.topology = w.topology;
@@ -75,9 +79,12 @@ class Gen {
         cfg_of_[static_cast<size_t>(i)] = cfg_of_[static_cast<size_t>(i + G * U * T)] = groups++;
       }
     build_templates();
+    if (as_run && w.offload == OffloadPolicy::Layerwise && w.prefetch_size > 0)
+      for (int i = 0; i < 2 * w.prefetch_size + 2; ++i) slot_events_.push_back(b_.event(fmt::format("layer weights {}", i)));
   }
 
-  Schedule run() {
+  // `self`: this generator, which the programs' sources hold (as_run).
+  Schedule run(const std::shared_ptr<Gen>& self = nullptr) {
     // The ranks of a CFG half run the same program (they differ only in
     // their data and, by role, in their groups and peers): generate it once
     // per half and share it.
@@ -85,18 +92,26 @@ class Gen {
     const size_t programs = static_cast<size_t>(w_.ranks() / half);
     per_forward_ = ops_per_forward();
     const size_t per_program = static_cast<size_t>(w_.forwards_per_rank()) * per_forward_ + 100;
+    // Held whole or generated as the run goes, a program past the limit is
+    // minutes of work.
     if (per_program > limits::max_unrolled_ops() / programs)
       throw InputError(SourceLocation{w_.file, 0, 0},
-                       fmt::format("{} steps ({} forwards a rank) x {} blocks{} unroll to about {} ops, more than the {} a run holds in memory: "
+                       fmt::format("{} steps ({} forwards a rank) x {} blocks{} come to about {} ops, more than the {} a run {}: "
                                    "simulate fewer steps (every step after the first takes the same time) or fewer ranks",
-                                   w_.steps, w_.forwards_per_rank(), seq_.size(),
-                                   programs > 1 ? fmt::format(" x {} CFG halves", programs) : "", programs * per_program, limits::max_unrolled_ops()));
+                                   w_.steps, w_.forwards_per_rank(), seq_.size(), programs > 1 ? fmt::format(" x {} CFG halves", programs) : "",
+                                   programs * per_program, limits::max_unrolled_ops(), self ? "simulates" : "holds in memory"));
     for (int r = 0; r < w_.ranks(); ++r) {
       b_.set_roles(r, roles_of(r));
       if (r % half > 0) b_.share_program(r, r - r % half);
-      else program(r);
+      else if (!self) program(r);
     }
-    return b_.build();
+    Schedule s = b_.build();
+    if (self)
+      for (int r = 0; r < w_.ranks(); ++r)
+        s.programs[static_cast<size_t>(r)].source = [self, first = r - r % half]() -> std::unique_ptr<OpSource> {
+          return std::make_unique<ProgramGen>(*self, first);
+        };
+    return s;
   }
 
  private:
@@ -264,7 +279,6 @@ class Gen {
     return out;
   }
 
-  int event(const std::string& name) { return b_.event(name); }
   void marker(std::vector<Op>& ops, const std::string& name) { ops.push_back(ops::marker(kCompute, name)); }
 
   // Block l of a forward on this rank, its ops in sub-layer order (`phase`
@@ -483,131 +497,174 @@ class Gen {
     return fmt::format("e{}.f{}.l{}", expert_of(g / L), g / L, g % L);  // <= 15 chars up to 999 forwards
   }
 
-  void program(int rank) {
-    std::vector<Op> ops;
-    const int L = static_cast<int>(seq_.size()), F = w_.forwards_per_rank();
-    reserve_huge(ops, static_cast<size_t>(F) * per_forward_ + 100);
-    const int total = F * L;
-    const bool cfg_par = w_.cfg == CfgMode::Parallel;
-    const int half = w_.ring * w_.ulysses * w_.tp;  // ranks of one CFG half
-    auto fwd_marker = [&](int f) {
-      const int step = w_.cfg == CfgMode::Serial ? f / 2 : f;
-      const std::string cond = w_.cfg == CfgMode::Serial ? (f % 2 ? "uncond" : "cond") : (cfg_par ? (rank < half ? "cond" : "uncond") : "cond");
-      marker(ops, fmt::format("step {} {}", step, cond));
-    };
-    auto end_of_step = [&](int f) {
-      const bool last_of_step = w_.cfg != CfgMode::Serial || f % 2 == 1;
-      if (!last_of_step || !cfg_par) return;
-      // CFG-parallel: combine the two predictions (the latent, fp32).
-      const Bytes latent = 2 * 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4 / (w_.ulysses * w_.ring);
-      ops.push_back(ops::collective(kCompute, CollKind::AllGather, group_role(Group::Cfg), latent, CollAlgo::Nccl, DType::FP32, "cfg gather"));
-    };
-
-    memory_before(ops);
-    switch (w_.offload) {
-      case OffloadPolicy::None: {
-        for (int e = 0; e < w_.model.experts; ++e)
-          for (int l = 0; l < L; ++l) alloc(ops, fmt::format("e{}.l{}", e, l), layer_bytes(l));
-        for (int f = 0; f < F; ++f) {
-          fwd_marker(f);
-          for (int l = 0; l < L; ++l) block(ops, l);
-          end_of_step(f);
-        }
-        sync(ops, kCompute);
-        break;
+  // One program's ops a part at a time: what comes before the forwards, each
+  // forward, what comes after. Whole (program()) or part by part as a run
+  // reaches them (generate_schedule_as_run), the ops are the same but for
+  // the layers' weight events (layer_event).
+  class ProgramGen final : public OpSource {
+   public:
+    ProgramGen(Gen& g, int rank)
+        : g_(g), w_(g.w_), rank_(rank), L_(static_cast<int>(g.seq_.size())), F_(w_.forwards_per_rank()), total_(F_ * L_),
+          P_(w_.offload == OffloadPolicy::Layerwise ? w_.prefetch_size : 0) {
+      if (w_.offload == OffloadPolicy::Blocking || w_.offload == OffloadPolicy::Layerwise) prefetched_.assign(static_cast<size_t>(total_), 0);
+      if (w_.offload == OffloadPolicy::Block || w_.offload == OffloadPolicy::Phase) {
+        for (const TypeTemplate& tt : g_.types_)
+          for (Bytes b : tt.units) largest_ = std::max(largest_, b);
+        for (int l = 0; l < L_; ++l)
+          for (int u = 0; u < static_cast<int>(g_.types_[static_cast<size_t>(g_.seq_[static_cast<size_t>(l)])].units.size()); ++u) units_.emplace_back(l, u);
       }
-      case OffloadPolicy::Blocking:
-      case OffloadPolicy::Layerwise: {
-        const int P = w_.offload == OffloadPolicy::Blocking ? 0 : w_.prefetch_size;
-        std::vector<char> prefetched(static_cast<size_t>(total), 0);
-        auto prefetch = [&](int g) {
-          if (prefetched[g]) return;  // already on the GPU or on its way (the wrap-around overlaps)
-          prefetched[g] = 1;
-          const std::string n = layer_name(g);
-          alloc(ops, n, layer_bytes(g % L));
-          copy(ops, kCopy, "h2d " + n, layer_bytes(g % L), true);
-          record(ops, kCopy, event(n));
-        };
-        if (P > 0) {
-          for (int j = 0; j < P && j < total; ++j) prefetch(j);
-        }
-        for (int f = 0; f < F; ++f) {
-          fwd_marker(f);
-          for (int l = 0; l < L; ++l) {
-            const int g = f * L + l;
-            const std::string n = layer_name(g);
-            if (P == 0) {  // the old path: a blocking .to() per layer
-              alloc(ops, n, layer_bytes(l));
-              copy(ops, kCompute, "h2d " + n, layer_bytes(l), false);
+    }
+    bool next(std::vector<Op>& ops) override {
+      if (part_ > F_ + 1) return false;
+      if (part_ == 0) before(ops);
+      else if (part_ <= F_) forward(ops, part_ - 1);
+      else after(ops);
+      ++part_;
+      return true;
+    }
+
+   private:
+    void before(std::vector<Op>& ops) {
+      g_.memory_before(ops);
+      switch (w_.offload) {
+        case OffloadPolicy::None:
+          for (int e = 0; e < w_.model.experts; ++e)
+            for (int l = 0; l < L_; ++l) g_.alloc(ops, fmt::format("e{}.l{}", e, l), g_.layer_bytes(l));
+          return;
+        case OffloadPolicy::Blocking:
+        case OffloadPolicy::Layerwise:
+          for (int j = 0; j < P_ && j < total_; ++j) prefetch(ops, j);
+          return;
+        case OffloadPolicy::Block:
+        case OffloadPolicy::Phase:
+          // Two GPU buffers; the next unit (a block, or with `phase` a
+          // sub-layer) is copied while this one computes; the host
+          // synchronises both streams after every unit.
+          g_.alloc(ops, "buffer0", largest_);
+          g_.alloc(ops, "buffer1", largest_);
+          g_.copy(ops, kCopy, "h2d first", unit_bytes(0), true);
+          g_.sync(ops, kCopy);
+          return;
+      }
+    }
+    void after(std::vector<Op>& ops) {
+      if (w_.offload == OffloadPolicy::Block || w_.offload == OffloadPolicy::Phase) {
+        g_.free_(ops, "buffer0");
+        g_.free_(ops, "buffer1");
+      } else {
+        g_.sync(ops, kCompute);
+      }
+      g_.memory_after(ops);
+    }
+    void forward(std::vector<Op>& ops, int f) {
+      fwd_marker(ops, f);
+      switch (w_.offload) {
+        case OffloadPolicy::None:
+          for (int l = 0; l < L_; ++l) g_.block(ops, l);
+          break;
+        case OffloadPolicy::Blocking:
+        case OffloadPolicy::Layerwise:
+          for (int l = 0; l < L_; ++l) {
+            const int g = f * L_ + l;
+            const std::string n = g_.layer_name(g);
+            if (P_ == 0) {  // the old path: a blocking .to() per layer
+              g_.alloc(ops, n, g_.layer_bytes(l));
+              g_.copy(ops, kCompute, "h2d " + n, g_.layer_bytes(l), false);
             } else {
-              if (l % P == 0) {
-                wait_stream(ops, kCopy, kCompute);  // copy_stream.wait_stream(compute)
-                for (int j = g + P; j < g + 2 * P && j < total; ++j) prefetch(j);
+              if (l % P_ == 0) {
+                g_.wait_stream(ops, kCopy, kCompute);  // copy_stream.wait_stream(compute)
+                for (int j = g + P_; j < g + 2 * P_ && j < total_; ++j) prefetch(ops, j);
               }
-              wait_event(ops, kCompute, event(n));
+              g_.wait_event(ops, kCompute, g_.layer_event(g));
             }
-            block(ops, l);
-            free_(ops, n);
+            g_.block(ops, l);
+            g_.free_(ops, n);
             // Prefetched weights were allocated on the copy stream and used on
             // compute (record_stream): their memory comes back once compute
             // has run the block.
-            if (P > 0) ops.back().stream = kCompute;
+            if (P_ > 0) ops.back().stream = kCompute;
           }
-          end_of_step(f);
-        }
-        sync(ops, kCompute);
-        break;
-      }
-      case OffloadPolicy::Block:
-      case OffloadPolicy::Phase: {
-        // Two GPU buffers; the next unit (a block, or with `phase` a
-        // sub-layer) is copied while this one computes; the host
-        // synchronises both streams after every unit.
-        Bytes largest = 0;
-        for (const TypeTemplate& tt : types_)
-          for (Bytes b : tt.units) largest = std::max(largest, b);
-        // Units of a forward in order: (block, part).
-        std::vector<std::pair<int, int>> units;
-        for (int l = 0; l < L; ++l)
-          for (int u = 0; u < static_cast<int>(types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].units.size()); ++u) units.emplace_back(l, u);
-        auto unit_bytes = [&](size_t i) {
-          const auto [l, u] = units[i % units.size()];
-          return types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].units[static_cast<size_t>(u)];
-        };
-        alloc(ops, "buffer0", largest);
-        alloc(ops, "buffer1", largest);
-        copy(ops, kCopy, "h2d first", unit_bytes(0), true);
-        sync(ops, kCopy);
-        const size_t count = static_cast<size_t>(F) * units.size();
-        for (int f = 0; f < F; ++f) {
-          fwd_marker(f);
-          for (int l = 0; l < L; ++l) {
-            const int per_block = static_cast<int>(types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].units.size());
+          break;
+        case OffloadPolicy::Block:
+        case OffloadPolicy::Phase: {
+          const size_t count = static_cast<size_t>(F_) * units_.size();
+          for (int l = 0; l < L_; ++l) {
+            const int per_block = static_cast<int>(g_.types_[static_cast<size_t>(g_.seq_[static_cast<size_t>(l)])].units.size());
             std::vector<std::vector<Op>> parts(static_cast<size_t>(per_block));
-            block(parts, l);
+            g_.block(parts, l);
             for (int u = 0; u < per_block; ++u) {
-              const size_t here = unit_index(units, l, u) + static_cast<size_t>(f) * units.size();
-              if (here + 1 < count) copy(ops, kCopy, fmt::format("h2d f{}.l{}.{}", f, l, (u + 1) % per_block), unit_bytes(here + 1), true);
+              const size_t here = unit_index(units_, l, u) + static_cast<size_t>(f) * units_.size();
+              if (here + 1 < count) g_.copy(ops, kCopy, fmt::format("h2d f{}.l{}.{}", f, l, (u + 1) % per_block), unit_bytes(here + 1), true);
               for (Op& op : parts[static_cast<size_t>(u)]) ops.push_back(std::move(op));
-              sync(ops, kCompute);
-              sync(ops, kCopy);
+              g_.sync(ops, kCompute);
+              g_.sync(ops, kCopy);
             }
           }
-          end_of_step(f);
+          break;
         }
-        free_(ops, "buffer0");
-        free_(ops, "buffer1");
-        break;
       }
+      end_of_step(ops, f);
     }
-    memory_after(ops);
+    void prefetch(std::vector<Op>& ops, int g) {
+      if (prefetched_[static_cast<size_t>(g)]) return;  // already on the GPU or on its way (the wrap-around overlaps)
+      prefetched_[static_cast<size_t>(g)] = 1;
+      const std::string n = g_.layer_name(g);
+      g_.alloc(ops, n, g_.layer_bytes(g % L_));
+      g_.copy(ops, kCopy, "h2d " + n, g_.layer_bytes(g % L_), true);
+      g_.record(ops, kCopy, g_.layer_event(g));
+    }
+    void fwd_marker(std::vector<Op>& ops, int f) const {
+      const int step = w_.cfg == CfgMode::Serial ? f / 2 : f;
+      const bool cfg_par = w_.cfg == CfgMode::Parallel;
+      const int half = w_.ring * w_.ulysses * w_.tp;  // ranks of one CFG half
+      const std::string cond = w_.cfg == CfgMode::Serial ? (f % 2 ? "uncond" : "cond") : (cfg_par ? (rank_ < half ? "cond" : "uncond") : "cond");
+      g_.marker(ops, fmt::format("step {} {}", step, cond));
+    }
+    void end_of_step(std::vector<Op>& ops, int f) const {
+      const bool last_of_step = w_.cfg != CfgMode::Serial || f % 2 == 1;
+      if (!last_of_step || w_.cfg != CfgMode::Parallel) return;
+      // CFG-parallel: combine the two predictions (the latent, fp32).
+      const Bytes latent = 2 * 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4 / (w_.ulysses * w_.ring);
+      ops.push_back(ops::collective(kCompute, CollKind::AllGather, group_role(Group::Cfg), latent, CollAlgo::Nccl, DType::FP32, "cfg gather"));
+    }
+    Bytes unit_bytes(size_t i) const {
+      const auto [l, u] = units_[i % units_.size()];
+      return g_.types_[static_cast<size_t>(g_.seq_[static_cast<size_t>(l)])].units[static_cast<size_t>(u)];
+    }
+
+    Gen& g_;
+    const DitWorkload& w_;
+    const int rank_, L_, F_, total_, P_;
+    int part_ = 0;                                // 0: before the forwards; 1..F: forward part - 1; F + 1: after
+    std::vector<char> prefetched_;                // layerwise: per layer of every forward
+    Bytes largest_ = 0;                           // block, phase: the largest unit
+    std::vector<std::pair<int, int>> units_;      // block, phase: a forward's units in order, (block, part)
+  };
+
+  void program(int rank) {
+    std::vector<Op> ops;
+    reserve_huge(ops, static_cast<size_t>(w_.forwards_per_rank()) * per_forward_ + 100);
+    ProgramGen gen(*this, rank);
+    while (gen.next(ops)) {
+    }
     b_.program(rank) = std::move(ops);
+  }
+
+  // Layer g's weights' event (g over every forward). Generated whole, each
+  // has its own; generated as a run reaches them, 2 x prefetch_size + 2 of
+  // them take turns: a layer's record is issued after the wait on the layer
+  // 2 x prefetch_size before it, behind the copy stream's wait for compute,
+  // so each wait still sees its own layer's record (at issue and when it runs).
+  int layer_event(int g) {
+    if (!slot_events_.empty()) return slot_events_[static_cast<size_t>(g) % slot_events_.size()];
+    return b_.event(layer_name(g));
   }
 
   static size_t unit_index(const std::vector<std::pair<int, int>>& units, int l, int u) {
     return static_cast<size_t>(std::lower_bound(units.begin(), units.end(), std::make_pair(l, u)) - units.begin());
   }
 
+  std::shared_ptr<const DitWorkload> owned_;  // as_run: the workload, for the programs' sources; else not owned
   const DitWorkload& w_;
   ScheduleBuilder b_;
   RepeatVars vars_;
@@ -622,10 +679,18 @@ class Gen {
   int tp_send_ = -1, tp_recv_ = -1;          // tp_overlap: ring_exchange: its sends' and receives' streams
   std::vector<int> tp_events_;               // per chunk
   int tp_done_ = -1;
+  std::vector<int> slot_events_;             // as_run, layerwise prefetch: the layers' weight events, taking turns
 };
 
 }  // namespace
 
-Schedule generate_schedule(const DitWorkload& w) { return Gen(w).run(); }
+Schedule generate_schedule(const DitWorkload& w) {
+  return Gen(std::shared_ptr<const DitWorkload>(std::shared_ptr<const DitWorkload>{}, &w), false).run();
+}
+
+Schedule generate_schedule_as_run(const DitWorkload& w) {
+  auto gen = std::make_shared<Gen>(std::make_shared<const DitWorkload>(w), true);
+  return gen->run(gen);
+}
 
 }  // namespace osim
