@@ -54,16 +54,16 @@ void Memory::release(int r, int pc, const Op& op, int stream_count) {
   const Alloc a = it->second;
   if (a.space == MemSpace::Device) drop(r, a);
   M.released[pc] = {a, op.stream, stream_count};
+  if (a.space == MemSpace::Device) M.device_released.emplace(stream_count, pc, op.stream);
   M.allocs.erase(it);
 }
 
 std::optional<std::pair<int, int>> Memory::room_after(int r, const Op& op) const {
   const Rank& M = ranks_[static_cast<size_t>(r)];
   if (op.space != MemSpace::Device || M.capacity == 0 || M.held + op.bytes <= M.capacity) return std::nullopt;
-  std::optional<std::pair<int, int>> first;
-  for (const auto& [free_op, rel] : M.released)
-    if (rel.alloc.space == MemSpace::Device && (!first || rel.count < first->second)) first = std::make_pair(rel.stream, rel.count);
-  return first;
+  if (M.device_released.empty()) return std::nullopt;
+  const auto& [count, pc, stream] = *M.device_released.begin();
+  return std::make_pair(stream, count);
 }
 
 void Memory::drop(int r, const Alloc& a) {
@@ -78,6 +78,7 @@ void Memory::free(int r, int pc, const Op& op) {
   Alloc a;
   if (auto rel = M.released.find(pc); rel != M.released.end()) {
     a = rel->second.alloc;  // its tensor dropped when the host freed it
+    if (a.space == MemSpace::Device) M.device_released.erase({rel->second.count, pc, rel->second.stream});
     M.released.erase(rel);
   } else {
     auto it = M.allocs.find(op.label);

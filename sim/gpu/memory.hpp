@@ -5,7 +5,9 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -63,6 +65,8 @@ class Memory {
       int stream, count;
     };
     std::map<int, Released> released;  // free on a stream (its place) -> its alloc, until the stream reaches it
+    // The device ones by (count, place, stream): the first to come back first.
+    std::set<std::tuple<int, int, int>> device_released;
     Bytes vram = 0, peak = 0, capacity = 0;  // live tensors (what the job needs)
     Bytes held = 0, peak_held = 0;            // with the memory freed on streams not there yet
     std::array<Bytes, kMemParts> parts{}, peak_parts{};
