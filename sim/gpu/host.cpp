@@ -97,12 +97,15 @@ bool Host::satisfied(int r) const {
       for (size_t i = 0; i < w.counts.size(); ++i)
         if (x_.streams->done(r, static_cast<int>(i)) < w.counts[i]) return false;
       return true;
+    case Rank::Wait::Queue: return !x_.streams->queue_full(r, w.stream);
   }
   return true;
 }
 
 std::string Host::waiting_in(int r) const {
   const Op& op = x_.op_of(r, ranks_[static_cast<size_t>(r)].pc);
+  if (ranks_[static_cast<size_t>(r)].until.kind == Rank::Wait::Queue)
+    return fmt::format("a {} call into a full hardware queue (stream {})", to_string(op.kind), x_.s.streams[static_cast<size_t>(op.stream)].name);
   switch (op.kind) {
     case OpKind::Memcpy: return fmt::format("a blocking {} copy", to_string(op.copy));
     case OpKind::StreamSync: return fmt::format("stream_sync({})", x_.s.streams[static_cast<size_t>(op.stream)].name);
@@ -128,6 +131,15 @@ void Host::wake(int r) {
 
 void Host::effect(int r, const Op& op) {
   Rank& H = ranks_[static_cast<size_t>(r)];
+  H.until.kind = Rank::Wait::None;  // a retried call (a full queue, no room) waits afresh
+  // A call that puts an op on a stream whose hardware queue is full returns
+  // once the queue's head has started (CUDA's launch queue).
+  if (op.stream >= 0 && is_gpu_op(op) && x_.streams->queue_full(r, op.stream)) {
+    H.until.kind = Rank::Wait::Queue;
+    H.until.stream = op.stream;
+    H.effect_done = false;
+    return;
+  }
   switch (op.kind) {
     case OpKind::Kernel: case OpKind::Collective: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream:
     case OpKind::EventRecord: case OpKind::Marker:

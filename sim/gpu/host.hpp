@@ -1,6 +1,7 @@
 // Each rank's host thread: it issues the program in order, paying each API
-// call's overhead (OverheadParams), and blocks in syncs, blocking copies and
-// host work until what it waits for is done.
+// call's overhead (OverheadParams), and blocks in syncs, blocking copies,
+// host work and launches into a full hardware queue until what it waits for
+// is done.
 #pragma once
 
 #include <string>
@@ -30,9 +31,9 @@ class Host {
     enum { Ready, Busy, Blocked, Done } state = Ready;
     // What a blocked thread waits for (the op at pc says why).
     struct Wait {
-      enum Kind : uint8_t { None, Gop, Stream, Device } kind = None;
+      enum Kind : uint8_t { None, Gop, Stream, Device, Queue } kind = None;
       int gop = -1;                // Gop: that op done
-      int stream = -1, count = 0;  // Stream: that many ops of the stream done
+      int stream = -1, count = 0;  // Stream: that many ops of the stream done; Queue: the stream's hardware queue has started ops up to its entry `count`
       std::vector<int> counts;     // Device: that many ops of every stream done
     } until;
     Time busy_until;

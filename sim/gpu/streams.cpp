@@ -12,7 +12,7 @@
 
 namespace osim::exec {
 
-Streams::Streams(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
+Streams::Streams(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())), depth_(x.p.overheads.launch_queue_depth) {}
 
 void Streams::add_rank(int r, const ProgramQueues& q) {
   Rank& S = ranks_[static_cast<size_t>(r)];
@@ -52,7 +52,8 @@ int Streams::enqueue(int r, int pc, const Op& op) {
   // Outside a pump no queue's head can dispatch; a new op changes only its
   // own queue's head, and only when it is that head. The scan starts there:
   // the queues before it would have done nothing.
-  const HwQueue& q = S.hwq[static_cast<size_t>(st.hwq)];
+  HwQueue& q = S.hwq[static_cast<size_t>(st.hwq)];
+  ++q.issued;
   if ((*q.ops)[q.head].index == pc) pump(r, static_cast<size_t>(st.hwq));
   if (op.kind == OpKind::EventRecord) S.event_pos[static_cast<size_t>(op.event)] = {op.stream, st.enqueued - 1};
   return pc;

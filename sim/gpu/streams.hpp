@@ -32,6 +32,13 @@ class Streams {
   }
 
   [[nodiscard]] int enqueued(int r, int s) const { return ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(s)].enqueued; }
+  /// Whether stream s's hardware queue holds launch_queue_depth ops issued
+  /// and not yet started: another call into it blocks the host.
+  [[nodiscard]] bool queue_full(int r, int s) const {
+    const Rank& S = ranks_[static_cast<size_t>(r)];
+    const HwQueue& q = S.hwq[static_cast<size_t>(S.streams[static_cast<size_t>(s)].hwq)];
+    return depth_ > 0 && q.issued - q.head >= depth_;
+  }
   [[nodiscard]] int done(int r, int s) const { return ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(s)].done; }
   [[nodiscard]] int priority(int r, int s) const { return ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(s)].priority; }
   /// The stream and place of event e's latest record issued.
@@ -73,6 +80,7 @@ class Streams {
   struct HwQueue {
     const Window<QueueEntry>* ops = nullptr;  // [head, end) are waiting (once issued)
     int64_t head = 0;
+    int64_t issued = 0;  // entries the host has issued
   };
   // Per event: the stream and place of the record that last completed, and
   // that stream's EngineDep then.
@@ -100,6 +108,7 @@ class Streams {
 
   ExecContext& x_;
   std::vector<Rank> ranks_;
+  const int64_t depth_;  // OverheadParams::launch_queue_depth
 };
 
 }  // namespace osim::exec

@@ -22,6 +22,7 @@ inline constexpr Testcase kTestcases[] = {
     {"overhead_framework_collective", "overheads", "host time of a Ulysses all-to-all as PyTorch calls it: all_to_all_single, and pairwise batch_isend_irecv rounds (framework.py)"},
     {"overhead_framework_op", "overheads", "host time of one PyTorch op that launches a kernel (validate/src/testcases/framework.py)"},
     {"overhead_gpu_event_gap", "overheads", "GPU time of an event record between kernels or copies, alone and beside an H2D copy"},
+    {"launch_queue", "overheads", "launches the host gets ahead of the GPU before one blocks, on 1-16 streams (framework.py)"},
     {"h2d_pinned", "copies", "pinned H2D copies per GPU, 4 KiB-1 GiB, gated bursts"},
     {"d2h_pinned", "copies", "pinned D2H copies per GPU, 4 KiB-1 GiB, gated bursts"},
     {"h2d_pageable", "copies", "pageable H2D copies, from one host buffer and from a rotating one"},

@@ -84,3 +84,41 @@ programs:
   CHECK(returned("pairwise", "pytorch") == Time::from_us(210));  // 3 partners, a round each
   CHECK(returned("pairwise", "none") == Time::from_us(6));        // CUDA/NCCL called directly
 }
+
+TEST_CASE("a launch into a full hardware queue returns once the queue's head starts (launch_queue_depth)") {
+  // One stream: k0 (100 us), then five 10 us kernels, each launch 1 us of
+  // host time. The queue holds two launches not yet started: k3's launch
+  // (at 4 us) waits for k1 to start (101 us), k4's for k2 (111 us), k5's for
+  // k3 (121 us). The GPU runs as before: 1-101, then 10 us each to 151 us.
+  const std::string sched = R"(name: queue
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, name: k0, stream: a, duration: 100 us}
+      - {op: kernel, name: k1, stream: a, duration: 10 us}
+      - {op: kernel, name: k2, stream: a, duration: 10 us}
+      - {op: kernel, name: k3, stream: a, duration: 10 us}
+      - {op: kernel, name: k4, stream: a, duration: 10 us}
+      - {op: kernel, name: k5, stream: a, duration: 10 us}
+)";
+  ModelParams p = quiet();
+  p.overheads.kernel_launch = Time::from_us(1);
+  p.overheads.launch_queue_depth = 2;
+  const Sim s(sched, p);
+  CHECK(s.op(0, 2).returned == Time::from_us(3));
+  CHECK(s.op(0, 3).issue == Time::from_us(3));
+  CHECK(s.op(0, 3).returned == Time::from_us(101));
+  CHECK(s.op(0, 4).issue == Time::from_us(101));
+  CHECK(s.op(0, 4).returned == Time::from_us(111));
+  CHECK(s.op(0, 5).returned == Time::from_us(121));
+  CHECK(s.op(0, 5).start == Time::from_us(141));
+  CHECK(s.res.makespan == Time::from_us(151));
+  // No limit: the host issues all six by 6 us; the GPU's times are the same.
+  p.overheads.launch_queue_depth = 0;
+  const Sim u(sched, p);
+  CHECK(u.op(0, 5).returned == Time::from_us(6));
+  CHECK(u.op(0, 5).start == Time::from_us(141));
+  CHECK(u.res.makespan == Time::from_us(151));
+}

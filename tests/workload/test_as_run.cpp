@@ -67,13 +67,24 @@ TEST_CASE("a program generated as it runs gives the whole program's results") {
 }
 
 TEST_CASE("a program generated as it runs holds the ops in flight, not every step") {
-  // Layerwise offload: the host runs ahead only as far as the prefetched
-  // weights' memory lets it; ten times the steps hold no more ops (but for
-  // where the chunks of 4,096 fall).
+  // Layerwise offload: the host runs ahead only as far as the launch queues
+  // and the prefetched weights' memory let it; ten times the steps hold no
+  // more ops (but for where the chunks of 4,096 fall).
   const Both few = run_both("wan22-720p-aces-layerwise", {"steps=40", "model.blocks=10"});
   const Both many = run_both("wan22-720p-aces-layerwise", {"steps=400", "model.blocks=10"});
   MESSAGE("ops held at 40 and 400 steps: ", few.as_run.most_ops_held, ", ", many.as_run.most_ops_held);
   CHECK(many.as_run.most_ops_held <= few.as_run.most_ops_held + 4096);
   CHECK(static_cast<size_t>(many.as_run.most_ops_held) * 20 < many.ops);
   CHECK(many.as_run.makespan.ps() > 9 * few.as_run.makespan.ps());
+  // Weights resident: the launch queues hold the host back (launch_queue_depth).
+  const std::vector<std::string> resident{"model.blocks=4", "offload.policy=none", "offload.prefetch_size=null"};
+  auto with_steps = [&](const char* steps) {
+    std::vector<std::string> sets = resident;
+    sets.emplace_back(steps);
+    return run_both("wan22-720p-aces-layerwise", sets);
+  };
+  const Both r_few = with_steps("steps=40"), r_many = with_steps("steps=400");
+  MESSAGE("resident: ops held at 40 and 400 steps: ", r_few.as_run.most_ops_held, ", ", r_many.as_run.most_ops_held, " of ", r_many.ops);
+  CHECK(r_many.as_run.most_ops_held <= r_few.as_run.most_ops_held + 4096);
+  CHECK(static_cast<size_t>(r_many.as_run.most_ops_held) * 10 < r_many.ops);
 }

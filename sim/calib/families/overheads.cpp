@@ -1,7 +1,9 @@
 // Host overheads: what API calls cost the host (bench overhead_kernel_launch,
 // overhead_event_record, overhead_stream_sync_idle,
-// overhead_memcpy_async_pinned_return), and the GPU time an event record
-// holds its stream (overhead_gpu_event_gap).
+// overhead_memcpy_async_pinned_return), how far it issues ahead
+// (launch_queue), and the GPU time an event record holds its stream
+// (overhead_gpu_event_gap).
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
@@ -73,6 +75,23 @@ void fit_framework_collective(FitContext& ctx) {
     f.values.emplace_back("framework_p2p_round_us", rh / rr);
   }
   ctx.cal.fits.push_back(f);
+}
+
+// How far the host issues ahead (bench launch_queue: tiny kernels launched
+// round-robin on 1-16 streams, each held by a long kernel, until a launch
+// blocks): the ops one hardware queue holds, the launches before the block
+// over the queues they went to (streams, at most the connections), median.
+void fit_launch_queue(FitContext& ctx) {
+  std::vector<double> per_queue;
+  for (const auto& r : rows(ctx.def, "launch_queue")) {
+    if (!r.at("blocked").get<bool>()) continue;
+    const int queues = std::min(r.at("streams").get<int>(), r.at("device_max_connections").get<int>());
+    if (queues > 0) per_queue.push_back(r.at("launches").get<double>() / queues);
+  }
+  if (per_queue.empty()) return;
+  ctx.p.overheads.launch_queue_depth = static_cast<int>(median(per_queue));
+  ctx.cal.fits.push_back({"launch queue", "ops a hardware queue holds ahead of the GPU: launches before one blocked / the queues they went to, median",
+                          {{"launch_queue_depth", static_cast<double>(ctx.p.overheads.launch_queue_depth)}}, 0, static_cast<int>(per_queue.size())});
 }
 
 void fit_event_time(FitContext& ctx) {
@@ -163,7 +182,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap"}, {{100, fit_api}, {105, fit_framework_op}, {106, fit_framework_collective}, {110, fit_event_time}}, replay_row};
+const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap"}, {{100, fit_api}, {105, fit_framework_op}, {106, fit_framework_collective}, {107, fit_launch_queue}, {110, fit_event_time}}, replay_row};
 OSIM_CALIB_FAMILY(kOverheads);
 
 }  // namespace

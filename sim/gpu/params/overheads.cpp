@@ -1,5 +1,5 @@
-// Calibration fields of the host overheads: what API calls cost the host, and
-// what an event costs the GPU.
+// Calibration fields of the host overheads: what API calls cost the host,
+// what an event costs the GPU, how far the host issues ahead.
 #include "gpu/params/field.hpp"
 
 namespace osim {
@@ -36,6 +36,9 @@ std::vector<Field> overheads_fields() {
      OSIM_POS(overheads, event_gpu_time_h2d), "what an event record takes more while its GPU has an H2D copy in flight"},
     {"event_gpu_time_copy", "overheads", Kind::TimeUs, OSIM_REF(overheads, event_gpu_time_copy), 4, 0, 1e6, false, "1.3 us",
      OSIM_NONNEG(overheads, event_gpu_time_copy), "GPU time of an event recorded after a copy (absent: event_gpu_time)"},
+    {"launch_queue_depth", "overheads", Kind::Count, OSIM_REF(overheads, launch_queue_depth), 0, 0, 1e6, false, "1021",
+     OSIM_NOTDEF(overheads, launch_queue_depth),
+     "ops a hardware queue holds issued and not yet started; one more call blocks the host until the head starts (0: no limit; absent: 1021)"},
   };
 }
 

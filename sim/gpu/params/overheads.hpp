@@ -1,6 +1,7 @@
 // Host overheads: the host time each CUDA/NCCL API call costs before it
-// returns, and the GPU time an event record holds its stream
-// (docs/execution-model.md "Host overheads"; bench overhead_*).
+// returns, the GPU time an event record holds its stream, and how far the
+// host can issue ahead of the GPU (docs/execution-model.md "Host overheads";
+// bench overhead_*, launch_queue).
 #pragma once
 
 #include "core/units.hpp"
@@ -36,6 +37,11 @@ struct OverheadParams {
   // An event recorded after a copy (its stream's last op a copy) takes this
   // instead; negative = event_gpu_time.
   Time event_gpu_time_copy = Time::from_ps(-1);
+
+  // Ops a hardware queue holds issued and not yet started: one more call
+  // blocks the host until the queue's head starts (CUDA's launch queue; the
+  // CUDA 13 driver's 1,021 per connection, bench launch_queue); 0 = no limit.
+  int launch_queue_depth = 1021;
 };
 
 }  // namespace osim

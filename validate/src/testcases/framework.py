@@ -11,9 +11,10 @@ the host-wide limit of the CPU copies that stage them) and the host time of a
 Ulysses all-to-all as PyTorch programs call it, one process per GPU under NCCL
 (`overhead_framework_collective`: `all_to_all_single`, and the pairwise
 exchange: the rank's own chunk copied, then a `batch_isend_irecv` round per
-partner, the GPU kept ahead of the host). Writes
+partner, the GPU kept ahead of the host); how many launches the host gets
+ahead of the GPU before one blocks (`launch_queue`). Writes
 overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after the C++ bench,
-whose pageable rows it replaces. Usage: framework.py OUT.json"""
+whose pageable rows it replaces. Usage: framework.py OUT.json [launch_queue]"""
 import multiprocessing as mp
 import os
 import statistics
@@ -215,9 +216,52 @@ def collective_rows(calls=100):
     return rows
 
 
+def launch_queue_rows(launches=20000, hold_s=1.0):
+    """How far the host can launch ahead of the GPU (`launch_queue`): each of
+    1-16 streams is held by a long kernel, then tiny kernels are launched
+    round-robin; the first launch that takes more than a tenth of the hold
+    blocked on a full queue. The launches before it, and the host time of the
+    ones that did not block."""
+    x = torch.zeros(1, device="cuda")
+    x.add_(1)  # loaded before the GPU is held: a kernel's first launch may wait for the device
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    torch.cuda._sleep(100_000_000)
+    end.record()
+    end.synchronize()
+    cycles = int(100_000_000 * hold_s / (start.elapsed_time(end) * 1e-3))
+    rows = []
+    for streams in (1, 2, 4, 8, 16):
+        ss = [torch.cuda.Stream() for _ in range(streams)]
+        torch.cuda.synchronize()
+        for s in ss:
+            with torch.cuda.stream(s):
+                torch.cuda._sleep(cycles)
+        times = []
+        for i in range(launches):
+            with torch.cuda.stream(ss[i % streams]):
+                t0 = time.perf_counter()
+                x.add_(1)
+                times.append(time.perf_counter() - t0)
+        torch.cuda.synchronize()
+        blocked = next((i for i, t in enumerate(times) if t > hold_s / 10), None)
+        free = times[:blocked] if blocked else times
+        rows.append({"key": "launch_queue", "streams": streams, "launches": launches if blocked is None else blocked,
+                     "blocked": blocked is not None, "host_us": statistics.median(free) * 1e6, "hold_us": hold_s * 1e6,
+                     "device_max_connections": int(os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "8")), "framework": "pytorch " + torch.__version__})
+        print("launch queue", streams, "streams:", rows[-1]["launches"], "launches before one blocked" if blocked is not None else "launches, none blocked",
+              flush=True)
+    return rows
+
+
 def main():
     out = sys.argv[1]
-    rows = framework_op_rows() + pageable_rows() + multi_pageable_rows() + collective_rows()
+    # framework.py OUT.json [launch_queue]: only the launch queue's rows.
+    if sys.argv[2:] == ["launch_queue"]:
+        rows = launch_queue_rows()
+    else:
+        rows = framework_op_rows() + pageable_rows() + multi_pageable_rows() + collective_rows() + launch_queue_rows()
     write_bench(out, environment(torch, env={}), rows)
 
 
