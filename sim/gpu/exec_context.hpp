@@ -41,6 +41,16 @@ inline bool is_gpu_op(const Op& op) {
   }
 }
 
+/// The stream ops that are CUDA calls, each an entry of CUDA's launch queue
+/// (a marker or a free on a stream is the model's own bookkeeping).
+inline bool takes_launch_slot(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Kernel: case OpKind::Memcpy: case OpKind::EventRecord: case OpKind::StreamWaitEvent:
+    case OpKind::StreamWaitStream: case OpKind::Collective: return true;
+    default: return false;
+  }
+}
+
 /// An event callback's argument: a rank and an op id.
 inline uint64_t pack(int r, int id) { return (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(id); }
 inline int packed_rank(uint64_t v) { return static_cast<int>(v >> 32); }

@@ -132,9 +132,9 @@ void Host::wake(int r) {
 void Host::effect(int r, const Op& op) {
   Rank& H = ranks_[static_cast<size_t>(r)];
   H.until.kind = Rank::Wait::None;  // a retried call (a full queue, no room) waits afresh
-  // A call that puts an op on a stream whose hardware queue is full returns
-  // once the queue's head has started (CUDA's launch queue).
-  if (op.stream >= 0 && is_gpu_op(op) && x_.streams->queue_full(r, op.stream)) {
+  // A CUDA call into a stream whose hardware queue is full returns once the
+  // queue's head has started (CUDA's launch queue).
+  if (op.stream >= 0 && takes_launch_slot(op) && x_.streams->queue_full(r, op.stream)) {
     H.until.kind = Rank::Wait::Queue;
     H.until.stream = op.stream;
     H.effect_done = false;

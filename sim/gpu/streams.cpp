@@ -53,7 +53,7 @@ int Streams::enqueue(int r, int pc, const Op& op) {
   // own queue's head, and only when it is that head. The scan starts there:
   // the queues before it would have done nothing.
   HwQueue& q = S.hwq[static_cast<size_t>(st.hwq)];
-  ++q.issued;
+  q.calls_issued += takes_launch_slot(op);
   if ((*q.ops)[q.head].index == pc) pump(r, static_cast<size_t>(st.hwq));
   if (op.kind == OpKind::EventRecord) S.event_pos[static_cast<size_t>(op.event)] = {op.stream, st.enqueued - 1};
   return pc;
@@ -81,6 +81,7 @@ void Streams::pump(int r, size_t first) {
       HwQueue& q = S.hwq[i];
       while (can_dispatch(S, q)) {
         const QueueEntry& e = (*q.ops)[q.head++];
+        q.calls_started += takes_launch_slot(x_.op_of(r, e.index));
         dispatch(r, e.index, e);
       }
     }

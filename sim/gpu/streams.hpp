@@ -32,12 +32,12 @@ class Streams {
   }
 
   [[nodiscard]] int enqueued(int r, int s) const { return ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(s)].enqueued; }
-  /// Whether stream s's hardware queue holds launch_queue_depth ops issued
-  /// and not yet started: another call into it blocks the host.
+  /// Whether stream s's hardware queue holds launch_queue_depth CUDA calls
+  /// issued and not yet started: another one into it blocks the host.
   [[nodiscard]] bool queue_full(int r, int s) const {
     const Rank& S = ranks_[static_cast<size_t>(r)];
     const HwQueue& q = S.hwq[static_cast<size_t>(S.streams[static_cast<size_t>(s)].hwq)];
-    return depth_ > 0 && q.issued - q.head >= depth_;
+    return depth_ > 0 && q.calls_issued - q.calls_started >= depth_;
   }
   [[nodiscard]] int done(int r, int s) const { return ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(s)].done; }
   [[nodiscard]] int priority(int r, int s) const { return ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(s)].priority; }
@@ -80,7 +80,7 @@ class Streams {
   struct HwQueue {
     const Window<QueueEntry>* ops = nullptr;  // [head, end) are waiting (once issued)
     int64_t head = 0;
-    int64_t issued = 0;  // entries the host has issued
+    int64_t calls_issued = 0, calls_started = 0;  // its CUDA calls (takes_launch_slot)
   };
   // Per event: the stream and place of the record that last completed, and
   // that stream's EngineDep then.

@@ -38,7 +38,7 @@ std::vector<Field> overheads_fields() {
      OSIM_NONNEG(overheads, event_gpu_time_copy), "GPU time of an event recorded after a copy (absent: event_gpu_time)"},
     {"launch_queue_depth", "overheads", Kind::Count, OSIM_REF(overheads, launch_queue_depth), 0, 0, 1e6, false, "1021",
      OSIM_NOTDEF(overheads, launch_queue_depth),
-     "ops a hardware queue holds issued and not yet started; one more call blocks the host until the head starts (0: no limit; absent: 1021)"},
+     "CUDA calls a hardware queue holds issued and not yet started; one more blocks the host until the head starts (0: no limit; absent: 1021)"},
   };
 }
 

@@ -38,7 +38,7 @@ struct OverheadParams {
   // instead; negative = event_gpu_time.
   Time event_gpu_time_copy = Time::from_ps(-1);
 
-  // Ops a hardware queue holds issued and not yet started: one more call
+  // CUDA calls a hardware queue holds issued and not yet started: one more
   // blocks the host until the queue's head starts (CUDA's launch queue; the
   // CUDA 13 driver's 1,021 per connection, bench launch_queue); 0 = no limit.
   int launch_queue_depth = 1021;
