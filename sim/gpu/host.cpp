@@ -184,7 +184,7 @@ void Host::effect(int r, const Op& op) {
       }
       // Freed on the host, returned to the GPU's memory once the stream has
       // done the work issued before it (a tensor used on another stream).
-      x_.memory->release(r, H.pc, op, x_.streams->enqueued(r, op.stream) + 1);
+      x_.memory->free_behind_stream(r, H.pc, op, x_.streams->enqueued(r, op.stream) + 1);
       x_.streams->enqueue(r, H.pc, op);
       return;
     case OpKind::HostWork: H.busy_until = x_.engine.now() + *op.duration; return;

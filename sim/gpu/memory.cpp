@@ -47,22 +47,22 @@ MemPart Memory::part_of(int r, const std::string& tag) const {
   return it == allocs.end() ? MemPart::Weights : it->second.part;
 }
 
-void Memory::release(int r, int pc, const Op& op, int stream_count) {
+void Memory::free_behind_stream(int r, int pc, const Op& op, int stream_count) {
   Rank& M = ranks_[static_cast<size_t>(r)];
   auto it = M.allocs.find(op.label);
   assert(it != M.allocs.end());
   const Alloc a = it->second;
   if (a.space == MemSpace::Device) drop(r, a);
-  M.released[pc] = {a, op.stream, stream_count};
-  if (a.space == MemSpace::Device) M.device_released.emplace(stream_count, pc, op.stream);
+  M.pending[pc] = {a, op.stream, stream_count};
+  if (a.space == MemSpace::Device) M.device_pending.emplace(stream_count, pc, op.stream);
   M.allocs.erase(it);
 }
 
 std::optional<std::pair<int, int>> Memory::room_after(int r, const Op& op) const {
   const Rank& M = ranks_[static_cast<size_t>(r)];
   if (op.space != MemSpace::Device || M.capacity == 0 || M.held + op.bytes <= M.capacity) return std::nullopt;
-  if (M.device_released.empty()) return std::nullopt;
-  const auto& [count, pc, stream] = *M.device_released.begin();
+  if (M.device_pending.empty()) return std::nullopt;
+  const auto& [count, pc, stream] = *M.device_pending.begin();
   return std::make_pair(stream, count);
 }
 
@@ -76,10 +76,10 @@ void Memory::drop(int r, const Alloc& a) {
 void Memory::free(int r, int pc, const Op& op) {
   Rank& M = ranks_[static_cast<size_t>(r)];
   Alloc a;
-  if (auto rel = M.released.find(pc); rel != M.released.end()) {
-    a = rel->second.alloc;  // its tensor dropped when the host freed it
-    if (a.space == MemSpace::Device) M.device_released.erase({rel->second.count, pc, rel->second.stream});
-    M.released.erase(rel);
+  if (auto p = M.pending.find(pc); p != M.pending.end()) {
+    a = p->second.alloc;  // its tensor dropped when the host freed it
+    if (a.space == MemSpace::Device) M.device_pending.erase({p->second.count, pc, p->second.stream});
+    M.pending.erase(p);
   } else {
     auto it = M.allocs.find(op.label);
     assert(it != M.allocs.end());

@@ -22,13 +22,13 @@ class Memory {
   /// SimulationError when it does not fit its GPU or host memory.
   void alloc(int r, int pc, const Op& op);
   /// A free (at its program's place `pc`) takes the memory back: at once, or
-  /// for a free on a stream, once the stream reaches it (release() has freed
+  /// for a free on a stream, once the stream reaches it (free_behind_stream() has freed
   /// the tensor before).
   void free(int r, int pc, const Op& op);
   /// A free on a stream, issued by the host: the tensor is gone (peak
   /// allocated), its memory held until the stream reaches the free.
   /// `stream_count`: the stream's op count once the free is on it.
-  void release(int r, int pc, const Op& op, int stream_count);
+  void free_behind_stream(int r, int pc, const Op& op, int stream_count);
   /// Where a device alloc that does not fit can wait for a free on a stream
   /// to come back (the caching allocator waits for it before it gives up):
   /// the stream and the op count it must reach; nullopt when none is pending.
@@ -60,13 +60,13 @@ class Memory {
   void drop(int r, const Alloc& a);  // the tensor is gone
   struct Rank {
     std::map<std::string, Alloc> allocs;
-    struct Released {
+    struct Pending {
       Alloc alloc;
       int stream, count;
     };
-    std::map<int, Released> released;  // free on a stream (its place) -> its alloc, until the stream reaches it
+    std::map<int, Pending> pending;  // free on a stream (its place) -> its alloc, until the stream reaches it
     // The device ones by (count, place, stream): the first to come back first.
-    std::set<std::tuple<int, int, int>> device_released;
+    std::set<std::tuple<int, int, int>> device_pending;
     Bytes vram = 0, peak = 0, capacity = 0;  // live tensors (what the job needs)
     Bytes held = 0, peak_held = 0;            // with the memory freed on streams not there yet
     std::array<Bytes, kMemParts> parts{}, peak_parts{};
