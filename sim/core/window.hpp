@@ -51,8 +51,6 @@ class Window {
     chunks_.erase(chunks_.begin(), chunks_.begin() + (keep_from - first_chunk_));
     first_chunk_ = keep_from;
   }
-  /// The chunks held (memory: kChunk items each).
-  [[nodiscard]] size_t chunks() const { return chunks_.size(); }
 
  private:
   std::vector<std::unique_ptr<T[]>> chunks_;

@@ -90,10 +90,7 @@ void ProgramInfo::append(const Op& op, int64_t i) {
 bool ProgramInfo::generate() {
   if (!source_) return false;
   part_.clear();
-  if (!source_->next(part_)) {
-    source_.reset();
-    return false;
-  }
+  if (!source_->next(part_)) return false;
   for (Op& op : part_) {
     const int64_t i = end();
     assert(!(op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P) && "a program generated as it runs copies between GPUs through collectives");

@@ -81,7 +81,6 @@ void Streams::pump(int r, size_t first) {
       HwQueue& q = S.hwq[i];
       while (can_dispatch(S, q)) {
         const QueueEntry& e = (*q.ops)[q.head++];
-        q.calls_started += takes_launch_slot(x_.op_of(r, e.index));
         dispatch(r, e.index, e);
       }
     }
@@ -165,6 +164,10 @@ Time Streams::handoff(int r, const Op& op, const QueueEntry& e) {
 void Streams::dispatch(int r, int id, const QueueEntry& e) {
   x_.flag(r, id) |= kDispatched;
   const Op& op = x_.op_of(r, id);
+  if (takes_launch_slot(op)) {
+    Rank& S = ranks_[static_cast<size_t>(r)];
+    ++S.hwq[static_cast<size_t>(S.streams[static_cast<size_t>(op.stream)].hwq)].calls_started;
+  }
   mark_start(r, id, op);
   const Time wait = x_.handoffs ? handoff(r, op, e) : Time::zero();
   switch (op.kind) {
