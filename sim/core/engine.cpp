@@ -13,6 +13,7 @@ EventId Engine::at(Time t, Fn fn, void* ctx, uint64_t arg) {
   s.ctx = ctx;
   s.arg = arg;
   s.armed = true;
+  latest_[latest_slot(t.ps())] = Latest{t.ps(), next_seq_};
   heap_.push(Entry{t.ps(), next_seq_++, slot, s.generation});
   ++live_;
   return EventId{slot, s.generation};

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -51,6 +52,14 @@ class Engine {
   /// The sequence number the next scheduled event will get: callers that
   /// batch work into one event check that nothing was scheduled in between.
   [[nodiscard]] uint64_t next_seq() const { return next_seq_; }
+  /// Whether the event scheduled with sequence number `seq` at `t` is still
+  /// the last one scheduled at `t`: work added to it then runs exactly where
+  /// an event scheduled now at `t` would (a caller batching same-time work
+  /// into one event). May answer false when it is (never the reverse).
+  [[nodiscard]] bool last_at(Time t, uint64_t seq) const {
+    const Latest& l = latest_[latest_slot(t.ps())];
+    return l.time_ps == t.ps() && l.seq == seq;
+  }
   /// Runs the next live event; false when none is left.
   bool step();
   /// Runs until no event is left.
@@ -116,6 +125,13 @@ class Engine {
     uint32_t generation = 0;
     bool armed = false;
   };
+  // The last event scheduled at each of a few recent times (direct-mapped
+  // by time; a collision forgets the older time, so last_at answers false).
+  struct Latest {
+    int64_t time_ps = -1;
+    uint64_t seq = 0;
+  };
+  static size_t latest_slot(int64_t ps) { return static_cast<size_t>((static_cast<uint64_t>(ps) * 0x9E3779B97F4A7C15ull) >> 58); }
   bool pop_live(Entry& out);
   void release(uint32_t slot);
   static void run_function(void* self, uint64_t index);
@@ -125,6 +141,7 @@ class Engine {
   static void invoke_member(C* c, uint64_t, R (C::*)()) { (c->*M)(); }
 
   Heap heap_;
+  std::array<Latest, 64> latest_{};
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
   std::vector<Callback> functions_;  // std::function callbacks, by slot of their own

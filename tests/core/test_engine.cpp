@@ -99,3 +99,17 @@ TEST_CASE("plain callbacks and std::function callbacks share one order, and both
   CHECK(e.live_events() == 0);
   CHECK(e.events_processed() == 5);
 }
+
+TEST_CASE("last_at: an event is the last one scheduled at its time until another is scheduled at that time") {
+  Engine e;
+  const uint64_t first = e.next_seq();
+  e.at(Time::from_us(10), [] {});
+  CHECK(e.last_at(Time::from_us(10), first));
+  e.at(Time::from_us(20), [] {});  // another time: still the last at 10 us
+  CHECK(e.last_at(Time::from_us(10), first));
+  CHECK_FALSE(e.last_at(Time::from_us(30), first));  // nothing at 30 us
+  const uint64_t second = e.next_seq();
+  e.at(Time::from_us(10), [] {});
+  CHECK_FALSE(e.last_at(Time::from_us(10), first));
+  CHECK(e.last_at(Time::from_us(10), second));
+}

@@ -122,3 +122,50 @@ programs:
   CHECK(u.op(0, 5).start == Time::from_us(141));
   CHECK(u.res.makespan == Time::from_us(151));
 }
+
+TEST_CASE("hosts resuming at the same instant run in one event, at the times each would have alone") {
+  // Two ranks issue the same calls in lockstep (launch 1 us, host work 3 us):
+  // each issues k0 at 0, works 1-4 us, issues k1 at 4 us and k2 at 5 us; a
+  // third rank, one call behind, keeps its own times.
+  const std::string sched = R"(name: lockstep
+ranks: 3
+streams: [a]
+programs:
+  - rank: 0
+    ops: &calls
+      - {op: kernel, name: k0, stream: a, duration: 10 us}
+      - {op: host_work, duration: 3 us}
+      - {op: kernel, name: k1, stream: a, duration: 10 us}
+      - {op: kernel, name: k2, stream: a, duration: 10 us}
+  - rank: 1
+    ops: *calls
+  - rank: 2
+    ops:
+      - {op: host_work, duration: 1 us}
+      - {op: kernel, name: k0, stream: a, duration: 10 us}
+      - {op: kernel, name: k1, stream: a, duration: 10 us}
+)";
+  ModelParams p = quiet();
+  p.overheads.kernel_launch = Time::from_us(1);
+  const Sim s(sched, p, R"(name: three
+nodes:
+  - {name: cpu0, kind: cpu, memory: 64 GiB}
+  - {name: "gpu{i}", kind: gpu, memory: 1 GiB, hbm_bandwidth: 1000 GB/s, sms: 100, peak_tflops: {bf16: 100}, repeat: 3}
+links:
+  - {a: "gpu{i}", b: cpu0, kind: pcie, bandwidth: 10 GB/s, latency: 0 us, repeat: 3}
+)");
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    CHECK(s.op(r, 0).issue == Time::zero());
+    CHECK(s.op(r, 0).returned == Time::from_us(1));
+    CHECK(s.op(r, 1).end == Time::from_us(4));
+    CHECK(s.op(r, 2).issue == Time::from_us(4));
+    CHECK(s.op(r, 3).issue == Time::from_us(5));
+    CHECK(s.op(r, 3).returned == Time::from_us(6));
+    CHECK(s.op(r, 0).start == Time::from_us(1));
+    CHECK(s.op(r, 3).end == Time::from_us(31));
+  }
+  CHECK(s.op(2, 1).issue == Time::from_us(1));
+  CHECK(s.op(2, 2).issue == Time::from_us(2));
+  CHECK(s.op(2, 2).end == Time::from_us(22));
+}
