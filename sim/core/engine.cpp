@@ -13,8 +13,22 @@ EventId Engine::at(Time t, Fn fn, void* ctx, uint64_t arg) {
   s.ctx = ctx;
   s.arg = arg;
   s.armed = true;
-  latest_[latest_slot(t.ps())] = Latest{t.ps(), next_seq_};
-  heap_.push(Entry{t.ps(), next_seq_++, slot, s.generation});
+  s.next = kNoSlot;
+  Latest& l = latest_[latest_slot(t.ps())];
+  if (l.time_ps == t.ps() && l.tail != kNoSlot && slots_[l.tail].fn == fn && slots_[l.tail].ctx == ctx) {
+    // Right behind the last event at t, with its callback: it joins the chain.
+    slots_[l.tail].next = slot;
+    s.head = l.head;
+    ++slots_[l.head].chain_live;
+    l.tail = slot;
+  } else {
+    s.head = slot;
+    s.chain_live = 1;
+    heap_.push(Entry{t.ps(), next_seq_, slot});
+    l.time_ps = t.ps();
+    l.head = l.tail = slot;
+  }
+  l.seq = next_seq_++;
   ++live_;
   return EventId{slot, s.generation};
 }
@@ -33,12 +47,17 @@ void Engine::run_function(void* self, uint64_t index) {
   cb();
 }
 
-void Engine::release(uint32_t slot) {
+// No longer pending; its slot stays in its chain until the chain surfaces.
+void Engine::disarm(uint32_t slot) {
   Slot& s = slots_[slot];
   s.armed = false;
-  ++s.generation;  // a heap entry for it is now stale
-  free_slots_.push_back(slot);
+  ++s.generation;  // its EventId is now stale
+  --slots_[s.head].chain_live;
   --live_;
+}
+
+void Engine::free_chain(uint32_t head) {
+  for (uint32_t i = head; i != kNoSlot; i = slots_[i].next) free_slots_.push_back(i);
 }
 
 bool Engine::pending(EventId id) const {
@@ -53,21 +72,26 @@ void Engine::cancel(EventId id) {
     functions_[s.arg] = nullptr;
     free_functions_.push_back(static_cast<uint32_t>(s.arg));
   }
-  release(id.slot);
+  disarm(id.slot);
 }
 
+// The earliest chain with an armed event; chains cancelled whole are dropped.
 bool Engine::pop_live(Entry& out) {
   while (!heap_.empty()) {
     out = heap_.top();
-    const Slot& s = slots_[out.slot];
-    if (s.armed && s.generation == out.generation) return true;
-    heap_.pop();  // stale (cancelled)
+    if (slots_[out.slot].chain_live > 0) return true;
+    heap_.pop();
+    Latest& l = latest_[latest_slot(out.time_ps)];
+    if (l.head == out.slot) l.head = l.tail = kNoSlot;
+    free_chain(out.slot);
   }
   return false;
 }
 
 bool Engine::try_advance(Time t) {
   assert(t >= now_);
+  // Events of the running chain still to run are due now.
+  if (running_ != kNoSlot && slots_[running_].chain_live > 0) return false;
   Entry e{};
   if (pop_live(e) && e.time_ps <= t.ps()) return false;
   now_ = t;
@@ -78,14 +102,23 @@ bool Engine::step() {
   Entry e{};
   if (!pop_live(e)) return false;
   heap_.pop();
-  const Slot& s = slots_[e.slot];
-  const Fn fn = s.fn;
-  void* const ctx = s.ctx;
-  const uint64_t arg = s.arg;
-  release(e.slot);
+  Latest& l = latest_[latest_slot(e.time_ps)];
+  if (l.head == e.slot) l.head = l.tail = kNoSlot;  // nothing joins a chain that runs
   now_ = Time::from_ps(e.time_ps);
-  ++processed_;
-  fn(ctx, arg);
+  const uint32_t outer = running_;
+  running_ = e.slot;
+  for (uint32_t i = e.slot; i != kNoSlot; i = slots_[i].next) {
+    if (!slots_[i].armed) continue;
+    const Slot& s = slots_[i];
+    const Fn fn = s.fn;
+    void* const ctx = s.ctx;
+    const uint64_t arg = s.arg;
+    disarm(i);
+    ++processed_;
+    fn(ctx, arg);
+  }
+  running_ = outer;
+  free_chain(e.slot);
   return true;
 }
 

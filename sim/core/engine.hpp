@@ -1,11 +1,14 @@
 // Deterministic discrete-event engine.
 //
-// Events are ordered by (time, insertion sequence) in a binary heap, so two
-// events at the same picosecond run in the order they were scheduled, on every
-// platform and thread count. Cancellation is lazy: a cancelled event's slot is
-// freed at once and its heap entry is skipped when it surfaces (the entry
-// carries the slot's generation). There is no global state: any number of
-// engines may live in one process.
+// Events are ordered by (time, insertion sequence) in a heap, so two events at
+// the same picosecond run in the order they were scheduled, on every platform
+// and thread count. Events that run one after another anyway share a heap
+// entry: one scheduled at the same instant, with the same callback and
+// context, as the last event scheduled at that instant joins its chain
+// (symmetric ranks in lockstep schedule thousands of such events at one
+// picosecond). Cancellation is lazy: a cancelled event is disarmed at once,
+// its slot freed when its chain surfaces. There is no global state: any
+// number of engines may live in one process.
 #pragma once
 
 #include <algorithm>
@@ -52,14 +55,6 @@ class Engine {
   /// The sequence number the next scheduled event will get: callers that
   /// batch work into one event check that nothing was scheduled in between.
   [[nodiscard]] uint64_t next_seq() const { return next_seq_; }
-  /// Whether the event scheduled with sequence number `seq` at `t` is still
-  /// the last one scheduled at `t`: work added to it then runs exactly where
-  /// an event scheduled now at `t` would (a caller batching same-time work
-  /// into one event). May answer false when it is (never the reverse).
-  [[nodiscard]] bool last_at(Time t, uint64_t seq) const {
-    const Latest& l = latest_[latest_slot(t.ps())];
-    return l.time_ps == t.ps() && l.seq == seq;
-  }
   /// Runs the next live event; false when none is left.
   bool step();
   /// Runs until no event is left.
@@ -73,8 +68,7 @@ class Engine {
   struct Entry {
     int64_t time_ps;
     uint64_t seq;
-    uint32_t slot;
-    uint32_t generation;
+    uint32_t slot;  // its chain's head
     [[nodiscard]] bool before(const Entry& o) const { return time_ps != o.time_ps ? time_ps < o.time_ps : seq < o.seq; }
   };
   // A 4-ary min-heap on (time, seq): half the depth of a binary heap, and a
@@ -118,22 +112,29 @@ class Engine {
    private:
     std::vector<Entry> v_;
   };
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
   struct Slot {
     Fn fn = nullptr;
     void* ctx = nullptr;
     uint64_t arg = 0;
     uint32_t generation = 0;
+    uint32_t next = kNoSlot;  // the next event of its chain
+    uint32_t head = kNoSlot;  // its chain's first event, whose heap entry it shares
+    uint32_t chain_live = 0;  // the head's: its chain's armed events
     bool armed = false;
   };
   // The last event scheduled at each of a few recent times (direct-mapped
-  // by time; a collision forgets the older time, so last_at answers false).
+  // by time; a collision forgets the older time, so last_at answers false
+  // and nothing joins a chain there).
   struct Latest {
     int64_t time_ps = -1;
     uint64_t seq = 0;
+    uint32_t head = kNoSlot, tail = kNoSlot;  // its chain, while still in the heap
   };
   static size_t latest_slot(int64_t ps) { return static_cast<size_t>((static_cast<uint64_t>(ps) * 0x9E3779B97F4A7C15ull) >> 58); }
   bool pop_live(Entry& out);
-  void release(uint32_t slot);
+  void disarm(uint32_t slot);
+  void free_chain(uint32_t head);
   static void run_function(void* self, uint64_t index);
   template <auto M, class C, class R, class A>
   static void invoke_member(C* c, uint64_t arg, R (C::*)(A)) { (c->*M)(static_cast<A>(arg)); }
@@ -148,6 +149,7 @@ class Engine {
   std::vector<uint32_t> free_functions_;
   Time now_ = Time::zero();
   uint64_t next_seq_ = 0;
+  uint32_t running_ = kNoSlot;  // the head of the chain running now
   uint64_t processed_ = 0;
   size_t live_ = 0;
 };

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "core/slots.hpp"
 #include "gpu/memory.hpp"
 #include "gpu/streams.hpp"
 
@@ -11,33 +10,7 @@ namespace osim::exec {
 Host::Host(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Host::start() {
-  for (int r = 0; r < x_.s.ranks(); ++r) resume_at(r, Time::zero());
-}
-
-void Host::resume_at(int r, Time t) {
-  Engine& engine = x_.engine;
-  if (open_.batch >= 0 && open_.time == t && engine.last_at(t, open_.seq)) {
-    batches_[static_cast<size_t>(open_.batch)].push_back(r);
-    return;
-  }
-  const int b = take_slot(free_batches_, batches_);
-  batches_[static_cast<size_t>(b)].assign(1, r);
-  open_ = Open{b, t, engine.next_seq()};
-  engine.at(t, &Engine::call<&Host::run_batch, Host>, this, static_cast<uint64_t>(b));
-}
-
-void Host::run_batch(uint64_t b) {
-  if (open_.batch == static_cast<int>(b)) open_.batch = -1;  // what resumes now goes after it
-  std::vector<int> members;
-  members.swap(batches_[b]);
-  for (size_t i = 0; i < members.size(); ++i) {
-    batch_left_ = members.size() - 1 - i;
-    step(members[i]);
-  }
-  batch_left_ = 0;
-  members.clear();
-  batches_[b].swap(members);  // keep the capacity
-  free_batches_.push_back(static_cast<int>(b));
+  for (int r = 0; r < x_.s.ranks(); ++r) x_.engine.at(Time::zero(), &Host::step_event, this, static_cast<uint64_t>(r));
 }
 
 Time Host::overhead(int r, const Op& op) const {
@@ -79,9 +52,9 @@ void Host::step(int r) {
       const Time oh = overhead(r, op);
       // The call's overhead: when nothing else is due before it ends, the
       // clock just moves on (same order of events as waking up later).
-      if (oh > Time::zero() && !(may_advance() && engine.try_advance(engine.now() + oh))) {
+      if (oh > Time::zero() && !engine.try_advance(engine.now() + oh)) {
         H.state = Rank::Busy;
-        resume_at(r, engine.now() + oh);
+        engine.after(oh, &Host::step_event, this, static_cast<uint64_t>(r));
         return;
       }
     }
@@ -90,9 +63,9 @@ void Host::step(int r) {
       rec.returned = engine.now();
       effect(r, op);
     }
-    if (H.busy_until > engine.now() && !(may_advance() && engine.try_advance(H.busy_until))) {
+    if (H.busy_until > engine.now() && !engine.try_advance(H.busy_until)) {
       H.state = Rank::Busy;
-      resume_at(r, H.busy_until);
+      engine.at(H.busy_until, &Host::step_event, this, static_cast<uint64_t>(r));
       return;
     }
     if (!satisfied(r)) {
@@ -152,7 +125,7 @@ void Host::wake(int r) {
   Rank& H = ranks_[static_cast<size_t>(r)];
   if (H.state == Rank::Blocked && satisfied(r)) {
     H.state = Rank::Busy;
-    resume_at(r, x_.engine.now());
+    x_.engine.after(Time::zero(), &Host::step_event, this, static_cast<uint64_t>(r));
   }
 }
 

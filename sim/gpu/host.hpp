@@ -40,14 +40,7 @@ class Host {
     Time host_end;
   };
   Time overhead(int r, const Op& op) const;
-  // Ranks whose threads resume at the same instant, one after another with
-  // no other event between them (symmetric ranks issuing in lockstep), share
-  // one engine event: a batch, run in the order single events would run.
-  void resume_at(int r, Time t);
-  void run_batch(uint64_t b);
-  // No try_advance while members of the running batch wait their turn: they
-  // are due now, though not in the event heap.
-  [[nodiscard]] bool may_advance() const { return batch_left_ == 0; }
+  static void step_event(void* self, uint64_t r) { static_cast<Host*>(self)->step(static_cast<int>(r)); }
   void step(int r);
   bool satisfied(int r) const;
   void block_on_stream(Rank& H, int stream, int count);
@@ -56,14 +49,6 @@ class Host {
 
   ExecContext& x_;
   std::vector<Rank> ranks_;
-  std::vector<std::vector<int>> batches_;  // ranks, in the order they resume
-  std::vector<int> free_batches_;
-  struct Open {  // the batch ranks may join
-    int batch = -1;
-    Time time;
-    uint64_t seq = 0;  // its event's
-  } open_;
-  size_t batch_left_ = 0;  // members of the running batch not yet resumed
 };
 
 }  // namespace osim::exec

@@ -23,7 +23,7 @@ TEST_CASE("events run in (time, insertion) order") {
   CHECK(e.events_processed() == 5);
 }
 
-TEST_CASE("cancellation is lazy and frees the slot") {
+TEST_CASE("cancellation is lazy and frees the slot when its entry surfaces") {
   Engine e;
   int fired = 0;
   EventId a = e.at(Time::from_ns(10), [&] { fired += 1; });
@@ -32,16 +32,68 @@ TEST_CASE("cancellation is lazy and frees the slot") {
   e.cancel(a);
   CHECK_FALSE(e.pending(a));
   e.cancel(a);  // twice: no-op
-  // The freed slot is reused; the stale heap entry must not fire the new event early.
+  CHECK(e.live_events() == 1);
   EventId c = e.at(Time::from_ns(30), [&] { fired += 100; });
-  CHECK(c.slot == a.slot);
+  CHECK(c.slot != a.slot);  // a's slot is still held by its heap entry
   e.run_until(Time::from_ns(20));
   CHECK(fired == 10);
   CHECK(e.now() == Time::from_ns(20));
   CHECK_FALSE(e.pending(b));
+  // Now freed: the next event takes one of the two slots, and the old ids stay stale.
+  EventId d = e.at(Time::from_ns(40), [&] { fired += 1000; });
+  CHECK((d.slot == a.slot || d.slot == b.slot));
+  CHECK_FALSE(e.pending(a));
+  CHECK(e.pending(d));
   e.run();
-  CHECK(fired == 110);
+  CHECK(fired == 1110);
   CHECK(e.live_events() == 0);
+}
+
+namespace {
+struct Log {
+  std::string text;
+  Engine* engine = nullptr;
+  void a(uint64_t x) { text += "a" + std::to_string(x); }
+  void b(uint64_t x) { text += "b" + std::to_string(x); }
+  // Notes whether the clock could jump 1 ns ahead from inside the event.
+  void probe(uint64_t x) { text += "p" + std::to_string(x) + (engine->try_advance(engine->now() + Time::from_ns(1)) ? "+" : "-"); }
+};
+}  // namespace
+
+TEST_CASE("events at one instant with one callback share a heap entry and run in the order scheduled") {
+  Engine e;
+  Log log;
+  log.engine = &e;
+  const auto a = &Engine::call<&Log::a, Log>;
+  const auto b = &Engine::call<&Log::b, Log>;
+  e.at(Time::from_ns(10), a, &log, 1);
+  const EventId a2 = e.at(Time::from_ns(10), a, &log, 2);
+  e.at(Time::from_ns(10), a, &log, 3);
+  e.at(Time::from_ns(5), b, &log, 0);   // another time: the chain at 10 ns goes on
+  e.at(Time::from_ns(10), a, &log, 4);
+  e.at(Time::from_ns(10), b, &log, 5);  // another callback: a new entry after the chain
+  e.at(Time::from_ns(10), a, &log, 6);  // and a new chain after it
+  e.cancel(a2);
+  e.run();
+  CHECK(log.text == "b0a1a3a4b5a6");
+  CHECK(e.events_processed() == 6);
+  CHECK(e.live_events() == 0);
+}
+
+TEST_CASE("inside a chain the clock cannot move past its events still to run, nor can a cancelled chain stop it") {
+  Engine e;
+  Log log;
+  log.engine = &e;
+  const auto probe = &Engine::call<&Log::probe, Log>;
+  e.at(Time::from_ns(10), probe, &log, 1);
+  e.at(Time::from_ns(10), probe, &log, 2);
+  const EventId gone = e.at(Time::from_ns(10), probe, &log, 3);
+  e.cancel(gone);  // the last one cancelled: the second may move on
+  const EventId later = e.at(Time::from_ns(50), probe, &log, 4);
+  e.cancel(later);  // a chain cancelled whole holds nothing up
+  e.run();
+  CHECK(log.text == "p1-p2+");
+  CHECK(e.now() == Time::from_ns(11));
 }
 
 TEST_CASE("two engines in one process are independent") {
@@ -98,18 +150,4 @@ TEST_CASE("plain callbacks and std::function callbacks share one order, and both
   CHECK(rec.log == "t1f2g");
   CHECK(e.live_events() == 0);
   CHECK(e.events_processed() == 5);
-}
-
-TEST_CASE("last_at: an event is the last one scheduled at its time until another is scheduled at that time") {
-  Engine e;
-  const uint64_t first = e.next_seq();
-  e.at(Time::from_us(10), [] {});
-  CHECK(e.last_at(Time::from_us(10), first));
-  e.at(Time::from_us(20), [] {});  // another time: still the last at 10 us
-  CHECK(e.last_at(Time::from_us(10), first));
-  CHECK_FALSE(e.last_at(Time::from_us(30), first));  // nothing at 30 us
-  const uint64_t second = e.next_seq();
-  e.at(Time::from_us(10), [] {});
-  CHECK_FALSE(e.last_at(Time::from_us(10), first));
-  CHECK(e.last_at(Time::from_us(10), second));
 }
