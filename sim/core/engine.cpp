@@ -107,18 +107,23 @@ bool Engine::step() {
   now_ = Time::from_ps(e.time_ps);
   const uint32_t outer = running_;
   running_ = e.slot;
-  for (uint32_t i = e.slot; i != kNoSlot; i = slots_[i].next) {
-    if (!slots_[i].armed) continue;
+  for (uint32_t i = e.slot; i != kNoSlot;) {
     const Slot& s = slots_[i];
-    const Fn fn = s.fn;
-    void* const ctx = s.ctx;
-    const uint64_t arg = s.arg;
-    disarm(i);
-    ++processed_;
-    fn(ctx, arg);
+    const uint32_t next = s.next;
+    if (s.armed) {
+      const Fn fn = s.fn;
+      void* const ctx = s.ctx;
+      const uint64_t arg = s.arg;
+      disarm(i);
+      ++processed_;
+      fn(ctx, arg);
+    }
+    // The head holds the chain's count until the chain is done.
+    if (i != e.slot) free_slots_.push_back(i);
+    i = next;
   }
   running_ = outer;
-  free_chain(e.slot);
+  free_slots_.push_back(e.slot);
   return true;
 }
 

@@ -259,14 +259,16 @@ void MaxMinSystem::heap_remove(ConstraintId c) {
   }
 }
 
-void MaxMinSystem::flush_touched(double level) {
+void MaxMinSystem::flush_touched(double level, bool scan) {
   for (ConstraintId c : touched_) {
     Cons& k = cons_[c];
     k.touched = false;
     if (k.unfixed > 0) {
       // Shares never fall below the current level (rounding guard).
-      heap_set(c, std::max(level, k.sumw > 0 ? k.remaining / k.sumw : level));
-    } else {
+      const double share = std::max(level, k.sumw > 0 ? k.remaining / k.sumw : level);
+      if (scan) k.share = share;
+      else heap_set(c, share);
+    } else if (!scan) {
       heap_remove(c);
     }
   }
@@ -295,14 +297,38 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
     }
     if (std::isfinite(x.bound)) bounded_.emplace_back(x.bound / x.weight, v);
   }
-  reserve_huge(heap_, cons.size());
-  if (heap_pos_.size() < cons_.size()) heap_pos_.resize(cons_.size(), -1);
-  for (ConstraintId c : cons) {
-    const Cons& k = cons_[c];
-    if (k.unfixed > 0) heap_.push_back(HeapEntry{k.remaining / k.sumw, c});
+  // The constraint to saturate next: the least (share, id) among those with
+  // unfixed users, from a scan of a small component's constraints or the top
+  // of a heap (a heap entry whose constraint has none left is dropped when it
+  // surfaces; that is never the least).
+  const bool scan = cons.size() <= scan_limit_;
+  if (scan) {
+    for (ConstraintId c : cons) {
+      Cons& k = cons_[c];
+      if (k.unfixed > 0) k.share = k.remaining / k.sumw;
+    }
+  } else {
+    reserve_huge(heap_, cons.size());
+    if (heap_pos_.size() < cons_.size()) heap_pos_.resize(cons_.size(), -1);
+    for (ConstraintId c : cons) {
+      const Cons& k = cons_[c];
+      if (k.unfixed > 0) heap_.push_back(HeapEntry{k.remaining / k.sumw, c});
+    }
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+    for (size_t i = 0; i < heap_.size(); ++i) heap_pos_[static_cast<size_t>(heap_[i].c)] = static_cast<int32_t>(i);
   }
-  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
-  for (size_t i = 0; i < heap_.size(); ++i) heap_pos_[static_cast<size_t>(heap_[i].c)] = static_cast<int32_t>(i);
+  auto least = [&]() -> HeapEntry {
+    HeapEntry top{kUnbounded, -1};
+    if (scan) {
+      for (ConstraintId c : cons) {
+        const Cons& k = cons_[c];
+        if (k.unfixed > 0 && (k.share < top.share || (k.share == top.share && (top.c < 0 || c < top.c)))) top = HeapEntry{k.share, c};
+      }
+      return top;
+    }
+    while (!heap_.empty() && cons_[heap_.front().c].unfixed == 0) heap_remove(heap_.front().c);
+    return heap_.empty() ? top : heap_.front();
+  };
   std::sort(bounded_.begin(), bounded_.end());
 
   size_t unfixed = vars.size();
@@ -310,11 +336,10 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   double level = 0;
   touched_.clear();
   while (unfixed > 0) {
-    // Drop a top whose constraint has no unfixed user left.
-    while (!heap_.empty() && cons_[heap_.front().c].unfixed == 0) heap_remove(heap_.front().c);
+    const HeapEntry top = least();
     while (bi < bounded_.size() && vars_[bounded_[bi].second].fixed) ++bi;
     // The top is exact, or (its constraint touched since) a lower bound.
-    const double lc = heap_.empty() ? kUnbounded : heap_.front().share;
+    const double lc = top.share;
     const double lb = bi < bounded_.size() ? bounded_[bi].first : kUnbounded;
     if (lb <= lc && bi < bounded_.size()) {
       const VariableId v = bounded_[bi++].second;
@@ -324,13 +349,13 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
       continue;
     }
     if (!touched_.empty()) {  // the exact minimum is needed now
-      flush_touched(level);
+      flush_touched(level, scan);
       continue;
     }
     assert((std::isfinite(lc) || std::isfinite(lb)) && "unconstrained, unbounded variable");
     level = std::max(level, lc);
-    const ConstraintId c = heap_.front().c;
-    heap_remove(c);
+    const ConstraintId c = top.c;
+    if (!scan) heap_remove(c);
     // Saturate c: every unfixed user runs at weight * level. Collect first,
     // because fix() edits the counters we iterate by.
     std::vector<VariableId>& to_fix = to_fix_;

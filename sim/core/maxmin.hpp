@@ -101,6 +101,11 @@ class MaxMinSystem {
   }
   [[nodiscard]] std::vector<VariableId> users(ConstraintId c) const;
 
+  /// Components with at most this many constraints find their next
+  /// saturating constraint by a scan, larger ones by a heap: the same
+  /// choices, so the same rates to the bit (tests set it to compare).
+  void set_scan_limit(size_t constraints) { scan_limit_ = constraints; }
+
   /// Work counters, for benchmarks.
   struct Stats {
     uint64_t solves = 0;
@@ -141,6 +146,7 @@ class MaxMinSystem {
     // scratch for one solve
     double remaining = 0;
     double sumw = 0;
+    double share = 0;  // its last computed share (what a heap entry would hold)
     uint32_t unfixed = 0;
     bool touched = false;  // its share changed since its last heap entry
   };
@@ -151,7 +157,7 @@ class MaxMinSystem {
   void join_users(VariableId v, uint32_t i);
   void solve_component(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons);
   void fix(VariableId v, double r, ConstraintId why);
-  void flush_touched(double level);
+  void flush_touched(double level, bool scan);
 
   std::vector<Var> vars_;
   std::vector<Cons> cons_;
@@ -160,6 +166,7 @@ class MaxMinSystem {
   std::vector<VariableId> dirty_vars_;
   std::vector<VariableId> changed_;
   uint64_t epoch_ = 0;
+  size_t scan_limit_ = 48;
   Stats stats_;
 
   // scratch reused across solves
