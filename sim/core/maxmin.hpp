@@ -137,18 +137,20 @@ class MaxMinSystem {
     VariableId v;
     uint32_t elem;  // index in vars_[v].elems
   };
-  struct Cons {
-    double capacity = 0;
+  // What a solve reads of a constraint first, in one cache line: a
+  // component's constraints lie scattered over the whole system.
+  struct alignas(64) Cons {
     std::vector<UserRef> users;
-    uint32_t holders = 0;  // live variables using it, dormant ones included
-    bool dirty = false;
     uint64_t mark = 0;
+    double capacity = 0;
     // scratch for one solve
     double remaining = 0;
     double sumw = 0;
-    double share = 0;  // its last computed share (what a heap entry would hold)
     uint32_t unfixed = 0;
     bool touched = false;  // its share changed since its last heap entry
+    bool dirty = false;
+    double share = 0;  // its last computed share (what a heap entry would hold)
+    uint32_t holders = 0;  // live variables using it, dormant ones included
   };
 
   VariableId new_variable(double weight, double bound, bool dormant);

@@ -1,6 +1,7 @@
 #include "gpu/collectives.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cmath>
 
@@ -68,7 +69,8 @@ void Collectives::arrive_or_park(int r, int id) {
     const int src = send ? r : peer, dst = send ? peer : r;
     const int n = send ? K.send_seq[peer]++ : K.recv_seq[peer]++;
     const auto key = std::make_tuple(-1 - src, dst, n);
-    inst = instance(key, -1, n, {src, dst});
+    const std::array<int, 2> pair{src, dst};
+    inst = instance(key, -1, n, pair);
     arrive(r, id);
     return;
   }
@@ -82,7 +84,7 @@ void Collectives::arrive_or_park(int r, int id) {
   arrive(r, id);
 }
 
-int Collectives::instance(std::tuple<int, int, int> key, int group, int seq, const std::vector<int>& members) {
+int Collectives::instance(std::tuple<int, int, int> key, int group, int seq, std::span<const int> members) {
   auto it = inst_index_.find(key);
   if (it != inst_index_.end()) return it->second;
   // A finished instance's slot is reused, its buffers kept, but only from

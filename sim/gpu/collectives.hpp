@@ -12,6 +12,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -120,7 +121,7 @@ class Collectives {
   std::pair<int32_t, int32_t> coll_at(int r, int id) const;  // an unfinished one's, without adding it
   static constexpr int32_t kCollFinished = -2;
   void coll_finished(int r, int id);
-  int instance(std::tuple<int, int, int> key, int group, int seq, const std::vector<int>& members);
+  int instance(std::tuple<int, int, int> key, int group, int seq, std::span<const int> members);
   int channels_of(const Op& op) const { return op.channels > 0 ? op.channels : x_.p.nccl.nccl_channels; }
   void arrive(int r, int id);
   [[noreturn]] void mismatch(const CollInst& c);
