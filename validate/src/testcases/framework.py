@@ -14,7 +14,11 @@ exchange: the rank's own chunk copied, then a `batch_isend_irecv` round per
 partner, the GPU kept ahead of the host); how many launches the host gets
 ahead of the GPU before one blocks (`launch_queue`). Writes
 overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after the C++ bench,
-whose pageable rows it replaces. Usage: framework.py OUT.json [launch_queue]"""
+whose pageable rows it replaces. Usage: framework.py OUT.json [launch_queue |
+pageable_buffers]; `pageable_buffers` alone: 256 MiB pageable H2D copies
+rotating over 1, 2 and 8 host tensors (a layerwise program's weights are one
+tensor a block), alone and beside GEMMs on another stream, each sample's rate
+kept (`h2d_pageable` rows with `buffers` and `beside`)."""
 import multiprocessing as mp
 import os
 import statistics
@@ -57,6 +61,36 @@ def pageable_rows(samples=5):
                 rows.append({"key": key, "gpus": [0], "bytes": n * 2, "host_buffer": host_buffer, "time_us": us, "GBps": n * 2 / us * 1e-3,
                              "via": "torch"})
                 print(key, mib, "MiB", host_buffer, round(n * 2 / us * 1e-3, 2), "GB/s", flush=True)
+    return rows
+
+
+def pageable_buffers_rows(mib=256, counts=(1, 2, 8), samples=8):
+    """Pageable H2D copies of `mib` MiB rotating over each count of host
+    tensors, alone and with GEMMs queued on another stream (as a program's
+    prefetch overlaps its compute): the median, fastest and slowest sample."""
+    n = mib << 19
+    dev = torch.empty(n, device="cuda", dtype=torch.bfloat16)
+    hosts = [torch.randn(n, dtype=torch.bfloat16) for _ in range(max(counts))]
+    big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    side = torch.cuda.Stream()
+    rows = []
+    for beside in ("none", "gemm"):
+        for count in counts:
+            for i in range(count):  # warm: every buffer copied once
+                pageable_copy_us(dev, hosts[i], True)
+            rates = []
+            for i in range(samples):
+                if beside == "gemm":
+                    with torch.cuda.stream(side):
+                        for _ in range(40):  # ~40 ms of GEMMs, longer than the copy
+                            big @ big
+                us = pageable_copy_us(dev, hosts[i % count], True)
+                rates.append(n * 2 / us * 1e-3)
+            torch.cuda.synchronize()
+            rows.append({"key": "h2d_pageable", "gpus": [0], "bytes": n * 2, "host_buffer": "rotating" if count > 1 else "same",
+                         "buffers": count, "beside": beside, "GBps": statistics.median(rates), "GBps_min": min(rates),
+                         "GBps_max": max(rates), "time_us": n * 2 / statistics.median(rates) * 1e-3, "samples": samples, "via": "torch"})
+            print("h2d_pageable", mib, "MiB over", count, "buffers, beside", beside, [round(r, 2) for r in rates], flush=True)
     return rows
 
 
@@ -257,9 +291,11 @@ def launch_queue_rows(launches=20000, hold_s=1.0):
 
 def main():
     out = sys.argv[1]
-    # framework.py OUT.json [launch_queue]: only the launch queue's rows.
+    # framework.py OUT.json [launch_queue | pageable_buffers]: only those rows.
     if sys.argv[2:] == ["launch_queue"]:
         rows = launch_queue_rows()
+    elif sys.argv[2:] == ["pageable_buffers"]:
+        rows = pageable_buffers_rows()
     else:
         rows = framework_op_rows() + pageable_rows() + multi_pageable_rows() + collective_rows() + launch_queue_rows()
     write_bench(out, environment(torch, env={}), rows)
