@@ -28,7 +28,7 @@ EventId Engine::at(Time t, Fn fn, void* ctx, uint64_t arg) {
     l.time_ps = t.ps();
     l.head = l.tail = slot;
   }
-  l.seq = next_seq_++;
+  ++next_seq_;
   ++live_;
   return EventId{slot, s.generation};
 }

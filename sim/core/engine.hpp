@@ -123,13 +123,12 @@ class Engine {
     uint32_t chain_live = 0;  // the head's: its chain's armed events
     bool armed = false;
   };
-  // The last event scheduled at each of a few recent times (direct-mapped
-  // by time; a collision forgets the older time, so last_at answers false
-  // and nothing joins a chain there).
+  // The chain of the last event scheduled at each of a few recent times
+  // (direct-mapped by time; a collision forgets the older time, and nothing
+  // joins a chain there after that).
   struct Latest {
     int64_t time_ps = -1;
-    uint64_t seq = 0;
-    uint32_t head = kNoSlot, tail = kNoSlot;  // its chain, while still in the heap
+    uint32_t head = kNoSlot, tail = kNoSlot;  // while still in the heap
   };
   static size_t latest_slot(int64_t ps) { return static_cast<size_t>((static_cast<uint64_t>(ps) * 0x9E3779B97F4A7C15ull) >> 58); }
   bool pop_live(Entry& out);
