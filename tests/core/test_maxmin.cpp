@@ -363,7 +363,7 @@ TEST_CASE("randomised: dormant variables, activated or removed, equal a solve of
 TEST_CASE("randomised: a scan and a heap choose the same constraints, to the bit") {
   // Ties are common (integer capacities, equal weights), so the id order of
   // equal shares decides as often as the shares do.
-  std::mt19937_64 rng(2026);
+  std::mt19937_64 rng(4711);
   for (int trial = 0; trial < 200; ++trial) {
     const int C = 1 + static_cast<int>(rng() % 80), V = 1 + static_cast<int>(rng() % 60);
     MaxMinSystem scan, heap;
