@@ -27,6 +27,7 @@ inline constexpr Testcase kTestcases[] = {
     {"d2h_pinned", "copies", "pinned D2H copies per GPU, 4 KiB-1 GiB, gated bursts"},
     {"h2d_pageable", "copies", "pageable H2D copies, from one host buffer and from a rotating one"},
     {"d2h_pageable", "copies", "pageable D2H copies, to one host buffer and to a rotating one"},
+    {"h2d_pageable_beside_compute", "copies", "pageable H2D copies with GEMMs on another stream (framework.py pageable_buffers; reported, not fitted)"},
     {"bidir_pinned", "copies", "H2D and D2H at once on one GPU"},
     {"h2d_two_streams", "copies", "two H2D copies on two streams of one GPU"},
     {"copy_span", "copies", "pinned copies walking a host span, one way and both ways"},

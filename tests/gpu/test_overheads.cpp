@@ -123,7 +123,7 @@ programs:
   CHECK(u.res.makespan == Time::from_us(151));
 }
 
-TEST_CASE("hosts resuming at the same instant run in one event, at the times each would have alone") {
+TEST_CASE("hosts resuming at the same instant share a heap entry, at the times each would have alone") {
   // Two ranks issue the same calls in lockstep (launch 1 us, host work 3 us):
   // each issues k0 at 0, works 1-4 us, issues k1 at 4 us and k2 at 5 us; a
   // third rank, one call behind, keeps its own times.
