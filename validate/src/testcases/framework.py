@@ -293,8 +293,10 @@ def launch_queue_rows(launches=20000, hold_s=1.0):
 
 
 def main():
-    out = sys.argv[1]
     # framework.py OUT.json [launch_queue | pageable_buffers]: only those rows.
+    if len(sys.argv) < 2 or sys.argv[2:] not in ([], ["launch_queue"], ["pageable_buffers"]):
+        sys.exit("usage: framework.py OUT.json [launch_queue | pageable_buffers] (nothing after OUT.json: every testcase)")
+    out = sys.argv[1]
     if sys.argv[2:] == ["launch_queue"]:
         rows = launch_queue_rows()
     elif sys.argv[2:] == ["pageable_buffers"]:
