@@ -200,7 +200,35 @@ TEST_CASE("NCCL collective tables: interpolation, the nearest rank count, and si
   CHECK(p.nccl.nccl_table_for(TC::AllToAll, 8, false)->ranks == 4);
   CHECK(p.nccl.nccl_table_for(TC::AllToAllPairwise, 2, false) == nullptr);  // no pairwise table
   CHECK(p.nccl.nccl_table_for(TC::AllToAll, 2, true) == nullptr);      // no host-memory table
+}
 
+TEST_CASE("PyTorch's own all-to-alls: reported per way and rank count by size, no parameter moved") {
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  // A machine run (pinned copies), then PyTorch's rows out of size order,
+  // two ways, two rank counts.
+  for (const double b : {1048576.0, 16777216.0})
+    doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", 5}, {"time_us", 3 + b / 55e3}});
+  for (const double mib : {16.0, 1.0})
+    for (const int ranks : {4, 2}) {
+      doc["results"].push_back({{"key", "framework_all_to_all"}, {"op", "all_to_all_pairwise"}, {"ranks", ranks}, {"bytes", mib * 1048576}, {"time_us", 100.0 * ranks + mib}});
+      doc["results"].push_back({{"key", "framework_all_to_all"}, {"op", "all_to_all_single"}, {"ranks", ranks}, {"bytes", mib * 1048576}, {"time_us", 10.0 * ranks + mib}});
+    }
+  const Calibration c = calibrate({{"torch.json", doc}}, topo);
+  std::map<std::string, std::vector<std::pair<std::string, double>>> reported;
+  for (const Fit& f : c.fits)
+    if (f.name.starts_with("all-to-all as PyTorch calls it")) reported[f.name] = f.values;
+  REQUIRE(reported.size() == 4);
+  const auto& pw4 = reported.at("all-to-all as PyTorch calls it (framework_all_to_all), all_to_all_pairwise, 4 ranks");
+  REQUIRE(pw4.size() == 2);
+  CHECK(pw4[0].first == "1.00MiB_us");
+  CHECK(pw4[0].second == doctest::Approx(401));
+  CHECK(pw4[1].first == "16.00MiB_us");
+  CHECK(pw4[1].second == doctest::Approx(416));
+  CHECK(reported.at("all-to-all as PyTorch calls it (framework_all_to_all), all_to_all_single, 2 ranks")[1].second == doctest::Approx(36));
+  // Reported, not fitted: the NCCL model keeps its defaults.
+  CHECK(c.params.nccl.nccl_tables.empty());
+  CHECK(c.params.nccl.nccl_latency == ModelParams{}.nccl.nccl_latency);
 }
 
 TEST_CASE("the hand-off's phase: fitted from every sample, each row's times with the hand-off at either end, the file") {

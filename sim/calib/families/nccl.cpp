@@ -2,7 +2,8 @@
 // at 4-16 channels, a rank's ceiling, the ring's step latency, and the
 // measured tables per collective, rank count, transport and channel count
 // (nccl_all_to_all, _pairwise, nccl_all_gather, nccl_reduce_scatter,
-// nccl_all_reduce; nccl_reps reported).
+// nccl_all_reduce; nccl_reps and PyTorch's own all-to-alls,
+// framework_all_to_all, reported).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -40,6 +41,30 @@ void fit_reps_report(FitContext& ctx) {
         std::string name = format_bytes(bytes);
         std::erase(name, ' ');
         f.values.emplace_back(fmt::format("steady_{}_us", name), steady);
+      }
+      c.fits.push_back(f);
+    }
+  }
+  // The all-to-all as PyTorch calls it (framework_all_to_all: CUDA events
+  // around each call, the GPU otherwise idle, the slowest rank's median):
+  // what a framework program's all-to-all costs beside the bench's table.
+  // Reported only: the model times a program's all-to-all by the table and
+  // its host calls (overheads' framework_collective_call, framework_p2p_round).
+  {
+    std::map<std::pair<std::string, int>, std::vector<std::pair<double, double>>> by_op;
+    for (const auto& r : rows(d, "framework_all_to_all"))
+      by_op[{r.at("op").get<std::string>(), r.at("ranks").get<int>()}].emplace_back(r.at("bytes").get<double>(), r.at("time_us").get<double>());
+    for (auto& [key, pts] : by_op) {
+      std::sort(pts.begin(), pts.end());
+      Fit f{fmt::format("all-to-all as PyTorch calls it (framework_all_to_all), {}, {} ranks", key.first, key.second),
+            "GPU time per call, the GPU otherwise idle, the slowest rank's median (reported only)",
+            {},
+            0,
+            static_cast<int>(pts.size())};
+      for (const auto& [bytes, us] : pts) {
+        std::string name = format_bytes(bytes);
+        std::erase(name, ' ');
+        f.values.emplace_back(fmt::format("{}_us", name), us);
       }
       c.fits.push_back(f);
     }

@@ -11,11 +11,13 @@ the host-wide limit of the CPU copies that stage them) and the host time of a
 Ulysses all-to-all as PyTorch programs call it, one process per GPU under NCCL
 (`overhead_framework_collective`: `all_to_all_single`, and the pairwise
 exchange: the rank's own chunk copied, then a `batch_isend_irecv` round per
-partner, the GPU kept ahead of the host); how many launches the host gets
-ahead of the GPU before one blocks (`launch_queue`). Writes
+partner, the GPU kept ahead of the host) and its GPU time, CUDA events around
+each call with the GPU otherwise idle (`framework_all_to_all`, 1-96 MiB a
+rank, reported, not fitted); how many launches the host gets ahead of the GPU
+before one blocks (`launch_queue`). Writes
 overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after the C++ bench,
 whose pageable rows it replaces. Usage: framework.py OUT.json [launch_queue |
-pageable_buffers]; `pageable_buffers` alone: 256 MiB pageable H2D copies
+pageable_buffers | all_to_all_time] (one of them alone); `pageable_buffers`: 256 MiB pageable H2D copies
 rotating over 1, 2 and 8 host tensors (a layerwise program's weights are one
 tensor a block), alone (`h2d_pageable` rows with `buffers`) and beside GEMMs on
 another stream (`h2d_pageable_beside_compute`, reported, not fitted), the
@@ -225,6 +227,71 @@ def collective_worker(rank, world, port, calls, results):
     dist.barrier()
     dist.destroy_process_group()
 
+def collective_time_worker(rank, world, port, sizes, calls, results):
+    """One rank of `world`: the GPU time of one Ulysses all-to-all as PyTorch
+    programs call it (both ways), CUDA events around each call on the
+    current stream, the GPU otherwise idle."""
+    import torch.distributed as dist
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    partners = [p for p in circle_partners(world, rank) if p >= 0]
+    for nbytes in sizes:
+        send = torch.randn(world, nbytes // (2 * world), device="cuda", dtype=torch.bfloat16)
+        recv = torch.empty_like(send)
+
+        def pairwise():
+            recv[rank].copy_(send[rank])
+            for p in partners:
+                for req in dist.batch_isend_irecv([dist.P2POp(dist.isend, send[p], p), dist.P2POp(dist.irecv, recv[p], p)]):
+                    req.wait()
+
+        ops = {"all_to_all_single": lambda: dist.all_to_all_single(recv, send), "all_to_all_pairwise": pairwise}
+        for name, op in ops.items():
+            for _ in range(5):
+                op()
+            torch.cuda.synchronize()
+            dist.barrier()
+            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
+            for a, b in events:
+                a.record()
+                op()
+                b.record()
+            torch.cuda.synchronize()
+            results.put((name, nbytes, rank, [a.elapsed_time(b) * 1e3 for a, b in events]))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def collective_time_rows(calls=20):
+    """The GPU time of a Ulysses all-to-all as PyTorch calls it, on 2 GPUs
+    and on all of them (`framework_all_to_all`): bytes a rank sends in all
+    (its own chunk included), the slowest rank's median."""
+    ngpus = torch.cuda.device_count()
+    if ngpus < 2:
+        return []
+    sizes = [1 << 20, 4 << 20, 16 << 20, 24 << 20, 48 << 20, 96 << 20]
+    rows = []
+    for world in sorted({2, ngpus}):
+        ctx = mp.get_context("spawn")
+        results = ctx.Queue()
+        procs = [ctx.Process(target=collective_time_worker, args=(r, world, 29600 + world, sizes, calls, results)) for r in range(world)]
+        for p in procs:
+            p.start()
+        got = {}
+        for _ in range(2 * world * len(sizes)):
+            name, nbytes, rank, us = results.get(timeout=300)
+            got.setdefault((name, nbytes), {})[rank] = us
+        for p in procs:
+            p.join(timeout=60)
+        for (name, nbytes), per_rank in sorted(got.items()):
+            med = {r: statistics.median(v) for r, v in per_rank.items()}
+            slow = max(med, key=med.get)
+            rows.append({"key": "framework_all_to_all", "op": name, "ranks": world, "bytes": nbytes, "time_us": med[slow],
+                         "rank_median_us": [med[r] for r in sorted(med)], "samples_us": per_rank[slow], "framework": "pytorch " + torch.__version__})
+            print("framework all-to-all", name, world, "ranks", nbytes >> 20, "MiB", [round(med[r], 1) for r in sorted(med)], "us", flush=True)
+    return rows
+
 
 def collective_rows(calls=100):
     """Host time per Ulysses all-to-all call on all GPUs (2 and more), the
@@ -293,16 +360,18 @@ def launch_queue_rows(launches=20000, hold_s=1.0):
 
 
 def main():
-    # framework.py OUT.json [launch_queue | pageable_buffers]: only those rows.
-    if len(sys.argv) < 2 or sys.argv[2:] not in ([], ["launch_queue"], ["pageable_buffers"]):
-        sys.exit("usage: framework.py OUT.json [launch_queue | pageable_buffers] (nothing after OUT.json: every testcase)")
+    # framework.py OUT.json [launch_queue | pageable_buffers | all_to_all_time]: only those rows.
+    if len(sys.argv) < 2 or sys.argv[2:] not in ([], ["launch_queue"], ["pageable_buffers"], ["all_to_all_time"]):
+        sys.exit("usage: framework.py OUT.json [launch_queue | pageable_buffers | all_to_all_time] (nothing after OUT.json: every testcase)")
     out = sys.argv[1]
     if sys.argv[2:] == ["launch_queue"]:
         rows = launch_queue_rows()
     elif sys.argv[2:] == ["pageable_buffers"]:
         rows = pageable_buffers_rows()
+    elif sys.argv[2:] == ["all_to_all_time"]:
+        rows = collective_time_rows()
     else:
-        rows = framework_op_rows() + pageable_rows() + multi_pageable_rows() + collective_rows() + launch_queue_rows()
+        rows = framework_op_rows() + pageable_rows() + multi_pageable_rows() + collective_rows() + collective_time_rows() + launch_queue_rows()
     write_bench(out, environment(torch, env={}), rows)
 
 
