@@ -70,7 +70,7 @@ if [ $measure = 1 ]; then
   fi
   declare -A result=([bench]=bench-default.json [bench-p2p-off]=bench-p2p-disable.json [attention]=attention.json [framework]=framework.json
                      [eager]=eager.json [vram]=vram.json [phase]=bench-phase-2.json [programs]=programs [programs-sp]=programs)
-  declare -A seconds=([bench]=240 [bench-p2p-off]=120 [attention]=60 [framework]=60 [eager]=10 [vram]=10 [phase]=90 [programs]=120 [programs-sp]=180)
+  declare -A seconds=([bench]=240 [bench-p2p-off]=120 [attention]=60 [framework]=90 [eager]=10 [vram]=30 [phase]=90 [programs]=120 [programs-sp]=180)
   left=0
   for s in "${steps[@]}"; do left=$((left + ${seconds[$s]})); done
   total=$left

@@ -14,7 +14,8 @@
 #   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json
 #                      programs do not use
 #   vram               PyTorch's memory beyond its tensors (context, cuBLAS
-#                      workspace, the allocator's reserve)                  -> vram.json
+#                      workspace, the allocator's reserve; NCCL's on
+#                      several GPUs)                                        -> vram.json
 #   programs-memory    the reference program's memory grid (peak allocated  -> memory/
 #                      and in use over model widths and policies)
 #   models             the other presets' blocks as their reference code     -> models/

@@ -2,9 +2,12 @@
 // PyTorch): the memory a process holds outside its caching allocator
 // (vram_context), cuBLAS's workspace per stream (vram_gemm_workspace) and
 // the allocator's reserve over the activations of a forward
-// (vram_allocator_reserve). Each a direct reading, the median where there
-// are several; nothing to replay on the simulator.
+// (vram_allocator_reserve), each a direct reading, the median where there
+// are several; NCCL's buffers by rank count and transport (vram_nccl),
+// reported. Nothing to replay on the simulator.
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -20,6 +23,48 @@ std::vector<double> values(const BenchDocs& docs, const char* key, const char* f
   for (const auto& [name, doc] : docs)
     for (const auto& r : rows(doc, key)) v.push_back(r.at(field).get<double>());
   return v;
+}
+
+// NCCL's own memory per rank after its first all_to_all_single (vram_nccl):
+// per transport, bytes = per communicator + per peer x (ranks - 1), ordinary
+// least squares over the rank counts measured (the median where one is
+// measured twice); one rank count alone gives the per-communicator part only.
+// Reported only: the model does not hold NCCL's buffers yet (docs/accuracy.md,
+// "Peak memory").
+void report_nccl_buffers(FitContext& ctx) {
+  Fit f{"NCCL's buffers (vram_nccl)", "device memory per rank after the first all_to_all_single = per communicator + per peer x (ranks - 1), per "
+        "transport, least squares over the rank counts (reported only)", {}, 0, 0};
+  for (const bool host : {false, true}) {
+    std::map<int, std::vector<double>> by_ranks;
+    for (const auto& [name, doc] : ctx.docs)
+      for (const auto& r : rows(doc, "vram_nccl"))
+        if (r.at("after").get<std::string>() == "all_to_all_single" && (r.at("transport").get<std::string>() == "host") == host)
+          by_ranks[r.at("ranks").get<int>()].push_back(r.at("bytes").get<double>());
+    if (by_ranks.empty()) continue;
+    std::vector<std::pair<double, double>> pts;  // (peers, bytes)
+    for (const auto& [ranks, b] : by_ranks) pts.emplace_back(ranks - 1, median(b));
+    double base = pts.front().second, per_peer = 0;
+    if (pts.size() > 1) {
+      const double n = static_cast<double>(pts.size());
+      double mean_x = 0, mean_y = 0;
+      for (const auto& [x, y] : pts) {
+        mean_x += x / n;
+        mean_y += y / n;
+      }
+      double sxy = 0, sxx = 0;
+      for (const auto& [x, y] : pts) {
+        sxy += (x - mean_x) * (y - mean_y);
+        sxx += (x - mean_x) * (x - mean_x);
+      }
+      per_peer = std::max(0.0, sxy / sxx);
+      base = std::max(0.0, mean_y - per_peer * mean_x);
+    }
+    const std::string way = host ? "host_" : "p2p_";
+    f.values.emplace_back(fmt::format("{}per_communicator_MiB", way), base / (1 << 20));
+    f.values.emplace_back(fmt::format("{}per_peer_MiB", way), per_peer / (1 << 20));
+    f.points += static_cast<int>(pts.size());
+  }
+  if (f.points > 0) ctx.cal.fits.push_back(f);
 }
 
 void fit_vram(FitContext& ctx) {
@@ -42,6 +87,7 @@ void fit_vram(FitContext& ctx) {
     f.points += static_cast<int>(r.size());
   }
   if (f.points > 0) ctx.cal.fits.push_back(f);
+  report_nccl_buffers(ctx);
 }
 
 const CalibFamily kVram{"vram", {}, {{900, fit_vram}}, nullptr};

@@ -8,7 +8,10 @@ the GEMM's output), and the allocator's reserve over the activations of a
 forward pass (`vram_allocator_reserve`: a stack of transformer-like blocks
 whose intermediates live until each block returns, at three shapes none of
 which the reference programs use; the peak reserved less the peak
-allocated, as a fraction of the activations). Writes overlapsim.bench/v1
+allocated, as a fraction of the activations); on several GPUs NCCL's own
+memory per rank (`vram_nccl`: one process per GPU, 2 ranks and all, peer to
+peer and with NCCL_P2P_DISABLE=1, after the first all_to_all_single and after
+a pairwise exchange). Writes overlapsim.bench/v1
 JSON; `overlapsim calibrate` fits the vram family from it. Usage: vram.py OUT.json"""
 import os
 import sys
@@ -89,9 +92,73 @@ def reserve_rows():
     return rows
 
 
+def nccl_worker(rank, world, p2p_off, port, results):
+    """One rank: the device memory NCCL takes once the process has run its
+    first all-to-all, then a pairwise exchange (the GPU's used memory less
+    what PyTorch's allocator reserved meanwhile)."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), NCCL_NVLS_ENABLE="0")
+    if p2p_off:
+        os.environ["NCCL_P2P_DISABLE"] = "1"
+    import torch.distributed as dist
+    torch.cuda.set_device(rank)
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    (a @ a).sum().item()
+    torch.cuda.synchronize()
+
+    def outside():
+        torch.cuda.synchronize()
+        free, total = torch.cuda.mem_get_info()
+        return total - free - torch.cuda.memory_reserved()
+
+    before = outside()
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    send = torch.randn(world, (16 << 20) // (2 * world), device="cuda", dtype=torch.bfloat16)
+    recv = torch.empty_like(send)
+    dist.all_to_all_single(recv, send)
+    after_single = outside()
+    from framework import circle_partners  # the pairing the programs use
+    for p in circle_partners(world, rank):
+        if p >= 0:
+            for req in dist.batch_isend_irecv([dist.P2POp(dist.isend, send[p], p), dist.P2POp(dist.irecv, recv[p], p)]):
+                req.wait()
+    after_pairwise = outside()
+    dist.barrier()
+    dist.destroy_process_group()
+    results.put((rank, after_single - before, after_pairwise - before))
+
+
+def nccl_rows():
+    """NCCL's own device memory per rank (`vram_nccl`), 2 ranks and every
+    GPU, peer-to-peer and through host memory (NCCL_P2P_DISABLE=1), after
+    the first all_to_all_single and after a pairwise exchange: the median
+    over ranks."""
+    import multiprocessing as mp
+    ngpus = torch.cuda.device_count()
+    if ngpus < 2:
+        return []
+    rows = []
+    for world in sorted({2, ngpus}):
+        for p2p_off in (False, True):
+            ctx = mp.get_context("spawn")
+            results = ctx.Queue()
+            procs = [ctx.Process(target=nccl_worker, args=(r, world, p2p_off, 29700 + 2 * world + p2p_off, results)) for r in range(world)]
+            for p in procs:
+                p.start()
+            got = sorted(results.get(timeout=180) for _ in range(world))
+            for p in procs:
+                p.join(timeout=60)
+            transport = "host" if p2p_off else "p2p"
+            for i, after in ((1, "all_to_all_single"), (2, "pairwise")):
+                per_rank = [g[i] for g in got]
+                b = sorted(per_rank)[len(per_rank) // 2]
+                print("nccl", world, "ranks", transport, "after", after, mib(b), "MiB", [mib(x) for x in per_rank], flush=True)
+                rows.append({"key": "vram_nccl", "ranks": world, "transport": transport, "after": after, "bytes": b, "rank_bytes": per_rank})
+    return rows
+
+
 def main():
     out = sys.argv[1]
-    rows = [context_row(), workspace_row()] + reserve_rows()
+    rows = [context_row(), workspace_row()] + reserve_rows() + nccl_rows()
     env = environment(torch, env={k: v for k, v in os.environ.items() if k.startswith("PYTORCH_CUDA_ALLOC") or k == "CUBLAS_WORKSPACE_CONFIG"})
     write_bench(out, env, rows)
 
