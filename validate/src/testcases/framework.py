@@ -203,6 +203,20 @@ def circle_partners(U, me):
     return partners
 
 
+def all_to_all_calls(dist, rank, partners, send, recv):
+    """A Ulysses all-to-all as PyTorch programs call it, both ways: NCCL's
+    all_to_all_single, and the pairwise exchange (the rank's own chunk
+    copied, then a batch_isend_irecv round per partner, waited on)."""
+
+    def pairwise():
+        recv[rank].copy_(send[rank])
+        for p in partners:
+            for req in dist.batch_isend_irecv([dist.P2POp(dist.isend, send[p], p), dist.P2POp(dist.irecv, recv[p], p)]):
+                req.wait()
+
+    return {"all_to_all_single": lambda: dist.all_to_all_single(recv, send), "all_to_all_pairwise": pairwise}
+
+
 def collective_worker(rank, world, port, calls, results):
     """One rank of `world`: host time per all-to-all call, both ways of
     calling it, behind GEMMs that keep the GPU busy."""
@@ -214,18 +228,11 @@ def collective_worker(rank, world, port, calls, results):
     recv = torch.empty_like(send)
     big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     partners = [p for p in circle_partners(world, rank) if p >= 0]
-
-    def pairwise():
-        recv[rank].copy_(send[rank])
-        for p in partners:
-            for req in dist.batch_isend_irecv([dist.P2POp(dist.isend, send[p], p), dist.P2POp(dist.irecv, recv[p], p)]):
-                req.wait()
-
-    ops = {"all_to_all_single": lambda: dist.all_to_all_single(recv, send), "all_to_all_pairwise": pairwise}
-    for name, op in ops.items():
+    for name, op in all_to_all_calls(dist, rank, partners, send, recv).items():
         results.put((name, rank, host_us_per_call(op, calls, 20, big, before=dist.barrier), len(partners)))
     dist.barrier()
     dist.destroy_process_group()
+
 
 def collective_time_worker(rank, world, port, sizes, calls, results):
     """One rank of `world`: the GPU time of one Ulysses all-to-all as PyTorch
@@ -239,15 +246,7 @@ def collective_time_worker(rank, world, port, sizes, calls, results):
     for nbytes in sizes:
         send = torch.randn(world, nbytes // (2 * world), device="cuda", dtype=torch.bfloat16)
         recv = torch.empty_like(send)
-
-        def pairwise():
-            recv[rank].copy_(send[rank])
-            for p in partners:
-                for req in dist.batch_isend_irecv([dist.P2POp(dist.isend, send[p], p), dist.P2POp(dist.irecv, recv[p], p)]):
-                    req.wait()
-
-        ops = {"all_to_all_single": lambda: dist.all_to_all_single(recv, send), "all_to_all_pairwise": pairwise}
-        for name, op in ops.items():
+        for name, op in all_to_all_calls(dist, rank, partners, send, recv).items():
             for _ in range(5):
                 op()
             torch.cuda.synchronize()
