@@ -203,6 +203,30 @@ def circle_partners(U, me):
     return partners
 
 
+def join_group(rank, world, port):
+    """This process as rank `rank` of a NCCL group of `world` on this host,
+    on GPU `rank`: torch.distributed, initialised."""
+    import torch.distributed as dist
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    return dist
+
+
+def run_ranks(target, world, args, messages, timeout):
+    """target(rank, *args, results) in one spawned process per rank of
+    `world`: the `messages` items they put on `results`, in arrival order."""
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(r, *args, results)) for r in range(world)]
+    for p in procs:
+        p.start()
+    got = [results.get(timeout=timeout) for _ in range(messages)]
+    for p in procs:
+        p.join(timeout=60)
+    return got
+
+
 def all_to_all_calls(dist, rank, partners, send, recv):
     """A Ulysses all-to-all as PyTorch programs call it, both ways: NCCL's
     all_to_all_single, and the pairwise exchange (the rank's own chunk
@@ -220,10 +244,7 @@ def all_to_all_calls(dist, rank, partners, send, recv):
 def collective_worker(rank, world, port, calls, results):
     """One rank of `world`: host time per all-to-all call, both ways of
     calling it, behind GEMMs that keep the GPU busy."""
-    import torch.distributed as dist
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    dist = join_group(rank, world, port)
     send = torch.randn(world, 1024, device="cuda", dtype=torch.bfloat16)
     recv = torch.empty_like(send)
     big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
@@ -238,10 +259,7 @@ def collective_time_worker(rank, world, port, sizes, calls, results):
     """One rank of `world`: the GPU time of one Ulysses all-to-all as PyTorch
     programs call it (both ways), CUDA events around each call on the
     current stream, the GPU otherwise idle."""
-    import torch.distributed as dist
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    dist = join_group(rank, world, port)
     partners = [p for p in circle_partners(world, rank) if p >= 0]
     for nbytes in sizes:
         send = torch.randn(world, nbytes // (2 * world), device="cuda", dtype=torch.bfloat16)
@@ -272,17 +290,9 @@ def collective_time_rows(calls=20):
     sizes = [1 << 20, 4 << 20, 16 << 20, 24 << 20, 48 << 20, 96 << 20]
     rows = []
     for world in sorted({2, ngpus}):
-        ctx = mp.get_context("spawn")
-        results = ctx.Queue()
-        procs = [ctx.Process(target=collective_time_worker, args=(r, world, 29600 + world, sizes, calls, results)) for r in range(world)]
-        for p in procs:
-            p.start()
         got = {}
-        for _ in range(2 * world * len(sizes)):
-            name, nbytes, rank, us = results.get(timeout=300)
+        for name, nbytes, rank, us in run_ranks(collective_time_worker, world, (world, 29600 + world, sizes, calls), 2 * world * len(sizes), 300):
             got.setdefault((name, nbytes), {})[rank] = us
-        for p in procs:
-            p.join(timeout=60)
         for (name, nbytes), per_rank in sorted(got.items()):
             med = {r: statistics.median(v) for r, v in per_rank.items()}
             slow = max(med, key=med.get)
@@ -300,17 +310,9 @@ def collective_rows(calls=100):
         return []
     rows = []
     for world in sorted({2, ngpus}):
-        ctx = mp.get_context("spawn")
-        results = ctx.Queue()
-        procs = [ctx.Process(target=collective_worker, args=(r, world, 29500 + world, calls, results)) for r in range(world)]
-        for p in procs:
-            p.start()
         got = {}
-        for _ in range(2 * world):
-            name, rank, us, rounds = results.get(timeout=180)
+        for name, rank, us, rounds in run_ranks(collective_worker, world, (world, 29500 + world, calls), 2 * world, 180):
             got.setdefault(name, []).append((us, rounds))
-        for p in procs:
-            p.join(timeout=60)
         for name, per_rank in sorted(got.items()):
             us = statistics.median(u for u, _ in per_rank)
             rows.append({"key": "overhead_framework_collective", "op": name, "ranks": world, "rounds": max(r for _, r in per_rank), "host_us": us,

@@ -96,10 +96,10 @@ def nccl_worker(rank, world, p2p_off, port, results):
     """One rank: the device memory NCCL takes once the process has run its
     first all-to-all, then a pairwise exchange (the GPU's used memory less
     what PyTorch's allocator reserved meanwhile)."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), NCCL_NVLS_ENABLE="0")
+    from framework import all_to_all_calls, circle_partners, join_group  # the calls and pairing the programs use
+    os.environ["NCCL_NVLS_ENABLE"] = "0"
     if p2p_off:
         os.environ["NCCL_P2P_DISABLE"] = "1"
-    import torch.distributed as dist
     torch.cuda.set_device(rank)
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     (a @ a).sum().item()
@@ -111,16 +111,13 @@ def nccl_worker(rank, world, p2p_off, port, results):
         return total - free - torch.cuda.memory_reserved()
 
     before = outside()
-    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    dist = join_group(rank, world, port)
     send = torch.randn(world, (16 << 20) // (2 * world), device="cuda", dtype=torch.bfloat16)
     recv = torch.empty_like(send)
-    dist.all_to_all_single(recv, send)
+    calls = all_to_all_calls(dist, rank, [p for p in circle_partners(world, rank) if p >= 0], send, recv)
+    calls["all_to_all_single"]()
     after_single = outside()
-    from framework import circle_partners  # the pairing the programs use
-    for p in circle_partners(world, rank):
-        if p >= 0:
-            for req in dist.batch_isend_irecv([dist.P2POp(dist.isend, send[p], p), dist.P2POp(dist.irecv, recv[p], p)]):
-                req.wait()
+    calls["all_to_all_pairwise"]()
     after_pairwise = outside()
     dist.barrier()
     dist.destroy_process_group()
@@ -132,21 +129,14 @@ def nccl_rows():
     GPU, peer-to-peer and through host memory (NCCL_P2P_DISABLE=1), after
     the first all_to_all_single and after a pairwise exchange: the median
     over ranks."""
-    import multiprocessing as mp
+    from framework import run_ranks
     ngpus = torch.cuda.device_count()
     if ngpus < 2:
         return []
     rows = []
     for world in sorted({2, ngpus}):
         for p2p_off in (False, True):
-            ctx = mp.get_context("spawn")
-            results = ctx.Queue()
-            procs = [ctx.Process(target=nccl_worker, args=(r, world, p2p_off, 29700 + 2 * world + p2p_off, results)) for r in range(world)]
-            for p in procs:
-                p.start()
-            got = sorted(results.get(timeout=180) for _ in range(world))
-            for p in procs:
-                p.join(timeout=60)
+            got = sorted(run_ranks(nccl_worker, world, (world, p2p_off, 29700 + 2 * world + p2p_off), world, 180))
             transport = "host" if p2p_off else "p2p"
             for i, after in ((1, "all_to_all_single"), (2, "pairwise")):
                 per_rank = [g[i] for g in got]
