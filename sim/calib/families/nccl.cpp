@@ -18,6 +18,13 @@
 namespace osim {
 namespace {
 
+// A value's name for a size, e.g. "steady_1.00MiB_us".
+std::string sized(const std::string& prefix, double bytes) {
+  std::string size = format_bytes(bytes);
+  std::erase(size, ' ');
+  return fmt::format("{}{}_us", prefix, size);
+}
+
 void fit_reps_report(FitContext& ctx) {
   const json& d = ctx.def;
   Calibration& c = ctx.cal;
@@ -37,11 +44,7 @@ void fit_reps_report(FitContext& ctx) {
             {{"burst_us", b->burst}},
             b->rms_pct,
             static_cast<int>(pts.size())};
-      for (const auto& [bytes, steady] : b->steady) {
-        std::string name = format_bytes(bytes);
-        std::erase(name, ' ');
-        f.values.emplace_back(fmt::format("steady_{}_us", name), steady);
-      }
+      for (const auto& [bytes, steady] : b->steady) f.values.emplace_back(sized("steady_", bytes), steady);
       c.fits.push_back(f);
     }
   }
@@ -61,11 +64,7 @@ void fit_reps_report(FitContext& ctx) {
             {},
             0,
             static_cast<int>(pts.size())};
-      for (const auto& [bytes, us] : pts) {
-        std::string name = format_bytes(bytes);
-        std::erase(name, ' ');
-        f.values.emplace_back(fmt::format("{}_us", name), us);
-      }
+      for (const auto& [bytes, us] : pts) f.values.emplace_back(sized("", bytes), us);
       c.fits.push_back(f);
     }
   }
