@@ -5,25 +5,39 @@
 
 #include <fmt/format.h>
 
+#include "gpu/fabric_use.hpp"
+
 namespace osim::exec {
 
 Memory::Memory(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())), timeline_(static_cast<size_t>(x.s.ranks())) {
   for (size_t r = 0; r < ranks_.size(); ++r) ranks_[r].capacity = x_.ranks[r].node->gpu.memory.value_or(0);
 }
 
+Bytes Memory::bytes_of(int r, const Op& op) const {
+  if (op.group == -1) return op.bytes;
+  // A peer NCCL reaches peer to peer holds buffers on this GPU; through host
+  // memory they sit in host memory and the communicator's part is smaller.
+  int p2p_peers = 0;
+  for (const int peer : x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].ranks)
+    if (peer != r && !through_host(x_.fabric->pair_route(r, peer, false).kind)) ++p2p_peers;
+  const VramParams& v = x_.p.vram;
+  return p2p_peers > 0 ? v.nccl_communicator + v.nccl_peer * p2p_peers : v.nccl_via_host;
+}
+
 void Memory::alloc(int r, int pc, const Op& op) {
   Rank& M = ranks_[static_cast<size_t>(r)];
   const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
+  const Bytes bytes = bytes_of(r, op);
   if (op.space == MemSpace::Device) {
-    if (M.capacity > 0 && M.held + op.bytes > M.capacity)
+    if (M.capacity > 0 && M.held + bytes > M.capacity)
       throw SimulationError(fmt::format("{}: rank {} ({}) runs out of GPU memory: alloc '{}' of {} needs {} with {} already in use of {} capacity",
-                                        x_.where(r, pc), r, R.node->name, op.label, format_bytes(static_cast<double>(op.bytes)),
-                                        format_bytes(static_cast<double>(M.held + op.bytes)), format_bytes(static_cast<double>(M.held)),
+                                        x_.where(r, pc), r, R.node->name, op.label, format_bytes(static_cast<double>(bytes)),
+                                        format_bytes(static_cast<double>(M.held + bytes)), format_bytes(static_cast<double>(M.held)),
                                         format_bytes(static_cast<double>(M.capacity))));
-    M.held += op.bytes;
+    M.held += bytes;
     M.peak_held = std::max(M.peak_held, M.held);
-    M.vram += op.bytes;
-    M.parts[static_cast<size_t>(op.part)] += op.bytes;
+    M.vram += bytes;
+    M.parts[static_cast<size_t>(op.part)] += bytes;
     if (M.vram > M.peak) {
       M.peak = M.vram;
       M.peak_parts = M.parts;
@@ -32,13 +46,13 @@ void Memory::alloc(int r, int pc, const Op& op) {
   } else {
     const hw::NodeSpec& cpu = x_.topo.node(R.cpu);
     Bytes& used = pinned_[R.cpu];
-    if (cpu.memory && used + op.bytes > *cpu.memory)
+    if (cpu.memory && used + bytes > *cpu.memory)
       throw SimulationError(fmt::format("{}: rank {} runs out of host memory on {}: alloc '{}' of {} with {} pinned of {}", x_.where(r, pc), r,
-                                        cpu.name, op.label, format_bytes(static_cast<double>(op.bytes)), format_bytes(static_cast<double>(used)),
+                                        cpu.name, op.label, format_bytes(static_cast<double>(bytes)), format_bytes(static_cast<double>(used)),
                                         format_bytes(static_cast<double>(*cpu.memory))));
-    used += op.bytes;
+    used += bytes;
   }
-  M.allocs[op.label] = Alloc{op.bytes, op.part, op.space};
+  M.allocs[op.label] = Alloc{bytes, op.part, op.space};
 }
 
 MemPart Memory::part_of(int r, const std::string& tag) const {
@@ -60,7 +74,7 @@ void Memory::free_behind_stream(int r, int pc, const Op& op, int stream_count) {
 
 std::optional<std::pair<int, int>> Memory::room_after(int r, const Op& op) const {
   const Rank& M = ranks_[static_cast<size_t>(r)];
-  if (op.space != MemSpace::Device || M.capacity == 0 || M.held + op.bytes <= M.capacity) return std::nullopt;
+  if (op.space != MemSpace::Device || M.capacity == 0 || M.held + bytes_of(r, op) <= M.capacity) return std::nullopt;
   if (M.device_pending.empty()) return std::nullopt;
   const auto& [count, pc, stream] = *M.device_pending.begin();
   return std::make_pair(stream, count);

@@ -33,6 +33,10 @@ class Memory {
   /// to come back (the caching allocator waits for it before it gives up):
   /// the stream and the op count it must reach; nullopt when none is pending.
   std::optional<std::pair<int, int>> room_after(int r, const Op& op) const;
+  /// What alloc `op` takes on rank r: its bytes, or for NCCL's buffers (an
+  /// alloc naming a group) the calibration's figure for how r reaches the
+  /// group's other members (VramParams).
+  Bytes bytes_of(int r, const Op& op) const;
 
   /// What rank r's live allocation `tag` holds (Weights if none is live).
   MemPart part_of(int r, const std::string& tag) const;

@@ -83,6 +83,12 @@ Op alloc(std::string tag, Bytes bytes, MemSpace space, MemPart part) {
   op.part = part;
   return op;
 }
+Op nccl_buffers(std::string tag, int group) {
+  Op op = of(OpKind::Alloc, -1, std::move(tag));
+  op.group = group;
+  op.part = MemPart::Comm;
+  return op;
+}
 Op free(std::string tag) { return of(OpKind::Free, -1, std::move(tag)); }
 Op marker(int stream, std::string text) { return of(OpKind::Marker, stream, std::move(text)); }
 }  // namespace ops

@@ -33,6 +33,8 @@ Op stream_sync(int stream);
 Op device_sync();
 Op host_work(Time t);
 Op alloc(std::string tag, Bytes bytes, MemSpace space = MemSpace::Device, MemPart part = MemPart::Weights);
+/// NCCL's buffers for communicator `group` on the rank (part Comm), sized by the run.
+Op nccl_buffers(std::string tag, int group);
 Op free(std::string tag);
 /// A marker on `stream` ("step N ..." markers time steps on the compute stream).
 Op marker(int stream, std::string text);

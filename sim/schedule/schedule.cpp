@@ -23,7 +23,7 @@ const std::vector<std::string> kCollNames = {"all_to_all", "all_gather", "reduce
 const std::vector<std::string> kAlgoNames = {"nccl", "pairwise", "ring"};
 const std::vector<std::string> kDtypeNames = {"bf16", "fp16", "fp32", "fp8"};
 const std::vector<std::string> kBackendNames = {"default", "cudnn", "flash2", "flash3", "efficient", "math"};
-const std::vector<std::string> kPartNames = {"weights", "activations", "workspace", "outside", "runtime", "reserve"};
+const std::vector<std::string> kPartNames = {"weights", "activations", "workspace", "outside", "runtime", "reserve", "comm"};
 const std::vector<std::string> kAccessNames = {"elementwise", "norm", "broadcast", "strided", "roll"};
 
 template <class E>
@@ -97,7 +97,7 @@ std::vector<std::string> keys_for(OpKind k) {
     case OpKind::EventSync: add({"event"}); break;
     case OpKind::DeviceSync: break;
     case OpKind::Collective: add({"name", "kind", "bytes", "group", "stream", "algorithm", "dtype", "channels", "peer"}); break;
-    case OpKind::Alloc: add({"tag", "bytes", "space", "component"}); break;
+    case OpKind::Alloc: add({"tag", "bytes", "space", "component", "group"}); break;
     case OpKind::Free: add({"tag", "stream"}); break;
     case OpKind::HostWork: add({"name", "duration"}); break;
     case OpKind::Marker: add({"name", "stream"}); break;
@@ -310,10 +310,19 @@ struct Parser {
       }
       case OpKind::Alloc: {
         op.label = r.str("tag");
-        op.bytes = r.bytes("bytes");
         const std::string sp = r.opt_choice("space", {"device", "pinned_host"}).value_or("device");
         op.space = sp == "device" ? MemSpace::Device : MemSpace::PinnedHost;
+        if (r.has("group")) {  // NCCL's buffers for that communicator: the run sizes them
+          if (r.has("bytes")) r.fail("bytes", "an alloc naming a group is NCCL's buffers, sized by the run (calibration vram.nccl_*): give group or bytes, not both");
+          if (op.space != MemSpace::Device) r.fail("space", "NCCL's buffers (an alloc naming a group) are device memory");
+          if (r.opt_choice("component", kPartNames).value_or("comm") != "comm") r.fail("component", "an alloc naming a group is NCCL's buffers: component comm");
+          op.group = group_of(r, "group");
+          op.part = MemPart::Comm;
+          break;
+        }
+        op.bytes = r.bytes("bytes");
         op.part = enum_of<MemPart>(kPartNames, r.opt_choice("component", kPartNames).value_or("weights"));
+        if (op.part == MemPart::Comm) r.fail("component", "comm is NCCL's buffers for a communicator: name its group (and no bytes)");
         if (r.has("component") && op.space != MemSpace::Device) r.fail("component", "applies to device allocations (space: device)");
         break;
       }
@@ -561,6 +570,11 @@ void check_schedule(const Schedule& s) {
           if (op.copy == CopyKind::P2P && p.peer_of(op) == p.rank) fail("p2p copy to itself: use kind d2d");
           break;
         case OpKind::Alloc:
+          if (op.group != -1) {
+            const auto& g = s.groups[static_cast<size_t>(p.group_of(op))].ranks;
+            if (std::find(g.begin(), g.end(), p.rank) == g.end())
+              fail(fmt::format("NCCL buffers for group '{}', which does not contain this rank", s.groups[static_cast<size_t>(p.group_of(op))].name));
+          }
           if (live_dev.count(op.label))
             fail(fmt::format("alloc of tag '{}', which is still allocated (since {})", op.label, s.location(p.rank, live_dev[op.label]).str()));
           live_dev[op.label] = index;
@@ -692,6 +706,10 @@ std::string to_yaml(const Schedule& s) {
           break;
         case OpKind::Alloc:
           kv("tag", op.label);
+          if (op.group != -1) {
+            kv("group", s.groups[static_cast<size_t>(p.group_of(op))].name);
+            break;
+          }
           kv("bytes", op.bytes);
           kv("space", op.space == MemSpace::Device ? "device" : "pinned_host");
           if (op.part != MemPart::Weights) kv("component", to_string(op.part));

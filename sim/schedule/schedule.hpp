@@ -31,10 +31,11 @@ enum class MemSpace : uint8_t { Device, PinnedHost };
 // What a device allocation holds (docs/formats/metrics.md "Peak VRAM"):
 // block weights, the forward's activations, library workspaces, what sits
 // outside the blocks (text encoder, VAE, embeddings), the runtime's own
-// memory (CUDA context, modules, handles) and the caching allocator's
-// reserve beyond what it hands out.
-enum class MemPart : uint8_t { Weights, Activations, Workspace, Outside, Runtime, Reserve };
-inline constexpr int kMemParts = 6;
+// memory (CUDA context, modules, handles), the caching allocator's
+// reserve beyond what it hands out, and NCCL's buffers for a communicator
+// (an alloc naming a group: the run sizes it, VramParams).
+enum class MemPart : uint8_t { Weights, Activations, Workspace, Outside, Runtime, Reserve, Comm };
+inline constexpr int kMemParts = 7;
 // How a memory-bound kernel walks memory: a framework's own kernels reach
 // different shares of the HBM bandwidth by it (MemoryParams): contiguous
 // elementwise ops, layer/RMS norms, an operand broadcast over the tokens
@@ -94,12 +95,12 @@ struct Op {
   int stream2 = -1;         // StreamWaitStream: the stream waited on
   int event = -1;           // index into Schedule::events
   int peer = -1;            // P2P copy destination rank; send/recv peer rank
-  int group = -1;           // collective
+  int group = -1;           // collective; alloc: NCCL's buffers for this communicator (part Comm)
   int channels = 0;         // collective; 0 = the model's default
   int sm_limit = 0;         // kernel; 0 = all SMs; -N = all but N (sm_margin: N SMs held back for others)
   int line = 0, column = 0; // where the op was written (0: generated); see Schedule::location
   float efficiency = 0;     // kernel; 0 = the model's default for the class
-  Bytes bytes = 0;          // memcpy, alloc, collective
+  Bytes bytes = 0;          // memcpy, alloc (0 with a group: sized by the run), collective
   Bytes host_span = 0;      // memcpy h2d/d2h: the host memory its copies walk through, each the next slice (0 = its own bytes: one buffer, again and again)
   double flops = 0;         // kernel
   double hbm_bytes = 0;     // kernel

@@ -460,13 +460,17 @@ class Gen {
   void free_(std::vector<Op>& ops, const std::string& tag) { ops.push_back(ops::free(tag)); }
 
   // What a rank holds beside its block weights, taken before the steps: the
-  // runtime's own memory, the GEMM workspace, the models outside the blocks
-  // held through the steps, the encoders while they run (with their weights
-  // when offloaded), then the forward's activations and the allocator's
-  // reserve over them.
+  // runtime's own memory, NCCL's buffers for each communicator of two ranks
+  // or more (sized by the run: how the rank reaches the other members), the
+  // GEMM workspace, the models outside the blocks held through the steps,
+  // the encoders while they run (with their weights when offloaded), then
+  // the forward's activations and the allocator's reserve over them.
   void memory_before(std::vector<Op>& ops) {
     const VramParams& v = w_.params.vram;
     if (v.cuda_context > 0) alloc(ops, "cuda context", v.cuda_context, MemPart::Runtime);
+    for (const Group g : {Group::Ulysses, Group::Tp, Group::Cfg})
+      if (group_size(g) > 1) ops.push_back(ops::nccl_buffers(fmt::format("nccl {}", g == Group::Ulysses ? "ulysses" : g == Group::Tp ? "tp" : "cfg"),
+                                                             group_role(g)));
     if (v.gemm_workspace > 0) alloc(ops, "gemm workspace", v.gemm_workspace, MemPart::Workspace);
     for (const MemoryPlan::Outside& o : plan_.outside)
       if (o.resident && o.weights > 0) alloc(ops, o.name, o.weights, MemPart::Outside);

@@ -60,7 +60,8 @@ ProgramPrediction predict_program(const ProgramRun& run, const hw::Topology& top
   const auto& parts = res.ranks.at(0).peak_parts;
   p.simulated_device = static_cast<double>(res.ranks.at(0).peak_vram_held);
   p.simulated_allocated = static_cast<double>(res.ranks.at(0).peak_vram) -
-                          static_cast<double>(parts[static_cast<size_t>(MemPart::Runtime)] + parts[static_cast<size_t>(MemPart::Reserve)]);
+                          static_cast<double>(parts[static_cast<size_t>(MemPart::Runtime)] + parts[static_cast<size_t>(MemPart::Reserve)] +
+                                              parts[static_cast<size_t>(MemPart::Comm)]);
   return p;
 }
 

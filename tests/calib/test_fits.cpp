@@ -232,28 +232,31 @@ TEST_CASE("PyTorch's own all-to-alls: reported per way and rank count by size, n
   CHECK(c.params.nccl.nccl_latency == ModelParams{}.nccl.nccl_latency);
 }
 
-TEST_CASE("NCCL's buffers: a part per communicator and one per peer, per transport, reported from vram_nccl rows") {
+TEST_CASE("NCCL's buffers: a part per communicator and one per peer, per transport, fitted from vram_nccl rows") {
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
   nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   for (const double b : {1048576.0, 16777216.0})
     doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", 5}, {"time_us", 3 + b / 55e3}});
   constexpr double MiB = 1 << 20;
-  // Peer to peer: 614 MiB + 384 MiB a peer; through host memory 446 MiB whatever the peers;
-  // the rows after a pairwise exchange (other figures) are not the fit's.
+  // Peer to peer: 600 MiB + 300 MiB a peer; through host memory 400 MiB whatever the peers
+  // (not the defaults); the rows after a pairwise exchange (other figures) are not the fit's.
   for (const int ranks : {2, 4}) {
-    doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", "all_to_all_single"}, {"bytes", (614 + 384.0 * (ranks - 1)) * MiB}});
-    doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "host"}, {"after", "all_to_all_single"}, {"bytes", 446 * MiB}});
+    doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", "all_to_all_single"}, {"bytes", (600 + 300.0 * (ranks - 1)) * MiB}});
+    doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "host"}, {"after", "all_to_all_single"}, {"bytes", 400 * MiB}});
     doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", "pairwise"}, {"bytes", 9000 * MiB * ranks}});
   }
   const Calibration c = calibrate({{"nccl.json", doc}}, topo);
   const auto it = std::find_if(c.fits.begin(), c.fits.end(), [](const Fit& f) { return f.name == "NCCL's buffers (vram_nccl)"; });
   REQUIRE(it != c.fits.end());
   std::map<std::string, double> v(it->values.begin(), it->values.end());
-  CHECK(v.at("p2p_per_communicator_MiB") == doctest::Approx(614));
-  CHECK(v.at("p2p_per_peer_MiB") == doctest::Approx(384));
-  CHECK(v.at("host_per_communicator_MiB") == doctest::Approx(446));
+  CHECK(v.at("p2p_per_communicator_MiB") == doctest::Approx(600));
+  CHECK(v.at("p2p_per_peer_MiB") == doctest::Approx(300));
+  CHECK(v.at("host_per_communicator_MiB") == doctest::Approx(400));
   CHECK(v.at("host_per_peer_MiB") == doctest::Approx(0).epsilon(1e-9));
   CHECK(it->points == 4);
+  CHECK(c.params.vram.nccl_communicator == 600 << 20);
+  CHECK(c.params.vram.nccl_peer == 300 << 20);
+  CHECK(c.params.vram.nccl_via_host == 400 << 20);
 }
 
 TEST_CASE("the hand-off's phase: fitted from every sample, each row's times with the hand-off at either end, the file") {

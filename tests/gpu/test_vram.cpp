@@ -102,3 +102,55 @@ tokens: 1000
   CHECK(parts[static_cast<size_t>(MemPart::Runtime)] == w.params.vram.cuda_context);
   CHECK(parts[static_cast<size_t>(MemPart::Workspace)] == w.params.vram.gemm_workspace);
 }
+
+TEST_CASE("NCCL's buffers: a part per communicator and one per peer reached peer to peer, one figure through host memory") {
+  // 4xH200 NVSwitch box: every pair peer to peer. Each rank holds the world
+  // communicator's buffers (3 peers), ranks 0 and 1 also a pair's (1 peer).
+  const hw::Topology box(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
+  auto sched = [](const std::string& settings) {
+    return parse_schedule_string("name: n\nranks: 4\n" + settings + "groups: [{name: pair, ranks: [0, 1]}]\nstreams: [compute]\nprograms:\n"
+                                 "  - rank: [0, 1]\n    ops:\n      - {op: alloc, tag: nccl world, group: world}\n"
+                                 "      - {op: alloc, tag: nccl pair, group: pair}\n"
+                                 "  - rank: [2, 3]\n    ops:\n      - {op: alloc, tag: nccl world, group: world}\n",
+                                 "n.yaml");
+  };
+  ModelParams p = quiet();
+  p.vram.nccl_communicator = 600LL << 20;
+  p.vram.nccl_peer = 300LL << 20;
+  p.vram.nccl_via_host = 400LL << 20;
+  const ExecResult r = execute(sched(""), box, p);
+  auto comm = [](const RankSummary& s) { return s.peak_parts[static_cast<size_t>(MemPart::Comm)]; };
+  CHECK(comm(r.ranks[0]) == (600LL + 3 * 300 + 600 + 300) << 20);
+  CHECK(comm(r.ranks[2]) == (600LL + 3 * 300) << 20);
+  CHECK(r.ranks[2].peak_vram == (600LL + 3 * 300) << 20);
+  // NCCL_P2P_DISABLE: every peer through host memory, one figure a communicator.
+  const ExecResult host = execute(sched("settings: {nccl_p2p_disable: true}\n"), box, p);
+  CHECK(comm(host.ranks[0]) == 2 * (400LL << 20));
+  CHECK(comm(host.ranks[3]) == 400LL << 20);
+  // GPUs without a P2P path (8x RTX 4090 on PCIe): through host memory too.
+  const hw::Topology pcie(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/rtx4090x8-pcie.yaml"));
+  CHECK(comm(execute(sched(""), pcie, p).ranks[1]) == 2 * (400LL << 20));
+  // Written back out as it was read: the group, no bytes.
+  CHECK(to_yaml(sched("")).find("{op: alloc, tag: nccl pair, group: pair}") != std::string::npos);
+}
+
+TEST_CASE("NCCL's buffers: an alloc names a group of its rank, or bytes, not both") {
+  const std::string head = "name: n\nranks: 3\ngroups: [{name: others, ranks: [1, 2]}]\nstreams: [compute]\nprograms:\n  - rank: all\n    ops:\n      - ";
+  CHECK(error_of(head + "{op: alloc, tag: n, group: world, bytes: 1 MiB}").find("give group or bytes, not both") != std::string::npos);
+  CHECK(error_of(head + "{op: alloc, tag: n, group: world, component: runtime}").find("component comm") != std::string::npos);
+  CHECK(error_of(head + "{op: alloc, tag: n, bytes: 1 MiB, component: comm}").find("name its group") != std::string::npos);
+  CHECK(error_of(head + "{op: alloc, tag: n, group: others}").find("NCCL buffers for group 'others', which does not contain this rank") != std::string::npos);
+  CHECK(error_of("name: n\nranks: 2\nstreams: [compute]\nprograms:\n  - rank: all\n    ops:\n      - {op: alloc, tag: n, group: world}").empty());
+}
+
+TEST_CASE("a workload on several GPUs holds NCCL's buffers for each of its communicators") {
+  // Ulysses 4 with CFG in parallel on 8 GPUs of a DGX H100 (NVSwitch): per rank
+  // the Ulysses communicator (3 peers) and the CFG pair's (1 peer).
+  const DitWorkload w = parse_workload_string("name: w\nmodel: {preset: wan2.1-14b}\ntokens: 32760\nsteps: 1\ncfg: parallel\n"
+                                              "parallelism: {ulysses: 4}\nmemory: {outside: none}\n", "w.yaml");
+  const hw::Topology dgx(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
+  const ExecResult r = execute(generate_schedule(w), dgx, w.params);
+  const VramParams& v = w.params.vram;
+  for (const RankSummary& s : r.ranks)
+    CHECK(s.peak_parts[static_cast<size_t>(MemPart::Comm)] == 2 * v.nccl_communicator + (3 + 1) * v.nccl_peer);
+}

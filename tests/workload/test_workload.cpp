@@ -108,11 +108,14 @@ TEST_CASE("VRAM: resident weights, prefetch depth, double buffers") {
     const Run x = run("wan22-720p-aces-layerwise", {"steps=1", "offload.prefetch_size=" + std::to_string(P), "memory.outside=none"});
     CHECK(weights(x) <= 2 * P * lb + 1);
     CHECK(weights(x) >= (P + 1) * lb - 1);
-    // The rest of the peak: the plan's activations, reserve, workspace and runtime, and the DiT's embeddings.
+    // The rest of the peak: the plan's activations, reserve, workspace and runtime, the DiT's embeddings,
+    // and NCCL's buffers for the Ulysses group (ACES: its GPUs reach each other through host memory).
     const MemoryPlan plan = memory_plan(x.w);
+    CHECK(x.m.per_rank[0].peak_parts[static_cast<size_t>(MemPart::Comm)] == x.w.params.vram.nccl_via_host);
     CHECK(static_cast<double>(x.m.per_rank[0].peak_vram) ==
           doctest::Approx(weights(x) + static_cast<double>(plan.activations + plan.reserve + x.w.params.vram.gemm_workspace +
-                                                           x.w.params.vram.cuda_context + plan.outside.at(0).weights)));
+                                                           x.w.params.vram.cuda_context + plan.outside.at(0).weights +
+                                                           x.w.params.vram.nccl_via_host)));
   }
   CHECK(weights(run("wan21-480p-4090-block", {"steps=1", "memory.outside=none"})) == doctest::Approx(2 * lb));
 }

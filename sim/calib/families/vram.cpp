@@ -3,8 +3,8 @@
 // (vram_context), cuBLAS's workspace per stream (vram_gemm_workspace) and
 // the allocator's reserve over the activations of a forward
 // (vram_allocator_reserve), each a direct reading, the median where there
-// are several; NCCL's buffers by rank count and transport (vram_nccl),
-// reported. Nothing to replay on the simulator.
+// are several; NCCL's buffers per communicator and per peer by transport
+// (vram_nccl). Nothing to replay on the simulator.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -28,12 +28,13 @@ std::vector<double> values(const BenchDocs& docs, const char* key, const char* f
 // NCCL's own memory per rank after its first all_to_all_single (vram_nccl):
 // per transport, bytes = per communicator + per peer x (ranks - 1), ordinary
 // least squares over the rank counts measured (the median where one is
-// measured twice); one rank count alone gives the per-communicator part only.
-// Reported only: the model does not hold NCCL's buffers yet (docs/accuracy.md,
-// "Peak memory").
-void report_nccl_buffers(FitContext& ctx) {
+// measured twice); one rank count alone gives the per-communicator part
+// only. Peer to peer sets nccl_communicator and nccl_peer; through host
+// memory nccl_via_host (its per-peer part is reported: it was 0 measured).
+void fit_nccl_buffers(FitContext& ctx) {
+  VramParams& v = ctx.p.vram;
   Fit f{"NCCL's buffers (vram_nccl)", "device memory per rank after the first all_to_all_single = per communicator + per peer x (ranks - 1), per "
-        "transport, least squares over the rank counts (reported only)", {}, 0, 0};
+        "transport, least squares over the rank counts", {}, 0, 0};
   for (const bool host : {false, true}) {
     std::map<int, std::vector<double>> by_ranks;
     for (const auto& [name, doc] : ctx.docs)
@@ -63,6 +64,12 @@ void report_nccl_buffers(FitContext& ctx) {
     f.values.emplace_back(fmt::format("{}per_communicator_MiB", way), base / (1 << 20));
     f.values.emplace_back(fmt::format("{}per_peer_MiB", way), per_peer / (1 << 20));
     f.points += static_cast<int>(pts.size());
+    if (host) {
+      v.nccl_via_host = static_cast<Bytes>(std::llround(base));
+    } else {
+      v.nccl_communicator = static_cast<Bytes>(std::llround(base));
+      if (pts.size() > 1) v.nccl_peer = static_cast<Bytes>(std::llround(per_peer));
+    }
   }
   if (f.points > 0) ctx.cal.fits.push_back(f);
 }
@@ -87,7 +94,7 @@ void fit_vram(FitContext& ctx) {
     f.points += static_cast<int>(r.size());
   }
   if (f.points > 0) ctx.cal.fits.push_back(f);
-  report_nccl_buffers(ctx);
+  fit_nccl_buffers(ctx);
 }
 
 const CalibFamily kVram{"vram", {}, {{900, fit_vram}}, nullptr};

@@ -1,8 +1,9 @@
 // VRAM a job holds beyond its own tensors: the runtime's memory outside the
-// framework's allocator, the GEMM library's workspace, and the caching
-// allocator's reserve over what it hands out (docs/formats/metrics.md
-// "Peak VRAM"; testcase validate/src/testcases/vram.py). The defaults are
-// the measured references' (validate/reference/*/vram.json).
+// framework's allocator, the GEMM library's workspace, the caching
+// allocator's reserve over what it hands out, and NCCL's buffers
+// (docs/formats/metrics.md "Peak VRAM"; testcase validate/src/testcases/vram.py).
+// The defaults are the measured references' (validate/reference/*/vram.json;
+// NCCL's: h200x4-nvlink/vram-nccl.json).
 #pragma once
 
 #include "core/units.hpp"
@@ -18,6 +19,13 @@ struct VramParams {
   // What the caching allocator reserves beyond the activations it hands out
   // (freed blocks of other sizes it keeps), as a fraction of the activations.
   double allocator_reserve = 0.2642;
+  // NCCL's device memory for one communicator on a rank, once it has
+  // connected its peers: with peers reached peer to peer (NVLink, PCIe P2P,
+  // the network), a part per communicator and one per such peer; with every
+  // peer through host memory (NCCL_P2P_DISABLE, no P2P path), one figure.
+  Bytes nccl_communicator = 643825664;  // 614 MiB
+  Bytes nccl_peer = 402653184;          // 384 MiB
+  Bytes nccl_via_host = 467664896;      // 446 MiB
 };
 
 }  // namespace osim
