@@ -205,7 +205,7 @@ void MaxMinSystem::fix(VariableId v, double r, ConstraintId why) {
   for (const Elem& e : x.elems) {
     Cons& k = cons_[e.c];
     if (k.unfixed == 0) continue;
-    --k.unfixed;
+    if (--k.unfixed == 0 && scanning_) scan_[static_cast<size_t>(k.scan_at)].share = kUnbounded;
     k.remaining = std::max(0.0, k.remaining - e.coeff * r);
     k.sumw -= e.coeff * x.weight;
     if (!k.touched) {
@@ -266,7 +266,7 @@ void MaxMinSystem::flush_touched(double level, bool scan) {
     if (k.unfixed > 0) {
       // Shares never fall below the current level (rounding guard).
       const double share = std::max(level, k.sumw > 0 ? k.remaining / k.sumw : level);
-      if (scan) k.share = share;
+      if (scan) scan_[static_cast<size_t>(k.scan_at)].share = share;
       else heap_set(c, share);
     } else if (!scan) {
       heap_remove(c);
@@ -302,10 +302,13 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   // of a heap (a heap entry whose constraint has none left is dropped when it
   // surfaces; that is never the least).
   const bool scan = cons.size() <= scan_limit_;
+  scanning_ = scan;
   if (scan) {
+    scan_.clear();
     for (ConstraintId c : cons) {
       Cons& k = cons_[c];
-      if (k.unfixed > 0) k.share = k.remaining / k.sumw;
+      k.scan_at = static_cast<int32_t>(scan_.size());
+      scan_.push_back(ScanEntry{k.unfixed > 0 ? k.remaining / k.sumw : kUnbounded, c});
     }
   } else {
     reserve_huge(heap_, cons.size());
@@ -319,11 +322,9 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   }
   auto least = [&]() -> HeapEntry {
     HeapEntry top{kUnbounded, -1};
-    if (scan) {
-      for (ConstraintId c : cons) {
-        const Cons& k = cons_[c];
-        if (k.unfixed > 0 && (k.share < top.share || (k.share == top.share && (top.c < 0 || c < top.c)))) top = HeapEntry{k.share, c};
-      }
+    if (scan) {  // shares of constraints with unfixed users are finite
+      for (const ScanEntry& e : scan_)
+        if (e.share < top.share || (e.share == top.share && e.share != kUnbounded && (top.c < 0 || e.c < top.c))) top = HeapEntry{e.share, e.c};
       return top;
     }
     while (!heap_.empty() && cons_[heap_.front().c].unfixed == 0) heap_remove(heap_.front().c);
@@ -335,21 +336,38 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   size_t bi = 0;
   double level = 0;
   touched_.clear();
+  // Whether no unfixed constraint's share is below `lb` (the shares of
+  // touched ones are lower bounds): least().share >= lb, by a scan that stops
+  // at the first share below it.
+  auto none_below = [&](double lb) {
+    if (!scan) return lb <= least().share;
+    for (const ScanEntry& e : scan_)
+      if (e.share < lb) return false;
+    return true;
+  };
   while (unfixed > 0) {
-    const HeapEntry top = least();
     while (bi < bounded_.size() && vars_[bounded_[bi].second].fixed) ++bi;
-    // The top is exact, or (its constraint touched since) a lower bound.
-    const double lc = top.share;
     const double lb = bi < bounded_.size() ? bounded_[bi].first : kUnbounded;
+    if (!touched_.empty()) {
+      // The shares are lower bounds until flushed: a bound at or below them
+      // all is next; else the exact minimum is needed.
+      if (bi < bounded_.size() && none_below(lb)) {
+        const VariableId v = bounded_[bi++].second;
+        level = std::max(level, lb);
+        fix(v, vars_[v].bound, kOwnBound);
+        --unfixed;
+      } else {
+        flush_touched(level, scan);
+      }
+      continue;
+    }
+    const HeapEntry top = least();
+    const double lc = top.share;
     if (lb <= lc && bi < bounded_.size()) {
       const VariableId v = bounded_[bi++].second;
       level = std::max(level, lb);
       fix(v, vars_[v].bound, kOwnBound);
       --unfixed;
-      continue;
-    }
-    if (!touched_.empty()) {  // the exact minimum is needed now
-      flush_touched(level, scan);
       continue;
     }
     assert((std::isfinite(lc) || std::isfinite(lb)) && "unconstrained, unbounded variable");
@@ -367,6 +385,7 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
       --unfixed;
     }
   }
+  scanning_ = false;
   for (ConstraintId c : touched_) cons_[c].touched = false;  // flags must not leak into the next solve
   touched_.clear();
   for (const HeapEntry& e : heap_) heap_pos_[static_cast<size_t>(e.c)] = -1;

@@ -149,8 +149,8 @@ class MaxMinSystem {
     uint32_t unfixed = 0;
     bool touched = false;  // its share changed since its last heap entry
     bool dirty = false;
-    double share = 0;  // its last computed share (what a heap entry would hold)
     uint32_t holders = 0;  // live variables using it, dormant ones included
+    int32_t scan_at = -1;  // scratch: its entry in scan_ (a component solved by scan)
   };
 
   VariableId new_variable(double weight, double bound, bool dormant);
@@ -186,6 +186,14 @@ class MaxMinSystem {
     heap_[i] = e;
     heap_pos_[static_cast<size_t>(e.c)] = static_cast<int32_t>(i);
   }
+  // A small component's constraints, contiguous for the scan: each one's
+  // last computed share (infinite once no unfixed variable uses it).
+  struct ScanEntry {
+    double share;
+    ConstraintId c;
+  };
+  std::vector<ScanEntry> scan_;
+  bool scanning_ = false;  // solve_component is scanning scan_ (else the heap)
   std::vector<std::pair<double, VariableId>> bounded_;
   std::vector<VariableId> comp_vars_;
   std::vector<ConstraintId> comp_cons_;
