@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <bit>
 #include <cmath>
 #include <functional>
+#include <string_view>
 
 namespace osim {
 
@@ -275,10 +277,49 @@ void MaxMinSystem::flush_touched(double level, bool scan) {
   touched_.clear();
 }
 
+// What a component's solution depends on, in the order the solve reads it
+// (the order of the variables sets the order of floating-point sums).
+void MaxMinSystem::shape_of(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons) {
+  shape_.clear();
+  shape_.push_back(cons.size());
+  for (const ConstraintId c : cons) {
+    shape_.push_back(static_cast<uint64_t>(c));
+    shape_.push_back(std::bit_cast<uint64_t>(cons_[c].capacity));
+  }
+  for (const VariableId v : vars) {
+    const Var& x = vars_[v];
+    shape_.push_back(std::bit_cast<uint64_t>(x.weight));
+    shape_.push_back(std::bit_cast<uint64_t>(x.bound));
+    shape_.push_back(x.elems.size());
+    for (const Elem& e : x.elems) {
+      shape_.push_back(static_cast<uint64_t>(e.c));
+      shape_.push_back(std::bit_cast<uint64_t>(e.coeff));
+    }
+  }
+}
+
 void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
                                    const std::vector<ConstraintId>& cons) {
   ++stats_.components;
   stats_.variables_visited += vars.size();
+  const bool memo = memo_on_ && cons.size() <= scan_limit_ && vars.size() <= kMemoVariables;
+  uint64_t hash = 0;
+  if (memo) {
+    shape_of(vars, cons);
+    hash = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(shape_.data()), shape_.size() * sizeof(uint64_t)));
+    if (const auto it = memo_.find(hash); it != memo_.end() && it->second.shape == shape_) {
+      ++stats_.reused;
+      for (size_t i = 0; i < vars.size(); ++i) {
+        Var& x = vars_[vars[i]];
+        const auto& [rate, why] = it->second.solution[i];
+        x.fixed = true;
+        if (x.rate != rate) changed_.push_back(vars[i]);
+        x.rate = rate;
+        x.bottleneck = why;
+      }
+      return;
+    }
+  }
   heap_.clear();
   bounded_.clear();
   reserve_huge(bounded_, vars.size());
@@ -390,6 +431,17 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   touched_.clear();
   for (const HeapEntry& e : heap_) heap_pos_[static_cast<size_t>(e.c)] = -1;
   heap_.clear();
+  if (memo) {
+    if (memo_words_ + shape_.size() > kMemoWords) {
+      memo_.clear();
+      memo_words_ = 0;
+    }
+    Memo& m = memo_[hash];
+    memo_words_ = memo_words_ - m.shape.size() + shape_.size();  // a shape of the same hash replaced
+    m.shape = shape_;
+    m.solution.clear();
+    for (const VariableId v : vars) m.solution.emplace_back(vars_[v].rate, vars_[v].bottleneck);
+  }
 }
 
 }  // namespace osim

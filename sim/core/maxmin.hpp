@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/container/small_vector.hpp>
@@ -104,13 +105,26 @@ class MaxMinSystem {
   /// Components with at most this many constraints find their next
   /// saturating constraint by a scan, larger ones by a heap: the same
   /// choices, so the same rates to the bit (tests set it to compare).
-  void set_scan_limit(size_t constraints) { scan_limit_ = constraints; }
+  void set_scan_limit(size_t constraints) {
+    scan_limit_ = constraints;
+    set_memo(memo_on_);  // what was remembered is forgotten
+  }
+  /// Small components recur in the same shape (the same constraints and
+  /// capacities; the same variables, in the same order, with the same
+  /// weights, bounds and uses): each shape's solution is remembered and
+  /// reused, the same rates to the bit. Tests turn it off to compare.
+  void set_memo(bool on) {
+    memo_on_ = on;
+    memo_.clear();
+    memo_words_ = 0;
+  }
 
   /// Work counters, for benchmarks.
   struct Stats {
     uint64_t solves = 0;
     uint64_t components = 0;
     uint64_t variables_visited = 0;
+    uint64_t reused = 0;  // components whose remembered solution was reused
   };
   [[nodiscard]] const Stats& stats() const { return stats_; }
 
@@ -194,6 +208,18 @@ class MaxMinSystem {
   };
   std::vector<ScanEntry> scan_;
   bool scanning_ = false;  // solve_component is scanning scan_ (else the heap)
+  // Remembered solutions of small components, by the hash of their shape.
+  static constexpr size_t kMemoVariables = 64;       // components of more are solved every time
+  static constexpr size_t kMemoWords = size_t{1} << 20;  // forgotten all at once past this (8 MB of keys)
+  struct Memo {
+    std::vector<uint64_t> shape;
+    std::vector<std::pair<double, ConstraintId>> solution;  // per variable, in the component's order: rate, bottleneck
+  };
+  bool memo_on_ = true;
+  std::unordered_map<uint64_t, Memo> memo_;
+  size_t memo_words_ = 0;
+  std::vector<uint64_t> shape_;  // scratch: the component being solved
+  void shape_of(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons);
   std::vector<std::pair<double, VariableId>> bounded_;
   std::vector<VariableId> comp_vars_;
   std::vector<ConstraintId> comp_cons_;
