@@ -6,7 +6,6 @@
 #include <bit>
 #include <cmath>
 #include <functional>
-#include <string_view>
 
 namespace osim {
 
@@ -278,24 +277,35 @@ void MaxMinSystem::flush_touched(double level, bool scan) {
 }
 
 // What a component's solution depends on, in the order the solve reads it
-// (the order of the variables sets the order of floating-point sums).
-void MaxMinSystem::shape_of(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons) {
-  shape_.clear();
-  shape_.push_back(cons.size());
+// (the order of the variables sets the order of floating-point sums), and
+// its hash (one multiply a word: a collision costs only a comparison).
+uint64_t MaxMinSystem::shape_of(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons) {
+  size_t words = 1 + 2 * cons.size();
+  for (const VariableId v : vars) words += 3 + 2 * vars_[v].elems.size();
+  shape_.resize(words);
+  uint64_t* out = shape_.data();
+  uint64_t h = 0;
+  auto put = [&](uint64_t w) {
+    *out++ = w;
+    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+  };
+  put(cons.size());
   for (const ConstraintId c : cons) {
-    shape_.push_back(static_cast<uint64_t>(c));
-    shape_.push_back(std::bit_cast<uint64_t>(cons_[c].capacity));
+    put(static_cast<uint64_t>(c));
+    put(std::bit_cast<uint64_t>(cons_[c].capacity));
   }
   for (const VariableId v : vars) {
     const Var& x = vars_[v];
-    shape_.push_back(std::bit_cast<uint64_t>(x.weight));
-    shape_.push_back(std::bit_cast<uint64_t>(x.bound));
-    shape_.push_back(x.elems.size());
+    put(std::bit_cast<uint64_t>(x.weight));
+    put(std::bit_cast<uint64_t>(x.bound));
+    put(x.elems.size());
     for (const Elem& e : x.elems) {
-      shape_.push_back(static_cast<uint64_t>(e.c));
-      shape_.push_back(std::bit_cast<uint64_t>(e.coeff));
+      put(static_cast<uint64_t>(e.c));
+      put(std::bit_cast<uint64_t>(e.coeff));
     }
   }
+  assert(out == shape_.data() + words);
+  return h ^ (h >> 32);
 }
 
 void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
@@ -305,8 +315,7 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   const bool memo = memo_on_ && cons.size() <= scan_limit_ && vars.size() <= kMemoVariables;
   uint64_t hash = 0;
   if (memo) {
-    shape_of(vars, cons);
-    hash = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(shape_.data()), shape_.size() * sizeof(uint64_t)));
+    hash = shape_of(vars, cons);
     if (const auto it = memo_.find(hash); it != memo_.end() && it->second.shape == shape_) {
       ++stats_.reused;
       for (size_t i = 0; i < vars.size(); ++i) {

@@ -219,7 +219,7 @@ class MaxMinSystem {
   std::unordered_map<uint64_t, Memo> memo_;
   size_t memo_words_ = 0;
   std::vector<uint64_t> shape_;  // scratch: the component being solved
-  void shape_of(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons);
+  uint64_t shape_of(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons);  // fills shape_, returns its hash
   std::vector<std::pair<double, VariableId>> bounded_;
   std::vector<VariableId> comp_vars_;
   std::vector<ConstraintId> comp_cons_;
