@@ -395,29 +395,26 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
       if (e.share < lb) return false;
     return true;
   };
+  auto fix_next_bound = [&] {  // the least bound not yet reached is the level now
+    const auto [lb, v] = bounded_[bi++];
+    level = std::max(level, lb);
+    fix(v, vars_[v].bound, kOwnBound);
+    --unfixed;
+  };
   while (unfixed > 0) {
     while (bi < bounded_.size() && vars_[bounded_[bi].second].fixed) ++bi;
     const double lb = bi < bounded_.size() ? bounded_[bi].first : kUnbounded;
     if (!touched_.empty()) {
       // The shares are lower bounds until flushed: a bound at or below them
       // all is next; else the exact minimum is needed.
-      if (bi < bounded_.size() && none_below(lb)) {
-        const VariableId v = bounded_[bi++].second;
-        level = std::max(level, lb);
-        fix(v, vars_[v].bound, kOwnBound);
-        --unfixed;
-      } else {
-        flush_touched(level, scan);
-      }
+      if (bi < bounded_.size() && none_below(lb)) fix_next_bound();
+      else flush_touched(level, scan);
       continue;
     }
     const HeapEntry top = least();
     const double lc = top.share;
     if (lb <= lc && bi < bounded_.size()) {
-      const VariableId v = bounded_[bi++].second;
-      level = std::max(level, lb);
-      fix(v, vars_[v].bound, kOwnBound);
-      --unfixed;
+      fix_next_bound();
       continue;
     }
     assert((std::isfinite(lc) || std::isfinite(lb)) && "unconstrained, unbounded variable");

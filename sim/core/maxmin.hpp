@@ -31,7 +31,8 @@
 // through shared constraints) does not depend on any other. Adding or
 // removing a variable, or changing a capacity, marks constraints dirty;
 // solve() recomputes only the components that hold a dirty constraint or
-// variable and reports which variables' rates changed.
+// variable and reports which variables' rates changed. A small component
+// whose shape was solved before takes that solution again (set_memo).
 //
 // The solver knows only integer ids: nothing about links, GPUs or bytes.
 // Invariants (asserted): capacities > 0, coefficients > 0, weights > 0, and a

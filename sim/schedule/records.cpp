@@ -182,7 +182,9 @@ RunRecord run_record_of(const Schedule& s, const Records& rec) {
       sum.end = std::max({sum.end, x.end, x.returned});
     }
     // VRAM in use after each alloc/free, at the host call; the peak as the
-    // schedule's allocations add up.
+    // schedule's allocations add up (NCCL's buffers, an alloc naming a group,
+    // count nothing here: only a simulation sizes them; the runner's NCCL
+    // holds its own).
     int64_t v = 0;
     std::array<Bytes, kMemParts> parts{};
     std::map<std::string, const Op*> live;
