@@ -10,8 +10,9 @@ whose intermediates live until each block returns, at three shapes none of
 which the reference programs use; the peak reserved less the peak
 allocated, as a fraction of the activations); on several GPUs NCCL's own
 memory per rank (`vram_nccl`: one process per GPU, 2 ranks and all, peer to
-peer and with NCCL_P2P_DISABLE=1, after the first all_to_all_single and after
-a pairwise exchange). Writes overlapsim.bench/v1
+peer and with NCCL_P2P_DISABLE=1, after the first all_to_all_single, after
+a pairwise exchange, and after a second communicator's first all-to-all: the
+ranks in pairs). Writes overlapsim.bench/v1
 JSON; `overlapsim calibrate` fits the vram family from it. Usage: vram.py OUT.json"""
 import os
 import sys
@@ -119,16 +120,25 @@ def nccl_worker(rank, world, p2p_off, port, results):
     after_single = outside()
     calls["all_to_all_pairwise"]()
     after_pairwise = outside()
+    # A second communicator: the ranks in pairs (0-1, 2-3, ...; with 2 ranks
+    # the same two again), its first all_to_all_single.
+    pairs = [dist.new_group([r, r + 1]) for r in range(0, world - 1, 2)]
+    mine = pairs[rank // 2] if rank // 2 < len(pairs) else None
+    if mine is not None:
+        send2 = torch.randn(2, (16 << 20) // 4, device="cuda", dtype=torch.bfloat16)
+        dist.all_to_all_single(torch.empty_like(send2), send2, group=mine)
+    after_second = outside()
     dist.barrier()
     dist.destroy_process_group()
-    results.put((rank, after_single - before, after_pairwise - before))
+    results.put((rank, after_single - before, after_pairwise - before, after_second - before))
 
 
 def nccl_rows():
     """NCCL's own device memory per rank (`vram_nccl`), 2 ranks and every
     GPU, peer-to-peer and through host memory (NCCL_P2P_DISABLE=1), after
-    the first all_to_all_single and after a pairwise exchange: the median
-    over ranks."""
+    the first all_to_all_single, after a pairwise exchange, and after a
+    second communicator's first all_to_all_single (the ranks in pairs): the
+    median over ranks."""
     from framework import run_ranks
     ngpus = torch.cuda.device_count()
     if ngpus < 2:
@@ -138,7 +148,7 @@ def nccl_rows():
         for p2p_off in (False, True):
             got = sorted(run_ranks(nccl_worker, world, (world, p2p_off, 29700 + 2 * world + p2p_off), world, 180))
             transport = "host" if p2p_off else "p2p"
-            for i, after in ((1, "all_to_all_single"), (2, "pairwise")):
+            for i, after in ((1, "all_to_all_single"), (2, "pairwise"), (3, "second_communicator")):
                 per_rank = [g[i] for g in got]
                 b = sorted(per_rank)[len(per_rank) // 2]
                 print("nccl", world, "ranks", transport, "after", after, mib(b), "MiB", [mib(x) for x in per_rank], flush=True)
