@@ -21,7 +21,8 @@ Bytes Memory::bytes_of(int r, const Op& op) const {
   for (const int peer : x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].ranks)
     if (peer != r && !through_host(x_.fabric->pair_route(r, peer, false).kind)) ++p2p_peers;
   const VramParams& v = x_.p.vram;
-  return p2p_peers > 0 ? v.nccl_communicator + v.nccl_peer * p2p_peers : v.nccl_via_host;
+  const Bytes process = ranks_[static_cast<size_t>(r)].nccl_live == 0 ? v.nccl_process : 0;  // with the rank's first communicator
+  return process + (p2p_peers > 0 ? v.nccl_communicator + v.nccl_peer * p2p_peers : v.nccl_via_host);
 }
 
 void Memory::alloc(int r, int pc, const Op& op) {
@@ -53,6 +54,7 @@ void Memory::alloc(int r, int pc, const Op& op) {
     used += bytes;
   }
   M.allocs[op.label] = Alloc{bytes, op.part, op.space};
+  if (op.group != -1) ++M.nccl_live;
 }
 
 MemPart Memory::part_of(int r, const std::string& tag) const {
@@ -103,6 +105,7 @@ void Memory::free(int r, int pc, const Op& op) {
   }
   if (a.space == MemSpace::Device) M.held -= a.bytes;
   else pinned_[x_.ranks[static_cast<size_t>(r)].cpu] -= a.bytes;
+  if (a.part == MemPart::Comm) --M.nccl_live;
 }
 
 }  // namespace osim::exec

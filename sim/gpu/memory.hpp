@@ -35,7 +35,7 @@ class Memory {
   std::optional<std::pair<int, int>> room_after(int r, const Op& op) const;
   /// What alloc `op` takes on rank r: its bytes, or for NCCL's buffers (an
   /// alloc naming a group) the calibration's figure for how r reaches the
-  /// group's other members (VramParams).
+  /// group's other members, with the process's part on its first (VramParams).
   Bytes bytes_of(int r, const Op& op) const;
 
   /// What rank r's live allocation `tag` holds (Weights if none is live).
@@ -73,6 +73,7 @@ class Memory {
     std::set<std::tuple<int, int, int>> device_pending;
     Bytes vram = 0, peak = 0, capacity = 0;  // live tensors (what the job needs)
     Bytes held = 0, peak_held = 0;            // with the memory freed on streams not there yet
+    int nccl_live = 0;                        // NCCL buffers allocated (the first carries the process's part)
     std::array<Bytes, kMemParts> parts{}, peak_parts{};
   };
   ExecContext& x_;

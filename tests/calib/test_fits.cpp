@@ -254,9 +254,23 @@ TEST_CASE("NCCL's buffers: a part per communicator and one per peer, per transpo
   CHECK(v.at("host_per_communicator_MiB") == doctest::Approx(400));
   CHECK(v.at("host_per_peer_MiB") == doctest::Approx(0).epsilon(1e-9));
   CHECK(it->points == 4);
-  CHECK(c.params.vram.nccl_communicator == 600 << 20);
+  // No second communicator measured: the process's part stands (416 MiB), the communicator's is the rest.
+  CHECK(c.params.vram.nccl_process == ModelParams{}.vram.nccl_process);
+  CHECK(c.params.vram.nccl_communicator == (600 << 20) - ModelParams{}.vram.nccl_process);
   CHECK(c.params.vram.nccl_peer == 300 << 20);
-  CHECK(c.params.vram.nccl_via_host == 400 << 20);
+  CHECK(c.params.vram.nccl_via_host == 0);  // 400 MiB in all, under the process's 416: none left
+  // A second communicator (a pair: one peer) added 550 MiB peer to peer, 50 through host memory:
+  // the communicator's own 250 / 50, the process's 350 both ways (the first's less them).
+  for (const int ranks : {2, 4}) {
+    doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", "second_communicator"}, {"bytes", 9000 * MiB * ranks + 550 * MiB}});
+    doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "host"}, {"after", "pairwise"}, {"bytes", 400 * MiB}});
+    doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "host"}, {"after", "second_communicator"}, {"bytes", 450 * MiB}});
+  }
+  const Calibration two = calibrate({{"nccl.json", doc}}, topo);
+  CHECK(two.params.vram.nccl_communicator == 250 << 20);
+  CHECK(two.params.vram.nccl_peer == 300 << 20);
+  CHECK(two.params.vram.nccl_via_host == 50 << 20);
+  CHECK(two.params.vram.nccl_process == 350 << 20);
 }
 
 TEST_CASE("the hand-off's phase: fitted from every sample, each row's times with the hand-off at either end, the file") {

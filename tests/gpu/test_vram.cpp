@@ -115,21 +115,22 @@ TEST_CASE("NCCL's buffers: a part per communicator and one per peer reached peer
                                  "n.yaml");
   };
   ModelParams p = quiet();
+  p.vram.nccl_process = 100LL << 20;  // once, with a rank's first communicator
   p.vram.nccl_communicator = 600LL << 20;
   p.vram.nccl_peer = 300LL << 20;
   p.vram.nccl_via_host = 400LL << 20;
   const ExecResult r = execute(sched(""), box, p);
   auto comm = [](const RankSummary& s) { return s.peak_parts[static_cast<size_t>(MemPart::Comm)]; };
-  CHECK(comm(r.ranks[0]) == (600LL + 3 * 300 + 600 + 300) << 20);
-  CHECK(comm(r.ranks[2]) == (600LL + 3 * 300) << 20);
-  CHECK(r.ranks[2].peak_vram == (600LL + 3 * 300) << 20);
+  CHECK(comm(r.ranks[0]) == (100LL + 600 + 3 * 300 + 600 + 300) << 20);
+  CHECK(comm(r.ranks[2]) == (100LL + 600 + 3 * 300) << 20);
+  CHECK(r.ranks[2].peak_vram == (100LL + 600 + 3 * 300) << 20);
   // NCCL_P2P_DISABLE: every peer through host memory, one figure a communicator.
   const ExecResult host = execute(sched("settings: {nccl_p2p_disable: true}\n"), box, p);
-  CHECK(comm(host.ranks[0]) == 2 * (400LL << 20));
-  CHECK(comm(host.ranks[3]) == 400LL << 20);
+  CHECK(comm(host.ranks[0]) == (100LL + 2 * 400) << 20);
+  CHECK(comm(host.ranks[3]) == (100LL + 400) << 20);
   // GPUs without a P2P path (8x RTX 4090 on PCIe): through host memory too.
   const hw::Topology pcie(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/rtx4090x8-pcie.yaml"));
-  CHECK(comm(execute(sched(""), pcie, p).ranks[1]) == 2 * (400LL << 20));
+  CHECK(comm(execute(sched(""), pcie, p).ranks[1]) == (100LL + 2 * 400) << 20);
   // Written back out as it was read: the group, no bytes.
   CHECK(to_yaml(sched("")).find("{op: alloc, tag: nccl pair, group: pair}") != std::string::npos);
 }
@@ -152,5 +153,5 @@ TEST_CASE("a workload on several GPUs holds NCCL's buffers for each of its commu
   const ExecResult r = execute(generate_schedule(w), dgx, w.params);
   const VramParams& v = w.params.vram;
   for (const RankSummary& s : r.ranks)
-    CHECK(s.peak_parts[static_cast<size_t>(MemPart::Comm)] == 2 * v.nccl_communicator + (3 + 1) * v.nccl_peer);
+    CHECK(s.peak_parts[static_cast<size_t>(MemPart::Comm)] == v.nccl_process + 2 * v.nccl_communicator + (3 + 1) * v.nccl_peer);
 }

@@ -111,11 +111,11 @@ TEST_CASE("VRAM: resident weights, prefetch depth, double buffers") {
     // The rest of the peak: the plan's activations, reserve, workspace and runtime, the DiT's embeddings,
     // and NCCL's buffers for the Ulysses group (ACES: its GPUs reach each other through host memory).
     const MemoryPlan plan = memory_plan(x.w);
-    CHECK(x.m.per_rank[0].peak_parts[static_cast<size_t>(MemPart::Comm)] == x.w.params.vram.nccl_via_host);
+    CHECK(x.m.per_rank[0].peak_parts[static_cast<size_t>(MemPart::Comm)] == x.w.params.vram.nccl_process + x.w.params.vram.nccl_via_host);
     CHECK(static_cast<double>(x.m.per_rank[0].peak_vram) ==
           doctest::Approx(weights(x) + static_cast<double>(plan.activations + plan.reserve + x.w.params.vram.gemm_workspace +
                                                            x.w.params.vram.cuda_context + plan.outside.at(0).weights +
-                                                           x.w.params.vram.nccl_via_host)));
+                                                           x.w.params.vram.nccl_process + x.w.params.vram.nccl_via_host)));
   }
   CHECK(weights(run("wan21-480p-4090-block", {"steps=1", "memory.outside=none"})) == doctest::Approx(2 * lb));
 }

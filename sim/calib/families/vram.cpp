@@ -29,12 +29,17 @@ std::vector<double> values(const BenchDocs& docs, const char* key, const char* f
 // per transport, bytes = per communicator + per peer x (ranks - 1), ordinary
 // least squares over the rank counts measured (the median where one is
 // measured twice); one rank count alone gives the per-communicator part
-// only. Peer to peer sets nccl_communicator and nccl_peer; through host
-// memory nccl_via_host (its per-peer part is reported: it was 0 measured).
+// only. A second communicator (the ranks in pairs, one peer) splits that part:
+// what it added is a communicator's own (less a peer's, peer to peer), the
+// rest of the first's is the process's (nccl_process); without it the
+// process's part stands and the communicator's is the rest. Peer to peer
+// sets nccl_communicator and nccl_peer; through host memory nccl_via_host
+// (its per-peer part is reported: it was 0 measured).
 void fit_nccl_buffers(FitContext& ctx) {
   VramParams& v = ctx.p.vram;
   Fit f{"NCCL's buffers (vram_nccl)", "device memory per rank after the first all_to_all_single = per communicator + per peer x (ranks - 1), per "
         "transport, least squares over the rank counts", {}, 0, 0};
+  bool process_fitted = false;
   for (const bool host : {false, true}) {
     std::map<int, std::vector<double>> by_ranks;
     for (const auto& [name, doc] : ctx.docs)
@@ -64,10 +69,33 @@ void fit_nccl_buffers(FitContext& ctx) {
     f.values.emplace_back(fmt::format("{}per_communicator_MiB", way), base / (1 << 20));
     f.values.emplace_back(fmt::format("{}per_peer_MiB", way), per_peer / (1 << 20));
     f.points += static_cast<int>(pts.size());
+    // What a second communicator added, per rank count: after it less after the pairwise exchange before it.
+    std::map<int, std::vector<double>> second, before;
+    for (const auto& [name, doc] : ctx.docs)
+      for (const auto& r : rows(doc, "vram_nccl"))
+        if ((r.at("transport").get<std::string>() == "host") == host) {
+          const std::string after = r.at("after").get<std::string>();
+          if (after == "second_communicator") second[r.at("ranks").get<int>()].push_back(r.at("bytes").get<double>());
+          if (after == "pairwise") before[r.at("ranks").get<int>()].push_back(r.at("bytes").get<double>());
+        }
+    std::vector<double> added;
+    for (const auto& [ranks, b] : second)
+      if (before.count(ranks)) added.push_back(median(b) - median(before[ranks]));
+    // The first communicator with no peer (one rank count: its peers at the per-peer part standing).
+    const double peer = host ? 0.0 : pts.size() > 1 ? per_peer : static_cast<double>(v.nccl_peer);
+    const double first = pts.size() > 1 ? base : std::max(0.0, base - peer * pts.front().first);
+    if (!added.empty()) {
+      const double own = std::max(0.0, median(added) - peer);
+      const auto process = static_cast<Bytes>(std::llround(std::max(0.0, first - own)));
+      f.values.emplace_back(fmt::format("{}process_MiB", way), static_cast<double>(process) / (1 << 20));
+      if (!process_fitted) v.nccl_process = process;  // peer to peer's, where both were measured
+      process_fitted = true;
+    }
+    const double own = std::max(0.0, first - static_cast<double>(v.nccl_process));
     if (host) {
-      v.nccl_via_host = static_cast<Bytes>(std::llround(base));
+      v.nccl_via_host = static_cast<Bytes>(std::llround(own));
     } else {
-      v.nccl_communicator = static_cast<Bytes>(std::llround(base));
+      v.nccl_communicator = static_cast<Bytes>(std::llround(own));
       if (pts.size() > 1) v.nccl_peer = static_cast<Bytes>(std::llround(per_peer));
     }
   }

@@ -19,13 +19,15 @@ struct VramParams {
   // What the caching allocator reserves beyond the activations it hands out
   // (freed blocks of other sizes it keeps), as a fraction of the activations.
   double allocator_reserve = 0.2642;
-  // NCCL's device memory for one communicator on a rank, once it has
-  // connected its peers: with peers reached peer to peer (NVLink, PCIe P2P,
-  // the network), a part per communicator and one per such peer; with every
-  // peer through host memory (NCCL_P2P_DISABLE, no P2P path), one figure.
-  Bytes nccl_communicator = 643825664;  // 614 MiB
+  // NCCL's device memory on a rank: once for the process with its first
+  // communicator, then per communicator once it has connected its peers:
+  // with peers reached peer to peer (NVLink, PCIe P2P, the network), a part
+  // per communicator and one per such peer; with every peer through host
+  // memory (NCCL_P2P_DISABLE, no P2P path), one figure.
+  Bytes nccl_process = 436207616;       // 416 MiB
+  Bytes nccl_communicator = 207618048;  // 198 MiB
   Bytes nccl_peer = 402653184;          // 384 MiB
-  Bytes nccl_via_host = 467664896;      // 446 MiB
+  Bytes nccl_via_host = 31457280;       // 30 MiB
 };
 
 }  // namespace osim
