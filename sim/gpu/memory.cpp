@@ -54,7 +54,7 @@ void Memory::alloc(int r, int pc, const Op& op) {
     used += bytes;
   }
   M.allocs[op.label] = Alloc{bytes, op.part, op.space};
-  if (op.group != -1) ++M.nccl_live;
+  if (op.part == MemPart::Comm) ++M.nccl_live;
 }
 
 MemPart Memory::part_of(int r, const std::string& tag) const {

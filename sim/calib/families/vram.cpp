@@ -41,11 +41,17 @@ void fit_nccl_buffers(FitContext& ctx) {
         "transport, least squares over the rank counts", {}, 0, 0};
   bool process_fitted = false;
   for (const bool host : {false, true}) {
-    std::map<int, std::vector<double>> by_ranks;
+    // This transport's readings by rank count: after the first all-to-all, after the pairwise
+    // exchange that follows, after a second communicator's first all-to-all.
+    std::map<int, std::vector<double>> by_ranks, before, second;
     for (const auto& [name, doc] : ctx.docs)
-      for (const auto& r : rows(doc, "vram_nccl"))
-        if (r.at("after").get<std::string>() == "all_to_all_single" && (r.at("transport").get<std::string>() == "host") == host)
-          by_ranks[r.at("ranks").get<int>()].push_back(r.at("bytes").get<double>());
+      for (const auto& r : rows(doc, "vram_nccl")) {
+        if ((r.at("transport").get<std::string>() == "host") != host) continue;
+        const std::string after = r.at("after").get<std::string>();
+        auto& into = after == "all_to_all_single" ? by_ranks : after == "pairwise" ? before : second;
+        if (after == "all_to_all_single" || after == "pairwise" || after == "second_communicator")
+          into[r.at("ranks").get<int>()].push_back(r.at("bytes").get<double>());
+      }
     if (by_ranks.empty()) continue;
     std::vector<std::pair<double, double>> pts;  // (peers, bytes)
     for (const auto& [ranks, b] : by_ranks) pts.emplace_back(ranks - 1, median(b));
@@ -70,14 +76,6 @@ void fit_nccl_buffers(FitContext& ctx) {
     f.values.emplace_back(fmt::format("{}per_peer_MiB", way), per_peer / (1 << 20));
     f.points += static_cast<int>(pts.size());
     // What a second communicator added, per rank count: after it less after the pairwise exchange before it.
-    std::map<int, std::vector<double>> second, before;
-    for (const auto& [name, doc] : ctx.docs)
-      for (const auto& r : rows(doc, "vram_nccl"))
-        if ((r.at("transport").get<std::string>() == "host") == host) {
-          const std::string after = r.at("after").get<std::string>();
-          if (after == "second_communicator") second[r.at("ranks").get<int>()].push_back(r.at("bytes").get<double>());
-          if (after == "pairwise") before[r.at("ranks").get<int>()].push_back(r.at("bytes").get<double>());
-        }
     std::vector<double> added;
     for (const auto& [ranks, b] : second)
       if (before.count(ranks)) added.push_back(median(b) - median(before[ranks]));
