@@ -67,7 +67,7 @@ inline constexpr Testcase kTestcases[] = {
     {"vram_context", "vram", "device memory a PyTorch process holds outside its caching allocator (validate/src/testcases/vram.py)"},
     {"vram_gemm_workspace", "vram", "cuBLAS's workspace for a stream's first GEMM, through PyTorch's allocator"},
     {"vram_allocator_reserve", "vram", "the caching allocator's reserve over a forward's activations (three block shapes)"},
-    {"vram_nccl", "vram", "NCCL's device memory per rank after its first all-to-all, 2 ranks and all, peer to peer and through host memory, and after a second communicator (vram.py): peak VRAM's comm part"},
+    {"vram_nccl", "vram", "NCCL's device memory per rank after its first all-to-all, 2 ranks and all, peer to peer and through host memory, after a second communicator, and after fresh communicators that run a ring exchange, an all-reduce, an all-gather (vram.py): peak VRAM's comm part"},
 };
 
 /// Whether `key` is a testcase of the table.

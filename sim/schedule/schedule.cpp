@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "io/limits.hpp"
@@ -25,6 +26,7 @@ const std::vector<std::string> kDtypeNames = {"bf16", "fp16", "fp32", "fp8"};
 const std::vector<std::string> kBackendNames = {"default", "cudnn", "flash2", "flash3", "efficient", "math"};
 const std::vector<std::string> kPartNames = {"weights", "activations", "workspace", "outside", "runtime", "reserve", "comm"};
 const std::vector<std::string> kAccessNames = {"elementwise", "norm", "broadcast", "strided", "roll"};
+const std::vector<std::string> kNcclRunsNames = {"all_to_all", "ring_exchange", "collectives"};
 
 template <class E>
 E enum_of(const std::vector<std::string>& names, const std::string& s) {
@@ -43,6 +45,7 @@ std::string to_string(MemPart p) { return kPartNames[static_cast<size_t>(p)]; }
 std::string to_string(Access a) { return kAccessNames[static_cast<size_t>(a)]; }
 const std::vector<std::string>& access_names() { return kAccessNames; }
 const std::vector<std::string>& mem_part_names() { return kPartNames; }
+const std::vector<std::string>& nccl_runs_names() { return kNcclRunsNames; }
 std::optional<AttnBackend> attn_backend_of(const std::string& name) {
   const auto it = std::find(kBackendNames.begin(), kBackendNames.end(), name);
   if (it == kBackendNames.end()) return std::nullopt;
@@ -97,7 +100,7 @@ std::vector<std::string> keys_for(OpKind k) {
     case OpKind::EventSync: add({"event"}); break;
     case OpKind::DeviceSync: break;
     case OpKind::Collective: add({"name", "kind", "bytes", "group", "stream", "algorithm", "dtype", "channels", "peer"}); break;
-    case OpKind::Alloc: add({"tag", "bytes", "space", "component", "group"}); break;
+    case OpKind::Alloc: add({"tag", "bytes", "space", "component", "group", "runs"}); break;
     case OpKind::Free: add({"tag", "stream"}); break;
     case OpKind::HostWork: add({"name", "duration"}); break;
     case OpKind::Marker: add({"name", "stream"}); break;
@@ -150,6 +153,25 @@ struct Parser {
     std::vector<std::string> names;
     for (const auto& g : s.groups) names.push_back(g.name);
     unknown(r, key, "group", n, names, "declare it under 'groups:'");
+  }
+  // `runs`: one of kNcclRunsNames or a list of them.
+  uint8_t nccl_runs_of(const MapReader& r) {
+    const YAML::Node n = r.get("runs");
+    std::vector<YAML::Node> items;
+    if (n.IsSequence()) {
+      for (const auto& i : n) items.push_back(i);
+    } else {
+      items.push_back(n);
+    }
+    if (items.empty()) r.fail("runs", fmt::format("name what the communicator runs: {}", fmt::join(kNcclRunsNames, ", ")));
+    uint8_t bits = 0;
+    for (const YAML::Node& i : items) {
+      const std::string name = scalar_str(file, i, "runs");
+      const auto it = std::find(kNcclRunsNames.begin(), kNcclRunsNames.end(), name);
+      if (it == kNcclRunsNames.end()) unknown(r, "runs", "kind of calls", name, kNcclRunsNames, "runs takes all_to_all, ring_exchange or collectives, or a list of them");
+      bits |= static_cast<uint8_t>(1u << (it - kNcclRunsNames.begin()));
+    }
+    return bits;
   }
   int event_of(const MapReader& r, const std::string& key) {
     const std::string n = r.str(key);
@@ -318,8 +340,10 @@ struct Parser {
           if (r.opt_choice("component", kPartNames).value_or("comm") != "comm") r.fail("component", "an alloc naming a group is NCCL's buffers: component comm");
           op.group = group_of(r, "group");
           op.part = MemPart::Comm;
+          if (r.has("runs")) op.nccl_runs = nccl_runs_of(r);
           break;
         }
+        if (r.has("runs")) r.fail("runs", "says what a communicator runs, for NCCL's buffers: an alloc naming a group (and no bytes)");
         op.bytes = r.bytes("bytes");
         op.part = enum_of<MemPart>(kPartNames, r.opt_choice("component", kPartNames).value_or("weights"));
         if (op.part == MemPart::Comm) r.fail("component", "comm is NCCL's buffers for a communicator: name its group (and no bytes)");
@@ -708,6 +732,12 @@ std::string to_yaml(const Schedule& s) {
           kv("tag", op.label);
           if (op.group != -1) {
             kv("group", s.groups[static_cast<size_t>(p.group_of(op))].name);
+            if (op.nccl_runs != kNcclAllToAll) {
+              e << YAML::Key << "runs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+              for (size_t b = 0; b < kNcclRunsNames.size(); ++b)
+                if (op.nccl_runs & (1u << b)) e << kNcclRunsNames[b];
+              e << YAML::EndSeq;
+            }
             break;
           }
           kv("bytes", op.bytes);

@@ -78,6 +78,15 @@ struct AttentionShape {
   }
 };
 
+// What a communicator runs, for NCCL's buffers (an alloc naming a group):
+// all-to-alls and pairwise exchanges connect every other member peer to
+// peer; a ring exchange (send to the next member, receive from the previous)
+// its two neighbours; collectives (all-gather, reduce-scatter, all-reduce)
+// NCCL's ring and tree channels.
+inline constexpr uint8_t kNcclAllToAll = 1, kNcclRingExchange = 2, kNcclCollectives = 4;
+/// The names of the kNccl* bits, in bit order (schedule key `runs`).
+const std::vector<std::string>& nccl_runs_names();
+
 struct Op {
   // One-byte fields first, so an Op packs tightly (a full workload holds ~10^6).
   OpKind kind = OpKind::Marker;
@@ -91,6 +100,7 @@ struct Op {
   Access access = Access::Elementwise; // kernel of HBM bytes only
   CollKind coll = CollKind::AllToAll;  // collective
   CollAlgo algo = CollAlgo::Nccl;      // collective
+  uint8_t nccl_runs = kNcclAllToAll;   // alloc with a group: what its communicator runs (kNccl* bits)
   int stream = -1;          // index into Schedule::streams
   int stream2 = -1;         // StreamWaitStream: the stream waited on
   int event = -1;           // index into Schedule::events

@@ -44,6 +44,7 @@ class Gen {
     sp_of_.assign(static_cast<size_t>(R), -1);
     tp_of_.assign(static_cast<size_t>(R), -1);
     cfg_of_.assign(static_cast<size_t>(R), -1);
+    ring_of_.assign(static_cast<size_t>(R), -1);
     ring_next_.assign(static_cast<size_t>(R), -1);
     ring_prev_.assign(static_cast<size_t>(R), -1);
     const int halves = R / (G * U * T);
@@ -78,6 +79,17 @@ class Gen {
         b_.group(fmt::format("cfg{}", i), {i, i + G * U * T});
         cfg_of_[static_cast<size_t>(i)] = cfg_of_[static_cast<size_t>(i + G * U * T)] = groups++;
       }
+    // Ring attention's ranks: a communicator of their own (NCCL's buffers).
+    if (G > 1)
+      for (int c = 0; c < halves; ++c)
+        for (int u = 0; u < U; ++u)
+          for (int t = 0; t < T; ++t) {
+            std::vector<int> ranks;
+            for (int g = 0; g < G; ++g) ranks.push_back(rank_of(c, g, u, t));
+            b_.group(fmt::format("ring{}{}{}", c, U > 1 ? fmt::format(".u{}", u) : "", T > 1 ? fmt::format(".{}", t) : ""), ranks);
+            for (int r : ranks) ring_of_[static_cast<size_t>(r)] = groups;
+            ++groups;
+          }
     build_templates();
     if (as_run && w.offload == OffloadPolicy::Layerwise && w.prefetch_size > 0)
       for (int i = 0; i < 2 * w.prefetch_size + 2; ++i) slot_events_.push_back(b_.event(fmt::format("layer weights {}", i)));
@@ -130,7 +142,7 @@ class Gen {
     return n;
   }
   size_t per_forward_ = 0;
-  enum class Group : uint8_t { None, Ulysses, Tp, Cfg };
+  enum class Group : uint8_t { None, Ulysses, Tp, Cfg, Ring };
 
   // A block type's ops evaluated once (the job's values never change), ready
   // to copy per block with its tag and group.
@@ -158,7 +170,9 @@ class Gen {
   };
 
   static Group group_kind(const std::string& name) { return name == "ulysses" ? Group::Ulysses : name == "tp" ? Group::Tp : Group::Cfg; }
-  int group_size(Group g) const { return g == Group::Ulysses ? w_.ulysses : g == Group::Tp ? w_.tp : (w_.cfg == CfgMode::Parallel ? 2 : 1); }
+  int group_size(Group g) const {
+    return g == Group::Ulysses ? w_.ulysses : g == Group::Tp ? w_.tp : g == Group::Ring ? w_.ring : (w_.cfg == CfgMode::Parallel ? 2 : 1);
+  }
 
   void build_templates() {
     const BlockModel& spec = w_.model.spec;
@@ -264,7 +278,7 @@ class Gen {
   ProgramRoles roles_of(int r) const {
     const auto at = static_cast<size_t>(r);
     ProgramRoles out;
-    out.groups = {sp_of_[at], tp_of_[at], cfg_of_[at]};
+    out.groups = {sp_of_[at], tp_of_[at], cfg_of_[at], ring_of_[at]};
     const bool ring = w_.ring > 1;
     out.peers = {ring ? ring_next_[at] : -1, ring ? ring_prev_[at] : -1};
     for (int g : out.groups) {
@@ -304,7 +318,7 @@ class Gen {
   }
   // Programs name groups and peers by role (role_ref), so the ranks of a
   // CFG half share one program; each rank's Program says who they are.
-  static int kind_index(Group g) { return g == Group::Ulysses ? 0 : g == Group::Tp ? 1 : 2; }
+  static int kind_index(Group g) { return g == Group::Ulysses ? 0 : g == Group::Tp ? 1 : g == Group::Cfg ? 2 : 3; }
   static int group_role(Group g) { return role_ref(kind_index(g)); }
   static constexpr int kRingNext = 0, kRingPrev = 1;  // peer roles; then next and previous in each group kind's ring
   static int next_in_group(Group g) { return role_ref(2 + 2 * kind_index(g)); }
@@ -468,9 +482,13 @@ class Gen {
   void memory_before(std::vector<Op>& ops) {
     const VramParams& v = w_.params.vram;
     if (v.cuda_context > 0) alloc(ops, "cuda context", v.cuda_context, MemPart::Runtime);
-    for (const Group g : {Group::Ulysses, Group::Tp, Group::Cfg})
-      if (group_size(g) > 1) ops.push_back(ops::nccl_buffers(fmt::format("nccl {}", g == Group::Ulysses ? "ulysses" : g == Group::Tp ? "tp" : "cfg"),
-                                                             group_role(g)));
+    for (const Group g : {Group::Ulysses, Group::Tp, Group::Cfg, Group::Ring})
+      if (const uint8_t runs = nccl_runs(g); group_size(g) > 1 && runs != 0) {
+        Op op = ops::nccl_buffers(fmt::format("nccl {}", g == Group::Ulysses ? "ulysses" : g == Group::Tp ? "tp" : g == Group::Cfg ? "cfg" : "ring"),
+                                  group_role(g));
+        op.nccl_runs = runs;
+        ops.push_back(std::move(op));
+      }
     if (v.gemm_workspace > 0) alloc(ops, "gemm workspace", v.gemm_workspace, MemPart::Workspace);
     for (const MemoryPlan::Outside& o : plan_.outside)
       if (o.resident && o.weights > 0) alloc(ops, o.name, o.weights, MemPart::Outside);
@@ -478,6 +496,19 @@ class Gen {
       if (o.runs == OutsideModel::Runs::Before) outside_run(ops, o);
     if (plan_.activations > 0) alloc(ops, "activations", plan_.activations, MemPart::Activations);
     if (plan_.reserve > 0) alloc(ops, "allocator reserve", plan_.reserve, MemPart::Reserve);
+  }
+  // What a group's communicator runs (kNccl* bits; 0: nothing): the blocks'
+  // collectives on it, tied ones as collectives or, with tp_overlap
+  // ring_exchange, a ring exchange; CFG's gather; ring attention's exchange.
+  uint8_t nccl_runs(Group g) const {
+    if (g == Group::Ring) return kNcclRingExchange;
+    uint8_t runs = g == Group::Cfg && w_.cfg == CfgMode::Parallel ? kNcclCollectives : 0;
+    for (const TypeTemplate& tt : types_)
+      for (const Template& t : tt.ops) {
+        if (t.group == g && t.op.kind == OpKind::Collective) runs |= t.op.coll == CollKind::AllToAll ? kNcclAllToAll : kNcclCollectives;
+        if (t.tied && t.coll_group == g) runs |= tp_send_ >= 0 ? kNcclRingExchange : kNcclCollectives;
+      }
+    return runs;
   }
   // The decoders after the steps (the VAE), on what the steps left held.
   void memory_after(std::vector<Op>& ops) {
@@ -675,7 +706,7 @@ class Gen {
   MemoryPlan plan_ = memory_plan(w_);
   std::vector<TypeTemplate> types_;
   std::vector<int> seq_;  // block l of a forward -> its type
-  std::vector<int> sp_of_, tp_of_, cfg_of_;  // rank -> its group of that kind, or -1
+  std::vector<int> sp_of_, tp_of_, cfg_of_, ring_of_;  // rank -> its group of that kind, or -1
   std::vector<int> ring_next_, ring_prev_;   // rank -> its ring neighbours
   std::vector<int> ring_events_;             // per ring step: its K/V received
   int ring_send_ = -1, ring_recv_ = -1;      // ring > 1: the K/V streams

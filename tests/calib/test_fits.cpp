@@ -271,6 +271,28 @@ TEST_CASE("NCCL's buffers: a part per communicator and one per peer, per transpo
   CHECK(two.params.vram.nccl_peer == 300 << 20);
   CHECK(two.params.vram.nccl_via_host == 50 << 20);
   CHECK(two.params.vram.nccl_process == 350 << 20);
+  CHECK(two.params.vram.nccl_collective == ModelParams{}.vram.nccl_collective);  // not measured: the default stands
+  // Fresh communicators, one kind of call each, after the second: a ring exchange adds 560 MiB (reported), an
+  // all-reduce 330 and an all-gather 310 at 2 ranks, 340 / 320 at 4 (peer to peer): collectives = median 325 less
+  // the communicator's own 250; through host memory 30 each (reported only).
+  for (const int ranks : {2, 4}) {
+    const double second = 9000 * MiB * ranks + 550 * MiB, d = ranks == 4 ? 10 : 0;
+    for (const auto& [after, bytes] : std::vector<std::pair<const char*, double>>{
+             {"send_recv", second + 560 * MiB}, {"all_reduce", second + (560 + 330 + d) * MiB}, {"all_gather", second + (560 + 330 + 310 + 2 * d) * MiB}})
+      doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", after}, {"bytes", bytes}});
+    for (const auto& [after, bytes] : std::vector<std::pair<const char*, double>>{{"send_recv", 480 * MiB}, {"all_reduce", 510 * MiB}, {"all_gather", 540 * MiB}})
+      doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "host"}, {"after", after}, {"bytes", bytes}});
+  }
+  const Calibration kinds = calibrate({{"nccl.json", doc}}, topo);
+  CHECK(kinds.params.vram.nccl_collective == 75 << 20);
+  CHECK(kinds.params.vram.nccl_communicator == 250 << 20);  // the rest as before
+  CHECK(kinds.params.vram.nccl_via_host == 50 << 20);
+  const auto k = std::find_if(kinds.fits.begin(), kinds.fits.end(), [](const Fit& f) { return f.name == "NCCL's buffers (vram_nccl)"; });
+  REQUIRE(k != kinds.fits.end());
+  std::map<std::string, double> kv(k->values.begin(), k->values.end());
+  CHECK(kv.at("p2p_ring_exchange_MiB") == doctest::Approx(560));
+  CHECK(kv.at("p2p_collectives_MiB") == doctest::Approx(325));
+  CHECK(kv.at("host_collectives_MiB") == doctest::Approx(30));
 }
 
 TEST_CASE("the hand-off's phase: fitted from every sample, each row's times with the hand-off at either end, the file") {

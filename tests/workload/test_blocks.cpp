@@ -192,10 +192,12 @@ TEST_CASE("ring attention and USP: ring steps of chunks, K/V passed to the next 
   REQUIRE(w.ranks() == 4);
   const Schedule s = generate_schedule(w);
   REQUIRE(s.streams.size() == 4);  // compute, copy, ring send, ring recv
-  REQUIRE(s.groups.size() == 2);
+  REQUIRE(s.groups.size() == 4);  // two Ulysses groups, then two rings (their communicators: NCCL's buffers)
   CHECK(s.groups[0].name == "sp0.r0");
   CHECK(s.groups[0].ranks == std::vector<int>{0, 1});
   CHECK(s.groups[1].ranks == std::vector<int>{2, 3});
+  CHECK(s.groups[3].name == "ring0.u1");
+  CHECK(s.groups[3].ranks == std::vector<int>{1, 3});
   // Rank 1 (ring rank 0, Ulysses rank 1): two chunks a block, one K/V exchange with rank 3 both ways.
   const Op* chunk = nullptr;
   const Op* send = nullptr;

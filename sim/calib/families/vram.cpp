@@ -34,23 +34,32 @@ std::vector<double> values(const BenchDocs& docs, const char* key, const char* f
 // rest of the first's is the process's (nccl_process); without it the
 // process's part stands and the communicator's is the rest. Peer to peer
 // sets nccl_communicator and nccl_peer; through host memory nccl_via_host
-// (its per-peer part is reported: it was 0 measured).
+// (its per-peer part is reported: it was 0 measured). Fresh communicators
+// that run one kind of call each (vram.py's send_recv, all_reduce,
+// all_gather rows, in that order): what an all-reduce's or all-gather's
+// added, less a communicator's own, is nccl_collective (peer to peer; the
+// median over them); a ring exchange's is reported (the model counts it as
+// a communicator and its neighbours as peers).
 void fit_nccl_buffers(FitContext& ctx) {
   VramParams& v = ctx.p.vram;
   Fit f{"NCCL's buffers (vram_nccl)", "device memory per rank after the first all_to_all_single = per communicator + per peer x (ranks - 1), per "
-        "transport, least squares over the rank counts", {}, 0, 0};
+        "transport, least squares over the rank counts; a collective's communicator: what a fresh one added", {}, 0, 0};
   bool process_fitted = false;
   for (const bool host : {false, true}) {
     // This transport's readings by rank count: after the first all-to-all, after the pairwise
     // exchange that follows, after a second communicator's first all-to-all.
     std::map<int, std::vector<double>> by_ranks, before, second;
+    std::map<std::string, std::map<int, std::vector<double>>> fresh;  // after a fresh communicator's one kind of call, by rank count
     for (const auto& [name, doc] : ctx.docs)
       for (const auto& r : rows(doc, "vram_nccl")) {
         if ((r.at("transport").get<std::string>() == "host") != host) continue;
         const std::string after = r.at("after").get<std::string>();
-        auto& into = after == "all_to_all_single" ? by_ranks : after == "pairwise" ? before : second;
-        if (after == "all_to_all_single" || after == "pairwise" || after == "second_communicator")
-          into[r.at("ranks").get<int>()].push_back(r.at("bytes").get<double>());
+        const int ranks = r.at("ranks").get<int>();
+        const double bytes = r.at("bytes").get<double>();
+        if (after == "all_to_all_single") by_ranks[ranks].push_back(bytes);
+        else if (after == "pairwise") before[ranks].push_back(bytes);
+        else if (after == "second_communicator") second[ranks].push_back(bytes);
+        else fresh[after][ranks].push_back(bytes);
       }
     if (by_ranks.empty()) continue;
     std::vector<std::pair<double, double>> pts;  // (peers, bytes)
@@ -95,6 +104,24 @@ void fit_nccl_buffers(FitContext& ctx) {
     } else {
       v.nccl_communicator = static_cast<Bytes>(std::llround(own));
       if (pts.size() > 1) v.nccl_peer = static_cast<Bytes>(std::llround(per_peer));
+    }
+    // What each fresh communicator added: after it less after the one before it.
+    std::vector<double> ring_exchange, collectives;
+    for (const auto& [ranks, b] : second) {
+      double last = median(b);
+      for (const char* kind : {"send_recv", "all_reduce", "all_gather"}) {
+        const auto it = fresh[kind].find(ranks);
+        if (it == fresh[kind].end()) break;
+        const double now = median(it->second);
+        (std::string(kind) == "send_recv" ? ring_exchange : collectives).push_back(now - last);
+        last = now;
+      }
+    }
+    if (!ring_exchange.empty()) f.values.emplace_back(fmt::format("{}ring_exchange_MiB", way), median(ring_exchange) / (1 << 20));
+    if (!collectives.empty()) {
+      f.values.emplace_back(fmt::format("{}collectives_MiB", way), median(collectives) / (1 << 20));
+      f.points += static_cast<int>(collectives.size());
+      if (!host) v.nccl_collective = static_cast<Bytes>(std::llround(std::max(0.0, median(collectives) - static_cast<double>(v.nccl_communicator))));
     }
   }
   if (f.points > 0) ctx.cal.fits.push_back(f);

@@ -3,7 +3,7 @@
 // allocator's reserve over what it hands out, and NCCL's buffers
 // (docs/formats/metrics.md "Peak VRAM"; testcase validate/src/testcases/vram.py).
 // The defaults are the measured references' (validate/reference/*/vram.json;
-// NCCL's: h200x4-nvlink/vram-nccl.json).
+// NCCL's: h200x4-nvlink/vram-nccl.json, the collectives' h200x2-nvlink/vram-nccl.json).
 #pragma once
 
 #include "core/units.hpp"
@@ -22,11 +22,14 @@ struct VramParams {
   // NCCL's device memory on a rank: once for the process with its first
   // communicator, then per communicator once it has connected its peers:
   // with peers reached peer to peer (NVLink, PCIe P2P, the network), a part
-  // per communicator and one per such peer; with every peer through host
-  // memory (NCCL_P2P_DISABLE, no P2P path), one figure.
+  // per communicator, one per such peer its all-to-alls or ring exchange
+  // connect, and one for its collectives' ring and tree channels; with
+  // every peer through host memory (NCCL_P2P_DISABLE, no P2P path), one
+  // figure (collectives' buffers alike: measured at 2 ranks).
   Bytes nccl_process = 436207616;       // 416 MiB
   Bytes nccl_communicator = 207618048;  // 198 MiB
   Bytes nccl_peer = 402653184;          // 384 MiB
+  Bytes nccl_collective = 300941312;    // 287 MiB
   Bytes nccl_via_host = 31457280;       // 30 MiB
 };
 

@@ -11,8 +11,9 @@ which the reference programs use; the peak reserved less the peak
 allocated, as a fraction of the activations); on several GPUs NCCL's own
 memory per rank (`vram_nccl`: one process per GPU, 2 ranks and all, peer to
 peer and with NCCL_P2P_DISABLE=1, after the first all_to_all_single, after
-a pairwise exchange, and after a second communicator's first all-to-all: the
-ranks in pairs). Writes overlapsim.bench/v1
+a pairwise exchange, after a second communicator's first all-to-all: the
+ranks in pairs, and after each of three fresh communicators of every rank
+that runs one kind of call: a ring exchange, an all-reduce, an all-gather). Writes overlapsim.bench/v1
 JSON; `overlapsim calibrate` fits the vram family from it. Usage: vram.py OUT.json"""
 import os
 import sys
@@ -93,10 +94,15 @@ def reserve_rows():
     return rows
 
 
+# The calls a fresh communicator of every rank runs, one kind each, after the second communicator.
+KINDS = ("send_recv", "all_reduce", "all_gather")
+
+
 def nccl_worker(rank, world, p2p_off, port, results):
     """One rank: the device memory NCCL takes once the process has run its
-    first all-to-all, then a pairwise exchange (the GPU's used memory less
-    what PyTorch's allocator reserved meanwhile)."""
+    first all-to-all, then a pairwise exchange, a second communicator's
+    all-to-all and each fresh communicator's one kind of call (the GPU's used
+    memory less what PyTorch's allocator reserved meanwhile)."""
     from framework import all_to_all_calls, circle_partners, join_group  # the calls and pairing the programs use
     os.environ["NCCL_NVLS_ENABLE"] = "0"
     if p2p_off:
@@ -128,17 +134,36 @@ def nccl_worker(rank, world, p2p_off, port, results):
         send2 = torch.randn(2, (16 << 20) // 4, device="cuda", dtype=torch.bfloat16)
         dist.all_to_all_single(torch.empty_like(send2), send2, group=mine)
     after_second = outside()
+    # Fresh communicators of every rank, each running one kind of call only
+    # (what NCCL connects for each): ring attention's exchange (send to the
+    # next rank, receive from the previous, batch_isend_irecv), an
+    # all-reduce, an all-gather.
+    buf = torch.randn((16 << 20) // 2, device="cuda", dtype=torch.bfloat16)
+    after_kind = []
+    for kind in KINDS:
+        g = dist.new_group(list(range(world)))
+        if kind == "send_recv":
+            got = torch.empty_like(buf)
+            ops = [dist.P2POp(dist.isend, buf, (rank + 1) % world, group=g), dist.P2POp(dist.irecv, got, (rank - 1) % world, group=g)]
+            for req in dist.batch_isend_irecv(ops):
+                req.wait()
+        elif kind == "all_reduce":
+            dist.all_reduce(buf, group=g)
+        else:
+            dist.all_gather_into_tensor(torch.empty(world * buf.numel(), device="cuda", dtype=buf.dtype), buf, group=g)
+        after_kind.append(outside() - before)
     dist.barrier()
     dist.destroy_process_group()
-    results.put((rank, after_single - before, after_pairwise - before, after_second - before))
+    results.put((rank, after_single - before, after_pairwise - before, after_second - before, *after_kind))
 
 
 def nccl_rows():
     """NCCL's own device memory per rank (`vram_nccl`), 2 ranks and every
     GPU, peer-to-peer and through host memory (NCCL_P2P_DISABLE=1), after
-    the first all_to_all_single, after a pairwise exchange, and after a
-    second communicator's first all_to_all_single (the ranks in pairs): the
-    median over ranks."""
+    the first all_to_all_single, after a pairwise exchange, after a second
+    communicator's first all_to_all_single (the ranks in pairs), and after
+    each fresh communicator of every rank that runs one kind of call (KINDS):
+    the median over ranks."""
     from framework import run_ranks
     ngpus = torch.cuda.device_count()
     if ngpus < 2:
@@ -148,7 +173,7 @@ def nccl_rows():
         for p2p_off in (False, True):
             got = sorted(run_ranks(nccl_worker, world, (world, p2p_off, 29700 + 2 * world + p2p_off), world, 180))
             transport = "host" if p2p_off else "p2p"
-            for i, after in ((1, "all_to_all_single"), (2, "pairwise"), (3, "second_communicator")):
+            for i, after in enumerate(("all_to_all_single", "pairwise", "second_communicator", *KINDS), start=1):
                 per_rank = [g[i] for g in got]
                 b = sorted(per_rank)[len(per_rank) // 2]
                 print("nccl", world, "ranks", transport, "after", after, mib(b), "MiB", [mib(x) for x in per_rank], flush=True)
