@@ -16,6 +16,14 @@ using namespace osim;
 
 namespace {
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+
+// The fit of that name in a calibration (required to be there).
+const Fit& fit_named(const Calibration& c, const std::string& name) {
+  const auto it = std::find_if(c.fits.begin(), c.fits.end(), [&](const Fit& f) { return f.name == name; });
+  REQUIRE(it != c.fits.end());
+  return *it;
+}
+std::map<std::string, double> values_of(const Fit& f) { return {f.values.begin(), f.values.end()}; }
 }  // namespace
 
 TEST_CASE("copy latency per direction: D2H's own where calibrated, else the one latency") {
@@ -246,14 +254,13 @@ TEST_CASE("NCCL's buffers: a part per communicator and one per peer, per transpo
     doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", "pairwise"}, {"bytes", 9000 * MiB * ranks}});
   }
   const Calibration c = calibrate({{"nccl.json", doc}}, topo);
-  const auto it = std::find_if(c.fits.begin(), c.fits.end(), [](const Fit& f) { return f.name == "NCCL's buffers (vram_nccl)"; });
-  REQUIRE(it != c.fits.end());
-  std::map<std::string, double> v(it->values.begin(), it->values.end());
+  const Fit& nccl = fit_named(c, "NCCL's buffers (vram_nccl)");
+  const std::map<std::string, double> v = values_of(nccl);
   CHECK(v.at("p2p_per_communicator_MiB") == doctest::Approx(600));
   CHECK(v.at("p2p_per_peer_MiB") == doctest::Approx(300));
   CHECK(v.at("host_per_communicator_MiB") == doctest::Approx(400));
   CHECK(v.at("host_per_peer_MiB") == doctest::Approx(0).epsilon(1e-9));
-  CHECK(it->points == 4);
+  CHECK(nccl.points == 4);
   // No second communicator measured: the process's part stands (416 MiB), the communicator's is the rest.
   CHECK(c.params.vram.nccl_process == ModelParams{}.vram.nccl_process);
   CHECK(c.params.vram.nccl_communicator == (600 << 20) - ModelParams{}.vram.nccl_process);
@@ -287,9 +294,7 @@ TEST_CASE("NCCL's buffers: a part per communicator and one per peer, per transpo
   CHECK(kinds.params.vram.nccl_collective == 75 << 20);
   CHECK(kinds.params.vram.nccl_communicator == 250 << 20);  // the rest as before
   CHECK(kinds.params.vram.nccl_via_host == 50 << 20);
-  const auto k = std::find_if(kinds.fits.begin(), kinds.fits.end(), [](const Fit& f) { return f.name == "NCCL's buffers (vram_nccl)"; });
-  REQUIRE(k != kinds.fits.end());
-  std::map<std::string, double> kv(k->values.begin(), k->values.end());
+  const std::map<std::string, double> kv = values_of(fit_named(kinds, "NCCL's buffers (vram_nccl)"));
   CHECK(kv.at("p2p_ring_exchange_MiB") == doctest::Approx(560));
   CHECK(kv.at("p2p_collectives_MiB") == doctest::Approx(325));
   CHECK(kv.at("host_collectives_MiB") == doctest::Approx(30));
