@@ -51,6 +51,14 @@ inline bool takes_launch_slot(const Op& op) {
   }
 }
 
+/// PyTorch's pairwise exchange (batch_isend_irecv): NCCL's point-to-point
+/// calls tie the send and receive tensors to NCCL's stream, so the caching
+/// allocator reuses them only once that stream has run the exchange, however
+/// early the host frees them (Memory::hold_behind_stream).
+inline bool holds_past_free(const Op& op, Framework f) {
+  return f == Framework::PyTorch && op.kind == OpKind::Collective && op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise;
+}
+
 /// An event callback's argument: a rank and an op id.
 inline uint64_t pack(int r, int id) { return (static_cast<uint64_t>(r) << 32) | static_cast<uint32_t>(id); }
 inline int packed_rank(uint64_t v) { return static_cast<int>(v >> 32); }

@@ -145,6 +145,9 @@ void Host::effect(int r, const Op& op) {
     case OpKind::EventRecord: case OpKind::Marker:
       if (op.kind == OpKind::Marker && op.stream < 0) return;
       x_.streams->enqueue(r, H.pc, op);
+      // Its send and receive tensors, held until the stream has run it.
+      if (holds_past_free(op, x_.s.runtime.framework))
+        x_.memory->hold_behind_stream(r, H.pc, op.stream, x_.streams->enqueued(r, op.stream), 2 * op.bytes);
       return;
     case OpKind::Memcpy: {
       const int g = x_.streams->enqueue(r, H.pc, op);

@@ -86,6 +86,23 @@ void Memory::free_behind_stream(int r, int pc, const Op& op, int stream_count) {
   M.allocs.erase(it);
 }
 
+void Memory::hold_behind_stream(int r, int pc, int stream, int stream_count, Bytes bytes) {
+  Rank& M = ranks_[static_cast<size_t>(r)];
+  M.held += bytes;
+  M.peak_held = std::max(M.peak_held, M.held);
+  M.pending[pc] = {Alloc{bytes, MemPart::Activations, MemSpace::Device}, stream, stream_count};
+  M.device_pending.emplace(stream_count, pc, stream);
+}
+
+void Memory::release(int r, int pc) {
+  Rank& M = ranks_[static_cast<size_t>(r)];
+  const auto p = M.pending.find(pc);
+  assert(p != M.pending.end());
+  M.held -= p->second.alloc.bytes;
+  M.device_pending.erase({p->second.count, pc, p->second.stream});
+  M.pending.erase(p);
+}
+
 std::optional<std::pair<int, int>> Memory::room_after(int r, const Op& op) const {
   const Rank& M = ranks_[static_cast<size_t>(r)];
   if (op.space != MemSpace::Device || M.capacity == 0 || M.held + bytes_of(r, op) <= M.capacity) return std::nullopt;

@@ -29,6 +29,13 @@ class Memory {
   /// allocated), its memory held until the stream reaches the free.
   /// `stream_count`: the stream's op count once the free is on it.
   void free_behind_stream(int r, int pc, const Op& op, int stream_count);
+  /// Memory a collective's tensors hold past the host's free until the
+  /// stream has run it (PyTorch's pairwise exchange: NCCL's point-to-point
+  /// calls tie them to its stream): held, not live, from the host's issue of
+  /// the op at place `pc` until the stream's count reaches `stream_count`,
+  /// when release() gives it back.
+  void hold_behind_stream(int r, int pc, int stream, int stream_count, Bytes bytes);
+  void release(int r, int pc);
   /// Where a device alloc that does not fit can wait for a free on a stream
   /// to come back (the caching allocator waits for it before it gives up):
   /// the stream and the op count it must reach; nullopt when none is pending.

@@ -205,3 +205,18 @@ TEST_CASE("NCCL's buffers by what the communicator runs: every member, the two r
   CHECK(error_of(head + "{op: alloc, tag: n, group: world, runs: colectives}").find("did you mean 'collectives'") != std::string::npos);
   CHECK(error_of(head + "{op: alloc, tag: n, group: world, runs: []}").find("name what the communicator runs") != std::string::npos);
 }
+
+TEST_CASE("PyTorch's pairwise exchange holds its send and receive tensors until the stream has run it") {
+  // Two exchanges issued while k runs, a device sync, a third.
+  auto sched = [](const std::string& framework, const std::string& algo) {
+    const std::string a2a = "      - {op: collective, kind: all_to_all, group: world, bytes: 100 MiB, stream: compute, algorithm: " + algo + "}\n";
+    return "name: p\nranks: 2\nsettings: {framework: " + framework + "}\nstreams: [compute]\nprograms:\n  - rank: all\n    ops:\n" +
+           "      - {op: kernel, name: k, stream: compute, duration: 1 ms}\n" + a2a + a2a + "      - {op: device_sync}\n" + a2a;
+  };
+  const Sim s(sched("pytorch", "pairwise"));
+  CHECK(s.res.ranks[0].peak_vram_held == 400LL << 20);  // 2 x (send + receive) at once, the third after both came back
+  CHECK(s.res.ranks[1].peak_vram_held == 400LL << 20);
+  CHECK(s.res.ranks[0].peak_vram == 0);                 // none of it a live tensor
+  CHECK(Sim(sched("pytorch", "nccl")).res.ranks[0].peak_vram_held == 0);    // NCCL's all-to-all: nothing held past the free
+  CHECK(Sim(sched("none", "pairwise")).res.ranks[0].peak_vram_held == 0);   // no framework's allocator
+}
