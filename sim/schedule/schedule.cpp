@@ -26,7 +26,7 @@ const std::vector<std::string> kDtypeNames = {"bf16", "fp16", "fp32", "fp8"};
 const std::vector<std::string> kBackendNames = {"default", "cudnn", "flash2", "flash3", "efficient", "math"};
 const std::vector<std::string> kPartNames = {"weights", "activations", "workspace", "outside", "runtime", "reserve", "comm"};
 const std::vector<std::string> kAccessNames = {"elementwise", "norm", "broadcast", "strided", "roll"};
-const std::vector<std::string> kNcclRunsNames = {"all_to_all", "ring_exchange", "collectives"};
+const std::vector<std::string> kNcclRunsNames = {"all_to_all", "ring_exchange", "collectives"};  // the kNccl* bits in order (alloc `runs`)
 
 template <class E>
 E enum_of(const std::vector<std::string>& names, const std::string& s) {
@@ -45,7 +45,6 @@ std::string to_string(MemPart p) { return kPartNames[static_cast<size_t>(p)]; }
 std::string to_string(Access a) { return kAccessNames[static_cast<size_t>(a)]; }
 const std::vector<std::string>& access_names() { return kAccessNames; }
 const std::vector<std::string>& mem_part_names() { return kPartNames; }
-const std::vector<std::string>& nccl_runs_names() { return kNcclRunsNames; }
 std::optional<AttnBackend> attn_backend_of(const std::string& name) {
   const auto it = std::find(kBackendNames.begin(), kBackendNames.end(), name);
   if (it == kBackendNames.end()) return std::nullopt;

@@ -84,8 +84,6 @@ struct AttentionShape {
 // its two neighbours; collectives (all-gather, reduce-scatter, all-reduce)
 // NCCL's ring and tree channels.
 inline constexpr uint8_t kNcclAllToAll = 1, kNcclRingExchange = 2, kNcclCollectives = 4;
-/// The names of the kNccl* bits, in bit order (schedule key `runs`).
-const std::vector<std::string>& nccl_runs_names();
 
 struct Op {
   // One-byte fields first, so an Op packs tightly (a full workload holds ~10^6).
