@@ -17,24 +17,25 @@ Bytes Memory::bytes_of(int r, const Op& op) const {
   if (op.group == -1) return op.bytes;
   // A peer NCCL reaches peer to peer holds buffers on this GPU; through host
   // memory they sit in host memory and the communicator's part is smaller.
-  // All-to-alls connect every other member, a ring exchange the rank's two
-  // neighbours in the group's order, collectives NCCL's ring and tree
-  // channels (one figure, whatever the group's size).
+  // A peer's buffers are a send and a receive connection: all-to-alls
+  // connect both ways to every other member, a ring exchange sends to the
+  // next member and receives from the previous (one peer's worth, whatever
+  // the ring's size), collectives hold NCCL's ring and tree channels (one
+  // figure, whatever the group's size).
   const std::vector<int>& members = x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].ranks;
   auto p2p = [&](int peer) { return peer != r && !through_host(x_.fabric->pair_route(r, peer, false).kind); };
-  int p2p_peers = 0;
+  int p2p_connections = 0;  // one way each
   if (op.nccl_runs & kNcclAllToAll) {
-    p2p_peers = static_cast<int>(std::count_if(members.begin(), members.end(), p2p));
+    p2p_connections = 2 * static_cast<int>(std::count_if(members.begin(), members.end(), p2p));
   } else if (op.nccl_runs & kNcclRingExchange) {
     const size_t n = members.size(), i = static_cast<size_t>(std::find(members.begin(), members.end(), r) - members.begin());
-    const int next = members[(i + 1) % n], prev = members[(i + n - 1) % n];
-    p2p_peers = int{p2p(next)} + int{prev != next && p2p(prev)};
+    p2p_connections = int{p2p(members[(i + 1) % n])} + int{p2p(members[(i + n - 1) % n])};
   }
   const bool collectives = (op.nccl_runs & kNcclCollectives) && std::any_of(members.begin(), members.end(), p2p);
   const VramParams& v = x_.p.vram;
   const Bytes process = ranks_[static_cast<size_t>(r)].nccl_live == 0 ? v.nccl_process : 0;  // with the rank's first communicator
-  if (p2p_peers == 0 && !collectives) return process + v.nccl_via_host;
-  return process + v.nccl_communicator + v.nccl_peer * p2p_peers + (collectives ? v.nccl_collective : 0);
+  if (p2p_connections == 0 && !collectives) return process + v.nccl_via_host;
+  return process + v.nccl_communicator + v.nccl_peer * p2p_connections / 2 + (collectives ? v.nccl_collective : 0);
 }
 
 void Memory::alloc(int r, int pc, const Op& op) {

@@ -156,7 +156,7 @@ TEST_CASE("a workload on several GPUs holds NCCL's buffers for each of its commu
   for (const RankSummary& s : r.ranks)
     CHECK(s.peak_parts[static_cast<size_t>(MemPart::Comm)] == v.nccl_process + 2 * v.nccl_communicator + 3 * v.nccl_peer + v.nccl_collective);
   // Ulysses 2 x ring 2: the Ulysses pair's all-to-all and the ring's exchange (1 peer each); ring 4: its
-  // exchange's 2 neighbours.
+  // exchange's 2 neighbours, a send and a receive connection: one peer's worth too.
   const DitWorkload u = parse_workload_string("name: w\nmodel: {preset: wan2.1-14b}\ntokens: 32760\nsteps: 1\ncfg: none\n"
                                               "parallelism: {ulysses: 2, ring: 2}\nmemory: {outside: none}\n", "w.yaml");
   for (const RankSummary& s : execute(generate_schedule(u), dgx, u.params).ranks)
@@ -164,7 +164,7 @@ TEST_CASE("a workload on several GPUs holds NCCL's buffers for each of its commu
   const DitWorkload ring4 = parse_workload_string("name: w\nmodel: {preset: wan2.1-14b}\ntokens: 32760\nsteps: 1\ncfg: none\n"
                                                   "parallelism: {ring: 4}\nmemory: {outside: none}\n", "w.yaml");
   for (const RankSummary& s : execute(generate_schedule(ring4), dgx, ring4.params).ranks)
-    CHECK(s.peak_parts[static_cast<size_t>(MemPart::Comm)] == v.nccl_process + v.nccl_communicator + 2 * v.nccl_peer);
+    CHECK(s.peak_parts[static_cast<size_t>(MemPart::Comm)] == v.nccl_process + v.nccl_communicator + v.nccl_peer);
   // Tensor parallel 2 x Ulysses 2: the TP pair runs all-reduces (collectives), the Ulysses pair all-to-alls.
   const DitWorkload tp = parse_workload_string("name: w\nmodel: {preset: llama3-8b, dims: {layers: 2}}\ntokens: 4096\nsteps: 1\n"
                                                "parallelism: {tp: 2, ulysses: 2}\nmemory: {outside: none}\n", "w.yaml");
@@ -172,7 +172,7 @@ TEST_CASE("a workload on several GPUs holds NCCL's buffers for each of its commu
     CHECK(s.peak_parts[static_cast<size_t>(MemPart::Comm)] == v.nccl_process + 2 * v.nccl_communicator + v.nccl_peer + v.nccl_collective);
 }
 
-TEST_CASE("NCCL's buffers by what the communicator runs: every member, the two ring neighbours, the collectives' channels") {
+TEST_CASE("NCCL's buffers by what the communicator runs: every member, the ring's send and receive, the collectives' channels") {
   const hw::Topology box(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
   auto comm_of = [&](const std::string& runs, const std::string& group, const std::string& settings = "") {
     const Schedule s = parse_schedule_string("name: n\nranks: 4\n" + settings + "groups: [{name: pair, ranks: [0, 1]}]\nstreams: [compute]\nprograms:\n"
@@ -187,11 +187,11 @@ TEST_CASE("NCCL's buffers by what the communicator runs: every member, the two r
   };
   CHECK(comm_of("", "world") == 600 + 3 * 300);                                 // all-to-all: every other member
   CHECK(comm_of(", runs: all_to_all", "world") == 600 + 3 * 300);
-  CHECK(comm_of(", runs: ring_exchange", "world") == 600 + 2 * 300);            // ranks 1 and 3
-  CHECK(comm_of(", runs: [ring_exchange]", "world") == 600 + 2 * 300);
+  CHECK(comm_of(", runs: ring_exchange", "world") == 600 + 300);                // send to 1, receive from 3: one peer's worth
+  CHECK(comm_of(", runs: [ring_exchange]", "world") == 600 + 300);
   CHECK(comm_of(", runs: collectives", "world") == 600 + 50);                   // whatever the group's size
   CHECK(comm_of(", runs: [all_to_all, collectives]", "world") == 600 + 3 * 300 + 50);
-  CHECK(comm_of(", runs: [ring_exchange, collectives]", "world") == 600 + 2 * 300 + 50);
+  CHECK(comm_of(", runs: [ring_exchange, collectives]", "world") == 600 + 300 + 50);
   CHECK(comm_of(", runs: ring_exchange", "pair") == 600 + 300);                 // next and previous: the same rank
   CHECK(comm_of(", runs: collectives", "pair", "settings: {nccl_p2p_disable: true}\n") == 400);
   CHECK(comm_of(", runs: ring_exchange", "world", "settings: {nccl_p2p_disable: true}\n") == 400);

@@ -18,9 +18,9 @@ std::vector<Field> vram_fields() {
     {"nccl_communicator", "vram", Kind::Bytes, OSIM_REF(vram, nccl_communicator), 0, 0, 1e12, false, "198 MiB", OSIM_NOTDEF(vram, nccl_communicator),
      "NCCL's device memory per communicator on a rank that reaches a peer peer to peer (NVLink, PCIe P2P, network)"},
     {"nccl_peer", "vram", Kind::Bytes, OSIM_REF(vram, nccl_peer), 0, 0, 1e12, false, "384 MiB", OSIM_NOTDEF(vram, nccl_peer),
-     "NCCL's device memory per peer reached peer to peer, on top of nccl_communicator"},
+     "NCCL's device memory per peer reached peer to peer (a send and a receive connection; a ring exchange's two neighbours make one), on top of nccl_communicator"},
     {"nccl_collective", "vram", Kind::Bytes, OSIM_REF(vram, nccl_collective), 0, 0, 1e12, false, "287 MiB", OSIM_NOTDEF(vram, nccl_collective),
-     "NCCL's device memory for a communicator's collectives (all-reduce, all-gather, reduce-scatter: its ring and tree channels) with a peer reached peer to peer, on top of nccl_communicator; measured at 2 ranks, counted alike at any size"},
+     "NCCL's device memory for a communicator's collectives (all-reduce, all-gather, reduce-scatter: its ring and tree channels) with a peer reached peer to peer, on top of nccl_communicator, whatever the group's size"},
     {"nccl_via_host", "vram", Kind::Bytes, OSIM_REF(vram, nccl_via_host), 0, 0, 1e12, false, "30 MiB", OSIM_NOTDEF(vram, nccl_via_host),
      "NCCL's device memory per communicator whose peers are all reached through host memory (NCCL_P2P_DISABLE, no P2P path)"},
   };

@@ -3,7 +3,7 @@
 // allocator's reserve over what it hands out, and NCCL's buffers
 // (docs/formats/metrics.md "Peak VRAM"; testcase validate/src/testcases/vram.py).
 // The defaults are the measured references' (validate/reference/*/vram.json;
-// NCCL's: h200x4-nvlink/vram-nccl.json, the collectives' h200x2-nvlink/vram-nccl.json).
+// NCCL's: h200x2-nvlink/ and h200x4-nvlink/vram-nccl.json, within 2 MiB of each other).
 #pragma once
 
 #include "core/units.hpp"
@@ -22,10 +22,11 @@ struct VramParams {
   // NCCL's device memory on a rank: once for the process with its first
   // communicator, then per communicator once it has connected its peers:
   // with peers reached peer to peer (NVLink, PCIe P2P, the network), a part
-  // per communicator, one per such peer its all-to-alls or ring exchange
-  // connect, and one for its collectives' ring and tree channels; with
+  // per communicator, one per such peer its all-to-alls connect (a send and
+  // a receive connection; a ring exchange's next and previous rank make
+  // one), and one for its collectives' ring and tree channels; with
   // every peer through host memory (NCCL_P2P_DISABLE, no P2P path), one
-  // figure (collectives' buffers alike: measured at 2 ranks).
+  // figure (collectives' buffers alike).
   Bytes nccl_process = 436207616;       // 416 MiB
   Bytes nccl_communicator = 207618048;  // 198 MiB
   Bytes nccl_peer = 402653184;          // 384 MiB
