@@ -82,8 +82,7 @@ void Memory::free_behind_stream(int r, int pc, const Op& op, int stream_count) {
   assert(it != M.allocs.end());
   const Alloc a = it->second;
   if (a.space == MemSpace::Device) drop(r, a);
-  M.pending[pc] = {a, op.stream, stream_count};
-  if (a.space == MemSpace::Device) M.device_pending.emplace(stream_count, pc, op.stream);
+  pend(M, pc, a, op.stream, stream_count);
   M.allocs.erase(it);
 }
 
@@ -91,17 +90,12 @@ void Memory::hold_behind_stream(int r, int pc, int stream, int stream_count, Byt
   Rank& M = ranks_[static_cast<size_t>(r)];
   M.held += bytes;
   M.peak_held = std::max(M.peak_held, M.held);
-  M.pending[pc] = {Alloc{bytes, MemPart::Activations, MemSpace::Device}, stream, stream_count};
-  M.device_pending.emplace(stream_count, pc, stream);
+  pend(M, pc, Alloc{bytes, MemPart::Activations, MemSpace::Device}, stream, stream_count);
 }
 
-void Memory::release(int r, int pc) {
-  Rank& M = ranks_[static_cast<size_t>(r)];
-  const auto p = M.pending.find(pc);
-  assert(p != M.pending.end());
-  M.held -= p->second.alloc.bytes;
-  M.device_pending.erase({p->second.count, pc, p->second.stream});
-  M.pending.erase(p);
+void Memory::pend(Rank& M, int pc, const Alloc& a, int stream, int stream_count) {
+  M.pending[pc] = {a, stream, stream_count};
+  if (a.space == MemSpace::Device) M.device_pending.emplace(stream_count, pc, stream);
 }
 
 std::optional<std::pair<int, int>> Memory::room_after(int r, const Op& op) const {

@@ -33,9 +33,8 @@ class Memory {
   /// stream has run it (PyTorch's pairwise exchange: NCCL's point-to-point
   /// calls tie them to its stream): held, not live, from the host's issue of
   /// the op at place `pc` until the stream's count reaches `stream_count`,
-  /// when release() gives it back.
+  /// when free(r, pc, op) gives it back, as for a free on a stream.
   void hold_behind_stream(int r, int pc, int stream, int stream_count, Bytes bytes);
-  void release(int r, int pc);
   /// Where a device alloc that does not fit can wait for a free on a stream
   /// to come back (the caching allocator waits for it before it gives up):
   /// the stream and the op count it must reach; nullopt when none is pending.
@@ -84,6 +83,8 @@ class Memory {
     std::array<Bytes, kMemParts> parts{}, peak_parts{};
   };
   ExecContext& x_;
+  // Alloc `a` held until `stream` has run stream_count ops (free(r, pc, ...) then gives it back).
+  static void pend(Rank& M, int pc, const Alloc& a, int stream, int stream_count);
   std::vector<Rank> ranks_;
   std::vector<std::vector<std::pair<Time, Bytes>>> timeline_;
   std::map<int, Bytes> pinned_;  // per CPU node

@@ -99,7 +99,7 @@ void Streams::complete(int r, int id) {
   assert(!(f & kDone) && R.program->q.stream_ops[static_cast<size_t>(op.stream)][st.done] == index);
   f |= kDone;
   ++st.done;
-  if (holds_past_free(op, x_.s.runtime.framework)) x_.memory->release(r, id);
+  if (holds_past_free(op, x_.s.runtime.framework)) x_.memory->free(r, id, op);  // its tensors' memory back
   const Time now = x_.engine.now();
   if (x_.handoffs) {
     if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective) st.dep = {EngineDep::Compute, now}, st.own = EngineDep::Compute;

@@ -173,7 +173,7 @@ TEST_CASE("a workload on several GPUs holds NCCL's buffers for each of its commu
 }
 
 TEST_CASE("NCCL's buffers by what the communicator runs: every member, the ring's send and receive, the collectives' channels") {
-  const hw::Topology box(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
+  const hw::Topology nvswitch(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
   auto comm_of = [&](const std::string& runs, const std::string& group, const std::string& settings = "") {
     const Schedule s = parse_schedule_string("name: n\nranks: 4\n" + settings + "groups: [{name: pair, ranks: [0, 1]}]\nstreams: [compute]\nprograms:\n"
                                              "  - rank: all\n    ops:\n      - {op: alloc, tag: nccl, group: " + group + runs + "}\n", "n.yaml");
@@ -183,7 +183,7 @@ TEST_CASE("NCCL's buffers by what the communicator runs: every member, the ring'
     p.vram.nccl_peer = 300LL << 20;
     p.vram.nccl_collective = 50LL << 20;
     p.vram.nccl_via_host = 400LL << 20;
-    return execute(s, box, p).ranks[0].peak_parts[static_cast<size_t>(MemPart::Comm)] >> 20;
+    return execute(s, nvswitch, p).ranks[0].peak_parts[static_cast<size_t>(MemPart::Comm)] >> 20;
   };
   CHECK(comm_of("", "world") == 600 + 3 * 300);                                 // all-to-all: every other member
   CHECK(comm_of(", runs: all_to_all", "world") == 600 + 3 * 300);
