@@ -12,6 +12,25 @@
 #include "gpu/executor.hpp"
 
 namespace osim {
+namespace {
+// host_issue_s: per timed run, each rank's issue time; the slowest rank's in
+// the run whose makespan is the median (the one median_s names).
+double median_run_host_issue(const nlohmann::json& doc, const SourceLocation& at) {
+  const auto& runs = doc.at("host_issue_s");
+  const auto& makespans = doc.at("makespans_s");
+  if (!runs.is_array() || runs.size() != makespans.size())
+    throw InputError(at, "host_issue_s must hold one list of ranks' issue times per timed run (as makespans_s)");
+  const double median_s = doc.at("median_s").get<double>();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (makespans[i].get<double>() != median_s) continue;
+    double slowest = 0;
+    for (const auto& rank : runs[i]) slowest = std::max(slowest, rank.get<double>());
+    if (!(slowest > 0)) throw InputError(at, fmt::format("host_issue_s[{}] has no positive issue time", i));
+    return slowest;
+  }
+  throw InputError(at, "no timed run in makespans_s has the makespan median_s names");
+}
+}  // namespace
 
 ProgramRun read_program_run(const std::string& path) {
   const SourceLocation at{path, 0, 0};
@@ -39,6 +58,7 @@ ProgramRun read_program_run(const std::string& path) {
       r.peak_device = m.at("device_used_bytes").get<double>() - m.at("reserved_bytes").get<double>() + m.at("peak_reserved_bytes").get<double>();
       if (!(*r.peak_allocated > 0 && *r.peak_device > 0)) throw InputError(at, "memory: peak_allocated_bytes and the device's use must be positive");
     }
+    if (doc.contains("host_issue_s")) r.host_issue_s = median_run_host_issue(doc, at);
     if (!(r.measured_s > 0) || r.runs_before < 0) throw InputError(at, "median_s must be positive and runs_before not negative");
     return r;
   } catch (const nlohmann::json::exception& e) {
@@ -59,6 +79,9 @@ ProgramPrediction predict_program(const ProgramRun& run, const hw::Topology& top
   p.measured_device = run.peak_device;
   const auto& parts = res.ranks.at(0).peak_parts;
   p.simulated_device = static_cast<double>(res.ranks.at(0).peak_vram_held);
+  p.measured_host_s = run.host_issue_s;
+  for (const auto& ops : res.ops)
+    if (!ops.empty()) p.simulated_host_s = std::max(p.simulated_host_s, ops.back().issue.s());
   p.simulated_allocated = static_cast<double>(res.ranks.at(0).peak_vram) -
                           static_cast<double>(parts[static_cast<size_t>(MemPart::Runtime)] + parts[static_cast<size_t>(MemPart::Reserve)] +
                                               parts[static_cast<size_t>(MemPart::Comm)]);
@@ -112,6 +135,14 @@ ProgramFigures program_figures(std::vector<ProgramPrediction> runs) {
     f.device_median_pct = median(device_errs);
     f.device_worst_pct = *std::max_element(device_errs.begin(), device_errs.end());
   }
+  std::vector<double> host_errs;
+  for (const auto& r : runs)
+    if (r.measured_host_s) host_errs.push_back(100 * std::abs(r.host_error()));
+  f.host_runs = static_cast<int>(host_errs.size());
+  if (f.host_runs) {
+    f.host_median_pct = median(host_errs);
+    f.host_worst_pct = *std::max_element(host_errs.begin(), host_errs.end());
+  }
   f.runs = std::move(runs);
   return f;
 }
@@ -141,6 +172,14 @@ std::string format_program_figures(const ProgramFigures& f) {
     out += fmt::format("{} programs measured their memory: peak allocated error median {:.1f} %, worst {:.1f} %; peak in use (with the runtime "
                        "and the allocator's reserve) median {:.1f} %, worst {:.1f} %\n", f.memory_runs, f.allocated_median_pct, f.allocated_worst_pct,
                        f.device_median_pct, f.device_worst_pct);
+  }
+  if (f.host_runs) {
+    out += fmt::format("  {:<40} {:>12} {:>12} {:>8}\n", "host issue time", "measured", "simulated", "error");
+    for (const auto& r : f.runs)
+      if (r.measured_host_s)
+        out += fmt::format("  {:<40} {:>9.2f} ms {:>9.2f} ms {:>+7.1f}%\n", r.name, *r.measured_host_s * 1e3, r.simulated_host_s * 1e3, 100 * r.host_error());
+    out += fmt::format("{} programs measured their host issue time: error median {:.1f} %, worst {:.1f} %\n", f.host_runs, f.host_median_pct,
+                       f.host_worst_pct);
   }
   return out;
 }

@@ -22,6 +22,9 @@ struct ProgramRun {
   // allocated bytes, and the GPU's peak in use (memory outside the allocator,
   // read after the runs, plus the allocator's peak reserved bytes).
   std::optional<double> peak_allocated, peak_device;
+  // The host's issue time (absent in older results): from the start event's
+  // record to the end event's, the slowest rank's, in the median run.
+  std::optional<double> host_issue_s;
 };
 
 /// Reads a program's result file; InputError naming the file on a wrong schema or field.
@@ -37,6 +40,11 @@ struct ProgramPrediction {
   double simulated_allocated = 0, simulated_device = 0;
   [[nodiscard]] double allocated_error() const { return (simulated_allocated - *measured_allocated) / *measured_allocated; }
   [[nodiscard]] double device_error() const { return (simulated_device - *measured_device) / *measured_device; }
+  // The host's issue time, where the run measured it, and the twin's: when
+  // its slowest rank's host reached the run's closing synchronisation.
+  std::optional<double> measured_host_s;
+  double simulated_host_s = 0;
+  [[nodiscard]] double host_error() const { return (simulated_host_s - *measured_host_s) / *measured_host_s; }
 };
 
 /// The twin simulated on `topo` with `params`, after the runs that went
@@ -56,6 +64,9 @@ struct ProgramFigures {
   // allocated error| and |peak in use error|, median and worst (%).
   int memory_runs = 0;
   double allocated_median_pct = 0, allocated_worst_pct = 0, device_median_pct = 0, device_worst_pct = 0;
+  // Over the runs that measured their host issue time: |error|, median and worst (%).
+  int host_runs = 0;
+  double host_median_pct = 0, host_worst_pct = 0;
 };
 ProgramFigures program_figures(std::vector<ProgramPrediction> runs);
 /// A table of the runs, then the figures, per group.

@@ -26,7 +26,9 @@ slowest rank); with --profile one more run is recorded by torch.profiler (a
 Chrome trace per rank, gzipped). For each it writes
 NAME.json (schema overlapsim.program/v1): the measured makespans, the SDPA
 backend PyTorch ran, its peak memory (`memory`: the caching allocator's peak
-allocated and reserved bytes, and the GPU's used memory after the runs), the
+allocated and reserved bytes, and the GPU's used memory after the runs), each
+timed run's host issue time per rank (`host_issue_s`: the host's own pace
+from the start event to the end event, where nothing blocks it), the
 environment, and the program's twin as an overlapsim workload (`workload:`),
 which `overlapsim reference` simulates and compares.
 
@@ -235,7 +237,9 @@ class Dit:
 
 
 def run_once(torch, dit, c, x0, text, step=None):
-    """One run of the program; returns its makespan (s) from CUDA events on the compute stream.
+    """One run of the program; returns its makespan (s) from CUDA events on the
+    compute stream, and each rank's host issue time (s): from the start event's
+    record to the end event's, the host's own pace where nothing blocks it.
     `step`: a torch.profiler.record_function range around the timed region (a profiled run's step)."""
     compute = torch.cuda.current_stream()
     copy = dit.copy_stream
@@ -248,6 +252,7 @@ def run_once(torch, dit, c, x0, text, step=None):
     if step is not None:
         step.__enter__()
     start.record(compute)
+    issue_from = time.perf_counter()
     x = x0
     if c["policy"] == "none":
         for g in range(total):
@@ -296,16 +301,20 @@ def run_once(torch, dit, c, x0, text, step=None):
             compute.synchronize()
             copy.synchronize()
     end.record(compute)
+    issued = time.perf_counter() - issue_from
     if step is not None:
         step.__exit__(None, None, None)
     torch.cuda.synchronize()
     assert torch.isfinite(x).all()
     seconds = start.elapsed_time(end) * 1e-3
-    if dit.dist:  # the run's makespan: its slowest rank
-        t = torch.tensor([seconds], device="cuda", dtype=torch.float64)
-        dit.dist.all_reduce(t, op=dit.dist.ReduceOp.MAX)
-        seconds = t.item()
-    return seconds
+    if not dit.dist:
+        return seconds, [issued]
+    # The run's makespan: its slowest rank's; every rank's issue time.
+    t = torch.tensor([seconds], device="cuda", dtype=torch.float64)
+    dit.dist.all_reduce(t, op=dit.dist.ReduceOp.MAX)
+    issue = [torch.zeros(1, device="cuda", dtype=torch.float64) for _ in range(dit.dist.get_world_size())]
+    dit.dist.all_gather(issue, torch.tensor([issued], device="cuda", dtype=torch.float64))
+    return t.item(), [i.item() for i in issue]
 
 
 def profile_run(torch, dit, c, x0, text, out_dir, name, rank):
@@ -320,7 +329,7 @@ def profile_run(torch, dit, c, x0, text, out_dir, name, rank):
         pass
     # The timed region is the range "step 0": `overlapsim import-trace --steps '^step \d+$'` times it.
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True, **extra) as prof:
-        seconds = run_once(torch, dit, c, x0, text, step=torch.profiler.record_function("step 0"))
+        seconds, _ = run_once(torch, dit, c, x0, text, step=torch.profiler.record_function("step 0"))
     write_trace(prof, os.path.join(out_dir, name + (f".rank{rank}" if dit.U > 1 else "") + ".trace.json"))
     return seconds
 
@@ -363,10 +372,12 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
     profiled = args.profile and (not args.profile_only or name in args.profile_only.split(","))
     # The profiled run goes right after the first timed one: in the GPU's
     # sustained-load state of the timed runs, not after all of them.
-    makespans, positions, profiled_s = [], [], None
+    makespans, issue, positions, profiled_s = [], [], [], None
     for i in range(args.repeat):
         positions.append(args.warmup + i + (1 if profiled and i > 0 else 0))
-        makespans.append(run_once(torch, dit, c, x0, text))
+        seconds, issued = run_once(torch, dit, c, x0, text)
+        makespans.append(seconds)
+        issue.append(issued)
         if profiled and i == 0:
             profiled_s = profile_run(torch, dit, c, x0, text, out_dir, name, rank)
     memory = memory_record(torch, allocated_before)
@@ -377,14 +388,14 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
     runs_before = positions[order[len(order) // 2]]
     doc = {"schema": "overlapsim.program/v1", "name": name, "group": group_of(c), "program": "validate/programs/dit_offload.py", "config": c,
            "warmup": args.warmup, "makespans_s": makespans, "median_s": med, "runs_before": runs_before, "sdpa_backend": backend,
-           "workload": twin(c, backend), "memory": memory, "environment": environment}
+           "workload": twin(c, backend), "memory": memory, "host_issue_s": issue, "environment": environment}
     if profiled_s is not None:  # the profiled run's own makespan (CUDA events, under the profiler)
         doc["profiled_s"] = profiled_s
     if rank:
         dit.resident, dit.buffers = [], []
         return
     write_json(os.path.join(out_dir, name + ".json"), doc)
-    print(f"{name}: {med * 1e3:.2f} ms (runs {', '.join(f'{m * 1e3:.2f}' for m in makespans)})", flush=True)
+    print(f"{name}: {med * 1e3:.2f} ms (runs {', '.join(f'{m * 1e3:.2f}' for m in makespans)}; host issue {max(issue[order[len(order) // 2]]) * 1e3:.2f} ms)", flush=True)
     dit.resident, dit.buffers = [], []
 
 

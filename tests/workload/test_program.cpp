@@ -1,0 +1,82 @@
+// Reference programs' results (overlapsim.program/v1): the measured host
+// issue time read from the median run, and the twin's against a closed form.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "workload/program.hpp"
+
+using namespace osim;
+
+namespace {
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+
+// A single-GPU twin with every weight resident: its host issues kernels only.
+nlohmann::json program_doc() {
+  return {{"schema", "overlapsim.program/v1"},
+          {"name", "tiny-none"},
+          {"group", "tiny"},
+          {"makespans_s", {0.012, 0.010, 0.011}},
+          {"median_s", 0.011},
+          {"runs_before", 2},
+          {"host_issue_s", {{0.004, 0.006}, {0.003, 0.002}, {0.005, 0.007}}},
+          {"workload",
+           {{"name", "tiny-none"},
+            {"model", {{"preset", "custom"}, {"blocks", 2}, {"hidden", 1024}, {"ffn", 4096}, {"heads", 8}, {"head_dim", 128}, {"text_tokens", 64}}},
+            {"tokens", 1024},
+            {"steps", 1},
+            {"cfg", "none"},
+            {"parallelism", {{"ulysses", 1}}},
+            {"runtime", {{"framework", "pytorch"}}}}}};
+}
+
+std::string write_doc(const nlohmann::json& doc, const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << doc.dump();
+  return path.string();
+}
+}  // namespace
+
+TEST_CASE("a program's host issue time is the slowest rank's in the median run") {
+  const ProgramRun run = read_program_run(write_doc(program_doc(), "osim-program-host.json"));
+  REQUIRE(run.host_issue_s);
+  CHECK(*run.host_issue_s == doctest::Approx(0.007));  // the third run's makespan is the median; its rank 1
+  nlohmann::json old = program_doc();
+  old.erase("host_issue_s");
+  CHECK_FALSE(read_program_run(write_doc(old, "osim-program-old.json")).host_issue_s);
+}
+
+TEST_CASE("a malformed host issue time is refused naming the file") {
+  nlohmann::json doc = program_doc();
+  doc["host_issue_s"] = {{0.004}, {0.003}};  // two runs for three makespans
+  const std::string path = write_doc(doc, "osim-program-bad-host.json");
+  CHECK_THROWS_WITH_AS(read_program_run(path), doctest::Contains("osim-program-bad-host.json"), InputError);
+  CHECK_THROWS_WITH_AS(read_program_run(path), doctest::Contains("one list of ranks' issue times per timed run"), InputError);
+  doc["host_issue_s"] = {{0.0}, {0.0}, {0.0}};
+  CHECK_THROWS_WITH_AS(read_program_run(write_doc(doc, "osim-program-zero-host.json")), doctest::Contains("no positive issue time"), InputError);
+}
+
+TEST_CASE("the twin's host issue time is its host's calls up to the closing synchronisation") {
+  const ProgramRun run = read_program_run(write_doc(program_doc(), "osim-program-twin.json"));
+  ModelParams p;
+  // Only kernel launches cost the host, 10 us each: the host reaches the
+  // closing sync after (kernels) x 10 us, however long the GPU runs.
+  p.overheads = OverheadParams{};
+  p.overheads.kernel_launch = Time::from_us(10);
+  p.overheads.framework_op_call = p.overheads.memcpy_call = p.overheads.event_call = p.overheads.alloc_call = p.overheads.free_call = Time::zero();
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  DitWorkload w = parse_workload_string(run.workload_yaml, run.file);
+  const Schedule s = generate_schedule(w);
+  int kernels = 0;
+  for (const Op& op : *s.programs[0].ops) kernels += op.kind == OpKind::Kernel;
+  REQUIRE(kernels > 10);
+  const ProgramPrediction pred = predict_program(run, topo, p);
+  CHECK(pred.simulated_host_s == doctest::Approx(kernels * 10e-6).epsilon(1e-9));
+  CHECK(pred.simulated_host_s < pred.simulated_s);  // the GPU runs behind the host
+  CHECK(*pred.measured_host_s == doctest::Approx(0.007));
+  CHECK(pred.host_error() == doctest::Approx((kernels * 10e-6 - 0.007) / 0.007));
+}
