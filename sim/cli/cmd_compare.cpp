@@ -108,9 +108,12 @@ int programs_command(const std::vector<std::string>& inputs, const std::string& 
   const ProgramFigures f = predict_programs(inputs, topo, base_params(calibration, topo).params);
   std::cout << format_program_figures(f);
   if (!csv.empty()) {
-    std::string text = "program,group,measured_ms,simulated_ms,error_pct\n";
+    // The host issue time's columns empty where the run did not measure it.
+    std::string text = "program,group,measured_ms,simulated_ms,error_pct,host_measured_ms,host_simulated_ms\n";
     for (const auto& r : f.runs)
-      text += fmt::format("{},{},{:.4f},{:.4f},{:.3f}\n", r.name, r.group, r.measured_s * 1e3, r.simulated_s * 1e3, 100 * r.error());
+      text += fmt::format("{},{},{:.4f},{:.4f},{:.3f},{},{}\n", r.name, r.group, r.measured_s * 1e3, r.simulated_s * 1e3, 100 * r.error(),
+                          r.measured_host_s ? fmt::format("{:.4f}", *r.measured_host_s * 1e3) : "",
+                          r.measured_host_s ? fmt::format("{:.4f}", r.simulated_host_s * 1e3) : "");
     write_file(csv, text);
   }
   int rc = 0;
@@ -409,7 +412,7 @@ Command add_compare(CLI::App& app) {
   c->add_option("--max-median-error", o->max_median_error, "exit 1 when the median makespan error over the runs exceeds this many percent")
       ->check(finite_percent());
   c->add_flag("--layers", o->layers, "print every layer of rank 0");
-  c->add_option("--csv", o->csv, "also write each run's measured and simulated makespan (CSV)");
+  c->add_option("--csv", o->csv, "also write each run's measured and simulated makespan (with --programs, their host issue times too) (CSV)");
   c->add_option("--simulated-out", o->simulated_out, "with --simulate: write each run's simulated records.json and trace.json (Perfetto) into DIR/<run name>/");
   c->add_flag("--force", o->force, "overwrite an existing --csv file or --simulated-out files");
   c->add_flag("--remodel-kernels", o->remodel_kernels,
