@@ -100,7 +100,11 @@ std::optional<CollectiveInfo> collective_of(const Activity& k, std::string* why)
   const json& a = *k.args;
   const std::string name = str_arg(a, "Collective name");
   if (name.empty()) {
-    *why = "NCCL kernel without its collective's parameters (profile with record_shapes=True)";
+    // PyTorch links no parameters to the kernels of grouped point-to-point
+    // calls (batch_isend_irecv), with record_shapes or without.
+    *why = k.name.find("SendRecv") != std::string::npos
+               ? "NCCL point-to-point kernel without parameters (batch_isend_irecv's carry none)"
+               : "NCCL kernel without its collective's parameters (profile with record_shapes=True)";
     return std::nullopt;
   }
   static const std::map<std::string, CollKind> kinds = {

@@ -214,6 +214,18 @@ TEST_CASE("NCCL kernels of every rank's trace become collectives, of one rank's 
   CHECK(error_of({r0, r0}).find("rank 0 again") != std::string::npos);
 }
 
+TEST_CASE("NCCL kernels without parameters: grouped point-to-point calls are told apart from a trace without shapes") {
+  TraceBuilder b;
+  b.gpu("kernel", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 19, 20, 30, b.call("cuLaunchKernelEx", 10, 5));
+  b.gpu("kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 19, 60, 30, b.call("cuLaunchKernelEx", 50, 5));
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("p2p.json")});
+  CHECK(op_at(t, 0, 0).kind == OpKind::Kernel);
+  CHECK(*op_at(t, 0, 0).duration == Time::from_us(30));
+  const auto& left = t.summary.not_imported;
+  CHECK(left.count("NCCL point-to-point kernel without parameters (batch_isend_irecv's carry none): a kernel at its measured time") == 1);
+  CHECK(left.count("NCCL kernel without its collective's parameters (profile with record_shapes=True): a kernel at its measured time") == 1);
+}
+
 TEST_CASE("malformed traces: the file, the line and what to do") {
   const std::string bad = write_text("bad.json", "{\n \"traceEvents\": [\n  {\"ph\": oops}\n ]\n}\n");
   CHECK(error_of({bad}).find(bad + ":3:") == 0);
