@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu/executor.hpp"
+#include "io/text_file.hpp"
 #include "kineto/import.hpp"
 #include "sweep/sweep.hpp"
 #include "report/metrics.hpp"
@@ -77,7 +78,7 @@ BENCHMARK(BM_Sweep1000_2Threads)->Unit(benchmark::kMillisecond)->Iterations(1)->
 // correlation and External ids shifted each time, to ~100,000 events.
 std::string long_trace() {
   using nlohmann::json;
-  json doc = json::parse(osim::kineto::read_maybe_gzip(kSrc + "/validate/reference/h100-sxm/traces/dit-4096-layerwise-pf2-pinned.trace.json.gz"));
+  json doc = json::parse(osim::read_maybe_gzip(kSrc + "/validate/reference/h100-sxm/traces/dit-4096-layerwise-pf2-pinned.trace.json.gz"));
   const json events = doc["traceEvents"];
   double t0 = 1e300, t1 = -1e300;
   for (const json& e : events)

@@ -11,6 +11,7 @@
 
 #include "calib/calibrate.hpp"
 #include "cli/common.hpp"
+#include "io/text_file.hpp"
 #include "io/yaml_reader.hpp"
 #include "core/stats.hpp"
 #include "gpu/as_run.hpp"
@@ -237,7 +238,7 @@ int report_command(const std::string& run_dir, const std::string& topo_path, std
 std::vector<double> validation_errors(const fs::path& runs_dir, const std::string& cal, const std::string& timing_events) {
   std::vector<std::string> runs;
   for (const auto& e : fs::directory_iterator(runs_dir))
-    if (fs::exists(e.path() / "records.json")) runs.push_back(e.path().string());
+    if (fs::exists(plain_or_gz(e.path().string(), "records.json"))) runs.push_back(e.path().string());
   std::sort(runs.begin(), runs.end());
   std::vector<double> errs;
   for (const auto& run : runs) {
@@ -434,7 +435,7 @@ Command add_compare(CLI::App& app) {
 Command add_report(CLI::App& app) {
   auto o = std::make_shared<ReportOptions>();
   auto* c = app.add_subcommand("report", "Make metrics.json, trace.json and summary.txt of a run's records (overlapsim-validate run's, or run --records')");
-  c->add_option("run", o->run, "the run's folder (records.json and schedule.yaml), or its records.json")->required();
+  c->add_option("run", o->run, "the run's folder (records.json, or records.json.gz, and schedule.yaml), or its records file")->required();
   c->add_option("--topology,-t", o->topology, "topology YAML (default: the schedule's 'topology:')");
   c->add_option("--out", o->out, "write the three files here (default: the run's folder)");
   c->add_flag("--force", o->force, "overwrite existing files");

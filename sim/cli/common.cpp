@@ -12,6 +12,7 @@
 #include "calib/calibrate.hpp"
 #include "core/errors.hpp"
 #include "gpu/params_io.hpp"
+#include "io/text_file.hpp"
 
 namespace osim::cli {
 
@@ -75,6 +76,6 @@ CLI::Validator finite_percent() {
       "PERCENT");
 }
 
-std::string records_path(const std::string& p) { return fs::is_directory(p) ? (fs::path(p) / "records.json").string() : p; }
+std::string records_path(const std::string& p) { return fs::is_directory(p) ? plain_or_gz(p, "records.json") : p; }
 
 }  // namespace osim::cli

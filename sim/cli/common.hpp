@@ -26,7 +26,8 @@ void write_file(const fs::path& p, const std::string& text);
 nlohmann::json read_json(const std::string& path);
 /// A text file's contents ("" when it cannot be read).
 std::string slurp(const std::string& path);
-/// A run's records file: the path itself, or records.json in that folder.
+/// A run's records file: the path itself, or records.json (else
+/// records.json.gz) in that folder.
 std::string records_path(const std::string& p);
 
 /// A reference program's torch.profiler trace imported and simulated: its

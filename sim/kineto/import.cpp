@@ -1,7 +1,5 @@
 #include "kineto/import.hpp"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <limits>
@@ -462,22 +460,6 @@ class Importer {
 };
 
 }  // namespace
-
-std::string read_maybe_gzip(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(SourceLocation{path, 0, 0}, "no such file");
-  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are
-  if (!f) throw InputError(SourceLocation{path, 0, 0}, "cannot be read");
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  int err = 0;
-  const std::string msg = n < 0 ? gzerror(f, &err) : "";
-  gzclose(f);
-  if (n < 0) throw InputError(SourceLocation{path, 0, 0}, "cannot be decompressed (" + msg + ")");
-  return out;
-}
 
 std::string ImportSummary::text() const {
   std::string out = fmt::format("{} rank(s), {} trace events\n", ranks, events);

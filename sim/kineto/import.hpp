@@ -60,7 +60,4 @@ struct ImportedTrace {
 /// unusable trace.
 ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportOptions& options = {});
 
-/// A file's contents, gunzipped when it is gzip (by its magic bytes).
-std::string read_maybe_gzip(const std::string& path);
-
 }  // namespace osim::kineto

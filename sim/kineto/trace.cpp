@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "io/text_file.hpp"
+
 namespace osim::kineto::trace {
 
 [[noreturn]] void fail(const std::string& file, const std::string& what, int line) { throw InputError(SourceLocation{file, line, 0}, what); }

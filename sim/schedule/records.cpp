@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "io/text_file.hpp"
 
 namespace osim {
 
@@ -141,11 +143,12 @@ Records parse_records(const nlohmann::json& j, const std::string& file) {
 }
 
 Records read_records(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open the records file: check the path");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(SourceLocation{path, 0, 0}, "cannot open the records file: check the path");
+  const std::string text = read_maybe_gzip(path);  // the reference machines' are gzipped
   nlohmann::ordered_json j;
   try {
-    j = nlohmann::ordered_json::parse(in);
+    j = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(SourceLocation{path, 0, 0}, std::string("not valid JSON: ") + e.what());
   }
