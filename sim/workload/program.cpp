@@ -180,6 +180,12 @@ std::string format_program_figures(const ProgramFigures& f) {
         out += fmt::format("  {:<40} {:>9.2f} ms {:>9.2f} ms {:>+7.1f}%\n", r.name, *r.measured_host_s * 1e3, r.simulated_host_s * 1e3, 100 * r.host_error());
     out += fmt::format("{} programs measured their host issue time: error median {:.1f} %, worst {:.1f} %\n", f.host_runs, f.host_median_pct,
                        f.host_worst_pct);
+    std::string host_bound;
+    for (const auto& r : f.runs)
+      if (r.host_bound_measured_only()) host_bound += " " + r.name;
+    if (!host_bound.empty())
+      out += "  their hosts set the pace, the twins' not (a framework's host is slower than a generated twin's; import the program's "
+             "trace, docs/import-trace.md):" + host_bound + "\n";
   }
   return out;
 }

@@ -45,6 +45,11 @@ struct ProgramPrediction {
   std::optional<double> measured_host_s;
   double simulated_host_s = 0;
   [[nodiscard]] double host_error() const { return (simulated_host_s - *measured_host_s) / *measured_host_s; }
+  // The measured host issued until 90 % of the makespan or later (it set the
+  // pace, or something blocked it) where the twin's was done within half of it.
+  [[nodiscard]] bool host_bound_measured_only() const {
+    return measured_host_s && *measured_host_s >= 0.9 * measured_s && simulated_host_s <= 0.5 * simulated_s;
+  }
 };
 
 /// The twin simulated on `topo` with `params`, after the runs that went

@@ -80,3 +80,30 @@ TEST_CASE("the twin's host issue time is its host's calls up to the closing sync
   CHECK(*pred.measured_host_s == doctest::Approx(0.007));
   CHECK(pred.host_error() == doctest::Approx((kernels * 10e-6 - 0.007) / 0.007));
 }
+
+TEST_CASE("programs whose measured host set the pace and whose twin's did not are named") {
+  auto run = [](const char* name, double measured_s, double host_s, double simulated_s, double sim_host_s) {
+    ProgramPrediction p;
+    p.name = name;
+    p.group = "g";
+    p.measured_s = measured_s;
+    p.simulated_s = simulated_s;
+    p.measured_host_s = host_s;
+    p.simulated_host_s = sim_host_s;
+    return p;
+  };
+  const ProgramPrediction paced = run("paced", 0.070, 0.069, 0.055, 0.018);     // issued to 99 %, the twin to 33 %
+  const ProgramPrediction blocked = run("blocked", 1.15, 1.05, 1.14, 1.02);     // both hosts held by pageable copies
+  const ProgramPrediction ahead = run("ahead", 0.054, 0.031, 0.054, 0.006);     // the measured host ran ahead too
+  const ProgramPrediction edge = run("edge", 0.100, 0.091, 0.100, 0.049);       // 91 % against 49 %: named
+  const ProgramPrediction short_of = run("short", 0.100, 0.089, 0.100, 0.049);  // 89 %: not
+  CHECK(paced.host_bound_measured_only());
+  CHECK_FALSE(blocked.host_bound_measured_only());
+  CHECK_FALSE(ahead.host_bound_measured_only());
+  CHECK(edge.host_bound_measured_only());
+  CHECK_FALSE(short_of.host_bound_measured_only());
+  const std::string text = format_program_figures(program_figures({paced, blocked, ahead, edge, short_of}));
+  CHECK(text.find("the twins' not (a framework's host is slower than a generated twin's; import the program's trace, docs/import-trace.md): paced edge\n") !=
+        std::string::npos);
+  CHECK(format_program_figures(program_figures({blocked, ahead})).find("set the pace") == std::string::npos);
+}
