@@ -4,7 +4,6 @@
 #include <cassert>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>

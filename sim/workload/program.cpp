@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -107,6 +108,10 @@ std::vector<std::pair<std::string, std::vector<const ProgramPrediction*>>> by_gr
   }
   return out;
 }
+// Errors' median and worst (0 and 0 for none).
+std::pair<double, double> median_and_worst(const std::vector<double>& errs) {
+  return {median(errs), errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end())};
+}
 double spearman_of(const std::vector<const ProgramPrediction*>& g) {
   std::vector<double> m, s;
   for (const auto* r : g) m.push_back(r->measured_s), s.push_back(r->simulated_s);
@@ -118,8 +123,7 @@ ProgramFigures program_figures(std::vector<ProgramPrediction> runs) {
   ProgramFigures f;
   std::vector<double> errs;
   for (const auto& r : runs) errs.push_back(100 * std::abs(r.error()));
-  f.median_pct = median(errs);
-  f.worst_pct = errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end());
+  std::tie(f.median_pct, f.worst_pct) = median_and_worst(errs);
   for (const auto& [name, g] : by_group(runs))
     if (g.size() >= 3) f.spearman_min = std::min(f.spearman_min, spearman_of(g));
   std::vector<double> alloc_errs, device_errs;
@@ -129,20 +133,13 @@ ProgramFigures program_figures(std::vector<ProgramPrediction> runs) {
       device_errs.push_back(100 * std::abs(r.device_error()));
     }
   f.memory_runs = static_cast<int>(alloc_errs.size());
-  if (f.memory_runs) {
-    f.allocated_median_pct = median(alloc_errs);
-    f.allocated_worst_pct = *std::max_element(alloc_errs.begin(), alloc_errs.end());
-    f.device_median_pct = median(device_errs);
-    f.device_worst_pct = *std::max_element(device_errs.begin(), device_errs.end());
-  }
+  std::tie(f.allocated_median_pct, f.allocated_worst_pct) = median_and_worst(alloc_errs);
+  std::tie(f.device_median_pct, f.device_worst_pct) = median_and_worst(device_errs);
   std::vector<double> host_errs;
   for (const auto& r : runs)
     if (r.measured_host_s) host_errs.push_back(100 * std::abs(r.host_error()));
   f.host_runs = static_cast<int>(host_errs.size());
-  if (f.host_runs) {
-    f.host_median_pct = median(host_errs);
-    f.host_worst_pct = *std::max_element(host_errs.begin(), host_errs.end());
-  }
+  std::tie(f.host_median_pct, f.host_worst_pct) = median_and_worst(host_errs);
   f.runs = std::move(runs);
   return f;
 }
