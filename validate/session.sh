@@ -26,6 +26,8 @@
 #                      every GPU (NCCL defaults; the 16,384-token NCCL ones
 #                      also with NCCL_P2P_DISABLE=1, and on 2 GPUs of 4+);
 #                      NAMES: only these, each profiled (comma-separated)
+#   programs-sp-pinN[:NAMES] the same on every GPU with NCCL defaults, each  -> programs-pinN/
+#                      rank bound to N physical cores of its own (not profiled)
 #   phase              the hand-off testcases, every sample kept, twice      -> bench-phase-1.json, -2.json
 #   bench:NAME:REGEX   one bench --filter REGEX                              -> bench-NAME.json
 #   twice:NAME:REGEX   the same, twice in a row                              -> bench-NAME-1.json, -2.json
@@ -121,8 +123,9 @@ for s in "${expanded[@]}"; do
       timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs" --grid single --profile ${only:+--only "$only"} \
         > "$out/programs.log" 2>&1
       mark "programs rc=$?" ;;
-    programs-sp|programs-sp:*)
-      only=${s#programs-sp}; only=${only#:}
+    programs-sp|programs-sp:*|programs-sp-pin[0-9]*)
+      head=${s%%:*}; only=${s#"$head"}; only=${only#:}
+      pin=${head#programs-sp}; pin=${pin#-pin}
       ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
       sp() {  # label, env..., -- dit_offload.py options
         local label=$1; shift
@@ -130,11 +133,13 @@ for s in "${expanded[@]}"; do
         while [ "$1" != -- ]; do envs+=("$1"); shift; done
         shift
         timeout 300 env "${envs[@]}" "${torch_py[@]}" -m torch.distributed.run --standalone --nproc-per-node "$nproc" \
-          validate/programs/dit_offload.py --out "$out/programs" --grid sp "$@" > "$out/programs-$label.log" 2>&1
+          validate/programs/dit_offload.py --out "$out/programs${pin:+-pin$pin}" --grid sp ${pin:+--pin-cores "$pin"} "$@" \
+          > "$out/programs-$label.log" 2>&1
         mark "programs-$label rc=$?"
       }
-      if [ "$ngpus" -lt 2 ]; then mark "programs-sp skipped: $ngpus GPU"; continue; fi
+      if [ "$ngpus" -lt 2 ]; then mark "$head skipped: $ngpus GPU"; continue; fi
       nproc=$ngpus
+      if [ -n "$pin" ]; then sp "sp$nproc-pin$pin" NCCL_NVLS_ENABLE=0 -- ${only:+--only "$only"}; continue; fi
       if [ -n "$only" ]; then sp sp$nproc NCCL_NVLS_ENABLE=0 -- --profile --only "$only"; continue; fi
       sp sp$nproc NCCL_NVLS_ENABLE=0 -- --profile --profile-only "dit-sp$nproc-16384-nccl-layerwise-pf2-pinned"
       sp sp$nproc-p2poff NCCL_P2P_DISABLE=1 -- --grid-tokens 16384 --grid-a2a nccl

@@ -76,6 +76,9 @@ def parse_args():
     p.add_argument("--profile-only", help="with --profile: comma-separated configuration names to profile (default: all)")
     p.add_argument("--twins-only", action="store_true", help="write each configuration's twin workload, run nothing")
     p.add_argument("--only", help="comma-separated configuration names: run only these of the grid")
+    p.add_argument("--pin-cores", type=int, metavar="N",
+                   help="bind each rank (its Python thread, PyTorch's and NCCL's threads) to N physical cores of its own, "
+                        "every hardware thread of them; default: the launcher's affinity")
     return p.parse_args()
 
 
@@ -407,8 +410,35 @@ def write_json(path, doc):
     os.replace(tmp, path)
 
 
+def physical_cores():
+    """The CPUs this process may run on, grouped by physical core (SMT siblings together), in core order."""
+    cores = {}
+    for cpu in sorted(os.sched_getaffinity(0)):
+        top = f"/sys/devices/system/cpu/cpu{cpu}/topology/"
+        try:
+            key = tuple(int(open(top + f).read()) for f in ("physical_package_id", "core_id"))
+        except OSError:
+            key = (0, cpu)
+        cores.setdefault(key, []).append(cpu)
+    return [cores[k] for k in sorted(cores)]
+
+
+def pin_rank(n):
+    """Bind this rank to n physical cores of its own (before torch starts any thread, so all inherit it)."""
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    cores = physical_cores()
+    mine = cores[local * n:(local + 1) * n]
+    if len(mine) < n:
+        sys.exit(f"dit_offload.py: --pin-cores {n}: rank {local} needs cores {local * n}-{(local + 1) * n - 1}, "
+                 f"this process may run on {len(cores)} physical cores; give fewer")
+    cpus = sorted(c for core in mine for c in core)
+    os.sched_setaffinity(0, cpus)
+    return cpus
+
+
 def main():
     args = parse_args()
+    affinity = pin_rank(args.pin_cores) if args.pin_cores else None
     os.makedirs(args.out, exist_ok=True)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     configs = configurations(args, args.ranks if args.twins_only and args.ranks else world)
@@ -443,6 +473,8 @@ def main():
         print(f"note: cross-attention runs {cross_backend}, self-attention {backend}; the twin takes {backend}", flush=True)
     environment = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": str(torch.backends.cudnn.version()),
                    "gpu": torch.cuda.get_device_name(0), "sdpa_kernel": kernel, "sdpa_cross_backend": cross_backend, "hostname": os.uname().nodename}
+    if affinity:
+        environment["cpu_affinity"] = affinity
     if world > 1:
         environment.update(ranks=world, nccl=str(torch.cuda.nccl.version()),
                            nccl_env={k: v for k, v in os.environ.items() if k.startswith("NCCL_")})
