@@ -36,7 +36,7 @@
 # Presets: whole-gpu = bench attention attention-runner framework eager vram phase validation:^sp1-pf[0-3]-default$ programs programs-memory models
 #          box       = bench bench-p2p-off attention framework programs-sp validation
 # Every session also writes the machine's description (machine/: nvidia-smi,
-# its topology matrix, nvidia-smi -q, the GPUs' PCIe links (lspci), their clocks and limits, library versions), samples
+# its topology matrix, nvidia-smi -q, the GPUs' PCIe links (lspci), their clocks and limits, library versions, lscpu), samples
 # clocks, power and throttle reasons every 100 ms (smi-log.csv.gz), and the
 # time each step ended (marks.txt). Extra bench options after `--` go to every
 # bench step (e.g. -- --samples 41). With --pack, DIR is packed into DIR.tgz.
@@ -80,6 +80,7 @@ nvidia-smi -q > "$out/machine/nvidia-smi-q.txt" 2>&1
 command -v lspci > /dev/null && lspci -vv -d 10de: 2> /dev/null | grep -E '^[0-9a-f]|LnkCap:|LnkSta:' > "$out/machine/lspci-nvidia.txt"
 nvidia-smi --query-gpu=name,pci.bus_id,driver_version,clocks.max.sm,power.limit,temperature.gpu --format=csv > "$out/machine/gpus.csv" 2>&1
 { echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; ldd "$bin"; uname -a; head -2 /etc/os-release 2>/dev/null; } > "$out/machine/versions.txt" 2>&1
+command -v lscpu > /dev/null && lscpu > "$out/machine/lscpu.txt" 2>&1
 nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
   --format=csv -lms 100 > "$out/smi-log.csv" 2>&1 &
 smi=$!
