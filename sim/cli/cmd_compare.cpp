@@ -107,7 +107,7 @@ int programs_command(const std::vector<std::string>& inputs, const std::string& 
   if (!csv.empty()) refuse_overwrite(csv, force);
   const hw::Topology topo(hw::parse_topology_file(topo_path));
   const ProgramFigures f = predict_programs(inputs, topo, base_params(calibration, topo).params);
-  std::cout << format_program_figures(f);
+  std::cout << format_program_figures(f) << format_repeated_figures(repeated_figures(f.runs));
   if (!csv.empty()) {
     // The host issue time's columns empty where the run did not measure it.
     std::string text = "program,group,measured_ms,simulated_ms,error_pct,host_measured_ms,host_simulated_ms\n";
@@ -296,7 +296,8 @@ int reference_command(const std::string& folder, bool write_calibration) {
     }
   std::optional<MapReader> expected;
   if (top.has("expected"))
-    expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "models", "memory", "traces"});
+    expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated", "models",
+                                                      "memory", "traces"});
   const auto check = [&](bool ok, const std::string& what) {
     if (!ok) {
       std::cout << "  above what the manifest expects: " << what << "\n";
@@ -327,14 +328,33 @@ int reference_command(const std::string& folder, bool write_calibration) {
     return std::make_pair(m, predict_programs(program_files(path(m.str("runs"))), topo, params));
   };
   if (top.has("programs")) {
-    // Reference programs (framework programs run on the machine, none of them a calibration input).
-    const auto [pr, f] = predicted("programs");
+    // Reference programs (framework programs run on the machine, none of them a calibration input);
+    // `repeats:` the same programs run again (other boxes or sessions), each one's median run against its twin.
+    const MapReader pr(file, top.get("programs"), "programs", {"runs", "repeats"});
+    ProgramFigures f = predict_programs(program_files(path(pr.str("runs"))), topo, params);
     std::cout << fmt::format("  programs: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", f.runs.size(),
                              f.median_pct, f.worst_pct, f.spearman_min);
+    const auto within = [](double value, const MapReader& e, const char* key) { return value <= e.num(key) + 0.05; };
     if (expected && expected->has("programs")) {
       const MapReader e(file, expected->get("programs"), "programs", {"median_pct", "worst_pct", "spearman_min"});
-      check(f.median_pct <= e.num("median_pct") + 0.05 && f.worst_pct <= e.num("worst_pct") + 0.05 && f.spearman_min >= e.num("spearman_min") - 0.005,
-            "programs");
+      check(within(f.median_pct, e, "median_pct") && within(f.worst_pct, e, "worst_pct") && f.spearman_min >= e.num("spearman_min") - 0.005, "programs");
+    }
+    if (pr.has("repeats")) {
+      std::vector<ProgramPrediction> all = f.runs;
+      int sessions = 1;
+      for (const YAML::Node& r : pr.get("repeats")) {
+        for (auto& run : predict_programs(program_files(path(scalar_str(file, r, "a repeat's folder"))), topo, params).runs) all.push_back(std::move(run));
+        ++sessions;
+      }
+      const RepeatedFigures rf = repeated_figures(all);
+      std::cout << fmt::format("  programs over {} sessions: {} measured more than once, error against each one's median run: median {:.1f} %, worst "
+                               "{:.1f} %, {} within their measured range, medians' rank correlation at least {:.2f}\n",
+                               sessions, rf.programs.size(), rf.median_pct, rf.worst_pct, rf.within_range, rf.spearman_min);
+      if (expected && expected->has("programs_repeated")) {
+        const MapReader e(file, expected->get("programs_repeated"), "programs_repeated", {"median_pct", "worst_pct", "spearman_min"});
+        check(within(rf.median_pct, e, "median_pct") && within(rf.worst_pct, e, "worst_pct") && rf.spearman_min >= e.num("spearman_min") - 0.005,
+              "programs over their sessions");
+      }
     }
   }
   if (top.has("models")) {

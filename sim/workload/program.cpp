@@ -187,4 +187,56 @@ std::string format_program_figures(const ProgramFigures& f) {
   return out;
 }
 
+RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
+  std::vector<std::pair<std::string, std::vector<const ProgramPrediction*>>> by_name;
+  for (const auto& r : runs) {
+    auto it = std::find_if(by_name.begin(), by_name.end(), [&](const auto& n) { return n.first == r.name; });
+    if (it == by_name.end()) it = by_name.insert(by_name.end(), {r.name, {}});
+    it->second.push_back(&r);
+  }
+  RepeatedFigures f;
+  std::vector<double> errs;
+  for (const auto& [name, rs] : by_name) {
+    if (rs.size() < 2) continue;
+    RepeatedProgram p{name, rs.front()->group, static_cast<int>(rs.size())};
+    std::vector<double> measured, simulated;
+    for (const auto* r : rs) measured.push_back(r->measured_s), simulated.push_back(r->simulated_s);
+    p.measured_median_s = median(measured);
+    p.measured_min_s = *std::min_element(measured.begin(), measured.end());
+    p.measured_max_s = *std::max_element(measured.begin(), measured.end());
+    p.simulated_s = median(simulated);
+    errs.push_back(100 * std::abs(p.error()));
+    f.within_range += p.within_range();
+    f.programs.push_back(std::move(p));
+  }
+  std::tie(f.median_pct, f.worst_pct) = median_and_worst(errs);
+  std::vector<std::pair<std::string, std::vector<const RepeatedProgram*>>> groups;
+  for (const auto& p : f.programs) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == p.group; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {p.group, {}});
+    it->second.push_back(&p);
+  }
+  for (const auto& [group, g] : groups) {
+    if (g.size() < 3) continue;
+    std::vector<double> m, s;
+    for (const auto* p : g) m.push_back(p->measured_median_s), s.push_back(p->simulated_s);
+    f.spearman_min = std::min(f.spearman_min, spearman(m, s));
+  }
+  return f;
+}
+
+std::string format_repeated_figures(const RepeatedFigures& f) {
+  if (f.programs.empty()) return "";
+  std::string out = fmt::format("  {:<48} {:>4} {:>12} {:>21} {:>12} {:>8}\n", "measured more than once", "runs", "median", "range (spread)",
+                                "simulated", "error");
+  for (const auto& p : f.programs)
+    out += fmt::format("  {:<48} {:>4} {:>9.2f} ms {:>8.2f}-{:<8.2f}({:>3.0f} %) {:>9.2f} ms {:>+7.1f}%{}\n", p.name, p.runs,
+                       p.measured_median_s * 1e3, p.measured_min_s * 1e3, p.measured_max_s * 1e3,
+                       100 * (p.measured_max_s / p.measured_min_s - 1), p.simulated_s * 1e3, 100 * p.error(), p.within_range() ? "" : "  outside");
+  out += fmt::format("{} programs measured more than once: makespan error against each one's median run: median {:.1f} %, worst {:.1f} %; "
+                     "{} simulated within their measured range; medians ranked alike within each group: rank correlation at least {:.2f}\n",
+                     f.programs.size(), f.median_pct, f.worst_pct, f.within_range, f.spearman_min);
+  return out;
+}
+
 }  // namespace osim

@@ -74,6 +74,28 @@ struct ProgramFigures {
   double host_median_pct = 0, host_worst_pct = 0;
 };
 ProgramFigures program_figures(std::vector<ProgramPrediction> runs);
+
+/// A program measured more than once (on several boxes, or sessions): its
+/// simulated makespan against the median of its measured ones, and whether it
+/// lies within their range (the boxes' own spread).
+struct RepeatedProgram {
+  std::string name, group;
+  int runs = 0;
+  double measured_median_s = 0, measured_min_s = 0, measured_max_s = 0;
+  double simulated_s = 0;  // the median of its twins' (each after its own runs before)
+  [[nodiscard]] double error() const { return (simulated_s - measured_median_s) / measured_median_s; }
+  [[nodiscard]] bool within_range() const { return simulated_s >= measured_min_s && simulated_s <= measured_max_s; }
+};
+struct RepeatedFigures {
+  std::vector<RepeatedProgram> programs;  // in the order of their first run
+  double median_pct = 0, worst_pct = 0;   // |error against the median|
+  int within_range = 0;
+  double spearman_min = 1;  // the medians ranked against the simulated, the least over groups of three or more
+};
+/// The programs of `runs` that appear more than once by name.
+RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs);
+/// Their table, then the figures (empty when no program repeats).
+std::string format_repeated_figures(const RepeatedFigures& f);
 /// A table of the runs, then the figures, per group.
 std::string format_program_figures(const ProgramFigures& f);
 

@@ -107,3 +107,41 @@ TEST_CASE("programs whose measured host set the pace and whose twin's did not ar
         std::string::npos);
   CHECK(format_program_figures(program_figures({blocked, ahead})).find("set the pace") == std::string::npos);
 }
+
+TEST_CASE("a program measured more than once is compared at its median run and against its range") {
+  auto run = [](const char* name, const char* group, double measured_ms, double simulated_ms) {
+    ProgramPrediction p;
+    p.name = name;
+    p.group = group;
+    p.measured_s = measured_ms / 1e3;
+    p.simulated_s = simulated_ms / 1e3;
+    return p;
+  };
+  // a: three sessions 100, 130, 110 ms, twins 119-121: median 110, simulated 120 (+9.09 %), within 100-130.
+  // b: two sessions 50, 60 ms (median 55), twin 70 (+27.27 %), outside. c: once, left out.
+  const RepeatedFigures f = repeated_figures({run("a", "g", 100, 121), run("b", "g", 50, 70), run("a", "g", 130, 120), run("c", "g", 80, 80),
+                                              run("b", "g", 60, 70), run("a", "g", 110, 119)});
+  REQUIRE(f.programs.size() == 2);
+  CHECK(f.programs[0].name == "a");
+  CHECK(f.programs[0].runs == 3);
+  CHECK(f.programs[0].measured_median_s == doctest::Approx(0.110));
+  CHECK(f.programs[0].measured_min_s == doctest::Approx(0.100));
+  CHECK(f.programs[0].measured_max_s == doctest::Approx(0.130));
+  CHECK(f.programs[0].simulated_s == doctest::Approx(0.120));
+  CHECK(f.programs[0].within_range());
+  CHECK(f.programs[1].measured_median_s == doctest::Approx(0.055));
+  CHECK_FALSE(f.programs[1].within_range());
+  CHECK(f.median_pct == doctest::Approx((100.0 / 11 + 300.0 / 11) / 2));
+  CHECK(f.worst_pct == doctest::Approx(300.0 / 11));
+  CHECK(f.within_range == 1);
+  CHECK(f.spearman_min == 1);  // no group of three repeats
+  const std::string text = format_repeated_figures(f);
+  CHECK(text.find("2 programs measured more than once: makespan error against each one's median run: median 18.2 %, worst 27.3 %; 1 simulated "
+                  "within their measured range") != std::string::npos);
+  CHECK(text.find("+27.3%  outside\n") != std::string::npos);
+  CHECK(format_repeated_figures(repeated_figures({run("a", "g", 100, 121), run("c", "g", 80, 80)})).empty());
+  // Three repeated programs in one group: their medians 110, 55, 90 against twins 120, 70, 60 rank 3-1-2 against 3-2-1.
+  const RepeatedFigures ranked = repeated_figures({run("a", "g", 100, 120), run("a", "g", 120, 120), run("b", "g", 50, 70), run("b", "g", 60, 70),
+                                                   run("d", "g", 80, 60), run("d", "g", 100, 60)});
+  CHECK(ranked.spearman_min == doctest::Approx(0.5));
+}
