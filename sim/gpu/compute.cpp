@@ -126,11 +126,12 @@ void Compute::start_kernel(int r, int id) {
   const int demand = op.sm_limit > 0 ? std::min(op.sm_limit, R.sms) : R.sms - margin;
   // A kernel of measured duration (an imported trace's) ran at the clock and
   // beside the copies it had: neither slows it again.
-  const bool compute = !op.duration && (op.gemm.has_value() || op.attention.has_value() || op.flops > 0);
+  const bool has_flops = op.gemm.has_value() || op.attention.has_value() || op.flops > 0;
+  const bool compute = !op.duration && has_flops;
   ++C.kernel_changes;
   C.kernels.push_back(RunningKernel{id, R.program->work(id), 0, 0, x_.engine.now(), {}, demand, margin,
                                     x_.streams->priority(r, op.stream), compute, compute || op.hbm_bytes > 0,
-                                    op.attention.has_value() && !op.gemm.has_value() && !op.realised});
+                                    op.attention.has_value() && !op.gemm.has_value() && !op.realised, !has_flops && op.hbm_bytes > 0});
   update(r);
 }
 
@@ -170,12 +171,14 @@ void Compute::update(int r) {
     }
     // The duty cycle counts every kernel that draws power, memory-bound
     // ones too; only compute-bound kernels slow with the clock. The GEMMs'
-    // counts SDPA by sustained_attention_load, SDPA's own counts it whole.
+    // counts SDPA by sustained_attention_load and a memory-bound kernel by
+    // sustained_memory_load; SDPA's own counts every kernel whole.
     C.duty_level = 0;
     C.attention_duty_busy = false;
     for (const RunningKernel& k : C.kernels)
       if (k.loads) {
-        C.duty_level = std::max(C.duty_level, k.attention ? pw.sustained_attention_load : 1.0);
+        const double level = k.attention ? pw.sustained_attention_load : k.memory_bound ? pw.sustained_memory_load : 1.0;
+        C.duty_level = std::max(C.duty_level, level);
         C.attention_duty_busy = true;
       }
     auto above = [&](double duty) { return std::clamp((duty - pw.sustained_duty) / (1 - pw.sustained_duty), 0.0, 1.0); };

@@ -57,6 +57,7 @@ class Compute {
     bool clocked = true;     // compute-bound (GEMM, attention, FLOPs): slowed by a lowered clock
     bool loads = true;       // draws power (any kernel with work; not a bare `duration`): counts toward the duty cycle
     bool attention = false;  // SDPA: takes AttentionParams::attention_slow_share of the slow clock term
+    bool memory_bound = false;  // HBM bytes and no FLOPs: puts PowerParams::sustained_memory_load on the duty cycle
   };
   struct Rank {
     // The duty cycle (exponential averages) for the sustained-load clock.

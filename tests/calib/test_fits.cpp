@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "calib/calibrate.hpp"
@@ -426,4 +427,37 @@ TEST_CASE("host aggregates both ways and of pageable copies: fitted from multi-G
   bool said = false;
   for (const Fit& f : unbound.fits) said = said || (f.name == "host aggregate, both ways" && f.formula.find("not fitted") == 0);
   CHECK(said);
+}
+
+TEST_CASE("memory-bound kernels' load: fitted at the calibration's full-duty slowdown, whatever the box's") {
+  // The H200's bench and its GEMMs between copy kernels. The same box
+  // throttling half as hard (both slowdowns halved) fits the same load; the
+  // row without its GEMMs alone is taken as measured and fits a lighter one
+  // (this box's GEMMs alone slowed 1.17x, the calibration's replay 1.20x).
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  auto read = [](const std::string& name) {
+    std::ifstream in(kSrc + "/validate/reference/h200/" + name);
+    return nlohmann::json::parse(in);
+  };
+  const nlohmann::json bench = read("bench-default.json"), memload = read("bench-memload-1.json");
+  auto load_with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json doc = memload;
+    for (auto& r : doc["results"])
+      if (r["key"] == "gemm_between_memory_bound") edit(r);
+    const Calibration c = calibrate({{"bench-default.json", bench}, {"bench-memload-1.json", doc}}, topo);
+    return std::pair{c.params.power.sustained_memory_load, values_of(fit_named(c, "sustained load, memory-bound kernels' share"))};
+  };
+  const auto [load, values] = load_with([](nlohmann::json&) {});
+  CHECK(load > 0.3);
+  CHECK(load < 0.7);
+  CHECK(values.at("target") == doctest::Approx(1 + (values.at("gemm_slowdown") - 1) * (values.at("replayed_as_gemm") - 1) /
+                                                       (values.at("gemm_alone_slowdown") - 1)));
+  const auto [halved, halved_values] = load_with([](nlohmann::json& r) {
+    r["slowdown"] = 1 + (r["slowdown"].get<double>() - 1) / 2;
+    r["alone_slowdown"] = 1 + (r["alone_slowdown"].get<double>() - 1) / 2;
+  });
+  CHECK(halved == doctest::Approx(load).epsilon(1e-3));
+  const auto [unscaled, unscaled_values] = load_with([](nlohmann::json& r) { r.erase("alone_slowdown"); });
+  CHECK(unscaled_values.at("target") == doctest::Approx(unscaled_values.at("gemm_slowdown")));
+  CHECK(unscaled < load - 0.02);
 }

@@ -70,6 +70,35 @@ programs:
   CHECK((run(0.4).op(0, 1).end - run(0.4).op(0, 1).start).us() == doctest::Approx(10.0).epsilon(1e-6));
 }
 
+TEST_CASE("a memory-bound kernel puts its sustained_memory_load on the duty cycle") {
+  // As for SDPA: 1 s of one HBM-bound kernel brings the duty cycle to its
+  // load w; the 10 us GEMM after it slows by 1 + 0.2 x clamp((w - 0.5) / 0.5).
+  ModelParams p = quiet();
+  p.power.sustained_slowdown = 0.2;
+  p.power.sustained_duty = 0.5;
+  p.power.sustained_time_constant = Time::from_ms(10);
+  auto gemm_us = [&](double w, const std::string& first) {
+    p.power.sustained_memory_load = w;
+    Sim s(R"(name: memory-load
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - )" + first + R"(
+      - {op: kernel, stream: a, flops: 0.6e9}
+)",
+          p);
+    return (s.op(0, 1).end - s.op(0, 1).start).us();
+  };
+  const std::string hbm = "{op: kernel, stream: a, bytes: 850.0e9}";
+  CHECK(gemm_us(1.0, hbm) == doctest::Approx(12.0).epsilon(1e-3));
+  CHECK(gemm_us(0.75, hbm) == doctest::Approx(11.0).epsilon(1e-3));
+  CHECK(gemm_us(0.4, hbm) == doctest::Approx(10.0).epsilon(1e-6));
+  // A compute-bound kernel before it counts whole, whatever the memory load.
+  CHECK(gemm_us(0.4, "{op: kernel, stream: a, flops: 60.0e12}") == doctest::Approx(12.0).epsilon(1e-3));
+}
+
 TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form") {
   // Ten 10 ms compute kernels back to back; only the slow term acts (the
   // fast one is ~0, the duty threshold 0): kernel i takes

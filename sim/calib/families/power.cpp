@@ -189,24 +189,17 @@ void fit_sustained(FitContext& ctx) {
   if (slow_fit) c.fits.push_back(*slow_fit);
 }
 
-// The bench's GEMMs between SDPA kernels (gemm_between_attention), replayed
-// as it ran: 300 ms idle, then cycles of two GEMMs and one SDPA back to back
-// for the row's time. The SDPA takes its measured burst time (through the
-// op's efficiency), so the fit sees the load alone, not the attention
-// family's rate. Returns the steady (second half's median) / first-cycle
-// time, for the GEMMs and for the SDPA.
+// The bench's GEMMs between other kernels (gemm_between_attention: cuDNN
+// SDPA; gemm_between_memory_bound: a copy kernel), replayed as it ran: 300 ms
+// idle, then cycles of two GEMMs and the other kernel back to back for the
+// row's time. The other kernel takes its measured burst time, so the fit sees
+// the load alone, not its family's rate. Returns the steady (second half's
+// median) / first-cycle time, for the GEMMs and for the other kernel.
 struct BetweenRatios {
-  double gemm, attention;
+  double gemm, other;
 };
-BetweenRatios replay_between_attention(const json& r, const hw::Topology& topo, const ModelParams& p) {
+BetweenRatios replay_between(const json& r, const Op& a, const hw::Topology& topo, const ModelParams& p) {
   const Op g = bench_gemm(json::array({r.at("m"), r.at("n"), r.at("k")}));
-  const json& at = r.at("attention");
-  Op a = bench_attention(AttentionShape{at.at("batch").get<int32_t>(), at.at("heads").get<int32_t>(), at.at("seq").get<int32_t>(),
-                                        at.at("seq_kv").get<int32_t>(), at.at("head_dim").get<int32_t>(), AttnBackend::Cudnn});
-  const auto& peaks = topo.node(topo.gpus().front()).gpu.peak_tflops;
-  const auto bf16 = peaks.find("bf16");
-  if (bf16 == peaks.end()) return {1, 1};
-  a.efficiency = static_cast<float>(a.attention->flops() / (bf16->second * 1e12 * r.at("attention_burst_time_us").get<double>() * 1e-6));
   const int cycles = static_cast<int>(r.at("time_us").size()), per = r.at("gemms_per_cycle").get<int>();
   std::vector<Op> prog{bench_idle(Time::from_ms(300))};
   for (int i = 0; i < cycles; ++i) {
@@ -215,14 +208,34 @@ BetweenRatios replay_between_attention(const json& r, const hw::Topology& topo, 
   }
   const ExecResult res = replay_programs(bench_schedule(1), {prog}, topo, p);
   const auto& ops = res.ops[0];
-  std::vector<double> gemm, attention;
+  std::vector<double> gemm, other;
   for (int i = 0; i < cycles; ++i) {
     const size_t at0 = 1 + static_cast<size_t>(i) * static_cast<size_t>(per + 1);
     gemm.push_back((ops[at0 + static_cast<size_t>(per) - 1].end - ops[at0].start).us() / per);
-    attention.push_back((ops[at0 + static_cast<size_t>(per)].end - ops[at0 + static_cast<size_t>(per)].start).us());
+    other.push_back((ops[at0 + static_cast<size_t>(per)].end - ops[at0 + static_cast<size_t>(per)].start).us());
   }
-  const std::vector<double> gt(gemm.begin() + cycles / 2, gemm.end()), st(attention.begin() + cycles / 2, attention.end());
-  return {median(gt) / gemm.front(), median(st) / attention.front()};
+  const std::vector<double> gt(gemm.begin() + cycles / 2, gemm.end()), st(other.begin() + cycles / 2, other.end());
+  return {median(gt) / gemm.front(), median(st) / other.front()};
+}
+// The SDPA at its measured burst time (through the op's efficiency).
+BetweenRatios replay_between_attention(const json& r, const hw::Topology& topo, const ModelParams& p) {
+  const json& at = r.at("attention");
+  Op a = bench_attention(AttentionShape{at.at("batch").get<int32_t>(), at.at("heads").get<int32_t>(), at.at("seq").get<int32_t>(),
+                                        at.at("seq_kv").get<int32_t>(), at.at("head_dim").get<int32_t>(), AttnBackend::Cudnn});
+  const auto& peaks = topo.node(topo.gpus().front()).gpu.peak_tflops;
+  const auto bf16 = peaks.find("bf16");
+  if (bf16 == peaks.end()) return {1, 1};
+  a.efficiency = static_cast<float>(a.attention->flops() / (bf16->second * 1e12 * r.at("attention_burst_time_us").get<double>() * 1e-6));
+  return replay_between(r, a, topo, p);
+}
+// The copy kernel at its measured burst time: the HBM bytes the memory
+// family's rate moves in it.
+BetweenRatios replay_between_memory(const json& r, const hw::Topology& topo, const ModelParams& p) {
+  const auto& gpu = topo.node(topo.gpus().front()).gpu;
+  if (!gpu.hbm_bandwidth) return {1, 1};
+  const double burst_s = r.at("memory_burst_time_us").get<double>() * 1e-6;
+  const double bytes = std::max(0.0, burst_s - p.memory.hbm_latency.s()) * gpu.hbm_bandwidth->bytes_per_s * p.memory.hbm_efficiency;
+  return replay_between(r, bench_memory_kernel(bytes), topo, p);
 }
 
 // What SDPA puts on the duty cycle (sustained_attention_load): the load at
@@ -250,6 +263,38 @@ void fit_attention_load(FitContext& ctx) {
                           "the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
                           {{"attention_load", load}, {"gemm_slowdown", measured}, {"replayed_as_gemm", as_gemm}, {"replayed_without", none},
                            {"attention_slowdown", r.at("attention_slowdown").get<double>()}},
+                          0, static_cast<int>(r.at("time_us").size())});
+}
+
+// What a memory-bound kernel puts on the duty cycle (sustained_memory_load),
+// the same way from the GEMMs between copy kernels. Where the row has the
+// same GEMMs alone on the same box (alone_slowdown), the measured slowdown is
+// taken as that share of the calibration's full-duty one (the replay's GEMMs
+// alone), so that a box that throttles less than the calibration's does not
+// read as a lighter load.
+void fit_memory_load(FitContext& ctx) {
+  ModelParams& p = ctx.p;
+  const auto rs = rows(ctx.def, "gemm_between_memory_bound");
+  if (rs.empty() || p.power.sustained_slowdown <= 0) return;
+  const json& r = rs.front();
+  auto ratio_at = [&](double load) {
+    ModelParams q = p;
+    q.power.sustained_memory_load = load;
+    return replay_between_memory(r, ctx.topo, q).gemm;
+  };
+  const double as_gemm = ratio_at(1.0), none = ratio_at(0.0);
+  const double between = r.at("slowdown").get<double>();
+  const double alone = r.contains("alone_slowdown") ? r.at("alone_slowdown").get<double>() : 0;
+  const double measured = alone > 1 ? 1 + (between - 1) * (as_gemm - 1) / (alone - 1) : between;
+  double load = 1.0;
+  if (measured <= none) load = 0.0;
+  else if (measured < as_gemm) load = bisect(0.0, 1.0, [&](double w) { return ratio_at(w) < measured; });
+  p.power.sustained_memory_load = load;
+  ctx.cal.fits.push_back({"sustained load, memory-bound kernels' share",
+                          "GEMMs between HBM-bound copy kernels for 1.5 s (gemm_between_memory_bound): the load a memory-bound kernel puts on "
+                          "the duty cycle at which the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
+                          {{"memory_load", load}, {"gemm_slowdown", between}, {"gemm_alone_slowdown", alone}, {"target", measured},
+                           {"replayed_as_gemm", as_gemm}, {"replayed_without", none}, {"memory_slowdown", r.at("memory_slowdown").get<double>()}},
                           0, static_cast<int>(r.at("time_us").size())});
 }
 
@@ -489,15 +534,31 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     a.cls = "SDPA between GEMMs (sustained-load clock)";
     a.what = c.what;
     a.measured_us = r.at("attention_steady_time_us");
-    a.simulated_us = r.at("attention_burst_time_us").get<double>() * sim.attention;
+    a.simulated_us = r.at("attention_burst_time_us").get<double>() * sim.other;
     out.push_back(a);
+  }
+  if (key == "gemm_between_memory_bound") {
+    const BetweenRatios sim = replay_between_memory(r, topo, p);
+    Comparison m = c;
+    c.cls = "GEMMs between memory-bound kernels (sustained-load clock)";
+    c.what = fmt::format("{}x{}x{} between copy kernels of {}", r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(),
+                         format_bytes(r.at("hbm_bytes").get<double>()));
+    c.measured_us = r.at("steady_time_us");
+    c.simulated_us = r.at("burst_time_us").get<double>() * sim.gemm;
+    out.push_back(c);
+    m.cls = "memory-bound kernels between GEMMs (sustained-load clock)";
+    m.what = c.what;
+    m.measured_us = r.at("memory_steady_time_us");
+    m.simulated_us = r.at("memory_burst_time_us").get<double>() * sim.other;
+    out.push_back(m);
   }
   // nccl_barrier_skew is fitted (straggler_share); the simulator's ranks never drift apart to replay it.
 }
 
 const CalibFamily kPower{"power",
-                         {"gemm_after_idle", "gemm_between_attention", "nccl_all_to_all_loaded", "nccl_barrier_skew"},
-                         {{400, fit_sustained}, {415, fit_attention_load}, {420, fit_sustained_copy_report}, {520, fit_straggler}, {530, fit_comm_clock_share}},
+                         {"gemm_after_idle", "gemm_between_attention", "gemm_between_memory_bound", "nccl_all_to_all_loaded", "nccl_barrier_skew"},
+                         {{400, fit_sustained}, {415, fit_attention_load}, {416, fit_memory_load}, {420, fit_sustained_copy_report}, {520, fit_straggler},
+                          {530, fit_comm_clock_share}},
                          replay_row};
 OSIM_CALIB_FAMILY(kPower);
 

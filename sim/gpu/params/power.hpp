@@ -23,6 +23,9 @@ struct PowerParams {
   // GEMM's 1 (its softmax phases leave the tensor cores idle, and it draws
   // less power): 1 = as a GEMM.
   double sustained_attention_load = 1;
+  // The same for a memory-bound kernel (HBM bytes, no FLOPs: norms,
+  // activations, residuals): 1 = as a GEMM.
+  double sustained_memory_load = 1;
   // A collective slows by this share of the compute slowdown (its SM code
   // runs at the clock too); _host through host memory. 0 = keeps its speed.
   double comm_clock_share = 0;

@@ -203,6 +203,82 @@ struct Power : NcclTestcases {
          {"attention_slowdown", median(sdpa_tail) / sdpa_burst_us}, {"time_us", gemm_us}, {"attention_time_us", sdpa_us}, {"start_ms", start_ms}});
   }
 
+  // GEMMs between memory-bound kernels for ~1.5 s after 300 ms idle: how far
+  // the clock falls when HBM-bound kernels (a DiT block's norms, activations
+  // and residuals) take a share of the time. Each cycle: two GEMMs, one copy
+  // kernel of about a GEMM's time, each timed by events. Then, after 1 s
+  // idle, the same GEMMs alone for as long: the same box's full-duty
+  // slowdown, which the fit scales by (boxes of a kind throttle apart).
+  void gemm_between_memory_bound() {
+    if (!want("gemm_between_memory_bound")) return;
+    progress("gemm_between_memory_bound");
+    const ComputeGpu gpu;
+    const int dev = gpu.dev;
+    const Stream& s = gpu.s;
+    const int m = 16384, n = 5120, k = 5120;
+    const size_t hbm_bytes = opt.quick ? size_t(256) << 20 : size_t(4) << 30;  // read and written half each
+    DevBuf A(dev, size_t(m) * k * 2), B(dev, size_t(k) * n * 2), C(dev, size_t(m) * n * 2);
+    DevBuf src(dev, hbm_bytes / 2), dst(dev, hbm_bytes / 2);
+    fill_random(A.p, size_t(m) * k * 2);
+    fill_random(B.p, size_t(k) * n * 2);
+    fill_random(src.p, hbm_bytes / 2);
+    auto gemm = [&] { gpu.blas.gemm(m, n, k, A.p, B.p, C.p); };
+    auto memory = [&] { launch_hbm_copy(s.s, dst.p, src.p, hbm_bytes, gpu.sms); };
+    gemm();
+    memory();
+    CUDA_CHECK(cudaStreamSynchronize(s.s));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const double gemm_burst_us = time_stream_us(dev, s.s, 1, gemm);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const double memory_burst_us = time_stream_us(dev, s.s, 1, memory);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const int cycles = static_cast<int>((opt.quick ? 0.2e6 : 1.5e6) / (2 * gemm_burst_us + memory_burst_us));
+    std::vector<std::unique_ptr<Event>> a, b, c;
+    for (int i = 0; i < cycles; ++i) {
+      a.push_back(std::make_unique<Event>(dev));
+      b.push_back(std::make_unique<Event>(dev));
+      c.push_back(std::make_unique<Event>(dev));
+    }
+    CUDA_CHECK(cudaSetDevice(dev));
+    for (int i = 0; i < cycles; ++i) {
+      CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
+      gemm();
+      gemm();
+      CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
+      memory();
+      CUDA_CHECK(cudaEventRecord(c[i]->e, s.s));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s.s));
+    std::vector<double> gemm_us(cycles), memory_us(cycles), start_ms(cycles);
+    for (int i = 0; i < cycles; ++i) {
+      gemm_us[i] = elapsed_us(*a[i], *b[i]) / 2;
+      memory_us[i] = elapsed_us(*b[i], *c[i]);
+      start_ms[i] = elapsed_us(*a[0], *a[i]) * 1e-3;
+    }
+    const std::vector<double> gemm_tail(gemm_us.begin() + cycles / 2, gemm_us.end()), memory_tail(memory_us.begin() + cycles / 2, memory_us.end());
+    // The GEMMs alone, back to back, for the same time.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    const int alone = static_cast<int>(cycles * (2 * gemm_burst_us + memory_burst_us) / gemm_burst_us);
+    std::vector<std::unique_ptr<Event>> ea;
+    for (int i = 0; i <= alone; ++i) ea.push_back(std::make_unique<Event>(dev));
+    CUDA_CHECK(cudaSetDevice(dev));
+    for (int i = 0; i < alone; ++i) {
+      CUDA_CHECK(cudaEventRecord(ea[i]->e, s.s));
+      gemm();
+    }
+    CUDA_CHECK(cudaEventRecord(ea[alone]->e, s.s));
+    CUDA_CHECK(cudaStreamSynchronize(s.s));
+    std::vector<double> alone_us(alone);
+    for (int i = 0; i < alone; ++i) alone_us[i] = elapsed_us(*ea[i], *ea[i + 1]);
+    const std::vector<double> alone_tail(alone_us.begin() + alone / 2, alone_us.end());
+    add({{"key", "gemm_between_memory_bound"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"gemms_per_cycle", 2}, {"hbm_bytes", hbm_bytes},
+         {"burst_time_us", gemm_burst_us}, {"memory_burst_time_us", memory_burst_us}, {"steady_time_us", median(gemm_tail)},
+         {"memory_steady_time_us", median(memory_tail)}, {"slowdown", median(gemm_tail) / gemm_burst_us},
+         {"memory_slowdown", median(memory_tail) / memory_burst_us}, {"alone_steady_time_us", median(alone_tail)},
+         {"alone_slowdown", median(alone_tail) / gemm_burst_us}, {"time_us", gemm_us}, {"memory_time_us", memory_us}, {"start_ms", start_ms},
+         {"alone_time_us", alone_us}});
+  }
+
   // The GPU's return from idle. After a gap with nothing on the GPU (the
   // host asleep: "idle"), with only H2D copies running (the compute stream
   // waiting for them, as a layer waits for its weights: "copies"), or with a
@@ -483,10 +559,11 @@ struct Power : NcclTestcases {
 
 }  // namespace
 
-OVV_KEYS("gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy", "gemm_between_attention", "gemm_after_idle", "nccl_all_to_all_loaded",
-         "nccl_barrier_skew");
+OVV_KEYS("gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy", "gemm_between_attention", "gemm_between_memory_bound", "gemm_after_idle",
+         "nccl_all_to_all_loaded", "nccl_barrier_skew");
 OVV_BENCH_TESTCASE(kgemm_sustained, 120, "gemm_sustained", [](BenchContext& c) { Power(c).gemm_sustained(); });
 OVV_BENCH_TESTCASE(kgemm_between_attention, 125, "gemm_between_attention", [](BenchContext& c) { Power(c).gemm_between_attention(); });
+OVV_BENCH_TESTCASE(kgemm_between_memory_bound, 127, "gemm_between_memory_bound", [](BenchContext& c) { Power(c).gemm_between_memory_bound(); });
 OVV_BENCH_TESTCASE(kgemm_after_idle, 130, "gemm_after_idle", [](BenchContext& c) { Power(c).gemm_after_idle(); });
 OVV_BENCH_TESTCASE(kcollectives_loaded, 180, "collectives_loaded", [](BenchContext& c) { Power(c).collectives_loaded(); });
 OVV_BENCH_TESTCASE(kbarrier_skew, 200, "barrier_skew", [](BenchContext& c) { Power(c).barrier_skew(); });
