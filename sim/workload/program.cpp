@@ -98,15 +98,20 @@ std::vector<std::string> program_files(const std::string& dir) {
 }
 
 namespace {
-// The runs of each group, in their order.
-std::vector<std::pair<std::string, std::vector<const ProgramPrediction*>>> by_group(const std::vector<ProgramPrediction>& runs) {
-  std::vector<std::pair<std::string, std::vector<const ProgramPrediction*>>> out;
-  for (const auto& r : runs) {
-    auto it = std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == r.group; });
-    if (it == out.end()) it = out.insert(out.end(), {r.group, {}});
-    it->second.push_back(&r);
+// The items sharing each key (`key(item)`), the keys in the order they first appear.
+template <class T, class Key>
+std::vector<std::pair<std::string, std::vector<const T*>>> grouped(const std::vector<T>& items, Key key) {
+  std::vector<std::pair<std::string, std::vector<const T*>>> out;
+  for (const auto& x : items) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == key(x); });
+    if (it == out.end()) it = out.insert(out.end(), {key(x), {}});
+    it->second.push_back(&x);
   }
   return out;
+}
+// The runs of each group, in their order.
+std::vector<std::pair<std::string, std::vector<const ProgramPrediction*>>> by_group(const std::vector<ProgramPrediction>& runs) {
+  return grouped(runs, [](const ProgramPrediction& r) { return r.group; });
 }
 // Errors' median and worst (0 and 0 for none).
 std::pair<double, double> median_and_worst(const std::vector<double>& errs) {
@@ -188,15 +193,9 @@ std::string format_program_figures(const ProgramFigures& f) {
 }
 
 RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
-  std::vector<std::pair<std::string, std::vector<const ProgramPrediction*>>> by_name;
-  for (const auto& r : runs) {
-    auto it = std::find_if(by_name.begin(), by_name.end(), [&](const auto& n) { return n.first == r.name; });
-    if (it == by_name.end()) it = by_name.insert(by_name.end(), {r.name, {}});
-    it->second.push_back(&r);
-  }
   RepeatedFigures f;
   std::vector<double> errs;
-  for (const auto& [name, rs] : by_name) {
+  for (const auto& [name, rs] : grouped(runs, [](const ProgramPrediction& r) { return r.name; })) {
     if (rs.size() < 2) continue;
     RepeatedProgram p{name, rs.front()->group, static_cast<int>(rs.size())};
     std::vector<double> measured, simulated;
@@ -210,13 +209,7 @@ RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
     f.programs.push_back(std::move(p));
   }
   std::tie(f.median_pct, f.worst_pct) = median_and_worst(errs);
-  std::vector<std::pair<std::string, std::vector<const RepeatedProgram*>>> groups;
-  for (const auto& p : f.programs) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == p.group; });
-    if (it == groups.end()) it = groups.insert(groups.end(), {p.group, {}});
-    it->second.push_back(&p);
-  }
-  for (const auto& [group, g] : groups) {
+  for (const auto& [group, g] : grouped(f.programs, [](const RepeatedProgram& p) { return p.group; })) {
     if (g.size() < 3) continue;
     std::vector<double> m, s;
     for (const auto* p : g) m.push_back(p->measured_median_s), s.push_back(p->simulated_s);

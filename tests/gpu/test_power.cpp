@@ -15,30 +15,32 @@
 using namespace osim;
 using namespace osim::test;
 
-TEST_CASE("the sustained-load duty cycle counts memory-bound kernels, not bare durations") {
-  // 1 s of back-to-back work brings the duty cycle to ~1: the GEMM after it
-  // runs at 1 / (1 + 0.2) of its burst speed if that work drew power (an HBM
-  // kernel), at full speed after a bare `duration` kernel.
+namespace {
+// A clock that drops by 1 + 0.2 x clamp((u - 0.5) / 0.5) with the duty cycle
+// u averaged over 10 ms.
+ModelParams clocked() {
   ModelParams p = quiet();
   p.power.sustained_slowdown = 0.2;
   p.power.sustained_duty = 0.5;
   p.power.sustained_time_constant = Time::from_ms(10);
-  auto gemm_ms = [&](const std::string& first) {
-    Sim s(R"(name: duty
-ranks: 1
-streams: [a]
-programs:
-  - rank: 0
-    ops:
-      - )" + first + R"(
-      - {op: kernel, stream: a, flops: 60.0e9}
-)",
-          p);
-    return (s.op(0, 1).end - s.op(0, 1).start).ms();
-  };
+  return p;
+}
+// How long a GEMM of `flops` takes right after the kernel `first` (YAML).
+double gemm_after_us(const ModelParams& p, const std::string& first, const std::string& flops) {
+  Sim s("name: duty\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - " + first + "\n      - {op: kernel, stream: a, flops: " + flops + "}\n",
+        p);
+  return (s.op(0, 1).end - s.op(0, 1).start).us();
+}
+}  // namespace
+
+TEST_CASE("the sustained-load duty cycle counts memory-bound kernels, not bare durations") {
+  // 1 s of back-to-back work brings the duty cycle to ~1: the GEMM after it
+  // runs at 1 / (1 + 0.2) of its burst speed if that work drew power (an HBM
+  // kernel), at full speed after a bare `duration` kernel.
+  const ModelParams p = clocked();
   // 60 GFLOP at 100 TFLOP/s x 0.6 = 1 ms burst.
-  CHECK(gemm_ms("{op: kernel, stream: a, bytes: 850.0e9}") == doctest::Approx(1.2).epsilon(1e-6));
-  CHECK(gemm_ms("{op: kernel, stream: a, duration: 1 s}") == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(gemm_after_us(p, "{op: kernel, stream: a, bytes: 850.0e9}", "60.0e9") == doctest::Approx(1200).epsilon(1e-6));
+  CHECK(gemm_after_us(p, "{op: kernel, stream: a, duration: 1 s}", "60.0e9") == doctest::Approx(1000).epsilon(1e-6));
 }
 
 TEST_CASE("an SDPA kernel puts its sustained_attention_load on the duty cycle, a GEMM 1") {
@@ -46,10 +48,7 @@ TEST_CASE("an SDPA kernel puts its sustained_attention_load on the duty cycle, a
   // constant). A GEMM right after it starts at activation clamp((w - 0.5) /
   // 0.5): w = 1 slows it by 1 + 0.2, w = 0.75 by 1 + 0.2 x 0.5 (the duty then
   // climbs to 1 while it runs: a 10 us GEMM barely moves it), w = 0.4 not at all.
-  ModelParams p = quiet();
-  p.power.sustained_slowdown = 0.2;
-  p.power.sustained_duty = 0.5;
-  p.power.sustained_time_constant = Time::from_ms(10);
+  ModelParams p = clocked();
   auto run = [&](double w) {
     p.power.sustained_attention_load = w;
     return Sim(R"(name: sdpa-load
@@ -73,23 +72,10 @@ programs:
 TEST_CASE("a memory-bound kernel puts its sustained_memory_load on the duty cycle") {
   // As for SDPA: 1 s of one HBM-bound kernel brings the duty cycle to its
   // load w; the 10 us GEMM after it slows by 1 + 0.2 x clamp((w - 0.5) / 0.5).
-  ModelParams p = quiet();
-  p.power.sustained_slowdown = 0.2;
-  p.power.sustained_duty = 0.5;
-  p.power.sustained_time_constant = Time::from_ms(10);
+  ModelParams p = clocked();
   auto gemm_us = [&](double w, const std::string& first) {
     p.power.sustained_memory_load = w;
-    Sim s(R"(name: memory-load
-ranks: 1
-streams: [a]
-programs:
-  - rank: 0
-    ops:
-      - )" + first + R"(
-      - {op: kernel, stream: a, flops: 0.6e9}
-)",
-          p);
-    return (s.op(0, 1).end - s.op(0, 1).start).us();
+    return gemm_after_us(p, first, "0.6e9");
   };
   const std::string hbm = "{op: kernel, stream: a, bytes: 850.0e9}";
   CHECK(gemm_us(1.0, hbm) == doctest::Approx(12.0).epsilon(1e-3));

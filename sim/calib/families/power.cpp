@@ -1,10 +1,13 @@
 // Sustained load (params/power.hpp): the SM clock's drop with the duty cycle
 // (gemm_sustained, gemm_sustained_long, the GEMM table's window means), the
-// share of it collectives take (nccl_all_to_all_loaded), and ranks drifting
+// load SDPA and memory-bound kernels put on it (gemm_between_attention,
+// gemm_between_memory_bound), the share of it collectives take
+// (nccl_all_to_all_loaded), and ranks drifting
 // apart under the power cap (nccl_barrier_skew). Replayed as the bench ran
 // them: GEMMs after a gap (gemm_after_idle), the all-to-all after GEMMs.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -238,30 +241,43 @@ BetweenRatios replay_between_memory(const json& r, const hw::Topology& topo, con
   return replay_between(r, bench_memory_kernel(bytes), topo, p);
 }
 
+// The load on the duty cycle (`field`, in [0, 1]) at which the replayed
+// GEMMs of row `r` slow (steady / burst) as far as `target_of(their slowdown
+// at a GEMM's load)`, by bisection: 0 where they slow that far with none, 1
+// where a GEMM's load does not take them there. Set in ctx.p.
+struct LoadFit {
+  double load = 1, target = 1, as_gemm = 1, none = 1;
+};
+LoadFit fit_load(FitContext& ctx, double PowerParams::*field, const json& r,
+                 BetweenRatios (*replay)(const json&, const hw::Topology&, const ModelParams&), const std::function<double(double)>& target_of) {
+  auto ratio_at = [&](double load) {
+    ModelParams q = ctx.p;
+    q.power.*field = load;
+    return replay(r, ctx.topo, q).gemm;
+  };
+  LoadFit f;
+  f.as_gemm = ratio_at(1.0);
+  f.none = ratio_at(0.0);
+  f.target = target_of(f.as_gemm);
+  if (f.target <= f.none) f.load = 0.0;
+  else if (f.target < f.as_gemm) f.load = bisect(0.0, 1.0, [&](double w) { return ratio_at(w) < f.target; });
+  ctx.p.power.*field = f.load;
+  return f;
+}
+
 // What SDPA puts on the duty cycle (sustained_attention_load): the load at
 // which the replayed GEMMs between SDPA kernels slow as much as the bench's
 // did (steady / burst), by bisection; 1 where they slowed as much as GEMMs
 // alone would, or more.
 void fit_attention_load(FitContext& ctx) {
-  ModelParams& p = ctx.p;
   const auto rs = rows(ctx.def, "gemm_between_attention");
-  if (rs.empty() || p.power.sustained_slowdown <= 0) return;
+  if (rs.empty() || ctx.p.power.sustained_slowdown <= 0) return;
   const json& r = rs.front();
-  const double measured = r.at("slowdown").get<double>();
-  auto ratio_at = [&](double load) {
-    ModelParams q = p;
-    q.power.sustained_attention_load = load;
-    return replay_between_attention(r, ctx.topo, q).gemm;
-  };
-  const double as_gemm = ratio_at(1.0), none = ratio_at(0.0);
-  double load = 1.0;
-  if (measured <= none) load = 0.0;
-  else if (measured < as_gemm) load = bisect(0.0, 1.0, [&](double w) { return ratio_at(w) < measured; });
-  p.power.sustained_attention_load = load;
+  const LoadFit f = fit_load(ctx, &PowerParams::sustained_attention_load, r, replay_between_attention, [&](double) { return r.at("slowdown").get<double>(); });
   ctx.cal.fits.push_back({"sustained load, SDPA's share",
                           "GEMMs between cuDNN SDPA kernels for 1.5 s (gemm_between_attention): the load SDPA puts on the duty cycle at which "
                           "the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
-                          {{"attention_load", load}, {"gemm_slowdown", measured}, {"replayed_as_gemm", as_gemm}, {"replayed_without", none},
+                          {{"attention_load", f.load}, {"gemm_slowdown", f.target}, {"replayed_as_gemm", f.as_gemm}, {"replayed_without", f.none},
                            {"attention_slowdown", r.at("attention_slowdown").get<double>()}},
                           0, static_cast<int>(r.at("time_us").size())});
 }
@@ -273,28 +289,18 @@ void fit_attention_load(FitContext& ctx) {
 // alone), so that a box that throttles less than the calibration's does not
 // read as a lighter load.
 void fit_memory_load(FitContext& ctx) {
-  ModelParams& p = ctx.p;
   const auto rs = rows(ctx.def, "gemm_between_memory_bound");
-  if (rs.empty() || p.power.sustained_slowdown <= 0) return;
+  if (rs.empty() || ctx.p.power.sustained_slowdown <= 0) return;
   const json& r = rs.front();
-  auto ratio_at = [&](double load) {
-    ModelParams q = p;
-    q.power.sustained_memory_load = load;
-    return replay_between_memory(r, ctx.topo, q).gemm;
-  };
-  const double as_gemm = ratio_at(1.0), none = ratio_at(0.0);
   const double between = r.at("slowdown").get<double>();
   const double alone = r.contains("alone_slowdown") ? r.at("alone_slowdown").get<double>() : 0;
-  const double measured = alone > 1 ? 1 + (between - 1) * (as_gemm - 1) / (alone - 1) : between;
-  double load = 1.0;
-  if (measured <= none) load = 0.0;
-  else if (measured < as_gemm) load = bisect(0.0, 1.0, [&](double w) { return ratio_at(w) < measured; });
-  p.power.sustained_memory_load = load;
+  const LoadFit f = fit_load(ctx, &PowerParams::sustained_memory_load, r, replay_between_memory,
+                             [&](double as_gemm) { return alone > 1 ? 1 + (between - 1) * (as_gemm - 1) / (alone - 1) : between; });
   ctx.cal.fits.push_back({"sustained load, memory-bound kernels' share",
                           "GEMMs between HBM-bound copy kernels for 1.5 s (gemm_between_memory_bound): the load a memory-bound kernel puts on "
                           "the duty cycle at which the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
-                          {{"memory_load", load}, {"gemm_slowdown", between}, {"gemm_alone_slowdown", alone}, {"target", measured},
-                           {"replayed_as_gemm", as_gemm}, {"replayed_without", none}, {"memory_slowdown", r.at("memory_slowdown").get<double>()}},
+                          {{"memory_load", f.load}, {"gemm_slowdown", between}, {"gemm_alone_slowdown", alone}, {"target", f.target},
+                           {"replayed_as_gemm", f.as_gemm}, {"replayed_without", f.none}, {"memory_slowdown", r.at("memory_slowdown").get<double>()}},
                           0, static_cast<int>(r.at("time_us").size())});
 }
 
@@ -521,37 +527,29 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
         r.at("rested_time_us").get<double>() * replay_a2a_loaded(r, true, p2p_off, topo, lined_up) / replay_a2a_loaded(r, false, p2p_off, topo, lined_up);
     out.push_back(c);
   }
-  if (key == "gemm_between_attention") {
-    // Scored on the slowdowns, at the row's own burst times.
-    const BetweenRatios sim = replay_between_attention(r, topo, p);
-    Comparison a = c;
-    c.cls = "GEMMs between SDPA kernels (sustained-load clock)";
-    c.what = fmt::format("{}x{}x{} between SDPA of {} heads x {}", r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(),
-                         r.at("attention").at("heads").get<int>(), r.at("attention").at("seq").get<int>());
+  // GEMMs between other kernels: scored on the slowdowns, at the row's own
+  // burst times, the GEMMs' and the other kernel's (`other`: its field prefix).
+  const auto between = [&](const BetweenRatios& sim, const std::string& what, const char* gemm_cls, const char* other_cls, const std::string& other) {
+    Comparison o = c;
+    c.cls = gemm_cls;
+    c.what = what;
     c.measured_us = r.at("steady_time_us");
     c.simulated_us = r.at("burst_time_us").get<double>() * sim.gemm;
     out.push_back(c);
-    a.cls = "SDPA between GEMMs (sustained-load clock)";
-    a.what = c.what;
-    a.measured_us = r.at("attention_steady_time_us");
-    a.simulated_us = r.at("attention_burst_time_us").get<double>() * sim.other;
-    out.push_back(a);
-  }
-  if (key == "gemm_between_memory_bound") {
-    const BetweenRatios sim = replay_between_memory(r, topo, p);
-    Comparison m = c;
-    c.cls = "GEMMs between memory-bound kernels (sustained-load clock)";
-    c.what = fmt::format("{}x{}x{} between copy kernels of {}", r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(),
-                         format_bytes(r.at("hbm_bytes").get<double>()));
-    c.measured_us = r.at("steady_time_us");
-    c.simulated_us = r.at("burst_time_us").get<double>() * sim.gemm;
-    out.push_back(c);
-    m.cls = "memory-bound kernels between GEMMs (sustained-load clock)";
-    m.what = c.what;
-    m.measured_us = r.at("memory_steady_time_us");
-    m.simulated_us = r.at("memory_burst_time_us").get<double>() * sim.other;
-    out.push_back(m);
-  }
+    o.cls = other_cls;
+    o.what = what;
+    o.measured_us = r.at(other + "_steady_time_us");
+    o.simulated_us = r.at(other + "_burst_time_us").get<double>() * sim.other;
+    out.push_back(o);
+  };
+  const auto gemm_shape = [&] { return fmt::format("{}x{}x{}", r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>()); };
+  if (key == "gemm_between_attention")
+    between(replay_between_attention(r, topo, p),
+            fmt::format("{} between SDPA of {} heads x {}", gemm_shape(), r.at("attention").at("heads").get<int>(), r.at("attention").at("seq").get<int>()),
+            "GEMMs between SDPA kernels (sustained-load clock)", "SDPA between GEMMs (sustained-load clock)", "attention");
+  if (key == "gemm_between_memory_bound")
+    between(replay_between_memory(r, topo, p), fmt::format("{} between copy kernels of {}", gemm_shape(), format_bytes(r.at("hbm_bytes").get<double>())),
+            "GEMMs between memory-bound kernels (sustained-load clock)", "memory-bound kernels between GEMMs (sustained-load clock)", "memory");
   // nccl_barrier_skew is fitted (straggler_share); the simulator's ranks never drift apart to replay it.
 }
 

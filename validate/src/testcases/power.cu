@@ -137,6 +137,50 @@ struct Power : NcclTestcases {
     }
   }
 
+  // Two GEMMs then `other`, in turn on stream `s` for `window_us` after
+  // 300 ms idle; first each one's burst time, rested. Per cycle: the GEMMs'
+  // mean and `other`, timed by events, and when the cycle started.
+  struct Between {
+    double gemm_burst_us = 0, other_burst_us = 0;
+    std::vector<double> gemm_us, other_us, start_ms;
+  };
+  Between gemms_between(int dev, cudaStream_t s, double window_us, const std::function<void()>& gemm, const std::function<void()>& other) {
+    gemm();
+    other();
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    Between r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    r.gemm_burst_us = time_stream_us(dev, s, 1, gemm);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    r.other_burst_us = time_stream_us(dev, s, 1, other);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const int cycles = static_cast<int>(window_us / (2 * r.gemm_burst_us + r.other_burst_us));
+    std::vector<std::unique_ptr<Event>> a, b, c;
+    for (int i = 0; i < cycles; ++i) {
+      a.push_back(std::make_unique<Event>(dev));
+      b.push_back(std::make_unique<Event>(dev));
+      c.push_back(std::make_unique<Event>(dev));
+    }
+    CUDA_CHECK(cudaSetDevice(dev));
+    for (int i = 0; i < cycles; ++i) {
+      CUDA_CHECK(cudaEventRecord(a[i]->e, s));
+      gemm();
+      gemm();
+      CUDA_CHECK(cudaEventRecord(b[i]->e, s));
+      other();
+      CUDA_CHECK(cudaEventRecord(c[i]->e, s));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    for (int i = 0; i < cycles; ++i) {
+      r.gemm_us.push_back(elapsed_us(*a[i], *b[i]) / 2);
+      r.other_us.push_back(elapsed_us(*b[i], *c[i]));
+      r.start_ms.push_back(elapsed_us(*a[0], *a[i]) * 1e-3);
+    }
+    return r;
+  }
+  // The median of a series' second half (its steady state).
+  static double tail_median(const std::vector<double>& v) { return median(std::vector<double>(v.begin() + static_cast<long>(v.size() / 2), v.end())); }
+
   // GEMMs between cuDNN SDPA kernels, back to back for 1.5 s after 0.3 s
   // idle (a DiT block's compute, as a prefetching run keeps it busy): how
   // far the clock falls when the fused attention, which draws less power
@@ -164,43 +208,13 @@ struct Power : NcclTestcases {
     DevBuf W(dev, static_cast<size_t>(std::max<int64_t>(1, sdpa.prepare(shape))));
     auto gemm = [&] { gpu.blas.gemm(m, n, k, A.p, B.p, C.p); };
     auto attention = [&] { sdpa.run(shape, s.s, Q.p, KV.p, static_cast<char*>(KV.p) + shape.kv_bytes(), O.p, W.p); };
-    gemm();
-    attention();
-    CUDA_CHECK(cudaStreamSynchronize(s.s));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const double gemm_burst_us = time_stream_us(dev, s.s, 1, gemm);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const double sdpa_burst_us = time_stream_us(dev, s.s, 1, attention);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const int cycles = static_cast<int>(1.5e6 / (2 * gemm_burst_us + sdpa_burst_us));
-    std::vector<std::unique_ptr<Event>> a, b, c;
-    for (int i = 0; i < cycles; ++i) {
-      a.push_back(std::make_unique<Event>(dev));
-      b.push_back(std::make_unique<Event>(dev));
-      c.push_back(std::make_unique<Event>(dev));
-    }
-    CUDA_CHECK(cudaSetDevice(dev));
-    for (int i = 0; i < cycles; ++i) {
-      CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
-      gemm();
-      gemm();
-      CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
-      attention();
-      CUDA_CHECK(cudaEventRecord(c[i]->e, s.s));
-    }
-    CUDA_CHECK(cudaStreamSynchronize(s.s));
-    std::vector<double> gemm_us(cycles), sdpa_us(cycles), start_ms(cycles);
-    for (int i = 0; i < cycles; ++i) {
-      gemm_us[i] = elapsed_us(*a[i], *b[i]) / 2;
-      sdpa_us[i] = elapsed_us(*b[i], *c[i]);
-      start_ms[i] = elapsed_us(*a[0], *a[i]) * 1e-3;
-    }
-    const std::vector<double> gemm_tail(gemm_us.begin() + cycles / 2, gemm_us.end()), sdpa_tail(sdpa_us.begin() + cycles / 2, sdpa_us.end());
+    const Between r = gemms_between(dev, s.s, 1.5e6, gemm, attention);
+    const double gemm_steady = tail_median(r.gemm_us), sdpa_steady = tail_median(r.other_us);
     add({{"key", "gemm_between_attention"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"gemms_per_cycle", 2},
          {"attention", {{"batch", shape.batch}, {"heads", shape.heads}, {"seq", shape.seq_q}, {"seq_kv", shape.seq_kv}, {"head_dim", shape.head_dim}}},
-         {"burst_time_us", gemm_burst_us}, {"attention_burst_time_us", sdpa_burst_us}, {"steady_time_us", median(gemm_tail)},
-         {"attention_steady_time_us", median(sdpa_tail)}, {"slowdown", median(gemm_tail) / gemm_burst_us},
-         {"attention_slowdown", median(sdpa_tail) / sdpa_burst_us}, {"time_us", gemm_us}, {"attention_time_us", sdpa_us}, {"start_ms", start_ms}});
+         {"burst_time_us", r.gemm_burst_us}, {"attention_burst_time_us", r.other_burst_us}, {"steady_time_us", gemm_steady},
+         {"attention_steady_time_us", sdpa_steady}, {"slowdown", gemm_steady / r.gemm_burst_us}, {"attention_slowdown", sdpa_steady / r.other_burst_us},
+         {"time_us", r.gemm_us}, {"attention_time_us", r.other_us}, {"start_ms", r.start_ms}});
   }
 
   // GEMMs between memory-bound kernels for ~1.5 s after 300 ms idle: how far
@@ -224,41 +238,11 @@ struct Power : NcclTestcases {
     fill_random(src.p, hbm_bytes / 2);
     auto gemm = [&] { gpu.blas.gemm(m, n, k, A.p, B.p, C.p); };
     auto memory = [&] { launch_hbm_copy(s.s, dst.p, src.p, hbm_bytes, gpu.sms); };
-    gemm();
-    memory();
-    CUDA_CHECK(cudaStreamSynchronize(s.s));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const double gemm_burst_us = time_stream_us(dev, s.s, 1, gemm);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const double memory_burst_us = time_stream_us(dev, s.s, 1, memory);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const int cycles = static_cast<int>((opt.quick ? 0.2e6 : 1.5e6) / (2 * gemm_burst_us + memory_burst_us));
-    std::vector<std::unique_ptr<Event>> a, b, c;
-    for (int i = 0; i < cycles; ++i) {
-      a.push_back(std::make_unique<Event>(dev));
-      b.push_back(std::make_unique<Event>(dev));
-      c.push_back(std::make_unique<Event>(dev));
-    }
-    CUDA_CHECK(cudaSetDevice(dev));
-    for (int i = 0; i < cycles; ++i) {
-      CUDA_CHECK(cudaEventRecord(a[i]->e, s.s));
-      gemm();
-      gemm();
-      CUDA_CHECK(cudaEventRecord(b[i]->e, s.s));
-      memory();
-      CUDA_CHECK(cudaEventRecord(c[i]->e, s.s));
-    }
-    CUDA_CHECK(cudaStreamSynchronize(s.s));
-    std::vector<double> gemm_us(cycles), memory_us(cycles), start_ms(cycles);
-    for (int i = 0; i < cycles; ++i) {
-      gemm_us[i] = elapsed_us(*a[i], *b[i]) / 2;
-      memory_us[i] = elapsed_us(*b[i], *c[i]);
-      start_ms[i] = elapsed_us(*a[0], *a[i]) * 1e-3;
-    }
-    const std::vector<double> gemm_tail(gemm_us.begin() + cycles / 2, gemm_us.end()), memory_tail(memory_us.begin() + cycles / 2, memory_us.end());
+    const Between r = gemms_between(dev, s.s, opt.quick ? 0.2e6 : 1.5e6, gemm, memory);
+    const int cycles = static_cast<int>(r.gemm_us.size());
     // The GEMMs alone, back to back, for the same time.
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    const int alone = static_cast<int>(cycles * (2 * gemm_burst_us + memory_burst_us) / gemm_burst_us);
+    const int alone = static_cast<int>(cycles * (2 * r.gemm_burst_us + r.other_burst_us) / r.gemm_burst_us);
     std::vector<std::unique_ptr<Event>> ea;
     for (int i = 0; i <= alone; ++i) ea.push_back(std::make_unique<Event>(dev));
     CUDA_CHECK(cudaSetDevice(dev));
@@ -270,13 +254,12 @@ struct Power : NcclTestcases {
     CUDA_CHECK(cudaStreamSynchronize(s.s));
     std::vector<double> alone_us(alone);
     for (int i = 0; i < alone; ++i) alone_us[i] = elapsed_us(*ea[i], *ea[i + 1]);
-    const std::vector<double> alone_tail(alone_us.begin() + alone / 2, alone_us.end());
+    const double gemm_steady = tail_median(r.gemm_us), memory_steady = tail_median(r.other_us), alone_steady = tail_median(alone_us);
     add({{"key", "gemm_between_memory_bound"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"gemms_per_cycle", 2}, {"hbm_bytes", hbm_bytes},
-         {"burst_time_us", gemm_burst_us}, {"memory_burst_time_us", memory_burst_us}, {"steady_time_us", median(gemm_tail)},
-         {"memory_steady_time_us", median(memory_tail)}, {"slowdown", median(gemm_tail) / gemm_burst_us},
-         {"memory_slowdown", median(memory_tail) / memory_burst_us}, {"alone_steady_time_us", median(alone_tail)},
-         {"alone_slowdown", median(alone_tail) / gemm_burst_us}, {"time_us", gemm_us}, {"memory_time_us", memory_us}, {"start_ms", start_ms},
-         {"alone_time_us", alone_us}});
+         {"burst_time_us", r.gemm_burst_us}, {"memory_burst_time_us", r.other_burst_us}, {"steady_time_us", gemm_steady},
+         {"memory_steady_time_us", memory_steady}, {"slowdown", gemm_steady / r.gemm_burst_us}, {"memory_slowdown", memory_steady / r.other_burst_us},
+         {"alone_steady_time_us", alone_steady}, {"alone_slowdown", alone_steady / r.gemm_burst_us}, {"time_us", r.gemm_us},
+         {"memory_time_us", r.other_us}, {"start_ms", r.start_ms}, {"alone_time_us", alone_us}});
   }
 
   // The GPU's return from idle. After a gap with nothing on the GPU (the
