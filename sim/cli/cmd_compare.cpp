@@ -342,8 +342,11 @@ int reference_command(const std::string& folder, bool write_calibration) {
     if (pr.has("repeats")) {
       std::vector<ProgramPrediction> all = f.runs;
       int sessions = 1;
+      if (!pr.get("repeats").IsSequence()) pr.fail("repeats", "expected a list of folders of program results, e.g. [programs-run-2]");
       for (const YAML::Node& r : pr.get("repeats")) {
-        for (auto& run : predict_programs(program_files(path(scalar_str(file, r, "a repeat's folder"))), topo, params).runs) all.push_back(std::move(run));
+        const std::string repeat_dir = path(scalar_str(file, r, "a repeat's folder"));
+        if (!fs::is_directory(repeat_dir)) pr.fail("repeats", "no folder " + repeat_dir + ": list folders of program results beside the manifest");
+        for (auto& run : predict_programs(program_files(repeat_dir), topo, params).runs) all.push_back(std::move(run));
         ++sessions;
       }
       const RepeatedFigures rf = repeated_figures(all);
