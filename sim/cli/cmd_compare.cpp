@@ -261,6 +261,12 @@ int reference_command(const std::string& folder, bool write_calibration) {
                 {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "models", "memory", "traces", "expected"});
   if (top.str("schema") != "overlapsim.reference/v1") top.fail("schema", "expected overlapsim.reference/v1");
   const auto path = [&](const std::string& p) { return (dir / p).lexically_normal().string(); };
+  // A folder of results the section names beside the manifest; refused at the section's line if it is not there.
+  const auto results_folder = [&](const MapReader& m, const char* key, const std::string& name) {
+    const std::string d = path(name);
+    if (!fs::is_directory(d)) m.fail(key, "no folder " + d + ": name a folder of results beside the manifest");
+    return d;
+  };
   const hw::Topology topo(hw::parse_topology_file(path(top.str("topology"))));
   MapReader cal(file, top.get("calibration"), "calibration", {"file", "sources", "second_run"});
   const std::string cal_file = path(cal.str("file"));
@@ -309,7 +315,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
   if (top.has("validation")) {
     MapReader v(file, top.get("validation"), "validation", {"runs", "timing_events"});
     const auto figures = [&](const std::string& te, const char* key, const char* label) {
-      const std::vector<double> errs = validation_errors(path(v.str("runs")), cal_file, te);
+      const std::vector<double> errs = validation_errors(results_folder(v, "runs", v.str("runs")), cal_file, te);
       const double med = 100 * median(errs), worst = errs.empty() ? 0 : 100 * *std::max_element(errs.begin(), errs.end());
       std::cout << fmt::format("  {}: {} runs, makespan error median {:.1f} %, worst {:.1f} %\n", label, errs.size(), med, worst);
       if (expected && expected->has(key)) {
@@ -325,13 +331,13 @@ int reference_command(const std::string& folder, bool write_calibration) {
   // A section naming a folder of program results (`runs:`), each one's twin predicted.
   const auto predicted = [&](const char* key) {
     MapReader m(file, top.get(key), key, {"runs"});
-    return std::make_pair(m, predict_programs(program_files(path(m.str("runs"))), topo, params));
+    return std::make_pair(m, predict_programs(program_files(results_folder(m, "runs", m.str("runs"))), topo, params));
   };
   if (top.has("programs")) {
     // Reference programs (framework programs run on the machine, none of them a calibration input);
     // `repeats:` the same programs run again (other boxes or sessions), each one's median run against its twin.
     const MapReader pr(file, top.get("programs"), "programs", {"runs", "repeats"});
-    ProgramFigures f = predict_programs(program_files(path(pr.str("runs"))), topo, params);
+    ProgramFigures f = predict_programs(program_files(results_folder(pr, "runs", pr.str("runs"))), topo, params);
     std::cout << fmt::format("  programs: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", f.runs.size(),
                              f.median_pct, f.worst_pct, f.spearman_min);
     const auto within = [](double value, const MapReader& e, const char* key) { return value <= e.num(key) + 0.05; };
@@ -344,8 +350,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
       int sessions = 1;
       if (!pr.get("repeats").IsSequence()) pr.fail("repeats", "expected a list of folders of program results, e.g. [programs-run-2]");
       for (const YAML::Node& r : pr.get("repeats")) {
-        const std::string repeat_dir = path(scalar_str(file, r, "a repeat's folder"));
-        if (!fs::is_directory(repeat_dir)) pr.fail("repeats", "no folder " + repeat_dir + ": list folders of program results beside the manifest");
+        const std::string repeat_dir = results_folder(pr, "repeats", scalar_str(file, r, "a repeat's folder"));
         for (auto& run : predict_programs(program_files(repeat_dir), topo, params).runs) all.push_back(std::move(run));
         ++sessions;
       }
