@@ -8,6 +8,8 @@
 #   bench-p2p-off      collectives, interference, multi-GPU copies and
 #                      overheads with NCCL_P2P_DISABLE=1                     -> bench-p2p-disable.json
 #   attention          PyTorch SDPA at the workloads' shapes, every backend  -> attention.json
+#   attention:KINDS    the same, only these kinds (self, cross, causal;     -> attention-KINDS.json
+#                      comma-separated)
 #   attention-runner   the runner's cuDNN SDPA at those shapes               -> attention-runner/
 #                      (validate/sets/attention/cudnn-shapes.yaml)
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
@@ -20,6 +22,7 @@
 #                      and in use over model widths and policies)
 #   models             the other presets' blocks as their reference code     -> models/
 #                      runs them (validate/programs/model_blocks.py)
+#   models-profiled    the same, and a torch.profiler trace of each         -> models/
 #   programs[:NAMES]   the reference programs (validate/programs/), each    -> programs/
 #                      profiled too; NAMES: only these (comma-separated)
 #   programs-sp[:NAMES] the Ulysses reference programs under torchrun on    -> programs/
@@ -101,6 +104,10 @@ for s in "${expanded[@]}"; do
     attention)
       timeout 300 "${torch_py[@]}" validate/src/testcases/attention.py "$out/attention.json" > "$out/attention.log" 2>&1
       mark "attention rc=$?" ;;
+    attention:*)
+      kinds=${s#attention:}
+      timeout 300 "${torch_py[@]}" validate/src/testcases/attention.py "$out/attention-${kinds//,/-}.json" --kinds "$kinds" > "$out/attention-${kinds//,/-}.log" 2>&1
+      mark "attention:$kinds rc=$?" ;;
     attention-runner)
       timeout 300 "$bin" run validate/sets/attention/cudnn-shapes.yaml -o "$out/attention-runner" --force > "$out/attention-runner.log" 2>&1
       mark "attention-runner rc=$?" ;;
@@ -113,9 +120,9 @@ for s in "${expanded[@]}"; do
     vram)
       timeout 120 "${torch_py[@]}" validate/src/testcases/vram.py "$out/vram.json" > "$out/vram.log" 2>&1
       mark "vram rc=$?" ;;
-    models)
-      timeout 300 "${torch_py[@]}" validate/programs/model_blocks.py --out "$out/models" > "$out/models.log" 2>&1
-      mark "models rc=$?" ;;
+    models|models-profiled)
+      timeout 300 "${torch_py[@]}" validate/programs/model_blocks.py --out "$out/models" $([ "$s" = models-profiled ] && echo --profile) > "$out/models.log" 2>&1
+      mark "$s rc=$?" ;;
     programs-memory)
       timeout 300 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/memory" --grid memory --repeat 1 > "$out/programs-memory.log" 2>&1
       mark "programs-memory rc=$?" ;;

@@ -75,8 +75,9 @@ BenchDocs merge_bench_runs(const BenchDocs& docs) {
   BenchDocs out;
   for (const auto& [name, d] : docs) {
     const bool off = p2p_disabled_run(d);
+    // PyTorch's SDPA timings (attention.py, one document per kind of shapes) stand apart: another one's rows add to them.
     bool attention_only = true;
-    for (const auto& r : d.at("results")) attention_only = attention_only && r.at("key") == "attention_sdpa";
+    for (const auto& r : d.at("results")) attention_only = attention_only && (r.at("key") == "attention_sdpa" || r.at("key") == "attention_default");
     auto same = std::find_if(out.begin(), out.end(), [&](const auto& o) { return p2p_disabled_run(o.second) == off && machine_run(o.second); });
     if (attention_only || same == out.end()) {
       out.emplace_back(name, d);

@@ -27,7 +27,7 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
     const double bh = static_cast<double>(a.batch) * static_cast<double>(a.heads);
     flops = a.flops();
     bytes = es * bh * static_cast<double>(a.head_dim) * (2.0 * static_cast<double>(a.seq_q) + 2.0 * static_cast<double>(a.seq_kv));
-    eff = p.attention.rates_for(a.backend).for_shape(a.seq_q, a.seq_kv, a.head_dim);
+    eff = p.attention.rates_for(a.backend).for_shape(a.seq_q, a.seq_kv, a.head_dim, a.causal);
   }
   if (op.efficiency > 0) eff = op.efficiency;
   double t = 0;

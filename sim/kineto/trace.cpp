@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -74,6 +75,22 @@ std::optional<std::pair<GemmShape, DType>> gemm_of(const CpuOp& op) {
   return std::make_pair(g, dtype_of(in[first].second));
 }
 
+// Whether an SDPA op ran causal: its is_causal argument among the profiler's
+// "Concrete Inputs" (recorded with record_shapes), at its place in the op's
+// schema; false where the trace does not hold it.
+bool is_causal(const CpuOp& op) {
+  // (op, argument, its value when causal); the efficient kernel's custom_mask_type 1 is the top-left diagonal.
+  static const std::vector<std::tuple<std::string, size_t, std::string>> place = {
+      {"aten::_scaled_dot_product_cudnn_attention", 6, "True"}, {"aten::_cudnn_attention_forward", 10, "True"},
+      {"aten::_scaled_dot_product_flash_attention", 4, "True"},  {"aten::_flash_attention_forward", 8, "True"},
+      {"aten::_scaled_dot_product_efficient_attention", 6, "True"}, {"aten::_efficient_attention_forward", 9, "1"}};
+  const auto it = op.args->find("Concrete Inputs");
+  if (it == op.args->end() || !it->is_array()) return false;
+  for (const auto& [name, i, causal] : place)
+    if (op.name == name) return i < it->size() && (*it)[i].is_string() && (*it)[i].get<std::string>() == causal;
+  return false;
+}
+
 std::optional<std::pair<AttentionShape, DType>> attention_of(const CpuOp& op) {
   const std::string& n = op.name;
   if (n.find("attention") == std::string::npos || n.find("backward") != std::string::npos) return std::nullopt;
@@ -95,6 +112,7 @@ std::optional<std::pair<AttentionShape, DType>> attention_of(const CpuOp& op) {
   a.seq_kv = dim32(bshd ? k[1] : k[2]);
   a.head_dim = dim32(q[3]);
   a.backend = backend;
+  a.causal = is_causal(op);
   return std::make_pair(a, dtype_of(in[0].second));
 }
 

@@ -24,7 +24,7 @@ std::string op_class(const Op& op) {
   switch (op.kind) {
     case OpKind::Kernel:
       if (op.gemm) return "gemm";
-      if (op.attention) return op.attention->seq_q == op.attention->seq_kv ? "attention (self)" : "attention (cross)";
+      if (op.attention) return op.attention->causal ? "attention (causal)" : op.attention->seq_q == op.attention->seq_kv ? "attention (self)" : "attention (cross)";
       if (op.flops <= 0 && op.hbm_bytes > 0) return "memory kernel";
       return "kernel";
     case OpKind::Memcpy:

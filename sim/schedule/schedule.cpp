@@ -250,7 +250,7 @@ struct Parser {
           op.gemm = GemmShape{dim(g, "m"), dim(g, "n"), dim(g, "k")};
         }
         if (r.has("attention")) {
-          MapReader a(file, n["attention"], "attention", {"batch", "heads", "seq", "seq_kv", "head_dim", "backend"}, origin["attention"]);
+          MapReader a(file, n["attention"], "attention", {"batch", "heads", "seq", "seq_kv", "head_dim", "backend", "causal"}, origin["attention"]);
           AttentionShape as;
           as.batch = a.has("batch") ? dim(a, "batch") : 1;
           as.heads = dim(a, "heads");
@@ -258,6 +258,7 @@ struct Parser {
           as.seq_kv = a.has("seq_kv") ? dim(a, "seq_kv") : as.seq_q;
           as.head_dim = dim(a, "head_dim");
           if (auto b = a.opt_choice("backend", kBackendNames)) as.backend = *attn_backend_of(*b);
+          as.causal = a.boolean("causal", false);
           op.attention = as;
         }
         break;
@@ -676,6 +677,7 @@ std::string to_yaml(const Schedule& s) {
               << a.batch << YAML::Key << "heads" << YAML::Value << a.heads << YAML::Key << "seq" << YAML::Value << a.seq_q
               << YAML::Key << "seq_kv" << YAML::Value << a.seq_kv << YAML::Key << "head_dim" << YAML::Value << a.head_dim;
             if (a.backend != AttnBackend::Default) e << YAML::Key << "backend" << YAML::Value << to_string(a.backend);
+            if (a.causal) e << YAML::Key << "causal" << YAML::Value << true;
             e << YAML::EndMap;
           }
           if (!op.gemm && !op.attention && (op.flops > 0 || op.hbm_bytes > 0 || !op.duration)) {

@@ -5,6 +5,7 @@
 // out by to_yaml() so generated schedules can be saved and edited.
 #pragma once
 
+#include <algorithm>
 #include <cassert>
 #include <cstdint>
 #include <functional>
@@ -71,11 +72,18 @@ struct GemmShape {
 struct AttentionShape {
   int32_t batch = 1, heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   AttnBackend backend = AttnBackend::Default;
-  /// QK^T and PV: 4 * batch * heads * seq_q * seq_kv * head_dim.
-  double flops() const {
-    return 4.0 * (static_cast<double>(batch) * static_cast<double>(heads)) * static_cast<double>(seq_q) * static_cast<double>(seq_kv) *
-           static_cast<double>(head_dim);
+  /// Causal (PyTorch's is_causal): query i sees keys 0..i, the mask's
+  /// diagonal at the top left; a fused kernel skips the masked blocks.
+  bool causal = false;
+  /// The query-key pairs computed: seq_q x seq_kv, or causal the unmasked ones.
+  double pairs() const {
+    const double q = seq_q, kv = seq_kv;
+    if (!causal) return q * kv;
+    const double tri = std::min(q, kv);  // rows 0..tri-1 see i + 1 keys; the rest every key
+    return tri * (tri + 1) / 2 + (q - tri) * kv;
   }
+  /// QK^T and PV: 4 * batch * heads * head_dim * the pairs computed.
+  double flops() const { return 4.0 * (static_cast<double>(batch) * static_cast<double>(heads)) * pairs() * static_cast<double>(head_dim); }
 };
 
 // What a communicator runs, for NCCL's buffers (an alloc naming a group):

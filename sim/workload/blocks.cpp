@@ -39,7 +39,7 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
                                                                       {"all_reduce", CollKind::AllReduce}};
   MapReader r(file, node, "block op",
               {"gemm", "attention", "memory", "all_to_all", "all_gather", "reduce_scatter", "all_reduce", "m", "n", "k", "heads", "q", "kv",
-               "bytes", "access", "group", "when", "phase", "ring", "overlap"});
+               "bytes", "access", "group", "when", "phase", "ring", "causal", "overlap"});
   BlockOp op;
   op.where = location_of(file, node);
   int kinds = 0;
@@ -105,6 +105,10 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
   if (r.has("ring")) {
     if (op.kind != BlockOp::Kind::Attention) r.fail("ring", "marks the sequence-parallel attention; it applies to attention ops");
     op.ring = r.boolean("ring", false);
+  }
+  if (r.has("causal")) {
+    if (op.kind != BlockOp::Kind::Attention) r.fail("causal", "marks causal attention (each query sees the keys up to its own); it applies to attention ops");
+    op.causal = r.boolean("causal", false);
   }
   if (auto p = r.opt_int32("phase")) {
     if (*p < 0 || *p > 15) r.fail("phase", "is the op's sub-layer, 0..15");
@@ -267,9 +271,12 @@ ForwardCost forward_cost(const BlockModel& model, const RepeatVars& vars) {
       if (!op.when.empty() && eval_block_expr(op.when, vars, op.where, fmt::format("op '{}' when", op.name)) == 0) continue;
       auto e = [&](const std::string& x) { return static_cast<double>(eval_block_expr(x, vars, op.where, fmt::format("op '{}'", op.name))); };
       if (op.kind == BlockOp::Kind::Gemm) c.gemm_flops += n * 2.0 * e(op.m) * e(op.n) * e(op.k);
-      // Ring attention: ring steps of q/ring queries over kv/ring keys.
-      const double ring = op.ring ? static_cast<double>(vars.at("ring")) : 1.0;
-      if (op.kind == BlockOp::Kind::Attention) c.attention_flops += n * 4.0 * e(op.heads) * e(op.q) * e(op.kv) * static_cast<double>(vars.at("head_dim")) / ring;
+      // Ring attention: ring steps of q/ring queries over kv/ring keys (causal: each step's kernel causal, as generated).
+      if (op.kind == BlockOp::Kind::Attention) {
+        const double ring = op.ring ? static_cast<double>(vars.at("ring")) : 1.0, d = static_cast<double>(vars.at("head_dim"));
+        const AttentionShape step{1, 1, static_cast<int32_t>(e(op.q) / ring), static_cast<int32_t>(e(op.kv) / ring), 1, AttnBackend::Default, true};
+        c.attention_flops += op.causal ? n * e(op.heads) * d * ring * step.flops() : n * 4.0 * e(op.heads) * e(op.q) * e(op.kv) * d / ring;
+      }
     }
   }
   return c;
@@ -428,9 +435,8 @@ constexpr const char* kHunyuanOutside = R"(outside:
 // MLP, Megatron tensor parallelism with sequence parallelism (QKV and
 // gate/up split by columns after an all-gather of the sequence, out and down
 // by rows before a reduce-scatter of it; norms and residuals on a rank's
-// 1/tp of the tokens). Causal attention does half the work of full
-// attention: it is written as tokens/2 queries over all tokens (the same
-// FLOPs).
+// 1/tp of the tokens). Attention is causal: each query sees the keys up to
+// its own (SDPA's is_causal).
 // Memory-bound ops pass by pass as Hugging Face's LlamaDecoderLayer runs
 // them in eager PyTorch (validate/programs/model_blocks.py): the RMS norms,
 // rope on q and k (9 passes of each read and written: q cos + rotate_half(q)
@@ -458,7 +464,7 @@ blocks:
       - {memory: repeat kv, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
       - {all_to_all: a2a q, group: ulysses, bytes: local*hidden/tp*comm_bytes}
       - {all_to_all: a2a kv, group: ulysses, bytes: 2*local*kv_heads*head_dim/tp*comm_bytes}
-      - {attention: causal-attn, heads: heads/(ulysses*tp), q: tokens/2, kv: tokens, ring: true}
+      - {attention: causal-attn, heads: heads/(ulysses*tp), q: tokens, kv: tokens, causal: true, ring: true}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden/tp*comm_bytes}
       - {gemm: out, m: local, n: hidden, k: hidden/tp,
          overlap: {reduce_scatter: tp rs attn, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}

@@ -33,6 +33,7 @@ struct BlockOp {
   std::string when;             // emitted only where this is non-zero ("" = always)
   int phase = 0;                // offload policy `phase`: the sub-layer it belongs to
   bool ring = false;            // attention: the sequence-parallel one ring attention splits (ring > 1)
+  bool causal = false;          // attention: each query sees the keys up to its own (is_causal)
   // gemm: a tensor-parallel collective tied to it: an all-gather of its input
   // before it, or a reduce-scatter of its output after it; with
   // parallelism.tp_overlap: chunked both run in `chunks` pieces, each GEMM

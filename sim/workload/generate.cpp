@@ -246,8 +246,9 @@ class Gen {
             if (heads > INT32_MAX || q > INT32_MAX || kv > INT32_MAX) throw InputError(b.where, what + ": heads and sequences must fit 32 bits");
             const int64_t G = b.ring ? w_.ring : 1;
             if (q < G || kv < G) throw InputError(b.where, fmt::format("{}: {} queries and {} keys do not split over ring degree {}", what, q, kv, G));
+            // Causal over a ring: each step's kernel causal too (a balanced, zigzag split computes about half of every step).
             const AttentionShape a{1, static_cast<int32_t>(heads), static_cast<int32_t>(q / G), static_cast<int32_t>(kv / G), w_.model.head_dim,
-                                   w_.attention_backend};
+                                   w_.attention_backend, b.causal};
             tp.op = ops::attention(kCompute, a);
             tp.ring = G > 1;
             tp.kv_bytes = 2 * (kv / G) * heads * w_.model.head_dim * 2;  // K and V, bf16

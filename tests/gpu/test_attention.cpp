@@ -116,3 +116,76 @@ TEST_CASE("attention over head_dim: efficiency x (d / (d + d0)) / (128 / (128 + 
   r.head_dim0 = 0;
   CHECK(r.for_shape(4096, 4096, 64) == 0.95);  // not fitted: one efficiency
 }
+
+TEST_CASE("causal attention: the pairs it computes at the causal efficiency, written and read back, fitted from causal rows") {
+  // Top-left diagonal: query i sees keys 0..i.
+  CHECK(AttentionShape{1, 1, 4, 4, 1, AttnBackend::Default, true}.pairs() == 10);      // 1 + 2 + 3 + 4
+  CHECK(AttentionShape{1, 1, 6, 4, 1, AttnBackend::Default, true}.pairs() == 10 + 8);  // two more rows see all 4 keys
+  CHECK(AttentionShape{1, 1, 3, 5, 1, AttnBackend::Default, true}.pairs() == 6);       // the keys past the queries unseen
+  CHECK(AttentionShape{2, 8, 1000, 1000, 128, AttnBackend::Default, true}.flops() == 4.0 * 2 * 8 * 128 * (1000.0 * 1001 / 2));
+  const hw::Topology t(hw::parse_topology_string(kTopo, "topo.yaml"));
+  const auto& gpu = t.node(t.find("gpu0"));
+  ModelParams p;
+  p.attention.attention_efficiency = 0.6;
+  Op op;
+  op.kind = OpKind::Kernel;
+  op.attention = AttentionShape{1, 8, 1000, 1000, 128, AttnBackend::Default, true};
+  const double flops = 4.0 * 8 * 128 * (1000.0 * 1001 / 2);
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / 60e12 * 1e6).epsilon(1e-7));  // not measured: self's efficiency
+  p.attention.causal_attention_efficiency = 0.45;
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / 45e12 * 1e6).epsilon(1e-7));
+  p.attention.causal_attention_s0 = 500;  // efficiency / (1 + s0 / seq_q): a third off at 1,000 queries
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / 30e12 * 1e6).epsilon(1e-7));
+  op.attention->causal = false;  // the same shape unmasked: self's efficiency on every pair
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(4.0 * 8 * 128 * 1e6 / 60e12 * 1e6).epsilon(1e-7));
+
+  const char* s = R"(name: a
+ranks: 1
+streams: [c]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: c, attention: {heads: 8, seq: 1000, head_dim: 128, causal: true}}
+)";
+  const Schedule sched = parse_schedule_string(s, "a.yaml");
+  CHECK((*sched.programs[0].ops)[0].attention->causal);
+  CHECK(to_yaml(sched).find("causal: true") != std::string::npos);
+  CHECK(parse_schedule_string(to_yaml(sched), "b.yaml").programs[0].ops->at(0).attention->causal);
+
+  // Causal rows (TFLOPs on the pairs computed) give causal_attention_efficiency; self and cross rows keep theirs.
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
+  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  for (double b = 1048576; b <= 1073741824.0; b *= 4)
+    doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", 1}, {"time_us", 3 + b / 55e3}});
+  const auto row = [&](const char* kind, int seq_q, int seq_kv, double eff) {
+    const double f = AttentionShape{1, 32, seq_q, seq_kv, 128, AttnBackend::Default, std::string(kind) == "causal"}.flops();
+    doc["results"].push_back({{"key", "attention_sdpa"}, {"kind", kind}, {"heads", 32}, {"seq_q", seq_q}, {"seq_kv", seq_kv}, {"head_dim", 128},
+                              {"backend", "cudnn"}, {"time_us", f / (989e12 * eff) * 1e6}, {"TFLOPs", 989 * eff}});
+  };
+  row("self", 16384, 16384, 0.66);
+  row("self", 32768, 32768, 0.66);
+  for (int q : {2048, 4096, 8192}) row("cross", q, 512, 0.5 / (1 + 400.0 / q));
+  for (int seq : {4096, 8192, 16384, 32768}) row("causal", seq, seq, 0.6 / (1 + 1000.0 / seq));
+  doc["results"].push_back({{"key", "attention_default"}, {"backend", "cudnn"}, {"kernel", "cudnn_generated_fort_native_sdpa_sm90"}});
+  const Calibration c = calibrate({{"sdpa.json", doc}}, topo);
+  CHECK(c.params.attention.attention_efficiency == doctest::Approx(0.66).epsilon(1e-9));
+  CHECK(c.params.attention.cross_attention_q0 == doctest::Approx(400).epsilon(1e-6));  // the causal rows are not cross-attention
+  // Over the sequence: efficiency / (1 + s0 / seq_q), recovered.
+  CHECK(c.params.attention.causal_attention_efficiency == doctest::Approx(0.6).epsilon(1e-6));
+  CHECK(c.params.attention.causal_attention_s0 == doctest::Approx(1000).epsilon(1e-6));
+  CHECK(c.params.attention.rates_for(AttnBackend::Cudnn).causal_s0 == doctest::Approx(1000).epsilon(1e-6));
+  int causal_rows = 0;
+  for (const auto& cmp : compare_bench(doc, topo, c.params))
+    if (cmp.what.rfind("causal", 0) == 0) {
+      ++causal_rows;
+      CHECK(cmp.simulated_us == doctest::Approx(cmp.measured_us).epsilon(1e-4));
+    }
+  CHECK(causal_rows == 4);
+  const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-attention-causal.yaml";
+  std::ofstream(f) << model_yaml(c.params);
+  const ModelParams back = load_calibration(f.string());
+  CHECK(back.attention.causal_attention_efficiency == doctest::Approx(0.6).epsilon(1e-4));
+  CHECK(back.attention.causal_attention_s0 == doctest::Approx(1000).epsilon(1e-3));
+  CHECK(back.attention.rates_for(AttnBackend::Cudnn).causal_s0 == doctest::Approx(1000).epsilon(1e-3));
+  std::filesystem::remove(f);
+}

@@ -61,11 +61,12 @@ TEST_CASE("each preset's parameters and FLOPs per forward are its architecture's
     auto layers = [](double h, double f, double kv, double n) { return n * (h * (h + 2 * kv * 128) + h * h + 3 * h * f); };
     CHECK(workload_cost(workload("{preset: llama3-8b}")).params == layers(4096, 14336, 8, 32));
     CHECK(workload_cost(workload("{preset: llama3-70b}")).params == layers(8192, 28672, 8, 80));
-    // Tensor parallel 8: each rank holds an eighth and does an eighth of the GEMMs; causal attention is half of full.
+    // Tensor parallel 8: each rank holds an eighth and does an eighth of the GEMMs; causal attention computes the
+    // query-key pairs on and below the diagonal, 8192 x 8193 / 2.
     const ForwardCost c = workload_cost(workload("{preset: llama3-70b}", "tokens: 8192\nparallelism: {tp: 8}\n"));
     CHECK(c.params == layers(8192, 28672, 8, 80) / 8);
     CHECK(c.gemm_flops == doctest::Approx(2 * 8192 * layers(8192, 28672, 8, 80) / 8).epsilon(1e-12));
-    CHECK(c.attention_flops == doctest::Approx(80 * 4 * (64 / 8) * (8192 / 2) * 8192.0 * 128).epsilon(1e-12));
+    CHECK(c.attention_flops == doctest::Approx(80 * 4 * (64 / 8) * (8192 * 8193 / 2.0) * 128).epsilon(1e-12));
   }
 }
 

@@ -15,8 +15,9 @@ namespace ovv {
 
 struct SdpaShape {
   int64_t batch = 1, heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
-  bool fp16 = false;  // else bf16
-  auto key() const { return std::tie(batch, heads, seq_q, seq_kv, head_dim, fp16); }
+  bool fp16 = false;    // else bf16
+  bool causal = false;  // query i sees keys 0..i (the diagonal at the top left, PyTorch's is_causal)
+  auto key() const { return std::tie(batch, heads, seq_q, seq_kv, head_dim, fp16, causal); }
   bool operator<(const SdpaShape& o) const { return key() < o.key(); }
   // Q and O: batch x heads x seq_q x head_dim; K and V: batch x heads x seq_kv x head_dim (2 bytes each).
   size_t q_bytes() const { return static_cast<size_t>(batch * heads * seq_q * head_dim * 2); }
@@ -36,7 +37,7 @@ class CudnnSdpa {
   CudnnSdpa& operator=(const CudnnSdpa&) = delete;
   /// Builds the shape's graph (once); returns the workspace bytes it needs.
   int64_t prepare(const SdpaShape& s);
-  /// Enqueues O = softmax(Q K^T / sqrt(d)) V on `stream` (no mask): q, k, v, o laid out
+  /// Enqueues O = softmax(Q K^T / sqrt(d)) V on `stream` (no mask, or causal): q, k, v, o laid out
   /// [batch, heads, seq, head_dim]; `workspace` at least prepare()'s bytes.
   void run(const SdpaShape& s, cudaStream_t stream, void* q, void* k, void* v, void* o, void* workspace);
 

@@ -1,7 +1,7 @@
 // overlapsim-validate run (see run.hpp). How each op is realised:
 //   kernel gemm       cublasGemmEx, bf16/fp16 in, fp32 accumulate, on random data
 //   kernel attention  backend default or cudnn: cuDNN's fused flash SDPA
-//                     (attention_cudnn.hpp; no mask, scale 1/sqrt(d)), where
+//                     (attention_cudnn.hpp; no mask or causal, scale 1/sqrt(d)), where
 //                     built with cudnn-frontend. Other backends, or a build
 //                     without it: cublasGemmEx with m = batch*seq_q,
 //                     n = heads*head_dim and k chosen so the FLOPs are the
@@ -377,7 +377,7 @@ class Runner {
             if (o.dtype != osim::DType::BF16 && o.dtype != osim::DType::FP16)
               throw osim::InputError(where, "cuDNN's SDPA runs bf16 or fp16 attention here: give dtype bf16 or fp16");
             const auto& a = *o.attention;
-            p.sdpa = SdpaPlan{true, ovv::SdpaShape{a.batch, a.heads, a.seq_q, a.seq_kv, a.head_dim, o.dtype == osim::DType::FP16}};
+            p.sdpa = SdpaPlan{true, ovv::SdpaShape{a.batch, a.heads, a.seq_q, a.seq_kv, a.head_dim, o.dtype == osim::DType::FP16, a.causal}};
             sdpa_q = std::max(sdpa_q, p.sdpa.shape.q_bytes());
             sdpa_kv = std::max(sdpa_kv, p.sdpa.shape.kv_bytes());
           } else if (const auto rg = osim::realised_gemm(o, o_.attention_slowdown)) {

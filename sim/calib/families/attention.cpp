@@ -1,6 +1,6 @@
 // Attention (params/attention.hpp): PyTorch SDPA's efficiency against the
 // GPU's bf16 peak (attention_sdpa, from any document: validate/src/testcases/attention.py),
-// self- and cross-attention apart, cross-attention over the query count, and
+// self-, cross- and causal attention apart, cross-attention over the query count, and
 // the share of the sustained-load slow term it takes.
 #include "calib/families/attention.hpp"
 
@@ -73,7 +73,7 @@ std::vector<std::pair<double, double>> cross_attention_points(const json& doc, c
   const auto bf16 = peaks.find("bf16");
   if (bf16 == peaks.end()) return out;
   for (const auto& r : rows(doc, "attention_sdpa"))
-    if (r.value("kind", "self") != "self" && take(r))
+    if (r.value("kind", "self") == "cross" && take(r))
       out.emplace_back(r.at("seq_q").get<double>(), r.at("TFLOPs").get<double>() / bf16->second * sdpa_window_scale(r, p));
   return out;
 }
@@ -121,12 +121,20 @@ std::optional<AttentionRates> fit_rates(const FitContext& ctx, const ModelParams
   const auto& gpu = topo.node(ctx.gpu0).gpu;
   const auto it = gpu.peak_tflops.find("bf16");
   const double sustained_scale = ctx.sustained_scale;
-  std::vector<double> self_eff, cross_eff;
+  std::vector<double> self_eff, cross_eff, causal_eff;
+  std::vector<std::pair<double, double>> causal_s;  // (seq_q, efficiency) at head_dim 128
   std::vector<std::pair<double, double>> cross_q;  // (seq_q, efficiency)
   for (const auto& [name, doc] : ctx.docs) {
-    for (const auto& r : rows(doc, "attention_sdpa"))
-      if (it != gpu.peak_tflops.end() && r.value("kind", "self") == "self" && take(r))
-        self_eff.push_back(r.at("TFLOPs").get<double>() / it->second * sdpa_window_scale(r, p));
+    for (const auto& r : rows(doc, "attention_sdpa")) {
+      if (it == gpu.peak_tflops.end() || !take(r)) continue;
+      // Causal rows' TFLOPs count the pairs the kernel computes (AttentionShape::pairs).
+      const double eff = r.at("TFLOPs").get<double>() / it->second * sdpa_window_scale(r, p);
+      if (r.value("kind", "self") == "self") self_eff.push_back(eff);
+      if (r.value("kind", "self") == "causal") {
+        causal_eff.push_back(eff);
+        if (r.at("head_dim").get<int>() == 128) causal_s.emplace_back(r.at("seq_q").get<double>(), eff);
+      }
+    }
     for (const auto& q : cross_attention_points(doc, topo, p, take)) cross_q.push_back(q);
   }
   for (const auto& q : cross_q) cross_eff.push_back(q.second);
@@ -173,6 +181,25 @@ std::optional<AttentionRates> fit_rates(const FitContext& ctx, const ModelParams
                          static_cast<int>(d0s.size())});
     }
   }
+  if (!causal_eff.empty()) {
+    // Over the sequence length where >= 3 lengths at head_dim 128 were timed:
+    // efficiency / (1 + s0 / seq_q), as cross-attention over its query count.
+    const auto g = fit_cross_attention(causal_s);
+    rates.causal_efficiency = std::min(1.0, (g ? g->first : median(causal_eff)) * sustained_scale);
+    rates.causal_s0 = g ? g->second : 0;
+    std::vector<double> loo;
+    for (size_t i = 0; g && i < causal_s.size(); ++i)
+      if (auto gi = fit_cross_attention(causal_s, i)) loo.push_back(100 * std::abs(causal_s[i].second * (1 + gi->second / causal_s[i].first) / gi->first - 1));
+    fits.push_back(Fit{"causal attention (PyTorch SDPA" + label + ")",
+                       g ? "the causal shapes (is_causal: each query sees the keys up to its own), on the query-key pairs computed, over the "
+                           "sequence: efficiency / (1 + s0 / seq_q), least squares on 1/efficiency over the head_dim 128 rows; efficiency = "
+                           "the asymptote x the sustained-load burst scale"
+                         : "the same over the causal shapes (is_causal: each query sees the keys up to its own), on the query-key pairs computed",
+                       {{"efficiency", rates.causal_efficiency}, {"s0", rates.causal_s0}, {"median", median(causal_eff)},
+                        {"leave_one_out_median_pct", loo.empty() ? 0.0 : median(loo)},
+                        {"leave_one_out_worst_pct", loo.empty() ? 0.0 : *std::max_element(loo.begin(), loo.end())}},
+                       0, static_cast<int>(causal_eff.size())});
+  }
   if (!cross_eff.empty()) {
     rates.cross_efficiency = std::min(1.0, median(cross_eff) * sustained_scale);
     Fit f{"cross-attention (PyTorch SDPA" + label + ")", "the same over the cross-attention shapes (fewer keys than queries)",
@@ -215,6 +242,8 @@ void fit_attention(FitContext& ctx) {
   if (default_rates) {
     p.attention.attention_efficiency = default_rates->efficiency;
     p.attention.attention_head_dim0 = default_rates->head_dim0;
+    p.attention.causal_attention_efficiency = default_rates->causal_efficiency;
+    p.attention.causal_attention_s0 = default_rates->causal_s0;
     if (default_rates->cross_efficiency > 0) {
       p.attention.cross_attention_efficiency = default_rates->cross_efficiency;
       p.attention.cross_attention_q0 = default_rates->cross_q0;
@@ -259,16 +288,18 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     cp.all = fit_cross_attention(cp.points);
   }
   CrossPoints& cross = by_backend[backend];
+  const std::string kind = r.value("kind", "self");
   const Op op = bench_attention(AttentionShape{1, r.at("heads").get<int32_t>(), r.at("seq_q").get<int32_t>(), r.at("seq_kv").get<int32_t>(),
-                                               r.at("head_dim").get<int32_t>(), backend});
+                                               r.at("head_dim").get<int32_t>(), backend, kind == "causal"});
   const std::string suffix = tabled ? ", " + to_string(row_backend) : "";
-  c.what = fmt::format("{} {}h {}x{}{}", r.value("kind", "self"), op.attention->heads, op.attention->seq_q, op.attention->seq_kv, suffix);
-  c.cls = r.value("kind", "self") == "self" ? "attention, self (median self-attention efficiency)"
-                                            : "attention, cross (median cross-attention efficiency)";
+  c.what = fmt::format("{} {}h {}x{}{}", kind, op.attention->heads, op.attention->seq_q, op.attention->seq_kv, suffix);
+  c.cls = kind == "self"     ? "attention, self (median self-attention efficiency)"
+          : kind == "causal" ? "attention, causal (efficiency over the sequence)"
+                             : "attention, cross (median cross-attention efficiency)";
   c.measured_us = r.at("time_us");
   ModelParams q = p;
   const AttentionRates rates = p.attention.rates_for(backend);
-  if (r.value("kind", "self") != "self" && rates.cross_q0 > 0) {
+  if (kind == "cross" && rates.cross_q0 > 0) {
     // Out of sample: the query-count model fitted without this shape
     // (its asymptote keeps the calibration's burst scale).
     const size_t i = static_cast<size_t>(cross.seen++);

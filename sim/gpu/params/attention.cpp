@@ -26,7 +26,7 @@ void read_backends(const MapReader& m, const std::string& file, ModelParams& p) 
   auto& out = p.attention.backends;
   out.clear();
   for (const YAML::Node& e : list) {
-    MapReader r(file, e, "attention_backends entry", {"backend", "efficiency", "cross_efficiency", "cross_q0", "head_dim0"});
+    MapReader r(file, e, "attention_backends entry", {"backend", "efficiency", "cross_efficiency", "cross_q0", "head_dim0", "causal_efficiency", "causal_s0"});
     AttentionBackendRates b;
     b.backend = read_backend(r, "backend", false);
     for (const auto& x : out)
@@ -39,6 +39,10 @@ void read_backends(const MapReader& m, const std::string& file, ModelParams& p) 
     if (!(b.rates.efficiency > 0 && b.rates.efficiency <= 1)) r.fail("efficiency", "must be in (0, 1], e.g. 0.7");
     if (!(b.rates.cross_efficiency >= 0 && b.rates.cross_efficiency <= 1)) r.fail("cross_efficiency", "must be in [0, 1] (0: efficiency)");
     if (!(b.rates.cross_q0 >= 0)) r.fail("cross_q0", "must be >= 0");
+    b.rates.causal_efficiency = r.opt_num("causal_efficiency").value_or(0);
+    if (!(b.rates.causal_efficiency >= 0 && b.rates.causal_efficiency <= 1)) r.fail("causal_efficiency", "must be in [0, 1] (0: efficiency)");
+    b.rates.causal_s0 = r.opt_num("causal_s0").value_or(0);
+    if (!(b.rates.causal_s0 >= 0 && b.rates.causal_s0 <= kBig)) r.fail("causal_s0", "must be >= 0 (0: one causal efficiency for every length)");
     out.push_back(b);
   }
 }
@@ -46,9 +50,12 @@ void read_backends(const MapReader& m, const std::string& file, ModelParams& p) 
 std::string write_backends(const ModelParams& p) {
   std::string out = "\n";
   for (const auto& b : p.attention.backends)
-    out += fmt::format("    - {{backend: {}, efficiency: {:.4f}, cross_efficiency: {:.4f}, cross_q0: {:.1f}{}}}\n", to_string(b.backend),
+    out += fmt::format("    - {{backend: {}, efficiency: {:.4f}, cross_efficiency: {:.4f}, cross_q0: {:.1f}{}{}}}\n", to_string(b.backend),
                        b.rates.efficiency, b.rates.cross_efficiency, b.rates.cross_q0,
-                       b.rates.head_dim0 > 0 ? fmt::format(", head_dim0: {:.1f}", b.rates.head_dim0) : "");
+                       b.rates.head_dim0 > 0 ? fmt::format(", head_dim0: {:.1f}", b.rates.head_dim0) : "",
+                       b.rates.causal_efficiency > 0
+                           ? fmt::format(", causal_efficiency: {:.4f}, causal_s0: {:.1f}", b.rates.causal_efficiency, b.rates.causal_s0)
+                           : "");
   return out;
 }
 
@@ -64,6 +71,11 @@ std::vector<Field> attention_fields() {
      OSIM_POS(attention, cross_attention_q0), "cross-attention efficiency / (1 + q0 / seq_q): short query sets lose more"},
     {"attention_head_dim0", "attention", Kind::Number, OSIM_REF(attention, attention_head_dim0), 1, 0, 1e4, false, "56",
      OSIM_POS(attention, attention_head_dim0), "the efficiencies above are head_dim 128's; at head_dim d x (d / (d + d0)) / (128 / (128 + d0))"},
+    {"causal_attention_efficiency", "attention", Kind::Number, OSIM_REF(attention, causal_attention_efficiency), 4, 0, 1, false, "0.55",
+     OSIM_POS(attention, causal_attention_efficiency),
+     "the same for causal attention, on the query-key pairs it computes, over causal_attention_s0 (absent: attention_efficiency)"},
+    {"causal_attention_s0", "attention", Kind::Number, OSIM_REF(attention, causal_attention_s0), 1, 0, kBig, false, "1000",
+     OSIM_POS(attention, causal_attention_s0), "causal efficiency / (1 + s0 / seq_q): short sequences lose more on the diagonal's tiles"},
     {"attention_default_backend", "attention", Kind::Custom, {}, 4, 0, 0, false, "cudnn",
      [](const ModelParams& p) { return p.attention.default_backend != AttnBackend::Default; },
      "the SDPA backend the framework picks by default on this GPU: the three fields above are its rates",
