@@ -14,6 +14,7 @@
 #include "gpu/params_io.hpp"
 #include "hw/fabric.hpp"
 #include "kineto/import.hpp"
+#include "kineto/trace.hpp"
 #include "report/metrics.hpp"
 #include "schedule/whatif.hpp"
 
@@ -279,4 +280,25 @@ TEST_CASE("the reference programs' traces: the measured step is the profiled run
     REQUIRE(simulated.steps.size() == 1);
     CHECK((simulated.steps[0].end - simulated.steps[0].start).s() == doctest::Approx(profiled).epsilon(0.02));
   }
+}
+
+TEST_CASE("an SDPA op's shape, backend and is_causal from the profiler's inputs") {
+  const json dims = {{1, 32, 4096, 128}, {1, 32, 4096, 128}, {1, 32, 4096, 128}};
+  const json types = {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16"};
+  json args = {{"Input Dims", dims}, {"Input type", types},
+               {"Concrete Inputs", {"", "", "", "", "", "", "4096", "4096", "False", "0.", "True", "False", ""}}};
+  using kineto::trace::attention_of;
+  using kineto::trace::CpuOp;
+  auto a = attention_of(CpuOp{"aten::_cudnn_attention_forward", &args});
+  REQUIRE(a);
+  CHECK(a->first.backend == AttnBackend::Cudnn);
+  CHECK(a->first.seq_q == 4096);
+  CHECK(a->first.causal);
+  args["Concrete Inputs"][10] = "False";
+  CHECK_FALSE(attention_of(CpuOp{"aten::_cudnn_attention_forward", &args})->first.causal);
+  // The flash op (is_causal its fifth argument); no Concrete Inputs: not causal.
+  json flash = {{"Input Dims", dims}, {"Input type", types}, {"Concrete Inputs", {"", "", "", "0.", "True", "False", ""}}};
+  CHECK(attention_of(CpuOp{"aten::_scaled_dot_product_flash_attention", &flash})->first.causal);
+  flash.erase("Concrete Inputs");
+  CHECK_FALSE(attention_of(CpuOp{"aten::_scaled_dot_product_flash_attention", &flash})->first.causal);
 }

@@ -92,6 +92,15 @@ TEST_CASE("tensor parallelism: groups of consecutive ranks, an all-gather and a 
   CHECK(rs->coll == CollKind::ReduceScatter);
   CHECK(s.programs[3].group_of(*rs) == 3);                // tp1: ranks 2 and 3
   CHECK(rs->bytes == 2048LL * 4096 * 2);  // the input: the local tokens' activations, bf16
+  // Causal attention over every token, the heads split over ulysses x tp.
+  const Op* attn = nullptr;
+  for (const Op& op : *s.programs[3].ops)
+    if (op.attention) attn = &op;
+  REQUIRE(attn);
+  CHECK(attn->attention->causal);
+  CHECK(attn->attention->seq_q == 4096);
+  CHECK(attn->attention->seq_kv == 4096);
+  CHECK(attn->attention->heads == 32 / 4);
   // Without tensor parallelism the tied collectives are not there at all.
   CHECK(count_label(generate_schedule(workload("{preset: llama3-8b, dims: {layers: 2}}")), 0, " tp ag attn") == 0);
   // Chunked: per tied collective tp pieces on the stream "tp comm", each GEMM piece m / tp.
