@@ -35,7 +35,7 @@ TEST_CASE("an attention op runs at its backend's rates, the default's where it n
   CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(4.0 * 8 * 1000 * 100 * 128 / (100e12 * 0.2) * 1e6).epsilon(1e-7));
 }
 
-TEST_CASE("a schedule's attention names its backend, and an unknown one is refused with the file and line") {
+TEST_CASE("a schedule's attention names its backend (an unknown one refused with the file and line) and whether it is causal") {
   const char* s = R"(name: a
 ranks: 1
 streams: [c]
@@ -50,6 +50,13 @@ programs:
   std::string bad = s;
   bad.replace(bad.find("flash2"), 6, "flash9");
   CHECK_THROWS_WITH_AS(parse_schedule_string(bad, "a.yaml"), doctest::Contains("a.yaml:7"), InputError);
+  // Causal: read, written and read back.
+  std::string causal = s;
+  causal.replace(causal.find("backend: flash2"), 15, "causal: true");
+  const Schedule cs = parse_schedule_string(causal, "c.yaml");
+  CHECK((*cs.programs[0].ops)[0].attention->causal);
+  CHECK(to_yaml(cs).find("causal: true") != std::string::npos);
+  CHECK(parse_schedule_string(to_yaml(cs), "d.yaml").programs[0].ops->at(0).attention->causal);
 }
 
 TEST_CASE("calibrate fits each backend's rates and the default's from attention_sdpa rows, and replays each row at its backend's") {
@@ -117,7 +124,7 @@ TEST_CASE("attention over head_dim: efficiency x (d / (d + d0)) / (128 / (128 + 
   CHECK(r.for_shape(4096, 4096, 64) == 0.95);  // not fitted: one efficiency
 }
 
-TEST_CASE("causal attention: the pairs it computes at the causal efficiency, written and read back, fitted from causal rows") {
+TEST_CASE("causal attention: the pairs it computes at the causal efficiency, fitted from causal rows over the sequence") {
   // Top-left diagonal: query i sees keys 0..i.
   CHECK(AttentionShape{1, 1, 4, 4, 1, AttnBackend::Default, true}.pairs() == 10);      // 1 + 2 + 3 + 4
   CHECK(AttentionShape{1, 1, 6, 4, 1, AttnBackend::Default, true}.pairs() == 10 + 8);  // two more rows see all 4 keys
@@ -138,19 +145,6 @@ TEST_CASE("causal attention: the pairs it computes at the causal efficiency, wri
   CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / 30e12 * 1e6).epsilon(1e-7));
   op.attention->causal = false;  // the same shape unmasked: self's efficiency on every pair
   CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(4.0 * 8 * 128 * 1e6 / 60e12 * 1e6).epsilon(1e-7));
-
-  const char* s = R"(name: a
-ranks: 1
-streams: [c]
-programs:
-  - rank: 0
-    ops:
-      - {op: kernel, stream: c, attention: {heads: 8, seq: 1000, head_dim: 128, causal: true}}
-)";
-  const Schedule sched = parse_schedule_string(s, "a.yaml");
-  CHECK((*sched.programs[0].ops)[0].attention->causal);
-  CHECK(to_yaml(sched).find("causal: true") != std::string::npos);
-  CHECK(parse_schedule_string(to_yaml(sched), "b.yaml").programs[0].ops->at(0).attention->causal);
 
   // Causal rows (TFLOPs on the pairs computed) give causal_attention_efficiency; self and cross rows keep theirs.
   const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
