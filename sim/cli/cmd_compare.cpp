@@ -304,6 +304,8 @@ int reference_command(const std::string& folder, bool write_calibration) {
   if (top.has("expected"))
     expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated", "models",
                                                       "models_repeated", "memory", "traces"});
+  // A figure at most its expected value (to the printed precision).
+  const auto within = [](double value, const MapReader& e, const char* key) { return value <= e.num(key) + 0.05; };
   const auto check = [&](bool ok, const std::string& what) {
     if (!ok) {
       std::cout << "  above what the manifest expects: " << what << "\n";
@@ -320,7 +322,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
       std::cout << fmt::format("  {}: {} runs, makespan error median {:.1f} %, worst {:.1f} %\n", label, errs.size(), med, worst);
       if (expected && expected->has(key)) {
         const MapReader e(file, expected->get(key), key, {"median_pct", "worst_pct"});
-        check(med <= e.num("median_pct") + 0.05 && worst <= e.num("worst_pct") + 0.05, label);
+        check(within(med, e, "median_pct") && within(worst, e, "worst_pct"), label);
       }
     };
     figures("", "validation", "validation runs");
@@ -352,18 +354,16 @@ int reference_command(const std::string& folder, bool write_calibration) {
     const std::string key = section + "_repeated";
     if (expected && expected->has(key)) {
       const MapReader e(file, expected->get(key), key, {"median_pct", "worst_pct", "spearman_min"});
-      check(e.num("median_pct") + 0.05 >= rf.median_pct && e.num("worst_pct") + 0.05 >= rf.worst_pct && rf.spearman_min >= e.num("spearman_min") - 0.005,
+      check(within(rf.median_pct, e, "median_pct") && within(rf.worst_pct, e, "worst_pct") && rf.spearman_min >= e.num("spearman_min") - 0.005,
             section + " over their sessions");
     }
   };
   if (top.has("programs")) {
     // Reference programs (framework programs run on the machine, none of them a calibration input);
     // `repeats:` the same programs run again (other boxes or sessions), each one's median run against its twin.
-    const MapReader pr(file, top.get("programs"), "programs", {"runs", "repeats"});
-    ProgramFigures f = predict_programs(program_files(results_folder(pr, "runs", pr.str("runs"))), topo, params);
+    const auto [pr, f] = predicted("programs", true);
     std::cout << fmt::format("  programs: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", f.runs.size(),
                              f.median_pct, f.worst_pct, f.spearman_min);
-    const auto within = [](double value, const MapReader& e, const char* key) { return value <= e.num(key) + 0.05; };
     if (expected && expected->has("programs")) {
       const MapReader e(file, expected->get("programs"), "programs", {"median_pct", "worst_pct", "spearman_min"});
       check(within(f.median_pct, e, "median_pct") && within(f.worst_pct, e, "worst_pct") && f.spearman_min >= e.num("spearman_min") - 0.005, "programs");
@@ -378,9 +378,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
                              f.median_pct, f.worst_pct, f.allocated_median_pct, f.allocated_worst_pct);
     if (expected && expected->has("models")) {
       const MapReader e(file, expected->get("models"), "models", {"median_pct", "worst_pct", "allocated_worst_pct"});
-      check(f.median_pct <= e.num("median_pct") + 0.05 && f.worst_pct <= e.num("worst_pct") + 0.05 &&
-                f.allocated_worst_pct <= e.num("allocated_worst_pct") + 0.05,
-            "models");
+      check(within(f.median_pct, e, "median_pct") && within(f.worst_pct, e, "worst_pct") && within(f.allocated_worst_pct, e, "allocated_worst_pct"), "models");
     }
     repeats(mr, "models", f);
   }
@@ -392,7 +390,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
                              f.memory_runs, f.allocated_median_pct, f.allocated_worst_pct, f.device_median_pct, f.device_worst_pct);
     if (expected && expected->has("memory")) {
       const MapReader e(file, expected->get("memory"), "memory", {"allocated_worst_pct", "device_worst_pct"});
-      check(f.allocated_worst_pct <= e.num("allocated_worst_pct") + 0.05 && f.device_worst_pct <= e.num("device_worst_pct") + 0.05, "memory");
+      check(within(f.allocated_worst_pct, e, "allocated_worst_pct") && within(f.device_worst_pct, e, "device_worst_pct"), "memory");
     }
   }
   if (top.has("traces")) {
@@ -407,7 +405,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
                              worst(pinned), worst(pageable));
     if (expected && expected->has("traces")) {
       const MapReader e(file, expected->get("traces"), "traces", {"pinned_worst_pct", "pageable_worst_pct"});
-      check(worst(pinned) <= e.num("pinned_worst_pct") + 0.05 && worst(pageable) <= e.num("pageable_worst_pct") + 0.05, "traces");
+      check(within(worst(pinned), e, "pinned_worst_pct") && within(worst(pageable), e, "pageable_worst_pct"), "traces");
     }
   }
   std::cout << fmt::format("reference {}: {}\n", top.str("machine"), rc == 0 ? "ok" : "FAILED");

@@ -274,8 +274,12 @@ ForwardCost forward_cost(const BlockModel& model, const RepeatVars& vars) {
       // Ring attention: ring steps of q/ring queries over kv/ring keys (causal: each step's kernel causal, as generated).
       if (op.kind == BlockOp::Kind::Attention) {
         const double ring = op.ring ? static_cast<double>(vars.at("ring")) : 1.0, d = static_cast<double>(vars.at("head_dim"));
-        const AttentionShape step{1, 1, static_cast<int32_t>(e(op.q) / ring), static_cast<int32_t>(e(op.kv) / ring), 1, AttnBackend::Default, true};
-        c.attention_flops += op.causal ? n * e(op.heads) * d * ring * step.flops() : n * 4.0 * e(op.heads) * e(op.q) * e(op.kv) * d / ring;
+        if (op.causal) {
+          const AttentionShape step{1, 1, static_cast<int32_t>(e(op.q) / ring), static_cast<int32_t>(e(op.kv) / ring), 1, AttnBackend::Default, true};
+          c.attention_flops += n * e(op.heads) * d * ring * step.flops();
+        } else {
+          c.attention_flops += n * 4.0 * e(op.heads) * e(op.q) * e(op.kv) * d / ring;
+        }
       }
     }
   }

@@ -40,6 +40,18 @@ std::optional<std::pair<double, double>> fit_cross_attention(const std::vector<s
 
 namespace {
 
+// Each point against the saturating fit made without it, in percent: how well
+// the form predicts a shape it never saw.
+std::vector<double> leave_one_out_pct(const std::vector<std::pair<double, double>>& points) {
+  std::vector<double> out;
+  for (size_t i = 0; i < points.size(); ++i)
+    if (auto g = fit_cross_attention(points, i)) out.push_back(100 * std::abs(points[i].second * (1 + g->second / points[i].first) / g->first - 1));
+  return out;
+}
+
+double median_or_zero(const std::vector<double>& v) { return v.empty() ? 0.0 : median(v); }
+double worst_or_zero(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
+
 // The backend an attention_sdpa row timed: older rows say "flash" (forced
 // FlashAttention-2) or "default" (whatever PyTorch picked, unnamed).
 AttnBackend backend_of_row(const json& r) {
@@ -187,17 +199,15 @@ std::optional<AttentionRates> fit_rates(const FitContext& ctx, const ModelParams
     const auto g = fit_cross_attention(causal_s);
     rates.causal_efficiency = std::min(1.0, (g ? g->first : median(causal_eff)) * sustained_scale);
     rates.causal_s0 = g ? g->second : 0;
-    std::vector<double> loo;
-    for (size_t i = 0; g && i < causal_s.size(); ++i)
-      if (auto gi = fit_cross_attention(causal_s, i)) loo.push_back(100 * std::abs(causal_s[i].second * (1 + gi->second / causal_s[i].first) / gi->first - 1));
+    const std::vector<double> loo = g ? leave_one_out_pct(causal_s) : std::vector<double>{};
     fits.push_back(Fit{"causal attention (PyTorch SDPA" + label + ")",
                        g ? "the causal shapes (is_causal: each query sees the keys up to its own), on the query-key pairs computed, over the "
                            "sequence: efficiency / (1 + s0 / seq_q), least squares on 1/efficiency over the head_dim 128 rows; efficiency = "
                            "the asymptote x the sustained-load burst scale"
                          : "the same over the causal shapes (is_causal: each query sees the keys up to its own), on the query-key pairs computed",
                        {{"efficiency", rates.causal_efficiency}, {"s0", rates.causal_s0}, {"median", median(causal_eff)},
-                        {"leave_one_out_median_pct", loo.empty() ? 0.0 : median(loo)},
-                        {"leave_one_out_worst_pct", loo.empty() ? 0.0 : *std::max_element(loo.begin(), loo.end())}},
+                        {"leave_one_out_median_pct", median_or_zero(loo)},
+                        {"leave_one_out_worst_pct", worst_or_zero(loo)}},
                        0, static_cast<int>(causal_eff.size())});
   }
   if (!cross_eff.empty()) {
@@ -211,14 +221,12 @@ std::optional<AttentionRates> fit_rates(const FitContext& ctx, const ModelParams
     if (auto g = fit_cross_attention(cross_q)) {
       rates.cross_efficiency = std::min(1.0, g->first * sustained_scale);
       rates.cross_q0 = g->second;
-      std::vector<double> loo;
-      for (size_t i = 0; i < cross_q.size(); ++i)
-        if (auto gi = fit_cross_attention(cross_q, i)) loo.push_back(100 * std::abs(cross_q[i].second * (1 + gi->second / cross_q[i].first) / gi->first - 1));
+      const std::vector<double> loo = leave_one_out_pct(cross_q);
       f.formula = "the same over the cross-attention shapes (fewer keys than queries), over the query count: efficiency / (1 + q0 / seq_q), "
                   "least squares on 1/efficiency; efficiency = the asymptote x the sustained-load burst scale";
       f.values = {{"efficiency", rates.cross_efficiency}, {"q0", rates.cross_q0}, {"median", median(cross_eff)},
-                  {"leave_one_out_median_pct", loo.empty() ? 0.0 : median(loo)},
-                  {"leave_one_out_worst_pct", loo.empty() ? 0.0 : *std::max_element(loo.begin(), loo.end())}};
+                  {"leave_one_out_median_pct", median_or_zero(loo)},
+                  {"leave_one_out_worst_pct", worst_or_zero(loo)}};
     }
     fits.push_back(f);
   }
