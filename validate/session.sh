@@ -14,7 +14,7 @@
 #                      (validate/sets/attention/cudnn-shapes.yaml)
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
 #   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json
-#                      programs do not use
+#                      programs do not use, and its norms by row length
 #   vram               PyTorch's memory beyond its tensors (context, cuBLAS
 #                      workspace, the allocator's reserve; NCCL's on
 #                      several GPUs)                                        -> vram.json

@@ -25,7 +25,7 @@ const std::vector<std::string> kAlgoNames = {"nccl", "pairwise", "ring"};
 const std::vector<std::string> kDtypeNames = {"bf16", "fp16", "fp32", "fp8"};
 const std::vector<std::string> kBackendNames = {"default", "cudnn", "flash2", "flash3", "efficient", "math"};
 const std::vector<std::string> kPartNames = {"weights", "activations", "workspace", "outside", "runtime", "reserve", "comm"};
-const std::vector<std::string> kAccessNames = {"elementwise", "norm", "broadcast", "strided", "roll"};
+const std::vector<std::string> kAccessNames = {"elementwise", "norm", "broadcast", "strided", "roll", "layer_norm", "rms_norm"};
 const std::vector<std::string> kNcclRunsNames = {"all_to_all", "ring_exchange", "collectives"};  // the kNccl* bits in order (alloc `runs`)
 
 template <class E>
@@ -90,7 +90,7 @@ std::vector<std::string> keys_for(OpKind k) {
     for (const char* m : more) common.emplace_back(m);
   };
   switch (k) {
-    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "access", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency"}); break;
+    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency"}); break;
     case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "host_span", "async", "peer"}); break;
     case OpKind::EventRecord: add({"event", "stream"}); break;
     case OpKind::StreamWaitEvent: add({"stream", "event"}); break;
@@ -239,6 +239,12 @@ struct Parser {
           if (!r.has("bytes") || op.flops > 0 || r.has("gemm") || r.has("attention"))
             r.fail("access", "applies to a kernel of HBM bytes only (how it walks memory)");
           op.access = enum_of<Access>(kAccessNames, r.choice("access", kAccessNames));
+        }
+        if (r.has("row")) {
+          if (!is_norm(op.access)) r.fail("row", "is the elements of each row a norm normalises: give it with access: norm, layer_norm or rms_norm");
+          const int64_t row = r.integer("row");
+          if (row < 1 || row > INT32_MAX) r.fail("row", "must be 1 .. 2^31-1 (elements of a normalised row)");
+          op.norm_row = static_cast<int32_t>(row);
         }
         auto dim = [&](const MapReader& rd, const char* key) {
           const int64_t v = rd.integer(key);
@@ -684,6 +690,7 @@ std::string to_yaml(const Schedule& s) {
             kv("flops", fmt::format("{}", op.flops));
             kv("bytes", fmt::format("{}", static_cast<int64_t>(op.hbm_bytes)));
             if (op.access != Access::Elementwise) kv("access", to_string(op.access));
+            if (op.norm_row > 0) kv("row", op.norm_row);
           }
           kv("dtype", to_string(op.dtype));
           if (op.sm_limit > 0) kv("sm_limit", op.sm_limit);

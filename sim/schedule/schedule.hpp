@@ -39,10 +39,12 @@ enum class MemPart : uint8_t { Weights, Activations, Workspace, Outside, Runtime
 inline constexpr int kMemParts = 7;
 // How a memory-bound kernel walks memory: a framework's own kernels reach
 // different shares of the HBM bandwidth by it (MemoryParams): contiguous
-// elementwise ops, layer/RMS norms, an operand broadcast over the tokens
+// elementwise ops, norms (of either kind, or a layer norm, or an RMS norm:
+// the kind matters over short rows), an operand broadcast over the tokens
 // (adaLN's scale, shift and gates), ops on strided views (splits), roll.
-enum class Access : uint8_t { Elementwise, Norm, Broadcast, Strided, Roll };
-inline constexpr int kAccessKinds = 5;
+enum class Access : uint8_t { Elementwise, Norm, Broadcast, Strided, Roll, LayerNorm, RmsNorm };
+inline constexpr int kAccessKinds = 7;
+inline bool is_norm(Access a) { return a == Access::Norm || a == Access::LayerNorm || a == Access::RmsNorm; }
 // The fused attention kernel that runs an attention op: PyTorch SDPA's
 // backends. `Default` is whichever the framework picks on the GPU.
 enum class AttnBackend : uint8_t { Default, Cudnn, Flash2, Flash3, Efficient, Math };
@@ -116,6 +118,7 @@ struct Op {
   int sm_limit = 0;         // kernel; 0 = all SMs; -N = all but N (sm_margin: N SMs held back for others)
   int line = 0, column = 0; // where the op was written (0: generated); see Schedule::location
   float efficiency = 0;     // kernel; 0 = the model's default for the class
+  int32_t norm_row = 0;     // kernel of a norm: the elements of each row it normalises (0: long rows)
   Bytes bytes = 0;          // memcpy, alloc (0 with a group: sized by the run), collective
   Bytes host_span = 0;      // memcpy h2d/d2h: the host memory its copies walk through, each the next slice (0 = its own bytes: one buffer, again and again)
   double flops = 0;         // kernel

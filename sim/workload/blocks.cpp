@@ -39,7 +39,7 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
                                                                       {"all_reduce", CollKind::AllReduce}};
   MapReader r(file, node, "block op",
               {"gemm", "attention", "memory", "all_to_all", "all_gather", "reduce_scatter", "all_reduce", "m", "n", "k", "heads", "q", "kv",
-               "bytes", "access", "group", "when", "phase", "ring", "causal", "overlap"});
+               "bytes", "access", "row", "group", "when", "phase", "ring", "causal", "overlap"});
   BlockOp op;
   op.where = location_of(file, node);
   int kinds = 0;
@@ -80,6 +80,8 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
       op.bytes = expr_of(r, "bytes");
       const auto& names = access_names();
       if (auto a = r.opt_choice("access", names)) op.access = static_cast<Access>(std::find(names.begin(), names.end(), *a) - names.begin());
+      if (r.has("row") && !is_norm(op.access)) r.fail("row", "is the elements of each row a norm normalises: give it with access: norm, layer_norm or rms_norm");
+      op.row = opt_expr_of(r, "row").value_or("");
       break;
     }
     case BlockOp::Kind::Collective:
@@ -89,6 +91,7 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
       break;
   }
   if (r.has("access") && op.kind != BlockOp::Kind::Memory) r.fail("access", "is how a memory op walks memory: it applies to memory ops");
+  if (r.has("row") && op.kind != BlockOp::Kind::Memory) r.fail("row", "is the elements of each row a norm normalises: it applies to memory ops");
   op.when = opt_expr_of(r, "when").value_or("");
   if (r.has("overlap")) {
     if (op.kind != BlockOp::Kind::Gemm) r.fail("overlap", "ties a tensor-parallel all-gather or reduce-scatter to a gemm op");
@@ -357,10 +360,10 @@ blocks:
 // Black Forest Labs' block code in eager PyTorch, pass by pass
 // (validate/programs/model_blocks.py runs it): adaLN's norm, scale and
 // shift (6 of tokens x hidden, read and written), the q, k, v of both
-// streams concatenated (6), the q/k RMS norms (4), rope (18: q and k four
-// elementwise passes each, as an elementwise stand-in of its real
-// rotation), each gated residual (a multiply and an add: 5), the GELU; a
-// single block concatenates the attention and the MLP before linear2.
+// streams concatenated (6), the q/k RMS norms over each head's head_dim (4),
+// rope (18: q and k four elementwise passes each, as an elementwise stand-in
+// of its real rotation), each gated residual (a multiply and an add: 5), the
+// GELU; a single block concatenates the attention and the MLP before linear2.
 constexpr const char* kMmdit = R"(blocks:
   - name: double
     count: double_blocks
@@ -374,7 +377,7 @@ constexpr const char* kMmdit = R"(blocks:
       - {gemm: img qkv, m: local, n: 3*hidden, k: hidden}
       - {gemm: txt qkv, m: text_tokens, n: 3*hidden, k: hidden}
       - {memory: cat qkv, bytes: 6*(local + text_tokens)*hidden*act_bytes}
-      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: norm}
+      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim}
       - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes}
       - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll}
 )"
@@ -402,7 +405,7 @@ constexpr const char* kMmdit = R"(blocks:
       - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm}
       - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast}
       - {gemm: linear1, m: local + text_tokens, n: 3*hidden + ffn, k: hidden}
-      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: strided}
+      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim}
       - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes}
       - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll}
 )"

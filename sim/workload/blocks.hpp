@@ -28,6 +28,7 @@ struct BlockOp {
   std::string heads, q, kv;     // attention (its head_dim is the model's)
   std::string bytes;            // memory kernel (HBM bytes) or collective (bytes per rank, nccl-tests size)
   Access access = Access::Elementwise;  // memory kernel: how it walks memory
+  std::string row;              // memory kernel of a norm: the elements of each row it normalises ("" = long rows)
   CollKind coll = CollKind::AllToAll;
   std::string group;            // collective: ulysses | tp | cfg
   std::string when;             // emitted only where this is non-zero ("" = always)

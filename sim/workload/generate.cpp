@@ -256,6 +256,7 @@ class Gen {
           }
           case BlockOp::Kind::Memory:
             tp.op = ops::memory_kernel(kCompute, static_cast<double>(positive(b.bytes, "bytes")), {}, b.access);
+            if (!b.row.empty()) tp.op.norm_row = static_cast<int32_t>(std::min<int64_t>(positive(b.row, "row"), INT32_MAX));
             break;
           case BlockOp::Kind::Collective: {
             tp.group = group_kind(b.group);

@@ -461,3 +461,37 @@ TEST_CASE("memory-bound kernels' load: fitted at the calibration's full-duty slo
   CHECK(unscaled_values.at("target") == doctest::Approx(unscaled_values.at("gemm_slowdown")));
   CHECK(unscaled < load - 0.02);
 }
+
+TEST_CASE("norms by row length: each row length's median per kind, a split view and the long-row shapes kept out of the table") {
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));  // HBM 4.8 TB/s
+  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  for (const double b : {1048576.0, 16777216.0})
+    doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", 5}, {"time_us", 3 + b / 55e3}});
+  const auto row = [&](const char* op, double share, nlohmann::json extra) {
+    nlohmann::json r = {{"key", "framework_elementwise"}, {"gpus", {0}}, {"op", op}, {"tokens", 6144}, {"hidden", 2560}, {"GBps", share * 4800}};
+    r.update(extra);
+    doc["results"].push_back(r);
+  };
+  // The [tokens, hidden] shapes: the norms' median, 0.5.
+  row("layer_norm", 0.45, nlohmann::json::object());
+  row("rms_norm", 0.55, nlohmann::json::object());
+  for (const int r : {128, 512, 2048}) {
+    row("layer_norm", 0.1 * r / 128, {{"row", r}});
+    row("rms_norm", 0.1 * r / 64, {{"row", r}});
+    row("rms_norm", 0.1 * r / 64 + 0.01, {{"row", r}});  // a second box: the median of the two
+  }
+  row("rms_norm", 0.05, {{"row", 128}, {"view", "split"}});  // not contiguous: reported apart, not in the table
+  row("layer_norm", 0.3, {{"row", 64}});                     // one kind only: no table row
+  const Calibration c = calibrate({{"eager.json", doc}}, topo);
+  const MemoryParams& m = c.params.memory;
+  CHECK(m.framework_norm_efficiency == doctest::Approx(0.5).epsilon(1e-9));
+  REQUIRE(m.framework_norm_rows.size() == 3);
+  CHECK(m.framework_norm_rows[0][0] == 128);
+  CHECK(m.framework_norm_rows[0][1] == doctest::Approx(0.1).epsilon(1e-9));
+  CHECK(m.framework_norm_rows[0][2] == doctest::Approx(0.205).epsilon(1e-9));
+  CHECK(m.framework_norm_rows[2][1] == doctest::Approx(1.0).epsilon(1e-9));  // 1.6: held to the bandwidth
+  // The line through 128 and 2048 at 512 (log-halfway): layer 0.55 against 0.4 measured.
+  const auto v = values_of(fit_named(c, "framework norms by row length"));
+  CHECK(v.at("layer_512") == doctest::Approx(0.4).epsilon(1e-9));
+  CHECK(v.at("between_rows_worst_pct") == doctest::Approx(100 * (0.55 / 0.4 - 1)).epsilon(1e-6));
+}

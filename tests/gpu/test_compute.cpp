@@ -137,3 +137,30 @@ TEST_CASE("a framework program's memory-bound kernel runs at its access kind's r
   CHECK(error_of("name: k\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, flops: 1e9, access: norm}\n")
             .find("applies to a kernel of HBM bytes only") != std::string::npos);
 }
+
+TEST_CASE("a norm over short rows runs at the table's rate for its row length and kind, interpolated in log(row)") {
+  ModelParams p = quiet();
+  p.memory.framework_norm_efficiency = 0.5;
+  p.memory.framework_norm_rows = {{{128, 0.1, 0.2}, {512, 0.3, 0.4}, {2048, 0.45, 0.6}}};
+  auto ms = [&](const std::string& extra) {
+    const Sim s("name: k\nsettings: {framework: pytorch}\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB" +
+                    extra + "}\n",
+                p);
+    return (s.op(0, 0).end - s.op(0, 0).start).ms();
+  };
+  CHECK(ms(", access: rms_norm, row: 128") == doctest::Approx(1.0 / 0.2).epsilon(1e-9));
+  CHECK(ms(", access: layer_norm, row: 128") == doctest::Approx(1.0 / 0.1).epsilon(1e-9));
+  CHECK(ms(", access: norm, row: 128") == doctest::Approx(1.0 / 0.15).epsilon(1e-9));  // either kind: their mean
+  // 256 lies halfway between 128 and 512 in log(row).
+  CHECK(ms(", access: rms_norm, row: 256") == doctest::Approx(1.0 / 0.3).epsilon(1e-9));
+  // Beyond the table: its last (or first) row.
+  CHECK(ms(", access: layer_norm, row: 8192") == doctest::Approx(1.0 / 0.45).epsilon(1e-9));
+  CHECK(ms(", access: rms_norm, row: 16") == doctest::Approx(1.0 / 0.2).epsilon(1e-9));
+  // No row named: the norms' rate, whatever the kind.
+  CHECK(ms(", access: rms_norm") == doctest::Approx(1.0 / 0.5).epsilon(1e-9));
+  // A row is a norm's.
+  CHECK(error_of("name: k\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB, access: roll, row: 128}\n")
+            .find("give it with access: norm, layer_norm or rms_norm") != std::string::npos);
+  CHECK(error_of("name: k\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB, access: norm, row: 0}\n")
+            .find("must be 1 .. 2^31-1") != std::string::npos);
+}

@@ -43,6 +43,7 @@ TEST_CASE("every field set away from its default is written and read back") {
   p.handoff.handoff_phase_max = Time::from_us(7.75);
   p.copies.copy_engine_bandwidth = Bandwidth::from_GBps(54.25);
   p.copies.copy_bidir_table = {{65536, 0.7, 0.75}, {1073741824, 0.9, 0.95}};
+  p.memory.framework_norm_rows = {{{128, 0.0985, 0.1663}, {2560, 0.4616, 0.6041}}};
   p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(55), Bandwidth::from_GBps(106)};
   p.gemm.gemm_shapes = {{4096, 4096, 4096, 0.81}};
   p.gemm.gemm_model = {0.88, 77, 0, 160, 0.025};
@@ -63,6 +64,7 @@ TEST_CASE("every field set away from its default is written and read back") {
   CHECK(q.nccl.nccl_tables.at(0).via_host);
   CHECK(q.nvlink.nvlink_wake_min_bytes == 2 << 20);
   CHECK(q.power.sustained_time_constant.ms() == doctest::Approx(42.5));
+  CHECK(q.memory.framework_norm_rows.at(1)[2] == doctest::Approx(0.6041));
   // Defaults are not written: a file of the default parameters holds the always-written fields only.
   const std::string plain = model_yaml(ModelParams{});
   CHECK(plain.find("collective_call") == std::string::npos);
@@ -87,6 +89,9 @@ TEST_CASE("bad calibration files name the file, line and what to do") {
   CHECK(error_of("  host_d2h_aggregate: []\n").find("GPUs copying D2H at once") != std::string::npos);
   for (const char* bad : {"    - [1048576, 0.9, 0.9]\n    - [65536, 0.7, 0.7]\n", "    - [65536, 1.2, 0.7]\n", "    - [65536, 0.7]\n", "    - [65536, x, 0.7]\n"})
     CHECK(error_of(std::string("  copy_bidir_table:\n") + bad).find("must be a list of [bytes, H2D share, D2H share] by bytes") != std::string::npos);
+  for (const char* bad : {"    - [2560, 0.4, 0.6]\n    - [128, 0.1, 0.2]\n", "    - [128, 0.1, 1.5]\n", "    - [128, 0.1]\n", "    - [0, 0.1, 0.2]\n"})
+    CHECK(error_of(std::string("  framework_norm_rows:\n") + bad).find("must be a list of [row elements, layer norm's share, RMS norm's share] by row") !=
+          std::string::npos);
   CHECK(error_of("  handoff_phase_min: 0.3 us\n").find("give handoff_phase_min and handoff_phase_max together") != std::string::npos);
   CHECK(error_of("  handoff_phase_min: 5 us\n  handoff_phase_max: 1 us\n").find("must be >= handoff_phase_min") != std::string::npos);
   // Retired terms are named with what to do, not taken for typos.

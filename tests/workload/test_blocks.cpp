@@ -195,6 +195,24 @@ TEST_CASE("a model of the user's own blocks") {
   CHECK(error_of("{preset: llama3-8b}", "tokens: 4096\nparallelism: {tp: 3}\n").find("must divide the 32 attention heads") != std::string::npos);
   CHECK(error_of("{preset: flux.1-dev, hidden: 1024}").find("set it under dims:") != std::string::npos);
   CHECK(error_of("{preset: flux.1-dev, blocks: 3}").find("block counts are dims") != std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{memory: m, bytes: 1, access: roll, row: 8}]}]}")
+            .find("give it with access: norm, layer_norm or rms_norm") != std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: 1, n: 1, k: 1, row: 8}]}]}")
+            .find("it applies to memory ops") != std::string::npos);
+}
+
+TEST_CASE("a norm op names the row it normalises: Flux's q/k RMS norms over each head's head_dim") {
+  const Schedule s = generate_schedule(workload("{preset: flux.1-dev, dims: {double_blocks: 1, single_blocks: 1}}"));
+  int qk = 0;
+  for (const Op& op : *s.programs[0].ops)
+    if (op.label.ends_with(" qk norm")) {
+      ++qk;
+      CHECK(op.access == Access::RmsNorm);
+      CHECK(op.norm_row == 128);  // 3,072 / 24 heads
+    } else if (op.label.ends_with(" norm")) {
+      CHECK(op.norm_row == 0);  // adaLN's layer norm over the hidden size: no row named
+    }
+  CHECK(qk > 0);
 }
 
 TEST_CASE("ring attention and USP: ring steps of chunks, K/V passed to the next ring rank, Ulysses groups within a ring rank") {

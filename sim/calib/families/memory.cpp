@@ -1,13 +1,16 @@
 // Memory-bound kernels (params/memory.hpp): HBM bytes at a share of the GPU's
 // HBM bandwidth plus a ramp-up and tail (memory_kernel, sizes past the L2).
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
 #include "calib/family.hpp"
 #include "calib/fit.hpp"
+#include "core/interp.hpp"
 #include "core/stats.hpp"
 
 namespace osim {
@@ -91,17 +94,66 @@ Access access_of(const std::string& op) {
   return Access::Elementwise;
 }
 
+// The norms' table by row length (framework_norm_rows): each row length's
+// median share per kind, where both kinds were timed. How well the log(row)
+// interpolation stands between them: each inner row against the line
+// through its neighbours.
+void fit_norm_rows(FitContext& ctx, const std::map<int64_t, std::array<std::vector<double>, 2>>& by_row, int points) {
+  auto& table = ctx.p.memory.framework_norm_rows;
+  table.clear();
+  for (const auto& [row, kinds] : by_row)
+    if (!kinds[0].empty() && !kinds[1].empty())
+      table.push_back({static_cast<double>(row), std::min(1.0, std::round(median(kinds[0]) * 1e4) / 1e4), std::min(1.0, std::round(median(kinds[1]) * 1e4) / 1e4)});
+  if (table.size() < 2) {
+    table.clear();
+    return;
+  }
+  std::vector<double> between;
+  for (size_t i = 1; i + 1 < table.size(); ++i) {
+    const std::vector<std::array<double, 3>> without{table[i - 1], table[i + 1]};
+    for (size_t k = 1; k <= 2; ++k) between.push_back(100 * std::abs(log_interpolate(without, table[i][0], k) / table[i][k] - 1));
+  }
+  Fit f{"framework norms by row length",
+        "layer and RMS norms over the same elements in rows of 64 to 10,240 (per-head q/k norms: rows of head_dim): bytes per second over the "
+        "HBM bandwidth, the median per row length and kind, interpolated in log(row)",
+        {},
+        0,
+        points};
+  for (const auto& e : table) {
+    f.values.emplace_back(fmt::format("layer_{:.0f}", e[0]), e[1]);
+    f.values.emplace_back(fmt::format("rms_{:.0f}", e[0]), e[2]);
+  }
+  if (!between.empty()) {
+    f.values.emplace_back("between_rows_median_pct", median(between));
+    f.values.emplace_back("between_rows_worst_pct", *std::max_element(between.begin(), between.end()));
+  }
+  ctx.cal.fits.push_back(f);
+}
+
 void fit_framework_elementwise(FitContext& ctx) {
   std::vector<double> share[kAccessKinds];
   const auto& gpu = ctx.topo.node(ctx.gpu0).gpu;
   if (!gpu.hbm_bandwidth) return;
   int points = 0;
+  // Norms by row length (rows with `row`: the same elements in rows of that
+  // many, contiguous): [layer norm shares, RMS norm shares] per row.
+  std::map<int64_t, std::array<std::vector<double>, 2>> by_row;
+  int row_points = 0;
   for (const auto& [name, doc] : ctx.docs)
     for (const auto& r : rows(doc, "framework_elementwise")) {
-      share[static_cast<size_t>(access_of(r.at("op").get<std::string>()))].push_back(r.at("GBps").get<double>() * 1e9 / gpu.hbm_bandwidth->bytes_per_s);
+      const std::string op = r.at("op").get<std::string>();
+      const double sh = r.at("GBps").get<double>() * 1e9 / gpu.hbm_bandwidth->bytes_per_s;
+      if (r.contains("row")) {
+        if (r.value("view", "contiguous") == "contiguous" && (op == "layer_norm" || op == "rms_norm")) {
+          by_row[r.at("row").get<int64_t>()][op == "layer_norm" ? 0 : 1].push_back(sh);
+          ++row_points;
+        }
+        continue;
+      }
+      share[static_cast<size_t>(access_of(op))].push_back(sh);
       ++points;
     }
-  if (points == 0) return;
+  if (points + row_points == 0) return;
   MemoryParams& m = ctx.p.memory;
   auto fit = [&](Access a, double& field) {
     const auto& v = share[static_cast<size_t>(a)];
@@ -116,6 +168,7 @@ void fit_framework_elementwise(FitContext& ctx) {
                           {{"framework_hbm_efficiency", m.framework_hbm_efficiency}, {"norm", m.framework_norm_efficiency},
                            {"broadcast", m.framework_broadcast_efficiency}, {"strided", m.framework_strided_efficiency}, {"roll", m.framework_roll_efficiency}},
                           0, points});
+  fit_norm_rows(ctx, by_row, row_points);
 }
 
 const CalibFamily kMemory{"memory", {"memory_kernel"}, {{430, fit_memory}, {435, fit_framework_elementwise}}, replay_row};

@@ -1,5 +1,6 @@
 // Calibration fields of the copies: set-up, engine and pageable rates, both
 // ways at once, the host side (and the struct's methods).
+#include "core/interp.hpp"
 #include "gpu/params/field.hpp"
 
 #include <array>
@@ -11,15 +12,7 @@ namespace osim {
 
 double CopyParams::copy_bidir_factor_for(bool d2h, Bytes bytes) const {
   if (!copy_bidir_tabled()) return copy_bidir_factor_for(d2h);
-  const auto& t = copy_bidir_table;
-  const size_t k = d2h ? 2 : 1;
-  const double b = static_cast<double>(bytes);
-  if (b <= t.front()[0]) return t.front()[k];
-  if (b >= t.back()[0]) return t.back()[k];
-  size_t i = 1;
-  while (t[i][0] < b) ++i;
-  const double x = (std::log(b) - std::log(t[i - 1][0])) / (std::log(t[i][0]) - std::log(t[i - 1][0]));
-  return t[i - 1][k] + x * (t[i][k] - t[i - 1][k]);
+  return log_interpolate(copy_bidir_table, static_cast<double>(bytes), d2h ? 2 : 1);
 }
 
 namespace params {

@@ -1,9 +1,52 @@
 // Calibration fields of the memory-bound kernels.
+#include "core/interp.hpp"
 #include "gpu/params/field.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 namespace osim {
 
+double MemoryParams::framework_efficiency(Access a, int32_t row) const {
+  if (is_norm(a) && row > 0 && !framework_norm_rows.empty()) {
+    const double layer = log_interpolate(framework_norm_rows, row, 1), rms = log_interpolate(framework_norm_rows, row, 2);
+    return a == Access::LayerNorm ? layer : a == Access::RmsNorm ? rms : (layer + rms) / 2;
+  }
+  const double by = is_norm(a)              ? framework_norm_efficiency
+                    : a == Access::Broadcast ? framework_broadcast_efficiency
+                    : a == Access::Strided   ? framework_strided_efficiency
+                    : a == Access::Roll      ? framework_roll_efficiency
+                                             : 0.0;
+  return by > 0 ? by : framework_hbm_efficiency > 0 ? framework_hbm_efficiency : hbm_efficiency;
+}
+
 namespace params {
+
+namespace {
+
+void read_norm_rows(const MapReader& m, const std::string&, ModelParams& p) {
+  const YAML::Node list = m.get("framework_norm_rows");
+  const auto bad = [&] {
+    m.fail("framework_norm_rows",
+           "must be a list of [row elements, layer norm's share, RMS norm's share] by row, shares in (0, 1], e.g. [[128, 0.1, 0.17], [2560, 0.46, 0.6]]");
+  };
+  if (!list.IsSequence() || list.size() == 0) bad();
+  auto& table = p.memory.framework_norm_rows;
+  table.clear();
+  for (const auto& e : list) {
+    if (!e.IsSequence() || e.size() != 3) bad();
+    std::array<double, 3> v{};
+    try {
+      for (size_t i = 0; i < 3; ++i) v[i] = e[i].as<double>();
+    } catch (const YAML::Exception&) {
+      bad();
+    }
+    if (!(v[0] >= 1 && v[1] > 0 && v[1] <= 1 && v[2] > 0 && v[2] <= 1) || (!table.empty() && v[0] <= table.back()[0])) bad();
+    table.push_back(v);
+  }
+}
+
+}  // namespace
 
 std::vector<Field> memory_fields() {
   return {
@@ -15,13 +58,24 @@ std::vector<Field> memory_fields() {
      OSIM_POS(memory, framework_hbm_efficiency),
      "share of the HBM bandwidth the framework's own contiguous elementwise kernels reach (schedules with framework: pytorch; absent: hbm_efficiency)"},
     {"framework_norm_efficiency", "memory", Kind::Number, OSIM_REF(memory, framework_norm_efficiency), 4, 0, 1, false, "0.55",
-     OSIM_POS(memory, framework_norm_efficiency), "the same for its layer and RMS norms (access: norm; absent: framework_hbm_efficiency)"},
+     OSIM_POS(memory, framework_norm_efficiency), "the same for its layer and RMS norms (access: norm, layer_norm, rms_norm) where the op names no row or no table is "
+     "fitted (absent: framework_hbm_efficiency)"},
     {"framework_broadcast_efficiency", "memory", Kind::Number, OSIM_REF(memory, framework_broadcast_efficiency), 4, 0, 1, false, "0.33",
      OSIM_POS(memory, framework_broadcast_efficiency), "the same for ops with an operand broadcast over the tokens (access: broadcast)"},
     {"framework_strided_efficiency", "memory", Kind::Number, OSIM_REF(memory, framework_strided_efficiency), 4, 0, 1, false, "0.34",
      OSIM_POS(memory, framework_strided_efficiency), "the same for ops on strided views (access: strided)"},
     {"framework_roll_efficiency", "memory", Kind::Number, OSIM_REF(memory, framework_roll_efficiency), 4, 0, 1, false, "0.19",
      OSIM_POS(memory, framework_roll_efficiency), "the same for roll (access: roll)"},
+    {"framework_norm_rows", "memory", Kind::Custom, {}, 4, 0, 0, false, "[[128, 0.099, 0.166], [2560, 0.46, 0.6]]",
+     [](const ModelParams& p) { return !p.memory.framework_norm_rows.empty(); },
+     "[row elements, layer norm's share, RMS norm's share] by row: a norm op that names its row (row:) takes these, interpolated in "
+     "log(row) (access norm: the two kinds' mean)",
+     read_norm_rows,
+     [](const ModelParams& p) {
+       std::string out = "\n";
+       for (const auto& e : p.memory.framework_norm_rows) out += fmt::format("    - [{:.0f}, {:.4f}, {:.4f}]\n", e[0], e[1], e[2]);
+       return out;
+     }},
   };
 }
 

@@ -2,6 +2,10 @@
 // a ramp-up and tail (docs/execution-model.md "Memory-bound kernels"; bench memory_kernel).
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <vector>
+
 #include "core/units.hpp"
 #include "schedule/schedule.hpp"
 
@@ -16,14 +20,14 @@ struct MemoryParams {
   // shares (Access order from Norm; 0 = framework_hbm_efficiency).
   double framework_hbm_efficiency = 0;
   double framework_norm_efficiency = 0, framework_broadcast_efficiency = 0, framework_strided_efficiency = 0, framework_roll_efficiency = 0;
-  [[nodiscard]] double framework_efficiency(Access a) const {
-    const double by = a == Access::Norm ? framework_norm_efficiency
-                      : a == Access::Broadcast ? framework_broadcast_efficiency
-                      : a == Access::Strided   ? framework_strided_efficiency
-                      : a == Access::Roll      ? framework_roll_efficiency
-                                               : 0.0;
-    return by > 0 ? by : framework_hbm_efficiency > 0 ? framework_hbm_efficiency : hbm_efficiency;
-  }
+  // Norms over rows of few elements (per-head q/k norms): [row, layer norm's
+  // share, RMS norm's share] by row length, interpolated in log(row); a norm
+  // op that names its row takes it (access norm: the two kinds' mean). Empty:
+  // every norm at framework_norm_efficiency.
+  std::vector<std::array<double, 3>> framework_norm_rows;
+  /// The share a framework kernel of access `a` reaches; `row`: a norm's
+  /// elements per row (0: long rows).
+  [[nodiscard]] double framework_efficiency(Access a, int32_t row = 0) const;
 };
 
 }  // namespace osim
