@@ -230,4 +230,32 @@ CalibrationOrigin origin_of(const YAML::Node& root) {
 CalibrationOrigin read_calibration_origin(const std::string& path) { return origin_of(load_yaml_file(path)); }
 CalibrationOrigin calibration_origin_string(const std::string& yaml, const std::string& name) { return origin_of(load_yaml_string(yaml, name)); }
 
+namespace params {
+
+std::vector<std::array<double, 3>> read_share_table(const MapReader& m, const char* key, const std::string& usage) {
+  const YAML::Node list = m.get(key);
+  const auto bad = [&] { m.fail(key, usage); };
+  if (!list.IsSequence() || list.size() == 0) bad();
+  std::vector<std::array<double, 3>> table;
+  for (const auto& e : list) {
+    if (!e.IsSequence() || e.size() != 3) bad();
+    std::array<double, 3> v{};
+    try {
+      for (size_t i = 0; i < 3; ++i) v[i] = e[i].as<double>();
+    } catch (const YAML::Exception&) {
+      bad();
+    }
+    if (!(v[0] > 0 && v[1] > 0 && v[1] <= 1 && v[2] > 0 && v[2] <= 1) || (!table.empty() && v[0] <= table.back()[0])) bad();
+    table.push_back(v);
+  }
+  return table;
+}
+
+std::string format_share_table(const std::vector<std::array<double, 3>>& table) {
+  std::string out = "\n";
+  for (const auto& e : table) out += fmt::format("    - [{:.0f}, {:.4f}, {:.4f}]\n", e[0], e[1], e[2]);
+  return out;
+}
+
+}  // namespace params
 }  // namespace osim

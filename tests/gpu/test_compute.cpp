@@ -119,17 +119,22 @@ programs:
   CHECK((torch.op(0, 1).end - torch.op(0, 1).start) == (plain.op(0, 1).end - plain.op(0, 1).start));
 }
 
+namespace {
+// One kernel of 1 GB HBM traffic (and `keys`) in a framework program, its time in ms.
+double framework_kernel_ms(const ModelParams& p, const std::string& keys) {
+  const Sim s("name: k\nsettings: {framework: pytorch}\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB" +
+                  keys + "}\n",
+              p);
+  return (s.op(0, 0).end - s.op(0, 0).start).ms();
+}
+}  // namespace
+
 TEST_CASE("a framework program's memory-bound kernel runs at its access kind's rate: norms, broadcasts, strided views and roll") {
   ModelParams p = quiet();
   p.memory.framework_hbm_efficiency = 0.8;
   p.memory.framework_norm_efficiency = 0.5;
   p.memory.framework_roll_efficiency = 0.2;
-  auto ms = [&](const std::string& access) {
-    const Sim s("name: k\nsettings: {framework: pytorch}\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB" +
-                    access + "}\n",
-                p);
-    return (s.op(0, 0).end - s.op(0, 0).start).ms();
-  };
+  auto ms = [&](const std::string& keys) { return framework_kernel_ms(p, keys); };
   CHECK(ms("") == doctest::Approx(1.0 / 0.8).epsilon(1e-9));
   CHECK(ms(", access: norm") == doctest::Approx(1.0 / 0.5).epsilon(1e-9));
   CHECK(ms(", access: roll") == doctest::Approx(1.0 / 0.2).epsilon(1e-9));
@@ -142,12 +147,7 @@ TEST_CASE("a norm over short rows runs at the table's rate for its row length an
   ModelParams p = quiet();
   p.memory.framework_norm_efficiency = 0.5;
   p.memory.framework_norm_rows = {{{128, 0.1, 0.2}, {512, 0.3, 0.4}, {2048, 0.45, 0.6}}};
-  auto ms = [&](const std::string& extra) {
-    const Sim s("name: k\nsettings: {framework: pytorch}\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB" +
-                    extra + "}\n",
-                p);
-    return (s.op(0, 0).end - s.op(0, 0).start).ms();
-  };
+  auto ms = [&](const std::string& keys) { return framework_kernel_ms(p, keys); };
   CHECK(ms(", access: rms_norm, row: 128") == doctest::Approx(1.0 / 0.2).epsilon(1e-9));
   CHECK(ms(", access: layer_norm, row: 128") == doctest::Approx(1.0 / 0.1).epsilon(1e-9));
   CHECK(ms(", access: norm, row: 128") == doctest::Approx(1.0 / 0.15).epsilon(1e-9));  // either kind: their mean

@@ -47,24 +47,8 @@ void read_bandwidth_list(const MapReader& m, const std::string& file, const std:
 }
 
 void read_bidir_table(const MapReader& m, const std::string&, ModelParams& p) {
-  const YAML::Node list = m.get("copy_bidir_table");
-  const auto bad = [&] {
-    m.fail("copy_bidir_table", "must be a list of [bytes, H2D share, D2H share] by bytes, shares in (0, 1], e.g. [[4096, 0.7, 0.7], [1048576, 0.9, 0.9]]");
-  };
-  if (!list.IsSequence() || list.size() == 0) bad();
-  auto& table = p.copies.copy_bidir_table;
-  table.clear();
-  for (const auto& e : list) {
-    if (!e.IsSequence() || e.size() != 3) bad();
-    std::array<double, 3> v{};
-    try {
-      for (size_t i = 0; i < 3; ++i) v[i] = e[i].as<double>();
-    } catch (const YAML::Exception&) {
-      bad();
-    }
-    if (!(v[0] > 0 && v[1] > 0 && v[1] <= 1 && v[2] > 0 && v[2] <= 1) || (!table.empty() && v[0] <= table.back()[0])) bad();
-    table.push_back(v);
-  }
+  p.copies.copy_bidir_table = read_share_table(
+      m, "copy_bidir_table", "must be a list of [bytes, H2D share, D2H share] by bytes, shares in (0, 1], e.g. [[4096, 0.7, 0.7], [1048576, 0.9, 0.9]]");
 }
 
 }  // namespace
@@ -97,11 +81,7 @@ std::vector<Field> copies_fields() {
      [](const ModelParams& p) { return p.copies.copy_bidir_tabled(); },
      "[bytes, H2D share, D2H share] by size: both ways at once per size, interpolated in log(bytes); replaces the factors",
      read_bidir_table,
-     [](const ModelParams& p) {
-       std::string out = "\n";
-       for (const auto& e : p.copies.copy_bidir_table) out += fmt::format("    - [{:.0f}, {:.4f}, {:.4f}]\n", e[0], e[1], e[2]);
-       return out;
-     }},
+     [](const ModelParams& p) { return format_share_table(p.copies.copy_bidir_table); }},
     {"host_h2d_aggregate", "copies", Kind::Custom, {}, 4, 0, 0, false, "[55 GB/s, 106 GB/s]",
      [](const ModelParams& p) { return !p.copies.host_h2d_aggregate.empty(); },
      "a host bridge's limit on H2D copies with 1, 2, ... GPUs copying at once (never above the topology's)",

@@ -5,6 +5,7 @@
 // and documents them all from the one table.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -71,6 +72,12 @@ bool not_default(const ModelParams& p) {
 #define OSIM_NONNEG(fam, mem) &non_negative<&ModelParams::fam, &std::decay_t<decltype(ModelParams::fam)>::mem>
 #define OSIM_LIMITED(fam, mem) &limited<&ModelParams::fam, &std::decay_t<decltype(ModelParams::fam)>::mem>
 #define OSIM_NOTDEF(fam, mem) &not_default<&ModelParams::fam, &std::decay_t<decltype(ModelParams::fam)>::mem>
+
+/// A list of [x, share, share] rows by ascending x > 0, shares in (0, 1]
+/// (copy_bidir_table, framework_norm_rows); `usage`: what the error says it must be.
+std::vector<std::array<double, 3>> read_share_table(const MapReader& m, const char* key, const std::string& usage);
+/// Its text as written after "  key:".
+std::string format_share_table(const std::vector<std::array<double, 3>>& table);
 
 /// Each family's rows, in the order its part of the file is written.
 std::vector<Field> overheads_fields();

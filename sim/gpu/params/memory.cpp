@@ -25,25 +25,9 @@ namespace params {
 namespace {
 
 void read_norm_rows(const MapReader& m, const std::string&, ModelParams& p) {
-  const YAML::Node list = m.get("framework_norm_rows");
-  const auto bad = [&] {
-    m.fail("framework_norm_rows",
-           "must be a list of [row elements, layer norm's share, RMS norm's share] by row, shares in (0, 1], e.g. [[128, 0.1, 0.17], [2560, 0.46, 0.6]]");
-  };
-  if (!list.IsSequence() || list.size() == 0) bad();
-  auto& table = p.memory.framework_norm_rows;
-  table.clear();
-  for (const auto& e : list) {
-    if (!e.IsSequence() || e.size() != 3) bad();
-    std::array<double, 3> v{};
-    try {
-      for (size_t i = 0; i < 3; ++i) v[i] = e[i].as<double>();
-    } catch (const YAML::Exception&) {
-      bad();
-    }
-    if (!(v[0] >= 1 && v[1] > 0 && v[1] <= 1 && v[2] > 0 && v[2] <= 1) || (!table.empty() && v[0] <= table.back()[0])) bad();
-    table.push_back(v);
-  }
+  p.memory.framework_norm_rows = read_share_table(m, "framework_norm_rows",
+                                                  "must be a list of [row elements, layer norm's share, RMS norm's share] by row, shares in (0, 1], "
+                                                  "e.g. [[128, 0.1, 0.17], [2560, 0.46, 0.6]]");
 }
 
 }  // namespace
@@ -71,11 +55,7 @@ std::vector<Field> memory_fields() {
      "[row elements, layer norm's share, RMS norm's share] by row: a norm op that names its row (row:) takes these, interpolated in "
      "log(row) (access norm: the two kinds' mean)",
      read_norm_rows,
-     [](const ModelParams& p) {
-       std::string out = "\n";
-       for (const auto& e : p.memory.framework_norm_rows) out += fmt::format("    - [{:.0f}, {:.4f}, {:.4f}]\n", e[0], e[1], e[2]);
-       return out;
-     }},
+     [](const ModelParams& p) { return format_share_table(p.memory.framework_norm_rows); }},
   };
 }
 
