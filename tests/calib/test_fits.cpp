@@ -494,4 +494,5 @@ TEST_CASE("norms by row length: each row length's median per kind, a split view 
   const auto v = values_of(fit_named(c, "framework norms by row length"));
   CHECK(v.at("layer_512") == doctest::Approx(0.4).epsilon(1e-9));
   CHECK(v.at("between_rows_worst_pct") == doctest::Approx(100 * (0.55 / 0.4 - 1)).epsilon(1e-6));
+  CHECK(v.at("rms_128_split") == doctest::Approx(0.05).epsilon(1e-9));
 }

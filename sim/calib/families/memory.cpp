@@ -98,11 +98,13 @@ Access access_of(const std::string& op) {
 // median share per kind, where both kinds were timed. How well the log(row)
 // interpolation stands between them: each inner row against the line
 // through its neighbours.
-void fit_norm_rows(FitContext& ctx, const std::map<int64_t, std::array<std::vector<double>, 2>>& by_row, int points) {
+// Rows on other views (a split of a fused projection) are reported beside it.
+using NormRowShares = std::map<int64_t, std::array<std::vector<double>, 2>>;
+void fit_norm_rows(FitContext& ctx, const NormRowShares& by_row, const std::vector<std::pair<std::string, double>>& other_views, int points) {
   auto& table = ctx.p.memory.framework_norm_rows;
   table.clear();
   for (const auto& [row, kinds] : by_row)
-    if (!kinds[0].empty() && !kinds[1].empty())
+    if (!kinds[0].empty() && !kinds[1].empty() && median(kinds[0]) > 0 && median(kinds[1]) > 0)
       table.push_back({static_cast<double>(row), std::min(1.0, std::round(median(kinds[0]) * 1e4) / 1e4), std::min(1.0, std::round(median(kinds[1]) * 1e4) / 1e4)});
   if (table.size() < 2) {
     table.clear();
@@ -127,33 +129,12 @@ void fit_norm_rows(FitContext& ctx, const std::map<int64_t, std::array<std::vect
     f.values.emplace_back("between_rows_median_pct", median(between));
     f.values.emplace_back("between_rows_worst_pct", *std::max_element(between.begin(), between.end()));
   }
+  for (const auto& v : other_views) f.values.push_back(v);
   ctx.cal.fits.push_back(f);
 }
 
-void fit_framework_elementwise(FitContext& ctx) {
-  std::vector<double> share[kAccessKinds];
-  const auto& gpu = ctx.topo.node(ctx.gpu0).gpu;
-  if (!gpu.hbm_bandwidth) return;
-  int points = 0;
-  // Norms by row length (rows with `row`: the same elements in rows of that
-  // many, contiguous): [layer norm shares, RMS norm shares] per row.
-  std::map<int64_t, std::array<std::vector<double>, 2>> by_row;
-  int row_points = 0;
-  for (const auto& [name, doc] : ctx.docs)
-    for (const auto& r : rows(doc, "framework_elementwise")) {
-      const std::string op = r.at("op").get<std::string>();
-      const double sh = r.at("GBps").get<double>() * 1e9 / gpu.hbm_bandwidth->bytes_per_s;
-      if (r.contains("row")) {
-        if (r.value("view", "contiguous") == "contiguous" && (op == "layer_norm" || op == "rms_norm")) {
-          by_row[r.at("row").get<int64_t>()][op == "layer_norm" ? 0 : 1].push_back(sh);
-          ++row_points;
-        }
-        continue;
-      }
-      share[static_cast<size_t>(access_of(op))].push_back(sh);
-      ++points;
-    }
-  if (points + row_points == 0) return;
+// Each access kind's median share over the [tokens, hidden] shapes.
+void fit_access_medians(FitContext& ctx, const std::vector<double> (&share)[kAccessKinds], int points) {
   MemoryParams& m = ctx.p.memory;
   auto fit = [&](Access a, double& field) {
     const auto& v = share[static_cast<size_t>(a)];
@@ -168,7 +149,39 @@ void fit_framework_elementwise(FitContext& ctx) {
                           {{"framework_hbm_efficiency", m.framework_hbm_efficiency}, {"norm", m.framework_norm_efficiency},
                            {"broadcast", m.framework_broadcast_efficiency}, {"strided", m.framework_strided_efficiency}, {"roll", m.framework_roll_efficiency}},
                           0, points});
-  fit_norm_rows(ctx, by_row, row_points);
+}
+
+void fit_framework_elementwise(FitContext& ctx) {
+  std::vector<double> share[kAccessKinds];
+  const auto& gpu = ctx.topo.node(ctx.gpu0).gpu;
+  if (!gpu.hbm_bandwidth) return;
+  int points = 0;
+  // Norms by row length (rows with `row`: the same elements in rows of that
+  // many, contiguous): [layer norm shares, RMS norm shares] per row.
+  NormRowShares by_row;
+  std::vector<std::pair<std::string, double>> other_views;
+  int row_points = 0;
+  for (const auto& [name, doc] : ctx.docs)
+    for (const auto& r : rows(doc, "framework_elementwise")) {
+      const std::string op = r.at("op").get<std::string>();
+      const double sh = r.at("GBps").get<double>() * 1e9 / gpu.hbm_bandwidth->bytes_per_s;
+      if (r.contains("row")) {
+        const int64_t row = r.at("row").get<int64_t>();
+        const std::string view = r.value("view", "contiguous");
+        if (op != "layer_norm" && op != "rms_norm") continue;
+        if (view == "contiguous") {
+          by_row[row][op == "layer_norm" ? 0 : 1].push_back(sh);
+          ++row_points;
+        } else {
+          other_views.emplace_back(fmt::format("{}_{}_{}", op == "layer_norm" ? "layer" : "rms", row, view), sh);
+        }
+        continue;
+      }
+      share[static_cast<size_t>(access_of(op))].push_back(sh);
+      ++points;
+    }
+  if (points > 0) fit_access_medians(ctx, share, points);
+  fit_norm_rows(ctx, by_row, other_views, row_points);
 }
 
 const CalibFamily kMemory{"memory", {"memory_kernel"}, {{430, fit_memory}, {435, fit_framework_elementwise}}, replay_row};
