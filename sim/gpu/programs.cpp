@@ -56,7 +56,7 @@ void ProgramInfo::append(const Op& op, int64_t i) {
     if (auto hit = timed_.find(key); hit != timed_.end()) {
       work = hit->second;
     } else {
-      const bool framework = s_->runtime.framework == Framework::PyTorch;
+      const bool framework = s_->runtime.framework_kernels;
       try {
         work = kernel_time(op, *gpu_, *p_, {}, framework).s();
       } catch (const InputError&) {  // fail early on missing rates, naming the op

@@ -198,6 +198,7 @@ class Importer {
 
   ImportedTrace run() {
     for (int r = 0; r < n_; ++r) import_rank(r);
+    b_.schedule().runtime.framework_kernels = true;  // PyTorch's kernels; the host's time is measured
     ImportedTrace out;
     out.schedule = b_.build();
     out.measured = measured(out.schedule);
@@ -391,7 +392,11 @@ class Importer {
       } else if (longest_[a.ext] == &a && attention) {
         op.attention = attention->first, op.dtype = attention->second, what = "kernel (attention)";
       } else if (kernels_of_op_[a.ext] == 1 && !gemm && !attention) {
-        if (const double bytes = input_hbm_bytes(cop); bytes > 0) op.hbm_bytes = bytes, what = "kernel (memory, HBM bytes from its op's inputs)";
+        if (const double bytes = input_hbm_bytes(cop); bytes > 0) {
+          op.hbm_bytes = bytes, what = "kernel (memory, HBM bytes from its op's inputs)";
+          if (const auto norm = norm_of(cop)) op.access = norm->first, op.norm_row = norm->second, what = "kernel (norm, HBM bytes and row from its op's inputs)";
+          else op.access = memory_access_of(cop);
+        }
       }
     }
     emit(std::move(op), gt, what);

@@ -317,6 +317,68 @@ double input_hbm_bytes(const CpuOp& op) {
   return bytes > 0 ? bytes + largest : 0;
 }
 
+// The op that launches the norm's kernel; its row: the product of its
+// normalized_shape (the second of the profiler's "Concrete Inputs", e.g.
+// "[128]"), else its input's last dimension.
+std::optional<std::pair<Access, int32_t>> norm_of(const CpuOp& op) {
+  Access kind;
+  if (op.name == "aten::native_layer_norm" || op.name == "aten::layer_norm") kind = Access::LayerNorm;
+  else if (op.name == "aten::_fused_rms_norm" || op.name == "aten::rms_norm") kind = Access::RmsNorm;
+  else return std::nullopt;
+  int64_t row = 0;
+  if (const auto it = op.args->find("Concrete Inputs"); it != op.args->end() && it->is_array() && it->size() > 1 && (*it)[1].is_string()) {
+    const json shape = json::parse((*it)[1].get<std::string>(), nullptr, false);  // "[128]"
+    if (shape.is_array() && !shape.empty()) {
+      row = 1;
+      for (const json& d : shape) {
+        if (!d.is_number_integer() || d.get<int64_t>() <= 0) {
+          row = 0;
+          break;
+        }
+        row = std::min<int64_t>(row * std::min<int64_t>(d.get<int64_t>(), INT32_MAX), INT32_MAX);
+      }
+    }
+  }
+  if (row <= 0) {
+    const auto in = tensor_inputs(*op.args);
+    if (!in.empty() && !in.front().first.empty()) row = in.front().first.back();
+  }
+  return std::make_pair(kind, static_cast<int32_t>(std::clamp<int64_t>(row, 0, INT32_MAX)));
+}
+
+Access memory_access_of(const CpuOp& op) {
+  if (op.name == "aten::roll") return Access::Roll;
+  const auto dims = op.args->find("Input Dims"), strides = op.args->find("Input Strides");
+  if (dims == op.args->end() || !dims->is_array()) return Access::Elementwise;
+  const bool have_strides = strides != op.args->end() && strides->is_array() && strides->size() == dims->size();
+  auto ints = [](const json& a) {
+    std::vector<int64_t> v;
+    if (a.is_array())
+      for (const json& x : a)
+        if (x.is_number_integer()) v.push_back(x.get<int64_t>());
+    return v.size() == a.size() ? v : std::vector<int64_t>{};
+  };
+  std::vector<double> numels;
+  bool strided = false;
+  for (size_t i = 0; i < dims->size(); ++i) {
+    const std::vector<int64_t> d = ints((*dims)[i]);
+    if (d.empty()) continue;  // a scalar, a list or nothing
+    double n = 1;
+    for (int64_t x : d) n *= static_cast<double>(x);
+    numels.push_back(n);
+    if (!have_strides) continue;
+    const std::vector<int64_t> st = ints((*strides)[i]);
+    if (st.size() != d.size()) continue;
+    int64_t expected = 1;
+    for (size_t j = d.size(); j-- > 0;) {
+      if (d[j] != 1 && st[j] != expected) strided = true;
+      expected *= d[j];
+    }
+  }
+  if (numels.size() >= 2 && *std::min_element(numels.begin(), numels.end()) < *std::max_element(numels.begin(), numels.end())) return Access::Broadcast;
+  return strided ? Access::Strided : Access::Elementwise;
+}
+
 CallKind kind_of(const Call& c) {
   const std::string& n = c.name;
   if (c.gpu) return c.gpu->cat == "kernel" ? CallKind::Kernel : c.gpu->cat == "gpu_memcpy" ? CallKind::Memcpy : CallKind::Memset;

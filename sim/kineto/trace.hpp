@@ -84,6 +84,11 @@ std::optional<std::pair<GemmShape, DType>> gemm_of(const CpuOp& op);
 std::optional<std::pair<AttentionShape, DType>> attention_of(const CpuOp& op);
 /// An op's HBM traffic as one kernel: its tensor inputs once and an output as large as the largest (0: no shapes).
 double input_hbm_bytes(const CpuOp& op);
+/// How a memory-bound op walks memory, from its inputs' shapes and strides: roll; an operand
+/// broadcast over another (fewer elements); a view that is not contiguous; else elementwise.
+Access memory_access_of(const CpuOp& op);
+/// A layer or RMS norm's kind and the elements of each row it normalises; nullopt if the op is none.
+std::optional<std::pair<Access, int32_t>> norm_of(const CpuOp& op);
 
 /// What NCCL's kernel ran, from the collective's parameters (record_param_comms).
 struct CollectiveInfo {

@@ -413,7 +413,7 @@ struct Parser {
     s.name = top.str("name");
     s.topology = top.opt_str("topology").value_or("");
     if (top.has("settings"))
-      s.runtime = read_runtime_settings(MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable", "framework"}));
+      s.runtime = read_runtime_settings(MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable", "framework", "framework_kernels"}));
     // Streams
     const YAML::Node streams = top.get("streams");
     if (!streams.IsSequence()) top.fail("streams", "must be a list of stream names or {name, priority}");
@@ -546,6 +546,9 @@ RuntimeSettings read_runtime_settings(const MapReader& r) {
   }
   out.nccl_p2p_disable = r.boolean("nccl_p2p_disable", false);
   if (auto f = r.opt_choice("framework", {"none", "pytorch"})) out.framework = *f == "pytorch" ? Framework::PyTorch : Framework::None;
+  out.framework_kernels = r.boolean("framework_kernels", out.framework == Framework::PyTorch);
+  if (out.framework == Framework::PyTorch && !out.framework_kernels)
+    r.fail("framework_kernels", "a PyTorch program's kernels are PyTorch's: leave it out, or set framework: none");
   return out;
 }
 
@@ -649,6 +652,7 @@ std::string to_yaml(const Schedule& s) {
     << YAML::Value << s.runtime.device_max_connections << YAML::Key << "nccl_p2p_disable" << YAML::Value
     << s.runtime.nccl_p2p_disable;
   if (s.runtime.framework == Framework::PyTorch) e << YAML::Key << "framework" << YAML::Value << "pytorch";
+  else if (s.runtime.framework_kernels) e << YAML::Key << "framework_kernels" << YAML::Value << true;
   e << YAML::EndMap;
   e << YAML::Key << "streams" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : s.streams)

@@ -190,6 +190,10 @@ struct RuntimeSettings {
   int device_max_connections = 8;  // CUDA_DEVICE_MAX_CONNECTIONS
   bool nccl_p2p_disable = false;   // NCCL_P2P_DISABLE
   Framework framework = Framework::None;
+  // Its memory-bound kernels are PyTorch's own (their rates by access kind,
+  // MemoryParams) without its host costs: imported traces, whose host time
+  // is measured. Set with framework: pytorch too.
+  bool framework_kernels = false;
 };
 
 struct Schedule {

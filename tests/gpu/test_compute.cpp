@@ -164,3 +164,18 @@ TEST_CASE("a norm over short rows runs at the table's rate for its row length an
   CHECK(error_of("name: k\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB, access: norm, row: 0}\n")
             .find("must be 1 .. 2^31-1") != std::string::npos);
 }
+
+TEST_CASE("framework_kernels: PyTorch's kernel rates without its host costs (imported traces)") {
+  ModelParams p = quiet();
+  p.memory.framework_hbm_efficiency = 0.6;
+  p.overheads.framework_op_call = Time::from_us(20);
+  const std::string body = "ranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB}\n";
+  const Sim kernels("name: k\nsettings: {framework_kernels: true}\n" + body, p);
+  const Sim plain("name: k\n" + body, p);
+  const Sim torch("name: k\nsettings: {framework: pytorch}\n" + body, p);
+  CHECK((kernels.op(0, 0).end - kernels.op(0, 0).start).ms() == doctest::Approx(1.0 / 0.6).epsilon(1e-9));
+  CHECK(kernels.op(0, 0).returned == plain.op(0, 0).returned);                       // the host's cost as without a framework
+  CHECK(torch.op(0, 0).returned - plain.op(0, 0).returned == Time::from_us(20));      // PyTorch's op on top
+  CHECK(error_of("name: k\nsettings: {framework: pytorch, framework_kernels: false}\n" + body).find("a PyTorch program's kernels are PyTorch's") !=
+        std::string::npos);
+}

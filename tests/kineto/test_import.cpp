@@ -302,3 +302,40 @@ TEST_CASE("an SDPA op's shape, backend and is_causal from the profiler's inputs"
   flash.erase("Concrete Inputs");
   CHECK_FALSE(attention_of(CpuOp{"aten::_scaled_dot_product_flash_attention", &flash})->first.causal);
 }
+
+TEST_CASE("a norm op's kind and the row it normalises from the profiler's inputs") {
+  using kineto::trace::CpuOp;
+  using kineto::trace::norm_of;
+  const json types = {"c10::BFloat16", "", "", ""};
+  // Flux's per-head q/k norm: [tokens, heads, head_dim] over its last 128.
+  json rms = {{"Input Dims", {{4608, 24, 128}, json::array(), json::array(), json::array()}}, {"Input type", types}, {"Concrete Inputs", {"", "[128]", "", ""}}};
+  auto n = norm_of(CpuOp{"aten::_fused_rms_norm", &rms});
+  REQUIRE(n);
+  CHECK(n->first == Access::RmsNorm);
+  CHECK(n->second == 128);
+  // A normalized_shape of two dimensions: their product; none recorded: the input's last dimension.
+  json layer = {{"Input Dims", {{512, 3072}, json::array()}}, {"Input type", {"c10::BFloat16", ""}}, {"Concrete Inputs", {"", "[24, 128]", "", "", "1e-05"}}};
+  CHECK(norm_of(CpuOp{"aten::native_layer_norm", &layer})->second == 3072);
+  CHECK(norm_of(CpuOp{"aten::native_layer_norm", &layer})->first == Access::LayerNorm);
+  layer.erase("Concrete Inputs");
+  CHECK(norm_of(CpuOp{"aten::native_layer_norm", &layer})->second == 3072);
+  CHECK_FALSE(norm_of(CpuOp{"aten::add", &layer}));
+}
+
+TEST_CASE("how a memory-bound op walks memory, from its inputs' shapes and strides") {
+  using kineto::trace::CpuOp;
+  using kineto::trace::memory_access_of;
+  auto access = [](const char* name, json dims, json strides) {
+    const json args = {{"Input Dims", dims}, {"Input Strides", strides}};
+    return memory_access_of(CpuOp{name, &args});
+  };
+  CHECK(access("aten::add", {{4608, 3072}, {4608, 3072}, json::array()}, {{3072, 1}, {3072, 1}, json::array()}) == Access::Elementwise);
+  // adaLN's scale: one row over every token.
+  CHECK(access("aten::mul", {{4608, 3072}, {1, 3072}}, {{3072, 1}, {9216, 1}}) == Access::Broadcast);
+  // GELU on the MLP's part of a fused projection: rows 21,504 apart.
+  CHECK(access("aten::gelu", {{4608, 12288}, json::array()}, {{21504, 1}, json::array()}) == Access::Strided);
+  CHECK(access("aten::roll", {{4608, 24, 128}, json::array(), json::array()}, {{3072, 128, 1}, json::array(), json::array()}) == Access::Roll);
+  // Without strides recorded: only what the shapes say.
+  const json args = {{"Input Dims", {{4608, 12288}, json::array()}}};
+  CHECK(memory_access_of(CpuOp{"aten::gelu", &args}) == Access::Elementwise);
+}
