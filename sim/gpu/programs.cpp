@@ -20,6 +20,7 @@ KernelKey KernelKey::of(const Op& op) {
   k.efficiency = op.efficiency;
   k.dtype = op.dtype;
   k.access = op.access;
+  k.norm_row = op.norm_row;
   return k;
 }
 
@@ -28,7 +29,8 @@ bool KernelKey::operator==(const KernelKey& o) const {
   const auto& b = o.attention;
   return duration_ps == o.duration_ps && gemm.m == o.gemm.m && gemm.n == o.gemm.n && gemm.k == o.gemm.k && a.batch == b.batch && a.heads == b.heads &&
          a.seq_q == b.seq_q && a.seq_kv == b.seq_kv && a.head_dim == b.head_dim && a.backend == b.backend && a.causal == b.causal && flops == o.flops &&
-         hbm_bytes == o.hbm_bytes && efficiency == o.efficiency && dtype == o.dtype && access == o.access;
+         hbm_bytes == o.hbm_bytes && efficiency == o.efficiency && dtype == o.dtype && access == o.access &&
+         norm_row == o.norm_row;
 }
 
 // Independent multiplies (one chain each), then one fold: this runs once per
@@ -41,7 +43,8 @@ size_t KernelKeyHash::operator()(const KernelKey& k) const {
                      pair(k.attention.seq_kv, k.attention.head_dim) * 0xFF51AFD7ED558CCDull + bits(k.flops) * 0xC4CEB9FE1A85EC53ull +
                      bits(k.hbm_bytes) * 0x2545F4914F6CDD1Dull +
                      pair(static_cast<int32_t>(std::bit_cast<uint32_t>(k.efficiency + 0.0f)), static_cast<int32_t>(k.dtype)) * 0x94D049BB133111EBull +
-                     static_cast<uint64_t>(k.attention.backend) + (k.attention.causal ? 0x100u : 0u);
+                     static_cast<uint64_t>(k.attention.backend) + (k.attention.causal ? 0x100u : 0u) +
+                     pair(k.norm_row, static_cast<int32_t>(k.access)) * 0xBF58476D1CE4E5B9ull;
   return static_cast<size_t>(h ^ (h >> 29));
 }
 

@@ -26,6 +26,7 @@ struct KernelKey {
   float efficiency = 0;
   DType dtype = DType::BF16;
   Access access = Access::Elementwise;
+  int32_t norm_row = 0;
   static KernelKey of(const Op& op);
   bool operator==(const KernelKey& o) const;
 };

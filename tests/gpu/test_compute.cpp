@@ -158,6 +158,13 @@ TEST_CASE("a norm over short rows runs at the table's rate for its row length an
   CHECK(ms(", access: rms_norm, row: 16") == doctest::Approx(1.0 / 0.2).epsilon(1e-9));
   // No row named: the norms' rate, whatever the kind.
   CHECK(ms(", access: rms_norm") == doctest::Approx(1.0 / 0.5).epsilon(1e-9));
+  // Two norms of the same bytes and kind in one program: each at its own row's rate.
+  const Sim both("name: k\nsettings: {framework: pytorch}\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n"
+                 "      - {op: kernel, stream: a, bytes: 1 GB, access: rms_norm, row: 128}\n"
+                 "      - {op: kernel, stream: a, bytes: 1 GB, access: rms_norm, row: 2048}\n",
+                 p);
+  CHECK((both.op(0, 0).end - both.op(0, 0).start).ms() == doctest::Approx(1.0 / 0.2).epsilon(1e-9));
+  CHECK((both.op(0, 1).end - both.op(0, 1).start).ms() == doctest::Approx(1.0 / 0.6).epsilon(1e-9));
   // A row is a norm's.
   CHECK(error_of("name: k\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB, access: roll, row: 128}\n")
             .find("give it with access: norm, layer_norm or rms_norm") != std::string::npos);
