@@ -40,6 +40,15 @@ DType dtype_of(const std::string& type) {
   return DType::BF16;
 }
 
+// A JSON list of integers; empty if it is not one (a scalar, a list of lists, nothing).
+std::vector<int64_t> int_list(const json& a) {
+  std::vector<int64_t> v;
+  if (!a.is_array()) return v;
+  for (const json& x : a)
+    if (x.is_number_integer()) v.push_back(x.get<int64_t>());
+  return v.size() == a.size() ? v : std::vector<int64_t>{};
+}
+
 // The op's tensor inputs: (dims, element type).
 std::vector<std::pair<std::vector<int64_t>, std::string>> tensor_inputs(const json& args) {
   std::vector<std::pair<std::vector<int64_t>, std::string>> out;
@@ -47,12 +56,8 @@ std::vector<std::pair<std::vector<int64_t>, std::string>> tensor_inputs(const js
   auto types = args.find("Input type");
   if (dims == args.end() || types == args.end() || !dims->is_array() || !types->is_array()) return out;
   for (size_t i = 0; i < dims->size() && i < types->size(); ++i) {
-    const json& d = (*dims)[i];
-    if (!d.is_array() || d.empty() || !(*types)[i].is_string() || element_bytes((*types)[i].get<std::string>()) == 0) continue;
-    std::vector<int64_t> v;
-    for (const json& x : d)
-      if (x.is_number_integer()) v.push_back(x.get<int64_t>());
-    if (v.size() == d.size()) out.emplace_back(std::move(v), (*types)[i].get<std::string>());
+    if (!(*types)[i].is_string() || element_bytes((*types)[i].get<std::string>()) == 0) continue;
+    if (std::vector<int64_t> v = int_list((*dims)[i]); !v.empty()) out.emplace_back(std::move(v), (*types)[i].get<std::string>());
   }
   return out;
 }
@@ -327,16 +332,10 @@ std::optional<std::pair<Access, int32_t>> norm_of(const CpuOp& op) {
   else return std::nullopt;
   int64_t row = 0;
   if (const auto it = op.args->find("Concrete Inputs"); it != op.args->end() && it->is_array() && it->size() > 1 && (*it)[1].is_string()) {
-    const json shape = json::parse((*it)[1].get<std::string>(), nullptr, false);  // "[128]"
-    if (shape.is_array() && !shape.empty()) {
+    const std::vector<int64_t> shape = int_list(json::parse((*it)[1].get<std::string>(), nullptr, false));  // "[128]"
+    if (!shape.empty() && std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d > 0; })) {
       row = 1;
-      for (const json& d : shape) {
-        if (!d.is_number_integer() || d.get<int64_t>() <= 0) {
-          row = 0;
-          break;
-        }
-        row = std::min<int64_t>(row * std::min<int64_t>(d.get<int64_t>(), INT32_MAX), INT32_MAX);
-      }
+      for (const int64_t d : shape) row = std::min<int64_t>(row * std::min<int64_t>(d, INT32_MAX), INT32_MAX);
     }
   }
   if (row <= 0) {
@@ -351,23 +350,16 @@ Access memory_access_of(const CpuOp& op) {
   const auto dims = op.args->find("Input Dims"), strides = op.args->find("Input Strides");
   if (dims == op.args->end() || !dims->is_array()) return Access::Elementwise;
   const bool have_strides = strides != op.args->end() && strides->is_array() && strides->size() == dims->size();
-  auto ints = [](const json& a) {
-    std::vector<int64_t> v;
-    if (a.is_array())
-      for (const json& x : a)
-        if (x.is_number_integer()) v.push_back(x.get<int64_t>());
-    return v.size() == a.size() ? v : std::vector<int64_t>{};
-  };
   std::vector<double> numels;
   bool strided = false;
   for (size_t i = 0; i < dims->size(); ++i) {
-    const std::vector<int64_t> d = ints((*dims)[i]);
+    const std::vector<int64_t> d = int_list((*dims)[i]);
     if (d.empty()) continue;  // a scalar, a list or nothing
     double n = 1;
     for (int64_t x : d) n *= static_cast<double>(x);
     numels.push_back(n);
     if (!have_strides) continue;
-    const std::vector<int64_t> st = ints((*strides)[i]);
+    const std::vector<int64_t> st = int_list((*strides)[i]);
     if (st.size() != d.size()) continue;
     int64_t expected = 1;
     for (size_t j = d.size(); j-- > 0;) {

@@ -2,6 +2,8 @@
 // query count, and the fit of both from bench attention_sdpa rows.
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include <filesystem>
 #include <fstream>
 
@@ -11,6 +13,29 @@
 
 using namespace osim;
 using namespace osim::test;
+
+namespace {
+// The attention rows of `doc` that `take` picks, replayed under `p`: each
+// within 1e-4 of its measured time; how many there were.
+int replayed_exactly(const nlohmann::json& doc, const hw::Topology& topo, const ModelParams& p, const std::function<bool(const Comparison&)>& take) {
+  int n = 0;
+  for (const auto& cmp : compare_bench(doc, topo, p))
+    if (take(cmp)) {
+      ++n;
+      CHECK(cmp.simulated_us == doctest::Approx(cmp.measured_us).epsilon(1e-4));
+    }
+  return n;
+}
+
+// `p` written to a calibration file and read back.
+ModelParams round_trip(const ModelParams& p, const std::string& name) {
+  const std::filesystem::path f = std::filesystem::temp_directory_path() / name;
+  std::ofstream(f) << model_yaml(p);
+  ModelParams back = load_calibration(f.string());
+  std::filesystem::remove(f);
+  return back;
+}
+}  // namespace
 
 TEST_CASE("an attention op runs at its backend's rates, the default's where it names none or one not measured") {
   const hw::Topology t(hw::parse_topology_string(kTopo, "topo.yaml"));
@@ -95,20 +120,11 @@ TEST_CASE("calibrate fits each backend's rates and the default's from attention_
   CHECK(a.rates_for(AttnBackend::Flash2).efficiency == doctest::Approx(0.36).epsilon(1e-9));
   CHECK(a.rates_for(AttnBackend::Flash2).cross_q0 == doctest::Approx(900).epsilon(1e-6));
   // Every row replayed at its own backend's rates (the cross rows out of sample: exact here, the model being exact).
-  int replayed = 0;
-  for (const auto& cmp : compare_bench(doc, topo, c.params)) {
-    if (cmp.key != "attention_sdpa") continue;
-    ++replayed;
-    CHECK(cmp.simulated_us == doctest::Approx(cmp.measured_us).epsilon(1e-4));
-  }
-  CHECK(replayed == 12);
+  CHECK(replayed_exactly(doc, topo, c.params, [](const Comparison& cmp) { return cmp.key == "attention_sdpa"; }) == 12);
   // The file: written, read back to the same model.
-  const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-attention-backends.yaml";
-  std::ofstream(f) << model_yaml(c.params);
-  const ModelParams back = load_calibration(f.string());
+  const ModelParams back = round_trip(c.params, "osim-attention-backends.yaml");
   CHECK(model_yaml(back) == model_yaml(c.params));
   CHECK(model_yaml(back).find("attention_default_backend: cudnn") != std::string::npos);
-  std::filesystem::remove(f);
 }
 
 TEST_CASE("attention over head_dim: efficiency x (d / (d + d0)) / (128 / (128 + d0)), 128's unchanged") {
@@ -168,18 +184,9 @@ TEST_CASE("causal attention: the pairs it computes at the causal efficiency, fit
   CHECK(c.params.attention.causal_attention_efficiency == doctest::Approx(0.6).epsilon(1e-6));
   CHECK(c.params.attention.causal_attention_s0 == doctest::Approx(1000).epsilon(1e-6));
   CHECK(c.params.attention.rates_for(AttnBackend::Cudnn).causal_s0 == doctest::Approx(1000).epsilon(1e-6));
-  int causal_rows = 0;
-  for (const auto& cmp : compare_bench(doc, topo, c.params))
-    if (cmp.what.rfind("causal", 0) == 0) {
-      ++causal_rows;
-      CHECK(cmp.simulated_us == doctest::Approx(cmp.measured_us).epsilon(1e-4));
-    }
-  CHECK(causal_rows == 4);
-  const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-attention-causal.yaml";
-  std::ofstream(f) << model_yaml(c.params);
-  const ModelParams back = load_calibration(f.string());
+  CHECK(replayed_exactly(doc, topo, c.params, [](const Comparison& cmp) { return cmp.what.rfind("causal", 0) == 0; }) == 4);
+  const ModelParams back = round_trip(c.params, "osim-attention-causal.yaml");
   CHECK(back.attention.causal_attention_efficiency == doctest::Approx(0.6).epsilon(1e-4));
   CHECK(back.attention.causal_attention_s0 == doctest::Approx(1000).epsilon(1e-3));
   CHECK(back.attention.rates_for(AttnBackend::Cudnn).causal_s0 == doctest::Approx(1000).epsilon(1e-3));
-  std::filesystem::remove(f);
 }
