@@ -49,7 +49,7 @@ std::string headline(const DitWorkload& w, const std::string& topo) {
 constexpr size_t kOpsPrintedByDefault = 1000;
 
 int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow, int runs_before, const WhatIf& what_if) {
+                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow, bool every_rank, int runs_before, const WhatIf& what_if) {
   Schedule sched;
   ModelParams params;
   std::string head;
@@ -108,6 +108,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   opts.link_samples = !out_dir.empty();
   opts.keep_records = !out_dir.empty() || show_ops;  // the trace, records.json and the per-op table read them
   opts.closed_form_collectives = !every_flow;
+  opts.symmetric_ranks = !every_rank;
   // --runs-before N: the GPUs come from N runs of the same input back to back
   // (a serving loop's steady state: the sustained-load clock already down).
   const ExecResult res = execute_after_runs(sched, topo, params, runs_before, opts);
@@ -131,7 +132,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
 struct RunOptions {
   std::string input, topology, out_dir, schedule_out, calibration;
   std::vector<std::string> sets;
-  bool force = false, show_ops = false, records = false, every_flow = false, remodel_kernels = false;
+  bool force = false, show_ops = false, records = false, every_flow = false, every_rank = false, remodel_kernels = false;
   std::string host_memory;
   int runs_before = 0;
 };
@@ -161,6 +162,7 @@ Command add_run(CLI::App& app) {
                 "simulate it as the run after N runs of the same input back to back (the GPUs' sustained-load clock state they leave; default 0: rested GPUs)")
       ->check(CLI::Range(0, 1000));
   c->add_flag("--every-flow", o->every_flow, "simulate every flow of every all-to-all (no closed-form replay of recurring ones): slower, same results");
+  c->add_flag("--every-rank", o->every_rank, "simulate every rank in full (no mirroring of ranks that run one program in lockstep): slower, same results");
   c->add_flag("--remodel-kernels", o->remodel_kernels,
               "time kernels that carry a shape (GEMM, attention, HBM bytes) by the model, not by their measured duration (an imported trace on another GPU)");
   c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
@@ -169,7 +171,7 @@ Command add_run(CLI::App& app) {
             if (!o->host_memory.empty() && o->host_memory != "pinned" && o->host_memory != "pageable")
               throw InputError(SourceLocation{}, "--host-memory: pinned or pageable");
             return run_command(o->input, o->topology, o->sets, o->out_dir, o->schedule_out, o->force, o->show_ops, o->calibration, o->records,
-                               o->every_flow, o->runs_before, what_if_of(o->remodel_kernels, o->host_memory));
+                               o->every_flow, o->every_rank, o->runs_before, what_if_of(o->remodel_kernels, o->host_memory));
           }};
 }
 

@@ -56,6 +56,9 @@ class ClosedForms {
   bool try_closed_form(int ci);
   /// Instance ci hands its unfinished flows back to the flow model, as they are just before now.
   void hand_back(int ci);
+  /// Whether all of instance ci's flows not replayed yet end at this instant
+  /// (a cap changed now changes none of them).
+  [[nodiscard]] bool ends_now(int ci);
   /// Before a flow starts over `route` (or a constraint's capacity changes):
   /// closed forms replaying over it hand back.
   void hand_back_route(const boost::container::small_vector<FlowUse, 6>& route);

@@ -216,6 +216,8 @@ void Compute::update(int r) {
                              &Engine::call<&Compute::end_kernel_event, Compute>, this, pack(r, k.gop));
   }
   x_.collectives->clock_changed(r);
+  if (x_.mirrors.has_mirrors(r))
+    for (const int m : x_.mirrors.of[static_cast<size_t>(r)]) x_.collectives->clock_changed(m);
 }
 
 void Compute::end_kernel(int r, int gid) {

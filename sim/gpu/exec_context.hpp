@@ -8,6 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -64,6 +67,33 @@ inline uint64_t pack(int r, int id) { return (static_cast<uint64_t>(r) << 32) | 
 inline int packed_rank(uint64_t v) { return static_cast<int>(v >> 32); }
 inline int packed_id(uint64_t v) { return static_cast<int>(v & 0xffffffffu); }
 
+/// A mirror's copy or collective ended at another time than its
+/// representative's: the ranks are not symmetric (the executor runs again
+/// with every rank in full).
+struct AsymmetricRanks : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Symmetric ranks (ExecOptions::symmetric_ranks): a mirror runs its
+/// representative's timeline. Its host, streams, kernels and memory are not
+/// simulated; its copies and collectives are (their flows share the fabric),
+/// and each must end when the representative's same op does.
+struct Mirrors {
+  std::vector<int> rep;                   // per rank: whose timeline it runs (itself: simulated in full); empty: off
+  std::vector<std::vector<int>> of;       // per rank: its mirrors
+  // (representative, op) -> when the first of its copies ended, how many
+  // have not; and per representative those ops (programs generated as they
+  // run keep them).
+  std::unordered_map<uint64_t, std::pair<Time, int>> pending;
+  std::vector<std::set<int>> pending_ops;
+  [[nodiscard]] bool on() const { return !rep.empty(); }
+  [[nodiscard]] bool is_mirror(int r) const { return on() && rep[static_cast<size_t>(r)] != r; }
+  [[nodiscard]] int rep_of(int r) const { return on() ? rep[static_cast<size_t>(r)] : r; }
+  [[nodiscard]] bool has_mirrors(int r) const { return on() && !of[static_cast<size_t>(r)].empty(); }
+  /// Whether rank r's copies and collectives are checked against their mirrors' or representative's.
+  [[nodiscard]] bool checked(int r) const { return is_mirror(r) || has_mirrors(r); }
+};
+
 /// Where a rank runs and what: fixed for the run.
 struct RankInfo {
   int gpu = -1, cpu = -1;
@@ -96,6 +126,7 @@ struct ExecContext {
   RunSpans spans;                               // without
   OpRecord scratch;                             // what records get without them
   int64_t most_ops_held = 0;                    // ExecResult::most_ops_held
+  Mirrors mirrors;
 
   Host* host = nullptr;
   Memory* memory = nullptr;
@@ -119,6 +150,10 @@ struct ExecContext {
   int peer_of(int r, const Op& op) const { return s.programs[static_cast<size_t>(r)].peer_of(op); }
   /// An op's record; without ExecOptions::keep_records a scratch one, written and never read.
   OpRecord& record(int r, int index) { return o.keep_records ? records[static_cast<size_t>(r)][static_cast<size_t>(index)] : scratch; }
+  /// A representative with mirrors dispatches copy or collective `id`: each of theirs must end with it.
+  void mirrored_start(int r, int id);
+  /// Rank r's copy or collective `id` ended (r a representative with mirrors, or a mirror).
+  void mirrored_end(int r, int id);
   /// Where an op came from: file:line, or its place in a generated schedule.
   std::string where(int r, int index) const { return s.location(r, index).str(); }
 };

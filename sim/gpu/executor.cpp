@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -44,6 +45,7 @@ class Executor {
     assert((o.initial_load.empty() || o.initial_load.size() == static_cast<size_t>(s.ranks())) && "initial_load: one state per rank");
     x_.ranks.resize(static_cast<size_t>(s.ranks()));
     for (int r = 0; r < s.ranks(); ++r) place_rank(r);
+    if (o.symmetric_ranks && !o.link_samples) find_mirrors();  // a trace's link samples follow the order flows change in
     memory_.emplace(x_);
     x_.memory = &*memory_;
     // P2P copies' routes, found (or refused) up front once every rank has its GPU.
@@ -59,32 +61,44 @@ class Executor {
     x_.engine.run();
     check_finished();
     ExecResult out;
-    if (x_.o.keep_records) out.ops = std::move(x_.records);
-    else out.spans = std::move(x_.spans);
+    if (x_.o.keep_records) {
+      mirror_records();
+      out.ops = std::move(x_.records);
+    } else {
+      out.spans = std::move(x_.spans);
+    }
     for (int r = 0; r < x_.s.ranks(); ++r) {
+      const int q = x_.mirrors.rep_of(r);  // a mirror's figures are its representative's
       RankSummary sum;
       sum.gpu = x_.ranks[static_cast<size_t>(r)].node->name;
-      sum.end = std::max(host_.end(r), x_.ranks[static_cast<size_t>(r)].last_end);
-      sum.peak_vram = memory_->peak(r);
-      sum.peak_parts = memory_->peak_parts(r);
-      sum.peak_vram_held = memory_->peak_held(r);
-      sum.vram_capacity = memory_->capacity(r);
-      sum.handoffs = streams_.handoffs(r);
-      sum.handoff_time = streams_.handoff_time(r);
+      sum.end = std::max(host_.end(q), x_.ranks[static_cast<size_t>(q)].last_end);
+      sum.peak_vram = memory_->peak(q);
+      sum.peak_parts = memory_->peak_parts(q);
+      sum.peak_vram_held = memory_->peak_held(q);
+      sum.vram_capacity = memory_->capacity(q);
+      sum.handoffs = streams_.handoffs(q);
+      sum.handoff_time = streams_.handoff_time(q);
       out.makespan = std::max(out.makespan, sum.end);
       out.ranks.push_back(sum);
+      out.mirrored += q != r;
     }
     // The duty averages carried from their last update to the makespan (the
     // GPU idle from its last kernel on).
-    for (int r = 0; r < x_.s.ranks(); ++r) out.final_load.push_back(compute_.load_at(r, out.makespan));
+    for (int r = 0; r < x_.s.ranks(); ++r) out.final_load.push_back(compute_.load_at(x_.mirrors.rep_of(r), out.makespan));
     out.vram = memory_->take_timeline();
+    for (int r = 0; r < x_.s.ranks() && x_.mirrors.on(); ++r)
+      if (const int q = x_.mirrors.rep_of(r); q != r && static_cast<size_t>(q) < out.vram.size()) out.vram[static_cast<size_t>(r)] = out.vram[static_cast<size_t>(q)];
     out.copy_bottlenecks = std::move(fabric_.copy_bottlenecks);
     out.collective_bottlenecks = std::move(fabric_.collective_bottlenecks);
     out.link_samples = fabric_.take_samples();
     out.most_ops_held = x_.most_ops_held;
     out.closed_form = closed_.replayed();
     out.handed_back = closed_.handed_back();
+    // Whole bytes: what a link carried, summed as the flows moved, is exact
+    // only to the last digit, and that digit follows the order flows ended
+    // in at one instant (which mirrored ranks change).
     out.resource_bytes = fabric_.resource_bytes();
+    for (double& b : out.resource_bytes) b = std::round(b);
     return out;
   }
 
@@ -136,9 +150,60 @@ class Executor {
     p2p_ranks_.push_back(info.p2p);
   }
 
+  // Ranks that run one program on alike GPUs from the same load mirror the
+  // first of them (ExecOptions::symmetric_ranks); none: every rank in full.
+  void find_mirrors() {
+    const int n = x_.s.ranks();
+    const auto& load = x_.o.initial_load;
+    auto alike = [&](int a, int b) {
+      const RankInfo &A = x_.ranks[static_cast<size_t>(a)], &B = x_.ranks[static_cast<size_t>(b)];
+      const hw::GpuParams &g = A.node->gpu, &h = B.node->gpu;
+      const bool same_load = load.empty() || load[static_cast<size_t>(a)] == load[static_cast<size_t>(b)];
+      return A.program == B.program && A.sms == B.sms && g.copy_engines == h.copy_engines && g.p2p == h.p2p &&
+             g.memory.has_value() == h.memory.has_value() && (!g.memory || *g.memory == *h.memory) && same_load;
+    };
+    Mirrors& M = x_.mirrors;
+    std::vector<int> rep(static_cast<size_t>(n));
+    std::vector<std::vector<int>> of(static_cast<size_t>(n));
+    bool any = false;
+    for (int r = 0; r < n; ++r) {
+      rep[static_cast<size_t>(r)] = r;
+      for (const int q : x_.ranks[static_cast<size_t>(r)].program->ranks) {
+        if (q >= r) break;
+        if (rep[static_cast<size_t>(q)] == q && alike(q, r)) {
+          rep[static_cast<size_t>(r)] = q;
+          of[static_cast<size_t>(q)].push_back(r);
+          any = true;
+          break;
+        }
+      }
+    }
+    if (!any) return;
+    M.rep = std::move(rep);
+    M.of = std::move(of);
+    M.pending_ops.resize(static_cast<size_t>(n));
+  }
+
+  // A mirror's records are its representative's, but for where its own copies were bound.
+  void mirror_records() {
+    for (int r = 0; r < x_.s.ranks() && x_.mirrors.on(); ++r) {
+      const int q = x_.mirrors.rep_of(r);
+      if (q == r) continue;
+      auto& to = x_.records[static_cast<size_t>(r)];
+      const auto& from = x_.records[static_cast<size_t>(q)];
+      for (size_t i = 0; i < to.size(); ++i) {
+        const OpRecord own = to[i];
+        to[i] = from[i];
+        to[i].bottleneck = own.bottleneck;
+        to[i].bottleneck_time = own.bottleneck_time;
+      }
+    }
+  }
+
   void check_finished() const {
+    if (!x_.mirrors.pending.empty()) throw AsymmetricRanks("a mirror's copy or collective did not end");
     bool ok = true;
-    for (int r = 0; r < x_.s.ranks(); ++r) ok = ok && host_.done(r) && streams_.drained(r);
+    for (int r = 0; r < x_.s.ranks(); ++r) ok = ok && (x_.mirrors.is_mirror(r) || (host_.done(r) && streams_.drained(r)));
     if (ok) return;
     std::string msg = fmt::format("deadlock at {}: no rank can make progress", format_time(x_.engine.now()));
     for (int r = 0; r < x_.s.ranks(); ++r) {
@@ -168,8 +233,40 @@ class Executor {
 
 }  // namespace
 
+namespace exec {
+
+void ExecContext::mirrored_start(int r, int id) {
+  const auto [it, fresh] = mirrors.pending.try_emplace(pack(r, id), Time::from_ps(-1), 1 + static_cast<int>(mirrors.of[static_cast<size_t>(r)].size()));
+  assert(fresh && "an op dispatched twice");
+  (void)it;
+  mirrors.pending_ops[static_cast<size_t>(r)].insert(id);
+}
+
+void ExecContext::mirrored_end(int r, int id) {
+  const int q = mirrors.rep_of(r);
+  const auto it = mirrors.pending.find(pack(q, id));
+  assert(it != mirrors.pending.end());
+  auto& [at, left] = it->second;
+  if (at < Time::zero()) at = engine.now();
+  else if (at != engine.now()) throw AsymmetricRanks("a mirror's op ended at another time than its representative's");
+  if (--left == 0) {
+    mirrors.pending.erase(it);
+    mirrors.pending_ops[static_cast<size_t>(q)].erase(id);
+  }
+}
+
+}  // namespace exec
+
 ExecResult execute(const Schedule& s, const hw::Topology& topo, const ModelParams& params, const ExecOptions& options) {
-  Executor ex(s, topo, params, options);
+  try {
+    Executor ex(s, topo, params, options);
+    return ex.run();
+  } catch (const AsymmetricRanks&) {
+    if (!options.symmetric_ranks) throw;
+  }
+  ExecOptions full = options;
+  full.symmetric_ranks = false;
+  Executor ex(s, topo, params, full);
   return ex.run();
 }
 

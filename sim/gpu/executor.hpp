@@ -29,6 +29,7 @@ struct LoadState {
   // The duty cycle GEMMs see (SDPA counted by sustained_attention_load) and
   // the one SDPA sees (every kernel counted whole), fast and slow averages.
   double duty = 0, duty_slow = 0, attention_duty = 0, attention_duty_slow = 0;
+  bool operator==(const LoadState&) const = default;
 };
 
 /// A simulated run: what any run records, and the simulator's own counts.
@@ -42,6 +43,9 @@ struct ExecResult : RunRecord {
   // Programs generated as they run (Program::source): the most ops one of
   // them held at once (whole chunks of 4,096); 0 for whole programs.
   int64_t most_ops_held = 0;
+  // Ranks that ran their representative's timeline (ExecOptions::symmetric_ranks);
+  // 0 when every rank was simulated in full.
+  int64_t mirrored = 0;
 };
 
 struct ExecOptions {
@@ -58,6 +62,14 @@ struct ExecOptions {
   // shared model each time. Off: every flow simulated (the reference the
   // closed form is tested against). Always off with link_samples.
   bool closed_form_collectives = true;
+  // Ranks that run one program on alike GPUs, in lockstep, are simulated
+  // once: the others (mirrors) keep only their copies' and collectives'
+  // flows, which must end when their representative's do; where one does
+  // not, the run is simulated again with every rank in full. Off: every
+  // rank in full (the reference the mirrors are tested against). Off with
+  // link_samples (a trace's same-instant samples follow the order flows
+  // start and end in).
+  bool symmetric_ranks = true;
   // Per rank: the sustained-load state at time 0 (a run that follows others
   // at once: the previous run's ExecResult::final_load). Empty: rested.
   std::vector<LoadState> initial_load;

@@ -10,7 +10,8 @@ namespace osim::exec {
 Host::Host(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Host::start() {
-  for (int r = 0; r < x_.s.ranks(); ++r) x_.engine.at(Time::zero(), &Host::step_event, this, static_cast<uint64_t>(r));
+  for (int r = 0; r < x_.s.ranks(); ++r)
+    if (!x_.mirrors.is_mirror(r)) x_.engine.at(Time::zero(), &Host::step_event, this, static_cast<uint64_t>(r));
 }
 
 Time Host::overhead(int r, const Op& op) const {

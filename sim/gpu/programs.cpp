@@ -149,8 +149,11 @@ bool ExecContext::extend(int r, int id) {
   int64_t op = INT64_MAX;
   std::vector<int64_t> queue_entry(P.q.queues.size(), INT64_MAX), stream_pos(P.q.stream_ops.size(), INT64_MAX);
   for (const int rr : P.ranks) {
+    if (mirrors.is_mirror(rr)) continue;  // its copies and collectives in flight are its representative's pending ops
     op = std::min(op, static_cast<int64_t>(host->pc(rr)));
     streams->live_from(rr, op, queue_entry, stream_pos);
+    if (mirrors.has_mirrors(rr) && !mirrors.pending_ops[static_cast<size_t>(rr)].empty())
+      op = std::min(op, static_cast<int64_t>(*mirrors.pending_ops[static_cast<size_t>(rr)].begin()));
   }
   P.drop_before(op, queue_entry, stream_pos);
   while (id >= P.end())

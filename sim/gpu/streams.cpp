@@ -113,6 +113,11 @@ void Streams::complete(int r, int id) {
   } else {
     x_.spans.add(r, op, st.started, now);
     if (x_.spans.wants_fold(r)) x_.spans.fold(r, running_since(r).ps());
+    if (x_.mirrors.has_mirrors(r))
+      for (const int m : x_.mirrors.of[static_cast<size_t>(r)]) {
+        x_.spans.add(m, op, st.started, now);
+        if (x_.spans.wants_fold(m)) x_.spans.fold(m, running_since(r).ps());
+      }
   }
   R.last_end = std::max(R.last_end, now);
   pump(r);
@@ -179,8 +184,18 @@ void Streams::dispatch(int r, int id, const QueueEntry& e) {
       }
       x_.compute->start_kernel(r, id);
       return;
-    case OpKind::Memcpy: x_.copies->queue_copy(r, id, wait); return;
-    case OpKind::Collective: x_.collectives->arrive_or_park(r, id); return;
+    case OpKind::Memcpy:
+      if (x_.mirrors.has_mirrors(r)) x_.mirrored_start(r, id);
+      x_.copies->queue_copy(r, id, wait);
+      if (x_.mirrors.has_mirrors(r))
+        for (const int m : x_.mirrors.of[static_cast<size_t>(r)]) x_.copies->queue_copy(m, id, wait);
+      return;
+    case OpKind::Collective:
+      if (x_.mirrors.has_mirrors(r)) x_.mirrored_start(r, id);
+      x_.collectives->arrive_or_park(r, id);
+      if (x_.mirrors.has_mirrors(r))
+        for (const int m : x_.mirrors.of[static_cast<size_t>(r)]) x_.collectives->arrive_or_park(m, id);
+      return;
     case OpKind::EventRecord: {
       // The stream is held event_gpu_time (after a copy: event_gpu_time_copy
       // where calibrated; beside an H2D copy: event_gpu_time_h2d more).

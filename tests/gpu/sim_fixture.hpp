@@ -92,4 +92,68 @@ programs:
                      ranks, kind);
 }
 
+
+// How many ops two runs of one schedule time differently (issue, return,
+// start, end, what bound a copy and how long, the waits' events); the first
+// few named through `say`.
+template <class Say>
+int differing_records(const ExecResult& a, const ExecResult& b, Say&& say) {
+  int differ = 0;
+  for (size_t r = 0; r < a.ops.size() && r < b.ops.size(); ++r)
+    for (size_t i = 0; i < a.ops[r].size() && i < b.ops[r].size(); ++i) {
+      const OpRecord &x = a.ops[r][i], &y = b.ops[r][i];
+      if (x.issue != y.issue || x.returned != y.returned || x.start != y.start || x.end != y.end || x.bottleneck != y.bottleneck ||
+          x.bottleneck_time != y.bottleneck_time || x.waits_on != y.waits_on || x.ran != y.ran)
+        if (++differ <= 3) say(fmt::format("rank {} op {}: start {} / {} ps, end {} / {} ps", r, i, x.start.ps(), y.start.ps(), x.end.ps(), y.end.ps()));
+    }
+  return differ;
+}
+
+// A random program every rank runs (collectives must match across ranks),
+// drawn from `seed`: NCCL all-to-alls on three communicators over the same
+// four GPUs (world, `other`, `reversed`), copies both ways, kernels on two
+// streams, host work and syncs; with `more`, pairwise all-to-alls and GEMMs
+// too. Each call draws the next one from `state`.
+inline Schedule random_schedule(uint64_t& state, bool more) {
+  auto next = [&](uint64_t n) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state % n;
+  };
+  std::string ops;
+  const int n = 12 + static_cast<int>(next(12));
+  for (int i = 0; i < n; ++i) {
+    const char* sizes[] = {"16 MB", "64 MB", "64 MB", "256 MB"};
+    switch (next(more ? 9 : 7)) {
+      case 0: case 1:
+        ops += fmt::format("      - {{op: collective, kind: all_to_all, group: world, bytes: {}, stream: compute}}\n", sizes[next(4)]);
+        break;
+      case 2:
+        ops += fmt::format("      - {{op: collective, kind: all_to_all, group: {}, bytes: {}, stream: side}}\n", next(2) ? "other" : "reversed",
+                           sizes[next(4)]);
+        break;
+      case 3: ops += fmt::format("      - {{op: memcpy, kind: {}, bytes: {}, stream: copy}}\n", next(2) ? "h2d" : "d2h", sizes[next(4)]); break;
+      case 4: ops += fmt::format("      - {{op: kernel, stream: side, duration: {} us}}\n", 100 + next(3000)); break;
+      case 5: ops += fmt::format("      - {{op: host_work, duration: {} us}}\n", next(8000)); break;
+      case 6: ops += fmt::format("      - {{op: stream_sync, stream: {}}}\n", next(2) ? "compute" : "side"); break;
+      case 7:
+        ops += fmt::format("      - {{op: collective, kind: all_to_all, algorithm: pairwise, group: world, bytes: {}, stream: side}}\n", sizes[next(4)]);
+        break;
+      default: ops += fmt::format("      - {{op: kernel, stream: compute, gemm: {{m: 8192, n: 8192, k: {}}}}}\n", 1024 * (1 + next(8))); break;
+    }
+  }
+  return parse_schedule_string(fmt::format(R"(name: random
+ranks: 4
+streams: [compute, copy, side]
+groups: [{{name: other, ranks: [0, 1, 2, 3]}}, {{name: reversed, ranks: [3, 2, 1, 0]}}]
+programs:
+  - rank: all
+    ops:
+{}      - {{op: device_sync}}
+)",
+                                       ops),
+                               "random.yaml");
+}
+
 }  // namespace osim::test

@@ -9,6 +9,7 @@
 
 #include "core/isolated.hpp"
 #include "gpu/executor.hpp"
+#include "gpu/sim_fixture.hpp"
 #include "schedule/schedule.hpp"
 #include "hw/fabric.hpp"
 #include "workload/dit.hpp"
@@ -32,17 +33,7 @@ std::pair<int64_t, int64_t> check_same(const Schedule& s, const hw::Topology& t,
   CHECK(a.closed_form == 0);
   CHECK(a.makespan == b.makespan);
   REQUIRE(a.ops.size() == b.ops.size());
-  int differ = 0;
-  for (size_t r = 0; r < a.ops.size(); ++r)
-    for (size_t i = 0; i < a.ops[r].size(); ++i) {
-      const OpRecord &x = a.ops[r][i], &y = b.ops[r][i];
-      if (x.issue != y.issue || x.returned != y.returned || x.start != y.start || x.end != y.end || x.bottleneck != y.bottleneck ||
-          x.bottleneck_time != y.bottleneck_time) {
-        if (++differ <= 3)
-          MESSAGE(fmt::format("rank {} op {}: start {} / {} ps, end {} / {} ps", r, i, x.start.ps(), y.start.ps(), x.end.ps(), y.end.ps()));
-      }
-    }
-  CHECK(differ == 0);
+  CHECK(test::differing_records(a, b, [](const std::string& m) { MESSAGE(m); }) == 0);
   REQUIRE(a.collective_bottlenecks.size() == b.collective_bottlenecks.size());
   for (size_t i = 0; i < a.collective_bottlenecks.size(); ++i) {
     CHECK(a.collective_bottlenecks[i].time == b.collective_bottlenecks[i].time);
@@ -174,51 +165,12 @@ TEST_CASE("closed-form all-to-alls: a full workload is the same either way") {
 }
 
 TEST_CASE("closed-form all-to-alls: random schedules agree with flow-by-flow runs") {
-  // Same program on every rank (collectives must match across ranks):
-  // all-to-alls on three communicators over the same GPUs, copies both ways, kernels on
-  // a side stream, host work and syncs, drawn from a fixed seed.
   const hw::Topology aces(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml"));
   const hw::Topology dgx(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
   uint64_t state = 0x9E3779B97F4A7C15ull;
-  auto next = [&](uint64_t n) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state % n;
-  };
   int64_t closed = 0, handed = 0;
   for (int trial = 0; trial < 24; ++trial) {
-    std::string ops;
-    const int n = 12 + static_cast<int>(next(12));
-    for (int i = 0; i < n; ++i) {
-      const char* sizes[] = {"16 MB", "64 MB", "64 MB", "256 MB"};
-      switch (next(7)) {
-        case 0: case 1:
-          ops += fmt::format("      - {{op: collective, kind: all_to_all, group: world, bytes: {}, stream: compute}}\n", sizes[next(4)]);
-          break;
-        case 2:
-          ops += fmt::format("      - {{op: collective, kind: all_to_all, group: {}, bytes: {}, stream: side}}\n", next(2) ? "other" : "reversed",
-                             sizes[next(4)]);
-          break;
-        case 3:
-          ops += fmt::format("      - {{op: memcpy, kind: {}, bytes: {}, stream: copy}}\n", next(2) ? "h2d" : "d2h", sizes[next(4)]);
-          break;
-        case 4: ops += fmt::format("      - {{op: kernel, stream: side, duration: {} us}}\n", 100 + next(3000)); break;
-        case 5: ops += fmt::format("      - {{op: host_work, duration: {} us}}\n", next(8000)); break;
-        default: ops += fmt::format("      - {{op: stream_sync, stream: {}}}\n", next(2) ? "compute" : "side"); break;
-      }
-    }
-    const Schedule s = parse_schedule_string(fmt::format(R"(name: random
-ranks: 4
-streams: [compute, copy, side]
-groups: [{{name: other, ranks: [0, 1, 2, 3]}}, {{name: reversed, ranks: [3, 2, 1, 0]}}]
-programs:
-  - rank: all
-    ops:
-{}      - {{op: device_sync}}
-)",
-                                                         ops),
-                                             "random.yaml");
+    const Schedule s = test::random_schedule(state, false);
     CAPTURE(trial);
     for (const hw::Topology* t : {&aces, &dgx}) {
       const auto [c, h] = check_same(s, *t);
