@@ -65,6 +65,8 @@ class Executor {
       mirror_records();
       out.ops = std::move(x_.records);
     } else {
+      for (int r = 0; r < x_.s.ranks(); ++r)
+        if (x_.mirrors.is_mirror(r)) x_.spans.mirror(r, x_.mirrors.rep_of(r));
       out.spans = std::move(x_.spans);
     }
     for (int r = 0; r < x_.s.ranks(); ++r) {
@@ -184,7 +186,8 @@ class Executor {
     M.pending_ops.resize(static_cast<size_t>(n));
   }
 
-  // A mirror's records are its representative's, but for where its own copies were bound.
+  // A mirror's records are its representative's, but for where its own
+  // copies were bound (its spans: RunSpans::mirror).
   void mirror_records() {
     for (int r = 0; r < x_.s.ranks() && x_.mirrors.on(); ++r) {
       const int q = x_.mirrors.rep_of(r);

@@ -113,11 +113,6 @@ void Streams::complete(int r, int id) {
   } else {
     x_.spans.add(r, op, st.started, now);
     if (x_.spans.wants_fold(r)) x_.spans.fold(r, running_since(r).ps());
-    if (x_.mirrors.has_mirrors(r))
-      for (const int m : x_.mirrors.of[static_cast<size_t>(r)]) {
-        x_.spans.add(m, op, st.started, now);
-        if (x_.spans.wants_fold(m)) x_.spans.fold(m, running_since(r).ps());
-      }
   }
   R.last_end = std::max(R.last_end, now);
   pump(r);

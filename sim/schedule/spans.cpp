@@ -132,19 +132,24 @@ void RunSpans::add(int rank, const Op& op, Time start, Time end) {
     case OpKind::Collective:
       put(R.colls, a, b);
       bytes_collective += static_cast<double>(op.bytes);
+      R.tally.bytes_collective += static_cast<double>(op.bytes);
       break;
     case OpKind::Memcpy: {
       put(R.copies, a, b);
       if (op.stream == compute_stream_) put(R.compute_copies, a, b);
       const double bytes = static_cast<double>(op.bytes);
       (op.copy == CopyKind::H2D ? bytes_h2d : op.copy == CopyKind::D2H ? bytes_d2h : op.copy == CopyKind::P2P ? bytes_p2p : bytes_d2d) += bytes;
+      RankTally& T = R.tally;
+      (op.copy == CopyKind::H2D ? T.bytes_h2d : op.copy == CopyKind::D2H ? T.bytes_d2h : op.copy == CopyKind::P2P ? T.bytes_p2p : T.bytes_d2d) += bytes;
       const Time d = end - start;
       const double gbps = d.s() > 0 ? bytes / d.s() * 1e-9 : 1e300;
       for (size_t i = 0; i < kBins.size(); ++i)
         if (gbps >= kBins[i][0] && gbps < kBins[i][1]) {
-          ++bins_[i].count;
-          bins_[i].bytes += bytes;
-          bins_[i].time += d;
+          for (SpanBin* bin : {&bins_[i], &R.tally.bins[i]}) {
+            ++bin->count;
+            bin->bytes += bytes;
+            bin->time += d;
+          }
         }
       break;
     }
@@ -157,6 +162,23 @@ void RunSpans::add(int rank, const Op& op, Time start, Time end) {
     if (steps_.empty() || steps_.back().first != idx) steps_.emplace_back(idx, start);
   }
   if (rank == 0 && op.kind == OpKind::Marker && op.stream == compute_stream_ && op.label == kStepsEndMarker) steps_end_ = start;
+}
+
+void RunSpans::mirror(int rank, int of) {
+  assert(rank != 0 && "rank 0's step markers are the run's");
+  ranks_[static_cast<size_t>(rank)] = ranks_[static_cast<size_t>(of)];
+  // Whole bytes and picoseconds: the sums come out the same in any order.
+  const RankTally& T = ranks_[static_cast<size_t>(of)].tally;
+  bytes_h2d += T.bytes_h2d;
+  bytes_d2h += T.bytes_d2h;
+  bytes_p2p += T.bytes_p2p;
+  bytes_d2d += T.bytes_d2d;
+  bytes_collective += T.bytes_collective;
+  for (size_t i = 0; i < bins_.size(); ++i) {
+    bins_[i].count += T.bins[i].count;
+    bins_[i].bytes += T.bins[i].bytes;
+    bins_[i].time += T.bins[i].time;
+  }
 }
 
 }  // namespace osim

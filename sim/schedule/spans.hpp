@@ -38,6 +38,19 @@ struct RankBusy {
   RankBusy& operator+=(const RankBusy& o);
 };
 
+struct SpanBin {
+  int64_t count = 0;
+  double bytes = 0;
+  Time time;
+};
+
+// What one rank's copies and collectives added to the run's byte counts and
+// copy histogram (a mirrored rank adds its representative's again).
+struct RankTally {
+  double bytes_h2d = 0, bytes_d2h = 0, bytes_p2p = 0, bytes_d2d = 0, bytes_collective = 0;
+  std::array<SpanBin, 5> bins{};
+};
+
 struct RankSpans {
   Spans kernels, colls, copies;
   Spans cstream;         // kernels, collectives and copies on the compute stream
@@ -49,18 +62,15 @@ struct RankSpans {
   int64_t folded_to = INT64_MIN;
   std::optional<int64_t> cstream_end;
   size_t fold_at = 0;  // spans held when the next fold is due
+  RankTally tally;
 };
 
-struct SpanBin {
-  int64_t count = 0;
-  double bytes = 0;
-  Time time;
-};
 
 class RunSpans {
  public:
   /// Copy bandwidth bins, GB/s: [lo, hi).
   static constexpr std::array<std::array<double, 2>, 5> kBins{{{0, 5}, {5, 20}, {20, 50}, {50, 80}, {80, 1e300}}};
+  static_assert(kBins.size() == std::tuple_size_v<decltype(RankTally::bins)>);
 
   RunSpans() = default;
   /// `compute_stream`: the stream whose gaps are stalls and whose "step N" markers time steps.
@@ -76,6 +86,9 @@ class RunSpans {
   /// rank 0's compute-stream step markers are kept). Rank 0's markers must
   /// come in stream order; everything else in any order.
   void add(int rank, const Op& op, Time start, Time end);
+  /// `rank` ran what `of` ran (a mirrored rank: gpu/exec_context.hpp
+  /// Mirrors): its spans become `of`'s, and the run's counts take them again.
+  void mirror(int rank, int of);
 
   const std::vector<RankSpans>& ranks() const { return ranks_; }
   /// Whether `rank` holds enough spans to be worth a fold().
