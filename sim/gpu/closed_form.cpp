@@ -36,9 +36,9 @@ bool ClosedForms::try_closed_form(int ci) {
   key.channels = c.channels;
   key.slow.clear();
   const bool via_host = x_.collectives->via_host(c);
-  for (int m = 0; m < U; ++m) key.slow.push_back(x_.compute->comm_slowdown(x_.mirrors.rep_of(c.members[static_cast<size_t>(m)]), c.channels, via_host));
+  for (int m = 0; m < U; ++m) key.slow.push_back(x_.compute->comm_slowdown(c.members[static_cast<size_t>(m)], c.channels, via_host));
   if (x_.p.interference.comm_slowdown_receiver != 1.0)
-    for (int m = 0; m < U; ++m) key.slow.push_back(x_.compute->comm_receiver_slowdown(x_.mirrors.rep_of(c.members[static_cast<size_t>(m)])));
+    for (int m = 0; m < U; ++m) key.slow.push_back(x_.compute->comm_receiver_slowdown(c.members[static_cast<size_t>(m)]));
   // Built when the same all-to-all recurs: one that runs once (a single
   // huge all-to-all) would pay for its flows twice.
   auto it = forms_.find(key);

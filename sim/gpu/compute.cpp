@@ -96,19 +96,20 @@ double Compute::compute_factor(int r, int margin) const {
 double Compute::comm_slowdown(int r, int channels, bool via_host) const {
   const InterferenceParams& in = x_.p.interference;
   const double contention =
-      ranks_[static_cast<size_t>(r)].kernels.empty() ? 1.0 : std::max(1.0, in.comm_slowdown_base + in.comm_slowdown_per_channel * channels);
+      gpu(r).kernels.empty() ? 1.0 : std::max(1.0, in.comm_slowdown_base + in.comm_slowdown_per_channel * channels);
   return contention * clock_slowdown(r, via_host);
 }
 
 double Compute::clock_slowdown(int r, bool via_host) const {
   const double share = via_host ? x_.p.power.comm_clock_share_host : x_.p.power.comm_clock_share;
-  const double clock = ranks_[static_cast<size_t>(r)].clock;
+  const double clock = gpu(r).clock;
   if (share <= 0 || clock >= 1.0) return 1.0;
   // In steps of 1/256, so recurring collectives stay recurring.
   return 1.0 + std::round(share * (1.0 / clock - 1.0) * 256.0) / 256.0;
 }
 
 void Compute::nvlink_ended(int r) {
+  if (x_.mirrors.is_mirror(r)) return;
   Rank& C = ranks_[static_cast<size_t>(r)];
   C.nvlink_quiet_since = x_.engine.now();
   C.nvlink_used = true;
@@ -136,6 +137,7 @@ void Compute::start_kernel(int r, int id) {
 }
 
 void Compute::update(int r) {
+  if (x_.mirrors.is_mirror(r)) return;  // its representative's update re-times it
   Rank& C = ranks_[static_cast<size_t>(r)];
   const Time now = x_.engine.now();
   const PowerParams& pw = x_.p.power;

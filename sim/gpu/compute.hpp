@@ -2,6 +2,8 @@
 // beside collectives and busy copy engines (InterferenceParams), by the
 // sustained-load clock (PowerParams) and while NVLink is awake
 // (NvlinkParams). A rank's clock also slows its collectives' SM code.
+// A mirror (symmetric ranks) has no GPU state of its own: reads of it are its
+// representative's, and changes to it are no-ops.
 #pragma once
 
 #include <vector>
@@ -29,19 +31,23 @@ class Compute {
   double comm_slowdown(int r, int channels, bool via_host) const;
   /// How much slower a collective's flows into rank r run: beside its compute kernels.
   double comm_receiver_slowdown(int r) const {
-    return ranks_[static_cast<size_t>(r)].kernels.empty() ? 1.0 : x_.p.interference.comm_slowdown_receiver;
+    return gpu(r).kernels.empty() ? 1.0 : x_.p.interference.comm_slowdown_receiver;
   }
   double clock_slowdown(int r, bool via_host) const;
   /// Compute-bound speed under the sustained-load model (1 rested).
-  double clock(int r) const { return ranks_[static_cast<size_t>(r)].clock; }
+  double clock(int r) const { return gpu(r).clock; }
   /// A collective of `channels` holds (releases) its SMs on rank r.
-  void add_channels(int r, int channels) { ranks_[static_cast<size_t>(r)].comm_channels += channels; }
+  void add_channels(int r, int channels) {
+    if (!x_.mirrors.is_mirror(r)) ranks_[static_cast<size_t>(r)].comm_channels += channels;
+  }
 
   // NVLink's awake state (NvlinkParams): a collective over it starts / ends.
-  void nvlink_started(int r) { ++ranks_[static_cast<size_t>(r)].nvlink_running; }
+  void nvlink_started(int r) {
+    if (!x_.mirrors.is_mirror(r)) ++ranks_[static_cast<size_t>(r)].nvlink_running;
+  }
   void nvlink_ended(int r);
   /// How long rank r has had no NVLink collective of its own.
-  Time nvlink_quiet(int r, Time now) const { return now - ranks_[static_cast<size_t>(r)].nvlink_quiet_since; }
+  Time nvlink_quiet(int r, Time now) const { return now - gpu(r).nvlink_quiet_since; }
 
  private:
   struct RunningKernel {
@@ -81,6 +87,8 @@ class Compute {
     } seen;
     uint64_t kernel_changes = 0;  // kernels started or ended so far
   };
+  /// Rank r's GPU state: a mirror's is its representative's.
+  const Rank& gpu(int r) const { return ranks_[static_cast<size_t>(x_.mirrors.rep_of(r))]; }
   double compute_factor(int r, int margin = 0) const;
   void end_kernel_event(uint64_t packed) { end_kernel(packed_rank(packed), packed_id(packed)); }
   void end_kernel(int r, int gid);

@@ -92,8 +92,7 @@ void Copies::start_copy(int r, int e) {
   ce.busy = id;
   const Op& op = x_.op_of(r, id);
   const CopyParams& cp = x_.p.copies;
-  const bool mirror = x_.mirrors.is_mirror(r);
-  if (!mirror) x_.streams->mark_start(r, id, op);  // a copy starts when its engine takes it
+  x_.streams->mark_start(r, id, op);  // a copy starts when its engine takes it
   const bool host = op.copy == CopyKind::H2D || op.copy == CopyKind::D2H, d2h = op.copy == CopyKind::D2H;
   FlowSpec f;
   f.bytes = static_cast<double>(op.bytes);
@@ -144,7 +143,7 @@ void Copies::start_copy(int r, int e) {
   x_.closed->hand_back_route(f.route);
   const FlowId fid = x_.flows.start(std::move(f));
   if (x_.o.link_samples && route) x_.fabric->observe(fid, *route);  // rates are reported only after activation
-  if (!mirror) x_.compute->update(r);
+  x_.compute->update(r);
 }
 
 void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
@@ -169,10 +168,6 @@ void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
     if (--bidir_active_[static_cast<size_t>(r)][d] == 0) set_bidir_limit(r, 1 - d);
   }
   if (x_.mirrors.checked(r)) x_.mirrored_end(r, id);
-  if (x_.mirrors.is_mirror(r)) {  // its representative's stream and GPU stand for its own
-    start_copy(r, e);
-    return;
-  }
   x_.streams->complete(r, id);
   start_copy(r, e);
   x_.compute->update(r);

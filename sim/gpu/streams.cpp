@@ -90,6 +90,7 @@ void Streams::pump(int r, size_t first) {
 }
 
 void Streams::complete(int r, int id) {
+  if (x_.mirrors.is_mirror(r)) return;
   Rank& S = ranks_[static_cast<size_t>(r)];
   RankInfo& R = x_.ranks[static_cast<size_t>(r)];
   const int index = id;

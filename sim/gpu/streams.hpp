@@ -26,7 +26,9 @@ class Streams {
   /// Op `id` of rank r finished: its stream moves on.
   void complete(int r, int id);
   /// Op `id` starts now (a copy when its engine takes it, a collective when its rank reaches it).
+  /// A mirror has no streams: its representative's stand for its own.
   void mark_start(int r, int id, const Op& op) {
+    if (x_.mirrors.is_mirror(r)) return;
     if (x_.o.keep_records) x_.records[static_cast<size_t>(r)][static_cast<size_t>(id)].start = x_.engine.now();
     else ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(op.stream)].started = x_.engine.now();
   }
