@@ -139,6 +139,7 @@ MapReader::MapReader(std::string file, YAML::Node node, std::string what, std::v
   if (!node_.IsMap()) throw InputError(location_of(file_, origin_), fmt::format("{} must be a mapping (key: value)", what_));
   for (auto it = node_.begin(); it != node_.end(); ++it) {
     const std::string key = it->first.as<std::string>();
+    entries_.emplace_back(key, it->second);
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     const std::string near = closest_match(key, known);
     std::string msg = fmt::format("unknown key '{}' in {}", key, what_);
@@ -154,7 +155,16 @@ SourceLocation MapReader::key_location(const std::string& key) const {
   return location_of(file_, origin_);
 }
 
-bool MapReader::has(const std::string& key) const { return node_[key].IsDefined() && !node_[key].IsNull(); }
+const YAML::Node* MapReader::find(const std::string& key) const {
+  for (const auto& [k, v] : entries_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+bool MapReader::has(const std::string& key) const {
+  const YAML::Node* n = find(key);
+  return n && n->IsDefined() && !n->IsNull();
+}
 
 SourceLocation MapReader::where(const std::string& key) const {
   const YAML::Node n = origin_[key];
@@ -172,7 +182,7 @@ void MapReader::fail_here(const std::string& message) const {
 
 YAML::Node MapReader::get(const std::string& key) const {
   if (!has(key)) throw InputError(location_of(file_, origin_), fmt::format("{} is missing the required key '{}'", what_, key));
-  return node_[key];
+  return *find(key);
 }
 
 std::string MapReader::str(const std::string& key) const {

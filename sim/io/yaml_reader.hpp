@@ -61,9 +61,13 @@ class MapReader {
 
  private:
   [[nodiscard]] SourceLocation key_location(const std::string& key) const;
+  /// The value under `key`, or nullptr: a scan of the keys read once (yaml-cpp's
+  /// own lookup converts every key it passes to a string).
+  [[nodiscard]] const YAML::Node* find(const std::string& key) const;
 
   std::string file_;
   YAML::Node node_;
+  std::vector<std::pair<std::string, YAML::Node>> entries_;  // node_'s keys and values, in order
   YAML::Node origin_;
   std::string what_;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hw/fabric.hpp"
 
@@ -37,6 +39,25 @@ TEST_CASE("a minimal topology parses, with the pcie shorthand") {
   CHECK(t.resources()[0].capacity == doctest::Approx(16.0 * 128 / 130 / 8 * 16 * 0.87 * 1e9));
   CHECK(t.resources()[0].name == "gpu0->cpu0");
   CHECK(t.resources()[1].name == "cpu0->gpu0");
+}
+
+TEST_CASE("the pcie shorthand: generation 1-6, any case, lanes 1/2/4/8/16, nothing else") {
+  auto with = [](const std::string& pcie) {
+    return "name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\nlinks:\n  - {a: gpu0, b: cpu0, pcie: '" + pcie +
+           "', latency: 1 us}\n";
+  };
+  for (const auto& [text, gbps] : std::vector<std::pair<std::string, double>>{
+           {"GEN3 X8", 8.0 * 128 / 130 / 8 * 8}, {"gen5x16", 32.0 * 128 / 130 / 8 * 16}, {"gen6 \t x1", 64.0 * 242 / 256 / 8}, {"gen1 x2", 0.5}}) {
+    CAPTURE(text);
+    Topology t(parse_topology_string(with(text), "t.yaml"));
+    CHECK(t.resources()[0].capacity == doctest::Approx(gbps * 0.87 * 1e9));
+  }
+  for (const std::string bad : {"gen7 x16", "gen0 x16", "gen5 x3", "gen5 x016", "gen5 x 16", "gen5 x16 ", " gen5 x16", "gen5", "pcie5 x16", "gen5 x32"}) {
+    CAPTURE(bad);
+    const auto e = error_of(with(bad));
+    CHECK(e.find("t.yaml:6:") == 0);
+    CHECK(e.find("is not like 'gen5 x16' (gen1..gen6, x1/x2/x4/x8/x16)") != std::string::npos);
+  }
 }
 
 TEST_CASE("bad topologies are errors naming file:line and what to do") {
