@@ -46,8 +46,10 @@ TEST_CASE("the pcie shorthand: generation 1-6, any case, lanes 1/2/4/8/16, nothi
     return "name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\nlinks:\n  - {a: gpu0, b: cpu0, pcie: '" + pcie +
            "', latency: 1 us}\n";
   };
-  for (const auto& [text, gbps] : std::vector<std::pair<std::string, double>>{
+  for (const auto& spelled : std::vector<std::pair<std::string, double>>{
            {"GEN3 X8", 8.0 * 128 / 130 / 8 * 8}, {"gen5x16", 32.0 * 128 / 130 / 8 * 16}, {"gen6 \t x1", 64.0 * 242 / 256 / 8}, {"gen1 x2", 0.5}}) {
+    const std::string& text = spelled.first;  // (no structured binding: CAPTURE's lambda cannot take one under clang)
+    const double gbps = spelled.second;
     CAPTURE(text);
     Topology t(parse_topology_string(with(text), "t.yaml"));
     CHECK(t.resources()[0].capacity == doctest::Approx(gbps * 0.87 * 1e9));
