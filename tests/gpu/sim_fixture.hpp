@@ -156,4 +156,20 @@ programs:
                                "random.yaml");
 }
 
+// Draws `trials` random schedules from `seed` (random_schedule, `more`) and
+// calls check(schedule, topology, trial) on each under the ACES 4xH100 PCIe
+// node and the DGX H100: the two shipped topologies whose all-to-alls go
+// over PCIe and over NVSwitch.
+template <class Check>
+void on_random_schedules(uint64_t seed, int trials, bool more, Check&& check) {
+  const std::string src = OVERLAPSIM_SOURCE_DIR;
+  const hw::Topology aces(hw::parse_topology_file(src + "/configs/topologies/aces-4xh100-pcie.yaml"));
+  const hw::Topology dgx(hw::parse_topology_file(src + "/configs/topologies/dgx-h100.yaml"));
+  uint64_t state = seed;
+  for (int trial = 0; trial < trials; ++trial) {
+    const Schedule s = random_schedule(state, more);
+    for (const hw::Topology* t : {&aces, &dgx}) check(s, *t, trial);
+  }
+}
+
 }  // namespace osim::test

@@ -165,19 +165,13 @@ TEST_CASE("closed-form all-to-alls: a full workload is the same either way") {
 }
 
 TEST_CASE("closed-form all-to-alls: random schedules agree with flow-by-flow runs") {
-  const hw::Topology aces(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml"));
-  const hw::Topology dgx(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
-  uint64_t state = 0x9E3779B97F4A7C15ull;
   int64_t closed = 0, handed = 0;
-  for (int trial = 0; trial < 24; ++trial) {
-    const Schedule s = test::random_schedule(state, false);
+  test::on_random_schedules(0x9E3779B97F4A7C15ull, 24, false, [&](const Schedule& s, const hw::Topology& t, int trial) {
     CAPTURE(trial);
-    for (const hw::Topology* t : {&aces, &dgx}) {
-      const auto [c, h] = check_same(s, *t);
-      closed += c;
-      handed += h;
-    }
-  }
+    const auto [c, h] = check_same(s, t);
+    closed += c;
+    handed += h;
+  });
   MESSAGE(fmt::format("random schedules: {} closed forms, {} handed back", closed, handed));
   CHECK(closed >= 20);
   CHECK(handed >= 5);

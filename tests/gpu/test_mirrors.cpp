@@ -122,15 +122,11 @@ TEST_CASE("symmetric ranks: random schedules agree with every rank simulated in 
   // NCCL and pairwise all-to-alls, copies, kernels and GEMMs, host work and
   // syncs (test::random_schedule). Ring sends name their peers by rank: one
   // program a rank; the Ulysses x ring workload above mirrors them.
-  const hw::Topology aces(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml"));
-  const hw::Topology dgx(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
-  uint64_t state = 0x2545F4914F6CDD1Dull;
   int64_t mirrored = 0, full = 0;
-  for (int trial = 0; trial < 16; ++trial) {
-    const Schedule s = test::random_schedule(state, true);
+  test::on_random_schedules(0x2545F4914F6CDD1Dull, 16, true, [&](const Schedule& s, const hw::Topology& t, int trial) {
     CAPTURE(trial);
-    for (const hw::Topology* t : {&aces, &dgx}) (check_same(s, *t) > 0 ? mirrored : full) += 1;
-  }
+    (check_same(s, t) > 0 ? mirrored : full) += 1;
+  });
   MESSAGE(fmt::format("random schedules: {} runs mirrored, {} simulated again in full", mirrored, full));
   CHECK(mirrored >= 8);
 }
