@@ -157,14 +157,11 @@ SourceLocation MapReader::key_location(const std::string& key) const {
 
 const YAML::Node* MapReader::find(const std::string& key) const {
   for (const auto& [k, v] : entries_)
-    if (k == key) return &v;
+    if (k == key) return v.IsDefined() && !v.IsNull() ? &v : nullptr;
   return nullptr;
 }
 
-bool MapReader::has(const std::string& key) const {
-  const YAML::Node* n = find(key);
-  return n && n->IsDefined() && !n->IsNull();
-}
+bool MapReader::has(const std::string& key) const { return find(key) != nullptr; }
 
 SourceLocation MapReader::where(const std::string& key) const {
   const YAML::Node n = origin_[key];
@@ -181,8 +178,9 @@ void MapReader::fail_here(const std::string& message) const {
 }
 
 YAML::Node MapReader::get(const std::string& key) const {
-  if (!has(key)) throw InputError(location_of(file_, origin_), fmt::format("{} is missing the required key '{}'", what_, key));
-  return *find(key);
+  const YAML::Node* n = find(key);
+  if (!n) throw InputError(location_of(file_, origin_), fmt::format("{} is missing the required key '{}'", what_, key));
+  return *n;
 }
 
 std::string MapReader::str(const std::string& key) const {

@@ -61,8 +61,9 @@ class MapReader {
 
  private:
   [[nodiscard]] SourceLocation key_location(const std::string& key) const;
-  /// The value under `key`, or nullptr: a scan of the keys read once (yaml-cpp's
-  /// own lookup converts every key it passes to a string).
+  /// The value under `key`, or nullptr where it is absent or null: a scan of
+  /// the keys read once (yaml-cpp's own lookup converts every key it passes
+  /// to a string).
   [[nodiscard]] const YAML::Node* find(const std::string& key) const;
 
   std::string file_;
