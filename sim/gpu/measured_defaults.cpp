@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <deque>
+#include <mutex>
 #include <vector>
 
 #include <fmt/format.h>
@@ -30,14 +32,28 @@ const Embedded kShipped[] = {
 #include "measured_calibrations.inc"
 };
 
-// Parsed once, on first use (thread-safe: a sweep's workers may ask at once).
-const std::vector<MeasuredDefaults>& shipped() {
-  static const std::vector<MeasuredDefaults> all = [] {
-    std::vector<MeasuredDefaults> out;
+// A shipped calibration's origin, read once on first use; its parameters
+// parsed when a run first picks it (thread-safe: a sweep's workers may ask
+// at once).
+struct Shipped {
+  const Embedded* embedded;
+  CalibrationOrigin origin;
+  mutable std::once_flag parsed;
+  mutable ModelParams params;
+  const ModelParams& get() const {
+    std::call_once(parsed, [this] { params = parse_calibration_string(embedded->text, embedded->file); });
+    return params;
+  }
+};
+
+const std::deque<Shipped>& shipped() {
+  static const std::deque<Shipped> all = [] {
+    std::deque<Shipped> out;
     for (const Embedded& e : kShipped) {
-      const CalibrationOrigin o = calibration_origin_string(e.text, e.file);
+      CalibrationOrigin o = calibration_origin_string(e.text, e.file);
       if (o.gpu.empty()) continue;  // no provenance: not known what it measured
-      out.push_back(MeasuredDefaults{e.file, o.gpu, o.gpus, parse_calibration_string(e.text, e.file)});
+      out.emplace_back().embedded = &e;
+      out.back().origin = std::move(o);
     }
     return out;
   }();
@@ -72,14 +88,14 @@ bool gpu_in_family(const std::string& gpu_name, const std::string& model) {
 
 std::optional<MeasuredDefaults> measured_defaults(const std::string& gpu_model, int gpus) {
   if (gpu_family(gpu_model).empty()) return std::nullopt;
-  const MeasuredDefaults* best = nullptr;
-  for (const MeasuredDefaults& m : shipped()) {
-    if (!gpu_in_family(m.gpu, gpu_model)) continue;
-    if (!best || std::abs(m.gpus - gpus) < std::abs(best->gpus - gpus) || (std::abs(m.gpus - gpus) == std::abs(best->gpus - gpus) && m.gpus < best->gpus))
-      best = &m;
+  const Shipped* best = nullptr;
+  for (const Shipped& m : shipped()) {
+    const int n = m.origin.gpus, b = best ? best->origin.gpus : 0;
+    if (!gpu_in_family(m.origin.gpu, gpu_model)) continue;
+    if (!best || std::abs(n - gpus) < std::abs(b - gpus) || (std::abs(n - gpus) == std::abs(b - gpus) && n < b)) best = &m;
   }
   if (!best) return std::nullopt;
-  return *best;
+  return MeasuredDefaults{best->embedded->file, best->origin.gpu, best->origin.gpus, best->get()};
 }
 
 BaseParams base_params(const std::string& file, const hw::Topology& topo) {

@@ -43,6 +43,10 @@ struct CalibrationOrigin {
   std::string gpu;  // e.g. "NVIDIA H100 80GB HBM3"
   int gpus = 0;
 };
+/// A calibration's `provenance:` block as written: its line and the indented
+/// lines under it, up to the next top-level key, after as many blank lines as
+/// precede it (empty where it has none).
+std::string provenance_block(const std::string& text);
 CalibrationOrigin read_calibration_origin(const std::string& path);
 CalibrationOrigin calibration_origin_string(const std::string& yaml, const std::string& name);
 /// The same checks as load_calibration on a calibration's text.

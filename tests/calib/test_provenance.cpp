@@ -8,6 +8,7 @@
 
 #include "calib/calibrate.hpp"
 #include "gpu/params_io.hpp"
+#include "io/yaml_reader.hpp"
 
 using namespace osim;
 
@@ -90,4 +91,32 @@ TEST_CASE("a calibration calibrate wrote and that was cut short is refused, a ha
     CHECK(std::string(e.what()).find("cut.yaml: error: does not end with '# end of calibration'") == 0);
   }
   CHECK_NOTHROW(parse_calibration_string("schema: overlapsim.calibration/v1\nmodel:\n  kernel_launch: 3 us\n", "hand.yaml"));
+}
+
+TEST_CASE("a calibration's origin is read from its provenance block alone, as from the whole file") {
+  for (const char* name : {"h100-sxm.yaml", "h200.yaml", "h200x2-nvlink.yaml", "h200x4-nvlink.yaml"}) {
+    CAPTURE(name);
+    const std::string path = kSrc + "/configs/calibrations/" + name;
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const YAML::Node provenance = load_yaml_file(path)["provenance"];
+    const CalibrationOrigin o = calibration_origin_string(text, path);
+    CHECK(o.gpu == provenance["gpu"].as<std::string>());
+    CHECK(o.gpus == provenance["gpus"].as<int>());
+    const std::string block = provenance_block(text);
+    CHECK(block.find("\nmodel:") == std::string::npos);  // up to the next top-level key
+    CHECK(block.find("    - {file: \"bench-default.json\"") != std::string::npos);
+  }
+  // Any place in the file, comments and blank lines inside it, the file's line numbers in errors.
+  CHECK(provenance_block("schema: x\nprovenance:\n  gpu: G\n\n  # note\n  gpus: 2\nmodel: {}\n") == "\nprovenance:\n  gpu: G\n\n  # note\n  gpus: 2");
+  CHECK(provenance_block("provenance: {gpu: G, gpus: 4}") == "provenance: {gpu: G, gpus: 4}");
+  CHECK(calibration_origin_string("provenance: {gpu: G, gpus: 4}\n", "c.yaml").gpus == 4);
+  CHECK(provenance_block("schema: x\nmodel: {}\n").empty());
+  CHECK(calibration_origin_string("schema: x\nmodel: {}\n", "c.yaml").gpu.empty());
+  try {
+    (void)calibration_origin_string("schema: x\nprovenance:\n  gpu: [G\nmodel: {}\n", "c.yaml");
+    FAIL("expected a syntax error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("c.yaml:3") != std::string::npos);
+  }
 }
