@@ -311,6 +311,13 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)), g_(std::make_uni
       host_[i] = it->second;
     }
     host_count_ = static_cast<int>(renumber.size());
+    cpus_of_host_.resize(renumber.size());
+    nics_of_host_.resize(renumber.size());
+    for (size_t i = 0; i < spec_.nodes.size(); ++i) {
+      if (host_[i] < 0) continue;
+      if (spec_.nodes[i].kind == NodeKind::Cpu) cpus_of_host_[static_cast<size_t>(host_[i])].push_back(static_cast<int>(i));
+      if (spec_.nodes[i].kind == NodeKind::Nic) nics_of_host_[static_cast<size_t>(host_[i])].push_back(static_cast<int>(i));
+    }
   }
   // Every GPU must reach host memory.
   for (int gpu : gpus()) {
@@ -359,12 +366,12 @@ void Topology::network_path(HopPath& out, int src, int dst) const {
 }
 
 namespace {
+// The candidate (of `from`'s host, in node order) at the least path weight; -1 where none is reachable.
 template <class PathFn>
-int nearest_of(const std::vector<int>& candidates, int from, const std::vector<int>& host, PathFn&& weight_of) {
+int nearest_of(const std::vector<int>& candidates, PathFn&& weight_of) {
   int best = -1;
   double best_w = std::numeric_limits<double>::infinity();
   for (int c : candidates) {
-    if (host[c] != host[from]) continue;
     const double w = weight_of(c);
     if (w < best_w) {
       best_w = w;
@@ -380,7 +387,8 @@ int Topology::nearest_cpu(int node) const {
   if (nearest_cpu_.empty()) nearest_cpu_.assign(spec_.nodes.size(), -2);
   int& memo = nearest_cpu_[static_cast<size_t>(node)];
   if (memo != -2) return memo;
-  return memo = nearest_of(nodes_of_kind(NodeKind::Cpu), node, host_, [&](int c) {
+  if (host_[node] < 0) return memo = -1;
+  return memo = nearest_of(cpus_of_host_[static_cast<size_t>(host_[node])], [&](int c) {
     auto p = g_->shortest(spec_.nodes, spec_.links, node, c, kPcieLinks, kPcieNodes);
     return p.empty() ? std::numeric_limits<double>::infinity() : p.weight;
   });
@@ -391,7 +399,8 @@ int Topology::nearest_nic(int node) const {
   if (nearest_nic_.empty()) nearest_nic_.assign(spec_.nodes.size(), -2);
   int& memo = nearest_nic_[static_cast<size_t>(node)];
   if (memo != -2) return memo;
-  return memo = nearest_of(nodes_of_kind(NodeKind::Nic), node, host_, [&](int c) {
+  if (host_[node] < 0) return memo = -1;
+  return memo = nearest_of(nics_of_host_[static_cast<size_t>(host_[node])], [&](int c) {
     auto p = g_->shortest(spec_.nodes, spec_.links, node, c, kPcieLinks, kPcieNodes);
     return p.empty() ? std::numeric_limits<double>::infinity() : p.weight;
   });

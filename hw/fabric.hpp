@@ -127,6 +127,7 @@ class Topology {
   mutable Route net_route_scratch_;   // the last route between hosts (see route())
   mutable HopPath net_path_scratch_;
   mutable std::vector<int> nearest_cpu_, nearest_nic_;  // memo; -2 = not yet
+  std::vector<std::vector<int>> cpus_of_host_, nics_of_host_;  // each host's, in node order
   mutable std::map<std::tuple<int, int, int>, HopPath> host_paths_;  // (src, dst, 0 pcie / 1 nvlink)
   struct NetLeg {
     int nic = -1;
