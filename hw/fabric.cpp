@@ -366,7 +366,7 @@ void Topology::network_path(HopPath& out, int src, int dst) const {
 }
 
 namespace {
-// The candidate (of `from`'s host, in node order) at the least path weight; -1 where none is reachable.
+// The candidate at the least path weight (the first on a tie); -1 where none is reachable.
 template <class PathFn>
 int nearest_of(const std::vector<int>& candidates, PathFn&& weight_of) {
   int best = -1;

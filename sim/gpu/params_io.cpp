@@ -249,9 +249,8 @@ CalibrationOrigin read_calibration_origin(const std::string& path) {
   return calibration_origin_string(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), path);
 }
 
-// Only the provenance block is loaded: the run's closing note and the choice
-// of built-in calibration read the origin, and loading the whole of each
-// shipped calibration took a third of a small run.
+// Only the provenance block is loaded: choosing the built-in calibration
+// reads every shipped one's origin, a run's closing note its file's.
 CalibrationOrigin calibration_origin_string(const std::string& yaml, const std::string& name) {
   return origin_of(load_yaml_string(provenance_block(yaml), name));
 }
