@@ -69,7 +69,10 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     workload = parse_workload_file(input, sets);
     topology.emplace(topology_of(workload->topology));
     if (calibration.empty() && !workload->calibration.empty()) {
-      base.file = workload->calibration;  // its parameters hold it already (parse_workload_file read it)
+      // Its parameters hold it already (parse_workload_file read it).
+      base.file = workload->calibration;
+      base.gpu = workload->calibration_origin.gpu;
+      base.gpus = workload->calibration_origin.gpus;
     } else {
       base = base_params(calibration, *topology);
       set_base_params(*workload, base.params);

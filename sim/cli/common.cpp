@@ -58,7 +58,12 @@ std::string slurp(const std::string& path) {
 
 std::string calibration_note(const std::string& calibration) {
   BaseParams b;
-  if (calibration != "none") b.file = calibration;
+  if (calibration != "none") {
+    b.file = calibration;
+    CalibrationOrigin o = read_calibration_file(calibration).origin;
+    b.gpu = std::move(o.gpu);
+    b.gpus = o.gpus;
+  }
   return base_params_note(b, nullptr);
 }
 

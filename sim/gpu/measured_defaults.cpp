@@ -98,18 +98,24 @@ std::optional<MeasuredDefaults> measured_defaults(const std::string& gpu_model, 
   return MeasuredDefaults{best->embedded->file, best->origin.gpu, best->origin.gpus, best->get()};
 }
 
+std::optional<MeasuredDefaults> measured_defaults(const hw::Topology& topo) {
+  if (topo.gpus().empty()) return std::nullopt;
+  return measured_defaults(topo.node(topo.gpus().front()).gpu.model, static_cast<int>(topo.gpus().size()));
+}
+
 BaseParams base_params(const std::string& file, const hw::Topology& topo) {
   BaseParams b;
   if (file == "none") return b;
   if (!file.empty()) {
-    b.params = load_calibration(file);
+    CalibrationFile c = read_calibration_file(file);
+    b.params = std::move(c.params);
     b.file = file;
+    b.gpu = std::move(c.origin.gpu);
+    b.gpus = c.origin.gpus;
     return b;
   }
-  if (topo.gpus().empty()) return b;
-  const std::string& model = topo.node(topo.gpus().front()).gpu.model;
-  if (auto m = measured_defaults(model, static_cast<int>(topo.gpus().size()))) {
-    b.params = std::move(m->params);
+  if (const auto m = measured_defaults(topo)) {
+    b.params = m->params;
     b.file = m->file;
     b.built_in = true;
     b.gpu = m->gpu;
@@ -127,13 +133,12 @@ std::string base_params_note(const BaseParams& b, const hw::Topology* topo) {
   if (b.file.empty())
     return "uncalibrated: the model's datasheet defaults, not a measured machine's; pass --calibration FILE (configs/calibrations/ holds "
            "the measured machines'; docs/calibrate-your-node.md makes one for yours)\n";
-  const CalibrationOrigin o = read_calibration_origin(b.file);
   std::string out = fmt::format("calibration: {}", b.file);
-  if (!o.gpu.empty()) out += fmt::format(" (measured on {})", measured_on(o.gpu, o.gpus));
+  if (!b.gpu.empty()) out += fmt::format(" (measured on {})", measured_on(b.gpu, b.gpus));
   out += "\n";
-  if (topo && !o.gpu.empty() && !topo->gpus().empty()) {
-    if (const std::string& model = topo->node(topo->gpus().front()).gpu.model; !gpu_in_family(o.gpu, model))
-      out += fmt::format("warning: the calibration was measured on {}, the topology's GPUs are {}: its rates may not hold for them\n", o.gpu, model);
+  if (topo && !b.gpu.empty() && !topo->gpus().empty()) {
+    if (const std::string& model = topo->node(topo->gpus().front()).gpu.model; !gpu_in_family(b.gpu, model))
+      out += fmt::format("warning: the calibration was measured on {}, the topology's GPUs are {}: its rates may not hold for them\n", b.gpu, model);
   }
   return out;
 }

@@ -22,12 +22,14 @@ struct MeasuredDefaults {
   std::string file;  // its path in the repository, e.g. configs/calibrations/h100-sxm.yaml
   std::string gpu;   // what it was measured on, e.g. "NVIDIA H100 80GB HBM3"
   int gpus = 0;
-  ModelParams params;
+  const ModelParams& params;  // the built-in copy, parsed once for the program's life
 };
 /// The shipped calibration measured on GPUs of `gpu_model`'s family, of the
 /// machine with the GPU count nearest `gpus` (the fewer on a tie); none where
 /// that family was not measured.
 std::optional<MeasuredDefaults> measured_defaults(const std::string& gpu_model, int gpus);
+/// The measured defaults of the topology's GPUs (its first GPU's model, its GPU count).
+std::optional<MeasuredDefaults> measured_defaults(const hw::Topology& topo);
 
 /// The parameters a run starts from: `file`'s calibration; "none": the
 /// model's datasheet defaults; empty: the measured defaults of the
@@ -37,7 +39,7 @@ struct BaseParams {
   ModelParams params;
   std::string file;      // the calibration file loaded, or the shipped one whose copy is built in
   bool built_in = false;  // the measured defaults
-  std::string gpu;        // what a built-in one was measured on
+  std::string gpu;        // what the calibration was measured on (empty: not recorded)
   int gpus = 0;
 };
 BaseParams base_params(const std::string& file, const hw::Topology& topo);

@@ -4,6 +4,8 @@
 // with a measured machine's.
 #pragma once
 
+#include <string>
+
 #include "gpu/params/attention.hpp"
 #include "gpu/params/copies.hpp"
 #include "gpu/params/gemm.hpp"
@@ -30,6 +32,13 @@ struct ModelParams {
   NvlinkParams nvlink;
   InterferenceParams interference;
   VramParams vram;
+};
+
+/// Where a calibration came from, as its `provenance:` says (empty fields:
+/// not recorded, e.g. a file written before calibrations recorded it).
+struct CalibrationOrigin {
+  std::string gpu;  // e.g. "NVIDIA H100 80GB HBM3"
+  int gpus = 0;
 };
 
 }  // namespace osim

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <variant>
 
@@ -194,6 +193,17 @@ ModelParams parse_calibration(const YAML::Node& root, const std::string& path, c
 
 }  // namespace
 
+namespace {
+CalibrationOrigin origin_of(const YAML::Node& root) {
+  CalibrationOrigin o;
+  if (!root.IsMap() || !root["provenance"] || !root["provenance"].IsMap()) return o;
+  const YAML::Node pv = root["provenance"];
+  if (pv["gpu"] && pv["gpu"].IsScalar()) o.gpu = pv["gpu"].as<std::string>();
+  if (pv["gpus"] && pv["gpus"].IsScalar()) o.gpus = pv["gpus"].as<int>(0);
+  return o;
+}
+}  // namespace
+
 // A calibration `overlapsim calibrate` wrote (it has `provenance:`) ends with kCalibrationEnd.
 void check_complete(const std::string& text, const std::string& name) {
   if (text.find("\nprovenance:") == std::string::npos) return;
@@ -205,28 +215,19 @@ void check_complete(const std::string& text, const std::string& name) {
                                                              kCalibrationEnd));
 }
 
-ModelParams load_calibration(const std::string& path, const ModelParams& base) {
-  const YAML::Node root = load_yaml_file(path);
-  std::ifstream in(path, std::ios::binary);
-  check_complete(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), path);
-  return parse_calibration(root, path, base);
+CalibrationFile read_calibration_file(const std::string& path, const ModelParams& base) {
+  const std::string text = read_yaml_text(path);
+  const YAML::Node root = load_yaml_mapping(text, path);
+  check_complete(text, path);
+  return {parse_calibration(root, path, base), origin_of(root)};
 }
+
+ModelParams load_calibration(const std::string& path, const ModelParams& base) { return read_calibration_file(path, base).params; }
 
 ModelParams parse_calibration_string(const std::string& yaml, const std::string& name, const ModelParams& base) {
   check_complete(yaml, name);
   return parse_calibration(load_yaml_string(yaml, name), name, base);
 }
-
-namespace {
-CalibrationOrigin origin_of(const YAML::Node& root) {
-  CalibrationOrigin o;
-  if (!root.IsMap() || !root["provenance"] || !root["provenance"].IsMap()) return o;
-  const YAML::Node pv = root["provenance"];
-  if (pv["gpu"] && pv["gpu"].IsScalar()) o.gpu = pv["gpu"].as<std::string>();
-  if (pv["gpus"] && pv["gpus"].IsScalar()) o.gpus = pv["gpus"].as<int>(0);
-  return o;
-}
-}  // namespace
 
 std::string provenance_block(const std::string& text) {
   size_t at = text.rfind("provenance:", 0) == 0 ? 0 : text.find("\nprovenance:");
@@ -243,14 +244,8 @@ std::string provenance_block(const std::string& text) {
          text.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
-CalibrationOrigin read_calibration_origin(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return origin_of(load_yaml_file(path));  // its error names the file
-  return calibration_origin_string(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), path);
-}
-
 // Only the provenance block is loaded: choosing the built-in calibration
-// reads every shipped one's origin, a run's closing note its file's.
+// reads every shipped one's origin.
 CalibrationOrigin calibration_origin_string(const std::string& yaml, const std::string& name) {
   return origin_of(load_yaml_string(provenance_block(yaml), name));
 }

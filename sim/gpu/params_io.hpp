@@ -33,21 +33,14 @@ struct ModelYamlNotes {
 /// "schema: ...\nmodel:\n  key: value\n...": the parameters a run loads.
 std::string model_yaml(const ModelParams& p, const ModelYamlNotes* notes = nullptr);
 
-/// Where a calibration came from, as its `provenance:` says (empty fields:
-/// not recorded, e.g. a file written before calibrations recorded it).
 /// The last line `overlapsim calibrate` writes: a file with `provenance:`
 /// (one it wrote) but without this line was cut short, and is refused.
 inline constexpr const char* kCalibrationEnd = "# end of calibration";
 
-struct CalibrationOrigin {
-  std::string gpu;  // e.g. "NVIDIA H100 80GB HBM3"
-  int gpus = 0;
-};
 /// A calibration's `provenance:` block as written: its line and the indented
 /// lines under it, up to the next top-level key, after as many blank lines as
 /// precede it (empty where it has none).
 std::string provenance_block(const std::string& text);
-CalibrationOrigin read_calibration_origin(const std::string& path);
 CalibrationOrigin calibration_origin_string(const std::string& yaml, const std::string& name);
 /// The same checks as load_calibration on a calibration's text.
 ModelParams parse_calibration_string(const std::string& yaml, const std::string& name, const ModelParams& base = {});
@@ -56,5 +49,11 @@ ModelParams parse_calibration_string(const std::string& yaml, const std::string&
 /// InputError naming the file, line and key on an unknown key, a value out
 /// of its range, or fields that must come together given apart.
 ModelParams load_calibration(const std::string& path, const ModelParams& base = {});
+/// load_calibration's parameters with the file's origin, the file read once.
+struct CalibrationFile {
+  ModelParams params;
+  CalibrationOrigin origin;
+};
+CalibrationFile read_calibration_file(const std::string& path, const ModelParams& base = {});
 
 }  // namespace osim

@@ -55,17 +55,23 @@ YAML::Node parse(const std::string& text, const std::string& name) {
 }
 }  // namespace
 
-YAML::Node load_yaml_file(const std::string& path) {
+std::string read_yaml_text(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(SourceLocation{path, 0, 0}, "is a folder: give a YAML file");
   std::ifstream in(path);
   if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
   std::stringstream ss;
   ss << in.rdbuf();
-  YAML::Node n = parse(ss.str(), path);
+  return ss.str();
+}
+
+YAML::Node load_yaml_mapping(const std::string& text, const std::string& path) {
+  YAML::Node n = parse(text, path);
   if (!n.IsMap()) throw InputError(SourceLocation{path, 1, 1}, "expected a YAML mapping at the top level");
   return n;
 }
+
+YAML::Node load_yaml_file(const std::string& path) { return load_yaml_mapping(read_yaml_text(path), path); }
 
 YAML::Node load_yaml_string(const std::string& text, const std::string& name) { return parse(text, name); }
 

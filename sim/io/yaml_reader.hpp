@@ -20,6 +20,11 @@ SourceLocation location_of(const std::string& file, const YAML::Node& node);
 
 /// Loads a YAML file; a missing file or a syntax error is an InputError.
 YAML::Node load_yaml_file(const std::string& path);
+/// load_yaml_file in two steps, for a reader that also needs the text:
+/// the file's text (InputError for a folder or a file it cannot open), then
+/// the text parsed (InputError unless a mapping).
+std::string read_yaml_text(const std::string& path);
+YAML::Node load_yaml_mapping(const std::string& text, const std::string& path);
 YAML::Node load_yaml_string(const std::string& text, const std::string& name);
 
 /// A YAML mapping whose keys are checked against a known set.

@@ -327,16 +327,14 @@ std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a,
     params = base_params(given, topo).params;
   } else {
     // Keyed by the file given, else by the measured defaults the topology's GPUs take (no I/O).
-    std::optional<BaseParams> base;
     std::string on = given;
     if (on.empty()) {
-      base = base_params("", topo);
-      on = base->built_in ? "built-in " + base->file : "none";
+      const auto measured = measured_defaults(topo);
+      on = measured ? "built-in " + measured->file : "none";
     }
     auto it = worker.generated.find(on);
     if (it == worker.generated.end()) {
-      if (!base) base = base_params(given, topo);
-      set_base_params(*worker.workload, base->params);
+      set_base_params(*worker.workload, base_params(given, topo).params);
       it = worker.generated.emplace(on, std::make_pair(worker.workload->params, generate_schedule_as_run(*worker.workload))).first;
     }
     params = it->second.first;

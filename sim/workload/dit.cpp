@@ -258,7 +258,9 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     // Relative to the workload file; applied before the workload's own 'compute:'.
     const std::string path = (std::filesystem::path(file).parent_path() / *cal).string();
     w.calibration = path;
-    w.params = load_calibration(path, w.params);
+    CalibrationFile c = read_calibration_file(path, w.params);
+    w.params = std::move(c.params);
+    w.calibration_origin = std::move(c.origin);
   }
   if (top.has("compute")) {
     MapReader c(file, top.get("compute"), "compute", {"gemm_efficiency", "attention_efficiency", "hbm_efficiency", "attention_backend"});

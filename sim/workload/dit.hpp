@@ -50,6 +50,7 @@ struct DitWorkload {
   std::string file;
   std::string topology;      // optional, relative to the workload file
   std::string calibration;   // optional calibration file (resolved path)
+  CalibrationOrigin calibration_origin;  // what it was measured on
   DitModel model;
   int64_t width = 1280, height = 720, frames = 81;
   int64_t tokens = 0;        // ((F-1)/4+1) * (H/16) * (W/16), or given

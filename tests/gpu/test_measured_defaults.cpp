@@ -46,6 +46,8 @@ TEST_CASE("base parameters: a file, none (the datasheet's), or the topology's me
   CHECK(base_params_note(none, &dgx).rfind("uncalibrated: the model's datasheet defaults", 0) == 0);
   const BaseParams file = base_params(kSrc + "/configs/calibrations/h200.yaml", dgx);
   CHECK_FALSE(file.built_in);
+  CHECK(file.gpu == "NVIDIA H200");  // read with the parameters, from the file's provenance
+  CHECK(file.gpus == 1);
   CHECK(base_params_note(file, &dgx).find("warning: the calibration was measured on NVIDIA H200, the topology's GPUs are H100-SXM5") != std::string::npos);
   CHECK_FALSE(base_params("", topology("rtx4090x8-pcie")).built_in);
 }
