@@ -33,8 +33,8 @@ std::optional<MeasuredDefaults> measured_defaults(const hw::Topology& topo);
 
 /// The parameters a run starts from: `file`'s calibration; "none": the
 /// model's datasheet defaults; empty: the measured defaults of the
-/// topology's GPUs (datasheet defaults where there are none). `label`
-/// names which, for the run's closing note.
+/// topology's GPUs (datasheet defaults where there are none); with what
+/// the run's closing note says of them (base_params_note).
 struct BaseParams {
   ModelParams params;
   std::string file;      // the calibration file loaded, or the shipped one whose copy is built in

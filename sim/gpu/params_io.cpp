@@ -191,9 +191,6 @@ ModelParams parse_calibration(const YAML::Node& root, const std::string& path, c
   return p;
 }
 
-}  // namespace
-
-namespace {
 CalibrationOrigin origin_of(const YAML::Node& root) {
   CalibrationOrigin o;
   if (!root.IsMap() || !root["provenance"] || !root["provenance"].IsMap()) return o;
@@ -202,6 +199,7 @@ CalibrationOrigin origin_of(const YAML::Node& root) {
   if (pv["gpus"] && pv["gpus"].IsScalar()) o.gpus = pv["gpus"].as<int>(0);
   return o;
 }
+
 }  // namespace
 
 // A calibration `overlapsim calibrate` wrote (it has `provenance:`) ends with kCalibrationEnd.
