@@ -71,8 +71,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     if (calibration.empty() && !workload->calibration.empty()) {
       // Its parameters hold it already (parse_workload_file read it).
       base.file = workload->calibration;
-      base.gpu = workload->calibration_origin.gpu;
-      base.gpus = workload->calibration_origin.gpus;
+      base.origin = workload->calibration_origin;
     } else {
       base = base_params(calibration, *topology);
       set_base_params(*workload, base.params);

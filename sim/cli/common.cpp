@@ -60,9 +60,7 @@ std::string calibration_note(const std::string& calibration) {
   BaseParams b;
   if (calibration != "none") {
     b.file = calibration;
-    CalibrationOrigin o = read_calibration_file(calibration).origin;
-    b.gpu = std::move(o.gpu);
-    b.gpus = o.gpus;
+    b.origin = read_calibration_file(calibration).origin;
   }
   return base_params_note(b, nullptr);
 }

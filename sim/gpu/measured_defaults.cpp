@@ -95,7 +95,7 @@ std::optional<MeasuredDefaults> measured_defaults(const std::string& gpu_model, 
     if (!best || std::abs(n - gpus) < std::abs(b - gpus) || (std::abs(n - gpus) == std::abs(b - gpus) && n < b)) best = &m;
   }
   if (!best) return std::nullopt;
-  return MeasuredDefaults{best->embedded->file, best->origin.gpu, best->origin.gpus, best->get()};
+  return MeasuredDefaults{best->embedded->file, best->origin, best->get()};
 }
 
 std::optional<MeasuredDefaults> measured_defaults(const hw::Topology& topo) {
@@ -110,35 +110,33 @@ BaseParams base_params(const std::string& file, const hw::Topology& topo) {
     CalibrationFile c = read_calibration_file(file);
     b.params = std::move(c.params);
     b.file = file;
-    b.gpu = std::move(c.origin.gpu);
-    b.gpus = c.origin.gpus;
+    b.origin = std::move(c.origin);
     return b;
   }
   if (const auto m = measured_defaults(topo)) {
     b.params = m->params;
     b.file = m->file;
     b.built_in = true;
-    b.gpu = m->gpu;
-    b.gpus = m->gpus;
+    b.origin = m->origin;
   }
   return b;
 }
 
 std::string base_params_note(const BaseParams& b, const hw::Topology* topo) {
-  auto measured_on = [](const std::string& gpu, int gpus) { return gpus > 1 ? fmt::format("{}x {}", gpus, gpu) : gpu; };
+  auto measured_on = [](const CalibrationOrigin& o) { return o.gpus > 1 ? fmt::format("{}x {}", o.gpus, o.gpu) : o.gpu; };
   if (b.built_in)
     return fmt::format("calibration: the measured defaults for these GPUs ({}, measured on {}, built in); for your own node's, "
                        "pass --calibration FILE (docs/calibrate-your-node.md); --calibration none for the datasheet defaults\n",
-                       b.file, measured_on(b.gpu, b.gpus));
+                       b.file, measured_on(b.origin));
   if (b.file.empty())
     return "uncalibrated: the model's datasheet defaults, not a measured machine's; pass --calibration FILE (configs/calibrations/ holds "
            "the measured machines'; docs/calibrate-your-node.md makes one for yours)\n";
   std::string out = fmt::format("calibration: {}", b.file);
-  if (!b.gpu.empty()) out += fmt::format(" (measured on {})", measured_on(b.gpu, b.gpus));
+  if (!b.origin.gpu.empty()) out += fmt::format(" (measured on {})", measured_on(b.origin));
   out += "\n";
-  if (topo && !b.gpu.empty() && !topo->gpus().empty()) {
-    if (const std::string& model = topo->node(topo->gpus().front()).gpu.model; !gpu_in_family(b.gpu, model))
-      out += fmt::format("warning: the calibration was measured on {}, the topology's GPUs are {}: its rates may not hold for them\n", b.gpu, model);
+  if (topo && !b.origin.gpu.empty() && !topo->gpus().empty()) {
+    if (const std::string& model = topo->node(topo->gpus().front()).gpu.model; !gpu_in_family(b.origin.gpu, model))
+      out += fmt::format("warning: the calibration was measured on {}, the topology's GPUs are {}: its rates may not hold for them\n", b.origin.gpu, model);
   }
   return out;
 }

@@ -20,8 +20,7 @@ bool gpu_in_family(const std::string& gpu_name, const std::string& model);
 
 struct MeasuredDefaults {
   std::string file;  // its path in the repository, e.g. configs/calibrations/h100-sxm.yaml
-  std::string gpu;   // what it was measured on, e.g. "NVIDIA H100 80GB HBM3"
-  int gpus = 0;
+  CalibrationOrigin origin;
   const ModelParams& params;  // the built-in copy, parsed once for the program's life
 };
 /// The shipped calibration measured on GPUs of `gpu_model`'s family, of the
@@ -39,8 +38,7 @@ struct BaseParams {
   ModelParams params;
   std::string file;      // the calibration file loaded, or the shipped one whose copy is built in
   bool built_in = false;  // the measured defaults
-  std::string gpu;        // what the calibration was measured on (empty: not recorded)
-  int gpus = 0;
+  CalibrationOrigin origin;  // what the calibration was measured on (empty: not recorded)
 };
 BaseParams base_params(const std::string& file, const hw::Topology& topo);
 /// The note a run prints after its summary: which parameters it used.

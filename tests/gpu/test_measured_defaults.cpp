@@ -21,7 +21,7 @@ TEST_CASE("measured defaults: the family's shipped calibration, nearest in GPU c
   const auto h100 = measured_defaults("H100-SXM5", 8);
   REQUIRE(h100);
   CHECK(h100->file == "configs/calibrations/h100-sxm.yaml");
-  CHECK(h100->gpus == 1);
+  CHECK(h100->origin.gpus == 1);
   // The built-in copy is the file in the tree (the build re-reads it when it changes).
   CHECK(model_yaml(h100->params) == model_yaml(load_calibration(kSrc + "/" + h100->file)));
   CHECK(measured_defaults("H100-PCIe", 4)->file == "configs/calibrations/h100-sxm.yaml");  // the same family
@@ -46,8 +46,8 @@ TEST_CASE("base parameters: a file, none (the datasheet's), or the topology's me
   CHECK(base_params_note(none, &dgx).rfind("uncalibrated: the model's datasheet defaults", 0) == 0);
   const BaseParams file = base_params(kSrc + "/configs/calibrations/h200.yaml", dgx);
   CHECK_FALSE(file.built_in);
-  CHECK(file.gpu == "NVIDIA H200");  // read with the parameters, from the file's provenance
-  CHECK(file.gpus == 1);
+  CHECK(file.origin.gpu == "NVIDIA H200");  // read with the parameters, from the file's provenance
+  CHECK(file.origin.gpus == 1);
   CHECK(base_params_note(file, &dgx).find("warning: the calibration was measured on NVIDIA H200, the topology's GPUs are H100-SXM5") != std::string::npos);
   CHECK_FALSE(base_params("", topology("rtx4090x8-pcie")).built_in);
 }
