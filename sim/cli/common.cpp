@@ -42,10 +42,9 @@ void write_file(const fs::path& p, const std::string& text) {
 }
 
 nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
+  const std::string text = read_maybe_gzip(path);  // bench documents may be kept gzipped
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(SourceLocation{path, 0, 0}, std::string("not valid JSON: ") + e.what());
   }

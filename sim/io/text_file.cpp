@@ -23,9 +23,11 @@ std::string read_maybe_gzip(const std::string& path) {
   int n;
   while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
   int err = 0;
-  const std::string msg = n < 0 ? gzerror(f, &err) : "";
+  const std::string msg = gzerror(f, &err);
   gzclose(f);
   if (n < 0) throw InputError(SourceLocation{path, 0, 0}, "cannot be decompressed (" + msg + ")");
+  // At the end of input short of the stream's end gzread returns what it has and flags Z_BUF_ERROR.
+  if (err == Z_BUF_ERROR) throw InputError(SourceLocation{path, 0, 0}, "cannot be decompressed (the gzip stream is cut short)");
   return out;
 #else
   std::ifstream in(path, std::ios::binary);

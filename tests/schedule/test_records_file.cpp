@@ -32,4 +32,11 @@ TEST_CASE("a gzipped records file reads as its plain text does") {
   CHECK_THROWS_WITH_AS(read_records((dir / "none.json").string()), doctest::Contains("cannot open the records file"), InputError);
   std::ofstream(dir / "broken.json.gz") << "\x1f\x8b not gzip";
   CHECK_THROWS_WITH_AS(read_records((dir / "broken.json.gz").string()), doctest::Contains("broken.json.gz"), InputError);
+  // A gzip file cut short (a copy interrupted): refused, not read as the part it holds.
+  {
+    std::ifstream whole(gz, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(whole)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "cut.json.gz", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  CHECK_THROWS_WITH_AS(read_maybe_gzip((dir / "cut.json.gz").string()), doctest::Contains("the gzip stream is cut short"), InputError);
 }
