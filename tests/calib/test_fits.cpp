@@ -12,6 +12,7 @@
 #include "calib/calibrate.hpp"
 #include "calib/families/gemm.hpp"
 #include "core/errors.hpp"
+#include "io/text_file.hpp"
 
 using namespace osim;
 
@@ -495,4 +496,55 @@ TEST_CASE("norms by row length: each row length's median per kind, a split view 
   CHECK(v.at("layer_512") == doctest::Approx(0.4).epsilon(1e-9));
   CHECK(v.at("between_rows_worst_pct") == doctest::Approx(100 * (0.55 / 0.4 - 1)).epsilon(1e-6));
   CHECK(v.at("rms_128_split") == doctest::Approx(0.05).epsilon(1e-9));
+}
+
+TEST_CASE("the workloads' GEMM shapes alone and between SDPA kernels: replayed per shape, SDPA alone once, at the closed form's slowdown") {
+  // An H200's gemm_sustained_shapes rows replayed on a sustained-load model
+  // whose averages settle within the series (20 ms against 1.5 s): each
+  // series' steady state is at full duty, so with SDPA counted as a GEMM
+  // every replayed kernel takes 1 + sustained_slowdown its first time, the
+  // first ones starting rested (1 s idle; two GEMMs before the first SDPA).
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  const nlohmann::json doc = nlohmann::json::parse(read_maybe_gzip(kSrc + "/validate/reference/h200/bench-sustained-shapes.json.gz"));
+  ModelParams p;
+  p.power.sustained_slowdown = 0.2;
+  p.power.sustained_duty = 0.7;
+  p.power.sustained_time_constant = Time::from_ms(20);
+  auto replayed = [&](const ModelParams& q) {
+    std::vector<Comparison> out;
+    for (const Comparison& c : compare_bench(doc, topo, q))
+      if (c.key == "gemm_sustained_shapes") out.push_back(c);
+    return out;
+  };
+  const std::vector<Comparison> cmps = replayed(p);
+  const auto& rs = doc.at("results");
+  REQUIRE(rs.size() == 5);
+  REQUIRE(cmps.size() == 3 * rs.size() + 1);
+  size_t at = 0;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const auto& r = rs[i];
+    CAPTURE(i);
+    CHECK(cmps[at].cls == "GEMMs between SDPA kernels (sustained-load clock)");
+    CHECK(cmps[at++].simulated_us == doctest::Approx(1.2 * r.at("burst_time_us").get<double>()).epsilon(1e-3));
+    CHECK(cmps[at].cls == "SDPA between GEMMs (sustained-load clock)");
+    CHECK(cmps[at++].simulated_us == doctest::Approx(1.2 * r.at("attention_burst_time_us").get<double>()).epsilon(1e-3));
+    CHECK(cmps[at].cls == "GEMMs alone back to back (sustained-load clock)");
+    CHECK(cmps[at].measured_us == doctest::Approx(r.at("alone_steady_time_us").get<double>()));
+    CHECK(cmps[at++].simulated_us == doctest::Approx(1.2 * r.at("alone_burst_time_us").get<double>()).epsilon(1e-3));
+    if (i == 0) {
+      CHECK(cmps[at].cls == "SDPA alone back to back (sustained-load clock)");
+      CHECK(cmps[at++].simulated_us == doctest::Approx(1.2 * r.at("attention_alone_burst_time_us").get<double>()).epsilon(1e-3));
+    }
+  }
+  // SDPA at half a GEMM's load: the GEMMs between it slow less, and the
+  // more of each cycle they take themselves, the further (the rows go from
+  // 6 % to 55 % GEMM time).
+  ModelParams half = p;
+  half.power.sustained_attention_load = 0.5;
+  const std::vector<Comparison> lighter = replayed(half);
+  std::vector<double> gemm_slowdown;
+  for (size_t i = 0; i < rs.size(); ++i) gemm_slowdown.push_back(lighter[3 * i + (i > 0 ? 1 : 0)].simulated_us / rs[i].at("burst_time_us").get<double>());
+  CHECK(gemm_slowdown.front() < 1.05);
+  CHECK(gemm_slowdown.back() > gemm_slowdown.front() + 0.03);
+  CHECK(gemm_slowdown.back() < 1.2);
 }

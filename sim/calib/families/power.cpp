@@ -4,7 +4,9 @@
 // gemm_between_memory_bound), the share of it collectives take
 // (nccl_all_to_all_loaded), and ranks drifting
 // apart under the power cap (nccl_barrier_skew). Replayed as the bench ran
-// them: GEMMs after a gap (gemm_after_idle), the all-to-all after GEMMs.
+// them: GEMMs after a gap (gemm_after_idle), the all-to-all after GEMMs, the
+// workloads' GEMM shapes alone and between SDPA kernels
+// (gemm_sustained_shapes: replayed, not fitted).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -220,16 +222,37 @@ BetweenRatios replay_between(const json& r, const Op& a, const hw::Topology& top
   const std::vector<double> gt(gemm.begin() + cycles / 2, gemm.end()), st(other.begin() + cycles / 2, other.end());
   return {median(gt) / gemm.front(), median(st) / other.front()};
 }
-// The SDPA at its measured burst time (through the op's efficiency).
-BetweenRatios replay_between_attention(const json& r, const hw::Topology& topo, const ModelParams& p) {
+// The row's cuDNN SDPA at the burst time in field `burst` (through the op's
+// efficiency); none where the GPU has no bf16 peak.
+std::optional<Op> row_attention(const json& r, const hw::Topology& topo, const char* burst) {
   const json& at = r.at("attention");
   Op a = bench_attention(AttentionShape{at.at("batch").get<int32_t>(), at.at("heads").get<int32_t>(), at.at("seq").get<int32_t>(),
                                         at.at("seq_kv").get<int32_t>(), at.at("head_dim").get<int32_t>(), AttnBackend::Cudnn});
   const auto& peaks = topo.node(topo.gpus().front()).gpu.peak_tflops;
   const auto bf16 = peaks.find("bf16");
-  if (bf16 == peaks.end()) return {1, 1};
-  a.efficiency = static_cast<float>(a.attention->flops() / (bf16->second * 1e12 * r.at("attention_burst_time_us").get<double>() * 1e-6));
-  return replay_between(r, a, topo, p);
+  if (bf16 == peaks.end()) return std::nullopt;
+  a.efficiency = static_cast<float>(a.attention->flops() / (bf16->second * 1e12 * r.at(burst).get<double>() * 1e-6));
+  return a;
+}
+BetweenRatios replay_between_attention(const json& r, const hw::Topology& topo, const ModelParams& p) {
+  const std::optional<Op> a = row_attention(r, topo, "attention_burst_time_us");
+  return a ? replay_between(r, *a, topo, p) : BetweenRatios{1, 1};
+}
+// `op` back to back as many times as the row's series `times` holds, after
+// `idle`, replayed: the steady (second half's median) / first time.
+double replay_back_to_back(const json& r, const char* times, const Op& op, Time idle, const hw::Topology& topo, const ModelParams& p) {
+  const size_t count = r.at(times).size();
+  std::vector<Op> prog{bench_idle(idle)};
+  prog.insert(prog.end(), count, op);
+  const ExecResult res = replay_programs(bench_schedule(1), {prog}, topo, p);
+  std::vector<double> us;
+  for (size_t i = 1; i <= count; ++i) us.push_back((res.ops[0][i].end - res.ops[0][i].start).us());
+  return median(std::vector<double>(us.begin() + static_cast<long>(count / 2), us.end())) / us.front();
+}
+// gemm_sustained_shapes' SDPA alone, back to back after 1 s idle.
+double replay_attention_alone(const json& r, const hw::Topology& topo, const ModelParams& p) {
+  const std::optional<Op> a = row_attention(r, topo, "attention_alone_burst_time_us");
+  return a ? replay_back_to_back(r, "attention_alone_time_us", *a, Time::from_ms(1000), topo, p) : 1.0;
 }
 // The copy kernel at its measured burst time: the HBM bytes the memory
 // family's rate moves in it.
@@ -485,6 +508,10 @@ struct AfterIdle {
   size_t seen = 0;
 };
 
+struct AttentionAloneReported {
+  bool done = false;
+};
+
 void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
   const ModelParams& p = ctx.p;
   const hw::Topology& topo = ctx.topo;
@@ -543,10 +570,27 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     out.push_back(o);
   };
   const auto gemm_shape = [&] { return fmt::format("{}x{}x{}", r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>()); };
-  if (key == "gemm_between_attention")
+  if (key == "gemm_between_attention" || key == "gemm_sustained_shapes")
     between(replay_between_attention(r, topo, p),
             fmt::format("{} between SDPA of {} heads x {}", gemm_shape(), r.at("attention").at("heads").get<int>(), r.at("attention").at("seq").get<int>()),
             "GEMMs between SDPA kernels (sustained-load clock)", "SDPA between GEMMs (sustained-load clock)", "attention");
+  // The same GEMMs alone, and SDPA alone (the one series every row carries: once).
+  if (key == "gemm_sustained_shapes") {
+    c.cls = "GEMMs alone back to back (sustained-load clock)";
+    c.what = gemm_shape() + " alone";
+    c.measured_us = r.at("alone_steady_time_us");
+    c.simulated_us = r.at("alone_burst_time_us").get<double>() *
+                     replay_back_to_back(r, "alone_time_us", bench_gemm(json::array({r.at("m"), r.at("n"), r.at("k")})), Time::from_ms(1000), topo, p);
+    out.push_back(c);
+    if (bool& reported = ctx.state<AttentionAloneReported>().done; !reported) {
+      reported = true;
+      c.cls = "SDPA alone back to back (sustained-load clock)";
+      c.what = fmt::format("SDPA of {} heads x {} alone", r.at("attention").at("heads").get<int>(), r.at("attention").at("seq").get<int>());
+      c.measured_us = r.at("attention_alone_steady_time_us");
+      c.simulated_us = r.at("attention_alone_burst_time_us").get<double>() * replay_attention_alone(r, topo, p);
+      out.push_back(c);
+    }
+  }
   if (key == "gemm_between_memory_bound")
     between(replay_between_memory(r, topo, p), fmt::format("{} between copy kernels of {}", gemm_shape(), format_bytes(r.at("hbm_bytes").get<double>())),
             "GEMMs between memory-bound kernels (sustained-load clock)", "memory-bound kernels between GEMMs (sustained-load clock)", "memory");
@@ -554,7 +598,8 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
 }
 
 const CalibFamily kPower{"power",
-                         {"gemm_after_idle", "gemm_between_attention", "gemm_between_memory_bound", "nccl_all_to_all_loaded", "nccl_barrier_skew"},
+                         {"gemm_after_idle", "gemm_between_attention", "gemm_between_memory_bound", "gemm_sustained_shapes", "nccl_all_to_all_loaded",
+                          "nccl_barrier_skew"},
                          {{400, fit_sustained}, {415, fit_attention_load}, {416, fit_memory_load}, {420, fit_sustained_copy_report}, {520, fit_straggler},
                           {530, fit_comm_clock_share}},
                          replay_row};

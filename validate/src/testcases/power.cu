@@ -178,6 +178,21 @@ struct Power : NcclTestcases {
     }
     return r;
   }
+  // `count` calls of `op` back to back on stream `s`, each timed by events.
+  static std::vector<double> back_to_back(int dev, cudaStream_t s, int count, const std::function<void()>& op) {
+    std::vector<std::unique_ptr<Event>> ev;
+    for (int i = 0; i <= count; ++i) ev.push_back(std::make_unique<Event>(dev));
+    CUDA_CHECK(cudaSetDevice(dev));
+    for (int i = 0; i < count; ++i) {
+      CUDA_CHECK(cudaEventRecord(ev[i]->e, s));
+      op();
+    }
+    CUDA_CHECK(cudaEventRecord(ev[count]->e, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    std::vector<double> us(count);
+    for (int i = 0; i < count; ++i) us[i] = elapsed_us(*ev[i], *ev[i + 1]);
+    return us;
+  }
   // The median of a series' second half (its steady state).
   static double tail_median(const std::vector<double>& v) { return median(std::vector<double>(v.begin() + static_cast<long>(v.size() / 2), v.end())); }
 
@@ -217,6 +232,76 @@ struct Power : NcclTestcases {
          {"time_us", r.gemm_us}, {"attention_time_us", r.other_us}, {"start_ms", r.start_ms}});
   }
 
+  // The sustained load by GEMM shape: for each of the workloads' GEMM shapes
+  // (DiT projections and FFNs at 4,096 and 16,384 tokens, the bench's, a
+  // Llama-3-8B MLP's), the GEMM alone back to back for 1.5 s, then, after 1 s
+  // idle, two GEMMs and one cuDNN SDPA kernel in turn for 1.5 s (the
+  // gemm_between_attention cycle): does a GEMM's shape set how far the clock
+  // falls, for itself and for the SDPA beside it? SDPA alone back to back
+  // first, for its own slowdown. Rows as gemm_between_attention's, with the
+  // GEMMs alone (alone_*) and SDPA alone (attention_alone_*).
+  void gemm_sustained_shapes() {
+    if (!want("gemm_sustained_shapes")) return;
+    if (!cudnn_sdpa_built()) {
+      progress("gemm_sustained_shapes skipped: built without cudnn-frontend");
+      return;
+    }
+    const ComputeGpu gpu;
+    const int dev = gpu.dev;
+    const Stream& s = gpu.s;
+    const SdpaShape shape{1, 20, 16384, 16384, 128, false};
+    struct Shape {
+      int m, n, k;
+    };
+    const std::vector<Shape> shapes{{4608, 3072, 3072}, {4608, 8192, 3072}, {16896, 8192, 3072}, {16384, 5120, 5120}, {16384, 14336, 4096}};
+    size_t a_bytes = 0, b_bytes = 0, c_bytes = 0;
+    for (const Shape& g : shapes) {
+      a_bytes = std::max(a_bytes, size_t(g.m) * g.k * 2);
+      b_bytes = std::max(b_bytes, size_t(g.k) * g.n * 2);
+      c_bytes = std::max(c_bytes, size_t(g.m) * g.n * 2);
+    }
+    DevBuf A(dev, a_bytes), B(dev, b_bytes), C(dev, c_bytes);
+    DevBuf Q(dev, shape.q_bytes()), KV(dev, 2 * shape.kv_bytes()), O(dev, shape.q_bytes());
+    fill_random(A.p, a_bytes);
+    fill_random(B.p, b_bytes);
+    fill_random(Q.p, shape.q_bytes());
+    fill_random(KV.p, 2 * shape.kv_bytes());
+    CudnnSdpa sdpa;
+    DevBuf W(dev, static_cast<size_t>(std::max<int64_t>(1, sdpa.prepare(shape))));
+    auto attention = [&] { sdpa.run(shape, s.s, Q.p, KV.p, static_cast<char*>(KV.p) + shape.kv_bytes(), O.p, W.p); };
+    const double window_us = opt.quick ? 0.2e6 : 1.5e6;
+    progress("gemm_sustained_shapes: SDPA alone");
+    attention();
+    CUDA_CHECK(cudaStreamSynchronize(s.s));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    const double sdpa_burst_us = time_stream_us(dev, s.s, 1, attention);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    const std::vector<double> sdpa_alone_us = back_to_back(dev, s.s, static_cast<int>(window_us / sdpa_burst_us), attention);
+    for (const Shape& g : shapes) {
+      progress("gemm_sustained_shapes " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k));
+      auto gemm = [&] { gpu.blas.gemm(g.m, g.n, g.k, A.p, B.p, C.p); };
+      gemm();
+      CUDA_CHECK(cudaStreamSynchronize(s.s));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+      const double burst_us = time_stream_us(dev, s.s, 1, gemm);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+      const std::vector<double> alone_us = back_to_back(dev, s.s, static_cast<int>(window_us / burst_us), gemm);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+      const Between r = gemms_between(dev, s.s, window_us, gemm, attention);
+      const double gemm_steady = tail_median(r.gemm_us), attention_steady = tail_median(r.other_us), alone_steady = tail_median(alone_us);
+      const double sdpa_alone_steady = tail_median(sdpa_alone_us);
+      add({{"key", "gemm_sustained_shapes"}, {"gpus", {dev}}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"gemms_per_cycle", 2},
+           {"attention", {{"batch", shape.batch}, {"heads", shape.heads}, {"seq", shape.seq_q}, {"seq_kv", shape.seq_kv}, {"head_dim", shape.head_dim}}},
+           {"burst_time_us", r.gemm_burst_us}, {"attention_burst_time_us", r.other_burst_us}, {"steady_time_us", gemm_steady},
+           {"attention_steady_time_us", attention_steady}, {"slowdown", gemm_steady / r.gemm_burst_us},
+           {"attention_slowdown", attention_steady / r.other_burst_us}, {"alone_burst_time_us", burst_us}, {"alone_steady_time_us", alone_steady},
+           {"alone_slowdown", alone_steady / burst_us}, {"attention_alone_burst_time_us", sdpa_burst_us},
+           {"attention_alone_steady_time_us", sdpa_alone_steady}, {"attention_alone_slowdown", sdpa_alone_steady / sdpa_burst_us},
+           {"time_us", r.gemm_us}, {"attention_time_us", r.other_us}, {"start_ms", r.start_ms}, {"alone_time_us", alone_us},
+           {"attention_alone_time_us", sdpa_alone_us}});
+    }
+  }
+
   // GEMMs between memory-bound kernels for ~1.5 s after 300 ms idle: how far
   // the clock falls when HBM-bound kernels (a DiT block's norms, activations
   // and residuals) take a share of the time. Each cycle: two GEMMs, one copy
@@ -242,18 +327,8 @@ struct Power : NcclTestcases {
     const int cycles = static_cast<int>(r.gemm_us.size());
     // The GEMMs alone, back to back, for the same time.
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    const int alone = static_cast<int>(cycles * (2 * r.gemm_burst_us + r.other_burst_us) / r.gemm_burst_us);
-    std::vector<std::unique_ptr<Event>> ea;
-    for (int i = 0; i <= alone; ++i) ea.push_back(std::make_unique<Event>(dev));
-    CUDA_CHECK(cudaSetDevice(dev));
-    for (int i = 0; i < alone; ++i) {
-      CUDA_CHECK(cudaEventRecord(ea[i]->e, s.s));
-      gemm();
-    }
-    CUDA_CHECK(cudaEventRecord(ea[alone]->e, s.s));
-    CUDA_CHECK(cudaStreamSynchronize(s.s));
-    std::vector<double> alone_us(alone);
-    for (int i = 0; i < alone; ++i) alone_us[i] = elapsed_us(*ea[i], *ea[i + 1]);
+    const std::vector<double> alone_us =
+        back_to_back(dev, s.s, static_cast<int>(cycles * (2 * r.gemm_burst_us + r.other_burst_us) / r.gemm_burst_us), gemm);
     const double gemm_steady = tail_median(r.gemm_us), memory_steady = tail_median(r.other_us), alone_steady = tail_median(alone_us);
     add({{"key", "gemm_between_memory_bound"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"gemms_per_cycle", 2}, {"hbm_bytes", hbm_bytes},
          {"burst_time_us", r.gemm_burst_us}, {"memory_burst_time_us", r.other_burst_us}, {"steady_time_us", gemm_steady},
@@ -542,10 +617,11 @@ struct Power : NcclTestcases {
 
 }  // namespace
 
-OVV_KEYS("gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy", "gemm_between_attention", "gemm_between_memory_bound", "gemm_after_idle",
-         "nccl_all_to_all_loaded", "nccl_barrier_skew");
+OVV_KEYS("gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy", "gemm_between_attention", "gemm_between_memory_bound", "gemm_sustained_shapes",
+         "gemm_after_idle", "nccl_all_to_all_loaded", "nccl_barrier_skew");
 OVV_BENCH_TESTCASE(kgemm_sustained, 120, "gemm_sustained", [](BenchContext& c) { Power(c).gemm_sustained(); });
 OVV_BENCH_TESTCASE(kgemm_between_attention, 125, "gemm_between_attention", [](BenchContext& c) { Power(c).gemm_between_attention(); });
+OVV_BENCH_TESTCASE(kgemm_sustained_shapes, 128, "gemm_sustained_shapes", [](BenchContext& c) { Power(c).gemm_sustained_shapes(); });
 OVV_BENCH_TESTCASE(kgemm_between_memory_bound, 127, "gemm_between_memory_bound", [](BenchContext& c) { Power(c).gemm_between_memory_bound(); });
 OVV_BENCH_TESTCASE(kgemm_after_idle, 130, "gemm_after_idle", [](BenchContext& c) { Power(c).gemm_after_idle(); });
 OVV_BENCH_TESTCASE(kcollectives_loaded, 180, "collectives_loaded", [](BenchContext& c) { Power(c).collectives_loaded(); });
