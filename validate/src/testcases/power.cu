@@ -270,22 +270,30 @@ struct Power : NcclTestcases {
     DevBuf W(dev, static_cast<size_t>(std::max<int64_t>(1, sdpa.prepare(shape))));
     auto attention = [&] { sdpa.run(shape, s.s, Q.p, KV.p, static_cast<char*>(KV.p) + shape.kv_bytes(), O.p, W.p); };
     const double window_us = opt.quick ? 0.2e6 : 1.5e6;
+    // `op` rested (after 1 s idle), then back to back for the window after 1 s idle again.
+    struct Alone {
+      double burst_us;
+      std::vector<double> us;
+    };
+    auto alone = [&](const std::function<void()>& op) {
+      op();
+      CUDA_CHECK(cudaStreamSynchronize(s.s));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+      Alone a{time_stream_us(dev, s.s, 1, op), {}};
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+      a.us = back_to_back(dev, s.s, static_cast<int>(window_us / a.burst_us), op);
+      return a;
+    };
     progress("gemm_sustained_shapes: SDPA alone");
-    attention();
-    CUDA_CHECK(cudaStreamSynchronize(s.s));
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    const double sdpa_burst_us = time_stream_us(dev, s.s, 1, attention);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    const std::vector<double> sdpa_alone_us = back_to_back(dev, s.s, static_cast<int>(window_us / sdpa_burst_us), attention);
+    const Alone sdpa_alone = alone(attention);
+    const double sdpa_burst_us = sdpa_alone.burst_us;
+    const std::vector<double>& sdpa_alone_us = sdpa_alone.us;
     for (const Shape& g : shapes) {
       progress("gemm_sustained_shapes " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k));
       auto gemm = [&] { gpu.blas.gemm(g.m, g.n, g.k, A.p, B.p, C.p); };
-      gemm();
-      CUDA_CHECK(cudaStreamSynchronize(s.s));
-      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-      const double burst_us = time_stream_us(dev, s.s, 1, gemm);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-      const std::vector<double> alone_us = back_to_back(dev, s.s, static_cast<int>(window_us / burst_us), gemm);
+      const Alone gemm_alone = alone(gemm);
+      const double burst_us = gemm_alone.burst_us;
+      const std::vector<double>& alone_us = gemm_alone.us;
       std::this_thread::sleep_for(std::chrono::milliseconds(1000));
       const Between r = gemms_between(dev, s.s, window_us, gemm, attention);
       const double gemm_steady = tail_median(r.gemm_us), attention_steady = tail_median(r.other_us), alone_steady = tail_median(alone_us);
