@@ -52,7 +52,7 @@ inline constexpr Testcase kTestcases[] = {
     {"gemm_sustained_long", "power", "a GEMM at full duty for seconds: the slow clock term"},
     {"gemm_sustained_copy", "power", "the sustained GEMM with H2D copies beside"},
     {"gemm_between_attention", "power", "GEMMs between cuDNN SDPA kernels for 1.5 s: the load SDPA puts on the clock"},
-    {"gemm_sustained_shapes", "power", "the workloads' GEMM shapes alone and between cuDNN SDPA kernels for 1.5 s each: the load by GEMM shape"},
+    {"gemm_sustained_shapes", "power", "the workloads' GEMM shapes alone and between cuDNN SDPA kernels for 1.5 s each: how far each slows, by GEMM shape and share of the time"},
     {"gemm_between_memory_bound", "power", "GEMMs between memory-bound copy kernels for 1.5 s: the load HBM-bound kernels put on the clock"},
     {"gemm_after_idle", "power", "GEMMs after a gap of idle, copies or sleep"},
     {"nccl_all_to_all_loaded", "power", "the all-to-all right after GEMMs on every rank, against rested"},

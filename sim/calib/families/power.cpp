@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -242,6 +243,7 @@ BetweenRatios replay_between_attention(const json& r, const hw::Topology& topo, 
 // `idle`, replayed: the steady (second half's median) / first time.
 double replay_back_to_back(const json& r, const char* times, const Op& op, Time idle, const hw::Topology& topo, const ModelParams& p) {
   const size_t count = r.at(times).size();
+  if (count == 0) throw std::invalid_argument(fmt::format("{} row with no {}", r.at("key").get<std::string>(), times));
   std::vector<Op> prog{bench_idle(idle)};
   prog.insert(prog.end(), count, op);
   const ExecResult res = replay_programs(bench_schedule(1), {prog}, topo, p);
