@@ -286,27 +286,23 @@ struct Power : NcclTestcases {
     };
     progress("gemm_sustained_shapes: SDPA alone");
     const Alone sdpa_alone = alone(attention);
-    const double sdpa_burst_us = sdpa_alone.burst_us;
-    const std::vector<double>& sdpa_alone_us = sdpa_alone.us;
+    const double sdpa_alone_steady = tail_median(sdpa_alone.us);
     for (const Shape& g : shapes) {
       progress("gemm_sustained_shapes " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k));
       auto gemm = [&] { gpu.blas.gemm(g.m, g.n, g.k, A.p, B.p, C.p); };
       const Alone gemm_alone = alone(gemm);
-      const double burst_us = gemm_alone.burst_us;
-      const std::vector<double>& alone_us = gemm_alone.us;
       std::this_thread::sleep_for(std::chrono::milliseconds(1000));
       const Between r = gemms_between(dev, s.s, window_us, gemm, attention);
-      const double gemm_steady = tail_median(r.gemm_us), attention_steady = tail_median(r.other_us), alone_steady = tail_median(alone_us);
-      const double sdpa_alone_steady = tail_median(sdpa_alone_us);
+      const double gemm_steady = tail_median(r.gemm_us), attention_steady = tail_median(r.other_us), alone_steady = tail_median(gemm_alone.us);
       add({{"key", "gemm_sustained_shapes"}, {"gpus", {dev}}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"gemms_per_cycle", 2},
            {"attention", {{"batch", shape.batch}, {"heads", shape.heads}, {"seq", shape.seq_q}, {"seq_kv", shape.seq_kv}, {"head_dim", shape.head_dim}}},
            {"burst_time_us", r.gemm_burst_us}, {"attention_burst_time_us", r.other_burst_us}, {"steady_time_us", gemm_steady},
            {"attention_steady_time_us", attention_steady}, {"slowdown", gemm_steady / r.gemm_burst_us},
-           {"attention_slowdown", attention_steady / r.other_burst_us}, {"alone_burst_time_us", burst_us}, {"alone_steady_time_us", alone_steady},
-           {"alone_slowdown", alone_steady / burst_us}, {"attention_alone_burst_time_us", sdpa_burst_us},
-           {"attention_alone_steady_time_us", sdpa_alone_steady}, {"attention_alone_slowdown", sdpa_alone_steady / sdpa_burst_us},
-           {"time_us", r.gemm_us}, {"attention_time_us", r.other_us}, {"start_ms", r.start_ms}, {"alone_time_us", alone_us},
-           {"attention_alone_time_us", sdpa_alone_us}});
+           {"attention_slowdown", attention_steady / r.other_burst_us}, {"alone_burst_time_us", gemm_alone.burst_us}, {"alone_steady_time_us", alone_steady},
+           {"alone_slowdown", alone_steady / gemm_alone.burst_us}, {"attention_alone_burst_time_us", sdpa_alone.burst_us},
+           {"attention_alone_steady_time_us", sdpa_alone_steady}, {"attention_alone_slowdown", sdpa_alone_steady / sdpa_alone.burst_us},
+           {"time_us", r.gemm_us}, {"attention_time_us", r.other_us}, {"start_ms", r.start_ms}, {"alone_time_us", gemm_alone.us},
+           {"attention_alone_time_us", sdpa_alone.us}});
     }
   }
 
