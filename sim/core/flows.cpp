@@ -50,6 +50,12 @@ FlowId FlowModel::start(FlowSpec spec) {
   return id;
 }
 
+void FlowModel::reserve(size_t more) {
+  sys_.reserve_variables(more);
+  reserve_room(var_to_flow_, sys_.variable_slots() + more);
+  reserve_activations_ = more;
+}
+
 // The route is held by the solver variable from the flow's start on, which
 // takes part in solves from the first byte (activate()).
 void FlowModel::attach(FlowId id, FlowSpec spec) {
@@ -74,6 +80,10 @@ void FlowModel::schedule_activation(FlowId id) {
     o.batch = new_batch(t, false);
     o.time = t;
     o.seq = engine_.next_seq();
+  }
+  if (reserve_activations_ > 0) {
+    reserve_room(batches_[o.batch].flows, batches_[o.batch].flows.size() + reserve_activations_);
+    reserve_activations_ = 0;
   }
   grow_huge(batches_[o.batch].flows);  // an all-to-all's million flows start together
   batches_[o.batch].flows.emplace_back(id, 0);

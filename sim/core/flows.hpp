@@ -75,6 +75,10 @@ class FlowModel {
 
   /// Starts a flow now. A flow with no route needs a finite rate_cap.
   FlowId start(FlowSpec spec);
+  /// Room for `more` flows about to start at this instant (an all-to-all's
+  /// million): their solver variables and the batch they start in grow
+  /// once, not by doubling. Changes no result.
+  void reserve(size_t more);
   [[nodiscard]] size_t active() const { return active_; }
   /// A flow's state as last settled (its rate holds from last_update on).
   [[nodiscard]] FlowState state(FlowId f) const;
@@ -157,6 +161,7 @@ class FlowModel {
     Time time;
     uint64_t seq = 0;  // engine_.next_seq() right after it was last extended
   } open_activation_, open_completion_;
+  size_t reserve_activations_ = 0;  // room the next activation batch opened gets (reserve())
   uint64_t next_token_ = 1;
   bool solve_pending_ = false;
   size_t active_ = 0;

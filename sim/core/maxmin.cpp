@@ -64,6 +64,10 @@ void MaxMinSystem::join_users(VariableId v, uint32_t i) {
   mark_dirty(e.c);
 }
 
+void MaxMinSystem::reserve_variables(size_t more) {
+  if (more > free_vars_.size()) reserve_room(vars_, vars_.size() + (more - free_vars_.size()));
+}
+
 VariableId MaxMinSystem::add_variable(double weight, double bound) { return new_variable(weight, bound, false); }
 
 VariableId MaxMinSystem::add_dormant_variable(double weight, double bound) { return new_variable(weight, bound, true); }

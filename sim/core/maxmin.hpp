@@ -68,6 +68,10 @@ class MaxMinSystem {
   /// it costs its constraints nothing meanwhile; its rate stays 0.
   VariableId add_dormant_variable(double weight = 1.0, double bound = kUnbounded);
   void activate_variable(VariableId v);
+  /// Room for `more` variables about to be added (an all-to-all's flows):
+  /// the storage grows once, not by doubling (each doubling copies every
+  /// variable and touches fresh memory).
+  void reserve_variables(size_t more);
   [[nodiscard]] bool dormant(VariableId v) const { return vars_[v].dormant; }
   /// How many live variables use constraint c, dormant ones included: 0
   /// means nothing running or about to run shares it.

@@ -96,6 +96,13 @@ class BlockVector {
   size_t size_ = 0;
 };
 
+/// Room for n entries: grows (at least doubling, so repeated calls stay
+/// amortised) only when the capacity is short.
+template <class T>
+void reserve_room(std::vector<T>& v, size_t n) {
+  if (n > v.capacity()) reserve_huge(v, std::max(n, 2 * v.capacity()));
+}
+
 /// Before a push_back: a full, large vector doubles into huge-page-backed storage.
 template <class T>
 void grow_huge(std::vector<T>& v) {

@@ -205,6 +205,7 @@ void Collectives::start_launched(int ci) {
   if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Nccl) {
     c.outstanding.assign(static_cast<size_t>(U), 2 * (U - 1));  // a member sends to and receives from each peer
     if (x_.closed->try_closed_form(ci)) return;
+    x_.flows.reserve(static_cast<size_t>(U) * static_cast<size_t>(U - 1));
     for_each_a2a_flow(U, [&](int i, int j) { coll_flow(ci, i, j, c.wire / U, U - 1, lat); });
     return;
   }
