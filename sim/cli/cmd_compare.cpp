@@ -349,13 +349,18 @@ int reference_command(const std::string& folder, bool write_calibration) {
     }
     const RepeatedFigures rf = repeated_figures(all);
     std::cout << fmt::format("  {} over {} sessions: {} measured more than once, error against each one's median run: median {:.1f} %, worst "
-                             "{:.1f} %, {} within their measured range, medians' rank correlation at least {:.2f}\n",
-                             section, sessions, rf.programs.size(), rf.median_pct, rf.worst_pct, rf.within_range, rf.spearman_min);
+                             "{:.1f} %, {} within their measured range, medians' rank correlation at least {:.2f}; configuration pairs every "
+                             "session ran in the same order: {}, ordered otherwise by the simulation: {}\n",
+                             section, sessions, rf.programs.size(), rf.median_pct, rf.worst_pct, rf.within_range, rf.spearman_min,
+                             rf.pairs_ordered, rf.pairs_misordered.size());
+    for (const std::string& p : rf.pairs_misordered) std::cout << "    ordered otherwise (measured faster / slower): " << p << "\n";
     const std::string key = section + "_repeated";
     if (expected && expected->has(key)) {
-      const MapReader e(file, expected->get(key), key, {"median_pct", "worst_pct", "spearman_min"});
+      const MapReader e(file, expected->get(key), key, {"median_pct", "worst_pct", "spearman_min", "pairs_misordered_max"});
       check(within(rf.median_pct, e, "median_pct") && within(rf.worst_pct, e, "worst_pct") && rf.spearman_min >= e.num("spearman_min") - 0.005,
             section + " over their sessions");
+      if (const auto most = e.opt_int32("pairs_misordered_max"))
+        check(static_cast<int>(rf.pairs_misordered.size()) <= *most, section + "' configuration pairs ordered otherwise by the simulation");
     }
   };
   if (top.has("programs")) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -74,6 +75,7 @@ ProgramPrediction predict_program(const ProgramRun& run, const hw::Topology& top
   ProgramPrediction p;
   p.name = run.name;
   p.group = run.group;
+  p.session = std::filesystem::path(run.file).parent_path().lexically_normal().string();
   p.measured_s = run.measured_s;
   p.simulated_s = res.makespan.s();
   p.measured_allocated = run.peak_allocated;
@@ -215,6 +217,28 @@ RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
     for (const auto* p : g) m.push_back(p->measured_median_s), s.push_back(p->simulated_s);
     f.spearman_min = std::min(f.spearman_min, spearman(m, s));
   }
+  // Each program's measured makespan by session, for the pairs every session ordered alike.
+  std::map<std::string, std::map<std::string, double>> by_session;
+  for (const auto& r : runs) by_session[r.name][r.session] = r.measured_s;
+  for (const auto& [group, g] : grouped(f.programs, [](const RepeatedProgram& p) { return p.group; }))
+    for (size_t i = 0; i < g.size(); ++i)
+      for (size_t j = i + 1; j < g.size(); ++j) {
+        const auto& a = by_session[g[i]->name];
+        const auto& b = by_session[g[j]->name];
+        int both = 0, a_faster = 0, b_faster = 0;
+        for (const auto& [session, ms] : a)
+          if (const auto it = b.find(session); it != b.end()) {
+            ++both;
+            a_faster += ms < it->second;
+            b_faster += it->second < ms;
+          }
+        if (both < 3 || (a_faster != both && b_faster != both)) continue;
+        ++f.pairs_ordered;
+        const RepeatedProgram* fast = a_faster == both ? g[i] : g[j];
+        const RepeatedProgram* slow = a_faster == both ? g[j] : g[i];
+        if (!(fast->simulated_s < slow->simulated_s))
+          f.pairs_misordered.push_back(fmt::format("{} / {}{}", fast->name, slow->name, fast->simulated_s == slow->simulated_s ? " (tied)" : ""));
+      }
   return f;
 }
 
@@ -226,10 +250,14 @@ std::string format_repeated_figures(const RepeatedFigures& f) {
     out += fmt::format("  {:<48} {:>4} {:>9.2f} ms {:>8.2f}-{:<8.2f}({:>3.0f} %) {:>9.2f} ms {:>+7.1f}%{}\n", p.name, p.runs,
                        p.measured_median_s * 1e3, p.measured_min_s * 1e3, p.measured_max_s * 1e3,
                        100 * (p.measured_max_s / p.measured_min_s - 1), p.simulated_s * 1e3, 100 * p.error(), p.within_range() ? "" : "  outside");
+  for (const std::string& p : f.pairs_misordered) out += "  ordered otherwise by the simulation (measured faster / slower): " + p + "\n";
   out += fmt::format("{} programs measured more than once: makespan error against each one's median run: median {:.1f} %, worst {:.1f} %; "
-                     "{} simulated within their measured range; medians ranked alike within each group: rank correlation at least {:.2f}\n",
+                     "{} simulated within their measured range; medians ranked alike within each group: rank correlation at least {:.2f}",
                      f.programs.size(), f.median_pct, f.worst_pct, f.within_range, f.spearman_min);
-  return out;
+  if (f.pairs_ordered > 0)
+    out += fmt::format("; of the {} configuration pairs every session ran in the same order (three or more measured both), the simulation "
+                       "orders {} alike", f.pairs_ordered, f.pairs_ordered - static_cast<int>(f.pairs_misordered.size()));
+  return out + "\n";
 }
 
 }  // namespace osim

@@ -32,6 +32,7 @@ ProgramRun read_program_run(const std::string& path);
 
 struct ProgramPrediction {
   std::string name, group;
+  std::string session;  // the folder its result came from: one box's runs, minutes apart
   double measured_s = 0, simulated_s = 0;
   [[nodiscard]] double error() const { return (simulated_s - measured_s) / measured_s; }
   // Peak memory, where the run measured it: the simulated one's allocated
@@ -91,6 +92,13 @@ struct RepeatedFigures {
   double median_pct = 0, worst_pct = 0;   // |error against the median|
   int within_range = 0;
   double spearman_min = 1;  // the medians ranked against the simulated, the least over groups of three or more
+  // Pairs of one group's configurations that three or more sessions measured
+  // both of and that every one of those ran in the same order: differences
+  // the boxes' own spread does not blur (a rank correlation also counts the
+  // pairs within the noise). How many, and those the simulation orders the
+  // other way or ties ("faster / slower" as measured).
+  int pairs_ordered = 0;
+  std::vector<std::string> pairs_misordered;
 };
 /// The programs of `runs` that appear more than once by name.
 RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs);

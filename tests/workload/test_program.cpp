@@ -145,3 +145,41 @@ TEST_CASE("a program measured more than once is compared at its median run and a
                                                    run("d", "g", 80, 60), run("d", "g", 100, 60)});
   CHECK(ranked.spearman_min == doctest::Approx(0.5));
 }
+
+TEST_CASE("configuration pairs every session ran in the same order, and those the simulation orders otherwise") {
+  auto run = [](const char* name, const char* session, double measured_ms, double simulated_ms) {
+    ProgramPrediction p;
+    p.name = name;
+    p.group = "g";
+    p.session = session;
+    p.measured_s = measured_ms / 1e3;
+    p.simulated_s = simulated_ms / 1e3;
+    return p;
+  };
+  // Three sessions. a is faster than b in all three (b simulated faster: misordered), than c (simulated alike)
+  // and than e (simulated equal: misordered, tied); b and c swap in session 3, and c ties e in session 2 (not
+  // ordered); b and e swap in session 2; d is measured in two sessions only (its pairs need three).
+  std::vector<ProgramPrediction> runs;
+  const char* sessions[] = {"s1", "s2", "s3"};
+  const double a[] = {100, 101, 99}, b[] = {110, 108, 112}, c[] = {105, 104, 115}, e[] = {120, 104, 130};
+  for (int s = 0; s < 3; ++s) {
+    runs.push_back(run("a", sessions[s], a[s], 110));
+    runs.push_back(run("b", sessions[s], b[s], 105));
+    runs.push_back(run("c", sessions[s], c[s], 115));
+    runs.push_back(run("e", sessions[s], e[s], 110));
+    if (s < 2) runs.push_back(run("d", sessions[s], 50, 200));
+  }
+  const RepeatedFigures f = repeated_figures(runs);
+  CHECK(f.pairs_ordered == 3);
+  REQUIRE(f.pairs_misordered.size() == 2);
+  CHECK(f.pairs_misordered[0] == "a / b");
+  CHECK(f.pairs_misordered[1] == "a / e (tied)");
+  const std::string text = format_repeated_figures(f);
+  CHECK(text.find("  ordered otherwise by the simulation (measured faster / slower): a / b\n") != std::string::npos);
+  CHECK(text.find("; of the 3 configuration pairs every session ran in the same order (three or more measured both), the simulation orders 1 "
+                  "alike\n") != std::string::npos);
+  // Without sessions (one folder): nothing is ordered, and the summary says nothing of pairs.
+  for (auto& r : runs) r.session.clear();
+  CHECK(repeated_figures(runs).pairs_ordered == 0);
+  CHECK(format_repeated_figures(repeated_figures(runs)).find("configuration pairs") == std::string::npos);
+}
