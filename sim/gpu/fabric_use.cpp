@@ -56,7 +56,11 @@ const FlowRoute& FabricUse::pair_route(int a, int b, bool dma) {
     const uint64_t key = static_cast<uint64_t>(a) * static_cast<uint64_t>(n) + static_cast<uint64_t>(b);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
     if (memo.size() >= kRouteMemoPairs) {  // an all-pairs exchange: routes on demand
-      set_flow_route(scratch_route_, route_between(a, b, dma));
+      const auto scratch_key = static_cast<int64_t>(2 * key + (dma ? 1 : 0));
+      if (scratch_key_ != scratch_key) {
+        set_flow_route(scratch_route_, route_between(a, b, dma));
+        scratch_key_ = scratch_key;
+      }
       return scratch_route_;
     }
     FlowRoute& fr = memo[key];
