@@ -13,6 +13,8 @@
 #   attention-runner   the runner's cuDNN SDPA at those shapes               -> attention-runner/
 #                      (validate/sets/attention/cudnn-shapes.yaml)
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
+#   framework:NAME     one of framework.py's testcases (launch_queue,       -> framework-NAME.json
+#                      pageable_buffers, all_to_all_time, sync_return)
 #   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json
 #                      programs do not use, and its norms by row length
 #   vram               PyTorch's memory beyond its tensors (context, cuBLAS
@@ -114,6 +116,10 @@ for s in "${expanded[@]}"; do
     framework)
       timeout 120 "${torch_py[@]}" validate/src/testcases/framework.py "$out/framework.json" > "$out/framework.log" 2>&1
       mark "framework rc=$?" ;;
+    framework:*)
+      t=${s#framework:}
+      timeout 120 "${torch_py[@]}" validate/src/testcases/framework.py "$out/framework-$t.json" "$t" > "$out/framework-$t.log" 2>&1
+      mark "framework:$t rc=$?" ;;
     eager)
       timeout 120 "${torch_py[@]}" validate/src/testcases/eager.py "$out/eager.json" > "$out/eager.log" 2>&1
       mark "eager rc=$?" ;;

@@ -14,10 +14,13 @@ exchange: the rank's own chunk copied, then a `batch_isend_irecv` round per
 partner, the GPU kept ahead of the host) and its GPU time, CUDA events around
 each call with the GPU otherwise idle (`framework_all_to_all`, 1-96 MiB a
 rank, reported, not fitted); how many launches the host gets ahead of the GPU
-before one blocks (`launch_queue`). Writes
+before one blocks (`launch_queue`); how long the host takes to go on after
+waiting for the GPU (`overhead_framework_sync_return`: items run one after
+another with the host waiting for each, against the same items queued back
+to back). Writes
 overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after the C++ bench,
 whose pageable rows it replaces. Usage: framework.py OUT.json [launch_queue |
-pageable_buffers | all_to_all_time] (one of them alone); `pageable_buffers`: 256 MiB pageable H2D copies
+pageable_buffers | all_to_all_time | sync_return] (one of them alone); `pageable_buffers`: 256 MiB pageable H2D copies
 rotating over 1, 2 and 8 host tensors (a layerwise program's weights are one
 tensor a block), alone (`h2d_pageable` rows with `buffers`) and beside GEMMs on
 another stream (`h2d_pageable_beside_compute`, reported, not fitted), the
@@ -360,10 +363,76 @@ def launch_queue_rows(launches=20000, hold_s=1.0):
     return rows
 
 
+def sleep_cycles(seconds):
+    """torch.cuda._sleep's cycles for about `seconds` on this GPU."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1_000_000)  # loaded before timing
+    torch.cuda.synchronize()
+    start.record()
+    torch.cuda._sleep(100_000_000)
+    end.record()
+    end.synchronize()
+    return int(100_000_000 * seconds / (start.elapsed_time(end) * 1e-3))
+
+
+def sync_return_rows(items=100, samples=5, mib=64):
+    """The host's return from waiting on the GPU, as a program's loop meets
+    it: `items` items one after another, the host waiting for each (`wait`:
+    `kernel_sync`, a ~1 ms kernel then its stream's synchronize;
+    `copy_stream_sync`, a pinned H2D copy of `mib` MiB on a side stream then
+    that stream's synchronize, as LightX2V's block offload does;
+    `blocking_to`, a blocking `.to("cuda")` of it, as a prefetch-0 offload
+    does), against the same items queued back to back. CUDA events on the
+    items' stream time both; the difference per item (`gap_us`, the median
+    of `samples`) is the GPU idle from one item's end to the next one's
+    start: the wait's return, the Python between, and the next call."""
+    cycles = sleep_cycles(1e-3)
+    host = torch.empty(mib << 20, dtype=torch.uint8, pin_memory=True)
+    dev = torch.empty_like(host, device="cuda")
+    side = torch.cuda.Stream()
+    compute = torch.cuda.current_stream()
+
+    def kernel(wait):
+        torch.cuda._sleep(cycles)
+        if wait:
+            compute.synchronize()
+
+    def copy(wait):
+        with torch.cuda.stream(side):
+            dev.copy_(host, non_blocking=True)
+        if wait:
+            side.synchronize()
+
+    def to(wait):
+        t = host.to("cuda", non_blocking=not wait)
+        del t
+
+    rows = []
+    for name, item, stream in (("kernel_sync", kernel, compute), ("copy_stream_sync", copy, side), ("blocking_to", to, compute)):
+        for _ in range(3):
+            item(True)
+        per = {True: [], False: []}
+        for _ in range(samples):
+            for wait in (False, True):
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record(stream)
+                for _ in range(items):
+                    item(wait)
+                end.record(stream)
+                end.synchronize()
+                per[wait].append(start.elapsed_time(end) * 1e3 / items)  # us per item
+        queued, waited = statistics.median(per[False]), statistics.median(per[True])
+        rows.append({"key": "overhead_framework_sync_return", "wait": name, "item_us": queued, "waited_us": waited, "gap_us": waited - queued,
+                     "items": items, "copy_mib": mib, "framework": "pytorch " + torch.__version__})
+        print("sync return", name, "item", round(queued, 1), "us, waited", round(waited, 1), "us: gap", round(waited - queued, 1), "us", flush=True)
+    return rows
+
+
 def main():
-    # framework.py OUT.json [launch_queue | pageable_buffers | all_to_all_time]: only those rows.
-    if len(sys.argv) < 2 or sys.argv[2:] not in ([], ["launch_queue"], ["pageable_buffers"], ["all_to_all_time"]):
-        sys.exit("usage: framework.py OUT.json [launch_queue | pageable_buffers | all_to_all_time] (nothing after OUT.json: every testcase)")
+    # framework.py OUT.json [launch_queue | pageable_buffers | all_to_all_time | sync_return]: only those rows.
+    if len(sys.argv) < 2 or sys.argv[2:] not in ([], ["launch_queue"], ["pageable_buffers"], ["all_to_all_time"], ["sync_return"]):
+        sys.exit("usage: framework.py OUT.json [launch_queue | pageable_buffers | all_to_all_time | sync_return] (nothing after OUT.json: every testcase)")
     out = sys.argv[1]
     if sys.argv[2:] == ["launch_queue"]:
         rows = launch_queue_rows()
@@ -371,8 +440,11 @@ def main():
         rows = pageable_buffers_rows()
     elif sys.argv[2:] == ["all_to_all_time"]:
         rows = collective_time_rows()
+    elif sys.argv[2:] == ["sync_return"]:
+        rows = sync_return_rows()
     else:
-        rows = framework_op_rows() + pageable_rows() + multi_pageable_rows() + collective_rows() + collective_time_rows() + launch_queue_rows()
+        rows = (framework_op_rows() + pageable_rows() + multi_pageable_rows() + collective_rows() + collective_time_rows() + launch_queue_rows()
+                + sync_return_rows())
     write_bench(out, environment(torch, env={}), rows)
 
 
