@@ -20,6 +20,7 @@ inline constexpr Testcase kTestcases[] = {
     {"overhead_memcpy_async_pinned_return", "overheads", "host time of an async pinned copy's call"},
     {"overhead_stream_wait_event", "overheads", "host time of cudaStreamWaitEvent"},
     {"overhead_framework_collective", "overheads", "host time of a Ulysses all-to-all as PyTorch calls it: all_to_all_single, and pairwise batch_isend_irecv rounds (framework.py)"},
+    {"overhead_framework_sync_return", "overheads", "how long PyTorch's host takes to go on after waiting for the GPU: items waited for one by one against queued (framework.py; replayed, not fitted)"},
     {"overhead_framework_op", "overheads", "host time of one PyTorch op that launches a kernel (validate/src/testcases/framework.py)"},
     {"overhead_gpu_event_gap", "overheads", "GPU time of an event record between kernels or copies, alone and beside an H2D copy"},
     {"launch_queue", "overheads", "launches the host gets ahead of the GPU before one blocks, on 1-16 streams (framework.py)"},

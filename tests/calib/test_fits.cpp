@@ -548,3 +548,29 @@ TEST_CASE("the workloads' GEMM shapes alone and between SDPA kernels: replayed p
   CHECK(gemm_slowdown.back() > gemm_slowdown.front() + 0.03);
   CHECK(gemm_slowdown.back() < 1.2);
 }
+
+TEST_CASE("PyTorch's return after a wait: replayed with the calibration's call costs, reported as not modelled") {
+  // 100 items, the host waiting for each or not; the model's host goes on
+  // at once after a wait, so the GPU idles per item what the next call
+  // costs (the framework's dispatch and the CUDA call): 99 gaps over 100 items.
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  for (const char* wait : {"kernel_sync", "copy_stream_sync", "blocking_to"})
+    doc["results"].push_back({{"key", "overhead_framework_sync_return"}, {"wait", wait}, {"item_us", 1000.0}, {"waited_us", 1030.0}, {"gap_us", 30.0},
+                              {"items", 100}, {"copy_mib", 64}});
+  ModelParams p;
+  p.overheads.kernel_launch = Time::from_us(4);
+  p.overheads.memcpy_call = Time::from_us(2);
+  p.overheads.framework_op_call = Time::from_us(10);
+  std::vector<Comparison> cmps;
+  for (const Comparison& c : compare_bench(doc, topo, p))
+    if (c.key == "overhead_framework_sync_return") cmps.push_back(c);
+  REQUIRE(cmps.size() == 3);
+  CHECK(cmps[0].simulated_us == doctest::Approx(14.0 * 99 / 100).epsilon(1e-6));  // kernel: launch + dispatch
+  CHECK(cmps[1].simulated_us == doctest::Approx(12.0 * 99 / 100).epsilon(1e-6));  // copy: its call + dispatch
+  CHECK(cmps[2].simulated_us == doctest::Approx(12.0 * 99 / 100).epsilon(1e-6));
+  for (const Comparison& c : cmps) {
+    CHECK(c.measured_us == 30.0);
+    CHECK_FALSE(c.outside.empty());
+  }
+}

@@ -2,7 +2,8 @@
 // overhead_event_record, overhead_stream_sync_idle,
 // overhead_memcpy_async_pinned_return), how far it issues ahead
 // (launch_queue), and the GPU time an event record holds its stream
-// (overhead_gpu_event_gap).
+// (overhead_gpu_event_gap); PyTorch's return after a wait on the GPU
+// (overhead_framework_sync_return, framework.py) replayed, not fitted.
 #include <algorithm>
 #include <optional>
 
@@ -11,6 +12,7 @@
 #include "calib/bench_replay.hpp"
 #include "calib/family.hpp"
 #include "core/stats.hpp"
+#include "schedule/builder.hpp"
 
 namespace osim {
 namespace {
@@ -162,9 +164,50 @@ double replay_event_gap(const json& r, bool fenced, const hw::Topology& topo, co
   return (res.ops[0].back().end - res.ops[0][first].start).us() / n;
 }
 
+// overhead_framework_sync_return as framework.py ran it: `items` items one
+// after another on one GPU from PyTorch (a kernel of item_us on the compute
+// stream, a pinned H2D copy of copy_mib on a side stream, or a blocking one
+// on the compute stream), the host waiting for each (`wait`) or not. Every
+// call costs what the model charges a framework's; per item in us, from the
+// first item's start to the last one's end.
+double replay_sync_return(const json& r, bool wait, const hw::Topology& topo, const ModelParams& p) {
+  Schedule s = bench_schedule(1);
+  s.runtime.framework = Framework::PyTorch;
+  const std::string what = r.at("wait");
+  const int items = r.at("items");
+  const Bytes bytes = r.at("copy_mib").get<Bytes>() << 20;
+  std::vector<std::vector<Op>> progs(1);
+  std::vector<size_t> item_at;  // the items' places in the program (the records' ops belong to the replay's schedule, gone after it)
+  for (int i = 0; i < items; ++i) {
+    item_at.push_back(progs[0].size());
+    if (what == "kernel_sync") {
+      progs[0].push_back(bench_idle(Time::from_us(r.at("item_us").get<double>())));
+      if (wait) progs[0].push_back(ops::stream_sync(0));
+    } else if (what == "copy_stream_sync") {
+      progs[0].push_back(bench_copy(CopyKind::H2D, bytes, 1));
+      if (wait) progs[0].push_back(ops::stream_sync(1));
+    } else {  // blocking_to: .to("cuda") blocking, or not
+      progs[0].push_back(ops::copy(0, CopyKind::H2D, bytes, HostMem::Pinned, !wait));
+    }
+  }
+  const ExecResult res = replay_programs(std::move(s), progs, topo, p);
+  return (res.ops[0][item_at.back()].end - res.ops[0][item_at.front()].start).us() / items;
+}
+
 void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
   const ModelParams& p = ctx.p;
   const hw::Topology& topo = ctx.topo;
+  if (r.at("key") == "overhead_framework_sync_return") {
+    c.cls = "a framework's return after a wait";
+    c.what = fmt::format("{}: the GPU idle per item, waited for against queued ({:.0f} us items)", r.at("wait").get<std::string>(),
+                         r.at("item_us").get<double>());
+    c.outside = "the host's return from a wait (CUDA's wake-up, the framework's return) beyond its next call";
+    c.measured_us = r.at("gap_us");
+    // The host's calls are what this row measures: the calibration's, not the bench replays' free ones.
+    c.simulated_us = replay_sync_return(r, true, topo, ctx.params) - replay_sync_return(r, false, topo, ctx.params);
+    out.push_back(c);
+    return;
+  }
   const int ngpu = ctx.ngpu;
   const std::string beside = r.value("beside", std::string("none"));
   if (beside == "h2d_all" && r.at("gpus").get<int>() > ngpu) return;
@@ -182,7 +225,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap"}, {{100, fit_api}, {105, fit_framework_op}, {106, fit_framework_collective}, {107, fit_launch_queue}, {110, fit_event_time}}, replay_row};
+const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap", "overhead_framework_sync_return"}, {{100, fit_api}, {105, fit_framework_op}, {106, fit_framework_collective}, {107, fit_launch_queue}, {110, fit_event_time}}, replay_row};
 OSIM_CALIB_FAMILY(kOverheads);
 
 }  // namespace
