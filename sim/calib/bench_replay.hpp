@@ -17,7 +17,8 @@ namespace osim {
 
 /// `ranks` programs, streams "s" and "copy", a group "world" of every rank.
 Schedule bench_schedule(int ranks, bool p2p_disabled = false);
-/// Runs one program per rank; every op's record.
+/// Runs one program per rank; every op's record, by its place in the
+/// program (the records' `op` pointers are the schedule's, gone once this returns).
 ExecResult replay_programs(Schedule s, const std::vector<std::vector<Op>>& programs, const hw::Topology& topo, const ModelParams& p);
 /// One op per rank; the longest op's time in us.
 double replay(Schedule s, const std::vector<Op>& per_rank, const hw::Topology& topo, const ModelParams& p);
