@@ -161,7 +161,7 @@ class FlowModel {
     Time time;
     uint64_t seq = 0;  // engine_.next_seq() right after it was last extended
   } open_activation_, open_completion_;
-  size_t reserve_activations_ = 0;  // room the next activation batch opened gets (reserve())
+  size_t reserve_activations_ = 0;  // room for the activation batch the next flow joins (reserve())
   uint64_t next_token_ = 1;
   bool solve_pending_ = false;
   size_t active_ = 0;
