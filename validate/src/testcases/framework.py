@@ -324,6 +324,18 @@ def collective_rows(calls=100):
     return rows
 
 
+def sleep_cycles(seconds):
+    """torch.cuda._sleep's cycles for about `seconds` on this GPU."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1_000_000)  # loaded before timing
+    torch.cuda.synchronize()
+    start.record()
+    torch.cuda._sleep(100_000_000)
+    end.record()
+    end.synchronize()
+    return int(100_000_000 * seconds / (start.elapsed_time(end) * 1e-3))
+
+
 def launch_queue_rows(launches=20000, hold_s=1.0):
     """How far the host can launch ahead of the GPU (`launch_queue`): each of
     1-16 streams is held by a long kernel, then tiny kernels are launched
@@ -332,13 +344,7 @@ def launch_queue_rows(launches=20000, hold_s=1.0):
     ones that did not block."""
     x = torch.zeros(1, device="cuda")
     x.add_(1)  # loaded before the GPU is held: a kernel's first launch may wait for the device
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    torch.cuda._sleep(100_000_000)
-    end.record()
-    end.synchronize()
-    cycles = int(100_000_000 * hold_s / (start.elapsed_time(end) * 1e-3))
+    cycles = sleep_cycles(hold_s)
     rows = []
     for streams in (1, 2, 4, 8, 16):
         ss = [torch.cuda.Stream() for _ in range(streams)]
@@ -361,18 +367,6 @@ def launch_queue_rows(launches=20000, hold_s=1.0):
         print("launch queue", streams, "streams:", rows[-1]["launches"], "launches before one blocked" if blocked is not None else "launches, none blocked",
               flush=True)
     return rows
-
-
-def sleep_cycles(seconds):
-    """torch.cuda._sleep's cycles for about `seconds` on this GPU."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(1_000_000)  # loaded before timing
-    torch.cuda.synchronize()
-    start.record()
-    torch.cuda._sleep(100_000_000)
-    end.record()
-    end.synchronize()
-    return int(100_000_000 * seconds / (start.elapsed_time(end) * 1e-3))
 
 
 def sync_return_rows(items=100, samples=5, mib=64):
