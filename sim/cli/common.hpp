@@ -22,7 +22,6 @@ void refuse_overwrite(const fs::path& p, bool force);
 /// Writes `text` to a temporary file beside `p`, then renames it over `p`:
 /// a failed write never leaves a truncated file in place of the old one.
 void write_file(const fs::path& p, const std::string& text);
-/// Reads a JSON file; InputError naming it when missing or malformed.
 /// A JSON document, plain or gzip-compressed; InputError naming the file when it is missing, unreadable or not JSON.
 nlohmann::json read_json(const std::string& path);
 /// A text file's contents ("" when it cannot be read).
