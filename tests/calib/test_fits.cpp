@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <stdexcept>
 
 #include "calib/calibrate.hpp"
 #include "calib/families/gemm.hpp"
@@ -573,4 +574,8 @@ TEST_CASE("PyTorch's return after a wait: replayed with the calibration's call c
     CHECK(c.measured_us == 30.0);
     CHECK_FALSE(c.outside.empty());
   }
+  // A row of another kind of wait is refused, not replayed as one of these (the CLI names the file).
+  nlohmann::json bad = doc;
+  bad["results"][1]["wait"] = "bogus";
+  CHECK_THROWS_WITH_AS(compare_bench(bad, topo, p), doctest::Contains("wait 'bogus'"), std::invalid_argument);
 }

@@ -6,6 +6,7 @@
 // (overhead_framework_sync_return, framework.py) replayed, not fitted.
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -174,7 +175,10 @@ double replay_sync_return(const json& r, bool wait, const hw::Topology& topo, co
   Schedule s = bench_schedule(1);
   s.runtime.framework = Framework::PyTorch;
   const std::string what = r.at("wait");
+  if (what != "kernel_sync" && what != "copy_stream_sync" && what != "blocking_to")
+    throw std::invalid_argument(fmt::format("overhead_framework_sync_return row with wait '{}' (kernel_sync, copy_stream_sync or blocking_to)", what));
   const int items = r.at("items");
+  if (items < 1) throw std::invalid_argument("overhead_framework_sync_return row with no items");
   const Bytes bytes = r.at("copy_mib").get<Bytes>() << 20;
   std::vector<std::vector<Op>> progs(1);
   std::vector<size_t> item_at;  // the items' places in the program (the records' ops belong to the replay's schedule, gone after it)
