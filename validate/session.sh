@@ -14,7 +14,8 @@
 #                      (validate/sets/attention/cudnn-shapes.yaml)
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
 #   framework:NAME     one of framework.py's testcases (launch_queue,       -> framework-NAME.json
-#                      pageable_buffers, all_to_all_time, sync_return)
+#                      pageable_buffers, all_to_all_time, sync_return,
+#                      host_calls)
 #   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json
 #                      programs do not use, and its norms by row length
 #   vram               PyTorch's memory beyond its tensors (context, cuBLAS

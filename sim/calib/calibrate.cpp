@@ -71,7 +71,7 @@ Calibration fit_all(const BenchDocs& docs, const hw::Topology& topo, const Model
   for (const bench::Testcase& t : bench::kTestcases) {
     bool held = false;
     for (const auto& [name, d] : docs) held = held || !rows(d, std::string(t.key)).empty();
-    if (held) c.family_testcases[std::string(t.family)].emplace_back(t.key);
+    if (held && t.fitted) c.family_testcases[std::string(t.family)].emplace_back(t.key);
   }
   const BenchDocs runs = merge_bench_runs(docs);
   const json* def = find_doc(runs, false);

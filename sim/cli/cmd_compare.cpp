@@ -354,13 +354,19 @@ int reference_command(const std::string& folder, bool write_calibration) {
                              section, sessions, rf.programs.size(), rf.median_pct, rf.worst_pct, rf.within_range, rf.spearman_min,
                              rf.pairs_ordered, rf.pairs_misordered.size());
     for (const std::string& p : rf.pairs_misordered) std::cout << "    ordered otherwise (measured faster / slower): " << p << "\n";
+    // The hosts' pace: every run that measured its issue time, pooled over the sessions.
+    const ProgramFigures pooled = program_figures(all);
+    if (pooled.host_runs > 0)
+      std::cout << fmt::format("  {}' host issue time over {} sessions: {} runs, error median {:.1f} %, worst {:.1f} %\n", section, sessions,
+                               pooled.host_runs, pooled.host_median_pct, pooled.host_worst_pct);
     const std::string key = section + "_repeated";
     if (expected && expected->has(key)) {
-      const MapReader e(file, expected->get(key), key, {"median_pct", "worst_pct", "spearman_min", "pairs_misordered_max"});
+      const MapReader e(file, expected->get(key), key, {"median_pct", "worst_pct", "spearman_min", "pairs_misordered_max", "host_median_pct"});
       check(within(rf.median_pct, e, "median_pct") && within(rf.worst_pct, e, "worst_pct") && rf.spearman_min >= e.num("spearman_min") - 0.005,
             section + " over their sessions");
       if (const auto most = e.opt_int32("pairs_misordered_max"))
         check(static_cast<int>(rf.pairs_misordered.size()) <= *most, section + "' configuration pairs ordered otherwise by the simulation");
+      if (e.has("host_median_pct")) check(within(pooled.host_median_pct, e, "host_median_pct"), section + "' host issue time over their sessions");
     }
   };
   if (top.has("programs")) {

@@ -16,6 +16,13 @@ void Host::start() {
 
 Time Host::overhead(int r, const Op& op) const {
   const OverheadParams& o = x_.p.overheads;
+  if (op.views > 0 && x_.s.runtime.framework != Framework::None)  // the calls before it that launch nothing, then its own
+    return Time::from_ps(o.framework_view_call.ps() * op.views) + call_overhead(r, op);
+  return call_overhead(r, op);
+}
+
+Time Host::call_overhead(int r, const Op& op) const {
+  const OverheadParams& o = x_.p.overheads;
   const Time framework = x_.s.runtime.framework == Framework::None ? Time::zero() : o.framework_op_call;
   switch (op.kind) {
     case OpKind::Kernel: return o.kernel_launch + framework;

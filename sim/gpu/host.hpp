@@ -39,7 +39,9 @@ class Host {
     Time busy_until;
     Time host_end;
   };
+  // The host time before the op's effect: its views' calls, then its own.
   Time overhead(int r, const Op& op) const;
+  Time call_overhead(int r, const Op& op) const;
   static void step_event(void* self, uint64_t r) { static_cast<Host*>(self)->step(static_cast<int>(r)); }
   void step(int r);
   bool satisfied(int r) const;

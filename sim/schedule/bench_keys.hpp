@@ -11,6 +11,7 @@ namespace osim::bench {
 
 struct Testcase {
   std::string_view key, family, what;
+  bool fitted = true;  // false: replayed and reported, no field fitted from it
 };
 
 inline constexpr Testcase kTestcases[] = {
@@ -20,15 +21,17 @@ inline constexpr Testcase kTestcases[] = {
     {"overhead_memcpy_async_pinned_return", "overheads", "host time of an async pinned copy's call"},
     {"overhead_stream_wait_event", "overheads", "host time of cudaStreamWaitEvent"},
     {"overhead_framework_collective", "overheads", "host time of a Ulysses all-to-all as PyTorch calls it: all_to_all_single, and pairwise batch_isend_irecv rounds (framework.py)"},
-    {"overhead_framework_sync_return", "overheads", "how long PyTorch's host takes to go on after waiting for the GPU: items waited for one by one against queued (framework.py; replayed, not fitted)"},
+    {"overhead_framework_sync_return", "overheads", "how long PyTorch's host takes to go on after waiting for the GPU: items waited for one by one against queued (framework.py; replayed, not fitted)", false},
     {"overhead_framework_op", "overheads", "host time of one PyTorch op that launches a kernel (validate/src/testcases/framework.py)"},
+    {"overhead_framework_view", "overheads", "host time of one PyTorch call that launches nothing: a slice, view, transpose, split, reshape, contiguous or empty_like (framework.py host_calls)"},
+    {"overhead_framework_op_sized", "overheads", "host time of PyTorch's linear, add and layer_norm over [64-16,384 tokens, 3072] (framework.py host_calls; replayed, not fitted)", false},
     {"overhead_gpu_event_gap", "overheads", "GPU time of an event record between kernels or copies, alone and beside an H2D copy"},
     {"launch_queue", "overheads", "launches the host gets ahead of the GPU before one blocks, on 1-16 streams (framework.py)"},
     {"h2d_pinned", "copies", "pinned H2D copies per GPU, 4 KiB-1 GiB, gated bursts"},
     {"d2h_pinned", "copies", "pinned D2H copies per GPU, 4 KiB-1 GiB, gated bursts"},
     {"h2d_pageable", "copies", "pageable H2D copies, from one host buffer and from a rotating one"},
     {"d2h_pageable", "copies", "pageable D2H copies, to one host buffer and to a rotating one"},
-    {"h2d_pageable_beside_compute", "copies", "pageable H2D copies with GEMMs on another stream (framework.py pageable_buffers; reported, not fitted)"},
+    {"h2d_pageable_beside_compute", "copies", "pageable H2D copies with GEMMs on another stream (framework.py pageable_buffers; reported, not fitted)", false},
     {"bidir_pinned", "copies", "H2D and D2H at once on one GPU"},
     {"h2d_two_streams", "copies", "two H2D copies on two streams of one GPU"},
     {"copy_span", "copies", "pinned copies walking a host span, one way and both ways"},
@@ -64,7 +67,7 @@ inline constexpr Testcase kTestcases[] = {
     {"nccl_reduce_scatter", "nccl", "ncclReduceScatter"},
     {"nccl_all_reduce", "nccl", "ncclAllReduce"},
     {"nccl_reps", "nccl", "the all-to-all per gated burst"},
-    {"framework_all_to_all", "nccl", "GPU time of a Ulysses all-to-all as PyTorch calls it, all_to_all_single and pairwise rounds (framework.py all_to_all_time; reported, not fitted)"},
+    {"framework_all_to_all", "nccl", "GPU time of a Ulysses all-to-all as PyTorch calls it, all_to_all_single and pairwise rounds (framework.py all_to_all_time; reported, not fitted)", false},
     {"nccl_all_to_all_insitu", "nvlink", "the all-to-all after 2-100 ms of GEMMs, with and without H2D copies beside"},
     {"interference", "interference", "a GEMM beside an all-to-all or a copy, and an all-to-all beside copies"},
     {"vram_context", "vram", "device memory a PyTorch process holds outside its caching allocator (validate/src/testcases/vram.py)"},

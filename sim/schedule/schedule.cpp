@@ -90,15 +90,15 @@ std::vector<std::string> keys_for(OpKind k) {
     for (const char* m : more) common.emplace_back(m);
   };
   switch (k) {
-    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency"}); break;
-    case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "host_span", "async", "peer"}); break;
+    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency", "views"}); break;
+    case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "host_span", "async", "peer", "views"}); break;
     case OpKind::EventRecord: add({"event", "stream"}); break;
     case OpKind::StreamWaitEvent: add({"stream", "event"}); break;
     case OpKind::StreamWaitStream: add({"stream", "on"}); break;
     case OpKind::StreamSync: add({"stream"}); break;
     case OpKind::EventSync: add({"event"}); break;
     case OpKind::DeviceSync: break;
-    case OpKind::Collective: add({"name", "kind", "bytes", "group", "stream", "algorithm", "dtype", "channels", "peer"}); break;
+    case OpKind::Collective: add({"name", "kind", "bytes", "group", "stream", "algorithm", "dtype", "channels", "peer", "views"}); break;
     case OpKind::Alloc: add({"tag", "bytes", "space", "component", "group", "runs"}); break;
     case OpKind::Free: add({"tag", "stream"}); break;
     case OpKind::HostWork: add({"name", "duration"}); break;
@@ -368,6 +368,11 @@ struct Parser {
         op.label = r.str("name");
         if (r.has("stream")) op.stream = stream_of(r, "stream");
         break;
+    }
+    if (r.has("views")) {  // kernel, memcpy, collective (keys_for)
+      const int64_t v = r.integer("views");
+      if (v < 0 || v > 255) r.fail("views", "is how many framework calls that launch nothing (views, transposes, splits, reshapes) come before the op: 0 .. 255");
+      op.views = static_cast<uint8_t>(v);
     }
     return op;
   }
@@ -769,6 +774,7 @@ std::string to_yaml(const Schedule& s) {
           if (op.stream >= 0) stream("stream", op.stream);
           break;
       }
+      if (op.views > 0) kv("views", static_cast<int>(op.views));
       e << YAML::EndMap;
     }
     e << YAML::EndSeq << YAML::EndMap;

@@ -109,6 +109,10 @@ struct Op {
   CollKind coll = CollKind::AllToAll;  // collective
   CollAlgo algo = CollAlgo::Nccl;      // collective
   uint8_t nccl_runs = kNcclAllToAll;   // alloc with a group: what its communicator runs (kNccl* bits)
+  // Kernel, memcpy, collective: the framework calls before it that launch
+  // nothing (views, transposes, splits, reshapes), each costing the host
+  // OverheadParams::framework_view_call (schedules of framework: pytorch).
+  uint8_t views = 0;
   int stream = -1;          // index into Schedule::streams
   int stream2 = -1;         // StreamWaitStream: the stream waited on
   int event = -1;           // index into Schedule::events

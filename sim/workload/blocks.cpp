@@ -39,7 +39,7 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
                                                                       {"all_reduce", CollKind::AllReduce}};
   MapReader r(file, node, "block op",
               {"gemm", "attention", "memory", "all_to_all", "all_gather", "reduce_scatter", "all_reduce", "m", "n", "k", "heads", "q", "kv",
-               "bytes", "access", "row", "group", "when", "phase", "ring", "causal", "overlap"});
+               "bytes", "access", "row", "group", "when", "phase", "ring", "causal", "overlap", "views"});
   BlockOp op;
   op.where = location_of(file, node);
   int kinds = 0;
@@ -93,6 +93,7 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
   if (r.has("access") && op.kind != BlockOp::Kind::Memory) r.fail("access", "is how a memory op walks memory: it applies to memory ops");
   if (r.has("row") && op.kind != BlockOp::Kind::Memory) r.fail("row", "is the elements of each row a norm normalises: it applies to memory ops");
   op.when = opt_expr_of(r, "when").value_or("");
+  op.views = opt_expr_of(r, "views").value_or("");
   if (r.has("overlap")) {
     if (op.kind != BlockOp::Kind::Gemm) r.fail("overlap", "ties a tensor-parallel all-gather or reduce-scatter to a gemm op");
     MapReader o(file, r.get("overlap"), "overlap", {"all_gather", "reduce_scatter", "group", "bytes", "chunks"});
@@ -297,11 +298,11 @@ namespace {
 // Ulysses before an attention: q, k and v to the ranks that hold their
 // heads (4 all-to-alls), or packed in one (attention_comm 2). Every preset's
 // sequence-parallel attention starts with these.
-#define OSIM_ULYSSES_QKV                                                                                  \
-  "      - {all_to_all: a2a q, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}\n"  \
-  "      - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}\n"  \
-  "      - {all_to_all: a2a v, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4}\n"  \
-  "      - {all_to_all: a2a qkv, group: ulysses, bytes: 3*local*hidden*comm_bytes, when: attention_comm == 2}\n"
+#define OSIM_ULYSSES_QKV                                                                                            \
+  "      - {all_to_all: a2a q, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4, views: 4}\n"  \
+  "      - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4, views: 4}\n"  \
+  "      - {all_to_all: a2a v, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4, views: 4}\n"  \
+  "      - {all_to_all: a2a qkv, group: ulysses, bytes: 3*local*hidden*comm_bytes, when: attention_comm == 2, views: 4}\n"
 
 // Wan2.1 / Wan2.2 14B: self-attention (Ulysses all-to-alls around it),
 // cross-attention to the text, FFN; 8h^2 + 2hf parameters a block.
@@ -311,7 +312,13 @@ namespace {
 // residual, the norm's output, q, k, the qkv projection (3), the attention
 // and cross-attention outputs, the cross q (11 x local x hidden in all with
 // the caller's input) and the FFN's two local x ffn tensors; the text's
-// cross k, v and its embedding.
+// cross k, v and its embedding. Its calls that launch nothing (`views`):
+// the 7 weight matrices sliced out of the block's flat buffer (a slice and a
+// view each), the qkv split (a split costs about a view per tensor it
+// returns: 3), q, k and v viewed to heads and transposed, the attention's
+// output transposed back and reshaped; the cross kv split (2) and the same
+// around the cross-attention; with Ulysses, each all-to-all's view,
+// transpose, empty_like and its output's view.
 // Outside the blocks: the umT5-XXL text encoder (24 layers of 4h^2 + 3hf at
 // h = 4096, f = 10240, and 256,384 x 4096 embeddings: 5.68 B), the VAE
 // (127 M: its 508 MB fp32 checkpoint) and the DiT's own embeddings (text
@@ -329,18 +336,18 @@ blocks:
     phases: [4*hidden*hidden, 4*hidden*hidden, 2*hidden*ffn]
     activations: act_bytes*(local*(11*hidden + 2*ffn) + 3*text_tokens*hidden)
     ops:
-      - {memory: norm1, bytes: 2*local*hidden*act_bytes, access: norm}
+      - {memory: norm1, bytes: 2*local*hidden*act_bytes, access: norm, views: 14}
       - {gemm: qkv, m: local, n: 3*hidden, k: hidden}
-      - {memory: rope, bytes: 4*local*hidden*act_bytes, access: strided}
+      - {memory: rope, bytes: 4*local*hidden*act_bytes, access: strided, views: 3}
 )"
-    OSIM_ULYSSES_QKV R"(      - {attention: self-attn, heads: heads/ulysses, q: tokens, kv: tokens, ring: true}
-      - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
-      - {gemm: out, m: local, n: hidden, k: hidden}
+    OSIM_ULYSSES_QKV R"(      - {attention: self-attn, heads: heads/ulysses, q: tokens, kv: tokens, ring: true, views: 6}
+      - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes, views: 4}
+      - {gemm: out, m: local, n: hidden, k: hidden, views: 2}
       - {memory: norm3, bytes: 2*local*hidden*act_bytes, access: norm, phase: 1}
       - {gemm: cross q, m: local, n: hidden, k: hidden, phase: 1}
       - {gemm: cross kv, m: text_tokens, n: 2*hidden, k: hidden, phase: 1}
-      - {attention: cross-attn, heads: heads, q: local, kv: text_tokens, phase: 1}
-      - {gemm: cross out, m: local, n: hidden, k: hidden, phase: 1}
+      - {attention: cross-attn, heads: heads, q: local, kv: text_tokens, phase: 1, views: 8}
+      - {gemm: cross out, m: local, n: hidden, k: hidden, phase: 1, views: 2}
       - {memory: norm2, bytes: 2*local*hidden*act_bytes, access: norm, phase: 2}
       - {gemm: ffn up, m: local, n: ffn, k: hidden, phase: 2}
       - {memory: gelu, bytes: 2*local*ffn*act_bytes, phase: 2}

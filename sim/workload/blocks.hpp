@@ -32,6 +32,7 @@ struct BlockOp {
   CollKind coll = CollKind::AllToAll;
   std::string group;            // collective: ulysses | tp | cfg
   std::string when;             // emitted only where this is non-zero ("" = always)
+  std::string views;            // framework calls before it that launch nothing (views, transposes, splits; "" = none)
   int phase = 0;                // offload policy `phase`: the sub-layer it belongs to
   bool ring = false;            // attention: the sequence-parallel one ring attention splits (ring > 1)
   bool causal = false;          // attention: each query sees the keys up to its own (is_causal)

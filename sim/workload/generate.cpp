@@ -155,6 +155,7 @@ class Gen {
     // step but the last passes kv_bytes of K and V on to the next ring rank.
     bool ring = false;
     Bytes kv_bytes = 0;
+    uint8_t views = 0;  // BlockOp::views: on the first GPU op emitted for it
     // A tied tensor-parallel collective (BlockOp::overlap): whole, or in
     // `chunks` pieces beside as many pieces of the GEMM.
     bool tied = false, before = true;  // before: an all-gather of the input; else a reduce-scatter of the output
@@ -268,6 +269,11 @@ class Gen {
             break;
           }
         }
+        if (!b.views.empty()) {
+          const int64_t v = e(b.views, b.where, what + " views");
+          if (v < 0 || v > 255) throw InputError(b.where, fmt::format("{}: views comes out {} (framework calls before it that launch nothing: 0 .. 255)", what, v));
+          tp.views = static_cast<uint8_t>(v);
+        }
         tt.ops.push_back(std::move(tp));
       }
       types_.push_back(std::move(tt));
@@ -304,19 +310,27 @@ class Gen {
     const TypeTemplate& tt = types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])];
     for (const Template& t : tt.ops) {
       std::vector<Op>& part = parts[parts.size() == 1 ? 0 : static_cast<size_t>(t.phase)];
-      if (t.ring) {
-        ring_attention(part, t, tag + " " + t.name);
-        continue;
+      const size_t from = part.size();
+      if (t.ring) ring_attention(part, t, tag + " " + t.name);
+      else if (t.tied) tied_gemm(part, t, tag);
+      else {
+        Op op = t.op;
+        op.label = tag + " " + t.name;
+        if (t.group != Group::None) op.group = group_role(t.group);
+        part.push_back(std::move(op));
       }
-      if (t.tied) {
-        tied_gemm(part, t, tag);
-        continue;
-      }
-      Op op = t.op;
-      op.label = tag + " " + t.name;
-      if (t.group != Group::None) op.group = group_role(t.group);
-      part.push_back(std::move(op));
+      if (t.views > 0) set_views(part, from, t.views);
     }
+  }
+  // The framework calls a block op's code makes before it that launch
+  // nothing go before the first call of those emitted for it that issues GPU
+  // work (a ring attention's or a tied GEMM's first).
+  static void set_views(std::vector<Op>& part, size_t from, uint8_t views) {
+    for (size_t i = from; i < part.size(); ++i)
+      if (part[i].kind == OpKind::Kernel || part[i].kind == OpKind::Collective || part[i].kind == OpKind::Memcpy) {
+        part[i].views = views;
+        return;
+      }
   }
   // Programs name groups and peers by role (role_ref), so the ranks of a
   // CFG half share one program; each rank's Program says who they are.

@@ -579,3 +579,36 @@ TEST_CASE("PyTorch's return after a wait: replayed with the calibration's call c
   bad["results"][1]["wait"] = "bogus";
   CHECK_THROWS_WITH_AS(compare_bench(bad, topo, p), doctest::Contains("wait 'bogus'"), std::invalid_argument);
 }
+
+TEST_CASE("PyTorch's calls that launch nothing: framework_view_call the median over them, contiguous() and the sized ops reported") {
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", 1048576.0}, {"reps", 5}, {"time_us", 3 + 1048576.0 / 55e3}});
+  // The median of 2, 3, 4, 9 (split, returning 3 tensors) is 3.5; contiguous() of a contiguous tensor (0.2) is no call the model charges.
+  for (const auto& [op, us] : std::vector<std::pair<const char*, double>>{{"slice", 2}, {"view", 3}, {"transpose", 4}, {"split", 9}, {"contiguous", 0.2}})
+    doc["results"].push_back({{"key", "overhead_framework_view"}, {"op", op}, {"host_us", us}, {"tensors", std::string(op) == "split" ? 3 : 1}});
+  doc["results"].push_back({{"key", "overhead_framework_op_sized"}, {"op", "linear"}, {"tokens", 4096}, {"hidden", 3072}, {"host_us", 30.0}});
+  const Calibration c = calibrate({{"torch.json", doc}}, topo);
+  CHECK(c.params.overheads.framework_view_call == Time::from_us(3.5));
+  CHECK(values_of(fit_named(c, "framework views")).at("framework_view_call_us") == doctest::Approx(3.5));
+  // Replayed: each call's host time against the model's (a split: three
+  // views); the sized op's against a launch and the dispatch.
+  ModelParams p = c.params;
+  p.overheads.kernel_launch = Time::from_us(4);
+  p.overheads.framework_op_call = Time::from_us(10);
+  std::map<std::string, Comparison> by_what;
+  for (const Comparison& cmp : compare_bench(doc, topo, p))
+    if (cmp.key.starts_with("overhead_framework_")) by_what[cmp.what] = cmp;
+  REQUIRE(by_what.size() == 6);
+  CHECK(by_what.at("slice: host time per call").simulated_us == doctest::Approx(3.5).epsilon(1e-9));
+  CHECK(by_what.at("split: host time per call").simulated_us == doctest::Approx(10.5).epsilon(1e-9));
+  CHECK(by_what.at("slice: host time per call").outside.empty());
+  CHECK_FALSE(by_what.at("contiguous: host time per call").outside.empty());
+  const Comparison& sized = by_what.at("linear over [4096, 3072]: host time per call");
+  CHECK(sized.simulated_us == doctest::Approx(14).epsilon(1e-9));
+  CHECK_FALSE(sized.outside.empty());
+  // What the calibration says it was fitted from: the sized ops are reported only.
+  const std::string yaml = calibration_yaml(c);
+  CHECK(yaml.find("# overheads: fitted from overhead_framework_view\n") != std::string::npos);
+  CHECK(yaml.find("overhead_framework_op_sized") == std::string::npos);
+}

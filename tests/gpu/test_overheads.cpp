@@ -169,3 +169,35 @@ links:
   CHECK(s.op(2, 2).issue == Time::from_us(2));
   CHECK(s.op(2, 2).end == Time::from_us(22));
 }
+
+TEST_CASE("an op's views: framework calls before it that launch nothing, each framework_view_call of host time (framework: pytorch)") {
+  // Three kernels; the second after 3 views, the third after 255. Each
+  // call: launch 4 us + dispatch 10 us, and 2 us per view before it.
+  auto sched = [](const char* framework) {
+    return fmt::format(R"(name: views
+ranks: 1
+streams: [a]
+settings: {{framework: {}}}
+programs:
+  - rank: 0
+    ops:
+      - {{op: kernel, name: k1, stream: a, duration: 1 us}}
+      - {{op: kernel, name: k2, stream: a, duration: 1 us, views: 3}}
+      - {{op: kernel, name: k3, stream: a, duration: 1 us, views: 255}}
+)",
+                       framework);
+  };
+  ModelParams p = quiet();
+  p.overheads.kernel_launch = Time::from_us(4);
+  p.overheads.framework_op_call = Time::from_us(10);
+  p.overheads.framework_view_call = Time::from_us(2);
+  const Sim s(sched("pytorch"), p);
+  CHECK(s.op(0, 0).returned == Time::from_us(14));
+  CHECK(s.op(0, 1).issue == Time::from_us(14));
+  CHECK(s.op(0, 1).returned == Time::from_us(14 + 6 + 14));
+  CHECK(s.op(0, 2).returned == Time::from_us(34 + 510 + 14));
+  // CUDA called directly: no framework, no views.
+  const Sim direct(sched("none"), p);
+  CHECK(direct.op(0, 1).returned == Time::from_us(8));
+  CHECK(direct.op(0, 2).returned == Time::from_us(12));
+}

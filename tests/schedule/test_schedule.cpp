@@ -27,6 +27,9 @@ TEST_CASE("bad schedules name file:line and what to do") {
   CHECK(err("      - {op: memcpy, kind: h2d, bytes: -5 MB, stream: s}\n").find("negative") != std::string::npos);
   CHECK(err("      - {op: kernal, stream: s}\n").find("unknown op 'kernal' (did you mean 'kernel'?)") != std::string::npos);
   CHECK(err("      - {op: kernel, stream: s}\n").find("give the work one way") != std::string::npos);
+  CHECK(err("      - {op: kernel, stream: s, duration: 1 us, views: 256}\n").find("'views': is how many framework calls that launch nothing") !=
+        std::string::npos);
+  CHECK(err("      - {op: event_record, event: e, stream: s, views: 1}\n").find("unknown key 'views'") != std::string::npos);
   CHECK(err("      - {op: kernel, stream: s, gemm: {m: 1, n: 1, k: 1}, bytes: 1 MB}\n").find("give the work one way") != std::string::npos);
   CHECK(err("      - {op: free, tag: x}\n").find("free of tag 'x', which is not allocated") != std::string::npos);
   CHECK(err("      - {op: memcpy, kind: p2p, bytes: 1 MB, stream: s, peer: 5}\n").find("rank 5 is out of range 0..1") != std::string::npos);
@@ -52,7 +55,7 @@ programs:
       - {op: event_record, event: e, stream: copy}
       - {op: stream_wait_event, stream: compute, event: e}
       - {op: kernel, name: g, stream: compute, gemm: {m: 64, n: 128, k: 256}, dtype: fp8, sm_limit: 8}
-      - {op: kernel, name: a, stream: compute, attention: {heads: 2, seq: 64, head_dim: 64}}
+      - {op: kernel, name: a, stream: compute, attention: {heads: 2, seq: 64, head_dim: 64}, views: 6}
       - {op: kernel, name: f, stream: compute, flops: 1e9, bytes: 1 MB, efficiency: 0.5}
       - {op: kernel, name: measured, stream: compute, duration: 7 us, gemm: {m: 8, n: 8, k: 8}}
       - {op: kernel, name: measured bytes, stream: compute, duration: 2 us, bytes: 4 MB}
@@ -80,6 +83,8 @@ programs:
   CHECK(y1.find("host_span: 64000000") != std::string::npos);
   CHECK(b.runtime.device_max_connections == 1);
   CHECK(b.streams[1].priority == 1);
+  CHECK((*b.programs[0].ops)[6].views == 6);
+  CHECK((*b.programs[0].ops)[5].views == 0);
 }
 
 TEST_CASE("host_span: at least the copy's bytes, on h2d and d2h copies only") {

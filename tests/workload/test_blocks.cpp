@@ -256,3 +256,32 @@ TEST_CASE("ring attention and USP: ring steps of chunks, K/V passed to the next 
   CHECK(c.attention_flops == doctest::Approx(self / 2 + cross).epsilon(1e-12));
   CHECK(error_of("{preset: wan2.1-14b}", "tokens: 4094\nparallelism: {ulysses: 1, ring: 4}\n").find("ulysses x ring = 4") != std::string::npos);
 }
+
+TEST_CASE("a block op's views: the framework calls before it that launch nothing, on the first GPU op emitted for it") {
+  auto views = [](const Schedule& s) {
+    int n = 0;
+    for (const Op& op : *s.programs[0].ops) n += op.views;
+    return n;
+  };
+  // The Wan-shaped block as its reference code writes it
+  // (validate/programs/dit_offload.py): 14 weight views, a split into 3,
+  // 6 and 2 around the attention, a split into 2, 6 and 2 around the
+  // cross-attention; with Ulysses 4 more around each of its 4 all-to-alls.
+  const std::string dit = "{preset: custom, blocks: 8, hidden: 3072, ffn: 8192, heads: 24, head_dim: 128, text_tokens: 512}";
+  const std::string rest = "tokens: 4096\nsteps: 1\ncfg: none\nruntime: {framework: pytorch}\n";
+  CHECK(views(generate_schedule(workload(dit, rest))) == 8 * 35);
+  CHECK(views(generate_schedule(workload(dit, rest + "parallelism: {ulysses: 2}\n"))) == 8 * (35 + 16));
+  // A user's block: an expression; over a ring attention, only its first step's kernel or send carries them.
+  const std::string own = R"({dims: {hidden: 1024, heads: 8, head_dim: 128},
+  blocks: [{name: b, count: 2, params: 4*hidden*hidden, ops: [
+    {gemm: qkv, m: local, n: 3*hidden, k: hidden, views: 1 + ulysses},
+    {attention: attn, heads: heads/ulysses, q: tokens, kv: tokens, ring: true, views: 6}]}]})";
+  const Schedule ring = generate_schedule(workload(own, "tokens: 4096\nsteps: 1\ncfg: none\nparallelism: {ring: 2}\n"));
+  CHECK(views(ring) == 2 * (2 + 6));
+  for (const Op& op : *ring.programs[0].ops)
+    if (op.label.find("attn 1") != std::string::npos) CHECK(op.views == 0);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: 1, n: 1, k: 1, views: 256}]}]}")
+            .find("views comes out 256") != std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: 1, n: 1, k: 1, views: -1}]}]}")
+            .find("views comes out -1") != std::string::npos);
+}

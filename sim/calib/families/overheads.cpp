@@ -2,8 +2,10 @@
 // overhead_event_record, overhead_stream_sync_idle,
 // overhead_memcpy_async_pinned_return), how far it issues ahead
 // (launch_queue), and the GPU time an event record holds its stream
-// (overhead_gpu_event_gap); PyTorch's return after a wait on the GPU
-// (overhead_framework_sync_return, framework.py) replayed, not fitted.
+// (overhead_gpu_event_gap); PyTorch's calls that launch nothing
+// (overhead_framework_view, framework.py); its return after a wait on the
+// GPU (overhead_framework_sync_return) and its ops' host time at a block's
+// shapes (overhead_framework_op_sized) replayed, not fitted.
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -46,6 +48,23 @@ void fit_framework_op(FitContext& ctx) {
   ctx.p.overheads.framework_op_call = Time::from_us(std::max(0.0, per_op - ctx.p.overheads.kernel_launch.us()));
   ctx.cal.fits.push_back({"framework dispatch", "host time per framework op that launches a kernel (median over the ops), less the kernel launch",
                           {{"framework_op_call_us", ctx.p.overheads.framework_op_call.us()}, {"per_op_us", per_op}}, 0, static_cast<int>(us.size())});
+}
+
+// A framework's calls that launch nothing (framework.py host_calls,
+// overhead_framework_view: slices, views, transposes, splits, reshapes,
+// empty_like back to back, the GPU ahead): the median host time per call.
+// `contiguous` of a contiguous tensor returns the tensor itself: no call
+// the model charges.
+bool returns_itself(const json& r) { return r.at("op") == "contiguous"; }
+
+void fit_framework_view(FitContext& ctx) {
+  std::vector<double> us;
+  for (const auto& r : rows(ctx.def, "overhead_framework_view"))
+    if (!returns_itself(r)) us.push_back(r.at("host_us").get<double>());
+  if (us.empty()) return;
+  ctx.p.overheads.framework_view_call = Time::from_us(median(us));
+  ctx.cal.fits.push_back({"framework views", "host time per framework call that launches nothing (median over the calls)",
+                          {{"framework_view_call_us", ctx.p.overheads.framework_view_call.us()}}, 0, static_cast<int>(us.size())});
 }
 
 // A framework's collective calls (bench overhead_framework_collective: the
@@ -198,16 +217,53 @@ double replay_sync_return(const json& r, bool wait, const hw::Topology& topo, co
   return (res.ops[0][item_at.back()].end - res.ops[0][item_at.front()].start).us() / items;
 }
 
+// The host time per op of kernels issued back to back from PyTorch, each
+// after `views` calls that launch nothing (the GPU never holds the host
+// back: 1 us kernels), from the first op's issue to the last one's.
+double replay_host_per_op(int views, const hw::Topology& topo, const ModelParams& p) {
+  constexpr int kOps = 100;
+  Schedule s = bench_schedule(1);
+  s.runtime.framework = Framework::PyTorch;
+  std::vector<std::vector<Op>> progs(1);
+  for (int i = 0; i < kOps; ++i) {
+    progs[0].push_back(bench_idle(Time::from_us(1)));
+    progs[0].back().views = static_cast<uint8_t>(views);
+  }
+  const ExecResult res = replay_programs(std::move(s), progs, topo, p);
+  return (res.ops[0][kOps - 1].issue - res.ops[0][0].issue).us() / (kOps - 1);
+}
+
 void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
   const ModelParams& p = ctx.p;
   const hw::Topology& topo = ctx.topo;
+  // The host's calls are what these rows measure: the calibration's, not the bench replays' free ones.
+  if (r.at("key") == "overhead_framework_view") {
+    c.cls = "a framework call that launches nothing";
+    c.what = fmt::format("{}: host time per call", r.at("op").get<std::string>());
+    if (returns_itself(r)) c.outside = "a contiguous tensor's contiguous() returns it: nothing a block's views count";
+    c.measured_us = r.at("host_us");
+    // A split costs about a view per tensor it returns (framework.py's
+    // returns 3; rows before `tensors` was written are its).
+    const int tensors = r.value("tensors", r.at("op") == "split" ? 3 : 1);
+    c.simulated_us = replay_host_per_op(tensors, topo, ctx.params) - replay_host_per_op(0, topo, ctx.params);
+    out.push_back(c);
+    return;
+  }
+  if (r.at("key") == "overhead_framework_op_sized") {
+    c.cls = "a framework op at a block's shapes";
+    c.what = fmt::format("{} over [{}, {}]: host time per call", r.at("op").get<std::string>(), r.at("tokens").get<int>(), r.at("hidden").get<int>());
+    c.outside = "the dispatch's time by op and shape (one framework_op_call for every op)";
+    c.measured_us = r.at("host_us");
+    c.simulated_us = replay_host_per_op(0, topo, ctx.params);
+    out.push_back(c);
+    return;
+  }
   if (r.at("key") == "overhead_framework_sync_return") {
     c.cls = "a framework's return after a wait";
     c.what = fmt::format("{}: the GPU idle per item, waited for against queued ({:.0f} us items)", r.at("wait").get<std::string>(),
                          r.at("item_us").get<double>());
     c.outside = "the host's return from a wait (CUDA's wake-up, the framework's return) beyond its next call";
     c.measured_us = r.at("gap_us");
-    // The host's calls are what this row measures: the calibration's, not the bench replays' free ones.
     c.simulated_us = replay_sync_return(r, true, topo, ctx.params) - replay_sync_return(r, false, topo, ctx.params);
     out.push_back(c);
     return;
@@ -229,7 +285,8 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap", "overhead_framework_sync_return"}, {{100, fit_api}, {105, fit_framework_op}, {106, fit_framework_collective}, {107, fit_launch_queue}, {110, fit_event_time}}, replay_row};
+const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap", "overhead_framework_sync_return", "overhead_framework_view", "overhead_framework_op_sized"},
+                             {{100, fit_api}, {105, fit_framework_op}, {108, fit_framework_view}, {106, fit_framework_collective}, {107, fit_launch_queue}, {110, fit_event_time}}, replay_row};
 OSIM_CALIB_FAMILY(kOverheads);
 
 }  // namespace

@@ -20,6 +20,10 @@ struct OverheadParams {
   // GPU work (kernel, copy, collective) in a schedule of settings
   // `framework: pytorch`: its dispatch before the CUDA call; 0 = none.
   Time framework_op_call = Time::zero();
+  // A framework call that launches nothing (a view, transpose, split,
+  // reshape): an op's `views` (Op::views) each cost this before its own
+  // call; 0 = none.
+  Time framework_view_call = Time::zero();
   // Its collective call (NCCL's all-to-all as torch.distributed calls it)
   // in place of collective_call + framework_op_call; negative = those.
   Time framework_collective_call = Time::from_ps(-1);

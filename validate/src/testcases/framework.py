@@ -5,7 +5,10 @@ tensor's `.copy_()` between pageable host memory and the GPU, from one tensor
 again and again and from a fresh tensor each time) and the host time of one
 framework op that launches a kernel (`overhead_framework_op`: small F.linear,
 add, layer_norm, gelu and SDPA calls back to back, the GPU kept ahead of the
-host); with several GPUs, pageable copies from one process per GPU at once, as
+host) and of the calls between them that launch nothing
+(`overhead_framework_view`: slices, views, transposes, splits, reshapes);
+the host time of launching ops at a block's shapes
+(`overhead_framework_op_sized`, reported, not fitted); with several GPUs, pageable copies from one process per GPU at once, as
 the ranks of a torchrun job copy (`multi_h2d_pageable`, `multi_d2h_pageable`:
 the host-wide limit of the CPU copies that stage them) and the host time of a
 Ulysses all-to-all as PyTorch programs call it, one process per GPU under NCCL
@@ -20,7 +23,7 @@ another with the host waiting for each, against the same items queued back
 to back). Writes
 overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after the C++ bench,
 whose pageable rows it replaces. Usage: framework.py OUT.json [launch_queue |
-pageable_buffers | all_to_all_time | sync_return] (one of them alone); `pageable_buffers`: 256 MiB pageable H2D copies
+pageable_buffers | all_to_all_time | sync_return | host_calls] (one of them alone); `pageable_buffers`: 256 MiB pageable H2D copies
 rotating over 1, 2 and 8 host tensors (a layerwise program's weights are one
 tensor a block), alone (`h2d_pageable` rows with `buffers`) and beside GEMMs on
 another stream (`h2d_pageable_beside_compute`, reported, not fitted), the
@@ -137,6 +140,44 @@ def framework_op_rows(calls=2000):
         us = host_us_per_call(op, calls // 5, 50, big)
         rows.append({"key": "overhead_framework_op", "op": name, "host_us": us, "framework": "pytorch " + torch.__version__})
         print("framework op", name, round(us, 2), "us", flush=True)
+    return rows
+
+
+def host_call_rows(calls=2000):
+    """Host time of the calls a program makes between the ops that launch
+    kernels, which launch nothing (`overhead_framework_view`: a slice, view,
+    transpose, split, reshape or contiguous of a GPU tensor, or an empty_like
+    from the caching allocator, as a block's code slices its weights out of a
+    flat buffer and lays q, k and v out for attention), and of ops that
+    launch one at a block's shapes (`overhead_framework_op_sized`: F.linear,
+    add and layer_norm over [tokens, 3072] bf16, 64, 4,096 and 16,384 tokens;
+    reported, not fitted): calls
+    back to back behind GEMMs that keep the GPU busy, as framework_op_rows."""
+    big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    flat = torch.randn(1 << 20, device="cuda", dtype=torch.bfloat16)
+    t = torch.randn(256, 3 * 64, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(1, 256, 4, 16, device="cuda", dtype=torch.bfloat16)
+    views = {"slice": lambda: flat[4096:8192], "view": lambda: flat.view(1024, 1024), "transpose": lambda: q.transpose(1, 2),
+             "split": lambda: t.split(64, dim=-1), "reshape": lambda: q.reshape(256, 64), "contiguous": lambda: t.contiguous(),
+             "empty_like": lambda: torch.empty_like(t)}
+    rows = []
+    for name, op in views.items():
+        us = host_us_per_call(op, calls // 5, 50, big)
+        rows.append({"key": "overhead_framework_view", "op": name, "host_us": us, "tensors": 3 if name == "split" else 1,
+                     "framework": "pytorch " + torch.__version__})
+        print("framework view", name, round(us, 2), "us", flush=True)
+    h = 3072
+    w = torch.randn(h, h, device="cuda", dtype=torch.bfloat16)
+    for tokens in (64, 4096, 16384):
+        x = torch.randn(tokens, h, device="cuda", dtype=torch.bfloat16)
+        ops = {"linear": lambda: F.linear(x, w), "add": lambda: x + x, "layer_norm": lambda: F.layer_norm(x, (h,))}
+        for name, op in ops.items():
+            # 100 calls: at most ~50 ms of GPU work queued, under CUDA's launch queue.
+            us = host_us_per_call(op, 100, 5, big)
+            rows.append({"key": "overhead_framework_op_sized", "op": name, "tokens": tokens, "hidden": h, "host_us": us,
+                         "framework": "pytorch " + torch.__version__})
+            print("framework op", name, tokens, "tokens", round(us, 2), "us", flush=True)
+        del x
     return rows
 
 
@@ -424,9 +465,10 @@ def sync_return_rows(items=100, samples=5, mib=64):
 
 
 def main():
-    # framework.py OUT.json [launch_queue | pageable_buffers | all_to_all_time | sync_return]: only those rows.
-    if len(sys.argv) < 2 or sys.argv[2:] not in ([], ["launch_queue"], ["pageable_buffers"], ["all_to_all_time"], ["sync_return"]):
-        sys.exit("usage: framework.py OUT.json [launch_queue | pageable_buffers | all_to_all_time | sync_return] (nothing after OUT.json: every testcase)")
+    # framework.py OUT.json [launch_queue | pageable_buffers | all_to_all_time | sync_return | host_calls]: only those rows.
+    alone = ["launch_queue", "pageable_buffers", "all_to_all_time", "sync_return", "host_calls"]
+    if len(sys.argv) < 2 or len(sys.argv) > 3 or (len(sys.argv) == 3 and sys.argv[2] not in alone):
+        sys.exit(f"usage: framework.py OUT.json [{' | '.join(alone)}] (nothing after OUT.json: every testcase)")
     out = sys.argv[1]
     if sys.argv[2:] == ["launch_queue"]:
         rows = launch_queue_rows()
@@ -436,8 +478,10 @@ def main():
         rows = collective_time_rows()
     elif sys.argv[2:] == ["sync_return"]:
         rows = sync_return_rows()
+    elif sys.argv[2:] == ["host_calls"]:
+        rows = host_call_rows()
     else:
-        rows = (framework_op_rows() + pageable_rows() + multi_pageable_rows() + collective_rows() + collective_time_rows() + launch_queue_rows()
+        rows = (framework_op_rows() + host_call_rows() + pageable_rows() + multi_pageable_rows() + collective_rows() + collective_time_rows() + launch_queue_rows()
                 + sync_return_rows())
     write_bench(out, environment(torch, env={}), rows)
 
