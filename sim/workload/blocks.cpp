@@ -371,6 +371,11 @@ blocks:
 // rope (18: q and k four elementwise passes each, as an elementwise stand-in
 // of its real rotation), each gated residual (a multiply and an add: 5), the
 // GELU; a single block concatenates the attention and the MLP before linear2.
+// Its calls that launch nothing (`views`): each modulation's chunk (6, a
+// single block's 3), each stream's qkv split (3), q, k and v viewed to heads
+// (3), transposed and unsqueezed for SDPA (6), the output's select,
+// transpose and reshape (3) and, in a double block, its split back into the
+// streams (2); a single block's linear1 split (2) and qkv split (3).
 constexpr const char* kMmdit = R"(blocks:
   - name: double
     count: double_blocks
@@ -378,19 +383,19 @@ constexpr const char* kMmdit = R"(blocks:
     activations: act_bytes*(local + text_tokens)*(11*hidden + 2*ffn)
     ops:
       - {gemm: img mod, m: 1, n: 6*hidden, k: hidden}
-      - {gemm: txt mod, m: 1, n: 6*hidden, k: hidden}
-      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm}
+      - {gemm: txt mod, m: 1, n: 6*hidden, k: hidden, views: 6}
+      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm, views: 6}
       - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast}
       - {gemm: img qkv, m: local, n: 3*hidden, k: hidden}
-      - {gemm: txt qkv, m: text_tokens, n: 3*hidden, k: hidden}
-      - {memory: cat qkv, bytes: 6*(local + text_tokens)*hidden*act_bytes}
-      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim}
+      - {gemm: txt qkv, m: text_tokens, n: 3*hidden, k: hidden, views: 3}
+      - {memory: cat qkv, bytes: 6*(local + text_tokens)*hidden*act_bytes, views: 3}
+      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim, views: 3}
       - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes}
       - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll}
 )"
-    OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
-      - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
-      - {gemm: img proj, m: local, n: hidden, k: hidden}
+    OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true, views: 6}
+      - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes, views: 4}
+      - {gemm: img proj, m: local, n: hidden, k: hidden, views: 5}
       - {gemm: txt proj, m: text_tokens, n: hidden, k: hidden}
       - {memory: gate, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: broadcast}
       - {memory: residual, bytes: 3*(local + text_tokens)*hidden*act_bytes}
@@ -409,16 +414,16 @@ constexpr const char* kMmdit = R"(blocks:
     activations: act_bytes*(local + text_tokens)*(9*hidden + 3*ffn)
     ops:
       - {gemm: mod, m: 1, n: 3*hidden, k: hidden}
-      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm}
+      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm, views: 3}
       - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast}
       - {gemm: linear1, m: local + text_tokens, n: 3*hidden + ffn, k: hidden}
-      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim}
+      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim, views: 8}
       - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes}
       - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll}
 )"
-    OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true}
-      - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes}
-      - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes, access: strided}
+    OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true, views: 6}
+      - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes, views: 4}
+      - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes, access: strided, views: 3}
       - {memory: cat, bytes: 2*(local + text_tokens)*(hidden + ffn)*act_bytes}
       - {gemm: linear2, m: local + text_tokens, n: hidden, k: hidden + ffn}
       - {memory: gate, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: broadcast}
@@ -461,6 +466,9 @@ constexpr const char* kHunyuanOutside = R"(outside:
 // the input, the residual, the gathered norm output, q, k, v, the attention
 // output and the out projection (h each, split by tp where the weights
 // are), and at the MLP gate, its SiLU, up and their product (ffn/tp each).
+// Its calls that launch nothing (`views`): q, k and v viewed to heads (3),
+// transposed and unsqueezed for SDPA (6), the output's select, transpose and
+// reshape (3).
 // Outside the layers: the token embeddings and the LM head, split over tp.
 constexpr const char* kLlama = R"(outside:
   - {name: embeddings, params: 2*vocab*hidden/tp, runs: throughout}
@@ -473,14 +481,14 @@ blocks:
       - {memory: norm1, bytes: 2*local/tp*hidden*act_bytes, access: norm}
       - {gemm: qkv, m: local, n: (hidden + 2*kv_heads*head_dim)/tp, k: hidden,
          overlap: {all_gather: tp ag attn, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
-      - {memory: rope, bytes: 7*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
+      - {memory: rope, bytes: 7*local*(hidden + kv_heads*head_dim)/tp*act_bytes, views: 3}
       - {memory: rope roll, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes, access: roll}
       - {memory: repeat kv, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
-      - {all_to_all: a2a q, group: ulysses, bytes: local*hidden/tp*comm_bytes}
-      - {all_to_all: a2a kv, group: ulysses, bytes: 2*local*kv_heads*head_dim/tp*comm_bytes}
-      - {attention: causal-attn, heads: heads/(ulysses*tp), q: tokens, kv: tokens, causal: true, ring: true}
-      - {all_to_all: a2a out, group: ulysses, bytes: local*hidden/tp*comm_bytes}
-      - {gemm: out, m: local, n: hidden, k: hidden/tp,
+      - {all_to_all: a2a q, group: ulysses, bytes: local*hidden/tp*comm_bytes, views: 4}
+      - {all_to_all: a2a kv, group: ulysses, bytes: 2*local*kv_heads*head_dim/tp*comm_bytes, views: 4}
+      - {attention: causal-attn, heads: heads/(ulysses*tp), q: tokens, kv: tokens, causal: true, ring: true, views: 6}
+      - {all_to_all: a2a out, group: ulysses, bytes: local*hidden/tp*comm_bytes, views: 4}
+      - {gemm: out, m: local, n: hidden, k: hidden/tp, views: 3,
          overlap: {reduce_scatter: tp rs attn, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
       - {memory: residual1, bytes: 3*local/tp*hidden*act_bytes}
       - {memory: norm2, bytes: 2*local/tp*hidden*act_bytes, access: norm}
