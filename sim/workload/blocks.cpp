@@ -297,7 +297,9 @@ namespace {
 
 // Ulysses before an attention: q, k and v to the ranks that hold their
 // heads (4 all-to-alls), or packed in one (attention_comm 2). Every preset's
-// sequence-parallel attention starts with these.
+// sequence-parallel attention starts with these; each all-to-all's tensors
+// laid out around it (a view, a transpose, an empty_like, the received
+// tensor's view) are its 4 views.
 #define OSIM_ULYSSES_QKV                                                                                            \
   "      - {all_to_all: a2a q, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4, views: 4}\n"  \
   "      - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4, views: 4}\n"  \

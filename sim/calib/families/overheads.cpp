@@ -252,7 +252,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   if (r.at("key") == "overhead_framework_op_sized") {
     c.cls = "a framework op at a block's shapes";
     c.what = fmt::format("{} over [{}, {}]: host time per call", r.at("op").get<std::string>(), r.at("tokens").get<int>(), r.at("hidden").get<int>());
-    c.outside = "the dispatch's time by op and shape (one framework_op_call for every op)";
+    c.outside = "a box's dispatch time by op (the model: one framework_op_call for every op, from the calibration's box)";
     c.measured_us = r.at("host_us");
     c.simulated_us = replay_host_per_op(0, topo, ctx.params);
     out.push_back(c);
