@@ -10,7 +10,8 @@ writes them in eager PyTorch, with random weights:
               projections with grouped-query heads repeated for SDPA, rope,
               causal attention, the out projection, a SwiGLU MLP
 Each configuration runs `warmup` times untimed, then `repeat` times timed by
-CUDA events; its peak memory comes from PyTorch's allocator statistics. For
+CUDA events, with each timed run's host issue time (`host_issue_s`, as
+dit_offload.py); its peak memory comes from PyTorch's allocator statistics. For
 each it writes NAME.json (schema overlapsim.program/v1) with the twin as an
 overlapsim workload (the preset with its block counts and tokens, and none
 of its models outside the blocks: the program has no text encoder, VAE or
@@ -22,6 +23,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "src", "testcases"))
@@ -148,20 +150,25 @@ def main():
         before = torch.cuda.memory_allocated()
 
         def run():
+            """The run's makespan (s, CUDA events) and its host issue time (s:
+            from the start event's record to the end event's, as dit_offload.py)."""
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             torch.cuda.synchronize()
             start.record()
+            issue_from = time.perf_counter()
             with torch.no_grad():
                 for _ in range(a.steps):
                     out = net.forward(*inputs)
             end.record()
+            issued = time.perf_counter() - issue_from
             torch.cuda.synchronize()
             assert torch.isfinite(out).all()
-            return start.elapsed_time(end) * 1e-3
+            return start.elapsed_time(end) * 1e-3, issued
 
         for _ in range(a.warmup):
             run()
-        makespans = [run() for _ in range(a.repeat)]
+        timed = [run() for _ in range(a.repeat)]
+        makespans = [m for m, _ in timed]
         if a.profile:  # one more run, recorded (after the timed ones: the memory figures include it)
             from torch.profiler import ProfilerActivity, profile
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
@@ -172,7 +179,7 @@ def main():
         order = sorted(range(len(makespans)), key=lambda i: makespans[i])
         doc = {"schema": "overlapsim.program/v1", "name": name, "group": model, "program": "validate/programs/model_blocks.py", "config": {"model": model, "tokens": tokens, **dims},
                "warmup": a.warmup, "makespans_s": makespans, "median_s": med, "runs_before": a.warmup + order[len(order) // 2],
-               "workload": twin(name, model, tokens, dims, a.steps), "memory": memory, "environment": env}
+               "workload": twin(name, model, tokens, dims, a.steps), "memory": memory, "host_issue_s": [[i] for _, i in timed], "environment": env}
         write_json(os.path.join(a.out, name + ".json"), doc)
         print(f"{name}: {med * 1e3:.2f} ms (runs {', '.join(f'{m * 1e3:.2f}' for m in makespans)}), peak allocated {memory['peak_allocated_bytes'] / 2**30:.2f} GiB", flush=True)
         del net, inputs
