@@ -25,7 +25,7 @@ Time Host::call_overhead(int r, const Op& op) const {
   const OverheadParams& o = x_.p.overheads;
   const Time framework = x_.s.runtime.framework == Framework::None ? Time::zero() : o.framework_op_call;
   switch (op.kind) {
-    case OpKind::Kernel: return o.kernel_launch + framework;
+    case OpKind::Kernel: return Time::from_ps((o.kernel_launch + framework).ps() * op.launches);
     case OpKind::Memcpy: return o.memcpy_call + framework;
     case OpKind::EventRecord: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream: return o.event_call;
     case OpKind::StreamSync: case OpKind::EventSync: case OpKind::DeviceSync: return o.sync_call;

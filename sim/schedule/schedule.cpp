@@ -90,7 +90,7 @@ std::vector<std::string> keys_for(OpKind k) {
     for (const char* m : more) common.emplace_back(m);
   };
   switch (k) {
-    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency", "views"}); break;
+    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency", "views", "launches"}); break;
     case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "host_span", "async", "peer", "views"}); break;
     case OpKind::EventRecord: add({"event", "stream"}); break;
     case OpKind::StreamWaitEvent: add({"stream", "event"}); break;
@@ -368,6 +368,11 @@ struct Parser {
         op.label = r.str("name");
         if (r.has("stream")) op.stream = stream_of(r, "stream");
         break;
+    }
+    if (r.has("launches")) {  // kernel (keys_for)
+      const int64_t v = r.integer("launches");
+      if (v < 1 || v > 255) r.fail("launches", "is how many kernel launches the host issues for this kernel (the framework ops it stands for): 1 .. 255");
+      op.launches = static_cast<uint8_t>(v);
     }
     if (r.has("views")) {  // kernel, memcpy, collective (keys_for)
       const int64_t v = r.integer("views");
@@ -774,6 +779,7 @@ std::string to_yaml(const Schedule& s) {
           if (op.stream >= 0) stream("stream", op.stream);
           break;
       }
+      if (op.launches != 1) kv("launches", static_cast<int>(op.launches));
       if (op.views > 0) kv("views", static_cast<int>(op.views));
       e << YAML::EndMap;
     }

@@ -113,6 +113,10 @@ struct Op {
   // nothing (views, transposes, splits, reshapes), each costing the host
   // OverheadParams::framework_view_call (schedules of framework: pytorch).
   uint8_t views = 0;
+  // Kernel: the framework ops it stands for (a preset's memory op for
+  // several elementwise calls): the host issues each, a kernel launch and,
+  // under a framework, its dispatch; the GPU runs them as this one kernel.
+  uint8_t launches = 1;
   int stream = -1;          // index into Schedule::streams
   int stream2 = -1;         // StreamWaitStream: the stream waited on
   int event = -1;           // index into Schedule::events

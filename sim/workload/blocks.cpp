@@ -39,7 +39,7 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
                                                                       {"all_reduce", CollKind::AllReduce}};
   MapReader r(file, node, "block op",
               {"gemm", "attention", "memory", "all_to_all", "all_gather", "reduce_scatter", "all_reduce", "m", "n", "k", "heads", "q", "kv",
-               "bytes", "access", "row", "group", "when", "phase", "ring", "causal", "overlap", "views"});
+               "bytes", "access", "row", "group", "when", "phase", "ring", "causal", "overlap", "views", "launches"});
   BlockOp op;
   op.where = location_of(file, node);
   int kinds = 0;
@@ -94,6 +94,8 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
   if (r.has("row") && op.kind != BlockOp::Kind::Memory) r.fail("row", "is the elements of each row a norm normalises: it applies to memory ops");
   op.when = opt_expr_of(r, "when").value_or("");
   op.views = opt_expr_of(r, "views").value_or("");
+  op.launches = opt_expr_of(r, "launches").value_or("");
+  if (r.has("launches") && op.kind == BlockOp::Kind::Collective) r.fail("launches", "is the kernel launches a gemm, attention or memory op stands for");
   if (r.has("overlap")) {
     if (op.kind != BlockOp::Kind::Gemm) r.fail("overlap", "ties a tensor-parallel all-gather or reduce-scatter to a gemm op");
     MapReader o(file, r.get("overlap"), "overlap", {"all_gather", "reduce_scatter", "group", "bytes", "chunks"});
@@ -320,7 +322,8 @@ namespace {
 // returns: 3), q, k and v viewed to heads and transposed, the attention's
 // output transposed back and reshaped; the cross kv split (2) and the same
 // around the cross-attention; with Ulysses, each all-to-all's view,
-// transpose, empty_like and its output's view.
+// transpose, empty_like and its output's view. The framework ops an op
+// stands for (`launches`): rope's 2 (q and k scaled), the residual's 3 adds.
 // Outside the blocks: the umT5-XXL text encoder (24 layers of 4h^2 + 3hf at
 // h = 4096, f = 10240, and 256,384 x 4096 embeddings: 5.68 B), the VAE
 // (127 M: its 508 MB fp32 checkpoint) and the DiT's own embeddings (text
@@ -340,7 +343,7 @@ blocks:
     ops:
       - {memory: norm1, bytes: 2*local*hidden*act_bytes, access: norm, views: 14}
       - {gemm: qkv, m: local, n: 3*hidden, k: hidden}
-      - {memory: rope, bytes: 4*local*hidden*act_bytes, access: strided, views: 3}
+      - {memory: rope, bytes: 4*local*hidden*act_bytes, access: strided, views: 3, launches: 2}
 )"
     OSIM_ULYSSES_QKV R"(      - {attention: self-attn, heads: heads/ulysses, q: tokens, kv: tokens, ring: true, views: 6}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes, views: 4}
@@ -354,7 +357,7 @@ blocks:
       - {gemm: ffn up, m: local, n: ffn, k: hidden, phase: 2}
       - {memory: gelu, bytes: 2*local*ffn*act_bytes, phase: 2}
       - {gemm: ffn down, m: local, n: hidden, k: ffn, phase: 2}
-      - {memory: residual, bytes: 3*local*hidden*act_bytes, phase: 2}
+      - {memory: residual, bytes: 3*local*hidden*act_bytes, phase: 2, launches: 3}
 )";
 
 // MMDiT (Flux.1, HunyuanVideo): double-stream blocks (image and text
@@ -377,51 +380,55 @@ blocks:
 // single block's 3), each stream's qkv split (3), q, k and v viewed to heads
 // (3), transposed and unsqueezed for SDPA (6), the output's select,
 // transpose and reshape (3) and, in a double block, its split back into the
-// streams (2); a single block's linear1 split (2) and qkv split (3).
+// streams (2); a single block's linear1 split (2) and qkv split (3). The
+// framework ops each op stands for (`launches`): per stream, the
+// modulation's SiLU and linear, each norm, its scale and shift (3), the
+// gate and the residual; the 3 concatenations; the q and k norms; rope's
+// 3 elementwise calls and a roll for each of q and k.
 constexpr const char* kMmdit = R"(blocks:
   - name: double
     count: double_blocks
     params: 2*(6*hidden*hidden + 3*hidden*hidden + hidden*hidden + 2*hidden*ffn)
     activations: act_bytes*(local + text_tokens)*(11*hidden + 2*ffn)
     ops:
-      - {gemm: img mod, m: 1, n: 6*hidden, k: hidden}
-      - {gemm: txt mod, m: 1, n: 6*hidden, k: hidden, views: 6}
-      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm, views: 6}
-      - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast}
+      - {gemm: img mod, m: 1, n: 6*hidden, k: hidden, launches: 2}
+      - {gemm: txt mod, m: 1, n: 6*hidden, k: hidden, views: 6, launches: 2}
+      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm, views: 6, launches: 2}
+      - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast, launches: 6}
       - {gemm: img qkv, m: local, n: 3*hidden, k: hidden}
       - {gemm: txt qkv, m: text_tokens, n: 3*hidden, k: hidden, views: 3}
-      - {memory: cat qkv, bytes: 6*(local + text_tokens)*hidden*act_bytes, views: 3}
-      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim, views: 3}
-      - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes}
-      - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll}
+      - {memory: cat qkv, bytes: 6*(local + text_tokens)*hidden*act_bytes, views: 3, launches: 3}
+      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim, views: 3, launches: 2}
+      - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes, launches: 6}
+      - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll, launches: 2}
 )"
     OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true, views: 6}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes, views: 4}
       - {gemm: img proj, m: local, n: hidden, k: hidden, views: 5}
       - {gemm: txt proj, m: text_tokens, n: hidden, k: hidden}
-      - {memory: gate, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: broadcast}
-      - {memory: residual, bytes: 3*(local + text_tokens)*hidden*act_bytes}
-      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm}
-      - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast}
+      - {memory: gate, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: broadcast, launches: 2}
+      - {memory: residual, bytes: 3*(local + text_tokens)*hidden*act_bytes, launches: 2}
+      - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm, launches: 2}
+      - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast, launches: 6}
       - {gemm: img mlp up, m: local, n: ffn, k: hidden}
       - {gemm: txt mlp up, m: text_tokens, n: ffn, k: hidden}
-      - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes}
+      - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes, launches: 2}
       - {gemm: img mlp down, m: local, n: hidden, k: ffn}
       - {gemm: txt mlp down, m: text_tokens, n: hidden, k: ffn}
-      - {memory: gate, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: broadcast}
-      - {memory: residual, bytes: 3*(local + text_tokens)*hidden*act_bytes}
+      - {memory: gate, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: broadcast, launches: 2}
+      - {memory: residual, bytes: 3*(local + text_tokens)*hidden*act_bytes, launches: 2}
   - name: single
     count: single_blocks
     params: 3*hidden*hidden + hidden*(3*hidden + ffn) + (hidden + ffn)*hidden
     activations: act_bytes*(local + text_tokens)*(9*hidden + 3*ffn)
     ops:
-      - {gemm: mod, m: 1, n: 3*hidden, k: hidden}
+      - {gemm: mod, m: 1, n: 3*hidden, k: hidden, launches: 2}
       - {memory: norm, bytes: 2*(local + text_tokens)*hidden*act_bytes, access: norm, views: 3}
-      - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast}
+      - {memory: scale shift, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: broadcast, launches: 3}
       - {gemm: linear1, m: local + text_tokens, n: 3*hidden + ffn, k: hidden}
-      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim, views: 8}
-      - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes}
-      - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll}
+      - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim, views: 8, launches: 2}
+      - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes, launches: 6}
+      - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll, launches: 2}
 )"
     OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true, views: 6}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes, views: 4}
@@ -470,7 +477,9 @@ constexpr const char* kHunyuanOutside = R"(outside:
 // are), and at the MLP gate, its SiLU, up and their product (ffn/tp each).
 // Its calls that launch nothing (`views`): q, k and v viewed to heads (3),
 // transposed and unsqueezed for SDPA (6), the output's select, transpose and
-// reshape (3).
+// reshape (3). The framework ops each op stands for (`launches`): the q, k
+// and v projections, rope's 3 elementwise calls and a roll for each of q
+// and k, repeat_kv's 2, the gate and up projections, SiLU and the product.
 // Outside the layers: the token embeddings and the LM head, split over tp.
 constexpr const char* kLlama = R"(outside:
   - {name: embeddings, params: 2*vocab*hidden/tp, runs: throughout}
@@ -481,11 +490,11 @@ blocks:
     activations: act_bytes*local*(4*hidden + 4*hidden/tp + 4*ffn/tp)
     ops:
       - {memory: norm1, bytes: 2*local/tp*hidden*act_bytes, access: norm}
-      - {gemm: qkv, m: local, n: (hidden + 2*kv_heads*head_dim)/tp, k: hidden,
+      - {gemm: qkv, m: local, n: (hidden + 2*kv_heads*head_dim)/tp, k: hidden, launches: 3,
          overlap: {all_gather: tp ag attn, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
-      - {memory: rope, bytes: 7*local*(hidden + kv_heads*head_dim)/tp*act_bytes, views: 3}
-      - {memory: rope roll, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes, access: roll}
-      - {memory: repeat kv, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes}
+      - {memory: rope, bytes: 7*local*(hidden + kv_heads*head_dim)/tp*act_bytes, views: 3, launches: 6}
+      - {memory: rope roll, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes, access: roll, launches: 2}
+      - {memory: repeat kv, bytes: 2*local*(hidden + kv_heads*head_dim)/tp*act_bytes, launches: 2}
       - {all_to_all: a2a q, group: ulysses, bytes: local*hidden/tp*comm_bytes, views: 4}
       - {all_to_all: a2a kv, group: ulysses, bytes: 2*local*kv_heads*head_dim/tp*comm_bytes, views: 4}
       - {attention: causal-attn, heads: heads/(ulysses*tp), q: tokens, kv: tokens, causal: true, ring: true, views: 6}
@@ -494,9 +503,9 @@ blocks:
          overlap: {reduce_scatter: tp rs attn, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
       - {memory: residual1, bytes: 3*local/tp*hidden*act_bytes}
       - {memory: norm2, bytes: 2*local/tp*hidden*act_bytes, access: norm}
-      - {gemm: gate up, m: local, n: 2*ffn/tp, k: hidden,
+      - {gemm: gate up, m: local, n: 2*ffn/tp, k: hidden, launches: 2,
          overlap: {all_gather: tp ag mlp, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
-      - {memory: silu mul, bytes: 5*local*ffn/tp*act_bytes}
+      - {memory: silu mul, bytes: 5*local*ffn/tp*act_bytes, launches: 2}
       - {gemm: down, m: local, n: hidden, k: ffn/tp,
          overlap: {reduce_scatter: tp rs mlp, group: tp, bytes: local*hidden*act_bytes, chunks: tp}}
       - {memory: residual, bytes: 3*local/tp*hidden*act_bytes}

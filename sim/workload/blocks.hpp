@@ -33,6 +33,7 @@ struct BlockOp {
   std::string group;            // collective: ulysses | tp | cfg
   std::string when;             // emitted only where this is non-zero ("" = always)
   std::string views;            // framework calls before it that launch nothing (views, transposes, splits; "" = none)
+  std::string launches;         // gemm, attention, memory: the framework ops it stands for, each a launch ("" = 1)
   int phase = 0;                // offload policy `phase`: the sub-layer it belongs to
   bool ring = false;            // attention: the sequence-parallel one ring attention splits (ring > 1)
   bool causal = false;          // attention: each query sees the keys up to its own (is_causal)

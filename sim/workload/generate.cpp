@@ -269,6 +269,11 @@ class Gen {
             break;
           }
         }
+        if (!b.launches.empty()) {  // gemm, attention, memory (read_op): their kernels, each piece of a tied GEMM too
+          const int64_t v = e(b.launches, b.where, what + " launches");
+          if (v < 1 || v > 255) throw InputError(b.where, fmt::format("{}: launches comes out {} (the framework ops it stands for: 1 .. 255)", what, v));
+          tp.op.launches = tp.gemm_chunk.launches = static_cast<uint8_t>(v);
+        }
         if (!b.views.empty()) {
           const int64_t v = e(b.views, b.where, what + " views");
           if (v < 0 || v > 255) throw InputError(b.where, fmt::format("{}: views comes out {} (framework calls before it that launch nothing: 0 .. 255)", what, v));

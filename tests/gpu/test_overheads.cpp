@@ -170,7 +170,7 @@ links:
   CHECK(s.op(2, 2).end == Time::from_us(22));
 }
 
-TEST_CASE("an op's views: framework calls before it that launch nothing, each framework_view_call of host time (framework: pytorch)") {
+TEST_CASE("an op's views and launches: the calls before it that launch nothing each cost framework_view_call (framework: pytorch), a kernel's launches a launch and a dispatch each") {
   // Three kernels; the second after 3 views, the third after 255. Each
   // call: launch 4 us + dispatch 10 us, and 2 us per view before it.
   auto sched = [](const char* framework) {
@@ -184,6 +184,7 @@ programs:
       - {{op: kernel, name: k1, stream: a, duration: 1 us}}
       - {{op: kernel, name: k2, stream: a, duration: 1 us, views: 3}}
       - {{op: kernel, name: k3, stream: a, duration: 1 us, views: 255}}
+      - {{op: kernel, name: k4, stream: a, duration: 1 us, launches: 3}}
 )",
                        framework);
   };
@@ -196,8 +197,10 @@ programs:
   CHECK(s.op(0, 1).issue == Time::from_us(14));
   CHECK(s.op(0, 1).returned == Time::from_us(14 + 6 + 14));
   CHECK(s.op(0, 2).returned == Time::from_us(34 + 510 + 14));
+  CHECK(s.op(0, 3).returned == Time::from_us(558 + 3 * 14));  // three framework ops: a launch and a dispatch each
   // CUDA called directly: no framework, no views.
   const Sim direct(sched("none"), p);
   CHECK(direct.op(0, 1).returned == Time::from_us(8));
   CHECK(direct.op(0, 2).returned == Time::from_us(12));
+  CHECK(direct.op(0, 3).returned == Time::from_us(24));  // three launches
 }

@@ -30,6 +30,8 @@ TEST_CASE("bad schedules name file:line and what to do") {
   CHECK(err("      - {op: kernel, stream: s, duration: 1 us, views: 256}\n").find("'views': is how many framework calls that launch nothing") !=
         std::string::npos);
   CHECK(err("      - {op: event_record, event: e, stream: s, views: 1}\n").find("unknown key 'views'") != std::string::npos);
+  CHECK(err("      - {op: kernel, stream: s, duration: 1 us, launches: 0}\n").find("'launches': is how many kernel launches the host issues") != std::string::npos);
+  CHECK(err("      - {op: memcpy, kind: h2d, bytes: 1 MB, stream: s, launches: 2}\n").find("unknown key 'launches'") != std::string::npos);
   CHECK(err("      - {op: kernel, stream: s, gemm: {m: 1, n: 1, k: 1}, bytes: 1 MB}\n").find("give the work one way") != std::string::npos);
   CHECK(err("      - {op: free, tag: x}\n").find("free of tag 'x', which is not allocated") != std::string::npos);
   CHECK(err("      - {op: memcpy, kind: p2p, bytes: 1 MB, stream: s, peer: 5}\n").find("rank 5 is out of range 0..1") != std::string::npos);
@@ -55,7 +57,7 @@ programs:
       - {op: event_record, event: e, stream: copy}
       - {op: stream_wait_event, stream: compute, event: e}
       - {op: kernel, name: g, stream: compute, gemm: {m: 64, n: 128, k: 256}, dtype: fp8, sm_limit: 8}
-      - {op: kernel, name: a, stream: compute, attention: {heads: 2, seq: 64, head_dim: 64}, views: 6}
+      - {op: kernel, name: a, stream: compute, attention: {heads: 2, seq: 64, head_dim: 64}, views: 6, launches: 3}
       - {op: kernel, name: f, stream: compute, flops: 1e9, bytes: 1 MB, efficiency: 0.5}
       - {op: kernel, name: measured, stream: compute, duration: 7 us, gemm: {m: 8, n: 8, k: 8}}
       - {op: kernel, name: measured bytes, stream: compute, duration: 2 us, bytes: 4 MB}
@@ -84,6 +86,8 @@ programs:
   CHECK(b.runtime.device_max_connections == 1);
   CHECK(b.streams[1].priority == 1);
   CHECK((*b.programs[0].ops)[6].views == 6);
+  CHECK((*b.programs[0].ops)[6].launches == 3);
+  CHECK((*b.programs[0].ops)[5].launches == 1);
   CHECK((*b.programs[0].ops)[5].views == 0);
 }
 

@@ -284,4 +284,17 @@ TEST_CASE("a block op's views: the framework calls before it that launch nothing
             .find("views comes out 256") != std::string::npos);
   CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: 1, n: 1, k: 1, views: -1}]}]}")
             .find("views comes out -1") != std::string::npos);
+  // launches: the framework ops a kernel stands for; its pieces under tensor-parallel overlap each stand for as many.
+  const Schedule llama = generate_schedule(workload("{preset: llama3-8b, dims: {layers: 1}}", "tokens: 4096\nsteps: 1\ncfg: none\nparallelism: {tp: 2, tp_overlap: chunked}\n"));
+  int gate_up = 0;
+  for (const Op& op : *llama.programs[0].ops)
+    if (op.label.find("gate up") != std::string::npos && op.kind == OpKind::Kernel) {
+      ++gate_up;
+      CHECK(op.launches == 2);
+    }
+  CHECK(gate_up == 2);  // two chunks
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: 1, n: 1, k: 1, launches: 0}]}]}")
+            .find("launches comes out 0") != std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{all_reduce: r, group: tp, bytes: 8, launches: 2}]}]}")
+            .find("the kernel launches a gemm, attention or memory op stands for") != std::string::npos);
 }
