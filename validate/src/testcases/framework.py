@@ -151,8 +151,9 @@ def host_call_rows(calls=2000):
     flat buffer and lays q, k and v out for attention), and of ops that
     launch one at a block's shapes (`overhead_framework_op_sized`: F.linear,
     add and layer_norm over [tokens, 3072] bf16, 64, 4,096 and 16,384 tokens;
-    reported, not fitted): calls
-    back to back behind GEMMs that keep the GPU busy, as framework_op_rows."""
+    reported, not fitted): calls back to back behind GEMMs that keep the GPU
+    busy, as framework_op_rows. A view row's `tensors`: how many the call
+    returns (a split's three)."""
     big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     flat = torch.randn(1 << 20, device="cuda", dtype=torch.bfloat16)
     t = torch.randn(256, 3 * 64, device="cuda", dtype=torch.bfloat16)
@@ -163,7 +164,8 @@ def host_call_rows(calls=2000):
     rows = []
     for name, op in views.items():
         us = host_us_per_call(op, calls // 5, 50, big)
-        rows.append({"key": "overhead_framework_view", "op": name, "host_us": us, "tensors": 3 if name == "split" else 1,
+        returned = op()
+        rows.append({"key": "overhead_framework_view", "op": name, "host_us": us, "tensors": len(returned) if isinstance(returned, tuple) else 1,
                      "framework": "pytorch " + torch.__version__})
         print("framework view", name, round(us, 2), "us", flush=True)
     h = 3072
@@ -465,26 +467,18 @@ def sync_return_rows(items=100, samples=5, mib=64):
 
 
 def main():
-    # framework.py OUT.json [launch_queue | pageable_buffers | all_to_all_time | sync_return | host_calls]: only those rows.
-    alone = ["launch_queue", "pageable_buffers", "all_to_all_time", "sync_return", "host_calls"]
+    # framework.py OUT.json [NAME]: only the rows of testcase NAME (one of `alone`).
+    alone = {"launch_queue": launch_queue_rows, "pageable_buffers": pageable_buffers_rows, "all_to_all_time": collective_time_rows,
+             "sync_return": sync_return_rows, "host_calls": host_call_rows}
     if len(sys.argv) < 2 or len(sys.argv) > 3 or (len(sys.argv) == 3 and sys.argv[2] not in alone):
         sys.exit(f"usage: framework.py OUT.json [{' | '.join(alone)}] (nothing after OUT.json: every testcase)")
     out = sys.argv[1]
-    if sys.argv[2:] == ["launch_queue"]:
-        rows = launch_queue_rows()
-    elif sys.argv[2:] == ["pageable_buffers"]:
-        rows = pageable_buffers_rows()
-    elif sys.argv[2:] == ["all_to_all_time"]:
-        rows = collective_time_rows()
-    elif sys.argv[2:] == ["sync_return"]:
-        rows = sync_return_rows()
-    elif sys.argv[2:] == ["host_calls"]:
-        rows = host_call_rows()
+    if len(sys.argv) == 3:
+        rows = alone[sys.argv[2]]()
     else:
         rows = (framework_op_rows() + host_call_rows() + pageable_rows() + multi_pageable_rows() + collective_rows() + collective_time_rows() + launch_queue_rows()
                 + sync_return_rows())
     write_bench(out, environment(torch, env={}), rows)
-
 
 if __name__ == "__main__":
     main()
