@@ -22,8 +22,8 @@ copy of the weights.
 
 Each configuration runs `warmup` times untimed, then `repeat` times timed by
 CUDA events on the compute stream (no profiler; across ranks, each run's
-slowest rank); with --profile one more run is recorded by torch.profiler (a
-Chrome trace per rank, gzipped). For each it writes
+slowest rank); with --profile one more run after them is recorded by
+torch.profiler (a Chrome trace per rank, gzipped). For each it writes
 NAME.json (schema overlapsim.program/v1): the measured makespans, the SDPA
 backend PyTorch ran, its peak memory (`memory`: the caching allocator's peak
 allocated and reserved bytes, and the GPU's used memory after the runs), each
@@ -373,22 +373,21 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
     name = name_of(c)
     rank = dit.rank
     profiled = args.profile and (not args.profile_only or name in args.profile_only.split(","))
-    # The profiled run goes right after the first timed one: in the GPU's
-    # sustained-load state of the timed runs, not after all of them.
-    makespans, issue, positions, profiled_s = [], [], [], None
-    for i in range(args.repeat):
-        positions.append(args.warmup + i + (1 if profiled and i > 0 else 0))
+    # The timed runs back to back, the profiled one after them: the profiler's
+    # start, teardown and trace export leave the GPU idle long enough to cool,
+    # so a run after it would start rested whatever came before.
+    makespans, issue = [], []
+    for _ in range(args.repeat):
         seconds, issued = run_once(torch, dit, c, x0, text)
         makespans.append(seconds)
         issue.append(issued)
-        if profiled and i == 0:
-            profiled_s = profile_run(torch, dit, c, x0, text, out_dir, name, rank)
+    profiled_s = profile_run(torch, dit, c, x0, text, out_dir, name, rank) if profiled else None
     memory = memory_record(torch, allocated_before)
     # The median run, and how many ran before it back to back (the GPU's
     # sustained-load state at its start: `overlapsim run --runs-before`).
     med = statistics.median(makespans)
     order = sorted(range(len(makespans)), key=lambda i: makespans[i])
-    runs_before = positions[order[len(order) // 2]]
+    runs_before = args.warmup + order[len(order) // 2]
     doc = {"schema": "overlapsim.program/v1", "name": name, "group": group_of(c), "program": "validate/programs/dit_offload.py", "config": c,
            "warmup": args.warmup, "makespans_s": makespans, "median_s": med, "runs_before": runs_before, "sdpa_backend": backend,
            "workload": twin(c, backend), "memory": memory, "host_issue_s": issue, "environment": environment}
