@@ -13,7 +13,7 @@
 #   attention-runner   the runner's cuDNN SDPA at those shapes               -> attention-runner/
 #                      (validate/sets/attention/cudnn-shapes.yaml)
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
-#   framework:NAME     one of framework.py's testcases (launch_queue,       -> framework-NAME.json
+#   framework:NAME     one of framework.py's testcases (pageable, launch_queue, -> framework-NAME.json
 #                      pageable_buffers, all_to_all_time, sync_return,
 #                      host_calls)
 #   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json

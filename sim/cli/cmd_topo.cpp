@@ -11,6 +11,7 @@
 #include "fabric/transfers.hpp"
 #include "hw/fabric.hpp"
 #include "hw/nvidia_smi.hpp"
+#include "io/text_file.hpp"
 
 namespace osim::cli {
 
@@ -29,7 +30,8 @@ struct ImportSmiOptions {
 int import_nvidia_smi(const ImportSmiOptions& o) {
   if (o.out.empty()) throw InputError(SourceLocation{o.smi, 0, 0}, "--import-nvidia-smi writes a topology: give -o node.yaml");
   refuse_overwrite(o.out, o.force);
-  std::string text = slurp(o.smi);
+  std::error_code exists_ec;
+  std::string text = fs::is_regular_file(o.smi, exists_ec) ? read_maybe_gzip(o.smi) : std::string();  // a bench result may be kept gzipped
   if (text.empty()) throw InputError(SourceLocation{o.smi, 0, 0}, "cannot read this file (or it is empty): save `nvidia-smi topo -m > topo.txt` on the node");
   hw::SmiImportOptions io;
   io.name = o.name.empty() ? fs::path(o.out).stem().string() : o.name;

@@ -15,16 +15,16 @@
 
 #include "calib/calibrate.hpp"
 #include "core/errors.hpp"
+#include "io/text_file.hpp"
 
 using namespace osim;
 
 namespace {
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 
-nlohmann::json load(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
+nlohmann::json load(const std::string& path) {  // a bench document, plain or gzipped
+  REQUIRE(std::filesystem::is_regular_file(path));
+  return nlohmann::json::parse(read_maybe_gzip(path));
 }
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -45,7 +45,9 @@ Reference reference(const std::string& machine) {
   const std::string dir = kSrc + "/validate/reference/" + machine + "/";
   const YAML::Node m = YAML::LoadFile(dir + "manifest.yaml");
   BenchDocs docs;
-  for (const auto& s : m["calibration"]["sources"]) docs.emplace_back("validate/reference/" + machine + "/" + s.as<std::string>(), load(dir + s.as<std::string>()));
+  for (const auto& s : m["calibration"]["sources"])  // named as `overlapsim reference` names them
+    docs.emplace_back(std::filesystem::path("validate/reference/" + machine + "/" + s.as<std::string>()).lexically_normal().string(),
+                      load(dir + s.as<std::string>()));
   return {machine, std::move(docs), hw::Topology(hw::parse_topology_file(dir + m["topology"].as<std::string>())), dir + m["calibration"]["file"].as<std::string>()};
 }
 }  // namespace

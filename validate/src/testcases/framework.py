@@ -23,7 +23,7 @@ another with the host waiting for each, against the same items queued back
 to back). Writes
 overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after the C++ bench,
 whose pageable rows it replaces. Usage: framework.py OUT.json [launch_queue |
-pageable_buffers | all_to_all_time | sync_return | host_calls] (one of them alone); `pageable_buffers`: 256 MiB pageable H2D copies
+pageable | pageable_buffers | all_to_all_time | sync_return | host_calls] (one of them alone; `pageable`: the h2d_pageable and d2h_pageable rows, each with every sample); `pageable_buffers`: 256 MiB pageable H2D copies
 rotating over 1, 2 and 8 host tensors (a layerwise program's weights are one
 tensor a block), alone (`h2d_pageable` rows with `buffers`) and beside GEMMs on
 another stream (`h2d_pageable_beside_compute`, reported, not fitted), the
@@ -68,7 +68,7 @@ def pageable_rows(samples=5):
                         times.append(us)
                 us = statistics.median(times)
                 rows.append({"key": key, "gpus": [0], "bytes": n * 2, "host_buffer": host_buffer, "time_us": us, "GBps": n * 2 / us * 1e-3,
-                             "via": "torch"})
+                             "samples_us": times, "via": "torch"})
                 print(key, mib, "MiB", host_buffer, round(n * 2 / us * 1e-3, 2), "GB/s", flush=True)
     return rows
 
@@ -468,7 +468,7 @@ def sync_return_rows(items=100, samples=5, mib=64):
 
 def main():
     # framework.py OUT.json [NAME]: only the rows of testcase NAME (one of `alone`).
-    alone = {"launch_queue": launch_queue_rows, "pageable_buffers": pageable_buffers_rows, "all_to_all_time": collective_time_rows,
+    alone = {"pageable": pageable_rows, "launch_queue": launch_queue_rows, "pageable_buffers": pageable_buffers_rows, "all_to_all_time": collective_time_rows,
              "sync_return": sync_return_rows, "host_calls": host_call_rows}
     if len(sys.argv) < 2 or len(sys.argv) > 3 or (len(sys.argv) == 3 and sys.argv[2] not in alone):
         sys.exit(f"usage: framework.py OUT.json [{' | '.join(alone)}] (nothing after OUT.json: every testcase)")
