@@ -25,6 +25,7 @@ inline constexpr Testcase kTestcases[] = {
     {"overhead_framework_op", "overheads", "host time of one PyTorch op that launches a kernel (validate/src/testcases/framework.py)"},
     {"overhead_framework_view", "overheads", "host time of one PyTorch call that launches nothing: a slice, view, transpose, split, reshape, contiguous or empty_like (framework.py host_calls)"},
     {"overhead_framework_op_sized", "overheads", "host time of PyTorch's linear, add and layer_norm over [64-16,384 tokens, 3072] (framework.py host_calls; replayed, not fitted)", false},
+    {"overhead_framework_stream_call", "overheads", "host time of the PyTorch calls a layerwise prefetch makes beside its copy: a stream's context, an event made and recorded, wait_event, wait_stream, record_stream, a 64 MiB empty, a small pinned copy (framework.py host_calls; replayed, not fitted)", false},
     {"overhead_gpu_event_gap", "overheads", "GPU time of an event record between kernels or copies, alone and beside an H2D copy"},
     {"launch_queue", "overheads", "launches the host gets ahead of the GPU before one blocks, on 1-16 streams (framework.py)"},
     {"h2d_pinned", "copies", "pinned H2D copies per GPU, 4 KiB-1 GiB, gated bursts"},

@@ -612,3 +612,32 @@ TEST_CASE("PyTorch's calls that launch nothing: framework_view_call the median o
   CHECK(yaml.find("# overheads: fitted from overhead_framework_view\n") != std::string::npos);
   CHECK(yaml.find("overhead_framework_op_sized") == std::string::npos);
 }
+
+TEST_CASE("the calls beside a prefetch are replayed against what the model charges them, not fitted") {
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  for (const char* op : {"stream_context", "event_record", "wait_event", "wait_stream", "record_stream", "empty", "copy_pinned"})
+    doc["results"].push_back({{"key", "overhead_framework_stream_call"}, {"op", op}, {"host_us", 5.0}});
+  ModelParams p;
+  p.overheads.event_call = Time::from_us(1.5);
+  p.overheads.alloc_call = Time::from_us(2);
+  p.overheads.free_call = Time::from_us(1);
+  p.overheads.memcpy_call = Time::from_us(2.5);
+  p.overheads.framework_op_call = Time::from_us(9);
+  std::map<std::string, Comparison> by_op;
+  for (const Comparison& cmp : compare_bench(doc, topo, p)) by_op[cmp.what.substr(0, cmp.what.find(':'))] = cmp;
+  REQUIRE(by_op.size() == 7);
+  for (const char* op : {"event_record", "wait_event", "wait_stream"}) CHECK(by_op.at(op).simulated_us == doctest::Approx(1.5));
+  CHECK(by_op.at("empty").simulated_us == doctest::Approx(3));
+  CHECK(by_op.at("copy_pinned").simulated_us == doctest::Approx(11.5));
+  for (const char* op : {"stream_context", "record_stream"}) {
+    CHECK(by_op.at(op).simulated_us == 0);
+    CHECK_FALSE(by_op.at(op).outside.empty());
+  }
+  CHECK(by_op.at("empty").outside.empty());
+  CHECK(by_op.at("empty").measured_us == 5.0);
+  // Nothing is fitted from them (a machine run for the calibration to start from: one pinned copy).
+  doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", 1048576.0}, {"reps", 5}, {"time_us", 3 + 1048576.0 / 55e3}});
+  const std::string yaml = calibration_yaml(calibrate({{"torch.json", doc}}, topo));
+  CHECK(yaml.find("overhead_framework_stream_call") == std::string::npos);
+}

@@ -4,8 +4,9 @@
 // (launch_queue), and the GPU time an event record holds its stream
 // (overhead_gpu_event_gap); PyTorch's calls that launch nothing
 // (overhead_framework_view, framework.py); its return after a wait on the
-// GPU (overhead_framework_sync_return) and its ops' host time at a block's
-// shapes (overhead_framework_op_sized) replayed, not fitted.
+// GPU (overhead_framework_sync_return), its ops' host time at a block's
+// shapes (overhead_framework_op_sized) and the calls beside a prefetch
+// (overhead_framework_stream_call) replayed, not fitted.
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -258,6 +259,25 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     out.push_back(c);
     return;
   }
+  if (r.at("key") == "overhead_framework_stream_call") {
+    // What the model charges a framework program for the call: its CUDA
+    // call's cost alone where it has an op (an event's record or wait, an
+    // allocation, a copy); a stream's context and record_stream, nothing.
+    const std::string op = r.at("op");
+    const OverheadParams& o = ctx.params.overheads;
+    c.cls = "a framework call beside a prefetch";
+    c.what = fmt::format("{}: host time per call", op);
+    c.measured_us = r.at("host_us");
+    if (op == "event_record" || op == "wait_event" || op == "wait_stream") c.simulated_us = o.event_call.us();
+    else if (op == "empty") c.simulated_us = (o.alloc_call + o.free_call).us();
+    else if (op == "copy_pinned") c.simulated_us = (o.memcpy_call + o.framework_op_call).us();
+    else {
+      c.simulated_us = 0;
+      c.outside = "a call the model does not charge";
+    }
+    out.push_back(c);
+    return;
+  }
   if (r.at("key") == "overhead_framework_sync_return") {
     c.cls = "a framework's return after a wait";
     c.what = fmt::format("{}: the GPU idle per item, waited for against queued ({:.0f} us items)", r.at("wait").get<std::string>(),
@@ -285,7 +305,8 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap", "overhead_framework_sync_return", "overhead_framework_view", "overhead_framework_op_sized"},
+const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap", "overhead_framework_sync_return", "overhead_framework_view", "overhead_framework_op_sized",
+                                           "overhead_framework_stream_call"},
                              {{100, fit_api}, {105, fit_framework_op}, {108, fit_framework_view}, {106, fit_framework_collective}, {107, fit_launch_queue}, {110, fit_event_time}}, replay_row};
 OSIM_CALIB_FAMILY(kOverheads);
 

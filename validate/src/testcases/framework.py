@@ -151,7 +151,8 @@ def host_call_rows(calls=2000):
     flat buffer and lays q, k and v out for attention), and of ops that
     launch one at a block's shapes (`overhead_framework_op_sized`: F.linear,
     add and layer_norm over [tokens, 3072] bf16, 64, 4,096 and 16,384 tokens;
-    reported, not fitted): calls back to back behind GEMMs that keep the GPU
+    reported, not fitted), and the calls a layerwise prefetch makes beside its
+    copy (`overhead_framework_stream_call`; reported, not fitted): calls back to back behind GEMMs that keep the GPU
     busy, as framework_op_rows. A view row's `tensors`: how many the call
     returns (a split's three)."""
     big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
@@ -168,6 +169,28 @@ def host_call_rows(calls=2000):
         rows.append({"key": "overhead_framework_view", "op": name, "host_us": us, "tensors": len(returned) if isinstance(returned, tuple) else 1,
                      "framework": "pytorch " + torch.__version__})
         print("framework view", name, round(us, 2), "us", flush=True)
+    # What a layerwise prefetch calls beside its copy (dit_offload.py): a
+    # stream's context, an event made and recorded, a wait on an event or a
+    # stream, record_stream, a weights-sized buffer from the caching allocator
+    # (freed at once), and a small pinned H2D copy.
+    side, compute = torch.cuda.Stream(), torch.cuda.current_stream()
+    ev = torch.cuda.Event()
+    ev.record(side)
+    pinned = torch.empty(2048, dtype=torch.bfloat16, pin_memory=True)
+    small = torch.empty(2048, device="cuda", dtype=torch.bfloat16)
+
+    def stream_context():
+        with torch.cuda.stream(side):
+            pass
+
+    stream_calls = {"stream_context": stream_context, "event_record": lambda: torch.cuda.Event().record(side),
+                    "wait_event": lambda: compute.wait_event(ev), "wait_stream": lambda: side.wait_stream(compute),
+                    "record_stream": lambda: small.record_stream(side), "empty": lambda: torch.empty(1 << 25, device="cuda", dtype=torch.bfloat16),
+                    "copy_pinned": lambda: small.copy_(pinned, non_blocking=True)}
+    for name, op in stream_calls.items():
+        us = host_us_per_call(op, calls // 5, 50, big)
+        rows.append({"key": "overhead_framework_stream_call", "op": name, "host_us": us, "framework": "pytorch " + torch.__version__})
+        print("framework stream call", name, round(us, 2), "us", flush=True)
     h = 3072
     w = torch.randn(h, h, device="cuda", dtype=torch.bfloat16)
     for tokens in (64, 4096, 16384):
