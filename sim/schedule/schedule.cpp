@@ -369,16 +369,16 @@ struct Parser {
         if (r.has("stream")) op.stream = stream_of(r, "stream");
         break;
     }
-    if (r.has("launches")) {  // kernel (keys_for)
-      const int64_t v = r.integer("launches");
-      if (v < 1 || v > 255) r.fail("launches", "is how many kernel launches the host issues for this kernel (the framework ops it stands for): 1 .. 255");
-      op.launches = static_cast<uint8_t>(v);
-    }
-    if (r.has("views")) {  // kernel, memcpy, collective (keys_for)
-      const int64_t v = r.integer("views");
-      if (v < 0 || v > 255) r.fail("views", "is how many framework calls that launch nothing (views, transposes, splits, reshapes) come before the op: 0 .. 255");
-      op.views = static_cast<uint8_t>(v);
-    }
+    // A count of the host's framework calls, held in a byte: lo .. 255.
+    const auto call_count = [&](const char* key, int64_t lo, const char* meaning) {
+      const int64_t v = r.integer(key);
+      if (v < lo || v > 255) r.fail(key, meaning);
+      return static_cast<uint8_t>(v);
+    };
+    if (r.has("launches"))  // kernel (keys_for)
+      op.launches = call_count("launches", 1, "is how many kernel launches the host issues for this kernel (the framework ops it stands for): 1 .. 255");
+    if (r.has("views"))  // kernel, memcpy, collective (keys_for)
+      op.views = call_count("views", 0, "is how many framework calls that launch nothing (views, transposes, splits, reshapes) come before the op: 0 .. 255");
     return op;
   }
 

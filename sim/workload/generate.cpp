@@ -269,16 +269,15 @@ class Gen {
             break;
           }
         }
-        if (!b.launches.empty()) {  // gemm, attention, memory (read_op): their kernels, each piece of a tied GEMM too
-          const int64_t v = e(b.launches, b.where, what + " launches");
-          if (v < 1 || v > 255) throw InputError(b.where, fmt::format("{}: launches comes out {} (the framework ops it stands for: 1 .. 255)", what, v));
-          tp.op.launches = tp.gemm_chunk.launches = static_cast<uint8_t>(v);
-        }
-        if (!b.views.empty()) {
-          const int64_t v = e(b.views, b.where, what + " views");
-          if (v < 0 || v > 255) throw InputError(b.where, fmt::format("{}: views comes out {} (framework calls before it that launch nothing: 0 .. 255)", what, v));
-          tp.views = static_cast<uint8_t>(v);
-        }
+        // A count of the host's framework calls, held in a byte: lo .. 255.
+        const auto call_count = [&](const std::string& expr, const char* key, int64_t lo, const char* meaning) {
+          const int64_t v = e(expr, b.where, what + " " + key);
+          if (v < lo || v > 255) throw InputError(b.where, fmt::format("{}: {} comes out {} ({}: {} .. 255)", what, key, v, meaning, lo));
+          return static_cast<uint8_t>(v);
+        };
+        if (!b.launches.empty())  // gemm, attention, memory (read_op): their kernels, each piece of a tied GEMM too
+          tp.op.launches = tp.gemm_chunk.launches = call_count(b.launches, "launches", 1, "the framework ops it stands for");
+        if (!b.views.empty()) tp.views = call_count(b.views, "views", 0, "framework calls before it that launch nothing");
         tt.ops.push_back(std::move(tp));
       }
       types_.push_back(std::move(tt));

@@ -503,5 +503,6 @@ def main():
                 + sync_return_rows())
     write_bench(out, environment(torch, env={}), rows)
 
+
 if __name__ == "__main__":
     main()
