@@ -64,7 +64,7 @@ void FlowModel::attach(FlowId id, FlowSpec spec) {
   for (const FlowUse& u : spec.route) sys_.expand(u.constraint, fl.var, u.coefficient);
   if (var_to_flow_.size() <= static_cast<size_t>(fl.var)) {
     if (static_cast<size_t>(fl.var) >= var_to_flow_.capacity())
-      reserve_huge(var_to_flow_, std::max<size_t>(2 * var_to_flow_.capacity(), static_cast<size_t>(fl.var) + 1));
+      var_to_flow_.reserve(std::max<size_t>(2 * var_to_flow_.capacity(), static_cast<size_t>(fl.var) + 1));
     var_to_flow_.resize(static_cast<size_t>(fl.var) + 1, -1);
   }
   var_to_flow_[fl.var] = id;
@@ -85,7 +85,6 @@ void FlowModel::schedule_activation(FlowId id) {
     reserve_room(batches_[o.batch].flows, batches_[o.batch].flows.size() + reserve_activations_);
     reserve_activations_ = 0;
   }
-  grow_huge(batches_[o.batch].flows);  // an all-to-all's million flows start together
   batches_[o.batch].flows.emplace_back(id, 0);
 }
 
@@ -268,7 +267,6 @@ void FlowModel::schedule_completion(FlowId f, Time t) {
   }
   fl.completion_batch = o.batch;
   fl.completion_token = next_token_++;
-  grow_huge(batches_[o.batch].flows);
   batches_[o.batch].flows.emplace_back(f, fl.completion_token);
   ++batches_[o.batch].live;
 }

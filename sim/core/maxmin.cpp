@@ -59,7 +59,6 @@ void MaxMinSystem::join_users(VariableId v, uint32_t i) {
   Elem& e = vars_[v].elems[i];
   Cons& k = cons_[e.c];
   e.pos = static_cast<uint32_t>(k.users.size());
-  grow_huge(k.users);  // a shared link may carry a million flows
   k.users.push_back(UserRef{v, i});
   mark_dirty(e.c);
 }
@@ -335,7 +334,7 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
   }
   heap_.clear();
   bounded_.clear();
-  reserve_huge(bounded_, vars.size());
+  bounded_.reserve(vars.size());
   for (ConstraintId c : cons) {
     Cons& k = cons_[c];
     k.remaining = k.capacity;
@@ -365,7 +364,7 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
       scan_.push_back(ScanEntry{k.unfixed > 0 ? k.remaining / k.sumw : kUnbounded, c});
     }
   } else {
-    reserve_huge(heap_, cons.size());
+    heap_.reserve(cons.size());
     if (heap_pos_.size() < cons_.size()) heap_pos_.resize(cons_.size(), -1);
     for (ConstraintId c : cons) {
       const Cons& k = cons_[c];

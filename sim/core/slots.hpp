@@ -14,37 +14,12 @@
 
 namespace osim {
 
-/// Asks the kernel to back [p, p + bytes) with huge pages (Linux
-/// transparent huge pages in "madvise" mode; elsewhere a no-op). For large
-/// arrays a run fills once: 2 MiB pages fault 512x less often than 4 KiB
-/// ones, and a cold run of a large workload spent a fifth of its time in
-/// page faults. Call it after reserving and before touching the memory.
-void advise_huge_pages(const void* p, size_t bytes);
-
-/// Reserves room for n entries and advises huge pages for it when large
-/// (before the entries move in, so the new storage faults in huge pages).
-template <class T>
-void reserve_huge(std::vector<T>& v, size_t n) {
-  if (n <= v.capacity()) return;
-  if (v.empty()) {
-    v.reserve(n);
-    advise_huge_pages(v.data(), v.capacity() * sizeof(T));
-    return;
-  }
-  std::vector<T> bigger;
-  bigger.reserve(n);
-  advise_huge_pages(bigger.data(), bigger.capacity() * sizeof(T));
-  bigger.insert(bigger.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
-  v.swap(bigger);
-}
-
 /// A growable array whose entries never move: storage comes in blocks that
 /// double in size (2^BaseBits entries, then twice that, ...), one allocation
 /// each (not one per entry as a std::deque of large records gives), so
 /// references stay valid as it grows, a small run allocates little and a
 /// large one few blocks. Entries are constructed as they are added, so a
-/// block's untouched tail costs no memory; large blocks start on a huge-page
-/// boundary, span whole huge pages, and are backed by them.
+/// block's untouched tail costs no memory.
 template <class T, unsigned BaseBits = 6>
 class BlockVector {
  public:
@@ -54,7 +29,7 @@ class BlockVector {
   BlockVector& operator=(const BlockVector&) = delete;
   ~BlockVector() {
     for (size_t i = 0; i < size_; ++i) (*this)[i].~T();
-    for (size_t k = 0; k < blocks_.size(); ++k) ::operator delete(blocks_[k], bytes(k), align(k));
+    for (size_t k = 0; k < blocks_.size(); ++k) ::operator delete(blocks_[k], bytes(k), std::align_val_t{alignof(T)});
   }
   T& operator[](size_t i) { return at(i); }
   const T& operator[](size_t i) const { return const_cast<BlockVector*>(this)->at(i); }
@@ -63,8 +38,7 @@ class BlockVector {
   T& emplace_back() {
     const auto [k, off] = locate(size_);
     if (k == blocks_.size()) {
-      void* b = ::operator new(bytes(k), align(k));
-      if (large(k)) advise_huge_pages(b, bytes(k));
+      void* b = ::operator new(bytes(k), std::align_val_t{alignof(T)});
       blocks_.push_back(static_cast<T*>(b));
     }
     T* slot = blocks_[k] + off;
@@ -74,7 +48,6 @@ class BlockVector {
   }
 
  private:
-  static constexpr size_t kHuge = size_t{2} << 20;
   // Entry i lives in block k = floor(log2(i / base + 1)), at i + base - (base << k).
   static std::pair<size_t, size_t> locate(size_t i) {
     const size_t j = i + kBase;
@@ -85,12 +58,7 @@ class BlockVector {
     const auto [k, off] = locate(i);
     return blocks_[k][off];
   }
-  static bool large(size_t k) { return (kBase << k) * sizeof(T) >= 2 * kHuge; }
-  static size_t bytes(size_t k) {
-    const size_t b = (kBase << k) * sizeof(T);
-    return large(k) ? (b + kHuge - 1) / kHuge * kHuge : b;
-  }
-  static std::align_val_t align(size_t k) { return std::align_val_t{large(k) ? std::max(alignof(T), kHuge) : alignof(T)}; }
+  static size_t bytes(size_t k) { return (kBase << k) * sizeof(T); }
 
   std::vector<T*> blocks_;
   size_t size_ = 0;
@@ -100,20 +68,12 @@ class BlockVector {
 /// amortised) only when the capacity is short.
 template <class T>
 void reserve_room(std::vector<T>& v, size_t n) {
-  if (n > v.capacity()) reserve_huge(v, std::max(n, 2 * v.capacity()));
+  if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
 }
 
-/// Before a push_back: a full, large vector doubles into huge-page-backed storage.
-template <class T>
-void grow_huge(std::vector<T>& v) {
-  if (v.size() == v.capacity() && v.capacity() * sizeof(T) >= (size_t{4} << 20)) reserve_huge(v, 2 * v.capacity());
-}
-
-/// Appends a default entry to a vector pool, growing its storage (once it is
-/// large) in huge-page-backed steps.
+/// Appends a default entry to a pool.
 template <class T>
 void grow_pool(std::vector<T>& pool) {
-  grow_huge(pool);
   pool.emplace_back();
 }
 template <class T, unsigned B>

@@ -138,7 +138,7 @@ class Executor {
     if (x_.o.keep_records) {
       auto& recs = x_.records[static_cast<size_t>(r)];
       const auto& ops = *s.programs[static_cast<size_t>(r)].ops;
-      reserve_huge(recs, ops.size());
+      recs.reserve(ops.size());
       for (const Op& op : ops) {  // one pass over fresh memory
         OpRecord& rec = recs.emplace_back();
         rec.op = &op;

@@ -698,7 +698,7 @@ class Gen {
 
   void program(int rank) {
     std::vector<Op> ops;
-    reserve_huge(ops, static_cast<size_t>(w_.forwards_per_rank()) * per_forward_ + 100);
+    ops.reserve(static_cast<size_t>(w_.forwards_per_rank()) * per_forward_ + 100);
     ProgramGen gen(*this, rank);
     while (gen.next(ops)) {
     }
