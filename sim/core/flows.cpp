@@ -63,8 +63,7 @@ void FlowModel::attach(FlowId id, FlowSpec spec) {
   fl.var = sys_.add_dormant_variable(spec.weight, spec.rate_cap);
   for (const FlowUse& u : spec.route) sys_.expand(u.constraint, fl.var, u.coefficient);
   if (var_to_flow_.size() <= static_cast<size_t>(fl.var)) {
-    if (static_cast<size_t>(fl.var) >= var_to_flow_.capacity())
-      var_to_flow_.reserve(std::max<size_t>(2 * var_to_flow_.capacity(), static_cast<size_t>(fl.var) + 1));
+    reserve_room(var_to_flow_, static_cast<size_t>(fl.var) + 1);
     var_to_flow_.resize(static_cast<size_t>(fl.var) + 1, -1);
   }
   var_to_flow_[fl.var] = id;

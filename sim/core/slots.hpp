@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstddef>
-#include <iterator>
-#include <memory>
 #include <utility>
 #include <new>
 #include <vector>
@@ -71,16 +69,6 @@ void reserve_room(std::vector<T>& v, size_t n) {
   if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
 }
 
-/// Appends a default entry to a pool.
-template <class T>
-void grow_pool(std::vector<T>& pool) {
-  pool.emplace_back();
-}
-template <class T, unsigned B>
-void grow_pool(BlockVector<T, B>& pool) {
-  pool.emplace_back();
-}
-
 /// A free index of `pool` (the most recently freed), or a new default-constructed
 /// entry appended to it. The caller resets the entry's contents.
 template <class Id, class Pool>
@@ -90,7 +78,7 @@ Id take_slot(std::vector<Id>& free_list, Pool& pool) {
     free_list.pop_back();
     return id;
   }
-  grow_pool(pool);
+  pool.emplace_back();
   return static_cast<Id>(pool.size() - 1);
 }
 
