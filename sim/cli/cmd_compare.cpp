@@ -349,10 +349,15 @@ int reference_command(const std::string& folder, bool write_calibration) {
     }
     const RepeatedFigures rf = repeated_figures(all);
     std::cout << fmt::format("  {} over {} sessions: {} measured more than once, error against each one's median run: median {:.1f} %, worst "
-                             "{:.1f} %, {} within their measured range, medians' rank correlation at least {:.2f}; configuration pairs every "
+                             "{:.1f} %, {} within their measured range, medians' rank correlation at least {:.2f}{}; configuration pairs every "
                              "session ran in the same order: {}, ordered otherwise by the simulation: {}\n",
                              section, sessions, rf.programs.size(), rf.median_pct, rf.worst_pct, rf.within_range, rf.spearman_min,
+                             rf.rankings.empty() ? "" : fmt::format(" (half the sessions' medians against the other half's: at least {:.2f})",
+                                                                    rf.halves_spearman_min),
                              rf.pairs_ordered, rf.pairs_misordered.size());
+    for (const auto& r : rf.rankings)
+      std::cout << fmt::format("    {}: rank correlation with the simulation {:.2f}; half the sessions against the other half {:.2f}, the "
+                               "simulation against a half {:.2f}\n", r.group, r.simulated, r.halves, r.simulated_halves);
     for (const std::string& p : rf.pairs_misordered) std::cout << "    ordered otherwise (measured faster / slower): " << p << "\n";
     // The hosts' pace: every run that measured its issue time, pooled over the sessions.
     const ProgramFigures pooled = program_figures(all);
@@ -361,12 +366,15 @@ int reference_command(const std::string& folder, bool write_calibration) {
                                pooled.host_runs, pooled.host_median_pct, pooled.host_worst_pct);
     const std::string key = section + "_repeated";
     if (expected && expected->has(key)) {
-      const MapReader e(file, expected->get(key), key, {"median_pct", "worst_pct", "spearman_min", "pairs_misordered_max", "host_median_pct"});
+      const MapReader e(file, expected->get(key), key,
+                        {"median_pct", "worst_pct", "spearman_min", "halves_spearman_min", "pairs_misordered_max", "host_median_pct"});
       check(within(rf.median_pct, e, "median_pct") && within(rf.worst_pct, e, "worst_pct") && rf.spearman_min >= e.num("spearman_min") - 0.005,
             section + " over their sessions");
       if (const auto most = e.opt_int32("pairs_misordered_max"))
         check(static_cast<int>(rf.pairs_misordered.size()) <= *most, section + "' configuration pairs ordered otherwise by the simulation");
       if (e.has("host_median_pct")) check(within(pooled.host_median_pct, e, "host_median_pct"), section + "' host issue time over their sessions");
+      if (e.has("halves_spearman_min"))
+        check(std::abs(rf.halves_spearman_min - e.num("halves_spearman_min")) <= 0.005, section + "' sessions ranked against each other");
     }
   };
   if (top.has("programs")) {

@@ -1,6 +1,7 @@
 #include "workload/program.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -118,6 +119,44 @@ std::vector<std::pair<std::string, std::vector<const ProgramPrediction*>>> by_gr
 // Errors' median and worst (0 and 0 for none).
 std::pair<double, double> median_and_worst(const std::vector<double>& errs) {
   return {median(errs), errs.empty() ? 0 : *std::max_element(errs.begin(), errs.end())};
+}
+// Calls f(mask) for splits of n sessions (bit i: session i in the first half
+// of floor(n/2)): every split once, each sampled alike past `most`; for even n
+// the first half holds session 0 (the other is its complement).
+template <class F>
+int for_each_split(int n, int most, F f) {
+  const int k = n / 2;
+  double count = 1;
+  for (int i = 0; i < k; ++i) count = count * (n - i) / (i + 1);
+  if (n % 2 == 0) count /= 2;
+  if (count <= most) {
+    int splits = 0;
+    for (uint64_t m = (uint64_t{1} << k) - 1; m < (uint64_t{1} << n);) {
+      if (n % 2 != 0 || (m & 1)) f(m), ++splits;
+      const uint64_t low = m & -m, ripple = m + low;  // the next mask with k bits set (Gosper)
+      m = ripple | (((m ^ ripple) >> 2) / low);
+    }
+    return splits;
+  }
+  // Random halves from splitmix64 (the same on every platform), by a partial Fisher-Yates shuffle.
+  uint64_t state = 0;
+  const auto next = [&state] {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  std::vector<int> order(n);
+  for (int s = 0; s < most; ++s) {
+    for (int i = 0; i < n; ++i) order[i] = i;
+    uint64_t m = 0;
+    for (int i = 0; i < k; ++i) {
+      std::swap(order[i], order[i + static_cast<int>(next() % static_cast<uint64_t>(n - i))]);
+      m |= uint64_t{1} << order[i];
+    }
+    f(m);
+  }
+  return most;
 }
 double spearman_of(const std::vector<const ProgramPrediction*>& g) {
   std::vector<double> m, s;
@@ -239,6 +278,40 @@ RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
         if (!(fast->simulated_s < slow->simulated_s))
           f.pairs_misordered.push_back(fmt::format("{} / {}{}", fast->name, slow->name, fast->simulated_s == slow->simulated_s ? " (tied)" : ""));
       }
+  for (const auto& [group, g] : grouped(f.programs, [](const RepeatedProgram& p) { return p.group; })) {
+    if (g.size() < 3) continue;
+    std::vector<std::string> sessions;
+    for (const auto* p : g)
+      for (const auto& [session, ms] : by_session[p->name]) sessions.push_back(session);
+    std::sort(sessions.begin(), sessions.end());
+    sessions.erase(std::unique(sessions.begin(), sessions.end()), sessions.end());
+    const int n = static_cast<int>(sessions.size());
+    if (n < 2 || n > 63) continue;
+    RepeatedFigures::GroupRanking gr{group, static_cast<int>(g.size()), n};
+    std::vector<double> m, s;
+    for (const auto* p : g) m.push_back(p->measured_median_s), s.push_back(p->simulated_s);
+    gr.simulated = spearman(m, s);
+    std::vector<double> halves, simulated_halves;
+    gr.splits = for_each_split(n, 100000, [&](uint64_t mask) {
+      std::vector<double> first, second, twins;
+      for (const auto* p : g) {
+        std::vector<double> a, b;
+        for (int i = 0; i < n; ++i)
+          if (const auto it = by_session[p->name].find(sessions[i]); it != by_session[p->name].end()) (mask >> i & 1 ? a : b).push_back(it->second);
+        if (a.empty() || b.empty()) continue;
+        first.push_back(median(a)), second.push_back(median(b)), twins.push_back(p->simulated_s);
+      }
+      if (first.size() < 3) return;
+      halves.push_back(spearman(first, second));
+      simulated_halves.push_back(spearman(twins, first));
+      simulated_halves.push_back(spearman(twins, second));
+    });
+    if (halves.empty()) continue;
+    gr.halves = median(halves);
+    gr.simulated_halves = median(simulated_halves);
+    f.halves_spearman_min = std::min(f.halves_spearman_min, gr.halves);
+    f.rankings.push_back(gr);
+  }
   return f;
 }
 
@@ -251,9 +324,14 @@ std::string format_repeated_figures(const RepeatedFigures& f) {
                        p.measured_median_s * 1e3, p.measured_min_s * 1e3, p.measured_max_s * 1e3,
                        100 * (p.measured_max_s / p.measured_min_s - 1), p.simulated_s * 1e3, 100 * p.error(), p.within_range() ? "" : "  outside");
   for (const std::string& p : f.pairs_misordered) out += "  ordered otherwise by the simulation (measured faster / slower): " + p + "\n";
+  for (const auto& r : f.rankings)
+    out += fmt::format("  {}: {} programs' medians ranked against the simulation: rank correlation {:.2f}; half the {} sessions' medians against "
+                       "the other half's {:.2f}, the simulation against a half's {:.2f} (the median over {} splits)\n",
+                       r.group, r.programs, r.simulated, r.sessions, r.halves, r.simulated_halves, r.splits);
   out += fmt::format("{} programs measured more than once: makespan error against each one's median run: median {:.1f} %, worst {:.1f} %; "
                      "{} simulated within their measured range; medians ranked alike within each group: rank correlation at least {:.2f}",
                      f.programs.size(), f.median_pct, f.worst_pct, f.within_range, f.spearman_min);
+  if (!f.rankings.empty()) out += fmt::format(" (half the sessions' medians against the other half's: at least {:.2f})", f.halves_spearman_min);
   if (f.pairs_ordered > 0)
     out += fmt::format("; of the {} configuration pairs every session ran in the same order (three or more measured both), the simulation "
                        "orders {} alike", f.pairs_ordered, f.pairs_ordered - static_cast<int>(f.pairs_misordered.size()));

@@ -99,6 +99,19 @@ struct RepeatedFigures {
   // other way or ties ("faster / slower" as measured).
   int pairs_ordered = 0;
   std::vector<std::string> pairs_misordered;
+  // How alike a repeat of the measurement ranks a group's configurations,
+  // beside how alike the simulation does: over every split of the sessions
+  // into two halves (a sample of them past 100,000), the rank correlation of
+  // one half's medians with the other's, and of the twins with a half's.
+  struct GroupRanking {
+    std::string group;
+    int programs = 0, sessions = 0, splits = 0;
+    double simulated = 1;         // the twins against the medians over every session
+    double halves = 1;            // one half's medians against the other's, the median over the splits
+    double simulated_halves = 1;  // the twins against a half's medians, the median over both halves of every split
+  };
+  std::vector<GroupRanking> rankings;  // the groups of three or more programs measured in two or more sessions
+  double halves_spearman_min = 1;      // the least `halves` over them
 };
 /// The programs of `runs` that appear more than once by name.
 RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs);

@@ -2,6 +2,7 @@
 // issue time read from the median run, and the twin's against a closed form.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -188,4 +189,70 @@ TEST_CASE("configuration pairs every session ran in the same order, and those th
   for (auto& r : runs) r.session.clear();
   CHECK(repeated_figures(runs).pairs_ordered == 0);
   CHECK(format_repeated_figures(repeated_figures(runs)).find("configuration pairs") == std::string::npos);
+}
+
+TEST_CASE("a group's ranking by the simulation beside one half of the sessions' against the other's") {
+  auto run = [](const char* name, const std::string& session, double measured_ms, double simulated_ms) {
+    ProgramPrediction p;
+    p.name = name;
+    p.group = "g";
+    p.session = session;
+    p.measured_s = measured_ms / 1e3;
+    p.simulated_s = simulated_ms / 1e3;
+    return p;
+  };
+  const char* names[] = {"a", "b", "c"};
+  const double twins[] = {1, 2, 3};
+  // Two sessions, a b c and a c b, the twins a b c: one split, its halves the sessions. Halves: 1 - 6 * 2 / 24 = 0.5;
+  // the twins against s1 1, against s2 0.5 (median 0.75); against the medians (1, 2.5, 2.5) 1.5 / sqrt(1.5 * 2).
+  {
+    std::vector<ProgramPrediction> runs;
+    const double s1[] = {1, 2, 3}, s2[] = {1, 3, 2};
+    for (int p = 0; p < 3; ++p) runs.push_back(run(names[p], "s1", s1[p], twins[p])), runs.push_back(run(names[p], "s2", s2[p], twins[p]));
+    const RepeatedFigures f = repeated_figures(runs);
+    REQUIRE(f.rankings.size() == 1);
+    CHECK(f.rankings[0].sessions == 2);
+    CHECK(f.rankings[0].splits == 1);
+    CHECK(f.rankings[0].halves == doctest::Approx(0.5));
+    CHECK(f.rankings[0].simulated_halves == doctest::Approx(0.75));
+    CHECK(f.rankings[0].simulated == doctest::Approx(1.5 / std::sqrt(3.0)));
+    CHECK(f.halves_spearman_min == doctest::Approx(0.5));
+    CHECK(format_repeated_figures(f).find("  g: 3 programs' medians ranked against the simulation: rank correlation 0.87; half the 2 sessions' medians "
+                                          "against the other half's 0.50, the simulation against a half's 0.75 (the median over 1 splits)\n") !=
+          std::string::npos);
+  }
+  // Four sessions, three alike (1 2 3) and s4 with a slowest (4 2 3): three splits, in each the half with s4 ranks (2.5, 2, 3):
+  // halves 0.5 in all three; the twins 1 against one half, 0.5 against the other (median 0.75).
+  {
+    std::vector<ProgramPrediction> runs;
+    for (const char* s : {"s1", "s2", "s3"})
+      for (int p = 0; p < 3; ++p) runs.push_back(run(names[p], s, twins[p], twins[p]));
+    const double s4[] = {4, 2, 3};
+    for (int p = 0; p < 3; ++p) runs.push_back(run(names[p], "s4", s4[p], twins[p]));
+    const RepeatedFigures f = repeated_figures(runs);
+    REQUIRE(f.rankings.size() == 1);
+    CHECK(f.rankings[0].splits == 3);
+    CHECK(f.rankings[0].halves == doctest::Approx(0.5));
+    CHECK(f.rankings[0].simulated_halves == doctest::Approx(0.75));
+    // Three sessions: a half of one session against the other two, three ways.
+    runs.resize(9);
+    CHECK(repeated_figures(runs).rankings[0].splits == 3);
+  }
+  // 22 sessions that all rank a b c alike (by varied amounts): C(22, 11) / 2 splits is past 100,000, so a sample of
+  // 100,000; every one of them ranks alike.
+  {
+    std::vector<ProgramPrediction> runs;
+    for (int s = 0; s < 22; ++s)
+      for (int p = 0; p < 3; ++p) runs.push_back(run(names[p], "s" + std::to_string(s), 10 * (p + 1) + s % 5, twins[p]));
+    const RepeatedFigures f = repeated_figures(runs);
+    REQUIRE(f.rankings.size() == 1);
+    CHECK(f.rankings[0].splits == 100000);
+    CHECK(f.rankings[0].halves == 1);
+    CHECK(f.rankings[0].simulated_halves == 1);
+  }
+  // One folder (no sessions told apart): no ranking by halves.
+  std::vector<ProgramPrediction> one;
+  for (int p = 0; p < 3; ++p) one.push_back(run(names[p], "", twins[p], twins[p])), one.push_back(run(names[p], "", twins[p] + 1, twins[p]));
+  CHECK(repeated_figures(one).rankings.empty());
+  CHECK(format_repeated_figures(repeated_figures(one)).find("half the sessions") == std::string::npos);
 }
