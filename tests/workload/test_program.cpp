@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -153,16 +154,21 @@ TEST_CASE("a program measured more than once is compared at its median run and a
   CHECK(ranked.spearman_min == doctest::Approx(0.5));
 }
 
+namespace {
+// One session's result of program `name` in group g, and its twin's makespan.
+ProgramPrediction session_run(const char* name, const std::string& session, double measured_ms, double simulated_ms) {
+  ProgramPrediction p;
+  p.name = name;
+  p.group = "g";
+  p.session = session;
+  p.measured_s = measured_ms / 1e3;
+  p.simulated_s = simulated_ms / 1e3;
+  return p;
+}
+}  // namespace
+
 TEST_CASE("configuration pairs every session ran in the same order, and those the simulation orders otherwise") {
-  auto run = [](const char* name, const char* session, double measured_ms, double simulated_ms) {
-    ProgramPrediction p;
-    p.name = name;
-    p.group = "g";
-    p.session = session;
-    p.measured_s = measured_ms / 1e3;
-    p.simulated_s = simulated_ms / 1e3;
-    return p;
-  };
+  const auto run = session_run;
   // Three sessions. a is faster than b in all three (b simulated faster: misordered), than c (simulated alike)
   // and than e (simulated equal: misordered, tied); b and c swap in session 3, and c ties e in session 2 (not
   // ordered); b and e swap in session 2; d is measured in two sessions only (its pairs need three).
@@ -192,15 +198,7 @@ TEST_CASE("configuration pairs every session ran in the same order, and those th
 }
 
 TEST_CASE("a group's ranking by the simulation beside one half of the sessions' against the other's") {
-  auto run = [](const char* name, const std::string& session, double measured_ms, double simulated_ms) {
-    ProgramPrediction p;
-    p.name = name;
-    p.group = "g";
-    p.session = session;
-    p.measured_s = measured_ms / 1e3;
-    p.simulated_s = simulated_ms / 1e3;
-    return p;
-  };
+  const auto run = session_run;
   const char* names[] = {"a", "b", "c"};
   const double twins[] = {1, 2, 3};
   // Two sessions, a b c and a c b, the twins a b c: one split, its halves the sessions. Halves: 1 - 6 * 2 / 24 = 0.5;
