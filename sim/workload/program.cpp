@@ -278,7 +278,8 @@ RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
         if (!(fast->simulated_s < slow->simulated_s))
           f.pairs_misordered.push_back(fmt::format("{} / {}{}", fast->name, slow->name, fast->simulated_s == slow->simulated_s ? " (tied)" : ""));
       }
-  for (const auto& [group, g] : grouped(f.programs, [](const RepeatedProgram& p) { return p.group; })) {
+  for (const auto& in_group : grouped(f.programs, [](const RepeatedProgram& p) { return p.group; })) {
+    const std::vector<const RepeatedProgram*>& g = in_group.second;  // a plain reference: the lambda below captures it
     if (g.size() < 3) continue;
     std::vector<std::string> sessions;
     for (const auto* p : g)
@@ -287,7 +288,7 @@ RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
     sessions.erase(std::unique(sessions.begin(), sessions.end()), sessions.end());
     const int n = static_cast<int>(sessions.size());
     if (n < 2 || n > 63) continue;
-    RepeatedFigures::GroupRanking gr{group, static_cast<int>(g.size()), n};
+    RepeatedFigures::GroupRanking gr{in_group.first, static_cast<int>(g.size()), n};
     std::vector<double> m, s;
     for (const auto* p : g) m.push_back(p->measured_median_s), s.push_back(p->simulated_s);
     gr.simulated = spearman(m, s);
