@@ -124,19 +124,18 @@ std::pair<double, double> median_and_worst(const std::vector<double>& errs) {
 // of floor(n/2)): every split once, each sampled alike past `most`; for even n
 // the first half holds session 0 (the other is its complement).
 template <class F>
-int for_each_split(int n, int most, F f) {
+void for_each_split(int n, int most, F f) {
   const int k = n / 2;
   double count = 1;
   for (int i = 0; i < k; ++i) count = count * (n - i) / (i + 1);
   if (n % 2 == 0) count /= 2;
   if (count <= most) {
-    int splits = 0;
     for (uint64_t m = (uint64_t{1} << k) - 1; m < (uint64_t{1} << n);) {
-      if (n % 2 != 0 || (m & 1)) f(m), ++splits;
+      if (n % 2 != 0 || (m & 1)) f(m);
       const uint64_t low = m & -m, ripple = m + low;  // the next mask with k bits set (Gosper)
       m = ripple | (((m ^ ripple) >> 2) / low);
     }
-    return splits;
+    return;
   }
   // Random halves from splitmix64 (the same on every platform), by a partial Fisher-Yates shuffle.
   uint64_t state = 0;
@@ -156,7 +155,6 @@ int for_each_split(int n, int most, F f) {
     }
     f(m);
   }
-  return most;
 }
 double spearman_of(const std::vector<const ProgramPrediction*>& g) {
   std::vector<double> m, s;
@@ -287,13 +285,13 @@ RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
     std::sort(sessions.begin(), sessions.end());
     sessions.erase(std::unique(sessions.begin(), sessions.end()), sessions.end());
     const int n = static_cast<int>(sessions.size());
-    if (n < 2 || n > 63) continue;
+    if (n < 2 || n > 63) continue;  // a split is a 64-bit mask
     RepeatedFigures::GroupRanking gr{in_group.first, static_cast<int>(g.size()), n};
     std::vector<double> m, s;
     for (const auto* p : g) m.push_back(p->measured_median_s), s.push_back(p->simulated_s);
     gr.simulated = spearman(m, s);
     std::vector<double> halves, simulated_halves;
-    gr.splits = for_each_split(n, 100000, [&](uint64_t mask) {
+    for_each_split(n, 100000, [&](uint64_t mask) {
       std::vector<double> first, second, twins;
       for (const auto* p : g) {
         std::vector<double> a, b;
@@ -308,6 +306,7 @@ RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
       simulated_halves.push_back(spearman(twins, second));
     });
     if (halves.empty()) continue;
+    gr.splits = static_cast<int>(halves.size());  // those with three or more programs measured in both halves
     gr.halves = median(halves);
     gr.simulated_halves = median(simulated_halves);
     f.halves_spearman_min = std::min(f.halves_spearman_min, gr.halves);

@@ -105,7 +105,7 @@ struct RepeatedFigures {
   // one half's medians with the other's, and of the twins with a half's.
   struct GroupRanking {
     std::string group;
-    int programs = 0, sessions = 0, splits = 0;
+    int programs = 0, sessions = 0, splits = 0;  // splits: those compared (three or more programs measured in both halves)
     double simulated = 1;         // the twins against the medians over every session
     double halves = 1;            // one half's medians against the other's, the median over the splits
     double simulated_halves = 1;  // the twins against a half's medians, the median over both halves of every split
