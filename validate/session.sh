@@ -28,6 +28,9 @@
 #   models-profiled    the same, and a torch.profiler trace of each         -> models/
 #   programs[:NAMES]   the reference programs (validate/programs/), each    -> programs/
 #                      profiled too; NAMES: only these (comma-separated)
+#   prefetch-host      the 4,096-token program's host with the prefetch     -> prefetch-host.json,
+#                      taken apart (validate/programs/prefetch_host.py),        prefetch-host-one-cpu.json
+#                      then bound to one CPU
 #   programs-sp[:NAMES] the Ulysses reference programs under torchrun on    -> programs/
 #                      every GPU (NCCL defaults; the 16,384-token NCCL ones
 #                      also with NCCL_P2P_DISABLE=1, and on 2 GPUs of 4+);
@@ -138,6 +141,12 @@ for s in "${expanded[@]}"; do
       timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs" --grid single --profile ${only:+--only "$only"} \
         > "$out/programs.log" 2>&1
       mark "programs rc=$?" ;;
+    prefetch-host)
+      timeout 120 "${torch_py[@]}" validate/programs/prefetch_host.py "$out/prefetch-host.json" > "$out/prefetch-host.log" 2>&1
+      mark "prefetch-host rc=$?"
+      cpu=$(python3 -c 'import os; print(sorted(os.sched_getaffinity(0))[2 % len(os.sched_getaffinity(0))])' 2>/dev/null || echo 0)
+      timeout 120 "${torch_py[@]}" validate/programs/prefetch_host.py "$out/prefetch-host-one-cpu.json" --cpu "$cpu" > "$out/prefetch-host-one-cpu.log" 2>&1
+      mark "prefetch-host one CPU rc=$?" ;;
     programs-sp|programs-sp:*|programs-sp-pin[0-9]*)
       head=${s%%:*}; only=${s#"$head"}; only=${only#:}
       pin=${head#programs-sp}; pin=${pin#-pin}
