@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -156,6 +157,43 @@ void for_each_split(int n, int most, F f) {
     f(m);
   }
 }
+// A group's ranking by halves of its sessions (RepeatedFigures::GroupRanking;
+// `simulated`: the twins against the medians over every session); none
+// with fewer than two sessions, more than 63, or no split comparing three
+// programs.
+std::optional<RepeatedFigures::GroupRanking> ranking_by_halves(const std::string& group, const std::vector<const RepeatedProgram*>& g,
+                                                               const std::map<std::string, std::map<std::string, double>>& by_session,
+                                                               double simulated) {
+  std::vector<std::string> sessions;
+  for (const auto* p : g)
+    for (const auto& [session, ms] : by_session.at(p->name)) sessions.push_back(session);
+  std::sort(sessions.begin(), sessions.end());
+  sessions.erase(std::unique(sessions.begin(), sessions.end()), sessions.end());
+  const int n = static_cast<int>(sessions.size());
+  if (n < 2 || n > 63) return std::nullopt;  // a split is a 64-bit mask
+  // Each program's runs as (session's index, makespan), looked up once.
+  std::vector<std::vector<std::pair<int, double>>> at(g.size());
+  for (size_t j = 0; j < g.size(); ++j)
+    for (const auto& [session, ms] : by_session.at(g[j]->name))
+      at[j].emplace_back(static_cast<int>(std::lower_bound(sessions.begin(), sessions.end(), session) - sessions.begin()), ms);
+  std::vector<double> halves, simulated_halves;
+  for_each_split(n, 100000, [&](uint64_t mask) {
+    std::vector<double> first, second, twins;
+    for (size_t j = 0; j < g.size(); ++j) {
+      std::vector<double> a, b;
+      for (const auto& [i, ms] : at[j]) (mask >> i & 1 ? a : b).push_back(ms);
+      if (a.empty() || b.empty()) continue;
+      first.push_back(median(a)), second.push_back(median(b)), twins.push_back(g[j]->simulated_s);
+    }
+    if (first.size() < 3) return;
+    halves.push_back(spearman(first, second));
+    simulated_halves.push_back(spearman(twins, first));
+    simulated_halves.push_back(spearman(twins, second));
+  });
+  if (halves.empty()) return std::nullopt;
+  return RepeatedFigures::GroupRanking{group, static_cast<int>(g.size()), n, static_cast<int>(halves.size()), simulated, median(halves),
+                                       median(simulated_halves)};
+}
 double spearman_of(const std::vector<const ProgramPrediction*>& g) {
   std::vector<double> m, s;
   for (const auto* r : g) m.push_back(r->measured_s), s.push_back(r->simulated_s);
@@ -248,15 +286,21 @@ RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
     f.programs.push_back(std::move(p));
   }
   std::tie(f.median_pct, f.worst_pct) = median_and_worst(errs);
+  // Each program's measured makespan by session, for the pairs every session
+  // ordered alike and the halves' rankings.
+  std::map<std::string, std::map<std::string, double>> by_session;
+  for (const auto& r : runs) by_session[r.name][r.session] = r.measured_s;
   for (const auto& [group, g] : grouped(f.programs, [](const RepeatedProgram& p) { return p.group; })) {
     if (g.size() < 3) continue;
     std::vector<double> m, s;
     for (const auto* p : g) m.push_back(p->measured_median_s), s.push_back(p->simulated_s);
-    f.spearman_min = std::min(f.spearman_min, spearman(m, s));
+    const double simulated = spearman(m, s);
+    f.spearman_min = std::min(f.spearman_min, simulated);
+    if (auto gr = ranking_by_halves(group, g, by_session, simulated)) {
+      f.halves_spearman_min = std::min(f.halves_spearman_min, gr->halves);
+      f.rankings.push_back(std::move(*gr));
+    }
   }
-  // Each program's measured makespan by session, for the pairs every session ordered alike.
-  std::map<std::string, std::map<std::string, double>> by_session;
-  for (const auto& r : runs) by_session[r.name][r.session] = r.measured_s;
   for (const auto& [group, g] : grouped(f.programs, [](const RepeatedProgram& p) { return p.group; }))
     for (size_t i = 0; i < g.size(); ++i)
       for (size_t j = i + 1; j < g.size(); ++j) {
@@ -276,42 +320,6 @@ RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
         if (!(fast->simulated_s < slow->simulated_s))
           f.pairs_misordered.push_back(fmt::format("{} / {}{}", fast->name, slow->name, fast->simulated_s == slow->simulated_s ? " (tied)" : ""));
       }
-  for (const auto& in_group : grouped(f.programs, [](const RepeatedProgram& p) { return p.group; })) {
-    const std::vector<const RepeatedProgram*>& g = in_group.second;  // a plain reference: the lambda below captures it
-    if (g.size() < 3) continue;
-    std::vector<std::string> sessions;
-    for (const auto* p : g)
-      for (const auto& [session, ms] : by_session[p->name]) sessions.push_back(session);
-    std::sort(sessions.begin(), sessions.end());
-    sessions.erase(std::unique(sessions.begin(), sessions.end()), sessions.end());
-    const int n = static_cast<int>(sessions.size());
-    if (n < 2 || n > 63) continue;  // a split is a 64-bit mask
-    RepeatedFigures::GroupRanking gr{in_group.first, static_cast<int>(g.size()), n};
-    std::vector<double> m, s;
-    for (const auto* p : g) m.push_back(p->measured_median_s), s.push_back(p->simulated_s);
-    gr.simulated = spearman(m, s);
-    std::vector<double> halves, simulated_halves;
-    for_each_split(n, 100000, [&](uint64_t mask) {
-      std::vector<double> first, second, twins;
-      for (const auto* p : g) {
-        std::vector<double> a, b;
-        for (int i = 0; i < n; ++i)
-          if (const auto it = by_session[p->name].find(sessions[i]); it != by_session[p->name].end()) (mask >> i & 1 ? a : b).push_back(it->second);
-        if (a.empty() || b.empty()) continue;
-        first.push_back(median(a)), second.push_back(median(b)), twins.push_back(p->simulated_s);
-      }
-      if (first.size() < 3) return;
-      halves.push_back(spearman(first, second));
-      simulated_halves.push_back(spearman(twins, first));
-      simulated_halves.push_back(spearman(twins, second));
-    });
-    if (halves.empty()) continue;
-    gr.splits = static_cast<int>(halves.size());  // those with three or more programs measured in both halves
-    gr.halves = median(halves);
-    gr.simulated_halves = median(simulated_halves);
-    f.halves_spearman_min = std::min(f.halves_spearman_min, gr.halves);
-    f.rankings.push_back(gr);
-  }
   return f;
 }
 
