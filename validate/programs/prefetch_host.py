@@ -18,7 +18,6 @@ their forward calls, summed; the medians over the rounds and every sample.
   prefetch_host.py OUT.json [--rounds N] [--cpu N]   (--cpu: bind the process, every thread, to that CPU)
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -118,9 +117,7 @@ def main():
         issue, views, blocks = (statistics.median(s[i] for s in samples[v]) * 1e3 for i in range(3))
         doc["variants"][v] = {"issue_ms": issue, "views_ms": views, "block_ms": blocks, "issue_samples_ms": [s[0] * 1e3 for s in samples[v]]}
         print(f"{v:9s} host issue {issue:6.2f} ms (views {views:5.2f} ms, blocks' forward {blocks:6.2f} ms)", flush=True)
-    with open(a.out + ".tmp", "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(a.out + ".tmp", a.out)
+    D.write_json(a.out, doc)
 
 
 if __name__ == "__main__":
