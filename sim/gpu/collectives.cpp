@@ -59,6 +59,20 @@ void Collectives::remove_closed(int r, int ci) {
 
 bool Collectives::via_host(const CollInst& c) { return through_host(x_.fabric->pair_route(c.members[0], c.members[1], false).kind); }
 
+const NcclTable* Collectives::framework_pairwise_table(const Op& op, std::span<const int> members) const {
+  if (x_.s.runtime.framework == Framework::None || op.kind != OpKind::Collective || op.coll != CollKind::AllToAll ||
+      op.algo != CollAlgo::Pairwise || members.size() < 2)
+    return nullptr;
+  const hw::RouteKind kind = x_.fabric->pair_route(members[0], members[1], false).kind;
+  if (kind == hw::RouteKind::Network || kind == hw::RouteKind::NetworkViaHost) return nullptr;  // measured inside one host
+  return x_.p.nccl.nccl_table_for(TableColl::FrameworkAllToAllPairwise, static_cast<int>(members.size()), through_host(kind));
+}
+
+const NcclTable* Collectives::framework_pairwise_table(int r, const Op& op) const {
+  if (op.kind != OpKind::Collective) return nullptr;
+  return framework_pairwise_table(op, x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].ranks);
+}
+
 void Collectives::arrive_or_park(int r, int id) {
   Rank& K = ranks_[static_cast<size_t>(r)];
   const Op& op = x_.op_of(r, id);
@@ -346,9 +360,21 @@ const CollInst::Tabled& Collectives::tabled(CollInst& c, hw::RouteKind kind, boo
     case CollKind::AllReduce: coll = TableColl::AllReduce; break;
     default: return t;  // send / recv
   }
-  const NcclTable* tab = nc.nccl_table_for(coll, U, via, channels);
-  if (!tab) return t;
-  const double lat = tab->points.front().second, time = tab->time_at(c.wire);
+  double lat = 0, time = 0;
+  if (const NcclTable* fw = coll == TableColl::AllToAllPairwise ? framework_pairwise_table(op, c.members) : nullptr) {
+    // The framework's call, timed from before it: launched as the call
+    // begins (Host), it takes the table's time, per round as many rounds as
+    // this group has; no less than the host takes to issue its rounds.
+    const double per_round = static_cast<double>(c.partner.size()) / static_cast<double>(fw->ranks + fw->ranks % 2 - 1);
+    const double host = x_.p.overheads.framework_p2p_round.s() * static_cast<double>(U - 1);
+    lat = std::max(fw->points.front().second * per_round, host);
+    time = std::max(fw->time_at(c.wire) * per_round, host);
+  } else {
+    const NcclTable* tab = nc.nccl_table_for(coll, U, via, channels);
+    if (!tab) return t;
+    lat = tab->points.front().second;
+    time = tab->time_at(c.wire);
+  }
   // ncclAlltoAll: U-1 flows of wire/U each per rank, together `time`.
   // Pairwise: one exchange of wire/U per round, a launch each. Ring: `steps`
   // exchanges of wire/U, the latency before the first.

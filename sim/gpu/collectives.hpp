@@ -84,6 +84,12 @@ class Collectives {
   void member_done(int ci, int m);
   /// A group's transport, as its first pair of members routes.
   bool via_host(const CollInst& c);
+  /// Where rank r's op is a pairwise all-to-all a framework issues and the
+  /// calibration measured the framework's (NcclParams, TableColl::
+  /// FrameworkAllToAllPairwise; its group's transport, the nearest rank
+  /// count), that table: the host then issues the rounds one by one (Host)
+  /// and the call takes the table's time (tabled). Else null.
+  const NcclTable* framework_pairwise_table(int r, const Op& op) const;
   /// An NCCL all-to-all's flows, (from, to) members, in the order its launch starts them.
   template <class F>
   static void for_each_a2a_flow(int U, F&& f) {
@@ -129,6 +135,7 @@ class Collectives {
   void start_launched(int ci);
   void coll_flow(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency);
   const CollInst::Tabled& tabled(CollInst& c, hw::RouteKind kind, bool via_host);
+  const NcclTable* framework_pairwise_table(const Op& op, std::span<const int> members) const;
   double phase_link_time(const CollInst& c, TableColl coll);
   void flow_done(int ci, int from, int to, const FlowRecord& rec);
   void try_round(int ci, int m);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gpu/collectives.hpp"
 #include "gpu/memory.hpp"
 #include "gpu/streams.hpp"
 
@@ -21,6 +22,10 @@ Time Host::overhead(int r, const Op& op) const {
   return call_overhead(r, op);
 }
 
+int64_t Host::partners(int r, const Op& op) const {
+  return static_cast<int64_t>(x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].ranks.size()) - 1;
+}
+
 Time Host::call_overhead(int r, const Op& op) const {
   const OverheadParams& o = x_.p.overheads;
   const Time framework = x_.s.runtime.framework == Framework::None ? Time::zero() : o.framework_op_call;
@@ -32,8 +37,13 @@ Time Host::call_overhead(int r, const Op& op) const {
     case OpKind::Collective: {
       if (x_.s.runtime.framework == Framework::None) return o.collective_call;
       const bool pairwise = op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise;
-      if (pairwise && o.framework_p2p_round > Time::zero())
-        return Time::from_ps(o.framework_p2p_round.ps() * static_cast<int64_t>(x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].ranks.size() - 1));
+      if (pairwise && o.framework_p2p_round > Time::zero()) {
+        // A round per partner; where the framework's call is measured, the
+        // collective is launched as the call begins and the host issues the
+        // rounds while the GPU runs it (effect).
+        if (x_.collectives->framework_pairwise_table(r, op)) return Time::zero();
+        return Time::from_ps(o.framework_p2p_round.ps() * partners(r, op));
+      }
       return o.framework_collective_call >= Time::zero() ? o.framework_collective_call : o.collective_call + framework;
     }
     // Only weights are allocated by calls of the program's own: the other
@@ -153,6 +163,10 @@ void Host::effect(int r, const Op& op) {
     case OpKind::EventRecord: case OpKind::Marker:
       if (op.kind == OpKind::Marker && op.stream < 0) return;
       x_.streams->enqueue(r, H.pc, op);
+      // A framework's pairwise rounds: the host issues them while the GPU
+      // runs the call (Collectives::framework_pairwise_table).
+      if (op.kind == OpKind::Collective && x_.p.overheads.framework_p2p_round > Time::zero() && x_.collectives->framework_pairwise_table(r, op))
+        H.busy_until = x_.engine.now() + Time::from_ps(x_.p.overheads.framework_p2p_round.ps() * partners(r, op));
       // Its send and receive tensors, held until the stream has run it.
       if (holds_past_free(op, x_.s.runtime.framework))
         x_.memory->hold_behind_stream(r, H.pc, op.stream, x_.streams->enqueued(r, op.stream), 2 * op.bytes);

@@ -42,6 +42,7 @@ class Host {
   // The host time before the op's effect: its views' calls, then its own.
   Time overhead(int r, const Op& op) const;
   Time call_overhead(int r, const Op& op) const;
+  int64_t partners(int r, const Op& op) const;  // a collective's group size - 1
   static void step_event(void* self, uint64_t r) { static_cast<Host*>(self)->step(static_cast<int>(r)); }
   void step(int r);
   bool satisfied(int r) const;

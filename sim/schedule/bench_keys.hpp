@@ -68,7 +68,7 @@ inline constexpr Testcase kTestcases[] = {
     {"nccl_reduce_scatter", "nccl", "ncclReduceScatter"},
     {"nccl_all_reduce", "nccl", "ncclAllReduce"},
     {"nccl_reps", "nccl", "the all-to-all per gated burst"},
-    {"framework_all_to_all", "nccl", "GPU time of a Ulysses all-to-all as PyTorch calls it, all_to_all_single and pairwise rounds (framework.py all_to_all_time; reported, not fitted)", false},
+    {"framework_all_to_all", "nccl", "GPU time of a Ulysses all-to-all as PyTorch calls it, all_to_all_single and pairwise rounds, the GPU otherwise idle (framework.py all_to_all_time; the pairwise rows fit the framework's pairwise table, all_to_all_single's are reported)"},
     {"nccl_all_to_all_insitu", "nvlink", "the all-to-all after 2-100 ms of GEMMs, with and without H2D copies beside"},
     {"interference", "interference", "a GEMM beside an all-to-all or a copy, and an all-to-all beside copies"},
     {"vram_context", "vram", "device memory a PyTorch process holds outside its caching allocator (validate/src/testcases/vram.py)"},

@@ -85,6 +85,64 @@ programs:
   CHECK(returned("pairwise", "none") == Time::from_us(6));        // CUDA/NCCL called directly
 }
 
+TEST_CASE("a framework's pairwise all-to-all where its call is measured: launched as the call begins, the table's time") {
+  // Four ranks, one pairwise all-to-all of 1 MB each, behind a kernel of
+  // `ahead` on its stream. The framework's table says 400 us a call (timed
+  // from before it, the GPU otherwise idle): launched as the call begins, it
+  // takes that, while the host spends 3 x 70 us issuing its rounds.
+  auto sched = [](const char* framework, int ahead_us) {
+    return fmt::format(R"(name: calls
+ranks: 4
+streams: [comm]
+settings: {{framework: {}}}
+programs:
+  - rank: all
+    ops:
+      - {{op: kernel, name: ahead, stream: comm, duration: {} us}}
+      - {{op: collective, kind: all_to_all, group: world, bytes: 1 MB, stream: comm, algorithm: pairwise}}
+)",
+                       framework, ahead_us);
+  };
+  // Four GPUs, NVLink between every pair: the table's transport (peer to peer).
+  const char* four = R"(name: mesh
+nodes:
+  - {name: cpu0, kind: cpu, memory: 64 GiB}
+  - {name: "gpu{i}", kind: gpu, memory: 8 GiB, copy_engines: 3, peak_tflops: {bf16: 100}, repeat: 4}
+links:
+  - {a: "gpu{i}", b: cpu0, kind: pcie, bandwidth: 40 GB/s, latency: 0 us, repeat: 4}
+  - {a: gpu0, b: gpu1, kind: nvlink, bandwidth: 100 GB/s, latency: 0 us}
+  - {a: gpu0, b: gpu2, kind: nvlink, bandwidth: 100 GB/s, latency: 0 us}
+  - {a: gpu0, b: gpu3, kind: nvlink, bandwidth: 100 GB/s, latency: 0 us}
+  - {a: gpu1, b: gpu2, kind: nvlink, bandwidth: 100 GB/s, latency: 0 us}
+  - {a: gpu1, b: gpu3, kind: nvlink, bandwidth: 100 GB/s, latency: 0 us}
+  - {a: gpu2, b: gpu3, kind: nvlink, bandwidth: 100 GB/s, latency: 0 us}
+)";
+  ModelParams p = quiet();
+  p.overheads.framework_p2p_round = Time::from_us(70);
+  p.nccl.nccl_tables.push_back(NcclTable{TableColl::FrameworkAllToAllPairwise, 4, false, {{1048576, 400e-6}, {16777216, 500e-6}}, 0});
+  const auto near = [](Time a, Time b) { return std::llabs(a.ps() - b.ps()) <= 1000; };  // within 1 ns
+  const Sim idle(sched("pytorch", 1), p, four);
+  CHECK(idle.op(0, 1).issue == Time::zero());  // the kernel's launch costs nothing here
+  CHECK(idle.op(0, 1).returned == Time::from_us(210));
+  CHECK(near(idle.op(0, 1).start, Time::from_us(1)));
+  CHECK(near(idle.op(0, 1).end, Time::from_us(1 + 400)));
+  const Sim ahead(sched("pytorch", 1000), p, four);
+  CHECK(near(ahead.op(0, 1).start, Time::from_us(1000)));
+  CHECK(near(ahead.op(0, 1).end, Time::from_us(1000 + 400)));
+  // A host slower than the table's: the call takes as long as the host issues its rounds.
+  ModelParams slow = p;
+  slow.overheads.framework_p2p_round = Time::from_us(200);
+  CHECK(near(Sim(sched("pytorch", 1), slow, four).op(0, 1).end, Time::from_us(1 + 600)));
+  // Called directly (no framework) or with no such table: the runner's model.
+  const Sim direct(sched("none", 1), p, four);
+  CHECK(direct.op(0, 1).end < Time::from_us(100));
+  ModelParams no_table = p;
+  no_table.nccl.nccl_tables.clear();
+  const Sim other(sched("pytorch", 1), no_table, four);
+  CHECK(other.op(0, 1).returned == Time::from_us(210));
+  CHECK(other.op(0, 1).start == Time::from_us(210));  // launched after every round's host call
+}
+
 TEST_CASE("a launch into a full hardware queue returns once the queue's head starts (launch_queue_depth)") {
   // One stream: k0 (100 us), then five 10 us kernels, each launch 1 us of
   // host time. The queue holds two launches not yet started: k3's launch

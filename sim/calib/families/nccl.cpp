@@ -2,8 +2,8 @@
 // at 4-16 channels, a rank's ceiling, the ring's step latency, and the
 // measured tables per collective, rank count, transport and channel count
 // (nccl_all_to_all, _pairwise, nccl_all_gather, nccl_reduce_scatter,
-// nccl_all_reduce; nccl_reps and PyTorch's own all-to-alls,
-// framework_all_to_all, reported).
+// nccl_all_reduce; the pairwise all-to-all as PyTorch calls it,
+// framework_all_to_all; nccl_reps reported).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -49,10 +49,10 @@ void fit_reps_report(FitContext& ctx) {
     }
   }
   // The all-to-all as PyTorch calls it (framework_all_to_all: CUDA events
-  // around each call, the GPU otherwise idle, the slowest rank's median):
-  // what a framework program's all-to-all costs beside the bench's table.
-  // Reported only: the model times a program's all-to-all by the table and
-  // its host calls (overheads' framework_collective_call, framework_p2p_round).
+  // around each call, the GPU otherwise idle, the slowest rank's median),
+  // each way of calling it beside the bench's table. all_to_all_single is
+  // reported only (the runner's table and its host call time it); the
+  // pairwise rows also make the framework's pairwise table (fit_tables).
   {
     std::map<std::pair<std::string, int>, std::vector<std::pair<double, double>>> by_op;
     for (const auto& r : rows(d, "framework_all_to_all"))
@@ -60,7 +60,7 @@ void fit_reps_report(FitContext& ctx) {
     for (auto& [key, pts] : by_op) {
       std::sort(pts.begin(), pts.end());
       Fit f{fmt::format("all-to-all as PyTorch calls it (framework_all_to_all), {}, {} ranks", key.first, key.second),
-            "GPU time per call, the GPU otherwise idle, the slowest rank's median (reported only)",
+            "GPU time per call, the GPU otherwise idle, the slowest rank's median",
             {},
             0,
             static_cast<int>(pts.size())};
@@ -119,14 +119,34 @@ void fit_channels(FitContext& ctx) {
   }
 }
 
+// A table's points from each size's measured times (the median where a size
+// was measured more than once), made non-decreasing by pooling adjacent
+// violators: where a larger size measured faster than a smaller one (launch
+// latency, host noise), both take their mean instead of the later one being raised.
+std::vector<std::pair<double, double>> pooled_points(const std::map<double, std::vector<double>>& sizes) {
+  std::vector<std::pair<double, int>> blocks;  // (mean time, sizes pooled)
+  for (const auto& [bytes, times] : sizes) {
+    blocks.emplace_back(median(times), 1);
+    while (blocks.size() > 1 && blocks[blocks.size() - 2].first > blocks.back().first) {
+      const auto [m1, n1] = blocks[blocks.size() - 2];
+      const auto [m2, n2] = blocks.back();
+      blocks.pop_back();
+      blocks.back() = {(m1 * n1 + m2 * n2) / (n1 + n2), n1 + n2};
+    }
+  }
+  std::vector<std::pair<double, double>> points;
+  auto sz = sizes.begin();
+  for (const auto& [mean, count] : blocks)
+    for (int i = 0; i < count; ++i, ++sz) points.emplace_back(sz->first, mean);
+  return points;
+}
+
 void fit_tables(FitContext& ctx) {
   ModelParams& p = ctx.p;
   Calibration& c = ctx.cal;
   const BenchDocs& runs = ctx.runs;
   // Measured collective tables: time against bytes per rank, per collective,
-  // rank count, transport and channel count (0: NCCL's choice) (the median where a
-  // size was measured more than once; made non-decreasing by pooling, so that no size
-  // looks faster than a smaller one).
+  // rank count, transport and channel count (0: NCCL's choice), non-decreasing.
   {
     Fit f{"NCCL collective tables", "time at each measured size and channel count (used inside one host, nearest rank count); 1 GiB at NCCL's default channels", {}, 0, 0};
     p.nccl.nccl_tables.clear();
@@ -134,33 +154,40 @@ void fit_tables(FitContext& ctx) {
       const json* doc = find_doc(runs, off);
       if (!doc) continue;
       for (const auto coll : kTableColls) {
+        if (coll == TableColl::FrameworkAllToAllPairwise) continue;  // below
         const std::string key = std::string("nccl_") + table_coll_name(coll);
         std::map<std::pair<int, int>, std::map<double, std::vector<double>>> by_ranks;  // (channels, ranks)
         for (const auto& r : rows(*doc, key))
           by_ranks[{r.at("channels").get<int>(), r.at("ranks").get<int>()}][r.at("bytes").get<double>()].push_back(r.at("time_us").get<double>() * 1e-6);
         for (const auto& [chn, sizes] : by_ranks) {
           const auto [ch, n] = chn;
-          NcclTable t{coll, n, off, {}, ch};
-          // Non-decreasing by pooling adjacent violators: where a larger size
-          // measured faster than a smaller one (launch-latency noise), both
-          // take their mean instead of the later one being raised.
-          std::vector<std::pair<double, int>> blocks;  // (mean time, sizes pooled)
-          for (const auto& [bytes, times] : sizes) {
-            blocks.emplace_back(median(times), 1);
-            while (blocks.size() > 1 && blocks[blocks.size() - 2].first > blocks.back().first) {
-              const auto [m1, n1] = blocks[blocks.size() - 2];
-              const auto [m2, n2] = blocks.back();
-              blocks.pop_back();
-              blocks.back() = {(m1 * n1 + m2 * n2) / (n1 + n2), n1 + n2};
-            }
-          }
-          auto sz = sizes.begin();
-          for (const auto& [mean, count] : blocks)
-            for (int i = 0; i < count; ++i, ++sz) t.points.emplace_back(sz->first, mean);
+          NcclTable t{coll, n, off, pooled_points(sizes), ch};
           if (ch == 0) f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", table_coll_name(coll), off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
           f.points += static_cast<int>(t.points.size());
           p.nccl.nccl_tables.push_back(std::move(t));
         }
+      }
+    }
+    if (f.points) c.fits.push_back(f);
+  }
+  // The pairwise all-to-all as PyTorch calls it (framework_all_to_all, the
+  // slowest rank's median per size): a table of its own, which a framework
+  // program's pairwise exchange runs by (docs/execution-model.md "Collectives").
+  {
+    Fit f{"pairwise all-to-all as PyTorch calls it (framework_all_to_all)",
+          "time per call from before it, the GPU otherwise idle, at each measured size (non-decreasing), per rank count; 24 MiB a rank", {}, 0, 0};
+    for (const bool off : {false, true}) {
+      const json* doc = find_doc(runs, off);
+      if (!doc) continue;
+      std::map<int, std::map<double, std::vector<double>>> by_ranks;
+      for (const auto& r : rows(*doc, "framework_all_to_all"))
+        if (r.at("op") == "all_to_all_pairwise")
+          by_ranks[r.at("ranks").get<int>()][r.at("bytes").get<double>()].push_back(r.at("time_us").get<double>() * 1e-6);
+      for (const auto& [n, sizes] : by_ranks) {
+        NcclTable t{TableColl::FrameworkAllToAllPairwise, n, off, pooled_points(sizes), 0};
+        f.values.emplace_back(fmt::format("pairwise{}_{}r_24MiB_us", off ? "_host" : "", n), t.time_at(24.0 * 1048576) * 1e6);
+        f.points += static_cast<int>(t.points.size());
+        p.nccl.nccl_tables.push_back(std::move(t));
       }
     }
     if (f.points) c.fits.push_back(f);

@@ -16,6 +16,7 @@ const char* table_coll_name(TableColl c) {
     case TableColl::AllGather: return "all_gather";
     case TableColl::ReduceScatter: return "reduce_scatter";
     case TableColl::AllReduce: return "all_reduce";
+    case TableColl::FrameworkAllToAllPairwise: return "framework_all_to_all_pairwise";
   }
   return "?";
 }
@@ -62,7 +63,7 @@ void read_nccl_tables(const MapReader& m, const std::string& file, ModelParams& 
         tab.coll = k;
         known = true;
       }
-    if (!known) t.fail("collective", "must be all_to_all, all_to_all_pairwise, all_gather, reduce_scatter or all_reduce");
+    if (!known) t.fail("collective", "must be all_to_all, all_to_all_pairwise, all_gather, reduce_scatter, all_reduce or framework_all_to_all_pairwise");
     if (transport != "p2p" && transport != "host") t.fail("transport", "must be p2p or host");
     tab.via_host = transport == "host";
     const auto ranks = t.opt_int32("ranks");
@@ -108,7 +109,8 @@ std::vector<Field> nccl_fields() {
      OSIM_LIMITED(nccl, nccl_host_rank_bandwidth), "the same through host memory (NCCL_P2P_DISABLE=1)"},
     {"nccl_tables", "nccl", Kind::Custom, {}, 4, 0, 0, false, "[{collective: all_to_all, ranks: 4, transport: p2p, points: [[1048576, 20.5]]}]",
      [](const ModelParams& p) { return !p.nccl.nccl_tables.empty(); },
-     "collectives measured at NCCL's channels or the given count: [bytes per rank, time in us]; used inside one host, nearest rank count",
+     "collectives measured at NCCL's channels or the given count: [bytes per rank, time in us]; used inside one host, nearest rank count; "
+     "framework_all_to_all_pairwise: the pairwise all-to-all as the framework calls it, timed from before the call",
      read_nccl_tables,
      [](const ModelParams& p) {
        std::string out = "\n";

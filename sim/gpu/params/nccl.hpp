@@ -11,11 +11,15 @@
 
 namespace osim {
 
-enum class TableColl : uint8_t { AllToAll, AllToAllPairwise, AllGather, ReduceScatter, AllReduce };
-/// The name a calibration file and the bench ("nccl_" + it) give a collective.
+// FrameworkAllToAllPairwise: the pairwise all-to-all as PyTorch calls it (a
+// batch_isend_irecv round per partner), timed from before the call with the
+// GPU otherwise idle (framework.py all_to_all_time, bench framework_all_to_all).
+enum class TableColl : uint8_t { AllToAll, AllToAllPairwise, AllGather, ReduceScatter, AllReduce, FrameworkAllToAllPairwise };
+/// The name a calibration file gives a collective's table; the runner's bench
+/// key is "nccl_" + it (the framework's table comes from framework_all_to_all).
 const char* table_coll_name(TableColl c);
-inline constexpr TableColl kTableColls[] = {TableColl::AllToAll, TableColl::AllToAllPairwise, TableColl::AllGather, TableColl::ReduceScatter,
-                                           TableColl::AllReduce};
+inline constexpr TableColl kTableColls[] = {TableColl::AllToAll,      TableColl::AllToAllPairwise, TableColl::AllGather,
+                                           TableColl::ReduceScatter, TableColl::AllReduce,        TableColl::FrameworkAllToAllPairwise};
 
 // Measured collective times against bytes per rank, per collective, rank
 // count, transport and channel count (0: NCCL's choice).
