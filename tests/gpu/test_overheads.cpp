@@ -55,26 +55,30 @@ programs:
   CHECK(q.op(0, 6).start == Time::from_us(150));
 }
 
-TEST_CASE("a collective called from the framework: framework_collective_call, and a pairwise all-to-all's rounds of framework_p2p_round") {
-  // Four ranks; each calls one all-to-all, then a host marker op: the
-  // collective's host time is when the call returns.
-  auto sched = [](const char* algorithm, const char* framework) {
-    return fmt::format(R"(name: calls
+// Four ranks calling one all-to-all of 1 MB on stream comm, issued by
+// `framework`, behind a kernel of `ahead_us` on that stream (none at 0).
+static std::string framework_all_to_all(const char* framework, const char* algorithm, int ahead_us = 0) {
+  const std::string ahead = ahead_us > 0 ? fmt::format("      - {{op: kernel, name: ahead, stream: comm, duration: {} us}}\n", ahead_us) : "";
+  return fmt::format(R"(name: calls
 ranks: 4
 streams: [comm]
 settings: {{framework: {}}}
 programs:
   - rank: all
     ops:
-      - {{op: collective, kind: all_to_all, group: world, bytes: 1 MB, stream: comm, algorithm: {}}}
+{}      - {{op: collective, kind: all_to_all, group: world, bytes: 1 MB, stream: comm, algorithm: {}}}
 )",
-                       framework, algorithm);
-  };
+                     framework, ahead, algorithm);
+}
+
+TEST_CASE("a collective called from the framework: framework_collective_call, and a pairwise all-to-all's rounds of framework_p2p_round") {
+  // Four ranks; each calls one all-to-all: the collective's host time is
+  // when the call returns.
   const std::string four = bridge_topo("throughput_from_host: 100 GB/s");
   ModelParams p = quiet();
   p.overheads.collective_call = Time::from_us(6);
   p.overheads.framework_op_call = Time::from_us(10);
-  auto returned = [&](const char* algorithm, const char* framework) { return Sim(sched(algorithm, framework), p, four.c_str()).op(0, 0).returned; };
+  auto returned = [&](const char* algorithm, const char* framework) { return Sim(framework_all_to_all(framework, algorithm), p, four.c_str()).op(0, 0).returned; };
   CHECK(returned("nccl", "none") == Time::from_us(6));
   CHECK(returned("nccl", "pytorch") == Time::from_us(16));      // collective_call + framework_op_call
   CHECK(returned("pairwise", "pytorch") == Time::from_us(16));  // no per-round cost calibrated
@@ -90,19 +94,6 @@ TEST_CASE("a framework's pairwise all-to-all where its call is measured: launche
   // `ahead` on its stream. The framework's table says 400 us a call (timed
   // from before it, the GPU otherwise idle): launched as the call begins, it
   // takes that, while the host spends 3 x 70 us issuing its rounds.
-  auto sched = [](const char* framework, int ahead_us) {
-    return fmt::format(R"(name: calls
-ranks: 4
-streams: [comm]
-settings: {{framework: {}}}
-programs:
-  - rank: all
-    ops:
-      - {{op: kernel, name: ahead, stream: comm, duration: {} us}}
-      - {{op: collective, kind: all_to_all, group: world, bytes: 1 MB, stream: comm, algorithm: pairwise}}
-)",
-                       framework, ahead_us);
-  };
   // Four GPUs, NVLink between every pair: the table's transport (peer to peer).
   const char* four = R"(name: mesh
 nodes:
@@ -121,24 +112,24 @@ links:
   p.overheads.framework_p2p_round = Time::from_us(70);
   p.nccl.nccl_tables.push_back(NcclTable{TableColl::FrameworkAllToAllPairwise, 4, false, {{1048576, 400e-6}, {16777216, 500e-6}}, 0});
   const auto near = [](Time a, Time b) { return std::llabs(a.ps() - b.ps()) <= 1000; };  // within 1 ns
-  const Sim idle(sched("pytorch", 1), p, four);
+  const Sim idle(framework_all_to_all("pytorch", "pairwise", 1), p, four);
   CHECK(idle.op(0, 1).issue == Time::zero());  // the kernel's launch costs nothing here
   CHECK(idle.op(0, 1).returned == Time::from_us(210));
   CHECK(near(idle.op(0, 1).start, Time::from_us(1)));
   CHECK(near(idle.op(0, 1).end, Time::from_us(1 + 400)));
-  const Sim ahead(sched("pytorch", 1000), p, four);
+  const Sim ahead(framework_all_to_all("pytorch", "pairwise", 1000), p, four);
   CHECK(near(ahead.op(0, 1).start, Time::from_us(1000)));
   CHECK(near(ahead.op(0, 1).end, Time::from_us(1000 + 400)));
   // A host slower than the table's: the call takes as long as the host issues its rounds.
   ModelParams slow = p;
   slow.overheads.framework_p2p_round = Time::from_us(200);
-  CHECK(near(Sim(sched("pytorch", 1), slow, four).op(0, 1).end, Time::from_us(1 + 600)));
+  CHECK(near(Sim(framework_all_to_all("pytorch", "pairwise", 1), slow, four).op(0, 1).end, Time::from_us(1 + 600)));
   // Called directly (no framework) or with no such table: the runner's model.
-  const Sim direct(sched("none", 1), p, four);
+  const Sim direct(framework_all_to_all("none", "pairwise", 1), p, four);
   CHECK(direct.op(0, 1).end < Time::from_us(100));
   ModelParams no_table = p;
   no_table.nccl.nccl_tables.clear();
-  const Sim other(sched("pytorch", 1), no_table, four);
+  const Sim other(framework_all_to_all("pytorch", "pairwise", 1), no_table, four);
   CHECK(other.op(0, 1).returned == Time::from_us(210));
   CHECK(other.op(0, 1).start == Time::from_us(210));  // launched after every round's host call
 }
