@@ -26,6 +26,12 @@ int64_t Host::partners(int r, const Op& op) const {
   return static_cast<int64_t>(x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].ranks.size()) - 1;
 }
 
+Time Host::rounds_while_running(int r, const Op& op) const {
+  const Time round = x_.p.overheads.framework_p2p_round;
+  if (round <= Time::zero() || !x_.collectives->framework_pairwise_table(r, op)) return Time::zero();
+  return Time::from_ps(round.ps() * partners(r, op));
+}
+
 Time Host::call_overhead(int r, const Op& op) const {
   const OverheadParams& o = x_.p.overheads;
   const Time framework = x_.s.runtime.framework == Framework::None ? Time::zero() : o.framework_op_call;
@@ -41,7 +47,7 @@ Time Host::call_overhead(int r, const Op& op) const {
         // A round per partner; where the framework's call is measured, the
         // collective is launched as the call begins and the host issues the
         // rounds while the GPU runs it (effect).
-        if (x_.collectives->framework_pairwise_table(r, op)) return Time::zero();
+        if (rounds_while_running(r, op) > Time::zero()) return Time::zero();
         return Time::from_ps(o.framework_p2p_round.ps() * partners(r, op));
       }
       return o.framework_collective_call >= Time::zero() ? o.framework_collective_call : o.collective_call + framework;
@@ -165,8 +171,7 @@ void Host::effect(int r, const Op& op) {
       x_.streams->enqueue(r, H.pc, op);
       // A framework's pairwise rounds: the host issues them while the GPU
       // runs the call (Collectives::framework_pairwise_table).
-      if (op.kind == OpKind::Collective && x_.p.overheads.framework_p2p_round > Time::zero() && x_.collectives->framework_pairwise_table(r, op))
-        H.busy_until = x_.engine.now() + Time::from_ps(x_.p.overheads.framework_p2p_round.ps() * partners(r, op));
+      if (const Time rounds = rounds_while_running(r, op); rounds > Time::zero()) H.busy_until = x_.engine.now() + rounds;
       // Its send and receive tensors, held until the stream has run it.
       if (holds_past_free(op, x_.s.runtime.framework))
         x_.memory->hold_behind_stream(r, H.pc, op.stream, x_.streams->enqueued(r, op.stream), 2 * op.bytes);

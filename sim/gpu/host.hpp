@@ -43,6 +43,10 @@ class Host {
   Time overhead(int r, const Op& op) const;
   Time call_overhead(int r, const Op& op) const;
   int64_t partners(int r, const Op& op) const;  // a collective's group size - 1
+  // A framework's pairwise all-to-all whose call the calibration measured:
+  // the host time of its rounds, which it spends while the GPU runs the call
+  // (Collectives::framework_pairwise_table); zero for any other op.
+  Time rounds_while_running(int r, const Op& op) const;
   static void step_event(void* self, uint64_t r) { static_cast<Host*>(self)->step(static_cast<int>(r)); }
   void step(int r);
   bool satisfied(int r) const;
