@@ -41,7 +41,6 @@ FlowId FlowModel::start(FlowSpec spec) {
   fl.bottleneck = MaxMinSystem::kOwnBound;
   fl.last_update = Time::zero();
   fl.completion_batch = -1;
-  fl.completion_token = 0;
   attach(id, std::move(spec));
   fl.active = false;
   fl.resumed = false;
@@ -67,7 +66,7 @@ void FlowModel::attach(FlowId id, FlowSpec spec) {
     var_to_flow_.resize(static_cast<size_t>(fl.var) + 1, -1);
   }
   var_to_flow_[fl.var] = id;
-  fl.on_done = std::move(spec.on_done);
+  fl.on_done = spec.on_done;
   fl.running = true;
   ++active_;
 }
@@ -84,7 +83,7 @@ void FlowModel::schedule_activation(FlowId id) {
     reserve_room(batches_[o.batch].flows, batches_[o.batch].flows.size() + reserve_activations_);
     reserve_activations_ = 0;
   }
-  batches_[o.batch].flows.emplace_back(id, 0);
+  batches_[o.batch].flows.push_back(id);
 }
 
 FlowState FlowModel::state(FlowId f) const {
@@ -113,7 +112,6 @@ FlowId FlowModel::resume(FlowSpec spec, const FlowState& st) {
   fl.bottleneck = st.bottleneck;
   fl.last_update = st.last_update;
   fl.completion_batch = -1;
-  fl.completion_token = 0;
   attach(id, std::move(spec));
   fl.active = st.active;
   fl.resumed = st.active;
@@ -144,28 +142,26 @@ int FlowModel::new_batch(Time t, bool completions) {
 void FlowModel::run_batch(int b, bool completions) {
   Open& o = completions ? open_completion_ : open_activation_;
   if (o.batch == b) o.batch = -1;
-  // Members' callbacks may open new batches (never this one: it is still held).
-  std::vector<std::pair<FlowId, uint64_t>> members;
-  members.swap(batches_[b].flows);
-  for (const auto& [f, token] : members) {
+  // Members' callbacks may open new batches (never join this one: it is
+  // still held), which can move batches_: indexed afresh for each member.
+  for (size_t i = 0; i < batches_[b].flows.size(); ++i) {
+    const FlowId f = batches_[b].flows[i];
+    if (f == kGone) continue;  // its completion was rescheduled
     if (!completions) {
       activate(f);
       continue;
     }
-    Flow& fl = flows_[f];
-    if (fl.completion_token != token) continue;  // rescheduled or done since
-    fl.completion_batch = -1;
-    fl.completion_token = 0;
+    flows_[f].completion_batch = -1;
     complete(f);
   }
-  members.clear();
-  batches_[b].flows.swap(members);  // keep the capacity
+  batches_[b].flows.clear();  // keeps the capacity
   free_batches_.push_back(b);
 }
 
 void FlowModel::unschedule_completion(Flow& fl) {
   if (fl.completion_batch < 0) return;
   Batch& b = batches_[fl.completion_batch];
+  b.flows[fl.completion_slot] = kGone;
   if (--b.live == 0) {  // nothing left in it: drop its event
     engine_.cancel(b.event);
     if (open_completion_.batch == fl.completion_batch) open_completion_.batch = -1;
@@ -173,7 +169,6 @@ void FlowModel::unschedule_completion(Flow& fl) {
     free_batches_.push_back(fl.completion_batch);
   }
   fl.completion_batch = -1;
-  fl.completion_token = 0;
 }
 
 double FlowModel::rate(FlowId f) const { return flows_[f].rate; }
@@ -265,8 +260,8 @@ void FlowModel::schedule_completion(FlowId f, Time t) {
     o.seq = engine_.next_seq();
   }
   fl.completion_batch = o.batch;
-  fl.completion_token = next_token_++;
-  batches_[o.batch].flows.emplace_back(f, fl.completion_token);
+  fl.completion_slot = static_cast<uint32_t>(batches_[o.batch].flows.size());
+  batches_[o.batch].flows.push_back(f);
   ++batches_[o.batch].live;
 }
 
@@ -288,9 +283,9 @@ void FlowModel::complete(FlowId f) {
   --active_;
   // The slot is freed after the callback, which reads the record in place
   // (a flow it starts takes another slot); start() resets every field.
-  auto cb = std::move(fl.on_done);
-  fl.on_done = nullptr;
-  if (cb) cb(fl.record);
+  const FlowDone done = fl.on_done;
+  fl.on_done = {};
+  if (done.fn) done.fn(done.ctx, done.key, fl.record);
   free_ids_.push_back(f);
 }
 

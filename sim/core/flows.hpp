@@ -46,13 +46,23 @@ struct FlowRecord {
   [[nodiscard]] ConstraintId main_bottleneck() const;
 };
 
+/// What a flow calls when it ends: fn(ctx, key, record), where a
+/// captureless lambda converts to fn. Plain data, three words where a
+/// std::function takes four and is moved per flow: a run may hold a million.
+struct FlowDone {
+  using Fn = void (*)(void* ctx, uint64_t key, const FlowRecord& record);
+  Fn fn = nullptr;
+  void* ctx = nullptr;
+  uint64_t key = 0;
+};
+
 struct FlowSpec {
   boost::container::small_vector<FlowUse, 6> route;
   double bytes = 0;
   Time latency;
   double rate_cap = MaxMinSystem::kUnbounded;  // bytes/s
   double weight = 1.0;
-  std::function<void(const FlowRecord&)> on_done;
+  FlowDone on_done;
 };
 
 /// A flow's state between two rate changes: enough to carry it from one
@@ -112,15 +122,15 @@ class FlowModel {
     // variable, dormant until the first byte): a run may hold a million
     // flows at once.
     // (Eight-byte fields first, then four, then one: no padding.)
-    std::function<void(const FlowRecord&)> on_done;
+    FlowDone on_done;
     FlowRecord record;
     double remaining = 0;
     double rate = 0;
     Time last_update;
-    uint64_t completion_token = 0;  // matches its entry in that batch; 0 = none
     VariableId var = -1;
     ConstraintId bottleneck = MaxMinSystem::kOwnBound;
     int completion_batch = -1;    // the batch holding this flow's completion, if scheduled
+    uint32_t completion_slot = 0;  // its entry there
     bool running = false;
     bool active = false;  // past its first byte: its variable takes part in solves
     bool resumed = false;  // resume()d and not solved since (see solve_now)
@@ -129,8 +139,10 @@ class FlowModel {
   // pairs) share one engine event: a batch. A flow joins the last batch only
   // when that batch is at the same time and no other event was scheduled
   // since, so events run in exactly the order one event per flow would give.
+  // A rescheduled completion leaves kGone in its old batch.
+  static constexpr FlowId kGone = -1;
   struct Batch {
-    std::vector<std::pair<FlowId, uint64_t>> flows;  // (flow, token); stale entries are skipped
+    std::vector<FlowId> flows;
     EventId event;
     int live = 0;
   };
@@ -162,7 +174,6 @@ class FlowModel {
     uint64_t seq = 0;  // engine_.next_seq() right after it was last extended
   } open_activation_, open_completion_;
   size_t reserve_activations_ = 0;  // room for the activation batch the next flow joins (reserve())
-  uint64_t next_token_ = 1;
   bool solve_pending_ = false;
   size_t active_ = 0;
 };

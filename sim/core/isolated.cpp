@@ -23,11 +23,13 @@ struct Private {
       f.rate_cap = in.flows[i].rate_cap;
       f.weight = in.flows[i].weight;
       if (run)
-        f.on_done = [run, i](const FlowRecord& rec) {
-          run->records[i] = rec;
-          run->records[i].id = static_cast<FlowId>(i);
-          run->order.push_back(static_cast<int>(i));
-        };
+        f.on_done = {[](void* ctx, uint64_t k, const FlowRecord& rec) {
+                       IsolatedRun& out = *static_cast<IsolatedRun*>(ctx);
+                       out.records[k] = rec;
+                       out.records[k].id = static_cast<FlowId>(k);
+                       out.order.push_back(static_cast<int>(k));
+                     },
+                     run, i};
       ids.push_back(model.start(std::move(f)));
     }
   }

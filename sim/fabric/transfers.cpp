@@ -86,14 +86,16 @@ FabricRun run_transfers(const hw::Topology& topo, const Scenario& sc) {
     if (ts.rate_cap > 0) f.rate_cap = ts.rate_cap;
     run.transfers[i].spec = &ts;
     run.transfers[i].route_kind = route.kind;
-    f.on_done = [&run, i](const FlowRecord& rec) {
-      TransferResult& res = run.transfers[i];
-      res.first_byte = rec.first_byte;
-      res.end = rec.end;
-      res.achieved = rec.achieved();
-      res.main_bottleneck = rec.main_bottleneck();
-      run.makespan = std::max(run.makespan, rec.end);
-    };
+    f.on_done = {[](void* ctx, uint64_t k, const FlowRecord& rec) {
+                   FabricRun& fr = *static_cast<FabricRun*>(ctx);
+                   TransferResult& res = fr.transfers[k];
+                   res.first_byte = rec.first_byte;
+                   res.end = rec.end;
+                   res.achieved = rec.achieved();
+                   res.main_bottleneck = rec.main_bottleneck();
+                   fr.makespan = std::max(fr.makespan, rec.end);
+                 },
+                 &run, i};
     flows.start(std::move(f));
   };
   // One event per start time, starting its transfers in scenario order: what

@@ -315,11 +315,12 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
 void Collectives::start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st) {
   const CollInst& c = insts_[static_cast<size_t>(ci)];
   const int ra = c.members[static_cast<size_t>(from)];
-  // Captures packed into 16 bytes so std::function stores them inline.
   const uint64_t key = (static_cast<uint64_t>(ci) << 32) | (static_cast<uint64_t>(from) << 16) | static_cast<uint64_t>(to);
-  f.on_done = [this, key](const FlowRecord& rec) {
-    flow_done(static_cast<int>(key >> 32), static_cast<int>((key >> 16) & 0xffff), static_cast<int>(key & 0xffff), rec);
-  };
+  f.on_done = {[](void* self, uint64_t k, const FlowRecord& rec) {
+                 static_cast<Collectives*>(self)->flow_done(static_cast<int>(k >> 32), static_cast<int>((k >> 16) & 0xffff),
+                                                            static_cast<int>(k & 0xffff), rec);
+               },
+               this, key};
   const FlowId fid = st ? x_.flows.resume(std::move(f), *st) : x_.flows.start(std::move(f));
   const FlowRoute& route = x_.fabric->pair_route(ra, c.members[static_cast<size_t>(to)], false);
   if (x_.o.link_samples) x_.fabric->observe(fid, route);
@@ -327,12 +328,12 @@ void Collectives::start_flow(int ci, int from, int to, FlowSpec f, double base, 
   auto& cfs = ranks_[static_cast<size_t>(ra)].coll_flows;
   if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
   coll_flow_slot_[static_cast<size_t>(fid)] = static_cast<int>(cfs.size());
-  cfs.push_back({fid, base, c.channels, through_host(route.kind), rb});
+  cfs.push_back({.base_cap = base, .flow = fid, .channels = c.channels, .peer = rb, .via_host = through_host(route.kind)});
   if (receivers_count()) {
     auto& in = ranks_[static_cast<size_t>(rb)].coll_in;
     if (coll_in_slot_.size() <= static_cast<size_t>(fid)) coll_in_slot_.resize(static_cast<size_t>(fid) + 1, -1);
     coll_in_slot_[static_cast<size_t>(fid)] = static_cast<int>(in.size());
-    in.push_back({fid, base, c.channels, through_host(route.kind), ra});
+    in.push_back({.base_cap = base, .flow = fid, .channels = c.channels, .peer = ra, .via_host = through_host(route.kind)});
   }
 }
 

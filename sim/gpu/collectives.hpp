@@ -101,12 +101,12 @@ class Collectives {
   void remove_closed(int r, int ci);
 
  private:
-  struct CollFlow {
-    FlowId flow;
+  struct CollFlow {  // 24 bytes: a rank may hold a thousand, a run a million
     double base_cap;
+    FlowId flow;
     int channels;
-    bool via_host;
     int peer;  // the rank at its other end
+    bool via_host;
   };
   struct Rank {
     std::vector<int> group_seq, group_done;

@@ -126,9 +126,11 @@ void Copies::start_copy(int r, int e) {
   if (std::isfinite(cap)) f.rate_cap = cap;
   f.weight = x_.p.interference.copy_weight_for(d2h);
   const uint64_t key = (static_cast<uint64_t>(id) << 24) | (static_cast<uint64_t>(r) << 4) | static_cast<uint64_t>(e);
-  f.on_done = [this, key](const FlowRecord& rec) {
-    copy_done(static_cast<int>((key >> 4) & 0xfffff), static_cast<int>(key >> 24), static_cast<int>(key & 0xf), rec);
-  };
+  f.on_done = {[](void* self, uint64_t k, const FlowRecord& rec) {
+                 static_cast<Copies*>(self)->copy_done(static_cast<int>((k >> 4) & 0xfffff), static_cast<int>(k >> 24),
+                                                       static_cast<int>(k & 0xf), rec);
+               },
+               this, key};
   if (host && !bidir_.empty()) {
     const size_t d = d2h ? 1 : 0;
     f.route.push_back({bidir_[static_cast<size_t>(r)][d], 1.0});

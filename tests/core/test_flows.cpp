@@ -17,7 +17,7 @@ struct Rig {
     f.route.assign(route.begin(), route.end());
     f.bytes = bytes;
     f.latency = latency;
-    f.on_done = [this](const FlowRecord& r) { done.push_back(r); };
+    f.on_done = {[](void* self, uint64_t, const FlowRecord& rec) { static_cast<Rig*>(self)->done.push_back(rec); }, this, 0};
     return f;
   }
 };
@@ -119,10 +119,12 @@ TEST_CASE("flows sharing a start or end instant complete in start order, and a r
   for (int i = 0; i < 4; ++i) {
     links.push_back(r.sys.add_constraint(10e9));
     FlowSpec f = r.spec({{links.back()}}, 1e9, Time::from_us(1));
-    f.on_done = [&r, i](const FlowRecord& rec) {
-      r.done.push_back(rec);
-      r.done.back().bytes = i;  // which flow, in completion order
-    };
+    f.on_done = {[](void* ctx, uint64_t k, const FlowRecord& rec) {
+                   Rig& rig = *static_cast<Rig*>(ctx);
+                   rig.done.push_back(rec);
+                   rig.done.back().bytes = static_cast<double>(k);  // which flow, in completion order
+                 },
+                 &r, static_cast<uint64_t>(i)};
     ids.push_back(r.flows.start(std::move(f)));
   }
   r.engine.at(Time::from_us(1) + Time::from_ms(50), [&] { r.flows.set_rate_cap(ids[2], 5e9); });
