@@ -38,7 +38,9 @@ struct FlowRecord {
   Time first_byte;  // start + latency
   Time end;
   /// (constraint, time it bottlenecked this flow); kOwnBound = the flow's cap.
-  boost::container::small_vector<std::pair<ConstraintId, Time>, 2> bottleneck_time;
+  /// Room for one in place: most flows have one bottleneck all along (every
+  /// flow of the 1,024-GPU all-to-all), and a run may hold a million.
+  boost::container::small_vector<std::pair<ConstraintId, Time>, 1> bottleneck_time;
   [[nodiscard]] Time duration() const { return end - start; }
   /// bytes / (end - start): what a user measuring the transfer would see.
   [[nodiscard]] Bandwidth achieved() const;
