@@ -151,6 +151,7 @@ void FlowModel::run_batch(int b, bool completions) {
       activate(f);
       continue;
     }
+    assert(flows_[f].completion_batch == b && flows_[f].completion_slot == i);
     flows_[f].completion_batch = -1;
     complete(f);
   }
