@@ -59,6 +59,9 @@ void MaxMinSystem::join_users(VariableId v, uint32_t i) {
   Elem& e = vars_[v].elems[i];
   Cons& k = cons_[e.c];
   e.pos = static_cast<uint32_t>(k.users.size());
+  // Room for every variable that holds it, dormant ones about to join
+  // included (an all-to-all's thousand flows over one link): it grows once.
+  if (k.users.size() == k.users.capacity()) k.users.reserve(std::max<size_t>(k.holders, 2 * k.users.capacity()));
   k.users.push_back(UserRef{v, i});
   mark_dirty(e.c);
 }
