@@ -173,8 +173,9 @@ void Compute::update(int r) {
     }
     // The duty cycle counts every kernel that draws power, memory-bound
     // ones too; only compute-bound kernels slow with the clock. The GEMMs'
-    // counts SDPA by sustained_attention_load and a memory-bound kernel by
-    // sustained_memory_load; SDPA's own counts every kernel whole.
+    // counts SDPA by sustained_attention_load, a memory-bound kernel by
+    // sustained_memory_load and a collective holding SMs by
+    // sustained_comm_load; SDPA's own counts each of them whole.
     C.duty_level = 0;
     C.attention_duty_busy = false;
     for (const RunningKernel& k : C.kernels)
@@ -183,6 +184,10 @@ void Compute::update(int r) {
         C.duty_level = std::max(C.duty_level, level);
         C.attention_duty_busy = true;
       }
+    if (C.comm_channels > 0 && pw.sustained_comm_load > 0) {
+      C.duty_level = std::max(C.duty_level, pw.sustained_comm_load);
+      C.attention_duty_busy = true;
+    }
     auto above = [&](double duty) { return std::clamp((duty - pw.sustained_duty) / (1 - pw.sustained_duty), 0.0, 1.0); };
     clock = 1.0 / (1.0 + pw.sustained_slowdown * above(C.duty) + pw.sustained_slow_slowdown * above(C.duty_slow));
     attention_clock = 1.0 / (1.0 + pw.sustained_slowdown * above(C.attention_duty) +

@@ -69,7 +69,7 @@ class Compute {
     // The duty cycle (exponential averages) for the sustained-load clock.
     double duty = 0, duty_slow = 0, attention_duty = 0, attention_duty_slow = 0;
     Time duty_t;
-    double duty_level = 0;            // what the running kernels put on the GEMMs' duty cycle: 1, sustained_attention_load (SDPA alone), 0
+    double duty_level = 0;            // what the running kernels (and collectives) put on the GEMMs' duty cycle: 1, a sustained_*_load, 0
     bool attention_duty_busy = false;  // any kernel that draws power runs (SDPA's duty cycle)
     double clock = 1.0;
     Time nvlink_quiet_since;   // when its last NVLink collective ended

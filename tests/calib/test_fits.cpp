@@ -10,9 +10,11 @@
 #include <map>
 #include <stdexcept>
 
+#include "calib/bench_replay.hpp"
 #include "calib/calibrate.hpp"
 #include "calib/families/gemm.hpp"
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "io/text_file.hpp"
 
 using namespace osim;
@@ -475,6 +477,66 @@ TEST_CASE("memory-bound kernels' load: fitted at the calibration's full-duty slo
   const auto [unscaled, unscaled_values] = load_with([](nlohmann::json& r) { r.erase("alone_slowdown"); });
   CHECK(unscaled_values.at("target") == doctest::Approx(unscaled_values.at("gemm_slowdown")));
   CHECK(unscaled < load - 0.02);
+}
+
+TEST_CASE("collectives' load: GEMMs between all-to-alls simulated at a known load fit that load back") {
+  // The 2xH200 bench's sustained-load fit, then the gemm_between_all_to_all
+  // testcase's cycles (300 ms idle; on both ranks two GEMMs and a 128 MiB
+  // all-to-all, 400 times) simulated with the collectives' load at 0.6: the
+  // row they make fits 0.6 back, and replays within 0.25 % (the clock moves in steps of 1/256). With the box's
+  // GEMMs alone slowing less than the calibration's, the target scales.
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  std::ifstream in(kSrc + "/validate/reference/h200x2-nvlink/bench-default.json");
+  const nlohmann::json bench = nlohmann::json::parse(in);
+  const Calibration base = calibrate({{"bench-default.json", bench}}, topo);
+  REQUIRE(base.params.power.sustained_slowdown > 0);
+  CHECK(base.params.power.sustained_comm_load == 0);
+  ModelParams p = base.params;
+  p.power.sustained_comm_load = 0.6;
+  p.power.straggler_share = 0;
+  const Bytes bytes = Bytes(128) << 20;
+  const int cycles = 400;
+  std::vector<Op> prog{bench_idle(Time::from_ms(300))};
+  for (int i = 0; i < cycles; ++i) {
+    prog.push_back(bench_gemm(nlohmann::json::array({8192, 5120, 5120})));
+    prog.push_back(bench_gemm(nlohmann::json::array({8192, 5120, 5120})));
+    prog.push_back(bench_a2a(bytes));
+  }
+  const ExecResult res = replay_programs(bench_schedule(2), {prog, prog}, topo, p);
+  std::vector<double> gemm_us, comm_us;
+  for (size_t i = 0; i < static_cast<size_t>(cycles); ++i) {
+    const auto& ops = res.ops[0];
+    gemm_us.push_back((ops[2 + 3 * i].end - ops[1 + 3 * i].start).us() / 2);
+    comm_us.push_back((ops[3 + 3 * i].end - ops[3 + 3 * i].start).us());
+  }
+  const auto tail = [](const std::vector<double>& v) { return median(std::vector<double>(v.begin() + static_cast<long>(v.size() / 2), v.end())); };
+  nlohmann::json row = {{"key", "gemm_between_all_to_all"}, {"ranks", 2}, {"bytes", bytes}, {"m", 8192}, {"n", 5120}, {"k", 5120},
+                        {"gemms_per_cycle", 2}, {"burst_time_us", gemm_us.front()}, {"comm_burst_time_us", comm_us.front()},
+                        {"steady_time_us", tail(gemm_us)}, {"comm_steady_time_us", tail(comm_us)}, {"slowdown", tail(gemm_us) / gemm_us.front()},
+                        {"comm_slowdown", tail(comm_us) / comm_us.front()}, {"time_us", gemm_us}, {"comm_time_us", comm_us}};
+  REQUIRE(row["slowdown"].get<double>() > 1.02);
+  auto fitted = [&](const nlohmann::json& r) {
+    nlohmann::json doc = bench;
+    doc["results"].push_back(r);
+    const Calibration c = calibrate({{"bench-default.json", doc}}, topo);
+    return std::pair{c, doc};
+  };
+  const auto [c, doc] = fitted(row);
+  CHECK(c.params.power.sustained_comm_load == doctest::Approx(0.6).epsilon(0.01));
+  int replayed = 0;
+  for (const auto& cmp : compare_bench(doc, topo, c.params))
+    if (cmp.cls == "GEMMs between all-to-alls (sustained-load clock)") {
+      ++replayed;
+      CHECK(std::abs(cmp.error_pct()) < 0.25);
+    }
+  CHECK(replayed == 1);
+  row["alone_slowdown"] = 1 + (row["slowdown"].get<double>() - 1) * 1.5;
+  const auto [scaled, scaled_doc] = fitted(row);
+  const auto v = values_of(fit_named(scaled, "sustained load, collectives' share"));
+  CHECK(v.at("target") == doctest::Approx(1 + (v.at("gemm_slowdown") - 1) * (v.at("replayed_as_gemm") - 1) / (v.at("gemm_alone_slowdown") - 1)));
+  // A target under the measured slowdown is a lighter load, and over it a heavier one.
+  if (v.at("target") < v.at("gemm_slowdown")) CHECK(scaled.params.power.sustained_comm_load < 0.59);
+  else CHECK(scaled.params.power.sustained_comm_load > 0.61);
 }
 
 TEST_CASE("norms by row length: each row length's median per kind, a split view and the long-row shapes kept out of the table") {

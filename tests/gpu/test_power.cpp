@@ -85,6 +85,38 @@ TEST_CASE("a memory-bound kernel puts its sustained_memory_load on the duty cycl
   CHECK(gemm_us(0.4, "{op: kernel, stream: a, flops: 60.0e12}") == doctest::Approx(12.0).epsilon(1e-3));
 }
 
+TEST_CASE("a collective holding its SMs puts its sustained_comm_load on the duty cycle") {
+  // Two ranks in a tabled all-to-all of 1 s (a 10 ms time constant: the
+  // duty cycle settles at the collective's load w), then the 10 us GEMM:
+  // slowed by 1 + 0.2 x clamp((w - 0.5) / 0.5). w = 0, the default: the
+  // GPU cools through the all-to-all as through an idle gap.
+  const std::string sched = R"(name: comm-load
+ranks: 2
+streams: [s]
+programs:
+  - rank: 0
+    ops:
+      - {op: collective, kind: all_to_all, group: world, bytes: 1 GB, stream: s}
+      - {op: kernel, stream: s, flops: 0.6e9}
+  - rank: 1
+    ops:
+      - {op: collective, kind: all_to_all, group: world, bytes: 1 GB, stream: s}
+      - {op: kernel, stream: s, flops: 0.6e9}
+)";
+  ModelParams p = clocked();
+  p.nccl.nccl_tables.push_back({TableColl::AllToAll, 2, false, {{1e6, 1e-3}, {1e9, 1.0}}});
+  auto gemm_us = [&](double w) {
+    p.power.sustained_comm_load = w;
+    Sim s(sched, p);
+    CHECK((s.op(0, 0).end - s.op(0, 0).start).s() == doctest::Approx(1.0).epsilon(1e-6));
+    return (s.op(0, 1).end - s.op(0, 1).start).us();
+  };
+  CHECK(gemm_us(0) == doctest::Approx(10.0).epsilon(1e-6));
+  CHECK(gemm_us(1.0) == doctest::Approx(12.0).epsilon(1e-3));
+  CHECK(gemm_us(0.75) == doctest::Approx(11.0).epsilon(1e-3));
+  CHECK(gemm_us(0.4) == doctest::Approx(10.0).epsilon(1e-6));
+}
+
 TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form") {
   // Ten 10 ms compute kernels back to back; only the slow term acts (the
   // fast one is ~0, the duty threshold 0): kernel i takes

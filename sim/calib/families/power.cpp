@@ -1,7 +1,8 @@
 // Sustained load (params/power.hpp): the SM clock's drop with the duty cycle
 // (gemm_sustained, gemm_sustained_long, the GEMM table's window means), the
-// load SDPA and memory-bound kernels put on it (gemm_between_attention,
-// gemm_between_memory_bound), the share of it collectives take
+// load SDPA, memory-bound kernels and collectives put on it
+// (gemm_between_attention, gemm_between_memory_bound,
+// gemm_between_all_to_all), the share of it collectives take
 // (nccl_all_to_all_loaded), and ranks drifting
 // apart under the power cap (nccl_barrier_skew). Replayed as the bench ran
 // them: GEMMs after a gap (gemm_after_idle), the all-to-all after GEMMs, the
@@ -204,7 +205,9 @@ void fit_sustained(FitContext& ctx) {
 struct BetweenRatios {
   double gemm, other;
 };
-BetweenRatios replay_between(const json& r, const Op& a, const hw::Topology& topo, const ModelParams& p) {
+// With `ranks` > 1 every rank runs the cycles (`a` a collective among them);
+// rank 0's times.
+BetweenRatios replay_between(const json& r, const Op& a, const hw::Topology& topo, const ModelParams& p, int ranks = 1, bool p2p_off = false) {
   const Op g = bench_gemm(json::array({r.at("m"), r.at("n"), r.at("k")}));
   const int cycles = static_cast<int>(r.at("time_us").size()), per = r.at("gemms_per_cycle").get<int>();
   std::vector<Op> prog{bench_idle(Time::from_ms(300))};
@@ -212,7 +215,8 @@ BetweenRatios replay_between(const json& r, const Op& a, const hw::Topology& top
     for (int j = 0; j < per; ++j) prog.push_back(g);
     prog.push_back(a);
   }
-  const ExecResult res = replay_programs(bench_schedule(1), {prog}, topo, p);
+  const ExecResult res =
+      replay_programs(bench_schedule(ranks, p2p_off), std::vector<std::vector<Op>>(static_cast<size_t>(ranks), prog), topo, p);
   const auto& ops = res.ops[0];
   std::vector<double> gemm, other;
   for (int i = 0; i < cycles; ++i) {
@@ -265,6 +269,15 @@ BetweenRatios replay_between_memory(const json& r, const hw::Topology& topo, con
   const double bytes = std::max(0.0, burst_s - p.memory.hbm_latency.s()) * gpu.hbm_bandwidth->bytes_per_s * p.memory.hbm_efficiency;
   return replay_between(r, bench_memory_kernel(bytes), topo, p);
 }
+// The all-to-all at the NCCL tables' time (gemm_between_all_to_all), every
+// rank cycling; none where the topology has fewer GPUs than the row's ranks.
+BetweenRatios replay_between_all_to_all(const json& r, const hw::Topology& topo, const ModelParams& p, bool p2p_off) {
+  const int ranks = r.at("ranks").get<int>();
+  if (ranks > static_cast<int>(topo.gpus().size())) return {1, 1};
+  ModelParams lined_up = p;  // each cycle's all-to-all lines the ranks up
+  lined_up.power.straggler_share = 0;
+  return replay_between(r, bench_a2a(r.at("bytes").get<Bytes>()), topo, lined_up, ranks, p2p_off);
+}
 
 // The load on the duty cycle (`field`, in [0, 1]) at which the replayed
 // GEMMs of row `r` slow (steady / burst) as far as `target_of(their slowdown
@@ -274,7 +287,8 @@ struct LoadFit {
   double load = 1, target = 1, as_gemm = 1, none = 1;
 };
 LoadFit fit_load(FitContext& ctx, double PowerParams::*field, const json& r,
-                 BetweenRatios (*replay)(const json&, const hw::Topology&, const ModelParams&), const std::function<double(double)>& target_of) {
+                 const std::function<BetweenRatios(const json&, const hw::Topology&, const ModelParams&)>& replay,
+                 const std::function<double(double)>& target_of) {
   auto ratio_at = [&](double load) {
     ModelParams q = ctx.p;
     q.power.*field = load;
@@ -326,6 +340,30 @@ void fit_memory_load(FitContext& ctx) {
                           "the duty cycle at which the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
                           {{"memory_load", f.load}, {"gemm_slowdown", between}, {"gemm_alone_slowdown", alone}, {"target", f.target},
                            {"replayed_as_gemm", f.as_gemm}, {"replayed_without", f.none}, {"memory_slowdown", r.at("memory_slowdown").get<double>()}},
+                          0, static_cast<int>(r.at("time_us").size())});
+}
+
+// What a collective puts on the duty cycle while it holds its SMs
+// (sustained_comm_load), from the GEMMs between all-to-alls on every rank
+// (gemm_between_all_to_all), scaled by the same GEMMs alone as the memory
+// load is. After the collectives' clock share, which sets how long the
+// replayed all-to-alls take under load.
+void fit_comm_load(FitContext& ctx) {
+  const auto rs = rows(ctx.def, "gemm_between_all_to_all");
+  if (rs.empty() || ctx.p.power.sustained_slowdown <= 0) return;
+  const json& r = rs.front();
+  if (r.at("ranks").get<int>() > static_cast<int>(ctx.topo.gpus().size())) return;
+  const double between = r.at("slowdown").get<double>();
+  const double alone = r.contains("alone_slowdown") ? r.at("alone_slowdown").get<double>() : 0;
+  const LoadFit f = fit_load(
+      ctx, &PowerParams::sustained_comm_load, r,
+      [](const json& row, const hw::Topology& topo, const ModelParams& p) { return replay_between_all_to_all(row, topo, p, false); },
+      [&](double as_gemm) { return alone > 1 ? 1 + (between - 1) * (as_gemm - 1) / (alone - 1) : between; });
+  ctx.cal.fits.push_back({"sustained load, collectives' share",
+                          "GEMMs between all-to-alls on every rank for 1.5 s (gemm_between_all_to_all): the load a collective holding its SMs "
+                          "puts on the duty cycle at which the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
+                          {{"comm_load", f.load}, {"gemm_slowdown", between}, {"gemm_alone_slowdown", alone}, {"target", f.target},
+                           {"replayed_as_gemm", f.as_gemm}, {"replayed_without", f.none}, {"comm_slowdown", r.at("comm_slowdown").get<double>()}},
                           0, static_cast<int>(r.at("time_us").size())});
 }
 
@@ -596,14 +634,20 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   if (key == "gemm_between_memory_bound")
     between(replay_between_memory(r, topo, p), fmt::format("{} between copy kernels of {}", gemm_shape(), format_bytes(r.at("hbm_bytes").get<double>())),
             "GEMMs between memory-bound kernels (sustained-load clock)", "memory-bound kernels between GEMMs (sustained-load clock)", "memory");
+  if (key == "gemm_between_all_to_all" && r.at("ranks").get<int>() <= ctx.ngpu)
+    between(replay_between_all_to_all(r, topo, p, ctx.p2p_off),
+            fmt::format("{} between all-to-alls of {} on {} ranks", gemm_shape(), format_bytes(r.at("bytes").get<double>()), r.at("ranks").get<int>()),
+            ctx.p2p_off ? "GEMMs between all-to-alls (sustained-load clock), through host memory" : "GEMMs between all-to-alls (sustained-load clock)",
+            ctx.p2p_off ? "all-to-alls between GEMMs (sustained-load clock), through host memory" : "all-to-alls between GEMMs (sustained-load clock)",
+            "comm");
   // nccl_barrier_skew is fitted (straggler_share); the simulator's ranks never drift apart to replay it.
 }
 
 const CalibFamily kPower{"power",
-                         {"gemm_after_idle", "gemm_between_attention", "gemm_between_memory_bound", "gemm_sustained_shapes", "nccl_all_to_all_loaded",
-                          "nccl_barrier_skew"},
+                         {"gemm_after_idle", "gemm_between_attention", "gemm_between_memory_bound", "gemm_between_all_to_all", "gemm_sustained_shapes",
+                          "nccl_all_to_all_loaded", "nccl_barrier_skew"},
                          {{400, fit_sustained}, {415, fit_attention_load}, {416, fit_memory_load}, {420, fit_sustained_copy_report}, {520, fit_straggler},
-                          {530, fit_comm_clock_share}},
+                          {530, fit_comm_clock_share}, {535, fit_comm_load}},
                          replay_row};
 OSIM_CALIB_FAMILY(kPower);
 

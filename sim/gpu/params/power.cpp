@@ -24,6 +24,8 @@ std::vector<Field> power_fields() {
     {"sustained_memory_load", "power", Kind::Number, OSIM_REF(power, sustained_memory_load), 4, 0, 1, false, "1",
      [](const ModelParams& p) { return p.power.sustained_memory_load < 1; },
      "what a memory-bound kernel adds to the duty cycle while it runs, against a GEMM's 1 (1: as a GEMM)"},
+    {"sustained_comm_load", "power", Kind::Number, OSIM_REF(power, sustained_comm_load), 4, 0, 1, false, "0.5", OSIM_POS(power, sustained_comm_load),
+     "what a collective's kernels add to the duty cycle while they hold their SMs, against a GEMM's 1 (0: nothing)"},
     {"comm_clock_share", "power", Kind::Number, OSIM_REF(power, comm_clock_share), 4, 0, 1, false, "0.57",
      [](const ModelParams& p) { return p.power.comm_clock_share > 0 || p.power.comm_clock_share_host > 0; },
      "the share of the compute slowdown a collective takes (its SM code)"},

@@ -26,6 +26,10 @@ struct PowerParams {
   // The same for a memory-bound kernel (HBM bytes, no FLOPs: norms,
   // activations, residuals): 1 = as a GEMM.
   double sustained_memory_load = 1;
+  // The same for a collective's kernels while they hold their SMs (NCCL's
+  // SM code moving bytes, or spinning for a peer): 0 = nothing, the GPU
+  // cools through an all-to-all as through an idle gap.
+  double sustained_comm_load = 0;
   // A collective slows by this share of the compute slowdown (its SM code
   // runs at the clock too); _host through host memory. 0 = keeps its speed.
   double comm_clock_share = 0;

@@ -550,6 +550,91 @@ struct Power : NcclTestcases {
     }
   }
 
+  // GEMMs between all-to-alls on both GPUs for ~1.5 s after 300 ms idle: the
+  // load NCCL's kernels (SM code moving bytes over NVLink, or spinning for
+  // the peer) put on the clock, which decides whether a Ulysses layer's
+  // all-to-all lets the GPU cool as an idle gap would. Each cycle on every
+  // rank: two GEMMs, then one all-to-all, each timed by events on every
+  // rank (the slower rank's times). Then, after 1 s idle, the GEMMs alone
+  // for as long: the box's own full-duty slowdown, which the fit scales by.
+  void gemm_between_all_to_all() {
+    if (ngpus < 2 || !want("gemm_between_all_to_all")) return;
+    progress("gemm_between_all_to_all");
+    const size_t bytes = opt.quick ? (size_t(16) << 20) : (size_t(128) << 20);
+    A2aRig rig(*this, bytes);
+    const int n = A2aRig::n;
+    auto slowest = [&](const std::vector<std::unique_ptr<Event>>& a, const std::vector<std::unique_ptr<Event>>& b) {
+      double t = 0;
+      for (int r = 0; r < n; ++r) t = std::max(t, elapsed_us(*a[r], *b[r]));
+      return t;
+    };
+    auto record = [&](std::vector<std::unique_ptr<Event>>& ev) {
+      for (int r = 0; r < n; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        CUDA_CHECK(cudaEventRecord(ev[r]->e, rig.st[r]->s));
+      }
+    };
+    // Burst times after 300 ms idle: one GEMM on every rank, then (lined up) one all-to-all.
+    auto a = events_per_gpu(n), b = events_per_gpu(n);
+    rig.sync();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    record(a);
+    for (int r = 0; r < n; ++r) rig.gemm(r);
+    record(b);
+    rig.sync();
+    const double gemm_burst_us = slowest(a, b);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    rig.line_up();
+    record(a);
+    rig.a2a(bytes);
+    record(b);
+    rig.sync();
+    const double comm_burst_us = slowest(a, b);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const double window_us = opt.quick ? 0.2e6 : 1.5e6;
+    const int cycles = std::max(2, static_cast<int>(window_us / (2 * gemm_burst_us + comm_burst_us)));
+    std::vector<std::vector<std::unique_ptr<Event>>> ea, eb, ec;
+    for (int i = 0; i < cycles; ++i) {
+      ea.push_back(events_per_gpu(n));
+      eb.push_back(events_per_gpu(n));
+      ec.push_back(events_per_gpu(n));
+    }
+    for (int i = 0; i < cycles; ++i) {
+      record(ea[i]);
+      for (int r = 0; r < n; ++r) rig.gemm(r);
+      for (int r = 0; r < n; ++r) rig.gemm(r);
+      record(eb[i]);
+      rig.a2a(bytes);
+      record(ec[i]);
+    }
+    rig.sync();
+    std::vector<double> gemm_us, comm_us, start_ms;
+    for (int i = 0; i < cycles; ++i) {
+      gemm_us.push_back(slowest(ea[i], eb[i]) / 2);
+      comm_us.push_back(slowest(eb[i], ec[i]));
+      start_ms.push_back(elapsed_us(*ea[0][0], *ea[i][0]) * 1e-3);
+    }
+    // The GEMMs alone on every rank, back to back for the same time.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    const int alone = static_cast<int>(cycles * (2 * gemm_burst_us + comm_burst_us) / gemm_burst_us);
+    std::vector<std::vector<std::unique_ptr<Event>>> ev;
+    for (int i = 0; i <= alone; ++i) ev.push_back(events_per_gpu(n));
+    for (int i = 0; i < alone; ++i) {
+      record(ev[i]);
+      for (int r = 0; r < n; ++r) rig.gemm(r);
+    }
+    record(ev[alone]);
+    rig.sync();
+    std::vector<double> alone_us;
+    for (int i = 0; i < alone; ++i) alone_us.push_back(slowest(ev[i], ev[i + 1]));
+    const double gemm_steady = tail_median(gemm_us), comm_steady = tail_median(comm_us), alone_steady = tail_median(alone_us);
+    add({{"key", "gemm_between_all_to_all"}, {"ranks", n}, {"bytes", bytes}, {"m", A2aRig::m}, {"n", A2aRig::nn}, {"k", A2aRig::k},
+         {"gemms_per_cycle", 2}, {"burst_time_us", gemm_burst_us}, {"comm_burst_time_us", comm_burst_us}, {"steady_time_us", gemm_steady},
+         {"comm_steady_time_us", comm_steady}, {"slowdown", gemm_steady / gemm_burst_us}, {"comm_slowdown", comm_steady / comm_burst_us},
+         {"alone_steady_time_us", alone_steady}, {"alone_slowdown", alone_steady / gemm_burst_us}, {"time_us", gemm_us},
+         {"comm_time_us", comm_us}, {"start_ms", start_ms}, {"alone_time_us", alone_us}});
+  }
+
   // How far two GPUs drift apart over a stretch of compute (the wait a
   // collective after it adds): `segment_ms` of GEMMs on both GPUs, then a
   // 1-element all-reduce, timed on each rank by events around it; the rank
@@ -622,12 +707,13 @@ struct Power : NcclTestcases {
 }  // namespace
 
 OVV_KEYS("gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy", "gemm_between_attention", "gemm_between_memory_bound", "gemm_sustained_shapes",
-         "gemm_after_idle", "nccl_all_to_all_loaded", "nccl_barrier_skew");
+         "gemm_between_all_to_all", "gemm_after_idle", "nccl_all_to_all_loaded", "nccl_barrier_skew");
 OVV_BENCH_TESTCASE(kgemm_sustained, 120, "gemm_sustained", [](BenchContext& c) { Power(c).gemm_sustained(); });
 OVV_BENCH_TESTCASE(kgemm_between_attention, 125, "gemm_between_attention", [](BenchContext& c) { Power(c).gemm_between_attention(); });
 OVV_BENCH_TESTCASE(kgemm_sustained_shapes, 128, "gemm_sustained_shapes", [](BenchContext& c) { Power(c).gemm_sustained_shapes(); });
 OVV_BENCH_TESTCASE(kgemm_between_memory_bound, 127, "gemm_between_memory_bound", [](BenchContext& c) { Power(c).gemm_between_memory_bound(); });
 OVV_BENCH_TESTCASE(kgemm_after_idle, 130, "gemm_after_idle", [](BenchContext& c) { Power(c).gemm_after_idle(); });
+OVV_BENCH_TESTCASE(kgemm_between_all_to_all, 185, "gemm_between_all_to_all", [](BenchContext& c) { Power(c).gemm_between_all_to_all(); });
 OVV_BENCH_TESTCASE(kcollectives_loaded, 180, "collectives_loaded", [](BenchContext& c) { Power(c).collectives_loaded(); });
 OVV_BENCH_TESTCASE(kbarrier_skew, 200, "barrier_skew", [](BenchContext& c) { Power(c).barrier_skew(); });
 
