@@ -59,7 +59,7 @@ inline constexpr Testcase kTestcases[] = {
     {"gemm_between_attention", "power", "GEMMs between cuDNN SDPA kernels for 1.5 s: the load SDPA puts on the clock"},
     {"gemm_sustained_shapes", "power", "the workloads' GEMM shapes alone and between cuDNN SDPA kernels for 1.5 s each: how far each slows, by GEMM shape and share of the time"},
     {"gemm_between_memory_bound", "power", "GEMMs between memory-bound copy kernels for 1.5 s: the load HBM-bound kernels put on the clock"},
-    {"gemm_between_all_to_all", "power", "GEMMs between all-to-alls on every rank for 1.5 s, then alone: the load NCCL's kernels put on the clock"},
+    {"gemm_between_all_to_all", "power", "GEMMs between all-to-alls on two GPUs for 1.5 s, then alone: the load NCCL's kernels put on the clock"},
     {"gemm_after_idle", "power", "GEMMs after a gap of idle, copies or sleep"},
     {"nccl_all_to_all_loaded", "power", "the all-to-all right after GEMMs on every rank, against rested"},
     {"nccl_barrier_skew", "power", "the ranks' arrival skew at a barrier after GEMMs"},

@@ -344,7 +344,7 @@ void fit_memory_load(FitContext& ctx) {
 }
 
 // What a collective puts on the duty cycle while it holds its SMs
-// (sustained_comm_load), from the GEMMs between all-to-alls on every rank
+// (sustained_comm_load), from the GEMMs between all-to-alls on each rank
 // (gemm_between_all_to_all), scaled by the same GEMMs alone as the memory
 // load is. After the collectives' clock share, which sets how long the
 // replayed all-to-alls take under load.
@@ -360,7 +360,7 @@ void fit_comm_load(FitContext& ctx) {
       [](const json& row, const hw::Topology& topo, const ModelParams& p) { return replay_between_all_to_all(row, topo, p, false); },
       [&](double as_gemm) { return alone > 1 ? 1 + (between - 1) * (as_gemm - 1) / (alone - 1) : between; });
   ctx.cal.fits.push_back({"sustained load, collectives' share",
-                          "GEMMs between all-to-alls on every rank for 1.5 s (gemm_between_all_to_all): the load a collective holding its SMs "
+                          "GEMMs between all-to-alls on each of the row's ranks for 1.5 s (gemm_between_all_to_all): the load a collective holding its SMs "
                           "puts on the duty cycle at which the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
                           {{"comm_load", f.load}, {"gemm_slowdown", between}, {"gemm_alone_slowdown", alone}, {"target", f.target},
                            {"replayed_as_gemm", f.as_gemm}, {"replayed_without", f.none}, {"comm_slowdown", r.at("comm_slowdown").get<double>()}},
