@@ -321,50 +321,56 @@ void fit_attention_load(FitContext& ctx) {
                           0, static_cast<int>(r.at("time_us").size())});
 }
 
+// The load on the duty cycle from GEMMs between another kind of work (row
+// `r`), the same way as SDPA's. Where the row has the same GEMMs alone on the
+// same box (alone_slowdown), the measured slowdown is taken as that share of
+// the calibration's full-duty one (the replay's GEMMs alone), so that a box
+// that throttles less than the calibration's does not read as a lighter
+// load. The fit is reported as `name`, its load as `load_key`, the other
+// work's own slowdown from the row's `<other>_slowdown`.
+struct ScaledLoad {
+  const char *name, *formula, *load_key, *other;
+};
+void fit_scaled_load(FitContext& ctx, double PowerParams::*field, const json& r,
+                     const std::function<BetweenRatios(const json&, const hw::Topology&, const ModelParams&)>& replay, const ScaledLoad& what) {
+  const double between = r.at("slowdown").get<double>();
+  const double alone = r.contains("alone_slowdown") ? r.at("alone_slowdown").get<double>() : 0;
+  const LoadFit f = fit_load(ctx, field, r, replay, [&](double as_gemm) { return alone > 1 ? 1 + (between - 1) * (as_gemm - 1) / (alone - 1) : between; });
+  const std::string other = std::string(what.other) + "_slowdown";
+  ctx.cal.fits.push_back({what.name,
+                          what.formula,
+                          {{what.load_key, f.load}, {"gemm_slowdown", between}, {"gemm_alone_slowdown", alone}, {"target", f.target},
+                           {"replayed_as_gemm", f.as_gemm}, {"replayed_without", f.none}, {other, r.at(other).get<double>()}},
+                          0, static_cast<int>(r.at("time_us").size())});
+}
+
 // What a memory-bound kernel puts on the duty cycle (sustained_memory_load),
-// the same way from the GEMMs between copy kernels. Where the row has the
-// same GEMMs alone on the same box (alone_slowdown), the measured slowdown is
-// taken as that share of the calibration's full-duty one (the replay's GEMMs
-// alone), so that a box that throttles less than the calibration's does not
-// read as a lighter load.
+// from the GEMMs between copy kernels.
 void fit_memory_load(FitContext& ctx) {
   const auto rs = rows(ctx.def, "gemm_between_memory_bound");
   if (rs.empty() || ctx.p.power.sustained_slowdown <= 0) return;
-  const json& r = rs.front();
-  const double between = r.at("slowdown").get<double>();
-  const double alone = r.contains("alone_slowdown") ? r.at("alone_slowdown").get<double>() : 0;
-  const LoadFit f = fit_load(ctx, &PowerParams::sustained_memory_load, r, replay_between_memory,
-                             [&](double as_gemm) { return alone > 1 ? 1 + (between - 1) * (as_gemm - 1) / (alone - 1) : between; });
-  ctx.cal.fits.push_back({"sustained load, memory-bound kernels' share",
-                          "GEMMs between HBM-bound copy kernels for 1.5 s (gemm_between_memory_bound): the load a memory-bound kernel puts on "
-                          "the duty cycle at which the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
-                          {{"memory_load", f.load}, {"gemm_slowdown", between}, {"gemm_alone_slowdown", alone}, {"target", f.target},
-                           {"replayed_as_gemm", f.as_gemm}, {"replayed_without", f.none}, {"memory_slowdown", r.at("memory_slowdown").get<double>()}},
-                          0, static_cast<int>(r.at("time_us").size())});
+  fit_scaled_load(ctx, &PowerParams::sustained_memory_load, rs.front(), replay_between_memory,
+                  {"sustained load, memory-bound kernels' share",
+                   "GEMMs between HBM-bound copy kernels for 1.5 s (gemm_between_memory_bound): the load a memory-bound kernel puts on "
+                   "the duty cycle at which the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
+                   "memory_load", "memory"});
 }
 
 // What a collective puts on the duty cycle while it holds its SMs
 // (sustained_comm_load), from the GEMMs between all-to-alls on each rank
-// (gemm_between_all_to_all), scaled by the same GEMMs alone as the memory
-// load is. After the collectives' clock share, which sets how long the
-// replayed all-to-alls take under load.
+// (gemm_between_all_to_all). After the collectives' clock share, which sets
+// how long the replayed all-to-alls take under load.
 void fit_comm_load(FitContext& ctx) {
   const auto rs = rows(ctx.def, "gemm_between_all_to_all");
   if (rs.empty() || ctx.p.power.sustained_slowdown <= 0) return;
-  const json& r = rs.front();
-  if (r.at("ranks").get<int>() > static_cast<int>(ctx.topo.gpus().size())) return;
-  const double between = r.at("slowdown").get<double>();
-  const double alone = r.contains("alone_slowdown") ? r.at("alone_slowdown").get<double>() : 0;
-  const LoadFit f = fit_load(
-      ctx, &PowerParams::sustained_comm_load, r,
+  if (rs.front().at("ranks").get<int>() > static_cast<int>(ctx.topo.gpus().size())) return;
+  fit_scaled_load(
+      ctx, &PowerParams::sustained_comm_load, rs.front(),
       [](const json& row, const hw::Topology& topo, const ModelParams& p) { return replay_between_all_to_all(row, topo, p, false); },
-      [&](double as_gemm) { return alone > 1 ? 1 + (between - 1) * (as_gemm - 1) / (alone - 1) : between; });
-  ctx.cal.fits.push_back({"sustained load, collectives' share",
-                          "GEMMs between all-to-alls on each of the row's ranks for 1.5 s (gemm_between_all_to_all): the load a collective holding its SMs "
-                          "puts on the duty cycle at which the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
-                          {{"comm_load", f.load}, {"gemm_slowdown", between}, {"gemm_alone_slowdown", alone}, {"target", f.target},
-                           {"replayed_as_gemm", f.as_gemm}, {"replayed_without", f.none}, {"comm_slowdown", r.at("comm_slowdown").get<double>()}},
-                          0, static_cast<int>(r.at("time_us").size())});
+      {"sustained load, collectives' share",
+       "GEMMs between all-to-alls on each of the row's ranks for 1.5 s (gemm_between_all_to_all): the load a collective holding its SMs "
+       "puts on the duty cycle at which the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
+       "comm_load", "comm"});
 }
 
 void fit_sustained_copy_report(FitContext& ctx) {
