@@ -15,7 +15,7 @@
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
 #   framework:NAME     one of framework.py's testcases (pageable, launch_queue, -> framework-NAME.json
 #                      pageable_buffers, all_to_all_time, sync_return,
-#                      host_calls)
+#                      host_calls, after_wait)
 #   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json
 #                      programs do not use, and its norms by row length
 #   vram               PyTorch's memory beyond its tensors (context, cuBLAS

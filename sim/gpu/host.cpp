@@ -26,6 +26,14 @@ int64_t Host::partners(int r, const Op& op) const {
   return static_cast<int64_t>(x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].ranks.size()) - 1;
 }
 
+bool Host::waits_for_gpu(const Rank& H, const Op& op) const {
+  if (x_.s.runtime.framework == Framework::None || H.until.kind == Rank::Wait::Queue) return false;
+  switch (op.kind) {
+    case OpKind::StreamSync: case OpKind::EventSync: case OpKind::DeviceSync: case OpKind::Memcpy: return true;
+    default: return false;  // an allocation waiting for room, a full launch queue
+  }
+}
+
 Time Host::rounds_while_running(int r, const Op& op) const {
   const Time round = x_.p.overheads.framework_p2p_round;
   if (round <= Time::zero() || !x_.collectives->framework_pairwise_table(r, op)) return Time::zero();
@@ -94,7 +102,20 @@ void Host::step(int r) {
     }
     if (!satisfied(r)) {
       H.state = Rank::Blocked;
+      H.waited = waits_for_gpu(H, op);
       return;
+    }
+    // A framework's host back from a wait: its return before the next call.
+    if (H.waited) {
+      H.waited = false;
+      if (const Time back = x_.p.overheads.framework_wait_return; back > Time::zero()) {
+        H.busy_until = engine.now() + back;
+        if (!engine.try_advance(H.busy_until)) {
+          H.state = Rank::Busy;
+          engine.at(H.busy_until, &Host::step_event, this, static_cast<uint64_t>(r));
+          return;
+        }
+      }
     }
     H.until.kind = Rank::Wait::None;
     if (!is_gpu_op(op)) {

@@ -28,6 +28,7 @@ class Host {
   struct Rank {
     int pc = 0;
     bool paid = false, effect_done = false;
+    bool waited = false;  // the op at pc blocked in a wait for the GPU (a synchronize, a blocking copy)
     enum { Ready, Busy, Blocked, Done } state = Ready;
     // What a blocked thread waits for (the op at pc says why).
     struct Wait {
@@ -43,6 +44,9 @@ class Host {
   Time overhead(int r, const Op& op) const;
   Time call_overhead(int r, const Op& op) const;
   int64_t partners(int r, const Op& op) const;  // a collective's group size - 1
+  // Whether the host blocking in `op` is a wait for the GPU that a
+  // framework's host comes back from (OverheadParams::framework_wait_return).
+  bool waits_for_gpu(const Rank& H, const Op& op) const;
   // A framework's pairwise all-to-all whose call the calibration measured:
   // the host time of its rounds, which it spends while the GPU runs the call
   // (Collectives::framework_pairwise_table); zero for any other op.

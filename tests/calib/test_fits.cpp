@@ -716,3 +716,47 @@ TEST_CASE("the calls beside a prefetch are replayed against what the model charg
   const std::string yaml = calibration_yaml(calibrate({{"torch.json", doc}}, topo));
   CHECK(yaml.find("overhead_framework_stream_call") == std::string::npos);
 }
+
+TEST_CASE("a block loop's waits: framework_wait_return is what the model's calls leave out of the GPU's idle per block, fitted back") {
+  // The one-H200 bench, then framework.py's block loops (copy-bound and
+  // compute-bound) measured 50 us idler per block than the model's calls
+  // make them: the fit gives 50 us, and the loops replay as measured. The
+  // bare waits are replayed, not fitted, and reported as not modelled.
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
+  std::ifstream in(kSrc + "/validate/reference/h200/bench-default.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  const Calibration base = calibrate({{"bench-default.json", doc}}, topo);
+  CHECK(base.params.overheads.framework_wait_return == Time::zero());
+  std::vector<nlohmann::json> loops;
+  for (const auto& [wait, compute_us, item_us] : {std::tuple{"block_loop", 0.0, 1240.0}, std::tuple{"block_loop_compute", 2000.0, 2050.0}})
+    loops.push_back({{"key", "overhead_framework_sync_return"}, {"wait", wait}, {"item_us", item_us}, {"gap_us", 0.0}, {"items", 100}, {"copy_mib", 64},
+                     {"ops", 10}, {"views", 7}, {"compute_us", compute_us}});
+  nlohmann::json probe = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", loops}};
+  std::vector<double> model_us;
+  for (const Comparison& c : compare_bench(probe, topo, base.params)) model_us.push_back(c.simulated_us);
+  REQUIRE(model_us.size() == 2);
+  // Copy-bound: the next copy's call after each copy (99 gaps over 100
+  // items); compute-bound: the views and the first op's call too.
+  CHECK(model_us[0] == doctest::Approx(base.params.overheads.memcpy_call.us() * 99 / 100).epsilon(1e-6));
+  CHECK(model_us[1] > model_us[0]);
+  for (size_t i = 0; i < 2; ++i) {
+    loops[i]["gap_us"] = model_us[i] + 50;
+    doc["results"].push_back(loops[i]);
+  }
+  doc["results"].push_back({{"key", "overhead_framework_sync_return"}, {"wait", "kernel_sync"}, {"item_us", 1000.0}, {"gap_us", 500.0}, {"items", 100},
+                            {"copy_mib", 64}});
+  const Calibration c = calibrate({{"bench-default.json", doc}}, topo);
+  CHECK(c.params.overheads.framework_wait_return.us() == doctest::Approx(50).epsilon(0.01));
+  int loops_replayed = 0;
+  for (const Comparison& cmp : compare_bench(doc, topo, c.params)) {
+    if (cmp.key != "overhead_framework_sync_return") continue;
+    if (cmp.what.rfind("kernel_sync", 0) == 0) {
+      CHECK_FALSE(cmp.outside.empty());
+      continue;
+    }
+    ++loops_replayed;
+    CHECK(cmp.outside.empty());
+    CHECK(std::abs(cmp.simulated_us - cmp.measured_us) < 1.0);
+  }
+  CHECK(loops_replayed == 2);
+}

@@ -253,3 +253,44 @@ programs:
   CHECK(direct.op(0, 2).returned == Time::from_us(12));
   CHECK(direct.op(0, 3).returned == Time::from_us(24));  // three launches
 }
+
+TEST_CASE("a framework's host back from a wait that blocked: framework_wait_return before its next call, none after a wait that found the GPU done or without a framework") {
+  // k1 (14-114 us) then a stream sync that blocks: the host is back at 114
+  // us, then takes 30 us before k2's call (launch 4 + dispatch 10): k2 starts at
+  // 158 us. The next sync finds k2 (50 us, to 208) running: it blocks too,
+  // back at 238. An event sync on an event already done does not wait: no
+  // return; k3's call from 238.
+  auto sched = [](const char* framework) {
+    return fmt::format(R"(name: wait-return
+ranks: 1
+streams: [a]
+settings: {{framework: {}}}
+programs:
+  - rank: 0
+    ops:
+      - {{op: kernel, name: k1, stream: a, duration: 100 us}}
+      - {{op: stream_sync, stream: a}}
+      - {{op: kernel, name: k2, stream: a, duration: 50 us}}
+      - {{op: event_record, event: e, stream: a}}
+      - {{op: stream_sync, stream: a}}
+      - {{op: event_sync, event: e}}
+      - {{op: kernel, name: k3, stream: a, duration: 10 us}}
+)",
+                       framework);
+  };
+  ModelParams p = quiet();
+  p.overheads.kernel_launch = Time::from_us(4);
+  p.overheads.framework_op_call = Time::from_us(10);
+  p.overheads.framework_wait_return = Time::from_us(30);
+  const Sim s(sched("pytorch"), p);
+  CHECK(s.op(0, 0).start == Time::from_us(14));
+  CHECK(s.op(0, 1).returned == Time::from_us(114 + 30));         // k1 ends at 114: back from the wait 30 us later
+  CHECK(s.op(0, 2).start == Time::from_us(144 + 14));            // k2's call after that
+  CHECK(s.op(0, 4).returned == Time::from_us(208 + 30));         // k2 ends at 208: blocked again
+  CHECK(s.op(0, 5).returned == Time::from_us(238));              // the event is done: no wait, no return
+  CHECK(s.op(0, 6).start == Time::from_us(238 + 14));
+  // CUDA called directly: no framework, no return.
+  const Sim direct(sched("none"), p);
+  CHECK(direct.op(0, 1).returned == Time::from_us(104));
+  CHECK(direct.op(0, 2).start == Time::from_us(108));
+}

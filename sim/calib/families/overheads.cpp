@@ -4,7 +4,8 @@
 // (launch_queue), and the GPU time an event record holds its stream
 // (overhead_gpu_event_gap); PyTorch's calls that launch nothing
 // (overhead_framework_view, framework.py); its return after a wait on the
-// GPU (overhead_framework_sync_return), its ops' host time at a block's
+// GPU (overhead_framework_sync_return: fitted from its block loops, the
+// simple waits replayed), its ops' host time at a block's
 // shapes (overhead_framework_op_sized) and the calls beside a prefetch
 // (overhead_framework_stream_call) replayed, not fitted.
 #include <algorithm>
@@ -188,34 +189,84 @@ double replay_event_gap(const json& r, bool fenced, const hw::Topology& topo, co
 // overhead_framework_sync_return as framework.py ran it: `items` items one
 // after another on one GPU from PyTorch (a kernel of item_us on the compute
 // stream, a pinned H2D copy of copy_mib on a side stream, or a blocking one
-// on the compute stream), the host waiting for each (`wait`) or not. Every
-// call costs what the model charges a framework's; per item in us, from the
-// first item's start to the last one's end.
+// on the compute stream; block_loop: that copy on the side stream, then
+// `ops` small kernels on the compute stream, the first after `views` calls
+// that launch nothing, then with block_loop_compute a kernel of
+// `compute_us`, then both streams synchronized), the host waiting for each
+// (`wait`) or not. Every call costs what the model charges a framework's;
+// per item in us on the stream framework.py's events timed (block_loop: the
+// copies'), from the first item's start to the last one's end.
 double replay_sync_return(const json& r, bool wait, const hw::Topology& topo, const ModelParams& p) {
   Schedule s = bench_schedule(1);
   s.runtime.framework = Framework::PyTorch;
   const std::string what = r.at("wait");
-  if (what != "kernel_sync" && what != "copy_stream_sync" && what != "blocking_to")
-    throw std::invalid_argument(fmt::format("overhead_framework_sync_return row with wait '{}' (kernel_sync, copy_stream_sync or blocking_to)", what));
+  const bool loop = what == "block_loop" || what == "block_loop_compute";
+  if (what != "kernel_sync" && what != "copy_stream_sync" && what != "blocking_to" && !loop)
+    throw std::invalid_argument(fmt::format(
+        "overhead_framework_sync_return row with wait '{}' (kernel_sync, copy_stream_sync, blocking_to, block_loop or block_loop_compute)", what));
   const int items = r.at("items");
   if (items < 1) throw std::invalid_argument("overhead_framework_sync_return row with no items");
   const Bytes bytes = r.at("copy_mib").get<Bytes>() << 20;
   std::vector<std::vector<Op>> progs(1);
-  std::vector<size_t> item_at;  // the items' places in the program (the records' ops belong to the replay's schedule, gone after it)
+  // The items' timed ops' places in the program (the records' ops belong to the replay's schedule, gone after it).
+  std::vector<size_t> first_at, last_at;
   for (int i = 0; i < items; ++i) {
-    item_at.push_back(progs[0].size());
+    first_at.push_back(progs[0].size());
     if (what == "kernel_sync") {
       progs[0].push_back(bench_idle(Time::from_us(r.at("item_us").get<double>())));
       if (wait) progs[0].push_back(ops::stream_sync(0));
     } else if (what == "copy_stream_sync") {
       progs[0].push_back(bench_copy(CopyKind::H2D, bytes, 1));
       if (wait) progs[0].push_back(ops::stream_sync(1));
-    } else {  // blocking_to: .to("cuda") blocking, or not
+    } else if (what == "blocking_to") {  // .to("cuda") blocking, or not
       progs[0].push_back(ops::copy(0, CopyKind::H2D, bytes, HostMem::Pinned, !wait));
+    } else {
+      const bool on_compute = what == "block_loop_compute";
+      progs[0].push_back(bench_copy(CopyKind::H2D, bytes, 1));
+      const int ops_n = r.at("ops");
+      for (int k = 0; k < ops_n; ++k) {
+        if (on_compute && k == 0) first_at.back() = progs[0].size();
+        progs[0].push_back(bench_idle(Time::from_us(2)));
+        if (k == 0) progs[0].back().views = static_cast<uint8_t>(r.at("views").get<int>());
+      }
+      if (on_compute && r.at("compute_us").get<double>() > 0) progs[0].push_back(bench_idle(Time::from_us(r.at("compute_us").get<double>())));
+      if (!on_compute) last_at.push_back(first_at.back());
+      else last_at.push_back(progs[0].size() - 1);
+      if (wait) {
+        progs[0].push_back(ops::stream_sync(0));
+        progs[0].push_back(ops::stream_sync(1));
+      }
+      continue;
     }
+    last_at.push_back(first_at.back());
   }
   const ExecResult res = replay_programs(std::move(s), progs, topo, p);
-  return (res.ops[0][item_at.back()].end - res.ops[0][item_at.front()].start).us() / items;
+  return (res.ops[0][last_at.back()].end - res.ops[0][first_at.front()].start).us() / items;
+}
+
+// The GPU idle per item the model gives a sync_return row: waited for
+// against queued.
+double sync_return_gap(const json& r, const hw::Topology& topo, const ModelParams& p) {
+  return replay_sync_return(r, true, topo, p) - replay_sync_return(r, false, topo, p);
+}
+
+// A framework's host back from a wait (framework.py sync_return's
+// block_loop rows: LightX2V's block loop at small shapes, the host waiting
+// for each block): the GPU idle per item the model leaves out, median over
+// the rows; the simple waits' rows are replayed, not fitted (a loop's
+// Python between its waits is what makes them dear).
+void fit_wait_return(FitContext& ctx) {
+  ModelParams p = ctx.p;
+  p.overheads.framework_wait_return = Time::zero();
+  std::vector<double> missing;
+  for (const auto& r : rows(ctx.def, "overhead_framework_sync_return")) {
+    const std::string what = r.at("wait");
+    if (what == "block_loop" || what == "block_loop_compute") missing.push_back(r.at("gap_us").get<double>() - sync_return_gap(r, ctx.topo, p));
+  }
+  if (missing.empty()) return;
+  ctx.p.overheads.framework_wait_return = Time::from_us(std::max(0.0, median(missing)));
+  ctx.cal.fits.push_back({"framework wait return", "GPU idle per block of a block loop waited for, beyond what its calls cost the model (median over the rows)",
+                          {{"framework_wait_return_us", ctx.p.overheads.framework_wait_return.us()}}, 0, static_cast<int>(missing.size())});
 }
 
 // The host time per op of kernels issued back to back from PyTorch, each
@@ -282,9 +333,11 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     c.cls = "a framework's return after a wait";
     c.what = fmt::format("{}: the GPU idle per item, waited for against queued ({:.0f} us items)", r.at("wait").get<std::string>(),
                          r.at("item_us").get<double>());
-    c.outside = "the host's return from a wait (CUDA's wake-up, the framework's return) beyond its next call";
+    const std::string what = r.at("wait");
+    if (what != "block_loop" && what != "block_loop_compute")
+      c.outside = "a bare wait's return (the model charges every wait a block loop's: framework_wait_return)";
     c.measured_us = r.at("gap_us");
-    c.simulated_us = replay_sync_return(r, true, topo, ctx.params) - replay_sync_return(r, false, topo, ctx.params);
+    c.simulated_us = sync_return_gap(r, topo, ctx.params);
     out.push_back(c);
     return;
   }
@@ -307,7 +360,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
 
 const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap", "overhead_framework_sync_return", "overhead_framework_view", "overhead_framework_op_sized",
                                            "overhead_framework_stream_call"},
-                             {{100, fit_api}, {105, fit_framework_op}, {108, fit_framework_view}, {106, fit_framework_collective}, {107, fit_launch_queue}, {110, fit_event_time}}, replay_row};
+                             {{100, fit_api}, {105, fit_framework_op}, {108, fit_framework_view}, {106, fit_framework_collective}, {107, fit_launch_queue}, {110, fit_event_time}, {910, fit_wait_return}}, replay_row};
 OSIM_CALIB_FAMILY(kOverheads);
 
 }  // namespace

@@ -24,6 +24,10 @@ struct OverheadParams {
   // reshape): an op's `views` (Op::views) each cost this before its own
   // call; 0 = none.
   Time framework_view_call = Time::zero();
+  // A framework's host back from a wait that blocked (a synchronize, a
+  // blocking copy): this before its next call (CUDA's wake-up, the
+  // framework's return, its loop's Python run cold); 0 = none.
+  Time framework_wait_return = Time::zero();
   // Its collective call (NCCL's all-to-all as torch.distributed calls it)
   // in place of collective_call + framework_op_call; negative = those.
   Time framework_collective_call = Time::from_ps(-1);

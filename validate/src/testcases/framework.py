@@ -20,10 +20,12 @@ rank, reported, not fitted); how many launches the host gets ahead of the GPU
 before one blocks (`launch_queue`); how long the host takes to go on after
 waiting for the GPU (`overhead_framework_sync_return`: items run one after
 another with the host waiting for each, against the same items queued back
-to back). Writes
+to back; among them LightX2V's block loop at small shapes); with
+`after_wait` alone, how fast it issues a block's calls right after a wait, a
+sleep, or warm (`host_after_wait`, `host_op_loop`; reported). Writes
 overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after the C++ bench,
 whose pageable rows it replaces. Usage: framework.py OUT.json [launch_queue |
-pageable | pageable_buffers | all_to_all_time | sync_return | host_calls] (one of them alone; `pageable`: the h2d_pageable and d2h_pageable rows, each with every sample); `pageable_buffers`: 256 MiB pageable H2D copies
+pageable | pageable_buffers | all_to_all_time | sync_return | host_calls | after_wait] (one of them alone; `pageable`: the h2d_pageable and d2h_pageable rows, each with every sample); `pageable_buffers`: 256 MiB pageable H2D copies
 rotating over 1, 2 and 8 host tensors (a layerwise program's weights are one
 tensor a block), alone (`h2d_pageable` rows with `buffers`) and beside GEMMs on
 another stream (`h2d_pageable_beside_compute`, reported, not fitted), the
@@ -440,17 +442,26 @@ def sync_return_rows(items=100, samples=5, mib=64):
     it: `items` items one after another, the host waiting for each (`wait`:
     `kernel_sync`, a ~1 ms kernel then its stream's synchronize;
     `copy_stream_sync`, a pinned H2D copy of `mib` MiB on a side stream then
-    that stream's synchronize, as LightX2V's block offload does;
-    `blocking_to`, a blocking `.to("cuda")` of it, as a prefetch-0 offload
-    does), against the same items queued back to back. CUDA events on the
-    items' stream time both; the difference per item (`gap_us`, the median
-    of `samples`) is the GPU idle from one item's end to the next one's
-    start: the wait's return, the Python between, and the next call."""
+    that stream's synchronize; `blocking_to`, a blocking `.to("cuda")` of it,
+    as a prefetch-0 offload does; `block_loop`, LightX2V's block offload loop
+    at small shapes: the copy on the side stream, seven slices of a flat
+    weight buffer and `ops` small ops (norm, linears, gelu, adds) on the
+    compute stream, then both streams' synchronize; `block_loop_compute`, the
+    same with a kernel of `compute_us` after the ops, the block
+    compute-bound), against the same items
+    queued back to back. CUDA events on the copy's (or kernel's) stream time
+    both; the difference per item (`gap_us`, the median of `samples`) is the
+    GPU idle from one item's end to the next one's start: the wait's return,
+    the Python between, and the next call."""
     cycles = sleep_cycles(1e-3)
     host = torch.empty(mib << 20, dtype=torch.uint8, pin_memory=True)
     dev = torch.empty_like(host, device="cuda")
     side = torch.cuda.Stream()
     compute = torch.cuda.current_stream()
+    h, tokens = 3072, 64
+    part = h * h // 8
+    flat = torch.randn(7 * part, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(tokens, h, device="cuda", dtype=torch.bfloat16)
 
     def kernel(wait):
         torch.cuda._sleep(cycles)
@@ -467,8 +478,27 @@ def sync_return_rows(items=100, samples=5, mib=64):
         t = host.to("cuda", non_blocking=not wait)
         del t
 
+    def block_loop(wait, compute_us=0):
+        with torch.cuda.stream(side):
+            dev.copy_(host, non_blocking=True)
+        ws = [flat[i * part:(i + 1) * part].view(h // 8, h) for i in range(7)]
+        y = F.layer_norm(x, (h,))
+        y = F.gelu(F.linear(y, ws[0]))
+        z = x + F.linear(y, ws[1].t())
+        z = z + F.linear(F.gelu(F.linear(F.layer_norm(z, (h,)), ws[2])), ws[3].t())
+        if compute_us:
+            torch.cuda._sleep(int(cycles * compute_us * 1e-3))
+        del ws, y, z
+        if wait:
+            compute.synchronize()
+            side.synchronize()
+
+    block_ops = 10  # block_loop's ops that launch a kernel: 2 norms, 4 linears, 2 gelus, 2 adds
     rows = []
-    for name, item, stream in (("kernel_sync", kernel, compute), ("copy_stream_sync", copy, side), ("blocking_to", to, compute)):
+    # block_loop_compute: the same with a 2 ms kernel after the ops, longer
+    # than the copy (the block compute-bound): the compute stream's idle.
+    for name, item, stream in (("kernel_sync", kernel, compute), ("copy_stream_sync", copy, side), ("blocking_to", to, compute),
+                               ("block_loop", block_loop, side), ("block_loop_compute", lambda wait: block_loop(wait, 2000), compute)):
         for _ in range(3):
             item(True)
         per = {True: [], False: []}
@@ -483,16 +513,139 @@ def sync_return_rows(items=100, samples=5, mib=64):
                 end.synchronize()
                 per[wait].append(start.elapsed_time(end) * 1e3 / items)  # us per item
         queued, waited = statistics.median(per[False]), statistics.median(per[True])
-        rows.append({"key": "overhead_framework_sync_return", "wait": name, "item_us": queued, "waited_us": waited, "gap_us": waited - queued,
-                     "items": items, "copy_mib": mib, "framework": "pytorch " + torch.__version__})
+        row = {"key": "overhead_framework_sync_return", "wait": name, "item_us": queued, "waited_us": waited, "gap_us": waited - queued,
+               "items": items, "copy_mib": mib, "framework": "pytorch " + torch.__version__}
+        if name.startswith("block_loop"):
+            row.update({"ops": block_ops, "views": 7, "compute_us": 2000 if name == "block_loop_compute" else 0})
+        rows.append(row)
         print("sync return", name, "item", round(queued, 1), "us, waited", round(waited, 1), "us: gap", round(waited - queued, 1), "us", flush=True)
+    return rows
+
+
+def after_wait_rows(samples=25):
+    """How fast PyTorch's host issues a block's calls, as a program's loop
+    makes them (`host_after_wait`): a stream's context and a pinned copy on
+    it, seven slices of a flat weight buffer, then norm, linear, split, mul,
+    transposes, SDPA, add, linear, gelu, linear, add, on small tensors (the
+    GPU never the bound), each call's end stamped by perf_counter. `after`:
+    what came just before the sequence: `sync`, a stream synchronize that
+    waited `wait_ms` for a sleeping kernel; `sleep`, the host asleep as long
+    with the GPU idle (no CUDA wait); `none`, the same sequence just before
+    (the host warm, the GPU idle); `busy`, GEMMs queued just before (the GPU
+    busy while the host issues). Per call, the median host time over
+    `samples`; the first call's time counts from the wait's return. Then
+    (`host_op_loop`) each launching call alone, 50 back to back, with the GPU
+    idle and busy: the host time per call as framework_op_rows measures it."""
+    h, tokens = 3072, 64
+    flat = torch.randn(7 * h * h // 8, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(tokens, h, device="cuda", dtype=torch.bfloat16)
+    big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    pinned = torch.empty(32 << 20, dtype=torch.uint8, pin_memory=True)
+    dev = torch.empty_like(pinned, device="cuda")
+    side, compute = torch.cuda.Stream(), torch.cuda.current_stream()
+    part = h * h // 8
+    w0 = flat[:part].view(h // 8, h)
+    q0 = torch.randn(1, 1, tokens, 128, device="cuda", dtype=torch.bfloat16)
+
+    def block():
+        with torch.cuda.stream(side):
+            dev.copy_(pinned, non_blocking=True)
+        yield "copy"
+        ws = []
+        for i in range(7):
+            ws.append(flat[i * part:(i + 1) * part].view(h // 8, h))
+            yield "slice"
+        y = F.layer_norm(x, (h,))
+        yield "layer_norm"
+        qkv = F.linear(y, ws[0])
+        yield "linear"
+        q, k, v = qkv.split(128, dim=-1)
+        yield "split"
+        q = q * 0.5
+        yield "mul"
+        k = k * 0.5
+        yield "mul"
+        q, k, v = (t.reshape(1, tokens, 1, 128).transpose(1, 2) for t in (q, k, v))
+        yield "transpose"
+        o = F.scaled_dot_product_attention(q, k, v)
+        yield "sdpa"
+        o = o.transpose(1, 2).reshape(tokens, 128)
+        yield "reshape"
+        z = x + y
+        yield "add"
+        z = F.linear(z, ws[1])
+        yield "linear"
+        z = F.gelu(z)
+        yield "gelu"
+        z = F.linear(z, ws[2].t())
+        yield "linear"
+        z = z + x
+        yield "add"
+        del o, z
+
+    def run(stamps):
+        t = time.perf_counter()
+        for name in block():
+            now = time.perf_counter()
+            stamps.append((name, now - t))
+            t = now
+
+    def busy():
+        for _ in range(8):
+            big @ big
+
+    cycles = {ms: sleep_cycles(ms * 1e-3) for ms in (0.1, 0.5, 2, 10)}
+    for _ in range(5):
+        run([])
+    busy()
+    torch.cuda.synchronize()
+    rows = []
+    for after in ("none", "busy", "sync", "sleep"):
+        for ms in ((0,) if after in ("none", "busy") else (0.1, 0.5, 2, 10)):
+            per = []
+            for _ in range(samples):
+                torch.cuda.synchronize()
+                if after == "sync":
+                    torch.cuda._sleep(cycles[ms])
+                    compute.synchronize()
+                elif after == "sleep":
+                    time.sleep(ms * 1e-3)
+                elif after == "busy":
+                    run([])
+                    busy()
+                else:
+                    run([])
+                stamps = []
+                run(stamps)
+                per.append(stamps)
+            calls = [{"call": per[0][i][0], "host_us": statistics.median(p[i][1] for p in per) * 1e6} for i in range(len(per[0]))]
+            total = statistics.median(sum(t for _, t in p) for p in per) * 1e6
+            rows.append({"key": "host_after_wait", "after": after, "wait_ms": ms, "samples": samples, "total_us": total, "calls": calls,
+                         "framework": "pytorch " + torch.__version__})
+            print("host after wait", after, ms, "ms:", round(total, 1), "us for", len(calls), "calls; first five",
+                  [round(c["host_us"], 1) for c in calls[:5]], flush=True)
+    ops = {"layer_norm": lambda: F.layer_norm(x, (h,)), "linear": lambda: F.linear(x, w0), "add": lambda: x + x, "mul": lambda: x * 0.5,
+           "gelu": lambda: F.gelu(x), "sdpa": lambda: F.scaled_dot_product_attention(q0, q0, q0), "slice": lambda: flat[part:2 * part].view(h // 8, h)}
+    for name, op in ops.items():
+        for gpu in ("idle", "busy"):
+            per = []
+            for _ in range(9):
+                torch.cuda.synchronize()
+                if gpu == "busy":
+                    busy()
+                t0 = time.perf_counter()
+                for _ in range(50):
+                    op()
+                per.append((time.perf_counter() - t0) * 1e6 / 50)
+            rows.append({"key": "host_op_loop", "op": name, "gpu": gpu, "host_us": statistics.median(per), "framework": "pytorch " + torch.__version__})
+            print("host op loop", name, "gpu", gpu, round(rows[-1]["host_us"], 2), "us", flush=True)
     return rows
 
 
 def main():
     # framework.py OUT.json [NAME]: only the rows of testcase NAME (one of `alone`).
     alone = {"pageable": pageable_rows, "launch_queue": launch_queue_rows, "pageable_buffers": pageable_buffers_rows, "all_to_all_time": collective_time_rows,
-             "sync_return": sync_return_rows, "host_calls": host_call_rows}
+             "sync_return": sync_return_rows, "host_calls": host_call_rows, "after_wait": after_wait_rows}
     if len(sys.argv) < 2 or len(sys.argv) > 3 or (len(sys.argv) == 3 and sys.argv[2] not in alone):
         sys.exit(f"usage: framework.py OUT.json [{' | '.join(alone)}] (nothing after OUT.json: every testcase)")
     out = sys.argv[1]
