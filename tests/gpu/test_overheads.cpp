@@ -219,27 +219,35 @@ links:
   CHECK(s.op(2, 2).end == Time::from_us(22));
 }
 
+namespace {
+
+// One rank, one stream `a`, issued by `framework` (pytorch or none): `ops`
+// are the program's op lines.
+std::string one_stream_schedule(const char* framework, const char* ops) {
+  return fmt::format("name: host\nranks: 1\nstreams: [a]\nsettings: {{framework: {}}}\nprograms:\n  - rank: 0\n    ops:{}\n", framework, ops);
+}
+
+// The calls' host costs: a launch 4 us, a framework's dispatch 10 us more.
+ModelParams launch_and_dispatch() {
+  ModelParams p = quiet();
+  p.overheads.kernel_launch = Time::from_us(4);
+  p.overheads.framework_op_call = Time::from_us(10);
+  return p;
+}
+
+}  // namespace
+
 TEST_CASE("an op's views and launches: the calls before it that launch nothing each cost framework_view_call (framework: pytorch), a kernel's launches a launch and a dispatch each") {
   // Three kernels; the second after 3 views, the third after 255. Each
   // call: launch 4 us + dispatch 10 us, and 2 us per view before it.
   auto sched = [](const char* framework) {
-    return fmt::format(R"(name: views
-ranks: 1
-streams: [a]
-settings: {{framework: {}}}
-programs:
-  - rank: 0
-    ops:
-      - {{op: kernel, name: k1, stream: a, duration: 1 us}}
-      - {{op: kernel, name: k2, stream: a, duration: 1 us, views: 3}}
-      - {{op: kernel, name: k3, stream: a, duration: 1 us, views: 255}}
-      - {{op: kernel, name: k4, stream: a, duration: 1 us, launches: 3}}
-)",
-                       framework);
+    return one_stream_schedule(framework, R"(
+      - {op: kernel, name: k1, stream: a, duration: 1 us}
+      - {op: kernel, name: k2, stream: a, duration: 1 us, views: 3}
+      - {op: kernel, name: k3, stream: a, duration: 1 us, views: 255}
+      - {op: kernel, name: k4, stream: a, duration: 1 us, launches: 3})");
   };
-  ModelParams p = quiet();
-  p.overheads.kernel_launch = Time::from_us(4);
-  p.overheads.framework_op_call = Time::from_us(10);
+  ModelParams p = launch_and_dispatch();
   p.overheads.framework_view_call = Time::from_us(2);
   const Sim s(sched("pytorch"), p);
   CHECK(s.op(0, 0).returned == Time::from_us(14));
@@ -261,26 +269,16 @@ TEST_CASE("a framework's host back from a wait that blocked: framework_wait_retu
   // back at 238. An event sync on an event already done does not wait: no
   // return; k3's call from 238.
   auto sched = [](const char* framework) {
-    return fmt::format(R"(name: wait-return
-ranks: 1
-streams: [a]
-settings: {{framework: {}}}
-programs:
-  - rank: 0
-    ops:
-      - {{op: kernel, name: k1, stream: a, duration: 100 us}}
-      - {{op: stream_sync, stream: a}}
-      - {{op: kernel, name: k2, stream: a, duration: 50 us}}
-      - {{op: event_record, event: e, stream: a}}
-      - {{op: stream_sync, stream: a}}
-      - {{op: event_sync, event: e}}
-      - {{op: kernel, name: k3, stream: a, duration: 10 us}}
-)",
-                       framework);
+    return one_stream_schedule(framework, R"(
+      - {op: kernel, name: k1, stream: a, duration: 100 us}
+      - {op: stream_sync, stream: a}
+      - {op: kernel, name: k2, stream: a, duration: 50 us}
+      - {op: event_record, event: e, stream: a}
+      - {op: stream_sync, stream: a}
+      - {op: event_sync, event: e}
+      - {op: kernel, name: k3, stream: a, duration: 10 us})");
   };
-  ModelParams p = quiet();
-  p.overheads.kernel_launch = Time::from_us(4);
-  p.overheads.framework_op_call = Time::from_us(10);
+  ModelParams p = launch_and_dispatch();
   p.overheads.framework_wait_return = Time::from_us(30);
   const Sim s(sched("pytorch"), p);
   CHECK(s.op(0, 0).start == Time::from_us(14));
