@@ -730,7 +730,7 @@ TEST_CASE("a block loop's waits: framework_wait_return is what the model's calls
   std::vector<nlohmann::json> loops;
   for (const auto& [wait, compute_us, item_us] : {std::tuple{"block_loop", 0.0, 1240.0}, std::tuple{"block_loop_compute", 2000.0, 2050.0}})
     loops.push_back({{"key", "overhead_framework_sync_return"}, {"wait", wait}, {"item_us", item_us}, {"gap_us", 0.0}, {"items", 100}, {"copy_mib", 64},
-                     {"ops", 10}, {"views", 7}, {"compute_us", compute_us}});
+                     {"ops", 10}, {"views", 14}, {"compute_us", compute_us}});
   nlohmann::json probe = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", loops}};
   std::vector<double> model_us;
   for (const Comparison& c : compare_bench(probe, topo, base.params)) model_us.push_back(c.simulated_us);
