@@ -759,4 +759,7 @@ TEST_CASE("a block loop's waits: framework_wait_return is what the model's calls
     CHECK(std::abs(cmp.simulated_us - cmp.measured_us) < 1.0);
   }
   CHECK(loops_replayed == 2);
+  // A loop row whose views no op can carry is refused, not wrapped around.
+  probe["results"][0]["views"] = 300;
+  CHECK_THROWS_WITH_AS(compare_bench(probe, topo, c.params), doctest::Contains("views 300"), std::invalid_argument);
 }

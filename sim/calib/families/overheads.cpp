@@ -186,6 +186,13 @@ double replay_event_gap(const json& r, bool fenced, const hw::Topology& topo, co
   return (res.ops[0].back().end - res.ops[0][first].start).us() / n;
 }
 
+// A sync_return row of LightX2V's block loop (copy- or compute-bound), the
+// rows the wait return is fitted from; the others are bare waits.
+bool block_loop_row(const json& r) {
+  const std::string what = r.at("wait");
+  return what == "block_loop" || what == "block_loop_compute";
+}
+
 // overhead_framework_sync_return as framework.py ran it: `items` items one
 // after another on one GPU from PyTorch (a kernel of item_us on the compute
 // stream, a pinned H2D copy of copy_mib on a side stream, or a blocking one
@@ -200,8 +207,7 @@ double replay_sync_return(const json& r, bool wait, const hw::Topology& topo, co
   Schedule s = bench_schedule(1);
   s.runtime.framework = Framework::PyTorch;
   const std::string what = r.at("wait");
-  const bool loop = what == "block_loop" || what == "block_loop_compute";
-  if (what != "kernel_sync" && what != "copy_stream_sync" && what != "blocking_to" && !loop)
+  if (what != "kernel_sync" && what != "copy_stream_sync" && what != "blocking_to" && !block_loop_row(r))
     throw std::invalid_argument(fmt::format(
         "overhead_framework_sync_return row with wait '{}' (kernel_sync, copy_stream_sync, blocking_to, block_loop or block_loop_compute)", what));
   const int items = r.at("items");
@@ -211,7 +217,7 @@ double replay_sync_return(const json& r, bool wait, const hw::Topology& topo, co
   // The items' timed ops' places in the program (the records' ops belong to the replay's schedule, gone after it).
   std::vector<size_t> first_at, last_at;
   for (int i = 0; i < items; ++i) {
-    first_at.push_back(progs[0].size());
+    size_t first = progs[0].size(), last = first;  // the item's first and last timed ops
     if (what == "kernel_sync") {
       progs[0].push_back(bench_idle(Time::from_us(r.at("item_us").get<double>())));
       if (wait) progs[0].push_back(ops::stream_sync(0));
@@ -223,22 +229,23 @@ double replay_sync_return(const json& r, bool wait, const hw::Topology& topo, co
     } else {
       const bool on_compute = what == "block_loop_compute";
       progs[0].push_back(bench_copy(CopyKind::H2D, bytes, 1));
-      const int ops_n = r.at("ops");
+      const int ops_n = r.at("ops"), views = r.at("views");
+      if (ops_n < 1 || views < 0 || views > 255)
+        throw std::invalid_argument(fmt::format("overhead_framework_sync_return {} row with ops {} and views {} (at least 1 op, 0-255 views)", what, ops_n, views));
+      if (on_compute) first = progs[0].size();
       for (int k = 0; k < ops_n; ++k) {
-        if (on_compute && k == 0) first_at.back() = progs[0].size();
         progs[0].push_back(bench_idle(Time::from_us(2)));
-        if (k == 0) progs[0].back().views = static_cast<uint8_t>(r.at("views").get<int>());
+        if (k == 0) progs[0].back().views = static_cast<uint8_t>(views);
       }
       if (on_compute && r.at("compute_us").get<double>() > 0) progs[0].push_back(bench_idle(Time::from_us(r.at("compute_us").get<double>())));
-      if (!on_compute) last_at.push_back(first_at.back());
-      else last_at.push_back(progs[0].size() - 1);
+      if (on_compute) last = progs[0].size() - 1;
       if (wait) {
         progs[0].push_back(ops::stream_sync(0));
         progs[0].push_back(ops::stream_sync(1));
       }
-      continue;
     }
-    last_at.push_back(first_at.back());
+    first_at.push_back(first);
+    last_at.push_back(last);
   }
   const ExecResult res = replay_programs(std::move(s), progs, topo, p);
   return (res.ops[0][last_at.back()].end - res.ops[0][first_at.front()].start).us() / items;
@@ -259,10 +266,8 @@ void fit_wait_return(FitContext& ctx) {
   ModelParams p = ctx.p;
   p.overheads.framework_wait_return = Time::zero();
   std::vector<double> missing;
-  for (const auto& r : rows(ctx.def, "overhead_framework_sync_return")) {
-    const std::string what = r.at("wait");
-    if (what == "block_loop" || what == "block_loop_compute") missing.push_back(r.at("gap_us").get<double>() - sync_return_gap(r, ctx.topo, p));
-  }
+  for (const auto& r : rows(ctx.def, "overhead_framework_sync_return"))
+    if (block_loop_row(r)) missing.push_back(r.at("gap_us").get<double>() - sync_return_gap(r, ctx.topo, p));
   if (missing.empty()) return;
   ctx.p.overheads.framework_wait_return = Time::from_us(std::max(0.0, median(missing)));
   ctx.cal.fits.push_back({"framework wait return", "GPU idle per block of a block loop waited for, beyond what its calls cost the model (median over the rows)",
@@ -333,8 +338,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     c.cls = "a framework's return after a wait";
     c.what = fmt::format("{}: the GPU idle per item, waited for against queued ({:.0f} us items)", r.at("wait").get<std::string>(),
                          r.at("item_us").get<double>());
-    const std::string what = r.at("wait");
-    if (what != "block_loop" && what != "block_loop_compute")
+    if (!block_loop_row(r))
       c.outside = "a bare wait's return (the model charges every wait a block loop's: framework_wait_return)";
     c.measured_us = r.at("gap_us");
     c.simulated_us = sync_return_gap(r, topo, ctx.params);
