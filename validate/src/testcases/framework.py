@@ -107,6 +107,12 @@ def pageable_buffers_rows(mib=256, counts=(1, 2, 8), samples=8):
     return rows
 
 
+def keep_gpu_busy(big):
+    """GEMMs queued ahead on the current stream: the GPU is busy while the host issues."""
+    for _ in range(8):
+        big @ big
+
+
 def host_us_per_call(op, calls, warmup, big, before=None):
     """The host's time per call of `op`: `calls` calls back to back behind
     GEMMs on `big` that keep the GPU busy, so the host never waits on it;
@@ -118,8 +124,7 @@ def host_us_per_call(op, calls, warmup, big, before=None):
     for _ in range(5):
         if before:
             before()
-        for _ in range(8):  # ~GEMMs queued ahead: the GPU is busy while the host issues
-            big @ big
+        keep_gpu_busy(big)
         t0 = time.perf_counter()
         for _ in range(calls):
             op()
@@ -592,14 +597,10 @@ def after_wait_rows(samples=25):
             stamps.append((name, now - t))
             t = now
 
-    def busy():
-        for _ in range(8):
-            big @ big
-
     cycles = {ms: sleep_cycles(ms * 1e-3) for ms in (0.1, 0.5, 2, 10)}
     for _ in range(5):
         run([])
-    busy()
+    keep_gpu_busy(big)
     torch.cuda.synchronize()
     rows = []
     for after in ("none", "busy", "sync", "sleep"):
@@ -614,7 +615,7 @@ def after_wait_rows(samples=25):
                     time.sleep(ms * 1e-3)
                 elif after == "busy":
                     run([])
-                    busy()
+                    keep_gpu_busy(big)
                 else:
                     run([])
                 stamps = []
@@ -634,7 +635,7 @@ def after_wait_rows(samples=25):
             for _ in range(9):
                 torch.cuda.synchronize()
                 if gpu == "busy":
-                    busy()
+                    keep_gpu_busy(big)
                 t0 = time.perf_counter()
                 for _ in range(50):
                     op()
