@@ -12,7 +12,8 @@
 # 1. Measures, with validate/session.sh, one step at a time (each step's
 #    results stay if a later one fails; --resume skips the steps whose results
 #    are there): on one GPU the full bench, PyTorch's SDPA and own costs (its
-#    pageable copies and dispatch, its elementwise kernels, its memory beyond
+#    pageable copies and dispatch, its elementwise kernels, its fp8 GEMMs against
+#    bf16, its memory beyond
 #    the tensors), the hand-off testcases twice and the single-GPU reference
 #    programs; on
 #    several GPUs also the bench with NCCL_P2P_DISABLE=1 and the Ulysses
@@ -23,7 +24,7 @@
 #    row replayed; the reference programs, none of them a fit input, simulated).
 #
 # DIR (default calibrate-node-out/) ends with: bench-*.json, attention.json,
-# framework.json, eager.json, vram.json, programs/, machine/, topology.yaml, calibration.yaml,
+# framework.json, eager.json, gemm.json, vram.json, programs/, machine/, topology.yaml, calibration.yaml,
 # calibrate.txt, replay.csv, programs.txt, report.txt.
 # Needs: nvidia-smi; overlapsim-validate (bash setup.sh builds it where CUDA,
 # cuBLAS and NCCL are found, for this node's GPUs); PyTorch for the SDPA,
@@ -64,13 +65,13 @@ if [ $measure = 1 ]; then
   echo "calibrate-node: $gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | sed 's/^ *//' | paste -sd, -)"
   # Each step: its results (what --resume looks for) and about how long it takes on an H100/H200 node.
   if [ "$gpus" -gt 1 ]; then
-    steps=(bench bench-p2p-off attention framework eager vram phase programs-sp)
+    steps=(bench bench-p2p-off attention framework eager gemm vram phase programs-sp)
   else
-    steps=(bench attention framework eager vram phase programs)
+    steps=(bench attention framework eager gemm vram phase programs)
   fi
   declare -A result=([bench]=bench-default.json [bench-p2p-off]=bench-p2p-disable.json [attention]=attention.json [framework]=framework.json
-                     [eager]=eager.json [vram]=vram.json [phase]=bench-phase-2.json [programs]=programs [programs-sp]=programs)
-  declare -A seconds=([bench]=240 [bench-p2p-off]=120 [attention]=60 [framework]=90 [eager]=10 [vram]=30 [phase]=90 [programs]=120 [programs-sp]=180)
+                     [eager]=eager.json [gemm]=gemm.json [vram]=vram.json [phase]=bench-phase-2.json [programs]=programs [programs-sp]=programs)
+  declare -A seconds=([bench]=240 [bench-p2p-off]=120 [attention]=60 [framework]=90 [eager]=10 [gemm]=15 [vram]=30 [phase]=90 [programs]=120 [programs-sp]=180)
   left=0
   for s in "${steps[@]}"; do left=$((left + ${seconds[$s]})); done
   total=$left
@@ -114,7 +115,7 @@ if [ $fit = 1 ]; then
   [ -e "$out/bench-default.json" ] || { echo "calibrate-node: no $out/bench-default.json: measure first (without --fit-only)" >&2; exit 2; }
   "$osim" topo --import-nvidia-smi "$out/bench-default.json" -o "$out/topology.yaml" --force > "$out/topology.txt" || exit 2
   sources=("$out/bench-default.json")
-  for f in bench-p2p-disable.json attention.json framework.json eager.json vram.json bench-phase-1.json; do [ -e "$out/$f" ] && sources+=("$out/$f"); done
+  for f in bench-p2p-disable.json attention.json framework.json eager.json gemm.json vram.json bench-phase-1.json; do [ -e "$out/$f" ] && sources+=("$out/$f"); done
   second=()
   [ -e "$out/bench-phase-2.json" ] && second=(--second-run "$out/bench-phase-2.json")
   "$osim" calibrate "${sources[@]}" -t "$out/topology.yaml" -o "$out/calibration.yaml" --csv "$out/replay.csv" --force "${second[@]}" \

@@ -15,7 +15,9 @@
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
 #   framework:NAME     one of framework.py's testcases (pageable, launch_queue, -> framework-NAME.json
 #                      pageable_buffers, all_to_all_time, sync_return,
-#                      host_calls, after_wait)
+#                      host_calls, after_wait, fp8_calls)
+#   gemm               PyTorch's GEMMs: fp8 (torch._scaled_mm) beside bf16   -> gemm.json
+#                      at the Wan shapes
 #   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json
 #                      programs do not use, and its norms by row length
 #   vram               PyTorch's memory beyond its tensors (context, cuBLAS
@@ -28,6 +30,8 @@
 #   models-profiled    the same, and a torch.profiler trace of each         -> models/
 #   programs[:NAMES]   the reference programs (validate/programs/), each    -> programs/
 #                      profiled too; NAMES: only these (comma-separated)
+#   programs-fp8       the single-GPU pinned and resident programs with     -> programs-fp8/
+#                      fp8 weights (not profiled)
 #   prefetch-host      the 4,096-token program's host with the prefetch     -> prefetch-host.json,
 #                      taken apart (validate/programs/prefetch_host.py),        prefetch-host-one-cpu.json
 #                      then bound to one CPU
@@ -124,6 +128,9 @@ for s in "${expanded[@]}"; do
       t=${s#framework:}
       timeout 120 "${torch_py[@]}" validate/src/testcases/framework.py "$out/framework-$t.json" "$t" > "$out/framework-$t.log" 2>&1
       mark "framework:$t rc=$?" ;;
+    gemm)
+      timeout 120 "${torch_py[@]}" validate/src/testcases/gemm.py "$out/gemm.json" > "$out/gemm.log" 2>&1
+      mark "gemm rc=$?" ;;
     eager)
       timeout 120 "${torch_py[@]}" validate/src/testcases/eager.py "$out/eager.json" > "$out/eager.log" 2>&1
       mark "eager rc=$?" ;;
@@ -141,6 +148,9 @@ for s in "${expanded[@]}"; do
       timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs" --grid single --profile ${only:+--only "$only"} \
         > "$out/programs.log" 2>&1
       mark "programs rc=$?" ;;
+    programs-fp8)
+      timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs-fp8" --grid fp8 > "$out/programs-fp8.log" 2>&1
+      mark "programs-fp8 rc=$?" ;;
     prefetch-host)
       timeout 120 "${torch_py[@]}" validate/programs/prefetch_host.py "$out/prefetch-host.json" > "$out/prefetch-host.log" 2>&1
       mark "prefetch-host rc=$?"

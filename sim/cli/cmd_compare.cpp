@@ -258,7 +258,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
   const std::string file = (dir / "manifest.yaml").string();
   const YAML::Node root = load_yaml_file(file);
   MapReader top(file, root, "reference manifest",
-                {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "models", "memory", "traces", "expected"});
+                {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "fp8_programs", "models", "memory", "traces", "expected"});
   if (top.str("schema") != "overlapsim.reference/v1") top.fail("schema", "expected overlapsim.reference/v1");
   const auto path = [&](const std::string& p) { return (dir / p).lexically_normal().string(); };
   // A folder of results the section names beside the manifest; refused at the section's line if it is not there.
@@ -302,7 +302,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
     }
   std::optional<MapReader> expected;
   if (top.has("expected"))
-    expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated", "models",
+    expected.emplace(file, top.get("expected"), "expected", std::vector<std::string>{"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated", "fp8_programs", "fp8_programs_repeated", "models",
                                                       "models_repeated", "memory", "traces"});
   // A figure at most its expected value (to the printed precision).
   const auto within = [](double value, const MapReader& e, const char* key) { return value <= e.num(key) + 0.05; };
@@ -377,17 +377,19 @@ int reference_command(const std::string& folder, bool write_calibration) {
         check(std::abs(rf.halves_spearman_min - e.num("halves_spearman_min")) <= 0.005, section + "' sessions ranked against each other");
     }
   };
-  if (top.has("programs")) {
-    // Reference programs (framework programs run on the machine, none of them a calibration input);
-    // `repeats:` the same programs run again (other boxes or sessions), each one's median run against its twin.
-    const auto [pr, f] = predicted("programs", true);
-    std::cout << fmt::format("  programs: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", f.runs.size(),
-                             f.median_pct, f.worst_pct, f.spearman_min);
-    if (expected && expected->has("programs")) {
-      const MapReader e(file, expected->get("programs"), "programs", {"median_pct", "worst_pct", "spearman_min"});
-      check(within(f.median_pct, e, "median_pct") && within(f.worst_pct, e, "worst_pct") && f.spearman_min >= e.num("spearman_min") - 0.005, "programs");
+  // Reference programs (framework programs run on the machine, none of them a calibration input): `programs:`, and
+  // `fp8_programs:` with fp8 weights; `repeats:` the same programs run again (other boxes or sessions), each one's median
+  // run against its twin.
+  for (const char* section : {"programs", "fp8_programs"}) {
+    if (!top.has(section)) continue;
+    const auto [pr, f] = predicted(section, true);
+    std::cout << fmt::format("  {}: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", section,
+                             f.runs.size(), f.median_pct, f.worst_pct, f.spearman_min);
+    if (expected && expected->has(section)) {
+      const MapReader e(file, expected->get(section), section, {"median_pct", "worst_pct", "spearman_min"});
+      check(within(f.median_pct, e, "median_pct") && within(f.worst_pct, e, "worst_pct") && f.spearman_min >= e.num("spearman_min") - 0.005, section);
     }
-    repeats(pr, "programs", f);
+    repeats(pr, section, f);
   }
   if (top.has("models")) {
     // The other presets' blocks as their reference code runs them (validate/programs/model_blocks.py), against the presets.

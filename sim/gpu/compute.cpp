@@ -22,6 +22,7 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
     flops = 2.0 * m * n * k;
     bytes = es * (m * k + k * n + m * n);
     eff = p.gemm.gemm_efficiency_for(g.m, g.n, g.k);
+    if (op.dtype == DType::FP8) eff = std::min(1.0, eff * p.gemm.fp8_efficiency_ratio);
   } else if (op.attention) {
     const auto& a = *op.attention;
     const double bh = static_cast<double>(a.batch) * static_cast<double>(a.heads);

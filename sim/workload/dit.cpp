@@ -263,7 +263,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     w.calibration_origin = std::move(c.origin);
   }
   if (top.has("compute")) {
-    MapReader c(file, top.get("compute"), "compute", {"gemm_efficiency", "attention_efficiency", "hbm_efficiency", "attention_backend"});
+    MapReader c(file, top.get("compute"), "compute", {"gemm_efficiency", "attention_efficiency", "hbm_efficiency", "attention_backend", "fp8_input_quant"});
     auto eff = [&](const char* key, std::optional<double>& field) {
       if (auto v = c.opt_num(key)) {
         if (!(*v > 0 && *v <= 1)) c.fail(key, "must be in (0, 1]");
@@ -275,6 +275,8 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     eff("hbm_efficiency", w.compute.hbm_efficiency);
     set_base_params(w, w.params);
     if (auto b = c.opt_choice("attention_backend", attn_backend_names())) w.attention_backend = *attn_backend_of(*b);
+    if (auto q = c.opt_choice("fp8_input_quant", {"fused", "scale_then_cast", "none"}))
+      w.fp8_input_quant = *q == "fused" ? Fp8InputQuant::Fused : *q == "scale_then_cast" ? Fp8InputQuant::ScaleThenCast : Fp8InputQuant::None;
   }
   if (top.has("runtime"))
     w.runtime = read_runtime_settings(MapReader(file, top.get("runtime"), "runtime", {"device_max_connections", "nccl_p2p_disable", "framework"}));

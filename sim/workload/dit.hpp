@@ -28,6 +28,11 @@ enum class TpOverlap { None, Chunked, RingExchange };
 // Where the models outside the blocks (text encoder, VAE) are while the
 // steps run: auto = resident without offloading, else offloaded.
 enum class OutsidePlace { Auto, Resident, Offloaded, None };
+// How an fp8 model's GEMM gets its bf16 input into fp8: one fused kernel
+// (read bf16, write fp8: what fp8 serving stacks run), eager PyTorch's
+// multiply by the scale then cast (two kernels), or not at all (the inputs
+// are fp8 already).
+enum class Fp8InputQuant { Fused, ScaleThenCast, None };
 
 struct DitModel {
   std::string preset;        // "wan2.1-14b", "wan2.2-14b", "custom" (Wan-shaped), a block preset, or "blocks" (the file's own)
@@ -69,6 +74,7 @@ struct DitWorkload {
   int prefetch_size = 2;     // layerwise; 0 = blocking copies
   HostMem host_memory = HostMem::Pinned;
   AttnBackend attention_backend = AttnBackend::Default;  // the SDPA kernel its attention runs
+  Fp8InputQuant fp8_input_quant = Fp8InputQuant::Fused;  // model dtype fp8: each GEMM's input quantisation
   OutsidePlace outside = OutsidePlace::Auto;  // memory.outside
   RuntimeSettings runtime;
   ModelParams params;        // its calibration's (or the defaults') with its own 'compute:' over them

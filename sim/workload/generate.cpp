@@ -198,10 +198,12 @@ class Gen {
         Template tp;
         tp.name = b.name;
         tp.phase = b.phase;
+        double quant_elements = 0;  // an fp8 GEMM's input, quantised before it
         switch (b.kind) {
           case BlockOp::Kind::Gemm: {
             const DType dt = w_.model.dtype == DType::FP8 ? DType::FP8 : DType::BF16;
             const int64_t m = positive(b.m, "m"), n = positive(b.n, "n"), k = positive(b.k, "k");
+            if (dt == DType::FP8) quant_elements = static_cast<double>(m) * static_cast<double>(k);
             tp.op = ops::gemm(kCompute, m, n, k, dt);
             if (b.overlap) {
               const BlockOp::Overlap& o = *b.overlap;
@@ -278,6 +280,20 @@ class Gen {
         if (!b.launches.empty())  // gemm, attention, memory (read_op): their kernels, each piece of a tied GEMM too
           tp.op.launches = tp.gemm_chunk.launches = call_count(b.launches, "launches", 1, "the framework ops it stands for");
         if (!b.views.empty()) tp.views = call_count(b.views, "views", 0, "framework calls before it that launch nothing");
+        if (quant_elements > 0 && w_.fp8_input_quant != Fp8InputQuant::None) {
+          // The input read as bf16 and written as fp8; eager PyTorch writes the
+          // scaled bf16 tensor first and transposes the weight's view for
+          // torch._scaled_mm. The GEMM's calls before it come before this.
+          const bool fused = w_.fp8_input_quant == Fp8InputQuant::Fused;
+          Template q;
+          q.name = b.name + " fp8 quant";
+          q.phase = b.phase;
+          q.op = ops::memory_kernel(kCompute, quant_elements * (fused ? 3.0 : 7.0));
+          q.op.launches = fused ? 1 : 2;
+          q.views = static_cast<uint8_t>(std::min(255, tp.views + (fused ? 0 : 1)));
+          tp.views = 0;
+          tt.ops.push_back(std::move(q));
+        }
         tt.ops.push_back(std::move(tp));
       }
       types_.push_back(std::move(tt));

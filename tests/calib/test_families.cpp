@@ -37,7 +37,7 @@ TEST_CASE("every key a calibration family replays is the bench's testcase of tha
   CHECK(unreplayed == std::set<std::string>{"overhead_kernel_launch", "overhead_event_record", "overhead_stream_sync_idle", "overhead_memcpy_async_pinned_return",
                                             "overhead_stream_wait_event", "overhead_framework_op", "overhead_framework_collective", "launch_queue", "h2d_pageable_beside_compute", "framework_all_to_all", "kernel_reps", "memory_after", "gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy",
                                             "vram_context", "vram_gemm_workspace", "vram_allocator_reserve", "vram_nccl",
-                                            "framework_elementwise", "host_after_wait", "host_op_loop"});
+                                            "framework_elementwise", "host_after_wait", "host_op_loop", "overhead_framework_fp8_gemm"});
 }
 
 TEST_CASE("fit steps run in distinct stages, so their order is the registry's, not the linker's") {

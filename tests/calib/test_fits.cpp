@@ -763,3 +763,42 @@ TEST_CASE("a block loop's waits: framework_wait_return is what the model's calls
   probe["results"][0]["views"] = 300;
   CHECK_THROWS_WITH_AS(compare_bench(probe, topo, c.params), doctest::Contains("views 300"), std::invalid_argument);
 }
+
+TEST_CASE("fp8 GEMMs: gemm_fp8_ratio the median of the two dtypes' shares of their peaks, rowwise rows reported, the fp8 rows replayed") {
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));  // bf16 989, fp8 1979 TFLOP/s
+  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  // bf16 at 0.70 of its peak; fp8 at 0.63, 0.56 and 0.70 of its own: ratios 0.9, 0.8, 1.0, median 0.9.
+  doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", 1048576.0}, {"reps", 5}, {"time_us", 3 + 1048576.0 / 55e3}});  // a machine run
+  const double peak_bf16 = 989, peak_fp8 = 1979;
+  int i = 0;
+  for (const double share : {0.63, 0.56, 0.70}) {
+    const int m = 4096 << i++, n = 5120, k = 5120;
+    const double flops = 2.0 * m * n * k;
+    for (const char* scaling : {"tensorwise", "rowwise"})
+      doc["results"].push_back({{"key", "gemm_fp8"}, {"gpus", {0}}, {"m", m}, {"n", n}, {"k", k}, {"scaling", scaling},
+                                {"time_us", flops / (peak_fp8 * 1e6 * share * (std::string(scaling) == "rowwise" ? 0.5 : 1.0))},
+                                {"TFLOPs", peak_fp8 * share * (std::string(scaling) == "rowwise" ? 0.5 : 1.0)},
+                                {"bf16_time_us", flops / (peak_bf16 * 1e6 * 0.70)}, {"bf16_TFLOPs", peak_bf16 * 0.70}});
+  }
+  const Calibration c = calibrate({{"gemm.json", doc}}, topo);
+  CHECK(c.params.gemm.fp8_efficiency_ratio == doctest::Approx(0.9).epsilon(1e-9));
+  CHECK(values_of(fit_named(c, "GEMM fp8")).at("ratio") == doctest::Approx(0.9).epsilon(1e-9));
+  CHECK(calibration_yaml(c).find("gemm_fp8_ratio: 0.9000") != std::string::npos);
+  // Replayed: with the bf16 rate 0.70 at every shape, the ratio's shape (0.9) comes back exactly, the others by their own ratio.
+  ModelParams p = c.params;
+  p.gemm.gemm_shapes.clear();
+  p.gemm.gemm_model = {};
+  p.gemm.gemm_efficiency = 0.70;
+  p.power = PowerParams{};  // no sustained-load slowdown: back to back as alone
+  std::vector<Comparison> fp8, rowwise, bf16;
+  for (const Comparison& cmp : compare_bench(doc, topo, p))
+    if (cmp.key == "gemm_fp8") (cmp.what.ends_with("tensorwise") ? fp8 : cmp.what.ends_with("rowwise") ? rowwise : bf16).push_back(cmp);
+  REQUIRE(fp8.size() == 3);
+  REQUIRE(rowwise.size() == 3);
+  REQUIRE(bf16.size() == 3);
+  CHECK(fp8[0].error_pct() == doctest::Approx(0).epsilon(1e-6));
+  CHECK(fp8[1].error_pct() == doctest::Approx(100 * (0.56 / 0.63 - 1)).epsilon(1e-6));
+  for (const Comparison& r : bf16) CHECK(r.error_pct() == doctest::Approx(0).epsilon(1e-6));
+  for (const Comparison& r : rowwise) CHECK_FALSE(r.outside.empty());
+  CHECK(fp8[0].outside.empty());
+}

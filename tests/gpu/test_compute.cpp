@@ -33,6 +33,25 @@ TEST_CASE("kernel time from the compute model") {
   CHECK_THROWS_AS(kernel_time(op, gpu, p), InputError);
 }
 
+TEST_CASE("an fp8 GEMM runs at the fp8 peak times the bf16 efficiency of its shape times gemm_fp8_ratio") {
+  const std::string topo = std::string(kTopo).replace(std::string(kTopo).find("peak_tflops: {bf16: 100}"), 24, "peak_tflops: {bf16: 100, fp8: 200}");
+  hw::Topology t(hw::parse_topology_string(topo, "topo.yaml"));
+  const auto& gpu = t.node(t.find("gpu0"));
+  ModelParams p;
+  p.gemm.gemm_shapes = {{4096, 4096, 4096, 0.8}};
+  Op op;
+  op.kind = OpKind::Kernel;
+  op.gemm = GemmShape{4096, 4096, 4096};
+  const double flops = 2.0 * 4096.0 * 4096 * 4096;
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / (100e12 * 0.8) * 1e6).epsilon(1e-9));
+  op.dtype = DType::FP8;
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / (200e12 * 0.8) * 1e6).epsilon(1e-9));  // ratio 1: alike
+  p.gemm.fp8_efficiency_ratio = 0.9;
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / (200e12 * 0.72) * 1e6).epsilon(1e-9));
+  op.dtype = DType::BF16;  // bf16 GEMMs keep theirs
+  CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / (100e12 * 0.8) * 1e6).epsilon(1e-9));
+}
+
 TEST_CASE("kernels on two streams share the SMs") {
   Sim s(R"(name: share
 ranks: 1

@@ -293,3 +293,44 @@ TEST_CASE("a calibrated workload: shapes the table lacks use the shape model, un
   CHECK(set.params.gemm.gemm_efficiency_for(3000, 5120, 5120) == doctest::Approx(0.7));
   CHECK(set.params.gemm.gemm_shapes.size() == cal.params.gemm.gemm_shapes.size());  // measured shapes keep their rates
 }
+
+TEST_CASE("fp8 weights: half the bytes copied, fp8 GEMMs, each GEMM's input quantised just before it") {
+  const std::vector<std::string> base = {"steps=1"};
+  auto find = [](const Schedule& s, const std::string& label) -> const Op* {
+    for (const Op& op : *s.programs[0].ops)
+      if (op.label == label) return &op;
+    return nullptr;
+  };
+  const Schedule bf16 = generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", base));
+  const Schedule fp8 = generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=1", "model.dtype=fp8"}));
+  const Schedule eager = generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml",
+                                                               {"steps=1", "model.dtype=fp8", "compute.fp8_input_quant=scale_then_cast"}));
+  const Schedule none = generate_schedule(
+      parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=1", "model.dtype=fp8", "compute.fp8_input_quant=none"}));
+  REQUIRE(find(bf16, "h2d e0.f0.l0"));
+  REQUIRE(find(fp8, "h2d e0.f0.l0"));
+  CHECK(find(fp8, "h2d e0.f0.l0")->bytes * 2 == find(bf16, "h2d e0.f0.l0")->bytes);
+  CHECK(find(bf16, "l0 qkv fp8 quant") == nullptr);
+  const Op* gemm = find(fp8, "l0 qkv");
+  REQUIRE(gemm);
+  CHECK(gemm->dtype == DType::FP8);
+  // Fused: [local = 75,600 / 4, hidden 5120] read as bf16, written as fp8; eager: the scaled bf16 written and read once more.
+  const double elements = 75600.0 / 4 * 5120;
+  const Op* fused = find(fp8, "l0 qkv fp8 quant");
+  REQUIRE(fused);
+  CHECK(fused->hbm_bytes == doctest::Approx(3 * elements));
+  CHECK(fused->launches == 1);
+  const Op* scaled = find(eager, "l0 qkv fp8 quant");
+  REQUIRE(scaled);
+  CHECK(scaled->hbm_bytes == doctest::Approx(7 * elements));
+  CHECK(scaled->launches == 2);
+  // Each of the block's 7 GEMMs has its own, right before it.
+  CHECK(count_ops(eager, 0, OpKind::Kernel) == count_ops(bf16, 0, OpKind::Kernel) + 7 * 40 * 2);
+  CHECK(count_ops(none, 0, OpKind::Kernel) == count_ops(bf16, 0, OpKind::Kernel));
+  const auto& ops = *fp8.programs[0].ops;
+  for (size_t i = 0; i + 1 < ops.size(); ++i)
+    if (ops[i].label.size() > 10 && ops[i].label.compare(ops[i].label.size() - 10, 10, " fp8 quant") == 0) {
+      CAPTURE(ops[i].label);
+      CHECK(ops[i + 1].gemm.has_value());
+    }
+}

@@ -54,8 +54,9 @@ sys.path.insert(0, os.path.join(here, "..", "src", "testcases"))
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="folder for NAME.json (and NAME.trace.json.gz)")
-    p.add_argument("--grid", choices=["single", "sp", "memory"],
-                   help="every configuration: single (one GPU), sp (Ulysses, under torchrun) or memory (one GPU: peak memory over model widths)")
+    p.add_argument("--grid", choices=["single", "fp8", "sp", "memory"],
+                   help="every configuration: single (one GPU), fp8 (one GPU, fp8 weights), sp (Ulysses, under torchrun) or memory "
+                        "(one GPU: peak memory over model widths)")
     p.add_argument("--grid-tokens", help="sp grid: comma-separated token counts (default 16384,65536)")
     p.add_argument("--grid-a2a", help="sp grid: comma-separated all-to-alls (default nccl,pairwise)")
     p.add_argument("--all-to-all", choices=["nccl", "pairwise"], default="nccl", help="Ulysses all-to-all (under torchrun)")
@@ -63,6 +64,8 @@ def parse_args():
     p.add_argument("--policy", choices=["layerwise", "block", "none"], default="layerwise")
     p.add_argument("--prefetch", type=int, default=2, help="layerwise: blocks copied ahead (0: a blocking copy per block)")
     p.add_argument("--host", choices=["pinned", "pageable"], default="pinned")
+    p.add_argument("--weights", choices=["bf16", "fp8"], default="bf16",
+                   help="fp8: e4m3 weights with a per-tensor scale, each linear's input scaled and cast to fp8, then torch._scaled_mm")
     p.add_argument("--tokens", type=int, default=8192)
     p.add_argument("--hidden", type=int, default=3072)
     p.add_argument("--heads", type=int, default=24)
@@ -85,6 +88,8 @@ def parse_args():
 def configurations(a, ranks):
     """The configurations to run: the grid's, or the one the options give."""
     base = {k: getattr(a, k) for k in ("tokens", "hidden", "heads", "ffn", "text", "blocks", "steps")}
+    if a.weights == "fp8":
+        base["weights"] = "fp8"
     base.update(ulysses=ranks, all_to_all=a.all_to_all if ranks > 1 else "none", nccl_p2p_disable=os.environ.get("NCCL_P2P_DISABLE") == "1")
     if a.grid == "sp":
         out = []
@@ -104,6 +109,14 @@ def configurations(a, ranks):
             for policy, pf in (("none", 0), ("layerwise", 2), ("block", 0)):
                 out.append(dict(base, tokens=tokens, hidden=hidden, heads=heads, ffn=ffn, policy=policy, prefetch=pf, host="pinned"))
         return out
+    if a.grid == "fp8":
+        # The single grid's pinned and resident configurations with fp8 weights:
+        # half the bytes to copy, GEMMs at the fp8 rate.
+        out = []
+        for tokens in (4096, 16384):
+            for policy, pf in (("layerwise", 0), ("layerwise", 1), ("layerwise", 2), ("block", 0), ("none", 0)):
+                out.append(dict(base, weights="fp8", tokens=tokens, policy=policy, prefetch=pf, host="pinned"))
+        return out
     if a.grid != "single":
         return [dict(base, policy=a.policy, prefetch=a.prefetch, host=a.host)]
     out = []
@@ -120,8 +133,9 @@ def configurations(a, ranks):
 
 
 def shape_of(c):
-    """A model width other than the grids' default, as a name suffix."""
-    return "" if (c["hidden"], c["ffn"]) == (3072, 8192) else f"-h{c['hidden']}-f{c['ffn']}"
+    """A model width other than the grids' default, and fp8 weights, as a name suffix."""
+    width = "" if (c["hidden"], c["ffn"]) == (3072, 8192) else f"-h{c['hidden']}-f{c['ffn']}"
+    return width + ("-fp8" if c.get("weights") == "fp8" else "")
 
 
 def group_of(c):
@@ -155,6 +169,9 @@ def twin(c, backend):
         w["offload"] = {"policy": "block", "host_memory": c["host"]}
     if backend:
         w["compute"] = {"attention_backend": backend}
+    if c.get("weights") == "fp8":
+        w["model"]["dtype"] = "fp8"
+        w.setdefault("compute", {})["fp8_input_quant"] = "scale_then_cast"
     return w
 
 
@@ -168,12 +185,19 @@ class Dit:
         from framework import circle_partners  # the pairing framework.py's microbenchmark times
         self.partners = circle_partners(self.U, self.rank) if self.U > 1 else []
         h, f = c["hidden"], c["ffn"]
-        # One flat bf16 tensor per block: qkv, out, cross q, cross kv, cross out, ffn up, ffn down.
+        # One flat tensor per block: qkv, out, cross q, cross kv, cross out, ffn up, ffn down.
         self.parts = [("qkv", 3 * h, h), ("out", h, h), ("cq", h, h), ("ckv", 2 * h, h), ("cout", h, h), ("up", f, h), ("down", h, f)]
         self.numel = sum(o * i for _, o, i in self.parts)
+        # fp8: e4m3 weights (randn, scale 0.02: the bf16 weights' size), activations scaled by 1/8 into e4m3's range.
+        self.fp8 = c.get("weights") == "fp8"
+        self.dtype = torch.float8_e4m3fn if self.fp8 else torch.bfloat16
+        if self.fp8:
+            self.w_scale = torch.tensor(0.02, device="cuda", dtype=torch.float32)
+            self.act_scale = torch.tensor(8.0, device="cuda", dtype=torch.float32)
         self.host = []
         for b in range(c["blocks"]):
-            w = (torch.randn(self.numel, device="cuda", dtype=torch.bfloat16) * 0.02).cpu()
+            r = torch.randn(self.numel, device="cuda", dtype=torch.bfloat16)
+            w = (r.to(self.dtype) if self.fp8 else r * 0.02).cpu()
             self.host.append(w.pin_memory() if host == "pinned" else w)
         torch.cuda.synchronize()
 
@@ -183,6 +207,14 @@ class Dit:
             out[name] = flat[at:at + o * i].view(o, i)
             at += o * i
         return out
+
+    def linear(self, x, w):
+        """F.linear, or with fp8 weights as fp8 stacks with a static activation scale run it: the input
+        scaled and cast (two kernels), then torch._scaled_mm to bf16."""
+        if not self.fp8:
+            return self.t.nn.functional.linear(x, w)
+        xq = (x * (1.0 / 8.0)).to(self.dtype)
+        return self.t._scaled_mm(xq, w.t(), scale_a=self.act_scale, scale_b=self.w_scale, out_dtype=self.t.bfloat16)
 
     def all_to_all(self, recv, send):
         """recv[j] = rank j's send[me], for [U, ...] tensors."""
@@ -217,7 +249,7 @@ class Dit:
         S, h, H = x.shape[0], c["hidden"], c["heads"]  # S: this rank's tokens
         d = h // H
         y = F.layer_norm(x, (h,))
-        q, k, v = F.linear(y, w["qkv"]).split(h, dim=-1)
+        q, k, v = self.linear(y, w["qkv"]).split(h, dim=-1)
         q, k = q * 0.5, k * 0.5  # rope's elementwise traffic
         if self.U == 1:
             a = F.scaled_dot_product_attention(q.view(1, S, H, d).transpose(1, 2), k.view(1, S, H, d).transpose(1, 2), v.view(1, S, H, d).transpose(1, 2))
@@ -228,15 +260,15 @@ class Dit:
             a = F.scaled_dot_product_attention(q.view(1, Sa, Ha, d).transpose(1, 2), k.view(1, Sa, Ha, d).transpose(1, 2),
                                                v.view(1, Sa, Ha, d).transpose(1, 2))
             a = self.to_tokens(a.transpose(1, 2).reshape(Sa, h // self.U))
-        x = x + F.linear(a, w["out"])
+        x = x + self.linear(a, w["out"])
         y = F.layer_norm(x, (h,))
-        cq = F.linear(y, w["cq"])
-        ck, cv = F.linear(text, w["ckv"]).split(h, dim=-1)
+        cq = self.linear(y, w["cq"])
+        ck, cv = self.linear(text, w["ckv"]).split(h, dim=-1)
         T = text.shape[0]
         ca = F.scaled_dot_product_attention(cq.view(1, S, H, d).transpose(1, 2), ck.view(1, T, H, d).transpose(1, 2), cv.view(1, T, H, d).transpose(1, 2))
-        x = x + F.linear(ca.transpose(1, 2).reshape(S, h), w["cout"])
+        x = x + self.linear(ca.transpose(1, 2).reshape(S, h), w["cout"])
         y = F.layer_norm(x, (h,))
-        return x + F.linear(F.gelu(F.linear(y, w["up"]), approximate="tanh"), w["down"])
+        return x + self.linear(F.gelu(self.linear(y, w["up"]), approximate="tanh"), w["down"])
 
 
 def run_once(torch, dit, c, x0, text, step=None):
@@ -273,7 +305,7 @@ def run_once(torch, dit, c, x0, text, step=None):
                 return
             fetched.add(g)
             with torch.cuda.stream(copy):
-                flat = torch.empty(dit.numel, device="cuda", dtype=torch.bfloat16)
+                flat = torch.empty(dit.numel, device="cuda", dtype=dit.dtype)
                 flat.copy_(dit.host[g % L], non_blocking=True)
                 ev = torch.cuda.Event()
                 ev.record(copy)
@@ -361,7 +393,7 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
     text = torch.randn(c["text"], h, device="cuda", dtype=torch.bfloat16)
     dit.copy_stream = torch.cuda.Stream()
     dit.resident = [w.to("cuda") for w in dit.host] if c["policy"] == "none" else []
-    dit.buffers = [torch.empty(dit.numel, device="cuda", dtype=torch.bfloat16) for _ in range(2)] if c["policy"] == "block" else []
+    dit.buffers = [torch.empty(dit.numel, device="cuda", dtype=dit.dtype) for _ in range(2)] if c["policy"] == "block" else []
     # Peak memory from here: the inputs, the resident weights or buffers and
     # everything the runs allocate (torch.cuda's allocator statistics).
     torch.cuda.synchronize()
@@ -481,7 +513,7 @@ def main():
         print(f"PyTorch {torch.__version__} on {environment['gpu']} x{world}: SDPA runs {backend}", flush=True)
     dits = {}
     for c in configs:
-        key = (c["hidden"], c["ffn"], c["blocks"], c["host"])
+        key = (c["hidden"], c["ffn"], c["blocks"], c["host"], c.get("weights", "bf16"))
         if key not in dits:  # the host weights, made once per model and host memory
             dits.clear()
             torch.cuda.empty_cache()

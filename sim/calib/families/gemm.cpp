@@ -2,7 +2,9 @@
 // bf16 peak (gemm_bf16: burst rates, or back-to-back ones scaled to burst by
 // the sustained-load fit), the median for other shapes, and the shape model
 // for shapes the table lacks. Replayed left out: each shape by the model
-// fitted without it, under load by the sustained-load model.
+// fitted without it, under load by the sustained-load model. fp8 against
+// bf16 (gemm_fp8): the median over shapes of the two dtypes' shares of their
+// peaks, both timed by PyTorch back to back in one session.
 #include "calib/families/gemm.hpp"
 
 #include <algorithm>
@@ -177,6 +179,50 @@ void fit_shapes(FitContext& ctx) {
   }
 }
 
+// gemm_fp8's tensorwise rows: per shape, the fp8 GEMM's share of the fp8
+// peak over the bf16 GEMM's share of the bf16 peak (the same shape, the same
+// clock); their median is the ratio. Rowwise rows run another kernel and are
+// replayed, not fitted.
+void fit_fp8(FitContext& ctx) {
+  const auto& peaks = ctx.topo.node(ctx.gpu0).gpu.peak_tflops;
+  const auto bf16 = peaks.find("bf16"), fp8 = peaks.find("fp8");
+  if (bf16 == peaks.end() || fp8 == peaks.end()) return;
+  std::vector<double> ratios;
+  for (const auto& r : rows(ctx.def, "gemm_fp8"))
+    if (r.value("scaling", "tensorwise") == "tensorwise")
+      ratios.push_back((r.at("TFLOPs").get<double>() / fp8->second) / (r.at("bf16_TFLOPs").get<double>() / bf16->second));
+  if (ratios.empty()) return;
+  const double m = median(ratios);
+  double sq = 0;
+  for (double x : ratios) sq += std::pow((m - x) / x, 2);
+  ctx.p.gemm.fp8_efficiency_ratio = m;
+  ctx.cal.fits.push_back({"GEMM fp8", "per shape (tensorwise scales): fp8 achieved / fp8 peak over bf16 achieved / bf16 peak, both back to back; the median",
+                          {{"ratio", m}, {"min", *std::min_element(ratios.begin(), ratios.end())}, {"max", *std::max_element(ratios.begin(), ratios.end())}},
+                          100 * std::sqrt(sq / static_cast<double>(ratios.size())), static_cast<int>(ratios.size())});
+}
+
+// A gemm_fp8 row: the fp8 GEMM and the same shape in bf16, each under load
+// as the calibration has it (the bf16 table or shape model, times the ratio
+// for fp8).
+void replay_fp8_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
+  const std::string scaling = r.value("scaling", "tensorwise");
+  Op op = bench_gemm(json::array({r.at("m"), r.at("n"), r.at("k")}));
+  c.what = fmt::format("{}x{}x{} {}", op.gemm->m, op.gemm->n, op.gemm->k, scaling);
+  op.dtype = DType::FP8;
+  c.cls = scaling == "tensorwise" ? "GEMM fp8 under load (the bf16 rate times gemm_fp8_ratio)" : "GEMM fp8 " + scaling + " under load (tensorwise's ratio)";
+  if (scaling != "tensorwise") c.outside = "fp8 GEMMs with " + scaling + " scales (another kernel; the model has the tensorwise rate)";
+  c.measured_us = r.at("time_us");
+  c.simulated_us = replay_hot(bench_schedule(1), op, ctx.topo, ctx.p);
+  out.push_back(c);
+  if (scaling != "tensorwise") return;  // one bf16 row per shape
+  op.dtype = DType::BF16;
+  c.what = fmt::format("{}x{}x{} bf16", op.gemm->m, op.gemm->n, op.gemm->k);
+  c.cls = "GEMM bf16 through PyTorch under load (the bench's bf16 table)";
+  c.measured_us = r.at("bf16_time_us");
+  c.simulated_us = replay_hot(bench_schedule(1), op, ctx.topo, ctx.p);
+  out.push_back(c);
+}
+
 // The GEMM table's window rows and the full-duty slowdown they give, once
 // per document (for the slowdown without each row's own window).
 struct Windows {
@@ -187,6 +233,10 @@ struct Windows {
 };
 
 void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
+  if (c.key == "gemm_fp8") {
+    replay_fp8_row(ctx, r, std::move(c), out);
+    return;
+  }
   const ModelParams& p = ctx.p;
   const hw::Topology& topo = ctx.topo;
   Windows& win = ctx.state<Windows>();
@@ -258,7 +308,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   out.push_back(c);
 }
 
-const CalibFamily kGemm{"gemm", {"gemm_bf16"}, {{410, fit_shapes}}, replay_row};
+const CalibFamily kGemm{"gemm", {"gemm_bf16", "gemm_fp8"}, {{410, fit_shapes}, {412, fit_fp8}}, replay_row};
 OSIM_CALIB_FAMILY(kGemm);
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Calibration fields of the GEMMs: the measured shapes, the shape model, the
-// fallback efficiency.
+// fallback efficiency, fp8's against bf16's.
 #include "gpu/params/field.hpp"
 
 #include <fmt/format.h>
@@ -61,6 +61,8 @@ std::vector<Field> gemm_fields() {
        for (const auto& g : p.gemm.gemm_shapes) out += fmt::format("    - [{}, {}, {}, {:.4f}]\n", g.m, g.n, g.k, g.efficiency);
        return out;
      }},
+    {"gemm_fp8_ratio", "gemm", Kind::Number, OSIM_REF(gemm, fp8_efficiency_ratio), 4, 0.05, 2, false, "0.90", OSIM_NOTDEF(gemm, fp8_efficiency_ratio),
+     "an fp8 GEMM's share of the fp8 peak over a bf16 GEMM's share of the bf16 peak at the same shape (1: alike)"},
     {"flops_efficiency", "gemm", Kind::Number, OSIM_REF(gemm, flops_efficiency), 4, 1e-3, 1, false, "0.6", OSIM_NOTDEF(gemm, flops_efficiency),
      "share of the peak a kernel given as FLOPs reaches"},
   };

@@ -1,6 +1,7 @@
 // GEMMs and other compute-bound kernels: efficiency against the GPU's peak
 // per measured shape, a shape model for the others
-// (docs/execution-model.md "Compute"; bench gemm_bf16).
+// (docs/execution-model.md "Compute"; bench gemm_bf16), and fp8's against
+// bf16's (gemm_fp8).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,9 @@ struct GemmParams {
   std::vector<GemmShapeEfficiency> gemm_shapes;  // measured shapes (the last entry of a shape wins)
   GemmShapeModel gemm_model;
   double flops_efficiency = 0.60;            // kernels given as FLOPs
+  // An fp8 GEMM's efficiency against the fp8 peak, as a share of a bf16
+  // GEMM's against the bf16 peak at the same shape (bench gemm_fp8).
+  double fp8_efficiency_ratio = 1.0;
   /// The measured efficiency of this shape, else the shape model's, else gemm_efficiency.
   [[nodiscard]] double gemm_efficiency_for(int64_t m, int64_t n, int64_t k) const {
     double eff = gemm_model.efficiency > 0 && m > 0 && n > 0 && k > 0 ? gemm_model.at(m, n, k) : gemm_efficiency;

@@ -1,7 +1,9 @@
 """What the PyTorch testcases share: the environment a bench document
-records, and writing it (schema overlapsim.bench/v1) whole or not at all."""
+records, writing it (schema overlapsim.bench/v1) whole or not at all, and
+timing an op back to back by CUDA events."""
 import json
 import os
+import statistics
 import time
 
 
@@ -19,3 +21,21 @@ def write_bench(out, env, rows):
         json.dump({"schema": "overlapsim.bench/v1", "environment": env, "results": rows}, f, indent=1)
         f.write("\n")
     os.replace(out + ".tmp", out)
+
+
+def window_us(torch, fn, calls, windows=5):
+    """`fn`'s GPU time per call (us): three calls to warm up, then the median
+    over `windows` CUDA-event windows of `calls` calls back to back."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(windows):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(calls):
+            fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / calls)
+    return statistics.median(times)

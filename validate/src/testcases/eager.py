@@ -11,29 +11,16 @@ row), contiguous and, at 128, on a split view of a fused projection.
 Each op runs back to back after a warm-up, its time the median of CUDA-event
 windows. Writes overlapsim.bench/v1 JSON; `overlapsim calibrate` fits the
 framework's memory-bound rate from it. Usage: eager.py OUT.json"""
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 
-from bench_json import environment, write_bench
+from bench_json import environment, window_us, write_bench
 
 
-def time_us(fn, calls=20, windows=5):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(windows):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(calls):
-            fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / calls)
-    return statistics.median(times)
+def time_us(fn):
+    return window_us(torch, fn, calls=20)
 
 
 def elementwise_rows():

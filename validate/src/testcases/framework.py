@@ -645,17 +645,45 @@ def after_wait_rows(samples=25):
     return rows
 
 
+def fp8_call_rows(calls=200):
+    """Host time of the calls an fp8 linear makes in eager PyTorch beside
+    F.linear's (`overhead_framework_fp8_gemm`): torch._scaled_mm (e4m3,
+    tensorwise scales, bf16 out), the input's multiply by its scale and its
+    cast to e4m3, over [tokens, 3072] at 64, 4,096 and 16,384 tokens; calls
+    back to back behind GEMMs that keep the GPU busy, as framework_op_rows.
+    `overlapsim calibrate` fits framework_fp8_gemm_call from _scaled_mm's
+    time over F.linear's at each size."""
+    big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    e4m3 = torch.float8_e4m3fn
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    w = torch.randn(3072, 3072, device="cuda", dtype=torch.bfloat16)
+    wq = w.to(e4m3)
+    rows = []
+    for tokens in (64, 4096, 16384):
+        x = torch.randn(tokens, 3072, device="cuda", dtype=torch.bfloat16)
+        xq = x.to(e4m3)
+        ops = {"linear": lambda: F.linear(x, w), "scaled_mm": lambda: torch._scaled_mm(xq, wq.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
+               "scale": lambda: x * 0.125, "cast": lambda: x.to(e4m3)}
+        for name, op in ops.items():
+            us = host_us_per_call(op, calls, 20, big)
+            rows.append({"key": "overhead_framework_fp8_gemm", "op": name, "tokens": tokens, "hidden": 3072, "host_us": us,
+                         "framework": "pytorch " + torch.__version__})
+            print("fp8 calls", name, tokens, round(us, 2), "us", flush=True)
+    return rows
+
+
 def main():
     # framework.py OUT.json [NAME]: only the rows of testcase NAME (one of `alone`).
     alone = {"pageable": pageable_rows, "launch_queue": launch_queue_rows, "pageable_buffers": pageable_buffers_rows, "all_to_all_time": collective_time_rows,
-             "sync_return": sync_return_rows, "host_calls": host_call_rows, "after_wait": after_wait_rows}
+             "sync_return": sync_return_rows, "host_calls": host_call_rows, "after_wait": after_wait_rows,
+             "fp8_calls": fp8_call_rows}
     if len(sys.argv) < 2 or len(sys.argv) > 3 or (len(sys.argv) == 3 and sys.argv[2] not in alone):
         sys.exit(f"usage: framework.py OUT.json [{' | '.join(alone)}] (nothing after OUT.json: every testcase)")
     out = sys.argv[1]
     if len(sys.argv) == 3:
         rows = alone[sys.argv[2]]()
     else:
-        rows = (framework_op_rows() + host_call_rows() + pageable_rows() + multi_pageable_rows() + collective_rows() + collective_time_rows() + launch_queue_rows()
+        rows = (framework_op_rows() + host_call_rows() + fp8_call_rows() + pageable_rows() + multi_pageable_rows() + collective_rows() + collective_time_rows() + launch_queue_rows()
                 + sync_return_rows())
     write_bench(out, environment(torch, env={}), rows)
 
