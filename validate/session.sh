@@ -46,7 +46,7 @@
 #   twice:NAME:REGEX   the same, twice in a row                              -> bench-NAME-1.json, -2.json
 #   validation[:REGEX] the validation set's runs (the schedules of           -> validation/<case>/
 #                      validate/reference/h200x4-nvlink/validation/)
-# Presets: whole-gpu = bench attention attention-runner framework eager vram phase validation:^sp1-pf[0-3]-default$ programs programs-memory models
+# Presets: whole-gpu = bench attention attention-runner framework eager gemm vram phase validation:^sp1-pf[0-3]-default$ programs programs-fp8 programs-memory models
 #          box       = bench bench-p2p-off attention framework programs-sp validation
 # Every session also writes the machine's description (machine/: nvidia-smi,
 # its topology matrix, nvidia-smi -q, the GPUs' PCIe links (lspci), their clocks and limits, library versions, lscpu), samples
@@ -71,7 +71,7 @@ done
 expanded=()
 for s in "${steps[@]}"; do
   case "$s" in
-    whole-gpu) expanded+=(bench attention attention-runner framework eager vram phase 'validation:^sp1-pf[0-3]-default$' programs programs-memory models) ;;
+    whole-gpu) expanded+=(bench attention attention-runner framework eager gemm vram phase 'validation:^sp1-pf[0-3]-default$' programs programs-fp8 programs-memory models) ;;
     box) expanded+=(bench bench-p2p-off attention framework programs-sp validation) ;;
     *) expanded+=("$s") ;;
   esac
