@@ -651,8 +651,7 @@ def fp8_call_rows(calls=200):
     tensorwise scales, bf16 out), the input's multiply by its scale and its
     cast to e4m3, over [tokens, 3072] at 64, 4,096 and 16,384 tokens; calls
     back to back behind GEMMs that keep the GPU busy, as framework_op_rows.
-    `overlapsim calibrate` fits framework_fp8_gemm_call from _scaled_mm's
-    time over F.linear's at each size."""
+    Reported, not fitted: the model charges each call as a framework op."""
     big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     e4m3 = torch.float8_e4m3fn
     one = torch.ones((), device="cuda", dtype=torch.float32)
