@@ -290,7 +290,9 @@ class Gen {
           q.phase = b.phase;
           q.op = ops::memory_kernel(kCompute, quant_elements * (fused ? 3.0 : 7.0));
           q.op.launches = fused ? 1 : 2;
-          q.views = static_cast<uint8_t>(std::min(255, tp.views + (fused ? 0 : 1)));
+          const int views = tp.views + (fused ? 0 : 1);
+          if (views > 255) throw InputError(b.where, fmt::format("{}: views come out {} with the fp8 input's transposed weight (views: 0 .. 254 here)", what, views));
+          q.views = static_cast<uint8_t>(views);
           tp.views = 0;
           tt.ops.push_back(std::move(q));
         }

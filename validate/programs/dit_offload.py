@@ -178,6 +178,8 @@ def twin(c, backend):
 class Dit:
     """The blocks' weights (host copies) and the forward pass."""
 
+    ACT_SCALE = 8.0  # fp8 weights: the static scale of every linear's input
+
     def __init__(self, torch, c, host, dist=None):
         self.t, self.c, self.dist = torch, c, dist
         self.U = c.get("ulysses", 1)
@@ -188,12 +190,13 @@ class Dit:
         # One flat tensor per block: qkv, out, cross q, cross kv, cross out, ffn up, ffn down.
         self.parts = [("qkv", 3 * h, h), ("out", h, h), ("cq", h, h), ("ckv", 2 * h, h), ("cout", h, h), ("up", f, h), ("down", h, f)]
         self.numel = sum(o * i for _, o, i in self.parts)
-        # fp8: e4m3 weights (randn, scale 0.02: the bf16 weights' size), activations scaled by 1/8 into e4m3's range.
+        # fp8: e4m3 weights (randn, scale 0.02: the bf16 weights' size), activations divided by
+        # ACT_SCALE into e4m3's range.
         self.fp8 = c.get("weights") == "fp8"
         self.dtype = torch.float8_e4m3fn if self.fp8 else torch.bfloat16
         if self.fp8:
             self.w_scale = torch.tensor(0.02, device="cuda", dtype=torch.float32)
-            self.act_scale = torch.tensor(8.0, device="cuda", dtype=torch.float32)
+            self.act_scale = torch.tensor(self.ACT_SCALE, device="cuda", dtype=torch.float32)
         self.host = []
         for b in range(c["blocks"]):
             r = torch.randn(self.numel, device="cuda", dtype=torch.bfloat16)
@@ -213,7 +216,7 @@ class Dit:
         scaled and cast (two kernels), then torch._scaled_mm to bf16."""
         if not self.fp8:
             return self.t.nn.functional.linear(x, w)
-        xq = (x * (1.0 / 8.0)).to(self.dtype)
+        xq = (x * (1.0 / self.ACT_SCALE)).to(self.dtype)
         return self.t._scaled_mm(xq, w.t(), scale_a=self.act_scale, scale_b=self.w_scale, out_dtype=self.t.bfloat16)
 
     def all_to_all(self, recv, send):

@@ -17,10 +17,18 @@
 #include "calib/family.hpp"
 #include "calib/sustained.hpp"
 #include "core/stats.hpp"
+#include "schedule/builder.hpp"
 
 namespace osim {
 
 namespace {
+
+// The rms of each value's relative distance from m, in percent (a fit's residual).
+double rms_pct_about(const std::vector<double>& values, double m) {
+  double sq = 0;
+  for (double v : values) sq += std::pow((m - v) / v, 2);
+  return 100 * std::sqrt(sq / static_cast<double>(values.size()));
+}
 
 using GemmRows = std::vector<const GemmShapeEfficiency*>;
 
@@ -142,14 +150,12 @@ void fit_shapes(FitContext& ctx) {
       burst += g.burst;
     }
     const double m = median(eff);
-    double sq = 0;
-    for (double e : eff) sq += std::pow((m - e) / e, 2);
     p.gemm.gemm_efficiency = m;
     c.fits.push_back({"GEMM bf16", burst == static_cast<int>(eff.size())
                                        ? "burst (rested GPU, clock up) achieved / peak per shape (gemm_shapes); the median for other shapes"
                                        : "achieved / peak per shape (gemm_shapes; back-to-back rates times 1 + sustained slowdown); the median for other shapes",
                       {{"efficiency", m}, {"min", *std::min_element(eff.begin(), eff.end())}, {"max", *std::max_element(eff.begin(), eff.end())}},
-                      100 * std::sqrt(sq / static_cast<double>(eff.size())), static_cast<int>(eff.size())});
+                      rms_pct_about(eff, m), static_cast<int>(eff.size())});
     if (auto g = fit_gemm_model(p.gemm.gemm_shapes)) {
       p.gemm.gemm_model = *g;
       // Leave-one-out: each shape predicted by the model fitted without it.
@@ -193,12 +199,10 @@ void fit_fp8(FitContext& ctx) {
       ratios.push_back((r.at("TFLOPs").get<double>() / fp8->second) / (r.at("bf16_TFLOPs").get<double>() / bf16->second));
   if (ratios.empty()) return;
   const double m = median(ratios);
-  double sq = 0;
-  for (double x : ratios) sq += std::pow((m - x) / x, 2);
   ctx.p.gemm.fp8_efficiency_ratio = m;
   ctx.cal.fits.push_back({"GEMM fp8", "per shape (tensorwise scales): fp8 achieved / fp8 peak over bf16 achieved / bf16 peak, both back to back; the median",
                           {{"ratio", m}, {"min", *std::min_element(ratios.begin(), ratios.end())}, {"max", *std::max_element(ratios.begin(), ratios.end())}},
-                          100 * std::sqrt(sq / static_cast<double>(ratios.size())), static_cast<int>(ratios.size())});
+                          rms_pct_about(ratios, m), static_cast<int>(ratios.size())});
 }
 
 // A gemm_fp8 row: the fp8 GEMM and the same shape in bf16, each under load
@@ -206,9 +210,8 @@ void fit_fp8(FitContext& ctx) {
 // for fp8).
 void replay_fp8_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
   const std::string scaling = r.value("scaling", "tensorwise");
-  Op op = bench_gemm(json::array({r.at("m"), r.at("n"), r.at("k")}));
+  Op op = ops::gemm(0, r.at("m").get<int32_t>(), r.at("n").get<int32_t>(), r.at("k").get<int32_t>(), DType::FP8);
   c.what = fmt::format("{}x{}x{} {}", op.gemm->m, op.gemm->n, op.gemm->k, scaling);
-  op.dtype = DType::FP8;
   c.cls = scaling == "tensorwise" ? "GEMM fp8 under load (the bf16 rate times gemm_fp8_ratio)" : "GEMM fp8 " + scaling + " under load (tensorwise's ratio)";
   if (scaling != "tensorwise") c.outside = "fp8 GEMMs with " + scaling + " scales (another kernel; the model has the tensorwise rate)";
   c.measured_us = r.at("time_us");
