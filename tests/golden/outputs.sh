@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Every shipped input through one build's overlapsim, each output kept as text
+# or, where large, as its SHA-256: two builds' folders are `diff -r` equal when
+# a refactor keeps every output byte-identical.
+#
+#   bash tests/golden/outputs.sh [BIN_DIR] OUT_DIR      # BIN_DIR: build/bin
+#   git stash; ...build...; bash tests/golden/outputs.sh /tmp/before
+#   ...build the change...; bash tests/golden/outputs.sh /tmp/after; diff -r /tmp/before /tmp/after
+#
+# Run from the repository's root; outputs go through .golden-work/ there so
+# that the paths they print are the same in every checkout. About 3 minutes on
+# 2 cores. The cluster workload runs without --out (its trace needs more than
+# 24 GiB).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+if [ $# -eq 2 ]; then bin=$1; out=$2; else bin=build/bin; out=${1:?usage: outputs.sh [BIN_DIR] OUT_DIR}; fi
+osim=$(readlink -f "$bin/overlapsim")
+[ -x "$osim" ] || { echo "outputs.sh: no overlapsim in $bin: build first" >&2; exit 2; }
+mkdir -p "$out"
+work=.golden-work
+rm -rf "$work" && mkdir -p "$work"
+
+# run NAME ARGS...: the command's stdout and stderr and its exit code into OUT/NAME.txt
+run() {
+  local name=$1; shift
+  "$osim" "$@" >"$out/$name.txt" 2>&1
+  echo "exit $?" >>"$out/$name.txt"
+}
+# hashes NAME DIR: every file under DIR with its SHA-256 appended to OUT/NAME.txt, then DIR removed
+hashes() {
+  [ -d "$2" ] && (cd "$2" && find . -type f | LC_ALL=C sort | xargs -r sha256sum) >>"$out/$1.txt"
+  rm -rf "$2"
+}
+
+for t in configs/topologies/*.yaml; do
+  n=$(basename "$t" .yaml)
+  run "topo-$n" topo "$t"
+  run "topo-$n-nvidia-smi" topo "$t" --nvidia-smi
+  run "topo-$n-p2p-disable" topo "$t" --p2p-disable
+done
+for w in configs/workloads/*.yaml; do
+  n=$(basename "$w" .yaml)
+  case "$n" in
+    *cluster*) run "run-$n" run "$w" ;;
+    *) run "run-$n" run "$w" --out "$work/$n" --records --schedule-out "$work/$n.schedule.yaml"
+       mv "$work/$n.schedule.yaml" "$work/$n/" 2>/dev/null
+       [ -f "$work/$n/records.json" ] && run "report-$n" report "$work/$n"
+       hashes "run-$n" "$work/$n" ;;
+  esac
+done
+run run-aces-blocking-prefetch1 run configs/workloads/wan22-720p-aces-layerwise.yaml --set offload.prefetch_size=1
+run run-h200-fp8 run configs/workloads/wan22-720p-h200-calibrated.yaml --set model.dtype=fp8
+for s in configs/schedules/*.yaml; do
+  n=$(basename "$s" .yaml)
+  run "schedule-$n" run "$s" --out "$work/$n" --records
+  hashes "schedule-$n" "$work/$n"
+done
+for sc in configs/scenarios/*.yaml; do
+  n=$(basename "$sc" .yaml)
+  case "$n" in
+    exchange-1024gpu*) run "flows-$n" flows "$sc" -t configs/topologies/h100-128node-ib.yaml ;;
+    *) for t in aces-4xh100-pcie h200x4-nvlink; do run "flows-$n-$t" flows "$sc" -t "configs/topologies/$t.yaml"; done ;;
+  esac
+done
+for s in configs/sweeps/*.yaml; do
+  n=$(basename "$s" .yaml)
+  run "sweep-$n" sweep "$s" -j 2 --no-progress --force -o "$work/$n.csv"
+  mkdir -p "$work/$n.d" && mv "$work/$n.csv" "$work/$n.d/" 2>/dev/null
+  hashes "sweep-$n" "$work/$n.d"
+done
+for m in validate/reference/*/; do
+  n=$(basename "$m")
+  run "reference-$n" reference "$m"
+done
+run calibration-fields calibration-fields
+T=validate/reference/h100-sxm/traces/dit-4096-layerwise-pf2-pinned.trace.json.gz
+run import-trace import-trace "$T" --steps '^step \d+$' -t configs/topologies/dgx-h100.yaml -o "$work/mine"
+run compare-simulate compare --simulate "$work/mine" --calibration configs/calibrations/h100-sxm.yaml
+run run-imported-pageable run "$work/mine/schedule.yaml" --calibration configs/calibrations/h100-sxm.yaml --host-memory pageable
+hashes import-trace "$work/mine"
+rm -rf "$work"
+echo "outputs.sh: $(ls "$out" | wc -l) outputs in $out"
