@@ -43,12 +43,15 @@ for w in configs/workloads/*.yaml; do
   case "$n" in
     *cluster*) run "run-$n" run "$w" ;;
     *) run "run-$n" run "$w" --out "$work/$n" --records --schedule-out "$work/$n.schedule.yaml"
-       mv "$work/$n.schedule.yaml" "$work/$n/" 2>/dev/null
-       [ -f "$work/$n/records.json" ] && run "report-$n" report "$work/$n"
+       mv "$work/$n.schedule.yaml" "$work/$n/schedule.yaml" 2>/dev/null
+       # (a written schedule names the workload's topology relative to the workload: -t gives it)
+       topo="configs/workloads/$(sed -n 's/^topology: *//p' "$w" | head -1)"
+       [ -f "$work/$n/records.json" ] && run "report-$n" report "$work/$n" -t "$topo" --out "$work/$n-report"
+       hashes "report-$n" "$work/$n-report"
        hashes "run-$n" "$work/$n" ;;
   esac
 done
-run run-aces-blocking-prefetch1 run configs/workloads/wan22-720p-aces-layerwise.yaml --set offload.prefetch_size=1
+run run-aces-layerwise-prefetch1 run configs/workloads/wan22-720p-aces-layerwise.yaml --set offload.prefetch_size=1
 run run-h200-fp8 run configs/workloads/wan22-720p-h200-calibrated.yaml --set model.dtype=fp8
 for s in configs/schedules/*.yaml; do
   n=$(basename "$s" .yaml)
