@@ -68,6 +68,7 @@ done
 for s in configs/sweeps/*.yaml; do
   n=$(basename "$s" .yaml)
   run "sweep-$n" sweep "$s" -j 2 --no-progress --force -o "$work/$n.csv"
+  sed -i -E '1s/ in [0-9.]+ s;/ in (time) s;/' "$out/sweep-$n.txt"  # the wall time it took
   mkdir -p "$work/$n.d" && mv "$work/$n.csv" "$work/$n.d/" 2>/dev/null
   hashes "sweep-$n" "$work/$n.d"
 done
