@@ -22,7 +22,12 @@ kernel's span, the kernel's the median of its calls wholly inside the copies'
 span. Rounds (5) repeat every case, alone and beside, and each figure is the
 median over them (the rounds' values kept). Writes overlapsim.bench/v1 JSON;
 reported, not a calibration source.
-Usage: copy_beside_kernels.py OUT.json [--quick]   (--quick: small sizes, one round)"""
+Usage: copy_beside_kernels.py OUT.json [--quick | --small-kernels]
+(--quick: small sizes, one round, to check the script; --small-kernels: the
+kernels' tensors 16x smaller, the copies as they are: the few-CTA kernels'
+buffers then fit in the 60 MB L2, as NCCL's channel buffers do; its ~50 us
+calls also carry each launch's and event's cost, which an H2D copy raises by
+a few us: docs/journal/2026-12-05-copy-interference.md)"""
 import math
 import statistics
 import sys
@@ -53,9 +58,8 @@ if triton is not None:
             tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
 
 
-def kernels(quick):
-    """(key, name, ctas, bytes moved a call, launch) for each device workload."""
-    scale = 16 if quick else 1
+def kernels(scale):
+    """(key, name, ctas, bytes moved a call, launch) for each device workload, its tensors 1/scale of the full size."""
     x = torch.randn(2 * GIB // 4 // scale, device="cuda")  # random data: see METHOD.md
     y = torch.randn(2 * GIB // 4 // scale, device="cuda")
     z = torch.empty(GIB // 4 // scale, device="cuda")
@@ -134,7 +138,7 @@ def warm(fn, n=3):
     torch.cuda.synchronize()
 
 
-def measure(quick, ks):
+def measure(quick, ks, max_calls):
     rounds = 1 if quick else 5
     cs = copies(quick)
     r = Runner()
@@ -152,7 +156,7 @@ def measure(quick, ks):
             for direction, nbytes, cfn in cs:
                 nc = n_copies[nbytes]
                 c_alone = r.alone_ms(cfn, True, nc)
-                calls = min(600, math.ceil((2.5 * nc * c_alone + 5.0) / k_alone))
+                calls = min(max_calls, math.ceil((2.5 * nc * c_alone + 5.0) / k_alone))
                 spans, held = r.run(kfn, calls, cfn, nc)
                 kspan, cspan = spans["kernel"], spans["copy"]
                 c_in = inside(cspan, kspan[0][0], kspan[-1][1])
@@ -198,15 +202,19 @@ def device_activities(fn):
 
 
 def main():
-    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--quick"):
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ("--quick", "--small-kernels")):
         sys.exit(__doc__)
-    quick = len(sys.argv) == 3
+    quick = sys.argv[2:] == ["--quick"]
+    scale = 1 if len(sys.argv) == 2 else 16
     props = torch.cuda.get_device_properties(0)
-    ks = kernels(quick)
+    ks = kernels(scale)
     activities = {name: device_activities(fn) for _, name, _, _, fn in ks if name in ("add_fp32", "d2d_copy_")}
-    rows = measure(quick, ks)
+    # Short calls need many to outlast the copies: past CUDA's launch queue
+    # the host waits for the gate to open, which only delays the copies' start.
+    rows = measure(quick, ks, 600 if scale == 1 else 2500)
     env = environment(torch, sms=props.multi_processor_count, l2_bytes=getattr(props, "L2_cache_size", None),
-                      triton=triton.__version__ if triton is not None else None, device_activities=activities, quick=quick)
+                      triton=triton.__version__ if triton is not None else None, device_activities=activities, quick=quick,
+                      kernel_scale=scale)
     write_bench(sys.argv[1], env, rows)
     print("activities:", activities)
     print(f"{'kernel':>16} {'copy':>4} {'MiB':>4} {'copy GB/s alone':>15} {'beside':>7} {'x':>5} {'kernel GB/s alone':>17} {'beside':>7} {'x':>5}")
