@@ -13,11 +13,10 @@
 #include "gpu/compute.hpp"
 #include "gpu/copies.hpp"
 #include "gpu/fabric_use.hpp"
-#include "gpu/streams.hpp"
 
 namespace osim::exec {
 
-Collectives::Collectives(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
+Collectives::Collectives(ExecContext& x, OpCompletion& ops) : x_(x), ops_(ops), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Collectives::add_rank(int r) {
   Rank& K = ranks_[static_cast<size_t>(r)];
@@ -138,7 +137,7 @@ void Collectives::arrive(int r, int id) {
   c.gops[m] = id;
   x_.flag(r, id) |= kArrived;
   const Op& op = x_.op_of(r, id);
-  x_.streams->mark_start(r, id, op);  // a collective starts when its rank reaches it
+  ops_.op_started(r, id, op);  // a collective starts when its rank reaches it
   x_.compute->add_channels(r, channels_of(op));  // the kernel holds its SMs while it waits for peers
   x_.compute->update(r);
   if (!c.op) c.op = &op;
@@ -506,7 +505,7 @@ void Collectives::member_done(int ci, int m) {
     free_insts_.emplace_back(ci, x_.engine.events_processed());
   }
   if (x_.mirrors.checked(rank)) x_.mirrored_end(rank, gid);
-  x_.streams->complete(rank, gid);
+  ops_.op_done(rank, gid);
   x_.compute->update(rank);
   if (c.group >= 0) {
     ++K.group_done[static_cast<size_t>(c.group)];

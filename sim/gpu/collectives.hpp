@@ -18,6 +18,7 @@
 
 #include "core/slots.hpp"
 #include "gpu/exec_context.hpp"
+#include "gpu/ports.hpp"
 
 namespace osim::exec {
 
@@ -60,7 +61,7 @@ struct CollInst {
 
 class Collectives {
  public:
-  explicit Collectives(ExecContext& x);
+  Collectives(ExecContext& x, OpCompletion& ops);
   /// Rank r joins: its groups' call counters.
   void add_rank(int r);
   /// Collective `id` of rank r is dispatched: it arrives, or waits for the
@@ -142,6 +143,7 @@ class Collectives {
   void ring_step(int ci);
 
   ExecContext& x_;
+  OpCompletion& ops_;
   std::vector<Rank> ranks_;
   // Instances are created while a CollInst& is held (parked collectives):
   // storage that never moves.

@@ -8,7 +8,6 @@
 
 #include "gpu/collectives.hpp"
 #include "gpu/copies.hpp"
-#include "gpu/streams.hpp"
 
 namespace osim {
 
@@ -52,7 +51,7 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
 
 namespace exec {
 
-Compute::Compute(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
+Compute::Compute(ExecContext& x, OpCompletion& ops) : x_(x), ops_(ops), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Compute::set_load(int r, const LoadState& load) {
   Rank& C = ranks_[static_cast<size_t>(r)];
@@ -132,7 +131,7 @@ void Compute::start_kernel(int r, int id) {
   const bool compute = !op.duration && has_flops;
   ++C.kernel_changes;
   C.kernels.push_back(RunningKernel{id, R.program->work(id), 0, 0, x_.engine.now(), {}, demand, margin,
-                                    x_.streams->priority(r, op.stream), compute, compute || op.hbm_bytes > 0,
+                                    x_.s.streams[static_cast<size_t>(op.stream)].priority, compute, compute || op.hbm_bytes > 0,
                                     op.attention.has_value() && !op.gemm.has_value() && !op.realised, !has_flops && op.hbm_bytes > 0});
   update(r);
 }
@@ -234,7 +233,7 @@ void Compute::end_kernel(int r, int gid) {
   assert(it != C.kernels.end());
   C.kernels.erase(it);
   ++C.kernel_changes;
-  x_.streams->complete(r, gid);
+  ops_.op_done(r, gid);
   update(r);
 }
 

@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "gpu/exec_context.hpp"
+#include "gpu/ports.hpp"
 
 namespace osim::exec {
 
 class Compute {
  public:
-  explicit Compute(ExecContext& x);
+  Compute(ExecContext& x, OpCompletion& ops);
   /// Rank r starts at `load` (a run that follows others at once).
   void set_load(int r, const LoadState& load);
   /// The duty averages carried to `now` (the GPU idle from its last kernel).
@@ -94,6 +95,7 @@ class Compute {
   void end_kernel(int r, int gid);
 
   ExecContext& x_;
+  OpCompletion& ops_;
   std::vector<Rank> ranks_;
   std::vector<size_t> order_;  // scratch for update
 };

@@ -7,11 +7,10 @@
 #include "gpu/closed_form.hpp"
 #include "gpu/compute.hpp"
 #include "gpu/fabric_use.hpp"
-#include "gpu/streams.hpp"
 
 namespace osim::exec {
 
-Copies::Copies(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {
+Copies::Copies(ExecContext& x, OpCompletion& ops) : x_(x), ops_(ops), ranks_(static_cast<size_t>(x.s.ranks())) {
   const CopyParams& cp = x_.p.copies;
   const std::vector<ConstraintId>& cons = x_.fabric->constraints();
   // Per host bridge and direction, a limit that copy-engine copies alone
@@ -92,7 +91,7 @@ void Copies::start_copy(int r, int e) {
   ce.busy = id;
   const Op& op = x_.op_of(r, id);
   const CopyParams& cp = x_.p.copies;
-  x_.streams->mark_start(r, id, op);  // a copy starts when its engine takes it
+  ops_.op_started(r, id, op);  // a copy starts when its engine takes it
   const bool host = op.copy == CopyKind::H2D || op.copy == CopyKind::D2H, d2h = op.copy == CopyKind::D2H;
   FlowSpec f;
   f.bytes = static_cast<double>(op.bytes);
@@ -170,7 +169,7 @@ void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
     if (--bidir_active_[static_cast<size_t>(r)][d] == 0) set_bidir_limit(r, 1 - d);
   }
   if (x_.mirrors.checked(r)) x_.mirrored_end(r, id);
-  x_.streams->complete(r, id);
+  ops_.op_done(r, id);
   start_copy(r, e);
   x_.compute->update(r);
 }

@@ -7,12 +7,11 @@
 #include "gpu/collectives.hpp"
 #include "gpu/compute.hpp"
 #include "gpu/copies.hpp"
-#include "gpu/host.hpp"
 #include "gpu/memory.hpp"
 
 namespace osim::exec {
 
-Streams::Streams(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())), depth_(x.p.overheads.launch_queue_depth) {}
+Streams::Streams(ExecContext& x, HostWake& host) : x_(x), host_(host), ranks_(static_cast<size_t>(x.s.ranks())), depth_(x.p.overheads.launch_queue_depth) {}
 
 void Streams::add_rank(int r, const ProgramQueues& q) {
   Rank& S = ranks_[static_cast<size_t>(r)];
@@ -117,7 +116,7 @@ void Streams::complete(int r, int id) {
   }
   R.last_end = std::max(R.last_end, now);
   pump(r);
-  x_.host->wake(r);
+  host_.wake(r);
 }
 
 // An op whose stream last ran an op on the other engine (however long ago),

@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "gpu/exec_context.hpp"
+#include "gpu/ports.hpp"
 #include "gpu/programs.hpp"
 
 namespace osim::exec {
 
 class Streams {
  public:
-  explicit Streams(ExecContext& x);
+  Streams(ExecContext& x, HostWake& host);
   /// Sets up rank r's streams and queues for its program.
   void add_rank(int r, const ProgramQueues& q);
 
@@ -109,6 +110,7 @@ class Streams {
   void end_event_record(uint64_t packed) { complete(packed_rank(packed), packed_id(packed)); }
 
   ExecContext& x_;
+  HostWake& host_;
   std::vector<Rank> ranks_;
   const int64_t depth_;  // OverheadParams::launch_queue_depth
 };
