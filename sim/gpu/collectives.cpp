@@ -10,13 +10,13 @@
 
 #include "core/isolated.hpp"
 #include "gpu/closed_form.hpp"
-#include "gpu/compute.hpp"
 #include "gpu/copies.hpp"
 #include "gpu/fabric_use.hpp"
 
 namespace osim::exec {
 
-Collectives::Collectives(ExecContext& x, OpCompletion& ops) : x_(x), ops_(ops), ranks_(static_cast<size_t>(x.s.ranks())) {}
+Collectives::Collectives(ExecContext& x, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink)
+    : x_(x), ops_(ops), sm_(sm), nvlink_(nvlink), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Collectives::add_rank(int r) {
   Rank& K = ranks_[static_cast<size_t>(r)];
@@ -138,8 +138,8 @@ void Collectives::arrive(int r, int id) {
   x_.flag(r, id) |= kArrived;
   const Op& op = x_.op_of(r, id);
   ops_.op_started(r, id, op);  // a collective starts when its rank reaches it
-  x_.compute->add_channels(r, channels_of(op));  // the kernel holds its SMs while it waits for peers
-  x_.compute->update(r);
+  sm_.add_channels(r, channels_of(op));  // the kernel holds its SMs while it waits for peers
+  sm_.update(r);
   if (!c.op) c.op = &op;
   if (++c.arrived == static_cast<int>(c.members.size())) launch(ci);
 }
@@ -173,12 +173,12 @@ void Collectives::launch(int ci) {
   c.nvlink = nv.any() && op.bytes >= nv.nvlink_wake_min_bytes && !via_host(c);
   if (c.nvlink) {
     for (const int r : c.members) {
-      x_.compute->nvlink_started(r);
-      if (nv.nvlink_awake_slowdown > 0) x_.compute->update(r);
+      nvlink_.nvlink_started(r);
+      if (nv.nvlink_awake_slowdown > 0) sm_.update(r);
     }
     // A member quiet for nvlink_wake_after wakes first; beside a host copy
     // it waits nvlink_copy_latency (either 0 where not calibrated).
-    if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return x_.compute->nvlink_quiet(r, now) >= nv.nvlink_wake_after; }))
+    if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return nvlink_.nvlink_quiet(r, now) >= nv.nvlink_wake_after; }))
       delay = delay + nv.nvlink_wake_latency;
     if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return x_.copies->busy(r, kH2D) || x_.copies->busy(r, kD2H); }))
       delay = delay + nv.nvlink_copy_latency;
@@ -189,7 +189,7 @@ void Collectives::launch(int ci) {
   if (pw.straggler_share > 0 && full > 0) {
     double wait_s = 0;
     for (const int r : c.members) {
-      const double down = std::clamp((1.0 / x_.compute->clock(r) - 1.0) / full, 0.0, 1.0);
+      const double down = std::clamp((1.0 / sm_.clock(r) - 1.0) / full, 0.0, 1.0);
       wait_s = std::max(wait_s, pw.straggler_share * down * (now - ranks_[static_cast<size_t>(r)].last_coll_end).s());
     }
     delay = delay + Time::from_ps(static_cast<int64_t>(std::llround(wait_s * 1e12)));
@@ -275,10 +275,10 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
     // Measured end to end: the route's latency is in it; a ring pays it once.
     f.latency = c.steps > 0 && c.step > 0 ? Time::zero() : t.latency;
   }
-  f.rate_cap = base / x_.compute->comm_slowdown(ra, c.channels, via);
-  if (receivers_count()) f.rate_cap /= x_.compute->comm_receiver_slowdown(rb);
+  f.rate_cap = base / sm_.comm_slowdown(ra, c.channels, via);
+  if (receivers_count()) f.rate_cap /= sm_.comm_receiver_slowdown(rb);
   // Its latency runs on SM code as well.
-  if (const double cs = x_.compute->clock_slowdown(ra, via); cs != 1.0)
+  if (const double cs = sm_.clock_slowdown(ra, via); cs != 1.0)
     f.latency = Time::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(f.latency.ps()) * cs)));
   if (route.kind == hw::RouteKind::ViaHost && (in.host_transport_cost_h2d != 1.0 || in.host_transport_cost_d2h != 1.0)) {
     // Its bytes cost the PCIe links more than a copy's: those of the
@@ -497,8 +497,8 @@ void Collectives::member_done(int ci, int m) {
         c.op = &x_.op_of(c.members[o], c.gops[o]);
         break;
       }
-  x_.compute->add_channels(rank, -c.channels);
-  if (c.nvlink) x_.compute->nvlink_ended(rank);
+  sm_.add_channels(rank, -c.channels);
+  if (c.nvlink) nvlink_.nvlink_ended(rank);
   K.last_coll_end = x_.engine.now();
   if (++c.finished == static_cast<int>(c.members.size())) {  // no flow of it is left
     inst_index_.erase(c.key);
@@ -506,7 +506,7 @@ void Collectives::member_done(int ci, int m) {
   }
   if (x_.mirrors.checked(rank)) x_.mirrored_end(rank, gid);
   ops_.op_done(rank, gid);
-  x_.compute->update(rank);
+  sm_.update(rank);
   if (c.group >= 0) {
     ++K.group_done[static_cast<size_t>(c.group)];
     auto& parked = K.parked[static_cast<size_t>(c.group)];
@@ -528,8 +528,8 @@ void Collectives::recap(int r) {
     const CollInst& c = insts_[static_cast<size_t>(ci)];
     const auto& slow = c.closed->slow;  // senders' slowdowns, then (where receivers count) receivers'
     const size_t U = c.members.size();
-    if ((x_.compute->comm_slowdown(r, c.channels, c.closed->via_host) != slow[static_cast<size_t>(m)] ||
-         (slow.size() > U && x_.compute->comm_receiver_slowdown(r) != slow[U + static_cast<size_t>(m)])) &&
+    if ((sm_.comm_slowdown(r, c.channels, c.closed->via_host) != slow[static_cast<size_t>(m)] ||
+         (slow.size() > U && sm_.comm_receiver_slowdown(r) != slow[U + static_cast<size_t>(m)])) &&
         !x_.closed->ends_now(ci))  // (a mirror's representative starts its next kernel before the mirror's last flows end)
       x_.closed->hand_back(ci);
     else ++i;
@@ -551,8 +551,8 @@ void Collectives::swap_remove(std::vector<CollFlow>& list, std::vector<int>& slo
 }
 
 double Collectives::capped(const CollFlow& f, int from, int to) const {
-  const double cap = f.base_cap / x_.compute->comm_slowdown(from, f.channels, f.via_host);
-  return receivers_count() ? cap / x_.compute->comm_receiver_slowdown(to) : cap;
+  const double cap = f.base_cap / sm_.comm_slowdown(from, f.channels, f.via_host);
+  return receivers_count() ? cap / sm_.comm_receiver_slowdown(to) : cap;
 }
 
 std::string Collectives::waiting(int r, int index, uint8_t f) const {

@@ -61,7 +61,7 @@ struct CollInst {
 
 class Collectives {
  public:
-  Collectives(ExecContext& x, OpCompletion& ops);
+  Collectives(ExecContext& x, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink);
   /// Rank r joins: its groups' call counters.
   void add_rank(int r);
   /// Collective `id` of rank r is dispatched: it arrives, or waits for the
@@ -144,6 +144,8 @@ class Collectives {
 
   ExecContext& x_;
   OpCompletion& ops_;
+  SmShare& sm_;
+  NvlinkWake& nvlink_;
   std::vector<Rank> ranks_;
   // Instances are created while a CollInst& is held (parked collectives):
   // storage that never moves.

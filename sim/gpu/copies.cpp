@@ -5,12 +5,11 @@
 #include <limits>
 
 #include "gpu/closed_form.hpp"
-#include "gpu/compute.hpp"
 #include "gpu/fabric_use.hpp"
 
 namespace osim::exec {
 
-Copies::Copies(ExecContext& x, OpCompletion& ops) : x_(x), ops_(ops), ranks_(static_cast<size_t>(x.s.ranks())) {
+Copies::Copies(ExecContext& x, OpCompletion& ops, SmShare& sm) : x_(x), ops_(ops), sm_(sm), ranks_(static_cast<size_t>(x.s.ranks())) {
   const CopyParams& cp = x_.p.copies;
   const std::vector<ConstraintId>& cons = x_.fabric->constraints();
   // Per host bridge and direction, a limit that copy-engine copies alone
@@ -89,6 +88,7 @@ void Copies::start_copy(int r, int e) {
   const auto [id, handoff] = ce.queue.front();
   ce.queue.pop_front();
   ce.busy = id;
+  sm_.copy_engines(r, busy_mask(r));
   const Op& op = x_.op_of(r, id);
   const CopyParams& cp = x_.p.copies;
   ops_.op_started(r, id, op);  // a copy starts when its engine takes it
@@ -144,7 +144,7 @@ void Copies::start_copy(int r, int e) {
   x_.closed->hand_back_route(f.route);
   const FlowId fid = x_.flows.start(std::move(f));
   if (x_.o.link_samples && route) x_.fabric->observe(fid, *route);  // rates are reported only after activation
-  x_.compute->update(r);
+  sm_.update(r);
 }
 
 void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
@@ -160,6 +160,7 @@ void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
   for (const auto& [c, t] : rec.bottleneck_time)
     if (c == mb) orec.bottleneck_time = t;
   ranks_[static_cast<size_t>(r)].ce[e].busy = -1;
+  sm_.copy_engines(r, busy_mask(r));
   const Op& done = x_.op_of(r, id);
   if ((done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && !limits_.empty())
     for_each_counted_limit(r, done, [&](int l) { copying_under(l, r, -1, done.copy == CopyKind::D2H); });
@@ -171,7 +172,7 @@ void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
   if (x_.mirrors.checked(r)) x_.mirrored_end(r, id);
   ops_.op_done(r, id);
   start_copy(r, e);
-  x_.compute->update(r);
+  sm_.update(r);
 }
 
 // Rank r's engine limit of direction d (0 H2D, 1 D2H): the engine's rate,

@@ -30,17 +30,17 @@ using namespace exec;
 // Owns the components and wires them: each gets the ports it calls
 // (ports.hpp); the ports that lead up the stack are the coordinator's own,
 // forwarded to the component that offers them.
-class Executor final : public OpCompletion, public HostWake {
+class Executor final : public OpCompletion, public HostWake, public ClockWatch {
  public:
   Executor(const Schedule& s, const hw::Topology& t, const ModelParams& p, const ExecOptions& o)
-      : x_(s, t, p, o), fabric_(x_), host_(x_), streams_(x_, *this), compute_(x_, *this), collectives_(x_, *this), closed_(x_) {
+      : x_(s, t, p, o), fabric_(x_), host_(x_), streams_(x_, *this), compute_(x_, *this, *this), collectives_(x_, *this, compute_, compute_), closed_(x_) {
     x_.fabric = &fabric_;
     x_.host = &host_;
     x_.streams = &streams_;
     x_.compute = &compute_;
     x_.collectives = &collectives_;
     x_.closed = &closed_;
-    copies_.emplace(x_, *this);  // its constraints after the topology's, as the solver's ids go
+    copies_.emplace(x_, *this, compute_);  // its constraints after the topology's, as the solver's ids go
     x_.copies = &*copies_;
     check_fits();
     x_.records.resize(static_cast<size_t>(s.ranks()));
@@ -112,6 +112,7 @@ class Executor final : public OpCompletion, public HostWake {
   void op_started(int r, int id, const Op& op) override { streams_.mark_start(r, id, op); }
   void op_done(int r, int id) override { streams_.complete(r, id); }
   void wake(int r) override { host_.wake(r); }
+  void clock_changed(int r) override { collectives_.clock_changed(r); }
 
   // The schedule fits the topology and the executor's limits.
   void check_fits() const {

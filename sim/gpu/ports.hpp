@@ -9,6 +9,9 @@
 // component calls one above it any other way: the calls form no cycle.
 #pragma once
 
+#include <cstdint>
+
+#include "core/units.hpp"
 #include "schedule/schedule.hpp"
 
 namespace osim::exec {
@@ -35,6 +38,57 @@ class HostWake {
 
  protected:
   ~HostWake() = default;
+};
+
+/// Offered by Compute to Copies, Collectives and ClosedForms: the SMs'
+/// share and clock, which set how fast a collective's SM code runs, and the
+/// changes that re-time the kernels. A mirror's reads are its
+/// representative's; its changes are no-ops.
+class SmShare {
+ public:
+  /// Re-times rank r's kernels (and its collectives' caps) after anything
+  /// that changes their speed: a kernel, collective or copy starting or ending.
+  virtual void update(int r) = 0;
+  /// A collective of `channels` holds (negative: releases) its SMs on rank r.
+  virtual void add_channels(int r, int channels) = 0;
+  /// Rank r's busy copy engines are now `mask` (one bit each: H2D, D2H, other).
+  virtual void copy_engines(int r, uint8_t mask) = 0;
+  /// How much slower a collective's flows from rank r run: beside compute
+  /// kernels (SM contention) and with r's clock down.
+  [[nodiscard]] virtual double comm_slowdown(int r, int channels, bool via_host) const = 0;
+  /// How much slower a collective's flows into rank r run: beside its compute kernels.
+  [[nodiscard]] virtual double comm_receiver_slowdown(int r) const = 0;
+  /// How much slower a collective's SM code (its latency) runs at rank r's clock.
+  [[nodiscard]] virtual double clock_slowdown(int r, bool via_host) const = 0;
+  /// Compute-bound speed under the sustained-load model (1 rested).
+  [[nodiscard]] virtual double clock(int r) const = 0;
+
+ protected:
+  ~SmShare() = default;
+};
+
+/// Offered by Compute to Collectives: NVLink's awake state (NvlinkParams),
+/// which slows the SMs while a collective over NVLink runs and for a while after.
+class NvlinkWake {
+ public:
+  /// A collective of rank r over NVLink starts / ends.
+  virtual void nvlink_started(int r) = 0;
+  virtual void nvlink_ended(int r) = 0;
+  /// How long rank r has had no NVLink collective of its own.
+  [[nodiscard]] virtual Time nvlink_quiet(int r, Time now) const = 0;
+
+ protected:
+  ~NvlinkWake() = default;
+};
+
+/// Offered by Collectives to Compute: rank r's SM share or clock changed;
+/// its collectives' flow caps follow.
+class ClockWatch {
+ public:
+  virtual void clock_changed(int r) = 0;
+
+ protected:
+  ~ClockWatch() = default;
 };
 
 }  // namespace osim::exec
