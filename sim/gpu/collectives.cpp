@@ -15,8 +15,8 @@
 
 namespace osim::exec {
 
-Collectives::Collectives(ExecContext& x, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink)
-    : x_(x), ops_(ops), sm_(sm), nvlink_(nvlink), ranks_(static_cast<size_t>(x.s.ranks())) {}
+Collectives::Collectives(ExecContext& x, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink, ClosedForms& closed)
+    : x_(x), ops_(ops), sm_(sm), nvlink_(nvlink), closed_(closed), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Collectives::add_rank(int r) {
   Rank& K = ranks_[static_cast<size_t>(r)];
@@ -217,7 +217,7 @@ void Collectives::start_launched(int ci) {
   }
   if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Nccl) {
     c.outstanding.assign(static_cast<size_t>(U), 2 * (U - 1));  // a member sends to and receives from each peer
-    if (x_.closed->try_closed_form(ci)) return;
+    if (closed_.try_closed_form(ci)) return;
     x_.flows.reserve(static_cast<size_t>(U) * static_cast<size_t>(U - 1));
     for_each_a2a_flow(U, [&](int i, int j) { coll_flow(ci, i, j, c.wire / U, U - 1, lat); });
     return;
@@ -253,7 +253,7 @@ void Collectives::start_launched(int ci) {
 void Collectives::coll_flow(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency) {
   double base = 0;
   FlowSpec f = flow_spec(ci, from, to, bytes, peers_at_once, protocol_latency, base);
-  x_.closed->hand_back_route(f.route);
+  closed_.hand_back_route(f.route);
   start_flow(ci, from, to, std::move(f), base, nullptr);
 }
 
@@ -530,8 +530,8 @@ void Collectives::recap(int r) {
     const size_t U = c.members.size();
     if ((sm_.comm_slowdown(r, c.channels, c.closed->via_host) != slow[static_cast<size_t>(m)] ||
          (slow.size() > U && sm_.comm_receiver_slowdown(r) != slow[U + static_cast<size_t>(m)])) &&
-        !x_.closed->ends_now(ci))  // (a mirror's representative starts its next kernel before the mirror's last flows end)
-      x_.closed->hand_back(ci);
+        !closed_.ends_now(ci))  // (a mirror's representative starts its next kernel before the mirror's last flows end)
+      closed_.hand_back(ci);
     else ++i;
   }
   for (auto& cf : K.coll_flows)

@@ -4,12 +4,12 @@
 #include <cmath>
 #include <limits>
 
-#include "gpu/closed_form.hpp"
 #include "gpu/fabric_use.hpp"
 
 namespace osim::exec {
 
-Copies::Copies(ExecContext& x, OpCompletion& ops, SmShare& sm) : x_(x), ops_(ops), sm_(sm), ranks_(static_cast<size_t>(x.s.ranks())) {
+Copies::Copies(ExecContext& x, OpCompletion& ops, SmShare& sm, LinkClaims& claims)
+    : x_(x), ops_(ops), sm_(sm), claims_(claims), ranks_(static_cast<size_t>(x.s.ranks())) {
   const CopyParams& cp = x_.p.copies;
   const std::vector<ConstraintId>& cons = x_.fabric->constraints();
   // Per host bridge and direction, a limit that copy-engine copies alone
@@ -141,7 +141,7 @@ void Copies::start_copy(int r, int e) {
       f.route.push_back({limits_[static_cast<size_t>(l)].constraint, 1.0});
       copying_under(l, r, +1, d2h);
     });
-  x_.closed->hand_back_route(f.route);
+  claims_.hand_back_route(f.route);
   const FlowId fid = x_.flows.start(std::move(f));
   if (x_.o.link_samples && route) x_.fabric->observe(fid, *route);  // rates are reported only after activation
   sm_.update(r);
@@ -213,7 +213,7 @@ void Copies::copying_under(int l, int r, int delta, bool d2h) {
   assert(mine >= 0);
   if (mine == 0 && delta < 0) --L.gpus;
   const auto& agg = *L.table;
-  x_.closed->hand_back_constraint(L.constraint);
+  claims_.hand_back_constraint(L.constraint);
   const bool binds = L.gpus >= 2 && (!L.both_ways || (L.by_direction[0] > 0 && L.by_direction[1] > 0));
   x_.flows.set_capacity(L.constraint, !binds ? L.nominal : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
 }

@@ -20,7 +20,7 @@ enum EngineIdx { kH2D = 0, kD2H = 1, kOther = 2 };
 
 class Copies {
  public:
-  Copies(ExecContext& x, OpCompletion& ops, SmShare& sm);
+  Copies(ExecContext& x, OpCompletion& ops, SmShare& sm, LinkClaims& claims);
   /// Copy `id` of rank r is dispatched; it starts `handoff` after its engine takes it.
   void queue_copy(int r, int id, Time handoff);
   [[nodiscard]] bool busy(int r, int engine) const { return ranks_[static_cast<size_t>(r)].ce[engine].busy >= 0; }
@@ -68,6 +68,7 @@ class Copies {
   ExecContext& x_;
   OpCompletion& ops_;
   SmShare& sm_;
+  LinkClaims& claims_;
   std::vector<Rank> ranks_;
   std::vector<CountedLimit> limits_;
   std::vector<int> dma_limit_of_;    // per constraint (a bridge's from- or to-host): its per-direction limit in limits_, or -1

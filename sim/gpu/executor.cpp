@@ -30,17 +30,17 @@ using namespace exec;
 // Owns the components and wires them: each gets the ports it calls
 // (ports.hpp); the ports that lead up the stack are the coordinator's own,
 // forwarded to the component that offers them.
-class Executor final : public OpCompletion, public HostWake, public ClockWatch {
+class Executor final : public OpCompletion, public HostWake, public ClockWatch, public CollFlows {
  public:
   Executor(const Schedule& s, const hw::Topology& t, const ModelParams& p, const ExecOptions& o)
-      : x_(s, t, p, o), fabric_(x_), host_(x_), streams_(x_, *this), compute_(x_, *this, *this), collectives_(x_, *this, compute_, compute_), closed_(x_) {
+      : x_(s, t, p, o), fabric_(x_), host_(x_), streams_(x_, *this), compute_(x_, *this, *this), closed_(x_, *this, compute_, fabric_), collectives_(x_, *this, compute_, compute_, closed_) {
     x_.fabric = &fabric_;
     x_.host = &host_;
     x_.streams = &streams_;
     x_.compute = &compute_;
     x_.collectives = &collectives_;
     x_.closed = &closed_;
-    copies_.emplace(x_, *this, compute_);  // its constraints after the topology's, as the solver's ids go
+    copies_.emplace(x_, *this, compute_, closed_);  // its constraints after the topology's, as the solver's ids go
     x_.copies = &*copies_;
     check_fits();
     x_.records.resize(static_cast<size_t>(s.ranks()));
@@ -113,6 +113,17 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch {
   void op_done(int r, int id) override { streams_.complete(r, id); }
   void wake(int r) override { host_.wake(r); }
   void clock_changed(int r) override { collectives_.clock_changed(r); }
+  CollInst& inst(int ci) override { return collectives_.inst(ci); }
+  bool via_host(const CollInst& c) override { return collectives_.via_host(c); }
+  FlowSpec flow_spec(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency, double& base_out) override {
+    return collectives_.flow_spec(ci, from, to, bytes, peers_at_once, protocol_latency, base_out);
+  }
+  void start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st) override {
+    collectives_.start_flow(ci, from, to, std::move(f), base, st);
+  }
+  void member_done(int ci, int m) override { collectives_.member_done(ci, m); }
+  void add_closed(int r, int ci, int m) override { collectives_.add_closed(r, ci, m); }
+  void remove_closed(int r, int ci) override { collectives_.remove_closed(r, ci); }
 
   // The schedule fits the topology and the executor's limits.
   void check_fits() const {
@@ -235,8 +246,8 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch {
   Host host_;
   Streams streams_;
   Compute compute_;
-  Collectives collectives_;
   ClosedForms closed_;
+  Collectives collectives_;
   std::optional<Copies> copies_;
   std::optional<Memory> memory_;
   Programs programs_;

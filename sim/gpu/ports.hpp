@@ -11,10 +11,14 @@
 
 #include <cstdint>
 
+#include "core/flows.hpp"
 #include "core/units.hpp"
 #include "schedule/schedule.hpp"
 
 namespace osim::exec {
+
+struct CollInst;
+using RouteUses = decltype(FlowSpec::route);  // the constraints a flow crosses
 
 /// Offered by Streams to the engines that run its ops (Compute, Copies,
 /// Collectives): an op they run starts, or ends.
@@ -89,6 +93,41 @@ class ClockWatch {
 
  protected:
   ~ClockWatch() = default;
+};
+
+/// Offered by ClosedForms to Copies and Collectives: before a flow starts
+/// over a route, or a constraint's capacity changes, the closed forms
+/// replaying over it hand their flows back to the flow model.
+class LinkClaims {
+ public:
+  virtual void hand_back_route(const RouteUses& route) = 0;
+  virtual void hand_back_constraint(ConstraintId c) = 0;
+
+ protected:
+  ~LinkClaims() = default;
+};
+
+/// Offered by Collectives to ClosedForms: the collective a closed form
+/// replays, its flows, and its members' ends.
+class CollFlows {
+ public:
+  /// Instance ci (its storage does not move while it runs).
+  virtual CollInst& inst(int ci) = 0;
+  /// Whether its group's transport goes through host memory.
+  virtual bool via_host(const CollInst& c) = 0;
+  /// A flow from member `from` to member `to`: its route, latency, cap
+  /// (`base_out`: the cap before the compute slowdown), weight.
+  virtual FlowSpec flow_spec(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency, double& base_out) = 0;
+  /// Starts a flow of it (resumes it from `st` when given).
+  virtual void start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st) = 0;
+  /// Member m is done: its op ends.
+  virtual void member_done(int ci, int m) = 0;
+  /// Rank r's flows of instance ci (member m) are replayed / no longer.
+  virtual void add_closed(int r, int ci, int m) = 0;
+  virtual void remove_closed(int r, int ci) = 0;
+
+ protected:
+  ~CollFlows() = default;
 };
 
 }  // namespace osim::exec
