@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 
-#include "gpu/fabric_use.hpp"
 
 namespace osim::exec {
 
@@ -20,7 +19,7 @@ std::vector<ConstraintId> localise(const MaxMinSystem& sys, IsolatedFlows& in) {
   return cons;
 }
 
-ClosedForms::ClosedForms(ExecContext& x, CollFlows& colls, SmShare& sm, FabricUse& fabric) : x_(x), colls_(colls), sm_(sm), fabric_(fabric) {}
+ClosedForms::ClosedForms(ExecContext& x, Routes& routes, CollFlows& colls, SmShare& sm) : x_(x), routes_(routes), colls_(colls), sm_(sm) {}
 
 void ClosedForms::init() { owner_.assign(x_.sys.constraint_count(), -1); }
 
@@ -96,7 +95,7 @@ void ClosedForms::replay_group(int ci) {
   const ClosedForm& cf = *c.closed;
   const ClosedForm::Group& g = cf.groups[c.next_group++];
   auto stat = [&](int k) -> BottleneckStat& {
-    return fabric_.stat_of(fabric_.collective_bottlenecks, k < 0 ? k : cf.cons[static_cast<size_t>(k)]);
+    return routes_.stat_of(Transfer::Collective, k < 0 ? k : cf.cons[static_cast<size_t>(k)]);
   };
   for (const auto& [k, t] : g.bottleneck_time) stat(k).time += t;
   for (const auto& [k, n] : g.transfers) stat(k).transfers += n;

@@ -49,11 +49,9 @@ struct ClosedForm {
 /// local -> system id.
 std::vector<ConstraintId> localise(const MaxMinSystem& sys, IsolatedFlows& in);
 
-class FabricUse;
-
 class ClosedForms final : public LinkClaims {
  public:
-  ClosedForms(ExecContext& x, CollFlows& colls, SmShare& sm, FabricUse& fabric);
+  ClosedForms(ExecContext& x, Routes& routes, CollFlows& colls, SmShare& sm);
   /// Once every constraint exists (at the run's start).
   void init();
   /// Replays all-to-all instance ci in closed form where it may; false: simulate its flows.
@@ -76,9 +74,9 @@ class ClosedForms final : public LinkClaims {
   void release(int ci);
 
   ExecContext& x_;
+  Routes& routes_;
   CollFlows& colls_;
   SmShare& sm_;
-  FabricUse& fabric_;
   // Closed forms by what determines them: the group, its bytes, channels and
   // the comm slowdown of each member's flows (routes and capacities are fixed).
   struct Key {

@@ -10,13 +10,12 @@
 
 #include "core/isolated.hpp"
 #include "gpu/closed_form.hpp"
-#include "gpu/copies.hpp"
-#include "gpu/fabric_use.hpp"
 
 namespace osim::exec {
 
-Collectives::Collectives(ExecContext& x, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink, ClosedForms& closed)
-    : x_(x), ops_(ops), sm_(sm), nvlink_(nvlink), closed_(closed), ranks_(static_cast<size_t>(x.s.ranks())) {}
+Collectives::Collectives(ExecContext& x, Routes& routes, const CopyEngines& copies, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink,
+                         ClosedForms& closed)
+    : x_(x), routes_(routes), copies_(copies), ops_(ops), sm_(sm), nvlink_(nvlink), closed_(closed), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Collectives::add_rank(int r) {
   Rank& K = ranks_[static_cast<size_t>(r)];
@@ -56,13 +55,13 @@ void Collectives::remove_closed(int r, int ci) {
   list.erase(std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == ci; }));
 }
 
-bool Collectives::via_host(const CollInst& c) { return through_host(x_.fabric->pair_route(c.members[0], c.members[1], false).kind); }
+bool Collectives::via_host(const CollInst& c) { return through_host(routes_.pair_route(c.members[0], c.members[1], false).kind); }
 
 const NcclTable* Collectives::framework_pairwise_table(const Op& op, std::span<const int> members) const {
   if (x_.s.runtime.framework == Framework::None || op.kind != OpKind::Collective || op.coll != CollKind::AllToAll ||
       op.algo != CollAlgo::Pairwise || members.size() < 2)
     return nullptr;
-  const hw::RouteKind kind = x_.fabric->pair_route(members[0], members[1], false).kind;
+  const hw::RouteKind kind = routes_.pair_route(members[0], members[1], false).kind;
   if (kind == hw::RouteKind::Network || kind == hw::RouteKind::NetworkViaHost) return nullptr;  // measured inside one host
   return x_.p.nccl.nccl_table_for(TableColl::FrameworkAllToAllPairwise, static_cast<int>(members.size()), through_host(kind));
 }
@@ -180,7 +179,7 @@ void Collectives::launch(int ci) {
     // it waits nvlink_copy_latency (either 0 where not calibrated).
     if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return nvlink_.nvlink_quiet(r, now) >= nv.nvlink_wake_after; }))
       delay = delay + nv.nvlink_wake_latency;
-    if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return x_.copies->busy(r, kH2D) || x_.copies->busy(r, kD2H); }))
+    if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return copies_.busy(r, kH2D) || copies_.busy(r, kD2H); }))
       delay = delay + nv.nvlink_copy_latency;
   }
   // The later rank under the power cap (PowerParams::straggler_share).
@@ -262,7 +261,7 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
   const NcclParams& nc = x_.p.nccl;
   const InterferenceParams& in = x_.p.interference;
   const int ra = c.members[static_cast<size_t>(from)], rb = c.members[static_cast<size_t>(to)];
-  const FlowRoute& route = x_.fabric->pair_route(ra, rb, false);
+  const FlowRoute& route = routes_.pair_route(ra, rb, false);
   FlowSpec f;
   f.route = route.uses;
   f.bytes = bytes;
@@ -287,13 +286,13 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
     // bytes alike. Never so much that the collective alone, its rank's flows
     // at their cap, would fill the link: its measured time already holds
     // what its bytes cost there.
-    const FlowRoute& up = x_.fabric->host_route(ra, false);
-    const FlowRoute& down = x_.fabric->host_route(rb, true);
+    const FlowRoute& up = routes_.host_route(ra, false);
+    const FlowRoute& down = routes_.host_route(rb, true);
     auto on = [](const FlowRoute& fr, ConstraintId k) {
       return std::any_of(fr.uses.begin(), fr.uses.end(), [k](const FlowUse& u) { return u.constraint == k; });
     };
     for (FlowUse& u : f.route) {
-      const int res = x_.fabric->resource_of(u.constraint);
+      const int res = routes_.resource_of(u.constraint);
       if (!x_.topo.is_link(res)) continue;
       const bool is_up = on(up, u.constraint), is_down = on(down, u.constraint);
       if (is_up == is_down) continue;
@@ -321,8 +320,8 @@ void Collectives::start_flow(int ci, int from, int to, FlowSpec f, double base, 
                },
                this, key};
   const FlowId fid = st ? x_.flows.resume(std::move(f), *st) : x_.flows.start(std::move(f));
-  const FlowRoute& route = x_.fabric->pair_route(ra, c.members[static_cast<size_t>(to)], false);
-  if (x_.o.link_samples) x_.fabric->observe(fid, route);
+  const FlowRoute& route = routes_.pair_route(ra, c.members[static_cast<size_t>(to)], false);
+  if (x_.o.link_samples) routes_.observe(fid, route);
   const int rb = c.members[static_cast<size_t>(to)];
   auto& cfs = ranks_[static_cast<size_t>(ra)].coll_flows;
   if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
@@ -405,7 +404,7 @@ double Collectives::phase_link_time(const CollInst& c, TableColl coll) {
   IsolatedFlows in;
   auto add = [&](int from, int to, double weight) {
     FlowSpec f;
-    f.route = x_.fabric->pair_route(c.members[static_cast<size_t>(from)], c.members[static_cast<size_t>(to)], false).uses;
+    f.route = routes_.pair_route(c.members[static_cast<size_t>(from)], c.members[static_cast<size_t>(to)], false).uses;
     f.bytes = c.wire / U;
     f.weight = weight;
     in.flows.push_back(std::move(f));
@@ -426,7 +425,7 @@ double Collectives::phase_link_time(const CollInst& c, TableColl coll) {
 }
 
 void Collectives::flow_done(int ci, int from, int to, const FlowRecord& rec) {
-  x_.fabric->account(x_.fabric->collective_bottlenecks, rec);
+  routes_.account(Transfer::Collective, rec);
   CollInst& c = insts_[static_cast<size_t>(ci)];
   // Off its sender's list (and its receiver's, where kept).
   swap_remove(ranks_[static_cast<size_t>(c.members[static_cast<size_t>(from)])].coll_flows, coll_flow_slot_, rec.id);

@@ -27,7 +27,8 @@ class ClosedForms;
 
 class Collectives {
  public:
-  Collectives(ExecContext& x, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink, ClosedForms& closed);
+  Collectives(ExecContext& x, Routes& routes, const CopyEngines& copies, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink,
+              ClosedForms& closed);
   /// Rank r joins: its groups' call counters.
   void add_rank(int r);
   /// Collective `id` of rank r is dispatched: it arrives, or waits for the
@@ -103,6 +104,8 @@ class Collectives {
   void ring_step(int ci);
 
   ExecContext& x_;
+  Routes& routes_;
+  const CopyEngines& copies_;
   OpCompletion& ops_;
   SmShare& sm_;
   NvlinkWake& nvlink_;

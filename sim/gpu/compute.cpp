@@ -49,7 +49,8 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
 
 namespace exec {
 
-Compute::Compute(ExecContext& x, OpCompletion& ops, ClockWatch& clocks) : x_(x), ops_(ops), clocks_(clocks), ranks_(static_cast<size_t>(x.s.ranks())) {}
+Compute::Compute(ExecContext& x, OpCompletion& ops, ClockWatch& clocks)
+    : x_(x), ops_(ops), clocks_(clocks), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Compute::set_load(int r, const LoadState& load) {
   Rank& C = ranks_[static_cast<size_t>(r)];

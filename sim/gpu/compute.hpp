@@ -13,7 +13,7 @@
 
 namespace osim::exec {
 
-class Compute final : public SmShare, public NvlinkWake {
+class Compute final : public Kernels, public SmShare, public NvlinkWake {
  public:
   Compute(ExecContext& x, OpCompletion& ops, ClockWatch& clocks);
   /// Rank r starts at `load` (a run that follows others at once).
@@ -21,8 +21,8 @@ class Compute final : public SmShare, public NvlinkWake {
   /// The duty averages carried to `now` (the GPU idle from its last kernel).
   LoadState load_at(int r, Time now) const;
 
-  void start_kernel(int r, int id);
-  void start_kernel_event(uint64_t packed) { start_kernel(packed_rank(packed), packed_id(packed)); }
+  // Kernels
+  void start_kernel(int r, int id) override;
 
   // SmShare
   void update(int r) override;

@@ -4,14 +4,13 @@
 #include <cmath>
 #include <limits>
 
-#include "gpu/fabric_use.hpp"
 
 namespace osim::exec {
 
-Copies::Copies(ExecContext& x, OpCompletion& ops, SmShare& sm, LinkClaims& claims)
-    : x_(x), ops_(ops), sm_(sm), claims_(claims), ranks_(static_cast<size_t>(x.s.ranks())) {
+Copies::Copies(ExecContext& x, Routes& routes, OpCompletion& ops, SmShare& sm, LinkClaims& claims)
+    : x_(x), routes_(routes), ops_(ops), sm_(sm), claims_(claims), ranks_(static_cast<size_t>(x.s.ranks())) {
   const CopyParams& cp = x_.p.copies;
-  const std::vector<ConstraintId>& cons = x_.fabric->constraints();
+  const std::vector<ConstraintId>& cons = routes_.constraints();
   // Per host bridge and direction, a limit that copy-engine copies alone
   // share; reports count it as the bridge's from-host or to-host limit.
   for (const bool h2d : {true, false}) {
@@ -52,7 +51,7 @@ Copies::Copies(ExecContext& x, OpCompletion& ops, SmShare& sm, LinkClaims& claim
     for (auto& b : bidir_)
       for (const int d : {0, 1}) {
         b[static_cast<size_t>(d)] = x_.sys.add_constraint(cp.copy_engine_bandwidth_for(d == 1).bytes_per_s);
-        x_.fabric->add_constraint_alias(b[static_cast<size_t>(d)], -1);
+        routes_.add_constraint_alias(b[static_cast<size_t>(d)], -1);
       }
   }
 }
@@ -75,7 +74,7 @@ void Copies::queue_copy(int r, int id, Time handoff) {
 template <class F>
 void Copies::for_each_counted_limit(int r, const Op& op, F&& f) const {
   const bool d2h = op.copy == CopyKind::D2H;
-  for (const FlowUse& u : x_.fabric->host_route(r, !d2h).uses) {
+  for (const FlowUse& u : routes_.host_route(r, !d2h).uses) {
     if (const int l = limit_of(dma_limit_of_, u.constraint); l >= 0) f(l);
     if (const int l = limit_of(bidir_limit_of_, u.constraint); l >= 0) f(l);
   }
@@ -101,9 +100,9 @@ void Copies::start_copy(int r, int e) {
   double cap = std::numeric_limits<double>::infinity();
   const FlowRoute* route = nullptr;
   switch (op.copy) {
-    case CopyKind::H2D: route = &x_.fabric->host_route(r, true); break;
-    case CopyKind::D2H: route = &x_.fabric->host_route(r, false); break;
-    case CopyKind::P2P: route = &x_.fabric->pair_route(r, x_.peer_of(r, op), true); break;
+    case CopyKind::H2D: route = &routes_.host_route(r, true); break;
+    case CopyKind::D2H: route = &routes_.host_route(r, false); break;
+    case CopyKind::P2P: route = &routes_.pair_route(r, x_.peer_of(r, op), true); break;
     case CopyKind::D2D: {
       const auto& hbm = x_.ranks[static_cast<size_t>(r)].node->gpu.hbm_bandwidth;
       cap = (hbm ? hbm->bytes_per_s : 1e12) * x_.p.memory.hbm_efficiency / 2;  // read + write
@@ -143,15 +142,15 @@ void Copies::start_copy(int r, int e) {
     });
   claims_.hand_back_route(f.route);
   const FlowId fid = x_.flows.start(std::move(f));
-  if (x_.o.link_samples && route) x_.fabric->observe(fid, *route);  // rates are reported only after activation
+  if (x_.o.link_samples && route) routes_.observe(fid, *route);  // rates are reported only after activation
   sm_.update(r);
 }
 
 void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
-  x_.fabric->account(x_.fabric->copy_bottlenecks, rec);
+  routes_.account(Transfer::Copy, rec);
   OpRecord& orec = x_.record(r, id);
   const ConstraintId mb = rec.main_bottleneck();
-  const int bound = mb < 0 ? -1 : x_.fabric->resource_of(mb);
+  const int bound = mb < 0 ? -1 : routes_.resource_of(mb);
   assert(bound < (1 << 30));  // OpRecord::bottleneck is 31 bits
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wconversion"
@@ -192,7 +191,7 @@ void Copies::set_bidir_limit(int r, size_t d) {
 
 int Copies::add_counted_limit(double nominal, const std::vector<Bandwidth>* table, int res) {
   const ConstraintId c = x_.sys.add_constraint(nominal);
-  x_.fabric->add_constraint_alias(c, res);
+  routes_.add_constraint_alias(c, res);
   limits_.push_back({c, nominal, table, std::vector<int>(static_cast<size_t>(x_.s.ranks()), 0), 0});
   return static_cast<int>(limits_.size()) - 1;
 }

@@ -2,23 +2,89 @@
 // sim/gpu; docs/execution-model.md, "Components"). A component is handed, in
 // its constructor, the ports it calls and no others; each port is named by
 // what it offers. Calls go down the stack Host -> Streams -> Collectives ->
-// Copies, ClosedForms -> Compute -> Memory, FabricUse; what goes up (an op
-// started or ended, a thread may resume, a clock changed, a closed form's
-// flows come back) goes through a port declared here, which the coordinator
-// (executor.cpp) implements by forwarding to the component above. No
-// component calls one above it any other way: the calls form no cycle.
+// Copies -> ClosedForms -> Compute, with Memory and FabricUse below the
+// components that use them. What goes up (an op started or ended, a thread
+// may resume, a clock changed, a closed form's flows come back) goes through
+// a port declared here, which the coordinator (executor.cpp) implements by
+// forwarding to the component above. No component calls one above it any
+// other way: the calls form no cycle.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/flows.hpp"
 #include "core/units.hpp"
+#include "hw/fabric.hpp"
+#include "schedule/run_record.hpp"
 #include "schedule/schedule.hpp"
 
 namespace osim::exec {
 
 struct CollInst;
 using RouteUses = decltype(FlowSpec::route);  // the constraints a flow crosses
+
+// A route as the flows use it: solver constraints, latency, kind.
+struct FlowRoute {
+  RouteUses uses;
+  Time latency;
+  hw::RouteKind kind = hw::RouteKind::Local;
+  bool known = false;
+};
+
+inline bool through_host(hw::RouteKind k) { return k == hw::RouteKind::ViaHost || k == hw::RouteKind::NetworkViaHost; }
+
+/// The transfers a bottleneck statistic counts (ExecResult's copy_ and collective_bottlenecks).
+enum class Transfer : uint8_t { Copy, Collective };
+
+/// Offered by FabricUse to Copies, Collectives, ClosedForms and Memory: the
+/// topology's resources as solver constraints, the routes flows take, and
+/// what bound each transfer.
+class Routes {
+ public:
+  /// The solver constraint of each topology resource.
+  [[nodiscard]] virtual const std::vector<ConstraintId>& constraints() const = 0;
+  /// A constraint added beside the topology's (a copy limit), counted in
+  /// reports as resource `res` (-1: the transfer's own cap).
+  virtual void add_constraint_alias(ConstraintId c, int res) = 0;
+  /// The topology resource constraint c stands for, or -1.
+  [[nodiscard]] virtual int resource_of(ConstraintId c) const = 0;
+  /// Rank a to rank b: collectives' routes (`dma` false: NCCL_P2P_DISABLE
+  /// as the schedule says) or copies' (`dma` true).
+  virtual const FlowRoute& pair_route(int a, int b, bool dma) = 0;
+  /// Host <-> GPU routes of a rank's copies.
+  virtual const FlowRoute& host_route(int r, bool h2d) = 0;
+  /// A finished flow's bottlenecks, added to its kind's per-resource stats.
+  virtual void account(Transfer kind, const FlowRecord& rec) = 0;
+  /// A constraint's entry in its kind's per-resource stats (the last: the transfer's own cap).
+  virtual BottleneckStat& stat_of(Transfer kind, ConstraintId c) = 0;
+  /// With ExecOptions::link_samples: the resources flow `f` crosses on `route`.
+  virtual void observe(FlowId f, const FlowRoute& route) = 0;
+
+ protected:
+  ~Routes() = default;
+};
+
+/// Offered by Compute to Streams: a kernel starts on its GPU's SMs (it ends
+/// through OpCompletion).
+class Kernels {
+ public:
+  virtual void start_kernel(int r, int id) = 0;
+
+ protected:
+  ~Kernels() = default;
+};
+
+enum EngineIdx { kH2D = 0, kD2H = 1, kOther = 2 };
+
+/// Offered by Copies to Collectives: whether a rank's copy engine is busy.
+class CopyEngines {
+ public:
+  [[nodiscard]] virtual bool busy(int r, int engine) const = 0;
+
+ protected:
+  ~CopyEngines() = default;
+};
 
 /// Offered by Streams to the engines that run its ops (Compute, Copies,
 /// Collectives): an op they run starts, or ends.
