@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <cassert>
 
-#include "gpu/collectives.hpp"
-#include "gpu/compute.hpp"
-#include "gpu/fabric_use.hpp"
 
 namespace osim::exec {
 
@@ -22,23 +19,23 @@ std::vector<ConstraintId> localise(const MaxMinSystem& sys, IsolatedFlows& in) {
   return cons;
 }
 
-ClosedForms::ClosedForms(ExecContext& x) : x_(x) {}
+ClosedForms::ClosedForms(ExecContext& x, Routes& routes, CollFlows& colls, SmShare& sm) : x_(x), routes_(routes), colls_(colls), sm_(sm) {}
 
 void ClosedForms::init() { owner_.assign(x_.sys.constraint_count(), -1); }
 
 bool ClosedForms::try_closed_form(int ci) {
   if (!x_.o.closed_form_collectives || x_.o.link_samples) return false;
-  CollInst& c = x_.collectives->inst(ci);
+  CollInst& c = colls_.inst(ci);
   const int U = static_cast<int>(c.members.size());
   Key& key = key_;  // reused: no allocation per all-to-all
   key.group = c.group;
   key.wire = c.wire;
   key.channels = c.channels;
   key.slow.clear();
-  const bool via_host = x_.collectives->via_host(c);
-  for (int m = 0; m < U; ++m) key.slow.push_back(x_.compute->comm_slowdown(c.members[static_cast<size_t>(m)], c.channels, via_host));
+  const bool via_host = colls_.via_host(c);
+  for (int m = 0; m < U; ++m) key.slow.push_back(sm_.comm_slowdown(c.members[static_cast<size_t>(m)], c.channels, via_host));
   if (x_.p.interference.comm_slowdown_receiver != 1.0)
-    for (int m = 0; m < U; ++m) key.slow.push_back(x_.compute->comm_receiver_slowdown(c.members[static_cast<size_t>(m)]));
+    for (int m = 0; m < U; ++m) key.slow.push_back(sm_.comm_receiver_slowdown(c.members[static_cast<size_t>(m)]));
   // Built when the same all-to-all recurs: one that runs once (a single
   // huge all-to-all) would pay for its flows twice.
   auto it = forms_.find(key);
@@ -54,7 +51,7 @@ bool ClosedForms::try_closed_form(int ci) {
     if (x_.sys.holders(k) > 0 || owner_[static_cast<size_t>(k)] >= 0) return false;
   ++count_;
   for (const ConstraintId k : cf.cons) owner_[static_cast<size_t>(k)] = ci;
-  for (int m = 0; m < U; ++m) x_.collectives->add_closed(c.members[static_cast<size_t>(m)], ci, m);
+  for (int m = 0; m < U; ++m) colls_.add_closed(c.members[static_cast<size_t>(m)], ci, m);
   c.closed = &cf;
   c.t0 = x_.engine.now();
   c.next_group = 0;
@@ -63,14 +60,14 @@ bool ClosedForms::try_closed_form(int ci) {
 }
 
 std::unique_ptr<ClosedForm> ClosedForms::build(int ci, const std::vector<double>& slow) {
-  const CollInst& c = x_.collectives->inst(ci);
+  const CollInst& c = colls_.inst(ci);
   const int U = static_cast<int>(c.members.size());
   auto cf = std::make_unique<ClosedForm>();
   cf->slow = slow;
-  cf->via_host = x_.collectives->via_host(c);
-  Collectives::for_each_a2a_flow(U, [&](int i, int j) {
+  cf->via_host = colls_.via_host(c);
+  for_each_a2a_flow(U, [&](int i, int j) {
     double base = 0;
-    cf->flows.flows.push_back(x_.collectives->flow_spec(ci, i, j, c.wire / U, U - 1, x_.p.nccl.nccl_latency, base));
+    cf->flows.flows.push_back(colls_.flow_spec(ci, i, j, c.wire / U, U - 1, x_.p.nccl.nccl_latency, base));
     cf->ends.emplace_back(i, j);
     cf->base.push_back(base);
   });
@@ -94,11 +91,11 @@ std::unique_ptr<ClosedForm> ClosedForms::build(int ci, const std::vector<double>
 }
 
 void ClosedForms::replay_group(int ci) {
-  CollInst& c = x_.collectives->inst(ci);
+  CollInst& c = colls_.inst(ci);
   const ClosedForm& cf = *c.closed;
   const ClosedForm::Group& g = cf.groups[c.next_group++];
   auto stat = [&](int k) -> BottleneckStat& {
-    return x_.fabric->stat_of(x_.fabric->collective_bottlenecks, k < 0 ? k : cf.cons[static_cast<size_t>(k)]);
+    return routes_.stat_of(Transfer::Collective, k < 0 ? k : cf.cons[static_cast<size_t>(k)]);
   };
   for (const auto& [k, t] : g.bottleneck_time) stat(k).time += t;
   for (const auto& [k, n] : g.transfers) stat(k).transfers += n;
@@ -113,23 +110,23 @@ void ClosedForms::replay_group(int ci) {
   for (const int f : g.flows)
     for (const int m : {cf.ends[static_cast<size_t>(f)].first, cf.ends[static_cast<size_t>(f)].second})
       if (--c.outstanding[static_cast<size_t>(m)] == 0) done.push_back(m);
-  for (const int m : done) x_.collectives->member_done(ci, m);
+  for (const int m : done) colls_.member_done(ci, m);
 }
 
 void ClosedForms::release(int ci) {
-  CollInst& c = x_.collectives->inst(ci);
+  CollInst& c = colls_.inst(ci);
   for (const ConstraintId k : c.closed->cons) owner_[static_cast<size_t>(k)] = -1;
-  for (const int r : c.members) x_.collectives->remove_closed(r, ci);
+  for (const int r : c.members) colls_.remove_closed(r, ci);
   c.closed = nullptr;
 }
 
 bool ClosedForms::ends_now(int ci) {
-  const CollInst& c = x_.collectives->inst(ci);
+  const CollInst& c = colls_.inst(ci);
   return c.t0 + c.closed->groups.back().end == x_.engine.now();
 }
 
 void ClosedForms::hand_back(int ci) {
-  CollInst& c = x_.collectives->inst(ci);
+  CollInst& c = colls_.inst(ci);
   const ClosedForm& cf = *c.closed;
   ++handed_back_;
   x_.engine.cancel(c.closed_ev);
@@ -153,12 +150,12 @@ void ClosedForms::hand_back(int ci) {
       u.constraint = global(u.constraint);
       x_.flows.add_bytes(u.constraint, (spec.bytes - st.remaining) * u.coefficient);  // moved before last_update
     }
-    x_.collectives->start_flow(ci, cf.ends[static_cast<size_t>(f)].first, cf.ends[static_cast<size_t>(f)].second, std::move(spec),
+    colls_.start_flow(ci, cf.ends[static_cast<size_t>(f)].first, cf.ends[static_cast<size_t>(f)].second, std::move(spec),
                                cf.base[static_cast<size_t>(f)], &st);
   }
 }
 
-void ClosedForms::hand_back_route(const boost::container::small_vector<FlowUse, 6>& route) {
+void ClosedForms::hand_back_route(const RouteUses& route) {
   if (forms_.empty()) return;
   for (const FlowUse& u : route)
     if (const int ci = owner_[static_cast<size_t>(u.constraint)]; ci >= 0) hand_back(ci);

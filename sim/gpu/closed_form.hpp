@@ -18,7 +18,9 @@
 #include <boost/container/small_vector.hpp>
 
 #include "core/isolated.hpp"
+#include "gpu/coll_inst.hpp"
 #include "gpu/exec_context.hpp"
+#include "gpu/ports.hpp"
 
 namespace osim::exec {
 
@@ -47,9 +49,9 @@ struct ClosedForm {
 /// local -> system id.
 std::vector<ConstraintId> localise(const MaxMinSystem& sys, IsolatedFlows& in);
 
-class ClosedForms {
+class ClosedForms final : public LinkClaims {
  public:
-  explicit ClosedForms(ExecContext& x);
+  ClosedForms(ExecContext& x, Routes& routes, CollFlows& colls, SmShare& sm);
   /// Once every constraint exists (at the run's start).
   void init();
   /// Replays all-to-all instance ci in closed form where it may; false: simulate its flows.
@@ -61,8 +63,8 @@ class ClosedForms {
   [[nodiscard]] bool ends_now(int ci);
   /// Before a flow starts over `route` (or a constraint's capacity changes):
   /// closed forms replaying over it hand back.
-  void hand_back_route(const boost::container::small_vector<FlowUse, 6>& route);
-  void hand_back_constraint(ConstraintId c);
+  void hand_back_route(const RouteUses& route) override;
+  void hand_back_constraint(ConstraintId c) override;
   [[nodiscard]] int64_t replayed() const { return count_; }
   [[nodiscard]] int64_t handed_back() const { return handed_back_; }
 
@@ -72,6 +74,9 @@ class ClosedForms {
   void release(int ci);
 
   ExecContext& x_;
+  Routes& routes_;
+  CollFlows& colls_;
+  SmShare& sm_;
   // Closed forms by what determines them: the group, its bytes, channels and
   // the comm slowdown of each member's flows (routes and capacities are fixed).
   struct Key {

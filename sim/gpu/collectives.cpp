@@ -10,14 +10,12 @@
 
 #include "core/isolated.hpp"
 #include "gpu/closed_form.hpp"
-#include "gpu/compute.hpp"
-#include "gpu/copies.hpp"
-#include "gpu/fabric_use.hpp"
-#include "gpu/streams.hpp"
 
 namespace osim::exec {
 
-Collectives::Collectives(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
+Collectives::Collectives(ExecContext& x, Routes& routes, const CopyEngines& copies, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink,
+                         ClosedForms& closed)
+    : x_(x), routes_(routes), copies_(copies), ops_(ops), sm_(sm), nvlink_(nvlink), closed_(closed), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Collectives::add_rank(int r) {
   Rank& K = ranks_[static_cast<size_t>(r)];
@@ -57,13 +55,13 @@ void Collectives::remove_closed(int r, int ci) {
   list.erase(std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == ci; }));
 }
 
-bool Collectives::via_host(const CollInst& c) { return through_host(x_.fabric->pair_route(c.members[0], c.members[1], false).kind); }
+bool Collectives::via_host(const CollInst& c) { return through_host(routes_.pair_route(c.members[0], c.members[1], false).kind); }
 
 const NcclTable* Collectives::framework_pairwise_table(const Op& op, std::span<const int> members) const {
   if (x_.s.runtime.framework == Framework::None || op.kind != OpKind::Collective || op.coll != CollKind::AllToAll ||
       op.algo != CollAlgo::Pairwise || members.size() < 2)
     return nullptr;
-  const hw::RouteKind kind = x_.fabric->pair_route(members[0], members[1], false).kind;
+  const hw::RouteKind kind = routes_.pair_route(members[0], members[1], false).kind;
   if (kind == hw::RouteKind::Network || kind == hw::RouteKind::NetworkViaHost) return nullptr;  // measured inside one host
   return x_.p.nccl.nccl_table_for(TableColl::FrameworkAllToAllPairwise, static_cast<int>(members.size()), through_host(kind));
 }
@@ -138,9 +136,9 @@ void Collectives::arrive(int r, int id) {
   c.gops[m] = id;
   x_.flag(r, id) |= kArrived;
   const Op& op = x_.op_of(r, id);
-  x_.streams->mark_start(r, id, op);  // a collective starts when its rank reaches it
-  x_.compute->add_channels(r, channels_of(op));  // the kernel holds its SMs while it waits for peers
-  x_.compute->update(r);
+  ops_.op_started(r, id, op);  // a collective starts when its rank reaches it
+  sm_.add_channels(r, channels_of(op));  // the kernel holds its SMs while it waits for peers
+  sm_.update(r);
   if (!c.op) c.op = &op;
   if (++c.arrived == static_cast<int>(c.members.size())) launch(ci);
 }
@@ -174,14 +172,14 @@ void Collectives::launch(int ci) {
   c.nvlink = nv.any() && op.bytes >= nv.nvlink_wake_min_bytes && !via_host(c);
   if (c.nvlink) {
     for (const int r : c.members) {
-      x_.compute->nvlink_started(r);
-      if (nv.nvlink_awake_slowdown > 0) x_.compute->update(r);
+      nvlink_.nvlink_started(r);
+      if (nv.nvlink_awake_slowdown > 0) sm_.update(r);
     }
     // A member quiet for nvlink_wake_after wakes first; beside a host copy
     // it waits nvlink_copy_latency (either 0 where not calibrated).
-    if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return x_.compute->nvlink_quiet(r, now) >= nv.nvlink_wake_after; }))
+    if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return nvlink_.nvlink_quiet(r, now) >= nv.nvlink_wake_after; }))
       delay = delay + nv.nvlink_wake_latency;
-    if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return x_.copies->busy(r, kH2D) || x_.copies->busy(r, kD2H); }))
+    if (std::any_of(c.members.begin(), c.members.end(), [&](int r) { return copies_.busy(r, kH2D) || copies_.busy(r, kD2H); }))
       delay = delay + nv.nvlink_copy_latency;
   }
   // The later rank under the power cap (PowerParams::straggler_share).
@@ -190,7 +188,7 @@ void Collectives::launch(int ci) {
   if (pw.straggler_share > 0 && full > 0) {
     double wait_s = 0;
     for (const int r : c.members) {
-      const double down = std::clamp((1.0 / x_.compute->clock(r) - 1.0) / full, 0.0, 1.0);
+      const double down = std::clamp((1.0 / sm_.clock(r) - 1.0) / full, 0.0, 1.0);
       wait_s = std::max(wait_s, pw.straggler_share * down * (now - ranks_[static_cast<size_t>(r)].last_coll_end).s());
     }
     delay = delay + Time::from_ps(static_cast<int64_t>(std::llround(wait_s * 1e12)));
@@ -218,7 +216,7 @@ void Collectives::start_launched(int ci) {
   }
   if (op.coll == CollKind::AllToAll && op.algo == CollAlgo::Nccl) {
     c.outstanding.assign(static_cast<size_t>(U), 2 * (U - 1));  // a member sends to and receives from each peer
-    if (x_.closed->try_closed_form(ci)) return;
+    if (closed_.try_closed_form(ci)) return;
     x_.flows.reserve(static_cast<size_t>(U) * static_cast<size_t>(U - 1));
     for_each_a2a_flow(U, [&](int i, int j) { coll_flow(ci, i, j, c.wire / U, U - 1, lat); });
     return;
@@ -254,7 +252,7 @@ void Collectives::start_launched(int ci) {
 void Collectives::coll_flow(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency) {
   double base = 0;
   FlowSpec f = flow_spec(ci, from, to, bytes, peers_at_once, protocol_latency, base);
-  x_.closed->hand_back_route(f.route);
+  closed_.hand_back_route(f.route);
   start_flow(ci, from, to, std::move(f), base, nullptr);
 }
 
@@ -263,7 +261,7 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
   const NcclParams& nc = x_.p.nccl;
   const InterferenceParams& in = x_.p.interference;
   const int ra = c.members[static_cast<size_t>(from)], rb = c.members[static_cast<size_t>(to)];
-  const FlowRoute& route = x_.fabric->pair_route(ra, rb, false);
+  const FlowRoute& route = routes_.pair_route(ra, rb, false);
   FlowSpec f;
   f.route = route.uses;
   f.bytes = bytes;
@@ -276,10 +274,10 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
     // Measured end to end: the route's latency is in it; a ring pays it once.
     f.latency = c.steps > 0 && c.step > 0 ? Time::zero() : t.latency;
   }
-  f.rate_cap = base / x_.compute->comm_slowdown(ra, c.channels, via);
-  if (receivers_count()) f.rate_cap /= x_.compute->comm_receiver_slowdown(rb);
+  f.rate_cap = base / sm_.comm_slowdown(ra, c.channels, via);
+  if (receivers_count()) f.rate_cap /= sm_.comm_receiver_slowdown(rb);
   // Its latency runs on SM code as well.
-  if (const double cs = x_.compute->clock_slowdown(ra, via); cs != 1.0)
+  if (const double cs = sm_.clock_slowdown(ra, via); cs != 1.0)
     f.latency = Time::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(f.latency.ps()) * cs)));
   if (route.kind == hw::RouteKind::ViaHost && (in.host_transport_cost_h2d != 1.0 || in.host_transport_cost_d2h != 1.0)) {
     // Its bytes cost the PCIe links more than a copy's: those of the
@@ -288,13 +286,13 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
     // bytes alike. Never so much that the collective alone, its rank's flows
     // at their cap, would fill the link: its measured time already holds
     // what its bytes cost there.
-    const FlowRoute& up = x_.fabric->host_route(ra, false);
-    const FlowRoute& down = x_.fabric->host_route(rb, true);
+    const FlowRoute& up = routes_.host_route(ra, false);
+    const FlowRoute& down = routes_.host_route(rb, true);
     auto on = [](const FlowRoute& fr, ConstraintId k) {
       return std::any_of(fr.uses.begin(), fr.uses.end(), [k](const FlowUse& u) { return u.constraint == k; });
     };
     for (FlowUse& u : f.route) {
-      const int res = x_.fabric->resource_of(u.constraint);
+      const int res = routes_.resource_of(u.constraint);
       if (!x_.topo.is_link(res)) continue;
       const bool is_up = on(up, u.constraint), is_down = on(down, u.constraint);
       if (is_up == is_down) continue;
@@ -322,8 +320,8 @@ void Collectives::start_flow(int ci, int from, int to, FlowSpec f, double base, 
                },
                this, key};
   const FlowId fid = st ? x_.flows.resume(std::move(f), *st) : x_.flows.start(std::move(f));
-  const FlowRoute& route = x_.fabric->pair_route(ra, c.members[static_cast<size_t>(to)], false);
-  if (x_.o.link_samples) x_.fabric->observe(fid, route);
+  const FlowRoute& route = routes_.pair_route(ra, c.members[static_cast<size_t>(to)], false);
+  if (x_.o.link_samples) routes_.observe(fid, route);
   const int rb = c.members[static_cast<size_t>(to)];
   auto& cfs = ranks_[static_cast<size_t>(ra)].coll_flows;
   if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
@@ -406,7 +404,7 @@ double Collectives::phase_link_time(const CollInst& c, TableColl coll) {
   IsolatedFlows in;
   auto add = [&](int from, int to, double weight) {
     FlowSpec f;
-    f.route = x_.fabric->pair_route(c.members[static_cast<size_t>(from)], c.members[static_cast<size_t>(to)], false).uses;
+    f.route = routes_.pair_route(c.members[static_cast<size_t>(from)], c.members[static_cast<size_t>(to)], false).uses;
     f.bytes = c.wire / U;
     f.weight = weight;
     in.flows.push_back(std::move(f));
@@ -427,7 +425,7 @@ double Collectives::phase_link_time(const CollInst& c, TableColl coll) {
 }
 
 void Collectives::flow_done(int ci, int from, int to, const FlowRecord& rec) {
-  x_.fabric->account(x_.fabric->collective_bottlenecks, rec);
+  routes_.account(Transfer::Collective, rec);
   CollInst& c = insts_[static_cast<size_t>(ci)];
   // Off its sender's list (and its receiver's, where kept).
   swap_remove(ranks_[static_cast<size_t>(c.members[static_cast<size_t>(from)])].coll_flows, coll_flow_slot_, rec.id);
@@ -498,16 +496,16 @@ void Collectives::member_done(int ci, int m) {
         c.op = &x_.op_of(c.members[o], c.gops[o]);
         break;
       }
-  x_.compute->add_channels(rank, -c.channels);
-  if (c.nvlink) x_.compute->nvlink_ended(rank);
+  sm_.add_channels(rank, -c.channels);
+  if (c.nvlink) nvlink_.nvlink_ended(rank);
   K.last_coll_end = x_.engine.now();
   if (++c.finished == static_cast<int>(c.members.size())) {  // no flow of it is left
     inst_index_.erase(c.key);
     free_insts_.emplace_back(ci, x_.engine.events_processed());
   }
   if (x_.mirrors.checked(rank)) x_.mirrored_end(rank, gid);
-  x_.streams->complete(rank, gid);
-  x_.compute->update(rank);
+  ops_.op_done(rank, gid);
+  sm_.update(rank);
   if (c.group >= 0) {
     ++K.group_done[static_cast<size_t>(c.group)];
     auto& parked = K.parked[static_cast<size_t>(c.group)];
@@ -529,10 +527,10 @@ void Collectives::recap(int r) {
     const CollInst& c = insts_[static_cast<size_t>(ci)];
     const auto& slow = c.closed->slow;  // senders' slowdowns, then (where receivers count) receivers'
     const size_t U = c.members.size();
-    if ((x_.compute->comm_slowdown(r, c.channels, c.closed->via_host) != slow[static_cast<size_t>(m)] ||
-         (slow.size() > U && x_.compute->comm_receiver_slowdown(r) != slow[U + static_cast<size_t>(m)])) &&
-        !x_.closed->ends_now(ci))  // (a mirror's representative starts its next kernel before the mirror's last flows end)
-      x_.closed->hand_back(ci);
+    if ((sm_.comm_slowdown(r, c.channels, c.closed->via_host) != slow[static_cast<size_t>(m)] ||
+         (slow.size() > U && sm_.comm_receiver_slowdown(r) != slow[U + static_cast<size_t>(m)])) &&
+        !closed_.ends_now(ci))  // (a mirror's representative starts its next kernel before the mirror's last flows end)
+      closed_.hand_back(ci);
     else ++i;
   }
   for (auto& cf : K.coll_flows)
@@ -552,8 +550,8 @@ void Collectives::swap_remove(std::vector<CollFlow>& list, std::vector<int>& slo
 }
 
 double Collectives::capped(const CollFlow& f, int from, int to) const {
-  const double cap = f.base_cap / x_.compute->comm_slowdown(from, f.channels, f.via_host);
-  return receivers_count() ? cap / x_.compute->comm_receiver_slowdown(to) : cap;
+  const double cap = f.base_cap / sm_.comm_slowdown(from, f.channels, f.via_host);
+  return receivers_count() ? cap / sm_.comm_receiver_slowdown(to) : cap;
 }
 
 std::string Collectives::waiting(int r, int index, uint8_t f) const {

@@ -17,50 +17,18 @@
 #include <vector>
 
 #include "core/slots.hpp"
+#include "gpu/coll_inst.hpp"
 #include "gpu/exec_context.hpp"
+#include "gpu/ports.hpp"
 
 namespace osim::exec {
 
-struct ClosedForm;
-
-struct CollInst {
-  const Op* op = nullptr;  // the first arrival's op (all must match)
-  int group = -1;
-  int seq = 0;
-  std::vector<int> members;
-  std::vector<int> gops;
-  std::tuple<int, int, int> key;  // in the instance index until it finishes
-  int arrived = 0;
-  int finished = 0;  // members done
-  bool launched = false;
-  bool nvlink = false;  // moves >= nvlink_wake_min_bytes over NVLink, where an NVLink effect is calibrated
-  double wire = 0;
-  int channels = 0;
-  std::vector<int> outstanding;
-  std::vector<char> member_done;
-  int step = 0, steps = 0, step_left = 0;
-  std::vector<std::vector<int>> partner;  // pairwise: [round][member] -> member or -1
-  std::vector<int> round;
-  std::vector<char> in_round;
-  std::vector<int> round_left;
-  // A measured table's rate and latency for this collective, per transport
-  // inside a host (0: peer-to-peer, 1: through host memory); rate 0 = none fits.
-  struct Tabled {
-    bool looked = false;
-    double rate = 0;  // bytes/s of one flow
-    Time latency;
-  };
-  Tabled tabled[2];
-  // Replayed in closed form while set.
-  const ClosedForm* closed = nullptr;
-  Time t0;                // when its flows started
-  size_t next_group = 0;  // the first of closed->groups not replayed yet
-  EventId closed_ev;      // that group's event
-};
+class ClosedForms;
 
 class Collectives {
  public:
-  explicit Collectives(ExecContext& x);
+  Collectives(ExecContext& x, Routes& routes, const CopyEngines& copies, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink,
+              ClosedForms& closed);
   /// Rank r joins: its groups' call counters.
   void add_rank(int r);
   /// Collective `id` of rank r is dispatched: it arrives, or waits for the
@@ -74,7 +42,7 @@ class Collectives {
   /// What collective op `index` of rank r waits for (deadlock reports).
   std::string waiting(int r, int index, uint8_t flags) const;
 
-  // What closed forms replay and hand back.
+  // What closed forms replay and hand back (CollFlows, through the coordinator).
   CollInst& inst(int ci) { return insts_[static_cast<size_t>(ci)]; }
   /// A collective flow from member `from` to member `to`: its route,
   /// latency, cap (`base_out`: the cap before the compute slowdown), weight.
@@ -90,12 +58,6 @@ class Collectives {
   /// count), that table: the host then issues the rounds one by one (Host)
   /// and the call takes the table's time (tabled). Else null.
   const NcclTable* framework_pairwise_table(int r, const Op& op) const;
-  /// An NCCL all-to-all's flows, (from, to) members, in the order its launch starts them.
-  template <class F>
-  static void for_each_a2a_flow(int U, F&& f) {
-    for (int i = 0; i < U; ++i)
-      for (int k = 1; k < U; ++k) f(i, (i + k) % U);
-  }
   /// Closed forms replaying with flows from rank r.
   void add_closed(int r, int ci, int m) { ranks_[static_cast<size_t>(r)].closed.emplace_back(ci, m); }
   void remove_closed(int r, int ci);
@@ -142,6 +104,12 @@ class Collectives {
   void ring_step(int ci);
 
   ExecContext& x_;
+  Routes& routes_;
+  const CopyEngines& copies_;
+  OpCompletion& ops_;
+  SmShare& sm_;
+  NvlinkWake& nvlink_;
+  ClosedForms& closed_;
   std::vector<Rank> ranks_;
   // Instances are created while a CollInst& is held (parked collectives):
   // storage that never moves.

@@ -6,9 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "gpu/collectives.hpp"
-#include "gpu/copies.hpp"
-#include "gpu/streams.hpp"
 
 namespace osim {
 
@@ -52,7 +49,8 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
 
 namespace exec {
 
-Compute::Compute(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
+Compute::Compute(ExecContext& x, OpCompletion& ops, ClockWatch& clocks)
+    : x_(x), ops_(ops), clocks_(clocks), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Compute::set_load(int r, const LoadState& load) {
   Rank& C = ranks_[static_cast<size_t>(r)];
@@ -90,7 +88,7 @@ double Compute::compute_factor(int r, int margin) const {
   double f = 1.0;
   // A kernel that leaves `margin` SMs to others loses only the collective's channels beyond them.
   if (C.comm_channels > 0) f *= std::max(0.05, 1.0 - (in.gemm_slowdown_base + in.gemm_slowdown_per_channel * std::max(0, C.comm_channels - margin)));
-  for (uint8_t busy = x_.copies->busy_mask(r); busy; busy &= static_cast<uint8_t>(busy - 1)) f *= 1.0 - in.gemm_slowdown_per_copy;
+  for (uint8_t busy = C.copy_engines; busy; busy &= static_cast<uint8_t>(busy - 1)) f *= 1.0 - in.gemm_slowdown_per_copy;
   return f;
 }
 
@@ -132,7 +130,7 @@ void Compute::start_kernel(int r, int id) {
   const bool compute = !op.duration && has_flops;
   ++C.kernel_changes;
   C.kernels.push_back(RunningKernel{id, R.program->work(id), 0, 0, x_.engine.now(), {}, demand, margin,
-                                    x_.streams->priority(r, op.stream), compute, compute || op.hbm_bytes > 0,
+                                    x_.s.streams[static_cast<size_t>(op.stream)].priority, compute, compute || op.hbm_bytes > 0,
                                     op.attention.has_value() && !op.gemm.has_value() && !op.realised, !has_flops && op.hbm_bytes > 0});
   update(r);
 }
@@ -147,7 +145,7 @@ void Compute::update(int r) {
   // member finishing starts the stream's next kernel, which updates, then
   // updates itself): every speed, cap and completion stands.
   const bool awake = nv.nvlink_awake_slowdown > 0 && (C.nvlink_running > 0 || (C.nvlink_used && now - C.nvlink_quiet_since < nv.nvlink_wake_after));
-  const uint8_t engines = static_cast<uint8_t>(x_.copies->busy_mask(r) | (awake ? 8 : 0));
+  const uint8_t engines = static_cast<uint8_t>(C.copy_engines | (awake ? 8 : 0));
   if (C.seen.time_ps == now.ps() && C.seen.kernels == C.kernel_changes && C.seen.channels == C.comm_channels && C.seen.engines == engines) return;
   C.seen = {now.ps(), C.kernel_changes, C.comm_channels, engines};
   for (auto& k : C.kernels) {
@@ -223,9 +221,9 @@ void Compute::update(int r) {
       k.ev = x_.engine.after(Time::from_ps(static_cast<int64_t>(std::ceil(k.remaining / k.speed * 1e12))),
                              &Engine::call<&Compute::end_kernel_event, Compute>, this, pack(r, k.gop));
   }
-  x_.collectives->clock_changed(r);
+  clocks_.clock_changed(r);
   if (x_.mirrors.has_mirrors(r))
-    for (const int m : x_.mirrors.of[static_cast<size_t>(r)]) x_.collectives->clock_changed(m);
+    for (const int m : x_.mirrors.of[static_cast<size_t>(r)]) clocks_.clock_changed(m);
 }
 
 void Compute::end_kernel(int r, int gid) {
@@ -234,7 +232,7 @@ void Compute::end_kernel(int r, int gid) {
   assert(it != C.kernels.end());
   C.kernels.erase(it);
   ++C.kernel_changes;
-  x_.streams->complete(r, gid);
+  ops_.op_done(r, gid);
   update(r);
 }
 

@@ -9,45 +9,40 @@
 #include <vector>
 
 #include "gpu/exec_context.hpp"
+#include "gpu/ports.hpp"
 
 namespace osim::exec {
 
-class Compute {
+class Compute final : public Kernels, public SmShare, public NvlinkWake {
  public:
-  explicit Compute(ExecContext& x);
+  Compute(ExecContext& x, OpCompletion& ops, ClockWatch& clocks);
   /// Rank r starts at `load` (a run that follows others at once).
   void set_load(int r, const LoadState& load);
   /// The duty averages carried to `now` (the GPU idle from its last kernel).
   LoadState load_at(int r, Time now) const;
 
-  void start_kernel(int r, int id);
-  void start_kernel_event(uint64_t packed) { start_kernel(packed_rank(packed), packed_id(packed)); }
-  /// Re-times rank r's kernels (and its collectives' caps) after anything
-  /// that changes their speed: a kernel, collective or copy starting or ending.
-  void update(int r);
+  // Kernels
+  void start_kernel(int r, int id) override;
 
-  /// How much slower a collective's flows from rank r run: beside compute
-  /// kernels (SM contention) and with r's clock down.
-  double comm_slowdown(int r, int channels, bool via_host) const;
-  /// How much slower a collective's flows into rank r run: beside its compute kernels.
-  double comm_receiver_slowdown(int r) const {
-    return gpu(r).kernels.empty() ? 1.0 : x_.p.interference.comm_slowdown_receiver;
-  }
-  double clock_slowdown(int r, bool via_host) const;
-  /// Compute-bound speed under the sustained-load model (1 rested).
-  double clock(int r) const { return gpu(r).clock; }
-  /// A collective of `channels` holds (releases) its SMs on rank r.
-  void add_channels(int r, int channels) {
+  // SmShare
+  void update(int r) override;
+  void add_channels(int r, int channels) override {
     if (!x_.mirrors.is_mirror(r)) ranks_[static_cast<size_t>(r)].comm_channels += channels;
   }
+  void copy_engines(int r, uint8_t mask) override { ranks_[static_cast<size_t>(r)].copy_engines = mask; }
+  double comm_slowdown(int r, int channels, bool via_host) const override;
+  double comm_receiver_slowdown(int r) const override {
+    return gpu(r).kernels.empty() ? 1.0 : x_.p.interference.comm_slowdown_receiver;
+  }
+  double clock_slowdown(int r, bool via_host) const override;
+  double clock(int r) const override { return gpu(r).clock; }
 
-  // NVLink's awake state (NvlinkParams): a collective over it starts / ends.
-  void nvlink_started(int r) {
+  // NvlinkWake
+  void nvlink_started(int r) override {
     if (!x_.mirrors.is_mirror(r)) ++ranks_[static_cast<size_t>(r)].nvlink_running;
   }
-  void nvlink_ended(int r);
-  /// How long rank r has had no NVLink collective of its own.
-  Time nvlink_quiet(int r, Time now) const { return now - gpu(r).nvlink_quiet_since; }
+  void nvlink_ended(int r) override;
+  Time nvlink_quiet(int r, Time now) const override { return now - gpu(r).nvlink_quiet_since; }
 
  private:
   struct RunningKernel {
@@ -77,6 +72,7 @@ class Compute {
     int nvlink_running = 0;    // NVLink collectives of it in progress
     std::vector<RunningKernel> kernels;
     int comm_channels = 0;
+    uint8_t copy_engines = 0;  // its busy copy engines (Copies says), one bit each; a mirror's own
     // What update last saw: a call at the same instant with the same
     // kernels, channels and busy copy engines has nothing to change.
     struct Seen {
@@ -94,6 +90,8 @@ class Compute {
   void end_kernel(int r, int gid);
 
   ExecContext& x_;
+  OpCompletion& ops_;
+  ClockWatch& clocks_;
   std::vector<Rank> ranks_;
   std::vector<size_t> order_;  // scratch for update
 };

@@ -4,16 +4,13 @@
 #include <cmath>
 #include <limits>
 
-#include "gpu/closed_form.hpp"
-#include "gpu/compute.hpp"
-#include "gpu/fabric_use.hpp"
-#include "gpu/streams.hpp"
 
 namespace osim::exec {
 
-Copies::Copies(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {
+Copies::Copies(ExecContext& x, Routes& routes, OpCompletion& ops, SmShare& sm, LinkClaims& claims)
+    : x_(x), routes_(routes), ops_(ops), sm_(sm), claims_(claims), ranks_(static_cast<size_t>(x.s.ranks())) {
   const CopyParams& cp = x_.p.copies;
-  const std::vector<ConstraintId>& cons = x_.fabric->constraints();
+  const std::vector<ConstraintId>& cons = routes_.constraints();
   // Per host bridge and direction, a limit that copy-engine copies alone
   // share; reports count it as the bridge's from-host or to-host limit.
   for (const bool h2d : {true, false}) {
@@ -54,7 +51,7 @@ Copies::Copies(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks()))
     for (auto& b : bidir_)
       for (const int d : {0, 1}) {
         b[static_cast<size_t>(d)] = x_.sys.add_constraint(cp.copy_engine_bandwidth_for(d == 1).bytes_per_s);
-        x_.fabric->add_constraint_alias(b[static_cast<size_t>(d)], -1);
+        routes_.add_constraint_alias(b[static_cast<size_t>(d)], -1);
       }
   }
 }
@@ -77,7 +74,7 @@ void Copies::queue_copy(int r, int id, Time handoff) {
 template <class F>
 void Copies::for_each_counted_limit(int r, const Op& op, F&& f) const {
   const bool d2h = op.copy == CopyKind::D2H;
-  for (const FlowUse& u : x_.fabric->host_route(r, !d2h).uses) {
+  for (const FlowUse& u : routes_.host_route(r, !d2h).uses) {
     if (const int l = limit_of(dma_limit_of_, u.constraint); l >= 0) f(l);
     if (const int l = limit_of(bidir_limit_of_, u.constraint); l >= 0) f(l);
   }
@@ -90,9 +87,10 @@ void Copies::start_copy(int r, int e) {
   const auto [id, handoff] = ce.queue.front();
   ce.queue.pop_front();
   ce.busy = id;
+  sm_.copy_engines(r, busy_mask(r));
   const Op& op = x_.op_of(r, id);
   const CopyParams& cp = x_.p.copies;
-  x_.streams->mark_start(r, id, op);  // a copy starts when its engine takes it
+  ops_.op_started(r, id, op);  // a copy starts when its engine takes it
   const bool host = op.copy == CopyKind::H2D || op.copy == CopyKind::D2H, d2h = op.copy == CopyKind::D2H;
   FlowSpec f;
   f.bytes = static_cast<double>(op.bytes);
@@ -102,9 +100,9 @@ void Copies::start_copy(int r, int e) {
   double cap = std::numeric_limits<double>::infinity();
   const FlowRoute* route = nullptr;
   switch (op.copy) {
-    case CopyKind::H2D: route = &x_.fabric->host_route(r, true); break;
-    case CopyKind::D2H: route = &x_.fabric->host_route(r, false); break;
-    case CopyKind::P2P: route = &x_.fabric->pair_route(r, x_.peer_of(r, op), true); break;
+    case CopyKind::H2D: route = &routes_.host_route(r, true); break;
+    case CopyKind::D2H: route = &routes_.host_route(r, false); break;
+    case CopyKind::P2P: route = &routes_.pair_route(r, x_.peer_of(r, op), true); break;
     case CopyKind::D2D: {
       const auto& hbm = x_.ranks[static_cast<size_t>(r)].node->gpu.hbm_bandwidth;
       cap = (hbm ? hbm->bytes_per_s : 1e12) * x_.p.memory.hbm_efficiency / 2;  // read + write
@@ -142,17 +140,17 @@ void Copies::start_copy(int r, int e) {
       f.route.push_back({limits_[static_cast<size_t>(l)].constraint, 1.0});
       copying_under(l, r, +1, d2h);
     });
-  x_.closed->hand_back_route(f.route);
+  claims_.hand_back_route(f.route);
   const FlowId fid = x_.flows.start(std::move(f));
-  if (x_.o.link_samples && route) x_.fabric->observe(fid, *route);  // rates are reported only after activation
-  x_.compute->update(r);
+  if (x_.o.link_samples && route) routes_.observe(fid, *route);  // rates are reported only after activation
+  sm_.update(r);
 }
 
 void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
-  x_.fabric->account(x_.fabric->copy_bottlenecks, rec);
+  routes_.account(Transfer::Copy, rec);
   OpRecord& orec = x_.record(r, id);
   const ConstraintId mb = rec.main_bottleneck();
-  const int bound = mb < 0 ? -1 : x_.fabric->resource_of(mb);
+  const int bound = mb < 0 ? -1 : routes_.resource_of(mb);
   assert(bound < (1 << 30));  // OpRecord::bottleneck is 31 bits
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wconversion"
@@ -161,6 +159,7 @@ void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
   for (const auto& [c, t] : rec.bottleneck_time)
     if (c == mb) orec.bottleneck_time = t;
   ranks_[static_cast<size_t>(r)].ce[e].busy = -1;
+  sm_.copy_engines(r, busy_mask(r));
   const Op& done = x_.op_of(r, id);
   if ((done.copy == CopyKind::H2D || done.copy == CopyKind::D2H) && !limits_.empty())
     for_each_counted_limit(r, done, [&](int l) { copying_under(l, r, -1, done.copy == CopyKind::D2H); });
@@ -170,9 +169,9 @@ void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
     if (--bidir_active_[static_cast<size_t>(r)][d] == 0) set_bidir_limit(r, 1 - d);
   }
   if (x_.mirrors.checked(r)) x_.mirrored_end(r, id);
-  x_.streams->complete(r, id);
+  ops_.op_done(r, id);
   start_copy(r, e);
-  x_.compute->update(r);
+  sm_.update(r);
 }
 
 // Rank r's engine limit of direction d (0 H2D, 1 D2H): the engine's rate,
@@ -192,7 +191,7 @@ void Copies::set_bidir_limit(int r, size_t d) {
 
 int Copies::add_counted_limit(double nominal, const std::vector<Bandwidth>* table, int res) {
   const ConstraintId c = x_.sys.add_constraint(nominal);
-  x_.fabric->add_constraint_alias(c, res);
+  routes_.add_constraint_alias(c, res);
   limits_.push_back({c, nominal, table, std::vector<int>(static_cast<size_t>(x_.s.ranks()), 0), 0});
   return static_cast<int>(limits_.size()) - 1;
 }
@@ -213,7 +212,7 @@ void Copies::copying_under(int l, int r, int delta, bool d2h) {
   assert(mine >= 0);
   if (mine == 0 && delta < 0) --L.gpus;
   const auto& agg = *L.table;
-  x_.closed->hand_back_constraint(L.constraint);
+  claims_.hand_back_constraint(L.constraint);
   const bool binds = L.gpus >= 2 && (!L.both_ways || (L.by_direction[0] > 0 && L.by_direction[1] > 0));
   x_.flows.set_capacity(L.constraint, !binds ? L.nominal : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
 }

@@ -12,17 +12,16 @@
 #include <vector>
 
 #include "gpu/exec_context.hpp"
+#include "gpu/ports.hpp"
 
 namespace osim::exec {
 
-enum EngineIdx { kH2D = 0, kD2H = 1, kOther = 2 };
-
-class Copies {
+class Copies final : public CopyEngines {
  public:
-  explicit Copies(ExecContext& x);
+  Copies(ExecContext& x, Routes& routes, OpCompletion& ops, SmShare& sm, LinkClaims& claims);
   /// Copy `id` of rank r is dispatched; it starts `handoff` after its engine takes it.
   void queue_copy(int r, int id, Time handoff);
-  [[nodiscard]] bool busy(int r, int engine) const { return ranks_[static_cast<size_t>(r)].ce[engine].busy >= 0; }
+  [[nodiscard]] bool busy(int r, int engine) const override { return ranks_[static_cast<size_t>(r)].ce[engine].busy >= 0; }
   /// Rank r's busy engines, one bit each (H2D, D2H, other).
   [[nodiscard]] uint8_t busy_mask(int r) const {
     const CopyEngine* ce = ranks_[static_cast<size_t>(r)].ce;
@@ -65,6 +64,10 @@ class Copies {
   void copying_under(int l, int r, int delta, bool d2h);
 
   ExecContext& x_;
+  Routes& routes_;
+  OpCompletion& ops_;
+  SmShare& sm_;
+  LinkClaims& claims_;
   std::vector<Rank> ranks_;
   std::vector<CountedLimit> limits_;
   std::vector<int> dma_limit_of_;    // per constraint (a bridge's from- or to-host): its per-direction limit in limits_, or -1

@@ -1,6 +1,7 @@
 // What the executor's components share (internal to sim/gpu): the run's
 // inputs, the event engine and flow model, each rank's identity and program,
-// the ops' flags and records, and the components themselves.
+// the ops' flags and records, the mirrored ranks. No component: each gets
+// the ports it calls in its constructor (ports.hpp).
 //
 // An op is known by its rank and its place in the rank's program. What
 // changes as it runs is one byte of flags and its record; a full workload
@@ -22,15 +23,6 @@
 #include "gpu/programs.hpp"
 
 namespace osim::exec {
-
-class Host;
-class Memory;
-class Streams;
-class Compute;
-class Copies;
-class Collectives;
-class ClosedForms;
-class FabricUse;
 
 enum OpFlag : uint8_t { kDispatched = 1, kDone = 2, kArrived = 4 };
 
@@ -128,23 +120,9 @@ struct ExecContext {
   int64_t most_ops_held = 0;                    // ExecResult::most_ops_held
   Mirrors mirrors;
 
-  Host* host = nullptr;
-  Memory* memory = nullptr;
-  Streams* streams = nullptr;
-  Compute* compute = nullptr;
-  Copies* copies = nullptr;
-  Collectives* collectives = nullptr;
-  ClosedForms* closed = nullptr;
-  FabricUse* fabric = nullptr;
-
   const Op& op_of(int r, int id) const { return ranks[static_cast<size_t>(r)].program->op(id); }
   uint8_t& flag(int r, int id) { return ranks[static_cast<size_t>(r)].flags[id]; }
   uint8_t flag(int r, int id) const { return ranks[static_cast<size_t>(r)].flags[id]; }
-  /// Whether rank r's program has an op at place `id`: generates the next
-  /// part of a program generated as it runs when the rank's host reaches its
-  /// end, after dropping what all its ranks are past (programs.cpp).
-  bool has_op(int r, int id) { return id < ranks[static_cast<size_t>(r)].program->end() || extend(r, id); }
-  bool extend(int r, int id);
   /// Rank r's op's group (index into s.groups) and peer rank, roles resolved (Program::group_of).
   int group_of(int r, const Op& op) const { return s.programs[static_cast<size_t>(r)].group_of(op); }
   int peer_of(int r, const Op& op) const { return s.programs[static_cast<size_t>(r)].peer_of(op); }

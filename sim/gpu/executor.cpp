@@ -27,18 +27,22 @@ namespace {
 
 using namespace exec;
 
-class Executor {
+// Owns the components and wires them: each gets the ports it calls
+// (ports.hpp), built bottom up, so that a component is built before those
+// that call it; the ports that lead up the stack are the coordinator's own,
+// forwarded to the component that offers them.
+class Executor final : public OpCompletion, public HostWake, public ClockWatch, public CollFlows {
  public:
   Executor(const Schedule& s, const hw::Topology& t, const ModelParams& p, const ExecOptions& o)
-      : x_(s, t, p, o), fabric_(x_), host_(x_), streams_(x_), compute_(x_), collectives_(x_), closed_(x_) {
-    x_.fabric = &fabric_;
-    x_.host = &host_;
-    x_.streams = &streams_;
-    x_.compute = &compute_;
-    x_.collectives = &collectives_;
-    x_.closed = &closed_;
-    copies_.emplace(x_);  // its constraints after the topology's, as the solver's ids go
-    x_.copies = &*copies_;
+      : x_(s, t, p, o),
+        fabric_(x_),
+        compute_(x_, *this, *this),
+        closed_(x_, fabric_, *this, compute_),
+        copies_(x_, fabric_, *this, compute_, closed_),
+        collectives_(x_, fabric_, copies_, *this, compute_, compute_, closed_),
+        memory_(x_, fabric_),
+        streams_(x_, compute_, copies_, collectives_, memory_, *this),
+        host_(x_, streams_, memory_, collectives_) {
     check_fits();
     x_.records.resize(static_cast<size_t>(s.ranks()));
     if (!o.keep_records) x_.spans = RunSpans::for_schedule(s, o.fold_spans_at);
@@ -46,8 +50,6 @@ class Executor {
     x_.ranks.resize(static_cast<size_t>(s.ranks()));
     for (int r = 0; r < s.ranks(); ++r) place_rank(r);
     if (o.symmetric_ranks && !o.link_samples) find_mirrors();  // a trace's link samples follow the order flows change in
-    memory_.emplace(x_);
-    x_.memory = &*memory_;
     // P2P copies' routes, found (or refused) up front once every rank has its GPU.
     for (int r = 0; r < s.ranks(); ++r)
       if (p2p_ranks_[static_cast<size_t>(r)])
@@ -74,10 +76,10 @@ class Executor {
       RankSummary sum;
       sum.gpu = x_.ranks[static_cast<size_t>(r)].node->name;
       sum.end = std::max(host_.end(q), x_.ranks[static_cast<size_t>(q)].last_end);
-      sum.peak_vram = memory_->peak(q);
-      sum.peak_parts = memory_->peak_parts(q);
-      sum.peak_vram_held = memory_->peak_held(q);
-      sum.vram_capacity = memory_->capacity(q);
+      sum.peak_vram = memory_.peak(q);
+      sum.peak_parts = memory_.peak_parts(q);
+      sum.peak_vram_held = memory_.peak_held(q);
+      sum.vram_capacity = memory_.capacity(q);
       sum.handoffs = streams_.handoffs(q);
       sum.handoff_time = streams_.handoff_time(q);
       out.makespan = std::max(out.makespan, sum.end);
@@ -87,7 +89,7 @@ class Executor {
     // The duty averages carried from their last update to the makespan (the
     // GPU idle from its last kernel on).
     for (int r = 0; r < x_.s.ranks(); ++r) out.final_load.push_back(compute_.load_at(x_.mirrors.rep_of(r), out.makespan));
-    out.vram = memory_->take_timeline();
+    out.vram = memory_.take_timeline();
     for (int r = 0; r < x_.s.ranks() && x_.mirrors.on(); ++r)
       if (const int q = x_.mirrors.rep_of(r); q != r && static_cast<size_t>(q) < out.vram.size()) out.vram[static_cast<size_t>(r)] = out.vram[static_cast<size_t>(q)];
     out.copy_bottlenecks = std::move(fabric_.copy_bottlenecks);
@@ -105,6 +107,23 @@ class Executor {
   }
 
  private:
+  // The ports up the stack.
+  void op_started(int r, int id, const Op& op) override { streams_.mark_start(r, id, op); }
+  void op_done(int r, int id) override { streams_.complete(r, id); }
+  void wake(int r) override { host_.wake(r); }
+  void clock_changed(int r) override { collectives_.clock_changed(r); }
+  CollInst& inst(int ci) override { return collectives_.inst(ci); }
+  bool via_host(const CollInst& c) override { return collectives_.via_host(c); }
+  FlowSpec flow_spec(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency, double& base_out) override {
+    return collectives_.flow_spec(ci, from, to, bytes, peers_at_once, protocol_latency, base_out);
+  }
+  void start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st) override {
+    collectives_.start_flow(ci, from, to, std::move(f), base, st);
+  }
+  void member_done(int ci, int m) override { collectives_.member_done(ci, m); }
+  void add_closed(int r, int ci, int m) override { collectives_.add_closed(r, ci, m); }
+  void remove_closed(int r, int ci) override { collectives_.remove_closed(r, ci); }
+
   // The schedule fits the topology and the executor's limits.
   void check_fits() const {
     const Schedule& s = x_.s;
@@ -148,6 +167,7 @@ class Executor {
       throw InputError(SourceLocation{s.file, 0, 0}, "a program holds more than 2^31 ops: split it");
     R.flags.grow_to(info.end());
     streams_.add_rank(r, info.q);
+    memory_.add_rank(r);
     collectives_.add_rank(r);
     p2p_ranks_.push_back(info.p2p);
   }
@@ -222,14 +242,15 @@ class Executor {
   }
 
   ExecContext x_;
+  // In the order they are built (bottom up).
   FabricUse fabric_;
-  Host host_;
-  Streams streams_;
   Compute compute_;
-  Collectives collectives_;
   ClosedForms closed_;
-  std::optional<Copies> copies_;
-  std::optional<Memory> memory_;
+  Copies copies_;  // its constraints after the topology's, as the solver's ids go
+  Collectives collectives_;
+  Memory memory_;
+  Streams streams_;
+  Host host_;
   Programs programs_;
   std::vector<bool> p2p_ranks_;  // ranks whose program holds a P2P copy
 };

@@ -84,9 +84,10 @@ const FlowRoute& FabricUse::host_route(int r, bool h2d) {
   return fr;
 }
 
-void FabricUse::account(std::vector<BottleneckStat>& stats, const FlowRecord& rec) const {
-  for (const auto& [c, t] : rec.bottleneck_time) stat_of(stats, c).time += t;
-  ++stat_of(stats, rec.main_bottleneck()).transfers;
+void FabricUse::account(Transfer kind, const FlowRecord& rec) {
+  std::vector<BottleneckStat>& s = stats(kind);
+  for (const auto& [c, t] : rec.bottleneck_time) stat_of(s, c).time += t;
+  ++stat_of(s, rec.main_bottleneck()).transfers;
 }
 
 BottleneckStat& FabricUse::stat_of(std::vector<BottleneckStat>& stats, ConstraintId c) const {

@@ -8,55 +8,36 @@
 #include <unordered_map>
 #include <vector>
 
-#include <boost/container/small_vector.hpp>
-
 #include "gpu/exec_context.hpp"
+#include "gpu/ports.hpp"
 
 namespace osim::exec {
 
-// A route as the flows use it: solver constraints, latency, kind.
-struct FlowRoute {
-  boost::container::small_vector<FlowUse, 6> uses;
-  Time latency;
-  hw::RouteKind kind = hw::RouteKind::Local;
-  bool known = false;
-};
-
-inline bool through_host(hw::RouteKind k) { return k == hw::RouteKind::ViaHost || k == hw::RouteKind::NetworkViaHost; }
-
-class FabricUse {
+class FabricUse final : public Routes {
  public:
   explicit FabricUse(ExecContext& x);
 
-  /// The solver constraint of each topology resource.
-  const std::vector<ConstraintId>& constraints() const { return cons_; }
-  /// A constraint added beside the topology's (a copy limit), counted in
-  /// reports as resource `res` (-1: the transfer's own cap).
-  void add_constraint_alias(ConstraintId c, int res);
-  /// The topology resource constraint c stands for, or -1.
-  int resource_of(ConstraintId c) const { return res_of_cons_[static_cast<size_t>(c)]; }
+  // Routes
+  const std::vector<ConstraintId>& constraints() const override { return cons_; }
+  void add_constraint_alias(ConstraintId c, int res) override;
+  int resource_of(ConstraintId c) const override { return res_of_cons_[static_cast<size_t>(c)]; }
+  const FlowRoute& pair_route(int a, int b, bool dma) override;
+  const FlowRoute& host_route(int r, bool h2d) override;
+  void account(Transfer kind, const FlowRecord& rec) override;
+  BottleneckStat& stat_of(Transfer kind, ConstraintId c) override { return stat_of(stats(kind), c); }
+  void observe(FlowId f, const FlowRoute& route) override;
 
-  /// Rank a to rank b: collectives' routes (`dma` false: NCCL_P2P_DISABLE
-  /// as the schedule says) or copies' (`dma` true).
-  const FlowRoute& pair_route(int a, int b, bool dma);
-  /// Host <-> GPU routes of a rank's copies.
-  const FlowRoute& host_route(int r, bool h2d);
   /// The topology's route between two ranks' GPUs (copies' options when `dma`).
   const hw::Route& route_between(int r, int peer, bool dma);
-
-  /// A finished flow's bottlenecks, added to `stats`.
-  void account(std::vector<BottleneckStat>& stats, const FlowRecord& rec) const;
-  /// A constraint's entry in per-resource stats (the last: the transfer's own cap).
-  BottleneckStat& stat_of(std::vector<BottleneckStat>& stats, ConstraintId c) const;
+  /// What bound the copies' and the collectives' transfers, per resource (the last: their own caps).
   std::vector<BottleneckStat> copy_bottlenecks, collective_bottlenecks;
-
-  /// With ExecOptions::link_samples: the resources flow `f` crosses on `route`.
-  void observe(FlowId f, const FlowRoute& route);
   std::vector<LinkSample> take_samples() { return std::move(samples_); }
   /// Bytes moved per topology resource.
   std::vector<double> resource_bytes() const;
 
  private:
+  std::vector<BottleneckStat>& stats(Transfer kind) { return kind == Transfer::Copy ? copy_bottlenecks : collective_bottlenecks; }
+  BottleneckStat& stat_of(std::vector<BottleneckStat>& stats, ConstraintId c) const;
   void set_flow_route(FlowRoute& fr, const hw::Route& route) const;
   ExecContext& x_;
   std::vector<ConstraintId> cons_;

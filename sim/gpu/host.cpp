@@ -8,7 +8,8 @@
 
 namespace osim::exec {
 
-Host::Host(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())) {}
+Host::Host(ExecContext& x, Streams& streams, Memory& memory, const Collectives& colls)
+    : x_(x), streams_(streams), memory_(memory), colls_(colls), ranks_(static_cast<size_t>(x.s.ranks())) {}
 
 void Host::start() {
   for (int r = 0; r < x_.s.ranks(); ++r)
@@ -36,7 +37,7 @@ bool Host::waits_for_gpu(const Rank& H, const Op& op) const {
 
 Time Host::rounds_while_running(int r, const Op& op) const {
   const Time round = x_.p.overheads.framework_p2p_round;
-  if (round <= Time::zero() || !x_.collectives->framework_pairwise_table(r, op)) return Time::zero();
+  if (round <= Time::zero() || !colls_.framework_pairwise_table(r, op)) return Time::zero();
   return Time::from_ps(round.ps() * partners(r, op));
 }
 
@@ -64,7 +65,7 @@ Time Host::call_overhead(int r, const Op& op) const {
     // parts are taken before the run (context, workspaces) or by the ops
     // that produce them, whose dispatch holds that time.
     case OpKind::Alloc: return op.part == MemPart::Weights ? o.alloc_call : Time::zero();
-    case OpKind::Free: return x_.memory->part_of(r, op.label) == MemPart::Weights ? o.free_call : Time::zero();
+    case OpKind::Free: return memory_.part_of(r, op.label) == MemPart::Weights ? o.free_call : Time::zero();
     case OpKind::HostWork: case OpKind::Marker: return Time::zero();
   }
   return Time::zero();
@@ -75,7 +76,7 @@ void Host::step(int r) {
   if (H.state == Rank::Done) return;
   H.state = Rank::Ready;
   Engine& engine = x_.engine;
-  while (x_.has_op(r, H.pc)) {
+  while (has_op(r, H.pc)) {
     const Op& op = x_.op_of(r, H.pc);
     OpRecord& rec = x_.record(r, H.pc);
     if (!H.paid) {
@@ -137,12 +138,12 @@ bool Host::satisfied(int r) const {
   switch (w.kind) {
     case Rank::Wait::None: return true;
     case Rank::Wait::Gop: return (x_.flag(r, w.gop) & kDone) != 0;
-    case Rank::Wait::Stream: return x_.streams->done(r, w.stream) >= w.count;
+    case Rank::Wait::Stream: return streams_.done(r, w.stream) >= w.count;
     case Rank::Wait::Device:
       for (size_t i = 0; i < w.counts.size(); ++i)
-        if (x_.streams->done(r, static_cast<int>(i)) < w.counts[i]) return false;
+        if (streams_.done(r, static_cast<int>(i)) < w.counts[i]) return false;
       return true;
-    case Rank::Wait::Queue: return !x_.streams->queue_full(r, w.stream);
+    case Rank::Wait::Queue: return !streams_.queue_full(r, w.stream);
   }
   return true;
 }
@@ -179,7 +180,7 @@ void Host::effect(int r, const Op& op) {
   H.until.kind = Rank::Wait::None;  // a retried call (a full queue, no room) waits afresh
   // A CUDA call into a stream whose hardware queue is full returns once the
   // queue's head has started (CUDA's launch queue).
-  if (op.stream >= 0 && takes_launch_slot(op) && x_.streams->queue_full(r, op.stream)) {
+  if (op.stream >= 0 && takes_launch_slot(op) && streams_.queue_full(r, op.stream)) {
     H.until.kind = Rank::Wait::Queue;
     H.until.stream = op.stream;
     H.effect_done = false;
@@ -189,16 +190,16 @@ void Host::effect(int r, const Op& op) {
     case OpKind::Kernel: case OpKind::Collective: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream:
     case OpKind::EventRecord: case OpKind::Marker:
       if (op.kind == OpKind::Marker && op.stream < 0) return;
-      x_.streams->enqueue(r, H.pc, op);
+      streams_.enqueue(r, H.pc, op);
       // A framework's pairwise rounds: the host issues them while the GPU
       // runs the call (Collectives::framework_pairwise_table).
       if (const Time rounds = rounds_while_running(r, op); rounds > Time::zero()) H.busy_until = x_.engine.now() + rounds;
       // Its send and receive tensors, held until the stream has run it.
       if (holds_past_free(op, x_.s.runtime.framework))
-        x_.memory->hold_behind_stream(r, H.pc, op.stream, x_.streams->enqueued(r, op.stream), 2 * op.bytes);
+        memory_.hold_behind_stream(r, H.pc, op.stream, streams_.enqueued(r, op.stream), 2 * op.bytes);
       return;
     case OpKind::Memcpy: {
-      const int g = x_.streams->enqueue(r, H.pc, op);
+      const int g = streams_.enqueue(r, H.pc, op);
       const bool blocking = !op.async || (op.host_mem == HostMem::Pageable && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H));
       if (blocking) {
         H.until.kind = Rank::Wait::Gop;
@@ -206,40 +207,67 @@ void Host::effect(int r, const Op& op) {
       }
       return;
     }
-    case OpKind::StreamSync: block_on_stream(H, op.stream, x_.streams->enqueued(r, op.stream)); return;
+    case OpKind::StreamSync: block_on_stream(H, op.stream, streams_.enqueued(r, op.stream)); return;
     case OpKind::EventSync: {
-      const auto [s, pos] = x_.streams->event_position(r, op.event);
+      const auto [s, pos] = streams_.event_position(r, op.event);
       block_on_stream(H, s, pos + 1);
       return;
     }
     case OpKind::DeviceSync:
       H.until.kind = Rank::Wait::Device;
       H.until.counts.clear();
-      for (int s = 0; s < static_cast<int>(x_.s.streams.size()); ++s) H.until.counts.push_back(x_.streams->enqueued(r, s));
+      for (int s = 0; s < static_cast<int>(x_.s.streams.size()); ++s) H.until.counts.push_back(streams_.enqueued(r, s));
       return;
     case OpKind::Alloc:
       // Not enough room while freed memory waits for its stream: wait for
       // that stream, then allocate (PyTorch's allocator synchronises on the
       // blocks' events before it reports out of memory).
-      if (const auto room = x_.memory->room_after(r, op)) {
+      if (const auto room = memory_.room_after(r, op)) {
         block_on_stream(H, room->first, room->second);
         H.effect_done = false;
         return;
       }
-      x_.memory->alloc(r, H.pc, op);
+      memory_.alloc(r, H.pc, op);
       return;
     case OpKind::Free:
       if (op.stream < 0) {
-        x_.memory->free(r, H.pc, op);
+        memory_.free(r, H.pc, op);
         return;
       }
       // Freed on the host, returned to the GPU's memory once the stream has
       // done the work issued before it (a tensor used on another stream).
-      x_.memory->free_behind_stream(r, H.pc, op, x_.streams->enqueued(r, op.stream) + 1);
-      x_.streams->enqueue(r, H.pc, op);
+      memory_.free_behind_stream(r, H.pc, op, streams_.enqueued(r, op.stream) + 1);
+      streams_.enqueue(r, H.pc, op);
       return;
     case OpKind::HostWork: H.busy_until = x_.engine.now() + *op.duration; return;
   }
+}
+
+bool Host::extend(int r, int id) {
+  ProgramInfo& P = *x_.ranks[static_cast<size_t>(r)].program;
+  if (!P.generated_as_run()) return false;
+  // What every rank running the program is past goes first.
+  int64_t op = INT64_MAX;
+  std::vector<int64_t> queue_entry(P.q.queues.size(), INT64_MAX), stream_pos(P.q.stream_ops.size(), INT64_MAX);
+  for (const int rr : P.ranks) {
+    if (x_.mirrors.is_mirror(rr)) continue;  // its copies and collectives in flight are its representative's pending ops
+    op = std::min(op, static_cast<int64_t>(pc(rr)));
+    streams_.live_from(rr, op, queue_entry, stream_pos);
+    if (x_.mirrors.has_mirrors(rr) && !x_.mirrors.pending_ops[static_cast<size_t>(rr)].empty())
+      op = std::min(op, static_cast<int64_t>(*x_.mirrors.pending_ops[static_cast<size_t>(rr)].begin()));
+  }
+  P.drop_before(op, queue_entry, stream_pos);
+  while (id >= P.end())
+    if (!P.generate()) return false;
+  x_.most_ops_held = std::max(x_.most_ops_held, P.held());
+  if (P.end() > static_cast<int64_t>(INT32_MAX))
+    throw InputError(SourceLocation{x_.s.file, 0, 0}, "a program holds more than 2^31 ops: simulate fewer steps");
+  for (const int rr : P.ranks) {
+    Window<uint8_t>& f = x_.ranks[static_cast<size_t>(rr)].flags;
+    f.drop_before(op);
+    f.grow_to(P.end());
+  }
+  return true;
 }
 
 }  // namespace osim::exec

@@ -11,9 +11,13 @@
 
 namespace osim::exec {
 
+class Streams;
+class Memory;
+class Collectives;
+
 class Host {
  public:
-  explicit Host(ExecContext& x);
+  Host(ExecContext& x, Streams& streams, Memory& memory, const Collectives& colls);
   /// Starts every rank's thread at time 0.
   void start();
   /// Rank r's thread resumes if what it blocked on is done.
@@ -51,6 +55,11 @@ class Host {
   // the host time of its rounds, which it spends while the GPU runs the call
   // (Collectives::framework_pairwise_table); zero for any other op.
   Time rounds_while_running(int r, const Op& op) const;
+  // Whether rank r's program has an op at place `id`: generates the next
+  // part of a program generated as it runs when the host reaches its end,
+  // after dropping what all its ranks are past.
+  bool has_op(int r, int id) { return id < x_.ranks[static_cast<size_t>(r)].program->end() || extend(r, id); }
+  bool extend(int r, int id);
   static void step_event(void* self, uint64_t r) { static_cast<Host*>(self)->step(static_cast<int>(r)); }
   void step(int r);
   bool satisfied(int r) const;
@@ -59,6 +68,9 @@ class Host {
   void effect(int r, const Op& op);
 
   ExecContext& x_;
+  Streams& streams_;
+  Memory& memory_;
+  const Collectives& colls_;
   std::vector<Rank> ranks_;
 };
 

@@ -5,13 +5,11 @@
 
 #include <fmt/format.h>
 
-#include "gpu/fabric_use.hpp"
 
 namespace osim::exec {
 
-Memory::Memory(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())), timeline_(static_cast<size_t>(x.s.ranks())) {
-  for (size_t r = 0; r < ranks_.size(); ++r) ranks_[r].capacity = x_.ranks[r].node->gpu.memory.value_or(0);
-}
+Memory::Memory(ExecContext& x, Routes& routes)
+    : x_(x), routes_(routes), ranks_(static_cast<size_t>(x.s.ranks())), timeline_(static_cast<size_t>(x.s.ranks())) {}
 
 Bytes Memory::bytes_of(int r, const Op& op) const {
   if (op.group == -1) return op.bytes;
@@ -23,7 +21,7 @@ Bytes Memory::bytes_of(int r, const Op& op) const {
   // the ring's size), collectives hold NCCL's ring and tree channels (one
   // figure, whatever the group's size).
   const std::vector<int>& members = x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].ranks;
-  auto p2p = [&](int peer) { return peer != r && !through_host(x_.fabric->pair_route(r, peer, false).kind); };
+  auto p2p = [&](int peer) { return peer != r && !through_host(routes_.pair_route(r, peer, false).kind); };
   int p2p_connections = 0;  // one way each
   if (op.nccl_runs & kNcclAllToAll) {
     p2p_connections = 2 * static_cast<int>(std::count_if(members.begin(), members.end(), p2p));

@@ -12,12 +12,15 @@
 #include <vector>
 
 #include "gpu/exec_context.hpp"
+#include "gpu/ports.hpp"
 
 namespace osim::exec {
 
 class Memory {
  public:
-  explicit Memory(ExecContext& x);
+  Memory(ExecContext& x, Routes& routes);
+  /// Rank r, placed on its GPU: its capacity.
+  void add_rank(int r) { ranks_[static_cast<size_t>(r)].capacity = x_.ranks[static_cast<size_t>(r)].node->gpu.memory.value_or(0); }
   /// Rank r's alloc / free op (at its program's place `pc`). Throws
   /// SimulationError when it does not fit its GPU or host memory.
   void alloc(int r, int pc, const Op& op);
@@ -83,6 +86,7 @@ class Memory {
     std::array<Bytes, kMemParts> parts{}, peak_parts{};
   };
   ExecContext& x_;
+  Routes& routes_;
   // Alloc `a` held until `stream` has run stream_count ops (free(r, pc, ...) then gives it back).
   static void pend(Rank& M, int pc, const Alloc& a, int stream, int stream_count);
   std::vector<Rank> ranks_;

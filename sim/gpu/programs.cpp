@@ -5,8 +5,6 @@
 #include <cassert>
 
 #include "gpu/exec_context.hpp"
-#include "gpu/host.hpp"
-#include "gpu/streams.hpp"
 
 namespace osim::exec {
 
@@ -140,32 +138,6 @@ const hw::NodeSpec* Programs::compute_twin(const hw::NodeSpec* n) {
   }
   compute_kinds_.push_back(n);
   return n;
-}
-
-bool ExecContext::extend(int r, int id) {
-  ProgramInfo& P = *ranks[static_cast<size_t>(r)].program;
-  if (!P.generated_as_run()) return false;
-  // What every rank running the program is past goes first.
-  int64_t op = INT64_MAX;
-  std::vector<int64_t> queue_entry(P.q.queues.size(), INT64_MAX), stream_pos(P.q.stream_ops.size(), INT64_MAX);
-  for (const int rr : P.ranks) {
-    if (mirrors.is_mirror(rr)) continue;  // its copies and collectives in flight are its representative's pending ops
-    op = std::min(op, static_cast<int64_t>(host->pc(rr)));
-    streams->live_from(rr, op, queue_entry, stream_pos);
-    if (mirrors.has_mirrors(rr) && !mirrors.pending_ops[static_cast<size_t>(rr)].empty())
-      op = std::min(op, static_cast<int64_t>(*mirrors.pending_ops[static_cast<size_t>(rr)].begin()));
-  }
-  P.drop_before(op, queue_entry, stream_pos);
-  while (id >= P.end())
-    if (!P.generate()) return false;
-  most_ops_held = std::max(most_ops_held, P.held());
-  if (P.end() > static_cast<int64_t>(INT32_MAX)) throw InputError(SourceLocation{s.file, 0, 0}, "a program holds more than 2^31 ops: simulate fewer steps");
-  for (const int rr : P.ranks) {
-    Window<uint8_t>& f = ranks[static_cast<size_t>(rr)].flags;
-    f.drop_before(op);
-    f.grow_to(P.end());
-  }
-  return true;
 }
 
 }  // namespace osim::exec

@@ -5,14 +5,14 @@
 #include <fmt/format.h>
 
 #include "gpu/collectives.hpp"
-#include "gpu/compute.hpp"
 #include "gpu/copies.hpp"
-#include "gpu/host.hpp"
 #include "gpu/memory.hpp"
 
 namespace osim::exec {
 
-Streams::Streams(ExecContext& x) : x_(x), ranks_(static_cast<size_t>(x.s.ranks())), depth_(x.p.overheads.launch_queue_depth) {}
+Streams::Streams(ExecContext& x, Kernels& kernels, Copies& copies, Collectives& colls, Memory& memory, HostWake& host)
+    : x_(x), kernels_(kernels), copies_(copies), colls_(colls), memory_(memory), host_(host), ranks_(static_cast<size_t>(x.s.ranks())),
+      depth_(x.p.overheads.launch_queue_depth) {}
 
 void Streams::add_rank(int r, const ProgramQueues& q) {
   Rank& S = ranks_[static_cast<size_t>(r)];
@@ -100,7 +100,7 @@ void Streams::complete(int r, int id) {
   assert(!(f & kDone) && R.program->q.stream_ops[static_cast<size_t>(op.stream)][st.done] == index);
   f |= kDone;
   ++st.done;
-  if (holds_past_free(op, x_.s.runtime.framework)) x_.memory->free(r, id, op);  // its tensors' memory back
+  if (holds_past_free(op, x_.s.runtime.framework)) memory_.free(r, id, op);  // its tensors' memory back
   const Time now = x_.engine.now();
   if (x_.handoffs) {
     if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective) st.dep = {EngineDep::Compute, now}, st.own = EngineDep::Compute;
@@ -117,7 +117,7 @@ void Streams::complete(int r, int id) {
   }
   R.last_end = std::max(R.last_end, now);
   pump(r);
-  x_.host->wake(r);
+  host_.wake(r);
 }
 
 // An op whose stream last ran an op on the other engine (however long ago),
@@ -175,22 +175,22 @@ void Streams::dispatch(int r, int id, const QueueEntry& e) {
   switch (op.kind) {
     case OpKind::Kernel:
       if (wait > Time::zero()) {
-        x_.engine.after(wait, &Engine::call<&Compute::start_kernel_event, Compute>, x_.compute, pack(r, id));
+        x_.engine.after(wait, &Engine::call<&Streams::start_kernel_event, Streams>, this, pack(r, id));
         return;
       }
-      x_.compute->start_kernel(r, id);
+      kernels_.start_kernel(r, id);
       return;
     case OpKind::Memcpy:
       if (x_.mirrors.has_mirrors(r)) x_.mirrored_start(r, id);
-      x_.copies->queue_copy(r, id, wait);
+      copies_.queue_copy(r, id, wait);
       if (x_.mirrors.has_mirrors(r))
-        for (const int m : x_.mirrors.of[static_cast<size_t>(r)]) x_.copies->queue_copy(m, id, wait);
+        for (const int m : x_.mirrors.of[static_cast<size_t>(r)]) copies_.queue_copy(m, id, wait);
       return;
     case OpKind::Collective:
       if (x_.mirrors.has_mirrors(r)) x_.mirrored_start(r, id);
-      x_.collectives->arrive_or_park(r, id);
+      colls_.arrive_or_park(r, id);
       if (x_.mirrors.has_mirrors(r))
-        for (const int m : x_.mirrors.of[static_cast<size_t>(r)]) x_.collectives->arrive_or_park(m, id);
+        for (const int m : x_.mirrors.of[static_cast<size_t>(r)]) colls_.arrive_or_park(m, id);
       return;
     case OpKind::EventRecord: {
       // The stream is held event_gpu_time (after a copy: event_gpu_time_copy
@@ -198,7 +198,7 @@ void Streams::dispatch(int r, int id, const QueueEntry& e) {
       const OverheadParams& o = x_.p.overheads;
       const bool after_copy = x_.handoffs && o.event_gpu_time_copy >= Time::zero() &&
                               ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(op.stream)].own == EngineDep::Copy;
-      const Time t = after_copy ? o.event_gpu_time_copy : o.event_gpu_time + (x_.copies->busy(r, kH2D) ? o.event_gpu_time_h2d : Time::zero());
+      const Time t = after_copy ? o.event_gpu_time_copy : o.event_gpu_time + (copies_.busy(r, kH2D) ? o.event_gpu_time_h2d : Time::zero());
       if (t > Time::zero()) {
         x_.engine.after(t, &Engine::call<&Streams::end_event_record, Streams>, this, pack(r, id));
         return;
@@ -207,7 +207,7 @@ void Streams::dispatch(int r, int id, const QueueEntry& e) {
       return;
     }
     case OpKind::Free:
-      x_.memory->free(r, id, op);
+      memory_.free(r, id, op);
       complete(r, id);
       return;
     default: complete(r, id); return;  // waits and markers take no time
@@ -242,7 +242,7 @@ std::string Streams::head(int r, int s) const {
   const uint8_t f = x_.flag(r, index);
   const Op& op = x_.op_of(r, index);
   std::string what = fmt::format("op {} {}{} ({})", index, to_string(op.kind), op.label.empty() ? "" : " " + op.label, x_.where(r, index));
-  if (op.kind == OpKind::Collective) return what + x_.collectives->waiting(r, index, f);
+  if (op.kind == OpKind::Collective) return what + colls_.waiting(r, index, f);
   const QueueEntry* e = nullptr;  // still queued: its entry has the dependency
   for (const HwQueue& q : S.hwq)
     for (int64_t i = q.head; i < q.ops->end(); ++i)

@@ -11,13 +11,18 @@
 #include <vector>
 
 #include "gpu/exec_context.hpp"
+#include "gpu/ports.hpp"
 #include "gpu/programs.hpp"
 
 namespace osim::exec {
 
+class Copies;
+class Collectives;
+class Memory;
+
 class Streams {
  public:
-  explicit Streams(ExecContext& x);
+  Streams(ExecContext& x, Kernels& kernels, Copies& copies, Collectives& colls, Memory& memory, HostWake& host);
   /// Sets up rank r's streams and queues for its program.
   void add_rank(int r, const ProgramQueues& q);
 
@@ -107,8 +112,14 @@ class Streams {
   // The hand-off op `id` pays before it starts (its stream's engine dependency).
   Time handoff(int r, const Op& op, const QueueEntry& e);
   void end_event_record(uint64_t packed) { complete(packed_rank(packed), packed_id(packed)); }
+  void start_kernel_event(uint64_t packed) { kernels_.start_kernel(packed_rank(packed), packed_id(packed)); }
 
   ExecContext& x_;
+  Kernels& kernels_;
+  Copies& copies_;
+  Collectives& colls_;
+  Memory& memory_;
+  HostWake& host_;
   std::vector<Rank> ranks_;
   const int64_t depth_;  // OverheadParams::launch_queue_depth
 };
