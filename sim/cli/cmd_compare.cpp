@@ -280,7 +280,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
   int rc = 0;
   const auto fits_on = [](const std::string& t) { const size_t i = t.find("# Fits"); return i == std::string::npos ? t : t.substr(i); };
   std::string committed;
-  if (fs::exists(cal_file)) committed = slurp(cal_file);
+  if (fs::is_regular_file(cal_file)) committed = read_maybe_gzip(cal_file);
   if (write_calibration) {
     write_file(cal_file, yaml);
     std::cout << fmt::format("  calibration: wrote {}\n", cal_file);

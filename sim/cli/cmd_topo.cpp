@@ -61,7 +61,7 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
           (h2d ? io.host_from_GBps : io.host_to_GBps) = r.at("aggregate_GBps").get<double>();
   }
   if (!o.gpus_csv.empty()) {
-    const std::string csv = slurp(o.gpus_csv);
+    const std::string csv = fs::is_regular_file(o.gpus_csv, exists_ec) ? read_maybe_gzip(o.gpus_csv) : std::string();
     if (csv.empty()) throw InputError(SourceLocation{o.gpus_csv, 0, 0}, "cannot read this file (or it is empty)");
     io.gpu_names = hw::gpu_names_from_csv(csv, o.gpus_csv);
   }

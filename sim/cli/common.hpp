@@ -1,6 +1,7 @@
-// What the commands share: output files written atomically and never over a
-// user's file without --force, JSON input with the file named in errors, and
-// each command's registration on the command line.
+// What the commands share: JSON input with the file named in errors, and each
+// command's registration on the command line. Files are read and written
+// through io/text_file.hpp (outputs atomic, never over a user's file without
+// --force).
 #pragma once
 
 #include <filesystem>
@@ -12,20 +13,14 @@
 
 #include "gpu/params.hpp"
 #include "hw/fabric.hpp"
+#include "io/text_file.hpp"  // refuse_overwrite, write_file
 
 namespace osim::cli {
 
 namespace fs = std::filesystem;
 
-/// Refuses an existing path unless `force` (InputError naming it).
-void refuse_overwrite(const fs::path& p, bool force);
-/// Writes `text` to a temporary file beside `p`, then renames it over `p`:
-/// a failed write never leaves a truncated file in place of the old one.
-void write_file(const fs::path& p, const std::string& text);
 /// A JSON document, plain or gzip-compressed; InputError naming the file when it is missing, unreadable or not JSON.
 nlohmann::json read_json(const std::string& path);
-/// A text file's contents ("" when it cannot be read).
-std::string slurp(const std::string& path);
 /// A run's records file: the path itself, or records.json (else
 /// records.json.gz) in that folder.
 std::string records_path(const std::string& p);
