@@ -40,7 +40,7 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
   // A bench result (overlapsim-validate bench) holds the matrix, the GPUs' names, their PCIe links and the host side's rates.
   std::optional<nlohmann::json> bench;
   if (text.find_first_not_of(" \t\r\n") != std::string::npos && text[text.find_first_not_of(" \t\r\n")] == '{') {
-    bench = read_json(o.smi);
+    bench = read_bench_json(o.smi);
     const nlohmann::json& doc = *bench;
     const nlohmann::json env = doc.value("environment", nlohmann::json::object());
     if (!env.contains("nvidia_smi_topo") || !env["nvidia_smi_topo"].is_string())

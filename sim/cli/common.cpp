@@ -12,15 +12,6 @@
 
 namespace osim::cli {
 
-nlohmann::json read_json(const std::string& path) {
-  const std::string text = read_maybe_gzip(path);  // bench documents may be kept gzipped
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(SourceLocation{path, 0, 0}, std::string("not valid JSON: ") + e.what());
-  }
-}
-
 std::string calibration_note(const std::string& calibration) {
   BaseParams b;
   if (calibration != "none") {
