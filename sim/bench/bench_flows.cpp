@@ -21,10 +21,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "cli/common.hpp"
 #include "core/errors.hpp"
 #include "fabric/transfers.hpp"
 #include "hw/topology.hpp"
+#include "io/text_file.hpp"
 
 using namespace osim;
 
@@ -52,7 +52,7 @@ void write_instance(const std::string& path, const hw::Topology& topo, const Sce
     for (const hw::ResourceUse& u : route.uses) out += fmt::format(" {} {:.17g}", u.resource, u.coefficient);
     out += '\n';
   }
-  cli::write_file(path, out);
+  write_file(path, out);
 }
 
 }  // namespace
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   app.add_flag("--force", force, "overwrite an existing instance file");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (!instance_path.empty()) cli::refuse_overwrite(instance_path, force);
+    if (!instance_path.empty()) refuse_overwrite(instance_path, force);
     const hw::Topology topo(hw::parse_topology_file(topology_path));
     auto t0 = std::chrono::steady_clock::now();
     const Scenario sc = parse_scenario_file(scenario_path, topo);

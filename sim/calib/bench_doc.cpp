@@ -6,7 +6,19 @@
 
 #include <fmt/format.h>
 
+#include "core/errors.hpp"
+#include "io/text_file.hpp"
+
 namespace osim {
+
+json read_bench_json(const std::string& path) {
+  const std::string text = read_maybe_gzip(path);  // bench documents may be kept gzipped
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(SourceLocation{path, 0, 0}, std::string("not valid JSON: ") + e.what());
+  }
+}
 
 std::vector<json> rows(const json& doc, const std::string& key) {
   std::vector<json> out;

@@ -17,6 +17,10 @@ using json = nlohmann::json;
 /// Bench documents with the names they were read from (file paths).
 using BenchDocs = std::vector<std::pair<std::string, json>>;
 
+/// A bench document (any JSON document), plain or gzip-compressed; InputError
+/// naming the file when it is missing, unreadable or not JSON.
+json read_bench_json(const std::string& path);
+
 /// The rows of testcase `key`, in document order.
 std::vector<json> rows(const json& doc, const std::string& key);
 bool has_key(const json& doc, const std::string& key);

@@ -105,7 +105,7 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
   if (!csv.empty()) refuse_overwrite(csv, force);
   hw::Topology topo(hw::parse_topology_file(topo_path));
   std::vector<std::pair<std::string, nlohmann::json>> docs;
-  for (const auto& in : inputs) docs.emplace_back(in, read_json(in));
+  for (const auto& in : inputs) docs.emplace_back(in, read_bench_json(in));
   if (allow_gpu_mismatch) {
     try {
       check_bench_gpus(docs, topo);
@@ -130,7 +130,7 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
   }
   // Read before anything is replayed, so a bad second-run file is refused first.
   std::vector<std::pair<std::string, nlohmann::json>> again;
-  for (const auto& in : second_run) again.emplace_back(in, read_json(in));
+  for (const auto& in : second_run) again.emplace_back(in, read_bench_json(in));
   const auto replayed = replay_bench(docs, topo, params, label);
   std::vector<std::pair<std::string, Comparison>> all;
   for (const auto& [name, kind, c] : replayed) all.emplace_back(name, c);

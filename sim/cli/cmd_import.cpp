@@ -5,16 +5,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <map>
-#include <regex>
-
 #include "cli/common.hpp"
-#include "gpu/executor.hpp"
 #include "kineto/import.hpp"
-#include "report/metrics.hpp"
 #include "schedule/records.hpp"
-#include "workload/program.hpp"
 
 namespace osim::cli {
 
@@ -58,56 +51,7 @@ int import_command(const ImportCliOptions& o) {
   return 0;
 }
 
-// The step time of a run: its steps' mean, or its makespan where it has none.
-double step_time_s(const Schedule& s, const hw::Topology& topo, const RunRecord& r) {
-  const Metrics m = compute_metrics(s, topo, r);
-  if (m.steps.empty()) return r.makespan.s();
-  double sum = 0;
-  for (const auto& st : m.steps) sum += (st.end - st.start).s();
-  return sum / static_cast<double>(m.steps.size());
-}
-
 }  // namespace
-
-std::vector<TraceFigure> trace_figures(const std::string& dir, const hw::Topology& topo, const ModelParams& params, const std::string& steps) {
-  // NAME.json (the program's result) beside NAME[.rankN].trace.json.gz.
-  std::map<std::string, std::vector<std::string>> traces;
-  static const std::regex trace_name(R"(^(.*?)(\.rank\d+)?\.trace\.json(\.gz)?$)");
-  for (const auto& e : fs::directory_iterator(dir)) {
-    std::smatch m;
-    const std::string f = e.path().filename().string();
-    if (std::regex_match(f, m, trace_name)) traces[m[1].str()].push_back(e.path().string());
-  }
-  std::vector<TraceFigure> out;
-  for (auto& [name, files] : traces) {
-    std::sort(files.begin(), files.end());
-    const fs::path result = fs::path(dir) / (name + ".json");
-    if (!fs::exists(result)) throw InputError(SourceLocation{files[0], 0, 0}, "no " + result.filename().string() + " (the program's result) beside this trace");
-    const ProgramRun run = read_program_run(result.string());
-    kineto::ImportOptions io;
-    io.steps = steps;
-    const kineto::ImportedTrace t = kineto::import_traces(files, io);
-    ExecOptions opts;
-    opts.keep_records = true;
-    const ExecResult sim = execute(t.schedule, topo, params, opts);
-    TraceFigure f;
-    f.name = name;
-    f.program_s = run.measured_s;
-    f.trace_s = step_time_s(t.schedule, topo, t.measured);
-    f.simulated_s = step_time_s(t.schedule, topo, sim);
-    f.pageable = name.find("pageable") != std::string::npos;
-    out.push_back(f);
-  }
-  return out;
-}
-
-std::string format_trace_figures(const std::vector<TraceFigure>& figures) {
-  std::string out = fmt::format("  {:<46} {:>12} {:>12} {:>12} {:>9} {:>9}\n", "trace (step time)", "program", "profiled", "simulated", "vs prog.", "vs prof.");
-  for (const TraceFigure& f : figures)
-    out += fmt::format("  {:<46} {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms {:>+8.1f}% {:>+8.1f}%\n", f.name, f.program_s * 1e3, f.trace_s * 1e3,
-                       f.simulated_s * 1e3, 100 * f.error(), 100 * (f.simulated_s / f.trace_s - 1));
-  return out;
-}
 
 Command add_import_trace(CLI::App& app) {
   auto o = std::make_shared<ImportCliOptions>();

@@ -40,7 +40,7 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
   // A bench result (overlapsim-validate bench) holds the matrix, the GPUs' names, their PCIe links and the host side's rates.
   std::optional<nlohmann::json> bench;
   if (text.find_first_not_of(" \t\r\n") != std::string::npos && text[text.find_first_not_of(" \t\r\n")] == '{') {
-    bench = read_json(o.smi);
+    bench = read_bench_json(o.smi);
     const nlohmann::json& doc = *bench;
     const nlohmann::json env = doc.value("environment", nlohmann::json::object());
     if (!env.contains("nvidia_smi_topo") || !env["nvidia_smi_topo"].is_string())
@@ -61,7 +61,7 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
           (h2d ? io.host_from_GBps : io.host_to_GBps) = r.at("aggregate_GBps").get<double>();
   }
   if (!o.gpus_csv.empty()) {
-    const std::string csv = slurp(o.gpus_csv);
+    const std::string csv = fs::is_regular_file(o.gpus_csv, exists_ec) ? read_maybe_gzip(o.gpus_csv) : std::string();
     if (csv.empty()) throw InputError(SourceLocation{o.gpus_csv, 0, 0}, "cannot read this file (or it is empty)");
     io.gpu_names = hw::gpu_names_from_csv(csv, o.gpus_csv);
   }

@@ -1,6 +1,7 @@
-// What the commands share: output files written atomically and never over a
-// user's file without --force, JSON input with the file named in errors, and
-// each command's registration on the command line.
+// What the commands share: a run's records path, the calibration note, the
+// percentage check, and each command's registration on the command line.
+// Files are read and written through io/text_file.hpp (outputs atomic, never
+// over a user's file without --force).
 #pragma once
 
 #include <filesystem>
@@ -10,39 +11,15 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "gpu/params.hpp"
-#include "hw/fabric.hpp"
+#include "io/text_file.hpp"  // refuse_overwrite, write_file
 
 namespace osim::cli {
 
 namespace fs = std::filesystem;
 
-/// Refuses an existing path unless `force` (InputError naming it).
-void refuse_overwrite(const fs::path& p, bool force);
-/// Writes `text` to a temporary file beside `p`, then renames it over `p`:
-/// a failed write never leaves a truncated file in place of the old one.
-void write_file(const fs::path& p, const std::string& text);
-/// A JSON document, plain or gzip-compressed; InputError naming the file when it is missing, unreadable or not JSON.
-nlohmann::json read_json(const std::string& path);
-/// A text file's contents ("" when it cannot be read).
-std::string slurp(const std::string& path);
 /// A run's records file: the path itself, or records.json (else
 /// records.json.gz) in that folder.
 std::string records_path(const std::string& p);
-
-/// A reference program's torch.profiler trace imported and simulated: its
-/// step time as the program measured it (median, no profiler), as the trace
-/// measured it (the profiled run), and simulated.
-struct TraceFigure {
-  std::string name;
-  double program_s = 0, trace_s = 0, simulated_s = 0;
-  bool pageable = false;
-  [[nodiscard]] double error() const { return simulated_s / program_s - 1; }
-};
-/// Every NAME[.rankN].trace.json.gz in `dir` with its NAME.json, imported
-/// (steps: ranges matching `steps`) and simulated with `params`.
-std::vector<TraceFigure> trace_figures(const std::string& dir, const hw::Topology& topo, const ModelParams& params, const std::string& steps);
-std::string format_trace_figures(const std::vector<TraceFigure>& figures);
 
 /// The line `sweep` ends with for one calibration file (or "none": the
 /// datasheet defaults), and the GPU it was measured on.

@@ -1,8 +1,11 @@
 #include "io/text_file.hpp"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 #ifdef OVERLAPSIM_HAVE_ZLIB
 #include <zlib.h>
@@ -51,6 +54,33 @@ std::string plain_or_gz(const std::string& dir, const std::string& name) {
     if (fs::exists(gz, ec)) return gz.string();
   }
   return plain.string();
+}
+
+void refuse_overwrite(const std::filesystem::path& p, bool force) {
+  if (!force && std::filesystem::exists(p))
+    throw InputError(SourceLocation{p.string(), 0, 0}, "exists already: pass --force to overwrite it, or choose another path");
+}
+
+void write_file(const std::filesystem::path& p, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path tmp = p.string() + ".tmp" + std::to_string(::getpid());
+  {
+    // Written whole and on the disk (fsync) before it takes the old file's place.
+    FILE* f = std::fopen(tmp.c_str(), "wb");
+    const bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+    if (f) std::fclose(f);
+    if (!ok) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw InputError(SourceLocation{p.string(), 0, 0}, "cannot write this file: check the folder exists and is writable");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw InputError(SourceLocation{p.string(), 0, 0}, "cannot write this file (" + ec.message() + ")");
+  }
 }
 
 }  // namespace osim

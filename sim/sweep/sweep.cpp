@@ -6,13 +6,11 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <tbb/enumerable_thread_specific.h>
@@ -23,6 +21,7 @@
 #include "gpu/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "io/file_hash.hpp"
+#include "io/text_file.hpp"
 #include "io/yaml_reader.hpp"
 #include "gpu/executor.hpp"
 #include "hw/fabric.hpp"
@@ -476,11 +475,9 @@ std::optional<size_t> point_index(const std::string& cell) {
 }
 
 std::string read_text(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{path, 0, 0}, fmt::format("cannot open {}: check the path", what));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw InputError(SourceLocation{path, 0, 0}, fmt::format("cannot open {}: check the path", what));
+  return read_maybe_gzip(path);
 }
 }  // namespace
 

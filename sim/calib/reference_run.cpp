@@ -1,0 +1,101 @@
+// A reference machine's manifest run: its calibration refitted, every bench
+// row replayed, its validation runs re-simulated and its programs predicted.
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "calib/calibrate.hpp"
+#include "calib/reference.hpp"
+#include "core/stats.hpp"
+#include "gpu/params_io.hpp"
+#include "hw/topology.hpp"
+#include "io/text_file.hpp"
+
+namespace osim::reference {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The calibration refitted from the sources against the file (its "# Fits"
+// on: the sources above it are named as the caller gave the folder), or
+// written over it.
+CalibrationState refit(const Manifest& m, const Options& o, const hw::Topology& topo, Figures& f, Calibration& c) {
+  BenchDocs docs;
+  for (const std::string& s : m.sources) docs.emplace_back(s, read_bench_json(s));
+  check_bench_gpus(docs, topo);
+  c = calibrate(docs, topo);
+  f.bench_files = docs.size();
+  const std::string yaml = calibration_yaml(c);
+  // Every row replayed: the held rows (effects the model holds) over 5 %,
+  // apart from those a time the hand-off's phase allows is within 5 % of.
+  for (const auto& [name, d] : merge_bench_runs(docs))
+    for (const Comparison& r : compare_bench(d, topo, c.params)) {
+      ++f.rows;
+      if (!r.outside.empty()) continue;
+      ++f.held;
+      f.held_over_5pct += std::abs(r.error_pct()) > 5 && !r.within_phase();
+    }
+  if (o.write_calibration) {
+    write_file(m.calibration, yaml);
+    return CalibrationState::written;
+  }
+  const auto fits_on = [](const std::string& t) {
+    const size_t i = t.find("# Fits");
+    return i == std::string::npos ? t : t.substr(i);
+  };
+  const std::string committed = fs::is_regular_file(m.calibration) ? read_maybe_gzip(m.calibration) : std::string();
+  return fits_on(committed) == fits_on(yaml) ? CalibrationState::same : CalibrationState::differs;
+}
+
+ErrorFigures error_figures(const std::vector<double>& errs) {
+  return {errs.size(), 100 * median(errs), errs.empty() ? 0 : 100 * *std::max_element(errs.begin(), errs.end())};
+}
+
+// A set's first folder predicted, and its repeats: each one's programs run
+// again, every session pooled.
+ProgramSetFigures program_set(const ProgramSet& s, const hw::Topology& topo, const ModelParams& params) {
+  ProgramSetFigures f{predict_programs(program_files(s.runs), topo, params), std::nullopt};
+  if (s.repeats.empty()) return f;
+  std::vector<ProgramPrediction> all = f.first.runs;
+  for (const std::string& dir : s.repeats)
+    for (auto& run : predict_programs(program_files(dir), topo, params).runs) all.push_back(std::move(run));
+  f.repeated = RepeatedSet{1 + static_cast<int>(s.repeats.size()), repeated_figures(all), program_figures(all)};
+  return f;
+}
+
+}  // namespace
+
+Figures run(const Manifest& m, const Options& o) {
+  const hw::Topology topo(hw::parse_topology_file(m.topology));
+  Figures f;
+  Calibration c;
+  f.calibration = refit(m, o, topo, f, c);
+  // The validation runs re-simulated with the calibration file as it is now (or was just written).
+  if (m.validation) {
+    f.validation = error_figures(validation_errors(*m.validation, ResimulateOptions{"", m.calibration, "", {}}));
+    if (m.timing_events) f.validation_timing_events = error_figures(validation_errors(*m.validation, ResimulateOptions{"", m.calibration, *m.timing_events, {}}));
+  }
+  const ModelParams params = load_calibration(m.calibration);
+  // Reference programs (framework programs run on the machine, none of them a calibration input).
+  for (const auto& [set, out] : {std::pair{&m.programs, &f.programs}, std::pair{&m.fp8_programs, &f.fp8_programs}, std::pair{&m.models, &f.models}})
+    if (*set) *out = program_set(**set, topo, params);
+  if (m.memory) {
+    // Programs run for their peak memory (the allocator's statistics), against their twins' peak VRAM.
+    f.memory = predict_programs(program_files(m.memory->runs), topo, params);
+    if (f.memory->memory_runs == 0)
+      throw InputError(m.memory->at, "memory 'runs': none of these program results measured its memory (validate/programs/dit_offload.py writes memory:)");
+  }
+  if (m.traces) {
+    // Programs' torch.profiler traces imported and simulated: step time against the program's own (no profiler).
+    TraceSetFigures t{trace_figures(m.traces->runs, topo, params, m.traces->steps), 0, 0};
+    for (const TraceFigure& tf : t.traces) {
+      double& worst = tf.pageable ? t.pageable_worst_pct : t.pinned_worst_pct;
+      worst = std::max(worst, 100 * std::abs(tf.error()));
+    }
+    f.traces = std::move(t);
+  }
+  return f;
+}
+
+}  // namespace osim::reference

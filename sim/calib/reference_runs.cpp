@@ -1,0 +1,150 @@
+#include "calib/reference_runs.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "gpu/as_run.hpp"
+#include "gpu/measured_defaults.hpp"
+#include "gpu/params_io.hpp"
+#include "hw/topology.hpp"
+#include "io/text_file.hpp"
+#include "kineto/import.hpp"
+#include "report/compare.hpp"
+#include "report/metrics.hpp"
+#include "schedule/realise.hpp"
+
+namespace osim {
+
+namespace fs = std::filesystem;
+
+Resimulation resimulate(const std::string& measured, const Records& measured_records, const ResimulateOptions& o) {
+  const fs::path dir = fs::is_directory(measured) ? fs::path(measured) : fs::path(measured).parent_path();
+  const fs::path sched_path = dir / "schedule.yaml";
+  if (!fs::exists(sched_path))
+    throw InputError(SourceLocation{sched_path.string(), 0, 0},
+                     "no schedule next to the measured records: overlapsim-validate run writes it there; or give the simulated records as a second argument");
+  Resimulation out;
+  out.schedule_path = sched_path.string();
+  Schedule sched = apply_what_if(parse_schedule_file(sched_path.string()), o.what_if);
+  std::string tp = o.topology;
+  if (tp.empty()) {
+    if (sched.topology.empty()) throw InputError(SourceLocation{sched_path.string(), 0, 0}, "no topology: pass --topology FILE");
+    tp = (sched_path.parent_path() / sched.topology).string();
+  }
+  out.topology = std::make_unique<hw::Topology>(hw::parse_topology_file(tp));
+  const hw::Topology& topo = *out.topology;
+  ModelParams params = base_params(o.calibration, topo).params;  // without one: the measured defaults of its GPUs
+  // The run's own timing events (an event before and after every op), at the
+  // GPU event times `timing_events` measured.
+  if (!o.timing_events.empty()) {
+    const ModelParams ev = load_calibration(o.timing_events);
+    if (ev.overheads.event_gpu_time <= Time::zero() && ev.overheads.event_gpu_time_h2d <= Time::zero())
+      throw InputError(SourceLocation{o.timing_events, 0, 0},
+                       "--timing-events needs event_gpu_time (and event_gpu_time_h2d) in this calibration: use one fitted from a bench with "
+                       "overhead_gpu_event_gap rows, e.g. configs/calibrations/h200.yaml");
+    params.overheads.event_gpu_time = ev.overheads.event_gpu_time;
+    params.overheads.event_gpu_time_h2d = ev.overheads.event_gpu_time_h2d;
+    params.overheads.event_gpu_time_copy = ev.overheads.event_gpu_time_copy;
+  }
+  // overlapsim-validate runs FLOP-count kernels, and attention it has no
+  // kernel for, as cuBLAS GEMMs (realised_gemm): simulate what it ran, each
+  // such kernel at the efficiency of the GEMM it became (the calibration's
+  // entry for that shape, when the bench timed it with --gemm-shapes-from;
+  // else the median). Attention it ran as cuDNN's SDPA is simulated as cuDNN's.
+  if (measured_records.meta.contains("attention_slowdown")) {
+    const auto sdpa = measured_records.meta.find("attention_sdpa");
+    const bool ran_sdpa = sdpa != measured_records.meta.end() && sdpa->is_boolean() && sdpa->get<bool>();
+    sched = as_realised(sched, params, measured_records.meta.at("attention_slowdown").get<double>(), ran_sdpa);
+  }
+  // It ran right after warm-up and earlier repeats (no pause): start it in
+  // the sustained-load state those left.
+  const int before = runs_before_recorded(measured_records);
+  std::vector<std::vector<int>> at;
+  const Schedule timed = o.timing_events.empty() ? Schedule{} : with_timing_events(sched, at);
+  out.result = o.timing_events.empty() ? execute_after_runs(sched, topo, params, before)
+                                       : without_timing_events(sched, execute_after_runs(timed, topo, params, before), at);
+  nlohmann::ordered_json meta;
+  meta["runs_before"] = before;
+  out.records = records_json(sched, out.result, topo.name(), "simulated", meta);
+  out.simulated = parse_records(nlohmann::json::parse(out.records.dump()), "simulation of " + sched_path.string());
+  out.schedule = std::move(sched);
+  return out;
+}
+
+std::vector<double> validation_errors(const std::string& runs_dir, const ResimulateOptions& o) {
+  std::vector<std::string> runs;
+  for (const auto& e : fs::directory_iterator(runs_dir))
+    if (fs::exists(plain_or_gz(e.path().string(), "records.json"))) runs.push_back(e.path().string());
+  std::sort(runs.begin(), runs.end());
+  std::vector<double> errs;
+  for (const auto& run : runs) {
+    const Records m = read_records(plain_or_gz(run, "records.json"));
+    const Resimulation sim = resimulate(run, m, o);
+    errs.push_back(std::abs(compare_records(m, sim.simulated).makespan_error()));
+  }
+  return errs;
+}
+
+ProgramFigures predict_programs(const std::vector<std::string>& files, const hw::Topology& topo, const ModelParams& params) {
+  std::vector<ProgramPrediction> runs;
+  for (const auto& f : files) runs.push_back(predict_program(read_program_run(f), topo, params));
+  return program_figures(std::move(runs));
+}
+
+namespace {
+// The step time of a run: its steps' mean, or its makespan where it has none.
+double step_time_s(const Schedule& s, const hw::Topology& topo, const RunRecord& r) {
+  const Metrics m = compute_metrics(s, topo, r);
+  if (m.steps.empty()) return r.makespan.s();
+  double sum = 0;
+  for (const auto& st : m.steps) sum += (st.end - st.start).s();
+  return sum / static_cast<double>(m.steps.size());
+}
+}  // namespace
+
+std::vector<TraceFigure> trace_figures(const std::string& dir, const hw::Topology& topo, const ModelParams& params, const std::string& steps) {
+  // NAME.json (the program's result) beside NAME[.rankN].trace.json.gz.
+  std::map<std::string, std::vector<std::string>> traces;
+  static const std::regex trace_name(R"(^(.*?)(\.rank\d+)?\.trace\.json(\.gz)?$)");
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string f = e.path().filename().string();
+    if (std::regex_match(f, m, trace_name)) traces[m[1].str()].push_back(e.path().string());
+  }
+  std::vector<TraceFigure> out;
+  for (auto& [name, files] : traces) {
+    std::sort(files.begin(), files.end());
+    const fs::path result = fs::path(dir) / (name + ".json");
+    if (!fs::exists(result)) throw InputError(SourceLocation{files[0], 0, 0}, "no " + result.filename().string() + " (the program's result) beside this trace");
+    const ProgramRun run = read_program_run(result.string());
+    kineto::ImportOptions io;
+    io.steps = steps;
+    const kineto::ImportedTrace t = kineto::import_traces(files, io);
+    ExecOptions opts;
+    opts.keep_records = true;
+    const ExecResult sim = execute(t.schedule, topo, params, opts);
+    TraceFigure f;
+    f.name = name;
+    f.program_s = run.measured_s;
+    f.trace_s = step_time_s(t.schedule, topo, t.measured);
+    f.simulated_s = step_time_s(t.schedule, topo, sim);
+    f.pageable = name.find("pageable") != std::string::npos;
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::string format_trace_figures(const std::vector<TraceFigure>& figures) {
+  std::string out = fmt::format("  {:<46} {:>12} {:>12} {:>12} {:>9} {:>9}\n", "trace (step time)", "program", "profiled", "simulated", "vs prog.", "vs prof.");
+  for (const TraceFigure& f : figures)
+    out += fmt::format("  {:<46} {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms {:>+8.1f}% {:>+8.1f}%\n", f.name, f.program_s * 1e3, f.trace_s * 1e3,
+                       f.simulated_s * 1e3, 100 * f.error(), 100 * (f.simulated_s / f.trace_s - 1));
+  return out;
+}
+
+}  // namespace osim

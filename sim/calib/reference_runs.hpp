@@ -1,0 +1,68 @@
+// Measured runs against their simulations, the pieces `overlapsim compare`
+// and a reference machine's check (calib/reference.hpp) share: a measured run
+// re-simulated from the schedule it executed, reference programs' twins
+// predicted, and programs' torch.profiler traces imported and simulated.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/executor.hpp"
+#include "hw/fabric.hpp"
+#include "schedule/records.hpp"
+#include "schedule/whatif.hpp"
+#include "workload/program.hpp"
+
+namespace osim {
+
+struct ResimulateOptions {
+  std::string topology;       // default: the schedule's `topology:`
+  std::string calibration;    // default: the measured defaults of the topology's GPUs
+  std::string timing_events;  // a calibration whose GPU event times the run's own timing events take
+  WhatIf what_if;
+};
+
+/// A measured run simulated again: the schedule it executed, what the
+/// simulation did, and its records (as `run --records` writes them).
+struct Resimulation {
+  std::string schedule_path;
+  Schedule schedule;
+  std::unique_ptr<hw::Topology> topology;
+  ExecResult result;
+  nlohmann::ordered_json records;
+  Records simulated;  // `records` read back, to compare with the measured ones
+};
+
+/// Re-simulates the schedule a measured run executed (`measured` is the run's
+/// folder, or its records file: schedule.yaml beside it), as it ran: after the
+/// runs that went before it, its FLOP-count and attention kernels as the GEMMs
+/// (or SDPA) the runner made them. InputError naming the file when there is no
+/// schedule or topology.
+Resimulation resimulate(const std::string& measured, const Records& measured_records, const ResimulateOptions& o);
+
+/// The makespan errors (fractions, absolute) of the measured runs in
+/// `runs_dir` (each folder with a records file), by name, re-simulated.
+std::vector<double> validation_errors(const std::string& runs_dir, const ResimulateOptions& o);
+
+/// Reference programs' results (validate/programs/): each one's twin
+/// simulated on the machine with `params`, against its measured median.
+ProgramFigures predict_programs(const std::vector<std::string>& files, const hw::Topology& topo, const ModelParams& params);
+
+/// A reference program's torch.profiler trace imported and simulated: its
+/// step time as the program measured it (median, no profiler), as the trace
+/// measured it (the profiled run), and simulated.
+struct TraceFigure {
+  std::string name;
+  double program_s = 0, trace_s = 0, simulated_s = 0;
+  bool pageable = false;
+  [[nodiscard]] double error() const { return simulated_s / program_s - 1; }
+};
+/// Every NAME[.rankN].trace.json.gz in `dir` with its NAME.json, imported
+/// (steps: ranges matching `steps`) and simulated with `params`.
+std::vector<TraceFigure> trace_figures(const std::string& dir, const hw::Topology& topo, const ModelParams& params, const std::string& steps);
+std::string format_trace_figures(const std::vector<TraceFigure>& figures);
+
+}  // namespace osim
