@@ -15,7 +15,7 @@
 #include "io/yaml_reader.hpp"
 #include "core/stats.hpp"
 #include "gpu/as_run.hpp"
-#include "gpu/measured_defaults.hpp"
+#include "calibrations/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "report/compare.hpp"
 #include "report/metrics.hpp"

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "gpu/measured_defaults.hpp"
+#include "calibrations/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "workload/dit.hpp"
 
