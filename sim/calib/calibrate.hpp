@@ -10,7 +10,7 @@
 
 #include "calib/bench_doc.hpp"
 #include "calib/calibration.hpp"
-#include "gpu/measured_defaults.hpp"
+#include "calibrations/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "hw/fabric.hpp"
 

@@ -9,11 +9,11 @@
 
 #include <fmt/format.h>
 
-#include "calib/reference.hpp"
-#include "calib/reference_runs.hpp"
+#include "reference/reference.hpp"
+#include "reference/reference_runs.hpp"
 #include "cli/common.hpp"
 #include "core/stats.hpp"
-#include "gpu/measured_defaults.hpp"
+#include "calibrations/measured_defaults.hpp"
 #include "report/compare.hpp"
 #include "report/metrics.hpp"
 #include "schedule/whatif.hpp"
@@ -200,7 +200,7 @@ void print_repeated(const std::string& section, const reference::RepeatedSet& r)
 }
 
 // A reference machine (validate/reference/<machine>/manifest.yaml): its
-// manifest run (calib/reference.hpp), each figure printed with what the
+// manifest run (reference/reference.hpp), each figure printed with what the
 // manifest expects of it that it misses.
 int reference_command(const std::string& folder, bool write_calibration) {
   const reference::Manifest m = reference::read_manifest(folder);

@@ -9,7 +9,7 @@
 
 #include "cli/common.hpp"
 #include "gpu/executor.hpp"
-#include "gpu/measured_defaults.hpp"
+#include "calibrations/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "report/metrics.hpp"
 #include "schedule/records.hpp"

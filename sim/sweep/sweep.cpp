@@ -18,7 +18,7 @@
 #include <tbb/parallel_for.h>
 #include <yaml-cpp/yaml.h>
 
-#include "gpu/measured_defaults.hpp"
+#include "calibrations/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "io/file_hash.hpp"
 #include "io/text_file.hpp"

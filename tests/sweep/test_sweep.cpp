@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "gpu/executor.hpp"
-#include "gpu/measured_defaults.hpp"
+#include "calibrations/measured_defaults.hpp"
 #include "hw/fabric.hpp"
 #include "report/metrics.hpp"
 #include "sweep/sweep.hpp"

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "calib/reference.hpp"
+#include "reference/reference.hpp"
 #include "core/errors.hpp"
 #include "io/text_file.hpp"
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "calib/calibrate.hpp"
-#include "calib/reference.hpp"
+#include "reference/reference.hpp"
 #include "core/stats.hpp"
 #include "gpu/params_io.hpp"
 #include "hw/topology.hpp"

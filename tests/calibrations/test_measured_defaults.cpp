@@ -1,14 +1,13 @@
 // Without a calibration a run starts from the shipped measured calibration
 // of its GPUs' family (built in), the one of the machine nearest in GPU
 // count; the datasheet defaults only where no such GPU was measured, or
-// when asked for; a workload's own `compute:` stays over whichever it is.
+// when asked for (a workload's own `compute:` over them: tests/workload/test_base_params.cpp).
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "gpu/measured_defaults.hpp"
+#include "calibrations/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
-#include "workload/dit.hpp"
 
 using namespace osim;
 
@@ -50,15 +49,4 @@ TEST_CASE("base parameters: a file, none (the datasheet's), or the topology's me
   CHECK(file.origin.gpus == 1);
   CHECK(base_params_note(file, &dgx).find("warning: the calibration was measured on NVIDIA H200, the topology's GPUs are H100-SXM5") != std::string::npos);
   CHECK_FALSE(base_params("", topology("rtx4090x8-pcie")).built_in);
-}
-
-TEST_CASE("measured defaults: a workload's own compute efficiencies stay over them") {
-  DitWorkload w = parse_workload_string("name: w\nmodel: {preset: wan2.2-14b}\nvideo: {width: 1280, height: 720, frames: 81}\ncompute: {gemm_efficiency: 0.5, hbm_efficiency: 0.6}\n", "w.yaml");
-  const BaseParams b = base_params("", topology("dgx-h100"));
-  REQUIRE(b.built_in);
-  REQUIRE(b.params.attention.attention_efficiency != ModelParams{}.attention.attention_efficiency);
-  set_base_params(w, b.params);
-  CHECK(w.params.gemm.gemm_efficiency == 0.5);
-  CHECK(w.params.memory.hbm_efficiency == 0.6);
-  CHECK(w.params.attention.attention_efficiency == b.params.attention.attention_efficiency);  // not the workload's: the measured one
 }

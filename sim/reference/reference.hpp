@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "calib/reference_runs.hpp"
+#include "reference/reference_runs.hpp"
 #include "core/errors.hpp"
 #include "workload/program.hpp"
 

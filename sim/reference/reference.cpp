@@ -1,6 +1,6 @@
 // A reference machine's manifest read and checked, and its figures checked
 // against what it expects (the run itself: reference_run.cpp).
-#include "calib/reference.hpp"
+#include "reference/reference.hpp"
 
 #include <cmath>
 #include <filesystem>

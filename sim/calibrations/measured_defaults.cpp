@@ -1,4 +1,4 @@
-#include "gpu/measured_defaults.hpp"
+#include "calibrations/measured_defaults.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "calib/reference_runs.hpp"
+#include "reference/reference_runs.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 
 #include "core/errors.hpp"
 #include "gpu/as_run.hpp"
-#include "gpu/measured_defaults.hpp"
+#include "calibrations/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "hw/topology.hpp"
 #include "io/text_file.hpp"
