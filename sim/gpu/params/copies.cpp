@@ -10,9 +10,9 @@
 
 namespace osim {
 
-double CopyParams::copy_bidir_factor_for(bool d2h, Bytes bytes) const {
-  if (!copy_bidir_tabled()) return copy_bidir_factor_for(d2h);
-  return log_interpolate(copy_bidir_table, static_cast<double>(bytes), d2h ? 2 : 1);
+double CopyParams::copy_bidir_share(Direction d, Bytes bytes) const {
+  if (!copy_bidir_tabled()) return copy_bidir_factor[d];
+  return log_interpolate(copy_bidir_table, static_cast<double>(bytes), d == Direction::D2H ? 2 : 1);
 }
 
 namespace params {
@@ -55,27 +55,27 @@ void read_bidir_table(const MapReader& m, const std::string&, ModelParams& p) {
 
 std::vector<Field> copies_fields() {
   return {
-    {"copy_engine_bandwidth", "copies", Kind::Bandwidth, OSIM_REF(copies, copy_engine_bandwidth), 4, 0, 1e5, true, "54 GB/s",
-     OSIM_LIMITED(copies, copy_engine_bandwidth), "one copy engine's ceiling for copies to and from host memory (absent: none)"},
-    {"copy_engine_bandwidth_d2h", "copies", Kind::Bandwidth, OSIM_REF(copies, copy_engine_bandwidth_d2h), 4, 0, 1e5, true, "55 GB/s",
-     OSIM_LIMITED(copies, copy_engine_bandwidth_d2h), "the D2H engine's own ceiling (absent: copy_engine_bandwidth)"},
-    {"copy_latency", "copies", Kind::TimeUs, OSIM_REF(copies, copy_latency), 4, 0, 1e6, false, "2.4 us", nullptr,
+    {"copy_engine_bandwidth", "copies", Kind::Bandwidth, OSIM_REF_DIR(copies, copy_engine_bandwidth, h2d), 4, 0, 1e5, true, "54 GB/s",
+     OSIM_LIMITED_DIR(copies, copy_engine_bandwidth, h2d), "one copy engine's ceiling for copies to and from host memory (absent: none)"},
+    {"copy_engine_bandwidth_d2h", "copies", Kind::Bandwidth, OSIM_REF_DIR(copies, copy_engine_bandwidth, d2h), 4, 0, 1e5, true, "55 GB/s",
+     OSIM_LIMITED_DIR(copies, copy_engine_bandwidth, d2h), "the D2H engine's own ceiling (absent: copy_engine_bandwidth)"},
+    {"copy_latency", "copies", Kind::TimeUs, OSIM_REF_DIR(copies, copy_latency, h2d), 4, 0, 1e6, false, "2.4 us", nullptr,
      "DMA set-up before a copy's first byte, beyond its route's latency"},
-    {"copy_latency_d2h", "copies", Kind::TimeUs, OSIM_REF(copies, copy_latency_d2h), 4, 0, 1e6, false, "1.4 us", OSIM_NONNEG(copies, copy_latency_d2h),
+    {"copy_latency_d2h", "copies", Kind::TimeUs, OSIM_REF_DIR(copies, copy_latency, d2h), 4, 0, 1e6, false, "1.4 us", OSIM_NONNEG_DIR(copies, copy_latency, d2h),
      "the same for D2H copies (absent: copy_latency)"},
-    {"pageable_bandwidth", "copies", Kind::Bandwidth, OSIM_REF(copies, pageable_bandwidth), 4, 0, 1e5, true, "6.6 GB/s", nullptr,
+    {"pageable_bandwidth", "copies", Kind::Bandwidth, OSIM_REF_DIR(copies, pageable_bandwidth, h2d), 4, 0, 1e5, true, "6.6 GB/s", nullptr,
      "a pageable copy's rate (the driver stages it through pinned memory)"},
-    {"pageable_bandwidth_d2h", "copies", Kind::Bandwidth, OSIM_REF(copies, pageable_bandwidth_d2h), 4, 0, 1e5, true, "10.8 GB/s",
-     OSIM_LIMITED(copies, pageable_bandwidth_d2h), "the same for D2H (absent: pageable_bandwidth)"},
-    {"pageable_latency", "copies", Kind::TimeUs, OSIM_REF(copies, pageable_latency), 4, 0, 1e6, false, "30 us", OSIM_NONNEG(copies, pageable_latency),
+    {"pageable_bandwidth_d2h", "copies", Kind::Bandwidth, OSIM_REF_DIR(copies, pageable_bandwidth, d2h), 4, 0, 1e5, true, "10.8 GB/s",
+     OSIM_LIMITED_DIR(copies, pageable_bandwidth, d2h), "the same for D2H (absent: pageable_bandwidth)"},
+    {"pageable_latency", "copies", Kind::TimeUs, OSIM_REF_DIR(copies, pageable_latency, h2d), 4, 0, 1e6, false, "30 us", OSIM_NONNEG_DIR(copies, pageable_latency, h2d),
      "a pageable copy's set-up (absent: the pinned one's)"},
-    {"pageable_latency_d2h", "copies", Kind::TimeUs, OSIM_REF(copies, pageable_latency_d2h), 4, 0, 1e6, false, "45 us",
-     OSIM_NONNEG(copies, pageable_latency_d2h), "the same for D2H (absent: pageable_latency)"},
-    {"copy_bidir_factor", "copies", Kind::Number, OSIM_REF(copies, copy_bidir_factor), 4, 0.05, 1, false, "0.95",
-     [](const ModelParams& p) { return p.copies.copy_bidir_factor < 1 || p.copies.copy_bidir_factor_d2h < 1; },
+    {"pageable_latency_d2h", "copies", Kind::TimeUs, OSIM_REF_DIR(copies, pageable_latency, d2h), 4, 0, 1e6, false, "45 us",
+     OSIM_NONNEG_DIR(copies, pageable_latency, d2h), "the same for D2H (absent: pageable_latency)"},
+    {"copy_bidir_factor", "copies", Kind::Number, OSIM_REF_DIR(copies, copy_bidir_factor, h2d), 4, 0.05, 1, false, "0.95",
+     [](const ModelParams& p) { return p.copies.copy_bidir_factor.h2d < 1 || p.copies.copy_bidir_factor.d2h < 1; },
      "share of its engine's rate an H2D copy keeps while the GPU copies D2H too"},
-    {"copy_bidir_factor_d2h", "copies", Kind::Number, OSIM_REF(copies, copy_bidir_factor_d2h), 4, 0.05, 1, false, "0.92",
-     [](const ModelParams& p) { return p.copies.copy_bidir_factor < 1 || p.copies.copy_bidir_factor_d2h < 1; },
+    {"copy_bidir_factor_d2h", "copies", Kind::Number, OSIM_REF_DIR(copies, copy_bidir_factor, d2h), 4, 0.05, 1, false, "0.92",
+     [](const ModelParams& p) { return p.copies.copy_bidir_factor.h2d < 1 || p.copies.copy_bidir_factor.d2h < 1; },
      "the same for a D2H copy beside an H2D one"},
     {"copy_bidir_table", "copies", Kind::Custom, {}, 4, 0, 0, false, "[[65536, 0.7, 0.7], [268435456, 0.9, 0.9]]",
      [](const ModelParams& p) { return p.copies.copy_bidir_tabled(); },

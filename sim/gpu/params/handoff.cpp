@@ -7,10 +7,10 @@ namespace params {
 
 std::vector<Field> handoff_fields() {
   return {
-    {"copy_after_kernel_latency", "handoff", Kind::TimeUs, OSIM_REF(handoff, copy_after_kernel_latency), 4, 0, 1e6, false, "5.8 us",
-     OSIM_POS(handoff, copy_after_kernel_latency), "a pinned copy after a kernel on its stream (or waited on, still running) starts this much later"},
-    {"copy_after_kernel_latency_d2h", "handoff", Kind::TimeUs, OSIM_REF(handoff, copy_after_kernel_latency_d2h), 4, 0, 1e6, false, "6.0 us",
-     OSIM_NONNEG(handoff, copy_after_kernel_latency_d2h), "the same for a D2H copy (absent: copy_after_kernel_latency)"},
+    {"copy_after_kernel_latency", "handoff", Kind::TimeUs, OSIM_REF_DIR(handoff, copy_after_kernel_latency, h2d), 4, 0, 1e6, false, "5.8 us",
+     OSIM_POS_DIR(handoff, copy_after_kernel_latency, h2d), "a pinned copy after a kernel on its stream (or waited on, still running) starts this much later"},
+    {"copy_after_kernel_latency_d2h", "handoff", Kind::TimeUs, OSIM_REF_DIR(handoff, copy_after_kernel_latency, d2h), 4, 0, 1e6, false, "6.0 us",
+     OSIM_NONNEG_DIR(handoff, copy_after_kernel_latency, d2h), "the same for a D2H copy (absent: copy_after_kernel_latency)"},
     {"kernel_after_copy_latency", "handoff", Kind::TimeUs, OSIM_REF(handoff, kernel_after_copy_latency), 4, 0, 1e6, false, "2.8 us",
      OSIM_POS(handoff, kernel_after_copy_latency), "a kernel after a copy, by the same rule"},
     {"handoff_phase_min", "handoff", Kind::TimeUs, OSIM_REF(handoff, handoff_phase_min), 4, 0, 1e6, false, "0.3 us",
