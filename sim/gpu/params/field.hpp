@@ -30,6 +30,8 @@ auto* member(ModelParams& p) {
   return &((p.*Family) .* ... .* Members);
 }
 
+// A row names the parts it sets (designated initialisers, in this order);
+// a part it leaves out takes the default below.
 struct Field {
   const char* name;
   const char* family;
