@@ -180,7 +180,7 @@ std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo,
   // has one.
   const auto at = [&](Time t) {
     ModelParams q = params;
-    for (Time* l : {&q.handoff.copy_after_kernel_latency, &q.handoff.copy_after_kernel_latency_d2h, &q.handoff.kernel_after_copy_latency})
+    for (Time* l : {&q.handoff.copy_after_kernel_latency.h2d, &q.handoff.copy_after_kernel_latency.d2h, &q.handoff.kernel_after_copy_latency})
       if (*l > Time::zero()) *l = t;
     return compare_bench_once(doc, topo, q);
   };

@@ -279,7 +279,7 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
   // Its latency runs on SM code as well.
   if (const double cs = sm_.clock_slowdown(ra, via); cs != 1.0)
     f.latency = Time::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(f.latency.ps()) * cs)));
-  if (route.kind == hw::RouteKind::ViaHost && (in.host_transport_cost_h2d != 1.0 || in.host_transport_cost_d2h != 1.0)) {
+  if (route.kind == hw::RouteKind::ViaHost && (in.host_transport_cost.h2d != 1.0 || in.host_transport_cost.d2h != 1.0)) {
     // Its bytes cost the PCIe links more than a copy's: those of the
     // sender's way up (what ra's D2H copies cross) and of the receiver's way
     // down (rb's H2D copies). Host bridges' limits and host memory count
@@ -296,7 +296,7 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
       if (!x_.topo.is_link(res)) continue;
       const bool is_up = on(up, u.constraint), is_down = on(down, u.constraint);
       if (is_up == is_down) continue;
-      double cost = is_up ? in.host_transport_cost_d2h : in.host_transport_cost_h2d;
+      double cost = is_up ? in.host_transport_cost.d2h : in.host_transport_cost.h2d;
       if (cost > 1.0)
         cost = std::max(1.0, std::min(cost, x_.topo.resources()[static_cast<size_t>(res)].capacity / (u.coefficient * base * peers_at_once)));
       u.coefficient *= cost;

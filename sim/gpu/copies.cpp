@@ -41,16 +41,16 @@ Copies::Copies(ExecContext& x, Routes& routes, OpCompletion& ops, SmShare& sm, L
   for (const bool d2h : {false, true}) {
     const std::vector<Bandwidth>& table = d2h ? cp.pageable_d2h_aggregate : cp.pageable_h2d_aggregate;
     if (table.empty()) continue;
-    double nominal = 2 * cp.pageable_bandwidth_for(d2h).bytes_per_s;
+    double nominal = 2 * cp.pageable_bandwidth[copy_direction(d2h)].bytes_per_s;
     for (const Bandwidth& b : table) nominal = std::max(nominal, 2 * b.bytes_per_s);
     pageable_limit_[d2h ? 1 : 0] = add_counted_limit(nominal, &table, -1);
   }
-  if (cp.copy_bidir_modelled() && !cp.copy_engine_bandwidth_for(false).is_unlimited() && !cp.copy_engine_bandwidth_for(true).is_unlimited()) {
+  if (cp.copy_bidir_modelled() && !cp.copy_engine_bandwidth[Direction::H2D].is_unlimited() && !cp.copy_engine_bandwidth[Direction::D2H].is_unlimited()) {
     bidir_.resize(static_cast<size_t>(x_.s.ranks()));
     bidir_active_.assign(static_cast<size_t>(x_.s.ranks()), {0, 0});
     for (auto& b : bidir_)
       for (const int d : {0, 1}) {
-        b[static_cast<size_t>(d)] = x_.sys.add_constraint(cp.copy_engine_bandwidth_for(d == 1).bytes_per_s);
+        b[static_cast<size_t>(d)] = x_.sys.add_constraint(cp.copy_engine_bandwidth[copy_direction(d == 1)].bytes_per_s);
         routes_.add_constraint_alias(b[static_cast<size_t>(d)], -1);
       }
   }
@@ -109,9 +109,9 @@ void Copies::start_copy(int r, int e) {
       break;
     }
   }
-  if (host) cap = cp.copy_engine_bandwidth_for(d2h).bytes_per_s;
-  if (host && op.host_mem == HostMem::Pageable) cap = std::min(cap, cp.pageable_bandwidth_for(d2h).bytes_per_s);
-  f.latency = host ? cp.host_copy_setup(d2h, op.host_mem == HostMem::Pageable) : cp.copy_latency;
+  if (host) cap = cp.copy_engine_bandwidth[copy_direction(d2h)].bytes_per_s;
+  if (host && op.host_mem == HostMem::Pageable) cap = std::min(cap, cp.pageable_bandwidth[copy_direction(d2h)].bytes_per_s);
+  f.latency = host ? cp.host_copy_setup(d2h, op.host_mem == HostMem::Pageable) : cp.copy_latency.h2d;
   // Both ways at once (copy_bidir_table): a pinned copy starting while the
   // other direction runs one waits the longer of the two set-ups.
   if (host && op.host_mem == HostMem::Pinned && cp.copy_bidir_tabled() && !bidir_.empty() && bidir_active_[static_cast<size_t>(r)][d2h ? 0 : 1] > 0)
@@ -122,7 +122,7 @@ void Copies::start_copy(int r, int e) {
   }
   f.latency += handoff;
   if (std::isfinite(cap)) f.rate_cap = cap;
-  f.weight = x_.p.interference.copy_weight_for(d2h);
+  f.weight = x_.p.interference.copy_weight[copy_direction(d2h)];
   const uint64_t key = (static_cast<uint64_t>(id) << 24) | (static_cast<uint64_t>(r) << 4) | static_cast<uint64_t>(e);
   f.on_done = {[](void* self, uint64_t k, const FlowRecord& rec) {
                  static_cast<Copies*>(self)->copy_done(static_cast<int>((k >> 4) & 0xfffff), static_cast<int>(k >> 24),
@@ -179,12 +179,12 @@ void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
 // pinned copy runs the other way.
 void Copies::set_bidir_limit(int r, size_t d) {
   const CopyParams& cp = x_.p.copies;
-  const double full = cp.copy_engine_bandwidth_for(d == 1).bytes_per_s;
-  double share = cp.copy_bidir_factor_for(d == 1);
+  const double full = cp.copy_engine_bandwidth[copy_direction(d == 1)].bytes_per_s;
+  double share = cp.copy_bidir_factor[copy_direction(d == 1)];
   if (cp.copy_bidir_tabled()) {
     const CopyKind k = d == 1 ? CopyKind::D2H : CopyKind::H2D;
     const int id = ranks_[static_cast<size_t>(r)].ce[engine_for(r, k)].busy;
-    if (id >= 0 && x_.op_of(r, id).copy == k) share = cp.copy_bidir_factor_for(d == 1, x_.op_of(r, id).bytes);
+    if (id >= 0 && x_.op_of(r, id).copy == k) share = cp.copy_bidir_share(copy_direction(d == 1), x_.op_of(r, id).bytes);
   }
   x_.flows.set_capacity(bidir_[static_cast<size_t>(r)][d], bidir_active_[static_cast<size_t>(r)][1 - d] > 0 ? full * share : full);
 }

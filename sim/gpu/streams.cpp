@@ -156,7 +156,7 @@ Time Streams::handoff(int r, const Op& op, const QueueEntry& e) {
   };
   Time t;
   if (op.kind == OpKind::Memcpy && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H))
-    t = after(EngineDep::Compute, x_.p.handoff.copy_after_kernel_latency_for(op.copy == CopyKind::D2H));
+    t = after(EngineDep::Compute, x_.p.handoff.copy_after_kernel_latency[copy_direction(op.copy == CopyKind::D2H)]);
   else if (op.kind == OpKind::Kernel)
     t = after(EngineDep::Copy, x_.p.handoff.kernel_after_copy_latency);
   if (t > Time::zero()) ++S.handoffs, S.handoff_time += t;

@@ -5,6 +5,8 @@
 // topology, the Pareto front of peak VRAM vs step time and a recommendation.
 // Shards (`--shard i/N`) run every N-th point; `overlapsim merge` joins them
 // into the CSV an unsharded run writes (docs/formats/sweep.md).
+// Files: spec.cpp (the sweep file), run.cpp (the points), sweep.cpp (CSV,
+// journal, merge), summary.cpp (best, Pareto front, recommendation).
 #pragma once
 
 #include <cstddef>

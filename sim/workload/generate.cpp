@@ -1,6 +1,8 @@
 // The generator: a workload (DitWorkload) expanded into a Schedule, one
 // program per rank with the kernels, collectives, weight copies and memory
-// of every step (docs/formats/workload.md).
+// of every step (docs/formats/workload.md). Here the ranks, their groups,
+// streams and events, and each rank's ops; the block types' op templates it
+// copies from are built in generate_templates.cpp.
 #include <algorithm>
 #include <memory>
 
@@ -10,6 +12,7 @@
 #include "io/limits.hpp"
 #include "schedule/builder.hpp"
 #include "workload/dit.hpp"
+#include "workload/generate_templates.hpp"
 
 namespace osim {
 
@@ -19,7 +22,7 @@ class Gen {
  public:
   // `as_run`: the programs are generated as a run reaches them (Program::source).
   Gen(std::shared_ptr<const DitWorkload> workload, bool as_run)
-      : owned_(std::move(workload)), w_(*owned_), b_(w_.name, w_.ranks()), vars_(w_.vars()) {
+      : owned_(std::move(workload)), w_(*owned_), b_(w_.name, w_.ranks()) {
     const DitWorkload& w = w_;
     Schedule& s = b_.schedule();
     s.file = w.file;
@@ -90,7 +93,15 @@ class Gen {
             for (int r : ranks) ring_of_[static_cast<size_t>(r)] = groups;
             ++groups;
           }
-    build_templates();
+    templates_ = gen::build_block_templates(w, tp_stream_, tp_send_);
+    // The tied collectives' events, as many as the most chunks, and one for the last.
+    if (tp_stream_ >= 0 || tp_send_ >= 0)
+      for (const TypeTemplate& tt : templates_.types)
+        for (const Template& t : tt.ops) {
+          if (!t.tied) continue;
+          while (static_cast<int>(tp_events_.size()) < t.chunks) tp_events_.push_back(b_.event(fmt::format("tp{}", tp_events_.size())));
+          if (tp_done_ < 0) tp_done_ = b_.event("tp done");
+        }
     if (as_run && w.offload == OffloadPolicy::Layerwise && w.prefetch_size > 0)
       for (int i = 0; i < 2 * w.prefetch_size + 2; ++i) slot_events_.push_back(b_.event(fmt::format("layer weights {}", i)));
   }
@@ -110,7 +121,7 @@ class Gen {
       throw InputError(SourceLocation{w_.file, 0, 0},
                        fmt::format("{} steps ({} forwards a rank) x {} blocks{} come to about {} ops, more than the {} a run {}: "
                                    "simulate fewer steps (every step after the first takes the same time) or fewer ranks",
-                                   w_.steps, w_.forwards_per_rank(), seq_.size(), programs > 1 ? fmt::format(" x {} CFG halves", programs) : "",
+                                   w_.steps, w_.forwards_per_rank(), templates_.seq.size(), programs > 1 ? fmt::format(" x {} CFG halves", programs) : "",
                                    programs * per_program, limits::max_unrolled_ops(), self ? "simulates" : "holds in memory"));
     for (int r = 0; r < w_.ranks(); ++r) {
       b_.set_roles(r, roles_of(r));
@@ -127,14 +138,17 @@ class Gen {
   }
 
  private:
-  static constexpr int kCompute = 0, kCopy = 1;
+  using Group = gen::Group;
+  using Template = gen::Template;
+  using TypeTemplate = gen::TypeTemplate;
+  static constexpr int kCompute = gen::kCompute, kCopy = gen::kCopy;
   // A forward's ops: its blocks' as generated, and at most this many a block
   // for offload (alloc, copy, record, wait, free) and the forward's markers.
   static constexpr size_t kOffloadOpsPerBlock = 8;
   size_t ops_per_forward() {
     size_t n = 4;
     std::vector<Op> scratch;
-    for (size_t l = 0; l < seq_.size(); ++l) {
+    for (size_t l = 0; l < templates_.seq.size(); ++l) {
       scratch.clear();
       block(scratch, static_cast<int>(l));
       n += scratch.size() + kOffloadOpsPerBlock;
@@ -142,166 +156,7 @@ class Gen {
     return n;
   }
   size_t per_forward_ = 0;
-  enum class Group : uint8_t { None, Ulysses, Tp, Cfg, Ring };
-
-  // A block type's ops evaluated once (the job's values never change), ready
-  // to copy per block with its tag and group.
-  struct Template {
-    Op op;
-    std::string name;
-    Group group = Group::None;
-    int phase = 0;
-    // Ring attention (ring > 1): `op` is one of its ring steps' chunks; each
-    // step but the last passes kv_bytes of K and V on to the next ring rank.
-    bool ring = false;
-    Bytes kv_bytes = 0;
-    uint8_t views = 0;  // BlockOp::views: on the first GPU op emitted for it
-    // A tied tensor-parallel collective (BlockOp::overlap): whole, or in
-    // `chunks` pieces beside as many pieces of the GEMM.
-    bool tied = false, before = true;  // before: an all-gather of the input; else a reduce-scatter of the output
-    Op coll, coll_chunk, gemm_chunk;
-    std::string coll_name;
-    Group coll_group = Group::Tp;
-    int chunks = 1;
-  };
-  struct TypeTemplate {
-    std::vector<Template> ops;
-    std::vector<Bytes> units;  // offload policy `phase`: each sub-layer's weights; else the block's
-    Bytes bytes = 0;           // the block's weights on one rank
-  };
-
-  static Group group_kind(const std::string& name) { return name == "ulysses" ? Group::Ulysses : name == "tp" ? Group::Tp : Group::Cfg; }
-  int group_size(Group g) const {
-    return g == Group::Ulysses ? w_.ulysses : g == Group::Tp ? w_.tp : g == Group::Ring ? w_.ring : (w_.cfg == CfgMode::Parallel ? 2 : 1);
-  }
-
-  void build_templates() {
-    const BlockModel& spec = w_.model.spec;
-    const double es = dtype_bytes(w_.model.dtype);
-    for (const BlockType& t : spec.blocks) {
-      TypeTemplate tt;
-      auto e = [&](const std::string& x, const SourceLocation& at, const std::string& what) { return eval_block_expr(x, vars_, at, what); };
-      const int64_t params = e(t.params, t.where, fmt::format("block '{}' params", t.name));
-      if (params < 0) throw InputError(t.where, fmt::format("block '{}': params come out negative ({})", t.name, params));
-      tt.bytes = static_cast<Bytes>(static_cast<double>(params) * es);
-      if (w_.offload == OffloadPolicy::Phase && !t.phases.empty())
-        for (const std::string& ph : t.phases) tt.units.push_back(static_cast<Bytes>(static_cast<double>(e(ph, t.where, fmt::format("block '{}' phases", t.name))) * es));
-      else tt.units.push_back(tt.bytes);
-      for (const BlockOp& b : t.ops) {
-        const std::string what = fmt::format("op '{}' of block '{}'", b.name, t.name);
-        if (!b.when.empty() && e(b.when, b.where, what + " when") == 0) continue;
-        auto positive = [&](const std::string& x, const char* field) {
-          const int64_t v = e(x, b.where, fmt::format("{} {}", what, field));
-          if (v < 1) throw InputError(b.where, fmt::format("{}: {} comes out {} (must be at least 1)", what, field, v));
-          return v;
-        };
-        Template tp;
-        tp.name = b.name;
-        tp.phase = b.phase;
-        double quant_elements = 0;  // an fp8 GEMM's input, quantised before it
-        switch (b.kind) {
-          case BlockOp::Kind::Gemm: {
-            const DType dt = w_.model.dtype == DType::FP8 ? DType::FP8 : DType::BF16;
-            const int64_t m = positive(b.m, "m"), n = positive(b.n, "n"), k = positive(b.k, "k");
-            if (dt == DType::FP8) quant_elements = static_cast<double>(m) * static_cast<double>(k);
-            tp.op = ops::gemm(kCompute, m, n, k, dt);
-            if (b.overlap) {
-              const BlockOp::Overlap& o = *b.overlap;
-              tp.coll_group = group_kind(o.group);
-              if (group_size(tp.coll_group) < 2) break;  // a group of one rank: the GEMM alone
-              tp.tied = true;
-              tp.before = o.coll == CollKind::AllGather;
-              tp.coll_name = o.name;
-              const int64_t bytes = positive(o.bytes, "overlap bytes");
-              tp.coll = ops::collective(kCompute, o.coll, -1, bytes, CollAlgo::Nccl, DType::BF16);
-              tp.coll.channels = w_.channels;
-              const int comm_channels = w_.tp_comm_sms > 0 ? w_.tp_comm_sms : w_.channels;
-              if (tp_stream_ >= 0) {
-                const int64_t c = positive(o.chunks, "overlap chunks");
-                if (c > 64 || m % c || bytes % c)
-                  throw InputError(b.where, fmt::format("{}: {} chunks must divide m = {} and the {} bytes, and be at most 64", what, c, m, bytes));
-                tp.chunks = static_cast<int>(c);
-                tp.gemm_chunk = ops::gemm(kCompute, m / c, n, k, dt);
-                tp.coll_chunk = ops::collective(tp_stream_, o.coll, -1, bytes / c, CollAlgo::Nccl, DType::BF16);
-                tp.coll_chunk.channels = comm_channels;
-              } else if (tp_send_ >= 0) {
-                // Ring exchange: one GEMM piece per rank of the group, each
-                // beside the send of one rank's share to the next rank.
-                const int64_t g = group_size(tp.coll_group);
-                if (m % g || bytes % g)
-                  throw InputError(b.where, fmt::format("{}: ring_exchange splits m = {} and the {} bytes over the group's {} ranks: they must divide", what, m,
-                                                        bytes, g));
-                tp.chunks = static_cast<int>(g);
-                tp.gemm_chunk = ops::gemm(kCompute, m / g, n, k, dt);
-                tp.coll_chunk = ops::collective(tp_send_, CollKind::Send, -1, bytes / g, CollAlgo::Nccl, DType::BF16);
-                tp.coll_chunk.channels = comm_channels;
-              }
-              if (w_.tp_comm_sms > 0) tp.gemm_chunk.sm_limit = -w_.tp_comm_sms;  // the GEMM pieces leave the communication its SMs
-              if (tp_stream_ >= 0 || tp_send_ >= 0) {
-                while (static_cast<int>(tp_events_.size()) < tp.chunks) tp_events_.push_back(b_.event(fmt::format("tp{}", tp_events_.size())));
-                if (tp_done_ < 0) tp_done_ = b_.event("tp done");
-              }
-            }
-            break;
-          }
-          case BlockOp::Kind::Attention: {
-            const int64_t heads = positive(b.heads, "heads"), q = positive(b.q, "q"), kv = positive(b.kv, "kv");
-            if (heads > INT32_MAX || q > INT32_MAX || kv > INT32_MAX) throw InputError(b.where, what + ": heads and sequences must fit 32 bits");
-            const int64_t G = b.ring ? w_.ring : 1;
-            if (q < G || kv < G) throw InputError(b.where, fmt::format("{}: {} queries and {} keys do not split over ring degree {}", what, q, kv, G));
-            // Causal over a ring: each step's kernel causal too (a balanced, zigzag split computes about half of every step).
-            const AttentionShape a{1, static_cast<int32_t>(heads), static_cast<int32_t>(q / G), static_cast<int32_t>(kv / G), w_.model.head_dim,
-                                   w_.attention_backend, b.causal};
-            tp.op = ops::attention(kCompute, a);
-            tp.ring = G > 1;
-            tp.kv_bytes = 2 * (kv / G) * heads * w_.model.head_dim * 2;  // K and V, bf16
-            break;
-          }
-          case BlockOp::Kind::Memory:
-            tp.op = ops::memory_kernel(kCompute, static_cast<double>(positive(b.bytes, "bytes")), {}, b.access);
-            if (!b.row.empty()) tp.op.norm_row = static_cast<int32_t>(std::min<int64_t>(positive(b.row, "row"), INT32_MAX));
-            break;
-          case BlockOp::Kind::Collective: {
-            tp.group = group_kind(b.group);
-            if (group_size(tp.group) < 2) continue;  // a group of one rank: nothing to exchange
-            const bool a2a = b.coll == CollKind::AllToAll;
-            tp.op = ops::collective(kCompute, b.coll, -1, positive(b.bytes, "bytes"), a2a ? w_.all_to_all : CollAlgo::Nccl,
-                                    a2a ? w_.comm_dtype : DType::BF16);
-            tp.op.channels = w_.channels;
-            break;
-          }
-        }
-        // A count of the host's framework calls, held in a byte: lo .. 255.
-        const auto call_count = [&](const std::string& expr, const char* key, int64_t lo, const char* meaning) {
-          const int64_t v = e(expr, b.where, what + " " + key);
-          if (v < lo || v > 255) throw InputError(b.where, fmt::format("{}: {} comes out {} ({}: {} .. 255)", what, key, v, meaning, lo));
-          return static_cast<uint8_t>(v);
-        };
-        if (!b.launches.empty())  // gemm, attention, memory (read_op): their kernels, each piece of a tied GEMM too
-          tp.op.launches = tp.gemm_chunk.launches = call_count(b.launches, "launches", 1, "the framework ops it stands for");
-        if (!b.views.empty()) tp.views = call_count(b.views, "views", 0, "framework calls before it that launch nothing");
-        if (quant_elements > 0 && w_.fp8_input_quant != Fp8InputQuant::None) {
-          // The input read as bf16 and written as fp8; eager PyTorch writes the
-          // scaled bf16 tensor first and transposes the weight's view for
-          // torch._scaled_mm. The GEMM's calls before it come before this.
-          const bool fused = w_.fp8_input_quant == Fp8InputQuant::Fused;
-          Template q;
-          q.name = b.name + " fp8 quant";
-          q.phase = b.phase;
-          q.op = ops::memory_kernel(kCompute, quant_elements * (fused ? 3.0 : 7.0));
-          q.op.launches = fused ? 1 : 2;
-          const int views = tp.views + (fused ? 0 : 1);
-          if (views > 255) throw InputError(b.where, fmt::format("{}: views come out {} with the fp8 input's transposed weight (views: 0 .. 254 here)", what, views));
-          q.views = static_cast<uint8_t>(views);
-          tp.views = 0;
-          tt.ops.push_back(std::move(q));
-        }
-        tt.ops.push_back(std::move(tp));
-      }
-      types_.push_back(std::move(tt));
-    }
-    for (const BlockInstance& b : block_sequence(spec, vars_)) seq_.push_back(static_cast<int>(b.type - spec.blocks.data()));
-  }
+  int group_size(Group g) const { return gen::group_size(w_, g); }
 
   // Rank r's groups by kind, and its peers: its ring neighbours, then the
   // next and previous rank in each of its groups (index order, a ring).
@@ -329,7 +184,7 @@ class Gen {
   // offload runs them one sub-layer at a time): parts[p] gets phase p's.
   void block(std::vector<std::vector<Op>>& parts, int l) {
     const std::string tag = fmt::format("l{}", l);
-    const TypeTemplate& tt = types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])];
+    const TypeTemplate& tt = templates_.of_block(l);
     for (const Template& t : tt.ops) {
       std::vector<Op>& part = parts[parts.size() == 1 ? 0 : static_cast<size_t>(t.phase)];
       const size_t from = part.size();
@@ -495,7 +350,6 @@ class Gen {
     block(one, l);
     ops.swap(one[0]);
   }
-  Bytes layer_bytes(int l) const { return types_[static_cast<size_t>(seq_[static_cast<size_t>(l)])].bytes; }
 
   int expert_of(int fwd) const {
     if (w_.model.experts < 2) return 0;
@@ -541,7 +395,7 @@ class Gen {
   uint8_t nccl_runs(Group g) const {
     if (g == Group::Ring) return kNcclRingExchange;
     uint8_t runs = g == Group::Cfg && w_.cfg == CfgMode::Parallel ? kNcclCollectives : 0;
-    for (const TypeTemplate& tt : types_)
+    for (const TypeTemplate& tt : templates_.types)
       for (const Template& t : tt.ops) {
         if (t.group == g && t.op.kind == OpKind::Collective) runs |= t.op.coll == CollKind::AllToAll ? kNcclAllToAll : kNcclCollectives;
         if (t.tied && t.coll_group == g) runs |= tp_send_ >= 0 ? kNcclRingExchange : kNcclCollectives;
@@ -566,7 +420,7 @@ class Gen {
   void sync(std::vector<Op>& ops, int stream) { ops.push_back(ops::stream_sync(stream)); }
 
   std::string layer_name(int g) const {  // g: global layer index over all forwards
-    const int L = static_cast<int>(seq_.size());
+    const int L = static_cast<int>(templates_.seq.size());
     return fmt::format("e{}.f{}.l{}", expert_of(g / L), g / L, g % L);  // <= 15 chars up to 999 forwards
   }
 
@@ -577,14 +431,14 @@ class Gen {
   class ProgramGen final : public OpSource {
    public:
     ProgramGen(Gen& g, int rank)
-        : g_(g), w_(g.w_), rank_(rank), L_(static_cast<int>(g.seq_.size())), F_(w_.forwards_per_rank()), total_(F_ * L_),
+        : g_(g), w_(g.w_), rank_(rank), L_(static_cast<int>(g.templates_.seq.size())), F_(w_.forwards_per_rank()), total_(F_ * L_),
           P_(w_.offload == OffloadPolicy::Layerwise ? w_.prefetch_size : 0) {
       if (w_.offload == OffloadPolicy::Blocking || w_.offload == OffloadPolicy::Layerwise) prefetched_.assign(static_cast<size_t>(total_), 0);
       if (w_.offload == OffloadPolicy::Block || w_.offload == OffloadPolicy::Phase) {
-        for (const TypeTemplate& tt : g_.types_)
+        for (const TypeTemplate& tt : g_.templates_.types)
           for (Bytes b : tt.units) largest_ = std::max(largest_, b);
         for (int l = 0; l < L_; ++l)
-          for (int u = 0; u < static_cast<int>(g_.types_[static_cast<size_t>(g_.seq_[static_cast<size_t>(l)])].units.size()); ++u) units_.emplace_back(l, u);
+          for (int u = 0; u < static_cast<int>(g_.templates_.of_block(l).units.size()); ++u) units_.emplace_back(l, u);
       }
     }
     bool next(std::vector<Op>& ops) override {
@@ -602,7 +456,7 @@ class Gen {
       switch (w_.offload) {
         case OffloadPolicy::None:
           for (int e = 0; e < w_.model.experts; ++e)
-            for (int l = 0; l < L_; ++l) g_.alloc(ops, fmt::format("e{}.l{}", e, l), g_.layer_bytes(l));
+            for (int l = 0; l < L_; ++l) g_.alloc(ops, fmt::format("e{}.l{}", e, l), g_.templates_.layer_bytes(l));
           return;
         case OffloadPolicy::Blocking:
         case OffloadPolicy::Layerwise:
@@ -641,8 +495,8 @@ class Gen {
             const int g = f * L_ + l;
             const std::string n = g_.layer_name(g);
             if (P_ == 0) {  // the old path: a blocking .to() per layer
-              g_.alloc(ops, n, g_.layer_bytes(l));
-              g_.copy(ops, kCompute, "h2d " + n, g_.layer_bytes(l), false);
+              g_.alloc(ops, n, g_.templates_.layer_bytes(l));
+              g_.copy(ops, kCompute, "h2d " + n, g_.templates_.layer_bytes(l), false);
             } else {
               if (l % P_ == 0) {
                 g_.wait_stream(ops, kCopy, kCompute);  // copy_stream.wait_stream(compute)
@@ -662,7 +516,7 @@ class Gen {
         case OffloadPolicy::Phase: {
           const size_t count = static_cast<size_t>(F_) * units_.size();
           for (int l = 0; l < L_; ++l) {
-            const int per_block = static_cast<int>(g_.types_[static_cast<size_t>(g_.seq_[static_cast<size_t>(l)])].units.size());
+            const int per_block = static_cast<int>(g_.templates_.of_block(l).units.size());
             std::vector<std::vector<Op>> parts(static_cast<size_t>(per_block));
             g_.block(parts, l);
             for (int u = 0; u < per_block; ++u) {
@@ -682,8 +536,8 @@ class Gen {
       if (prefetched_[static_cast<size_t>(g)]) return;  // already on the GPU or on its way (the wrap-around overlaps)
       prefetched_[static_cast<size_t>(g)] = 1;
       const std::string n = g_.layer_name(g);
-      g_.alloc(ops, n, g_.layer_bytes(g % L_));
-      g_.copy(ops, kCopy, "h2d " + n, g_.layer_bytes(g % L_), true);
+      g_.alloc(ops, n, g_.templates_.layer_bytes(g % L_));
+      g_.copy(ops, kCopy, "h2d " + n, g_.templates_.layer_bytes(g % L_), true);
       g_.record(ops, kCopy, g_.layer_event(g));
     }
     void fwd_marker(std::vector<Op>& ops, int f) const {
@@ -702,7 +556,7 @@ class Gen {
     }
     Bytes unit_bytes(size_t i) const {
       const auto [l, u] = units_[i % units_.size()];
-      return g_.types_[static_cast<size_t>(g_.seq_[static_cast<size_t>(l)])].units[static_cast<size_t>(u)];
+      return g_.templates_.of_block(l).units[static_cast<size_t>(u)];
     }
 
     Gen& g_;
@@ -740,10 +594,8 @@ class Gen {
   std::shared_ptr<const DitWorkload> owned_;  // as_run: the workload, for the programs' sources; else not owned
   const DitWorkload& w_;
   ScheduleBuilder b_;
-  RepeatVars vars_;
   MemoryPlan plan_ = memory_plan(w_);
-  std::vector<TypeTemplate> types_;
-  std::vector<int> seq_;  // block l of a forward -> its type
+  gen::BlockTemplates templates_;
   std::vector<int> sp_of_, tp_of_, cfg_of_, ring_of_;  // rank -> its group of that kind, or -1
   std::vector<int> ring_next_, ring_prev_;   // rank -> its ring neighbours
   std::vector<int> ring_events_;             // per ring step: its K/V received

@@ -33,16 +33,16 @@ std::map<std::string, double> values_of(const Fit& f) { return {f.values.begin()
 
 TEST_CASE("copy latency per direction: D2H's own where calibrated, else the one latency") {
   ModelParams p;
-  p.copies.copy_latency = Time::from_us(1.8);
-  CHECK(p.copies.copy_latency_for(true) == Time::from_us(1.8));  // not calibrated apart
-  p.copies.copy_latency_d2h = Time::from_us(1.5);
-  CHECK(p.copies.copy_latency_for(true) == Time::from_us(1.5));
-  CHECK(p.copies.copy_latency_for(false) == Time::from_us(1.8));
+  p.copies.copy_latency.h2d = Time::from_us(1.8);
+  CHECK(p.copies.copy_latency[Direction::D2H] == Time::from_us(1.8));  // not calibrated apart
+  p.copies.copy_latency.d2h = Time::from_us(1.5);
+  CHECK(p.copies.copy_latency[Direction::D2H] == Time::from_us(1.5));
+  CHECK(p.copies.copy_latency[Direction::H2D] == Time::from_us(1.8));
   const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-d2h-latency.yaml";
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_latency: 1.8 us\n  copy_latency_d2h: 1.6 us\n";
   const ModelParams q = load_calibration(f.string());
-  CHECK(q.copies.copy_latency_for(true) == Time::from_us(1.6));
-  CHECK(q.copies.copy_latency_for(false) == Time::from_us(1.8));
+  CHECK(q.copies.copy_latency[Direction::D2H] == Time::from_us(1.6));
+  CHECK(q.copies.copy_latency[Direction::H2D] == Time::from_us(1.8));
   std::filesystem::remove(f);
 }
 
@@ -64,11 +64,11 @@ TEST_CASE("copies per gated burst: the burst fitted from the one-way rows' reps 
   };
   const Calibration c = calibrate({{"burst.json", bench(7, 7.5)}}, topo);
   // No event rows: the burst is all hand-off (no GPU time for the closing event).
-  CHECK(c.params.handoff.copy_after_kernel_latency.us() == doctest::Approx(7).epsilon(1e-4));
-  CHECK(c.params.handoff.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5).epsilon(1e-4));
-  CHECK(c.params.copies.copy_latency.us() == doctest::Approx(2.7 - 1.0).epsilon(1e-4));
-  CHECK(c.params.copies.copy_latency_d2h.us() == doctest::Approx(2.6 - 1.0).epsilon(1e-4));
-  CHECK(c.params.copies.copy_engine_bandwidth.GBps() == doctest::Approx(55).epsilon(1e-6));
+  CHECK(c.params.handoff.copy_after_kernel_latency.h2d.us() == doctest::Approx(7).epsilon(1e-4));
+  CHECK(c.params.handoff.copy_after_kernel_latency.d2h.us() == doctest::Approx(7.5).epsilon(1e-4));
+  CHECK(c.params.copies.copy_latency.h2d.us() == doctest::Approx(2.7 - 1.0).epsilon(1e-4));
+  CHECK(c.params.copies.copy_latency.d2h.us() == doctest::Approx(2.6 - 1.0).epsilon(1e-4));
+  CHECK(c.params.copies.copy_engine_bandwidth.h2d.GBps() == doctest::Approx(55).epsilon(1e-6));
   // Every row replayed as the bench ran it (a spin kernel, an event, the burst, an event).
   int replayed = 0;
   for (const auto& cmp : compare_bench(bench(7, 7.5), topo, c.params))
@@ -83,8 +83,8 @@ TEST_CASE("copies per gated burst: the burst fitted from the one-way rows' reps 
   ev["results"].push_back({{"key", "overhead_gpu_event_gap"}, {"op", "h2d"}, {"bytes", 1048576}, {"ops", 50}, {"plain_us", 21.7}, {"fenced_us", 23.0}, {"gap_us", 1.3}});
   const Calibration e = calibrate({{"ev.json", ev}}, topo);
   CHECK(e.params.overheads.event_gpu_time_copy.us() == doctest::Approx(1.3).epsilon(1e-6));
-  CHECK(e.params.handoff.copy_after_kernel_latency.us() == doctest::Approx(7 - 1.3).epsilon(1e-4));
-  CHECK(e.params.handoff.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5 - 1.3).epsilon(1e-4));
+  CHECK(e.params.handoff.copy_after_kernel_latency.h2d.us() == doctest::Approx(7 - 1.3).epsilon(1e-4));
+  CHECK(e.params.handoff.copy_after_kernel_latency.d2h.us() == doctest::Approx(7.5 - 1.3).epsilon(1e-4));
   // copy_reps after a spin kernel (per copy: steady + 6 us / reps): the
   // burst held from there, whatever the one-way rows' own say.
   nlohmann::json held = bench(7, 7.5);
@@ -93,25 +93,25 @@ TEST_CASE("copies per gated burst: the burst fitted from the one-way rows' reps 
       held["results"].push_back({{"key", "copy_reps"}, {"gpus", {0}}, {"bytes", 262144}, {"reps", reps}, {"gate", gate}, {"dir", "h2d"},
                                  {"h2d_time_us", 7.5 + 6.0 / reps}});
   const Calibration h = calibrate({{"held.json", held}}, topo);
-  CHECK(h.params.handoff.copy_after_kernel_latency.us() == doctest::Approx(6).epsilon(1e-4));
-  CHECK(h.params.handoff.copy_after_kernel_latency_d2h.us() == doctest::Approx(7.5).epsilon(1e-4));  // D2H: no copy_reps rows
+  CHECK(h.params.handoff.copy_after_kernel_latency.h2d.us() == doctest::Approx(6).epsilon(1e-4));
+  CHECK(h.params.handoff.copy_after_kernel_latency.d2h.us() == doctest::Approx(7.5).epsilon(1e-4));  // D2H: no copy_reps rows
   // All one reps (an old bench's rows all timed alike): no burst to tell.
   nlohmann::json one = bench(0, 0);
   for (auto& r : one["results"]) r["reps"] = 1;
-  CHECK(calibrate({{"one.json", one}}, topo).params.handoff.copy_after_kernel_latency == Time::zero());
+  CHECK(calibrate({{"one.json", one}}, topo).params.handoff.copy_after_kernel_latency.h2d == Time::zero());
   // The file: written and read back; negative values refused with the field.
   const std::filesystem::path f = std::filesystem::temp_directory_path() / "osim-copy-burst.yaml";
   std::ofstream(f) << calibration_yaml(e);
   const ModelParams q = load_calibration(f.string());
-  CHECK(q.handoff.copy_after_kernel_latency_for(false).us() == doctest::Approx(5.7).epsilon(1e-3));
-  CHECK(q.handoff.copy_after_kernel_latency_for(true).us() == doctest::Approx(6.2).epsilon(1e-3));
+  CHECK(q.handoff.copy_after_kernel_latency[Direction::H2D].us() == doctest::Approx(5.7).epsilon(1e-3));
+  CHECK(q.handoff.copy_after_kernel_latency[Direction::D2H].us() == doctest::Approx(6.2).epsilon(1e-3));
   CHECK(q.overheads.event_gpu_time_copy.us() == doctest::Approx(1.3).epsilon(1e-3));
   for (const char* field : {"copy_after_kernel_latency", "copy_after_kernel_latency_d2h", "kernel_after_copy_latency", "event_gpu_time_copy"}) {
     std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  " << field << ": -1 us\n";
     CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains(field), InputError);
   }
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_after_kernel_latency: 5 us\n";
-  CHECK(load_calibration(f.string()).handoff.copy_after_kernel_latency_for(true) == Time::from_us(5));  // D2H: the same unless set
+  CHECK(load_calibration(f.string()).handoff.copy_after_kernel_latency[Direction::D2H] == Time::from_us(5));  // D2H: the same unless set
   // A retired key (the step the burst replaced) is refused with what to do.
   std::ofstream(f) << "schema: overlapsim.calibration/v1\nmodel:\n  copy_step_bytes: 1 MiB\n  copy_step_latency: 1 us\n";
   CHECK_THROWS_WITH_AS(load_calibration(f.string()), doctest::Contains("re-run overlapsim calibrate"), InputError);
@@ -352,8 +352,8 @@ TEST_CASE("the hand-off's phase: fitted from every sample, each row's times with
   // rows' bursts follow the bench's spin gate (a hand-off each), per copy
   // the width / reps (20 below 1 MiB, 5 below 64 MiB, 1 above).
   ModelParams p = c.params;
-  REQUIRE(p.handoff.copy_after_kernel_latency_for(true) == Time::zero());
-  p.handoff.copy_after_kernel_latency = Time::from_us(4);
+  REQUIRE(p.handoff.copy_after_kernel_latency[Direction::D2H] == Time::zero());
+  p.handoff.copy_after_kernel_latency.h2d = Time::from_us(4);
   int rows = 0;
   for (const auto& row : compare_bench(doc, topo, p)) {
     INFO(row.what);

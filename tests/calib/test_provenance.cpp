@@ -45,7 +45,7 @@ TEST_CASE("provenance: the bench's GPU, versions and file hashes, written and re
   CHECK(back.origin.gpu == "NVIDIA H100 80GB HBM3");
   CHECK(back.origin.gpus == 1);
   // The model reads back as fitted.
-  CHECK(back.params.copies.copy_engine_bandwidth.GBps() == doctest::Approx(c.params.copies.copy_engine_bandwidth.GBps()).epsilon(1e-3));
+  CHECK(back.params.copies.copy_engine_bandwidth.h2d.GBps() == doctest::Approx(c.params.copies.copy_engine_bandwidth.h2d.GBps()).epsilon(1e-3));
   // The committed benches predate the date; a bench that records one (environment.date) gives `measured:`.
   CHECK(yaml.find("  measured:") == std::string::npos);
   BenchDocs dated = docs;

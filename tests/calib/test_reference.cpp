@@ -145,7 +145,7 @@ TEST_CASE("calibrate recovers the share both ways per size from rows the model m
   // the fit charges every copy the longer one).
   for (const auto& e : p.copies.copy_bidir_table) {
     CAPTURE(e[0]);
-    CHECK(e[1] == doctest::Approx(made.copies.copy_bidir_factor_for(false, static_cast<Bytes>(e[0]))).epsilon(0.015));
-    CHECK(e[2] == doctest::Approx(made.copies.copy_bidir_factor_for(true, static_cast<Bytes>(e[0]))).epsilon(0.015));
+    CHECK(e[1] == doctest::Approx(made.copies.copy_bidir_share(Direction::H2D, static_cast<Bytes>(e[0]))).epsilon(0.015));
+    CHECK(e[2] == doctest::Approx(made.copies.copy_bidir_share(Direction::D2H, static_cast<Bytes>(e[0]))).epsilon(0.015));
   }
 }

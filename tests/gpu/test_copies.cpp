@@ -18,7 +18,7 @@ using namespace osim::test;
 TEST_CASE("a pageable copy blocks the host, delaying the next kernel's launch") {
   ModelParams p = quiet();
   p.overheads.kernel_launch = Time::from_us(4);
-  p.copies.pageable_bandwidth = Bandwidth::from_GBps(5);
+  p.copies.pageable_bandwidth.h2d = Bandwidth::from_GBps(5);
   const std::string prog = R"(name: pageable
 ranks: 1
 streams: [copy, compute]
@@ -71,11 +71,11 @@ programs:
       - {op: memcpy, kind: d2h, bytes: 100 MB, stream: s2}
 )";
   ModelParams p = quiet();
-  p.copies.copy_latency = Time::from_us(3);
+  p.copies.copy_latency.h2d = Time::from_us(3);
   const Sim one(sched, p);
   CHECK(one.op(0, 0).end == Time::from_ms(10) + Time::from_us(3));
   CHECK(one.op(0, 1).end == Time::from_ms(10) + Time::from_us(3));  // one latency for both
-  p.copies.copy_latency_d2h = Time::from_us(1);
+  p.copies.copy_latency.d2h = Time::from_us(1);
   const Sim two(sched, p);
   CHECK(two.op(0, 0).end == Time::from_ms(10) + Time::from_us(3));
   CHECK(two.op(0, 1).end == Time::from_ms(10) + Time::from_us(1));
@@ -144,7 +144,7 @@ TEST_CASE("a P2P copy to a higher rank runs on the NVLink at its rate, not cappe
   // that rank has its GPU, and a calibrated copy_engine_bandwidth (the PCIe
   // rate) does not hold P2P copies (1 GB at 5 GB/s would take 200 ms).
   ModelParams p = quiet();
-  p.copies.copy_engine_bandwidth = Bandwidth::from_GBps(5);
+  p.copies.copy_engine_bandwidth.h2d = Bandwidth::from_GBps(5);
   const Sim s(R"(name: p2p
 ranks: 2
 streams: [s]
@@ -163,17 +163,17 @@ programs:
 
 TEST_CASE("copies both ways at once on one GPU keep copy_bidir_factor of their engine's rate, pageable copies their own latency and rate") {
   ModelParams p = quiet();
-  p.copies.copy_engine_bandwidth = Bandwidth::from_GBps(8);
-  p.copies.copy_bidir_factor = 0.75;     // H2D: 6 GB/s while a D2H runs
-  p.copies.copy_bidir_factor_d2h = 0.5;  // D2H: 4 GB/s while an H2D runs
+  p.copies.copy_engine_bandwidth.h2d = Bandwidth::from_GBps(8);
+  p.copies.copy_bidir_factor.h2d = 0.75;     // H2D: 6 GB/s while a D2H runs
+  p.copies.copy_bidir_factor.d2h = 0.5;   // D2H: 4 GB/s while an H2D runs
   // 120 MB H2D beside 40 MB D2H: both at once until the D2H ends at 10 ms
   // (40 MB at 4 GB/s; the H2D has moved 60 MB at 6), then the H2D alone at
   // 8 GB/s: 60 MB more, 7.5 ms. A pageable D2H after it: 50 us + 10 MB at
   // 2 GB/s = 5.05 ms; a pageable H2D (no D2H rate or latency of its own: the
   // pinned set-up, 0, and pageable_bandwidth) 10 MB at 1 GB/s = 10 ms.
-  p.copies.pageable_bandwidth = Bandwidth::from_GBps(1);
-  p.copies.pageable_bandwidth_d2h = Bandwidth::from_GBps(2);
-  p.copies.pageable_latency_d2h = Time::from_us(50);
+  p.copies.pageable_bandwidth.h2d = Bandwidth::from_GBps(1);
+  p.copies.pageable_bandwidth.d2h = Bandwidth::from_GBps(2);
+  p.copies.pageable_latency.d2h = Time::from_us(50);
   const std::string sched = R"(name: bidir
 ranks: 1
 streams: [a, b]
@@ -197,7 +197,7 @@ programs:
   CHECK(s.end_ms(0, 3) == doctest::Approx(27.5));
   // Factors 1: the copies do not interact (120 MB at 8 GB/s, 15 ms).
   ModelParams q = p;
-  q.copies.copy_bidir_factor = q.copies.copy_bidir_factor_d2h = 1;
+  q.copies.copy_bidir_factor.h2d = q.copies.copy_bidir_factor.d2h = 1;
   const Sim t(sched, q);
   CHECK(t.end_ms(0, 0) == doctest::Approx(15.0));
   CHECK(t.end_ms(0, 1) == doctest::Approx(5.0));
@@ -205,11 +205,11 @@ programs:
 
 TEST_CASE("copies both ways at once keep copy_bidir_table's share for their size, and a copy beside the other direction takes the longer set-up") {
   ModelParams p = quiet();
-  p.copies.copy_engine_bandwidth = Bandwidth::from_GBps(8);
-  p.copies.copy_latency = Time::from_us(20);
-  p.copies.copy_latency_d2h = Time::from_us(5);
-  p.copies.copy_bidir_factor = 0.75;  // without the table: H2D 6 GB/s, D2H 4 GB/s while the other way copies
-  p.copies.copy_bidir_factor_d2h = 0.5;
+  p.copies.copy_engine_bandwidth.h2d = Bandwidth::from_GBps(8);
+  p.copies.copy_latency.h2d = Time::from_us(20);
+  p.copies.copy_latency.d2h = Time::from_us(5);
+  p.copies.copy_bidir_factor.h2d = 0.75;  // without the table: H2D 6 GB/s, D2H 4 GB/s while the other way copies
+  p.copies.copy_bidir_factor.d2h = 0.5;
   // 100 KB: H2D 4 GB/s, D2H 2 GB/s; 4 MB: H2D 6 GB/s, D2H 4 GB/s.
   p.copies.copy_bidir_table = {{100000, 0.5, 0.25}, {4000000, 0.75, 0.5}};
   // At 0 the 100 KB H2D starts (nothing the other way: its own 20 us), then
@@ -281,8 +281,8 @@ TEST_CASE("pageable_h2d_aggregate: the host's limit on pageable copies of severa
     return y;
   };
   ModelParams p = quiet();
-  p.copies.pageable_bandwidth = Bandwidth::from_GBps(10);
-  p.copies.pageable_bandwidth_d2h = Bandwidth::from_GBps(10);
+  p.copies.pageable_bandwidth.h2d = Bandwidth::from_GBps(10);
+  p.copies.pageable_bandwidth.d2h = Bandwidth::from_GBps(10);
   CHECK(Sim(pageable(3, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));  // no table: each at its 10 GB/s
   p.copies.pageable_h2d_aggregate = {Bandwidth::from_GBps(9), Bandwidth::from_GBps(16), Bandwidth::from_GBps(18)};
   CHECK(Sim(pageable(1, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));   // one GPU: its own rate, not 9

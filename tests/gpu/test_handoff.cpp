@@ -18,8 +18,8 @@ using namespace osim::test;
 TEST_CASE("hand-offs between engines: a copy that waited on a kernel, a kernel that waited on a copy, the event after a copy") {
   // 10 GB/s PCIe, no other latency: a 1 MB copy takes 100 us.
   ModelParams p = quiet();
-  p.handoff.copy_after_kernel_latency = Time::from_us(6);
-  p.handoff.copy_after_kernel_latency_d2h = Time::from_us(7);
+  p.handoff.copy_after_kernel_latency.h2d = Time::from_us(6);
+  p.handoff.copy_after_kernel_latency.d2h = Time::from_us(7);
   p.handoff.kernel_after_copy_latency = Time::from_us(3);
   p.overheads.event_gpu_time = Time::from_us(2);
   p.overheads.event_gpu_time_copy = Time::from_us(1);

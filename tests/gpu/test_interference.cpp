@@ -116,10 +116,10 @@ programs:
   };
   ModelParams p = quiet();
   p.nccl.nccl_host_rank_bandwidth = Bandwidth::from_GBps(4);
-  p.interference.copy_weight = 3;
-  p.interference.copy_weight_d2h = 2;
-  p.interference.host_transport_cost_h2d = 1.5;
-  p.interference.host_transport_cost_d2h = 2;
+  p.interference.copy_weight.h2d = 3;
+  p.interference.copy_weight.d2h = 2;
+  p.interference.host_transport_cost.h2d = 1.5;
+  p.interference.host_transport_cost.d2h = 2;
   {
     // H2D: GPU 0's link down holds the copy (weight 3) and the flow from GPU 1
     // (weight 1, 1.5 per byte): level 10 / (3 + 1.5); the copy 6.67 GB/s, 15 ms;
@@ -138,8 +138,8 @@ programs:
   {
     // One weight, bytes costing a byte: level 10 / 4 both ways (the copy 7.5 GB/s).
     ModelParams q = p;
-    q.interference.copy_weight_d2h = 0;
-    q.interference.host_transport_cost_h2d = q.interference.host_transport_cost_d2h = 1;
+    q.interference.copy_weight.d2h = 0;
+    q.interference.host_transport_cost.h2d = q.interference.host_transport_cost.d2h = 1;
     CHECK(Sim(sched("h2d"), q).end_ms(0, 0) == doctest::Approx(100.0 / 7.5).epsilon(1e-6));
     CHECK(Sim(sched("d2h"), q).end_ms(0, 0) == doctest::Approx(100.0 / 7.5).epsilon(1e-6));
   }

@@ -38,10 +38,10 @@ TEST_CASE("every field set away from its default is written and read back") {
   p.overheads.kernel_launch = Time::from_us(3.5);
   p.overheads.collective_call = Time::from_us(7);  // never fitted: written where it differs from the default
   p.overheads.event_gpu_time_copy = Time::from_us(1.25);
-  p.handoff.copy_after_kernel_latency = Time::from_us(5.5);
+  p.handoff.copy_after_kernel_latency.h2d = Time::from_us(5.5);
   p.handoff.handoff_phase_min = Time::from_us(0.25);
   p.handoff.handoff_phase_max = Time::from_us(7.75);
-  p.copies.copy_engine_bandwidth = Bandwidth::from_GBps(54.25);
+  p.copies.copy_engine_bandwidth.h2d = Bandwidth::from_GBps(54.25);
   p.copies.copy_bidir_table = {{65536, 0.7, 0.75}, {1073741824, 0.9, 0.95}};
   p.memory.framework_norm_rows = {{{128, 0.0985, 0.1663}, {2560, 0.4616, 0.6041}}};
   p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(55), Bandwidth::from_GBps(106)};
@@ -54,7 +54,7 @@ TEST_CASE("every field set away from its default is written and read back") {
   p.power.sustained_time_constant = Time::from_ms(42.5);
   p.nvlink.nvlink_wake_latency = Time::from_us(100.5);
   p.nvlink.nvlink_wake_min_bytes = 2 << 20;
-  p.interference.copy_weight_d2h = 1.75;
+  p.interference.copy_weight.d2h = 1.75;
   const std::string text = model_yaml(p);
   std::ofstream(std::filesystem::temp_directory_path() / "osim-params-io.yaml") << text;
   const ModelParams q = load_calibration((std::filesystem::temp_directory_path() / "osim-params-io.yaml").string());

@@ -23,7 +23,7 @@ namespace {
 // The burst each direction's gated copies pay, as the model has it.
 double burst_us(const FitContext& ctx, bool d2h) {
   const ModelParams& p = ctx.p;
-  return p.handoff.copy_after_kernel_latency_for(d2h).us() + (p.copies.copy_engine_bandwidth.is_unlimited() ? 0.0 : ctx.close_us());
+  return p.handoff.copy_after_kernel_latency[copy_direction(d2h)].us() + (p.copies.copy_engine_bandwidth.h2d.is_unlimited() ? 0.0 : ctx.close_us());
 }
 
 // Pinned copies on GPU 0, as the bench timed them: `reps` copies per burst
@@ -58,15 +58,15 @@ void fit_pinned(FitContext& ctx) {
     c.fits.push_back(f);
   }
   if (line[0].ok) {
-    p.copies.copy_engine_bandwidth = Bandwidth::from_GBps(1e-3 / line[0].inv_beta);
-    p.copies.copy_latency = Time::from_us(std::max(0.0, line[0].latency_us - route_latency_us));
-    p.handoff.copy_after_kernel_latency = Time::from_us(std::max(0.0, line[0].burst_us - close_us));
+    p.copies.copy_engine_bandwidth.h2d = Bandwidth::from_GBps(1e-3 / line[0].inv_beta);
+    p.copies.copy_latency.h2d = Time::from_us(std::max(0.0, line[0].latency_us - route_latency_us));
+    p.handoff.copy_after_kernel_latency.h2d = Time::from_us(std::max(0.0, line[0].burst_us - close_us));
     // D2H's own set-up (posted writes: no completion to wait for) and rate
     // (within 0.5 % of H2D's on most machines; 4 % faster on a 2xH200).
     if (line[1].ok) {
-      p.copies.copy_latency_d2h = Time::from_us(std::max(0.0, line[1].latency_us - route_latency_us));
-      p.copies.copy_engine_bandwidth_d2h = Bandwidth::from_GBps(1e-3 / line[1].inv_beta);
-      p.handoff.copy_after_kernel_latency_d2h = Time::from_us(std::max(0.0, line[1].burst_us - close_us));
+      p.copies.copy_latency.d2h = Time::from_us(std::max(0.0, line[1].latency_us - route_latency_us));
+      p.copies.copy_engine_bandwidth.d2h = Bandwidth::from_GBps(1e-3 / line[1].inv_beta);
+      p.handoff.copy_after_kernel_latency.d2h = Time::from_us(std::max(0.0, line[1].burst_us - close_us));
     }
   }
 }
@@ -94,7 +94,7 @@ void fit_pageable(FitContext& ctx) {
     Bandwidth rate;
     if (Fit f = fit_alpha_beta(std::string(key) + ", host buffer not in the CPU's caches", cold); f.values.size() == 2 && f.values[0].second >= 0) {
       rate = Bandwidth::from_GBps(f.values[1].second);
-      (d2h ? p.copies.pageable_latency_d2h : p.copies.pageable_latency) = Time::from_us(f.values[0].second);
+      (d2h ? p.copies.pageable_latency.d2h : p.copies.pageable_latency.h2d) = Time::from_us(f.values[0].second);
       c.fits.push_back(f);
     } else if (gbps > 0) {
       rate = Bandwidth::from_GBps(gbps);
@@ -102,7 +102,7 @@ void fit_pageable(FitContext& ctx) {
     } else {
       continue;
     }
-    (d2h ? p.copies.pageable_bandwidth_d2h : p.copies.pageable_bandwidth) = rate;
+    (d2h ? p.copies.pageable_bandwidth.d2h : p.copies.pageable_bandwidth.h2d) = rate;
   }
 }
 
@@ -113,7 +113,7 @@ void fit_bidir_factor(FitContext& ctx) {
   // Both directions at once on one GPU (bench bidir_pinned, copies >= 64 MiB
   // on every GPU measured): per direction the median share of its engine's
   // rate a copy keeps (copy_bidir_factor, copy_bidir_factor_d2h).
-  if (const auto bd = rows(d, "bidir_pinned"); !bd.empty() && !p.copies.copy_engine_bandwidth.is_unlimited()) {
+  if (const auto bd = rows(d, "bidir_pinned"); !bd.empty() && !p.copies.copy_engine_bandwidth.h2d.is_unlimited()) {
     Fit f{"both directions at once (bidir_pinned)",
           "per direction, the median over copies >= 64 MiB of bytes / (time - set-up - burst / reps) / the engine's one-way rate: the share "
           "kept while the other direction copies",
@@ -127,11 +127,11 @@ void fit_bidir_factor(FitContext& ctx) {
         if (bytes < 64.0 * 1048576) continue;
         const double setup = p.copies.host_copy_setup(d2h, false).s() + burst_us(ctx, d2h) * 1e-6 / bench_copy_reps(r);
         share.push_back(bytes / (r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>() * 1e-6 - setup) /
-                        p.copies.copy_engine_bandwidth_for(d2h).bytes_per_s);
+                        p.copies.copy_engine_bandwidth[copy_direction(d2h)].bytes_per_s);
       }
       if (share.empty()) continue;
       const double k = std::min(1.0, median(share));
-      (d2h ? p.copies.copy_bidir_factor_d2h : p.copies.copy_bidir_factor) = k;
+      (d2h ? p.copies.copy_bidir_factor.d2h : p.copies.copy_bidir_factor.h2d) = k;
       f.values.emplace_back(d2h ? "d2h_share" : "h2d_share", k);
       f.points += static_cast<int>(share.size());
     }
@@ -157,7 +157,7 @@ void fit_bidir_table(FitContext& ctx) {
   // between left its middle size 5-9 % fast.
   // Benches without rows with reps (the 2xH200 and 4xH200 references) keep the large
   // share alone (copy_bidir_table).
-  if (!p.copies.copy_engine_bandwidth.is_unlimited()) {
+  if (!p.copies.copy_engine_bandwidth.h2d.is_unlimited()) {
     std::map<double, std::vector<std::pair<double, std::array<double, 2>>>> by_size;  // bytes -> (reps, times)
     bool with_reps = false;
     for (const char* key : {"bidir_pinned", "copy_span"})
@@ -178,11 +178,11 @@ void fit_bidir_table(FitContext& ctx) {
     for (const auto& [b, rs] : by_size) {
       // A share means something where the bytes take a while: from 1 us at
       // the engine's rate (64 KiB up); below, the smallest fitted size's holds.
-      if (b / p.copies.copy_engine_bandwidth.bytes_per_s < 1e-6) continue;
+      if (b / p.copies.copy_engine_bandwidth.h2d.bytes_per_s < 1e-6) continue;
       std::array<double, 3> e{b, 1, 1};
       bool ok = true;
       for (const bool d2h : {false, true}) {
-        const double a = b / p.copies.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6;
+        const double a = b / p.copies.copy_engine_bandwidth[copy_direction(d2h)].bytes_per_s * 1e6;
         double num = 0, den = 0;
         for (const auto& [reps, t] : rs) {
           num += a * (t[d2h] - longer_us - burst_us(ctx, d2h) / reps) / (t[d2h] * t[d2h]);

@@ -54,13 +54,13 @@ void fit_copy_reps_report(FitContext& ctx) {
   // has none). Reported only.
   for (const char* gate : {"kernel", "host", "kernel_wait"})
     for (const bool d2h : {false, true}) {
-      if (p.copies.copy_engine_bandwidth.is_unlimited()) break;
+      if (p.copies.copy_engine_bandwidth.h2d.is_unlimited()) break;
       std::vector<BurstPoint> pts;
       for (const auto& r : rows(d, "copy_reps"))
         if (r.at("gate") == gate && r.at("dir") == (d2h ? "d2h" : "h2d") && r.at("gpus")[0] == 0) {
           const double bytes = r.at("bytes").get<double>();
           pts.push_back({0, r.at("reps").get<double>(), r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>(),
-                         bytes / p.copies.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6, bytes >= 1048576});
+                         bytes / p.copies.copy_engine_bandwidth[copy_direction(d2h)].bytes_per_s * 1e6, bytes >= 1048576});
         }
       const auto b = fit_burst(pts, true);
       if (!b) continue;
@@ -81,7 +81,7 @@ void fit_handoff_wait_report(FitContext& ctx) {
   // mode the mean over the rows of the time less the copy's set-up, its
   // bytes at the engine's rate and the closing event: the hand-off as a
   // workload's kernels meet it, against copy_reps' gate. Reported only.
-  if (!p.copies.copy_engine_bandwidth.is_unlimited())
+  if (!p.copies.copy_engine_bandwidth.h2d.is_unlimited())
     for (const char* mode : {"same", "wait"})
       for (const bool d2h : {false, true}) {
         double sum = 0;
@@ -90,14 +90,14 @@ void fit_handoff_wait_report(FitContext& ctx) {
           if (r.at("mode") == mode && r.at("dir") == (d2h ? "d2h" : "h2d") && r.at("gpus")[0] == 0) {
             const double bytes = r.at("bytes").get<double>();
             sum += r.at("time_us").get<double>() - p.copies.host_copy_setup(d2h, false).us() - route_latency_us -
-                   bytes / p.copies.copy_engine_bandwidth_for(d2h).bytes_per_s * 1e6 - close_us;
+                   bytes / p.copies.copy_engine_bandwidth[copy_direction(d2h)].bytes_per_s * 1e6 - close_us;
             ++n;
           }
         if (n == 0) continue;
         c.fits.push_back({fmt::format("one copy after a kernel of 5 us-3 ms (handoff_wait), {}, {}", d2h ? "D2H" : "H2D",
                                       mode[0] == 's' ? "on its stream" : "waited on"),
                           "the mean over the rows of time - set-up - bytes / the engine's rate - the closing event (reported only)",
-                          {{"handoff_us", sum / n}, {"copy_after_kernel_latency_us", p.handoff.copy_after_kernel_latency_for(d2h).us()}},
+                          {{"handoff_us", sum / n}, {"copy_after_kernel_latency_us", p.handoff.copy_after_kernel_latency[copy_direction(d2h)].us()}},
                           0,
                           n});
       }
@@ -191,7 +191,7 @@ void fit_phase(FitContext& ctx) {
       c.fits.push_back({"the hand-off's phase (kernel_reps after a copy, on the stream or waited on; every sample)",
                         "per burst of up to 5: (sample - the median after a host function at the same reps) x reps; min, max = the 2nd, 98th percentiles",
                         {{"handoff_phase_min_us", lo}, {"handoff_phase_max_us", hi}, {"median_us", pct(0.5)}, {"mean_us", mean},
-                         {"copy_after_kernel_latency_us", p.handoff.copy_after_kernel_latency.us()}},
+                         {"copy_after_kernel_latency_us", p.handoff.copy_after_kernel_latency.h2d.us()}},
                         0,
                         static_cast<int>(paid.size())});
     }

@@ -159,8 +159,8 @@ void fit_host_transport_rates(FitContext& ctx) {
     const int a2a_ranks = interference_ranks(*off);
     for (const auto& r : rows(*off, "interference"))
       if (r.at("a") == "all_to_all" && r.at("b") == "h2d") {
-        p.interference.copy_weight = copy_weight_from_rates(r.at("a_together_us").get<double>(), r.at("b_together_us").get<double>(), a2a_ranks);
-        f.values.emplace_back("copy_weight_from_rates", p.interference.copy_weight);
+        p.interference.copy_weight.h2d = copy_weight_from_rates(r.at("a_together_us").get<double>(), r.at("b_together_us").get<double>(), a2a_ranks);
+        f.values.emplace_back("copy_weight_from_rates", p.interference.copy_weight.h2d);
         ++f.points;
       }
     if (f.points) c.fits.push_back(f);
@@ -216,8 +216,8 @@ void fit_host_transport_simulated(FitContext& ctx) {
       if (pairs.size() == 2 && agg.size() >= static_cast<size_t>(ranks) &&
           agg[static_cast<size_t>(ranks) - 1].GBps() >= 0.98 * ranks * agg[0].GBps())
         pairs.erase(pairs.begin());
-      double& w = h2d ? p.interference.copy_weight : p.interference.copy_weight_d2h;
-      double& cost = h2d ? p.interference.host_transport_cost_h2d : p.interference.host_transport_cost_d2h;
+      double& w = h2d ? p.interference.copy_weight.h2d : p.interference.copy_weight.d2h;
+      double& cost = h2d ? p.interference.host_transport_cost.h2d : p.interference.host_transport_cost.d2h;
       auto residual = [&](const Eigen::Vector2d& x) {
         w = std::exp(x(0));
         cost = std::exp(x(1));

@@ -8,32 +8,26 @@
 #include <vector>
 
 #include "core/units.hpp"
+#include "gpu/params/per_direction.hpp"
 
 namespace osim {
 
 struct CopyParams {
-  // One engine's ceiling for copies to and from host memory; D2H: _d2h
-  // where limited.
-  Bandwidth copy_engine_bandwidth = Bandwidth::unlimited();
-  Bandwidth copy_engine_bandwidth_d2h = Bandwidth::unlimited();
-  // DMA set-up before the first byte, beyond the route's latency; D2H:
-  // _d2h where >= 0.
-  Time copy_latency = Time::zero();
-  Time copy_latency_d2h = Time::from_ps(-1);
+  // One engine's ceiling for copies to and from host memory (D2H unset:
+  // H2D's; calibration fields copy_engine_bandwidth, _d2h).
+  PerDirection<Bandwidth> copy_engine_bandwidth{Bandwidth::unlimited(), Bandwidth::unlimited()};
+  // DMA set-up before the first byte, beyond the route's latency.
+  PerDirection<Time> copy_latency{Time::zero(), Time::from_ps(-1)};
 
   // Pageable copies: the driver's staging through a pinned buffer (the CPU's
-  // copy sets the rate); D2H: _d2h where limited. The set-up in place of the
-  // pinned one where >= 0.
-  Bandwidth pageable_bandwidth = Bandwidth::from_GBps(10);
-  Bandwidth pageable_bandwidth_d2h = Bandwidth::unlimited();
-  Time pageable_latency = Time::from_ps(-1);
-  Time pageable_latency_d2h = Time::from_ps(-1);
+  // copy sets the rate). The set-up in place of the pinned one where >= 0.
+  PerDirection<Bandwidth> pageable_bandwidth{Bandwidth::from_GBps(10), Bandwidth::unlimited()};
+  PerDirection<Time> pageable_latency{Time::from_ps(-1), Time::from_ps(-1)};
 
   // Both directions at once on one GPU: the share of its engine's rate a
   // pinned copy keeps while the other direction runs one (PCIe is full
   // duplex, but each direction carries the other's requests). 1 = none.
-  double copy_bidir_factor = 1;
-  double copy_bidir_factor_d2h = 1;
+  PerDirection<double> copy_bidir_factor{1, 1};
   // The same per size: (bytes, H2D share, D2H share) by bytes, interpolated
   // in log(bytes), the ends held. Where set it replaces the factors above,
   // and a copy beside the other direction takes the longer set-up.
@@ -55,27 +49,17 @@ struct CopyParams {
   std::vector<Bandwidth> pageable_h2d_aggregate;
   std::vector<Bandwidth> pageable_d2h_aggregate;
 
-  [[nodiscard]] Bandwidth copy_engine_bandwidth_for(bool d2h) const {
-    return d2h && !copy_engine_bandwidth_d2h.is_unlimited() ? copy_engine_bandwidth_d2h : copy_engine_bandwidth;
-  }
-  [[nodiscard]] Time copy_latency_for(bool d2h) const { return d2h && copy_latency_d2h >= Time::zero() ? copy_latency_d2h : copy_latency; }
-  [[nodiscard]] Bandwidth pageable_bandwidth_for(bool d2h) const {
-    return d2h && !pageable_bandwidth_d2h.is_unlimited() ? pageable_bandwidth_d2h : pageable_bandwidth;
-  }
-  [[nodiscard]] Time pageable_latency_for(bool d2h) const {
-    return d2h && pageable_latency_d2h >= Time::zero() ? pageable_latency_d2h : pageable_latency;
-  }
   // A host copy's set-up before its first byte, beyond its route's latency.
   [[nodiscard]] Time host_copy_setup(bool d2h, bool pageable) const {
-    if (pageable && pageable_latency_for(d2h) >= Time::zero()) return pageable_latency_for(d2h);
-    return copy_latency_for(d2h);
+    const Direction d = copy_direction(d2h);
+    if (pageable && pageable_latency[d] >= Time::zero()) return pageable_latency[d];
+    return copy_latency[d];
   }
   [[nodiscard]] bool copy_bidir_tabled() const { return !copy_bidir_table.empty(); }
   // Whether copies both ways at once share anything (else no limit is built).
-  [[nodiscard]] bool copy_bidir_modelled() const { return copy_bidir_factor < 1 || copy_bidir_factor_d2h < 1 || copy_bidir_tabled(); }
-  // The share a copy of `bytes` (direction d2h) keeps while the other direction copies.
-  [[nodiscard]] double copy_bidir_factor_for(bool d2h, Bytes bytes) const;
-  [[nodiscard]] double copy_bidir_factor_for(bool d2h) const { return d2h ? copy_bidir_factor_d2h : copy_bidir_factor; }
+  [[nodiscard]] bool copy_bidir_modelled() const { return copy_bidir_factor.h2d < 1 || copy_bidir_factor.d2h < 1 || copy_bidir_tabled(); }
+  // The share a copy of `bytes` in direction d keeps while the other direction copies.
+  [[nodiscard]] double copy_bidir_share(Direction d, Bytes bytes) const;
 };
 
 }  // namespace osim

@@ -24,11 +24,14 @@ enum class Kind { TimeUs, TimeMs, Bandwidth, Number, Count, Bytes, Custom };
 
 using Ref = std::variant<Time* (*)(ModelParams&), Bandwidth* (*)(ModelParams&), double* (*)(ModelParams&), int* (*)(ModelParams&),
                          Bytes* (*)(ModelParams&)>;
-template <auto Family, auto Member>
+// A field's member: p.family.member, or p.family.member.side (a PerDirection's h2d or d2h).
+template <auto Family, auto... Members>
 auto* member(ModelParams& p) {
-  return &((p.*Family).*Member);
+  return &((p.*Family) .* ... .* Members);
 }
 
+// A row names the parts it sets (designated initialisers, in this order);
+// a part it leaves out takes the default below.
 struct Field {
   const char* name;
   const char* family;
@@ -47,19 +50,19 @@ struct Field {
 };
 
 // Writers' conditions: a field is written where it says more than "none".
-template <auto F, auto M>
+template <auto F, auto... M>
 bool positive(const ModelParams& p) {
-  const auto& v = (p.*F).*M;
+  const auto& v = ((p.*F) .* ... .* M);
   if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Time>) return v > Time::zero();
   else return v > 0;
 }
-template <auto F, auto M>
+template <auto F, auto... M>
 bool non_negative(const ModelParams& p) {
-  return (p.*F).*M >= Time::zero();
+  return ((p.*F) .* ... .* M) >= Time::zero();
 }
-template <auto F, auto M>
+template <auto F, auto... M>
 bool limited(const ModelParams& p) {
-  return !((p.*F).*M).is_unlimited();
+  return !((p.*F) .* ... .* M).is_unlimited();
 }
 template <auto F, auto M>
 bool not_default(const ModelParams& p) {
@@ -72,6 +75,12 @@ bool not_default(const ModelParams& p) {
 #define OSIM_NONNEG(fam, mem) &non_negative<&ModelParams::fam, &std::decay_t<decltype(ModelParams::fam)>::mem>
 #define OSIM_LIMITED(fam, mem) &limited<&ModelParams::fam, &std::decay_t<decltype(ModelParams::fam)>::mem>
 #define OSIM_NOTDEF(fam, mem) &not_default<&ModelParams::fam, &std::decay_t<decltype(ModelParams::fam)>::mem>
+// The same for one side of a PerDirection member (side: h2d or d2h).
+#define OSIM_SIDE(fam, mem, side) &std::decay_t<decltype(ModelParams::fam)>::mem, &decltype(std::decay_t<decltype(ModelParams::fam)>::mem)::side
+#define OSIM_REF_DIR(fam, mem, side) Ref(&member<&ModelParams::fam, OSIM_SIDE(fam, mem, side)>)
+#define OSIM_POS_DIR(fam, mem, side) &positive<&ModelParams::fam, OSIM_SIDE(fam, mem, side)>
+#define OSIM_NONNEG_DIR(fam, mem, side) &non_negative<&ModelParams::fam, OSIM_SIDE(fam, mem, side)>
+#define OSIM_LIMITED_DIR(fam, mem, side) &limited<&ModelParams::fam, OSIM_SIDE(fam, mem, side)>
 
 /// A list of [x, share, share] rows by ascending x > 0, shares in (0, 1]
 /// (copy_bidir_table, framework_norm_rows); `usage`: what the error says it must be.

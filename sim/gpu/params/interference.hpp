@@ -2,6 +2,8 @@
 // links (docs/execution-model.md "Interference"; bench interference).
 #pragma once
 
+#include "gpu/params/per_direction.hpp"
+
 namespace osim {
 
 struct InterferenceParams {
@@ -18,14 +20,11 @@ struct InterferenceParams {
   // more than one on a single GPU. 1 = only the sender counts.
   double comm_slowdown_receiver = 1.0;
   // A copy's max-min weight against collective flows on a shared link (DMA
-  // out-competes SM-driven traffic); D2H: _d2h where > 0.
-  double copy_weight = 1.0;
-  double copy_weight_d2h = 0;
+  // out-competes SM-driven traffic).
+  PerDirection<double> copy_weight{1.0, 0};
   // What a byte of a collective bounced through host memory costs the
   // sender's way up (d2h) and the receiver's way down (h2d), in copy bytes.
-  double host_transport_cost_h2d = 1.0;
-  double host_transport_cost_d2h = 1.0;
-  [[nodiscard]] double copy_weight_for(bool d2h) const { return d2h && copy_weight_d2h > 0 ? copy_weight_d2h : copy_weight; }
+  PerDirection<double> host_transport_cost{1.0, 1.0};
 };
 
 }  // namespace osim

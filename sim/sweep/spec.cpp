@@ -1,0 +1,171 @@
+// A sweep file read into a SweepSpec: its keys checked against the base's
+// kind, its grid and points, and each point's keys (docs/formats/sweep.md).
+#include "sweep.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "io/yaml_reader.hpp"
+#include "sweep/internal.hpp"
+#include "workload/dit.hpp"
+
+namespace osim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Workload keys a sweep may set (the first part of a dotted key), and the
+// sweep's own: `topology` (a file, relative to the sweep), `topology.*`
+// (edits of the topology file), `calibration` (a file, or none).
+const std::vector<std::string> kWorkloadRoots = {"name", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime", "memory"};
+const std::vector<std::string> kScheduleRoots = {"name", "gpus", "settings", "streams", "events", "groups", "programs"};
+
+std::string flow_text(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  if (n.IsNull()) return "null";
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+}  // namespace
+
+bool is_topology_edit(const std::string& key) { return key.rfind("topology.", 0) == 0; }
+// The sweep's own keys: topology, its edits and calibration. Every other key edits the base.
+bool is_sweep_key(const std::string& key) { return key == "topology" || key == "calibration" || is_topology_edit(key); }
+
+namespace {
+
+void check_key(const SweepSpec& s, const std::string& key, const SourceLocation& where) {
+  if (is_sweep_key(key)) return;
+  const std::string root = key.substr(0, key.find('.'));
+  const auto& roots = s.schedule_base ? kScheduleRoots : kWorkloadRoots;
+  if (std::find(roots.begin(), roots.end(), root) != roots.end()) return;
+  std::string msg = fmt::format("'{}' is not a {} key", key, s.schedule_base ? "schedule" : "workload");
+  const std::string near = closest_match(root, roots);
+  if (!near.empty()) msg += fmt::format("; did you mean '{}'?", near);
+  else msg += fmt::format("; keys start with one of: {}, or topology, topology.<key in the topology file>, calibration", fmt::join(roots, ", "));
+  throw InputError(where, msg);
+}
+
+SweepAssignment read_assignment(const SweepSpec& s, const YAML::Node& map, const std::string& what) {
+  if (!map.IsMap()) throw InputError(location_of(s.file, map), fmt::format("{} must be a mapping of key: value", what));
+  SweepAssignment out;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const std::string key = scalar_str(s.file, it->first, "a key");
+    const SourceLocation where = location_of(s.file, it->first);
+    check_key(s, key, where);
+    out.emplace_back(key, SweepValue{flow_text(it->second), location_of(s.file, it->second)});
+  }
+  return out;
+}
+
+// A mapping of key: [values...] (or key: value, an axis of one where `lists_only` is false).
+std::vector<SweepAxis> read_block(const SweepSpec& s, const YAML::Node& map, const std::string& what, bool lists_only) {
+  if (!map.IsMap()) throw InputError(location_of(s.file, map), fmt::format("{} must be a mapping of key: [values...]", what));
+  std::vector<SweepAxis> block;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    SweepAxis a;
+    a.key = scalar_str(s.file, it->first, "a key");
+    check_key(s, a.key, location_of(s.file, it->first));
+    for (const auto& b : block)
+      if (b.key == a.key) throw InputError(location_of(s.file, it->first), fmt::format("key '{}' is given twice in {}", a.key, what));
+    // The node itself, not `it->second`: that is a member of a proxy the
+    // iterator's operator-> returns, gone before a range-for's body runs.
+    const YAML::Node values = it->second;
+    if (values.IsSequence()) {
+      if (values.size() == 0)
+        throw InputError(location_of(s.file, values), fmt::format("'{}' has an empty list of values: give at least one", a.key));
+      for (const auto& v : values) a.values.push_back(SweepValue{flow_text(v), location_of(s.file, v)});
+    } else if (lists_only) {
+      throw InputError(location_of(s.file, it->second),
+                       fmt::format("grid key '{}' needs a list of values, e.g. [1, 2, 3] (a fixed value goes under 'set:')", a.key));
+    } else {
+      a.values.push_back(SweepValue{flow_text(it->second), location_of(s.file, it->second)});
+    }
+    block.push_back(std::move(a));
+  }
+  return block;
+}
+
+size_t block_size(const std::vector<SweepAxis>& b) {
+  size_t n = 1;
+  for (const auto& a : b) n *= a.values.size();
+  return n;
+}
+
+}  // namespace
+
+std::string relative_to(const std::string& file, const std::string& path) {
+  if (path.empty() || fs::path(path).is_absolute()) return path;
+  return (fs::path(file).parent_path() / path).lexically_normal().string();
+}
+
+size_t SweepSpec::size() const {
+  size_t n = 0;
+  for (const auto& b : blocks) n += block_size(b);
+  return n;
+}
+
+SweepAssignment SweepSpec::point(size_t i) const {
+  SweepAssignment out = set;
+  for (const auto& b : blocks) {
+    const size_t n = block_size(b);
+    if (i >= n) {
+      i -= n;
+      continue;
+    }
+    std::vector<size_t> idx(b.size());
+    for (size_t a = b.size(); a-- > 0;) {
+      idx[a] = i % b[a].values.size();
+      i /= b[a].values.size();
+    }
+    for (size_t a = 0; a < b.size(); ++a) out.emplace_back(b[a].key, b[a].values[idx[a]]);
+    return out;
+  }
+  throw std::out_of_range("SweepSpec::point: index past the end");
+}
+
+SweepSpec parse_sweep_file(const std::string& path) {
+  const YAML::Node root = load_yaml_file(path);
+  MapReader r(path, root, "sweep", {"name", "workload", "schedule", "topology", "calibration", "set", "grid", "points"});
+  SweepSpec s;
+  s.file = path;
+  s.name = r.str("name");
+  // The default CSV is NAME.csv in the working folder: a name, never a path.
+  if (s.name.empty() || s.name == "." || s.name == ".." ||
+      !std::all_of(s.name.begin(), s.name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; }))
+    r.fail("name", "must be a plain name (letters, digits, '-', '_', '.'): the CSV is NAME.csv in the working folder; choose another place with -o");
+  if (r.has("workload") == r.has("schedule"))
+    r.fail_here("give the base of every point: either 'workload: FILE' (a DiT workload) or 'schedule: FILE' (a schedule)");
+  s.schedule_base = r.has("schedule");
+  s.base = relative_to(path, r.str(s.schedule_base ? "schedule" : "workload"));
+  std::error_code ec;  // a name the OS refuses (too long, say) is a file that does not exist
+  if (!fs::exists(s.base, ec))
+    r.fail(s.schedule_base ? "schedule" : "workload", fmt::format("no such file: {} (paths are relative to the sweep file)", s.base));
+  if (s.schedule_base == is_workload_file(s.base))
+    r.fail(s.schedule_base ? "schedule" : "workload",
+           fmt::format("{} is a {}: use '{}:' for it", s.base, s.schedule_base ? "workload (it has model:)" : "schedule (no model:)",
+                       s.schedule_base ? "workload" : "schedule"));
+  s.topology = relative_to(path, r.opt_str("topology").value_or(""));
+  s.calibration = relative_to(path, r.opt_str("calibration").value_or(""));
+  if (r.has("set")) s.set = read_assignment(s, r.get("set"), "set");
+  if (r.has("grid")) s.blocks.push_back(read_block(s, r.get("grid"), "grid", true));
+  if (r.has("points")) {
+    const YAML::Node p = r.get("points");
+    if (!p.IsSequence() || p.size() == 0) r.fail("points", "must be a non-empty list of mappings, e.g. - {offload.policy: block}");
+    for (const auto& item : p) s.blocks.push_back(read_block(s, item, "each entry of points", false));
+  }
+  if (s.blocks.empty()) s.blocks.emplace_back();  // just the base (with `set`)
+  for (const auto& b : s.blocks)
+    for (const auto& a : b)
+      if (std::find(s.parameters.begin(), s.parameters.end(), a.key) == s.parameters.end()) s.parameters.push_back(a.key);
+  return s;
+}
+
+}  // namespace osim
