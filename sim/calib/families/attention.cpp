@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "calib/sustained.hpp"
 #include "core/stats.hpp"
 
@@ -38,7 +38,7 @@ std::optional<std::pair<double, double>> fit_cross_attention(const std::vector<s
 }
 
 
-namespace {
+namespace families::attention {
 
 // Each point against the saturating fit made without it, in percent: how well
 // the form predicts a shape it never saw.
@@ -132,7 +132,7 @@ std::optional<AttentionRates> fit_rates(const FitContext& ctx, const ModelParams
   const hw::Topology& topo = ctx.topo;
   const auto& gpu = topo.node(ctx.gpu0).gpu;
   const auto it = gpu.peak_tflops.find("bf16");
-  const double sustained_scale = ctx.sustained_scale;
+  const double sustained_scale = ctx.consume(FitOutput::sustained_scale).value_or(1);
   std::vector<double> self_eff, cross_eff, causal_eff;
   std::vector<std::pair<double, double>> causal_s;  // (seq_q, efficiency) at head_dim 128
   std::vector<std::pair<double, double>> cross_q;  // (seq_q, efficiency)
@@ -330,8 +330,5 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   out.push_back(c);
 }
 
-const CalibFamily kAttention{"attention", {"attention_sdpa", "attention_default"}, {{440, fit_attention}}, replay_row};
-OSIM_CALIB_FAMILY(kAttention);
-
-}  // namespace
+}  // namespace families::attention
 }  // namespace osim

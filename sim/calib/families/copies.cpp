@@ -13,12 +13,12 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "calib/fit.hpp"
 #include "core/stats.hpp"
 
 namespace osim {
-namespace {
+namespace families::copies {
 
 // The burst each direction's gated copies pay, as the model has it.
 double burst_us(const FitContext& ctx, bool d2h) {
@@ -37,7 +37,7 @@ void fit_pinned(FitContext& ctx) {
   ModelParams& p = ctx.p;
   Calibration& c = ctx.cal;
   const double route_latency_us = ctx.route_latency_us, close_us = ctx.close_us();
-  const auto& reps_burst = ctx.copy_burst_us;
+  const std::optional<double> reps_burst[2] = {ctx.consume(FitOutput::copy_burst_h2d_us), ctx.consume(FitOutput::copy_burst_d2h_us)};
   std::vector<CopyPoint> pts_dir[2];  // H2D, D2H
   for (int dir = 0; dir < 2; ++dir)
     for (const auto& r : rows(d, dir ? "d2h_pinned" : "h2d_pinned"))
@@ -541,19 +541,5 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kCopies{"copies",
-                          {"h2d_pinned", "d2h_pinned", "bidir_pinned", "h2d_two_streams", "h2d_pageable", "d2h_pageable", "copy_span", "p2p_copy",
-                           "multi_h2d_pipelined", "multi_h2d_pinned", "multi_d2h_pinned", "multi_bidir_pinned", "multi_h2d_pageable",
-                           "multi_d2h_pageable"},
-                          {{210, fit_pinned},
-                           {220, fit_pageable},
-                           {225, fit_pageable_aggregate},
-                           {230, fit_bidir_factor},
-                           {240, fit_bidir_table},
-                           {330, fit_host_aggregate},
-                           {335, fit_host_bidir_aggregate}},
-                          replay_row};
-OSIM_CALIB_FAMILY(kCopies);
-
-}  // namespace
+}  // namespace families::copies
 }  // namespace osim
