@@ -122,7 +122,7 @@ std::vector<Comparison> compare_bench_once(const json& doc, const hw::Topology& 
 
 Calibration calibrate(const BenchDocs& docs, const hw::Topology& topo, const ModelParams& base) {
   try {
-    return fit_all(docs, topo, base);
+    return fit_all(upgrade_bench_docs(docs), topo, base);
   } catch (const json::exception& e) {  // a testcase row without a field the fit reads, or of the wrong type
     // The fits read merged runs, so the row may be in any of the files.
     std::string names;
@@ -168,7 +168,8 @@ std::string calibration_yaml(const Calibration& c) {
   return out + model_yaml(c.params, &notes) + std::string(kCalibrationEnd) + "\n";
 }
 
-std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo, const ModelParams& params) {
+std::vector<Comparison> compare_bench(const json& given, const hw::Topology& topo, const ModelParams& params) {
+  const json doc = upgrade_bench_doc(given);
   std::vector<Comparison> rows = compare_bench_once(doc, topo, params);
   if (!params.handoff.has_handoff_phase()) return rows;
   // The hand-off's phase: every row replayed again with each hand-off the

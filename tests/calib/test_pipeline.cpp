@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "calib/bench_doc.hpp"
 #include "calib/pipeline.hpp"
 #include "gpu/params_io.hpp"
 #include "hw/topology.hpp"
@@ -148,4 +149,33 @@ TEST_CASE("a step that produces or consumes an output its row does not list is r
   CHECK(cal.params.gemm.gemm_efficiency == 1.25);
   CHECK_THROWS_AS(ctx.run(unlisted), std::logic_error);
   CHECK_THROWS_AS(ctx.run(stray), std::logic_error);
+}
+
+TEST_CASE("older bench rows are upgraded to the current format in one place") {
+  const json doc = json::parse(R"({"schema": "overlapsim.bench/v1", "results": [
+    {"key": "h2d_pinned", "bytes": 4096, "gpus": [0], "time_us": 3.0},
+    {"key": "d2h_pinned", "bytes": 8388608, "gpus": [0], "time_us": 170.0},
+    {"key": "h2d_pinned", "bytes": 1073741824, "gpus": [0], "time_us": 20000.0},
+    {"key": "h2d_pinned", "bytes": 4096, "gpus": [0], "time_us": 3.0, "reps": 7},
+    {"key": "bidir_pinned", "bytes": 4096, "gpus": [0], "h2d_time_us": 3.0, "d2h_time_us": 3.0},
+    {"key": "bidir_pinned", "bytes": 4096, "gpus": [0], "h2d_time_us": 3.0, "d2h_time_us": 3.0, "reps": 20},
+    {"key": "attention_sdpa", "backend": "flash", "heads": 24},
+    {"key": "attention_sdpa", "heads": 24}]})");
+  const json up = upgrade_bench_doc(doc);
+  const json& r = up.at("results");
+  // A pinned copy's reps: the bench's rule then (20 below 1 MiB, 5 below 64 MiB, 1 above); a row's own stays.
+  CHECK(r[0].at("reps") == 20);
+  CHECK(r[1].at("reps") == 5);
+  CHECK(r[2].at("reps") == 1);
+  CHECK(r[3].at("reps") == 7);
+  // Both ways at once without reps: one copy each way behind two gates.
+  CHECK(r[4].at("reps") == 1);
+  CHECK(one_copy_per_gate(r[4]));
+  CHECK(!one_copy_per_gate(r[5]));
+  CHECK(r[5].at("reps") == 20);
+  // "flash" was FlashAttention-2; a row naming no backend stays so (PyTorch's default).
+  CHECK(r[6].at("backend") == "flash2");
+  CHECK(!r[7].contains("backend"));
+  // Already current: unchanged.
+  CHECK(upgrade_bench_doc(up) == up);
 }

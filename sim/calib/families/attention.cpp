@@ -52,13 +52,9 @@ std::vector<double> leave_one_out_pct(const std::vector<std::pair<double, double
 double median_or_zero(const std::vector<double>& v) { return v.empty() ? 0.0 : median(v); }
 double worst_or_zero(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
 
-// The backend an attention_sdpa row timed: older rows say "flash" (forced
-// FlashAttention-2) or "default" (whatever PyTorch picked, unnamed).
-AttnBackend backend_of_row(const json& r) {
-  const std::string b = r.value("backend", "default");
-  if (b == "flash") return AttnBackend::Flash2;
-  return attn_backend_of(b).value_or(AttnBackend::Default);
-}
+// The backend an attention_sdpa row timed: "default" where it names none
+// (whatever PyTorch picked).
+AttnBackend backend_of_row(const json& r) { return attn_backend_of(r.value("backend", "default")).value_or(AttnBackend::Default); }
 
 // The backend PyTorch picks by default, where a document names it (bench
 // attention_default); Default where none does.
