@@ -49,10 +49,15 @@ BenchDocs merge_bench_runs(const BenchDocs& docs);
 /// A row's text field that must be one of `allowed`; anything else is a
 /// malformed row (std::invalid_argument naming the row and the choices).
 std::string one_of(const json& r, const char* key, std::initializer_list<std::string_view> allowed);
-/// How many copies per burst the bench timed a one-way or both-ways pinned
-/// row at: the row's `reps`, or the bench's rule (20 below 1 MiB, 5 below 64
-/// MiB, 1 above; bidir_pinned rows without it ran one).
-int bench_copy_reps(const json& r);
+/// The documents in the current bench format: what older benches wrote
+/// differently is rewritten here, in one place (the rules are in
+/// bench_doc.cpp), so that fits and replays read one format. calibrate and
+/// compare_bench take their documents through it.
+BenchDocs upgrade_bench_docs(BenchDocs docs);
+json upgrade_bench_doc(json doc);
+/// A bidir_pinned row of an older bench: one copy each way per sample, behind
+/// two gates (upgrade_bench_doc marks it; its `reps` is 1).
+bool one_copy_per_gate(const json& r);
 /// What held a copy_reps burst, as the reports name it.
 std::string copy_reps_gate(const std::string& gate);
 

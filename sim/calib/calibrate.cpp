@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "calib/family.hpp"
+#include "calib/pipeline.hpp"
 #include "core/stats.hpp"
 #include "gpu/params_io.hpp"
 #include "io/file_hash.hpp"
@@ -84,12 +84,8 @@ Calibration fit_all(const BenchDocs& docs, const hw::Topology& topo, const Model
                                "bench`); these files hold neither (a --filter run or SDPA timings only can only be added to one)");
   }
   const int gpu0 = topo.gpus().front();
-  FitContext ctx{docs, runs, *def, topo, c, c.params, gpu0, topo.route(topo.nearest_cpu(gpu0), gpu0).latency.us(), {}, false, 1};
-  // Every family's steps, in stage order (a step reads what earlier ones set).
-  std::vector<FitStep> steps;
-  for (const CalibFamily* f : calib_families()) steps.insert(steps.end(), f->fits.begin(), f->fits.end());
-  std::stable_sort(steps.begin(), steps.end(), [](const FitStep& a, const FitStep& b) { return a.stage < b.stage; });
-  for (const FitStep& s : steps) s.run(ctx);
+  FitContext ctx(docs, runs, *def, topo, c);
+  run_fit_pipeline(ctx);  // every family's steps, in the pipeline table's order
   c.provenance_yaml = provenance_yaml(docs);
   // What was fitted must be a calibration a run can load: within every field's range
   // (an efficiency above 1 means the topology's peaks are not this GPU's).
@@ -107,17 +103,17 @@ Calibration fit_all(const BenchDocs& docs, const hw::Topology& topo, const Model
   return c;
 }
 
-// Each row of the document, in order, replayed by the family owning its key.
+// Each row of the document, in order, replayed by its key's replay (the pipeline's table).
 std::vector<Comparison> compare_bench_once(const json& doc, const hw::Topology& topo, const ModelParams& params) {
   ReplayContext ctx(doc, topo, params);
   std::vector<Comparison> out;
   for (const auto& r : doc.at("results")) {
     const std::string key = r.at("key");
-    const CalibFamily* f = calib_family_for(key);
-    if (!f) continue;
+    const ReplayFn replay = replay_for(key);
+    if (!replay) continue;
     Comparison c;
     c.key = key;
-    f->replay(ctx, r, c, out);
+    replay(ctx, r, c, out);
   }
   return out;
 }
@@ -126,7 +122,7 @@ std::vector<Comparison> compare_bench_once(const json& doc, const hw::Topology& 
 
 Calibration calibrate(const BenchDocs& docs, const hw::Topology& topo, const ModelParams& base) {
   try {
-    return fit_all(docs, topo, base);
+    return fit_all(upgrade_bench_docs(docs), topo, base);
   } catch (const json::exception& e) {  // a testcase row without a field the fit reads, or of the wrong type
     // The fits read merged runs, so the row may be in any of the files.
     std::string names;
@@ -161,18 +157,19 @@ std::string calibration_yaml(const Calibration& c) {
   // Per family, what its fields were fitted from; `# default` marks a field
   // that holds the model's default (nothing the sources measured moved it).
   ModelYamlNotes notes;
-  for (const CalibFamily* f : calib_families()) {
-    const auto it = c.family_testcases.find(f->name);
+  for (const std::string& family : calib_families()) {
+    const auto it = c.family_testcases.find(family);
     std::string from;
     if (it != c.family_testcases.end())
       for (const auto& k : it->second) from += (from.empty() ? "" : ", ") + k;
-    notes.family_notes[f->name] = from.empty() ? "nothing measured: every field its default" : "fitted from " + from;
+    notes.family_notes[family] = from.empty() ? "nothing measured: every field its default" : "fitted from " + from;
   }
   notes.provenance = c.provenance_yaml;
   return out + model_yaml(c.params, &notes) + std::string(kCalibrationEnd) + "\n";
 }
 
-std::vector<Comparison> compare_bench(const json& doc, const hw::Topology& topo, const ModelParams& params) {
+std::vector<Comparison> compare_bench(const json& given, const hw::Topology& topo, const ModelParams& params) {
+  const json doc = upgrade_bench_doc(given);
   std::vector<Comparison> rows = compare_bench_once(doc, topo, params);
   if (!params.handoff.has_handoff_phase()) return rows;
   // The hand-off's phase: every row replayed again with each hand-off the

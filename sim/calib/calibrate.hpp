@@ -1,8 +1,9 @@
 // Calibration: fit the execution model's parameters to `overlapsim-validate
 // bench` results, write them as a calibration file that runs load, and
 // compare the calibrated simulator with every measurement it can replay.
-// The work is the effect families' (family.hpp, families/): this runs their
-// fit steps in order and hands each bench row to its family's replay.
+// The work is the effect families' (families/): this runs their fit steps in
+// the pipeline table's order and hands each bench row to its key's replay
+// (pipeline.hpp).
 #pragma once
 
 #include <string>

@@ -1,42 +1,60 @@
 #include "calib/family.hpp"
 
 #include <algorithm>
-#include <cassert>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "calib/pipeline.hpp"
 
 namespace osim {
 
-namespace {
-std::vector<const CalibFamily*>& registry() {
-  static std::vector<const CalibFamily*> r;
-  return r;
+std::string_view fit_output_name(FitOutput o) {
+  switch (o) {
+    case FitOutput::copy_burst_h2d_us: return "copy_burst_h2d_us";
+    case FitOutput::copy_burst_d2h_us: return "copy_burst_d2h_us";
+    case FitOutput::sustained_scale: return "sustained_scale";
+  }
+  return "?";
 }
 
-// No key of `f` is another registered family's.
-[[maybe_unused]] bool keys_unclaimed(const CalibFamily& f) {
-  for (const CalibFamily* g : registry())
-    for (const std::string& k : f.keys)
-      if (std::find(g->keys.begin(), g->keys.end(), k) != g->keys.end()) return false;
-  return true;
-}
-
-}  // namespace
-
-CalibFamilyRegistration::CalibFamilyRegistration(const CalibFamily& f) {
-  assert(keys_unclaimed(f) && "a testcase key belongs to one family");
-  auto& r = registry();
-  r.insert(std::upper_bound(r.begin(), r.end(), &f, [](const CalibFamily* a, const CalibFamily* b) { return a->name < b->name; }), &f);
-}
-
-const std::vector<const CalibFamily*>& calib_families() { return registry(); }
-
-const CalibFamily* calib_family_for(const std::string& key) {
-  for (const CalibFamily* f : registry())
-    if (std::find(f->keys.begin(), f->keys.end(), key) != f->keys.end()) return f;
-  return nullptr;
-}
+FitContext::FitContext(const BenchDocs& d, const BenchDocs& r, const json& df, const hw::Topology& t, Calibration& c)
+    : docs(d),
+      runs(r),
+      def(df),
+      topo(t),
+      cal(c),
+      p(c.params),
+      gpu0(t.gpus().front()),
+      route_latency_us(t.route(t.nearest_cpu(gpu0), gpu0).latency.us()) {}
 
 double FitContext::close_us() const {
   return (p.overheads.event_gpu_time_copy >= Time::zero() ? p.overheads.event_gpu_time_copy : p.overheads.event_gpu_time).us();
+}
+
+namespace {
+// A step touching an output its row does not list: the table is wrong.
+void check_listed(const FitStep* step, const std::vector<FitOutput>& list, FitOutput o, const char* what) {
+  if (step && std::find(list.begin(), list.end(), o) != list.end()) return;
+  throw std::logic_error(fmt::format("fit step {}.{} {} {}, which its row of the pipeline table (calib/pipeline.cpp) does not list",
+                                     step ? step->family : "?", step ? step->name : "?", what, fit_output_name(o)));
+}
+}  // namespace
+
+void FitContext::produce(FitOutput o, double value) {
+  check_listed(step_, step_ ? step_->produces : std::vector<FitOutput>{}, o, "produces");
+  outputs_[static_cast<size_t>(o)] = value;
+}
+
+std::optional<double> FitContext::consume(FitOutput o) const {
+  check_listed(step_, step_ ? step_->consumes : std::vector<FitOutput>{}, o, "consumes");
+  return outputs_[static_cast<size_t>(o)];
+}
+
+void FitContext::run(const FitStep& step) {
+  step_ = &step;
+  step.run(*this);
+  step_ = nullptr;
 }
 
 ReplayContext::ReplayContext(const json& d, const hw::Topology& t, const ModelParams& prm)

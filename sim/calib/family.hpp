@@ -1,14 +1,15 @@
-// An effect family's calibration: the steps that fit its parameters from
-// bench documents, and the replay of its testcases on the simulator. Each
-// family lives in families/<family>.cpp and registers itself
-// (OSIM_CALIB_FAMILY); calibrate runs every family's fit steps in stage
-// order and hands each bench row to the family that owns its testcase key.
+// What an effect family's calibration steps work on. A family (families/<family>.cpp,
+// its functions declared in families/steps.hpp) fits its parameters from bench
+// documents and replays its testcases on the simulator; the calibration pipeline
+// (pipeline.hpp) says which step runs when and which replay takes which bench key.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <typeindex>
 #include <vector>
 
@@ -18,22 +19,48 @@
 
 namespace osim {
 
-/// What a fit step reads and writes.
-struct FitContext {
+struct FitStep;
+
+/// A value one family's fit step hands to another family's: not a model
+/// field, produced by the one step of the pipeline table that lists it under
+/// `produces`, read by later steps that list it under `consumes`.
+enum class FitOutput {
+  copy_burst_h2d_us,  // a gated burst of H2D copies' one-off cost (handoff, from copy_reps); the copies' pinned lines hold it
+  copy_burst_d2h_us,  // the same for D2H copies
+  sustained_scale,    // 1 + sustained_slowdown as the sustained-load fit left it: back-to-back rates scale to burst by it
+};
+inline constexpr size_t kFitOutputs = 3;
+std::string_view fit_output_name(FitOutput o);
+
+/// What a fit step reads (the documents, the topology), the calibration it
+/// adds to, and the cross-family values of the steps before it.
+class FitContext {
+ public:
+  FitContext(const BenchDocs& docs, const BenchDocs& runs, const json& def, const hw::Topology& topo, Calibration& cal);
   const BenchDocs& docs;  // every document, as given
   const BenchDocs& runs;  // merged per kind (merge_bench_runs)
   const json& def;        // the merged NCCL-defaults machine run
   const hw::Topology& topo;
   Calibration& cal;
-  ModelParams& p;         // cal.params
-  int gpu0;                // the GPU the single-GPU testcases ran on
+  ModelParams& p;           // cal.params
+  int gpu0;                 // the GPU the single-GPU testcases ran on
   double route_latency_us;  // host -> gpu0's route latency
-  // Passed from step to step.
-  std::optional<double> copy_burst_us[2];  // a gated copy burst's one-off cost (H2D, D2H), from copy_reps
-  bool sustained_fitted = false;           // the sustained-load fit ran: back-to-back rates scale to burst by
-  double sustained_scale = 1;              // 1 + sustained_slowdown
   /// The GPU time of the event closing a burst of copies, as the model has it.
   [[nodiscard]] double close_us() const;
+
+  /// Sets output `o`; the running step's row must list it under `produces`
+  /// (std::logic_error otherwise).
+  void produce(FitOutput o, double value);
+  /// Output `o`, none where its producer did not set it; the running step's
+  /// row must list it under `consumes` (std::logic_error otherwise).
+  [[nodiscard]] std::optional<double> consume(FitOutput o) const;
+
+  /// Runs `step` on this context (run_fit_pipeline's, and tests').
+  void run(const FitStep& step);
+
+ private:
+  const FitStep* step_ = nullptr;
+  std::array<std::optional<double>, kFitOutputs> outputs_;
 };
 
 /// What a family's replay of one row reads: the document, the parameters
@@ -48,7 +75,7 @@ class ReplayContext {
   ModelParams p;              // for replays
   bool p2p_off;
   int ngpu;
-  int bench_ranks;            // the interference testcases' rank count
+  int bench_ranks;  // the interference testcases' rank count
   /// The family's own per-document state (created on first use).
   template <class S>
   S& state() {
@@ -61,28 +88,10 @@ class ReplayContext {
   std::map<std::type_index, std::shared_ptr<void>> states_;
 };
 
-struct FitStep {
-  int stage;           // steps run in stage order (later ones read what earlier ones set)
-  void (*run)(FitContext&);
-};
-
-struct CalibFamily {
-  std::string name;                // its doc section and params struct
-  std::vector<std::string> keys;   // the bench testcases it replays
-  std::vector<FitStep> fits;
-  // Replays one row of one of its keys; appends a Comparison per timed value
-  // (`c` comes with its key set). A row outside what the topology holds adds none.
-  void (*replay)(ReplayContext& ctx, const json& row, Comparison c, std::vector<Comparison>& out) = nullptr;
-};
-
-/// Every registered family, by name.
-const std::vector<const CalibFamily*>& calib_families();
-/// The family replaying testcase `key`, or null.
-const CalibFamily* calib_family_for(const std::string& key);
-
-struct CalibFamilyRegistration {
-  explicit CalibFamilyRegistration(const CalibFamily& f);
-};
-#define OSIM_CALIB_FAMILY(var) static const ::osim::CalibFamilyRegistration var##_registration{var}
+/// A fit step: fits fields of `cal.params` from the documents.
+using FitFn = void (*)(FitContext& ctx);
+/// A replay of one row of a bench key: appends a Comparison per timed value
+/// (`c` comes with its key set); a row outside what the topology holds adds none.
+using ReplayFn = void (*)(ReplayContext& ctx, const json& row, Comparison c, std::vector<Comparison>& out);
 
 }  // namespace osim

@@ -1,8 +1,8 @@
 // The bench's testcases by key: what `overlapsim-validate bench` measures and
 // `overlapsim calibrate` fits and replays, each owned by one effect family.
-// Both sides check their keys against this table (validate at compile time,
-// calibrate in its tests), so a key means the same on both. Plain C++17: the
-// CUDA sources include it.
+// Both sides check their keys against this table at compile time (validate's
+// OVV_KEYS, calibrate's pipeline tables in calib/pipeline.cpp), so a key means
+// the same on both. Plain C++17: the CUDA sources include it.
 #pragma once
 
 #include <string_view>

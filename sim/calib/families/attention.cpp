@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "calib/sustained.hpp"
 #include "core/stats.hpp"
 
@@ -38,7 +38,7 @@ std::optional<std::pair<double, double>> fit_cross_attention(const std::vector<s
 }
 
 
-namespace {
+namespace families::attention {
 
 // Each point against the saturating fit made without it, in percent: how well
 // the form predicts a shape it never saw.
@@ -52,13 +52,9 @@ std::vector<double> leave_one_out_pct(const std::vector<std::pair<double, double
 double median_or_zero(const std::vector<double>& v) { return v.empty() ? 0.0 : median(v); }
 double worst_or_zero(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
 
-// The backend an attention_sdpa row timed: older rows say "flash" (forced
-// FlashAttention-2) or "default" (whatever PyTorch picked, unnamed).
-AttnBackend backend_of_row(const json& r) {
-  const std::string b = r.value("backend", "default");
-  if (b == "flash") return AttnBackend::Flash2;
-  return attn_backend_of(b).value_or(AttnBackend::Default);
-}
+// The backend an attention_sdpa row timed: "default" where it names none
+// (whatever PyTorch picked).
+AttnBackend backend_of_row(const json& r) { return attn_backend_of(r.value("backend", "default")).value_or(AttnBackend::Default); }
 
 // The backend PyTorch picks by default, where a document names it (bench
 // attention_default); Default where none does.
@@ -132,7 +128,7 @@ std::optional<AttentionRates> fit_rates(const FitContext& ctx, const ModelParams
   const hw::Topology& topo = ctx.topo;
   const auto& gpu = topo.node(ctx.gpu0).gpu;
   const auto it = gpu.peak_tflops.find("bf16");
-  const double sustained_scale = ctx.sustained_scale;
+  const double sustained_scale = ctx.consume(FitOutput::sustained_scale).value_or(1);
   std::vector<double> self_eff, cross_eff, causal_eff;
   std::vector<std::pair<double, double>> causal_s;  // (seq_q, efficiency) at head_dim 128
   std::vector<std::pair<double, double>> cross_q;  // (seq_q, efficiency)
@@ -330,8 +326,5 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   out.push_back(c);
 }
 
-const CalibFamily kAttention{"attention", {"attention_sdpa", "attention_default"}, {{440, fit_attention}}, replay_row};
-OSIM_CALIB_FAMILY(kAttention);
-
-}  // namespace
+}  // namespace families::attention
 }  // namespace osim

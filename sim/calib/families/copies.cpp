@@ -13,12 +13,12 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "calib/fit.hpp"
 #include "core/stats.hpp"
 
 namespace osim {
-namespace {
+namespace families::copies {
 
 // The burst each direction's gated copies pay, as the model has it.
 double burst_us(const FitContext& ctx, bool d2h) {
@@ -37,12 +37,12 @@ void fit_pinned(FitContext& ctx) {
   ModelParams& p = ctx.p;
   Calibration& c = ctx.cal;
   const double route_latency_us = ctx.route_latency_us, close_us = ctx.close_us();
-  const auto& reps_burst = ctx.copy_burst_us;
+  const std::optional<double> reps_burst[2] = {ctx.consume(FitOutput::copy_burst_h2d_us), ctx.consume(FitOutput::copy_burst_d2h_us)};
   std::vector<CopyPoint> pts_dir[2];  // H2D, D2H
   for (int dir = 0; dir < 2; ++dir)
     for (const auto& r : rows(d, dir ? "d2h_pinned" : "h2d_pinned"))
       if (r.at("gpus")[0] == 0 && r.at("bytes").get<double>() > 0)
-        pts_dir[dir].push_back({r.at("bytes").get<double>(), static_cast<double>(bench_copy_reps(r)), r.at("time_us").get<double>()});
+        pts_dir[dir].push_back({r.at("bytes").get<double>(), r.at("reps").get<double>(), r.at("time_us").get<double>()});
   CopyLine line[2] = {fit_copy_burst_line(pts_dir[0], reps_burst[0]), fit_copy_burst_line(pts_dir[1], reps_burst[1])};
   for (int dir = 0; dir < 2; ++dir) {
     Fit f;
@@ -125,7 +125,7 @@ void fit_bidir_factor(FitContext& ctx) {
       for (const auto& r : bd) {
         const double bytes = r.at("bytes").get<double>();
         if (bytes < 64.0 * 1048576) continue;
-        const double setup = p.copies.host_copy_setup(d2h, false).s() + burst_us(ctx, d2h) * 1e-6 / bench_copy_reps(r);
+        const double setup = p.copies.host_copy_setup(d2h, false).s() + burst_us(ctx, d2h) * 1e-6 / r.at("reps").get<int>();
         share.push_back(bytes / (r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>() * 1e-6 - setup) /
                         p.copies.copy_engine_bandwidth[copy_direction(d2h)].bytes_per_s);
       }
@@ -164,9 +164,9 @@ void fit_bidir_table(FitContext& ctx) {
       for (const auto& r : rows(d, key)) {
         if (r.at("gpus")[0] != 0 || r.value("dir", "both") != "both") continue;
         const double b = r.at("bytes").get<double>();
-        if (b <= 0 || (!r.contains("reps") && b < 16.0 * 1048576)) continue;
-        with_reps = with_reps || r.contains("reps");
-        by_size[b].push_back({static_cast<double>(bench_copy_reps(r)), {r.at("h2d_time_us").get<double>(), r.at("d2h_time_us").get<double>()}});
+        if (b <= 0 || (one_copy_per_gate(r) && b < 16.0 * 1048576)) continue;
+        with_reps = with_reps || !one_copy_per_gate(r);
+        by_size[b].push_back({r.at("reps").get<double>(), {r.at("h2d_time_us").get<double>(), r.at("d2h_time_us").get<double>()}});
       }
     // copy_reps both ways behind the spin kernel (the burst fitted above), more than 5 per burst.
     for (const auto& r : rows(d, "copy_reps"))
@@ -379,15 +379,15 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     if (dev >= ngpu) return;
     const Bytes bytes = r.at("bytes").get<Bytes>();
     c.cls = bytes >= (16 << 20)  ? "both directions at once >= 16 MiB"
-            : !r.contains("reps") ? "both directions at once < 16 MiB, one copy per sample behind two gates (older benches)"
+            : one_copy_per_gate(r) ? "both directions at once < 16 MiB, one copy per sample behind two gates (older benches)"
             : bytes < (1 << 20)   ? "both directions at once < 1 MiB"
                                   : "both directions at once 1-16 MiB";
     // One copy per direction behind two gates (older benches): as copy_reps both ways with 1-5 copies per burst, how
     // the two lined up decided (4 KiB-1 MiB: H2D up to 40 % fast, D2H
     // up to 80 % slow, on one row the other way round).
-    if (bytes < (16 << 20) && !r.contains("reps")) c.outside = "how the two directions' first copies line up behind the gate";
+    if (bytes < (16 << 20) && one_copy_per_gate(r)) c.outside = "how the two directions' first copies line up behind the gate";
     const std::vector<double> per_copy =
-        replay_gated({bench_copy(CopyKind::H2D, bytes), bench_copy(CopyKind::D2H, bytes)}, bench_copy_reps(r), "kernel", dev, topo, p);
+        replay_gated({bench_copy(CopyKind::H2D, bytes), bench_copy(CopyKind::D2H, bytes)}, r.at("reps").get<int>(), "kernel", dev, topo, p);
     for (const bool d2h : {false, true}) {
       c.what = fmt::format("GPU {}, {}, {}", dev, format_bytes(static_cast<double>(bytes)), d2h ? "D2H" : "H2D");
       c.measured_us = r.at(d2h ? "d2h_time_us" : "h2d_time_us");
@@ -496,7 +496,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     c.what = format_bytes(static_cast<double>(op.bytes));
     c.cls = op.bytes >= (16 << 20) ? "pinned copy >= 16 MiB" : "pinned copy < 16 MiB";
     c.measured_us = r.at("time_us");
-    c.simulated_us = replay_gated({op}, bench_copy_reps(r), "kernel", 0, topo, p)[0];
+    c.simulated_us = replay_gated({op}, r.at("reps").get<int>(), "kernel", 0, topo, p)[0];
     out.push_back(c);
   } else if (key == "multi_bidir_pinned") {
     const int n = r.at("gpus");
@@ -541,19 +541,5 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kCopies{"copies",
-                          {"h2d_pinned", "d2h_pinned", "bidir_pinned", "h2d_two_streams", "h2d_pageable", "d2h_pageable", "copy_span", "p2p_copy",
-                           "multi_h2d_pipelined", "multi_h2d_pinned", "multi_d2h_pinned", "multi_bidir_pinned", "multi_h2d_pageable",
-                           "multi_d2h_pageable"},
-                          {{210, fit_pinned},
-                           {220, fit_pageable},
-                           {225, fit_pageable_aggregate},
-                           {230, fit_bidir_factor},
-                           {240, fit_bidir_table},
-                           {330, fit_host_aggregate},
-                           {335, fit_host_bidir_aggregate}},
-                          replay_row};
-OSIM_CALIB_FAMILY(kCopies);
-
-}  // namespace
+}  // namespace families::copies
 }  // namespace osim

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "calib/sustained.hpp"
 #include "core/stats.hpp"
 #include "schedule/builder.hpp"
@@ -99,7 +99,7 @@ std::optional<GemmShapeModel> fit_gemm_model(const std::vector<GemmShapeEfficien
   return fit_gemm_terms(rows, pow2);
 }
 
-namespace {
+namespace families::gemm {
 
 void fit_shapes(FitContext& ctx) {
   const json& d = ctx.def;
@@ -137,9 +137,9 @@ void fit_shapes(FitContext& ctx) {
   }
   // The GEMM table is taken back to back for seconds, at full duty: where
   // the sustained-load fit ran, back-to-back rates scale to burst.
-  if (ctx.sustained_fitted)
+  if (const std::optional<double> scale = ctx.consume(FitOutput::sustained_scale))
     for (auto& g : gemm_rows)
-      if (!g.burst) g.eff = std::min(1.0, g.eff * ctx.sustained_scale);
+      if (!g.burst) g.eff = std::min(1.0, g.eff * *scale);
   if (!gemm_rows.empty()) {
     p.gemm.gemm_shapes.clear();
     std::vector<double> eff;
@@ -311,8 +311,5 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   out.push_back(c);
 }
 
-const CalibFamily kGemm{"gemm", {"gemm_bf16", "gemm_fp8"}, {{410, fit_shapes}, {412, fit_fp8}}, replay_row};
-OSIM_CALIB_FAMILY(kGemm);
-
-}  // namespace
+}  // namespace families::gemm
 }  // namespace osim

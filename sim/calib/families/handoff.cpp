@@ -9,12 +9,12 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "calib/fit.hpp"
 #include "core/stats.hpp"
 
 namespace osim {
-namespace {
+namespace families::handoff {
 
 // A gated burst of copies after a spin kernel (copy_reps): what a burst pays
 // once; the copies family holds it in its pinned lines, which set
@@ -23,7 +23,6 @@ void fit_copy_burst(FitContext& ctx) {
   const json& d = ctx.def;
   Calibration& c = ctx.cal;
   const double close_us = ctx.close_us();
-  auto& reps_burst = ctx.copy_burst_us;
   for (const bool d2h : {false, true}) {
     std::vector<BurstPoint> pts;
     for (const auto& r : rows(d, "copy_reps"))
@@ -31,7 +30,7 @@ void fit_copy_burst(FitContext& ctx) {
         pts.push_back({r.at("bytes").get<double>(), r.at("reps").get<double>(), r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>()});
     const auto b = fit_burst(pts, false);
     if (!b) continue;
-    reps_burst[d2h] = std::max(0.0, b->burst);
+    ctx.produce(d2h ? FitOutput::copy_burst_d2h_us : FitOutput::copy_burst_h2d_us, std::max(0.0, b->burst));
     c.fits.push_back({fmt::format("burst of copies after a kernel (copy_reps), {}", d2h ? "D2H" : "H2D"),
                       "time per copy = steady(size) + burst / reps over the rows after a spin kernel on the stream or waited on; "
                       "copy_after_kernel_latency = burst - the closing event's GPU time",
@@ -278,11 +277,5 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kHandoff{"handoff",
-                           {"copy_reps", "handoff_wait", "copy_after_idle"},
-                           {{200, fit_copy_burst}, {250, fit_copy_reps_report}, {260, fit_handoff_wait_report}, {310, fit_kernel_reps}, {320, fit_phase}},
-                           replay_row};
-OSIM_CALIB_FAMILY(kHandoff);
-
-}  // namespace
+}  // namespace families::handoff
 }  // namespace osim

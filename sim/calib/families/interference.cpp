@@ -9,13 +9,13 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "calib/fit.hpp"
 #include "core/stats.hpp"
 #include "schedule/builder.hpp"
 
 namespace osim {
-namespace {
+namespace families::interference {
 
 struct InterferenceTimes {
   double a2a_us = 0, copy_us = 0;
@@ -307,11 +307,5 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   out.push_back(c);
 }
 
-const CalibFamily kInterference{"interference",
-                                {"interference"},
-                                {{600, fit_pairs}, {605, fit_receiver}, {610, fit_host_transport_rates}, {630, fit_host_transport_simulated}},
-                                replay_row};
-OSIM_CALIB_FAMILY(kInterference);
-
-}  // namespace
+}  // namespace families::interference
 }  // namespace osim

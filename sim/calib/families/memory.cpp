@@ -8,13 +8,13 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "calib/fit.hpp"
 #include "core/interp.hpp"
 #include "core/stats.hpp"
 
 namespace osim {
-namespace {
+namespace families::memory {
 
 void fit_memory(FitContext& ctx) {
   const json& d = ctx.def;
@@ -184,8 +184,5 @@ void fit_framework_elementwise(FitContext& ctx) {
   fit_norm_rows(ctx, by_row, other_views, row_points);
 }
 
-const CalibFamily kMemory{"memory", {"memory_kernel"}, {{430, fit_memory}, {435, fit_framework_elementwise}}, replay_row};
-OSIM_CALIB_FAMILY(kMemory);
-
-}  // namespace
+}  // namespace families::memory
 }  // namespace osim

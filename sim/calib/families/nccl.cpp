@@ -11,12 +11,12 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "calib/fit.hpp"
 #include "core/stats.hpp"
 
 namespace osim {
-namespace {
+namespace families::nccl {
 
 // A value's name for a size, e.g. "steady_1.00MiB_us".
 std::string sized(const std::string& prefix, double bytes) {
@@ -234,11 +234,5 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   out.push_back(c);
 }
 
-const CalibFamily kNccl{"nccl",
-                        {"nccl_all_to_all", "nccl_reps", "nccl_all_to_all_pairwise", "nccl_all_gather", "nccl_reduce_scatter", "nccl_all_reduce"},
-                        {{300, fit_reps_report}, {500, fit_channels}, {620, fit_tables}},
-                        replay_row};
-OSIM_CALIB_FAMILY(kNccl);
-
-}  // namespace
+}  // namespace families::nccl
 }  // namespace osim

@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "core/stats.hpp"
 
 namespace osim {
-namespace {
+namespace families::nvlink {
 
 struct InsituTimes {
   double a2a_us, gemm_span_us;
@@ -303,11 +303,5 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kNvlink{"nvlink",
-                          {"nccl_all_to_all_insitu"},
-                          {{510, fit_insitu_steps}, {540, fit_wake_by_simulation}, {550, fit_awake_slowdown}},
-                          replay_row};
-OSIM_CALIB_FAMILY(kNvlink);
-
-}  // namespace
+}  // namespace families::nvlink
 }  // namespace osim

@@ -15,12 +15,12 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "core/stats.hpp"
 #include "schedule/builder.hpp"
 
 namespace osim {
-namespace {
+namespace families::overheads {
 
 void fit_api(FitContext& ctx) {
   const json& d = ctx.def;
@@ -362,10 +362,5 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   }
 }
 
-const CalibFamily kOverheads{"overheads", {"overhead_gpu_event_gap", "overhead_framework_sync_return", "overhead_framework_view", "overhead_framework_op_sized",
-                                           "overhead_framework_stream_call"},
-                             {{100, fit_api}, {105, fit_framework_op}, {108, fit_framework_view}, {106, fit_framework_collective}, {107, fit_launch_queue}, {110, fit_event_time}, {910, fit_wait_return}}, replay_row};
-OSIM_CALIB_FAMILY(kOverheads);
-
-}  // namespace
+}  // namespace families::overheads
 }  // namespace osim

@@ -18,13 +18,13 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "calib/fit.hpp"
 #include "calib/sustained.hpp"
 #include "core/stats.hpp"
 
 namespace osim {
-namespace {
+namespace families::power {
 
 // The fast term (bench gemm_sustained): steady GEMM time at duty cycles 1,
 // 0.75, 0.5, 0.25 against the burst time give the slowdown at full duty and
@@ -190,8 +190,7 @@ void fit_sustained(FitContext& ctx) {
   }
   // The GEMM table and SDPA are timed back to back, at full duty: their
   // families scale those rates to burst by this.
-  ctx.sustained_fitted = true;
-  ctx.sustained_scale = 1 + p.power.sustained_slowdown;
+  ctx.produce(FitOutput::sustained_scale, 1 + p.power.sustained_slowdown);
   c.fits.push_back(fast);
   if (slow_fit) c.fits.push_back(*slow_fit);
 }
@@ -647,13 +646,5 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   // nccl_barrier_skew is fitted (straggler_share); the simulator's ranks never drift apart to replay it.
 }
 
-const CalibFamily kPower{"power",
-                         {"gemm_after_idle", "gemm_between_attention", "gemm_between_memory_bound", "gemm_between_all_to_all", "gemm_sustained_shapes",
-                          "nccl_all_to_all_loaded", "nccl_barrier_skew"},
-                         {{400, fit_sustained}, {415, fit_attention_load}, {416, fit_memory_load}, {420, fit_sustained_copy_report}, {520, fit_straggler},
-                          {530, fit_comm_clock_share}, {535, fit_comm_load}},
-                         replay_row};
-OSIM_CALIB_FAMILY(kPower);
-
-}  // namespace
+}  // namespace families::power
 }  // namespace osim

@@ -12,11 +12,11 @@
 #include <fmt/format.h>
 
 #include "calib/bench_replay.hpp"
-#include "calib/family.hpp"
+#include "calib/families/steps.hpp"
 #include "core/stats.hpp"
 
 namespace osim {
-namespace {
+namespace families::vram {
 
 std::vector<double> values(const BenchDocs& docs, const char* key, const char* field) {
   std::vector<double> v;
@@ -150,8 +150,5 @@ void fit_vram(FitContext& ctx) {
   fit_nccl_buffers(ctx);
 }
 
-const CalibFamily kVram{"vram", {}, {{900, fit_vram}}, nullptr};
-OSIM_CALIB_FAMILY(kVram);
-
-}  // namespace
+}  // namespace families::vram
 }  // namespace osim
