@@ -1,5 +1,5 @@
 // Measured runs against their simulations, the pieces `overlapsim compare`
-// and a reference machine's check (calib/reference.hpp) share: a measured run
+// and a reference machine's check (reference/reference.hpp) share: a measured run
 // re-simulated from the schedule it executed, reference programs' twins
 // predicted, and programs' torch.profiler traces imported and simulated.
 #pragma once

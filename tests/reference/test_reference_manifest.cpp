@@ -1,4 +1,4 @@
-// A reference machine's manifest (calib/reference.hpp): bad manifests refused
+// A reference machine's manifest (reference/reference.hpp): bad manifests refused
 // at their file:line before anything runs; figures checked against each
 // `expected:` key, at and past its limit; a small real manifest run.
 #include <doctest/doctest.h>
