@@ -34,9 +34,9 @@ TEST_CASE("every replayed key is a bench testcase, replayed by exactly one row")
     CHECK(static_cast<bool>(r.replay));
     ++rows[std::string(r.key)];
   }
-  for (const auto& [key, n] : rows) {
-    CAPTURE(key);
-    CHECK(n == 1);
+  for (const auto& row : rows) {  // (clang 14 cannot capture a structured binding)
+    CAPTURE(row.first);
+    CHECK(row.second == 1);
   }
   // The testcases nothing replays, fitted or reported only: the overheads'
   // host times, the kernels after a hand-off, the memory kernel after what,
