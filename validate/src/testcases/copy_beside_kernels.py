@@ -27,7 +27,7 @@ Usage: copy_beside_kernels.py OUT.json [--quick | --small-kernels]
 kernels' tensors 16x smaller, the copies as they are: the few-CTA kernels'
 buffers then fit in the 60 MB L2, as NCCL's channel buffers do; its ~50 us
 calls also carry each launch's and event's cost, which an H2D copy raises by
-a few us: docs/journal/2026-12-05-copy-interference.md)"""
+a few us: the copy-interference note in docs/journal/)"""
 import math
 import statistics
 import sys
