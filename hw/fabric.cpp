@@ -8,9 +8,9 @@
 #include <boost/graph/connected_components.hpp>
 #include <deque>
 
+#include <fmt/format.h>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/filtered_graph.hpp>
-#include <fmt/format.h>
 
 namespace osim::hw {
 
@@ -98,7 +98,7 @@ struct Topology::Graph {
   struct Reach {
     int v;
     double dist;
-    Edge pred;      // the edge into v (unset for the source)
+    Edge pred;  // the edge into v (unset for the source)
   };
   struct Tree {
     int src;
@@ -176,16 +176,16 @@ struct Topology::Graph {
 
   // The shortest path from src to dst whose intermediate vertices are of
   // `node_kinds` (src and dst may be of any kind).
-  Path shortest(const std::vector<NodeSpec>& nodes, const std::vector<LinkSpec>& links, int src, int dst,
-                uint32_t link_kinds, uint32_t node_kinds) const {
+  Path shortest(const std::vector<NodeSpec>& nodes, const std::vector<LinkSpec>& links, int src, int dst, uint32_t link_kinds,
+                uint32_t node_kinds) const {
     Path p;
     shortest_into(p, nodes, links, src, dst, link_kinds, node_kinds);
     return p;
   }
   // The same into `p` (cleared first; its storage is reused): no allocation
   // once `p` has grown, for the million routes of a large all-to-all.
-  void shortest_into(Path& p, const std::vector<NodeSpec>& nodes, const std::vector<LinkSpec>& links, int src, int dst,
-                     uint32_t link_kinds, uint32_t node_kinds) const {
+  void shortest_into(Path& p, const std::vector<NodeSpec>& nodes, const std::vector<LinkSpec>& links, int src, int dst, uint32_t link_kinds,
+                     uint32_t node_kinds) const {
     p.nodes.clear();
     p.links.clear();
     p.weight = 0;
@@ -389,9 +389,9 @@ int Topology::nearest_cpu(int node) const {
   if (memo != -2) return memo;
   if (host_[node] < 0) return memo = -1;
   return memo = nearest_of(cpus_of_host_[static_cast<size_t>(host_[node])], [&](int c) {
-    auto p = g_->shortest(spec_.nodes, spec_.links, node, c, kPcieLinks, kPcieNodes);
-    return p.empty() ? std::numeric_limits<double>::infinity() : p.weight;
-  });
+           auto p = g_->shortest(spec_.nodes, spec_.links, node, c, kPcieLinks, kPcieNodes);
+           return p.empty() ? std::numeric_limits<double>::infinity() : p.weight;
+         });
 }
 
 int Topology::nearest_nic(int node) const {
@@ -401,9 +401,9 @@ int Topology::nearest_nic(int node) const {
   if (memo != -2) return memo;
   if (host_[node] < 0) return memo = -1;
   return memo = nearest_of(nics_of_host_[static_cast<size_t>(host_[node])], [&](int c) {
-    auto p = g_->shortest(spec_.nodes, spec_.links, node, c, kPcieLinks, kPcieNodes);
-    return p.empty() ? std::numeric_limits<double>::infinity() : p.weight;
-  });
+           auto p = g_->shortest(spec_.nodes, spec_.links, node, c, kPcieLinks, kPcieNodes);
+           return p.empty() ? std::numeric_limits<double>::infinity() : p.weight;
+         });
 }
 
 PathType Topology::classify_pcie(const HopPath& path) const {
@@ -451,8 +451,10 @@ void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg, bool 
     const int n = path.nodes[i];
     const bool endpoint = i == 0 || i + 1 == path.nodes.size();
     add(node_throughput_[n], 1.0);
-    if (endpoint) add(node_dram_[n], 1.0);
-    else r.latency += spec_.nodes[n].latency;
+    if (endpoint)
+      add(node_dram_[n], 1.0);
+    else
+      r.latency += spec_.nodes[n].latency;
     // A host bridge's limits on traffic to and from its CPU's memory: up when
     // the next hop is its CPU, down when the previous one was. They hold
     // copy-engine DMA (RouteOptions::dma) and GPU-to-GPU traffic bounced
@@ -460,15 +462,16 @@ void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg, bool 
     if (host_limits && !endpoint && spec_.nodes[path.nodes[i + 1]].kind == NodeKind::Cpu) add(node_to_host_[n], 1.0);
     if (host_limits && !endpoint && spec_.nodes[path.nodes[i - 1]].kind == NodeKind::Cpu) add(node_from_host_[n], 1.0);
   }
-  if (first_leg) r.nodes = path.nodes;
-  else r.nodes.insert(r.nodes.end(), path.nodes.begin() + 1, path.nodes.end());
+  if (first_leg)
+    r.nodes = path.nodes;
+  else
+    r.nodes.insert(r.nodes.end(), path.nodes.begin() + 1, path.nodes.end());
 }
 
 void Topology::finish(Route& r) const {
   std::sort(r.uses.begin(), r.uses.end(), [](const ResourceUse& a, const ResourceUse& b) { return a.resource < b.resource; });
   r.bottleneck = Bandwidth::unlimited();
-  for (const ResourceUse& u : r.uses)
-    r.bottleneck.bytes_per_s = std::min(r.bottleneck.bytes_per_s, resources_[u.resource].capacity / u.coefficient);
+  for (const ResourceUse& u : r.uses) r.bottleneck.bytes_per_s = std::min(r.bottleneck.bytes_per_s, resources_[u.resource].capacity / u.coefficient);
 }
 
 void Topology::build_route(Route& r, int src, int dst, const RouteOptions& opt) const {
@@ -476,8 +479,8 @@ void Topology::build_route(Route& r, int src, int dst, const RouteOptions& opt) 
   const NodeSpec& d = spec_.nodes[dst];
   auto endpoint = [](NodeKind k) { return k == NodeKind::Gpu || k == NodeKind::Cpu || k == NodeKind::Nic; };
   if (!endpoint(s.kind) || !endpoint(d.kind))
-    throw InputError(SourceLocation{}, fmt::format("cannot route '{}' -> '{}': transfers start and end at GPUs, host memory (cpu) or NICs",
-                                                   s.name, d.name));
+    throw InputError(SourceLocation{},
+                     fmt::format("cannot route '{}' -> '{}': transfers start and end at GPUs, host memory (cpu) or NICs", s.name, d.name));
   // `r` may be a reused scratch route: cleared, its storage kept.
   r.kind = RouteKind::Local;
   r.nodes.clear();
@@ -491,8 +494,7 @@ void Topology::build_route(Route& r, int src, int dst, const RouteOptions& opt) 
   }
   auto need_pcie = [&](int a, int b) -> const HopPath& {
     const HopPath& p = pcie_path(a, b);
-    if (p.empty())
-      throw InputError(SourceLocation{}, fmt::format("no PCIe path between '{}' and '{}'", spec_.nodes[a].name, spec_.nodes[b].name));
+    if (p.empty()) throw InputError(SourceLocation{}, fmt::format("no PCIe path between '{}' and '{}'", spec_.nodes[a].name, spec_.nodes[b].name));
     return p;
   };
   if (host_[src] != host_[dst]) {
@@ -506,8 +508,7 @@ void Topology::build_route(Route& r, int src, int dst, const RouteOptions& opt) 
       // Built apart and stored only when complete: a throw leaves no half-made entry.
       NetLeg L;
       L.nic = nearest_nic(end);
-      if (L.nic < 0)
-        throw InputError(SourceLocation{}, fmt::format("'{}' has no NIC on its host: cannot reach another host", spec_.nodes[end].name));
+      if (L.nic < 0) throw InputError(SourceLocation{}, fmt::format("'{}' has no NIC on its host: cannot reach another host", spec_.nodes[end].name));
       if (spec_.nodes[end].kind == NodeKind::Gpu) {
         const auto& direct = need_pcie(end, L.nic);
         if (classify_pcie(direct) <= spec_.gdr_level) {

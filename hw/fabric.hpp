@@ -117,17 +117,17 @@ class Topology {
   std::vector<int> host_;
   int host_count_ = 0;
   std::vector<Resource> resources_;
-  size_t link_resources_ = 0;              // resources [0, this) are link directions
-  std::vector<int> link_fwd_, link_rev_;   // resource per link direction (a->b, b->a)
-  std::vector<int> link_a_;                // node index of each link's `a` end
-  std::vector<int> node_throughput_;       // resource or -1
+  size_t link_resources_ = 0;                       // resources [0, this) are link directions
+  std::vector<int> link_fwd_, link_rev_;            // resource per link direction (a->b, b->a)
+  std::vector<int> link_a_;                         // node index of each link's `a` end
+  std::vector<int> node_throughput_;                // resource or -1
   std::vector<int> node_to_host_, node_from_host_;  // host bridges' directional limits, or -1
-  std::vector<int> node_dram_;             // resource or -1
+  std::vector<int> node_dram_;                      // resource or -1
   mutable std::map<std::tuple<int, int, RouteOptions>, Route> route_cache_;
-  mutable Route net_route_scratch_;   // the last route between hosts (see route())
+  mutable Route net_route_scratch_;  // the last route between hosts (see route())
   mutable HopPath net_path_scratch_;
-  mutable std::vector<int> nearest_cpu_, nearest_nic_;  // memo; -2 = not yet
-  std::vector<std::vector<int>> cpus_of_host_, nics_of_host_;  // each host's, in node order
+  mutable std::vector<int> nearest_cpu_, nearest_nic_;               // memo; -2 = not yet
+  std::vector<std::vector<int>> cpus_of_host_, nics_of_host_;        // each host's, in node order
   mutable std::map<std::tuple<int, int, int>, HopPath> host_paths_;  // (src, dst, 0 pcie / 1 nvlink)
   struct NetLeg {
     int nic = -1;

@@ -65,11 +65,14 @@ struct GpuFacts {
 };
 const GpuFacts kGpus[] = {
     {"H200", "model: H200, memory: 141 GB, hbm_bandwidth: 4.8 TB/s, sms: 132, copy_engines: 3, peak_tflops: {bf16: 989, fp16: 989, fp8: 1979}"},
-    {"H100 PCIe", "model: H100-PCIe, memory: 80 GiB, hbm_bandwidth: 2.0 TB/s, sms: 114, copy_engines: 3, peak_tflops: {bf16: 756, fp16: 756, fp8: 1513}"},
+    {"H100 PCIe",
+     "model: H100-PCIe, memory: 80 GiB, hbm_bandwidth: 2.0 TB/s, sms: 114, copy_engines: 3, peak_tflops: {bf16: 756, fp16: 756, fp8: 1513}"},
     {"H100", "model: H100-SXM5, memory: 80 GiB, hbm_bandwidth: 3.35 TB/s, sms: 132, copy_engines: 3, peak_tflops: {bf16: 989, fp16: 989, fp8: 1979}"},
     {"A100", "model: A100, memory: 80 GiB, hbm_bandwidth: 2.0 TB/s, sms: 108, copy_engines: 3, peak_tflops: {bf16: 312, fp16: 312}"},
     {"L40S", "model: L40S, memory: 48 GB, hbm_bandwidth: 864 GB/s, sms: 142, copy_engines: 2, peak_tflops: {bf16: 362, fp16: 362, fp8: 733}"},
-    {"RTX 4090", "model: RTX-4090, memory: 24 GiB, hbm_bandwidth: 1008 GB/s, sms: 128, copy_engines: 2, peak_tflops: {bf16: 165, fp16: 165, fp8: 330}, p2p: false"},
+    {"RTX 4090",
+     "model: RTX-4090, memory: 24 GiB, hbm_bandwidth: 1008 GB/s, sms: 128, copy_engines: 2, peak_tflops: {bf16: 165, fp16: 165, fp8: 330}, p2p: "
+     "false"},
 };
 
 }  // namespace
@@ -96,8 +99,10 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
       header_line = lineno;
       for (const std::string& c : cells) {
         if (c.empty()) continue;
-        if (c.rfind("CPU", 0) == 0 || c.rfind("NUMA", 0) == 0 || c.rfind("GPU NUMA", 0) == 0) extra.push_back(c);
-        else if (extra.empty()) m.devices.push_back(c);
+        if (c.rfind("CPU", 0) == 0 || c.rfind("NUMA", 0) == 0 || c.rfind("GPU NUMA", 0) == 0)
+          extra.push_back(c);
+        else if (extra.empty())
+          m.devices.push_back(c);
       }
       ncols = m.devices.size();
       m.rel.assign(ncols, std::vector<std::string>(ncols));
@@ -127,7 +132,8 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
     for (size_t j = 0; j < ncols; ++j) {
       const std::string& r = vals[j];
       const bool ok = r == "X" || pcie_rank(r) > 0 || (r.size() > 2 && r.rfind("NV", 0) == 0 && std::all_of(r.begin() + 2, r.end(), ::isdigit));
-      if (!ok) fail(lineno, fmt::format("{}-{}: '{}' is no relation nvidia-smi prints (X, NV#, PIX, PXB, PHB, NODE, SYS)", cells[0], m.devices[j], r));
+      if (!ok)
+        fail(lineno, fmt::format("{}-{}: '{}' is no relation nvidia-smi prints (X, NV#, PIX, PXB, PHB, NODE, SYS)", cells[0], m.devices[j], r));
       if ((r == "X") != (j == d)) fail(lineno, fmt::format("{}-{}: 'X' belongs on the diagonal only", cells[0], m.devices[j]));
       m.rel[d][j] = r;
     }
@@ -159,7 +165,9 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
   {
     std::map<std::string, int> ids;
     for (size_t d = 0; d < n; ++d) {
-      const std::string key = m.numa[d] >= 0 ? fmt::format("numa{}", m.numa[d]) : m.cpu_affinity[d].empty() || m.cpu_affinity[d] == "N/A" ? "" : m.cpu_affinity[d];
+      const std::string key = m.numa[d] >= 0                                            ? fmt::format("numa{}", m.numa[d])
+                              : m.cpu_affinity[d].empty() || m.cpu_affinity[d] == "N/A" ? ""
+                                                                                        : m.cpu_affinity[d];
       if (key.empty()) continue;
       socket[d] = ids.emplace(key, static_cast<int>(ids.size())).first->second;
     }
@@ -217,7 +225,7 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
     auto it = bridge_of.find(rc.find(d));
     return it != bridge_of.end() ? it->second : bridge_of[rc.find(d)] = new_bridge();
   };
-  std::map<size_t, std::string> upper_of, leaf_of;  // pxb root / pix root -> switch
+  std::map<size_t, std::string> upper_of, leaf_of;   // pxb root / pix root -> switch
   std::map<size_t, std::set<size_t>> pix_groups_in;  // pxb root -> pix roots
   std::map<size_t, int> pxb_size;
   for (size_t d = 0; d < n; ++d) {
@@ -267,9 +275,10 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
       if (f) {
         nodes += fmt::format("  - {{name: {}, kind: gpu, {}}}  # {}\n", name_of(d), f->yaml, gname);
       } else {
-        nodes += fmt::format("  - {{name: {}, kind: gpu, model: {}, memory: 80 GiB, hbm_bandwidth: 2 TB/s, sms: 132, copy_engines: 3}}  "
-                             "# ASSUMED: memory, HBM bandwidth, SMs (and peak_tflops) of this GPU\n",
-                             name_of(d), gname.empty() ? "GPU" : std::regex_replace(gname, std::regex("[^A-Za-z0-9_.-]+"), "-"));
+        nodes += fmt::format(
+            "  - {{name: {}, kind: gpu, model: {}, memory: 80 GiB, hbm_bandwidth: 2 TB/s, sms: 132, copy_engines: 3}}  "
+            "# ASSUMED: memory, HBM bandwidth, SMs (and peak_tflops) of this GPU\n",
+            name_of(d), gname.empty() ? "GPU" : std::regex_replace(gname, std::regex("[^A-Za-z0-9_.-]+"), "-"));
       }
     } else {
       const std::string& legend = m.nic_names[nic_index++];
@@ -323,8 +332,9 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
       "# Calibrate the copy and host-bridge rates on the node: docs/calibrate-your-node.md.\n",
       o.source.empty() ? "`nvidia-smi topo -m`" : o.source,
       o.pcie_measured ? o.pcie + " (the GPUs' link as nvidia-smi reported it)" : o.pcie + " (ASSUMED: read the real ones with `lspci -vv`, LnkSta)");
-  return head + fmt::format("name: {}\ndescription: imported from nvidia-smi topo -m ({} GPUs, {} NICs, {} sockets)\n", o.name, gpu_index, nic_index,
-                            sockets) +
+  return head +
+         fmt::format("name: {}\ndescription: imported from nvidia-smi topo -m ({} GPUs, {} NICs, {} sockets)\n", o.name, gpu_index, nic_index,
+                     sockets) +
          nodes + links;
 }
 
@@ -343,7 +353,8 @@ std::vector<std::string> compare_with_smi(const Topology& topo, const SmiMatrix&
       }
       const std::string want = nvlinks(m.rel[a][b]) ? "NVL" : m.rel[a][b] == "SOC" ? "SYS" : m.rel[a][b];
       const std::string got = to_string(topo.path_type(na, nb));
-      if (got != want) out.push_back(fmt::format("{}-{}: {} in nvidia-smi's matrix, {} in the topology", m.devices[a], m.devices[b], m.rel[a][b], got));
+      if (got != want)
+        out.push_back(fmt::format("{}-{}: {} in nvidia-smi's matrix, {} in the topology", m.devices[a], m.devices[b], m.rel[a][b], got));
     }
   return out;
 }
@@ -357,7 +368,8 @@ std::vector<std::string> gpu_names_from_csv(const std::string& text, const std::
     ++lineno;
     if (lineno == 1) {
       if (trim(line).rfind("name", 0) != 0)
-        throw InputError(SourceLocation{file, 1, 0}, "expected `nvidia-smi --query-gpu=name,... --format=csv` output (a header starting with 'name')");
+        throw InputError(SourceLocation{file, 1, 0},
+                         "expected `nvidia-smi --query-gpu=name,... --format=csv` output (a header starting with 'name')");
       continue;
     }
     if (!trim(line).empty()) names.push_back(trim(line.substr(0, line.find(','))));
@@ -382,8 +394,10 @@ std::string format_smi_matrix(const Topology& topo) {
       if (l.kind != LinkKind::NvLink) continue;
       const std::string& an = topo.node(a).name;
       const std::string& bn = topo.node(b).name;
-      if ((l.a == an && l.b == bn) || (l.a == bn && l.b == an)) bw = l.bandwidth.bytes_per_s;
-      else if (bw == 0 && (l.a == an || l.b == an)) bw = l.bandwidth.bytes_per_s;
+      if ((l.a == an && l.b == bn) || (l.a == bn && l.b == an))
+        bw = l.bandwidth.bytes_per_s;
+      else if (bw == 0 && (l.a == an || l.b == an))
+        bw = l.bandwidth.bytes_per_s;
     }
     return fmt::format("NV{}", static_cast<int>(bw / 25e9 + 0.5));
   };

@@ -14,11 +14,11 @@ namespace osim::hw {
 
 /// `nvidia-smi topo -m` as read: devices (GPU0.., NIC0..) and their relations.
 struct SmiMatrix {
-  std::vector<std::string> devices;            // column order: "GPU0", ..., "NIC0", ...
-  std::vector<std::vector<std::string>> rel;   // "X", "NV18", "PIX", "PXB", "PHB", "NODE", "SYS"
-  std::vector<int> numa;                       // per device; -1 = not given
-  std::vector<std::string> cpu_affinity;       // per device; "" = not given
-  std::vector<std::string> nic_names;          // per NIC (the legend's mlx5_0, ...); "" = not given
+  std::vector<std::string> devices;           // column order: "GPU0", ..., "NIC0", ...
+  std::vector<std::vector<std::string>> rel;  // "X", "NV18", "PIX", "PXB", "PHB", "NODE", "SYS"
+  std::vector<int> numa;                      // per device; -1 = not given
+  std::vector<std::string> cpu_affinity;      // per device; "" = not given
+  std::vector<std::string> nic_names;         // per NIC (the legend's mlx5_0, ...); "" = not given
   [[nodiscard]] bool is_gpu(size_t d) const { return devices[d].rfind("GPU", 0) == 0; }
 };
 
@@ -28,8 +28,8 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& text, const std::string& file
 
 struct SmiImportOptions {
   std::string name = "my-node";
-  std::string pcie = "gen5 x16";     // every PCIe link's generation and width (the matrix does not say)
-  bool pcie_measured = false;        // pcie is what nvidia-smi reported for the GPUs, not a guess
+  std::string pcie = "gen5 x16";       // every PCIe link's generation and width (the matrix does not say)
+  bool pcie_measured = false;          // pcie is what nvidia-smi reported for the GPUs, not a guess
   std::vector<std::string> gpu_names;  // per GPU, as `nvidia-smi --query-gpu=name` says ("" = unknown)
   std::string source;                  // the file imported, for the header comment
   // The host side's measured aggregate with every GPU of the node copying at

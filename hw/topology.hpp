@@ -35,11 +35,11 @@ std::optional<PathType> path_type_from_string(const std::string& s);
 
 struct GpuParams {
   std::string model;
-  std::optional<Bytes> memory;               // VRAM capacity
+  std::optional<Bytes> memory;  // VRAM capacity
   std::optional<Bandwidth> hbm_bandwidth;
   std::optional<int> sms;
   std::optional<int> copy_engines;
-  bool p2p = true;  // false: the card cannot do peer-to-peer (e.g. RTX 4090)
+  bool p2p = true;                            // false: the card cannot do peer-to-peer (e.g. RTX 4090)
   std::map<std::string, double> peak_tflops;  // dense tensor-core rate per dtype ("bf16", "fp8", ...)
 };
 
@@ -47,13 +47,13 @@ struct NodeSpec {
   std::string name;
   NodeKind kind = NodeKind::Gpu;
   SourceLocation where;
-  std::optional<Bandwidth> throughput;        // aggregate limit through the node
+  std::optional<Bandwidth> throughput;            // aggregate limit through the node
   std::optional<Bandwidth> throughput_to_host;    // host_bridge: traffic going up to its CPU
   std::optional<Bandwidth> throughput_from_host;  // host_bridge: traffic coming down from its CPU
-  std::optional<Bandwidth> memory_bandwidth;  // cpu: DRAM
-  std::optional<Bytes> memory;                // cpu: host DRAM capacity
-  Time latency;                               // per traversal
-  GpuParams gpu;                              // kind == Gpu only
+  std::optional<Bandwidth> memory_bandwidth;      // cpu: DRAM
+  std::optional<Bytes> memory;                    // cpu: host DRAM capacity
+  Time latency;                                   // per traversal
+  GpuParams gpu;                                  // kind == Gpu only
 };
 
 struct LinkSpec {

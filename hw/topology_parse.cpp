@@ -1,7 +1,7 @@
 // YAML -> TopologySpec, then checks. No graph here: see topology_graph.cpp.
 #include <algorithm>
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -55,18 +55,14 @@ std::optional<PathType> path_type_from_string(const std::string& s) {
 
 namespace {
 
-NodeKind node_kind(const std::string& s) {
-  return static_cast<NodeKind>(std::find(kNodeKinds.begin(), kNodeKinds.end(), s) - kNodeKinds.begin());
-}
-LinkKind link_kind(const std::string& s) {
-  return static_cast<LinkKind>(std::find(kLinkKinds.begin(), kLinkKinds.end(), s) - kLinkKinds.begin());
-}
+NodeKind node_kind(const std::string& s) { return static_cast<NodeKind>(std::find(kNodeKinds.begin(), kNodeKinds.end(), s) - kNodeKinds.begin()); }
+LinkKind link_kind(const std::string& s) { return static_cast<LinkKind>(std::find(kLinkKinds.begin(), kLinkKinds.end(), s) - kLinkKinds.begin()); }
 
 // PCIe data rate per lane and direction after line encoding, in GB/s.
 double pcie_lane_GBps(int gen) {
   switch (gen) {
-    case 1: return 0.25;             // 2.5 GT/s, 8b/10b
-    case 2: return 0.5;              // 5 GT/s, 8b/10b
+    case 1: return 0.25;  // 2.5 GT/s, 8b/10b
+    case 2: return 0.5;   // 5 GT/s, 8b/10b
     case 3: return 8.0 * 128 / 130 / 8;
     case 4: return 16.0 * 128 / 130 / 8;
     case 5: return 32.0 * 128 / 130 / 8;
@@ -92,28 +88,26 @@ std::optional<std::pair<int, int>> pcie_gen_width(const std::string& s) {
 }
 
 constexpr double kDefaultPcieEfficiency = 0.87;  // TLP/DLLP overhead, 256 B payloads (MODEL.md: 55 of 63 GB/s)
-constexpr double kNvlink4PerLinkGBps = 25.0;      // NVLink4: 50 GB/s bidirectional per link
+constexpr double kNvlink4PerLinkGBps = 25.0;     // NVLink4: 50 GB/s bidirectional per link
 
 PathType read_path_level(const MapReader& r, const std::string& key, PathType fallback) {
   if (!r.has(key)) return fallback;
   const std::string s = r.str(key);
   auto p = path_type_from_string(s);
-  if (!p || *p == PathType::Net)
-    r.fail(key, fmt::format("'{}' is not a path type: use LOC, NVL, PIX, PXB, PHB, NODE or SYS", s));
+  if (!p || *p == PathType::Net) r.fail(key, fmt::format("'{}' is not a path type: use LOC, NVL, PIX, PXB, PHB, NODE or SYS", s));
   return *p;
 }
 
 NodeSpec parse_node(const std::string& file, const YAML::Node& n, const YAML::Node& original) {
   // Kind first, so the key check can be specific to it.
   const YAML::Node kind_node = n["kind"];
-  if (!kind_node.IsDefined())
-    throw InputError(location_of(file, original), "node is missing the required key 'kind'");
+  if (!kind_node.IsDefined()) throw InputError(location_of(file, original), "node is missing the required key 'kind'");
   const std::string kind_s = scalar_str(file, kind_node, "kind");
   if (std::find(kNodeKinds.begin(), kNodeKinds.end(), kind_s) == kNodeKinds.end()) {
     const std::string near = closest_match(kind_s, kNodeKinds);
     throw InputError(location_of(file, original["kind"]),
-                     fmt::format("unknown node kind '{}'{}; kinds: {}", kind_s,
-                                 near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near), fmt::join(kNodeKinds, ", ")));
+                     fmt::format("unknown node kind '{}'{}; kinds: {}", kind_s, near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near),
+                                 fmt::join(kNodeKinds, ", ")));
   }
   const NodeKind kind = node_kind(kind_s);
   std::vector<std::string> known = {"name", "kind", "throughput", "latency"};
@@ -168,10 +162,15 @@ LinkSpec parse_link(const std::string& file, const YAML::Node& n, const YAML::No
   {
     l.a = r.str("a");
     l.b = r.str("b");
-    if (r.has("kind")) l.kind = link_kind(r.choice("kind", kLinkKinds));
-    else if (r.has("pcie")) l.kind = LinkKind::Pcie;
-    else if (r.has("nvlinks")) l.kind = LinkKind::NvLink;
-    else r.fail_here("needs 'kind' (one of pcie, nvlink, inter_socket, internal, infiniband, ethernet, nvlink_c2c), or a 'pcie:' or 'nvlinks:' shorthand");
+    if (r.has("kind"))
+      l.kind = link_kind(r.choice("kind", kLinkKinds));
+    else if (r.has("pcie"))
+      l.kind = LinkKind::Pcie;
+    else if (r.has("nvlinks"))
+      l.kind = LinkKind::NvLink;
+    else
+      r.fail_here(
+          "needs 'kind' (one of pcie, nvlink, inter_socket, internal, infiniband, ethernet, nvlink_c2c), or a 'pcie:' or 'nvlinks:' shorthand");
 
     const int ways = (r.has("bandwidth") ? 1 : 0) + (r.has("pcie") ? 1 : 0) + (r.has("nvlinks") ? 1 : 0);
     if (ways > 1) r.fail_here("give the bandwidth one way only: 'bandwidth', 'pcie: genN xW' or 'nvlinks: N'");
@@ -197,8 +196,10 @@ LinkSpec parse_link(const std::string& file, const YAML::Node& n, const YAML::No
     } else if (l.kind != LinkKind::Internal) {
       r.fail_here(fmt::format("a {} link needs 'bandwidth' (only internal links may be unlimited)", to_string(l.kind)));
     }
-    if (r.has("latency")) l.latency = r.duration("latency");
-    else if (l.kind != LinkKind::Internal) r.fail_here("needs 'latency' (e.g. latency: 1 us)");
+    if (r.has("latency"))
+      l.latency = r.duration("latency");
+    else if (l.kind != LinkKind::Internal)
+      r.fail_here("needs 'latency' (e.g. latency: 1 us)");
     if (r.has("duplex")) l.half_duplex = r.choice("duplex", {"full", "half"}) == "half";
     if (l.label.empty()) l.label = to_string(l.kind);
   }
@@ -211,8 +212,7 @@ void check(TopologySpec& t, const YAML::Node& root) {
   std::vector<std::string> names;
   for (const NodeSpec& n : t.nodes) {
     if (n.name.empty()) throw InputError(n.where, "node name must not be empty");
-    if (n.name == "host")
-      throw InputError(n.where, "'host' is reserved (it means a GPU's nearest host memory in scenarios): rename the node");
+    if (n.name == "host") throw InputError(n.where, "'host' is reserved (it means a GPU's nearest host memory in scenarios): rename the node");
     auto [it, fresh] = by_name.emplace(n.name, &n);
     if (!fresh) throw InputError(n.where, fmt::format("duplicate node name '{}' (first defined at {})", n.name, it->second->where.str()));
     names.push_back(n.name);
@@ -235,16 +235,16 @@ void check(TopologySpec& t, const YAML::Node& root) {
     const bool net = l.kind == LinkKind::InfiniBand || l.kind == LinkKind::Ethernet;
     auto netside = [](NodeKind k) { return k == NodeKind::Nic || k == NodeKind::NetworkSwitch; };
     if (net && !(netside(ka) && netside(kb)))
-      throw InputError(l.where, fmt::format("{} links join NICs and network switches, not '{}' ({}) and '{}' ({})", to_string(l.kind),
-                                            l.a, to_string(ka), l.b, to_string(kb)));
+      throw InputError(l.where, fmt::format("{} links join NICs and network switches, not '{}' ({}) and '{}' ({})", to_string(l.kind), l.a,
+                                            to_string(ka), l.b, to_string(kb)));
     if (l.kind == LinkKind::NvLinkC2C && !((ka == NodeKind::Gpu && kb == NodeKind::Cpu) || (ka == NodeKind::Cpu && kb == NodeKind::Gpu)))
       throw InputError(l.where, fmt::format("nvlink_c2c links join a GPU and its CPU (a Grace Hopper superchip), not '{}' ({}) and '{}' ({})", l.a,
                                             to_string(ka), l.b, to_string(kb)));
     if (l.kind == LinkKind::NvLink) {
       auto nvside = [](NodeKind k) { return k == NodeKind::Gpu || k == NodeKind::NvSwitch; };
       if (!(nvside(ka) && nvside(kb)))
-        throw InputError(l.where, fmt::format("nvlink links join GPUs and NVSwitches, not '{}' ({}) and '{}' ({})", l.a,
-                                              to_string(ka), l.b, to_string(kb)));
+        throw InputError(l.where,
+                         fmt::format("nvlink links join GPUs and NVSwitches, not '{}' ({}) and '{}' ({})", l.a, to_string(ka), l.b, to_string(kb)));
     }
   }
   const YAML::Node pairs = root["p2p_disabled_pairs"];

@@ -18,8 +18,8 @@
 
 #include <sys/resource.h>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "core/errors.hpp"
 #include "fabric/transfers.hpp"
@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
     const hw::Topology topo(hw::parse_topology_file(topology_path));
     auto t0 = std::chrono::steady_clock::now();
     const Scenario sc = parse_scenario_file(scenario_path, topo);
-    std::cout << fmt::format("{} flows, {} resources; scenario parsed in {:.3f} s (peak memory {:.0f} MB)\n", sc.transfers.size(), topo.resources().size(),
-                             seconds_since(t0), peak_rss_mb());
+    std::cout << fmt::format("{} flows, {} resources; scenario parsed in {:.3f} s (peak memory {:.0f} MB)\n", sc.transfers.size(),
+                             topo.resources().size(), seconds_since(t0), peak_rss_mb());
     if (!instance_path.empty()) {
       write_instance(instance_path, topo, sc);
       std::cout << "instance written to " << instance_path << '\n';

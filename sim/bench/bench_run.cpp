@@ -18,8 +18,8 @@
 #include "gpu/executor.hpp"
 #include "io/text_file.hpp"
 #include "kineto/import.hpp"
-#include "sweep/sweep.hpp"
 #include "report/metrics.hpp"
+#include "sweep/sweep.hpp"
 #include "workload/dit.hpp"
 
 namespace {

@@ -99,7 +99,8 @@ BenchDocs merge_bench_runs(const BenchDocs& docs) {
     // earlier one of the same pair and channel count, other pairs stay.
     auto identity = [](const json& r) {
       std::string id = r.at("key").get<std::string>();
-      if (id == "interference") id += "/" + r.at("a").get<std::string>() + "/" + r.at("b").get<std::string>() + "/" + std::to_string(r.at("channels").get<int>());
+      if (id == "interference")
+        id += "/" + r.at("a").get<std::string>() + "/" + r.at("b").get<std::string>() + "/" + std::to_string(r.at("channels").get<int>());
       return id;
     };
     std::set<std::string> keys;

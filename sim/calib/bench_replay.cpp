@@ -119,8 +119,7 @@ std::vector<double> replay_gated(const std::vector<Op>& lanes, int reps, const s
   }
   const ExecResult res = replay_programs(std::move(s), progs, topo, p);
   std::vector<double> out;
-  for (const auto& [a, b] : timed)
-    out.push_back((res.ops[static_cast<size_t>(dev)][b].end - res.ops[static_cast<size_t>(dev)][a].end).us() / reps);
+  for (const auto& [a, b] : timed) out.push_back((res.ops[static_cast<size_t>(dev)][b].end - res.ops[static_cast<size_t>(dev)][a].end).us() / reps);
   return out;
 }
 

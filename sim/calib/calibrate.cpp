@@ -56,7 +56,8 @@ std::string provenance_yaml(const BenchDocs& docs) {
     const std::string h = fnv1a64_of(name);
     // The file's name (the header lists the paths as given) and a hash of its bytes.
     const size_t slash = name.find_last_of('/');
-    out += fmt::format("    - {{file: {}{}}}\n", q(slash == std::string::npos ? name : name.substr(slash + 1)), h.empty() ? "" : ", fnv1a64: " + q(h));
+    out +=
+        fmt::format("    - {{file: {}{}}}\n", q(slash == std::string::npos ? name : name.substr(slash + 1)), h.empty() ? "" : ", fnv1a64: " + q(h));
   }
   return out;
 }
@@ -212,8 +213,7 @@ std::string format_comparison(const std::vector<Comparison>& rows) {
   for (const auto& c : rows)
     out += fmt::format("{:<18} {:<36} {:>9.1f} us {:>9.1f} us {:>+7.1f}%\n", c.key, c.what, c.measured_us, c.simulated_us, c.error_pct());
   out += fmt::format("\n{:<48} {:>6} {:>14} {:>12}\n", "class", "cases", "median |err|", "worst |err|");
-  for (const auto& s : summarise(rows))
-    out += fmt::format("{:<48} {:>6} {:>13.1f}% {:>11.1f}%\n", s.cls, s.cases, s.median_abs_pct, s.worst_abs_pct);
+  for (const auto& s : summarise(rows)) out += fmt::format("{:<48} {:>6} {:>13.1f}% {:>11.1f}%\n", s.cls, s.cases, s.median_abs_pct, s.worst_abs_pct);
   return out;
 }
 

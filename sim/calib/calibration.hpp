@@ -47,9 +47,7 @@ struct Comparison {
   [[nodiscard]] double error_pct() const { return 100.0 * (simulated_us - measured_us) / measured_us; }
   [[nodiscard]] bool has_phase() const { return simulated_lo_us >= 0; }
   /// Some time the hand-off's phase allows is within 5 % of the measurement.
-  [[nodiscard]] bool within_phase() const {
-    return has_phase() && simulated_lo_us <= 1.05 * measured_us && simulated_hi_us >= 0.95 * measured_us;
-  }
+  [[nodiscard]] bool within_phase() const { return has_phase() && simulated_lo_us <= 1.05 * measured_us && simulated_hi_us >= 0.95 * measured_us; }
 };
 
 }  // namespace osim

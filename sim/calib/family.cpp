@@ -58,7 +58,13 @@ void FitContext::run(const FitStep& step) {
 }
 
 ReplayContext::ReplayContext(const json& d, const hw::Topology& t, const ModelParams& prm)
-    : doc(d), topo(t), params(prm), p(prm), p2p_off(p2p_disabled_run(d)), ngpu(static_cast<int>(t.gpus().size())), bench_ranks(interference_ranks(d)) {
+    : doc(d),
+      topo(t),
+      params(prm),
+      p(prm),
+      p2p_off(p2p_disabled_run(d)),
+      ngpu(static_cast<int>(t.gpus().size())),
+      bench_ranks(interference_ranks(d)) {
   p.overheads.memcpy_call = p.overheads.kernel_launch = p.overheads.collective_call = Time::zero();
 }
 

@@ -24,7 +24,7 @@ struct CopyPoint {
 };
 struct CopyLine {
   double latency_us = 0, burst_us = 0, inv_beta = 0;  // us, us, us per byte
-  double sq = 0;                                       // summed squared relative residuals
+  double sq = 0;                                      // summed squared relative residuals
   int n = 0;
   bool ok = false;
 };

@@ -16,13 +16,13 @@
 namespace osim {
 
 struct FitStep {
-  std::string_view family;              // the effect family whose file holds it
-  std::string_view name;                // the step within its family
-  std::vector<std::string_view> keys = {};   // the bench testcases it reads
-  std::vector<std::string_view> reads = {};  // fields fitted before it that it uses; kReadsModel: it replays the bench on the model so far
+  std::string_view family;                    // the effect family whose file holds it
+  std::string_view name;                      // the step within its family
+  std::vector<std::string_view> keys = {};    // the bench testcases it reads
+  std::vector<std::string_view> reads = {};   // fields fitted before it that it uses; kReadsModel: it replays the bench on the model so far
   std::vector<std::string_view> writes = {};  // the fields it sets
-  std::vector<FitOutput> consumes = {};      // cross-family values it reads, produced by an earlier step
-  std::vector<FitOutput> produces = {};      // cross-family values it sets
+  std::vector<FitOutput> consumes = {};       // cross-family values it reads, produced by an earlier step
+  std::vector<FitOutput> produces = {};       // cross-family values it sets
   FitFn run = nullptr;
 };
 /// A `reads` entry: the step simulates the bench on every field fitted so far.

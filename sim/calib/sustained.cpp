@@ -66,7 +66,8 @@ double sdpa_window_scale(const json& r, const ModelParams& p) {
   const double op_ms = r.at("time_us").get<double>() * 1e-3;
   const double t0 = r.at("soak_calls").get<double>() * op_ms;
   const auto [fast, slow] = window_activations({0, t0, t0 + r.at("window_calls").get<double>() * op_ms}, p);
-  return (1 + p.power.sustained_slowdown * fast + p.attention.attention_slow_share * p.power.sustained_slow_slowdown * slow) / (1 + p.power.sustained_slowdown);
+  return (1 + p.power.sustained_slowdown * fast + p.attention.attention_slow_share * p.power.sustained_slow_slowdown * slow) /
+         (1 + p.power.sustained_slowdown);
 }
 
 }  // namespace osim

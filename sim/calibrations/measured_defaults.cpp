@@ -125,9 +125,10 @@ BaseParams base_params(const std::string& file, const hw::Topology& topo) {
 std::string base_params_note(const BaseParams& b, const hw::Topology* topo) {
   auto measured_on = [](const CalibrationOrigin& o) { return o.gpus > 1 ? fmt::format("{}x {}", o.gpus, o.gpu) : o.gpu; };
   if (b.built_in)
-    return fmt::format("calibration: the measured defaults for these GPUs ({}, measured on {}, built in); for your own node's, "
-                       "pass --calibration FILE (docs/calibrate-your-node.md); --calibration none for the datasheet defaults\n",
-                       b.file, measured_on(b.origin));
+    return fmt::format(
+        "calibration: the measured defaults for these GPUs ({}, measured on {}, built in); for your own node's, "
+        "pass --calibration FILE (docs/calibrate-your-node.md); --calibration none for the datasheet defaults\n",
+        b.file, measured_on(b.origin));
   if (b.file.empty())
     return "uncalibrated: the model's datasheet defaults, not a measured machine's; pass --calibration FILE (configs/calibrations/ holds "
            "the measured machines'; docs/calibrate-your-node.md makes one for yours)\n";
@@ -136,7 +137,8 @@ std::string base_params_note(const BaseParams& b, const hw::Topology* topo) {
   out += "\n";
   if (topo && !b.origin.gpu.empty() && !topo->gpus().empty()) {
     if (const std::string& model = topo->node(topo->gpus().front()).gpu.model; !gpu_in_family(b.origin.gpu, model))
-      out += fmt::format("warning: the calibration was measured on {}, the topology's GPUs are {}: its rates may not hold for them\n", b.origin.gpu, model);
+      out += fmt::format("warning: the calibration was measured on {}, the topology's GPUs are {}: its rates may not hold for them\n", b.origin.gpu,
+                         model);
   }
   return out;
 }

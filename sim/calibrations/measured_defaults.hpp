@@ -36,8 +36,8 @@ std::optional<MeasuredDefaults> measured_defaults(const hw::Topology& topo);
 /// the run's closing note says of them (base_params_note).
 struct BaseParams {
   ModelParams params;
-  std::string file;      // the calibration file loaded, or the shipped one whose copy is built in
-  bool built_in = false;  // the measured defaults
+  std::string file;          // the calibration file loaded, or the shipped one whose copy is built in
+  bool built_in = false;     // the measured defaults
   CalibrationOrigin origin;  // what the calibration was measured on (empty: not recorded)
 };
 BaseParams base_params(const std::string& file, const hw::Topology& topo);

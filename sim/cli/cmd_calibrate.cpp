@@ -24,8 +24,7 @@ namespace {
 // run's testcases replace an earlier one's of the same key): (merged run's name, kind's
 // position, row); with `label`, each merged run's table printed.
 std::vector<std::tuple<std::string, size_t, Comparison>> replay_bench(const std::vector<std::pair<std::string, nlohmann::json>>& docs,
-                                                                           const hw::Topology& topo, const ModelParams& params,
-                                                                           const std::string& label) {
+                                                                      const hw::Topology& topo, const ModelParams& params, const std::string& label) {
   std::vector<std::tuple<std::string, size_t, Comparison>> all;
   size_t kind = 0;
   for (const auto& [name, d] : merge_bench_runs(docs)) {
@@ -34,7 +33,7 @@ std::vector<std::tuple<std::string, size_t, Comparison>> replay_bench(const std:
     // outside the testcase's cases (std::invalid_argument).
     const auto malformed = [&name = name](const char* what) {
       return InputError(SourceLocation{name, 0, 0},
-                              fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", what));
+                        fmt::format("a bench testcase is malformed ({}): re-run overlapsim-validate bench, or fix that row", what));
     };
     try {
       rows = compare_bench(d, topo, params);
@@ -81,8 +80,10 @@ void second_run_report(const std::vector<std::tuple<std::string, size_t, Compari
     // hand-off's phase allows both (it held one step in both runs; the
     // schedule does not set it).
     if (std::abs(c.error_pct()) > 5 && std::abs(c2.error_pct()) > 5 && c.error_pct() * c2.error_pct() > 0 && runs < 2) {
-      if (c.within_phase() && c2.within_phase()) ++phase_both;
-      else own.emplace_back(&c, &c2);
+      if (c.within_phase() && c2.within_phase())
+        ++phase_both;
+      else
+        own.emplace_back(&c, &c2);
     }
   }
   const auto pct = [&](long n) { return both ? 100.0 * static_cast<double>(n) / static_cast<double>(both) : 0.0; };
@@ -93,7 +94,8 @@ void second_run_report(const std::vector<std::tuple<std::string, size_t, Compari
   std::cout << fmt::format("  missed by > 5% the same way in both runs, which agree within 2%: {} ({:.1f}%){}\n", own.size(),
                            pct(static_cast<long>(own.size())),
                            phase_both ? fmt::format("; {} more within the hand-off's phase in both", phase_both) : "");
-  for (const auto& [a, b] : own) std::cout << fmt::format("    {:+.1f}% / {:+.1f}%  {} {} ({})\n", a->error_pct(), b->error_pct(), a->key, a->what, a->cls);
+  for (const auto& [a, b] : own)
+    std::cout << fmt::format("    {:+.1f}% / {:+.1f}%  {} {} ({})\n", a->error_pct(), b->error_pct(), a->key, a->what, a->cls);
 }
 
 int calibrate_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& out, bool force,
@@ -184,15 +186,16 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
         in_phase += errs[i] > 5.0 && c.within_phase();
       }
       if (errs[i] > 5.0)
-        std::cout << fmt::format("  {:+.1f}%  {} {} ({}; {}){}{}\n", c.error_pct(), c.key, c.what, c.cls, all[i].first,
-                                 c.outside.empty() ? "" : " [not modelled: " + c.outside + "]",
-                                 c.within_phase() ? fmt::format(" [within the hand-off's phase: {:.2f}-{:.2f} us]", c.simulated_lo_us, c.simulated_hi_us) : "");
+        std::cout << fmt::format(
+            "  {:+.1f}%  {} {} ({}; {}){}{}\n", c.error_pct(), c.key, c.what, c.cls, all[i].first,
+            c.outside.empty() ? "" : " [not modelled: " + c.outside + "]",
+            c.within_phase() ? fmt::format(" [within the hand-off's phase: {:.2f}-{:.2f} us]", c.simulated_lo_us, c.simulated_hi_us) : "");
     }
     if (!held.empty() && held.size() < all.size()) {
       const Stats h = stats(held);
       const auto& hw = all[h.worst].second;
-      std::cout << fmt::format("rows of effects the model holds: {} of {}: median |err| {:.1f}%, worst {:.1f}% ({} {}, {}); over 5%: {}\n", held.size(),
-                               all.size(), h.median, errs[h.worst], hw.key, hw.what, all[h.worst].first, h.over);
+      std::cout << fmt::format("rows of effects the model holds: {} of {}: median |err| {:.1f}%, worst {:.1f}% ({} {}, {}); over 5%: {}\n",
+                               held.size(), all.size(), h.median, errs[h.worst], hw.key, hw.what, all[h.worst].first, h.over);
     }
     // The hand-off's phase (handoff_phase_min / _max): the rows it moves, and
     // those over 5 % whose measurement a time it allows is within 5 % of.
@@ -201,9 +204,11 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
       for (const size_t i : held.empty() ? every : held)
         if (!(errs[i] > 5.0 && all[i].second.within_phase())) rest.push_back(i);
       const Stats r = stats(rest);
-      std::cout << fmt::format("rows with a hand-off, whose phase ({:.2f}-{:.2f} us) moves them: {}; over 5% but within it: {}; the rest over 5%: {}, worst {:.1f}% ({} {}, {})\n",
-                               params.handoff.handoff_phase_min.us(), params.handoff.handoff_phase_max.us(), phased, in_phase, r.over, errs[r.worst],
-                               all[r.worst].second.key, all[r.worst].second.what, all[r.worst].first);
+      std::cout << fmt::format(
+          "rows with a hand-off, whose phase ({:.2f}-{:.2f} us) moves them: {}; over 5% but within it: {}; the rest over 5%: {}, worst {:.1f}% ({} "
+          "{}, {})\n",
+          params.handoff.handoff_phase_min.us(), params.handoff.handoff_phase_max.us(), phased, in_phase, r.over, errs[r.worst],
+          all[r.worst].second.key, all[r.worst].second.what, all[r.worst].first);
     }
   }
   if (!again.empty()) {
@@ -228,7 +233,8 @@ struct CalibrateOptions {
 
 Command add_calibrate(CLI::App& app) {
   auto o = std::make_shared<CalibrateOptions>();
-  auto* c = app.add_subcommand("calibrate", "Fit the model's parameters to overlapsim-validate bench results; compare the calibrated simulator with them");
+  auto* c =
+      app.add_subcommand("calibrate", "Fit the model's parameters to overlapsim-validate bench results; compare the calibrated simulator with them");
   c->add_option("bench", o->inputs, "bench JSON files (a NCCL-defaults run first; a NCCL_P2P_DISABLE=1 run may follow)")->required();
   c->add_option("--topology,-t", o->topology, "the measured machine's topology YAML")->required();
   c->add_option("-o,--out", o->out, "write the calibration file here");
@@ -239,15 +245,15 @@ Command add_calibrate(CLI::App& app) {
   c->add_option("--second-run", o->second_run,
                 "the same bench run again (e.g. bench-*-2.json): replayed with the same calibration, reports how much of the error is the "
                 "measurement's (rows whose two runs differ, misses within that, misses the same way in both runs)");
-  c->add_flag("--allow-gpu-mismatch", o->allow_gpu_mismatch, "fit a bench measured on another GPU family than the topology's (a warning instead of an error)");
-  return {c, [o] {
-            return calibrate_command(o->inputs, o->topology, o->out, o->force, o->replay_with, o->csv, o->second_run, o->allow_gpu_mismatch);
-          }};
+  c->add_flag("--allow-gpu-mismatch", o->allow_gpu_mismatch,
+              "fit a bench measured on another GPU family than the topology's (a warning instead of an error)");
+  return {c,
+          [o] { return calibrate_command(o->inputs, o->topology, o->out, o->force, o->replay_with, o->csv, o->second_run, o->allow_gpu_mismatch); }};
 }
 
 Command add_calibration_fields(CLI::App& app) {
-  auto* c = app.add_subcommand("calibration-fields",
-                               "Print every calibration field (family, key, unit, meaning) as a Markdown table: docs/formats/calibration.md holds it");
+  auto* c = app.add_subcommand(
+      "calibration-fields", "Print every calibration field (family, key, unit, meaning) as a Markdown table: docs/formats/calibration.md holds it");
   return {c, [] {
             std::cout << model_fields_markdown();
             return 0;

@@ -9,11 +9,11 @@
 
 #include <fmt/format.h>
 
-#include "reference/reference.hpp"
-#include "reference/reference_runs.hpp"
+#include "calibrations/measured_defaults.hpp"
 #include "cli/common.hpp"
 #include "core/stats.hpp"
-#include "calibrations/measured_defaults.hpp"
+#include "reference/reference.hpp"
+#include "reference/reference_runs.hpp"
 #include "report/compare.hpp"
 #include "report/metrics.hpp"
 #include "schedule/whatif.hpp"
@@ -27,7 +27,8 @@ namespace {
 // the records file's folder) and returns the simulated records.
 // With `out_dir`, also writes the simulation's records.json and trace.json
 // into out_dir/<run name>/ (to open beside the measured trace).
-Records resimulate_into(const std::string& measured, const Records& measured_records, const ResimulateOptions& o, const std::string& out_dir, bool force) {
+Records resimulate_into(const std::string& measured, const Records& measured_records, const ResimulateOptions& o, const std::string& out_dir,
+                        bool force) {
   Resimulation r = resimulate(measured, measured_records, o);
   if (!out_dir.empty()) {
     // The run's name, unless it could leave out_dir: then the measured folder's.
@@ -46,8 +47,7 @@ Records resimulate_into(const std::string& measured, const Records& measured_rec
 
 int programs_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& calibration, double max_error,
                      double max_median_error, const std::string& csv, bool force) {
-  if (topo_path.empty())
-    throw InputError(SourceLocation{inputs.front(), 0, 0}, "--programs needs the machine's topology: pass --topology FILE");
+  if (topo_path.empty()) throw InputError(SourceLocation{inputs.front(), 0, 0}, "--programs needs the machine's topology: pass --topology FILE");
   if (!csv.empty()) refuse_overwrite(csv, force);
   const hw::Topology topo(hw::parse_topology_file(topo_path));
   const ProgramFigures f = predict_programs(inputs, topo, base_params(calibration, topo).params);
@@ -77,15 +77,14 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
                     const std::string& timing_events, double max_error, double max_median_error, bool per_layer, const std::string& csv,
                     const std::string& sim_out, bool force, const WhatIf& what_if) {
   if (!csv.empty()) refuse_overwrite(csv, force);
-  if (!sim_out.empty() && !simulate)
-    throw InputError(SourceLocation{sim_out, 0, 0}, "--simulated-out writes the re-simulated runs: add --simulate");
+  if (!sim_out.empty() && !simulate) throw InputError(SourceLocation{sim_out, 0, 0}, "--simulated-out writes the re-simulated runs: add --simulate");
   if (!timing_events.empty() && !simulate)
     throw InputError(SourceLocation{timing_events, 0, 0}, "--timing-events applies to the re-simulated runs: add --simulate");
   std::vector<std::pair<Records, Records>> pairs;
   if (!simulate) {
     if (inputs.size() != 2)
       throw InputError(SourceLocation{inputs.front(), 0, 0},
-                             "compare takes MEASURED SIMULATED (records files or --out folders); or --simulate MEASURED... to re-simulate measured runs");
+                       "compare takes MEASURED SIMULATED (records files or --out folders); or --simulate MEASURED... to re-simulate measured runs");
     pairs.emplace_back(read_records(records_path(inputs[0])), read_records(records_path(inputs[1])));
   } else {
     for (const auto& in : inputs) {
@@ -108,7 +107,8 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
   }
   const double med = median(errs);
   if (pairs.size() > 1) {
-    std::cout << fmt::format("{} runs: makespan error median {:.1f} %, worst {:.1f} %\n", pairs.size(), 100 * med, 100 * *std::max_element(errs.begin(), errs.end()));
+    std::cout << fmt::format("{} runs: makespan error median {:.1f} %, worst {:.1f} %\n", pairs.size(), 100 * med,
+                             100 * *std::max_element(errs.begin(), errs.end()));
     std::cout << fmt::format("  {:<44} {:>12} {:>12} {:>8}\n", "run", "measured", "simulated", "error");
     for (const auto& [m, s] : pairs)
       std::cout << fmt::format("  {:<44} {:>9.2f} ms {:>9.2f} ms {:>+7.1f}%\n", m.name, m.makespan_ns * 1e-6, s.makespan_ns * 1e-6,
@@ -117,7 +117,8 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
   if (!csv.empty()) {
     std::string text = "run,measured_ms,simulated_ms,error_pct\n";
     for (const auto& [m, s] : pairs)
-      text += fmt::format("{},{:.4f},{:.4f},{:.3f}\n", m.name, m.makespan_ns * 1e-6, s.makespan_ns * 1e-6, 100 * (s.makespan_ns - m.makespan_ns) / m.makespan_ns);
+      text += fmt::format("{},{:.4f},{:.4f},{:.3f}\n", m.name, m.makespan_ns * 1e-6, s.makespan_ns * 1e-6,
+                          100 * (s.makespan_ns - m.makespan_ns) / m.makespan_ns);
     write_file(csv, text);
   }
   int rc = 0;
@@ -143,7 +144,7 @@ int report_command(const std::string& run_dir, const std::string& topo_path, std
   const fs::path sched_path = dir / "schedule.yaml";
   if (!fs::exists(sched_path))
     throw InputError(SourceLocation{sched_path.string(), 0, 0},
-                           "no schedule beside the records: overlapsim-validate run and overlapsim run --schedule-out write it there");
+                     "no schedule beside the records: overlapsim-validate run and overlapsim run --schedule-out write it there");
   const Schedule sched = parse_schedule_file(sched_path.string());
   std::string tp = topo_path;
   if (tp.empty()) {
@@ -182,16 +183,18 @@ int report_command(const std::string& run_dir, const std::string& topo_path, std
 // against its twin.
 void print_repeated(const std::string& section, const reference::RepeatedSet& r) {
   const RepeatedFigures& rf = r.figures;
-  std::cout << fmt::format("  {} over {} sessions: {} measured more than once, error against each one's median run: median {:.1f} %, worst "
-                           "{:.1f} %, {} within their measured range, medians' rank correlation at least {:.2f}{}; configuration pairs every "
-                           "session ran in the same order: {}, ordered otherwise by the simulation: {}\n",
-                           section, r.sessions, rf.programs.size(), rf.median_pct, rf.worst_pct, rf.within_range, rf.spearman_min,
-                           rf.rankings.empty() ? "" : fmt::format(" (half the sessions' medians against the other half's: at least {:.2f})",
-                                                                  rf.halves_spearman_min),
-                           rf.pairs_ordered, rf.pairs_misordered.size());
+  std::cout << fmt::format(
+      "  {} over {} sessions: {} measured more than once, error against each one's median run: median {:.1f} %, worst "
+      "{:.1f} %, {} within their measured range, medians' rank correlation at least {:.2f}{}; configuration pairs every "
+      "session ran in the same order: {}, ordered otherwise by the simulation: {}\n",
+      section, r.sessions, rf.programs.size(), rf.median_pct, rf.worst_pct, rf.within_range, rf.spearman_min,
+      rf.rankings.empty() ? "" : fmt::format(" (half the sessions' medians against the other half's: at least {:.2f})", rf.halves_spearman_min),
+      rf.pairs_ordered, rf.pairs_misordered.size());
   for (const auto& g : rf.rankings)
-    std::cout << fmt::format("    {}: rank correlation with the simulation {:.2f}; half the sessions against the other half {:.2f}, the "
-                             "simulation against a half {:.2f}\n", g.group, g.simulated, g.halves, g.simulated_halves);
+    std::cout << fmt::format(
+        "    {}: rank correlation with the simulation {:.2f}; half the sessions against the other half {:.2f}, the "
+        "simulation against a half {:.2f}\n",
+        g.group, g.simulated, g.halves, g.simulated_halves);
   for (const std::string& p : rf.pairs_misordered) std::cout << "    ordered otherwise (measured faster / slower): " << p << "\n";
   // The hosts' pace: every run that measured its issue time, pooled over the sessions.
   if (r.pooled.host_runs > 0)
@@ -240,8 +243,8 @@ int reference_command(const std::string& folder, bool write_calibration) {
   for (const auto& [set, section] : {std::pair{&f.programs, "programs"}, std::pair{&f.fp8_programs, "fp8_programs"}}) {
     if (!*set) continue;
     const ProgramFigures& p = (*set)->first;
-    std::cout << fmt::format("  {}: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", section, p.runs.size(),
-                             p.median_pct, p.worst_pct, p.spearman_min);
+    std::cout << fmt::format("  {}: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", section,
+                             p.runs.size(), p.median_pct, p.worst_pct, p.spearman_min);
     missed(section);
     if ((*set)->repeated) print_repeated(section, *(*set)->repeated);
     missed(std::string(section) + "_repeated");
@@ -291,9 +294,11 @@ struct ReportOptions {
 
 Command add_compare(CLI::App& app) {
   auto o = std::make_shared<CompareOptions>();
-  auto* c = app.add_subcommand("compare", "Compare a measured run (overlapsim-validate run) with a simulated one: makespan, steps, op classes, layers, overlap windows");
+  auto* c = app.add_subcommand(
+      "compare", "Compare a measured run (overlapsim-validate run) with a simulated one: makespan, steps, op classes, layers, overlap windows");
   c->add_option("runs", o->inputs, "MEASURED SIMULATED (records.json files or --out folders); with --simulate: measured runs only")->required();
-  c->add_flag("--simulate", o->simulate, "re-simulate each measured run's schedule (its folder's schedule.yaml) instead of reading simulated records");
+  c->add_flag("--simulate", o->simulate,
+              "re-simulate each measured run's schedule (its folder's schedule.yaml) instead of reading simulated records");
   c->add_flag("--programs", o->programs,
               "the runs are reference programs' results (validate/programs/, *.json): simulate each one's twin workload on --topology and "
               "compare makespans, with the configurations' rank correlation");
@@ -307,7 +312,8 @@ Command add_compare(CLI::App& app) {
       ->check(finite_percent());
   c->add_flag("--layers", o->layers, "print every layer of rank 0");
   c->add_option("--csv", o->csv, "also write each run's measured and simulated makespan (with --programs, their host issue times too) (CSV)");
-  c->add_option("--simulated-out", o->simulated_out, "with --simulate: write each run's simulated records.json and trace.json (Perfetto) into DIR/<run name>/");
+  c->add_option("--simulated-out", o->simulated_out,
+                "with --simulate: write each run's simulated records.json and trace.json (Perfetto) into DIR/<run name>/");
   c->add_flag("--force", o->force, "overwrite an existing --csv file or --simulated-out files");
   c->add_flag("--remodel-kernels", o->remodel_kernels,
               "with --simulate: time kernels that carry a shape by the model, not by their measured duration (how well an imported trace re-models)");
@@ -317,17 +323,19 @@ Command add_compare(CLI::App& app) {
             WhatIf what_if;
             what_if.remodel_kernels = o->remodel_kernels;
             if (o->programs) {
-              if (o->simulate) throw InputError(SourceLocation{o->inputs.front(), 0, 0}, "--programs simulates the programs' twins already: drop --simulate");
+              if (o->simulate)
+                throw InputError(SourceLocation{o->inputs.front(), 0, 0}, "--programs simulates the programs' twins already: drop --simulate");
               return programs_command(o->inputs, o->topology, o->calibration, o->max_error, o->max_median_error, o->csv, o->force);
             }
-            return compare_command(o->inputs, o->simulate, o->topology, o->calibration, o->timing_events, o->max_error, o->max_median_error, o->layers,
-                                   o->csv, o->simulated_out, o->force, what_if);
+            return compare_command(o->inputs, o->simulate, o->topology, o->calibration, o->timing_events, o->max_error, o->max_median_error,
+                                   o->layers, o->csv, o->simulated_out, o->force, what_if);
           }};
 }
 
 Command add_report(CLI::App& app) {
   auto o = std::make_shared<ReportOptions>();
-  auto* c = app.add_subcommand("report", "Make metrics.json, trace.json and summary.txt of a run's records (overlapsim-validate run's, or run --records')");
+  auto* c =
+      app.add_subcommand("report", "Make metrics.json, trace.json and summary.txt of a run's records (overlapsim-validate run's, or run --records')");
   c->add_option("run", o->run, "the run's folder (records.json, or records.json.gz, and schedule.yaml), or its records file")->required();
   c->add_option("--topology,-t", o->topology, "topology YAML (default: the schedule's 'topology:')");
   c->add_option("--out", o->out, "write the three files here (default: the run's folder)");
@@ -337,7 +345,9 @@ Command add_report(CLI::App& app) {
 
 Command add_reference(CLI::App& app) {
   auto o = std::make_shared<ReferenceOptions>();
-  auto* c = app.add_subcommand("reference", "Check a reference machine (validate/reference/<machine>): its calibration refitted, its rows replayed, its validation runs re-simulated, against its manifest");
+  auto* c = app.add_subcommand("reference",
+                               "Check a reference machine (validate/reference/<machine>): its calibration refitted, its rows replayed, its "
+                               "validation runs re-simulated, against its manifest");
   c->add_option("folder", o->folder, "the machine's folder (its manifest.yaml)")->required();
   c->add_flag("--write-calibration", o->write_calibration, "write the refitted calibration over the manifest's calibration file");
   return {c, [o] { return reference_command(o->folder, o->write_calibration); }};

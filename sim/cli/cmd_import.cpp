@@ -28,8 +28,7 @@ int import_command(const ImportCliOptions& o) {
   const fs::path records = folder ? out / "records.json" : fs::path();
   refuse_overwrite(sched_path, o.force);
   if (folder) refuse_overwrite(records, o.force);
-  if (!o.topology.empty() && !fs::is_regular_file(o.topology))
-    throw InputError(SourceLocation{o.topology, 0, 0}, "no such topology file");
+  if (!o.topology.empty() && !fs::is_regular_file(o.topology)) throw InputError(SourceLocation{o.topology, 0, 0}, "no such topology file");
   kineto::ImportOptions io;
   io.steps = o.steps;
   io.name = o.name;
@@ -55,7 +54,8 @@ int import_command(const ImportCliOptions& o) {
 
 Command add_import_trace(CLI::App& app) {
   auto o = std::make_shared<ImportCliOptions>();
-  auto* c = app.add_subcommand("import-trace", "Import torch.profiler traces (one per rank) as a schedule, with their measured timeline as its records");
+  auto* c =
+      app.add_subcommand("import-trace", "Import torch.profiler traces (one per rank) as a schedule, with their measured timeline as its records");
   c->add_option("traces", o->traces, "Chrome-trace JSON files (.json or .json.gz) from prof.export_chrome_trace, one per rank")->required();
   c->add_option("-o,--out", o->out, "a folder (schedule.yaml + the measured records.json) or a .yaml file (the schedule alone)")->required();
   c->add_option("--topology,-t", o->topology, "write this topology into the schedule's 'topology:'");

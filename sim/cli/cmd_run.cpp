@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "calibrations/measured_defaults.hpp"
 #include "cli/common.hpp"
 #include "gpu/executor.hpp"
-#include "calibrations/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "report/metrics.hpp"
 #include "schedule/records.hpp"
@@ -27,13 +27,13 @@ std::string headline(const DitWorkload& w, const std::string& topo) {
   const char* cfg = w.cfg == CfgMode::Serial ? "serial" : w.cfg == CfgMode::Parallel ? "parallel" : "none";
   // A workload given by `tokens:` has no video of its own (its width, height and frames are the defaults).
   const bool from_video = w.tokens == ((w.frames - 1) / 4 + 1) * (w.height / 16) * (w.width / 16);
-  const std::string size = from_video ? fmt::format("{}x{}x{} ({} tokens)", w.width, w.height, w.frames, w.tokens) : fmt::format("{} tokens", w.tokens);
-  std::string line = fmt::format("{}: {} {}, {} steps, CFG {}, Ulysses {} ({}, {} all-to-alls/layer, {}){}, offload {}, on {}{}", w.name,
-                                 w.model.preset, size, w.steps, cfg,
-                                 w.ring > 1 ? fmt::format("{} x ring {}", w.ulysses, w.ring) : std::to_string(w.ulysses), to_string(w.all_to_all),
-                                 w.attention_comm,
-                                 to_string(w.comm_dtype), w.tp > 1 ? fmt::format(", tensor parallel {}", w.tp) : "", off, topo,
-                                 w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "");
+  const std::string size =
+      from_video ? fmt::format("{}x{}x{} ({} tokens)", w.width, w.height, w.frames, w.tokens) : fmt::format("{} tokens", w.tokens);
+  std::string line =
+      fmt::format("{}: {} {}, {} steps, CFG {}, Ulysses {} ({}, {} all-to-alls/layer, {}){}, offload {}, on {}{}", w.name, w.model.preset, size,
+                  w.steps, cfg, w.ring > 1 ? fmt::format("{} x ring {}", w.ulysses, w.ring) : std::to_string(w.ulysses), to_string(w.all_to_all),
+                  w.attention_comm, to_string(w.comm_dtype), w.tp > 1 ? fmt::format(", tensor parallel {}", w.tp) : "", off, topo,
+                  w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "");
   // What the model amounts to on one rank: blocks, weights, work per forward.
   const ForwardCost c = workload_cost(w);
   std::string blocks;
@@ -49,7 +49,8 @@ std::string headline(const DitWorkload& w, const std::string& topo) {
 constexpr size_t kOpsPrintedByDefault = 1000;
 
 int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow, bool every_rank, int runs_before, const WhatIf& what_if) {
+                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow,
+                bool every_rank, int runs_before, const WhatIf& what_if) {
   Schedule sched;
   ModelParams params;
   std::string head;
@@ -87,8 +88,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     // imported trace's): then only with --ops.
     size_t total = 0;
     for (const Program& p : sched.programs) total += p.ops->size();
-    if (!show_ops && total > kOpsPrintedByDefault)
-      std::cout << fmt::format("({} ops: pass --ops to print each one's times)\n", total);
+    if (!show_ops && total > kOpsPrintedByDefault) std::cout << fmt::format("({} ops: pass --ops to print each one's times)\n", total);
     show_ops = show_ops || total <= kOpsPrintedByDefault;
     topology.emplace(topology_of(sched.topology));
     base = base_params(calibration, *topology);
@@ -124,9 +124,12 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     write_file(fs::path(out_dir) / "metrics.json", metrics_json(m, topo, res).dump(2) + "\n");
     write_file(fs::path(out_dir) / "trace.json", trace_json(sched, topo, res));
     write_file(fs::path(out_dir) / "summary.txt", summary);
-    if (records) write_file(fs::path(out_dir) / "records.json", records_text(records_json(sched, res, topo.name(), "simulated")));
-    else fs::remove(fs::path(out_dir) / "records.json");  // an earlier run's, with --force: not this run's
-    std::cout << fmt::format("wrote {}/metrics.json, trace.json (open in ui.perfetto.dev), summary.txt{}\n", out_dir, records ? ", records.json" : "");
+    if (records)
+      write_file(fs::path(out_dir) / "records.json", records_text(records_json(sched, res, topo.name(), "simulated")));
+    else
+      fs::remove(fs::path(out_dir) / "records.json");  // an earlier run's, with --force: not this run's
+    std::cout << fmt::format("wrote {}/metrics.json, trace.json (open in ui.perfetto.dev), summary.txt{}\n", out_dir,
+                             records ? ", records.json" : "");
   }
   return 0;
 }
@@ -158,15 +161,21 @@ Command add_run(CLI::App& app) {
   c->add_option("--schedule-out", o->schedule_out, "write the generated schedule (YAML) to this file");
   c->add_flag("--force", o->force, "overwrite existing output files");
   c->add_flag("--ops", o->show_ops, "print every op's issue, start and end (default for schedule files of at most 1000 ops)");
-  c->add_option("--calibration", o->calibration, "a calibration file (overlapsim calibrate) for the model's parameters (default: the workload's, else the measured defaults of the topology's GPUs; none: the datasheet defaults)");
+  c->add_option("--calibration", o->calibration,
+                "a calibration file (overlapsim calibrate) for the model's parameters (default: the workload's, else the measured defaults of the "
+                "topology's GPUs; none: the datasheet defaults)");
   c->add_flag("--records", o->records, "also write records.json (every op's times, for overlapsim compare) into --out");
-  c->add_option("--runs-before", o->runs_before,
-                "simulate it as the run after N runs of the same input back to back (the GPUs' sustained-load clock state they leave; default 0: rested GPUs)")
+  c->add_option(
+       "--runs-before", o->runs_before,
+       "simulate it as the run after N runs of the same input back to back (the GPUs' sustained-load clock state they leave; default 0: rested GPUs)")
       ->check(CLI::Range(0, 1000));
-  c->add_flag("--every-flow", o->every_flow, "simulate every flow of every all-to-all (no closed-form replay of recurring ones): slower, same results");
-  c->add_flag("--every-rank", o->every_rank, "simulate every rank in full (no mirroring of ranks that run one program in lockstep): slower, same results");
-  c->add_flag("--remodel-kernels", o->remodel_kernels,
-              "time kernels that carry a shape (GEMM, attention, HBM bytes) by the model, not by their measured duration (an imported trace on another GPU)");
+  c->add_flag("--every-flow", o->every_flow,
+              "simulate every flow of every all-to-all (no closed-form replay of recurring ones): slower, same results");
+  c->add_flag("--every-rank", o->every_rank,
+              "simulate every rank in full (no mirroring of ranks that run one program in lockstep): slower, same results");
+  c->add_flag(
+      "--remodel-kernels", o->remodel_kernels,
+      "time kernels that carry a shape (GEMM, attention, HBM bytes) by the model, not by their measured duration (an imported trace on another GPU)");
   c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
       ->check(CLI::IsMember({"pinned", "pageable"}));
   return {c, [o] {

@@ -35,7 +35,8 @@ std::pair<int, int> parse_shard(const std::string& text) {
     n = 0;
   }
   if (n < 1 || i < 1 || i > n)
-    throw InputError(SourceLocation{"--shard " + text, 0, 0}, "expected i/N with 1 <= i <= N, e.g. --shard 3/8 (Slurm: --shard $SLURM_ARRAY_TASK_ID/8 with --array=1-8)");
+    throw InputError(SourceLocation{"--shard " + text, 0, 0},
+                     "expected i/N with 1 <= i <= N, e.g. --shard 3/8 (Slurm: --shard $SLURM_ARRAY_TASK_ID/8 with --array=1-8)");
   return {i - 1, n};
 }
 
@@ -117,7 +118,8 @@ int sweep_command(const std::string& path, std::string out, bool force, bool res
     if (cal.empty())
       std::cout << "calibration: the measured defaults of each point's GPUs (configs/calibrations/, built in), the datasheet defaults "
                    "where their family was not measured; a sweep's 'calibration:' (a file, or none) sets it\n";
-    else std::cout << calibration_note(cal);
+    else
+      std::cout << calibration_note(cal);
   }
   return 0;
 }
@@ -152,7 +154,9 @@ struct MergeOptions {
 
 Command add_sweep(CLI::App& app) {
   auto o = std::make_shared<SweepOptions>();
-  auto* c = app.add_subcommand("sweep", "Simulate every point of a sweep (grid / list over workload, topology, schedule keys); write a CSV; print the best points and a recommendation");
+  auto* c = app.add_subcommand("sweep",
+                               "Simulate every point of a sweep (grid / list over workload, topology, schedule keys); write a CSV; print the best "
+                               "points and a recommendation");
   c->add_option("sweep", o->sweep, "sweep YAML (docs/formats/sweep.md)")->required();
   c->add_option("-o,--out", o->out, "CSV to write (default: NAME.csv, or NAME.shardIofN.csv)");
   c->add_flag("--force", o->force, "overwrite an existing CSV (and start over from an interrupted run's journal)");
@@ -161,7 +165,8 @@ Command add_sweep(CLI::App& app) {
   c->add_option("--shard", o->shard, "run shard i of N (1-based, every N-th point), e.g. 3/8; join with overlapsim merge");
   c->add_flag("--progress", o->progress, "draw the progress bar even when stderr is not a terminal");
   c->add_flag("--no-progress", o->no_progress, "no progress bar");
-  c->add_option("--tolerance", o->tolerance, "recommend the least-VRAM point within this many percent of the best (default 1)")->check(finite_percent());
+  c->add_option("--tolerance", o->tolerance, "recommend the least-VRAM point within this many percent of the best (default 1)")
+      ->check(finite_percent());
   return {c, [o] { return sweep_command(o->sweep, o->out, o->force, o->resume, o->threads, o->shard, o->progress, o->no_progress, o->tolerance); }};
 }
 

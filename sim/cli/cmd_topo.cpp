@@ -32,7 +32,8 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
   refuse_overwrite(o.out, o.force);
   std::error_code exists_ec;
   std::string text = fs::is_regular_file(o.smi, exists_ec) ? read_maybe_gzip(o.smi) : std::string();  // a bench result may be kept gzipped
-  if (text.empty()) throw InputError(SourceLocation{o.smi, 0, 0}, "cannot read this file (or it is empty): save `nvidia-smi topo -m > topo.txt` on the node");
+  if (text.empty())
+    throw InputError(SourceLocation{o.smi, 0, 0}, "cannot read this file (or it is empty): save `nvidia-smi topo -m > topo.txt` on the node");
   hw::SmiImportOptions io;
   io.name = o.name.empty() ? fs::path(o.out).stem().string() : o.name;
   io.pcie = o.pcie.empty() ? "gen5 x16" : o.pcie;
@@ -44,7 +45,8 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
     const nlohmann::json& doc = *bench;
     const nlohmann::json env = doc.value("environment", nlohmann::json::object());
     if (!env.contains("nvidia_smi_topo") || !env["nvidia_smi_topo"].is_string())
-      throw InputError(SourceLocation{o.smi, 0, 0}, "no environment.nvidia_smi_topo: give `nvidia-smi topo -m` output, or a bench result of overlapsim-validate bench");
+      throw InputError(SourceLocation{o.smi, 0, 0},
+                       "no environment.nvidia_smi_topo: give `nvidia-smi topo -m` output, or a bench result of overlapsim-validate bench");
     text = env["nvidia_smi_topo"].get<std::string>();
     io.gpu_names = bench_gpu_names(doc);
     const std::string gen = nvidia_smi_column(doc, "pcie.link.gen.max"), width = nvidia_smi_column(doc, "pcie.link.width.max");
@@ -85,14 +87,17 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
 Command add_topo(CLI::App& app) {
   auto o = std::make_shared<TopoOptions>();
   auto im = std::make_shared<ImportSmiOptions>();
-  auto* c = app.add_subcommand("topo", "Show a topology: nodes, GPU path types, and every GPU's routes with bottleneck bandwidth and latency; "
-                                       "or import one from `nvidia-smi topo -m`");
+  auto* c = app.add_subcommand("topo",
+                               "Show a topology: nodes, GPU path types, and every GPU's routes with bottleneck bandwidth and latency; "
+                               "or import one from `nvidia-smi topo -m`");
   c->add_option("topology", o->topology, "topology YAML");
   c->add_flag("--p2p-disable", o->p2p_disable, "route GPU<->GPU traffic as with NCCL_P2P_DISABLE=1");
   c->add_flag("--nvidia-smi", im->as_smi, "print the GPUs' and NICs' path types as `nvidia-smi topo -m` prints them (to compare with a node's)");
-  c->add_option("--import-nvidia-smi", im->smi, "write a topology (-o) from this `nvidia-smi topo -m` output, or from a bench result (overlapsim-validate bench records it)");
+  c->add_option("--import-nvidia-smi", im->smi,
+                "write a topology (-o) from this `nvidia-smi topo -m` output, or from a bench result (overlapsim-validate bench records it)");
   c->add_option("--gpus-csv", im->gpus_csv, "with --import-nvidia-smi: `nvidia-smi --query-gpu=name,... --format=csv` output (the GPUs' models)");
-  c->add_option("--pcie", im->pcie, "with --import-nvidia-smi: every PCIe link's generation and width, e.g. 'gen4 x16' (default: a bench result's, else gen5 x16)");
+  c->add_option("--pcie", im->pcie,
+                "with --import-nvidia-smi: every PCIe link's generation and width, e.g. 'gen4 x16' (default: a bench result's, else gen5 x16)");
   c->add_option("--name", im->name, "with --import-nvidia-smi: the topology's name (default: the output file's)");
   c->add_option("-o,--out", im->out, "with --import-nvidia-smi: the topology file to write");
   c->add_flag("--force", im->force, "overwrite an existing -o file");

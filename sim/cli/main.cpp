@@ -7,8 +7,8 @@
 #include <new>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/common.hpp"
 #include "core/errors.hpp"
@@ -18,9 +18,16 @@ int main(int argc, char** argv) {
   CLI::App app{"overlapsim: a discrete-event simulator of offload and communication scheduling on GPU nodes"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "overlapsim 0.1.0");
-  const std::vector<cli::Command> commands = {cli::add_topo(app),    cli::add_flows(app),     cli::add_run(app),
-                                              cli::add_compare(app), cli::add_report(app),    cli::add_calibrate(app), cli::add_calibration_fields(app),
-                                              cli::add_reference(app), cli::add_sweep(app),   cli::add_merge(app),
+  const std::vector<cli::Command> commands = {cli::add_topo(app),
+                                              cli::add_flows(app),
+                                              cli::add_run(app),
+                                              cli::add_compare(app),
+                                              cli::add_report(app),
+                                              cli::add_calibrate(app),
+                                              cli::add_calibration_fields(app),
+                                              cli::add_reference(app),
+                                              cli::add_sweep(app),
+                                              cli::add_merge(app),
                                               cli::add_import_trace(app)};
   try {
     app.parse(argc, argv);

@@ -61,8 +61,7 @@ void Engine::free_chain(uint32_t head) {
 }
 
 bool Engine::pending(EventId id) const {
-  return id.valid() && id.slot < slots_.size() && slots_[id.slot].armed &&
-         slots_[id.slot].generation == id.generation;
+  return id.valid() && id.slot < slots_.size() && slots_[id.slot].armed && slots_[id.slot].generation == id.generation;
 }
 
 void Engine::cancel(EventId id) {

@@ -42,7 +42,9 @@ class Engine {
   EventId after(Time delay, Fn fn, void* ctx, uint64_t arg) { return at(now_ + delay, fn, ctx, arg); }
   /// An Fn calling member function M of a C (with `arg` converted to its parameter type).
   template <auto M, class C>
-  static void call(void* ctx, uint64_t arg) { invoke_member<M>(static_cast<C*>(ctx), arg, M); }
+  static void call(void* ctx, uint64_t arg) {
+    invoke_member<M>(static_cast<C*>(ctx), arg, M);
+  }
   /// Cancels a pending event; cancelling a fired, cancelled or invalid id is a no-op.
   void cancel(EventId id);
   [[nodiscard]] bool pending(EventId id) const;
@@ -136,9 +138,13 @@ class Engine {
   void free_chain(uint32_t head);
   static void run_function(void* self, uint64_t index);
   template <auto M, class C, class R, class A>
-  static void invoke_member(C* c, uint64_t arg, R (C::*)(A)) { (c->*M)(static_cast<A>(arg)); }
+  static void invoke_member(C* c, uint64_t arg, R (C::*)(A)) {
+    (c->*M)(static_cast<A>(arg));
+  }
   template <auto M, class C, class R>
-  static void invoke_member(C* c, uint64_t, R (C::*)()) { (c->*M)(); }
+  static void invoke_member(C* c, uint64_t, R (C::*)()) {
+    (c->*M)();
+  }
 
   Heap heap_;
   std::array<Latest, 64> latest_{};

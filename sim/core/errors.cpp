@@ -14,9 +14,7 @@ std::string SourceLocation::str() const {
 }
 
 InputError::InputError(SourceLocation where, const std::string& message)
-    : std::runtime_error(fmt::format("{}: error: {}", where.str(), message)),
-      where_(std::move(where)),
-      message_(message) {}
+    : std::runtime_error(fmt::format("{}: error: {}", where.str(), message)), where_(std::move(where)), message_(message) {}
 
 namespace {
 size_t edit_distance(const std::string& a, const std::string& b) {

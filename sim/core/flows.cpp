@@ -133,8 +133,8 @@ void FlowModel::add_bytes(ConstraintId c, double bytes) {
 
 int FlowModel::new_batch(Time t, bool completions) {
   const int b = take_slot(free_batches_, batches_);
-  batches_[b].event = engine_.at(t, &Engine::call<&FlowModel::run_batch_event, FlowModel>, this,
-                                 static_cast<uint64_t>(b) * 2 + (completions ? 1 : 0));
+  batches_[b].event =
+      engine_.at(t, &Engine::call<&FlowModel::run_batch_event, FlowModel>, this, static_cast<uint64_t>(b) * 2 + (completions ? 1 : 0));
   batches_[b].live = 0;
   return b;
 }
@@ -215,8 +215,10 @@ void FlowModel::settle(Flow& fl) {
     count_bytes(fl, moved);
     auto& bt = fl.record.bottleneck_time;
     auto it = std::find_if(bt.begin(), bt.end(), [&](const auto& p) { return p.first == fl.bottleneck; });
-    if (it == bt.end()) bt.emplace_back(fl.bottleneck, dt);
-    else it->second += dt;
+    if (it == bt.end())
+      bt.emplace_back(fl.bottleneck, dt);
+    else
+      it->second += dt;
   }
   fl.last_update = now;
 }

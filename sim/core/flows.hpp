@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "engine.hpp"
-#include "slots.hpp"
 #include "maxmin.hpp"
+#include "slots.hpp"
 #include "units.hpp"
 
 namespace osim {
@@ -70,13 +70,13 @@ struct FlowSpec {
 /// A flow's state between two rate changes: enough to carry it from one
 /// flow model into another (FlowModel::state, FlowModel::resume).
 struct FlowState {
-  FlowRecord record;          // start, first byte, bytes, bottleneck times so far
-  double remaining = 0;       // bytes left at last_update
-  double rate = 0;            // since last_update
+  FlowRecord record;                                  // start, first byte, bytes, bottleneck times so far
+  double remaining = 0;                               // bytes left at last_update
+  double rate = 0;                                    // since last_update
   ConstraintId bottleneck = MaxMinSystem::kOwnBound;  // since last_update
   Time last_update;
-  bool running = false;       // false: it has finished
-  bool active = false;        // past its first byte
+  bool running = false;  // false: it has finished
+  bool active = false;   // past its first byte
 };
 
 class FlowModel {
@@ -131,10 +131,10 @@ class FlowModel {
     Time last_update;
     VariableId var = -1;
     ConstraintId bottleneck = MaxMinSystem::kOwnBound;
-    int completion_batch = -1;    // the batch holding this flow's completion, if scheduled
+    int completion_batch = -1;     // the batch holding this flow's completion, if scheduled
     uint32_t completion_slot = 0;  // its entry there
     bool running = false;
-    bool active = false;  // past its first byte: its variable takes part in solves
+    bool active = false;   // past its first byte: its variable takes part in solves
     bool resumed = false;  // resume()d and not solved since (see solve_now)
   };
   // Flows that start, or end, at the same instant (an all-to-all's dozens of

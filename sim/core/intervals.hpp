@@ -18,8 +18,10 @@ void merge_in_place(std::vector<std::pair<T, T>>& v) {
   size_t n = 0;
   for (const auto& iv : v) {
     if (iv.second <= iv.first) continue;
-    if (n > 0 && iv.first <= v[n - 1].second) v[n - 1].second = std::max(v[n - 1].second, iv.second);
-    else v[n++] = iv;
+    if (n > 0 && iv.first <= v[n - 1].second)
+      v[n - 1].second = std::max(v[n - 1].second, iv.second);
+    else
+      v[n++] = iv;
   }
   v.resize(n);
 }

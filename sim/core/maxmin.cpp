@@ -2,8 +2,8 @@
 #include "core/slots.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <bit>
+#include <cassert>
 #include <cmath>
 #include <functional>
 
@@ -273,8 +273,10 @@ void MaxMinSystem::flush_touched(double level, bool scan) {
     if (k.unfixed > 0) {
       // Shares never fall below the current level (rounding guard).
       const double share = std::max(level, k.sumw > 0 ? k.remaining / k.sumw : level);
-      if (scan) scan_[static_cast<size_t>(k.scan_at)].share = share;
-      else heap_set(c, share);
+      if (scan)
+        scan_[static_cast<size_t>(k.scan_at)].share = share;
+      else
+        heap_set(c, share);
     } else if (!scan) {
       heap_remove(c);
     }
@@ -314,8 +316,7 @@ uint64_t MaxMinSystem::shape_of(const std::vector<VariableId>& vars, const std::
   return h ^ (h >> 32);
 }
 
-void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
-                                   const std::vector<ConstraintId>& cons) {
+void MaxMinSystem::solve_component(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons) {
   ++stats_.components;
   stats_.variables_visited += vars.size();
   const bool memo = memo_on_ && cons.size() <= scan_limit_ && vars.size() <= kMemoVariables;
@@ -413,8 +414,10 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars,
     if (!touched_.empty()) {
       // The shares are lower bounds until flushed: a bound at or below them
       // all is next; else the exact minimum is needed.
-      if (bi < bounded_.size() && none_below(lb)) fix_next_bound();
-      else flush_touched(level, scan);
+      if (bi < bounded_.size() && none_below(lb))
+        fix_next_bound();
+      else
+        flush_touched(level, scan);
       continue;
     }
     const HeapEntry top = least();

@@ -144,13 +144,13 @@ class MaxMinSystem {
     double weight = 1.0;
     double bound = kUnbounded;
     double rate = 0.0;
-    uint64_t mark = 0;    // scratch: BFS epoch
+    uint64_t mark = 0;                              // scratch: BFS epoch
     boost::container::small_vector<Elem, 6> elems;  // routes cross a few resources: no allocation
     ConstraintId bottleneck = kOwnBound;
     bool alive = false;
     bool dormant = false;  // not in its constraints' users yet (Elem::pos unset)
     bool dirty = false;
-    bool fixed = false;   // scratch
+    bool fixed = false;  // scratch
   };
   struct UserRef {
     VariableId v;
@@ -196,8 +196,8 @@ class MaxMinSystem {
     ConstraintId c;
     bool operator>(const HeapEntry& o) const { return share != o.share ? share > o.share : c > o.c; }
   };
-  std::vector<HeapEntry> heap_;      // an indexed min-heap: one entry per constraint at most
-  std::vector<int32_t> heap_pos_;    // per constraint: its place in heap_, or -1
+  std::vector<HeapEntry> heap_;    // an indexed min-heap: one entry per constraint at most
+  std::vector<int32_t> heap_pos_;  // per constraint: its place in heap_, or -1
   void heap_set(ConstraintId c, double share);
   void heap_remove(ConstraintId c);
   void heap_sift(size_t i);
@@ -214,7 +214,7 @@ class MaxMinSystem {
   std::vector<ScanEntry> scan_;
   bool scanning_ = false;  // solve_component is scanning scan_ (else the heap)
   // Remembered solutions of small components, by the hash of their shape.
-  static constexpr size_t kMemoVariables = 64;       // components of more are solved every time
+  static constexpr size_t kMemoVariables = 64;           // components of more are solved every time
   static constexpr size_t kMemoWords = size_t{1} << 20;  // forgotten all at once past this (8 MB of keys)
   struct Memo {
     std::vector<uint64_t> shape;
@@ -223,7 +223,7 @@ class MaxMinSystem {
   bool memo_on_ = true;
   std::unordered_map<uint64_t, Memo> memo_;
   size_t memo_words_ = 0;
-  std::vector<uint64_t> shape_;  // scratch: the component being solved
+  std::vector<uint64_t> shape_;                                                                   // scratch: the component being solved
   uint64_t shape_of(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons);  // fills shape_, returns its hash
   std::vector<std::pair<double, VariableId>> bounded_;
   std::vector<VariableId> comp_vars_;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstddef>
-#include <utility>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace osim {
@@ -27,7 +27,7 @@ class BlockVector {
   BlockVector& operator=(const BlockVector&) = delete;
   ~BlockVector() {
     for (size_t i = 0; i < size_; ++i) (*this)[i].~T();
-    for (size_t k = 0; k < blocks_.size(); ++k) ::operator delete(blocks_[k], bytes(k), std::align_val_t{alignof(T)});
+    for (size_t k = 0; k < blocks_.size(); ++k) ::operator delete (blocks_[k], bytes(k), std::align_val_t{alignof(T)});
   }
   T& operator[](size_t i) { return at(i); }
   const T& operator[](size_t i) const { return const_cast<BlockVector*>(this)->at(i); }
@@ -36,7 +36,7 @@ class BlockVector {
   T& emplace_back() {
     const auto [k, off] = locate(size_);
     if (k == blocks_.size()) {
-      void* b = ::operator new(bytes(k), std::align_val_t{alignof(T)});
+      void* b = ::operator new (bytes(k), std::align_val_t{alignof(T)});
       blocks_.push_back(static_cast<T*>(b));
     }
     T* slot = blocks_[k] + off;

@@ -33,8 +33,14 @@ class Time {
   constexpr auto operator<=>(const Time&) const = default;
   constexpr Time operator+(Time o) const { return Time(ps_ + o.ps_); }
   constexpr Time operator-(Time o) const { return Time(ps_ - o.ps_); }
-  constexpr Time& operator+=(Time o) { ps_ += o.ps_; return *this; }
-  constexpr Time& operator-=(Time o) { ps_ -= o.ps_; return *this; }
+  constexpr Time& operator+=(Time o) {
+    ps_ += o.ps_;
+    return *this;
+  }
+  constexpr Time& operator-=(Time o) {
+    ps_ -= o.ps_;
+    return *this;
+  }
 
  private:
   constexpr explicit Time(int64_t ps) : ps_(ps) {}
@@ -65,8 +71,8 @@ Bandwidth parse_bandwidth(std::string_view text);
 Time parse_duration(std::string_view text);
 
 // Formatting for reports: fixed, locale-independent, deterministic.
-std::string format_bytes(double bytes);       // "1.00 GiB"
-std::string format_bandwidth(Bandwidth bw);   // "54.81 GB/s"
-std::string format_time(Time t);              // "19.594 ms"
+std::string format_bytes(double bytes);      // "1.00 GiB"
+std::string format_bandwidth(Bandwidth bw);  // "54.81 GB/s"
+std::string format_time(Time t);             // "19.594 ms"
 
 }  // namespace osim

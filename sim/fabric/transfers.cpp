@@ -18,8 +18,7 @@ int resolve_node(const hw::Topology& topo, const MapReader& r, const std::string
   std::vector<std::string> names{"host"};
   for (size_t k = 0; k < topo.node_count(); ++k) names.push_back(topo.node(static_cast<int>(k)).name);
   const std::string near = closest_match(name, names);
-  r.fail(key, fmt::format("'{}' is not a node of topology '{}'{}", name, topo.name(),
-                          near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
+  r.fail(key, fmt::format("'{}' is not a node of topology '{}'{}", name, topo.name(), near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
 }
 
 Scenario parse(const YAML::Node& root, const std::string& file, const hw::Topology& topo) {
@@ -61,9 +60,7 @@ Scenario parse(const YAML::Node& root, const std::string& file, const hw::Topolo
 
 }  // namespace
 
-Scenario parse_scenario_file(const std::string& path, const hw::Topology& topo) {
-  return parse(load_yaml_file(path), path, topo);
-}
+Scenario parse_scenario_file(const std::string& path, const hw::Topology& topo) { return parse(load_yaml_file(path), path, topo); }
 
 Scenario parse_scenario_string(const std::string& yaml, const std::string& name, const hw::Topology& topo) {
   return parse(load_yaml_string(yaml, name), name, topo);
@@ -124,16 +121,15 @@ FabricRun run_transfers(const hw::Topology& topo, const Scenario& sc) {
 
 std::string format_fabric_report(const hw::Topology& topo, const Scenario& sc, const FabricRun& run) {
   std::string out;
-  out += fmt::format("scenario {} on topology {}{}\n", sc.name, topo.name(),
-                     sc.route_options.p2p_disabled ? " (P2P disabled)" : "");
-  out += fmt::format("{:<16} {:<16} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", "transfer", "route", "bytes", "start",
-                     "first byte", "end", "duration", "achieved", "bottleneck");
+  out += fmt::format("scenario {} on topology {}{}\n", sc.name, topo.name(), sc.route_options.p2p_disabled ? " (P2P disabled)" : "");
+  out += fmt::format("{:<16} {:<16} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", "transfer", "route", "bytes", "start", "first byte", "end",
+                     "duration", "achieved", "bottleneck");
   for (const TransferResult& r : run.transfers) {
     const TransferSpec& t = *r.spec;
     const std::string bottleneck = r.main_bottleneck < 0 ? "own cap" : topo.resources()[r.main_bottleneck].name;
     out += fmt::format("{:<16} {:<16} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", t.name, hw::to_string(r.route_kind),
-                       format_bytes(static_cast<double>(t.bytes)), format_time(t.start), format_time(r.first_byte),
-                       format_time(r.end), format_time(r.end - t.start), format_bandwidth(r.achieved), bottleneck);
+                       format_bytes(static_cast<double>(t.bytes)), format_time(t.start), format_time(r.first_byte), format_time(r.end),
+                       format_time(r.end - t.start), format_bandwidth(r.achieved), bottleneck);
   }
   out += fmt::format("makespan {}\n", format_time(run.makespan));
   out += "busiest resources (average over the makespan):\n";
@@ -142,9 +138,8 @@ std::string format_fabric_report(const hw::Topology& topo, const Scenario& sc, c
   auto util = [&](size_t i) { return run.resource_bytes[i] / span / topo.resources()[i].capacity; };
   for (size_t k = 0; k < order.size() && k < 8; ++k) {
     const size_t i = order[k];
-    out += fmt::format("  {:<28} {:>10} moved  {:>12} of {:>12}  {:5.1f} %\n", topo.resources()[i].name,
-                       format_bytes(run.resource_bytes[i]), format_bandwidth({run.resource_bytes[i] / span}),
-                       format_bandwidth({topo.resources()[i].capacity}), 100.0 * util(i));
+    out += fmt::format("  {:<28} {:>10} moved  {:>12} of {:>12}  {:5.1f} %\n", topo.resources()[i].name, format_bytes(run.resource_bytes[i]),
+                       format_bandwidth({run.resource_bytes[i] / span}), format_bandwidth({topo.resources()[i].capacity}), 100.0 * util(i));
   }
   return out;
 }
@@ -153,9 +148,9 @@ std::string format_topology_report(const hw::Topology& topo, const hw::RouteOpti
   using hw::NodeKind;
   std::string out;
   const auto& spec = topo.spec();
-  out += fmt::format("topology {}: {} nodes, {} links, {} host{}; P2P level {}, GPUDirect RDMA level {}{}\n", spec.name,
-                     spec.nodes.size(), spec.links.size(), topo.host_count(), topo.host_count() == 1 ? "" : "s",
-                     hw::to_string(spec.p2p_level), hw::to_string(spec.gdr_level), opt.p2p_disabled ? " (P2P disabled)" : "");
+  out += fmt::format("topology {}: {} nodes, {} links, {} host{}; P2P level {}, GPUDirect RDMA level {}{}\n", spec.name, spec.nodes.size(),
+                     spec.links.size(), topo.host_count(), topo.host_count() == 1 ? "" : "s", hw::to_string(spec.p2p_level),
+                     hw::to_string(spec.gdr_level), opt.p2p_disabled ? " (P2P disabled)" : "");
   if (!spec.description.empty()) out += spec.description + "\n";
   out += "\nnodes:\n";
   for (size_t i = 0; i < topo.node_count(); ++i) {

@@ -35,8 +35,8 @@ Scenario parse_scenario_string(const std::string& yaml, const std::string& name,
 struct TransferResult {  // (a scenario may hold a million: no padding)
   const TransferSpec* spec = nullptr;
   Time first_byte, end;
-  Bandwidth achieved;       // bytes / (end - start)
-  int main_bottleneck = -1; // resource index; -1 = its own cap
+  Bandwidth achieved;        // bytes / (end - start)
+  int main_bottleneck = -1;  // resource index; -1 = its own cap
   hw::RouteKind route_kind = hw::RouteKind::Local;
 };
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gpu/executor.hpp"
-#include "schedule/realise.hpp"
 #include "gpu/params.hpp"
+#include "schedule/realise.hpp"
 #include "schedule/schedule.hpp"
 
 namespace osim {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 
-
 namespace osim::exec {
 
 std::vector<ConstraintId> localise(const MaxMinSystem& sys, IsolatedFlows& in) {
@@ -80,8 +79,10 @@ std::unique_ptr<ClosedForm> ClosedForms::build(int ci, const std::vector<double>
     g.flows.push_back(f);
     auto add = [](auto& list, int k, auto v) {
       auto at = std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == k; });
-      if (at == list.end()) list.emplace_back(k, v);
-      else at->second += v;
+      if (at == list.end())
+        list.emplace_back(k, v);
+      else
+        at->second += v;
     };
     for (const auto& [k, t] : rec.bottleneck_time) add(g.bottleneck_time, k, t);
     add(g.transfers, rec.main_bottleneck(), int64_t{1});
@@ -94,16 +95,15 @@ void ClosedForms::replay_group(int ci) {
   CollInst& c = colls_.inst(ci);
   const ClosedForm& cf = *c.closed;
   const ClosedForm::Group& g = cf.groups[c.next_group++];
-  auto stat = [&](int k) -> BottleneckStat& {
-    return routes_.stat_of(Transfer::Collective, k < 0 ? k : cf.cons[static_cast<size_t>(k)]);
-  };
+  auto stat = [&](int k) -> BottleneckStat& { return routes_.stat_of(Transfer::Collective, k < 0 ? k : cf.cons[static_cast<size_t>(k)]); };
   for (const auto& [k, t] : g.bottleneck_time) stat(k).time += t;
   for (const auto& [k, n] : g.transfers) stat(k).transfers += n;
   for (const auto& [k, b] : g.bytes) x_.flows.add_bytes(cf.cons[static_cast<size_t>(k)], b);
-  if (c.next_group == cf.groups.size()) release(ci);
+  if (c.next_group == cf.groups.size())
+    release(ci);
   else
-    c.closed_ev = x_.engine.at(c.t0 + cf.groups[c.next_group].end, &Engine::call<&ClosedForms::replay_group, ClosedForms>, this,
-                               static_cast<uint64_t>(ci));
+    c.closed_ev =
+        x_.engine.at(c.t0 + cf.groups[c.next_group].end, &Engine::call<&ClosedForms::replay_group, ClosedForms>, this, static_cast<uint64_t>(ci));
   // As the flows' ends would, flow by flow; members finish after the
   // counting, so a flow they start finds the group replayed.
   boost::container::small_vector<int, 16> done;
@@ -151,7 +151,7 @@ void ClosedForms::hand_back(int ci) {
       x_.flows.add_bytes(u.constraint, (spec.bytes - st.remaining) * u.coefficient);  // moved before last_update
     }
     colls_.start_flow(ci, cf.ends[static_cast<size_t>(f)].first, cf.ends[static_cast<size_t>(f)].second, std::move(spec),
-                               cf.base[static_cast<size_t>(f)], &st);
+                      cf.base[static_cast<size_t>(f)], &st);
   }
 }
 

@@ -91,8 +91,8 @@ class ClosedForms final : public LinkClaims {
     std::unique_ptr<ClosedForm> form;
   };
   std::map<Key, Entry> forms_;
-  Key key_;                    // scratch for try_closed_form
-  std::vector<int> owner_;     // per constraint: the instance replaying a closed form over it, or -1
+  Key key_;                 // scratch for try_closed_form
+  std::vector<int> owner_;  // per constraint: the instance replaying a closed form over it, or -1
   int64_t count_ = 0, handed_back_ = 0;
 };
 

@@ -58,8 +58,8 @@ void Collectives::remove_closed(int r, int ci) {
 bool Collectives::via_host(const CollInst& c) { return through_host(routes_.pair_route(c.members[0], c.members[1], false).kind); }
 
 const NcclTable* Collectives::framework_pairwise_table(const Op& op, std::span<const int> members) const {
-  if (x_.s.runtime.framework == Framework::None || op.kind != OpKind::Collective || op.coll != CollKind::AllToAll ||
-      op.algo != CollAlgo::Pairwise || members.size() < 2)
+  if (x_.s.runtime.framework == Framework::None || op.kind != OpKind::Collective || op.coll != CollKind::AllToAll || op.algo != CollAlgo::Pairwise ||
+      members.size() < 2)
     return nullptr;
   const hw::RouteKind kind = routes_.pair_route(members[0], members[1], false).kind;
   if (kind == hw::RouteKind::Network || kind == hw::RouteKind::NetworkViaHost) return nullptr;  // measured inside one host
@@ -136,7 +136,7 @@ void Collectives::arrive(int r, int id) {
   c.gops[m] = id;
   x_.flag(r, id) |= kArrived;
   const Op& op = x_.op_of(r, id);
-  ops_.op_started(r, id, op);  // a collective starts when its rank reaches it
+  ops_.op_started(r, id, op);            // a collective starts when its rank reaches it
   sm_.add_channels(r, channels_of(op));  // the kernel holds its SMs while it waits for peers
   sm_.update(r);
   if (!c.op) c.op = &op;
@@ -150,8 +150,8 @@ void Collectives::mismatch(const CollInst& c) {
   for (size_t m = 0; m < c.members.size(); ++m) {
     const int r = c.members[m], index = c.gops[m];
     const Op& op = x_.op_of(r, index);
-    msg += fmt::format("\n  rank {}: {} {} ({} {}, {} channels) at {}", r, to_string(op.coll), op.label,
-                       format_bytes(static_cast<double>(op.bytes)), to_string(op.dtype), channels_of(op), x_.where(r, index));
+    msg += fmt::format("\n  rank {}: {} {} ({} {}, {} channels) at {}", r, to_string(op.coll), op.label, format_bytes(static_cast<double>(op.bytes)),
+                       to_string(op.dtype), channels_of(op), x_.where(r, index));
   }
   throw SimulationError(msg);
 }
@@ -443,7 +443,8 @@ void Collectives::flow_done(int ci, int from, int to, const FlowRecord& rec) {
   }
   if (c.steps > 0) {  // ring
     if (--c.step_left == 0) {
-      if (++c.step < c.steps) ring_step(ci);
+      if (++c.step < c.steps)
+        ring_step(ci);
       else
         for (size_t m = 0; m < c.members.size(); ++m) member_done(ci, static_cast<int>(m));
     }
@@ -531,7 +532,8 @@ void Collectives::recap(int r) {
          (slow.size() > U && sm_.comm_receiver_slowdown(r) != slow[U + static_cast<size_t>(m)])) &&
         !closed_.ends_now(ci))  // (a mirror's representative starts its next kernel before the mirror's last flows end)
       closed_.hand_back(ci);
-    else ++i;
+    else
+      ++i;
   }
   for (auto& cf : K.coll_flows)
     if (x_.flows.running(cf.flow)) x_.flows.set_rate_cap(cf.flow, capped(cf, r, cf.peer));
@@ -558,7 +560,8 @@ std::string Collectives::waiting(int r, int index, uint8_t f) const {
   const Op& op = x_.op_of(r, index);
   const auto [inst, seq] = coll_at(r, index);
   if (!(f & kDispatched)) return ": not dispatched (queued behind another op)";
-  if (!(f & kArrived)) return fmt::format(": waits for call #{} on group '{}' to finish first", seq - 1, x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].name);
+  if (!(f & kArrived))
+    return fmt::format(": waits for call #{} on group '{}' to finish first", seq - 1, x_.s.groups[static_cast<size_t>(x_.group_of(r, op))].name);
   const CollInst& c = insts_[static_cast<size_t>(inst)];
   std::vector<int> missing;
   for (size_t m = 0; m < c.members.size(); ++m)

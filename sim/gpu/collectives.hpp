@@ -9,10 +9,10 @@
 
 #include <deque>
 #include <map>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -27,8 +27,7 @@ class ClosedForms;
 
 class Collectives {
  public:
-  Collectives(ExecContext& x, Routes& routes, const CopyEngines& copies, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink,
-              ClosedForms& closed);
+  Collectives(ExecContext& x, Routes& routes, const CopyEngines& copies, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink, ClosedForms& closed);
   /// Rank r joins: its groups' call counters.
   void add_rank(int r);
   /// Collective `id` of rank r is dispatched: it arrives, or waits for the
@@ -74,15 +73,15 @@ class Collectives {
     std::vector<int> group_seq, group_done;
     std::vector<std::deque<int>> parked;
     std::map<int, int> send_seq, recv_seq;
-    std::vector<CollFlow> coll_flows;  // its collectives' flows from it
-    std::vector<CollFlow> coll_in;     // ... into it (kept only where InterferenceParams::comm_slowdown_receiver counts)
+    std::vector<CollFlow> coll_flows;         // its collectives' flows from it
+    std::vector<CollFlow> coll_in;            // ... into it (kept only where InterferenceParams::comm_slowdown_receiver counts)
     std::vector<std::pair<int, int>> closed;  // (instance, member) replayed in closed form with flows from this rank
     // Per collective op from its oldest unfinished one on (by its place
     // among the program's collectives): (instance, sequence on its group).
     // Only what is in flight is held, not the whole program's.
     std::deque<std::pair<int32_t, int32_t>> coll;
     int32_t coll_first = 0;  // the place of coll.front()
-    Time last_coll_end;  // when its last collective ended (straggler_share)
+    Time last_coll_end;      // when its last collective ended (straggler_share)
   };
   void recap(int r);
   std::pair<int32_t, int32_t>& coll_of(int r, int id);

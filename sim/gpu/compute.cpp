@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-
 namespace osim {
 
 Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, const SourceLocation& where, bool framework) {
@@ -94,8 +93,7 @@ double Compute::compute_factor(int r, int margin) const {
 
 double Compute::comm_slowdown(int r, int channels, bool via_host) const {
   const InterferenceParams& in = x_.p.interference;
-  const double contention =
-      gpu(r).kernels.empty() ? 1.0 : std::max(1.0, in.comm_slowdown_base + in.comm_slowdown_per_channel * channels);
+  const double contention = gpu(r).kernels.empty() ? 1.0 : std::max(1.0, in.comm_slowdown_base + in.comm_slowdown_per_channel * channels);
   return contention * clock_slowdown(r, via_host);
 }
 
@@ -129,9 +127,19 @@ void Compute::start_kernel(int r, int id) {
   const bool has_flops = op.gemm.has_value() || op.attention.has_value() || op.flops > 0;
   const bool compute = !op.duration && has_flops;
   ++C.kernel_changes;
-  C.kernels.push_back(RunningKernel{id, R.program->work(id), 0, 0, x_.engine.now(), {}, demand, margin,
-                                    x_.s.streams[static_cast<size_t>(op.stream)].priority, compute, compute || op.hbm_bytes > 0,
-                                    op.attention.has_value() && !op.gemm.has_value() && !op.realised, !has_flops && op.hbm_bytes > 0});
+  C.kernels.push_back(RunningKernel{id,
+                                    R.program->work(id),
+                                    0,
+                                    0,
+                                    x_.engine.now(),
+                                    {},
+                                    demand,
+                                    margin,
+                                    x_.s.streams[static_cast<size_t>(op.stream)].priority,
+                                    compute,
+                                    compute || op.hbm_bytes > 0,
+                                    op.attention.has_value() && !op.gemm.has_value() && !op.realised,
+                                    !has_flops && op.hbm_bytes > 0});
   update(r);
 }
 

@@ -31,9 +31,7 @@ class Compute final : public Kernels, public SmShare, public NvlinkWake {
   }
   void copy_engines(int r, uint8_t mask) override { ranks_[static_cast<size_t>(r)].copy_engines = mask; }
   double comm_slowdown(int r, int channels, bool via_host) const override;
-  double comm_receiver_slowdown(int r) const override {
-    return gpu(r).kernels.empty() ? 1.0 : x_.p.interference.comm_slowdown_receiver;
-  }
+  double comm_receiver_slowdown(int r) const override { return gpu(r).kernels.empty() ? 1.0 : x_.p.interference.comm_slowdown_receiver; }
   double clock_slowdown(int r, bool via_host) const override;
   double clock(int r) const override { return gpu(r).clock; }
 
@@ -53,18 +51,18 @@ class Compute final : public Kernels, public SmShare, public NvlinkWake {
     Time last;
     EventId ev;
     int demand;
-    int margin;              // SMs it leaves to others (sm_margin; 0: none): confined to demand, and a collective's SMs come from those first
+    int margin;  // SMs it leaves to others (sm_margin; 0: none): confined to demand, and a collective's SMs come from those first
     int priority;
-    bool clocked = true;     // compute-bound (GEMM, attention, FLOPs): slowed by a lowered clock
-    bool loads = true;       // draws power (any kernel with work; not a bare `duration`): counts toward the duty cycle
-    bool attention = false;  // SDPA: takes AttentionParams::attention_slow_share of the slow clock term
+    bool clocked = true;        // compute-bound (GEMM, attention, FLOPs): slowed by a lowered clock
+    bool loads = true;          // draws power (any kernel with work; not a bare `duration`): counts toward the duty cycle
+    bool attention = false;     // SDPA: takes AttentionParams::attention_slow_share of the slow clock term
     bool memory_bound = false;  // HBM bytes and no FLOPs: puts PowerParams::sustained_memory_load on the duty cycle
   };
   struct Rank {
     // The duty cycle (exponential averages) for the sustained-load clock.
     double duty = 0, duty_slow = 0, attention_duty = 0, attention_duty_slow = 0;
     Time duty_t;
-    double duty_level = 0;            // what the running kernels (and collectives) put on the GEMMs' duty cycle: 1, a sustained_*_load, 0
+    double duty_level = 0;             // what the running kernels (and collectives) put on the GEMMs' duty cycle: 1, a sustained_*_load, 0
     bool attention_duty_busy = false;  // any kernel that draws power runs (SDPA's duty cycle)
     double clock = 1.0;
     Time nvlink_quiet_since;   // when its last NVLink collective ended
@@ -79,7 +77,7 @@ class Compute final : public Kernels, public SmShare, public NvlinkWake {
       int64_t time_ps = -1;
       uint64_t kernels = 0;  // kernel_changes then
       int channels = 0;
-      uint8_t engines = 0;   // busy copy engines, one bit each; bit 3: the NVLink awake
+      uint8_t engines = 0;  // busy copy engines, one bit each; bit 3: the NVLink awake
     } seen;
     uint64_t kernel_changes = 0;  // kernels started or ended so far
   };

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <limits>
 
-
 namespace osim::exec {
 
 Copies::Copies(ExecContext& x, Routes& routes, OpCompletion& ops, SmShare& sm, LinkClaims& claims)
@@ -29,7 +28,8 @@ Copies::Copies(ExecContext& x, Routes& routes, OpCompletion& ops, SmShare& sm, L
       const int from = x_.topo.from_host_resource(static_cast<int>(n)), to = x_.topo.to_host_resource(static_cast<int>(n));
       if (from < 0 || to < 0) continue;
       const auto& res = x_.topo.resources();
-      const int l = add_counted_limit(res[static_cast<size_t>(from)].capacity + res[static_cast<size_t>(to)].capacity, &cp.host_bidir_aggregate, from);
+      const int l =
+          add_counted_limit(res[static_cast<size_t>(from)].capacity + res[static_cast<size_t>(to)].capacity, &cp.host_bidir_aggregate, from);
       limits_[static_cast<size_t>(l)].both_ways = true;
       bidir_limit_of_[static_cast<size_t>(cons[static_cast<size_t>(from)])] = l;
       bidir_limit_of_[static_cast<size_t>(cons[static_cast<size_t>(to)])] = l;
@@ -45,7 +45,8 @@ Copies::Copies(ExecContext& x, Routes& routes, OpCompletion& ops, SmShare& sm, L
     for (const Bandwidth& b : table) nominal = std::max(nominal, 2 * b.bytes_per_s);
     pageable_limit_[d2h ? 1 : 0] = add_counted_limit(nominal, &table, -1);
   }
-  if (cp.copy_bidir_modelled() && !cp.copy_engine_bandwidth[Direction::H2D].is_unlimited() && !cp.copy_engine_bandwidth[Direction::D2H].is_unlimited()) {
+  if (cp.copy_bidir_modelled() && !cp.copy_engine_bandwidth[Direction::H2D].is_unlimited() &&
+      !cp.copy_engine_bandwidth[Direction::D2H].is_unlimited()) {
     bidir_.resize(static_cast<size_t>(x_.s.ranks()));
     bidir_active_.assign(static_cast<size_t>(x_.s.ranks()), {0, 0});
     for (auto& b : bidir_)
@@ -125,8 +126,8 @@ void Copies::start_copy(int r, int e) {
   f.weight = x_.p.interference.copy_weight[copy_direction(d2h)];
   const uint64_t key = (static_cast<uint64_t>(id) << 24) | (static_cast<uint64_t>(r) << 4) | static_cast<uint64_t>(e);
   f.on_done = {[](void* self, uint64_t k, const FlowRecord& rec) {
-                 static_cast<Copies*>(self)->copy_done(static_cast<int>((k >> 4) & 0xfffff), static_cast<int>(k >> 24),
-                                                       static_cast<int>(k & 0xf), rec);
+                 static_cast<Copies*>(self)->copy_done(static_cast<int>((k >> 4) & 0xfffff), static_cast<int>(k >> 24), static_cast<int>(k & 0xf),
+                                                       rec);
                },
                this, key};
   if (host && !bidir_.empty()) {
@@ -214,7 +215,8 @@ void Copies::copying_under(int l, int r, int delta, bool d2h) {
   const auto& agg = *L.table;
   claims_.hand_back_constraint(L.constraint);
   const bool binds = L.gpus >= 2 && (!L.both_ways || (L.by_direction[0] > 0 && L.by_direction[1] > 0));
-  x_.flows.set_capacity(L.constraint, !binds ? L.nominal : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
+  x_.flows.set_capacity(L.constraint,
+                        !binds ? L.nominal : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
 }
 
 }  // namespace osim::exec

@@ -44,18 +44,16 @@ class Copies final : public CopyEngines {
     ConstraintId constraint;
     double nominal;  // with fewer than two GPUs (the topology's, or one that never binds)
     const std::vector<Bandwidth>* table;
-    std::vector<int> copies_of_rank;  // its copies running now, per rank
-    int gpus = 0;                     // ranks with one or more
-    bool both_ways = false;           // a limit on both directions together: binds only while both have copies
+    std::vector<int> copies_of_rank;        // its copies running now, per rank
+    int gpus = 0;                           // ranks with one or more
+    bool both_ways = false;                 // a limit on both directions together: binds only while both have copies
     std::array<int, 2> by_direction{0, 0};  // its copies running now, H2D and D2H
   };
   int engine_for(int r, CopyKind k) const;
   void start_copy(int r, int e);
   void copy_done(int r, int id, int e, const FlowRecord& rec);
   void set_bidir_limit(int r, size_t d);
-  int limit_of(const std::vector<int>& of, ConstraintId c) const {
-    return static_cast<size_t>(c) < of.size() ? of[static_cast<size_t>(c)] : -1;
-  }
+  int limit_of(const std::vector<int>& of, ConstraintId c) const { return static_cast<size_t>(c) < of.size() ? of[static_cast<size_t>(c)] : -1; }
   // Calls f(l) for each counted limit a host copy of rank r runs under (no
   // allocation: it runs as every host copy starts and ends).
   template <class F>
@@ -70,8 +68,8 @@ class Copies final : public CopyEngines {
   LinkClaims& claims_;
   std::vector<Rank> ranks_;
   std::vector<CountedLimit> limits_;
-  std::vector<int> dma_limit_of_;    // per constraint (a bridge's from- or to-host): its per-direction limit in limits_, or -1
-  std::vector<int> bidir_limit_of_;  // per constraint (either of a bridge's): its both-ways limit in limits_, or -1
+  std::vector<int> dma_limit_of_;                 // per constraint (a bridge's from- or to-host): its per-direction limit in limits_, or -1
+  std::vector<int> bidir_limit_of_;               // per constraint (either of a bridge's): its both-ways limit in limits_, or -1
   std::array<int, 2> pageable_limit_ = {-1, -1};  // H2D, D2H: the host's pageable limit in limits_, or -1
   // Per rank, per direction (H2D, D2H): the engine's limit that its pinned
   // and pageable copies share, lowered to copy_bidir_factor_for while the

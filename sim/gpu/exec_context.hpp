@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <set>
 #include <stdexcept>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/engine.hpp"
@@ -29,9 +29,14 @@ enum OpFlag : uint8_t { kDispatched = 1, kDone = 2, kArrived = 4 };
 /// The ops that run on a stream (the rest are the host's alone).
 inline bool is_gpu_op(const Op& op) {
   switch (op.kind) {
-    case OpKind::Kernel: case OpKind::Memcpy: case OpKind::EventRecord: case OpKind::StreamWaitEvent:
-    case OpKind::StreamWaitStream: case OpKind::Collective: return true;
-    case OpKind::Marker: case OpKind::Free: return op.stream >= 0;
+    case OpKind::Kernel:
+    case OpKind::Memcpy:
+    case OpKind::EventRecord:
+    case OpKind::StreamWaitEvent:
+    case OpKind::StreamWaitStream:
+    case OpKind::Collective: return true;
+    case OpKind::Marker:
+    case OpKind::Free: return op.stream >= 0;
     default: return false;
   }
 }
@@ -40,8 +45,12 @@ inline bool is_gpu_op(const Op& op) {
 /// (a marker or a free on a stream is the model's own bookkeeping).
 inline bool takes_launch_slot(const Op& op) {
   switch (op.kind) {
-    case OpKind::Kernel: case OpKind::Memcpy: case OpKind::EventRecord: case OpKind::StreamWaitEvent:
-    case OpKind::StreamWaitStream: case OpKind::Collective: return true;
+    case OpKind::Kernel:
+    case OpKind::Memcpy:
+    case OpKind::EventRecord:
+    case OpKind::StreamWaitEvent:
+    case OpKind::StreamWaitStream:
+    case OpKind::Collective: return true;
     default: return false;
   }
 }
@@ -71,8 +80,8 @@ struct AsymmetricRanks : std::runtime_error {
 /// simulated; its copies and collectives are (their flows share the fabric),
 /// and each must end when the representative's same op does.
 struct Mirrors {
-  std::vector<int> rep;                   // per rank: whose timeline it runs (itself: simulated in full); empty: off
-  std::vector<std::vector<int>> of;       // per rank: its mirrors
+  std::vector<int> rep;              // per rank: whose timeline it runs (itself: simulated in full); empty: off
+  std::vector<std::vector<int>> of;  // per rank: its mirrors
   // (representative, op) -> when the first of its copies ended, how many
   // have not; and per representative those ops (programs generated as they
   // run keep them).
@@ -114,10 +123,10 @@ struct ExecContext {
   FlowModel flows;
 
   std::vector<RankInfo> ranks;
-  std::vector<std::vector<OpRecord>> records;   // with ExecOptions::keep_records
-  RunSpans spans;                               // without
-  OpRecord scratch;                             // what records get without them
-  int64_t most_ops_held = 0;                    // ExecResult::most_ops_held
+  std::vector<std::vector<OpRecord>> records;  // with ExecOptions::keep_records
+  RunSpans spans;                              // without
+  OpRecord scratch;                            // what records get without them
+  int64_t most_ops_held = 0;                   // ExecResult::most_ops_held
   Mirrors mirrors;
 
   const Op& op_of(int r, int id) const { return ranks[static_cast<size_t>(r)].program->op(id); }

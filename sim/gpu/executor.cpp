@@ -54,7 +54,8 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
     for (int r = 0; r < s.ranks(); ++r)
       if (p2p_ranks_[static_cast<size_t>(r)])
         for (const Op& op : *s.programs[static_cast<size_t>(r)].ops)
-          if (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P) (void)fabric_.route_between(r, s.programs[static_cast<size_t>(r)].peer_of(op), true);
+          if (op.kind == OpKind::Memcpy && op.copy == CopyKind::P2P)
+            (void)fabric_.route_between(r, s.programs[static_cast<size_t>(r)].peer_of(op), true);
   }
 
   ExecResult run() {
@@ -91,7 +92,8 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
     for (int r = 0; r < x_.s.ranks(); ++r) out.final_load.push_back(compute_.load_at(x_.mirrors.rep_of(r), out.makespan));
     out.vram = memory_.take_timeline();
     for (int r = 0; r < x_.s.ranks() && x_.mirrors.on(); ++r)
-      if (const int q = x_.mirrors.rep_of(r); q != r && static_cast<size_t>(q) < out.vram.size()) out.vram[static_cast<size_t>(r)] = out.vram[static_cast<size_t>(q)];
+      if (const int q = x_.mirrors.rep_of(r); q != r && static_cast<size_t>(q) < out.vram.size())
+        out.vram[static_cast<size_t>(r)] = out.vram[static_cast<size_t>(q)];
     out.copy_bottlenecks = std::move(fabric_.copy_bottlenecks);
     out.collective_bottlenecks = std::move(fabric_.collective_bottlenecks);
     out.link_samples = fabric_.take_samples();
@@ -131,8 +133,9 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
       throw InputError(SourceLocation{s.file, 0, 0},
                        fmt::format("the schedule has {} ranks but topology '{}' has {} GPUs", s.ranks(), x_.topo.name(), x_.topo.gpus().size()));
     if (s.streams.size() > static_cast<size_t>(INT16_MAX))
-      throw InputError(SourceLocation{s.file, 0, 0},
-                       fmt::format("the schedule declares {} streams; the simulator takes at most {}: share streams between ops", s.streams.size(), INT16_MAX));
+      throw InputError(
+          SourceLocation{s.file, 0, 0},
+          fmt::format("the schedule declares {} streams; the simulator takes at most {}: share streams between ops", s.streams.size(), INT16_MAX));
   }
 
   // Rank r's GPU and program, its records, its components' state.
@@ -163,8 +166,7 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
         rec.op = &op;
       }
     }
-    if (info.end() > static_cast<int64_t>(INT32_MAX))
-      throw InputError(SourceLocation{s.file, 0, 0}, "a program holds more than 2^31 ops: split it");
+    if (info.end() > static_cast<int64_t>(INT32_MAX)) throw InputError(SourceLocation{s.file, 0, 0}, "a program holds more than 2^31 ops: split it");
     R.flags.grow_to(info.end());
     streams_.add_rank(r, info.q);
     memory_.add_rank(r);
@@ -231,8 +233,11 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
     std::string msg = fmt::format("deadlock at {}: no rank can make progress", format_time(x_.engine.now()));
     for (int r = 0; r < x_.s.ranks(); ++r) {
       const RankInfo& R = x_.ranks[static_cast<size_t>(r)];
-      if (host_.done(r)) msg += fmt::format("\n  rank {} ({}): host finished its program", r, R.node->name);
-      else msg += fmt::format("\n  rank {} ({}): host blocked in {} at op {} ({})", r, R.node->name, host_.waiting_in(r), host_.pc(r), x_.where(r, host_.pc(r)));
+      if (host_.done(r))
+        msg += fmt::format("\n  rank {} ({}): host finished its program", r, R.node->name);
+      else
+        msg += fmt::format("\n  rank {} ({}): host blocked in {} at op {} ({})", r, R.node->name, host_.waiting_in(r), host_.pc(r),
+                           x_.where(r, host_.pc(r)));
       for (size_t s = 0; s < x_.s.streams.size(); ++s) {
         const std::string h = streams_.head(r, static_cast<int>(s));
         if (!h.empty()) msg += fmt::format("\n    stream {}: {}", x_.s.streams[s].name, h);
@@ -260,7 +265,8 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
 namespace exec {
 
 void ExecContext::mirrored_start(int r, int id) {
-  const auto [it, fresh] = mirrors.pending.try_emplace(pack(r, id), Time::from_ps(-1), 1 + static_cast<int>(mirrors.of[static_cast<size_t>(r)].size()));
+  const auto [it, fresh] =
+      mirrors.pending.try_emplace(pack(r, id), Time::from_ps(-1), 1 + static_cast<int>(mirrors.of[static_cast<size_t>(r)].size()));
   assert(fresh && "an op dispatched twice");
   (void)it;
   mirrors.pending_ops[static_cast<size_t>(r)].insert(id);
@@ -271,8 +277,10 @@ void ExecContext::mirrored_end(int r, int id) {
   const auto it = mirrors.pending.find(pack(q, id));
   assert(it != mirrors.pending.end());
   auto& [at, left] = it->second;
-  if (at < Time::zero()) at = engine.now();
-  else if (at != engine.now()) throw AsymmetricRanks("a mirror's op ended at another time than its representative's");
+  if (at < Time::zero())
+    at = engine.now();
+  else if (at != engine.now())
+    throw AsymmetricRanks("a mirror's op ended at another time than its representative's");
   if (--left == 0) {
     mirrors.pending.erase(it);
     mirrors.pending_ops[static_cast<size_t>(q)].erase(id);
@@ -311,10 +319,10 @@ std::string format_exec_report(const Schedule& s, const ExecResult& r) {
   std::string out = fmt::format("schedule {}: {} ranks, makespan {}\n", s.name, s.ranks(), format_time(r.makespan));
   for (size_t rank = 0; rank < r.ops.size(); ++rank) {
     const RankSummary& sum = r.ranks[rank];
-    out += fmt::format("\nrank {} on {}: ends {}, peak VRAM {}{}\n", rank, sum.gpu, format_time(sum.end), format_bytes(static_cast<double>(sum.peak_vram)),
-                       sum.peak_vram > 0 ? " (" + format_vram_parts(sum.peak_parts) + ")" : "");
-    out += fmt::format("  {:>4} {:<18} {:<22} {:<10} {:>12} {:>12} {:>12} {:>12}\n", "#", "op", "label", "stream", "issued", "start", "end",
-                       "duration");
+    out += fmt::format("\nrank {} on {}: ends {}, peak VRAM {}{}\n", rank, sum.gpu, format_time(sum.end),
+                       format_bytes(static_cast<double>(sum.peak_vram)), sum.peak_vram > 0 ? " (" + format_vram_parts(sum.peak_parts) + ")" : "");
+    out +=
+        fmt::format("  {:>4} {:<18} {:<22} {:<10} {:>12} {:>12} {:>12} {:>12}\n", "#", "op", "label", "stream", "issued", "start", "end", "duration");
     for (size_t index = 0; index < r.ops[rank].size(); ++index) {
       const OpRecord& rec = r.ops[rank][index];
       const Op& op = *rec.op;

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "gpu/params.hpp"
-#include "schedule/schedule.hpp"
-#include "schedule/run_record.hpp"
-#include "schedule/spans.hpp"
 #include "hw/fabric.hpp"
+#include "schedule/run_record.hpp"
+#include "schedule/schedule.hpp"
+#include "schedule/spans.hpp"
 
 namespace osim {
 

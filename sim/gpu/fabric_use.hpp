@@ -53,7 +53,7 @@ class FabricUse final : public Routes {
   static constexpr size_t kRouteMemoPairs = size_t{1} << 16;
   std::vector<FlowRoute> coll_routes_, dma_routes_, host_routes_;
   std::unordered_map<uint64_t, FlowRoute> coll_routes_sparse_, dma_routes_sparse_;
-  FlowRoute scratch_route_;  // the last pair's route asked on demand (a flow's spec and its start ask twice)
+  FlowRoute scratch_route_;   // the last pair's route asked on demand (a flow's spec and its start ask twice)
   int64_t scratch_key_ = -1;  // its pair's key (2 * (a * ranks + b) + dma), -1: none
   std::vector<double> usage_;
   std::vector<LinkSample> samples_;

@@ -30,7 +30,10 @@ int64_t Host::partners(int r, const Op& op) const {
 bool Host::waits_for_gpu(const Rank& H, const Op& op) const {
   if (x_.s.runtime.framework == Framework::None || H.until.kind == Rank::Wait::Queue) return false;
   switch (op.kind) {
-    case OpKind::StreamSync: case OpKind::EventSync: case OpKind::DeviceSync: case OpKind::Memcpy: return true;
+    case OpKind::StreamSync:
+    case OpKind::EventSync:
+    case OpKind::DeviceSync:
+    case OpKind::Memcpy: return true;
     default: return false;  // an allocation waiting for room, a full launch queue
   }
 }
@@ -47,8 +50,12 @@ Time Host::call_overhead(int r, const Op& op) const {
   switch (op.kind) {
     case OpKind::Kernel: return Time::from_ps((o.kernel_launch + framework).ps() * op.launches);
     case OpKind::Memcpy: return o.memcpy_call + framework;
-    case OpKind::EventRecord: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream: return o.event_call;
-    case OpKind::StreamSync: case OpKind::EventSync: case OpKind::DeviceSync: return o.sync_call;
+    case OpKind::EventRecord:
+    case OpKind::StreamWaitEvent:
+    case OpKind::StreamWaitStream: return o.event_call;
+    case OpKind::StreamSync:
+    case OpKind::EventSync:
+    case OpKind::DeviceSync: return o.sync_call;
     case OpKind::Collective: {
       if (x_.s.runtime.framework == Framework::None) return o.collective_call;
       const bool pairwise = op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise;
@@ -66,7 +73,8 @@ Time Host::call_overhead(int r, const Op& op) const {
     // that produce them, whose dispatch holds that time.
     case OpKind::Alloc: return op.part == MemPart::Weights ? o.alloc_call : Time::zero();
     case OpKind::Free: return memory_.part_of(r, op.label) == MemPart::Weights ? o.free_call : Time::zero();
-    case OpKind::HostWork: case OpKind::Marker: return Time::zero();
+    case OpKind::HostWork:
+    case OpKind::Marker: return Time::zero();
   }
   return Time::zero();
 }
@@ -187,16 +195,19 @@ void Host::effect(int r, const Op& op) {
     return;
   }
   switch (op.kind) {
-    case OpKind::Kernel: case OpKind::Collective: case OpKind::StreamWaitEvent: case OpKind::StreamWaitStream:
-    case OpKind::EventRecord: case OpKind::Marker:
+    case OpKind::Kernel:
+    case OpKind::Collective:
+    case OpKind::StreamWaitEvent:
+    case OpKind::StreamWaitStream:
+    case OpKind::EventRecord:
+    case OpKind::Marker:
       if (op.kind == OpKind::Marker && op.stream < 0) return;
       streams_.enqueue(r, H.pc, op);
       // A framework's pairwise rounds: the host issues them while the GPU
       // runs the call (Collectives::framework_pairwise_table).
       if (const Time rounds = rounds_while_running(r, op); rounds > Time::zero()) H.busy_until = x_.engine.now() + rounds;
       // Its send and receive tensors, held until the stream has run it.
-      if (holds_past_free(op, x_.s.runtime.framework))
-        memory_.hold_behind_stream(r, H.pc, op.stream, streams_.enqueued(r, op.stream), 2 * op.bytes);
+      if (holds_past_free(op, x_.s.runtime.framework)) memory_.hold_behind_stream(r, H.pc, op.stream, streams_.enqueued(r, op.stream), 2 * op.bytes);
       return;
     case OpKind::Memcpy: {
       const int g = streams_.enqueue(r, H.pc, op);

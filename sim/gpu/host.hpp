@@ -37,9 +37,10 @@ class Host {
     // What a blocked thread waits for (the op at pc says why).
     struct Wait {
       enum Kind : uint8_t { None, Gop, Stream, Device, Queue } kind = None;
-      int gop = -1;                // Gop: that op done
-      int stream = -1, count = 0;  // Stream: that many ops of the stream done; Queue: the stream's hardware queue has started ops up to its entry `count`
-      std::vector<int> counts;     // Device: that many ops of every stream done
+      int gop = -1;  // Gop: that op done
+      int stream = -1,
+          count = 0;  // Stream: that many ops of the stream done; Queue: the stream's hardware queue has started ops up to its entry `count`
+      std::vector<int> counts;  // Device: that many ops of every stream done
     } until;
     Time busy_until;
     Time host_end;

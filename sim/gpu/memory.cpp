@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-
 namespace osim::exec {
 
 Memory::Memory(ExecContext& x, Routes& routes)
@@ -125,8 +124,10 @@ void Memory::free(int r, int pc, const Op& op) {
     M.allocs.erase(it);
     if (a.space == MemSpace::Device) drop(r, a);
   }
-  if (a.space == MemSpace::Device) M.held -= a.bytes;
-  else pinned_[x_.ranks[static_cast<size_t>(r)].cpu] -= a.bytes;
+  if (a.space == MemSpace::Device)
+    M.held -= a.bytes;
+  else
+    pinned_[x_.ranks[static_cast<size_t>(r)].cpu] -= a.bytes;
   if (a.part == MemPart::Comm) --M.nccl_live;
 }
 

@@ -81,8 +81,8 @@ class Memory {
     // The device ones by (count, place, stream): the first to come back first.
     std::set<std::tuple<int, int, int>> device_pending;
     Bytes vram = 0, peak = 0, capacity = 0;  // live tensors (what the job needs)
-    Bytes held = 0, peak_held = 0;            // with the memory freed on streams not there yet
-    int nccl_live = 0;                        // NCCL buffers allocated (the first carries the process's part)
+    Bytes held = 0, peak_held = 0;           // with the memory freed on streams not there yet
+    int nccl_live = 0;                       // NCCL buffers allocated (the first carries the process's part)
     std::array<Bytes, kMemParts> parts{}, peak_parts{};
   };
   ExecContext& x_;

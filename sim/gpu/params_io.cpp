@@ -44,9 +44,12 @@ double value_of(const Field& f, ModelParams& p) {
       [&](auto get) -> double {
         auto* v = get(p);
         using T = std::decay_t<decltype(*v)>;
-        if constexpr (std::is_same_v<T, Time>) return f.kind == Kind::TimeMs ? v->ms() : v->us();
-        else if constexpr (std::is_same_v<T, Bandwidth>) return v->GBps();
-        else return static_cast<double>(*v);
+        if constexpr (std::is_same_v<T, Time>)
+          return f.kind == Kind::TimeMs ? v->ms() : v->us();
+        else if constexpr (std::is_same_v<T, Bandwidth>)
+          return v->GBps();
+        else
+          return static_cast<double>(*v);
       },
       f.ref);
 }
@@ -59,7 +62,8 @@ std::string format_value(const Field& f, const ModelParams& params) {
     case Kind::TimeMs: return fmt::format("{:.{}f} ms", v, f.precision);
     case Kind::Bandwidth: return fmt::format("{:.{}f} GB/s", v, f.precision);
     case Kind::Number: return fmt::format("{:.{}f}", v, f.precision);
-    case Kind::Count: case Kind::Bytes: return fmt::format("{}", static_cast<int64_t>(v));
+    case Kind::Count:
+    case Kind::Bytes: return fmt::format("{}", static_cast<int64_t>(v));
     case Kind::Custom: break;
   }
   return "";
@@ -126,8 +130,7 @@ std::string default_text(const Field& f) {
 
 std::vector<ModelFieldDoc> model_field_docs() {
   std::vector<ModelFieldDoc> out;
-  for (const Field& f : fields())
-    out.push_back({f.name, f.family, unit_of(f.kind), range_text(f), default_text(f), f.doc});
+  for (const Field& f : fields()) out.push_back({f.name, f.family, unit_of(f.kind), range_text(f), default_text(f), f.doc});
   return out;
 }
 
@@ -136,7 +139,8 @@ std::string model_fields_markdown() {
   for (const ModelFieldDoc& d : model_field_docs()) {
     if (d.family != family) {
       family = d.family;
-      out += fmt::format("{}### {}\n\n| field | unit | range | default | what it is |\n| --- | --- | --- | --- | --- |\n", out.empty() ? "" : "\n", family);
+      out += fmt::format("{}### {}\n\n| field | unit | range | default | what it is |\n| --- | --- | --- | --- | --- |\n", out.empty() ? "" : "\n",
+                         family);
     }
     out += fmt::format("| `{}` | {} | {} | {} | {} |\n", d.name, d.unit, d.range, d.default_value, d.doc);
   }
@@ -175,11 +179,12 @@ ModelParams parse_calibration(const YAML::Node& root, const std::string& path, c
   if (const YAML::Node model = top.get("model"); model.IsMap())
     for (const auto& kv : model)
       if (const std::string k = kv.first.as<std::string>(); k.rfind("copy_step_", 0) == 0 || k.rfind("copy_bidir_small", 0) == 0 ||
-                                                             k.rfind("copy_bidir_mid", 0) == 0 || k.rfind("copy_bidir_factor_small", 0) == 0 ||
-                                                             k.rfind("copy_bidir_factor_mid", 0) == 0)
-        throw InputError(location_of(path, kv.first), fmt::format("'{}' is a retired term (the hand-off latencies and copy_bidir_table hold its effect "
-                                                                  "now): re-run overlapsim calibrate on the bench files this calibration came from",
-                                                                  k));
+                                                            k.rfind("copy_bidir_mid", 0) == 0 || k.rfind("copy_bidir_factor_small", 0) == 0 ||
+                                                            k.rfind("copy_bidir_factor_mid", 0) == 0)
+        throw InputError(location_of(path, kv.first),
+                         fmt::format("'{}' is a retired term (the hand-off latencies and copy_bidir_table hold its effect "
+                                     "now): re-run overlapsim calibrate on the bench files this calibration came from",
+                                     k));
   MapReader m(path, top.get("model"), "calibration model", known_keys());
   ModelParams p = base;
   for (const Field& f : fields()) read_field(f, m, path, p);

@@ -26,15 +26,17 @@ bool KernelKey::operator==(const KernelKey& o) const {
   const auto& a = attention;
   const auto& b = o.attention;
   return duration_ps == o.duration_ps && gemm.m == o.gemm.m && gemm.n == o.gemm.n && gemm.k == o.gemm.k && a.batch == b.batch && a.heads == b.heads &&
-         a.seq_q == b.seq_q && a.seq_kv == b.seq_kv && a.head_dim == b.head_dim && a.backend == b.backend && a.causal == b.causal && flops == o.flops &&
-         hbm_bytes == o.hbm_bytes && efficiency == o.efficiency && dtype == o.dtype && access == o.access &&
+         a.seq_q == b.seq_q && a.seq_kv == b.seq_kv && a.head_dim == b.head_dim && a.backend == b.backend && a.causal == b.causal &&
+         flops == o.flops && hbm_bytes == o.hbm_bytes && efficiency == o.efficiency && dtype == o.dtype && access == o.access &&
          norm_row == o.norm_row;
 }
 
 // Independent multiplies (one chain each), then one fold: this runs once per
 // kernel of a program.
 size_t KernelKeyHash::operator()(const KernelKey& k) const {
-  auto pair = [](int32_t a, int32_t b) { return static_cast<uint64_t>(static_cast<uint32_t>(a)) | (static_cast<uint64_t>(static_cast<uint32_t>(b)) << 32); };
+  auto pair = [](int32_t a, int32_t b) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(a)) | (static_cast<uint64_t>(static_cast<uint32_t>(b)) << 32);
+  };
   auto bits = [](double x) { return std::bit_cast<uint64_t>(x + 0.0); };  // + 0.0: -0.0 hashes as 0.0, as == says
   const uint64_t h = static_cast<uint64_t>(k.duration_ps) * 0x9E3779B97F4A7C15ull + pair(k.gemm.m, k.gemm.n) * 0xC2B2AE3D27D4EB4Full +
                      pair(k.gemm.k, k.attention.batch) * 0x165667B19E3779F9ull + pair(k.attention.heads, k.attention.seq_q) * 0xD6E8FEB86659FD93ull +

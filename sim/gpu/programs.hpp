@@ -39,17 +39,17 @@ struct KernelKeyHash {
 // order), so entries are shared by the ranks that run it; the head's
 // dispatch condition is in its entry, so a pump scans the queues without
 // touching the ops.
-struct QueueEntry {  // 16 bytes
+struct QueueEntry {            // 16 bytes
   int32_t index;               // the op's index in the program
   int16_t stream, dep_stream;  // the op's stream; the stream it waits on, or -1
   int32_t pos, dep_pos;        // its place in its stream; dep_stream must have finished its op dep_pos
 };
 
 struct ProgramQueues {
-  std::vector<Window<QueueEntry>> queues;  // per hardware queue
-  std::vector<size_t> used;                // the queues that get ops, in order
-  std::vector<Window<int32_t>> stream_ops; // per stream: its ops' places, in order
-  Window<int32_t> coll_ord;                // per op: its place among the program's collectives, or -1
+  std::vector<Window<QueueEntry>> queues;   // per hardware queue
+  std::vector<size_t> used;                 // the queues that get ops, in order
+  std::vector<Window<int32_t>> stream_ops;  // per stream: its ops' places, in order
+  Window<int32_t> coll_ord;                 // per op: its place among the program's collectives, or -1
   int colls = 0;
 };
 
@@ -86,8 +86,8 @@ class ProgramInfo {
   Window<Op> window_;          // else the ops held
   Window<double> work_;
   std::unique_ptr<OpSource> source_;
-  std::vector<Op> part_;                           // the part being appended
-  std::vector<std::pair<int, int>> event_pos_;     // per event: its latest record's stream and place
+  std::vector<Op> part_;                                        // the part being appended
+  std::vector<std::pair<int, int>> event_pos_;                  // per event: its latest record's stream and place
   std::unordered_map<KernelKey, double, KernelKeyHash> timed_;  // kernel times by shape
 };
 

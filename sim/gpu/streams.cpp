@@ -11,7 +11,13 @@
 namespace osim::exec {
 
 Streams::Streams(ExecContext& x, Kernels& kernels, Copies& copies, Collectives& colls, Memory& memory, HostWake& host)
-    : x_(x), kernels_(kernels), copies_(copies), colls_(colls), memory_(memory), host_(host), ranks_(static_cast<size_t>(x.s.ranks())),
+    : x_(x),
+      kernels_(kernels),
+      copies_(copies),
+      colls_(colls),
+      memory_(memory),
+      host_(host),
+      ranks_(static_cast<size_t>(x.s.ranks())),
       depth_(x.p.overheads.launch_queue_depth) {}
 
 void Streams::add_rank(int r, const ProgramQueues& q) {
@@ -103,9 +109,12 @@ void Streams::complete(int r, int id) {
   if (holds_past_free(op, x_.s.runtime.framework)) memory_.free(r, id, op);  // its tensors' memory back
   const Time now = x_.engine.now();
   if (x_.handoffs) {
-    if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective) st.dep = {EngineDep::Compute, now}, st.own = EngineDep::Compute;
-    else if (op.kind == OpKind::Memcpy) st.dep = {EngineDep::Copy, now}, st.own = EngineDep::Copy;
-    else if (op.kind == OpKind::EventRecord) S.event_dep[static_cast<size_t>(op.event)] = {op.stream, st.done - 1, st.dep};
+    if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective)
+      st.dep = {EngineDep::Compute, now}, st.own = EngineDep::Compute;
+    else if (op.kind == OpKind::Memcpy)
+      st.dep = {EngineDep::Copy, now}, st.own = EngineDep::Copy;
+    else if (op.kind == OpKind::EventRecord)
+      S.event_dep[static_cast<size_t>(op.event)] = {op.stream, st.done - 1, st.dep};
   }
   if (x_.o.keep_records) {
     OpRecord& rec = x_.records[static_cast<size_t>(r)][static_cast<size_t>(index)];

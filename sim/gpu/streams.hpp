@@ -34,8 +34,10 @@ class Streams {
   /// A mirror has no streams: its representative's stand for its own.
   void mark_start(int r, int id, const Op& op) {
     if (x_.mirrors.is_mirror(r)) return;
-    if (x_.o.keep_records) x_.records[static_cast<size_t>(r)][static_cast<size_t>(id)].start = x_.engine.now();
-    else ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(op.stream)].started = x_.engine.now();
+    if (x_.o.keep_records)
+      x_.records[static_cast<size_t>(r)][static_cast<size_t>(id)].start = x_.engine.now();
+    else
+      ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(op.stream)].started = x_.engine.now();
   }
 
   [[nodiscard]] int enqueued(int r, int s) const { return ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(s)].enqueued; }
@@ -81,8 +83,8 @@ class Streams {
     Time started;  // when its running op was dispatched (a stream runs one op at a time)
     EngineDep dep;
     EngineDep::Kind own = EngineDep::None;  // the engine of its own last such op
-    int dep_waiting = -1;  // its ops up to this place were issued when `dep` came through a wait
-    Time dep_released;     // when that wait was satisfied
+    int dep_waiting = -1;                   // its ops up to this place were issued when `dep` came through a wait
+    Time dep_released;                      // when that wait was satisfied
   };
   struct HwQueue {
     const Window<QueueEntry>* ops = nullptr;  // [head, end) are waiting (once issued)

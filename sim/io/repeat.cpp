@@ -25,9 +25,7 @@ class ExprParser {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& why) const {
-    throw std::invalid_argument(fmt::format("bad expression '{}': {}", s_, why));
-  }
+  [[noreturn]] void fail(const std::string& why) const { throw std::invalid_argument(fmt::format("bad expression '{}': {}", s_, why)); }
   void skip_ws() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
   }
@@ -82,7 +80,8 @@ class ExprParser {
         const int64_t d = factor();
         if (d == 0) fail("division by zero");
         v = d == -1 ? 0 : v % d;
-      } else return v;
+      } else
+        return v;
     }
   }
   int64_t factor() {
@@ -206,8 +205,7 @@ void for_each_repeated(const std::string& file, const YAML::Node& list, const st
       }
     }
     const YAML::Node skip = item["skip_if"];
-    if (skip.IsDefined() && ranges.empty())
-      throw InputError(location_of(file, skip), "skip_if needs a repeat on the same item");
+    if (skip.IsDefined() && ranges.empty()) throw InputError(location_of(file, skip), "skip_if needs a repeat on the same item");
     RepeatVars vars;
     for (const auto& [k, n] : ranges) vars[k] = 0;
     if (ranges.empty()) {  // as written: nothing to substitute
@@ -241,8 +239,10 @@ void for_each_repeated(const std::string& file, const YAML::Node& list, const st
       bool carry = true;
       for (size_t k = ranges.size(); carry && k > 0; --k) {
         int64_t& v = vars[ranges[k - 1].first];
-        if (++v < ranges[k - 1].second) carry = false;
-        else v = 0;
+        if (++v < ranges[k - 1].second)
+          carry = false;
+        else
+          v = 0;
       }
       if (carry) break;
     }

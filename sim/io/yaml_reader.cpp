@@ -32,8 +32,7 @@ void check_shape(const YAML::Node& root, const std::string& name) {
       throw InputError(location_of(name, root), fmt::format("the document expands to more than {} values (aliases used many times?)", kMaxNodes));
     if (n.IsMap()) {
       for (auto it = n.begin(); it != n.end(); ++it) {
-        if (!it->first.IsScalar())
-          throw InputError(location_of(name, it->first), "a key must be a plain name, not a list, mapping or null");
+        if (!it->first.IsScalar()) throw InputError(location_of(name, it->first), "a key must be a plain name, not a list, mapping or null");
         todo.push_back(it->second);
       }
     } else if (n.IsSequence()) {
@@ -47,8 +46,7 @@ YAML::Node parse(const std::string& text, const std::string& name) {
   try {
     n = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw InputError(SourceLocation{name, e.mark.line + 1, e.mark.column + 1},
-                     fmt::format("YAML syntax error: {}", e.msg));
+    throw InputError(SourceLocation{name, e.mark.line + 1, e.mark.column + 1}, fmt::format("YAML syntax error: {}", e.msg));
   }
   check_shape(n, name);
   return n;
@@ -149,8 +147,10 @@ MapReader::MapReader(std::string file, YAML::Node node, std::string what, std::v
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     const std::string near = closest_match(key, known);
     std::string msg = fmt::format("unknown key '{}' in {}", key, what_);
-    if (!near.empty()) msg += fmt::format("; did you mean '{}'?", near);
-    else msg += fmt::format("; known keys: {}", fmt::join(known, ", "));
+    if (!near.empty())
+      msg += fmt::format("; did you mean '{}'?", near);
+    else
+      msg += fmt::format("; known keys: {}", fmt::join(known, ", "));
     throw InputError(key_location(key), msg);
   }
 }
@@ -179,9 +179,7 @@ void MapReader::fail(const std::string& key, const std::string& message) const {
   throw InputError(where(key), fmt::format("{} '{}': {}", what_, key, message));
 }
 
-void MapReader::fail_here(const std::string& message) const {
-  throw InputError(location_of(file_, origin_), fmt::format("{}: {}", what_, message));
-}
+void MapReader::fail_here(const std::string& message) const { throw InputError(location_of(file_, origin_), fmt::format("{}: {}", what_, message)); }
 
 YAML::Node MapReader::get(const std::string& key) const {
   const YAML::Node* n = find(key);
@@ -300,8 +298,7 @@ std::string MapReader::choice(const std::string& key, const std::vector<std::str
   const std::string s = str(key);
   if (std::find(choices.begin(), choices.end(), s) != choices.end()) return s;
   const std::string near = closest_match(s, choices);
-  fail(key, fmt::format("'{}' is not one of {}{}", s, fmt::join(choices, ", "),
-                        near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+  fail(key, fmt::format("'{}' is not one of {}{}", s, fmt::join(choices, ", "), near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
 }
 
 std::optional<std::string> MapReader::opt_choice(const std::string& key, const std::vector<std::string>& choices) const {

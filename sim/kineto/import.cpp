@@ -234,12 +234,12 @@ class Importer {
       }
     for (const auto& [ranks, counts] : issued) {
       if (!std::all_of(ranks.begin(), ranks.end(), [&](int r) { return r >= 0 && r < n_; })) continue;
-      if (std::any_of(ranks.begin(), ranks.end(), [&counts = counts, first = ranks[0]](int r) {
-            return counts[static_cast<size_t>(r)] != counts[static_cast<size_t>(first)];
-          })) {
-        sum_.notes.push_back(fmt::format("the ranks of group [{}] issued different numbers of collectives in their traces (profile every rank "
-                                         "over the same steps): those keep their measured time",
-                                         fmt::join(ranks, ", ")));
+      if (std::any_of(ranks.begin(), ranks.end(),
+                      [&counts = counts, first = ranks[0]](int r) { return counts[static_cast<size_t>(r)] != counts[static_cast<size_t>(first)]; })) {
+        sum_.notes.push_back(
+            fmt::format("the ranks of group [{}] issued different numbers of collectives in their traces (profile every rank "
+                        "over the same steps): those keep their measured time",
+                        fmt::join(ranks, ", ")));
         continue;
       }
       bool world = static_cast<int>(ranks.size()) == n_;
@@ -333,7 +333,8 @@ class Importer {
           emit(ops::record(stream(rec.stream), rec.index), {c.ts, c.end, at, at}, "event_record");
           break;
         }
-        case CallKind::Wait: case CallKind::EventSync: {
+        case CallKind::Wait:
+        case CallKind::EventSync: {
           auto it = bound.find(i);
           if (it == bound.end()) break;  // counted in not_imported
           const RecordInfo& rec = records[it->second];
@@ -394,8 +395,10 @@ class Importer {
       } else if (kernels_of_op_[a.ext] == 1 && !gemm && !attention) {
         if (const double bytes = input_hbm_bytes(cop); bytes > 0) {
           op.hbm_bytes = bytes, what = "kernel (memory, HBM bytes from its op's inputs)";
-          if (const auto norm = norm_of(cop)) op.access = norm->first, op.norm_row = norm->second, what = "kernel (norm, HBM bytes and row from its op's inputs)";
-          else op.access = memory_access_of(cop);
+          if (const auto norm = norm_of(cop))
+            op.access = norm->first, op.norm_row = norm->second, what = "kernel (norm, HBM bytes and row from its op's inputs)";
+          else
+            op.access = memory_access_of(cop);
         }
       }
     }
@@ -417,7 +420,10 @@ class Importer {
     const Bytes bytes = std::max<int64_t>(1, int_arg(*a.args, "bytes", 1));
     const bool async = c.name.find("Async") != std::string::npos;
     emit(ops::copy(stream(a.stream), kind, bytes, mem, async, fmt::format("memcpy_{}", to_string(kind))), gt,
-         "memcpy " + to_string(kind) + (kind == CopyKind::D2D ? "" : mem == HostMem::Pageable ? " pageable" : " pinned"));
+         "memcpy " + to_string(kind) +
+             (kind == CopyKind::D2D      ? ""
+              : mem == HostMem::Pageable ? " pageable"
+                                         : " pinned"));
   }
 
   // The trace's timeline as a run of the built schedule.
@@ -514,18 +520,21 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
   for (const auto& [r, i] : by_rank) ranks.push_back(&traces[i]);
   sum.ranks = static_cast<int>(ranks.size());
   if (ranks[0]->world > sum.ranks)
-    sum.notes.push_back(fmt::format("the job had {} ranks and {} trace(s) were given: collectives keep their measured time", ranks[0]->world, sum.ranks));
+    sum.notes.push_back(
+        fmt::format("the job had {} ranks and {} trace(s) were given: collectives keep their measured time", ranks[0]->world, sum.ranks));
   // The name: the first trace's file name without .gz, .json, .trace, .rankN.
   std::string name = options.name;
   if (name.empty()) {
     name = std::filesystem::path(paths[0]).filename().string();
-    for (const std::regex& suffix : {std::regex("\\.gz$"), std::regex("\\.json$"), std::regex("\\.pt\\.trace$|\\.trace$"), std::regex("\\.rank\\d+$")})
+    for (const std::regex& suffix :
+         {std::regex("\\.gz$"), std::regex("\\.json$"), std::regex("\\.pt\\.trace$|\\.trace$"), std::regex("\\.rank\\d+$")})
       name = std::regex_replace(name, suffix, "");
   }
   ImportedTrace out = Importer(ranks, name, sum).run();
   if (sum.not_imported.count("stream waits the profiler gave no cuda_sync event for: left out") && sum.waits_timed + sum.waits_untimed == 0)
-    sum.notes.push_back("without the profiler's CUDA sync events the streams' hand-offs are unknown: profile with "
-                        "experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)");
+    sum.notes.push_back(
+        "without the profiler's CUDA sync events the streams' hand-offs are unknown: profile with "
+        "experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)");
   out.summary = std::move(sum);
   return out;
 }

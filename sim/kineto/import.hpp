@@ -36,12 +36,12 @@ struct ImportOptions {
 struct ImportSummary {
   int ranks = 0;
   int64_t events = 0;
-  std::map<std::string, int64_t> ops;          // ops written, by kind ("kernel (gemm)", "memcpy h2d pinned", ...)
-  std::map<std::string, int64_t> host_only;    // CUDA calls that put no work on the GPU: their time is host time
-  std::map<std::string, int64_t> not_imported; // events left out, by what they are and why
-  int64_t waits_timed = 0;      // waits bound to the record whose work ended as the waiting stream went on
-  int64_t waits_untimed = 0;    // waits the timeline does not decide (not binding): bound by program order
-  int64_t other_threads = 0;    // calls from other host threads that put work on the GPU (merged in time order)
+  std::map<std::string, int64_t> ops;           // ops written, by kind ("kernel (gemm)", "memcpy h2d pinned", ...)
+  std::map<std::string, int64_t> host_only;     // CUDA calls that put no work on the GPU: their time is host time
+  std::map<std::string, int64_t> not_imported;  // events left out, by what they are and why
+  int64_t waits_timed = 0;                      // waits bound to the record whose work ended as the waiting stream went on
+  int64_t waits_untimed = 0;                    // waits the timeline does not decide (not binding): bound by program order
+  int64_t other_threads = 0;                    // calls from other host threads that put work on the GPU (merged in time order)
   int64_t steps = 0;
   std::vector<std::string> notes;
   /// A few lines for the terminal.

@@ -27,9 +27,9 @@ std::string str_arg(const json& args, const char* key) {
 namespace {
 
 double element_bytes(const std::string& type) {
-  static const std::map<std::string, double> sizes = {
-      {"c10::BFloat16", 2}, {"c10::Half", 2}, {"float", 4}, {"double", 8}, {"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1},
-      {"long int", 8}, {"int", 4}, {"short int", 2}, {"signed char", 1}, {"unsigned char", 1}, {"bool", 1}};
+  static const std::map<std::string, double> sizes = {{"c10::BFloat16", 2},      {"c10::Half", 2},        {"float", 4},         {"double", 8},
+                                                      {"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1}, {"long int", 8},      {"int", 4},
+                                                      {"short int", 2},          {"signed char", 1},      {"unsigned char", 1}, {"bool", 1}};
   auto it = sizes.find(type);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -86,8 +86,8 @@ std::optional<std::pair<GemmShape, DType>> gemm_of(const CpuOp& op) {
 bool is_causal(const CpuOp& op) {
   // (op, argument, its value when causal); the efficient kernel's custom_mask_type 1 is the top-left diagonal.
   static const std::vector<std::tuple<std::string, size_t, std::string>> place = {
-      {"aten::_scaled_dot_product_cudnn_attention", 6, "True"}, {"aten::_cudnn_attention_forward", 10, "True"},
-      {"aten::_scaled_dot_product_flash_attention", 4, "True"},  {"aten::_flash_attention_forward", 8, "True"},
+      {"aten::_scaled_dot_product_cudnn_attention", 6, "True"},     {"aten::_cudnn_attention_forward", 10, "True"},
+      {"aten::_scaled_dot_product_flash_attention", 4, "True"},     {"aten::_flash_attention_forward", 8, "True"},
       {"aten::_scaled_dot_product_efficient_attention", 6, "True"}, {"aten::_efficient_attention_forward", 9, "1"}};
   const auto it = op.args->find("Concrete Inputs");
   if (it == op.args->end() || !it->is_array()) return false;
@@ -100,10 +100,14 @@ std::optional<std::pair<AttentionShape, DType>> attention_of(const CpuOp& op) {
   const std::string& n = op.name;
   if (n.find("attention") == std::string::npos || n.find("backward") != std::string::npos) return std::nullopt;
   AttnBackend backend;
-  if (n.find("cudnn") != std::string::npos) backend = AttnBackend::Cudnn;
-  else if (n.find("flash") != std::string::npos) backend = AttnBackend::Flash2;
-  else if (n.find("efficient") != std::string::npos) backend = AttnBackend::Efficient;
-  else return std::nullopt;
+  if (n.find("cudnn") != std::string::npos)
+    backend = AttnBackend::Cudnn;
+  else if (n.find("flash") != std::string::npos)
+    backend = AttnBackend::Flash2;
+  else if (n.find("efficient") != std::string::npos)
+    backend = AttnBackend::Efficient;
+  else
+    return std::nullopt;
   auto in = tensor_inputs(*op.args);
   if (in.size() < 3 || in[0].first.size() != 4 || in[1].first.size() != 4) return std::nullopt;
   // q, k: [batch, heads, seq, head_dim] (the flash op's own layout is [batch, seq, heads, head_dim]).
@@ -127,19 +131,25 @@ std::optional<CollectiveInfo> collective_of(const Activity& k, std::string* why)
   if (name.empty()) {
     // PyTorch links no parameters to the kernels of grouped point-to-point
     // calls (batch_isend_irecv), with record_shapes or without.
-    *why = k.name.find("SendRecv") != std::string::npos
-               ? "NCCL point-to-point kernel without parameters (batch_isend_irecv's carry none)"
-               : "NCCL kernel without its collective's parameters (profile with record_shapes=True)";
+    *why = k.name.find("SendRecv") != std::string::npos ? "NCCL point-to-point kernel without parameters (batch_isend_irecv's carry none)"
+                                                        : "NCCL kernel without its collective's parameters (profile with record_shapes=True)";
     return std::nullopt;
   }
-  static const std::map<std::string, CollKind> kinds = {
-      {"all_to_all", CollKind::AllToAll},          {"all_to_allv", CollKind::AllToAll},       {"alltoall", CollKind::AllToAll},
-      {"alltoall_base", CollKind::AllToAll},       {"all_gather", CollKind::AllGather},       {"allgather", CollKind::AllGather},
-      {"_allgather_base", CollKind::AllGather},    {"all_gather_into_tensor", CollKind::AllGather},
-      {"allgather_into_tensor_coalesced", CollKind::AllGather},
-      {"reduce_scatter", CollKind::ReduceScatter}, {"_reduce_scatter_base", CollKind::ReduceScatter},
-      {"reduce_scatter_tensor", CollKind::ReduceScatter}, {"allreduce", CollKind::AllReduce},
-      {"all_reduce", CollKind::AllReduce},         {"barrier", CollKind::AllReduce}};
+  static const std::map<std::string, CollKind> kinds = {{"all_to_all", CollKind::AllToAll},
+                                                        {"all_to_allv", CollKind::AllToAll},
+                                                        {"alltoall", CollKind::AllToAll},
+                                                        {"alltoall_base", CollKind::AllToAll},
+                                                        {"all_gather", CollKind::AllGather},
+                                                        {"allgather", CollKind::AllGather},
+                                                        {"_allgather_base", CollKind::AllGather},
+                                                        {"all_gather_into_tensor", CollKind::AllGather},
+                                                        {"allgather_into_tensor_coalesced", CollKind::AllGather},
+                                                        {"reduce_scatter", CollKind::ReduceScatter},
+                                                        {"_reduce_scatter_base", CollKind::ReduceScatter},
+                                                        {"reduce_scatter_tensor", CollKind::ReduceScatter},
+                                                        {"allreduce", CollKind::AllReduce},
+                                                        {"all_reduce", CollKind::AllReduce},
+                                                        {"barrier", CollKind::AllReduce}};
   auto it = kinds.find(name);
   if (it == kinds.end()) {
     *why = fmt::format("NCCL {} (not a collective the simulator models): kept at its measured time", name);
@@ -177,8 +187,10 @@ std::string short_name(std::string n) {
   for (size_t p; (p = n.find("(anonymous namespace)::")) != std::string::npos;) n.erase(p, 23);
   if (const size_t cut = n.find_first_of("<("); cut != std::string::npos && cut > 0) n.erase(cut);
   for (char& ch : n)
-    if (ch == '{') ch = '(';
-    else if (ch == '}') ch = ')';
+    if (ch == '{')
+      ch = '(';
+    else if (ch == '}')
+      ch = ')';
   return n;
 }
 
@@ -213,8 +225,8 @@ RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSum
     std::pair<int64_t, int64_t> thread;
   };
   std::vector<RawCall> raw_calls;
-  static const std::set<std::string> read_only = {"cpu_op", "user_annotation", "gpu_user_annotation", "python_function", "overhead",
-                                                  "Trace", "ac2g", "cuda_profiler_range", "fwdbwd", "Kernel"};
+  static const std::set<std::string> read_only = {
+      "cpu_op", "user_annotation", "gpu_user_annotation", "python_function", "overhead", "Trace", "ac2g", "cuda_profiler_range", "fwdbwd", "Kernel"};
   auto as_id = [](const json& v) -> int64_t { return v.is_number() ? v.get<int64_t>() : static_cast<int64_t>(std::hash<std::string>{}(v.dump())); };
   for (size_t i = 0; i < events.size(); ++i) {
     const json& e = events[i];
@@ -310,7 +322,6 @@ RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSum
   return t;
 }
 
-
 double input_hbm_bytes(const CpuOp& op) {
   double bytes = 0, largest = 0;
   for (const auto& [dims, type] : tensor_inputs(*op.args)) {
@@ -327,9 +338,12 @@ double input_hbm_bytes(const CpuOp& op) {
 // "[128]"), else its input's last dimension.
 std::optional<std::pair<Access, int32_t>> norm_of(const CpuOp& op) {
   Access kind;
-  if (op.name == "aten::native_layer_norm" || op.name == "aten::layer_norm") kind = Access::LayerNorm;
-  else if (op.name == "aten::_fused_rms_norm" || op.name == "aten::rms_norm") kind = Access::RmsNorm;
-  else return std::nullopt;
+  if (op.name == "aten::native_layer_norm" || op.name == "aten::layer_norm")
+    kind = Access::LayerNorm;
+  else if (op.name == "aten::_fused_rms_norm" || op.name == "aten::rms_norm")
+    kind = Access::RmsNorm;
+  else
+    return std::nullopt;
   int64_t row = 0;
   if (const auto it = op.args->find("Concrete Inputs"); it != op.args->end() && it->is_array() && it->size() > 1 && (*it)[1].is_string()) {
     const std::vector<int64_t> shape = int_list(json::parse((*it)[1].get<std::string>(), nullptr, false));  // "[128]"
@@ -367,7 +381,8 @@ Access memory_access_of(const CpuOp& op) {
       expected *= d[j];
     }
   }
-  if (numels.size() >= 2 && *std::min_element(numels.begin(), numels.end()) < *std::max_element(numels.begin(), numels.end())) return Access::Broadcast;
+  if (numels.size() >= 2 && *std::min_element(numels.begin(), numels.end()) < *std::max_element(numels.begin(), numels.end()))
+    return Access::Broadcast;
   return strided ? Access::Strided : Access::Elementwise;
 }
 

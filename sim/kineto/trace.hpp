@@ -65,7 +65,6 @@ struct RankTrace {
   std::string gpu_name;
 };
 
-
 /// Reads one trace file; InputError naming it (and the line) when it is no
 /// usable trace. Steps: ranges whose names match `steps`.
 RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSummary& sum);

@@ -28,22 +28,26 @@ struct Paths {
 
 std::vector<std::string> bench_sources(const MapReader& cal, const Paths& path) {
   const YAML::Node list = cal.get("sources");
-  if (!list.IsSequence() || list.size() == 0) cal.fail("sources", "expected a list of the bench files the calibration is fitted from, e.g. [bench-default.json]");
+  if (!list.IsSequence() || list.size() == 0)
+    cal.fail("sources", "expected a list of the bench files the calibration is fitted from, e.g. [bench-default.json]");
   std::vector<std::string> out;
   for (const YAML::Node& s : list) {
     out.push_back(path(scalar_str(cal.file(), s, "a source")));
-    if (!fs::is_regular_file(out.back())) throw InputError(location_of(cal.file(), s), "no bench file " + out.back() + ": name a file beside the manifest");
+    if (!fs::is_regular_file(out.back()))
+      throw InputError(location_of(cal.file(), s), "no bench file " + out.back() + ": name a file beside the manifest");
   }
   return out;
 }
 
 ProgramSet program_set(const MapReader& top, const char* section, bool repeatable, const Paths& path) {
-  const MapReader m(top.file(), top.get(section), section, repeatable ? std::vector<std::string>{"runs", "repeats"} : std::vector<std::string>{"runs"});
+  const MapReader m(top.file(), top.get(section), section,
+                    repeatable ? std::vector<std::string>{"runs", "repeats"} : std::vector<std::string>{"runs"});
   ProgramSet s;
   s.runs = path.folder(m, "runs", m.str("runs"));
   s.at = m.where("runs");
   if (m.has("repeats")) {
-    if (!m.get("repeats").IsSequence() || m.get("repeats").size() == 0) m.fail("repeats", std::string("expected a list of folders of program results, e.g. [") + section + "-run-2]");
+    if (!m.get("repeats").IsSequence() || m.get("repeats").size() == 0)
+      m.fail("repeats", std::string("expected a list of folders of program results, e.g. [") + section + "-run-2]");
     for (const YAML::Node& r : m.get("repeats")) s.repeats.push_back(path.folder(m, "repeats", scalar_str(top.file(), r, "a repeat's folder")));
   }
   return s;
@@ -78,9 +82,14 @@ Expected read_expected(const MapReader& e, const Manifest& m) {
                                                std::tuple{"fp8_programs", "fp8_programs_repeated", &m.fp8_programs, &x.fp8_programs_repeated},
                                                std::tuple{"models", "models_repeated", &m.models, &x.models_repeated}})
     if (needs(key, *set && !(*set)->repeats.empty(), std::string(section) + ": section with repeats:")) {
-      const MapReader l = limits(e, key, {"median_pct", "worst_pct", "spearman_min", "halves_spearman_min", "pairs_misordered_max", "host_median_pct"});
-      *out = RepeatedLimits{l.num("median_pct"), l.num("worst_pct"), l.num("spearman_min"), l.opt_num("halves_spearman_min"),
-                            l.opt_int32("pairs_misordered_max"), l.opt_num("host_median_pct")};
+      const MapReader l =
+          limits(e, key, {"median_pct", "worst_pct", "spearman_min", "halves_spearman_min", "pairs_misordered_max", "host_median_pct"});
+      *out = RepeatedLimits{l.num("median_pct"),
+                            l.num("worst_pct"),
+                            l.num("spearman_min"),
+                            l.opt_num("halves_spearman_min"),
+                            l.opt_int32("pairs_misordered_max"),
+                            l.opt_num("host_median_pct")};
     }
   if (needs("models", m.models.has_value(), "models: section")) {
     const MapReader l = limits(e, "models", {"median_pct", "worst_pct", "allocated_worst_pct"});
@@ -120,7 +129,8 @@ Manifest read_manifest(const std::string& folder) {
     m.validation = path.folder(v, "runs", v.str("runs"));
     if (v.has("timing_events")) {
       m.timing_events = path(v.str("timing_events"));
-      if (!fs::is_regular_file(*m.timing_events)) v.fail("timing_events", "no file " + *m.timing_events + ": name a calibration with GPU event times");
+      if (!fs::is_regular_file(*m.timing_events))
+        v.fail("timing_events", "no file " + *m.timing_events + ": name a calibration with GPU event times");
     }
   }
   for (const auto& [section, repeatable, out] : {std::tuple{"programs", true, &m.programs}, std::tuple{"fp8_programs", true, &m.fp8_programs},
@@ -132,8 +142,8 @@ Manifest read_manifest(const std::string& folder) {
   }
   if (top.has("expected"))
     m.expected = read_expected(MapReader(m.file, top.get("expected"), "expected",
-                                         {"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated", "fp8_programs",
-                                          "fp8_programs_repeated", "models", "models_repeated", "memory", "traces"}),
+                                         {"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated",
+                                          "fp8_programs", "fp8_programs_repeated", "models", "models_repeated", "memory", "traces"}),
                                m);
   return m;
 }
@@ -161,7 +171,8 @@ void check_repeated(Checker& c, const std::optional<ProgramSetFigures>& f, const
   c(within(rf.median_pct, e->median_pct) && within(rf.worst_pct, e->worst_pct) && at_least(rf.spearman_min, e->spearman_min), key,
     section + " over their sessions");
   if (e->pairs_misordered_max)
-    c(static_cast<int>(rf.pairs_misordered.size()) <= *e->pairs_misordered_max, key, section + "' configuration pairs ordered otherwise by the simulation");
+    c(static_cast<int>(rf.pairs_misordered.size()) <= *e->pairs_misordered_max, key,
+      section + "' configuration pairs ordered otherwise by the simulation");
   if (e->host_median_pct) c(within(f->repeated->pooled.host_median_pct, *e->host_median_pct), key, section + "' host issue time over their sessions");
   if (e->halves_spearman_min)
     c(std::abs(rf.halves_spearman_min - *e->halves_spearman_min) <= 0.005, key, section + "' sessions ranked against each other");
@@ -172,41 +183,53 @@ void check_repeated(Checker& c, const std::optional<ProgramSetFigures>& f, const
 std::vector<Miss> check(const Figures& f, const Expected& e) {
   Checker c;
   if (e.replay_held_over_5pct) c(f.held_over_5pct <= *e.replay_held_over_5pct, "replay_held_over_5pct", "held rows over 5 %");
-  for (const auto& [key, figures, limits, label] : {std::tuple{"validation", &f.validation, &e.validation, "validation runs"},
-                                                    std::tuple{"validation_timing_events", &f.validation_timing_events, &e.validation_timing_events,
-                                                               "with their timing events"}}) {
+  for (const auto& [key, figures, limits, label] :
+       {std::tuple{"validation", &f.validation, &e.validation, "validation runs"},
+        std::tuple{"validation_timing_events", &f.validation_timing_events, &e.validation_timing_events, "with their timing events"}}) {
     if (!*limits) continue;
-    if (!*figures) c.absent(key);
-    else c(within((*figures)->median_pct, (*limits)->median_pct) && within((*figures)->worst_pct, (*limits)->worst_pct), key, label);
+    if (!*figures)
+      c.absent(key);
+    else
+      c(within((*figures)->median_pct, (*limits)->median_pct) && within((*figures)->worst_pct, (*limits)->worst_pct), key, label);
   }
   for (const auto& [key, figures, limits, repeated] : {std::tuple{"programs", &f.programs, &e.programs, &e.programs_repeated},
                                                        std::tuple{"fp8_programs", &f.fp8_programs, &e.fp8_programs, &e.fp8_programs_repeated}}) {
     if (*limits) {
-      if (!*figures) c.absent(key);
+      if (!*figures)
+        c.absent(key);
       else {
         const ProgramFigures& p = (*figures)->first;
-        c(within(p.median_pct, (*limits)->median_pct) && within(p.worst_pct, (*limits)->worst_pct) && at_least(p.spearman_min, (*limits)->spearman_min), key,
-          key);
+        c(within(p.median_pct, (*limits)->median_pct) && within(p.worst_pct, (*limits)->worst_pct) &&
+              at_least(p.spearman_min, (*limits)->spearman_min),
+          key, key);
       }
     }
     check_repeated(c, *figures, *repeated, key);
   }
   if (e.models) {
-    if (!f.models) c.absent("models");
+    if (!f.models)
+      c.absent("models");
     else {
       const ProgramFigures& p = f.models->first;
-      c(within(p.median_pct, e.models->median_pct) && within(p.worst_pct, e.models->worst_pct) && within(p.allocated_worst_pct, e.models->allocated_worst_pct),
+      c(within(p.median_pct, e.models->median_pct) && within(p.worst_pct, e.models->worst_pct) &&
+            within(p.allocated_worst_pct, e.models->allocated_worst_pct),
         "models", "models");
     }
   }
   check_repeated(c, f.models, e.models_repeated, "models");
   if (e.memory) {
-    if (!f.memory) c.absent("memory");
-    else c(within(f.memory->allocated_worst_pct, e.memory->allocated_worst_pct) && within(f.memory->device_worst_pct, e.memory->device_worst_pct), "memory", "memory");
+    if (!f.memory)
+      c.absent("memory");
+    else
+      c(within(f.memory->allocated_worst_pct, e.memory->allocated_worst_pct) && within(f.memory->device_worst_pct, e.memory->device_worst_pct),
+        "memory", "memory");
   }
   if (e.traces) {
-    if (!f.traces) c.absent("traces");
-    else c(within(f.traces->pinned_worst_pct, e.traces->pinned_worst_pct) && within(f.traces->pageable_worst_pct, e.traces->pageable_worst_pct), "traces", "traces");
+    if (!f.traces)
+      c.absent("traces");
+    else
+      c(within(f.traces->pinned_worst_pct, e.traces->pinned_worst_pct) && within(f.traces->pageable_worst_pct, e.traces->pageable_worst_pct),
+        "traces", "traces");
   }
   return c.misses;
 }

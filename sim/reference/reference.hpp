@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "reference/reference_runs.hpp"
 #include "core/errors.hpp"
+#include "reference/reference_runs.hpp"
 #include "workload/program.hpp"
 
 namespace osim::reference {

@@ -5,11 +5,11 @@
 #include <utility>
 
 #include "calib/calibrate.hpp"
-#include "reference/reference.hpp"
 #include "core/stats.hpp"
 #include "gpu/params_io.hpp"
 #include "hw/topology.hpp"
 #include "io/text_file.hpp"
+#include "reference/reference.hpp"
 
 namespace osim::reference {
 
@@ -74,7 +74,8 @@ Figures run(const Manifest& m, const Options& o) {
   // The validation runs re-simulated with the calibration file as it is now (or was just written).
   if (m.validation) {
     f.validation = error_figures(validation_errors(*m.validation, ResimulateOptions{"", m.calibration, "", {}}));
-    if (m.timing_events) f.validation_timing_events = error_figures(validation_errors(*m.validation, ResimulateOptions{"", m.calibration, *m.timing_events, {}}));
+    if (m.timing_events)
+      f.validation_timing_events = error_figures(validation_errors(*m.validation, ResimulateOptions{"", m.calibration, *m.timing_events, {}}));
   }
   const ModelParams params = load_calibration(m.calibration);
   // Reference programs (framework programs run on the machine, none of them a calibration input).
@@ -84,7 +85,8 @@ Figures run(const Manifest& m, const Options& o) {
     // Programs run for their peak memory (the allocator's statistics), against their twins' peak VRAM.
     f.memory = predict_programs(program_files(m.memory->runs), topo, params);
     if (f.memory->memory_runs == 0)
-      throw InputError(m.memory->at, "memory 'runs': none of these program results measured its memory (validate/programs/dit_offload.py writes memory:)");
+      throw InputError(m.memory->at,
+                       "memory 'runs': none of these program results measured its memory (validate/programs/dit_offload.py writes memory:)");
   }
   if (m.traces) {
     // Programs' torch.profiler traces imported and simulated: step time against the program's own (no profiler).

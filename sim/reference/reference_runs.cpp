@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "calibrations/measured_defaults.hpp"
 #include "core/errors.hpp"
 #include "gpu/as_run.hpp"
-#include "calibrations/measured_defaults.hpp"
 #include "gpu/params_io.hpp"
 #include "hw/topology.hpp"
 #include "io/text_file.hpp"
@@ -26,8 +26,9 @@ Resimulation resimulate(const std::string& measured, const Records& measured_rec
   const fs::path dir = fs::is_directory(measured) ? fs::path(measured) : fs::path(measured).parent_path();
   const fs::path sched_path = dir / "schedule.yaml";
   if (!fs::exists(sched_path))
-    throw InputError(SourceLocation{sched_path.string(), 0, 0},
-                     "no schedule next to the measured records: overlapsim-validate run writes it there; or give the simulated records as a second argument");
+    throw InputError(
+        SourceLocation{sched_path.string(), 0, 0},
+        "no schedule next to the measured records: overlapsim-validate run writes it there; or give the simulated records as a second argument");
   Resimulation out;
   out.schedule_path = sched_path.string();
   Schedule sched = apply_what_if(parse_schedule_file(sched_path.string()), o.what_if);
@@ -120,7 +121,8 @@ std::vector<TraceFigure> trace_figures(const std::string& dir, const hw::Topolog
   for (auto& [name, files] : traces) {
     std::sort(files.begin(), files.end());
     const fs::path result = fs::path(dir) / (name + ".json");
-    if (!fs::exists(result)) throw InputError(SourceLocation{files[0], 0, 0}, "no " + result.filename().string() + " (the program's result) beside this trace");
+    if (!fs::exists(result))
+      throw InputError(SourceLocation{files[0], 0, 0}, "no " + result.filename().string() + " (the program's result) beside this trace");
     const ProgramRun run = read_program_run(result.string());
     kineto::ImportOptions io;
     io.steps = steps;
@@ -140,7 +142,8 @@ std::vector<TraceFigure> trace_figures(const std::string& dir, const hw::Topolog
 }
 
 std::string format_trace_figures(const std::vector<TraceFigure>& figures) {
-  std::string out = fmt::format("  {:<46} {:>12} {:>12} {:>12} {:>9} {:>9}\n", "trace (step time)", "program", "profiled", "simulated", "vs prog.", "vs prof.");
+  std::string out =
+      fmt::format("  {:<46} {:>12} {:>12} {:>12} {:>9} {:>9}\n", "trace (step time)", "program", "profiled", "simulated", "vs prog.", "vs prof.");
   for (const TraceFigure& f : figures)
     out += fmt::format("  {:<46} {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms {:>+8.1f}% {:>+8.1f}%\n", f.name, f.program_s * 1e3, f.trace_s * 1e3,
                        f.simulated_s * 1e3, 100 * f.error(), 100 * (f.simulated_s / f.trace_s - 1));

@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
-#include "core/stats.hpp"
 #include "core/intervals.hpp"
+#include "core/stats.hpp"
 
 namespace osim {
 
@@ -103,9 +103,8 @@ RecordComparison compare_records(const Records& meas, const Records& sim) {
       if (gm < 0 || gs < 0) continue;
       const double mid = 0.5 * (mo[i].end + mo[i + 1].start);
       const auto h2d = by_cat.find("h2d");
-      const bool copying = h2d != by_cat.end() && std::any_of(h2d->second.begin(), h2d->second.end(), [&](const Interval& v) {
-                             return v.first <= mid && mid <= v.second;
-                           });
+      const bool copying = h2d != by_cat.end() &&
+                           std::any_of(h2d->second.begin(), h2d->second.end(), [&](const Interval& v) { return v.first <= mid && mid <= v.second; });
       auto& g = gaps[copying ? "|| h2d" : "alone"];
       g.first.push_back(gm);
       g.second.push_back(gs);
@@ -140,7 +139,8 @@ RecordComparison compare_records(const Records& meas, const Records& sim) {
       for (const auto& [k, v] : by_cat)
         if (k != cat && d > 0 && covered(v, m.start, m.end) >= 0.5 * d) beside.insert(k);
       std::string key = m.cls;
-      if (beside.empty()) key += " alone";
+      if (beside.empty())
+        key += " alone";
       else {
         std::string sep = " || ";
         for (const auto& b : beside) {

@@ -83,9 +83,18 @@ nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, 
   for (const auto& rm : m.per_rank) {
     ordered_json parts;
     for (size_t i = 0; i < rm.peak_parts.size(); ++i) parts[mem_part_names()[i]] = rm.peak_parts[i];
-    ranks.push_back({{"rank", rm.rank}, {"gpu", rm.gpu}, {"end_s", rm.end.s()}, {"peak_vram_bytes", rm.peak_vram}, {"peak_vram_parts", parts}, {"peak_vram_held_bytes", rm.peak_vram_held},
-                     {"compute_busy_s", rm.compute_busy.s()}, {"comm_s", rm.comm.s()}, {"comm_exposed_s", rm.comm_exposed.s()},
-                     {"copy_s", rm.copy.s()}, {"copy_stall_s", rm.copy_stall.s()}, {"idle_other_s", rm.idle_other.s()},
+    ranks.push_back({{"rank", rm.rank},
+                     {"gpu", rm.gpu},
+                     {"end_s", rm.end.s()},
+                     {"peak_vram_bytes", rm.peak_vram},
+                     {"peak_vram_parts", parts},
+                     {"peak_vram_held_bytes", rm.peak_vram_held},
+                     {"compute_busy_s", rm.compute_busy.s()},
+                     {"comm_s", rm.comm.s()},
+                     {"comm_exposed_s", rm.comm_exposed.s()},
+                     {"copy_s", rm.copy.s()},
+                     {"copy_stall_s", rm.copy_stall.s()},
+                     {"idle_other_s", rm.idle_other.s()},
                      {"overlap_efficiency", rm.overlap_efficiency}});
   }
   j["per_rank"] = ranks;
@@ -95,21 +104,27 @@ nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, 
   for (size_t i = 0; i < r.resource_bytes.size(); ++i) {
     if (r.resource_bytes[i] <= 0) continue;
     const auto& res = topo.resources()[i];
-    links.push_back({{"name", res.name}, {"bytes", r.resource_bytes[i]}, {"capacity_Bps", res.capacity},
+    links.push_back({{"name", res.name},
+                     {"bytes", r.resource_bytes[i]},
+                     {"capacity_Bps", res.capacity},
                      {"avg_Bps", span > 0 ? r.resource_bytes[i] / span : 0.0},
                      {"utilisation", span > 0 ? r.resource_bytes[i] / span / res.capacity : 0.0}});
   }
   j["links"] = links;
   ordered_json hist = ordered_json::array();
   for (const auto& b : m.copy_histogram)
-    hist.push_back({{"lo_GBps", b.lo_GBps}, {"hi_GBps", b.hi_GBps >= 1e300 ? ordered_json(nullptr) : ordered_json(b.hi_GBps)},
-                    {"count", b.count}, {"bytes", b.bytes}, {"time_s", b.time.s()}});
+    hist.push_back({{"lo_GBps", b.lo_GBps},
+                    {"hi_GBps", b.hi_GBps >= 1e300 ? ordered_json(nullptr) : ordered_json(b.hi_GBps)},
+                    {"count", b.count},
+                    {"bytes", b.bytes},
+                    {"time_s", b.time.s()}});
   j["copy_bandwidth_histogram"] = hist;
   auto bn = [&](const std::vector<BottleneckStat>& v) {
     ordered_json a = ordered_json::array();
     for (size_t i = 0; i < v.size(); ++i) {
       if (v[i].time == Time::zero() && v[i].transfers == 0) continue;
-      a.push_back({{"resource", i + 1 == v.size() ? std::string("own cap") : topo.resources()[i].name}, {"time_s", v[i].time.s()},
+      a.push_back({{"resource", i + 1 == v.size() ? std::string("own cap") : topo.resources()[i].name},
+                   {"time_s", v[i].time.s()},
                    {"transfers", v[i].transfers}});
     }
     return a;
@@ -145,16 +160,18 @@ std::string format_summary(const Metrics& m, const hw::Topology& topo, const Run
                        format_time(Time::from_ps(sum.ps() / static_cast<int64_t>(m.steps.size()))), format_time(lo), format_time(hi));
   }
   out += "\n";
-  out += fmt::format("  {:<6} {:<8} {:>12} {:>12} {:>13} {:>12} {:>12} {:>8} {:>11}\n", "rank", "gpu", "compute", "comm", "comm exposed",
-                     "copy", "copy stall", "overlap", "peak VRAM");
+  out += fmt::format("  {:<6} {:<8} {:>12} {:>12} {:>13} {:>12} {:>12} {:>8} {:>11}\n", "rank", "gpu", "compute", "comm", "comm exposed", "copy",
+                     "copy stall", "overlap", "peak VRAM");
   for (const auto& rm : m.per_rank)
     out += fmt::format("  {:<6} {:<8} {:>12} {:>12} {:>13} {:>12} {:>12} {:>8.2f} {:>11}\n", rm.rank, rm.gpu, format_time(rm.compute_busy),
-                       format_time(rm.comm), format_time(rm.comm_exposed), format_time(rm.copy), format_time(rm.copy_stall),
-                       rm.overlap_efficiency, format_bytes(static_cast<double>(rm.peak_vram)));
+                       format_time(rm.comm), format_time(rm.comm_exposed), format_time(rm.copy), format_time(rm.copy_stall), rm.overlap_efficiency,
+                       format_bytes(static_cast<double>(rm.peak_vram)));
   // The rank with the most VRAM at its peak, and what held it.
-  const auto most = std::max_element(m.per_rank.begin(), m.per_rank.end(), [](const RankMetrics& a, const RankMetrics& b) { return a.peak_vram < b.peak_vram; });
+  const auto most =
+      std::max_element(m.per_rank.begin(), m.per_rank.end(), [](const RankMetrics& a, const RankMetrics& b) { return a.peak_vram < b.peak_vram; });
   if (most != m.per_rank.end() && most->peak_vram > 0)
-    out += fmt::format("  peak VRAM {} (rank {}): {}{}\n", format_bytes(static_cast<double>(most->peak_vram)), most->rank, format_vram_parts(most->peak_parts),
+    out += fmt::format("  peak VRAM {} (rank {}): {}{}\n", format_bytes(static_cast<double>(most->peak_vram)), most->rank,
+                       format_vram_parts(most->peak_parts),
                        most->peak_vram_held > most->peak_vram
                            ? fmt::format("; the allocator holds up to {} where the GPU has room (memory freed on a stream waits for it)",
                                          format_bytes(static_cast<double>(most->peak_vram_held)))
@@ -222,7 +239,8 @@ std::string trace_json(const Schedule& s, const hw::Topology& topo, const RunRec
     emit(fmt::format(R"J({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"rank {} ({})"}}}})J", rank, rank, esc(r.ranks[rank].gpu)));
     emit(fmt::format(R"J({{"ph":"M","pid":{},"tid":0,"name":"thread_name","args":{{"name":"host thread"}}}})J", rank));
     for (int st = 0; st < nstreams; ++st)
-      emit(fmt::format(R"J({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"stream {}"}}}})J", rank, 1 + st, esc(s.streams[st].name)));
+      emit(fmt::format(R"J({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"stream {}"}}}})J", rank, 1 + st,
+                       esc(s.streams[st].name)));
     const char* engines[] = {"copy engine H2D", "copy engine D2H", "copy engine other"};
     for (int e = 0; e < 3; ++e)
       emit(fmt::format(R"J({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})J", rank, 100 + e, engines[e]));
@@ -234,36 +252,38 @@ std::string trace_json(const Schedule& s, const hw::Topology& topo, const RunRec
       if (rec.returned > rec.issue || op.kind == OpKind::HostWork || op.kind == OpKind::StreamSync || op.kind == OpKind::EventSync ||
           op.kind == OpKind::DeviceSync) {
         const Time end = std::max(rec.returned, op.stream >= 0 && op.kind != OpKind::StreamSync ? rec.returned : rec.end);
-        emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":0,"ts":{},"dur":{},"name":"{}","cat":"host"}})J", rank, us(rec.issue),
-                         us(end - rec.issue), esc(to_string(op.kind))));
+        emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":0,"ts":{},"dur":{},"name":"{}","cat":"host"}})J", rank, us(rec.issue), us(end - rec.issue),
+                         esc(to_string(op.kind))));
       }
       if (op.stream < 0 || !rec.ran) continue;
       const int tid = 1 + op.stream;
       if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective || op.kind == OpKind::Memcpy) {
-        emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"{}","args":{{"op":{}{}}}}})J", rank, tid,
-                         us(rec.start), us(rec.end - rec.start), name, to_string(op.kind), index,
+        emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"{}","args":{{"op":{}{}}}}})J", rank, tid, us(rec.start),
+                         us(rec.end - rec.start), name, to_string(op.kind), index,
                          op.bytes ? fmt::format(",\"bytes\":{}", op.bytes) : std::string()));
         if (op.kind == OpKind::Memcpy) {
           const int e = op.copy == CopyKind::H2D ? 0 : op.copy == CopyKind::D2H ? 1 : 2;
           const std::string bound = rec.bottleneck == -2 ? "" : rec.bottleneck == -1 ? "own cap" : topo.resources()[rec.bottleneck].name;
           const double d = (rec.end - rec.start).s();
-          emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"copy","args":{{"GB/s":{:.2f},"bound by":"{}","bound for us":{}}}}})J",
-                           rank, 100 + e, us(rec.start), us(rec.end - rec.start), name, d > 0 ? static_cast<double>(op.bytes) / d * 1e-9 : 0.0,
-                           esc(bound), us(rec.bottleneck_time)));
+          emit(fmt::format(
+              R"J({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"copy","args":{{"GB/s":{:.2f},"bound by":"{}","bound for us":{}}}}})J",
+              rank, 100 + e, us(rec.start), us(rec.end - rec.start), name, d > 0 ? static_cast<double>(op.bytes) / d * 1e-9 : 0.0, esc(bound),
+              us(rec.bottleneck_time)));
         }
       } else if (op.kind == OpKind::Marker) {
         emit(fmt::format(R"J({{"ph":"i","pid":{},"tid":{},"ts":{},"name":"{}","s":"t"}})J", rank, tid, us(rec.start), name));
       } else if (op.kind == OpKind::StreamWaitEvent && rec.waits_on >= 0) {
         const OpRecord& src = r.ops[rank][rec.waits_on];
         const int64_t id = int64_t{rank} * 10000000 + static_cast<int64_t>(index);
-        emit(fmt::format(R"J({{"ph":"s","pid":{},"tid":{},"ts":{},"id":{},"name":"event {}","cat":"event"}})J", rank, 1 + src.op->stream,
-                         us(src.end), id, esc(s.events[op.event])));
-        emit(fmt::format(R"J({{"ph":"f","bp":"e","pid":{},"tid":{},"ts":{},"id":{},"name":"event {}","cat":"event"}})J", rank, tid,
-                         us(rec.start), id, esc(s.events[op.event])));
+        emit(fmt::format(R"J({{"ph":"s","pid":{},"tid":{},"ts":{},"id":{},"name":"event {}","cat":"event"}})J", rank, 1 + src.op->stream, us(src.end),
+                         id, esc(s.events[op.event])));
+        emit(fmt::format(R"J({{"ph":"f","bp":"e","pid":{},"tid":{},"ts":{},"id":{},"name":"event {}","cat":"event"}})J", rank, tid, us(rec.start), id,
+                         esc(s.events[op.event])));
       }
     }
     for (const auto& [t, b] : r.vram[rank])
-      emit(fmt::format(R"J({{"ph":"C","pid":{},"ts":{},"name":"VRAM","args":{{"GiB":{:.4f}}}}})J", rank, us(t), static_cast<double>(b) / 1073741824.0));
+      emit(fmt::format(R"J({{"ph":"C","pid":{},"ts":{},"name":"VRAM","args":{{"GiB":{:.4f}}}}})J", rank, us(t),
+                       static_cast<double>(b) / 1073741824.0));
   }
   if (!r.link_samples.empty()) {
     emit(fmt::format(R"J({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"fabric ({})"}}}})J", fabric_pid, esc(topo.name())));

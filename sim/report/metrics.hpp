@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "schedule/run_record.hpp"
 #include "hw/fabric.hpp"
+#include "schedule/run_record.hpp"
 
 namespace osim {
 
@@ -20,14 +20,14 @@ struct RankMetrics {
   Time end;
   Bytes peak_vram = 0;
   std::array<Bytes, kMemParts> peak_parts{};  // what each part (MemPart) held at the peak
-  Bytes peak_vram_held = 0;  // with memory freed on streams not there yet
-  Time compute_busy;    // union of kernel intervals
-  Time comm;            // union of collective intervals (including waiting for peers)
-  Time comm_exposed;    // collective time with no kernel running
-  Time copy;            // union of copy intervals
-  Time copy_stall;      // compute stream idle while a copy runs, plus copies on the compute stream
-  Time idle_other;      // other compute-stream gaps (host, launch, syncs)
-  double overlap_efficiency = 0;  // seed 004: (compute + comm - total) / comm, comm = collectives and copies
+  Bytes peak_vram_held = 0;                   // with memory freed on streams not there yet
+  Time compute_busy;                          // union of kernel intervals
+  Time comm;                                  // union of collective intervals (including waiting for peers)
+  Time comm_exposed;                          // collective time with no kernel running
+  Time copy;                                  // union of copy intervals
+  Time copy_stall;                            // compute stream idle while a copy runs, plus copies on the compute stream
+  Time idle_other;                            // other compute-stream gaps (host, launch, syncs)
+  double overlap_efficiency = 0;              // seed 004: (compute + comm - total) / comm, comm = collectives and copies
 };
 
 struct StepMetrics {

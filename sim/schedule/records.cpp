@@ -24,7 +24,8 @@ std::string op_class(const Op& op) {
   switch (op.kind) {
     case OpKind::Kernel:
       if (op.gemm) return "gemm";
-      if (op.attention) return op.attention->causal ? "attention (causal)" : op.attention->seq_q == op.attention->seq_kv ? "attention (self)" : "attention (cross)";
+      if (op.attention)
+        return op.attention->causal ? "attention (causal)" : op.attention->seq_q == op.attention->seq_kv ? "attention (self)" : "attention (cross)";
       if (op.flops <= 0 && op.hbm_bytes > 0) return "memory kernel";
       return "kernel";
     case OpKind::Memcpy:
@@ -94,7 +95,8 @@ int runs_before_recorded(const Records& r) {
   const auto& w = r.meta.at("warmup");
   const auto& ms = r.meta.at("makespans_s");
   auto bad = [&](const std::string& what) {
-    return InputError(SourceLocation{r.file, 0, 0}, "meta: " + what + " (overlapsim-validate run writes warmup and makespans_s, the timed runs in order)");
+    return InputError(SourceLocation{r.file, 0, 0},
+                      "meta: " + what + " (overlapsim-validate run writes warmup and makespans_s, the timed runs in order)");
   };
   if (!w.is_number_integer() || w.get<int64_t>() < 0 || w.get<int64_t>() > 1000000) throw bad("warmup is not a count");
   if (!ms.is_array() || ms.empty()) throw bad("makespans_s is not a list of the timed runs' makespans");
@@ -113,7 +115,8 @@ int runs_before_recorded(const Records& r) {
 
 Records parse_records(const nlohmann::json& j, const std::string& file) {
   auto bad = [&](const std::string& what) {
-    return InputError(SourceLocation{file, 0, 0}, what + " (expected an overlapsim.records/v1 file, as `overlapsim run --records` or `overlapsim-validate run` write)");
+    return InputError(SourceLocation{file, 0, 0},
+                      what + " (expected an overlapsim.records/v1 file, as `overlapsim run --records` or `overlapsim-validate run` write)");
   };
   if (!j.is_object() || j.value("schema", "") != "overlapsim.records/v1") throw bad("not a records file");
   Records rec;
@@ -160,7 +163,8 @@ RunRecord run_record_of(const Schedule& s, const Records& rec) {
   const auto bad = [&](const std::string& what) {
     return InputError(SourceLocation{rec.file, 0, 0}, what + ": these records are not of schedule '" + s.name + "' (" + s.file + ")");
   };
-  if (rec.ranks.size() != static_cast<size_t>(s.ranks())) throw bad(fmt::format("{} ranks recorded, the schedule has {}", rec.ranks.size(), s.ranks()));
+  if (rec.ranks.size() != static_cast<size_t>(s.ranks()))
+    throw bad(fmt::format("{} ranks recorded, the schedule has {}", rec.ranks.size(), s.ranks()));
   RunRecord r;
   r.makespan = Time::from_ns(rec.makespan_ns);
   r.ops.resize(rec.ranks.size());

@@ -4,8 +4,8 @@
 // each resource was (empty for a measured run). Reports read this.
 #pragma once
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,12 +21,12 @@ namespace osim {
 /// place in the rank's program. 56 bytes: a run keeps one per op.
 struct OpRecord {
   const Op* op = nullptr;
-  Time issue;              // host thread starts the call
-  Time returned;           // host thread returns from it
-  Time start;              // GPU starts it (host ops: = issue)
-  Time end;                // GPU finishes it (host ops: when the host moves on)
-  Time bottleneck_time;    // memcpy: how long it was bound at `bottleneck`
-  int32_t waits_on = -1;   // stream_wait_event: index of the event_record op it bound to
+  Time issue;                    // host thread starts the call
+  Time returned;                 // host thread returns from it
+  Time start;                    // GPU starts it (host ops: = issue)
+  Time end;                      // GPU finishes it (host ops: when the host moves on)
+  Time bottleneck_time;          // memcpy: how long it was bound at `bottleneck`
+  int32_t waits_on = -1;         // stream_wait_event: index of the event_record op it bound to
   int32_t bottleneck : 31 = -2;  // memcpy: resource that bound it longest (-1: its own cap); -2: none
   bool ran : 1 = false;
 };
@@ -35,7 +35,7 @@ static_assert(sizeof(OpRecord) <= 56);
 /// Time transfers spent bottlenecked on a resource.
 struct BottleneckStat {
   Time time;
-  int64_t transfers = 0;   // transfers whose main bottleneck it was
+  int64_t transfers = 0;  // transfers whose main bottleneck it was
 };
 
 struct LinkSample {
@@ -46,10 +46,10 @@ struct LinkSample {
 
 struct RankSummary {
   std::string gpu;
-  Time end;                // the host finished the program and every stream drained
+  Time end;  // the host finished the program and every stream drained
   Bytes peak_vram = 0;
   std::array<Bytes, kMemParts> peak_parts{};  // what each part (MemPart) held at the peak
-  Bytes peak_vram_held = 0;  // with memory freed on a stream not there yet (the allocator's view while the GPU has room)
+  Bytes peak_vram_held = 0;                   // with memory freed on a stream not there yet (the allocator's view while the GPU has room)
   Bytes vram_capacity = 0;
   // Hand-offs between engines it paid (HandoffParams): how many, and the latency in all.
   int64_t handoffs = 0;

@@ -29,7 +29,8 @@ std::optional<AttnBackend> attn_backend_of(const std::string& name) {
 }
 double dtype_bytes(DType d) {
   switch (d) {
-    case DType::BF16: case DType::FP16: return 2;
+    case DType::BF16:
+    case DType::FP16: return 2;
     case DType::FP32: return 4;
     case DType::FP8: return 1;
   }

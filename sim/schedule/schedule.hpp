@@ -20,8 +20,19 @@
 namespace osim {
 
 enum class OpKind : uint8_t {
-  Kernel, Memcpy, EventRecord, StreamWaitEvent, StreamWaitStream, StreamSync, EventSync, DeviceSync,
-  Collective, Alloc, Free, HostWork, Marker
+  Kernel,
+  Memcpy,
+  EventRecord,
+  StreamWaitEvent,
+  StreamWaitStream,
+  StreamSync,
+  EventSync,
+  DeviceSync,
+  Collective,
+  Alloc,
+  Free,
+  HostWork,
+  Marker
 };
 enum class CopyKind : uint8_t { H2D, D2H, D2D, P2P };
 enum class HostMem : uint8_t { Pinned, Pageable };
@@ -98,17 +109,17 @@ inline constexpr uint8_t kNcclAllToAll = 1, kNcclRingExchange = 2, kNcclCollecti
 struct Op {
   // One-byte fields first, so an Op packs tightly (a full workload holds ~10^6).
   OpKind kind = OpKind::Marker;
-  CopyKind copy = CopyKind::H2D;       // memcpy
-  HostMem host_mem = HostMem::Pinned;  // memcpy
-  bool async = true;                   // memcpy
-  bool realised = false;               // attention kernel run as GEMMs (osim::as_realised): clocked as a GEMM, not as SDPA
-  DType dtype = DType::BF16;           // kernel, collective
-  MemSpace space = MemSpace::Device;   // alloc
-  MemPart part = MemPart::Weights;     // alloc
-  Access access = Access::Elementwise; // kernel of HBM bytes only
-  CollKind coll = CollKind::AllToAll;  // collective
-  CollAlgo algo = CollAlgo::Nccl;      // collective
-  uint8_t nccl_runs = kNcclAllToAll;   // alloc with a group: what its communicator runs (kNccl* bits)
+  CopyKind copy = CopyKind::H2D;        // memcpy
+  HostMem host_mem = HostMem::Pinned;   // memcpy
+  bool async = true;                    // memcpy
+  bool realised = false;                // attention kernel run as GEMMs (osim::as_realised): clocked as a GEMM, not as SDPA
+  DType dtype = DType::BF16;            // kernel, collective
+  MemSpace space = MemSpace::Device;    // alloc
+  MemPart part = MemPart::Weights;      // alloc
+  Access access = Access::Elementwise;  // kernel of HBM bytes only
+  CollKind coll = CollKind::AllToAll;   // collective
+  CollAlgo algo = CollAlgo::Nccl;       // collective
+  uint8_t nccl_runs = kNcclAllToAll;    // alloc with a group: what its communicator runs (kNccl* bits)
   // Kernel, memcpy, collective: the framework calls before it that launch
   // nothing (views, transposes, splits, reshapes), each costing the host
   // OverheadParams::framework_view_call (schedules of framework: pytorch).
@@ -117,24 +128,25 @@ struct Op {
   // several elementwise calls): the host issues each, a kernel launch and,
   // under a framework, its dispatch; the GPU runs them as this one kernel.
   uint8_t launches = 1;
-  int stream = -1;          // index into Schedule::streams
-  int stream2 = -1;         // StreamWaitStream: the stream waited on
-  int event = -1;           // index into Schedule::events
-  int peer = -1;            // P2P copy destination rank; send/recv peer rank
-  int group = -1;           // collective; alloc: NCCL's buffers for this communicator (part Comm)
-  int channels = 0;         // collective; 0 = the model's default
-  int sm_limit = 0;         // kernel; 0 = all SMs; -N = all but N (sm_margin: N SMs held back for others)
-  int line = 0, column = 0; // where the op was written (0: generated); see Schedule::location
-  float efficiency = 0;     // kernel; 0 = the model's default for the class
-  int32_t norm_row = 0;     // kernel of a norm: the elements of each row it normalises (0: long rows)
-  Bytes bytes = 0;          // memcpy, alloc (0 with a group: sized by the run), collective
-  Bytes host_span = 0;      // memcpy h2d/d2h: the host memory its copies walk through, each the next slice (0 = its own bytes: one buffer, again and again)
-  double flops = 0;         // kernel
-  double hbm_bytes = 0;     // kernel
-  std::optional<Time> duration;            // kernel, host_work
-  std::optional<GemmShape> gemm;           // kernel
-  std::optional<AttentionShape> attention; // kernel
-  std::string label;        // kernel name, marker text, alloc tag; "" = none
+  int stream = -1;           // index into Schedule::streams
+  int stream2 = -1;          // StreamWaitStream: the stream waited on
+  int event = -1;            // index into Schedule::events
+  int peer = -1;             // P2P copy destination rank; send/recv peer rank
+  int group = -1;            // collective; alloc: NCCL's buffers for this communicator (part Comm)
+  int channels = 0;          // collective; 0 = the model's default
+  int sm_limit = 0;          // kernel; 0 = all SMs; -N = all but N (sm_margin: N SMs held back for others)
+  int line = 0, column = 0;  // where the op was written (0: generated); see Schedule::location
+  float efficiency = 0;      // kernel; 0 = the model's default for the class
+  int32_t norm_row = 0;      // kernel of a norm: the elements of each row it normalises (0: long rows)
+  Bytes bytes = 0;           // memcpy, alloc (0 with a group: sized by the run), collective
+  Bytes host_span =
+      0;             // memcpy h2d/d2h: the host memory its copies walk through, each the next slice (0 = its own bytes: one buffer, again and again)
+  double flops = 0;  // kernel
+  double hbm_bytes = 0;                     // kernel
+  std::optional<Time> duration;             // kernel, host_work
+  std::optional<GemmShape> gemm;            // kernel
+  std::optional<AttentionShape> attention;  // kernel
+  std::string label;                        // kernel name, marker text, alloc tag; "" = none
 };
 
 /// Markers "step N ..." on the compute stream start steps; this one ends the
@@ -207,13 +219,13 @@ struct RuntimeSettings {
 struct Schedule {
   std::string name;
   std::string file;
-  std::string topology;             // optional path, relative to the schedule file
-  std::vector<std::string> gpus;    // rank -> topology GPU name; empty = topology order
+  std::string topology;           // optional path, relative to the schedule file
+  std::vector<std::string> gpus;  // rank -> topology GPU name; empty = topology order
   RuntimeSettings runtime;
   std::vector<StreamDecl> streams;
   std::vector<std::string> events;
   std::vector<Group> groups;
-  std::vector<Program> programs;    // one per rank, programs[r].rank == r
+  std::vector<Program> programs;  // one per rank, programs[r].rank == r
   int ranks() const { return static_cast<int>(programs.size()); }
   /// Whether its programs are generated as they run (Program::source): such
   /// a schedule runs without records and cannot be written out.

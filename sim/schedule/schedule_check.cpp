@@ -45,9 +45,10 @@ void check_schedule(const Schedule& s) {
         case OpKind::StreamWaitEvent:
         case OpKind::EventSync:
           if (!recorded.count(op.event))
-            fail(fmt::format("{} on event '{}' before any event_record of it: CUDA would not wait at all. Record the event "
-                             "earlier in this rank's program, or remove the wait",
-                             to_string(op.kind), s.events[op.event]));
+            fail(
+                fmt::format("{} on event '{}' before any event_record of it: CUDA would not wait at all. Record the event "
+                            "earlier in this rank's program, or remove the wait",
+                            to_string(op.kind), s.events[op.event]));
           break;
         case OpKind::Collective:
           if (op.coll == CollKind::Send || op.coll == CollKind::Recv) {

@@ -8,9 +8,9 @@
 
 namespace osim::schedule_names {
 
-inline const std::vector<std::string> kOpNames = {"kernel", "memcpy", "event_record", "stream_wait_event", "stream_wait_stream",
-                                                  "stream_sync", "event_sync", "device_sync", "collective", "alloc", "free",
-                                                  "host_work", "marker"};
+inline const std::vector<std::string> kOpNames = {"kernel",      "memcpy",     "event_record", "stream_wait_event", "stream_wait_stream",
+                                                  "stream_sync", "event_sync", "device_sync",  "collective",        "alloc",
+                                                  "free",        "host_work",  "marker"};
 inline const std::vector<std::string> kCopyNames = {"h2d", "d2h", "d2d", "p2p"};
 inline const std::vector<std::string> kCollNames = {"all_to_all", "all_gather", "reduce_scatter", "all_reduce", "send", "recv"};
 inline const std::vector<std::string> kAlgoNames = {"nccl", "pairwise", "ring"};

@@ -26,7 +26,10 @@ std::vector<std::string> keys_for(OpKind k) {
     for (const char* m : more) common.emplace_back(m);
   };
   switch (k) {
-    case OpKind::Kernel: add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency", "views", "launches"}); break;
+    case OpKind::Kernel:
+      add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency",
+           "views", "launches"});
+      break;
     case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "host_span", "async", "peer", "views"}); break;
     case OpKind::EventRecord: add({"event", "stream"}); break;
     case OpKind::StreamWaitEvent: add({"stream", "event"}); break;
@@ -65,9 +68,10 @@ struct Parser {
     return true;
   }
   [[nodiscard]] static std::string too_many() {
-    return fmt::format("the programs unroll to more than {} ops and loop iterations (every rank's; they are held in memory): "
-                       "use fewer iterations or ranks",
-                       limits::max_unrolled_ops());
+    return fmt::format(
+        "the programs unroll to more than {} ops and loop iterations (every rank's; they are held in memory): "
+        "use fewer iterations or ranks",
+        limits::max_unrolled_ops());
   }
 
   [[noreturn]] void unknown(const MapReader& r, const std::string& key, const std::string& what, const std::string& name,
@@ -103,7 +107,8 @@ struct Parser {
     for (const YAML::Node& i : items) {
       const std::string name = scalar_str(file, i, "runs");
       const auto it = std::find(kNcclRunsNames.begin(), kNcclRunsNames.end(), name);
-      if (it == kNcclRunsNames.end()) unknown(r, "runs", "kind of calls", name, kNcclRunsNames, "runs takes all_to_all, ring_exchange or collectives, or a list of them");
+      if (it == kNcclRunsNames.end())
+        unknown(r, "runs", "kind of calls", name, kNcclRunsNames, "runs takes all_to_all, ring_exchange or collectives, or a list of them");
       bits |= static_cast<uint8_t>(1u << (it - kNcclRunsNames.begin()));
     }
     return bits;
@@ -131,9 +136,9 @@ struct Parser {
       auto names = kOpNames;
       names.emplace_back("loop");
       const std::string near = closest_match(kind_s, names);
-      throw InputError(location_of(file, origin["op"]), fmt::format("unknown op '{}'{}; ops: {}", kind_s,
-                                                                    near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near),
-                                                                    fmt::join(names, ", ")));
+      throw InputError(
+          location_of(file, origin["op"]),
+          fmt::format("unknown op '{}'{}; ops: {}", kind_s, near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near), fmt::join(names, ", ")));
     }
     op.kind = enum_of<OpKind>(kOpNames, kind_s);
     MapReader r(file, n, kind_s + " op", keys_for(op.kind), origin);
@@ -163,8 +168,9 @@ struct Parser {
         // (imported traces): the shape is what --remodel-kernels times.
         const int shapes = (r.has("gemm") ? 1 : 0) + (r.has("attention") ? 1 : 0) + ((r.has("flops") || r.has("bytes")) ? 1 : 0);
         if (shapes > 1 || (shapes == 0 && !r.has("duration")))
-          r.fail_here("give the work one way: 'duration', 'gemm: {m, n, k}', 'attention: {heads, seq, head_dim}', "
-                      "or 'flops' and/or 'bytes' (HBM traffic); a measured 'duration' may go beside one of the others");
+          r.fail_here(
+              "give the work one way: 'duration', 'gemm: {m, n, k}', 'attention: {heads, seq, head_dim}', "
+              "or 'flops' and/or 'bytes' (HBM traffic); a measured 'duration' may go beside one of the others");
         op.duration = r.opt_duration("duration");
         if (r.has("flops")) {
           op.flops = r.num("flops");
@@ -212,17 +218,21 @@ struct Parser {
         op.label = r.opt_str("name").value_or("memcpy_" + to_string(op.copy));
         const std::string host = r.opt_choice("host", {"pinned", "pageable"}).value_or("pinned");
         op.host_mem = host == "pinned" ? HostMem::Pinned : HostMem::Pageable;
-        if (r.has("host") && (op.copy == CopyKind::D2D || op.copy == CopyKind::P2P))
-          r.fail("host", "applies only to h2d and d2h copies");
+        if (r.has("host") && (op.copy == CopyKind::D2D || op.copy == CopyKind::P2P)) r.fail("host", "applies only to h2d and d2h copies");
         if (r.has("host_span")) {
           if (op.copy == CopyKind::D2D || op.copy == CopyKind::P2P) r.fail("host_span", "applies only to h2d and d2h copies");
           op.host_span = r.bytes("host_span");
           if (op.host_span < op.bytes)
-            r.fail("host_span", fmt::format("is the host memory the copies walk through: at least the copy's {} bytes (leave it out for one buffer of the copy's size)", op.bytes));
+            r.fail("host_span",
+                   fmt::format(
+                       "is the host memory the copies walk through: at least the copy's {} bytes (leave it out for one buffer of the copy's size)",
+                       op.bytes));
         }
         op.async = r.boolean("async", true);
-        if (op.copy == CopyKind::P2P) op.peer = rank_of(r, "peer");
-        else if (r.has("peer")) r.fail("peer", "applies only to p2p copies");
+        if (op.copy == CopyKind::P2P)
+          op.peer = rank_of(r, "peer");
+        else if (r.has("peer"))
+          r.fail("peer", "applies only to p2p copies");
         break;
       }
       case OpKind::EventRecord:
@@ -277,9 +287,11 @@ struct Parser {
         const std::string sp = r.opt_choice("space", {"device", "pinned_host"}).value_or("device");
         op.space = sp == "device" ? MemSpace::Device : MemSpace::PinnedHost;
         if (r.has("group")) {  // NCCL's buffers for that communicator: the run sizes them
-          if (r.has("bytes")) r.fail("bytes", "an alloc naming a group is NCCL's buffers, sized by the run (calibration vram.nccl_*): give group or bytes, not both");
+          if (r.has("bytes"))
+            r.fail("bytes", "an alloc naming a group is NCCL's buffers, sized by the run (calibration vram.nccl_*): give group or bytes, not both");
           if (op.space != MemSpace::Device) r.fail("space", "NCCL's buffers (an alloc naming a group) are device memory");
-          if (r.opt_choice("component", kPartNames).value_or("comm") != "comm") r.fail("component", "an alloc naming a group is NCCL's buffers: component comm");
+          if (r.opt_choice("component", kPartNames).value_or("comm") != "comm")
+            r.fail("component", "an alloc naming a group is NCCL's buffers: component comm");
           op.group = group_of(r, "group");
           op.part = MemPart::Comm;
           if (r.has("runs")) op.nccl_runs = nccl_runs_of(r);
@@ -312,9 +324,11 @@ struct Parser {
       return static_cast<uint8_t>(v);
     };
     if (r.has("launches"))  // kernel (keys_for)
-      op.launches = call_count("launches", 1, "is how many kernel launches the host issues for this kernel (the framework ops it stands for): 1 .. 255");
+      op.launches =
+          call_count("launches", 1, "is how many kernel launches the host issues for this kernel (the framework ops it stands for): 1 .. 255");
     if (r.has("views"))  // kernel, memcpy, collective (keys_for)
-      op.views = call_count("views", 0, "is how many framework calls that launch nothing (views, transposes, splits, reshapes) come before the op: 0 .. 255");
+      op.views = call_count("views", 0,
+                            "is how many framework calls that launch nothing (views, transposes, splits, reshapes) come before the op: 0 .. 255");
     return op;
   }
 
@@ -359,7 +373,8 @@ struct Parser {
     s.name = top.str("name");
     s.topology = top.opt_str("topology").value_or("");
     if (top.has("settings"))
-      s.runtime = read_runtime_settings(MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable", "framework", "framework_kernels"}));
+      s.runtime = read_runtime_settings(
+          MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable", "framework", "framework_kernels"}));
     // Streams
     const YAML::Node streams = top.get("streams");
     if (!streams.IsSequence()) top.fail("streams", "must be a list of stream names or {name, priority}");
@@ -400,8 +415,7 @@ struct Parser {
       const YAML::Node g = top.get("gpus");
       if (!g.IsSequence()) top.fail("gpus", "must be a list of topology GPU names, one per rank");
       for (const YAML::Node& x : g) s.gpus.push_back(scalar_str(file, x, "GPU name"));
-      if (static_cast<int>(s.gpus.size()) != ranks)
-        top.fail("gpus", fmt::format("lists {} GPUs for {} ranks", s.gpus.size(), ranks));
+      if (static_cast<int>(s.gpus.size()) != ranks) top.fail("gpus", fmt::format("lists {} GPUs for {} ranks", s.gpus.size(), ranks));
     }
     // Groups ("world" is implicit).
     if (top.has("groups")) {

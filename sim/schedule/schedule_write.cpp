@@ -20,21 +20,22 @@ std::string to_yaml(const Schedule& s) {
   if (!s.topology.empty()) e << YAML::Key << "topology" << YAML::Value << s.topology;
   e << YAML::Key << "ranks" << YAML::Value << s.ranks();
   if (!s.gpus.empty()) e << YAML::Key << "gpus" << YAML::Value << YAML::Flow << s.gpus;
-  e << YAML::Key << "settings" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "device_max_connections"
-    << YAML::Value << s.runtime.device_max_connections << YAML::Key << "nccl_p2p_disable" << YAML::Value
-    << s.runtime.nccl_p2p_disable;
-  if (s.runtime.framework == Framework::PyTorch) e << YAML::Key << "framework" << YAML::Value << "pytorch";
-  else if (s.runtime.framework_kernels) e << YAML::Key << "framework_kernels" << YAML::Value << true;
+  e << YAML::Key << "settings" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "device_max_connections" << YAML::Value
+    << s.runtime.device_max_connections << YAML::Key << "nccl_p2p_disable" << YAML::Value << s.runtime.nccl_p2p_disable;
+  if (s.runtime.framework == Framework::PyTorch)
+    e << YAML::Key << "framework" << YAML::Value << "pytorch";
+  else if (s.runtime.framework_kernels)
+    e << YAML::Key << "framework_kernels" << YAML::Value << true;
   e << YAML::EndMap;
   e << YAML::Key << "streams" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : s.streams)
-    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << d.name << YAML::Key << "priority"
-      << YAML::Value << d.priority << YAML::EndMap;
+    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << d.name << YAML::Key << "priority" << YAML::Value << d.priority
+      << YAML::EndMap;
   e << YAML::EndSeq;
   e << YAML::Key << "groups" << YAML::Value << YAML::BeginSeq;
   for (const auto& g : s.groups)
-    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << g.name << YAML::Key << "ranks" << YAML::Value
-      << YAML::Flow << g.ranks << YAML::EndMap;
+    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << g.name << YAML::Key << "ranks" << YAML::Value << YAML::Flow << g.ranks
+      << YAML::EndMap;
   e << YAML::EndSeq;
   auto dur = [](Time t) { return fmt::format("{} ps", t.ps()); };
   e << YAML::Key << "programs" << YAML::Value << YAML::BeginSeq;
@@ -50,14 +51,14 @@ std::string to_yaml(const Schedule& s) {
           stream("stream", op.stream);
           if (op.duration) kv("duration", dur(*op.duration));
           if (op.gemm) {
-            e << YAML::Key << "gemm" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "m" << YAML::Value << op.gemm->m
-              << YAML::Key << "n" << YAML::Value << op.gemm->n << YAML::Key << "k" << YAML::Value << op.gemm->k << YAML::EndMap;
+            e << YAML::Key << "gemm" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "m" << YAML::Value << op.gemm->m << YAML::Key
+              << "n" << YAML::Value << op.gemm->n << YAML::Key << "k" << YAML::Value << op.gemm->k << YAML::EndMap;
           }
           if (op.attention) {
             const auto& a = *op.attention;
-            e << YAML::Key << "attention" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "batch" << YAML::Value
-              << a.batch << YAML::Key << "heads" << YAML::Value << a.heads << YAML::Key << "seq" << YAML::Value << a.seq_q
-              << YAML::Key << "seq_kv" << YAML::Value << a.seq_kv << YAML::Key << "head_dim" << YAML::Value << a.head_dim;
+            e << YAML::Key << "attention" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "batch" << YAML::Value << a.batch
+              << YAML::Key << "heads" << YAML::Value << a.heads << YAML::Key << "seq" << YAML::Value << a.seq_q << YAML::Key << "seq_kv"
+              << YAML::Value << a.seq_kv << YAML::Key << "head_dim" << YAML::Value << a.head_dim;
             if (a.backend != AttnBackend::Default) e << YAML::Key << "backend" << YAML::Value << to_string(a.backend);
             if (a.causal) e << YAML::Key << "causal" << YAML::Value << true;
             e << YAML::EndMap;

@@ -65,9 +65,7 @@ void split(Spans& v, int64_t t, Spans& before) {
   v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k));
 }
 
-size_t held(const RankSpans& R) {
-  return R.kernels.size() + R.colls.size() + R.copies.size() + R.cstream.size() + R.compute_copies.size();
-}
+size_t held(const RankSpans& R) { return R.kernels.size() + R.colls.size() + R.copies.size() + R.cstream.size() + R.compute_copies.size(); }
 
 }  // namespace
 
@@ -98,8 +96,10 @@ void RunSpans::fold(int rank, int64_t watermark) {
   int64_t at = watermark;
   const Spans& cs = R.cstream;
   const auto next = std::lower_bound(cs.begin(), cs.end(), std::make_pair(watermark, INT64_MIN));  // the first starting at it or later
-  if (next != cs.begin()) at = std::min(watermark, std::prev(next)->second);  // in the busy span before, or at its end
-  else if (R.cstream_end) at = *R.cstream_end;
+  if (next != cs.begin())
+    at = std::min(watermark, std::prev(next)->second);  // in the busy span before, or at its end
+  else if (R.cstream_end)
+    at = *R.cstream_end;
   if (at > R.folded_to) {
     for (size_t i = 0; i < 5; ++i) split(*lists[i], at, scratch_.before[i]);
     R.folded += measure(scratch_.before, R.cstream_end, scratch_);
@@ -140,7 +140,10 @@ void RunSpans::add(int rank, const Op& op, Time start, Time end) {
       const double bytes = static_cast<double>(op.bytes);
       (op.copy == CopyKind::H2D ? bytes_h2d : op.copy == CopyKind::D2H ? bytes_d2h : op.copy == CopyKind::P2P ? bytes_p2p : bytes_d2d) += bytes;
       RankTally& T = R.tally;
-      (op.copy == CopyKind::H2D ? T.bytes_h2d : op.copy == CopyKind::D2H ? T.bytes_d2h : op.copy == CopyKind::P2P ? T.bytes_p2p : T.bytes_d2d) += bytes;
+      (op.copy == CopyKind::H2D   ? T.bytes_h2d
+       : op.copy == CopyKind::D2H ? T.bytes_d2h
+       : op.copy == CopyKind::P2P ? T.bytes_p2p
+                                  : T.bytes_d2d) += bytes;
       const Time d = end - start;
       const double gbps = d.s() > 0 ? bytes / d.s() * 1e-9 : 1e300;
       for (size_t i = 0; i < kBins.size(); ++i)
@@ -155,8 +158,7 @@ void RunSpans::add(int rank, const Op& op, Time start, Time end) {
     }
     default: break;
   }
-  if (op.stream == compute_stream_ && (op.kind == OpKind::Kernel || op.kind == OpKind::Collective || op.kind == OpKind::Memcpy))
-    put(R.cstream, a, b);
+  if (op.stream == compute_stream_ && (op.kind == OpKind::Kernel || op.kind == OpKind::Collective || op.kind == OpKind::Memcpy)) put(R.cstream, a, b);
   if (rank == 0 && op.kind == OpKind::Marker && op.stream == compute_stream_ && op.label.rfind("step ", 0) == 0) {
     const int idx = std::atoi(op.label.c_str() + 5);
     if (steps_.empty() || steps_.back().first != idx) steps_.emplace_back(idx, start);

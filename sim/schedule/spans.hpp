@@ -65,7 +65,6 @@ struct RankSpans {
   RankTally tally;
 };
 
-
 class RunSpans {
  public:
   /// Copy bandwidth bins, GB/s: [lo, hi).

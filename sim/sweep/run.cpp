@@ -17,8 +17,8 @@
 #include <tbb/parallel_for.h>
 
 #include "calibrations/measured_defaults.hpp"
-#include "gpu/params_io.hpp"
 #include "gpu/executor.hpp"
+#include "gpu/params_io.hpp"
 #include "hw/fabric.hpp"
 #include "report/metrics.hpp"
 #include "sweep/internal.hpp"
@@ -30,10 +30,9 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string>& sweep_metric_columns() {
   static const std::vector<std::string> cols = {
-      "topology_name",  "ranks",          "makespan_ms",     "steps",         "step_ms",           "step_ms_max",
-      "peak_vram_GiB",  "compute_busy_ms", "comm_ms",        "comm_exposed_ms", "copy_ms",         "copy_stall_ms",
-      "idle_other_ms",  "overlap_efficiency", "h2d_GB",      "d2h_GB",        "p2p_GB",            "collective_GB",
-      "copy_bottleneck", "collective_bottleneck"};
+      "topology_name",   "ranks",   "makespan_ms",     "steps",         "step_ms",         "step_ms_max",          "peak_vram_GiB",
+      "compute_busy_ms", "comm_ms", "comm_exposed_ms", "copy_ms",       "copy_stall_ms",   "idle_other_ms",        "overlap_efficiency",
+      "h2d_GB",          "d2h_GB",  "p2p_GB",          "collective_GB", "copy_bottleneck", "collective_bottleneck"};
   return cols;
 }
 
@@ -118,9 +117,9 @@ const hw::Topology& topology_for(TopoCache& cache, const std::string& path, cons
 // in topology or calibration, e.g. the same workload on two machines, share it).
 struct WorkerCache {
   TopoCache topologies;
-  std::string schedule_key;  // the overrides, one per line; empty: nothing kept
+  std::string schedule_key;             // the overrides, one per line; empty: nothing kept
   std::optional<DitWorkload> workload;  // the base parsed with them (a workload base)
-  Schedule schedule;                     // a schedule base parsed with them
+  Schedule schedule;                    // a schedule base parsed with them
   // A workload's parameters and schedule by the calibration they were made
   // on (its memory plan reads it), each calibration file read once: points on
   // two machines keep one each.
@@ -146,17 +145,22 @@ std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a,
   std::optional<std::string> calibration;  // a file, "none", or not given (the base's own, else the measured defaults)
   if (!s.calibration.empty()) calibration = s.calibration;
   for (const auto& [k, v] : a) {
-    if (k == "topology") topo_path = relative_to(s.file, v.text);
-    else if (k == "calibration") calibration = (v.text == "none" || v.text == "null" || v.text.empty()) ? "none" : relative_to(s.file, v.text);
-    else if (is_topology_edit(k)) topo_edits.push_back(k.substr(9) + "=" + v.text);
+    if (k == "topology")
+      topo_path = relative_to(s.file, v.text);
+    else if (k == "calibration")
+      calibration = (v.text == "none" || v.text == "null" || v.text.empty()) ? "none" : relative_to(s.file, v.text);
+    else if (is_topology_edit(k))
+      topo_edits.push_back(k.substr(9) + "=" + v.text);
   }
   const std::string key = schedule_key(overrides);
   if (worker.schedule_key != key) {
     worker.schedule_key.clear();  // a throw below leaves nothing kept
     worker.generated.clear();
     worker.workload.reset();
-    if (s.schedule_base) worker.schedule = parse_schedule_file(s.base, overrides);
-    else worker.workload = parse_workload_file(s.base, overrides);
+    if (s.schedule_base)
+      worker.schedule = parse_schedule_file(s.base, overrides);
+    else
+      worker.workload = parse_workload_file(s.base, overrides);
     worker.schedule_key = key;
   }
   if (topo_path.empty()) {
@@ -205,7 +209,6 @@ std::vector<std::string> sweep_header(const SweepSpec& s) {
   h.insert(h.end(), metrics.begin(), metrics.end());
   return h;
 }
-
 
 // A row's first cells: the point's index and its parameters' values.
 std::vector<std::string> point_cells(const SweepSpec& s, size_t i, const SweepAssignment& a) {

@@ -22,7 +22,8 @@ namespace {
 // Workload keys a sweep may set (the first part of a dotted key), and the
 // sweep's own: `topology` (a file, relative to the sweep), `topology.*`
 // (edits of the topology file), `calibration` (a file, or none).
-const std::vector<std::string> kWorkloadRoots = {"name", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime", "memory"};
+const std::vector<std::string> kWorkloadRoots = {"name",        "model",   "video",   "tokens",  "steps", "cfg",
+                                                 "parallelism", "offload", "compute", "runtime", "memory"};
 const std::vector<std::string> kScheduleRoots = {"name", "gpus", "settings", "streams", "events", "groups", "programs"};
 
 std::string flow_text(const YAML::Node& n) {
@@ -48,8 +49,10 @@ void check_key(const SweepSpec& s, const std::string& key, const SourceLocation&
   if (std::find(roots.begin(), roots.end(), root) != roots.end()) return;
   std::string msg = fmt::format("'{}' is not a {} key", key, s.schedule_base ? "schedule" : "workload");
   const std::string near = closest_match(root, roots);
-  if (!near.empty()) msg += fmt::format("; did you mean '{}'?", near);
-  else msg += fmt::format("; keys start with one of: {}, or topology, topology.<key in the topology file>, calibration", fmt::join(roots, ", "));
+  if (!near.empty())
+    msg += fmt::format("; did you mean '{}'?", near);
+  else
+    msg += fmt::format("; keys start with one of: {}, or topology, topology.<key in the topology file>, calibration", fmt::join(roots, ", "));
   throw InputError(where, msg);
 }
 
@@ -138,8 +141,9 @@ SweepSpec parse_sweep_file(const std::string& path) {
   s.file = path;
   s.name = r.str("name");
   // The default CSV is NAME.csv in the working folder: a name, never a path.
-  if (s.name.empty() || s.name == "." || s.name == ".." ||
-      !std::all_of(s.name.begin(), s.name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; }))
+  if (s.name.empty() || s.name == "." || s.name == ".." || !std::all_of(s.name.begin(), s.name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+      }))
     r.fail("name", "must be a plain name (letters, digits, '-', '_', '.'): the CSV is NAME.csv in the working folder; choose another place with -o");
   if (r.has("workload") == r.has("schedule"))
     r.fail_here("give the base of every point: either 'workload: FILE' (a DiT workload) or 'schedule: FILE' (a schedule)");

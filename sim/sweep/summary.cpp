@@ -52,7 +52,8 @@ std::string sweep_summary(const SweepTable& t, double tolerance) {
   for (int c = 1; c < st; ++c)
     if (t.header[static_cast<size_t>(c)] == "topology") all_params.insert(all_params.begin(), c);
   for (size_t k = 0; k < failed.size() && k < 5; ++k)
-    out += fmt::format("  point {} ({}) failed: {}\n", t.rows[failed[k]][0], describe(t, failed[k], all_params), t.rows[failed[k]][static_cast<size_t>(err)]);
+    out += fmt::format("  point {} ({}) failed: {}\n", t.rows[failed[k]][0], describe(t, failed[k], all_params),
+                       t.rows[failed[k]][static_cast<size_t>(err)]);
   if (failed.size() > 5) out += fmt::format("  ... and {} more (the CSV's error column has each)\n", failed.size() - 5);
   for (auto& [name, pts] : groups) {
     // Best: least step time, then least VRAM, then first point.
@@ -87,9 +88,7 @@ std::string sweep_summary(const SweepTable& t, double tolerance) {
     // Recommendation: least VRAM within the tolerance of the best.
     Pt rec = best;
     for (const Pt& p : pts)
-      if (p.step_ms <= best.step_ms * (1 + tolerance) &&
-          (p.vram_gib < rec.vram_gib || (p.vram_gib == rec.vram_gib && faster(p, rec))))
-        rec = p;
+      if (p.step_ms <= best.step_ms * (1 + tolerance) && (p.vram_gib < rec.vram_gib || (p.vram_gib == rec.vram_gib && faster(p, rec)))) rec = p;
     std::vector<int> same, differ;
     for (int c : params) {
       const auto& a = t.rows[rec.row][static_cast<size_t>(c)];

@@ -78,7 +78,8 @@ std::map<size_t, std::vector<std::string>> SweepJournal::read(const std::string&
   // A row is whole once its line ends; a last line without its end was cut short.
   text.erase(text.rfind('\n') + 1);
   SweepTable t = parse_csv(text.substr(first + 1), path, 2);
-  if (t.header != sweep_header(s)) throw InputError(SourceLocation{path, 2, 1}, "the journal's columns are not this sweep's: run with --force to start over");
+  if (t.header != sweep_header(s))
+    throw InputError(SourceLocation{path, 2, 1}, "the journal's columns are not this sweep's: run with --force to start over");
   std::map<size_t, std::vector<std::string>> rows;
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const SourceLocation where{path, static_cast<int>(r + 3), 1};
@@ -207,13 +208,15 @@ SweepTable read_csv_file(const std::string& path) {
   needed.insert(needed.end(), metrics.begin(), metrics.end());
   for (const std::string& c : needed)
     if (t.column(c) < 0)
-      throw InputError(SourceLocation{path, 1, 1}, fmt::format("not a sweep CSV: it has no '{}' column (overlapsim sweep writes every metric column)", c));
+      throw InputError(SourceLocation{path, 1, 1},
+                       fmt::format("not a sweep CSV: it has no '{}' column (overlapsim sweep writes every metric column)", c));
   // A point that ran has a number in every numeric metric.
   const int status = t.column("status");
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const std::string& st = t.rows[r][static_cast<size_t>(status)];
     if (st != "ok" && st != "error")
-      throw InputError(SourceLocation{path, static_cast<int>(r + 2), status + 1}, fmt::format("status '{}' is neither ok nor error: the file was edited", st));
+      throw InputError(SourceLocation{path, static_cast<int>(r + 2), status + 1},
+                       fmt::format("status '{}' is neither ok nor error: the file was edited", st));
     if (st != "ok") continue;
     for (const std::string& c : metrics) {
       if (c == "topology_name" || c == "copy_bottleneck" || c == "collective_bottleneck") continue;
@@ -222,7 +225,8 @@ SweepTable read_csv_file(const std::string& path) {
       char* end = nullptr;
       const double v = std::strtod(cell.c_str(), &end);
       if (cell.empty() || end != cell.c_str() + cell.size() || !std::isfinite(v))
-        throw InputError(SourceLocation{path, static_cast<int>(r + 2), col + 1}, fmt::format("'{}' of a point that ran is '{}', not a number: the file was edited", c, cell));
+        throw InputError(SourceLocation{path, static_cast<int>(r + 2), col + 1},
+                         fmt::format("'{}' of a point that ran is '{}', not a number: the file was edited", c, cell));
     }
   }
   return t;
@@ -235,15 +239,17 @@ SweepTable merge_sweep_tables(const std::vector<std::pair<std::string, SweepTabl
   std::map<size_t, std::pair<std::vector<std::string>, std::string>> by_point;
   for (const auto& [file, t] : shards) {
     if (t.header != out.header)
-      throw InputError(SourceLocation{file, 1, 1}, fmt::format("its columns differ from {}'s: these are not shards of one sweep", shards.front().first));
+      throw InputError(SourceLocation{file, 1, 1},
+                       fmt::format("its columns differ from {}'s: these are not shards of one sweep", shards.front().first));
     for (size_t r = 0; r < t.rows.size(); ++r) {
       const std::optional<size_t> at = point_index(t.rows[r][0]);
       if (!at) throw InputError(SourceLocation{file, static_cast<int>(r + 2), 1}, fmt::format("point '{}' is not a number", t.rows[r][0]));
       const size_t idx = *at;
       auto [it, fresh] = by_point.emplace(idx, std::make_pair(t.rows[r], file));
       if (!fresh)
-        throw InputError(SourceLocation{file, static_cast<int>(r + 2), 1},
-                         fmt::format("point {} is also in {}: a shard was given twice, or shards of different runs were mixed", idx, it->second.second));
+        throw InputError(
+            SourceLocation{file, static_cast<int>(r + 2), 1},
+            fmt::format("point {} is also in {}: a shard was given twice, or shards of different runs were mixed", idx, it->second.second));
     }
   }
   size_t expect = 0;
@@ -255,8 +261,9 @@ SweepTable merge_sweep_tables(const std::vector<std::pair<std::string, SweepTabl
     ++expect;
   }
   if (expected_points && expect != *expected_points)
-    throw InputError(SourceLocation{shards.front().first, 0, 0},
-                     fmt::format("the shards hold {} points, the sweep has {}: a shard is missing (give every shard's CSV)", expect, *expected_points));
+    throw InputError(
+        SourceLocation{shards.front().first, 0, 0},
+        fmt::format("the shards hold {} points, the sweep has {}: a shard is missing (give every shard's CSV)", expect, *expected_points));
   return out;
 }
 

@@ -47,7 +47,7 @@ struct SweepSpec {
   /// product of its keys (first key slowest). An entry's key with one value is
   /// an axis of one.
   std::vector<std::vector<SweepAxis>> blocks;
-  std::vector<std::string> parameters;    // the CSV's parameter columns
+  std::vector<std::string> parameters;  // the CSV's parameter columns
 
   [[nodiscard]] size_t size() const;
   /// Point i's keys: `set`, then its block's values (later ones win).
@@ -67,8 +67,8 @@ struct SweepTable {
 };
 
 struct SweepOptions {
-  int threads = 0;             // 0: every core
-  int shard = 0, shards = 1;   // run the points with index % shards == shard
+  int threads = 0;            // 0: every core
+  int shard = 0, shards = 1;  // run the points with index % shards == shard
   /// Called after each point (serialised, from worker threads).
   std::function<void(size_t done, size_t total)> progress;
   /// Rows already run, by point index (an interrupted sweep's journal):

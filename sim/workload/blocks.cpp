@@ -37,9 +37,9 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
                                                                       {"all_gather", CollKind::AllGather},
                                                                       {"reduce_scatter", CollKind::ReduceScatter},
                                                                       {"all_reduce", CollKind::AllReduce}};
-  MapReader r(file, node, "block op",
-              {"gemm", "attention", "memory", "all_to_all", "all_gather", "reduce_scatter", "all_reduce", "m", "n", "k", "heads", "q", "kv",
-               "bytes", "access", "row", "group", "when", "phase", "ring", "causal", "overlap", "views", "launches"});
+  MapReader r(file, node, "block op", {"gemm",  "attention", "memory", "all_to_all", "all_gather", "reduce_scatter", "all_reduce", "m",
+                                       "n",     "k",         "heads",  "q",          "kv",         "bytes",          "access",     "row",
+                                       "group", "when",      "phase",  "ring",       "causal",     "overlap",        "views",      "launches"});
   BlockOp op;
   op.where = location_of(file, node);
   int kinds = 0;
@@ -80,7 +80,8 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
       op.bytes = expr_of(r, "bytes");
       const auto& names = access_names();
       if (auto a = r.opt_choice("access", names)) op.access = static_cast<Access>(std::find(names.begin(), names.end(), *a) - names.begin());
-      if (r.has("row") && !is_norm(op.access)) r.fail("row", "is the elements of each row a norm normalises: give it with access: norm, layer_norm or rms_norm");
+      if (r.has("row") && !is_norm(op.access))
+        r.fail("row", "is the elements of each row a norm normalises: give it with access: norm, layer_norm or rms_norm");
       op.row = opt_expr_of(r, "row").value_or("");
       break;
     }
@@ -95,12 +96,14 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
   op.when = opt_expr_of(r, "when").value_or("");
   op.views = opt_expr_of(r, "views").value_or("");
   op.launches = opt_expr_of(r, "launches").value_or("");
-  if (r.has("launches") && op.kind == BlockOp::Kind::Collective) r.fail("launches", "is the kernel launches a gemm, attention or memory op stands for");
+  if (r.has("launches") && op.kind == BlockOp::Kind::Collective)
+    r.fail("launches", "is the kernel launches a gemm, attention or memory op stands for");
   if (r.has("overlap")) {
     if (op.kind != BlockOp::Kind::Gemm) r.fail("overlap", "ties a tensor-parallel all-gather or reduce-scatter to a gemm op");
     MapReader o(file, r.get("overlap"), "overlap", {"all_gather", "reduce_scatter", "group", "bytes", "chunks"});
     BlockOp::Overlap ov;
-    if (o.has("all_gather") == o.has("reduce_scatter")) o.fail_here("give one of all_gather (of the input, before) or reduce_scatter (of the output, after)");
+    if (o.has("all_gather") == o.has("reduce_scatter"))
+      o.fail_here("give one of all_gather (of the input, before) or reduce_scatter (of the output, after)");
     ov.coll = o.has("all_gather") ? CollKind::AllGather : CollKind::ReduceScatter;
     ov.name = o.str(o.has("all_gather") ? "all_gather" : "reduce_scatter");
     ov.group = o.choice("group", {"ulysses", "tp", "cfg"});
@@ -113,7 +116,8 @@ BlockOp read_op(const std::string& file, const YAML::Node& node) {
     op.ring = r.boolean("ring", false);
   }
   if (r.has("causal")) {
-    if (op.kind != BlockOp::Kind::Attention) r.fail("causal", "marks causal attention (each query sees the keys up to its own); it applies to attention ops");
+    if (op.kind != BlockOp::Kind::Attention)
+      r.fail("causal", "marks causal attention (each query sees the keys up to its own); it applies to attention ops");
     op.causal = r.boolean("causal", false);
   }
   if (auto p = r.opt_int32("phase")) {
@@ -131,7 +135,8 @@ void read_block_dims(const std::string& file, const YAML::Node& dims, BlockModel
     const std::string name = kv.first.IsScalar() ? kv.first.Scalar() : "";
     if (!valid_name(name)) throw InputError(location_of(file, kv.first), "dims: a name is letters, digits and _, starting with a letter");
     for (const auto& j : kJobNames)
-      if (name == j) throw InputError(location_of(file, kv.first), fmt::format("dims: '{}' is the job's (from the workload); choose another name", name));
+      if (name == j)
+        throw InputError(location_of(file, kv.first), fmt::format("dims: '{}' is the job's (from the workload); choose another name", name));
     const YAML::Node v = kv.second;
     int64_t value = 0;
     try {
@@ -180,7 +185,8 @@ void read_block_types(const std::string& file, const YAML::Node& blocks, BlockMo
 
 void read_outside_models(const std::string& file, const YAML::Node& outside, BlockModel& model) {
   if (!outside.IsSequence())
-    throw InputError(location_of(file, outside), "outside: expected a list of models outside the blocks ({name, params, runs: before | after | throughout})");
+    throw InputError(location_of(file, outside),
+                     "outside: expected a list of models outside the blocks ({name, params, runs: before | after | throughout})");
   model.outside.clear();
   for (const auto& o : outside) {
     MapReader r(file, o, "outside model", {"name", "params", "activations", "runs"});
@@ -234,7 +240,9 @@ std::vector<BlockInstance> block_sequence(const BlockModel& model, const RepeatV
 }
 
 int64_t block_activations(const BlockType& t, const RepeatVars& vars, bool math_attention) {
-  auto e = [&](const std::string& x, const BlockOp& op) { return static_cast<double>(eval_block_expr(x, vars, op.where, fmt::format("op '{}' of block '{}'", op.name, t.name))); };
+  auto e = [&](const std::string& x, const BlockOp& op) {
+    return static_cast<double>(eval_block_expr(x, vars, op.where, fmt::format("op '{}' of block '{}'", op.name, t.name)));
+  };
   const double act = static_cast<double>(vars.at("act_bytes"));
   double largest = 0, input = -1, scores = 0;
   for (const BlockOp& op : t.ops) {
@@ -253,8 +261,8 @@ int64_t block_activations(const BlockType& t, const RepeatVars& vars, bool math_
         scores = std::max(scores, 2 * h * q * kv * act);  // QK^T and its softmax
         break;
       }
-      case BlockOp::Kind::Memory: in = out = e(op.bytes, op) / 2; break;    // read and written
-      case BlockOp::Kind::Collective: in = out = e(op.bytes, op); break;    // send and receive buffers
+      case BlockOp::Kind::Memory: in = out = e(op.bytes, op) / 2; break;  // read and written
+      case BlockOp::Kind::Collective: in = out = e(op.bytes, op); break;  // send and receive buffers
     }
     if (input < 0) input = in;
     largest = std::max(largest, in + out + (math_attention && op.kind == BlockOp::Kind::Attention ? scores : 0));
@@ -302,10 +310,10 @@ namespace {
 // sequence-parallel attention starts with these; each all-to-all's tensors
 // laid out around it (a view, a transpose, an empty_like, the received
 // tensor's view) are its 4 views.
-#define OSIM_ULYSSES_QKV                                                                                            \
-  "      - {all_to_all: a2a q, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4, views: 4}\n"  \
-  "      - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4, views: 4}\n"  \
-  "      - {all_to_all: a2a v, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4, views: 4}\n"  \
+#define OSIM_ULYSSES_QKV                                                                                               \
+  "      - {all_to_all: a2a q, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4, views: 4}\n" \
+  "      - {all_to_all: a2a k, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4, views: 4}\n" \
+  "      - {all_to_all: a2a v, group: ulysses, bytes: local*hidden*comm_bytes, when: attention_comm == 4, views: 4}\n" \
   "      - {all_to_all: a2a qkv, group: ulysses, bytes: 3*local*hidden*comm_bytes, when: attention_comm == 2, views: 4}\n"
 
 // Wan2.1 / Wan2.2 14B: self-attention (Ulysses all-to-alls around it),
@@ -344,8 +352,7 @@ blocks:
       - {memory: norm1, bytes: 2*local*hidden*act_bytes, access: norm, views: 14}
       - {gemm: qkv, m: local, n: 3*hidden, k: hidden}
       - {memory: rope, bytes: 4*local*hidden*act_bytes, access: strided, views: 3, launches: 2}
-)"
-    OSIM_ULYSSES_QKV R"(      - {attention: self-attn, heads: heads/ulysses, q: tokens, kv: tokens, ring: true, views: 6}
+)" OSIM_ULYSSES_QKV R"(      - {attention: self-attn, heads: heads/ulysses, q: tokens, kv: tokens, ring: true, views: 6}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes, views: 4}
       - {gemm: out, m: local, n: hidden, k: hidden, views: 2}
       - {memory: norm3, bytes: 2*local*hidden*act_bytes, access: norm, phase: 1}
@@ -401,8 +408,7 @@ constexpr const char* kMmdit = R"(blocks:
       - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim, views: 3, launches: 2}
       - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes, launches: 6}
       - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll, launches: 2}
-)"
-    OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true, views: 6}
+)" OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true, views: 6}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes, views: 4}
       - {gemm: img proj, m: local, n: hidden, k: hidden, views: 5}
       - {gemm: txt proj, m: text_tokens, n: hidden, k: hidden}
@@ -429,8 +435,7 @@ constexpr const char* kMmdit = R"(blocks:
       - {memory: qk norm, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: rms_norm, row: head_dim, views: 8, launches: 2}
       - {memory: rope, bytes: 14*(local + text_tokens)*hidden*act_bytes, launches: 6}
       - {memory: rope roll, bytes: 4*(local + text_tokens)*hidden*act_bytes, access: roll, launches: 2}
-)"
-    OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true, views: 6}
+)" OSIM_ULYSSES_QKV R"(      - {attention: joint-attn, heads: heads/ulysses, q: tokens + text_tokens, kv: tokens + text_tokens, ring: true, views: 6}
       - {all_to_all: a2a out, group: ulysses, bytes: local*hidden*comm_bytes, views: 4}
       - {memory: gelu, bytes: 2*(local + text_tokens)*ffn*act_bytes, access: strided, views: 3}
       - {memory: cat, bytes: 2*(local + text_tokens)*(hidden + ffn)*act_bytes}
@@ -518,10 +523,12 @@ struct BlockPreset {
 const std::vector<BlockPreset>& presets() {
   static const std::vector<BlockPreset> p = {
       {"wan", kWan},
-      {"flux.1-dev", std::string("dims: {hidden: 3072, ffn: 12288, heads: 24, head_dim: 128, text_tokens: 512, double_blocks: 19, single_blocks: 38}\n") +
-                         kFluxOutside + kMmdit},
-      {"hunyuanvideo", std::string("dims: {hidden: 3072, ffn: 12288, heads: 24, head_dim: 128, text_tokens: 256, double_blocks: 20, single_blocks: 40}\n") +
-                           kHunyuanOutside + kMmdit},
+      {"flux.1-dev",
+       std::string("dims: {hidden: 3072, ffn: 12288, heads: 24, head_dim: 128, text_tokens: 512, double_blocks: 19, single_blocks: 38}\n") +
+           kFluxOutside + kMmdit},
+      {"hunyuanvideo",
+       std::string("dims: {hidden: 3072, ffn: 12288, heads: 24, head_dim: 128, text_tokens: 256, double_blocks: 20, single_blocks: 40}\n") +
+           kHunyuanOutside + kMmdit},
       {"llama3-8b", std::string("dims: {hidden: 4096, ffn: 14336, heads: 32, kv_heads: 8, head_dim: 128, layers: 32, vocab: 128256}\n") + kLlama},
       {"llama3-70b", std::string("dims: {hidden: 8192, ffn: 28672, heads: 64, kv_heads: 8, head_dim: 128, layers: 80, vocab: 128256}\n") + kLlama},
   };

@@ -24,19 +24,19 @@ struct BlockOp {
   enum class Kind { Gemm, Attention, Memory, Collective };
   Kind kind = Kind::Gemm;
   std::string name;
-  std::string m, n, k;          // gemm
-  std::string heads, q, kv;     // attention (its head_dim is the model's)
-  std::string bytes;            // memory kernel (HBM bytes) or collective (bytes per rank, nccl-tests size)
+  std::string m, n, k;                  // gemm
+  std::string heads, q, kv;             // attention (its head_dim is the model's)
+  std::string bytes;                    // memory kernel (HBM bytes) or collective (bytes per rank, nccl-tests size)
   Access access = Access::Elementwise;  // memory kernel: how it walks memory
-  std::string row;              // memory kernel of a norm: the elements of each row it normalises ("" = long rows)
+  std::string row;                      // memory kernel of a norm: the elements of each row it normalises ("" = long rows)
   CollKind coll = CollKind::AllToAll;
-  std::string group;            // collective: ulysses | tp | cfg
-  std::string when;             // emitted only where this is non-zero ("" = always)
-  std::string views;            // framework calls before it that launch nothing (views, transposes, splits; "" = none)
-  std::string launches;         // gemm, attention, memory: the framework ops it stands for, each a launch ("" = 1)
-  int phase = 0;                // offload policy `phase`: the sub-layer it belongs to
-  bool ring = false;            // attention: the sequence-parallel one ring attention splits (ring > 1)
-  bool causal = false;          // attention: each query sees the keys up to its own (is_causal)
+  std::string group;     // collective: ulysses | tp | cfg
+  std::string when;      // emitted only where this is non-zero ("" = always)
+  std::string views;     // framework calls before it that launch nothing (views, transposes, splits; "" = none)
+  std::string launches;  // gemm, attention, memory: the framework ops it stands for, each a launch ("" = 1)
+  int phase = 0;         // offload policy `phase`: the sub-layer it belongs to
+  bool ring = false;     // attention: the sequence-parallel one ring attention splits (ring > 1)
+  bool causal = false;   // attention: each query sees the keys up to its own (is_causal)
   // gemm: a tensor-parallel collective tied to it: an all-gather of its input
   // before it, or a reduce-scatter of its output after it; with
   // parallelism.tp_overlap: chunked both run in `chunks` pieces, each GEMM
@@ -51,10 +51,10 @@ struct BlockOp {
 
 struct BlockType {
   std::string name;
-  std::string count;                 // how many of these blocks, in order
-  std::string params;                // parameters of one block held by one rank
-  std::vector<std::string> phases;   // parameters of each sub-layer (offload policy `phase`); empty: one
-  std::string activations;           // bytes of activations live at the block's peak on one rank ("": from its ops)
+  std::string count;                // how many of these blocks, in order
+  std::string params;               // parameters of one block held by one rank
+  std::vector<std::string> phases;  // parameters of each sub-layer (offload policy `phase`); empty: one
+  std::string activations;          // bytes of activations live at the block's peak on one rank ("": from its ops)
   std::vector<BlockOp> ops;
   SourceLocation where;
 };

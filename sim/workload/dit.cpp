@@ -97,7 +97,8 @@ BlockModel wan_spec(const DitModel& m) {
   const YAML::Node root = load_yaml_string(*block_preset_text("wan"), "the wan preset");
   read_block_dims("the wan preset", root["dims"], spec);
   read_block_types("the wan preset", root["blocks"], spec);
-  if (m.preset != "custom") read_outside_models("the wan preset", root["outside"], spec);  // custom dims: a model of the user's, nothing outside assumed
+  if (m.preset != "custom")
+    read_outside_models("the wan preset", root["outside"], spec);  // custom dims: a model of the user's, nothing outside assumed
   spec.dims = {{"hidden", m.hidden}, {"ffn", m.ffn}, {"heads", m.heads}, {"head_dim", m.head_dim}, {"text_tokens", m.text_tokens}};
   spec.blocks[0].count = std::to_string(m.blocks);
   return spec;
@@ -105,8 +106,9 @@ BlockModel wan_spec(const DitModel& m) {
 
 DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) apply_override(root, o, "the workload", SourceLocation{"--set " + o, 0, 0});
-  MapReader top(file, root, "workload",
-                {"name", "topology", "calibration", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime", "memory"});
+  MapReader top(
+      file, root, "workload",
+      {"name", "topology", "calibration", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime", "memory"});
   DitWorkload w;
   w.file = file;
   w.name = top.str("name");
@@ -117,8 +119,10 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     std::vector<std::string> names{"custom"};
     for (const auto& p : kPresets) names.emplace_back(p.name);
     const bool own_blocks = m.has("blocks") && m.get("blocks").IsSequence();
-    if (own_blocks && !m.has("preset")) w.model.preset = "blocks";
-    else w.model.preset = m.choice("preset", names);
+    if (own_blocks && !m.has("preset"))
+      w.model.preset = "blocks";
+    else
+      w.model.preset = m.choice("preset", names);
     for (const auto& p : kPresets)
       if (w.model.preset == p.name) {
         w.model.experts = p.experts;
@@ -126,7 +130,8 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
         w.cfg = p.cfg;
       }
     if (w.model.wan_shaped()) {
-      if (m.has("dims")) m.fail("dims", "Wan-shaped models take hidden:, ffn:, heads:, head_dim:, text_tokens: (or give blocks: a list, without preset:)");
+      if (m.has("dims"))
+        m.fail("dims", "Wan-shaped models take hidden:, ffn:, heads:, head_dim:, text_tokens: (or give blocks: a list, without preset:)");
       auto pos = [&](const char* key, auto& field) {
         if (auto v = m.opt_int32(key)) {
           if (*v < 1) m.fail(key, "must be at least 1");
@@ -156,14 +161,17 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
       }
       if (m.has("dims")) read_block_dims(file, m.get("dims"), w.model.spec);  // a preset's dims, overridden
       if (own_blocks) read_block_types(file, m.get("blocks"), w.model.spec);
-      if (w.model.preset == "blocks" && !m.has("dims")) m.fail_here("a model of your own blocks needs dims: (at least head_dim where it has attention)");
+      if (w.model.preset == "blocks" && !m.has("dims"))
+        m.fail_here("a model of your own blocks needs dims: (at least head_dim where it has attention)");
       bool attention = false;
       for (const auto& b : w.model.spec.blocks)
         for (const auto& op : b.ops) attention = attention || op.kind == BlockOp::Kind::Attention;
       if (attention && !w.model.spec.dims.contains("head_dim")) m.fail_here("the model has attention: give dims: {head_dim: ...}");
       w.model.heads = 0;  // unknown unless dims has it
-      if (auto it = w.model.spec.dims.find("heads"); it != w.model.spec.dims.end()) w.model.heads = static_cast<int>(std::min<int64_t>(it->second, INT32_MAX));
-      if (auto it = w.model.spec.dims.find("head_dim"); it != w.model.spec.dims.end()) w.model.head_dim = static_cast<int>(std::min<int64_t>(it->second, INT32_MAX));
+      if (auto it = w.model.spec.dims.find("heads"); it != w.model.spec.dims.end())
+        w.model.heads = static_cast<int>(std::min<int64_t>(it->second, INT32_MAX));
+      if (auto it = w.model.spec.dims.find("head_dim"); it != w.model.spec.dims.end())
+        w.model.head_dim = static_cast<int>(std::min<int64_t>(it->second, INT32_MAX));
     }
     if (m.has("outside")) read_outside_models(file, m.get("outside"), w.model.spec);  // in place of the preset's
     if (auto e = m.opt_int32("experts")) {
@@ -194,7 +202,8 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     if (*s < 1 || *s > 1'000'000) top.fail("steps", "must be in 1..1,000,000 (every step after the first takes the same time: a few are enough)");
     w.steps = static_cast<int>(*s);
   }
-  if (auto c = top.opt_choice("cfg", {"none", "serial", "parallel"})) w.cfg = *c == "none" ? CfgMode::None : *c == "serial" ? CfgMode::Serial : CfgMode::Parallel;
+  if (auto c = top.opt_choice("cfg", {"none", "serial", "parallel"}))
+    w.cfg = *c == "none" ? CfgMode::None : *c == "serial" ? CfgMode::Serial : CfgMode::Parallel;
   if (top.has("parallelism")) {
     MapReader p(file, top.get("parallelism"), "parallelism",
                 {"ulysses", "ring", "tp", "tp_overlap", "tp_comm_sms", "attention_comm", "all_to_all", "comm_dtype", "channels"});
@@ -208,7 +217,8 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
       w.tp = static_cast<int>(*t);
       if (w.model.heads && w.model.heads % (w.ulysses * w.tp))
         p.fail("tp", fmt::format("ulysses x tp = {} must divide the {} attention heads", w.ulysses * w.tp, w.model.heads));
-      if (w.tp > 1 && w.model.wan_shaped()) p.fail("tp", "the Wan blocks have no tensor-parallel split: write the model's blocks (docs/formats/workload.md)");
+      if (w.tp > 1 && w.model.wan_shaped())
+        p.fail("tp", "the Wan blocks have no tensor-parallel split: write the model's blocks (docs/formats/workload.md)");
     }
     if (auto o = p.opt_choice("tp_overlap", {"none", "chunked", "ring_exchange"}))
       w.tp_overlap = *o == "none" ? TpOverlap::None : *o == "chunked" ? TpOverlap::Chunked : TpOverlap::RingExchange;
@@ -242,11 +252,15 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
   if (top.has("offload")) {
     MapReader o(file, top.get("offload"), "offload", {"policy", "prefetch_size", "host_memory"});
     const std::string pol = o.choice("policy", {"none", "blocking", "layerwise", "block", "phase"});
-    w.offload = pol == "none" ? OffloadPolicy::None : pol == "blocking" ? OffloadPolicy::Blocking : pol == "layerwise" ? OffloadPolicy::Layerwise
-              : pol == "block" ? OffloadPolicy::Block : OffloadPolicy::Phase;
+    w.offload = pol == "none"        ? OffloadPolicy::None
+                : pol == "blocking"  ? OffloadPolicy::Blocking
+                : pol == "layerwise" ? OffloadPolicy::Layerwise
+                : pol == "block"     ? OffloadPolicy::Block
+                                     : OffloadPolicy::Phase;
     if (auto p = o.opt_int32("prefetch_size")) {
       if (w.offload != OffloadPolicy::Layerwise)
-        o.fail("prefetch_size", fmt::format("applies to policy layerwise, not {}: remove it (on the command line: --set offload.prefetch_size=null)", pol));
+        o.fail("prefetch_size",
+               fmt::format("applies to policy layerwise, not {}: remove it (on the command line: --set offload.prefetch_size=null)", pol));
       if (*p < 0 || *p >= total_blocks) o.fail("prefetch_size", fmt::format("must be 0..{} (0 = blocking copies)", total_blocks - 1));
       w.prefetch_size = static_cast<int>(*p);
     }
@@ -263,7 +277,8 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     w.calibration_origin = std::move(c.origin);
   }
   if (top.has("compute")) {
-    MapReader c(file, top.get("compute"), "compute", {"gemm_efficiency", "attention_efficiency", "hbm_efficiency", "attention_backend", "fp8_input_quant"});
+    MapReader c(file, top.get("compute"), "compute",
+                {"gemm_efficiency", "attention_efficiency", "hbm_efficiency", "attention_backend", "fp8_input_quant"});
     auto eff = [&](const char* key, std::optional<double>& field) {
       if (auto v = c.opt_num(key)) {
         if (!(*v > 0 && *v <= 1)) c.fail(key, "must be in (0, 1]");
@@ -283,7 +298,10 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
   if (top.has("memory")) {
     MapReader mem(file, top.get("memory"), "memory", {"outside"});
     if (auto o = mem.opt_choice("outside", {"auto", "resident", "offloaded", "none"}))
-      w.outside = *o == "auto" ? OutsidePlace::Auto : *o == "resident" ? OutsidePlace::Resident : *o == "offloaded" ? OutsidePlace::Offloaded : OutsidePlace::None;
+      w.outside = *o == "auto"        ? OutsidePlace::Auto
+                  : *o == "resident"  ? OutsidePlace::Resident
+                  : *o == "offloaded" ? OutsidePlace::Offloaded
+                                      : OutsidePlace::None;
   }
   memory_plan(w);  // its expressions evaluated here: errors name the file before anything runs
   return w;
@@ -304,8 +322,9 @@ DitWorkload parse_workload_string(const std::string& yaml, const std::string& na
 bool is_workload_file(const std::string& path) {
   const YAML::Node root = load_yaml_file(path);
   if (!root["model"].IsDefined() && !root["programs"].IsDefined())
-    throw InputError(SourceLocation{path, 1, 1}, "neither a workload (it has no 'model:') nor a schedule (no 'programs:'): docs/formats/workload.md, "
-                                                 "docs/formats/schedule.md");
+    throw InputError(SourceLocation{path, 1, 1},
+                     "neither a workload (it has no 'model:') nor a schedule (no 'programs:'): docs/formats/workload.md, "
+                     "docs/formats/schedule.md");
   return root["model"].IsDefined();
 }
 

@@ -35,8 +35,8 @@ enum class OutsidePlace { Auto, Resident, Offloaded, None };
 enum class Fp8InputQuant { Fused, ScaleThenCast, None };
 
 struct DitModel {
-  std::string preset;        // "wan2.1-14b", "wan2.2-14b", "custom" (Wan-shaped), a block preset, or "blocks" (the file's own)
-  BlockModel spec;           // what a forward runs, block by block
+  std::string preset;  // "wan2.1-14b", "wan2.2-14b", "custom" (Wan-shaped), a block preset, or "blocks" (the file's own)
+  BlockModel spec;     // what a forward runs, block by block
   // Wan-shaped models: the dims the spec is written from.
   int blocks = 40;
   int64_t hidden = 5120;
@@ -44,8 +44,8 @@ struct DitModel {
   int heads = 40;
   int head_dim = 128;
   int64_t text_tokens = 512;
-  int experts = 1;           // Wan2.2: 2 (high-noise, low-noise)
-  double boundary = 0.875;   // fraction of steps on the first expert (Wan2.2)
+  int experts = 1;          // Wan2.2: 2 (high-noise, low-noise)
+  double boundary = 0.875;  // fraction of steps on the first expert (Wan2.2)
   DType dtype = DType::BF16;
   [[nodiscard]] bool wan_shaped() const { return preset == "wan2.1-14b" || preset == "wan2.2-14b" || preset == "custom"; }
 };
@@ -53,32 +53,32 @@ struct DitModel {
 struct DitWorkload {
   std::string name;
   std::string file;
-  std::string topology;      // optional, relative to the workload file
-  std::string calibration;   // optional calibration file (resolved path)
+  std::string topology;                  // optional, relative to the workload file
+  std::string calibration;               // optional calibration file (resolved path)
   CalibrationOrigin calibration_origin;  // what it was measured on
   DitModel model;
   int64_t width = 1280, height = 720, frames = 81;
-  int64_t tokens = 0;        // ((F-1)/4+1) * (H/16) * (W/16), or given
+  int64_t tokens = 0;  // ((F-1)/4+1) * (H/16) * (W/16), or given
   int steps = 40;
   CfgMode cfg = CfgMode::Serial;
   int ulysses = 1;
-  int tp = 1;                // tensor-parallel degree (groups tp{i} of consecutive ranks)
-  int ring = 1;              // ring-attention degree (USP: ulysses x ring ranks share the sequence)
+  int tp = 1;                              // tensor-parallel degree (groups tp{i} of consecutive ranks)
+  int ring = 1;                            // ring-attention degree (USP: ulysses x ring ranks share the sequence)
   TpOverlap tp_overlap = TpOverlap::None;  // GEMMs beside their tensor-parallel all-gather / reduce-scatter
-  int tp_comm_sms = 0;       // with overlap: SMs the communication holds (its channels; the GEMMs beside leave them: sm_margin); 0 = NCCL's default
-  int attention_comm = 4;    // 4 all-to-alls (q, k, v, out) or 2 (packed qkv, out)
+  int tp_comm_sms = 0;     // with overlap: SMs the communication holds (its channels; the GEMMs beside leave them: sm_margin); 0 = NCCL's default
+  int attention_comm = 4;  // 4 all-to-alls (q, k, v, out) or 2 (packed qkv, out)
   CollAlgo all_to_all = CollAlgo::Nccl;
   DType comm_dtype = DType::BF16;
-  int channels = 0;          // 0 = NCCL default
+  int channels = 0;  // 0 = NCCL default
   OffloadPolicy offload = OffloadPolicy::None;
-  int prefetch_size = 2;     // layerwise; 0 = blocking copies
+  int prefetch_size = 2;  // layerwise; 0 = blocking copies
   HostMem host_memory = HostMem::Pinned;
   AttnBackend attention_backend = AttnBackend::Default;  // the SDPA kernel its attention runs
   Fp8InputQuant fp8_input_quant = Fp8InputQuant::Fused;  // model dtype fp8: each GEMM's input quantisation
-  OutsidePlace outside = OutsidePlace::Auto;  // memory.outside
+  OutsidePlace outside = OutsidePlace::Auto;             // memory.outside
   RuntimeSettings runtime;
-  ModelParams params;        // its calibration's (or the defaults') with its own 'compute:' over them
-  struct Compute {           // the workload's 'compute:' efficiencies, kept to apply over another calibration
+  ModelParams params;  // its calibration's (or the defaults') with its own 'compute:' over them
+  struct Compute {     // the workload's 'compute:' efficiencies, kept to apply over another calibration
     std::optional<double> gemm_efficiency, attention_efficiency, hbm_efficiency;
   } compute;
 
@@ -101,7 +101,7 @@ struct MemoryPlan {
     OutsideModel::Runs runs = OutsideModel::Runs::Before;
     bool resident = false;  // held through the steps (else on the GPU only while it runs)
   };
-  std::vector<Outside> outside;  // none with memory.outside: none
+  std::vector<Outside> outside;                 // none with memory.outside: none
   OutsidePlace place = OutsidePlace::Resident;  // memory.outside, resolved
 };
 MemoryPlan memory_plan(const DitWorkload& w);

@@ -21,8 +21,7 @@ namespace {
 class Gen {
  public:
   // `as_run`: the programs are generated as a run reaches them (Program::source).
-  Gen(std::shared_ptr<const DitWorkload> workload, bool as_run)
-      : owned_(std::move(workload)), w_(*owned_), b_(w_.name, w_.ranks()) {
+  Gen(std::shared_ptr<const DitWorkload> workload, bool as_run) : owned_(std::move(workload)), w_(*owned_), b_(w_.name, w_.ranks()) {
     const DitWorkload& w = w_;
     Schedule& s = b_.schedule();
     s.file = w.file;
@@ -118,15 +117,18 @@ class Gen {
     // Held whole or generated as the run goes, a program past the limit is
     // minutes of work.
     if (per_program > limits::max_unrolled_ops() / programs)
-      throw InputError(SourceLocation{w_.file, 0, 0},
-                       fmt::format("{} steps ({} forwards a rank) x {} blocks{} come to about {} ops, more than the {} a run {}: "
-                                   "simulate fewer steps (every step after the first takes the same time) or fewer ranks",
-                                   w_.steps, w_.forwards_per_rank(), templates_.seq.size(), programs > 1 ? fmt::format(" x {} CFG halves", programs) : "",
-                                   programs * per_program, limits::max_unrolled_ops(), self ? "simulates" : "holds in memory"));
+      throw InputError(
+          SourceLocation{w_.file, 0, 0},
+          fmt::format("{} steps ({} forwards a rank) x {} blocks{} come to about {} ops, more than the {} a run {}: "
+                      "simulate fewer steps (every step after the first takes the same time) or fewer ranks",
+                      w_.steps, w_.forwards_per_rank(), templates_.seq.size(), programs > 1 ? fmt::format(" x {} CFG halves", programs) : "",
+                      programs * per_program, limits::max_unrolled_ops(), self ? "simulates" : "holds in memory"));
     for (int r = 0; r < w_.ranks(); ++r) {
       b_.set_roles(r, roles_of(r));
-      if (r % half > 0) b_.share_program(r, r - r % half);
-      else if (!self) program(r);
+      if (r % half > 0)
+        b_.share_program(r, r - r % half);
+      else if (!self)
+        program(r);
     }
     Schedule s = b_.build();
     if (self)
@@ -188,8 +190,10 @@ class Gen {
     for (const Template& t : tt.ops) {
       std::vector<Op>& part = parts[parts.size() == 1 ? 0 : static_cast<size_t>(t.phase)];
       const size_t from = part.size();
-      if (t.ring) ring_attention(part, t, tag + " " + t.name);
-      else if (t.tied) tied_gemm(part, t, tag);
+      if (t.ring)
+        ring_attention(part, t, tag + " " + t.name);
+      else if (t.tied)
+        tied_gemm(part, t, tag);
       else {
         Op op = t.op;
         op.label = tag + " " + t.name;
@@ -300,8 +304,10 @@ class Gen {
     for (int i = 0; i < G; ++i) {
       if (t.before) {
         if (i + 1 < G) {  // pass on the share this step computes on
-          if (i == 0) part.push_back(ops::wait_stream(tp_send_, kCompute));  // the rank's own share is ready
-          else part.push_back(ops::wait_event(tp_send_, tp_events_[static_cast<size_t>(i - 1)]));
+          if (i == 0)
+            part.push_back(ops::wait_stream(tp_send_, kCompute));  // the rank's own share is ready
+          else
+            part.push_back(ops::wait_event(tp_send_, tp_events_[static_cast<size_t>(i - 1)]));
           exchange(i);
         }
         if (i > 0) part.push_back(ops::wait_event(kCompute, tp_events_[static_cast<size_t>(i - 1)]));
@@ -310,7 +316,8 @@ class Gen {
         part.push_back(gemm(i));
         if (i > 0) {  // add the partial received
           part.push_back(ops::wait_event(kCompute, tp_events_[static_cast<size_t>(i - 1)]));
-          part.push_back(ops::memory_kernel(kCompute, 3.0 * static_cast<double>(t.coll_chunk.bytes), fmt::format("{} {} add {}", tag, t.coll_name, i)));
+          part.push_back(
+              ops::memory_kernel(kCompute, 3.0 * static_cast<double>(t.coll_chunk.bytes), fmt::format("{} {} add {}", tag, t.coll_name, i)));
         }
         if (i + 1 < G) {
           part.push_back(ops::wait_stream(tp_send_, kCompute));
@@ -328,8 +335,10 @@ class Gen {
     const int G = w_.ring;
     for (int i = 0; i < G; ++i) {
       if (i + 1 < G) {
-        if (i == 0) part.push_back(ops::wait_stream(ring_send_, kCompute));  // its own K/V are ready
-        else part.push_back(ops::wait_event(ring_send_, ring_events_[static_cast<size_t>(i - 1)]));
+        if (i == 0)
+          part.push_back(ops::wait_stream(ring_send_, kCompute));  // its own K/V are ready
+        else
+          part.push_back(ops::wait_event(ring_send_, ring_events_[static_cast<size_t>(i - 1)]));
         Op send = ops::collective(ring_send_, CollKind::Send, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv send {}", label, i));
         send.peer = role_ref(kRingNext);
         Op recv = ops::collective(ring_recv_, CollKind::Recv, -1, t.kv_bytes, CollAlgo::Nccl, DType::BF16, fmt::format("{} kv recv {}", label, i));
@@ -376,7 +385,10 @@ class Gen {
     if (v.cuda_context > 0) alloc(ops, "cuda context", v.cuda_context, MemPart::Runtime);
     for (const Group g : {Group::Ulysses, Group::Tp, Group::Cfg, Group::Ring})
       if (const uint8_t runs = nccl_runs(g); group_size(g) > 1 && runs != 0) {
-        Op op = ops::nccl_buffers(fmt::format("nccl {}", g == Group::Ulysses ? "ulysses" : g == Group::Tp ? "tp" : g == Group::Cfg ? "cfg" : "ring"),
+        Op op = ops::nccl_buffers(fmt::format("nccl {}", g == Group::Ulysses ? "ulysses"
+                                                         : g == Group::Tp    ? "tp"
+                                                         : g == Group::Cfg   ? "cfg"
+                                                                             : "ring"),
                                   group_role(g));
         op.nccl_runs = runs;
         ops.push_back(std::move(op));
@@ -431,7 +443,12 @@ class Gen {
   class ProgramGen final : public OpSource {
    public:
     ProgramGen(Gen& g, int rank)
-        : g_(g), w_(g.w_), rank_(rank), L_(static_cast<int>(g.templates_.seq.size())), F_(w_.forwards_per_rank()), total_(F_ * L_),
+        : g_(g),
+          w_(g.w_),
+          rank_(rank),
+          L_(static_cast<int>(g.templates_.seq.size())),
+          F_(w_.forwards_per_rank()),
+          total_(F_ * L_),
           P_(w_.offload == OffloadPolicy::Layerwise ? w_.prefetch_size : 0) {
       if (w_.offload == OffloadPolicy::Blocking || w_.offload == OffloadPolicy::Layerwise) prefetched_.assign(static_cast<size_t>(total_), 0);
       if (w_.offload == OffloadPolicy::Block || w_.offload == OffloadPolicy::Phase) {
@@ -443,9 +460,12 @@ class Gen {
     }
     bool next(std::vector<Op>& ops) override {
       if (part_ > F_ + 1) return false;
-      if (part_ == 0) before(ops);
-      else if (part_ <= F_) forward(ops, part_ - 1);
-      else after(ops);
+      if (part_ == 0)
+        before(ops);
+      else if (part_ <= F_)
+        forward(ops, part_ - 1);
+      else
+        after(ops);
       ++part_;
       return true;
     }
@@ -562,10 +582,10 @@ class Gen {
     Gen& g_;
     const DitWorkload& w_;
     const int rank_, L_, F_, total_, P_;
-    int part_ = 0;                                // 0: before the forwards; 1..F: forward part - 1; F + 1: after
-    std::vector<char> prefetched_;                // layerwise: per layer of every forward
-    Bytes largest_ = 0;                           // block, phase: the largest unit
-    std::vector<std::pair<int, int>> units_;      // block, phase: a forward's units in order, (block, part)
+    int part_ = 0;                            // 0: before the forwards; 1..F: forward part - 1; F + 1: after
+    std::vector<char> prefetched_;            // layerwise: per layer of every forward
+    Bytes largest_ = 0;                       // block, phase: the largest unit
+    std::vector<std::pair<int, int>> units_;  // block, phase: a forward's units in order, (block, part)
   };
 
   void program(int rank) {
@@ -597,14 +617,14 @@ class Gen {
   MemoryPlan plan_ = memory_plan(w_);
   gen::BlockTemplates templates_;
   std::vector<int> sp_of_, tp_of_, cfg_of_, ring_of_;  // rank -> its group of that kind, or -1
-  std::vector<int> ring_next_, ring_prev_;   // rank -> its ring neighbours
-  std::vector<int> ring_events_;             // per ring step: its K/V received
-  int ring_send_ = -1, ring_recv_ = -1;      // ring > 1: the K/V streams
-  int tp_stream_ = -1;                       // tp_overlap: chunked: the tied collectives' stream
-  int tp_send_ = -1, tp_recv_ = -1;          // tp_overlap: ring_exchange: its sends' and receives' streams
-  std::vector<int> tp_events_;               // per chunk
+  std::vector<int> ring_next_, ring_prev_;             // rank -> its ring neighbours
+  std::vector<int> ring_events_;                       // per ring step: its K/V received
+  int ring_send_ = -1, ring_recv_ = -1;                // ring > 1: the K/V streams
+  int tp_stream_ = -1;                                 // tp_overlap: chunked: the tied collectives' stream
+  int tp_send_ = -1, tp_recv_ = -1;                    // tp_overlap: ring_exchange: its sends' and receives' streams
+  std::vector<int> tp_events_;                         // per chunk
   int tp_done_ = -1;
-  std::vector<int> slot_events_;             // as_run, layerwise prefetch: the layers' weight events, taking turns
+  std::vector<int> slot_events_;  // as_run, layerwise prefetch: the layers' weight events, taking turns
 };
 
 }  // namespace

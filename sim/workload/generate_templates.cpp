@@ -29,8 +29,10 @@ BlockTemplates build_block_templates(const DitWorkload& w, int tp_stream, int tp
     if (params < 0) throw InputError(t.where, fmt::format("block '{}': params come out negative ({})", t.name, params));
     tt.bytes = static_cast<Bytes>(static_cast<double>(params) * es);
     if (w.offload == OffloadPolicy::Phase && !t.phases.empty())
-      for (const std::string& ph : t.phases) tt.units.push_back(static_cast<Bytes>(static_cast<double>(e(ph, t.where, fmt::format("block '{}' phases", t.name))) * es));
-    else tt.units.push_back(tt.bytes);
+      for (const std::string& ph : t.phases)
+        tt.units.push_back(static_cast<Bytes>(static_cast<double>(e(ph, t.where, fmt::format("block '{}' phases", t.name))) * es));
+    else
+      tt.units.push_back(tt.bytes);
     for (const BlockOp& b : t.ops) {
       const std::string what = fmt::format("op '{}' of block '{}'", b.name, t.name);
       if (!b.when.empty() && e(b.when, b.where, what + " when") == 0) continue;
@@ -73,8 +75,8 @@ BlockTemplates build_block_templates(const DitWorkload& w, int tp_stream, int tp
               // beside the send of one rank's share to the next rank.
               const int64_t g = group_size(w, tp.coll_group);
               if (m % g || bytes % g)
-                throw InputError(b.where, fmt::format("{}: ring_exchange splits m = {} and the {} bytes over the group's {} ranks: they must divide", what, m,
-                                                      bytes, g));
+                throw InputError(b.where, fmt::format("{}: ring_exchange splits m = {} and the {} bytes over the group's {} ranks: they must divide",
+                                                      what, m, bytes, g));
               tp.chunks = static_cast<int>(g);
               tp.gemm_chunk = ops::gemm(kCompute, m / g, n, k, dt);
               tp.coll_chunk = ops::collective(tp_send, CollKind::Send, -1, bytes / g, CollAlgo::Nccl, DType::BF16);
@@ -90,8 +92,9 @@ BlockTemplates build_block_templates(const DitWorkload& w, int tp_stream, int tp
           const int64_t G = b.ring ? w.ring : 1;
           if (q < G || kv < G) throw InputError(b.where, fmt::format("{}: {} queries and {} keys do not split over ring degree {}", what, q, kv, G));
           // Causal over a ring: each step's kernel causal too (a balanced, zigzag split computes about half of every step).
-          const AttentionShape a{1, static_cast<int32_t>(heads), static_cast<int32_t>(q / G), static_cast<int32_t>(kv / G), w.model.head_dim,
-                                 w.attention_backend, b.causal};
+          const AttentionShape a{
+              1,       static_cast<int32_t>(heads), static_cast<int32_t>(q / G), static_cast<int32_t>(kv / G), w.model.head_dim, w.attention_backend,
+              b.causal};
           tp.op = ops::attention(kCompute, a);
           tp.ring = G > 1;
           tp.kv_bytes = 2 * (kv / G) * heads * w.model.head_dim * 2;  // K and V, bf16
@@ -131,7 +134,8 @@ BlockTemplates build_block_templates(const DitWorkload& w, int tp_stream, int tp
         q.op = ops::memory_kernel(kCompute, quant_elements * (fused ? 3.0 : 7.0));
         q.op.launches = fused ? 1 : 2;
         const int views = tp.views + (fused ? 0 : 1);
-        if (views > 255) throw InputError(b.where, fmt::format("{}: views come out {} with the fp8 input's transposed weight (views: 0 .. 254 here)", what, views));
+        if (views > 255)
+          throw InputError(b.where, fmt::format("{}: views come out {} with the fp8 input's transposed weight (views: 0 .. 254 here)", what, views));
         q.views = static_cast<uint8_t>(views);
         tp.views = 0;
         tt.ops.push_back(std::move(q));

@@ -191,8 +191,8 @@ std::optional<RepeatedFigures::GroupRanking> ranking_by_halves(const std::string
     simulated_halves.push_back(spearman(twins, second));
   });
   if (halves.empty()) return std::nullopt;
-  return RepeatedFigures::GroupRanking{group, static_cast<int>(g.size()), n, static_cast<int>(halves.size()), simulated, median(halves),
-                                       median(simulated_halves)};
+  return RepeatedFigures::GroupRanking{group,          static_cast<int>(g.size()), n, static_cast<int>(halves.size()), simulated,
+                                       median(halves), median(simulated_halves)};
 }
 double spearman_of(const std::vector<const ProgramPrediction*>& g) {
   std::vector<double> m, s;
@@ -233,12 +233,14 @@ std::string format_program_figures(const ProgramFigures& f) {
   for (const auto& [name, g] : by_group(f.runs)) {
     std::vector<double> errs;
     for (const auto* r : g) errs.push_back(100 * std::abs(r->error()));
-    out += fmt::format("  {}: {} programs, makespan error median {:.1f} %, worst {:.1f} %", name.empty() ? "(no group)" : name, g.size(), median(errs),
-                       *std::max_element(errs.begin(), errs.end()));
+    out += fmt::format("  {}: {} programs, makespan error median {:.1f} %, worst {:.1f} %", name.empty() ? "(no group)" : name, g.size(),
+                       median(errs), *std::max_element(errs.begin(), errs.end()));
     out += g.size() >= 3 ? fmt::format(", rank correlation {:.2f}\n", spearman_of(g)) : "\n";
   }
-  out += fmt::format("{} programs: makespan error median {:.1f} %, worst {:.1f} %; configurations ranked alike within each group: rank "
-                     "correlation (Spearman) at least {:.2f}\n", f.runs.size(), f.median_pct, f.worst_pct, f.spearman_min);
+  out += fmt::format(
+      "{} programs: makespan error median {:.1f} %, worst {:.1f} %; configurations ranked alike within each group: rank "
+      "correlation (Spearman) at least {:.2f}\n",
+      f.runs.size(), f.median_pct, f.worst_pct, f.spearman_min);
   if (f.memory_runs) {
     out += fmt::format("  {:<40} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}\n", "peak memory (GiB)", "allocated", "simulated", "error", "in use",
                        "simulated", "error");
@@ -248,23 +250,27 @@ std::string format_program_figures(const ProgramFigures& f) {
         out += fmt::format("  {:<40} {:>11.3f} {:>11.3f} {:>+7.1f}% {:>11.3f} {:>11.3f} {:>+7.1f}%\n", r.name, *r.measured_allocated / GiB,
                            r.simulated_allocated / GiB, 100 * r.allocated_error(), *r.measured_device / GiB, r.simulated_device / GiB,
                            100 * r.device_error());
-    out += fmt::format("{} programs measured their memory: peak allocated error median {:.1f} %, worst {:.1f} %; peak in use (with the runtime "
-                       "and the allocator's reserve) median {:.1f} %, worst {:.1f} %\n", f.memory_runs, f.allocated_median_pct, f.allocated_worst_pct,
-                       f.device_median_pct, f.device_worst_pct);
+    out += fmt::format(
+        "{} programs measured their memory: peak allocated error median {:.1f} %, worst {:.1f} %; peak in use (with the runtime "
+        "and the allocator's reserve) median {:.1f} %, worst {:.1f} %\n",
+        f.memory_runs, f.allocated_median_pct, f.allocated_worst_pct, f.device_median_pct, f.device_worst_pct);
   }
   if (f.host_runs) {
     out += fmt::format("  {:<40} {:>12} {:>12} {:>8}\n", "host issue time", "measured", "simulated", "error");
     for (const auto& r : f.runs)
       if (r.measured_host_s)
-        out += fmt::format("  {:<40} {:>9.2f} ms {:>9.2f} ms {:>+7.1f}%\n", r.name, *r.measured_host_s * 1e3, r.simulated_host_s * 1e3, 100 * r.host_error());
+        out += fmt::format("  {:<40} {:>9.2f} ms {:>9.2f} ms {:>+7.1f}%\n", r.name, *r.measured_host_s * 1e3, r.simulated_host_s * 1e3,
+                           100 * r.host_error());
     out += fmt::format("{} programs measured their host issue time: error median {:.1f} %, worst {:.1f} %\n", f.host_runs, f.host_median_pct,
                        f.host_worst_pct);
     std::string host_bound;
     for (const auto& r : f.runs)
       if (r.host_bound_measured_only()) host_bound += " " + r.name;
     if (!host_bound.empty())
-      out += "  their hosts set the pace, the twins' not (a framework's host is slower than a generated twin's; import the program's "
-             "trace, docs/import-trace.md):" + host_bound + "\n";
+      out +=
+          "  their hosts set the pace, the twins' not (a framework's host is slower than a generated twin's; import the program's "
+          "trace, docs/import-trace.md):" +
+          host_bound + "\n";
   }
   return out;
 }
@@ -325,24 +331,28 @@ RepeatedFigures repeated_figures(const std::vector<ProgramPrediction>& runs) {
 
 std::string format_repeated_figures(const RepeatedFigures& f) {
   if (f.programs.empty()) return "";
-  std::string out = fmt::format("  {:<48} {:>4} {:>12} {:>21} {:>12} {:>8}\n", "measured more than once", "runs", "median", "range (spread)",
-                                "simulated", "error");
+  std::string out =
+      fmt::format("  {:<48} {:>4} {:>12} {:>21} {:>12} {:>8}\n", "measured more than once", "runs", "median", "range (spread)", "simulated", "error");
   for (const auto& p : f.programs)
     out += fmt::format("  {:<48} {:>4} {:>9.2f} ms {:>8.2f}-{:<8.2f}({:>3.0f} %) {:>9.2f} ms {:>+7.1f}%{}\n", p.name, p.runs,
-                       p.measured_median_s * 1e3, p.measured_min_s * 1e3, p.measured_max_s * 1e3,
-                       100 * (p.measured_max_s / p.measured_min_s - 1), p.simulated_s * 1e3, 100 * p.error(), p.within_range() ? "" : "  outside");
+                       p.measured_median_s * 1e3, p.measured_min_s * 1e3, p.measured_max_s * 1e3, 100 * (p.measured_max_s / p.measured_min_s - 1),
+                       p.simulated_s * 1e3, 100 * p.error(), p.within_range() ? "" : "  outside");
   for (const std::string& p : f.pairs_misordered) out += "  ordered otherwise by the simulation (measured faster / slower): " + p + "\n";
   for (const auto& r : f.rankings)
-    out += fmt::format("  {}: {} programs' medians ranked against the simulation: rank correlation {:.2f}; half the {} sessions' medians against "
-                       "the other half's {:.2f}, the simulation against a half's {:.2f} (the median over {} splits)\n",
-                       r.group, r.programs, r.simulated, r.sessions, r.halves, r.simulated_halves, r.splits);
-  out += fmt::format("{} programs measured more than once: makespan error against each one's median run: median {:.1f} %, worst {:.1f} %; "
-                     "{} simulated within their measured range; medians ranked alike within each group: rank correlation at least {:.2f}",
-                     f.programs.size(), f.median_pct, f.worst_pct, f.within_range, f.spearman_min);
+    out += fmt::format(
+        "  {}: {} programs' medians ranked against the simulation: rank correlation {:.2f}; half the {} sessions' medians against "
+        "the other half's {:.2f}, the simulation against a half's {:.2f} (the median over {} splits)\n",
+        r.group, r.programs, r.simulated, r.sessions, r.halves, r.simulated_halves, r.splits);
+  out += fmt::format(
+      "{} programs measured more than once: makespan error against each one's median run: median {:.1f} %, worst {:.1f} %; "
+      "{} simulated within their measured range; medians ranked alike within each group: rank correlation at least {:.2f}",
+      f.programs.size(), f.median_pct, f.worst_pct, f.within_range, f.spearman_min);
   if (!f.rankings.empty()) out += fmt::format(" (half the sessions' medians against the other half's: at least {:.2f})", f.halves_spearman_min);
   if (f.pairs_ordered > 0)
-    out += fmt::format("; of the {} configuration pairs every session ran in the same order (three or more measured both), the simulation "
-                       "orders {} alike", f.pairs_ordered, f.pairs_ordered - static_cast<int>(f.pairs_misordered.size()));
+    out += fmt::format(
+        "; of the {} configuration pairs every session ran in the same order (three or more measured both), the simulation "
+        "orders {} alike",
+        f.pairs_ordered, f.pairs_ordered - static_cast<int>(f.pairs_misordered.size()));
   return out + "\n";
 }
 

@@ -106,9 +106,9 @@ struct RepeatedFigures {
   struct GroupRanking {
     std::string group;
     int programs = 0, sessions = 0, splits = 0;  // splits: those compared (three or more programs measured in both halves)
-    double simulated = 1;         // the twins against the medians over every session
-    double halves = 1;            // one half's medians against the other's, the median over the splits
-    double simulated_halves = 1;  // the twins against a half's medians, the median over both halves of every split
+    double simulated = 1;                        // the twins against the medians over every session
+    double halves = 1;                           // one half's medians against the other's, the median over the splits
+    double simulated_halves = 1;                 // the twins against a half's medians, the median over both halves of every split
   };
   std::vector<GroupRanking> rankings;  // the groups of three or more programs measured in two or more sessions
   double halves_spearman_min = 1;      // the least `halves` over them

@@ -47,7 +47,7 @@ TEST_CASE("an attention op runs at its backend's rates, the default's where it n
   Op op;
   op.kind = OpKind::Kernel;
   op.attention = AttentionShape{1, 8, 1000, 1000, 128};
-  const double flops = 4.0 * 8 * 1000 * 1000 * 128;  // at 100 TFLOP/s x efficiency
+  const double flops = 4.0 * 8 * 1000 * 1000 * 128;                                           // at 100 TFLOP/s x efficiency
   CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / 60e12 * 1e6).epsilon(1e-7));  // default -> cudnn
   op.attention->backend = AttnBackend::Flash2;
   CHECK(kernel_time(op, gpu, p).us() == doctest::Approx(flops / 30e12 * 1e6).epsilon(1e-7));
@@ -90,7 +90,8 @@ TEST_CASE("calibrate fits each backend's rates and the default's from attention_
   // 0.36; cross-attention efficiency / (1 + q0 / seq_q) with (0.5, 400) and
   // (0.3, 900); PyTorch's default: cudnn.
   const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   for (double b = 1048576; b <= 1073741824.0; b *= 4)  // a machine run's pinned copies
     doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", 1}, {"time_us", 3 + b / 55e3}});
   struct B {
@@ -100,13 +101,27 @@ TEST_CASE("calibrate fits each backend's rates and the default's from attention_
   for (const B& b : {B{"cudnn", 0.66, 0.5, 400}, B{"flash2", 0.36, 0.3, 900}}) {
     for (int tokens : {16384, 32768}) {
       const double f = 4.0 * 40 * tokens * double(tokens) * 128;
-      doc["results"].push_back({{"key", "attention_sdpa"}, {"kind", "self"}, {"heads", 40}, {"seq_q", tokens}, {"seq_kv", tokens}, {"head_dim", 128},
-                                {"backend", b.name}, {"time_us", f / (989e12 * b.self) * 1e6}, {"TFLOPs", 989 * b.self}});
+      doc["results"].push_back({{"key", "attention_sdpa"},
+                                {"kind", "self"},
+                                {"heads", 40},
+                                {"seq_q", tokens},
+                                {"seq_kv", tokens},
+                                {"head_dim", 128},
+                                {"backend", b.name},
+                                {"time_us", f / (989e12 * b.self) * 1e6},
+                                {"TFLOPs", 989 * b.self}});
     }
     for (int q : {2048, 4096, 8192, 16384}) {
       const double eff = b.cross / (1 + b.q0 / q), f = 4.0 * 40 * q * 512.0 * 128;
-      doc["results"].push_back({{"key", "attention_sdpa"}, {"kind", "cross"}, {"heads", 40}, {"seq_q", q}, {"seq_kv", 512}, {"head_dim", 128},
-                                {"backend", b.name}, {"time_us", f / (989e12 * eff) * 1e6}, {"TFLOPs", 989 * eff}});
+      doc["results"].push_back({{"key", "attention_sdpa"},
+                                {"kind", "cross"},
+                                {"heads", 40},
+                                {"seq_q", q},
+                                {"seq_kv", 512},
+                                {"head_dim", 128},
+                                {"backend", b.name},
+                                {"time_us", f / (989e12 * eff) * 1e6},
+                                {"TFLOPs", 989 * eff}});
     }
   }
   doc["results"].push_back({{"key", "attention_default"}, {"backend", "cudnn"}, {"kernel", "cudnn_generated_fort_native_sdpa_sm90"}});
@@ -164,13 +179,21 @@ TEST_CASE("causal attention: the pairs it computes at the causal efficiency, fit
 
   // Causal rows (TFLOPs on the pairs computed) give causal_attention_efficiency; self and cross rows keep theirs.
   const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   for (double b = 1048576; b <= 1073741824.0; b *= 4)
     doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", 1}, {"time_us", 3 + b / 55e3}});
   const auto row = [&](const char* kind, int seq_q, int seq_kv, double eff) {
     const double f = AttentionShape{1, 32, seq_q, seq_kv, 128, AttnBackend::Default, std::string(kind) == "causal"}.flops();
-    doc["results"].push_back({{"key", "attention_sdpa"}, {"kind", kind}, {"heads", 32}, {"seq_q", seq_q}, {"seq_kv", seq_kv}, {"head_dim", 128},
-                              {"backend", "cudnn"}, {"time_us", f / (989e12 * eff) * 1e6}, {"TFLOPs", 989 * eff}});
+    doc["results"].push_back({{"key", "attention_sdpa"},
+                              {"kind", kind},
+                              {"heads", 32},
+                              {"seq_q", seq_q},
+                              {"seq_kv", seq_kv},
+                              {"head_dim", 128},
+                              {"backend", "cudnn"},
+                              {"time_us", f / (989e12 * eff) * 1e6},
+                              {"TFLOPs", 989 * eff}});
   };
   row("self", 16384, 16384, 0.66);
   row("self", 32768, 32768, 0.66);

@@ -53,7 +53,8 @@ TEST_CASE("copies per gated burst: the burst fitted from the one-way rows' reps 
   // H2D 2.7 us and a burst of 7 us, D2H 2.6 us and 7.5 us.
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
   auto bench = [](double burst_h2d, double burst_d2h) {
-    nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+    nlohmann::json doc = {
+        {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
     for (double b = 4096; b <= 1073741824.0; b *= 4)
       for (int d2h = 0; d2h < 2; ++d2h) {
         const int reps = b < 1048576 ? 20 : b < 64.0 * 1048576 ? 5 : 1;
@@ -80,7 +81,8 @@ TEST_CASE("copies per gated burst: the burst fitted from the one-way rows' reps 
   // The event after a copy measured (overhead_gpu_event_gap, H2D copies):
   // the hand-off is the burst less it.
   nlohmann::json ev = bench(7, 7.5);
-  ev["results"].push_back({{"key", "overhead_gpu_event_gap"}, {"op", "h2d"}, {"bytes", 1048576}, {"ops", 50}, {"plain_us", 21.7}, {"fenced_us", 23.0}, {"gap_us", 1.3}});
+  ev["results"].push_back(
+      {{"key", "overhead_gpu_event_gap"}, {"op", "h2d"}, {"bytes", 1048576}, {"ops", 50}, {"plain_us", 21.7}, {"fenced_us", 23.0}, {"gap_us", 1.3}});
   const Calibration e = calibrate({{"ev.json", ev}}, topo);
   CHECK(e.params.overheads.event_gpu_time_copy.us() == doctest::Approx(1.3).epsilon(1e-6));
   CHECK(e.params.handoff.copy_after_kernel_latency.h2d.us() == doctest::Approx(7 - 1.3).epsilon(1e-4));
@@ -90,7 +92,12 @@ TEST_CASE("copies per gated burst: the burst fitted from the one-way rows' reps 
   nlohmann::json held = bench(7, 7.5);
   for (const int reps : {1, 2, 5, 20, 50})
     for (const char* gate : {"kernel", "kernel_wait"})
-      held["results"].push_back({{"key", "copy_reps"}, {"gpus", {0}}, {"bytes", 262144}, {"reps", reps}, {"gate", gate}, {"dir", "h2d"},
+      held["results"].push_back({{"key", "copy_reps"},
+                                 {"gpus", {0}},
+                                 {"bytes", 262144},
+                                 {"reps", reps},
+                                 {"gate", gate},
+                                 {"dir", "h2d"},
                                  {"h2d_time_us", 7.5 + 6.0 / reps}});
   const Calibration h = calibrate({{"held.json", held}}, topo);
   CHECK(h.params.handoff.copy_after_kernel_latency.h2d.us() == doctest::Approx(6).epsilon(1e-4));
@@ -206,30 +213,40 @@ TEST_CASE("NCCL collective tables: interpolation, the nearest rank count, and si
   p.nccl.nccl_tables.push_back({TC::AllToAll, 4, false, {{1e6, 40e-6}}});
   const auto* t2 = p.nccl.nccl_table_for(TC::AllToAll, 2, false);
   REQUIRE(t2 != nullptr);
-  CHECK(t2->time_at(1e3) == doctest::Approx(20e-6));             // below the table: its latency
-  CHECK(t2->time_at(2e6) == doctest::Approx(40e-6));             // the line through (1e6, 20) and (4e6, 80)
-  CHECK(t2->time_at(8e6) == doctest::Approx(120e-6));            // through (4e6, 80) and (16e6, 200): not log-log's 126.5
+  CHECK(t2->time_at(1e3) == doctest::Approx(20e-6));                           // below the table: its latency
+  CHECK(t2->time_at(2e6) == doctest::Approx(40e-6));                           // the line through (1e6, 20) and (4e6, 80)
+  CHECK(t2->time_at(8e6) == doctest::Approx(120e-6));                          // through (4e6, 80) and (16e6, 200): not log-log's 126.5
   CHECK(t2->time_at(32e6) == doctest::Approx(200e-6 + 16e6 * 120e-6 / 12e6));  // past the end: the last segment's rate
-  CHECK(p.nccl.nccl_table_for(TC::AllToAll, 3, false)->ranks == 4);   // tie between 2 and 4: the larger
+  CHECK(p.nccl.nccl_table_for(TC::AllToAll, 3, false)->ranks == 4);            // tie between 2 and 4: the larger
   CHECK(p.nccl.nccl_table_for(TC::AllToAll, 8, false)->ranks == 4);
   CHECK(p.nccl.nccl_table_for(TC::AllToAllPairwise, 2, false) == nullptr);  // no pairwise table
-  CHECK(p.nccl.nccl_table_for(TC::AllToAll, 2, true) == nullptr);      // no host-memory table
+  CHECK(p.nccl.nccl_table_for(TC::AllToAll, 2, true) == nullptr);           // no host-memory table
 }
 
 TEST_CASE("PyTorch's own all-to-alls: reported per way and rank count by size, the pairwise rows made the framework's tables, non-decreasing") {
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   // A machine run (pinned copies), then PyTorch's rows out of size order,
   // two ways, two rank counts.
   for (const double b : {1048576.0, 16777216.0})
     doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", 5}, {"time_us", 3 + b / 55e3}});
   for (const double mib : {16.0, 1.0})
     for (const int ranks : {4, 2}) {
-      doc["results"].push_back({{"key", "framework_all_to_all"}, {"op", "all_to_all_pairwise"}, {"ranks", ranks}, {"bytes", mib * 1048576}, {"time_us", 100.0 * ranks + mib}});
-      doc["results"].push_back({{"key", "framework_all_to_all"}, {"op", "all_to_all_single"}, {"ranks", ranks}, {"bytes", mib * 1048576}, {"time_us", 10.0 * ranks + mib}});
+      doc["results"].push_back({{"key", "framework_all_to_all"},
+                                {"op", "all_to_all_pairwise"},
+                                {"ranks", ranks},
+                                {"bytes", mib * 1048576},
+                                {"time_us", 100.0 * ranks + mib}});
+      doc["results"].push_back({{"key", "framework_all_to_all"},
+                                {"op", "all_to_all_single"},
+                                {"ranks", ranks},
+                                {"bytes", mib * 1048576},
+                                {"time_us", 10.0 * ranks + mib}});
     }
   // Four ranks at 4 MiB measured faster than at 1 MiB (host noise): the two pool to their mean.
-  doc["results"].push_back({{"key", "framework_all_to_all"}, {"op", "all_to_all_pairwise"}, {"ranks", 4}, {"bytes", 4.0 * 1048576}, {"time_us", 397.0}});
+  doc["results"].push_back(
+      {{"key", "framework_all_to_all"}, {"op", "all_to_all_pairwise"}, {"ranks", 4}, {"bytes", 4.0 * 1048576}, {"time_us", 397.0}});
   const Calibration c = calibrate({{"torch.json", doc}}, topo);
   std::map<std::string, std::vector<std::pair<std::string, double>>> reported;
   for (const Fit& f : c.fits)
@@ -260,14 +277,16 @@ TEST_CASE("PyTorch's own all-to-alls: reported per way and rank count by size, t
 
 TEST_CASE("NCCL's buffers: a part per communicator and one per peer, per transport, fitted from vram_nccl rows") {
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   for (const double b : {1048576.0, 16777216.0})
     doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", 5}, {"time_us", 3 + b / 55e3}});
   constexpr double MiB = 1 << 20;
   // Peer to peer: 600 MiB + 300 MiB a peer; through host memory 400 MiB whatever the peers
   // (not the defaults); the rows after a pairwise exchange (other figures) are not the fit's.
   for (const int ranks : {2, 4}) {
-    doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", "all_to_all_single"}, {"bytes", (600 + 300.0 * (ranks - 1)) * MiB}});
+    doc["results"].push_back(
+        {{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", "all_to_all_single"}, {"bytes", (600 + 300.0 * (ranks - 1)) * MiB}});
     doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "host"}, {"after", "all_to_all_single"}, {"bytes", 400 * MiB}});
     doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", "pairwise"}, {"bytes", 9000 * MiB * ranks}});
   }
@@ -287,7 +306,8 @@ TEST_CASE("NCCL's buffers: a part per communicator and one per peer, per transpo
   // A second communicator (a pair: one peer) added 550 MiB peer to peer, 50 through host memory:
   // the communicator's own 250 / 50, the process's 350 both ways (the first's less them).
   for (const int ranks : {2, 4}) {
-    doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", "second_communicator"}, {"bytes", 9000 * MiB * ranks + 550 * MiB}});
+    doc["results"].push_back(
+        {{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", "second_communicator"}, {"bytes", 9000 * MiB * ranks + 550 * MiB}});
     doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "host"}, {"after", "pairwise"}, {"bytes", 400 * MiB}});
     doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "host"}, {"after", "second_communicator"}, {"bytes", 450 * MiB}});
   }
@@ -302,10 +322,12 @@ TEST_CASE("NCCL's buffers: a part per communicator and one per peer, per transpo
   // the communicator's own 250; through host memory 30 each (reported only).
   for (const int ranks : {2, 4}) {
     const double second = 9000 * MiB * ranks + 550 * MiB, d = ranks == 4 ? 10 : 0;
-    for (const auto& [after, bytes] : std::vector<std::pair<const char*, double>>{
-             {"send_recv", second + 560 * MiB}, {"all_reduce", second + (560 + 330 + d) * MiB}, {"all_gather", second + (560 + 330 + 310 + 2 * d) * MiB}})
+    for (const auto& [after, bytes] : std::vector<std::pair<const char*, double>>{{"send_recv", second + 560 * MiB},
+                                                                                  {"all_reduce", second + (560 + 330 + d) * MiB},
+                                                                                  {"all_gather", second + (560 + 330 + 310 + 2 * d) * MiB}})
       doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "p2p"}, {"after", after}, {"bytes", bytes}});
-    for (const auto& [after, bytes] : std::vector<std::pair<const char*, double>>{{"send_recv", 480 * MiB}, {"all_reduce", 510 * MiB}, {"all_gather", 540 * MiB}})
+    for (const auto& [after, bytes] :
+         std::vector<std::pair<const char*, double>>{{"send_recv", 480 * MiB}, {"all_reduce", 510 * MiB}, {"all_gather", 540 * MiB}})
       doc["results"].push_back({{"key", "vram_nccl"}, {"ranks", ranks}, {"transport", "host"}, {"after", after}, {"bytes", bytes}});
   }
   const Calibration kinds = calibrate({{"nccl.json", doc}}, topo);
@@ -324,18 +346,22 @@ TEST_CASE("the hand-off's phase: fitted from every sample, each row's times with
   // kernel, 3 us after a host function, 3 us + k after a copy, k = 0..7
   // eight times each (64 samples): the 2nd and 98th percentiles are 0 and
   // 7 us; copy_after_idle bursts of one 256 KiB H2D copy to replay.
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   for (double b = 4096; b <= 1073741824.0; b *= 4)
-    for (const char* key : {"h2d_pinned", "d2h_pinned"}) doc["results"].push_back({{"key", key}, {"gpus", {0}}, {"bytes", b}, {"time_us", 2.7 + b / 55e3}});
+    for (const char* key : {"h2d_pinned", "d2h_pinned"})
+      doc["results"].push_back({{"key", key}, {"gpus", {0}}, {"bytes", b}, {"time_us", 2.7 + b / 55e3}});
   std::vector<double> host(64, 3.0), after;
   for (int i = 0; i < 64; ++i) after.push_back(3.0 + i / 8);
   const auto kernels = [&](const char* what, const std::vector<double>& samples) {
-    return nlohmann::json{{"key", "kernel_reps"}, {"gpus", {0}}, {"bytes", 1048576}, {"reps", 1}, {"after", what}, {"time_us", samples[32]}, {"samples_us", samples}};
+    return nlohmann::json{{"key", "kernel_reps"},   {"gpus", {0}},          {"bytes", 1048576}, {"reps", 1}, {"after", what},
+                          {"time_us", samples[32]}, {"samples_us", samples}};
   };
   doc["results"].push_back(kernels("host", host));
   doc["results"].push_back(kernels("copy", after));
   for (const char* before : {"host", "kernel_done"})
-    doc["results"].push_back({{"key", "copy_after_idle"}, {"gpus", {0}}, {"bytes", 262144}, {"reps", 1}, {"before", before}, {"dir", "h2d"}, {"time_us", 10.0}});
+    doc["results"].push_back(
+        {{"key", "copy_after_idle"}, {"gpus", {0}}, {"bytes", 262144}, {"reps", 1}, {"before", before}, {"dir", "h2d"}, {"time_us", 10.0}});
   const Calibration c = calibrate({{"phase.json", doc}}, topo);
   REQUIRE(c.params.handoff.has_handoff_phase());
   CHECK(c.params.handoff.handoff_phase_min == Time::zero());
@@ -406,19 +432,31 @@ TEST_CASE("host aggregates both ways and of pageable copies: fitted from multi-G
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
   const double bytes = 1073741824.0;
   const std::map<int, double> limit = {{2, 100}, {3, 120}, {4, 128}};
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   for (double b = 64.0 * 1048576; b <= bytes; b *= 4)  // the engines: 55 GB/s each way
     for (const char* key : {"h2d_pinned", "d2h_pinned"})
       doc["results"].push_back({{"key", key}, {"gpus", {0}}, {"bytes", b}, {"reps", 1}, {"time_us", 3 + b / 55e3}});
-  doc["results"].push_back({{"key", "multi_bidir_pinned"}, {"gpus", 1}, {"bytes_per_gpu", bytes}, {"time_us", 2 * bytes / 90e3},
-                            {"h2d_time_us", 2 * bytes / 90e3}, {"d2h_time_us", 2 * bytes / 90e3}, {"aggregate_GBps", 90.0}});
+  doc["results"].push_back({{"key", "multi_bidir_pinned"},
+                            {"gpus", 1},
+                            {"bytes_per_gpu", bytes},
+                            {"time_us", 2 * bytes / 90e3},
+                            {"h2d_time_us", 2 * bytes / 90e3},
+                            {"d2h_time_us", 2 * bytes / 90e3},
+                            {"aggregate_GBps", 90.0}});
   for (const auto& [k, L] : limit) {
     const double t = bytes / (L / (2 * k) * 1e3);
-    doc["results"].push_back({{"key", "multi_bidir_pinned"}, {"gpus", k}, {"bytes_per_gpu", bytes}, {"time_us", t}, {"h2d_time_us", t},
-                              {"d2h_time_us", t}, {"aggregate_GBps", 2 * k * bytes / t * 1e-3}});
+    doc["results"].push_back({{"key", "multi_bidir_pinned"},
+                              {"gpus", k},
+                              {"bytes_per_gpu", bytes},
+                              {"time_us", t},
+                              {"h2d_time_us", t},
+                              {"d2h_time_us", t},
+                              {"aggregate_GBps", 2 * k * bytes / t * 1e-3}});
   }
   for (int k = 1; k <= 4; ++k)
-    doc["results"].push_back({{"key", "multi_h2d_pageable"}, {"gpus", k}, {"bytes_per_gpu", 268435456}, {"time_us", 1e5}, {"aggregate_GBps", 7.0 * k - k * k / 2.0}});
+    doc["results"].push_back(
+        {{"key", "multi_h2d_pageable"}, {"gpus", k}, {"bytes_per_gpu", 268435456}, {"time_us", 1e5}, {"aggregate_GBps", 7.0 * k - k * k / 2.0}});
   const Calibration c = calibrate({{"multi.json", doc}}, topo);
   const auto& both = c.params.copies.host_bidir_aggregate;
   REQUIRE(both.size() == 4);
@@ -430,15 +468,16 @@ TEST_CASE("host aggregates both ways and of pageable copies: fitted from multi-G
   CHECK(c.params.copies.pageable_d2h_aggregate.empty());
   // Replayed, each count's last copy ends when the run's did.
   for (const auto& cmp : compare_bench(doc, topo, c.params))
-    if (cmp.key == "multi_bidir_pinned" && cmp.cls == "multi-GPU both ways" && cmp.what.rfind("1 GPUs", 0) != 0) CHECK(std::abs(cmp.error_pct()) < 0.1);
+    if (cmp.key == "multi_bidir_pinned" && cmp.cls == "multi-GPU both ways" && cmp.what.rfind("1 GPUs", 0) != 0)
+      CHECK(std::abs(cmp.error_pct()) < 0.1);
   // A topology whose host bridge has no throughput: no limit on both ways
   // together can bind there, so none is written (a bisection would have run
   // to its lower bound), and the fit says why.
-  const hw::Topology open(hw::parse_topology_string(
-      "name: open\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: rc0, kind: host_bridge}\n"
-      "  - {name: \"gpu{i}\", kind: gpu, model: H200, repeat: 4}\nlinks:\n  - {a: rc0, b: cpu0, kind: internal}\n"
-      "  - {a: \"gpu{i}\", b: rc0, pcie: gen5 x16, latency: 1 us, repeat: 4}\n",
-      "open.yaml"));
+  const hw::Topology open(
+      hw::parse_topology_string("name: open\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: rc0, kind: host_bridge}\n"
+                                "  - {name: \"gpu{i}\", kind: gpu, model: H200, repeat: 4}\nlinks:\n  - {a: rc0, b: cpu0, kind: internal}\n"
+                                "  - {a: \"gpu{i}\", b: rc0, pcie: gen5 x16, latency: 1 us, repeat: 4}\n",
+                                "open.yaml"));
   const Calibration unbound = calibrate({{"multi.json", doc}}, open);
   CHECK(unbound.params.copies.host_bidir_aggregate.empty());
   bool said = false;
@@ -467,8 +506,8 @@ TEST_CASE("memory-bound kernels' load: fitted at the calibration's full-duty slo
   const auto [load, values] = load_with([](nlohmann::json&) {});
   CHECK(load > 0.3);
   CHECK(load < 0.7);
-  CHECK(values.at("target") == doctest::Approx(1 + (values.at("gemm_slowdown") - 1) * (values.at("replayed_as_gemm") - 1) /
-                                                       (values.at("gemm_alone_slowdown") - 1)));
+  CHECK(values.at("target") ==
+        doctest::Approx(1 + (values.at("gemm_slowdown") - 1) * (values.at("replayed_as_gemm") - 1) / (values.at("gemm_alone_slowdown") - 1)));
   const auto [halved, halved_values] = load_with([](nlohmann::json& r) {
     r["slowdown"] = 1 + (r["slowdown"].get<double>() - 1) / 2;
     r["alone_slowdown"] = 1 + (r["alone_slowdown"].get<double>() - 1) / 2;
@@ -510,10 +549,21 @@ TEST_CASE("collectives' load: GEMMs between all-to-alls simulated at a known loa
     comm_us.push_back((ops[3 + 3 * i].end - ops[3 + 3 * i].start).us());
   }
   const auto tail = [](const std::vector<double>& v) { return median(std::vector<double>(v.begin() + static_cast<long>(v.size() / 2), v.end())); };
-  nlohmann::json row = {{"key", "gemm_between_all_to_all"}, {"ranks", 2}, {"bytes", bytes}, {"m", 8192}, {"n", 5120}, {"k", 5120},
-                        {"gemms_per_cycle", 2}, {"burst_time_us", gemm_us.front()}, {"comm_burst_time_us", comm_us.front()},
-                        {"steady_time_us", tail(gemm_us)}, {"comm_steady_time_us", tail(comm_us)}, {"slowdown", tail(gemm_us) / gemm_us.front()},
-                        {"comm_slowdown", tail(comm_us) / comm_us.front()}, {"time_us", gemm_us}, {"comm_time_us", comm_us}};
+  nlohmann::json row = {{"key", "gemm_between_all_to_all"},
+                        {"ranks", 2},
+                        {"bytes", bytes},
+                        {"m", 8192},
+                        {"n", 5120},
+                        {"k", 5120},
+                        {"gemms_per_cycle", 2},
+                        {"burst_time_us", gemm_us.front()},
+                        {"comm_burst_time_us", comm_us.front()},
+                        {"steady_time_us", tail(gemm_us)},
+                        {"comm_steady_time_us", tail(comm_us)},
+                        {"slowdown", tail(gemm_us) / gemm_us.front()},
+                        {"comm_slowdown", tail(comm_us) / comm_us.front()},
+                        {"time_us", gemm_us},
+                        {"comm_time_us", comm_us}};
   REQUIRE(row["slowdown"].get<double>() > 1.02);
   auto fitted = [&](const nlohmann::json& r) {
     nlohmann::json doc = bench;
@@ -535,13 +585,16 @@ TEST_CASE("collectives' load: GEMMs between all-to-alls simulated at a known loa
   const auto v = values_of(fit_named(scaled, "sustained load, collectives' share"));
   CHECK(v.at("target") == doctest::Approx(1 + (v.at("gemm_slowdown") - 1) * (v.at("replayed_as_gemm") - 1) / (v.at("gemm_alone_slowdown") - 1)));
   // A target under the measured slowdown is a lighter load, and over it a heavier one.
-  if (v.at("target") < v.at("gemm_slowdown")) CHECK(scaled.params.power.sustained_comm_load < 0.59);
-  else CHECK(scaled.params.power.sustained_comm_load > 0.61);
+  if (v.at("target") < v.at("gemm_slowdown"))
+    CHECK(scaled.params.power.sustained_comm_load < 0.59);
+  else
+    CHECK(scaled.params.power.sustained_comm_load > 0.61);
 }
 
 TEST_CASE("norms by row length: each row length's median per kind, a split view and the long-row shapes kept out of the table") {
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));  // HBM 4.8 TB/s
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   for (const double b : {1048576.0, 16777216.0})
     doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", 5}, {"time_us", 3 + b / 55e3}});
   const auto row = [&](const char* op, double share, nlohmann::json extra) {
@@ -619,7 +672,8 @@ TEST_CASE("the workloads' GEMM shapes alone and between SDPA kernels: replayed p
   half.power.sustained_attention_load = 0.5;
   const std::vector<Comparison> lighter = replayed(half);
   std::vector<double> gemm_slowdown;
-  for (size_t i = 0; i < rs.size(); ++i) gemm_slowdown.push_back(lighter[3 * i + (i > 0 ? 1 : 0)].simulated_us / rs[i].at("burst_time_us").get<double>());
+  for (size_t i = 0; i < rs.size(); ++i)
+    gemm_slowdown.push_back(lighter[3 * i + (i > 0 ? 1 : 0)].simulated_us / rs[i].at("burst_time_us").get<double>());
   CHECK(gemm_slowdown.front() < 1.05);
   CHECK(gemm_slowdown.back() > gemm_slowdown.front() + 0.03);
   CHECK(gemm_slowdown.back() < 1.2);
@@ -630,10 +684,16 @@ TEST_CASE("PyTorch's return after a wait: replayed with the calibration's call c
   // at once after a wait, so the GPU idles per item what the next call
   // costs (the framework's dispatch and the CUDA call): 99 gaps over 100 items.
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   for (const char* wait : {"kernel_sync", "copy_stream_sync", "blocking_to"})
-    doc["results"].push_back({{"key", "overhead_framework_sync_return"}, {"wait", wait}, {"item_us", 1000.0}, {"waited_us", 1030.0}, {"gap_us", 30.0},
-                              {"items", 100}, {"copy_mib", 64}});
+    doc["results"].push_back({{"key", "overhead_framework_sync_return"},
+                              {"wait", wait},
+                              {"item_us", 1000.0},
+                              {"waited_us", 1030.0},
+                              {"gap_us", 30.0},
+                              {"items", 100},
+                              {"copy_mib", 64}});
   ModelParams p;
   p.overheads.kernel_launch = Time::from_us(4);
   p.overheads.memcpy_call = Time::from_us(2);
@@ -657,10 +717,12 @@ TEST_CASE("PyTorch's return after a wait: replayed with the calibration's call c
 
 TEST_CASE("PyTorch's calls that launch nothing: framework_view_call the median over them, contiguous() and the sized ops reported") {
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", 1048576.0}, {"reps", 5}, {"time_us", 3 + 1048576.0 / 55e3}});
   // The median of 2, 3, 4, 9 (split, returning 3 tensors) is 3.5; contiguous() of a contiguous tensor (0.2) is no call the model charges.
-  for (const auto& [op, us] : std::vector<std::pair<const char*, double>>{{"slice", 2}, {"view", 3}, {"transpose", 4}, {"split", 9}, {"contiguous", 0.2}})
+  for (const auto& [op, us] :
+       std::vector<std::pair<const char*, double>>{{"slice", 2}, {"view", 3}, {"transpose", 4}, {"split", 9}, {"contiguous", 0.2}})
     doc["results"].push_back({{"key", "overhead_framework_view"}, {"op", op}, {"host_us", us}, {"tensors", std::string(op) == "split" ? 3 : 1}});
   doc["results"].push_back({{"key", "overhead_framework_op_sized"}, {"op", "linear"}, {"tokens", 4096}, {"hidden", 3072}, {"host_us", 30.0}});
   const Calibration c = calibrate({{"torch.json", doc}}, topo);
@@ -690,7 +752,8 @@ TEST_CASE("PyTorch's calls that launch nothing: framework_view_call the median o
 
 TEST_CASE("the calls beside a prefetch are replayed against what the model charges them, not fitted") {
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   for (const char* op : {"stream_context", "event_record", "wait_event", "wait_stream", "record_stream", "empty", "copy_pinned"})
     doc["results"].push_back({{"key", "overhead_framework_stream_call"}, {"op", op}, {"host_us", 5.0}});
   ModelParams p;
@@ -729,8 +792,15 @@ TEST_CASE("a block loop's waits: framework_wait_return is what the model's calls
   CHECK(base.params.overheads.framework_wait_return == Time::zero());
   std::vector<nlohmann::json> loops;
   for (const auto& [wait, compute_us, item_us] : {std::tuple{"block_loop", 0.0, 1240.0}, std::tuple{"block_loop_compute", 2000.0, 2050.0}})
-    loops.push_back({{"key", "overhead_framework_sync_return"}, {"wait", wait}, {"item_us", item_us}, {"gap_us", 0.0}, {"items", 100}, {"copy_mib", 64},
-                     {"ops", 10}, {"views", 14}, {"compute_us", compute_us}});
+    loops.push_back({{"key", "overhead_framework_sync_return"},
+                     {"wait", wait},
+                     {"item_us", item_us},
+                     {"gap_us", 0.0},
+                     {"items", 100},
+                     {"copy_mib", 64},
+                     {"ops", 10},
+                     {"views", 14},
+                     {"compute_us", compute_us}});
   nlohmann::json probe = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", loops}};
   std::vector<double> model_us;
   for (const Comparison& c : compare_bench(probe, topo, base.params)) model_us.push_back(c.simulated_us);
@@ -743,8 +813,8 @@ TEST_CASE("a block loop's waits: framework_wait_return is what the model's calls
     loops[i]["gap_us"] = model_us[i] + 50;
     doc["results"].push_back(loops[i]);
   }
-  doc["results"].push_back({{"key", "overhead_framework_sync_return"}, {"wait", "kernel_sync"}, {"item_us", 1000.0}, {"gap_us", 500.0}, {"items", 100},
-                            {"copy_mib", 64}});
+  doc["results"].push_back(
+      {{"key", "overhead_framework_sync_return"}, {"wait", "kernel_sync"}, {"item_us", 1000.0}, {"gap_us", 500.0}, {"items", 100}, {"copy_mib", 64}});
   const Calibration c = calibrate({{"bench-default.json", doc}}, topo);
   CHECK(c.params.overheads.framework_wait_return.us() == doctest::Approx(50).epsilon(0.01));
   int loops_replayed = 0;
@@ -766,19 +836,27 @@ TEST_CASE("a block loop's waits: framework_wait_return is what the model's calls
 
 TEST_CASE("fp8 GEMMs: gemm_fp8_ratio the median of the two dtypes' shares of their peaks, rowwise rows reported, the fp8 rows replayed") {
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));  // bf16 989, fp8 1979 TFLOP/s
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   // bf16 at 0.70 of its peak; fp8 at 0.63, 0.56 and 0.70 of its own: ratios 0.9, 0.8, 1.0, median 0.9.
-  doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", 1048576.0}, {"reps", 5}, {"time_us", 3 + 1048576.0 / 55e3}});  // a machine run
+  doc["results"].push_back(
+      {{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", 1048576.0}, {"reps", 5}, {"time_us", 3 + 1048576.0 / 55e3}});  // a machine run
   const double peak_bf16 = 989, peak_fp8 = 1979;
   int i = 0;
   for (const double share : {0.63, 0.56, 0.70}) {
     const int m = 4096 << i++, n = 5120, k = 5120;
     const double flops = 2.0 * m * n * k;
     for (const char* scaling : {"tensorwise", "rowwise"})
-      doc["results"].push_back({{"key", "gemm_fp8"}, {"gpus", {0}}, {"m", m}, {"n", n}, {"k", k}, {"scaling", scaling},
+      doc["results"].push_back({{"key", "gemm_fp8"},
+                                {"gpus", {0}},
+                                {"m", m},
+                                {"n", n},
+                                {"k", k},
+                                {"scaling", scaling},
                                 {"time_us", flops / (peak_fp8 * 1e6 * share * (std::string(scaling) == "rowwise" ? 0.5 : 1.0))},
                                 {"TFLOPs", peak_fp8 * share * (std::string(scaling) == "rowwise" ? 0.5 : 1.0)},
-                                {"bf16_time_us", flops / (peak_bf16 * 1e6 * 0.70)}, {"bf16_TFLOPs", peak_bf16 * 0.70}});
+                                {"bf16_time_us", flops / (peak_bf16 * 1e6 * 0.70)},
+                                {"bf16_TFLOPs", peak_bf16 * 0.70}});
   }
   const Calibration c = calibrate({{"gemm.json", doc}}, topo);
   CHECK(c.params.gemm.fp8_efficiency_ratio == doctest::Approx(0.9).epsilon(1e-9));

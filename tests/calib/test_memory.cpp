@@ -11,7 +11,8 @@ TEST_CASE("calibrate recovers hbm_latency and hbm_efficiency from memory_kernel 
   // 64 MiB up; the smaller ones (in the L2) twice as fast, which the fit leaves
   // out. Calibration needs a machine run: pinned copies beside them.
   const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   for (double b = 1048576; b <= 1073741824.0; b *= 4) {
     const double t = 3 + b / (0.8 * 4.8e6);
     doc["results"].push_back({{"key", "memory_kernel"}, {"hbm_bytes", b}, {"time_us", b < 64.0 * 1048576 ? t / 2 : t}});

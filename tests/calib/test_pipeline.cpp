@@ -45,12 +45,29 @@ TEST_CASE("every replayed key is a bench testcase, replayed by exactly one row")
   std::set<std::string> unreplayed;
   for (const bench::Testcase& t : bench::kTestcases)
     if (!replay_for(t.key)) unreplayed.emplace(t.key);
-  CHECK(unreplayed == std::set<std::string>{"overhead_kernel_launch", "overhead_event_record", "overhead_stream_sync_idle",
-                                            "overhead_memcpy_async_pinned_return", "overhead_stream_wait_event", "overhead_framework_op",
-                                            "overhead_framework_collective", "launch_queue", "h2d_pageable_beside_compute", "framework_all_to_all",
-                                            "kernel_reps", "memory_after", "gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy",
-                                            "vram_context", "vram_gemm_workspace", "vram_allocator_reserve", "vram_nccl", "framework_elementwise",
-                                            "host_after_wait", "host_op_loop", "overhead_framework_fp8_gemm"});
+  CHECK(unreplayed == std::set<std::string>{"overhead_kernel_launch",
+                                            "overhead_event_record",
+                                            "overhead_stream_sync_idle",
+                                            "overhead_memcpy_async_pinned_return",
+                                            "overhead_stream_wait_event",
+                                            "overhead_framework_op",
+                                            "overhead_framework_collective",
+                                            "launch_queue",
+                                            "h2d_pageable_beside_compute",
+                                            "framework_all_to_all",
+                                            "kernel_reps",
+                                            "memory_after",
+                                            "gemm_sustained",
+                                            "gemm_sustained_long",
+                                            "gemm_sustained_copy",
+                                            "vram_context",
+                                            "vram_gemm_workspace",
+                                            "vram_allocator_reserve",
+                                            "vram_nccl",
+                                            "framework_elementwise",
+                                            "host_after_wait",
+                                            "host_op_loop",
+                                            "overhead_framework_fp8_gemm"});
 }
 
 TEST_CASE("the fit steps are the bench's families', named once, reading its testcases") {
@@ -79,8 +96,8 @@ TEST_CASE("the fit steps are the bench's families', named once, reading its test
     if (!t.fitted) CHECK(!read);
     if (t.fitted && !read) fitted_unread.emplace(t.key);
   }
-  CHECK(fitted_unread == std::set<std::string>{"overhead_stream_wait_event", "h2d_two_streams", "multi_h2d_pipelined", "p2p_copy",
-                                               "copy_after_idle", "memory_after", "gemm_sustained_shapes", "gemm_after_idle"});
+  CHECK(fitted_unread == std::set<std::string>{"overhead_stream_wait_event", "h2d_two_streams", "multi_h2d_pipelined", "p2p_copy", "copy_after_idle",
+                                               "memory_after", "gemm_sustained_shapes", "gemm_after_idle"});
 }
 
 TEST_CASE("a step reads fields after the steps that write them") {
@@ -136,14 +153,18 @@ TEST_CASE("a step that produces or consumes an output its row does not list is r
   const json def = json::object();
   Calibration cal;
   FitContext ctx(docs, docs, def, topo, cal);
-  const FitStep producer{.family = "power", .name = "test_producer", .produces = {FitOutput::sustained_scale},
-                         .run = [](FitContext& c) { c.produce(FitOutput::sustained_scale, 1.25); }};
-  const FitStep consumer{.family = "gemm", .name = "test_consumer", .consumes = {FitOutput::sustained_scale},
-                         .run = [](FitContext& c) { c.p.gemm.gemm_efficiency = c.consume(FitOutput::sustained_scale).value_or(0); }};
-  const FitStep unlisted{.family = "gemm", .name = "test_unlisted",
-                         .run = [](FitContext& c) { c.p.gemm.gemm_efficiency = c.consume(FitOutput::sustained_scale).value_or(0); }};
-  const FitStep stray{.family = "copies", .name = "test_stray", .consumes = {FitOutput::sustained_scale},
-                      .run = [](FitContext& c) { c.produce(FitOutput::sustained_scale, 2); }};
+  const FitStep producer{.family = "power", .name = "test_producer", .produces = {FitOutput::sustained_scale}, .run = [](FitContext& c) {
+                           c.produce(FitOutput::sustained_scale, 1.25);
+                         }};
+  const FitStep consumer{.family = "gemm", .name = "test_consumer", .consumes = {FitOutput::sustained_scale}, .run = [](FitContext& c) {
+                           c.p.gemm.gemm_efficiency = c.consume(FitOutput::sustained_scale).value_or(0);
+                         }};
+  const FitStep unlisted{.family = "gemm", .name = "test_unlisted", .run = [](FitContext& c) {
+                           c.p.gemm.gemm_efficiency = c.consume(FitOutput::sustained_scale).value_or(0);
+                         }};
+  const FitStep stray{.family = "copies", .name = "test_stray", .consumes = {FitOutput::sustained_scale}, .run = [](FitContext& c) {
+                        c.produce(FitOutput::sustained_scale, 2);
+                      }};
   ctx.run(producer);
   ctx.run(consumer);
   CHECK(cal.params.gemm.gemm_efficiency == 1.25);

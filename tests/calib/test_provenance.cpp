@@ -61,8 +61,7 @@ TEST_CASE("a bench of another GPU family is refused, and a fit above the topolog
     check_bench_gpus(docs, rtx);
     FAIL("expected a refusal");
   } catch (const InputError& e) {
-    CHECK(std::string(e.what()).find("the bench ran on NVIDIA H100 80GB HBM3, but topology rtx4090x8-pcie's GPUs are RTX-4090") !=
-          std::string::npos);
+    CHECK(std::string(e.what()).find("the bench ran on NVIDIA H100 80GB HBM3, but topology rtx4090x8-pcie's GPUs are RTX-4090") != std::string::npos);
   }
   // The same family at lower peaks (H100 PCIe: 756 TFLOP/s against the SXM's 989 the bench reached ~80 % of).
   const hw::Topology pcie(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml"));
@@ -107,7 +106,7 @@ TEST_CASE("a calibration's origin is read from its provenance block alone, as fr
     CHECK(o.gpu == provenance["gpu"].as<std::string>());
     CHECK(o.gpus == provenance["gpus"].as<int>());
     const std::string block = provenance_block(text);
-    CHECK(block.find("\nmodel:") == std::string::npos);  // up to the next top-level key
+    CHECK(block.find("\nmodel:") == std::string::npos);                           // up to the next top-level key
     CHECK(block.find("    - {file: \"bench-default.json") != std::string::npos);  // plain or .gz
   }
   CHECK(shipped >= 4);

@@ -48,7 +48,8 @@ Reference reference(const std::string& machine) {
   for (const auto& s : m["calibration"]["sources"])  // named as `overlapsim reference` names them
     docs.emplace_back(std::filesystem::path("validate/reference/" + machine + "/" + s.as<std::string>()).lexically_normal().string(),
                       load(dir + s.as<std::string>()));
-  return {machine, std::move(docs), hw::Topology(hw::parse_topology_file(dir + m["topology"].as<std::string>())), dir + m["calibration"]["file"].as<std::string>()};
+  return {machine, std::move(docs), hw::Topology(hw::parse_topology_file(dir + m["topology"].as<std::string>())),
+          dir + m["calibration"]["file"].as<std::string>()};
 }
 }  // namespace
 
@@ -88,7 +89,8 @@ TEST_CASE("bad bench input is refused with the file named and what to do") {
   gemm_only["results"] = kept;
   CHECK_THROWS_WITH_AS(calibrate({{"gemm.json", gemm_only}}, topo), doctest::Contains("needs a machine run"), InputError);
   const nlohmann::json off = load(kSrc + "/validate/reference/h200x2-nvlink/bench-p2p-disable.json");
-  CHECK_THROWS_WITH_AS(calibrate({{"off.json", off}, {"gemm.json", gemm_only}}, topo), doctest::Contains("add the bench run made without it"), InputError);
+  CHECK_THROWS_WITH_AS(calibrate({{"off.json", off}, {"gemm.json", gemm_only}}, topo), doctest::Contains("add the bench run made without it"),
+                       InputError);
 }
 
 TEST_CASE("a hand-off bench row with a value outside its testcase's cases is refused, not read as another case") {

@@ -38,7 +38,9 @@ TEST_CASE("base parameters: a file, none (the datasheet's), or the topology's me
   const BaseParams measured = base_params("", dgx);
   CHECK(measured.built_in);
   CHECK(measured.file == "configs/calibrations/h100-sxm.yaml");
-  CHECK(base_params_note(measured, &dgx).rfind("calibration: the measured defaults for these GPUs (configs/calibrations/h100-sxm.yaml, measured on NVIDIA H100 80GB HBM3", 0) == 0);
+  CHECK(base_params_note(measured, &dgx)
+            .rfind("calibration: the measured defaults for these GPUs (configs/calibrations/h100-sxm.yaml, measured on NVIDIA H100 80GB HBM3", 0) ==
+        0);
   const BaseParams none = base_params("none", dgx);
   CHECK_FALSE(none.built_in);
   CHECK(model_yaml(none.params) == model_yaml(ModelParams{}));
@@ -47,6 +49,7 @@ TEST_CASE("base parameters: a file, none (the datasheet's), or the topology's me
   CHECK_FALSE(file.built_in);
   CHECK(file.origin.gpu == "NVIDIA H200");  // read with the parameters, from the file's provenance
   CHECK(file.origin.gpus == 1);
-  CHECK(base_params_note(file, &dgx).find("warning: the calibration was measured on NVIDIA H200, the topology's GPUs are H100-SXM5") != std::string::npos);
+  CHECK(base_params_note(file, &dgx).find("warning: the calibration was measured on NVIDIA H200, the topology's GPUs are H100-SXM5") !=
+        std::string::npos);
   CHECK_FALSE(base_params("", topology("rtx4090x8-pcie")).built_in);
 }

@@ -69,7 +69,7 @@ TEST_CASE("events at one instant with one callback share a heap entry and run in
   e.at(Time::from_ns(10), a, &log, 1);
   const EventId a2 = e.at(Time::from_ns(10), a, &log, 2);
   e.at(Time::from_ns(10), a, &log, 3);
-  e.at(Time::from_ns(5), b, &log, 0);   // another time: the chain at 10 ns goes on
+  e.at(Time::from_ns(5), b, &log, 0);  // another time: the chain at 10 ns goes on
   e.at(Time::from_ns(10), a, &log, 4);
   e.at(Time::from_ns(10), b, &log, 5);  // another callback: a new entry after the chain
   e.at(Time::from_ns(10), a, &log, 6);  // and a new chain after it
@@ -114,7 +114,7 @@ TEST_CASE("try_advance moves the clock only when nothing is due first") {
   Engine e;
   std::vector<int> order;
   e.at(Time::from_us(10), [&] { order.push_back(1); });
-  CHECK(e.try_advance(Time::from_us(5)));    // nothing due by 5 us
+  CHECK(e.try_advance(Time::from_us(5)));  // nothing due by 5 us
   CHECK(e.now() == Time::from_us(5));
   CHECK_FALSE(e.try_advance(Time::from_us(10)));  // the event at 10 us runs first
   CHECK(e.now() == Time::from_us(5));

@@ -83,7 +83,7 @@ TEST_CASE("a late flow slows an early one from its first byte on") {
   r.engine.at(Time::from_ms(50), [&] { r.flows.start(r.spec({{link}}, 0.5e9, Time::from_ms(50))); });
   r.engine.run();
   REQUIRE(r.done.size() == 2);
-  CHECK(r.done[0].end == Time::from_ms(200));  // B
+  CHECK(r.done[0].end == Time::from_ms(200));                                           // B
   CHECK(r.done[1].end.ps() == doctest::Approx(Time::from_ms(250).ps()).epsilon(1e-9));  // A
 }
 
@@ -151,8 +151,7 @@ TEST_CASE("room reserved for flows about to start changes none of their times") 
     const ConstraintId links[] = {a, b, c};
     constexpr int kFlows = 3000;
     if (reserve) r.flows.reserve(kFlows);
-    for (int i = 0; i < kFlows; ++i)
-      r.flows.start(r.spec({{links[i % 3]}, {links[(i + 1) % 3], 0.5}}, 1e6 * (1 + i % 7), Time::from_us(i % 2)));
+    for (int i = 0; i < kFlows; ++i) r.flows.start(r.spec({{links[i % 3]}, {links[(i + 1) % 3], 0.5}}, 1e6 * (1 + i % 7), Time::from_us(i % 2)));
     r.engine.run();
     std::vector<std::pair<FlowId, int64_t>> ends;
     for (const FlowRecord& rec : r.done) ends.emplace_back(rec.id, rec.end.ps());

@@ -15,9 +15,9 @@ namespace {
 // A slow, dense reference: progressive filling recomputed from scratch every
 // round, no heap, no components, no incrementality.
 struct RefProblem {
-  std::vector<double> cap;                      // per constraint
-  std::vector<double> weight, bound;            // per variable
-  std::vector<std::vector<double>> a;           // a[c][v]
+  std::vector<double> cap;             // per constraint
+  std::vector<double> weight, bound;   // per variable
+  std::vector<std::vector<double>> a;  // a[c][v]
 };
 
 std::vector<double> reference_solve(const RefProblem& p) {
@@ -31,8 +31,10 @@ std::vector<double> reference_solve(const RefProblem& p) {
       double used = 0, w = 0;
       for (size_t v = 0; v < V; ++v) {
         if (p.a[c][v] == 0) continue;
-        if (fixed[v]) used += p.a[c][v] * r[v];
-        else w += p.a[c][v] * p.weight[v];
+        if (fixed[v])
+          used += p.a[c][v] * r[v];
+        else
+          w += p.a[c][v] * p.weight[v];
       }
       if (w > 0) level = std::min(level, std::max(0.0, p.cap[c] - used) / w);
     }
@@ -47,8 +49,10 @@ std::vector<double> reference_solve(const RefProblem& p) {
       double used = 0, w = 0;
       for (size_t v = 0; v < V; ++v) {
         if (p.a[c][v] == 0) continue;
-        if (fixed[v]) used += p.a[c][v] * r[v];
-        else w += p.a[c][v] * p.weight[v];
+        if (fixed[v])
+          used += p.a[c][v] * r[v];
+        else
+          w += p.a[c][v] * p.weight[v];
       }
       if (w > 0 && std::max(0.0, p.cap[c] - used) / w <= level * (1 + 1e-12))
         for (size_t v = 0; v < V; ++v)
@@ -66,8 +70,7 @@ std::vector<double> reference_solve(const RefProblem& p) {
 }
 
 // The definition of max-min fairness, checked directly.
-void check_maxmin_properties(const MaxMinSystem& s, const std::vector<VariableId>& vars,
-                             const std::vector<ConstraintId>& cons) {
+void check_maxmin_properties(const MaxMinSystem& s, const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons) {
   const double eps = 1e-9;
   for (ConstraintId c : cons) CHECK(s.usage(c) <= s.capacity(c) * (1 + eps));
   for (VariableId v : vars) {
@@ -415,7 +418,7 @@ TEST_CASE("randomised: a remembered component's solution is the one a solve give
     std::vector<std::pair<int, double>> uses;  // (constraint within the group, coefficient)
   };
   constexpr double inf = MaxMinSystem::kUnbounded;
-  const std::vector<Template> templates = {{1, inf, {{0, 1}, {1, 1}}}, {2, inf, {{0, 1}, {1, 1}}}, {1, 0.25, {{0, 1}, {1, 1}}},
+  const std::vector<Template> templates = {{1, inf, {{0, 1}, {1, 1}}},   {2, inf, {{0, 1}, {1, 1}}}, {1, 0.25, {{0, 1}, {1, 1}}},
                                            {1, inf, {{0, 0.5}, {1, 1}}}, {1, inf, {{0, 1}, {2, 1}}}, {1, inf, {{3, 1}, {4, 0.5}}}};
   std::mt19937_64 rng(99);
   MaxMinSystem memo, plain;

@@ -61,7 +61,8 @@ TEST_CASE("PCIe node: the exchange and the H2D copies slow each other") {
   const double t_x = 256 * 1048576.0 / share;
   const double t_h2d = t_x + (kGiB - share * t_x) / kGen5;
   for (const auto& t : both.run.transfers) {
-    if (t.spec->name.rfind("h2d", 0) == 0) CHECK(ms(t.end) == doctest::Approx(t_h2d * 1e3).epsilon(1e-4));
+    if (t.spec->name.rfind("h2d", 0) == 0)
+      CHECK(ms(t.end) == doctest::Approx(t_h2d * 1e3).epsilon(1e-4));
     else {
       // Bounces start after 2 or 2.5 us of latency, and the first ones get
       // more than a quarter of the link until the others arrive: they end

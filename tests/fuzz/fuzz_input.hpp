@@ -13,16 +13,16 @@
 
 // Inputs may unroll to 4 million ops: enough for every shipped config, small
 // enough that one input stays well within the fuzzer's memory limit.
-#define OSIM_FUZZ_TARGET(body)                                                        \
-  extern "C" int LLVMFuzzerInitialize(int*, char***) {                               \
-    osim::limits::set_max_unrolled_ops(4'000'000);                                    \
-    return 0;                                                                         \
-  }                                                                                   \
-  extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {          \
-    const std::string text(reinterpret_cast<const char*>(data), size);               \
-    try {                                                                             \
-      body;                                                                           \
-    } catch (const osim::InputError&) {                                               \
-    }                                                                                 \
-    return 0;                                                                         \
+#define OSIM_FUZZ_TARGET(body)                                              \
+  extern "C" int LLVMFuzzerInitialize(int*, char***) {                      \
+    osim::limits::set_max_unrolled_ops(4'000'000);                          \
+    return 0;                                                               \
+  }                                                                         \
+  extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { \
+    const std::string text(reinterpret_cast<const char*>(data), size);      \
+    try {                                                                   \
+      body;                                                                 \
+    } catch (const osim::InputError&) {                                     \
+    }                                                                       \
+    return 0;                                                               \
   }

@@ -92,7 +92,6 @@ programs:
                      ranks, kind);
 }
 
-
 // How many ops two runs of one schedule time differently (issue, return,
 // start, end, what bound a copy and how long, the waits' events); the first
 // few named through `say`.
@@ -104,7 +103,8 @@ int differing_records(const ExecResult& a, const ExecResult& b, Say&& say) {
       const OpRecord &x = a.ops[r][i], &y = b.ops[r][i];
       if (x.issue != y.issue || x.returned != y.returned || x.start != y.start || x.end != y.end || x.bottleneck != y.bottleneck ||
           x.bottleneck_time != y.bottleneck_time || x.waits_on != y.waits_on || x.ran != y.ran)
-        if (++differ <= 3) say(fmt::format("rank {} op {}: start {} / {} ps, end {} / {} ps", r, i, x.start.ps(), y.start.ps(), x.end.ps(), y.end.ps()));
+        if (++differ <= 3)
+          say(fmt::format("rank {} op {}: start {} / {} ps, end {} / {} ps", r, i, x.start.ps(), y.start.ps(), x.end.ps(), y.end.ps()));
     }
   return differ;
 }
@@ -126,9 +126,8 @@ inline Schedule random_schedule(uint64_t& state, bool more) {
   for (int i = 0; i < n; ++i) {
     const char* sizes[] = {"16 MB", "64 MB", "64 MB", "256 MB"};
     switch (next(more ? 9 : 7)) {
-      case 0: case 1:
-        ops += fmt::format("      - {{op: collective, kind: all_to_all, group: world, bytes: {}, stream: compute}}\n", sizes[next(4)]);
-        break;
+      case 0:
+      case 1: ops += fmt::format("      - {{op: collective, kind: all_to_all, group: world, bytes: {}, stream: compute}}\n", sizes[next(4)]); break;
       case 2:
         ops += fmt::format("      - {{op: collective, kind: all_to_all, group: {}, bytes: {}, stream: side}}\n", next(2) ? "other" : "reversed",
                            sizes[next(4)]);
@@ -138,7 +137,8 @@ inline Schedule random_schedule(uint64_t& state, bool more) {
       case 5: ops += fmt::format("      - {{op: host_work, duration: {} us}}\n", next(8000)); break;
       case 6: ops += fmt::format("      - {{op: stream_sync, stream: {}}}\n", next(2) ? "compute" : "side"); break;
       case 7:
-        ops += fmt::format("      - {{op: collective, kind: all_to_all, algorithm: pairwise, group: world, bytes: {}, stream: side}}\n", sizes[next(4)]);
+        ops +=
+            fmt::format("      - {{op: collective, kind: all_to_all, algorithm: pairwise, group: world, bytes: {}, stream: side}}\n", sizes[next(4)]);
         break;
       default: ops += fmt::format("      - {{op: kernel, stream: compute, gemm: {{m: 8192, n: 8192, k: {}}}}}\n", 1024 * (1 + next(8))); break;
     }
@@ -152,7 +152,7 @@ programs:
     ops:
 {}      - {{op: device_sync}}
 )",
-                                       ops),
+                                           ops),
                                "random.yaml");
 }
 

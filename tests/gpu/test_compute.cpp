@@ -114,7 +114,8 @@ programs:
   CHECK(kernel_us("sm_margin: 10") == doctest::Approx(solo * 100 / 90 / (1 - (0.04 + 0.0025 * 6))).epsilon(1e-6));
   CHECK(kernel_us("sm_limit: 100") == doctest::Approx(solo / (1 - (0.04 + 0.0025 * 16))).epsilon(1e-6));
   // More SMs left than the GPU has: an error naming the kernel.
-  CHECK(error_of("name: m\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, name: k, stream: a, duration: 1 us, sm_margin: 100}\n")
+  CHECK(error_of("name: m\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, name: k, stream: a, duration: 1 us, "
+                 "sm_margin: 100}\n")
             .find("kernel 'k' leaves 100 SMs to others (sm_margin) but gpu0 has 100") != std::string::npos);
 }
 
@@ -141,9 +142,11 @@ programs:
 namespace {
 // One kernel of 1 GB HBM traffic (and `keys`) in a framework program, its time in ms.
 double framework_kernel_ms(const ModelParams& p, const std::string& keys) {
-  const Sim s("name: k\nsettings: {framework: pytorch}\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB" +
-                  keys + "}\n",
-              p);
+  const Sim s(
+      "name: k\nsettings: {framework: pytorch}\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 "
+      "GB" +
+          keys + "}\n",
+      p);
   return (s.op(0, 0).end - s.op(0, 0).start).ms();
 }
 }  // namespace
@@ -178,16 +181,20 @@ TEST_CASE("a norm over short rows runs at the table's rate for its row length an
   // No row named: the norms' rate, whatever the kind.
   CHECK(ms(", access: rms_norm") == doctest::Approx(1.0 / 0.5).epsilon(1e-9));
   // Two norms of the same bytes and kind in one program: each at its own row's rate.
-  const Sim both("name: k\nsettings: {framework: pytorch}\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n"
-                 "      - {op: kernel, stream: a, bytes: 1 GB, access: rms_norm, row: 128}\n"
-                 "      - {op: kernel, stream: a, bytes: 1 GB, access: rms_norm, row: 2048}\n",
-                 p);
+  const Sim both(
+      "name: k\nsettings: {framework: pytorch}\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n"
+      "      - {op: kernel, stream: a, bytes: 1 GB, access: rms_norm, row: 128}\n"
+      "      - {op: kernel, stream: a, bytes: 1 GB, access: rms_norm, row: 2048}\n",
+      p);
   CHECK((both.op(0, 0).end - both.op(0, 0).start).ms() == doctest::Approx(1.0 / 0.2).epsilon(1e-9));
   CHECK((both.op(0, 1).end - both.op(0, 1).start).ms() == doctest::Approx(1.0 / 0.6).epsilon(1e-9));
   // A row is a norm's.
-  CHECK(error_of("name: k\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB, access: roll, row: 128}\n")
-            .find("give it with access: norm, layer_norm or rms_norm") != std::string::npos);
-  CHECK(error_of("name: k\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB, access: norm, row: 0}\n")
+  CHECK(
+      error_of(
+          "name: k\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB, access: roll, row: 128}\n")
+          .find("give it with access: norm, layer_norm or rms_norm") != std::string::npos);
+  CHECK(error_of(
+            "name: k\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: a, bytes: 1 GB, access: norm, row: 0}\n")
             .find("must be 1 .. 2^31-1") != std::string::npos);
 }
 
@@ -200,8 +207,8 @@ TEST_CASE("framework_kernels: PyTorch's kernel rates without its host costs (imp
   const Sim plain("name: k\n" + body, p);
   const Sim torch("name: k\nsettings: {framework: pytorch}\n" + body, p);
   CHECK((kernels.op(0, 0).end - kernels.op(0, 0).start).ms() == doctest::Approx(1.0 / 0.6).epsilon(1e-9));
-  CHECK(kernels.op(0, 0).returned == plain.op(0, 0).returned);                       // the host's cost as without a framework
-  CHECK(torch.op(0, 0).returned - plain.op(0, 0).returned == Time::from_us(20));      // PyTorch's op on top
+  CHECK(kernels.op(0, 0).returned == plain.op(0, 0).returned);                    // the host's cost as without a framework
+  CHECK(torch.op(0, 0).returned - plain.op(0, 0).returned == Time::from_us(20));  // PyTorch's op on top
   CHECK(error_of("name: k\nsettings: {framework: pytorch, framework_kernels: false}\n" + body).find("a PyTorch program's kernels are PyTorch's") !=
         std::string::npos);
 }

@@ -34,12 +34,12 @@ programs:
     return y;
   };
   Sim pageable(with("pageable"), p);
-  CHECK(pageable.op(0, 0).end == Time::from_ms(20));             // 100 MB at 5 GB/s
-  CHECK(pageable.op(0, 1).issue == Time::from_ms(20));           // the host was blocked until then
-  CHECK(pageable.op(0, 1).start == Time::from_us(20004));        // plus the launch overhead
+  CHECK(pageable.op(0, 0).end == Time::from_ms(20));       // 100 MB at 5 GB/s
+  CHECK(pageable.op(0, 1).issue == Time::from_ms(20));     // the host was blocked until then
+  CHECK(pageable.op(0, 1).start == Time::from_us(20004));  // plus the launch overhead
   Sim pinned(with("pinned"), p);
-  CHECK(pinned.op(0, 0).end == Time::from_ms(10));               // 100 MB at the link's 10 GB/s
-  CHECK(pinned.op(0, 1).start == Time::from_us(4));              // overlaps the copy
+  CHECK(pinned.op(0, 0).end == Time::from_ms(10));   // 100 MB at the link's 10 GB/s
+  CHECK(pinned.op(0, 1).start == Time::from_us(4));  // overlaps the copy
 }
 
 TEST_CASE("H2D copies serialise on one engine whatever the stream, and H2D and D2H overlap") {
@@ -56,7 +56,7 @@ programs:
   CHECK(s.op(0, 0).end == Time::from_ms(10));
   CHECK(s.op(0, 1).start == Time::from_ms(10));  // FIFO behind the first
   CHECK(s.op(0, 1).end == Time::from_ms(20));
-  CHECK(s.op(0, 2).start == Time::zero());       // its own engine and link direction
+  CHECK(s.op(0, 2).start == Time::zero());  // its own engine and link direction
   CHECK(s.op(0, 2).end == Time::from_ms(10));
 }
 
@@ -90,10 +90,10 @@ TEST_CASE("host_h2d_aggregate: the host bridge's H2D limit follows how many GPUs
   // Without a table: the bridge's 100 GB/s, 3 x 40 GB/s would want 120.
   CHECK(Sim(copies(3), p, topo).op(0, 0).end.ms() == doctest::Approx(18.0));  // 600 MB at 100/3 GB/s
   p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(70), Bandwidth::from_GBps(90), Bandwidth::from_GBps(96)};
-  CHECK(Sim(copies(1), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // one GPU: its own 40 GB/s link, not 39
+  CHECK(Sim(copies(1), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));          // one GPU: its own 40 GB/s link, not 39
   CHECK(Sim(copies(2), p, topo).op(1, 0).end.ms() == doctest::Approx(600.0 / 35.0));  // 70 / 2 each
-  CHECK(Sim(copies(3), p, topo).op(2, 0).end.ms() == doctest::Approx(20.0));         // 90 / 3 each
-  CHECK(Sim(copies(4), p, topo).op(3, 0).end.ms() == doctest::Approx(25.0));         // 96 / 4 each
+  CHECK(Sim(copies(3), p, topo).op(2, 0).end.ms() == doctest::Approx(20.0));          // 90 / 3 each
+  CHECK(Sim(copies(4), p, topo).op(3, 0).end.ms() == doctest::Approx(25.0));          // 96 / 4 each
   // Entries past the list take its last; the topology's limit stays the ceiling.
   p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(150)};
   CHECK(Sim(copies(3), p, topo).op(0, 0).end.ms() == doctest::Approx(18.0));  // min(150, 100) / 3
@@ -114,7 +114,8 @@ programs:
   - rank: 2
     ops:
       - {op: memcpy, kind: h2d, bytes: 600 MB, stream: copy}
-)", p, topo);
+)",
+                p, topo);
   CHECK(two.op(0, 0).end.ms() == doctest::Approx(30.0));
   CHECK(two.op(1, 0).end.ms() == doctest::Approx(30.0));
   CHECK(two.op(0, 1).end.ms() == doctest::Approx(45.0));
@@ -129,10 +130,10 @@ TEST_CASE("host_d2h_aggregate: the same for D2H copies, under the bridge's to-ho
   ModelParams p = quiet();
   CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // 600 MB at 90/3 GB/s
   p.copies.host_d2h_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(70), Bandwidth::from_GBps(60)};
-  CHECK(Sim(bridge_copies(1, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // one GPU: its link
+  CHECK(Sim(bridge_copies(1, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));        // one GPU: its link
   CHECK(Sim(bridge_copies(2, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(600.0 / 35));  // 70 / 2
-  CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(30.0));  // 60 / 3
-  CHECK(Sim(bridge_copies(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(40.0));  // the last entry for more GPUs
+  CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(30.0));        // 60 / 3
+  CHECK(Sim(bridge_copies(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(40.0));        // the last entry for more GPUs
   p.copies.host_d2h_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(200)};
   CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // never above the bridge's 90
   CHECK(Sim(bridge_copies(3, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // H2D: not held by it
@@ -164,7 +165,7 @@ programs:
 TEST_CASE("copies both ways at once on one GPU keep copy_bidir_factor of their engine's rate, pageable copies their own latency and rate") {
   ModelParams p = quiet();
   p.copies.copy_engine_bandwidth.h2d = Bandwidth::from_GBps(8);
-  p.copies.copy_bidir_factor.h2d = 0.75;     // H2D: 6 GB/s while a D2H runs
+  p.copies.copy_bidir_factor.h2d = 0.75;  // H2D: 6 GB/s while a D2H runs
   p.copies.copy_bidir_factor.d2h = 0.5;   // D2H: 4 GB/s while an H2D runs
   // 120 MB H2D beside 40 MB D2H: both at once until the D2H ends at 10 ms
   // (40 MB at 4 GB/s; the H2D has moved 60 MB at 6), then the H2D alone at
@@ -259,17 +260,17 @@ TEST_CASE("host_bidir_aggregate: a host bridge's limit on both directions togeth
   ModelParams p = quiet();
   CHECK(Sim(both_ways(3), p, topo).op(0, 1).end.ms() == doctest::Approx(15.0));  // no table: each link's 40 GB/s
   p.copies.host_bidir_aggregate = {Bandwidth::from_GBps(80), Bandwidth::from_GBps(100), Bandwidth::from_GBps(120)};
-  CHECK(Sim(both_ways(1), p, topo).op(0, 1).end.ms() == doctest::Approx(15.0));   // one GPU: its links, not 80
-  CHECK(Sim(both_ways(2), p, topo).op(1, 0).end.ms() == doctest::Approx(24.0));   // 4 copies share 100: 25 GB/s each
-  CHECK(Sim(both_ways(3), p, topo).op(2, 1).end.ms() == doctest::Approx(30.0));   // 6 share 120: 20 each
-  CHECK(Sim(both_ways(4), p, topo).op(3, 0).end.ms() == doctest::Approx(40.0));   // the last entry for more GPUs: 15 each
+  CHECK(Sim(both_ways(1), p, topo).op(0, 1).end.ms() == doctest::Approx(15.0));  // one GPU: its links, not 80
+  CHECK(Sim(both_ways(2), p, topo).op(1, 0).end.ms() == doctest::Approx(24.0));  // 4 copies share 100: 25 GB/s each
+  CHECK(Sim(both_ways(3), p, topo).op(2, 1).end.ms() == doctest::Approx(30.0));  // 6 share 120: 20 each
+  CHECK(Sim(both_ways(4), p, topo).op(3, 0).end.ms() == doctest::Approx(40.0));  // the last entry for more GPUs: 15 each
   // GPUs count, not copies: rank 1 copying one way still counts once; 3 copies share 100.
   CHECK(Sim(both_ways(2, 1), p, topo).op(1, 0).end.ms() == doctest::Approx(18.0));
   // It binds only while both directions copy: a host may move less both ways
   // at once than one way alone (4xH200: 150 GB/s together, 164 H2D alone).
   p.copies.host_bidir_aggregate = {Bandwidth::from_GBps(80), Bandwidth::from_GBps(60)};
   CHECK(Sim(bridge_copies(2, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // each link's 40, not 60 / 2
-  CHECK(Sim(both_ways(2), p, topo).op(0, 0).end.ms() == doctest::Approx(40.0));            // 4 copies share 60: 15 each
+  CHECK(Sim(both_ways(2), p, topo).op(0, 0).end.ms() == doctest::Approx(40.0));             // 4 copies share 60: 15 each
 }
 
 TEST_CASE("pageable_h2d_aggregate: the host's limit on pageable copies of several GPUs at once") {
@@ -285,9 +286,9 @@ TEST_CASE("pageable_h2d_aggregate: the host's limit on pageable copies of severa
   p.copies.pageable_bandwidth.d2h = Bandwidth::from_GBps(10);
   CHECK(Sim(pageable(3, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));  // no table: each at its 10 GB/s
   p.copies.pageable_h2d_aggregate = {Bandwidth::from_GBps(9), Bandwidth::from_GBps(16), Bandwidth::from_GBps(18)};
-  CHECK(Sim(pageable(1, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));   // one GPU: its own rate, not 9
-  CHECK(Sim(pageable(2, "h2d"), p, topo).op(1, 0).end.ms() == doctest::Approx(75.0));   // 16 / 2 each
-  CHECK(Sim(pageable(3, "h2d"), p, topo).op(2, 0).end.ms() == doctest::Approx(100.0));  // 18 / 3 each
+  CHECK(Sim(pageable(1, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));         // one GPU: its own rate, not 9
+  CHECK(Sim(pageable(2, "h2d"), p, topo).op(1, 0).end.ms() == doctest::Approx(75.0));         // 16 / 2 each
+  CHECK(Sim(pageable(3, "h2d"), p, topo).op(2, 0).end.ms() == doctest::Approx(100.0));        // 18 / 3 each
   CHECK(Sim(pageable(4, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(600.0 / 4.5));  // the last entry for more
   // Pinned copies and the other direction are not held by it.
   CHECK(Sim(bridge_copies(4, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));

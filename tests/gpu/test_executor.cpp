@@ -44,7 +44,7 @@ programs:
   Sim one(with(1));
   CHECK(one.op(0, 4).start == Time::from_ms(1));  // queued behind s2's wait
   Sim eight(with(8));
-  CHECK(eight.op(0, 4).start == Time::zero());    // own queue: runs beside k1
+  CHECK(eight.op(0, 4).start == Time::zero());  // own queue: runs beside k1
   CHECK(eight.op(0, 3).start == Time::from_ms(1));
 }
 
@@ -183,6 +183,7 @@ TEST_CASE("golden: the shipped prefetch schedule on the PCIe node") {
 TEST_CASE("a schedule with more streams than the simulator indexes is refused with what to do") {
   std::string streams;
   for (int i = 0; i <= 32767; ++i) streams += (i ? ", s" : "s") + std::to_string(i);
-  const std::string e = error_of("name: many\nranks: 1\nstreams: [" + streams + "]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: s0, duration: 1 us}\n");
+  const std::string e = error_of("name: many\nranks: 1\nstreams: [" + streams +
+                                 "]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: s0, duration: 1 us}\n");
   CHECK(e.find("declares 32768 streams; the simulator takes at most 32767: share streams between ops") != std::string::npos);
 }

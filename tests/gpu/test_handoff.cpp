@@ -64,10 +64,11 @@ programs:
   // copy starts its set-up at 52 + 7 = 59 all the same, done at 159; four
   // of them outlast it (60): no hand-off left, done at 160.
   for (const int events : {2, 4}) {
-    std::string sched = "name: overlap\nranks: 1\nstreams: [a, b]\nprograms:\n  - rank: 0\n    ops:\n"
-                        "      - {op: kernel, name: k1, stream: a, duration: 50 us}\n"
-                        "      - {op: event_record, event: e0, stream: a}\n"
-                        "      - {op: stream_wait_event, stream: b, event: e0}\n";
+    std::string sched =
+        "name: overlap\nranks: 1\nstreams: [a, b]\nprograms:\n  - rank: 0\n    ops:\n"
+        "      - {op: kernel, name: k1, stream: a, duration: 50 us}\n"
+        "      - {op: event_record, event: e0, stream: a}\n"
+        "      - {op: stream_wait_event, stream: b, event: e0}\n";
     for (int i = 0; i < events; ++i) sched += "      - {op: event_record, event: x" + std::to_string(i) + ", stream: b}\n";
     sched += "      - {op: memcpy, kind: d2h, bytes: 1 MB, stream: b}\n";
     const Sim o(sched, p);
@@ -96,7 +97,7 @@ programs:
   CHECK(l.op(0, 4).start == Time::from_us(1000));
   CHECK(l.op(0, 4).end == Time::from_us(1106));
   CHECK(l.op(0, 6).start == Time::from_us(1106));  // the one H2D engine, after the first
-  CHECK(l.op(0, 6).end == Time::from_us(1206));      // no hand-off of its own
+  CHECK(l.op(0, 6).end == Time::from_us(1206));    // no hand-off of its own
   const Sim off(late, quiet());
   CHECK(off.op(0, 4).end == Time::from_us(1100));
   CHECK(off.op(0, 6).end == Time::from_us(1200));

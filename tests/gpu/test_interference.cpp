@@ -42,7 +42,8 @@ programs:
     ops: [{op: collective, kind: send, peer: 1, bytes: 1 MB, stream: comm}]
   - rank: 1
     ops: [{op: collective, kind: recv, peer: 0, bytes: 2 MB, stream: comm}]
-)").find("send #0 and its matching recv differ") == 0);
+)")
+            .find("send #0 and its matching recv differ") == 0);
 }
 
 TEST_CASE("SM interference between a GEMM and an all-to-all") {
@@ -55,7 +56,8 @@ programs:
     ops:
       - {op: collective, kind: all_to_all, group: world, bytes: 200 MB, channels: 4, stream: comm}
       - {op: kernel, stream: compute, duration: 1 ms}
-)", p);
+)",
+        p);
   // The kernel runs at 1 - (0.04 + 0.0025 * 4) = 0.95 while the collective runs.
   const double k_end = 1.0 / 0.95;
   // The collective: 4 channels x 19.5 = 78 GB/s, / (0.908 + 0.0455 x 4) while the kernel runs.

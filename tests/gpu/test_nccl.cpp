@@ -28,7 +28,7 @@ programs:
       - {op: host_work, duration: 1 ms}
       - {op: collective, kind: all_to_all, group: world, bytes: 200 MB, stream: comm}
 )");
-  CHECK(s.op(0, 0).start == Time::zero());        // rank 0's kernel is up, spinning
+  CHECK(s.op(0, 0).start == Time::zero());  // rank 0's kernel is up, spinning
   CHECK(s.op(1, 1).start == Time::from_ms(1));
   // Each rank sends 100 MB over the 100 GB/s NVLink: 1 ms once both are there.
   CHECK(s.op(0, 0).end == Time::from_ms(2));
@@ -56,7 +56,8 @@ programs:
   CHECK((one.op(0, 0).end - one.op(0, 0).start).ms() == doctest::Approx(20.0).epsilon(1e-6));
   // A channel count the table was not measured at: the channel model (1 ms on NVLink, as above).
   std::string four = sched;
-  for (size_t at = four.find("stream: comm}"); at != std::string::npos; at = four.find("stream: comm}", at + 1)) four.replace(at, 13, "stream: comm, channels: 4}");
+  for (size_t at = four.find("stream: comm}"); at != std::string::npos; at = four.find("stream: comm}", at + 1))
+    four.replace(at, 13, "stream: comm, channels: 4}");
   Sim other(four, p);
   CHECK((other.op(0, 0).end - other.op(0, 0).start) < Time::from_ms(20));
 
@@ -105,10 +106,11 @@ TEST_CASE("pairwise and ring algorithms take their rounds and steps") {
   // 4xH200 box: NVSwitch, 394 GB/s per GPU port, 0.5 us per hop (1 us GPU to GPU); nccl latency 0.
   hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
   auto run = [&](const std::string& coll, const std::string& algo) {
-    Schedule s = parse_schedule_string("name: c\nranks: 4\nstreams: [comm]\nprograms:\n  - rank: all\n    ops:\n"
-                                       "      - {op: collective, kind: " + coll + ", algorithm: " + algo +
-                                           ", group: world, bytes: 600 MB, stream: comm}\n",
-                                       "c.yaml");
+    Schedule s = parse_schedule_string(
+        "name: c\nranks: 4\nstreams: [comm]\nprograms:\n  - rank: all\n    ops:\n"
+        "      - {op: collective, kind: " +
+            coll + ", algorithm: " + algo + ", group: world, bytes: 600 MB, stream: comm}\n",
+        "c.yaml");
     return execute(s, topo, quiet()).makespan.ms();
   };
   const double chunk = 150e6 / 394e9 * 1e3;  // 600 MB / 4 at a GPU's whole 394 GB/s port, in ms

@@ -15,7 +15,9 @@
 using namespace osim;
 using namespace osim::test;
 
-TEST_CASE("an NVLink collective after nvlink_wake_after without NVLink collective traffic pays the wake-up first, and beside a host copy nvlink_copy_latency") {
+TEST_CASE(
+    "an NVLink collective after nvlink_wake_after without NVLink collective traffic pays the wake-up first, and beside a host copy "
+    "nvlink_copy_latency") {
   // kTopo: gpu0 <-> gpu1 over NVLink. A 2 MB all-to-all (1 MB each way,
   // 10 us at 100 GB/s), then `gap` of a bare duration kernel, then the same
   // all-to-all again; with a 25 ms threshold and 110 us of wake-up, the
@@ -71,7 +73,9 @@ programs:
   CHECK(a2a_us(beside, 4) == doctest::Approx(10.0).epsilon(1e-6));
 }
 
-TEST_CASE("compute runs nvlink_awake_slowdown slower while the rank's NVLink is awake: after an NVLink collective, not before one, not through host memory") {
+TEST_CASE(
+    "compute runs nvlink_awake_slowdown slower while the rank's NVLink is awake: after an NVLink collective, not before one, not through host "
+    "memory") {
   // kTopo: a 60 GFLOP kernel takes 1 ms. Kernel, 2 MB all-to-all over
   // NVLink, kernel (awake: 1.02 ms with 0.02), 30 ms of a bare duration
   // kernel (asleep from 25 ms), kernel (1 ms). Before any NVLink collective

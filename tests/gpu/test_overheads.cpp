@@ -78,7 +78,9 @@ TEST_CASE("a collective called from the framework: framework_collective_call, an
   ModelParams p = quiet();
   p.overheads.collective_call = Time::from_us(6);
   p.overheads.framework_op_call = Time::from_us(10);
-  auto returned = [&](const char* algorithm, const char* framework) { return Sim(framework_all_to_all(framework, algorithm), p, four.c_str()).op(0, 0).returned; };
+  auto returned = [&](const char* algorithm, const char* framework) {
+    return Sim(framework_all_to_all(framework, algorithm), p, four.c_str()).op(0, 0).returned;
+  };
   CHECK(returned("nccl", "none") == Time::from_us(6));
   CHECK(returned("nccl", "pytorch") == Time::from_us(16));      // collective_call + framework_op_call
   CHECK(returned("pairwise", "pytorch") == Time::from_us(16));  // no per-round cost calibrated
@@ -86,7 +88,7 @@ TEST_CASE("a collective called from the framework: framework_collective_call, an
   p.overheads.framework_p2p_round = Time::from_us(70);
   CHECK(returned("nccl", "pytorch") == Time::from_us(35));
   CHECK(returned("pairwise", "pytorch") == Time::from_us(210));  // 3 partners, a round each
-  CHECK(returned("pairwise", "none") == Time::from_us(6));        // CUDA/NCCL called directly
+  CHECK(returned("pairwise", "none") == Time::from_us(6));       // CUDA/NCCL called directly
 }
 
 TEST_CASE("a framework's pairwise all-to-all where its call is measured: launched as the call begins, the table's time") {
@@ -237,7 +239,9 @@ ModelParams launch_and_dispatch() {
 
 }  // namespace
 
-TEST_CASE("an op's views and launches: the calls before it that launch nothing each cost framework_view_call (framework: pytorch), a kernel's launches a launch and a dispatch each") {
+TEST_CASE(
+    "an op's views and launches: the calls before it that launch nothing each cost framework_view_call (framework: pytorch), a kernel's launches a "
+    "launch and a dispatch each") {
   // Three kernels; the second after 3 views, the third after 255. Each
   // call: launch 4 us + dispatch 10 us, and 2 us per view before it.
   auto sched = [](const char* framework) {
@@ -262,7 +266,9 @@ TEST_CASE("an op's views and launches: the calls before it that launch nothing e
   CHECK(direct.op(0, 3).returned == Time::from_us(24));  // three launches
 }
 
-TEST_CASE("a framework's host back from a wait that blocked: framework_wait_return before its next call, none after a wait that found the GPU done or without a framework") {
+TEST_CASE(
+    "a framework's host back from a wait that blocked: framework_wait_return before its next call, none after a wait that found the GPU done or "
+    "without a framework") {
   // k1 (14-114 us) then a stream sync that blocks: the host is back at 114
   // us, then takes 30 us before k2's call (launch 4 + dispatch 10): k2 starts at
   // 158 us. The next sync finds k2 (50 us, to 208) running: it blocks too,
@@ -282,10 +288,10 @@ TEST_CASE("a framework's host back from a wait that blocked: framework_wait_retu
   p.overheads.framework_wait_return = Time::from_us(30);
   const Sim s(sched("pytorch"), p);
   CHECK(s.op(0, 0).start == Time::from_us(14));
-  CHECK(s.op(0, 1).returned == Time::from_us(114 + 30));         // k1 ends at 114: back from the wait 30 us later
-  CHECK(s.op(0, 2).start == Time::from_us(144 + 14));            // k2's call after that
-  CHECK(s.op(0, 4).returned == Time::from_us(208 + 30));         // k2 ends at 208: blocked again
-  CHECK(s.op(0, 5).returned == Time::from_us(238));              // the event is done: no wait, no return
+  CHECK(s.op(0, 1).returned == Time::from_us(114 + 30));  // k1 ends at 114: back from the wait 30 us later
+  CHECK(s.op(0, 2).start == Time::from_us(144 + 14));     // k2's call after that
+  CHECK(s.op(0, 4).returned == Time::from_us(208 + 30));  // k2 ends at 208: blocked again
+  CHECK(s.op(0, 5).returned == Time::from_us(238));       // the event is done: no wait, no return
   CHECK(s.op(0, 6).start == Time::from_us(238 + 14));
   // CUDA called directly: no framework, no return.
   const Sim direct(sched("none"), p);

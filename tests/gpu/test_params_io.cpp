@@ -87,11 +87,13 @@ TEST_CASE("bad calibration files name the file, line and what to do") {
   CHECK(error_of("  copy_bidir_factr: 0.9\n").find("did you mean 'copy_bidir_factor'") != std::string::npos);
   CHECK(error_of("  host_h2d_aggregate: [55 GB/s,\n    fast]\n").find("osim-params-io.yaml:4:") != std::string::npos);
   CHECK(error_of("  host_d2h_aggregate: []\n").find("GPUs copying D2H at once") != std::string::npos);
-  for (const char* bad : {"    - [1048576, 0.9, 0.9]\n    - [65536, 0.7, 0.7]\n", "    - [65536, 1.2, 0.7]\n", "    - [65536, 0.7]\n", "    - [65536, x, 0.7]\n"})
+  for (const char* bad :
+       {"    - [1048576, 0.9, 0.9]\n    - [65536, 0.7, 0.7]\n", "    - [65536, 1.2, 0.7]\n", "    - [65536, 0.7]\n", "    - [65536, x, 0.7]\n"})
     CHECK(error_of(std::string("  copy_bidir_table:\n") + bad).find("must be a list of [bytes, H2D share, D2H share] by bytes") != std::string::npos);
-  for (const char* bad : {"    - [2560, 0.4, 0.6]\n    - [128, 0.1, 0.2]\n", "    - [128, 0.1, 1.5]\n", "    - [128, 0.1]\n", "    - [0, 0.1, 0.2]\n"})
-    CHECK(error_of(std::string("  framework_norm_rows:\n") + bad).find("must be a list of [row elements, layer norm's share, RMS norm's share] by row") !=
-          std::string::npos);
+  for (const char* bad :
+       {"    - [2560, 0.4, 0.6]\n    - [128, 0.1, 0.2]\n", "    - [128, 0.1, 1.5]\n", "    - [128, 0.1]\n", "    - [0, 0.1, 0.2]\n"})
+    CHECK(error_of(std::string("  framework_norm_rows:\n") + bad)
+              .find("must be a list of [row elements, layer norm's share, RMS norm's share] by row") != std::string::npos);
   CHECK(error_of("  handoff_phase_min: 0.3 us\n").find("give handoff_phase_min and handoff_phase_max together") != std::string::npos);
   CHECK(error_of("  handoff_phase_min: 5 us\n  handoff_phase_max: 1 us\n").find("must be >= handoff_phase_min") != std::string::npos);
   // Retired terms are named with what to do, not taken for typos.

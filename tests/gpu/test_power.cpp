@@ -27,7 +27,8 @@ ModelParams clocked() {
 }
 // How long a GEMM of `flops` takes right after the kernel `first` (YAML).
 double gemm_after_us(const ModelParams& p, const std::string& first, const std::string& flops) {
-  Sim s("name: duty\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - " + first + "\n      - {op: kernel, stream: a, flops: " + flops + "}\n",
+  Sim s("name: duty\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n      - " + first +
+            "\n      - {op: kernel, stream: a, flops: " + flops + "}\n",
         p);
   return (s.op(0, 1).end - s.op(0, 1).start).us();
 }
@@ -156,8 +157,7 @@ TEST_CASE("the sustained-load model's slow term and the HBM latency, closed form
   // Two runs before: the second's end state carried on; zero runs: execute.
   const double u1 = 1 - (1 - u0) * std::exp(-second.makespan.ms() / 100);
   CHECK(second.final_load[0].duty_slow == doctest::Approx(u1).epsilon(1e-9));
-  CHECK(execute_after_runs(s.sched, s.topo, p, 2).ops[0][1].start.ms() ==
-        doctest::Approx(10 * (1 + 0.5 * u1)).epsilon(1e-6));
+  CHECK(execute_after_runs(s.sched, s.topo, p, 2).ops[0][1].start.ms() == doctest::Approx(10 * (1 + 0.5 * u1)).epsilon(1e-6));
   CHECK(execute_after_runs(s.sched, s.topo, p, 0).makespan == s.res.makespan);
 
   // SDPA takes attention_slow_share of the slow term: with 0.2, attention
@@ -218,7 +218,7 @@ programs:
   };
   CHECK(a2a_ms(0, 0) == doctest::Approx(20.0).epsilon(1e-6));
   CHECK(a2a_ms(0.5, 0) == doctest::Approx(20.0 * (1 + 26.0 / 256)).epsilon(1e-6));
-  CHECK(a2a_ms(0, 0.5) == doctest::Approx(20.0).epsilon(1e-6));  // NVLink: the host share does not apply
+  CHECK(a2a_ms(0, 0.5) == doctest::Approx(20.0).epsilon(1e-6));                     // NVLink: the host share does not apply
   CHECK(a2a_ms(1.0, 0) == doctest::Approx(20.0 * (1 + 51.0 / 256)).epsilon(1e-6));  // 0.2 x 256 = 51.2: 51 steps
   // NCCL_P2P_DISABLE=1: through host memory, the host share (the channel
   // model there, no table for that transport; its rank ceiling of 5 GB/s

@@ -53,7 +53,8 @@ programs:
       - {op: kernel, stream: a, attention: {batch: 1, heads: 40, seq: 16384, seq_kv: 16384, head_dim: 128}}
       - {op: kernel, stream: a, attention: {batch: 1, heads: 40, seq: 16384, seq_kv: 512, head_dim: 128}}
       - {op: kernel, stream: a, gemm: {m: 64, n: 64, k: 64}}
-)", "s.yaml");
+)",
+                                           "s.yaml");
   ModelParams p = quiet();
   p.gemm.gemm_efficiency = 0.5;
   p.attention.attention_efficiency = 0.01;
@@ -64,7 +65,7 @@ programs:
   CHECK(kernel_time(ops[0], gpu, p).s() == doctest::Approx(9 * 2.0 * 16384 * 5120 * 7616 / (100e12 * 0.8)).epsilon(1e-6));
   CHECK(kernel_time(ops[1], gpu, p).s() == doctest::Approx(2.0 * 16384 * 5120 * 2176 / (100e12 * 0.5)).epsilon(1e-6));
   CHECK(kernel_time(ops[2], gpu, p) == kernel_time((*s.programs[0].ops)[2], gpu, p));  // GEMMs unchanged
-  CHECK((*s.programs[0].ops)[0].efficiency == 0);  // the input is not modified
+  CHECK((*s.programs[0].ops)[0].efficiency == 0);                                      // the input is not modified
 
   // A runner that ran cuDNN's SDPA: default-backend attention stays attention, as cudnn; GEMMs as before.
   const Schedule sd = as_realised(s, p, 2.1, true);
@@ -76,7 +77,8 @@ programs:
   CHECK(sops[2].gemm);
 }
 
-TEST_CASE("validate's timing events written in: an event before and after every op, one after every event and wait, mapped back to the schedule's ops") {
+TEST_CASE(
+    "validate's timing events written in: an event before and after every op, one after every event and wait, mapped back to the schedule's ops") {
   ModelParams p = quiet();
   p.overheads.event_gpu_time = Time::from_us(2);
   const hw::Topology topo(hw::parse_topology_string(kTopo, "topo.yaml"));

@@ -21,8 +21,9 @@ TEST_CASE("bad schedules name file:line and what to do") {
   };
   CHECK(err("      - {op: kernel, stream: t, duration: 1 us}\n").find("s.yaml:7:") == 0);
   CHECK(err("      - {op: kernel, stream: t, duration: 1 us}\n").find("unknown stream 't'") != std::string::npos);
-  CHECK(err("      - {op: collective, kind: all_gather, group: wrld, bytes: 1 MB, stream: s}\n")
-            .find("unknown group 'wrld' (did you mean 'world'?)") != std::string::npos);
+  CHECK(
+      err("      - {op: collective, kind: all_gather, group: wrld, bytes: 1 MB, stream: s}\n").find("unknown group 'wrld' (did you mean 'world'?)") !=
+      std::string::npos);
   CHECK(err("      - {op: stream_wait_event, stream: s, event: e}\n").find("before any event_record of it") != std::string::npos);
   CHECK(err("      - {op: memcpy, kind: h2d, bytes: -5 MB, stream: s}\n").find("negative") != std::string::npos);
   CHECK(err("      - {op: kernal, stream: s}\n").find("unknown op 'kernal' (did you mean 'kernel'?)") != std::string::npos);
@@ -30,7 +31,8 @@ TEST_CASE("bad schedules name file:line and what to do") {
   CHECK(err("      - {op: kernel, stream: s, duration: 1 us, views: 256}\n").find("'views': is how many framework calls that launch nothing") !=
         std::string::npos);
   CHECK(err("      - {op: event_record, event: e, stream: s, views: 1}\n").find("unknown key 'views'") != std::string::npos);
-  CHECK(err("      - {op: kernel, stream: s, duration: 1 us, launches: 0}\n").find("'launches': is how many kernel launches the host issues") != std::string::npos);
+  CHECK(err("      - {op: kernel, stream: s, duration: 1 us, launches: 0}\n").find("'launches': is how many kernel launches the host issues") !=
+        std::string::npos);
   CHECK(err("      - {op: memcpy, kind: h2d, bytes: 1 MB, stream: s, launches: 2}\n").find("unknown key 'launches'") != std::string::npos);
   CHECK(err("      - {op: kernel, stream: s, gemm: {m: 1, n: 1, k: 1}, bytes: 1 MB}\n").find("give the work one way") != std::string::npos);
   CHECK(err("      - {op: free, tag: x}\n").find("free of tag 'x', which is not allocated") != std::string::npos);
@@ -96,7 +98,8 @@ TEST_CASE("host_span: at least the copy's bytes, on h2d and d2h copies only") {
     return error_of("name: s\nranks: 2\nstreams: [a]\nprograms:\n  - rank: all\n    ops:\n      - " + op + "\n");
   };
   CHECK(e("{op: memcpy, kind: h2d, bytes: 4 MB, stream: a, host_span: 1 MB}").find("at least the copy's 4000000 bytes") != std::string::npos);
-  CHECK(e("{op: memcpy, kind: p2p, bytes: 4 MB, stream: a, peer: 1, host_span: 1 GB}").find("applies only to h2d and d2h copies") != std::string::npos);
+  CHECK(e("{op: memcpy, kind: p2p, bytes: 4 MB, stream: a, peer: 1, host_span: 1 GB}").find("applies only to h2d and d2h copies") !=
+        std::string::npos);
   CHECK(e("{op: memcpy, kind: h2d, bytes: 4 MB, stream: a, host_span: 1 GB}") == "");
 }
 
@@ -121,6 +124,8 @@ programs:
   CHECK(b.bytes == 4);
   CHECK(b.dtype == DType::FP32);
   CHECK(b.label == "barrier");
-  CHECK(error_of("name: b\nranks: 1\nstreams: [s]\nprograms:\n  - rank: 0\n    ops: [{op: collective, kind: barrier, group: world, bytes: 8, stream: s}]\n")
-            .find("leave bytes out") != std::string::npos);
+  CHECK(
+      error_of(
+          "name: b\nranks: 1\nstreams: [s]\nprograms:\n  - rank: 0\n    ops: [{op: collective, kind: barrier, group: world, bytes: 8, stream: s}]\n")
+          .find("leave bytes out") != std::string::npos);
 }

@@ -62,10 +62,11 @@ TEST_CASE("NCCL's buffers: a part per communicator and one per peer reached peer
   // communicator's buffers (3 peers), ranks 0 and 1 also a pair's (1 peer).
   const hw::Topology box(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
   auto sched = [](const std::string& settings) {
-    return parse_schedule_string("name: n\nranks: 4\n" + settings + "groups: [{name: pair, ranks: [0, 1]}]\nstreams: [compute]\nprograms:\n"
-                                 "  - rank: [0, 1]\n    ops:\n      - {op: alloc, tag: nccl world, group: world}\n"
-                                 "      - {op: alloc, tag: nccl pair, group: pair}\n"
-                                 "  - rank: [2, 3]\n    ops:\n      - {op: alloc, tag: nccl world, group: world}\n",
+    return parse_schedule_string("name: n\nranks: 4\n" + settings +
+                                     "groups: [{name: pair, ranks: [0, 1]}]\nstreams: [compute]\nprograms:\n"
+                                     "  - rank: [0, 1]\n    ops:\n      - {op: alloc, tag: nccl world, group: world}\n"
+                                     "      - {op: alloc, tag: nccl pair, group: pair}\n"
+                                     "  - rank: [2, 3]\n    ops:\n      - {op: alloc, tag: nccl world, group: world}\n",
                                  "n.yaml");
   };
   ModelParams p = quiet();
@@ -90,19 +91,24 @@ TEST_CASE("NCCL's buffers: a part per communicator and one per peer reached peer
 }
 
 TEST_CASE("NCCL's buffers: an alloc names a group of its rank, or bytes, not both") {
-  const std::string head = "name: n\nranks: 3\ngroups: [{name: others, ranks: [1, 2]}]\nstreams: [compute]\nprograms:\n  - rank: all\n    ops:\n      - ";
+  const std::string head =
+      "name: n\nranks: 3\ngroups: [{name: others, ranks: [1, 2]}]\nstreams: [compute]\nprograms:\n  - rank: all\n    ops:\n      - ";
   CHECK(error_of(head + "{op: alloc, tag: n, group: world, bytes: 1 MiB}").find("give group or bytes, not both") != std::string::npos);
   CHECK(error_of(head + "{op: alloc, tag: n, group: world, component: runtime}").find("component comm") != std::string::npos);
   CHECK(error_of(head + "{op: alloc, tag: n, bytes: 1 MiB, component: comm}").find("name its group") != std::string::npos);
-  CHECK(error_of(head + "{op: alloc, tag: n, group: others}").find("NCCL buffers for group 'others', which does not contain this rank") != std::string::npos);
+  CHECK(error_of(head + "{op: alloc, tag: n, group: others}").find("NCCL buffers for group 'others', which does not contain this rank") !=
+        std::string::npos);
   CHECK(error_of("name: n\nranks: 2\nstreams: [compute]\nprograms:\n  - rank: all\n    ops:\n      - {op: alloc, tag: n, group: world}").empty());
 }
 
 TEST_CASE("NCCL's buffers by what the communicator runs: every member, the ring's send and receive, the collectives' channels") {
   const hw::Topology nvswitch(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
   auto comm_of = [&](const std::string& runs, const std::string& group, const std::string& settings = "") {
-    const Schedule s = parse_schedule_string("name: n\nranks: 4\n" + settings + "groups: [{name: pair, ranks: [0, 1]}]\nstreams: [compute]\nprograms:\n"
-                                             "  - rank: all\n    ops:\n      - {op: alloc, tag: nccl, group: " + group + runs + "}\n", "n.yaml");
+    const Schedule s = parse_schedule_string("name: n\nranks: 4\n" + settings +
+                                                 "groups: [{name: pair, ranks: [0, 1]}]\nstreams: [compute]\nprograms:\n"
+                                                 "  - rank: all\n    ops:\n      - {op: alloc, tag: nccl, group: " +
+                                                 group + runs + "}\n",
+                                             "n.yaml");
     ModelParams p = quiet();
     p.vram.nccl_process = 0;
     p.vram.nccl_communicator = 600LL << 20;
@@ -111,22 +117,22 @@ TEST_CASE("NCCL's buffers by what the communicator runs: every member, the ring'
     p.vram.nccl_via_host = 400LL << 20;
     return execute(s, nvswitch, p).ranks[0].peak_parts[static_cast<size_t>(MemPart::Comm)] >> 20;
   };
-  CHECK(comm_of("", "world") == 600 + 3 * 300);                                 // all-to-all: every other member
+  CHECK(comm_of("", "world") == 600 + 3 * 300);  // all-to-all: every other member
   CHECK(comm_of(", runs: all_to_all", "world") == 600 + 3 * 300);
-  CHECK(comm_of(", runs: ring_exchange", "world") == 600 + 300);                // send to 1, receive from 3: one peer's worth
+  CHECK(comm_of(", runs: ring_exchange", "world") == 600 + 300);  // send to 1, receive from 3: one peer's worth
   CHECK(comm_of(", runs: [ring_exchange]", "world") == 600 + 300);
-  CHECK(comm_of(", runs: collectives", "world") == 600 + 50);                   // whatever the group's size
+  CHECK(comm_of(", runs: collectives", "world") == 600 + 50);  // whatever the group's size
   CHECK(comm_of(", runs: [all_to_all, collectives]", "world") == 600 + 3 * 300 + 50);
   CHECK(comm_of(", runs: [ring_exchange, collectives]", "world") == 600 + 300 + 50);
-  CHECK(comm_of(", runs: ring_exchange", "pair") == 600 + 300);                 // next and previous: the same rank
+  CHECK(comm_of(", runs: ring_exchange", "pair") == 600 + 300);  // next and previous: the same rank
   CHECK(comm_of(", runs: collectives", "pair", "settings: {nccl_p2p_disable: true}\n") == 400);
   CHECK(comm_of(", runs: ring_exchange", "world", "settings: {nccl_p2p_disable: true}\n") == 400);
   // Written back out as read; all_to_all, the default, left out.
   const std::string head = "name: n\nranks: 2\nstreams: [compute]\nprograms:\n  - rank: all\n    ops:\n      - ";
   CHECK(to_yaml(parse_schedule_string(head + "{op: alloc, tag: n, group: world, runs: [collectives, ring_exchange]}", "n.yaml"))
             .find("{op: alloc, tag: n, group: world, runs: [ring_exchange, collectives]}") != std::string::npos);
-  CHECK(to_yaml(parse_schedule_string(head + "{op: alloc, tag: n, group: world, runs: all_to_all}", "n.yaml")).find("{op: alloc, tag: n, group: world}") !=
-        std::string::npos);
+  CHECK(to_yaml(parse_schedule_string(head + "{op: alloc, tag: n, group: world, runs: all_to_all}", "n.yaml"))
+            .find("{op: alloc, tag: n, group: world}") != std::string::npos);
   CHECK(error_of(head + "{op: alloc, tag: n, bytes: 1 MiB, runs: collectives}").find("an alloc naming a group") != std::string::npos);
   CHECK(error_of(head + "{op: alloc, tag: n, group: world, runs: colectives}").find("did you mean 'collectives'") != std::string::npos);
   CHECK(error_of(head + "{op: alloc, tag: n, group: world, runs: []}").find("name what the communicator runs") != std::string::npos);
@@ -142,7 +148,7 @@ TEST_CASE("PyTorch's pairwise exchange holds its send and receive tensors until 
   const Sim s(sched("pytorch", "pairwise"));
   CHECK(s.res.ranks[0].peak_vram_held == 400LL << 20);  // 2 x (send + receive) at once, the third after both came back
   CHECK(s.res.ranks[1].peak_vram_held == 400LL << 20);
-  CHECK(s.res.ranks[0].peak_vram == 0);                 // none of it a live tensor
-  CHECK(Sim(sched("pytorch", "nccl")).res.ranks[0].peak_vram_held == 0);    // NCCL's all-to-all: nothing held past the free
-  CHECK(Sim(sched("none", "pairwise")).res.ranks[0].peak_vram_held == 0);   // no framework's allocator
+  CHECK(s.res.ranks[0].peak_vram == 0);                                    // none of it a live tensor
+  CHECK(Sim(sched("pytorch", "nccl")).res.ranks[0].peak_vram_held == 0);   // NCCL's all-to-all: nothing held past the free
+  CHECK(Sim(sched("none", "pairwise")).res.ranks[0].peak_vram_held == 0);  // no framework's allocator
 }

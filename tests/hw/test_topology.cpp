@@ -54,7 +54,8 @@ TEST_CASE("the pcie shorthand: generation 1-6, any case, lanes 1/2/4/8/16, nothi
     Topology t(parse_topology_string(with(text), "t.yaml"));
     CHECK(t.resources()[0].capacity == doctest::Approx(gbps * 0.87 * 1e9));
   }
-  for (const std::string bad : {"gen7 x16", "gen0 x16", "gen5 x3", "gen5 x016", "gen5 x 16", "gen5 x16 ", " gen5 x16", "gen5", "pcie5 x16", "gen5 x32"}) {
+  for (const std::string bad :
+       {"gen7 x16", "gen0 x16", "gen5 x3", "gen5 x016", "gen5 x 16", "gen5 x16 ", " gen5 x16", "gen5", "pcie5 x16", "gen5 x32"}) {
     CAPTURE(bad);
     const auto e = error_of(with(bad));
     CHECK(e.find("t.yaml:6:") == 0);
@@ -78,8 +79,9 @@ TEST_CASE("bad topologies are errors naming file:line and what to do") {
     CHECK(e.find("unknown node kind 'gpuu' (did you mean 'gpu'?)") != std::string::npos);
   }
   SUBCASE("missing field") {
-    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
-                            "links:\n  - {a: gpu0, b: cpu0, pcie: gen5 x16}\n");
+    const auto e = error_of(
+        "name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+        "links:\n  - {a: gpu0, b: cpu0, pcie: gen5 x16}\n");
     CHECK(e.find("t.yaml:6:") == 0);
     CHECK(e.find("needs 'latency'") != std::string::npos);
   }
@@ -88,14 +90,16 @@ TEST_CASE("bad topologies are errors naming file:line and what to do") {
     CHECK(e.find("missing the required key 'name'") != std::string::npos);
   }
   SUBCASE("zero bandwidth") {
-    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
-                            "links:\n  - {a: gpu0, b: cpu0, kind: pcie, bandwidth: 0 GB/s, latency: 1 us}\n");
+    const auto e = error_of(
+        "name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+        "links:\n  - {a: gpu0, b: cpu0, kind: pcie, bandwidth: 0 GB/s, latency: 1 us}\n");
     CHECK(e.find("t.yaml:6:") == 0);
     CHECK(e.find("must be positive") != std::string::npos);
   }
   SUBCASE("negative bandwidth") {
-    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
-                            "links:\n  - {a: gpu0, b: cpu0, kind: pcie, bandwidth: -3 GB/s, latency: 1 us}\n");
+    const auto e = error_of(
+        "name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+        "links:\n  - {a: gpu0, b: cpu0, kind: pcie, bandwidth: -3 GB/s, latency: 1 us}\n");
     CHECK(e.find("must be positive") != std::string::npos);
   }
   SUBCASE("duplicate names") {
@@ -108,16 +112,18 @@ TEST_CASE("bad topologies are errors naming file:line and what to do") {
     CHECK(e.find("duplicate node name 'g0'") != std::string::npos);
   }
   SUBCASE("a link to an unknown node") {
-    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
-                            "links:\n  - {a: gpu0, b: cpu1, pcie: gen5 x16, latency: 1 us}\n");
+    const auto e = error_of(
+        "name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+        "links:\n  - {a: gpu0, b: cpu1, pcie: gen5 x16, latency: 1 us}\n");
     CHECK(e.find("t.yaml:6:") == 0);
     CHECK(e.find("unknown node 'cpu1'; did you mean 'cpu0'?") != std::string::npos);
   }
   SUBCASE("a GPU with no route to host memory") {
-    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
-                            "  - {name: gpu1, kind: gpu}\n"
-                            "links:\n  - {a: gpu0, b: cpu0, pcie: gen5 x16, latency: 1 us}\n"
-                            "  - {a: gpu0, b: gpu1, nvlinks: 4, latency: 1 us}\n");
+    const auto e = error_of(
+        "name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+        "  - {name: gpu1, kind: gpu}\n"
+        "links:\n  - {a: gpu0, b: cpu0, pcie: gen5 x16, latency: 1 us}\n"
+        "  - {a: gpu0, b: gpu1, nvlinks: 4, latency: 1 us}\n");
     CHECK(e.find("t.yaml:5:") == 0);
     CHECK(e.find("GPU 'gpu1' has no PCIe path to host memory") != std::string::npos);
   }
@@ -132,8 +138,9 @@ TEST_CASE("bad topologies are errors naming file:line and what to do") {
     CHECK(e.find("YAML syntax error") != std::string::npos);
   }
   SUBCASE("nvlink to a cpu") {
-    const auto e = error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
-                            "links:\n  - {a: gpu0, b: cpu0, nvlinks: 2, latency: 1 us}\n");
+    const auto e = error_of(
+        "name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n"
+        "links:\n  - {a: gpu0, b: cpu0, nvlinks: 2, latency: 1 us}\n");
     CHECK(e.find("nvlink links join GPUs and NVSwitches") != std::string::npos);
   }
 }
@@ -221,7 +228,7 @@ TEST_CASE("host bridges limit copy-engine DMA per direction, and NCCL's bounce t
   CHECK(count(t.route(cpu, g0, copy), "rc0 (to host)") == 0);
   CHECK(count(t.route(g0, cpu, copy), "rc0 (to host)") == 1);
   RouteOptions nccl_off;
-  nccl_off.p2p_disabled = true;  // NCCL's SHM bounce: SM-driven, yet held by the bridges' limits like a copy
+  nccl_off.p2p_disabled = true;                     // NCCL's SHM bounce: SM-driven, yet held by the bridges' limits like a copy
   const Route& bounce = t.route(g0, g1, nccl_off);  // (measured: copies and a P2P-off all-to-all share ~160 GB/s down)
   CHECK(bounce.kind == RouteKind::ViaHost);
   CHECK(count(bounce, "rc0 (to host)") == 1);

@@ -48,11 +48,24 @@ struct TraceBuilder {
     events.push_back({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 0}, {"tid", stream}, {"ts", ts}, {"dur", dur}, {"args", args}});
   }
   void sync(const std::string& kind, int64_t c, int stream, int64_t event_id = -1) {
-    events.push_back({{"ph", "X"}, {"cat", "cuda_sync"}, {"name", kind}, {"pid", 0}, {"tid", 1}, {"ts", 0.0}, {"dur", 0.0},
-                      {"args", {{"correlation", c}, {"stream", stream}, {"wait_on_cuda_event_id", event_id}, {"wait_on_cuda_event_record_corr_id", -1}}}});
+    events.push_back(
+        {{"ph", "X"},
+         {"cat", "cuda_sync"},
+         {"name", kind},
+         {"pid", 0},
+         {"tid", 1},
+         {"ts", 0.0},
+         {"dur", 0.0},
+         {"args", {{"correlation", c}, {"stream", stream}, {"wait_on_cuda_event_id", event_id}, {"wait_on_cuda_event_record_corr_id", -1}}}});
   }
   void cpu_op(const std::string& name, int64_t ext, json dims, json types) {
-    events.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", name}, {"pid", 100}, {"tid", 100}, {"ts", 0.0}, {"dur", 0.0},
+    events.push_back({{"ph", "X"},
+                      {"cat", "cpu_op"},
+                      {"name", name},
+                      {"pid", 100},
+                      {"tid", 100},
+                      {"ts", 0.0},
+                      {"dur", 0.0},
                       {"args", {{"External id", ext}, {"Input Dims", dims}, {"Input type", types}}}});
   }
   void range(const std::string& name, double ts, double dur) {
@@ -112,9 +125,9 @@ TEST_CASE("a one-GPU trace: copy, record, binding wait, GEMM and memory kernels,
   CHECK(sc.streams[static_cast<size_t>(sc.find_stream("compute"))].name == "compute");
   CHECK(sc.find_stream("stream20") >= 0);
   // marker, memcpy, host_work, record, host_work, wait, host_work, kernel, host_work, kernel, host_work, stream_sync, host_work, marker
-  const std::vector<OpKind> kinds = {OpKind::Marker,   OpKind::Memcpy,   OpKind::HostWork, OpKind::EventRecord, OpKind::HostWork,
-                                     OpKind::StreamWaitEvent, OpKind::HostWork, OpKind::Kernel, OpKind::HostWork, OpKind::Kernel,
-                                     OpKind::HostWork, OpKind::StreamSync, OpKind::HostWork, OpKind::Marker};
+  const std::vector<OpKind> kinds = {OpKind::Marker,          OpKind::Memcpy,     OpKind::HostWork, OpKind::EventRecord, OpKind::HostWork,
+                                     OpKind::StreamWaitEvent, OpKind::HostWork,   OpKind::Kernel,   OpKind::HostWork,    OpKind::Kernel,
+                                     OpKind::HostWork,        OpKind::StreamSync, OpKind::HostWork, OpKind::Marker};
   REQUIRE(sc.programs[0].ops->size() == kinds.size());
   for (size_t i = 0; i < kinds.size(); ++i) CHECK(op_at(t, 0, i).kind == kinds[i]);
   CHECK(op_at(t, 0, 0).label == "step 0 (step 0)");
@@ -194,7 +207,10 @@ TEST_CASE("NCCL kernels of every rank's trace become collectives, of one rank's 
     b.doc["distributedInfo"] = {{"rank", rank}, {"world_size", world}};
     const int64_t c = b.call("cuLaunchKernelEx", 10, 5);
     b.gpu("kernel", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 7, 20, 30, c,
-          {{"Collective name", "all_to_allv"}, {"In msg nelems", 1000}, {"Out msg nelems", 1000}, {"dtype", "BFloat16"},
+          {{"Collective name", "all_to_allv"},
+           {"In msg nelems", 1000},
+           {"Out msg nelems", 1000},
+           {"dtype", "BFloat16"},
            {"Process Group Ranks", "[0, 1]"}});
     return b;
   };
@@ -265,8 +281,7 @@ TEST_CASE("the reference programs' traces: the measured step is the profiled run
   const ModelParams params = load_calibration(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/calibrations/h100-sxm.yaml");
   for (const char* name : {"dit-4096-layerwise-pf2-pinned", "dit-16384-none"}) {
     CAPTURE(name);
-    const kineto::ImportedTrace t =
-        kineto::import_traces({root + "traces/" + name + ".trace.json.gz"}, steps_matching("^step \\d+$"));
+    const kineto::ImportedTrace t = kineto::import_traces({root + "traces/" + name + ".trace.json.gz"}, steps_matching("^step \\d+$"));
     std::ifstream in(root + "traces/" + name + ".json");
     const double profiled = json::parse(in).at("profiled_s").get<double>();
     const Metrics measured = compute_metrics(t.schedule, topo, t.measured);
@@ -285,8 +300,8 @@ TEST_CASE("the reference programs' traces: the measured step is the profiled run
 TEST_CASE("an SDPA op's shape, backend and is_causal from the profiler's inputs") {
   const json dims = {{1, 32, 4096, 128}, {1, 32, 4096, 128}, {1, 32, 4096, 128}};
   const json types = {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16"};
-  json args = {{"Input Dims", dims}, {"Input type", types},
-               {"Concrete Inputs", {"", "", "", "", "", "", "4096", "4096", "False", "0.", "True", "False", ""}}};
+  json args = {
+      {"Input Dims", dims}, {"Input type", types}, {"Concrete Inputs", {"", "", "", "", "", "", "4096", "4096", "False", "0.", "True", "False", ""}}};
   using kineto::trace::attention_of;
   using kineto::trace::CpuOp;
   auto a = attention_of(CpuOp{"aten::_cudnn_attention_forward", &args});
@@ -308,13 +323,16 @@ TEST_CASE("a norm op's kind and the row it normalises from the profiler's inputs
   using kineto::trace::norm_of;
   const json types = {"c10::BFloat16", "", "", ""};
   // Flux's per-head q/k norm: [tokens, heads, head_dim] over its last 128.
-  json rms = {{"Input Dims", {{4608, 24, 128}, json::array(), json::array(), json::array()}}, {"Input type", types}, {"Concrete Inputs", {"", "[128]", "", ""}}};
+  json rms = {{"Input Dims", {{4608, 24, 128}, json::array(), json::array(), json::array()}},
+              {"Input type", types},
+              {"Concrete Inputs", {"", "[128]", "", ""}}};
   auto n = norm_of(CpuOp{"aten::_fused_rms_norm", &rms});
   REQUIRE(n);
   CHECK(n->first == Access::RmsNorm);
   CHECK(n->second == 128);
   // A normalized_shape of two dimensions: their product; none recorded: the input's last dimension.
-  json layer = {{"Input Dims", {{512, 3072}, json::array()}}, {"Input type", {"c10::BFloat16", ""}}, {"Concrete Inputs", {"", "[24, 128]", "", "", "1e-05"}}};
+  json layer = {
+      {"Input Dims", {{512, 3072}, json::array()}}, {"Input type", {"c10::BFloat16", ""}}, {"Concrete Inputs", {"", "[24, 128]", "", "", "1e-05"}}};
   CHECK(norm_of(CpuOp{"aten::native_layer_norm", &layer})->second == 3072);
   CHECK(norm_of(CpuOp{"aten::native_layer_norm", &layer})->first == Access::LayerNorm);
   layer.erase("Concrete Inputs");

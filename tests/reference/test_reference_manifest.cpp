@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "reference/reference.hpp"
 #include "core/errors.hpp"
 #include "io/text_file.hpp"
+#include "reference/reference.hpp"
 
 using namespace osim;
 namespace fs = std::filesystem;
@@ -38,10 +38,13 @@ struct ManifestDir {
 std::string head(const std::string& sources = "[" + kSrc + "/validate/reference/h200x2-nvlink/bench-skew-1.json]") {
   return "schema: overlapsim.reference/v1\n"
          "machine: test-box\n"
-         "topology: " + kSrc + "/configs/topologies/h200x4-nvlink.yaml\n"
+         "topology: " +
+         kSrc +
+         "/configs/topologies/h200x4-nvlink.yaml\n"
          "calibration:\n"
          "  file: calibration.yaml\n"
-         "  sources: " + sources + "\n";
+         "  sources: " +
+         sources + "\n";
 }
 
 // The manifest's error: its line, and its message.
@@ -59,8 +62,8 @@ std::pair<int, std::string> refused(const std::string& text) {
 }  // namespace
 
 TEST_CASE("a manifest is read with its paths resolved against its folder and every expected figure") {
-  const ManifestDir d(head() +
-                      "validation: {runs: validation, timing_events: " + kSrc + "/configs/calibrations/h200.yaml}\n"
+  const ManifestDir d(head() + "validation: {runs: validation, timing_events: " + kSrc +
+                      "/configs/calibrations/h200.yaml}\n"
                       "programs: {runs: programs, repeats: [programs-run-2]}\n"
                       "memory: {runs: memory}\n"
                       "traces: {runs: traces, steps: '^step \\d+$'}\n"
@@ -111,11 +114,13 @@ TEST_CASE("a bad manifest is refused at its line with what to do") {
       {"an unknown expected key", head() + "expected:\n  programz: {}\n", 8, "unknown key 'programz'"},
       {"an expected limit without its section", head() + "expected:\n  programs: {median_pct: 1, worst_pct: 2, spearman_min: 0.9}\n", 8,
        "expected 'programs': the manifest has no programs: section"},
-      {"repeated limits without repeats", head() + "programs: {runs: programs}\nexpected:\n  programs_repeated: {median_pct: 1, worst_pct: 2, spearman_min: 0.9}\n",
-       9, "with repeats:"},
-      {"timing-event limits without timing events", head() + "validation: {runs: validation}\nexpected:\n  validation_timing_events: {median_pct: 1, worst_pct: 2}\n",
-       9, "validation: timing_events"},
-      {"a limit missing", head() + "validation: {runs: validation}\nexpected:\n  validation: {median_pct: 1}\n", 9, "missing the required key 'worst_pct'"},
+      {"repeated limits without repeats",
+       head() + "programs: {runs: programs}\nexpected:\n  programs_repeated: {median_pct: 1, worst_pct: 2, spearman_min: 0.9}\n", 9, "with repeats:"},
+      {"timing-event limits without timing events",
+       head() + "validation: {runs: validation}\nexpected:\n  validation_timing_events: {median_pct: 1, worst_pct: 2}\n", 9,
+       "validation: timing_events"},
+      {"a limit missing", head() + "validation: {runs: validation}\nexpected:\n  validation: {median_pct: 1}\n", 9,
+       "missing the required key 'worst_pct'"},
       {"an unknown limit", head() + "memory: {runs: memory}\nexpected:\n  memory: {allocated_worst_pct: 1, device_worst: 2}\n", 9,
        "unknown key 'device_worst'"},
       {"a limit that is not a number", head() + "traces: {runs: traces}\nexpected:\n  traces: {pinned_worst_pct: x, pageable_worst_pct: 1}\n", 9,
@@ -220,7 +225,8 @@ TEST_CASE("figures within what the manifest expects (to the printed precision) p
       {"fp8_programs_repeated", [](reference::Figures& f) { f.fp8_programs->repeated->figures.worst_pct = 5.1; }, "fp8_programs over their sessions"},
       {"models", [](reference::Figures& f) { f.models->first.allocated_worst_pct = 11.1; }, "models"},
       {"models", [](reference::Figures& f) { f.models->first.worst_pct = 6.1; }, "models"},
-      {"models_repeated", [](reference::Figures& f) { f.models->repeated->pooled.host_median_pct = 40.1; }, "models' host issue time over their sessions"},
+      {"models_repeated", [](reference::Figures& f) { f.models->repeated->pooled.host_median_pct = 40.1; },
+       "models' host issue time over their sessions"},
       {"memory", [](reference::Figures& f) { f.memory->allocated_worst_pct = 5.1; }, "memory"},
       {"memory", [](reference::Figures& f) { f.memory->device_worst_pct = 8.1; }, "memory"},
       {"traces", [](reference::Figures& f) { f.traces->pinned_worst_pct = 6.6; }, "traces"},
@@ -243,7 +249,8 @@ TEST_CASE("figures within what the manifest expects (to the printed precision) p
   f.programs->repeated->pooled.host_median_pct = 31;
   f.programs->repeated->figures.median_pct = 2;
   f.held_over_5pct = 12;
-  CHECK(keys(reference::check(f, expected())) == std::vector<std::string>{"replay_held_over_5pct", "programs_repeated", "programs_repeated", "traces"});
+  CHECK(keys(reference::check(f, expected())) ==
+        std::vector<std::string>{"replay_held_over_5pct", "programs_repeated", "programs_repeated", "traces"});
 }
 
 TEST_CASE("a figure the manifest expects but the run did not make is a miss") {

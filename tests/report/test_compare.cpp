@@ -21,11 +21,13 @@ nlohmann::json records(double scale, const std::string& source) {
   j["name"] = "t";
   j["makespan_ns"] = (10e6 + 4e6) * scale;
   j["ranks"] = nlohmann::json::array();
-  j["ranks"].push_back({{"rank", 0}, {"gpu", "gpu0"}, {"ops", nlohmann::json::array({
-      nlohmann::json::array({0, "marker", "step 0 cond", 0, 0, 0, 0}),
-      nlohmann::json::array({1, "gemm", "l0 qkv", 0, 4e3, 0, 10e6 * scale}),
-      nlohmann::json::array({2, "h2d", "h2d e0.f0.l1", 4e3, 14e3, 1e6, 9e6}),
-      nlohmann::json::array({3, "gemm", "l1 out", 14e3, 18e3, 10e6 * scale, (10e6 + 4e6) * scale})})}});
+  j["ranks"].push_back(
+      {{"rank", 0},
+       {"gpu", "gpu0"},
+       {"ops", nlohmann::json::array({nlohmann::json::array({0, "marker", "step 0 cond", 0, 0, 0, 0}),
+                                      nlohmann::json::array({1, "gemm", "l0 qkv", 0, 4e3, 0, 10e6 * scale}),
+                                      nlohmann::json::array({2, "h2d", "h2d e0.f0.l1", 4e3, 14e3, 1e6, 9e6}),
+                                      nlohmann::json::array({3, "gemm", "l1 out", 14e3, 18e3, 10e6 * scale, (10e6 + 4e6) * scale})})}});
   j["meta"] = nlohmann::json::object();
   return j;
 }

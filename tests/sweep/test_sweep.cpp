@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "gpu/executor.hpp"
 #include "calibrations/measured_defaults.hpp"
+#include "gpu/executor.hpp"
 #include "hw/fabric.hpp"
 #include "report/metrics.hpp"
 #include "sweep/sweep.hpp"
@@ -33,9 +33,9 @@ std::string write_sweep(const std::string& name, const std::string& text) {
 // cannot run (prefetch_size past the model's 40 blocks).
 std::string small_sweep(const std::string& file = "small.yaml") {
   return write_sweep(file, "name: small\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
-                                       "set: {steps: 1, memory.outside: none}\n"
-                                       "grid:\n  parallelism.ulysses: [2, 4]\n  offload.prefetch_size: [0, 1, 2]\n"
-                                       "points:\n  - {offload.prefetch_size: 99}\n");
+                               "set: {steps: 1, memory.outside: none}\n"
+                               "grid:\n  parallelism.ulysses: [2, 4]\n  offload.prefetch_size: [0, 1, 2]\n"
+                               "points:\n  - {offload.prefetch_size: 99}\n");
 }
 
 std::string cell(const SweepTable& t, size_t row, const std::string& col) {
@@ -46,10 +46,11 @@ std::string cell(const SweepTable& t, size_t row, const std::string& col) {
 }  // namespace
 
 TEST_CASE("sweep: grid then points, first key slowest, lists in a point sweep too") {
-  const std::string f = write_sweep("enum.yaml", "name: e\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
-                                                     "set: {steps: 2}\n"
-                                                     "grid: {parallelism.ulysses: [1, 2, 4], offload.prefetch_size: [0, 3]}\n"
-                                                     "points:\n  - {offload.policy: block, offload.prefetch_size: null, topology: [a.yaml, b.yaml]}\n");
+  const std::string f =
+      write_sweep("enum.yaml", "name: e\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
+                                   "set: {steps: 2}\n"
+                                   "grid: {parallelism.ulysses: [1, 2, 4], offload.prefetch_size: [0, 3]}\n"
+                                   "points:\n  - {offload.policy: block, offload.prefetch_size: null, topology: [a.yaml, b.yaml]}\n");
   const SweepSpec s = parse_sweep_file(f);
   CHECK(s.size() == 3 * 2 + 2);
   CHECK(s.parameters == std::vector<std::string>{"parallelism.ulysses", "offload.prefetch_size", "offload.policy", "topology"});
@@ -74,7 +75,8 @@ TEST_CASE("sweep: bad sweep files name the line and what to do") {
     }
     return std::string("no error");
   };
-  CHECK(msg(write_sweep("b1.yaml", "name: b\nworkload: " + wl + "\ngrid:\n  paralelism.ulysses: [1, 2]\n")).find("b1.yaml:4:3: error: 'paralelism.ulysses' is not a workload key; did you mean 'parallelism'?") != std::string::npos);
+  CHECK(msg(write_sweep("b1.yaml", "name: b\nworkload: " + wl + "\ngrid:\n  paralelism.ulysses: [1, 2]\n"))
+            .find("b1.yaml:4:3: error: 'paralelism.ulysses' is not a workload key; did you mean 'parallelism'?") != std::string::npos);
   CHECK(msg(write_sweep("b2.yaml", "name: b\nworkload: " + wl + "\ngrid:\n  steps: 4\n")).find("needs a list of values") != std::string::npos);
   CHECK(msg(write_sweep("b3.yaml", "name: b\n")).find("either 'workload: FILE'") != std::string::npos);
   CHECK(msg(write_sweep("b4.yaml", "name: b\nschedule: " + wl + "\n")).find("use 'workload:'") != std::string::npos);
@@ -123,7 +125,8 @@ TEST_CASE("sweep: points that differ only in topology share one schedule and eac
   // in the table; the sweep runs them one after another and builds it once.
   const std::string f = write_sweep("topos.yaml", "name: topos\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
                                                       "set: {steps: 1}\n"
-                                                      "grid:\n  topology: [" + kSrc + "/configs/topologies/aces-4xh100-pcie.yaml, " + kSrc +
+                                                      "grid:\n  topology: [" +
+                                                      kSrc + "/configs/topologies/aces-4xh100-pcie.yaml, " + kSrc +
                                                       "/configs/topologies/dgx-h100.yaml]\n  offload.prefetch_size: [1, 2]\n");
   SweepOptions o;
   o.threads = 2;
@@ -245,12 +248,11 @@ TEST_CASE("sweep: CSV quoting round-trips, and damaged files are refused") {
 TEST_CASE("sweep: summary picks the best, the Pareto front and the least-VRAM point within tolerance") {
   SweepTable t;
   t.header = {"point", "offload.prefetch_size", "status", "error", "topology_name", "step_ms", "peak_vram_GiB"};
-  t.rows = {{"0", "0", "ok", "", "pcie", "130.0", "1.0"},   // least VRAM, slow
-            {"1", "1", "ok", "", "pcie", "100.5", "2.0"},   // within 1 % of the best
-            {"2", "2", "ok", "", "pcie", "100.0", "3.4"},   // best
-            {"3", "3", "ok", "", "pcie", "100.2", "4.8"},   // dominated by point 2
-            {"4", "9", "error", "bad", "", "", ""},
-            {"5", "0", "ok", "", "nvlink", "80.0", "1.0"}};
+  t.rows = {{"0", "0", "ok", "", "pcie", "130.0", "1.0"},  // least VRAM, slow
+            {"1", "1", "ok", "", "pcie", "100.5", "2.0"},  // within 1 % of the best
+            {"2", "2", "ok", "", "pcie", "100.0", "3.4"},  // best
+            {"3", "3", "ok", "", "pcie", "100.2", "4.8"},  // dominated by point 2
+            {"4", "9", "error", "bad", "", "", ""},       {"5", "0", "ok", "", "nvlink", "80.0", "1.0"}};
   const std::string sum = sweep_summary(t, 0.01);
   CHECK(sum.find("6 points: 5 ran, 1 failed") != std::string::npos);
   CHECK(sum.find("point 4 (offload.prefetch_size=9) failed: bad") != std::string::npos);
@@ -266,10 +268,10 @@ TEST_CASE("sweep: summary picks the best, the Pareto front and the least-VRAM po
 }
 
 TEST_CASE("sweep: topology.* keys edit the topology, and calibration: none drops the default") {
-  const std::string f = write_sweep(
-      "topo.yaml", "name: t\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
-                       "set: {steps: 1, parallelism.ulysses: 1}\n"
-                       "grid:\n  topology.nodes.gpu{i}.memory: [80 GiB, 1 GiB]\n  topology.links.1.pcie: [gen5 x16, gen4 x16]\n");
+  const std::string f =
+      write_sweep("topo.yaml", "name: t\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
+                                   "set: {steps: 1, parallelism.ulysses: 1}\n"
+                                   "grid:\n  topology.nodes.gpu{i}.memory: [80 GiB, 1 GiB]\n  topology.links.1.pcie: [gen5 x16, gen4 x16]\n");
   const SweepTable t = run_sweep(parse_sweep_file(f));
   REQUIRE(t.rows.size() == 4);
   CHECK(cell(t, 0, "status") == "ok");

@@ -15,7 +15,9 @@ hw::Topology topology(const std::string& name) { return hw::Topology(hw::parse_t
 }  // namespace
 
 TEST_CASE("measured defaults: a workload's own compute efficiencies stay over them") {
-  DitWorkload w = parse_workload_string("name: w\nmodel: {preset: wan2.2-14b}\nvideo: {width: 1280, height: 720, frames: 81}\ncompute: {gemm_efficiency: 0.5, hbm_efficiency: 0.6}\n", "w.yaml");
+  DitWorkload w = parse_workload_string(
+      "name: w\nmodel: {preset: wan2.2-14b}\nvideo: {width: 1280, height: 720, frames: 81}\ncompute: {gemm_efficiency: 0.5, hbm_efficiency: 0.6}\n",
+      "w.yaml");
   const BaseParams b = base_params("", topology("dgx-h100"));
   REQUIRE(b.built_in);
   REQUIRE(b.params.attention.attention_efficiency != ModelParams{}.attention.attention_efficiency);

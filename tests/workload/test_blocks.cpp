@@ -90,8 +90,8 @@ TEST_CASE("tensor parallelism: groups of consecutive ranks, an all-gather and a 
     if (op.label == "l1 tp rs mlp") rs = &op;
   REQUIRE(rs);
   CHECK(rs->coll == CollKind::ReduceScatter);
-  CHECK(s.programs[3].group_of(*rs) == 3);                // tp1: ranks 2 and 3
-  CHECK(rs->bytes == 2048LL * 4096 * 2);  // the input: the local tokens' activations, bf16
+  CHECK(s.programs[3].group_of(*rs) == 3);  // tp1: ranks 2 and 3
+  CHECK(rs->bytes == 2048LL * 4096 * 2);    // the input: the local tokens' activations, bf16
   // Causal attention over every token, the heads split over ulysses x tp.
   const Op* attn = nullptr;
   for (const Op& op : *s.programs[3].ops)
@@ -104,7 +104,8 @@ TEST_CASE("tensor parallelism: groups of consecutive ranks, an all-gather and a 
   // Without tensor parallelism the tied collectives are not there at all.
   CHECK(count_label(generate_schedule(workload("{preset: llama3-8b, dims: {layers: 2}}")), 0, " tp ag attn") == 0);
   // Chunked: per tied collective tp pieces on the stream "tp comm", each GEMM piece m / tp.
-  const Schedule c = generate_schedule(workload("{preset: llama3-8b, dims: {layers: 2}}", "tokens: 4096\nparallelism: {tp: 2, tp_overlap: chunked}\n"));
+  const Schedule c =
+      generate_schedule(workload("{preset: llama3-8b, dims: {layers: 2}}", "tokens: 4096\nparallelism: {tp: 2, tp_overlap: chunked}\n"));
   REQUIRE(c.streams.size() == 3);
   CHECK(c.streams[2].name == "tp comm");
   int ag = 0, gemm = 0;
@@ -155,7 +156,7 @@ TEST_CASE("tensor parallelism as a ring exchange: tp GEMM pieces, tp - 1 sends t
   CHECK(sends == 4 * 3);  // four tied GEMMs, 3 exchanges each
   CHECK(recvs == 4 * 3);
   CHECK(pieces == 4);
-  CHECK(adds == 3);       // the attention output's reduce-scatter: a partial added at each step but the first
+  CHECK(adds == 3);  // the attention output's reduce-scatter: a partial added at each step but the first
   CHECK(error_of("{preset: llama3-8b}", "tokens: 4096\nparallelism: {tp: 2, tp_comm_sms: 8}\n").find("applies with tp_overlap") != std::string::npos);
   CHECK(error_of("{preset: llama3-8b}", "tokens: 4094\nparallelism: {tp: 4, tp_overlap: ring_exchange}\n").find("ring_exchange splits m") !=
         std::string::npos);
@@ -177,8 +178,8 @@ TEST_CASE("a model of the user's own blocks") {
   for (const Op& op : *s.programs[0].ops)
     if (op.label == "h2d e0.f0.l0") CHECK(op.bytes == 4LL * 1024 * 1024 * 2);
   // Errors name the file, line and the names known.
-  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: locl, n: 1, k: 1}]}]}")
-            .find("w.yaml:2:") != std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: locl, n: 1, k: 1}]}]}").find("w.yaml:2:") !=
+        std::string::npos);
   CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: locl, n: 1, k: 1}]}]}")
             .find("unknown variable 'locl'") != std::string::npos);
   CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: 1, n: 1, k: 1, bytes: 3}]}]}")
@@ -187,10 +188,10 @@ TEST_CASE("a model of the user's own blocks") {
             .find("exactly one of") != std::string::npos);
   CHECK(error_of("{dims: {tokens: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{memory: m, bytes: 1}]}]}").find("is the job's") !=
         std::string::npos);
-  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{attention: a, heads: 1, q: 1, kv: 1}]}]}")
-            .find("head_dim") != std::string::npos);
-  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: hidden - 8, n: 1, k: 1}]}]}")
-            .find("comes out 0") != std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{attention: a, heads: 1, q: 1, kv: 1}]}]}").find("head_dim") !=
+        std::string::npos);
+  CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: hidden - 8, n: 1, k: 1}]}]}").find("comes out 0") !=
+        std::string::npos);
   CHECK(error_of("{preset: wan2.1-14b}", "tokens: 4096\nparallelism: {tp: 2}\n").find("no tensor-parallel split") != std::string::npos);
   CHECK(error_of("{preset: llama3-8b}", "tokens: 4096\nparallelism: {tp: 3}\n").find("must divide the 32 attention heads") != std::string::npos);
   CHECK(error_of("{preset: flux.1-dev, hidden: 1024}").find("set it under dims:") != std::string::npos);
@@ -220,7 +221,7 @@ TEST_CASE("ring attention and USP: ring steps of chunks, K/V passed to the next 
   REQUIRE(w.ranks() == 4);
   const Schedule s = generate_schedule(w);
   REQUIRE(s.streams.size() == 4);  // compute, copy, ring send, ring recv
-  REQUIRE(s.groups.size() == 4);  // two Ulysses groups, then two rings (their communicators: NCCL's buffers)
+  REQUIRE(s.groups.size() == 4);   // two Ulysses groups, then two rings (their communicators: NCCL's buffers)
   CHECK(s.groups[0].name == "sp0.r0");
   CHECK(s.groups[0].ranks == std::vector<int>{0, 1});
   CHECK(s.groups[1].ranks == std::vector<int>{2, 3});
@@ -285,7 +286,8 @@ TEST_CASE("a block op's views: the framework calls before it that launch nothing
   CHECK(error_of("{dims: {hidden: 8}, blocks: [{name: b, count: 1, params: 1, ops: [{gemm: g, m: 1, n: 1, k: 1, views: -1}]}]}")
             .find("views comes out -1") != std::string::npos);
   // launches: the framework ops a kernel stands for; its pieces under tensor-parallel overlap each stand for as many.
-  const Schedule llama = generate_schedule(workload("{preset: llama3-8b, dims: {layers: 1}}", "tokens: 4096\nsteps: 1\ncfg: none\nparallelism: {tp: 2, tp_overlap: chunked}\n"));
+  const Schedule llama = generate_schedule(
+      workload("{preset: llama3-8b, dims: {layers: 1}}", "tokens: 4096\nsteps: 1\ncfg: none\nparallelism: {tp: 2, tp_overlap: chunked}\n"));
   int gate_up = 0;
   for (const Op& op : *llama.programs[0].ops)
     if (op.label.find("gate up") != std::string::npos && op.kind == OpKind::Kernel) {

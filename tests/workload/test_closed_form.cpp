@@ -10,8 +10,8 @@
 #include "core/isolated.hpp"
 #include "gpu/executor.hpp"
 #include "gpu/sim_fixture.hpp"
-#include "schedule/schedule.hpp"
 #include "hw/fabric.hpp"
+#include "schedule/schedule.hpp"
 #include "workload/dit.hpp"
 
 using namespace osim;
@@ -138,11 +138,11 @@ TEST_CASE("closed-form all-to-alls replay exactly what simulating every flow giv
     for (const auto& d : delays) {
       CAPTURE(d);
       const auto [c, h] = check_same(schedule(d,
-                                               "      - {op: collective, kind: all_to_all, group: pair, bytes: 64 MB, stream: side}\n"
-                                               "      - {op: collective, kind: all_to_all, group: world, bytes: 256 MB, stream: compute}\n"
-                                               "      - {op: collective, kind: all_to_all, group: world, bytes: 256 MB, stream: compute}",
-                                               "groups: [{name: pair, ranks: [0, 1, 2, 3]}]"),
-                                      aces);
+                                              "      - {op: collective, kind: all_to_all, group: pair, bytes: 64 MB, stream: side}\n"
+                                              "      - {op: collective, kind: all_to_all, group: world, bytes: 256 MB, stream: compute}\n"
+                                              "      - {op: collective, kind: all_to_all, group: world, bytes: 256 MB, stream: compute}",
+                                              "groups: [{name: pair, ranks: [0, 1, 2, 3]}]"),
+                                     aces);
       closed += c;
       handed += h;
     }
@@ -156,8 +156,8 @@ TEST_CASE("closed-form all-to-alls: a full workload is the same either way") {
     CAPTURE(w);
     DitWorkload wl = parse_workload_file(kSrc + "/configs/workloads/" + w, {"steps=2", "model.blocks=6"});
     const Schedule s = generate_schedule(wl);
-    const hw::Topology t(hw::parse_topology_file(kSrc + "/configs/topologies/" +
-                                                  (w.find("dgx") != std::string::npos ? "dgx-h100.yaml" : "aces-4xh100-pcie.yaml")));
+    const hw::Topology t(
+        hw::parse_topology_file(kSrc + "/configs/topologies/" + (w.find("dgx") != std::string::npos ? "dgx-h100.yaml" : "aces-4xh100-pcie.yaml")));
     const auto [closed, handed] = check_same(s, t, wl.params);
     CHECK(closed > 0);
     MESSAGE(fmt::format("{}: {} closed forms, {} handed back", w, closed, handed));

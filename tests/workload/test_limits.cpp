@@ -55,7 +55,8 @@ TEST_CASE("numbers: finite, within their type, sizes, rates and times in range")
   CHECK(schedule_error("      - {op: kernel, stream: s, duration: 10000000 s}\n").find("is over a day") != std::string::npos);
   CHECK(schedule_error("      - {op: memcpy, kind: h2d, bytes: 1e19, stream: s}\n").find("over the largest size overlapsim holds (1 EiB)") !=
         std::string::npos);
-  CHECK(schedule_error("      - {op: kernel, stream: s, duration: 1 us, sm_limit: 4294967297}\n").find("4294967297 is out of range") != std::string::npos);
+  CHECK(schedule_error("      - {op: kernel, stream: s, duration: 1 us, sm_limit: 4294967297}\n").find("4294967297 is out of range") !=
+        std::string::npos);
   CHECK(schedule_error("      - {op: marker, name: m}\n", "streams: [{name: s, priority: 4294967295}]\n").find("out of range") != std::string::npos);
   CHECK(topology_error(kTopo + "  - {name: gpu0, kind: gpu, sms: 4294967297}\nlinks:\n  - {a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n")
             .find("edge.yaml:4:") == 0);
@@ -79,8 +80,8 @@ TEST_CASE("shapes: a list where a whole number goes is named, not a conversion e
 TEST_CASE("shapes: a list or mapping as a key, or aliases expanding without bound, are refused when read") {
   CHECK(schedule_error("      - {op: marker, name: m, ? [a, b] : 1}\n").find("edge.yaml:7:") == 0);
   CHECK(schedule_error("      - {op: marker, name: m, ? [a, b] : 1}\n").find("a key must be a plain name") != std::string::npos);
-  CHECK_THROWS_WITH_AS(parse_calibration_string("model:\n  ? {a: 1}\n  : 2\n", "c.yaml"), doctest::Contains("c.yaml:2:5: error: a key must be a plain name"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(parse_calibration_string("model:\n  ? {a: 1}\n  : 2\n", "c.yaml"),
+                       doctest::Contains("c.yaml:2:5: error: a key must be a plain name"), InputError);
   // Seven levels of ten aliases each: 10^7 values from a few hundred bytes.
   std::string laughs = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
   for (int i = 1; i <= 7; ++i) {
@@ -98,7 +99,8 @@ TEST_CASE("sizes: loops, repeats and workloads that would exhaust memory are ref
   CHECK(schedule_error("      - {op: loop, count: 1000000000000000000, ops: []}\n").find("unroll to more than") != std::string::npos);
   limits::set_max_unrolled_ops(100);
   // Ops naming the rank unroll per rank: 2 ranks x (50 iterations + 50 ops) = 200 > 100; 2 x (20 + 20) = 80 fits.
-  CHECK(schedule_error("      - {op: loop, count: 50, ops: [{op: marker, name: \"m{rank}\"}]}\n").find("unroll to more than 100 ops") != std::string::npos);
+  CHECK(schedule_error("      - {op: loop, count: 50, ops: [{op: marker, name: \"m{rank}\"}]}\n").find("unroll to more than 100 ops") !=
+        std::string::npos);
   CHECK(schedule_error("      - {op: loop, count: 20, ops: [{op: marker, name: \"m{rank}\"}]}\n").empty());
   // The same ops on every rank unroll once, shared: 50 + 50 = 100 fits.
   CHECK(schedule_error("      - {op: loop, count: 50, ops: [{op: marker, name: m}]}\n").empty());

@@ -10,9 +10,9 @@
 
 #include "gpu/executor.hpp"
 #include "gpu/sim_fixture.hpp"
+#include "hw/fabric.hpp"
 #include "report/metrics.hpp"
 #include "schedule/schedule.hpp"
-#include "hw/fabric.hpp"
 #include "workload/dit.hpp"
 
 using namespace osim;

@@ -111,8 +111,10 @@ TEST_CASE("programs whose measured host set the pace and whose twin's did not ar
   CHECK(edge.host_bound_measured_only());
   CHECK_FALSE(short_of.host_bound_measured_only());
   const std::string text = format_program_figures(program_figures({paced, blocked, ahead, edge, short_of}));
-  CHECK(text.find("the twins' not (a framework's host is slower than a generated twin's; import the program's trace, docs/import-trace.md): paced edge\n") !=
-        std::string::npos);
+  CHECK(
+      text.find(
+          "the twins' not (a framework's host is slower than a generated twin's; import the program's trace, docs/import-trace.md): paced edge\n") !=
+      std::string::npos);
   CHECK(format_program_figures(program_figures({blocked, ahead})).find("set the pace") == std::string::npos);
 }
 
@@ -215,9 +217,9 @@ TEST_CASE("a group's ranking by the simulation beside one half of the sessions' 
     CHECK(f.rankings[0].simulated_halves == doctest::Approx(0.75));
     CHECK(f.rankings[0].simulated == doctest::Approx(1.5 / std::sqrt(3.0)));
     CHECK(f.halves_spearman_min == doctest::Approx(0.5));
-    CHECK(format_repeated_figures(f).find("  g: 3 programs' medians ranked against the simulation: rank correlation 0.87; half the 2 sessions' medians "
-                                          "against the other half's 0.50, the simulation against a half's 0.75 (the median over 1 splits)\n") !=
-          std::string::npos);
+    CHECK(format_repeated_figures(f).find(
+              "  g: 3 programs' medians ranked against the simulation: rank correlation 0.87; half the 2 sessions' medians "
+              "against the other half's 0.50, the simulation against a half's 0.75 (the median over 1 splits)\n") != std::string::npos);
   }
   // Four sessions, three alike (1 2 3) and s4 with a slowest (4 2 3): three splits, in each the half with s4 ranks (2.5, 2, 3):
   // halves 0.5 in all three; the twins 1 against one half, 0.5 against the other (median 0.75).

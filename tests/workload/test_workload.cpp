@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "gpu/executor.hpp"
 #include "core/intervals.hpp"
+#include "gpu/executor.hpp"
 #include "report/metrics.hpp"
 #include "workload/dit.hpp"
 
@@ -63,7 +63,7 @@ int count_ops(const Schedule& s, int rank, OpKind k) {
 
 TEST_CASE("tokens, layer bytes and all-to-all sizes follow the formulas") {
   const DitWorkload w = parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml");
-  CHECK(w.tokens == 21 * 45 * 80);  // ((81-1)/4+1) * (720/16) * (1280/16) = 75,600
+  CHECK(w.tokens == 21 * 45 * 80);                                                    // ((81-1)/4+1) * (720/16) * (1280/16) = 75,600
   CHECK(workload_cost(w).params == 40.0 * (8LL * 5120 * 5120 + 2LL * 5120 * 13824));  // x 2 bytes: 702,545,920 B ~ 703 MB a block
   auto op_bytes = [](const DitWorkload& x, const std::string& label) {
     const Schedule s = generate_schedule(x);
@@ -113,9 +113,9 @@ TEST_CASE("VRAM: resident weights, prefetch depth, double buffers") {
     const MemoryPlan plan = memory_plan(x.w);
     CHECK(x.m.per_rank[0].peak_parts[static_cast<size_t>(MemPart::Comm)] == x.w.params.vram.nccl_process + x.w.params.vram.nccl_via_host);
     CHECK(static_cast<double>(x.m.per_rank[0].peak_vram) ==
-          doctest::Approx(weights(x) + static_cast<double>(plan.activations + plan.reserve + x.w.params.vram.gemm_workspace +
-                                                           x.w.params.vram.cuda_context + plan.outside.at(0).weights +
-                                                           x.w.params.vram.nccl_process + x.w.params.vram.nccl_via_host)));
+          doctest::Approx(weights(x) +
+                          static_cast<double>(plan.activations + plan.reserve + x.w.params.vram.gemm_workspace + x.w.params.vram.cuda_context +
+                                              plan.outside.at(0).weights + x.w.params.vram.nccl_process + x.w.params.vram.nccl_via_host)));
   }
   CHECK(weights(run("wan21-480p-4090-block", {"steps=1", "memory.outside=none"})) == doctest::Approx(2 * lb));
 }
@@ -165,7 +165,7 @@ TEST_CASE("the trace has host, stream, copy-engine tracks, counters and event ar
   CHECK(t.find("\"name\":\"copy engine H2D\"") != std::string::npos);
   CHECK(t.find("\"name\":\"VRAM\"") != std::string::npos);
   CHECK(t.find("\"name\":\"rc0 (from host)\"") != std::string::npos);  // a link counter
-  CHECK(t.find("\"ph\":\"f\",\"bp\":\"e\"") != std::string::npos);      // event arrows
+  CHECK(t.find("\"ph\":\"f\",\"bp\":\"e\"") != std::string::npos);     // event arrows
   CHECK(t.back() == '\n');
 }
 
@@ -181,8 +181,7 @@ TEST_CASE("bad workloads name file:line and what to do") {
   const std::string base = "name: w\nmodel: {preset: wan2.2-14b}\nvideo: {width: 1280, height: 720, frames: 81}\n";
   CHECK(err(base + "offlaod: {policy: none}\n").find("did you mean 'offload'?") != std::string::npos);
   CHECK(err(base + "offlaod: {policy: none}\n").find("w.yaml:4:") == 0);
-  CHECK(err("name: w\nmodel: {preset: wan2.3}\nvideo: {width: 1280, height: 720, frames: 81}\n").find("'wan2.3' is not one of") !=
-        std::string::npos);
+  CHECK(err("name: w\nmodel: {preset: wan2.3}\nvideo: {width: 1280, height: 720, frames: 81}\n").find("'wan2.3' is not one of") != std::string::npos);
   CHECK(err(base + "parallelism: {ulysses: 3}\n").find("must divide the 40 attention heads") != std::string::npos);
   CHECK(err("name: w\nmodel: {preset: wan2.2-14b}\nvideo: {width: 1280, height: 720, frames: 80}\n").find("4k+1") != std::string::npos);
   CHECK(err(base + "offload: {policy: block, prefetch_size: 2}\n").find("applies to policy layerwise, not block") != std::string::npos);
@@ -190,7 +189,8 @@ TEST_CASE("bad workloads name file:line and what to do") {
   CHECK(err(base, {"video.width.x=3"}).find("'width' is not a mapping") != std::string::npos);
   CHECK(err(base, {"parallelism.ulysses=0"}).find("must be at least 1") != std::string::npos);
   CHECK(err(base + "runtime: {device_max_connections: 0}\n").find("must be 1..32 (CUDA's range)") != std::string::npos);
-  CHECK(err(base + "runtime: {max_connections: 4}\n").find("unknown key 'max_connections' in runtime; known keys: device_max_connections, nccl_p2p_disable") != std::string::npos);
+  CHECK(err(base + "runtime: {max_connections: 4}\n")
+            .find("unknown key 'max_connections' in runtime; known keys: device_max_connections, nccl_p2p_disable") != std::string::npos);
 }
 
 TEST_CASE("golden: shipped examples (2 steps)") {
@@ -244,12 +244,12 @@ TEST_CASE("a run without per-op records gives the same metrics as one with them"
       spans += r.kernels.size() + r.colls.size() + r.copies.size() + r.cstream.size() + r.compute_copies.size();
     return std::make_pair(records, spans);
   };
-  for (const auto& [wl, sets] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"wan22-720p-aces-layerwise", {"steps=2"}},
-           {"wan22-720p-aces-blocking", {"steps=1"}},
-           {"wan21-480p-4090-block", {"steps=1"}},
-           {"wan22-720p-dgx-sp8-layerwise", {"steps=1"}},
-           {"wan22-720p-h200-layerwise", {"steps=1", "model.blocks=4"}}}) {
+  for (const auto& [wl, sets] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{{"wan22-720p-aces-layerwise", {"steps=2"}},
+                                                                     {"wan22-720p-aces-blocking", {"steps=1"}},
+                                                                     {"wan21-480p-4090-block", {"steps=1"}},
+                                                                     {"wan22-720p-dgx-sp8-layerwise", {"steps=1"}},
+                                                                     {"wan22-720p-h200-layerwise", {"steps=1", "model.blocks=4"}}}) {
     const std::string workload = wl;  // clang 14 cannot capture a structured binding
     CAPTURE(workload);
     const Run x = run(wl, sets);
@@ -276,7 +276,8 @@ programs:
       - {op: marker, name: "step 1", stream: compute}
       - {op: memcpy, kind: d2h, bytes: 16 MB, stream: copy}
       - {op: device_sync}
-)", "mixed.yaml");
+)",
+                                           "mixed.yaml");
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml"));
   (void)both(s, topo, ModelParams{});
   const Schedule p = parse_schedule_file(kSrc + "/configs/schedules/prefetch-overlap-2gpu.yaml");
@@ -302,11 +303,12 @@ TEST_CASE("fp8 weights: half the bytes copied, fp8 GEMMs, each GEMM's input quan
     return nullptr;
   };
   const Schedule bf16 = generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", base));
-  const Schedule fp8 = generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=1", "model.dtype=fp8"}));
+  const Schedule fp8 =
+      generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=1", "model.dtype=fp8"}));
   const Schedule eager = generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml",
                                                                {"steps=1", "model.dtype=fp8", "compute.fp8_input_quant=scale_then_cast"}));
-  const Schedule none = generate_schedule(
-      parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=1", "model.dtype=fp8", "compute.fp8_input_quant=none"}));
+  const Schedule none = generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml",
+                                                              {"steps=1", "model.dtype=fp8", "compute.fp8_input_quant=none"}));
   REQUIRE(find(bf16, "h2d e0.f0.l0"));
   REQUIRE(find(fp8, "h2d e0.f0.l0"));
   CHECK(find(fp8, "h2d e0.f0.l0")->bytes * 2 == find(bf16, "h2d e0.f0.l0")->bytes);

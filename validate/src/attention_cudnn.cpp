@@ -58,10 +58,8 @@ int64_t CudnnSdpa::prepare(const SdpaShape& s) {
     };
     auto q = bhsd("Q", kQ, s.seq_q), k = bhsd("K", kK, s.seq_kv), v = bhsd("V", kV, s.seq_kv);
     // Inference: no softmax statistics, no mask or causal, scale 1/sqrt(d) (torch's default).
-    auto options = fe::graph::SDPA_attributes()
-                       .set_name("sdpa")
-                       .set_generate_stats(false)
-                       .set_attn_scale(1.0f / std::sqrt(static_cast<float>(s.head_dim)));
+    auto options =
+        fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(false).set_attn_scale(1.0f / std::sqrt(static_cast<float>(s.head_dim)));
     if (s.causal) options.set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT).set_diagonal_band_right_bound(0);
     auto [o, stats] = g->sdpa(q, k, v, options);
     (void)stats;

@@ -12,18 +12,18 @@
 namespace ovv {
 
 struct Options {
-  bool quick = false;      // fewer sizes, smaller buffers
+  bool quick = false;  // fewer sizes, smaller buffers
   int warmup = 2;
-  int samples = 5;         // medians of this many
-  int max_gpus = 0;        // 0 = all
+  int samples = 5;   // medians of this many
+  int max_gpus = 0;  // 0 = all
   int watchdog_s = 120;
   bool verbose = false;
-  std::string filter;      // regex on testcase keys
-  std::string partial_out; // where the watchdog writes the results so far
+  std::string filter;       // regex on testcase keys
+  std::string partial_out;  // where the watchdog writes the results so far
   // NCCL sweep shape (defaults: channels 0 (NCCL's choice), 4, 8, 16 for
   // all_to_all/all_reduce; ranks 2 and all; sizes x4).
   std::vector<int> channels{0, 4, 8, 16};
-  std::vector<int> ranks;            // empty: 2 and all GPUs
+  std::vector<int> ranks;  // empty: 2 and all GPUs
   int size_step = 4;
   bool all_collectives_at_all_channels = false;
   std::vector<int> interference_channels{0, 4};

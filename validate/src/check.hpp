@@ -15,12 +15,10 @@ struct GpuError : std::runtime_error {
 };
 
 inline void cuda_check(cudaError_t e, const char* what, const char* file, int line) {
-  if (e != cudaSuccess)
-    throw GpuError(std::string(file) + ":" + std::to_string(line) + ": " + what + ": " + cudaGetErrorString(e));
+  if (e != cudaSuccess) throw GpuError(std::string(file) + ":" + std::to_string(line) + ": " + what + ": " + cudaGetErrorString(e));
 }
 inline void nccl_check(ncclResult_t e, const char* what, const char* file, int line) {
-  if (e != ncclSuccess)
-    throw GpuError(std::string(file) + ":" + std::to_string(line) + ": " + what + ": " + ncclGetErrorString(e));
+  if (e != ncclSuccess) throw GpuError(std::string(file) + ":" + std::to_string(line) + ": " + what + ": " + ncclGetErrorString(e));
 }
 inline void cublas_check(cublasStatus_t e, const char* what, const char* file, int line) {
   if (e != CUBLAS_STATUS_SUCCESS)

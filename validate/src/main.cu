@@ -4,21 +4,21 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "bench.hpp"
 #include "check.hpp"
-#include "run.hpp"
 #include "core/errors.hpp"
+#include "run.hpp"
 
 extern char** environ;
 
@@ -60,8 +60,13 @@ nlohmann::ordered_json environment_json() {
     for (int d = 0; d < n; ++d) {
       cudaDeviceProp p{};
       CUDA_CHECK(cudaGetDeviceProperties(&p, d));
-      env["gpus"].push_back({{"index", d}, {"name", p.name}, {"sms", p.multiProcessorCount}, {"memory_bytes", p.totalGlobalMem},
-                             {"async_engine_count", p.asyncEngineCount}, {"pci_bus_id", p.pciBusID}, {"l2_bytes", p.l2CacheSize}});
+      env["gpus"].push_back({{"index", d},
+                             {"name", p.name},
+                             {"sms", p.multiProcessorCount},
+                             {"memory_bytes", p.totalGlobalMem},
+                             {"async_engine_count", p.asyncEngineCount},
+                             {"pci_bus_id", p.pciBusID},
+                             {"l2_bytes", p.l2CacheSize}});
     }
   }
   nlohmann::ordered_json vars;
@@ -71,7 +76,8 @@ nlohmann::ordered_json environment_json() {
   }
   env["env"] = vars;
   env["nvidia_smi_topo"] = run_capture("nvidia-smi topo -m 2>&1");
-  env["nvidia_smi"] = run_capture("nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max,clocks.max.sm,power.limit --format=csv 2>&1");
+  env["nvidia_smi"] =
+      run_capture("nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max,clocks.max.sm,power.limit --format=csv 2>&1");
   return env;
 }
 }  // namespace ovv
@@ -98,19 +104,25 @@ int main(int argc, char** argv) {
   bench->add_option("--interference-channels", opt.interference_channels, "channel counts for the GEMM/all-to-all pairs")->delimiter(',');
   std::vector<std::string> shape_schedules;
   double shapes_slowdown = 2.1;
-  bench->add_option("--gemm-shapes-from", shape_schedules,
-                    "also time every GEMM `run` realises for these schedules (attention as chunked GEMMs), so calibrate has their rates")
+  bench
+      ->add_option("--gemm-shapes-from", shape_schedules,
+                   "also time every GEMM `run` realises for these schedules (attention as chunked GEMMs), so calibrate has their rates")
       ->check(CLI::ExistingFile);
-  bench->add_option("--attention-slowdown", shapes_slowdown, "as `run --attention-slowdown`, for --gemm-shapes-from (default 2.1)")->check(CLI::Range(0.1, 100.0));
+  bench->add_option("--attention-slowdown", shapes_slowdown, "as `run --attention-slowdown`, for --gemm-shapes-from (default 2.1)")
+      ->check(CLI::Range(0.1, 100.0));
   ovv::RunOptions ro;
-  auto* run = app.add_subcommand("run", "Execute a schedule (overlapsim's input) on the GPUs; write its per-op records (overlapsim report makes metrics, a trace and a summary of them)");
+  auto* run = app.add_subcommand("run",
+                                 "Execute a schedule (overlapsim's input) on the GPUs; write its per-op records (overlapsim report makes metrics, a "
+                                 "trace and a summary of them)");
   run->add_option("schedule", ro.schedule, "schedule YAML/JSON (overlapsim run --schedule-out writes one from a workload)")->required();
   run->add_option("--out,-o", ro.out_dir, "folder for records.json and schedule.yaml")->required();
   run->add_option("--topology,-t", ro.topology, "topology YAML naming the GPUs (default: the schedule's 'topology:')");
   run->add_option("--warmup", ro.warmup, "untimed runs first")->check(CLI::Range(0, 100));
   run->add_option("--repeat", ro.repeat, "timed runs; the median makespan's is reported")->check(CLI::Range(1, 100));
   run->add_option("--watchdog", ro.watchdog_s, "abort when no op is issued for this many seconds")->check(CLI::Range(5, 3600));
-  run->add_option("--attention-slowdown", ro.attention_slowdown, "attention the runner has no kernel for (flash2, efficient, math; every backend without cudnn-frontend) runs as a GEMM of its FLOPs times this (default 2.1: a cuBLAS GEMM's rate over SDPA's at 16k tokens on Hopper)")
+  run->add_option("--attention-slowdown", ro.attention_slowdown,
+                  "attention the runner has no kernel for (flash2, efficient, math; every backend without cudnn-frontend) runs as a GEMM of its "
+                  "FLOPs times this (default 2.1: a cuBLAS GEMM's rate over SDPA's at 16k tokens on Hopper)")
       ->check(CLI::Range(0.1, 100.0));
   run->add_option("--devices", ro.devices, "CUDA device of each rank (default 0,1,...)")->delimiter(',');
   run->add_flag("--force", ro.force, "overwrite existing outputs");
@@ -141,10 +153,17 @@ int main(int argc, char** argv) {
     }
     nlohmann::ordered_json doc;
     doc["schema"] = "overlapsim.bench/v1";
-    doc["options"] = {{"quick", opt.quick}, {"samples", opt.samples}, {"warmup", opt.warmup}, {"filter", opt.filter},
-                      {"channels", opt.channels}, {"ranks", opt.ranks}, {"size_step", opt.size_step},
-                      {"all_collectives", opt.all_collectives_at_all_channels}, {"interference_channels", opt.interference_channels},
-                      {"gemm_shapes_from", shape_schedules}, {"attention_slowdown", shapes_slowdown}};
+    doc["options"] = {{"quick", opt.quick},
+                      {"samples", opt.samples},
+                      {"warmup", opt.warmup},
+                      {"filter", opt.filter},
+                      {"channels", opt.channels},
+                      {"ranks", opt.ranks},
+                      {"size_step", opt.size_step},
+                      {"all_collectives", opt.all_collectives_at_all_channels},
+                      {"interference_channels", opt.interference_channels},
+                      {"gemm_shapes_from", shape_schedules},
+                      {"attention_slowdown", shapes_slowdown}};
     doc["environment"] = ovv::environment_json();
     if (!out.empty()) opt.partial_out = out + ".partial";
     ovv::Runner runner(opt);

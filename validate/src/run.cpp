@@ -47,13 +47,13 @@
 #include <fmt/format.h>
 #include <nccl.h>
 
+#include "attention_cudnn.hpp"
 #include "check.hpp"
 #include "core/errors.hpp"
-#include "schedule/realise.hpp"
-#include "schedule/schedule.hpp"
-#include "attention_cudnn.hpp"
 #include "kernels.hpp"
+#include "schedule/realise.hpp"
 #include "schedule/records.hpp"
+#include "schedule/schedule.hpp"
 
 namespace ovv {
 
@@ -76,7 +76,6 @@ std::vector<int> circle_partners(int U, int me) {
   }
   return partners;
 }
-
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -102,10 +101,10 @@ struct Plan {
   SdpaPlan sdpa;
   bool busy = false, hbm = false;
   int64_t busy_ns = 0;
-  size_t bytes = 0;        // copy / collective / hbm bytes
-  size_t span = 0;         // h2d/d2h: the host memory the op's copies walk through (Op::host_span; its bytes where unset)
+  size_t bytes = 0;  // copy / collective / hbm bytes
+  size_t span = 0;   // h2d/d2h: the host memory the op's copies walk through (Op::host_span; its bytes where unset)
   ncclComm_t comm = nullptr;
-  int peer = -1;           // send/recv: the peer's rank in `comm`; p2p: the peer rank
+  int peer = -1;              // send/recv: the peer's rank in `comm`; p2p: the peer rank
   std::vector<int> partners;  // pairwise all_to_all: the partner per round (-1: sits out)
   int members = 0;
 };
@@ -123,9 +122,9 @@ struct Rank {
   int rank = 0, dev = 0;
   std::vector<cudaStream_t> streams;
   cudaStream_t timing{};
-  std::vector<cudaEvent_t> events;             // the schedule's events
-  std::vector<cudaEvent_t> ev_start, ev_end;   // per op (nullptr where unused)
-  std::vector<cudaEvent_t> internal;           // stream_wait_stream
+  std::vector<cudaEvent_t> events;            // the schedule's events
+  std::vector<cudaEvent_t> ev_start, ev_end;  // per op (nullptr where unused)
+  std::vector<cudaEvent_t> internal;          // stream_wait_stream
   cudaEvent_t ref{};
   double ref_host_ns = 0;
   cublasHandle_t blas{};
@@ -138,9 +137,9 @@ struct Rank {
   std::vector<char> pageable;
   int sms = 0;
   size_t vram_capacity = 0;
-  std::vector<int64_t> issue, returned;  // host ns, per op
+  std::vector<int64_t> issue, returned;                // host ns, per op
   std::map<std::pair<size_t, int>, size_t> span_next;  // (host_span, 2 x pinned + d2h) -> where its next copy starts
-  std::array<size_t, 2> d2h_at{0, 0};  // where the D2H copies' host buffer starts (pinned, pageable): past the H2D ones
+  std::array<size_t, 2> d2h_at{0, 0};                  // where the D2H copies' host buffer starts (pinned, pageable): past the H2D ones
 };
 
 struct Times {
@@ -167,7 +166,8 @@ class Runner {
     const int total = o_.warmup + o_.repeat;
     for (int rep = 0; rep < total; ++rep) {
       Times t = run_once();
-      if (o_.verbose) std::cerr << fmt::format("run {} of {}: makespan {:.3f} ms{}\n", rep + 1, total, t.makespan_ns * 1e-6, rep < o_.warmup ? " (warm-up)" : "");
+      if (o_.verbose)
+        std::cerr << fmt::format("run {} of {}: makespan {:.3f} ms{}\n", rep + 1, total, t.makespan_ns * 1e-6, rep < o_.warmup ? " (warm-up)" : "");
       if (rep >= o_.warmup) timed.push_back(std::move(t));
     }
     std::vector<size_t> order(timed.size());
@@ -197,11 +197,15 @@ class Runner {
     if (devs.empty())
       for (int r = 0; r < R; ++r) devs.push_back(r);
     if (static_cast<int>(devs.size()) != R)
-      throw osim::InputError(osim::SourceLocation{s_.file, 0, 0}, fmt::format("--devices lists {} devices but the schedule has {} ranks", devs.size(), R));
+      throw osim::InputError(osim::SourceLocation{s_.file, 0, 0},
+                             fmt::format("--devices lists {} devices but the schedule has {} ranks", devs.size(), R));
     for (int d : devs)
       if (d < 0 || d >= ndev)
-        throw osim::InputError(osim::SourceLocation{s_.file, 0, 0},
-                               fmt::format("the schedule needs {} ranks but this machine has {} GPUs (device {} does not exist): run it on a larger machine or pass --devices", R, ndev, d));
+        throw osim::InputError(
+            osim::SourceLocation{s_.file, 0, 0},
+            fmt::format(
+                "the schedule needs {} ranks but this machine has {} GPUs (device {} does not exist): run it on a larger machine or pass --devices",
+                R, ndev, d));
     ranks_.resize(R);
     for (int r = 0; r < R; ++r) {
       ranks_[r].rank = r;
@@ -238,7 +242,8 @@ class Runner {
     for (const auto& [key, _] : wanted) {
       const auto [g, channels] = key;
       std::vector<int> members;
-      if (g >= 0) members = s_.groups[g].ranks;
+      if (g >= 0)
+        members = s_.groups[g].ranks;
       else
         for (int r = 0; r < s_.ranks(); ++r) members.push_back(r);
       ncclUniqueId id;
@@ -273,10 +278,11 @@ class Runner {
       try {
         m.alloc(b);
       } catch (const GpuError&) {
-        throw osim::InputError(osim::SourceLocation{s_.file, 0, 0},
-                               fmt::format("rank {} (device {}): cannot allocate {:.2f} GiB for {} (the schedule's peak is {:.2f} GiB of allocations plus "
-                                           "scratch for its largest ops): make the schedule smaller or run it on a larger GPU",
-                                           R.rank, R.dev, static_cast<double>(b) / 1073741824.0, what, static_cast<double>(vram_peak) / 1073741824.0));
+        throw osim::InputError(
+            osim::SourceLocation{s_.file, 0, 0},
+            fmt::format("rank {} (device {}): cannot allocate {:.2f} GiB for {} (the schedule's peak is {:.2f} GiB of allocations plus "
+                        "scratch for its largest ops): make the schedule smaller or run it on a larger GPU",
+                        R.rank, R.dev, static_cast<double>(b) / 1073741824.0, what, static_cast<double>(vram_peak) / 1073741824.0));
       }
     };
     need(R.arena, static_cast<size_t>(vram_peak), "the schedule's allocations");
@@ -292,9 +298,10 @@ class Runner {
       try {
         R.sdpa = std::make_unique<ovv::CudnnSdpa>();
       } catch (const GpuError& e) {
-        throw osim::InputError(osim::SourceLocation{s_.file, 0, 0},
-                               fmt::format("rank {}: attention runs as cuDNN's SDPA, but {}: put libcudnn.so.9 on LD_LIBRARY_PATH (validate/device_env.sh)",
-                                           R.rank, e.what()));
+        throw osim::InputError(
+            osim::SourceLocation{s_.file, 0, 0},
+            fmt::format("rank {}: attention runs as cuDNN's SDPA, but {}: put libcudnn.so.9 on LD_LIBRARY_PATH (validate/device_env.sh)", R.rank,
+                        e.what()));
       }
       int64_t workspace = 0;
       for (const Plan& pl : R.plans)
@@ -368,8 +375,9 @@ class Runner {
       switch (o.kind) {
         case OpKind::Kernel: {
           if (o.sm_limit != 0)
-            throw osim::InputError(where, "sm_limit and sm_margin are not realised by overlapsim-validate run yet (they would need green contexts or "
-                                          "cuBLAS's SM count target): remove them to measure this schedule");
+            throw osim::InputError(where,
+                                   "sm_limit and sm_margin are not realised by overlapsim-validate run yet (they would need green contexts or "
+                                   "cuBLAS's SM count target): remove them to measure this schedule");
           // Attention as cuDNN's SDPA where this build has it; GEMMs, other
           // attention and FLOP kernels as osim::realised_gemm says (shared with
           // `compare --simulate` and `bench --gemm-shapes-from`).
@@ -501,10 +509,14 @@ class Runner {
     switch (o.kind) {
       case OpKind::Kernel:
         CUDA_CHECK(cudaEventRecord(R.ev_start[i], st));
-        if (p.sdpa.on) R.sdpa->run(p.sdpa.shape, st, R.sdpa_q.p, R.sdpa_kv.p, static_cast<char*>(R.sdpa_kv.p) + R.sdpa_kv.bytes / 2, R.sdpa_o.p, R.sdpa_ws.p);
-        else if (p.gemm.chunks > 0) gemm(R, st, p.gemm);
-        else if (p.busy) launch_busy(st, R.sms, p.busy_ns);
-        else if (p.hbm) launch_hbm_copy(st, R.mem_b.p, R.mem_a.p, p.bytes, R.sms);
+        if (p.sdpa.on)
+          R.sdpa->run(p.sdpa.shape, st, R.sdpa_q.p, R.sdpa_kv.p, static_cast<char*>(R.sdpa_kv.p) + R.sdpa_kv.bytes / 2, R.sdpa_o.p, R.sdpa_ws.p);
+        else if (p.gemm.chunks > 0)
+          gemm(R, st, p.gemm);
+        else if (p.busy)
+          launch_busy(st, R.sms, p.busy_ns);
+        else if (p.hbm)
+          launch_hbm_copy(st, R.mem_b.p, R.mem_a.p, p.bytes, R.sms);
         CUDA_CHECK(cudaEventRecord(R.ev_end[i], st));
         break;
       case OpKind::Memcpy: {
@@ -687,7 +699,8 @@ class Runner {
     for (double ms : makespans) runs += fmt::format("{}{:.4f} s", runs.empty() ? "" : ", ", ms);
     std::cout << fmt::format("measured schedule {}: {} ranks on {}: makespan {:.4f} s (the median of {} runs: {})\n", s_.name, s_.ranks(), topo_name,
                              t.makespan_ns * 1e-9, makespans.size(), runs)
-              << fmt::format("wrote {}/records.json, schedule.yaml (overlapsim report {} makes the metrics, trace and summary)\n", o_.out_dir, o_.out_dir);
+              << fmt::format("wrote {}/records.json, schedule.yaml (overlapsim report {} makes the metrics, trace and summary)\n", o_.out_dir,
+                             o_.out_dir);
   }
 
   void teardown() {
@@ -728,12 +741,15 @@ int run_schedule(const RunOptions& o) {
   // Outputs are checked before any GPU work, so nothing is overwritten silently.
   for (const char* f : {"records.json", "schedule.yaml"})
     if (!o.force && fs::exists(fs::path(o.out_dir) / f))
-      throw osim::InputError(osim::SourceLocation{(fs::path(o.out_dir) / f).string(), 0, 0}, "exists already: pass --force to overwrite it, or choose another --out");
+      throw osim::InputError(osim::SourceLocation{(fs::path(o.out_dir) / f).string(), 0, 0},
+                             "exists already: pass --force to overwrite it, or choose another --out");
   if (o.topology.empty() && s.topology.empty())
-    throw osim::InputError(osim::SourceLocation{o.schedule, 0, 0}, "no topology (the metrics name its GPUs and links): pass --topology FILE or add 'topology:'");
+    throw osim::InputError(osim::SourceLocation{o.schedule, 0, 0},
+                           "no topology (the metrics name its GPUs and links): pass --topology FILE or add 'topology:'");
   // The schedule's runtime settings, before CUDA or NCCL read them.
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(s.runtime.device_max_connections).c_str(), 1);
-  if (s.runtime.nccl_p2p_disable) setenv("NCCL_P2P_DISABLE", "1", 1);
+  if (s.runtime.nccl_p2p_disable)
+    setenv("NCCL_P2P_DISABLE", "1", 1);
   else if (const char* v = std::getenv("NCCL_P2P_DISABLE"); v && std::string(v) != "0") {
     std::cerr << "overlapsim-validate run: NCCL_P2P_DISABLE is set in the environment but the schedule does not ask for it: unsetting it "
                  "(set 'settings: {nccl_p2p_disable: true}' in the schedule instead)\n";
@@ -761,8 +777,10 @@ int run_schedule(const RunOptions& o) {
       } else if (Clock::now() - last_change > std::chrono::seconds(o.watchdog_s)) {
         std::string where;
         for (int r = 0; r < nranks; ++r) where += fmt::format(" r{}@{}", r, runner.position[r].load());
-        std::cerr << fmt::format("overlapsim-validate run: watchdog: no op issued for {} s (rank@op:{}); a collective or a wait may be hung. "
-                                 "Raise --watchdog if the schedule has ops this long\n", o.watchdog_s, where);
+        std::cerr << fmt::format(
+            "overlapsim-validate run: watchdog: no op issued for {} s (rank@op:{}); a collective or a wait may be hung. "
+            "Raise --watchdog if the schedule has ops this long\n",
+            o.watchdog_s, where);
         std::_Exit(4);
       }
     }

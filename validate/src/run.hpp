@@ -14,18 +14,18 @@
 namespace ovv {
 
 struct RunOptions {
-  std::string schedule;     // schedule file (YAML/JSON)
-  std::string out_dir;      // where records.json and schedule.yaml go
-  std::string topology;     // for names in the metrics; default: the schedule's 'topology:'
-  int warmup = 1;           // untimed runs first (NCCL connections, cuBLAS heuristics, first touch)
-  int repeat = 3;           // timed runs; the one with the median makespan is reported
-  int watchdog_s = 120;     // abort when no rank issues an op for this long
+  std::string schedule;  // schedule file (YAML/JSON)
+  std::string out_dir;   // where records.json and schedule.yaml go
+  std::string topology;  // for names in the metrics; default: the schedule's 'topology:'
+  int warmup = 1;        // untimed runs first (NCCL connections, cuBLAS heuristics, first touch)
+  int repeat = 3;        // timed runs; the one with the median makespan is reported
+  int watchdog_s = 120;  // abort when no rank issues an op for this long
   // Attention kernels run as a cuBLAS GEMM of the same FLOPs times this factor,
   // so their time matches a fused attention kernel's. On an H200 at 16,384
   // tokens, PyTorch SDPA reaches 372 TFLOP/s and the GEMM ~770: 2.1 (at Wan
   // 720p's 75,600 tokens the ratio is 2.4). docs/calibrate-your-node.md.
   double attention_slowdown = 2.1;
-  std::vector<int> devices; // rank -> CUDA device (default: rank r on device r)
+  std::vector<int> devices;  // rank -> CUDA device (default: rank r on device r)
   bool force = false;
   bool verbose = false;
 };

@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
   std::ifstream in(argv[1]);
   std::string word;
   int version = 0;
-  if (!(in >> word >> version) || word != "overlapsim-flow-instance" || version != 1) fail(std::string(argv[1]) + ": not an overlapsim flow instance (v1)");
+  if (!(in >> word >> version) || word != "overlapsim-flow-instance" || version != 1)
+    fail(std::string(argv[1]) + ": not an overlapsim flow instance (v1)");
   size_t n_res = 0, n_flows = 0;
   if (!(in >> word >> n_res) || word != "resources") fail("expected 'resources N'");
   auto* zone = engine.get_netzone_root()->add_netzone_full("fabric");
@@ -86,8 +87,10 @@ int main(int argc, char** argv) {
     }
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(f.src)) << 32) | static_cast<uint32_t>(f.dst);
     auto [it, fresh] = routes.try_emplace(key, std::move(route));
-    if (fresh) zone->add_route(host(f.src), host(f.dst), it->second, /*symmetrical=*/false);
-    else if (!same_route(it->second, route)) fail("two flows between one pair of nodes on different routes");
+    if (fresh)
+      zone->add_route(host(f.src), host(f.dst), it->second, /*symmetrical=*/false);
+    else if (!same_route(it->second, route))
+      fail("two flows between one pair of nodes on different routes");
   }
   zone->seal();
   std::map<double, std::vector<const Flow*>> by_launch;

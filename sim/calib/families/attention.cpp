@@ -10,8 +10,8 @@
 #include <memory>
 #include <numeric>
 
-#include <Eigen/Dense>
 #include <fmt/format.h>
+#include <Eigen/Dense>
 
 #include "calib/bench_replay.hpp"
 #include "calib/families/steps.hpp"
@@ -36,7 +36,6 @@ std::optional<std::pair<double, double>> fit_cross_attention(const std::vector<s
   if (!(w(0) > 0) || !(w(1) >= 0)) return std::nullopt;
   return std::make_pair(1 / w(0), w(1) / w(0));
 }
-
 
 namespace families::attention {
 
@@ -75,7 +74,8 @@ struct RowFilter {
 
 // A document's cross-attention SDPA rows as (seq_q, achieved / bf16 peak x
 // sdpa_window_scale), in document order: what the query-count model is fitted on.
-std::vector<std::pair<double, double>> cross_attention_points(const json& doc, const hw::Topology& topo, const ModelParams& p, const RowFilter& take) {
+std::vector<std::pair<double, double>> cross_attention_points(const json& doc, const hw::Topology& topo, const ModelParams& p,
+                                                              const RowFilter& take) {
   std::vector<std::pair<double, double>> out;
   const auto& peaks = topo.node(topo.gpus().front()).gpu.peak_tflops;
   const auto bf16 = peaks.find("bf16");
@@ -131,7 +131,7 @@ std::optional<AttentionRates> fit_rates(const FitContext& ctx, const ModelParams
   const double sustained_scale = ctx.consume(FitOutput::sustained_scale).value_or(1);
   std::vector<double> self_eff, cross_eff, causal_eff;
   std::vector<std::pair<double, double>> causal_s;  // (seq_q, efficiency) at head_dim 128
-  std::vector<std::pair<double, double>> cross_q;  // (seq_q, efficiency)
+  std::vector<std::pair<double, double>> cross_q;   // (seq_q, efficiency)
   for (const auto& [name, doc] : ctx.docs) {
     for (const auto& r : rows(doc, "attention_sdpa")) {
       if (it == gpu.peak_tflops.end() || !take(r)) continue;
@@ -152,9 +152,12 @@ std::optional<AttentionRates> fit_rates(const FitContext& ctx, const ModelParams
   fits.push_back(Fit{"attention (PyTorch SDPA" + label + ")",
                      "achieved / bf16 peak (SDPA timed back to back), median over the self-attention shapes; efficiency = median x the "
                      "sustained-load burst scale (rows timed over a window: x the model's slowdown over it)",
-                     {{"efficiency", rates.efficiency}, {"median", median(self_eff)}, {"min", *std::min_element(self_eff.begin(), self_eff.end())},
+                     {{"efficiency", rates.efficiency},
+                      {"median", median(self_eff)},
+                      {"min", *std::min_element(self_eff.begin(), self_eff.end())},
                       {"max", *std::max_element(self_eff.begin(), self_eff.end())}},
-                     0, static_cast<int>(self_eff.size())});
+                     0,
+                     static_cast<int>(self_eff.size())});
   if (share_fit) fits.push_back(*share_fit);
   // Over head_dim: each self-attention row at head_dim d != 128 against the
   // row of the same shape at 128: r = its efficiency over that one's, and
@@ -201,26 +204,36 @@ std::optional<AttentionRates> fit_rates(const FitContext& ctx, const ModelParams
                            "sequence: efficiency / (1 + s0 / seq_q), least squares on 1/efficiency over the head_dim 128 rows; efficiency = "
                            "the asymptote x the sustained-load burst scale"
                          : "the same over the causal shapes (is_causal: each query sees the keys up to its own), on the query-key pairs computed",
-                       {{"efficiency", rates.causal_efficiency}, {"s0", rates.causal_s0}, {"median", median(causal_eff)},
+                       {{"efficiency", rates.causal_efficiency},
+                        {"s0", rates.causal_s0},
+                        {"median", median(causal_eff)},
                         {"leave_one_out_median_pct", median_or_zero(loo)},
                         {"leave_one_out_worst_pct", worst_or_zero(loo)}},
-                       0, static_cast<int>(causal_eff.size())});
+                       0,
+                       static_cast<int>(causal_eff.size())});
   }
   if (!cross_eff.empty()) {
     rates.cross_efficiency = std::min(1.0, median(cross_eff) * sustained_scale);
-    Fit f{"cross-attention (PyTorch SDPA" + label + ")", "the same over the cross-attention shapes (fewer keys than queries)",
-          {{"efficiency", rates.cross_efficiency}, {"median", median(cross_eff)}, {"min", *std::min_element(cross_eff.begin(), cross_eff.end())},
+    Fit f{"cross-attention (PyTorch SDPA" + label + ")",
+          "the same over the cross-attention shapes (fewer keys than queries)",
+          {{"efficiency", rates.cross_efficiency},
+           {"median", median(cross_eff)},
+           {"min", *std::min_element(cross_eff.begin(), cross_eff.end())},
            {"max", *std::max_element(cross_eff.begin(), cross_eff.end())}},
-          0, static_cast<int>(cross_eff.size())};
+          0,
+          static_cast<int>(cross_eff.size())};
     // Over the query count: efficiency / (1 + q0 / seq_q), the asymptote
     // scaled to burst like the median.
     if (auto g = fit_cross_attention(cross_q)) {
       rates.cross_efficiency = std::min(1.0, g->first * sustained_scale);
       rates.cross_q0 = g->second;
       const std::vector<double> loo = leave_one_out_pct(cross_q);
-      f.formula = "the same over the cross-attention shapes (fewer keys than queries), over the query count: efficiency / (1 + q0 / seq_q), "
-                  "least squares on 1/efficiency; efficiency = the asymptote x the sustained-load burst scale";
-      f.values = {{"efficiency", rates.cross_efficiency}, {"q0", rates.cross_q0}, {"median", median(cross_eff)},
+      f.formula =
+          "the same over the cross-attention shapes (fewer keys than queries), over the query count: efficiency / (1 + q0 / seq_q), "
+          "least squares on 1/efficiency; efficiency = the asymptote x the sustained-load burst scale";
+      f.values = {{"efficiency", rates.cross_efficiency},
+                  {"q0", rates.cross_q0},
+                  {"median", median(cross_eff)},
                   {"leave_one_out_median_pct", median_or_zero(loo)},
                   {"leave_one_out_worst_pct", worst_or_zero(loo)}};
     }

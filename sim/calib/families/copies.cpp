@@ -85,7 +85,8 @@ void fit_pageable(FitContext& ctx) {
     std::vector<std::pair<double, double>> cold;
     double best_bytes = 0, gbps = 0;
     for (const auto& r : rows(d, key)) {
-      if (r.value("host_buffer", "same") == "rotating") cold.emplace_back(r.at("bytes").get<double>(), r.at("time_us").get<double>());
+      if (r.value("host_buffer", "same") == "rotating")
+        cold.emplace_back(r.at("bytes").get<double>(), r.at("time_us").get<double>());
       else if (r.at("bytes").get<double>() > best_bytes) {
         best_bytes = r.at("bytes").get<double>();
         gbps = r.at("GBps").get<double>();
@@ -171,7 +172,8 @@ void fit_bidir_table(FitContext& ctx) {
     // copy_reps both ways behind the spin kernel (the burst fitted above), more than 5 per burst.
     for (const auto& r : rows(d, "copy_reps"))
       if (r.at("gpus")[0] == 0 && r.value("dir", "") == "both" && r.value("gate", "") == "kernel" && r.at("reps").get<int>() > 5)
-        by_size[r.at("bytes").get<double>()].push_back({r.at("reps").get<double>(), {r.at("h2d_time_us").get<double>(), r.at("d2h_time_us").get<double>()}});
+        by_size[r.at("bytes").get<double>()].push_back(
+            {r.at("reps").get<double>(), {r.at("h2d_time_us").get<double>(), r.at("d2h_time_us").get<double>()}});
     // Both directions beside each other take the longer set-up.
     const double longer_us = route_latency_us + std::max(p.copies.host_copy_setup(false, false).us(), p.copies.host_copy_setup(true, false).us());
     std::vector<std::array<double, 3>> table;
@@ -188,8 +190,10 @@ void fit_bidir_table(FitContext& ctx) {
           num += a * (t[d2h] - longer_us - burst_us(ctx, d2h) / reps) / (t[d2h] * t[d2h]);
           den += a * a / (t[d2h] * t[d2h]);
         }
-        if (num > 0) e[d2h ? 2 : 1] = std::clamp(den / num, 0.05, 1.0);
-        else ok = false;
+        if (num > 0)
+          e[d2h ? 2 : 1] = std::clamp(den / num, 0.05, 1.0);
+        else
+          ok = false;
       }
       if (ok) table.push_back(e);
     }
@@ -230,13 +234,14 @@ void fit_bidir_table(FitContext& ctx) {
           }
         }
       p.copies.copy_bidir_table = table;
-      c.fits.push_back({"both directions at once per size (bidir_pinned, copy_span, copy_reps)",
-                        "per measured size and direction, time = the longer set-up + bytes / (share x the engine's one-way rate) + burst / reps, "
-                        "relative least squares on 1 / share over the size's rows, then refined by replaying them (the share holds while the other "
-                        "direction copies): eight rounds of share x the geometric mean of simulated / measured; rms over the replayed rows (copy_bidir_table)",
-                        {{"sizes", static_cast<double>(table.size())}, {"rms_pct", n ? 100 * std::sqrt(sq / n) : 0.0}},
-                        0,
-                        n});
+      c.fits.push_back(
+          {"both directions at once per size (bidir_pinned, copy_span, copy_reps)",
+           "per measured size and direction, time = the longer set-up + bytes / (share x the engine's one-way rate) + burst / reps, "
+           "relative least squares on 1 / share over the size's rows, then refined by replaying them (the share holds while the other "
+           "direction copies): eight rounds of share x the geometric mean of simulated / measured; rms over the replayed rows (copy_bidir_table)",
+           {{"sizes", static_cast<double>(table.size())}, {"rms_pct", n ? 100 * std::sqrt(sq / n) : 0.0}},
+           0,
+           n});
     }
   }
 }
@@ -253,7 +258,10 @@ void fit_host_aggregate(FitContext& ctx) {
     const std::string key = h2d ? "multi_h2d_pinned" : "multi_d2h_pinned";
     const std::string field = h2d ? "host_h2d_aggregate" : "host_d2h_aggregate";
     Fit f{h2d ? "host aggregate" : "host aggregate, D2H",
-          fmt::format("multi-GPU pinned {}, aggregate at each GPU count ({})", h2d ? "H2D" : "D2H", field), {}, 0, 0};
+          fmt::format("multi-GPU pinned {}, aggregate at each GPU count ({})", h2d ? "H2D" : "D2H", field),
+          {},
+          0,
+          0};
     std::map<int, double> by_count;
     for (const auto& r : rows(d, key)) {
       const int k = r.at("gpus").get<int>();
@@ -295,7 +303,9 @@ void fit_host_bidir_aggregate(FitContext& ctx) {
   Fit f{"host aggregate, both ways",
         "multi-GPU pinned H2D and D2H at once, k GPUs: the limit on both together under which the replay ends when the run did, by bisection "
         "(host_bidir_aggregate; entry 1 the one GPU's aggregate)",
-        {}, 0, 0};
+        {},
+        0,
+        0};
   std::vector<Bandwidth>& table = p.copies.host_bidir_aggregate;
   table = {Bandwidth::from_GBps(by_count.at(1).first)};
   f.values.emplace_back("1_gpus_GBps", by_count.at(1).first);
@@ -350,7 +360,9 @@ void fit_pageable_aggregate(FitContext& ctx) {
     Fit f{h2d ? "pageable aggregate" : "pageable aggregate, D2H",
           fmt::format("pageable {} from k processes (one per GPU) at once: the aggregate at each k ({})", h2d ? "H2D" : "D2H",
                       h2d ? "pageable_h2d_aggregate" : "pageable_d2h_aggregate"),
-          {}, 0, 0};
+          {},
+          0,
+          0};
     std::map<int, double> by_count;
     for (const auto& r : rows(ctx.def, key)) {
       const int k = r.at("gpus").get<int>();
@@ -378,10 +390,10 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     const int dev = r.at("gpus")[0].get<int>();
     if (dev >= ngpu) return;
     const Bytes bytes = r.at("bytes").get<Bytes>();
-    c.cls = bytes >= (16 << 20)  ? "both directions at once >= 16 MiB"
+    c.cls = bytes >= (16 << 20)    ? "both directions at once >= 16 MiB"
             : one_copy_per_gate(r) ? "both directions at once < 16 MiB, one copy per sample behind two gates (older benches)"
-            : bytes < (1 << 20)   ? "both directions at once < 1 MiB"
-                                  : "both directions at once 1-16 MiB";
+            : bytes < (1 << 20)    ? "both directions at once < 1 MiB"
+                                   : "both directions at once 1-16 MiB";
     // One copy per direction behind two gates (older benches): as copy_reps both ways with 1-5 copies per burst, how
     // the two lined up decided (4 KiB-1 MiB: H2D up to 40 % fast, D2H
     // up to 80 % slow, on one row the other way round).
@@ -444,9 +456,10 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     c.cls = dir == "both" ? "both directions at once, walking a host span (copy_span)" : "one way, walking a host span (copy_span)";
     for (size_t i = 0; i < lanes.size(); ++i) {
       const bool d2h = lanes[i].copy == CopyKind::D2H;
-      const std::string spans = dir == "both" ? fmt::format(" beside {}, spans {} / {}", d2h ? "H2D" : "D2H", format_bytes(static_cast<double>(lanes[0].host_span)),
-                                                            format_bytes(static_cast<double>(lanes[1].host_span)))
-                                              : fmt::format(", span {}", format_bytes(static_cast<double>(lanes[i].host_span)));
+      const std::string spans =
+          dir == "both" ? fmt::format(" beside {}, spans {} / {}", d2h ? "H2D" : "D2H", format_bytes(static_cast<double>(lanes[0].host_span)),
+                                      format_bytes(static_cast<double>(lanes[1].host_span)))
+                        : fmt::format(", span {}", format_bytes(static_cast<double>(lanes[i].host_span)));
       c.what = fmt::format("GPU {}, {} {}{}", dev, format_bytes(static_cast<double>(bytes)), d2h ? "D2H" : "H2D", spans);
       c.measured_us = r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>();
       c.simulated_us = per_copy[i];

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include <Eigen/Dense>
 #include <fmt/format.h>
+#include <Eigen/Dense>
 
 #include "calib/bench_replay.hpp"
 #include "calib/families/steps.hpp"
@@ -151,11 +151,13 @@ void fit_shapes(FitContext& ctx) {
     }
     const double m = median(eff);
     p.gemm.gemm_efficiency = m;
-    c.fits.push_back({"GEMM bf16", burst == static_cast<int>(eff.size())
-                                       ? "burst (rested GPU, clock up) achieved / peak per shape (gemm_shapes); the median for other shapes"
-                                       : "achieved / peak per shape (gemm_shapes; back-to-back rates times 1 + sustained slowdown); the median for other shapes",
+    c.fits.push_back({"GEMM bf16",
+                      burst == static_cast<int>(eff.size())
+                          ? "burst (rested GPU, clock up) achieved / peak per shape (gemm_shapes); the median for other shapes"
+                          : "achieved / peak per shape (gemm_shapes; back-to-back rates times 1 + sustained slowdown); the median for other shapes",
                       {{"efficiency", m}, {"min", *std::min_element(eff.begin(), eff.end())}, {"max", *std::max_element(eff.begin(), eff.end())}},
-                      rms_pct_about(eff, m), static_cast<int>(eff.size())});
+                      rms_pct_about(eff, m),
+                      static_cast<int>(eff.size())});
     if (auto g = fit_gemm_model(p.gemm.gemm_shapes)) {
       p.gemm.gemm_model = *g;
       // Leave-one-out: each shape predicted by the model fitted without it.
@@ -168,11 +170,17 @@ void fit_shapes(FitContext& ctx) {
       double res_sq = 0;
       for (double r : res) res_sq += r * r;
       c.fits.push_back({"GEMM shape model",
-                        "for shapes the table lacks: efficiency / (1 + m0/m + n0/n + k0/k + pow2_m [m a power of two]), least squares on 1/efficiency over the table",
-                        {{"efficiency", g->efficiency}, {"m0", g->m0}, {"n0", g->n0}, {"k0", g->k0}, {"pow2_m", g->pow2_m},
+                        "for shapes the table lacks: efficiency / (1 + m0/m + n0/n + k0/k + pow2_m [m a power of two]), least squares on "
+                        "1/efficiency over the table",
+                        {{"efficiency", g->efficiency},
+                         {"m0", g->m0},
+                         {"n0", g->n0},
+                         {"k0", g->k0},
+                         {"pow2_m", g->pow2_m},
                          {"leave_one_out_median_pct", loo.empty() ? 0.0 : median(loo)},
                          {"leave_one_out_worst_pct", loo.empty() ? 0.0 : *std::max_element(loo.begin(), loo.end())}},
-                        100 * std::sqrt(res_sq / static_cast<double>(res.size())), static_cast<int>(res.size())});
+                        100 * std::sqrt(res_sq / static_cast<double>(res.size())),
+                        static_cast<int>(res.size())});
     }
     if (!steady_over_burst.empty())
       c.fits.push_back({"GEMM table under load",
@@ -181,7 +189,8 @@ void fit_shapes(FitContext& ctx) {
                         {{"median", median(steady_over_burst)},
                          {"min", *std::min_element(steady_over_burst.begin(), steady_over_burst.end())},
                          {"max", *std::max_element(steady_over_burst.begin(), steady_over_burst.end())}},
-                        0, static_cast<int>(steady_over_burst.size())});
+                        0,
+                        static_cast<int>(steady_over_burst.size())});
   }
 }
 
@@ -200,9 +209,12 @@ void fit_fp8(FitContext& ctx) {
   if (ratios.empty()) return;
   const double m = median(ratios);
   ctx.p.gemm.fp8_efficiency_ratio = m;
-  ctx.cal.fits.push_back({"GEMM fp8", "per shape (tensorwise scales): fp8 achieved / fp8 peak over bf16 achieved / bf16 peak, both back to back; the median",
-                          {{"ratio", m}, {"min", *std::min_element(ratios.begin(), ratios.end())}, {"max", *std::max_element(ratios.begin(), ratios.end())}},
-                          rms_pct_about(ratios, m), static_cast<int>(ratios.size())});
+  ctx.cal.fits.push_back(
+      {"GEMM fp8",
+       "per shape (tensorwise scales): fp8 achieved / fp8 peak over bf16 achieved / bf16 peak, both back to back; the median",
+       {{"ratio", m}, {"min", *std::min_element(ratios.begin(), ratios.end())}, {"max", *std::max_element(ratios.begin(), ratios.end())}},
+       rms_pct_about(ratios, m),
+       static_cast<int>(ratios.size())});
 }
 
 // A gemm_fp8 row: the fp8 GEMM and the same shape in bf16, each under load
@@ -212,7 +224,8 @@ void replay_fp8_row(ReplayContext& ctx, const json& r, Comparison c, std::vector
   const std::string scaling = r.value("scaling", "tensorwise");
   Op op = ops::gemm(0, r.at("m").get<int32_t>(), r.at("n").get<int32_t>(), r.at("k").get<int32_t>(), DType::FP8);
   c.what = fmt::format("{}x{}x{} {}", op.gemm->m, op.gemm->n, op.gemm->k, scaling);
-  c.cls = scaling == "tensorwise" ? "GEMM fp8 under load (the bf16 rate times gemm_fp8_ratio)" : "GEMM fp8 " + scaling + " under load (tensorwise's ratio)";
+  c.cls = scaling == "tensorwise" ? "GEMM fp8 under load (the bf16 rate times gemm_fp8_ratio)"
+                                  : "GEMM fp8 " + scaling + " under load (tensorwise's ratio)";
   if (scaling != "tensorwise") c.outside = "fp8 GEMMs with " + scaling + " scales (another kernel; the model has the tensorwise rate)";
   c.measured_us = r.at("time_us");
   c.simulated_us = replay_hot(bench_schedule(1), op, ctx.topo, ctx.p);
@@ -296,8 +309,8 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
       ++window_seen;
       // Counts are of the whole op; a chunked shape's rows are per chunk.
       const int chunks = r.value("chunks", 1);
-      c.simulated_us = replay_window(bench_schedule(1), op, chunks * r.at("soak_calls").get<int>(), chunks * r.at("window_calls").get<int>(),
-                                     topo, w);
+      c.simulated_us =
+          replay_window(bench_schedule(1), op, chunks * r.at("soak_calls").get<int>(), chunks * r.at("window_calls").get<int>(), topo, w);
     } else {
       c.measured_us = r.at("time_us");
       c.simulated_us = replay_hot(bench_schedule(1), op, topo, p);

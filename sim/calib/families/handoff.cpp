@@ -63,11 +63,12 @@ void fit_copy_reps_report(FitContext& ctx) {
         }
       const auto b = fit_burst(pts, true);
       if (!b) continue;
-      c.fits.push_back({fmt::format("copies per gated burst (copy_reps), {}, after a {}", d2h ? "D2H" : "H2D", copy_reps_gate(gate)),
-                        "time per copy - bytes / the engine's rate = latency + burst / reps + step [bytes >= 1 MiB], relative least squares (reported only)",
-                        {{"latency_us", b->steady.at(0)}, {"burst_us", b->burst}, {"step_us", b->step}},
-                        b->rms_pct,
-                        static_cast<int>(pts.size())});
+      c.fits.push_back(
+          {fmt::format("copies per gated burst (copy_reps), {}, after a {}", d2h ? "D2H" : "H2D", copy_reps_gate(gate)),
+           "time per copy - bytes / the engine's rate = latency + burst / reps + step [bytes >= 1 MiB], relative least squares (reported only)",
+           {{"latency_us", b->steady.at(0)}, {"burst_us", b->burst}, {"step_us", b->step}},
+           b->rms_pct,
+           static_cast<int>(pts.size())});
     }
 }
 
@@ -136,9 +137,9 @@ void fit_kernel_reps(FitContext& ctx) {
     for (const auto& [after, pts] : by_after) {
       const auto b = fit_burst(pts, false);
       if (!b) continue;
-      const std::string what = after == "host"     ? "host function"
-                               : after == "kernel"   ? "spin kernel"
-                               : after == "copy"     ? "4 KiB H2D copy on its stream"
+      const std::string what = after == "host"        ? "host function"
+                               : after == "kernel"    ? "spin kernel"
+                               : after == "copy"      ? "4 KiB H2D copy on its stream"
                                : after == "copy_wait" ? "4 KiB H2D copy on another stream, waited on"
                                                       : after;
       c.fits.push_back({fmt::format("kernels per gated burst (kernel_reps), after a {}", what),
@@ -187,12 +188,16 @@ void fit_phase(FitContext& ctx) {
       p.handoff.handoff_phase_max = Time::from_us(hi);
       double mean = 0;
       for (const double x : paid) mean += x / static_cast<double>(paid.size());
-      c.fits.push_back({"the hand-off's phase (kernel_reps after a copy, on the stream or waited on; every sample)",
-                        "per burst of up to 5: (sample - the median after a host function at the same reps) x reps; min, max = the 2nd, 98th percentiles",
-                        {{"handoff_phase_min_us", lo}, {"handoff_phase_max_us", hi}, {"median_us", pct(0.5)}, {"mean_us", mean},
-                         {"copy_after_kernel_latency_us", p.handoff.copy_after_kernel_latency.h2d.us()}},
-                        0,
-                        static_cast<int>(paid.size())});
+      c.fits.push_back(
+          {"the hand-off's phase (kernel_reps after a copy, on the stream or waited on; every sample)",
+           "per burst of up to 5: (sample - the median after a host function at the same reps) x reps; min, max = the 2nd, 98th percentiles",
+           {{"handoff_phase_min_us", lo},
+            {"handoff_phase_max_us", hi},
+            {"median_us", pct(0.5)},
+            {"mean_us", mean},
+            {"copy_after_kernel_latency_us", p.handoff.copy_after_kernel_latency.h2d.us()}},
+           0,
+           static_cast<int>(paid.size())});
     }
   }
 }
@@ -253,8 +258,8 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     // against the times it allows.
     if (!ctx.params.handoff.has_handoff_phase()) c.outside = "the hand-off's phase (0.7-7.5 us from row to row)";
     c.measured_us = r.at("time_us").get<double>();
-    c.simulated_us = replay_gated({bench_copy(d2h ? CopyKind::D2H : CopyKind::H2D, r.at("bytes").get<Bytes>())}, 1,
-                                  same ? "kernel" : "kernel_wait", dev, topo, p, Time::from_us(wait_us))[0];
+    c.simulated_us = replay_gated({bench_copy(d2h ? CopyKind::D2H : CopyKind::H2D, r.at("bytes").get<Bytes>())}, 1, same ? "kernel" : "kernel_wait",
+                                  dev, topo, p, Time::from_us(wait_us))[0];
     out.push_back(c);
   } else {
     // A burst behind a host function, with a kernel done long before on

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include <Eigen/Dense>
 #include <fmt/format.h>
+#include <Eigen/Dense>
 
 #include "calib/bench_replay.hpp"
 #include "calib/families/steps.hpp"
@@ -33,7 +33,6 @@ InterferenceTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_
   const auto& r0 = res.ops[0];
   return {(r0[4].end - r0[1].start).us(), (r0[0].end - r0[0].start).us()};
 }
-
 
 // The bench's GEMM beside the all-to-all (validate/src/testcases/interference.cu,
 // which does not record them in the row): four 256 MiB all-to-alls per rank,
@@ -93,9 +92,13 @@ void fit_pairs(FitContext& ctx) {
       for (const auto& [ch, s] : gemm) g += std::max(0.0, s);
       p.interference.gemm_slowdown_base = g / static_cast<double>(gemm.size());  // no channel trend measured: a constant
       p.interference.gemm_slowdown_per_channel = 0;
-      c.fits.push_back({"interference", "all-to-all slowdown = base + per_channel x channels; GEMM slowdown = mean",
-                        {{"comm_base", p.interference.comm_slowdown_base}, {"comm_per_channel", p.interference.comm_slowdown_per_channel}, {"gemm_slowdown", p.interference.gemm_slowdown_base}},
-                        0, static_cast<int>(comm.size())});
+      c.fits.push_back({"interference",
+                        "all-to-all slowdown = base + per_channel x channels; GEMM slowdown = mean",
+                        {{"comm_base", p.interference.comm_slowdown_base},
+                         {"comm_per_channel", p.interference.comm_slowdown_per_channel},
+                         {"gemm_slowdown", p.interference.gemm_slowdown_base}},
+                        0,
+                        static_cast<int>(comm.size())});
     }
     if (copies) p.interference.gemm_slowdown_per_copy = copy_slow / copies;
   }
@@ -150,7 +153,12 @@ void fit_host_transport_rates(FitContext& ctx) {
         bytes = r.at("bytes").get<double>();
         busbw = r.at("busbw_GBps").get<double>();
       }
-    Fit f{"NCCL through host memory", "rank ceiling = busbw at the largest size; copy weight from the rates = H2D rate / an all-to-all flow's rate when together / sqrt(peers) (where the fit by simulation below runs, its start)", {}, 0, 0};
+    Fit f{"NCCL through host memory",
+          "rank ceiling = busbw at the largest size; copy weight from the rates = H2D rate / an all-to-all flow's rate when together / sqrt(peers) "
+          "(where the fit by simulation below runs, its start)",
+          {},
+          0,
+          0};
     if (busbw > 0) {
       p.nccl.nccl_host_rank_bandwidth = Bandwidth::from_GBps(busbw);
       f.values.emplace_back("rank_ceiling_GBps", busbw);
@@ -188,8 +196,11 @@ void fit_host_transport_simulated(FitContext& ctx) {
   if (const json* off = find_doc(runs, true); off && static_cast<int>(topo.gpus().size()) >= interference_ranks(*off)) {
     const int ranks = interference_ranks(*off);
     Fit f{"NCCL through host memory beside a copy (simulated)",
-          "per direction: copy weight and the all-to-all's link cost per byte, least squares over both measured times of each pair (one GPU copying, every GPU; every GPU alone where the host side does not bind it)",
-          {}, 0, 0};
+          "per direction: copy weight and the all-to-all's link cost per byte, least squares over both measured times of each pair (one GPU copying, "
+          "every GPU; every GPU alone where the host side does not bind it)",
+          {},
+          0,
+          0};
     double worst = 0;
     for (const bool h2d : {true, false}) {
       struct Pair {
@@ -213,8 +224,7 @@ void fit_host_transport_simulated(FitContext& ctx) {
       // 149 GB/s for four), the two pairs differ in the model too and both
       // are fitted.
       const auto& agg = h2d ? p.copies.host_h2d_aggregate : p.copies.host_d2h_aggregate;
-      if (pairs.size() == 2 && agg.size() >= static_cast<size_t>(ranks) &&
-          agg[static_cast<size_t>(ranks) - 1].GBps() >= 0.98 * ranks * agg[0].GBps())
+      if (pairs.size() == 2 && agg.size() >= static_cast<size_t>(ranks) && agg[static_cast<size_t>(ranks) - 1].GBps() >= 0.98 * ranks * agg[0].GBps())
         pairs.erase(pairs.begin());
       double& w = h2d ? p.interference.copy_weight.h2d : p.interference.copy_weight.d2h;
       double& cost = h2d ? p.interference.host_transport_cost.h2d : p.interference.host_transport_cost.d2h;

@@ -33,7 +33,8 @@ void fit_memory(FitContext& ctx) {
       const double bytes = r.at("hbm_bytes").get<double>();
       if (bytes >= 64.0 * 1048576) pts.emplace_back(bytes, r.at("time_us").get<double>());
       if (r.contains("loaded_time_us"))
-        loaded.emplace_back(fmt::format("loaded_over_alone_{}MiB", static_cast<int64_t>(bytes / 1048576)), r.at("loaded_time_us").get<double>() / r.at("time_us").get<double>());
+        loaded.emplace_back(fmt::format("loaded_over_alone_{}MiB", static_cast<int64_t>(bytes / 1048576)),
+                            r.at("loaded_time_us").get<double>() / r.at("time_us").get<double>());
     }
     Fit f = fit_alpha_beta("memory-bound kernels", pts);
     if (hbm && f.values.size() == 2) {
@@ -105,7 +106,8 @@ void fit_norm_rows(FitContext& ctx, const NormRowShares& by_row, const std::vect
   table.clear();
   for (const auto& [row, kinds] : by_row)
     if (!kinds[0].empty() && !kinds[1].empty() && median(kinds[0]) > 0 && median(kinds[1]) > 0)
-      table.push_back({static_cast<double>(row), std::min(1.0, std::round(median(kinds[0]) * 1e4) / 1e4), std::min(1.0, std::round(median(kinds[1]) * 1e4) / 1e4)});
+      table.push_back({static_cast<double>(row), std::min(1.0, std::round(median(kinds[0]) * 1e4) / 1e4),
+                       std::min(1.0, std::round(median(kinds[1]) * 1e4) / 1e4)});
   if (table.size() < 2) {
     table.clear();
     return;
@@ -145,10 +147,15 @@ void fit_access_medians(FitContext& ctx, const std::vector<double> (&share)[kAcc
   fit(Access::Broadcast, m.framework_broadcast_efficiency);
   fit(Access::Strided, m.framework_strided_efficiency);
   fit(Access::Roll, m.framework_roll_efficiency);
-  ctx.cal.fits.push_back({"framework elementwise kernels", "bytes read and written per second over the HBM bandwidth, median over the shapes, per access kind",
-                          {{"framework_hbm_efficiency", m.framework_hbm_efficiency}, {"norm", m.framework_norm_efficiency},
-                           {"broadcast", m.framework_broadcast_efficiency}, {"strided", m.framework_strided_efficiency}, {"roll", m.framework_roll_efficiency}},
-                          0, points});
+  ctx.cal.fits.push_back({"framework elementwise kernels",
+                          "bytes read and written per second over the HBM bandwidth, median over the shapes, per access kind",
+                          {{"framework_hbm_efficiency", m.framework_hbm_efficiency},
+                           {"norm", m.framework_norm_efficiency},
+                           {"broadcast", m.framework_broadcast_efficiency},
+                           {"strided", m.framework_strided_efficiency},
+                           {"roll", m.framework_roll_efficiency}},
+                          0,
+                          points});
 }
 
 void fit_framework_elementwise(FitContext& ctx) {

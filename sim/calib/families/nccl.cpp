@@ -81,7 +81,7 @@ void fit_channels(FitContext& ctx) {
   {
     int ranks = 0;
     for (const auto& r : rows(d, "nccl_all_to_all")) ranks = std::max(ranks, r.at("ranks").get<int>());
-    std::vector<std::pair<double, double>> pts;  // (outgoing bytes per channel, time)
+    std::vector<std::pair<double, double>> pts;        // (outgoing bytes per channel, time)
     std::map<int, std::pair<double, double>> largest;  // ranks -> (bytes, busbw) at default channels
     for (const auto& r : rows(d, "nccl_all_to_all")) {
       const int n = r.at("ranks").get<int>(), ch = r.at("channels").get<int>();
@@ -148,7 +148,11 @@ void fit_tables(FitContext& ctx) {
   // Measured collective tables: time against bytes per rank, per collective,
   // rank count, transport and channel count (0: NCCL's choice), non-decreasing.
   {
-    Fit f{"NCCL collective tables", "time at each measured size and channel count (used inside one host, nearest rank count); 1 GiB at NCCL's default channels", {}, 0, 0};
+    Fit f{"NCCL collective tables",
+          "time at each measured size and channel count (used inside one host, nearest rank count); 1 GiB at NCCL's default channels",
+          {},
+          0,
+          0};
     p.nccl.nccl_tables.clear();
     for (const bool off : {false, true}) {
       const json* doc = find_doc(runs, off);
@@ -158,11 +162,13 @@ void fit_tables(FitContext& ctx) {
         const std::string key = std::string("nccl_") + table_coll_name(coll);
         std::map<std::pair<int, int>, std::map<double, std::vector<double>>> by_ranks;  // (channels, ranks)
         for (const auto& r : rows(*doc, key))
-          by_ranks[{r.at("channels").get<int>(), r.at("ranks").get<int>()}][r.at("bytes").get<double>()].push_back(r.at("time_us").get<double>() * 1e-6);
+          by_ranks[{r.at("channels").get<int>(), r.at("ranks").get<int>()}][r.at("bytes").get<double>()].push_back(r.at("time_us").get<double>() *
+                                                                                                                   1e-6);
         for (const auto& [chn, sizes] : by_ranks) {
           const auto [ch, n] = chn;
           NcclTable t{coll, n, off, pooled_points(sizes), ch};
-          if (ch == 0) f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", table_coll_name(coll), off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
+          if (ch == 0)
+            f.values.emplace_back(fmt::format("{}{}_{}r_1GiB_us", table_coll_name(coll), off ? "_host" : "", n), t.time_at(1073741824.0) * 1e6);
           f.points += static_cast<int>(t.points.size());
           p.nccl.nccl_tables.push_back(std::move(t));
         }
@@ -175,7 +181,10 @@ void fit_tables(FitContext& ctx) {
   // program's pairwise exchange runs by (docs/execution-model.md "Collectives").
   {
     Fit f{"pairwise all-to-all as PyTorch calls it (framework_all_to_all)",
-          "time per call from before it, the GPU otherwise idle, at each measured size (non-decreasing), per rank count; 24 MiB a rank", {}, 0, 0};
+          "time per call from before it, the GPU otherwise idle, at each measured size (non-decreasing), per rank count; 24 MiB a rank",
+          {},
+          0,
+          0};
     for (const bool off : {false, true}) {
       const json* doc = find_doc(runs, off);
       if (!doc) continue;
@@ -209,12 +218,18 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   op.channels = ch;
   op.bytes = r.at("bytes").get<Bytes>();
   std::string name;
-  if (key == "nccl_all_to_all" || key == "nccl_reps") op.coll = CollKind::AllToAll, name = "all-to-all";
-  else if (key == "nccl_all_to_all_pairwise") op.coll = CollKind::AllToAll, op.algo = CollAlgo::Pairwise, name = "pairwise all-to-all";
-  else if (key == "nccl_all_gather") op.coll = CollKind::AllGather, op.algo = CollAlgo::Ring, name = "all-gather";
-  else if (key == "nccl_reduce_scatter") op.coll = CollKind::ReduceScatter, op.algo = CollAlgo::Ring, name = "reduce-scatter";
-  else if (key == "nccl_all_reduce") op.coll = CollKind::AllReduce, op.algo = CollAlgo::Ring, name = "all-reduce";
-  c.what = fmt::format("{} ranks, {} channels, {}", n, ch == 0 ? std::string("default") : std::to_string(ch), format_bytes(static_cast<double>(op.bytes)));
+  if (key == "nccl_all_to_all" || key == "nccl_reps")
+    op.coll = CollKind::AllToAll, name = "all-to-all";
+  else if (key == "nccl_all_to_all_pairwise")
+    op.coll = CollKind::AllToAll, op.algo = CollAlgo::Pairwise, name = "pairwise all-to-all";
+  else if (key == "nccl_all_gather")
+    op.coll = CollKind::AllGather, op.algo = CollAlgo::Ring, name = "all-gather";
+  else if (key == "nccl_reduce_scatter")
+    op.coll = CollKind::ReduceScatter, op.algo = CollAlgo::Ring, name = "reduce-scatter";
+  else if (key == "nccl_all_reduce")
+    op.coll = CollKind::AllReduce, op.algo = CollAlgo::Ring, name = "all-reduce";
+  c.what =
+      fmt::format("{} ranks, {} channels, {}", n, ch == 0 ? std::string("default") : std::to_string(ch), format_bytes(static_cast<double>(op.bytes)));
   if (key == "nccl_reps") {
     // The all-to-all per gated burst: each op the table's time.
     c.what += fmt::format(" x {}", r.at("iters").get<int>());

@@ -146,18 +146,24 @@ void fit_insitu_steps(FitContext& ctx) {
     }
     if (!beside.empty()) {
       p.nvlink.nvlink_copy_latency = Time::from_us(std::max(0.0, median(beside)));
-      c.fits.push_back({"NVLink beside copies", "all-to-all with H2D copies beside - without, after <= 8 ms of GEMMs, median over sizes and cases",
-                        {{"copy_latency_us", p.nvlink.nvlink_copy_latency.us()}, {"min_us", *std::min_element(beside.begin(), beside.end())},
+      c.fits.push_back({"NVLink beside copies",
+                        "all-to-all with H2D copies beside - without, after <= 8 ms of GEMMs, median over sizes and cases",
+                        {{"copy_latency_us", p.nvlink.nvlink_copy_latency.us()},
+                         {"min_us", *std::min_element(beside.begin(), beside.end())},
                          {"max_us", *std::max_element(beside.begin(), beside.end())}},
-                        0, static_cast<int>(beside.size())});
+                        0,
+                        static_cast<int>(beside.size())});
     }
     if (!steps.empty()) {
       p.nvlink.nvlink_wake_latency = Time::from_us(std::max(0.0, median(steps)));
-      c.fits.push_back({"NVLink wake-up", "all-to-all after >= 30 ms of GEMMs - after <= 8 ms (no copies beside), median over sizes; after "
+      c.fits.push_back({"NVLink wake-up",
+                        "all-to-all after >= 30 ms of GEMMs - after <= 8 ms (no copies beside), median over sizes; after "
                         "nvlink_wake_after without NVLink collective traffic",
-                        {{"wake_latency_us", p.nvlink.nvlink_wake_latency.us()}, {"min_us", *std::min_element(steps.begin(), steps.end())},
+                        {{"wake_latency_us", p.nvlink.nvlink_wake_latency.us()},
+                         {"min_us", *std::min_element(steps.begin(), steps.end())},
                          {"max_us", *std::max_element(steps.begin(), steps.end())}},
-                        0, static_cast<int>(steps.size())});
+                        0,
+                        static_cast<int>(steps.size())});
     }
   }
 }
@@ -190,15 +196,15 @@ void fit_wake_by_simulation(FitContext& ctx) {
       }
     std::vector<double> steps;
     for (const auto& [bytes, st] : by_size)
-      if (!st.fast.empty() && !st.slow.empty())
-        steps.push_back((median(st.slow) - median(st.fast)) - (median(st.sim_slow) - median(st.sim_fast)));
+      if (!st.fast.empty() && !st.slow.empty()) steps.push_back((median(st.slow) - median(st.fast)) - (median(st.sim_slow) - median(st.sim_fast)));
     if (!steps.empty()) {
       const double raw = p.nvlink.nvlink_wake_latency.us();
       p.nvlink.nvlink_wake_latency = Time::from_us(std::max(0.0, median(steps)));
       for (auto& f : c.fits)
         if (f.name == "NVLink wake-up") {
-          f.formula = "(all-to-all after >= 30 ms of GEMMs - after <= 8 ms, no copies beside) - the same step replayed as run without a "
-                      "wake-up (the clock's share), median over sizes; after nvlink_wake_after without NVLink collective traffic";
+          f.formula =
+              "(all-to-all after >= 30 ms of GEMMs - after <= 8 ms, no copies beside) - the same step replayed as run without a "
+              "wake-up (the clock's share), median over sizes; after nvlink_wake_after without NVLink collective traffic";
           f.values = {{"wake_latency_us", p.nvlink.nvlink_wake_latency.us()},
                       {"min_us", *std::min_element(steps.begin(), steps.end())},
                       {"max_us", *std::max_element(steps.begin(), steps.end())},
@@ -250,7 +256,8 @@ void fit_awake_slowdown(FitContext& ctx) {
                           {{"nvlink_awake_slowdown", p.nvlink.nvlink_awake_slowdown},
                            {"min", *std::min_element(ratios.begin(), ratios.end()) - 1},
                            {"max", *std::max_element(ratios.begin(), ratios.end()) - 1}},
-                          0, static_cast<int>(ratios.size())});
+                          0,
+                          static_cast<int>(ratios.size())});
       }
     }
   }
@@ -281,7 +288,10 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     // about when the all-to-all starts (P2P off: the all-to-all measured
     // as without them).
     const bool race = copies && k.at("gemm_ms").get<int>() >= 100 && !k.contains("ncopies");
-    c.cls = fmt::format("NCCL all-to-all after GEMMs{}{}", race ? ", copies ending about its start" : copies ? ", copies beside" : "",
+    c.cls = fmt::format("NCCL all-to-all after GEMMs{}{}",
+                        race     ? ", copies ending about its start"
+                        : copies ? ", copies beside"
+                                 : "",
                         p2p_off ? ", through host memory" : "");
     c.what = fmt::format("{} ranks, {} after {} ms{}", r.at("ranks").get<int>(), format_bytes(r.at("bytes").get<double>()),
                          k.at("gemm_ms").get<int>(), copies ? " + copies" : "");

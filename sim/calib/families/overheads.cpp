@@ -34,8 +34,14 @@ void fit_api(FitContext& ctx) {
   overhead("overhead_event_record", p.overheads.event_call);
   overhead("overhead_stream_sync_idle", p.overheads.sync_call);
   overhead("overhead_memcpy_async_pinned_return", p.overheads.memcpy_call);
-  c.fits.push_back({"API overheads", "host time per call, median", {{"kernel_launch_us", p.overheads.kernel_launch.us()}, {"event_us", p.overheads.event_call.us()},
-                    {"sync_us", p.overheads.sync_call.us()}, {"memcpy_async_us", p.overheads.memcpy_call.us()}}, 0, 4});
+  c.fits.push_back({"API overheads",
+                    "host time per call, median",
+                    {{"kernel_launch_us", p.overheads.kernel_launch.us()},
+                     {"event_us", p.overheads.event_call.us()},
+                     {"sync_us", p.overheads.sync_call.us()},
+                     {"memcpy_async_us", p.overheads.memcpy_call.us()}},
+                    0,
+                    4});
 }
 
 // A framework's dispatch (bench overhead_framework_op: small PyTorch ops
@@ -48,8 +54,11 @@ void fit_framework_op(FitContext& ctx) {
   for (const auto& r : ops) us.push_back(r.at("host_us").get<double>());
   const double per_op = median(us);
   ctx.p.overheads.framework_op_call = Time::from_us(std::max(0.0, per_op - ctx.p.overheads.kernel_launch.us()));
-  ctx.cal.fits.push_back({"framework dispatch", "host time per framework op that launches a kernel (median over the ops), less the kernel launch",
-                          {{"framework_op_call_us", ctx.p.overheads.framework_op_call.us()}, {"per_op_us", per_op}}, 0, static_cast<int>(us.size())});
+  ctx.cal.fits.push_back({"framework dispatch",
+                          "host time per framework op that launches a kernel (median over the ops), less the kernel launch",
+                          {{"framework_op_call_us", ctx.p.overheads.framework_op_call.us()}, {"per_op_us", per_op}},
+                          0,
+                          static_cast<int>(us.size())});
 }
 
 // A framework's calls that launch nothing (framework.py host_calls,
@@ -65,8 +74,11 @@ void fit_framework_view(FitContext& ctx) {
     if (!returns_itself(r)) us.push_back(r.at("host_us").get<double>());
   if (us.empty()) return;
   ctx.p.overheads.framework_view_call = Time::from_us(median(us));
-  ctx.cal.fits.push_back({"framework views", "host time per framework call that launches nothing (median over the calls)",
-                          {{"framework_view_call_us", ctx.p.overheads.framework_view_call.us()}}, 0, static_cast<int>(us.size())});
+  ctx.cal.fits.push_back({"framework views",
+                          "host time per framework call that launches nothing (median over the calls)",
+                          {{"framework_view_call_us", ctx.p.overheads.framework_view_call.us()}},
+                          0,
+                          static_cast<int>(us.size())});
 }
 
 // A framework's collective calls (bench overhead_framework_collective: the
@@ -77,8 +89,12 @@ void fit_framework_view(FitContext& ctx) {
 void fit_framework_collective(FitContext& ctx) {
   const auto rs = rows(ctx.def, "overhead_framework_collective");
   if (rs.empty()) return;
-  Fit f{"framework collectives", "host time per all-to-all call from the framework: all_to_all_single (at the most ranks), pairwise per round "
-        "(least squares through the origin over rounds)", {}, 0, 0};
+  Fit f{"framework collectives",
+        "host time per all-to-all call from the framework: all_to_all_single (at the most ranks), pairwise per round "
+        "(least squares through the origin over rounds)",
+        {},
+        0,
+        0};
   int most = 0;
   double rh = 0, rr = 0;
   for (const auto& r : rs) {
@@ -114,8 +130,11 @@ void fit_launch_queue(FitContext& ctx) {
   }
   if (per_queue.empty()) return;
   ctx.p.overheads.launch_queue_depth = static_cast<int>(median(per_queue));
-  ctx.cal.fits.push_back({"launch queue", "ops a hardware queue holds ahead of the GPU: launches before one blocked / the queues they went to, median",
-                          {{"launch_queue_depth", static_cast<double>(ctx.p.overheads.launch_queue_depth)}}, 0, static_cast<int>(per_queue.size())});
+  ctx.cal.fits.push_back({"launch queue",
+                          "ops a hardware queue holds ahead of the GPU: launches before one blocked / the queues they went to, median",
+                          {{"launch_queue_depth", static_cast<double>(ctx.p.overheads.launch_queue_depth)}},
+                          0,
+                          static_cast<int>(per_queue.size())});
 }
 
 void fit_event_time(FitContext& ctx) {
@@ -132,8 +151,10 @@ void fit_event_time(FitContext& ctx) {
       const std::string beside = r.value("beside", std::string("none"));
       if (r.at("op") == "h2d" && beside == "none") after_copy = r.at("gap_us").get<double>();
       if (r.at("op") != "memory_kernel") continue;
-      if (beside == "none") alone = r.at("gap_us").get<double>();
-      else if (beside == "h2d") beside_h2d = r.at("gap_us").get<double>();
+      if (beside == "none")
+        alone = r.at("gap_us").get<double>();
+      else if (beside == "h2d")
+        beside_h2d = r.at("gap_us").get<double>();
     }
     if (alone) {
       p.overheads.event_gpu_time = Time::from_us(std::max(0.0, *alone));
@@ -231,7 +252,8 @@ double replay_sync_return(const json& r, bool wait, const hw::Topology& topo, co
       progs[0].push_back(bench_copy(CopyKind::H2D, bytes, 1));
       const int ops_n = r.at("ops"), views = r.at("views");
       if (ops_n < 1 || views < 0 || views > 255)
-        throw std::invalid_argument(fmt::format("overhead_framework_sync_return {} row with ops {} and views {} (at least 1 op, 0-255 views)", what, ops_n, views));
+        throw std::invalid_argument(
+            fmt::format("overhead_framework_sync_return {} row with ops {} and views {} (at least 1 op, 0-255 views)", what, ops_n, views));
       if (on_compute) first = progs[0].size();
       for (int k = 0; k < ops_n; ++k) {
         progs[0].push_back(bench_idle(Time::from_us(2)));
@@ -270,8 +292,11 @@ void fit_wait_return(FitContext& ctx) {
     if (block_loop_row(r)) missing.push_back(r.at("gap_us").get<double>() - sync_return_gap(r, ctx.topo, p));
   if (missing.empty()) return;
   ctx.p.overheads.framework_wait_return = Time::from_us(std::max(0.0, median(missing)));
-  ctx.cal.fits.push_back({"framework wait return", "GPU idle per block of a block loop waited for, beyond what its calls cost the model (median over the rows)",
-                          {{"framework_wait_return_us", ctx.p.overheads.framework_wait_return.us()}}, 0, static_cast<int>(missing.size())});
+  ctx.cal.fits.push_back({"framework wait return",
+                          "GPU idle per block of a block loop waited for, beyond what its calls cost the model (median over the rows)",
+                          {{"framework_wait_return_us", ctx.p.overheads.framework_wait_return.us()}},
+                          0,
+                          static_cast<int>(missing.size())});
 }
 
 // The host time per op of kernels issued back to back from PyTorch, each
@@ -324,9 +349,12 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     c.cls = "a framework call beside a prefetch";
     c.what = fmt::format("{}: host time per call", op);
     c.measured_us = r.at("host_us");
-    if (op == "event_record" || op == "wait_event" || op == "wait_stream") c.simulated_us = o.event_call.us();
-    else if (op == "empty") c.simulated_us = (o.alloc_call + o.free_call).us();
-    else if (op == "copy_pinned") c.simulated_us = (o.memcpy_call + o.framework_op_call).us();
+    if (op == "event_record" || op == "wait_event" || op == "wait_stream")
+      c.simulated_us = o.event_call.us();
+    else if (op == "empty")
+      c.simulated_us = (o.alloc_call + o.free_call).us();
+    else if (op == "copy_pinned")
+      c.simulated_us = (o.memcpy_call + o.framework_op_call).us();
     else {
       c.simulated_us = 0;
       c.outside = "a call the model does not charge";
@@ -338,8 +366,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     c.cls = "a framework's return after a wait";
     c.what = fmt::format("{}: the GPU idle per item, waited for against queued ({:.0f} us items)", r.at("wait").get<std::string>(),
                          r.at("item_us").get<double>());
-    if (!block_loop_row(r))
-      c.outside = "a bare wait's return (the model charges every wait a block loop's: framework_wait_return)";
+    if (!block_loop_row(r)) c.outside = "a bare wait's return (the model charges every wait a block loop's: framework_wait_return)";
     c.measured_us = r.at("gap_us");
     c.simulated_us = sync_return_gap(r, topo, ctx.params);
     out.push_back(c);
@@ -352,7 +379,10 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   for (const bool fenced : {false, true}) {
     c.cls = "GPU time of an event record";
     c.what = fmt::format("{} {}{}{}", format_bytes(r.at("bytes").get<double>()), kernel ? "memory kernels" : "H2D copies",
-                         fenced ? ", an event after each" : "", beside == "none" ? "" : beside == "h2d" ? ", an H2D copy beside" : ", every GPU copying H2D");
+                         fenced ? ", an event after each" : "",
+                         beside == "none"  ? ""
+                         : beside == "h2d" ? ", an H2D copy beside"
+                                           : ", every GPU copying H2D");
     // 1 MiB kernels' buffers stay in the L2 from one kernel to the next
     // (as memory_kernel's under 64 MiB); the event's time is the same.
     if (kernel) c.outside = "the GPU's L2 cache holds the buffers";

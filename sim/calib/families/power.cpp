@@ -107,9 +107,11 @@ void fit_sustained(FitContext& ctx) {
   p.power.sustained_slowdown = theta;
   p.power.sustained_duty = u0;
   p.power.sustained_time_constant = Time::from_ms(best_tau);
-  Fit fast{"sustained load (power)", "steady/burst GEMM time vs duty cycle; time constant by least squares",
+  Fit fast{"sustained load (power)",
+           "steady/burst GEMM time vs duty cycle; time constant by least squares",
            {{"slowdown_at_full_duty", theta}, {"duty_threshold", u0}, {"time_constant_ms", best_tau}},
-           100 * std::sqrt(fast_term->sq_err / static_cast<double>(fast_term->points)) / fast_term->burst_us, static_cast<int>(fast_term->points)};
+           100 * std::sqrt(fast_term->sq_err / static_cast<double>(fast_term->points)) / fast_term->burst_us,
+           static_cast<int>(fast_term->points)};
   const auto lr = rows(d, "gemm_sustained_long");
   auto slow_at = [&](double tau2) { return slow_term_at(lr.front(), p.power.sustained_slowdown, best_tau, u0, tau2); };
   // Slower than the times the GEMM table and SDPA were taken at back to
@@ -130,11 +132,13 @@ void fit_sustained(FitContext& ctx) {
   std::optional<Fit> slow_fit;
   auto slow_fit_of = [&] {
     const json& L = lr.front();
-    return Fit{"sustained load, slow term", "seconds at full duty (gemm_sustained_long): extra slowdown and its time constant, least squares",
+    return Fit{"sustained load, slow term",
+               "seconds at full duty (gemm_sustained_long): extra slowdown and its time constant, least squares",
                {{"slow_slowdown", p.power.sustained_slow_slowdown},
                 {"slow_time_constant_ms", p.power.sustained_slow_time_constant.ms()},
                 {"mean_after_1s_over_burst", L.at("mean_time_us").get<double>() / L.at("burst_time_us").get<double>()}},
-               slow_rms, static_cast<int>(L.at("time_us").size())};
+               slow_rms,
+               static_cast<int>(L.at("time_us").size())};
   };
   if (!lr.empty()) {
     double best_t2 = 1000, best_e2 = 1e300;
@@ -179,14 +183,16 @@ void fit_sustained(FitContext& ctx) {
       settle(best_t2);
       slow_fit = slow_fit_of();
     }
-    fast.formula = "full-duty slowdown: the GEMM table's window means (median over shapes of (mean / burst - 1 - the slow term) / the "
-                   "fast term's activation); threshold and time constant from the steady/burst GEMM time vs duty cycle";
+    fast.formula =
+        "full-duty slowdown: the GEMM table's window means (median over shapes of (mean / burst - 1 - the slow term) / the "
+        "fast term's activation); threshold and time constant from the steady/burst GEMM time vs duty cycle";
     fast.values.front().second = p.power.sustained_slowdown;
     fast.values.emplace_back("series_slowdown_at_full_duty", theta);
     fast.values.emplace_back("table_windows", static_cast<double>(window_rows.size()));
     if (slow_fit)
-      slow_fit->formula = "seconds at full duty (gemm_sustained_long): extra slowdown by least squares; its time constant the one "
-                          "leaving the least rms over the long series and the GEMM table's windows together";
+      slow_fit->formula =
+          "seconds at full duty (gemm_sustained_long): extra slowdown by least squares; its time constant the one "
+          "leaving the least rms over the long series and the GEMM table's windows together";
   }
   // The GEMM table and SDPA are timed back to back, at full duty: their
   // families scale those rates to burst by this.
@@ -214,8 +220,7 @@ BetweenRatios replay_between(const json& r, const Op& a, const hw::Topology& top
     for (int j = 0; j < per; ++j) prog.push_back(g);
     prog.push_back(a);
   }
-  const ExecResult res =
-      replay_programs(bench_schedule(ranks, p2p_off), std::vector<std::vector<Op>>(static_cast<size_t>(ranks), prog), topo, p);
+  const ExecResult res = replay_programs(bench_schedule(ranks, p2p_off), std::vector<std::vector<Op>>(static_cast<size_t>(ranks), prog), topo, p);
   const auto& ops = res.ops[0];
   std::vector<double> gemm, other;
   for (int i = 0; i < cycles; ++i) {
@@ -295,8 +300,10 @@ LoadFit fit_load(FitContext& ctx, double PowerParams::*field, const json& r,
   f.as_gemm = ratio_at(1.0);
   f.none = ratio_at(0.0);
   f.target = target_of(f.as_gemm);
-  if (f.target <= f.none) f.load = 0.0;
-  else if (f.target < f.as_gemm) f.load = bisect(0.0, 1.0, [&](double w) { return ratio_at(w) < f.target; });
+  if (f.target <= f.none)
+    f.load = 0.0;
+  else if (f.target < f.as_gemm)
+    f.load = bisect(0.0, 1.0, [&](double w) { return ratio_at(w) < f.target; });
   ctx.p.power.*field = f.load;
   return f;
 }
@@ -309,13 +316,18 @@ void fit_attention_load(FitContext& ctx) {
   const auto rs = rows(ctx.def, "gemm_between_attention");
   if (rs.empty() || ctx.p.power.sustained_slowdown <= 0) return;
   const json& r = rs.front();
-  const LoadFit f = fit_load(ctx, &PowerParams::sustained_attention_load, r, replay_between_attention, [&](double) { return r.at("slowdown").get<double>(); });
+  const LoadFit f =
+      fit_load(ctx, &PowerParams::sustained_attention_load, r, replay_between_attention, [&](double) { return r.at("slowdown").get<double>(); });
   ctx.cal.fits.push_back({"sustained load, SDPA's share",
                           "GEMMs between cuDNN SDPA kernels for 1.5 s (gemm_between_attention): the load SDPA puts on the duty cycle at which "
                           "the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
-                          {{"attention_load", f.load}, {"gemm_slowdown", f.target}, {"replayed_as_gemm", f.as_gemm}, {"replayed_without", f.none},
+                          {{"attention_load", f.load},
+                           {"gemm_slowdown", f.target},
+                           {"replayed_as_gemm", f.as_gemm},
+                           {"replayed_without", f.none},
                            {"attention_slowdown", r.at("attention_slowdown").get<double>()}},
-                          0, static_cast<int>(r.at("time_us").size())});
+                          0,
+                          static_cast<int>(r.at("time_us").size())});
 }
 
 // The load on the duty cycle from GEMMs between another kind of work (row
@@ -332,13 +344,20 @@ void fit_scaled_load(FitContext& ctx, double PowerParams::*field, const json& r,
                      const std::function<BetweenRatios(const json&, const hw::Topology&, const ModelParams&)>& replay, const ScaledLoad& what) {
   const double between = r.at("slowdown").get<double>();
   const double alone = r.contains("alone_slowdown") ? r.at("alone_slowdown").get<double>() : 0;
-  const LoadFit f = fit_load(ctx, field, r, replay, [&](double as_gemm) { return alone > 1 ? 1 + (between - 1) * (as_gemm - 1) / (alone - 1) : between; });
+  const LoadFit f =
+      fit_load(ctx, field, r, replay, [&](double as_gemm) { return alone > 1 ? 1 + (between - 1) * (as_gemm - 1) / (alone - 1) : between; });
   const std::string other = std::string(what.other) + "_slowdown";
   ctx.cal.fits.push_back({what.name,
                           what.formula,
-                          {{what.load_key, f.load}, {"gemm_slowdown", between}, {"gemm_alone_slowdown", alone}, {"target", f.target},
-                           {"replayed_as_gemm", f.as_gemm}, {"replayed_without", f.none}, {other, r.at(other).get<double>()}},
-                          0, static_cast<int>(r.at("time_us").size())});
+                          {{what.load_key, f.load},
+                           {"gemm_slowdown", between},
+                           {"gemm_alone_slowdown", alone},
+                           {"target", f.target},
+                           {"replayed_as_gemm", f.as_gemm},
+                           {"replayed_without", f.none},
+                           {other, r.at(other).get<double>()}},
+                          0,
+                          static_cast<int>(r.at("time_us").size())});
 }
 
 // What a memory-bound kernel puts on the duty cycle (sustained_memory_load),
@@ -361,13 +380,12 @@ void fit_comm_load(FitContext& ctx) {
   const auto rs = rows(ctx.def, "gemm_between_all_to_all");
   if (rs.empty() || ctx.p.power.sustained_slowdown <= 0) return;
   if (rs.front().at("ranks").get<int>() > static_cast<int>(ctx.topo.gpus().size())) return;
-  fit_scaled_load(
-      ctx, &PowerParams::sustained_comm_load, rs.front(),
-      [](const json& row, const hw::Topology& topo, const ModelParams& p) { return replay_between_all_to_all(row, topo, p, false); },
-      {"sustained load, collectives' share",
-       "GEMMs between all-to-alls on each of the row's ranks for 1.5 s (gemm_between_all_to_all): the load a collective holding its SMs "
-       "puts on the duty cycle at which the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
-       "comm_load", "comm"});
+  fit_scaled_load(ctx, &PowerParams::sustained_comm_load, rs.front(),
+                  [](const json& row, const hw::Topology& topo, const ModelParams& p) { return replay_between_all_to_all(row, topo, p, false); },
+                  {"sustained load, collectives' share",
+                   "GEMMs between all-to-alls on each of the row's ranks for 1.5 s (gemm_between_all_to_all): the load a collective holding its SMs "
+                   "puts on the duty cycle at which the replay's GEMMs slow as the bench's did (steady / burst), by bisection",
+                   "comm_load", "comm"});
 }
 
 void fit_sustained_copy_report(FitContext& ctx) {
@@ -379,7 +397,10 @@ void fit_sustained_copy_report(FitContext& ctx) {
   if (const auto cp = rows(d, "gemm_sustained_copy"); !cp.empty()) {
     std::map<std::pair<std::string, double>, double> steady;  // (copy, duty) -> steady time
     for (const auto& r : cp) steady[{r.at("copy").get<std::string>(), r.at("duty").get<double>()}] = r.at("steady_time_us").get<double>();
-    Fit f{"sustained load with copies", "steady GEMM time with H2D copies running / without, per duty cycle (not a model term)", {}, 0,
+    Fit f{"sustained load with copies",
+          "steady GEMM time with H2D copies running / without, per duty cycle (not a model term)",
+          {},
+          0,
           static_cast<int>(cp.size())};
     for (const auto& [key, t] : steady) {
       if (key.first == "none") continue;
@@ -407,10 +428,14 @@ void fit_straggler(FitContext& ctx) {
       }
     if (!shares.empty()) {
       p.power.straggler_share = median(shares);
-      c.fits.push_back({"ranks apart under the power cap", "mean arrival skew / 2 / the segment's compute time (bench nccl_barrier_skew, loaded), median over rows and runs",
-                        {{"straggler_share", p.power.straggler_share}, {"min", *std::min_element(shares.begin(), shares.end())},
-                         {"max", *std::max_element(shares.begin(), shares.end())}, {"rested_median", rested.empty() ? 0.0 : median(rested)}},
-                        0, static_cast<int>(shares.size())});
+      c.fits.push_back({"ranks apart under the power cap",
+                        "mean arrival skew / 2 / the segment's compute time (bench nccl_barrier_skew, loaded), median over rows and runs",
+                        {{"straggler_share", p.power.straggler_share},
+                         {"min", *std::min_element(shares.begin(), shares.end())},
+                         {"max", *std::max_element(shares.begin(), shares.end())},
+                         {"rested_median", rested.empty() ? 0.0 : median(rested)}},
+                        0,
+                        static_cast<int>(shares.size())});
     }
   }
 }
@@ -440,9 +465,11 @@ void fit_comm_clock_share(FitContext& ctx) {
     (off ? p.power.comm_clock_share_host : p.power.comm_clock_share) = median(shares);
     c.fits.push_back({off ? "NCCL under load, through host memory" : "NCCL under load",
                       "all-to-all with the clock down: (loaded / rested - 1) / (GEMM loaded / rested - 1), median over sizes",
-                      {{"clock_share", median(shares)}, {"min", *std::min_element(shares.begin(), shares.end())},
+                      {{"clock_share", median(shares)},
+                       {"min", *std::min_element(shares.begin(), shares.end())},
                        {"max", *std::max_element(shares.begin(), shares.end())}},
-                      0, static_cast<int>(shares.size())});
+                      0,
+                      static_cast<int>(shares.size())});
   }
 }
 
@@ -492,8 +519,8 @@ std::vector<AfterIdleTimes> replay_after_idle_doc(const json& doc, const hw::Top
   gap.kind = OpKind::HostWork;
   std::vector<Op> prog;
   std::vector<const json*> rs;
-  std::vector<size_t> warm_at;                     // per row: its shape's first timed warm GEMM
-  std::vector<std::vector<size_t>> first_gemm;     // per row, per timed sample: its first GEMM
+  std::vector<size_t> warm_at;                  // per row: its shape's first timed warm GEMM
+  std::vector<std::vector<size_t>> first_gemm;  // per row, per timed sample: its first GEMM
   json shape;
   size_t warm_first = 0;
   for (const auto& r : doc.at("results")) {
@@ -573,8 +600,8 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     double mean = 0;
     for (const auto& x : t) mean += x.get<double>() / static_cast<double>(t.size());
     c.cls = "GEMMs after a gap (sustained-load clock)";
-    c.what = fmt::format("{}x{}x{} after {} ms, {}", r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(),
-                         r.at("gap_ms").get<double>(), r.at("mode").get<std::string>());
+    c.what = fmt::format("{}x{}x{} after {} ms, {}", r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>(), r.at("gap_ms").get<double>(),
+                         r.at("mode").get<std::string>());
     c.measured_us = mean;
     c.simulated_us = r.at("warm_time_us").get<double>() * sim.mean_us / sim.warm_us;
     out.push_back(c);
@@ -593,8 +620,8 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     c.cls = p2p_off ? "NCCL all-to-all with the clock down (slowdown), through host memory" : "NCCL all-to-all with the clock down (slowdown)";
     c.what = fmt::format("{} ranks, {} after the GEMMs", r.at("ranks").get<int>(), format_bytes(r.at("bytes").get<double>()));
     c.measured_us = r.at("time_us");
-    c.simulated_us =
-        r.at("rested_time_us").get<double>() * replay_a2a_loaded(r, true, p2p_off, topo, lined_up) / replay_a2a_loaded(r, false, p2p_off, topo, lined_up);
+    c.simulated_us = r.at("rested_time_us").get<double>() * replay_a2a_loaded(r, true, p2p_off, topo, lined_up) /
+                     replay_a2a_loaded(r, false, p2p_off, topo, lined_up);
     out.push_back(c);
   }
   // GEMMs between other kernels: scored on the slowdowns, at the row's own
@@ -615,15 +642,17 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   const auto gemm_shape = [&] { return fmt::format("{}x{}x{}", r.at("m").get<int>(), r.at("n").get<int>(), r.at("k").get<int>()); };
   if (key == "gemm_between_attention" || key == "gemm_sustained_shapes")
     between(replay_between_attention(r, topo, p),
-            fmt::format("{} between SDPA of {} heads x {}", gemm_shape(), r.at("attention").at("heads").get<int>(), r.at("attention").at("seq").get<int>()),
+            fmt::format("{} between SDPA of {} heads x {}", gemm_shape(), r.at("attention").at("heads").get<int>(),
+                        r.at("attention").at("seq").get<int>()),
             "GEMMs between SDPA kernels (sustained-load clock)", "SDPA between GEMMs (sustained-load clock)", "attention");
   // The same GEMMs alone, and SDPA alone (the one series every row carries: once).
   if (key == "gemm_sustained_shapes") {
     c.cls = "GEMMs alone back to back (sustained-load clock)";
     c.what = gemm_shape() + " alone";
     c.measured_us = r.at("alone_steady_time_us");
-    c.simulated_us = r.at("alone_burst_time_us").get<double>() *
-                     replay_back_to_back(r, "alone_time_us", bench_gemm(json::array({r.at("m"), r.at("n"), r.at("k")})), Time::from_ms(1000), topo, p);
+    c.simulated_us =
+        r.at("alone_burst_time_us").get<double>() *
+        replay_back_to_back(r, "alone_time_us", bench_gemm(json::array({r.at("m"), r.at("n"), r.at("k")})), Time::from_ms(1000), topo, p);
     out.push_back(c);
     if (bool& reported = ctx.state<AttentionAloneReported>().done; !reported) {
       reported = true;
@@ -635,14 +664,16 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
     }
   }
   if (key == "gemm_between_memory_bound")
-    between(replay_between_memory(r, topo, p), fmt::format("{} between copy kernels of {}", gemm_shape(), format_bytes(r.at("hbm_bytes").get<double>())),
+    between(replay_between_memory(r, topo, p),
+            fmt::format("{} between copy kernels of {}", gemm_shape(), format_bytes(r.at("hbm_bytes").get<double>())),
             "GEMMs between memory-bound kernels (sustained-load clock)", "memory-bound kernels between GEMMs (sustained-load clock)", "memory");
   if (key == "gemm_between_all_to_all" && r.at("ranks").get<int>() <= ctx.ngpu)
-    between(replay_between_all_to_all(r, topo, p, ctx.p2p_off),
-            fmt::format("{} between all-to-alls of {} on {} ranks", gemm_shape(), format_bytes(r.at("bytes").get<double>()), r.at("ranks").get<int>()),
-            ctx.p2p_off ? "GEMMs between all-to-alls (sustained-load clock), through host memory" : "GEMMs between all-to-alls (sustained-load clock)",
-            ctx.p2p_off ? "all-to-alls between GEMMs (sustained-load clock), through host memory" : "all-to-alls between GEMMs (sustained-load clock)",
-            "comm");
+    between(
+        replay_between_all_to_all(r, topo, p, ctx.p2p_off),
+        fmt::format("{} between all-to-alls of {} on {} ranks", gemm_shape(), format_bytes(r.at("bytes").get<double>()), r.at("ranks").get<int>()),
+        ctx.p2p_off ? "GEMMs between all-to-alls (sustained-load clock), through host memory" : "GEMMs between all-to-alls (sustained-load clock)",
+        ctx.p2p_off ? "all-to-alls between GEMMs (sustained-load clock), through host memory" : "all-to-alls between GEMMs (sustained-load clock)",
+        "comm");
   // nccl_barrier_skew is fitted (straggler_share); the simulator's ranks never drift apart to replay it.
 }
 

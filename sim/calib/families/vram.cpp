@@ -42,8 +42,12 @@ std::vector<double> values(const BenchDocs& docs, const char* key, const char* f
 // a communicator and its neighbours as peers).
 void fit_nccl_buffers(FitContext& ctx) {
   VramParams& v = ctx.p.vram;
-  Fit f{"NCCL's buffers (vram_nccl)", "device memory per rank after the first all_to_all_single = per communicator + per peer x (ranks - 1), per "
-        "transport, least squares over the rank counts; a collective's communicator: what a fresh one added", {}, 0, 0};
+  Fit f{"NCCL's buffers (vram_nccl)",
+        "device memory per rank after the first all_to_all_single = per communicator + per peer x (ranks - 1), per "
+        "transport, least squares over the rank counts; a collective's communicator: what a fresh one added",
+        {},
+        0,
+        0};
   bool process_fitted = false;
   for (const bool host : {false, true}) {
     // This transport's readings by rank count: after the first all-to-all, after the pairwise
@@ -56,10 +60,14 @@ void fit_nccl_buffers(FitContext& ctx) {
         const std::string after = r.at("after").get<std::string>();
         const int ranks = r.at("ranks").get<int>();
         const double bytes = r.at("bytes").get<double>();
-        if (after == "all_to_all_single") by_ranks[ranks].push_back(bytes);
-        else if (after == "pairwise") before[ranks].push_back(bytes);
-        else if (after == "second_communicator") second[ranks].push_back(bytes);
-        else fresh[after][ranks].push_back(bytes);
+        if (after == "all_to_all_single")
+          by_ranks[ranks].push_back(bytes);
+        else if (after == "pairwise")
+          before[ranks].push_back(bytes);
+        else if (after == "second_communicator")
+          second[ranks].push_back(bytes);
+        else
+          fresh[after][ranks].push_back(bytes);
       }
     if (by_ranks.empty()) continue;
     std::vector<std::pair<double, double>> pts;  // (peers, bytes)
@@ -129,8 +137,12 @@ void fit_nccl_buffers(FitContext& ctx) {
 
 void fit_vram(FitContext& ctx) {
   VramParams& v = ctx.p.vram;
-  Fit f{"VRAM beyond the tensors", "direct readings through PyTorch (median where several): memory outside its allocator, cuBLAS's workspace per "
-        "stream, the allocator's reserve over a forward's activations", {}, 0, 0};
+  Fit f{"VRAM beyond the tensors",
+        "direct readings through PyTorch (median where several): memory outside its allocator, cuBLAS's workspace per "
+        "stream, the allocator's reserve over a forward's activations",
+        {},
+        0,
+        0};
   if (const auto c = values(ctx.docs, "vram_context", "bytes"); !c.empty()) {
     v.cuda_context = static_cast<Bytes>(median(c));
     f.values.emplace_back("cuda_context_MiB", static_cast<double>(v.cuda_context) / (1 << 20));

@@ -25,9 +25,9 @@ struct AttentionRates {
   double causal_s0 = 0;          // causal: causal_efficiency / (1 + s0 / seq_q) (0: one for every length)
   /// The efficiency of an attention of seq_q queries over seq_kv keys of head_dim.
   [[nodiscard]] double for_shape(int32_t seq_q, int32_t seq_kv, int32_t head_dim = 128, bool causal = false) const {
-    const double e = causal && causal_efficiency > 0                ? causal_efficiency / (1 + causal_s0 / static_cast<double>(seq_q))
+    const double e = causal && causal_efficiency > 0                     ? causal_efficiency / (1 + causal_s0 / static_cast<double>(seq_q))
                      : !causal && seq_kv < seq_q && cross_efficiency > 0 ? cross_efficiency / (1 + cross_q0 / static_cast<double>(seq_q))
-                                                                        : efficiency;
+                                                                         : efficiency;
     if (head_dim0 <= 0 || head_dim == 128) return e;
     const double d = head_dim;
     return std::min(1.0, e * (d / (d + head_dim0)) * ((128 + head_dim0) / 128));
@@ -60,7 +60,8 @@ struct AttentionParams {
     const AttnBackend b = backend == AttnBackend::Default ? default_backend : backend;
     for (const auto& e : backends)
       if (b != AttnBackend::Default && e.backend == b) return e.rates;
-    return {attention_efficiency, cross_attention_efficiency, cross_attention_q0, attention_head_dim0, causal_attention_efficiency, causal_attention_s0};
+    return {attention_efficiency, cross_attention_efficiency,  cross_attention_q0,
+            attention_head_dim0,  causal_attention_efficiency, causal_attention_s0};
   }
 };
 

@@ -22,12 +22,12 @@ namespace osim::params {
 // their own reader and writer.
 enum class Kind { TimeUs, TimeMs, Bandwidth, Number, Count, Bytes, Custom };
 
-using Ref = std::variant<Time* (*)(ModelParams&), Bandwidth* (*)(ModelParams&), double* (*)(ModelParams&), int* (*)(ModelParams&),
-                         Bytes* (*)(ModelParams&)>;
+using Ref =
+    std::variant<Time* (*)(ModelParams&), Bandwidth* (*)(ModelParams&), double* (*)(ModelParams&), int* (*)(ModelParams&), Bytes* (*)(ModelParams&)>;
 // A field's member: p.family.member, or p.family.member.side (a PerDirection's h2d or d2h).
 template <auto Family, auto... Members>
 auto* member(ModelParams& p) {
-  return &((p.*Family) .* ... .* Members);
+  return &((p.*Family).*....*Members);
 }
 
 // A row names the parts it sets (designated initialisers, in this order);
@@ -37,9 +37,9 @@ struct Field {
   const char* family;
   Kind kind;
   Ref ref{static_cast<double* (*)(ModelParams&)>(nullptr)};
-  int precision = 4;                       // digits written after the point
-  double lo = 0, hi = 0;                   // valid range, in the unit written
-  bool lo_open = false;                    // lo itself is out of range
+  int precision = 4;      // digits written after the point
+  double lo = 0, hi = 0;  // valid range, in the unit written
+  bool lo_open = false;   // lo itself is out of range
   const char* example = "";
   bool (*written)(const ModelParams&) = nullptr;  // null: always
   const char* doc = "";
@@ -52,17 +52,19 @@ struct Field {
 // Writers' conditions: a field is written where it says more than "none".
 template <auto F, auto... M>
 bool positive(const ModelParams& p) {
-  const auto& v = ((p.*F) .* ... .* M);
-  if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Time>) return v > Time::zero();
-  else return v > 0;
+  const auto& v = ((p.*F).*....*M);
+  if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Time>)
+    return v > Time::zero();
+  else
+    return v > 0;
 }
 template <auto F, auto... M>
 bool non_negative(const ModelParams& p) {
-  return ((p.*F) .* ... .* M) >= Time::zero();
+  return ((p.*F).*....*M) >= Time::zero();
 }
 template <auto F, auto... M>
 bool limited(const ModelParams& p) {
-  return !((p.*F) .* ... .* M).is_unlimited();
+  return !((p.*F).*....*M).is_unlimited();
 }
 template <auto F, auto M>
 bool not_default(const ModelParams& p) {

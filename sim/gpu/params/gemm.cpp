@@ -44,21 +44,58 @@ void read_gemm_model(const MapReader& m, const std::string& file, ModelParams& p
 
 std::vector<Field> gemm_fields() {
   return {
-    {.name = "gemm_efficiency", .family = "gemm", .kind = Kind::Number, .ref = OSIM_REF(gemm, gemm_efficiency), .lo = 1e-3, .hi = 1,
-     .example = "0.75", .doc = "share of the GPU's peak a GEMM reaches where neither table nor model covers its shape"},
-    {.name = "gemm_model", .family = "gemm", .kind = Kind::Custom, .example = "{efficiency: 0.88, m0: 77, n0: 0, k0: 160, pow2_m: 0.025}",
-     .written = [](const ModelParams& p) { return p.gemm.gemm_model.efficiency > 0; },
-     .doc = "efficiency / (1 + m0/m + n0/n + k0/k + pow2_m [m a power of two]) for shapes not in gemm_shapes", .read = read_gemm_model,
-     .write = [](const ModelParams& p) { const auto& g = p.gemm.gemm_model; return fmt::format(" {{efficiency: {:.4f}, m0: {:.2f}, n0: {:.2f}, k0: {:.2f}, pow2_m: {:.4f}}}\n", g.efficiency, g.m0, g.n0, g.k0, g.pow2_m); }},
-    {.name = "gemm_shapes", .family = "gemm", .kind = Kind::Custom, .example = "[[16384, 5120, 5120, 0.82]]",
-     .written = [](const ModelParams& p) { return !p.gemm.gemm_shapes.empty(); },
-     .doc = "[m, n, k, efficiency] per measured shape (the last entry of a shape wins)", .read = read_gemm_shapes,
-     .write = [](const ModelParams& p) { std::string out = "\n"; for (const auto& g : p.gemm.gemm_shapes) out += fmt::format("    - [{}, {}, {}, {:.4f}]\n", g.m, g.n, g.k, g.efficiency); return out; }},
-    {.name = "gemm_fp8_ratio", .family = "gemm", .kind = Kind::Number, .ref = OSIM_REF(gemm, fp8_efficiency_ratio), .lo = 0.05, .hi = 2,
-     .example = "0.90", .written = OSIM_NOTDEF(gemm, fp8_efficiency_ratio),
-     .doc = "an fp8 GEMM's share of the fp8 peak over a bf16 GEMM's share of the bf16 peak at the same shape (1: alike)"},
-    {.name = "flops_efficiency", .family = "gemm", .kind = Kind::Number, .ref = OSIM_REF(gemm, flops_efficiency), .lo = 1e-3, .hi = 1,
-     .example = "0.6", .written = OSIM_NOTDEF(gemm, flops_efficiency), .doc = "share of the peak a kernel given as FLOPs reaches"},
+      {.name = "gemm_efficiency",
+       .family = "gemm",
+       .kind = Kind::Number,
+       .ref = OSIM_REF(gemm, gemm_efficiency),
+       .lo = 1e-3,
+       .hi = 1,
+       .example = "0.75",
+       .doc = "share of the GPU's peak a GEMM reaches where neither table nor model covers its shape"},
+      {.name = "gemm_model",
+       .family = "gemm",
+       .kind = Kind::Custom,
+       .example = "{efficiency: 0.88, m0: 77, n0: 0, k0: 160, pow2_m: 0.025}",
+       .written = [](const ModelParams& p) { return p.gemm.gemm_model.efficiency > 0; },
+       .doc = "efficiency / (1 + m0/m + n0/n + k0/k + pow2_m [m a power of two]) for shapes not in gemm_shapes",
+       .read = read_gemm_model,
+       .write =
+           [](const ModelParams& p) {
+             const auto& g = p.gemm.gemm_model;
+             return fmt::format(" {{efficiency: {:.4f}, m0: {:.2f}, n0: {:.2f}, k0: {:.2f}, pow2_m: {:.4f}}}\n", g.efficiency, g.m0, g.n0, g.k0,
+                                g.pow2_m);
+           }},
+      {.name = "gemm_shapes",
+       .family = "gemm",
+       .kind = Kind::Custom,
+       .example = "[[16384, 5120, 5120, 0.82]]",
+       .written = [](const ModelParams& p) { return !p.gemm.gemm_shapes.empty(); },
+       .doc = "[m, n, k, efficiency] per measured shape (the last entry of a shape wins)",
+       .read = read_gemm_shapes,
+       .write =
+           [](const ModelParams& p) {
+             std::string out = "\n";
+             for (const auto& g : p.gemm.gemm_shapes) out += fmt::format("    - [{}, {}, {}, {:.4f}]\n", g.m, g.n, g.k, g.efficiency);
+             return out;
+           }},
+      {.name = "gemm_fp8_ratio",
+       .family = "gemm",
+       .kind = Kind::Number,
+       .ref = OSIM_REF(gemm, fp8_efficiency_ratio),
+       .lo = 0.05,
+       .hi = 2,
+       .example = "0.90",
+       .written = OSIM_NOTDEF(gemm, fp8_efficiency_ratio),
+       .doc = "an fp8 GEMM's share of the fp8 peak over a bf16 GEMM's share of the bf16 peak at the same shape (1: alike)"},
+      {.name = "flops_efficiency",
+       .family = "gemm",
+       .kind = Kind::Number,
+       .ref = OSIM_REF(gemm, flops_efficiency),
+       .lo = 1e-3,
+       .hi = 1,
+       .example = "0.6",
+       .written = OSIM_NOTDEF(gemm, flops_efficiency),
+       .doc = "share of the peak a kernel given as FLOPs reaches"},
   };
 }
 

@@ -22,16 +22,16 @@ struct GemmShapeModel {
   double m0 = 0, n0 = 0, k0 = 0, pow2_m = 0;
   [[nodiscard]] static bool power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
   [[nodiscard]] double at(int64_t m, int64_t n, int64_t k) const {
-    return efficiency / (1 + m0 / static_cast<double>(m) + n0 / static_cast<double>(n) + k0 / static_cast<double>(k) +
-                         (power_of_two(m) ? pow2_m : 0.0));
+    return efficiency /
+           (1 + m0 / static_cast<double>(m) + n0 / static_cast<double>(n) + k0 / static_cast<double>(k) + (power_of_two(m) ? pow2_m : 0.0));
   }
 };
 
 struct GemmParams {
-  double gemm_efficiency = 0.75;             // shapes neither table nor model covers
+  double gemm_efficiency = 0.75;                 // shapes neither table nor model covers
   std::vector<GemmShapeEfficiency> gemm_shapes;  // measured shapes (the last entry of a shape wins)
   GemmShapeModel gemm_model;
-  double flops_efficiency = 0.60;            // kernels given as FLOPs
+  double flops_efficiency = 0.60;  // kernels given as FLOPs
   // An fp8 GEMM's efficiency against the fp8 peak, as a share of a bf16
   // GEMM's against the bf16 peak at the same shape (bench gemm_fp8).
   double fp8_efficiency_ratio = 1.0;

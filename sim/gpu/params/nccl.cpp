@@ -63,7 +63,8 @@ void read_nccl_tables(const MapReader& m, const std::string& file, ModelParams& 
         tab.coll = k;
         known = true;
       }
-    if (!known) t.fail("collective", "must be all_to_all, all_to_all_pairwise, all_gather, reduce_scatter, all_reduce or framework_all_to_all_pairwise");
+    if (!known)
+      t.fail("collective", "must be all_to_all, all_to_all_pairwise, all_gather, reduce_scatter, all_reduce or framework_all_to_all_pairwise");
     if (transport != "p2p" && transport != "host") t.fail("transport", "must be p2p or host");
     tab.via_host = transport == "host";
     const auto ranks = t.opt_int32("ranks");
@@ -96,25 +97,75 @@ void read_nccl_tables(const MapReader& m, const std::string& file, ModelParams& 
 
 std::vector<Field> nccl_fields() {
   return {
-    {.name = "nccl_channels", .family = "nccl", .kind = Kind::Count, .ref = OSIM_REF(nccl, nccl_channels), .precision = 0, .lo = 1, .hi = 64,
-     .example = "24", .doc = "channels a collective uses where the schedule gives none"},
-    {.name = "nccl_channel_bandwidth", .family = "nccl", .kind = Kind::Bandwidth, .ref = OSIM_REF(nccl, nccl_channel_bandwidth), .hi = 1e5,
-     .lo_open = true, .example = "19.5 GB/s", .doc = "one channel's rate"},
-    {.name = "nccl_latency", .family = "nccl", .kind = Kind::TimeUs, .ref = OSIM_REF(nccl, nccl_latency), .hi = 1e6, .example = "10 us",
-     .doc = "per collective launch (and per pairwise round)"},
-    {.name = "nccl_step_latency", .family = "nccl", .kind = Kind::TimeUs, .ref = OSIM_REF(nccl, nccl_step_latency), .hi = 1e6, .example = "1 us",
-     .doc = "each further ring step"},
-    {.name = "nccl_rank_bandwidth", .family = "nccl", .kind = Kind::Bandwidth, .ref = OSIM_REF(nccl, nccl_rank_bandwidth), .hi = 1e5, .lo_open = true,
-     .example = "330 GB/s", .written = OSIM_LIMITED(nccl, nccl_rank_bandwidth), .doc = "ceiling of one rank's collective traffic (absent: none)"},
-    {.name = "nccl_host_rank_bandwidth", .family = "nccl", .kind = Kind::Bandwidth, .ref = OSIM_REF(nccl, nccl_host_rank_bandwidth), .hi = 1e5,
-     .lo_open = true, .example = "24 GB/s", .written = OSIM_LIMITED(nccl, nccl_host_rank_bandwidth),
-     .doc = "the same through host memory (NCCL_P2P_DISABLE=1)"},
-    {.name = "nccl_tables", .family = "nccl", .kind = Kind::Custom,
-     .example = "[{collective: all_to_all, ranks: 4, transport: p2p, points: [[1048576, 20.5]]}]",
-     .written = [](const ModelParams& p) { return !p.nccl.nccl_tables.empty(); },
-     .doc = "collectives measured at NCCL's channels or the given count: [bytes per rank, time in us]; used inside one host, nearest rank count; " "framework_all_to_all_pairwise: the pairwise all-to-all as the framework calls it, timed from before the call",
-     .read = read_nccl_tables,
-     .write = [](const ModelParams& p) { std::string out = "\n"; for (const auto& tab : p.nccl.nccl_tables) { out += fmt::format("    - {{collective: {}, ranks: {}, transport: {}, {}points: [", table_coll_name(tab.coll), tab.ranks, tab.via_host ? "host" : "p2p", tab.channels > 0 ? fmt::format("channels: {}, ", tab.channels) : std::string()); for (size_t i = 0; i < tab.points.size(); ++i) out += fmt::format("{}[{:.0f}, {:.2f}]", i ? ", " : "", tab.points[i].first, tab.points[i].second * 1e6); out += "]}\n"; } return out; }},
+      {.name = "nccl_channels",
+       .family = "nccl",
+       .kind = Kind::Count,
+       .ref = OSIM_REF(nccl, nccl_channels),
+       .precision = 0,
+       .lo = 1,
+       .hi = 64,
+       .example = "24",
+       .doc = "channels a collective uses where the schedule gives none"},
+      {.name = "nccl_channel_bandwidth",
+       .family = "nccl",
+       .kind = Kind::Bandwidth,
+       .ref = OSIM_REF(nccl, nccl_channel_bandwidth),
+       .hi = 1e5,
+       .lo_open = true,
+       .example = "19.5 GB/s",
+       .doc = "one channel's rate"},
+      {.name = "nccl_latency",
+       .family = "nccl",
+       .kind = Kind::TimeUs,
+       .ref = OSIM_REF(nccl, nccl_latency),
+       .hi = 1e6,
+       .example = "10 us",
+       .doc = "per collective launch (and per pairwise round)"},
+      {.name = "nccl_step_latency",
+       .family = "nccl",
+       .kind = Kind::TimeUs,
+       .ref = OSIM_REF(nccl, nccl_step_latency),
+       .hi = 1e6,
+       .example = "1 us",
+       .doc = "each further ring step"},
+      {.name = "nccl_rank_bandwidth",
+       .family = "nccl",
+       .kind = Kind::Bandwidth,
+       .ref = OSIM_REF(nccl, nccl_rank_bandwidth),
+       .hi = 1e5,
+       .lo_open = true,
+       .example = "330 GB/s",
+       .written = OSIM_LIMITED(nccl, nccl_rank_bandwidth),
+       .doc = "ceiling of one rank's collective traffic (absent: none)"},
+      {.name = "nccl_host_rank_bandwidth",
+       .family = "nccl",
+       .kind = Kind::Bandwidth,
+       .ref = OSIM_REF(nccl, nccl_host_rank_bandwidth),
+       .hi = 1e5,
+       .lo_open = true,
+       .example = "24 GB/s",
+       .written = OSIM_LIMITED(nccl, nccl_host_rank_bandwidth),
+       .doc = "the same through host memory (NCCL_P2P_DISABLE=1)"},
+      {.name = "nccl_tables",
+       .family = "nccl",
+       .kind = Kind::Custom,
+       .example = "[{collective: all_to_all, ranks: 4, transport: p2p, points: [[1048576, 20.5]]}]",
+       .written = [](const ModelParams& p) { return !p.nccl.nccl_tables.empty(); },
+       .doc = "collectives measured at NCCL's channels or the given count: [bytes per rank, time in us]; used inside one host, nearest rank count; "
+              "framework_all_to_all_pairwise: the pairwise all-to-all as the framework calls it, timed from before the call",
+       .read = read_nccl_tables,
+       .write =
+           [](const ModelParams& p) {
+             std::string out = "\n";
+             for (const auto& tab : p.nccl.nccl_tables) {
+               out += fmt::format("    - {{collective: {}, ranks: {}, transport: {}, {}points: [", table_coll_name(tab.coll), tab.ranks,
+                                  tab.via_host ? "host" : "p2p", tab.channels > 0 ? fmt::format("channels: {}, ", tab.channels) : std::string());
+               for (size_t i = 0; i < tab.points.size(); ++i)
+                 out += fmt::format("{}[{:.0f}, {:.2f}]", i ? ", " : "", tab.points[i].first, tab.points[i].second * 1e6);
+               out += "]}\n";
+             }
+             return out;
+           }},
   };
 }
 

@@ -19,14 +19,14 @@ enum class TableColl : uint8_t { AllToAll, AllToAllPairwise, AllGather, ReduceSc
 /// key is "nccl_" + it (the framework's table comes from framework_all_to_all).
 const char* table_coll_name(TableColl c);
 inline constexpr TableColl kTableColls[] = {TableColl::AllToAll,      TableColl::AllToAllPairwise, TableColl::AllGather,
-                                           TableColl::ReduceScatter, TableColl::AllReduce,        TableColl::FrameworkAllToAllPairwise};
+                                            TableColl::ReduceScatter, TableColl::AllReduce,        TableColl::FrameworkAllToAllPairwise};
 
 // Measured collective times against bytes per rank, per collective, rank
 // count, transport and channel count (0: NCCL's choice).
 struct NcclTable {
   TableColl coll = TableColl::AllToAll;
   int ranks = 0;
-  bool via_host = false;  // through host memory (NCCL_P2P_DISABLE=1)
+  bool via_host = false;                          // through host memory (NCCL_P2P_DISABLE=1)
   std::vector<std::pair<double, double>> points;  // (bytes per rank, time in s), bytes ascending
   int channels = 0;
   /// The straight line through the two points around `bytes`; below the
@@ -37,8 +37,8 @@ struct NcclTable {
 struct NcclParams {
   int nccl_channels = 24;
   Bandwidth nccl_channel_bandwidth = Bandwidth::from_GBps(19.5);
-  Time nccl_latency = Time::from_us(10);      // per launch (and per pairwise round)
-  Time nccl_step_latency = Time::from_us(1);  // each further ring step
+  Time nccl_latency = Time::from_us(10);                        // per launch (and per pairwise round)
+  Time nccl_step_latency = Time::from_us(1);                    // each further ring step
   Bandwidth nccl_rank_bandwidth = Bandwidth::unlimited();       // one rank's collective traffic (SM copies)
   Bandwidth nccl_host_rank_bandwidth = Bandwidth::unlimited();  // the same through host memory
   // Where a table fits a collective (same collective, transport and channel

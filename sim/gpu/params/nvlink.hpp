@@ -20,9 +20,7 @@ struct NvlinkParams {
   // Compute-bound kernels take (1 + this) times longer while the rank's
   // NVLink is awake; 0 = off.
   double nvlink_awake_slowdown = 0;
-  [[nodiscard]] bool any() const {
-    return nvlink_wake_latency > Time::zero() || nvlink_copy_latency > Time::zero() || nvlink_awake_slowdown > 0;
-  }
+  [[nodiscard]] bool any() const { return nvlink_wake_latency > Time::zero() || nvlink_copy_latency > Time::zero() || nvlink_awake_slowdown > 0; }
 };
 
 }  // namespace osim

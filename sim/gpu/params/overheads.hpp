@@ -10,11 +10,11 @@ namespace osim {
 
 struct OverheadParams {
   Time kernel_launch = Time::from_us(4);
-  Time memcpy_call = Time::from_us(10);      // an async pinned copy's return
-  Time event_call = Time::from_us(2);        // event_record, stream_wait_event, stream_wait_stream
-  Time sync_call = Time::from_us(2);         // stream/event/device synchronize, before it waits
+  Time memcpy_call = Time::from_us(10);  // an async pinned copy's return
+  Time event_call = Time::from_us(2);    // event_record, stream_wait_event, stream_wait_stream
+  Time sync_call = Time::from_us(2);     // stream/event/device synchronize, before it waits
   Time collective_call = Time::from_us(6);
-  Time alloc_call = Time::from_us(2);        // the caching allocator
+  Time alloc_call = Time::from_us(2);  // the caching allocator
   Time free_call = Time::from_us(1);
   // What a framework (PyTorch) adds to the host time of each op that issues
   // GPU work (kernel, copy, collective) in a schedule of settings

@@ -61,7 +61,12 @@ struct Copies : Testcases {
               s_d2h.push_back(m2 * 1e3 / reps);
             }
           }
-          add({{"key", "bidir_pinned"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"h2d_time_us", median(s_h2d)}, {"d2h_time_us", median(s_d2h)}});
+          add({{"key", "bidir_pinned"},
+               {"gpus", {dev}},
+               {"bytes", bytes},
+               {"reps", reps},
+               {"h2d_time_us", median(s_h2d)},
+               {"d2h_time_us", median(s_d2h)}});
         }
       }
       // Two H2D copies on different streams: do they share one engine?
@@ -111,7 +116,11 @@ struct Copies : Testcases {
               if (it >= opt.warmup) samples.push_back(us);
             }
             const double us = median(samples);
-            add({{"key", key}, {"gpus", {dev}}, {"bytes", bytes}, {"host_buffer", rotating ? "rotating" : "same"}, {"time_us", us},
+            add({{"key", key},
+                 {"gpus", {dev}},
+                 {"bytes", bytes},
+                 {"host_buffer", rotating ? "rotating" : "same"},
+                 {"time_us", us},
                  {"GBps", bytes / us * 1e-3}});
           }
         }
@@ -139,7 +148,8 @@ struct Copies : Testcases {
           for (int g = 0; g < n; ++g) {
             CUDA_CHECK(cudaSetDevice(g));
             gate.hold(s[g]->s);
-            CUDA_CHECK(cudaMemcpyAsync(h2d ? d[g]->p : h[g]->p, h2d ? h[g]->p : d[g]->p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s[g]->s));
+            CUDA_CHECK(cudaMemcpyAsync(h2d ? d[g]->p : h[g]->p, h2d ? h[g]->p : d[g]->p, bytes, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+                                       s[g]->s));
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let every queue fill
           const auto t0 = Clock::now();
@@ -202,8 +212,13 @@ struct Copies : Testcases {
         d2h_us.push_back(last_d2h);
       }
       const double us = median(samples);
-      add({{"key", "multi_bidir_pinned"}, {"gpus", n}, {"bytes_per_gpu", bytes}, {"time_us", us}, {"h2d_time_us", median(h2d_us)},
-           {"d2h_time_us", median(d2h_us)}, {"aggregate_GBps", 2 * n * bytes / us * 1e-3}});
+      add({{"key", "multi_bidir_pinned"},
+           {"gpus", n},
+           {"bytes_per_gpu", bytes},
+           {"time_us", us},
+           {"h2d_time_us", median(h2d_us)},
+           {"d2h_time_us", median(d2h_us)},
+           {"aggregate_GBps", 2 * n * bytes / us * 1e-3}});
     }
   }
 
@@ -261,8 +276,11 @@ struct Copies : Testcases {
         CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(h2.p) + off_d2h, d2.p, bytes, cudaMemcpyDeviceToHost, s2.s));
         off_d2h = (off_d2h + bytes) % span;
       };
-      struct Case { const char* dir; size_t h2d_span, d2h_span; };
-      const std::vector<Case> cases = {{"h2d", bytes, 0}, {"h2d", span_max, 0}, {"d2h", 0, bytes}, {"d2h", 0, span_max},
+      struct Case {
+        const char* dir;
+        size_t h2d_span, d2h_span;
+      };
+      const std::vector<Case> cases = {{"h2d", bytes, 0},      {"h2d", span_max, 0},      {"d2h", 0, bytes},         {"d2h", 0, span_max},
                                        {"both", bytes, bytes}, {"both", span_max, bytes}, {"both", bytes, span_max}, {"both", span_max, span_max}};
       // At 4 MiB, both ways: the spans between (where does the share turn?).
       std::vector<Case> all = cases;
@@ -350,7 +368,8 @@ struct Copies : Testcases {
 
 }  // namespace
 
-OVV_KEYS("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "bidir_pinned", "h2d_two_streams", "copy_span", "multi_h2d_pinned", "multi_d2h_pinned", "multi_bidir_pinned", "multi_h2d_pipelined", "p2p_copy");
+OVV_KEYS("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "bidir_pinned", "h2d_two_streams", "copy_span", "multi_h2d_pinned",
+         "multi_d2h_pinned", "multi_bidir_pinned", "multi_h2d_pipelined", "p2p_copy");
 OVV_BENCH_TESTCASE(kcopies, 30, "copies", [](BenchContext& c) { Copies(c).copies(); });
 OVV_BENCH_TESTCASE(kcopy_span, 60, "copy_span", [](BenchContext& c) { Copies(c).copy_span(); });
 OVV_BENCH_TESTCASE(kmulti_gpu_copies, 90, "multi_gpu_copies", [](BenchContext& c) { Copies(c).multi_gpu_copies(); });

@@ -98,9 +98,19 @@ struct Gemms : Testcases {
       const int window_calls = std::max(3, static_cast<int>(std::ceil(200e3 / burst_us)));
       const double window_us = window_mean_us(dev, s.s, window_calls, op);
       const double flops = sh.flops();
-      add({{"key", "gemm_bf16"}, {"gpus", {dev}}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"chunks", sh.chunks}, {"time_us", us / sh.chunks},
-           {"TFLOPs", flops / us * 1e-6}, {"burst_time_us", burst_us / sh.chunks}, {"burst_TFLOPs", flops / burst_us * 1e-6},
-           {"loaded_mean_us", window_us / sh.chunks}, {"soak_calls", soak_calls}, {"window_calls", window_calls}});
+      add({{"key", "gemm_bf16"},
+           {"gpus", {dev}},
+           {"m", sh.m},
+           {"n", sh.n},
+           {"k", sh.k},
+           {"chunks", sh.chunks},
+           {"time_us", us / sh.chunks},
+           {"TFLOPs", flops / us * 1e-6},
+           {"burst_time_us", burst_us / sh.chunks},
+           {"burst_TFLOPs", flops / burst_us * 1e-6},
+           {"loaded_mean_us", window_us / sh.chunks},
+           {"soak_calls", soak_calls},
+           {"window_calls", window_calls}});
     }
   }
 };

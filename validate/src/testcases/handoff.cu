@@ -24,8 +24,10 @@ struct Handoffs : Testcases {
     Stream s(dev), s2(dev), s3(dev);
     Event a1(dev), b1(dev), a2(dev), b2(dev);
     auto copy = [&](bool h2d, size_t bytes) {
-      if (h2d) CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
-      else CUDA_CHECK(cudaMemcpyAsync(h2.p, d2.p, bytes, cudaMemcpyDeviceToHost, s2.s));
+      if (h2d)
+        CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
+      else
+        CUDA_CHECK(cudaMemcpyAsync(h2.p, d2.p, bytes, cudaMemcpyDeviceToHost, s2.s));
     };
     copy(true, max_bytes);
     copy(false, max_bytes);
@@ -53,15 +55,19 @@ struct Handoffs : Testcases {
                   CUDA_CHECK(cudaEventRecord(a.e, s3.s));
                   CUDA_CHECK(cudaStreamWaitEvent(st, a.e, 0));
                 } else {
-                  if (kernel_gate) kg.hold(st);
-                  else hg.hold(st);
+                  if (kernel_gate)
+                    kg.hold(st);
+                  else
+                    hg.hold(st);
                   CUDA_CHECK(cudaEventRecord(a.e, st));
                 }
                 for (int i = 0; i < reps; ++i) copy(k == 0, bytes);
                 CUDA_CHECK(cudaEventRecord(k == 0 ? b1.e : b2.e, st));
               }
-              if (kernel_gate) kg.release();
-              else hg.release();
+              if (kernel_gate)
+                kg.release();
+              else
+                hg.release();
               CUDA_CHECK(cudaDeviceSynchronize());
               if (it < opt.warmup) continue;
               float ms = 0;
@@ -132,8 +138,14 @@ struct Handoffs : Testcases {
               CUDA_CHECK(cudaDeviceSynchronize());
               if (it >= opt.warmup) t.push_back(elapsed_us(a, b) / reps);
             }
-            add({{"key", "copy_after_idle"}, {"gpus", {dev}}, {"bytes", bytes}, {"reps", reps}, {"before", before}, {"dir", h2d ? "h2d" : "d2h"},
-                 {"time_us", median(t)}, {"samples_us", t}});
+            add({{"key", "copy_after_idle"},
+                 {"gpus", {dev}},
+                 {"bytes", bytes},
+                 {"reps", reps},
+                 {"before", before},
+                 {"dir", h2d ? "h2d" : "d2h"},
+                 {"time_us", median(t)},
+                 {"samples_us", t}});
           }
   }
 
@@ -177,8 +189,14 @@ struct Handoffs : Testcases {
             CUDA_CHECK(cudaDeviceSynchronize());
             if (it >= opt.warmup) t.push_back(elapsed_us(a, b));
           }
-          add({{"key", "handoff_wait"}, {"gpus", {dev}}, {"bytes", bytes}, {"wait_us", wait_us}, {"mode", mode}, {"dir", h2d ? "h2d" : "d2h"},
-               {"time_us", median(t)}, {"samples_us", t}});
+          add({{"key", "handoff_wait"},
+               {"gpus", {dev}},
+               {"bytes", bytes},
+               {"wait_us", wait_us},
+               {"mode", mode},
+               {"dir", h2d ? "h2d" : "d2h"},
+               {"time_us", median(t)},
+               {"samples_us", t}});
         }
   }
 
@@ -208,8 +226,10 @@ struct Handoffs : Testcases {
         progress("kernel_reps " + after + " x" + std::to_string(reps));
         std::vector<double> t;
         for (int it = 0; it < opt.warmup + opt.samples; ++it) {
-          if (after == "kernel") kg.hold(s.s);
-          else hg.hold(after == "copy_wait" ? s3.s : s.s);
+          if (after == "kernel")
+            kg.hold(s.s);
+          else
+            hg.hold(after == "copy_wait" ? s3.s : s.s);
           if (after == "copy") CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, 4096, cudaMemcpyHostToDevice, s.s));
           if (after == "copy_wait") {
             CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, 4096, cudaMemcpyHostToDevice, s3.s));
@@ -220,8 +240,10 @@ struct Handoffs : Testcases {
           }
           for (int i = 0; i < reps; ++i) launch_hbm_copy(s.s, dst.p, src.p, bytes, gpu.sms);
           CUDA_CHECK(cudaEventRecord(b.e, s.s));
-          if (after == "kernel") kg.release();
-          else hg.release();
+          if (after == "kernel")
+            kg.release();
+          else
+            hg.release();
           CUDA_CHECK(cudaDeviceSynchronize());
           if (it >= opt.warmup) t.push_back(elapsed_us(a, b) / reps);
         }

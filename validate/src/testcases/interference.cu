@@ -88,8 +88,7 @@ struct Interference : NcclTestcases {
     const Blas blas(gemm_s.s);
     const int gemm_reps = 20;
     auto gemm = [&] {
-      for (int i = 0; i < gemm_reps; ++i)
-        blas.gemm(m, nn, k, A.p, B.p, C.p);
+      for (int i = 0; i < gemm_reps; ++i) blas.gemm(m, nn, k, A.p, B.p, C.p);
     };
     auto h2d = [&] { CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, h2d_bytes, cudaMemcpyHostToDevice, copy_s.s)); };
     auto d2h = [&] { CUDA_CHECK(cudaMemcpyAsync(h.p, d.p, h2d_bytes, cudaMemcpyDeviceToHost, copy_s.s)); };
@@ -108,8 +107,15 @@ struct Interference : NcclTestcases {
     CUDA_CHECK(cudaDeviceSynchronize());
     progress("interference gemm/h2d");
     auto report = [&](const std::string& a, const std::string& b, int ch, std::pair<double, double> alone_ab, std::pair<double, double> both) {
-      add({{"key", "interference"}, {"a", a}, {"b", b}, {"channels", ch}, {"a_alone_us", alone_ab.first}, {"b_alone_us", alone_ab.second},
-           {"a_together_us", both.first}, {"b_together_us", both.second}, {"a_slowdown", both.first / alone_ab.first},
+      add({{"key", "interference"},
+           {"a", a},
+           {"b", b},
+           {"channels", ch},
+           {"a_alone_us", alone_ab.first},
+           {"b_alone_us", alone_ab.second},
+           {"a_together_us", both.first},
+           {"b_together_us", both.second},
+           {"a_slowdown", both.first / alone_ab.first},
            {"b_slowdown", both.second / alone_ab.second}});
     };
     {
@@ -193,8 +199,10 @@ struct Interference : NcclTestcases {
             const Side c_all{up ? "d2h_all" : "h2d_all", cs, [&, up] {
                                for (int g = 0; g < n; ++g) {
                                  CUDA_CHECK(cudaSetDevice(g));
-                                 if (up) CUDA_CHECK(cudaMemcpyAsync(all.host[g]->p, all.dev[g]->p, h2d_bytes, cudaMemcpyDeviceToHost, all.stream[g]->s));
-                                 else CUDA_CHECK(cudaMemcpyAsync(all.dev[g]->p, all.host[g]->p, h2d_bytes, cudaMemcpyHostToDevice, all.stream[g]->s));
+                                 if (up)
+                                   CUDA_CHECK(cudaMemcpyAsync(all.host[g]->p, all.dev[g]->p, h2d_bytes, cudaMemcpyDeviceToHost, all.stream[g]->s));
+                                 else
+                                   CUDA_CHECK(cudaMemcpyAsync(all.dev[g]->p, all.host[g]->p, h2d_bytes, cudaMemcpyHostToDevice, all.stream[g]->s));
                                }
                                CUDA_CHECK(cudaSetDevice(0));
                              }};

@@ -15,7 +15,10 @@ struct MemoryKernels : Testcases {
     ComputeGpu gpu;
     DevBuf src, dst, A, B, C;
     explicit MemoryAndGemm(size_t max_bytes)
-        : src(gpu.dev, max_bytes / 2), dst(gpu.dev, max_bytes / 2), A(gpu.dev, size_t(m) * k * 2), B(gpu.dev, size_t(k) * n * 2),
+        : src(gpu.dev, max_bytes / 2),
+          dst(gpu.dev, max_bytes / 2),
+          A(gpu.dev, size_t(m) * k * 2),
+          B(gpu.dev, size_t(k) * n * 2),
           C(gpu.dev, size_t(m) * n * 2) {
       fill_random(src.p, max_bytes / 2);
       fill_random(A.p, size_t(m) * k * 2);
@@ -60,7 +63,11 @@ struct MemoryKernels : Testcases {
         CUDA_CHECK(cudaEventElapsedTime(&ms, a[i]->e, b[i]->e));
         loaded.push_back(ms * 1e3);
       }
-      add({{"key", "memory_kernel"}, {"gpus", {dev}}, {"hbm_bytes", bytes}, {"time_us", us}, {"GBps", static_cast<double>(bytes) / us * 1e-3},
+      add({{"key", "memory_kernel"},
+           {"gpus", {dev}},
+           {"hbm_bytes", bytes},
+           {"time_us", us},
+           {"GBps", static_cast<double>(bytes) / us * 1e-3},
            {"loaded_time_us", median(loaded)}});
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
@@ -89,10 +96,14 @@ struct MemoryKernels : Testcases {
         std::vector<double> t;
         for (int it = 0; it < opt.warmup + opt.samples; ++it) {
           op();
-          if (bf == "kernel") op();
-          else if (bf == "gemm") mg.gemm();
-          else if (bf == "busy") launch_busy(s.s, mg.gpu.sms, 200000);
-          else launch_sleep(s.s, 200000);
+          if (bf == "kernel")
+            op();
+          else if (bf == "gemm")
+            mg.gemm();
+          else if (bf == "busy")
+            launch_busy(s.s, mg.gpu.sms, 200000);
+          else
+            launch_sleep(s.s, 200000);
           CUDA_CHECK(cudaEventRecord(a.e, s.s));
           op();
           CUDA_CHECK(cudaEventRecord(b.e, s.s));

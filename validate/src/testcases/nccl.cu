@@ -42,8 +42,15 @@ struct Collectives : NcclTestcases {
             const std::vector<double>& samples = timing.samples;
             const double us = median(samples);
             const double algbw = bytes / us * 1e-3;
-            add({{"key", key}, {"ranks", n}, {"channels", ch}, {"bytes", bytes}, {"time_us", us}, {"algbw_GBps", algbw},
-                 {"busbw_GBps", algbw * busbw_factor(c, n)}, {"iters", iters}, {"gated", timing.gated},
+            add({{"key", key},
+                 {"ranks", n},
+                 {"channels", ch},
+                 {"bytes", bytes},
+                 {"time_us", us},
+                 {"algbw_GBps", algbw},
+                 {"busbw_GBps", algbw * busbw_factor(c, n)},
+                 {"iters", iters},
+                 {"gated", timing.gated},
                  {"samples_us", samples}});
           }
         }
@@ -58,8 +65,14 @@ struct Collectives : NcclTestcases {
             for (const int iters : {1, 2, 5, 20}) {
               if (bytes % (2 * n * n) || bytes > max_bytes) continue;
               const CollTiming timing = time_coll(Coll::AllToAll, cm, send, recv, st, bytes, iters, 3 * opt.samples);
-              add({{"key", "nccl_reps"}, {"ranks", n}, {"channels", ch}, {"bytes", bytes}, {"iters", iters}, {"time_us", median(timing.samples)},
-                   {"gated", timing.gated}, {"samples_us", timing.samples}});
+              add({{"key", "nccl_reps"},
+                   {"ranks", n},
+                   {"channels", ch},
+                   {"bytes", bytes},
+                   {"iters", iters},
+                   {"time_us", median(timing.samples)},
+                   {"gated", timing.gated},
+                   {"samples_us", timing.samples}});
             }
       }
   }

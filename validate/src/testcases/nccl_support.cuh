@@ -111,9 +111,8 @@ class NcclTestcases : public Testcases {
     std::vector<double> samples;
     bool gated = true;
   };
-  CollTiming time_coll(Coll c, Comms& cm, std::vector<std::unique_ptr<DevBuf>>& send,
-                       std::vector<std::unique_ptr<DevBuf>>& recv, std::vector<std::unique_ptr<Stream>>& st,
-                       size_t bytes, int iters, int samples_wanted) {
+  CollTiming time_coll(Coll c, Comms& cm, std::vector<std::unique_ptr<DevBuf>>& send, std::vector<std::unique_ptr<DevBuf>>& recv,
+                       std::vector<std::unique_ptr<Stream>>& st, size_t bytes, int iters, int samples_wanted) {
     const int n = cm.n;
     auto a = events_per_gpu(n), b = events_per_gpu(n);
     enqueue(c, cm, send, recv, st, bytes);

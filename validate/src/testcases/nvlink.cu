@@ -34,8 +34,7 @@ struct Insitu : NcclTestcases {
         CUDA_CHECK(cudaStreamSynchronize(cp.stream[r]->s));
       }
     };
-    auto a = events_per_gpu(n), b = events_per_gpu(n), c0 = events_per_gpu(n), c1 = events_per_gpu(n), g0 = events_per_gpu(n),
-         g1 = events_per_gpu(n);
+    auto a = events_per_gpu(n), b = events_per_gpu(n), c0 = events_per_gpu(n), c1 = events_per_gpu(n), g0 = events_per_gpu(n), g1 = events_per_gpu(n);
     // One GEMM's time, warm (for the GEMM count of each duration).
     double gemm_us = 0;
     {
@@ -117,21 +116,20 @@ struct Insitu : NcclTestcases {
             t.push_back(worst);
             span.push_back(worst_span);
             if (copies) {
-              for (int r = 0; r < n; ++r)
-                copy_gbps.push_back(static_cast<double>(cbytes) * ncopies / (elapsed_us(*c0[r], *c1[r]) * 1e-6) / 1e9);
+              for (int r = 0; r < n; ++r) copy_gbps.push_back(static_cast<double>(cbytes) * ncopies / (elapsed_us(*c0[r], *c1[r]) * 1e-6) / 1e9);
               copy_span.push_back(worst_copy);
               margin.push_back(least_margin);
             }
           }
           json row = {{"gemm_ms", gemm_ms},
-                    {"gemms", gemms},
-                    {"copies", copies},
-                    {"time_us", median(t)},
-                    {"samples_us", t},
-                    {"ratio_to_warm", median(t) / median(warm)},
-                    {"copy_GBps", copy_gbps.empty() ? 0.0 : median(copy_gbps)},
-                    {"gemm_span_us", median(span)},
-                    {"gemm_span_samples_us", span}};
+                      {"gemms", gemms},
+                      {"copies", copies},
+                      {"time_us", median(t)},
+                      {"samples_us", t},
+                      {"ratio_to_warm", median(t) / median(warm)},
+                      {"copy_GBps", copy_gbps.empty() ? 0.0 : median(copy_gbps)},
+                      {"gemm_span_us", median(span)},
+                      {"gemm_span_samples_us", span}};
           if (copies) {
             row["ncopies"] = ncopies;
             row["copy_span_us"] = median(copy_span);
@@ -140,8 +138,15 @@ struct Insitu : NcclTestcases {
           }
           cases.push_back(row);
         }
-      add({{"key", "nccl_all_to_all_insitu"}, {"ranks", n}, {"channels", 0}, {"bytes", bytes}, {"gemm", {m, nn, k}}, {"gemm_us", gemm_us},
-           {"warm_time_us", median(warm)}, {"warm_samples_us", warm}, {"cases", cases}});
+      add({{"key", "nccl_all_to_all_insitu"},
+           {"ranks", n},
+           {"channels", 0},
+           {"bytes", bytes},
+           {"gemm", {m, nn, k}},
+           {"gemm_us", gemm_us},
+           {"warm_time_us", median(warm)},
+           {"warm_samples_us", warm},
+           {"cases", cases}});
     }
   }
 };

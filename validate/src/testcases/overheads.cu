@@ -55,8 +55,10 @@ struct Overheads : Testcases {
     for (const char* what : {"memory_kernel", "h2d"}) {
       const bool kernel = what[0] == 'm';
       auto op = [&] {
-        if (kernel) launch_hbm_copy(s.s, dst.p, src.p, bytes, gpu.sms);
-        else CUDA_CHECK(cudaMemcpyAsync(dst.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
+        if (kernel)
+          launch_hbm_copy(s.s, dst.p, src.p, bytes, gpu.sms);
+        else
+          CUDA_CHECK(cudaMemcpyAsync(dst.p, h.p, bytes, cudaMemcpyHostToDevice, s.s));
       };
       op();
       CUDA_CHECK(cudaStreamSynchronize(s.s));
@@ -111,7 +113,13 @@ struct Overheads : Testcases {
       auto drain = [&] {
         for (int g = 0; g < nb; ++g) CUDA_CHECK(cudaStreamSynchronize(cp.stream[static_cast<size_t>(g)]->s));
       };
-      json row = {{"key", "overhead_gpu_event_gap"}, {"op", "memory_kernel"}, {"bytes", bytes}, {"ops", n}, {"beside", beside}, {"copy_bytes", big}, {"gpus", nb}};
+      json row = {{"key", "overhead_gpu_event_gap"},
+                  {"op", "memory_kernel"},
+                  {"bytes", bytes},
+                  {"ops", n},
+                  {"beside", beside},
+                  {"copy_bytes", big},
+                  {"gpus", nb}};
       int covered = 0, timed = 0;
       for (const bool fenced : {false, true}) {
         progress(std::string("gpu event gap beside ") + beside + (fenced ? " fenced" : ""));
@@ -150,7 +158,8 @@ struct Overheads : Testcases {
 
 }  // namespace
 
-OVV_KEYS("overhead_kernel_launch", "overhead_event_record", "overhead_stream_sync_idle", "overhead_memcpy_async_pinned_return", "overhead_stream_wait_event", "overhead_gpu_event_gap");
+OVV_KEYS("overhead_kernel_launch", "overhead_event_record", "overhead_stream_sync_idle", "overhead_memcpy_async_pinned_return",
+         "overhead_stream_wait_event", "overhead_gpu_event_gap");
 OVV_BENCH_TESTCASE(koverheads, 10, "overheads", [](BenchContext& c) { Overheads(c).overheads(); });
 OVV_BENCH_TESTCASE(kgpu_event_gap, 20, "gpu_event_gap", [](BenchContext& c) { Overheads(c).gpu_event_gap(); });
 

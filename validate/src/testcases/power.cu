@@ -76,9 +76,17 @@ struct Power : NcclTestcases {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       const Series r = series(1.0, 6e6, nullptr);
       const std::vector<double> tail(r.us.begin() + static_cast<long>(r.us.size() / 6), r.us.end());
-      add({{"key", "gemm_sustained_long"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", 1.0}, {"burst_time_us", burst_us},
-           {"steady_time_us", median(tail)}, {"mean_time_us", std::accumulate(tail.begin(), tail.end(), 0.0) / static_cast<double>(tail.size())},
-           {"time_us", r.us}, {"start_ms", r.start_ms}});
+      add({{"key", "gemm_sustained_long"},
+           {"gpus", {dev}},
+           {"m", m},
+           {"n", n},
+           {"k", k},
+           {"duty", 1.0},
+           {"burst_time_us", burst_us},
+           {"steady_time_us", median(tail)},
+           {"mean_time_us", std::accumulate(tail.begin(), tail.end(), 0.0) / static_cast<double>(tail.size())},
+           {"time_us", r.us},
+           {"start_ms", r.start_ms}});
     }
     if (!base) return;
     for (double duty : {1.0, 0.75, 0.5, 0.25}) {
@@ -86,8 +94,17 @@ struct Power : NcclTestcases {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       const Series r = series(duty, 600e3, nullptr);
       const std::vector<double> tail(r.us.begin() + static_cast<long>(r.us.size() / 2), r.us.end());
-      add({{"key", "gemm_sustained"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", duty}, {"burst_time_us", burst_us},
-           {"steady_time_us", median(tail)}, {"slowdown", median(tail) / burst_us}, {"time_us", r.us}, {"start_ms", r.start_ms}});
+      add({{"key", "gemm_sustained"},
+           {"gpus", {dev}},
+           {"m", m},
+           {"n", n},
+           {"k", k},
+           {"duty", duty},
+           {"burst_time_us", burst_us},
+           {"steady_time_us", median(tail)},
+           {"slowdown", median(tail) / burst_us},
+           {"time_us", r.us},
+           {"start_ms", r.start_ms}});
     }
     // The same GEMM under sustained load with H2D copies running beside it
     // the whole time (a prefetch pipeline's state): do copies add to the
@@ -114,8 +131,7 @@ struct Power : NcclTestcases {
             CUDA_CHECK(cudaEventRecord(c0.e, cs[dev]->s));
             for (int g = 0; g < copy_gpus; ++g) {
               CUDA_CHECK(cudaSetDevice(g));
-              for (int i = 0; i < copies; ++i)
-                CUDA_CHECK(cudaMemcpyAsync(cd[g]->p, ch[g]->p, cbytes, cudaMemcpyHostToDevice, cs[g]->s));
+              for (int i = 0; i < copies; ++i) CUDA_CHECK(cudaMemcpyAsync(cd[g]->p, ch[g]->p, cbytes, cudaMemcpyHostToDevice, cs[g]->s));
             }
             CUDA_CHECK(cudaSetDevice(dev));
             CUDA_CHECK(cudaEventRecord(c1.e, cs[dev]->s));
@@ -128,9 +144,21 @@ struct Power : NcclTestcases {
           CUDA_CHECK(cudaEventElapsedTime(&copy_end_ms, r.first->e, c1.e));
           const double copy_GBps = copies > 0 ? static_cast<double>(cbytes) * copies / ((copy_end_ms - copy_start_ms) * 1e-3) / 1e9 : 0.0;
           const std::vector<double> tail(r.us.begin() + static_cast<long>(r.us.size() / 2), r.us.end());
-          add({{"key", "gemm_sustained_copy"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"duty", duty}, {"copy", copy},
-               {"copy_gpus", copy_gpus}, {"copy_GBps", copy_GBps}, {"copy_start_ms", copy_start_ms}, {"copy_end_ms", copy_end_ms},
-               {"burst_time_us", burst_us}, {"steady_time_us", median(tail)}, {"slowdown", median(tail) / burst_us}, {"time_us", r.us},
+          add({{"key", "gemm_sustained_copy"},
+               {"gpus", {dev}},
+               {"m", m},
+               {"n", n},
+               {"k", k},
+               {"duty", duty},
+               {"copy", copy},
+               {"copy_gpus", copy_gpus},
+               {"copy_GBps", copy_GBps},
+               {"copy_start_ms", copy_start_ms},
+               {"copy_end_ms", copy_end_ms},
+               {"burst_time_us", burst_us},
+               {"steady_time_us", median(tail)},
+               {"slowdown", median(tail) / burst_us},
+               {"time_us", r.us},
                {"start_ms", r.start_ms}});
         }
       }
@@ -194,7 +222,9 @@ struct Power : NcclTestcases {
     return us;
   }
   // The median of a series' second half (its steady state).
-  static double tail_median(const std::vector<double>& v) { return median(std::vector<double>(v.begin() + static_cast<long>(v.size() / 2), v.end())); }
+  static double tail_median(const std::vector<double>& v) {
+    return median(std::vector<double>(v.begin() + static_cast<long>(v.size() / 2), v.end()));
+  }
 
   // GEMMs between cuDNN SDPA kernels, back to back for 1.5 s after 0.3 s
   // idle (a DiT block's compute, as a prefetching run keeps it busy): how
@@ -225,11 +255,23 @@ struct Power : NcclTestcases {
     auto attention = [&] { sdpa.run(shape, s.s, Q.p, KV.p, static_cast<char*>(KV.p) + shape.kv_bytes(), O.p, W.p); };
     const Between r = gemms_between(dev, s.s, 1.5e6, gemm, attention);
     const double gemm_steady = tail_median(r.gemm_us), sdpa_steady = tail_median(r.other_us);
-    add({{"key", "gemm_between_attention"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"gemms_per_cycle", 2},
-         {"attention", {{"batch", shape.batch}, {"heads", shape.heads}, {"seq", shape.seq_q}, {"seq_kv", shape.seq_kv}, {"head_dim", shape.head_dim}}},
-         {"burst_time_us", r.gemm_burst_us}, {"attention_burst_time_us", r.other_burst_us}, {"steady_time_us", gemm_steady},
-         {"attention_steady_time_us", sdpa_steady}, {"slowdown", gemm_steady / r.gemm_burst_us}, {"attention_slowdown", sdpa_steady / r.other_burst_us},
-         {"time_us", r.gemm_us}, {"attention_time_us", r.other_us}, {"start_ms", r.start_ms}});
+    add({{"key", "gemm_between_attention"},
+         {"gpus", {dev}},
+         {"m", m},
+         {"n", n},
+         {"k", k},
+         {"gemms_per_cycle", 2},
+         {"attention",
+          {{"batch", shape.batch}, {"heads", shape.heads}, {"seq", shape.seq_q}, {"seq_kv", shape.seq_kv}, {"head_dim", shape.head_dim}}},
+         {"burst_time_us", r.gemm_burst_us},
+         {"attention_burst_time_us", r.other_burst_us},
+         {"steady_time_us", gemm_steady},
+         {"attention_steady_time_us", sdpa_steady},
+         {"slowdown", gemm_steady / r.gemm_burst_us},
+         {"attention_slowdown", sdpa_steady / r.other_burst_us},
+         {"time_us", r.gemm_us},
+         {"attention_time_us", r.other_us},
+         {"start_ms", r.start_ms}});
   }
 
   // The sustained load by GEMM shape: for each of the workloads' GEMM shapes
@@ -294,14 +336,30 @@ struct Power : NcclTestcases {
       std::this_thread::sleep_for(std::chrono::milliseconds(1000));
       const Between r = gemms_between(dev, s.s, window_us, gemm, attention);
       const double gemm_steady = tail_median(r.gemm_us), attention_steady = tail_median(r.other_us), alone_steady = tail_median(gemm_alone.us);
-      add({{"key", "gemm_sustained_shapes"}, {"gpus", {dev}}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"gemms_per_cycle", 2},
-           {"attention", {{"batch", shape.batch}, {"heads", shape.heads}, {"seq", shape.seq_q}, {"seq_kv", shape.seq_kv}, {"head_dim", shape.head_dim}}},
-           {"burst_time_us", r.gemm_burst_us}, {"attention_burst_time_us", r.other_burst_us}, {"steady_time_us", gemm_steady},
-           {"attention_steady_time_us", attention_steady}, {"slowdown", gemm_steady / r.gemm_burst_us},
-           {"attention_slowdown", attention_steady / r.other_burst_us}, {"alone_burst_time_us", gemm_alone.burst_us}, {"alone_steady_time_us", alone_steady},
-           {"alone_slowdown", alone_steady / gemm_alone.burst_us}, {"attention_alone_burst_time_us", sdpa_alone.burst_us},
-           {"attention_alone_steady_time_us", sdpa_alone_steady}, {"attention_alone_slowdown", sdpa_alone_steady / sdpa_alone.burst_us},
-           {"time_us", r.gemm_us}, {"attention_time_us", r.other_us}, {"start_ms", r.start_ms}, {"alone_time_us", gemm_alone.us},
+      add({{"key", "gemm_sustained_shapes"},
+           {"gpus", {dev}},
+           {"m", g.m},
+           {"n", g.n},
+           {"k", g.k},
+           {"gemms_per_cycle", 2},
+           {"attention",
+            {{"batch", shape.batch}, {"heads", shape.heads}, {"seq", shape.seq_q}, {"seq_kv", shape.seq_kv}, {"head_dim", shape.head_dim}}},
+           {"burst_time_us", r.gemm_burst_us},
+           {"attention_burst_time_us", r.other_burst_us},
+           {"steady_time_us", gemm_steady},
+           {"attention_steady_time_us", attention_steady},
+           {"slowdown", gemm_steady / r.gemm_burst_us},
+           {"attention_slowdown", attention_steady / r.other_burst_us},
+           {"alone_burst_time_us", gemm_alone.burst_us},
+           {"alone_steady_time_us", alone_steady},
+           {"alone_slowdown", alone_steady / gemm_alone.burst_us},
+           {"attention_alone_burst_time_us", sdpa_alone.burst_us},
+           {"attention_alone_steady_time_us", sdpa_alone_steady},
+           {"attention_alone_slowdown", sdpa_alone_steady / sdpa_alone.burst_us},
+           {"time_us", r.gemm_us},
+           {"attention_time_us", r.other_us},
+           {"start_ms", r.start_ms},
+           {"alone_time_us", gemm_alone.us},
            {"attention_alone_time_us", sdpa_alone.us}});
     }
   }
@@ -334,11 +392,25 @@ struct Power : NcclTestcases {
     const std::vector<double> alone_us =
         back_to_back(dev, s.s, static_cast<int>(cycles * (2 * r.gemm_burst_us + r.other_burst_us) / r.gemm_burst_us), gemm);
     const double gemm_steady = tail_median(r.gemm_us), memory_steady = tail_median(r.other_us), alone_steady = tail_median(alone_us);
-    add({{"key", "gemm_between_memory_bound"}, {"gpus", {dev}}, {"m", m}, {"n", n}, {"k", k}, {"gemms_per_cycle", 2}, {"hbm_bytes", hbm_bytes},
-         {"burst_time_us", r.gemm_burst_us}, {"memory_burst_time_us", r.other_burst_us}, {"steady_time_us", gemm_steady},
-         {"memory_steady_time_us", memory_steady}, {"slowdown", gemm_steady / r.gemm_burst_us}, {"memory_slowdown", memory_steady / r.other_burst_us},
-         {"alone_steady_time_us", alone_steady}, {"alone_slowdown", alone_steady / r.gemm_burst_us}, {"time_us", r.gemm_us},
-         {"memory_time_us", r.other_us}, {"start_ms", r.start_ms}, {"alone_time_us", alone_us}});
+    add({{"key", "gemm_between_memory_bound"},
+         {"gpus", {dev}},
+         {"m", m},
+         {"n", n},
+         {"k", k},
+         {"gemms_per_cycle", 2},
+         {"hbm_bytes", hbm_bytes},
+         {"burst_time_us", r.gemm_burst_us},
+         {"memory_burst_time_us", r.other_burst_us},
+         {"steady_time_us", gemm_steady},
+         {"memory_steady_time_us", memory_steady},
+         {"slowdown", gemm_steady / r.gemm_burst_us},
+         {"memory_slowdown", memory_steady / r.other_burst_us},
+         {"alone_steady_time_us", alone_steady},
+         {"alone_slowdown", alone_steady / r.gemm_burst_us},
+         {"time_us", r.gemm_us},
+         {"memory_time_us", r.other_us},
+         {"start_ms", r.start_ms},
+         {"alone_time_us", alone_us}});
   }
 
   // The GPU's return from idle. After a gap with nothing on the GPU (the
@@ -429,8 +501,17 @@ struct Power : NcclTestcases {
           }
           std::vector<double> times;
           for (auto& v : per) times.push_back(median(v));
-          add({{"key", "gemm_after_idle"}, {"gpus", {dev}}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"mode", mode}, {"gap_ms", gap_ms},
-               {"idle_ms", idle.empty() ? 0.0 : median(idle)}, {"warm_time_us", warm_us}, {"copy_chunk_us", copy_us}, {"time_us", times},
+          add({{"key", "gemm_after_idle"},
+               {"gpus", {dev}},
+               {"m", sh.m},
+               {"n", sh.n},
+               {"k", sh.k},
+               {"mode", mode},
+               {"gap_ms", gap_ms},
+               {"idle_ms", idle.empty() ? 0.0 : median(idle)},
+               {"warm_time_us", warm_us},
+               {"copy_chunk_us", copy_us},
+               {"time_us", times},
                {"extra_us", std::accumulate(times.begin(), times.end(), 0.0) - count * warm_us}});
         }
       }
@@ -532,19 +613,38 @@ struct Power : NcclTestcases {
             if (load) gemm_worst = std::max(gemm_worst, elapsed_us(*ga_ev[r], *gb_ev[r]));
           }
           if (it < opt.warmup) continue;
-          if (awake) (load ? awake_loaded : awake_rested).push_back(worst);
-          else (load ? loaded : mode == 1 ? warm : mode == 0 ? rested : idle[static_cast<size_t>(mode - 3)]).push_back(worst);
+          if (awake)
+            (load ? awake_loaded : awake_rested).push_back(worst);
+          else
+            (load ? loaded : mode == 1 ? warm : mode == 0 ? rested : idle[static_cast<size_t>(mode - 3)]).push_back(worst);
           if (load) (awake ? awake_gemm_ratio : gemm_ratio).push_back(gemm_worst / gemm_rested_us);
         }
-      add({{"key", "nccl_all_to_all_loaded"}, {"ranks", n}, {"channels", 0}, {"bytes", bytes}, {"iters", iters},
-           {"time_us", median(loaded)}, {"rested_time_us", median(rested)}, {"ratio", median(loaded) / median(rested)},
-           {"gemm", {m, nn, k}}, {"gemm_rested_us", gemm_rested_us}, {"load_ms", load_gemms * gemm_rested_us * 1e-3},
-           {"gemm_ratio", median(gemm_ratio)}, {"samples_us", loaded}, {"rested_samples_us", rested}, {"warm_time_us", median(warm)},
-           {"warm_samples_us", warm}, {"awake_rested_time_us", median(awake_rested)}, {"awake_time_us", median(awake_loaded)},
-           {"awake_ratio", median(awake_loaded) / median(awake_rested)}, {"awake_gemm_ratio", median(awake_gemm_ratio)},
-           {"awake_samples_us", awake_loaded}, {"awake_rested_samples_us", awake_rested}, {"idle_sweep", [&] {
+      add({{"key", "nccl_all_to_all_loaded"},
+           {"ranks", n},
+           {"channels", 0},
+           {"bytes", bytes},
+           {"iters", iters},
+           {"time_us", median(loaded)},
+           {"rested_time_us", median(rested)},
+           {"ratio", median(loaded) / median(rested)},
+           {"gemm", {m, nn, k}},
+           {"gemm_rested_us", gemm_rested_us},
+           {"load_ms", load_gemms * gemm_rested_us * 1e-3},
+           {"gemm_ratio", median(gemm_ratio)},
+           {"samples_us", loaded},
+           {"rested_samples_us", rested},
+           {"warm_time_us", median(warm)},
+           {"warm_samples_us", warm},
+           {"awake_rested_time_us", median(awake_rested)},
+           {"awake_time_us", median(awake_loaded)},
+           {"awake_ratio", median(awake_loaded) / median(awake_rested)},
+           {"awake_gemm_ratio", median(awake_gemm_ratio)},
+           {"awake_samples_us", awake_loaded},
+           {"awake_rested_samples_us", awake_rested},
+           {"idle_sweep", [&] {
               json sweep = json::array();
-              for (size_t i = 0; i < idle.size(); ++i) sweep.push_back({{"idle_ms", idles_ms[i]}, {"time_us", median(idle[i])}, {"samples_us", idle[i]}});
+              for (size_t i = 0; i < idle.size(); ++i)
+                sweep.push_back({{"idle_ms", idles_ms[i]}, {"time_us", median(idle[i])}, {"samples_us", idle[i]}});
               return sweep;
             }()}});
     }
@@ -628,11 +728,25 @@ struct Power : NcclTestcases {
     std::vector<double> alone_us;
     for (int i = 0; i < alone; ++i) alone_us.push_back(slowest(ev[i], ev[i + 1]));
     const double gemm_steady = tail_median(gemm_us), comm_steady = tail_median(comm_us), alone_steady = tail_median(alone_us);
-    add({{"key", "gemm_between_all_to_all"}, {"ranks", n}, {"bytes", bytes}, {"m", A2aRig::m}, {"n", A2aRig::nn}, {"k", A2aRig::k},
-         {"gemms_per_cycle", 2}, {"burst_time_us", gemm_burst_us}, {"comm_burst_time_us", comm_burst_us}, {"steady_time_us", gemm_steady},
-         {"comm_steady_time_us", comm_steady}, {"slowdown", gemm_steady / gemm_burst_us}, {"comm_slowdown", comm_steady / comm_burst_us},
-         {"alone_steady_time_us", alone_steady}, {"alone_slowdown", alone_steady / gemm_burst_us}, {"time_us", gemm_us},
-         {"comm_time_us", comm_us}, {"start_ms", start_ms}, {"alone_time_us", alone_us}});
+    add({{"key", "gemm_between_all_to_all"},
+         {"ranks", n},
+         {"bytes", bytes},
+         {"m", A2aRig::m},
+         {"n", A2aRig::nn},
+         {"k", A2aRig::k},
+         {"gemms_per_cycle", 2},
+         {"burst_time_us", gemm_burst_us},
+         {"comm_burst_time_us", comm_burst_us},
+         {"steady_time_us", gemm_steady},
+         {"comm_steady_time_us", comm_steady},
+         {"slowdown", gemm_steady / gemm_burst_us},
+         {"comm_slowdown", comm_steady / comm_burst_us},
+         {"alone_steady_time_us", alone_steady},
+         {"alone_slowdown", alone_steady / gemm_burst_us},
+         {"time_us", gemm_us},
+         {"comm_time_us", comm_us},
+         {"start_ms", start_ms},
+         {"alone_time_us", alone_us}});
   }
 
   // How far two GPUs drift apart over a stretch of compute (the wait a
@@ -698,16 +812,23 @@ struct Power : NcclTestcases {
         }
         double mean = 0;
         for (double v : skew) mean += v / static_cast<double>(skew.size());
-        add({{"key", "nccl_barrier_skew"}, {"ranks", n}, {"mode", loaded ? "loaded" : "rested"}, {"segment_ms", segment_ms}, {"gemms", gemms},
-             {"gemm_us", gemm_us}, {"mean_skew_us", mean}, {"median_skew_us", median(skew)}, {"samples_us", skew}});
+        add({{"key", "nccl_barrier_skew"},
+             {"ranks", n},
+             {"mode", loaded ? "loaded" : "rested"},
+             {"segment_ms", segment_ms},
+             {"gemms", gemms},
+             {"gemm_us", gemm_us},
+             {"mean_skew_us", mean},
+             {"median_skew_us", median(skew)},
+             {"samples_us", skew}});
       }
   }
 };
 
 }  // namespace
 
-OVV_KEYS("gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy", "gemm_between_attention", "gemm_between_memory_bound", "gemm_sustained_shapes",
-         "gemm_between_all_to_all", "gemm_after_idle", "nccl_all_to_all_loaded", "nccl_barrier_skew");
+OVV_KEYS("gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy", "gemm_between_attention", "gemm_between_memory_bound",
+         "gemm_sustained_shapes", "gemm_between_all_to_all", "gemm_after_idle", "nccl_all_to_all_loaded", "nccl_barrier_skew");
 OVV_BENCH_TESTCASE(kgemm_sustained, 120, "gemm_sustained", [](BenchContext& c) { Power(c).gemm_sustained(); });
 OVV_BENCH_TESTCASE(kgemm_between_attention, 125, "gemm_between_attention", [](BenchContext& c) { Power(c).gemm_between_attention(); });
 OVV_BENCH_TESTCASE(kgemm_sustained_shapes, 128, "gemm_sustained_shapes", [](BenchContext& c) { Power(c).gemm_sustained_shapes(); });

@@ -226,7 +226,6 @@ inline std::vector<size_t> sizes(size_t lo, size_t hi, int per_decade_of_4 = 1) 
   return out;
 }
 
-
 // What the testcases share while the bench runs: the options, the results,
 // and the progress the watchdog reads.
 struct BenchContext {
@@ -309,16 +308,19 @@ std::vector<BenchTestcase>& bench_testcases();
 struct BenchTestcaseRegistration {
   explicit BenchTestcaseRegistration(BenchTestcase t) { bench_testcases().push_back(t); }
 };
-#define OVV_BENCH_TESTCASE(var, order, name, fn) static const ::ovv::BenchTestcaseRegistration var{{order, name, fn}}
+#define OVV_BENCH_TESTCASE(var, order, name, fn)      \
+  static const ::ovv::BenchTestcaseRegistration var { \
+    { order, name, fn }                               \
+  }
 // The keys a testcase file writes, checked against the table when it compiles.
-#define OVV_KEYS(...)                                                 \
-  static_assert(                                                      \
-      [] {                                                            \
-        constexpr std::string_view keys[] = {__VA_ARGS__};           \
-        for (const std::string_view k : keys)                         \
-          if (!::osim::bench::known(k)) return false;                 \
-        return true;                                                  \
-      }(),                                                            \
+#define OVV_KEYS(...)                                      \
+  static_assert(                                           \
+      [] {                                                 \
+        constexpr std::string_view keys[] = {__VA_ARGS__}; \
+        for (const std::string_view k : keys)              \
+          if (!::osim::bench::known(k)) return false;      \
+        return true;                                       \
+      }(),                                                 \
       "a key this file writes is not in schedule/bench_keys.hpp")
 
 }  // namespace ovv
