@@ -32,6 +32,11 @@
 #   models-profiled    the same, and a torch.profiler trace of each         -> models/
 #   programs[:NAMES]   the reference programs (validate/programs/), each    -> programs/
 #                      profiled too; NAMES: only these (comma-separated)
+#   programs-default-trace[:NAMES] the same programs profiled as torch.profiler -> programs-default-trace/
+#                      records by default (no shapes, no CUDA sync events)
+#   request[:NAMES]    the reference request (validate/programs/             -> request/
+#                      request_pipeline.py): text encoder, DiT and VAE decode
+#                      timed end to end and by stage, resident and offloaded
 #   programs-fp8       the single-GPU pinned and resident programs with     -> programs-fp8/
 #                      fp8 weights (not profiled)
 #   prefetch-host      the 4,096-token program's host with the prefetch     -> prefetch-host.json,
@@ -153,6 +158,16 @@ for s in "${expanded[@]}"; do
       timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs" --grid single --profile ${only:+--only "$only"} \
         > "$out/programs.log" 2>&1
       mark "programs rc=$?" ;;
+    programs-default-trace|programs-default-trace:*)
+      only=${s#programs-default-trace}; only=${only#:}
+      timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs-default-trace" --grid single --profile \
+        --profile-settings default ${only:+--only "$only"} > "$out/programs-default-trace.log" 2>&1
+      mark "programs-default-trace rc=$?" ;;
+    request|request:*)
+      only=${s#request}; only=${only#:}
+      timeout 300 "${torch_py[@]}" validate/programs/request_pipeline.py --out "$out/request" --grid single ${only:+--only "$only"} \
+        > "$out/request.log" 2>&1
+      mark "request rc=$?" ;;
     programs-fp8)
       timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs-fp8" --grid fp8 > "$out/programs-fp8.log" 2>&1
       mark "programs-fp8 rc=$?" ;;

@@ -77,6 +77,9 @@ def parse_args():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--profile", action="store_true", help="also write a torch.profiler trace of one run (one per rank)")
     p.add_argument("--profile-only", help="with --profile: comma-separated configuration names to profile (default: all)")
+    p.add_argument("--profile-settings", choices=["full", "default"], default="full",
+                   help="with --profile: full records shapes and CUDA sync events (what import-trace reads best); "
+                        "default records as torch.profiler does by default (neither), as most users record")
     p.add_argument("--twins-only", action="store_true", help="write each configuration's twin workload, run nothing")
     p.add_argument("--only", help="comma-separated configuration names: run only these of the grid")
     p.add_argument("--pin-cores", type=int, metavar="N",
@@ -355,18 +358,21 @@ def run_once(torch, dit, c, x0, text, step=None):
     return t.item(), [i.item() for i in issue]
 
 
-def profile_run(torch, dit, c, x0, text, out_dir, name, rank):
-    """One run under torch.profiler, its trace written gzipped as NAME[.rankN].trace.json.gz; returns its makespan (s)."""
+def profile_run(torch, dit, c, x0, text, out_dir, name, rank, settings="full"):
+    """One run under torch.profiler, its trace written gzipped as NAME[.rankN].trace.json.gz; returns its makespan (s).
+    settings: full (shapes and CUDA sync events) or default (torch.profiler's defaults: neither)."""
     from torch.profiler import ProfilerActivity, profile
-    # Shapes (GEMM m, n, k) and the CUDA synchronisation events (which
-    # stream waits on which event record): what `overlapsim import-trace` reads.
+    # full: shapes (GEMM m, n, k) and the CUDA synchronisation events (which
+    # stream waits on which event record), what `overlapsim import-trace` reads best.
     extra = {}
-    try:
-        extra["experimental_config"] = torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)
-    except (AttributeError, TypeError):
-        pass
+    if settings == "full":
+        extra["record_shapes"] = True
+        try:
+            extra["experimental_config"] = torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)
+        except (AttributeError, TypeError):
+            pass
     # The timed region is the range "step 0": `overlapsim import-trace --steps '^step \d+$'` times it.
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True, **extra) as prof:
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], **extra) as prof:
         seconds, _ = run_once(torch, dit, c, x0, text, step=torch.profiler.record_function("step 0"))
     write_trace(prof, os.path.join(out_dir, name + (f".rank{rank}" if dit.U > 1 else "") + ".trace.json"))
     return seconds
@@ -416,7 +422,7 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
         seconds, issued = run_once(torch, dit, c, x0, text)
         makespans.append(seconds)
         issue.append(issued)
-    profiled_s = profile_run(torch, dit, c, x0, text, out_dir, name, rank) if profiled else None
+    profiled_s = profile_run(torch, dit, c, x0, text, out_dir, name, rank, args.profile_settings) if profiled else None
     memory = memory_record(torch, allocated_before)
     # The median run, and how many ran before it back to back (the GPU's
     # sustained-load state at its start: `overlapsim run --runs-before`).
@@ -428,6 +434,7 @@ def measure(torch, c, dit, args, out_dir, backend, environment):
            "workload": twin(c, backend), "memory": memory, "host_issue_s": issue, "environment": environment}
     if profiled_s is not None:  # the profiled run's own makespan (CUDA events, under the profiler)
         doc["profiled_s"] = profiled_s
+        doc["profile_settings"] = args.profile_settings
     if rank:
         dit.resident, dit.buffers = [], []
         return

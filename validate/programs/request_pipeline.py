@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""A reference request: prompt to decoded frames on one GPU, as video pipelines
+(Wan in sglang, LightX2V, diffusers) run it, in plain PyTorch with random
+weights, timed end to end and by stage.
+
+Stages, in order:
+  encode  a text encoder shaped as umT5-XXL (Wan's): `encoder_layers` blocks of
+          self-attention (d_model 4096, 64 heads of 64) and a gated-GELU FFN
+          (10,240), on the prompt's `text` tokens
+  dit     the DiT stack of dit_offload.py (its blocks, offload policies and host
+          memory), `steps` steps over the latent's tokens
+  decode  a video VAE decoder with the Wan 2.1 VAE's shapes (z 16, base 96,
+          channel multipliers 1, 2, 4, 4, two residual blocks per level plus one,
+          single-head attention in the middle block, spatial upsampling at
+          every level, temporal upsampling at the first two): causal 3-D
+          convolutions over one latent frame at a time with the previous frames'
+          two-frame cache, as Wan's decoder runs them
+Each stage has a placement: resident (its weights on the GPU throughout),
+offloaded (weights in pinned host memory, copied in before the stage runs and
+dropped after it, as diffusers' model CPU offload moves them) or, for the DiT,
+the layerwise/block policies of dit_offload.py.
+
+The latent follows the video: `frames` frames of `height` x `width` pixels give
+1 + (frames - 1) / 4 latent frames of height/8 x width/8; the DiT sees them
+in 1x2x2 patches: tokens = latent frames x height/16 x width/16.
+
+Each configuration runs `warmup` times untimed, then `repeat` times timed; a
+run is timed by CUDA events between the stages on the compute stream, and by
+the host's wall clock from the request's start to its frames back on the
+host (what users report as seconds per video). It writes NAME.json (schema
+overlapsim.request/v1): every run's end-to-end and per-stage seconds, each
+stage's peak allocated memory, the configuration and the environment.
+
+  request_pipeline.py --out DIR [--grid single]            every configuration of the grid
+  request_pipeline.py --out DIR --encoder offloaded ...    one
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+sys.path.insert(0, os.path.join(here, "..", "src", "testcases"))
+
+import dit_offload  # noqa: E402  (the DiT stack and its offload loop)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True, help="folder for NAME.json")
+    p.add_argument("--grid", choices=["single"], help="every configuration of the single-GPU grid")
+    p.add_argument("--only", help="comma-separated configuration names: run only these of the grid")
+    p.add_argument("--encoder", choices=["resident", "offloaded"], default="resident")
+    p.add_argument("--encoder-layers", type=int, default=24)
+    p.add_argument("--text", type=int, default=512, help="prompt tokens (umT5: padded to 512)")
+    p.add_argument("--policy", choices=["layerwise", "block", "none"], default="none", help="the DiT's weights (dit_offload.py)")
+    p.add_argument("--prefetch", type=int, default=2)
+    p.add_argument("--blocks", type=int, default=30, help="DiT blocks (Wan 2.2 TI2V-5B: 30)")
+    p.add_argument("--hidden", type=int, default=3072)
+    p.add_argument("--heads", type=int, default=24)
+    p.add_argument("--ffn", type=int, default=14336)
+    p.add_argument("--steps", type=int, default=4, help="denoising steps (a distilled model: 4)")
+    p.add_argument("--vae", choices=["resident", "offloaded"], default="resident")
+    p.add_argument("--vae-dtype", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--frames", type=int, default=17)
+    p.add_argument("--height", type=int, default=480)
+    p.add_argument("--width", type=int, default=832)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=3)
+    return p.parse_args()
+
+
+def latent_shape(c):
+    if (c["frames"] - 1) % 4 or c["height"] % 16 or c["width"] % 16:
+        sys.exit("request_pipeline.py: frames must be 1 + 4k and height, width multiples of 16")
+    return 1 + (c["frames"] - 1) // 4, c["height"] // 8, c["width"] // 8
+
+
+def configurations(a):
+    base = {k: getattr(a, k) for k in ("encoder", "encoder_layers", "text", "policy", "prefetch", "blocks", "hidden", "heads", "ffn", "steps", "vae",
+                                       "vae_dtype", "frames", "height", "width")}
+    if a.grid != "single":
+        return [base]
+    out = []
+    # Resident, then each stage offloaded in turn, then everything offloaded; the
+    # VAE in fp32 (Wan's default) and bf16; a longer clip where decode dominates.
+    for enc, pol, vae, dt, frames in (("resident", "none", "resident", "fp32", 17), ("offloaded", "none", "resident", "fp32", 17),
+                                      ("resident", "layerwise", "resident", "fp32", 17), ("resident", "none", "offloaded", "fp32", 17),
+                                      ("offloaded", "layerwise", "offloaded", "fp32", 17), ("resident", "none", "resident", "bf16", 17),
+                                      ("resident", "none", "resident", "fp32", 33), ("offloaded", "block", "offloaded", "fp32", 33)):
+        out.append(dict(base, encoder=enc, policy=pol, vae=vae, vae_dtype=dt, frames=frames))
+    return out
+
+
+def name_of(c):
+    dit = f"layerwise-pf{c['prefetch']}" if c["policy"] == "layerwise" else ("dit-block" if c["policy"] == "block" else "dit-resident")
+    return f"request-{c['height']}x{c['width']}x{c['frames']}-enc-{c['encoder']}-{dit}-vae-{c['vae']}-{c['vae_dtype']}"
+
+
+class Weights:
+    """A stage's weights: on the GPU (resident), or in pinned host memory and
+    copied in before the stage runs (offloaded)."""
+
+    def __init__(self, torch, shapes, dtype, placement):
+        self.t, self.placement = torch, placement
+        self.host = {}
+        self.gpu = {}
+        for name, shape in shapes.items():
+            w = torch.randn(*shape, device="cuda", dtype=torch.float32).mul_(0.02).to(dtype)
+            if placement == "resident":
+                self.gpu[name] = w
+            else:
+                self.host[name] = w.cpu().pin_memory()
+        torch.cuda.synchronize()
+
+    def bytes(self):
+        return sum(w.numel() * w.element_size() for w in (self.gpu or self.host).values())
+
+    def load(self):
+        """The stage's weights on the GPU: moved in now if offloaded (on the compute stream, as .to('cuda') does)."""
+        if self.placement == "resident":
+            return self.gpu
+        return {k: v.to("cuda", non_blocking=True) for k, v in self.host.items()}
+
+
+class Encoder:
+    """umT5-XXL-shaped: pre-norm blocks of self-attention and a gated-GELU FFN."""
+    D, HEADS, FFN = 4096, 64, 10240
+
+    def __init__(self, torch, c):
+        self.t, self.c = torch, c
+        D, F = self.D, self.FFN
+        shapes = {}
+        for i in range(c["encoder_layers"]):
+            shapes.update({f"{i}.qkv": (3 * D, D), f"{i}.o": (D, D), f"{i}.wi0": (F, D), f"{i}.wi1": (F, D), f"{i}.wo": (D, F)})
+        self.w = Weights(torch, shapes, torch.bfloat16, c["encoder"])
+
+    def __call__(self, tokens):
+        t, F = self.t, self.t.nn.functional
+        w = self.w.load()
+        x, S, D, H = tokens, tokens.shape[0], self.D, self.HEADS
+        for i in range(self.c["encoder_layers"]):
+            y = F.rms_norm(x, (D,))
+            q, k, v = F.linear(y, w[f"{i}.qkv"]).split(D, dim=-1)
+            a = F.scaled_dot_product_attention(*(z.view(1, S, H, D // H).transpose(1, 2) for z in (q, k, v)))
+            x = x + F.linear(a.transpose(1, 2).reshape(S, D), w[f"{i}.o"])
+            y = F.rms_norm(x, (D,))
+            x = x + F.linear(F.gelu(F.linear(y, w[f"{i}.wi0"]), approximate="tanh") * F.linear(y, w[f"{i}.wi1"]), w[f"{i}.wo"])
+        del w
+        return F.rms_norm(x, (D,))
+
+
+class VaeDecoder:
+    """The Wan 2.1 VAE decoder's shapes: causal 3-D convolutions (3x3x3, two
+    cached frames in front), RMS norms and SiLU, a single-head spatial attention
+    in the middle block, nearest 2x upsampling with a 3x3 convolution halving
+    the channels, and at the temporal levels a (3,1,1) convolution doubling the
+    channels into two frames (not for the first latent frame)."""
+    Z, BASE, MULT, RES = 16, 96, (1, 2, 4, 4), 2
+    TEMPORAL = (True, True, False)  # the Wan VAE's temperal_downsample [False, True, True], reversed
+
+    def __init__(self, torch, c):
+        self.t, self.c = torch, c
+        dtype = torch.float32 if c["vae_dtype"] == "fp32" else torch.bfloat16
+        self.dtype = dtype
+        dims = [self.BASE * m for m in (self.MULT[-1],) + tuple(reversed(self.MULT))]  # 384 384 384 192 96
+        shapes, plan = {}, []
+
+        def conv3(name, cin, cout, k=(3, 3, 3)):
+            shapes[name] = (cout, cin) + k
+            shapes[name + ".b"] = (cout,)
+
+        def res(name, cin, cout):
+            conv3(name + ".c1", cin, cout)
+            conv3(name + ".c2", cout, cout)
+            if cin != cout:
+                conv3(name + ".sc", cin, cout, (1, 1, 1))
+            plan.append(("res", name, cin, cout))
+
+        conv3("in", self.Z, dims[0])
+        res("mid0", dims[0], dims[0])
+        shapes["mid.qkv"] = (3 * dims[0], dims[0])
+        shapes["mid.proj"] = (dims[0], dims[0])
+        plan.append(("attn", "mid", dims[0], dims[0]))
+        res("mid1", dims[0], dims[0])
+        for i, (cin, cout) in enumerate(zip(dims[:-1], dims[1:])):
+            if i in (1, 2, 3):
+                cin //= 2
+            for j in range(self.RES + 1):
+                res(f"up{i}.{j}", cin, cout)
+                cin = cout
+            if i != len(self.MULT) - 1:
+                if self.TEMPORAL[i]:
+                    conv3(f"up{i}.time", cout, 2 * cout, (3, 1, 1))
+                shapes[f"up{i}.conv"] = (cout // 2, cout, 3, 3)
+                shapes[f"up{i}.conv.b"] = (cout // 2,)
+                plan.append(("up", f"up{i}", cout, self.TEMPORAL[i]))
+        conv3("head", dims[-1], 3)
+        self.plan = plan
+        self.w = Weights(torch, shapes, dtype, c["vae"])
+
+    def conv(self, w, name, x, cache, pad_t=2):
+        """A causal convolution of x [1, C, T, H, W]: its cached frames in front (zeros at the start), the last two kept."""
+        t, F = self.t, self.t.nn.functional
+        k = w[name]
+        if k.shape[2] == 1:
+            return F.conv3d(x, k, w[name + ".b"])
+        prev = cache.get(name)
+        front = prev if prev is not None else t.zeros_like(x[:, :, :1]).expand(-1, -1, pad_t, -1, -1)
+        xin = t.cat([front, x], dim=2)
+        cache[name] = xin[:, :, -pad_t:].clone()
+        pad = (k.shape[3] // 2, k.shape[4] // 2)
+        return F.conv3d(xin, k, w[name + ".b"], padding=(0,) + pad)
+
+    def norm_act(self, x):
+        F = self.t.nn.functional
+        return F.silu(F.rms_norm(x.transpose(1, 4), (x.shape[1],)).transpose(1, 4))
+
+    def decode_frame(self, w, z, cache, first):
+        t, F = self.t, self.t.nn.functional
+        x = self.conv(w, "in", z, cache)
+        for kind, name, a, b in self.plan:
+            if kind == "res":
+                h = self.conv(w, name + ".c1", self.norm_act(x), cache)
+                h = self.conv(w, name + ".c2", self.norm_act(h), cache)
+                x = h + (self.conv(w, name + ".sc", x, cache) if a != b else x)
+            elif kind == "attn":  # per frame, one head over the frame's pixels
+                B, C, T, H, W = x.shape
+                y = F.rms_norm(x.transpose(1, 4), (C,)).transpose(1, 4)
+                y = y.permute(0, 2, 3, 4, 1).reshape(T, H * W, C)
+                q, k, v = F.linear(y, w["mid.qkv"]).chunk(3, dim=-1)
+                o = F.scaled_dot_product_attention(q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)).squeeze(1)
+                o = F.linear(o, w["mid.proj"]).reshape(B, T, H, W, C).permute(0, 4, 1, 2, 3)
+                x = x + o
+            else:  # up: temporal doubling (not the first frame), then 2x nearest and a 3x3 conv halving the channels
+                if b and not first:
+                    y = self.conv(w, name + ".time", x, cache)
+                    B, C2, T, H, W = y.shape
+                    x = y.view(B, 2, C2 // 2, T, H, W).permute(0, 2, 3, 1, 4, 5).reshape(B, C2 // 2, T * 2, H, W)
+                B, C, T, H, W = x.shape
+                y = F.interpolate(x.transpose(1, 2).reshape(B * T, C, H, W), scale_factor=2.0, mode="nearest-exact")
+                y = F.conv2d(y, w[name + ".conv"], w[name + ".conv.b"], padding=1)
+                x = y.view(B, T, C // 2, 2 * H, 2 * W).transpose(1, 2)
+        return self.conv(w, "head", self.norm_act(x), cache)
+
+    def __call__(self, latent):
+        w = self.w.load()
+        cache, frames = {}, []
+        z = latent.to(self.dtype)
+        for i in range(z.shape[2]):
+            frames.append(self.decode_frame(w, z[:, :, i:i + 1], cache, i == 0))
+        del w, cache
+        return self.t.cat(frames, dim=2)
+
+
+def run_once(torch, c, enc, dit, dec, prompt, stage_marks):
+    """One request; returns (wall seconds to frames on the host, per-stage seconds by CUDA events)."""
+    compute = torch.cuda.current_stream()
+    torch.cuda.synchronize()
+    ev = {k: torch.cuda.Event(enable_timing=True) for k in ("start", "encode", "dit", "decode")}
+    peaks = {}
+    wall0 = time.perf_counter()
+    ev["start"].record(compute)
+    text = enc(prompt)
+    ev["encode"].record(compute)
+    stage_marks(peaks, "encode")
+    ctx = torch.nn.functional.linear(text, dit.text_proj)  # umT5 4096 -> the DiT's width
+    T, h, w = latent_shape(c)
+    dc = dict(dit.base_c)
+    x0 = torch.randn(T * (h // 2) * (w // 2), c["hidden"], device="cuda", dtype=torch.bfloat16)
+    x, _ = dit_offload_run(torch, dit, dc, x0, ctx)
+    ev["dit"].record(compute)
+    stage_marks(peaks, "dit")
+    # Unpatchify: tokens back to a [1, 16, T, h, w] latent (a linear to 16 * 4 values per token).
+    lat = torch.nn.functional.linear(x, dit.out_proj).view(T, h // 2, w // 2, 16, 2, 2).permute(3, 0, 1, 4, 2, 5).reshape(1, 16, T, h, w)
+    video = dec(lat)
+    ev["decode"].record(compute)
+    frames = video.clamp(-1, 1).add(1).mul(127.5).to(torch.uint8).cpu()  # frames to the host, as pipelines return them
+    wall = time.perf_counter() - wall0
+    stage_marks(peaks, "decode")
+    assert frames.shape[2] == c["frames"], (frames.shape, c["frames"])
+    st = {"encode": ev["start"].elapsed_time(ev["encode"]) * 1e-3, "dit": ev["encode"].elapsed_time(ev["dit"]) * 1e-3,
+          "decode": ev["dit"].elapsed_time(ev["decode"]) * 1e-3}
+    return wall, st, peaks
+
+
+def dit_offload_run(torch, dit, c, x0, text):
+    """dit_offload.py's run loop over this request's DiT, returning the last activations (not only the time)."""
+    captured = {}
+    orig = dit.block
+
+    def block(x, text_, w):
+        y = orig(x, text_, w)
+        captured["x"] = y
+        return y
+
+    dit.block = block
+    try:
+        dit_offload.run_once(torch, dit, c, x0, text)
+    finally:
+        dit.block = orig
+    return captured["x"], None
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    configs = configurations(args)
+    if args.only:
+        configs = [c for c in configs if name_of(c) in args.only.split(",")]
+    import torch
+    environment = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": str(torch.backends.cudnn.version()),
+                   "gpu": torch.cuda.get_device_name(0), "hostname": os.uname().nodename,
+                   "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32, "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32}
+    print(f"PyTorch {torch.__version__} on {environment['gpu']}", flush=True)
+    for c in configs:
+        t0 = time.time()
+        torch.cuda.empty_cache()
+        name = name_of(c)
+        T, h, w = latent_shape(c)
+        dc = {"tokens": T * (h // 2) * (w // 2), "hidden": c["hidden"], "heads": c["heads"], "ffn": c["ffn"], "text": c["text"], "blocks": c["blocks"],
+              "steps": c["steps"], "policy": c["policy"], "prefetch": c["prefetch"], "host": "pinned", "ulysses": 1, "all_to_all": "none",
+              "nccl_p2p_disable": False}
+        enc = Encoder(torch, c)
+        dit = dit_offload.Dit(torch, dc, "pinned")
+        dit.base_c = dc
+        dit.copy_stream = torch.cuda.Stream()
+        dit.resident = [x.to("cuda") for x in dit.host] if dc["policy"] == "none" else []
+        dit.buffers = [torch.empty(dit.numel, device="cuda", dtype=dit.dtype) for _ in range(2)] if dc["policy"] == "block" else []
+        dit.text_proj = torch.randn(c["hidden"], Encoder.D, device="cuda", dtype=torch.bfloat16) * 0.02
+        dit.out_proj = torch.randn(16 * 4, c["hidden"], device="cuda", dtype=torch.bfloat16) * 0.02
+        dec = VaeDecoder(torch, c)
+        prompt = torch.randn(c["text"], Encoder.D, device="cuda", dtype=torch.bfloat16)
+        torch.cuda.synchronize()
+        base_alloc = torch.cuda.memory_allocated()
+
+        def stage_marks(peaks, stage):
+            torch.cuda.synchronize()
+            peaks[stage] = torch.cuda.max_memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+
+        for _ in range(args.warmup):
+            torch.cuda.reset_peak_memory_stats()
+            run_once(torch, c, enc, dit, dec, prompt, stage_marks)
+        runs = []
+        for _ in range(args.repeat):
+            torch.cuda.reset_peak_memory_stats()
+            wall, st, peaks = run_once(torch, c, enc, dit, dec, prompt, stage_marks)
+            runs.append({"wall_s": wall, "stages_s": st, "peak_allocated_bytes": peaks})
+        walls = [r["wall_s"] for r in runs]
+        med = statistics.median(walls)
+        doc = {"schema": "overlapsim.request/v1", "name": name, "program": "validate/programs/request_pipeline.py", "config": c,
+               "latent": {"frames": T, "height": h, "width": w}, "dit_tokens": dc["tokens"],
+               "weights_bytes": {"encode": enc.w.bytes(), "dit": dit.numel * 2 * c["blocks"], "decode": dec.w.bytes()},
+               "allocated_before_bytes": base_alloc, "warmup": args.warmup, "runs": runs, "median_wall_s": med,
+               "median_stages_s": {k: statistics.median(r["stages_s"][k] for r in runs) for k in ("encode", "dit", "decode")},
+               "environment": environment}
+        dit_offload.write_json(os.path.join(args.out, name + ".json"), doc)
+        ms = doc["median_stages_s"]
+        print(f"{name}: {med:.3f} s wall (encode {ms['encode'] * 1e3:.1f} ms, dit {ms['dit'] * 1e3:.1f} ms, decode {ms['decode'] * 1e3:.1f} ms)"
+              f"  ({time.time() - t0:.1f} s)", flush=True)
+        del enc, dit, dec
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
