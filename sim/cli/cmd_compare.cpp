@@ -3,6 +3,7 @@
 // metrics, a trace and a summary; overlapsim reference: a reference
 // machine's calibration and validation runs checked against its manifest.
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <tuple>
@@ -202,16 +203,9 @@ void print_repeated(const std::string& section, const reference::RepeatedSet& r)
                              r.pooled.host_runs, r.pooled.host_median_pct, r.pooled.host_worst_pct);
 }
 
-// A reference machine (validate/reference/<machine>/manifest.yaml): its
-// manifest run (reference/reference.hpp), each figure printed with what the
-// manifest expects of it that it misses.
-int reference_command(const std::string& folder, bool write_calibration) {
-  const reference::Manifest m = reference::read_manifest(folder);
-  std::cout << fmt::format("reference {}: {}\n", m.machine, m.description);
-  const reference::Figures f = reference::run(m, {write_calibration});
-  std::vector<reference::Miss> misses = reference::check(f, m.expected);
-  // The misses checked under `key`, printed (and taken off the list).
-  const auto missed = [&misses](const std::string& key) {
+// The misses checked under a key, printed (and taken off the list).
+std::function<void(const std::string&)> print_misses(std::vector<reference::Miss>& misses) {
+  return [&misses](const std::string& key) {
     for (auto it = misses.begin(); it != misses.end();)
       if (it->key == key) {
         std::cout << "  above what the manifest expects: " << it->what << "\n";
@@ -220,20 +214,11 @@ int reference_command(const std::string& folder, bool write_calibration) {
         ++it;
       }
   };
-  const bool failed = f.calibration == reference::CalibrationState::differs || !misses.empty();
-  switch (f.calibration) {
-    case reference::CalibrationState::written: std::cout << fmt::format("  calibration: wrote {}\n", m.calibration); break;
-    case reference::CalibrationState::same:
-      std::cout << fmt::format("  calibration: {} is what calibrate fits from the {} bench files today\n", m.calibration, f.bench_files);
-      break;
-    case reference::CalibrationState::differs:
-      std::cout << fmt::format("  calibration: {} differs from what calibrate fits today: re-run with --write-calibration if the change is meant\n",
-                               m.calibration);
-      break;
-  }
-  std::cout << fmt::format("  replay: {} rows, {} of effects the model holds; of those over 5 % outside the hand-off's phase: {}\n", f.rows, f.held,
-                           f.held_over_5pct);
-  missed("replay_held_over_5pct");
+}
+
+// Each set of runs' figures, in the report's order, each followed by the
+// misses checked under its key.
+void print_sets(const reference::Figures& f, const std::function<void(const std::string&)>& missed) {
   for (const auto& [v, key, label] : {std::tuple{&f.validation, "validation", "validation runs"},
                                       std::tuple{&f.validation_timing_events, "validation_timing_events", "with their timing events"}}) {
     if (!*v) continue;
@@ -271,8 +256,56 @@ int reference_command(const std::string& folder, bool write_calibration) {
                              f.traces->traces.size(), f.traces->pinned_worst_pct, f.traces->pageable_worst_pct);
     missed("traces");
   }
+}
+
+// A reference machine (validate/reference/<machine>/manifest.yaml): its
+// manifest run (reference/reference.hpp), each figure printed with what the
+// manifest expects of it that it misses.
+int reference_command(const std::string& folder, bool write_calibration) {
+  const reference::Manifest m = reference::read_manifest(folder);
+  std::cout << fmt::format("reference {}: {}\n", m.machine, m.description);
+  const reference::Figures f = reference::run(m, {write_calibration});
+  std::vector<reference::Miss> misses = reference::check(f, m.expected);
+  const auto missed = print_misses(misses);
+  const bool failed = f.calibration == reference::CalibrationState::differs || !misses.empty();
+  switch (f.calibration) {
+    case reference::CalibrationState::written: std::cout << fmt::format("  calibration: wrote {}\n", m.calibration); break;
+    case reference::CalibrationState::same:
+      std::cout << fmt::format("  calibration: {} is what calibrate fits from the {} bench files today\n", m.calibration, f.bench_files);
+      break;
+    case reference::CalibrationState::differs:
+      std::cout << fmt::format("  calibration: {} differs from what calibrate fits today: re-run with --write-calibration if the change is meant\n",
+                               m.calibration);
+      break;
+  }
+  std::cout << fmt::format("  replay: {} rows, {} of effects the model holds; of those over 5 % outside the hand-off's phase: {}\n", f.rows, f.held,
+                           f.held_over_5pct);
+  missed("replay_held_over_5pct");
+  print_sets(f, missed);
   for (const reference::Miss& x : misses) std::cout << "  above what the manifest expects: " << x.what << "\n";  // none the sections above printed
   std::cout << fmt::format("reference {}: {}\n", m.machine, failed ? "FAILED" : "ok");
+  return failed ? 1 : 0;
+}
+
+// Leave one machine out: a reference machine's runs predicted from another
+// machine's calibration, checked against the manifest's `predicted_from:`.
+int cross_command(const std::string& folder, const std::string& source_folder) {
+  const reference::Manifest m = reference::read_manifest(folder);
+  const reference::Manifest source = reference::read_manifest(source_folder);
+  std::cout << fmt::format("reference {} predicted from {}'s calibration ({}, fitted from {}'s {} bench files only): {}\n", m.machine, source.machine,
+                           source.calibration, source.machine, source.sources.size(), m.description);
+  const reference::Figures f = reference::predict_from(m, source);
+  const reference::CrossExpected* x = reference::cross_expected(m, source_folder);
+  std::vector<reference::Miss> misses = x ? reference::check(f, x->expected) : std::vector<reference::Miss>{};
+  print_sets(f, print_misses(misses));
+  for (const reference::Miss& miss : misses) std::cout << "  above what the manifest expects: " << miss.what << "\n";
+  if (!x) {
+    std::cout << fmt::format("reference {} from {}: not checked ({} has no predicted_from: entry for {})\n", m.machine, source.machine, m.file,
+                             source_folder);
+    return 0;
+  }
+  const bool failed = !reference::check(f, x->expected).empty();
+  std::cout << fmt::format("reference {} from {}: {}\n", m.machine, source.machine, failed ? "FAILED" : "ok");
   return failed ? 1 : 0;
 }
 
@@ -283,7 +316,7 @@ struct CompareOptions {
   double max_error = -1, max_median_error = -1;
 };
 struct ReferenceOptions {
-  std::string folder;
+  std::string folder, calibration_from;
   bool write_calibration = false;
 };
 struct ReportOptions {
@@ -350,7 +383,15 @@ Command add_reference(CLI::App& app) {
                                "validation runs re-simulated, against its manifest");
   c->add_option("folder", o->folder, "the machine's folder (its manifest.yaml)")->required();
   c->add_flag("--write-calibration", o->write_calibration, "write the refitted calibration over the manifest's calibration file");
-  return {c, [o] { return reference_command(o->folder, o->write_calibration); }};
+  c->add_option("--calibration-from", o->calibration_from,
+                "leave one machine out: predict this machine's runs and programs with another reference machine's calibration (its folder) "
+                "on this machine's topology, checked against the manifest's predicted_from: entry for it");
+  return {c, [o] {
+            if (o->calibration_from.empty()) return reference_command(o->folder, o->write_calibration);
+            if (o->write_calibration)
+              throw InputError(SourceLocation{o->folder, 0, 0}, "--write-calibration refits this machine's own calibration: drop --calibration-from");
+            return cross_command(o->folder, o->calibration_from);
+          }};
 }
 
 }  // namespace osim::cli

@@ -36,13 +36,14 @@ Copies::Copies(ExecContext& x, Routes& routes, OpCompletion& ops, SmShare& sm, L
     }
   }
   // The whole host's, per direction, on pageable copies; one copy alone is
-  // held by its own staging rate (the nominal, above it and the table's
-  // entries, never binds).
+  // held by its own staging rate (the nominal, above every rank's staging
+  // rate and the table's entries together, never binds).
   for (const bool d2h : {false, true}) {
     const std::vector<Bandwidth>& table = d2h ? cp.pageable_d2h_aggregate : cp.pageable_h2d_aggregate;
     if (table.empty()) continue;
-    double nominal = 2 * cp.pageable_bandwidth[copy_direction(d2h)].bytes_per_s;
-    for (const Bandwidth& b : table) nominal = std::max(nominal, 2 * b.bytes_per_s);
+    double nominal = cp.pageable_bandwidth[copy_direction(d2h)].bytes_per_s;
+    for (const Bandwidth& b : table) nominal = std::max(nominal, b.bytes_per_s);
+    nominal *= x_.s.ranks() + 1;
     pageable_limit_[d2h ? 1 : 0] = add_counted_limit(nominal, &table, -1);
   }
   if (cp.copy_bidir_modelled() && !cp.copy_engine_bandwidth[Direction::H2D].is_unlimited() &&
@@ -201,9 +202,12 @@ int Copies::add_counted_limit(double nominal, const std::vector<Bandwidth>* tabl
 // together are held to the measured aggregate for as many GPUs as copy under
 // it now, never above its nominal limit. One GPU's copies are held by its
 // link and engines (the table's first entry is that rate), so the limit
-// applies from two on. A limit on both directions together applies only
-// while both have copies (one direction alone is held by its own: a host
-// may move less both ways at once than one way alone).
+// applies from two on. More GPUs than the table measured: the calibration
+// does not know the limit there (a box with fewer GPUs measured it), so only
+// the topology's holds them, never the last entry stretched flat. A limit on
+// both directions together applies only while both have copies (one
+// direction alone is held by its own: a host may move less both ways at once
+// than one way alone).
 void Copies::copying_under(int l, int r, int delta, bool d2h) {
   CountedLimit& L = limits_[static_cast<size_t>(l)];
   L.by_direction[d2h ? 1 : 0] += delta;
@@ -214,9 +218,8 @@ void Copies::copying_under(int l, int r, int delta, bool d2h) {
   if (mine == 0 && delta < 0) --L.gpus;
   const auto& agg = *L.table;
   claims_.hand_back_constraint(L.constraint);
-  const bool binds = L.gpus >= 2 && (!L.both_ways || (L.by_direction[0] > 0 && L.by_direction[1] > 0));
-  x_.flows.set_capacity(L.constraint,
-                        !binds ? L.nominal : std::min(L.nominal, agg[std::min(static_cast<size_t>(L.gpus), agg.size()) - 1].bytes_per_s));
+  const bool binds = L.gpus >= 2 && static_cast<size_t>(L.gpus) <= agg.size() && (!L.both_ways || (L.by_direction[0] > 0 && L.by_direction[1] > 0));
+  x_.flows.set_capacity(L.constraint, !binds ? L.nominal : std::min(L.nominal, agg[static_cast<size_t>(L.gpus) - 1].bytes_per_s));
 }
 
 }  // namespace osim::exec

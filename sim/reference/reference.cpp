@@ -106,6 +106,30 @@ Expected read_expected(const MapReader& e, const Manifest& m) {
   return x;
 }
 
+// `predicted_from:`: per other reference machine (its folder), the figures
+// this machine's runs come to with that machine's calibration.
+std::vector<CrossExpected> read_predicted_from(const MapReader& top, const Manifest& m, const Paths& path) {
+  const YAML::Node map = top.get("predicted_from");
+  if (!map.IsMap() || map.size() == 0)
+    top.fail("predicted_from",
+             "expected a mapping of other reference machines' folders to the figures predicted from their calibrations, "
+             "e.g. {../h200: {programs: {median_pct: 3, worst_pct: 9, spearman_min: 0.9}}}");
+  std::vector<CrossExpected> out;
+  for (const auto& kv : map) {
+    const std::string name = scalar_str(m.file, kv.first, "a reference machine's folder");
+    CrossExpected x{path(name), location_of(m.file, kv.first), {}};
+    if (!fs::is_regular_file(fs::path(x.folder) / "manifest.yaml"))
+      throw InputError(x.at, "no reference manifest in " + x.folder + ": name another machine's folder, relative to this manifest");
+    // What a calibration borrowed from another machine makes: no refit, no replay, no timing events.
+    x.expected = read_expected(MapReader(m.file, kv.second, name,
+                                         {"validation", "programs", "programs_repeated", "fp8_programs", "fp8_programs_repeated", "models",
+                                          "models_repeated", "memory", "traces"}),
+                               m);
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 }  // namespace
 
 Manifest read_manifest(const std::string& folder) {
@@ -115,7 +139,7 @@ Manifest read_manifest(const std::string& folder) {
   const YAML::Node root = load_yaml_file(m.file);
   const MapReader top(m.file, root, "reference manifest",
                       {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "fp8_programs", "models",
-                       "memory", "traces", "expected"});
+                       "memory", "traces", "expected", "predicted_from"});
   if (top.str("schema") != "overlapsim.reference/v1") top.fail("schema", "expected overlapsim.reference/v1");
   m.machine = top.str("machine");
   m.description = top.opt_str("description").value_or("");
@@ -145,6 +169,7 @@ Manifest read_manifest(const std::string& folder) {
                                          {"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated",
                                           "fp8_programs", "fp8_programs_repeated", "models", "models_repeated", "memory", "traces"}),
                                m);
+  if (top.has("predicted_from")) m.predicted_from = read_predicted_from(top, m, path);
   return m;
 }
 

@@ -51,6 +51,15 @@ struct Expected {
   std::optional<TraceLimits> traces;
 };
 
+/// Leave one machine out: what this machine's runs and programs should come
+/// to when predicted from another reference machine's calibration (fitted from
+/// that machine's microbenchmarks only) on this machine's topology.
+struct CrossExpected {
+  std::string folder;  // the other machine's folder (its manifest.yaml)
+  SourceLocation at;   // its key under `predicted_from:`
+  Expected expected;
+};
+
 /// A folder of program results, and the same programs run again (other boxes
 /// or sessions). Paths resolved against the manifest's folder.
 struct ProgramSet {
@@ -74,6 +83,7 @@ struct Manifest {
   std::optional<ProgramSet> programs, fp8_programs, models, memory;
   std::optional<TraceSet> traces;
   Expected expected;
+  std::vector<CrossExpected> predicted_from;
 };
 
 /// Reads `folder`/manifest.yaml. InputError at the file:line of the first
@@ -125,6 +135,16 @@ struct Figures {
 /// o.write_calibration), replays every bench row, re-simulates the validation
 /// runs and predicts every program set with the calibration file.
 Figures run(const Manifest& m, const Options& o = {});
+
+/// Leave one machine out: `target`'s validation runs, program sets, memory
+/// and traces predicted with `source`'s calibration file (fitted from the
+/// source's bench files only) on the target's topology. No refit and no
+/// replay: `calibration`, `rows` and the timing-event figures stay empty.
+Figures predict_from(const Manifest& target, const Manifest& source);
+
+/// What `target` expects of predictions from the machine in `source_folder`,
+/// if its manifest says (`predicted_from:`).
+const CrossExpected* cross_expected(const Manifest& target, const std::string& source_folder);
 
 /// A figure past what the manifest expects: the `expected:` key it is checked
 /// under, and what is off (as the report names it).

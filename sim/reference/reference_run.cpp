@@ -66,18 +66,17 @@ ProgramSetFigures program_set(const ProgramSet& s, const hw::Topology& topo, con
 
 }  // namespace
 
-Figures run(const Manifest& m, const Options& o) {
-  const hw::Topology topo(hw::parse_topology_file(m.topology));
-  Figures f;
-  Calibration c;
-  f.calibration = refit(m, o, topo, f, c);
-  // The validation runs re-simulated with the calibration file as it is now (or was just written).
+namespace {
+
+// Every set of runs the manifest names, simulated with the calibration file
+// on the machine's topology (the timing-event figures only with `timing_events`).
+void simulate_sets(const Manifest& m, const hw::Topology& topo, const std::string& calibration, bool timing_events, Figures& f) {
   if (m.validation) {
-    f.validation = error_figures(validation_errors(*m.validation, ResimulateOptions{"", m.calibration, "", {}}));
-    if (m.timing_events)
-      f.validation_timing_events = error_figures(validation_errors(*m.validation, ResimulateOptions{"", m.calibration, *m.timing_events, {}}));
+    f.validation = error_figures(validation_errors(*m.validation, ResimulateOptions{"", calibration, "", {}}));
+    if (timing_events && m.timing_events)
+      f.validation_timing_events = error_figures(validation_errors(*m.validation, ResimulateOptions{"", calibration, *m.timing_events, {}}));
   }
-  const ModelParams params = load_calibration(m.calibration);
+  const ModelParams params = load_calibration(calibration);
   // Reference programs (framework programs run on the machine, none of them a calibration input).
   for (const auto& [set, out] : {std::pair{&m.programs, &f.programs}, std::pair{&m.fp8_programs, &f.fp8_programs}, std::pair{&m.models, &f.models}})
     if (*set) *out = program_set(**set, topo, params);
@@ -97,7 +96,34 @@ Figures run(const Manifest& m, const Options& o) {
     }
     f.traces = std::move(t);
   }
+}
+
+}  // namespace
+
+Figures run(const Manifest& m, const Options& o) {
+  const hw::Topology topo(hw::parse_topology_file(m.topology));
+  Figures f;
+  Calibration c;
+  f.calibration = refit(m, o, topo, f, c);
+  // The runs simulated with the calibration file as it is now (or was just written).
+  simulate_sets(m, topo, m.calibration, true, f);
   return f;
+}
+
+Figures predict_from(const Manifest& target, const Manifest& source) {
+  const hw::Topology topo(hw::parse_topology_file(target.topology));
+  Figures f;
+  f.bench_files = source.sources.size();
+  simulate_sets(target, topo, source.calibration, false, f);
+  return f;
+}
+
+const CrossExpected* cross_expected(const Manifest& target, const std::string& source_folder) {
+  std::error_code ec;
+  const fs::path want = fs::weakly_canonical(source_folder, ec);
+  for (const CrossExpected& x : target.predicted_from)
+    if (fs::weakly_canonical(x.folder, ec) == want) return &x;
+  return nullptr;
 }
 
 }  // namespace osim::reference

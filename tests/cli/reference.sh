@@ -6,18 +6,24 @@
 # apart from the binary's own check, so that a figure it stops making or
 # checking fails this test too.
 #
-#   bash tests/cli/reference.sh OVERLAPSIM FOLDER WORK_DIR
+# With SOURCE (another reference machine's folder, named as the manifest's
+# `predicted_from:` names it, e.g. ../h200): leave one machine out, FOLDER's
+# runs predicted with SOURCE's calibration, against that entry's figures.
+#
+#   bash tests/cli/reference.sh OVERLAPSIM FOLDER WORK_DIR [SOURCE]
 set -euo pipefail
-osim=${1:?usage: reference.sh OVERLAPSIM FOLDER WORK_DIR}; folder=${2:?}; work=${3:?}
-out=$work/reference-$(basename "$folder").txt
+osim=${1:?usage: reference.sh OVERLAPSIM FOLDER WORK_DIR [SOURCE]}; folder=${2:?}; work=${3:?}; source=${4:-}
+out=$work/reference-$(basename "$folder")${source:+-from-$(basename "$source")}.txt
 mkdir -p "$work"
-"$osim" reference "$folder" > "$out" || { cat "$out"; echo "reference.sh: overlapsim reference exited $?" >&2; exit 1; }
-python3 - "$folder/manifest.yaml" "$out" <<'PY'
+"$osim" reference "$folder" ${source:+--calibration-from "$folder/$source"} > "$out" ||
+  { rc=$?; cat "$out"; echo "reference.sh: overlapsim reference exited $rc" >&2; exit 1; }
+python3 - "$folder/manifest.yaml" "$out" "$source" <<'PY'
 import re, sys
 import yaml
 
-manifest, out = yaml.safe_load(open(sys.argv[1])), open(sys.argv[2]).read()
-expected = manifest.get("expected") or {}
+manifest, out, source = yaml.safe_load(open(sys.argv[1])), open(sys.argv[2]).read(), sys.argv[3]
+expected = (manifest.get("predicted_from") or {}).get(source) if source else manifest.get("expected") or {}
+if expected is None: sys.exit(f"reference.sh: the manifest has no predicted_from: entry {source}")
 failed = []
 NUM = r"(-?[0-9.]+)"
 
@@ -37,10 +43,15 @@ def at_least(value, limit, what):  # a rank correlation, printed to 0.01: at lea
 
 machine = manifest["machine"]
 sources = manifest["calibration"]["sources"]
-if not re.search(rf"^  calibration: .* is what calibrate fits from the {len(sources)} bench files today$", out, re.M):
-    failed.append("calibration: not what its sources make today")
+if source:
+    other = yaml.safe_load(open(f"{sys.argv[1].rsplit('/', 1)[0]}/{source}/manifest.yaml"))["machine"]
+    last = f"reference {machine} from {other}: ok"
+else:
+    last = f"reference {machine}: ok"
+    if not re.search(rf"^  calibration: .* is what calibrate fits from the {len(sources)} bench files today$", out, re.M):
+        failed.append("calibration: not what its sources make today")
 if "above what the manifest expects" in out: failed.append("a figure above what the manifest expects")
-if out.splitlines()[-1] != f"reference {machine}: ok": failed.append(f"last line not 'reference {machine}: ok'")
+if out.splitlines()[-1] != last: failed.append(f"last line not '{last}'")
 
 if "replay_held_over_5pct" in expected:
     g = line(r"  replay: [0-9]+ rows, [0-9]+ of effects the model holds; of those over 5 % outside the hand-off's phase: ([0-9]+)", "replay")
@@ -85,5 +96,5 @@ if "traces" in expected:
 
 for f in failed: print("reference.sh:", f, file=sys.stderr)
 if failed: sys.exit(1)
-print(f"reference {machine}: ok, {len(expected)} expected figures each printed within its limit")
+print(f"{last}, {len(expected)} expected figures each printed within its limit")
 PY

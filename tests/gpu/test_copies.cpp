@@ -94,12 +94,17 @@ TEST_CASE("host_h2d_aggregate: the host bridge's H2D limit follows how many GPUs
   CHECK(Sim(copies(2), p, topo).op(1, 0).end.ms() == doctest::Approx(600.0 / 35.0));  // 70 / 2 each
   CHECK(Sim(copies(3), p, topo).op(2, 0).end.ms() == doctest::Approx(20.0));          // 90 / 3 each
   CHECK(Sim(copies(4), p, topo).op(3, 0).end.ms() == doctest::Approx(25.0));          // 96 / 4 each
-  // Entries past the list take its last; the topology's limit stays the ceiling.
-  p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(150)};
+  // The topology's limit stays the ceiling.
+  p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(150), Bandwidth::from_GBps(150)};
   CHECK(Sim(copies(3), p, topo).op(0, 0).end.ms() == doctest::Approx(18.0));  // min(150, 100) / 3
+  // More GPUs than the list measured: it does not hold them (a smaller box
+  // measured it), the bridge's limit does; 60 GB/s stretched flat would make it 30 ms.
+  p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(60)};
+  CHECK(Sim(copies(2), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // 60 / 2 each
+  CHECK(Sim(copies(3), p, topo).op(0, 0).end.ms() == doctest::Approx(18.0));  // 100 / 3 each
   // A second copy on rank 0 after the others finish runs alone again: 600 MB
   // at 40 GB/s after 3 copies shared 60 GB/s (20 each) for 30 ms.
-  p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(60)};
+  p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(60), Bandwidth::from_GBps(60)};
   const Sim two(R"(name: h2d
 ranks: 3
 streams: [copy]
@@ -130,10 +135,10 @@ TEST_CASE("host_d2h_aggregate: the same for D2H copies, under the bridge's to-ho
   ModelParams p = quiet();
   CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // 600 MB at 90/3 GB/s
   p.copies.host_d2h_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(70), Bandwidth::from_GBps(60)};
-  CHECK(Sim(bridge_copies(1, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));        // one GPU: its link
-  CHECK(Sim(bridge_copies(2, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(600.0 / 35));  // 70 / 2
-  CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(30.0));        // 60 / 3
-  CHECK(Sim(bridge_copies(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(40.0));        // the last entry for more GPUs
+  CHECK(Sim(bridge_copies(1, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));          // one GPU: its link
+  CHECK(Sim(bridge_copies(2, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(600.0 / 35));    // 70 / 2
+  CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(30.0));          // 60 / 3
+  CHECK(Sim(bridge_copies(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(600.0 / 22.5));  // more GPUs than measured: the bridge's 90 / 4
   p.copies.host_d2h_aggregate = {Bandwidth::from_GBps(39), Bandwidth::from_GBps(200)};
   CHECK(Sim(bridge_copies(3, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(20.0));  // never above the bridge's 90
   CHECK(Sim(bridge_copies(3, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));  // H2D: not held by it
@@ -263,7 +268,7 @@ TEST_CASE("host_bidir_aggregate: a host bridge's limit on both directions togeth
   CHECK(Sim(both_ways(1), p, topo).op(0, 1).end.ms() == doctest::Approx(15.0));  // one GPU: its links, not 80
   CHECK(Sim(both_ways(2), p, topo).op(1, 0).end.ms() == doctest::Approx(24.0));  // 4 copies share 100: 25 GB/s each
   CHECK(Sim(both_ways(3), p, topo).op(2, 1).end.ms() == doctest::Approx(30.0));  // 6 share 120: 20 each
-  CHECK(Sim(both_ways(4), p, topo).op(3, 0).end.ms() == doctest::Approx(40.0));  // the last entry for more GPUs: 15 each
+  CHECK(Sim(both_ways(4), p, topo).op(3, 0).end.ms() == doctest::Approx(15.0));  // more GPUs than measured: each link's 40, not 120 / 8
   // GPUs count, not copies: rank 1 copying one way still counts once; 3 copies share 100.
   CHECK(Sim(both_ways(2, 1), p, topo).op(1, 0).end.ms() == doctest::Approx(18.0));
   // It binds only while both directions copy: a host may move less both ways
@@ -286,13 +291,13 @@ TEST_CASE("pageable_h2d_aggregate: the host's limit on pageable copies of severa
   p.copies.pageable_bandwidth.d2h = Bandwidth::from_GBps(10);
   CHECK(Sim(pageable(3, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));  // no table: each at its 10 GB/s
   p.copies.pageable_h2d_aggregate = {Bandwidth::from_GBps(9), Bandwidth::from_GBps(16), Bandwidth::from_GBps(18)};
-  CHECK(Sim(pageable(1, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));         // one GPU: its own rate, not 9
-  CHECK(Sim(pageable(2, "h2d"), p, topo).op(1, 0).end.ms() == doctest::Approx(75.0));         // 16 / 2 each
-  CHECK(Sim(pageable(3, "h2d"), p, topo).op(2, 0).end.ms() == doctest::Approx(100.0));        // 18 / 3 each
-  CHECK(Sim(pageable(4, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(600.0 / 4.5));  // the last entry for more
+  CHECK(Sim(pageable(1, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));   // one GPU: its own rate, not 9
+  CHECK(Sim(pageable(2, "h2d"), p, topo).op(1, 0).end.ms() == doctest::Approx(75.0));   // 16 / 2 each
+  CHECK(Sim(pageable(3, "h2d"), p, topo).op(2, 0).end.ms() == doctest::Approx(100.0));  // 18 / 3 each
+  CHECK(Sim(pageable(4, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));   // more GPUs than measured: each at its own 10
   // Pinned copies and the other direction are not held by it.
   CHECK(Sim(bridge_copies(4, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));
   CHECK(Sim(pageable(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));
-  p.copies.pageable_d2h_aggregate = {Bandwidth::from_GBps(9), Bandwidth::from_GBps(12)};
+  p.copies.pageable_d2h_aggregate = {Bandwidth::from_GBps(9), Bandwidth::from_GBps(12), Bandwidth::from_GBps(12), Bandwidth::from_GBps(12)};
   CHECK(Sim(pageable(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(200.0));  // 12 / 4 each
 }

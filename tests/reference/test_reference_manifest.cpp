@@ -125,6 +125,14 @@ TEST_CASE("a bad manifest is refused at its line with what to do") {
        "unknown key 'device_worst'"},
       {"a limit that is not a number", head() + "traces: {runs: traces}\nexpected:\n  traces: {pinned_worst_pct: x, pageable_worst_pct: 1}\n", 9,
        "pinned_worst_pct"},
+      {"predicted_from not a mapping", head() + "predicted_from: [../h200]\n", 7, "expected a mapping of other reference machines' folders"},
+      {"predicted_from a folder without a manifest", head() + "predicted_from:\n  " + kSrc + "/configs: {}\n", 8, "no reference manifest in"},
+      {"predicted_from a replay figure (no replay there)",
+       head() + "predicted_from:\n  " + kSrc + "/validate/reference/h200x2-nvlink: {replay_held_over_5pct: 3}\n", 8,
+       "unknown key 'replay_held_over_5pct'"},
+      {"predicted_from a figure without its section",
+       head() + "predicted_from:\n  " + kSrc + "/validate/reference/h200x2-nvlink:\n    programs: {median_pct: 1, worst_pct: 2, spearman_min: 0.9}\n",
+       9, "the manifest has no programs: section"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.what);
@@ -299,4 +307,40 @@ TEST_CASE("a small manifest runs: its calibration written, then found the same, 
   text.insert(text.find('\n', text.find("# Fits")) + 1, "# edited by hand\n");
   write_file(m.calibration, text);
   CHECK(reference::run(m).calibration == reference::CalibrationState::differs);
+}
+
+TEST_CASE("leave one machine out: predicted_from read, found by folder, and a machine predicted from itself is its own run") {
+  const std::string other = kSrc + "/validate/reference/h200x2-nvlink";
+  const ManifestDir d(head("[" + other + "/bench-default.json]") + "programs: {runs: programs}\npredicted_from:\n  " + other +
+                      ":\n    programs: {median_pct: 4, worst_pct: 9, spearman_min: 0.8}\n");
+  int copied = 0;
+  for (const auto& e : fs::directory_iterator(other + "/programs"))
+    if (e.path().extension() == ".json" && e.path().filename().string().find("p2poff") == std::string::npos && copied < 3) {
+      fs::copy_file(e.path(), d.dir / "programs" / e.path().filename());
+      ++copied;
+    }
+  REQUIRE(copied == 3);
+  const reference::Manifest m = reference::read_manifest(d.folder());
+  REQUIRE(m.predicted_from.size() == 1);
+  CHECK(m.predicted_from[0].at.line == 9);
+  REQUIRE(m.predicted_from[0].expected.programs);
+  CHECK(m.predicted_from[0].expected.programs->worst_pct == 9);
+  // Found by the folder however it is spelled; not for a machine it does not name.
+  CHECK(reference::cross_expected(m, other + "/") == &m.predicted_from[0]);
+  CHECK(reference::cross_expected(m, other + "/../h200x2-nvlink") == &m.predicted_from[0]);
+  CHECK(reference::cross_expected(m, kSrc + "/validate/reference/h200") == nullptr);
+  // This machine's own calibration written, then its programs predicted from itself: the same figures as its run.
+  const reference::Figures own = reference::run(m, {true});
+  const reference::Figures self = reference::predict_from(m, m);
+  REQUIRE(own.programs);
+  REQUIRE(self.programs);
+  CHECK(self.rows == 0);
+  CHECK(self.programs->first.median_pct == own.programs->first.median_pct);
+  CHECK(self.programs->first.worst_pct == own.programs->first.worst_pct);
+  // From the 2xH200 box's own calibration (fitted from more than this one bench file): other figures, same runs.
+  const reference::Figures from_box = reference::predict_from(m, reference::read_manifest(other));
+  REQUIRE(from_box.programs);
+  CHECK(from_box.programs->first.runs.size() == 3);
+  CHECK(from_box.bench_files == reference::read_manifest(other).sources.size());
+  CHECK(from_box.programs->first.median_pct != own.programs->first.median_pct);
 }
