@@ -23,7 +23,8 @@ struct SmiMatrix {
 };
 
 /// Parses the output (escape codes and the legend may stay in); InputError
-/// naming `file` and the line on anything it cannot read.
+/// naming `file`, the line and the cell on anything it cannot read or any
+/// value out of range.
 SmiMatrix parse_nvidia_smi_topo(const std::string& text, const std::string& file);
 
 struct SmiImportOptions {
