@@ -65,6 +65,8 @@ int small_count(const std::string& s, int max) {
   const int v = std::stoi(s);
   return v <= max ? v : -1;
 }
+// GPUs a node may list (`nvidia-smi -L`).
+constexpr int kMaxListedGpus = 255;
 // NUMA node numbers as nvidia-smi prints them: a node id or N/A.
 constexpr int kMaxNumaNode = 1023;
 // CPU Affinity: a list of CPU ranges ("0-55,112-167") or N/A.
@@ -115,6 +117,16 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
     ++lineno;
     const std::string t = trim(line);
     if (t.empty()) continue;
+    // `nvidia-smi -L` lines kept with the matrix: "GPU 0: NVIDIA H200 (UUID: GPU-...)".
+    if (const size_t colon = t.find(": "); t.rfind("GPU ", 0) == 0 && colon != std::string::npos && all_digits(t.substr(4, colon - 4))) {
+      const int index = small_count(t.substr(4, colon - 4), kMaxListedGpus);
+      if (index < 0) fail(lineno, fmt::format("'{}' is no GPU index nvidia-smi -L prints (0 to {})", t.substr(4, colon - 4), kMaxListedGpus));
+      std::string name = t.substr(colon + 2);
+      if (const size_t uuid = name.find(" (UUID:"); uuid != std::string::npos) name.resize(uuid);
+      if (m.gpu_names.size() <= static_cast<size_t>(index)) m.gpu_names.resize(static_cast<size_t>(index) + 1);
+      m.gpu_names[static_cast<size_t>(index)] = trim(name);
+      continue;
+    }
     if (!header_line) {
       const std::vector<std::string> cells = split_tabs(t);
       if (cells.empty() || cells[0] != "GPU0") continue;

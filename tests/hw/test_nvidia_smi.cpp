@@ -156,3 +156,16 @@ TEST_CASE("a measured host side goes on the node's one host bridge, never split 
   CHECK(dgx.find("throughput_from_host") == std::string::npos);
   CHECK(dgx.find('\x01') == std::string::npos);
 }
+
+TEST_CASE("`nvidia-smi -L` lines in the capture name the GPUs: their datasheet figures, not placeholders") {
+  const std::string matrix = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV18\t0-31\t0\nGPU1\tNV18\t X \t0-31\t0\n";
+  const SmiMatrix m = parse_nvidia_smi_topo("GPU 0: NVIDIA H200 (UUID: GPU-0a1b)\nGPU 1: NVIDIA H200 (UUID: GPU-2c3d)\n" + matrix, "t.txt");
+  CHECK(m.gpu_names == std::vector<std::string>{"NVIDIA H200", "NVIDIA H200"});
+  SmiImportOptions o;
+  o.gpu_names = m.gpu_names;
+  const std::string yaml = import_checked("GPU 0: NVIDIA H200\n" + matrix, "t", o);
+  CHECK(count(yaml, "model: H200, memory: 141 GB, hbm_bandwidth: 4.8 TB/s") == 2);
+  CHECK(count(yaml, "ASSUMED: memory, HBM bandwidth") == 0);
+  CHECK(parse_nvidia_smi_topo(matrix, "t.txt").gpu_names.empty());
+  CHECK(error_of("GPU 99999: NVIDIA H200\n" + matrix).find("t.txt:1: error: '99999' is no GPU index") == 0);
+}
