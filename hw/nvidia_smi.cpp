@@ -49,7 +49,31 @@ int pcie_rank(const std::string& r) {
 // the number of bridges is known).
 constexpr const char* kHostFields = "\x01fields\x01";
 constexpr const char* kHostComment = "\x01comment\x01";
-int nvlinks(const std::string& r) { return r.size() > 2 && r.rfind("NV", 0) == 0 ? std::stoi(r.substr(2)) : 0; }
+// NV#: the number of bonded NVLinks between two GPUs. A GPU has at most 18
+// today (H100, B200); past kMaxNvLinks a count is a typo or a damaged capture.
+constexpr int kMaxNvLinks = 36;
+bool is_nv(const std::string& r) { return r.size() > 2 && r.rfind("NV", 0) == 0; }
+// The count of a relation already checked by parse_nvidia_smi_topo; 0 = no NVLink.
+int nvlinks(const std::string& r) { return is_nv(r) ? std::stoi(r.substr(2)) : 0; }
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+// A number from 0 to max in decimal digits; -1 when it is not one (never throws).
+int small_count(const std::string& s, int max) {
+  if (!all_digits(s) || s.size() > 6) return -1;
+  const int v = std::stoi(s);
+  return v <= max ? v : -1;
+}
+// GPUs a node may list (`nvidia-smi -L`).
+constexpr int kMaxListedGpus = 255;
+// NUMA node numbers as nvidia-smi prints them: a node id or N/A.
+constexpr int kMaxNumaNode = 1023;
+// CPU Affinity: a list of CPU ranges ("0-55,112-167") or N/A.
+bool is_cpu_list(const std::string& s) {
+  static const std::regex list(R"(^N/A$|^\d+(-\d+)?(,\d+(-\d+)?)*$)");
+  return std::regex_match(s, list);
+}
 
 struct UnionFind {
   std::vector<size_t> parent;
@@ -93,6 +117,16 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
     ++lineno;
     const std::string t = trim(line);
     if (t.empty()) continue;
+    // `nvidia-smi -L` lines kept with the matrix: "GPU 0: NVIDIA H200 (UUID: GPU-...)".
+    if (const size_t colon = t.find(": "); t.rfind("GPU ", 0) == 0 && colon != std::string::npos && all_digits(t.substr(4, colon - 4))) {
+      const int index = small_count(t.substr(4, colon - 4), kMaxListedGpus);
+      if (index < 0) fail(lineno, fmt::format("'{}' is no GPU index nvidia-smi -L prints (0 to {})", t.substr(4, colon - 4), kMaxListedGpus));
+      std::string name = t.substr(colon + 2);
+      if (const size_t uuid = name.find(" (UUID:"); uuid != std::string::npos) name.resize(uuid);
+      if (m.gpu_names.size() <= static_cast<size_t>(index)) m.gpu_names.resize(static_cast<size_t>(index) + 1);
+      m.gpu_names[static_cast<size_t>(index)] = trim(name);
+      continue;
+    }
     if (!header_line) {
       const std::vector<std::string> cells = split_tabs(t);
       if (cells.empty() || cells[0] != "GPU0") continue;
@@ -101,6 +135,10 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
         if (c.empty()) continue;
         if (c.rfind("CPU", 0) == 0 || c.rfind("NUMA", 0) == 0 || c.rfind("GPU NUMA", 0) == 0)
           extra.push_back(c);
+        else if (extra.empty() && c.find_first_of("0123456789") == std::string::npos)  // GPU0, NIC1; older versions: mlx5_0
+          fail(lineno, fmt::format("header cell '{}' is no device (GPU0, NIC0, ...) nor a column nvidia-smi prints (CPU Affinity, "
+                                   "NUMA Affinity, GPU NUMA ID)",
+                                   c));
         else if (extra.empty())
           m.devices.push_back(c);
       }
@@ -125,25 +163,49 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
     if (it == m.devices.end()) fail(lineno, fmt::format("row '{}' is no device of the header's (line {})", cells[0], header_line));
     const size_t d = static_cast<size_t>(it - m.devices.begin());
     if (!seen.insert(cells[0]).second) fail(lineno, fmt::format("{} has a second row", cells[0]));
+    // Cells: the relations to each device, then the header's columns after the devices (NIC
+    // rows may leave those out). Empty cells are tab padding, not values.
     std::vector<std::string> vals;
     for (size_t i = 1; i < cells.size(); ++i)
-      if (!cells[i].empty() || vals.size() >= ncols) vals.push_back(cells[i]);
+      if (!cells[i].empty()) vals.push_back(cells[i]);
+    const size_t most = ncols + extra.size();
+    auto columns = [&] {
+      std::string cols = fmt::format("{} devices", ncols);
+      for (const std::string& e : extra) cols += ", " + e;
+      return cols;
+    };
+    if (vals.size() > most)
+      fail(lineno, fmt::format("{} has {} cells; the header has {} ({}): a cell too many, which moves every cell after it. "
+                               "Copy the row again from `nvidia-smi topo -m` (cells are separated by tabs)",
+                               cells[0], vals.size(), most, columns()));
     if (vals.size() < ncols) fail(lineno, fmt::format("{} has {} relations; the header has {} devices", cells[0], vals.size(), ncols));
+    // A row short of cells shows as a cell of the next column where a relation belongs.
+    const std::string shifted =
+        vals.size() != most && vals.size() != ncols
+            ? fmt::format(" (the row has {} cells, the header {}: a cell missing or one too many before it?)", vals.size(), columns())
+            : "";
     for (size_t j = 0; j < ncols; ++j) {
       const std::string& r = vals[j];
-      const bool ok = r == "X" || pcie_rank(r) > 0 || (r.size() > 2 && r.rfind("NV", 0) == 0 && std::all_of(r.begin() + 2, r.end(), ::isdigit));
-      if (!ok)
-        fail(lineno, fmt::format("{}-{}: '{}' is no relation nvidia-smi prints (X, NV#, PIX, PXB, PHB, NODE, SYS)", cells[0], m.devices[j], r));
-      if ((r == "X") != (j == d)) fail(lineno, fmt::format("{}-{}: 'X' belongs on the diagonal only", cells[0], m.devices[j]));
+      const std::string where = fmt::format("{}-{} (cell {} of the row)", cells[0], m.devices[j], j + 1);
+      if (is_nv(r) && all_digits(r.substr(2)) && small_count(r.substr(2), kMaxNvLinks) < 1)
+        fail(lineno, fmt::format("{}: '{}' is no plausible count of NVLinks (NV1 to NV{}; an H100 or B200 has NV18 at most)", where, r, kMaxNvLinks));
+      const bool ok = r == "X" || pcie_rank(r) > 0 || (is_nv(r) && all_digits(r.substr(2)));
+      if (!ok) fail(lineno, fmt::format("{}: '{}' is no relation nvidia-smi prints (X, NV#, PIX, PXB, PHB, NODE, SYS){}", where, r, shifted));
+      if ((r == "X") != (j == d)) fail(lineno, fmt::format("{}: 'X' belongs on the diagonal only{}", where, shifted));
       m.rel[d][j] = r;
     }
-    // The columns after the devices, as the header names them (NIC rows may leave them out).
-    std::vector<std::string> rest;
-    for (size_t i = ncols; i < vals.size(); ++i)
-      if (!vals[i].empty()) rest.push_back(vals[i]);
-    for (size_t k = 0; k < rest.size() && k < extra.size(); ++k) {
-      if (extra[k].rfind("CPU", 0) == 0) m.cpu_affinity[d] = rest[k];
-      if (extra[k].rfind("NUMA", 0) == 0 && std::all_of(rest[k].begin(), rest[k].end(), ::isdigit)) m.numa[d] = std::stoi(rest[k]);
+    // The columns after the devices, as the header names them.
+    for (size_t k = 0; ncols + k < vals.size(); ++k) {
+      const std::string& v = vals[ncols + k];
+      const std::string where = fmt::format("{} {} (cell {} of the row)", cells[0], extra[k], ncols + k + 1);
+      if (extra[k].rfind("CPU", 0) == 0) {
+        if (!is_cpu_list(v)) fail(lineno, fmt::format("{}: '{}' is no list of CPUs (as 0-55,112-167, or N/A){}", where, v, shifted));
+        m.cpu_affinity[d] = v;
+      } else if (v != "N/A") {  // NUMA Affinity, GPU NUMA ID: a node number
+        const int node = small_count(v, kMaxNumaNode);
+        if (node < 0) fail(lineno, fmt::format("{}: '{}' is no NUMA node (a number from 0 to {}, or N/A){}", where, v, kMaxNumaNode, shifted));
+        if (extra[k].rfind("NUMA", 0) == 0) m.numa[d] = node;
+      }
     }
   }
   if (!header_line) fail(0, "no header line starting with GPU0: not the output of `nvidia-smi topo -m`");

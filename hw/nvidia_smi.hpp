@@ -19,11 +19,13 @@ struct SmiMatrix {
   std::vector<int> numa;                      // per device; -1 = not given
   std::vector<std::string> cpu_affinity;      // per device; "" = not given
   std::vector<std::string> nic_names;         // per NIC (the legend's mlx5_0, ...); "" = not given
+  std::vector<std::string> gpu_names;         // per GPU index, from `nvidia-smi -L` lines kept with the matrix; "" = not given
   [[nodiscard]] bool is_gpu(size_t d) const { return devices[d].rfind("GPU", 0) == 0; }
 };
 
-/// Parses the output (escape codes and the legend may stay in); InputError
-/// naming `file` and the line on anything it cannot read.
+/// Parses the output (escape codes and the legend may stay in; `nvidia-smi -L`
+/// lines name the GPUs); InputError naming `file`, the line and the cell on
+/// anything it cannot read or any value out of range.
 SmiMatrix parse_nvidia_smi_topo(const std::string& text, const std::string& file);
 
 struct SmiImportOptions {

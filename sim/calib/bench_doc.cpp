@@ -1,6 +1,7 @@
 #include "calib/bench_doc.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -11,13 +12,67 @@
 
 namespace osim {
 
+namespace {
+
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Measured quantities, by the field's name: times, sizes, rates. Offsets from
+// another event (a copy's start against the kernel it overlaps, the time past
+// an expected end) may be negative; every other one is at least 0.
+bool measured_quantity(const std::string& k) {
+  for (const char* tail : {"_us", "_ms", "_ns", "bytes", "GBps", "GBps_min", "GBps_max", "TFLOPs"})
+    if (ends_with(k, tail)) return true;
+  return false;
+}
+bool signed_offset(const std::string& k) { return k == "copy_start_ms" || k == "copy_end_ms" || k == "extra_us" || k == "gap_us"; }
+// Counts a median or a rate divides by: at least 1.
+bool divisor_count(const std::string& k) { return k == "reps" || k == "iters" || k == "samples" || k == "m" || k == "n" || k == "k"; }
+
+}  // namespace
+
+void check_bench_values(const json& doc, const std::string& file) {
+  if (!doc.is_object() || !doc.contains("results") || !doc.at("results").is_array()) return;  // not a bench document: its reader refuses it
+  const json& results = doc.at("results");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const json& r = results[i];
+    if (!r.is_object()) continue;
+    const std::string key = r.contains("key") && r.at("key").is_string() ? r.at("key").get<std::string>() : "?";
+    const auto bad = [&](const std::string& field, const std::string& what) {
+      return InputError(SourceLocation{file, 0, 0}, fmt::format("results[{}] (testcase {}): {} {}: the bench result is damaged; run the "
+                                                                "testcase again (overlapsim-validate bench) or drop the row",
+                                                                i, key, field, what));
+    };
+    for (const auto& [k, v] : r.items()) {
+      if (v.is_number()) {
+        const double x = v.get<double>();
+        if (!std::isfinite(x)) throw bad(k, "is not a finite number");
+        if (measured_quantity(k) && !signed_offset(k) && x < 0) throw bad(k, fmt::format("{} is negative", x));
+        if (divisor_count(k) && x < 1) throw bad(k, fmt::format("{} is no count (at least 1)", x));
+      } else if (v.is_array() && measured_quantity(k)) {
+        if (v.empty() && ends_with(k, "samples_us")) throw bad(k, "holds no samples");
+        for (size_t e = 0; e < v.size(); ++e) {
+          if (!v[e].is_number()) continue;
+          const double x = v[e].get<double>();
+          if (!std::isfinite(x)) throw bad(fmt::format("{}[{}]", k, e), "is not a finite number");
+          if (!signed_offset(k) && x < 0) throw bad(fmt::format("{}[{}]", k, e), fmt::format("{} is negative", x));
+        }
+      }
+    }
+  }
+}
+
 json read_bench_json(const std::string& path) {
   const std::string text = read_maybe_gzip(path);  // bench documents may be kept gzipped
+  json doc;
   try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {  // parse_error; out_of_range for a number past a double's (1e400)
     throw InputError(SourceLocation{path, 0, 0}, std::string("not valid JSON: ") + e.what());
   }
+  check_bench_values(doc, path);
+  return doc;
 }
 
 std::vector<json> rows(const json& doc, const std::string& key) {

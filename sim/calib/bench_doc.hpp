@@ -20,6 +20,11 @@ using BenchDocs = std::vector<std::pair<std::string, json>>;
 /// A bench document (any JSON document), plain or gzip-compressed; InputError
 /// naming the file when it is missing, unreadable or not JSON.
 json read_bench_json(const std::string& path);
+/// The measured values of a bench document's rows: finite; times, sizes and
+/// rates not negative (but offsets); repetition and sample counts at least 1;
+/// sample lists not empty. InputError naming `file`, the row and its
+/// testcase key otherwise. read_bench_json checks every document it reads.
+void check_bench_values(const json& doc, const std::string& file);
 
 /// The rows of testcase `key`, in document order.
 std::vector<json> rows(const json& doc, const std::string& key);

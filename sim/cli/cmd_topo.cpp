@@ -67,6 +67,8 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
     if (csv.empty()) throw InputError(SourceLocation{o.gpus_csv, 0, 0}, "cannot read this file (or it is empty)");
     io.gpu_names = hw::gpu_names_from_csv(csv, o.gpus_csv);
   }
+  // No bench nor --gpus-csv: the GPUs' names where the capture lists them (`nvidia-smi -L`).
+  if (io.gpu_names.empty()) io.gpu_names = m.gpu_names;
   const std::string yaml = hw::topology_yaml_from_smi(m, io);
   const hw::Topology topo(hw::parse_topology_string(yaml, o.out));
   const std::vector<std::string> diff = hw::compare_with_smi(topo, m);

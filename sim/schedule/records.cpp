@@ -113,6 +113,36 @@ int runs_before_recorded(const Records& r) {
   return static_cast<int>(w.get<int64_t>()) + best;
 }
 
+namespace {
+
+// The times a records file may hold: ns from the run's start, finite, within
+// what Time holds (a run of 10^15 ns is 11 days). A measured op may start a
+// little before 0 where the host's and the GPU's clocks were aligned (the
+// reference runs have -304 ns); more than kClockSlackNs is no alignment.
+constexpr double kMaxRecordNs = 1e15;
+constexpr double kClockSlackNs = 1000;
+
+// An op's times in order (issue <= returned, start <= end), inside the run.
+void check_record_op(const RecordOp& o, int rank, double makespan_ns, const std::string& file) {
+  const auto bad = [&](const std::string& what) {
+    return InputError(SourceLocation{file, 0, 0},
+                      fmt::format("rank {} op {} ('{}'): {}: these records are damaged; record the run again (times are ns from the "
+                                  "run's start, docs/formats/records.md)",
+                                  rank, o.index, o.label, what));
+  };
+  const std::pair<const char*, double> times[] = {{"issue", o.issue}, {"returned", o.returned}, {"start", o.start}, {"end", o.end}};
+  for (const auto& [name, t] : times) {
+    if (!std::isfinite(t) || std::abs(t) > kMaxRecordNs) throw bad(fmt::format("{} {} ns is no time of a run", name, t));
+    if (t < -kClockSlackNs) throw bad(fmt::format("{} {:.3f} ns is before the run's start", name, t));
+  }
+  if (o.end < o.start) throw bad(fmt::format("end {:.3f} ns is before its start {:.3f} ns", o.end, o.start));
+  if (o.returned < o.issue) throw bad(fmt::format("returned {:.3f} ns is before its issue {:.3f} ns", o.returned, o.issue));
+  const double last = std::max(o.end, o.returned), slack = kClockSlackNs + 1e-4 * makespan_ns;
+  if (last > makespan_ns + slack) throw bad(fmt::format("it ends at {:.3f} ns, after the run's makespan_ns {:.3f}", last, makespan_ns));
+}
+
+}  // namespace
+
 Records parse_records(const nlohmann::json& j, const std::string& file) {
   auto bad = [&](const std::string& what) {
     return InputError(SourceLocation{file, 0, 0},
@@ -126,6 +156,10 @@ Records parse_records(const nlohmann::json& j, const std::string& file) {
     rec.name = j.at("name").get<std::string>();
     rec.topology = j.value("topology", "");
     rec.makespan_ns = j.at("makespan_ns").get<double>();
+    if (!std::isfinite(rec.makespan_ns) || rec.makespan_ns <= 0 || rec.makespan_ns > kMaxRecordNs)
+      throw InputError(SourceLocation{file, 0, 0}, fmt::format("makespan_ns {} is no run's length (more than 0, at most {:g}): these records "
+                                                               "are damaged; record the run again",
+                                                               rec.makespan_ns, kMaxRecordNs));
     if (j.contains("meta")) rec.meta = nlohmann::ordered_json::parse(j.at("meta").dump());
     for (const auto& rj : j.at("ranks")) {
       RecordRank rr;
@@ -135,6 +169,7 @@ Records parse_records(const nlohmann::json& j, const std::string& file) {
         if (!o.is_array() || o.size() != 7) throw bad(fmt::format("rank {}: an op row does not have 7 columns", rr.rank));
         rr.ops.push_back(RecordOp{o[0].get<int>(), o[1].get<std::string>(), o[2].get<std::string>(), o[3].get<double>(), o[4].get<double>(),
                                   o[5].get<double>(), o[6].get<double>()});
+        check_record_op(rr.ops.back(), rr.rank, rec.makespan_ns, file);
       }
       rec.ranks.push_back(std::move(rr));
     }
@@ -151,7 +186,7 @@ Records read_records(const std::string& path) {
   nlohmann::ordered_json j;
   try {
     j = nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for a number past a double's (1e400)
     throw InputError(SourceLocation{path, 0, 0}, std::string("not valid JSON: ") + e.what());
   }
   Records rec = parse_records(nlohmann::json(j), path);

@@ -3,7 +3,7 @@
 # shipped configs, and prints executions and findings per target.
 #   cmake --preset asan && cmake --build --preset asan
 #   bash tests/fuzz/run.sh [--seconds N | --runs N --seed S] [--build DIR] [--keep-going [--jobs J]] [--parallel] [TARGET...]
-# TARGET: topology schedule workload calibration sweep (default: all).
+# TARGET: topology schedule workload calibration sweep nvidia_smi (default: all).
 # --keep-going: run the whole time, past findings (libFuzzer's fork mode), for long campaigns;
 #   --jobs J: J worker processes per target sharing its corpus (fork mode), default 1.
 # --parallel: the targets at once (a many-core machine), not one after another.
@@ -26,18 +26,22 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(topology schedule workload calibration sweep)
+[ ${#targets[@]} -gt 0 ] || targets=(topology schedule workload calibration sweep nvidia_smi)
 [ ${#keep_going[@]} -eq 0 ] || keep_going+=(-fork="$jobs")
-declare -A seeds=([topology]=topologies [schedule]=schedules [workload]=workloads [calibration]=calibrations [sweep]=sweeps)
+# Each target's seed files (the shipped configs; nvidia-smi captures, good and damaged).
+declare -A seeds=([topology]="configs/topologies/*.yaml" [schedule]="configs/schedules/*.yaml" [workload]="configs/workloads/*.yaml"
+  [calibration]="configs/calibrations/*.yaml" [sweep]="configs/sweeps/*.yaml"
+  [nvidia_smi]="tests/data/nvidia-smi/*.txt tests/badinput/nvidia-smi/*.txt validate/reference/*/machine/nvidia-smi-topo.txt")
 for t in "${targets[@]}"; do
-  [ -n "${seeds[$t]:-}" ] || { echo "fuzz: no target '$t' (topology schedule workload calibration sweep)" >&2; exit 2; }
+  [ -n "${seeds[$t]:-}" ] || { echo "fuzz: no target '$t' (topology schedule workload calibration sweep nvidia_smi)" >&2; exit 2; }
   [ -x "$build/bin/fuzz_$t" ] || { echo "fuzz: $build/bin/fuzz_$t not built: cmake --preset asan && cmake --build --preset asan" >&2; exit 2; }
 done
 # One target: its line in DIR/summary; exit 1 on a finding.
 fuzz_one() {
   local t="$1" bin="$build/bin/fuzz_$1" dir="$build/fuzz/$1" result status=0 log budget findings inputs
   mkdir -p "$dir/corpus"
-  cp -n configs/"${seeds[$t]}"/*.yaml "$dir/corpus/" 2>/dev/null || true
+  # Seeds named by their path, as files of one name (nvidia-smi-topo.txt) come from several folders.
+  for f in ${seeds[$t]}; do cp -n "$f" "$dir/corpus/$(echo "$f" | tr / _)" 2>/dev/null || true; done
   log="$dir/last.log"
   # Findings: a crash or sanitizer report, an input over 10 s, over 2 GB of memory.
   budget=(-max_total_time="$seconds")

@@ -109,6 +109,39 @@ TEST_CASE("malformed nvidia-smi output: the line and what is wrong") {
   CHECK(error_of("\tGPU0\tGPU1\nGPU0\tPIX\tPIX\nGPU1\tPIX\t X \n").find("'X' belongs on the diagonal only") != std::string::npos);
 }
 
+TEST_CASE("nvidia-smi cells checked: counts, NUMA nodes, CPU lists, a cell too many or missing") {
+  const std::string head = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n";
+  auto matrix = [&](const std::string& nv, const std::string& tail0, const std::string& tail1) {
+    return head + "GPU0\t X \t" + nv + "\t" + tail0 + "\nGPU1\t" + nv + "\t X \t" + tail1 + "\n";
+  };
+  // What nvidia-smi prints: NUMA nodes read, the tab padding before GPU NUMA ID ignored.
+  const SmiMatrix m = parse_nvidia_smi_topo(matrix("NV18", "0-31\t0\t\tN/A", "32-63\t1\t\tN/A"), "t.txt");
+  CHECK(m.numa == std::vector<int>{0, 1});
+  CHECK(m.cpu_affinity[1] == "32-63");
+  CHECK(parse_nvidia_smi_topo(matrix("NV4", "N/A\tN/A\t\tN/A", "N/A\tN/A\t\tN/A"), "t.txt").numa == std::vector<int>{-1, -1});
+  // NVLink counts: 1 to 36, never an exception of std::stoi.
+  for (const char* nv : {"NV0", "NV37", "NV100000", "NV12345678901234567890"}) {
+    CAPTURE(nv);
+    CHECK(error_of(matrix(nv, "0-31\t0", "0-31\t0"))
+              .find("t.txt:2: error: GPU0-GPU1 (cell 2 of the row): '" + std::string(nv) + "' is no plausible count of NVLinks") == 0);
+  }
+  CHECK(error_of(matrix("NV36", "0-31\t0", "0-31\t0")).empty());
+  // A NUMA node that is no number (or too large), a CPU list that is none.
+  for (const char* numa : {"abc", "-1", "1024", "12345678901234567890"}) {
+    CAPTURE(numa);
+    CHECK(error_of(matrix("NV4", "0-31\t0", std::string("0-31\t") + numa))
+              .find("t.txt:3: error: GPU1 NUMA Affinity (cell 4 of the row): '" + std::string(numa) + "' is no NUMA node") == 0);
+  }
+  CHECK(error_of(matrix("NV4", "0-31\t0\t\tx", "0-31\t0")).find("GPU0 GPU NUMA ID (cell 5 of the row): 'x' is no NUMA node") != std::string::npos);
+  CHECK(error_of(matrix("NV4", "zero\t0", "0-31\t0")).find("GPU0 CPU Affinity (cell 3 of the row): 'zero' is no list of CPUs") != std::string::npos);
+  // A cell too many moves every cell after it: refused, not read as another NUMA node.
+  CHECK(error_of(matrix("NV4", "0-31\t0\t1\tN/A", "0-31\t0")).find("t.txt:2: error: GPU0 has 6 cells; the header has 5") == 0);
+  // A cell missing: the next column's cell where a relation belongs.
+  CHECK(error_of(head + "GPU0\t X \tNV4\t0-31\t0\nGPU1\t X \t0-31\t0\n").find("a cell missing or one too many before it?") != std::string::npos);
+  // A header cell that names no device.
+  CHECK(error_of("\tGPU0\tGPUx\nGPU0\t X \tNV4\n").find("t.txt:1: error: header cell 'GPUx' is no device") == 0);
+}
+
 TEST_CASE("a measured host side goes on the node's one host bridge, never split over several") {
   SmiImportOptions o;
   o.host_from_GBps = 164.04;
@@ -122,4 +155,17 @@ TEST_CASE("a measured host side goes on the node's one host bridge, never split 
   const std::string dgx = import_checked(read(kSrc + "/tests/data/nvidia-smi/dgx-h100.txt"), "dgx", o);
   CHECK(dgx.find("throughput_from_host") == std::string::npos);
   CHECK(dgx.find('\x01') == std::string::npos);
+}
+
+TEST_CASE("`nvidia-smi -L` lines in the capture name the GPUs: their datasheet figures, not placeholders") {
+  const std::string matrix = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV18\t0-31\t0\nGPU1\tNV18\t X \t0-31\t0\n";
+  const SmiMatrix m = parse_nvidia_smi_topo("GPU 0: NVIDIA H200 (UUID: GPU-0a1b)\nGPU 1: NVIDIA H200 (UUID: GPU-2c3d)\n" + matrix, "t.txt");
+  CHECK(m.gpu_names == std::vector<std::string>{"NVIDIA H200", "NVIDIA H200"});
+  SmiImportOptions o;
+  o.gpu_names = m.gpu_names;
+  const std::string yaml = import_checked("GPU 0: NVIDIA H200\n" + matrix, "t", o);
+  CHECK(count(yaml, "model: H200, memory: 141 GB, hbm_bandwidth: 4.8 TB/s") == 2);
+  CHECK(count(yaml, "ASSUMED: memory, HBM bandwidth") == 0);
+  CHECK(parse_nvidia_smi_topo(matrix, "t.txt").gpu_names.empty());
+  CHECK(error_of("GPU 99999: NVIDIA H200\n" + matrix).find("t.txt:1: error: '99999' is no GPU index") == 0);
 }
