@@ -26,7 +26,7 @@ echo "setup: built ./build/bin/overlapsim"
 if [ -x build/bin/overlapsim-validate ]; then
   echo "setup: built ./build/bin/overlapsim-validate (GPU code for sm_$(sed -n 's/^OVERLAPSIM_VALIDATE_ARCHS:INTERNAL=//p' build/CMakeCache.txt))"
   if grep -q '^CUDNN_FRONTEND_INCLUDE_DIR:PATH=.*NOTFOUND' build/CMakeCache.txt; then
-    echo "setup: its attention runs as GEMM stand-ins: for cuDNN's SDPA give cmake -DCUDNN_FRONTEND_INCLUDE_DIR=... (docs/calibrate-your-node.md)"
+    echo "setup: its attention runs as GEMM stand-ins: for cuDNN's SDPA give cmake -DCUDNN_FRONTEND_INCLUDE_DIR=... (docs/measuring.md)"
   fi
 else
   echo "setup: overlapsim-validate not built (no CUDA compiler, cuBLAS or NCCL found): the simulator alone"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Calibrates this node in one command (docs/calibrate-your-node.md).
 #
-#   validate/calibrate-node.sh [--out DIR] [--binary PATH] [--deps PREFIX] [--resume] [--measure-only | --fit-only]
+#   validate/calibrate-node.sh [--out DIR] [--binary PATH] [--deps PREFIX] [--resume] [--measure-only | --fit-only [FROM]]
+#
+# Paths (DIR, FROM, --binary, --deps, $OVERLAPSIM) are taken from the folder
+# it is called from.
 #
 # 0. Without overlapsim-validate (build/bin/ or --binary), builds it alone
 #    (the validate-only preset: CUDA, cuBLAS, NCCL, yaml-cpp, fmt, CLI11 and
@@ -22,6 +25,11 @@
 #    from the matrix, GPU names and PCIe links the bench recorded, the
 #    calibration, and DIR/report.txt: what was fitted and how well (every bench
 #    row replayed; the reference programs, none of them a fit input, simulated).
+#    --fit-only FROM fits the results in FROM, plain or .gz, into DIR (without
+#    --out: FROM itself). FROM a reference folder (validate/reference/<m>/):
+#    the sources, second run and topology its manifest.yaml names, so that
+#    DIR's calibration.yaml is the committed one byte for byte; the folder is
+#    not written (DIR defaults to calibrate-node-out/).
 #
 # DIR (default calibrate-node-out/) ends with: bench-*.json, attention.json,
 # framework.json, eager.json, gemm.json, vram.json, programs/, machine/, topology.yaml, calibration.yaml,
@@ -30,24 +38,38 @@
 # cuBLAS and NCCL are found, for this node's GPUs); PyTorch for the SDPA,
 # framework and program steps (skipped, with a note, without it).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-out=calibrate-node-out bin=build/bin/overlapsim-validate resume=0 measure=1 fit=1 deps="" bin_given=0
+caller=$PWD
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=calibrate-node-out out_given=0 bin="" resume=0 measure=1 fit=1 deps="" from=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --out) out=$2; shift 2 ;;
-    --binary) bin=$2; bin_given=1; shift 2 ;;
+    --out) out=$2 out_given=1; shift 2 ;;
+    --binary) bin=$2; shift 2 ;;
     --deps) deps=$2; shift 2 ;;
     --resume) resume=1; shift ;;
     --measure-only) fit=0; shift ;;
-    --fit-only) measure=0; shift ;;
+    --fit-only)
+      measure=0; shift
+      if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then from=$1; shift; fi ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "calibrate-node: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out"
+# A path the caller gave, from the caller's folder; the repository's own from the root.
+from_caller() { case "$1" in /*) echo "$1" ;; *) echo "$caller/$1" ;; esac; }
+# --fit-only FROM alone fits a node's results where they are (a reference folder's into calibrate-node-out).
+[ -z "$from" ] || [ $out_given = 1 ] || [ -e "$from/manifest.yaml" ] || out=$from
+out=$(from_caller "$out")
+[ -z "$from" ] || from=$(from_caller "$from")
+[ -z "$deps" ] || deps=$(from_caller "$deps")
+bin_given=0
+if [ -n "$bin" ]; then bin=$(from_caller "$bin") bin_given=1; else bin=build/bin/overlapsim-validate; fi
+[ -z "${OVERLAPSIM:-}" ] || OVERLAPSIM=$(from_caller "$OVERLAPSIM")
+cd "$root"
 
 if [ $measure = 1 ]; then
   command -v nvidia-smi > /dev/null || { echo "calibrate-node: no nvidia-smi: run it on the GPU node" >&2; exit 2; }
+  mkdir -p "$out"
   if [ ! -x "$bin" ] && [ ! -e "$bin.xz" ] && [ $bin_given = 0 ]; then
     bin=build-validate/bin/overlapsim-validate
     if [ ! -x "$bin" ]; then
@@ -111,27 +133,64 @@ fi
 
 if [ $fit = 1 ]; then
   osim=${OVERLAPSIM:-build/bin/overlapsim}
-  [ -x "$osim" ] || { echo "calibrate-node: no $osim to fit with: run 'bash setup.sh', or copy $out to a machine that has it and run --fit-only --out $out" >&2; exit 2; }
-  [ -e "$out/bench-default.json" ] || { echo "calibrate-node: no $out/bench-default.json: measure first (without --fit-only)" >&2; exit 2; }
-  "$osim" topo --import-nvidia-smi "$out/bench-default.json" -o "$out/topology.yaml" --force > "$out/topology.txt" || exit 2
-  sources=("$out/bench-default.json")
-  for f in bench-p2p-disable.json attention.json framework.json eager.json gemm.json vram.json bench-phase-1.json; do [ -e "$out/$f" ] && sources+=("$out/$f"); done
+  [ -x "$osim" ] || { echo "calibrate-node: no $osim to fit with: run 'bash setup.sh', or copy $out to a machine that has it and run --fit-only $out" >&2; exit 2; }
+  from=${from:-$out}
+  # A result as measured or gzipped since.
+  result() { if [ -e "$from/$1" ]; then echo "$from/$1"; elif [ -e "$from/$1.gz" ]; then echo "$from/$1.gz"; fi; }
+  # Named from the repository root where they lie inside it, as the committed calibrations name theirs.
+  shown() {
+    local r
+    r=$(realpath -m -s --relative-to="$root" "$1")
+    case $r in ../*) realpath -m -s "$1" ;; *) echo "$r" ;; esac
+  }
   second=()
-  [ -e "$out/bench-phase-2.json" ] && second=(--second-run "$out/bench-phase-2.json")
-  "$osim" calibrate "${sources[@]}" -t "$out/topology.yaml" -o "$out/calibration.yaml" --csv "$out/replay.csv" --force "${second[@]}" \
+  if [ -e "$from/manifest.yaml" ]; then
+    # A reference folder: its manifest's sources, second run and topology, each relative to it.
+    mapfile -t listed < <(python3 - "$from/manifest.yaml" <<'PY'
+import sys, yaml
+m = yaml.safe_load(open(sys.argv[1]))
+print(m["topology"])
+for s in m["calibration"]["sources"]: print("source", s)
+for s in m["calibration"].get("second_run", []): print("second", s)
+PY
+) || { echo "calibrate-node: cannot read $from/manifest.yaml (python3 with PyYAML reads it)" >&2; exit 2; }
+    [ ${#listed[@]} -gt 1 ] || { echo "calibrate-node: $from/manifest.yaml names no calibration sources" >&2; exit 2; }
+    topology=$(shown "$from/${listed[0]}") sources=()
+    for l in "${listed[@]:1}"; do
+      f=$(shown "$from/${l#* }")
+      [ -e "$f" ] || { echo "calibrate-node: $from/manifest.yaml names ${l#* }, which is not there" >&2; exit 2; }
+      case $l in source\ *) sources+=("$f") ;; second\ *) second+=(--second-run "$f") ;; esac
+    done
+    topology_note="the manifest's"
+    mkdir -p "$out"
+  else
+    bench=$(result bench-default.json)
+    [ -n "$bench" ] || { echo "calibrate-node: no $from/bench-default.json(.gz): measure first (without --fit-only)" >&2; exit 2; }
+    mkdir -p "$out"
+    "$osim" topo --import-nvidia-smi "$bench" -o "$out/topology.yaml" --force > "$out/topology.txt" || exit 2
+    topology=$out/topology.yaml sources=("$(shown "$bench")")
+    topology_note="$(grep -c 'kind: gpu' "$topology") GPUs; set the lines marked ASSUMED"
+    for f in bench-p2p-disable.json attention.json framework.json eager.json gemm.json vram.json bench-phase-1.json; do
+      r=$(result $f)
+      [ -z "$r" ] || sources+=("$(shown "$r")")
+    done
+    r=$(result bench-phase-2.json)
+    [ -z "$r" ] || second=(--second-run "$(shown "$r")")
+  fi
+  "$osim" calibrate "${sources[@]}" -t "$topology" -o "$out/calibration.yaml" --csv "$out/replay.csv" --force "${second[@]}" \
     > "$out/calibrate.txt" || exit 2
   {
     echo "calibrate-node: $out"
-    echo "topology: $out/topology.yaml ($(grep -c 'kind: gpu' "$out/topology.yaml") GPUs; set the lines marked ASSUMED)"
+    echo "topology: $topology ($topology_note)"
     echo "calibration: $out/calibration.yaml, fitted from ${#sources[@]} files"
     grep -E '^(rows of effects the model holds|rows with a hand-off|second run)' "$out/calibrate.txt" | sed 's/^/  /'
     defaults=$(grep -E '^  # [a-z]+: nothing measured' "$out/calibration.yaml" | sed 's/^  # \([a-z]*\):.*/\1/' | paste -sd, -)
     [ -n "$defaults" ] && echo "  families left at the model's defaults (nothing measured them): $defaults"
-    if ls "$out"/programs/*.json > /dev/null 2>&1; then
-      "$osim" compare --programs "$out"/programs/*.json -t "$out/topology.yaml" --calibration "$out/calibration.yaml" > "$out/programs.txt" 2>&1
+    if ls "$from"/programs/*.json > /dev/null 2>&1; then
+      "$osim" compare --programs "$from"/programs/*.json -t "$topology" --calibration "$out/calibration.yaml" > "$out/programs.txt" 2>&1
       echo "reference programs (measured here, none of them a fit input), simulated with this calibration:"
       grep -E '^  [a-z0-9-]+: [0-9]+ programs|^[0-9]+ programs:' "$out/programs.txt" | sed 's/^/  /'
     fi
-    echo "use it: overlapsim run WORKLOAD.yaml -t $out/topology.yaml --calibration $out/calibration.yaml"
+    echo "use it: overlapsim run WORKLOAD.yaml -t $topology --calibration $out/calibration.yaml"
   } | tee "$out/report.txt"
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One measurement session on a GPU machine (repo root; docs/calibrate-your-node.md).
+# One measurement session on a GPU machine (repo root; docs/measuring.md).
 #
 #   validate/session.sh [--binary PATH] [--out DIR] [--pack] STEP...
 #
