@@ -1,5 +1,6 @@
 // overlapsim topo, overlapsim flows: a topology's routes, and a list of
 // transfers on its fabric.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "calib/bench_doc.hpp"
 #include "cli/common.hpp"
 #include "fabric/transfers.hpp"
+#include "gpu/nccl_tuning.hpp"
 #include "hw/fabric.hpp"
 #include "hw/nvidia_smi.hpp"
 #include "io/text_file.hpp"
@@ -19,6 +21,9 @@ namespace {
 struct TopoOptions {
   std::string topology, scenario;
   bool p2p_disable = false;
+  bool nccl = false;
+  std::string nccl_algo, nccl_proto;  // NCCL_ALGO / NCCL_PROTO for --nccl
+  std::string nccl_cpu;               // the CPU NCCL finds ("": by GPU generation)
 };
 struct ImportSmiOptions {
   std::string smi, gpus_csv, out, name, pcie;  // pcie "": gen5 x16, or what a bench result says
@@ -84,6 +89,90 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
   std::cout << hw::format_smi_matrix(topo);
   return 0;
 }
+// topo --nccl: NCCL's view of the node (gpu/nccl_topo.hpp) and what its
+// tuning model predicts by size (gpu/nccl_tuning.hpp).
+std::string format_nccl_view(const hw::Topology& topo, const TopoOptions& o) {
+  exec::NcclTopoOptions vo;
+  vo.p2p_disable = o.p2p_disable;
+  if (!o.nccl_cpu.empty()) {
+    vo.cpu = exec::nccl_cpu_from_string(o.nccl_cpu);
+    if (!vo.cpu)
+      throw InputError(
+          SourceLocation{},
+          fmt::format("--nccl-cpu '{}' is not one NCCL knows here: give one of intel-bdw, intel-skl, intel-spr, intel-emr, amd, arm", o.nccl_cpu));
+  }
+  const exec::NcclView v = exec::nccl_view(topo, vo);
+  exec::NcclTuneOptions to;
+  auto bad = [](const std::string& what, const std::string& got, const char* known) {
+    return InputError(SourceLocation{}, fmt::format("{} '{}' is not one NCCL knows here: give one of {}", what, got, known));
+  };
+  if (o.nccl_algo == "ring" || o.nccl_algo == "Ring")
+    to.algo = exec::NcclAlgo::Ring;
+  else if (o.nccl_algo == "tree" || o.nccl_algo == "Tree")
+    to.algo = exec::NcclAlgo::Tree;
+  else if (!o.nccl_algo.empty())
+    throw bad("--nccl-algo", o.nccl_algo, "ring, tree");
+  if (o.nccl_proto == "LL" || o.nccl_proto == "ll")
+    to.proto = exec::NcclProto::LL;
+  else if (o.nccl_proto == "LL128" || o.nccl_proto == "ll128")
+    to.proto = exec::NcclProto::LL128;
+  else if (o.nccl_proto == "Simple" || o.nccl_proto == "simple")
+    to.proto = exec::NcclProto::Simple;
+  else if (!o.nccl_proto.empty())
+    throw bad("--nccl-proto", o.nccl_proto, "LL, LL128, Simple");
+  const exec::NcclTuning tune(v, to);
+  std::string out = fmt::format("NCCL's view of {} (rules of NCCL 2.30.7): {} GPUs on {} host(s), sm{}{}, CPU taken as {}\n", topo.name(),
+                                v.gpus.size(), v.hosts, v.sm, v.sm_assumed ? " (a GPU model not known: assumed)" : "",
+                                to_string(v.cpu) + (o.nccl_cpu.empty() ? " (by GPU generation; --nccl-cpu to set)" : ""));
+  const size_t shown = std::min<size_t>(static_cast<size_t>(v.ranks_per_host()), 16);
+  out += "\npath type, bandwidth (GB/s) and transport per GPU pair" +
+         std::string(v.hosts > 1 ? " (first host; other hosts alike, NET between hosts)" : "") + ":\n";
+  for (size_t i = 0; i < shown; ++i) {
+    out += fmt::format("  {:<8}", topo.node(v.gpus[i]).name);
+    for (size_t j = 0; j < shown; ++j) {
+      const exec::NcclPair& p = v.pair[i][j];
+      out += i == j ? fmt::format(" {:<20}", "X")
+                    : fmt::format(" {:<20}", fmt::format("{} {:.1f} {}", to_string(p.type), p.bw_GBps, to_string(p.transport)));
+    }
+    out += "\n";
+  }
+  out += fmt::format(
+      "\nrings: {} search channel(s) x {:.1f} GB/s over {} paths (best path {:.1f} GB/s, a GPU's total {:.1f} GB/s); {} collective channels\n",
+      v.ring.channels, v.ring.bw_intra_GBps, to_string(v.ring.type_intra), v.ring.max_bw_GBps, v.ring.total_bw_GBps, v.coll_channels);
+  if (v.hosts > 1) out += fmt::format("across hosts: {} NIC(s) per host at {:.1f} GB/s each\n", v.nics_per_host, v.nic_bw_GBps);
+  std::vector<std::vector<int>> distinct;
+  for (const auto& r : v.ring.rings)
+    if (std::find(distinct.begin(), distinct.end(), r) == distinct.end()) distinct.push_back(r);
+  for (size_t c = 0; c < distinct.size() && c < 8; ++c) {
+    out += fmt::format("  ring {}:", c);
+    for (int g : distinct[c]) out += " " + topo.node(v.gpus[static_cast<size_t>(g)]).name;
+    out += "\n";
+  }
+  if (distinct.size() > 8) out += fmt::format("  ... {} distinct rings\n", distinct.size());
+  out += "\nexpected bus bandwidth (nccl-tests busbw, GB/s), NCCL's algorithm/protocol:\n";
+  const std::vector<exec::NcclColl> colls = {exec::NcclColl::AllReduce, exec::NcclColl::AllGather, exec::NcclColl::ReduceScatter,
+                                             exec::NcclColl::AllToAll};
+  out += fmt::format("  {:>10}", "size");
+  for (exec::NcclColl c : colls) out += fmt::format("  {:>22}", to_string(c));
+  out += "\n";
+  for (double bytes = 1024; bytes <= 1024.0 * 1024 * 1024; bytes *= 8) {
+    out += fmt::format("  {:>10}", format_bytes(bytes));
+    for (exec::NcclColl c : colls) {
+      const auto p = tune.predict(c, bytes);
+      out += p ? fmt::format("  {:>8.1f} {:<13}", p->busbw_GBps, to_string(p->algo) + "/" + to_string(p->proto)) : fmt::format("  {:>22}", "-");
+    }
+    out += "\n";
+  }
+  // Columns are padded: no line ends in spaces.
+  std::string trimmed;
+  for (size_t at = 0; at < out.size();) {
+    const size_t nl = out.find('\n', at);
+    const std::string line = out.substr(at, nl - at);
+    trimmed += line.substr(0, line.find_last_not_of(' ') + 1) + "\n";
+    at = nl + 1;
+  }
+  return trimmed;
+}
 }  // namespace
 
 Command add_topo(CLI::App& app) {
@@ -94,6 +183,11 @@ Command add_topo(CLI::App& app) {
                                "or import one from `nvidia-smi topo -m`");
   c->add_option("topology", o->topology, "topology YAML");
   c->add_flag("--p2p-disable", o->p2p_disable, "route GPU<->GPU traffic as with NCCL_P2P_DISABLE=1");
+  c->add_flag("--nccl", o->nccl, "print NCCL's view: path types, transports, rings and channels, expected bus bandwidth by size");
+  c->add_option("--nccl-algo", o->nccl_algo, "with --nccl: the algorithm NCCL_ALGO forces (ring, tree)");
+  c->add_option("--nccl-proto", o->nccl_proto, "with --nccl: the protocol NCCL_PROTO forces (LL, LL128, Simple)");
+  c->add_option("--nccl-cpu", o->nccl_cpu,
+                "with --nccl: the CPU NCCL finds (intel-bdw, intel-skl, intel-spr, intel-emr, amd, arm; default by GPU generation)");
   c->add_flag("--nvidia-smi", im->as_smi, "print the GPUs' and NICs' path types as `nvidia-smi topo -m` prints them (to compare with a node's)");
   c->add_option("--import-nvidia-smi", im->smi,
                 "write a topology (-o) from this `nvidia-smi topo -m` output, or from a bench result (overlapsim-validate bench records it)");
@@ -109,6 +203,10 @@ Command add_topo(CLI::App& app) {
             const hw::Topology topo(hw::parse_topology_file(o->topology));
             if (im->as_smi) {
               std::cout << hw::format_smi_matrix(topo);
+              return 0;
+            }
+            if (o->nccl) {
+              std::cout << format_nccl_view(topo, *o);
               return 0;
             }
             hw::RouteOptions opt;

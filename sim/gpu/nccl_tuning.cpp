@@ -1,0 +1,178 @@
+// NCCL's tuning model (nccl_tuning.hpp); constants from NVIDIA/nccl 2.30.7
+// src/graph/tuning.cc.
+#include "gpu/nccl_tuning.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace osim::exec {
+
+std::string to_string(NcclColl c) {
+  switch (c) {
+    case NcclColl::AllReduce: return "all_reduce";
+    case NcclColl::AllGather: return "all_gather";
+    case NcclColl::ReduceScatter: return "reduce_scatter";
+    case NcclColl::Broadcast: return "broadcast";
+    case NcclColl::AllToAll: return "all_to_all";
+  }
+  return "?";
+}
+std::string to_string(NcclAlgo a) { return a == NcclAlgo::Tree ? "Tree" : "Ring"; }
+std::string to_string(NcclProto p) { return p == NcclProto::LL ? "LL" : p == NcclProto::LL128 ? "LL128" : "Simple"; }
+
+std::optional<NcclColl> nccl_coll_from_string(const std::string& s) {
+  for (NcclColl c : {NcclColl::AllReduce, NcclColl::AllGather, NcclColl::ReduceScatter, NcclColl::Broadcast, NcclColl::AllToAll})
+    if (to_string(c) == s) return c;
+  return std::nullopt;
+}
+
+double nccl_busbw_factor(NcclColl c, int ranks) {
+  const double n = ranks;
+  switch (c) {
+    case NcclColl::AllReduce: return 2 * (n - 1) / n;
+    case NcclColl::Broadcast: return 1;
+    default: return (n - 1) / n;
+  }
+}
+
+namespace {
+
+// ncclTunerConstantsDefaults. [algo Tree, Ring][proto LL, LL128, Simple].
+constexpr double kBaseLat[2][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}};
+// [hw NVLink, PCI, NET][algo][proto]
+constexpr double kHwLat[3][2][3] = {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}}, {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}}, {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}}};
+// [generation Volta, Ampere, Hopper, Blackwell][nodes 1, 2, 4+]
+constexpr double kLlMaxBw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {2 * 141.0, 2 * 45.0, 2 * 35.0}};
+constexpr double kPerChRingLL128[4][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
+constexpr double kPerChTreeLL128[4][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+constexpr double kPerChTree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+// ncclTopoGetAlgoTime: tree all-reduce correction per power of two from 64 B.
+constexpr double kTreeCorrection[3][23] = {{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+                                           {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+                                           {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+constexpr double kP2pLlThreshold = 16384;  // enqueue.cc NCCL_P2P_LL_THRESHOLD, bytes a peer
+
+int log2i(double x) { return x < 1 ? -1 : static_cast<int>(std::floor(std::log2(x))); }
+
+}  // namespace
+
+NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt) : v_(view), opt_(opt) {
+  ranks_ = static_cast<int>(v_.gpus.size());
+  nodes_ = std::max(1, v_.hosts);
+  if (ranks_ <= 1) return;
+  const int gen = v_.sm >= 100 ? 3 : v_.sm >= 90 ? 2 : v_.sm >= 80 ? 1 : 0;
+  const int i2 = nodes_ <= 2 ? nodes_ - 1 : 2;
+  const bool amd = v_.cpu == NcclCpu::Amd;
+  const int i1 = nodes_ == 1 ? gen : amd ? 1 : 0;
+  const int ch = v_.ring.channels;
+  const double ppn = static_cast<double>(ranks_) / nodes_;
+  const int intra_hw = v_.ring.type_intra == NcclPath::Nvl ? 0 : 1;
+  const int hw = nodes_ == 1 ? intra_hw : 2;
+  // LL128: from Volta on, only over NVLink rings (typeIntra <= NVB).
+  const bool ll128 = v_.sm >= 70 && v_.ring.type_intra <= NcclPath::Nvb;
+  const double net_overhead = amd ? 2.0 : 1.0;  // getNetOverhead, us
+
+  for (NcclColl c : {NcclColl::AllReduce, NcclColl::AllGather, NcclColl::ReduceScatter, NcclColl::Broadcast}) {
+    const int nsteps = c == NcclColl::AllReduce ? 2 * (ranks_ - 1) : c == NcclColl::Broadcast ? ranks_ : ranks_ - 1;
+    for (NcclAlgo a : {NcclAlgo::Tree, NcclAlgo::Ring}) {
+      if (a == NcclAlgo::Tree && c != NcclColl::AllReduce) continue;
+      const int ai = static_cast<int>(a);
+      for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
+        const int pi = static_cast<int>(p);
+        if (p == NcclProto::LL128 && !ll128) continue;
+        double bus = ch * v_.ring.bw_intra_GBps;
+        if (a == NcclAlgo::Ring && p == NcclProto::LL) bus = std::min(kLlMaxBw[i1][i2], bus * .5);
+        if (a == NcclAlgo::Ring && p == NcclProto::LL128) bus = std::min(bus * .92, ch * kPerChRingLL128[gen][i2]);
+        if (a == NcclAlgo::Tree) bus = std::min(bus * .92, ch * kPerChTree[gen][i2]);
+        if (a == NcclAlgo::Tree && p == NcclProto::LL) bus = std::min(bus / 3.8, kLlMaxBw[i1][i2]);
+        if (a == NcclAlgo::Tree && p == NcclProto::LL128)
+          bus = std::min(bus * (nodes_ == 1 ? 7.0 / 9.0 : 120.0 / 128.0), ch * kPerChTreeLL128[gen][i2]);
+        const double ratio = a == NcclAlgo::Ring ? static_cast<double>(ranks_) / nsteps : .5;
+        bw_[idx(c, a, p)] = bus * ratio;
+
+        double lat = kBaseLat[ai][pi];
+        double intra_lat = kHwLat[intra_hw][ai][pi];
+        const double inter_lat = ppn == 1 ? kHwLat[2][0][pi] : kHwLat[2][ai][pi];
+        if (a == NcclAlgo::Ring) {
+          if (c == NcclColl::Broadcast) {
+            lat += kHwLat[hw][ai][pi];
+          } else {
+            if (nodes_ > 1) intra_lat = std::max(intra_lat, net_overhead * (p == NcclProto::Simple ? 3 : 1));
+            const int inter_steps = nodes_ == 1 ? 0 : c == NcclColl::AllReduce ? 2 * (nodes_ - 1) : nodes_ - 1;
+            lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+          }
+        } else {
+          lat += 2 * ((ranks_ / nodes_ - 1) * intra_lat + log2i(nodes_) * inter_lat);
+        }
+        lat_[idx(c, a, p)] = lat;
+      }
+    }
+  }
+
+  // All-to-all: each rank's send rate (see the header).
+  const size_t n = v_.gpus.size();
+  a2a_bw_ = 1e30;
+  a2a_nvlink_ = true;
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (size_t j = 0; j < n; ++j)
+      if (j != i && v_.pair[i][j].transport != NcclTransport::Net) {
+        sum += v_.pair[i][j].bw_GBps;
+        a2a_nvlink_ &= v_.pair[i][j].transport == NcclTransport::P2pNvLink;
+      }
+    if (sum > 0) a2a_bw_ = std::min(a2a_bw_, std::min(sum, v_.ring.total_bw_GBps));
+  }
+  if (a2a_bw_ >= 1e30) a2a_bw_ = 0;
+}
+
+std::optional<NcclPrediction> NcclTuning::all_to_all(double bytes) const {
+  const double n = ranks_, ppn = static_cast<double>(ranks_) / nodes_;
+  const double per_peer = bytes / n;
+  const NcclProto p = opt_.proto.value_or(per_peer <= kP2pLlThreshold ? NcclProto::LL : NcclProto::Simple);
+  if (p == NcclProto::LL128 && !(v_.sm >= 70 && a2a_nvlink_)) return std::nullopt;
+  const double proto_bw = p == NcclProto::LL ? .5 : p == NcclProto::LL128 ? .92 : 1.0;
+  const int hw = nodes_ > 1 ? 2 : a2a_nvlink_ ? 0 : 1;
+  const double lat = kBaseLat[1][static_cast<int>(p)] + kHwLat[hw][1][static_cast<int>(p)];
+  double t = 0;
+  if (ppn > 1 && a2a_bw_ > 0) t = std::max(t, bytes * (ppn - 1) / n / (1000 * a2a_bw_ * proto_bw));
+  if (nodes_ > 1) {
+    const double net = v_.nics_per_host * v_.nic_bw_GBps / ppn;
+    if (net <= 0) return std::nullopt;
+    t = std::max(t, bytes * (n - ppn) / n / (1000 * net * proto_bw));
+  }
+  NcclPrediction r;
+  r.algo = NcclAlgo::Ring, r.proto = p, r.time_us = lat + t;
+  r.algbw_GBps = bytes / (r.time_us * 1e3);
+  r.busbw_GBps = r.algbw_GBps * nccl_busbw_factor(NcclColl::AllToAll, ranks_);
+  return r;
+}
+
+std::optional<NcclPrediction> NcclTuning::predict(NcclColl c, double bytes) const {
+  if (ranks_ <= 1) return std::nullopt;
+  if (c == NcclColl::AllToAll) return all_to_all(bytes);
+  std::optional<NcclPrediction> best;
+  for (NcclAlgo a : {NcclAlgo::Tree, NcclAlgo::Ring}) {
+    if (opt_.algo && *opt_.algo != a) continue;
+    for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
+      if (opt_.proto && *opt_.proto != p) continue;
+      double bw = bw_[idx(c, a, p)];
+      double lat = lat_[idx(c, a, p)];
+      if (bw <= 0) continue;
+      const int log_size = log2i(bytes / 64);
+      if (a == NcclAlgo::Tree && c == NcclColl::AllReduce && log_size >= 0 && log_size < 23) bw *= kTreeCorrection[static_cast<int>(p)][log_size];
+      if (a == NcclAlgo::Ring && p == NcclProto::Simple && nodes_ > 1 && c == NcclColl::AllReduce && bytes / (v_.coll_channels * ranks_) >= 64)
+        lat *= v_.sm < 80 ? 1.9 : 1.4;  // "plateau effect of ring"
+      const double t = lat + bytes / (1000 * bw);
+      if (!best || t < best->time_us) {
+        best = NcclPrediction{a, p, t, 0, 0};
+      }
+    }
+  }
+  if (!best) return std::nullopt;
+  best->algbw_GBps = bytes / (best->time_us * 1e3);
+  best->busbw_GBps = best->algbw_GBps * nccl_busbw_factor(c, ranks_);
+  return best;
+}
+
+}  // namespace osim::exec

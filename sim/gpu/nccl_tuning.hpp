@@ -1,0 +1,78 @@
+// NCCL's tuning model over its view of a topology (nccl_topo.hpp): per
+// collective, algorithm (ring, tree) and protocol (LL, LL128, Simple) a
+// bandwidth and a latency, the choice NCCL makes per size (the least
+// latency + bytes / bandwidth) or the one NCCL_ALGO / NCCL_PROTO force, and
+// the time that choice predicts.
+//
+// Constants and rules: NVIDIA/nccl 2.30.7 (commit 5067397) src/graph/tuning.cc
+// (ncclTunerConstantsDefaults: baseLatencies, hwLatencies per NVLink / PCI /
+// NET, llMaxBws, perChMaxRingLL128Bws, perChMaxTreeBws, perChMaxTreeLL128Bws
+// per GPU generation; ncclTopoTuneModel's refinements; LL128's enabling;
+// ncclTopoGetAlgoTime with the tree correction factors). NVLS, CollNet and
+// PAT are off (NVLS needs the NVSwitch multicast these boxes do not enable;
+// PAT runs only with one GPU per node). All-to-all is not in NCCL's model (it
+// runs as grouped send/recv): ours is one step's latency plus the bytes each
+// rank sends over the least of its NCCL path bandwidths to its peers, its
+// NVLink/PCIe total, and its host's NICs (LL below NCCL_P2P_LL_THRESHOLD,
+// 16 KiB a peer, at half the bandwidth).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "gpu/nccl_topo.hpp"
+
+namespace osim::exec {
+
+enum class NcclColl { AllReduce, AllGather, ReduceScatter, Broadcast, AllToAll };
+enum class NcclAlgo { Tree, Ring };
+enum class NcclProto { LL, LL128, Simple };
+std::string to_string(NcclColl c);
+std::string to_string(NcclAlgo a);
+std::string to_string(NcclProto p);
+std::optional<NcclColl> nccl_coll_from_string(const std::string& s);
+
+struct NcclTuneOptions {
+  std::optional<NcclAlgo> algo;    // NCCL_ALGO
+  std::optional<NcclProto> proto;  // NCCL_PROTO
+};
+
+struct NcclPrediction {
+  NcclAlgo algo = NcclAlgo::Ring;
+  NcclProto proto = NcclProto::Simple;
+  double time_us = 0;
+  double algbw_GBps = 0;  // bytes / time
+  double busbw_GBps = 0;  // nccl-tests' bus bandwidth
+};
+
+/// nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n; all-gather,
+/// reduce-scatter, all-to-all (n-1)/n; broadcast 1.
+double nccl_busbw_factor(NcclColl c, int ranks);
+
+class NcclTuning {
+ public:
+  explicit NcclTuning(const NcclView& view, NcclTuneOptions opt = {});
+  /// `bytes` as nccl-tests gives its size: all-reduce and broadcast the
+  /// buffer, all-gather the output, reduce-scatter the input, all-to-all each
+  /// rank's send buffer. nullopt when the forced algorithm/protocol cannot run it.
+  [[nodiscard]] std::optional<NcclPrediction> predict(NcclColl c, double bytes) const;
+  /// The model's bandwidth (algorithm bandwidth, GB/s) and latency (us) of one
+  /// choice; bandwidth 0 when NCCL would not use it.
+  [[nodiscard]] double bandwidth(NcclColl c, NcclAlgo a, NcclProto p) const { return bw_[idx(c, a, p)]; }
+  [[nodiscard]] double latency(NcclColl c, NcclAlgo a, NcclProto p) const { return lat_[idx(c, a, p)]; }
+
+ private:
+  static size_t idx(NcclColl c, NcclAlgo a, NcclProto p) {
+    return (static_cast<size_t>(c) * 2 + static_cast<size_t>(a)) * 3 + static_cast<size_t>(p);
+  }
+  [[nodiscard]] std::optional<NcclPrediction> all_to_all(double bytes) const;
+  const NcclView& v_;
+  NcclTuneOptions opt_;
+  int ranks_ = 1, nodes_ = 1;
+  double bw_[5 * 2 * 3] = {};
+  double lat_[5 * 2 * 3] = {};
+  double a2a_bw_ = 0;  // per rank, GB/s
+  bool a2a_nvlink_ = false;
+};
+
+}  // namespace osim::exec

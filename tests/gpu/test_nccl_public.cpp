@@ -1,0 +1,99 @@
+// Public NCCL measurements (validate/nccl-public/manifest.yaml) against NCCL's
+// view and tuning model: prints model against published per point and each
+// machine's median and worst error, and holds each machine to the issue's
+// targets for bus bandwidth at >= 1 MiB (median 10 %, worst 20 %) and to
+// NCCL's own logged path types and bandwidths exactly.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "gpu/nccl_tuning.hpp"
+#include "hw/topology.hpp"
+#include "io/yaml_reader.hpp"
+
+using namespace osim;
+using namespace osim::exec;
+
+namespace {
+const std::string kRoot = OVERLAPSIM_SOURCE_DIR;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+}  // namespace
+
+TEST_CASE("public nccl-tests results: NCCL's model against what was published") {
+  const std::string file = kRoot + "/validate/nccl-public/manifest.yaml";
+  const YAML::Node root = load_yaml_file(file);
+  const MapReader top(file, root, "manifest", {"machines"});
+  int checked = 0;
+  std::cout << fmt::format("{:<16} {:<26} {:>10} {:>12} {:>12} {:>8}\n", "machine", "point", "size", "published", "model", "error");
+  for (const YAML::Node& m : top.get("machines")) {
+    const MapReader mr(file, m, "machine", {"name", "topology", "gpu", "nccl", "set", "cpu", "points"});
+    const std::string name = mr.str("name");
+    const hw::Topology topo(hw::parse_topology_file(kRoot + "/" + mr.str("topology")));
+    NcclTopoOptions vo;
+    if (const auto c = mr.opt_str("cpu")) {
+      vo.cpu = nccl_cpu_from_string(*c);
+      REQUIRE_MESSAGE(vo.cpu.has_value(), "unknown cpu " << *c);
+    }
+    const NcclView view = nccl_view(topo, vo);
+    std::vector<double> errors;
+    for (const YAML::Node& p : mr.get("points")) {
+      const MapReader pr(file, p, "point", {"collective", "algo", "proto", "bytes", "busbw", "path", "type", "bw", "channels", "source", "note"});
+      REQUIRE(pr.str("source").rfind("https://", 0) == 0);
+      if (pr.has("path")) {
+        const YAML::Node ends = pr.get("path");
+        const int a = topo.find(ends[0].as<std::string>()), b = topo.find(ends[1].as<std::string>());
+        const auto ia = std::find(view.gpus.begin(), view.gpus.end(), a) - view.gpus.begin();
+        const auto ib = std::find(view.gpus.begin(), view.gpus.end(), b) - view.gpus.begin();
+        const NcclPair& got = view.pair[static_cast<size_t>(ia)][static_cast<size_t>(ib)];
+        std::cout << fmt::format("{:<16} {:<26} {:>10} {:>12} {:>12}\n", name, "path " + ends[0].as<std::string>() + "-" + ends[1].as<std::string>(),
+                                 "", fmt::format("{} {:.1f}", pr.str("type"), pr.bandwidth("bw").GBps()),
+                                 fmt::format("{} {:.1f}", to_string(got.type), got.bw_GBps));
+        CHECK(to_string(got.type) == pr.str("type"));
+        CHECK(got.bw_GBps == doctest::Approx(pr.bandwidth("bw").GBps()));
+        ++checked;
+        continue;
+      }
+      if (pr.has("channels")) {
+        std::cout << fmt::format("{:<16} {:<26} {:>10} {:>12} {:>12}\n", name, "collective channels", "", pr.int32("channels"), view.coll_channels);
+        CHECK(view.coll_channels == pr.int32("channels"));
+        ++checked;
+        continue;
+      }
+      NcclTuneOptions to;
+      if (const auto al = pr.opt_choice("algo", {"ring", "tree"})) to.algo = *al == "ring" ? NcclAlgo::Ring : NcclAlgo::Tree;
+      if (const auto pp = pr.opt_choice("proto", {"LL", "LL128", "Simple"}))
+        to.proto = *pp == "LL" ? NcclProto::LL : *pp == "LL128" ? NcclProto::LL128 : NcclProto::Simple;
+      const NcclTuning tune(view, to);
+      const auto coll = nccl_coll_from_string(pr.str("collective"));
+      REQUIRE(coll.has_value());
+      const double bytes = static_cast<double>(pr.bytes("bytes")), published = pr.bandwidth("busbw").GBps();
+      const auto got = tune.predict(*coll, bytes);
+      REQUIRE(got.has_value());
+      const double err = got->busbw_GBps / published - 1;
+      std::cout << fmt::format("{:<16} {:<26} {:>10} {:>12.1f} {:>12.1f} {:>7.1f}%\n", name,
+                               pr.str("collective") + (pr.has("algo") ? " (" + pr.str("algo") + ")" : ""), format_bytes(bytes), published,
+                               got->busbw_GBps, 100 * err);
+      if (bytes >= 1024 * 1024) errors.push_back(std::abs(err));
+      ++checked;
+    }
+    if (!errors.empty()) {
+      const double med = median(errors), worst = *std::max_element(errors.begin(), errors.end());
+      std::cout << fmt::format("{:<16} bus bandwidth >= 1 MiB: median error {:.1f} %, worst {:.1f} % ({} points)\n", name, 100 * med, 100 * worst,
+                               errors.size());
+      CHECK_MESSAGE(med <= 0.10, name);
+      CHECK_MESSAGE(worst <= 0.20, name);
+    }
+  }
+  CHECK(checked >= 8);
+}

@@ -1,0 +1,124 @@
+// NCCL's tuning model: bandwidths and latencies per algorithm and protocol,
+// the choice by size, NCCL_ALGO / NCCL_PROTO, against closed forms from
+// NCCL 2.30.7's tuning.cc (sim/gpu/nccl_tuning.hpp).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "gpu/nccl_tuning.hpp"
+#include "hw/topology.hpp"
+
+using namespace osim;
+using namespace osim::exec;
+
+namespace {
+// 8 H100 on one NVSwitch: NCCL's rings are 12 channels x 30 GB/s (test_nccl_topo).
+const char* kHgxH100 = R"(name: hgx
+nodes:
+  - {name: cpu0, kind: cpu}
+  - {name: nvs, kind: nvswitch}
+  - {name: "gpu{i}", kind: gpu, model: H100-SXM5, repeat: 8}
+links:
+  - {a: "gpu{i}", b: cpu0, pcie: gen5 x16, latency: 1 us, repeat: 8}
+  - {a: "gpu{i}", b: nvs, nvlinks: 18, latency: 1 us, repeat: 8}
+)";
+// 4 A100 PCIe under two switches: rings 2 x 12 GB/s over PHB (test_nccl_topo).
+const char* kPcie4 = R"(name: pcie
+nodes:
+  - {name: cpu0, kind: cpu}
+  - {name: "sw{i}", kind: pcie_switch, repeat: 2}
+  - {name: "gpu{i}", kind: gpu, model: A100-PCIe, repeat: 4}
+links:
+  - {a: "sw{i}", b: cpu0, pcie: gen4 x16, latency: 1 us, repeat: 2}
+  - {a: "gpu{i}", b: "sw{i/2}", pcie: gen4 x16, latency: 1 us, repeat: 4}
+)";
+
+struct Model {
+  hw::Topology topo;
+  NcclView view;
+  NcclTuning tune;
+  Model(const char* yaml, NcclTuneOptions o = {}) : topo(hw::parse_topology_string(yaml, "t.yaml")), view(nccl_view(topo)), tune(view, o) {}
+};
+}  // namespace
+
+TEST_CASE("nccl-tests' bus bandwidth factors") {
+  CHECK(nccl_busbw_factor(NcclColl::AllReduce, 8) == doctest::Approx(1.75));
+  CHECK(nccl_busbw_factor(NcclColl::AllGather, 8) == doctest::Approx(0.875));
+  CHECK(nccl_busbw_factor(NcclColl::ReduceScatter, 4) == doctest::Approx(0.75));
+  CHECK(nccl_busbw_factor(NcclColl::Broadcast, 4) == 1.0);
+}
+
+TEST_CASE("Hopper NVSwitch all-reduce: each protocol's bandwidth and latency as tuning.cc computes them") {
+  const Model m(kHgxH100);
+  REQUIRE(m.view.ring.channels == 12);
+  const auto AR = NcclColl::AllReduce;
+  // Ring Simple: busBw 12 x 30 = 360, algbw x 8 / 14; latency 8.4 + 14 steps x 3.4 (NVLink).
+  CHECK(m.tune.bandwidth(AR, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(360.0 * 8 / 14));
+  CHECK(m.tune.latency(AR, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(8.4 + 14 * 3.4));
+  // Ring LL: min(llMaxBw 141, 360 / 2); latency 6.6 + 14 x 0.6.
+  CHECK(m.tune.bandwidth(AR, NcclAlgo::Ring, NcclProto::LL) == doctest::Approx(141.0 * 8 / 14));
+  CHECK(m.tune.latency(AR, NcclAlgo::Ring, NcclProto::LL) == doctest::Approx(6.6 + 14 * 0.6));
+  // Ring LL128: min(360 x 0.92, 12 x 36.7); latency 14 + 14 x 1.9.
+  CHECK(m.tune.bandwidth(AR, NcclAlgo::Ring, NcclProto::LL128) == doctest::Approx(360 * 0.92 * 8 / 14));
+  CHECK(m.tune.latency(AR, NcclAlgo::Ring, NcclProto::LL128) == doctest::Approx(14 + 14 * 1.9));
+  // Tree Simple: min(360 x 0.92, 12 x 38.7) / 2; latency 8.4 + 2 x 7 x 4.0.
+  CHECK(m.tune.bandwidth(AR, NcclAlgo::Tree, NcclProto::Simple) == doctest::Approx(360 * 0.92 / 2));
+  CHECK(m.tune.latency(AR, NcclAlgo::Tree, NcclProto::Simple) == doctest::Approx(8.4 + 2 * 7 * 4.0));
+  // All-gather has no tree.
+  CHECK(m.tune.bandwidth(NcclColl::AllGather, NcclAlgo::Tree, NcclProto::Simple) == 0);
+}
+
+TEST_CASE("the choice by size: LL for small all-reduces, Simple for large; NCCL_PROTO and NCCL_ALGO force theirs") {
+  const Model m(kHgxH100);
+  // 1 KiB: Ring LL 15.0 + 1024 / 80.57e3 us beats Tree LL (15.2 us + more).
+  const auto small = m.tune.predict(NcclColl::AllReduce, 1024);
+  REQUIRE(small);
+  CHECK(small->algo == NcclAlgo::Ring);
+  CHECK(small->proto == NcclProto::LL);
+  CHECK(small->time_us == doctest::Approx(15.0 + 1024 / (1000 * 141.0 * 8 / 14)));
+  // 1 GiB: Ring Simple, busbw just under 360.
+  const double big = 1024.0 * 1024 * 1024;
+  const auto large = m.tune.predict(NcclColl::AllReduce, big);
+  REQUIRE(large);
+  CHECK(large->proto == NcclProto::Simple);
+  const double t = 56.0 + big / (1000 * 360.0 * 8 / 14);
+  CHECK(large->time_us == doctest::Approx(t));
+  CHECK(large->busbw_GBps == doctest::Approx(big / (t * 1e3) * 1.75));
+  // NCCL_PROTO=Simple at 1 KiB: the ring's 56 us of latency.
+  NcclTuneOptions simple;
+  simple.proto = NcclProto::Simple;
+  const Model s(kHgxH100, simple);
+  CHECK(s.tune.predict(NcclColl::AllReduce, 1024)->time_us == doctest::Approx(56.0 + 1024 / (1000 * 360.0 * 8 / 14)));
+  // NCCL_ALGO=Tree cannot run an all-gather.
+  NcclTuneOptions tree;
+  tree.algo = NcclAlgo::Tree;
+  const Model tr(kHgxH100, tree);
+  CHECK_FALSE(tr.tune.predict(NcclColl::AllGather, 1 << 20).has_value());
+  CHECK(tr.tune.predict(NcclColl::AllReduce, 1 << 20)->algo == NcclAlgo::Tree);
+}
+
+TEST_CASE("PCIe rings: no LL128, PCI latencies") {
+  const Model m(kPcie4);
+  CHECK(m.tune.bandwidth(NcclColl::AllReduce, NcclAlgo::Ring, NcclProto::LL128) == 0);
+  // 4 ranks: 8.4 + 6 steps x 5.7; busBw 2 x 12 = 24, algbw x 4 / 6.
+  CHECK(m.tune.latency(NcclColl::AllReduce, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(8.4 + 6 * 5.7));
+  CHECK(m.tune.bandwidth(NcclColl::AllReduce, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(24.0 * 4 / 6));
+  // All-gather: 3 steps, algbw = busBw x 4 / 3.
+  CHECK(m.tune.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(24.0 * 4 / 3));
+}
+
+TEST_CASE("all-to-all: one step's latency plus each rank's bytes to its peers at its NCCL bandwidth") {
+  const Model m(kHgxH100);
+  // 1 GiB a rank, 128 MiB a peer: Simple; 7/8 of it leaves each GPU at 370.8 GB/s.
+  const double bytes = 1024.0 * 1024 * 1024;
+  const auto p = m.tune.predict(NcclColl::AllToAll, bytes);
+  REQUIRE(p);
+  CHECK(p->proto == NcclProto::Simple);
+  const double t = 8.4 + 3.4 + bytes * 7 / 8 / (1000 * 370.8);
+  CHECK(p->time_us == doctest::Approx(t));
+  CHECK(p->busbw_GBps == doctest::Approx(bytes / (t * 1e3) * 7 / 8));
+  // 64 KiB a rank = 8 KiB a peer: LL, at half the bandwidth.
+  const auto s = m.tune.predict(NcclColl::AllToAll, 65536);
+  CHECK(s->proto == NcclProto::LL);
+  CHECK(s->time_us == doctest::Approx(6.6 + 0.6 + 65536.0 * 7 / 8 / (1000 * 370.8 * 0.5)));
+}
