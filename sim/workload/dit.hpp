@@ -12,6 +12,7 @@
 #include "gpu/params.hpp"
 #include "schedule/schedule.hpp"
 #include "workload/blocks.hpp"
+#include "workload/stages.hpp"
 
 namespace YAML {
 class Node;
@@ -76,6 +77,7 @@ struct DitWorkload {
   AttnBackend attention_backend = AttnBackend::Default;  // the SDPA kernel its attention runs
   Fp8InputQuant fp8_input_quant = Fp8InputQuant::Fused;  // model dtype fp8: each GEMM's input quantisation
   OutsidePlace outside = OutsidePlace::Auto;             // memory.outside
+  std::vector<Stage> stages;                             // the request's stages beside the steps (none: the steps alone)
   RuntimeSettings runtime;
   ModelParams params;  // its calibration's (or the defaults') with its own 'compute:' over them
   struct Compute {     // the workload's 'compute:' efficiencies, kept to apply over another calibration
@@ -84,6 +86,8 @@ struct DitWorkload {
 
   [[nodiscard]] int ranks() const { return ulysses * ring * tp * (cfg == CfgMode::Parallel ? 2 : 1); }
   [[nodiscard]] int forwards_per_rank() const { return steps * (cfg == CfgMode::Serial ? 2 : 1); }
+  /// What a stage sees of this job (its kernels on `stream`).
+  [[nodiscard]] StageJob stage_job(int stream) const { return StageJob{width, height, frames, cfg == CfgMode::None ? 1 : 2, stream}; }
   /// The names the model's expressions see, with this job's values.
   [[nodiscard]] RepeatVars vars() const;
 };

@@ -93,6 +93,7 @@ class Gen {
             ++groups;
           }
     templates_ = gen::build_block_templates(w, tp_stream_, tp_send_);
+    for (const Stage& st : w.stages) stage_plans_.push_back(stage_plan(st, w.stage_job(kCompute)));
     // The tied collectives' events, as many as the most chunks, and one for the last.
     if (tp_stream_ >= 0 || tp_send_ >= 0)
       for (const TypeTemplate& tt : templates_.types)
@@ -113,7 +114,9 @@ class Gen {
     const int half = w_.ranks() / (w_.cfg == CfgMode::Parallel ? 2 : 1);
     const size_t programs = static_cast<size_t>(w_.ranks() / half);
     per_forward_ = ops_per_forward();
-    const size_t per_program = static_cast<size_t>(w_.forwards_per_rank()) * per_forward_ + 100;
+    size_t per_program = static_cast<size_t>(w_.forwards_per_rank()) * per_forward_ + 100;
+    for (const StagePlan& p : stage_plans_)
+      for (const StagePlan::Pass& pass : p.passes) per_program += static_cast<size_t>(pass.count) * pass.ops.size() + 8;
     // Held whole or generated as the run goes, a program past the limit is
     // minutes of work.
     if (per_program > limits::max_unrolled_ops() / programs)
@@ -396,8 +399,13 @@ class Gen {
     if (v.gemm_workspace > 0) alloc(ops, "gemm workspace", v.gemm_workspace, MemPart::Workspace);
     for (const MemoryPlan::Outside& o : plan_.outside)
       if (o.resident && o.weights > 0) alloc(ops, o.name, o.weights, MemPart::Outside);
+    for (size_t i = 0; i < stage_plans_.size(); ++i)
+      if (w_.stages[i].place == StagePlace::Resident && stage_plans_[i].weights > 0)
+        alloc(ops, w_.stages[i].name, stage_plans_[i].weights, MemPart::Outside);
     for (const MemoryPlan::Outside& o : plan_.outside)
       if (o.runs == OutsideModel::Runs::Before) outside_run(ops, o);
+    for (size_t i = 0; i < stage_plans_.size(); ++i)
+      if (w_.stages[i].kind == Stage::Kind::Encoder) run_stage(ops, w_.stages[i], stage_plans_[i]);
     if (plan_.activations > 0) alloc(ops, "activations", plan_.activations, MemPart::Activations);
     if (plan_.reserve > 0) alloc(ops, "allocator reserve", plan_.reserve, MemPart::Reserve);
   }
@@ -414,8 +422,12 @@ class Gen {
       }
     return runs;
   }
-  // The decoders after the steps (the VAE), on what the steps left held.
+  // The decoders after the steps (the VAE), on what the steps left held;
+  // with stages, the steps' end marked first.
   void memory_after(std::vector<Op>& ops) {
+    if (!stage_plans_.empty()) marker(ops, kStepsEndMarker);
+    for (size_t i = 0; i < stage_plans_.size(); ++i)
+      if (w_.stages[i].kind == Stage::Kind::VaeDecode) run_stage(ops, w_.stages[i], stage_plans_[i]);
     for (const MemoryPlan::Outside& o : plan_.outside)
       if (o.runs == OutsideModel::Runs::After) outside_run(ops, o);
   }
@@ -425,6 +437,44 @@ class Gen {
     if (o.activations > 0) alloc(ops, o.name + " activations", o.activations, MemPart::Activations);
     if (o.activations > 0) free_(ops, o.name + " activations");
     if (load) free_(ops, o.name);
+  }
+  // A model moved in or out as a framework does it: a blocking .to() of
+  // its pageable weights on the compute stream.
+  void move(std::vector<Op>& ops, CopyKind kind, const std::string& name, Bytes bytes) {
+    ops.push_back(ops::copy(kCompute, kind, bytes, HostMem::Pageable, false, (kind == CopyKind::H2D ? "h2d " : "d2h ") + name));
+  }
+  // A stage of the request, marked "stage <name>" on the compute stream: on
+  // the GPU its kernels with its activations held (offloaded: its weights
+  // moved in before and out after); on the CPU the host's work at its rate,
+  // then its result copied over (an encoder's embeddings) or, for a
+  // decoder, the latent copied back first.
+  void run_stage(std::vector<Op>& ops, const Stage& st, const StagePlan& p) {
+    marker(ops, "stage " + st.name);
+    if (st.place == StagePlace::Cpu) {
+      const bool decoder = st.kind != Stage::Kind::Encoder;
+      const Bytes latent = 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4;
+      if (decoder) ops.push_back(ops::copy(kCompute, CopyKind::D2H, latent, HostMem::Pageable, false, "d2h " + st.name + " input"));
+      ops.push_back(ops::host_work(Time::from_s(p.flops / (st.cpu_tflops * 1e12))));
+      if (!decoder) ops.push_back(ops::copy(kCompute, CopyKind::H2D, p.result, HostMem::Pageable, false, "h2d " + st.name + " result"));
+      return;
+    }
+    const bool offloaded = st.place == StagePlace::Offloaded && p.weights > 0;
+    if (offloaded) {
+      alloc(ops, st.name, p.weights, MemPart::Outside);
+      move(ops, CopyKind::H2D, st.name, p.weights);
+    }
+    if (p.activations > 0) alloc(ops, st.name + " activations", p.activations, MemPart::Activations);
+    for (const StagePlan::Pass& pass : p.passes)
+      for (int i = 0; i < pass.count; ++i)
+        for (const Op& op : pass.ops) {
+          ops.push_back(op);
+          if (!op.label.empty()) ops.back().label = st.name + " " + op.label;
+        }
+    if (p.activations > 0) free_(ops, st.name + " activations");
+    if (offloaded) {
+      move(ops, CopyKind::D2H, st.name, p.weights);
+      free_(ops, st.name);
+    }
   }
   void record(std::vector<Op>& ops, int stream, int ev) { ops.push_back(ops::record(stream, ev)); }
   void wait_event(std::vector<Op>& ops, int stream, int ev) { ops.push_back(ops::wait_event(stream, ev)); }
@@ -616,6 +666,7 @@ class Gen {
   ScheduleBuilder b_;
   MemoryPlan plan_ = memory_plan(w_);
   gen::BlockTemplates templates_;
+  std::vector<StagePlan> stage_plans_;                 // w_.stages' plans, in order
   std::vector<int> sp_of_, tp_of_, cfg_of_, ring_of_;  // rank -> its group of that kind, or -1
   std::vector<int> ring_next_, ring_prev_;             // rank -> its ring neighbours
   std::vector<int> ring_events_;                       // per ring step: its K/V received
