@@ -110,7 +110,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
   for (const auto& o : overrides) apply_override(root, o, "the workload", SourceLocation{"--set " + o, 0, 0});
   MapReader top(file, root, "workload",
                 {"name", "topology", "calibration", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime",
-                 "memory", "stages"});
+                 "memory", "stages", "request"});
   DitWorkload w;
   w.file = file;
   w.name = top.str("name");
@@ -314,6 +314,13 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
         if (o.name == s.name && !s.params) s.params = eval_block_expr(o.params, w.vars(), o.where, fmt::format("outside model '{}' params", o.name));
       stage_plan(s, w.stage_job(0));  // its shapes checked here
     }
+  }
+  if (top.has("request")) {
+    MapReader q(file, top.get("request"), "request", {"first_prefetch_blocking", "move_outside"});
+    w.request.first_prefetch_blocking = q.boolean("first_prefetch_blocking", false);
+    w.request.move_outside = q.boolean("move_outside", false);
+    if (w.request.first_prefetch_blocking && !(w.offload == OffloadPolicy::Layerwise && w.prefetch_size > 0))
+      q.fail("first_prefetch_blocking", "applies to offload policy layerwise with prefetch_size 1 or more");
   }
   memory_plan(w);  // its expressions evaluated here: errors name the file before anything runs
   return w;

@@ -78,6 +78,11 @@ struct DitWorkload {
   Fp8InputQuant fp8_input_quant = Fp8InputQuant::Fused;  // model dtype fp8: each GEMM's input quantisation
   OutsidePlace outside = OutsidePlace::Auto;             // memory.outside
   std::vector<Stage> stages;                             // the request's stages beside the steps (none: the steps alone)
+  // The framework's per-request costs (request:), each off by default.
+  struct Request {
+    bool first_prefetch_blocking = false;  // layerwise: each forward's prefetch starts at its first layer, the host waiting for it
+    bool move_outside = false;             // offloaded outside models copied in before they run and out after
+  } request;
   RuntimeSettings runtime;
   ModelParams params;  // its calibration's (or the defaults') with its own 'compute:' over them
   struct Compute {     // the workload's 'compute:' efficiencies, kept to apply over another calibration

@@ -434,8 +434,10 @@ class Gen {
   void outside_run(std::vector<Op>& ops, const MemoryPlan::Outside& o) {
     const bool load = !o.resident && o.weights > 0;
     if (load) alloc(ops, o.name, o.weights, MemPart::Outside);
+    if (load && w_.request.move_outside) move(ops, CopyKind::H2D, o.name, o.weights);
     if (o.activations > 0) alloc(ops, o.name + " activations", o.activations, MemPart::Activations);
     if (o.activations > 0) free_(ops, o.name + " activations");
+    if (load && w_.request.move_outside) move(ops, CopyKind::D2H, o.name, o.weights);
     if (load) free_(ops, o.name);
   }
   // A model moved in or out as a framework does it: a blocking .to() of
@@ -530,7 +532,8 @@ class Gen {
           return;
         case OffloadPolicy::Blocking:
         case OffloadPolicy::Layerwise:
-          for (int j = 0; j < P_ && j < total_; ++j) prefetch(ops, j);
+          if (!w_.request.first_prefetch_blocking)
+            for (int j = 0; j < P_ && j < total_; ++j) prefetch(ops, j);
           return;
         case OffloadPolicy::Block:
         case OffloadPolicy::Phase:
@@ -561,16 +564,28 @@ class Gen {
           break;
         case OffloadPolicy::Blocking:
         case OffloadPolicy::Layerwise:
+          // request.first_prefetch_blocking: each forward copies its first
+          // layer in by a blocking .to() on the compute stream, then
+          // prefetches only its own layers from there.
+          if (w_.request.first_prefetch_blocking) {
+            const int g0 = f * L_;
+            prefetched_[static_cast<size_t>(g0)] = 1;
+            g_.alloc(ops, g_.layer_name(g0), g_.templates_.layer_bytes(0));
+            g_.copy(ops, kCompute, "h2d " + g_.layer_name(g0), g_.templates_.layer_bytes(0), false);
+            g_.record(ops, kCompute, g_.layer_event(g0));
+            for (int j = g0 + 1; j < g0 + P_ && j < (f + 1) * L_; ++j) prefetch(ops, j);
+          }
           for (int l = 0; l < L_; ++l) {
             const int g = f * L_ + l;
             const std::string n = g_.layer_name(g);
+            const int last = w_.request.first_prefetch_blocking ? (f + 1) * L_ : total_;
             if (P_ == 0) {  // the old path: a blocking .to() per layer
               g_.alloc(ops, n, g_.templates_.layer_bytes(l));
               g_.copy(ops, kCompute, "h2d " + n, g_.templates_.layer_bytes(l), false);
             } else {
               if (l % P_ == 0) {
                 g_.wait_stream(ops, kCopy, kCompute);  // copy_stream.wait_stream(compute)
-                for (int j = g + P_; j < g + 2 * P_ && j < total_; ++j) prefetch(ops, j);
+                for (int j = g + P_; j < g + 2 * P_ && j < last; ++j) prefetch(ops, j);
               }
               g_.wait_event(ops, kCompute, g_.layer_event(g));
             }
