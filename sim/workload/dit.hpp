@@ -92,7 +92,11 @@ struct DitWorkload {
   [[nodiscard]] int ranks() const { return ulysses * ring * tp * (cfg == CfgMode::Parallel ? 2 : 1); }
   [[nodiscard]] int forwards_per_rank() const { return steps * (cfg == CfgMode::Serial ? 2 : 1); }
   /// What a stage sees of this job (its kernels on `stream`).
-  [[nodiscard]] StageJob stage_job(int stream) const { return StageJob{width, height, frames, cfg == CfgMode::None ? 1 : 2, stream}; }
+  [[nodiscard]] StageJob stage_job(int stream) const {
+    StageJob j{width, height, frames, cfg == CfgMode::None ? 1 : 2, stream};
+    j.ranks = ulysses;
+    return j;
+  }
   /// The names the model's expressions see, with this job's values.
   [[nodiscard]] RepeatVars vars() const;
 };

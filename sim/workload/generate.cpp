@@ -93,7 +93,16 @@ class Gen {
             ++groups;
           }
     templates_ = gen::build_block_templates(w, tp_stream_, tp_send_);
-    for (const Stage& st : w.stages) stage_plans_.push_back(stage_plan(st, w.stage_job(kCompute)));
+    StageJob job = w.stage_job(kCompute);
+    if (parallel_decode()) {  // a VAE's bands over the Ulysses group, halos on streams of their own
+      job.group = group_role(Group::Ulysses);
+      job.next = next_in_group(Group::Ulysses);
+      job.prev = prev_in_group(Group::Ulysses);
+      job.send_stream = b_.stream("halo send");
+      job.recv_stream = b_.stream("halo recv");
+      job.event = b_.event("halo");
+    }
+    for (const Stage& st : w.stages) stage_plans_.push_back(stage_plan(st, job));
     // The tied collectives' events, as many as the most chunks, and one for the last.
     if (tp_stream_ >= 0 || tp_send_ >= 0)
       for (const TypeTemplate& tt : templates_.types)
@@ -409,11 +418,20 @@ class Gen {
     if (plan_.activations > 0) alloc(ops, "activations", plan_.activations, MemPart::Activations);
     if (plan_.reserve > 0) alloc(ops, "allocator reserve", plan_.reserve, MemPart::Reserve);
   }
+  // A VAE stage decoded in bands over the Ulysses group.
+  bool parallel_decode() const {
+    return w_.ulysses > 1 && std::any_of(w_.stages.begin(), w_.stages.end(), [](const Stage& st) { return st.parallel; });
+  }
   // What a group's communicator runs (kNccl* bits; 0: nothing): the blocks'
   // collectives on it, tied ones as collectives or, with tp_overlap
-  // ring_exchange, a ring exchange; CFG's gather; ring attention's exchange.
+  // ring_exchange, a ring exchange; CFG's gather; ring attention's exchange;
+  // a parallel decode's halo exchange and gathers.
   uint8_t nccl_runs(Group g) const {
     if (g == Group::Ring) return kNcclRingExchange;
+    if (g == Group::Ulysses && parallel_decode()) return static_cast<uint8_t>(nccl_runs_of_blocks(g) | kNcclRingExchange | kNcclCollectives);
+    return nccl_runs_of_blocks(g);
+  }
+  uint8_t nccl_runs_of_blocks(Group g) const {
     uint8_t runs = g == Group::Cfg && w_.cfg == CfgMode::Parallel ? kNcclCollectives : 0;
     for (const TypeTemplate& tt : templates_.types)
       for (const Template& t : tt.ops) {

@@ -64,6 +64,31 @@ class Emitter {
     op.dtype = dtype_;
     out_->push_back(std::move(op));
   }
+  // A parallel decode (par != null): before a convolution, its halo rows
+  // (`bytes` each way) sent to the next and previous rank of the group
+  // while theirs are received, the kernels waiting for them; a collective
+  // on the group (the attention's keys and values, the decoded frames).
+  void set_parallel(const StageJob* par) { par_ = par; }
+  [[nodiscard]] int ranks() const { return par_ ? par_->ranks : 1; }
+  void halo(const std::string& label, double b) {
+    if (!out_ || !par_) return;
+    const auto n = static_cast<Bytes>(b);
+    out_->push_back(ops::wait_stream(par_->send_stream, stream_));  // the rows are ready
+    for (const bool down : {true, false}) {
+      Op send = ops::collective(par_->send_stream, CollKind::Send, -1, n, CollAlgo::Nccl, DType::BF16, label + (down ? " send down" : " send up"));
+      send.peer = down ? par_->next : par_->prev;
+      Op recv = ops::collective(par_->recv_stream, CollKind::Recv, -1, n, CollAlgo::Nccl, DType::BF16, label + (down ? " recv up" : " recv down"));
+      recv.peer = down ? par_->prev : par_->next;
+      out_->push_back(std::move(send));
+      out_->push_back(std::move(recv));
+    }
+    out_->push_back(ops::record(par_->recv_stream, par_->event));
+    out_->push_back(ops::wait_event(stream_, par_->event));
+  }
+  void gather(const std::string& label, double b) {
+    if (out_ && par_)
+      out_->push_back(ops::collective(stream_, CollKind::AllGather, par_->group, static_cast<Bytes>(b), CollAlgo::Nccl, DType::BF16, label));
+  }
   // A memory-bound kernel reading and writing `elements` `passes` times in all.
   void memory(const std::string& label, double elements, double passes) {
     count(0, es * elements * passes, elements, elements);
@@ -80,6 +105,7 @@ class Emitter {
   const int stream_;
   const double efficiency_;
   std::vector<Op>* out_;  // null: count only
+  const StageJob* par_ = nullptr;
 };
 
 // ------------------------------------------------------------------ encoder
@@ -160,6 +186,8 @@ class VaeWalk {
     const double k = static_cast<double>(c_) * kt * kh * kw;
     // Wan's causal convs keep their input's last two frames for the next pass.
     if (v_.family == VaeShape::Family::Wan21 && kt == 3) x_.cache += x_.es * 2.0 * static_cast<double>(c_ * h_ * w_);
+    // A band of rows: a 3-high kernel needs the neighbours' edge row each way.
+    if (kh == 3 && x_.ranks() > 1) x_.halo(label + " halo", x_.es * static_cast<double>(c_ * t_ * w_));
     x_.tensor(label, 2.0 * m * static_cast<double>(cout) * k, m * static_cast<double>(c_), m * static_cast<double>(cout),
               k * static_cast<double>(cout));
     c_ = cout;
@@ -186,16 +214,20 @@ class VaeWalk {
   }
   // One head over the channels: per frame (Wan) or over every token of the pass.
   void attention(const std::string& label) {
-    const int64_t hw = h_ * w_, tokens = t_ * hw;
+    // In a parallel decode each rank's queries see every rank's keys: the
+    // keys and values gathered first.
+    const int64_t P = x_.ranks(), hw = h_ * w_, tokens = t_ * hw;
     const double held = x_.held;
     x_.held += x_.es * elements();
     norm(label + " norm");
     x_.gemm(label + " qkv", tokens, 3 * c_, c_);
     const bool per_frame = v_.family == VaeShape::Family::Wan21;
-    if ((per_frame ? hw : tokens) > INT32_MAX || c_ > INT32_MAX)
-      throw InputError(where_, fmt::format("{}: {} tokens do not fit 32 bits: tile or chunk the VAE", label, per_frame ? hw : tokens));
-    x_.attention(label, AttentionShape{static_cast<int32_t>(per_frame ? t_ : 1), 1, static_cast<int32_t>(per_frame ? hw : tokens),
-                                       static_cast<int32_t>(per_frame ? hw : tokens), static_cast<int32_t>(c_)});
+    const int64_t q = per_frame ? hw : tokens;
+    if (q * P > INT32_MAX || c_ > INT32_MAX)
+      throw InputError(where_, fmt::format("{}: {} tokens do not fit 32 bits: tile or chunk the VAE", label, q * P));
+    if (P > 1) x_.gather(label + " kv gather", 2 * x_.es * static_cast<double>(tokens * c_));
+    x_.attention(label, AttentionShape{static_cast<int32_t>(per_frame ? t_ : 1), 1, static_cast<int32_t>(q), static_cast<int32_t>(q * P),
+                                       static_cast<int32_t>(c_)});
     x_.gemm(label + " proj", tokens, c_, c_);
     x_.held = held;
     x_.memory(label + " add", elements(), 3);
@@ -254,13 +286,16 @@ StagePlan vae_plan(const Stage& s, const StageJob& job) {
   const auto tw = tiles(lw, s.tile / v.spatial, std::max<int64_t>(1, s.tile_stride / v.spatial));
   StagePlan plan;
   double peak = 0, cache = 0;
+  // A parallel decode: each rank a band of a tile's rows (the slowest rank's, rounded up).
+  const int64_t P = s.parallel ? job.ranks : 1;
   for (const Chunk& c : chunks)
     for (const auto& [h, nh] : th)
       for (const auto& [w, nw] : tw) {
         StagePlan::Pass pass;
         pass.count = c.count * nh * nw;
         Emitter x(s.dtype, job.stream, s.efficiency, &pass.ops);
-        VaeWalk(v, x, c.t, h, w, c.first, s.where).run();
+        if (P > 1) x.set_parallel(&job);
+        VaeWalk(v, x, c.t, (h + P - 1) / P, w, c.first, s.where).run();
         plan.flops += pass.count * x.flops;
         plan.bytes += pass.count * x.bytes;
         peak = std::max(peak, x.peak);
@@ -270,6 +305,13 @@ StagePlan vae_plan(const Stage& s, const StageJob& job) {
   const double es = dtype_bytes(s.dtype);
   plan.weights = static_cast<Bytes>(static_cast<double>(v.params()) * es);
   plan.result = static_cast<Bytes>(es * static_cast<double>(v.out_channels * job.frames * job.height * job.width));
+  if (P > 1) {  // every rank's band of the frames gathered
+    StagePlan::Pass pass;
+    Emitter x(s.dtype, job.stream, s.efficiency, &pass.ops);
+    x.set_parallel(&job);
+    x.gather("frames gather", static_cast<double>(plan.result) / static_cast<double>(P));
+    plan.passes.push_back(std::move(pass));
+  }
   // Its peak: the largest op's, the causal caches, and the frames decoded so far.
   plan.activations = static_cast<Bytes>(peak + cache) + plan.result;
   return plan;
@@ -369,8 +411,9 @@ std::vector<Stage> read_stages(const std::string& file, const YAML::Node& node) 
     throw InputError(location_of(file, node), "stages: expected a list of {name, preset, place: resident | offloaded | cpu, ...}");
   std::vector<Stage> out;
   for (const auto& item : node) {
-    MapReader r(file, item, "stage",
-                {"name", "preset", "place", "dtype", "prompts", "tokens", "layers", "tile", "chunk", "cpu_tflops", "efficiency", "params"});
+    MapReader r(
+        file, item, "stage",
+        {"name", "preset", "place", "dtype", "prompts", "tokens", "layers", "tile", "chunk", "cpu_tflops", "efficiency", "params", "parallel"});
     Stage s;
     s.where = location_of(file, item);
     s.name = r.str("name");
@@ -436,6 +479,9 @@ std::vector<Stage> read_stages(const std::string& file, const YAML::Node& node) 
       if (!(*e > 0 && *e <= 1)) r.fail("efficiency", "is its kernels' share of the peak rate, in (0, 1]");
       s.efficiency = *e;
     }
+    only("parallel", !encoder, "VAE");
+    s.parallel = r.boolean("parallel", false);
+    if (s.parallel && s.place == StagePlace::Cpu) r.fail("parallel", "splits a decode over GPUs: not with place: cpu");
     if (auto p = r.opt_int("params")) {
       if (*p < 0) r.fail("params", "must not be negative");
       s.params = *p;

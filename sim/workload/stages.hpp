@@ -63,6 +63,7 @@ struct Stage {
   double cpu_tflops = 0.5;              // place cpu: the host's rate
   double efficiency = 0;                // its convolutions' share of the peak rate (0: the model's default)
   std::optional<int64_t> params;        // the weights it loads (default: its own blocks', or an outside model's of its name)
+  bool parallel = false;                // VAE: each rank of the Ulysses group decodes a band of rows, exchanging halos
   SourceLocation where;
 };
 
@@ -85,6 +86,10 @@ struct StageJob {
   int64_t width = 1280, height = 720, frames = 81;
   int prompts = 1;  // with CFG 2
   int stream = 0;   // its kernels' stream
+  // A parallel decode's ranks (the Ulysses group; 1: none), the group and
+  // its next and previous rank (role refs), the halo exchange's send and
+  // receive streams and the event that joins them back.
+  int ranks = 1, group = -1, next = -1, prev = -1, send_stream = -1, recv_stream = -1, event = -1;
 };
 
 /// The stage's plan for `job`; InputError at the stage where its shape does not fit.

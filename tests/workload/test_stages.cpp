@@ -110,3 +110,32 @@ stages:
   const ExecResult with = execute(s, topo, w.params), without = execute(generate_schedule(plain), topo, plain.params);
   CHECK(with.makespan > without.makespan);
 }
+
+TEST_CASE("a parallel VAE decode: each rank of the Ulysses group a band of rows, halos exchanged before each 3-high conv") {
+  const std::string yaml = R"(name: w
+model:
+  dims: {hidden: 64}
+  blocks:
+    - {name: b, count: 2, params: hidden*hidden, ops: [{gemm: g, m: local, n: hidden, k: hidden}]}
+video: {width: 64, height: 64, frames: 5}
+steps: 1
+cfg: none
+parallelism: {ulysses: 2}
+stages:
+  - {name: vae, preset: wan2.1-vae, parallel: true}
+)";
+  const DitWorkload w = parse_workload_string(yaml, "w.yaml");
+  const StagePlan one = stage_plan(w.stages[0], StageJob{64, 64, 5, 1, 0});
+  const StagePlan two = stage_plan(w.stages[0], w.stage_job(0));
+  // Half the rows a rank: the convolutions' FLOPs halve (the attention's a rank's queries over every key).
+  CHECK(two.flops == doctest::Approx(one.flops / 2).epsilon(0.01));
+  const Schedule s = generate_schedule(w);
+  // Each of the Wan decoder's 33 convs 3 high (conv in, 4 + 3 x 6 in residual blocks, 3 upsampling, conv out; not
+  // the 3x1x1 time convs) sends its edge rows both ways: 2 sends and 2 receives, in both passes.
+  CHECK(count_ops(s, 0, "vae ") - (114 + 116) == 2 * 33 * 4 + 2 + 1);  // and 2 key/value gathers, 1 of the frames
+  CHECK(count_ops(s, 0, "vae frames gather") == 1);
+  CHECK(count_ops(s, 0, "vae mid attn kv gather") == 2);
+  const hw::Topology dgx(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
+  const ExecResult r = execute(s, dgx, w.params);  // the exchanges pair up: the run ends
+  CHECK(r.makespan > Time::zero());
+}
