@@ -60,6 +60,8 @@ MemoryPlan memory_plan(const DitWorkload& w) {
   plan.place = w.outside != OutsidePlace::Auto ? w.outside : w.offload == OffloadPolicy::None ? OutsidePlace::Resident : OutsidePlace::Offloaded;
   const double es = dtype_bytes(w.model.dtype);
   for (const OutsideModel& o : w.model.spec.outside) {
+    // A stage of its name holds its memory where the stage is placed.
+    if (std::any_of(w.stages.begin(), w.stages.end(), [&](const Stage& s) { return s.name == o.name; })) continue;
     MemoryPlan::Outside x;
     x.name = o.name;
     x.runs = o.runs;
@@ -106,9 +108,9 @@ BlockModel wan_spec(const DitModel& m) {
 
 DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) apply_override(root, o, "the workload", SourceLocation{"--set " + o, 0, 0});
-  MapReader top(
-      file, root, "workload",
-      {"name", "topology", "calibration", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime", "memory"});
+  MapReader top(file, root, "workload",
+                {"name", "topology", "calibration", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime",
+                 "memory", "stages", "request"});
   DitWorkload w;
   w.file = file;
   w.name = top.str("name");
@@ -302,6 +304,23 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
                   : *o == "resident"  ? OutsidePlace::Resident
                   : *o == "offloaded" ? OutsidePlace::Offloaded
                                       : OutsidePlace::None;
+  }
+  if (top.has("stages")) {
+    if (top.has("tokens")) top.fail("stages", "a request's stages need its video: {width, height, frames} in place of tokens:");
+    w.stages = read_stages(file, top.get("stages"));
+    for (Stage& s : w.stages) {
+      // Named like an outside model: it loads that model's weights.
+      for (const OutsideModel& o : w.model.spec.outside)
+        if (o.name == s.name && !s.params) s.params = eval_block_expr(o.params, w.vars(), o.where, fmt::format("outside model '{}' params", o.name));
+      stage_plan(s, w.stage_job(0));  // its shapes checked here
+    }
+  }
+  if (top.has("request")) {
+    MapReader q(file, top.get("request"), "request", {"first_prefetch_blocking", "move_outside"});
+    w.request.first_prefetch_blocking = q.boolean("first_prefetch_blocking", false);
+    w.request.move_outside = q.boolean("move_outside", false);
+    if (w.request.first_prefetch_blocking && !(w.offload == OffloadPolicy::Layerwise && w.prefetch_size > 0))
+      q.fail("first_prefetch_blocking", "applies to offload policy layerwise with prefetch_size 1 or more");
   }
   memory_plan(w);  // its expressions evaluated here: errors name the file before anything runs
   return w;

@@ -12,6 +12,7 @@
 #include "gpu/params.hpp"
 #include "schedule/schedule.hpp"
 #include "workload/blocks.hpp"
+#include "workload/stages.hpp"
 
 namespace YAML {
 class Node;
@@ -76,6 +77,12 @@ struct DitWorkload {
   AttnBackend attention_backend = AttnBackend::Default;  // the SDPA kernel its attention runs
   Fp8InputQuant fp8_input_quant = Fp8InputQuant::Fused;  // model dtype fp8: each GEMM's input quantisation
   OutsidePlace outside = OutsidePlace::Auto;             // memory.outside
+  std::vector<Stage> stages;                             // the request's stages beside the steps (none: the steps alone)
+  // The framework's per-request costs (request:), each off by default.
+  struct Request {
+    bool first_prefetch_blocking = false;  // layerwise: each forward's prefetch starts at its first layer, the host waiting for it
+    bool move_outside = false;             // offloaded outside models copied in before they run and out after
+  } request;
   RuntimeSettings runtime;
   ModelParams params;  // its calibration's (or the defaults') with its own 'compute:' over them
   struct Compute {     // the workload's 'compute:' efficiencies, kept to apply over another calibration
@@ -84,6 +91,12 @@ struct DitWorkload {
 
   [[nodiscard]] int ranks() const { return ulysses * ring * tp * (cfg == CfgMode::Parallel ? 2 : 1); }
   [[nodiscard]] int forwards_per_rank() const { return steps * (cfg == CfgMode::Serial ? 2 : 1); }
+  /// What a stage sees of this job (its kernels on `stream`).
+  [[nodiscard]] StageJob stage_job(int stream) const {
+    StageJob j{width, height, frames, cfg == CfgMode::None ? 1 : 2, stream};
+    j.ranks = ulysses;
+    return j;
+  }
   /// The names the model's expressions see, with this job's values.
   [[nodiscard]] RepeatVars vars() const;
 };

@@ -93,6 +93,16 @@ class Gen {
             ++groups;
           }
     templates_ = gen::build_block_templates(w, tp_stream_, tp_send_);
+    StageJob job = w.stage_job(kCompute);
+    if (parallel_decode()) {  // a VAE's bands over the Ulysses group, halos on streams of their own
+      job.group = group_role(Group::Ulysses);
+      job.next = next_in_group(Group::Ulysses);
+      job.prev = prev_in_group(Group::Ulysses);
+      job.send_stream = b_.stream("halo send");
+      job.recv_stream = b_.stream("halo recv");
+      job.event = b_.event("halo");
+    }
+    for (const Stage& st : w.stages) stage_plans_.push_back(stage_plan(st, job));
     // The tied collectives' events, as many as the most chunks, and one for the last.
     if (tp_stream_ >= 0 || tp_send_ >= 0)
       for (const TypeTemplate& tt : templates_.types)
@@ -113,7 +123,9 @@ class Gen {
     const int half = w_.ranks() / (w_.cfg == CfgMode::Parallel ? 2 : 1);
     const size_t programs = static_cast<size_t>(w_.ranks() / half);
     per_forward_ = ops_per_forward();
-    const size_t per_program = static_cast<size_t>(w_.forwards_per_rank()) * per_forward_ + 100;
+    size_t per_program = static_cast<size_t>(w_.forwards_per_rank()) * per_forward_ + 100;
+    for (const StagePlan& p : stage_plans_)
+      for (const StagePlan::Pass& pass : p.passes) per_program += static_cast<size_t>(pass.count) * pass.ops.size() + 8;
     // Held whole or generated as the run goes, a program past the limit is
     // minutes of work.
     if (per_program > limits::max_unrolled_ops() / programs)
@@ -396,16 +408,30 @@ class Gen {
     if (v.gemm_workspace > 0) alloc(ops, "gemm workspace", v.gemm_workspace, MemPart::Workspace);
     for (const MemoryPlan::Outside& o : plan_.outside)
       if (o.resident && o.weights > 0) alloc(ops, o.name, o.weights, MemPart::Outside);
+    for (size_t i = 0; i < stage_plans_.size(); ++i)
+      if (w_.stages[i].place == StagePlace::Resident && stage_plans_[i].weights > 0)
+        alloc(ops, w_.stages[i].name, stage_plans_[i].weights, MemPart::Outside);
     for (const MemoryPlan::Outside& o : plan_.outside)
       if (o.runs == OutsideModel::Runs::Before) outside_run(ops, o);
+    for (size_t i = 0; i < stage_plans_.size(); ++i)
+      if (w_.stages[i].kind == Stage::Kind::Encoder) run_stage(ops, w_.stages[i], stage_plans_[i]);
     if (plan_.activations > 0) alloc(ops, "activations", plan_.activations, MemPart::Activations);
     if (plan_.reserve > 0) alloc(ops, "allocator reserve", plan_.reserve, MemPart::Reserve);
   }
+  // A VAE stage decoded in bands over the Ulysses group.
+  bool parallel_decode() const {
+    return w_.ulysses > 1 && std::any_of(w_.stages.begin(), w_.stages.end(), [](const Stage& st) { return st.parallel; });
+  }
   // What a group's communicator runs (kNccl* bits; 0: nothing): the blocks'
   // collectives on it, tied ones as collectives or, with tp_overlap
-  // ring_exchange, a ring exchange; CFG's gather; ring attention's exchange.
+  // ring_exchange, a ring exchange; CFG's gather; ring attention's exchange;
+  // a parallel decode's halo exchange and gathers.
   uint8_t nccl_runs(Group g) const {
     if (g == Group::Ring) return kNcclRingExchange;
+    if (g == Group::Ulysses && parallel_decode()) return static_cast<uint8_t>(nccl_runs_of_blocks(g) | kNcclRingExchange | kNcclCollectives);
+    return nccl_runs_of_blocks(g);
+  }
+  uint8_t nccl_runs_of_blocks(Group g) const {
     uint8_t runs = g == Group::Cfg && w_.cfg == CfgMode::Parallel ? kNcclCollectives : 0;
     for (const TypeTemplate& tt : templates_.types)
       for (const Template& t : tt.ops) {
@@ -414,17 +440,61 @@ class Gen {
       }
     return runs;
   }
-  // The decoders after the steps (the VAE), on what the steps left held.
+  // The decoders after the steps (the VAE), on what the steps left held;
+  // with stages, the steps' end marked first.
   void memory_after(std::vector<Op>& ops) {
+    if (!stage_plans_.empty()) marker(ops, kStepsEndMarker);
+    for (size_t i = 0; i < stage_plans_.size(); ++i)
+      if (w_.stages[i].kind == Stage::Kind::VaeDecode) run_stage(ops, w_.stages[i], stage_plans_[i]);
     for (const MemoryPlan::Outside& o : plan_.outside)
       if (o.runs == OutsideModel::Runs::After) outside_run(ops, o);
   }
   void outside_run(std::vector<Op>& ops, const MemoryPlan::Outside& o) {
     const bool load = !o.resident && o.weights > 0;
     if (load) alloc(ops, o.name, o.weights, MemPart::Outside);
+    if (load && w_.request.move_outside) move(ops, CopyKind::H2D, o.name, o.weights);
     if (o.activations > 0) alloc(ops, o.name + " activations", o.activations, MemPart::Activations);
     if (o.activations > 0) free_(ops, o.name + " activations");
+    if (load && w_.request.move_outside) move(ops, CopyKind::D2H, o.name, o.weights);
     if (load) free_(ops, o.name);
+  }
+  // A model moved in or out as a framework does it: a blocking .to() of
+  // its pageable weights on the compute stream.
+  void move(std::vector<Op>& ops, CopyKind kind, const std::string& name, Bytes bytes) {
+    ops.push_back(ops::copy(kCompute, kind, bytes, HostMem::Pageable, false, (kind == CopyKind::H2D ? "h2d " : "d2h ") + name));
+  }
+  // A stage of the request, marked "stage <name>" on the compute stream: on
+  // the GPU its kernels with its activations held (offloaded: its weights
+  // moved in before and out after); on the CPU the host's work at its rate,
+  // then its result copied over (an encoder's embeddings) or, for a
+  // decoder, the latent copied back first.
+  void run_stage(std::vector<Op>& ops, const Stage& st, const StagePlan& p) {
+    marker(ops, "stage " + st.name);
+    if (st.place == StagePlace::Cpu) {
+      const bool decoder = st.kind != Stage::Kind::Encoder;
+      const Bytes latent = 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4;
+      if (decoder) ops.push_back(ops::copy(kCompute, CopyKind::D2H, latent, HostMem::Pageable, false, "d2h " + st.name + " input"));
+      ops.push_back(ops::host_work(Time::from_s(p.flops / (st.cpu_tflops * 1e12))));
+      if (!decoder) ops.push_back(ops::copy(kCompute, CopyKind::H2D, p.result, HostMem::Pageable, false, "h2d " + st.name + " result"));
+      return;
+    }
+    const bool offloaded = st.place == StagePlace::Offloaded && p.weights > 0;
+    if (offloaded) {
+      alloc(ops, st.name, p.weights, MemPart::Outside);
+      move(ops, CopyKind::H2D, st.name, p.weights);
+    }
+    if (p.activations > 0) alloc(ops, st.name + " activations", p.activations, MemPart::Activations);
+    for (const StagePlan::Pass& pass : p.passes)
+      for (int i = 0; i < pass.count; ++i)
+        for (const Op& op : pass.ops) {
+          ops.push_back(op);
+          if (!op.label.empty()) ops.back().label = st.name + " " + op.label;
+        }
+    if (p.activations > 0) free_(ops, st.name + " activations");
+    if (offloaded) {
+      move(ops, CopyKind::D2H, st.name, p.weights);
+      free_(ops, st.name);
+    }
   }
   void record(std::vector<Op>& ops, int stream, int ev) { ops.push_back(ops::record(stream, ev)); }
   void wait_event(std::vector<Op>& ops, int stream, int ev) { ops.push_back(ops::wait_event(stream, ev)); }
@@ -480,7 +550,8 @@ class Gen {
           return;
         case OffloadPolicy::Blocking:
         case OffloadPolicy::Layerwise:
-          for (int j = 0; j < P_ && j < total_; ++j) prefetch(ops, j);
+          if (!w_.request.first_prefetch_blocking)
+            for (int j = 0; j < P_ && j < total_; ++j) prefetch(ops, j);
           return;
         case OffloadPolicy::Block:
         case OffloadPolicy::Phase:
@@ -511,16 +582,28 @@ class Gen {
           break;
         case OffloadPolicy::Blocking:
         case OffloadPolicy::Layerwise:
+          // request.first_prefetch_blocking: each forward copies its first
+          // layer in by a blocking .to() on the compute stream, then
+          // prefetches only its own layers from there.
+          if (w_.request.first_prefetch_blocking) {
+            const int g0 = f * L_;
+            prefetched_[static_cast<size_t>(g0)] = 1;
+            g_.alloc(ops, g_.layer_name(g0), g_.templates_.layer_bytes(0));
+            g_.copy(ops, kCompute, "h2d " + g_.layer_name(g0), g_.templates_.layer_bytes(0), false);
+            g_.record(ops, kCompute, g_.layer_event(g0));
+            for (int j = g0 + 1; j < g0 + P_ && j < (f + 1) * L_; ++j) prefetch(ops, j);
+          }
           for (int l = 0; l < L_; ++l) {
             const int g = f * L_ + l;
             const std::string n = g_.layer_name(g);
+            const int last = w_.request.first_prefetch_blocking ? (f + 1) * L_ : total_;
             if (P_ == 0) {  // the old path: a blocking .to() per layer
               g_.alloc(ops, n, g_.templates_.layer_bytes(l));
               g_.copy(ops, kCompute, "h2d " + n, g_.templates_.layer_bytes(l), false);
             } else {
               if (l % P_ == 0) {
                 g_.wait_stream(ops, kCopy, kCompute);  // copy_stream.wait_stream(compute)
-                for (int j = g + P_; j < g + 2 * P_ && j < total_; ++j) prefetch(ops, j);
+                for (int j = g + P_; j < g + 2 * P_ && j < last; ++j) prefetch(ops, j);
               }
               g_.wait_event(ops, kCompute, g_.layer_event(g));
             }
@@ -616,6 +699,7 @@ class Gen {
   ScheduleBuilder b_;
   MemoryPlan plan_ = memory_plan(w_);
   gen::BlockTemplates templates_;
+  std::vector<StagePlan> stage_plans_;                 // w_.stages' plans, in order
   std::vector<int> sp_of_, tp_of_, cfg_of_, ring_of_;  // rank -> its group of that kind, or -1
   std::vector<int> ring_next_, ring_prev_;             // rank -> its ring neighbours
   std::vector<int> ring_events_;                       // per ring step: its K/V received

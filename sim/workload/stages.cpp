@@ -1,0 +1,494 @@
+// The request's stages as kernels (stages.hpp): a text encoder's blocks and
+// a causal 3-D VAE decoder's convolutions, walked over the job's shapes.
+#include "workload/stages.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "io/yaml_reader.hpp"
+#include "schedule/builder.hpp"
+
+namespace osim {
+
+namespace {
+
+// Emits a pass's kernels and counts what they compute, move and hold.
+// Elements are counted in the stage's dtype; fp32 convolutions and matmuls
+// run on TF32 tensor cores (PyTorch's default for cuDNN convolutions), at
+// half the bf16 rate: twice their FLOPs at the bf16 rate.
+class Emitter {
+ public:
+  Emitter(DType dtype, int stream, double efficiency, std::vector<Op>* out)
+      : es(dtype_bytes(dtype)), dtype_(dtype), stream_(stream), efficiency_(efficiency), out_(out) {}
+  const double es;  // bytes an element
+  // What the kernels so far compute, move and hold: weights in elements;
+  // peak, held (what the current block keeps, e.g. its input for the
+  // residual) and cache (kept across passes) in bytes.
+  double flops = 0, bytes = 0, weights = 0, peak = 0, held = 0, cache = 0;
+
+  // A matmul or convolution: `w` weights; `in` and `out` elements.
+  void tensor(const std::string& label, double f, double in, double out, double w) {
+    weights += w;
+    const double b = es * (in + out + w);
+    count(f, b, in, out);
+    if (!out_) return;
+    Op op = ops::memory_kernel(stream_, b, label);
+    op.flops = dtype_ == DType::FP32 ? 2 * f : f;
+    op.dtype = dtype_ == DType::FP32 ? DType::BF16 : dtype_;
+    op.efficiency = static_cast<float>(efficiency_);
+    out_->push_back(std::move(op));
+  }
+  void gemm(const std::string& label, int64_t m, int64_t n, int64_t k) {
+    const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
+    if (dtype_ == DType::FP32 || efficiency_ > 0) {
+      tensor(label, 2 * md * nd * kd, md * kd, md * nd, kd * nd);
+      return;
+    }
+    weights += kd * nd;
+    count(2 * md * nd * kd, es * (md * kd + kd * nd + md * nd), md * kd, md * nd);
+    if (out_) out_->push_back(ops::gemm(stream_, m, n, k, dtype_, label));
+  }
+  void attention(const std::string& label, const AttentionShape& a) {
+    const double io = static_cast<double>(a.batch) * a.heads * a.head_dim;
+    const double in = io * (a.seq_q + 2.0 * a.seq_kv), out = io * a.seq_q;
+    if (dtype_ == DType::FP32) {
+      tensor(label, a.flops(), in, out, 0);
+      return;
+    }
+    count(a.flops(), es * (in + out), in, out);
+    if (!out_) return;
+    Op op = ops::attention(stream_, a, label);
+    op.dtype = dtype_;
+    out_->push_back(std::move(op));
+  }
+  // A parallel decode (par != null): before a convolution, its halo rows
+  // (`bytes` each way) sent to the next and previous rank of the group
+  // while theirs are received, the kernels waiting for them; a collective
+  // on the group (the attention's keys and values, the decoded frames).
+  void set_parallel(const StageJob* par) { par_ = par; }
+  [[nodiscard]] int ranks() const { return par_ ? par_->ranks : 1; }
+  void halo(const std::string& label, double b) {
+    if (!out_ || !par_) return;
+    const auto n = static_cast<Bytes>(b);
+    out_->push_back(ops::wait_stream(par_->send_stream, stream_));  // the rows are ready
+    for (const bool down : {true, false}) {
+      Op send = ops::collective(par_->send_stream, CollKind::Send, -1, n, CollAlgo::Nccl, DType::BF16, label + (down ? " send down" : " send up"));
+      send.peer = down ? par_->next : par_->prev;
+      Op recv = ops::collective(par_->recv_stream, CollKind::Recv, -1, n, CollAlgo::Nccl, DType::BF16, label + (down ? " recv up" : " recv down"));
+      recv.peer = down ? par_->prev : par_->next;
+      out_->push_back(std::move(send));
+      out_->push_back(std::move(recv));
+    }
+    out_->push_back(ops::record(par_->recv_stream, par_->event));
+    out_->push_back(ops::wait_event(stream_, par_->event));
+  }
+  void gather(const std::string& label, double b) {
+    if (out_ && par_)
+      out_->push_back(ops::collective(stream_, CollKind::AllGather, par_->group, static_cast<Bytes>(b), CollAlgo::Nccl, DType::BF16, label));
+  }
+  // A memory-bound kernel reading and writing `elements` `passes` times in all.
+  void memory(const std::string& label, double elements, double passes) {
+    count(0, es * elements * passes, elements, elements);
+    if (out_) out_->push_back(ops::memory_kernel(stream_, es * elements * passes, label));
+  }
+
+ private:
+  void count(double f, double b, double in, double out) {
+    flops += f;
+    bytes += b;
+    peak = std::max(peak, held + es * (in + out));
+  }
+  const DType dtype_;
+  const int stream_;
+  const double efficiency_;
+  std::vector<Op>* out_;  // null: count only
+  const StageJob* par_ = nullptr;
+};
+
+// ------------------------------------------------------------------ encoder
+// A pre-norm transformer block per layer: norm, the q/k/v projection,
+// attention, the output projection, the residual add; norm, the MLP (up,
+// its activation: gated 3 tensors, else 2, down), the residual add. The
+// block's input is held for its residual.
+void walk_encoder(const EncoderShape& e, Emitter& x) {
+  const int64_t T = e.tokens, h = e.hidden, q = e.heads * e.head_dim, kv = e.kv_heads * e.head_dim;
+  const double th = static_cast<double>(T) * static_cast<double>(h);
+  x.weights += static_cast<double>(e.vocab) * static_cast<double>(h);
+  x.memory("embed", th, 1);
+  for (int l = 0; l < e.layers; ++l) {
+    const std::string n = fmt::format("l{} ", l);
+    x.held = x.es * th;
+    x.memory(n + "norm1", th, 2);
+    x.gemm(n + "qkv", T, q + 2 * kv, h);
+    x.attention(n + "attn",
+                AttentionShape{1, static_cast<int32_t>(e.heads), static_cast<int32_t>(T), static_cast<int32_t>(T), static_cast<int32_t>(e.head_dim)});
+    x.gemm(n + "out", T, h, q);
+    x.memory(n + "residual1", th, 3);
+    x.memory(n + "norm2", th, 2);
+    x.gemm(n + "mlp up", T, (e.mlp_matrices - 1) * e.ffn, h);
+    x.memory(n + "act", static_cast<double>(T) * static_cast<double>(e.ffn), e.mlp_matrices == 3 ? 3 : 2);
+    x.gemm(n + "mlp down", T, h, e.ffn);
+    x.memory(n + "residual2", th, 3);
+  }
+  x.held = 0;
+  x.memory("final norm", th, 2);
+}
+
+// ------------------------------------------------------------------ VAE
+// The decoder walked over one pass of latent frames (t, h, w); `first`: the
+// pass starts the video (a causal upsampling keeps its first frame).
+// Norms: the statistics read, the normalised tensor written, scaled and
+// shifted (4 passes of the tensor); SiLU 2; a residual add 3.
+class VaeWalk {
+ public:
+  VaeWalk(const VaeShape& v, Emitter& x, int64_t t, int64_t h, int64_t w, bool first, SourceLocation where = {})
+      : v_(v), x_(x), t_(t), h_(h), w_(w), first_(first), where_(std::move(where)) {}
+  void run() {
+    const bool wan = v_.family == VaeShape::Family::Wan21;
+    c_ = v_.z_dim;
+    conv("conv in", v_.channels[0], 3, 3, 3);
+    res("mid res0", v_.channels[0]);
+    attention("mid attn");
+    res("mid res1", v_.channels[0]);
+    const size_t blocks = v_.channels.size() - 1;
+    for (size_t i = 0; i < blocks; ++i) {
+      const std::string b = fmt::format("up{} ", i);
+      for (int r = 0; r <= v_.res_blocks; ++r) res(b + fmt::format("res{}", r), v_.channels[i + 1]);
+      if (i + 1 == blocks) break;
+      const bool up_t = v_.time_up[i], up_s = v_.space_up[i];
+      if (!up_t && !up_s) continue;
+      if (wan) {
+        if (up_t && !first_) {  // time_conv: 2c channels read as twice the frames
+          conv(b + "time conv", 2 * c_, 3, 1, 1);
+          c_ /= 2;
+          t_ *= 2;
+        }
+        upsample(b + "upsample", 1, up_s ? 2 : 1);
+        conv(b + "upsample conv", c_ / 2, 1, 3, 3);  // Wan 2.1: the next block takes half the width
+      } else {
+        upsample(b + "upsample", up_t ? 2 : 1, up_s ? 2 : 1);
+        conv(b + "upsample conv", c_, 3, 3, 3);
+      }
+    }
+    norm("norm out");
+    x_.memory("silu out", elements(), 2);
+    conv("conv out", v_.out_channels, 3, 3, 3);
+  }
+  [[nodiscard]] int64_t frames() const { return t_; }
+
+ private:
+  double elements() const { return static_cast<double>(c_) * static_cast<double>(t_) * static_cast<double>(h_) * static_cast<double>(w_); }
+  void conv(const std::string& label, int64_t cout, int kt, int kh, int kw) {
+    const double m = static_cast<double>(t_) * static_cast<double>(h_) * static_cast<double>(w_);
+    const double k = static_cast<double>(c_) * kt * kh * kw;
+    // Wan's causal convs keep their input's last two frames for the next pass.
+    if (v_.family == VaeShape::Family::Wan21 && kt == 3) x_.cache += x_.es * 2.0 * static_cast<double>(c_ * h_ * w_);
+    // A band of rows: a 3-high kernel needs the neighbours' edge row each way.
+    if (kh == 3 && x_.ranks() > 1) x_.halo(label + " halo", x_.es * static_cast<double>(c_ * t_ * w_));
+    x_.tensor(label, 2.0 * m * static_cast<double>(cout) * k, m * static_cast<double>(c_), m * static_cast<double>(cout),
+              k * static_cast<double>(cout));
+    c_ = cout;
+  }
+  void norm(const std::string& label) { x_.memory(label, elements(), 4); }
+  void res(const std::string& label, int64_t cout) {
+    const double held = x_.held;
+    x_.held += x_.es * elements();  // the block's input, for the shortcut
+    const int64_t cin = c_;
+    norm(label + " norm1");
+    x_.memory(label + " silu1", elements(), 2);
+    conv(label + " conv1", cout, 3, 3, 3);
+    norm(label + " norm2");
+    x_.memory(label + " silu2", elements(), 2);
+    conv(label + " conv2", cout, 3, 3, 3);
+    if (cin != cout) {
+      const int64_t c = c_;
+      c_ = cin;
+      conv(label + " shortcut", cout, 1, 1, 1);
+      c_ = c;
+    }
+    x_.held = held;
+    x_.memory(label + " add", elements(), 3);
+  }
+  // One head over the channels: per frame (Wan) or over every token of the pass.
+  void attention(const std::string& label) {
+    // In a parallel decode each rank's queries see every rank's keys: the
+    // keys and values gathered first.
+    const int64_t P = x_.ranks(), hw = h_ * w_, tokens = t_ * hw;
+    const double held = x_.held;
+    x_.held += x_.es * elements();
+    norm(label + " norm");
+    x_.gemm(label + " qkv", tokens, 3 * c_, c_);
+    const bool per_frame = v_.family == VaeShape::Family::Wan21;
+    const int64_t q = per_frame ? hw : tokens;
+    if (q * P > INT32_MAX || c_ > INT32_MAX)
+      throw InputError(where_, fmt::format("{}: {} tokens do not fit 32 bits: tile or chunk the VAE", label, q * P));
+    if (P > 1) x_.gather(label + " kv gather", 2 * x_.es * static_cast<double>(tokens * c_));
+    x_.attention(label, AttentionShape{static_cast<int32_t>(per_frame ? t_ : 1), 1, static_cast<int32_t>(q), static_cast<int32_t>(q * P),
+                                       static_cast<int32_t>(c_)});
+    x_.gemm(label + " proj", tokens, c_, c_);
+    x_.held = held;
+    x_.memory(label + " add", elements(), 3);
+  }
+  // Nearest-neighbour upsampling: the input read, the output written. A
+  // causal time upsampling keeps the pass's first frame when it starts the video.
+  void upsample(const std::string& label, int ft, int fs) {
+    const double in = elements();
+    if (ft == 2) t_ = first_ ? 2 * t_ - 1 : 2 * t_;
+    h_ *= fs;
+    w_ *= fs;
+    x_.memory(label, (in + elements()) / 2, 2);
+  }
+
+  const VaeShape& v_;
+  Emitter& x_;
+  int64_t c_ = 0, t_, h_, w_;
+  const bool first_;
+  const SourceLocation where_;
+};
+
+// Extents of tiles of `size` every `stride` over `n` (the last ones cut short), by extent.
+std::map<int64_t, int> tiles(int64_t n, int64_t size, int64_t stride) {
+  std::map<int64_t, int> out;
+  if (size <= 0 || n <= size) {
+    out[n] = 1;
+    return out;
+  }
+  for (int64_t i = 0; i < n; i += stride) ++out[std::min(size, n - i)];
+  return out;
+}
+
+StagePlan vae_plan(const Stage& s, const StageJob& job) {
+  const VaeShape& v = s.vae;
+  if (job.width % v.spatial || job.height % v.spatial || (job.frames - 1) % v.temporal)
+    throw InputError(s.where, fmt::format("stage '{}': {}x{} with {} frames does not fit the VAE's {}x spatial and {}x temporal compression", s.name,
+                                          job.width, job.height, job.frames, v.spatial, v.temporal));
+  const int64_t lt = (job.frames - 1) / v.temporal + 1, lh = job.height / v.spatial, lw = job.width / v.spatial;
+  // Temporal passes (latent frames, starts the video, count).
+  struct Chunk {
+    int64_t t;
+    bool first;
+    int count;
+  };
+  std::vector<Chunk> chunks;
+  if (v.family == VaeShape::Family::Wan21) {
+    chunks.push_back({1, true, 1});  // one latent frame at a time, with its causal cache
+    if (lt > 1) chunks.push_back({1, false, static_cast<int>(lt - 1)});
+  } else if (s.chunk > 0) {
+    // diffusers' temporal tiles: every stride/temporal latent frames, chunk/temporal + 1 of them, each decoded afresh.
+    for (const auto& [t, n] : tiles(lt, s.chunk / v.temporal + 1, std::max<int64_t>(1, s.chunk_stride / v.temporal))) chunks.push_back({t, true, n});
+  } else {
+    chunks.push_back({lt, true, 1});
+  }
+  const auto th = tiles(lh, s.tile / v.spatial, std::max<int64_t>(1, s.tile_stride / v.spatial));
+  const auto tw = tiles(lw, s.tile / v.spatial, std::max<int64_t>(1, s.tile_stride / v.spatial));
+  StagePlan plan;
+  double peak = 0, cache = 0;
+  // A parallel decode: each rank a band of a tile's rows (the slowest rank's, rounded up).
+  const int64_t P = s.parallel ? job.ranks : 1;
+  for (const Chunk& c : chunks)
+    for (const auto& [h, nh] : th)
+      for (const auto& [w, nw] : tw) {
+        StagePlan::Pass pass;
+        pass.count = c.count * nh * nw;
+        Emitter x(s.dtype, job.stream, s.efficiency, &pass.ops);
+        if (P > 1) x.set_parallel(&job);
+        VaeWalk(v, x, c.t, (h + P - 1) / P, w, c.first, s.where).run();
+        plan.flops += pass.count * x.flops;
+        plan.bytes += pass.count * x.bytes;
+        peak = std::max(peak, x.peak);
+        cache = std::max(cache, x.cache);
+        plan.passes.push_back(std::move(pass));
+      }
+  const double es = dtype_bytes(s.dtype);
+  plan.weights = static_cast<Bytes>(static_cast<double>(v.params()) * es);
+  plan.result = static_cast<Bytes>(es * static_cast<double>(v.out_channels * job.frames * job.height * job.width));
+  if (P > 1) {  // every rank's band of the frames gathered
+    StagePlan::Pass pass;
+    Emitter x(s.dtype, job.stream, s.efficiency, &pass.ops);
+    x.set_parallel(&job);
+    x.gather("frames gather", static_cast<double>(plan.result) / static_cast<double>(P));
+    plan.passes.push_back(std::move(pass));
+  }
+  // Its peak: the largest op's, the causal caches, and the frames decoded so far.
+  plan.activations = static_cast<Bytes>(peak + cache) + plan.result;
+  return plan;
+}
+
+StagePlan encoder_plan(const Stage& s, const StageJob& job) {
+  StagePlan plan;
+  StagePlan::Pass pass;
+  pass.count = s.prompts > 0 ? s.prompts : job.prompts;
+  Emitter x(s.dtype, job.stream, s.efficiency, &pass.ops);
+  walk_encoder(s.encoder, x);
+  plan.flops = pass.count * x.flops;
+  plan.bytes = pass.count * x.bytes;
+  plan.weights = static_cast<Bytes>(x.weights * x.es);
+  plan.activations = static_cast<Bytes>(x.peak);
+  plan.result = static_cast<Bytes>(x.es * static_cast<double>(pass.count * s.encoder.tokens * s.encoder.hidden));
+  plan.passes.push_back(std::move(pass));
+  return plan;
+}
+
+// ------------------------------------------------------------------ presets
+struct Preset {
+  const char* name;
+  Stage::Kind kind;
+  DType dtype;
+  EncoderShape encoder;
+  VaeShape vae;
+  int64_t tile = 0, tile_stride = 0, chunk = 0, chunk_stride = 0;
+};
+
+// Encoders (their Hugging Face configs): umT5-XXL (Wan's text encoder,
+// google/umt5-xxl: d_model 4096, d_ff 10240, 64 heads of 64, 24 layers,
+// gated GELU, 256,384 tokens; Wan pads the prompt to 512), T5-XXL v1.1
+// (Flux's, 32,128 tokens, 512), CLIP ViT-L/14's text model (12 layers of
+// 768, MLP 3072, 12 heads, 49,408 tokens, 77 positions), Llama 3 8B
+// (HunyuanVideo's LLaVA text encoder: 32 layers of 4096, SwiGLU 14336, 32
+// heads and 8 KV heads of 128; its prompt template and 256 tokens: 351).
+// VAEs: Wan 2.1's (Wan-Video/Wan2.1 wan/modules/vae.py, diffusers'
+// AutoencoderKLWan: base 96, dim_mult [1, 2, 4, 4], 2 residual blocks,
+// temporal upsampling [True, True, False], z 16, fp32 in Wan's pipelines)
+// and HunyuanVideo's (diffusers' AutoencoderKLHunyuanVideo: block_out_channels
+// [128, 256, 512, 512] reversed, layers_per_block 2, spatial upsampling in
+// up blocks 0-2, temporal in 1-2, z 16, fp16 in its pipeline, tiled by
+// default: 256-pixel tiles every 192, 16-frame chunks every 12).
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> p = {
+      {"umt5-xxl", Stage::Kind::Encoder, DType::BF16, EncoderShape{24, 4096, 10240, 64, 64, 64, 256384, 512, 3}, {}},
+      {"t5-xxl", Stage::Kind::Encoder, DType::BF16, EncoderShape{24, 4096, 10240, 64, 64, 64, 32128, 512, 3}, {}},
+      {"clip-l", Stage::Kind::Encoder, DType::FP16, EncoderShape{12, 768, 3072, 12, 64, 12, 49408, 77, 2}, {}},
+      {"llama3-8b", Stage::Kind::Encoder, DType::FP16, EncoderShape{32, 4096, 14336, 32, 128, 8, 128256, 351, 3}, {}},
+      {"wan2.1-vae",
+       Stage::Kind::VaeDecode,
+       DType::FP32,
+       {},
+       VaeShape{VaeShape::Family::Wan21, 16, {384, 384, 384, 192, 96}, 2, {true, true, false}, {true, true, true}, 3, 8, 4}},
+      {"hunyuanvideo-vae",
+       Stage::Kind::VaeDecode,
+       DType::FP16,
+       {},
+       VaeShape{VaeShape::Family::Hunyuan, 16, {512, 512, 512, 256, 128}, 2, {false, true, true}, {true, true, true}, 3, 8, 4},
+       256,
+       192,
+       16,
+       12},
+  };
+  return p;
+}
+
+}  // namespace
+
+int64_t EncoderShape::params() const {
+  Emitter x(DType::BF16, 0, 0, nullptr);
+  walk_encoder(*this, x);
+  return static_cast<int64_t>(x.weights);
+}
+
+int64_t VaeShape::params() const {
+  Emitter x(DType::BF16, 0, 0, nullptr);
+  VaeWalk(*this, x, 2, 1, 1, false).run();  // two frames: every conv runs
+  return static_cast<int64_t>(x.weights);
+}
+
+StagePlan stage_plan(const Stage& s, const StageJob& job) {
+  StagePlan plan = s.kind == Stage::Kind::Encoder ? encoder_plan(s, job) : vae_plan(s, job);
+  if (s.params) plan.weights = static_cast<Bytes>(static_cast<double>(*s.params) * dtype_bytes(s.dtype));
+  return plan;
+}
+
+std::vector<std::string> stage_preset_names() {
+  std::vector<std::string> n;
+  for (const Preset& p : presets()) n.emplace_back(p.name);
+  return n;
+}
+
+std::vector<Stage> read_stages(const std::string& file, const YAML::Node& node) {
+  if (!node.IsSequence())
+    throw InputError(location_of(file, node), "stages: expected a list of {name, preset, place: resident | offloaded | cpu, ...}");
+  std::vector<Stage> out;
+  for (const auto& item : node) {
+    MapReader r(
+        file, item, "stage",
+        {"name", "preset", "place", "dtype", "prompts", "tokens", "layers", "tile", "chunk", "cpu_tflops", "efficiency", "params", "parallel"});
+    Stage s;
+    s.where = location_of(file, item);
+    s.name = r.str("name");
+    for (const Stage& o : out)
+      if (o.name == s.name) r.fail("name", fmt::format("'{}' is named twice", s.name));
+    const std::string preset = r.choice("preset", stage_preset_names());
+    for (const Preset& p : presets())
+      if (preset == p.name) {
+        s.kind = p.kind;
+        s.dtype = p.dtype;
+        s.encoder = p.encoder;
+        s.vae = p.vae;
+        s.tile = p.tile, s.tile_stride = p.tile_stride, s.chunk = p.chunk, s.chunk_stride = p.chunk_stride;
+      }
+    const bool encoder = s.kind == Stage::Kind::Encoder;
+    if (auto pl = r.opt_choice("place", {"resident", "offloaded", "cpu"}))
+      s.place = *pl == "resident" ? StagePlace::Resident : *pl == "offloaded" ? StagePlace::Offloaded : StagePlace::Cpu;
+    if (auto d = r.opt_choice("dtype", {"bf16", "fp16", "fp32"})) s.dtype = *d == "bf16" ? DType::BF16 : *d == "fp16" ? DType::FP16 : DType::FP32;
+    auto only = [&](const char* key, bool applies, const char* what) {
+      if (r.has(key) && !applies) r.fail(key, fmt::format("applies to {} stages", what));
+    };
+    only("prompts", encoder, "encoder");
+    only("tokens", encoder, "encoder");
+    only("layers", encoder, "encoder");
+    only("tile", !encoder, "VAE");
+    only("chunk", !encoder, "VAE");
+    if (auto n = r.opt_int32("prompts")) {
+      if (*n < 1 || *n > 64) r.fail("prompts", "is the prompts encoded one after the other, 1..64");
+      s.prompts = *n;
+    }
+    if (auto n = r.opt_int32("tokens")) {
+      if (*n < 1 || *n > 1'000'000) r.fail("tokens", "is the encoder's sequence length, 1..1,000,000");
+      s.encoder.tokens = *n;
+    }
+    if (auto n = r.opt_int32("layers")) {
+      if (*n < 1 || *n > 1000) r.fail("layers", "is the encoder's layer count, 1..1000");
+      s.encoder.layers = *n;
+    }
+    // tile / chunk: none, or {size, stride} in output pixels / frames.
+    auto window = [&](const char* key, int64_t& size, int64_t& stride) {
+      if (!r.has(key)) return;
+      const YAML::Node n = r.get(key);
+      if (n.IsScalar() && n.Scalar() == "none") {
+        size = stride = 0;
+        return;
+      }
+      MapReader w(file, n, key, {"size", "stride"});
+      size = w.integer("size");
+      stride = w.has("stride") ? w.integer("stride") : size;
+      if (size < 1 || stride < 1 || stride > size) w.fail_here("size and stride are positive, stride at most size (or give: none)");
+    };
+    window("tile", s.tile, s.tile_stride);
+    window("chunk", s.chunk, s.chunk_stride);
+    if (s.vae.family == VaeShape::Family::Wan21 && s.chunk > 0 && !encoder)
+      r.fail("chunk", "the Wan VAE decodes one latent frame at a time (its causal cache): give no chunk");
+    if (!encoder && s.tile > 0 && (s.tile % s.vae.spatial || s.tile_stride % s.vae.spatial))
+      r.fail("tile", fmt::format("size and stride are multiples of the VAE's {}x compression", s.vae.spatial));
+    if (auto c = r.opt_num("cpu_tflops")) {
+      if (!(*c > 0 && *c <= 1000)) r.fail("cpu_tflops", "is the host's rate for place: cpu, in (0, 1000] TFLOP/s");
+      s.cpu_tflops = *c;
+    }
+    if (auto e = r.opt_num("efficiency")) {
+      if (!(*e > 0 && *e <= 1)) r.fail("efficiency", "is its kernels' share of the peak rate, in (0, 1]");
+      s.efficiency = *e;
+    }
+    only("parallel", !encoder, "VAE");
+    s.parallel = r.boolean("parallel", false);
+    if (s.parallel && s.place == StagePlace::Cpu) r.fail("parallel", "splits a decode over GPUs: not with place: cpu");
+    if (auto p = r.opt_int("params")) {
+      if (*p < 0) r.fail("params", "must not be negative");
+      s.params = *p;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace osim

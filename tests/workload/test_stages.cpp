@@ -1,0 +1,141 @@
+// A request's stages: an encoder's and a VAE decoder's FLOPs and weights
+// against their closed forms, and the ops a schedule with stages runs.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "gpu/sim_fixture.hpp"
+#include "workload/dit.hpp"
+
+using namespace osim;
+
+namespace {
+// Kernels, collectives, copies and markers whose label starts with `prefix`.
+int64_t count_ops(const Schedule& s, int rank, const std::string& prefix) {
+  const auto& ops = *s.programs[static_cast<size_t>(rank)].ops;
+  return std::count_if(ops.begin(), ops.end(), [&](const Op& op) {
+    const bool work = op.kind == OpKind::Kernel || op.kind == OpKind::Collective || op.kind == OpKind::Memcpy || op.kind == OpKind::Marker;
+    return work && op.label.rfind(prefix, 0) == 0;
+  });
+}
+}  // namespace
+
+TEST_CASE("an encoder stage: FLOPs and weights of its blocks in closed form, once per prompt") {
+  Stage s;
+  s.kind = Stage::Kind::Encoder;
+  s.encoder = EncoderShape{2, 64, 128, 4, 16, 2, 100, 8, 3};  // 2 layers, h 64, f 128, 4 heads of 16, 2 KV heads, 100 tokens' embeddings, 8 tokens
+  const double T = 8, h = 64, f = 128, q = 4 * 16, kv = 2 * 16;
+  // Per layer: q/k/v, attention (4 x heads x T^2 x head_dim), out, gated MLP up (2f) and down.
+  const double layer = 2 * T * (q + 2 * kv) * h + 4 * 4 * T * T * 16 + 2 * T * h * q + 2 * T * 2 * f * h + 2 * T * h * f;
+  const StagePlan p = stage_plan(s, StageJob{64, 64, 5, 2, 0});
+  CHECK(p.flops == doctest::Approx(2 * 2 * layer));  // 2 prompts (CFG) x 2 layers
+  CHECK(s.encoder.params() == 2 * (64 * (64 + 64) + 64 * 64 + 3 * 64 * 128) + 100 * 64);
+  CHECK(p.weights == 2 * s.encoder.params());  // bf16
+  REQUIRE(p.passes.size() == 1);
+  CHECK(p.passes[0].count == 2);
+  CHECK(p.passes[0].ops.size() == 2 + 10 * 2);  // embedding, 10 ops a layer, the final norm
+  CHECK(p.result == 2 * 2 * 8 * 64);
+  // umT5-XXL's: 24 x (4 h^2 + 3 h f) + 256,384 x h at h = 4096, f = 10240.
+  CHECK(EncoderShape{24, 4096, 10240, 64, 64, 64, 256384, 512, 3}.params() == 24 * (4 * 4096 * 4096LL + 3 * 4096 * 10240LL) + 256384LL * 4096);
+}
+
+TEST_CASE("a Wan-shaped VAE decode stage: its convolutions' FLOPs and weights in closed form, one latent frame a pass") {
+  Stage s;
+  s.kind = Stage::Kind::VaeDecode;
+  // z 4; conv in to 8; the mid block at 8; up block 0 (8 -> 8, time and space upsampling to 8/2); up block 1 (4 -> 4); out 3.
+  s.vae = VaeShape{VaeShape::Family::Wan21, 4, {8, 8, 4}, 1, {true}, {true}, 3, 2, 4};
+  auto conv = [](double m, double cin, double cout, double k) { return 2 * m * cin * cout * k; };
+  // A pass of one latent frame of 2 x 2: m = 4 voxels until the upsampling.
+  auto pass = [&](bool first) {
+    const double m0 = 4, m1 = first ? 16 : 32;              // after: 4 x 4, one frame (the video's first) or two
+    double f = conv(m0, 4, 8, 27);                          // conv in
+    f += 2 * 2 * conv(m0, 8, 8, 27);                        // two mid residual blocks of two convs
+    f += 2 * m0 * 24 * 8 + 4 * 4 * 4 * 8 + 2 * m0 * 8 * 8;  // mid attention: qkv, one head over 4 tokens of 8, proj
+    f += 2 * 2 * conv(m0, 8, 8, 27);                        // up block 0: 2 residual blocks
+    if (!first) f += conv(m0, 8, 16, 3);                    // time conv (the first frame keeps its own)
+    f += conv(m1, 8, 4, 9);                                 // 2-D upsampling conv, halving
+    f += 2 * 2 * conv(m1, 4, 4, 27);                        // up block 1
+    f += conv(m1, 4, 3, 27);                                // conv out
+    return f;
+  };
+  const StagePlan p = stage_plan(s, StageJob{4, 4, 5, 1, 0});  // 2 latent frames of 2 x 2
+  REQUIRE(p.passes.size() == 2);
+  CHECK(p.flops == doctest::Approx(pass(true) + pass(false)));
+  // conv in; the mid block's 4 convs, qkv and proj; up block 0's 4 convs, time conv and upsampling conv; up block 1's 4; conv out.
+  const int64_t weights = 4 * 8 * 27 + 4 * 8 * 8 * 27 + 8 * 24 + 8 * 8 + 4 * 8 * 8 * 27 + 8 * 16 * 3 + 8 * 4 * 9 + 4 * 4 * 4 * 27 + 4 * 3 * 27;
+  CHECK(s.vae.params() == weights);
+  CHECK(p.weights == 2 * weights);
+  CHECK(p.result == 2 * 3 * 5 * 4 * 4);  // bf16 frames
+  // Spatial tiles of 2 x 2 output pixels every 2 over 4 x 4: four passes of a quarter each.
+  s.tile = s.tile_stride = 2;
+  const StagePlan tiled = stage_plan(s, StageJob{4, 4, 5, 1, 0});
+  CHECK(tiled.passes[0].count == 4);
+  CHECK(tiled.flops < p.flops);
+}
+
+TEST_CASE("a schedule with stages: the encoder before the steps, moved in and out, the VAE after the steps' end") {
+  const std::string yaml = R"(name: w
+model:
+  dims: {hidden: 64}
+  blocks:
+    - {name: b, count: 2, params: hidden*hidden, ops: [{gemm: g, m: local, n: hidden, k: hidden}]}
+video: {width: 64, height: 64, frames: 5}
+steps: 2
+stages:
+  - {name: enc, preset: clip-l, layers: 1, place: offloaded, dtype: bf16}
+  - {name: vae, preset: wan2.1-vae}
+)";
+  const DitWorkload w = parse_workload_string(yaml, "w.yaml");
+  const Schedule s = generate_schedule(w);
+  CHECK(count_ops(s, 0, "enc ") == 2 * 12);  // two prompts (CFG serial) of the embedding, one layer's 10 ops, the final norm
+  // The Wan 2.1 VAE: 114 ops for the first latent frame, 116 (two time convs) for each after it.
+  CHECK(count_ops(s, 0, "vae ") == 114 + 116);
+  CHECK(count_ops(s, 0, "h2d enc") == 1);
+  CHECK(count_ops(s, 0, "d2h enc") == 1);
+  CHECK(count_ops(s, 0, "stage ") == 2);
+  // In order: the encoder, the steps, their end, the VAE.
+  const auto& ops = *s.programs[0].ops;
+  auto at = [&](const std::string& label) {
+    return std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.label == label; }) - ops.begin();
+  };
+  CHECK(at("stage enc") < at("step 0 cond"));
+  CHECK(at("step 1 uncond") < at(kStepsEndMarker));
+  CHECK(at(kStepsEndMarker) < at("stage vae"));
+  // Without stages: no markers beyond the steps'.
+  const DitWorkload plain = parse_workload_string(yaml.substr(0, yaml.find("stages:")), "w.yaml");
+  CHECK(count_ops(generate_schedule(plain), 0, "stage ") == 0);
+  CHECK(count_ops(generate_schedule(plain), 0, kStepsEndMarker) == 0);
+  // Run: the request takes longer than its steps.
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
+  const ExecResult with = execute(s, topo, w.params), without = execute(generate_schedule(plain), topo, plain.params);
+  CHECK(with.makespan > without.makespan);
+}
+
+TEST_CASE("a parallel VAE decode: each rank of the Ulysses group a band of rows, halos exchanged before each 3-high conv") {
+  const std::string yaml = R"(name: w
+model:
+  dims: {hidden: 64}
+  blocks:
+    - {name: b, count: 2, params: hidden*hidden, ops: [{gemm: g, m: local, n: hidden, k: hidden}]}
+video: {width: 64, height: 64, frames: 5}
+steps: 1
+cfg: none
+parallelism: {ulysses: 2}
+stages:
+  - {name: vae, preset: wan2.1-vae, parallel: true}
+)";
+  const DitWorkload w = parse_workload_string(yaml, "w.yaml");
+  const StagePlan one = stage_plan(w.stages[0], StageJob{64, 64, 5, 1, 0});
+  const StagePlan two = stage_plan(w.stages[0], w.stage_job(0));
+  // Half the rows a rank: the convolutions' FLOPs halve (the attention's a rank's queries over every key).
+  CHECK(two.flops == doctest::Approx(one.flops / 2).epsilon(0.01));
+  const Schedule s = generate_schedule(w);
+  // Each of the Wan decoder's 33 convs 3 high (conv in, 4 + 3 x 6 in residual blocks, 3 upsampling, conv out; not
+  // the 3x1x1 time convs) sends its edge rows both ways: 2 sends and 2 receives, in both passes.
+  CHECK(count_ops(s, 0, "vae ") - (114 + 116) == 2 * 33 * 4 + 2 + 1);  // and 2 key/value gathers, 1 of the frames
+  CHECK(count_ops(s, 0, "vae frames gather") == 1);
+  CHECK(count_ops(s, 0, "vae mid attn kv gather") == 2);
+  const hw::Topology dgx(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
+  const ExecResult r = execute(s, dgx, w.params);  // the exchanges pair up: the run ends
+  CHECK(r.makespan > Time::zero());
+}
