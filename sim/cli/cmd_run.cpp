@@ -11,6 +11,7 @@
 #include "cli/common.hpp"
 #include "gpu/executor.hpp"
 #include "gpu/params_io.hpp"
+#include "io/out_folder.hpp"
 #include "report/metrics.hpp"
 #include "schedule/records.hpp"
 #include "schedule/whatif.hpp"
@@ -98,10 +99,10 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   const hw::Topology& topo = *topology;
   // Check every output first, so nothing is written when one would be refused.
   if (!schedule_out.empty()) refuse_overwrite(schedule_out, force);
-  if (!out_dir.empty())
-    for (const char* f : {"metrics.json", "trace.json", "summary.txt", "records.json"}) refuse_overwrite(fs::path(out_dir) / f, force);
+  // The run's folder is written aside and appears whole at the end (OutputFolder).
+  std::optional<OutputFolder> out;
+  if (!out_dir.empty()) out.emplace(out_dir, std::vector<std::string>{"metrics.json", "trace.json", "summary.txt", "records.json"}, force);
   if (records && out_dir.empty()) throw InputError(SourceLocation{input, 0, 0}, "--records writes into the --out folder: give --out DIR");
-  if (!out_dir.empty()) fs::create_directories(out_dir);
   if (!schedule_out.empty()) {
     if (const fs::path parent = fs::path(schedule_out).parent_path(); !parent.empty()) fs::create_directories(parent);
     write_file(schedule_out, to_yaml(sched));
@@ -120,14 +121,12 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   const std::string summary = format_summary(m, topo, res, head);
   std::cout << summary;
   std::cout << base_params_note(base, &topo);
-  if (!out_dir.empty()) {
-    write_file(fs::path(out_dir) / "metrics.json", metrics_json(m, topo, res).dump(2) + "\n");
-    write_file(fs::path(out_dir) / "trace.json", trace_json(sched, topo, res));
-    write_file(fs::path(out_dir) / "summary.txt", summary);
-    if (records)
-      write_file(fs::path(out_dir) / "records.json", records_text(records_json(sched, res, topo.name(), "simulated")));
-    else
-      fs::remove(fs::path(out_dir) / "records.json");  // an earlier run's, with --force: not this run's
+  if (out) {
+    write_file(out->path("metrics.json"), metrics_json(m, topo, res).dump(2) + "\n");
+    write_file(out->path("trace.json"), trace_json(sched, topo, res));
+    write_file(out->path("summary.txt"), summary);
+    if (records) write_file(out->path("records.json"), records_text(records_json(sched, res, topo.name(), "simulated")));
+    out->commit();  // an earlier run's records.json, with --force, goes: not this run's
     std::cout << fmt::format("wrote {}/metrics.json, trace.json (open in ui.perfetto.dev), summary.txt{}\n", out_dir,
                              records ? ", records.json" : "");
   }

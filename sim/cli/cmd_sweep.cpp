@@ -14,6 +14,7 @@
 
 #include "cli/common.hpp"
 #include "core/errors.hpp"
+#include "io/file_lock.hpp"
 #include "sweep/sweep.hpp"
 #include "workload/dit.hpp"
 
@@ -64,7 +65,7 @@ class ProgressBar {
 };
 
 int sweep_command(const std::string& path, std::string out, bool force, bool resume, int threads, const std::string& shard, bool progress,
-                  bool no_progress, double tolerance) {
+                  bool no_progress, double tolerance, size_t max_points) {
   const SweepSpec spec = parse_sweep_file(path);
 #if defined(__GLIBC__)
   // Each point allocates and frees ~100 MB: keep freed memory in the heap
@@ -76,8 +77,13 @@ int sweep_command(const std::string& path, std::string out, bool force, bool res
   SweepOptions o;
   o.threads = threads;
   if (!shard.empty()) std::tie(o.shard, o.shards) = parse_shard(shard);
+  o.max_points = max_points;
+  check_sweep_points(spec, o);  // before anything is enumerated or written
   if (out.empty()) out = o.shards > 1 ? fmt::format("{}.shard{}of{}.csv", spec.name, o.shard + 1, o.shards) : spec.name + ".csv";
   refuse_overwrite(out, force);
+  if (const fs::path parent = fs::path(out).parent_path(); !parent.empty()) fs::create_directories(parent);
+  // One sweep at a time on an output: a second is refused, not taken for an interrupted one.
+  const FileLock lock(out, "another overlapsim sweep is writing this CSV");
   // Finished points land in OUT.journal as they finish; an interrupted sweep
   // goes on from there with --resume. The journal goes once the CSV is written.
   const std::string journal_path = out + ".journal";
@@ -89,7 +95,6 @@ int sweep_command(const std::string& path, std::string out, bool force, bool res
     o.finished = SweepJournal::read(journal_path, spec, o);
     std::cout << fmt::format("resuming {}: {} points finished already\n", journal_path, o.finished.size());
   }
-  if (const fs::path parent = fs::path(out).parent_path(); !parent.empty()) fs::create_directories(parent);
   std::optional<SweepJournal> journal;
   journal.emplace(journal_path, spec, o, resume && journal_exists);
   ProgressBar bar(!no_progress && (progress || isatty(STDERR_FILENO)));
@@ -121,6 +126,11 @@ int sweep_command(const std::string& path, std::string out, bool force, bool res
     else
       std::cout << calibration_note(cal);
   }
+  // The CSV holds every row; the exit status says whether every point ran.
+  if (const size_t failed = failed_points(t); failed > 0) {
+    std::cerr << fmt::format("{} of {} points failed: their rows' 'error' column says why (exit 1)\n", failed, t.rows.size());
+    return 1;
+  }
   return 0;
 }
 
@@ -128,8 +138,13 @@ int merge_command(const std::vector<std::string>& inputs, const std::string& out
   std::vector<std::pair<std::string, SweepTable>> shards;
   for (const auto& in : inputs) shards.emplace_back(in, read_csv_file(in));
   std::optional<size_t> expected;
-  if (!sweep.empty()) expected = parse_sweep_file(sweep).size();
-  const SweepTable t = merge_sweep_tables(shards, expected);
+  std::string identity;
+  if (!sweep.empty()) {
+    const SweepSpec spec = parse_sweep_file(sweep);
+    expected = spec.size();
+    identity = sweep_identity(spec);
+  }
+  const SweepTable t = merge_sweep_tables(shards, expected, identity);
   refuse_overwrite(out, force);
   write_file(out, to_csv(t));
   std::cout << fmt::format("merged {} shard files: {} points; wrote {}\n", inputs.size(), t.rows.size(), out);
@@ -141,6 +156,7 @@ struct SweepOptions {
   std::string sweep, out, shard;
   bool force = false, resume = false, progress = false, no_progress = false;
   int threads = 0;
+  size_t max_points = kDefaultMaxSweepPoints;
   double tolerance = 1.0;
 };
 struct MergeOptions {
@@ -167,7 +183,13 @@ Command add_sweep(CLI::App& app) {
   c->add_flag("--no-progress", o->no_progress, "no progress bar");
   c->add_option("--tolerance", o->tolerance, "recommend the least-VRAM point within this many percent of the best (default 1)")
       ->check(finite_percent());
-  return {c, [o] { return sweep_command(o->sweep, o->out, o->force, o->resume, o->threads, o->shard, o->progress, o->no_progress, o->tolerance); }};
+  c->add_option("--max-points", o->max_points,
+                fmt::format("run at most this many points (default {}): a larger sweep is refused before it starts", kDefaultMaxSweepPoints))
+      ->check(CLI::PositiveNumber);
+  return {c, [o] {
+            return sweep_command(o->sweep, o->out, o->force, o->resume, o->threads, o->shard, o->progress, o->no_progress, o->tolerance,
+                                 o->max_points);
+          }};
 }
 
 Command add_merge(CLI::App& app) {

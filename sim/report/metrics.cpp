@@ -224,7 +224,21 @@ std::string trace_json(const Schedule& s, const hw::Topology& topo, const RunRec
     first = false;
     out += ev;
   };
-  auto us = [](Time t) { return fmt::format("{:.3f}", static_cast<double>(t.ps()) * 1e-6); };
+  // Every instant rounded once to the trace's unit (whole ns, written as µs
+  // with 3 decimals) and a slice's duration taken between its rounded ends:
+  // rounding is monotone, so slices that do not overlap in the run do not
+  // overlap in the trace (Perfetto drops a complete event that overlaps the
+  // one before it on its track).
+  auto ns_of = [](Time t) {
+    const int64_t ps = t.ps();
+    return ps >= 0 ? (ps + 500) / 1000 : -((-ps + 499) / 1000);
+  };
+  auto us_ns = [](int64_t ns) {
+    const uint64_t a = ns < 0 ? static_cast<uint64_t>(-ns) : static_cast<uint64_t>(ns);
+    return fmt::format("{}{}.{:03}", ns < 0 ? "-" : "", a / 1000, a % 1000);
+  };
+  auto us = [&](Time t) { return us_ns(ns_of(t)); };
+  auto dur = [&](Time from, Time to) { return us_ns(ns_of(to) - ns_of(from)); };
   auto esc = [](const std::string& x) {
     std::string o;
     for (char c : x) {
@@ -252,14 +266,14 @@ std::string trace_json(const Schedule& s, const hw::Topology& topo, const RunRec
       if (rec.returned > rec.issue || op.kind == OpKind::HostWork || op.kind == OpKind::StreamSync || op.kind == OpKind::EventSync ||
           op.kind == OpKind::DeviceSync) {
         const Time end = std::max(rec.returned, op.stream >= 0 && op.kind != OpKind::StreamSync ? rec.returned : rec.end);
-        emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":0,"ts":{},"dur":{},"name":"{}","cat":"host"}})J", rank, us(rec.issue), us(end - rec.issue),
+        emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":0,"ts":{},"dur":{},"name":"{}","cat":"host"}})J", rank, us(rec.issue), dur(rec.issue, end),
                          esc(to_string(op.kind))));
       }
       if (op.stream < 0 || !rec.ran) continue;
       const int tid = 1 + op.stream;
       if (op.kind == OpKind::Kernel || op.kind == OpKind::Collective || op.kind == OpKind::Memcpy) {
         emit(fmt::format(R"J({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"{}","args":{{"op":{}{}}}}})J", rank, tid, us(rec.start),
-                         us(rec.end - rec.start), name, to_string(op.kind), index,
+                         dur(rec.start, rec.end), name, to_string(op.kind), index,
                          op.bytes ? fmt::format(",\"bytes\":{}", op.bytes) : std::string()));
         if (op.kind == OpKind::Memcpy) {
           const int e = op.copy == CopyKind::H2D ? 0 : op.copy == CopyKind::D2H ? 1 : 2;
@@ -267,7 +281,7 @@ std::string trace_json(const Schedule& s, const hw::Topology& topo, const RunRec
           const double d = (rec.end - rec.start).s();
           emit(fmt::format(
               R"J({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"copy","args":{{"GB/s":{:.2f},"bound by":"{}","bound for us":{}}}}})J",
-              rank, 100 + e, us(rec.start), us(rec.end - rec.start), name, d > 0 ? static_cast<double>(op.bytes) / d * 1e-9 : 0.0, esc(bound),
+              rank, 100 + e, us(rec.start), dur(rec.start, rec.end), name, d > 0 ? static_cast<double>(op.bytes) / d * 1e-9 : 0.0, esc(bound),
               us(rec.bottleneck_time)));
         }
       } else if (op.kind == OpKind::Marker) {

@@ -224,11 +224,14 @@ std::vector<std::string> point_cells(const SweepSpec& s, size_t i, const SweepAs
 
 SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o) {
   if (o.shards < 1 || o.shard < 0 || o.shard >= o.shards) throw std::invalid_argument("run_sweep: bad shard");
+  const size_t count = check_sweep_points(s, o);
   SweepTable t;
   t.header = sweep_header(s);
+  if (o.shards > 1) t.origin = ShardOrigin{o.shard, o.shards, sweep_identity(s)};
   const auto& metrics = sweep_metric_columns();
 
   std::vector<size_t> mine;
+  mine.reserve(count);
   for (size_t i = static_cast<size_t>(o.shard); i < s.size(); i += static_cast<size_t>(o.shards)) mine.push_back(i);
   t.rows.resize(mine.size());
   // The points still to run. Points that share a schedule run one after
@@ -286,6 +289,12 @@ SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o) {
   // sees too (TBB's own join is in uninstrumented code).
   { const std::lock_guard<std::mutex> lock(progress_mutex); }
   return t;
+}
+
+size_t failed_points(const SweepTable& t) {
+  const int st = t.column("status");
+  if (st < 0) return 0;
+  return static_cast<size_t>(std::count_if(t.rows.begin(), t.rows.end(), [&](const auto& r) { return r[static_cast<size_t>(st)] == "error"; }));
 }
 
 }  // namespace osim

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -96,9 +97,13 @@ std::vector<SweepAxis> read_block(const SweepSpec& s, const YAML::Node& map, con
   return block;
 }
 
+// The block's point count; SIZE_MAX where it would overflow.
 size_t block_size(const std::vector<SweepAxis>& b) {
   size_t n = 1;
-  for (const auto& a : b) n *= a.values.size();
+  for (const auto& a : b) {
+    if (a.values.size() > 0 && n > SIZE_MAX / a.values.size()) return SIZE_MAX;
+    n *= a.values.size();
+  }
   return n;
 }
 
@@ -111,8 +116,33 @@ std::string relative_to(const std::string& file, const std::string& path) {
 
 size_t SweepSpec::size() const {
   size_t n = 0;
-  for (const auto& b : blocks) n += block_size(b);
+  for (const auto& b : blocks) {
+    const size_t k = block_size(b);
+    if (k > SIZE_MAX - n) return SIZE_MAX;
+    n += k;
+  }
   return n;
+}
+
+size_t check_sweep_points(const SweepSpec& s, const SweepOptions& o) {
+  const size_t all = s.size(), shards = static_cast<size_t>(o.shards), shard = static_cast<size_t>(o.shard);
+  const size_t mine = all == SIZE_MAX ? SIZE_MAX : all / shards + (shard < all % shards ? 1 : 0);
+  if (mine <= o.max_points) return mine;
+  // How the count comes about: the grid's keys and the points' entries.
+  std::vector<std::string> parts;
+  for (const auto& b : s.blocks) {
+    std::vector<std::string> axes;
+    for (const auto& a : b)
+      if (a.values.size() > 1) axes.push_back(fmt::format("{} {}", a.values.size(), a.key));
+    parts.push_back(axes.empty() ? "1" : fmt::format("{}", fmt::join(axes, " x ")));
+  }
+  const std::string count = all == SIZE_MAX ? "more than 10^19" : fmt::format("{}", all);
+  throw InputError(
+      SourceLocation{s.file, 0, 0},
+      fmt::format("{} points ({}){}: more than the limit of {} a run. Pass --max-points {} to run them all, split them with --shard i/N, or "
+                  "give the keys fewer values",
+                  count, fmt::join(parts, " + "), shards > 1 ? fmt::format(", {} in shard {}/{}", mine, shard + 1, shards) : "", o.max_points,
+                  all == SIZE_MAX ? std::string("N") : std::to_string(mine)));
 }
 
 SweepAssignment SweepSpec::point(size_t i) const {

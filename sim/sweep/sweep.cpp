@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -59,11 +60,15 @@ std::string read_text(const std::string& path, const char* what) {
 }
 }  // namespace
 
-std::string SweepJournal::identity(const SweepSpec& s, const SweepOptions& o) {
+std::string sweep_identity(const SweepSpec& s) {
   uint64_t h = kFnv1a64Offset;
   for (const std::string& f : {s.file, s.base, s.topology, s.calibration})
     if (!f.empty()) fnv1a64_file(f, h);
-  return fmt::format("{}{:016x} shard {}/{}", kJournalTag, h, o.shard + 1, o.shards);
+  return fmt::format("{:016x}", h);
+}
+
+std::string SweepJournal::identity(const SweepSpec& s, const SweepOptions& o) {
+  return fmt::format("{}{} shard {}/{}", kJournalTag, sweep_identity(s), o.shard + 1, o.shards);
 }
 
 std::map<size_t, std::vector<std::string>> SweepJournal::read(const std::string& path, const SweepSpec& s, const SweepOptions& o) {
@@ -135,13 +140,43 @@ std::vector<std::string> SweepTable::parameters() const {
   return std::vector<std::string>(header.begin() + 1, header.begin() + st);
 }
 
+namespace {
+constexpr const char* kShardTag = "# overlapsim sweep shard ";
+
+// "I/N of HASH" (1-based I) as a ShardOrigin; none when it is not one.
+std::optional<ShardOrigin> parse_origin(const std::string& text) {
+  unsigned i = 0, n = 0;
+  char hash[17] = {};
+  int used = 0;
+  if (std::sscanf(text.c_str(), "%u/%u of %16[0-9a-f]%n", &i, &n, hash, &used) != 3 || static_cast<size_t>(used) != text.size() || i < 1 || i > n ||
+      std::string(hash).size() != 16)
+    return std::nullopt;
+  return ShardOrigin{static_cast<int>(i) - 1, static_cast<int>(n), hash};
+}
+}  // namespace
+
 std::string to_csv(const SweepTable& t) {
-  std::string out = csv_line(t.header);
+  std::string out;
+  if (t.origin) out = fmt::format("{}{}/{} of {}\n", kShardTag, t.origin->shard + 1, t.origin->shards, t.origin->sweep);
+  out += csv_line(t.header);
   for (const auto& r : t.rows) out += csv_line(r);
   return out;
 }
 
-SweepTable parse_csv(const std::string& text, const std::string& file, int first_line) {
+SweepTable parse_csv(const std::string& text_in, const std::string& file, int first_line) {
+  // A shard's first line says where it comes from.
+  std::optional<ShardOrigin> origin;
+  std::string_view text = text_in;
+  if (text.substr(0, std::string_view(kShardTag).size()) == kShardTag) {
+    const size_t eol = std::min(text.find('\n'), text.size());
+    const std::string line(text.substr(std::string_view(kShardTag).size(), eol - std::string_view(kShardTag).size()));
+    origin = parse_origin(line.empty() || line.back() != '\r' ? line : line.substr(0, line.size() - 1));
+    if (!origin)
+      throw InputError(SourceLocation{file, first_line, 1},
+                       "a sweep shard's first line must read '# overlapsim sweep shard I/N of HASH': the file was edited");
+    text.remove_prefix(std::min(eol + 1, text.size()));
+    ++first_line;
+  }
   std::vector<std::vector<std::string>> lines;
   std::vector<std::string> row;
   std::string cell;
@@ -189,6 +224,7 @@ SweepTable parse_csv(const std::string& text, const std::string& file, int first
   }
   if (lines.empty()) throw InputError(SourceLocation{file, first_line, 0}, "empty file: expected a sweep CSV (overlapsim sweep -o)");
   SweepTable t;
+  t.origin = origin;
   t.header = std::move(lines.front());
   if (t.header.empty() || t.header.front() != "point" || t.column("status") < 0)
     throw InputError(SourceLocation{file, first_line, 1}, "not a sweep CSV: the header must start with 'point' and have a 'status' column");
@@ -212,10 +248,11 @@ SweepTable read_csv_file(const std::string& path) {
                        fmt::format("not a sweep CSV: it has no '{}' column (overlapsim sweep writes every metric column)", c));
   // A point that ran has a number in every numeric metric.
   const int status = t.column("status");
+  const int row0 = t.origin ? 3 : 2;  // the file line of the first row
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const std::string& st = t.rows[r][static_cast<size_t>(status)];
     if (st != "ok" && st != "error")
-      throw InputError(SourceLocation{path, static_cast<int>(r + 2), status + 1},
+      throw InputError(SourceLocation{path, static_cast<int>(r) + row0, status + 1},
                        fmt::format("status '{}' is neither ok nor error: the file was edited", st));
     if (st != "ok") continue;
     for (const std::string& c : metrics) {
@@ -225,30 +262,61 @@ SweepTable read_csv_file(const std::string& path) {
       char* end = nullptr;
       const double v = std::strtod(cell.c_str(), &end);
       if (cell.empty() || end != cell.c_str() + cell.size() || !std::isfinite(v))
-        throw InputError(SourceLocation{path, static_cast<int>(r + 2), col + 1},
+        throw InputError(SourceLocation{path, static_cast<int>(r) + row0, col + 1},
                          fmt::format("'{}' of a point that ran is '{}', not a number: the file was edited", c, cell));
     }
   }
   return t;
 }
 
-SweepTable merge_sweep_tables(const std::vector<std::pair<std::string, SweepTable>>& shards, std::optional<size_t> expected_points) {
+namespace {
+// Every shard comes from the sweep (and shard count) of the first, and of `expected_sweep` where given.
+void check_origins(const std::vector<std::pair<std::string, SweepTable>>& shards, const std::string& expected_sweep) {
+  const auto& [first_file, first] = shards.front();
+  for (const auto& [file, t] : shards) {
+    if (t.origin.has_value() != first.origin.has_value()) {
+      const std::string& plain = t.origin ? first_file : file;
+      throw InputError(SourceLocation{plain, 1, 1}, fmt::format("not a shard's CSV (it has no '{}I/N of HASH' line) while {} is one: give only the "
+                                                                "shards of one sweep (overlapsim sweep --shard i/N)",
+                                                                kShardTag, t.origin ? file : first_file));
+    }
+    if (!t.origin) continue;
+    if (t.origin->sweep != first.origin->sweep || t.origin->shards != first.origin->shards)
+      throw InputError(SourceLocation{file, 1, 1},
+                       fmt::format("shard {}/{} of sweep {}, but {} is shard {}/{} of sweep {}: these are shards of different sweeps (or the "
+                                   "sweep's files changed between their runs)",
+                                   t.origin->shard + 1, t.origin->shards, t.origin->sweep, first_file, first.origin->shard + 1, first.origin->shards,
+                                   first.origin->sweep));
+    if (!expected_sweep.empty() && t.origin->sweep != expected_sweep)
+      throw InputError(SourceLocation{file, 1, 1},
+                       fmt::format("a shard of sweep {}, not of the --sweep file's ({}): another sweep's shard, or the sweep, its base, "
+                                   "topology or calibration file was edited since the shard ran",
+                                   t.origin->sweep, expected_sweep));
+  }
+}
+}  // namespace
+
+SweepTable merge_sweep_tables(const std::vector<std::pair<std::string, SweepTable>>& shards, std::optional<size_t> expected_points,
+                              const std::string& expected_sweep) {
   if (shards.empty()) throw std::invalid_argument("merge_sweep_tables: no input");
   SweepTable out;
   out.header = shards.front().second.header;
-  std::map<size_t, std::pair<std::vector<std::string>, std::string>> by_point;
-  for (const auto& [file, t] : shards) {
+  for (const auto& [file, t] : shards)
     if (t.header != out.header)
       throw InputError(SourceLocation{file, 1, 1},
                        fmt::format("its columns differ from {}'s: these are not shards of one sweep", shards.front().first));
+  check_origins(shards, expected_sweep);
+  std::map<size_t, std::pair<std::vector<std::string>, std::string>> by_point;
+  for (const auto& [file, t] : shards) {
+    const int row0 = t.origin ? 3 : 2;  // the file line of the first row
     for (size_t r = 0; r < t.rows.size(); ++r) {
       const std::optional<size_t> at = point_index(t.rows[r][0]);
-      if (!at) throw InputError(SourceLocation{file, static_cast<int>(r + 2), 1}, fmt::format("point '{}' is not a number", t.rows[r][0]));
+      if (!at) throw InputError(SourceLocation{file, static_cast<int>(r) + row0, 1}, fmt::format("point '{}' is not a number", t.rows[r][0]));
       const size_t idx = *at;
       auto [it, fresh] = by_point.emplace(idx, std::make_pair(t.rows[r], file));
       if (!fresh)
         throw InputError(
-            SourceLocation{file, static_cast<int>(r + 2), 1},
+            SourceLocation{file, static_cast<int>(r) + row0, 1},
             fmt::format("point {} is also in {}: a shard was given twice, or shards of different runs were mixed", idx, it->second.second));
     }
   }

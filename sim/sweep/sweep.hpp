@@ -49,6 +49,8 @@ struct SweepSpec {
   std::vector<std::vector<SweepAxis>> blocks;
   std::vector<std::string> parameters;  // the CSV's parameter columns
 
+  /// The point count, from the keys' value counts (nothing enumerated);
+  /// SIZE_MAX where it would overflow.
   [[nodiscard]] size_t size() const;
   /// Point i's keys: `set`, then its block's values (later ones win).
   [[nodiscard]] SweepAssignment point(size_t i) const;
@@ -57,10 +59,25 @@ struct SweepSpec {
 /// Parses and checks a sweep file (docs/formats/sweep.md); InputError names file:line.
 SweepSpec parse_sweep_file(const std::string& path);
 
+/// The points a sweep runs unless told otherwise (SweepOptions::max_points, `--max-points`).
+inline constexpr size_t kDefaultMaxSweepPoints = 100000;
+
+/// What a shard's CSV comes from: its first line, `# overlapsim sweep shard
+/// I/N of HASH` (HASH: sweep_identity), so that merge joins only shards of one sweep.
+struct ShardOrigin {
+  int shard = 0, shards = 1;  // 0-based shard of `shards`
+  std::string sweep;          // sweep_identity
+};
+
+/// A hash of the files a sweep reads (the sweep file, its base, its default
+/// topology and calibration), by content.
+std::string sweep_identity(const SweepSpec& s);
+
 /// A sweep's CSV: columns "point", the parameters, "status", "error", then the metrics.
 struct SweepTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
+  std::optional<ShardOrigin> origin;                        // a shard's (not in an unsharded or merged CSV)
   [[nodiscard]] int column(const std::string& name) const;  // -1 when absent
   /// The parameter columns (between "point" and "status").
   [[nodiscard]] std::vector<std::string> parameters() const;
@@ -69,6 +86,8 @@ struct SweepTable {
 struct SweepOptions {
   int threads = 0;            // 0: every core
   int shard = 0, shards = 1;  // run the points with index % shards == shard
+  /// More points than this (in this shard) are refused before any is enumerated.
+  size_t max_points = kDefaultMaxSweepPoints;
   /// Called after each point (serialised, from worker threads).
   std::function<void(size_t done, size_t total)> progress;
   /// Rows already run, by point index (an interrupted sweep's journal):
@@ -110,9 +129,16 @@ class SweepJournal {
   std::FILE* file_ = nullptr;
 };
 
+/// The points this shard of the sweep runs; InputError naming the sweep file
+/// when they are more than `o.max_points` (what to pass to run them anyway).
+size_t check_sweep_points(const SweepSpec& s, const SweepOptions& o);
+
 /// Runs the sweep's points (this shard's); a failing point fills its row's
-/// status and error columns and the sweep goes on.
+/// status and error columns and the sweep goes on. Refuses a sweep past
+/// `o.max_points` (check_sweep_points).
 SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o = {});
+/// How many rows failed (status "error").
+size_t failed_points(const SweepTable& t);
 
 /// RFC 4180 CSV (quotes where needed, "\n" line ends).
 std::string to_csv(const SweepTable& t);
@@ -121,9 +147,12 @@ SweepTable parse_csv(const std::string& text, const std::string& file, int first
 SweepTable read_csv_file(const std::string& path);
 
 /// Joins shard tables into the table an unsharded run gives: one header,
-/// rows in point order. Refuses different headers, a point twice, and gaps;
-/// `expected_points` (from the sweep file) also catches missing last shards.
-SweepTable merge_sweep_tables(const std::vector<std::pair<std::string, SweepTable>>& shards, std::optional<size_t> expected_points = {});
+/// rows in point order. Refuses different headers, shards of different sweeps
+/// or shard counts (their ShardOrigin), a point twice, and gaps;
+/// `expected_points` (from the sweep file) also catches missing last shards,
+/// `expected_sweep` (its sweep_identity) shards of another sweep or edited files.
+SweepTable merge_sweep_tables(const std::vector<std::pair<std::string, SweepTable>>& shards, std::optional<size_t> expected_points = {},
+                              const std::string& expected_sweep = "");
 
 /// The summary `overlapsim sweep` and `merge` print: failures, then per
 /// topology the best point, the Pareto front (peak VRAM vs step time) and a

@@ -295,3 +295,80 @@ TEST_CASE("sweep: topology.* keys edit the topology, and calibration: none drops
   CHECK(cell(ct, 0, "makespan_ms") == fmt::format("{:.4f}", execute(sched, topo, w.params).makespan.s() * 1e3));
   CHECK(cell(ct, 1, "makespan_ms") != cell(ct, 0, "makespan_ms"));
 }
+
+TEST_CASE("sweep: the point count is known before enumeration and refused past the limit") {
+  std::string axes;
+  for (int k = 0; k < 10; ++k) axes += fmt::format("  model.blocks{}: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n", k);
+  const SweepSpec big =
+      parse_sweep_file(write_sweep("big.yaml", "name: big\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\ngrid:\n" + axes));
+  CHECK(big.size() == 10000000000u);
+  CHECK_THROWS_WITH_AS(run_sweep(big), doctest::Contains("10000000000 points (10 model.blocks0 x 10 model.blocks1"), InputError);
+  CHECK_THROWS_WITH_AS(run_sweep(big), doctest::Contains("more than the limit of 100000 a run. Pass --max-points 10000000000"), InputError);
+  // Past size_t: saturated, not wrapped round to a small count.
+  std::string many;
+  for (int k = 0; k < 25; ++k) many += fmt::format("  model.blocks{}: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n", k);
+  const SweepSpec huge = parse_sweep_file(
+      write_sweep("huge.yaml", "name: huge\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\ngrid:\n" + many));
+  CHECK(huge.size() == SIZE_MAX);
+  CHECK_THROWS_WITH_AS(check_sweep_points(huge, SweepOptions{}), doctest::Contains("more than 10^19 points"), InputError);
+  // The limit is on the points a shard runs: 7 points are 3, 2 and 2 in three shards.
+  const SweepSpec s = parse_sweep_file(small_sweep());
+  SweepOptions o;
+  o.max_points = 3;
+  CHECK_THROWS_WITH_AS(check_sweep_points(s, o), doctest::Contains("7 points (2 parallelism.ulysses x 3 offload.prefetch_size + 1)"), InputError);
+  o.shards = 3;
+  CHECK(check_sweep_points(s, o) == 3);
+  o.shard = 2;
+  CHECK(check_sweep_points(s, o) == 2);
+  o.max_points = 1;
+  CHECK_THROWS_WITH_AS(check_sweep_points(s, o), doctest::Contains("7 points (2 parallelism.ulysses x 3 offload.prefetch_size + 1), 2 in shard 3/3"),
+                       InputError);
+}
+
+TEST_CASE("sweep: failed points are counted, and merge refuses shards of different sweeps") {
+  const std::string file = small_sweep("identity.yaml");
+  const SweepSpec s = parse_sweep_file(file);
+  const SweepTable whole = run_sweep(s);
+  CHECK(failed_points(whole) == 1);  // prefetch_size 99
+  CHECK(!whole.origin);
+  CHECK(to_csv(whole).rfind("point,", 0) == 0);  // an unsharded CSV has no origin line
+  auto shards_of = [](const SweepSpec& sp, int n) {
+    std::vector<std::pair<std::string, SweepTable>> out;
+    for (int i = 0; i < n; ++i) {
+      SweepOptions o;
+      o.shard = i;
+      o.shards = n;
+      out.emplace_back(fmt::format("{}.s{}.csv", sp.name, i), parse_csv(to_csv(run_sweep(sp, o)), fmt::format("s{}.csv", i)));
+    }
+    return out;
+  };
+  const auto shards = shards_of(s, 2);
+  REQUIRE(shards[1].second.origin);
+  CHECK(shards[1].second.origin->shard == 1);
+  CHECK(shards[1].second.origin->shards == 2);
+  CHECK(shards[1].second.origin->sweep == sweep_identity(s));
+  CHECK(to_csv(shards[1].second).rfind("# overlapsim sweep shard 2/2 of " + sweep_identity(s) + "\npoint,", 0) == 0);
+  CHECK(to_csv(merge_sweep_tables(shards, s.size(), sweep_identity(s))) == to_csv(whole));
+  // The same columns and points, another sweep (two steps a point).
+  const SweepSpec edited =
+      parse_sweep_file(write_sweep("identity2.yaml", "name: small\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
+                                                         "set: {steps: 2, memory.outside: none}\n"
+                                                         "grid:\n  parallelism.ulysses: [2, 4]\n  offload.prefetch_size: [0, 1, 2]\n"
+                                                         "points:\n  - {offload.prefetch_size: 99}\n"));
+  CHECK(sweep_identity(edited) != sweep_identity(s));
+  auto mixed = shards;
+  mixed[1] = shards_of(edited, 2)[1];
+  CHECK_THROWS_WITH_AS(merge_sweep_tables(mixed), doctest::Contains("these are shards of different sweeps"), InputError);
+  CHECK_THROWS_WITH_AS(merge_sweep_tables(shards, s.size(), sweep_identity(edited)), doctest::Contains("not of the --sweep file's"), InputError);
+  // Shards of another shard count, and a shard beside an unsharded CSV.
+  auto counts = shards;
+  counts[1] = shards_of(s, 3)[1];
+  CHECK_THROWS_WITH_AS(merge_sweep_tables(counts), doctest::Contains("shard 2/3 of sweep"), InputError);
+  std::vector<std::pair<std::string, SweepTable>> plain{shards[0], {"whole.csv", whole}};
+  CHECK_THROWS_WITH_AS(merge_sweep_tables(plain), doctest::Contains("whole.csv:1:1: error: not a shard's CSV"), InputError);
+  // A damaged origin line names the file's first line; rows' lines count it.
+  CHECK_THROWS_WITH_AS(parse_csv("# overlapsim sweep shard 3/2 of 0123456789abcdef\npoint,status\n", "o.csv"), doctest::Contains("o.csv:1:1"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_csv("# overlapsim sweep shard 1/2 of 0123456789abcdef\npoint,status\n0\n", "o.csv"), doctest::Contains("o.csv:3"),
+                       InputError);
+}
