@@ -221,7 +221,8 @@ class Importer {
   // Collectives are simulated where every rank of the group was imported and
   // each issued as many; otherwise they keep their measured time.
   void plan_collectives() {
-    std::map<std::vector<int>, std::vector<int64_t>> issued;  // group ranks -> count per rank
+    using Issued = std::vector<std::pair<const Activity*, CollectiveInfo>>;
+    std::map<std::vector<int>, std::vector<Issued>> issued;  // group ranks -> per rank, its collectives in order
     for (int r = 0; r < n_; ++r)
       for (const Call& c : t_[static_cast<size_t>(r)]->calls) {
         if (!c.gpu || !is_nccl(*c.gpu)) continue;
@@ -229,11 +230,14 @@ class Importer {
         if (auto ci = collective_of(*c.gpu, &why)) {
           auto& v = issued[ci->ranks];
           v.resize(static_cast<size_t>(n_));
-          ++v[static_cast<size_t>(r)];
+          v[static_cast<size_t>(r)].emplace_back(c.gpu, *ci);
         }
       }
-    for (const auto& [ranks, counts] : issued) {
+    for (const auto& [ranks, per_rank] : issued) {
       if (!std::all_of(ranks.begin(), ranks.end(), [&](int r) { return r >= 0 && r < n_; })) continue;
+      check_collectives_match(ranks, per_rank);
+      std::vector<size_t> counts;
+      for (const Issued& v : per_rank) counts.push_back(v.size());
       if (std::any_of(ranks.begin(), ranks.end(),
                       [&counts = counts, first = ranks[0]](int r) { return counts[static_cast<size_t>(r)] != counts[static_cast<size_t>(first)]; })) {
         sum_.notes.push_back(
@@ -250,6 +254,28 @@ class Importer {
       std::vector<int> all(static_cast<size_t>(n_));
       for (int i = 0; i < n_; ++i) all[static_cast<size_t>(i)] = i;
       world_ = b_.group("world", all);
+    }
+  }
+
+  // The ranks of a group issue the same collectives in the same order (sizes
+  // aside for all-to-all, whose splits may differ): else the traces are not
+  // of one run, or not over the same steps. Refused at the first that differs.
+  template <class Issued>
+  void check_collectives_match(const std::vector<int>& ranks, const std::vector<Issued>& per_rank) const {
+    const size_t f = static_cast<size_t>(ranks[0]);
+    for (int r : ranks) {
+      const auto& mine = per_rank[static_cast<size_t>(r)];
+      const auto& theirs = per_rank[f];
+      for (size_t j = 0; j < std::min(mine.size(), theirs.size()); ++j) {
+        const auto& [a, ci] = mine[j];
+        const auto& [b, cf] = theirs[j];
+        if (ci.kind == cf.kind && (ci.bytes == cf.bytes || ci.kind == CollKind::AllToAll)) continue;
+        fail(t_[static_cast<size_t>(r)]->file,
+             fmt::format("collective {} of group [{}] is {} of {} bytes ({}) where rank {}'s is {} of {} bytes ({} in {}): the ranks of one job "
+                         "issue the same collectives in the same order; give the traces of one run, profiled over the same steps",
+                         j, fmt::join(ranks, ", "), to_string(ci.kind), ci.bytes, event_at(a->index, a->cat, a->name, us_of(a->start)), ranks[0],
+                         to_string(cf.kind), cf.bytes, event_at(b->index, b->cat, b->name, us_of(b->start)), t_[f]->file));
+      }
     }
   }
 
@@ -322,7 +348,7 @@ class Importer {
         case CallKind::Memset: {
           const Activity& a = *c.gpu;
           Op op = ops::busy(stream(a.stream), measured_time(a), "memset");
-          op.hbm_bytes = static_cast<double>(std::max<int64_t>(0, int_arg(*a.args, "bytes", 0)));
+          op.hbm_bytes = static_cast<double>(std::max<int64_t>(0, a.bytes));
           emit(std::move(op), {c.ts, c.end, a.start, a.end}, "kernel (memset)");
           break;
         }
@@ -415,9 +441,14 @@ class Importer {
       emit(ops::busy(stream(a.stream), measured_time(a), n), gt, "kernel (measured)");
       return;
     }
+    if (a.bytes == kNone) {
+      ++sum_.not_imported["copies without args.bytes: kernels at their measured time"];
+      emit(ops::busy(stream(a.stream), measured_time(a), n), gt, "kernel (measured)");
+      return;
+    }
     const CopyKind kind = h2d ? CopyKind::H2D : d2h ? CopyKind::D2H : CopyKind::D2D;
     const HostMem mem = n.find("Pageable") != std::string::npos ? HostMem::Pageable : HostMem::Pinned;
-    const Bytes bytes = std::max<int64_t>(1, int_arg(*a.args, "bytes", 1));
+    const Bytes bytes = std::max<int64_t>(1, a.bytes);  // a copy of 0 bytes still takes a copy's time
     const bool async = c.name.find("Async") != std::string::npos;
     emit(ops::copy(stream(a.stream), kind, bytes, mem, async, fmt::format("memcpy_{}", to_string(kind))), gt,
          "memcpy " + to_string(kind) +
@@ -470,6 +501,48 @@ class Importer {
   std::unordered_map<int64_t, const Activity*> longest_;
 };
 
+// A duration as a person reads it: days, hours, minutes or seconds.
+std::string span_text(int64_t ns) {
+  const double s = static_cast<double>(ns) / 1e9;
+  return s >= 86400  ? fmt::format("{:.1f} days", s / 86400)
+         : s >= 3600 ? fmt::format("{:.1f} hours", s / 3600)
+         : s >= 60   ? fmt::format("{:.1f} minutes", s / 60)
+                     : fmt::format("{:.3f} s", s);
+}
+
+// The traces are of one job: one world size, recorded together. Their
+// clocks are put on one base (baseTimeNanoseconds) first.
+void check_one_job(std::vector<RankTrace>& traces) {
+  const RankTrace* sized = nullptr;
+  for (const RankTrace& t : traces) {
+    if (t.world <= 0) continue;
+    if (sized && t.world != sized->world)
+      fail(t.file, fmt::format("distributedInfo.world_size {} where {} says {}: give the traces of one job", t.world, sized->file, sized->world));
+    if (!sized) sized = &t;
+  }
+  int64_t base = std::numeric_limits<int64_t>::max();
+  for (const RankTrace& t : traces) base = std::min(base, t.base_ns);
+  for (RankTrace& t : traces) {
+    const int64_t d = t.base_ns - base;
+    if (d == 0) continue;
+    for (Activity& a : t.gpu) a.start += d, a.end += d;
+    for (Call& c : t.calls) c.ts += d, c.end += d;
+    for (RankTrace::Step& st : t.steps) st.start += d, st.end += d;
+  }
+  // The ranks of one job are profiled over the same steps: they start within seconds.
+  constexpr int64_t kApartNs = 600'000'000'000;
+  const RankTrace* first = &traces.front();
+  for (const RankTrace& t : traces)
+    if (t.calls.front().ts < first->calls.front().ts) first = &t;
+  for (const RankTrace& t : traces)
+    if (const int64_t apart = t.calls.front().ts - first->calls.front().ts; apart > kApartNs)
+      fail(t.file,
+           fmt::format("it starts {} after {} (its first CUDA call, {}, against {}): the ranks of one job are profiled over the same "
+                       "steps, within seconds; give the traces of one run",
+                       span_text(apart), first->file, event_at(t.calls.front().index, "CUDA call", t.calls.front().name, us_of(t.calls.front().ts)),
+                       event_at(first->calls.front().index, "CUDA call", first->calls.front().name, us_of(first->calls.front().ts))));
+}
+
 }  // namespace
 
 std::string ImportSummary::text() const {
@@ -507,6 +580,7 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
   }
   std::vector<RankTrace> traces;
   for (const auto& p : paths) traces.push_back(read_trace(p, steps, sum));
+  check_one_job(traces);
   // Ranks: as the traces say, else in the order given.
   const bool ranked = std::all_of(traces.begin(), traces.end(), [](const RankTrace& t) { return t.rank >= 0; });
   std::map<int, size_t> by_rank;
