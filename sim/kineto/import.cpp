@@ -34,12 +34,38 @@ struct RecordInfo {
   int index = -1;            // the schedule's event
 };
 
+// A wait or event synchronize bound: the record it waits on, and for a wait the stream that waits.
+struct Binding {
+  size_t record = 0;
+  int waiting = -1;
+};
+
+// The stream a cudaStreamWaitEvent made wait, when the profiler gave it no
+// cuda_sync event (recorded without enable_cuda_sync_events): the stream of
+// the next work the thread issued (in `with stream(s): s.wait_event(e); ...`
+// and wait_stream the waiter's work follows). A stream never waits on
+// itself: where no record so far went to another stream (by its guess, the
+// thread's last stream), the record just before the wait was on the stream
+// the thread used before (wait_stream called inside the waiter's `with
+// stream(...)`): `record_stream` says so. -1: not known.
+struct InferredWait {
+  int waiting = -1, record_stream = -1;
+};
+InferredWait infer_waiting_stream(const std::vector<Call>& calls, size_t wait, const std::vector<RecordInfo>& records, bool after_record,
+                                  int stream_before) {
+  int next = -1;
+  for (size_t j = wait + 1; j < calls.size() && next < 0; ++j)
+    if (calls[j].gpu) next = calls[j].gpu->stream;
+  if (next < 0 || std::any_of(records.begin(), records.end(), [&](const RecordInfo& r) { return r.stream != next; })) return {next, -1};
+  return after_record && stream_before != next ? InferredWait{next, stream_before} : InferredWait{};
+}
+
 // For every wait and event synchronize (by call index): the record it binds.
 // A wait the timeline decides (the waiting stream went on late, as a record's
 // work ended) binds the latest record on another stream whose work had ended
 // by then; one it does not decide binds by the program's idioms (below).
-std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>& records, int default_stream, ImportSummary& sum) {
-  std::map<size_t, size_t> bound;  // call -> index into records
+std::map<size_t, Binding> pair_waits(const RankTrace& t, std::vector<RecordInfo>& records, int default_stream, ImportSummary& sum) {
+  std::map<size_t, Binding> bound;  // call -> its binding
   const auto& calls = t.calls;
   // Per stream: GPU end of the work enqueued so far, and the activities in issue order.
   std::map<int, std::vector<size_t>> per_stream;  // call indices of activities
@@ -60,7 +86,7 @@ std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>&
     return e;
   };
   std::map<int, int64_t> enqueued_end;
-  int last_stream = default_stream;
+  int last_stream = default_stream, stream_before = default_stream;  // the thread's last stream, and the one before it
   bool last_was_copy = false;
   std::map<std::pair<int, int>, size_t> last_bound;  // (waiting stream, record stream) -> record index + 1
   std::map<int64_t, int> stream_of_event;
@@ -69,6 +95,7 @@ std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>&
     const Call& c = calls[i];
     const CallKind k = kind_of(c);
     if (c.gpu) {
+      if (c.gpu->stream != last_stream) stream_before = last_stream;
       last_stream = c.gpu->stream;
       last_was_copy = c.gpu->cat == "gpu_memcpy";
       auto& e = enqueued_end[last_stream];
@@ -85,11 +112,25 @@ std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>&
     }
     if (k == CallKind::Wait || k == CallKind::EventSync) {
       const json* args = c.sync && (*c.sync).contains("args") ? &(*c.sync)["args"] : nullptr;
-      const int waiting = k == CallKind::Wait && args ? static_cast<int>(int_arg(*args, "stream", -1)) : -1;
+      int waiting = k == CallKind::Wait && args ? static_cast<int>(int_arg(*args, "stream", -1)) : -1;
       const int64_t event_id = args ? int_arg(*args, "wait_on_cuda_event_id", kNone) : kNone;
       const int64_t record_corr = args ? int_arg(*args, "wait_on_cuda_event_record_corr_id", -1) : -1;
+      const bool inferred = k == CallKind::Wait && !args;
+      if (inferred) {
+        const bool after_record = last_gpu_call != SIZE_MAX && !records.empty() && records.back().call == last_gpu_call;
+        const InferredWait w = infer_waiting_stream(calls, i, records, after_record, stream_before);
+        waiting = w.waiting;
+        if (w.record_stream >= 0) {
+          RecordInfo& r = records.back();
+          r.stream = w.record_stream;
+          auto it = enqueued_end.find(r.stream);
+          r.covered_end = it == enqueued_end.end() ? kNone : it->second;
+          r.after_copy = false;
+        }
+      }
       if (k == CallKind::Wait && waiting < 0) {
-        ++sum.not_imported["stream waits the profiler gave no cuda_sync event for: left out"];
+        ++sum.not_imported[inferred ? "stream waits without a cuda_sync event whose waiting stream the calls do not show: left out"
+                                    : "stream waits the profiler gave no waiting stream for: left out"];
         continue;
       }
       // Record-then-wait: the call just before is a record on another stream
@@ -165,7 +206,9 @@ std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>&
         pick = same_op ? just_before : queue != SIZE_MAX ? queue : idiom_ok ? just_before : first != SIZE_MAX ? first : pick;
       }
       ++(decided ? sum.waits_timed : sum.waits_untimed);
-      bound[i] = pick;
+      if (inferred) ++(decided ? sum.inferred_timed : sum.inferred_untimed);
+      if (k == CallKind::Wait && !inferred) ++sum.waits_recorded;
+      bound[i] = {pick, waiting};
       last_bound[{waiting, records[pick].stream}] = pick + 1;
       if (event_id != kNone) {
         records[pick].event_id = event_id;
@@ -363,9 +406,9 @@ class Importer {
         case CallKind::EventSync: {
           auto it = bound.find(i);
           if (it == bound.end()) break;  // counted in not_imported
-          const RecordInfo& rec = records[it->second];
+          const RecordInfo& rec = records[it->second.record];
           if (k == CallKind::Wait) {
-            emit(ops::wait_event(stream(static_cast<int>(int_arg((*c.sync)["args"], "stream", -1))), rec.index), host, "stream_wait_event");
+            emit(ops::wait_event(stream(it->second.waiting), rec.index), host, "stream_wait_event");
           } else {
             Op op;
             op.kind = OpKind::EventSync;
@@ -553,6 +596,11 @@ std::string ImportSummary::text() const {
   if (waits_timed + waits_untimed)
     out += fmt::format("stream waits / event syncs: {} bound by the timeline, {} by program order (their wait did not bind)\n", waits_timed,
                        waits_untimed);
+  if (const int64_t n = inferred_timed + inferred_untimed)
+    out += fmt::format(
+        "stream waits without a cuda_sync event, inferred: {} (waiting stream: the next work issued; record: by stream and order)\n"
+        "  confidence: {} of {} confirmed by the timeline (the waiting stream went on as its record's work ended), {} by program order only\n",
+        n, inferred_timed, n, inferred_untimed);
   if (other_threads) out += fmt::format("calls from other host threads merged in time order: {}\n", other_threads);
   if (!host_only.empty()) {
     int64_t total = 0;
@@ -605,10 +653,10 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
       name = std::regex_replace(name, suffix, "");
   }
   ImportedTrace out = Importer(ranks, name, sum).run();
-  if (sum.not_imported.count("stream waits the profiler gave no cuda_sync event for: left out") && sum.waits_timed + sum.waits_untimed == 0)
+  if (sum.inferred_timed + sum.inferred_untimed > 0 && sum.waits_recorded == 0)
     sum.notes.push_back(
-        "without the profiler's CUDA sync events the streams' hand-offs are unknown: profile with "
-        "experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)");
+        "the trace has no CUDA sync events: stream waits were inferred from the runtime calls; profile with "
+        "experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True) to have them recorded");
   out.summary = std::move(sum);
   return out;
 }
