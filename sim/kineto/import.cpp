@@ -544,6 +544,37 @@ class Importer {
   std::unordered_map<int64_t, const Activity*> longest_;
 };
 
+// The step ranges: those of the first pattern the first trace has ranges
+// for (the patterns in order of preference), on every trace; the summary
+// says which, and lists the other patterns that matched.
+void choose_steps(std::vector<RankTrace>& traces, const std::vector<StepPattern>& patterns, bool given, ImportSummary& sum) {
+  const auto& found = traces.front().step_candidates;
+  const StepPattern* pick = nullptr;
+  std::vector<std::string> others;
+  for (const StepPattern& p : patterns) {
+    auto it = found.find(p.label);
+    if (it == found.end() || it->second.empty()) continue;
+    if (!pick)
+      pick = &p;
+    else
+      others.push_back(fmt::format("{} '{}' ranges (--steps '{}')", it->second.size(), p.label, p.regex));
+  }
+  if (!pick) {
+    sum.notes.push_back(given ? fmt::format("no range's name matches --steps '{}': the run is one step", patterns.front().regex)
+                              : "no step ranges (ProfilerStep#N, `step N`): the run is one step; mark steps with prof.step() or "
+                                "torch.profiler.record_function(\"step N\")");
+    return;
+  }
+  if (!given) {
+    sum.steps_from = fmt::format("'{}' ranges, found without --steps", pick->label);
+    if (!others.empty()) sum.notes.push_back(fmt::format("other step ranges found: {}; choose with --steps REGEX", fmt::join(others, ", ")));
+  }
+  for (RankTrace& t : traces) {
+    if (auto it = t.step_candidates.find(pick->label); it != t.step_candidates.end()) t.steps = it->second;
+    std::sort(t.steps.begin(), t.steps.end());
+  }
+}
+
 // A duration as a person reads it: days, hours, minutes or seconds.
 std::string span_text(int64_t ns) {
   const double s = static_cast<double>(ns) / 1e9;
@@ -592,7 +623,7 @@ std::string ImportSummary::text() const {
   std::string out = fmt::format("{} rank(s), {} trace events\n", ranks, events);
   out += "ops:\n";
   for (const auto& [k, n] : ops) out += fmt::format("  {:>8}  {}\n", n, k);
-  if (steps) out += fmt::format("steps: {}\n", steps);
+  if (steps) out += steps_from.empty() ? fmt::format("steps: {}\n", steps) : fmt::format("steps: {} ({})\n", steps, steps_from);
   if (waits_timed + waits_untimed)
     out += fmt::format("stream waits / event syncs: {} bound by the timeline, {} by program order (their wait did not bind)\n", waits_timed,
                        waits_untimed);
@@ -620,14 +651,21 @@ std::string ImportSummary::text() const {
 ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportOptions& options) {
   if (paths.empty()) throw InputError(SourceLocation{}, "no trace given");
   ImportSummary sum;
-  std::regex steps;
+  // Without --steps: torch.profiler's ProfilerStep#N, else `step N` record_function ranges.
+  std::vector<StepPattern> steps;
   try {
-    steps = std::regex(options.steps.empty() ? std::string("^ProfilerStep#\\d+$") : options.steps);
+    if (options.steps.empty()) {
+      steps.push_back({"ProfilerStep#N", "^ProfilerStep#\\d+$", std::regex("^ProfilerStep#\\d+$")});
+      steps.push_back({"step N", "^[Ss]tep[ _#]?\\d+$", std::regex("^[Ss]tep[ _#]?\\d+$")});
+    } else {
+      steps.push_back({options.steps, options.steps, std::regex(options.steps)});
+    }
   } catch (const std::regex_error& e) {
     throw InputError(SourceLocation{}, fmt::format("--steps '{}' is not a regular expression ({})", options.steps, e.what()));
   }
   std::vector<RankTrace> traces;
   for (const auto& p : paths) traces.push_back(read_trace(p, steps, sum));
+  choose_steps(traces, steps, !options.steps.empty(), sum);
   check_one_job(traces);
   // Ranks: as the traces say, else in the order given.
   const bool ranked = std::all_of(traces.begin(), traces.end(), [](const RankTrace& t) { return t.rank >= 0; });
@@ -657,6 +695,17 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
     sum.notes.push_back(
         "the trace has no CUDA sync events: stream waits were inferred from the runtime calls; profile with "
         "experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True) to have them recorded");
+  // Kernels --remodel-kernels can time from a shape.
+  int64_t kernels = 0, shaped = 0;
+  for (const auto& [what, n] : sum.ops)
+    if (what.rfind("kernel (", 0) == 0 && what != "kernel (memset)") {
+      kernels += n;
+      if (what != "kernel (measured)" && what != "kernel (NCCL, measured)") shaped += n;
+    }
+  if (kernels > 0 && shaped == 0)
+    sum.notes.push_back(
+        fmt::format("none of the {} kernels carries a shape (profile with record_shapes=True): --remodel-kernels has nothing to re-model{}", kernels,
+                    sum.ops.count("kernel (memset)") ? " but the memsets" : ""));
   out.summary = std::move(sum);
   return out;
 }

@@ -28,7 +28,8 @@ namespace osim::kineto {
 
 struct ImportOptions {
   /// Ranges (user annotations, cpu ops) whose names match this ECMAScript
-  /// regex start steps; "" = torch.profiler's `ProfilerStep#N`.
+  /// regex start steps; "" = torch.profiler's `ProfilerStep#N`, else ranges
+  /// named `step N` (record_function), whichever the first trace has.
   std::string steps;
   /// The schedule's name; "" = the first trace's file name.
   std::string name;
@@ -48,6 +49,7 @@ struct ImportSummary {
   int64_t inferred_untimed = 0;                 // ... and by program order
   int64_t other_threads = 0;                    // calls from other host threads that put work on the GPU (merged in time order)
   int64_t steps = 0;
+  std::string steps_from;  // which ranges became steps, where --steps did not say
   std::vector<std::string> notes;
   /// A few lines for the terminal.
   std::string text() const;

@@ -299,7 +299,7 @@ void check_time_unit(const RankTrace& t) {
 
 }  // namespace
 
-RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSummary& sum) {
+RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& steps, ImportSummary& sum) {
   RankTrace t;
   t.file = path;
   const std::string text = read_maybe_gzip(path);
@@ -392,12 +392,14 @@ RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSum
         const int64_t ext = int_arg(e["args"], "External id");
         if (ext != kNone) t.ops_by_ext.emplace(ext, CpuOp{name, &e["args"]});
       }
-      if (std::regex_search(name, steps) && e.contains("ts") && e["ts"].is_number()) {
+      for (const StepPattern& p : steps) {
+        if (!std::regex_search(name, p.re) || !e.contains("ts") || !e["ts"].is_number()) continue;
         const int64_t ts = time_of("ts");
         const int64_t dur = e.contains("dur") && e["dur"].is_number() ? time_of("dur") : 0;
         // A record_function range shows as a cpu op and as a user annotation: once.
-        if (std::none_of(t.steps.begin(), t.steps.end(), [&](const RankTrace::Step& x) { return x.start == ts && x.name == name; }))
-          t.steps.push_back({ts, ts + dur, name});
+        auto& v = t.step_candidates[p.label];
+        if (std::none_of(v.begin(), v.end(), [&](const RankTrace::Step& x) { return x.start == ts && x.name == name; }))
+          v.push_back({ts, ts + dur, name});
       }
     } else if (!read_only.count(cat)) {
       ++sum.not_imported[fmt::format("{} events (a category the importer does not know)", cat.empty() ? "uncategorised" : cat)];
@@ -453,7 +455,6 @@ RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSum
   for (const auto& [corr, a] : by_corr)
     if (!matched.count(corr)) ++sum.not_imported["GPU activities without their CUDA call in the trace (launched before the profiler started)"];
   std::stable_sort(t.calls.begin(), t.calls.end(), [](const Call& a, const Call& b) { return a.ts < b.ts; });
-  std::sort(t.steps.begin(), t.steps.end());
   check_time_unit(t);
   return t;
 }

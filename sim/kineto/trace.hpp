@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <regex>
 #include <string>
@@ -66,13 +67,18 @@ struct RankTrace {
     std::string name;
     bool operator<(const Step& o) const { return start < o.start; }
   };
-  std::vector<Step> steps;
+  std::vector<Step> steps;                                   // the ranges import_traces chose, in time order
+  std::map<std::string, std::vector<Step>> step_candidates;  // ranges matching each step pattern, by its label
   std::string gpu_name;
 };
 
 /// Reads one trace file; InputError naming it (and the line) when it is no
-/// usable trace. Steps: ranges whose names match `steps`.
-RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSummary& sum);
+/// usable trace. Step candidates: ranges whose names match each pattern.
+struct StepPattern {
+  std::string label, regex;
+  std::regex re;
+};
+RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& steps, ImportSummary& sum);
 [[noreturn]] void fail(const std::string& file, const std::string& what, int line = 0);
 /// An event as messages name it: `traceEvents[i] (cat 'name' at ts µs)`.
 std::string event_at(size_t index, const std::string& cat, const std::string& name, double ts_us);

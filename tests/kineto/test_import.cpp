@@ -164,8 +164,10 @@ TEST_CASE("NCCL kernels of every rank's trace become collectives, of one rank's 
   const kineto::ImportedTrace one = kineto::import_traces({r0});
   CHECK(op_at(one, 0, 0).kind == OpKind::Kernel);
   CHECK(*op_at(one, 0, 0).duration == Time::from_us(30));
-  REQUIRE(!one.summary.notes.empty());
-  CHECK(one.summary.notes[0].find("the job had 2 ranks and 1 trace(s) were given") == 0);
+  REQUIRE(one.summary.notes.size() == 3);
+  CHECK(one.summary.notes[0].find("no step ranges (ProfilerStep#N, `step N`): the run is one step") == 0);
+  CHECK(one.summary.notes[1].find("the job had 2 ranks and 1 trace(s) were given") == 0);
+  CHECK(one.summary.notes[2] == "none of the 1 kernels carries a shape (profile with record_shapes=True): --remodel-kernels has nothing to re-model");
   CHECK(error_of({r0, r0}).find("rank 0 again") != std::string::npos);
 }
 
@@ -395,4 +397,42 @@ TEST_CASE("a reference program's trace without its cuda_sync events: the same wa
     // Left out (before), the pinned step replayed 44.0 ms against 76.6 ms, the pageable one 545.0 against 648.9 ms.
     CHECK(step_of(b) == doctest::Approx(step_of(a)).epsilon(0.001));
   }
+}
+
+TEST_CASE("steps without --steps: ProfilerStep#N, else `step N` ranges; the others listed") {
+  TraceBuilder b;
+  for (int i = 0; i < 3; ++i) b.gpu("kernel", "k", 7, 20 + 100 * i, 10, b.call("cudaLaunchKernel", 10 + 100 * i, 1));
+  b.range("step 0", 5, 95);
+  b.range("step 1", 105, 95);
+  const kineto::ImportedTrace named = kineto::import_traces({b.write("steps-named.json")});
+  CHECK(named.summary.steps == 2);
+  CHECK(named.summary.text().find("steps: 2 ('step N' ranges, found without --steps)") != std::string::npos);
+  REQUIRE(named.summary.notes.size() == 1);  // no shapes
+  CHECK(named.summary.notes[0].find("none of the 3 kernels carries a shape") == 0);
+  b.range("ProfilerStep#7", 4, 200);
+  const kineto::ImportedTrace both = kineto::import_traces({b.write("steps-both.json")});
+  CHECK(both.summary.steps == 1);
+  REQUIRE(both.summary.notes.size() == 2);
+  CHECK(both.summary.notes[0] == "other step ranges found: 2 'step N' ranges (--steps '^[Ss]tep[ _#]?\\d+$'); choose with --steps REGEX");
+  const kineto::ImportedTrace given = kineto::import_traces({b.write("steps-given.json")}, steps_matching("^step \\d+$"));
+  CHECK(given.summary.steps == 2);
+  CHECK(given.summary.text().find("steps: 2\n") != std::string::npos);
+  const kineto::ImportedTrace none = kineto::import_traces({b.write("steps-none.json")}, steps_matching("^phase \\d+$"));
+  CHECK(none.summary.steps == 0);
+  CHECK(none.summary.notes.at(0) == "no range's name matches --steps '^phase \\d+$': the run is one step");
+}
+
+TEST_CASE("--remodel-kernels on a trace without shapes: refused, nothing to re-model") {
+  TraceBuilder b;
+  b.gpu("kernel", "gemm", 7, 20, 10, b.call("cudaLaunchKernel", 10, 1, 9));
+  b.cpu_op("aten::mm", 9, json::array(), json::array());  // recorded without record_shapes
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("noshapes.json")});
+  bool refused = false;
+  try {
+    apply_what_if(t.schedule, WhatIf{.remodel_kernels = true, .host_memory = std::nullopt});
+  } catch (const InputError& e) {
+    refused = std::string(e.what()).find("none of schedule 'osim-kineto-noshapes''s 1 kernels of measured time carries a shape") != std::string::npos;
+  }
+  CHECK(refused);
+  CHECK_NOTHROW(apply_what_if(t.schedule, WhatIf{.host_memory = HostMem::Pageable}));
 }
