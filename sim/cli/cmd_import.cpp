@@ -59,7 +59,8 @@ Command add_import_trace(CLI::App& app) {
   c->add_option("traces", o->traces, "Chrome-trace JSON files (.json or .json.gz) from prof.export_chrome_trace, one per rank")->required();
   c->add_option("-o,--out", o->out, "a folder (schedule.yaml + the measured records.json) or a .yaml file (the schedule alone)")->required();
   c->add_option("--topology,-t", o->topology, "write this topology into the schedule's 'topology:'");
-  c->add_option("--steps", o->steps, "a regex: ranges (record_function, cpu ops) whose names match start steps (default ^ProfilerStep#\\d+$)");
+  c->add_option("--steps", o->steps,
+                "a regex: ranges (record_function, cpu ops) whose names match start steps (default: ProfilerStep#N ranges, else `step N` ones)");
   c->add_option("--name", o->name, "the schedule's name (default: the first trace's file name)");
   c->add_flag("--force", o->force, "overwrite existing output files");
   return {c, [o] { return import_command(*o); }};

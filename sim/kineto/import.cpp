@@ -34,12 +34,38 @@ struct RecordInfo {
   int index = -1;            // the schedule's event
 };
 
+// A wait or event synchronize bound: the record it waits on, and for a wait the stream that waits.
+struct Binding {
+  size_t record = 0;
+  int waiting = -1;
+};
+
+// The stream a cudaStreamWaitEvent made wait, when the profiler gave it no
+// cuda_sync event (recorded without enable_cuda_sync_events): the stream of
+// the next work the thread issued (in `with stream(s): s.wait_event(e); ...`
+// and wait_stream the waiter's work follows). A stream never waits on
+// itself: where no record so far went to another stream (by its guess, the
+// thread's last stream), the record just before the wait was on the stream
+// the thread used before (wait_stream called inside the waiter's `with
+// stream(...)`): `record_stream` says so. -1: not known.
+struct InferredWait {
+  int waiting = -1, record_stream = -1;
+};
+InferredWait infer_waiting_stream(const std::vector<Call>& calls, size_t wait, const std::vector<RecordInfo>& records, bool after_record,
+                                  int stream_before) {
+  int next = -1;
+  for (size_t j = wait + 1; j < calls.size() && next < 0; ++j)
+    if (calls[j].gpu) next = calls[j].gpu->stream;
+  if (next < 0 || std::any_of(records.begin(), records.end(), [&](const RecordInfo& r) { return r.stream != next; })) return {next, -1};
+  return after_record && stream_before != next ? InferredWait{next, stream_before} : InferredWait{};
+}
+
 // For every wait and event synchronize (by call index): the record it binds.
 // A wait the timeline decides (the waiting stream went on late, as a record's
 // work ended) binds the latest record on another stream whose work had ended
 // by then; one it does not decide binds by the program's idioms (below).
-std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>& records, int default_stream, ImportSummary& sum) {
-  std::map<size_t, size_t> bound;  // call -> index into records
+std::map<size_t, Binding> pair_waits(const RankTrace& t, std::vector<RecordInfo>& records, int default_stream, ImportSummary& sum) {
+  std::map<size_t, Binding> bound;  // call -> its binding
   const auto& calls = t.calls;
   // Per stream: GPU end of the work enqueued so far, and the activities in issue order.
   std::map<int, std::vector<size_t>> per_stream;  // call indices of activities
@@ -60,7 +86,7 @@ std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>&
     return e;
   };
   std::map<int, int64_t> enqueued_end;
-  int last_stream = default_stream;
+  int last_stream = default_stream, stream_before = default_stream;  // the thread's last stream, and the one before it
   bool last_was_copy = false;
   std::map<std::pair<int, int>, size_t> last_bound;  // (waiting stream, record stream) -> record index + 1
   std::map<int64_t, int> stream_of_event;
@@ -69,6 +95,7 @@ std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>&
     const Call& c = calls[i];
     const CallKind k = kind_of(c);
     if (c.gpu) {
+      if (c.gpu->stream != last_stream) stream_before = last_stream;
       last_stream = c.gpu->stream;
       last_was_copy = c.gpu->cat == "gpu_memcpy";
       auto& e = enqueued_end[last_stream];
@@ -85,11 +112,25 @@ std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>&
     }
     if (k == CallKind::Wait || k == CallKind::EventSync) {
       const json* args = c.sync && (*c.sync).contains("args") ? &(*c.sync)["args"] : nullptr;
-      const int waiting = k == CallKind::Wait && args ? static_cast<int>(int_arg(*args, "stream", -1)) : -1;
+      int waiting = k == CallKind::Wait && args ? static_cast<int>(int_arg(*args, "stream", -1)) : -1;
       const int64_t event_id = args ? int_arg(*args, "wait_on_cuda_event_id", kNone) : kNone;
       const int64_t record_corr = args ? int_arg(*args, "wait_on_cuda_event_record_corr_id", -1) : -1;
+      const bool inferred = k == CallKind::Wait && !args;
+      if (inferred) {
+        const bool after_record = last_gpu_call != SIZE_MAX && !records.empty() && records.back().call == last_gpu_call;
+        const InferredWait w = infer_waiting_stream(calls, i, records, after_record, stream_before);
+        waiting = w.waiting;
+        if (w.record_stream >= 0) {
+          RecordInfo& r = records.back();
+          r.stream = w.record_stream;
+          auto it = enqueued_end.find(r.stream);
+          r.covered_end = it == enqueued_end.end() ? kNone : it->second;
+          r.after_copy = false;
+        }
+      }
       if (k == CallKind::Wait && waiting < 0) {
-        ++sum.not_imported["stream waits the profiler gave no cuda_sync event for: left out"];
+        ++sum.not_imported[inferred ? "stream waits without a cuda_sync event whose waiting stream the calls do not show: left out"
+                                    : "stream waits the profiler gave no waiting stream for: left out"];
         continue;
       }
       // Record-then-wait: the call just before is a record on another stream
@@ -165,7 +206,9 @@ std::map<size_t, size_t> pair_waits(const RankTrace& t, std::vector<RecordInfo>&
         pick = same_op ? just_before : queue != SIZE_MAX ? queue : idiom_ok ? just_before : first != SIZE_MAX ? first : pick;
       }
       ++(decided ? sum.waits_timed : sum.waits_untimed);
-      bound[i] = pick;
+      if (inferred) ++(decided ? sum.inferred_timed : sum.inferred_untimed);
+      if (k == CallKind::Wait && !inferred) ++sum.waits_recorded;
+      bound[i] = {pick, waiting};
       last_bound[{waiting, records[pick].stream}] = pick + 1;
       if (event_id != kNone) {
         records[pick].event_id = event_id;
@@ -221,7 +264,8 @@ class Importer {
   // Collectives are simulated where every rank of the group was imported and
   // each issued as many; otherwise they keep their measured time.
   void plan_collectives() {
-    std::map<std::vector<int>, std::vector<int64_t>> issued;  // group ranks -> count per rank
+    using Issued = std::vector<std::pair<const Activity*, CollectiveInfo>>;
+    std::map<std::vector<int>, std::vector<Issued>> issued;  // group ranks -> per rank, its collectives in order
     for (int r = 0; r < n_; ++r)
       for (const Call& c : t_[static_cast<size_t>(r)]->calls) {
         if (!c.gpu || !is_nccl(*c.gpu)) continue;
@@ -229,11 +273,14 @@ class Importer {
         if (auto ci = collective_of(*c.gpu, &why)) {
           auto& v = issued[ci->ranks];
           v.resize(static_cast<size_t>(n_));
-          ++v[static_cast<size_t>(r)];
+          v[static_cast<size_t>(r)].emplace_back(c.gpu, *ci);
         }
       }
-    for (const auto& [ranks, counts] : issued) {
+    for (const auto& [ranks, per_rank] : issued) {
       if (!std::all_of(ranks.begin(), ranks.end(), [&](int r) { return r >= 0 && r < n_; })) continue;
+      check_collectives_match(ranks, per_rank);
+      std::vector<size_t> counts;
+      for (const Issued& v : per_rank) counts.push_back(v.size());
       if (std::any_of(ranks.begin(), ranks.end(),
                       [&counts = counts, first = ranks[0]](int r) { return counts[static_cast<size_t>(r)] != counts[static_cast<size_t>(first)]; })) {
         sum_.notes.push_back(
@@ -250,6 +297,28 @@ class Importer {
       std::vector<int> all(static_cast<size_t>(n_));
       for (int i = 0; i < n_; ++i) all[static_cast<size_t>(i)] = i;
       world_ = b_.group("world", all);
+    }
+  }
+
+  // The ranks of a group issue the same collectives in the same order (sizes
+  // aside for all-to-all, whose splits may differ): else the traces are not
+  // of one run, or not over the same steps. Refused at the first that differs.
+  template <class Issued>
+  void check_collectives_match(const std::vector<int>& ranks, const std::vector<Issued>& per_rank) const {
+    const size_t f = static_cast<size_t>(ranks[0]);
+    for (int r : ranks) {
+      const auto& mine = per_rank[static_cast<size_t>(r)];
+      const auto& theirs = per_rank[f];
+      for (size_t j = 0; j < std::min(mine.size(), theirs.size()); ++j) {
+        const auto& [a, ci] = mine[j];
+        const auto& [b, cf] = theirs[j];
+        if (ci.kind == cf.kind && (ci.bytes == cf.bytes || ci.kind == CollKind::AllToAll)) continue;
+        fail(t_[static_cast<size_t>(r)]->file,
+             fmt::format("collective {} of group [{}] is {} of {} bytes ({}) where rank {}'s is {} of {} bytes ({} in {}): the ranks of one job "
+                         "issue the same collectives in the same order; give the traces of one run, profiled over the same steps",
+                         j, fmt::join(ranks, ", "), to_string(ci.kind), ci.bytes, event_at(a->index, a->cat, a->name, us_of(a->start)), ranks[0],
+                         to_string(cf.kind), cf.bytes, event_at(b->index, b->cat, b->name, us_of(b->start)), t_[f]->file));
+      }
     }
   }
 
@@ -322,7 +391,7 @@ class Importer {
         case CallKind::Memset: {
           const Activity& a = *c.gpu;
           Op op = ops::busy(stream(a.stream), measured_time(a), "memset");
-          op.hbm_bytes = static_cast<double>(std::max<int64_t>(0, int_arg(*a.args, "bytes", 0)));
+          op.hbm_bytes = static_cast<double>(std::max<int64_t>(0, a.bytes));
           emit(std::move(op), {c.ts, c.end, a.start, a.end}, "kernel (memset)");
           break;
         }
@@ -337,9 +406,9 @@ class Importer {
         case CallKind::EventSync: {
           auto it = bound.find(i);
           if (it == bound.end()) break;  // counted in not_imported
-          const RecordInfo& rec = records[it->second];
+          const RecordInfo& rec = records[it->second.record];
           if (k == CallKind::Wait) {
-            emit(ops::wait_event(stream(static_cast<int>(int_arg((*c.sync)["args"], "stream", -1))), rec.index), host, "stream_wait_event");
+            emit(ops::wait_event(stream(it->second.waiting), rec.index), host, "stream_wait_event");
           } else {
             Op op;
             op.kind = OpKind::EventSync;
@@ -415,9 +484,14 @@ class Importer {
       emit(ops::busy(stream(a.stream), measured_time(a), n), gt, "kernel (measured)");
       return;
     }
+    if (a.bytes == kNone) {
+      ++sum_.not_imported["copies without args.bytes: kernels at their measured time"];
+      emit(ops::busy(stream(a.stream), measured_time(a), n), gt, "kernel (measured)");
+      return;
+    }
     const CopyKind kind = h2d ? CopyKind::H2D : d2h ? CopyKind::D2H : CopyKind::D2D;
     const HostMem mem = n.find("Pageable") != std::string::npos ? HostMem::Pageable : HostMem::Pinned;
-    const Bytes bytes = std::max<int64_t>(1, int_arg(*a.args, "bytes", 1));
+    const Bytes bytes = std::max<int64_t>(1, a.bytes);  // a copy of 0 bytes still takes a copy's time
     const bool async = c.name.find("Async") != std::string::npos;
     emit(ops::copy(stream(a.stream), kind, bytes, mem, async, fmt::format("memcpy_{}", to_string(kind))), gt,
          "memcpy " + to_string(kind) +
@@ -470,16 +544,94 @@ class Importer {
   std::unordered_map<int64_t, const Activity*> longest_;
 };
 
+// The step ranges: those of the first pattern the first trace has ranges
+// for (the patterns in order of preference), on every trace; the summary
+// says which, and lists the other patterns that matched.
+void choose_steps(std::vector<RankTrace>& traces, const std::vector<StepPattern>& patterns, bool given, ImportSummary& sum) {
+  const auto& found = traces.front().step_candidates;
+  const StepPattern* pick = nullptr;
+  std::vector<std::string> others;
+  for (const StepPattern& p : patterns) {
+    auto it = found.find(p.label);
+    if (it == found.end() || it->second.empty()) continue;
+    if (!pick)
+      pick = &p;
+    else
+      others.push_back(fmt::format("{} '{}' ranges (--steps '{}')", it->second.size(), p.label, p.regex));
+  }
+  if (!pick) {
+    sum.notes.push_back(given ? fmt::format("no range's name matches --steps '{}': the run is one step", patterns.front().regex)
+                              : "no step ranges (ProfilerStep#N, `step N`): the run is one step; mark steps with prof.step() or "
+                                "torch.profiler.record_function(\"step N\")");
+    return;
+  }
+  if (!given) {
+    sum.steps_from = fmt::format("'{}' ranges, found without --steps", pick->label);
+    if (!others.empty()) sum.notes.push_back(fmt::format("other step ranges found: {}; choose with --steps REGEX", fmt::join(others, ", ")));
+  }
+  for (RankTrace& t : traces) {
+    if (auto it = t.step_candidates.find(pick->label); it != t.step_candidates.end()) t.steps = it->second;
+    std::sort(t.steps.begin(), t.steps.end());
+  }
+}
+
+// A duration as a person reads it: days, hours, minutes or seconds.
+std::string span_text(int64_t ns) {
+  const double s = static_cast<double>(ns) / 1e9;
+  return s >= 86400  ? fmt::format("{:.1f} days", s / 86400)
+         : s >= 3600 ? fmt::format("{:.1f} hours", s / 3600)
+         : s >= 60   ? fmt::format("{:.1f} minutes", s / 60)
+                     : fmt::format("{:.3f} s", s);
+}
+
+// The traces are of one job: one world size, recorded together. Their
+// clocks are put on one base (baseTimeNanoseconds) first.
+void check_one_job(std::vector<RankTrace>& traces) {
+  const RankTrace* sized = nullptr;
+  for (const RankTrace& t : traces) {
+    if (t.world <= 0) continue;
+    if (sized && t.world != sized->world)
+      fail(t.file, fmt::format("distributedInfo.world_size {} where {} says {}: give the traces of one job", t.world, sized->file, sized->world));
+    if (!sized) sized = &t;
+  }
+  int64_t base = std::numeric_limits<int64_t>::max();
+  for (const RankTrace& t : traces) base = std::min(base, t.base_ns);
+  for (RankTrace& t : traces) {
+    const int64_t d = t.base_ns - base;
+    if (d == 0) continue;
+    for (Activity& a : t.gpu) a.start += d, a.end += d;
+    for (Call& c : t.calls) c.ts += d, c.end += d;
+    for (RankTrace::Step& st : t.steps) st.start += d, st.end += d;
+  }
+  // The ranks of one job are profiled over the same steps: they start within seconds.
+  constexpr int64_t kApartNs = 600'000'000'000;
+  const RankTrace* first = &traces.front();
+  for (const RankTrace& t : traces)
+    if (t.calls.front().ts < first->calls.front().ts) first = &t;
+  for (const RankTrace& t : traces)
+    if (const int64_t apart = t.calls.front().ts - first->calls.front().ts; apart > kApartNs)
+      fail(t.file,
+           fmt::format("it starts {} after {} (its first CUDA call, {}, against {}): the ranks of one job are profiled over the same "
+                       "steps, within seconds; give the traces of one run",
+                       span_text(apart), first->file, event_at(t.calls.front().index, "CUDA call", t.calls.front().name, us_of(t.calls.front().ts)),
+                       event_at(first->calls.front().index, "CUDA call", first->calls.front().name, us_of(first->calls.front().ts))));
+}
+
 }  // namespace
 
 std::string ImportSummary::text() const {
   std::string out = fmt::format("{} rank(s), {} trace events\n", ranks, events);
   out += "ops:\n";
   for (const auto& [k, n] : ops) out += fmt::format("  {:>8}  {}\n", n, k);
-  if (steps) out += fmt::format("steps: {}\n", steps);
+  if (steps) out += steps_from.empty() ? fmt::format("steps: {}\n", steps) : fmt::format("steps: {} ({})\n", steps, steps_from);
   if (waits_timed + waits_untimed)
     out += fmt::format("stream waits / event syncs: {} bound by the timeline, {} by program order (their wait did not bind)\n", waits_timed,
                        waits_untimed);
+  if (const int64_t n = inferred_timed + inferred_untimed)
+    out += fmt::format(
+        "stream waits without a cuda_sync event, inferred: {} (waiting stream: the next work issued; record: by stream and order)\n"
+        "  confidence: {} of {} confirmed by the timeline (the waiting stream went on as its record's work ended), {} by program order only\n",
+        n, inferred_timed, n, inferred_untimed);
   if (other_threads) out += fmt::format("calls from other host threads merged in time order: {}\n", other_threads);
   if (!host_only.empty()) {
     int64_t total = 0;
@@ -499,14 +651,22 @@ std::string ImportSummary::text() const {
 ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportOptions& options) {
   if (paths.empty()) throw InputError(SourceLocation{}, "no trace given");
   ImportSummary sum;
-  std::regex steps;
+  // Without --steps: torch.profiler's ProfilerStep#N, else `step N` record_function ranges.
+  std::vector<StepPattern> steps;
   try {
-    steps = std::regex(options.steps.empty() ? std::string("^ProfilerStep#\\d+$") : options.steps);
+    if (options.steps.empty()) {
+      steps.push_back({"ProfilerStep#N", "^ProfilerStep#\\d+$", std::regex("^ProfilerStep#\\d+$")});
+      steps.push_back({"step N", "^[Ss]tep[ _#]?\\d+$", std::regex("^[Ss]tep[ _#]?\\d+$")});
+    } else {
+      steps.push_back({options.steps, options.steps, std::regex(options.steps)});
+    }
   } catch (const std::regex_error& e) {
     throw InputError(SourceLocation{}, fmt::format("--steps '{}' is not a regular expression ({})", options.steps, e.what()));
   }
   std::vector<RankTrace> traces;
   for (const auto& p : paths) traces.push_back(read_trace(p, steps, sum));
+  choose_steps(traces, steps, !options.steps.empty(), sum);
+  check_one_job(traces);
   // Ranks: as the traces say, else in the order given.
   const bool ranked = std::all_of(traces.begin(), traces.end(), [](const RankTrace& t) { return t.rank >= 0; });
   std::map<int, size_t> by_rank;
@@ -531,10 +691,21 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
       name = std::regex_replace(name, suffix, "");
   }
   ImportedTrace out = Importer(ranks, name, sum).run();
-  if (sum.not_imported.count("stream waits the profiler gave no cuda_sync event for: left out") && sum.waits_timed + sum.waits_untimed == 0)
+  if (sum.inferred_timed + sum.inferred_untimed > 0 && sum.waits_recorded == 0)
     sum.notes.push_back(
-        "without the profiler's CUDA sync events the streams' hand-offs are unknown: profile with "
-        "experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)");
+        "the trace has no CUDA sync events: stream waits were inferred from the runtime calls; profile with "
+        "experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True) to have them recorded");
+  // Kernels --remodel-kernels can time from a shape.
+  int64_t kernels = 0, shaped = 0;
+  for (const auto& [what, n] : sum.ops)
+    if (what.rfind("kernel (", 0) == 0 && what != "kernel (memset)") {
+      kernels += n;
+      if (what != "kernel (measured)" && what != "kernel (NCCL, measured)") shaped += n;
+    }
+  if (kernels > 0 && shaped == 0)
+    sum.notes.push_back(
+        fmt::format("none of the {} kernels carries a shape (profile with record_shapes=True): --remodel-kernels has nothing to re-model{}", kernels,
+                    sum.ops.count("kernel (memset)") ? " but the memsets" : ""));
   out.summary = std::move(sum);
   return out;
 }

@@ -12,6 +12,8 @@
 // recorded nor which record a wait waits on: the record's stream is the one
 // this thread last put work on, and the wait binds the record whose work had
 // finished when the waiting stream went on (see pair_waits in import.cpp).
+// Without the profiler's cuda_sync events a wait's own stream is inferred
+// too: the stream of the next work the thread issued (infer_waiting_stream).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +28,8 @@ namespace osim::kineto {
 
 struct ImportOptions {
   /// Ranges (user annotations, cpu ops) whose names match this ECMAScript
-  /// regex start steps; "" = torch.profiler's `ProfilerStep#N`.
+  /// regex start steps; "" = torch.profiler's `ProfilerStep#N`, else ranges
+  /// named `step N` (record_function), whichever the first trace has.
   std::string steps;
   /// The schedule's name; "" = the first trace's file name.
   std::string name;
@@ -41,8 +44,12 @@ struct ImportSummary {
   std::map<std::string, int64_t> not_imported;  // events left out, by what they are and why
   int64_t waits_timed = 0;                      // waits bound to the record whose work ended as the waiting stream went on
   int64_t waits_untimed = 0;                    // waits the timeline does not decide (not binding): bound by program order
+  int64_t waits_recorded = 0;                   // stream waits whose cuda_sync event gave their stream
+  int64_t inferred_timed = 0;                   // waits without a cuda_sync event (their stream inferred), bound by the timeline
+  int64_t inferred_untimed = 0;                 // ... and by program order
   int64_t other_threads = 0;                    // calls from other host threads that put work on the GPU (merged in time order)
   int64_t steps = 0;
+  std::string steps_from;  // which ranges became steps, where --steps did not say
   std::vector<std::string> notes;
   /// A few lines for the terminal.
   std::string text() const;

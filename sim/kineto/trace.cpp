@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
@@ -196,7 +197,109 @@ std::string short_name(std::string n) {
 
 bool is_nccl(const Activity& k) { return k.cat == "kernel" && k.name.rfind("nccl", 0) == 0; }
 
-RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSummary& sum) {
+std::string event_at(size_t index, const std::string& cat, const std::string& name, double ts_us) {
+  return fmt::format("traceEvents[{}] ({} '{}' at ts {} us)", index, cat.empty() ? "uncategorised" : cat, name, ts_us);
+}
+
+namespace {
+
+// The trace's rank, world size, GPU and clock base, checked.
+void read_header(RankTrace& t) {
+  if (auto d = t.doc.find("distributedInfo"); d != t.doc.end() && d->is_object()) {
+    auto field = [&](const char* key, int64_t lowest, int absent) {
+      auto it = d->find(key);
+      if (it == d->end()) return absent;
+      if (!it->is_number_integer() || it->get<int64_t>() < lowest || it->get<int64_t>() > (1 << 24))
+        fail(t.file, fmt::format("distributedInfo.{} is {}: {}; correct it, or remove distributedInfo (ranks then follow the order the "
+                                 "traces are given)",
+                                 key, it->dump(), lowest == 0 ? "ranks count from 0" : "a job has 1 rank or more"));
+      return static_cast<int>(it->get<int64_t>());
+    };
+    t.rank = field("rank", 0, -1);
+    t.world = field("world_size", 1, 0);
+    if (t.rank >= 0 && t.world > 0 && t.rank >= t.world)
+      fail(t.file, fmt::format("distributedInfo.rank {} is not below its world_size {}; correct it, or remove distributedInfo (ranks then "
+                               "follow the order the traces are given)",
+                               t.rank, t.world));
+  }
+  if (auto props = t.doc.find("deviceProperties"); props != t.doc.end() && props->is_array() && !props->empty() && (*props)[0].is_object())
+    t.gpu_name = str_arg((*props)[0], "name");
+  if (auto b = t.doc.find("baseTimeNanoseconds"); b != t.doc.end() && b->is_number_integer()) t.base_ns = b->get<int64_t>();
+}
+
+// Begin/end (ph B/E) pairs, which other exporters write for what Kineto
+// writes as complete (X) events, joined into t.joined; returns the index of
+// each one's begin. An end closes the latest open begin on its thread.
+std::vector<size_t> join_begin_end(RankTrace& t, const json& events, ImportSummary& sum) {
+  std::vector<size_t> from;
+  std::map<std::string, std::vector<size_t>> open;  // thread -> begins
+  auto thread = [](const json& e) { return e.value("pid", json(0)).dump() + "/" + e.value("tid", json(0)).dump(); };
+  for (size_t i = 0; i < events.size(); ++i) {
+    const json& e = events[i];
+    if (!e.is_object()) fail(t.file, fmt::format("traceEvents[{}] is not an object", i));
+    const std::string ph = e.value("ph", "");
+    if (ph == "B") {
+      open[thread(e)].push_back(i);
+    } else if (ph == "E") {
+      auto& stack = open[thread(e)];
+      const json& b = stack.empty() ? e : events[stack.back()];
+      if (stack.empty() || !b.contains("ts") || !b["ts"].is_number() || !e.contains("ts") || !e["ts"].is_number()) {
+        ++sum.not_imported["end (ph E) events without their begin, or either without its ts: left out"];
+        if (!stack.empty()) stack.pop_back();
+        continue;
+      }
+      json x = b;
+      x["ph"] = "X";
+      x["dur"] = e["ts"].get<double>() - b["ts"].get<double>();
+      if (auto a = e.find("args"); a != e.end() && a->is_object()) {
+        if (!x.contains("args") || !x["args"].is_object()) x["args"] = json::object();
+        x["args"].update(*a);
+      }
+      t.joined.push_back(std::move(x));
+      from.push_back(stack.back());
+      stack.pop_back();
+    }
+  }
+  for (const auto& [th, stack] : open)
+    if (!stack.empty()) sum.not_imported["begin (ph B) events without their end (ph E): left out"] += static_cast<int64_t>(stack.size());
+  if (!from.empty()) sum.notes.push_back(fmt::format("{} begin/end (ph B/E) pairs read as complete events", from.size()));
+  return from;
+}
+
+// Kineto writes microseconds. A trace written in nanoseconds reads 1000x too
+// long: calls that never block (event records and queries, stream waits) take
+// milliseconds, or the trace spans hours. Refused, naming the events.
+void check_time_unit(const RankTrace& t) {
+  std::vector<const Call*> quick;
+  for (const Call& c : t.calls)
+    if (c.name.rfind("cudaEventRecord", 0) == 0 || c.name == "cudaEventQuery" || c.name == "cudaStreamWaitEvent" || c.name == "cudaStreamIsCapturing")
+      quick.push_back(&c);
+  const std::string what = "Kineto writes ts and dur in microseconds; if this trace's are nanoseconds, divide them by 1000";
+  if (quick.size() >= 3) {
+    std::nth_element(quick.begin(), quick.begin() + static_cast<std::ptrdiff_t>(quick.size() / 2), quick.end(),
+                     [](const Call* a, const Call* b) { return a->end - a->ts < b->end - b->ts; });
+    const Call& m = *quick[quick.size() / 2];
+    if (m.end - m.ts > 500'000)
+      fail(t.file, fmt::format("its event records, queries and stream waits take {:.0f} us at the median (as {}), where they take a few "
+                               "microseconds: {}",
+                               us_of(m.end - m.ts), event_at(m.index, "CUDA call", m.name, us_of(m.ts)), what));
+  }
+  const Call* first = &t.calls.front();
+  int64_t last = first->end;
+  std::string last_at = event_at(first->index, "CUDA call", first->name, us_of(first->ts));
+  for (const Call& c : t.calls)
+    if (c.end > last) last = c.end, last_at = event_at(c.index, "CUDA call", c.name, us_of(c.ts));
+  for (const Activity& a : t.gpu)
+    if (a.end > last) last = a.end, last_at = event_at(a.index, a.cat, a.name, us_of(a.start));
+  if (last - first->ts > kMaxSpanNs)
+    fail(t.file, fmt::format("it spans {:.1f} hours, from {} to the end of {}, where a profiled window is seconds: {}",
+                             static_cast<double>(last - first->ts) / 3.6e12, event_at(first->index, "CUDA call", first->name, us_of(first->ts)),
+                             last_at, what));
+}
+
+}  // namespace
+
+RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& steps, ImportSummary& sum) {
   RankTrace t;
   t.file = path;
   const std::string text = read_maybe_gzip(path);
@@ -209,57 +312,78 @@ RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSum
   }
   if (!t.doc.is_object() || !t.doc.contains("traceEvents") || !t.doc["traceEvents"].is_array())
     fail(path, "no traceEvents list: not a torch.profiler (Kineto) trace; export one with prof.export_chrome_trace(path)");
-  if (auto d = t.doc.find("distributedInfo"); d != t.doc.end() && d->is_object()) {
-    t.rank = static_cast<int>(int_arg(*d, "rank", -1));
-    t.world = static_cast<int>(int_arg(*d, "world_size", 0));
-  }
-  if (auto props = t.doc.find("deviceProperties"); props != t.doc.end() && props->is_array() && !props->empty() && (*props)[0].is_object())
-    t.gpu_name = str_arg((*props)[0], "name");
+  read_header(t);
 
   const json& events = t.doc["traceEvents"];
   sum.events += static_cast<int64_t>(events.size());
+  const std::vector<size_t> joined_from = join_begin_end(t, events, sum);
   std::unordered_map<int64_t, const json*> syncs;
   std::map<std::pair<int64_t, int64_t>, int64_t> calls_per_thread;
   struct RawCall {
     const json* e;
+    size_t index;
     std::pair<int64_t, int64_t> thread;
+    int64_t ts, end;
   };
   std::vector<RawCall> raw_calls;
   static const std::set<std::string> read_only = {
       "cpu_op", "user_annotation", "gpu_user_annotation", "python_function", "overhead", "Trace", "ac2g", "cuda_profiler_range", "fwdbwd", "Kernel"};
+  static const std::set<std::string> imported = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cuda_sync"};
   auto as_id = [](const json& v) -> int64_t { return v.is_number() ? v.get<int64_t>() : static_cast<int64_t>(std::hash<std::string>{}(v.dump())); };
-  for (size_t i = 0; i < events.size(); ++i) {
-    const json& e = events[i];
-    if (!e.is_object()) fail(path, fmt::format("traceEvents[{}] is not an object", i));
-    const std::string ph = e.value("ph", "");
+  auto visit = [&](const json& e, size_t i) {
     const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
-    if (ph != "X") continue;  // metadata, instants and flow arrows
+    const std::string name = e.value("name", "");
+    const double raw_ts = e.contains("ts") && e["ts"].is_number() ? e["ts"].get<double>() : 0;
     auto need = [&](const char* key) -> const json& {
       auto it = e.find(key);
       if (it == e.end() || (std::string(key) == "args" ? !it->is_object() : !it->is_number()))
-        fail(path, fmt::format("traceEvents[{}] ({} '{}') has no {}", i, cat, e.value("name", ""), key));
+        fail(path, fmt::format("traceEvents[{}] ({} '{}') has no {}", i, cat, name, key));
       return *it;
     };
-    const std::string name = e.value("name", "");
+    // ts and dur: finite, ts within any clock's reach, dur from 0 to an hour.
+    auto time_of = [&](const char* key) -> int64_t {
+      const double v = need(key).get<double>();
+      const bool dur = std::string(key) == "dur";
+      const std::string at = event_at(i, cat, name, raw_ts);
+      if (!std::isfinite(v) || (!dur && std::abs(v) > kMaxTsUs))
+        fail(path, fmt::format("{}: ts {} us is past any clock: Kineto writes microseconds; if this trace's ts and dur are nanoseconds, divide "
+                               "them by 1000",
+                               at, v));
+      if (dur && v < 0) fail(path, fmt::format("{}: dur {} us is negative: the event is corrupt; re-export the trace or remove the event", at, v));
+      if (dur && v > kMaxDurUs)
+        fail(path, fmt::format("{}: dur {} us is over an hour: Kineto writes microseconds; if this trace's ts and dur are nanoseconds, divide "
+                               "them by 1000",
+                               at, v));
+      return ns_of(v);
+    };
     if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
       const json& args = need("args");
       Activity a;
       a.cat = cat;
       a.name = name;
-      a.start = ns_of(need("ts").get<double>());
-      a.end = a.start + ns_of(need("dur").get<double>());
+      a.index = i;
+      a.start = time_of("ts");
+      a.end = a.start + time_of("dur");
       a.corr = int_arg(args, "correlation");
       a.ext = int_arg(args, "External id");
       a.stream = static_cast<int>(int_arg(args, "stream", -1));
       a.device = static_cast<int>(int_arg(args, "device", -1));
       a.args = &args;
       if (a.corr == kNone) fail(path, fmt::format("traceEvents[{}] ({} '{}') has no args.correlation", i, cat, name));
+      if (auto b = args.find("bytes"); cat != "kernel" && b != args.end()) {
+        const double v = b->is_number() ? b->get<double>() : -1;
+        if (!(v >= 0 && v <= static_cast<double>(kMaxBytes) && v == std::floor(v)))
+          fail(path, fmt::format("{}: args.bytes {} is not a size (0 to 2^47 bytes): the event is corrupt; re-export the trace or remove the event",
+                                 event_at(i, cat, name, raw_ts), b->dump()));
+        a.bytes = static_cast<int64_t>(v);
+      }
       t.gpu.push_back(std::move(a));
     } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
-      need("ts"), need("dur"), need("args");
+      const int64_t ts = time_of("ts"), end = ts + time_of("dur");
+      need("args");
       const std::pair<int64_t, int64_t> thread{as_id(e.value("pid", json(0))), as_id(e.value("tid", json(0)))};
       ++calls_per_thread[thread];
-      raw_calls.push_back({&e, thread});
+      raw_calls.push_back({&e, i, thread, ts, end});
     } else if (cat == "cuda_sync") {
       const int64_t corr = int_arg(need("args"), "correlation");
       if (corr != kNone) syncs.emplace(corr, &e);
@@ -268,17 +392,29 @@ RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSum
         const int64_t ext = int_arg(e["args"], "External id");
         if (ext != kNone) t.ops_by_ext.emplace(ext, CpuOp{name, &e["args"]});
       }
-      if (std::regex_search(name, steps) && e.contains("ts") && e["ts"].is_number()) {
-        const int64_t ts = ns_of(e["ts"].get<double>());
-        const int64_t dur = e.contains("dur") && e["dur"].is_number() ? ns_of(e["dur"].get<double>()) : 0;
+      for (const StepPattern& p : steps) {
+        if (!std::regex_search(name, p.re) || !e.contains("ts") || !e["ts"].is_number()) continue;
+        const int64_t ts = time_of("ts");
+        const int64_t dur = e.contains("dur") && e["dur"].is_number() ? time_of("dur") : 0;
         // A record_function range shows as a cpu op and as a user annotation: once.
-        if (std::none_of(t.steps.begin(), t.steps.end(), [&](const RankTrace::Step& x) { return x.start == ts && x.name == name; }))
-          t.steps.push_back({ts, ts + dur, name});
+        auto& v = t.step_candidates[p.label];
+        if (std::none_of(v.begin(), v.end(), [&](const RankTrace::Step& x) { return x.start == ts && x.name == name; }))
+          v.push_back({ts, ts + dur, name});
       }
     } else if (!read_only.count(cat)) {
       ++sum.not_imported[fmt::format("{} events (a category the importer does not know)", cat.empty() ? "uncategorised" : cat)];
     }
+  };
+  for (size_t i = 0; i < events.size(); ++i) {
+    const std::string ph = events[i].value("ph", "");
+    if (ph == "X") {
+      visit(events[i], i);
+    } else if (ph != "B" && ph != "E" && events[i].contains("cat") && events[i]["cat"].is_string() &&
+               imported.count(events[i]["cat"].get<std::string>())) {
+      ++sum.not_imported[fmt::format("{} events with ph '{}' (neither complete nor begin/end): left out", events[i]["cat"].get<std::string>(), ph)];
+    }  // else metadata, instants and flow arrows
   }
+  for (size_t j = 0; j < t.joined.size(); ++j) visit(t.joined[j], joined_from[j]);
   if (raw_calls.empty()) fail(path, "no CUDA runtime calls: profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]");
 
   // The thread that issues most CUDA calls is the program; others' calls that
@@ -288,7 +424,7 @@ RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSum
     if (n > calls_per_thread[main_thread]) main_thread = th;
   std::map<int, int64_t> per_device;
   for (const Activity& a : t.gpu) ++per_device[a.device];
-  int device = per_device.begin()->first;
+  int device = per_device.empty() ? -1 : per_device.begin()->first;
   for (const auto& [d, n] : per_device)
     if (n > per_device[device]) device = d;
   std::unordered_map<int64_t, const Activity*> by_corr;
@@ -304,8 +440,9 @@ RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSum
     const json& e = *rc.e;
     Call c;
     c.name = e.value("name", "");
-    c.ts = ns_of(e["ts"].get<double>());
-    c.end = c.ts + ns_of(e["dur"].get<double>());
+    c.index = rc.index;
+    c.ts = rc.ts;
+    c.end = rc.end;
     c.corr = int_arg(e["args"], "correlation");
     c.ext = int_arg(e["args"], "External id");
     c.main_thread = rc.thread == main_thread;
@@ -318,7 +455,7 @@ RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSum
   for (const auto& [corr, a] : by_corr)
     if (!matched.count(corr)) ++sum.not_imported["GPU activities without their CUDA call in the trace (launched before the profiler started)"];
   std::stable_sort(t.calls.begin(), t.calls.end(), [](const Call& a, const Call& b) { return a.ts < b.ts; });
-  std::sort(t.steps.begin(), t.steps.end());
+  check_time_unit(t);
   return t;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <regex>
 #include <string>
@@ -31,6 +32,8 @@ inline int64_t ns_of(double us) { return std::llround(us * 1e3); }
 struct Activity {
   std::string cat, name;
   int64_t start = 0, end = 0, corr = 0, ext = kNone;
+  int64_t bytes = kNone;  // a copy's or memset's args.bytes, checked; kNone: not given
+  size_t index = 0;       // in traceEvents
   int stream = -1, device = -1;
   const json* args = nullptr;
 };
@@ -39,6 +42,7 @@ struct Activity {
 struct Call {
   std::string name;
   int64_t ts = 0, end = 0, corr = 0, ext = kNone;
+  size_t index = 0;  // in traceEvents
   bool main_thread = true;
   const Activity* gpu = nullptr;
   const json* sync = nullptr;
@@ -51,8 +55,10 @@ struct CpuOp {
 // One file: one rank. Its activities, calls and ops point into `doc`.
 struct RankTrace {
   std::string file;
-  int rank = -1, world = 0;
+  int rank = -1, world = 0;  // from distributedInfo (checked); -1, 0: not given
+  int64_t base_ns = 0;       // baseTimeNanoseconds: the clock ts counts from
   json doc;
+  json joined = json::array();  // begin/end (ph B/E) pairs as complete events
   std::vector<Activity> gpu;
   std::vector<Call> calls;  // in time order
   std::unordered_map<int64_t, CpuOp> ops_by_ext;
@@ -61,14 +67,31 @@ struct RankTrace {
     std::string name;
     bool operator<(const Step& o) const { return start < o.start; }
   };
-  std::vector<Step> steps;
+  std::vector<Step> steps;                                   // the ranges import_traces chose, in time order
+  std::map<std::string, std::vector<Step>> step_candidates;  // ranges matching each step pattern, by its label
   std::string gpu_name;
 };
 
 /// Reads one trace file; InputError naming it (and the line) when it is no
-/// usable trace. Steps: ranges whose names match `steps`.
-RankTrace read_trace(const std::string& path, const std::regex& steps, ImportSummary& sum);
+/// usable trace. Step candidates: ranges whose names match each pattern.
+struct StepPattern {
+  std::string label, regex;
+  std::regex re;
+};
+RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& steps, ImportSummary& sum);
 [[noreturn]] void fail(const std::string& file, const std::string& what, int line = 0);
+/// An event as messages name it: `traceEvents[i] (cat 'name' at ts µs)`.
+std::string event_at(size_t index, const std::string& cat, const std::string& name, double ts_us);
+inline double us_of(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+/// Bounds on measured values (the importer refuses values past them):
+/// ts within ±4e15 µs (microseconds since 1970 reach it in 2096), a duration
+/// and a rank's whole trace at most an hour (a profiled window is seconds),
+/// a copy at most 2^47 bytes (128 TiB).
+inline constexpr double kMaxTsUs = 4e15;
+inline constexpr double kMaxDurUs = 3.6e9;
+inline constexpr int64_t kMaxSpanNs = 3'600'000'000'000;
+inline constexpr int64_t kMaxBytes = int64_t{1} << 47;
 
 int64_t int_arg(const json& args, const char* key, int64_t dflt = kNone);
 std::string str_arg(const json& args, const char* key);

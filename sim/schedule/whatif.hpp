@@ -20,6 +20,7 @@ struct WhatIf {
 };
 
 /// `s` with the what-ifs applied (ops copied only where they change).
+/// InputError on --remodel-kernels where kernels have measured times and none a shape.
 Schedule apply_what_if(const Schedule& s, const WhatIf& w);
 
 }  // namespace osim

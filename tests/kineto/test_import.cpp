@@ -13,12 +13,15 @@
 #include "gpu/executor.hpp"
 #include "gpu/params_io.hpp"
 #include "hw/fabric.hpp"
+#include "io/text_file.hpp"
 #include "kineto/import.hpp"
 #include "kineto/trace.hpp"
+#include "kineto/trace_builder.hpp"
 #include "report/metrics.hpp"
 #include "schedule/whatif.hpp"
 
 using namespace osim;
+using namespace osim::test;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -28,71 +31,6 @@ kineto::ImportOptions steps_matching(const std::string& re) {
   kineto::ImportOptions o;
   o.steps = re;
   return o;
-}
-
-// A trace under construction: host calls on one thread, GPU activities, syncs.
-struct TraceBuilder {
-  json events = json::array();
-  json doc = json::object();
-  int64_t corr = 0;
-  // A CUDA call at `ts` (µs) lasting `dur`; returns its correlation id.
-  int64_t call(const std::string& name, double ts, double dur, int64_t ext = -1) {
-    json args = {{"correlation", ++corr}};
-    if (ext >= 0) args["External id"] = ext;
-    events.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", name}, {"pid", 100}, {"tid", 100}, {"ts", ts}, {"dur", dur}, {"args", args}});
-    return corr;
-  }
-  void gpu(const std::string& cat, const std::string& name, int stream, double ts, double dur, int64_t c, json extra = json::object()) {
-    json args = {{"correlation", c}, {"stream", stream}, {"device", 0}};
-    args.update(extra);
-    events.push_back({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 0}, {"tid", stream}, {"ts", ts}, {"dur", dur}, {"args", args}});
-  }
-  void sync(const std::string& kind, int64_t c, int stream, int64_t event_id = -1) {
-    events.push_back(
-        {{"ph", "X"},
-         {"cat", "cuda_sync"},
-         {"name", kind},
-         {"pid", 0},
-         {"tid", 1},
-         {"ts", 0.0},
-         {"dur", 0.0},
-         {"args", {{"correlation", c}, {"stream", stream}, {"wait_on_cuda_event_id", event_id}, {"wait_on_cuda_event_record_corr_id", -1}}}});
-  }
-  void cpu_op(const std::string& name, int64_t ext, json dims, json types) {
-    events.push_back({{"ph", "X"},
-                      {"cat", "cpu_op"},
-                      {"name", name},
-                      {"pid", 100},
-                      {"tid", 100},
-                      {"ts", 0.0},
-                      {"dur", 0.0},
-                      {"args", {{"External id", ext}, {"Input Dims", dims}, {"Input type", types}}}});
-  }
-  void range(const std::string& name, double ts, double dur) {
-    events.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", name}, {"pid", 100}, {"tid", 100}, {"ts", ts}, {"dur", dur}});
-  }
-  std::string write(const std::string& file) {
-    json d = doc;
-    d["traceEvents"] = events;
-    const fs::path p = fs::temp_directory_path() / ("osim-kineto-" + file);
-    std::ofstream(p) << d.dump(1);
-    return p.string();
-  }
-};
-
-std::string write_text(const std::string& file, const std::string& text) {
-  const fs::path p = fs::temp_directory_path() / ("osim-kineto-" + file);
-  std::ofstream(p) << text;
-  return p.string();
-}
-
-std::string error_of(const std::vector<std::string>& paths) {
-  try {
-    kineto::import_traces(paths);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 const Op& op_at(const kineto::ImportedTrace& t, int rank, size_t i) { return (*t.schedule.programs[static_cast<size_t>(rank)].ops)[i]; }
@@ -226,8 +164,10 @@ TEST_CASE("NCCL kernels of every rank's trace become collectives, of one rank's 
   const kineto::ImportedTrace one = kineto::import_traces({r0});
   CHECK(op_at(one, 0, 0).kind == OpKind::Kernel);
   CHECK(*op_at(one, 0, 0).duration == Time::from_us(30));
-  REQUIRE(!one.summary.notes.empty());
-  CHECK(one.summary.notes[0].find("the job had 2 ranks and 1 trace(s) were given") == 0);
+  REQUIRE(one.summary.notes.size() == 3);
+  CHECK(one.summary.notes[0].find("no step ranges (ProfilerStep#N, `step N`): the run is one step") == 0);
+  CHECK(one.summary.notes[1].find("the job had 2 ranks and 1 trace(s) were given") == 0);
+  CHECK(one.summary.notes[2] == "none of the 1 kernels carries a shape (profile with record_shapes=True): --remodel-kernels has nothing to re-model");
   CHECK(error_of({r0, r0}).find("rank 0 again") != std::string::npos);
 }
 
@@ -356,4 +296,143 @@ TEST_CASE("how a memory-bound op walks memory, from its inputs' shapes and strid
   // Without strides recorded: only what the shapes say.
   const json args = {{"Input Dims", {{4608, 12288}, json::array()}}};
   CHECK(memory_access_of(CpuOp{"aten::gelu", &args}) == Access::Elementwise);
+}
+
+TEST_CASE("waits without cuda_sync events: the waiting stream from the next work, the record by stream and order") {
+  // compute records, the copy stream waits and copies twice (a record after each), compute waits for
+  // each copy (late, as it ends: the timeline decides), compute records and the copy stream waits
+  // again, with no copy after it (a wait that changes nothing).
+  auto build = [](bool syncs) {
+    TraceBuilder b;
+    b.call("cudaEventRecord", 5, 1);
+    const int64_t w0 = b.call("cudaStreamWaitEvent", 6, 1);
+    b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 12, 48, b.call("cudaMemcpyAsync", 10, 2), {{"bytes", 4096}});
+    b.call("cudaEventRecord", 13, 1);
+    b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 60, 40, b.call("cudaMemcpyAsync", 16, 2), {{"bytes", 4096}});
+    b.call("cudaEventRecord", 19, 1);
+    const int64_t w1 = b.call("cudaStreamWaitEvent", 40, 1);
+    b.gpu("kernel", "k1", 7, 60, 10, b.call("cudaLaunchKernel", 41, 1));
+    const int64_t w2 = b.call("cudaStreamWaitEvent", 45, 1);
+    b.gpu("kernel", "k2", 7, 100, 10, b.call("cudaLaunchKernel", 46, 1));
+    b.call("cudaEventRecord", 80, 1);
+    const int64_t w3 = b.call("cudaStreamWaitEvent", 81, 1);
+    b.gpu("kernel", "k3", 7, 110, 10, b.call("cudaLaunchKernel", 85, 1));
+    if (syncs) {
+      b.sync("Stream Wait Event", w0, 20, 1);
+      b.sync("Stream Wait Event", w1, 7, 2);
+      b.sync("Stream Wait Event", w2, 7, 3);
+      b.sync("Stream Wait Event", w3, 20, 4);
+    }
+    return b;
+  };
+  auto waits = [](const kineto::ImportedTrace& t) {
+    std::vector<std::pair<int, int>> out;  // (stream, event)
+    for (const Op& op : *t.schedule.programs[0].ops)
+      if (op.kind == OpKind::StreamWaitEvent) out.emplace_back(op.stream, op.event);
+    return out;
+  };
+  const kineto::ImportedTrace inferred = kineto::import_traces({build(false).write("nosync.json")});
+  const kineto::ImportedTrace recorded = kineto::import_traces({build(true).write("sync.json")});
+  const Schedule& s = inferred.schedule;
+  const int compute = s.find_stream("compute"), copy = s.find_stream("stream20");
+  std::vector<int> records;
+  for (const Op& op : *s.programs[0].ops)
+    if (op.kind == OpKind::EventRecord) records.push_back(op.event);
+  REQUIRE(records.size() == 4);
+  CHECK(waits(recorded) == std::vector<std::pair<int, int>>{{copy, records[0]}, {compute, records[1]}, {compute, records[2]}, {copy, records[3]}});
+  // The last wait's next work is compute's: compute waits there, on a copy that had ended (no effect).
+  CHECK(waits(inferred) == std::vector<std::pair<int, int>>{{copy, records[0]}, {compute, records[1]}, {compute, records[2]}, {compute, records[1]}});
+  CHECK(inferred.summary.inferred_timed == 2);
+  CHECK(inferred.summary.inferred_untimed == 2);
+  CHECK(recorded.summary.inferred_timed + recorded.summary.inferred_untimed == 0);
+  CHECK(inferred.summary.text().find("confidence: 2 of 4 confirmed by the timeline") != std::string::npos);
+  // wait_stream inside the copy stream's `with`: the record goes to the stream the thread used before.
+  TraceBuilder w;
+  w.gpu("kernel", "k", 7, 10, 10, w.call("cudaLaunchKernel", 5, 1));
+  w.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 12, 8, w.call("cudaMemcpyAsync", 6, 1), {{"bytes", 4096}});
+  w.call("cudaEventRecord", 8, 1);
+  w.call("cudaStreamWaitEvent", 9, 1);
+  w.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 21, 8, w.call("cudaMemcpyAsync", 10, 1), {{"bytes", 4096}});
+  const kineto::ImportedTrace ws = kineto::import_traces({w.write("nosync-waitstream.json")});
+  const Op* rec = nullptr;
+  for (const Op& op : *ws.schedule.programs[0].ops)
+    if (op.kind == OpKind::EventRecord) rec = &op;
+  REQUIRE(rec);
+  CHECK(rec->stream == ws.schedule.find_stream("compute"));
+  CHECK(waits(ws) == std::vector<std::pair<int, int>>{{ws.schedule.find_stream("stream20"), rec->event}});
+  // A wait after a record on the stream its next work goes to, with no other stream used: left out.
+  TraceBuilder b;
+  b.gpu("kernel", "k", 7, 10, 10, b.call("cudaLaunchKernel", 5, 1));
+  b.call("cudaEventRecord", 8, 1);
+  b.call("cudaStreamWaitEvent", 9, 1);
+  b.gpu("kernel", "k", 7, 20, 10, b.call("cudaLaunchKernel", 10, 1));
+  const kineto::ImportedTrace lone = kineto::import_traces({b.write("nosync-lone.json")});
+  CHECK(lone.summary.not_imported.at("stream waits without a cuda_sync event whose waiting stream the calls do not show: left out") == 1);
+}
+
+TEST_CASE("a reference program's trace without its cuda_sync events: the same waits inferred, the same replay") {
+  const std::string root = std::string(OVERLAPSIM_SOURCE_DIR) + "/validate/reference/h100-sxm/traces/";
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
+  const ModelParams params = load_calibration(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/calibrations/h100-sxm.yaml");
+  for (const char* name : {"dit-4096-layerwise-pf2-pinned", "dit-16384-layerwise-pf2-pageable"}) {
+    CAPTURE(name);
+    const std::string with = root + name + ".trace.json.gz";
+    json doc = json::parse(read_maybe_gzip(with));
+    json kept = json::array();
+    for (const json& e : doc["traceEvents"])
+      if (e.value("cat", "") != "cuda_sync") kept.push_back(e);
+    doc["traceEvents"] = std::move(kept);
+    const std::string without = write_text(std::string(name) + "-nosync.json", doc.dump());
+    const kineto::ImportedTrace a = kineto::import_traces({with}, steps_matching("^step \\d+$"));
+    const kineto::ImportedTrace b = kineto::import_traces({without}, steps_matching("^step \\d+$"));
+    CHECK(b.summary.inferred_timed + b.summary.inferred_untimed == 24);
+    CHECK(b.summary.ops.at("stream_wait_event") == a.summary.ops.at("stream_wait_event"));
+    ExecOptions o;
+    o.keep_records = true;
+    auto step_of = [&](const kineto::ImportedTrace& t) {
+      const Metrics m = compute_metrics(t.schedule, topo, execute(t.schedule, topo, params, o));
+      REQUIRE(m.steps.size() == 1);
+      return (m.steps[0].end - m.steps[0].start).s();
+    };
+    // Left out (before), the pinned step replayed 44.0 ms against 76.6 ms, the pageable one 545.0 against 648.9 ms.
+    CHECK(step_of(b) == doctest::Approx(step_of(a)).epsilon(0.001));
+  }
+}
+
+TEST_CASE("steps without --steps: ProfilerStep#N, else `step N` ranges; the others listed") {
+  TraceBuilder b;
+  for (int i = 0; i < 3; ++i) b.gpu("kernel", "k", 7, 20 + 100 * i, 10, b.call("cudaLaunchKernel", 10 + 100 * i, 1));
+  b.range("step 0", 5, 95);
+  b.range("step 1", 105, 95);
+  const kineto::ImportedTrace named = kineto::import_traces({b.write("steps-named.json")});
+  CHECK(named.summary.steps == 2);
+  CHECK(named.summary.text().find("steps: 2 ('step N' ranges, found without --steps)") != std::string::npos);
+  REQUIRE(named.summary.notes.size() == 1);  // no shapes
+  CHECK(named.summary.notes[0].find("none of the 3 kernels carries a shape") == 0);
+  b.range("ProfilerStep#7", 4, 200);
+  const kineto::ImportedTrace both = kineto::import_traces({b.write("steps-both.json")});
+  CHECK(both.summary.steps == 1);
+  REQUIRE(both.summary.notes.size() == 2);
+  CHECK(both.summary.notes[0] == "other step ranges found: 2 'step N' ranges (--steps '^[Ss]tep[ _#]?\\d+$'); choose with --steps REGEX");
+  const kineto::ImportedTrace given = kineto::import_traces({b.write("steps-given.json")}, steps_matching("^step \\d+$"));
+  CHECK(given.summary.steps == 2);
+  CHECK(given.summary.text().find("steps: 2\n") != std::string::npos);
+  const kineto::ImportedTrace none = kineto::import_traces({b.write("steps-none.json")}, steps_matching("^phase \\d+$"));
+  CHECK(none.summary.steps == 0);
+  CHECK(none.summary.notes.at(0) == "no range's name matches --steps '^phase \\d+$': the run is one step");
+}
+
+TEST_CASE("--remodel-kernels on a trace without shapes: refused, nothing to re-model") {
+  TraceBuilder b;
+  b.gpu("kernel", "gemm", 7, 20, 10, b.call("cudaLaunchKernel", 10, 1, 9));
+  b.cpu_op("aten::mm", 9, json::array(), json::array());  // recorded without record_shapes
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("noshapes.json")});
+  bool refused = false;
+  try {
+    apply_what_if(t.schedule, WhatIf{.remodel_kernels = true, .host_memory = std::nullopt});
+  } catch (const InputError& e) {
+    refused = std::string(e.what()).find("none of schedule 'osim-kineto-noshapes''s 1 kernels of measured time carries a shape") != std::string::npos;
+  }
+  CHECK(refused);
+  CHECK_NOTHROW(apply_what_if(t.schedule, WhatIf{.host_memory = HostMem::Pageable}));
 }
