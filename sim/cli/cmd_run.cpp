@@ -11,6 +11,7 @@
 #include "cli/common.hpp"
 #include "gpu/executor.hpp"
 #include "gpu/params_io.hpp"
+#include "io/paths.hpp"
 #include "report/metrics.hpp"
 #include "schedule/records.hpp"
 #include "schedule/whatif.hpp"
@@ -60,7 +61,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   auto topology_of = [&](const std::string& named) {
     if (topo_path.empty()) {
       if (named.empty()) throw InputError(SourceLocation{input, 0, 0}, "no topology: pass --topology FILE or add 'topology: FILE' to the input");
-      topo_path = (fs::path(input).parent_path() / named).string();
+      topo_path = resolve_named_path(input, named);
     }
     return hw::parse_topology_file(topo_path);
   };
@@ -104,6 +105,8 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   if (!out_dir.empty()) fs::create_directories(out_dir);
   if (!schedule_out.empty()) {
     if (const fs::path parent = fs::path(schedule_out).parent_path(); !parent.empty()) fs::create_directories(parent);
+    // The topology it ran on, named so that it resolves from the written file's folder.
+    sched.topology = path_to_write(schedule_out, topo_path);
     write_file(schedule_out, to_yaml(sched));
   }
   ExecOptions opts;
