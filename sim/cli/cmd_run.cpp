@@ -70,6 +70,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   if (is_workload_file(input)) {
     workload = parse_workload_file(input, sets);
     topology.emplace(topology_of(workload->topology));
+    place_on(*workload, *topology);
     if (calibration.empty() && !workload->calibration.empty()) {
       // Its parameters hold it already (parse_workload_file read it).
       base.file = workload->calibration;
