@@ -121,7 +121,8 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   const Metrics m = compute_metrics(sched, topo, res);
   if (show_ops) std::cout << format_exec_report(sched, res) << "\n";
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
-  const std::string summary = format_summary(m, topo, res, head);
+  // A calibration measured elsewhere is said first: what follows leans on it.
+  const std::string summary = borrowed_calibration_note(base, topo) + format_summary(m, topo, res, head);
   std::cout << summary;
   std::cout << base_params_note(base, &topo);
   if (!out_dir.empty()) {
