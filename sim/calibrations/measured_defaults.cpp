@@ -122,6 +122,24 @@ BaseParams base_params(const std::string& file, const hw::Topology& topo) {
   return b;
 }
 
+std::string borrowed_calibration_note(const BaseParams& b, const hw::Topology& topo) {
+  if (b.file.empty() || b.origin.gpu.empty() || topo.gpus().empty()) return "";
+  const std::string& model = topo.node(topo.gpus().front()).gpu.model;
+  const bool pcie_card = upper_alnum(model).find("PCIE") != std::string::npos;
+  const bool measured_pcie_card = upper_alnum(b.origin.gpu).find("PCIE") != std::string::npos;
+  const bool other_gpu = !gpu_in_family(b.origin.gpu, model) || pcie_card != measured_pcie_card;
+  bool c2c = false;
+  for (const hw::LinkSpec& l : topo.spec().links) c2c = c2c || l.kind == hw::LinkKind::NvLinkC2C;
+  if (!other_gpu && !c2c) return "";
+  std::vector<std::string> unknown;
+  if (other_gpu) unknown.emplace_back(fmt::format("the {}'s own kernel rates, clock under sustained load and copy-engine caps", model));
+  if (c2c) unknown.emplace_back("copies over nvlink_c2c (its copy-engine cap was measured over PCIe, so they run no faster)");
+  std::string what;
+  for (size_t i = 0; i < unknown.size(); ++i) what += (i ? "; nor " : "") + unknown[i];
+  return fmt::format("borrowed calibration: {} was measured on {}{}, not on this topology's {}: it cannot know {}\n", b.file,
+                     b.origin.gpus > 1 ? fmt::format("{}x ", b.origin.gpus) : "", b.origin.gpu, model, what);
+}
+
 std::string base_params_note(const BaseParams& b, const hw::Topology* topo) {
   auto measured_on = [](const CalibrationOrigin& o) { return o.gpus > 1 ? fmt::format("{}x {}", o.gpus, o.gpu) : o.gpu; };
   if (b.built_in)

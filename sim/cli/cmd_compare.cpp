@@ -13,6 +13,7 @@
 #include "calibrations/measured_defaults.hpp"
 #include "cli/common.hpp"
 #include "core/stats.hpp"
+#include "io/paths.hpp"
 #include "reference/reference.hpp"
 #include "reference/reference_runs.hpp"
 #include "report/compare.hpp"
@@ -150,7 +151,7 @@ int report_command(const std::string& run_dir, const std::string& topo_path, std
   std::string tp = topo_path;
   if (tp.empty()) {
     if (sched.topology.empty()) throw InputError(SourceLocation{sched_path.string(), 0, 0}, "no topology: pass --topology FILE");
-    tp = (sched_path.parent_path() / sched.topology).string();
+    tp = resolve_named_path(sched_path.string(), sched.topology);
   }
   const hw::Topology topo(hw::parse_topology_file(tp));
   if (out_dir.empty()) out_dir = dir.string();

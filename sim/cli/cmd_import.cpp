@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
+#include "io/paths.hpp"
 #include "kineto/import.hpp"
 #include "schedule/records.hpp"
 
@@ -33,10 +34,7 @@ int import_command(const ImportCliOptions& o) {
   io.steps = o.steps;
   io.name = o.name;
   kineto::ImportedTrace t = kineto::import_traces(o.traces, io);
-  if (!o.topology.empty()) {
-    const fs::path base = sched_path.parent_path().empty() ? fs::path(".") : sched_path.parent_path();
-    t.schedule.topology = fs::relative(fs::absolute(o.topology), fs::absolute(base)).string();
-  }
+  if (!o.topology.empty()) t.schedule.topology = path_to_write(sched_path.string(), o.topology);
   if (!sched_path.parent_path().empty()) fs::create_directories(sched_path.parent_path());
   write_file(sched_path, to_yaml(t.schedule));
   if (folder) {

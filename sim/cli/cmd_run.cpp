@@ -12,6 +12,7 @@
 #include "gpu/executor.hpp"
 #include "gpu/params_io.hpp"
 #include "io/out_folder.hpp"
+#include "io/paths.hpp"
 #include "report/metrics.hpp"
 #include "schedule/records.hpp"
 #include "schedule/whatif.hpp"
@@ -61,7 +62,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   auto topology_of = [&](const std::string& named) {
     if (topo_path.empty()) {
       if (named.empty()) throw InputError(SourceLocation{input, 0, 0}, "no topology: pass --topology FILE or add 'topology: FILE' to the input");
-      topo_path = (fs::path(input).parent_path() / named).string();
+      topo_path = resolve_named_path(input, named);
     }
     return hw::parse_topology_file(topo_path);
   };
@@ -70,6 +71,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   if (is_workload_file(input)) {
     workload = parse_workload_file(input, sets);
     topology.emplace(topology_of(workload->topology));
+    place_on(*workload, *topology);
     if (calibration.empty() && !workload->calibration.empty()) {
       // Its parameters hold it already (parse_workload_file read it).
       base.file = workload->calibration;
@@ -105,6 +107,8 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   if (records && out_dir.empty()) throw InputError(SourceLocation{input, 0, 0}, "--records writes into the --out folder: give --out DIR");
   if (!schedule_out.empty()) {
     if (const fs::path parent = fs::path(schedule_out).parent_path(); !parent.empty()) fs::create_directories(parent);
+    // The topology it ran on, named so that it resolves from the written file's folder.
+    sched.topology = path_to_write(schedule_out, topo_path);
     write_file(schedule_out, to_yaml(sched));
   }
   ExecOptions opts;
@@ -118,7 +122,8 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   const Metrics m = compute_metrics(sched, topo, res);
   if (show_ops) std::cout << format_exec_report(sched, res) << "\n";
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
-  const std::string summary = format_summary(m, topo, res, head);
+  // A calibration measured elsewhere is said first: what follows leans on it.
+  const std::string summary = borrowed_calibration_note(base, topo) + format_summary(m, topo, res, head);
   std::cout << summary;
   std::cout << base_params_note(base, &topo);
   if (out) {

@@ -82,13 +82,37 @@ LoadState Compute::load_at(int r, Time now) const {
 }
 
 double Compute::compute_factor(int r, int margin) const {
+  const auto [comm, copies] = interference(r, margin);
+  return comm * copies;
+}
+
+std::pair<double, double> Compute::interference(int r, int margin) const {
   const Rank& C = ranks_[static_cast<size_t>(r)];
   const InterferenceParams& in = x_.p.interference;
-  double f = 1.0;
+  double comm = 1.0, copies = 1.0;
   // A kernel that leaves `margin` SMs to others loses only the collective's channels beyond them.
-  if (C.comm_channels > 0) f *= std::max(0.05, 1.0 - (in.gemm_slowdown_base + in.gemm_slowdown_per_channel * std::max(0, C.comm_channels - margin)));
-  for (uint8_t busy = C.copy_engines; busy; busy &= static_cast<uint8_t>(busy - 1)) f *= 1.0 - in.gemm_slowdown_per_copy;
-  return f;
+  if (C.comm_channels > 0)
+    comm = std::max(0.05, 1.0 - (in.gemm_slowdown_base + in.gemm_slowdown_per_channel * std::max(0, C.comm_channels - margin)));
+  for (uint8_t busy = C.copy_engines; busy; busy &= static_cast<uint8_t>(busy - 1)) copies *= 1.0 - in.gemm_slowdown_per_copy;
+  return {comm, copies};
+}
+
+void Compute::advance(Rank& C, RunningKernel& k, Time now) {
+  const double dt = (now - k.last).s();
+  k.remaining = std::max(0.0, k.remaining - k.speed * dt);
+  k.last = now;
+  // Of dt, the share (1 - the product of the factors) went to them; each source takes its part
+  // in proportion to its own deficit.
+  double all = 1.0, deficit = 0;
+  for (double f : k.slow) all *= f, deficit += 1.0 - f;
+  if (dt <= 0 || deficit <= 0) return;
+  for (size_t i = 0; i < k.slow.size(); ++i) C.slowed_s[i] += dt * (1.0 - all) * (1.0 - k.slow[i]) / deficit;
+}
+
+std::array<Time, 4> Compute::slowed(int r) const {
+  std::array<Time, 4> out;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = Time::from_s(gpu(r).slowed_s[i]);
+  return out;
 }
 
 double Compute::comm_slowdown(int r, int channels, bool via_host) const {
@@ -156,10 +180,7 @@ void Compute::update(int r) {
   const uint8_t engines = static_cast<uint8_t>(C.copy_engines | (awake ? 8 : 0));
   if (C.seen.time_ps == now.ps() && C.seen.kernels == C.kernel_changes && C.seen.channels == C.comm_channels && C.seen.engines == engines) return;
   C.seen = {now.ps(), C.kernel_changes, C.comm_channels, engines};
-  for (auto& k : C.kernels) {
-    k.remaining = std::max(0.0, k.remaining - k.speed * (now - k.last).s());
-    k.last = now;
-  }
+  for (auto& k : C.kernels) advance(C, k, now);
   // SM shares: higher priority first; within a priority, proportional to demand.
   std::vector<size_t>& order = order_;
   order.resize(C.kernels.size());
@@ -201,6 +222,8 @@ void Compute::update(int r) {
                              x_.p.attention.attention_slow_share * pw.sustained_slow_slowdown * above(C.attention_duty_slow));
   }
   C.clock = clock;
+  const double sustained_clock = clock, sustained_attention_clock = attention_clock;
+  const double awake_factor = awake ? 1.0 / (1 + nv.nvlink_awake_slowdown) : 1.0;
   if (awake) {
     clock /= 1 + nv.nvlink_awake_slowdown;
     attention_clock /= 1 + nv.nvlink_awake_slowdown;
@@ -216,11 +239,18 @@ void Compute::update(int r) {
       const double confined = rk.margin > 0 ? static_cast<double>(rk.demand) / x_.ranks[static_cast<size_t>(r)].sms : 1.0;
       const double f = rk.margin > 0 ? compute_factor(r, rk.margin) : factor;
       C.kernels[order[k]].next_speed = (give / demand) * f * confined * (!rk.clocked ? 1.0 : rk.attention ? attention_clock : clock);
+      const auto [by_comm, by_copies] = interference(r, rk.margin);
+      C.kernels[order[k]].next_slow = {by_comm, by_copies,
+                                       !rk.clocked    ? 1.0
+                                       : rk.attention ? sustained_attention_clock
+                                                      : sustained_clock,
+                                       rk.clocked ? awake_factor : 1.0};
     }
     avail -= give;
     i = j;
   }
   for (auto& k : C.kernels) {
+    k.slow = k.next_slow;
     // Same speed: the pending completion stands (progress is linear).
     if (k.next_speed == k.speed && x_.engine.pending(k.ev)) continue;
     k.speed = k.next_speed;
@@ -238,6 +268,7 @@ void Compute::end_kernel(int r, int gid) {
   Rank& C = ranks_[static_cast<size_t>(r)];
   auto it = std::find_if(C.kernels.begin(), C.kernels.end(), [&](const RunningKernel& k) { return k.gop == gid; });
   assert(it != C.kernels.end());
+  advance(C, *it, x_.engine.now());  // its last stretch's slowdown
   C.kernels.erase(it);
   ++C.kernel_changes;
   ops_.op_done(r, gid);

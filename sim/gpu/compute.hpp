@@ -6,6 +6,9 @@
 // representative's, and changes to it are no-ops.
 #pragma once
 
+#include <array>
+#include <utility>
+
 #include <vector>
 
 #include "gpu/exec_context.hpp"
@@ -34,6 +37,8 @@ class Compute final : public Kernels, public SmShare, public NvlinkWake {
   double comm_receiver_slowdown(int r) const override { return gpu(r).kernels.empty() ? 1.0 : x_.p.interference.comm_slowdown_receiver; }
   double clock_slowdown(int r, bool via_host) const override;
   double clock(int r) const override { return gpu(r).clock; }
+  /// Kernel time rank r's slow factors added, by source (RunningKernel::slow's order).
+  std::array<Time, 4> slowed(int r) const;
 
   // NvlinkWake
   void nvlink_started(int r) override {
@@ -57,6 +62,9 @@ class Compute final : public Kernels, public SmShare, public NvlinkWake {
     bool loads = true;          // draws power (any kernel with work; not a bare `duration`): counts toward the duty cycle
     bool attention = false;     // SDPA: takes AttentionParams::attention_slow_share of the slow clock term
     bool memory_bound = false;  // HBM bytes and no FLOPs: puts PowerParams::sustained_memory_load on the duty cycle
+    // The factors its speed carries (1: none), by source: collectives' and copies' interference,
+    // the sustained-load clock, NVLink awake; next_*: scratch in update.
+    std::array<double, 4> slow{1, 1, 1, 1}, next_slow{1, 1, 1, 1};
   };
   struct Rank {
     // The duty cycle (exponential averages) for the sustained-load clock.
@@ -79,11 +87,16 @@ class Compute final : public Kernels, public SmShare, public NvlinkWake {
       int channels = 0;
       uint8_t engines = 0;  // busy copy engines, one bit each; bit 3: the NVLink awake
     } seen;
-    uint64_t kernel_changes = 0;  // kernels started or ended so far
+    uint64_t kernel_changes = 0;       // kernels started or ended so far
+    std::array<double, 4> slowed_s{};  // kernel seconds added by each source of RunningKernel::slow
   };
   /// Rank r's GPU state: a mirror's is its representative's.
   const Rank& gpu(int r) const { return ranks_[static_cast<size_t>(x_.mirrors.rep_of(r))]; }
   double compute_factor(int r, int margin = 0) const;
+  /// compute_factor's two parts: the collectives' SM interference, the copies'.
+  std::pair<double, double> interference(int r, int margin) const;
+  /// A kernel's progress from its last update to `now`, and the time its slow factors added.
+  void advance(Rank& C, RunningKernel& k, Time now);
   void end_kernel_event(uint64_t packed) { end_kernel(packed_rank(packed), packed_id(packed)); }
   void end_kernel(int r, int gid);
 

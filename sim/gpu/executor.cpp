@@ -83,6 +83,11 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
       sum.vram_capacity = memory_.capacity(q);
       sum.handoffs = streams_.handoffs(q);
       sum.handoff_time = streams_.handoff_time(q);
+      const std::array<Time, 4> slowed = compute_.slowed(q);
+      sum.slowed_by_collectives = slowed[0];
+      sum.slowed_by_copies = slowed[1];
+      sum.slowed_by_clock = slowed[2];
+      sum.slowed_by_nvlink = slowed[3];
       out.makespan = std::max(out.makespan, sum.end);
       out.ranks.push_back(sum);
       out.mirrored += q != r;
@@ -94,6 +99,7 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
     for (int r = 0; r < x_.s.ranks() && x_.mirrors.on(); ++r)
       if (const int q = x_.mirrors.rep_of(r); q != r && static_cast<size_t>(q) < out.vram.size())
         out.vram[static_cast<size_t>(r)] = out.vram[static_cast<size_t>(q)];
+    out.copy_binding = fabric_.copy_binding();
     out.copy_bottlenecks = std::move(fabric_.copy_bottlenecks);
     out.collective_bottlenecks = std::move(fabric_.collective_bottlenecks);
     out.link_samples = fabric_.take_samples();

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/intervals.hpp"
+
 namespace osim::exec {
 
 FabricUse::FabricUse(ExecContext& x) : x_(x) {
@@ -88,6 +90,27 @@ void FabricUse::account(Transfer kind, const FlowRecord& rec) {
   std::vector<BottleneckStat>& s = stats(kind);
   for (const auto& [c, t] : rec.bottleneck_time) stat_of(s, c).time += t;
   ++stat_of(s, rec.main_bottleneck()).transfers;
+  if (kind != Transfer::Copy || rec.end <= rec.first_byte) return;
+  const size_t i = static_cast<size_t>(&stat_of(s, rec.main_bottleneck()) - s.data());
+  if (copy_bound_.empty()) {
+    copy_bound_.resize(s.size());
+    copy_bound_merged_.assign(s.size(), 0);
+  }
+  auto& v = copy_bound_[i];
+  v.emplace_back(rec.first_byte.ps(), rec.end.ps());
+  if (v.size() >= 2 * copy_bound_merged_[i] + 64) {  // merged as it doubles: memory for the disjoint spans, not every copy
+    merge_in_place(v);
+    copy_bound_merged_[i] = v.size();
+  }
+}
+
+std::vector<Time> FabricUse::copy_binding() {
+  std::vector<Time> out(copy_bottlenecks.size());
+  for (size_t i = 0; i < copy_bound_.size(); ++i) {
+    merge_in_place(copy_bound_[i]);
+    out[i] = Time::from_ps(length(copy_bound_[i]));
+  }
+  return out;
 }
 
 BottleneckStat& FabricUse::stat_of(std::vector<BottleneckStat>& stats, ConstraintId c) const {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "gpu/exec_context.hpp"
@@ -31,6 +32,9 @@ class FabricUse final : public Routes {
   const hw::Route& route_between(int r, int peer, bool dma);
   /// What bound the copies' and the collectives' transfers, per resource (the last: their own caps).
   std::vector<BottleneckStat> copy_bottlenecks, collective_bottlenecks;
+  /// Per resource (the last: the copies' own caps), how long at least one copy was bound there: a
+  /// union over time of each copy's [first byte, end] at its main bottleneck, at most the makespan.
+  std::vector<Time> copy_binding();
   std::vector<LinkSample> take_samples() { return std::move(samples_); }
   /// Bytes moved per topology resource.
   std::vector<double> resource_bytes() const;
@@ -53,8 +57,10 @@ class FabricUse final : public Routes {
   static constexpr size_t kRouteMemoPairs = size_t{1} << 16;
   std::vector<FlowRoute> coll_routes_, dma_routes_, host_routes_;
   std::unordered_map<uint64_t, FlowRoute> coll_routes_sparse_, dma_routes_sparse_;
-  FlowRoute scratch_route_;   // the last pair's route asked on demand (a flow's spec and its start ask twice)
-  int64_t scratch_key_ = -1;  // its pair's key (2 * (a * ranks + b) + dma), -1: none
+  FlowRoute scratch_route_;                                           // the last pair's route asked on demand (a flow's spec and its start ask twice)
+  int64_t scratch_key_ = -1;                                          // its pair's key (2 * (a * ranks + b) + dma), -1: none
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> copy_bound_;  // per resource: [first byte, end] in ps, merged as they grow
+  std::vector<size_t> copy_bound_merged_;                             // each one's size after its last merge
   std::vector<double> usage_;
   std::vector<LinkSample> samples_;
   std::map<FlowId, std::vector<hw::ResourceUse>> flow_uses_;

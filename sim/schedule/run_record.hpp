@@ -54,6 +54,9 @@ struct RankSummary {
   // Hand-offs between engines it paid (HandoffParams): how many, and the latency in all.
   int64_t handoffs = 0;
   Time handoff_time;
+  // Kernel time added by what slowed its kernels, by source: the collectives' and the copies'
+  // interference, the clock under sustained load, NVLink awake (a simulated run's).
+  Time slowed_by_collectives, slowed_by_copies, slowed_by_clock, slowed_by_nvlink;
 };
 
 /// "weights 1.2 GB, activations 300 MB, ...": the parts that hold anything.
@@ -71,6 +74,9 @@ struct RunRecord {
   // resource's use (with ExecOptions::link_samples).
   std::vector<double> resource_bytes;
   std::vector<BottleneckStat> copy_bottlenecks, collective_bottlenecks;
+  // Per resource as copy_bottlenecks: how long at least one copy was bound there (a union over
+  // time, at most the makespan; copy_bottlenecks sums it over copies running at once).
+  std::vector<Time> copy_binding;
   std::vector<LinkSample> link_samples;
 };
 

@@ -182,6 +182,8 @@ std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a,
       const auto measured = measured_defaults(topo);
       on = measured ? "built-in " + measured->file : "none";
     }
+    place_on(*worker.workload, topo);  // its `placement:` on this point's topology, part of the key
+    for (const std::string& g : worker.workload->gpus) on += " " + g;
     auto it = worker.generated.find(on);
     if (it == worker.generated.end()) {
       set_base_params(*worker.workload, base_params(given, topo).params);

@@ -106,11 +106,28 @@ BlockModel wan_spec(const DitModel& m) {
   return spec;
 }
 
+// `placement:` a rule or a list of GPU names, one per rank.
+Placement read_placement(const MapReader& top) {
+  Placement p;
+  p.given = true;
+  p.where = top.where("placement");
+  const YAML::Node n = top.get("placement");
+  if (n.IsSequence()) {
+    p.rule = Placement::Rule::Named;
+    for (const YAML::Node& x : n) p.gpus.push_back(scalar_str(top.file(), x, "GPU name"));
+    if (p.gpus.empty()) top.fail("placement", "lists no GPU: name one per rank, or give a rule (pack, spread_switches, spread_sockets)");
+    return p;
+  }
+  const std::string r = top.choice("placement", {"pack", "spread_switches", "spread_sockets"});
+  p.rule = r == "pack" ? Placement::Rule::Pack : r == "spread_switches" ? Placement::Rule::SpreadSwitches : Placement::Rule::SpreadSockets;
+  return p;
+}
+
 DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) apply_override(root, o, "the workload", SourceLocation{"--set " + o, 0, 0});
   MapReader top(file, root, "workload",
                 {"name", "topology", "calibration", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime",
-                 "memory", "stages", "request"});
+                 "memory", "stages", "request", "placement"});
   DitWorkload w;
   w.file = file;
   w.name = top.str("name");
@@ -322,6 +339,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     if (w.request.first_prefetch_blocking && !(w.offload == OffloadPolicy::Layerwise && w.prefetch_size > 0))
       q.fail("first_prefetch_blocking", "applies to offload policy layerwise with prefetch_size 1 or more");
   }
+  if (top.has("placement")) w.placement = read_placement(top);
   memory_plan(w);  // its expressions evaluated here: errors name the file before anything runs
   return w;
 }
@@ -336,6 +354,10 @@ DitWorkload parse_workload_string(const std::string& yaml, const std::string& na
   YAML::Node root = load_yaml_string(yaml, name);
   if (!root.IsMap()) throw InputError(SourceLocation{name, 1, 1}, "expected a YAML mapping at the top level");
   return parse(root, name, overrides);
+}
+
+void place_on(DitWorkload& w, const hw::Topology& topo) {
+  if (w.placement.given) w.gpus = place_ranks(w.placement, topo, w.ranks());
 }
 
 bool is_workload_file(const std::string& path) {

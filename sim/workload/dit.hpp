@@ -13,6 +13,7 @@
 #include "schedule/schedule.hpp"
 #include "workload/blocks.hpp"
 #include "workload/stages.hpp"
+#include "workload/placement.hpp"
 
 namespace YAML {
 class Node;
@@ -84,8 +85,10 @@ struct DitWorkload {
     bool move_outside = false;             // offloaded outside models copied in before they run and out after
   } request;
   RuntimeSettings runtime;
-  ModelParams params;  // its calibration's (or the defaults') with its own 'compute:' over them
-  struct Compute {     // the workload's 'compute:' efficiencies, kept to apply over another calibration
+  Placement placement;            // `placement:`, resolved on the topology by place_ranks
+  std::vector<std::string> gpus;  // rank -> GPU name (place_on); empty: the topology's GPUs in order
+  ModelParams params;             // its calibration's (or the defaults') with its own 'compute:' over them
+  struct Compute {                // the workload's 'compute:' efficiencies, kept to apply over another calibration
     std::optional<double> gemm_efficiency, attention_efficiency, hbm_efficiency;
   } compute;
 
@@ -128,6 +131,9 @@ DitWorkload parse_workload_file(const std::string& path, const std::vector<std::
 DitWorkload parse_workload_string(const std::string& yaml, const std::string& name, const std::vector<std::string>& overrides = {});
 /// True when a YAML file is a workload (has 'model:') rather than a schedule.
 bool is_workload_file(const std::string& path);
+
+/// Its ranks placed on `topo` (`placement:`, where it has one): sets `gpus`.
+void place_on(DitWorkload& w, const hw::Topology& topo);
 
 Schedule generate_schedule(const DitWorkload& w);
 /// The same schedule with its programs generated as a run reaches them

@@ -26,6 +26,7 @@ class Gen {
     Schedule& s = b_.schedule();
     s.file = w.file;
     s.topology = w.topology;
+    s.gpus = w.gpus;
     s.runtime = w.runtime;
     b_.stream("compute");
     b_.stream("copy");
