@@ -77,7 +77,7 @@ TEST_CASE("NCCL's link bandwidths: NVLink per generation x links, PCIe width x l
   CHECK(p.pair[0][1].bw_GBps == doctest::Approx(24.0));
 }
 
-TEST_CASE("NVSwitch: 6 rings at 60 GB/s duplicated to 12 x 30 (H100), 6 x 40 to 12 x 20 (A100); collective channels doubled") {
+TEST_CASE("NVSwitch: 6 rings at 60 GB/s duplicated to 12 x 30 (H100), 6 x 40 to 12 x 20 (A100), collective channels doubled") {
   // H100: search speeds 60, 50, ...; 370.8 / 60 -> 6 rings = 360 < totalBw
   // 370.8; 50 (7 x 50 = 350), 40 (9 x 40 = 360), 30 (12 x 30 = 360) are no
   // better, 24 / 60 < 0.49 ends pass 1; 60 >= 50 so the 6 channels are

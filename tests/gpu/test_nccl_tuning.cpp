@@ -68,7 +68,7 @@ TEST_CASE("Hopper NVSwitch all-reduce: each protocol's bandwidth and latency as 
   CHECK(m.tune.bandwidth(NcclColl::AllGather, NcclAlgo::Tree, NcclProto::Simple) == 0);
 }
 
-TEST_CASE("the choice by size: LL for small all-reduces, Simple for large; NCCL_PROTO and NCCL_ALGO force theirs") {
+TEST_CASE("the choice by size: LL for small all-reduces, Simple for large, NCCL_PROTO and NCCL_ALGO force theirs") {
   const Model m(kHgxH100);
   // 1 KiB: Ring LL 15.0 + 1024 / 80.57e3 us beats Tree LL (15.2 us + more).
   const auto small = m.tune.predict(NcclColl::AllReduce, 1024);

@@ -399,7 +399,7 @@ TEST_CASE("a reference program's trace without its cuda_sync events: the same wa
   }
 }
 
-TEST_CASE("steps without --steps: ProfilerStep#N, else `step N` ranges; the others listed") {
+TEST_CASE("steps without --steps: ProfilerStep#N, else `step N` ranges, the others listed") {
   TraceBuilder b;
   for (int i = 0; i < 3; ++i) b.gpu("kernel", "k", 7, 20 + 100 * i, 10, b.call("cudaLaunchKernel", 10 + 100 * i, 1));
   b.range("step 0", 5, 95);

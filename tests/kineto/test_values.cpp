@@ -79,7 +79,7 @@ TEST_CASE("nanosecond timestamps: refused, by their size or by calls that never 
         std::string::npos);
 }
 
-TEST_CASE("copy sizes: negative, past 2^47 or not a number are refused; a copy without one keeps its measured time") {
+TEST_CASE("copy sizes: negative, past 2^47 or not a number are refused, a copy without one keeps its measured time") {
   for (const json& bad : {json(-1), json(1e30), json("lots"), json(2.5)}) {
     TraceBuilder b = small();
     first(b, "gpu_memcpy")["args"]["bytes"] = bad;
@@ -95,7 +95,7 @@ TEST_CASE("copy sizes: negative, past 2^47 or not a number are refused; a copy w
   CHECK(t.summary.ops.at("kernel (measured)") == 2);
 }
 
-TEST_CASE("begin/end events: paired into complete ones; a begin without its end is counted") {
+TEST_CASE("begin/end events: paired into complete ones, a begin without its end is counted") {
   TraceBuilder b = small();
   json& k = first(b, "kernel");
   k["ph"] = "B";
@@ -128,7 +128,7 @@ TEST_CASE("ranks and world sizes: out of range or disagreeing traces are refused
   CHECK(error_of({r0, r1}).find(r1 + ": error: distributedInfo.world_size 4 where " + r0 + " says 2: give the traces of one job") == 0);
 }
 
-TEST_CASE("clocks: ranks recorded apart are refused; traces on other clock bases are aligned") {
+TEST_CASE("clocks: ranks recorded apart are refused, traces on other clock bases are aligned") {
   const std::string r0 = ranked(0, 2).write("c-r0.json");
   const std::string days = ranked(1, 2, "all_reduce", 1000, 2 * 86400e6).write("c-days.json");
   CHECK(error_of({r0, days}).find(days + ": error: it starts 2.0 days after " + r0) == 0);
