@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "core/errors.hpp"
 #include "io/text_file.hpp"
 #include "reference/reference.hpp"
@@ -21,7 +23,8 @@ const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 struct ManifestDir {
   fs::path dir;
   explicit ManifestDir(const std::string& text) {
-    dir = fs::temp_directory_path() / "osim-reference-manifest";
+    // One folder a process: CTest runs each test case as its own process, several at once.
+    dir = fs::temp_directory_path() / ("osim-reference-manifest-" + std::to_string(::getpid()));
     fs::remove_all(dir);
     for (const char* d : {"validation", "programs", "programs-run-2", "models", "memory", "traces"}) fs::create_directories(dir / d);
     std::ofstream(dir / "manifest.yaml") << text;
