@@ -492,8 +492,7 @@ TEST_CASE("memory-bound kernels' load: fitted at the calibration's full-duty slo
   // (this box's GEMMs alone slowed 1.17x, the calibration's replay 1.20x).
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
   auto read = [](const std::string& name) {
-    std::ifstream in(kSrc + "/validate/reference/h200/" + name);
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(read_maybe_gzip(plain_or_gz(kSrc + "/validate/reference/h200", name)));
   };
   const nlohmann::json bench = read("bench-default.json"), memload = read("bench-memload-1.json");
   auto load_with = [&](const std::function<void(nlohmann::json&)>& edit) {
@@ -525,8 +524,7 @@ TEST_CASE("collectives' load: GEMMs between all-to-alls simulated at a known loa
   // row they make fits 0.6 back, and replays within 0.25 % (the clock moves in steps of 1/256). With the box's
   // GEMMs alone slowing less than the calibration's, the target scales.
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  std::ifstream in(kSrc + "/validate/reference/h200x2-nvlink/bench-default.json");
-  const nlohmann::json bench = nlohmann::json::parse(in);
+  const nlohmann::json bench = nlohmann::json::parse(read_maybe_gzip(kSrc + "/validate/reference/h200x2-nvlink/bench-default.json.gz"));
   const Calibration base = calibrate({{"bench-default.json", bench}}, topo);
   REQUIRE(base.params.power.sustained_slowdown > 0);
   CHECK(base.params.power.sustained_comm_load == 0);
@@ -786,8 +784,7 @@ TEST_CASE("a block loop's waits: framework_wait_return is what the model's calls
   // make them: the fit gives 50 us, and the loops replay as measured. The
   // bare waits are replayed, not fitted, and reported as not modelled.
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
-  std::ifstream in(kSrc + "/validate/reference/h200/bench-default.json");
-  nlohmann::json doc = nlohmann::json::parse(in);
+  nlohmann::json doc = nlohmann::json::parse(read_maybe_gzip(kSrc + "/validate/reference/h200/bench-default.json.gz"));
   const Calibration base = calibrate({{"bench-default.json", doc}}, topo);
   CHECK(base.params.overheads.framework_wait_return == Time::zero());
   std::vector<nlohmann::json> loops;

@@ -8,16 +8,14 @@
 
 #include "calib/calibrate.hpp"
 #include "gpu/params_io.hpp"
+#include "io/text_file.hpp"
 #include "io/yaml_reader.hpp"
 
 using namespace osim;
 
 namespace {
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
-json read_json_file(const std::string& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
+json read_json_file(const std::string& p) { return json::parse(read_maybe_gzip(p)); }
 }  // namespace
 
 TEST_CASE("GPU families: the token a GPU's name must hold") {
@@ -30,7 +28,7 @@ TEST_CASE("GPU families: the token a GPU's name must hold") {
 
 TEST_CASE("provenance: the bench's GPU, versions and file hashes, written and read back") {
   const std::string dir = kSrc + "/validate/reference/h100-sxm/";
-  const BenchDocs docs = {{dir + "bench-default.json", read_json_file(dir + "bench-default.json")},
+  const BenchDocs docs = {{dir + "bench-default.json.gz", read_json_file(dir + "bench-default.json.gz")},
                           {dir + "attention.json", read_json_file(dir + "attention.json")}};
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
   CHECK_NOTHROW(check_bench_gpus(docs, topo));
@@ -38,7 +36,7 @@ TEST_CASE("provenance: the bench's GPU, versions and file hashes, written and re
   const std::string yaml = calibration_yaml(c);
   CHECK(yaml.find("provenance:\n  gpu: \"NVIDIA H100 80GB HBM3\"\n  gpus: 1\n  sms: 132\n") != std::string::npos);
   CHECK(yaml.find("  torch: \"2.11.0+cu130\"\n") != std::string::npos);
-  CHECK(yaml.find("    - {file: \"bench-default.json\", fnv1a64: \"28b5e3bf0f3be0d9\"}") != std::string::npos);
+  CHECK(yaml.find("    - {file: \"bench-default.json.gz\", fnv1a64: \"97d7d8ebbc1c95bd\"}") != std::string::npos);
   const std::string path = (std::filesystem::temp_directory_path() / "osim-provenance.yaml").string();
   std::ofstream(path) << yaml;
   const CalibrationFile back = read_calibration_file(path);
@@ -55,7 +53,7 @@ TEST_CASE("provenance: the bench's GPU, versions and file hashes, written and re
 
 TEST_CASE("a bench of another GPU family is refused, and a fit above the topology's peaks is never written") {
   const std::string dir = kSrc + "/validate/reference/h100-sxm/";
-  const BenchDocs docs = {{dir + "bench-default.json", read_json_file(dir + "bench-default.json")}};
+  const BenchDocs docs = {{dir + "bench-default.json.gz", read_json_file(dir + "bench-default.json.gz")}};
   const hw::Topology rtx(hw::parse_topology_file(kSrc + "/configs/topologies/rtx4090x8-pcie.yaml"));
   try {
     check_bench_gpus(docs, rtx);

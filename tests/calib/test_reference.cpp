@@ -71,7 +71,7 @@ TEST_CASE("bad bench input is refused with the file named and what to do") {
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
   CHECK_THROWS_AS(calibrate({{"x.json", nlohmann::json{{"schema", "other"}}}}, topo), InputError);
   // A testcase row without a field a fit reads: an input error naming the file, not a JSON exception.
-  nlohmann::json doc = load(kSrc + "/validate/reference/h200x2-nvlink/bench-default.json");
+  nlohmann::json doc = load(kSrc + "/validate/reference/h200x2-nvlink/bench-default.json.gz");
   for (auto& r : doc["results"])
     if (r["key"] == "gemm_sustained_copy") r.erase("copy");
   try {
@@ -82,7 +82,7 @@ TEST_CASE("bad bench input is refused with the file named and what to do") {
     CHECK(std::string(e.what()).find("key 'copy' not found") != std::string::npos);
   }
   // No run to fit copies and collectives on: a GEMM-only (--filter) run, or only a P2P-off one.
-  nlohmann::json gemm_only = load(kSrc + "/validate/reference/h200/bench-default.json");
+  nlohmann::json gemm_only = load(kSrc + "/validate/reference/h200/bench-default.json.gz");
   nlohmann::json kept = nlohmann::json::array();
   for (const auto& r : gemm_only["results"])
     if (r["key"] == "gemm_bf16") kept.push_back(r);
@@ -96,7 +96,7 @@ TEST_CASE("bad bench input is refused with the file named and what to do") {
 TEST_CASE("a hand-off bench row with a value outside its testcase's cases is refused, not read as another case") {
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
   const ModelParams p = load_calibration(kSrc + "/configs/calibrations/h200.yaml");
-  const nlohmann::json good = load(kSrc + "/validate/reference/h200/bench-default.json");
+  const nlohmann::json good = load(kSrc + "/validate/reference/h200/bench-default.json.gz");
   for (const auto& [key, field, value] : {std::tuple{"copy_reps", "gate", "kernl"}, std::tuple{"copy_reps", "dir", "up"},
                                           std::tuple{"copy_after_idle", "before", "kernel_dne"}, std::tuple{"handoff_wait", "mode", "other"}}) {
     const std::string case_name = std::string(key) + " " + field;  // clang 14 cannot capture a structured binding
@@ -122,7 +122,7 @@ TEST_CASE("calibrate recovers the share both ways per size from rows the model m
   // / 0.95 at 4 MiB, 0.75 / 0.9 at 1 GiB (between, interpolated in
   // log(bytes)). calibrate must find each measured size's share back.
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
-  const std::string f = "validate/reference/h100-sxm/bench-default.json";
+  const std::string f = "validate/reference/h100-sxm/bench-default.json.gz";
   const nlohmann::json doc = load(kSrc + "/" + f);
   ModelParams made = calibrate({{f, doc}}, topo).params;
   made.copies.copy_bidir_table = {{262144, 0.6, 0.7}, {4194304, 0.85, 0.95}, {1073741824, 0.75, 0.9}};

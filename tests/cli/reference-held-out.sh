@@ -40,7 +40,7 @@ case $case in
       --replay-with $CFG/calibrations/h200.yaml > $W/block-loop.txt
     grep -Eq '^overhead_framework_sync_return block_loop: .* 69.9 us +60.3 us +-13.8%$' $W/block-loop.txt
     grep -Eq '^overhead_framework_sync_return block_loop_compute: .* 171.5 us +243.6 us +[+]42.0%$' $W/block-loop.txt
-    "$osim" calibrate $REF/h200/bench-default.json $REF/h200/framework-3.json -t $CFG/topologies/h200x4-nvlink.yaml \
+    "$osim" calibrate $REF/h200/bench-default.json.gz $REF/h200/framework-3.json -t $CFG/topologies/h200x4-nvlink.yaml \
       -o $W/box-e.yaml --force > /dev/null
     grep -q '^  framework_wait_return: 19.5894 us$' $W/box-e.yaml ;;
   *) echo "reference-held-out.sh: no case $case" >&2; exit 2 ;;

@@ -277,7 +277,7 @@ TEST_CASE("a figure the manifest expects but the run did not make is a miss") {
 
 TEST_CASE("a small manifest runs: its calibration written, then found the same, and its programs predicted") {
   // The 2xH200 box's full bench alone, and three of its programs.
-  const ManifestDir d(head("[" + kSrc + "/validate/reference/h200x2-nvlink/bench-default.json]") +
+  const ManifestDir d(head("[" + kSrc + "/validate/reference/h200x2-nvlink/bench-default.json.gz]") +
                       "programs: {runs: programs}\n"
                       "expected:\n"
                       "  programs: {median_pct: 100, worst_pct: 100, spearman_min: -1}\n");
@@ -314,7 +314,7 @@ TEST_CASE("a small manifest runs: its calibration written, then found the same, 
 
 TEST_CASE("leave one machine out: predicted_from read, found by folder, and a machine predicted from itself is its own run") {
   const std::string other = kSrc + "/validate/reference/h200x2-nvlink";
-  const ManifestDir d(head("[" + other + "/bench-default.json]") + "programs: {runs: programs}\npredicted_from:\n  " + other +
+  const ManifestDir d(head("[" + other + "/bench-default.json.gz]") + "programs: {runs: programs}\npredicted_from:\n  " + other +
                       ":\n    programs: {median_pct: 4, worst_pct: 9, spearman_min: 0.8}\n");
   int copied = 0;
   for (const auto& e : fs::directory_iterator(other + "/programs"))
