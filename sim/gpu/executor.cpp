@@ -81,6 +81,7 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
       sum.peak_parts = memory_.peak_parts(q);
       sum.peak_vram_held = memory_.peak_held(q);
       sum.vram_capacity = memory_.capacity(q);
+      sum.stage_peaks = memory_.stage_peaks(q);
       sum.handoffs = streams_.handoffs(q);
       sum.handoff_time = streams_.handoff_time(q);
       const std::array<Time, 4> slowed = compute_.slowed(q);

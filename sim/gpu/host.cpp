@@ -201,6 +201,7 @@ void Host::effect(int r, const Op& op) {
     case OpKind::StreamWaitStream:
     case OpKind::EventRecord:
     case OpKind::Marker:
+      if (op.kind == OpKind::Marker) memory_.marker(r, op.label);  // a request stage's VRAM window
       if (op.kind == OpKind::Marker && op.stream < 0) return;
       streams_.enqueue(r, H.pc, op);
       // A framework's pairwise rounds: the host issues them while the GPU

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cassert>
+#include <string_view>
 
 #include <fmt/format.h>
+
+#include "schedule/stage_spans.hpp"
 
 namespace osim::exec {
 
@@ -53,6 +56,7 @@ void Memory::alloc(int r, int pc, const Op& op) {
       M.peak = M.vram;
       M.peak_parts = M.parts;
     }
+    if (M.in_stage) M.stage_peaks.back().second = std::max(M.stage_peaks.back().second, M.vram);
     if (x_.o.keep_records) timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
   } else {
     const hw::NodeSpec& cpu = x_.topo.node(R.cpu);
@@ -65,6 +69,16 @@ void Memory::alloc(int r, int pc, const Op& op) {
   }
   M.allocs[op.label] = Alloc{bytes, op.part, op.space};
   if (op.part == MemPart::Comm) ++M.nccl_live;
+}
+
+void Memory::marker(int r, const std::string& label) {
+  Rank& M = ranks_[static_cast<size_t>(r)];
+  if (label.rfind(kStageMarker, 0) == 0) {
+    M.stage_peaks.emplace_back(label.substr(std::string_view(kStageMarker).size()), M.vram);
+    M.in_stage = true;
+  } else if (label.rfind(kStageEndMarker, 0) == 0) {
+    M.in_stage = false;
+  }
 }
 
 MemPart Memory::part_of(int r, const std::string& tag) const {

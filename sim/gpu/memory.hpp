@@ -58,6 +58,12 @@ class Memory {
   /// What each part held when rank r's VRAM peaked (the first time it did).
   const std::array<Bytes, kMemParts>& peak_parts(int r) const { return ranks_[static_cast<size_t>(r)].peak_parts; }
   Bytes capacity(int r) const { return ranks_[static_cast<size_t>(r)].capacity; }
+  /// Rank r's host issued marker `label`: a request stage's start ("stage
+  /// NAME") opens a window of its VRAM, its end ("end of stage NAME") closes it.
+  void marker(int r, const std::string& label);
+  /// Per request stage of rank r, in order: its name and the most bytes live
+  /// tensors held between its markers (as peak(), in the host's order).
+  const std::vector<std::pair<std::string, Bytes>>& stage_peaks(int r) const { return ranks_[static_cast<size_t>(r)].stage_peaks; }
   /// Per rank: (time, bytes in use) after each alloc/free (the trace's VRAM
   /// track; kept only with ExecOptions::keep_records, as the trace needs them).
   std::vector<std::vector<std::pair<Time, Bytes>>> take_timeline() { return std::move(timeline_); }
@@ -84,6 +90,8 @@ class Memory {
     Bytes held = 0, peak_held = 0;           // with the memory freed on streams not there yet
     int nccl_live = 0;                       // NCCL buffers allocated (the first carries the process's part)
     std::array<Bytes, kMemParts> parts{}, peak_parts{};
+    std::vector<std::pair<std::string, Bytes>> stage_peaks;
+    bool in_stage = false;  // stage_peaks.back()'s window is open
   };
   ExecContext& x_;
   Routes& routes_;

@@ -54,6 +54,7 @@ Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRe
   }
   const Time last_end = spans.steps_end().value_or(r.ranks[0].end);
   for (size_t i = 0; i < m.steps.size(); ++i) m.steps[i].end = i + 1 < m.steps.size() ? m.steps[i + 1].start : last_end;
+  m.stages = stage_metrics(spans.stages(), r);
   return m;
 }
 
@@ -79,6 +80,7 @@ nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, 
     }
     j["step_time_s"] = {{"mean", sum / static_cast<double>(m.steps.size())}, {"min", lo}, {"max", hi}};
   }
+  stages_json(j, m);
   ordered_json ranks = ordered_json::array();
   for (const auto& rm : m.per_rank) {
     ordered_json parts;
@@ -229,6 +231,13 @@ std::string trace_json(const Schedule& s, const hw::Topology& topo, const RunRec
     for (const auto& [t, b] : r.vram[rank])
       emit(fmt::format(R"J({{"ph":"C","pid":{},"ts":{},"name":"VRAM","args":{{"GiB":{:.4f}}}}})J", rank, us(t),
                        static_cast<double>(b) / 1073741824.0));
+  }
+  // The request's stages and steps on a track of rank 0's (a workload with stages).
+  if (const std::vector<RequestSlice> slices = request_slices(s, r); !slices.empty()) {
+    emit(R"J({"ph":"M","pid":0,"tid":99,"name":"thread_name","args":{"name":"request"}})J");
+    for (const RequestSlice& sl : slices)
+      emit(fmt::format(R"J({{"ph":"X","pid":0,"tid":99,"ts":{},"dur":{},"name":"{}","cat":"stage"}})J", us(sl.start), dur(sl.start, sl.end),
+                       esc(sl.name)));
   }
   if (!r.link_samples.empty()) {
     emit(fmt::format(R"J({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"fabric ({})"}}}})J", fabric_pid, esc(topo.name())));

@@ -35,6 +35,17 @@ struct StepMetrics {
   Time start, end;
 };
 
+// A request stage on rank 0 (report/stages.cpp): its window and where its
+// time went: its kernels, its copies in and out, its collectives with none
+// of its kernels running (exchange), and `other`, the window less its ops'
+// union (a CPU stage's host work, launches, gaps).
+struct StageMetrics {
+  std::string name;
+  Time start, end;
+  Time compute, copy_in, copy_out, exchange, other;
+  Bytes peak_vram = 0;  // the most VRAM live tensors held while it ran
+};
+
 struct HistogramBin {
   double lo_GBps, hi_GBps;
   int64_t count = 0;
@@ -48,6 +59,7 @@ struct Metrics {
   int ranks = 0;
   Time makespan;
   std::vector<StepMetrics> steps;  // rank 0's compute stream, from "step N" markers
+  std::vector<StageMetrics> stages;  // rank 0's request stages, from "stage NAME" markers (none: the steps alone)
   std::vector<RankMetrics> per_rank;
   double bytes_h2d = 0, bytes_d2h = 0, bytes_p2p = 0, bytes_d2d = 0, bytes_collective = 0;
   std::vector<HistogramBin> copy_histogram;
@@ -59,6 +71,20 @@ Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRe
 Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRecord& r, const RunSpans& spans);
 nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, const RunRecord& r);
 std::string format_summary(const Metrics& m, const hw::Topology& topo, const RunRecord& r, const std::string& headline);
+/// Rank 0's request stages from its stage spans and VRAM windows.
+std::vector<StageMetrics> stage_metrics(const StageTally& tally, const RunRecord& r);
+/// metrics.json's "request" and "stages" (where the run has stages).
+void stages_json(nlohmann::ordered_json& j, const Metrics& m);
+/// The summary's request line and stage table (where the run has stages).
+std::string format_stages(const Metrics& m);
+/// The slices of the trace's request track, from rank 0's records: each
+/// stage's window and the steps' (first "step N" marker to the steps' end).
+struct RequestSlice {
+  std::string name;
+  Time start, end;
+};
+std::vector<RequestSlice> request_slices(const Schedule& s, const RunRecord& r);
+
 /// Chrome/Perfetto trace JSON: tracks per host thread, stream and copy engine;
 /// counters for VRAM and (with link samples) every resource's bandwidth;
 /// arrows from event records to the waits they satisfy.

@@ -169,6 +169,7 @@ std::string format_summary(const Metrics& m, const hw::Topology& topo, const Run
                        format_time(Time::from_ps(sum.ps() / static_cast<int64_t>(m.steps.size()))), format_time(lo), format_time(hi));
   }
   out += "\n";
+  out += format_stages(m);
   rank_table(out, m.per_rank);
   compute_slowdown(out, m, r);
   // The rank with the most VRAM at its peak, and what held it.

@@ -51,6 +51,8 @@ struct RankSummary {
   std::array<Bytes, kMemParts> peak_parts{};  // what each part (MemPart) held at the peak
   Bytes peak_vram_held = 0;                   // with memory freed on a stream not there yet (the allocator's view while the GPU has room)
   Bytes vram_capacity = 0;
+  // Per request stage ("stage NAME" markers), in order: its name and the most VRAM live tensors held while it ran.
+  std::vector<std::pair<std::string, Bytes>> stage_peaks;
   // Hand-offs between engines it paid (HandoffParams): how many, and the latency in all.
   int64_t handoffs = 0;
   Time handoff_time;

@@ -164,6 +164,7 @@ void RunSpans::add(int rank, const Op& op, Time start, Time end) {
     if (steps_.empty() || steps_.back().first != idx) steps_.emplace_back(idx, start);
   }
   if (rank == 0 && op.kind == OpKind::Marker && op.stream == compute_stream_ && op.label == kStepsEndMarker) steps_end_ = start;
+  if (rank == 0 && (op.kind == OpKind::Marker ? op.stream == compute_stream_ : !stages_.empty())) stages_.add(op, start, end);
 }
 
 void RunSpans::mirror(int rank, int of) {

@@ -19,6 +19,7 @@
 
 #include "core/units.hpp"
 #include "schedule/schedule.hpp"
+#include "schedule/stage_spans.hpp"
 
 namespace osim {
 
@@ -106,6 +107,8 @@ class RunSpans {
   /// When rank 0's compute stream reached an "end of steps" marker: the last
   /// step's end (without one, the rank's end).
   const std::optional<Time>& steps_end() const { return steps_end_; }
+  /// Rank 0's request stages (its "stage NAME" markers), where a workload has them.
+  const StageTally& stages() const { return stages_; }
   double bytes_h2d = 0, bytes_d2h = 0, bytes_p2p = 0, bytes_d2d = 0, bytes_collective = 0;
 
  private:
@@ -124,6 +127,7 @@ class RunSpans {
   std::array<SpanBin, kBins.size()> bins_{};
   std::vector<std::pair<int, Time>> steps_;
   std::optional<Time> steps_end_;
+  StageTally stages_;
 };
 
 }  // namespace osim

@@ -11,6 +11,7 @@
 #include "core/slots.hpp"
 #include "io/limits.hpp"
 #include "schedule/builder.hpp"
+#include "schedule/stage_spans.hpp"
 #include "workload/dit.hpp"
 #include "workload/generate_templates.hpp"
 
@@ -464,18 +465,24 @@ class Gen {
   void move(std::vector<Op>& ops, CopyKind kind, const std::string& name, Bytes bytes) {
     ops.push_back(ops::copy(kCompute, kind, bytes, HostMem::Pageable, false, (kind == CopyKind::H2D ? "h2d " : "d2h ") + name));
   }
-  // A stage of the request, marked "stage <name>" on the compute stream: on
+  // A stage of the request, between markers "stage <name>" and "end of
+  // stage <name>" on the compute stream (schedule/stage_spans.hpp): on
   // the GPU its kernels with its activations held (offloaded: its weights
   // moved in before and out after); on the CPU the host's work at its rate,
   // then its result copied over (an encoder's embeddings) or, for a
   // decoder, the latent copied back first.
   void run_stage(std::vector<Op>& ops, const Stage& st, const StagePlan& p) {
-    marker(ops, "stage " + st.name);
+    marker(ops, kStageMarker + st.name);
+    stage_ops(ops, st, p);
+    marker(ops, kStageEndMarker + st.name);
+  }
+  void stage_ops(std::vector<Op>& ops, const Stage& st, const StagePlan& p) {
     if (st.place == StagePlace::Cpu) {
       const bool decoder = st.kind != Stage::Kind::Encoder;
       const Bytes latent = 16 * ((w_.frames - 1) / 4 + 1) * (w_.height / 8) * (w_.width / 8) * 4;
       if (decoder) ops.push_back(ops::copy(kCompute, CopyKind::D2H, latent, HostMem::Pageable, false, "d2h " + st.name + " input"));
       ops.push_back(ops::host_work(Time::from_s(p.flops / (st.cpu_tflops * 1e12))));
+      ops.back().label = st.name + " on cpu";
       if (!decoder) ops.push_back(ops::copy(kCompute, CopyKind::H2D, p.result, HostMem::Pageable, false, "h2d " + st.name + " result"));
       return;
     }

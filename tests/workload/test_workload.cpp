@@ -202,6 +202,12 @@ TEST_CASE("golden: shipped examples (2 steps)") {
   check_golden("metrics-wan22-720p-aces-layerwise.json", metrics_json(x.m, *x.topo, x.r).dump(2) + "\n");
 }
 
+TEST_CASE("golden: the whole request, encoder, steps and VAE decode (2 steps)") {
+  const Run x = run("wan22-720p-h200-request", {"steps=2"});
+  check_golden("workload-wan22-720p-h200-request.txt", format_summary(x.m, *x.topo, x.r, "wan22-720p-h200-request"));
+  check_golden("metrics-wan22-720p-h200-request.json", metrics_json(x.m, *x.topo, x.r).dump(2) + "\n");
+}
+
 TEST_CASE("a run without per-op records gives the same metrics as one with them") {
   // `overlapsim run` without --out and sweeps keep only spans (RunSpans); the
   // metrics must not tell the two apart, to the byte.
