@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "kineto/copy_overlap.hpp"
 #include "kineto/trace.hpp"
 #include "schedule/builder.hpp"
 
@@ -223,6 +224,16 @@ std::map<size_t, Binding> pair_waits(const RankTrace& t, std::vector<RecordInfo>
 // How long an activity ran on the GPU.
 Time measured_time(const Activity& a) { return Time::from_ps((a.end - a.start) * 1000); }
 
+// The engine a copy the importer makes a memcpy runs on (-1: it becomes a kernel of its measured time).
+int copy_engine_of(const Activity& a) {
+  if (a.cat != "gpu_memcpy" || a.bytes == kNone) return -1;
+  const std::string& n = a.name;
+  return n.find("HtoD") != std::string::npos   ? CopyOverlap::kH2D
+         : n.find("DtoH") != std::string::npos ? CopyOverlap::kD2H
+         : n.find("DtoD") != std::string::npos ? CopyOverlap::kOther
+                                               : -1;
+}
+
 // An op's host and GPU times, ns from the first call of any rank.
 struct OpTimes {
   int64_t issue, returned, start, end;
@@ -323,6 +334,8 @@ class Importer {
   }
 
   void emit(Op op, OpTimes ot, const std::string& what) {
+    // A kernel of measured time: how much of it ran beside busy copy engines.
+    if (op.kind == OpKind::Kernel && op.duration) op.beside_copies_ns = overlap_.beside(ot.start, ot.end);
     b_.add(r_, std::move(op));
     const OpTimes rel{ot.issue - t0_, ot.returned - t0_, ot.start - t0_, ot.end - t0_};
     times_[static_cast<size_t>(r_)].push_back(rel);
@@ -354,6 +367,12 @@ class Importer {
         auto& l = longest_[a.ext];
         if (!l || a.end - a.start > l->end - l->start) l = &a;
       }
+    // The copies that become memcpys, for the time each kernel ran beside them.
+    overlap_ = CopyOverlap{};
+    for (const Call& c : t.calls)
+      if (const int e = c.gpu && kind_of(c) == CallKind::Memcpy ? copy_engine_of(*c.gpu) : -1; e >= 0)
+        overlap_.add(static_cast<CopyOverlap::Engine>(e), c.gpu->start, c.gpu->end);
+    overlap_.build();
     std::vector<RecordInfo> records;
     const auto bound = pair_waits(t, records, compute_id_, sum_);
     std::map<size_t, const RecordInfo*> record_at;
@@ -542,6 +561,7 @@ class Importer {
   int64_t compute_end_ = 0;  // GPU end of the work put on its compute stream so far
   std::unordered_map<int64_t, int> kernels_of_op_;
   std::unordered_map<int64_t, const Activity*> longest_;
+  CopyOverlap overlap_;  // its copies' engines' busy time
 };
 
 // The step ranges: those of the first pattern the first trace has ranges
