@@ -4,10 +4,12 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <regex>
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kineto/copy_overlap.hpp"
 #include "kineto/trace.hpp"
@@ -272,6 +274,19 @@ class Importer {
   }
   int stream(int id) { return b_.stream(id == compute_id_ ? "compute" : fmt::format("stream{}", id)); }
 
+  // A process group's ranks (the job's) as the schedule's; nullopt where one was not imported.
+  std::optional<std::vector<int>> local(const std::vector<int>& job_ranks) const {
+    std::vector<int> out;
+    for (const int g : job_ranks) {
+      int found = -1;
+      for (int r = 0; r < n_ && found < 0; ++r)
+        if ((t_[static_cast<size_t>(r)]->rank < 0 ? r : t_[static_cast<size_t>(r)]->rank) == g) found = r;
+      if (found < 0) return std::nullopt;
+      out.push_back(found);
+    }
+    return out;
+  }
+
   // Collectives are simulated where every rank of the group was imported and
   // each issued as many; otherwise they keep their measured time.
   void plan_collectives() {
@@ -281,8 +296,8 @@ class Importer {
       for (const Call& c : t_[static_cast<size_t>(r)]->calls) {
         if (!c.gpu || !is_nccl(*c.gpu)) continue;
         std::string why;
-        if (auto ci = collective_of(*c.gpu, &why)) {
-          auto& v = issued[ci->ranks];
+        if (auto ci = collective_of(*c.gpu, &why); ci && local(ci->ranks)) {
+          auto& v = issued[*local(ci->ranks)];
           v.resize(static_cast<size_t>(n_));
           v[static_cast<size_t>(r)].emplace_back(c.gpu, *ci);
         }
@@ -461,8 +476,9 @@ class Importer {
     const OpTimes gt{c.ts, c.end, a.start, a.end};
     if (is_nccl(a)) {
       std::string why;
-      if (auto ci = collective_of(a, &why); ci && groups_.count(ci->ranks)) {
-        const int g = groups_[ci->ranks] < 0 ? world_ : groups_[ci->ranks];
+      const auto ci = collective_of(a, &why);
+      if (const auto loc = ci ? local(ci->ranks) : std::nullopt; loc && groups_.count(*loc)) {
+        const int g = groups_[*loc] < 0 ? world_ : groups_[*loc];
         emit(ops::collective(s, ci->kind, g, ci->bytes, CollAlgo::Nccl, ci->dtype, to_string(ci->kind)), gt, "collective " + to_string(ci->kind));
         return;
       }
@@ -693,12 +709,20 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
   for (size_t i = 0; i < traces.size(); ++i) {
     const int r = ranked ? traces[i].rank : static_cast<int>(i);
     if (!by_rank.emplace(r, i).second) fail(traces[i].file, fmt::format("rank {} again (also {})", r, traces[by_rank[r]].file));
-    if (r >= static_cast<int>(traces.size()))
-      fail(traces[i].file, fmt::format("rank {} of {}: give every rank's trace of the job, or only rank 0's", r, traces.size()));
   }
+  // Some ranks of a larger job: the schedule's ranks are theirs in order.
   std::vector<const RankTrace*> ranks;
-  for (const auto& [r, i] : by_rank) ranks.push_back(&traces[i]);
+  std::vector<int> renumbered;
+  for (const auto& [r, i] : by_rank) {
+    if (r != static_cast<int>(ranks.size())) renumbered.push_back(r);
+    ranks.push_back(&traces[i]);
+  }
   sum.ranks = static_cast<int>(ranks.size());
+  if (!renumbered.empty()) {
+    std::vector<int> job;
+    for (const auto& [r, i] : by_rank) job.push_back(r);
+    sum.notes.push_back(fmt::format("the job's rank(s) [{}] are the schedule's rank(s) 0 to {}", fmt::join(job, ", "), sum.ranks - 1));
+  }
   if (ranks[0]->world > sum.ranks)
     sum.notes.push_back(
         fmt::format("the job had {} ranks and {} trace(s) were given: collectives keep their measured time", ranks[0]->world, sum.ranks));
@@ -711,6 +735,7 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
       name = std::regex_replace(name, suffix, "");
   }
   ImportedTrace out = Importer(ranks, name, sum).run();
+  for (const RankTrace* t : ranks) out.gpus.push_back({t->file, t->gpu_name, t->gpu_sms, t->gpu_memory});
   if (sum.inferred_timed + sum.inferred_untimed > 0 && sum.waits_recorded == 0)
     sum.notes.push_back(
         "the trace has no CUDA sync events: stream waits were inferred from the runtime calls; profile with "

@@ -466,3 +466,21 @@ TEST_CASE("a kernel records how long 1 and 2 copy engines were busy beside it") 
   for (size_t i = 0; i < again.programs[0].ops->size(); ++i)
     CHECK((*again.programs[0].ops)[i].beside_copies_ns == (*t.schedule.programs[0].ops)[i].beside_copies_ns);
 }
+
+TEST_CASE("one rank of a larger job imports as rank 0, with its GPU from deviceProperties") {
+  TraceBuilder b;
+  b.doc["distributedInfo"] = {{"rank", 2}, {"world_size", 4}};
+  b.doc["deviceProperties"] = json::array({{{"id", 0}, {"name", "GPU A"}, {"numSms", 100}, {"totalGlobalMem", 1000}},
+                                           {{"id", 1}, {"name", "GPU B"}, {"numSms", 132}, {"totalGlobalMem", 85017493504}}});
+  const int64_t k = b.call("cudaLaunchKernel", 10, 2);
+  b.gpu("kernel", "some_kernel", 7, 20, 10, k, {{"device", 1}});
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("rank2of4.json")});
+  CHECK(t.schedule.ranks() == 1);
+  REQUIRE(t.gpus.size() == 1);
+  CHECK(t.gpus[0].name == "GPU B");  // the entry of the device its activities ran on
+  CHECK(t.gpus[0].sms == 132);
+  CHECK(t.gpus[0].memory == 85017493504);
+  bool said = false;
+  for (const auto& n : t.summary.notes) said = said || n.find("the job's rank(s) [2] are the schedule's rank(s) 0 to 0") != std::string::npos;
+  CHECK(said);
+}
