@@ -199,8 +199,8 @@ TEST_CASE("a measured kernel beside the copies it was measured with takes its me
   CHECK(kernel_ms(run(false, false, one)) == doctest::Approx(d_ms - s * c_ms).epsilon(1e-9));
   // Two engines: both copies from 0, 2 engines busy for the shorter, 1 for the rest.
   auto copy2_ns = [](const Sim& sim) {
-    const OpRecord& c = sim.op(0, 1);
-    return (c.end - c.start).ps() / 1000;
+    const OpRecord& d = sim.op(0, 1);
+    return (d.end - d.start).ps() / 1000;
   };
   const Sim probe = run(true, true, "");
   const int64_t lo = std::min(copy_ns(probe), copy2_ns(probe)), hi = std::max(copy_ns(probe), copy2_ns(probe));
