@@ -1,11 +1,14 @@
 // overlapsim import-trace: torch.profiler traces (one per rank) into a
 // schedule, with the timeline they measured as that schedule's records.
+#include <cmath>
 #include <iostream>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
+#include "core/units.hpp"
+#include "hw/topology.hpp"
 #include "io/paths.hpp"
 #include "kineto/import.hpp"
 #include "schedule/records.hpp"
@@ -19,6 +22,37 @@ struct ImportCliOptions {
   std::string out, topology, steps, name;
   bool force = false;
 };
+
+// The topology's GPUs against the traces' (deviceProperties): a trace replays on the machine it was
+// recorded on. Rank r runs on the topology's r-th GPU. Refused where the SMs differ or the memory by
+// more than 10 % (totalGlobalMem is a little under the card's nominal size); returns the summary's line.
+std::string check_gpus(const std::vector<kineto::TraceGpu>& gpus, const std::string& topology) {
+  if (gpus.empty() || gpus[0].name.empty()) return "";
+  const kineto::TraceGpu& g0 = gpus[0];
+  std::string line = fmt::format("GPU: {} ({} SMs, {}; the trace's deviceProperties)", g0.name, g0.sms, format_bytes(static_cast<double>(g0.memory)));
+  if (topology.empty()) return line + "; give the topology of the machine it ran on with -t\n";
+  const hw::TopologySpec spec = hw::parse_topology_file(topology);
+  std::vector<const hw::NodeSpec*> topo_gpus;
+  for (const hw::NodeSpec& n : spec.nodes)
+    if (n.kind == hw::NodeKind::Gpu) topo_gpus.push_back(&n);
+  for (size_t r = 0; r < gpus.size() && r < topo_gpus.size(); ++r) {
+    const kineto::TraceGpu& g = gpus[r];
+    const hw::GpuParams& t = topo_gpus[r]->gpu;
+    const bool sms_differ = g.sms > 0 && t.sms && *t.sms != g.sms;
+    const bool memory_differs = g.memory > 0 && t.memory && std::abs(static_cast<double>(*t.memory) / static_cast<double>(g.memory) - 1.0) > 0.10;
+    if (!sms_differ && !memory_differs) continue;
+    throw InputError(SourceLocation{g.file, 0, 0},
+                     fmt::format("the trace ran on {} ({} SMs, {}: its deviceProperties) but rank {}'s GPU in {} is {} ({}{} SMs, {}): give "
+                                 "the topology of the machine the trace was recorded on with -t (to ask what another GPU would do, run "
+                                 "the imported schedule with -t OTHER --remodel-kernels)",
+                                 g.name.empty() ? "its GPU" : g.name, g.sms, format_bytes(static_cast<double>(g.memory)), r, topology,
+                                 topo_gpus[r]->name, t.model.empty() ? "" : t.model + ", ", t.sms ? std::to_string(*t.sms) : "?",
+                                 t.memory ? format_bytes(static_cast<double>(*t.memory)) : "memory not given"));
+  }
+  if (topo_gpus.empty()) return line + "\n";
+  const hw::NodeSpec& n = *topo_gpus.front();
+  return line + fmt::format(", as {}'s {}{}\n", spec.name, n.name, n.gpu.model.empty() ? "" : " (" + n.gpu.model + ")");
+}
 
 int import_command(const ImportCliOptions& o) {
   // -o x.yaml: the schedule alone; -o DIR: a run folder (schedule.yaml and the
@@ -34,6 +68,7 @@ int import_command(const ImportCliOptions& o) {
   io.steps = o.steps;
   io.name = o.name;
   kineto::ImportedTrace t = kineto::import_traces(o.traces, io);
+  const std::string gpu_line = check_gpus(t.gpus, o.topology);
   if (!o.topology.empty()) t.schedule.topology = path_to_write(sched_path.string(), o.topology);
   if (!sched_path.parent_path().empty()) fs::create_directories(sched_path.parent_path());
   write_file(sched_path, to_yaml(t.schedule));
@@ -42,7 +77,7 @@ int import_command(const ImportCliOptions& o) {
     meta["traces"] = o.traces;
     write_file(records, records_text(records_json(t.schedule, t.measured, "", "torch.profiler", meta)));
   }
-  std::cout << t.summary.text();
+  std::cout << t.summary.text() << gpu_line;
   std::cout << fmt::format("measured (with the profiler): {:.3f} ms from the first CUDA call to the last op's end\n", t.measured.makespan.s() * 1e3);
   std::cout << fmt::format("wrote {}{}\n", sched_path.string(), folder ? ", " + records.string() : "");
   return 0;

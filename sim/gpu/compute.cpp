@@ -46,6 +46,18 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
   return Time::from_s(t);
 }
 
+double measured_solo_s(const Op& op, double measured_s, const ModelParams& p) {
+  // Under k busy engines a kernel progresses at (1 - s)^k, so t_k of its measured time did
+  // t_k (1 - s)^k of its solo work.
+  const double keep = 1.0 - p.interference.gemm_slowdown_per_copy;
+  double solo = measured_s, rate = 1.0;
+  for (const uint32_t ns : op.beside_copies_ns) {
+    rate *= keep;
+    solo -= static_cast<double>(ns) * 1e-9 * (1.0 - rate);
+  }
+  return std::max(0.0, solo);
+}
+
 namespace exec {
 
 Compute::Compute(ExecContext& x, OpCompletion& ops, ClockWatch& clocks)

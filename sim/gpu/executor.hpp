@@ -90,6 +90,11 @@ ExecResult execute_after_runs(const Schedule& s, const hw::Topology& topo, const
 /// `framework`: a framework program's op (schedules with framework: pytorch): a memory-bound kernel at the framework's own rate where calibrated.
 Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, const SourceLocation& where = {}, bool framework = false);
 
+/// A kernel of measured duration alone: `measured_s` less the share the copies beside it took
+/// where it was measured (op.beside_copies_ns; Compute runs a kernel at (1 - gemm_slowdown_per_copy)
+/// per busy copy engine), so that beside the same copies it again takes `measured_s`.
+double measured_solo_s(const Op& op, double measured_s, const ModelParams& p);
+
 /// The per-op table `overlapsim run` prints.
 std::string format_exec_report(const Schedule& s, const ExecResult& r);
 

@@ -4,11 +4,14 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <regex>
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "kineto/copy_overlap.hpp"
 #include "kineto/trace.hpp"
 #include "schedule/builder.hpp"
 
@@ -223,6 +226,16 @@ std::map<size_t, Binding> pair_waits(const RankTrace& t, std::vector<RecordInfo>
 // How long an activity ran on the GPU.
 Time measured_time(const Activity& a) { return Time::from_ps((a.end - a.start) * 1000); }
 
+// The engine a copy the importer makes a memcpy runs on (-1: it becomes a kernel of its measured time).
+int copy_engine_of(const Activity& a) {
+  if (a.cat != "gpu_memcpy" || a.bytes == kNone) return -1;
+  const std::string& n = a.name;
+  return n.find("HtoD") != std::string::npos   ? CopyOverlap::kH2D
+         : n.find("DtoH") != std::string::npos ? CopyOverlap::kD2H
+         : n.find("DtoD") != std::string::npos ? CopyOverlap::kOther
+                                               : -1;
+}
+
 // An op's host and GPU times, ns from the first call of any rank.
 struct OpTimes {
   int64_t issue, returned, start, end;
@@ -261,6 +274,19 @@ class Importer {
   }
   int stream(int id) { return b_.stream(id == compute_id_ ? "compute" : fmt::format("stream{}", id)); }
 
+  // A process group's ranks (the job's) as the schedule's; nullopt where one was not imported.
+  std::optional<std::vector<int>> local(const std::vector<int>& job_ranks) const {
+    std::vector<int> out;
+    for (const int g : job_ranks) {
+      int found = -1;
+      for (int r = 0; r < n_ && found < 0; ++r)
+        if ((t_[static_cast<size_t>(r)]->rank < 0 ? r : t_[static_cast<size_t>(r)]->rank) == g) found = r;
+      if (found < 0) return std::nullopt;
+      out.push_back(found);
+    }
+    return out;
+  }
+
   // Collectives are simulated where every rank of the group was imported and
   // each issued as many; otherwise they keep their measured time.
   void plan_collectives() {
@@ -270,8 +296,8 @@ class Importer {
       for (const Call& c : t_[static_cast<size_t>(r)]->calls) {
         if (!c.gpu || !is_nccl(*c.gpu)) continue;
         std::string why;
-        if (auto ci = collective_of(*c.gpu, &why)) {
-          auto& v = issued[ci->ranks];
+        if (auto ci = collective_of(*c.gpu, &why); ci && local(ci->ranks)) {
+          auto& v = issued[*local(ci->ranks)];
           v.resize(static_cast<size_t>(n_));
           v[static_cast<size_t>(r)].emplace_back(c.gpu, *ci);
         }
@@ -323,6 +349,8 @@ class Importer {
   }
 
   void emit(Op op, OpTimes ot, const std::string& what) {
+    // A kernel of measured time: how much of it ran beside busy copy engines.
+    if (op.kind == OpKind::Kernel && op.duration) op.beside_copies_ns = overlap_.beside(ot.start, ot.end);
     b_.add(r_, std::move(op));
     const OpTimes rel{ot.issue - t0_, ot.returned - t0_, ot.start - t0_, ot.end - t0_};
     times_[static_cast<size_t>(r_)].push_back(rel);
@@ -354,6 +382,12 @@ class Importer {
         auto& l = longest_[a.ext];
         if (!l || a.end - a.start > l->end - l->start) l = &a;
       }
+    // The copies that become memcpys, for the time each kernel ran beside them.
+    overlap_ = CopyOverlap{};
+    for (const Call& c : t.calls)
+      if (const int e = c.gpu && kind_of(c) == CallKind::Memcpy ? copy_engine_of(*c.gpu) : -1; e >= 0)
+        overlap_.add(static_cast<CopyOverlap::Engine>(e), c.gpu->start, c.gpu->end);
+    overlap_.build();
     std::vector<RecordInfo> records;
     const auto bound = pair_waits(t, records, compute_id_, sum_);
     std::map<size_t, const RecordInfo*> record_at;
@@ -442,8 +476,9 @@ class Importer {
     const OpTimes gt{c.ts, c.end, a.start, a.end};
     if (is_nccl(a)) {
       std::string why;
-      if (auto ci = collective_of(a, &why); ci && groups_.count(ci->ranks)) {
-        const int g = groups_[ci->ranks] < 0 ? world_ : groups_[ci->ranks];
+      const auto ci = collective_of(a, &why);
+      if (const auto loc = ci ? local(ci->ranks) : std::nullopt; loc && groups_.count(*loc)) {
+        const int g = groups_[*loc] < 0 ? world_ : groups_[*loc];
         emit(ops::collective(s, ci->kind, g, ci->bytes, CollAlgo::Nccl, ci->dtype, to_string(ci->kind)), gt, "collective " + to_string(ci->kind));
         return;
       }
@@ -542,6 +577,7 @@ class Importer {
   int64_t compute_end_ = 0;  // GPU end of the work put on its compute stream so far
   std::unordered_map<int64_t, int> kernels_of_op_;
   std::unordered_map<int64_t, const Activity*> longest_;
+  CopyOverlap overlap_;  // its copies' engines' busy time
 };
 
 // The step ranges: those of the first pattern the first trace has ranges
@@ -673,12 +709,20 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
   for (size_t i = 0; i < traces.size(); ++i) {
     const int r = ranked ? traces[i].rank : static_cast<int>(i);
     if (!by_rank.emplace(r, i).second) fail(traces[i].file, fmt::format("rank {} again (also {})", r, traces[by_rank[r]].file));
-    if (r >= static_cast<int>(traces.size()))
-      fail(traces[i].file, fmt::format("rank {} of {}: give every rank's trace of the job, or only rank 0's", r, traces.size()));
   }
+  // Some ranks of a larger job: the schedule's ranks are theirs in order.
   std::vector<const RankTrace*> ranks;
-  for (const auto& [r, i] : by_rank) ranks.push_back(&traces[i]);
+  std::vector<int> renumbered;
+  for (const auto& [r, i] : by_rank) {
+    if (r != static_cast<int>(ranks.size())) renumbered.push_back(r);
+    ranks.push_back(&traces[i]);
+  }
   sum.ranks = static_cast<int>(ranks.size());
+  if (!renumbered.empty()) {
+    std::vector<int> job;
+    for (const auto& [r, i] : by_rank) job.push_back(r);
+    sum.notes.push_back(fmt::format("the job's rank(s) [{}] are the schedule's rank(s) 0 to {}", fmt::join(job, ", "), sum.ranks - 1));
+  }
   if (ranks[0]->world > sum.ranks)
     sum.notes.push_back(
         fmt::format("the job had {} ranks and {} trace(s) were given: collectives keep their measured time", ranks[0]->world, sum.ranks));
@@ -691,6 +735,7 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
       name = std::regex_replace(name, suffix, "");
   }
   ImportedTrace out = Importer(ranks, name, sum).run();
+  for (const RankTrace* t : ranks) out.gpus.push_back({t->file, t->gpu_name, t->gpu_sms, t->gpu_memory});
   if (sum.inferred_timed + sum.inferred_untimed > 0 && sum.waits_recorded == 0)
     sum.notes.push_back(
         "the trace has no CUDA sync events: stream waits were inferred from the runtime calls; profile with "

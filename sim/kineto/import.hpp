@@ -55,8 +55,16 @@ struct ImportSummary {
   std::string text() const;
 };
 
+/// A rank's GPU as its trace's deviceProperties describe it (sms, memory 0: not given).
+struct TraceGpu {
+  std::string file, name;
+  int sms = 0;
+  int64_t memory = 0;  // bytes (totalGlobalMem)
+};
+
 struct ImportedTrace {
   Schedule schedule;
+  std::vector<TraceGpu> gpus;  // per rank
   /// The trace's own timeline as a run of `schedule` (times from the first call).
   RunRecord measured;
   ImportSummary summary;

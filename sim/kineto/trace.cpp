@@ -222,9 +222,21 @@ void read_header(RankTrace& t) {
                                "follow the order the traces are given)",
                                t.rank, t.world));
   }
-  if (auto props = t.doc.find("deviceProperties"); props != t.doc.end() && props->is_array() && !props->empty() && (*props)[0].is_object())
-    t.gpu_name = str_arg((*props)[0], "name");
   if (auto b = t.doc.find("baseTimeNanoseconds"); b != t.doc.end() && b->is_number_integer()) t.base_ns = b->get<int64_t>();
+}
+
+// The trace's GPU from deviceProperties: the entry of `device` (the one its
+// activities ran on), else the first.
+void read_device(RankTrace& t, int device) {
+  auto props = t.doc.find("deviceProperties");
+  if (props == t.doc.end() || !props->is_array() || props->empty()) return;
+  const json* pick = nullptr;
+  for (const json& d : *props)
+    if (d.is_object() && (!pick || (d.contains("id") && d["id"].is_number_integer() && d["id"].get<int64_t>() == device))) pick = &d;
+  if (!pick) return;
+  t.gpu_name = str_arg(*pick, "name");
+  if (const int64_t sms = int_arg(*pick, "numSms", 0); sms > 0 && sms < (1 << 20)) t.gpu_sms = static_cast<int>(sms);
+  if (const int64_t mem = int_arg(*pick, "totalGlobalMem", 0); mem > 0) t.gpu_memory = mem;
 }
 
 // Begin/end (ph B/E) pairs, which other exporters write for what Kineto
@@ -427,6 +439,7 @@ RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& st
   int device = per_device.empty() ? -1 : per_device.begin()->first;
   for (const auto& [d, n] : per_device)
     if (n > per_device[device]) device = d;
+  read_device(t, device);
   std::unordered_map<int64_t, const Activity*> by_corr;
   for (const Activity& a : t.gpu) {
     if (a.device != device) {

@@ -69,7 +69,9 @@ struct RankTrace {
   };
   std::vector<Step> steps;                                   // the ranges import_traces chose, in time order
   std::map<std::string, std::vector<Step>> step_candidates;  // ranges matching each step pattern, by its label
-  std::string gpu_name;
+  std::string gpu_name;  // deviceProperties of its GPU: name, SMs, memory (0: not given)
+  int gpu_sms = 0;
+  int64_t gpu_memory = 0;
 };
 
 /// Reads one trace file; InputError naming it (and the line) when it is no

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cstdint>
 #include <functional>
@@ -138,6 +139,10 @@ struct Op {
   int line = 0, column = 0;  // where the op was written (0: generated); see Schedule::location
   float efficiency = 0;      // kernel; 0 = the model's default for the class
   int32_t norm_row = 0;      // kernel of a norm: the elements of each row it normalises (0: long rows)
+  // Kernel of measured duration: the nanoseconds of it during which 1, 2 and 3 copy engines were
+  // busy where it was measured (an imported trace): the replay takes their slowdown out before
+  // applying its own (InterferenceParams::gemm_slowdown_per_copy; see isolated_work).
+  std::array<uint32_t, 3> beside_copies_ns{};
   Bytes bytes = 0;           // memcpy, alloc (0 with a group: sized by the run), collective
   Bytes host_span =
       0;             // memcpy h2d/d2h: the host memory its copies walk through, each the next slice (0 = its own bytes: one buffer, again and again)

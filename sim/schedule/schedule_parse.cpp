@@ -20,6 +20,29 @@ using namespace schedule_names;
 
 namespace {
 
+// A measured kernel's `beside_copies: [T1, T2, T3]`: how much of its duration 1, 2 and 3 copy
+// engines were busy where it was measured (trailing ones may be left out), whole nanoseconds.
+void read_beside_copies(const MapReader& r, Op& op) {
+  if (!op.duration) r.fail("beside_copies", "is part of a measured 'duration': give the kernel its duration");
+  const YAML::Node n = r.get("beside_copies");
+  if (!n.IsSequence() || n.size() < 1 || n.size() > op.beside_copies_ns.size())
+    r.fail("beside_copies", "must be a list of 1 to 3 durations: the part of the duration 1, 2 and 3 copy engines were busy");
+  Time sum = Time::zero();
+  for (size_t i = 0; i < n.size(); ++i) {
+    Time t;
+    try {
+      t = parse_duration(scalar_str(r.file(), n[i], "beside_copies"));
+    } catch (const std::invalid_argument& e) {
+      r.fail("beside_copies", e.what());
+    }
+    if (t < Time::zero() || t.ps() % 1000 != 0 || t.ps() / 1000 > UINT32_MAX)
+      r.fail("beside_copies", "takes whole nanoseconds from 0 to 4.29 s");
+    op.beside_copies_ns[i] = static_cast<uint32_t>(t.ps() / 1000);
+    sum = sum + t;
+  }
+  if (sum > *op.duration) r.fail("beside_copies", fmt::format("adds up to {} ps, more than the kernel's duration ({} ps)", sum.ps(), op.duration->ps()));
+}
+
 std::vector<std::string> keys_for(OpKind k) {
   std::vector<std::string> common = {"op"};
   auto add = [&](std::initializer_list<const char*> more) {
@@ -28,7 +51,7 @@ std::vector<std::string> keys_for(OpKind k) {
   switch (k) {
     case OpKind::Kernel:
       add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency",
-           "views", "launches"});
+           "views", "launches", "beside_copies"});
       break;
     case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "host_span", "async", "peer", "views"}); break;
     case OpKind::EventRecord: add({"event", "stream"}); break;
@@ -172,6 +195,7 @@ struct Parser {
               "give the work one way: 'duration', 'gemm: {m, n, k}', 'attention: {heads, seq, head_dim}', "
               "or 'flops' and/or 'bytes' (HBM traffic); a measured 'duration' may go beside one of the others");
         op.duration = r.opt_duration("duration");
+        if (r.has("beside_copies")) read_beside_copies(r, op);
         if (r.has("flops")) {
           op.flops = r.num("flops");
           if (op.flops < 0) r.fail("flops", "must not be negative");

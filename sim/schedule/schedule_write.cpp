@@ -50,6 +50,14 @@ std::string to_yaml(const Schedule& s) {
           kv("name", op.label);
           stream("stream", op.stream);
           if (op.duration) kv("duration", dur(*op.duration));
+          if (size_t n = op.beside_copies_ns.size(); op.duration) {
+            while (n > 0 && op.beside_copies_ns[n - 1] == 0) --n;
+            if (n > 0) {
+              e << YAML::Key << "beside_copies" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+              for (size_t i = 0; i < n; ++i) e << fmt::format("{} ns", op.beside_copies_ns[i]);
+              e << YAML::EndSeq;
+            }
+          }
           if (op.gemm) {
             e << YAML::Key << "gemm" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "m" << YAML::Value << op.gemm->m << YAML::Key
               << "n" << YAML::Value << op.gemm->n << YAML::Key << "k" << YAML::Value << op.gemm->k << YAML::EndMap;

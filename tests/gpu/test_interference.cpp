@@ -1,6 +1,7 @@
 // Interference between kernels, collectives and copies.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -162,4 +163,58 @@ programs:
                 q);
     CHECK(s.end_ms(0, 0) == doctest::Approx(12.5).epsilon(1e-6));
   }
+}
+
+TEST_CASE("a measured kernel beside the copies it was measured with takes its measured time again") {
+  // 1 ms measured; beside it one H2D copy (and in the two-engine case a D2H
+  // one too). `beside` says how long 1 and 2 engines were busy where it was
+  // measured. Each busy engine runs a kernel at 1 - s.
+  ModelParams p = quiet();
+  const double s = 0.1, d_ms = 1.0;
+  p.interference.gemm_slowdown_per_copy = s;
+  auto run = [&](bool h2d, bool d2h, const std::string& beside) {
+    std::string ops;
+    if (h2d) ops += "      - {op: memcpy, kind: h2d, bytes: 2 MB, stream: c1}\n";
+    if (d2h) ops += "      - {op: memcpy, kind: d2h, bytes: 2 MB, stream: c2}\n";
+    ops += "      - {op: kernel, stream: k, duration: 1 ms" + (beside.empty() ? "" : ", beside_copies: " + beside) + "}\n";
+    return Sim("name: m\nranks: 1\nstreams: [k, c1, c2]\nprograms:\n  - rank: 0\n    ops:\n" + ops, p);
+  };
+  auto kernel_ms = [](const Sim& sim) {
+    const OpRecord& k = sim.res.ops[0].back();
+    return (k.end - k.start).ms();
+  };
+  auto copy_ns = [](const Sim& sim) {
+    const OpRecord& c = sim.op(0, 0);
+    return (c.end - c.start).ps() / 1000;
+  };
+  const int64_t c = copy_ns(run(true, false, ""));  // one copy's time, whole ns
+  REQUIRE(c > 1000);
+  REQUIRE(c < 500'000);  // the kernel outlasts it
+  const double c_ms = static_cast<double>(c) * 1e-6;
+  const std::string one = fmt::format("[{} ns]", c);
+  // Recorded as replayed: the measured 1 ms again (before, the copy slowed it twice: 1 ms + s * c).
+  CHECK(kernel_ms(run(true, false, one)) == doctest::Approx(d_ms).epsilon(1e-9));
+  CHECK(kernel_ms(run(true, false, "")) == doctest::Approx(d_ms + s * c_ms).epsilon(1e-9));
+  // Replayed without the copy: its solo time, 1 ms - s * c.
+  CHECK(kernel_ms(run(false, false, one)) == doctest::Approx(d_ms - s * c_ms).epsilon(1e-9));
+  // Two engines: both copies from 0, 2 engines busy for the shorter, 1 for the rest.
+  auto copy2_ns = [](const Sim& sim) {
+    const OpRecord& d = sim.op(0, 1);
+    return (d.end - d.start).ps() / 1000;
+  };
+  const Sim probe = run(true, true, "");
+  const int64_t lo = std::min(copy_ns(probe), copy2_ns(probe)), hi = std::max(copy_ns(probe), copy2_ns(probe));
+  const std::string two = fmt::format("[{} ns, {} ns]", hi - lo, lo);
+  const Sim both = run(true, true, two);
+  REQUIRE(std::min(copy_ns(both), copy2_ns(both)) == lo);
+  REQUIRE(std::max(copy_ns(both), copy2_ns(both)) == hi);
+  CHECK(kernel_ms(both) == doctest::Approx(d_ms).epsilon(1e-9));
+  const double solo2 = d_ms - s * static_cast<double>(hi - lo) * 1e-6 - (1 - (1 - s) * (1 - s)) * static_cast<double>(lo) * 1e-6;
+  CHECK(kernel_ms(run(false, false, two)) == doctest::Approx(solo2).epsilon(1e-9));
+  // More beside it than its duration, or without a duration: refused.
+  CHECK(error_of("name: m\nranks: 1\nstreams: [k]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: k, duration: 1 us, beside_copies: "
+                 "[800 ns, 300 ns]}\n")
+            .find("more than the kernel's duration") != std::string::npos);
+  CHECK(error_of("name: m\nranks: 1\nstreams: [k]\nprograms:\n  - rank: 0\n    ops:\n      - {op: kernel, stream: k, flops: 1e9, beside_copies: [8 ns]}\n")
+            .find("give the kernel its duration") != std::string::npos);
 }

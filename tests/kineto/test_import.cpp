@@ -436,3 +436,51 @@ TEST_CASE("--remodel-kernels on a trace without shapes: refused, nothing to re-m
   CHECK(refused);
   CHECK_NOTHROW(apply_what_if(t.schedule, WhatIf{.host_memory = HostMem::Pageable}));
 }
+
+TEST_CASE("a kernel records how long 1 and 2 copy engines were busy beside it") {
+  // The kernel runs 100-200 µs. H2D copies 50-150 and 140-160 (one engine),
+  // a D2H copy 120-130, and a peer copy (no engine: a kernel of its time) 100-200.
+  TraceBuilder b;
+  const int64_t c1 = b.call("cudaMemcpyAsync", 10, 2);
+  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 50, 100, c1, {{"bytes", 1000000}});
+  const int64_t k = b.call("cudaLaunchKernel", 20, 2);
+  b.gpu("kernel", "some_kernel", 7, 100, 100, k);
+  const int64_t c2 = b.call("cudaMemcpyAsync", 30, 2);
+  b.gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 21, 120, 10, c2, {{"bytes", 100000}});
+  const int64_t c3 = b.call("cudaMemcpyAsync", 40, 2);
+  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 22, 140, 20, c3, {{"bytes", 200000}});
+  const int64_t c4 = b.call("cudaMemcpyAsync", 50, 2);
+  b.gpu("gpu_memcpy", "Memcpy PtoP (Device -> Device)", 23, 100, 100, c4, {{"bytes", 200000}});
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("beside-copies.json")});
+  const Op* kernel = nullptr;
+  const Op* peer = nullptr;
+  for (const Op& op : *t.schedule.programs[0].ops)
+    if (op.kind == OpKind::Kernel) (op.label == "some_kernel" ? kernel : peer) = &op;
+  REQUIRE(kernel);
+  REQUIRE(peer);
+  // 1 engine: 100-120, 130-160 (the two H2D copies on one engine); 2: 120-130.
+  CHECK(kernel->beside_copies_ns == std::array<uint32_t, 3>{50'000, 10'000, 0});
+  CHECK(peer->beside_copies_ns == std::array<uint32_t, 3>{50'000, 10'000, 0});
+  // Written and read back the same.
+  const Schedule again = parse_schedule_string(to_yaml(t.schedule), "again.yaml");
+  for (size_t i = 0; i < again.programs[0].ops->size(); ++i)
+    CHECK((*again.programs[0].ops)[i].beside_copies_ns == (*t.schedule.programs[0].ops)[i].beside_copies_ns);
+}
+
+TEST_CASE("one rank of a larger job imports as rank 0, with its GPU from deviceProperties") {
+  TraceBuilder b;
+  b.doc["distributedInfo"] = {{"rank", 2}, {"world_size", 4}};
+  b.doc["deviceProperties"] = json::array({{{"id", 0}, {"name", "GPU A"}, {"numSms", 100}, {"totalGlobalMem", 1000}},
+                                           {{"id", 1}, {"name", "GPU B"}, {"numSms", 132}, {"totalGlobalMem", 85017493504}}});
+  const int64_t k = b.call("cudaLaunchKernel", 10, 2);
+  b.gpu("kernel", "some_kernel", 7, 20, 10, k, {{"device", 1}});
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("rank2of4.json")});
+  CHECK(t.schedule.ranks() == 1);
+  REQUIRE(t.gpus.size() == 1);
+  CHECK(t.gpus[0].name == "GPU B");  // the entry of the device its activities ran on
+  CHECK(t.gpus[0].sms == 132);
+  CHECK(t.gpus[0].memory == 85017493504);
+  bool said = false;
+  for (const auto& n : t.summary.notes) said = said || n.find("the job's rank(s) [2] are the schedule's rank(s) 0 to 0") != std::string::npos;
+  CHECK(said);
+}
