@@ -50,15 +50,34 @@ BENCHMARK(BM_Wan22_720p_DgxH100_SP8_Layerwise)->Unit(benchmark::kMillisecond)->I
 void BM_Wan22_720p_Cluster_SP128(benchmark::State& state) { run_workload(state, "wan22-720p-cluster-sp128.yaml", "h100-128node-ib.yaml"); }
 BENCHMARK(BM_Wan22_720p_Cluster_SP128)->Unit(benchmark::kMillisecond)->Iterations(1);
 
+// The process's resident memory now and its peak since the last reset, in
+// bytes (Linux /proc; 0 elsewhere). Writing 5 to clear_refs resets the peak.
+double rss_bytes(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::string key = std::string(field) + ":";
+  while (std::getline(in, line))
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size())) * 1024.0;  // "  123 kB"
+  return 0;
+}
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
 void BM_AllToAll_1024Gpu(benchmark::State& state) {
   const osim::hw::Topology topo(osim::hw::parse_topology_file(kSrc + "/configs/topologies/h100-128node-ib.yaml"));
+  const double flows = 1024.0 * 1023.0;
   for (auto _ : state) {
+    reset_peak_rss();
+    const double before = rss_bytes("VmRSS");
     const osim::Schedule s = osim::parse_schedule_file(kSrc + "/configs/schedules/a2a-1024gpu.yaml");
     const osim::ExecResult r = osim::execute(s, topo);
     benchmark::DoNotOptimize(r.makespan);
     state.counters["simulated_ms"] = r.makespan.s() * 1e3;
+    // The run's peak over what the process held before, per flow: every
+    // flow is in flight at once. Alone (--benchmark_filter=AllToAll), as
+    // memory an earlier benchmark freed is reused and not counted.
+    state.counters["bytes/flow"] = (rss_bytes("VmHWM") - before) / flows;
   }
-  state.counters["flows"] = 1024.0 * 1023.0;
+  state.counters["flows"] = flows;
 }
 BENCHMARK(BM_AllToAll_1024Gpu)->Unit(benchmark::kMillisecond)->Iterations(1);
 
