@@ -140,7 +140,7 @@ TEST_CASE("stage metrics are the same from a run's records and from its spans al
   }
 }
 
-TEST_CASE("the summary, metrics.json and the trace show the stages and the request's latency; without stages nothing") {
+TEST_CASE("the summary, metrics.json and the trace show the stages and the request's latency, and without stages nothing") {
   const Run run(job("offloaded"));
   const std::string summary = format_summary(run.m, run.topo, run.r, "head");
   CHECK(summary.find(fmt::format("  request {} end to end:", format_time(run.m.makespan))) != std::string::npos);
