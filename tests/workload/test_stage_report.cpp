@@ -7,26 +7,13 @@
 #include "gpu/sim_fixture.hpp"
 #include "report/metrics.hpp"
 #include "workload/dit.hpp"
+#include "workload/stage_jobs.hpp"
 
 using namespace osim;
 
 namespace {
 
-// One rank, two DiT blocks, a one-layer CLIP-shaped encoder and the Wan VAE.
-std::string job(const std::string& encoder_place) {
-  return R"(name: w
-model:
-  dims: {hidden: 64}
-  blocks:
-    - {name: b, count: 2, params: hidden*hidden, ops: [{gemm: g, m: local, n: hidden, k: hidden}]}
-video: {width: 64, height: 64, frames: 5}
-steps: 2
-stages:
-  - {name: enc, preset: clip-l, layers: 1, place: )" +
-         encoder_place + R"(, dtype: bf16}
-  - {name: vae, preset: wan2.1-vae}
-)";
-}
+using test::stage_job;
 
 // The test node's 10 GB/s PCIe; pageable copies at 5 GB/s, no set-up times.
 ModelParams params() {
@@ -76,7 +63,7 @@ struct Run {
 }  // namespace
 
 TEST_CASE("a resident encoder stage: its time is its kernels' solo times, nothing moved") {
-  const Run run(job("resident"));
+  const Run run(stage_job("resident"));
   REQUIRE(run.m.stages.size() == 2);
   const StageMetrics& enc = run.m.stages[0];
   CHECK(enc.name == "enc");
@@ -100,7 +87,7 @@ TEST_CASE("a resident encoder stage: its time is its kernels' solo times, nothin
 }
 
 TEST_CASE("an offloaded encoder stage adds its weights moved in and out at the pageable rate") {
-  const Run res(job("resident")), off(job("offloaded"));
+  const Run res(stage_job("resident")), off(stage_job("offloaded"));
   const StagePlan p = stage_plan(off.w.stages[0], off.w.stage_job(0));
   const Time move = Time::from_s(static_cast<double>(p.weights) / 5e9);
   const StageMetrics& enc = off.m.stages[0];
@@ -118,7 +105,7 @@ TEST_CASE("an offloaded encoder stage adds its weights moved in and out at the p
 }
 
 TEST_CASE("a CPU encoder stage: its FLOPs at the host's rate, then its embeddings copied over") {
-  const Run cpu(job("cpu"));
+  const Run cpu(stage_job("cpu"));
   const StagePlan p = stage_plan(cpu.w.stages[0], cpu.w.stage_job(0));
   const StageMetrics& enc = cpu.m.stages[0];
   CHECK(enc.compute == Time::zero());
@@ -129,7 +116,7 @@ TEST_CASE("a CPU encoder stage: its FLOPs at the host's rate, then its embedding
 TEST_CASE("stage metrics are the same from a run's records and from its spans alone") {
   ExecOptions o;
   o.keep_records = false;
-  const Run a(job("offloaded")), b(job("offloaded"), o);
+  const Run a(stage_job("offloaded")), b(stage_job("offloaded"), o);
   REQUIRE(a.m.stages.size() == b.m.stages.size());
   for (size_t i = 0; i < a.m.stages.size(); ++i) {
     CHECK(a.m.stages[i].start == b.m.stages[i].start);
@@ -141,7 +128,7 @@ TEST_CASE("stage metrics are the same from a run's records and from its spans al
 }
 
 TEST_CASE("the summary, metrics.json and the trace show the stages and the request's latency, and without stages nothing") {
-  const Run run(job("offloaded"));
+  const Run run(stage_job("offloaded"));
   const std::string summary = format_summary(run.m, run.topo, run.r, "head");
   CHECK(summary.find(fmt::format("  request {} end to end:", format_time(run.m.makespan))) != std::string::npos);
   CHECK(summary.find("  enc ") != std::string::npos);
@@ -164,7 +151,7 @@ TEST_CASE("the summary, metrics.json and the trace show the stages and the reque
   const std::string trace = trace_json(run.s, run.topo, run.r);
   CHECK(trace.find(R"("name":"thread_name","args":{"name":"request"})") != std::string::npos);
   // Without stages: no request line, section or track.
-  const std::string yaml = job("resident");
+  const std::string yaml = stage_job("resident");
   const Run plain(yaml.substr(0, yaml.find("stages:")));
   CHECK(plain.m.stages.empty());
   CHECK(format_summary(plain.m, plain.topo, plain.r, "head").find("request") == std::string::npos);

@@ -6,6 +6,7 @@
 
 #include "gpu/sim_fixture.hpp"
 #include "workload/dit.hpp"
+#include "workload/stage_jobs.hpp"
 
 using namespace osim;
 
@@ -74,17 +75,7 @@ TEST_CASE("a Wan-shaped VAE decode stage: its convolutions' FLOPs and weights in
 }
 
 TEST_CASE("a schedule with stages: the encoder before the steps, moved in and out, the VAE after the steps' end") {
-  const std::string yaml = R"(name: w
-model:
-  dims: {hidden: 64}
-  blocks:
-    - {name: b, count: 2, params: hidden*hidden, ops: [{gemm: g, m: local, n: hidden, k: hidden}]}
-video: {width: 64, height: 64, frames: 5}
-steps: 2
-stages:
-  - {name: enc, preset: clip-l, layers: 1, place: offloaded, dtype: bf16}
-  - {name: vae, preset: wan2.1-vae}
-)";
+  const std::string yaml = test::stage_job("offloaded");
   const DitWorkload w = parse_workload_string(yaml, "w.yaml");
   const Schedule s = generate_schedule(w);
   CHECK(count_ops(s, 0, "enc ") == 2 * 12);  // two prompts (CFG serial) of the embedding, one layer's 10 ops, the final norm
