@@ -37,6 +37,9 @@
 #   request[:NAMES]    the reference request (validate/programs/             -> request/
 #                      request_pipeline.py): text encoder, DiT and VAE decode
 #                      timed end to end and by stage, resident and offloaded
+#   vae-profile        the request's VAE decode under torch.profiler: its  -> vae-profile/
+#                      kernels by kind and its convolutions by shape
+#                      (validate/programs/vae_profile.py; not a calibration input)
 #   programs-fp8       the single-GPU pinned and resident programs with     -> programs-fp8/
 #                      fp8 weights (not profiled)
 #   prefetch-host      the 4,096-token program's host with the prefetch     -> prefetch-host.json,
@@ -163,6 +166,10 @@ for s in "${expanded[@]}"; do
       timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs-default-trace" --grid single --profile \
         --profile-settings default ${only:+--only "$only"} > "$out/programs-default-trace.log" 2>&1
       mark "programs-default-trace rc=$?" ;;
+    vae-profile)
+      timeout 300 "${torch_py[@]}" validate/programs/vae_profile.py --out "$out/vae-profile" > "$out/vae-profile.log" 2>&1 &&
+        timeout 200 "${torch_py[@]}" validate/programs/vae_profile.py --out "$out/vae-profile" --frames 33 --dtype fp32 >> "$out/vae-profile.log" 2>&1
+      mark "vae-profile rc=$?" ;;
     request|request:*)
       only=${s#request}; only=${only#:}
       timeout 300 "${torch_py[@]}" validate/programs/request_pipeline.py --out "$out/request" --grid single ${only:+--only "$only"} \
