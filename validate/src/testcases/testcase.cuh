@@ -219,6 +219,11 @@ inline double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The median of a series' second half (its steady state).
+inline double tail_median(const std::vector<double>& v) {
+  return median(std::vector<double>(v.begin() + static_cast<long>(v.size() / 2), v.end()));
+}
+
 inline std::vector<size_t> sizes(size_t lo, size_t hi, int per_decade_of_4 = 1) {
   std::vector<size_t> out;
   for (size_t s = lo; s <= hi; s *= 4)
