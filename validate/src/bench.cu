@@ -14,6 +14,20 @@ std::vector<BenchTestcase>& bench_testcases() {
   return t;
 }
 
+namespace {
+std::vector<BenchTestcase> testcases_in_order() {
+  std::vector<BenchTestcase> order = bench_testcases();
+  std::sort(order.begin(), order.end(), [](const BenchTestcase& a, const BenchTestcase& b) { return a.order < b.order; });
+  return order;
+}
+}  // namespace
+
+std::vector<std::string> testcase_order() {
+  std::vector<std::string> names;
+  for (const BenchTestcase& t : testcases_in_order()) names.push_back(t.name);
+  return names;
+}
+
 struct Runner::Impl : BenchContext {};
 
 Runner::Runner(Options o) : impl_(std::make_unique<Impl>()) { impl_->opt = std::move(o); }
@@ -67,9 +81,7 @@ nlohmann::ordered_json Runner::run() {
     prime_kernels(g);
   }
   CUDA_CHECK(cudaSetDevice(0));
-  std::vector<BenchTestcase> order = bench_testcases();
-  std::stable_sort(order.begin(), order.end(), [](const BenchTestcase& a, const BenchTestcase& b) { return a.order < b.order; });
-  for (const BenchTestcase& t : order) t.run(I);
+  for (const BenchTestcase& t : testcases_in_order()) t.run(I);
   return I.results;
 }
 

@@ -30,6 +30,9 @@ struct Options {
   std::vector<osim::RealisedGemm> gemm_shapes;  // extra GEMM-table shapes (--gemm-shapes-from)
 };
 
+/// The bench's testcases by name, in the order they run (testcases/order.hpp).
+std::vector<std::string> testcase_order();
+
 class Runner {
  public:
   explicit Runner(Options o);

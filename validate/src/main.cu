@@ -97,6 +97,8 @@ int main(int argc, char** argv) {
   bench->add_option("--samples", opt.samples, "samples per measurement (median)")->check(CLI::Range(1, 1000));
   bench->add_option("--watchdog", opt.watchdog_s, "abort when a testcase makes no progress for this many seconds")->check(CLI::Range(5, 3600));
   bench->add_flag("--verbose,-v", opt.verbose, "print progress to standard error");
+  bool list = false;
+  bench->add_flag("--list", list, "print the testcases in the order they run, and exit (no GPU needed)");
   bench->add_option("--channels", opt.channels, "NCCL channel counts to sweep (0 = NCCL's choice)")->delimiter(',');
   bench->add_option("--ranks", opt.ranks, "rank counts for collectives (default: 2 and all GPUs)")->delimiter(',');
   bench->add_option("--size-step", opt.size_step, "collective sizes grow by this factor from 1 KiB")->check(CLI::Range(2, 16));
@@ -144,6 +146,10 @@ int main(int argc, char** argv) {
   } catch (const osim::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
+  }
+  if (list) {
+    for (const std::string& name : ovv::testcase_order()) std::cout << name << "\n";
+    return 0;
   }
   try {
     if (ovv::Runner::gpu_count() <= 0) {

@@ -370,11 +370,11 @@ struct Copies : Testcases {
 
 OVV_KEYS("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "bidir_pinned", "h2d_two_streams", "copy_span", "multi_h2d_pinned",
          "multi_d2h_pinned", "multi_bidir_pinned", "multi_h2d_pipelined", "p2p_copy");
-OVV_BENCH_TESTCASE(kcopies, 30, "copies", [](BenchContext& c) { Copies(c).copies(); });
-OVV_BENCH_TESTCASE(kcopy_span, 60, "copy_span", [](BenchContext& c) { Copies(c).copy_span(); });
-OVV_BENCH_TESTCASE(kmulti_gpu_copies, 90, "multi_gpu_copies", [](BenchContext& c) { Copies(c).multi_gpu_copies(); });
-OVV_BENCH_TESTCASE(kmulti_bidir_copies, 95, "multi_bidir_copies", [](BenchContext& c) { Copies(c).multi_bidir_copies(); });
-OVV_BENCH_TESTCASE(kp2p, 100, "p2p", [](BenchContext& c) { Copies(c).p2p(); });
-OVV_BENCH_TESTCASE(kmulti_h2d_pipelined, 160, "multi_h2d_pipelined", [](BenchContext& c) { Copies(c).multi_h2d_pipelined(); });
+OVV_BENCH_TESTCASE(kcopies, "copies", [](BenchContext& c) { Copies(c).copies(); });
+OVV_BENCH_TESTCASE(kcopy_span, "copy_span", [](BenchContext& c) { Copies(c).copy_span(); });
+OVV_BENCH_TESTCASE(kmulti_gpu_copies, "multi_gpu_copies", [](BenchContext& c) { Copies(c).multi_gpu_copies(); });
+OVV_BENCH_TESTCASE(kmulti_bidir_copies, "multi_bidir_copies", [](BenchContext& c) { Copies(c).multi_bidir_copies(); });
+OVV_BENCH_TESTCASE(kp2p, "p2p", [](BenchContext& c) { Copies(c).p2p(); });
+OVV_BENCH_TESTCASE(kmulti_h2d_pipelined, "multi_h2d_pipelined", [](BenchContext& c) { Copies(c).multi_h2d_pipelined(); });
 
 }  // namespace ovv

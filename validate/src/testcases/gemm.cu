@@ -118,6 +118,6 @@ struct Gemms : Testcases {
 }  // namespace
 
 OVV_KEYS("gemm_bf16");
-OVV_BENCH_TESTCASE(kgemms, 110, "gemms", [](BenchContext& c) { Gemms(c).gemms(); });
+OVV_BENCH_TESTCASE(kgemms, "gemms", [](BenchContext& c) { Gemms(c).gemms(); });
 
 }  // namespace ovv

@@ -255,9 +255,9 @@ struct Handoffs : Testcases {
 }  // namespace
 
 OVV_KEYS("copy_reps", "copy_after_idle", "handoff_wait", "kernel_reps");
-OVV_BENCH_TESTCASE(kcopy_reps, 40, "copy_reps", [](BenchContext& c) { Handoffs(c).copy_reps(); });
-OVV_BENCH_TESTCASE(kcopy_after_idle, 50, "copy_after_idle", [](BenchContext& c) { Handoffs(c).copy_after_idle(); });
-OVV_BENCH_TESTCASE(khandoff_wait, 70, "handoff_wait", [](BenchContext& c) { Handoffs(c).handoff_wait(); });
-OVV_BENCH_TESTCASE(kkernel_reps, 80, "kernel_reps", [](BenchContext& c) { Handoffs(c).kernel_reps(); });
+OVV_BENCH_TESTCASE(kcopy_reps, "copy_reps", [](BenchContext& c) { Handoffs(c).copy_reps(); });
+OVV_BENCH_TESTCASE(kcopy_after_idle, "copy_after_idle", [](BenchContext& c) { Handoffs(c).copy_after_idle(); });
+OVV_BENCH_TESTCASE(khandoff_wait, "handoff_wait", [](BenchContext& c) { Handoffs(c).handoff_wait(); });
+OVV_BENCH_TESTCASE(kkernel_reps, "kernel_reps", [](BenchContext& c) { Handoffs(c).kernel_reps(); });
 
 }  // namespace ovv

@@ -228,6 +228,6 @@ struct Interference : NcclTestcases {
 }  // namespace
 
 OVV_KEYS("interference");
-OVV_BENCH_TESTCASE(kinterference, 210, "interference", [](BenchContext& c) { Interference(c).interference(); });
+OVV_BENCH_TESTCASE(kinterference, "interference", [](BenchContext& c) { Interference(c).interference(); });
 
 }  // namespace ovv

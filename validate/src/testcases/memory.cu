@@ -118,7 +118,7 @@ struct MemoryKernels : Testcases {
 }  // namespace
 
 OVV_KEYS("memory_kernel", "memory_after");
-OVV_BENCH_TESTCASE(kmemory_kernels, 140, "memory_kernels", [](BenchContext& c) { MemoryKernels(c).memory_kernels(); });
-OVV_BENCH_TESTCASE(kmemory_after, 150, "memory_after", [](BenchContext& c) { MemoryKernels(c).memory_after(); });
+OVV_BENCH_TESTCASE(kmemory_kernels, "memory_kernels", [](BenchContext& c) { MemoryKernels(c).memory_kernels(); });
+OVV_BENCH_TESTCASE(kmemory_after, "memory_after", [](BenchContext& c) { MemoryKernels(c).memory_after(); });
 
 }  // namespace ovv

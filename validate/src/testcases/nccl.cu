@@ -81,6 +81,6 @@ struct Collectives : NcclTestcases {
 }  // namespace
 
 OVV_KEYS("nccl_all_to_all", "nccl_all_to_all_pairwise", "nccl_all_gather", "nccl_reduce_scatter", "nccl_all_reduce", "nccl_reps");
-OVV_BENCH_TESTCASE(kcollectives, 170, "collectives", [](BenchContext& c) { Collectives(c).collectives(); });
+OVV_BENCH_TESTCASE(kcollectives, "collectives", [](BenchContext& c) { Collectives(c).collectives(); });
 
 }  // namespace ovv

@@ -154,6 +154,6 @@ struct Insitu : NcclTestcases {
 }  // namespace
 
 OVV_KEYS("nccl_all_to_all_insitu");
-OVV_BENCH_TESTCASE(kcollectives_insitu, 190, "collectives_insitu", [](BenchContext& c) { Insitu(c).collectives_insitu(); });
+OVV_BENCH_TESTCASE(kcollectives_insitu, "collectives_insitu", [](BenchContext& c) { Insitu(c).collectives_insitu(); });
 
 }  // namespace ovv

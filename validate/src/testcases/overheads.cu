@@ -160,7 +160,7 @@ struct Overheads : Testcases {
 
 OVV_KEYS("overhead_kernel_launch", "overhead_event_record", "overhead_stream_sync_idle", "overhead_memcpy_async_pinned_return",
          "overhead_stream_wait_event", "overhead_gpu_event_gap");
-OVV_BENCH_TESTCASE(koverheads, 10, "overheads", [](BenchContext& c) { Overheads(c).overheads(); });
-OVV_BENCH_TESTCASE(kgpu_event_gap, 20, "gpu_event_gap", [](BenchContext& c) { Overheads(c).gpu_event_gap(); });
+OVV_BENCH_TESTCASE(koverheads, "overheads", [](BenchContext& c) { Overheads(c).overheads(); });
+OVV_BENCH_TESTCASE(kgpu_event_gap, "gpu_event_gap", [](BenchContext& c) { Overheads(c).gpu_event_gap(); });
 
 }  // namespace ovv

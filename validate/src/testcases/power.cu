@@ -521,10 +521,10 @@ struct Power : NcclTestcases {
 
 OVV_KEYS("gemm_sustained", "gemm_sustained_long", "gemm_sustained_copy", "gemm_between_attention", "gemm_between_memory_bound",
          "gemm_sustained_shapes", "gemm_after_idle");
-OVV_BENCH_TESTCASE(kgemm_sustained, 120, "gemm_sustained", [](BenchContext& c) { Power(c).gemm_sustained(); });
-OVV_BENCH_TESTCASE(kgemm_between_attention, 125, "gemm_between_attention", [](BenchContext& c) { Power(c).gemm_between_attention(); });
-OVV_BENCH_TESTCASE(kgemm_sustained_shapes, 128, "gemm_sustained_shapes", [](BenchContext& c) { Power(c).gemm_sustained_shapes(); });
-OVV_BENCH_TESTCASE(kgemm_between_memory_bound, 127, "gemm_between_memory_bound", [](BenchContext& c) { Power(c).gemm_between_memory_bound(); });
-OVV_BENCH_TESTCASE(kgemm_after_idle, 130, "gemm_after_idle", [](BenchContext& c) { Power(c).gemm_after_idle(); });
+OVV_BENCH_TESTCASE(kgemm_sustained, "gemm_sustained", [](BenchContext& c) { Power(c).gemm_sustained(); });
+OVV_BENCH_TESTCASE(kgemm_between_attention, "gemm_between_attention", [](BenchContext& c) { Power(c).gemm_between_attention(); });
+OVV_BENCH_TESTCASE(kgemm_sustained_shapes, "gemm_sustained_shapes", [](BenchContext& c) { Power(c).gemm_sustained_shapes(); });
+OVV_BENCH_TESTCASE(kgemm_between_memory_bound, "gemm_between_memory_bound", [](BenchContext& c) { Power(c).gemm_between_memory_bound(); });
+OVV_BENCH_TESTCASE(kgemm_after_idle, "gemm_after_idle", [](BenchContext& c) { Power(c).gemm_after_idle(); });
 
 }  // namespace ovv

@@ -319,8 +319,8 @@ struct PowerNccl : NcclTestcases {
 }  // namespace
 
 OVV_KEYS("gemm_between_all_to_all", "nccl_all_to_all_loaded", "nccl_barrier_skew");
-OVV_BENCH_TESTCASE(kgemm_between_all_to_all, 185, "gemm_between_all_to_all", [](BenchContext& c) { PowerNccl(c).gemm_between_all_to_all(); });
-OVV_BENCH_TESTCASE(kcollectives_loaded, 180, "collectives_loaded", [](BenchContext& c) { PowerNccl(c).collectives_loaded(); });
-OVV_BENCH_TESTCASE(kbarrier_skew, 200, "barrier_skew", [](BenchContext& c) { PowerNccl(c).barrier_skew(); });
+OVV_BENCH_TESTCASE(kgemm_between_all_to_all, "gemm_between_all_to_all", [](BenchContext& c) { PowerNccl(c).gemm_between_all_to_all(); });
+OVV_BENCH_TESTCASE(kcollectives_loaded, "collectives_loaded", [](BenchContext& c) { PowerNccl(c).collectives_loaded(); });
+OVV_BENCH_TESTCASE(kbarrier_skew, "barrier_skew", [](BenchContext& c) { PowerNccl(c).barrier_skew(); });
 
 }  // namespace ovv

@@ -28,6 +28,7 @@
 #include "check.hpp"
 #include "kernels.hpp"
 #include "schedule/bench_keys.hpp"
+#include "testcases/order.hpp"
 
 namespace ovv {
 
@@ -220,9 +221,7 @@ inline double median(std::vector<double> v) {
 }
 
 // The median of a series' second half (its steady state).
-inline double tail_median(const std::vector<double>& v) {
-  return median(std::vector<double>(v.begin() + static_cast<long>(v.size() / 2), v.end()));
-}
+inline double tail_median(const std::vector<double>& v) { return median(std::vector<double>(v.begin() + static_cast<long>(v.size() / 2), v.end())); }
 
 inline std::vector<size_t> sizes(size_t lo, size_t hi, int per_decade_of_4 = 1) {
   std::vector<size_t> out;
@@ -302,8 +301,8 @@ class Testcases {
   int reps_for(size_t bytes) const { return bytes < (1u << 20) ? 20 : bytes < (64u << 20) ? 5 : 1; }
 };
 
-// The bench's testcases, run in `order`; each emits rows of `keys` (every one
-// a key of schedule/bench_keys.hpp).
+// The bench's testcases; each emits rows of `keys` (every one a key of
+// schedule/bench_keys.hpp). `order`: its place in kBenchOrder (order.hpp).
 struct BenchTestcase {
   int order;
   const char* name;
@@ -313,9 +312,10 @@ std::vector<BenchTestcase>& bench_testcases();
 struct BenchTestcaseRegistration {
   explicit BenchTestcaseRegistration(BenchTestcase t) { bench_testcases().push_back(t); }
 };
-#define OVV_BENCH_TESTCASE(var, order, name, fn)      \
-  static const ::ovv::BenchTestcaseRegistration var { \
-    { order, name, fn }                               \
+#define OVV_BENCH_TESTCASE(var, name, fn)                                                     \
+  static_assert(::ovv::bench_position(name) >= 0, "add the testcase to testcases/order.hpp"); \
+  static const ::ovv::BenchTestcaseRegistration var {                                         \
+    { ::ovv::bench_position(name), name, fn }                                                 \
   }
 // The keys a testcase file writes, checked against the table when it compiles.
 #define OVV_KEYS(...)                                      \
