@@ -57,6 +57,7 @@ struct NodeSpec {
 };
 
 struct LinkSpec {
+  std::string name;  // the line's `name:` (may be empty): addresses it in --set and sweep keys
   std::string a, b;
   LinkKind kind = LinkKind::Pcie;
   Bandwidth bandwidth = Bandwidth::unlimited();  // per direction
@@ -79,7 +80,7 @@ struct TopologySpec {
 
 /// Parses and validates; throws InputError naming file:line.
 /// `overrides`: "key=value" edits applied before parsing (overlapsim sweep's
-/// topology.* keys), e.g. "nodes.gpu{i}.memory=141 GiB", "links.1.pcie=gen4 x16".
+/// topology.* keys), e.g. "nodes.gpu{i}.memory=141 GiB", "links.gpu_pcie.pcie=gen4 x16".
 TopologySpec parse_topology_file(const std::string& path, const std::vector<std::string>& overrides = {});
 TopologySpec parse_topology_string(const std::string& yaml, const std::string& name = "<string>");
 

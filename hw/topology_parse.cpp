@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -154,12 +155,36 @@ NodeSpec parse_node(const std::string& file, const YAML::Node& n, const YAML::No
   return s;
 }
 
+// A link line's `name:` addresses it in `--set` and sweep keys
+// (`topology.links.NAME.pcie`), so it is a plain name, one per line.
+void check_link_names(const std::string& file, const YAML::Node& links) {
+  if (!links.IsSequence()) return;  // for_each_repeated says what is wrong
+  std::map<std::string, int> seen;  // name -> its line
+  for (const YAML::Node& l : links) {
+    if (!l.IsMap() || !l["name"]) continue;
+    const YAML::Node n = l["name"];
+    const SourceLocation where = location_of(file, n);
+    const std::string name = n.IsScalar() ? n.Scalar() : "";
+    const bool plain = !name.empty() && std::all_of(name.begin(), name.end(),
+                                                    [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
+    const bool digits = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!plain || digits)
+      throw InputError(
+          where,
+          fmt::format("a link's name must be a plain name (letters, digits, '_' or '-', not only digits: keys take a number as an index), not '{}'",
+                      name));
+    if (auto [it, fresh] = seen.emplace(name, where.line); !fresh)
+      throw InputError(where, fmt::format("link name '{}' is used already on line {}: give each link line its own name", name, it->second));
+  }
+}
+
 LinkSpec parse_link(const std::string& file, const YAML::Node& n, const YAML::Node& original) {
-  const std::vector<std::string> known = {"a", "b", "kind", "bandwidth", "pcie", "efficiency", "nvlinks", "latency", "duplex"};
+  const std::vector<std::string> known = {"name", "a", "b", "kind", "bandwidth", "pcie", "efficiency", "nvlinks", "latency", "duplex"};
   MapReader r(file, n, "link", known, original);
   LinkSpec l;
   l.where = location_of(file, original);
   {
+    l.name = r.opt_str("name").value_or("");
     l.a = r.str("a");
     l.b = r.str("b");
     if (r.has("kind"))
@@ -274,9 +299,11 @@ TopologySpec parse(const YAML::Node& root, const std::string& file) {
   t.gdr_level = read_path_level(r, "gdr_level", PathType::Pxb);
   for_each_repeated(file, r.get("nodes"), "nodes",
                     [&](const YAML::Node& n, const YAML::Node& original, const RepeatVars&) { t.nodes.push_back(parse_node(file, n, original)); });
-  if (r.has("links"))
+  if (r.has("links")) {
+    check_link_names(file, r.get("links"));
     for_each_repeated(file, r.get("links"), "links",
                       [&](const YAML::Node& n, const YAML::Node& original, const RepeatVars&) { t.links.push_back(parse_link(file, n, original)); });
+  }
   check(t, root);
   return t;
 }

@@ -145,6 +145,44 @@ TEST_CASE("bad topologies are errors naming file:line and what to do") {
   }
 }
 
+TEST_CASE("links by name: one key edits the GPUs' PCIe line on any shipped topology") {
+  // Gen5 x16 at the default efficiency, then Gen4 x16: half the lane rate.
+  const double gen5 = 32.0 * 128 / 130 / 8 * 16 * 0.87 * 1e9;
+  for (const char* file : {"aces-4xh100-pcie.yaml", "dgx-h100.yaml", "h100-2node-ib.yaml"}) {
+    CAPTURE(file);
+    const TopologySpec spec = parse_topology_file(kDir + file, {"links.gpu_pcie.pcie=gen4 x16"});
+    int edited = 0;
+    for (const LinkSpec& l : spec.links)
+      if (l.name == "gpu_pcie") {
+        CHECK(l.label == "gen4 x16");
+        CHECK(l.bandwidth.bytes_per_s == doctest::Approx(gen5 / 2));
+        ++edited;
+      } else if (l.kind == LinkKind::Pcie) {
+        CHECK(l.label == "gen5 x16");  // switch uplinks and NICs keep theirs
+      }
+    CHECK(edited == static_cast<int>(Topology(spec).gpus().size()));
+  }
+  // By index the same edit would hit the DGX's inter-socket line, and fail.
+  CHECK_THROWS_AS(parse_topology_file(kDir + "dgx-h100.yaml", {"links.1.pcie=gen4 x16"}), InputError);
+}
+
+TEST_CASE("a link's name is a plain name, one per line") {
+  CHECK(error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\nlinks:\n"
+                 "  - {name: up, a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n"
+                 "  - {name: up, a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n")
+            .find("t.yaml:7:") == 0);
+  CHECK(error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\nlinks:\n"
+                 "  - {name: up, a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n"
+                 "  - {name: up, a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n")
+            .find("link name 'up' is used already on line 6: give each link line its own name") != std::string::npos);
+  CHECK(error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\nlinks:\n"
+                 "  - {name: '12', a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n")
+            .find("a link's name must be a plain name") != std::string::npos);
+  CHECK(error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\nlinks:\n"
+                 "  - {name: a.b, a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n")
+            .find("not 'a.b'") != std::string::npos);
+}
+
 TEST_CASE("ACES 4xH100 PCIe: GPU pairs bounce through host memory") {
   Topology t(parse_topology_file(kDir + "aces-4xh100-pcie.yaml"));
   const int g0 = t.find("gpu0"), g1 = t.find("gpu1"), g2 = t.find("gpu2");

@@ -271,7 +271,7 @@ TEST_CASE("sweep: topology.* keys edit the topology, and calibration: none drops
   const std::string f =
       write_sweep("topo.yaml", "name: t\nworkload: " + kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml\n" +
                                    "set: {steps: 1, parallelism.ulysses: 1}\n"
-                                   "grid:\n  topology.nodes.gpu{i}.memory: [80 GiB, 1 GiB]\n  topology.links.1.pcie: [gen5 x16, gen4 x16]\n");
+                                   "grid:\n  topology.nodes.gpu{i}.memory: [80 GiB, 1 GiB]\n  topology.links.gpu_pcie.pcie: [gen5 x16, gen4 x16]\n");
   const SweepTable t = run_sweep(parse_sweep_file(f));
   REQUIRE(t.rows.size() == 4);
   CHECK(cell(t, 0, "status") == "ok");
