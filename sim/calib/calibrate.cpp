@@ -87,6 +87,8 @@ Calibration fit_all(const BenchDocs& docs, const hw::Topology& topo, const Model
   const int gpu0 = topo.gpus().front();
   FitContext ctx(docs, runs, *def, topo, c);
   run_fit_pipeline(ctx);  // every family's steps, in the pipeline table's order
+  // No NCCL measured: collectives take NCCL's own model over the run's topology.
+  c.params.nccl.nccl_model = c.family_testcases.count("nccl") ? 0 : 1;
   c.provenance_yaml = provenance_yaml(docs);
   // What was fitted must be a calibration a run can load: within every field's range
   // (an efficiency above 1 means the topology's peaks are not this GPU's).

@@ -10,12 +10,22 @@
 
 #include "core/isolated.hpp"
 #include "gpu/closed_form.hpp"
+#include "gpu/nccl_model.hpp"
 
 namespace osim::exec {
 
 Collectives::Collectives(ExecContext& x, Routes& routes, const CopyEngines& copies, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink,
                          ClosedForms& closed)
     : x_(x), routes_(routes), copies_(copies), ops_(ops), sm_(sm), nvlink_(nvlink), closed_(closed), ranks_(static_cast<size_t>(x.s.ranks())) {}
+
+Collectives::~Collectives() = default;
+
+int Collectives::default_channels() const { return x_.p.nccl.nccl_model && model().nvlink() ? model().channels() : x_.p.nccl.nccl_channels; }
+
+const NcclModel& Collectives::model() const {
+  if (!model_) model_ = std::make_unique<NcclModel>(x_.topo);
+  return *model_;
+}
 
 void Collectives::add_rank(int r) {
   Rank& K = ranks_[static_cast<size_t>(r)];
@@ -348,9 +358,9 @@ const CollInst::Tabled& Collectives::tabled(CollInst& c, hw::RouteKind kind, boo
   const Op& op = *c.op;
   const int U = static_cast<int>(c.members.size());
   const NcclParams& nc = x_.p.nccl;
-  if (nc.nccl_tables.empty() || U < 2) return t;
+  if ((nc.nccl_tables.empty() && !nc.nccl_model) || U < 2) return t;
   // The schedule's channel count, or NCCL's choice (none given, or the model's default).
-  const int channels = op.channels > 0 && op.channels != nc.nccl_channels ? op.channels : 0;
+  const int channels = op.channels > 0 && op.channels != default_channels() ? op.channels : 0;
   TableColl coll;
   switch (op.coll) {
     case CollKind::AllToAll: coll = op.algo == CollAlgo::Pairwise ? TableColl::AllToAllPairwise : TableColl::AllToAll; break;
@@ -368,11 +378,18 @@ const CollInst::Tabled& Collectives::tabled(CollInst& c, hw::RouteKind kind, boo
     const double host = x_.p.overheads.framework_p2p_round.s() * static_cast<double>(U - 1);
     lat = std::max(fw->points.front().second * per_round, host);
     time = std::max(fw->time_at(c.wire) * per_round, host);
-  } else {
-    const NcclTable* tab = nc.nccl_table_for(coll, U, via, channels);
-    if (!tab) return t;
+  } else if (const NcclTable* tab = nc.nccl_table_for(coll, U, via, channels)) {
     lat = tab->points.front().second;
     time = tab->time_at(c.wire);
+  } else {
+    // No table: NCCL's model, for a communicator inside one NVLink host (NcclModel::nvlink).
+    if (!nc.nccl_model || via || !model().nvlink()) return t;
+    for (const int r : c.members)
+      if (x_.topo.host_of(x_.ranks[static_cast<size_t>(r)].gpu) != x_.topo.host_of(x_.ranks[static_cast<size_t>(c.members[0])].gpu)) return t;
+    const auto m = model().timing(coll, U, c.wire, via, channels);
+    if (!m) return t;
+    lat = m->latency_s;
+    time = m->time_s;
   }
   // ncclAlltoAll: U-1 flows of wire/U each per rank, together `time`.
   // Pairwise: one exchange of wire/U per round, a launch each. Ring: `steps`

@@ -9,6 +9,7 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <tuple>
@@ -24,10 +25,12 @@
 namespace osim::exec {
 
 class ClosedForms;
+class NcclModel;
 
 class Collectives {
  public:
   Collectives(ExecContext& x, Routes& routes, const CopyEngines& copies, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink, ClosedForms& closed);
+  ~Collectives();
   /// Rank r joins: its groups' call counters.
   void add_rank(int r);
   /// Collective `id` of rank r is dispatched: it arrives, or waits for the
@@ -89,7 +92,11 @@ class Collectives {
   static constexpr int32_t kCollFinished = -2;
   void coll_finished(int r, int id);
   int instance(std::tuple<int, int, int> key, int group, int seq, std::span<const int> members);
-  int channels_of(const Op& op) const { return op.channels > 0 ? op.channels : x_.p.nccl.nccl_channels; }
+  /// The channels a collective runs on when the schedule gives none.
+  int default_channels() const;
+  int channels_of(const Op& op) const { return op.channels > 0 ? op.channels : default_channels(); }
+  /// NCCL's model over the topology (NcclParams::nccl_model), made at first use.
+  const NcclModel& model() const;
   void arrive(int r, int id);
   [[noreturn]] void mismatch(const CollInst& c);
   void launch(int ci);
@@ -110,6 +117,7 @@ class Collectives {
   NvlinkWake& nvlink_;
   ClosedForms& closed_;
   std::vector<Rank> ranks_;
+  mutable std::unique_ptr<NcclModel> model_;
   // Instances are created while a CollInst& is held (parked collectives):
   // storage that never moves.
   BlockVector<CollInst> insts_;

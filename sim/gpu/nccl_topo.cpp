@@ -502,6 +502,7 @@ NcclView nccl_view(const hw::Topology& topo, const NcclTopoOptions& opt) {
     total_bw = std::max(total_bw, std::max(nvl, pci));
   }
   if (!local.empty()) v.ring = search_rings(g, lp, v.sm, is_intel(v.cpu), max_bw, total_bw);
+  v.host_ring = v.ring;
 
   // Across hosts: a ring channel enters and leaves each host through a NIC
   // (bwInter: the highest inter-node speed within a NIC's bandwidth, one
@@ -527,11 +528,15 @@ NcclView nccl_view(const hw::Topology& topo, const NcclTopoOptions& opt) {
   // connect.cc: channels doubled at connection (MAXCHANNELS 64); past Ampere
   // across hosts with bwIntra > 45 and under 16 channels, doubled again; then
   // NCCL_MAX_NCHANNELS and NCCL_MIN_NCHANNELS.
-  int ch = std::min(64, v.ring.channels * 2);
-  if (v.sm >= 90 && v.hosts > 1 && v.ring.bw_intra_GBps > 45.0 && ch < 16) ch *= 2;
-  if (opt.max_channels > 0) ch = std::min(ch, opt.max_channels);
-  if (opt.min_channels > 0) ch = std::max(ch, std::min(opt.min_channels, 64));
-  v.coll_channels = ch;
+  auto connect = [&](const NcclRings& r, bool across) {
+    int ch = std::min(64, r.channels * 2);
+    if (v.sm >= 90 && across && r.bw_intra_GBps > 45.0 && ch < 16) ch *= 2;
+    if (opt.max_channels > 0) ch = std::min(ch, opt.max_channels);
+    if (opt.min_channels > 0) ch = std::max(ch, std::min(opt.min_channels, 64));
+    return ch;
+  };
+  v.coll_channels = connect(v.ring, v.hosts > 1);
+  v.host_coll_channels = connect(v.host_ring, false);
   return v;
 }
 

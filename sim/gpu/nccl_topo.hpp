@@ -71,12 +71,14 @@ struct NcclView {
   int hosts = 1;
   int nvswitches = 0;
   std::vector<std::vector<NcclPair>> pair;  // [i][j] for GPUs i, j (index into gpus)
-  NcclRings ring;                           // the first host's (hosts are alike)
+  NcclRings ring;                           // the first host's (hosts are alike); across hosts, as its NICs allow
+  NcclRings host_ring;                      // the first host's own, for a communicator inside one host
   int nics_per_host = 0;
   double nic_bw_GBps = 0;  // one NIC's bandwidth as NCCL reads it (port speed / 8)
   /// Channels NCCL runs collectives on (connect.cc: search channels doubled,
   /// then NCCL_MIN/MAX_NCHANNELS).
   int coll_channels = 0;
+  int host_coll_channels = 0;  // the same for a communicator inside one host
   [[nodiscard]] int ranks_per_host() const { return static_cast<int>(gpus.size()) / hosts; }
 };
 

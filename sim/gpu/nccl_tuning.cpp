@@ -57,20 +57,22 @@ int log2i(double x) { return x < 1 ? -1 : static_cast<int>(std::floor(std::log2(
 
 }  // namespace
 
-NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt) : v_(view), opt_(opt) {
-  ranks_ = static_cast<int>(v_.gpus.size());
-  nodes_ = std::max(1, v_.hosts);
+NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
+    : v_(view), ring_(std::max(1, opt.nodes > 0 ? opt.nodes : view.hosts) == 1 ? view.host_ring : view.ring), opt_(opt) {
+  ranks_ = opt.ranks > 0 ? opt.ranks : static_cast<int>(v_.gpus.size());
+  nodes_ = std::max(1, opt.nodes > 0 ? opt.nodes : v_.hosts);
+  coll_channels_ = nodes_ == 1 ? v_.host_coll_channels : v_.coll_channels;
   if (ranks_ <= 1) return;
   const int gen = v_.sm >= 100 ? 3 : v_.sm >= 90 ? 2 : v_.sm >= 80 ? 1 : 0;
   const int i2 = nodes_ <= 2 ? nodes_ - 1 : 2;
   const bool amd = v_.cpu == NcclCpu::Amd;
   const int i1 = nodes_ == 1 ? gen : amd ? 1 : 0;
-  const int ch = v_.ring.channels;
+  const int ch = ring_.channels;
   const double ppn = static_cast<double>(ranks_) / nodes_;
-  const int intra_hw = v_.ring.type_intra == NcclPath::Nvl ? 0 : 1;
+  const int intra_hw = ring_.type_intra == NcclPath::Nvl ? 0 : 1;
   const int hw = nodes_ == 1 ? intra_hw : 2;
   // LL128: from Volta on, only over NVLink rings (typeIntra <= NVB).
-  const bool ll128 = v_.sm >= 70 && v_.ring.type_intra <= NcclPath::Nvb;
+  const bool ll128 = v_.sm >= 70 && ring_.type_intra <= NcclPath::Nvb;
   const double net_overhead = amd ? 2.0 : 1.0;  // getNetOverhead, us
 
   for (NcclColl c : {NcclColl::AllReduce, NcclColl::AllGather, NcclColl::ReduceScatter, NcclColl::Broadcast}) {
@@ -81,7 +83,7 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt) : v_(view), op
       for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
         const int pi = static_cast<int>(p);
         if (p == NcclProto::LL128 && !ll128) continue;
-        double bus = ch * v_.ring.bw_intra_GBps;
+        double bus = ch * ring_.bw_intra_GBps;
         if (a == NcclAlgo::Ring && p == NcclProto::LL) bus = std::min(kLlMaxBw[i1][i2], bus * .5);
         if (a == NcclAlgo::Ring && p == NcclProto::LL128) bus = std::min(bus * .92, ch * kPerChRingLL128[gen][i2]);
         if (a == NcclAlgo::Tree) bus = std::min(bus * .92, ch * kPerChTree[gen][i2]);
@@ -121,7 +123,7 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt) : v_(view), op
         sum += v_.pair[i][j].bw_GBps;
         a2a_nvlink_ &= v_.pair[i][j].transport == NcclTransport::P2pNvLink;
       }
-    if (sum > 0) a2a_bw_ = std::min(a2a_bw_, std::min(sum, v_.ring.total_bw_GBps));
+    if (sum > 0) a2a_bw_ = std::min(a2a_bw_, std::min(sum, ring_.total_bw_GBps));
   }
   if (a2a_bw_ >= 1e30) a2a_bw_ = 0;
 }
@@ -142,7 +144,7 @@ std::optional<NcclPrediction> NcclTuning::all_to_all(double bytes) const {
     t = std::max(t, bytes * (n - ppn) / n / (1000 * net * proto_bw));
   }
   NcclPrediction r;
-  r.algo = NcclAlgo::Ring, r.proto = p, r.time_us = lat + t;
+  r.algo = NcclAlgo::Ring, r.proto = p, r.time_us = lat + t, r.latency_us = lat;
   r.algbw_GBps = bytes / (r.time_us * 1e3);
   r.busbw_GBps = r.algbw_GBps * nccl_busbw_factor(NcclColl::AllToAll, ranks_);
   return r;
@@ -161,11 +163,11 @@ std::optional<NcclPrediction> NcclTuning::predict(NcclColl c, double bytes) cons
       if (bw <= 0) continue;
       const int log_size = log2i(bytes / 64);
       if (a == NcclAlgo::Tree && c == NcclColl::AllReduce && log_size >= 0 && log_size < 23) bw *= kTreeCorrection[static_cast<int>(p)][log_size];
-      if (a == NcclAlgo::Ring && p == NcclProto::Simple && nodes_ > 1 && c == NcclColl::AllReduce && bytes / (v_.coll_channels * ranks_) >= 64)
+      if (a == NcclAlgo::Ring && p == NcclProto::Simple && nodes_ > 1 && c == NcclColl::AllReduce && bytes / (coll_channels_ * ranks_) >= 64)
         lat *= v_.sm < 80 ? 1.9 : 1.4;  // "plateau effect of ring"
       const double t = lat + bytes / (1000 * bw);
       if (!best || t < best->time_us) {
-        best = NcclPrediction{a, p, t, 0, 0};
+        best = NcclPrediction{a, p, t, lat, 0, 0};
       }
     }
   }

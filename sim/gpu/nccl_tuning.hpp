@@ -35,12 +35,16 @@ std::optional<NcclColl> nccl_coll_from_string(const std::string& s);
 struct NcclTuneOptions {
   std::optional<NcclAlgo> algo;    // NCCL_ALGO
   std::optional<NcclProto> proto;  // NCCL_PROTO
+  // A communicator of `ranks` GPUs over `nodes` hosts (0: every GPU of the
+  // view). One host: the host's own rings (NcclView::host_ring).
+  int ranks = 0, nodes = 0;
 };
 
 struct NcclPrediction {
   NcclAlgo algo = NcclAlgo::Ring;
   NcclProto proto = NcclProto::Simple;
   double time_us = 0;
+  double latency_us = 0;  // the part of time_us that does not grow with bytes
   double algbw_GBps = 0;  // bytes / time
   double busbw_GBps = 0;  // nccl-tests' bus bandwidth
 };
@@ -67,6 +71,8 @@ class NcclTuning {
   }
   [[nodiscard]] std::optional<NcclPrediction> all_to_all(double bytes) const;
   const NcclView& v_;
+  const NcclRings& ring_;  // the rings this communicator runs on
+  int coll_channels_ = 0;
   NcclTuneOptions opt_;
   int ranks_ = 1, nodes_ = 1;
   double bw_[5 * 2 * 3] = {};

@@ -1,8 +1,10 @@
 // Public NCCL measurements (validate/nccl-public/manifest.yaml) against NCCL's
 // view and tuning model: prints model against published per point and each
 // machine's median and worst error, and holds each machine to the issue's
-// targets for bus bandwidth at >= 1 MiB (median 10 %, worst 20 %) and to
-// NCCL's own logged path types and bandwidths exactly.
+// targets for bus bandwidth at >= 1 MiB (median 10 %, worst 20 %), for the
+// time of a collective of <= 64 KiB (every point within 25 %, or the
+// tolerance a machine states with its reason) and to NCCL's own logged path
+// types and bandwidths exactly.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -37,7 +39,11 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
   int checked = 0;
   std::cout << fmt::format("{:<16} {:<26} {:>10} {:>12} {:>12} {:>8}\n", "machine", "point", "size", "published", "model", "error");
   for (const YAML::Node& m : top.get("machines")) {
-    const MapReader mr(file, m, "machine", {"name", "topology", "gpu", "nccl", "set", "cpu", "points"});
+    const MapReader mr(file, m, "machine", {"name", "topology", "gpu", "nccl", "set", "cpu", "latency_tolerance", "latency_gap", "points"});
+    // Small sizes: 25 % unless the machine states another tolerance, and why.
+    const double latency_tol = mr.opt_num("latency_tolerance").value_or(25.0) / 100;
+    if (mr.has("latency_tolerance")) REQUIRE_MESSAGE(mr.has("latency_gap"), "a machine's own latency tolerance needs its reason");
+    std::vector<double> latency_errors;
     const std::string name = mr.str("name");
     const hw::Topology topo(hw::parse_topology_file(kRoot + "/" + mr.str("topology")));
     NcclTopoOptions vo;
@@ -48,7 +54,8 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
     const NcclView view = nccl_view(topo, vo);
     std::vector<double> errors;
     for (const YAML::Node& p : mr.get("points")) {
-      const MapReader pr(file, p, "point", {"collective", "algo", "proto", "bytes", "busbw", "path", "type", "bw", "channels", "source", "note"});
+      const MapReader pr(file, p, "point",
+                         {"collective", "algo", "proto", "bytes", "busbw", "time", "path", "type", "bw", "channels", "source", "note"});
       REQUIRE(pr.str("source").rfind("https://", 0) == 0);
       if (pr.has("path")) {
         const YAML::Node ends = pr.get("path");
@@ -77,9 +84,21 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
       const NcclTuning tune(view, to);
       const auto coll = nccl_coll_from_string(pr.str("collective"));
       REQUIRE(coll.has_value());
-      const double bytes = static_cast<double>(pr.bytes("bytes")), published = pr.bandwidth("busbw").GBps();
+      const double bytes = static_cast<double>(pr.bytes("bytes"));
       const auto got = tune.predict(*coll, bytes);
       REQUIRE(got.has_value());
+      if (pr.has("time")) {  // a small size's time: latency and protocol
+        const double published_us = pr.duration("time").us();
+        REQUIRE(bytes <= 64 * 1024);
+        const double err = got->time_us / published_us - 1;
+        std::cout << fmt::format("{:<16} {:<26} {:>10} {:>9.2f} us {:>9.2f} us {:>7.1f}%  ({} {})\n", name, pr.str("collective") + " time",
+                                 format_bytes(bytes), published_us, got->time_us, 100 * err, to_string(got->algo), to_string(got->proto));
+        latency_errors.push_back(std::abs(err));
+        CHECK_MESSAGE(std::abs(err) <= latency_tol, name << " " << pr.str("collective") << " " << bytes << " B");
+        ++checked;
+        continue;
+      }
+      const double published = pr.bandwidth("busbw").GBps();
       const double err = got->busbw_GBps / published - 1;
       std::cout << fmt::format("{:<16} {:<26} {:>10} {:>12.1f} {:>12.1f} {:>7.1f}%\n", name,
                                pr.str("collective") + (pr.has("algo") ? " (" + pr.str("algo") + ")" : ""), format_bytes(bytes), published,
@@ -94,6 +113,9 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
       CHECK_MESSAGE(med <= 0.10, name);
       CHECK_MESSAGE(worst <= 0.20, name);
     }
+    if (!latency_errors.empty())
+      std::cout << fmt::format("{:<16} time <= 64 KiB: median error {:.1f} %, worst {:.1f} % ({} points)\n", name, 100 * median(latency_errors),
+                               100 * *std::max_element(latency_errors.begin(), latency_errors.end()), latency_errors.size());
   }
   CHECK(checked >= 8);
 }

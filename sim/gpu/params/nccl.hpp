@@ -41,6 +41,10 @@ struct NcclParams {
   Time nccl_step_latency = Time::from_us(1);                    // each further ring step
   Bandwidth nccl_rank_bandwidth = Bandwidth::unlimited();       // one rank's collective traffic (SM copies)
   Bandwidth nccl_host_rank_bandwidth = Bandwidth::unlimited();  // the same through host memory
+  // 1: a collective no table fits takes NCCL's own model over the topology
+  // (gpu/nccl_model.hpp: its channels, latency and time by size) in place of
+  // the channel fields above; a calibration that measured no NCCL sets it.
+  int nccl_model = 0;
   // Where a table fits a collective (same collective, transport and channel
   // count, inside one host; the nearest rank count) its flows take the
   // table's latency and rate in place of the channel model.

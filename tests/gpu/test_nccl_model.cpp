@@ -1,0 +1,101 @@
+// NCCL's model in the executor (gpu/nccl_model.hpp): where a calibration
+// measured no NCCL (nccl_model: 1), a collective inside one host takes NCCL's
+// channels, latency and protocol by size; a measured table still wins; a
+// communicator across hosts, or a host whose rings go through host memory,
+// keeps the channel model. Expected values are the
+// closed forms of NCCL 2.30.7's tuning model on an 8x H100 NVSwitch box
+// (rings 12 channels x 30 GB/s, 24 collective channels; test_nccl_tuning).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "gpu/executor.hpp"
+#include "gpu/params_io.hpp"
+#include "gpu/sim_fixture.hpp"
+
+using namespace osim;
+using namespace osim::test;
+
+namespace {
+const std::string kRoot = OVERLAPSIM_SOURCE_DIR;
+
+ModelParams modelled() {
+  ModelParams p = quiet();
+  p.nccl.nccl_model = 1;
+  return p;
+}
+
+std::string one(const std::string& kind, const std::string& bytes, int ranks, const std::string& extra = "") {
+  return fmt::format(R"(name: m
+ranks: {}
+streams: [comm]
+programs:
+  - rank: all
+    ops:
+      - {{op: collective, kind: {}, group: world, bytes: {}, stream: comm{}}}
+)",
+                     ranks, kind, bytes, extra);
+}
+
+// A ring of `steps` steps: the latency, then the transfer, each step's part
+// taking at least 1 ns (the floor of a table's phase, Collectives::tabled).
+double ring_us(double latency_us, double transfer_us, int steps) { return latency_us + steps * std::max(transfer_us / steps, 1e-3); }
+
+// The collective's time on 8x H100 (dgx-h100.yaml: 18 NVLinks a GPU, 450 GB/s, above NCCL's 360).
+double us_of(const std::string& sched, const ModelParams& p, const std::string& topo = "dgx-h100") {
+  const hw::Topology t(hw::parse_topology_file(kRoot + "/configs/topologies/" + topo + ".yaml"));
+  const ExecResult r = execute(parse_schedule_string(sched, "s.yaml"), t, p);
+  return (r.ops[0][0].end - r.ops[0][0].start).us();
+}
+}  // namespace
+
+TEST_CASE("without a measured table, an all-gather takes NCCL's ring: latency per step and bus bandwidth by protocol") {
+  const double gib = 1024.0 * 1024 * 1024;
+  // 1 GiB (the gathered buffer): Ring Simple, 8.4 + 7 steps x 3.4 us, algbw 360 x 8 / 7 GB/s.
+  CHECK(us_of(one("all_gather", "1 GiB", 8), modelled()) == doctest::Approx(8.4 + 7 * 3.4 + gib / (1e3 * 360 * 8 / 7)).epsilon(1e-6));
+  // The channel model it replaces (24 x 19.5 GB/s a flow, bound here by the
+  // 450 GB/s NVLinks, no latency in quiet()) is over 20 % faster.
+  CHECK(us_of(one("all_gather", "1 GiB", 8), quiet()) < 0.8 * (8.4 + 7 * 3.4 + gib / (1e3 * 360 * 8 / 7)));
+  // 12 channels given (NCCL_MAX_NCHANNELS=12): half the model's 24, twice the transfer.
+  CHECK(us_of(one("all_gather", "1 GiB", 8, ", channels: 12"), modelled()) ==
+        doctest::Approx(8.4 + 7 * 3.4 + 2 * gib / (1e3 * 360 * 8 / 7)).epsilon(1e-6));
+}
+
+TEST_CASE("small all-reduces take LL's latency: within a microsecond of NCCL's 15 us") {
+  // 1 KiB: Ring LL, 6.6 + 14 x 0.6 us, algbw 141 x 8 / 14 GB/s (llMaxBw, Hopper, one node).
+  CHECK(us_of(one("all_reduce", "1 KiB", 8), modelled()) == doctest::Approx(ring_us(15.0, 1024 / (1e3 * 141 * 8 / 14), 14)).epsilon(1e-6));
+  // 4 ranks of the box: 6.6 + 6 x 0.6 us.
+  CHECK(us_of(one("all_reduce", "1 KiB", 4), modelled()) == doctest::Approx(ring_us(10.2, 1024 / (1e3 * 141 * 4 / 6), 6)).epsilon(1e-6));
+  // 8 B all-gather: 6.6 + 7 x 0.6 us (each step's byte at the 1 ns floor).
+  CHECK(us_of(one("all_gather", "8 B", 8), modelled()) == doctest::Approx(ring_us(10.8, 8 / (1e3 * 141 * 8 / 7), 7)).epsilon(1e-6));
+}
+
+TEST_CASE("an all-to-all takes one step's latency and each rank's NVLink total") {
+  // 1 GiB a rank, 7/8 to peers at 18 x 20.6 = 370.8 GB/s, Simple: 8.4 + 3.4 us.
+  const double gib = 1024.0 * 1024 * 1024;
+  CHECK(us_of(one("all_to_all", "1 GiB", 8), modelled()) == doctest::Approx(11.8 + gib * 7 / 8 / (1e3 * 370.8)).epsilon(1e-6));
+  // 64 KiB a rank (8 KiB a peer): LL at half of it, 6.6 + 0.6 us.
+  CHECK(us_of(one("all_to_all", "64 KiB", 8), modelled()) == doctest::Approx(7.2 + 65536.0 * 7 / 8 / (1e3 * 370.8 / 2)).epsilon(1e-6));
+}
+
+TEST_CASE("a measured table wins over NCCL's model; across hosts the channel model stays") {
+  ModelParams p = modelled();
+  p.nccl.nccl_tables.push_back({TableColl::AllGather, 8, false, {{1e3, 30e-6}, {1.5e9, 20e-3}}});
+  CHECK(us_of(one("all_gather", "1.5 GB", 8), p) == doctest::Approx(20000.0).epsilon(1e-6));
+  // Two ranks on two hosts: NCCL's model is not used (nor a table).
+  const std::string two = std::string(one("all_to_all", "1 GB", 2)).insert(0, "gpus: [n0_gpu0, n1_gpu0]\n");
+  CHECK(us_of(two, modelled(), "h100-2node-ib") == us_of(two, quiet(), "h100-2node-ib"));
+  // A host whose rings go through host memory (4 H100 PCIe, no P2P: SHM) keeps the channel model too.
+  CHECK(us_of(one("all_gather", "64 MiB", 4), modelled(), "aces-4xh100-pcie") == us_of(one("all_gather", "64 MiB", 4), quiet(), "aces-4xh100-pcie"));
+}
+
+TEST_CASE("the calibrations that measured no NCCL take its model, the measured ones their tables") {
+  CHECK(read_calibration_file(kRoot + "/configs/calibrations/h100-sxm.yaml").params.nccl.nccl_model == 1);
+  CHECK(read_calibration_file(kRoot + "/configs/calibrations/h200.yaml").params.nccl.nccl_model == 1);
+  const ModelParams m = read_calibration_file(kRoot + "/configs/calibrations/h200x4-nvlink.yaml").params;
+  CHECK(m.nccl.nccl_model == 0);
+  CHECK_FALSE(m.nccl.nccl_tables.empty());
+}
