@@ -18,6 +18,7 @@
 #include "reference/reference_runs.hpp"
 #include "report/compare.hpp"
 #include "report/metrics.hpp"
+#include "report/trace.hpp"
 #include "schedule/whatif.hpp"
 #include "workload/program.hpp"
 
@@ -42,7 +43,7 @@ Records resimulate_into(const std::string& measured, const Records& measured_rec
     for (const char* f : {"records.json", "trace.json"}) refuse_overwrite(sim_dir / f, force);
     fs::create_directories(sim_dir);
     write_file(sim_dir / "records.json", records_text(r.records));
-    write_file(sim_dir / "trace.json", trace_json(r.schedule, *r.topology, r.result));
+    write_trace_file(sim_dir / "trace.json", r.schedule, *r.topology, r.result);
   }
   return std::move(r.simulated);
 }
@@ -175,7 +176,7 @@ int report_command(const std::string& run_dir, const std::string& topo_path, std
   const std::string summary = format_summary(m, topo, run, head);
   fs::create_directories(out_dir);
   write_file(fs::path(out_dir) / "metrics.json", metrics.dump(2) + "\n");
-  write_file(fs::path(out_dir) / "trace.json", trace_json(sched, topo, run));
+  write_trace_file(fs::path(out_dir) / "trace.json", sched, topo, run);
   write_file(fs::path(out_dir) / "summary.txt", summary);
   std::cout << summary << fmt::format("wrote {}/metrics.json, trace.json (open in ui.perfetto.dev), summary.txt\n", out_dir);
   return 0;

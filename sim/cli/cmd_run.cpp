@@ -14,6 +14,7 @@
 #include "io/out_folder.hpp"
 #include "io/paths.hpp"
 #include "report/metrics.hpp"
+#include "report/trace.hpp"
 #include "schedule/records.hpp"
 #include "schedule/whatif.hpp"
 #include "workload/dit.hpp"
@@ -52,7 +53,7 @@ constexpr size_t kOpsPrintedByDefault = 1000;
 
 int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
                 const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow,
-                bool every_rank, int runs_before, const WhatIf& what_if) {
+                bool every_rank, int runs_before, const WhatIf& what_if, const TraceRequest& trace, bool trace_gzip) {
   Schedule sched;
   ModelParams params;
   std::string head;
@@ -84,6 +85,9 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     // run reaches them: memory for the ops in flight, not for every step.
     const bool every_op = !out_dir.empty() || show_ops || !schedule_out.empty() || what_if.any();
     sched = every_op ? generate_schedule(*workload) : generate_schedule_as_run(*workload);
+    for (int st : trace.steps)
+      if (st >= workload->steps)
+        throw InputError(SourceLocation{"--trace-steps", 0, 0}, fmt::format("the run has no step {} (its steps are 0-{})", st, workload->steps - 1));
     params = workload->params;
   } else {
     sched = parse_schedule_file(input, sets);
@@ -103,8 +107,14 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   if (!schedule_out.empty()) refuse_overwrite(schedule_out, force);
   // The run's folder is written aside and appears whole at the end (OutputFolder).
   std::optional<OutputFolder> out;
-  if (!out_dir.empty()) out.emplace(out_dir, std::vector<std::string>{"metrics.json", "trace.json", "summary.txt", "records.json"}, force);
+  if (!out_dir.empty())
+    out.emplace(out_dir, std::vector<std::string>{"metrics.json", "trace.json", "trace.json.gz", "summary.txt", "records.json"}, force);
   if (records && out_dir.empty()) throw InputError(SourceLocation{input, 0, 0}, "--records writes into the --out folder: give --out DIR");
+  if ((trace.all || trace_gzip || !trace.ranks.empty() || !trace.steps.empty()) && out_dir.empty())
+    throw InputError(SourceLocation{input, 0, 0}, "--trace-* options choose what the --out folder's trace holds: give --out DIR");
+  if (!trace.ranks.empty() && trace.ranks.back() >= sched.ranks())
+    throw InputError(SourceLocation{"--trace-ranks", 0, 0},
+                     fmt::format("the run has no rank {} (its ranks are 0-{})", trace.ranks.back(), sched.ranks() - 1));
   if (!schedule_out.empty()) {
     if (const fs::path parent = fs::path(schedule_out).parent_path(); !parent.empty()) fs::create_directories(parent);
     // The topology it ran on, named so that it resolves from the written file's folder.
@@ -123,16 +133,20 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   if (show_ops) std::cout << format_exec_report(sched, res) << "\n";
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
   // A calibration measured elsewhere is said first: what follows leans on it.
-  const std::string summary = borrowed_calibration_note(base, topo) + format_summary(m, topo, res, head);
+  std::string summary = borrowed_calibration_note(base, topo) + format_summary(m, topo, res, head);
+  const TraceSelection trace_sel = out ? select_trace(trace, m) : TraceSelection{};
+  if (!trace_sel.everything) summary += "  " + trace_sel.note + "\n";
   std::cout << summary;
   std::cout << base_params_note(base, &topo);
   if (out) {
     write_file(out->path("metrics.json"), metrics_json(m, topo, res).dump(2) + "\n");
-    write_file(out->path("trace.json"), trace_json(sched, topo, res));
+    // Streamed: the trace of a large run is more than memory should hold at once.
+    const std::string trace_name = trace_gzip ? "trace.json.gz" : "trace.json";
+    write_trace_file(out->path(trace_name), sched, topo, res, trace_sel);
     write_file(out->path("summary.txt"), summary);
     if (records) write_file(out->path("records.json"), records_text(records_json(sched, res, topo.name(), "simulated")));
     out->commit();  // an earlier run's records.json, with --force, goes: not this run's
-    std::cout << fmt::format("wrote {}/metrics.json, trace.json (open in ui.perfetto.dev), summary.txt{}\n", out_dir,
+    std::cout << fmt::format("wrote {}/metrics.json, {} (open in ui.perfetto.dev), summary.txt{}\n", out_dir, trace_name,
                              records ? ", records.json" : "");
   }
   return 0;
@@ -142,6 +156,8 @@ struct RunOptions {
   std::string input, topology, out_dir, schedule_out, calibration;
   std::vector<std::string> sets;
   bool force = false, show_ops = false, records = false, every_flow = false, every_rank = false, remodel_kernels = false;
+  std::string trace_ranks, trace_steps;
+  bool trace_all = false, trace_gzip = false;
   std::string host_memory;
   int runs_before = 0;
 };
@@ -180,13 +196,28 @@ Command add_run(CLI::App& app) {
   c->add_flag(
       "--remodel-kernels", o->remodel_kernels,
       "time kernels that carry a shape (GEMM, attention, HBM bytes) by the model, not by their measured duration (an imported trace on another GPU)");
+  auto* trace_steps = c->add_option("--trace-steps", o->trace_steps,
+                fmt::format("trace only these steps, e.g. 0-1,39 (default: every step up to {} ranks x steps, else the first ones within it)",
+                            kTraceRankSteps));
+  auto* trace_ranks = c->add_option("--trace-ranks", o->trace_ranks,
+                fmt::format("trace only these ranks, e.g. 0-7 (default: every rank up to {} ranks x steps or {} ranks, else the first {} of each "
+                            "group of alike ranks, {} at most)",
+                            kTraceRankSteps, kTraceRanksAll, kTraceRanksPerGroup, kTraceRanks));
+  c->add_flag("--trace-all", o->trace_all, "trace every rank and step, however large the trace");
+  c->add_flag("--trace-gzip", o->trace_gzip, "write the trace gzip-compressed, as trace.json.gz (Perfetto opens it as it is)");
   c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
       ->check(CLI::IsMember({"pinned", "pageable"}));
-  return {c, [o] {
+  return {c, [o, trace_steps, trace_ranks] {
             if (!o->host_memory.empty() && o->host_memory != "pinned" && o->host_memory != "pageable")
               throw InputError(SourceLocation{}, "--host-memory: pinned or pageable");
+            TraceRequest trace;
+            trace.all = o->trace_all;
+            if (trace_ranks->count() > 0) trace.ranks = parse_index_ranges(o->trace_ranks, "--trace-ranks");
+            if (trace_steps->count() > 0) trace.steps = parse_index_ranges(o->trace_steps, "--trace-steps");
+            if (trace.all && (!trace.ranks.empty() || !trace.steps.empty()))
+              throw InputError(SourceLocation{"--trace-all", 0, 0}, "it traces every rank and step: drop --trace-ranks and --trace-steps");
             return run_command(o->input, o->topology, o->sets, o->out_dir, o->schedule_out, o->force, o->show_ops, o->calibration, o->records,
-                               o->every_flow, o->every_rank, o->runs_before, what_if_of(o->remodel_kernels, o->host_memory));
+                               o->every_flow, o->every_rank, o->runs_before, what_if_of(o->remodel_kernels, o->host_memory), trace, o->trace_gzip);
           }};
 }
 

@@ -83,4 +83,101 @@ void write_file(const std::filesystem::path& p, const std::string& text) {
   }
 }
 
+namespace {
+constexpr size_t kOutputBuffer = size_t{1} << 20;  // text gathered before each write or compression
+}  // namespace
+
+#ifdef OVERLAPSIM_HAVE_ZLIB
+struct OutputFile::Deflate {
+  z_stream z{};
+  std::string out = std::string(kOutputBuffer, '\0');
+};
+#else
+struct OutputFile::Deflate {};
+#endif
+
+OutputFile::OutputFile(std::filesystem::path p) : p_(std::move(p)), tmp_(p_.string() + ".tmp" + std::to_string(::getpid())) {
+  if (p_.extension() == ".gz") {
+#ifdef OVERLAPSIM_HAVE_ZLIB
+    gz_ = std::make_unique<Deflate>();
+    // windowBits 15 + 16: a gzip stream, its header without a name and with time 0.
+    if (deflateInit2(&gz_->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      gz_.reset();
+      throw InputError(SourceLocation{p_.string(), 0, 0}, "cannot start its gzip compression (out of memory?)");
+    }
+#else
+    throw InputError(SourceLocation{p_.string(), 0, 0}, "this build writes no gzip (it was built without zlib): give a path without .gz");
+#endif
+  }
+  f_ = std::fopen(tmp_.c_str(), "wb");
+  if (!f_) fail("cannot write this file: check the folder exists and is writable");
+  buf_.reserve(kOutputBuffer);
+}
+
+OutputFile::~OutputFile() {
+#ifdef OVERLAPSIM_HAVE_ZLIB
+  if (gz_) deflateEnd(&gz_->z);
+#endif
+  if (f_) std::fclose(f_);
+  if (!committed_) {
+    std::error_code ec;
+    std::filesystem::remove(tmp_, ec);
+  }
+}
+
+void OutputFile::fail(const std::string& why) {
+  if (f_) std::fclose(f_);
+  f_ = nullptr;
+  std::error_code ec;
+  std::filesystem::remove(tmp_, ec);
+  throw InputError(SourceLocation{p_.string(), 0, 0}, why);
+}
+
+void OutputFile::write(std::string_view text) {
+  bytes_ += text.size();
+  if (buf_.size() + text.size() > kOutputBuffer) flush_buffer(false);
+  if (text.size() > kOutputBuffer) {
+    buf_ = text;  // one piece larger than the buffer goes out on its own
+    flush_buffer(false);
+    return;
+  }
+  buf_.append(text);
+}
+
+void OutputFile::flush_buffer(bool finish) {
+  if (!f_) fail("cannot write this file: it was closed");
+  const char* why = "cannot write this file (the disk full?)";
+  if (!gz_) {
+    if (std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size()) fail(why);
+  } else {
+#ifdef OVERLAPSIM_HAVE_ZLIB
+    z_stream& z = gz_->z;
+    z.next_in = reinterpret_cast<Bytef*>(buf_.data());
+    z.avail_in = static_cast<uInt>(buf_.size());
+    int rc = Z_OK;
+    do {
+      z.next_out = reinterpret_cast<Bytef*>(gz_->out.data());
+      z.avail_out = static_cast<uInt>(gz_->out.size());
+      rc = deflate(&z, finish ? Z_FINISH : Z_NO_FLUSH);
+      if (rc == Z_STREAM_ERROR) fail("cannot compress this file (zlib stream error)");
+      const size_t n = gz_->out.size() - z.avail_out;
+      if (std::fwrite(gz_->out.data(), 1, n, f_) != n) fail(why);
+    } while (z.avail_out == 0 || (finish && rc != Z_STREAM_END));
+#endif
+  }
+  buf_.clear();
+}
+
+void OutputFile::commit() {
+  flush_buffer(true);
+  if (std::fflush(f_) != 0 || ::fsync(::fileno(f_)) != 0) fail("cannot write this file (the disk full?)");
+  const int closed = std::fclose(f_);
+  f_ = nullptr;
+  if (closed != 0) fail("cannot write this file (the disk full?)");
+  std::error_code ec;
+  std::filesystem::rename(tmp_, p_, ec);
+  if (ec) fail("cannot write this file (" + ec.message() + ")");
+  committed_ = true;
+}
+
 }  // namespace osim

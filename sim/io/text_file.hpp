@@ -1,11 +1,16 @@
 // Whole files in and out: an input read whole, plain or gzip-compressed
 // (reference data is kept compressed in the repository; users' own files are
 // usually plain), and an output written atomically, never over a user's file
-// unless asked to. The one place the simulator reads and writes text files.
+// unless asked to, whole or streamed (OutputFile: a trace too large to hold).
+// The one place the simulator reads and writes text files.
 #pragma once
 
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <string_view>
 
 namespace osim {
 
@@ -23,5 +28,36 @@ void refuse_overwrite(const std::filesystem::path& p, bool force);
 /// a failed write never leaves a truncated file in place of the old one
 /// (InputError naming `p`).
 void write_file(const std::filesystem::path& p, const std::string& text);
+
+/// An output written as it is produced, in bounded memory: into a temporary
+/// file beside `p`, gzip-compressed where `p` ends in ".gz" (deterministic:
+/// no name or time in the header), renamed over `p` by commit() as
+/// write_file() does; dropped, unless committed, when destroyed. Every
+/// failure an InputError naming `p` (a .gz path too in a build without zlib).
+class OutputFile {
+ public:
+  explicit OutputFile(std::filesystem::path p);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  void write(std::string_view text);
+  /// Flushed, on the disk (fsync) and in place of `p`.
+  void commit();
+  /// Bytes given to write() so far (before compression).
+  [[nodiscard]] uint64_t bytes() const { return bytes_; }
+
+ private:
+  void flush_buffer(bool finish);
+  [[noreturn]] void fail(const std::string& why);
+
+  std::filesystem::path p_, tmp_;
+  FILE* f_ = nullptr;
+  struct Deflate;
+  std::unique_ptr<Deflate> gz_;  // null: a plain file
+  std::string buf_;
+  uint64_t bytes_ = 0;
+  bool committed_ = false;
+};
 
 }  // namespace osim

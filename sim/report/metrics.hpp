@@ -1,6 +1,7 @@
 // What `overlapsim run` reports: metrics (a stable JSON schema, documented in
 // docs/formats/metrics.md; measured runs get the same one), a ten-second summary, the
-// copy bandwidth histogram, bottleneck attribution, and a Perfetto trace.
+// copy bandwidth histogram, bottleneck attribution (the Perfetto trace:
+// report/trace.hpp).
 #pragma once
 
 #include <array>
@@ -71,6 +72,9 @@ Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRe
 Metrics compute_metrics(const Schedule& s, const hw::Topology& topo, const RunRecord& r, const RunSpans& spans);
 nlohmann::ordered_json metrics_json(const Metrics& m, const hw::Topology& topo, const RunRecord& r);
 std::string format_summary(const Metrics& m, const hw::Topology& topo, const RunRecord& r, const std::string& headline);
+/// Groups of alike ranks (every column of the summary's rank table the
+/// same), each ascending, ordered by their first rank.
+std::vector<std::vector<int>> alike_rank_groups(const Metrics& m);
 /// Rank 0's request stages from its stage spans and VRAM windows.
 std::vector<StageMetrics> stage_metrics(const StageTally& tally, const RunRecord& r);
 /// metrics.json's "request" and "stages" (where the run has stages).
@@ -84,10 +88,5 @@ struct RequestSlice {
   Time start, end;
 };
 std::vector<RequestSlice> request_slices(const Schedule& s, const RunRecord& r);
-
-/// Chrome/Perfetto trace JSON: tracks per host thread, stream and copy engine;
-/// counters for VRAM and (with link samples) every resource's bandwidth;
-/// arrows from event records to the waits they satisfy.
-std::string trace_json(const Schedule& s, const hw::Topology& topo, const RunRecord& r);
 
 }  // namespace osim

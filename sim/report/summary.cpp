@@ -109,6 +109,19 @@ void rank_table(std::string& out, const std::vector<RankMetrics>& per_rank) {
     spread_rows(out, per_rank);
 }
 
+}  // namespace
+
+std::vector<std::vector<int>> alike_rank_groups(const Metrics& m) {
+  std::map<std::vector<std::string>, std::vector<int>> groups;
+  for (const auto& rm : m.per_rank) groups[rank_cells(rm)].push_back(rm.rank);
+  std::vector<std::vector<int>> out;
+  for (auto& [cells, ranks] : groups) out.push_back(std::move(ranks));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
 std::string resource_name(const hw::Topology& topo, size_t i, size_t n) {
   return i + 1 == n ? std::string("their own cap") : topo.resources()[i].name;
 }

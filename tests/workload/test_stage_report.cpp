@@ -6,6 +6,7 @@
 
 #include "gpu/sim_fixture.hpp"
 #include "report/metrics.hpp"
+#include "report/trace.hpp"
 #include "workload/dit.hpp"
 #include "workload/stage_jobs.hpp"
 

@@ -1,11 +1,13 @@
 // The Perfetto trace of shipped workloads, read back as JSON: no two complete
 // slices on one track overlap (Perfetto drops a slice that overlaps the one
-// before it on its track, so it would vanish from the timeline).
+// before it on its track, so it would vanish from the timeline); a selection
+// of ranks and steps holds exactly those.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -13,6 +15,7 @@
 
 #include "gpu/executor.hpp"
 #include "report/metrics.hpp"
+#include "report/trace.hpp"
 #include "workload/dit.hpp"
 
 using namespace osim;
@@ -82,4 +85,56 @@ TEST_CASE("the overlap check finds a slice that starts before the one before it 
   CHECK(first_overlap(t).first == "pid 0 tid 1: event 3 starts at 2999 ns, before event 1 ends at 3000 ns");
   CHECK(first_overlap(R"({"traceEvents":[{"ph":"X","pid":0,"tid":1,"ts":1.000,"dur":2.000},{"ph":"X","pid":0,"tid":1,"ts":3.000,"dur":0.000}]})")
             .first == "");
+}
+
+TEST_CASE("a trace of chosen ranks and steps holds exactly those, and the full selection is the whole trace") {
+  const DitWorkload w = parse_workload_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=3"});
+  const Schedule s = generate_schedule(w);
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/" + w.topology));
+  ExecOptions opts;
+  opts.link_samples = true;
+  const ExecResult r = execute(s, topo, w.params, opts);
+  const Metrics m = compute_metrics(s, topo, r);
+  REQUIRE(m.steps.size() == 3);
+  auto written = [&](const TraceSelection& sel) {
+    std::string out;
+    write_trace(s, topo, r, sel, [&](std::string_view x) { out.append(x); });
+    return out;
+  };
+  // 4 ranks x 3 steps is within the limit: the default is the whole trace, byte for byte.
+  const TraceSelection whole = select_trace({}, m);
+  CHECK(whole.everything);
+  const std::string full = written(whole);
+  CHECK(full == trace_json(s, topo, r));
+
+  TraceRequest req;
+  req.ranks = parse_index_ranges("0,2", "--trace-ranks");
+  req.steps = parse_index_ranges("1", "--trace-steps");
+  const std::string part = written(select_trace(req, m));
+  const nlohmann::json j = nlohmann::json::parse(part);
+  CHECK(j.at("otherData").at("overlapsim selection").get<std::string>().find("step 1 of 0-2, ranks 0,2 of 4 (as asked)") != std::string::npos);
+  const int64_t step1_from = (m.steps[1].start.ps() + 500) / 1000, step1_to = (m.steps[1].end.ps() + 500) / 1000;  // ns, as written
+  const int64_t steps_from = (m.steps[0].start.ps() + 500) / 1000, steps_to = (m.steps[2].end.ps() + 500) / 1000;
+  std::set<int> pids;
+  std::set<std::string> step_markers;
+  size_t slices = 0, counters = 0;
+  for (const auto& ev : j.at("traceEvents")) {
+    const int pid = ev.at("pid").get<int>();
+    pids.insert(pid);
+    const std::string ph = ev.at("ph");
+    if (ph == "M" || (ph == "i" && ev.value("s", "") == "g")) continue;
+    const int64_t ts = std::llround(ev.at("ts").get<double>() * 1000);
+    if (ph == "i" && ev.at("name").get<std::string>().rfind("step ", 0) == 0) step_markers.insert(ev.at("name").get<std::string>().substr(0, 6));
+    if (ph == "X" || ph == "i" || ph == "f") {
+      ++slices;
+      // In step 1, or outside the steps (before the first, after the last).
+      CHECK((ts < steps_from || ts >= steps_to || (ts >= step1_from && ts < step1_to)));
+    }
+    if (ph == "C") ++counters;
+  }
+  CHECK(pids == std::set<int>{0, 2, 4});  // ranks 0 and 2, and the fabric's counters (pid 4)
+  CHECK(step_markers == std::set<std::string>{"step 1"});
+  CHECK(slices > 1000);
+  CHECK(counters > 0);
+  CHECK(part.size() * 2 < full.size());
 }

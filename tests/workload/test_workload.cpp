@@ -9,6 +9,7 @@
 #include "core/intervals.hpp"
 #include "gpu/executor.hpp"
 #include "report/metrics.hpp"
+#include "report/trace.hpp"
 #include "workload/dit.hpp"
 
 using namespace osim;
