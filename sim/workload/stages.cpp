@@ -406,14 +406,18 @@ std::vector<std::string> stage_preset_names() {
   return n;
 }
 
+const std::vector<std::string>& stage_keys() {
+  static const std::vector<std::string> keys = {"name",   "preset", "place",      "dtype",      "prompts", "tokens",  "layers",
+                                                "tile",   "chunk",  "cpu_tflops", "efficiency", "params",  "parallel"};
+  return keys;
+}
+
 std::vector<Stage> read_stages(const std::string& file, const YAML::Node& node) {
   if (!node.IsSequence())
     throw InputError(location_of(file, node), "stages: expected a list of {name, preset, place: resident | offloaded | cpu, ...}");
   std::vector<Stage> out;
   for (const auto& item : node) {
-    MapReader r(
-        file, item, "stage",
-        {"name", "preset", "place", "dtype", "prompts", "tokens", "layers", "tile", "chunk", "cpu_tflops", "efficiency", "params", "parallel"});
+    MapReader r(file, item, "stage", stage_keys());
     Stage s;
     s.where = location_of(file, item);
     s.name = r.str("name");

@@ -100,5 +100,7 @@ std::vector<Stage> read_stages(const std::string& file, const YAML::Node& node);
 
 /// The stage presets ("umt5-xxl", "wan2.1-vae", ...).
 std::vector<std::string> stage_preset_names();
+/// The keys a stage takes (`name`, `preset`, `place`, ...): what read_stages knows.
+const std::vector<std::string>& stage_keys();
 
 }  // namespace osim
