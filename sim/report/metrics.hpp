@@ -77,6 +77,10 @@ std::string format_summary(const Metrics& m, const hw::Topology& topo, const Run
 std::vector<std::vector<int>> alike_rank_groups(const Metrics& m);
 /// Rank 0's request stages from its stage spans and VRAM windows.
 std::vector<StageMetrics> stage_metrics(const StageTally& tally, const RunRecord& r);
+/// The steps' time: the first step's start to the last's end (zero without steps).
+Time request_steps_time(const Metrics& m);
+/// The stages' windows, summed.
+Time request_stages_time(const Metrics& m);
 /// metrics.json's "request" and "stages" (where the run has stages).
 void stages_json(nlohmann::ordered_json& j, const Metrics& m);
 /// The summary's request line and stage table (where the run has stages).

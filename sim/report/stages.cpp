@@ -37,22 +37,17 @@ std::vector<StageMetrics> stage_metrics(const StageTally& tally, const RunRecord
   return out;
 }
 
-namespace {
+Time request_steps_time(const Metrics& m) { return m.steps.empty() ? Time::zero() : m.steps.back().end - m.steps.front().start; }
 
-// The steps' time: the first step's start to the last's end (zero without steps).
-Time steps_time(const Metrics& m) { return m.steps.empty() ? Time::zero() : m.steps.back().end - m.steps.front().start; }
-
-Time stages_time(const Metrics& m) {
+Time request_stages_time(const Metrics& m) {
   Time t;
   for (const StageMetrics& st : m.stages) t += st.end - st.start;
   return t;
 }
 
-}  // namespace
-
 void stages_json(nlohmann::ordered_json& j, const Metrics& m) {
   if (m.stages.empty()) return;
-  j["request"] = {{"latency_s", m.makespan.s()}, {"stages_s", stages_time(m).s()}, {"steps_s", steps_time(m).s()}};
+  j["request"] = {{"latency_s", m.makespan.s()}, {"stages_s", request_stages_time(m).s()}, {"steps_s", request_steps_time(m).s()}};
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const StageMetrics& st : m.stages)
     stages.push_back({{"name", st.name},
@@ -70,8 +65,8 @@ void stages_json(nlohmann::ordered_json& j, const Metrics& m) {
 
 std::string format_stages(const Metrics& m) {
   if (m.stages.empty()) return "";
-  std::string out = fmt::format("  request {} end to end: stages {}, DiT steps {}\n", format_time(m.makespan), format_time(stages_time(m)),
-                                format_time(steps_time(m)));
+  std::string out = fmt::format("  request {} end to end: stages {}, DiT steps {}\n", format_time(m.makespan), format_time(request_stages_time(m)),
+                                format_time(request_steps_time(m)));
   out += fmt::format("  {:<16} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>11}\n", "stage", "start", "time", "compute", "copy in", "copy out",
                      "exchange", "other", "peak VRAM");
   for (const StageMetrics& st : m.stages)

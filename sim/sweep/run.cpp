@@ -36,6 +36,11 @@ const std::vector<std::string>& sweep_metric_columns() {
   return cols;
 }
 
+const std::vector<std::string>& sweep_request_columns() {
+  static const std::vector<std::string> cols = {"request_ms", "stages_ms", "dit_ms"};
+  return cols;
+}
+
 namespace {
 
 using TopoCache = std::map<std::string, std::unique_ptr<hw::Topology>>;
@@ -57,7 +62,7 @@ std::string bottleneck_name(const std::vector<BottleneckStat>& stats, const hw::
   return best + 1 == stats.size() ? "own cap" : topo.resources()[best].name;
 }
 
-std::vector<std::string> metric_cells(const Metrics& m, const ExecResult& r, const hw::Topology& topo) {
+std::vector<std::string> metric_cells(const Metrics& m, const ExecResult& r, const hw::Topology& topo, bool request) {
   const auto ms = [](Time t) { return fmt::format("{:.4f}", t.s() * 1e3); };
   double step_sum = 0, step_max = 0;
   for (const auto& st : m.steps) {
@@ -82,7 +87,7 @@ std::vector<std::string> metric_cells(const Metrics& m, const ExecResult& r, con
   const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(m.per_rank.size()));
   const auto mean = [&](Time t) { return ms(Time::from_ps(t.ps() / n)); };
   const auto gb = [](double b) { return fmt::format("{:.3f}", b / 1e9); };
-  return {m.topology,
+  std::vector<std::string> cells{m.topology,
           std::to_string(m.ranks),
           ms(m.makespan),
           std::to_string(m.steps.size()),
@@ -102,6 +107,14 @@ std::vector<std::string> metric_cells(const Metrics& m, const ExecResult& r, con
           gb(m.bytes_collective),
           bottleneck_name(r.copy_bottlenecks, topo),
           bottleneck_name(r.collective_bottlenecks, topo)};
+  // A point without stages (a point's list may drop them) leaves them empty.
+  if (request) {
+    const bool staged = !m.stages.empty();
+    cells.push_back(staged ? ms(m.makespan) : "");
+    cells.push_back(staged ? ms(request_stages_time(m)) : "");
+    cells.push_back(staged ? ms(request_steps_time(m)) : "");
+  }
+  return cells;
 }
 
 const hw::Topology& topology_for(TopoCache& cache, const std::string& path, const std::vector<std::string>& edits) {
@@ -197,7 +210,7 @@ std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a,
   opts.keep_records = false;  // a row is metrics only
   const ExecResult res = execute(sched, topo, params, opts);
   const Metrics m = compute_metrics(sched, topo, res);
-  return metric_cells(m, res, topo);
+  return metric_cells(m, res, topo, s.has_stages);
 }
 
 }  // namespace
@@ -209,6 +222,7 @@ std::vector<std::string> sweep_header(const SweepSpec& s) {
   h.push_back("error");
   const auto& metrics = sweep_metric_columns();
   h.insert(h.end(), metrics.begin(), metrics.end());
+  if (s.has_stages) h.insert(h.end(), sweep_request_columns().begin(), sweep_request_columns().end());
   return h;
 }
 
@@ -230,7 +244,6 @@ SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o) {
   SweepTable t;
   t.header = sweep_header(s);
   if (o.shards > 1) t.origin = ShardOrigin{o.shard, o.shards, sweep_identity(s)};
-  const auto& metrics = sweep_metric_columns();
 
   std::vector<size_t> mine;
   mine.reserve(count);
@@ -278,7 +291,7 @@ SweepTable run_sweep(const SweepSpec& s, const SweepOptions& o) {
       }
       row.push_back(error.empty() ? "ok" : "error");
       row.push_back(error);
-      if (cells.empty()) cells.assign(metrics.size(), "");
+      if (cells.empty()) cells.assign(t.header.size() - row.size(), "");
       row.insert(row.end(), cells.begin(), cells.end());
       t.rows[j] = std::move(row);
       std::lock_guard<std::mutex> lock(progress_mutex);

@@ -23,8 +23,8 @@ namespace {
 // Workload keys a sweep may set (the first part of a dotted key), and the
 // sweep's own: `topology` (a file, relative to the sweep), `topology.*`
 // (edits of the topology file), `calibration` (a file, or none).
-const std::vector<std::string> kWorkloadRoots = {"name",        "model",   "video",   "tokens",  "steps", "cfg",
-                                                 "parallelism", "offload", "compute", "runtime", "memory"};
+const std::vector<std::string> kWorkloadRoots = {"name",    "model",   "video",   "tokens", "steps",  "cfg",    "parallelism",
+                                                 "offload", "compute", "runtime", "memory", "stages", "request"};
 const std::vector<std::string> kScheduleRoots = {"name", "gpus", "settings", "streams", "events", "groups", "programs"};
 
 std::string flow_text(const YAML::Node& n) {
@@ -43,10 +43,41 @@ bool is_sweep_key(const std::string& key) { return key == "topology" || key == "
 
 namespace {
 
+// A key into the base's stages, `stages.<name or index>.<stage key>...`:
+// the stage must be one the base lists and the key one a stage takes, so a
+// typo fails here with the sweep's line rather than in every point's row.
+void check_stage_key(const SweepSpec& s, const std::string& key, const SourceLocation& where) {
+  if (s.stages_replaced || key == "stages") return;  // a point brings its own list
+  const size_t dot = key.find('.', 7);
+  const std::string item = key.substr(7, dot == std::string::npos ? std::string::npos : dot - 7);
+  if (!s.has_stages)
+    throw InputError(where, fmt::format("'{}': the base {} has no stages: list them in it, or set the whole list with 'stages: [...]'", key, s.base));
+  const bool digits = !item.empty() && std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool known = digits ? item.size() < 6 && std::stoul(item) < s.stage_names.size()
+                            : std::find(s.stage_names.begin(), s.stage_names.end(), item) != s.stage_names.end();
+  if (!known) {
+    std::string msg = fmt::format("'{}': the base {} has no stage '{}'; its stages: {} (or an index 0..{})", key, s.base, item,
+                                  fmt::join(s.stage_names, ", "), s.stage_names.size() - 1);
+    const std::string near = digits ? std::string() : closest_match(item, s.stage_names);
+    if (!near.empty()) msg += fmt::format("; did you mean 'stages.{}'?", near);
+    throw InputError(where, msg);
+  }
+  if (dot == std::string::npos) return;  // the whole stage
+  const size_t end = key.find('.', dot + 1);
+  const std::string field = key.substr(dot + 1, end == std::string::npos ? std::string::npos : end - dot - 1);
+  const auto& keys = stage_keys();
+  if (std::find(keys.begin(), keys.end(), field) != keys.end()) return;
+  std::string msg = fmt::format("'{}': a stage has no key '{}'", key, field);
+  const std::string near = closest_match(field, keys);
+  msg += near.empty() ? fmt::format("; its keys: {}", fmt::join(keys, ", ")) : fmt::format("; did you mean '{}'?", near);
+  throw InputError(where, msg);
+}
+
 void check_key(const SweepSpec& s, const std::string& key, const SourceLocation& where) {
   if (is_sweep_key(key)) return;
   const std::string root = key.substr(0, key.find('.'));
   const auto& roots = s.schedule_base ? kScheduleRoots : kWorkloadRoots;
+  if (root == "stages" && !s.schedule_base) check_stage_key(s, key, where);
   if (std::find(roots.begin(), roots.end(), root) != roots.end()) return;
   std::string msg = fmt::format("'{}' is not a {} key", key, s.schedule_base ? "schedule" : "workload");
   const std::string near = closest_match(root, roots);
@@ -105,6 +136,32 @@ size_t block_size(const std::vector<SweepAxis>& b) {
     n *= a.values.size();
   }
   return n;
+}
+
+// The base workload's stage names, for stage keys and the request columns;
+// whether any of the sweep's blocks sets the whole `stages:` list.
+void read_base_stages(SweepSpec& s, const MapReader& r) {
+  const YAML::Node base = load_yaml_file(s.base);
+  if (base["stages"] && base["stages"].IsSequence()) {
+    s.has_stages = true;
+    for (const auto& st : base["stages"])
+      if (st.IsMap() && st["name"] && st["name"].IsScalar()) s.stage_names.push_back(st["name"].Scalar());
+  }
+  const auto sets_stages = [](const YAML::Node& m) { return m.IsMap() && m["stages"].IsDefined() && !m["stages"].IsNull(); };
+  for (const char* b : {"set", "grid"})
+    if (r.has(b) && sets_stages(r.get(b))) s.stages_replaced = true;
+  if (r.has("points") && r.get("points").IsSequence())
+    for (const auto& p : r.get("points"))
+      if (sets_stages(p)) s.stages_replaced = true;
+  // `set: {stages: null}` times the DiT steps alone, as the base without its stages.
+  if (r.has("set") && r.get("set").IsMap()) {
+    const YAML::Node set = r.get("set");
+    if (set["stages"].IsDefined() && set["stages"].IsNull()) {
+      s.has_stages = false;
+      s.stage_names.clear();
+    }
+  }
+  if (s.stages_replaced) s.has_stages = true;
 }
 
 }  // namespace
@@ -186,8 +243,10 @@ SweepSpec parse_sweep_file(const std::string& path) {
     r.fail(s.schedule_base ? "schedule" : "workload",
            fmt::format("{} is a {}: use '{}:' for it", s.base, s.schedule_base ? "workload (it has model:)" : "schedule (no model:)",
                        s.schedule_base ? "workload" : "schedule"));
+  if (!s.schedule_base) read_base_stages(s, r);
   s.topology = relative_to(path, r.opt_str("topology").value_or(""));
-  s.calibration = relative_to(path, r.opt_str("calibration").value_or(""));
+  s.calibration = r.opt_str("calibration").value_or("");
+  if (s.calibration != "none") s.calibration = relative_to(path, s.calibration);  // none: the datasheet defaults, as the key's value
   if (r.has("set")) s.set = read_assignment(s, r.get("set"), "set");
   if (r.has("grid")) s.blocks.push_back(read_block(s, r.get("grid"), "grid", true));
   if (r.has("points")) {

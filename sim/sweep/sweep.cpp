@@ -62,7 +62,8 @@ std::string read_text(const std::string& path, const char* what) {
 
 std::string sweep_identity(const SweepSpec& s) {
   uint64_t h = kFnv1a64Offset;
-  for (const std::string& f : {s.file, s.base, s.topology, s.calibration})
+  const std::string calibration = s.calibration == "none" ? "" : s.calibration;  // none: no file
+  for (const std::string& f : {s.file, s.base, s.topology, calibration})
     if (!f.empty()) fnv1a64_file(f, h);
   return fmt::format("{:016x}", h);
 }

@@ -48,6 +48,11 @@ struct SweepSpec {
   /// an axis of one.
   std::vector<std::vector<SweepAxis>> blocks;
   std::vector<std::string> parameters;  // the CSV's parameter columns
+  /// A workload base with `stages:` (or a sweep that sets them): its rows
+  /// carry the request's columns and its summary ranks by request time.
+  bool has_stages = false;
+  std::vector<std::string> stage_names;  // the base's stages, in order
+  bool stages_replaced = false;          // a block sets the whole `stages:` list
 
   /// The point count, from the keys' value counts (nothing enumerated);
   /// SIZE_MAX where it would overflow.
@@ -100,6 +105,10 @@ struct SweepOptions {
 
 /// The metric columns every row has, in order (docs/formats/sweep.md).
 const std::vector<std::string>& sweep_metric_columns();
+
+/// The request's columns, after the metrics where the sweep has stages:
+/// the request end to end, its stages and its DiT steps.
+const std::vector<std::string>& sweep_request_columns();
 
 /// The CSV header of a sweep: point, the parameters, status, error, the metrics.
 std::vector<std::string> sweep_header(const SweepSpec& s);

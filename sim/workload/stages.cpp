@@ -149,7 +149,7 @@ class VaeWalk {
   void run() {
     const bool wan = v_.family == VaeShape::Family::Wan21;
     c_ = v_.z_dim;
-    conv("conv in", v_.channels[0], 3, 3, 3);
+    conv("conv in", v_.channels[0], kt_, 3, 3);
     res("mid res0", v_.channels[0]);
     attention("mid attn");
     res("mid res1", v_.channels[0]);
@@ -170,12 +170,12 @@ class VaeWalk {
         conv(b + "upsample conv", c_ / 2, 1, 3, 3);  // Wan 2.1: the next block takes half the width
       } else {
         upsample(b + "upsample", up_t ? 2 : 1, up_s ? 2 : 1);
-        conv(b + "upsample conv", c_, 3, 3, 3);
+        conv(b + "upsample conv", c_, kt_, 3, 3);
       }
     }
     norm("norm out");
     x_.memory("silu out", elements(), 2);
-    conv("conv out", v_.out_channels, 3, 3, 3);
+    conv("conv out", v_.out_channels, kt_, 3, 3);
   }
   [[nodiscard]] int64_t frames() const { return t_; }
 
@@ -199,10 +199,10 @@ class VaeWalk {
     const int64_t cin = c_;
     norm(label + " norm1");
     x_.memory(label + " silu1", elements(), 2);
-    conv(label + " conv1", cout, 3, 3, 3);
+    conv(label + " conv1", cout, kt_, 3, 3);
     norm(label + " norm2");
     x_.memory(label + " silu2", elements(), 2);
-    conv(label + " conv2", cout, 3, 3, 3);
+    conv(label + " conv2", cout, kt_, 3, 3);
     if (cin != cout) {
       const int64_t c = c_;
       c_ = cin;
@@ -245,6 +245,7 @@ class VaeWalk {
   const VaeShape& v_;
   Emitter& x_;
   int64_t c_ = 0, t_, h_, w_;
+  const int kt_ = v_.family == VaeShape::Family::Image ? 1 : 3;  // the convs' extent in time
   const bool first_;
   const SourceLocation where_;
 };
@@ -265,6 +266,8 @@ StagePlan vae_plan(const Stage& s, const StageJob& job) {
   if (job.width % v.spatial || job.height % v.spatial || (job.frames - 1) % v.temporal)
     throw InputError(s.where, fmt::format("stage '{}': {}x{} with {} frames does not fit the VAE's {}x spatial and {}x temporal compression", s.name,
                                           job.width, job.height, job.frames, v.spatial, v.temporal));
+  if (v.family == VaeShape::Family::Image && job.frames != 1)
+    throw InputError(s.where, fmt::format("stage '{}': an image VAE decodes one frame, not {}: give the job frames: 1", s.name, job.frames));
   const int64_t lt = (job.frames - 1) / v.temporal + 1, lh = job.height / v.spatial, lw = job.width / v.spatial;
   // Temporal passes (latent frames, starts the video, count).
   struct Chunk {
@@ -355,7 +358,12 @@ struct Preset {
 // and HunyuanVideo's (diffusers' AutoencoderKLHunyuanVideo: block_out_channels
 // [128, 256, 512, 512] reversed, layers_per_block 2, spatial upsampling in
 // up blocks 0-2, temporal in 1-2, z 16, fp16 in its pipeline, tiled by
-// default: 256-pixel tiles every 192, 16-frame chunks every 12).
+// default: 256-pixel tiles every 192, 16-frame chunks every 12), and
+// Flux.1's 2-D decoder (black-forest-labs/flux util.py ae_params: ch 128,
+// ch_mult [1, 2, 4, 4], num_res_blocks 2, z_channels 16; diffusers'
+// FLUX.1-dev vae/config.json: AutoencoderKL, block_out_channels
+// [128, 256, 512, 512], layers_per_block 2, latent_channels 16, no
+// quant convs; bf16 in FluxPipeline, untiled by default: 49.5 M parameters).
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> p = {
       {"umt5-xxl", Stage::Kind::Encoder, DType::BF16, EncoderShape{24, 4096, 10240, 64, 64, 64, 256384, 512, 3}, {}},
@@ -376,6 +384,11 @@ const std::vector<Preset>& presets() {
        192,
        16,
        12},
+      {"flux-vae",
+       Stage::Kind::VaeDecode,
+       DType::BF16,
+       {},
+       VaeShape{VaeShape::Family::Image, 16, {512, 512, 512, 256, 128}, 2, {false, false, false}, {true, true, true}, 3, 8, 1}},
   };
   return p;
 }
@@ -406,14 +419,18 @@ std::vector<std::string> stage_preset_names() {
   return n;
 }
 
+const std::vector<std::string>& stage_keys() {
+  static const std::vector<std::string> keys = {"name",   "preset", "place",      "dtype",      "prompts", "tokens",  "layers",
+                                                "tile",   "chunk",  "cpu_tflops", "efficiency", "params",  "parallel"};
+  return keys;
+}
+
 std::vector<Stage> read_stages(const std::string& file, const YAML::Node& node) {
   if (!node.IsSequence())
     throw InputError(location_of(file, node), "stages: expected a list of {name, preset, place: resident | offloaded | cpu, ...}");
   std::vector<Stage> out;
   for (const auto& item : node) {
-    MapReader r(
-        file, item, "stage",
-        {"name", "preset", "place", "dtype", "prompts", "tokens", "layers", "tile", "chunk", "cpu_tflops", "efficiency", "params", "parallel"});
+    MapReader r(file, item, "stage", stage_keys());
     Stage s;
     s.where = location_of(file, item);
     s.name = r.str("name");

@@ -39,7 +39,9 @@ struct VaeShape {
   // frame at a time with a cache of each causal conv's last two frames.
   // HunyuanVideo: group norms, the mid-block attention over every token of
   // the pass, upsampling convs 3x3x3 keeping the width.
-  enum class Family { Wan21, Hunyuan } family = Family::Wan21;
+  // Image: HunyuanVideo's layout in 2-D (Flux's AutoencoderKL): 3x3 convs,
+  // no time axis, one frame.
+  enum class Family { Wan21, Hunyuan, Image } family = Family::Wan21;
   int64_t z_dim = 16;
   std::vector<int64_t> channels;
   int res_blocks = 2;                   // each up block holds res_blocks + 1 residual blocks
@@ -100,5 +102,7 @@ std::vector<Stage> read_stages(const std::string& file, const YAML::Node& node);
 
 /// The stage presets ("umt5-xxl", "wan2.1-vae", ...).
 std::vector<std::string> stage_preset_names();
+/// The keys a stage takes (`name`, `preset`, `place`, ...): what read_stages knows.
+const std::vector<std::string>& stage_keys();
 
 }  // namespace osim

@@ -74,6 +74,49 @@ TEST_CASE("a Wan-shaped VAE decode stage: its convolutions' FLOPs and weights in
   CHECK(tiled.flops < p.flops);
 }
 
+TEST_CASE("an image VAE decode stage (Flux's 2-D decoder): 3x3 convolutions in closed form, one frame") {
+  Stage s;
+  s.kind = Stage::Kind::VaeDecode;
+  // z 4; conv in to 8; the mid block at 8; up block 0 (8 -> 8, then 2x upsampling and its conv); up block 1 (8 -> 4, a shortcut); out 3.
+  s.vae = VaeShape{VaeShape::Family::Image, 4, {8, 8, 4}, 1, {false}, {true}, 3, 2, 1};
+  auto conv = [](double m, double cin, double cout, double k) { return 2 * m * cin * cout * k; };
+  const double m0 = 4, m1 = 16;  // a latent of 2 x 2 pixels, then 4 x 4
+  double f = conv(m0, 4, 8, 9);                           // conv in
+  f += 2 * 2 * conv(m0, 8, 8, 9);                         // two mid residual blocks of two convs
+  f += 2 * m0 * 24 * 8 + 4 * 4 * 4 * 8 + 2 * m0 * 8 * 8;  // mid attention: qkv, one head over the 4 pixels, proj
+  f += 2 * 2 * conv(m0, 8, 8, 9);                         // up block 0: 2 residual blocks
+  f += conv(m1, 8, 8, 9);                                 // 2-D upsampling conv, keeping the width
+  f += conv(m1, 8, 4, 9) + conv(m1, 4, 4, 9) + conv(m1, 8, 4, 1) + 2 * conv(m1, 4, 4, 9);  // up block 1: 8 -> 4 with a 1x1 shortcut
+  f += conv(m1, 4, 3, 9);                                 // conv out
+  const StagePlan p = stage_plan(s, StageJob{4, 4, 1, 1, 0});
+  REQUIRE(p.passes.size() == 1);
+  CHECK(p.flops == doctest::Approx(f));
+  const int64_t weights = 4 * 8 * 9 + 4 * 8 * 8 * 9 + 8 * 24 + 8 * 8 + 4 * 8 * 8 * 9 + 8 * 8 * 9 + (8 * 4 * 9 + 4 * 4 * 9 + 8 * 4) + 2 * 4 * 4 * 9 + 4 * 3 * 9;
+  CHECK(s.vae.params() == weights);
+  CHECK(p.result == 2 * 3 * 4 * 4);
+  // A video is refused: an image VAE decodes one frame.
+  CHECK_THROWS_AS((void)stage_plan(s, StageJob{4, 4, 5, 1, 0}), InputError);
+  // The preset: Flux.1's decoder holds 49.5 M parameters (conv in 16 -> 512; mid 4 convs and attention at 512; up blocks to
+  // 512, 512, 256, 128 with three upsampling convs; conv out 128 -> 3).
+  const DitWorkload w = parse_workload_string(R"(name: w
+model:
+  dims: {hidden: 64}
+  blocks:
+    - {name: b, count: 1, params: 1, ops: [{gemm: g, m: local, n: hidden, k: hidden}]}
+video: {width: 64, height: 64, frames: 1}
+stages:
+  - {name: vae, preset: flux-vae}
+)",
+                                              "w.yaml");
+  REQUIRE(w.stages.size() == 1);
+  const int64_t c512 = 512 * 512 * 9;
+  CHECK(w.stages[0].vae.params() == 16 * 512 * 9 + 4 * c512 + 4 * 512 * 512 + 2 * (6 * c512 + c512) +
+                                        (512 * 256 * 9 + 5 * 256 * 256 * 9 + 512 * 256 + 256 * 256 * 9) +
+                                        (256 * 128 * 9 + 5 * 128 * 128 * 9 + 256 * 128) + 128 * 3 * 9);
+  CHECK(w.stages[0].vae.params() == 49507712);
+  CHECK(w.stages[0].dtype == DType::BF16);
+}
+
 TEST_CASE("a schedule with stages: the encoder before the steps, moved in and out, the VAE after the steps' end") {
   const std::string yaml = test::stage_job("offloaded");
   const DitWorkload w = parse_workload_string(yaml, "w.yaml");
