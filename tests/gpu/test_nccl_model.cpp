@@ -81,7 +81,7 @@ TEST_CASE("an all-to-all takes one step's latency and each rank's NVLink total")
   CHECK(us_of(one("all_to_all", "64 KiB", 8), modelled()) == doctest::Approx(7.2 + 65536.0 * 7 / 8 / (1e3 * 370.8 / 2)).epsilon(1e-6));
 }
 
-TEST_CASE("a measured table wins over NCCL's model; across hosts the channel model stays") {
+TEST_CASE("a measured table wins over NCCL's model, and across hosts the channel model stays") {
   ModelParams p = modelled();
   p.nccl.nccl_tables.push_back({TableColl::AllGather, 8, false, {{1e3, 30e-6}, {1.5e9, 20e-3}}});
   CHECK(us_of(one("all_gather", "1.5 GB", 8), p) == doctest::Approx(20000.0).epsilon(1e-6));
