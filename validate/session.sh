@@ -18,6 +18,7 @@
 #                      host_calls, after_wait, fp8_calls)
 #   gemm               PyTorch's GEMMs: fp8 (torch._scaled_mm) beside bf16   -> gemm.json
 #                      at the Wan shapes
+#   conv               cuDNN convolutions at the VAE decoders' shapes        -> conv.json
 #   copy-interference  pinned H2D/D2H copies beside a memory-bound kernel, a  -> copy-interference.json
 #                      few-CTA copy kernel and a D2D memcpy (issue 76)
 #   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json
@@ -141,6 +142,9 @@ for s in "${expanded[@]}"; do
     gemm)
       timeout 120 "${torch_py[@]}" validate/src/testcases/gemm.py "$out/gemm.json" > "$out/gemm.log" 2>&1
       mark "gemm rc=$?" ;;
+    conv)
+      timeout 400 "${torch_py[@]}" validate/src/testcases/conv.py "$out/conv.json" > "$out/conv.log" 2>&1
+      mark "conv rc=$?" ;;
     copy-interference)
       timeout 180 "${torch_py[@]}" validate/src/testcases/copy_beside_kernels.py "$out/copy-interference.json" > "$out/copy-interference.log" 2>&1
       mark "copy-interference rc=$?" ;;
