@@ -27,6 +27,22 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
     eff = p.attention.rates_for(a.backend).for_shape(a.seq_q, a.seq_kv, a.head_dim, a.causal);
   }
   if (op.efficiency > 0) eff = op.efficiency;
+  // A convolution where the calibration has the convolutions' rates: their
+  // share of the peak, and the layout conversions around a kernel of more
+  // than one tap (channels-first tensors in, channels-last kernel).
+  double layout_s = 0;
+  if (op.conv && p.conv.fitted() && op.efficiency <= 0) {
+    const ConvShape& c = *op.conv;
+    eff = p.conv.efficiency(c.cout, c.positions, c.tf32);
+    if (c.taps > 1 && !c.channels_last) {
+      if (!gpu.gpu.hbm_bandwidth)
+        throw InputError(where, fmt::format("convolution '{}' converts layouts in HBM but GPU '{}' has no hbm_bandwidth in the topology", op.label,
+                                            gpu.name));
+      const double element = c.tf32 ? 4.0 : es;
+      const double moved = 2.0 * element * (static_cast<double>(c.cin) * c.in_positions + static_cast<double>(c.cout) * c.positions);
+      layout_s = moved / (gpu.gpu.hbm_bandwidth->bytes_per_s * (element >= 4 ? p.conv.layout_efficiency : p.conv.layout_efficiency_16));
+    }
+  }
   double t = 0;
   if (flops > 0) {
     auto it = gpu.gpu.peak_tflops.find(to_string(op.dtype));
@@ -43,7 +59,7 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
     const double hbm = framework && elementwise ? p.memory.framework_efficiency(op.access, op.norm_row) : p.memory.hbm_efficiency;
     t = std::max(t, p.memory.hbm_latency.s() + bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * hbm));
   }
-  return Time::from_s(t);
+  return Time::from_s(t + layout_s);
 }
 
 double measured_solo_s(const Op& op, double measured_s, const ModelParams& p) {

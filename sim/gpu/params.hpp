@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpu/params/attention.hpp"
+#include "gpu/params/conv.hpp"
 #include "gpu/params/copies.hpp"
 #include "gpu/params/gemm.hpp"
 #include "gpu/params/handoff.hpp"
@@ -25,6 +26,7 @@ struct ModelParams {
   HandoffParams handoff;
   CopyParams copies;
   GemmParams gemm;
+  ConvParams conv;
   AttentionParams attention;
   MemoryParams memory;
   NcclParams nccl;

@@ -13,6 +13,7 @@ KernelKey KernelKey::of(const Op& op) {
   if (op.duration) k.duration_ps = op.duration->ps();
   if (op.gemm) k.gemm = *op.gemm;
   if (op.attention) k.attention = *op.attention;
+  if (op.conv) k.conv = *op.conv;
   k.flops = op.flops;
   k.hbm_bytes = op.hbm_bytes;
   k.efficiency = op.efficiency;
@@ -28,7 +29,7 @@ bool KernelKey::operator==(const KernelKey& o) const {
   return duration_ps == o.duration_ps && gemm.m == o.gemm.m && gemm.n == o.gemm.n && gemm.k == o.gemm.k && a.batch == b.batch && a.heads == b.heads &&
          a.seq_q == b.seq_q && a.seq_kv == b.seq_kv && a.head_dim == b.head_dim && a.backend == b.backend && a.causal == b.causal &&
          flops == o.flops && hbm_bytes == o.hbm_bytes && efficiency == o.efficiency && dtype == o.dtype && access == o.access &&
-         norm_row == o.norm_row;
+         norm_row == o.norm_row && conv == o.conv;
 }
 
 // Independent multiplies (one chain each), then one fold: this runs once per
@@ -44,7 +45,8 @@ size_t KernelKeyHash::operator()(const KernelKey& k) const {
                      bits(k.hbm_bytes) * 0x2545F4914F6CDD1Dull +
                      pair(static_cast<int32_t>(std::bit_cast<uint32_t>(k.efficiency + 0.0f)), static_cast<int32_t>(k.dtype)) * 0x94D049BB133111EBull +
                      static_cast<uint64_t>(k.attention.backend) + (k.attention.causal ? 0x100u : 0u) +
-                     pair(k.norm_row, static_cast<int32_t>(k.access)) * 0xBF58476D1CE4E5B9ull;
+                     pair(k.norm_row, static_cast<int32_t>(k.access)) * 0xBF58476D1CE4E5B9ull +
+                     pair(k.conv.positions, k.conv.cout) * 0x8CB92BA72F3D8DD7ull + pair(k.conv.cin, k.conv.taps) * 0x9FB21C651E98DF25ull;
   return static_cast<size_t>(h ^ (h >> 29));
 }
 

@@ -27,6 +27,7 @@ struct KernelKey {
   DType dtype = DType::BF16;
   Access access = Access::Elementwise;
   int32_t norm_row = 0;
+  ConvShape conv;
   static KernelKey of(const Op& op);
   bool operator==(const KernelKey& o) const;
 };

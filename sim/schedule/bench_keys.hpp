@@ -73,6 +73,9 @@ inline constexpr Testcase kTestcases[] = {
     {"gemm_fp8", "gemm",
      "fp8 GEMMs as PyTorch runs them (torch._scaled_mm, tensorwise and rowwise scales) beside the same shape in bf16, back to back (gemm.py; fitted "
      "from the tensorwise rows)"},
+    {"conv", "conv",
+     "convolutions as PyTorch runs them (cuDNN) at the VAE decoders' shapes, fp32 (TF32) and bf16, channels-first and channels-last "
+     "(conv.py)"},
     {"memory_kernel", "memory", "a memory-bound copy kernel, 1 MiB-1 GiB, back to back and between GEMMs"},
     {"framework_elementwise", "memory", "eager PyTorch's elementwise and normalisation kernels over [tokens, hidden] tensors (eager.py)"},
     {"memory_after", "memory", "a memory-bound kernel after the same kernel, a GEMM, spinning SMs or sleep"},

@@ -83,6 +83,18 @@ double dtype_bytes(DType d);
 struct GemmShape {
   int32_t m = 0, n = 0, k = 0;
 };
+// An implicit-GEMM convolution as cuDNN runs it: `positions` outputs of
+// `cout` channels, each a dot product over `cin` channels times `taps`
+// kernel taps, read from `in_positions` inputs; tf32: fp32 data on TF32
+// tensor cores. With more than one tap, tensors held channels-first (as the
+// VAE decoders hold them) are converted to channels-last and back around
+// the kernel (ConvParams).
+struct ConvShape {
+  int32_t positions = 0, in_positions = 0, cin = 0, cout = 0, taps = 1;
+  bool tf32 = false;
+  bool channels_last = false;  // the tensors are held channels-last: no conversions
+  bool operator==(const ConvShape&) const = default;
+};
 struct AttentionShape {
   int32_t batch = 1, heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   AttnBackend backend = AttnBackend::Default;
@@ -151,6 +163,7 @@ struct Op {
   std::optional<Time> duration;             // kernel, host_work
   std::optional<GemmShape> gemm;            // kernel
   std::optional<AttentionShape> attention;  // kernel
+  std::optional<ConvShape> conv;            // kernel of flops: the convolution they are (timed by ConvParams where calibrated)
   std::string label;                        // kernel name, marker text, alloc tag; "" = none
 };
 

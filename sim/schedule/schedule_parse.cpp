@@ -50,7 +50,7 @@ std::vector<std::string> keys_for(OpKind k) {
   };
   switch (k) {
     case OpKind::Kernel:
-      add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "dtype", "sm_limit", "sm_margin", "efficiency",
+      add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "conv", "dtype", "sm_limit", "sm_margin", "efficiency",
            "views", "launches", "beside_copies"});
       break;
     case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "host_span", "async", "peer", "views"}); break;
@@ -220,6 +220,14 @@ struct Parser {
         if (r.has("gemm")) {
           MapReader g(file, n["gemm"], "gemm", {"m", "n", "k"}, origin["gemm"]);
           op.gemm = GemmShape{dim(g, "m"), dim(g, "n"), dim(g, "k")};
+        }
+        if (r.has("conv")) {
+          if (!r.has("flops") || op.flops <= 0) r.fail("conv", "describes a convolution's flops: give it beside 'flops'");
+          MapReader c(file, n["conv"], "conv", {"positions", "in_positions", "cin", "cout", "taps", "tf32", "channels_last"}, origin["conv"]);
+          ConvShape cs{dim(c, "positions"), dim(c, "in_positions"), dim(c, "cin"), dim(c, "cout"), c.has("taps") ? dim(c, "taps") : 1};
+          cs.tf32 = c.boolean("tf32", false);
+          cs.channels_last = c.boolean("channels_last", false);
+          op.conv = cs;
         }
         if (r.has("attention")) {
           MapReader a(file, n["attention"], "attention", {"batch", "heads", "seq", "seq_kv", "head_dim", "backend", "causal"}, origin["attention"]);

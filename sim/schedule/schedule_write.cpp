@@ -77,6 +77,15 @@ std::string to_yaml(const Schedule& s) {
             if (op.access != Access::Elementwise) kv("access", to_string(op.access));
             if (op.norm_row > 0) kv("row", op.norm_row);
           }
+          if (op.conv) {
+            const auto& c = *op.conv;
+            e << YAML::Key << "conv" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "positions" << YAML::Value << c.positions
+              << YAML::Key << "in_positions" << YAML::Value << c.in_positions << YAML::Key << "cin" << YAML::Value << c.cin << YAML::Key << "cout"
+              << YAML::Value << c.cout << YAML::Key << "taps" << YAML::Value << c.taps;
+            if (c.tf32) e << YAML::Key << "tf32" << YAML::Value << true;
+            if (c.channels_last) e << YAML::Key << "channels_last" << YAML::Value << true;
+            e << YAML::EndMap;
+          }
           kv("dtype", to_string(op.dtype));
           if (op.sm_limit > 0) kv("sm_limit", op.sm_limit);
           if (op.sm_limit < 0) kv("sm_margin", -op.sm_limit);

@@ -62,6 +62,11 @@ void fit_fp8(FitContext& ctx);
 void replay_row(ReplayContext& ctx, const json& row, Comparison c, std::vector<Comparison>& out);
 }  // namespace gemm
 
+namespace conv {
+void fit_conv(FitContext& ctx);
+void replay_row(ReplayContext& ctx, const json& row, Comparison c, std::vector<Comparison>& out);
+}  // namespace conv
+
 namespace memory {
 void fit_memory(FitContext& ctx);
 void fit_framework_elementwise(FitContext& ctx);

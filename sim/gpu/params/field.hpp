@@ -95,6 +95,7 @@ std::vector<Field> overheads_fields();
 std::vector<Field> handoff_fields();
 std::vector<Field> copies_fields();
 std::vector<Field> gemm_fields();
+std::vector<Field> conv_fields();
 std::vector<Field> attention_fields();
 std::vector<Field> memory_fields();
 std::vector<Field> nccl_fields();
