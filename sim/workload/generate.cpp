@@ -462,8 +462,8 @@ class Gen {
   }
   // A model moved in or out as a framework does it: a blocking .to() of
   // its pageable weights on the compute stream.
-  void move(std::vector<Op>& ops, CopyKind kind, const std::string& name, Bytes bytes) {
-    ops.push_back(ops::copy(kCompute, kind, bytes, HostMem::Pageable, false, (kind == CopyKind::H2D ? "h2d " : "d2h ") + name));
+  void move(std::vector<Op>& ops, CopyKind kind, const std::string& name, Bytes bytes, HostMem host = HostMem::Pageable) {
+    ops.push_back(ops::copy(kCompute, kind, bytes, host, false, (kind == CopyKind::H2D ? "h2d " : "d2h ") + name));
   }
   // A stage of the request, between markers "stage <name>" and "end of
   // stage <name>" on the compute stream (schedule/stage_spans.hpp): on
@@ -489,7 +489,7 @@ class Gen {
     const bool offloaded = st.place == StagePlace::Offloaded && p.weights > 0;
     if (offloaded) {
       alloc(ops, st.name, p.weights, MemPart::Outside);
-      move(ops, CopyKind::H2D, st.name, p.weights);
+      move(ops, CopyKind::H2D, st.name, p.weights, st.host);
     }
     if (p.activations > 0) alloc(ops, st.name + " activations", p.activations, MemPart::Activations);
     for (const StagePlan::Pass& pass : p.passes)
@@ -500,7 +500,7 @@ class Gen {
         }
     if (p.activations > 0) free_(ops, st.name + " activations");
     if (offloaded) {
-      move(ops, CopyKind::D2H, st.name, p.weights);
+      if (st.copy_back) move(ops, CopyKind::D2H, st.name, p.weights, st.host);
       free_(ops, st.name);
     }
   }

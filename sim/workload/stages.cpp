@@ -30,7 +30,8 @@ class Emitter {
   double flops = 0, bytes = 0, weights = 0, peak = 0, held = 0, cache = 0;
 
   // A matmul or convolution: `w` weights; `in` and `out` elements.
-  void tensor(const std::string& label, double f, double in, double out, double w) {
+  // `conv`: the convolution it is (ConvParams times it where calibrated).
+  void tensor(const std::string& label, double f, double in, double out, double w, std::optional<ConvShape> conv = std::nullopt) {
     weights += w;
     const double b = es * (in + out + w);
     count(f, b, in, out);
@@ -39,6 +40,10 @@ class Emitter {
     op.flops = dtype_ == DType::FP32 ? 2 * f : f;
     op.dtype = dtype_ == DType::FP32 ? DType::BF16 : dtype_;
     op.efficiency = static_cast<float>(efficiency_);
+    if (conv) {
+      conv->tf32 = dtype_ == DType::FP32;
+      op.conv = conv;
+    }
     out_->push_back(std::move(op));
   }
   void gemm(const std::string& label, int64_t m, int64_t n, int64_t k) {
@@ -90,9 +95,9 @@ class Emitter {
       out_->push_back(ops::collective(stream_, CollKind::AllGather, par_->group, static_cast<Bytes>(b), CollAlgo::Nccl, DType::BF16, label));
   }
   // A memory-bound kernel reading and writing `elements` `passes` times in all.
-  void memory(const std::string& label, double elements, double passes) {
+  void memory(const std::string& label, double elements, double passes, Access access = Access::Elementwise) {
     count(0, es * elements * passes, elements, elements);
-    if (out_) out_->push_back(ops::memory_kernel(stream_, es * elements * passes, label));
+    if (out_) out_->push_back(ops::memory_kernel(stream_, es * elements * passes, label, access));
   }
 
  private:
@@ -184,15 +189,34 @@ class VaeWalk {
   void conv(const std::string& label, int64_t cout, int kt, int kh, int kw) {
     const double m = static_cast<double>(t_) * static_cast<double>(h_) * static_cast<double>(w_);
     const double k = static_cast<double>(c_) * kt * kh * kw;
-    // Wan's causal convs keep their input's last two frames for the next pass.
-    if (v_.family == VaeShape::Family::Wan21 && kt == 3) x_.cache += x_.es * 2.0 * static_cast<double>(c_ * h_ * w_);
+    const double frame = static_cast<double>(c_ * h_ * w_);
+    // A causal conv's input with the two frames in front it needs, copied
+    // whole before the kernel: Wan's cache of the previous pass's last two
+    // frames concatenated (and those two kept by a clone), HunyuanVideo's
+    // replicate padding.
+    const bool causal = v_.family != VaeShape::Family::Image && kt == 3;
+    if (causal) x_.memory(label + " pad", frame * static_cast<double>(t_ + 2), 2);
+    if (v_.family == VaeShape::Family::Wan21 && kt == 3) {
+      x_.memory(label + " cache", frame * 2, 2);
+      x_.cache += x_.es * 2.0 * frame;
+    }
     // A band of rows: a 3-high kernel needs the neighbours' edge row each way.
     if (kh == 3 && x_.ranks() > 1) x_.halo(label + " halo", x_.es * static_cast<double>(c_ * t_ * w_));
+    const int64_t in_frames = causal ? t_ + 2 : t_;
+    if (in_frames * h_ * w_ > INT32_MAX)
+      throw InputError(where_, fmt::format("{}: {} positions do not fit 32 bits: tile or chunk the VAE", label, in_frames * h_ * w_));
+    const ConvShape shape{static_cast<int32_t>(t_ * h_ * w_), static_cast<int32_t>(in_frames * h_ * w_), static_cast<int32_t>(c_),
+                          static_cast<int32_t>(cout), kt * kh * kw};
     x_.tensor(label, 2.0 * m * static_cast<double>(cout) * k, m * static_cast<double>(c_), m * static_cast<double>(cout),
-              k * static_cast<double>(cout));
+              k * static_cast<double>(cout), shape);
     c_ = cout;
   }
-  void norm(const std::string& label) { x_.memory(label, elements(), 4); }
+  // Wan normalises over the channels, a strided dimension of its
+  // channels-first tensors: the tensor is first copied channels-last.
+  void norm(const std::string& label) {
+    if (v_.family == VaeShape::Family::Wan21) x_.memory(label + " layout", elements(), 2, Access::Strided);
+    x_.memory(label, elements(), 4);
+  }
   void res(const std::string& label, int64_t cout) {
     const double held = x_.held;
     x_.held += x_.es * elements();  // the block's input, for the shortcut
@@ -421,7 +445,8 @@ std::vector<std::string> stage_preset_names() {
 
 const std::vector<std::string>& stage_keys() {
   static const std::vector<std::string> keys = {"name",   "preset", "place",      "dtype",      "prompts", "tokens",  "layers",
-                                                "tile",   "chunk",  "cpu_tflops", "efficiency", "params",  "parallel"};
+                                                "tile",   "chunk",  "cpu_tflops", "efficiency", "params",  "parallel",
+                                                "host",   "copy_back"};
   return keys;
 }
 
@@ -499,6 +524,10 @@ std::vector<Stage> read_stages(const std::string& file, const YAML::Node& node) 
     only("parallel", !encoder, "VAE");
     s.parallel = r.boolean("parallel", false);
     if (s.parallel && s.place == StagePlace::Cpu) r.fail("parallel", "splits a decode over GPUs: not with place: cpu");
+    only("host", s.place == StagePlace::Offloaded, "offloaded");
+    only("copy_back", s.place == StagePlace::Offloaded, "offloaded");
+    if (auto h = r.opt_choice("host", {"pageable", "pinned"})) s.host = *h == "pinned" ? HostMem::Pinned : HostMem::Pageable;
+    s.copy_back = r.boolean("copy_back", true);
     if (auto p = r.opt_int("params")) {
       if (*p < 0) r.fail("params", "must not be negative");
       s.params = *p;

@@ -66,6 +66,11 @@ struct Stage {
   double efficiency = 0;                // its convolutions' share of the peak rate (0: the model's default)
   std::optional<int64_t> params;        // the weights it loads (default: its own blocks', or an outside model's of its name)
   bool parallel = false;                // VAE: each rank of the Ulysses group decodes a band of rows, exchanging halos
+  // Offloaded: where its host copy lives (a framework's .to() of pageable
+  // weights, or pinned ones kept for the purpose), and whether it is copied
+  // back after (a framework that keeps the host copy drops the GPU's).
+  HostMem host = HostMem::Pageable;
+  bool copy_back = true;
   SourceLocation where;
 };
 

@@ -74,6 +74,35 @@ TEST_CASE("a Wan-shaped VAE decode stage: its convolutions' FLOPs and weights in
   CHECK(tiled.flops < p.flops);
 }
 
+TEST_CASE("a Wan-shaped VAE's convolutions: each causal one after a copy of its input with two frames in front, its shape for the conv model") {
+  Stage s;
+  s.kind = Stage::Kind::VaeDecode;
+  s.vae = VaeShape{VaeShape::Family::Wan21, 4, {8, 8, 4}, 1, {true}, {true}, 3, 2, 4};
+  const StagePlan p = stage_plan(s, StageJob{4, 4, 5, 1, 0});  // 2 latent frames of 2 x 2, bf16
+  const auto& ops = p.passes.at(0).ops;
+  REQUIRE(ops.size() > 3);
+  // conv in: 4 channels of one 2 x 2 frame, the two cached frames in front, read and written; the last two kept.
+  CHECK(ops[0].label == "conv in pad");
+  CHECK(ops[0].hbm_bytes == 2.0 * (4 * 3 * 2 * 2) * 2);
+  CHECK(ops[1].label == "conv in cache");
+  CHECK(ops[1].hbm_bytes == 2.0 * (4 * 2 * 2 * 2) * 2);
+  REQUIRE(ops[2].conv);
+  CHECK(*ops[2].conv == ConvShape{4, 12, 4, 8, 27, false, false});
+  // Its norms copy the channels-first tensor channels-last first (a strided walk).
+  const auto layout = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.label == "mid res0 norm1 layout"; });
+  REQUIRE(layout != ops.end());
+  CHECK(layout->access == Access::Strided);
+  CHECK(layout->hbm_bytes == 2.0 * (8 * 2 * 2) * 2);
+  // The 2-D upsampling conv has no time extent: no copy before it, 9 taps over the frame.
+  const auto up = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.label == "up0 upsample conv"; });
+  REQUIRE(up != ops.end());
+  CHECK(up[-1].label == "up0 upsample");
+  CHECK(*up->conv == ConvShape{16, 16, 8, 4, 9, false, false});
+  // fp32: the TF32 rate.
+  s.dtype = DType::FP32;
+  CHECK(stage_plan(s, StageJob{4, 4, 5, 1, 0}).passes.at(0).ops[2].conv->tf32);
+}
+
 TEST_CASE("an image VAE decode stage (Flux's 2-D decoder): 3x3 convolutions in closed form, one frame") {
   Stage s;
   s.kind = Stage::Kind::VaeDecode;
@@ -122,8 +151,9 @@ TEST_CASE("a schedule with stages: the encoder before the steps, moved in and ou
   const DitWorkload w = parse_workload_string(yaml, "w.yaml");
   const Schedule s = generate_schedule(w);
   CHECK(count_ops(s, 0, "enc ") == 2 * 12);  // two prompts (CFG serial) of the embedding, one layer's 10 ops, the final norm
-  // The Wan 2.1 VAE: 114 ops for the first latent frame, 116 (two time convs) for each after it.
-  CHECK(count_ops(s, 0, "vae ") == 114 + 116);
+  // The Wan 2.1 VAE: 114 kernels for the first latent frame, with the 30 causal convs' pad and
+  // cache copies and the 30 norms' layout copies; for each after it two time convs more (and their copies).
+  CHECK(count_ops(s, 0, "vae ") == (114 + 30 * 2 + 30) + (116 + 32 * 2 + 30));
   CHECK(count_ops(s, 0, "h2d enc") == 1);
   CHECK(count_ops(s, 0, "d2h enc") == 1);
   CHECK(count_ops(s, 0, "stage ") == 2);
@@ -143,6 +173,23 @@ TEST_CASE("a schedule with stages: the encoder before the steps, moved in and ou
   const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
   const ExecResult with = execute(s, topo, w.params), without = execute(generate_schedule(plain), topo, plain.params);
   CHECK(with.makespan > without.makespan);
+}
+
+TEST_CASE("an offloaded stage's host copy: pageable and copied back by default, pinned and dropped where the workload says so") {
+  const Schedule pageable = generate_schedule(parse_workload_string(test::stage_job("offloaded"), "w.yaml"));
+  const Schedule pinned = generate_schedule(parse_workload_string(test::stage_job("offloaded, host: pinned, copy_back: false"), "w.yaml"));
+  auto copy = [](const Schedule& s, const std::string& label) {
+    const auto& ops = *s.programs[0].ops;
+    return std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.label == label; });
+  };
+  REQUIRE(copy(pageable, "h2d enc") != pageable.programs[0].ops->end());
+  CHECK(copy(pageable, "h2d enc")->host_mem == HostMem::Pageable);
+  CHECK(count_ops(pageable, 0, "d2h enc") == 1);
+  REQUIRE(copy(pinned, "h2d enc") != pinned.programs[0].ops->end());
+  CHECK(copy(pinned, "h2d enc")->host_mem == HostMem::Pinned);
+  CHECK(count_ops(pinned, 0, "d2h enc") == 0);
+  CHECK_THROWS_WITH_AS(parse_workload_string(test::stage_job("resident, copy_back: false"), "w.yaml"),
+                       doctest::Contains("'copy_back': applies to offloaded stages"), InputError);
 }
 
 TEST_CASE("a parallel VAE decode: each rank of the Ulysses group a band of rows, halos exchanged before each 3-high conv") {
@@ -166,7 +213,8 @@ stages:
   const Schedule s = generate_schedule(w);
   // Each of the Wan decoder's 33 convs 3 high (conv in, 4 + 3 x 6 in residual blocks, 3 upsampling, conv out; not
   // the 3x1x1 time convs) sends its edge rows both ways: 2 sends and 2 receives, in both passes.
-  CHECK(count_ops(s, 0, "vae ") - (114 + 116) == 2 * 33 * 4 + 2 + 1);  // and 2 key/value gathers, 1 of the frames
+  // Beside the kernels and the copies of the one-rank decode (see the test above): and 2 key/value gathers, 1 of the frames.
+  CHECK(count_ops(s, 0, "vae ") - (114 + 30 * 2 + 30) - (116 + 32 * 2 + 30) == 2 * 33 * 4 + 2 + 1);
   CHECK(count_ops(s, 0, "vae frames gather") == 1);
   CHECK(count_ops(s, 0, "vae mid attn kv gather") == 2);
   const hw::Topology dgx(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
