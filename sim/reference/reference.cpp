@@ -73,13 +73,15 @@ Expected read_expected(const MapReader& e, const Manifest& m) {
       const MapReader l = limits(e, key, {"median_pct", "worst_pct"});
       *out = ErrorLimits{l.num("median_pct"), l.num("worst_pct")};
     }
-  for (const auto& [key, set, out] : {std::tuple{"programs", &m.programs, &x.programs}, std::tuple{"fp8_programs", &m.fp8_programs, &x.fp8_programs}})
+  for (const auto& [key, set, out] : {std::tuple{"programs", &m.programs, &x.programs}, std::tuple{"fp8_programs", &m.fp8_programs, &x.fp8_programs},
+                                      std::tuple{"requests", &m.requests, &x.requests}})
     if (needs(key, set->has_value(), std::string(key) + ": section")) {
       const MapReader l = limits(e, key, {"median_pct", "worst_pct", "spearman_min"});
       *out = ProgramLimits{l.num("median_pct"), l.num("worst_pct"), l.num("spearman_min")};
     }
   for (const auto& [section, key, set, out] : {std::tuple{"programs", "programs_repeated", &m.programs, &x.programs_repeated},
                                                std::tuple{"fp8_programs", "fp8_programs_repeated", &m.fp8_programs, &x.fp8_programs_repeated},
+                                               std::tuple{"requests", "requests_repeated", &m.requests, &x.requests_repeated},
                                                std::tuple{"models", "models_repeated", &m.models, &x.models_repeated}})
     if (needs(key, *set && !(*set)->repeats.empty(), std::string(section) + ": section with repeats:")) {
       const MapReader l =
@@ -122,8 +124,8 @@ std::vector<CrossExpected> read_predicted_from(const MapReader& top, const Manif
       throw InputError(x.at, "no reference manifest in " + x.folder + ": name another machine's folder, relative to this manifest");
     // What a calibration borrowed from another machine makes: no refit, no replay, no timing events.
     x.expected = read_expected(MapReader(m.file, kv.second, name,
-                                         {"validation", "programs", "programs_repeated", "fp8_programs", "fp8_programs_repeated", "models",
-                                          "models_repeated", "memory", "traces"}),
+                                         {"validation", "programs", "programs_repeated", "fp8_programs", "fp8_programs_repeated", "requests",
+                                          "requests_repeated", "models", "models_repeated", "memory", "traces"}),
                                m);
     out.push_back(std::move(x));
   }
@@ -138,7 +140,7 @@ Manifest read_manifest(const std::string& folder) {
   m.file = (path.dir / "manifest.yaml").string();
   const YAML::Node root = load_yaml_file(m.file);
   const MapReader top(m.file, root, "reference manifest",
-                      {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "fp8_programs", "models",
+                      {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "fp8_programs", "requests", "models",
                        "memory", "traces", "expected", "predicted_from"});
   if (top.str("schema") != "overlapsim.reference/v1") top.fail("schema", "expected overlapsim.reference/v1");
   m.machine = top.str("machine");
@@ -158,6 +160,7 @@ Manifest read_manifest(const std::string& folder) {
     }
   }
   for (const auto& [section, repeatable, out] : {std::tuple{"programs", true, &m.programs}, std::tuple{"fp8_programs", true, &m.fp8_programs},
+                                                 std::tuple{"requests", true, &m.requests},
                                                  std::tuple{"models", true, &m.models}, std::tuple{"memory", false, &m.memory}})
     if (top.has(section)) *out = program_set(top, section, repeatable, path);
   if (top.has("traces")) {
@@ -167,7 +170,8 @@ Manifest read_manifest(const std::string& folder) {
   if (top.has("expected"))
     m.expected = read_expected(MapReader(m.file, top.get("expected"), "expected",
                                          {"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated",
-                                          "fp8_programs", "fp8_programs_repeated", "models", "models_repeated", "memory", "traces"}),
+                                          "fp8_programs", "fp8_programs_repeated", "requests", "requests_repeated", "models", "models_repeated",
+                                          "memory", "traces"}),
                                m);
   if (top.has("predicted_from")) m.predicted_from = read_predicted_from(top, m, path);
   return m;
@@ -218,7 +222,8 @@ std::vector<Miss> check(const Figures& f, const Expected& e) {
       c(within((*figures)->median_pct, (*limits)->median_pct) && within((*figures)->worst_pct, (*limits)->worst_pct), key, label);
   }
   for (const auto& [key, figures, limits, repeated] : {std::tuple{"programs", &f.programs, &e.programs, &e.programs_repeated},
-                                                       std::tuple{"fp8_programs", &f.fp8_programs, &e.fp8_programs, &e.fp8_programs_repeated}}) {
+                                                       std::tuple{"fp8_programs", &f.fp8_programs, &e.fp8_programs, &e.fp8_programs_repeated},
+                                                       std::tuple{"requests", &f.requests, &e.requests, &e.requests_repeated}}) {
     if (*limits) {
       if (!*figures)
         c.absent(key);

@@ -44,8 +44,8 @@ struct TraceLimits {
 struct Expected {
   std::optional<int64_t> replay_held_over_5pct;
   std::optional<ErrorLimits> validation, validation_timing_events;
-  std::optional<ProgramLimits> programs, fp8_programs;
-  std::optional<RepeatedLimits> programs_repeated, fp8_programs_repeated, models_repeated;
+  std::optional<ProgramLimits> programs, fp8_programs, requests;
+  std::optional<RepeatedLimits> programs_repeated, fp8_programs_repeated, requests_repeated, models_repeated;
   std::optional<ModelLimits> models;
   std::optional<MemoryLimits> memory;
   std::optional<TraceLimits> traces;
@@ -80,7 +80,7 @@ struct Manifest {
   std::string calibration;           // the calibration file the sources make
   std::vector<std::string> sources;  // its bench files
   std::optional<std::string> validation, timing_events;
-  std::optional<ProgramSet> programs, fp8_programs, models, memory;
+  std::optional<ProgramSet> programs, fp8_programs, requests, models, memory;
   std::optional<TraceSet> traces;
   Expected expected;
   std::vector<CrossExpected> predicted_from;
@@ -126,7 +126,7 @@ struct Figures {
   // the ones over 5 % that no time within the hand-off's phase brings within 5 %.
   long rows = 0, held = 0, held_over_5pct = 0;
   std::optional<ErrorFigures> validation, validation_timing_events;
-  std::optional<ProgramSetFigures> programs, fp8_programs, models;
+  std::optional<ProgramSetFigures> programs, fp8_programs, requests, models;
   std::optional<ProgramFigures> memory;
   std::optional<TraceSetFigures> traces;
 };

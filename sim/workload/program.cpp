@@ -46,14 +46,17 @@ ProgramRun read_program_run(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw InputError(at, std::string("not JSON: ") + e.what());
   }
-  if (!doc.is_object() || doc.value("schema", "") != "overlapsim.program/v1")
-    throw InputError(at, "not a program result (schema overlapsim.program/v1, written by validate/programs/)");
+  // A request (request_pipeline.py) is measured end to end: its median wall time.
+  const std::string schema = doc.is_object() ? doc.value("schema", "") : "";
+  const bool request = schema == "overlapsim.request/v1";
+  if (schema != "overlapsim.program/v1" && !request)
+    throw InputError(at, "not a program result (schema overlapsim.program/v1 or overlapsim.request/v1, written by validate/programs/)");
   try {
     ProgramRun r;
     r.file = path;
     r.name = doc.at("name").get<std::string>();
-    r.group = doc.value("group", "");
-    r.measured_s = doc.at("median_s").get<double>();
+    r.group = doc.value("group", request ? "request" : "");
+    r.measured_s = doc.at(request ? "median_wall_s" : "median_s").get<double>();
     r.runs_before = doc.value("runs_before", 0);
     r.workload_yaml = doc.at("workload").dump();
     if (doc.contains("memory")) {

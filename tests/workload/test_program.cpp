@@ -256,3 +256,17 @@ TEST_CASE("a group's ranking by the simulation beside one half of the sessions' 
   CHECK(repeated_figures(one).rankings.empty());
   CHECK(format_repeated_figures(repeated_figures(one)).find("half the sessions") == std::string::npos);
 }
+
+TEST_CASE("a request result is read as a program measured end to end, its twin predicted with its stages") {
+  const std::string path = kSrc + "/validate/reference/h100-sxm/request/request-480x832x17-enc-resident-dit-resident-vae-resident-fp32.json";
+  const ProgramRun run = read_program_run(path);
+  CHECK(run.name == "request-480x832x17-enc-resident-dit-resident-vae-resident-fp32");
+  CHECK(run.group == "request");
+  CHECK(run.measured_s == doctest::Approx(1.5314181840000174));  // median_wall_s, not a step time
+  CHECK(run.workload_yaml.find("\"stages\"") != std::string::npos);
+  nlohmann::json doc = program_doc();
+  doc["schema"] = "overlapsim.request/v1";  // a request has median_wall_s
+  CHECK_THROWS_WITH_AS(read_program_run(write_doc(doc, "osim-request-bad.json")), doctest::Contains("median_wall_s"), InputError);
+  doc["schema"] = "overlapsim.other/v1";
+  CHECK_THROWS_WITH_AS(read_program_run(write_doc(doc, "osim-request-other.json")), doctest::Contains("overlapsim.request/v1"), InputError);
+}

@@ -29,10 +29,12 @@ run is timed by CUDA events between the stages on the compute stream, and by
 the host's wall clock from the request's start to its frames back on the
 host (what users report as seconds per video). It writes NAME.json (schema
 overlapsim.request/v1): every run's end-to-end and per-stage seconds, each
-stage's peak allocated memory, the configuration and the environment.
+stage's peak allocated memory, the configuration, the environment and the
+request's twin as an overlapsim workload (`workload:`).
 
   request_pipeline.py --out DIR [--grid single]            every configuration of the grid
   request_pipeline.py --out DIR --encoder offloaded ...    one
+  request_pipeline.py --twin RESULT.json                   a result's twin (YAML, stdout; no GPU)
 """
 import argparse
 import json
@@ -50,7 +52,8 @@ import dit_offload  # noqa: E402  (the DiT stack and its offload loop)
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", required=True, help="folder for NAME.json")
+    p.add_argument("--out", help="folder for NAME.json")
+    p.add_argument("--twin", help="print this result's twin workload as YAML and stop (no GPU)")
     p.add_argument("--grid", choices=["single"], help="every configuration of the single-GPU grid")
     p.add_argument("--only", help="comma-separated configuration names: run only these of the grid")
     p.add_argument("--encoder", choices=["resident", "offloaded"], default="resident")
@@ -70,7 +73,10 @@ def parse_args():
     p.add_argument("--width", type=int, default=832)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--repeat", type=int, default=3)
-    return p.parse_args()
+    a = p.parse_args()
+    if not a.twin and not a.out:
+        p.error("give --out DIR (or --twin RESULT.json)")
+    return a
 
 
 def latent_shape(c):
@@ -93,6 +99,50 @@ def configurations(a):
                                       ("resident", "none", "resident", "fp32", 33), ("offloaded", "block", "offloaded", "fp32", 33)):
         out.append(dict(base, encoder=enc, policy=pol, vae=vae, vae_dtype=dt, frames=frames))
     return out
+
+
+def twin(c):
+    """The request as an overlapsim workload (docs/formats/workload.md): the
+    DiT's blocks, shapes, steps and offload as dit_offload.py's twin, the
+    video, and the two stages with their placement (offloaded: pinned host
+    weights copied in and dropped after, as Weights does)."""
+    w = {"name": name_of(c),
+         "model": {"preset": "custom", "blocks": c["blocks"], "hidden": c["hidden"], "ffn": c["ffn"], "heads": c["heads"],
+                   "head_dim": c["hidden"] // c["heads"], "text_tokens": c["text"]},
+         "video": {"width": c["width"], "height": c["height"], "frames": c["frames"]},
+         "steps": c["steps"], "cfg": "none", "parallelism": {"ulysses": 1}, "runtime": {"framework": "pytorch"}}
+    if c["policy"] == "layerwise":
+        w["offload"] = {"policy": "layerwise", "prefetch_size": c["prefetch"], "host_memory": "pinned"}
+    elif c["policy"] == "block":
+        w["offload"] = {"policy": "block", "host_memory": "pinned"}
+
+    def placed(stage, place):
+        stage["place"] = place
+        if place == "offloaded":
+            stage.update({"host": "pinned", "copy_back": False})
+        return stage
+
+    w["stages"] = [placed({"name": "encode", "preset": "umt5-xxl", "tokens": c["text"], "layers": c["encoder_layers"], "prompts": 1}, c["encoder"]),
+                   placed({"name": "decode", "preset": "wan2.1-vae", "dtype": c["vae_dtype"]}, c["vae"])]
+    return w
+
+
+def twin_yaml(w, indent=""):
+    """`w` as block YAML of flow mappings (no PyYAML needed)."""
+    def flow(v):
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {flow(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        return str(v)
+    lines = []
+    for k, v in w.items():
+        if isinstance(v, list):
+            lines.append(f"{k}:")
+            lines += [f"  - {flow(x)}" for x in v]
+        else:
+            lines.append(f"{k}: {flow(v)}")
+    return "\n".join(lines) + "\n"
 
 
 def name_of(c):
@@ -307,6 +357,10 @@ def dit_offload_run(torch, dit, c, x0, text):
 
 def main():
     args = parse_args()
+    if args.twin:
+        with open(args.twin) as f:
+            sys.stdout.write(twin_yaml(twin(json.load(f)["config"])))
+        return
     os.makedirs(args.out, exist_ok=True)
     configs = configurations(args)
     if args.only:
@@ -357,7 +411,7 @@ def main():
                "weights_bytes": {"encode": enc.w.bytes(), "dit": dit.numel * 2 * c["blocks"], "decode": dec.w.bytes()},
                "allocated_before_bytes": base_alloc, "warmup": args.warmup, "runs": runs, "median_wall_s": med,
                "median_stages_s": {k: statistics.median(r["stages_s"][k] for r in runs) for k in ("encode", "dit", "decode")},
-               "environment": environment}
+               "environment": environment, "workload": twin(c)}
         dit_offload.write_json(os.path.join(args.out, name + ".json"), doc)
         ms = doc["median_stages_s"]
         print(f"{name}: {med:.3f} s wall (encode {ms['encode'] * 1e3:.1f} ms, dit {ms['dit'] * 1e3:.1f} ms, decode {ms['decode'] * 1e3:.1f} ms)"
