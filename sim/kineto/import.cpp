@@ -63,6 +63,13 @@ InferredWait infer_waiting_stream(const std::vector<Call>& calls, size_t wait, c
   return after_record && stream_before != next ? InferredWait{next, stream_before} : InferredWait{};
 }
 
+// Whether the thread's next call that is not host-only, after `i`, is another stream wait.
+bool next_call_waits(const std::vector<Call>& calls, size_t i) {
+  for (size_t j = i + 1; j < calls.size(); ++j)
+    if (const CallKind k = kind_of(calls[j]); k != CallKind::HostOnly) return k == CallKind::Wait;
+  return false;
+}
+
 // For every wait and event synchronize (by call index): the record it binds.
 // A wait the timeline decides (the waiting stream went on late, as a record's
 // work ended) binds the latest record on another stream whose work had ended
@@ -92,6 +99,7 @@ std::map<size_t, Binding> pair_waits(const RankTrace& t, std::vector<RecordInfo>
   int last_stream = default_stream, stream_before = default_stream;  // the thread's last stream, and the one before it
   bool last_was_copy = false;
   std::map<std::pair<int, int>, size_t> last_bound;  // (waiting stream, record stream) -> record index + 1
+  std::map<int, int> last_waiter;                     // record stream -> the stream that last waited on one of its records
   std::map<int64_t, int> stream_of_event;
   size_t last_gpu_call = SIZE_MAX;  // the last call that was no host-only call
   for (size_t i = 0; i < calls.size(); ++i) {
@@ -130,6 +138,13 @@ std::map<size_t, Binding> pair_waits(const RankTrace& t, std::vector<RecordInfo>
           r.covered_end = it == enqueued_end.end() ? kNone : it->second;
           r.after_copy = false;
         }
+        // A record on the stream whose work comes next, then two waits with no
+        // work between: the first is a wait_stream whose waiter gets no work
+        // before the next wait (the copy stream waiting for compute at the end
+        // of a prefetch loop, the prefetch never coming): the stream that last
+        // waited on that one, else the next work's as above.
+        if (waiting >= 0 && after_record && records.back().stream == waiting && next_call_waits(calls, i))
+          if (auto lw = last_waiter.find(waiting); lw != last_waiter.end()) waiting = lw->second;
       }
       if (k == CallKind::Wait && waiting < 0) {
         ++sum.not_imported[inferred ? "stream waits without a cuda_sync event whose waiting stream the calls do not show: left out"
@@ -213,6 +228,7 @@ std::map<size_t, Binding> pair_waits(const RankTrace& t, std::vector<RecordInfo>
       if (k == CallKind::Wait && !inferred) ++sum.waits_recorded;
       bound[i] = {pick, waiting};
       last_bound[{waiting, records[pick].stream}] = pick + 1;
+      if (k == CallKind::Wait) last_waiter[records[pick].stream] = waiting;
       if (event_id != kNone) {
         records[pick].event_id = event_id;
         stream_of_event[event_id] = records[pick].stream;

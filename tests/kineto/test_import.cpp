@@ -3,9 +3,11 @@
 // reference programs' traces re-simulated.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -370,6 +372,39 @@ TEST_CASE("waits without cuda_sync events: the waiting stream from the next work
   CHECK(lone.summary.not_imported.at("stream waits without a cuda_sync event whose waiting stream the calls do not show: left out") == 1);
 }
 
+// Every stream wait of an import in program order: its waiting stream ("compute" or "side") and its record's ordinal.
+std::vector<std::pair<std::string, int>> wait_pairings(const kineto::ImportedTrace& t) {
+  std::vector<std::pair<std::string, int>> out;
+  const int compute = t.schedule.find_stream("compute");
+  std::map<int, int> ordinal;  // event -> its record's ordinal
+  for (const Op& op : *t.schedule.programs[0].ops) {
+    if (op.kind == OpKind::EventRecord) ordinal.emplace(op.event, static_cast<int>(ordinal.size()));
+    if (op.kind == OpKind::StreamWaitEvent) out.emplace_back(op.stream == compute ? "compute" : "side", ordinal.at(op.event));
+  }
+  return out;
+}
+
+TEST_CASE("a reference program profiled with the defaults: its waits inferred as the same program's sync events recorded them") {
+  // traces-default/ and traces/: the same program, profiled in two sessions, without and with
+  // enable_cuda_sync_events. The calls are the same, and so are the pairings: the last
+  // copy.wait_stream(compute), with no prefetch after it, included (its record and wait, then
+  // compute's wait: the copy stream's; taken for compute's, it bound the pageable trace's next copy
+  // and every later compute wait one copy late).
+  const std::string ref = std::string(OVERLAPSIM_SOURCE_DIR) + "/validate/reference/h100-sxm/";
+  for (const char* name : {"dit-4096-layerwise-pf2-pinned", "dit-16384-layerwise-pf2-pageable"}) {
+    CAPTURE(name);
+    const kineto::ImportedTrace recorded = kineto::import_traces({ref + "traces/" + name + ".trace.json.gz"});
+    const kineto::ImportedTrace inferred = kineto::import_traces({ref + "traces-default/" + name + ".trace.json.gz"});
+    CHECK(inferred.summary.inferred_timed + inferred.summary.inferred_untimed == 24);
+    CHECK(inferred.summary.waits_recorded == 0);
+    CHECK(recorded.summary.waits_recorded == 24);
+    const auto pairings = wait_pairings(recorded);
+    REQUIRE(pairings.size() == 24);
+    CHECK(std::count(pairings.begin(), pairings.end(), std::pair<std::string, int>{"side", 38}) == 1);  // the last wait_stream
+    CHECK(wait_pairings(inferred) == pairings);
+  }
+}
+
 TEST_CASE("a reference program's trace without its cuda_sync events: the same waits inferred, the same replay") {
   const std::string root = std::string(OVERLAPSIM_SOURCE_DIR) + "/validate/reference/h100-sxm/traces/";
   const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
@@ -387,6 +422,7 @@ TEST_CASE("a reference program's trace without its cuda_sync events: the same wa
     const kineto::ImportedTrace b = kineto::import_traces({without}, steps_matching("^step \\d+$"));
     CHECK(b.summary.inferred_timed + b.summary.inferred_untimed == 24);
     CHECK(b.summary.ops.at("stream_wait_event") == a.summary.ops.at("stream_wait_event"));
+    CHECK(wait_pairings(b) == wait_pairings(a));
     ExecOptions o;
     o.keep_records = true;
     auto step_of = [&](const kineto::ImportedTrace& t) {
