@@ -270,6 +270,11 @@ class Importer {
 
   ImportedTrace run() {
     for (int r = 0; r < n_; ++r) import_rank(r);
+    if (syncs_device_ + syncs_stream_ > 0)
+      sum_.notes.push_back(fmt::format(
+          "stream synchronizes without their cuda_sync event: {} became device synchronizes (no stream was busy as the call returned), {} "
+          "stream synchronizes of the stream whose work had ended by then (another was still busy)",
+          syncs_device_, syncs_stream_));
     b_.schedule().runtime.framework_kernels = true;  // PyTorch's kernels; the host's time is measured
     ImportedTrace out;
     out.schedule = b_.build();
@@ -413,6 +418,7 @@ class Importer {
     }
     cursor_ = t.calls.front().ts;
     compute_end_ = 0;
+    stream_end_.clear();
     // Step markers go before the first call at or after their range's start;
     // the end of the last before the first call after it ends.
     size_t next_step = 0;
@@ -435,6 +441,7 @@ class Importer {
       host_until(c.ts);
       cursor_ = std::max(cursor_, c.end);
       if (c.gpu && c.gpu->stream == compute_id_) compute_end_ = std::max(compute_end_, c.gpu->end);
+      if (c.gpu) stream_end_[c.gpu->stream] = std::max(stream_end_[c.gpu->stream], c.gpu->end);
       const OpTimes host{c.ts, c.end, c.ts, c.end};
       switch (k) {
         case CallKind::Kernel: kernel(t, c); break;
@@ -470,8 +477,13 @@ class Importer {
         case CallKind::StreamSync: {
           const int64_t s = c.sync && (*c.sync).contains("args") ? int_arg((*c.sync)["args"], "stream", -1) : -1;
           if (s < 0) {
-            sum_.notes.push_back("a stream synchronize without its cuda_sync event became a device synchronize");
-            emit(ops::device_sync(), host, "device_sync");
+            if (const int on = synchronized_stream(c.end); on >= 0) {
+              ++syncs_stream_;
+              emit(ops::stream_sync(stream(on)), host, "stream_sync");
+            } else {
+              ++syncs_device_;
+              emit(ops::device_sync(), host, "device_sync");
+            }
           } else {
             emit(ops::stream_sync(stream(static_cast<int>(s))), host, "stream_sync");
           }
@@ -482,6 +494,23 @@ class Importer {
       }
     }
     if (!steps_ended && next_step == t.steps.size()) marker(t.steps.back().end, kStepsEndMarker, "marker (end of steps)");
+  }
+
+  // Which stream a cudaStreamSynchronize without its cuda_sync event waited
+  // for, from when it returned: -1 (a device synchronize reproduces it) where
+  // no stream was still busy then; else the stream whose work ended last by
+  // then (the one it waited for), or the compute stream where none had.
+  int synchronized_stream(int64_t returned) const {
+    int busy = 0, on = -1;
+    int64_t latest = std::numeric_limits<int64_t>::min();
+    for (const auto& [id, end] : stream_end_) {
+      if (end > returned + kSlackNs)
+        ++busy;
+      else if (end >= latest)
+        latest = end, on = id;
+    }
+    if (busy == 0) return -1;
+    return on >= 0 ? on : compute_id_;
   }
 
   // A kernel: a collective (NCCL, its group imported whole), or a kernel of
@@ -591,6 +620,8 @@ class Importer {
   int r_ = 0;
   int64_t cursor_ = 0;       // where its host is: the end of the last call that became an op
   int64_t compute_end_ = 0;  // GPU end of the work put on its compute stream so far
+  std::map<int, int64_t> stream_end_;  // per stream, GPU end of the work put on it so far
+  int64_t syncs_device_ = 0, syncs_stream_ = 0;  // stream synchronizes without a cuda_sync event, as they became
   std::unordered_map<int64_t, int> kernels_of_op_;
   std::unordered_map<int64_t, const Activity*> longest_;
   CopyOverlap overlap_;  // its copies' engines' busy time

@@ -405,6 +405,30 @@ TEST_CASE("a reference program profiled with the defaults: its waits inferred as
   }
 }
 
+TEST_CASE("stream synchronizes without cuda_sync events: the stream the timeline shows, else a device synchronize") {
+  // A kernel on compute (10-20 us) beside a copy on stream 20 (12-100 us). The first synchronize
+  // returns at 22 us with the copy still running: it waited for compute alone. The second returns
+  // as the copy ends (nothing left running): a device synchronize reproduces it. The third comes
+  // after a kernel on stream 20 (110-120) while compute idles: stream 20's.
+  TraceBuilder b;
+  b.gpu("kernel", "k", 7, 10, 10, b.call("cudaLaunchKernel", 5, 1));
+  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 12, 88, b.call("cudaMemcpyAsync", 8, 1), {{"bytes", 4096}});
+  b.call("cudaStreamSynchronize", 15, 7);
+  b.call("cudaStreamSynchronize", 30, 71);
+  b.gpu("kernel", "k2", 20, 110, 10, b.call("cudaLaunchKernel", 105, 1));
+  b.gpu("kernel", "k3", 7, 125, 100, b.call("cudaLaunchKernel", 106, 1));
+  b.call("cudaStreamSynchronize", 107, 14);
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("nosync-streamsync.json")});
+  std::vector<std::pair<OpKind, int>> syncs;  // (kind, stream)
+  for (const Op& op : *t.schedule.programs[0].ops)
+    if (op.kind == OpKind::StreamSync || op.kind == OpKind::DeviceSync) syncs.emplace_back(op.kind, op.kind == OpKind::StreamSync ? op.stream : -1);
+  const int compute = t.schedule.find_stream("compute"), side = t.schedule.find_stream("stream20");
+  CHECK(syncs == std::vector<std::pair<OpKind, int>>{{OpKind::StreamSync, compute}, {OpKind::DeviceSync, -1}, {OpKind::StreamSync, side}});
+  CHECK(std::count(t.summary.notes.begin(), t.summary.notes.end(),
+                   "stream synchronizes without their cuda_sync event: 1 became device synchronizes (no stream was busy as the call returned), 2 stream "
+        "synchronizes of the stream whose work had ended by then (another was still busy)") == 1);
+}
+
 TEST_CASE("a reference program's trace without its cuda_sync events: the same waits inferred, the same replay") {
   const std::string root = std::string(OVERLAPSIM_SOURCE_DIR) + "/validate/reference/h100-sxm/traces/";
   const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
