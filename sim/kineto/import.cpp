@@ -757,6 +757,26 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
     const int r = ranked ? traces[i].rank : static_cast<int>(i);
     if (!by_rank.emplace(r, i).second) fail(traces[i].file, fmt::format("rank {} again (also {})", r, traces[by_rank[r]].file));
   }
+  // One rank of a larger job as every rank, peers assumed symmetric: the trace
+  // again under each rank of the job.
+  if (options.symmetric_ranks) {
+    if (traces.size() != 1 || traces[0].world < 2)
+      throw InputError(SourceLocation{paths[0], 0, 0},
+                       traces.size() != 1 ? "--symmetric-ranks takes one rank's trace: give one file, or drop the option to import every rank's"
+                                          : "--symmetric-ranks: the trace's distributedInfo names no job of several ranks (world_size); "
+                                            "a single-GPU trace imports without it");
+    const int job = traces[0].rank;
+    sum.notes.push_back(fmt::format("rank {}'s trace replayed as each of the job's {} ranks (--symmetric-ranks): its collectives over the job are "
+                                    "simulated with every peer issuing the same",
+                                    job, traces[0].world));
+    by_rank.clear();
+    traces.reserve(static_cast<size_t>(traces[0].world));  // the copies point into the first's activities
+    for (int r = 0; r < traces[0].world; ++r) {
+      if (r > 0) traces.push_back(traces[0]);
+      traces.back().rank = r;
+      by_rank.emplace(r, static_cast<size_t>(r));
+    }
+  }
   // Some ranks of a larger job: the schedule's ranks are theirs in order.
   std::vector<const RankTrace*> ranks;
   std::vector<int> renumbered;

@@ -459,6 +459,41 @@ TEST_CASE("a reference program's trace without its cuda_sync events: the same wa
   }
 }
 
+TEST_CASE("one rank's trace replayed as every rank of its job (--symmetric-ranks), against every rank's traces") {
+  const std::string dir = std::string(OVERLAPSIM_SOURCE_DIR) + "/validate/reference/h200x4-nvlink/traces/dit-sp4-16384-nccl-layerwise-pf2-pinned";
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
+  const ModelParams params = load_calibration(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/calibrations/h200x4-nvlink.yaml");
+  std::vector<std::string> all;
+  for (int r = 0; r < 4; ++r) all.push_back(dir + ".rank" + std::to_string(r) + ".trace.json.gz");
+  const kineto::ImportedTrace every = kineto::import_traces(all, steps_matching("^step \\d+$"));
+  kineto::ImportOptions o = steps_matching("^step \\d+$");
+  const kineto::ImportedTrace alone = kineto::import_traces({all[2]}, o);  // as before: one rank, collectives measured
+  o.symmetric_ranks = true;
+  const kineto::ImportedTrace sym = kineto::import_traces({all[2]}, o);
+  CHECK(alone.summary.ranks == 1);
+  CHECK(alone.summary.ops.count("collective all_to_all") == 0);
+  REQUIRE(sym.summary.ranks == 4);
+  REQUIRE(sym.schedule.programs.size() == 4);
+  for (const auto& p : sym.schedule.programs) CHECK(p.ops->size() == sym.schedule.programs[0].ops->size());
+  CHECK(sym.summary.ops.at("collective all_to_all") == every.summary.ops.at("collective all_to_all"));
+  CHECK(std::count_if(sym.summary.notes.begin(), sym.summary.notes.end(),
+                      [](const std::string& n) { return n.find("rank 2's trace replayed as each of the job's 4 ranks") == 0; }) == 1);
+  ExecOptions eo;
+  eo.keep_records = true;
+  auto step_of = [&](const kineto::ImportedTrace& t) {
+    const Metrics m = compute_metrics(t.schedule, topo, execute(t.schedule, topo, params, eo));
+    REQUIRE(m.steps.size() == 1);
+    return (m.steps[0].end - m.steps[0].start).s();
+  };
+  // Its ranks are alike: rank 2 four times replays within 2 % of the four ranks' own traces.
+  CHECK(step_of(sym) == doctest::Approx(step_of(every)).epsilon(0.02));
+  // Refused: several traces, or one of a single-rank job.
+  CHECK_THROWS_AS(kineto::import_traces({all[0], all[1]}, o), InputError);
+  TraceBuilder b;
+  b.gpu("kernel", "k", 7, 10, 10, b.call("cudaLaunchKernel", 5, 1));
+  CHECK_THROWS_AS(kineto::import_traces({b.write("sym-single.json")}, o), InputError);
+}
+
 TEST_CASE("steps without --steps: ProfilerStep#N, else `step N` ranges, the others listed") {
   TraceBuilder b;
   for (int i = 0; i < 3; ++i) b.gpu("kernel", "k", 7, 20 + 100 * i, 10, b.call("cudaLaunchKernel", 10 + 100 * i, 1));
