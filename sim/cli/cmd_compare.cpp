@@ -258,6 +258,23 @@ void print_sets(const reference::Figures& f, const std::function<void(const std:
                              f.traces->traces.size(), f.traces->pinned_worst_pct, f.traces->pageable_worst_pct);
     missed("traces");
   }
+  if (f.traces_default) {
+    // Recorded with torch.profiler's defaults: steps found by the import, stream waits inferred from the runtime calls.
+    const reference::TraceSetFigures& t = *f.traces_default;
+    std::cout << format_trace_figures(t.traces);
+    for (const TraceFigure& tf : t.traces) {
+      std::cout << fmt::format("    {}: steps {}", tf.name, tf.steps_from.empty() ? "as the manifest's steps: matches" : tf.steps_from);
+      if (tf.waits_inferred > 0)
+        std::cout << fmt::format("; stream waits inferred {}, {} confirmed by the timeline, {} by program order only", tf.waits_inferred,
+                                 tf.inferred_timed, tf.waits_inferred - tf.inferred_timed);
+      std::cout << "\n";
+    }
+    std::cout << fmt::format(
+        "  traces_default: {} imported (torch.profiler's defaults), step time error against the program's worst {:.1f} % pinned, {:.1f} % "
+        "pageable; stream waits inferred {}, {} confirmed by the timeline\n",
+        t.traces.size(), t.pinned_worst_pct, t.pageable_worst_pct, t.waits_inferred, t.inferred_timed);
+    missed("traces_default");
+  }
 }
 
 // A reference machine (validate/reference/<machine>/manifest.yaml): its

@@ -20,6 +20,7 @@ namespace {
 struct ImportCliOptions {
   std::vector<std::string> traces;
   std::string out, topology, steps, name;
+  bool symmetric_ranks = false;
   bool force = false;
 };
 
@@ -66,6 +67,7 @@ int import_command(const ImportCliOptions& o) {
   if (!o.topology.empty() && !fs::is_regular_file(o.topology)) throw InputError(SourceLocation{o.topology, 0, 0}, "no such topology file");
   kineto::ImportOptions io;
   io.steps = o.steps;
+  io.symmetric_ranks = o.symmetric_ranks;
   io.name = o.name;
   kineto::ImportedTrace t = kineto::import_traces(o.traces, io);
   const std::string gpu_line = check_gpus(t.gpus, o.topology);
@@ -95,6 +97,9 @@ Command add_import_trace(CLI::App& app) {
   c->add_option("--steps", o->steps,
                 "a regex: ranges (record_function, cpu ops) whose names match start steps (default: ProfilerStep#N ranges, else `step N` ones)");
   c->add_option("--name", o->name, "the schedule's name (default: the first trace's file name)");
+  c->add_flag("--symmetric-ranks", o->symmetric_ranks,
+              "one rank's trace of a multi-rank job: replay it as every rank of the job (peers assumed symmetric), its collectives "
+              "simulated instead of keeping their measured time");
   c->add_flag("--force", o->force, "overwrite existing output files");
   return {c, [o] { return import_command(*o); }};
 }

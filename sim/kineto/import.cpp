@@ -63,6 +63,13 @@ InferredWait infer_waiting_stream(const std::vector<Call>& calls, size_t wait, c
   return after_record && stream_before != next ? InferredWait{next, stream_before} : InferredWait{};
 }
 
+// Whether the thread's next call that is not host-only, after `i`, is another stream wait.
+bool next_call_waits(const std::vector<Call>& calls, size_t i) {
+  for (size_t j = i + 1; j < calls.size(); ++j)
+    if (const CallKind k = kind_of(calls[j]); k != CallKind::HostOnly) return k == CallKind::Wait;
+  return false;
+}
+
 // For every wait and event synchronize (by call index): the record it binds.
 // A wait the timeline decides (the waiting stream went on late, as a record's
 // work ended) binds the latest record on another stream whose work had ended
@@ -92,6 +99,7 @@ std::map<size_t, Binding> pair_waits(const RankTrace& t, std::vector<RecordInfo>
   int last_stream = default_stream, stream_before = default_stream;  // the thread's last stream, and the one before it
   bool last_was_copy = false;
   std::map<std::pair<int, int>, size_t> last_bound;  // (waiting stream, record stream) -> record index + 1
+  std::map<int, int> last_waiter;                     // record stream -> the stream that last waited on one of its records
   std::map<int64_t, int> stream_of_event;
   size_t last_gpu_call = SIZE_MAX;  // the last call that was no host-only call
   for (size_t i = 0; i < calls.size(); ++i) {
@@ -130,6 +138,13 @@ std::map<size_t, Binding> pair_waits(const RankTrace& t, std::vector<RecordInfo>
           r.covered_end = it == enqueued_end.end() ? kNone : it->second;
           r.after_copy = false;
         }
+        // A record on the stream whose work comes next, then two waits with no
+        // work between: the first is a wait_stream whose waiter gets no work
+        // before the next wait (the copy stream waiting for compute at the end
+        // of a prefetch loop, the prefetch never coming): the stream that last
+        // waited on that one, else the next work's as above.
+        if (waiting >= 0 && after_record && records.back().stream == waiting && next_call_waits(calls, i))
+          if (auto lw = last_waiter.find(waiting); lw != last_waiter.end()) waiting = lw->second;
       }
       if (k == CallKind::Wait && waiting < 0) {
         ++sum.not_imported[inferred ? "stream waits without a cuda_sync event whose waiting stream the calls do not show: left out"
@@ -213,6 +228,7 @@ std::map<size_t, Binding> pair_waits(const RankTrace& t, std::vector<RecordInfo>
       if (k == CallKind::Wait && !inferred) ++sum.waits_recorded;
       bound[i] = {pick, waiting};
       last_bound[{waiting, records[pick].stream}] = pick + 1;
+      if (k == CallKind::Wait) last_waiter[records[pick].stream] = waiting;
       if (event_id != kNone) {
         records[pick].event_id = event_id;
         stream_of_event[event_id] = records[pick].stream;
@@ -254,6 +270,11 @@ class Importer {
 
   ImportedTrace run() {
     for (int r = 0; r < n_; ++r) import_rank(r);
+    if (syncs_device_ + syncs_stream_ > 0)
+      sum_.notes.push_back(fmt::format(
+          "stream synchronizes without their cuda_sync event: {} became device synchronizes (no stream was busy as the call returned), {} "
+          "stream synchronizes of the stream whose work had ended by then (another was still busy)",
+          syncs_device_, syncs_stream_));
     b_.schedule().runtime.framework_kernels = true;  // PyTorch's kernels; the host's time is measured
     ImportedTrace out;
     out.schedule = b_.build();
@@ -397,6 +418,7 @@ class Importer {
     }
     cursor_ = t.calls.front().ts;
     compute_end_ = 0;
+    stream_end_.clear();
     // Step markers go before the first call at or after their range's start;
     // the end of the last before the first call after it ends.
     size_t next_step = 0;
@@ -419,6 +441,7 @@ class Importer {
       host_until(c.ts);
       cursor_ = std::max(cursor_, c.end);
       if (c.gpu && c.gpu->stream == compute_id_) compute_end_ = std::max(compute_end_, c.gpu->end);
+      if (c.gpu) stream_end_[c.gpu->stream] = std::max(stream_end_[c.gpu->stream], c.gpu->end);
       const OpTimes host{c.ts, c.end, c.ts, c.end};
       switch (k) {
         case CallKind::Kernel: kernel(t, c); break;
@@ -454,8 +477,13 @@ class Importer {
         case CallKind::StreamSync: {
           const int64_t s = c.sync && (*c.sync).contains("args") ? int_arg((*c.sync)["args"], "stream", -1) : -1;
           if (s < 0) {
-            sum_.notes.push_back("a stream synchronize without its cuda_sync event became a device synchronize");
-            emit(ops::device_sync(), host, "device_sync");
+            if (const int on = synchronized_stream(c.end); on >= 0) {
+              ++syncs_stream_;
+              emit(ops::stream_sync(stream(on)), host, "stream_sync");
+            } else {
+              ++syncs_device_;
+              emit(ops::device_sync(), host, "device_sync");
+            }
           } else {
             emit(ops::stream_sync(stream(static_cast<int>(s))), host, "stream_sync");
           }
@@ -466,6 +494,23 @@ class Importer {
       }
     }
     if (!steps_ended && next_step == t.steps.size()) marker(t.steps.back().end, kStepsEndMarker, "marker (end of steps)");
+  }
+
+  // Which stream a cudaStreamSynchronize without its cuda_sync event waited
+  // for, from when it returned: -1 (a device synchronize reproduces it) where
+  // no stream was still busy then; else the stream whose work ended last by
+  // then (the one it waited for), or the compute stream where none had.
+  int synchronized_stream(int64_t returned) const {
+    int busy = 0, on = -1;
+    int64_t latest = std::numeric_limits<int64_t>::min();
+    for (const auto& [id, end] : stream_end_) {
+      if (end > returned + kSlackNs)
+        ++busy;
+      else if (end >= latest)
+        latest = end, on = id;
+    }
+    if (busy == 0) return -1;
+    return on >= 0 ? on : compute_id_;
   }
 
   // A kernel: a collective (NCCL, its group imported whole), or a kernel of
@@ -575,6 +620,8 @@ class Importer {
   int r_ = 0;
   int64_t cursor_ = 0;       // where its host is: the end of the last call that became an op
   int64_t compute_end_ = 0;  // GPU end of the work put on its compute stream so far
+  std::map<int, int64_t> stream_end_;  // per stream, GPU end of the work put on it so far
+  int64_t syncs_device_ = 0, syncs_stream_ = 0;  // stream synchronizes without a cuda_sync event, as they became
   std::unordered_map<int64_t, int> kernels_of_op_;
   std::unordered_map<int64_t, const Activity*> longest_;
   CopyOverlap overlap_;  // its copies' engines' busy time
@@ -709,6 +756,26 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
   for (size_t i = 0; i < traces.size(); ++i) {
     const int r = ranked ? traces[i].rank : static_cast<int>(i);
     if (!by_rank.emplace(r, i).second) fail(traces[i].file, fmt::format("rank {} again (also {})", r, traces[by_rank[r]].file));
+  }
+  // One rank of a larger job as every rank, peers assumed symmetric: the trace
+  // again under each rank of the job.
+  if (options.symmetric_ranks) {
+    if (traces.size() != 1 || traces[0].world < 2)
+      throw InputError(SourceLocation{paths[0], 0, 0},
+                       traces.size() != 1 ? "--symmetric-ranks takes one rank's trace: give one file, or drop the option to import every rank's"
+                                          : "--symmetric-ranks: the trace's distributedInfo names no job of several ranks (world_size); "
+                                            "a single-GPU trace imports without it");
+    const int job = traces[0].rank;
+    sum.notes.push_back(fmt::format("rank {}'s trace replayed as each of the job's {} ranks (--symmetric-ranks): its collectives over the job are "
+                                    "simulated with every peer issuing the same",
+                                    job, traces[0].world));
+    by_rank.clear();
+    traces.reserve(static_cast<size_t>(traces[0].world));  // the copies point into the first's activities
+    for (int r = 0; r < traces[0].world; ++r) {
+      if (r > 0) traces.push_back(traces[0]);
+      traces.back().rank = r;
+      by_rank.emplace(r, static_cast<size_t>(r));
+    }
   }
   // Some ranks of a larger job: the schedule's ranks are theirs in order.
   std::vector<const RankTrace*> ranks;

@@ -33,6 +33,10 @@ struct ImportOptions {
   std::string steps;
   /// The schedule's name; "" = the first trace's file name.
   std::string name;
+  /// One rank's trace of a larger job replayed as every rank of it (its
+  /// distributedInfo's world size), each the same program: its collectives
+  /// over the whole job are simulated with peers assumed symmetric.
+  bool symmetric_ranks = false;
 };
 
 /// What became of the trace's events: nothing is dropped without a count.

@@ -101,10 +101,11 @@ Expected read_expected(const MapReader& e, const Manifest& m) {
     const MapReader l = limits(e, "memory", {"allocated_worst_pct", "device_worst_pct"});
     x.memory = MemoryLimits{l.num("allocated_worst_pct"), l.num("device_worst_pct")};
   }
-  if (needs("traces", m.traces.has_value(), "traces: section")) {
-    const MapReader l = limits(e, "traces", {"pinned_worst_pct", "pageable_worst_pct"});
-    x.traces = TraceLimits{l.num("pinned_worst_pct"), l.num("pageable_worst_pct")};
-  }
+  for (const auto& [key, set, out] : {std::tuple{"traces", &m.traces, &x.traces}, std::tuple{"traces_default", &m.traces_default, &x.traces_default}})
+    if (needs(key, set->has_value(), std::string(key) + ": section")) {
+      const MapReader l = limits(e, key, {"pinned_worst_pct", "pageable_worst_pct"});
+      *out = TraceLimits{l.num("pinned_worst_pct"), l.num("pageable_worst_pct")};
+    }
   return x;
 }
 
@@ -125,7 +126,7 @@ std::vector<CrossExpected> read_predicted_from(const MapReader& top, const Manif
     // What a calibration borrowed from another machine makes: no refit, no replay, no timing events.
     x.expected = read_expected(MapReader(m.file, kv.second, name,
                                          {"validation", "programs", "programs_repeated", "fp8_programs", "fp8_programs_repeated", "requests",
-                                          "requests_repeated", "models", "models_repeated", "memory", "traces"}),
+                                          "requests_repeated", "models", "models_repeated", "memory", "traces", "traces_default"}),
                                m);
     out.push_back(std::move(x));
   }
@@ -141,7 +142,7 @@ Manifest read_manifest(const std::string& folder) {
   const YAML::Node root = load_yaml_file(m.file);
   const MapReader top(m.file, root, "reference manifest",
                       {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "fp8_programs", "requests", "models",
-                       "memory", "traces", "expected", "predicted_from"});
+                       "memory", "traces", "traces_default", "expected", "predicted_from"});
   if (top.str("schema") != "overlapsim.reference/v1") top.fail("schema", "expected overlapsim.reference/v1");
   m.machine = top.str("machine");
   m.description = top.opt_str("description").value_or("");
@@ -163,15 +164,16 @@ Manifest read_manifest(const std::string& folder) {
                                                  std::tuple{"requests", true, &m.requests},
                                                  std::tuple{"models", true, &m.models}, std::tuple{"memory", false, &m.memory}})
     if (top.has(section)) *out = program_set(top, section, repeatable, path);
-  if (top.has("traces")) {
-    const MapReader tr(m.file, top.get("traces"), "traces", {"runs", "steps"});
-    m.traces = TraceSet{path.folder(tr, "runs", tr.str("runs")), tr.opt_str("steps").value_or("")};
-  }
+  for (const auto& [section, out] : {std::pair{"traces", &m.traces}, std::pair{"traces_default", &m.traces_default}})
+    if (top.has(section)) {
+      const MapReader tr(m.file, top.get(section), section, {"runs", "steps"});
+      *out = TraceSet{path.folder(tr, "runs", tr.str("runs")), tr.opt_str("steps").value_or("")};
+    }
   if (top.has("expected"))
     m.expected = read_expected(MapReader(m.file, top.get("expected"), "expected",
                                          {"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated",
                                           "fp8_programs", "fp8_programs_repeated", "requests", "requests_repeated", "models", "models_repeated",
-                                          "memory", "traces"}),
+                                          "memory", "traces", "traces_default"}),
                                m);
   if (top.has("predicted_from")) m.predicted_from = read_predicted_from(top, m, path);
   return m;
@@ -254,12 +256,13 @@ std::vector<Miss> check(const Figures& f, const Expected& e) {
       c(within(f.memory->allocated_worst_pct, e.memory->allocated_worst_pct) && within(f.memory->device_worst_pct, e.memory->device_worst_pct),
         "memory", "memory");
   }
-  if (e.traces) {
-    if (!f.traces)
-      c.absent("traces");
+  for (const auto& [key, figures, limits] : {std::tuple{"traces", &f.traces, &e.traces}, std::tuple{"traces_default", &f.traces_default, &e.traces_default}}) {
+    if (!*limits) continue;
+    if (!*figures)
+      c.absent(key);
     else
-      c(within(f.traces->pinned_worst_pct, e.traces->pinned_worst_pct) && within(f.traces->pageable_worst_pct, e.traces->pageable_worst_pct),
-        "traces", "traces");
+      c(within((*figures)->pinned_worst_pct, (*limits)->pinned_worst_pct) && within((*figures)->pageable_worst_pct, (*limits)->pageable_worst_pct),
+        key, key);
   }
   return c.misses;
 }

@@ -48,7 +48,7 @@ struct Expected {
   std::optional<RepeatedLimits> programs_repeated, fp8_programs_repeated, requests_repeated, models_repeated;
   std::optional<ModelLimits> models;
   std::optional<MemoryLimits> memory;
-  std::optional<TraceLimits> traces;
+  std::optional<TraceLimits> traces, traces_default;
 };
 
 /// Leave one machine out: what this machine's runs and programs should come
@@ -68,7 +68,7 @@ struct ProgramSet {
   SourceLocation at;  // the section's `runs:`, for errors found in its results
 };
 struct TraceSet {
-  std::string runs, steps;
+  std::string runs, steps;  // steps "": found by the import (ProfilerStep#N, else `step N` ranges)
 };
 
 /// A manifest read and checked: every path resolved against its folder (and
@@ -81,7 +81,9 @@ struct Manifest {
   std::vector<std::string> sources;  // its bench files
   std::optional<std::string> validation, timing_events;
   std::optional<ProgramSet> programs, fp8_programs, requests, models, memory;
-  std::optional<TraceSet> traces;
+  // traces: recorded as docs/import-trace.md asks (shapes, CUDA sync events);
+  // traces_default: with torch.profiler's defaults, as users record them.
+  std::optional<TraceSet> traces, traces_default;
   Expected expected;
   std::vector<CrossExpected> predicted_from;
 };
@@ -116,6 +118,7 @@ struct ProgramSetFigures {
 struct TraceSetFigures {
   std::vector<TraceFigure> traces;
   double pinned_worst_pct = 0, pageable_worst_pct = 0;  // |step time error| against the program's
+  int64_t waits_inferred = 0, inferred_timed = 0;       // stream waits without a cuda_sync event, all traces
 };
 
 /// What a manifest's machine reproduces; a section is absent where the manifest has none.
@@ -128,7 +131,7 @@ struct Figures {
   std::optional<ErrorFigures> validation, validation_timing_events;
   std::optional<ProgramSetFigures> programs, fp8_programs, requests, models;
   std::optional<ProgramFigures> memory;
-  std::optional<TraceSetFigures> traces;
+  std::optional<TraceSetFigures> traces, traces_default;
 };
 
 /// Refits the calibration from the sources (writing it with

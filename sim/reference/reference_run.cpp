@@ -88,14 +88,17 @@ void simulate_sets(const Manifest& m, const hw::Topology& topo, const std::strin
       throw InputError(m.memory->at,
                        "memory 'runs': none of these program results measured its memory (validate/programs/dit_offload.py writes memory:)");
   }
-  if (m.traces) {
-    // Programs' torch.profiler traces imported and simulated: step time against the program's own (no profiler).
-    TraceSetFigures t{trace_figures(m.traces->runs, topo, params, m.traces->steps), 0, 0};
+  // Programs' torch.profiler traces imported and simulated: step time against the program's own (no profiler).
+  for (const auto& [set, out] : {std::pair{&m.traces, &f.traces}, std::pair{&m.traces_default, &f.traces_default}}) {
+    if (!*set) continue;
+    TraceSetFigures t{trace_figures((*set)->runs, topo, params, (*set)->steps), 0, 0};
     for (const TraceFigure& tf : t.traces) {
       double& worst = tf.pageable ? t.pageable_worst_pct : t.pinned_worst_pct;
       worst = std::max(worst, 100 * std::abs(tf.error()));
+      t.waits_inferred += tf.waits_inferred;
+      t.inferred_timed += tf.inferred_timed;
     }
-    f.traces = std::move(t);
+    *out = std::move(t);
   }
 }
 

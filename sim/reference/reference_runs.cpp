@@ -136,6 +136,9 @@ std::vector<TraceFigure> trace_figures(const std::string& dir, const hw::Topolog
     f.trace_s = step_time_s(t.schedule, topo, t.measured);
     f.simulated_s = step_time_s(t.schedule, topo, sim);
     f.pageable = name.find("pageable") != std::string::npos;
+    f.waits_inferred = t.summary.inferred_timed + t.summary.inferred_untimed;
+    f.inferred_timed = t.summary.inferred_timed;
+    f.steps_from = t.summary.steps_from;
     out.push_back(f);
   }
   return out;

@@ -4,6 +4,7 @@
 // predicted, and programs' torch.profiler traces imported and simulated.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,10 +59,12 @@ struct TraceFigure {
   std::string name;
   double program_s = 0, trace_s = 0, simulated_s = 0;
   bool pageable = false;
+  int64_t waits_inferred = 0, inferred_timed = 0;  // stream waits without a cuda_sync event; of those bound by the timeline
+  std::string steps_from;                          // which ranges became steps, where `steps` was ""
   [[nodiscard]] double error() const { return simulated_s / program_s - 1; }
 };
 /// Every NAME[.rankN].trace.json.gz in `dir` with its NAME.json, imported
-/// (steps: ranges matching `steps`) and simulated with `params`.
+/// (steps: ranges matching `steps`; "": the import finds them) and simulated with `params`.
 std::vector<TraceFigure> trace_figures(const std::string& dir, const hw::Topology& topo, const ModelParams& params, const std::string& steps);
 std::string format_trace_figures(const std::vector<TraceFigure>& figures);
 

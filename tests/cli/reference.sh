@@ -93,6 +93,12 @@ if "memory" in expected:
 if "traces" in expected:
     g = line(rf"  traces: [0-9]+ imported, step time error against the program's worst {NUM} % pinned, {NUM} % pageable", "traces")
     if g: at_most(g[0], expected["traces"]["pinned_worst_pct"], "traces pinned"); at_most(g[1], expected["traces"]["pageable_worst_pct"], "traces pageable")
+if "traces_default" in expected:
+    g = line(rf"  traces_default: [0-9]+ imported \(torch.profiler's defaults\), step time error against the program's worst {NUM} % pinned, {NUM} % pageable; "
+             rf"stream waits inferred [0-9]+, [0-9]+ confirmed by the timeline", "traces_default")
+    if g:
+        e = expected["traces_default"]
+        at_most(g[0], e["pinned_worst_pct"], "traces_default pinned"); at_most(g[1], e["pageable_worst_pct"], "traces_default pageable")
 
 for f in failed: print("reference.sh:", f, file=sys.stderr)
 if failed: sys.exit(1)

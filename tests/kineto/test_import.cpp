@@ -3,9 +3,11 @@
 // reference programs' traces re-simulated.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -370,6 +372,63 @@ TEST_CASE("waits without cuda_sync events: the waiting stream from the next work
   CHECK(lone.summary.not_imported.at("stream waits without a cuda_sync event whose waiting stream the calls do not show: left out") == 1);
 }
 
+// Every stream wait of an import in program order: its waiting stream ("compute" or "side") and its record's ordinal.
+std::vector<std::pair<std::string, int>> wait_pairings(const kineto::ImportedTrace& t) {
+  std::vector<std::pair<std::string, int>> out;
+  const int compute = t.schedule.find_stream("compute");
+  std::map<int, int> ordinal;  // event -> its record's ordinal
+  for (const Op& op : *t.schedule.programs[0].ops) {
+    if (op.kind == OpKind::EventRecord) ordinal.emplace(op.event, static_cast<int>(ordinal.size()));
+    if (op.kind == OpKind::StreamWaitEvent) out.emplace_back(op.stream == compute ? "compute" : "side", ordinal.at(op.event));
+  }
+  return out;
+}
+
+TEST_CASE("a reference program profiled with the defaults: its waits inferred as the same program's sync events recorded them") {
+  // traces-default/ and traces/: the same program, profiled in two sessions, without and with
+  // enable_cuda_sync_events. The calls are the same, and so are the pairings: the last
+  // copy.wait_stream(compute), with no prefetch after it, included (its record and wait, then
+  // compute's wait: the copy stream's; taken for compute's, it bound the pageable trace's next copy
+  // and every later compute wait one copy late).
+  const std::string ref = std::string(OVERLAPSIM_SOURCE_DIR) + "/validate/reference/h100-sxm/";
+  for (const char* name : {"dit-4096-layerwise-pf2-pinned", "dit-16384-layerwise-pf2-pageable"}) {
+    CAPTURE(name);
+    const kineto::ImportedTrace recorded = kineto::import_traces({ref + "traces/" + name + ".trace.json.gz"});
+    const kineto::ImportedTrace inferred = kineto::import_traces({ref + "traces-default/" + name + ".trace.json.gz"});
+    CHECK(inferred.summary.inferred_timed + inferred.summary.inferred_untimed == 24);
+    CHECK(inferred.summary.waits_recorded == 0);
+    CHECK(recorded.summary.waits_recorded == 24);
+    const auto pairings = wait_pairings(recorded);
+    REQUIRE(pairings.size() == 24);
+    CHECK(std::count(pairings.begin(), pairings.end(), std::pair<std::string, int>{"side", 38}) == 1);  // the last wait_stream
+    CHECK(wait_pairings(inferred) == pairings);
+  }
+}
+
+TEST_CASE("stream synchronizes without cuda_sync events: the stream the timeline shows, else a device synchronize") {
+  // A kernel on compute (10-20 us) beside a copy on stream 20 (12-100 us). The first synchronize
+  // returns at 22 us with the copy still running: it waited for compute alone. The second returns
+  // as the copy ends (nothing left running): a device synchronize reproduces it. The third comes
+  // after a kernel on stream 20 (110-120) while compute idles: stream 20's.
+  TraceBuilder b;
+  b.gpu("kernel", "k", 7, 10, 10, b.call("cudaLaunchKernel", 5, 1));
+  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 12, 88, b.call("cudaMemcpyAsync", 8, 1), {{"bytes", 4096}});
+  b.call("cudaStreamSynchronize", 15, 7);
+  b.call("cudaStreamSynchronize", 30, 71);
+  b.gpu("kernel", "k2", 20, 110, 10, b.call("cudaLaunchKernel", 105, 1));
+  b.gpu("kernel", "k3", 7, 125, 100, b.call("cudaLaunchKernel", 106, 1));
+  b.call("cudaStreamSynchronize", 107, 14);
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("nosync-streamsync.json")});
+  std::vector<std::pair<OpKind, int>> syncs;  // (kind, stream)
+  for (const Op& op : *t.schedule.programs[0].ops)
+    if (op.kind == OpKind::StreamSync || op.kind == OpKind::DeviceSync) syncs.emplace_back(op.kind, op.kind == OpKind::StreamSync ? op.stream : -1);
+  const int compute = t.schedule.find_stream("compute"), side = t.schedule.find_stream("stream20");
+  CHECK(syncs == std::vector<std::pair<OpKind, int>>{{OpKind::StreamSync, compute}, {OpKind::DeviceSync, -1}, {OpKind::StreamSync, side}});
+  CHECK(std::count(t.summary.notes.begin(), t.summary.notes.end(),
+                   "stream synchronizes without their cuda_sync event: 1 became device synchronizes (no stream was busy as the call returned), 2 stream "
+        "synchronizes of the stream whose work had ended by then (another was still busy)") == 1);
+}
+
 TEST_CASE("a reference program's trace without its cuda_sync events: the same waits inferred, the same replay") {
   const std::string root = std::string(OVERLAPSIM_SOURCE_DIR) + "/validate/reference/h100-sxm/traces/";
   const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
@@ -387,6 +446,7 @@ TEST_CASE("a reference program's trace without its cuda_sync events: the same wa
     const kineto::ImportedTrace b = kineto::import_traces({without}, steps_matching("^step \\d+$"));
     CHECK(b.summary.inferred_timed + b.summary.inferred_untimed == 24);
     CHECK(b.summary.ops.at("stream_wait_event") == a.summary.ops.at("stream_wait_event"));
+    CHECK(wait_pairings(b) == wait_pairings(a));
     ExecOptions o;
     o.keep_records = true;
     auto step_of = [&](const kineto::ImportedTrace& t) {
@@ -397,6 +457,41 @@ TEST_CASE("a reference program's trace without its cuda_sync events: the same wa
     // Left out (before), the pinned step replayed 44.0 ms against 76.6 ms, the pageable one 545.0 against 648.9 ms.
     CHECK(step_of(b) == doctest::Approx(step_of(a)).epsilon(0.001));
   }
+}
+
+TEST_CASE("one rank's trace replayed as every rank of its job (--symmetric-ranks), against every rank's traces") {
+  const std::string dir = std::string(OVERLAPSIM_SOURCE_DIR) + "/validate/reference/h200x4-nvlink/traces/dit-sp4-16384-nccl-layerwise-pf2-pinned";
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
+  const ModelParams params = load_calibration(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/calibrations/h200x4-nvlink.yaml");
+  std::vector<std::string> all;
+  for (int r = 0; r < 4; ++r) all.push_back(dir + ".rank" + std::to_string(r) + ".trace.json.gz");
+  const kineto::ImportedTrace every = kineto::import_traces(all, steps_matching("^step \\d+$"));
+  kineto::ImportOptions o = steps_matching("^step \\d+$");
+  const kineto::ImportedTrace alone = kineto::import_traces({all[2]}, o);  // as before: one rank, collectives measured
+  o.symmetric_ranks = true;
+  const kineto::ImportedTrace sym = kineto::import_traces({all[2]}, o);
+  CHECK(alone.summary.ranks == 1);
+  CHECK(alone.summary.ops.count("collective all_to_all") == 0);
+  REQUIRE(sym.summary.ranks == 4);
+  REQUIRE(sym.schedule.programs.size() == 4);
+  for (const auto& p : sym.schedule.programs) CHECK(p.ops->size() == sym.schedule.programs[0].ops->size());
+  CHECK(sym.summary.ops.at("collective all_to_all") == every.summary.ops.at("collective all_to_all"));
+  CHECK(std::count_if(sym.summary.notes.begin(), sym.summary.notes.end(),
+                      [](const std::string& n) { return n.find("rank 2's trace replayed as each of the job's 4 ranks") == 0; }) == 1);
+  ExecOptions eo;
+  eo.keep_records = true;
+  auto step_of = [&](const kineto::ImportedTrace& t) {
+    const Metrics m = compute_metrics(t.schedule, topo, execute(t.schedule, topo, params, eo));
+    REQUIRE(m.steps.size() == 1);
+    return (m.steps[0].end - m.steps[0].start).s();
+  };
+  // Its ranks are alike: rank 2 four times replays within 2 % of the four ranks' own traces.
+  CHECK(step_of(sym) == doctest::Approx(step_of(every)).epsilon(0.02));
+  // Refused: several traces, or one of a single-rank job.
+  CHECK_THROWS_AS(kineto::import_traces({all[0], all[1]}, o), InputError);
+  TraceBuilder b;
+  b.gpu("kernel", "k", 7, 10, 10, b.call("cudaLaunchKernel", 5, 1));
+  CHECK_THROWS_AS(kineto::import_traces({b.write("sym-single.json")}, o), InputError);
 }
 
 TEST_CASE("steps without --steps: ProfilerStep#N, else `step N` ranges, the others listed") {

@@ -26,7 +26,7 @@ struct ManifestDir {
     // One folder a process: CTest runs each test case as its own process, several at once.
     dir = fs::temp_directory_path() / ("osim-reference-manifest-" + std::to_string(::getpid()));
     fs::remove_all(dir);
-    for (const char* d : {"validation", "programs", "programs-run-2", "models", "memory", "traces"}) fs::create_directories(dir / d);
+    for (const char* d : {"validation", "programs", "programs-run-2", "models", "memory", "traces", "traces-default"}) fs::create_directories(dir / d);
     std::ofstream(dir / "manifest.yaml") << text;
   }
   ~ManifestDir() {
@@ -70,11 +70,13 @@ TEST_CASE("a manifest is read with its paths resolved against its folder and eve
                       "programs: {runs: programs, repeats: [programs-run-2]}\n"
                       "memory: {runs: memory}\n"
                       "traces: {runs: traces, steps: '^step \\d+$'}\n"
+                      "traces_default: {runs: traces-default}\n"
                       "expected:\n"
                       "  replay_held_over_5pct: 31\n"
                       "  validation: {median_pct: 1.6, worst_pct: 2.5}\n"
                       "  programs_repeated: {median_pct: 1.3, worst_pct: 2.0, spearman_min: 0.93, pairs_misordered_max: 0}\n"
-                      "  traces: {pinned_worst_pct: 6.5, pageable_worst_pct: 0.0}\n");
+                      "  traces: {pinned_worst_pct: 6.5, pageable_worst_pct: 0.0}\n"
+                      "  traces_default: {pinned_worst_pct: 6.4, pageable_worst_pct: 5.9}\n");
   const reference::Manifest m = reference::read_manifest(d.folder());
   CHECK(m.machine == "test-box");
   CHECK(m.calibration == (d.dir / "calibration.yaml").string());
@@ -86,6 +88,9 @@ TEST_CASE("a manifest is read with its paths resolved against its folder and eve
   CHECK(!m.fp8_programs);
   REQUIRE(m.traces);
   CHECK(m.traces->steps == "^step \\d+$");
+  REQUIRE(m.traces_default);  // no steps: the import finds them
+  CHECK(m.traces_default->runs == (d.dir / "traces-default").string());
+  CHECK(m.traces_default->steps.empty());
   CHECK(m.expected.replay_held_over_5pct == 31);
   REQUIRE(m.expected.validation);
   CHECK(m.expected.validation->worst_pct == 2.5);
@@ -94,6 +99,8 @@ TEST_CASE("a manifest is read with its paths resolved against its folder and eve
   CHECK(!m.expected.programs_repeated->halves_spearman_min);
   CHECK(!m.expected.programs);
   CHECK(m.expected.traces->pinned_worst_pct == 6.5);
+  REQUIRE(m.expected.traces_default);
+  CHECK(m.expected.traces_default->pageable_worst_pct == 5.9);
 }
 
 TEST_CASE("a bad manifest is refused at its line with what to do") {
@@ -113,6 +120,9 @@ TEST_CASE("a bad manifest is refused at its line with what to do") {
       {"a repeat's folder missing", head() + "programs: {runs: programs, repeats: [programs-run-99]}\n", 7, "programs 'repeats': no folder"},
       {"no repeats", head() + "programs: {runs: programs, repeats: []}\n", 7, "programs 'repeats': expected a list of folders"},
       {"a traces folder missing", head() + "traces: {runs: nowhere}\n", 7, "traces 'runs': no folder"},
+      {"a default-setting traces folder missing", head() + "traces_default: {runs: nowhere}\n", 7, "traces_default 'runs': no folder"},
+      {"default-setting trace limits without their section", head() + "traces: {runs: traces}\nexpected:\n  traces_default: {pinned_worst_pct: 1, pageable_worst_pct: 2}\n", 9,
+       "expected 'traces_default': the manifest has no traces_default: section"},
       {"a memory section with repeats", head() + "memory: {runs: memory, repeats: [programs-run-2]}\n", 7, "unknown key 'repeats'"},
       {"an unknown expected key", head() + "expected:\n  programz: {}\n", 8, "unknown key 'programz'"},
       {"an expected limit without its section", head() + "expected:\n  programs: {median_pct: 1, worst_pct: 2, spearman_min: 0.9}\n", 8,
@@ -161,6 +171,7 @@ reference::Expected expected() {
   e.models_repeated = reference::RepeatedLimits{1.5, 4.0, 1.0, std::nullopt, std::nullopt, 40.0};
   e.memory = reference::MemoryLimits{5.0, 8.0};
   e.traces = reference::TraceLimits{6.5, 0.0};
+  e.traces_default = reference::TraceLimits{6.4, 5.9};
   return e;
 }
 reference::ProgramSetFigures programs(double median, double worst, double spearman, double allocated_worst = 0) {
@@ -190,6 +201,7 @@ reference::Figures at_limits() {
   f.memory = ProgramFigures{};
   f.memory->allocated_worst_pct = 5.0, f.memory->device_worst_pct = 8.0;
   f.traces = reference::TraceSetFigures{{}, 6.5, 0.0};
+  f.traces_default = reference::TraceSetFigures{{}, 6.4, 5.9};
   return f;
 }
 std::vector<std::string> keys(const std::vector<reference::Miss>& misses) {
@@ -242,6 +254,8 @@ TEST_CASE("figures within what the manifest expects (to the printed precision) p
       {"memory", [](reference::Figures& f) { f.memory->device_worst_pct = 8.1; }, "memory"},
       {"traces", [](reference::Figures& f) { f.traces->pinned_worst_pct = 6.6; }, "traces"},
       {"traces", [](reference::Figures& f) { f.traces->pageable_worst_pct = 0.1; }, "traces"},
+      {"traces_default", [](reference::Figures& f) { f.traces_default->pinned_worst_pct = 6.5; }, "traces_default"},
+      {"traces_default", [](reference::Figures& f) { f.traces_default->pageable_worst_pct = 6.0; }, "traces_default"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.key);
@@ -270,8 +284,10 @@ TEST_CASE("a figure the manifest expects but the run did not make is a miss") {
   f.fp8_programs->repeated.reset();
   f.models.reset();
   f.memory.reset();
+  f.traces_default.reset();
   const std::vector<reference::Miss> misses = reference::check(f, expected());
-  CHECK(keys(misses) == std::vector<std::string>{"validation_timing_events", "fp8_programs_repeated", "models", "models_repeated", "memory"});
+  CHECK(keys(misses) ==
+        std::vector<std::string>{"validation_timing_events", "fp8_programs_repeated", "models", "models_repeated", "memory", "traces_default"});
   for (const auto& m : misses) CHECK(m.what.find("no such figure") != std::string::npos);
 }
 
