@@ -60,7 +60,7 @@ for key, label in (("validation", "validation runs"), ("validation_timing_events
     if key in expected:
         g = line(rf"  {label}: [0-9]+ runs, makespan error median {NUM} %, worst {NUM} %", key)
         if g: at_most(g[0], expected[key]["median_pct"], key + " median"); at_most(g[1], expected[key]["worst_pct"], key + " worst")
-for s in ("programs", "fp8_programs"):
+for s in ("programs", "fp8_programs", "requests"):
     if s in expected:
         g = line(rf"  {s}: [0-9]+ runs, makespan error median {NUM} %, worst {NUM} %, rank correlation at least {NUM}", s)
         if g:
@@ -71,7 +71,7 @@ if "models" in expected:
     if g:
         e = expected["models"]
         at_most(g[0], e["median_pct"], "models median"); at_most(g[1], e["worst_pct"], "models worst"); at_most(g[3], e["allocated_worst_pct"], "models allocated")
-for s in ("programs", "fp8_programs", "models"):
+for s in ("programs", "fp8_programs", "requests", "models"):
     key = s + "_repeated"
     if key not in expected: continue
     e = expected[key]
