@@ -156,13 +156,12 @@ NodeSpec parse_node(const std::string& file, const YAML::Node& n, const YAML::No
 }
 
 // A link line's `name:` addresses it in `--set` and sweep keys
-// (`topology.links.NAME.pcie`), so it is a plain name, one per line.
+// (`topology.links.NAME.pcie`), so it is a plain name, one per line. Its
+// `role:` (several lines may share one) addresses every line of that role
+// where no line has that name, so a role may not be another line's name.
 void check_link_names(const std::string& file, const YAML::Node& links) {
   if (!links.IsSequence()) return;  // for_each_repeated says what is wrong
-  std::map<std::string, int> seen;  // name -> its line
-  for (const YAML::Node& l : links) {
-    if (!l.IsMap() || !l["name"]) continue;
-    const YAML::Node n = l["name"];
+  auto plain_name = [&](const YAML::Node& n, const char* what) {
     const SourceLocation where = location_of(file, n);
     const std::string name = n.IsScalar() ? n.Scalar() : "";
     const bool plain = !name.empty() && std::all_of(name.begin(), name.end(),
@@ -170,16 +169,31 @@ void check_link_names(const std::string& file, const YAML::Node& links) {
     const bool digits = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!plain || digits)
       throw InputError(
-          where,
-          fmt::format("a link's name must be a plain name (letters, digits, '_' or '-', not only digits: keys take a number as an index), not '{}'",
-                      name));
-    if (auto [it, fresh] = seen.emplace(name, where.line); !fresh)
-      throw InputError(where, fmt::format("link name '{}' is used already on line {}: give each link line its own name", name, it->second));
+          where, fmt::format("a link's {} must be a plain name (letters, digits, '_' or '-', not only digits: keys take a number as an index), not '{}'",
+                             what, name));
+    return name;
+  };
+  std::map<std::string, int> seen;  // name -> its line
+  for (const YAML::Node& l : links) {
+    if (!l.IsMap() || !l["name"]) continue;
+    const std::string name = plain_name(l["name"], "name");
+    const int line = location_of(file, l["name"]).line;
+    if (auto [it, fresh] = seen.emplace(name, line); !fresh)
+      throw InputError(location_of(file, l["name"]),
+                       fmt::format("link name '{}' is used already on line {}: give each link line its own name", name, it->second));
+  }
+  for (const YAML::Node& l : links) {
+    if (!l.IsMap() || !l["role"]) continue;
+    const std::string role = plain_name(l["role"], "role");
+    if (auto it = seen.find(role); it != seen.end())
+      throw InputError(location_of(file, l["role"]),
+                       fmt::format("role '{}' is the name of the link on line {}: a key would pick that line alone; rename one of them", role,
+                                   it->second));
   }
 }
 
 LinkSpec parse_link(const std::string& file, const YAML::Node& n, const YAML::Node& original) {
-  const std::vector<std::string> known = {"name", "a", "b", "kind", "bandwidth", "pcie", "efficiency", "nvlinks", "latency", "duplex"};
+  const std::vector<std::string> known = {"name", "role", "a", "b", "kind", "bandwidth", "pcie", "efficiency", "nvlinks", "latency", "duplex"};
   MapReader r(file, n, "link", known, original);
   LinkSpec l;
   l.where = location_of(file, original);

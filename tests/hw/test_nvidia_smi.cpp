@@ -3,11 +3,14 @@
 // shipped topologies, and malformed input.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "hw/nvidia_smi.hpp"
+
+#include <unistd.h>
 
 using namespace osim;
 using namespace osim::hw;
@@ -168,4 +171,41 @@ TEST_CASE("`nvidia-smi -L` lines in the capture name the GPUs: their datasheet f
   CHECK(count(yaml, "ASSUMED: memory, HBM bandwidth") == 0);
   CHECK(parse_nvidia_smi_topo(matrix, "t.txt").gpu_names.empty());
   CHECK(error_of("GPU 99999: NVIDIA H200\n" + matrix).find("t.txt:1: error: '99999' is no GPU index") == 0);
+}
+
+TEST_CASE("imported link lines carry a name and a role: a key by role edits every line of it, by name one line") {
+  const std::string dgx = import_checked(read(kSrc + "/tests/data/nvidia-smi/dgx-h100.txt"), "dgx");
+  CHECK(count(dgx, "role: gpu_pcie}") == 0);  // the role, then the link's ends and figures
+  CHECK(count(dgx, ", role: gpu_pcie, a: gpu") == 8);
+  CHECK(count(dgx, ", role: nic_pcie, a: nic") == 10);
+  CHECK(count(dgx, ", role: switch_uplink, a: pcisw") == 8);
+  CHECK(count(dgx, ", role: gpu_nvlink, a: gpu") == 8);
+  CHECK(count(dgx, "{name: inter_socket-cpu0-cpu1, role: inter_socket, a: cpu0, b: cpu1, kind: inter_socket") == 1);
+  CHECK(dgx.find("{name: gpu_pcie-gpu3, role: gpu_pcie, a: gpu3, b: pcisw") != std::string::npos);
+  // Two GPUs joined directly (no NVSwitch).
+  const std::string pair = import_checked("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV18\t0-31\t0\nGPU1\tNV18\t X \t0-31\t0\n", "pair");
+  CHECK(pair.find("{name: gpu_gpu_nvlink-gpu0-gpu1, role: gpu_gpu_nvlink, a: gpu0, b: gpu1, nvlinks: 18") != std::string::npos);
+
+  // As the shipped topologies' `gpu_pcie` line: the role edits all eight, a name one of them.
+  const std::filesystem::path f = std::filesystem::temp_directory_path() / ("osim-smi-roles-" + std::to_string(::getpid()) + ".yaml");
+  {
+    std::ofstream(f) << dgx;
+  }
+  const TopologySpec t = parse_topology_file(f.string(), {"links.gpu_pcie.pcie=gen4 x8", "links.gpu_pcie-gpu3.pcie=gen3 x16"});
+  int edited = 0;
+  for (const LinkSpec& l : t.links) {
+    CAPTURE(l.name);
+    if (l.name.rfind("gpu_pcie-", 0) == 0) {
+      CHECK(l.label == (l.name == "gpu_pcie-gpu3" ? "gen3 x16" : "gen4 x8"));
+      ++edited;
+    } else if (l.kind == LinkKind::Pcie) {
+      CHECK(l.label == "gen5 x16");  // switch uplinks and NICs keep theirs
+    }
+  }
+  CHECK(edited == 8);
+  CHECK_THROWS_WITH_AS(parse_topology_file(f.string(), {"links.gpu_pci.pcie=gen4 x8"}),
+                       doctest::Contains("no item of that name or role in the list in the topology"), InputError);
+  CHECK_THROWS_WITH_AS(parse_topology_file(f.string(), {"links.gpu_pci.pcie=gen4 x8"}),
+                       doctest::Contains("(roles: inter_socket, switch_uplink, gpu_pcie, nic_pcie, gpu_nvlink)"), InputError);
+  std::filesystem::remove(f);
 }
