@@ -82,23 +82,6 @@ struct UnionFind {
   void join(size_t a, size_t b) { parent[find(a)] = find(b); }
 };
 
-// What a GPU's name in `nvidia-smi --query-gpu=name` says about it.
-struct GpuFacts {
-  const char* match;  // a substring of the name
-  const char* yaml;   // the node's keys after `kind: gpu`
-};
-const GpuFacts kGpus[] = {
-    {"H200", "model: H200, memory: 141 GB, hbm_bandwidth: 4.8 TB/s, sms: 132, copy_engines: 3, peak_tflops: {bf16: 989, fp16: 989, fp8: 1979}"},
-    {"H100 PCIe",
-     "model: H100-PCIe, memory: 80 GiB, hbm_bandwidth: 2.0 TB/s, sms: 114, copy_engines: 3, peak_tflops: {bf16: 756, fp16: 756, fp8: 1513}"},
-    {"H100", "model: H100-SXM5, memory: 80 GiB, hbm_bandwidth: 3.35 TB/s, sms: 132, copy_engines: 3, peak_tflops: {bf16: 989, fp16: 989, fp8: 1979}"},
-    {"A100", "model: A100, memory: 80 GiB, hbm_bandwidth: 2.0 TB/s, sms: 108, copy_engines: 3, peak_tflops: {bf16: 312, fp16: 312}"},
-    {"L40S", "model: L40S, memory: 48 GB, hbm_bandwidth: 864 GB/s, sms: 142, copy_engines: 2, peak_tflops: {bf16: 362, fp16: 362, fp8: 733}"},
-    {"RTX 4090",
-     "model: RTX-4090, memory: 24 GiB, hbm_bandwidth: 1008 GB/s, sms: 128, copy_engines: 2, peak_tflops: {bf16: 165, fp16: 165, fp8: 330}, p2p: "
-     "false"},
-};
-
 }  // namespace
 
 SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file) {
@@ -328,19 +311,14 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
     parent[d] = leaf->second;
   }
   // GPUs and NICs.
+  const std::vector<GpuDatasheet> datasheets = o.gpu_datasheets ? *o.gpu_datasheets : builtin_gpu_datasheets();
   size_t gpu_index = 0, nic_index = 0;
   for (size_t d = 0; d < n; ++d) {
     if (m.is_gpu(d)) {
       const std::string gname = gpu_index < o.gpu_names.size() ? o.gpu_names[gpu_index] : "";
       ++gpu_index;
-      const GpuFacts* f = nullptr;
-      for (const GpuFacts& g : kGpus)
-        if (!gname.empty() && gname.find(g.match) != std::string::npos) {
-          f = &g;
-          break;
-        }
-      if (f) {
-        nodes += fmt::format("  - {{name: {}, kind: gpu, {}}}  # {}\n", name_of(d), f->yaml, gname);
+      if (const GpuDatasheet* f = find_gpu_datasheet(datasheets, gname)) {
+        nodes += fmt::format("  - {{name: {}, kind: gpu, {}}}  # {}\n", name_of(d), f->fields, gname);
       } else {
         nodes += fmt::format(
             "  - {{name: {}, kind: gpu, model: {}, memory: 80 GiB, hbm_bandwidth: 2 TB/s, sms: 132, copy_engines: 3}}  "

@@ -10,6 +10,7 @@
 
 #include "io/repeat.hpp"
 #include "io/yaml_reader.hpp"
+#include "hw/gpu_datasheets.hpp"
 #include "topology.hpp"
 
 namespace osim::hw {
@@ -334,6 +335,64 @@ TopologySpec parse_topology_string(const std::string& yaml, const std::string& n
   YAML::Node root = load_yaml_string(yaml, name);
   if (!root.IsMap()) throw InputError(SourceLocation{name, 1, 1}, "expected a YAML mapping at the top level");
   return parse(root, name);
+}
+
+// GPU datasheets: each row checked as a GPU node of a topology is, with the
+// row's own marks, so an error names the table's line.
+std::vector<GpuDatasheet> parse_gpu_datasheets(const std::string& text, const std::string& file) {
+  const YAML::Node root = load_yaml_string(text, file);
+  if (!root.IsMap()) throw InputError(SourceLocation{file, 1, 1}, "expected a mapping with 'gpus:', a list of rows");
+  const MapReader r(file, root, "GPU datasheets", {"gpus"});
+  const YAML::Node rows = r.get("gpus");
+  if (!rows.IsSequence()) r.fail("gpus", "must be a list of rows, e.g. - {match: H200, model: H200, memory: 141 GB, ...}");
+  std::vector<GpuDatasheet> out;
+  for (const YAML::Node& row : rows) {
+    if (!row.IsMap()) throw InputError(location_of(file, row), "a row must be a mapping: {match: NAME, model: ..., memory: ..., ...}");
+    const YAML::Node match = row["match"];
+    if (!match.IsDefined() || !match.IsScalar() || match.Scalar().empty())
+      throw InputError(location_of(file, row), "a row needs 'match': a part of the GPU's name as nvidia-smi prints it");
+    GpuDatasheet d;
+    d.match = match.Scalar();
+    YAML::Node node(YAML::NodeType::Map);
+    node["name"] = d.match;
+    node["kind"] = "gpu";
+    for (auto it = row.begin(); it != row.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      if (key == "match") continue;
+      if (key == "name" || key == "kind")
+        throw InputError(location_of(file, it->first), fmt::format("a row holds a GPU's figures, not its '{}'", key));
+      node[key] = it->second;
+      std::string value;
+      if (it->second.IsScalar()) {
+        value = it->second.Scalar();
+      } else if (it->second.IsMap()) {
+        for (auto v = it->second.begin(); v != it->second.end(); ++v)
+          value += fmt::format("{}{}: {}", value.empty() ? "{" : ", ", v->first.as<std::string>(), v->second.IsScalar() ? v->second.Scalar() : "?");
+        value += "}";
+      }
+      d.fields += fmt::format("{}{}: {}", d.fields.empty() ? "" : ", ", key, value);
+    }
+    const NodeSpec g = parse_node(file, node, row);  // unknown keys and bad values, at the row's marks
+    for (const char* key : {"model", "memory", "hbm_bandwidth", "sms", "copy_engines"})
+      if (!row[key].IsDefined()) throw InputError(location_of(file, row), fmt::format("the row of '{}' needs '{}'", d.match, key));
+    if (g.gpu.peak_tflops.empty())
+      throw InputError(location_of(file, row), fmt::format("the row of '{}' needs 'peak_tflops' (dense TFLOP/s by dtype)", d.match));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<GpuDatasheet> builtin_gpu_datasheets() {
+  return parse_gpu_datasheets(
+#include "gpu_datasheets.inc"
+      , "configs/gpus.yaml");
+}
+
+const GpuDatasheet* find_gpu_datasheet(const std::vector<GpuDatasheet>& table, const std::string& gpu_name) {
+  if (gpu_name.empty()) return nullptr;
+  for (const GpuDatasheet& d : table)
+    if (gpu_name.find(d.match) != std::string::npos) return &d;
+  return nullptr;
 }
 
 }  // namespace osim::hw
