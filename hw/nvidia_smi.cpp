@@ -82,23 +82,6 @@ struct UnionFind {
   void join(size_t a, size_t b) { parent[find(a)] = find(b); }
 };
 
-// What a GPU's name in `nvidia-smi --query-gpu=name` says about it.
-struct GpuFacts {
-  const char* match;  // a substring of the name
-  const char* yaml;   // the node's keys after `kind: gpu`
-};
-const GpuFacts kGpus[] = {
-    {"H200", "model: H200, memory: 141 GB, hbm_bandwidth: 4.8 TB/s, sms: 132, copy_engines: 3, peak_tflops: {bf16: 989, fp16: 989, fp8: 1979}"},
-    {"H100 PCIe",
-     "model: H100-PCIe, memory: 80 GiB, hbm_bandwidth: 2.0 TB/s, sms: 114, copy_engines: 3, peak_tflops: {bf16: 756, fp16: 756, fp8: 1513}"},
-    {"H100", "model: H100-SXM5, memory: 80 GiB, hbm_bandwidth: 3.35 TB/s, sms: 132, copy_engines: 3, peak_tflops: {bf16: 989, fp16: 989, fp8: 1979}"},
-    {"A100", "model: A100, memory: 80 GiB, hbm_bandwidth: 2.0 TB/s, sms: 108, copy_engines: 3, peak_tflops: {bf16: 312, fp16: 312}"},
-    {"L40S", "model: L40S, memory: 48 GB, hbm_bandwidth: 864 GB/s, sms: 142, copy_engines: 2, peak_tflops: {bf16: 362, fp16: 362, fp8: 733}"},
-    {"RTX 4090",
-     "model: RTX-4090, memory: 24 GiB, hbm_bandwidth: 1008 GB/s, sms: 128, copy_engines: 2, peak_tflops: {bf16: 165, fp16: 165, fp8: 330}, p2p: "
-     "false"},
-};
-
 }  // namespace
 
 SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file) {
@@ -259,12 +242,17 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
   };
   std::string nodes, links;
   std::vector<std::string> assumed;
+  // A link line's name and role: ROLE-ENDS, one per line, and the role the
+  // shipped topologies name their one line of it by, so a key such as
+  // topology.links.gpu_pcie.pcie edits every GPU's link (or gpu_pcie-gpu3 one).
+  auto named = [](const char* role, const std::string& ends) { return fmt::format("name: {}-{}, role: {}", role, ends, role); };
   nodes += "nodes:\n";
   for (int s = 0; s < sockets; ++s)
     nodes += fmt::format("  - {{name: cpu{}, kind: cpu, memory_bandwidth: 250 GB/s}}  # ASSUMED: the socket's DRAM bandwidth\n", s);
   links += "links:\n";
   for (int s = 0; s + 1 < sockets; ++s)
-    links += fmt::format("  - {{a: cpu{}, b: cpu{}, kind: inter_socket, bandwidth: 64 GB/s, latency: 0.5 us}}  # ASSUMED: UPI/xGMI rate\n", s, s + 1);
+    links += fmt::format("  - {{{}, a: cpu{}, b: cpu{}, kind: inter_socket, bandwidth: 64 GB/s, latency: 0.5 us}}  # ASSUMED: UPI/xGMI rate\n",
+                         named("inter_socket", fmt::format("cpu{}-cpu{}", s, s + 1)), s, s + 1);
   const std::string pcie = fmt::format("pcie: {}, latency: 1 us", o.pcie);
   // Devices with no PCIe relation to any other of their socket (all NV#, or
   // alone) share one host bridge there; the others get their group's.
@@ -306,7 +294,7 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
     if (upper == upper_of.end()) {
       const std::string sw = fmt::format("pcisw{}", switches++);
       nodes += fmt::format("  - {{name: {}, kind: pcie_switch}}\n", sw);
-      links += fmt::format("  - {{a: {}, b: {}, {}}}\n", sw, rcname, pcie);
+      links += fmt::format("  - {{{}, a: {}, b: {}, {}}}\n", named("switch_uplink", sw), sw, rcname, pcie);
       upper = upper_of.emplace(g, sw).first;
     }
     if (pix_groups_in[g].size() == 1) {  // every pair under it PIX: one switch
@@ -317,25 +305,20 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
     if (leaf == leaf_of.end()) {
       const std::string sw = fmt::format("pcisw{}", switches++);
       nodes += fmt::format("  - {{name: {}, kind: pcie_switch}}\n", sw);
-      links += fmt::format("  - {{a: {}, b: {}, {}}}\n", sw, upper->second, pcie);
+      links += fmt::format("  - {{{}, a: {}, b: {}, {}}}\n", named("switch_uplink", sw), sw, upper->second, pcie);
       leaf = leaf_of.emplace(pix.find(d), sw).first;
     }
     parent[d] = leaf->second;
   }
   // GPUs and NICs.
+  const std::vector<GpuDatasheet> datasheets = o.gpu_datasheets ? *o.gpu_datasheets : builtin_gpu_datasheets();
   size_t gpu_index = 0, nic_index = 0;
   for (size_t d = 0; d < n; ++d) {
     if (m.is_gpu(d)) {
       const std::string gname = gpu_index < o.gpu_names.size() ? o.gpu_names[gpu_index] : "";
       ++gpu_index;
-      const GpuFacts* f = nullptr;
-      for (const GpuFacts& g : kGpus)
-        if (!gname.empty() && gname.find(g.match) != std::string::npos) {
-          f = &g;
-          break;
-        }
-      if (f) {
-        nodes += fmt::format("  - {{name: {}, kind: gpu, {}}}  # {}\n", name_of(d), f->yaml, gname);
+      if (const GpuDatasheet* f = find_gpu_datasheet(datasheets, gname)) {
+        nodes += fmt::format("  - {{name: {}, kind: gpu, {}}}  # {}\n", name_of(d), f->fields, gname);
       } else {
         nodes += fmt::format(
             "  - {{name: {}, kind: gpu, model: {}, memory: 80 GiB, hbm_bandwidth: 2 TB/s, sms: 132, copy_engines: 3}}  "
@@ -346,7 +329,7 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
       const std::string& legend = m.nic_names[nic_index++];
       nodes += fmt::format("  - {{name: {}, kind: nic}}{}\n", name_of(d), legend.empty() ? "" : "  # " + legend);
     }
-    links += fmt::format("  - {{a: {}, b: {}, {}}}\n", name_of(d), parent[d], pcie);
+    links += fmt::format("  - {{{}, a: {}, b: {}, {}}}\n", named(m.is_gpu(d) ? "gpu_pcie" : "nic_pcie", name_of(d)), name_of(d), parent[d], pcie);
   }
   // NVLink: a group of three or more GPUs joined pairwise by the same NV# is an NVSwitch; else direct links.
   UnionFind nv(n);
@@ -366,13 +349,15 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
     if (full) {
       const std::string sw = fmt::format("nvswitch{}", nvswitches++);
       nodes += fmt::format("  - {{name: {}, kind: nvswitch}}\n", sw);
-      for (size_t d : g) links += fmt::format("  - {{a: {}, b: {}, nvlinks: {}, latency: 0.5 us}}\n", name_of(d), sw, k);
+      for (size_t d : g)
+        links += fmt::format("  - {{{}, a: {}, b: {}, nvlinks: {}, latency: 0.5 us}}\n", named("gpu_nvlink", name_of(d)), name_of(d), sw, k);
       continue;
     }
     for (size_t i = 0; i < g.size(); ++i)
       for (size_t j = i + 1; j < g.size(); ++j)
         if (const int kk = nvlinks(m.rel[g[i]][g[j]]))
-          links += fmt::format("  - {{a: {}, b: {}, nvlinks: {}, latency: 0.5 us}}\n", name_of(g[i]), name_of(g[j]), kk);
+          links += fmt::format("  - {{{}, a: {}, b: {}, nvlinks: {}, latency: 0.5 us}}\n",
+                               named("gpu_gpu_nvlink", name_of(g[i]) + "-" + name_of(g[j])), name_of(g[i]), name_of(g[j]), kk);
   }
   // Every GPU copying at once measures the host side only where one bridge
   // carries them all; with several, each bridge's share is unknown.
@@ -391,6 +376,9 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
       "# Every PCIe link is {}; NV# is # NVLinks of\n"
       "# 25 GB/s a direction (NVLink 2-4; Blackwell's NVLink 5 is 50: set `bandwidth:`); a group of three or more\n"
       "# GPUs joined pairwise by the same NV# is an NVSwitch. Lines marked ASSUMED hold placeholders to set.\n"
+      "# Each link line has a name and a role (gpu_pcie, nic_pcie, switch_uplink, gpu_nvlink, gpu_gpu_nvlink,\n"
+      "# inter_socket): a sweep key topology.links.gpu_pcie.pcie edits every line of the role,\n"
+      "# topology.links.gpu_pcie-gpu3.pcie one line (docs/formats/topology.md).\n"
       "# Calibrate the copy and host-bridge rates on the node: docs/calibrate-your-node.md.\n",
       o.source.empty() ? "`nvidia-smi topo -m`" : o.source,
       o.pcie_measured ? o.pcie + " (the GPUs' link as nvidia-smi reported it)" : o.pcie + " (ASSUMED: read the real ones with `lspci -vv`, LnkSta)");

@@ -5,10 +5,12 @@
 // nvidia-smi prints it, to compare with a node's own.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hw/fabric.hpp"
+#include "hw/gpu_datasheets.hpp"
 
 namespace osim::hw {
 
@@ -33,6 +35,7 @@ struct SmiImportOptions {
   std::string pcie = "gen5 x16";       // every PCIe link's generation and width (the matrix does not say)
   bool pcie_measured = false;          // pcie is what nvidia-smi reported for the GPUs, not a guess
   std::vector<std::string> gpu_names;  // per GPU, as `nvidia-smi --query-gpu=name` says ("" = unknown)
+  std::optional<std::vector<GpuDatasheet>> gpu_datasheets;  // their figures by name; none: configs/gpus.yaml as built in
   std::string source;                  // the file imported, for the header comment
   // The host side's measured aggregate with every GPU of the node copying at
   // once (a bench's multi_h2d_pinned / multi_d2h_pinned), GB/s; 0 = not

@@ -10,6 +10,7 @@
 
 #include "io/repeat.hpp"
 #include "io/yaml_reader.hpp"
+#include "hw/gpu_datasheets.hpp"
 #include "topology.hpp"
 
 namespace osim::hw {
@@ -156,13 +157,12 @@ NodeSpec parse_node(const std::string& file, const YAML::Node& n, const YAML::No
 }
 
 // A link line's `name:` addresses it in `--set` and sweep keys
-// (`topology.links.NAME.pcie`), so it is a plain name, one per line.
+// (`topology.links.NAME.pcie`), so it is a plain name, one per line. Its
+// `role:` (several lines may share one) addresses every line of that role
+// where no line has that name, so a role may not be another line's name.
 void check_link_names(const std::string& file, const YAML::Node& links) {
   if (!links.IsSequence()) return;  // for_each_repeated says what is wrong
-  std::map<std::string, int> seen;  // name -> its line
-  for (const YAML::Node& l : links) {
-    if (!l.IsMap() || !l["name"]) continue;
-    const YAML::Node n = l["name"];
+  auto plain_name = [&](const YAML::Node& n, const char* what) {
     const SourceLocation where = location_of(file, n);
     const std::string name = n.IsScalar() ? n.Scalar() : "";
     const bool plain = !name.empty() && std::all_of(name.begin(), name.end(),
@@ -170,16 +170,31 @@ void check_link_names(const std::string& file, const YAML::Node& links) {
     const bool digits = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!plain || digits)
       throw InputError(
-          where,
-          fmt::format("a link's name must be a plain name (letters, digits, '_' or '-', not only digits: keys take a number as an index), not '{}'",
-                      name));
-    if (auto [it, fresh] = seen.emplace(name, where.line); !fresh)
-      throw InputError(where, fmt::format("link name '{}' is used already on line {}: give each link line its own name", name, it->second));
+          where, fmt::format("a link's {} must be a plain name (letters, digits, '_' or '-', not only digits: keys take a number as an index), not '{}'",
+                             what, name));
+    return name;
+  };
+  std::map<std::string, int> seen;  // name -> its line
+  for (const YAML::Node& l : links) {
+    if (!l.IsMap() || !l["name"]) continue;
+    const std::string name = plain_name(l["name"], "name");
+    const int line = location_of(file, l["name"]).line;
+    if (auto [it, fresh] = seen.emplace(name, line); !fresh)
+      throw InputError(location_of(file, l["name"]),
+                       fmt::format("link name '{}' is used already on line {}: give each link line its own name", name, it->second));
+  }
+  for (const YAML::Node& l : links) {
+    if (!l.IsMap() || !l["role"]) continue;
+    const std::string role = plain_name(l["role"], "role");
+    if (auto it = seen.find(role); it != seen.end())
+      throw InputError(location_of(file, l["role"]),
+                       fmt::format("role '{}' is the name of the link on line {}: a key would pick that line alone; rename one of them", role,
+                                   it->second));
   }
 }
 
 LinkSpec parse_link(const std::string& file, const YAML::Node& n, const YAML::Node& original) {
-  const std::vector<std::string> known = {"name", "a", "b", "kind", "bandwidth", "pcie", "efficiency", "nvlinks", "latency", "duplex"};
+  const std::vector<std::string> known = {"name", "role", "a", "b", "kind", "bandwidth", "pcie", "efficiency", "nvlinks", "latency", "duplex"};
   MapReader r(file, n, "link", known, original);
   LinkSpec l;
   l.where = location_of(file, original);
@@ -320,6 +335,64 @@ TopologySpec parse_topology_string(const std::string& yaml, const std::string& n
   YAML::Node root = load_yaml_string(yaml, name);
   if (!root.IsMap()) throw InputError(SourceLocation{name, 1, 1}, "expected a YAML mapping at the top level");
   return parse(root, name);
+}
+
+// GPU datasheets: each row checked as a GPU node of a topology is, with the
+// row's own marks, so an error names the table's line.
+std::vector<GpuDatasheet> parse_gpu_datasheets(const std::string& text, const std::string& file) {
+  const YAML::Node root = load_yaml_string(text, file);
+  if (!root.IsMap()) throw InputError(SourceLocation{file, 1, 1}, "expected a mapping with 'gpus:', a list of rows");
+  const MapReader r(file, root, "GPU datasheets", {"gpus"});
+  const YAML::Node rows = r.get("gpus");
+  if (!rows.IsSequence()) r.fail("gpus", "must be a list of rows, e.g. - {match: H200, model: H200, memory: 141 GB, ...}");
+  std::vector<GpuDatasheet> out;
+  for (const YAML::Node& row : rows) {
+    if (!row.IsMap()) throw InputError(location_of(file, row), "a row must be a mapping: {match: NAME, model: ..., memory: ..., ...}");
+    const YAML::Node match = row["match"];
+    if (!match.IsDefined() || !match.IsScalar() || match.Scalar().empty())
+      throw InputError(location_of(file, row), "a row needs 'match': a part of the GPU's name as nvidia-smi prints it");
+    GpuDatasheet d;
+    d.match = match.Scalar();
+    YAML::Node node(YAML::NodeType::Map);
+    node["name"] = d.match;
+    node["kind"] = "gpu";
+    for (auto it = row.begin(); it != row.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      if (key == "match") continue;
+      if (key == "name" || key == "kind")
+        throw InputError(location_of(file, it->first), fmt::format("a row holds a GPU's figures, not its '{}'", key));
+      node[key] = it->second;
+      std::string value;
+      if (it->second.IsScalar()) {
+        value = it->second.Scalar();
+      } else if (it->second.IsMap()) {
+        for (auto v = it->second.begin(); v != it->second.end(); ++v)
+          value += fmt::format("{}{}: {}", value.empty() ? "{" : ", ", v->first.as<std::string>(), v->second.IsScalar() ? v->second.Scalar() : "?");
+        value += "}";
+      }
+      d.fields += fmt::format("{}{}: {}", d.fields.empty() ? "" : ", ", key, value);
+    }
+    const NodeSpec g = parse_node(file, node, row);  // unknown keys and bad values, at the row's marks
+    for (const char* key : {"model", "memory", "hbm_bandwidth", "sms", "copy_engines"})
+      if (!row[key].IsDefined()) throw InputError(location_of(file, row), fmt::format("the row of '{}' needs '{}'", d.match, key));
+    if (g.gpu.peak_tflops.empty())
+      throw InputError(location_of(file, row), fmt::format("the row of '{}' needs 'peak_tflops' (dense TFLOP/s by dtype)", d.match));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<GpuDatasheet> builtin_gpu_datasheets() {
+  return parse_gpu_datasheets(
+#include "gpu_datasheets.inc"
+      , "configs/gpus.yaml");
+}
+
+const GpuDatasheet* find_gpu_datasheet(const std::vector<GpuDatasheet>& table, const std::string& gpu_name) {
+  if (gpu_name.empty()) return nullptr;
+  for (const GpuDatasheet& d : table)
+    if (gpu_name.find(d.match) != std::string::npos) return &d;
+  return nullptr;
 }
 
 }  // namespace osim::hw

@@ -27,6 +27,7 @@ struct TopoOptions {
 };
 struct ImportSmiOptions {
   std::string smi, gpus_csv, out, name, pcie;  // pcie "": gen5 x16, or what a bench result says
+  std::string datasheets;                      // "": configs/gpus.yaml as built in
   bool force = false, as_smi = false;
 };
 
@@ -72,6 +73,7 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
     if (csv.empty()) throw InputError(SourceLocation{o.gpus_csv, 0, 0}, "cannot read this file (or it is empty)");
     io.gpu_names = hw::gpu_names_from_csv(csv, o.gpus_csv);
   }
+  if (!o.datasheets.empty()) io.gpu_datasheets = hw::parse_gpu_datasheets(read_maybe_gzip(o.datasheets), o.datasheets);
   // No bench nor --gpus-csv: the GPUs' names where the capture lists them (`nvidia-smi -L`).
   if (io.gpu_names.empty()) io.gpu_names = m.gpu_names;
   const std::string yaml = hw::topology_yaml_from_smi(m, io);
@@ -194,6 +196,8 @@ Command add_topo(CLI::App& app) {
   c->add_option("--gpus-csv", im->gpus_csv, "with --import-nvidia-smi: `nvidia-smi --query-gpu=name,... --format=csv` output (the GPUs' models)");
   c->add_option("--pcie", im->pcie,
                 "with --import-nvidia-smi: every PCIe link's generation and width, e.g. 'gen4 x16' (default: a bench result's, else gen5 x16)");
+  c->add_option("--gpu-datasheets", im->datasheets,
+                "with --import-nvidia-smi: the GPUs' figures by name from this table (default: configs/gpus.yaml, built in)");
   c->add_option("--name", im->name, "with --import-nvidia-smi: the topology's name (default: the output file's)");
   c->add_option("-o,--out", im->out, "with --import-nvidia-smi: the topology file to write");
   c->add_flag("--force", im->force, "overwrite an existing -o file");

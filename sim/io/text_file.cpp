@@ -1,5 +1,6 @@
 #include "io/text_file.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -62,25 +63,9 @@ void refuse_overwrite(const std::filesystem::path& p, bool force) {
 }
 
 void write_file(const std::filesystem::path& p, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path tmp = p.string() + ".tmp" + std::to_string(::getpid());
-  {
-    // Written whole and on the disk (fsync) before it takes the old file's place.
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    const bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-    if (f) std::fclose(f);
-    if (!ok) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw InputError(SourceLocation{p.string(), 0, 0}, "cannot write this file: check the folder exists and is writable");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, p, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw InputError(SourceLocation{p.string(), 0, 0}, "cannot write this file (" + ec.message() + ")");
-  }
+  OutputFile f(p, OutputFile::Compression::None);
+  f.write(text);
+  f.commit();
 }
 
 namespace {
@@ -96,8 +81,8 @@ struct OutputFile::Deflate {
 struct OutputFile::Deflate {};
 #endif
 
-OutputFile::OutputFile(std::filesystem::path p) : p_(std::move(p)), tmp_(p_.string() + ".tmp" + std::to_string(::getpid())) {
-  if (p_.extension() == ".gz") {
+OutputFile::OutputFile(std::filesystem::path p, Compression c) : p_(std::move(p)), tmp_(p_.string() + ".tmp" + std::to_string(::getpid())) {
+  if (c == Compression::ByName && p_.extension() == ".gz") {
 #ifdef OVERLAPSIM_HAVE_ZLIB
     gz_ = std::make_unique<Deflate>();
     // windowBits 15 + 16: a gzip stream, its header without a name and with time 0.
@@ -135,41 +120,52 @@ void OutputFile::fail(const std::string& why) {
 
 void OutputFile::write(std::string_view text) {
   bytes_ += text.size();
-  if (buf_.size() + text.size() > kOutputBuffer) flush_buffer(false);
+  if (buf_.size() + text.size() > kOutputBuffer) {
+    put(buf_, false);
+    buf_.clear();
+  }
   if (text.size() > kOutputBuffer) {
-    buf_ = text;  // one piece larger than the buffer goes out on its own
-    flush_buffer(false);
+    put(text, false);  // one piece larger than the buffer goes out on its own, not copied
     return;
   }
   buf_.append(text);
 }
 
-void OutputFile::flush_buffer(bool finish) {
+void OutputFile::put(std::string_view text, bool finish) {
   if (!f_) fail("cannot write this file: it was closed");
   const char* why = "cannot write this file (the disk full?)";
   if (!gz_) {
-    if (std::fwrite(buf_.data(), 1, buf_.size(), f_) != buf_.size()) fail(why);
+    if (std::fwrite(text.data(), 1, text.size(), f_) != text.size()) fail(why);
   } else {
 #ifdef OVERLAPSIM_HAVE_ZLIB
+    // In pieces of at most the buffer's size (zlib counts its input in 32
+    // bits); the stream is the same however the input is cut.
     z_stream& z = gz_->z;
-    z.next_in = reinterpret_cast<Bytef*>(buf_.data());
-    z.avail_in = static_cast<uInt>(buf_.size());
-    int rc = Z_OK;
+    size_t at = 0;
     do {
-      z.next_out = reinterpret_cast<Bytef*>(gz_->out.data());
-      z.avail_out = static_cast<uInt>(gz_->out.size());
-      rc = deflate(&z, finish ? Z_FINISH : Z_NO_FLUSH);
-      if (rc == Z_STREAM_ERROR) fail("cannot compress this file (zlib stream error)");
-      const size_t n = gz_->out.size() - z.avail_out;
-      if (std::fwrite(gz_->out.data(), 1, n, f_) != n) fail(why);
-    } while (z.avail_out == 0 || (finish && rc != Z_STREAM_END));
+      const size_t n_in = std::min(text.size() - at, kOutputBuffer);
+      const int flush = finish && at + n_in == text.size() ? Z_FINISH : Z_NO_FLUSH;
+      // zlib's input is not const in its API; deflate only reads it.
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data() + at));
+      z.avail_in = static_cast<uInt>(n_in);
+      int rc = Z_OK;
+      do {
+        z.next_out = reinterpret_cast<Bytef*>(gz_->out.data());
+        z.avail_out = static_cast<uInt>(gz_->out.size());
+        rc = deflate(&z, flush);
+        if (rc == Z_STREAM_ERROR) fail("cannot compress this file (zlib stream error)");
+        const size_t n = gz_->out.size() - z.avail_out;
+        if (std::fwrite(gz_->out.data(), 1, n, f_) != n) fail(why);
+      } while (z.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+      at += n_in;
+    } while (at < text.size());
 #endif
   }
-  buf_.clear();
 }
 
 void OutputFile::commit() {
-  flush_buffer(true);
+  put(buf_, true);
+  buf_.clear();
   if (std::fflush(f_) != 0 || ::fsync(::fileno(f_)) != 0) fail("cannot write this file (the disk full?)");
   const int closed = std::fclose(f_);
   f_ = nullptr;

@@ -24,19 +24,23 @@ std::string plain_or_gz(const std::string& dir, const std::string& name);
 
 /// Refuses an existing path unless `force` (InputError naming it).
 void refuse_overwrite(const std::filesystem::path& p, bool force);
-/// Writes `text` to a temporary file beside `p`, then renames it over `p`:
-/// a failed write never leaves a truncated file in place of the old one
-/// (InputError naming `p`).
+/// Writes `text` as it is (an OutputFile that never compresses: a path the
+/// caller names ".gz" gets the bytes given, as the readers of YAML and CSV
+/// read plain text only) to a temporary file beside `p`, then renames it
+/// over `p`: a failed write never leaves a truncated file in place of the
+/// old one (InputError naming `p`).
 void write_file(const std::filesystem::path& p, const std::string& text);
 
 /// An output written as it is produced, in bounded memory: into a temporary
 /// file beside `p`, gzip-compressed where `p` ends in ".gz" (deterministic:
-/// no name or time in the header), renamed over `p` by commit() as
-/// write_file() does; dropped, unless committed, when destroyed. Every
-/// failure an InputError naming `p` (a .gz path too in a build without zlib).
+/// no name or time in the header) unless Compression::None, on the disk
+/// (fsync) and renamed over `p` by commit(); dropped, unless committed, when
+/// destroyed. Every failure an InputError naming `p` (a .gz path too in a
+/// build without zlib).
 class OutputFile {
  public:
-  explicit OutputFile(std::filesystem::path p);
+  enum class Compression { ByName, None };
+  explicit OutputFile(std::filesystem::path p, Compression c = Compression::ByName);
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
@@ -48,7 +52,7 @@ class OutputFile {
   [[nodiscard]] uint64_t bytes() const { return bytes_; }
 
  private:
-  void flush_buffer(bool finish);
+  void put(std::string_view text, bool finish);  // to the file, compressed where gzip
   [[noreturn]] void fail(const std::string& why);
 
   std::filesystem::path p_, tmp_;

@@ -102,19 +102,42 @@ void apply_override(YAML::Node root, const std::string& key, const YAML::Node& v
           throw InputError(where, fmt::format("'{}' in key '{}': index {} is past the end of a list of {} in {}", part, key, idx, cur.size(), what));
         next.reset(cur[idx]);
       } else {
-        std::vector<std::string> names;
+        // The item of that name; else every item of that role (an imported
+        // topology's per-device lines: docs/formats/topology.md "Link names").
+        std::vector<std::string> names, roles;
         bool found = false;
-        for (size_t k = 0; k < cur.size(); ++k)
-          if (cur[k].IsMap() && cur[k]["name"].IsScalar()) {
+        std::vector<YAML::Node> of_role;
+        for (size_t k = 0; k < cur.size(); ++k) {
+          if (!cur[k].IsMap()) continue;
+          if (cur[k]["name"].IsScalar()) {
             names.push_back(cur[k]["name"].Scalar());
             if (names.back() == part && !found) {
               next.reset(cur[k]);
               found = true;
             }
           }
+          if (cur[k]["role"].IsScalar()) {
+            const std::string& role = cur[k]["role"].Scalar();
+            if (role == part) of_role.push_back(cur[k]);
+            if (std::find(roles.begin(), roles.end(), role) == roles.end()) roles.push_back(role);
+          }
+        }
+        if (!found && !of_role.empty()) {
+          std::string rest;
+          for (size_t j = i + 1; j < parts.size(); ++j) rest += (rest.empty() ? "" : ".") + parts[j];
+          for (YAML::Node item : of_role) {  // each its own copy: yaml-cpp's assignment shares the node
+            if (rest.empty())
+              item = YAML::Clone(value);
+            else
+              apply_override(item, rest, YAML::Clone(value), what, where);
+          }
+          return;
+        }
         if (!found)
-          throw InputError(where, fmt::format("'{}' in key '{}': no item of that name in the list in {}; give an index (0..{}) or one of: {}", part,
-                                              key, what, cur.size() == 0 ? 0 : cur.size() - 1, fmt::join(names, ", ")));
+          throw InputError(where, fmt::format("'{}' in key '{}': no item of that name{} in the list in {}; give an index (0..{}) or one of: {}", part,
+                                              key, roles.empty() ? "" : " or role", what, cur.size() == 0 ? 0 : cur.size() - 1,
+                                              fmt::join(names, ", ")) +
+                                      (roles.empty() ? "" : fmt::format(" (roles: {})", fmt::join(roles, ", "))));
       }
       if (last) {
         next = value;

@@ -80,8 +80,9 @@ class MapReader {
 
 /// Applies one override "a.b.c=value" (value in YAML) to a document: mapping
 /// keys by name (missing ones are created), sequence items by 0-based index
-/// or by the item's `name:`. `what` names the document in errors ("the
-/// workload"); `where` is the override's own location for messages.
+/// or by the item's `name:`, else every item whose `role:` it is (each edited
+/// alike). `what` names the document in errors ("the workload"); `where` is
+/// the override's own location for messages.
 void apply_override(YAML::Node root, const std::string& key_value, const std::string& what, const SourceLocation& where);
 /// The same with the key and the value given apart.
 void apply_override(YAML::Node root, const std::string& key, const YAML::Node& value, const std::string& what, const SourceLocation& where);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,7 @@ struct StageMetrics {
   std::string name;
   Time start, end;
   Time compute, copy_in, copy_out, exchange, other;
-  Bytes peak_vram = 0;  // the most VRAM live tensors held while it ran
+  std::optional<Bytes> peak_vram;  // the most VRAM live tensors held while it ran; none where the run kept no VRAM of it
 };
 
 struct HistogramBin {

@@ -59,7 +59,7 @@ void stages_json(nlohmann::ordered_json& j, const Metrics& m) {
                       {"copy_out_s", st.copy_out.s()},
                       {"exchange_s", st.exchange.s()},
                       {"other_s", st.other.s()},
-                      {"peak_vram_bytes", st.peak_vram}});
+                      {"peak_vram_bytes", st.peak_vram ? nlohmann::ordered_json(*st.peak_vram) : nlohmann::ordered_json()}});
   j["stages"] = stages;
 }
 
@@ -72,7 +72,8 @@ std::string format_stages(const Metrics& m) {
   for (const StageMetrics& st : m.stages)
     out += fmt::format("  {:<16} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>11}\n", st.name, format_time(st.start),
                        format_time(st.end - st.start), format_time(st.compute), format_time(st.copy_in), format_time(st.copy_out),
-                       format_time(st.exchange), format_time(st.other), format_bytes(static_cast<double>(st.peak_vram)));
+                       format_time(st.exchange), format_time(st.other),
+                       st.peak_vram ? format_bytes(static_cast<double>(*st.peak_vram)) : "not recorded");
   return out;
 }
 

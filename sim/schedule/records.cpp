@@ -5,11 +5,13 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "io/text_file.hpp"
+#include "schedule/stage_spans.hpp"
 
 namespace osim {
 
@@ -225,13 +227,20 @@ RunRecord run_record_of(const Schedule& s, const Records& rec) {
     // VRAM in use after each alloc/free, at the host call; the peak as the
     // schedule's allocations add up (NCCL's buffers, an alloc naming a group,
     // count nothing here: only a simulation sizes them; the runner's NCCL
-    // holds its own).
+    // holds its own). Each request stage's peak the same way, between the
+    // host's issue of its markers, as the simulator's memory does.
     int64_t v = 0;
     std::array<Bytes, kMemParts> parts{};
     std::map<std::string, const Op*> live;
+    bool in_stage = false;
     for (const OpRecord& x : out) {
       if (!x.ran) continue;
-      if (x.op->kind == OpKind::Alloc && x.op->space == MemSpace::Device) {
+      if (x.op->kind == OpKind::Marker && x.op->label.starts_with(kStageMarker)) {
+        sum.stage_peaks.emplace_back(x.op->label.substr(std::string_view(kStageMarker).size()), v);
+        in_stage = true;
+      } else if (x.op->kind == OpKind::Marker && x.op->label.starts_with(kStageEndMarker)) {
+        in_stage = false;
+      } else if (x.op->kind == OpKind::Alloc && x.op->space == MemSpace::Device) {
         live[x.op->label] = x.op;
         v += x.op->bytes;
         parts[static_cast<size_t>(x.op->part)] += x.op->bytes;
@@ -239,6 +248,7 @@ RunRecord run_record_of(const Schedule& s, const Records& rec) {
           sum.peak_vram = v;
           sum.peak_parts = parts;
         }
+        if (in_stage) sum.stage_peaks.back().second = std::max(sum.stage_peaks.back().second, v);
         r.vram[k].push_back({x.returned, v});
       } else if (x.op->kind == OpKind::Free) {
         if (auto it = live.find(x.op->label); it != live.end()) {

@@ -3,11 +3,14 @@
 // shipped topologies, and malformed input.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "hw/nvidia_smi.hpp"
+
+#include <unistd.h>
 
 using namespace osim;
 using namespace osim::hw;
@@ -168,4 +171,93 @@ TEST_CASE("`nvidia-smi -L` lines in the capture name the GPUs: their datasheet f
   CHECK(count(yaml, "ASSUMED: memory, HBM bandwidth") == 0);
   CHECK(parse_nvidia_smi_topo(matrix, "t.txt").gpu_names.empty());
   CHECK(error_of("GPU 99999: NVIDIA H200\n" + matrix).find("t.txt:1: error: '99999' is no GPU index") == 0);
+}
+
+TEST_CASE("imported link lines carry a name and a role: a key by role edits every line of it, by name one line") {
+  const std::string dgx = import_checked(read(kSrc + "/tests/data/nvidia-smi/dgx-h100.txt"), "dgx");
+  CHECK(count(dgx, "role: gpu_pcie}") == 0);  // the role, then the link's ends and figures
+  CHECK(count(dgx, ", role: gpu_pcie, a: gpu") == 8);
+  CHECK(count(dgx, ", role: nic_pcie, a: nic") == 10);
+  CHECK(count(dgx, ", role: switch_uplink, a: pcisw") == 8);
+  CHECK(count(dgx, ", role: gpu_nvlink, a: gpu") == 8);
+  CHECK(count(dgx, "{name: inter_socket-cpu0-cpu1, role: inter_socket, a: cpu0, b: cpu1, kind: inter_socket") == 1);
+  CHECK(dgx.find("{name: gpu_pcie-gpu3, role: gpu_pcie, a: gpu3, b: pcisw") != std::string::npos);
+  // Two GPUs joined directly (no NVSwitch).
+  const std::string pair = import_checked("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV18\t0-31\t0\nGPU1\tNV18\t X \t0-31\t0\n", "pair");
+  CHECK(pair.find("{name: gpu_gpu_nvlink-gpu0-gpu1, role: gpu_gpu_nvlink, a: gpu0, b: gpu1, nvlinks: 18") != std::string::npos);
+
+  // As the shipped topologies' `gpu_pcie` line: the role edits all eight, a name one of them.
+  const std::filesystem::path f = std::filesystem::temp_directory_path() / ("osim-smi-roles-" + std::to_string(::getpid()) + ".yaml");
+  {
+    std::ofstream(f) << dgx;
+  }
+  const TopologySpec t = parse_topology_file(f.string(), {"links.gpu_pcie.pcie=gen4 x8", "links.gpu_pcie-gpu3.pcie=gen3 x16"});
+  int edited = 0;
+  for (const LinkSpec& l : t.links) {
+    CAPTURE(l.name);
+    if (l.name.rfind("gpu_pcie-", 0) == 0) {
+      CHECK(l.label == (l.name == "gpu_pcie-gpu3" ? "gen3 x16" : "gen4 x8"));
+      ++edited;
+    } else if (l.kind == LinkKind::Pcie) {
+      CHECK(l.label == "gen5 x16");  // switch uplinks and NICs keep theirs
+    }
+  }
+  CHECK(edited == 8);
+  CHECK_THROWS_WITH_AS(parse_topology_file(f.string(), {"links.gpu_pci.pcie=gen4 x8"}),
+                       doctest::Contains("no item of that name or role in the list in the topology"), InputError);
+  CHECK_THROWS_WITH_AS(parse_topology_file(f.string(), {"links.gpu_pci.pcie=gen4 x8"}),
+                       doctest::Contains("(roles: inter_socket, switch_uplink, gpu_pcie, nic_pcie, gpu_nvlink)"), InputError);
+  std::filesystem::remove(f);
+}
+
+TEST_CASE("the GPU datasheet table: the shipped file built in, rows checked by line, another table by --gpu-datasheets") {
+  const std::vector<GpuDatasheet> shipped = parse_gpu_datasheets(read(kSrc + "/configs/gpus.yaml"), "configs/gpus.yaml");
+  const std::vector<GpuDatasheet> builtin = builtin_gpu_datasheets();
+  REQUIRE(builtin.size() == shipped.size());
+  for (size_t i = 0; i < shipped.size(); ++i) {
+    CHECK(builtin[i].match == shipped[i].match);
+    CHECK(builtin[i].fields == shipped[i].fields);
+  }
+  // The first row that matches: an H100 PCIe card is not taken for the SXM module.
+  REQUIRE(find_gpu_datasheet(shipped, "NVIDIA H100 PCIe") != nullptr);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA H100 PCIe")->fields.find("model: H100-PCIe, memory: 80 GiB, hbm_bandwidth: 2.0 TB/s, sms: 114") == 0);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA H100 80GB HBM3")->fields.find("model: H100-SXM5,") == 0);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA B200") == nullptr);
+  CHECK(find_gpu_datasheet(shipped, "") == nullptr);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA GeForce RTX 4090")->fields.ends_with("peak_tflops: {bf16: 165, fp16: 165, fp8: 330}, p2p: false"));
+
+  // Bad rows: the file, the row's line, what is wrong.
+  auto error_in = [](const std::string& rows) {
+    try {
+      parse_gpu_datasheets("gpus:\n" + rows, "g.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string ok = "  - {match: H200, model: H200, memory: 141 GB, hbm_bandwidth: 4.8 TB/s, sms: 132, copy_engines: 3, peak_tflops: {bf16: 989}}\n";
+  CHECK(error_in(ok).empty());
+  CHECK(error_in(ok + "  - {match: X, model: X, memory: 80 GiB, hbm_bandwidth: 2 TB/s, sms: 0, copy_engines: 3, peak_tflops: {bf16: 1}}\n")
+            .find("g.yaml:3:") == 0);
+  CHECK(error_in(ok + "  - {match: X, model: X, memory: 80 GiB, hbm_bandwidth: 2 TB/s, sms: 0, copy_engines: 3, peak_tflops: {bf16: 1}}\n")
+            .find("must be at least 1") != std::string::npos);
+  CHECK(error_in(ok + "  - {match: X, model: X, memory: 80 GiB, hbm: 2 TB/s, sms: 8, copy_engines: 3, peak_tflops: {bf16: 1}}\n")
+            .find("unknown key 'hbm'") != std::string::npos);
+  CHECK(error_in(ok + "  - {match: X, model: X, memory: 80 GiB, sms: 8, copy_engines: 3, peak_tflops: {bf16: 1}}\n")
+            .find("g.yaml:3:") == 0);
+  CHECK(error_in(ok + "  - {match: X, model: X, memory: 80 GiB, sms: 8, copy_engines: 3, peak_tflops: {bf16: 1}}\n")
+            .find("error: the row of 'X' needs 'hbm_bandwidth'") != std::string::npos);
+  CHECK(error_in(ok + "  - {model: X, memory: 80 GiB}\n").find("g.yaml:3:") == 0);
+  CHECK(error_in(ok + "  - {match: X, model: X, memory: 80 XB, hbm_bandwidth: 2 TB/s, sms: 8, copy_engines: 3, peak_tflops: {bf16: 1}}\n")
+            .find("g.yaml:3:") == 0);
+
+  // Another table: its rows name the GPUs the shipped one does not know.
+  const std::string matrix = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV18\t0-31\t0\nGPU1\tNV18\t X \t0-31\t0\n";
+  SmiImportOptions o;
+  o.gpu_names = {"NVIDIA B200", "NVIDIA B200"};
+  CHECK(count(import_checked(matrix, "t", o), "ASSUMED: memory, HBM bandwidth") == 2);
+  o.gpu_datasheets = parse_gpu_datasheets(
+      "gpus:\n  - {match: B200, model: B200, memory: 180 GB, hbm_bandwidth: 8 TB/s, sms: 148, copy_engines: 4, peak_tflops: {bf16: 2250}}\n", "mine.yaml");
+  const std::string yaml = import_checked(matrix, "t", o);
+  CHECK(count(yaml, "kind: gpu, model: B200, memory: 180 GB, hbm_bandwidth: 8 TB/s, sms: 148, copy_engines: 4, peak_tflops: {bf16: 2250}}  # NVIDIA B200") == 2);
 }

@@ -181,6 +181,19 @@ TEST_CASE("a link's name is a plain name, one per line") {
   CHECK(error_of("name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\nlinks:\n"
                  "  - {name: a.b, a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n")
             .find("not 'a.b'") != std::string::npos);
+  // A role (several lines may share one) is a plain name too, and no line's name: a key would pick that line alone.
+  const std::string two = "name: x\nnodes:\n  - {name: cpu0, kind: cpu}\n  - {name: \"gpu{i}\", kind: gpu, repeat: 2}\nlinks:\n";
+  CHECK_NOTHROW(parse_topology_string(two + "  - {name: p0, role: up, a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n"
+                                            "  - {name: p1, role: up, a: gpu1, b: cpu0, pcie: gen4 x16, latency: 1 us}\n",
+                                      "t.yaml"));
+  CHECK(error_of(two + "  - {name: up, a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n"
+                       "  - {name: p1, role: up, a: gpu1, b: cpu0, pcie: gen4 x16, latency: 1 us}\n")
+            .find("t.yaml:7:") == 0);
+  CHECK(error_of(two + "  - {name: up, a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n"
+                       "  - {name: p1, role: up, a: gpu1, b: cpu0, pcie: gen4 x16, latency: 1 us}\n")
+            .find("role 'up' is the name of the link on line 6: a key would pick that line alone") != std::string::npos);
+  CHECK(error_of(two + "  - {name: p0, role: 'a b', a: gpu0, b: cpu0, pcie: gen4 x16, latency: 1 us}\n").find("a link's role must be a plain name") !=
+        std::string::npos);
 }
 
 TEST_CASE("ACES 4xH100 PCIe: GPU pairs bounce through host memory") {

@@ -26,7 +26,7 @@ std::string read_bytes(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("a text file is written whole over the old one and read back, and a missing one is refused by name") {
-  const fs::path dir = fs::temp_directory_path() / "osim-text-file";
+  const fs::path dir = fs::temp_directory_path() / ("osim-text-file-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path f = dir / "out.txt";
@@ -41,6 +41,14 @@ TEST_CASE("a text file is written whole over the old one and read back, and a mi
   CHECK_NOTHROW(refuse_overwrite(f, true));
   CHECK_THROWS_WITH_AS(refuse_overwrite(f, false), doctest::Contains("exists already: pass --force"), InputError);
   CHECK_THROWS_WITH_AS(write_file(dir / "no-folder" / "x.txt", "x"), doctest::Contains("no-folder/x.txt"), InputError);
+  // Its bytes as given: a name ending in .gz is not compressed (its callers
+  // write YAML and CSV, read back as plain text), more than the 1 MiB buffer whole.
+  const std::string big = std::string(3 << 20, 'y') + "\n";
+  write_file(dir / "plain.yaml.gz", "a: 1\n");
+  write_file(dir / "big.txt", big);
+  CHECK(read_bytes(dir / "plain.yaml.gz") == "a: 1\n");
+  CHECK(read_bytes(dir / "big.txt") == big);
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 3);
   CHECK_THROWS_WITH_AS(read_maybe_gzip((dir / "none.txt").string()), doctest::Contains("none.txt"), InputError);
   CHECK_THROWS_AS(read_maybe_gzip(dir.string()), InputError);  // a folder
   fs::remove_all(dir);

@@ -7,6 +7,7 @@
 #include "gpu/sim_fixture.hpp"
 #include "report/metrics.hpp"
 #include "report/trace.hpp"
+#include "schedule/records.hpp"
 #include "workload/dit.hpp"
 #include "workload/stage_jobs.hpp"
 
@@ -158,4 +159,33 @@ TEST_CASE("the summary, metrics.json and the trace show the stages and the reque
   CHECK(format_summary(plain.m, plain.topo, plain.r, "head").find("request") == std::string::npos);
   CHECK(!metrics_json(plain.m, plain.topo, plain.r).contains("stages"));
   CHECK(trace_json(plain.s, plain.topo, plain.r).find(R"("name":"request")") == std::string::npos);
+}
+
+TEST_CASE("a report of a run's records gives each stage's peak VRAM as the run did, and not a zero where none was kept") {
+  const Run run(stage_job("offloaded"));
+  const Records rec = parse_records(nlohmann::json(records_json(run.s, run.r, "topo.yaml", "simulated")), "records.json");
+  const RunRecord back = run_record_of(run.s, rec);
+  const Metrics m = compute_metrics(run.s, run.topo, back);
+  REQUIRE(m.stages.size() == 2);
+  // The encoder's peak: the CUDA context, the GEMM workspace, the resident
+  // VAE's weights, its own weights and activations (one rank: no NCCL
+  // buffers, which only a simulation sizes).
+  const StagePlan p = stage_plan(run.w.stages[0], run.w.stage_job(0));
+  const StagePlan vae = stage_plan(run.w.stages[1], run.w.stage_job(0));
+  const VramParams& v = run.w.params.vram;
+  CHECK(m.stages[0].peak_vram == v.cuda_context + v.gemm_workspace + vae.weights + p.weights + p.activations);
+  REQUIRE(run.m.stages[1].peak_vram.has_value());
+  CHECK(m.stages[1].peak_vram == run.m.stages[1].peak_vram);
+  CHECK(*m.stages[1].peak_vram >= v.cuda_context + vae.weights);
+  // A run that kept no VRAM windows of its stages: "not recorded", null in metrics.json.
+  RunRecord bare = back;
+  bare.ranks[0].stage_peaks.clear();
+  const Metrics none = compute_metrics(run.s, run.topo, bare);
+  REQUIRE(none.stages.size() == 2);
+  CHECK(!none.stages[0].peak_vram);
+  const std::string summary = format_summary(none, run.topo, bare, "head");
+  const size_t row = summary.find("  enc ");
+  REQUIRE(row != std::string::npos);
+  CHECK(summary.substr(row, summary.find('\n', row) - row).ends_with(" not recorded"));
+  CHECK(metrics_json(none, run.topo, bare)["stages"][0]["peak_vram_bytes"].is_null());
 }
