@@ -11,7 +11,7 @@
 // calls becomes host work. Kineto does not say on which stream an event was
 // recorded nor which record a wait waits on: the record's stream is the one
 // this thread last put work on, and the wait binds the record whose work had
-// finished when the waiting stream went on (see pair_waits in import.cpp).
+// finished when the waiting stream went on (see pair_waits in waits.cpp).
 // Without the profiler's cuda_sync events a wait's own stream is inferred
 // too: the stream of the next work the thread issued (infer_waiting_stream).
 #pragma once
