@@ -227,7 +227,8 @@ void print_sets(const reference::Figures& f, const std::function<void(const std:
     std::cout << fmt::format("  {}: {} runs, makespan error median {:.1f} %, worst {:.1f} %\n", label, (*v)->runs, (*v)->median_pct, (*v)->worst_pct);
     missed(key);
   }
-  for (const auto& [set, section] : {std::pair{&f.programs, "programs"}, std::pair{&f.fp8_programs, "fp8_programs"}, std::pair{&f.requests, "requests"}}) {
+  for (const auto& [set, section] :
+       {std::pair{&f.programs, "programs"}, std::pair{&f.fp8_programs, "fp8_programs"}, std::pair{&f.requests, "requests"}}) {
     if (!*set) continue;
     const ProgramFigures& p = (*set)->first;
     std::cout << fmt::format("  {}: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", section,

@@ -36,8 +36,8 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
     eff = p.conv.efficiency(c.cout, c.positions, c.tf32);
     if (c.taps > 1 && !c.channels_last) {
       if (!gpu.gpu.hbm_bandwidth)
-        throw InputError(where, fmt::format("convolution '{}' converts layouts in HBM but GPU '{}' has no hbm_bandwidth in the topology", op.label,
-                                            gpu.name));
+        throw InputError(
+            where, fmt::format("convolution '{}' converts layouts in HBM but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
       const double element = c.tf32 ? 4.0 : es;
       const double moved = 2.0 * element * (static_cast<double>(c.cin) * c.in_positions + static_cast<double>(c.cout) * c.positions);
       layout_s = moved / (gpu.gpu.hbm_bandwidth->bytes_per_s * (element >= 4 ? p.conv.layout_efficiency : p.conv.layout_efficiency_16));

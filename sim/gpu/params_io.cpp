@@ -20,8 +20,8 @@ using namespace params;
 const std::vector<Field>& fields() {
   static const std::vector<Field> table = [] {
     std::vector<Field> all;
-    for (auto family : {overheads_fields, handoff_fields, copies_fields, gemm_fields, conv_fields, attention_fields, memory_fields, nccl_fields, power_fields,
-                        nvlink_fields, interference_fields, vram_fields})
+    for (auto family : {overheads_fields, handoff_fields, copies_fields, gemm_fields, conv_fields, attention_fields, memory_fields, nccl_fields,
+                        power_fields, nvlink_fields, interference_fields, vram_fields})
       for (Field& f : family()) all.push_back(std::move(f));
     return all;
   }();

@@ -134,10 +134,10 @@ void apply_override(YAML::Node root, const std::string& key, const YAML::Node& v
           return;
         }
         if (!found)
-          throw InputError(where, fmt::format("'{}' in key '{}': no item of that name{} in the list in {}; give an index (0..{}) or one of: {}", part,
-                                              key, roles.empty() ? "" : " or role", what, cur.size() == 0 ? 0 : cur.size() - 1,
-                                              fmt::join(names, ", ")) +
-                                      (roles.empty() ? "" : fmt::format(" (roles: {})", fmt::join(roles, ", "))));
+          throw InputError(where,
+                           fmt::format("'{}' in key '{}': no item of that name{} in the list in {}; give an index (0..{}) or one of: {}", part, key,
+                                       roles.empty() ? "" : " or role", what, cur.size() == 0 ? 0 : cur.size() - 1, fmt::join(names, ", ")) +
+                               (roles.empty() ? "" : fmt::format(" (roles: {})", fmt::join(roles, ", "))));
       }
       if (last) {
         next = value;

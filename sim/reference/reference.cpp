@@ -141,8 +141,8 @@ Manifest read_manifest(const std::string& folder) {
   m.file = (path.dir / "manifest.yaml").string();
   const YAML::Node root = load_yaml_file(m.file);
   const MapReader top(m.file, root, "reference manifest",
-                      {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "fp8_programs", "requests", "models",
-                       "memory", "traces", "traces_default", "expected", "predicted_from"});
+                      {"schema", "machine", "description", "measured", "topology", "calibration", "validation", "programs", "fp8_programs",
+                       "requests", "models", "memory", "traces", "traces_default", "expected", "predicted_from"});
   if (top.str("schema") != "overlapsim.reference/v1") top.fail("schema", "expected overlapsim.reference/v1");
   m.machine = top.str("machine");
   m.description = top.opt_str("description").value_or("");
@@ -160,9 +160,9 @@ Manifest read_manifest(const std::string& folder) {
         v.fail("timing_events", "no file " + *m.timing_events + ": name a calibration with GPU event times");
     }
   }
-  for (const auto& [section, repeatable, out] : {std::tuple{"programs", true, &m.programs}, std::tuple{"fp8_programs", true, &m.fp8_programs},
-                                                 std::tuple{"requests", true, &m.requests},
-                                                 std::tuple{"models", true, &m.models}, std::tuple{"memory", false, &m.memory}})
+  for (const auto& [section, repeatable, out] :
+       {std::tuple{"programs", true, &m.programs}, std::tuple{"fp8_programs", true, &m.fp8_programs}, std::tuple{"requests", true, &m.requests},
+        std::tuple{"models", true, &m.models}, std::tuple{"memory", false, &m.memory}})
     if (top.has(section)) *out = program_set(top, section, repeatable, path);
   for (const auto& [section, out] : {std::pair{"traces", &m.traces}, std::pair{"traces_default", &m.traces_default}})
     if (top.has(section)) {
@@ -170,11 +170,11 @@ Manifest read_manifest(const std::string& folder) {
       *out = TraceSet{path.folder(tr, "runs", tr.str("runs")), tr.opt_str("steps").value_or("")};
     }
   if (top.has("expected"))
-    m.expected = read_expected(MapReader(m.file, top.get("expected"), "expected",
-                                         {"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated",
-                                          "fp8_programs", "fp8_programs_repeated", "requests", "requests_repeated", "models", "models_repeated",
-                                          "memory", "traces", "traces_default"}),
-                               m);
+    m.expected = read_expected(
+        MapReader(m.file, top.get("expected"), "expected",
+                  {"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated", "fp8_programs",
+                   "fp8_programs_repeated", "requests", "requests_repeated", "models", "models_repeated", "memory", "traces", "traces_default"}),
+        m);
   if (top.has("predicted_from")) m.predicted_from = read_predicted_from(top, m, path);
   return m;
 }
@@ -256,7 +256,8 @@ std::vector<Miss> check(const Figures& f, const Expected& e) {
       c(within(f.memory->allocated_worst_pct, e.memory->allocated_worst_pct) && within(f.memory->device_worst_pct, e.memory->device_worst_pct),
         "memory", "memory");
   }
-  for (const auto& [key, figures, limits] : {std::tuple{"traces", &f.traces, &e.traces}, std::tuple{"traces_default", &f.traces_default, &e.traces_default}}) {
+  for (const auto& [key, figures, limits] :
+       {std::tuple{"traces", &f.traces, &e.traces}, std::tuple{"traces_default", &f.traces_default, &e.traces_default}}) {
     if (!*limits) continue;
     if (!*figures)
       c.absent(key);

@@ -78,8 +78,8 @@ void simulate_sets(const Manifest& m, const hw::Topology& topo, const std::strin
   }
   const ModelParams params = load_calibration(calibration);
   // Reference programs (framework programs run on the machine, none of them a calibration input).
-  for (const auto& [set, out] : {std::pair{&m.programs, &f.programs}, std::pair{&m.fp8_programs, &f.fp8_programs}, std::pair{&m.requests, &f.requests},
-                                 std::pair{&m.models, &f.models}})
+  for (const auto& [set, out] : {std::pair{&m.programs, &f.programs}, std::pair{&m.fp8_programs, &f.fp8_programs},
+                                 std::pair{&m.requests, &f.requests}, std::pair{&m.models, &f.models}})
     if (*set) *out = program_set(**set, topo, params);
   if (m.memory) {
     // Programs run for their peak memory (the allocator's statistics), against their twins' peak VRAM.

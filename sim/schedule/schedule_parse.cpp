@@ -50,8 +50,8 @@ std::vector<std::string> keys_for(OpKind k) {
   };
   switch (k) {
     case OpKind::Kernel:
-      add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "conv", "dtype", "sm_limit", "sm_margin", "efficiency",
-           "views", "launches", "beside_copies"});
+      add({"name", "stream", "duration", "flops", "bytes", "access", "row", "gemm", "attention", "conv", "dtype", "sm_limit", "sm_margin",
+           "efficiency", "views", "launches", "beside_copies"});
       break;
     case OpKind::Memcpy: add({"name", "kind", "bytes", "stream", "host", "host_span", "async", "peer", "views"}); break;
     case OpKind::EventRecord: add({"event", "stream"}); break;

@@ -444,9 +444,8 @@ std::vector<std::string> stage_preset_names() {
 }
 
 const std::vector<std::string>& stage_keys() {
-  static const std::vector<std::string> keys = {"name",   "preset", "place",      "dtype",      "prompts", "tokens",  "layers",
-                                                "tile",   "chunk",  "cpu_tflops", "efficiency", "params",  "parallel",
-                                                "host",   "copy_back"};
+  static const std::vector<std::string> keys = {"name",  "preset",     "place",      "dtype",  "prompts",  "tokens", "layers",   "tile",
+                                                "chunk", "cpu_tflops", "efficiency", "params", "parallel", "host",   "copy_back"};
   return keys;
 }
 

@@ -29,14 +29,20 @@ nlohmann::json conv_row(int c, int frames, int h, int w, bool fp32, bool channel
   const double flops = 2.0 * positions * c * c * 27 * (fp32 ? 2 : 1);
   double t = flops / (peak * share / (1 + half / positions));
   if (!channels_last) t += 2 * es * (c * in_positions + c * positions) / (hbm * layout);
-  return {{"key", "conv"},          {"gpus", {0}},
-          {"op", "conv3d"},         {"cin", c},
-          {"cout", c},              {"kernel", {3, 3, 3}},
-          {"frames", frames},       {"frames_in", frames + 2},
-          {"h", h},                 {"w", w},
+  return {{"key", "conv"},
+          {"gpus", {0}},
+          {"op", "conv3d"},
+          {"cin", c},
+          {"cout", c},
+          {"kernel", {3, 3, 3}},
+          {"frames", frames},
+          {"frames_in", frames + 2},
+          {"h", h},
+          {"w", w},
           {"dtype", fp32 ? "fp32" : "bf16"},
           {"layout", channels_last ? "ndhwc" : "ncdhw"},
-          {"time_us", t * 1e6},     {"TFLOPs", flops / t * 1e-12 / (fp32 ? 2 : 1)}};
+          {"time_us", t * 1e6},
+          {"TFLOPs", flops / t * 1e-12 / (fp32 ? 2 : 1)}};
 }
 }  // namespace
 
@@ -70,7 +76,8 @@ TEST_CASE("conv rows: shares by channels, the small-output term and the conversi
   const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/h200x4-nvlink.yaml"));
   const auto& gpu = topo.node(topo.find("gpu0"));
   const double peak = gpu.gpu.peak_tflops.at("bf16") * 1e12, hbm = gpu.gpu.hbm_bandwidth->bytes_per_s;
-  nlohmann::json doc = {{"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+  nlohmann::json doc = {
+      {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
   doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", 1048576.0}, {"reps", 5}, {"time_us", 3 + 1048576.0 / 55e3}});
   const std::map<int, std::pair<double, double>> shares = {{96, {0.25, 0.27}}, {128, {0.7, 0.6}}, {384, {0.4, 0.6}}};
   for (const auto& [c, s] : shares)

@@ -188,9 +188,7 @@ TEST_CASE("imported link lines carry a name and a role: a key by role edits ever
 
   // As the shipped topologies' `gpu_pcie` line: the role edits all eight, a name one of them.
   const std::filesystem::path f = std::filesystem::temp_directory_path() / ("osim-smi-roles-" + std::to_string(::getpid()) + ".yaml");
-  {
-    std::ofstream(f) << dgx;
-  }
+  { std::ofstream(f) << dgx; }
   const TopologySpec t = parse_topology_file(f.string(), {"links.gpu_pcie.pcie=gen4 x8", "links.gpu_pcie-gpu3.pcie=gen3 x16"});
   int edited = 0;
   for (const LinkSpec& l : t.links) {
@@ -235,7 +233,8 @@ TEST_CASE("the GPU datasheet table: the shipped file built in, rows checked by l
     }
     return std::string();
   };
-  const std::string ok = "  - {match: H200, model: H200, memory: 141 GB, hbm_bandwidth: 4.8 TB/s, sms: 132, copy_engines: 3, peak_tflops: {bf16: 989}}\n";
+  const std::string ok =
+      "  - {match: H200, model: H200, memory: 141 GB, hbm_bandwidth: 4.8 TB/s, sms: 132, copy_engines: 3, peak_tflops: {bf16: 989}}\n";
   CHECK(error_in(ok).empty());
   CHECK(error_in(ok + "  - {match: X, model: X, memory: 80 GiB, hbm_bandwidth: 2 TB/s, sms: 0, copy_engines: 3, peak_tflops: {bf16: 1}}\n")
             .find("g.yaml:3:") == 0);
@@ -243,8 +242,7 @@ TEST_CASE("the GPU datasheet table: the shipped file built in, rows checked by l
             .find("must be at least 1") != std::string::npos);
   CHECK(error_in(ok + "  - {match: X, model: X, memory: 80 GiB, hbm: 2 TB/s, sms: 8, copy_engines: 3, peak_tflops: {bf16: 1}}\n")
             .find("unknown key 'hbm'") != std::string::npos);
-  CHECK(error_in(ok + "  - {match: X, model: X, memory: 80 GiB, sms: 8, copy_engines: 3, peak_tflops: {bf16: 1}}\n")
-            .find("g.yaml:3:") == 0);
+  CHECK(error_in(ok + "  - {match: X, model: X, memory: 80 GiB, sms: 8, copy_engines: 3, peak_tflops: {bf16: 1}}\n").find("g.yaml:3:") == 0);
   CHECK(error_in(ok + "  - {match: X, model: X, memory: 80 GiB, sms: 8, copy_engines: 3, peak_tflops: {bf16: 1}}\n")
             .find("error: the row of 'X' needs 'hbm_bandwidth'") != std::string::npos);
   CHECK(error_in(ok + "  - {model: X, memory: 80 GiB}\n").find("g.yaml:3:") == 0);
@@ -257,7 +255,11 @@ TEST_CASE("the GPU datasheet table: the shipped file built in, rows checked by l
   o.gpu_names = {"NVIDIA B200", "NVIDIA B200"};
   CHECK(count(import_checked(matrix, "t", o), "ASSUMED: memory, HBM bandwidth") == 2);
   o.gpu_datasheets = parse_gpu_datasheets(
-      "gpus:\n  - {match: B200, model: B200, memory: 180 GB, hbm_bandwidth: 8 TB/s, sms: 148, copy_engines: 4, peak_tflops: {bf16: 2250}}\n", "mine.yaml");
+      "gpus:\n  - {match: B200, model: B200, memory: 180 GB, hbm_bandwidth: 8 TB/s, sms: 148, copy_engines: 4, peak_tflops: {bf16: 2250}}\n",
+      "mine.yaml");
   const std::string yaml = import_checked(matrix, "t", o);
-  CHECK(count(yaml, "kind: gpu, model: B200, memory: 180 GB, hbm_bandwidth: 8 TB/s, sms: 148, copy_engines: 4, peak_tflops: {bf16: 2250}}  # NVIDIA B200") == 2);
+  CHECK(
+      count(yaml,
+            "kind: gpu, model: B200, memory: 180 GB, hbm_bandwidth: 8 TB/s, sms: 148, copy_engines: 4, peak_tflops: {bf16: 2250}}  # NVIDIA B200") ==
+      2);
 }

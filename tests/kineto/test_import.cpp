@@ -424,9 +424,10 @@ TEST_CASE("stream synchronizes without cuda_sync events: the stream the timeline
     if (op.kind == OpKind::StreamSync || op.kind == OpKind::DeviceSync) syncs.emplace_back(op.kind, op.kind == OpKind::StreamSync ? op.stream : -1);
   const int compute = t.schedule.find_stream("compute"), side = t.schedule.find_stream("stream20");
   CHECK(syncs == std::vector<std::pair<OpKind, int>>{{OpKind::StreamSync, compute}, {OpKind::DeviceSync, -1}, {OpKind::StreamSync, side}});
-  CHECK(std::count(t.summary.notes.begin(), t.summary.notes.end(),
-                   "stream synchronizes without their cuda_sync event: 1 became device synchronizes (no stream was busy as the call returned), 2 stream "
-        "synchronizes of the stream whose work had ended by then (another was still busy)") == 1);
+  CHECK(std::count(
+            t.summary.notes.begin(), t.summary.notes.end(),
+            "stream synchronizes without their cuda_sync event: 1 became device synchronizes (no stream was busy as the call returned), 2 stream "
+            "synchronizes of the stream whose work had ended by then (another was still busy)") == 1);
 }
 
 TEST_CASE("a reference program's trace without its cuda_sync events: the same waits inferred, the same replay") {

@@ -26,7 +26,8 @@ struct ManifestDir {
     // One folder a process: CTest runs each test case as its own process, several at once.
     dir = fs::temp_directory_path() / ("osim-reference-manifest-" + std::to_string(::getpid()));
     fs::remove_all(dir);
-    for (const char* d : {"validation", "programs", "programs-run-2", "models", "memory", "traces", "traces-default"}) fs::create_directories(dir / d);
+    for (const char* d : {"validation", "programs", "programs-run-2", "models", "memory", "traces", "traces-default"})
+      fs::create_directories(dir / d);
     std::ofstream(dir / "manifest.yaml") << text;
   }
   ~ManifestDir() {
@@ -121,7 +122,8 @@ TEST_CASE("a bad manifest is refused at its line with what to do") {
       {"no repeats", head() + "programs: {runs: programs, repeats: []}\n", 7, "programs 'repeats': expected a list of folders"},
       {"a traces folder missing", head() + "traces: {runs: nowhere}\n", 7, "traces 'runs': no folder"},
       {"a default-setting traces folder missing", head() + "traces_default: {runs: nowhere}\n", 7, "traces_default 'runs': no folder"},
-      {"default-setting trace limits without their section", head() + "traces: {runs: traces}\nexpected:\n  traces_default: {pinned_worst_pct: 1, pageable_worst_pct: 2}\n", 9,
+      {"default-setting trace limits without their section",
+       head() + "traces: {runs: traces}\nexpected:\n  traces_default: {pinned_worst_pct: 1, pageable_worst_pct: 2}\n", 9,
        "expected 'traces_default': the manifest has no traces_default: section"},
       {"a memory section with repeats", head() + "memory: {runs: memory, repeats: [programs-run-2]}\n", 7, "unknown key 'repeats'"},
       {"an unknown expected key", head() + "expected:\n  programz: {}\n", 8, "unknown key 'programz'"},
