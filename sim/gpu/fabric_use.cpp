@@ -19,15 +19,13 @@ FabricUse::FabricUse(ExecContext& x) : x_(x) {
   collective_bottlenecks.assign(nres + 1, {});
   if (x_.o.link_samples) {
     usage_.assign(nres, 0.0);
+    samples_ = WindowedSamples(x_.o.sample_windows);
     x_.flows.rate_observer = [this](FlowId f, double before, double after) {
       const Time now = x_.engine.now();
       for (const auto& u : flow_uses_[f]) {
         usage_[u.resource] += (after - before) * u.coefficient;
         if (std::abs(usage_[u.resource]) < 1e-3) usage_[u.resource] = 0;
-        if (!samples_.empty() && samples_.back().time == now && samples_.back().resource == u.resource)
-          samples_.back().bytes_per_s = usage_[u.resource];
-        else
-          samples_.push_back({now, u.resource, usage_[u.resource]});
+        samples_.add(now, u.resource, usage_[u.resource]);
       }
       if (after == 0) flow_uses_.erase(f);
     };
