@@ -137,6 +137,8 @@ struct ExecContext {
   /// Rank r's op's group (index into s.groups) and peer rank, roles resolved (Program::group_of).
   int group_of(int r, const Op& op) const { return s.programs[static_cast<size_t>(r)].group_of(op); }
   int peer_of(int r, const Op& op) const { return s.programs[static_cast<size_t>(r)].peer_of(op); }
+  /// Whether rank r is traced (ExecOptions::record_ranks; empty: every rank): the links its transfers cross keep link samples.
+  bool traced(int r) const { return o.record_ranks.empty() || o.record_ranks[static_cast<size_t>(r)]; }
   /// Whether rank r's records are kept.
   bool keeps(int r) const { return recorded[static_cast<size_t>(r)] != 0; }
   /// An op's record; of a rank whose records are not kept a scratch one, written and never read.

@@ -59,6 +59,8 @@ struct ExecOptions {
   // per rank (a trace's TraceSelection::rank); empty: every rank. Then the
   // run also keeps ExecResult::spans for every rank (the metrics read them),
   // so a trace of a few ranks of a large run holds records for those alone.
+  // With link_samples, the samples are those of the links the chosen ranks'
+  // transfers crossed, each from the first such transfer on.
   std::vector<char> record_ranks;
   // With link_samples: the windows [from, to) in ps whose samples are kept,
   // sorted and disjoint (TraceSelection::windows), and of those between them

@@ -28,7 +28,7 @@ class FabricUse final : public Routes {
   const FlowRoute& host_route(int r, bool h2d) override;
   void account(Transfer kind, const FlowRecord& rec) override;
   BottleneckStat& stat_of(Transfer kind, ConstraintId c) override { return stat_of(stats(kind), c); }
-  void observe(FlowId f, const FlowRoute& route) override;
+  void observe(FlowId f, const FlowRoute& route, bool traced) override;
 
   /// The topology's route between two ranks' GPUs (copies' options when `dma`).
   const hw::Route& route_between(int r, int peer, bool dma);
@@ -65,6 +65,7 @@ class FabricUse final : public Routes {
   std::vector<size_t> copy_bound_merged_;                             // each one's size after its last merge
   std::vector<double> usage_;
   WindowedSamples samples_;  // those ExecOptions::sample_windows keep
+  std::vector<char> sampled_;  // per resource: a traced rank's transfer crossed it (its samples kept from then on)
   std::map<FlowId, std::vector<hw::ResourceUse>> flow_uses_;
 };
 
