@@ -1,9 +1,11 @@
 // overlapsim run: a workload (generated into a schedule) or a schedule,
 // simulated; the summary, and with --out the metrics, Perfetto trace and
 // records.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -122,19 +124,56 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     write_file(schedule_out, to_yaml(sched));
   }
   ExecOptions opts;
-  opts.link_samples = !out_dir.empty();
-  opts.keep_records = !out_dir.empty() || show_ops;  // the trace, records.json and the per-op table read them
+  opts.keep_records = show_ops;  // the per-op table reads them
   opts.closed_form_collectives = !every_flow;
   opts.symmetric_ranks = !every_rank;
   // --runs-before N: the GPUs come from N runs of the same input back to back
   // (a serving loop's steady state: the sustained-load clock already down).
-  const ExecResult res = execute_after_runs(sched, topo, params, runs_before, opts);
-  const Metrics m = compute_metrics(sched, topo, res);
+  auto run_with = [&](const ExecOptions& o) { return execute_after_runs(sched, topo, params, runs_before, o); };
+  ExecResult res;
+  Metrics m;
+  TraceSelection trace_sel;
+  if (!out) {
+    res = run_with(opts);
+    m = compute_metrics(sched, topo, res);
+  } else {
+    opts.link_samples = true;
+    opts.keep_records = true;  // the trace and records.json read them
+    // What the trace holds (its ranks, its steps' windows) follows from the
+    // run's metrics. Unless it holds everything, a run without records or
+    // link samples (mirrored ranks, closed forms: a fraction of the traced
+    // run's time) gives them first, so that the traced run keeps records and
+    // samples for that alone: a large run's trace needs memory for the few
+    // ranks and steps it holds, not for every op of every rank.
+    std::optional<TraceSelection> planned;
+    if (!trace.all) {
+      ExecOptions first = opts;
+      first.keep_records = first.link_samples = false;
+      planned = select_trace(trace, compute_metrics(sched, topo, run_with(first)));
+    }
+    for (int attempt = 0;; ++attempt) {
+      opts.record_ranks.clear();
+      opts.sample_windows.clear();
+      if (planned && !planned->everything) {
+        opts.sample_windows = planned->windows;
+        // records.json and the per-op table read every rank's.
+        const bool every_rank_traced = std::find(planned->rank.begin(), planned->rank.end(), 0) == planned->rank.end();
+        if (!records && !show_ops && !every_rank_traced) opts.record_ranks = planned->rank;
+      }
+      res = run_with(opts);
+      m = compute_metrics(sched, topo, res);
+      trace_sel = select_trace(trace, m);
+      // The same run gives the same selection (the closed forms and mirrors
+      // change no time); were it not so, the run is traced again as it chose.
+      if (!planned || planned->everything || (planned->rank == trace_sel.rank && planned->windows == trace_sel.windows)) break;
+      if (attempt == 2) throw std::logic_error("run --out: the trace's selection changed from one run of the input to the next");
+      planned = trace_sel;
+    }
+  }
   if (show_ops) std::cout << format_exec_report(sched, res) << "\n";
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
   // A calibration measured elsewhere is said first: what follows leans on it.
   std::string summary = borrowed_calibration_note(base, topo) + format_summary(m, topo, res, head);
-  const TraceSelection trace_sel = out ? select_trace(trace, m) : TraceSelection{};
   if (!trace_sel.everything) summary += "  " + trace_sel.note + "\n";
   std::cout << summary;
   std::cout << base_params_note(base, &topo);

@@ -331,8 +331,8 @@ void Collectives::start_flow(int ci, int from, int to, FlowSpec f, double base, 
                this, key};
   const FlowId fid = st ? x_.flows.resume(std::move(f), *st) : x_.flows.start(std::move(f));
   const FlowRoute& route = routes_.pair_route(ra, c.members[static_cast<size_t>(to)], false);
-  if (x_.o.link_samples) routes_.observe(fid, route);
   const int rb = c.members[static_cast<size_t>(to)];
+  if (x_.o.link_samples) routes_.observe(fid, route, x_.traced(ra) || x_.traced(rb));
   auto& cfs = ranks_[static_cast<size_t>(ra)].coll_flows;
   if (coll_flow_slot_.size() <= static_cast<size_t>(fid)) coll_flow_slot_.resize(static_cast<size_t>(fid) + 1, -1);
   coll_flow_slot_[static_cast<size_t>(fid)] = static_cast<int>(cfs.size());

@@ -144,7 +144,7 @@ void Copies::start_copy(int r, int e) {
     });
   claims_.hand_back_route(f.route);
   const FlowId fid = x_.flows.start(std::move(f));
-  if (x_.o.link_samples && route) routes_.observe(fid, *route);  // rates are reported only after activation
+  if (x_.o.link_samples && route) routes_.observe(fid, *route, x_.traced(r));  // rates are reported only after activation
   sm_.update(r);
 }
 

@@ -123,8 +123,10 @@ struct ExecContext {
   FlowModel flows;
 
   std::vector<RankInfo> ranks;
-  std::vector<std::vector<OpRecord>> records;  // with ExecOptions::keep_records
-  RunSpans spans;                              // without
+  std::vector<std::vector<OpRecord>> records;  // with ExecOptions::keep_records, of the ranks kept
+  std::vector<char> recorded;                  // per rank: its records kept (ExecOptions::record_ranks, their representatives)
+  RunSpans spans;                              // without records, or with some ranks' alone
+  bool spans_on = false;                       // spans are kept
   OpRecord scratch;                            // what records get without them
   int64_t most_ops_held = 0;                   // ExecResult::most_ops_held
   Mirrors mirrors;
@@ -135,8 +137,12 @@ struct ExecContext {
   /// Rank r's op's group (index into s.groups) and peer rank, roles resolved (Program::group_of).
   int group_of(int r, const Op& op) const { return s.programs[static_cast<size_t>(r)].group_of(op); }
   int peer_of(int r, const Op& op) const { return s.programs[static_cast<size_t>(r)].peer_of(op); }
-  /// An op's record; without ExecOptions::keep_records a scratch one, written and never read.
-  OpRecord& record(int r, int index) { return o.keep_records ? records[static_cast<size_t>(r)][static_cast<size_t>(index)] : scratch; }
+  /// Whether rank r is traced (ExecOptions::record_ranks; empty: every rank): the links its transfers cross keep link samples.
+  bool traced(int r) const { return o.record_ranks.empty() || o.record_ranks[static_cast<size_t>(r)]; }
+  /// Whether rank r's records are kept.
+  bool keeps(int r) const { return recorded[static_cast<size_t>(r)] != 0; }
+  /// An op's record; of a rank whose records are not kept a scratch one, written and never read.
+  OpRecord& record(int r, int index) { return keeps(r) ? records[static_cast<size_t>(r)][static_cast<size_t>(index)] : scratch; }
   /// A representative with mirrors dispatches copy or collective `id`: each of theirs must end with it.
   void mirrored_start(int r, int id);
   /// Rank r's copy or collective `id` ended (r a representative with mirrors, or a mirror).

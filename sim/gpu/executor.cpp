@@ -44,12 +44,14 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
         streams_(x_, compute_, copies_, collectives_, memory_, *this),
         host_(x_, streams_, memory_, collectives_) {
     check_fits();
-    x_.records.resize(static_cast<size_t>(s.ranks()));
-    if (!o.keep_records) x_.spans = RunSpans::for_schedule(s, o.fold_spans_at);
+    assert((o.record_ranks.empty() || o.record_ranks.size() == static_cast<size_t>(s.ranks())) && "record_ranks: one flag per rank");
+    x_.spans_on = !o.keep_records || !o.record_ranks.empty();
+    if (x_.spans_on) x_.spans = RunSpans::for_schedule(s, o.fold_spans_at);
     assert((o.initial_load.empty() || o.initial_load.size() == static_cast<size_t>(s.ranks())) && "initial_load: one state per rank");
     x_.ranks.resize(static_cast<size_t>(s.ranks()));
     for (int r = 0; r < s.ranks(); ++r) place_rank(r);
     if (o.symmetric_ranks && !o.link_samples) find_mirrors();  // a trace's link samples follow the order flows change in
+    keep_records();
     // P2P copies' routes, found (or refused) up front once every rank has its GPU.
     for (int r = 0; r < s.ranks(); ++r)
       if (p2p_ranks_[static_cast<size_t>(r)])
@@ -67,7 +69,8 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
     if (x_.o.keep_records) {
       mirror_records();
       out.ops = std::move(x_.records);
-    } else {
+    }
+    if (x_.spans_on) {
       for (int r = 0; r < x_.s.ranks(); ++r)
         if (x_.mirrors.is_mirror(r)) x_.spans.mirror(r, x_.mirrors.rep_of(r));
       out.spans = std::move(x_.spans);
@@ -164,7 +167,30 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
     ProgramInfo& info = programs_.of(s, r, *R.node, x_.p);
     R.program = &info;
     assert((!info.generated_as_run() || !x_.o.keep_records) && "a program generated as it runs keeps no records");
-    if (x_.o.keep_records) {
+    if (info.end() > static_cast<int64_t>(INT32_MAX)) throw InputError(SourceLocation{s.file, 0, 0}, "a program holds more than 2^31 ops: split it");
+    R.flags.grow_to(info.end());
+    streams_.add_rank(r, info.q);
+    memory_.add_rank(r);
+    collectives_.add_rank(r);
+    p2p_ranks_.push_back(info.p2p);
+  }
+
+  // The ranks whose records are kept (ExecOptions::record_ranks, and the
+  // representatives of those that mirror one: their records are copied),
+  // each with a record per op of its program.
+  void keep_records() {
+    const Schedule& s = x_.s;
+    const auto& chosen = x_.o.record_ranks;
+    x_.recorded.assign(static_cast<size_t>(s.ranks()), 0);
+    x_.records.resize(static_cast<size_t>(s.ranks()));
+    if (!x_.o.keep_records) return;
+    for (int r = 0; r < s.ranks(); ++r)
+      if (chosen.empty() || chosen[static_cast<size_t>(r)]) {
+        x_.recorded[static_cast<size_t>(r)] = 1;
+        x_.recorded[static_cast<size_t>(x_.mirrors.rep_of(r))] = 1;
+      }
+    for (int r = 0; r < s.ranks(); ++r) {
+      if (!x_.keeps(r)) continue;
       auto& recs = x_.records[static_cast<size_t>(r)];
       const auto& ops = *s.programs[static_cast<size_t>(r)].ops;
       recs.reserve(ops.size());
@@ -173,12 +199,6 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
         rec.op = &op;
       }
     }
-    if (info.end() > static_cast<int64_t>(INT32_MAX)) throw InputError(SourceLocation{s.file, 0, 0}, "a program holds more than 2^31 ops: split it");
-    R.flags.grow_to(info.end());
-    streams_.add_rank(r, info.q);
-    memory_.add_rank(r);
-    collectives_.add_rank(r);
-    p2p_ranks_.push_back(info.p2p);
   }
 
   // Ranks that run one program on alike GPUs from the same load mirror the
@@ -220,7 +240,7 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
   void mirror_records() {
     for (int r = 0; r < x_.s.ranks() && x_.mirrors.on(); ++r) {
       const int q = x_.mirrors.rep_of(r);
-      if (q == r) continue;
+      if (q == r || !x_.keeps(r)) continue;
       auto& to = x_.records[static_cast<size_t>(r)];
       const auto& from = x_.records[static_cast<size_t>(q)];
       for (size_t i = 0; i < to.size(); ++i) {

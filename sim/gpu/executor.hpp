@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/params.hpp"
@@ -54,6 +55,17 @@ struct ExecOptions {
   // Without: ExecResult::spans instead, a few spans per stream in place of
   // 56 bytes per op; compute_metrics gives the same metrics from either.
   bool keep_records = true;
+  // With records: the ranks whose records and VRAM timeline are kept, a flag
+  // per rank (a trace's TraceSelection::rank); empty: every rank. Then the
+  // run also keeps ExecResult::spans for every rank (the metrics read them),
+  // so a trace of a few ranks of a large run holds records for those alone.
+  // With link_samples, the samples are those of the links the chosen ranks'
+  // transfers crossed, each from the first such transfer on.
+  std::vector<char> record_ranks;
+  // With link_samples: the windows [from, to) in ps whose samples are kept,
+  // sorted and disjoint (TraceSelection::windows), and of those between them
+  // each resource's last before a window (WindowedSamples); empty: all.
+  std::vector<std::pair<int64_t, int64_t>> sample_windows;
   // Without records: a rank's spans before its running ops are summed and
   // dropped once it holds this many (RunSpans::fold); the metrics are the same.
   size_t fold_spans_at = 4096;

@@ -19,15 +19,14 @@ FabricUse::FabricUse(ExecContext& x) : x_(x) {
   collective_bottlenecks.assign(nres + 1, {});
   if (x_.o.link_samples) {
     usage_.assign(nres, 0.0);
+    samples_ = WindowedSamples(x_.o.sample_windows);
+    sampled_.assign(nres, x_.o.record_ranks.empty() ? 1 : 0);
     x_.flows.rate_observer = [this](FlowId f, double before, double after) {
       const Time now = x_.engine.now();
       for (const auto& u : flow_uses_[f]) {
         usage_[u.resource] += (after - before) * u.coefficient;
         if (std::abs(usage_[u.resource]) < 1e-3) usage_[u.resource] = 0;
-        if (!samples_.empty() && samples_.back().time == now && samples_.back().resource == u.resource)
-          samples_.back().bytes_per_s = usage_[u.resource];
-        else
-          samples_.push_back({now, u.resource, usage_[u.resource]});
+        if (sampled_[static_cast<size_t>(u.resource)]) samples_.add(now, u.resource, usage_[u.resource]);
       }
       if (after == 0) flow_uses_.erase(f);
     };
@@ -118,9 +117,12 @@ BottleneckStat& FabricUse::stat_of(std::vector<BottleneckStat>& stats, Constrain
   return stats[res < 0 ? stats.size() - 1 : static_cast<size_t>(res)];
 }
 
-void FabricUse::observe(FlowId f, const FlowRoute& route) {
+void FabricUse::observe(FlowId f, const FlowRoute& route, bool traced) {
   std::vector<hw::ResourceUse> out;
-  for (const FlowUse& u : route.uses) out.push_back({res_of_cons_[u.constraint], u.coefficient});
+  for (const FlowUse& u : route.uses) {
+    out.push_back({res_of_cons_[u.constraint], u.coefficient});
+    if (traced) sampled_[static_cast<size_t>(out.back().resource)] = 1;
+  }
   flow_uses_[f] = std::move(out);
 }
 

@@ -1,6 +1,7 @@
 // The run's use of the topology: its resources installed in the solver,
 // routes as flows take them (memoised), what bound each transfer, and every
-// change of every resource's use (link samples, for traces).
+// change of every resource's use (link samples, for traces; those of the
+// traced windows).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "gpu/exec_context.hpp"
 #include "gpu/ports.hpp"
+#include "schedule/link_samples.hpp"
 
 namespace osim::exec {
 
@@ -26,7 +28,7 @@ class FabricUse final : public Routes {
   const FlowRoute& host_route(int r, bool h2d) override;
   void account(Transfer kind, const FlowRecord& rec) override;
   BottleneckStat& stat_of(Transfer kind, ConstraintId c) override { return stat_of(stats(kind), c); }
-  void observe(FlowId f, const FlowRoute& route) override;
+  void observe(FlowId f, const FlowRoute& route, bool traced) override;
 
   /// The topology's route between two ranks' GPUs (copies' options when `dma`).
   const hw::Route& route_between(int r, int peer, bool dma);
@@ -35,7 +37,7 @@ class FabricUse final : public Routes {
   /// Per resource (the last: the copies' own caps), how long at least one copy was bound there: a
   /// union over time of each copy's [first byte, end] at its main bottleneck, at most the makespan.
   std::vector<Time> copy_binding();
-  std::vector<LinkSample> take_samples() { return std::move(samples_); }
+  std::vector<LinkSample> take_samples() { return samples_.take(); }
   /// Bytes moved per topology resource.
   std::vector<double> resource_bytes() const;
 
@@ -62,7 +64,8 @@ class FabricUse final : public Routes {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> copy_bound_;  // per resource: [first byte, end] in ps, merged as they grow
   std::vector<size_t> copy_bound_merged_;                             // each one's size after its last merge
   std::vector<double> usage_;
-  std::vector<LinkSample> samples_;
+  WindowedSamples samples_;  // those ExecOptions::sample_windows keep
+  std::vector<char> sampled_;  // per resource: a traced rank's transfer crossed it (its samples kept from then on)
   std::map<FlowId, std::vector<hw::ResourceUse>> flow_uses_;
 };
 

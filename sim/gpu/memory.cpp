@@ -57,7 +57,7 @@ void Memory::alloc(int r, int pc, const Op& op) {
       M.peak_parts = M.parts;
     }
     if (M.in_stage) M.stage_peaks.back().second = std::max(M.stage_peaks.back().second, M.vram);
-    if (x_.o.keep_records) timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
+    if (x_.keeps(r)) timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
   } else {
     const hw::NodeSpec& cpu = x_.topo.node(R.cpu);
     Bytes& used = pinned_[R.cpu];
@@ -121,7 +121,7 @@ void Memory::drop(int r, const Alloc& a) {
   Rank& M = ranks_[static_cast<size_t>(r)];
   M.vram -= a.bytes;
   M.parts[static_cast<size_t>(a.part)] -= a.bytes;
-  if (x_.o.keep_records) timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
+  if (x_.keeps(r)) timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
 }
 
 void Memory::free(int r, int pc, const Op& op) {

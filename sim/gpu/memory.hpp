@@ -65,7 +65,7 @@ class Memory {
   /// tensors held between its markers (as peak(), in the host's order).
   const std::vector<std::pair<std::string, Bytes>>& stage_peaks(int r) const { return ranks_[static_cast<size_t>(r)].stage_peaks; }
   /// Per rank: (time, bytes in use) after each alloc/free (the trace's VRAM
-  /// track; kept only with ExecOptions::keep_records, as the trace needs them).
+  /// track; kept only for ranks whose records are kept, as the trace needs them).
   std::vector<std::vector<std::pair<Time, Bytes>>> take_timeline() { return std::move(timeline_); }
 
  private:

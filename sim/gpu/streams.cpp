@@ -51,7 +51,7 @@ int Streams::enqueue(int r, int pc, const Op& op) {
   S.issued = pc + 1;
   StreamState& st = S.streams[static_cast<size_t>(op.stream)];
   ++st.enqueued;
-  if (op.kind == OpKind::StreamWaitEvent && x_.o.keep_records) {
+  if (op.kind == OpKind::StreamWaitEvent && x_.keeps(r)) {
     const auto [es, ep] = S.event_pos[static_cast<size_t>(op.event)];
     x_.record(r, pc).waits_on = R.program->q.stream_ops[static_cast<size_t>(es)][ep];
   }
@@ -116,11 +116,12 @@ void Streams::complete(int r, int id) {
     else if (op.kind == OpKind::EventRecord)
       S.event_dep[static_cast<size_t>(op.event)] = {op.stream, st.done - 1, st.dep};
   }
-  if (x_.o.keep_records) {
+  if (x_.keeps(r)) {
     OpRecord& rec = x_.records[static_cast<size_t>(r)][static_cast<size_t>(index)];
     rec.end = now;
     rec.ran = true;
-  } else {
+  }
+  if (x_.spans_on) {
     x_.spans.add(r, op, st.started, now);
     if (x_.spans.wants_fold(r)) x_.spans.fold(r, running_since(r).ps());
   }

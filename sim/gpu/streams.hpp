@@ -34,10 +34,8 @@ class Streams {
   /// A mirror has no streams: its representative's stand for its own.
   void mark_start(int r, int id, const Op& op) {
     if (x_.mirrors.is_mirror(r)) return;
-    if (x_.o.keep_records)
-      x_.records[static_cast<size_t>(r)][static_cast<size_t>(id)].start = x_.engine.now();
-    else
-      ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(op.stream)].started = x_.engine.now();
+    if (x_.keeps(r)) x_.records[static_cast<size_t>(r)][static_cast<size_t>(id)].start = x_.engine.now();
+    if (x_.spans_on) ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(op.stream)].started = x_.engine.now();
   }
 
   [[nodiscard]] int enqueued(int r, int s) const { return ranks_[static_cast<size_t>(r)].streams[static_cast<size_t>(s)].enqueued; }

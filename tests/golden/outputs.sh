@@ -9,8 +9,8 @@
 #
 # Run from the repository's root; outputs go through .golden-work/ there so
 # that the paths they print are the same in every checkout. About 3 minutes on
-# 2 cores. The cluster workload runs without --out (its trace needs more than
-# 24 GiB).
+# 2 cores. The cluster workload runs without --out (with it, a traced run of
+# every rank and flow: minutes; docs/performance.md).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ $# -eq 2 ]; then bin=$1; out=$2; else bin=build/bin; out=${1:?usage: outputs.sh [BIN_DIR] OUT_DIR}; fi

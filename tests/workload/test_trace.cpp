@@ -1,7 +1,8 @@
 // The Perfetto trace of shipped workloads, read back as JSON: no two complete
 // slices on one track overlap (Perfetto drops a slice that overlaps the one
 // before it on its track, so it would vanish from the timeline); a selection
-// of ranks and steps holds exactly those.
+// of ranks and steps holds exactly those; a run that keeps records and link
+// samples for that selection alone writes the same trace of those ranks.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -137,4 +138,60 @@ TEST_CASE("a trace of chosen ranks and steps holds exactly those, and the full s
   CHECK(slices > 1000);
   CHECK(counters > 0);
   CHECK(part.size() * 2 < full.size());
+}
+
+TEST_CASE("a run that keeps records and link samples for the traced ranks and steps alone writes their trace and every rank's metrics") {
+  const DitWorkload w = parse_workload_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=3"});
+  const Schedule s = generate_schedule(w);
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/" + w.topology));
+  ExecOptions opts;
+  opts.link_samples = true;
+  const ExecResult all = execute(s, topo, w.params, opts);
+  const Metrics m = compute_metrics(s, topo, all);
+  TraceRequest req;
+  req.ranks = parse_index_ranges("1,3", "--trace-ranks");
+  req.steps = parse_index_ranges("2", "--trace-steps");
+  const TraceSelection sel = select_trace(req, m);
+  REQUIRE(!sel.everything);
+  opts.record_ranks = sel.rank;
+  opts.sample_windows = sel.windows;
+  const ExecResult part = execute(s, topo, w.params, opts);
+  // Records and VRAM timelines of ranks 1 and 3 alone, each a record per op.
+  REQUIRE(part.ops.size() == 4);
+  for (size_t r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    const bool traced = r == 1 || r == 3;
+    CHECK(part.ops[r].size() == (traced ? s.programs[r].ops->size() : 0));
+    CHECK(part.vram[r].size() == (traced ? all.vram[r].size() : 0));
+    CHECK(!all.ops[r].empty());
+  }
+  CHECK(part.ops[1][7].end == all.ops[1][7].end);
+  // Link samples: fewer (steps 0 and 1 left out but for each link's last value before step 2; of
+  // the links a transfer of rank 1 or 3 crossed, from the first on); the trace the same byte for
+  // byte but for the fabric's counters, which are some of the full run's, in its order.
+  CHECK(!part.link_samples.empty());
+  CHECK(part.link_samples.size() * 3 < all.link_samples.size() * 2);
+  auto written = [&](const ExecResult& r) {
+    std::string out;
+    write_trace(s, topo, r, sel, [&](std::string_view x) { out.append(x); });
+    std::vector<std::string> ranks, fabric;  // the fabric is process 4
+    for (size_t at = 0, nl; at < out.size(); at = nl + 1) {
+      nl = out.find('\n', at);
+      const std::string line = out.substr(at, nl - at);
+      (line.find("\"pid\":4,") != std::string::npos ? fabric : ranks).push_back(line);
+    }
+    return std::make_pair(ranks, fabric);
+  };
+  const auto [part_ranks, part_fabric] = written(part);
+  const auto [all_ranks, all_fabric] = written(all);
+  CHECK(part_ranks == all_ranks);
+  CHECK(part_fabric.size() > 10);
+  CHECK(part_fabric.size() < all_fabric.size());
+  size_t k = 0;
+  for (const std::string& line : all_fabric)
+    if (k < part_fabric.size() && line == part_fabric[k]) ++k;
+  CHECK(k == part_fabric.size());
+  // The metrics, every rank's, from the spans the run kept beside the records.
+  REQUIRE(part.spans.has_value());
+  CHECK(metrics_json(compute_metrics(s, topo, part), topo, part).dump() == metrics_json(m, topo, all).dump());
 }
