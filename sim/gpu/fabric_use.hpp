@@ -64,7 +64,7 @@ class FabricUse final : public Routes {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> copy_bound_;  // per resource: [first byte, end] in ps, merged as they grow
   std::vector<size_t> copy_bound_merged_;                             // each one's size after its last merge
   std::vector<double> usage_;
-  WindowedSamples samples_;  // those ExecOptions::sample_windows keep
+  WindowedSamples samples_;    // those ExecOptions::sample_windows keep
   std::vector<char> sampled_;  // per resource: a traced rank's transfer crossed it (its samples kept from then on)
   std::map<FlowId, std::vector<hw::ResourceUse>> flow_uses_;
 };

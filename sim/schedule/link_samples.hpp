@@ -42,10 +42,10 @@ class WindowedSamples {
   bool in_window(int64_t t) const;
 
   std::vector<std::pair<int64_t, int64_t>> windows_;
-  size_t next_window_ = 0;            // the first window no sample has reached
-  std::map<int, LinkSample> held_;    // per resource: its last sample outside the windows since the last one reached
+  size_t next_window_ = 0;          // the first window no sample has reached
+  std::map<int, LinkSample> held_;  // per resource: its last sample outside the windows since the last one reached
   std::vector<LinkSample> kept_;
-  LinkSample last_{};                 // the latest sample, open to replacement at its instant
+  LinkSample last_{};  // the latest sample, open to replacement at its instant
   bool has_last_ = false;
 };
 

@@ -22,8 +22,7 @@ std::vector<Row> rows(const std::vector<LinkSample>& v) {
 }
 
 void feed(WindowedSamples& w) {
-  const std::vector<Row> in = {{5, 0, 1}, {6, 1, 2}, {7, 0, 3}, {12, 0, 4}, {15, 1, 5}, {25, 1, 6},
-                               {26, 1, 7}, {26, 1, 8}, {27, 0, 9}, {45, 0, 10}};
+  const std::vector<Row> in = {{5, 0, 1}, {6, 1, 2}, {7, 0, 3}, {12, 0, 4}, {15, 1, 5}, {25, 1, 6}, {26, 1, 7}, {26, 1, 8}, {27, 0, 9}, {45, 0, 10}};
   for (const auto& [t, r, v] : in) w.add(Time::from_ps(t), r, v);
 }
 
