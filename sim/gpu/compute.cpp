@@ -38,9 +38,8 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
       if (!gpu.gpu.hbm_bandwidth)
         throw InputError(
             where, fmt::format("convolution '{}' converts layouts in HBM but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
-      const double element = c.tf32 ? 4.0 : es;
-      const double moved = 2.0 * element * (static_cast<double>(c.cin) * c.in_positions + static_cast<double>(c.cout) * c.positions);
-      layout_s = moved / (gpu.gpu.hbm_bandwidth->bytes_per_s * (element >= 4 ? p.conv.layout_efficiency : p.conv.layout_efficiency_16));
+      const double element = c.element_bytes(es);
+      layout_s = c.conversion_bytes(element) / (gpu.gpu.hbm_bandwidth->bytes_per_s * (element >= 4 ? p.conv.layout_efficiency : p.conv.layout_efficiency_16));
     }
   }
   double t = 0;

@@ -94,6 +94,13 @@ struct ConvShape {
   bool tf32 = false;
   bool channels_last = false;  // the tensors are held channels-last: no conversions
   bool operator==(const ConvShape&) const = default;
+  /// Bytes of a data element as the kernel computes (TF32: fp32 data) given the op's element.
+  [[nodiscard]] double element_bytes(double op_element) const { return tf32 ? 4.0 : op_element; }
+  /// HBM bytes of the layout conversions around a channels-first kernel: its
+  /// input and output each read and written once more.
+  [[nodiscard]] double conversion_bytes(double element) const {
+    return 2.0 * element * (static_cast<double>(cin) * in_positions + static_cast<double>(cout) * positions);
+  }
 };
 struct AttentionShape {
   int32_t batch = 1, heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;

@@ -5,6 +5,9 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -24,8 +27,9 @@ namespace {
 struct Row {
   Op op;
   double time_us = 0;
-  bool channels_last = false;
   std::string what;
+  // The shape without its layout: a channels-first row's channels-last twin has the same.
+  std::tuple<std::string, int, int, std::vector<int>, int, int, int, bool> shape;
 };
 
 Row row_of(const json& r) {
@@ -35,18 +39,19 @@ Row row_of(const json& r) {
   const double positions = r.at("frames").get<double>() * r.at("h").get<double>() * r.at("w").get<double>();
   const double in_positions = r.at("frames_in").get<double>() * r.at("h").get<double>() * r.at("w").get<double>();
   const int cin = r.at("cin").get<int>(), cout = r.at("cout").get<int>();
-  const double es = tf32 ? 4.0 : 2.0;
+  const double es = tf32 ? 4.0 : 2.0;  // fp32 data or bf16
   const double flops = 2.0 * positions * cout * cin * taps;
   Row row;
   row.op = ops::memory_kernel(0, es * (cin * in_positions + cout * positions + static_cast<double>(cout) * cin * taps));
   row.op.flops = tf32 ? 2 * flops : flops;
   row.op.dtype = DType::BF16;
-  row.channels_last = r.at("layout").get<std::string>() == "ndhwc";
-  row.op.conv = ConvShape{static_cast<int32_t>(positions), static_cast<int32_t>(in_positions), cin, cout, taps, tf32, row.channels_last};
+  const bool channels_last = r.at("layout").get<std::string>() == "ndhwc";
+  row.op.conv = ConvShape{static_cast<int32_t>(positions), static_cast<int32_t>(in_positions), cin, cout, taps, tf32, channels_last};
   row.time_us = r.at("time_us").get<double>();
-  row.what = fmt::format("{} {}->{} k{}x{}x{} {}x{}x{} {} {}", r.at("op").get<std::string>(), cin, cout, kernel[0], kernel[1], kernel[2],
-                         r.at("frames").get<int>(), r.at("h").get<int>(), r.at("w").get<int>(), tf32 ? "fp32" : "bf16",
-                         row.channels_last ? "channels-last" : "channels-first");
+  const int frames = r.at("frames").get<int>(), h = r.at("h").get<int>(), w = r.at("w").get<int>();
+  row.shape = {r.at("op").get<std::string>(), cin, cout, kernel, frames, h, w, tf32};
+  row.what = fmt::format("{} {}->{} k{}x{}x{} {}x{}x{} {} {}", std::get<0>(row.shape), cin, cout, kernel[0], kernel[1], kernel[2], frames, h, w,
+                         tf32 ? "fp32" : "bf16", channels_last ? "channels-last" : "channels-first");
   return row;
 }
 
@@ -68,12 +73,12 @@ void fit_conv(FitContext& ctx) {
   if (bf16 == gpu.peak_tflops.end() || !gpu.hbm_bandwidth) return;
   const double peak = bf16->second * 1e12;
   std::vector<Row> last;
-  std::map<std::string, const Row*> by_shape;
+  std::map<decltype(Row::shape), const Row*> by_shape;
   std::vector<Row> parsed;
   parsed.reserve(all.size());
   for (const auto& r : all) parsed.push_back(row_of(r));
   for (const Row& r : parsed)
-    if (r.channels_last && r.op.conv->taps > 1) last.push_back(r);
+    if (r.op.conv->channels_last && r.op.conv->taps > 1) last.push_back(r);
   if (last.empty()) return;
   auto share_of = [&](const Row& r, double half) { return r.op.flops / (r.time_us * 1e-6 * peak) * (1 + half / r.op.conv->positions); };
   using Key = std::pair<int, bool>;  // (cout, tf32)
@@ -108,18 +113,16 @@ void fit_conv(FitContext& ctx) {
 
   // The conversions, against the channels-last row of the same shape.
   for (const Row& r : parsed)
-    if (r.channels_last) by_shape[r.what.substr(0, r.what.rfind(' '))] = &r;
+    if (r.op.conv->channels_last) by_shape[r.shape] = &r;
   std::vector<double> wide, narrow;
   for (const Row& r : parsed) {
-    if (r.channels_last || r.op.conv->taps == 1) continue;
-    const auto it = by_shape.find(r.what.substr(0, r.what.rfind(' ')));
+    if (r.op.conv->channels_last || r.op.conv->taps == 1) continue;
+    const auto it = by_shape.find(r.shape);
     if (it == by_shape.end()) continue;
     const double added_s = (r.time_us - it->second->time_us) * 1e-6;
     if (added_s <= 0) continue;
     const ConvShape& s = *r.op.conv;
-    const double es = s.tf32 ? 4.0 : 2.0;
-    const double moved = 2.0 * es * (static_cast<double>(s.cin) * s.in_positions + static_cast<double>(s.cout) * s.positions);
-    (s.tf32 ? wide : narrow).push_back(moved / added_s / gpu.hbm_bandwidth->bytes_per_s);
+    (s.tf32 ? wide : narrow).push_back(s.conversion_bytes(s.element_bytes(2.0)) / added_s / gpu.hbm_bandwidth->bytes_per_s);
   }
   if (!wide.empty()) c.layout_efficiency = std::clamp(std::round(median(wide) * 1e4) / 1e4, 1e-3, 1.0);
   if (!narrow.empty()) c.layout_efficiency_16 = std::clamp(std::round(median(narrow) * 1e4) / 1e4, 1e-3, 1.0);
@@ -139,7 +142,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   const Row row = row_of(r);
   const ConvShape& s = *row.op.conv;
   c.cls = s.taps == 1 ? "convolution 1x1x1 (memory-bound)"
-                      : fmt::format("convolution {} {}", s.tf32 ? "fp32 (TF32)" : "bf16", row.channels_last ? "channels-last" : "channels-first");
+                      : fmt::format("convolution {} {}", s.tf32 ? "fp32 (TF32)" : "bf16", s.channels_last ? "channels-last" : "channels-first");
   c.what = row.what;
   c.measured_us = row.time_us;
   c.simulated_us = replay(bench_schedule(1), {row.op}, ctx.topo, ctx.p);
