@@ -23,6 +23,9 @@
 #                      few-CTA copy kernel and a D2D memcpy (issue 76)
 #   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json
 #                      programs do not use, and its norms by row length
+#   channels-first     the memory-bound kernels of video VAEs on 5-D         -> channels-first.json
+#                      channels-first tensors (norms over the channels, pads,
+#                      frame copies, upsampling, transposes)
 #   vram               PyTorch's memory beyond its tensors (context, cuBLAS
 #                      workspace, the allocator's reserve; NCCL's on
 #                      several GPUs)                                        -> vram.json
@@ -151,6 +154,9 @@ for s in "${expanded[@]}"; do
     eager)
       timeout 120 "${torch_py[@]}" validate/src/testcases/eager.py "$out/eager.json" > "$out/eager.log" 2>&1
       mark "eager rc=$?" ;;
+    channels-first)
+      timeout 200 "${torch_py[@]}" validate/src/testcases/channels_first.py "$out/channels-first.json" > "$out/channels-first.log" 2>&1
+      mark "channels-first rc=$?" ;;
     vram)
       timeout 120 "${torch_py[@]}" validate/src/testcases/vram.py "$out/vram.json" > "$out/vram.log" 2>&1
       mark "vram rc=$?" ;;

@@ -78,6 +78,8 @@ inline constexpr Testcase kTestcases[] = {
      "(conv.py)"},
     {"memory_kernel", "memory", "a memory-bound copy kernel, 1 MiB-1 GiB, back to back and between GEMMs"},
     {"framework_elementwise", "memory", "eager PyTorch's elementwise and normalisation kernels over [tokens, hidden] tensors (eager.py)"},
+    {"framework_channels_first", "memory",
+     "eager PyTorch's kernels on 5-D channels-first tensors as video VAEs call them (channels_first.py)"},
     {"memory_after", "memory", "a memory-bound kernel after the same kernel, a GEMM, spinning SMs or sleep"},
     {"attention_sdpa", "attention", "PyTorch SDPA at the workloads' shapes, every available backend (validate/src/testcases/attention.py)"},
     {"attention_default", "attention", "the SDPA backend PyTorch picks by default on this GPU and version (its kernel's name)"},

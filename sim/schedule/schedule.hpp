@@ -53,9 +53,13 @@ inline constexpr int kMemParts = 7;
 // different shares of the HBM bandwidth by it (MemoryParams): contiguous
 // elementwise ops, norms (of either kind, or a layer norm, or an RMS norm:
 // the kind matters over short rows), an operand broadcast over the tokens
-// (adaLN's scale, shift and gates), ops on strided views (splits), roll.
-enum class Access : uint8_t { Elementwise, Norm, Broadcast, Strided, Roll, LayerNorm, RmsNorm };
-inline constexpr int kAccessKinds = 7;
+// (adaLN's scale, shift and gates), ops on strided views (splits), roll;
+// on 5-D channels-first tensors (video VAEs): a norm over the channels
+// (F.normalize), indexed copies (a cat along frames, a stack, a per-channel
+// broadcast), a constant pad of every side, nearest upsampling. The last
+// four reach different shares at 4- and 2-byte elements (the op's dtype).
+enum class Access : uint8_t { Elementwise, Norm, Broadcast, Strided, Roll, LayerNorm, RmsNorm, ChannelNorm, Indexed, Pad, Upsample };
+inline constexpr int kAccessKinds = 11;
 inline bool is_norm(Access a) { return a == Access::Norm || a == Access::LayerNorm || a == Access::RmsNorm; }
 // The fused attention kernel that runs an attention op: PyTorch SDPA's
 // backends. `Default` is whichever the framework picks on the GPU.

@@ -65,6 +65,7 @@ TEST_CASE("every replayed key is a bench testcase, replayed by exactly one row")
                                             "vram_allocator_reserve",
                                             "vram_nccl",
                                             "framework_elementwise",
+                                            "framework_channels_first",
                                             "host_after_wait",
                                             "host_op_loop",
                                             "overhead_framework_fp8_gemm"});

@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -189,6 +191,64 @@ void fit_framework_elementwise(FitContext& ctx) {
     }
   if (points > 0) fit_access_medians(ctx, share, points);
   fit_norm_rows(ctx, by_row, other_views, row_points);
+}
+
+// Video VAEs' kernels on 5-D channels-first tensors (framework_channels_first:
+// validate/src/testcases/channels_first.py): per way of walking memory and
+// element width, the median of bytes per second over the HBM bandwidth,
+// over the rows that move more than the L2 cache holds (>= 48 MiB: the 50 MB
+// of an H100's or H200's; the testcase's bf16 pads move 56 MiB). The
+// contiguous elementwise rows are reported beside framework_hbm_efficiency,
+// which they check; the rearranges measured as views (no kernel) are left out.
+void fit_framework_channels_first(FitContext& ctx) {
+  const auto& gpu = ctx.topo.node(ctx.gpu0).gpu;
+  if (!gpu.hbm_bandwidth) return;
+  const std::map<std::string, Access> kinds = {{"normalize", Access::ChannelNorm}, {"cat_frames", Access::Indexed},
+                                               {"stack_frames", Access::Indexed},  {"channel_scale", Access::Indexed},
+                                               {"pad", Access::Pad},               {"upsample", Access::Upsample}};
+  const std::set<std::string> contiguous = {"scale", "add_scalar", "silu", "add", "pad_none", "clone_last"};
+  std::map<std::pair<Access, bool>, std::vector<double>> share;
+  std::vector<double> elementwise;
+  int points = 0;
+  for (const auto& [name, doc] : ctx.docs)
+    for (const auto& r : rows(doc, "framework_channels_first")) {
+      if (r.at("bytes").get<double>() < 48.0 * 1048576) continue;
+      const std::string op = r.at("op").get<std::string>();
+      const double sh = r.at("GBps").get<double>() * 1e9 / gpu.hbm_bandwidth->bytes_per_s;
+      const bool wide = r.at("dtype").get<std::string>() == "fp32";
+      if (const auto it = kinds.find(op); it != kinds.end()) {
+        share[{it->second, wide}].push_back(sh);
+        ++points;
+      } else if (contiguous.count(op)) {
+        elementwise.push_back(sh);
+      }
+    }
+  if (points == 0) return;
+  MemoryParams& m = ctx.p.memory;
+  const std::vector<std::tuple<Access, std::string, double*, double*>> fields = {
+      {Access::ChannelNorm, "channel_norm", &m.framework_channel_norm_efficiency, &m.framework_channel_norm_efficiency_16},
+      {Access::Indexed, "indexed", &m.framework_indexed_efficiency, &m.framework_indexed_efficiency_16},
+      {Access::Pad, "pad", &m.framework_pad_efficiency, &m.framework_pad_efficiency_16},
+      {Access::Upsample, "upsample", &m.framework_upsample_efficiency, &m.framework_upsample_efficiency_16}};
+  Fit f{"framework kernels on channels-first 5-D tensors",
+        "bytes read and written per second over the HBM bandwidth, median over the shapes moving >= 48 MiB, per access kind and element width "
+        "(fp32; _16: bf16); contiguous: the elementwise rows, against framework_hbm_efficiency",
+        {},
+        0,
+        points};
+  double spread = 0;
+  for (const auto& [a, label, wide, narrow] : fields)
+    for (const bool w : {true, false}) {
+      const auto it = share.find({a, w});
+      if (it == share.end()) continue;
+      const double v = std::min(1.0, std::round(median(it->second) * 1e4) / 1e4);
+      *(w ? wide : narrow) = v;
+      f.values.emplace_back(label + (w ? "" : "_16"), v);
+      for (const double x : it->second) spread = std::max(spread, 100 * std::abs(x / v - 1));
+    }
+  if (!elementwise.empty()) f.values.emplace_back("contiguous", median(elementwise));
+  f.values.emplace_back("worst_row_off_median_pct", spread);
+  ctx.cal.fits.push_back(f);
 }
 
 }  // namespace families::memory

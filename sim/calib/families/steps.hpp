@@ -70,6 +70,7 @@ void replay_row(ReplayContext& ctx, const json& row, Comparison c, std::vector<C
 namespace memory {
 void fit_memory(FitContext& ctx);
 void fit_framework_elementwise(FitContext& ctx);
+void fit_framework_channels_first(FitContext& ctx);
 void replay_row(ReplayContext& ctx, const json& row, Comparison c, std::vector<Comparison>& out);
 }  // namespace memory
 

@@ -7,12 +7,17 @@
 
 namespace osim {
 
-double MemoryParams::framework_efficiency(Access a, int32_t row) const {
+double MemoryParams::framework_efficiency(Access a, int32_t row, double element) const {
   if (is_norm(a) && row > 0 && !framework_norm_rows.empty()) {
     const double layer = log_interpolate(framework_norm_rows, row, 1), rms = log_interpolate(framework_norm_rows, row, 2);
     return a == Access::LayerNorm ? layer : a == Access::RmsNorm ? rms : (layer + rms) / 2;
   }
-  const double by = is_norm(a)               ? framework_norm_efficiency
+  const bool wide = element >= 4;
+  const double by = is_norm(a)                 ? framework_norm_efficiency
+                    : a == Access::ChannelNorm ? (wide ? framework_channel_norm_efficiency : framework_channel_norm_efficiency_16)
+                    : a == Access::Indexed     ? (wide ? framework_indexed_efficiency : framework_indexed_efficiency_16)
+                    : a == Access::Pad         ? (wide ? framework_pad_efficiency : framework_pad_efficiency_16)
+                    : a == Access::Upsample    ? (wide ? framework_upsample_efficiency : framework_upsample_efficiency_16)
                     : a == Access::Broadcast ? framework_broadcast_efficiency
                     : a == Access::Strided   ? framework_strided_efficiency
                     : a == Access::Roll      ? framework_roll_efficiency
@@ -92,6 +97,70 @@ std::vector<Field> memory_fields() {
        .example = "0.19",
        .written = OSIM_POS(memory, framework_roll_efficiency),
        .doc = "the same for roll (access: roll)"},
+      {.name = "framework_channel_norm_efficiency",
+       .family = "memory",
+       .kind = Kind::Number,
+       .ref = OSIM_REF(memory, framework_channel_norm_efficiency),
+       .hi = 1,
+       .example = "0.5",
+       .written = OSIM_POS(memory, framework_channel_norm_efficiency),
+       .doc = "share of the HBM bandwidth a norm over the channels of a 5-D channels-first tensor (access: channel_norm; F.normalize(x, dim=1): the reduction and the division), 4-byte elements (absent: framework_hbm_efficiency)"},
+      {.name = "framework_channel_norm_efficiency_16",
+       .family = "memory",
+       .kind = Kind::Number,
+       .ref = OSIM_REF(memory, framework_channel_norm_efficiency_16),
+       .hi = 1,
+       .example = "0.5",
+       .written = OSIM_POS(memory, framework_channel_norm_efficiency_16),
+       .doc = "share of the HBM bandwidth a norm over the channels of a 5-D channels-first tensor (access: channel_norm; F.normalize(x, dim=1): the reduction and the division), 2-byte elements (absent: framework_hbm_efficiency)"},
+      {.name = "framework_indexed_efficiency",
+       .family = "memory",
+       .kind = Kind::Number,
+       .ref = OSIM_REF(memory, framework_indexed_efficiency),
+       .hi = 1,
+       .example = "0.5",
+       .written = OSIM_POS(memory, framework_indexed_efficiency),
+       .doc = "share of the HBM bandwidth indexed copies on 5-D channels-first tensors (access: indexed; a cat along frames, a stack, a per-channel broadcast), 4-byte elements (absent: framework_hbm_efficiency)"},
+      {.name = "framework_indexed_efficiency_16",
+       .family = "memory",
+       .kind = Kind::Number,
+       .ref = OSIM_REF(memory, framework_indexed_efficiency_16),
+       .hi = 1,
+       .example = "0.5",
+       .written = OSIM_POS(memory, framework_indexed_efficiency_16),
+       .doc = "share of the HBM bandwidth indexed copies on 5-D channels-first tensors (access: indexed; a cat along frames, a stack, a per-channel broadcast), 2-byte elements (absent: framework_hbm_efficiency)"},
+      {.name = "framework_pad_efficiency",
+       .family = "memory",
+       .kind = Kind::Number,
+       .ref = OSIM_REF(memory, framework_pad_efficiency),
+       .hi = 1,
+       .example = "0.5",
+       .written = OSIM_POS(memory, framework_pad_efficiency),
+       .doc = "share of the HBM bandwidth a constant pad of every side of a 5-D channels-first tensor (access: pad; F.pad: the fill and the copy), 4-byte elements (absent: framework_hbm_efficiency)"},
+      {.name = "framework_pad_efficiency_16",
+       .family = "memory",
+       .kind = Kind::Number,
+       .ref = OSIM_REF(memory, framework_pad_efficiency_16),
+       .hi = 1,
+       .example = "0.5",
+       .written = OSIM_POS(memory, framework_pad_efficiency_16),
+       .doc = "share of the HBM bandwidth a constant pad of every side of a 5-D channels-first tensor (access: pad; F.pad: the fill and the copy), 2-byte elements (absent: framework_hbm_efficiency)"},
+      {.name = "framework_upsample_efficiency",
+       .family = "memory",
+       .kind = Kind::Number,
+       .ref = OSIM_REF(memory, framework_upsample_efficiency),
+       .hi = 1,
+       .example = "0.5",
+       .written = OSIM_POS(memory, framework_upsample_efficiency),
+       .doc = "share of the HBM bandwidth nearest upsampling (access: upsample; F.interpolate nearest-exact: input read, output written), 4-byte elements (absent: framework_hbm_efficiency)"},
+      {.name = "framework_upsample_efficiency_16",
+       .family = "memory",
+       .kind = Kind::Number,
+       .ref = OSIM_REF(memory, framework_upsample_efficiency_16),
+       .hi = 1,
+       .example = "0.5",
+       .written = OSIM_POS(memory, framework_upsample_efficiency_16),
+       .doc = "share of the HBM bandwidth nearest upsampling (access: upsample; F.interpolate nearest-exact: input read, output written), 2-byte elements (absent: framework_hbm_efficiency)"},
       {.name = "framework_norm_rows",
        .family = "memory",
        .kind = Kind::Custom,

@@ -25,9 +25,16 @@ struct MemoryParams {
   // op that names its row takes it (access norm: the two kinds' mean). Empty:
   // every norm at framework_norm_efficiency.
   std::vector<std::array<double, 3>> framework_norm_rows;
+  // Kernels on 5-D channels-first tensors (video VAEs): a norm over the
+  // channels, indexed copies, a constant pad, nearest upsampling, each at
+  // 4-byte and (_16) 2-byte elements; 0 = framework_hbm_efficiency.
+  double framework_channel_norm_efficiency = 0, framework_channel_norm_efficiency_16 = 0;
+  double framework_indexed_efficiency = 0, framework_indexed_efficiency_16 = 0;
+  double framework_pad_efficiency = 0, framework_pad_efficiency_16 = 0;
+  double framework_upsample_efficiency = 0, framework_upsample_efficiency_16 = 0;
   /// The share a framework kernel of access `a` reaches; `row`: a norm's
-  /// elements per row (0: long rows).
-  [[nodiscard]] double framework_efficiency(Access a, int32_t row = 0) const;
+  /// elements per row (0: long rows); `element`: its element's bytes.
+  [[nodiscard]] double framework_efficiency(Access a, int32_t row = 0, double element = 2) const;
 };
 
 }  // namespace osim
