@@ -94,10 +94,16 @@ class Emitter {
     if (out_ && par_)
       out_->push_back(ops::collective(stream_, CollKind::AllGather, par_->group, static_cast<Bytes>(b), CollAlgo::Nccl, DType::BF16, label));
   }
-  // A memory-bound kernel reading and writing `elements` `passes` times in all.
-  void memory(const std::string& label, double elements, double passes, Access access = Access::Elementwise) {
-    count(0, es * elements * passes, elements, elements);
-    if (out_) out_->push_back(ops::memory_kernel(stream_, es * elements * passes, label, access));
+  // A memory-bound kernel reading and writing `elements` `passes` times in
+  // all, of the stage's dtype or `dtype` (an op converting or computing in another).
+  void memory(const std::string& label, double elements, double passes, Access access = Access::Elementwise,
+              std::optional<DType> dtype = std::nullopt) {
+    const double b = dtype_bytes(dtype.value_or(dtype_)) * elements * passes;
+    count(0, b, elements, elements);
+    if (!out_) return;
+    Op op = ops::memory_kernel(stream_, b, label, access);
+    op.dtype = dtype.value_or(dtype_);
+    out_->push_back(std::move(op));
   }
 
  private:
@@ -146,7 +152,14 @@ void walk_encoder(const EncoderShape& e, Emitter& x) {
 // The decoder walked over one pass of latent frames (t, h, w); `first`: the
 // pass starts the video (a causal upsampling keeps its first frame).
 // Norms: the statistics read, the normalised tensor written, scaled and
-// shifted (4 passes of the tensor); SiLU 2; a residual add 3.
+// shifted (4 passes of the tensor); SiLU 2; a residual add 3. Wan's decoder
+// as its vae.py runs it (channels-first throughout): RMS_norm is
+// F.normalize over the channels, then * scale, * gamma (per channel) and
+// + bias (0.); each CausalConv3d puts its cached frames in front (cat), pads
+// with F.pad (zero frames where there is no cache, and the sides) and
+// convolves unpadded, its input's last two frames cloned for the next pass;
+// PyTorch adds each convolution's bias in a kernel of its own. Its
+// rearranges of one batch are views.
 class VaeWalk {
  public:
   VaeWalk(const VaeShape& v, Emitter& x, int64_t t, int64_t h, int64_t w, bool first, SourceLocation where = {})
@@ -170,9 +183,10 @@ class VaeWalk {
           conv(b + "time conv", 2 * c_, 3, 1, 1);
           c_ /= 2;
           t_ *= 2;
+          x_.memory(b + "time stack", elements(), 2, Access::Indexed);  // the two halves' frames interleaved
         }
         upsample(b + "upsample", 1, up_s ? 2 : 1);
-        conv(b + "upsample conv", c_ / 2, 1, 3, 3);  // Wan 2.1: the next block takes half the width
+        conv(b + "upsample conv", c_ / 2, 1, 3, 3, /*conv2d=*/true);  // Wan 2.1: the next block takes half the width
       } else {
         upsample(b + "upsample", up_t ? 2 : 1, up_s ? 2 : 1);
         conv(b + "upsample conv", c_, kt_, 3, 3);
@@ -186,20 +200,16 @@ class VaeWalk {
 
  private:
   double elements() const { return static_cast<double>(c_) * static_cast<double>(t_) * static_cast<double>(h_) * static_cast<double>(w_); }
-  void conv(const std::string& label, int64_t cout, int kt, int kh, int kw) {
+  // `conv2d`: a 2-D convolution padding by itself (no causal module around it).
+  void conv(const std::string& label, int64_t cout, int kt, int kh, int kw, bool conv2d = false) {
+    if (v_.family == VaeShape::Family::Wan21) return wan_conv(label, cout, kt, kh, kw, conv2d);
     const double m = static_cast<double>(t_) * static_cast<double>(h_) * static_cast<double>(w_);
     const double k = static_cast<double>(c_) * kt * kh * kw;
     const double frame = static_cast<double>(c_ * h_ * w_);
     // A causal conv's input with the two frames in front it needs, copied
-    // whole before the kernel: Wan's cache of the previous pass's last two
-    // frames concatenated (and those two kept by a clone), HunyuanVideo's
-    // replicate padding.
+    // whole before the kernel: HunyuanVideo's replicate padding.
     const bool causal = v_.family != VaeShape::Family::Image && kt == 3;
     if (causal) x_.memory(label + " pad", frame * static_cast<double>(t_ + 2), 2);
-    if (v_.family == VaeShape::Family::Wan21 && kt == 3) {
-      x_.memory(label + " cache", frame * 2, 2);
-      x_.cache += x_.es * 2.0 * frame;
-    }
     // A band of rows: a 3-high kernel needs the neighbours' edge row each way.
     if (kh == 3 && x_.ranks() > 1) x_.halo(label + " halo", x_.es * static_cast<double>(c_ * t_ * w_));
     const int64_t in_frames = causal ? t_ + 2 : t_;
@@ -211,11 +221,51 @@ class VaeWalk {
               k * static_cast<double>(cout), shape);
     c_ = cout;
   }
-  // Wan normalises over the channels, a strided dimension of its
-  // channels-first tensors: the tensor is first copied channels-last.
+  // Wan's CausalConv3d (and a Conv2d): the copies of its input, the kernel, the bias.
+  void wan_conv(const std::string& label, int64_t cout, int kt, int kh, int kw, bool conv2d) {
+    const double frame = static_cast<double>(c_ * h_ * w_), t = static_cast<double>(t_);
+    const int64_t ph = kh / 2, pw = kw / 2;
+    int64_t in_frames = t_, in_h = h_, in_w = w_;
+    if (!conv2d) {
+      if (kt == 3) {
+        // The input's last two frames kept (with the previous pass's last in front of a single frame).
+        x_.memory(label + " cache", frame * std::min(t, 2.0), 2);
+        if (t_ < 2 && !first_) x_.memory(label + " cache cat", frame * 2, 2, Access::Indexed);
+        x_.cache += x_.es * 2.0 * frame;
+        if (!first_) x_.memory(label + " cat", frame * (t + 2), 2, Access::Indexed);  // the cache in front
+        in_frames = t_ + 2;
+      }
+      in_h = h_ + 2 * ph;
+      in_w = w_ + 2 * pw;
+      const double padded = static_cast<double>(c_ * in_frames * in_h * in_w);
+      // F.pad: zero frames where no cache is in front, the sides; padding nothing, a clone.
+      const bool pads = (kt == 3 && first_) || ph > 0 || pw > 0;
+      const double source = frame * static_cast<double>(kt == 3 && !first_ ? t_ + 2 : t_);
+      if (pads)
+        x_.memory(label + " pad", (source + padded) / 2, 2, Access::Pad);
+      else
+        x_.memory(label + " pad", padded, 2);
+    }
+    const double m = t * static_cast<double>(h_) * static_cast<double>(w_);
+    const double k = static_cast<double>(c_) * kt * kh * kw;
+    if (in_frames * in_h * in_w > INT32_MAX)
+      throw InputError(where_, fmt::format("{}: {} positions do not fit 32 bits: tile or chunk the VAE", label, in_frames * in_h * in_w));
+    if (kh == 3 && x_.ranks() > 1) x_.halo(label + " halo", x_.es * static_cast<double>(c_ * t_ * w_));
+    const ConvShape shape{static_cast<int32_t>(m), static_cast<int32_t>(in_frames * in_h * in_w), static_cast<int32_t>(c_),
+                          static_cast<int32_t>(cout), kt * kh * kw};
+    x_.tensor(label, 2.0 * m * static_cast<double>(cout) * k, m * static_cast<double>(c_), m * static_cast<double>(cout),
+              k * static_cast<double>(cout), shape);
+    c_ = cout;
+    x_.memory(label + " bias", elements(), 2, Access::Indexed);
+  }
+  // Wan normalises over the channels (F.normalize: a reduction across them
+  // and a division), then scales, multiplies by gamma and adds a bias of 0.
   void norm(const std::string& label) {
-    if (v_.family == VaeShape::Family::Wan21) x_.memory(label + " layout", elements(), 2, Access::Strided);
-    x_.memory(label, elements(), 4);
+    if (v_.family != VaeShape::Family::Wan21) return x_.memory(label, elements(), 4);
+    x_.memory(label, elements(), 3, Access::ChannelNorm);
+    x_.memory(label + " scale", elements(), 2);
+    x_.memory(label + " gamma", elements(), 2, Access::Indexed);
+    x_.memory(label + " bias", elements(), 2);
   }
   void res(const std::string& label, int64_t cout) {
     const double held = x_.held;
@@ -244,15 +294,25 @@ class VaeWalk {
     const double held = x_.held;
     x_.held += x_.es * elements();
     norm(label + " norm");
-    x_.gemm(label + " qkv", tokens, 3 * c_, c_);
     const bool per_frame = v_.family == VaeShape::Family::Wan21;
+    const int64_t c = c_;
+    if (per_frame) {  // Wan: 1x1 Conv2d to q, k, v, transposed to tokens by a copy
+      conv(label + " qkv", 3 * c, 1, 1, 1, true);
+      c_ = c;
+      x_.memory(label + " qkv transpose", 3 * elements(), 2, Access::Strided);
+    } else {
+      x_.gemm(label + " qkv", tokens, 3 * c_, c_);
+    }
     const int64_t q = per_frame ? hw : tokens;
     if (q * P > INT32_MAX || c_ > INT32_MAX)
       throw InputError(where_, fmt::format("{}: {} tokens do not fit 32 bits: tile or chunk the VAE", label, q * P));
     if (P > 1) x_.gather(label + " kv gather", 2 * x_.es * static_cast<double>(tokens * c_));
     x_.attention(label, AttentionShape{static_cast<int32_t>(per_frame ? t_ : 1), 1, static_cast<int32_t>(q), static_cast<int32_t>(q * P),
                                        static_cast<int32_t>(c_)});
-    x_.gemm(label + " proj", tokens, c_, c_);
+    if (per_frame)
+      conv(label + " proj", c_, 1, 1, 1, true);
+    else
+      x_.gemm(label + " proj", tokens, c_, c_);
     x_.held = held;
     x_.memory(label + " add", elements(), 3);
   }
@@ -263,7 +323,12 @@ class VaeWalk {
     if (ft == 2) t_ = first_ ? 2 * t_ - 1 : 2 * t_;
     h_ *= fs;
     w_ *= fs;
-    x_.memory(label, (in + elements()) / 2, 2);
+    if (v_.family != VaeShape::Family::Wan21) return x_.memory(label, (in + elements()) / 2, 2);
+    // Wan's Upsample computes in fp32 (x.float(), then back to the input's type).
+    const bool convert = x_.es < 4;
+    if (convert) x_.memory(label + " to fp32", in, x_.es / 4 + 1, Access::Elementwise, DType::FP32);
+    x_.memory(label, (in + elements()) / 2, 2, Access::Upsample, DType::FP32);
+    if (convert) x_.memory(label + " from fp32", elements(), x_.es / 4 + 1, Access::Elementwise, DType::FP32);
   }
 
   const VaeShape& v_;
@@ -329,6 +394,16 @@ StagePlan vae_plan(const Stage& s, const StageJob& job) {
         cache = std::max(cache, x.cache);
         plan.passes.push_back(std::move(pass));
       }
+  if (v.family == VaeShape::Family::Wan21 && lt > 1 && P == 1) {
+    // Wan concatenates each pass's frames to those decoded so far: pass i
+    // (from 1) writes its 1 + 4i frames and reads as many.
+    StagePlan::Pass pass;
+    Emitter x(s.dtype, job.stream, s.efficiency, &pass.ops);
+    const double frames = static_cast<double>(lt - 1) * (1.0 + static_cast<double>(lt) * v.temporal / 2.0);  // sum of 1 + 4i
+    x.memory("frames cat", frames * static_cast<double>(v.out_channels * job.height * job.width), 2, Access::Indexed);
+    plan.bytes += x.bytes;
+    plan.passes.push_back(std::move(pass));
+  }
   const double es = dtype_bytes(s.dtype);
   plan.weights = static_cast<Bytes>(static_cast<double>(v.params()) * es);
   plan.result = static_cast<Bytes>(es * static_cast<double>(v.out_channels * job.frames * job.height * job.width));

@@ -60,7 +60,7 @@ TEST_CASE("a Wan-shaped VAE decode stage: its convolutions' FLOPs and weights in
     return f;
   };
   const StagePlan p = stage_plan(s, StageJob{4, 4, 5, 1, 0});  // 2 latent frames of 2 x 2
-  REQUIRE(p.passes.size() == 2);
+  REQUIRE(p.passes.size() == 3);                               // the first frame, the rest, the frames concatenated
   CHECK(p.flops == doctest::Approx(pass(true) + pass(false)));
   // conv in; the mid block's 4 convs, qkv and proj; up block 0's 4 convs, time conv and upsampling conv; up block 1's 4; conv out.
   const int64_t weights = 4 * 8 * 27 + 4 * 8 * 8 * 27 + 8 * 24 + 8 * 8 + 4 * 8 * 8 * 27 + 8 * 16 * 3 + 8 * 4 * 9 + 4 * 4 * 4 * 27 + 4 * 3 * 27;
@@ -74,33 +74,65 @@ TEST_CASE("a Wan-shaped VAE decode stage: its convolutions' FLOPs and weights in
   CHECK(tiled.flops < p.flops);
 }
 
-TEST_CASE("a Wan-shaped VAE's convolutions: each causal one after a copy of its input with two frames in front, its shape for the conv model") {
+TEST_CASE("a Wan-shaped VAE's convolutions as its vae.py runs them: cache clone, cat, F.pad, the unpadded kernel, the bias") {
   Stage s;
   s.kind = Stage::Kind::VaeDecode;
   s.vae = VaeShape{VaeShape::Family::Wan21, 4, {8, 8, 4}, 1, {true}, {true}, 3, 2, 4};
   const StagePlan p = stage_plan(s, StageJob{4, 4, 5, 1, 0});  // 2 latent frames of 2 x 2, bf16
-  const auto& ops = p.passes.at(0).ops;
-  REQUIRE(ops.size() > 3);
-  // conv in: 4 channels of one 2 x 2 frame, the two cached frames in front, read and written; the last two kept.
-  CHECK(ops[0].label == "conv in pad");
-  CHECK(ops[0].hbm_bytes == 2.0 * (4 * 3 * 2 * 2) * 2);
-  CHECK(ops[1].label == "conv in cache");
-  CHECK(ops[1].hbm_bytes == 2.0 * (4 * 2 * 2 * 2) * 2);
-  REQUIRE(ops[2].conv);
-  CHECK(*ops[2].conv == ConvShape{4, 12, 4, 8, 27, false, false});
-  // Its norms copy the channels-first tensor channels-last first (a strided walk).
-  const auto layout = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.label == "mid res0 norm1 layout"; });
-  REQUIRE(layout != ops.end());
-  CHECK(layout->access == Access::Strided);
-  CHECK(layout->hbm_bytes == 2.0 * (8 * 2 * 2) * 2);
-  // The 2-D upsampling conv has no time extent: no copy before it, 9 taps over the frame.
-  const auto up = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.label == "up0 upsample conv"; });
-  REQUIRE(up != ops.end());
-  CHECK(up[-1].label == "up0 upsample");
+  auto find = [](const std::vector<Op>& ops, const std::string& label) {
+    const auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.label == label; });
+    REQUIRE(it != ops.end());
+    return it;
+  };
+  // The first pass: conv in's input (4 channels, one 2 x 2 frame) cloned as the cache, then
+  // padded by F.pad: two zero frames in front and a row and column each side (3 x 4 x 4).
+  const auto& first = p.passes.at(0).ops;
+  REQUIRE(first.size() > 4);
+  CHECK(first[0].label == "conv in cache");
+  CHECK(first[0].hbm_bytes == 2.0 * (4 * 1 * 2 * 2) * 2);
+  CHECK(first[1].label == "conv in pad");
+  CHECK(first[1].access == Access::Pad);
+  CHECK(first[1].hbm_bytes == 2.0 * (4 * 1 * 2 * 2 + 4 * 3 * 4 * 4));
+  REQUIRE(first[2].conv);
+  CHECK(*first[2].conv == ConvShape{4, 48, 4, 8, 27, false, false});
+  CHECK(first[3].label == "conv in bias");
+  CHECK(first[3].access == Access::Indexed);
+  CHECK(first[3].hbm_bytes == 2.0 * (8 * 2 * 2) * 2);
+  // A later pass: the cache of one frame gets the previous pass's last in front, the two cached frames go in front of the input (cat),
+  // and F.pad pads only the sides of the three frames.
+  const auto& later = p.passes.at(1).ops;
+  CHECK(later[1].label == "conv in cache cat");
+  CHECK(later[1].hbm_bytes == 2.0 * (4 * 2 * 2 * 2) * 2);
+  CHECK(later[2].label == "conv in cat");
+  CHECK(later[2].access == Access::Indexed);
+  CHECK(later[2].hbm_bytes == 2.0 * (4 * 3 * 2 * 2) * 2);
+  CHECK(later[3].hbm_bytes == 2.0 * (4 * 3 * 2 * 2 + 4 * 3 * 4 * 4));
+  // Its norms: F.normalize over the channels (3 passes), then scale, gamma (per channel) and bias.
+  const auto norm = find(first, "mid res0 norm1");
+  CHECK(norm->access == Access::ChannelNorm);
+  CHECK(norm->hbm_bytes == 3.0 * (8 * 2 * 2) * 2);
+  CHECK(norm[2].label == "mid res0 norm1 gamma");
+  CHECK(norm[2].access == Access::Indexed);
+  // The attention's q, k and v from a 1x1 convolution, transposed to tokens by a copy.
+  CHECK(*find(first, "mid attn qkv")->conv == ConvShape{4, 4, 8, 24, 1, false, false});
+  CHECK(find(first, "mid attn qkv transpose")->hbm_bytes == 2.0 * (24 * 2 * 2) * 2);
+  // The 2-D upsampling conv pads by itself; before it the nearest upsampling in fp32 (bf16 converted there and back).
+  const auto up = find(first, "up0 upsample conv");
+  CHECK(up[-1].label == "up0 upsample from fp32");
+  CHECK(up[-2].access == Access::Upsample);
+  CHECK(up[-2].dtype == DType::FP32);
+  CHECK(up[-2].hbm_bytes == 4.0 * (8 * 2 * 2 + 8 * 4 * 4));
   CHECK(*up->conv == ConvShape{16, 16, 8, 4, 9, false, false});
-  // fp32: the TF32 rate.
+  // A later pass's time conv: its two halves interleaved into twice the frames.
+  CHECK(find(later, "up0 time stack")->hbm_bytes == 2.0 * (8 * 2 * 2 * 2) * 2);
+  // The decoded frames concatenated: the second pass writes its 1 + 4 frames of 3 x 4 x 4 and reads as many.
+  REQUIRE(p.passes.at(2).ops.size() == 1);
+  CHECK(p.passes.at(2).ops[0].hbm_bytes == 2.0 * (5 * 3 * 4 * 4) * 2);
+  // fp32: the TF32 rate; the element width on every memory-bound kernel.
   s.dtype = DType::FP32;
-  CHECK(stage_plan(s, StageJob{4, 4, 5, 1, 0}).passes.at(0).ops[2].conv->tf32);
+  const StagePlan fp32 = stage_plan(s, StageJob{4, 4, 5, 1, 0});
+  CHECK(fp32.passes.at(0).ops[2].conv->tf32);
+  CHECK(fp32.passes.at(0).ops[1].dtype == DType::FP32);
 }
 
 TEST_CASE("an image VAE decode stage (Flux's 2-D decoder): 3x3 convolutions in closed form, one frame") {
@@ -151,9 +183,13 @@ TEST_CASE("a schedule with stages: the encoder before the steps, moved in and ou
   const DitWorkload w = parse_workload_string(yaml, "w.yaml");
   const Schedule s = generate_schedule(w);
   CHECK(count_ops(s, 0, "enc ") == 2 * 12);  // two prompts (CFG serial) of the embedding, one layer's 10 ops, the final norm
-  // The Wan 2.1 VAE: 114 kernels for the first latent frame, with the 30 causal convs' pad and
-  // cache copies and the 30 norms' layout copies; for each after it two time convs more (and their copies).
-  CHECK(count_ops(s, 0, "vae ") == (114 + 30 * 2 + 30) + (116 + 32 * 2 + 30));
+  // The Wan 2.1 VAE (fp32) as its vae.py runs: the first latent frame 302 kernels: 30 causal convs of
+  // 4 (cache clone, F.pad, the kernel, its bias), 3 upsampling and 2 attention 1x1 convs of 2, the
+  // shortcut of 3, 30 norms of 4 (normalize, scale, gamma, bias), 29 SiLUs, 15 adds, 3 upsamplings,
+  // the attention and its transpose. Each later frame: a cat before each causal conv, and a cache cat
+  // where the input is one frame (11 convs); two time convs with their copies and stack (7 + 6). The
+  // decoded frames concatenated once.
+  CHECK(count_ops(s, 0, "vae ") == 302 + (302 + 30 + 11 + 13) + 1);
   CHECK(count_ops(s, 0, "h2d enc") == 1);
   CHECK(count_ops(s, 0, "d2h enc") == 1);
   CHECK(count_ops(s, 0, "stage ") == 2);
@@ -214,7 +250,8 @@ stages:
   // Each of the Wan decoder's 33 convs 3 high (conv in, 4 + 3 x 6 in residual blocks, 3 upsampling, conv out; not
   // the 3x1x1 time convs) sends its edge rows both ways: 2 sends and 2 receives, in both passes.
   // Beside the kernels and the copies of the one-rank decode (see the test above): and 2 key/value gathers, 1 of the frames.
-  CHECK(count_ops(s, 0, "vae ") - (114 + 30 * 2 + 30) - (116 + 32 * 2 + 30) == 2 * 33 * 4 + 2 + 1);
+  // (No frames concatenated: the frames gather assembles them.)
+  CHECK(count_ops(s, 0, "vae ") - 302 - (302 + 30 + 11 + 13) == 2 * 33 * 4 + 2 + 1);
   CHECK(count_ops(s, 0, "vae frames gather") == 1);
   CHECK(count_ops(s, 0, "vae mid attn kv gather") == 2);
   const hw::Topology dgx(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));

@@ -9,12 +9,13 @@ Stages, in order:
           (10,240), on the prompt's `text` tokens
   dit     the DiT stack of dit_offload.py (its blocks, offload policies and host
           memory), `steps` steps over the latent's tokens
-  decode  a video VAE decoder with the Wan 2.1 VAE's shapes (z 16, base 96,
-          channel multipliers 1, 2, 4, 4, two residual blocks per level plus one,
+  decode  the Wan 2.1 VAE decoder with its shapes (z 16, base 96, channel
+          multipliers 1, 2, 4, 4, two residual blocks per level plus one,
           single-head attention in the middle block, spatial upsampling at
-          every level, temporal upsampling at the first two): causal 3-D
-          convolutions over one latent frame at a time with the previous frames'
-          two-frame cache, as Wan's decoder runs them
+          every level, temporal upsampling at the first two) and the code
+          paths of Wan's vae.py (F.normalize norms, cat + F.pad before each
+          causal convolution, its two-frame cache cloned), one latent frame
+          at a time
 Each stage has a placement: resident (its weights on the GPU throughout),
 offloaded (weights in pinned host memory, copied in before the stage runs and
 dropped after it, as diffusers' model CPU offload moves them) or, for the DiT,
@@ -204,13 +205,21 @@ class Encoder:
 
 
 class VaeDecoder:
-    """The Wan 2.1 VAE decoder's shapes: causal 3-D convolutions (3x3x3, two
-    cached frames in front), RMS norms and SiLU, a single-head spatial attention
-    in the middle block, nearest 2x upsampling with a 3x3 convolution halving
-    the channels, and at the temporal levels a (3,1,1) convolution doubling the
-    channels into two frames (not for the first latent frame)."""
+    """The Wan 2.1 VAE decoder as Wan's vae.py runs it, with its shapes (z 16,
+    base 96, channel multipliers 1, 2, 4, 4, two residual blocks per level
+    plus one, single-head attention in the middle block, spatial upsampling
+    at every level, temporal upsampling at the first two) and its code paths:
+    RMS norms over the channels (`F.normalize(x, dim=1) * scale * gamma + 0.`),
+    SiLU, causal convolutions that put the cached frames in front (`cat`), pad
+    with `F.pad` and convolve unpadded, each keeping a clone of its input's
+    last two frames; the attention block's 1x1 convolutions and transposes;
+    Resample's time convolution (not on the first latent frame), frame
+    interleaving `stack`, frames moved into the batch, nearest-exact 2x
+    upsampling (in fp32) and a 3x3 convolution halving the channels. One
+    latent frame at a time, the frames concatenated as they come."""
     Z, BASE, MULT, RES = 16, 96, (1, 2, 4, 4), 2
     TEMPORAL = (True, True, False)  # the Wan VAE's temperal_downsample [False, True, True], reversed
+    CACHE_T = 2
 
     def __init__(self, torch, c):
         self.t, self.c = torch, c
@@ -223,17 +232,24 @@ class VaeDecoder:
             shapes[name] = (cout, cin) + k
             shapes[name + ".b"] = (cout,)
 
+        def norm(name, ch, images=False):
+            shapes[name] = (ch, 1, 1) if images else (ch, 1, 1, 1)
+
         def res(name, cin, cout):
+            norm(name + ".n1", cin)
             conv3(name + ".c1", cin, cout)
+            norm(name + ".n2", cout)
             conv3(name + ".c2", cout, cout)
             if cin != cout:
                 conv3(name + ".sc", cin, cout, (1, 1, 1))
             plan.append(("res", name, cin, cout))
 
+        conv3("post", self.Z, self.Z, (1, 1, 1))  # WanVAE's conv2 over the whole latent
         conv3("in", self.Z, dims[0])
         res("mid0", dims[0], dims[0])
-        shapes["mid.qkv"] = (3 * dims[0], dims[0])
-        shapes["mid.proj"] = (dims[0], dims[0])
+        norm("mid.norm", dims[0], images=True)
+        shapes["mid.qkv"], shapes["mid.qkv.b"] = (3 * dims[0], dims[0], 1, 1), (3 * dims[0],)
+        shapes["mid.proj"], shapes["mid.proj.b"] = (dims[0], dims[0], 1, 1), (dims[0],)
         plan.append(("attn", "mid", dims[0], dims[0]))
         res("mid1", dims[0], dims[0])
         for i, (cin, cout) in enumerate(zip(dims[:-1], dims[1:])):
@@ -248,62 +264,97 @@ class VaeDecoder:
                 shapes[f"up{i}.conv"] = (cout // 2, cout, 3, 3)
                 shapes[f"up{i}.conv.b"] = (cout // 2,)
                 plan.append(("up", f"up{i}", cout, self.TEMPORAL[i]))
+        norm("head.norm", dims[-1])
         conv3("head", dims[-1], 3)
         self.plan = plan
         self.w = Weights(torch, shapes, dtype, c["vae"])
 
-    def conv(self, w, name, x, cache, pad_t=2):
-        """A causal convolution of x [1, C, T, H, W]: its cached frames in front (zeros at the start), the last two kept."""
-        t, F = self.t, self.t.nn.functional
+    def causal(self, w, name, x, cache_x=None):
+        """CausalConv3d.forward: the cached frames in front, F.pad (zeros for the
+        frames the cache does not cover, and the spatial padding), an unpadded convolution."""
         k = w[name]
-        if k.shape[2] == 1:
-            return F.conv3d(x, k, w[name + ".b"])
-        prev = cache.get(name)
-        front = prev if prev is not None else t.zeros_like(x[:, :, :1]).expand(-1, -1, pad_t, -1, -1)
-        xin = t.cat([front, x], dim=2)
-        cache[name] = xin[:, :, -pad_t:].clone()
-        pad = (k.shape[3] // 2, k.shape[4] // 2)
-        return F.conv3d(xin, k, w[name + ".b"], padding=(0,) + pad)
+        padding = [k.shape[4] // 2, k.shape[4] // 2, k.shape[3] // 2, k.shape[3] // 2, k.shape[2] - 1, 0]
+        if cache_x is not None and padding[4] > 0:
+            x = self.t.cat([cache_x, x], dim=2)
+            padding[4] -= cache_x.shape[2]
+        x = self.t.nn.functional.pad(x, padding)
+        return self.t.nn.functional.conv3d(x, k, w[name + ".b"])
 
-    def norm_act(self, x):
+    def cached(self, w, name, x, feat):
+        """A causal convolution in the decoder's cache loop: its input's last two
+        frames kept for the next pass (the previous pass's last frame in front when this one has one)."""
+        cache_x = x[:, :, -self.CACHE_T:].clone()
+        prev = feat.get(name)
+        if cache_x.shape[2] < 2 and prev is not None:
+            cache_x = self.t.cat([prev[:, :, -1:], cache_x], dim=2)
+        out = self.causal(w, name, x, prev)
+        feat[name] = cache_x
+        return out
+
+    def norm(self, w, name, x):
+        return self.t.nn.functional.normalize(x, dim=1) * (x.shape[1] ** 0.5) * w[name] + 0.0
+
+    def res(self, w, name, x, feat, cin, cout):
         F = self.t.nn.functional
-        return F.silu(F.rms_norm(x.transpose(1, 4), (x.shape[1],)).transpose(1, 4))
+        h = self.causal(w, name + ".sc", x) if cin != cout else x
+        y = self.cached(w, name + ".c1", F.silu(self.norm(w, name + ".n1", x)), feat)
+        y = self.cached(w, name + ".c2", F.silu(self.norm(w, name + ".n2", y)), feat)
+        return y + h
 
-    def decode_frame(self, w, z, cache, first):
+    def attention(self, w, x):
+        F = self.t.nn.functional
+        identity = x
+        b, c, t, h, w_ = x.shape
+        x = x.permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w_)
+        x = self.norm(w, "mid.norm", x)
+        q, k, v = F.conv2d(x, w["mid.qkv"], w["mid.qkv.b"]).reshape(b * t, 1, c * 3, -1).permute(0, 1, 3, 2).contiguous().chunk(3, dim=-1)
+        x = F.scaled_dot_product_attention(q, k, v)
+        x = x.squeeze(1).permute(0, 2, 1).reshape(b * t, c, h, w_)
+        x = F.conv2d(x, w["mid.proj"], w["mid.proj.b"])
+        return x.view(b, t, c, h, w_).permute(0, 2, 1, 3, 4) + identity
+
+    def resample(self, w, name, x, feat, temporal):
         t, F = self.t, self.t.nn.functional
-        x = self.conv(w, "in", z, cache)
+        b, c, T, h, w_ = x.shape
+        if temporal:
+            prev = feat.get(name)
+            if prev is None:  # the first latent frame: no time convolution
+                feat[name] = "Rep"
+            else:
+                cache_x = x[:, :, -self.CACHE_T:].clone()
+                if cache_x.shape[2] < 2:
+                    cache_x = t.cat([t.zeros_like(cache_x) if isinstance(prev, str) else prev[:, :, -1:], cache_x], dim=2)
+                x = self.causal(w, name + ".time", x, None if isinstance(prev, str) else prev)
+                feat[name] = cache_x
+                x = x.reshape(b, 2, c, T, h, w_)
+                x = t.stack((x[:, 0], x[:, 1]), 3).reshape(b, c, T * 2, h, w_)
+        T = x.shape[2]
+        x = x.permute(0, 2, 1, 3, 4).reshape(b * T, c, h, w_)
+        x = F.interpolate(x.float(), scale_factor=2.0, mode="nearest-exact").type_as(x)
+        x = F.conv2d(x, w[name + ".conv"], w[name + ".conv.b"], padding=1)
+        return x.view(b, T, c // 2, 2 * h, 2 * w_).permute(0, 2, 1, 3, 4)
+
+    def decode_frame(self, w, z, feat):
+        F = self.t.nn.functional
+        x = self.cached(w, "in", z, feat)
         for kind, name, a, b in self.plan:
             if kind == "res":
-                h = self.conv(w, name + ".c1", self.norm_act(x), cache)
-                h = self.conv(w, name + ".c2", self.norm_act(h), cache)
-                x = h + (self.conv(w, name + ".sc", x, cache) if a != b else x)
-            elif kind == "attn":  # per frame, one head over the frame's pixels
-                B, C, T, H, W = x.shape
-                y = F.rms_norm(x.transpose(1, 4), (C,)).transpose(1, 4)
-                y = y.permute(0, 2, 3, 4, 1).reshape(T, H * W, C)
-                q, k, v = F.linear(y, w["mid.qkv"]).chunk(3, dim=-1)
-                o = F.scaled_dot_product_attention(q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)).squeeze(1)
-                o = F.linear(o, w["mid.proj"]).reshape(B, T, H, W, C).permute(0, 4, 1, 2, 3)
-                x = x + o
-            else:  # up: temporal doubling (not the first frame), then 2x nearest and a 3x3 conv halving the channels
-                if b and not first:
-                    y = self.conv(w, name + ".time", x, cache)
-                    B, C2, T, H, W = y.shape
-                    x = y.view(B, 2, C2 // 2, T, H, W).permute(0, 2, 3, 1, 4, 5).reshape(B, C2 // 2, T * 2, H, W)
-                B, C, T, H, W = x.shape
-                y = F.interpolate(x.transpose(1, 2).reshape(B * T, C, H, W), scale_factor=2.0, mode="nearest-exact")
-                y = F.conv2d(y, w[name + ".conv"], w[name + ".conv.b"], padding=1)
-                x = y.view(B, T, C // 2, 2 * H, 2 * W).transpose(1, 2)
-        return self.conv(w, "head", self.norm_act(x), cache)
+                x = self.res(w, name, x, feat, a, b)
+            elif kind == "attn":
+                x = self.attention(w, x)
+            else:
+                x = self.resample(w, name, x, feat, b)
+        return self.cached(w, "head", F.silu(self.norm(w, "head.norm", x)), feat)
 
     def __call__(self, latent):
         w = self.w.load()
-        cache, frames = {}, []
-        z = latent.to(self.dtype)
-        for i in range(z.shape[2]):
-            frames.append(self.decode_frame(w, z[:, :, i:i + 1], cache, i == 0))
-        del w, cache
-        return self.t.cat(frames, dim=2)
+        feat, out = {}, None
+        x = self.causal(w, "post", latent.to(self.dtype))
+        for i in range(x.shape[2]):
+            y = self.decode_frame(w, x[:, :, i:i + 1], feat)
+            out = y if out is None else self.t.cat([out, y], dim=2)
+        del w, feat
+        return out
 
 
 def run_once(torch, c, enc, dit, dec, prompt, stage_marks):

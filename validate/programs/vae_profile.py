@@ -21,8 +21,8 @@ sys.path.insert(0, here)
 import request_pipeline as rp  # noqa: E402
 
 KINDS = (("convolution", r"conv|implicit|xmma_fprop|fprop|wgrad|dgrad|winograd|cudnn"), ("gemm", r"gemm|cutlass|cublas|sm90_xmma"),
-         ("attention", r"fmha|flash|attention|sdpa"), ("norm_activation", r"norm|silu|sigmoid|rsqrt|mul|pow|mean|reduce"),
-         ("copy_cat", r"copy|cat|clone|transpose|permute|contiguous|upsample|nearest|fill|memcpy|memset"))
+         ("attention", r"fmha|flash|attention|sdpa"), ("norm_activation", r"norm|silu|sigmoid|rsqrt|mul|div|clamp|add|pow|mean|reduce"),
+         ("copy_cat", r"copy|cat|clone|pad|stack|transpose|permute|contiguous|upsample|nearest|fill|memcpy|memset"))
 
 
 def kind_of(name):
@@ -34,11 +34,11 @@ def kind_of(name):
 
 
 def conv_flops(shapes):
-    """2 x output voxels x c_out x c_in x kernel volume, from (input, weight) shapes; padding from the kernel (as the decoder pads)."""
+    """2 x output voxels x c_out x c_in x kernel volume, from (input, weight) shapes:
+    the 3-D convolutions run unpadded on F.pad's output, the 2-D ones keep their size."""
     x, w = shapes[0], shapes[1]
     if len(w) == 5:
-        t_out = x[2] - w[2] + 1
-        vox = t_out * x[3] * x[4]
+        vox = (x[2] - w[2] + 1) * (x[3] - w[3] + 1) * (x[4] - w[4] + 1)
         kvol = w[2] * w[3] * w[4]
     else:
         vox = x[2] * x[3]
@@ -92,7 +92,7 @@ def main():
                               "tflops": fl / (us * 1e-6) / 1e12 if us > 0 else None})
         convs.sort(key=lambda r: -r["us"])
         total = sum(kinds.values())
-        doc = {"schema": "overlapsim.vae-profile/v1", "program": "validate/programs/vae_profile.py", "decoder": "request_pipeline.py VaeDecoder (Wan 2.1 VAE shapes)",
+        doc = {"schema": "overlapsim.vae-profile/v1", "program": "validate/programs/vae_profile.py", "decoder": "request_pipeline.py VaeDecoder (the Wan 2.1 VAE decoder's shapes and code paths)",
                "config": c, "latent": {"frames": T, "height": h, "width": w}, "decode_ms_events": alone_ms, "kernel_ms_total": total * 1e-3,
                "by_kind_ms": {k: v * 1e-3 for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
                "convolutions": convs, "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1]["us"])[:40]), "environment": env}
