@@ -67,10 +67,11 @@ std::string format_stages(const Metrics& m) {
   if (m.stages.empty()) return "";
   std::string out = fmt::format("  request {} end to end: stages {}, DiT steps {}\n", format_time(m.makespan), format_time(request_stages_time(m)),
                                 format_time(request_steps_time(m)));
-  out += fmt::format("  {:<16} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>11}\n", "stage", "start", "time", "compute", "copy in", "copy out",
+  // peak VRAM as wide as the others: "not recorded" is 12 characters.
+  out += fmt::format("  {:<16} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "stage", "start", "time", "compute", "copy in", "copy out",
                      "exchange", "other", "peak VRAM");
   for (const StageMetrics& st : m.stages)
-    out += fmt::format("  {:<16} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>11}\n", st.name, format_time(st.start),
+    out += fmt::format("  {:<16} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}\n", st.name, format_time(st.start),
                        format_time(st.end - st.start), format_time(st.compute), format_time(st.copy_in), format_time(st.copy_out),
                        format_time(st.exchange), format_time(st.other),
                        st.peak_vram ? format_bytes(static_cast<double>(*st.peak_vram)) : "not recorded");

@@ -186,6 +186,11 @@ TEST_CASE("a report of a run's records gives each stage's peak VRAM as the run d
   const std::string summary = format_summary(none, run.topo, bare, "head");
   const size_t row = summary.find("  enc ");
   REQUIRE(row != std::string::npos);
-  CHECK(summary.substr(row, summary.find('\n', row) - row).ends_with(" not recorded"));
+  const std::string line = summary.substr(row, summary.find('\n', row) - row);
+  CHECK(line.ends_with(" not recorded"));
+  // The cell fits its column: the row is as wide as the table's header.
+  const size_t head = summary.find("  stage ");
+  REQUIRE(head != std::string::npos);
+  CHECK(line.size() == summary.find('\n', head) - head);
   CHECK(metrics_json(none, run.topo, bare)["stages"][0]["peak_vram_bytes"].is_null());
 }

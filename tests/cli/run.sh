@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# overlapsim run as a user meets it: its --out folder (written whole or not at all, no stale
+# records, paths that survive a move), its trace, its flags, what its summary says.
+#   workload_out           a workload's run folder and written schedule; the schedule runs again
+#   every_flow_same        closed-form all-to-alls change no result: the summaries match with --every-flow
+#   unwritable_out         an output path that cannot be written: one line naming it, exit 2
+#   paths_survive_a_move   a written schedule names its topology so that it resolves from its own folder
+#                          (absolute where the topology lies outside the folder the command runs from,
+#                          relative to the file where both lie under it); a copied run folder reports there.
+#                          WORK_DIR must lie under REPO_ROOT (the build folder's does)
+#   out_no_stale_records   --out over an earlier run's folder removes that run's records.json
+#   out_whole_or_nothing   killed while it writes, no folder (nor a temporary once the next run is done);
+#                          a folder of other files gets the outputs beside them; a non-folder is refused
+#   runs_before            --runs-before N: the sustained-load state of N runs before (a 2xH200 validation
+#                          run with its manifest's calibration: rested, then after three runs); -1 refused
+#   trace_streamed_gzip_default  a small run's full trace is the bytes the writer gave before it streamed
+#                          them (its SHA-256: changes with the golden outputs when the model does),
+#                          --trace-gzip the same compressed; past 32 ranks x steps the first steps, --trace-all all
+#   trace_bad_flags        bad --trace-* values refused by flag with what to write, exit 2, nothing written
+#   reports_handoffs       the engine hand-offs a calibrated run paid (the hand-off set's same-stream
+#                          schedule: 200 copies after a kernel, 199 kernels after a copy) in the summary
+#                          and metrics.json; none without a calibration
+#   calibration_note       the calibration a run used (and its GPU), or the defaults; another GPU's flagged
+#
+#   bash tests/cli/run.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
+source "$(dirname "$0")/lib.sh"
+WL=$CFG/workloads/wan22-720p-aces-layerwise.yaml
+ACES=$CFG/topologies/aces-4xh100-pcie.yaml
+S1=$REF/h200/validation/sp1-pf0-default/schedule.yaml
+case $case in
+  workload_out)
+    D=$W/run-out; rm -rf $D
+    "$osim" run $WL --set steps=1 --out $D --schedule-out $D/schedule.yaml > /dev/null
+    test -s $D/trace.json || fail "no trace.json"
+    "$osim" run $D/schedule.yaml -t $ACES > $D.txt
+    has $D.txt '^schedule wan22-720p-aces-layerwise: 4 ranks on aces-4xh100-pcie' ;;
+  every_flow_same)
+    for w in wan22-720p-aces-layerwise wan22-720p-dgx-sp8-layerwise; do
+      "$osim" run $CFG/workloads/$w.yaml --set steps=4 > $W/$w.closed.txt
+      "$osim" run $CFG/workloads/$w.yaml --set steps=4 --every-flow > $W/$w.every.txt
+      diff $W/$w.closed.txt $W/$w.every.txt || fail "$w: --every-flow changed the summary"
+      has $W/$w.closed.txt makespan
+    done ;;
+  unwritable_out)
+    refused 2 '' "$osim" run $CFG/schedules/prefetch-overlap-2gpu.yaml --out /proc/overlapsim-nope
+    has $W/refused.err '^/proc/overlapsim-nope: error: .*: choose another path' ;;
+  paths_survive_a_move)
+    D=$W/moved; rm -rf $D; mkdir -p $D/a $D/b/c; cd $W
+    "$osim" run $WL --set steps=1 --out $D/a/run --records --schedule-out $D/a/run/schedule.yaml > /dev/null
+    grep -qx "topology: $(readlink -f $ACES)" $D/a/run/schedule.yaml || fail "the written schedule's topology is not $ACES"
+    mv $D/a/run/schedule.yaml $D/b/c/s.yaml
+    "$osim" run $D/b/c/s.yaml --set 'gpus=[gpu3,gpu2,gpu1,gpu0]' > $D/placed.txt
+    has $D/placed.txt '^  0 +gpu3 '
+    "$osim" run $WL --set steps=1 --out $D/a/run --records --schedule-out $D/a/run/schedule.yaml --force > /dev/null
+    cp -r $D/a/run $D/b/c/copied
+    "$osim" report $D/b/c/copied --out $D/b/c/copied-report > $D/report.txt
+    has $D/report.txt 'on aces-4xh100-pcie'
+    test -s $D/b/c/copied-report/metrics.json || fail "the copied folder's report wrote no metrics.json"
+    (cd $root && "$osim" run configs/workloads/wan22-720p-aces-layerwise.yaml --set steps=1 --schedule-out $D/rel.yaml > /dev/null)
+    R=$(sed -n 's/^topology: //p' $D/rel.yaml)
+    case $R in /*) fail "topology $R: absolute, though both files lie under $root";; esac
+    test $R -ef $ACES || test $D/$R -ef $ACES || fail "topology $R does not name $ACES"
+    (cd / && "$osim" run $D/rel.yaml) > $D/rel.txt
+    has $D/rel.txt '^schedule wan22-720p-aces-layerwise: 4 ranks on aces-4xh100-pcie' ;;
+  out_no_stale_records)
+    D=$W/stale; rm -rf $D
+    "$osim" run $S1 --out $D --records > /dev/null
+    test -s $D/records.json || fail "no records.json"
+    "$osim" run $S1 --out $D --force > /dev/null
+    test ! -e $D/records.json || fail "records.json of the earlier run left"
+    test -s $D/metrics.json || fail "no metrics.json" ;;
+  out_whole_or_nothing)
+    AT=$W/atomic; rm -rf $AT && mkdir -p $AT
+    "$osim" run $WL --set steps=2 --out $AT/run > /dev/null & pid=$!
+    until ls $AT/.run.tmp$pid/metrics.json > /dev/null 2>&1 || ! kill -0 $pid 2> /dev/null; do sleep 0.01; done
+    kill -9 $pid 2> /dev/null || true; wait $pid || true
+    if [ -e $AT/run ]; then for f in metrics.json trace.json summary.txt; do test -s $AT/run/$f || fail "a part folder: no $f"; done; fi
+    "$osim" run $S1 --out $AT/run --force > /dev/null
+    [ "$(ls -A $AT)" = run ] || fail "left beside the run: $(ls -A $AT)"
+    [ "$(ls $AT/run | tr '\n' ' ')" = "metrics.json summary.txt trace.json " ] || fail "the run folder holds $(ls $AT/run)"
+    mkdir $AT/mine && touch $AT/mine/notes.txt
+    "$osim" run $S1 --out $AT/mine > /dev/null
+    test -e $AT/mine/notes.txt -a -s $AT/mine/trace.json || fail "a folder's own files not kept beside the outputs"
+    refused 2 'exists already: pass --force' "$osim" run $S1 --out $AT/mine
+    refused 2 'is not a folder' "$osim" run $S1 --out $AT/mine/notes.txt ;;
+  runs_before)
+    M=$REF/h200x2-nvlink; V=$(manifest $M validation.runs); C=$(manifest $M calibration.file); S=$V/sp1-pf1-default/schedule.yaml
+    "$osim" run $S --calibration $C > $W/rested.txt; has $W/rested.txt 'makespan 394.936 ms'
+    "$osim" run $S --calibration $C --runs-before 3 > $W/after3.txt; has $W/after3.txt 'makespan 404.564 ms'
+    refused 2 '' "$osim" run $S --runs-before -1 ;;
+  trace_streamed_gzip_default)
+    TR=$W/trace-select; rm -rf $TR
+    "$osim" run $WL --set steps=2 --out $TR/plain > /dev/null
+    sha256sum $TR/plain/trace.json | grep -q '^d742017c9d55045995d0008c3316b53956fde260104cdc4438821afc0048880c ' ||
+      fail "trace.json is not the bytes the writer gave (SHA-256 $(sha256sum < $TR/plain/trace.json))"
+    "$osim" run $WL --set steps=2 --out $TR/gz --trace-gzip > $TR/gz.txt; has $TR/gz.txt 'trace.json.gz \(open in'
+    test ! -e $TR/gz/trace.json || fail "--trace-gzip wrote trace.json too"
+    gzip -dc $TR/gz/trace.json.gz | cmp - $TR/plain/trace.json || fail "the gzipped trace is not the plain one"
+    "$osim" run $WL --set steps=9 --out $TR/nine > /dev/null
+    has $TR/nine/summary.txt '^  the trace holds steps 0-7 of 0-8, all 4 ranks \(the default past 32 ranks x steps\): --trace-all'
+    "$osim" run $WL --set steps=9 --out $TR/nine-all --trace-all > /dev/null
+    if grep -q 'the trace holds' $TR/nine-all/summary.txt; then fail "--trace-all still selects"; fi
+    test $(stat -c %s $TR/nine/trace.json) -lt $(stat -c %s $TR/nine-all/trace.json) || fail "the default trace is not smaller than --trace-all's" ;;
+  trace_bad_flags)
+    O=$W/trace-bad; rm -rf $O
+    t() { local says=$1; shift; refused 2 "$says" "$osim" run $WL --set steps=2 "$@"; }
+    t "--trace-steps: error: the range '3-1' runs backwards: write it '1-3'" --out $O --trace-steps 3-1
+    t "--trace-ranks: error: 'x' is not an index in 'x': write indices and ranges from 0, e.g. '0-1,39'" --out $O --trace-ranks x
+    t "--trace-ranks: error: the run has no rank 9 (its ranks are 0-3)" --out $O --trace-ranks 9
+    t "--trace-steps: error: the run has no step 5 (its steps are 0-1)" --out $O --trace-steps 5
+    t "--trace-all: error: it traces every rank and step: drop --trace-ranks and --trace-steps" --out $O --trace-all --trace-ranks 0
+    t "choose what the --out folder's trace holds: give --out DIR" --trace-ranks 0
+    test ! -e $O || fail "a refused run wrote $O" ;;
+  reports_handoffs)
+    HO=$W/handoff-run; rm -rf $HO; S=$root/validate/sets/handoff/same-stream/schedule.yaml
+    "$osim" run $S --calibration $CFG/calibrations/h200.yaml --out $HO > $HO.txt
+    has $HO.txt 'engine hand-offs \(copy after kernel, kernel after copy\): 399 on 1 rank, 2.194 ms in all'
+    python3 -c "import json,sys; h=json.load(open(sys.argv[1]))['handoffs']; assert h['count']==399 and abs(h['time_s']-2.194e-3)<1e-6, h" $HO/metrics.json
+    "$osim" run $S --calibration none --out $HO --force > $HO.txt
+    if grep -q 'engine hand-offs' $HO.txt; then fail "hand-offs without a calibration"; fi
+    python3 -c "import json,sys; assert 'handoffs' not in json.load(open(sys.argv[1]))" $HO/metrics.json ;;
+  calibration_note)
+    cd $root
+    last() { "$osim" run "$@" | tail -1 > $W/note.txt; }
+    last configs/workloads/wan22-720p-aces-layerwise.yaml --set steps=1
+    has $W/note.txt '^calibration: the measured defaults for these GPUs \(configs/calibrations/h100-sxm.yaml, measured on NVIDIA H100 80GB HBM3, built in\)'
+    last configs/workloads/wan22-720p-h200-layerwise.yaml --set steps=1
+    has $W/note.txt '^calibration: the measured defaults for these GPUs \(configs/calibrations/h200x4-nvlink.yaml, measured on 4x NVIDIA H200, built in\)'
+    last configs/workloads/wan22-720p-aces-layerwise.yaml --set steps=1 --calibration none
+    has $W/note.txt '^uncalibrated: the model.s datasheet defaults'
+    last configs/workloads/wan21-480p-4090-block.yaml --set steps=1
+    has $W/note.txt '^uncalibrated: the model.s datasheet defaults'
+    last configs/workloads/wan22-720p-h200-calibrated.yaml --set steps=1
+    has $W/note.txt '^calibration: configs/workloads/../calibrations/h200x4-nvlink.yaml \(measured on 4x NVIDIA H200\)$'
+    last configs/workloads/wan22-720p-aces-layerwise.yaml --set steps=1 --calibration configs/calibrations/h200.yaml
+    has $W/note.txt '^warning: the calibration was measured on NVIDIA H200, the topology.s GPUs are H100-PCIe' ;;
+  *) fail "no case $case" ;;
+esac
+ok
