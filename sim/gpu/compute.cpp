@@ -39,7 +39,8 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
         throw InputError(
             where, fmt::format("convolution '{}' converts layouts in HBM but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
       const double element = c.element_bytes(es);
-      layout_s = c.conversion_bytes(element) / (gpu.gpu.hbm_bandwidth->bytes_per_s * (element >= 4 ? p.conv.layout_efficiency : p.conv.layout_efficiency_16));
+      layout_s = c.conversion_bytes(element) /
+                 (gpu.gpu.hbm_bandwidth->bytes_per_s * (element >= 4 ? p.conv.layout_efficiency : p.conv.layout_efficiency_16));
     }
   }
   double t = 0;
@@ -55,8 +56,7 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
     if (!gpu.gpu.hbm_bandwidth)
       throw InputError(where, fmt::format("kernel '{}' moves HBM bytes but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
     const bool elementwise = !op.gemm && !op.attention && flops == 0;
-    const double hbm = framework && elementwise ? p.memory.framework_efficiency(op.access, op.norm_row, es)
-                                                : p.memory.hbm_efficiency;
+    const double hbm = framework && elementwise ? p.memory.framework_efficiency(op.access, op.norm_row, es) : p.memory.hbm_efficiency;
     t = std::max(t, p.memory.hbm_latency.s() + bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * hbm));
   }
   return Time::from_s(t + layout_s);

@@ -17,8 +17,8 @@ inline const std::vector<std::string> kAlgoNames = {"nccl", "pairwise", "ring"};
 inline const std::vector<std::string> kDtypeNames = {"bf16", "fp16", "fp32", "fp8"};
 inline const std::vector<std::string> kBackendNames = {"default", "cudnn", "flash2", "flash3", "efficient", "math"};
 inline const std::vector<std::string> kPartNames = {"weights", "activations", "workspace", "outside", "runtime", "reserve", "comm"};
-inline const std::vector<std::string> kAccessNames = {"elementwise", "norm", "broadcast", "strided", "roll", "layer_norm", "rms_norm",
-                                                      "channel_norm", "indexed", "pad", "upsample"};
+inline const std::vector<std::string> kAccessNames = {"elementwise", "norm",         "broadcast", "strided", "roll",    "layer_norm",
+                                                      "rms_norm",    "channel_norm", "indexed",   "pad",     "upsample"};
 inline const std::vector<std::string> kNcclRunsNames = {"all_to_all", "ring_exchange", "collectives"};  // the kNccl* bits in order (alloc `runs`)
 
 template <class E>

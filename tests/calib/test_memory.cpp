@@ -44,17 +44,25 @@ TEST_CASE("calibrate fits the channels-first kernels' shares per access kind and
   const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
   nlohmann::json doc = {
       {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
-  const std::map<std::string, std::pair<double, double>> shares = {{"normalize", {0.6, 0.4}}, {"cat_frames", {0.66, 0.42}},
-                                                                   {"stack_frames", {0.68, 0.44}}, {"channel_scale", {0.64, 0.46}},
-                                                                   {"pad", {0.44, 0.33}},        {"upsample", {0.37, 0.23}},
+  const std::map<std::string, std::pair<double, double>> shares = {{"normalize", {0.6, 0.4}},
+                                                                   {"cat_frames", {0.66, 0.42}},
+                                                                   {"stack_frames", {0.68, 0.44}},
+                                                                   {"channel_scale", {0.64, 0.46}},
+                                                                   {"pad", {0.44, 0.33}},
+                                                                   {"upsample", {0.37, 0.23}},
                                                                    {"silu", {0.8, 0.8}}};
   for (const auto& [op, s] : shares)
     for (const bool fp32 : {true, false})
       for (const double bytes : {32.0 * 1048576, 128.0 * 1048576, 512.0 * 1048576}) {
         const double share = (fp32 ? s.first : s.second) * (bytes < 48.0 * 1048576 ? 2 : 1);
         const double gbps = share * 4.8e3;
-        doc["results"].push_back({{"key", "framework_channels_first"}, {"gpus", {0}}, {"op", op}, {"dtype", fp32 ? "fp32" : "bf16"},
-                                  {"bytes", bytes}, {"GBps", gbps}, {"time_us", bytes / gbps * 1e-3}});
+        doc["results"].push_back({{"key", "framework_channels_first"},
+                                  {"gpus", {0}},
+                                  {"op", op},
+                                  {"dtype", fp32 ? "fp32" : "bf16"},
+                                  {"bytes", bytes},
+                                  {"GBps", gbps},
+                                  {"time_us", bytes / gbps * 1e-3}});
       }
   for (double b = 1048576; b <= 1073741824.0; b *= 4)  // a machine run: pinned copies
     doc["results"].push_back({{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", b}, {"reps", 1}, {"time_us", 3 + b / 55e3}});

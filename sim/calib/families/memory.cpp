@@ -203,9 +203,12 @@ void fit_framework_elementwise(FitContext& ctx) {
 void fit_framework_channels_first(FitContext& ctx) {
   const auto& gpu = ctx.topo.node(ctx.gpu0).gpu;
   if (!gpu.hbm_bandwidth) return;
-  const std::map<std::string, Access> kinds = {{"normalize", Access::ChannelNorm}, {"cat_frames", Access::Indexed},
-                                               {"stack_frames", Access::Indexed},  {"channel_scale", Access::Indexed},
-                                               {"pad", Access::Pad},               {"upsample", Access::Upsample}};
+  const std::map<std::string, Access> kinds = {{"normalize", Access::ChannelNorm},
+                                               {"cat_frames", Access::Indexed},
+                                               {"stack_frames", Access::Indexed},
+                                               {"channel_scale", Access::Indexed},
+                                               {"pad", Access::Pad},
+                                               {"upsample", Access::Upsample}};
   const std::set<std::string> contiguous = {"scale", "add_scalar", "silu", "add", "pad_none", "clone_last"};
   std::map<std::pair<Access, bool>, std::vector<double>> share;
   std::vector<double> elementwise;

@@ -18,10 +18,10 @@ double MemoryParams::framework_efficiency(Access a, int32_t row, double element)
                     : a == Access::Indexed     ? (wide ? framework_indexed_efficiency : framework_indexed_efficiency_16)
                     : a == Access::Pad         ? (wide ? framework_pad_efficiency : framework_pad_efficiency_16)
                     : a == Access::Upsample    ? (wide ? framework_upsample_efficiency : framework_upsample_efficiency_16)
-                    : a == Access::Broadcast ? framework_broadcast_efficiency
-                    : a == Access::Strided   ? framework_strided_efficiency
-                    : a == Access::Roll      ? framework_roll_efficiency
-                                             : 0.0;
+                    : a == Access::Broadcast   ? framework_broadcast_efficiency
+                    : a == Access::Strided     ? framework_strided_efficiency
+                    : a == Access::Roll        ? framework_roll_efficiency
+                                               : 0.0;
   return by > 0 ? by : framework_hbm_efficiency > 0 ? framework_hbm_efficiency : hbm_efficiency;
 }
 
@@ -104,7 +104,8 @@ std::vector<Field> memory_fields() {
        .hi = 1,
        .example = "0.5",
        .written = OSIM_POS(memory, framework_channel_norm_efficiency),
-       .doc = "share of the HBM bandwidth a norm over the channels of a 5-D channels-first tensor (access: channel_norm; F.normalize(x, dim=1): the reduction and the division), 4-byte elements (absent: framework_hbm_efficiency)"},
+       .doc = "share of the HBM bandwidth a norm over the channels of a 5-D channels-first tensor (access: channel_norm; F.normalize(x, dim=1): the "
+              "reduction and the division), 4-byte elements (absent: framework_hbm_efficiency)"},
       {.name = "framework_channel_norm_efficiency_16",
        .family = "memory",
        .kind = Kind::Number,
@@ -112,7 +113,8 @@ std::vector<Field> memory_fields() {
        .hi = 1,
        .example = "0.5",
        .written = OSIM_POS(memory, framework_channel_norm_efficiency_16),
-       .doc = "share of the HBM bandwidth a norm over the channels of a 5-D channels-first tensor (access: channel_norm; F.normalize(x, dim=1): the reduction and the division), 2-byte elements (absent: framework_hbm_efficiency)"},
+       .doc = "share of the HBM bandwidth a norm over the channels of a 5-D channels-first tensor (access: channel_norm; F.normalize(x, dim=1): the "
+              "reduction and the division), 2-byte elements (absent: framework_hbm_efficiency)"},
       {.name = "framework_indexed_efficiency",
        .family = "memory",
        .kind = Kind::Number,
@@ -120,7 +122,8 @@ std::vector<Field> memory_fields() {
        .hi = 1,
        .example = "0.5",
        .written = OSIM_POS(memory, framework_indexed_efficiency),
-       .doc = "share of the HBM bandwidth indexed copies on 5-D channels-first tensors (access: indexed; a cat along frames, a stack, a per-channel broadcast), 4-byte elements (absent: framework_hbm_efficiency)"},
+       .doc = "share of the HBM bandwidth indexed copies on 5-D channels-first tensors (access: indexed; a cat along frames, a stack, a per-channel "
+              "broadcast), 4-byte elements (absent: framework_hbm_efficiency)"},
       {.name = "framework_indexed_efficiency_16",
        .family = "memory",
        .kind = Kind::Number,
@@ -128,7 +131,8 @@ std::vector<Field> memory_fields() {
        .hi = 1,
        .example = "0.5",
        .written = OSIM_POS(memory, framework_indexed_efficiency_16),
-       .doc = "share of the HBM bandwidth indexed copies on 5-D channels-first tensors (access: indexed; a cat along frames, a stack, a per-channel broadcast), 2-byte elements (absent: framework_hbm_efficiency)"},
+       .doc = "share of the HBM bandwidth indexed copies on 5-D channels-first tensors (access: indexed; a cat along frames, a stack, a per-channel "
+              "broadcast), 2-byte elements (absent: framework_hbm_efficiency)"},
       {.name = "framework_pad_efficiency",
        .family = "memory",
        .kind = Kind::Number,
@@ -136,7 +140,8 @@ std::vector<Field> memory_fields() {
        .hi = 1,
        .example = "0.5",
        .written = OSIM_POS(memory, framework_pad_efficiency),
-       .doc = "share of the HBM bandwidth a constant pad of every side of a 5-D channels-first tensor (access: pad; F.pad: the fill and the copy), 4-byte elements (absent: framework_hbm_efficiency)"},
+       .doc = "share of the HBM bandwidth a constant pad of every side of a 5-D channels-first tensor (access: pad; F.pad: the fill and the copy), "
+              "4-byte elements (absent: framework_hbm_efficiency)"},
       {.name = "framework_pad_efficiency_16",
        .family = "memory",
        .kind = Kind::Number,
@@ -144,7 +149,8 @@ std::vector<Field> memory_fields() {
        .hi = 1,
        .example = "0.5",
        .written = OSIM_POS(memory, framework_pad_efficiency_16),
-       .doc = "share of the HBM bandwidth a constant pad of every side of a 5-D channels-first tensor (access: pad; F.pad: the fill and the copy), 2-byte elements (absent: framework_hbm_efficiency)"},
+       .doc = "share of the HBM bandwidth a constant pad of every side of a 5-D channels-first tensor (access: pad; F.pad: the fill and the copy), "
+              "2-byte elements (absent: framework_hbm_efficiency)"},
       {.name = "framework_upsample_efficiency",
        .family = "memory",
        .kind = Kind::Number,
@@ -152,7 +158,8 @@ std::vector<Field> memory_fields() {
        .hi = 1,
        .example = "0.5",
        .written = OSIM_POS(memory, framework_upsample_efficiency),
-       .doc = "share of the HBM bandwidth nearest upsampling (access: upsample; F.interpolate nearest-exact: input read, output written), 4-byte elements (absent: framework_hbm_efficiency)"},
+       .doc = "share of the HBM bandwidth nearest upsampling (access: upsample; F.interpolate nearest-exact: input read, output written), 4-byte "
+              "elements (absent: framework_hbm_efficiency)"},
       {.name = "framework_upsample_efficiency_16",
        .family = "memory",
        .kind = Kind::Number,
@@ -160,7 +167,8 @@ std::vector<Field> memory_fields() {
        .hi = 1,
        .example = "0.5",
        .written = OSIM_POS(memory, framework_upsample_efficiency_16),
-       .doc = "share of the HBM bandwidth nearest upsampling (access: upsample; F.interpolate nearest-exact: input read, output written), 2-byte elements (absent: framework_hbm_efficiency)"},
+       .doc = "share of the HBM bandwidth nearest upsampling (access: upsample; F.interpolate nearest-exact: input read, output written), 2-byte "
+              "elements (absent: framework_hbm_efficiency)"},
       {.name = "framework_norm_rows",
        .family = "memory",
        .kind = Kind::Custom,
