@@ -112,7 +112,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   if (!out_dir.empty())
     out.emplace(out_dir, std::vector<std::string>{"metrics.json", "trace.json", "trace.json.gz", "summary.txt", "records.json"}, force);
   if (records && out_dir.empty()) throw InputError(SourceLocation{input, 0, 0}, "--records writes into the --out folder: give --out DIR");
-  if ((trace.all || trace_gzip || !trace.ranks.empty() || !trace.steps.empty()) && out_dir.empty())
+  if ((trace.all || trace.all_links || trace_gzip || !trace.ranks.empty() || !trace.steps.empty()) && out_dir.empty())
     throw InputError(SourceLocation{input, 0, 0}, "--trace-* options choose what the --out folder's trace holds: give --out DIR");
   if (!trace.ranks.empty() && trace.ranks.back() >= sched.ranks())
     throw InputError(SourceLocation{"--trace-ranks", 0, 0},
@@ -174,7 +174,9 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
   // A calibration measured elsewhere is said first: what follows leans on it.
   std::string summary = borrowed_calibration_note(base, topo) + format_summary(m, topo, res, head);
-  if (!trace_sel.everything) summary += "  " + trace_sel.note + "\n";
+  // The fabric's counters count in the trace's budget (--trace-all and --trace-all-links: every link's).
+  if (!trace.all && !trace.all_links && out) select_trace_links(trace_sel, topo, res);
+  if (!trace_sel.note.empty()) summary += "  " + trace_sel.note + "\n";
   std::cout << summary;
   std::cout << base_params_note(base, &topo);
   if (out) {
@@ -196,7 +198,7 @@ struct RunOptions {
   std::vector<std::string> sets;
   bool force = false, show_ops = false, records = false, every_flow = false, every_rank = false, remodel_kernels = false;
   std::string trace_ranks, trace_steps;
-  bool trace_all = false, trace_gzip = false;
+  bool trace_all = false, trace_all_links = false, trace_gzip = false;
   std::string host_memory;
   int runs_before = 0;
 };
@@ -243,6 +245,10 @@ Command add_run(CLI::App& app) {
                             "group of alike ranks, {} at most)",
                             kTraceRankSteps, kTraceRanksAll, kTraceRanksPerGroup, kTraceRanks));
   c->add_flag("--trace-all", o->trace_all, "trace every rank and step, however large the trace");
+  c->add_flag("--trace-all-links", o->trace_all_links,
+              fmt::format("keep every link's bandwidth counter in the trace (default: past {} samples, or {} per traced rank where ranks are "
+                          "left out, the busiest links' alone)",
+                          kTraceLinkSamples, kTraceLinkSamplesPerRank));
   c->add_flag("--trace-gzip", o->trace_gzip, "write the trace gzip-compressed, as trace.json.gz (Perfetto opens it as it is)");
   c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
       ->check(CLI::IsMember({"pinned", "pageable"}));
@@ -251,6 +257,7 @@ Command add_run(CLI::App& app) {
               throw InputError(SourceLocation{}, "--host-memory: pinned or pageable");
             TraceRequest trace;
             trace.all = o->trace_all;
+            trace.all_links = o->trace_all_links;
             if (trace_ranks->count() > 0) trace.ranks = parse_index_ranges(o->trace_ranks, "--trace-ranks");
             if (trace_steps->count() > 0) trace.steps = parse_index_ranges(o->trace_steps, "--trace-steps");
             if (trace.all && (!trace.ranks.empty() || !trace.steps.empty()))
