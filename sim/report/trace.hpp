@@ -35,6 +35,11 @@ inline constexpr int kTraceRanks = 16;
 inline constexpr size_t kTraceLinkSamples = 400'000;
 inline constexpr size_t kTraceLinkSamplesPerRank = 100'000;
 
+/// Past this many ops in a run, records.json (run --records) and the per-op
+/// table (--ops) hold the trace's ranks alone, every op of theirs, and say so
+/// (--records-all, --ops-all: every rank); ~100 bytes an op either way.
+inline constexpr size_t kOpsRecordedAll = 1'000'000;
+
 /// What the user asked for (run's --trace-ranks, --trace-steps, --trace-all).
 struct TraceRequest {
   std::vector<int> ranks, steps;  // chosen indices (parse_index_ranges); empty: the default

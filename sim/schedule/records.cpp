@@ -45,7 +45,7 @@ std::string op_class(const Op& op) {
 bool timed_class(const Op& op) { return op.kind == OpKind::Kernel || op.kind == OpKind::Memcpy || op.kind == OpKind::Collective; }
 
 nlohmann::ordered_json records_json(const Schedule& s, const RunRecord& r, const std::string& topology, const std::string& source,
-                                    const nlohmann::ordered_json& meta) {
+                                    const nlohmann::ordered_json& meta, const std::vector<char>* kept) {
   using nlohmann::ordered_json;
   assert(r.ops.size() == static_cast<size_t>(s.ranks()) && "a run without ExecOptions::keep_records has no per-op records");
   ordered_json j;
@@ -58,6 +58,7 @@ nlohmann::ordered_json records_json(const Schedule& s, const RunRecord& r, const
   ordered_json ranks = ordered_json::array();
   auto ns = [](Time t) { return static_cast<double>(t.ps()) * 1e-3; };
   for (int rank = 0; rank < s.ranks(); ++rank) {
+    if (kept && !(*kept)[static_cast<size_t>(rank)]) continue;
     ordered_json ops = ordered_json::array();
     for (size_t index = 0; index < r.ops[rank].size(); ++index) {
       const OpRecord& rec = r.ops[rank][index];
@@ -345,8 +346,13 @@ RunRecord run_record_of(const Schedule& s, const Records& rec) {
   const auto bad = [&](const std::string& what) {
     return InputError(SourceLocation{rec.file, 0, 0}, what + ": these records are not of schedule '" + s.name + "' (" + s.file + ")");
   };
-  if (rec.ranks.size() != static_cast<size_t>(s.ranks()))
+  if (rec.ranks.size() != static_cast<size_t>(s.ranks())) {
+    // A writer that left ranks out says so (run --records past kRecordsOps).
+    if (rec.meta.is_object() && rec.meta.contains("left_out") && rec.meta.at("left_out").is_string())
+      throw InputError(SourceLocation{rec.file, 0, 0}, fmt::format("{} ranks recorded, the schedule has {}: {}", rec.ranks.size(), s.ranks(),
+                                                                   rec.meta.at("left_out").get<std::string>()));
     throw bad(fmt::format("{} ranks recorded, the schedule has {}", rec.ranks.size(), s.ranks()));
+  }
   RunRecord r;
   r.makespan = Time::from_ns(rec.makespan_ns);
   r.ops.resize(rec.ranks.size());
