@@ -55,8 +55,7 @@ constexpr size_t kOpsPrintedByDefault = 1000;
 
 int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
                 const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow,
-                bool every_rank, int runs_before, const WhatIf& what_if, const TraceRequest& trace, bool trace_gzip, bool records_all,
-                bool ops_all) {
+                bool every_rank, int runs_before, const WhatIf& what_if, const TraceRequest& trace, bool trace_gzip, bool records_all, bool ops_all) {
   Schedule sched;
   ModelParams params;
   std::string head;
@@ -212,8 +211,8 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     if (records) {
       nlohmann::ordered_json meta = nlohmann::ordered_json::object();
       if (!records_note.empty()) meta["left_out"] = records_note;
-      write_file(out->path("records.json"), records_text(records_json(sched, res, topo.name(), "simulated", meta,
-                                                                      records_note.empty() ? nullptr : &op_ranks.rank)));
+      write_file(out->path("records.json"),
+                 records_text(records_json(sched, res, topo.name(), "simulated", meta, records_note.empty() ? nullptr : &op_ranks.rank)));
     }
     out->commit();  // an earlier run's records.json, with --force, goes: not this run's
     std::cout << fmt::format("wrote {}/metrics.json, {} (open in ui.perfetto.dev), summary.txt{}\n", out_dir, trace_name,

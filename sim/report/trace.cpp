@@ -200,9 +200,9 @@ void select_trace_links(TraceSelection& sel, const hw::Topology& topo, const Run
     ++kept_links;
     sel.link[i] = 1;
   }
-  const std::string what = fmt::format(
-      "fabric counters of the {} busiest of {} links, {} of {} samples (the default past {} samples{}): --trace-all-links for every link",
-      kept_links, links, kept, total, budget, ranks_left_out ? fmt::format(", {} per traced rank", kTraceLinkSamplesPerRank) : "");
+  const std::string what =
+      fmt::format("fabric counters of the {} busiest of {} links, {} of {} samples (the default past {} samples{}): --trace-all-links for every link",
+                  kept_links, links, kept, total, budget, ranks_left_out ? fmt::format(", {} per traced rank", kTraceLinkSamplesPerRank) : "");
   sel.note = sel.note.empty() ? "the trace holds " + what : sel.note + "; " + what;
 }
 

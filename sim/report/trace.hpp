@@ -61,8 +61,8 @@ struct TraceSelection {
   std::vector<char> rank;          // per rank: traced
   std::vector<int> steps;          // the traced steps' indices (all of them with everything)
   std::vector<std::pair<int64_t, int64_t>> windows;  // traced [from, to) in ps, sorted, disjoint
-  std::vector<char> link;          // per topology resource: its counter traced (empty: every one)
-  std::string note;                // what was left out and how to get it ("" when nothing was)
+  std::vector<char> link;                            // per topology resource: its counter traced (empty: every one)
+  std::string note;                                  // what was left out and how to get it ("" when nothing was)
 };
 
 /// The selection `req` makes of the run `m` (its ranks, its steps: the time

@@ -157,8 +157,8 @@ struct RankRows {
 
 // One op row as the file holds it.
 RecordOp record_op_of(const nlohmann::json& o) {
-  return RecordOp{o[0].get<int>(), o[1].get<std::string>(), o[2].get<std::string>(), o[3].get<double>(), o[4].get<double>(),
-                  o[5].get<double>(), o[6].get<double>()};
+  return RecordOp{o[0].get<int>(),    o[1].get<std::string>(), o[2].get<std::string>(), o[3].get<double>(),
+                  o[4].get<double>(), o[5].get<double>(),      o[6].get<double>()};
 }
 
 Records parse_records_with(const nlohmann::json& j, const std::string& file, std::vector<RankRows>* rows) {

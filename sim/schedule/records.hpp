@@ -43,8 +43,7 @@ struct Records {
 /// The records file for a run of `s` (every op that ran; of the ranks whose
 /// entry in `ranks` is set where `ranks` is given). `meta` is stored as is.
 nlohmann::ordered_json records_json(const Schedule& s, const RunRecord& r, const std::string& topology, const std::string& source,
-                                    const nlohmann::ordered_json& meta = nlohmann::ordered_json::object(),
-                                    const std::vector<char>* ranks = nullptr);
+                                    const nlohmann::ordered_json& meta = nlohmann::ordered_json::object(), const std::vector<char>* ranks = nullptr);
 /// Text of a records file: one op per line (diffable), deterministic.
 std::string records_text(const nlohmann::ordered_json& records);
 /// Reads a records file; InputError naming the file on anything malformed.

@@ -116,9 +116,10 @@ TEST_CASE("records of some ranks hold those alone, and reading them as a run say
   REQUIRE(a.ranks.size() == 1);
   CHECK(a.ranks[0].rank == 1);
   CHECK(a.ranks[0].ops.size() == s.programs[1].ops->size());
-  CHECK_THROWS_WITH_AS(run_record_of(s, a),
-                       doctest::Contains("a.json: error: 1 ranks recorded, the schedule has 2: records.json holds rank 1 of 2: --records-all for every rank"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      run_record_of(s, a),
+      doctest::Contains("a.json: error: 1 ranks recorded, the schedule has 2: records.json holds rank 1 of 2: --records-all for every rank"),
+      InputError);
 }
 
 TEST_CASE("compare: the gaps between adjacent compute ops, by whether the rank's own H2D ran across them") {

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
 #include "io/text_file.hpp"
