@@ -55,7 +55,7 @@ constexpr size_t kOpsPrintedByDefault = 1000;
 
 int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
                 const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow,
-                bool every_rank, int runs_before, const WhatIf& what_if, const TraceRequest& trace, bool trace_gzip) {
+                bool every_rank, int runs_before, const WhatIf& what_if, const TraceRequest& trace, bool trace_gzip, bool records_all, bool ops_all) {
   Schedule sched;
   ModelParams params;
   std::string head;
@@ -112,7 +112,9 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   if (!out_dir.empty())
     out.emplace(out_dir, std::vector<std::string>{"metrics.json", "trace.json", "trace.json.gz", "summary.txt", "records.json"}, force);
   if (records && out_dir.empty()) throw InputError(SourceLocation{input, 0, 0}, "--records writes into the --out folder: give --out DIR");
-  if ((trace.all || trace_gzip || !trace.ranks.empty() || !trace.steps.empty()) && out_dir.empty())
+  if (records_all && !records) throw InputError(SourceLocation{input, 0, 0}, "--records-all is for --records: add --records");
+  if (ops_all && !show_ops) throw InputError(SourceLocation{input, 0, 0}, "--ops-all is for --ops: add --ops");
+  if ((trace.all || trace.all_links || trace_gzip || !trace.ranks.empty() || !trace.steps.empty()) && out_dir.empty())
     throw InputError(SourceLocation{input, 0, 0}, "--trace-* options choose what the --out folder's trace holds: give --out DIR");
   if (!trace.ranks.empty() && trace.ranks.back() >= sched.ranks())
     throw InputError(SourceLocation{"--trace-ranks", 0, 0},
@@ -123,6 +125,12 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     sched.topology = path_to_write(schedule_out, topo_path);
     write_file(schedule_out, to_yaml(sched));
   }
+  // Past kOpsRecordedAll ops, records.json and the per-op table hold the
+  // trace's ranks alone (every op of theirs) unless asked for every rank.
+  size_t total_ops = 0;
+  for (const Program& p : sched.programs) total_ops += p.ops->size();
+  const bool records_bounded = records && !records_all && total_ops > kOpsRecordedAll;
+  const bool ops_bounded = show_ops && !ops_all && total_ops > kOpsRecordedAll;
   ExecOptions opts;
   opts.keep_records = show_ops;  // the per-op table reads them
   opts.closed_form_collectives = !every_flow;
@@ -156,9 +164,9 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
       opts.sample_windows.clear();
       if (planned && !planned->everything) {
         opts.sample_windows = planned->windows;
-        // records.json and the per-op table read every rank's.
+        // records.json and the per-op table read every rank's, or the traced ranks' past kOpsRecordedAll ops.
         const bool every_rank_traced = std::find(planned->rank.begin(), planned->rank.end(), 0) == planned->rank.end();
-        if (!records && !show_ops && !every_rank_traced) opts.record_ranks = planned->rank;
+        if ((!records || records_bounded) && (!show_ops || ops_bounded) && !every_rank_traced) opts.record_ranks = planned->rank;
       }
       res = run_with(opts);
       m = compute_metrics(sched, topo, res);
@@ -170,11 +178,28 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
       planned = trace_sel;
     }
   }
-  if (show_ops) std::cout << format_exec_report(sched, res) << "\n";
+  // The ranks the bounded outputs hold (the trace's) and the line that says so; none where that is every rank.
+  const TraceSelection op_ranks = out ? trace_sel : select_trace(TraceRequest{}, m);
+  const bool ranks_left_out = std::find(op_ranks.rank.begin(), op_ranks.rank.end(), 0) != op_ranks.rank.end();
+  auto left_out = [&](const std::string& what, const std::string& flag) {
+    std::vector<int> kept;
+    for (size_t r = 0; r < op_ranks.rank.size(); ++r)
+      if (op_ranks.rank[r]) kept.push_back(static_cast<int>(r));
+    return fmt::format("{} holds rank{} {} of {}, every op of theirs (the default past {} ops; the run has {}): {} for every rank", what,
+                       kept.size() == 1 ? "" : "s", index_ranges(kept), op_ranks.rank.size(), kOpsRecordedAll, total_ops, flag);
+  };
+  if (show_ops) {
+    std::cout << format_exec_report(sched, res, ops_bounded && ranks_left_out ? &op_ranks.rank : nullptr) << "\n";
+    if (ops_bounded && ranks_left_out) std::cout << "(" << left_out("the per-op table", "--ops-all") << ")\n";
+  }
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
   // A calibration measured elsewhere is said first: what follows leans on it.
   std::string summary = borrowed_calibration_note(base, topo) + format_summary(m, topo, res, head);
-  if (!trace_sel.everything) summary += "  " + trace_sel.note + "\n";
+  // The fabric's counters count in the trace's budget (--trace-all and --trace-all-links: every link's).
+  if (!trace.all && !trace.all_links && out) select_trace_links(trace_sel, topo, res);
+  if (!trace_sel.note.empty()) summary += "  " + trace_sel.note + "\n";
+  const std::string records_note = records_bounded && ranks_left_out ? left_out("records.json", "--records-all") : "";
+  if (!records_note.empty()) summary += "  " + records_note + "\n";
   std::cout << summary;
   std::cout << base_params_note(base, &topo);
   if (out) {
@@ -183,7 +208,12 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     const std::string trace_name = trace_gzip ? "trace.json.gz" : "trace.json";
     write_trace_file(out->path(trace_name), sched, topo, res, trace_sel);
     write_file(out->path("summary.txt"), summary);
-    if (records) write_file(out->path("records.json"), records_text(records_json(sched, res, topo.name(), "simulated")));
+    if (records) {
+      nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+      if (!records_note.empty()) meta["left_out"] = records_note;
+      write_file(out->path("records.json"),
+                 records_text(records_json(sched, res, topo.name(), "simulated", meta, records_note.empty() ? nullptr : &op_ranks.rank)));
+    }
     out->commit();  // an earlier run's records.json, with --force, goes: not this run's
     std::cout << fmt::format("wrote {}/metrics.json, {} (open in ui.perfetto.dev), summary.txt{}\n", out_dir, trace_name,
                              records ? ", records.json" : "");
@@ -196,7 +226,7 @@ struct RunOptions {
   std::vector<std::string> sets;
   bool force = false, show_ops = false, records = false, every_flow = false, every_rank = false, remodel_kernels = false;
   std::string trace_ranks, trace_steps;
-  bool trace_all = false, trace_gzip = false;
+  bool trace_all = false, trace_all_links = false, trace_gzip = false, records_all = false, ops_all = false;
   std::string host_memory;
   int runs_before = 0;
 };
@@ -219,11 +249,19 @@ Command add_run(CLI::App& app) {
   c->add_option("--out", o->out_dir, "write metrics.json, trace.json (Perfetto) and summary.txt into this folder");
   c->add_option("--schedule-out", o->schedule_out, "write the generated schedule (YAML) to this file");
   c->add_flag("--force", o->force, "overwrite existing output files");
-  c->add_flag("--ops", o->show_ops, "print every op's issue, start and end (default for schedule files of at most 1000 ops)");
+  c->add_flag("--ops", o->show_ops,
+              fmt::format("print every op's issue, start and end (default for schedule files of at most 1000 ops; past {} ops in the run: the "
+                          "traced ranks')",
+                          kOpsRecordedAll));
   c->add_option("--calibration", o->calibration,
                 "a calibration file (overlapsim calibrate) for the model's parameters (default: the workload's, else the measured defaults of the "
                 "topology's GPUs; none: the datasheet defaults)");
-  c->add_flag("--records", o->records, "also write records.json (every op's times, for overlapsim compare) into --out");
+  c->add_flag("--records", o->records,
+              fmt::format("also write records.json (every op's times, for overlapsim compare) into --out (past {} ops in the run: the traced "
+                          "ranks' ops)",
+                          kOpsRecordedAll));
+  c->add_flag("--records-all", o->records_all, "with --records: every rank's ops however many");
+  c->add_flag("--ops-all", o->ops_all, "with --ops: every rank's ops however many");
   c->add_option(
        "--runs-before", o->runs_before,
        "simulate it as the run after N runs of the same input back to back (the GPUs' sustained-load clock state they leave; default 0: rested GPUs)")
@@ -243,6 +281,10 @@ Command add_run(CLI::App& app) {
                             "group of alike ranks, {} at most)",
                             kTraceRankSteps, kTraceRanksAll, kTraceRanksPerGroup, kTraceRanks));
   c->add_flag("--trace-all", o->trace_all, "trace every rank and step, however large the trace");
+  c->add_flag("--trace-all-links", o->trace_all_links,
+              fmt::format("keep every link's bandwidth counter in the trace (default: past {} samples, or {} per traced rank where ranks are "
+                          "left out, the busiest links' alone)",
+                          kTraceLinkSamples, kTraceLinkSamplesPerRank));
   c->add_flag("--trace-gzip", o->trace_gzip, "write the trace gzip-compressed, as trace.json.gz (Perfetto opens it as it is)");
   c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
       ->check(CLI::IsMember({"pinned", "pageable"}));
@@ -251,12 +293,14 @@ Command add_run(CLI::App& app) {
               throw InputError(SourceLocation{}, "--host-memory: pinned or pageable");
             TraceRequest trace;
             trace.all = o->trace_all;
+            trace.all_links = o->trace_all_links;
             if (trace_ranks->count() > 0) trace.ranks = parse_index_ranges(o->trace_ranks, "--trace-ranks");
             if (trace_steps->count() > 0) trace.steps = parse_index_ranges(o->trace_steps, "--trace-steps");
             if (trace.all && (!trace.ranks.empty() || !trace.steps.empty()))
               throw InputError(SourceLocation{"--trace-all", 0, 0}, "it traces every rank and step: drop --trace-ranks and --trace-steps");
             return run_command(o->input, o->topology, o->sets, o->out_dir, o->schedule_out, o->force, o->show_ops, o->calibration, o->records,
-                               o->every_flow, o->every_rank, o->runs_before, what_if_of(o->remodel_kernels, o->host_memory), trace, o->trace_gzip);
+                               o->every_flow, o->every_rank, o->runs_before, what_if_of(o->remodel_kernels, o->host_memory), trace, o->trace_gzip,
+                               o->records_all, o->ops_all);
           }};
 }
 

@@ -341,10 +341,11 @@ ExecResult execute_after_runs(const Schedule& s, const hw::Topology& topo, const
   return execute(s, topo, params, o);
 }
 
-std::string format_exec_report(const Schedule& s, const ExecResult& r) {
+std::string format_exec_report(const Schedule& s, const ExecResult& r, const std::vector<char>* ranks) {
   assert(r.ops.size() == static_cast<size_t>(s.ranks()) && "a run without ExecOptions::keep_records has no per-op records");
   std::string out = fmt::format("schedule {}: {} ranks, makespan {}\n", s.name, s.ranks(), format_time(r.makespan));
   for (size_t rank = 0; rank < r.ops.size(); ++rank) {
+    if (ranks && !(*ranks)[rank]) continue;
     const RankSummary& sum = r.ranks[rank];
     out += fmt::format("\nrank {} on {}: ends {}, peak VRAM {}{}\n", rank, sum.gpu, format_time(sum.end),
                        format_bytes(static_cast<double>(sum.peak_vram)), sum.peak_vram > 0 ? " (" + format_vram_parts(sum.peak_parts) + ")" : "");

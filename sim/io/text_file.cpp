@@ -45,6 +45,56 @@ std::string read_maybe_gzip(const std::string& path) {
 #endif
 }
 
+namespace {
+
+#ifdef OVERLAPSIM_HAVE_ZLIB
+// gzread a block at a time (plain files as they are).
+class GzipReadBuf : public std::streambuf {
+ public:
+  explicit GzipReadBuf(const std::string& path) : path_(path), f_(gzopen(path.c_str(), "rb")) {
+    if (!f_) throw InputError(SourceLocation{path, 0, 0}, "cannot be read");
+  }
+  ~GzipReadBuf() override { gzclose(f_); }
+  GzipReadBuf(const GzipReadBuf&) = delete;
+  GzipReadBuf& operator=(const GzipReadBuf&) = delete;
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    const int n = gzread(f_, buf_, sizeof buf_);
+    int err = 0;
+    const std::string msg = gzerror(f_, &err);
+    if (n < 0) throw InputError(SourceLocation{path_, 0, 0}, "cannot be decompressed (" + msg + ")");
+    if (n == 0 && err == Z_BUF_ERROR) throw InputError(SourceLocation{path_, 0, 0}, "cannot be decompressed (the gzip stream is cut short)");
+    if (n == 0) return traits_type::eof();
+    setg(buf_, buf_, buf_ + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  std::string path_;
+  gzFile f_;
+  char buf_[1 << 16];
+};
+#endif
+
+}  // namespace
+
+std::unique_ptr<std::streambuf> open_maybe_gzip(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(SourceLocation{path, 0, 0}, "no such file");
+#ifdef OVERLAPSIM_HAVE_ZLIB
+  return std::make_unique<GzipReadBuf>(path);
+#else
+  auto f = std::make_unique<std::filebuf>();
+  if (!f->open(path, std::ios::in | std::ios::binary)) throw InputError(SourceLocation{path, 0, 0}, "cannot be read");
+  if (f->sgetc() == 0x1f && (f->snextc(), f->sgetc() == 0x8b))
+    throw InputError(SourceLocation{path, 0, 0}, "is gzip-compressed, and this build reads no gzip: gunzip it first");
+  f->pubseekpos(0);
+  return f;
+#endif
+}
+
 std::string plain_or_gz(const std::string& dir, const std::string& name) {
   namespace fs = std::filesystem;
   const fs::path plain = fs::path(dir) / name;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <streambuf>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,10 @@ namespace osim {
 /// A file's contents, gunzipped when it is gzip (by its magic bytes);
 /// InputError naming the file when it is missing, unreadable or corrupt.
 std::string read_maybe_gzip(const std::string& path);
+/// The same file read a block at a time as it is decompressed (memory for a
+/// block, not the file): a stream buffer whose reads throw read_maybe_gzip's
+/// InputErrors (a gzip stream cut short among them).
+std::unique_ptr<std::streambuf> open_maybe_gzip(const std::string& path);
 
 /// `dir/name` where it exists, else `dir/name.gz` where that exists, else
 /// `dir/name` (for the error that names it).

@@ -23,6 +23,41 @@ constexpr int kMaxIndex = 1'000'000;  // an index list holds at most this many
 // "--trace-steps: error: WHY": the flag stands where a file would.
 [[noreturn]] void refuse(const std::string& flag, const std::string& why) { throw InputError(SourceLocation{flag, 0, 0}, why); }
 
+// In a traced window (everything: always).
+bool in_window(const TraceSelection& sel, int64_t ps) {
+  if (sel.everything) return true;
+  const auto it = std::upper_bound(sel.windows.begin(), sel.windows.end(), ps, [](int64_t x, const auto& w) { return x < w.first; });
+  return it != sel.windows.begin() && ps < std::prev(it)->second;
+}
+
+// Counter samples in time order: those in a window, and before each window
+// the last sample of each counter left out since (its value holds there).
+// `key` tells the counters apart; `write` emits sample k.
+template <class TimeOf, class Key, class Write>
+void counter_samples(const TraceSelection& sel, size_t n, TimeOf time_of, Key key, Write write) {
+  if (sel.everything) {
+    for (size_t k = 0; k < n; ++k) write(k);
+    return;
+  }
+  std::map<int, size_t> pending;
+  size_t next_window = 0;  // the first window whose start no sample has reached yet
+  auto carry_into = [&](int64_t t) {
+    const size_t before = next_window;
+    while (next_window < sel.windows.size() && sel.windows[next_window].first <= t) ++next_window;
+    if (next_window == before) return;
+    for (const auto& [c, k] : pending) write(k);
+    pending.clear();
+  };
+  for (size_t k = 0; k < n; ++k) {
+    carry_into(time_of(k).ps());
+    if (in_window(sel, time_of(k).ps()))
+      write(k);
+    else
+      pending[key(k)] = k;
+  }
+  carry_into(kForever);
+}
+
 }  // namespace
 
 std::vector<int> parse_index_ranges(const std::string& text, const std::string& flag) {
@@ -137,6 +172,40 @@ TraceSelection select_trace(const TraceRequest& req, const Metrics& m) {
   return sel;
 }
 
+void select_trace_links(TraceSelection& sel, const hw::Topology& topo, const RunRecord& r, size_t budget) {
+  const size_t nres = topo.resources().size();
+  const auto& ls = r.link_samples;
+  // The samples the trace would write of each link.
+  std::vector<size_t> count(nres, 0);
+  counter_samples(
+      sel, ls.size(), [&](size_t k) { return ls[k].time; }, [&](size_t k) { return ls[k].resource; },
+      [&](size_t k) { ++count[static_cast<size_t>(ls[k].resource)]; });
+  size_t total = 0, links = 0;
+  for (size_t c : count) total += c, links += c > 0;
+  const size_t traced = static_cast<size_t>(std::count(sel.rank.begin(), sel.rank.end(), 1));
+  const bool ranks_left_out = traced < sel.rank.size();
+  if (budget == 0) budget = ranks_left_out ? std::min(kTraceLinkSamples, kTraceLinkSamplesPerRank * traced) : kTraceLinkSamples;
+  if (total <= budget) return;
+  // The busiest links first (ties: in the topology's order), as many as fit.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < nres; ++i)
+    if (count[i] > 0) order.push_back(i);
+  auto bytes = [&](size_t i) { return i < r.resource_bytes.size() ? r.resource_bytes[i] : 0.0; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes(a) > bytes(b); });
+  sel.link.assign(nres, 0);
+  size_t kept = 0, kept_links = 0;
+  for (size_t i : order) {
+    if (kept + count[i] > budget) break;
+    kept += count[i];
+    ++kept_links;
+    sel.link[i] = 1;
+  }
+  const std::string what =
+      fmt::format("fabric counters of the {} busiest of {} links, {} of {} samples (the default past {} samples{}): --trace-all-links for every link",
+                  kept_links, links, kept, total, budget, ranks_left_out ? fmt::format(", {} per traced rank", kTraceLinkSamplesPerRank) : "");
+  sel.note = sel.note.empty() ? "the trace holds " + what : sel.note + "; " + what;
+}
+
 void write_trace(const Schedule& s, const hw::Topology& topo, const RunRecord& r, const TraceSelection& sel, const TraceSink& sink) {
   assert(r.ops.size() == static_cast<size_t>(s.ranks()) && "a run without ExecOptions::keep_records has no per-op records");
   auto esc = [](const std::string& x) {
@@ -148,7 +217,7 @@ void write_trace(const Schedule& s, const hw::Topology& topo, const RunRecord& r
     return o;
   };
   // Written by hand, event per line, with fixed formatting: deterministic and streamed.
-  if (sel.everything)
+  if (sel.note.empty())
     sink("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
   else
     sink(fmt::format("{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"overlapsim selection\":\"{}\"}},\"traceEvents\":[\n", esc(sel.note)));
@@ -173,41 +242,11 @@ void write_trace(const Schedule& s, const hw::Topology& topo, const RunRecord& r
   };
   auto us = [&](Time t) { return us_ns(ns_of(t)); };
   auto dur = [&](Time from, Time to) { return us_ns(ns_of(to) - ns_of(from)); };
-  // In a traced window (everything: always).
-  auto kept = [&](Time t) {
-    if (sel.everything) return true;
-    const auto it = std::upper_bound(sel.windows.begin(), sel.windows.end(), t.ps(), [](int64_t x, const auto& w) { return x < w.first; });
-    return it != sel.windows.begin() && t.ps() < std::prev(it)->second;
-  };
-  // Counter samples in time order: those in a window, and before each window
-  // the last sample of each counter left out since (its value holds there).
-  // `key` tells the counters apart; `write` emits sample k.
-  auto counters = [&](size_t n, auto time_of, auto key, auto write) {
-    if (sel.everything) {
-      for (size_t k = 0; k < n; ++k) write(k);
-      return;
-    }
-    std::map<int, size_t> pending;
-    size_t next_window = 0;  // the first window whose start no sample has reached yet
-    auto carry_into = [&](int64_t t) {
-      const size_t before = next_window;
-      while (next_window < sel.windows.size() && sel.windows[next_window].first <= t) ++next_window;
-      if (next_window == before) return;
-      for (const auto& [c, k] : pending) write(k);
-      pending.clear();
-    };
-    for (size_t k = 0; k < n; ++k) {
-      carry_into(time_of(k).ps());
-      if (kept(time_of(k)))
-        write(k);
-      else
-        pending[key(k)] = k;
-    }
-    carry_into(kForever);
-  };
+  auto kept = [&](Time t) { return in_window(sel, t.ps()); };
+  auto counters = [&](size_t n, auto time_of, auto key, auto write) { counter_samples(sel, n, time_of, key, write); };
   const int nstreams = static_cast<int>(s.streams.size());
   const int fabric_pid = s.ranks();
-  if (!sel.everything) {
+  if (!sel.note.empty()) {
     int shown = 0;
     while (shown < s.ranks() && !sel.rank[static_cast<size_t>(shown)]) ++shown;
     emit(fmt::format(R"J({{"ph":"i","pid":{},"tid":0,"ts":0.000,"name":"{}","s":"g"}})J", shown, esc(sel.note)));
@@ -282,6 +321,7 @@ void write_trace(const Schedule& s, const hw::Topology& topo, const RunRecord& r
     counters(
         ls.size(), [&](size_t k) { return ls[k].time; }, [&](size_t k) { return ls[k].resource; },
         [&](size_t k) {
+          if (!sel.link.empty() && !sel.link[static_cast<size_t>(ls[k].resource)]) return;
           emit(fmt::format(R"J({{"ph":"C","pid":{},"ts":{},"name":"{}","args":{{"GB/s":{:.3f}}}}})J", fabric_pid, us(ls[k].time),
                            esc(topo.resources()[ls[k].resource].name), ls[k].bytes_per_s * 1e-9));
         });

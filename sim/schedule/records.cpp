@@ -4,7 +4,10 @@
 #include <cassert>
 #include <cmath>
 #include <filesystem>
+#include <istream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -42,7 +45,7 @@ std::string op_class(const Op& op) {
 bool timed_class(const Op& op) { return op.kind == OpKind::Kernel || op.kind == OpKind::Memcpy || op.kind == OpKind::Collective; }
 
 nlohmann::ordered_json records_json(const Schedule& s, const RunRecord& r, const std::string& topology, const std::string& source,
-                                    const nlohmann::ordered_json& meta) {
+                                    const nlohmann::ordered_json& meta, const std::vector<char>* kept) {
   using nlohmann::ordered_json;
   assert(r.ops.size() == static_cast<size_t>(s.ranks()) && "a run without ExecOptions::keep_records has no per-op records");
   ordered_json j;
@@ -55,6 +58,7 @@ nlohmann::ordered_json records_json(const Schedule& s, const RunRecord& r, const
   ordered_json ranks = ordered_json::array();
   auto ns = [](Time t) { return static_cast<double>(t.ps()) * 1e-3; };
   for (int rank = 0; rank < s.ranks(); ++rank) {
+    if (kept && !(*kept)[static_cast<size_t>(rank)]) continue;
     ordered_json ops = ordered_json::array();
     for (size_t index = 0; index < r.ops[rank].size(); ++index) {
       const OpRecord& rec = r.ops[rank][index];
@@ -143,9 +147,21 @@ void check_record_op(const RecordOp& o, int rank, double makespan_ns, const std:
   if (last > makespan_ns + slack) throw bad(fmt::format("it ends at {:.3f} ns, after the run's makespan_ns {:.3f}", last, makespan_ns));
 }
 
-}  // namespace
+// Op rows read from a file straight into RecordOps (the DOM of a file of a
+// million ops took gigabytes), per rank object in the "ranks" array, in order;
+// the first row that is no op row (its error said where the DOM would say it).
+struct RankRows {
+  std::vector<RecordOp> ops;
+  std::optional<std::string> bad_row;  // "" : not 7 columns; else a JSON type error
+};
 
-Records parse_records(const nlohmann::json& j, const std::string& file) {
+// One op row as the file holds it.
+RecordOp record_op_of(const nlohmann::json& o) {
+  return RecordOp{o[0].get<int>(),    o[1].get<std::string>(), o[2].get<std::string>(), o[3].get<double>(),
+                  o[4].get<double>(), o[5].get<double>(),      o[6].get<double>()};
+}
+
+Records parse_records_with(const nlohmann::json& j, const std::string& file, std::vector<RankRows>* rows) {
   auto bad = [&](const std::string& what) {
     return InputError(SourceLocation{file, 0, 0},
                       what + " (expected an overlapsim.records/v1 file, as `overlapsim run --records` or `overlapsim-validate run` write)");
@@ -163,17 +179,29 @@ Records parse_records(const nlohmann::json& j, const std::string& file) {
                                                                "are damaged; record the run again",
                                                                rec.makespan_ns, kMaxRecordNs));
     if (j.contains("meta")) rec.meta = nlohmann::ordered_json::parse(j.at("meta").dump());
+    size_t k = 0;
     for (const auto& rj : j.at("ranks")) {
       RecordRank rr;
       rr.rank = rj.at("rank").get<int>();
       rr.gpu = rj.value("gpu", "");
       for (const auto& o : rj.at("ops")) {
         if (!o.is_array() || o.size() != 7) throw bad(fmt::format("rank {}: an op row does not have 7 columns", rr.rank));
-        rr.ops.push_back(RecordOp{o[0].get<int>(), o[1].get<std::string>(), o[2].get<std::string>(), o[3].get<double>(), o[4].get<double>(),
-                                  o[5].get<double>(), o[6].get<double>()});
+        rr.ops.push_back(record_op_of(o));
         check_record_op(rr.ops.back(), rr.rank, rec.makespan_ns, file);
       }
+      if (rows && k < rows->size()) {
+        RankRows& rk = (*rows)[k];
+        for (const RecordOp& o : rk.ops) check_record_op(o, rr.rank, rec.makespan_ns, file);
+        if (rk.bad_row)
+          throw bad(rk.bad_row->empty() ? fmt::format("rank {}: an op row does not have 7 columns", rr.rank) : "malformed: " + *rk.bad_row);
+        if (rr.ops.empty())
+          rr.ops = std::move(rk.ops);
+        else
+          rr.ops.insert(rr.ops.end(), rk.ops.begin(), rk.ops.end());
+        rk.ops = {};
+      }
       rec.ranks.push_back(std::move(rr));
+      ++k;
     }
   } catch (const nlohmann::json::exception& e) {
     throw bad(std::string("malformed: ") + e.what());
@@ -181,18 +209,136 @@ Records parse_records(const nlohmann::json& j, const std::string& file) {
   return rec;
 }
 
+// A SAX reader of a records file: the document as a DOM but for the op rows
+// (root."ranks"[k]."ops"[i]), which go into RankRows as they are read.
+class RecordsSax {
+ public:
+  using json = nlohmann::ordered_json;
+  RecordsSax(std::string file) : file_(std::move(file)) {}
+  json root;
+  std::vector<RankRows> rows;
+
+  bool null() { return value(nullptr); }
+  bool boolean(bool v) { return value(v); }
+  bool number_integer(json::number_integer_t v) { return value(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(v); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return value(v); }
+  bool string(json::string_t& v) { return value(std::move(v)); }
+  bool binary(json::binary_t&) { return value(nullptr); }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool key(json::string_t& k) {
+    stack_.back().key = std::move(k);
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    throw InputError(SourceLocation{file_, 0, 0}, std::string("not valid JSON: ") + e.what());
+  }
+
+ private:
+  // What a container is: where it sits decides whether its values are kept.
+  enum class Role { Other, Ranks, Rank, Ops, Row, Skip };
+  struct Frame {
+    json* node = nullptr;  // null for a row and what a row holds
+    Role role = Role::Other;
+    std::string key;  // an object's key for the next value
+  };
+  std::string file_;
+  std::vector<Frame> stack_;
+  nlohmann::json row_ = nlohmann::json::array();
+
+  // The role a container opened here takes.
+  Role role_here(bool array) const {
+    if (stack_.empty()) return Role::Other;
+    const Frame& f = stack_.back();
+    if (f.role == Role::Row || f.role == Role::Skip) return Role::Skip;
+    if (f.role == Role::Ops) return array ? Role::Row : Role::Skip;
+    if (stack_.size() == 1 && f.key == "ranks" && array) return Role::Ranks;
+    if (f.role == Role::Ranks && !array) return Role::Rank;
+    if (f.role == Role::Rank && f.key == "ops" && array) return Role::Ops;
+    return Role::Other;
+  }
+  RankRows& rank_rows() { return rows.back(); }
+  json* place(json&& v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    Frame& f = stack_.back();
+    if (f.node->is_object()) return &((*f.node)[f.key] = std::move(v));
+    f.node->push_back(std::move(v));
+    return &f.node->back();
+  }
+  template <class T>
+  bool value(T&& v) {
+    if (!stack_.empty()) {
+      const Role r = stack_.back().role;
+      if (r == Role::Skip) return true;
+      if (r == Role::Row) {
+        row_.push_back(std::forward<T>(v));
+        return true;
+      }
+      if (r == Role::Ops) {  // an op that is no row
+        if (!rank_rows().bad_row) rank_rows().bad_row = "";
+        return true;
+      }
+    }
+    place(json(std::forward<T>(v)));
+    return true;
+  }
+  bool open(json&& c) {
+    const Role role = role_here(c.is_array());
+    if (role == Role::Skip) {
+      if (stack_.back().role == Role::Ops || stack_.back().role == Role::Row)
+        if (!rank_rows().bad_row) rank_rows().bad_row = "";  // an object for a row, or a column that holds one
+      stack_.push_back({nullptr, Role::Skip, {}});
+      return true;
+    }
+    if (role == Role::Row) {
+      row_ = nlohmann::json::array();
+      stack_.push_back({nullptr, Role::Row, {}});
+      return true;
+    }
+    if (role == Role::Rank) rows.emplace_back();
+    json* node = place(std::move(c));
+    stack_.push_back({node, role, {}});
+    return true;
+  }
+  bool close() {
+    const Role role = stack_.back().role;
+    stack_.pop_back();
+    if (role == Role::Row && !rank_rows().bad_row) {
+      if (row_.size() != 7) {
+        rank_rows().bad_row = "";
+      } else {
+        try {
+          rank_rows().ops.push_back(record_op_of(row_));
+        } catch (const nlohmann::json::exception& e) {
+          rank_rows().bad_row = e.what();
+        }
+      }
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+Records parse_records(const nlohmann::json& j, const std::string& file) { return parse_records_with(j, file, nullptr); }
+
 Records read_records(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw InputError(SourceLocation{path, 0, 0}, "cannot open the records file: check the path");
-  const std::string text = read_maybe_gzip(path);  // the reference machines' are gzipped
-  nlohmann::ordered_json j;
-  try {
-    j = nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for a number past a double's (1e400)
-    throw InputError(SourceLocation{path, 0, 0}, std::string("not valid JSON: ") + e.what());
-  }
-  Records rec = parse_records(nlohmann::json(j), path);
-  if (j.is_object() && j.contains("meta")) rec.meta = j.at("meta");  // in the writer's order
+  // Read as it is decompressed (the reference machines' are gzipped), the op
+  // rows straight into records: memory for the records, not for the text or a DOM.
+  const std::unique_ptr<std::streambuf> buf = open_maybe_gzip(path);
+  std::istream in(buf.get());
+  RecordsSax sax(path);
+  nlohmann::ordered_json::sax_parse(in, &sax);
+  Records rec = parse_records_with(nlohmann::json(sax.root), path, &sax.rows);
+  if (sax.root.is_object() && sax.root.contains("meta")) rec.meta = sax.root.at("meta");  // in the writer's order
   return rec;
 }
 
@@ -200,8 +346,13 @@ RunRecord run_record_of(const Schedule& s, const Records& rec) {
   const auto bad = [&](const std::string& what) {
     return InputError(SourceLocation{rec.file, 0, 0}, what + ": these records are not of schedule '" + s.name + "' (" + s.file + ")");
   };
-  if (rec.ranks.size() != static_cast<size_t>(s.ranks()))
+  if (rec.ranks.size() != static_cast<size_t>(s.ranks())) {
+    // A writer that left ranks out says so (run --records past kRecordsOps).
+    if (rec.meta.is_object() && rec.meta.contains("left_out") && rec.meta.at("left_out").is_string())
+      throw InputError(SourceLocation{rec.file, 0, 0}, fmt::format("{} ranks recorded, the schedule has {}: {}", rec.ranks.size(), s.ranks(),
+                                                                   rec.meta.at("left_out").get<std::string>()));
     throw bad(fmt::format("{} ranks recorded, the schedule has {}", rec.ranks.size(), s.ranks()));
+  }
   RunRecord r;
   r.makespan = Time::from_ns(rec.makespan_ns);
   r.ops.resize(rec.ranks.size());

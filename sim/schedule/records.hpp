@@ -40,9 +40,10 @@ struct Records {
   double makespan_ns = 0;
 };
 
-/// The records file for a run of `s` (every op that ran). `meta` is stored as is.
+/// The records file for a run of `s` (every op that ran; of the ranks whose
+/// entry in `ranks` is set where `ranks` is given). `meta` is stored as is.
 nlohmann::ordered_json records_json(const Schedule& s, const RunRecord& r, const std::string& topology, const std::string& source,
-                                    const nlohmann::ordered_json& meta = nlohmann::ordered_json::object());
+                                    const nlohmann::ordered_json& meta = nlohmann::ordered_json::object(), const std::vector<char>* ranks = nullptr);
 /// Text of a records file: one op per line (diffable), deterministic.
 std::string records_text(const nlohmann::ordered_json& records);
 /// Reads a records file; InputError naming the file on anything malformed.
@@ -58,7 +59,8 @@ int runs_before_recorded(const Records& r);
 /// The run the records hold, as a run of `s`: each op's times; each rank's
 /// GPU (as recorded), end (its last op's end or return) and VRAM (its
 /// allocations, as the schedule gives them). InputError when the records are
-/// not of this schedule (ranks, op count or labels differ).
+/// not of this schedule (ranks, op count or labels differ), saying what the
+/// writer left out where its meta's `left_out` says so.
 RunRecord run_record_of(const Schedule& s, const Records& rec);
 
 }  // namespace osim

@@ -8,6 +8,8 @@
 #                          (absolute where the topology lies outside the folder the command runs from,
 #                          relative to the file where both lie under it); a copied run folder reports there.
 #                          WORK_DIR must lie under REPO_ROOT (the build folder's does)
+#   records_bounded        past 1,000,000 ops (the 128-rank cluster's one step) records.json and --ops
+#                          hold the traced ranks alone and say so; --records-all writes every rank
 #   out_no_stale_records   --out over an earlier run's folder removes that run's records.json
 #   out_whole_or_nothing   killed while it writes, no folder (nor a temporary once the next run is done);
 #                          a folder of other files gets the outputs beside them; a non-folder is refused
@@ -62,6 +64,18 @@ case $case in
     test $R -ef $ACES || test $D/$R -ef $ACES || fail "topology $R does not name $ACES"
     (cd / && "$osim" run $D/rel.yaml) > $D/rel.txt
     has $D/rel.txt '^schedule wan22-720p-aces-layerwise: 4 ranks on aces-4xh100-pcie' ;;
+  records_bounded)
+    D=$W/bounded; C=$CFG/workloads/wan22-720p-cluster-sp128.yaml
+    "$osim" run $C --set steps=1 --out $D/run --records --ops > $D.txt
+    has $D.txt '^  records.json holds ranks 0-1 of 128, every op of theirs \(the default past 1000000 ops; the run has 1174272\): --records-all for every rank$' \
+      '^\(the per-op table holds ranks 0-1 of 128, every op of theirs .*: --ops-all for every rank\)$' '^rank 1 on '
+    if grep -q '^rank 2 on ' $D.txt; then fail "--ops printed rank 2"; fi
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert [r['rank'] for r in j['ranks']] == [0, 1]; assert j['meta']['left_out'].startswith('records.json holds ranks 0-1 of 128')" $D/run/records.json ||
+      fail "records.json: not ranks 0-1 with meta.left_out"
+    "$osim" run $C --set steps=1 --out $D/all --records --records-all > $D-all.txt
+    if grep -q 'records.json holds' $D-all.txt; then fail "--records-all still left ranks out"; fi
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert len(j['ranks']) == 128 and 'left_out' not in j['meta']" $D/all/records.json ||
+      fail "--records-all: not 128 ranks" ;;
   out_no_stale_records)
     D=$W/stale; rm -rf $D
     "$osim" run $S1 --out $D --records > /dev/null

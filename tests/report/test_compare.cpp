@@ -105,6 +105,23 @@ TEST_CASE("records round-trip: what run --records writes, compare reads, and a r
   CHECK(records_text(records_json(s, r, topo.name(), "simulated")) == text);  // deterministic
 }
 
+TEST_CASE("records of some ranks hold those alone, and reading them as a run says what the writer left out") {
+  const Schedule s = parse_schedule_file(kSrc + "/configs/schedules/prefetch-overlap-2gpu.yaml");
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/aces-4xh100-pcie.yaml"));
+  const ExecResult r = execute(s, topo);
+  const std::vector<char> kept = {0, 1};
+  nlohmann::ordered_json meta;
+  meta["left_out"] = "records.json holds rank 1 of 2: --records-all for every rank";
+  const Records a = parse_records(nlohmann::json::parse(records_text(records_json(s, r, topo.name(), "simulated", meta, &kept))), "a.json");
+  REQUIRE(a.ranks.size() == 1);
+  CHECK(a.ranks[0].rank == 1);
+  CHECK(a.ranks[0].ops.size() == s.programs[1].ops->size());
+  CHECK_THROWS_WITH_AS(
+      run_record_of(s, a),
+      doctest::Contains("a.json: error: 1 ranks recorded, the schedule has 2: records.json holds rank 1 of 2: --records-all for every rank"),
+      InputError);
+}
+
 TEST_CASE("compare: the gaps between adjacent compute ops, by whether the rank's own H2D ran across them") {
   // Program: an H2D (50-150 us), a GEMM (0-100), a memory kernel (107-200:
   // 7 us after the GEMM, the copy running), a GEMM (203-300: 3 us, no

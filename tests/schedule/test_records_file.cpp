@@ -5,6 +5,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
 #include "core/errors.hpp"
 #include "io/text_file.hpp"
 #include "schedule/records.hpp"
@@ -39,4 +43,64 @@ TEST_CASE("a gzipped records file reads as its plain text does") {
     std::ofstream(dir / "cut.json.gz", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
   CHECK_THROWS_WITH_AS(read_maybe_gzip((dir / "cut.json.gz").string()), doctest::Contains("the gzip stream is cut short"), InputError);
+}
+
+TEST_CASE("records read as a stream hold what the whole document holds, and bad rows are refused as before") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("osim-records-stream-{}", ::getpid());
+  fs::create_directories(dir);
+  // The keys in another order than the writer's (ranks before makespan), meta nested, rows of every type.
+  const std::string text = R"({"schema": "overlapsim.records/v1", "name": "n", "ranks": [
+  {"ops": [[0, "gemm", "a", 1.0, 2.0, 3.0, 4.5], [1, "h2d", "b c", 2, 3, 4, 9]], "gpu": "gpu0", "rank": 0},
+  {"rank": 1, "gpu": "gpu1", "ops": []},
+  {"rank": 2, "ops": [[5, "marker", "step 0", 0.0, 0.0, 7.25, 7.25]]}],
+ "source": "measured", "topology": "t", "makespan_ns": 10.0,
+ "meta": {"z": 1, "a": {"k": [1, 2, {"x": null}]}, "warm": true}})";
+  std::ofstream(dir / "r.json") << text;
+  const Records a = read_records((dir / "r.json").string());
+  const Records b = parse_records(nlohmann::json::parse(text), "r.json");
+  REQUIRE(a.ranks.size() == 3);
+  REQUIRE(b.ranks.size() == 3);
+  CHECK(a.makespan_ns == 10.0);
+  CHECK(a.source == "measured");
+  for (size_t r = 0; r < 3; ++r) {
+    CHECK(a.ranks[r].rank == b.ranks[r].rank);
+    CHECK(a.ranks[r].gpu == b.ranks[r].gpu);
+    REQUIRE(a.ranks[r].ops.size() == b.ranks[r].ops.size());
+    for (size_t i = 0; i < a.ranks[r].ops.size(); ++i) {
+      const RecordOp &x = a.ranks[r].ops[i], &y = b.ranks[r].ops[i];
+      CHECK(x.index == y.index);
+      CHECK(x.cls == y.cls);
+      CHECK(x.label == y.label);
+      CHECK(x.issue == y.issue);
+      CHECK(x.returned == y.returned);
+      CHECK(x.start == y.start);
+      CHECK(x.end == y.end);
+    }
+  }
+  CHECK(a.ranks[0].ops[1].label == "b c");
+  CHECK(a.ranks[0].ops[1].end == 9.0);
+  CHECK(a.ranks[2].ops[0].start == 7.25);
+  CHECK(a.meta.dump() == R"({"z":1,"a":{"k":[1,2,{"x":null}]},"warm":true})");  // in the writer's order
+  // Bad rows, each refused naming the file and the rank.
+  auto refused = [&](const std::string& body) {
+    std::ofstream(dir / "bad.json") << R"({"schema": "overlapsim.records/v1", "source": "s", "name": "n", "makespan_ns": 10.0, "ranks": [)" + body +
+                                           "]}";
+    try {
+      read_records((dir / "bad.json").string());
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refused(R"({"rank": 3, "ops": [[0, "gemm", "a", 1, 2, 3]]})").find("bad.json") != std::string::npos);
+  CHECK(refused(R"({"rank": 3, "ops": [[0, "gemm", "a", 1, 2, 3]]})").find("rank 3: an op row does not have 7 columns") != std::string::npos);
+  CHECK(refused(R"({"rank": 3, "ops": [5]})").find("rank 3: an op row does not have 7 columns") != std::string::npos);
+  CHECK(refused(R"({"rank": 3, "ops": [{"a": 1}]})").find("rank 3: an op row does not have 7 columns") != std::string::npos);
+  CHECK(refused(R"({"rank": 3, "ops": [[0, "gemm", "a", "one", 2, 3, 4]]})").find("malformed") != std::string::npos);
+  CHECK(refused(R"({"rank": 3, "ops": [[0, "gemm", "a", 5, 2, 3, 4]]})").find("rank 3 op 0 ('a'): returned 2.000 ns is before its issue") !=
+        std::string::npos);
+  CHECK(refused(R"({"rank": 3, "ops": [[0, "gemm", "a", 1, 2, 3, 2000]]})").find("after the run's makespan_ns") != std::string::npos);
+  CHECK(refused(R"({"rank": 3, "ops": []}] trailing)").find("not valid JSON") != std::string::npos);
+  CHECK(refused(R"({"rank": 3, "ops": [[0, "gemm", "a", 1, 2, 3, 4]]})") == "accepted");
+  fs::remove_all(dir);
 }

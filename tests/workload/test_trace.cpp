@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "gpu/executor.hpp"
@@ -194,4 +195,68 @@ TEST_CASE("a run that keeps records and link samples for the traced ranks and st
   // The metrics, every rank's, from the spans the run kept beside the records.
   REQUIRE(part.spans.has_value());
   CHECK(metrics_json(compute_metrics(s, topo, part), topo, part).dump() == metrics_json(m, topo, all).dump());
+}
+
+TEST_CASE("past its budget of link samples the trace keeps the busiest links' counters and says what it left out") {
+  const DitWorkload w = parse_workload_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=2"});
+  const Schedule s = generate_schedule(w);
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/" + w.topology));
+  ExecOptions opts;
+  opts.link_samples = true;
+  const ExecResult r = execute(s, topo, w.params, opts);
+  const Metrics m = compute_metrics(s, topo, r);
+  const int fabric = s.ranks();
+  // The fabric's counter samples per link, as written.
+  auto fabric_samples = [&](const TraceSelection& sel, std::string* note) {
+    std::string out;
+    write_trace(s, topo, r, sel, [&](std::string_view x) { out.append(x); });
+    const nlohmann::json j = nlohmann::json::parse(out);
+    if (note) *note = j.contains("otherData") ? j.at("otherData").at("overlapsim selection").get<std::string>() : "";
+    std::map<std::string, size_t> n;
+    for (const auto& ev : j.at("traceEvents"))
+      if (ev.at("ph") == "C" && ev.at("pid").get<int>() == fabric) ++n[ev.at("name").get<std::string>()];
+    return n;
+  };
+  TraceSelection whole = select_trace({}, m);
+  REQUIRE(whole.everything);
+  const std::map<std::string, size_t> all = fabric_samples(whole, nullptr);
+  size_t total = 0;
+  for (const auto& [name, n] : all) total += n;
+  REQUIRE(all.size() > 4);
+  // Within the budget: every link, nothing said, the trace as before.
+  TraceSelection fits = whole;
+  select_trace_links(fits, topo, r, total);
+  CHECK(fits.link.empty());
+  CHECK(fits.note.empty());
+  // Half the budget: the busiest links whose samples fit, named in the note.
+  TraceSelection part = whole;
+  const size_t budget = total / 2;
+  select_trace_links(part, topo, r, budget);
+  std::string note;
+  const std::map<std::string, size_t> kept = fabric_samples(part, &note);
+  size_t written = 0;
+  for (const auto& [name, n] : kept) {
+    written += n;
+    CHECK(n == all.at(name));  // a kept link keeps every sample
+  }
+  CHECK(written <= budget);
+  CHECK(!kept.empty());
+  CHECK(kept.size() < all.size());
+  CHECK(note == part.note);
+  CHECK(note == fmt::format("the trace holds fabric counters of the {} busiest of {} links, {} of {} samples (the default past {} samples): "
+                            "--trace-all-links for every link",
+                            kept.size(), all.size(), written, total, budget));
+  // Busiest: no link left out moved more bytes than a kept one.
+  double least_kept = 1e300, most_left = 0;
+  for (size_t i = 0; i < topo.resources().size(); ++i) {
+    const std::string& name = topo.resources()[i].name;
+    if (!all.count(name)) continue;
+    if (kept.count(name))
+      least_kept = std::min(least_kept, r.resource_bytes[i]);
+    else
+      most_left = std::max(most_left, r.resource_bytes[i]);
+  }
+  CHECK(most_left <= least_kept);
+  // The ranks' events are the same; only the fabric's counters went.
+  CHECK(part.everything);
 }
