@@ -203,19 +203,24 @@ class VaeWalk {
   // `conv2d`: a 2-D convolution padding by itself (no causal module around it).
   void conv(const std::string& label, int64_t cout, int kt, int kh, int kw, bool conv2d = false) {
     if (v_.family == VaeShape::Family::Wan21) return wan_conv(label, cout, kt, kh, kw, conv2d);
-    const double m = static_cast<double>(t_) * static_cast<double>(h_) * static_cast<double>(w_);
-    const double k = static_cast<double>(c_) * kt * kh * kw;
     const double frame = static_cast<double>(c_ * h_ * w_);
     // A causal conv's input with the two frames in front it needs, copied
     // whole before the kernel: HunyuanVideo's replicate padding.
     const bool causal = v_.family != VaeShape::Family::Image && kt == 3;
     if (causal) x_.memory(label + " pad", frame * static_cast<double>(t_ + 2), 2);
+    kernel(label, cout, kt, kh, kw, (causal ? t_ + 2 : t_) * h_ * w_);
+  }
+  // The convolution's kernel over `in_positions` input positions (its
+  // output: the current frames), after a band's halo rows where the decode
+  // is parallel; the width becomes `cout`.
+  void kernel(const std::string& label, int64_t cout, int kt, int kh, int kw, int64_t in_positions) {
+    const double m = static_cast<double>(t_) * static_cast<double>(h_) * static_cast<double>(w_);
+    const double k = static_cast<double>(c_) * kt * kh * kw;
     // A band of rows: a 3-high kernel needs the neighbours' edge row each way.
     if (kh == 3 && x_.ranks() > 1) x_.halo(label + " halo", x_.es * static_cast<double>(c_ * t_ * w_));
-    const int64_t in_frames = causal ? t_ + 2 : t_;
-    if (in_frames * h_ * w_ > INT32_MAX)
-      throw InputError(where_, fmt::format("{}: {} positions do not fit 32 bits: tile or chunk the VAE", label, in_frames * h_ * w_));
-    const ConvShape shape{static_cast<int32_t>(t_ * h_ * w_), static_cast<int32_t>(in_frames * h_ * w_), static_cast<int32_t>(c_),
+    if (in_positions > INT32_MAX)
+      throw InputError(where_, fmt::format("{}: {} positions do not fit 32 bits: tile or chunk the VAE", label, in_positions));
+    const ConvShape shape{static_cast<int32_t>(t_ * h_ * w_), static_cast<int32_t>(in_positions), static_cast<int32_t>(c_),
                           static_cast<int32_t>(cout), kt * kh * kw};
     x_.tensor(label, 2.0 * m * static_cast<double>(cout) * k, m * static_cast<double>(c_), m * static_cast<double>(cout),
               k * static_cast<double>(cout), shape);
@@ -246,16 +251,7 @@ class VaeWalk {
       else
         x_.memory(label + " pad", padded, 2);
     }
-    const double m = t * static_cast<double>(h_) * static_cast<double>(w_);
-    const double k = static_cast<double>(c_) * kt * kh * kw;
-    if (in_frames * in_h * in_w > INT32_MAX)
-      throw InputError(where_, fmt::format("{}: {} positions do not fit 32 bits: tile or chunk the VAE", label, in_frames * in_h * in_w));
-    if (kh == 3 && x_.ranks() > 1) x_.halo(label + " halo", x_.es * static_cast<double>(c_ * t_ * w_));
-    const ConvShape shape{static_cast<int32_t>(m), static_cast<int32_t>(in_frames * in_h * in_w), static_cast<int32_t>(c_),
-                          static_cast<int32_t>(cout), kt * kh * kw};
-    x_.tensor(label, 2.0 * m * static_cast<double>(cout) * k, m * static_cast<double>(c_), m * static_cast<double>(cout),
-              k * static_cast<double>(cout), shape);
-    c_ = cout;
+    kernel(label, cout, kt, kh, kw, in_frames * in_h * in_w);
     x_.memory(label + " bias", elements(), 2, Access::Indexed);
   }
   // Wan normalises over the channels (F.normalize: a reduction across them
