@@ -19,6 +19,7 @@
 #include "report/metrics.hpp"
 #include "report/trace.hpp"
 #include "workload/dit.hpp"
+#include "workload_run.hpp"
 
 using namespace osim;
 
@@ -90,13 +91,11 @@ TEST_CASE("the overlap check finds a slice that starts before the one before it 
 }
 
 TEST_CASE("a trace of chosen ranks and steps holds exactly those, and the full selection is the whole trace") {
-  const DitWorkload w = parse_workload_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=3"});
-  const Schedule s = generate_schedule(w);
-  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/" + w.topology));
-  ExecOptions opts;
-  opts.link_samples = true;
-  const ExecResult r = execute(s, topo, w.params, opts);
-  const Metrics m = compute_metrics(s, topo, r);
+  const test::Run ran = test::run("wan22-720p-aces-layerwise", {"steps=3"}, /*samples=*/true);
+  const Schedule& s = ran.s;
+  const hw::Topology& topo = *ran.topo;
+  const ExecResult& r = ran.r;
+  const Metrics& m = ran.m;
   REQUIRE(m.steps.size() == 3);
   auto written = [&](const TraceSelection& sel) {
     std::string out;
@@ -142,13 +141,14 @@ TEST_CASE("a trace of chosen ranks and steps holds exactly those, and the full s
 }
 
 TEST_CASE("a run that keeps records and link samples for the traced ranks and steps alone writes their trace and every rank's metrics") {
-  const DitWorkload w = parse_workload_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=3"});
-  const Schedule s = generate_schedule(w);
-  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/" + w.topology));
+  const test::Run ran = test::run("wan22-720p-aces-layerwise", {"steps=3"}, /*samples=*/true);
+  const DitWorkload& w = ran.w;
+  const Schedule& s = ran.s;
+  const hw::Topology& topo = *ran.topo;
+  const ExecResult& all = ran.r;
+  const Metrics& m = ran.m;
   ExecOptions opts;
   opts.link_samples = true;
-  const ExecResult all = execute(s, topo, w.params, opts);
-  const Metrics m = compute_metrics(s, topo, all);
   TraceRequest req;
   req.ranks = parse_index_ranges("1,3", "--trace-ranks");
   req.steps = parse_index_ranges("2", "--trace-steps");
@@ -198,13 +198,11 @@ TEST_CASE("a run that keeps records and link samples for the traced ranks and st
 }
 
 TEST_CASE("past its budget of link samples the trace keeps the busiest links' counters and says what it left out") {
-  const DitWorkload w = parse_workload_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=2"});
-  const Schedule s = generate_schedule(w);
-  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/" + w.topology));
-  ExecOptions opts;
-  opts.link_samples = true;
-  const ExecResult r = execute(s, topo, w.params, opts);
-  const Metrics m = compute_metrics(s, topo, r);
+  const test::Run ran = test::run("wan22-720p-aces-layerwise", {"steps=2"}, /*samples=*/true);
+  const Schedule& s = ran.s;
+  const hw::Topology& topo = *ran.topo;
+  const ExecResult& r = ran.r;
+  const Metrics& m = ran.m;
   const int fabric = s.ranks();
   // The fabric's counter samples per link, as written.
   auto fabric_samples = [&](const TraceSelection& sel, std::string* note) {

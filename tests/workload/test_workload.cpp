@@ -11,31 +11,15 @@
 #include "report/metrics.hpp"
 #include "report/trace.hpp"
 #include "workload/dit.hpp"
+#include "workload_run.hpp"
 
 using namespace osim;
+using test::Run;
+using test::run;
 
 namespace {
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 
-struct Run {
-  DitWorkload w;
-  Schedule s;
-  std::unique_ptr<hw::Topology> topo;
-  ExecResult r;
-  Metrics m;
-};
-
-Run run(const std::string& workload, std::vector<std::string> sets, bool samples = false) {
-  Run x;
-  x.w = parse_workload_file(kSrc + "/configs/workloads/" + workload + ".yaml", sets);
-  x.s = generate_schedule(x.w);
-  x.topo = std::make_unique<hw::Topology>(hw::parse_topology_file(kSrc + "/configs/workloads/" + x.w.topology));
-  ExecOptions o;
-  o.link_samples = samples;
-  x.r = execute(x.s, *x.topo, x.w.params, o);
-  x.m = compute_metrics(x.s, *x.topo, x.r);
-  return x;
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
