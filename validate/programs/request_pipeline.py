@@ -36,6 +36,7 @@ request's twin as an overlapsim workload (`workload:`).
   request_pipeline.py --out DIR [--grid single]            every configuration of the grid
   request_pipeline.py --out DIR --encoder offloaded ...    one
   request_pipeline.py --twin RESULT.json                   a result's twin (YAML, stdout; no GPU)
+  request_pipeline.py --grid single --list                 the grid's configuration names (no GPU)
 """
 import argparse
 import json
@@ -57,6 +58,7 @@ def parse_args():
     p.add_argument("--twin", help="print this result's twin workload as YAML and stop (no GPU)")
     p.add_argument("--grid", choices=["single"], help="every configuration of the single-GPU grid")
     p.add_argument("--only", help="comma-separated configuration names: run only these of the grid")
+    p.add_argument("--list", action="store_true", help="print the grid's configuration names and stop (no GPU)")
     p.add_argument("--encoder", choices=["resident", "offloaded"], default="resident")
     p.add_argument("--encoder-layers", type=int, default=24)
     p.add_argument("--text", type=int, default=512, help="prompt tokens (umT5: padded to 512)")
@@ -75,7 +77,7 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--repeat", type=int, default=3)
     a = p.parse_args()
-    if not a.twin and not a.out:
+    if not a.twin and not a.out and not a.list:
         p.error("give --out DIR (or --twin RESULT.json)")
     return a
 
@@ -412,8 +414,11 @@ def main():
         with open(args.twin) as f:
             sys.stdout.write(twin_yaml(twin(json.load(f)["config"])))
         return
-    os.makedirs(args.out, exist_ok=True)
     configs = configurations(args)
+    if args.list:
+        print("\n".join(name_of(c) for c in configs))
+        return
+    os.makedirs(args.out, exist_ok=True)
     if args.only:
         configs = [c for c in configs if name_of(c) in args.only.split(",")]
     import torch

@@ -4,7 +4,15 @@ video and image VAE decoders: 3x3x3 convolutions over a few frames (a causal
 decoder's pass: the frames it outputs plus the two it keeps), 3x3 2-D
 convolutions (an upsampling conv per frame, an image decoder) and 1x1x1
 shortcuts, for 96 to 512 channels at a 720p latent's size and up to 8x it,
-and Wan's widths at a 480p video's levels.
+and Wan's widths at a 480p video's levels. Then the Wan 2.1 decoder's own
+convolutions (`decoder conv3d`, `decoder conv2d`) as its vae.py calls them:
+the shapes recorded from request_pipeline.py's VaeDecoder decoding a 480x832
+and a 1280x720 video (F.pad's output convolved unpadded, each pass's frames,
+the upsampling convs over the frames as a batch), each on an input with the
+strides the decoder gave it, timed alone without the bias (its add is a
+kernel of its own); these rows carry `h_in`, `w_in` and `input_stride`, and
+(not a calibration input) the call's median time inside the decoder with its
+bias, `in_decoder_us`, at 480x832.
 
 Each shape runs in fp32 (TF32 tensor cores: PyTorch's default for cuDNN
 convolutions) and bf16, with the input contiguous as the decoders hold it
@@ -17,6 +25,7 @@ and layout). `overlapsim calibrate` fits the convolutions' implicit-GEMM
 efficiency (m: output positions, n: output channels, k: input channels x
 kernel) and the layout conversion's traffic from these rows.
 Usage: conv.py OUT.json"""
+import os
 import sys
 
 import torch
@@ -52,6 +61,93 @@ def shapes():
         for h, w in SIZES_480P:
             for t in (1, 4):
                 yield "conv3d", c, c, (3, 3, 3), t, h, w, 3
+
+
+def decoder_calls(captures=((480, 832, torch.float32), (480, 832, torch.bfloat16), (720, 1280, torch.bfloat16)), frames=9):
+    """The Wan 2.1 decoder's convolutions: (op, input shape, input strides,
+    weight shape, padding) of each distinct call while VaeDecoder decodes
+    `frames` frames (three latent frames: the first pass, and the passes
+    after it) at each resolution and dtype, recorded by wrapping F.conv3d and
+    F.conv2d; and each call's time inside the decoder (CUDA events around
+    it, its bias add included), by dtype."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "programs"))
+    from request_pipeline import VaeDecoder
+    seen, calls, timed = set(), [], {}
+    real = {"conv3d": F.conv3d, "conv2d": F.conv2d}
+
+    def recorder(op, dname):
+        def call(x, w, b=None, stride=1, padding=0, *args, **kw):
+            pad = padding if isinstance(padding, int) else tuple(padding)
+            key = (op, tuple(x.shape), tuple(x.stride()), tuple(w.shape), pad)
+            if key not in seen:
+                seen.add(key)
+                calls.append(key)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            y = real[op](x, w, b, stride, padding, *args, **kw)
+            end.record()
+            timed.setdefault((key, dname), []).append((start, end))
+            return y
+        return call
+
+    for h, w, dtype in captures:
+        dname = "fp32" if dtype == torch.float32 else "bf16"
+        dec = VaeDecoder(torch, {"vae_dtype": dname, "vae": "resident"})
+        latent = torch.randn(1, VaeDecoder.Z, (frames - 1) // 4 + 1, h // 8, w // 8, device="cuda", dtype=dtype)
+        with torch.no_grad():
+            dec(latent)  # a warm-up: cuDNN's plans made
+        F.conv3d, F.conv2d = recorder("conv3d", dname), recorder("conv2d", dname)
+        try:
+            with torch.no_grad():
+                dec(latent)
+        finally:
+            F.conv3d, F.conv2d = real["conv3d"], real["conv2d"]
+        torch.cuda.synchronize()
+        del dec, latent
+        torch.cuda.empty_cache()
+    in_decoder = {k: (sorted(s.elapsed_time(e) * 1e3 for s, e in v), len(v)) for k, v in timed.items()}
+    return calls, {k: (t[len(t) // 2], n) for k, (t, n) in in_decoder.items()}
+
+
+def decoder_rows():
+    rows = []
+    calls, in_decoder = decoder_calls()
+    for key in calls:
+        op, xs, x_stride, ws, pad = key
+        cout, cin = ws[0], ws[1]
+        if op == "conv3d":
+            k = tuple(ws[2:])
+            _, _, t_in, h_in, w_in = xs
+            p = (pad,) * 3 if isinstance(pad, int) else pad
+            t, h, w = (t_in + 2 * p[0] - k[0] + 1, h_in + 2 * p[1] - k[1] + 1, w_in + 2 * p[2] - k[2] + 1)
+        else:
+            k = (1,) + tuple(ws[2:])
+            t_in, _, h_in, w_in = xs  # the frames as the batch
+            p = (pad,) * 2 if isinstance(pad, int) else pad
+            t, h, w = t_in, h_in + 2 * p[0] - k[1] + 1, w_in + 2 * p[1] - k[2] + 1
+        flops = 2.0 * t * h * w * cout * cin * k[0] * k[1] * k[2]
+        for dtype, dname in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):
+            # The input with the strides the decoder gave it.
+            x = torch.empty_strided(xs, x_stride, device="cuda", dtype=dtype).normal_()
+            wt = torch.randn(*ws, device="cuda", dtype=dtype)
+            fn = (lambda: F.conv3d(x, wt, padding=pad)) if op == "conv3d" else (lambda: F.conv2d(x, wt, padding=pad))
+            try:
+                us = time_us(fn)
+            except RuntimeError as e:  # out of memory or no kernel for the shape
+                print(f"decoder {op} {list(xs)} {list(ws)} {dname}: {e}", flush=True)
+                continue
+            row = {"key": "conv", "gpus": [0], "op": "decoder " + op, "cin": cin, "cout": cout, "kernel": list(k), "frames": t, "frames_in": t_in,
+                   "h": h, "w": w, "h_in": h_in, "w_in": w_in, "input_stride": list(x_stride), "input_contiguous": x.is_contiguous(),
+                   "dtype": dname, "layout": "ncdhw", "time_us": us, "TFLOPs": flops / us * 1e-6,
+                   "in_bytes": x.numel() * x.element_size(), "out_bytes": t * cout * h * w * x.element_size(), "via": f"torch.nn.functional.{op}"}
+            if (key, dname) in in_decoder:  # not a calibration input: how the call ran inside the decoder, bias included
+                row["in_decoder_us"], row["in_decoder_calls"] = in_decoder[(key, dname)]
+            rows.append(row)
+            print(f"conv decoder {op} {list(xs)} stride {list(x_stride)} {list(ws)} {dname}: {us:.1f} us {flops / us * 1e-6:.0f} TFLOP/s"
+                  f"{'' if 'in_decoder_us' not in row else ', in the decoder %.1f us' % row['in_decoder_us']}", flush=True)
+            del x, wt
+        torch.cuda.empty_cache()
+    return rows
 
 
 def conv_rows():
@@ -90,7 +186,7 @@ def conv_rows():
 def main():
     out = sys.argv[1]
     env = {"cudnn": torch.backends.cudnn.version(), "allow_tf32": torch.backends.cudnn.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark}
-    write_bench(out, environment(torch, env=env), conv_rows())
+    write_bench(out, environment(torch, env=env), conv_rows() + decoder_rows())
 
 
 if __name__ == "__main__":
