@@ -25,6 +25,14 @@ double MemoryParams::framework_efficiency(Access a, int32_t row, double element)
   return by > 0 ? by : framework_hbm_efficiency > 0 ? framework_hbm_efficiency : hbm_efficiency;
 }
 
+Time MemoryParams::framework_fixed(Access a) const {
+  return a == Access::ChannelNorm ? framework_channel_norm_fixed
+         : a == Access::Indexed   ? framework_indexed_fixed
+         : a == Access::Pad       ? framework_pad_fixed
+         : a == Access::Upsample  ? framework_upsample_fixed
+                                  : Time::zero();
+}
+
 namespace params {
 
 namespace {
@@ -169,6 +177,38 @@ std::vector<Field> memory_fields() {
        .written = OSIM_POS(memory, framework_upsample_efficiency_16),
        .doc = "share of the HBM bandwidth nearest upsampling (access: upsample; F.interpolate nearest-exact: input read, output written), 2-byte "
               "elements (absent: framework_hbm_efficiency)"},
+      {.name = "framework_channel_norm_fixed",
+       .family = "memory",
+       .kind = Kind::TimeUs,
+       .ref = OSIM_REF(memory, framework_channel_norm_fixed),
+       .hi = 1e6,
+       .example = "5 us",
+       .written = OSIM_POS(memory, framework_channel_norm_fixed),
+       .doc = "time beyond hbm_latency that a norm over the channels (F.normalize: the reduction, then the division) on a 5-D channels-first tensor takes whatever its size (access: channel_norm; absent: 0)"},
+      {.name = "framework_indexed_fixed",
+       .family = "memory",
+       .kind = Kind::TimeUs,
+       .ref = OSIM_REF(memory, framework_indexed_fixed),
+       .hi = 1e6,
+       .example = "5 us",
+       .written = OSIM_POS(memory, framework_indexed_fixed),
+       .doc = "time beyond hbm_latency that an indexed copy (a cat along frames, a stack, a per-channel broadcast) on a 5-D channels-first tensor takes whatever its size (access: indexed; absent: 0)"},
+      {.name = "framework_pad_fixed",
+       .family = "memory",
+       .kind = Kind::TimeUs,
+       .ref = OSIM_REF(memory, framework_pad_fixed),
+       .hi = 1e6,
+       .example = "5 us",
+       .written = OSIM_POS(memory, framework_pad_fixed),
+       .doc = "time beyond hbm_latency that a constant pad (F.pad: the fill, then the copy) on a 5-D channels-first tensor takes whatever its size (access: pad; absent: 0)"},
+      {.name = "framework_upsample_fixed",
+       .family = "memory",
+       .kind = Kind::TimeUs,
+       .ref = OSIM_REF(memory, framework_upsample_fixed),
+       .hi = 1e6,
+       .example = "5 us",
+       .written = OSIM_POS(memory, framework_upsample_fixed),
+       .doc = "time beyond hbm_latency that nearest upsampling on a 5-D channels-first tensor takes whatever its size (access: upsample; absent: 0)"},
       {.name = "framework_norm_rows",
        .family = "memory",
        .kind = Kind::Custom,

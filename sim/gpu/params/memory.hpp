@@ -32,9 +32,16 @@ struct MemoryParams {
   double framework_indexed_efficiency = 0, framework_indexed_efficiency_16 = 0;
   double framework_pad_efficiency = 0, framework_pad_efficiency_16 = 0;
   double framework_upsample_efficiency = 0, framework_upsample_efficiency_16 = 0;
+  // Their time beyond hbm_latency that does not grow with the bytes: the
+  // ramp and tail of the extra kernels an op runs (F.normalize: a reduction,
+  // then a division; F.pad: a fill, then a copy), per kind, either width.
+  Time framework_channel_norm_fixed = Time::zero(), framework_indexed_fixed = Time::zero(), framework_pad_fixed = Time::zero(),
+       framework_upsample_fixed = Time::zero();
   /// The share a framework kernel of access `a` reaches; `row`: a norm's
   /// elements per row (0: long rows); `element`: its element's bytes.
   [[nodiscard]] double framework_efficiency(Access a, int32_t row = 0, double element = 2) const;
+  /// A framework kernel's fixed time of access `a` (zero but for the channels-first kinds).
+  [[nodiscard]] Time framework_fixed(Access a) const;
 };
 
 }  // namespace osim
