@@ -86,6 +86,15 @@ TEST_CASE("conv rows: shares by channels, the small-output term and the conversi
         for (const bool fp32 : {true, false})
           for (const bool last : {true, false})
             doc["results"].push_back(conv_row(c, frames, h, w, fp32, last, fp32 ? s.first : s.second, 3000, fp32 ? 0.8 : 0.55, peak, hbm));
+  // A decoder's row: F.pad's output convolved unpadded, its conversions over
+  // the padded input (h_in, w_in); no channels-last twin, so not a fit input.
+  nlohmann::json unpadded = conv_row(128, 2, 120, 208, true, false, 0.7, 3000, 0.8, peak, hbm);
+  const double extra_in = 128.0 * 4 * (122.0 * 210 - 120.0 * 208), es = 4;
+  unpadded["op"] = "decoder conv3d";
+  unpadded["h_in"] = 122;
+  unpadded["w_in"] = 210;
+  unpadded["time_us"] = unpadded["time_us"].get<double>() + 2 * es * extra_in / (hbm * 0.8) * 1e6;
+  doc["results"].push_back(unpadded);
   const Calibration cal = calibrate({{"conv.json", doc}}, topo);
   const ConvParams& c = cal.params.conv;
   REQUIRE(c.rates.size() == 3);
@@ -106,7 +115,7 @@ TEST_CASE("conv rows: shares by channels, the small-output term and the conversi
       ++replayed;
       CHECK(std::abs(cmp.error_pct()) < 0.1);
     }
-  CHECK(replayed == 72);
+  CHECK(replayed == 73);
   // The file holds them, and reads them back.
   const std::string yaml = calibration_yaml(cal);
   CHECK(yaml.find("conv_positions_half: 3000") != std::string::npos);

@@ -37,7 +37,8 @@ Row row_of(const json& r) {
   const int taps = kernel.at(0) * kernel.at(1) * kernel.at(2);
   const bool tf32 = r.at("dtype").get<std::string>() == "fp32";
   const double positions = r.at("frames").get<double>() * r.at("h").get<double>() * r.at("w").get<double>();
-  const double in_positions = r.at("frames_in").get<double>() * r.at("h").get<double>() * r.at("w").get<double>();
+  // The decoder's rows convolve F.pad's output unpadded: their input's own height and width.
+  const double in_positions = r.at("frames_in").get<double>() * r.value("h_in", r.at("h").get<double>()) * r.value("w_in", r.at("w").get<double>());
   const int cin = r.at("cin").get<int>(), cout = r.at("cout").get<int>();
   const double es = tf32 ? 4.0 : 2.0;  // fp32 data or bf16
   const double flops = 2.0 * positions * cout * cin * taps;
