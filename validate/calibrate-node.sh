@@ -16,7 +16,8 @@
 #    results stay if a later one fails; --resume skips the steps whose results
 #    are there): on one GPU the full bench, PyTorch's SDPA and own costs (its
 #    pageable copies and dispatch, its elementwise kernels, its fp8 GEMMs against
-#    bf16, its memory beyond
+#    bf16, cuDNN's convolutions at the VAE decoders' shapes, the video VAEs'
+#    memory-bound kernels on channels-first tensors, its memory beyond
 #    the tensors), the hand-off testcases twice and the single-GPU reference
 #    programs; on
 #    several GPUs also the bench with NCCL_P2P_DISABLE=1 and the Ulysses
@@ -32,7 +33,7 @@
 #    not written (DIR defaults to calibrate-node-out/).
 #
 # DIR (default calibrate-node-out/) ends with: bench-*.json, attention.json,
-# framework.json, eager.json, gemm.json, vram.json, programs/, machine/, topology.yaml, calibration.yaml,
+# framework.json, eager.json, gemm.json, conv.json, channels-first.json, vram.json, programs/, machine/, topology.yaml, calibration.yaml,
 # calibrate.txt, replay.csv, programs.txt, report.txt.
 # Needs: nvidia-smi; overlapsim-validate (bash setup.sh builds it where CUDA,
 # cuBLAS and NCCL are found, for this node's GPUs); PyTorch for the SDPA,
@@ -87,13 +88,13 @@ if [ $measure = 1 ]; then
   echo "calibrate-node: $gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | sed 's/^ *//' | paste -sd, -)"
   # Each step: its results (what --resume looks for) and about how long it takes on an H100/H200 node.
   if [ "$gpus" -gt 1 ]; then
-    steps=(bench bench-p2p-off attention framework eager gemm vram phase programs-sp)
+    steps=(bench bench-p2p-off attention framework eager gemm conv channels-first vram phase programs-sp)
   else
-    steps=(bench attention framework eager gemm vram phase programs)
+    steps=(bench attention framework eager gemm conv channels-first vram phase programs)
   fi
   declare -A result=([bench]=bench-default.json [bench-p2p-off]=bench-p2p-disable.json [attention]=attention.json [framework]=framework.json
-                     [eager]=eager.json [gemm]=gemm.json [vram]=vram.json [phase]=bench-phase-2.json [programs]=programs [programs-sp]=programs)
-  declare -A seconds=([bench]=240 [bench-p2p-off]=120 [attention]=60 [framework]=90 [eager]=10 [gemm]=15 [vram]=30 [phase]=90 [programs]=120 [programs-sp]=180)
+                     [eager]=eager.json [gemm]=gemm.json [conv]=conv.json [channels-first]=channels-first.json [vram]=vram.json [phase]=bench-phase-2.json [programs]=programs [programs-sp]=programs)
+  declare -A seconds=([bench]=240 [bench-p2p-off]=120 [attention]=60 [framework]=90 [eager]=10 [gemm]=15 [conv]=120 [channels-first]=10 [vram]=30 [phase]=90 [programs]=120 [programs-sp]=180)
   left=0
   for s in "${steps[@]}"; do left=$((left + ${seconds[$s]})); done
   total=$left
@@ -170,7 +171,7 @@ PY
     "$osim" topo --import-nvidia-smi "$bench" -o "$out/topology.yaml" --force > "$out/topology.txt" || exit 2
     topology=$out/topology.yaml sources=("$(shown "$bench")")
     topology_note="$(grep -c 'kind: gpu' "$topology") GPUs; set the lines marked ASSUMED"
-    for f in bench-p2p-disable.json attention.json framework.json eager.json gemm.json vram.json bench-phase-1.json; do
+    for f in bench-p2p-disable.json attention.json framework.json eager.json gemm.json conv.json channels-first.json vram.json bench-phase-1.json; do
       r=$(result $f)
       [ -z "$r" ] || sources+=("$(shown "$r")")
     done

@@ -234,6 +234,18 @@ void print_sets(const reference::Figures& f, const std::function<void(const std:
     std::cout << fmt::format("  {}: {} runs, makespan error median {:.1f} %, worst {:.1f} %, rank correlation at least {:.2f}\n", section,
                              p.runs.size(), p.median_pct, p.worst_pct, p.spearman_min);
     missed(section);
+    if ((*set)->stages) {
+      // A request's stages against its twin's: time, and peak allocated where measured.
+      const StageFigures& st = *(*set)->stages;
+      std::cout << format_stage_figures(st);
+      std::cout << fmt::format("  {} stages: {} stages of {} runs, time error median {:.1f} %, worst {:.1f} %", section, st.stages.size(), p.runs.size(),
+                               st.median_pct, st.worst_pct);
+      std::cout << (st.memory_stages == 0 ? std::string("; peak allocated not compared\n")
+                                          : fmt::format("; peak allocated ({} stages) error median {:.1f} %, worst {:.1f} %\n",
+                                                        st.memory_stages, st.allocated_median_pct, st.allocated_worst_pct));
+      missed("requests_stages");
+      missed("requests_memory");
+    }
     if ((*set)->repeated) print_repeated(section, *(*set)->repeated);
     missed(std::string(section) + "_repeated");
   }

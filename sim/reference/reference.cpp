@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "io/yaml_reader.hpp"
 
 namespace osim::reference {
@@ -93,6 +95,15 @@ Expected read_expected(const MapReader& e, const Manifest& m) {
                             l.opt_int32("pairs_misordered_max"),
                             l.opt_num("host_median_pct")};
     }
+  // A request set's stages: their times, and their peak allocated bytes.
+  if (needs("requests_stages", m.requests.has_value(), "requests: section")) {
+    const MapReader l = limits(e, "requests_stages", {"median_pct", "worst_pct"});
+    x.requests_stages = ErrorLimits{l.num("median_pct"), l.num("worst_pct")};
+  }
+  if (needs("requests_memory", m.requests.has_value(), "requests: section")) {
+    const MapReader l = limits(e, "requests_memory", {"allocated_worst_pct"});
+    x.requests_memory = StageMemoryLimits{l.num("allocated_worst_pct")};
+  }
   if (needs("models", m.models.has_value(), "models: section")) {
     const MapReader l = limits(e, "models", {"median_pct", "worst_pct", "allocated_worst_pct"});
     x.models = ModelLimits{l.num("median_pct"), l.num("worst_pct"), l.num("allocated_worst_pct")};
@@ -126,7 +137,7 @@ std::vector<CrossExpected> read_predicted_from(const MapReader& top, const Manif
     // What a calibration borrowed from another machine makes: no refit, no replay, no timing events.
     x.expected = read_expected(MapReader(m.file, kv.second, name,
                                          {"validation", "programs", "programs_repeated", "fp8_programs", "fp8_programs_repeated", "requests",
-                                          "requests_repeated", "models", "models_repeated", "memory", "traces", "traces_default"}),
+                                          "requests_repeated", "requests_stages", "requests_memory", "models", "models_repeated", "memory", "traces", "traces_default"}),
                                m);
     out.push_back(std::move(x));
   }
@@ -173,7 +184,7 @@ Manifest read_manifest(const std::string& folder) {
     m.expected = read_expected(
         MapReader(m.file, top.get("expected"), "expected",
                   {"replay_held_over_5pct", "validation", "validation_timing_events", "programs", "programs_repeated", "fp8_programs",
-                   "fp8_programs_repeated", "requests", "requests_repeated", "models", "models_repeated", "memory", "traces", "traces_default"}),
+                   "fp8_programs_repeated", "requests", "requests_repeated", "requests_stages", "requests_memory", "models", "models_repeated", "memory", "traces", "traces_default"}),
         m);
   if (top.has("predicted_from")) m.predicted_from = read_predicted_from(top, m, path);
   return m;
@@ -237,6 +248,23 @@ std::vector<Miss> check(const Figures& f, const Expected& e) {
       }
     }
     check_repeated(c, *figures, *repeated, key);
+  }
+  const StageFigures* stages = f.requests && f.requests->stages ? &*f.requests->stages : nullptr;
+  if (e.requests_stages) {
+    if (!stages)
+      c.absent("requests_stages");
+    else
+      c(within(stages->median_pct, e.requests_stages->median_pct) && within(stages->worst_pct, e.requests_stages->worst_pct), "requests_stages",
+        fmt::format("requests' stage times (median {:.1f} %, worst {:.1f} %; expected at most {:.1f} % and {:.1f} %)", stages->median_pct,
+                    stages->worst_pct, e.requests_stages->median_pct, e.requests_stages->worst_pct));
+  }
+  if (e.requests_memory) {
+    if (!stages || stages->memory_stages == 0)
+      c.absent("requests_memory");
+    else
+      c(within(stages->allocated_worst_pct, e.requests_memory->allocated_worst_pct), "requests_memory",
+        fmt::format("requests' stage peak allocated (worst {:.1f} %; expected at most {:.1f} %)", stages->allocated_worst_pct,
+                    e.requests_memory->allocated_worst_pct));
   }
   if (e.models) {
     if (!f.models)

@@ -38,16 +38,21 @@ struct ModelLimits {
 struct MemoryLimits {
   double allocated_worst_pct = 0, device_worst_pct = 0;
 };
+// A request set's stages (requests_stages: time; requests_memory: peak allocated, per stage).
+struct StageMemoryLimits {
+  double allocated_worst_pct = 0;
+};
 struct TraceLimits {
   double pinned_worst_pct = 0, pageable_worst_pct = 0;
 };
 struct Expected {
   std::optional<int64_t> replay_held_over_5pct;
-  std::optional<ErrorLimits> validation, validation_timing_events;
+  std::optional<ErrorLimits> validation, validation_timing_events, requests_stages;
   std::optional<ProgramLimits> programs, fp8_programs, requests;
   std::optional<RepeatedLimits> programs_repeated, fp8_programs_repeated, requests_repeated, models_repeated;
   std::optional<ModelLimits> models;
   std::optional<MemoryLimits> memory;
+  std::optional<StageMemoryLimits> requests_memory;
   std::optional<TraceLimits> traces, traces_default;
 };
 
@@ -114,6 +119,7 @@ struct RepeatedSet {
 struct ProgramSetFigures {
   ProgramFigures first;
   std::optional<RepeatedSet> repeated;
+  std::optional<StageFigures> stages;  // requests: the first folder's stages against their twins'
 };
 struct TraceSetFigures {
   std::vector<TraceFigure> traces;

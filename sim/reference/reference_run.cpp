@@ -54,8 +54,16 @@ ErrorFigures error_figures(const std::vector<double>& errs) {
 
 // A set's first folder predicted, and its repeats: each one's programs run
 // again, every session pooled.
-ProgramSetFigures program_set(const ProgramSet& s, const hw::Topology& topo, const ModelParams& params) {
-  ProgramSetFigures f{predict_programs(program_files(s.runs), topo, params), std::nullopt};
+// Requests (`stages`): the first folder's stages too.
+ProgramSetFigures program_set(const ProgramSet& s, const hw::Topology& topo, const ModelParams& params, bool stages) {
+  ProgramSetFigures f;
+  if (stages) {
+    RequestFigures r = predict_requests(program_files(s.runs), topo, params);
+    f.first = std::move(r.programs);
+    if (!r.stages.stages.empty()) f.stages = std::move(r.stages);
+  } else {
+    f.first = predict_programs(program_files(s.runs), topo, params);
+  }
   if (s.repeats.empty()) return f;
   std::vector<ProgramPrediction> all = f.first.runs;
   for (const std::string& dir : s.repeats)
@@ -80,7 +88,7 @@ void simulate_sets(const Manifest& m, const hw::Topology& topo, const std::strin
   // Reference programs (framework programs run on the machine, none of them a calibration input).
   for (const auto& [set, out] : {std::pair{&m.programs, &f.programs}, std::pair{&m.fp8_programs, &f.fp8_programs},
                                  std::pair{&m.requests, &f.requests}, std::pair{&m.models, &f.models}})
-    if (*set) *out = program_set(**set, topo, params);
+    if (*set) *out = program_set(**set, topo, params, set == &m.requests);
   if (m.memory) {
     // Programs run for their peak memory (the allocator's statistics), against their twins' peak VRAM.
     f.memory = predict_programs(program_files(m.memory->runs), topo, params);

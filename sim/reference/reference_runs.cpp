@@ -4,11 +4,13 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "calibrations/measured_defaults.hpp"
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "gpu/as_run.hpp"
 #include "gpu/params_io.hpp"
 #include "hw/topology.hpp"
@@ -95,6 +97,95 @@ ProgramFigures predict_programs(const std::vector<std::string>& files, const hw:
   std::vector<ProgramPrediction> runs;
   for (const auto& f : files) runs.push_back(predict_program(read_program_run(f), topo, params));
   return program_figures(std::move(runs));
+}
+
+namespace {
+// The twin's stages as `overlapsim run` reports them (compute_metrics), by
+// start: each one's window and its peak allocated bytes (the VRAM its live
+// tensors held less what the run holds from start to end: the CUDA context,
+// the allocator's reserve, NCCL's buffers, as prediction_of's peak
+// allocated); the DiT steps as "dit" where no stage has that name.
+struct SimulatedStage {
+  std::string name;
+  Time start, time;
+  std::optional<double> allocated;
+};
+std::vector<SimulatedStage> simulated_stages(const TwinRun& t, const hw::Topology& topo) {
+  const Metrics m = compute_metrics(t.schedule, topo, t.result);
+  const auto& parts = t.result.ranks.at(0).peak_parts;
+  const double held = static_cast<double>(parts[static_cast<size_t>(MemPart::Runtime)] + parts[static_cast<size_t>(MemPart::Reserve)] +
+                                          parts[static_cast<size_t>(MemPart::Comm)]);
+  std::vector<SimulatedStage> out;
+  for (const StageMetrics& st : m.stages)
+    out.push_back({st.name, st.start, st.end - st.start,
+                   st.peak_vram ? std::optional<double>(static_cast<double>(*st.peak_vram) - held) : std::nullopt});
+  const bool has_dit = std::any_of(out.begin(), out.end(), [](const SimulatedStage& s) { return s.name == "dit"; });
+  if (!has_dit && !m.steps.empty()) out.push_back({"dit", m.steps.front().start, request_steps_time(m), std::nullopt});
+  std::stable_sort(out.begin(), out.end(), [](const SimulatedStage& a, const SimulatedStage& b) { return a.start < b.start; });
+  return out;
+}
+}  // namespace
+
+RequestFigures predict_requests(const std::vector<std::string>& files, const hw::Topology& topo, const ModelParams& params) {
+  std::vector<ProgramPrediction> runs;
+  StageFigures sf;
+  for (const auto& f : files) {
+    const ProgramRun run = read_program_run(f);
+    const TwinRun twin = simulate_twin(run, topo, params);
+    runs.push_back(prediction_of(run, twin.result));
+    for (const SimulatedStage& sim : simulated_stages(twin, topo)) {
+      const auto m = std::find_if(run.stages.begin(), run.stages.end(), [&](const ProgramRun::Stage& s) { return s.name == sim.name; });
+      if (m == run.stages.end()) continue;
+      StageComparison c{run.name, sim.name, m->time_s, sim.time.s(), std::nullopt, std::nullopt};
+      if (m->peak_allocated && sim.allocated) {
+        c.measured_allocated = m->peak_allocated;
+        c.simulated_allocated = sim.allocated;
+      }
+      sf.stages.push_back(std::move(c));
+    }
+  }
+  std::vector<double> errs, allocated;
+  for (const StageComparison& c : sf.stages) {
+    errs.push_back(std::abs(c.error()));
+    if (c.measured_allocated) allocated.push_back(std::abs(c.allocated_error()));
+  }
+  const auto pct = [](const std::vector<double>& v) {
+    return std::pair{100 * median(v), v.empty() ? 0 : 100 * *std::max_element(v.begin(), v.end())};
+  };
+  std::tie(sf.median_pct, sf.worst_pct) = pct(errs);
+  sf.memory_stages = static_cast<int>(allocated.size());
+  std::tie(sf.allocated_median_pct, sf.allocated_worst_pct) = pct(allocated);
+  return {program_figures(std::move(runs)), std::move(sf)};
+}
+
+std::string format_stage_figures(const StageFigures& f) {
+  std::string out = fmt::format("  {:<66} {:<7} {:>12} {:>12} {:>8}  {:>12} {:>12} {:>8}\n", "request", "stage", "measured", "simulated", "error",
+                                "peak alloc.", "simulated", "error");
+  for (const StageComparison& c : f.stages) {
+    out += fmt::format("  {:<66} {:<7} {:>12} {:>12} {:>+7.1f}%", c.request, c.stage, format_time(Time::from_s(c.measured_s)),
+                       format_time(Time::from_s(c.simulated_s)), 100 * c.error());
+    out += c.measured_allocated ? fmt::format("  {:>12} {:>12} {:>+7.1f}%\n", format_bytes(*c.measured_allocated),
+                                              format_bytes(*c.simulated_allocated), 100 * c.allocated_error())
+                                : "\n";
+  }
+  // Per stage name, in the order the table first names them.
+  std::vector<std::string> names;
+  for (const StageComparison& c : f.stages)
+    if (std::find(names.begin(), names.end(), c.stage) == names.end()) names.push_back(c.stage);
+  for (const std::string& n : names) {
+    std::vector<double> errs, allocated;
+    for (const StageComparison& c : f.stages)
+      if (c.stage == n) {
+        errs.push_back(std::abs(c.error()));
+        if (c.measured_allocated) allocated.push_back(std::abs(c.allocated_error()));
+      }
+    out += fmt::format("    {}: {} runs, time error median {:.1f} %, worst {:.1f} %", n, errs.size(), 100 * median(errs),
+                       100 * *std::max_element(errs.begin(), errs.end()));
+    out += allocated.empty() ? std::string("; peak allocated not compared\n")
+                             : fmt::format("; peak allocated error median {:.1f} %, worst {:.1f} %\n", 100 * median(allocated),
+                                           100 * *std::max_element(allocated.begin(), allocated.end()));
+  }
+  return out;
 }
 
 namespace {

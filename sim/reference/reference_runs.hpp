@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,36 @@ std::vector<double> validation_errors(const std::string& runs_dir, const Resimul
 /// Reference programs' results (validate/programs/): each one's twin
 /// simulated on the machine with `params`, against its measured median.
 ProgramFigures predict_programs(const std::vector<std::string>& files, const hw::Topology& topo, const ModelParams& params);
+
+/// A reference request's stage (encode, dit, decode: those its result and its
+/// twin both have) measured against the twin's: its time, and its peak
+/// allocated bytes where both sides have one.
+struct StageComparison {
+  std::string request, stage;
+  double measured_s = 0, simulated_s = 0;
+  std::optional<double> measured_allocated, simulated_allocated;
+  [[nodiscard]] double error() const { return (simulated_s - measured_s) / measured_s; }
+  [[nodiscard]] double allocated_error() const { return (*simulated_allocated - *measured_allocated) / *measured_allocated; }
+};
+/// Every request's stages: |time error| median and worst (%) over them all,
+/// and |peak allocated error| over those with both peaks (memory_stages).
+struct StageFigures {
+  std::vector<StageComparison> stages;  // by request, each in its twin's stage order
+  double median_pct = 0, worst_pct = 0;
+  int memory_stages = 0;
+  double allocated_median_pct = 0, allocated_worst_pct = 0;
+};
+struct RequestFigures {
+  ProgramFigures programs;
+  StageFigures stages;
+};
+/// Reference requests' results (validate/programs/request_pipeline.py): as
+/// predict_programs, and each one's stages against its twin's (the stage
+/// windows `overlapsim run` reports; a measured "dit" stage against the
+/// twin's DiT steps where the twin has no stage of that name).
+RequestFigures predict_requests(const std::vector<std::string>& files, const hw::Topology& topo, const ModelParams& params);
+/// The stages' table (measured, simulated, error), then per stage name its figures.
+std::string format_stage_figures(const StageFigures& f);
 
 /// A reference program's torch.profiler trace imported and simulated: its
 /// step time as the program measured it (median, no profiler), as the trace

@@ -34,6 +34,25 @@ double median_run_host_issue(const nlohmann::json& doc, const SourceLocation& at
   }
   throw InputError(at, "no timed run in makespans_s has the makespan median_s names");
 }
+
+// A request's median_stages_s, each stage with the median of its timed runs'
+// peak_allocated_bytes (where they measured it).
+std::vector<ProgramRun::Stage> request_stages(const nlohmann::json& doc, const SourceLocation& at) {
+  std::vector<ProgramRun::Stage> out;
+  for (const auto& [name, t] : doc.at("median_stages_s").items()) {
+    ProgramRun::Stage st{name, t.get<double>(), std::nullopt};
+    if (!(st.time_s > 0)) throw InputError(at, "median_stages_s: stage '" + name + "' must take a positive time");
+    std::vector<double> peaks;
+    for (const auto& run : doc.value("runs", nlohmann::json::array()))
+      if (run.contains("peak_allocated_bytes") && run.at("peak_allocated_bytes").contains(name))
+        peaks.push_back(run.at("peak_allocated_bytes").at(name).get<double>());
+    if (!peaks.empty()) st.peak_allocated = median(peaks);
+    if (st.peak_allocated && !(*st.peak_allocated > 0))
+      throw InputError(at, "runs' peak_allocated_bytes: stage '" + name + "' must hold a positive peak");
+    out.push_back(std::move(st));
+  }
+  return out;
+}
 }  // namespace
 
 ProgramRun read_program_run(const std::string& path) {
@@ -66,6 +85,7 @@ ProgramRun read_program_run(const std::string& path) {
       if (!(*r.peak_allocated > 0 && *r.peak_device > 0)) throw InputError(at, "memory: peak_allocated_bytes and the device's use must be positive");
     }
     if (doc.contains("host_issue_s")) r.host_issue_s = median_run_host_issue(doc, at);
+    if (request && doc.contains("median_stages_s")) r.stages = request_stages(doc, at);
     if (!(r.measured_s > 0) || r.runs_before < 0) throw InputError(at, "median_s must be positive and runs_before not negative");
     return r;
   } catch (const nlohmann::json::exception& e) {
@@ -73,10 +93,19 @@ ProgramRun read_program_run(const std::string& path) {
   }
 }
 
-ProgramPrediction predict_program(const ProgramRun& run, const hw::Topology& topo, const ModelParams& params) {
+TwinRun simulate_twin(const ProgramRun& run, const hw::Topology& topo, const ModelParams& params) {
   DitWorkload w = parse_workload_string(run.workload_yaml, run.file);
   w.params = params;  // the twin names shapes, offload and its attention's backend; the rates are the calibration's
-  const ExecResult res = execute_after_runs(generate_schedule(w), topo, w.params, run.runs_before);
+  TwinRun t{generate_schedule(w), {}};
+  t.result = execute_after_runs(t.schedule, topo, w.params, run.runs_before);
+  return t;
+}
+
+ProgramPrediction predict_program(const ProgramRun& run, const hw::Topology& topo, const ModelParams& params) {
+  return prediction_of(run, simulate_twin(run, topo, params).result);
+}
+
+ProgramPrediction prediction_of(const ProgramRun& run, const ExecResult& res) {
   ProgramPrediction p;
   p.name = run.name;
   p.group = run.group;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/executor.hpp"
 #include "hw/fabric.hpp"
 #include "workload/dit.hpp"
 
@@ -25,6 +26,15 @@ struct ProgramRun {
   // The host's issue time (absent in older results): from the start event's
   // record to the end event's, the slowest rank's, in the median run.
   std::optional<double> host_issue_s;
+  // A request's stages (overlapsim.request/v1, absent in older results):
+  // each one's median time over the timed runs and its peak allocated bytes
+  // (the median over the runs that measured it), by name.
+  struct Stage {
+    std::string name;
+    double time_s = 0;
+    std::optional<double> peak_allocated;
+  };
+  std::vector<Stage> stages;
 };
 
 /// Reads a program's result file; InputError naming the file on a wrong schema or field.
@@ -56,6 +66,16 @@ struct ProgramPrediction {
 /// The twin simulated on `topo` with `params`, after the runs that went
 /// before it (the GPUs' sustained-load state at its start).
 ProgramPrediction predict_program(const ProgramRun& run, const hw::Topology& topo, const ModelParams& params);
+
+/// The twin's schedule and its simulated run (with records), for reports
+/// that read more of it than the prediction (a request's stages).
+struct TwinRun {
+  Schedule schedule;
+  ExecResult result;
+};
+TwinRun simulate_twin(const ProgramRun& run, const hw::Topology& topo, const ModelParams& params);
+/// What predict_program makes of the twin's run.
+ProgramPrediction prediction_of(const ProgramRun& run, const ExecResult& res);
 
 /// Every program result (*.json) in a folder, by name.
 std::vector<std::string> program_files(const std::string& dir);

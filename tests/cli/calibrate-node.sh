@@ -4,7 +4,8 @@
 #                     topology fit the calibration the manifest names (configs/calibrations/) byte for
 #                     byte, and nothing is written into the reference folder
 #   paths             the caller's paths: a relative --out that cannot be measured into leaves no folder
-#                     (there or at the root); --fit-only FROM fits gzipped results in FROM
+#                     (there or at the root); --fit-only FROM fits gzipped results in FROM, the VAE
+#                     steps' conv.json and channels-first.json among them
 #
 #   bash tests/cli/calibrate-node.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -24,9 +25,11 @@ case $case in
       test ! -e nodir -a ! -e $root/nodir || fail "a run that could not measure left its --out folder"
     fi
     cp $R/bench-default.json.gz res/; gzip -c $R/attention.json > res/attention.json.gz; cp $R/bench-phase-2.json.gz res/
+    cp $R/conv/conv.json.gz $R/channels-first/channels-first.json.gz res/
     node --fit-only res > fit.txt
-    has res/calibration.yaml '^#   .*res/bench-default.json.gz$' '^#   .*res/attention.json.gz$'
-    has res/report.txt 'fitted from 2 files' '^  second run \(.*res/bench-phase-2.json.gz\)'
+    has res/calibration.yaml '^#   .*res/bench-default.json.gz$' '^#   .*res/attention.json.gz$' '^#   .*res/conv.json.gz$' \
+      '^#   .*res/channels-first.json.gz$'
+    has res/report.txt 'fitted from 4 files' '^  second run \(.*res/bench-phase-2.json.gz\)'
     test -s res/topology.yaml || fail "no topology.yaml" ;;
   *) fail "no case $case" ;;
 esac

@@ -4,7 +4,7 @@
 # file:line:column and what is wrong.
 #
 #   bash tests/cli/reference-bad-manifest.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
-#   CASE: bad_repeats | missing_runs | bad_manifest | no_sources
+#   CASE: bad_repeats | missing_runs | bad_manifest | no_sources | stages_without_requests
 set -euo pipefail
 osim=${1:?usage: reference-bad-manifest.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE}; root=${2:?}; work=${3:?}; case=${4:?}
 case $case in
@@ -12,6 +12,8 @@ case $case in
   missing_runs) edit='s/^  runs: models$/  runs: models-9/'; says="models 'runs': no folder .*models-9" ;;
   bad_manifest) edit='s/^expected:/expectd:/'; says="unknown key 'expectd'" ;;
   no_sources) edit='s/^  sources: .*/  sources: []/'; says="calibration 'sources': expected a list" ;;
+  stages_without_requests) edit='s/^expected:$/expected:\n  requests_stages: {median_pct: 5, worst_pct: 10}/'
+    says="expected 'requests_stages': the manifest has no requests: section" ;;
   *) echo "reference-bad-manifest.sh: no case $case" >&2; exit 2 ;;
 esac
 dir=$work/bad-manifest-$case

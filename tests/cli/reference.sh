@@ -66,6 +66,15 @@ for s in ("programs", "fp8_programs", "requests"):
         if g:
             e = expected[s]
             at_most(g[0], e["median_pct"], s + " median"); at_most(g[1], e["worst_pct"], s + " worst"); at_least(g[2], e["spearman_min"], s + " rank correlation")
+if "requests_stages" in expected or "requests_memory" in expected:
+    g = line(rf"  requests stages: [0-9]+ stages of [0-9]+ runs, time error median {NUM} %, worst {NUM} %"
+             rf"(?:; peak allocated \([0-9]+ stages\) error median {NUM} %, worst {NUM} %|; peak allocated not compared)", "requests stages")
+    if g and "requests_stages" in expected:
+        e = expected["requests_stages"]
+        at_most(g[0], e["median_pct"], "requests_stages median"); at_most(g[1], e["worst_pct"], "requests_stages worst")
+    if g and "requests_memory" in expected:
+        if g[3] is None: failed.append("requests_memory: no stage's peak allocated compared")
+        else: at_most(g[3], expected["requests_memory"]["allocated_worst_pct"], "requests_memory allocated")
 if "models" in expected:
     g = line(rf"  models: [0-9]+ runs, makespan error median {NUM} %, worst {NUM} %; peak allocated median {NUM} %, worst {NUM} %", "models")
     if g:

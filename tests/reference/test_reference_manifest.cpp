@@ -26,7 +26,7 @@ struct ManifestDir {
     // One folder a process: CTest runs each test case as its own process, several at once.
     dir = fs::temp_directory_path() / ("osim-reference-manifest-" + std::to_string(::getpid()));
     fs::remove_all(dir);
-    for (const char* d : {"validation", "programs", "programs-run-2", "models", "memory", "traces", "traces-default"})
+    for (const char* d : {"validation", "programs", "programs-run-2", "request", "models", "memory", "traces", "traces-default"})
       fs::create_directories(dir / d);
     std::ofstream(dir / "manifest.yaml") << text;
   }
@@ -70,12 +70,15 @@ TEST_CASE("a manifest is read with its paths resolved against its folder and eve
                       "/configs/calibrations/h200.yaml}\n"
                       "programs: {runs: programs, repeats: [programs-run-2]}\n"
                       "memory: {runs: memory}\n"
+                      "requests: {runs: request}\n"
                       "traces: {runs: traces, steps: '^step \\d+$'}\n"
                       "traces_default: {runs: traces-default}\n"
                       "expected:\n"
                       "  replay_held_over_5pct: 31\n"
                       "  validation: {median_pct: 1.6, worst_pct: 2.5}\n"
                       "  programs_repeated: {median_pct: 1.3, worst_pct: 2.0, spearman_min: 0.93, pairs_misordered_max: 0}\n"
+                      "  requests_stages: {median_pct: 12.3, worst_pct: 30.8}\n"
+                      "  requests_memory: {allocated_worst_pct: 80.9}\n"
                       "  traces: {pinned_worst_pct: 6.5, pageable_worst_pct: 0.0}\n"
                       "  traces_default: {pinned_worst_pct: 6.4, pageable_worst_pct: 5.9}\n");
   const reference::Manifest m = reference::read_manifest(d.folder());
@@ -102,6 +105,14 @@ TEST_CASE("a manifest is read with its paths resolved against its folder and eve
   CHECK(m.expected.traces->pinned_worst_pct == 6.5);
   REQUIRE(m.expected.traces_default);
   CHECK(m.expected.traces_default->pageable_worst_pct == 5.9);
+  REQUIRE(m.requests);
+  CHECK(m.requests->runs == (d.dir / "request").string());
+  CHECK(!m.expected.requests);
+  REQUIRE(m.expected.requests_stages);
+  CHECK(m.expected.requests_stages->median_pct == 12.3);
+  CHECK(m.expected.requests_stages->worst_pct == 30.8);
+  REQUIRE(m.expected.requests_memory);
+  CHECK(m.expected.requests_memory->allocated_worst_pct == 80.9);
 }
 
 TEST_CASE("a bad manifest is refused at its line with what to do") {
@@ -125,6 +136,10 @@ TEST_CASE("a bad manifest is refused at its line with what to do") {
       {"default-setting trace limits without their section",
        head() + "traces: {runs: traces}\nexpected:\n  traces_default: {pinned_worst_pct: 1, pageable_worst_pct: 2}\n", 9,
        "expected 'traces_default': the manifest has no traces_default: section"},
+      {"stage limits without a requests section", head() + "expected:\n  requests_memory: {allocated_worst_pct: 1}\n", 8,
+       "expected 'requests_memory': the manifest has no requests: section"},
+      {"a stage limit missing", head() + "requests: {runs: request}\nexpected:\n  requests_stages: {median_pct: 1}\n", 9,
+       "missing the required key 'worst_pct'"},
       {"a memory section with repeats", head() + "memory: {runs: memory, repeats: [programs-run-2]}\n", 7, "unknown key 'repeats'"},
       {"an unknown expected key", head() + "expected:\n  programz: {}\n", 8, "unknown key 'programz'"},
       {"an expected limit without its section", head() + "expected:\n  programs: {median_pct: 1, worst_pct: 2, spearman_min: 0.9}\n", 8,
@@ -174,6 +189,8 @@ reference::Expected expected() {
   e.memory = reference::MemoryLimits{5.0, 8.0};
   e.traces = reference::TraceLimits{6.5, 0.0};
   e.traces_default = reference::TraceLimits{6.4, 5.9};
+  e.requests_stages = reference::ErrorLimits{12.3, 30.8};
+  e.requests_memory = reference::StageMemoryLimits{80.9};
   return e;
 }
 reference::ProgramSetFigures programs(double median, double worst, double spearman, double allocated_worst = 0) {
@@ -204,6 +221,8 @@ reference::Figures at_limits() {
   f.memory->allocated_worst_pct = 5.0, f.memory->device_worst_pct = 8.0;
   f.traces = reference::TraceSetFigures{{}, 6.5, 0.0};
   f.traces_default = reference::TraceSetFigures{{}, 6.4, 5.9};
+  f.requests = programs(9.0, 99.0, 0.0);  // no requests: limit, only its stages'
+  f.requests->stages = StageFigures{{}, 12.3, 30.8, 16, 54.4, 80.9};
   return f;
 }
 std::vector<std::string> keys(const std::vector<reference::Miss>& misses) {
@@ -258,6 +277,12 @@ TEST_CASE("figures within what the manifest expects (to the printed precision) p
       {"traces", [](reference::Figures& f) { f.traces->pageable_worst_pct = 0.1; }, "traces"},
       {"traces_default", [](reference::Figures& f) { f.traces_default->pinned_worst_pct = 6.5; }, "traces_default"},
       {"traces_default", [](reference::Figures& f) { f.traces_default->pageable_worst_pct = 6.0; }, "traces_default"},
+      {"requests_stages", [](reference::Figures& f) { f.requests->stages->median_pct = 12.4; },
+       "requests' stage times (median 12.4 %, worst 30.8 %; expected at most 12.3 % and 30.8 %)"},
+      {"requests_stages", [](reference::Figures& f) { f.requests->stages->worst_pct = 30.9; },
+       "requests' stage times (median 12.3 %, worst 30.9 %; expected at most 12.3 % and 30.8 %)"},
+      {"requests_memory", [](reference::Figures& f) { f.requests->stages->allocated_worst_pct = 81.0; },
+       "requests' stage peak allocated (worst 81.0 %; expected at most 80.9 %)"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.key);
@@ -287,10 +312,15 @@ TEST_CASE("a figure the manifest expects but the run did not make is a miss") {
   f.models.reset();
   f.memory.reset();
   f.traces_default.reset();
+  f.requests->stages.reset();
   const std::vector<reference::Miss> misses = reference::check(f, expected());
-  CHECK(keys(misses) ==
-        std::vector<std::string>{"validation_timing_events", "fp8_programs_repeated", "models", "models_repeated", "memory", "traces_default"});
+  CHECK(keys(misses) == std::vector<std::string>{"validation_timing_events", "fp8_programs_repeated", "requests_stages", "requests_memory", "models",
+                                                 "models_repeated", "memory", "traces_default"});
   for (const auto& m : misses) CHECK(m.what.find("no such figure") != std::string::npos);
+  // Stage times but no stage's peak on both sides: the memory figure alone is missing.
+  f = at_limits();
+  f.requests->stages->memory_stages = 0;
+  CHECK(keys(reference::check(f, expected())) == std::vector<std::string>{"requests_memory"});
 }
 
 TEST_CASE("a small manifest runs: its calibration written, then found the same, and its programs predicted") {

@@ -2,6 +2,7 @@
 // issue time read from the median run, and the twin's against a closed form.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -269,4 +270,30 @@ TEST_CASE("a request result is read as a program measured end to end, its twin p
   CHECK_THROWS_WITH_AS(read_program_run(write_doc(doc, "osim-request-bad.json")), doctest::Contains("median_wall_s"), InputError);
   doc["schema"] = "overlapsim.other/v1";
   CHECK_THROWS_WITH_AS(read_program_run(write_doc(doc, "osim-request-other.json")), doctest::Contains("overlapsim.request/v1"), InputError);
+}
+
+TEST_CASE("a request's stages: each one's median time, and the median over its runs of its peak allocated") {
+  const std::string path = kSrc + "/validate/reference/h100-sxm/request/request-480x832x17-enc-resident-dit-resident-vae-resident-fp32.json";
+  const ProgramRun run = read_program_run(path);
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  REQUIRE(run.stages.size() == 3);
+  for (const ProgramRun::Stage& st : run.stages) {
+    CAPTURE(st.name);
+    CHECK(st.time_s == doc.at("median_stages_s").at(st.name).get<double>());
+    // Three runs: the middle one of their peaks.
+    std::vector<double> peaks;
+    for (const auto& r : doc.at("runs")) peaks.push_back(r.at("peak_allocated_bytes").at(st.name).get<double>());
+    REQUIRE(peaks.size() == 3);
+    std::sort(peaks.begin(), peaks.end());
+    REQUIRE(st.peak_allocated);
+    CHECK(*st.peak_allocated == peaks[1]);
+  }
+  // An older result without stages reads as before; a stage of no time is refused.
+  nlohmann::json older = doc;
+  older.erase("median_stages_s");
+  CHECK(read_program_run(write_doc(older, "osim-request-no-stages.json")).stages.empty());
+  nlohmann::json bad = doc;
+  bad["median_stages_s"]["dit"] = 0.0;
+  CHECK_THROWS_WITH_AS(read_program_run(write_doc(bad, "osim-request-bad-stage.json")), doctest::Contains("stage 'dit'"), InputError);
 }
