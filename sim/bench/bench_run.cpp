@@ -5,13 +5,19 @@
 // - one all-to-all across 1,024 GPUs (128 DGX H100 nodes, InfiniBand);
 // - Wan2.2 720p at SP 128 (Ulysses 8 x ring 16) on that cluster, 40 steps, one core;
 // - the 1,000-point sweep configs/sweeps/bench-1000.yaml on 2 threads;
-// - a torch.profiler trace of ~100,000 events imported and simulated, one core.
+// - a torch.profiler trace of ~100,000 events imported and simulated, one core;
+// - `overlapsim report` of the full DGX run's folder (a 70 MB schedule.yaml
+//   and its records): its peak memory.
 // Prints figures; not a timed test. Run: ./build/bin/overlapsim_bench_run
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +25,8 @@
 #include "io/text_file.hpp"
 #include "kineto/import.hpp"
 #include "report/metrics.hpp"
+#include "report/trace.hpp"
+#include "schedule/records.hpp"
 #include "sweep/sweep.hpp"
 #include "workload/dit.hpp"
 
@@ -142,6 +150,46 @@ void BM_ImportTrace_100k(benchmark::State& state) {
   std::filesystem::remove(path);
 }
 BENCHMARK(BM_ImportTrace_100k)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// `overlapsim report` of the full Wan2.2 DGX run's folder, as `run --out
+// --records --schedule-out` writes it (8 ranks x 40 steps, ~630,000 ops):
+// the schedule and the records read back, the metrics and the trace made.
+// peak_MB: the process's peak RSS while it does so, as `/usr/bin/time -v
+// overlapsim report` reports it.
+void BM_Report_Wan22_720p_DgxH100_SP8(benchmark::State& state) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "overlapsim-bench-report";
+  fs::create_directories(dir);
+  const std::string topo_path = kSrc + "/configs/topologies/dgx-h100.yaml";
+  const osim::hw::Topology topo(osim::hw::parse_topology_file(topo_path));
+  // The run folder written by a child process: the run's memory, freed and
+  // kept by the allocator, would otherwise be reused and hide the peak.
+  if (const pid_t pid = ::fork(); pid == 0) {
+    const osim::DitWorkload w = osim::parse_workload_file(kSrc + "/configs/workloads/wan22-720p-dgx-sp8-layerwise.yaml");
+    osim::Schedule s = osim::generate_schedule(w);
+    const osim::ExecResult r = osim::execute(s, topo, w.params);
+    osim::write_file(dir / "records.json", osim::records_text(osim::records_json(s, r, topo.name(), "simulated")));
+    s.topology = topo_path;
+    osim::write_file(dir / "schedule.yaml", osim::to_yaml(s));
+    std::_Exit(0);
+  } else {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+  for (auto _ : state) {
+    reset_peak_rss();
+    const osim::Schedule s = osim::parse_schedule_file((dir / "schedule.yaml").string());
+    const osim::Records rec = osim::read_records((dir / "records.json").string());
+    const osim::RunRecord run = osim::run_record_of(s, rec);
+    const osim::Metrics m = osim::compute_metrics(s, topo, run);
+    osim::write_trace_file(dir / "trace.json", s, topo, run);
+    benchmark::DoNotOptimize(m.makespan);
+    state.counters["peak_MB"] = rss_bytes("VmHWM") / 1e6;
+  }
+  state.counters["schedule_MB"] = static_cast<double>(fs::file_size(dir / "schedule.yaml")) / 1e6;
+  fs::remove_all(dir);
+}
+BENCHMARK(BM_Report_Wan22_720p_DgxH100_SP8)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 

@@ -148,7 +148,15 @@ int report_command(const std::string& run_dir, const std::string& topo_path, std
   if (!fs::exists(sched_path))
     throw InputError(SourceLocation{sched_path.string(), 0, 0},
                      "no schedule beside the records: overlapsim-validate run and overlapsim run --schedule-out write it there");
-  const Schedule sched = parse_schedule_file(sched_path.string());
+  // Read one op at a time (parse_schedule_file): a many-step run's schedule fits in memory.
+  Schedule sched;
+  try {
+    sched = parse_schedule_file(sched_path.string());
+  } catch (const InputError& e) {
+    // The run wrote it: an error in it is damage, such as a copy cut short.
+    throw InputError(e.where(),
+                     e.message() + "; it is the schedule the run executed: copy it again, or write it again as the run did (run --schedule-out)");
+  }
   std::string tp = topo_path;
   if (tp.empty()) {
     if (sched.topology.empty()) throw InputError(SourceLocation{sched_path.string(), 0, 0}, "no topology: pass --topology FILE");

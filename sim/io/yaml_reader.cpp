@@ -17,11 +17,7 @@ SourceLocation location_of(const std::string& file, const YAML::Node& node) {
   return SourceLocation{file, m.line + 1, m.column + 1};
 }
 
-namespace {
-// Shapes every reader relies on, checked once for the whole document: keys
-// are plain names (not lists or mappings), and the document, with its
-// aliases expanded, stays small (a few aliases can expand exponentially).
-void check_shape(const YAML::Node& root, const std::string& name) {
+void check_yaml_shape(const YAML::Node& root, const std::string& name) {
   constexpr size_t kMaxNodes = 4'000'000;
   std::vector<YAML::Node> todo{root};
   size_t seen = 0;
@@ -41,6 +37,7 @@ void check_shape(const YAML::Node& root, const std::string& name) {
   }
 }
 
+namespace {
 YAML::Node parse(const std::string& text, const std::string& name) {
   YAML::Node n;
   try {
@@ -48,7 +45,7 @@ YAML::Node parse(const std::string& text, const std::string& name) {
   } catch (const YAML::ParserException& e) {
     throw InputError(SourceLocation{name, e.mark.line + 1, e.mark.column + 1}, fmt::format("YAML syntax error: {}", e.msg));
   }
-  check_shape(n, name);
+  check_yaml_shape(n, name);
   return n;
 }
 }  // namespace

@@ -26,6 +26,11 @@ YAML::Node load_yaml_file(const std::string& path);
 std::string read_yaml_text(const std::string& path);
 YAML::Node load_yaml_mapping(const std::string& text, const std::string& path);
 YAML::Node load_yaml_string(const std::string& text, const std::string& name);
+/// Shapes every reader relies on, checked by the loaders for the whole
+/// document: keys are plain names (not lists or mappings), and the document,
+/// with its aliases expanded, stays small (a few aliases can expand
+/// exponentially). InputError naming `name` otherwise.
+void check_yaml_shape(const YAML::Node& root, const std::string& name);
 
 /// A YAML mapping whose keys are checked against a known set.
 class MapReader {

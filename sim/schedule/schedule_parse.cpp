@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
+#include <functional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,6 +14,7 @@
 #include "io/limits.hpp"
 #include "io/repeat.hpp"
 #include "io/yaml_reader.hpp"
+#include "io/yaml_stream.hpp"
 #include "schedule/schedule_names.hpp"
 
 namespace osim {
@@ -364,39 +367,73 @@ struct Parser {
     return op;
   }
 
-  void expand_ops(const YAML::Node& list, const YAML::Node& origin_list, RepeatVars vars, std::vector<Op>& out) {
+  void expand_ops(const YAML::Node& list, const YAML::Node& origin_list, const RepeatVars& vars, std::vector<Op>& out) {
     if (!list.IsSequence()) throw InputError(location_of(file, origin_list), "'ops' must be a list");
-    for (size_t i = 0; i < list.size(); ++i) {
-      const YAML::Node item = list[i];
-      const YAML::Node origin = origin_list[i];
-      if (item.IsMap() && item["op"].IsDefined() && item["op"].IsScalar() && item["op"].Scalar() == "loop") {
-        MapReader r(file, item, "loop", {"op", "count", "var", "ops"}, origin);
-        const std::string var = r.opt_str("var").value_or("i");
-        int64_t count = 0;
-        try {
-          count = eval_int_expr(substitute(r.str("count"), vars), vars);
-        } catch (const std::invalid_argument& e) {
-          r.fail("count", e.what());
-        }
-        if (count < 0) r.fail("count", "must not be negative");
-        if (vars.count(var)) r.fail("var", fmt::format("'{}' is already a loop variable here", var));
-        if (!unroll(static_cast<size_t>(count))) r.fail("count", too_many());
-        for (int64_t k = 0; k < count; ++k) {
-          RepeatVars inner = vars;
-          inner[var] = k;
-          expand_ops(r.get("ops"), origin["ops"], inner, out);
-        }
-        continue;
-      }
-      YAML::Node copy = YAML::Clone(item);
+    for (size_t i = 0; i < list.size(); ++i) expand_item(list[i], origin_list[i], vars, out);
+  }
+
+  // One item of an ops list: an op, or a loop of them.
+  void expand_item(const YAML::Node& item, const YAML::Node& origin, const RepeatVars& vars, std::vector<Op>& out) {
+    if (item.IsMap() && item["op"].IsDefined() && item["op"].IsScalar() && item["op"].Scalar() == "loop") {
+      MapReader r(file, item, "loop", {"op", "count", "var", "ops"}, origin);
+      const std::string var = r.opt_str("var").value_or("i");
+      int64_t count = 0;
       try {
-        substitute_all(copy, vars);
+        count = eval_int_expr(substitute(r.str("count"), vars), vars);
       } catch (const std::invalid_argument& e) {
-        throw InputError(location_of(file, origin), e.what());
+        r.fail("count", e.what());
       }
-      if (!unroll(1)) throw InputError(location_of(file, origin), too_many());
-      out.push_back(parse_op(copy, origin));
+      if (count < 0) r.fail("count", "must not be negative");
+      if (vars.count(var)) r.fail("var", fmt::format("'{}' is already a loop variable here", var));
+      if (!unroll(static_cast<size_t>(count))) r.fail("count", too_many());
+      for (int64_t k = 0; k < count; ++k) {
+        RepeatVars inner = vars;
+        inner[var] = k;
+        expand_ops(r.get("ops"), origin["ops"], inner, out);
+      }
+      return;
     }
+    YAML::Node copy = YAML::Clone(item);
+    try {
+      substitute_all(copy, vars);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(location_of(file, origin), e.what());
+    }
+    if (!unroll(1)) throw InputError(location_of(file, origin), too_many());
+    out.push_back(parse_op(copy, origin));
+  }
+
+  // A `programs:` entry: the ranks it is the program of, and whether its ops
+  // never name `rank` (the same on every rank: expanded once and shared).
+  struct Entry {
+    std::vector<int> ranks;
+    bool shared = false;
+    std::vector<YAML::Node> items;  // items kept to expand for each rank in turn (not shared, several ranks)
+  };
+  std::vector<Entry> entries;
+  std::vector<std::vector<Op>> rank_ops;
+  // A file read as it is parsed (parse_schedule_file): the programs' ops
+  // lists are empty in the document parse() reads; read_streamed reads them
+  // (add_item, end_entry), and which entries' ops name `rank` was found as the
+  // document was read.
+  std::function<void()> read_streamed;
+  std::vector<char> streamed_names_rank;
+
+  // One item of entry e's ops, expanded for its ranks. An entry of several
+  // ranks whose ops name `rank` is kept and expanded rank by rank at its end
+  // (end_entry), so that events are numbered as the file orders them.
+  void add_item(size_t e, const YAML::Node& item) {
+    Entry& en = entries[e];
+    if (en.ranks.size() > 1 && !en.shared)
+      en.items.push_back(item);
+    else if (!en.ranks.empty())
+      expand_item(item, item, RepeatVars{{"rank", en.ranks[0]}, {"world", s.ranks()}}, rank_ops[en.ranks[0]]);
+  }
+  void end_entry(size_t e) {
+    Entry& en = entries[e];
+    for (int w : en.ranks)
+      for (const YAML::Node& item : en.items) expand_item(item, item, RepeatVars{{"rank", w}, {"world", s.ranks()}}, rank_ops[w]);
+    en.items.clear();
   }
 
   void parse(const YAML::Node& root) {
@@ -484,46 +521,53 @@ struct Parser {
       for (int i = 0; i < ranks; ++i) w.ranks.push_back(i);
       s.groups.push_back(w);
     }
-    // Programs
+    // Programs: each entry's ranks; then their ops, from the entries' lists
+    // or, for a file read as it is parsed, from read_streamed.
     std::vector<bool> seen(ranks, false);
-    for (const YAML::Node& p : programs) {
+    rank_ops.resize(ranks);
+    for (size_t e = 0; e < programs.size(); ++e) {
+      const YAML::Node p = programs[e];
       MapReader r(file, p, "program", {"rank", "ops"});
-      std::vector<int> which;
+      Entry en;
       const YAML::Node rk = r.get("rank");
       if (rk.IsScalar() && rk.Scalar() == "all") {
-        for (int i = 0; i < ranks; ++i) which.push_back(i);
+        for (int i = 0; i < ranks; ++i) en.ranks.push_back(i);
       } else if (rk.IsSequence()) {
         for (const YAML::Node& x : rk) {
-          int64_t v = -1;
           if (!x.IsScalar() || !std::all_of(x.Scalar().begin(), x.Scalar().end(), ::isdigit) || x.Scalar().empty() || x.Scalar().size() > 9)
             throw InputError(location_of(file, x), "each rank in a rank list is a whole number, e.g. rank: [0, 2]");
-          v = std::stoll(x.Scalar());
-          which.push_back(static_cast<int>(v));
+          en.ranks.push_back(static_cast<int>(std::stoll(x.Scalar())));
         }
       } else {
-        which.push_back(r.int32("rank"));
+        en.ranks.push_back(r.int32("rank"));
       }
-      // Ops that never name `rank` are the same on every rank: expanded
-      // once and shared (a many-rank `rank: all` costs one program).
-      const bool same_on_every_rank = YAML::Dump(r.get("ops")).find("rank") == std::string::npos;
-      std::shared_ptr<const std::vector<Op>> shared;
-      for (int w : which) {
+      for (int w : en.ranks) {
         if (w < 0 || w >= ranks) r.fail("rank", fmt::format("rank {} is out of range 0..{}", w, ranks - 1));
         if (seen[w]) r.fail("rank", fmt::format("rank {} has two programs", w));
         seen[w] = true;
-        if (shared) {
-          s.programs[w].ops = shared;
-          continue;
-        }
-        RepeatVars vars{{"rank", w}, {"world", ranks}};
-        std::vector<Op> ops;
-        expand_ops(r.get("ops"), p["ops"], vars, ops);
-        s.programs[w].ops = std::make_shared<const std::vector<Op>>(std::move(ops));
-        if (same_on_every_rank) shared = s.programs[w].ops;
       }
+      const YAML::Node ops = r.get("ops");
+      if (!ops.IsSequence()) throw InputError(location_of(file, p["ops"]), "'ops' must be a list");
+      en.shared = !(read_streamed ? e < streamed_names_rank.size() && streamed_names_rank[e] : YAML::Dump(ops).find("rank") != std::string::npos);
+      entries.push_back(std::move(en));
     }
     for (int i = 0; i < ranks; ++i)
       if (!seen[i]) top.fail("programs", fmt::format("rank {} has no program", i));
+    if (read_streamed) {
+      read_streamed();
+    } else {
+      for (size_t e = 0; e < entries.size(); ++e) {
+        for (const YAML::Node& item : programs[e]["ops"]) add_item(e, item);
+        end_entry(e);
+      }
+    }
+    for (const Entry& en : entries) {
+      if (en.ranks.empty()) continue;
+      auto ops = std::make_shared<const std::vector<Op>>(std::move(rank_ops[en.ranks[0]]));
+      for (size_t k = 0; k < en.ranks.size(); ++k)
+        s.programs[en.ranks[k]].ops = k == 0 || en.shared ? ops : std::make_shared<const std::vector<Op>>(std::move(rank_ops[en.ranks[k]]));
+    }
+    rank_ops.clear();
     check_schedule(s);
   }
 };
@@ -547,8 +591,29 @@ RuntimeSettings read_runtime_settings(const MapReader& r) {
 Schedule parse_schedule_file(const std::string& path, const std::vector<std::string>& overrides) {
   Parser p;
   p.file = path;
-  YAML::Node root = load_yaml_file(path);
-  for (const auto& o : overrides) apply_override(root, o, "the schedule " + path, SourceLocation{"--set " + o, 0, 0});
+  if (!overrides.empty()) {  // an override may edit any op: the whole document
+    YAML::Node root = load_yaml_file(path);
+    for (const auto& o : overrides) apply_override(root, o, "the schedule " + path, SourceLocation{"--set " + o, 0, 0});
+    p.parse(root);
+    return std::move(p.s);
+  }
+  // Read twice as it is parsed, one op at a time (a many-step schedule's DOM
+  // would take gigabytes): all but the ops first, then the ops.
+  const StreamedList ops{"programs", "ops"};
+  const YAML::Node root = stream_yaml_file(path, ops, [&p](size_t e, const YAML::Node& item) {
+    if (p.streamed_names_rank.size() <= e) p.streamed_names_rank.resize(e + 1, 0);
+    if (!p.streamed_names_rank[e] && YAML::Dump(item).find("rank") != std::string::npos) p.streamed_names_rank[e] = 1;
+  });
+  p.read_streamed = [&p, &path, &ops] {
+    size_t open = SIZE_MAX;  // the entry whose ops are being read
+    stream_yaml_file(path, ops, [&p, &open](size_t e, const YAML::Node& item) {
+      if (e >= p.entries.size()) throw InputError(location_of(p.file, item), "the file changed while it was read: run again");
+      if (e != open && open != SIZE_MAX) p.end_entry(open);
+      open = e;
+      p.add_item(e, item);
+    });
+    if (open != SIZE_MAX) p.end_entry(open);
+  };
   p.parse(root);
   return std::move(p.s);
 }

@@ -7,6 +7,8 @@
 #                   it, trace) and refuses to overwrite it without --force
 #   report_measured report on a measured run folder: the median run's summary, metrics and trace where
 #                   --out says (the run's own folder by default, refused there without --force)
+#   report_damaged  report on a run folder whose schedule.yaml is cut short inside an op: refused,
+#                   naming the file, the line and what to do
 #   programs        compare --programs: the reference programs' twins simulated (the H200's 16
 #                   configurations); a topology is required
 #
@@ -32,6 +34,14 @@ case $case in
     test -s $W/report/trace.json || fail "no trace.json"
     head -n -1 $W/report.txt | cmp - $W/report/summary.txt || fail "summary.txt is not what report printed"
     refused 2 'exists already' "$osim" report $RUN --out $W/report ;;
+  report_damaged)
+    RUN=$REF/h100-sxm/validation/sp1-pf1-default; D=$W/damaged
+    mkdir -p $D && cp $RUN/records.json* $D/
+    L=$(grep -n '{op: kernel' $RUN/schedule.yaml | sed -n 40p | cut -d: -f1)
+    { head -n $((L - 1)) $RUN/schedule.yaml; sed -n ${L}p $RUN/schedule.yaml | cut -c1-30; } > $D/schedule.yaml
+    refused 2 "$D/schedule.yaml:$((L + 1)):1: error" "$osim" report $D --out $W/damaged-report  # where the op was cut off
+    has $W/refused.err 'YAML syntax error' 'copy it again, or write it again as the run did'
+    test ! -e $W/damaged-report || fail "a report was written" ;;
   programs)
     M=$REF/h200
     P=$(manifest $M programs.runs); TOPO=$(manifest $M topology); C=$(manifest $M calibration.file)

@@ -1,0 +1,95 @@
+// A YAML file read as it is parsed (io/yaml_stream.hpp): the streamed items
+// and the rest of the document are what load_yaml_file reads, marks included;
+// a file cut short is refused at its line.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "core/errors.hpp"
+#include "io/yaml_reader.hpp"
+#include "io/yaml_stream.hpp"
+
+using namespace osim;
+namespace fs = std::filesystem;
+
+namespace {
+const char* kDoc = R"(name: two
+base: &b {op: kernel, stream: s, duration: 1 us}
+programs:
+  - rank: 0
+    ops:
+      - *b
+      - {op: loop, count: 2, ops: [{op: marker, name: "m {i}"}]}
+      - op: memcpy
+        kind: h2d
+        bytes: 4
+  - ops: [{op: device_sync}]
+    rank: 1
+  - rank: 2
+    ops: []
+other: {ops: [1, 2]}
+)";
+}  // namespace
+
+TEST_CASE("a streamed file's items and the rest of it are what the whole document holds, marks included") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("osim-yaml-stream-{}", ::getpid());
+  fs::create_directories(dir);
+  const std::string path = (dir / "doc.yaml").string();
+  std::ofstream(path) << kDoc;
+  const YAML::Node whole = load_yaml_file(path);
+  std::vector<std::pair<size_t, YAML::Node>> items;
+  const YAML::Node rest = stream_yaml_file(path, {"programs", "ops"}, [&](size_t e, const YAML::Node& n) { items.emplace_back(e, n); });
+
+  // Every item, in file order, with the entry it is in and where it was written.
+  std::vector<std::pair<size_t, YAML::Node>> expected;
+  for (size_t e = 0; e < whole["programs"].size(); ++e)
+    for (const YAML::Node& n : whole["programs"][e]["ops"]) expected.emplace_back(e, n);
+  REQUIRE(items.size() == 4);
+  REQUIRE(items.size() == expected.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    CAPTURE(i);
+    CHECK(items[i].first == expected[i].first);
+    CHECK(YAML::Dump(items[i].second) == YAML::Dump(expected[i].second));
+    CHECK(items[i].second.Mark().line == expected[i].second.Mark().line);
+    CHECK(items[i].second.Mark().column == expected[i].second.Mark().column);
+  }
+  CHECK(items[0].second["duration"].Scalar() == "1 us");  // the alias, resolved
+  CHECK(items[2].second["bytes"].Mark().line + 1 == 10);  // a key's value in a block mapping
+
+  // The rest: the lists emptied, everything else as read whole.
+  REQUIRE(rest.size() == whole.size());
+  for (const char* k : {"name", "base", "other"}) CHECK(YAML::Dump(rest[k]) == YAML::Dump(whole[k]));
+  REQUIRE(rest["programs"].size() == 3);
+  for (size_t e = 0; e < 3; ++e) {
+    CHECK(YAML::Dump(rest["programs"][e]["rank"]) == YAML::Dump(whole["programs"][e]["rank"]));
+    CHECK(rest["programs"][e]["ops"].IsSequence());
+    CHECK(rest["programs"][e]["ops"].size() == 0);
+  }
+  CHECK(rest["other"]["ops"].size() == 2);  // not a program's list: kept
+  CHECK(rest["programs"][1]["rank"].Mark().line + 1 == 12);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a streamed file cut short or not a mapping is refused with its name and line") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("osim-yaml-stream-bad-{}", ::getpid());
+  fs::create_directories(dir);
+  const std::string doc(kDoc);
+  const std::string cut = (dir / "cut.yaml").string();
+  std::ofstream(cut) << doc.substr(0, doc.find("ops: [{op: device_sync") + 12);  // inside a flow mapping on line 11
+  size_t n = 0;
+  CHECK_THROWS_WITH_AS(stream_yaml_file(cut, {"programs", "ops"}, [&](size_t, const YAML::Node&) { ++n; }),
+                       doctest::Contains((cut + ":11:1: error: YAML syntax error").c_str()), InputError);
+  CHECK(n == 3);  // the items before the cut were read
+  const std::string list = (dir / "list.yaml").string();
+  std::ofstream(list) << "- a\n- b\n";
+  CHECK_THROWS_WITH_AS(stream_yaml_file(list, {"programs", "ops"}, [](size_t, const YAML::Node&) {}),
+                       doctest::Contains("expected a YAML mapping at the top level"), InputError);
+  CHECK_THROWS_WITH_AS(stream_yaml_file((dir / "none.yaml").string(), {"programs", "ops"}, [](size_t, const YAML::Node&) {}),
+                       doctest::Contains("cannot open file"), InputError);
+  fs::remove_all(dir);
+}

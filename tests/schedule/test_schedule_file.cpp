@@ -1,0 +1,94 @@
+// A schedule file is read as it is parsed, one op at a time (a many-step
+// schedule's YAML document would take gigabytes): the schedule and its
+// errors are what the same text read whole gives.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "core/errors.hpp"
+#include "schedule/schedule.hpp"
+
+using namespace osim;
+namespace fs = std::filesystem;
+
+namespace {
+// Ranks by a list naming `rank` (each rank's own events, numbered in file
+// order), a shared `rank: all`-like list, a loop, keys in any order.
+const char* kSchedule = R"(programs:
+  - rank: [0, 1]
+    ops:
+      - {op: event_record, event: "done{rank}", stream: compute}
+      - {op: loop, count: 2, ops: [{op: kernel, name: "k{i}", stream: compute, duration: 5 us}]}
+      - {op: event_record, event: "late{rank}", stream: compute}
+      - {op: collective, kind: all_reduce, bytes: 1 MB, group: world, stream: comm}
+  - ops:
+      - {op: kernel, name: k, stream: compute, duration: 2 us}
+      - {op: collective, kind: all_reduce, bytes: 1 MB, group: world, stream: comm}
+    rank: [2, 3]
+name: streamed
+streams: [compute, {name: comm, priority: 1}]
+ranks: 4
+)";
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / fmt::format("osim-schedule-file-{}", ::getpid());
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  [[nodiscard]] std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream((path / name).string()) << text;
+    return (path / name).string();
+  }
+};
+}  // namespace
+
+TEST_CASE("a schedule file read as it is parsed is the schedule its text gives read whole") {
+  const TempDir dir;
+  const std::string file = dir.write("s.yaml", kSchedule);
+  const Schedule a = parse_schedule_file(file), b = parse_schedule_string(kSchedule, file);
+  CHECK(to_yaml(a) == to_yaml(b));
+  CHECK(a.events == b.events);
+  CHECK(a.events == std::vector<std::string>{"done0", "late0", "done1", "late1"});  // rank by rank, as written
+  REQUIRE(a.ranks() == 4);
+  CHECK(a.programs[0].ops->size() == 5);
+  CHECK(a.programs[0].ops->at(2).label == "k1");
+  CHECK(a.programs[0].ops->at(1).line == 5);      // where the loop's op was written
+  CHECK(a.programs[2].ops == a.programs[3].ops);  // ops that never name `rank`: one copy for the entry's ranks
+  CHECK(a.programs[0].ops != a.programs[1].ops);
+  // Written and read back: the same schedule.
+  const std::string again = dir.write("again.yaml", to_yaml(a));
+  CHECK(to_yaml(parse_schedule_file(again)) == to_yaml(a));
+}
+
+TEST_CASE("a schedule file cut short or with a bad op is refused at its line, as read whole") {
+  const TempDir dir;
+  const std::string text(kSchedule);
+  // Cut inside an op: a syntax error at the line of the cut.
+  const std::string cut = dir.write("cut.yaml", text.substr(0, text.find("name: k, stream: compute, duration: 2") + 10));
+  CHECK_THROWS_WITH_AS(parse_schedule_file(cut), doctest::Contains((cut + ":9:").c_str()), InputError);
+  CHECK_THROWS_WITH_AS(parse_schedule_file(cut), doctest::Contains("YAML syntax error"), InputError);
+  // An op naming a stream never declared: the key's line and column, and what to do.
+  std::string bad = text;
+  bad.replace(bad.find("duration: 2 us"), 0, "sm_limit: -1, ");
+  const std::string bad_file = dir.write("bad.yaml", bad);
+  std::string streamed, whole;
+  try {
+    parse_schedule_file(bad_file);
+  } catch (const InputError& e) {
+    streamed = e.what();
+  }
+  try {
+    parse_schedule_string(bad, bad_file);
+  } catch (const InputError& e) {
+    whole = e.what();
+  }
+  CHECK(streamed == whole);
+  CHECK(streamed.find(bad_file + ":9:") != std::string::npos);
+  CHECK(streamed.find("must not be negative") != std::string::npos);
+  // An entry lost: the ranks left without a program named.
+  const std::string short_file = dir.write("short.yaml", text.substr(0, text.find("  - ops:")) + text.substr(text.find("name: streamed")));
+  CHECK_THROWS_WITH_AS(parse_schedule_file(short_file), doctest::Contains("rank 2 has no program"), InputError);
+}
