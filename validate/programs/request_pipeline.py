@@ -108,7 +108,9 @@ def twin(c):
     """The request as an overlapsim workload (docs/formats/workload.md): the
     DiT's blocks, shapes, steps and offload as dit_offload.py's twin, the
     video, and the two stages with their placement (offloaded: pinned host
-    weights copied in and dropped after, as Weights does)."""
+    weights copied in and dropped after, as Weights does); the encoder's
+    weights as Encoder holds them (`params`: its blocks, no vocabulary
+    table: the prompt comes in embedded)."""
     w = {"name": name_of(c),
          "model": {"preset": "custom", "blocks": c["blocks"], "hidden": c["hidden"], "ffn": c["ffn"], "heads": c["heads"],
                    "head_dim": c["hidden"] // c["heads"], "text_tokens": c["text"]},
@@ -125,7 +127,10 @@ def twin(c):
             stage.update({"host": "pinned", "copy_back": False})
         return stage
 
-    w["stages"] = [placed({"name": "encode", "preset": "umt5-xxl", "tokens": c["text"], "layers": c["encoder_layers"], "prompts": 1}, c["encoder"]),
+    D, F = Encoder.D, Encoder.FFN
+    encoder_params = c["encoder_layers"] * (4 * D * D + 3 * F * D)  # qkv, o, wi0, wi1, wo
+    w["stages"] = [placed({"name": "encode", "preset": "umt5-xxl", "tokens": c["text"], "layers": c["encoder_layers"], "prompts": 1,
+                           "params": encoder_params}, c["encoder"]),
                    placed({"name": "decode", "preset": "wan2.1-vae", "dtype": c["vae_dtype"]}, c["vae"])]
     return w
 
