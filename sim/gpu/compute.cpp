@@ -55,9 +55,10 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
   if (bytes > 0) {
     if (!gpu.gpu.hbm_bandwidth)
       throw InputError(where, fmt::format("kernel '{}' moves HBM bytes but GPU '{}' has no hbm_bandwidth in the topology", op.label, gpu.name));
-    const bool elementwise = !op.gemm && !op.attention && flops == 0;
-    const double hbm = framework && elementwise ? p.memory.framework_efficiency(op.access, op.norm_row, es) : p.memory.hbm_efficiency;
-    const double fixed = framework && elementwise ? p.memory.framework_fixed(op.access).s() : 0.0;
+    // A framework program's own memory-bound kernel: its kind's share and fixed time.
+    const bool framework_kernel = framework && !op.gemm && !op.attention && flops == 0;
+    const double hbm = framework_kernel ? p.memory.framework_efficiency(op.access, op.norm_row, es) : p.memory.hbm_efficiency;
+    const double fixed = framework_kernel ? p.memory.framework_fixed(op.access).s() : 0.0;
     t = std::max(t, p.memory.hbm_latency.s() + fixed + bytes / (gpu.gpu.hbm_bandwidth->bytes_per_s * hbm));
   }
   return Time::from_s(t + layout_s);
