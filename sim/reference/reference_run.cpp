@@ -49,7 +49,8 @@ CalibrationState refit(const Manifest& m, const Options& o, const hw::Topology& 
 }
 
 ErrorFigures error_figures(const std::vector<double>& errs) {
-  return {errs.size(), 100 * median(errs), errs.empty() ? 0 : 100 * *std::max_element(errs.begin(), errs.end())};
+  const auto [median_pct, worst_pct] = median_worst_pct(errs);
+  return {errs.size(), median_pct, worst_pct};
 }
 
 // A set's first folder predicted, and its repeats: each one's programs run

@@ -126,6 +126,10 @@ std::vector<SimulatedStage> simulated_stages(const TwinRun& t, const hw::Topolog
 }
 }  // namespace
 
+std::pair<double, double> median_worst_pct(const std::vector<double>& errs) {
+  return {100 * median(errs), errs.empty() ? 0 : 100 * *std::max_element(errs.begin(), errs.end())};
+}
+
 RequestFigures predict_requests(const std::vector<std::string>& files, const hw::Topology& topo, const ModelParams& params) {
   std::vector<ProgramPrediction> runs;
   StageFigures sf;
@@ -149,12 +153,9 @@ RequestFigures predict_requests(const std::vector<std::string>& files, const hw:
     errs.push_back(std::abs(c.error()));
     if (c.measured_allocated) allocated.push_back(std::abs(c.allocated_error()));
   }
-  const auto pct = [](const std::vector<double>& v) {
-    return std::pair{100 * median(v), v.empty() ? 0 : 100 * *std::max_element(v.begin(), v.end())};
-  };
-  std::tie(sf.median_pct, sf.worst_pct) = pct(errs);
+  std::tie(sf.median_pct, sf.worst_pct) = median_worst_pct(errs);
   sf.memory_stages = static_cast<int>(allocated.size());
-  std::tie(sf.allocated_median_pct, sf.allocated_worst_pct) = pct(allocated);
+  std::tie(sf.allocated_median_pct, sf.allocated_worst_pct) = median_worst_pct(allocated);
   return {program_figures(std::move(runs)), std::move(sf)};
 }
 
@@ -179,11 +180,11 @@ std::string format_stage_figures(const StageFigures& f) {
         errs.push_back(std::abs(c.error()));
         if (c.measured_allocated) allocated.push_back(std::abs(c.allocated_error()));
       }
-    out += fmt::format("    {}: {} runs, time error median {:.1f} %, worst {:.1f} %", n, errs.size(), 100 * median(errs),
-                       100 * *std::max_element(errs.begin(), errs.end()));
+    const auto [time_median, time_worst] = median_worst_pct(errs);
+    out += fmt::format("    {}: {} runs, time error median {:.1f} %, worst {:.1f} %", n, errs.size(), time_median, time_worst);
+    const auto [allocated_median, allocated_worst] = median_worst_pct(allocated);
     out += allocated.empty() ? std::string("; peak allocated not compared\n")
-                             : fmt::format("; peak allocated error median {:.1f} %, worst {:.1f} %\n", 100 * median(allocated),
-                                           100 * *std::max_element(allocated.begin(), allocated.end()));
+                             : fmt::format("; peak allocated error median {:.1f} %, worst {:.1f} %\n", allocated_median, allocated_worst);
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,6 +53,9 @@ std::vector<double> validation_errors(const std::string& runs_dir, const Resimul
 /// Reference programs' results (validate/programs/): each one's twin
 /// simulated on the machine with `params`, against its measured median.
 ProgramFigures predict_programs(const std::vector<std::string>& files, const hw::Topology& topo, const ModelParams& params);
+
+/// 100 x the median and the largest of errors given as fractions (0, 0 for none).
+std::pair<double, double> median_worst_pct(const std::vector<double>& errs);
 
 /// A reference request's stage (encode, dit, decode: those its result and its
 /// twin both have) measured against the twin's: its time, and its peak
