@@ -53,6 +53,20 @@ std::vector<ProgramRun::Stage> request_stages(const nlohmann::json& doc, const S
   }
   return out;
 }
+
+// A request written without runs_before: its runs went back to back after the
+// warm-up ones, so the median-wall run had warmup + its rank among the timed
+// runs before it (the GPU starts that run in their sustained-load state).
+int request_runs_before(const nlohmann::json& doc, const SourceLocation& at) {
+  const auto& runs = doc.value("runs", nlohmann::json::array());
+  if (runs.empty()) return 0;
+  std::vector<std::pair<double, size_t>> walls;
+  for (size_t i = 0; i < runs.size(); ++i) walls.emplace_back(runs[i].at("wall_s").get<double>(), i);
+  std::sort(walls.begin(), walls.end());
+  const int warmup = doc.value("warmup", 0);
+  if (warmup < 0) throw InputError(at, "warmup must not be negative");
+  return warmup + static_cast<int>(walls[walls.size() / 2].second);
+}
 }  // namespace
 
 ProgramRun read_program_run(const std::string& path) {
@@ -76,7 +90,7 @@ ProgramRun read_program_run(const std::string& path) {
     r.name = doc.at("name").get<std::string>();
     r.group = doc.value("group", request ? "request" : "");
     r.measured_s = doc.at(request ? "median_wall_s" : "median_s").get<double>();
-    r.runs_before = doc.value("runs_before", 0);
+    r.runs_before = doc.contains("runs_before") || !request ? doc.value("runs_before", 0) : request_runs_before(doc, at);
     r.workload_yaml = doc.at("workload").dump();
     if (doc.contains("memory")) {
       const auto& m = doc.at("memory");

@@ -467,10 +467,13 @@ def main():
             runs.append({"wall_s": wall, "stages_s": st, "peak_allocated_bytes": peaks})
         walls = [r["wall_s"] for r in runs]
         med = statistics.median(walls)
+        # The runs went back to back: the median one had the warm-up and the
+        # timed runs before it in its sustained-load state (`overlapsim run --runs-before`).
+        runs_before = args.warmup + sorted(range(len(walls)), key=lambda i: walls[i])[len(walls) // 2]
         doc = {"schema": "overlapsim.request/v1", "name": name, "program": "validate/programs/request_pipeline.py", "config": c,
                "latent": {"frames": T, "height": h, "width": w}, "dit_tokens": dc["tokens"],
                "weights_bytes": {"encode": enc.w.bytes(), "dit": dit.numel * 2 * c["blocks"], "decode": dec.w.bytes()},
-               "allocated_before_bytes": base_alloc, "warmup": args.warmup, "runs": runs, "median_wall_s": med,
+               "allocated_before_bytes": base_alloc, "warmup": args.warmup, "runs_before": runs_before, "runs": runs, "median_wall_s": med,
                "median_stages_s": {k: statistics.median(r["stages_s"][k] for r in runs) for k in ("encode", "dit", "decode")},
                "environment": environment, "workload": twin(c)}
         dit_offload.write_json(os.path.join(args.out, name + ".json"), doc)
