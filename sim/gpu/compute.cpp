@@ -179,7 +179,8 @@ void Compute::start_kernel(int r, int id) {
   // A kernel of measured duration (an imported trace's) ran at the clock and
   // beside the copies it had: neither slows it again.
   const bool has_flops = op.gemm.has_value() || op.attention.has_value() || op.flops > 0;
-  const bool compute = !op.duration && has_flops;
+  // A convolution of one tap (a 1x1x1 shortcut) runs at HBM speed: not clocked.
+  const bool compute = !op.duration && has_flops && !(op.conv && op.conv->taps == 1);
   ++C.kernel_changes;
   C.kernels.push_back(RunningKernel{id,
                                     R.program->work(id),

@@ -11,8 +11,8 @@ and a 1280x720 video (F.pad's output convolved unpadded, each pass's frames,
 the upsampling convs over the frames as a batch), each on an input with the
 strides the decoder gave it, timed alone without the bias (its add is a
 kernel of its own); these rows carry `h_in`, `w_in` and `input_stride`, and
-(not a calibration input) the call's median time inside the decoder with its
-bias, `in_decoder_us`, at 480x832.
+(not calibration inputs) the call's median time inside the decoder with its
+bias, `in_decoder_us`, at 480x832, and on a rested GPU, `burst_us`.
 
 Each shape runs in fp32 (TF32 tensor cores: PyTorch's default for cuDNN
 convolutions) and bf16, with the input contiguous as the decoders hold it
@@ -26,7 +26,9 @@ efficiency (m: output positions, n: output channels, k: input channels x
 kernel) and the layout conversion's traffic from these rows.
 Usage: conv.py OUT.json"""
 import os
+import statistics
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -43,6 +45,27 @@ def time_us(fn, window_us_target=20000.0):
 CHANNELS = (96, 128, 192, 256, 384, 512)
 SIZES = ((90, 160), (180, 320), (360, 640))  # a 720p latent and its 2x and 4x
 SIZES_480P = ((60, 104), (120, 208), (240, 416), (480, 832))  # a 480x832 latent's levels
+
+
+def burst_us(fn, rest_s=0.1, target_us=2000.0, bursts=3):
+    """The call on a rested GPU: after `rest_s` idle (the sustained-load
+    clock recovers in ~0.1 s), ~2 ms of calls timed with CUDA events; the
+    median of `bursts` (us a call). Beside time_us's back-to-back windows it
+    shows how much of a row's time is the clock under load."""
+    once = window_us(torch, fn, calls=1, windows=1)
+    calls = max(1, int(target_us / max(1.0, once)))
+    times = []
+    for _ in range(bursts):
+        torch.cuda.synchronize()
+        time.sleep(rest_s)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(calls):
+            fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / calls)
+    return statistics.median(times)
 
 
 def shapes():
@@ -140,6 +163,7 @@ def decoder_rows():
                    "h": h, "w": w, "h_in": h_in, "w_in": w_in, "input_stride": list(x_stride), "input_contiguous": x.is_contiguous(),
                    "dtype": dname, "layout": "ncdhw", "time_us": us, "TFLOPs": flops / us * 1e-6,
                    "in_bytes": x.numel() * x.element_size(), "out_bytes": t * cout * h * w * x.element_size(), "via": f"torch.nn.functional.{op}"}
+            row["burst_us"] = burst_us(fn)  # not a calibration input: the same call on a rested GPU
             if (key, dname) in in_decoder:  # not a calibration input: how the call ran inside the decoder, bias included
                 row["in_decoder_us"], row["in_decoder_calls"] = in_decoder[(key, dname)]
             rows.append(row)
