@@ -89,9 +89,23 @@ struct Preset {
 };
 // Flux.1-dev and HunyuanVideo take their guidance as an input (no CFG
 // forward); a decoder's step is one forward (prefill).
-const std::vector<Preset> kPresets = {{"wan2.1-14b", 1, 50, CfgMode::Serial}, {"wan2.2-14b", 2, 40, CfgMode::Serial},
-                                      {"flux.1-dev", 1, 28, CfgMode::None},   {"hunyuanvideo", 1, 50, CfgMode::None},
-                                      {"llama3-8b", 1, 1, CfgMode::None},     {"llama3-70b", 1, 1, CfgMode::None}};
+const std::vector<Preset> kPresets = {{"wan2.1-14b", 1, 50, CfgMode::Serial},    {"wan2.2-14b", 2, 40, CfgMode::Serial},
+                                      {"wan2.2-ti2v-5b", 1, 50, CfgMode::Serial}, {"flux.1-dev", 1, 28, CfgMode::None},
+                                      {"hunyuanvideo", 1, 50, CfgMode::None},     {"llama3-8b", 1, 1, CfgMode::None},
+                                      {"llama3-70b", 1, 1, CfgMode::None}};
+
+// Wan2.2 TI2V-5B (Wan-Video/Wan2.2 wan/configs/wan_ti2v_5B.py: 30 blocks of
+// 3072, FFN 14336, 24 heads, 50 steps, guide scale 5): the Wan block at its
+// dims. Its Wan 2.2 VAE compresses 16x (vae_stride (4, 16, 16)) and its
+// patches are 2x2: a token per 32x32 pixels. Outside the blocks: umT5-XXL
+// as Wan's; the Wan 2.2 VAE, encoder and decoder (704.7 M: its 2.82 GB fp32
+// Wan2.2_VAE.pth, counted from vae2_2.py); the embeddings with patches of
+// 48 x 4 = 192 values in and out.
+constexpr const char* kTi2vOutside = R"(
+- {name: umt5-xxl, params: 24*(4*4096*4096 + 3*4096*10240) + 256384*4096, runs: before}
+- {name: vae, params: 704688668, runs: after}
+- {name: embeddings, params: 4096*hidden + 2*hidden*hidden + 256*hidden + 6*hidden*hidden + 2*192*hidden, runs: throughout}
+)";
 
 // The Wan block written in the block language, with the file's dims.
 BlockModel wan_spec(const DitModel& m) {
@@ -99,7 +113,9 @@ BlockModel wan_spec(const DitModel& m) {
   const YAML::Node root = load_yaml_string(*block_preset_text("wan"), "the wan preset");
   read_block_dims("the wan preset", root["dims"], spec);
   read_block_types("the wan preset", root["blocks"], spec);
-  if (m.preset != "custom")
+  if (m.preset == "wan2.2-ti2v-5b")
+    read_outside_models("the wan2.2-ti2v-5b preset", load_yaml_string(kTi2vOutside, "the wan2.2-ti2v-5b preset"), spec);
+  else if (m.preset != "custom")
     read_outside_models("the wan preset", root["outside"], spec);  // custom dims: a model of the user's, nothing outside assumed
   spec.dims = {{"hidden", m.hidden}, {"ffn", m.ffn}, {"heads", m.heads}, {"head_dim", m.head_dim}, {"text_tokens", m.text_tokens}};
   spec.blocks[0].count = std::to_string(m.blocks);
@@ -148,6 +164,13 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
         w.steps = p.steps;
         w.cfg = p.cfg;
       }
+    if (w.model.preset == "wan2.2-ti2v-5b") {
+      w.model.blocks = 30;
+      w.model.hidden = 3072;
+      w.model.ffn = 14336;
+      w.model.heads = 24;
+      w.model.token_stride = 32;
+    }
     if (w.model.wan_shaped()) {
       if (m.has("dims"))
         m.fail("dims", "Wan-shaped models take hidden:, ffn:, heads:, head_dim:, text_tokens: (or give blocks: a list, without preset:)");
@@ -213,9 +236,11 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     w.width = v.int32("width");
     w.height = v.int32("height");
     w.frames = v.int32("frames");
-    if (w.width % 16 || w.height % 16 || w.width < 16 || w.height < 16) v.fail_here("width and height must be positive multiples of 16");
+    const int stride = w.model.token_stride;
+    if (w.width % stride || w.height % stride || w.width < stride || w.height < stride)
+      v.fail_here(fmt::format("width and height must be positive multiples of {} (a token's side in pixels for model {})", stride, w.model.preset));
     if (w.frames < 1 || (w.frames - 1) % 4) v.fail("frames", "must be 4k+1 (the VAE compresses time by 4)");
-    w.tokens = ((w.frames - 1) / 4 + 1) * (w.height / 16) * (w.width / 16);
+    w.tokens = ((w.frames - 1) / 4 + 1) * (w.height / stride) * (w.width / stride);
   }
   if (auto s = top.opt_int32("steps")) {
     if (*s < 1 || *s > 1'000'000) top.fail("steps", "must be in 1..1,000,000 (every step after the first takes the same time: a few are enough)");
@@ -326,6 +351,10 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     if (top.has("tokens")) top.fail("stages", "a request's stages need its video: {width, height, frames} in place of tokens:");
     w.stages = read_stages(file, top.get("stages"));
     for (Stage& s : w.stages) {
+      if (s.kind == Stage::Kind::VaeDecode && !w.model.spec.blocks.empty() && s.vae.spatial * 2 != w.model.token_stride)
+        throw InputError(s.where, fmt::format("stage '{}': this VAE compresses {}x, but model {} takes a token per {} pixels (its VAE's {}x with "
+                                              "2x2 patches): give the model's own VAE (wan2.2-ti2v-5b: wan2.2-vae; the others: their 8x one)",
+                                              s.name, s.vae.spatial, w.model.preset, w.model.token_stride, w.model.token_stride / 2));
       // Named like an outside model: it loads that model's weights.
       for (const OutsideModel& o : w.model.spec.outside)
         if (o.name == s.name && !s.params) s.params = eval_block_expr(o.params, w.vars(), o.where, fmt::format("outside model '{}' params", o.name));

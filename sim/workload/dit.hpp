@@ -37,7 +37,7 @@ enum class OutsidePlace { Auto, Resident, Offloaded, None };
 enum class Fp8InputQuant { Fused, ScaleThenCast, None };
 
 struct DitModel {
-  std::string preset;  // "wan2.1-14b", "wan2.2-14b", "custom" (Wan-shaped), a block preset, or "blocks" (the file's own)
+  std::string preset;  // "wan2.1-14b", "wan2.2-14b", "wan2.2-ti2v-5b", "custom" (Wan-shaped), a block preset, or "blocks" (the file's own)
   BlockModel spec;     // what a forward runs, block by block
   // Wan-shaped models: the dims the spec is written from.
   int blocks = 40;
@@ -49,7 +49,10 @@ struct DitModel {
   int experts = 1;          // Wan2.2: 2 (high-noise, low-noise)
   double boundary = 0.875;  // fraction of steps on the first expert (Wan2.2)
   DType dtype = DType::BF16;
-  [[nodiscard]] bool wan_shaped() const { return preset == "wan2.1-14b" || preset == "wan2.2-14b" || preset == "custom"; }
+  int token_stride = 16;  // a token's side in pixels: the VAE's spatial compression x the 2x2 patch
+  [[nodiscard]] bool wan_shaped() const {
+    return preset == "wan2.1-14b" || preset == "wan2.2-14b" || preset == "wan2.2-ti2v-5b" || preset == "custom";
+  }
 };
 
 struct DitWorkload {
@@ -60,7 +63,7 @@ struct DitWorkload {
   CalibrationOrigin calibration_origin;  // what it was measured on
   DitModel model;
   int64_t width = 1280, height = 720, frames = 81;
-  int64_t tokens = 0;  // ((F-1)/4+1) * (H/16) * (W/16), or given
+  int64_t tokens = 0;  // ((F-1)/4+1) * (H/s) * (W/s), s the model's token_stride, or given
   int steps = 40;
   CfgMode cfg = CfgMode::Serial;
   int ulysses = 1;

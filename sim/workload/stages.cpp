@@ -165,7 +165,7 @@ class VaeWalk {
   VaeWalk(const VaeShape& v, Emitter& x, int64_t t, int64_t h, int64_t w, bool first, SourceLocation where = {})
       : v_(v), x_(x), t_(t), h_(h), w_(w), first_(first), where_(std::move(where)) {}
   void run() {
-    const bool wan = v_.family == VaeShape::Family::Wan21;
+    const bool wan = v_.wan(), wan22 = v_.family == VaeShape::Family::Wan22;
     c_ = v_.z_dim;
     conv("conv in", v_.channels[0], kt_, 3, 3);
     res("mid res0", v_.channels[0]);
@@ -174,9 +174,17 @@ class VaeWalk {
     const size_t blocks = v_.channels.size() - 1;
     for (size_t i = 0; i < blocks; ++i) {
       const std::string b = fmt::format("up{} ", i);
+      const bool last = i + 1 == blocks;
+      const bool up_t = !last && v_.time_up[i], up_s = !last && v_.space_up[i];
+      // Wan 2.2: the block computes from a clone of its input and, where it
+      // upsamples, holds the input for its shortcut.
+      const bool shortcut = wan22 && (up_t || up_s);
+      const double held = x_.held, in_elements = elements();
+      const int64_t t_in = t_, h_in = h_, w_in = w_;
+      if (wan22) x_.memory(b + "clone", elements(), 2);
+      if (shortcut) x_.held += x_.es * elements();
       for (int r = 0; r <= v_.res_blocks; ++r) res(b + fmt::format("res{}", r), v_.channels[i + 1]);
-      if (i + 1 == blocks) break;
-      const bool up_t = v_.time_up[i], up_s = v_.space_up[i];
+      if (last) break;
       if (!up_t && !up_s) continue;
       if (wan) {
         if (up_t && !first_) {  // time_conv: 2c channels read as twice the frames
@@ -186,15 +194,28 @@ class VaeWalk {
           x_.memory(b + "time stack", elements(), 2, Access::Indexed);  // the two halves' frames interleaved
         }
         upsample(b + "upsample", 1, up_s ? 2 : 1);
-        conv(b + "upsample conv", c_ / 2, 1, 3, 3, /*conv2d=*/true);  // Wan 2.1: the next block takes half the width
+        // Wan 2.1: the next block takes half the width; Wan 2.2 keeps it.
+        conv(b + "upsample conv", wan22 ? c_ : c_ / 2, 1, 3, 3, /*conv2d=*/true);
       } else {
         upsample(b + "upsample", up_t ? 2 : 1, up_s ? 2 : 1);
         conv(b + "upsample conv", c_, kt_, 3, 3);
       }
+      if (shortcut) {
+        // DupUp3D: the input's channels repeated (repeat_interleave) to the
+        // output's width times the upsampling factors, permuted into place
+        // (a contiguous copy), the video's first frame's extra ones dropped
+        // (a view), then added.
+        const int ft = up_t ? 2 : 1, fs = up_s ? 2 : 1;
+        const double full = static_cast<double>(c_) * ft * fs * fs * static_cast<double>(t_in * h_in * w_in);
+        x_.memory(b + "shortcut repeat", (in_elements + full) / 2, 2, Access::Indexed);
+        x_.memory(b + "shortcut permute", full, 2, Access::Strided);
+        x_.held = held;
+        x_.memory(b + "shortcut add", elements(), 3);
+      }
     }
     norm("norm out");
     x_.memory("silu out", elements(), 2);
-    conv("conv out", v_.out_channels, kt_, 3, 3);
+    conv("conv out", v_.out_channels * v_.patch * v_.patch, kt_, 3, 3);
   }
   [[nodiscard]] int64_t frames() const { return t_; }
 
@@ -202,7 +223,7 @@ class VaeWalk {
   double elements() const { return static_cast<double>(c_) * static_cast<double>(t_) * static_cast<double>(h_) * static_cast<double>(w_); }
   // `conv2d`: a 2-D convolution padding by itself (no causal module around it).
   void conv(const std::string& label, int64_t cout, int kt, int kh, int kw, bool conv2d = false) {
-    if (v_.family == VaeShape::Family::Wan21) return wan_conv(label, cout, kt, kh, kw, conv2d);
+    if (v_.wan()) return wan_conv(label, cout, kt, kh, kw, conv2d);
     const double frame = static_cast<double>(c_ * h_ * w_);
     // A causal conv's input with the two frames in front it needs, copied
     // whole before the kernel: HunyuanVideo's replicate padding.
@@ -257,7 +278,7 @@ class VaeWalk {
   // Wan normalises over the channels (F.normalize: a reduction across them
   // and a division), then scales, multiplies by gamma and adds a bias of 0.
   void norm(const std::string& label) {
-    if (v_.family != VaeShape::Family::Wan21) return x_.memory(label, elements(), 4);
+    if (!v_.wan()) return x_.memory(label, elements(), 4);
     x_.memory(label, elements(), 3, Access::ChannelNorm);
     x_.memory(label + " scale", elements(), 2);
     x_.memory(label + " gamma", elements(), 2, Access::Indexed);
@@ -290,7 +311,7 @@ class VaeWalk {
     const double held = x_.held;
     x_.held += x_.es * elements();
     norm(label + " norm");
-    const bool per_frame = v_.family == VaeShape::Family::Wan21;
+    const bool per_frame = v_.wan();
     const int64_t c = c_;
     if (per_frame) {  // Wan: 1x1 Conv2d to q, k, v, transposed to tokens by a copy
       conv(label + " qkv", 3 * c, 1, 1, 1, true);
@@ -319,7 +340,7 @@ class VaeWalk {
     if (ft == 2) t_ = first_ ? 2 * t_ - 1 : 2 * t_;
     h_ *= fs;
     w_ *= fs;
-    if (v_.family != VaeShape::Family::Wan21) return x_.memory(label, (in + elements()) / 2, 2);
+    if (!v_.wan()) return x_.memory(label, (in + elements()) / 2, 2);
     // Wan's Upsample computes in fp32 (x.float(), then back to the input's type).
     const bool convert = x_.es < 4;
     if (convert) x_.memory(label + " to fp32", in, x_.es / 4 + 1, Access::Elementwise, DType::FP32);
@@ -361,7 +382,7 @@ StagePlan vae_plan(const Stage& s, const StageJob& job) {
     int count;
   };
   std::vector<Chunk> chunks;
-  if (v.family == VaeShape::Family::Wan21) {
+  if (v.wan()) {
     chunks.push_back({1, true, 1});  // one latent frame at a time, with its causal cache
     if (lt > 1) chunks.push_back({1, false, static_cast<int>(lt - 1)});
   } else if (s.chunk > 0) {
@@ -390,7 +411,7 @@ StagePlan vae_plan(const Stage& s, const StageJob& job) {
         cache = std::max(cache, x.cache);
         plan.passes.push_back(std::move(pass));
       }
-  if (v.family == VaeShape::Family::Wan21 && lt > 1 && P == 1) {
+  if (v.wan() && lt > 1 && P == 1) {
     // Wan concatenates each pass's frames to those decoded so far: pass i
     // (from 1) writes its 1 + 4i frames and reads as many.
     StagePlan::Pass pass;
@@ -403,6 +424,13 @@ StagePlan vae_plan(const Stage& s, const StageJob& job) {
   const double es = dtype_bytes(s.dtype);
   plan.weights = static_cast<Bytes>(static_cast<double>(v.params()) * es);
   plan.result = static_cast<Bytes>(es * static_cast<double>(v.out_channels * job.frames * job.height * job.width));
+  if (v.patch > 1) {  // the decoded positions' patch x patch pixels put in place: a copy of the frames (a rank's band)
+    StagePlan::Pass pass;
+    Emitter x(s.dtype, job.stream, s.efficiency, &pass.ops);
+    x.memory("unpatchify", static_cast<double>(v.out_channels * job.frames * job.height * job.width) / static_cast<double>(P), 2, Access::Strided);
+    plan.bytes += x.bytes;
+    plan.passes.push_back(std::move(pass));
+  }
   if (P > 1) {  // every rank's band of the frames gathered
     StagePlan::Pass pass;
     Emitter x(s.dtype, job.stream, s.efficiency, &pass.ops);
@@ -453,8 +481,12 @@ struct Preset {
 // and HunyuanVideo's (diffusers' AutoencoderKLHunyuanVideo: block_out_channels
 // [128, 256, 512, 512] reversed, layers_per_block 2, spatial upsampling in
 // up blocks 0-2, temporal in 1-2, z 16, fp16 in its pipeline, tiled by
-// default: 256-pixel tiles every 192, 16-frame chunks every 12), and
-// Flux.1's 2-D decoder (black-forest-labs/flux util.py ae_params: ch 128,
+// default: 256-pixel tiles every 192, 16-frame chunks every 12),
+// Wan 2.2's (Wan-Video/Wan2.2 wan/modules/vae2_2.py, Wan2_2_VAE: z 48,
+// decoder base 256, dim_mult [1, 2, 4, 4], 2 residual blocks + 1 an up
+// block, temporal upsampling [True, True, False], 12 channels out
+// unpatchified 2x2 to RGB: 16x spatial compression; fp32 in its pipelines)
+// and Flux.1's 2-D decoder (black-forest-labs/flux util.py ae_params: ch 128,
 // ch_mult [1, 2, 4, 4], num_res_blocks 2, z_channels 16; diffusers'
 // FLUX.1-dev vae/config.json: AutoencoderKL, block_out_channels
 // [128, 256, 512, 512], layers_per_block 2, latent_channels 16, no
@@ -470,6 +502,11 @@ const std::vector<Preset>& presets() {
        DType::FP32,
        {},
        VaeShape{VaeShape::Family::Wan21, 16, {384, 384, 384, 192, 96}, 2, {true, true, false}, {true, true, true}, 3, 8, 4}},
+      {"wan2.2-vae",
+       Stage::Kind::VaeDecode,
+       DType::FP32,
+       {},
+       VaeShape{VaeShape::Family::Wan22, 48, {1024, 1024, 1024, 512, 256}, 2, {true, true, false}, {true, true, true}, 3, 16, 4, 2}},
       {"hunyuanvideo-vae",
        Stage::Kind::VaeDecode,
        DType::FP16,
@@ -579,7 +616,7 @@ std::vector<Stage> read_stages(const std::string& file, const YAML::Node& node) 
     };
     window("tile", s.tile, s.tile_stride);
     window("chunk", s.chunk, s.chunk_stride);
-    if (s.vae.family == VaeShape::Family::Wan21 && s.chunk > 0 && !encoder)
+    if (s.vae.wan() && s.chunk > 0 && !encoder)
       r.fail("chunk", "the Wan VAE decodes one latent frame at a time (its causal cache): give no chunk");
     if (!encoder && s.tile > 0 && (s.tile % s.vae.spatial || s.tile_stride % s.vae.spatial))
       r.fail("tile", fmt::format("size and stride are multiples of the VAE's {}x compression", s.vae.spatial));

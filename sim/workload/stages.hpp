@@ -41,13 +41,20 @@ struct VaeShape {
   // the pass, upsampling convs 3x3x3 keeping the width.
   // Image: HunyuanVideo's layout in 2-D (Flux's AutoencoderKL): 3x3 convs,
   // no time axis, one frame.
-  enum class Family { Wan21, Hunyuan, Image } family = Family::Wan21;
+  // Wan 2.2: Wan 2.1's code paths, but each upsampling conv keeps the width
+  // (the residual blocks change it), an upsampling block adds its input
+  // duplicated up to its output's size (DupUp3D) to what it computes from a
+  // clone, and the decoder writes `patch` x `patch` pixels a position
+  // (unpatchified at the end).
+  enum class Family { Wan21, Hunyuan, Image, Wan22 } family = Family::Wan21;
   int64_t z_dim = 16;
   std::vector<int64_t> channels;
   int res_blocks = 2;                   // each up block holds res_blocks + 1 residual blocks
   std::vector<bool> time_up, space_up;  // per up block but the last: it doubles frames / height and width
   int64_t out_channels = 3;
   int spatial = 8, temporal = 4;  // the latent's compression
+  int patch = 1;                  // pixels a decoded position holds along each side (Wan 2.2: 2)
+  [[nodiscard]] bool wan() const { return family == Family::Wan21 || family == Family::Wan22; }
   /// The decoder's parameters (its convolutions and attention projections).
   [[nodiscard]] int64_t params() const;
 };
