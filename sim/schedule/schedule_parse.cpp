@@ -598,14 +598,16 @@ struct Parser {
   // to_yaml writes it), read in one pass: the header as the first ops list
   // opens, an entry's ranks as its list opens, each op as it ends; the
   // entries read again whole at the end (keys after `ops`). False where the
-  // file is not in that order. finish() then makes the schedule.
-  bool read_in_one_pass(const StreamedList& list) {
+  // file is not in that order. `edit` applies the --set overrides to the
+  // header. finish() then makes the schedule.
+  bool read_in_one_pass(const StreamedList& list, const std::function<void(YAML::Node)>& edit) {
     size_t header_keys = 0;
     std::vector<bool> seen;
     StreamHandler h;
     h.on_open = [&](size_t e, const YAML::Node& root, const YAML::Node& entry) {
       if (e != entries.size()) throw NotInOrder{};  // an entry before it had no ops list
       if (e == 0) {
+        edit(root);
         parse_header(MapReader(file, root, "schedule", kTopKeys), false);
         header_keys = root.size();
         seen.assign(s.ranks(), false);
@@ -682,9 +684,16 @@ RuntimeSettings read_runtime_settings(const MapReader& r) {
 Schedule parse_schedule_file(const std::string& path, const std::vector<std::string>& overrides) {
   Parser p;
   p.file = path;
-  if (!overrides.empty()) {  // an override may edit any op: the whole document
-    YAML::Node root = load_yaml_file(path);
+  const auto edit = [&](YAML::Node root) {
     for (const auto& o : overrides) apply_override(root, o, "the schedule " + path, SourceLocation{"--set " + o, 0, 0});
+  };
+  const bool edits_ops = std::any_of(overrides.begin(), overrides.end(), [](const std::string& o) {
+    const std::string key = o.substr(0, o.find('='));
+    return key.substr(0, key.find('.')) == "programs";
+  });
+  if (edits_ops) {  // an override that may edit any op: the whole document
+    YAML::Node root = load_yaml_file(path);
+    edit(root);
     p.parse(root);
     return std::move(p.s);
   }
@@ -698,7 +707,7 @@ Schedule parse_schedule_file(const std::string& path, const std::vector<std::str
     one.file = path;
     bool read = false;
     try {
-      read = one.read_in_one_pass(ops);
+      read = one.read_in_one_pass(ops, edit);
     } catch (const std::exception&) {
     }
     if (read) {
@@ -710,6 +719,7 @@ Schedule parse_schedule_file(const std::string& path, const std::vector<std::str
     if (p.streamed_names_rank.size() <= e) p.streamed_names_rank.resize(e + 1, 0);
     if (!p.streamed_names_rank[e] && YAML::Dump(item).find("rank") != std::string::npos) p.streamed_names_rank[e] = 1;
   });
+  edit(root);
   p.read_streamed = [&p, &path, &ops] {
     size_t open = SIZE_MAX;  // the entry whose ops are being read
     stream_yaml_file(path, ops, [&p, &open](size_t e, const YAML::Node& item) {

@@ -178,3 +178,25 @@ TEST_CASE("a schedule file in to_yaml's order is refused with the error its text
   CHECK(error_of([&] { parse_schedule_file(dir.write("bad.yaml", key_after)); }).find("bad.yaml:13:") != std::string::npos);
   CHECK(error_of([&] { parse_schedule_file(dir.write("bad.yaml", rank_late)); }).find("rank 7 is out of range 0..4") != std::string::npos);
 }
+
+TEST_CASE("--set on a schedule file read as it is parsed: the schedule its edited text gives") {
+  const TempDir dir;
+  const std::string file = dir.write("in-order.yaml", kInOrder);
+  std::string renamed = kInOrder;
+  renamed.replace(renamed.find("name: streamed"), 14, "name: renamed");
+  const std::string want = to_yaml(parse_schedule_string(renamed, file));
+  CHECK(to_yaml(parse_schedule_file(file, {"name=renamed"})) == want);  // in one pass
+  std::string late = kInOrder;
+  late.erase(late.find("name: streamed\n"), 15);
+  late += "name: streamed\n";
+  CHECK(to_yaml(parse_schedule_file(dir.write("late.yaml", late), {"name=renamed"})) == want);  // read twice
+  // An op edited: the whole document, as before.
+  std::string slower = kInOrder;
+  slower.replace(slower.find("duration: 2 us"), 14, "duration: 3 us");
+  CHECK(to_yaml(parse_schedule_file(file, {"programs.1.ops.0.duration=3 us"})) == to_yaml(parse_schedule_string(slower, file)));
+  // A bad key: the error the whole document gives (an edit of an op, to the value it has, reads it whole).
+  const std::string streamed = error_of([&] { parse_schedule_file(file, {"nmae=x"}); });
+  CAPTURE(streamed);
+  CHECK(!streamed.empty());
+  CHECK(streamed == error_of([&] { parse_schedule_file(file, {"nmae=x", "programs.0.rank=[0, 1]"}); }));
+}
