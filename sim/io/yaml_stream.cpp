@@ -34,7 +34,7 @@ namespace {
 // lists go to the handler as each one ends.
 class StreamBuilder : public YAML::EventHandler {
  public:
-  StreamBuilder(std::string file, const StreamedList& list, const StreamedItem& on_item) : file_(std::move(file)), list_(list), on_item_(on_item) {}
+  StreamBuilder(std::string file, const StreamedList& list, const StreamHandler& handler) : file_(std::move(file)), list_(list), handler_(handler) {}
 
   [[nodiscard]] const YAML::Node& root() const { return root_; }
 
@@ -93,12 +93,14 @@ class StreamBuilder : public YAML::EventHandler {
         stack_[1].node.IsSequence() && stack_[2].node.IsMap()) {
       f.streamed = true;
       f.outer_index = stack_[1].items;
+      if (handler_.on_open) handler_.on_open(f.outer_index, stack_[0].node, stack_[2].node);
     }
     stack_.push_back(std::move(f));
   }
 
   void close() {
     YAML::Node n = stack_.back().node;
+    if (stack_.back().streamed && handler_.on_close) handler_.on_close(stack_.back().outer_index);
     stack_.pop_back();
     add(n);
   }
@@ -112,7 +114,7 @@ class StreamBuilder : public YAML::EventHandler {
     if (f.node.IsSequence()) {
       if (f.streamed) {
         check_yaml_shape(n, file_);
-        on_item_(f.outer_index, n);
+        handler_.on_item(f.outer_index, n);
       } else {
         f.node.push_back(n);
       }
@@ -128,7 +130,7 @@ class StreamBuilder : public YAML::EventHandler {
 
   std::string file_;
   const StreamedList& list_;
-  const StreamedItem& on_item_;
+  const StreamHandler& handler_;
   std::vector<Frame> stack_;
   std::vector<YAML::Node> anchors_;  // by anchor id - 1
   YAML::Node root_;
@@ -137,11 +139,15 @@ class StreamBuilder : public YAML::EventHandler {
 }  // namespace
 
 YAML::Node stream_yaml_file(const std::string& path, const StreamedList& list, const StreamedItem& on_item) {
+  return stream_yaml_file(path, list, StreamHandler{.on_open = {}, .on_item = on_item, .on_close = {}});
+}
+
+YAML::Node stream_yaml_file(const std::string& path, const StreamedList& list, const StreamHandler& handler) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(SourceLocation{path, 0, 0}, "is a folder: give a YAML file");
   std::ifstream in(path);
   if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
-  StreamBuilder b(path, list, on_item);
+  StreamBuilder b(path, list, handler);
   try {
     YAML::Parser parser(in);
     parser.HandleNextDocument(b);

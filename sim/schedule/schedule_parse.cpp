@@ -23,6 +23,10 @@ using namespace schedule_names;
 
 namespace {
 
+// A file read in one pass whose header (all but `programs`) or entries'
+// `rank` do not come before the ops that need them: it is read twice instead.
+struct NotInOrder {};
+
 // A measured kernel's `beside_copies: [T1, T2, T3]`: how much of its duration 1, 2 and 3 copy
 // engines were busy where it was measured (trailing ones may be left out), whole nanoseconds.
 void read_beside_copies(const MapReader& r, Op& op) {
@@ -437,7 +441,38 @@ struct Parser {
   }
 
   void parse(const YAML::Node& root) {
-    MapReader top(file, root, "schedule", {"name", "topology", "gpus", "ranks", "settings", "streams", "groups", "programs"});
+    MapReader top(file, root, "schedule", kTopKeys);
+    const YAML::Node programs = parse_header(top, true);
+    // Programs: each entry's ranks; then their ops, from the entries' lists
+    // or, for a file read twice, from read_streamed.
+    std::vector<bool> seen(s.ranks(), false);
+    for (size_t e = 0; e < programs.size(); ++e) {
+      const YAML::Node p = programs[e];
+      Entry en = read_entry(p, seen);
+      const YAML::Node ops = MapReader(file, p, "program", {"rank", "ops"}).get("ops");
+      if (!ops.IsSequence()) throw InputError(location_of(file, p["ops"]), "'ops' must be a list");
+      en.shared = !(read_streamed ? e < streamed_names_rank.size() && streamed_names_rank[e] : YAML::Dump(ops).find("rank") != std::string::npos);
+      entries.push_back(std::move(en));
+    }
+    check_every_rank_has_a_program(top, seen);
+    if (read_streamed) {
+      read_streamed();
+    } else {
+      for (size_t e = 0; e < entries.size(); ++e) {
+        for (const YAML::Node& item : programs[e]["ops"]) add_item(e, item);
+        end_entry(e);
+      }
+    }
+    finish();
+  }
+
+  static inline const std::vector<std::string> kTopKeys = {"name", "topology", "gpus", "ranks", "settings", "streams", "groups", "programs"};
+
+  // All but the programs: name, settings, streams, ranks, GPUs, groups;
+  // returns the programs list. The list gives the ranks where `ranks:` does
+  // not; a file read in one pass (`whole` false) has not read it yet
+  // (NotInOrder where it is needed) and returns an empty node.
+  YAML::Node parse_header(const MapReader& top, bool whole) {
     s.file = file;
     s.name = top.str("name");
     s.topology = top.opt_str("topology").value_or("");
@@ -460,13 +495,17 @@ struct Parser {
       s.streams.push_back(d);
     }
     // Ranks: explicit, or from the programs' rank numbers.
-    const YAML::Node programs = top.get("programs");
-    if (!programs.IsSequence() || programs.size() == 0) top.fail("programs", "must be a non-empty list of {rank, ops}");
+    YAML::Node programs;
+    if (whole) {
+      programs.reset(top.get("programs"));
+      if (!programs.IsSequence() || programs.size() == 0) top.fail("programs", "must be a non-empty list of {rank, ops}");
+    }
     int ranks = 0;
     if (auto v = top.opt_int32("ranks")) {
       if (*v < 1 || *v > limits::kMaxRanks) top.fail("ranks", fmt::format("must be in 1..{}", limits::kMaxRanks));
       ranks = *v;
     } else {
+      if (!whole) throw NotInOrder{};
       for (const YAML::Node& p : programs) {
         const YAML::Node rk = p.IsMap() ? p["rank"] : YAML::Node();
         if (rk.IsDefined() && rk.IsScalar() && rk.Scalar() != "all") {
@@ -480,6 +519,7 @@ struct Parser {
     }
     s.programs.resize(ranks);
     for (int r = 0; r < ranks; ++r) s.programs[r].rank = r;
+    rank_ops.resize(ranks);
     if (top.has("gpus")) {
       const YAML::Node g = top.get("gpus");
       if (!g.IsSequence()) top.fail("gpus", "must be a list of topology GPU names, one per rank");
@@ -521,46 +561,99 @@ struct Parser {
       for (int i = 0; i < ranks; ++i) w.ranks.push_back(i);
       s.groups.push_back(w);
     }
-    // Programs: each entry's ranks; then their ops, from the entries' lists
-    // or, for a file read as it is parsed, from read_streamed.
-    std::vector<bool> seen(ranks, false);
-    rank_ops.resize(ranks);
-    for (size_t e = 0; e < programs.size(); ++e) {
-      const YAML::Node p = programs[e];
-      MapReader r(file, p, "program", {"rank", "ops"});
-      Entry en;
-      const YAML::Node rk = r.get("rank");
-      if (rk.IsScalar() && rk.Scalar() == "all") {
-        for (int i = 0; i < ranks; ++i) en.ranks.push_back(i);
-      } else if (rk.IsSequence()) {
-        for (const YAML::Node& x : rk) {
-          if (!x.IsScalar() || !std::all_of(x.Scalar().begin(), x.Scalar().end(), ::isdigit) || x.Scalar().empty() || x.Scalar().size() > 9)
-            throw InputError(location_of(file, x), "each rank in a rank list is a whole number, e.g. rank: [0, 2]");
-          en.ranks.push_back(static_cast<int>(std::stoll(x.Scalar())));
-        }
-      } else {
-        en.ranks.push_back(r.int32("rank"));
+    return programs;
+  }
+
+  // A `programs:` entry's ranks, each in range and not seen in an entry before.
+  Entry read_entry(const YAML::Node& p, std::vector<bool>& seen) const {
+    MapReader r(file, p, "program", {"rank", "ops"});
+    const int ranks = s.ranks();
+    Entry en;
+    const YAML::Node rk = r.get("rank");
+    if (rk.IsScalar() && rk.Scalar() == "all") {
+      for (int i = 0; i < ranks; ++i) en.ranks.push_back(i);
+    } else if (rk.IsSequence()) {
+      for (const YAML::Node& x : rk) {
+        if (!x.IsScalar() || !std::all_of(x.Scalar().begin(), x.Scalar().end(), ::isdigit) || x.Scalar().empty() || x.Scalar().size() > 9)
+          throw InputError(location_of(file, x), "each rank in a rank list is a whole number, e.g. rank: [0, 2]");
+        en.ranks.push_back(static_cast<int>(std::stoll(x.Scalar())));
       }
-      for (int w : en.ranks) {
-        if (w < 0 || w >= ranks) r.fail("rank", fmt::format("rank {} is out of range 0..{}", w, ranks - 1));
-        if (seen[w]) r.fail("rank", fmt::format("rank {} has two programs", w));
-        seen[w] = true;
-      }
-      const YAML::Node ops = r.get("ops");
-      if (!ops.IsSequence()) throw InputError(location_of(file, p["ops"]), "'ops' must be a list");
-      en.shared = !(read_streamed ? e < streamed_names_rank.size() && streamed_names_rank[e] : YAML::Dump(ops).find("rank") != std::string::npos);
-      entries.push_back(std::move(en));
-    }
-    for (int i = 0; i < ranks; ++i)
-      if (!seen[i]) top.fail("programs", fmt::format("rank {} has no program", i));
-    if (read_streamed) {
-      read_streamed();
     } else {
-      for (size_t e = 0; e < entries.size(); ++e) {
-        for (const YAML::Node& item : programs[e]["ops"]) add_item(e, item);
-        end_entry(e);
-      }
+      en.ranks.push_back(r.int32("rank"));
     }
+    for (int w : en.ranks) {
+      if (w < 0 || w >= ranks) r.fail("rank", fmt::format("rank {} is out of range 0..{}", w, ranks - 1));
+      if (seen[w]) r.fail("rank", fmt::format("rank {} has two programs", w));
+      seen[w] = true;
+    }
+    return en;
+  }
+
+  void check_every_rank_has_a_program(const MapReader& top, const std::vector<bool>& seen) const {
+    for (size_t i = 0; i < seen.size(); ++i)
+      if (!seen[i]) top.fail("programs", fmt::format("rank {} has no program", i));
+  }
+
+  // A file whose header and entries' `rank` come before their ops (as
+  // to_yaml writes it), read in one pass: the header as the first ops list
+  // opens, an entry's ranks as its list opens, each op as it ends; the
+  // entries read again whole at the end (keys after `ops`). False where the
+  // file is not in that order. `edit` applies the --set overrides to the
+  // header. finish() then makes the schedule.
+  bool read_in_one_pass(const StreamedList& list, const std::function<void(YAML::Node)>& edit) {
+    size_t header_keys = 0;
+    std::vector<bool> seen;
+    StreamHandler h;
+    h.on_open = [&](size_t e, const YAML::Node& root, const YAML::Node& entry) {
+      if (e != entries.size()) throw NotInOrder{};  // an entry before it had no ops list
+      if (e == 0) {
+        edit(root);
+        parse_header(MapReader(file, root, "schedule", kTopKeys), false);
+        header_keys = root.size();
+        seen.assign(s.ranks(), false);
+      }
+      if (!entry["rank"].IsDefined()) throw NotInOrder{};
+      entries.push_back(read_entry(entry, seen));
+    };
+    // An entry of several ranks keeps its items to its end, where whether they name `rank` is known.
+    h.on_item = [&](size_t e, const YAML::Node& item) {
+      Entry& en = entries[e];
+      if (en.ranks.size() > 1)
+        en.items.push_back(item);
+      else if (!en.ranks.empty())
+        expand_item(item, item, RepeatVars{{"rank", en.ranks[0]}, {"world", s.ranks()}}, rank_ops[en.ranks[0]]);
+    };
+    h.on_close = [&](size_t e) {
+      Entry& en = entries[e];
+      if (en.ranks.size() <= 1) return;
+      en.shared = std::none_of(en.items.begin(), en.items.end(), [](const YAML::Node& n) { return YAML::Dump(n).find("rank") != std::string::npos; });
+      if (en.shared) {
+        for (const YAML::Node& item : en.items) expand_item(item, item, RepeatVars{{"rank", en.ranks[0]}, {"world", s.ranks()}}, rank_ops[en.ranks[0]]);
+        en.items.clear();
+      }
+      end_entry(e);
+    };
+    try {
+      const YAML::Node root = stream_yaml_file(file, list, h);
+      if (entries.empty() || root.size() != header_keys + 1) return false;  // a key after `programs`
+      const MapReader top(file, root, "schedule", kTopKeys);
+      const YAML::Node programs = top.get("programs");
+      if (!programs.IsSequence() || programs.size() != entries.size()) return false;
+      std::vector<bool> again(s.ranks(), false);
+      for (size_t e = 0; e < programs.size(); ++e) {
+        if (read_entry(programs[e], again).ranks != entries[e].ranks) return false;
+        if (!MapReader(file, programs[e], "program", {"rank", "ops"}).get("ops").IsSequence()) return false;
+      }
+      check_every_rank_has_a_program(top, again);
+    } catch (const NotInOrder&) {
+      return false;
+    }
+    return true;
+  }
+
+  // Each rank's ops into its program (an entry's ranks share theirs where
+  // they never name `rank`), then the schedule checked.
+  void finish() {
     for (const Entry& en : entries) {
       if (en.ranks.empty()) continue;
       auto ops = std::make_shared<const std::vector<Op>>(std::move(rank_ops[en.ranks[0]]));
@@ -591,19 +684,42 @@ RuntimeSettings read_runtime_settings(const MapReader& r) {
 Schedule parse_schedule_file(const std::string& path, const std::vector<std::string>& overrides) {
   Parser p;
   p.file = path;
-  if (!overrides.empty()) {  // an override may edit any op: the whole document
-    YAML::Node root = load_yaml_file(path);
+  const auto edit = [&](YAML::Node root) {
     for (const auto& o : overrides) apply_override(root, o, "the schedule " + path, SourceLocation{"--set " + o, 0, 0});
+  };
+  const bool edits_ops = std::any_of(overrides.begin(), overrides.end(), [](const std::string& o) {
+    const std::string key = o.substr(0, o.find('='));
+    return key.substr(0, key.find('.')) == "programs";
+  });
+  if (edits_ops) {  // an override that may edit any op: the whole document
+    YAML::Node root = load_yaml_file(path);
+    edit(root);
     p.parse(root);
     return std::move(p.s);
   }
-  // Read twice as it is parsed, one op at a time (a many-step schedule's DOM
-  // would take gigabytes): all but the ops first, then the ops.
+  // Read as it is parsed, one op at a time (a many-step schedule's DOM
+  // would take gigabytes): in one pass where the file's order allows; else,
+  // and where the file is refused (its checks then come in their order),
+  // twice: all but the ops first, then the ops.
   const StreamedList ops{"programs", "ops"};
+  {
+    Parser one;
+    one.file = path;
+    bool read = false;
+    try {
+      read = one.read_in_one_pass(ops, edit);
+    } catch (const std::exception&) {
+    }
+    if (read) {
+      one.finish();
+      return std::move(one.s);
+    }
+  }
   const YAML::Node root = stream_yaml_file(path, ops, [&p](size_t e, const YAML::Node& item) {
     if (p.streamed_names_rank.size() <= e) p.streamed_names_rank.resize(e + 1, 0);
     if (!p.streamed_names_rank[e] && YAML::Dump(item).find("rank") != std::string::npos) p.streamed_names_rank[e] = 1;
   });
+  edit(root);
   p.read_streamed = [&p, &path, &ops] {
     size_t open = SIZE_MAX;  // the entry whose ops are being read
     stream_yaml_file(path, ops, [&p, &open](size_t e, const YAML::Node& item) {

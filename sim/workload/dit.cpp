@@ -11,6 +11,7 @@
 
 #include "gpu/params_io.hpp"
 #include "io/yaml_reader.hpp"
+#include "io/yaml_stream.hpp"
 
 namespace osim {
 
@@ -390,7 +391,21 @@ void place_on(DitWorkload& w, const hw::Topology& topo) {
 }
 
 bool is_workload_file(const std::string& path) {
-  const YAML::Node root = load_yaml_file(path);
+  // Read only up to where a schedule shows itself (its first program's ops
+  // open, no `model:` before them): a written schedule holds millions of ops.
+  struct IsSchedule {};
+  YAML::Node root;
+  try {
+    root.reset(stream_yaml_file(path, {"programs", "ops"},
+                                StreamHandler{.on_open =
+                                                  [](size_t, const YAML::Node& so_far, const YAML::Node&) {
+                                                    if (!so_far["model"].IsDefined()) throw IsSchedule{};
+                                                  },
+                                              .on_item = [](size_t, const YAML::Node&) {},
+                                              .on_close = {}}));
+  } catch (const IsSchedule&) {
+    return false;
+  }
   if (!root["model"].IsDefined() && !root["programs"].IsDefined())
     throw InputError(SourceLocation{path, 1, 1},
                      "neither a workload (it has no 'model:') nor a schedule (no 'programs:'): docs/formats/workload.md, "

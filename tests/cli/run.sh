@@ -23,6 +23,8 @@
 #                          schedule: 200 copies after a kernel, 199 kernels after a copy) in the summary
 #                          and metrics.json; none without a calibration
 #   calibration_note       the calibration a run used (and its GPU), or the defaults; another GPU's flagged
+#   summary_fits_a_screen  a 1,024-rank run prints at most 60 lines: ranks whose kernels take 1-4 ms by
+#                          rank % 4 in 4 rows of 256 alike ranks; 1 us x (1 + rank) as min, median, max
 #
 #   bash tests/cli/run.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -148,6 +150,23 @@ case $case in
     has $W/note.txt '^calibration: configs/workloads/../calibrations/h200x4-nvlink.yaml \(measured on 4x NVIDIA H200\)$'
     last configs/workloads/wan22-720p-aces-layerwise.yaml --set steps=1 --calibration configs/calibrations/h200.yaml
     has $W/note.txt '^warning: the calibration was measured on NVIDIA H200, the topology.s GPUs are H100-PCIe' ;;
+  summary_fits_a_screen)
+    # screen DURATION: every rank runs one kernel of DURATION ({rank} substituted), then syncs.
+    screen() {
+      printf 'name: ranks-1024\nranks: 1024\nstreams: [compute]\nprograms:\n  - rank: all\n    ops:\n' > $W/s.yaml
+      printf '      - {op: kernel, name: work, stream: compute, duration: "%s"}\n      - {op: device_sync}\n' "$1" >> $W/s.yaml
+      "$osim" run $W/s.yaml -t $CFG/topologies/h100-128node-ib.yaml > $W/out.txt
+      [ "$(wc -l < $W/out.txt)" -le 60 ] || fail "$1: $(wc -l < $W/out.txt) lines"
+      if grep -Eq '^  [0-9]+ +n[0-9]+_gpu' $W/out.txt; then fail "$1: a row a rank"; fi
+    }
+    screen '{1 + rank % 4} ms'
+    has $W/out.txt '^  makespan 4.004 ms$' '^  1024 ranks in 4 groups of alike ranks \(every column the same\):$'
+    for g in 0 1 2 3; do
+      has $W/out.txt "^  $g,$((g + 4)),$((g + 8)),… \(256\) +$((g + 1)).000 ms +0.000 ns +0.000 ns +0.000 ns +0.000 ns +1.00 +0 B$"
+    done
+    screen '{1 + rank} us'
+    has $W/out.txt '^  1024 ranks, spread over them: +min \(rank\) +median +max \(rank\)$' \
+      '^    compute +1.000 us \(0\) +512.500 us +1.024 ms \(1023\)$' '^    comm +0.000 ns \(0\) +0.000 ns +0.000 ns \(1023\)$' ;;
   *) fail "no case $case" ;;
 esac
 ok

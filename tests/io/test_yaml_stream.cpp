@@ -93,3 +93,24 @@ TEST_CASE("a streamed file cut short or not a mapping is refused with its name a
                        doctest::Contains("cannot open file"), InputError);
   fs::remove_all(dir);
 }
+
+TEST_CASE("a streamed list's opening shows the document and its entry as read so far, and its end is told") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("osim-yaml-stream-open-{}", ::getpid());
+  fs::create_directories(dir);
+  const std::string path = (dir / "doc.yaml").string();
+  std::ofstream(path) << kDoc;
+  std::vector<std::string> told;
+  StreamHandler h;
+  h.on_open = [&](size_t e, const YAML::Node& root, const YAML::Node& entry) {
+    // The keys before `programs` and, in the entry, before `ops`.
+    told.push_back(fmt::format("open {} root {} name {} programs {} rank {}", e, root.size(), root["name"].as<std::string>(),
+                               root["programs"].IsDefined(), entry["rank"].IsDefined() ? entry["rank"].as<std::string>() : "-"));
+  };
+  h.on_item = [&](size_t e, const YAML::Node&) { told.push_back(fmt::format("item {}", e)); };
+  h.on_close = [&](size_t e) { told.push_back(fmt::format("close {}", e)); };
+  stream_yaml_file(path, {"programs", "ops"}, h);
+  CHECK(told == std::vector<std::string>{"open 0 root 2 name two programs false rank 0", "item 0", "item 0", "item 0", "close 0",
+                                         "open 1 root 2 name two programs false rank -", "item 1", "close 1",
+                                         "open 2 root 2 name two programs false rank 2", "close 2"});
+  fs::remove_all(dir);
+}

@@ -1,10 +1,13 @@
 // A schedule file is read as it is parsed, one op at a time (a many-step
-// schedule's YAML document would take gigabytes): the schedule and its
-// errors are what the same text read whole gives.
+// schedule's YAML document would take gigabytes), in one pass where its
+// header comes first: the schedule and its errors are what the same text
+// read whole gives.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <string>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -91,4 +94,109 @@ TEST_CASE("a schedule file cut short or with a bad op is refused at its line, as
   // An entry lost: the ranks left without a program named.
   const std::string short_file = dir.write("short.yaml", text.substr(0, text.find("  - ops:")) + text.substr(text.find("name: streamed")));
   CHECK_THROWS_WITH_AS(parse_schedule_file(short_file), doctest::Contains("rank 2 has no program"), InputError);
+}
+
+namespace {
+// The same schedule in the order to_yaml writes (header first, `rank`
+// before `ops`): read in one pass.
+const char* kInOrder = R"(name: streamed
+ranks: 5
+streams: [compute, {name: comm, priority: 1}]
+groups: [{name: pair, ranks: [0, 1, 4]}]
+programs:
+  - rank: [0, 1]
+    ops:
+      - {op: event_record, event: "done{rank}", stream: compute}
+      - {op: loop, count: 2, ops: [{op: kernel, name: "k{i}", stream: compute, duration: 5 us}]}
+      - {op: event_record, event: "late{rank}", stream: compute}
+      - {op: collective, kind: all_reduce, bytes: 1 MB, group: world, stream: comm}
+      - {op: collective, kind: all_reduce, bytes: 1 MB, group: pair, stream: comm}
+  - rank: [2, 3]
+    ops:
+      - {op: kernel, name: k, stream: compute, duration: 2 us}
+      - {op: collective, kind: all_reduce, bytes: 1 MB, group: world, stream: comm}
+  - rank: 4
+    ops:
+      - {op: event_record, event: "e{rank}", stream: compute}
+      - {op: collective, kind: all_reduce, bytes: 1 MB, group: world, stream: comm}
+      - {op: collective, kind: all_reduce, bytes: 1 MB, group: pair, stream: comm}
+)";
+
+std::string error_of(const std::function<void()>& read) {
+  try {
+    read();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("a schedule file in to_yaml's order read in one pass is the schedule read whole") {
+  const TempDir dir;
+  const std::string file = dir.write("in-order.yaml", kInOrder);
+  const Schedule a = parse_schedule_file(file), b = parse_schedule_string(kInOrder, file);
+  CHECK(to_yaml(a) == to_yaml(b));
+  CHECK(a.events == std::vector<std::string>{"done0", "late0", "done1", "late1", "e4"});
+  REQUIRE(a.ranks() == 5);
+  CHECK(a.programs[0].ops->size() == 6);
+  CHECK(a.programs[0].ops->at(2).label == "k1");
+  CHECK(a.programs[0].ops->at(2).line == 9);  // where the loop's op was written
+  CHECK(a.programs[4].ops->at(0).line == 19);
+  CHECK(a.programs[2].ops == a.programs[3].ops);  // ops that never name `rank`: one copy for the entry's ranks
+  CHECK(a.programs[0].ops != a.programs[1].ops);
+  // The header after the programs (the group an op names comes last): read twice, the same schedule.
+  std::string late = kInOrder;
+  const std::string groups = "groups: [{name: pair, ranks: [0, 1, 4]}]\n";
+  late.erase(late.find(groups), groups.size());
+  late += groups;
+  CHECK(to_yaml(parse_schedule_file(dir.write("late.yaml", late))) == to_yaml(b));
+  // `ops` before `rank`: the same.
+  std::string swapped = kInOrder;
+  swapped.replace(swapped.find("  - rank: 4\n    ops:"), 20, "  - ops:");
+  swapped.replace(swapped.find("group: pair, stream: comm}\n", swapped.find("\"e{rank}\"")), 27, "group: pair, stream: comm}\n    rank: 4\n");
+  CHECK(to_yaml(parse_schedule_file(dir.write("swapped.yaml", swapped))) == to_yaml(b));
+}
+
+TEST_CASE("a schedule file in to_yaml's order is refused with the error its text read whole gives") {
+  const TempDir dir;
+  const std::string text(kInOrder);
+  // A key after an entry's ops; a rank out of range after the ops of the entries before; a bad op.
+  std::string key_after = text;
+  key_after.replace(key_after.find("  - rank: [2, 3]"), 0, "    color: red\n");
+  std::string rank_late = text;
+  rank_late.replace(rank_late.find("rank: 4"), 7, "rank: 7");
+  std::string bad_op = text;
+  bad_op.replace(bad_op.find("duration: 2 us"), 0, "sm_limit: -1, ");
+  for (const std::string& t : {key_after, rank_late, bad_op}) {
+    const std::string file = dir.write("bad.yaml", t);
+    const std::string streamed = error_of([&] { parse_schedule_file(file); });
+    CAPTURE(streamed);
+    CHECK(!streamed.empty());
+    CHECK(streamed == error_of([&] { parse_schedule_string(t, file); }));
+  }
+  CHECK(error_of([&] { parse_schedule_file(dir.write("bad.yaml", key_after)); }).find("bad.yaml:13:") != std::string::npos);
+  CHECK(error_of([&] { parse_schedule_file(dir.write("bad.yaml", rank_late)); }).find("rank 7 is out of range 0..4") != std::string::npos);
+}
+
+TEST_CASE("--set on a schedule file read as it is parsed: the schedule its edited text gives") {
+  const TempDir dir;
+  const std::string file = dir.write("in-order.yaml", kInOrder);
+  std::string renamed = kInOrder;
+  renamed.replace(renamed.find("name: streamed"), 14, "name: renamed");
+  const std::string want = to_yaml(parse_schedule_string(renamed, file));
+  CHECK(to_yaml(parse_schedule_file(file, {"name=renamed"})) == want);  // in one pass
+  std::string late = kInOrder;
+  late.erase(late.find("name: streamed\n"), 15);
+  late += "name: streamed\n";
+  CHECK(to_yaml(parse_schedule_file(dir.write("late.yaml", late), {"name=renamed"})) == want);  // read twice
+  // An op edited: the whole document, as before.
+  std::string slower = kInOrder;
+  slower.replace(slower.find("duration: 2 us"), 14, "duration: 3 us");
+  CHECK(to_yaml(parse_schedule_file(file, {"programs.1.ops.0.duration=3 us"})) == to_yaml(parse_schedule_string(slower, file)));
+  // A bad key: the error the whole document gives (an edit of an op, to the value it has, reads it whole).
+  const std::string streamed = error_of([&] { parse_schedule_file(file, {"nmae=x"}); });
+  CAPTURE(streamed);
+  CHECK(!streamed.empty());
+  CHECK(streamed == error_of([&] { parse_schedule_file(file, {"nmae=x", "programs.0.rank=[0, 1]"}); }));
 }

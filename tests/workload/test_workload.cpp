@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "core/intervals.hpp"
 #include "gpu/executor.hpp"
@@ -326,4 +329,18 @@ TEST_CASE("fp8 weights: half the bytes copied, fp8 GEMMs, each GEMM's input quan
       CAPTURE(ops[i].label);
       CHECK(ops[i + 1].gemm.has_value());
     }
+}
+
+TEST_CASE("a file is told a workload or a schedule from its start, not read whole") {
+  const std::string dir = "/tmp/osim-is-workload-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  // A schedule cut short after its first op: a schedule, told before the cut is reached.
+  std::ofstream(dir + "/cut.yaml") << "name: s\nranks: 1\nstreams: [c]\nprograms:\n  - rank: 0\n    ops:\n      - {op: device_sync}\n      - {op: kernel\n";
+  CHECK_FALSE(is_workload_file(dir + "/cut.yaml"));
+  CHECK_THROWS_WITH_AS(parse_schedule_file(dir + "/cut.yaml"), doctest::Contains("cut.yaml:9:1: error: YAML syntax error"), InputError);
+  CHECK(is_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml"));
+  CHECK_FALSE(is_workload_file(kSrc + "/configs/schedules/prefetch-overlap-2gpu.yaml"));
+  std::ofstream(dir + "/neither.yaml") << "name: n\nsteps: 2\n";
+  CHECK_THROWS_WITH_AS(is_workload_file(dir + "/neither.yaml"), doctest::Contains("neither a workload"), InputError);
+  std::filesystem::remove_all(dir);
 }
