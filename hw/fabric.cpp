@@ -446,6 +446,7 @@ void Topology::add_hop_path(Route& r, const HopPath& path, bool first_leg, bool 
     const LinkSpec& l = spec_.links[link];
     add(link_a_[static_cast<size_t>(link)] == path.nodes[i] ? link_fwd_[link] : link_rev_[link], 1.0);
     r.latency += l.latency;
+    r.link_kinds |= bit(l.kind);
   }
   for (size_t i = 0; i < path.nodes.size(); ++i) {
     const int n = path.nodes[i];
@@ -487,6 +488,7 @@ void Topology::build_route(Route& r, int src, int dst, const RouteOptions& opt) 
   r.uses.clear();
   r.latency = Time::zero();
   r.bottleneck = Bandwidth::unlimited();
+  r.link_kinds = 0;
   r.uses.reserve(12);  // a route crosses a dozen resources at most in practice: one allocation
   if (src == dst) {
     r.nodes.push_back(src);

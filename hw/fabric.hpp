@@ -46,6 +46,8 @@ struct Route {
   Time latency;
   /// min over uses of capacity / coefficient: a lone flow's rate.
   Bandwidth bottleneck = Bandwidth::unlimited();
+  uint32_t link_kinds = 0;  // one bit per LinkKind crossed
+  [[nodiscard]] bool crosses(LinkKind k) const { return (link_kinds >> static_cast<int>(k)) & 1U; }
 };
 
 struct RouteOptions {

@@ -128,16 +128,23 @@ std::string borrowed_calibration_note(const BaseParams& b, const hw::Topology& t
   const bool pcie_card = upper_alnum(model).find("PCIE") != std::string::npos;
   const bool measured_pcie_card = upper_alnum(b.origin.gpu).find("PCIE") != std::string::npos;
   const bool other_gpu = !gpu_in_family(b.origin.gpu, model) || pcie_card != measured_pcie_card;
+  // nvlink_c2c host links whose copy-engine caps the calibration left at the public GH200 figures.
   bool c2c = false;
   for (const hw::LinkSpec& l : topo.spec().links) c2c = c2c || l.kind == hw::LinkKind::NvLinkC2C;
+  const auto& c2c_cap = b.params.copies.copy_engine_bandwidth_c2c;
+  c2c = c2c && c2c_cap == CopyParams{}.copy_engine_bandwidth_c2c;
   if (!other_gpu && !c2c) return "";
   std::vector<std::string> unknown;
   if (other_gpu) unknown.emplace_back(fmt::format("the {}'s own kernel rates, clock under sustained load and copy-engine caps", model));
-  if (c2c) unknown.emplace_back("copies over nvlink_c2c (its copy-engine cap was measured over PCIe, so they run no faster)");
+  if (c2c)
+    unknown.emplace_back(fmt::format("the copy-engine caps over nvlink_c2c (public GH200 figures stand in: {:.0f} GB/s H2D, {:.0f} GB/s D2H; "
+                                     "copy_engine_bandwidth_c2c)",
+                                     c2c_cap[Direction::H2D].GBps(), c2c_cap[Direction::D2H].GBps()));
   std::string what;
   for (size_t i = 0; i < unknown.size(); ++i) what += (i ? "; nor " : "") + unknown[i];
-  return fmt::format("borrowed calibration: {} was measured on {}{}, not on this topology's {}: it cannot know {}\n", b.file,
-                     b.origin.gpus > 1 ? fmt::format("{}x ", b.origin.gpus) : "", b.origin.gpu, model, what);
+  const std::string where = other_gpu ? fmt::format("not on this topology's {}", model) : "over PCIe, not over this topology's nvlink_c2c";
+  return fmt::format("borrowed calibration: {} was measured on {}{}, {}: it cannot know {}\n", b.file,
+                     b.origin.gpus > 1 ? fmt::format("{}x ", b.origin.gpus) : "", b.origin.gpu, where, what);
 }
 
 std::string base_params_note(const BaseParams& b, const hw::Topology* topo) {

@@ -43,8 +43,8 @@ struct BaseParams {
 BaseParams base_params(const std::string& file, const hw::Topology& topo);
 /// The line a run's summary opens with when its calibration was measured on another GPU than the
 /// topology's (another family, or the PCIe card for an SXM module and back), or the topology has
-/// links the calibration's copies never crossed (nvlink_c2c to the host): what it borrowed and what
-/// it cannot know. "" otherwise.
+/// links the calibration's copies never crossed (nvlink_c2c to the host, its copy-engine caps left at
+/// the public GH200 figures): what it borrowed and what it cannot know. "" otherwise.
 std::string borrowed_calibration_note(const BaseParams& b, const hw::Topology& topo);
 /// The note a run prints after its summary: which parameters it used.
 std::string base_params_note(const BaseParams& b, const hw::Topology* topo);

@@ -97,8 +97,9 @@ void Copies::start_copy(int r, int e) {
   FlowSpec f;
   f.bytes = static_cast<double>(op.bytes);
   // The calibrated engine rate is that of copies to and from host memory
-  // (what the bench's pinned copies measure); a P2P copy is held by its
-  // route (the NVLink port: the measured P2P rate), a D2D copy by HBM.
+  // (what the bench's pinned copies measure), per host link kind; a P2P copy
+  // is held by its route (the NVLink port: the measured P2P rate), a D2D
+  // copy by HBM.
   double cap = std::numeric_limits<double>::infinity();
   const FlowRoute* route = nullptr;
   switch (op.copy) {
@@ -111,7 +112,7 @@ void Copies::start_copy(int r, int e) {
       break;
     }
   }
-  if (host) cap = cp.copy_engine_bandwidth[copy_direction(d2h)].bytes_per_s;
+  if (host) cap = engine_cap(r, d2h);
   if (host && op.host_mem == HostMem::Pageable) cap = std::min(cap, cp.pageable_bandwidth[copy_direction(d2h)].bytes_per_s);
   f.latency = host ? cp.host_copy_setup(d2h, op.host_mem == HostMem::Pageable) : cp.copy_latency.h2d;
   // Both ways at once (copy_bidir_table): a pinned copy starting while the
@@ -181,7 +182,7 @@ void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
 // pinned copy runs the other way.
 void Copies::set_bidir_limit(int r, size_t d) {
   const CopyParams& cp = x_.p.copies;
-  const double full = cp.copy_engine_bandwidth[copy_direction(d == 1)].bytes_per_s;
+  const double full = engine_cap(r, d == 1);
   double share = cp.copy_bidir_factor[copy_direction(d == 1)];
   if (cp.copy_bidir_tabled()) {
     const CopyKind k = d == 1 ? CopyKind::D2H : CopyKind::H2D;
@@ -189,6 +190,11 @@ void Copies::set_bidir_limit(int r, size_t d) {
     if (id >= 0 && x_.op_of(r, id).copy == k) share = cp.copy_bidir_share(copy_direction(d == 1), x_.op_of(r, id).bytes);
   }
   x_.flows.set_capacity(bidir_[static_cast<size_t>(r)][d], bidir_active_[static_cast<size_t>(r)][1 - d] > 0 ? full * share : full);
+}
+
+double Copies::engine_cap(int r, bool d2h) {
+  const bool c2c = routes_.host_route(r, !d2h).crosses(hw::LinkKind::NvLinkC2C);
+  return x_.p.copies.engine_bandwidth(copy_direction(d2h), c2c).bytes_per_s;
 }
 
 int Copies::add_counted_limit(double nominal, const std::vector<Bandwidth>* table, int res) {

@@ -1,6 +1,7 @@
 // Copy engines (CopyParams): each GPU has an engine per direction (fewer
 // where the topology says so), FIFO; a copy becomes a flow on its route,
-// capped at the engine's rate (pageable: the staging rate), sharing the
+// capped at the engine's rate for the host link it crosses (PCIe, or a Grace
+// Hopper's NVLink-C2C; pageable: the staging rate), sharing the
 // engine with the other direction (copy_bidir_*), a host bridge with other
 // GPUs' copies (host_*_aggregate, both ways: host_bidir_aggregate) and, when
 // pageable, the host's staging with other GPUs' (pageable_*_aggregate).
@@ -53,6 +54,8 @@ class Copies final : public CopyEngines {
   void start_copy(int r, int e);
   void copy_done(int r, int id, int e, const FlowRecord& rec);
   void set_bidir_limit(int r, size_t d);
+  // Rank r's engine ceiling for host copies of direction d2h, by the link kind its host route crosses.
+  double engine_cap(int r, bool d2h);
   int limit_of(const std::vector<int>& of, ConstraintId c) const { return static_cast<size_t>(c) < of.size() ? of[static_cast<size_t>(c)] : -1; }
   // Calls f(l) for each counted limit a host copy of rank r runs under (no
   // allocation: it runs as every host copy starts and ends).

@@ -47,6 +47,7 @@ void FabricUse::set_flow_route(FlowRoute& fr, const hw::Route& route) const {
   for (const auto& u : route.uses) fr.uses.push_back({cons_[u.resource], u.coefficient});
   fr.latency = route.latency;
   fr.kind = route.kind;
+  fr.link_kinds = route.link_kinds;
   fr.known = true;
 }
 

@@ -29,7 +29,9 @@ struct FlowRoute {
   RouteUses uses;
   Time latency;
   hw::RouteKind kind = hw::RouteKind::Local;
+  uint32_t link_kinds = 0;  // hw::Route's: one bit per LinkKind crossed
   bool known = false;
+  [[nodiscard]] bool crosses(hw::LinkKind k) const { return (link_kinds >> static_cast<int>(k)) & 1U; }
 };
 
 inline bool through_host(hw::RouteKind k) { return k == hw::RouteKind::ViaHost || k == hw::RouteKind::NetworkViaHost; }

@@ -53,3 +53,23 @@ TEST_CASE("base parameters: a file, none (the datasheet's), or the topology's me
         std::string::npos);
   CHECK_FALSE(base_params("", topology("rtx4090x8-pcie")).built_in);
 }
+
+TEST_CASE("borrowed calibration: a GH200's nvlink_c2c copies name the public engine caps that stand in, until a calibration sets its own") {
+  const hw::Topology gh(hw::parse_topology_string(R"(name: gh200
+nodes:
+  - {name: cpu0, kind: cpu, memory: 480 GB}
+  - {name: gpu0, kind: gpu, model: NVIDIA H200, memory: 96 GB, copy_engines: 3}
+links:
+  - {a: gpu0, b: cpu0, kind: nvlink_c2c, bandwidth: 450 GB/s, latency: 0.5 us}
+)",
+                                                  "gh200.yaml"));
+  BaseParams b = base_params(kSrc + "/configs/calibrations/h200.yaml", gh);  // the same GPU family: only the link is new
+  const std::string note = borrowed_calibration_note(b, gh);
+  CHECK(note.rfind("borrowed calibration: ", 0) == 0);
+  CHECK(note.find("was measured on NVIDIA H200, over PCIe, not over this topology's nvlink_c2c: ") != std::string::npos);
+  CHECK(note.find("it cannot know the copy-engine caps over nvlink_c2c (public GH200 figures stand in: 346 GB/s H2D, 300 GB/s D2H; "
+                  "copy_engine_bandwidth_c2c)") != std::string::npos);
+  CHECK(note.find("run no faster") == std::string::npos);
+  b.params.copies.copy_engine_bandwidth_c2c.h2d = Bandwidth::from_GBps(380);  // a GH200's own calibration
+  CHECK(borrowed_calibration_note(b, gh).empty());
+}

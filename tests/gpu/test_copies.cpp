@@ -301,3 +301,59 @@ TEST_CASE("pageable_h2d_aggregate: the host's limit on pageable copies of severa
   p.copies.pageable_d2h_aggregate = {Bandwidth::from_GBps(9), Bandwidth::from_GBps(12), Bandwidth::from_GBps(12), Bandwidth::from_GBps(12)};
   CHECK(Sim(pageable(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(200.0));  // 12 / 4 each
 }
+
+TEST_CASE("the copy engine's cap is the host link's kind's: NVLink-C2C's own, PCIe's unchanged") {
+  // gpu0 reaches its CPU over NVLink-C2C (a GH200), gpu1 over PCIe Gen5.
+  const char* topo = R"(name: gh200-and-pcie
+nodes:
+  - {name: "cpu{i}", kind: cpu, memory: 480 GB, repeat: 2}
+  - {name: "gpu{i}", kind: gpu, model: GH200, memory: 96 GB, copy_engines: 3, peak_tflops: {bf16: 100}, repeat: 2}
+links:
+  - {a: gpu0, b: cpu0, kind: nvlink_c2c, bandwidth: 450 GB/s, latency: 0.5 us}
+  - {a: gpu1, b: cpu1, kind: pcie, bandwidth: 64 GB/s, latency: 1 us}
+  - {a: cpu0, b: cpu1, kind: inter_socket, bandwidth: 100 GB/s, latency: 1 us}
+)";
+  const std::string sched = R"(name: c2c
+ranks: 2
+streams: [up, down]
+programs:
+  - rank: 0
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 1 GB, stream: up}
+      - {op: memcpy, kind: d2h, bytes: 1 GB, stream: down}
+  - rank: 1
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 1 GB, stream: up}
+      - {op: memcpy, kind: d2h, bytes: 1 GB, stream: down}
+)";
+  ModelParams p = quiet();
+  p.copies.copy_latency.h2d = Time::from_us(2);
+  p.copies.copy_engine_bandwidth = {Bandwidth::from_GBps(54), Bandwidth::from_GBps(55)};  // measured over PCIe
+  const double n = 1e9;
+  // latency (set-up + route) + N / min(link, engine cap of the link's kind), in ms.
+  auto expect_ms = [&](double latency_us, double link_GBps, double cap_GBps) { return latency_us * 1e-3 + n / (std::min(link_GBps, cap_GBps) * 1e6); };
+  const Sim s(sched, p, topo);
+  const CopyParams defaults;
+  CHECK(defaults.copy_engine_bandwidth_c2c.h2d.GBps() == doctest::Approx(346));  // the public GH200 figures
+  CHECK(defaults.copy_engine_bandwidth_c2c.d2h.GBps() == doctest::Approx(300));
+  CHECK(s.end_ms(0, 0) == doctest::Approx(expect_ms(2.5, 450, 346)));  // 2.8927 ms, not 1 GB / 54 GB/s = 18.5 ms
+  CHECK(s.end_ms(0, 1) == doctest::Approx(expect_ms(2.5, 450, 300)));
+  CHECK(s.end_ms(1, 0) == doctest::Approx(expect_ms(3, 64, 54)));  // PCIe: the measured cap, as before
+  CHECK(s.end_ms(1, 1) == doctest::Approx(expect_ms(3, 64, 55)));
+  // A GH200's own calibration overrides the public figure; a cap above the link leaves the link's rate.
+  p.copies.copy_engine_bandwidth_c2c.h2d = Bandwidth::from_GBps(400);
+  p.copies.copy_engine_bandwidth_c2c.d2h = Bandwidth::from_GBps(500);
+  const Sim own(sched, p, topo);
+  CHECK(own.end_ms(0, 0) == doctest::Approx(expect_ms(2.5, 450, 400)));
+  CHECK(own.end_ms(0, 1) == doctest::Approx(expect_ms(2.5, 450, 500)));
+  CHECK(own.end_ms(1, 0) == doctest::Approx(s.end_ms(1, 0)));
+  // Both ways at once (copy_bidir_factor): the share applies to the C2C cap too
+  // (equal caps both ways, so that both directions end together).
+  p.copies.copy_engine_bandwidth = {Bandwidth::from_GBps(54), Bandwidth::from_GBps(54)};
+  p.copies.copy_engine_bandwidth_c2c = {Bandwidth::from_GBps(400), Bandwidth::from_GBps(400)};
+  p.copies.copy_bidir_factor = {0.5, 0.5};
+  const Sim both(sched, p, topo);
+  CHECK(both.end_ms(0, 0) == doctest::Approx(expect_ms(2.5, 450, 200)));  // 400 x 0.5 while D2H runs
+  CHECK(both.end_ms(0, 1) == doctest::Approx(expect_ms(2.5, 450, 200)));
+  CHECK(both.end_ms(1, 0) == doctest::Approx(expect_ms(3, 64, 27)));  // 54 x 0.5
+}

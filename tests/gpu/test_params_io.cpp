@@ -42,6 +42,7 @@ TEST_CASE("every field set away from its default is written and read back") {
   p.handoff.handoff_phase_min = Time::from_us(0.25);
   p.handoff.handoff_phase_max = Time::from_us(7.75);
   p.copies.copy_engine_bandwidth.h2d = Bandwidth::from_GBps(54.25);
+  p.copies.copy_engine_bandwidth_c2c.h2d = Bandwidth::from_GBps(410.5);  // a GH200's own, over its public default
   p.copies.copy_bidir_table = {{65536, 0.7, 0.75}, {1073741824, 0.9, 0.95}};
   p.memory.framework_norm_rows = {{{128, 0.0985, 0.1663}, {2560, 0.4616, 0.6041}}};
   p.copies.host_h2d_aggregate = {Bandwidth::from_GBps(55), Bandwidth::from_GBps(106)};
@@ -65,9 +66,13 @@ TEST_CASE("every field set away from its default is written and read back") {
   CHECK(q.nvlink.nvlink_wake_min_bytes == 2 << 20);
   CHECK(q.power.sustained_time_constant.ms() == doctest::Approx(42.5));
   CHECK(q.memory.framework_norm_rows.at(1)[2] == doctest::Approx(0.6041));
+  CHECK(q.copies.copy_engine_bandwidth_c2c.h2d.GBps() == doctest::Approx(410.5));
+  CHECK(q.copies.copy_engine_bandwidth_c2c.d2h.GBps() == doctest::Approx(300));  // left at the public figure
+  CHECK(text.find("copy_engine_bandwidth_c2c_d2h") == std::string::npos);
   // Defaults are not written: a file of the default parameters holds the always-written fields only.
   const std::string plain = model_yaml(ModelParams{});
   CHECK(plain.find("collective_call") == std::string::npos);
+  CHECK(plain.find("copy_engine_bandwidth_c2c") == std::string::npos);
   CHECK(plain.find("kernel_launch: 4.0000 us") != std::string::npos);
 }
 

@@ -323,7 +323,10 @@ links:
   const Route& h2d = t.route(cpu0, gpu0);
   CHECK(h2d.kind == RouteKind::HostMemory);
   CHECK(h2d.bottleneck.GBps() == doctest::Approx(450));
+  CHECK(h2d.crosses(LinkKind::NvLinkC2C));  // copies take the C2C engine cap (CopyParams)
+  CHECK(!h2d.crosses(LinkKind::Pcie));
   CHECK(t.path_type(gpu0, gpu1) == PathType::Sys);
+  CHECK(t.route(gpu0, gpu1).crosses(LinkKind::InterSocket));
   // GPU to GPU bounces through the sender's host memory and crosses the sockets' link.
   CHECK(t.route(gpu0, gpu1).bottleneck.GBps() == doctest::Approx(100));
   std::string bad = yaml;

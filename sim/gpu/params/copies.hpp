@@ -13,9 +13,16 @@
 namespace osim {
 
 struct CopyParams {
-  // One engine's ceiling for copies to and from host memory (D2H unset:
-  // H2D's; calibration fields copy_engine_bandwidth, _d2h).
+  // One engine's ceiling for copies to and from host memory over PCIe (D2H
+  // unset: H2D's; calibration fields copy_engine_bandwidth, _d2h).
   PerDirection<Bandwidth> copy_engine_bandwidth{Bandwidth::unlimited(), Bandwidth::unlimited()};
+  // The same for copies whose host link is NVLink-C2C (a Grace Hopper's GPU
+  // to its CPU; fields copy_engine_bandwidth_c2c, _c2c_d2h). The defaults
+  // are public GH200 figures, not our measurement: nvbandwidth's
+  // host_to_device_memcpy_ce gave 346 GB/s on a GH200 480 GB, D2H about 15 %
+  // lower (NVIDIA/nvbandwidth issue 23; Schieffer et al., arXiv 2407.07850,
+  // report 375 and 297 GB/s over C2C). A GH200's own calibration sets them.
+  PerDirection<Bandwidth> copy_engine_bandwidth_c2c{Bandwidth::from_GBps(346), Bandwidth::from_GBps(300)};
   // DMA set-up before the first byte, beyond the route's latency.
   PerDirection<Time> copy_latency{Time::zero(), Time::from_ps(-1)};
 
@@ -49,6 +56,9 @@ struct CopyParams {
   std::vector<Bandwidth> pageable_h2d_aggregate;
   std::vector<Bandwidth> pageable_d2h_aggregate;
 
+  // One engine's ceiling for a host copy in direction d; `c2c`: its route
+  // crosses an NVLink-C2C link rather than PCIe.
+  [[nodiscard]] Bandwidth engine_bandwidth(Direction d, bool c2c) const { return c2c ? copy_engine_bandwidth_c2c[d] : copy_engine_bandwidth[d]; }
   // A host copy's set-up before its first byte, beyond its route's latency.
   [[nodiscard]] Time host_copy_setup(bool d2h, bool pageable) const {
     const Direction d = copy_direction(d2h);
