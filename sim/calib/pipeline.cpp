@@ -144,7 +144,6 @@ const std::vector<FitStep> kFitSteps = {
      .name = "conv",
      .keys = {key("conv")},
      .writes = {"conv.conv_rates", "conv.conv_positions_half", "conv.conv_layout_efficiency", "conv.conv_layout_efficiency_16"},
-     .consumes = {O::sustained_scale},
      .run = f::conv::fit_conv},
     {.family = "power",
      .name = "attention_load",

@@ -263,8 +263,18 @@ TEST_CASE("a request result is read as a program measured end to end, its twin p
   const ProgramRun run = read_program_run(path);
   CHECK(run.name == "request-480x832x17-enc-resident-dit-resident-vae-resident-fp32");
   CHECK(run.group == "request");
-  CHECK(run.measured_s == doctest::Approx(1.339064962000009));  // median_wall_s, not a step time
+  CHECK(run.measured_s == doctest::Approx(1.3606462079999915));  // median_wall_s, not a step time
   CHECK(run.workload_yaml.find("\"stages\"") != std::string::npos);
+  // Its runs went back to back after one warm-up: the median one (the third) had three before it.
+  CHECK(run.runs_before == 3);
+  {
+    std::ifstream in(path);
+    nlohmann::json older = nlohmann::json::parse(in);
+    older.erase("runs_before");  // an older result: warmup + the median-wall run's place among its runs
+    CHECK(read_program_run(write_doc(older, "osim-request-no-runs-before.json")).runs_before == 3);
+    older["runs"][2]["wall_s"] = 1.0;  // now the second run holds the median wall
+    CHECK(read_program_run(write_doc(older, "osim-request-no-runs-before-2.json")).runs_before == 2);
+  }
   nlohmann::json doc = program_doc();
   doc["schema"] = "overlapsim.request/v1";  // a request has median_wall_s
   CHECK_THROWS_WITH_AS(read_program_run(write_doc(doc, "osim-request-bad.json")), doctest::Contains("median_wall_s"), InputError);

@@ -101,13 +101,7 @@ void fit_conv(FitContext& ctx) {
     const double rms = std::sqrt(sum / static_cast<double>(last.size()));
     if (rms < best_rms - 1e-12) best_rms = rms, best_half = half;
   }
-  // The rows are timed back to back (conv.py: ~60 ms a row, one after
-  // another), at full duty: where the sustained-load fit ran, their rates
-  // scale to burst by it, the layout conversions' with them (the model
-  // slows a convolution whole with the clock).
-  const double scale = ctx.consume(FitOutput::sustained_scale).value_or(1.0);
-  auto shares = shares_at(best_half);
-  for (auto& [k, v] : shares) v = std::min(1.0, v * scale);
+  const auto shares = shares_at(best_half);
   std::map<int, std::array<double, 2>> table;  // cout -> {tf32, 16-bit}
   for (const auto& [k, s] : shares) {
     auto& e = table.try_emplace(k.first, std::array<double, 2>{0, 0}).first->second;
@@ -129,15 +123,15 @@ void fit_conv(FitContext& ctx) {
     const double added_s = (r.time_us - it->second->time_us) * 1e-6;
     if (added_s <= 0) continue;
     const ConvShape& s = *r.op.conv;
-    (s.tf32 ? wide : narrow).push_back(scale * s.conversion_bytes(s.element_bytes(2.0)) / added_s / gpu.hbm_bandwidth->bytes_per_s);
+    (s.tf32 ? wide : narrow).push_back(s.conversion_bytes(s.element_bytes(2.0)) / added_s / gpu.hbm_bandwidth->bytes_per_s);
   }
   if (!wide.empty()) c.layout_efficiency = std::clamp(std::round(median(wide) * 1e4) / 1e4, 1e-3, 1.0);
   if (!narrow.empty()) c.layout_efficiency_16 = std::clamp(std::round(median(narrow) * 1e4) / 1e4, 1e-3, 1.0);
   ctx.cal.fits.push_back({"convolutions",
                           "channels-last, more than one tap: share of the bf16 peak (TF32: twice the FLOPs) by output channels = median of "
                           "flops / (time x peak) x (1 + positions_half / positions); channels-first: + input and output read and written "
-                          "twice at layout_efficiency x HBM bandwidth (median over shapes); both x the sustained-load burst scale (rows "
-                          "timed back to back)",
+                          "twice at layout_efficiency x HBM bandwidth (median over shapes); the rates hold under sustained load (the "
+                          "decoder calls back to back within 0.5 % of their burst_us)",
                           {{"positions_half", best_half},
                            {"layout_efficiency", c.layout_efficiency},
                            {"layout_efficiency_16", c.layout_efficiency_16},
@@ -153,7 +147,7 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
                       : fmt::format("convolution {} {}", s.tf32 ? "fp32 (TF32)" : "bf16", s.channels_last ? "channels-last" : "channels-first");
   c.what = row.what;
   c.measured_us = row.time_us;
-  c.simulated_us = replay_hot(bench_schedule(1), row.op, ctx.topo, ctx.p);  // timed back to back, as the fit assumes
+  c.simulated_us = replay(bench_schedule(1), {row.op}, ctx.topo, ctx.p);
   out.push_back(c);
 }
 
