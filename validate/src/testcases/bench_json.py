@@ -23,14 +23,18 @@ def write_bench(out, env, rows):
     os.replace(out + ".tmp", out)
 
 
-def window_us(torch, fn, calls, windows=5):
+def window_us(torch, fn, calls, windows=5, before=None):
     """`fn`'s GPU time per call (us): three calls to warm up, then the median
-    over `windows` CUDA-event windows of `calls` calls back to back."""
+    over `windows` CUDA-event windows of `calls` calls back to back
+    (`before()`, if given, run ahead of each window, outside it)."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(windows):
+        if before is not None:
+            torch.cuda.synchronize()
+            before()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         for _ in range(calls):

@@ -26,7 +26,6 @@ efficiency (m: output positions, n: output channels, k: input channels x
 kernel) and the layout conversion's traffic from these rows.
 Usage: conv.py OUT.json"""
 import os
-import statistics
 import sys
 import time
 
@@ -61,21 +60,13 @@ def burst_us(fn, rest_s=0.15, target_us=2000.0, bursts=3):
     if not _wake:
         _wake.append(torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16))
     once = window_us(torch, fn, calls=1, windows=1)
-    calls = max(1, int(target_us / max(1.0, once)))
-    times = []
-    for _ in range(bursts):
-        torch.cuda.synchronize()
+
+    def rest_and_wake():
         time.sleep(rest_s)
         for _ in range(10):  # 10 x 137 GFLOP: ~2 ms on an H100
             torch.mm(_wake[0], _wake[0])
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(calls):
-            fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / calls)
-    return statistics.median(times)
+
+    return window_us(torch, fn, calls=max(1, int(target_us / max(1.0, once))), windows=bursts, before=rest_and_wake)
 
 
 def shapes():
