@@ -352,7 +352,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     if (top.has("tokens")) top.fail("stages", "a request's stages need its video: {width, height, frames} in place of tokens:");
     w.stages = read_stages(file, top.get("stages"));
     for (Stage& s : w.stages) {
-      if (s.kind == Stage::Kind::VaeDecode && !w.model.spec.blocks.empty() && s.vae.spatial * 2 != w.model.token_stride)
+      if (s.kind == Stage::Kind::VaeDecode && s.vae.spatial * 2 != w.model.token_stride)
         throw InputError(s.where, fmt::format("stage '{}': this VAE compresses {}x, but model {} takes a token per {} pixels (its VAE's {}x with "
                                               "2x2 patches): give the model's own VAE (wan2.2-ti2v-5b: wan2.2-vae; the others: their 8x one)",
                                               s.name, s.vae.spatial, w.model.preset, w.model.token_stride, w.model.token_stride / 2));
