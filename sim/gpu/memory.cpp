@@ -56,7 +56,10 @@ void Memory::alloc(int r, int pc, const Op& op) {
       M.peak = M.vram;
       M.peak_parts = M.parts;
     }
-    if (M.in_stage) M.stage_peaks.back().second = std::max(M.stage_peaks.back().second, M.vram);
+    if (M.in_stage && M.vram > M.stage_peaks.back().vram) {
+      M.stage_peaks.back().vram = M.vram;
+      M.stage_peaks.back().parts = M.parts;
+    }
     if (x_.keeps(r)) timeline_[static_cast<size_t>(r)].emplace_back(x_.engine.now(), M.vram);
   } else {
     const hw::NodeSpec& cpu = x_.topo.node(R.cpu);
@@ -74,7 +77,7 @@ void Memory::alloc(int r, int pc, const Op& op) {
 void Memory::marker(int r, const std::string& label) {
   Rank& M = ranks_[static_cast<size_t>(r)];
   if (label.rfind(kStageMarker, 0) == 0) {
-    M.stage_peaks.emplace_back(label.substr(std::string_view(kStageMarker).size()), M.vram);
+    M.stage_peaks.push_back({label.substr(std::string_view(kStageMarker).size()), M.vram, M.parts});
     M.in_stage = true;
   } else if (label.rfind(kStageEndMarker, 0) == 0) {
     M.in_stage = false;

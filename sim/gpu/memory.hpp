@@ -63,7 +63,7 @@ class Memory {
   void marker(int r, const std::string& label);
   /// Per request stage of rank r, in order: its name and the most bytes live
   /// tensors held between its markers (as peak(), in the host's order).
-  const std::vector<std::pair<std::string, Bytes>>& stage_peaks(int r) const { return ranks_[static_cast<size_t>(r)].stage_peaks; }
+  const std::vector<StagePeak>& stage_peaks(int r) const { return ranks_[static_cast<size_t>(r)].stage_peaks; }
   /// Per rank: (time, bytes in use) after each alloc/free (the trace's VRAM
   /// track; kept only for ranks whose records are kept, as the trace needs them).
   std::vector<std::vector<std::pair<Time, Bytes>>> take_timeline() { return std::move(timeline_); }
@@ -90,7 +90,7 @@ class Memory {
     Bytes held = 0, peak_held = 0;           // with the memory freed on streams not there yet
     int nccl_live = 0;                       // NCCL buffers allocated (the first carries the process's part)
     std::array<Bytes, kMemParts> parts{}, peak_parts{};
-    std::vector<std::pair<std::string, Bytes>> stage_peaks;
+    std::vector<StagePeak> stage_peaks;
     bool in_stage = false;  // stage_peaks.back()'s window is open
   };
   ExecContext& x_;

@@ -46,6 +46,7 @@ struct StageMetrics {
   Time start, end;
   Time compute, copy_in, copy_out, exchange, other;
   std::optional<Bytes> peak_vram;  // the most VRAM live tensors held while it ran; none where the run kept no VRAM of it
+  std::array<Bytes, kMemParts> peak_parts{};  // what each part (MemPart) held at that peak
 };
 
 struct HistogramBin {

@@ -12,7 +12,7 @@ namespace osim {
 
 std::vector<StageMetrics> stage_metrics(const StageTally& tally, const RunRecord& r) {
   std::vector<StageMetrics> out;
-  const std::vector<std::pair<std::string, Bytes>> none;
+  const std::vector<StagePeak> none;
   const auto& peaks = r.ranks.empty() ? none : r.ranks[0].stage_peaks;
   for (size_t i = 0; i < tally.stages().size(); ++i) {
     const StageSpan& st = tally.stages()[i];
@@ -31,7 +31,10 @@ std::vector<StageMetrics> stage_metrics(const StageTally& tally, const RunRecord
     std::vector<std::pair<int64_t, int64_t>> all = st.kernels;
     for (const auto* v : {&st.copies_in, &st.copies_out, &st.exchange}) all.insert(all.end(), v->begin(), v->end());
     sm.other = std::max(Time::zero(), sm.end - sm.start - Time::from_ps(union_length(std::move(all))));
-    if (i < peaks.size() && peaks[i].first == st.name) sm.peak_vram = peaks[i].second;
+    if (i < peaks.size() && peaks[i].name == st.name) {
+      sm.peak_vram = peaks[i].vram;
+      sm.peak_parts = peaks[i].parts;
+    }
     out.push_back(std::move(sm));
   }
   return out;

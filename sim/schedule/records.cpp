@@ -387,7 +387,7 @@ RunRecord run_record_of(const Schedule& s, const Records& rec) {
     for (const OpRecord& x : out) {
       if (!x.ran) continue;
       if (x.op->kind == OpKind::Marker && x.op->label.starts_with(kStageMarker)) {
-        sum.stage_peaks.emplace_back(x.op->label.substr(std::string_view(kStageMarker).size()), v);
+        sum.stage_peaks.push_back({x.op->label.substr(std::string_view(kStageMarker).size()), static_cast<Bytes>(v), parts});
         in_stage = true;
       } else if (x.op->kind == OpKind::Marker && x.op->label.starts_with(kStageEndMarker)) {
         in_stage = false;
@@ -399,7 +399,10 @@ RunRecord run_record_of(const Schedule& s, const Records& rec) {
           sum.peak_vram = v;
           sum.peak_parts = parts;
         }
-        if (in_stage) sum.stage_peaks.back().second = std::max(sum.stage_peaks.back().second, v);
+        if (in_stage && v > sum.stage_peaks.back().vram) {
+          sum.stage_peaks.back().vram = static_cast<Bytes>(v);
+          sum.stage_peaks.back().parts = parts;
+        }
         r.vram[k].push_back({x.returned, v});
       } else if (x.op->kind == OpKind::Free) {
         if (auto it = live.find(x.op->label); it != live.end()) {

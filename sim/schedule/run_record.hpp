@@ -44,6 +44,14 @@ struct LinkSample {
   double bytes_per_s;
 };
 
+// A request stage's peak VRAM: the most live tensors held while it ran, and
+// what each part (MemPart) held at that moment.
+struct StagePeak {
+  std::string name;
+  Bytes vram = 0;
+  std::array<Bytes, kMemParts> parts{};
+};
+
 struct RankSummary {
   std::string gpu;
   Time end;  // the host finished the program and every stream drained
@@ -52,7 +60,7 @@ struct RankSummary {
   Bytes peak_vram_held = 0;                   // with memory freed on a stream not there yet (the allocator's view while the GPU has room)
   Bytes vram_capacity = 0;
   // Per request stage ("stage NAME" markers), in order: its name and the most VRAM live tensors held while it ran.
-  std::vector<std::pair<std::string, Bytes>> stage_peaks;
+  std::vector<StagePeak> stage_peaks;
   // Hand-offs between engines it paid (HandoffParams): how many, and the latency in all.
   int64_t handoffs = 0;
   Time handoff_time;

@@ -391,10 +391,8 @@ class Gen {
   // What a rank holds beside its block weights, taken before the steps: the
   // runtime's own memory, NCCL's buffers for each communicator of two ranks
   // or more (sized by the run: how the rank reaches the other members), the
-  // GEMM workspace, the models outside the blocks held through the steps,
-  // the encoders while they run (with their weights when offloaded), then
-  // the forward's activations and the allocator's reserve over them.
-  void memory_before(std::vector<Op>& ops) {
+  // GEMM workspace and the models outside the blocks held through the steps.
+  void memory_held(std::vector<Op>& ops) {
     const VramParams& v = w_.params.vram;
     if (v.cuda_context > 0) alloc(ops, "cuda context", v.cuda_context, MemPart::Runtime);
     for (const Group g : {Group::Ulysses, Group::Tp, Group::Cfg, Group::Ring})
@@ -413,6 +411,12 @@ class Gen {
     for (size_t i = 0; i < stage_plans_.size(); ++i)
       if (w_.stages[i].place == StagePlace::Resident && stage_plans_[i].weights > 0)
         alloc(ops, w_.stages[i].name, stage_plans_[i].weights, MemPart::Outside);
+  }
+  // Then, once the blocks' resident weights or buffers are taken (a pipeline
+  // loads its DiT before it encodes), the encoders while they run (with their
+  // weights when offloaded), the forward's activations and the allocator's
+  // reserve over them.
+  void memory_encode(std::vector<Op>& ops) {
     for (const MemoryPlan::Outside& o : plan_.outside)
       if (o.runs == OutsideModel::Runs::Before) outside_run(ops, o);
     for (size_t i = 0; i < stage_plans_.size(); ++i)
@@ -550,11 +554,19 @@ class Gen {
 
    private:
     void before(std::vector<Op>& ops) {
-      g_.memory_before(ops);
+      g_.memory_held(ops);
+      // Resident weights and a block policy's two GPU buffers are taken
+      // before the encoders run, as a pipeline builds its DiT first.
+      if (w_.offload == OffloadPolicy::None)
+        for (int e = 0; e < w_.model.experts; ++e)
+          for (int l = 0; l < L_; ++l) g_.alloc(ops, fmt::format("e{}.l{}", e, l), g_.templates_.layer_bytes(l));
+      if (w_.offload == OffloadPolicy::Block || w_.offload == OffloadPolicy::Phase) {
+        g_.alloc(ops, "buffer0", largest_);
+        g_.alloc(ops, "buffer1", largest_);
+      }
+      g_.memory_encode(ops);
       switch (w_.offload) {
         case OffloadPolicy::None:
-          for (int e = 0; e < w_.model.experts; ++e)
-            for (int l = 0; l < L_; ++l) g_.alloc(ops, fmt::format("e{}.l{}", e, l), g_.templates_.layer_bytes(l));
           return;
         case OffloadPolicy::Blocking:
         case OffloadPolicy::Layerwise:
@@ -563,11 +575,9 @@ class Gen {
           return;
         case OffloadPolicy::Block:
         case OffloadPolicy::Phase:
-          // Two GPU buffers; the next unit (a block, or with `phase` a
-          // sub-layer) is copied while this one computes; the host
-          // synchronises both streams after every unit.
-          g_.alloc(ops, "buffer0", largest_);
-          g_.alloc(ops, "buffer1", largest_);
+          // The next unit (a block, or with `phase` a sub-layer) is copied
+          // into one buffer while the other computes; the host synchronises
+          // both streams after every unit.
           g_.copy(ops, kCopy, "h2d first", unit_bytes(0), true);
           g_.sync(ops, kCopy);
           return;

@@ -80,7 +80,11 @@ TEST_CASE("sweep over a stage's placement: the request differs by the encoder's 
   CHECK(extra_ms == doctest::Approx(2 * (1e9 / 10e9 * 1e3 + ModelParams{}.overheads.memcpy_call.ms())).epsilon(1e-6));  // the CSV's 0.1 us
   // All of it in the encoder's stage (to a microsecond: its window ends at its last op).
   CHECK(std::abs(std::stod(cell(t, 1, "stages_ms")) - std::stod(cell(t, 0, "stages_ms")) - extra_ms) < 1e-3);
-  CHECK(cell(t, 1, "dit_ms") == cell(t, 0, "dit_ms"));
+  // The steps the same but for their first kernel's launch, exposed after
+  // the encoder's blocking copy out (the host ran ahead of a resident one).
+  const double dit_extra_ms = std::stod(cell(t, 1, "dit_ms")) - std::stod(cell(t, 0, "dit_ms"));
+  CHECK(dit_extra_ms >= 0);
+  CHECK(dit_extra_ms <= ModelParams{}.overheads.kernel_launch.ms());
   // The summary ranks by request time.
   const std::string sum = sweep_summary(t, 0.01);
   CHECK(sum.find(fmt::format("best: point 0, {:.2f} ms/request", std::stod(cell(t, 0, "request_ms")))) != std::string::npos);
