@@ -26,7 +26,17 @@ FitContext::FitContext(const BenchDocs& d, const BenchDocs& r, const json& df, c
       cal(c),
       p(c.params),
       gpu0(t.gpus().front()),
-      route_latency_us(t.route(t.nearest_cpu(gpu0), gpu0).latency.us()) {}
+      route_latency_us(t.route(t.nearest_cpu(gpu0), gpu0).latency.us()),
+      host_c2c(t.route(t.nearest_cpu(gpu0), gpu0).crosses(hw::LinkKind::NvLinkC2C)) {}
+
+PerDirection<Bandwidth>& FitContext::engine_bandwidth() const {
+  return host_c2c ? p.copies.copy_engine_bandwidth_c2c : p.copies.copy_engine_bandwidth;
+}
+
+std::array<std::string_view, 2> FitContext::engine_fields() const {
+  if (host_c2c) return {"copy_engine_bandwidth_c2c", "copy_engine_bandwidth_c2c_d2h"};
+  return {"copy_engine_bandwidth", "copy_engine_bandwidth_d2h"};
+}
 
 double FitContext::close_us() const {
   return (p.overheads.event_gpu_time_copy >= Time::zero() ? p.overheads.event_gpu_time_copy : p.overheads.event_gpu_time).us();

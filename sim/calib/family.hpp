@@ -45,6 +45,14 @@ class FitContext {
   ModelParams& p;           // cal.params
   int gpu0;                 // the GPU the single-GPU testcases ran on
   double route_latency_us;  // host -> gpu0's route latency
+  bool host_c2c;            // gpu0's host route crosses nvlink_c2c (a Grace Hopper's), not PCIe
+  /// The copy engine's caps over gpu0's kind of host link, which its pinned
+  /// copies measure: copy_engine_bandwidth_c2c (_c2c_d2h) over nvlink_c2c,
+  /// else PCIe's copy_engine_bandwidth (_d2h). Over nvlink_c2c never
+  /// unlimited: the public GH200 defaults stand until the pinned fit sets it.
+  [[nodiscard]] PerDirection<Bandwidth>& engine_bandwidth() const;
+  /// Those caps' calibration field names (H2D, D2H).
+  [[nodiscard]] std::array<std::string_view, 2> engine_fields() const;
   /// The GPU time of the event closing a burst of copies, as the model has it.
   [[nodiscard]] double close_us() const;
 

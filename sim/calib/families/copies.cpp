@@ -23,7 +23,7 @@ namespace families::copies {
 // The burst each direction's gated copies pay, as the model has it.
 double burst_us(const FitContext& ctx, bool d2h) {
   const ModelParams& p = ctx.p;
-  return p.handoff.copy_after_kernel_latency[copy_direction(d2h)].us() + (p.copies.copy_engine_bandwidth.h2d.is_unlimited() ? 0.0 : ctx.close_us());
+  return p.handoff.copy_after_kernel_latency[copy_direction(d2h)].us() + (ctx.engine_bandwidth().h2d.is_unlimited() ? 0.0 : ctx.close_us());
 }
 
 // Pinned copies on GPU 0, as the bench timed them: `reps` copies per burst
@@ -32,6 +32,9 @@ double burst_us(const FitContext& ctx, bool d2h) {
 // squares over every size; the burst (the hand-off from the gate's kernel,
 // copy_after_kernel_latency, and the closing event) held where copy_reps
 // measured it, else fitted from how the rows' reps change with the size.
+// The rate is the engine's over GPU 0's kind of host link: PCIe's
+// copy_engine_bandwidth (_d2h), or over a Grace Hopper's nvlink_c2c
+// copy_engine_bandwidth_c2c (_c2c_d2h), the PCIe fields then left as they were.
 void fit_pinned(FitContext& ctx) {
   const json& d = ctx.def;
   ModelParams& p = ctx.p;
@@ -49,6 +52,10 @@ void fit_pinned(FitContext& ctx) {
     f.name = std::string(dir ? "d2h_pinned" : "h2d_pinned") + " (GPU 0)";
     f.formula = reps_burst[dir] ? "time per copy = latency + bytes / bandwidth + burst / reps, the burst from copy_reps"
                                 : "time per copy = latency + bytes / bandwidth + burst / reps";
+    // Over nvlink_c2c the report names the fields the rate goes to (over
+    // PCIe, as always: copy_engine_bandwidth).
+    if (ctx.host_c2c)
+      f.formula += fmt::format("; GPU 0's host link is nvlink_c2c: the rate is {}, the PCIe fields keep theirs", ctx.engine_fields()[dir]);
     f.points = static_cast<int>(pts_dir[dir].size());
     const CopyLine& cl = line[dir];
     if (cl.ok) {
@@ -58,14 +65,14 @@ void fit_pinned(FitContext& ctx) {
     c.fits.push_back(f);
   }
   if (line[0].ok) {
-    p.copies.copy_engine_bandwidth.h2d = Bandwidth::from_GBps(1e-3 / line[0].inv_beta);
+    ctx.engine_bandwidth().h2d = Bandwidth::from_GBps(1e-3 / line[0].inv_beta);
     p.copies.copy_latency.h2d = Time::from_us(std::max(0.0, line[0].latency_us - route_latency_us));
     p.handoff.copy_after_kernel_latency.h2d = Time::from_us(std::max(0.0, line[0].burst_us - close_us));
     // D2H's own set-up (posted writes: no completion to wait for) and rate
     // (within 0.5 % of H2D's on most machines; 4 % faster on a 2xH200).
     if (line[1].ok) {
       p.copies.copy_latency.d2h = Time::from_us(std::max(0.0, line[1].latency_us - route_latency_us));
-      p.copies.copy_engine_bandwidth.d2h = Bandwidth::from_GBps(1e-3 / line[1].inv_beta);
+      ctx.engine_bandwidth().d2h = Bandwidth::from_GBps(1e-3 / line[1].inv_beta);
       p.handoff.copy_after_kernel_latency.d2h = Time::from_us(std::max(0.0, line[1].burst_us - close_us));
     }
   }
@@ -114,7 +121,7 @@ void fit_bidir_factor(FitContext& ctx) {
   // Both directions at once on one GPU (bench bidir_pinned, copies >= 64 MiB
   // on every GPU measured): per direction the median share of its engine's
   // rate a copy keeps (copy_bidir_factor, copy_bidir_factor_d2h).
-  if (const auto bd = rows(d, "bidir_pinned"); !bd.empty() && !p.copies.copy_engine_bandwidth.h2d.is_unlimited()) {
+  if (const auto bd = rows(d, "bidir_pinned"); !bd.empty() && !ctx.engine_bandwidth().h2d.is_unlimited()) {
     Fit f{"both directions at once (bidir_pinned)",
           "per direction, the median over copies >= 64 MiB of bytes / (time - set-up - burst / reps) / the engine's one-way rate: the share "
           "kept while the other direction copies",
@@ -128,7 +135,7 @@ void fit_bidir_factor(FitContext& ctx) {
         if (bytes < 64.0 * 1048576) continue;
         const double setup = p.copies.host_copy_setup(d2h, false).s() + burst_us(ctx, d2h) * 1e-6 / r.at("reps").get<int>();
         share.push_back(bytes / (r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>() * 1e-6 - setup) /
-                        p.copies.copy_engine_bandwidth[copy_direction(d2h)].bytes_per_s);
+                        ctx.engine_bandwidth()[copy_direction(d2h)].bytes_per_s);
       }
       if (share.empty()) continue;
       const double k = std::min(1.0, median(share));
@@ -158,7 +165,8 @@ void fit_bidir_table(FitContext& ctx) {
   // between left its middle size 5-9 % fast.
   // Benches without rows with reps (the 2xH200 and 4xH200 references) keep the large
   // share alone (copy_bidir_table).
-  if (!p.copies.copy_engine_bandwidth.h2d.is_unlimited()) {
+  const PerDirection<Bandwidth>& engine = ctx.engine_bandwidth();
+  if (!engine.h2d.is_unlimited()) {
     std::map<double, std::vector<std::pair<double, std::array<double, 2>>>> by_size;  // bytes -> (reps, times)
     bool with_reps = false;
     for (const char* key : {"bidir_pinned", "copy_span"})
@@ -180,11 +188,11 @@ void fit_bidir_table(FitContext& ctx) {
     for (const auto& [b, rs] : by_size) {
       // A share means something where the bytes take a while: from 1 us at
       // the engine's rate (64 KiB up); below, the smallest fitted size's holds.
-      if (b / p.copies.copy_engine_bandwidth.h2d.bytes_per_s < 1e-6) continue;
+      if (b / engine.h2d.bytes_per_s < 1e-6) continue;
       std::array<double, 3> e{b, 1, 1};
       bool ok = true;
       for (const bool d2h : {false, true}) {
-        const double a = b / p.copies.copy_engine_bandwidth[copy_direction(d2h)].bytes_per_s * 1e6;
+        const double a = b / engine[copy_direction(d2h)].bytes_per_s * 1e6;
         double num = 0, den = 0;
         for (const auto& [reps, t] : rs) {
           num += a * (t[d2h] - longer_us - burst_us(ctx, d2h) / reps) / (t[d2h] * t[d2h]);

@@ -42,7 +42,6 @@ void fit_copy_burst(FitContext& ctx) {
 
 void fit_copy_reps_report(FitContext& ctx) {
   const json& d = ctx.def;
-  ModelParams& p = ctx.p;
   Calibration& c = ctx.cal;
   // Copies per gated burst (copy_reps): was the ~1 us step in the per-copy
   // latency from 1 MiB (the retired copy_step_latency) the size's, or
@@ -53,13 +52,13 @@ void fit_copy_reps_report(FitContext& ctx) {
   // has none). Reported only.
   for (const char* gate : {"kernel", "host", "kernel_wait"})
     for (const bool d2h : {false, true}) {
-      if (p.copies.copy_engine_bandwidth.h2d.is_unlimited()) break;
+      if (ctx.engine_bandwidth().h2d.is_unlimited()) break;
       std::vector<BurstPoint> pts;
       for (const auto& r : rows(d, "copy_reps"))
         if (r.at("gate") == gate && r.at("dir") == (d2h ? "d2h" : "h2d") && r.at("gpus")[0] == 0) {
           const double bytes = r.at("bytes").get<double>();
           pts.push_back({0, r.at("reps").get<double>(), r.at(d2h ? "d2h_time_us" : "h2d_time_us").get<double>(),
-                         bytes / p.copies.copy_engine_bandwidth[copy_direction(d2h)].bytes_per_s * 1e6, bytes >= 1048576});
+                         bytes / ctx.engine_bandwidth()[copy_direction(d2h)].bytes_per_s * 1e6, bytes >= 1048576});
         }
       const auto b = fit_burst(pts, true);
       if (!b) continue;
@@ -81,7 +80,7 @@ void fit_handoff_wait_report(FitContext& ctx) {
   // mode the mean over the rows of the time less the copy's set-up, its
   // bytes at the engine's rate and the closing event: the hand-off as a
   // workload's kernels meet it, against copy_reps' gate. Reported only.
-  if (!p.copies.copy_engine_bandwidth.h2d.is_unlimited())
+  if (!ctx.engine_bandwidth().h2d.is_unlimited())
     for (const char* mode : {"same", "wait"})
       for (const bool d2h : {false, true}) {
         double sum = 0;
@@ -90,7 +89,7 @@ void fit_handoff_wait_report(FitContext& ctx) {
           if (r.at("mode") == mode && r.at("dir") == (d2h ? "d2h" : "h2d") && r.at("gpus")[0] == 0) {
             const double bytes = r.at("bytes").get<double>();
             sum += r.at("time_us").get<double>() - p.copies.host_copy_setup(d2h, false).us() - route_latency_us -
-                   bytes / p.copies.copy_engine_bandwidth[copy_direction(d2h)].bytes_per_s * 1e6 - close_us;
+                   bytes / ctx.engine_bandwidth()[copy_direction(d2h)].bytes_per_s * 1e6 - close_us;
             ++n;
           }
         if (n == 0) continue;
