@@ -16,6 +16,7 @@
 #include "io/out_folder.hpp"
 #include "io/paths.hpp"
 #include "report/metrics.hpp"
+#include "report/op_table.hpp"
 #include "report/trace.hpp"
 #include "schedule/records.hpp"
 #include "schedule/whatif.hpp"
@@ -56,6 +57,7 @@ constexpr size_t kOpsPrintedByDefault = 1000;
 int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
                 const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow,
                 bool every_rank, int runs_before, const WhatIf& what_if, const TraceRequest& trace, bool trace_gzip, bool records_all, bool ops_all) {
+  show_ops = show_ops || ops_all;
   Schedule sched;
   ModelParams params;
   std::string head;
@@ -113,7 +115,6 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     out.emplace(out_dir, std::vector<std::string>{"metrics.json", "trace.json", "trace.json.gz", "summary.txt", "records.json"}, force);
   if (records && out_dir.empty()) throw InputError(SourceLocation{input, 0, 0}, "--records writes into the --out folder: give --out DIR");
   if (records_all && !records) throw InputError(SourceLocation{input, 0, 0}, "--records-all is for --records: add --records");
-  if (ops_all && !show_ops) throw InputError(SourceLocation{input, 0, 0}, "--ops-all is for --ops: add --ops");
   if ((trace.all || trace.all_links || trace_gzip || !trace.ranks.empty() || !trace.steps.empty()) && out_dir.empty())
     throw InputError(SourceLocation{input, 0, 0}, "--trace-* options choose what the --out folder's trace holds: give --out DIR");
   if (!trace.ranks.empty() && trace.ranks.back() >= sched.ranks())
@@ -189,8 +190,17 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
                        kept.size() == 1 ? "" : "s", index_ranges(kept), op_ranks.rank.size(), kOpsRecordedAll, total_ops, flag);
   };
   if (show_ops) {
-    std::cout << format_exec_report(sched, res, ops_bounded && ranks_left_out ? &op_ranks.rank : nullptr) << "\n";
-    if (ops_bounded && ranks_left_out) std::cout << "(" << left_out("the per-op table", "--ops-all") << ")\n";
+    // Past kOpsRecordedAll ops the trace's ranks (the records kept), else within kOpTableLines (report/op_table.hpp).
+    OpTableSelection table;
+    if (ops_bounded && ranks_left_out) {
+      table.everything = false;
+      table.rank = op_ranks.rank;
+      table.note = left_out("the per-op table", "--ops-all");
+    } else if (!ops_all) {
+      table = select_op_table(res);
+    }
+    std::cout << format_exec_report(sched, res, table.everything ? nullptr : &table.rank, table.after.empty() ? nullptr : &table.after) << "\n";
+    if (!table.note.empty()) std::cout << "(" << table.note << ")\n";
   }
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
   // A calibration measured elsewhere is said first: what follows leans on it.
@@ -250,9 +260,9 @@ Command add_run(CLI::App& app) {
   c->add_option("--schedule-out", o->schedule_out, "write the generated schedule (YAML) to this file");
   c->add_flag("--force", o->force, "overwrite existing output files");
   c->add_flag("--ops", o->show_ops,
-              fmt::format("print every op's issue, start and end (default for schedule files of at most 1000 ops; past {} ops in the run: the "
-                          "traced ranks')",
-                          kOpsRecordedAll));
+              fmt::format("print every op's issue, start and end (default for schedule files of at most 1000 ops): every rank's within {} lines, "
+                          "else the first ranks', ranks with the same ops and times once, and a note (past {} ops in the run: the traced ranks')",
+                          kOpTableLines, kOpsRecordedAll));
   c->add_option("--calibration", o->calibration,
                 "a calibration file (overlapsim calibrate) for the model's parameters (default: the workload's, else the measured defaults of the "
                 "topology's GPUs; none: the datasheet defaults)");
@@ -261,7 +271,7 @@ Command add_run(CLI::App& app) {
                           "ranks' ops)",
                           kOpsRecordedAll));
   c->add_flag("--records-all", o->records_all, "with --records: every rank's ops however many");
-  c->add_flag("--ops-all", o->ops_all, "with --ops: every rank's ops however many");
+  c->add_flag("--ops-all", o->ops_all, "print every op of every rank, however many lines (--ops without its bound)");
   c->add_option(
        "--runs-before", o->runs_before,
        "simulate it as the run after N runs of the same input back to back (the GPUs' sustained-load clock state they leave; default 0: rested GPUs)")

@@ -341,7 +341,7 @@ ExecResult execute_after_runs(const Schedule& s, const hw::Topology& topo, const
   return execute(s, topo, params, o);
 }
 
-std::string format_exec_report(const Schedule& s, const ExecResult& r, const std::vector<char>* ranks) {
+std::string format_exec_report(const Schedule& s, const ExecResult& r, const std::vector<char>* ranks, const std::vector<std::string>* after) {
   assert(r.ops.size() == static_cast<size_t>(s.ranks()) && "a run without ExecOptions::keep_records has no per-op records");
   std::string out = fmt::format("schedule {}: {} ranks, makespan {}\n", s.name, s.ranks(), format_time(r.makespan));
   for (size_t rank = 0; rank < r.ops.size(); ++rank) {
@@ -358,6 +358,7 @@ std::string format_exec_report(const Schedule& s, const ExecResult& r, const std
                          op.stream >= 0 ? s.streams[static_cast<size_t>(op.stream)].name : "-", format_time(rec.issue), format_time(rec.start),
                          format_time(rec.end), format_time(rec.end - rec.start));
     }
+    if (after && !(*after)[rank].empty()) out += "  " + (*after)[rank] + "\n";
   }
   return out;
 }

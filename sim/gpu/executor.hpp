@@ -107,7 +107,9 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
 /// per busy copy engine), so that beside the same copies it again takes `measured_s`.
 double measured_solo_s(const Op& op, double measured_s, const ModelParams& p);
 
-/// The per-op table `overlapsim run` prints (of the ranks set in `ranks` where given).
-std::string format_exec_report(const Schedule& s, const ExecResult& r, const std::vector<char>* ranks = nullptr);
+/// The per-op table `overlapsim run` prints (of the ranks set in `ranks` where given; `after`: per
+/// rank, a line printed after its rows, none where empty; report/op_table.hpp chooses both).
+std::string format_exec_report(const Schedule& s, const ExecResult& r, const std::vector<char>* ranks = nullptr,
+                               const std::vector<std::string>* after = nullptr);
 
 }  // namespace osim

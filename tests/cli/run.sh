@@ -25,6 +25,9 @@
 #   calibration_note       the calibration a run used (and its GPU), or the defaults; another GPU's flagged
 #   summary_fits_a_screen  a 1,024-rank run prints at most 60 lines: ranks whose kernels take 1-4 ms by
 #                          rank % 4 in 4 rows of 256 alike ranks; 1 us x (1 + rank) as min, median, max
+#   ops_table_bounded      a 64-rank schedule of 960 ops prints its per-op table by default within 200 lines
+#                          (every rank's: 1,153): ranks 0-3 once for 4 groups of alike ranks, or the first
+#                          11 of 64 different ones, and a note; --ops-all prints all 64 ranks, no note
 #
 #   bash tests/cli/run.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -167,6 +170,28 @@ case $case in
     screen '{1 + rank} us'
     has $W/out.txt '^  1024 ranks, spread over them: +min \(rank\) +median +max \(rank\)$' \
       '^    compute +1.000 us \(0\) +512.500 us +1.024 ms \(1023\)$' '^    comm +0.000 ns \(0\) +0.000 ns +0.000 ns \(1023\)$' ;;
+  ops_table_bounded)
+    # ranks DURATION: 64 ranks of 14 kernels of DURATION ({rank} substituted) and a sync: 960 ops.
+    ranks() {
+      printf 'name: ranks-64\nranks: 64\nstreams: [compute]\nprograms:\n  - rank: all\n    ops:\n' > $W/s.yaml
+      printf '      - op: loop\n        count: 14\n        ops: [{op: kernel, name: work, stream: compute, duration: "%s"}]\n' "$1" >> $W/s.yaml
+      printf '      - {op: device_sync}\n' >> $W/s.yaml
+      "$osim" run $W/s.yaml -t $CFG/topologies/h100-128node-ib.yaml "${@:2}" > $W/out.txt
+    }
+    ranks '{1 + rank % 4} us'
+    [ "$(wc -l < $W/out.txt)" -le 120 ] || fail "alike ranks: $(wc -l < $W/out.txt) lines"
+    [ "$(grep -c '^rank [0-9]* on ' $W/out.txt)" = 4 ] || fail "alike ranks: not 4 ranks' rows"
+    has $W/out.txt '^rank 3 on n0_gpu3: ends 59.836 us, ' '^  \(ranks 4,8,12,… \(15\): the same ops at the same times\)$' \
+      '^\(the per-op table holds ranks 0-3 of 64, 60 more with the same ops at the same times \(the default past 200 lines; every rank.s: 1153\): --ops-all for every rank\)$'
+    ranks '{1 + rank} us'
+    [ "$(wc -l < $W/out.txt)" -le 240 ] || fail "different ranks: $(wc -l < $W/out.txt) lines"
+    [ "$(grep -c '^rank [0-9]* on ' $W/out.txt)" = 11 ] || fail "different ranks: not 11 ranks' rows"
+    has $W/out.txt '^\(the per-op table holds ranks 0-10 of 64, 53 left out \(the default past 200 lines; every rank.s: 1153\): --ops-all for every rank\)$'
+    ranks '{1 + rank} us' --ops-all
+    [ "$(grep -c '^rank [0-9]* on ' $W/out.txt)" = 64 ] || fail "--ops-all: not 64 ranks' rows"
+    [ "$(grep -c '^ *[0-9]* kernel  ' $W/out.txt)" = $((64 * 14)) ] || fail "--ops-all: not 896 kernels' rows"
+    has $W/out.txt '^rank 63 on n7_gpu7: '
+    if grep -q 'the per-op table holds' $W/out.txt; then fail "--ops-all still left ranks out"; fi ;;
   *) fail "no case $case" ;;
 esac
 ok

@@ -1,0 +1,102 @@
+#include "report/op_table.hpp"
+
+#include <functional>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "report/trace.hpp"
+
+namespace osim {
+
+namespace {
+
+// The table's rows of two ranks read the same but for the rank and its GPU.
+bool same_rows(const RunRecord& r, size_t a, size_t b) {
+  const RankSummary &x = r.ranks[a], &y = r.ranks[b];
+  if (x.end != y.end || x.peak_vram != y.peak_vram || x.peak_parts != y.peak_parts) return false;
+  const std::vector<OpRecord>&p = r.ops[a], &q = r.ops[b];
+  if (p.size() != q.size()) return false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const OpRecord &u = p[i], &v = q[i];
+    if (u.issue != v.issue || u.start != v.start || u.end != v.end || u.op->kind != v.op->kind || u.op->stream != v.op->stream ||
+        u.op->label != v.op->label)
+      return false;
+  }
+  return true;
+}
+
+// A hash of what same_rows compares: ranks that differ mostly differ here.
+size_t rows_hash(const RunRecord& r, size_t rank) {
+  size_t h = std::hash<int64_t>{}(r.ranks[rank].end.ps()) ^ (r.ops[rank].size() * 0x9e3779b97f4a7c15ULL);
+  for (const OpRecord& rec : r.ops[rank])
+    h = (h * 1099511628211ULL) ^ static_cast<size_t>(rec.start.ps() * 31 + rec.end.ps() + static_cast<int64_t>(rec.op->kind));
+  return h;
+}
+
+// "0-3,8" for sorted ranks; past 8 runs of ranks, the first 3 and the count ("4,8,12,… (60)").
+std::string short_ranges(const std::vector<int>& ranks) {
+  size_t runs = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) runs += i == 0 || ranks[i] != ranks[i - 1] + 1;
+  if (runs <= 8) return index_ranges(ranks);
+  std::vector<int> head;
+  for (size_t i = 0, n = 0; i < ranks.size(); ++i) {
+    n += i == 0 || ranks[i] != ranks[i - 1] + 1;
+    if (n > 3) break;
+    head.push_back(ranks[i]);
+  }
+  return fmt::format("{},… ({})", index_ranges(head), ranks.size());
+}
+
+}  // namespace
+
+size_t op_table_lines(const RunRecord& r) {
+  size_t lines = 1;
+  for (const auto& ops : r.ops) lines += 3 + ops.size();
+  return lines;
+}
+
+OpTableSelection select_op_table(const RunRecord& r, size_t max_lines) {
+  const size_t nranks = r.ops.size();
+  OpTableSelection sel;
+  sel.rank.assign(nranks, 1);
+  sel.after.assign(nranks, "");
+  if (nranks <= 1 || op_table_lines(r) <= max_lines) return sel;
+
+  // Groups of ranks with the same rows, ordered by their first rank.
+  std::vector<std::vector<int>> groups;
+  std::unordered_multimap<size_t, size_t> by_hash;  // hash -> group
+  for (size_t rank = 0; rank < nranks; ++rank) {
+    const size_t h = rows_hash(r, rank);
+    bool placed = false;
+    for (auto [it, end] = by_hash.equal_range(h); it != end && !placed; ++it)
+      if (same_rows(r, static_cast<size_t>(groups[it->second].front()), rank)) groups[it->second].push_back(static_cast<int>(rank)), placed = true;
+    if (!placed) by_hash.emplace(h, groups.size()), groups.push_back({static_cast<int>(rank)});
+  }
+  // The groups in order while they fit (the first always).
+  sel.everything = false;
+  sel.rank.assign(nranks, 0);
+  size_t lines = 1, shown = 0, alike = 0;
+  std::vector<int> printed;
+  for (const std::vector<int>& g : groups) {
+    const size_t first = static_cast<size_t>(g.front());
+    const size_t need = 3 + r.ops[first].size() + (g.size() > 1 ? 1 : 0);
+    if (shown > 0 && lines + need > max_lines) break;
+    lines += need;
+    ++shown;
+    sel.rank[first] = 1;
+    printed.push_back(g.front());
+    alike += g.size() - 1;
+    if (g.size() > 1)
+      sel.after[first] = fmt::format("(rank{} {}: the same ops at the same times)", g.size() == 2 ? "" : "s",
+                                     short_ranges(std::vector<int>(g.begin() + 1, g.end())));
+  }
+  const size_t left_out = nranks - printed.size() - alike;
+  sel.note = fmt::format("the per-op table holds rank{} {} of {}{}{} (the default past {} lines; every rank's: {}): --ops-all for every rank",
+                         printed.size() == 1 ? "" : "s", short_ranges(printed), nranks,
+                         alike > 0 ? fmt::format(", {} more with the same ops at the same times", alike) : "",
+                         left_out > 0 ? fmt::format(", {} left out", left_out) : "", max_lines, op_table_lines(r));
+  return sel;
+}
+
+}  // namespace osim

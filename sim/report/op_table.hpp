@@ -1,0 +1,37 @@
+// Which ranks the per-op table (`overlapsim run --ops`, and a small schedule
+// file's default) prints. Every op of every rank is a line: a 64-rank schedule
+// of 15 ops a rank is 1,153 lines. The default keeps the table within
+// kOpTableLines: every rank where that fits, else the ranks in order, each
+// group of ranks that ran the same ops at the same times printed once (its
+// first rank's rows, then a line naming the others), while the groups fit;
+// at least the first. A note says what was left out and that --ops-all
+// prints every rank.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "schedule/run_record.hpp"
+
+namespace osim {
+
+/// The default table's bound in lines (a single rank's rows are never cut).
+inline constexpr size_t kOpTableLines = 200;
+
+struct OpTableSelection {
+  bool everything = true;          // every rank's rows
+  std::vector<char> rank;          // per rank: its rows printed
+  std::vector<std::string> after;  // per rank: the line after its rows ("ranks 1-7: ..."), "" for none
+  std::string note;                // what was left out and how to get it ("" when nothing was)
+};
+
+/// The lines the whole table of `r` takes (its heading, and per rank a blank
+/// line, the rank's line, the column heading and a line an op).
+size_t op_table_lines(const RunRecord& r);
+
+/// The selection above of `r`'s ranks (every one with per-op records) within
+/// `max_lines` lines.
+OpTableSelection select_op_table(const RunRecord& r, size_t max_lines = kOpTableLines);
+
+}  // namespace osim
