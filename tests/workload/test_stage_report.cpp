@@ -98,10 +98,11 @@ TEST_CASE("an offloaded encoder stage adds its weights moved in and out at the p
   CHECK(enc.compute == res.m.stages[0].compute);
   CHECK(enc.end - enc.start == res.m.stages[0].end - res.m.stages[0].start + move + move);
   // Its peak: the CUDA context and the GEMM workspace, the resident VAE's
-  // weights, then its own weights and activations.
+  // and DiT's weights (two blocks of hidden² bf16 parameters), then its own
+  // weights and activations.
   const StagePlan vae = stage_plan(off.w.stages[1], off.w.stage_job(0));
   const VramParams& v = off.w.params.vram;
-  CHECK(enc.peak_vram == v.cuda_context + v.gemm_workspace + vae.weights + p.weights + p.activations);
+  CHECK(enc.peak_vram == v.cuda_context + v.gemm_workspace + vae.weights + 2 * 64 * 64 * 2 + p.weights + p.activations);
   // Resident, its weights are held from the start: the same peak.
   CHECK(res.m.stages[0].peak_vram == enc.peak_vram);
 }
@@ -168,12 +169,16 @@ TEST_CASE("a report of a run's records gives each stage's peak VRAM as the run d
   const Metrics m = compute_metrics(run.s, run.topo, back);
   REQUIRE(m.stages.size() == 2);
   // The encoder's peak: the CUDA context, the GEMM workspace, the resident
-  // VAE's weights, its own weights and activations (one rank: no NCCL
-  // buffers, which only a simulation sizes).
+  // VAE's weights, the DiT's (two blocks of hidden² bf16 parameters, taken
+  // before the encoders run), its own weights and activations (one rank: no
+  // NCCL buffers, which only a simulation sizes).
   const StagePlan p = stage_plan(run.w.stages[0], run.w.stage_job(0));
   const StagePlan vae = stage_plan(run.w.stages[1], run.w.stage_job(0));
   const VramParams& v = run.w.params.vram;
-  CHECK(m.stages[0].peak_vram == v.cuda_context + v.gemm_workspace + vae.weights + p.weights + p.activations);
+  const Bytes dit_weights = 2 * 64 * 64 * 2;
+  CHECK(m.stages[0].peak_vram == v.cuda_context + v.gemm_workspace + vae.weights + dit_weights + p.weights + p.activations);
+  CHECK(m.stages[0].peak_parts[static_cast<size_t>(MemPart::Weights)] == dit_weights);
+  CHECK(m.stages[0].peak_parts[static_cast<size_t>(MemPart::Runtime)] == v.cuda_context);
   REQUIRE(run.m.stages[1].peak_vram.has_value());
   CHECK(m.stages[1].peak_vram == run.m.stages[1].peak_vram);
   CHECK(*m.stages[1].peak_vram >= v.cuda_context + vae.weights);
