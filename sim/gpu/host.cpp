@@ -70,8 +70,9 @@ Time Host::call_overhead(int r, const Op& op) const {
     }
     // Only weights are allocated by calls of the program's own: the other
     // parts are taken before the run (context, workspaces) or by the ops
-    // that produce them, whose dispatch holds that time.
-    case OpKind::Alloc: return op.part == MemPart::Weights ? o.alloc_call : Time::zero();
+    // that produce them, whose dispatch holds that time; weights loaded
+    // with the model (launches 0) before it.
+    case OpKind::Alloc: return op.part == MemPart::Weights && op.launches > 0 ? o.alloc_call : Time::zero();
     case OpKind::Free: return memory_.part_of(r, op.label) == MemPart::Weights ? o.free_call : Time::zero();
     case OpKind::HostWork:
     case OpKind::Marker: return Time::zero();

@@ -151,6 +151,8 @@ struct Op {
   // Kernel: the framework ops it stands for (a preset's memory op for
   // several elementwise calls): the host issues each, a kernel launch and,
   // under a framework, its dispatch; the GPU runs them as this one kernel.
+  // Alloc: 0 where the memory was taken when the model loaded, before the
+  // run (`loaded: true`): no call of the run's.
   uint8_t launches = 1;
   int stream = -1;           // index into Schedule::streams
   int stream2 = -1;          // StreamWaitStream: the stream waited on

@@ -68,7 +68,7 @@ std::vector<std::string> keys_for(OpKind k) {
     case OpKind::EventSync: add({"event"}); break;
     case OpKind::DeviceSync: break;
     case OpKind::Collective: add({"name", "kind", "bytes", "group", "stream", "algorithm", "dtype", "channels", "peer", "views"}); break;
-    case OpKind::Alloc: add({"tag", "bytes", "space", "component", "group", "runs"}); break;
+    case OpKind::Alloc: add({"tag", "bytes", "space", "component", "group", "runs", "loaded"}); break;
     case OpKind::Free: add({"tag", "stream"}); break;
     case OpKind::HostWork: add({"name", "duration"}); break;
     case OpKind::Marker: add({"name", "stream"}); break;
@@ -341,6 +341,7 @@ struct Parser {
         op.part = enum_of<MemPart>(kPartNames, r.opt_choice("component", kPartNames).value_or("weights"));
         if (op.part == MemPart::Comm) r.fail("component", "comm is NCCL's buffers for a communicator: name its group (and no bytes)");
         if (r.has("component") && op.space != MemSpace::Device) r.fail("component", "applies to device allocations (space: device)");
+        if (r.boolean("loaded", false)) op.launches = 0;
         break;
       }
       case OpKind::Free:

@@ -145,6 +145,7 @@ std::string to_yaml(const Schedule& s) {
           kv("bytes", op.bytes);
           kv("space", op.space == MemSpace::Device ? "device" : "pinned_host");
           if (op.part != MemPart::Weights) kv("component", to_string(op.part));
+          if (op.launches == 0) kv("loaded", true);
           break;
         case OpKind::Free:
           kv("tag", op.label);
@@ -159,7 +160,7 @@ std::string to_yaml(const Schedule& s) {
           if (op.stream >= 0) stream("stream", op.stream);
           break;
       }
-      if (op.launches != 1) kv("launches", static_cast<int>(op.launches));
+      if (op.launches != 1 && op.kind != OpKind::Alloc) kv("launches", static_cast<int>(op.launches));
       if (op.views > 0) kv("views", static_cast<int>(op.views));
       e << YAML::EndMap;
     }

@@ -556,14 +556,19 @@ class Gen {
     void before(std::vector<Op>& ops) {
       g_.memory_held(ops);
       // Resident weights and a block policy's two GPU buffers are taken
-      // before the encoders run, as a pipeline builds its DiT first.
+      // before the encoders run, as a pipeline builds its DiT first: when
+      // the model loads, by no call of the run's.
       if (w_.offload == OffloadPolicy::None)
         for (int e = 0; e < w_.model.experts; ++e)
-          for (int l = 0; l < L_; ++l) g_.alloc(ops, fmt::format("e{}.l{}", e, l), g_.templates_.layer_bytes(l));
-      if (w_.offload == OffloadPolicy::Block || w_.offload == OffloadPolicy::Phase) {
-        g_.alloc(ops, "buffer0", largest_);
-        g_.alloc(ops, "buffer1", largest_);
-      }
+          for (int l = 0; l < L_; ++l) {
+            g_.alloc(ops, fmt::format("e{}.l{}", e, l), g_.templates_.layer_bytes(l));
+            ops.back().launches = 0;
+          }
+      if (w_.offload == OffloadPolicy::Block || w_.offload == OffloadPolicy::Phase)
+        for (const char* buffer : {"buffer0", "buffer1"}) {
+          g_.alloc(ops, buffer, largest_);
+          ops.back().launches = 0;
+        }
       g_.memory_encode(ops);
       switch (w_.offload) {
         case OffloadPolicy::None:

@@ -46,7 +46,7 @@ case $case in
     M=$REF/h200
     P=$(manifest $M programs.runs); TOPO=$(manifest $M topology); C=$(manifest $M calibration.file)
     "$osim" compare --programs $P/*.json -t $TOPO --calibration $C > $W/programs.txt
-    has $W/programs.txt '^  dit-16384-none +182.88 ms +185.70 ms +[+]1.5%$' '^  dit-4096: 8 programs, makespan error median 1.0 %, worst 4.3 %, rank correlation 0.95$'
+    has $W/programs.txt '^  dit-16384-none +182.88 ms +185.69 ms +[+]1.5%$' '^  dit-4096: 8 programs, makespan error median 1.0 %, worst 4.3 %, rank correlation 0.95$'
     refused 2 '' "$osim" compare --programs $M/programs/dit-4096-none.json
     has $W/refused.err 'needs the machine.s topology' ;;
   *) fail "no case $case" ;;

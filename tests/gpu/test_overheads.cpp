@@ -298,3 +298,37 @@ TEST_CASE(
   CHECK(direct.op(0, 1).returned == Time::from_us(104));
   CHECK(direct.op(0, 2).start == Time::from_us(108));
 }
+
+TEST_CASE("weights loaded with the model (alloc loaded: true) cost no alloc_call, and a written schedule keeps them so") {
+  ModelParams p = quiet();
+  p.overheads.alloc_call = Time::from_us(7);
+  // Two weight allocations, the first loaded before the run, then a 10 us
+  // kernel: the kernel is issued after the second's call alone.
+  const std::string sched = R"(name: loaded
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - {op: alloc, tag: w0, bytes: 1 MB, loaded: true}
+      - {op: alloc, tag: w1, bytes: 1 MB}
+      - {op: kernel, name: k, stream: a, duration: 10 us}
+)";
+  const Sim s(sched, p);
+  CHECK(s.op(0, 0).returned == Time::zero());
+  CHECK(s.op(0, 1).returned == Time::from_us(7));
+  CHECK(s.op(0, 2).start == Time::from_us(7));
+  CHECK(s.res.ranks[0].peak_vram == 2'000'000);
+  const std::string yaml = to_yaml(s.sched);
+  CHECK(yaml.find("loaded: true") != std::string::npos);
+  CHECK(to_yaml(parse_schedule_string(yaml, "back.yaml")) == yaml);
+  // Only an alloc takes it.
+  CHECK(error_of(R"(name: bad
+ranks: 1
+streams: [a]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, name: k, stream: a, duration: 10 us, loaded: true}
+)").find("loaded") != std::string::npos);
+}
