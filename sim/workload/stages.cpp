@@ -247,12 +247,16 @@ class VaeWalk {
               k * static_cast<double>(cout), shape);
     c_ = cout;
   }
-  // Wan's CausalConv3d (and a Conv2d): the copies of its input, the kernel, the bias.
+  // Wan's CausalConv3d (and a Conv2d): the copies of its input, the kernel,
+  // the bias. A CausalConv3d's input stays referenced by its caller while
+  // the module pads it and convolves the padded copy: both are live then.
   void wan_conv(const std::string& label, int64_t cout, int kt, int kh, int kw, bool conv2d) {
     const double frame = static_cast<double>(c_ * h_ * w_), t = static_cast<double>(t_);
     const int64_t ph = kh / 2, pw = kw / 2;
     int64_t in_frames = t_, in_h = h_, in_w = w_;
+    const double held = x_.held;
     if (!conv2d) {
+      x_.held += x_.es * frame * t;
       if (kt == 3) {
         // The input's last two frames kept (with the previous pass's last in front of a single frame).
         x_.memory(label + " cache", frame * std::min(t, 2.0), 2);
@@ -272,7 +276,11 @@ class VaeWalk {
       else
         x_.memory(label + " pad", padded, 2);
     }
+    const double in_elements = static_cast<double>(c_ * in_frames * in_h * in_w);
     kernel(label, cout, kt, kh, kw, in_frames * in_h * in_w);
+    // The kernel reads the padded copy, not the input it counted.
+    if (!conv2d) x_.peak = std::max(x_.peak, x_.held + x_.es * (in_elements + elements()));
+    x_.held = held;
     x_.memory(label + " bias", elements(), 2, Access::Indexed);
   }
   // Wan normalises over the channels (F.normalize: a reduction across them
