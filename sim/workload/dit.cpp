@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -82,19 +83,21 @@ MemoryPlan memory_plan(const DitWorkload& w) {
 
 namespace {
 
+// A Wan-shaped preset's dims: the block stack and a token's side in pixels.
+struct WanDims {
+  int blocks;
+  int64_t hidden, ffn;
+  int heads;
+  int token_stride;
+};
 struct Preset {
   const char* name;
   int experts;
   int steps;
   CfgMode cfg;
+  std::optional<WanDims> wan = std::nullopt;  // Wan-shaped: its dims
+  const char* outside = nullptr;              // its models outside the blocks, where not the Wan preset's
 };
-// Flux.1-dev and HunyuanVideo take their guidance as an input (no CFG
-// forward); a decoder's step is one forward (prefill).
-const std::vector<Preset> kPresets = {{"wan2.1-14b", 1, 50, CfgMode::Serial},    {"wan2.2-14b", 2, 40, CfgMode::Serial},
-                                      {"wan2.2-ti2v-5b", 1, 50, CfgMode::Serial}, {"flux.1-dev", 1, 28, CfgMode::None},
-                                      {"hunyuanvideo", 1, 50, CfgMode::None},     {"llama3-8b", 1, 1, CfgMode::None},
-                                      {"llama3-70b", 1, 1, CfgMode::None}};
-
 // Wan2.2 TI2V-5B (Wan-Video/Wan2.2 wan/configs/wan_ti2v_5B.py: 30 blocks of
 // 3072, FFN 14336, 24 heads, 50 steps, guide scale 5): the Wan block at its
 // dims. Its Wan 2.2 VAE compresses 16x (vae_stride (4, 16, 16)) and its
@@ -108,15 +111,35 @@ constexpr const char* kTi2vOutside = R"(
 - {name: embeddings, params: 4096*hidden + 2*hidden*hidden + 256*hidden + 6*hidden*hidden + 2*192*hidden, runs: throughout}
 )";
 
+// Wan 2.1 and 2.2 A14B: 40 blocks of 5120, FFN 13824, 40 heads, a token per
+// 16x16 pixels. Flux.1-dev and HunyuanVideo take their guidance as an input
+// (no CFG forward); a decoder's step is one forward (prefill).
+const std::vector<Preset> kPresets = {
+    {"wan2.1-14b", 1, 50, CfgMode::Serial, WanDims{40, 5120, 13824, 40, 16}},
+    {"wan2.2-14b", 2, 40, CfgMode::Serial, WanDims{40, 5120, 13824, 40, 16}},
+    {"wan2.2-ti2v-5b", 1, 50, CfgMode::Serial, WanDims{30, 3072, 14336, 24, 32}, kTi2vOutside},
+    {"flux.1-dev", 1, 28, CfgMode::None},
+    {"hunyuanvideo", 1, 50, CfgMode::None},
+    {"llama3-8b", 1, 1, CfgMode::None},
+    {"llama3-70b", 1, 1, CfgMode::None}};
+
+const Preset* find_preset(const std::string& name) {
+  for (const Preset& p : kPresets)
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
 // The Wan block written in the block language, with the file's dims.
 BlockModel wan_spec(const DitModel& m) {
   BlockModel spec;
   const YAML::Node root = load_yaml_string(*block_preset_text("wan"), "the wan preset");
   read_block_dims("the wan preset", root["dims"], spec);
   read_block_types("the wan preset", root["blocks"], spec);
-  if (m.preset == "wan2.2-ti2v-5b")
-    read_outside_models("the wan2.2-ti2v-5b preset", load_yaml_string(kTi2vOutside, "the wan2.2-ti2v-5b preset"), spec);
-  else if (m.preset != "custom")
+  const Preset* preset = find_preset(m.preset);
+  if (preset && preset->outside) {
+    const std::string what = fmt::format("the {} preset", preset->name);
+    read_outside_models(what, load_yaml_string(preset->outside, what), spec);
+  } else if (m.preset != "custom")
     read_outside_models("the wan preset", root["outside"], spec);  // custom dims: a model of the user's, nothing outside assumed
   spec.dims = {{"hidden", m.hidden}, {"ffn", m.ffn}, {"heads", m.heads}, {"head_dim", m.head_dim}, {"text_tokens", m.text_tokens}};
   spec.blocks[0].count = std::to_string(m.blocks);
@@ -159,18 +182,17 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
       w.model.preset = "blocks";
     else
       w.model.preset = m.choice("preset", names);
-    for (const auto& p : kPresets)
-      if (w.model.preset == p.name) {
-        w.model.experts = p.experts;
-        w.steps = p.steps;
-        w.cfg = p.cfg;
+    if (const Preset* p = find_preset(w.model.preset)) {
+      w.model.experts = p->experts;
+      w.steps = p->steps;
+      w.cfg = p->cfg;
+      if (p->wan) {
+        w.model.blocks = p->wan->blocks;
+        w.model.hidden = p->wan->hidden;
+        w.model.ffn = p->wan->ffn;
+        w.model.heads = p->wan->heads;
+        w.model.token_stride = p->wan->token_stride;
       }
-    if (w.model.preset == "wan2.2-ti2v-5b") {
-      w.model.blocks = 30;
-      w.model.hidden = 3072;
-      w.model.ffn = 14336;
-      w.model.heads = 24;
-      w.model.token_stride = 32;
     }
     if (w.model.wan_shaped()) {
       if (m.has("dims"))
