@@ -237,6 +237,25 @@ std::vector<double> parse_nvidia_smi_c2c(const std::string& raw, const std::stri
   return out;
 }
 
+std::vector<bool> parse_nvidia_smi_q_c2c(const std::string& raw) {
+  // A GPU's section opens with its bus id ("GPU 00000000:DD:00.0"); the
+  // line inside it (a GH200 on driver 550.127.05):
+  //     GPU C2C Mode                          : Enabled
+  static const std::regex gpu(R"(^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$)"), mode(R"(^GPU C2C Mode\s*:\s*(\S+)$)");
+  std::istringstream in(raw);
+  std::string line;
+  std::vector<bool> out;
+  while (std::getline(in, line)) {
+    const std::string t = trim(line);
+    std::smatch mm;
+    if (std::regex_match(t, gpu))
+      out.push_back(false);
+    else if (!out.empty() && std::regex_match(t, mm, mode))
+      out.back() = mm[1].str() == "Enabled";
+  }
+  return out;
+}
+
 std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o) {
   const size_t n = m.devices.size();
   // Sockets: NUMA affinity; else devices of one CPU affinity; else one.
@@ -372,11 +391,16 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
   for (size_t d = 0, g = 0; d < n; ++d) {
     if (!m.is_gpu(d)) continue;
     const double gbps = g < o.c2c_GBps.size() ? o.c2c_GBps[g] : 0.0;
+    const bool enabled = g < o.c2c_enabled.size() && o.c2c_enabled[g];
     ++g;
-    if (gbps <= 0) continue;
+    if (gbps <= 0 && !enabled) continue;
     ++c2c_gpus;
-    links += fmt::format("  - {{{}, a: {}, b: cpu{}, kind: nvlink_c2c, bandwidth: {:.2f} GB/s, latency: 0.5 us}}  # measured: nvidia-smi c2c -s\n",
-                         named("gpu_c2c", name_of(d)), name_of(d), socket[d], gbps);
+    const std::string line = fmt::format("  - {{{}, a: {}, b: cpu{}, kind: nvlink_c2c", named("gpu_c2c", name_of(d)), name_of(d), socket[d]);
+    if (gbps > 0)
+      links += fmt::format("{}, bandwidth: {:.2f} GB/s, latency: 0.5 us}}  # measured: nvidia-smi c2c -s\n", line, gbps);
+    else  // NVLink-C2C's rate (900 GB/s both ways together); `nvidia-smi c2c -s` lists the links'
+      links += fmt::format(
+          "{}, bandwidth: 450 GB/s, latency: 0.5 us}}  # ASSUMED: NVLink-C2C's rate a direction (nvidia-smi -q: GPU C2C Mode Enabled)\n", line);
   }
   // NVLink: a group of three or more GPUs joined pairwise by the same NV# is an NVSwitch; else direct links.
   UnionFind nv(n);
@@ -431,8 +455,9 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
       "# Calibrate the copy and host-bridge rates on the node: docs/calibrate-your-node.md.\n",
       o.source.empty() ? "`nvidia-smi topo -m`" : o.source,
       o.pcie_measured ? o.pcie + " (the GPUs' link as nvidia-smi reported it)" : o.pcie + " (ASSUMED: read the real ones with `lspci -vv`, LnkSta)",
-      c2c_gpus ? fmt::format("# {} GPU(s) reach their CPU over NVLink-C2C (`nvidia-smi c2c -s` lists their links; the rate is their\n"
-                             "# sum, a direction): a gpu_c2c link each, their host path; PCIe keeps their relations to NICs and GPUs.\n",
+      c2c_gpus ? fmt::format("# {} GPU(s) reach their CPU over NVLink-C2C (`nvidia-smi c2c -s` lists their links, the rate their sum\n"
+                             "# a direction; or `nvidia-smi -q` says GPU C2C Mode Enabled): a gpu_c2c link each, their host path;\n"
+                             "# PCIe keeps their relations to NICs and GPUs.\n",
                              c2c_gpus)
                : "",
       c2c_gpus ? ", gpu_c2c" : "");

@@ -46,6 +46,10 @@ struct SmiImportOptions {
   // Per GPU index: its NVLink-C2C links to its CPU summed, GB/s a direction
   // (parse_nvidia_smi_c2c); 0 or absent: none, its host link is PCIe.
   std::vector<double> c2c_GBps;
+  // Per GPU index: `nvidia-smi -q` says "GPU C2C Mode : Enabled"
+  // (parse_nvidia_smi_q_c2c). Where c2c_GBps lists no rate, such a GPU's
+  // host link is nvlink_c2c at NVLink-C2C's 450 GB/s a direction, ASSUMED.
+  std::vector<bool> c2c_enabled;
 };
 
 /// `nvidia-smi c2c -s` as read: per GPU index (its "GPU i: NAME" line), the
@@ -55,6 +59,12 @@ struct SmiImportOptions {
 /// usage text): all zeros, never an error. InputError naming `file` and the
 /// line for a link line before any GPU line or a rate out of range.
 std::vector<double> parse_nvidia_smi_c2c(const std::string& text, const std::string& file);
+
+/// `nvidia-smi -q` as read: per GPU, in the order it lists them (nvidia-smi's
+/// indices), whether its "GPU C2C Mode" is "Enabled" (a GH200's, driver 550
+/// on; "N/A" elsewhere; drivers before it print no such line). Never throws:
+/// what it does not recognise is no C2C.
+std::vector<bool> parse_nvidia_smi_q_c2c(const std::string& text);
 
 /// A topology file (YAML text) whose path matrix is the one given.
 std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o);

@@ -24,7 +24,8 @@
 #    programs under torchrun. Every bench testcase runs under a watchdog.
 # 2. Fits, with ./build/bin/overlapsim (or $OVERLAPSIM): the node's topology
 #    from the matrix, GPU names and PCIe links the bench recorded and the
-#    NVLink-C2C links machine/nvidia-smi-c2c.txt lists (into
+#    NVLink-C2C links machine/nvidia-smi-c2c.txt lists (or, without it, the
+#    GPU C2C Mode of machine/nvidia-smi-q.txt) (into
 #    DIR/topology-imported.yaml, and DIR/topology.yaml unless that file is
 #    there and differs: an edited topology is kept and fitted with), the
 #    calibration, and DIR/report.txt: what was fitted and how well (every bench
@@ -174,8 +175,10 @@ PY
     mkdir -p "$out"
     # The C2C links session.sh captured (a Grace Hopper's GPU reaches its CPU over NVLink-C2C); a bench
     # result that recorded them (environment.nvidia_smi_c2c) serves without the file.
+    # Captures without it (made before session.sh saved it): nvidia-smi -q's GPU C2C Mode, the rate ASSUMED.
     c2c=()
     [ ! -s "$from/machine/nvidia-smi-c2c.txt" ] || c2c=(--nvidia-smi-c2c "$from/machine/nvidia-smi-c2c.txt")
+    [ ! -s "$from/machine/nvidia-smi-q.txt" ] || c2c+=(--nvidia-smi-q "$from/machine/nvidia-smi-q.txt")
     "$osim" topo --import-nvidia-smi "$bench" "${c2c[@]}" --name topology -o "$out/topology-imported.yaml" --force > "$out/topology.txt" || exit 2
     topology=$out/topology.yaml sources=("$(shown "$bench")")
     # topology.yaml is the import until you edit it: a file that differs from this import stays, and fits with it.

@@ -28,6 +28,7 @@ struct TopoOptions {
 struct ImportSmiOptions {
   std::string smi, gpus_csv, out, name, pcie;  // pcie "": gen5 x16, or what a bench result says
   std::string c2c;                             // `nvidia-smi c2c -s` output ("": a bench result's, else none)
+  std::string smi_q;                           // `nvidia-smi -q` output: its GPU C2C Mode, where c2c lists no rate
   std::string datasheets;                      // "": configs/gpus.yaml as built in
   bool force = false, as_smi = false;
 };
@@ -67,6 +68,12 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
       throw InputError(SourceLocation{o.c2c, 0, 0}, "cannot read this file (or it is empty): save `nvidia-smi c2c -s > c2c.txt` on the node");
     io.c2c_GBps = hw::parse_nvidia_smi_c2c(c2c, o.c2c);
   }
+  if (!o.smi_q.empty()) {
+    const std::string q = fs::is_regular_file(o.smi_q, exists_ec) ? read_maybe_gzip(o.smi_q) : std::string();
+    if (q.empty())
+      throw InputError(SourceLocation{o.smi_q, 0, 0}, "cannot read this file (or it is empty): save `nvidia-smi -q > q.txt` on the node");
+    io.c2c_enabled = hw::parse_nvidia_smi_q_c2c(q);
+  }
   const hw::SmiMatrix m = hw::parse_nvidia_smi_topo(text, o.smi);
   if (bench) {
     // The host side's throughput: the aggregate with every GPU of the node copying at once.
@@ -97,9 +104,11 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
   write_file(o.out, yaml);
   std::cout << fmt::format("wrote {}: {} devices, every pair's path type as nvidia-smi's matrix has it; set the lines marked ASSUMED\n", o.out,
                            m.devices.size());
-  for (size_t g = 0; g < io.c2c_GBps.size(); ++g)
-    if (io.c2c_GBps[g] > 0)
+  for (size_t g = 0; g < std::max(io.c2c_GBps.size(), io.c2c_enabled.size()); ++g)
+    if (g < io.c2c_GBps.size() && io.c2c_GBps[g] > 0)
       std::cout << fmt::format("gpu{}'s host link: nvlink_c2c, {:.2f} GB/s a direction (nvidia-smi c2c -s)\n", g, io.c2c_GBps[g]);
+    else if (g < io.c2c_enabled.size() && io.c2c_enabled[g])
+      std::cout << fmt::format("gpu{}'s host link: nvlink_c2c, 450 GB/s a direction ASSUMED (nvidia-smi -q: GPU C2C Mode Enabled)\n", g);
   std::cout << hw::format_smi_matrix(topo);
   return 0;
 }
@@ -211,6 +220,9 @@ Command add_topo(CLI::App& app) {
   c->add_option("--nvidia-smi-c2c", im->c2c,
                 "with --import-nvidia-smi: `nvidia-smi c2c -s` output; a GPU it lists with active links gets an nvlink_c2c host link "
                 "at their summed rate (default: a bench result's, if it recorded one)");
+  c->add_option("--nvidia-smi-q", im->smi_q,
+                "with --import-nvidia-smi: `nvidia-smi -q` output; a GPU whose GPU C2C Mode is Enabled and that --nvidia-smi-c2c "
+                "lists no rate for gets an nvlink_c2c host link at 450 GB/s, marked ASSUMED");
   c->add_option("--gpu-datasheets", im->datasheets,
                 "with --import-nvidia-smi: the GPUs' figures by name from this table (default: configs/gpus.yaml, built in)");
   c->add_option("--name", im->name, "with --import-nvidia-smi: the topology's name (default: the output file's)");

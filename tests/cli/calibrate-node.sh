@@ -30,6 +30,7 @@ case $case in
     fi
     cp $R/bench-default.json.gz res/; gzip -c $R/attention.json > res/attention.json.gz; cp $R/bench-phase-2.json.gz res/
     cp $R/conv/conv.json.gz $R/channels-first/channels-first.json.gz res/
+    mkdir res/machine; cp $REF/h200/machine/nvidia-smi-q.txt res/machine/  # a PCIe Hopper's: GPU C2C Mode Disabled
     node --fit-only res > fit.txt
     has res/calibration.yaml '^#   .*res/bench-default.json.gz$' '^#   .*res/attention.json.gz$' '^#   .*res/conv.json.gz$' \
       '^#   .*res/channels-first.json.gz$'

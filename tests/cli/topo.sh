@@ -5,7 +5,8 @@
 #                      prints a topology's matrix
 #   import_c2c         a (synthetic) GH200 pair: --nvidia-smi-c2c, or a bench result's recorded
 #                      `nvidia-smi c2c -s`, gives each GPU an nvlink_c2c host link at its links' sum;
-#                      the same matrix without it keeps PCIe host links
+#                      --nvidia-smi-q's GPU C2C Mode Enabled one at 450 GB/s ASSUMED; the same
+#                      matrix without either keeps PCIe host links
 #
 #   bash tests/cli/topo.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -30,6 +31,9 @@ case $case in
       "$osim" topo $W/$f.yaml > $W/$f-routes.txt
       has $W/$f-routes.txt '^  cpu0 +-> gpu0 +host .* cpu0 -> gpu0$' '^  gpu1 +-> cpu1 +host .* gpu1 -> cpu1$'
     done
+    "$osim" topo --import-nvidia-smi $S-topo.txt --nvidia-smi-q $S-q.txt -o $W/q.yaml > $W/q.txt
+    has $W/q.txt "^gpu0's host link: nvlink_c2c, 450 GB/s a direction ASSUMED \(nvidia-smi -q: GPU C2C Mode Enabled\)"
+    has $W/q.yaml '^  - \{name: gpu_c2c-gpu1, role: gpu_c2c, a: gpu1, b: cpu1, kind: nvlink_c2c, bandwidth: 450 GB/s, .*# ASSUMED'
     "$osim" topo --import-nvidia-smi $S-topo.txt -o $W/pcie.yaml > /dev/null
     ! grep -q nvlink_c2c $W/pcie.yaml || fail "an nvlink_c2c link without a C2C capture"
     "$osim" topo $W/pcie.yaml > $W/pcie-routes.txt

@@ -328,3 +328,30 @@ TEST_CASE("a GPU with C2C links reaches its CPU over nvlink_c2c at their rate, a
     CHECK(import_checked(smi, f, none) == import_checked(smi, f));
   }
 }
+
+TEST_CASE("`nvidia-smi -q`'s GPU C2C Mode: Enabled gives an nvlink_c2c host link at 450 GB/s ASSUMED where c2c -s lists no rate") {
+  const std::vector<bool> q = parse_nvidia_smi_q_c2c(read(kSrc + "/tests/data/nvidia-smi/gh200x2-synthetic-q.txt"));
+  CHECK(q == std::vector<bool>{true, true});
+  // A PCIe GPU prints N/A; drivers before 550 print no such line; neither is C2C.
+  CHECK(parse_nvidia_smi_q_c2c("GPU 00000000:19:00.0\n    GPU C2C Mode                          : N/A\nGPU 00000000:3B:00.0\n") ==
+        std::vector<bool>{false, false});
+  CHECK(parse_nvidia_smi_q_c2c("GPU C2C Mode : Enabled\n").empty());  // outside any GPU's section
+  // The committed H200 boxes' own captures say Disabled: their imports are as before.
+  const std::string x4 = kSrc + "/validate/reference/h200x4-nvlink/machine/";
+  SmiImportOptions pcie;
+  pcie.c2c_enabled = parse_nvidia_smi_q_c2c(read(x4 + "nvidia-smi-q.txt"));
+  CHECK(pcie.c2c_enabled == std::vector<bool>(4, false));
+  CHECK(import_checked(read(x4 + "nvidia-smi-topo.txt"), "x4", pcie) == import_checked(read(x4 + "nvidia-smi-topo.txt"), "x4"));
+  const std::string text = read(kSrc + "/tests/data/nvidia-smi/gh200x2-synthetic-topo.txt");
+  SmiImportOptions o;
+  o.c2c_enabled = q;
+  const std::string yaml = import_checked(text, "gh", o);
+  CHECK(count(yaml, "kind: nvlink_c2c, bandwidth: 450 GB/s, latency: 0.5 us}  # ASSUMED: NVLink-C2C's rate a direction") == 2);
+  const Topology t(parse_topology_string(yaml, "gh"));
+  CHECK(t.route(t.find("cpu1"), t.find("gpu1")).crosses(LinkKind::NvLinkC2C));
+  // The links' measured sum wins where `nvidia-smi c2c -s` lists one.
+  o.c2c_GBps = {447.12};
+  const std::string both = import_checked(text, "gh", o);
+  CHECK(count(both, "kind: nvlink_c2c, bandwidth: 447.12 GB/s, latency: 0.5 us}  # measured") == 1);
+  CHECK(count(both, "kind: nvlink_c2c, bandwidth: 450 GB/s") == 1);
+}
