@@ -203,6 +203,59 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
   return m;
 }
 
+std::vector<double> parse_nvidia_smi_c2c(const std::string& raw, const std::string& file) {
+  // The output (dmlc/xgboost's tests quote a GH200's: ten links of 44.712 GB/s):
+  //   GPU 0: NVIDIA GH200 480GB (UUID: GPU-...)
+  //       C2C Link 0: 44.712 GB/s
+  static const std::regex gpu(R"(^GPU (\d+): )"), link(R"(^C2C Link (\d+): ([0-9]+(\.[0-9]+)?) GB/s$)");
+  // One link's rate: GH200's are ~45 GB/s; past this a number is damaged.
+  constexpr double kMaxLinkGBps = 1000;
+  std::istringstream in(raw);
+  std::string line;
+  std::vector<double> out;
+  int lineno = 0, current = -1;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const std::string t = trim(line);
+    std::smatch mm;
+    if (std::regex_search(t, mm, gpu)) {
+      current = small_count(mm[1].str(), kMaxListedGpus);
+      if (current < 0)
+        throw InputError(SourceLocation{file, lineno, 0},
+                         fmt::format("'{}' is no GPU index nvidia-smi prints (0 to {})", mm[1].str(), kMaxListedGpus));
+      if (out.size() <= static_cast<size_t>(current)) out.resize(static_cast<size_t>(current) + 1, 0.0);
+    } else if (std::regex_match(t, mm, link)) {
+      if (current < 0)
+        throw InputError(SourceLocation{file, lineno, 0}, "a C2C link before any 'GPU i: NAME' line: not the output of `nvidia-smi c2c -s`");
+      const double gbps = std::stod(mm[2].str());
+      if (!(gbps > 0 && gbps <= kMaxLinkGBps))
+        throw InputError(SourceLocation{file, lineno, 0},
+                         fmt::format("'{} GB/s' is no C2C link rate (above 0, at most {:.0f} GB/s)", mm[2].str(), kMaxLinkGBps));
+      out[static_cast<size_t>(current)] += gbps;
+    }
+  }
+  return out;
+}
+
+std::vector<bool> parse_nvidia_smi_q_c2c(const std::string& raw) {
+  // A GPU's section opens with its bus id ("GPU 00000000:DD:00.0"); the
+  // line inside it (a GH200 on driver 550.127.05):
+  //     GPU C2C Mode                          : Enabled
+  static const std::regex gpu(R"(^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$)"), mode(R"(^GPU C2C Mode\s*:\s*(\S+)$)");
+  std::istringstream in(raw);
+  std::string line;
+  std::vector<bool> out;
+  while (std::getline(in, line)) {
+    const std::string t = trim(line);
+    std::smatch mm;
+    if (std::regex_match(t, gpu))
+      out.push_back(false);
+    else if (!out.empty() && std::regex_match(t, mm, mode))
+      out.back() = mm[1].str() == "Enabled";
+  }
+  return out;
+}
+
 std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o) {
   const size_t n = m.devices.size();
   // Sockets: NUMA affinity; else devices of one CPU affinity; else one.
@@ -331,6 +384,24 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
     }
     links += fmt::format("  - {{{}, a: {}, b: {}, {}}}\n", named(m.is_gpu(d) ? "gpu_pcie" : "nic_pcie", name_of(d)), name_of(d), parent[d], pcie);
   }
+  // NVLink-C2C: a GPU that `nvidia-smi c2c -s` lists with active links keeps
+  // the PCIe place the matrix gives it (its relations to NICs and GPUs) and
+  // reaches its CPU's memory over C2C, one hop where PCIe takes two.
+  int c2c_gpus = 0;
+  for (size_t d = 0, g = 0; d < n; ++d) {
+    if (!m.is_gpu(d)) continue;
+    const double gbps = g < o.c2c_GBps.size() ? o.c2c_GBps[g] : 0.0;
+    const bool enabled = g < o.c2c_enabled.size() && o.c2c_enabled[g];
+    ++g;
+    if (gbps <= 0 && !enabled) continue;
+    ++c2c_gpus;
+    const std::string line = fmt::format("  - {{{}, a: {}, b: cpu{}, kind: nvlink_c2c", named("gpu_c2c", name_of(d)), name_of(d), socket[d]);
+    if (gbps > 0)
+      links += fmt::format("{}, bandwidth: {:.2f} GB/s, latency: 0.5 us}}  # measured: nvidia-smi c2c -s\n", line, gbps);
+    else  // NVLink-C2C's rate (900 GB/s both ways together); `nvidia-smi c2c -s` lists the links'
+      links += fmt::format(
+          "{}, bandwidth: 450 GB/s, latency: 0.5 us}}  # ASSUMED: NVLink-C2C's rate a direction (nvidia-smi -q: GPU C2C Mode Enabled)\n", line);
+  }
   // NVLink: a group of three or more GPUs joined pairwise by the same NV# is an NVSwitch; else direct links.
   UnionFind nv(n);
   for (size_t a = 0; a < n; ++a)
@@ -362,7 +433,8 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
   // Every GPU copying at once measures the host side only where one bridge
   // carries them all; with several, each bridge's share is unknown.
   std::string fields, comment;
-  if (bridges == 1 && (o.host_from_GBps > 0 || o.host_to_GBps > 0)) {
+  // Over C2C the GPUs' copies never cross the bridge.
+  if (bridges == 1 && c2c_gpus == 0 && (o.host_from_GBps > 0 || o.host_to_GBps > 0)) {
     if (o.host_from_GBps > 0) fields += fmt::format(", throughput_from_host: {:.1f} GB/s", o.host_from_GBps);
     if (o.host_to_GBps > 0) fields += fmt::format(", throughput_to_host: {:.1f} GB/s", o.host_to_GBps);
     comment = "  # measured: every GPU copying pinned memory at once (the bench's multi_h2d_pinned, multi_d2h_pinned)";
@@ -376,12 +448,19 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
       "# Every PCIe link is {}; NV# is # NVLinks of\n"
       "# 25 GB/s a direction (NVLink 2-4; Blackwell's NVLink 5 is 50: set `bandwidth:`); a group of three or more\n"
       "# GPUs joined pairwise by the same NV# is an NVSwitch. Lines marked ASSUMED hold placeholders to set.\n"
+      "{}"
       "# Each link line has a name and a role (gpu_pcie, nic_pcie, switch_uplink, gpu_nvlink, gpu_gpu_nvlink,\n"
-      "# inter_socket): a sweep key topology.links.gpu_pcie.pcie edits every line of the role,\n"
+      "# inter_socket{}): a sweep key topology.links.gpu_pcie.pcie edits every line of the role,\n"
       "# topology.links.gpu_pcie-gpu3.pcie one line (docs/formats/topology.md).\n"
       "# Calibrate the copy and host-bridge rates on the node: docs/calibrate-your-node.md.\n",
       o.source.empty() ? "`nvidia-smi topo -m`" : o.source,
-      o.pcie_measured ? o.pcie + " (the GPUs' link as nvidia-smi reported it)" : o.pcie + " (ASSUMED: read the real ones with `lspci -vv`, LnkSta)");
+      o.pcie_measured ? o.pcie + " (the GPUs' link as nvidia-smi reported it)" : o.pcie + " (ASSUMED: read the real ones with `lspci -vv`, LnkSta)",
+      c2c_gpus ? fmt::format("# {} GPU(s) reach their CPU over NVLink-C2C (`nvidia-smi c2c -s` lists their links, the rate their sum\n"
+                             "# a direction; or `nvidia-smi -q` says GPU C2C Mode Enabled): a gpu_c2c link each, their host path;\n"
+                             "# PCIe keeps their relations to NICs and GPUs.\n",
+                             c2c_gpus)
+               : "",
+      c2c_gpus ? ", gpu_c2c" : "");
   return head +
          fmt::format("name: {}\ndescription: imported from nvidia-smi topo -m ({} GPUs, {} NICs, {} sockets)\n", o.name, gpu_index, nic_index,
                      sockets) +

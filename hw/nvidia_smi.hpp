@@ -2,7 +2,9 @@
 // from it (the PCIe tree its PIX/PXB/PHB/NODE/SYS relations imply, NVLink
 // from NV#, sockets from NUMA affinity; what the matrix does not say marked
 // ASSUMED in the file), and any topology's matrix printed the way
-// nvidia-smi prints it, to compare with a node's own.
+// nvidia-smi prints it, to compare with a node's own. `nvidia-smi c2c -s`
+// says which GPUs reach their CPU over NVLink-C2C (a Grace Hopper's): their
+// host link is then nvlink_c2c at the rate it lists.
 #pragma once
 
 #include <optional>
@@ -41,7 +43,28 @@ struct SmiImportOptions {
   // once (a bench's multi_h2d_pinned / multi_d2h_pinned), GB/s; 0 = not
   // measured. Set as the host bridge's throughput where the node has one.
   double host_from_GBps = 0, host_to_GBps = 0;
+  // Per GPU index: its NVLink-C2C links to its CPU summed, GB/s a direction
+  // (parse_nvidia_smi_c2c); 0 or absent: none, its host link is PCIe.
+  std::vector<double> c2c_GBps;
+  // Per GPU index: `nvidia-smi -q` says "GPU C2C Mode : Enabled"
+  // (parse_nvidia_smi_q_c2c). Where c2c_GBps lists no rate, such a GPU's
+  // host link is nvlink_c2c at NVLink-C2C's 450 GB/s a direction, ASSUMED.
+  std::vector<bool> c2c_enabled;
 };
+
+/// `nvidia-smi c2c -s` as read: per GPU index (its "GPU i: NAME" line), the
+/// sum of its active links' "C2C Link k: X GB/s", the rate a direction (NCCL
+/// takes NVML's C2C link count x per-link bandwidth the same way). A driver
+/// or node without C2C prints no link lines ("No Devices support C2C.", a
+/// usage text): all zeros, never an error. InputError naming `file` and the
+/// line for a link line before any GPU line or a rate out of range.
+std::vector<double> parse_nvidia_smi_c2c(const std::string& text, const std::string& file);
+
+/// `nvidia-smi -q` as read: per GPU, in the order it lists them (nvidia-smi's
+/// indices), whether its "GPU C2C Mode" is "Enabled" (a GH200's, driver 550
+/// on; "N/A" elsewhere; drivers before it print no such line). Never throws:
+/// what it does not recognise is no C2C.
+std::vector<bool> parse_nvidia_smi_q_c2c(const std::string& text);
 
 /// A topology file (YAML text) whose path matrix is the one given.
 std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o);

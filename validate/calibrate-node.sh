@@ -23,7 +23,11 @@
 #    several GPUs also the bench with NCCL_P2P_DISABLE=1 and the Ulysses
 #    programs under torchrun. Every bench testcase runs under a watchdog.
 # 2. Fits, with ./build/bin/overlapsim (or $OVERLAPSIM): the node's topology
-#    from the matrix, GPU names and PCIe links the bench recorded, the
+#    from the matrix, GPU names and PCIe links the bench recorded and the
+#    NVLink-C2C links machine/nvidia-smi-c2c.txt lists (or, without it, the
+#    GPU C2C Mode of machine/nvidia-smi-q.txt) (into
+#    DIR/topology-imported.yaml, and DIR/topology.yaml unless that file is
+#    there and differs: an edited topology is kept and fitted with), the
 #    calibration, and DIR/report.txt: what was fitted and how well (every bench
 #    row replayed; the reference programs, none of them a fit input, simulated).
 #    --fit-only FROM fits the results in FROM, plain or .gz, into DIR (without
@@ -33,7 +37,8 @@
 #    not written (DIR defaults to calibrate-node-out/).
 #
 # DIR (default calibrate-node-out/) ends with: bench-*.json, attention.json,
-# framework.json, eager.json, gemm.json, conv.json, channels-first.json, vram.json, programs/, machine/, topology.yaml, calibration.yaml,
+# framework.json, eager.json, gemm.json, conv.json, channels-first.json, vram.json, programs/, machine/, topology.yaml,
+# topology-imported.yaml, calibration.yaml,
 # calibrate.txt, replay.csv, programs.txt, report.txt.
 # Needs: nvidia-smi; overlapsim-validate (bash setup.sh builds it where CUDA,
 # cuBLAS and NCCL are found, for this node's GPUs); PyTorch for the SDPA,
@@ -168,9 +173,24 @@ PY
     bench=$(result bench-default.json)
     [ -n "$bench" ] || { echo "calibrate-node: no $from/bench-default.json(.gz): measure first (without --fit-only)" >&2; exit 2; }
     mkdir -p "$out"
-    "$osim" topo --import-nvidia-smi "$bench" -o "$out/topology.yaml" --force > "$out/topology.txt" || exit 2
+    # The C2C links session.sh captured (a Grace Hopper's GPU reaches its CPU over NVLink-C2C); a bench
+    # result that recorded them (environment.nvidia_smi_c2c) serves without the file.
+    # Captures without it (made before session.sh saved it): nvidia-smi -q's GPU C2C Mode, the rate ASSUMED.
+    c2c=()
+    [ ! -s "$from/machine/nvidia-smi-c2c.txt" ] || c2c=(--nvidia-smi-c2c "$from/machine/nvidia-smi-c2c.txt")
+    [ ! -s "$from/machine/nvidia-smi-q.txt" ] || c2c+=(--nvidia-smi-q "$from/machine/nvidia-smi-q.txt")
+    "$osim" topo --import-nvidia-smi "$bench" "${c2c[@]}" --name topology -o "$out/topology-imported.yaml" --force > "$out/topology.txt" || exit 2
     topology=$out/topology.yaml sources=("$(shown "$bench")")
-    topology_note="$(grep -c 'kind: gpu' "$topology") GPUs; set the lines marked ASSUMED"
+    # topology.yaml is the import until you edit it: a file that differs from this import stays, and fits with it.
+    if [ ! -e "$topology" ]; then
+      cp "$out/topology-imported.yaml" "$topology"
+      topology_note="imported: $(grep -c 'kind: gpu' "$topology") GPUs; set the lines marked ASSUMED"
+    elif cmp -s "$topology" "$out/topology-imported.yaml"; then
+      topology_note="imported: $(grep -c 'kind: gpu' "$topology") GPUs; set the lines marked ASSUMED"
+    else
+      topology_note="yours, kept: it differs from the import in $out/topology-imported.yaml; delete it to take the import"
+    fi
+    grep -q 'kind: nvlink_c2c' "$topology" && topology_note+="; its nvlink_c2c host links fit the C2C copy-engine caps"
     for f in bench-p2p-disable.json attention.json framework.json eager.json gemm.json conv.json channels-first.json vram.json bench-phase-1.json; do
       r=$(result $f)
       [ -z "$r" ] || sources+=("$(shown "$r")")

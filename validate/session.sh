@@ -64,7 +64,7 @@
 # Presets: whole-gpu = bench attention attention-runner framework eager gemm vram phase validation:^sp1-pf[0-3]-default$ programs programs-fp8 programs-memory models
 #          box       = bench bench-p2p-off attention framework programs-sp validation
 # Every session also writes the machine's description (machine/: nvidia-smi,
-# its topology matrix, nvidia-smi -q, the GPUs' PCIe links (lspci), their clocks and limits, library versions, lscpu), samples
+# its topology matrix, nvidia-smi -q, its C2C links, the GPUs' PCIe links (lspci), their clocks and limits, library versions, lscpu), samples
 # clocks, power and throttle reasons every 100 ms (smi-log.csv.gz), and the
 # time each step ended (marks.txt). Extra bench options after `--` go to every
 # bench step (e.g. -- --samples 41). With --pack, DIR is packed into DIR.tgz.
@@ -104,6 +104,9 @@ mark() { echo "$1 at $(( $(date +%s) - t0 )) s" | tee -a "$out/marks.txt"; }
 nvidia-smi topo -m > "$out/machine/nvidia-smi-topo.txt" 2>&1
 nvidia-smi > "$out/machine/nvidia-smi.txt" 2>&1
 nvidia-smi -q > "$out/machine/nvidia-smi-q.txt" 2>&1
+# The GPUs' NVLink-C2C links to their CPU (a Grace Hopper's; topo --import-nvidia-smi makes them nvlink_c2c
+# host links). Drivers without the subcommand print their usage, which the import reads as no C2C.
+nvidia-smi c2c -s > "$out/machine/nvidia-smi-c2c.txt" 2>&1 || true
 # The GPUs' PCIe links as the kernel sees them (width and speed: what topo --import-nvidia-smi cannot).
 command -v lspci > /dev/null && lspci -vv -d 10de: 2> /dev/null | grep -E '^[0-9a-f]|LnkCap:|LnkSta:' > "$out/machine/lspci-nvidia.txt"
 nvidia-smi --query-gpu=name,pci.bus_id,driver_version,clocks.max.sm,power.limit,temperature.gpu --format=csv > "$out/machine/gpus.csv" 2>&1

@@ -27,6 +27,8 @@ struct TopoOptions {
 };
 struct ImportSmiOptions {
   std::string smi, gpus_csv, out, name, pcie;  // pcie "": gen5 x16, or what a bench result says
+  std::string c2c;                             // `nvidia-smi c2c -s` output ("": a bench result's, else none)
+  std::string smi_q;                           // `nvidia-smi -q` output: its GPU C2C Mode, where c2c lists no rate
   std::string datasheets;                      // "": configs/gpus.yaml as built in
   bool force = false, as_smi = false;
 };
@@ -57,6 +59,20 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
     io.gpu_names = bench_gpu_names(doc);
     const std::string gen = nvidia_smi_column(doc, "pcie.link.gen.max"), width = nvidia_smi_column(doc, "pcie.link.width.max");
     if (o.pcie.empty() && !gen.empty() && !width.empty()) io.pcie = fmt::format("gen{} x{}", gen, width), io.pcie_measured = true;
+    if (env.contains("nvidia_smi_c2c") && env["nvidia_smi_c2c"].is_string())
+      io.c2c_GBps = hw::parse_nvidia_smi_c2c(env["nvidia_smi_c2c"].get<std::string>(), o.smi + " (environment.nvidia_smi_c2c)");
+  }
+  if (!o.c2c.empty()) {
+    const std::string c2c = fs::is_regular_file(o.c2c, exists_ec) ? read_maybe_gzip(o.c2c) : std::string();
+    if (c2c.empty())
+      throw InputError(SourceLocation{o.c2c, 0, 0}, "cannot read this file (or it is empty): save `nvidia-smi c2c -s > c2c.txt` on the node");
+    io.c2c_GBps = hw::parse_nvidia_smi_c2c(c2c, o.c2c);
+  }
+  if (!o.smi_q.empty()) {
+    const std::string q = fs::is_regular_file(o.smi_q, exists_ec) ? read_maybe_gzip(o.smi_q) : std::string();
+    if (q.empty())
+      throw InputError(SourceLocation{o.smi_q, 0, 0}, "cannot read this file (or it is empty): save `nvidia-smi -q > q.txt` on the node");
+    io.c2c_enabled = hw::parse_nvidia_smi_q_c2c(q);
   }
   const hw::SmiMatrix m = hw::parse_nvidia_smi_topo(text, o.smi);
   if (bench) {
@@ -88,6 +104,11 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
   write_file(o.out, yaml);
   std::cout << fmt::format("wrote {}: {} devices, every pair's path type as nvidia-smi's matrix has it; set the lines marked ASSUMED\n", o.out,
                            m.devices.size());
+  for (size_t g = 0; g < std::max(io.c2c_GBps.size(), io.c2c_enabled.size()); ++g)
+    if (g < io.c2c_GBps.size() && io.c2c_GBps[g] > 0)
+      std::cout << fmt::format("gpu{}'s host link: nvlink_c2c, {:.2f} GB/s a direction (nvidia-smi c2c -s)\n", g, io.c2c_GBps[g]);
+    else if (g < io.c2c_enabled.size() && io.c2c_enabled[g])
+      std::cout << fmt::format("gpu{}'s host link: nvlink_c2c, 450 GB/s a direction ASSUMED (nvidia-smi -q: GPU C2C Mode Enabled)\n", g);
   std::cout << hw::format_smi_matrix(topo);
   return 0;
 }
@@ -196,6 +217,12 @@ Command add_topo(CLI::App& app) {
   c->add_option("--gpus-csv", im->gpus_csv, "with --import-nvidia-smi: `nvidia-smi --query-gpu=name,... --format=csv` output (the GPUs' models)");
   c->add_option("--pcie", im->pcie,
                 "with --import-nvidia-smi: every PCIe link's generation and width, e.g. 'gen4 x16' (default: a bench result's, else gen5 x16)");
+  c->add_option("--nvidia-smi-c2c", im->c2c,
+                "with --import-nvidia-smi: `nvidia-smi c2c -s` output; a GPU it lists with active links gets an nvlink_c2c host link "
+                "at their summed rate (default: a bench result's, if it recorded one)");
+  c->add_option("--nvidia-smi-q", im->smi_q,
+                "with --import-nvidia-smi: `nvidia-smi -q` output; a GPU whose GPU C2C Mode is Enabled and that --nvidia-smi-c2c "
+                "lists no rate for gets an nvlink_c2c host link at 450 GB/s, marked ASSUMED");
   c->add_option("--gpu-datasheets", im->datasheets,
                 "with --import-nvidia-smi: the GPUs' figures by name from this table (default: configs/gpus.yaml, built in)");
   c->add_option("--name", im->name, "with --import-nvidia-smi: the topology's name (default: the output file's)");

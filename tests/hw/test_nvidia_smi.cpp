@@ -263,3 +263,95 @@ TEST_CASE("the GPU datasheet table: the shipped file built in, rows checked by l
             "kind: gpu, model: B200, memory: 180 GB, hbm_bandwidth: 8 TB/s, sms: 148, copy_engines: 4, peak_tflops: {bf16: 2250}}  # NVIDIA B200") ==
       2);
 }
+
+TEST_CASE("`nvidia-smi c2c -s` read: each GPU's active links summed, no C2C read as none, damage named by line") {
+  const std::vector<double> gh = parse_nvidia_smi_c2c(read(kSrc + "/tests/data/nvidia-smi/gh200x2-synthetic-c2c.txt"), "c2c.txt");
+  REQUIRE(gh.size() == 2);
+  CHECK(gh[0] == doctest::Approx(10 * 44.712));
+  CHECK(gh[1] == doctest::Approx(10 * 44.712));
+  // A link not up has no rate and adds nothing; a GPU without links stays 0.
+  CHECK(parse_nvidia_smi_c2c("GPU 0: X (UUID: GPU-1)\n  C2C Link 0: 44.5 GB/s\n  C2C Link 1: <inactive>\nGPU 1: X\n", "t.txt") ==
+        std::vector<double>{44.5, 0.0});
+  // A node or driver without C2C: its message or the usage text, never an error.
+  CHECK(parse_nvidia_smi_c2c("No Devices support C2C.\n", "t.txt").empty());
+  CHECK(parse_nvidia_smi_c2c("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n", "t.txt").empty());
+  auto error = [](const std::string& text) {
+    try {
+      parse_nvidia_smi_c2c(text, "t.txt");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error("  C2C Link 0: 44.7 GB/s\n").find("t.txt:1: error: a C2C link before any 'GPU i: NAME' line") == 0);
+  CHECK(error("GPU 0: X\n  C2C Link 0: 0 GB/s\n").find("t.txt:2: error: '0 GB/s' is no C2C link rate") == 0);
+  CHECK(error("GPU 0: X\n  C2C Link 0: 4470 GB/s\n").find("t.txt:2:") == 0);
+}
+
+TEST_CASE("a GPU with C2C links reaches its CPU over nvlink_c2c at their rate, and PCIe captures import as before") {
+  const std::string text = read(kSrc + "/tests/data/nvidia-smi/gh200x2-synthetic-topo.txt");
+  SmiImportOptions o;
+  o.c2c_GBps = parse_nvidia_smi_c2c(read(kSrc + "/tests/data/nvidia-smi/gh200x2-synthetic-c2c.txt"), "c2c.txt");
+  const std::string yaml = import_checked(text, "gh", o);  // the matrix reproduced: NV18, NODE and SYS as the capture has them
+  CHECK(yaml.find("  - {name: gpu_c2c-gpu0, role: gpu_c2c, a: gpu0, b: cpu0, kind: nvlink_c2c, bandwidth: 447.12 GB/s, latency: 0.5 us}") !=
+        std::string::npos);
+  CHECK(yaml.find("  - {name: gpu_c2c-gpu1, role: gpu_c2c, a: gpu1, b: cpu1, kind: nvlink_c2c, bandwidth: 447.12 GB/s, latency: 0.5 us}") !=
+        std::string::npos);
+  const Topology t(parse_topology_string(yaml, "gh"));
+  for (const char* g : {"gpu0", "gpu1"}) {
+    CAPTURE(g);
+    const Route& h2d = t.route(t.nearest_cpu(t.find(g)), t.find(g));
+    CHECK(h2d.crosses(LinkKind::NvLinkC2C));  // what calibrate reads to fit the C2C engine caps
+    CHECK(!h2d.crosses(LinkKind::Pcie));
+    CHECK(h2d.nodes.size() == 2);  // one hop: the GPU's own Grace
+  }
+  // Its link's capacity is the listed sum, a direction.
+  SmiImportOptions single;
+  single.c2c_GBps = {447.12};
+  single.host_from_GBps = 100;  // a bridge the copies never cross: not set on it
+  const Topology one(parse_topology_string(import_checked("\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-71\t0\n", "one", single), "one"));
+  CHECK(one.route(one.find("gpu0"), one.find("cpu0")).crosses(LinkKind::NvLinkC2C));
+  CHECK(one.spec().links.back().bandwidth.GBps() == doctest::Approx(447.12));
+  CHECK(one.from_host_resource(one.find("rc0")) < 0);
+
+  // Without C2C links (none listed, or a capture of a node without them) the same matrix has PCIe host links.
+  const std::string pcie = import_checked(text, "gh");
+  CHECK(pcie.find("nvlink_c2c") == std::string::npos);
+  const Topology tp(parse_topology_string(pcie, "gh"));
+  CHECK(tp.route(tp.find("cpu0"), tp.find("gpu0")).crosses(LinkKind::Pcie));
+  // The committed PCIe captures import byte for byte as before with a C2C capture that lists none.
+  SmiImportOptions none;
+  none.c2c_GBps = parse_nvidia_smi_c2c("No Devices support C2C.\n", "t.txt");
+  for (const char* f : {"dgx-h100.txt", "pcie-switches-2socket.txt"}) {
+    CAPTURE(f);
+    const std::string smi = read(kSrc + "/tests/data/nvidia-smi/" + f);
+    CHECK(import_checked(smi, f, none) == import_checked(smi, f));
+  }
+}
+
+TEST_CASE("`nvidia-smi -q`'s GPU C2C Mode: Enabled gives an nvlink_c2c host link at 450 GB/s ASSUMED where c2c -s lists no rate") {
+  const std::vector<bool> q = parse_nvidia_smi_q_c2c(read(kSrc + "/tests/data/nvidia-smi/gh200x2-synthetic-q.txt"));
+  CHECK(q == std::vector<bool>{true, true});
+  // A PCIe GPU prints N/A; drivers before 550 print no such line; neither is C2C.
+  CHECK(parse_nvidia_smi_q_c2c("GPU 00000000:19:00.0\n    GPU C2C Mode                          : N/A\nGPU 00000000:3B:00.0\n") ==
+        std::vector<bool>{false, false});
+  CHECK(parse_nvidia_smi_q_c2c("GPU C2C Mode : Enabled\n").empty());  // outside any GPU's section
+  // The committed H200 boxes' own captures say Disabled: their imports are as before.
+  const std::string x4 = kSrc + "/validate/reference/h200x4-nvlink/machine/";
+  SmiImportOptions pcie;
+  pcie.c2c_enabled = parse_nvidia_smi_q_c2c(read(x4 + "nvidia-smi-q.txt"));
+  CHECK(pcie.c2c_enabled == std::vector<bool>(4, false));
+  CHECK(import_checked(read(x4 + "nvidia-smi-topo.txt"), "x4", pcie) == import_checked(read(x4 + "nvidia-smi-topo.txt"), "x4"));
+  const std::string text = read(kSrc + "/tests/data/nvidia-smi/gh200x2-synthetic-topo.txt");
+  SmiImportOptions o;
+  o.c2c_enabled = q;
+  const std::string yaml = import_checked(text, "gh", o);
+  CHECK(count(yaml, "kind: nvlink_c2c, bandwidth: 450 GB/s, latency: 0.5 us}  # ASSUMED: NVLink-C2C's rate a direction") == 2);
+  const Topology t(parse_topology_string(yaml, "gh"));
+  CHECK(t.route(t.find("cpu1"), t.find("gpu1")).crosses(LinkKind::NvLinkC2C));
+  // The links' measured sum wins where `nvidia-smi c2c -s` lists one.
+  o.c2c_GBps = {447.12};
+  const std::string both = import_checked(text, "gh", o);
+  CHECK(count(both, "kind: nvlink_c2c, bandwidth: 447.12 GB/s, latency: 0.5 us}  # measured") == 1);
+  CHECK(count(both, "kind: nvlink_c2c, bandwidth: 450 GB/s") == 1);
+}

@@ -76,6 +76,8 @@ nlohmann::ordered_json environment_json() {
   }
   env["env"] = vars;
   env["nvidia_smi_topo"] = run_capture("nvidia-smi topo -m 2>&1");
+  // The GPUs' NVLink-C2C links to their CPU (a Grace Hopper's); a driver without the subcommand prints its usage, read as none.
+  env["nvidia_smi_c2c"] = run_capture("nvidia-smi c2c -s 2>&1");
   env["nvidia_smi"] =
       run_capture("nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max,clocks.max.sm,power.limit --format=csv 2>&1");
   return env;
