@@ -23,15 +23,15 @@ case $case in
       $REF/h200x4-nvlink/programs-run-5/*.json -t $CFG/topologies/h200x4-nvlink.yaml --calibration $CFG/calibrations/h200x4-nvlink.yaml \
       --max-median-error 3 > $W/held-out.txt
     grep -q '^108 programs: makespan error median' $W/held-out.txt
-    grep -Eq '^  dit-sp4-16384-pairwise-none +69.34 ms +18.51 ms +-73.3%$' $W/held-out.txt
+    grep -Eq '^  dit-sp4-16384-pairwise-none +69.34 ms +18.50 ms +-73.3%$' $W/held-out.txt
     grep -q '^36 programs measured their host issue time: error median 41.4 %, worst 83.7 %$' $W/held-out.txt
     grep -q 'the twins. not .*: dit-sp4-16384-pairwise-layerwise-pf1-pinned dit-sp4-16384-pairwise-none$' $W/held-out.txt ;;
   h200_programs_run_2)
     "$osim" compare --programs $REF/h200/programs-run-2/*.json -t $CFG/topologies/h200x4-nvlink.yaml \
       --calibration $CFG/calibrations/h200.yaml --max-median-error 3 --csv $W/h200-run-2.csv --force > $W/h200-run-2.txt
     grep -q '^16 programs: makespan error median 0.8 %, worst 9.6 %' $W/h200-run-2.txt
-    grep -Eq '^  dit-16384-none +7.52 ms +6.13 ms +-18.5%$' $W/h200-run-2.txt
-    grep -q '^dit-16384-none,dit-16384,184.4301,185.7028,0.690,7.5207,6.1315$' $W/h200-run-2.csv
+    grep -Eq '^  dit-16384-none +7.52 ms +6.12 ms +-18.7%$' $W/h200-run-2.txt
+    grep -q '^dit-16384-none,dit-16384,184.4301,185.6935,0.685,7.5207,6.1155$' $W/h200-run-2.csv
     "$osim" compare --programs $REF/h200/programs-run-3/*.json -t $CFG/topologies/h200x4-nvlink.yaml \
       --calibration $CFG/calibrations/h200.yaml --max-median-error 3 > $W/h200-run-3.txt
     grep -q '^16 programs: makespan error median 1.3 %, worst 8.7 %' $W/h200-run-3.txt ;;
