@@ -33,15 +33,21 @@ struct ImportSmiOptions {
   bool force = false, as_smi = false;
 };
 
+// A capture the user saved on the node (maybe gzipped), refused where it
+// cannot be read or is empty; `hint` says how to save it.
+std::string read_capture(const std::string& path, const std::string& hint) {
+  std::error_code exists_ec;
+  std::string text = fs::is_regular_file(path, exists_ec) ? read_maybe_gzip(path) : std::string();
+  if (text.empty()) throw InputError(SourceLocation{path, 0, 0}, "cannot read this file (or it is empty)" + hint);
+  return text;
+}
+
 // topo --import-nvidia-smi: the matrix read, a topology written (never over
 // a file without --force), read back and its matrix compared with the input.
 int import_nvidia_smi(const ImportSmiOptions& o) {
   if (o.out.empty()) throw InputError(SourceLocation{o.smi, 0, 0}, "--import-nvidia-smi writes a topology: give -o node.yaml");
   refuse_overwrite(o.out, o.force);
-  std::error_code exists_ec;
-  std::string text = fs::is_regular_file(o.smi, exists_ec) ? read_maybe_gzip(o.smi) : std::string();  // a bench result may be kept gzipped
-  if (text.empty())
-    throw InputError(SourceLocation{o.smi, 0, 0}, "cannot read this file (or it is empty): save `nvidia-smi topo -m > topo.txt` on the node");
+  std::string text = read_capture(o.smi, ": save `nvidia-smi topo -m > topo.txt` on the node");  // a bench result may be kept gzipped
   hw::SmiImportOptions io;
   io.name = o.name.empty() ? fs::path(o.out).stem().string() : o.name;
   io.pcie = o.pcie.empty() ? "gen5 x16" : o.pcie;
@@ -63,16 +69,10 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
       io.c2c_GBps = hw::parse_nvidia_smi_c2c(env["nvidia_smi_c2c"].get<std::string>(), o.smi + " (environment.nvidia_smi_c2c)");
   }
   if (!o.c2c.empty()) {
-    const std::string c2c = fs::is_regular_file(o.c2c, exists_ec) ? read_maybe_gzip(o.c2c) : std::string();
-    if (c2c.empty())
-      throw InputError(SourceLocation{o.c2c, 0, 0}, "cannot read this file (or it is empty): save `nvidia-smi c2c -s > c2c.txt` on the node");
-    io.c2c_GBps = hw::parse_nvidia_smi_c2c(c2c, o.c2c);
+    io.c2c_GBps = hw::parse_nvidia_smi_c2c(read_capture(o.c2c, ": save `nvidia-smi c2c -s > c2c.txt` on the node"), o.c2c);
   }
   if (!o.smi_q.empty()) {
-    const std::string q = fs::is_regular_file(o.smi_q, exists_ec) ? read_maybe_gzip(o.smi_q) : std::string();
-    if (q.empty())
-      throw InputError(SourceLocation{o.smi_q, 0, 0}, "cannot read this file (or it is empty): save `nvidia-smi -q > q.txt` on the node");
-    io.c2c_enabled = hw::parse_nvidia_smi_q_c2c(q);
+    io.c2c_enabled = hw::parse_nvidia_smi_q_c2c(read_capture(o.smi_q, ": save `nvidia-smi -q > q.txt` on the node"));
   }
   const hw::SmiMatrix m = hw::parse_nvidia_smi_topo(text, o.smi);
   if (bench) {
@@ -85,9 +85,7 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
           (h2d ? io.host_from_GBps : io.host_to_GBps) = r.at("aggregate_GBps").get<double>();
   }
   if (!o.gpus_csv.empty()) {
-    const std::string csv = fs::is_regular_file(o.gpus_csv, exists_ec) ? read_maybe_gzip(o.gpus_csv) : std::string();
-    if (csv.empty()) throw InputError(SourceLocation{o.gpus_csv, 0, 0}, "cannot read this file (or it is empty)");
-    io.gpu_names = hw::gpu_names_from_csv(csv, o.gpus_csv);
+    io.gpu_names = hw::gpu_names_from_csv(read_capture(o.gpus_csv, ""), o.gpus_csv);
   }
   if (!o.datasheets.empty()) io.gpu_datasheets = hw::parse_gpu_datasheets(read_maybe_gzip(o.datasheets), o.datasheets);
   // No bench nor --gpus-csv: the GPUs' names where the capture lists them (`nvidia-smi -L`).

@@ -113,15 +113,9 @@ struct SimulatedStage {
 std::vector<SimulatedStage> simulated_stages(const TwinRun& t, const hw::Topology& topo) {
   const Metrics m = compute_metrics(t.schedule, topo, t.result);
   std::vector<SimulatedStage> out;
-  for (const StageMetrics& st : m.stages) {
-    // As torch counts allocated: less what the runtime, the allocator's
-    // reserve and NCCL held at the stage's own peak.
-    const auto& parts = st.peak_parts;
-    const double held = static_cast<double>(parts[static_cast<size_t>(MemPart::Runtime)] + parts[static_cast<size_t>(MemPart::Reserve)] +
-                                            parts[static_cast<size_t>(MemPart::Comm)]);
+  for (const StageMetrics& st : m.stages)  // with the parts held at the stage's own peak
     out.push_back({st.name, st.start, st.end - st.start,
-                   st.peak_vram ? std::optional<double>(static_cast<double>(*st.peak_vram) - held) : std::nullopt});
-  }
+                   st.peak_vram ? std::optional<double>(allocated_as_torch_counts(*st.peak_vram, st.peak_parts)) : std::nullopt});
   const bool has_dit = std::any_of(out.begin(), out.end(), [](const SimulatedStage& s) { return s.name == "dit"; });
   if (!has_dit && !m.steps.empty()) out.push_back({"dit", m.steps.front().start, request_steps_time(m), std::nullopt});
   std::stable_sort(out.begin(), out.end(), [](const SimulatedStage& a, const SimulatedStage& b) { return a.start < b.start; });

@@ -128,15 +128,17 @@ ProgramPrediction prediction_of(const ProgramRun& run, const ExecResult& res) {
   p.simulated_s = res.makespan.s();
   p.measured_allocated = run.peak_allocated;
   p.measured_device = run.peak_device;
-  const auto& parts = res.ranks.at(0).peak_parts;
   p.simulated_device = static_cast<double>(res.ranks.at(0).peak_vram_held);
   p.measured_host_s = run.host_issue_s;
   for (const auto& ops : res.ops)
     if (!ops.empty()) p.simulated_host_s = std::max(p.simulated_host_s, ops.back().issue.s());
-  p.simulated_allocated = static_cast<double>(res.ranks.at(0).peak_vram) -
-                          static_cast<double>(parts[static_cast<size_t>(MemPart::Runtime)] + parts[static_cast<size_t>(MemPart::Reserve)] +
-                                              parts[static_cast<size_t>(MemPart::Comm)]);
+  p.simulated_allocated = allocated_as_torch_counts(res.ranks.at(0).peak_vram, res.ranks.at(0).peak_parts);
   return p;
+}
+
+double allocated_as_torch_counts(Bytes vram, const std::array<Bytes, kMemParts>& parts) {
+  return static_cast<double>(vram) - static_cast<double>(parts[static_cast<size_t>(MemPart::Runtime)] +
+                                                         parts[static_cast<size_t>(MemPart::Reserve)] + parts[static_cast<size_t>(MemPart::Comm)]);
 }
 
 std::vector<std::string> program_files(const std::string& dir) {

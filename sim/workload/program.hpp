@@ -3,6 +3,7 @@
 // its twin as a workload, simulated to compare. docs/formats/programs.md.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +77,9 @@ struct TwinRun {
 TwinRun simulate_twin(const ProgramRun& run, const hw::Topology& topo, const ModelParams& params);
 /// What predict_program makes of the twin's run.
 ProgramPrediction prediction_of(const ProgramRun& run, const ExecResult& res);
+/// A simulated peak as torch counts allocated: the VRAM less what the
+/// runtime, the allocator's reserve and NCCL held at that peak (`parts`).
+double allocated_as_torch_counts(Bytes vram, const std::array<Bytes, kMemParts>& parts);
 
 /// Every program result (*.json) in a folder, by name.
 std::vector<std::string> program_files(const std::string& dir);
