@@ -19,6 +19,8 @@
 #   gemm               PyTorch's GEMMs: fp8 (torch._scaled_mm) beside bf16   -> gemm.json
 #                      at the Wan shapes
 #   conv               cuDNN convolutions at the VAE decoders' shapes        -> conv.json
+#   conv-workspace     the memory those calls take beyond their tensors     -> conv-workspace.json
+#                      (cuDNN's workspace, layout copies; no times)
 #   copy-interference  pinned H2D/D2H copies beside a memory-bound kernel, a  -> copy-interference.json
 #                      few-CTA copy kernel and a D2D memcpy (issue 76)
 #   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json
@@ -152,6 +154,9 @@ for s in "${expanded[@]}"; do
     conv)
       timeout 540 "${torch_py[@]}" validate/src/testcases/conv.py "$out/conv.json" > "$out/conv.log" 2>&1
       mark "conv rc=$?" ;;
+    conv-workspace)
+      timeout 300 "${torch_py[@]}" validate/src/testcases/conv.py "$out/conv-workspace.json" --workspace > "$out/conv-workspace.log" 2>&1
+      mark "conv-workspace rc=$?" ;;
     copy-interference)
       timeout 180 "${torch_py[@]}" validate/src/testcases/copy_beside_kernels.py "$out/copy-interference.json" > "$out/copy-interference.log" 2>&1
       mark "copy-interference rc=$?" ;;

@@ -24,7 +24,16 @@ windows of the call back to back after a warm-up (`conv`: per shape, dtype
 and layout). `overlapsim calibrate` fits the convolutions' implicit-GEMM
 efficiency (m: output positions, n: output channels, k: input channels x
 kernel) and the layout conversion's traffic from these rows.
-Usage: conv.py OUT.json"""
+
+With --workspace, no times: the memory each call takes beyond its input,
+weight and output (`workspace_bytes`: the caching allocator's peak during the
+call above what was allocated before it, less the output), at the same shapes
+and the decoder's own calls, in both dtypes and layouts (`conv_workspace`
+rows). cuDNN takes its workspace, and the channels-last copies a
+channels-first call converts through, from PyTorch's allocator, so they count
+toward a decode's peak allocated memory; `overlapsim calibrate` fits that
+memory per element width from these rows.
+Usage: conv.py OUT.json [--workspace]"""
 import os
 import sys
 import time
@@ -208,10 +217,92 @@ def conv_rows():
     return rows
 
 
+def workspace_bytes(fn):
+    """The bytes the caching allocator held at its peak during `fn()` beyond
+    what was allocated before the call and the output it returned (after a
+    warm-up call that makes cuDNN's plan)."""
+    fn()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    y = fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    out = y.untyped_storage().nbytes()
+    del y
+    return peak - before - out
+
+
+def workspace_rows():
+    """`conv_workspace` rows: conv_rows' shapes in both layouts and the
+    decoder's own calls (their inputs with the decoder's strides), each dtype."""
+    rows = []
+
+    def add(row, fn, x, wt, y_bytes):
+        try:
+            ws = workspace_bytes(fn)
+        except RuntimeError as e:  # out of memory or no kernel for the shape
+            print(f"conv_workspace {row['op']} {row['cin']}->{row['cout']} {row['dtype']} {row['layout']}: {e}", flush=True)
+            return
+        row.update({"key": "conv_workspace", "gpus": [0], "in_bytes": x.untyped_storage().nbytes(), "weight_bytes": wt.numel() * wt.element_size(),
+                    "out_bytes": y_bytes, "workspace_bytes": ws})
+        rows.append(row)
+        print(f"conv_workspace {row['op']} {row['cin']}->{row['cout']} k{row['kernel']} {row['frames']}x{row['h']}x{row['w']} {row['dtype']} "
+              f"{row['layout']}: {ws / 2**20:.1f} MiB beyond in {row['in_bytes'] / 2**20:.1f} out {y_bytes / 2**20:.1f} MiB", flush=True)
+
+    for name, cin, cout, k, t, h, w, dims in shapes():
+        t_in = t + k[0] - 1
+        for dtype, dname in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):
+            es = torch.tensor([], dtype=dtype).element_size()
+            if dims == 3:
+                x = torch.randn(1, cin, t_in, h, w, device="cuda", dtype=dtype)
+                wt = torch.randn(cout, cin, *k, device="cuda", dtype=dtype)
+                pad, last = (0, k[1] // 2, k[2] // 2), torch.channels_last_3d
+                conv = lambda xx, ww: F.conv3d(xx, ww, padding=pad)
+            else:
+                x = torch.randn(t_in, cin, h, w, device="cuda", dtype=dtype)
+                wt = torch.randn(cout, cin, k[1], k[2], device="cuda", dtype=dtype)
+                pad, last = (k[1] // 2, k[2] // 2), torch.channels_last
+                conv = lambda xx, ww: F.conv2d(xx, ww, padding=pad)
+            for layout in ("ncdhw", "ndhwc"):
+                xx, ww = (x, wt) if layout == "ncdhw" else (x.to(memory_format=last), wt.to(memory_format=last))
+                row = {"op": name, "cin": cin, "cout": cout, "kernel": list(k), "frames": t, "frames_in": t_in, "h": h, "w": w,
+                       "dtype": dname, "layout": layout}
+                add(row, lambda: conv(xx, ww), xx, ww, t * cout * h * w * es)
+                del xx, ww
+            del x, wt
+        torch.cuda.empty_cache()
+    calls, _ = decoder_calls(captures=((480, 832, torch.float32),))
+    for op, xs, x_stride, ws, pad in calls:
+        cout, cin = ws[0], ws[1]
+        if op == "conv3d":
+            k, (_, _, t_in, h_in, w_in) = tuple(ws[2:]), xs
+            p = (pad,) * 3 if isinstance(pad, int) else pad
+            t, h, w = t_in + 2 * p[0] - k[0] + 1, h_in + 2 * p[1] - k[1] + 1, w_in + 2 * p[2] - k[2] + 1
+        else:
+            k, (t_in, _, h_in, w_in) = (1,) + tuple(ws[2:]), xs
+            p = (pad,) * 2 if isinstance(pad, int) else pad
+            t, h, w = t_in, h_in + 2 * p[0] - k[1] + 1, w_in + 2 * p[1] - k[2] + 1
+        for dtype, dname in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):
+            es = torch.tensor([], dtype=dtype).element_size()
+            x = torch.empty_strided(xs, x_stride, device="cuda", dtype=dtype).normal_()
+            wt = torch.randn(*ws, device="cuda", dtype=dtype)
+            fn = (lambda: F.conv3d(x, wt, padding=pad)) if op == "conv3d" else (lambda: F.conv2d(x, wt, padding=pad))
+            row = {"op": "decoder " + op, "cin": cin, "cout": cout, "kernel": list(k), "frames": t, "frames_in": t_in, "h": h, "w": w,
+                   "h_in": h_in, "w_in": w_in, "input_stride": list(x_stride), "input_contiguous": x.is_contiguous(), "dtype": dname, "layout": "ncdhw"}
+            add(row, fn, x, wt, t * cout * h * w * es)
+            del x, wt
+        torch.cuda.empty_cache()
+    return rows
+
+
 def main():
     out = sys.argv[1]
     env = {"cudnn": torch.backends.cudnn.version(), "allow_tf32": torch.backends.cudnn.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark}
-    write_bench(out, environment(torch, env=env), conv_rows() + decoder_rows())
+    if "--workspace" in sys.argv[2:]:
+        write_bench(out, environment(torch, env=env), workspace_rows())
+    else:
+        write_bench(out, environment(torch, env=env), conv_rows() + decoder_rows())
 
 
 if __name__ == "__main__":
