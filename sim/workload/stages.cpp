@@ -13,6 +13,12 @@
 
 namespace osim {
 
+double conv_layout_copies_bytes(const ConvShape& c, double element) {
+  if (c.taps <= 1 || c.channels_last) return 0.0;
+  const double weights = element * static_cast<double>(c.cin) * static_cast<double>(c.cout) * c.taps;
+  return c.conversion_bytes(element) / 2 + weights;
+}
+
 namespace {
 
 // Emits a pass's kernels and counts what they compute, move and hold.
@@ -35,6 +41,7 @@ class Emitter {
     weights += w;
     const double b = es * (in + out + w);
     count(f, b, in, out);
+    if (conv) peak = std::max(peak, held + es * (in + out) + conv_copies(*conv));
     if (!out_) return;
     Op op = ops::memory_kernel(stream_, b, label);
     op.flops = dtype_ == DType::FP32 ? 2 * f : f;
@@ -46,6 +53,8 @@ class Emitter {
     }
     out_->push_back(std::move(op));
   }
+  // What a convolution holds beyond its input and output (its layout copies).
+  [[nodiscard]] double conv_copies(const ConvShape& c) const { return conv_layout_copies_bytes(c, es); }
   void gemm(const std::string& label, int64_t m, int64_t n, int64_t k) {
     const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
     if (dtype_ == DType::FP32 || efficiency_ > 0) {
@@ -234,7 +243,7 @@ class VaeWalk {
   // The convolution's kernel over `in_positions` input positions (its
   // output: the current frames), after a band's halo rows where the decode
   // is parallel; the width becomes `cout`.
-  void kernel(const std::string& label, int64_t cout, int kt, int kh, int kw, int64_t in_positions) {
+  ConvShape kernel(const std::string& label, int64_t cout, int kt, int kh, int kw, int64_t in_positions) {
     const double m = static_cast<double>(t_) * static_cast<double>(h_) * static_cast<double>(w_);
     const double k = static_cast<double>(c_) * kt * kh * kw;
     // A band of rows: a 3-high kernel needs the neighbours' edge row each way.
@@ -246,6 +255,7 @@ class VaeWalk {
     x_.tensor(label, 2.0 * m * static_cast<double>(cout) * k, m * static_cast<double>(c_), m * static_cast<double>(cout),
               k * static_cast<double>(cout), shape);
     c_ = cout;
+    return shape;
   }
   // Wan's CausalConv3d (and a Conv2d): the copies of its input, the kernel,
   // the bias. A CausalConv3d's input stays referenced by its caller while
@@ -277,9 +287,9 @@ class VaeWalk {
         x_.memory(label + " pad", padded, 2);
     }
     const double in_elements = static_cast<double>(c_ * in_frames * in_h * in_w);
-    kernel(label, cout, kt, kh, kw, in_frames * in_h * in_w);
+    const ConvShape shape = kernel(label, cout, kt, kh, kw, in_frames * in_h * in_w);
     // The kernel reads the padded copy, not the input it counted.
-    if (!conv2d) x_.peak = std::max(x_.peak, x_.held + x_.es * (in_elements + elements()));
+    if (!conv2d) x_.peak = std::max(x_.peak, x_.held + x_.es * (in_elements + elements()) + x_.conv_copies(shape));
     x_.held = held;
     x_.memory(label + " bias", elements(), 2, Access::Indexed);
   }

@@ -3,8 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "gpu/sim_fixture.hpp"
+#include "io/text_file.hpp"
 #include "workload/dit.hpp"
 #include "workload/stage_jobs.hpp"
 
@@ -257,4 +259,31 @@ stages:
   const hw::Topology dgx(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx-h100.yaml"));
   const ExecResult r = execute(s, dgx, w.params);  // the exchanges pair up: the run ends
   CHECK(r.makespan > Time::zero());
+}
+
+TEST_CASE("a convolution's layout copies: its input, weights and output again, as conv.py --workspace measured them") {
+  // Closed form: a channels-first 3x3x3 conv holds channels-last copies of all three; one tap or channels-last tensors none.
+  const ConvShape c{10, 12, 4, 8, 27, false, false};
+  CHECK(conv_layout_copies_bytes(c, 2.0) == 2.0 * (4 * 12 + 8 * 10 + 4 * 8 * 27));
+  CHECK(conv_layout_copies_bytes(ConvShape{10, 10, 4, 8, 1, false, false}, 2.0) == 0.0);
+  CHECK(conv_layout_copies_bytes(ConvShape{10, 12, 4, 8, 27, true, true}, 4.0) == 0.0);
+  // Against the H100's measured rows (the allocator's peak during each call beyond its tensors): every channels-first call
+  // of more than one tap whose input and output hold 256 MiB or more, within 4 % (below that cuDNN's own few tens of MiB show).
+  const nlohmann::json doc = nlohmann::json::parse(
+      read_maybe_gzip(std::string(OVERLAPSIM_SOURCE_DIR) + "/validate/reference/h100-sxm/conv-workspace/conv-workspace.json.gz"));
+  int checked = 0;
+  for (const auto& r : doc.at("results")) {
+    const auto k = r.at("kernel").get<std::vector<int>>();
+    const int taps = k[0] * k[1] * k[2];
+    const double in = r.at("in_bytes").get<double>(), out = r.at("out_bytes").get<double>();
+    if (r.at("layout") != "ncdhw" || taps == 1 || in + out < 256.0 * (1 << 20)) continue;
+    const double es = r.at("dtype") == "fp32" ? 4.0 : 2.0;
+    const int cin = r.at("cin").get<int>(), cout = r.at("cout").get<int>();
+    const ConvShape shape{r.at("frames").get<int>() * r.at("h").get<int>() * r.at("w").get<int>(), static_cast<int32_t>(in / (es * cin)), cin, cout,
+                          taps, es == 4.0, false};
+    CAPTURE(r.dump());
+    CHECK(r.at("workspace_bytes").get<double>() == doctest::Approx(conv_layout_copies_bytes(shape, es)).epsilon(0.04));
+    ++checked;
+  }
+  CHECK(checked == 95);
 }
