@@ -298,7 +298,8 @@ def plot_against(sw: Sweep, x: str, y: str = "step_ms", scale: float = 1e-3, yla
         if numeric:
             ax.set_xticks(sorted(pd.to_numeric(g[x], errors="coerce").dropna().unique()))
         ax.set_title(m); ax.set_xlabel(x); ax.set_ylabel(ylabel); ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.15))
+        # Below the x label at any panel height: the gap in points (6 pt x 6.5), not a share of the axes.
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, 0), borderaxespad=6.5)
     fig.tight_layout()
     return fig
 
