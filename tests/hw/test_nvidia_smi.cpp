@@ -355,3 +355,13 @@ TEST_CASE("`nvidia-smi -q`'s GPU C2C Mode: Enabled gives an nvlink_c2c host link
   CHECK(count(both, "kind: nvlink_c2c, bandwidth: 447.12 GB/s, latency: 0.5 us}  # measured") == 1);
   CHECK(count(both, "kind: nvlink_c2c, bandwidth: 450 GB/s") == 1);
 }
+
+TEST_CASE("GH200s by their nvidia-smi names: the datasheet rows ahead of the H200's") {
+  const std::vector<GpuDatasheet> shipped = parse_gpu_datasheets(read(kSrc + "/configs/gpus.yaml"), "configs/gpus.yaml");
+  REQUIRE(find_gpu_datasheet(shipped, "NVIDIA GH200 480GB") != nullptr);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA GH200 480GB")->fields.find("model: GH200, memory: 96 GiB, hbm_bandwidth: 4.0 TB/s, sms: 132") == 0);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA GH200 120GB")->fields.find("model: GH200,") == 0);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA GH200 144G HBM3e")->fields.find("model: GH200-144G, memory: 144 GiB, hbm_bandwidth: 4.9 TB/s") == 0);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA GH200 480GB")->fields.ends_with("peak_tflops: {bf16: 990, fp16: 990, fp8: 1979}"));
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA H200")->fields.find("model: H200,") == 0);
+}
