@@ -49,6 +49,8 @@ int pcie_rank(const std::string& r) {
 // the number of bridges is known).
 constexpr const char* kHostFields = "\x01fields\x01";
 constexpr const char* kHostComment = "\x01comment\x01";
+// The PCIe links of a Grace CPU (NVIDIA's GH200 datasheet: up to 4 PCIe x16 Gen5).
+constexpr const char* kGracePcie = "gen5 x16";
 // NV#: the number of bonded NVLinks between two GPUs. A GPU has at most 18
 // today (H100, B200); past kMaxNvLinks a count is a typo or a damaged capture.
 constexpr int kMaxNvLinks = 36;
@@ -306,7 +308,17 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
   for (int s = 0; s + 1 < sockets; ++s)
     links += fmt::format("  - {{{}, a: cpu{}, b: cpu{}, kind: inter_socket, bandwidth: 64 GB/s, latency: 0.5 us}}  # ASSUMED: UPI/xGMI rate\n",
                          named("inter_socket", fmt::format("cpu{}-cpu{}", s, s + 1)), s, s + 1);
-  const std::string pcie = fmt::format("pcie: {}, latency: 1 us", o.pcie);
+  // A GPU whose host path is NVLink-C2C (a Grace Hopper's) reports a PCIe link
+  // that is no part of the node's PCIe fabric (a GH200's GPU reports x1): the
+  // width nvidia-smi gave goes on the GPUs' own lines only, and the NICs' links
+  // and the switches' uplinks are a Grace's, gen5 x16 (the GH200 datasheet: up
+  // to 4 PCIe x16 Gen5 links), ASSUMED. Over PCIe every link takes the GPUs'.
+  bool c2c_host = false;
+  for (size_t g = 0; g < std::max(o.c2c_GBps.size(), o.c2c_enabled.size()); ++g)
+    c2c_host = c2c_host || (g < o.c2c_GBps.size() && o.c2c_GBps[g] > 0) || (g < o.c2c_enabled.size() && o.c2c_enabled[g]);
+  const bool own_width = o.pcie_measured && c2c_host && o.pcie != kGracePcie;
+  const std::string gpu_pcie = fmt::format("pcie: {}, latency: 1 us", o.pcie);
+  const std::string pcie = own_width ? fmt::format("pcie: {}, latency: 1 us", kGracePcie) : gpu_pcie;
   // Devices with no PCIe relation to any other of their socket (all NV#, or
   // alone) share one host bridge there; the others get their group's.
   std::map<size_t, std::string> bridge_of;  // rc root -> host bridge name
@@ -382,7 +394,8 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
       const std::string& legend = m.nic_names[nic_index++];
       nodes += fmt::format("  - {{name: {}, kind: nic}}{}\n", name_of(d), legend.empty() ? "" : "  # " + legend);
     }
-    links += fmt::format("  - {{{}, a: {}, b: {}, {}}}\n", named(m.is_gpu(d) ? "gpu_pcie" : "nic_pcie", name_of(d)), name_of(d), parent[d], pcie);
+    links += fmt::format("  - {{{}, a: {}, b: {}, {}}}\n", named(m.is_gpu(d) ? "gpu_pcie" : "nic_pcie", name_of(d)), name_of(d), parent[d],
+                         m.is_gpu(d) ? gpu_pcie : pcie);
   }
   // NVLink-C2C: a GPU that `nvidia-smi c2c -s` lists with active links keeps
   // the PCIe place the matrix gives it (its relations to NICs and GPUs) and
@@ -441,11 +454,20 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
   }
   for (size_t at; (at = nodes.find(kHostFields)) != std::string::npos;) nodes.replace(at, std::strlen(kHostFields), fields);
   for (size_t at; (at = nodes.find(kHostComment)) != std::string::npos;) nodes.replace(at, std::strlen(kHostComment), comment);
+  std::string pcie_note =
+      "Every PCIe link is " + o.pcie +
+      (o.pcie_measured ? " (the GPUs' link as nvidia-smi reported it)" : " (ASSUMED: read the real ones with `lspci -vv`, LnkSta)");
+  if (own_width)
+    pcie_note = fmt::format(
+        "The GPUs' PCIe links are {} as nvidia-smi reported them; the NICs' and switches' are {}\n"
+        "# (ASSUMED: a Grace's, as the GH200 datasheet has them: a GPU whose host path is NVLink-C2C reports\n"
+        "# a PCIe link none of theirs; `lspci -vv`, LnkSta, has the real ones)",
+        o.pcie, kGracePcie);
   std::string head = fmt::format(
       "# Imported by `overlapsim topo --import-nvidia-smi` from {}.\n"
       "# The PCIe tree is what the matrix's relations imply (PIX: one switch; PXB: switches below one;\n"
       "# PHB: one host bridge; NODE: host bridges of one socket; SYS: sockets, by NUMA affinity).\n"
-      "# Every PCIe link is {}; NV# is # NVLinks of\n"
+      "# {}; NV# is # NVLinks of\n"
       "# 25 GB/s a direction (NVLink 2-4; Blackwell's NVLink 5 is 50: set `bandwidth:`); a group of three or more\n"
       "# GPUs joined pairwise by the same NV# is an NVSwitch. Lines marked ASSUMED hold placeholders to set.\n"
       "{}"
@@ -453,8 +475,7 @@ std::string topology_yaml_from_smi(const SmiMatrix& m, const SmiImportOptions& o
       "# inter_socket{}): a sweep key topology.links.gpu_pcie.pcie edits every line of the role,\n"
       "# topology.links.gpu_pcie-gpu3.pcie one line (docs/formats/topology.md).\n"
       "# Calibrate the copy and host-bridge rates on the node: docs/calibrate-your-node.md.\n",
-      o.source.empty() ? "`nvidia-smi topo -m`" : o.source,
-      o.pcie_measured ? o.pcie + " (the GPUs' link as nvidia-smi reported it)" : o.pcie + " (ASSUMED: read the real ones with `lspci -vv`, LnkSta)",
+      o.source.empty() ? "`nvidia-smi topo -m`" : o.source, pcie_note,
       c2c_gpus ? fmt::format("# {} GPU(s) reach their CPU over NVLink-C2C (`nvidia-smi c2c -s` lists their links, the rate their sum\n"
                              "# a direction; or `nvidia-smi -q` says GPU C2C Mode Enabled): a gpu_c2c link each, their host path;\n"
                              "# PCIe keeps their relations to NICs and GPUs.\n",

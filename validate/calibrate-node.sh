@@ -212,6 +212,7 @@ PY
       echo "reference programs (measured here, none of them a fit input), simulated with this calibration:"
       grep -E '^  [a-z0-9-]+: [0-9]+ programs|^[0-9]+ programs:' "$out/programs.txt" | sed 's/^/  /'
     fi
-    echo "use it: overlapsim run WORKLOAD.yaml -t $topology --calibration $out/calibration.yaml"
+    # The topology as a path that resolves from any folder (a reference folder's is named from the root above).
+    echo "use it: overlapsim run WORKLOAD.yaml -t $(realpath -m -s "$topology") --calibration $out/calibration.yaml"
   } | tee "$out/report.txt"
 fi

@@ -107,6 +107,15 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
       std::cout << fmt::format("gpu{}'s host link: nvlink_c2c, {:.2f} GB/s a direction (nvidia-smi c2c -s)\n", g, io.c2c_GBps[g]);
     else if (g < io.c2c_enabled.size() && io.c2c_enabled[g])
       std::cout << fmt::format("gpu{}'s host link: nvlink_c2c, 450 GB/s a direction ASSUMED (nvidia-smi -q: GPU C2C Mode Enabled)\n", g);
+  // A GH200's GPU reports its PCIe link as x1: without the C2C captures that say its host path is
+  // NVLink-C2C, every PCIe link took that width.
+  const bool c2c_known = std::any_of(io.c2c_GBps.begin(), io.c2c_GBps.end(), [](double g) { return g > 0; }) ||
+                         std::any_of(io.c2c_enabled.begin(), io.c2c_enabled.end(), [](bool e) { return e; });
+  if (io.pcie_measured && io.pcie.ends_with(" x1") && !c2c_known)
+    std::cout << fmt::format(
+        "nvidia-smi reports the GPUs' PCIe link as {}, as a Grace Hopper's GPU does (its host path is NVLink-C2C): "
+        "give --nvidia-smi-c2c or --nvidia-smi-q on such a node, else every PCIe link here is {}\n",
+        io.pcie, io.pcie);
   std::cout << hw::format_smi_matrix(topo);
   return 0;
 }

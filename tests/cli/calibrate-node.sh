@@ -2,7 +2,8 @@
 # validate/calibrate-node.sh without a GPU (its --fit-only half), called from another folder:
 #   fit_only.MACHINE  --fit-only on a reference folder with a relative --out: the manifest's sources and
 #                     topology fit the calibration the manifest names (configs/calibrations/) byte for
-#                     byte, and nothing is written into the reference folder
+#                     byte, nothing is written into the reference folder, and the "use it" line's
+#                     topology resolves from the caller's folder
 #   paths             the caller's paths: a relative --out that cannot be measured into leaves no folder
 #                     (there or at the root); --fit-only FROM fits gzipped results in FROM, the VAE
 #                     steps' conv.json and channels-first.json among them, and a PCIe capture imports
@@ -21,6 +22,8 @@ case $case in
     node --fit-only $M --out fit > fit.txt
     C=$(manifest $M calibration.file)
     cmp fit/calibration.yaml $C || fail "not the calibration $C"
+    T=$(sed -n 's/^use it: .* -t \(.*\) --calibration .*/\1/p' fit.txt)
+    test -e "$T" || fail "'use it' names the topology '$T', which is not there from the caller's folder"
     test ! -e $M/calibration.yaml -a ! -e $M/report.txt || fail "wrote into $M" ;;
   paths)
     R=$REF/h100-sxm; mkdir res

@@ -4,6 +4,8 @@
 #   workload_blocks_example  the block language's example in docs/formats/workload.md runs as written,
 #                          with tensor parallelism, Ulysses and phase offload; every shipped workload of
 #                          another model runs
+#   calibrate_how_to       docs/calibrate-your-node.md is a how-to: steps first, under 120 lines, the
+#                          files it links and the script it runs there
 #
 #   bash tests/cli/docs.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -22,6 +24,12 @@ case $case in
     for f in flux1-dev-1024-h200x4 hunyuanvideo-720p-dgx-sp8-layerwise llama3-70b-prefill-dgx-tp8; do
       "$osim" run configs/workloads/$f.yaml --set steps=1 > /dev/null || fail "$f did not run"
     done ;;
+  calibrate_how_to)
+    D=docs/calibrate-your-node.md
+    test $(wc -l < $D) -lt 120 || fail "$D has $(wc -l < $D) lines: a how-to stays under 120 (history goes to docs/journal/)"
+    test "$(grep -m1 '^## ' $D)" = "## Steps" || fail "$D: the first section is '$(grep -m1 '^## ' $D)', not the steps"
+    for l in $(grep -o '](\([^)#]*\))' $D | sed 's/^](//; s/)$//'); do test -e docs/$l || fail "$D links $l, which is not there"; done
+    for c in $(grep -o 'validate/[a-z-]*\.sh' $D | sort -u); do test -x $c || fail "$D runs $c, which is not there"; done ;;
   *) fail "no case $case" ;;
 esac
 ok

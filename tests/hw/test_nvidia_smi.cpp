@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -354,4 +355,71 @@ TEST_CASE("`nvidia-smi -q`'s GPU C2C Mode: Enabled gives an nvlink_c2c host link
   const std::string both = import_checked(text, "gh", o);
   CHECK(count(both, "kind: nvlink_c2c, bandwidth: 447.12 GB/s, latency: 0.5 us}  # measured") == 1);
   CHECK(count(both, "kind: nvlink_c2c, bandwidth: 450 GB/s") == 1);
+}
+
+TEST_CASE("a GPU whose host path is NVLink-C2C reports a PCIe width that no NIC or switch takes, and over PCIe every link takes it") {
+  // A GH200-style node: the GPU and a NIC under one switch (PIX); the GPU's PCIe link as nvidia-smi
+  // reports a GH200's (x1), its host link NVLink-C2C.
+  const std::string matrix = "\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-71\t0\nNIC0\tPIX\t X \n\nNIC Legend:\n\n  NIC0: mlx5_0\n";
+  SmiImportOptions o;
+  o.pcie = "gen5 x1";
+  o.pcie_measured = true;
+  o.gpu_names = {"NVIDIA GH200 480GB"};
+  // A line's role is its name's part before the first '-' (gpu_pcie-gpu0).
+  auto role = [](const LinkSpec& l) { return l.name.substr(0, l.name.find('-')); };
+  auto labels = [&](const std::string& yaml) {
+    std::map<std::string, std::string> out;  // role -> the PCIe label of its lines (all alike)
+    for (const LinkSpec& l : parse_topology_string(yaml, "gh").links)
+      if (l.kind == LinkKind::Pcie) {
+        CHECK((!out.count(role(l)) || out[role(l)] == l.label));
+        out[role(l)] = l.label;
+      }
+    return out;
+  };
+  for (const bool by_rate : {true, false}) {
+    CAPTURE(by_rate);
+    SmiImportOptions c2c = o;
+    if (by_rate)
+      c2c.c2c_GBps = {447.12};  // nvidia-smi c2c -s
+    else
+      c2c.c2c_enabled = {true};  // nvidia-smi -q: GPU C2C Mode Enabled
+    const std::string yaml = import_checked(matrix, "gh", c2c);
+    const std::map<std::string, std::string> l = labels(yaml);
+    CHECK(l.at("gpu_pcie") == "gen5 x1");   // what nvidia-smi said of the GPU's own link
+    CHECK(l.at("nic_pcie") == "gen5 x16");  // a Grace's, not the GPU's
+    CHECK(l.at("switch_uplink") == "gen5 x16");
+    CHECK(yaml.find("# The GPUs' PCIe links are gen5 x1 as nvidia-smi reported them; the NICs' and switches' are gen5 x16\n# (ASSUMED") !=
+          std::string::npos);
+    // The NIC's way to its CPU is x16 Gen5 all along (~63 GB/s a direction), not one lane (~4).
+    const Topology t(parse_topology_string(yaml, "gh"));
+    for (const LinkSpec& s : t.spec().links)
+      if (role(s) == "nic_pcie" || role(s) == "switch_uplink") CHECK(s.bandwidth.GBps() > 50);
+    // The GH200's datasheet row, not the H200's whose name is part of its own.
+    CHECK(yaml.find("kind: gpu, model: GH200, memory: 96 GiB, hbm_bandwidth: 4.0 TB/s, sms: 132") != std::string::npos);
+  }
+  // Over PCIe (no C2C listed) every link takes the GPUs' reported width, as before.
+  const std::map<std::string, std::string> pcie = labels(import_checked(matrix, "gh", o));
+  CHECK(pcie.at("nic_pcie") == "gen5 x1");
+  CHECK(pcie.at("switch_uplink") == "gen5 x1");
+  // A C2C node whose GPUs report x16 imports as it did: one width, one header line.
+  SmiImportOptions x16 = o;
+  x16.pcie = "gen5 x16";
+  x16.c2c_GBps = {447.12};
+  const std::string same = import_checked(matrix, "gh", x16);
+  CHECK(same.find("# Every PCIe link is gen5 x16 (the GPUs' link as nvidia-smi reported it); NV#") != std::string::npos);
+  // Given by hand (--pcie), it is every link's.
+  SmiImportOptions given = o;
+  given.pcie_measured = false;
+  given.c2c_GBps = {447.12};
+  CHECK(labels(import_checked(matrix, "gh", given)).at("nic_pcie") == "gen5 x1");
+}
+
+TEST_CASE("GH200s by their nvidia-smi names: the datasheet rows ahead of the H200's") {
+  const std::vector<GpuDatasheet> shipped = parse_gpu_datasheets(read(kSrc + "/configs/gpus.yaml"), "configs/gpus.yaml");
+  REQUIRE(find_gpu_datasheet(shipped, "NVIDIA GH200 480GB") != nullptr);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA GH200 480GB")->fields.find("model: GH200, memory: 96 GiB, hbm_bandwidth: 4.0 TB/s, sms: 132") == 0);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA GH200 120GB")->fields.find("model: GH200,") == 0);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA GH200 144G HBM3e")->fields.find("model: GH200-144G, memory: 144 GiB, hbm_bandwidth: 4.9 TB/s") == 0);
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA GH200 480GB")->fields.ends_with("peak_tflops: {bf16: 990, fp16: 990, fp8: 1979}"));
+  CHECK(find_gpu_datasheet(shipped, "NVIDIA H200")->fields.find("model: H200,") == 0);
 }

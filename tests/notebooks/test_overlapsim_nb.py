@@ -82,10 +82,14 @@ class CfgResident(unittest.TestCase):
         sw = self.sw
         self.assertEqual(len(sw.ok), 17)
         nb.check(sw)
-        got = lines(nb.plot_against(sw, "offload.prefetch_size"))
+        fig = nb.plot_against(sw, "offload.prefetch_size")
+        got = lines(fig)
         # 4 layerwise lines (cfg x SP) and a level for each of 9 resident or blocking points.
         self.assertEqual(len(got), 13)
         self.assertEqual(len(set(got)), 13)
+        # Past ten colours no line is drawn as another is (colour, dash and marker).
+        looks = [(ln.get_color(), ln.get_linestyle(), ln.get_marker()) for ax in fig.axes for ln in ax.get_lines()]
+        self.assertEqual(len(set(looks)), 13)
         par = sw.one(**{"cfg": "parallel", "parallelism.ulysses": 2, "offload.policy": "none"})
         ser = sw.one(**{"cfg": "serial", "parallelism.ulysses": 2, "offload.policy": "none"})
         self.assertEqual((par.ranks, ser.ranks), (4, 2))  # CFG-parallel doubles the ranks
