@@ -530,7 +530,14 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
     throw InputError(SourceLocation{}, fmt::format("--steps '{}' is not a regular expression ({})", options.steps, e.what()));
   }
   std::vector<RankTrace> traces;
-  for (const auto& p : paths) traces.push_back(read_trace(p, steps, sum));
+  for (const auto& p : paths) {
+    try {
+      traces.push_back(read_trace(p, steps, sum));
+    } catch (const nlohmann::json::exception& e) {  // a field of a type read_trace's checks did not foresee
+      fail(p, fmt::format("a field of an unexpected type ({}): not a trace as Kineto writes it; export it with prof.export_chrome_trace(path)",
+                          e.what()));
+    }
+  }
   choose_steps(traces, steps, !options.steps.empty(), sum);
   check_one_job(traces);
   // Ranks: as the traces say, else in the order given.

@@ -409,6 +409,14 @@ RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& st
 
   const json& events = t.doc["traceEvents"];
   sum.events += static_cast<int64_t>(events.size());
+  // What every reader below takes as a string, checked once here.
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (!events[i].is_object()) fail(path, fmt::format("traceEvents[{}] is not an object", i));
+    for (const char* key : {"ph", "cat", "name"})
+      if (auto it = events[i].find(key); it != events[i].end() && !it->is_string())
+        fail(path, fmt::format("traceEvents[{}]: {} {} is not a string: not an event as Kineto writes it; re-export the trace or remove the event", i,
+                               key, it->dump()));
+  }
   const std::vector<size_t> joined_from = join_begin_end(t, events, sum);
   std::unordered_map<int64_t, const json*> syncs;
   std::map<std::pair<int64_t, int64_t>, int64_t> calls_per_thread;

@@ -29,6 +29,8 @@ refuse "$D/group-rank-20-digits.json" ": error: $nccl: args.Process Group Ranks 
 refuse "$D/group-rank-outside-job.json" ": error: $nccl: args.Process Group Ranks \"[0, 5]\" names rank 5, outside the job's 2 ranks" one group-rank-outside-job
 refuse "$D/group-without-own-rank.json" ": error: $nccl: args.Process Group Ranks \"[1]\" does not hold this trace's rank 0" one group-without-own-rank
 refuse "$D/group-rank-negative.json" ": error: $nccl: args.Process Group Ranks \"[-1, 0]\" holds a negative rank" one group-rank-negative
+refuse "$D/name-number.json" ": error: traceEvents[5]: name -5.5 is not a string" one name-number
+refuse "$D/ph-boolean.json" ": error: traceEvents[4]: ph true is not a string" one ph-boolean
 # The pair disagrees: the second file named.
 refuse "$D/base-time-huge.json" ": error: baseTimeNanoseconds 9223372036854775807 is past any clock" import "$D/good.r0.json" "$D/base-time-huge.json"
 refuse "$D/world-4.r1.json" ": error: distributedInfo.world_size 4 where $D/good.r0.json says 2: give the traces of one job" import "$D/good.r0.json" "$D/world-4.r1.json"
