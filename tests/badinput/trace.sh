@@ -9,6 +9,8 @@ OSIM="$1" D="$2/tests/badinput/trace" W="$3"
 mkdir -p "$W"
 import() { rm -rf "$W/imp"; "$OSIM" import-trace "$@" -o "$W/imp"; }
 import "$D/good.r0.json" "$D/good.r1.json" | grep -q '^ *2  collective all_reduce$' || { echo "FAIL good.r0.json good.r1.json: not imported"; exit 1; }
+# A collective of a group of one rank, imported alone (it crashed the importer): a measured kernel.
+import "$D/group-of-one.json" | grep -q '^ *1  kernel (NCCL, measured)$' || echo "FAIL group-of-one.json: not imported with its collective measured"
 # One rank's damage, beside the other's good trace.
 one() { import "$D/$1.json" "$D/good.r1.json"; }
 gemm="traceEvents[4] (kernel 'gemm_kernel' at ts"

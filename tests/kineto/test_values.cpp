@@ -208,3 +208,13 @@ TEST_CASE("clock bases and launches: a base past any clock, and GPU work before 
   first(b, "kernel")["ts"] = -5.0;
   CHECK(error_of({b.write("skew.json")}).empty());
 }
+
+TEST_CASE("a collective of a group of one rank, its trace imported alone, keeps its measured time") {
+  // It was a collective on no group (the schedule's groups[-1]): a crash.
+  TraceBuilder b = ranked(0, 2);
+  for (json& e : b.events)
+    if (e["name"].get<std::string>().rfind("nccl", 0) == 0) e["args"]["Process Group Ranks"] = "[0]";
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("one-group.json")});
+  CHECK(first_op(t, OpKind::Collective) == nullptr);
+  CHECK(t.summary.ops.at("kernel (NCCL, measured)") == 1);
+}
