@@ -27,8 +27,28 @@ bool measured_quantity(const std::string& k) {
   return false;
 }
 bool signed_offset(const std::string& k) { return k == "copy_start_ms" || k == "copy_end_ms" || k == "extra_us" || k == "gap_us"; }
-// Counts a median or a rate divides by: at least 1.
+// Counts a median or a rate divides by: whole, at least 1.
 bool divisor_count(const std::string& k) { return k == "reps" || k == "iters" || k == "samples" || k == "m" || k == "n" || k == "k"; }
+// What a measured value may be past its sign: a size whole and at most 2^47
+// bytes (128 TiB), a time at most an hour (a testcase's samples are
+// milliseconds); "" where it is within them.
+std::string out_of_range(const std::string& k, double x) {
+  if (ends_with(k, "bytes") && (x != std::floor(x) || x > 140737488355328.0)) return fmt::format("{} is not a size (whole bytes, at most 2^47)", x);
+  const double hour = ends_with(k, "_us") ? 3.6e9 : ends_with(k, "_ms") ? 3.6e6 : ends_with(k, "_ns") ? 3.6e12 : 0;
+  if (hour > 0 && std::abs(x) > hour) return fmt::format("{} is over an hour", x);
+  return "";
+}
+// The GPUs a row ran on: their indices (at least one, 0 to 65535) or their count (1 to 65535).
+std::string bad_gpus(const json& v) {
+  const auto index = [](const json& g) { return g.is_number_integer() && g.get<int64_t>() >= 0 && g.get<int64_t>() < 65536; };
+  if (v.is_array()) {
+    if (v.empty()) return "[] names no GPU";
+    for (const json& g : v)
+      if (!index(g)) return fmt::format("{} holds {}, no GPU index (0 to 65535)", v.dump(), g.dump());
+    return "";
+  }
+  return index(v) && v.get<int64_t>() >= 1 ? "" : fmt::format("{} is no GPU count (1 to 65535) nor list of GPU indices", v.dump());
+}
 
 }  // namespace
 
@@ -45,11 +65,17 @@ void check_bench_values(const json& doc, const std::string& file) {
                                                                 i, key, field, what));
     };
     for (const auto& [k, v] : r.items()) {
-      if (v.is_number()) {
+      if (k == "gpus") {
+        if (const std::string why = bad_gpus(v); !why.empty()) throw bad(k, why);
+      } else if (v.is_number()) {
         const double x = v.get<double>();
         if (!std::isfinite(x)) throw bad(k, "is not a finite number");
         if (measured_quantity(k) && !signed_offset(k) && x < 0) throw bad(k, fmt::format("{} is negative", x));
+        if (measured_quantity(k))
+          if (const std::string why = out_of_range(k, x); !why.empty()) throw bad(k, why);
+        if (k == "time_us" && x == 0) throw bad(k, "0 is no measured time (no testcase runs in no time)");
         if (divisor_count(k) && x < 1) throw bad(k, fmt::format("{} is no count (at least 1)", x));
+        if (divisor_count(k) && x != std::floor(x)) throw bad(k, fmt::format("{} is no count (a whole number)", x));
       } else if (v.is_array() && measured_quantity(k)) {
         if (v.empty() && ends_with(k, "samples_us")) throw bad(k, "holds no samples");
         for (size_t e = 0; e < v.size(); ++e) {
@@ -57,6 +83,7 @@ void check_bench_values(const json& doc, const std::string& file) {
           const double x = v[e].get<double>();
           if (!std::isfinite(x)) throw bad(fmt::format("{}[{}]", k, e), "is not a finite number");
           if (!signed_offset(k) && x < 0) throw bad(fmt::format("{}[{}]", k, e), fmt::format("{} is negative", x));
+          if (const std::string why = out_of_range(k, x); !why.empty()) throw bad(fmt::format("{}[{}]", k, e), why);
         }
       }
     }

@@ -199,7 +199,8 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     } else if (!ops_all) {
       table = select_op_table(res);
     }
-    std::cout << format_exec_report(sched, res, table.everything ? nullptr : &table.rank, table.after.empty() ? nullptr : &table.after) << "\n";
+    std::cout << format_exec_report(sched, res, table.everything ? nullptr : &table.rank, table.after.empty() ? nullptr : &table.after, &table.rows)
+              << "\n";
     if (!table.note.empty()) std::cout << "(" << table.note << ")\n";
   }
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
@@ -261,7 +262,8 @@ Command add_run(CLI::App& app) {
   c->add_flag("--force", o->force, "overwrite existing output files");
   c->add_flag("--ops", o->show_ops,
               fmt::format("print every op's issue, start and end (default for schedule files of at most 1000 ops): every rank's within {} lines, "
-                          "else the first ranks', ranks with the same ops and times once, and a note (past {} ops in the run: the traced ranks')",
+                          "else the first ranks', ranks with the same ops and times once, a single rank's first ops, and a note (past {} ops in the "
+                          "run: the traced ranks')",
                           kOpTableLines, kOpsRecordedAll));
   c->add_option("--calibration", o->calibration,
                 "a calibration file (overlapsim calibrate) for the model's parameters (default: the workload's, else the measured defaults of the "

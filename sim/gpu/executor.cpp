@@ -341,7 +341,8 @@ ExecResult execute_after_runs(const Schedule& s, const hw::Topology& topo, const
   return execute(s, topo, params, o);
 }
 
-std::string format_exec_report(const Schedule& s, const ExecResult& r, const std::vector<char>* ranks, const std::vector<std::string>* after) {
+std::string format_exec_report(const Schedule& s, const ExecResult& r, const std::vector<char>* ranks, const std::vector<std::string>* after,
+                               const std::vector<size_t>* rows) {
   assert(r.ops.size() == static_cast<size_t>(s.ranks()) && "a run without ExecOptions::keep_records has no per-op records");
   std::string out = fmt::format("schedule {}: {} ranks, makespan {}\n", s.name, s.ranks(), format_time(r.makespan));
   for (size_t rank = 0; rank < r.ops.size(); ++rank) {
@@ -351,13 +352,15 @@ std::string format_exec_report(const Schedule& s, const ExecResult& r, const std
                        format_bytes(static_cast<double>(sum.peak_vram)), sum.peak_vram > 0 ? " (" + format_vram_parts(sum.peak_parts) + ")" : "");
     out +=
         fmt::format("  {:>4} {:<18} {:<22} {:<10} {:>12} {:>12} {:>12} {:>12}\n", "#", "op", "label", "stream", "issued", "start", "end", "duration");
-    for (size_t index = 0; index < r.ops[rank].size(); ++index) {
+    const size_t n = r.ops[rank].size(), shown = rows && !rows->empty() ? std::min(n, (*rows)[rank]) : n;
+    for (size_t index = 0; index < shown; ++index) {
       const OpRecord& rec = r.ops[rank][index];
       const Op& op = *rec.op;
       out += fmt::format("  {:>4} {:<18} {:<22} {:<10} {:>12} {:>12} {:>12} {:>12}\n", index, to_string(op.kind), op.label.substr(0, 22),
                          op.stream >= 0 ? s.streams[static_cast<size_t>(op.stream)].name : "-", format_time(rec.issue), format_time(rec.start),
                          format_time(rec.end), format_time(rec.end - rec.start));
     }
+    if (shown < n) out += fmt::format("  (ops {}-{} of rank {} left out)\n", shown, n - 1, rank);
     if (after && !(*after)[rank].empty()) out += "  " + (*after)[rank] + "\n";
   }
   return out;

@@ -108,8 +108,9 @@ Time kernel_time(const Op& op, const hw::NodeSpec& gpu, const ModelParams& p, co
 double measured_solo_s(const Op& op, double measured_s, const ModelParams& p);
 
 /// The per-op table `overlapsim run` prints (of the ranks set in `ranks` where given; `after`: per
-/// rank, a line printed after its rows, none where empty; report/op_table.hpp chooses both).
+/// rank, a line printed after its rows, none where empty; `rows`: per rank, its first rows printed
+/// and a line saying the rest, every row where given none; report/op_table.hpp chooses them).
 std::string format_exec_report(const Schedule& s, const ExecResult& r, const std::vector<char>* ranks = nullptr,
-                               const std::vector<std::string>* after = nullptr);
+                               const std::vector<std::string>* after = nullptr, const std::vector<size_t>* rows = nullptr);
 
 }  // namespace osim

@@ -108,6 +108,7 @@ class Importer {
       }
     for (const auto& [ranks, per_rank] : issued) {
       if (!std::all_of(ranks.begin(), ranks.end(), [&](int r) { return r >= 0 && r < n_; })) continue;
+      if (ranks.size() < 2) continue;  // a group of one rank moves nothing: its kernels keep their measured time
       check_collectives_match(ranks, per_rank);
       std::vector<size_t> counts;
       for (const Issued& v : per_rank) counts.push_back(v.size());
@@ -530,7 +531,14 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
     throw InputError(SourceLocation{}, fmt::format("--steps '{}' is not a regular expression ({})", options.steps, e.what()));
   }
   std::vector<RankTrace> traces;
-  for (const auto& p : paths) traces.push_back(read_trace(p, steps, sum));
+  for (const auto& p : paths) {
+    try {
+      traces.push_back(read_trace(p, steps, sum));
+    } catch (const nlohmann::json::exception& e) {  // a field of a type read_trace's checks did not foresee
+      fail(p, fmt::format("a field of an unexpected type ({}): not a trace as Kineto writes it; export it with prof.export_chrome_trace(path)",
+                          e.what()));
+    }
+  }
   choose_steps(traces, steps, !options.steps.empty(), sum);
   check_one_job(traces);
   // Ranks: as the traces say, else in the order given.

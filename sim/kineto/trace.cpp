@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
@@ -18,7 +19,10 @@ namespace osim::kineto::trace {
 int64_t int_arg(const json& args, const char* key, int64_t dflt) {
   auto it = args.find(key);
   if (it == args.end() || !it->is_number()) return dflt;
-  return it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
+  if (it->is_number_integer()) return it->get<int64_t>();
+  // A float: its whole part where an int64 holds it (no cast past its range).
+  const double v = it->get<double>();
+  return std::isfinite(v) && std::abs(v) < 9e18 ? static_cast<int64_t>(v) : dflt;
 }
 std::string str_arg(const json& args, const char* key) {
   auto it = args.find(key);
@@ -158,8 +162,38 @@ std::optional<CollectiveInfo> collective_of(const Activity& k, std::string* why)
   }
   CollectiveInfo c;
   c.kind = it->second;
+  // PyTorch's scalar type names (c10::toString) and their bytes; none given: 2, as bf16.
+  static const std::map<std::string, double> sizes = {{"", 2},
+                                                      {"Byte", 1},
+                                                      {"Char", 1},
+                                                      {"Bool", 1},
+                                                      {"QInt8", 1},
+                                                      {"QUInt8", 1},
+                                                      {"Float8_e5m2", 1},
+                                                      {"Float8_e4m3fn", 1},
+                                                      {"Float8_e5m2fnuz", 1},
+                                                      {"Float8_e4m3fnuz", 1},
+                                                      {"Short", 2},
+                                                      {"UInt16", 2},
+                                                      {"Half", 2},
+                                                      {"BFloat16", 2},
+                                                      {"Int", 4},
+                                                      {"UInt32", 4},
+                                                      {"QInt32", 4},
+                                                      {"Float", 4},
+                                                      {"ComplexHalf", 4},
+                                                      {"Long", 8},
+                                                      {"UInt64", 8},
+                                                      {"Double", 8},
+                                                      {"ComplexFloat", 8},
+                                                      {"ComplexDouble", 16}};
   const std::string dt = str_arg(a, "dtype");
-  const double es = dt == "Float" ? 4 : dt == "Double" || dt == "Long" ? 8 : dt == "Byte" || dt == "Char" || dt == "Bool" ? 1 : 2;
+  const auto size = sizes.find(dt);
+  if (size == sizes.end()) {
+    *why = fmt::format("NCCL {} of dtype '{}' (an element type the importer does not know)", name, dt);
+    return std::nullopt;
+  }
+  const double es = size->second;
   c.dtype = dt == "Float" ? DType::FP32 : dt == "Half" ? DType::FP16 : DType::BF16;
   const int64_t in = int_arg(a, "In msg nelems", 0), out = int_arg(a, "Out msg nelems", 0);
   // nccl-tests' size: all_gather's output, the others' input buffer.
@@ -170,7 +204,8 @@ std::optional<CollectiveInfo> collective_of(const Activity& k, std::string* why)
     if (std::isdigit(static_cast<unsigned char>(ranks[i]))) {
       size_t j = i;
       while (j < ranks.size() && std::isdigit(static_cast<unsigned char>(ranks[j]))) ++j;
-      c.ranks.push_back(std::stoi(ranks.substr(i, j - i)));
+      // read_trace refused ranks past kMaxRank: at most 8 digits here.
+      c.ranks.push_back(static_cast<int>(std::strtol(ranks.substr(i, std::min<size_t>(j - i, 9)).c_str(), nullptr, 10)));
       i = j;
     } else {
       ++i;
@@ -222,7 +257,13 @@ void read_header(RankTrace& t) {
                                "follow the order the traces are given)",
                                t.rank, t.world));
   }
-  if (auto b = t.doc.find("baseTimeNanoseconds"); b != t.doc.end() && b->is_number_integer()) t.base_ns = b->get<int64_t>();
+  if (auto b = t.doc.find("baseTimeNanoseconds"); b != t.doc.end() && b->is_number_integer()) {
+    if (b->is_number_unsigned() ? b->get<uint64_t>() > static_cast<uint64_t>(kMaxBaseNs) : b->get<int64_t>() < 0 || b->get<int64_t>() > kMaxBaseNs)
+      fail(t.file, fmt::format("baseTimeNanoseconds {} is past any clock (0 to 4e18 ns: nanoseconds since 1970 reach it in 2096); correct it, or "
+                               "remove it (the traces are then taken as on one clock)",
+                               b->dump()));
+    t.base_ns = b->get<int64_t>();
+  }
 }
 
 // The trace's GPU from deviceProperties: the entry of `device` (the one its
@@ -278,6 +319,46 @@ std::vector<size_t> join_begin_end(RankTrace& t, const json& events, ImportSumma
   return from;
 }
 
+// An NCCL kernel's collective parameters: element counts whole and within
+// kMaxElems, its process group's ranks within the job (distributedInfo).
+void check_collective_args(const RankTrace& t, const json& args, const std::string& at) {
+  const std::string fix = "the event is corrupt; re-export the trace or remove the event";
+  for (const char* key : {"In msg nelems", "Out msg nelems"}) {
+    auto it = args.find(key);
+    if (it == args.end()) continue;
+    const double v = it->is_number() ? it->get<double>() : -1;
+    if (!(v >= 0 && v <= kMaxElems && v == std::floor(v)))
+      fail(t.file, fmt::format("{}: args.{} {} is not an element count (0 to 2^46): {}", at, key, it->dump(), fix));
+  }
+  auto it = args.find("Process Group Ranks");
+  if (it == args.end() || !it->is_string()) return;
+  const std::string& ranks = it->get_ref<const std::string&>();
+  bool mine = t.rank < 0;  // the trace's own rank is in the group (where distributedInfo names it)
+  for (size_t i = 0; i < ranks.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(ranks[i]))) {
+      if (ranks[i] == '-' && i + 1 < ranks.size() && std::isdigit(static_cast<unsigned char>(ranks[i + 1])))
+        fail(t.file, fmt::format("{}: args.Process Group Ranks {} holds a negative rank: ranks count from 0; {}", at, it->dump(), fix));
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < ranks.size() && std::isdigit(static_cast<unsigned char>(ranks[j]))) ++j;
+    const std::string digits = ranks.substr(i, j - i);
+    const int64_t r = digits.size() > 9 ? kMaxRank : std::stoll(digits);
+    if (r >= kMaxRank)
+      fail(t.file, fmt::format("{}: args.Process Group Ranks {} names rank {}, past any job's (below 2^24): {}", at, it->dump(), digits, fix));
+    if (t.world > 0 && r >= t.world)
+      fail(t.file, fmt::format("{}: args.Process Group Ranks {} names rank {}, outside the job's {} ranks (distributedInfo.world_size): {}", at,
+                               it->dump(), r, t.world, fix));
+    mine = mine || r == t.rank;
+    i = j;
+  }
+  if (!mine)
+    fail(t.file, fmt::format("{}: args.Process Group Ranks {} does not hold this trace's rank {} (distributedInfo.rank): a rank runs the "
+                             "collectives of its own groups; {}",
+                             at, it->dump(), t.rank, fix));
+}
+
 // Kineto writes microseconds. A trace written in nanoseconds reads 1000x too
 // long: calls that never block (event records and queries, stream waits) take
 // milliseconds, or the trace spans hours. Refused, naming the events.
@@ -328,6 +409,14 @@ RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& st
 
   const json& events = t.doc["traceEvents"];
   sum.events += static_cast<int64_t>(events.size());
+  // What every reader below takes as a string, checked once here.
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (!events[i].is_object()) fail(path, fmt::format("traceEvents[{}] is not an object", i));
+    for (const char* key : {"ph", "cat", "name"})
+      if (auto it = events[i].find(key); it != events[i].end() && !it->is_string())
+        fail(path, fmt::format("traceEvents[{}]: {} {} is not a string: not an event as Kineto writes it; re-export the trace or remove the event", i,
+                               key, it->dump()));
+  }
   const std::vector<size_t> joined_from = join_begin_end(t, events, sum);
   std::unordered_map<int64_t, const json*> syncs;
   std::map<std::pair<int64_t, int64_t>, int64_t> calls_per_thread;
@@ -341,7 +430,10 @@ RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& st
   static const std::set<std::string> read_only = {
       "cpu_op", "user_annotation", "gpu_user_annotation", "python_function", "overhead", "Trace", "ac2g", "cuda_profiler_range", "fwdbwd", "Kernel"};
   static const std::set<std::string> imported = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cuda_sync"};
-  auto as_id = [](const json& v) -> int64_t { return v.is_number() ? v.get<int64_t>() : static_cast<int64_t>(std::hash<std::string>{}(v.dump())); };
+  auto as_id = [](const json& v) -> int64_t {
+    if (v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) && std::abs(v.get<double>()) < 9e18)) return v.get<int64_t>();
+    return static_cast<int64_t>(std::hash<std::string>{}(v.dump()));
+  };
   auto visit = [&](const json& e, size_t i) {
     const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
     const std::string name = e.value("name", "");
@@ -382,6 +474,7 @@ RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& st
       a.device = static_cast<int>(int_arg(args, "device", -1));
       a.args = &args;
       if (a.corr == kNone) fail(path, fmt::format("traceEvents[{}] ({} '{}') has no args.correlation", i, cat, name));
+      if (cat == "kernel" && args.contains("Collective name")) check_collective_args(t, args, event_at(i, cat, name, raw_ts));
       if (auto b = args.find("bytes"); cat != "kernel" && b != args.end()) {
         const double v = b->is_number() ? b->get<double>() : -1;
         if (!(v >= 0 && v <= static_cast<double>(kMaxBytes) && v == std::floor(v)))
@@ -460,6 +553,11 @@ RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& st
     c.ext = int_arg(e["args"], "External id");
     c.main_thread = rc.thread == main_thread;
     if (auto it = by_corr.find(c.corr); it != by_corr.end()) c.gpu = it->second, matched.insert(c.corr);
+    if (c.gpu && c.gpu->start < c.ts - kLaunchSkewNs)
+      fail(path, fmt::format("{} starts {:.3f} us before {}, the call that launched it: the GPU runs work after its launch (their clocks are "
+                             "microseconds apart); the event is corrupt; re-export the trace or remove the event",
+                             event_at(c.gpu->index, c.gpu->cat, c.gpu->name, us_of(c.gpu->start)), us_of(c.ts - c.gpu->start),
+                             event_at(c.index, "CUDA call", c.name, us_of(c.ts))));
     if (auto it = syncs.find(c.corr); it != syncs.end()) c.sync = it->second;
     if (!c.main_thread && !c.gpu) continue;  // another thread's bookkeeping (NCCL's watchdog, the allocator)
     if (!c.main_thread) ++sum.other_threads;

@@ -87,13 +87,20 @@ std::string event_at(size_t index, const std::string& cat, const std::string& na
 inline double us_of(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 /// Bounds on measured values (the importer refuses values past them):
-/// ts within ±4e15 µs (microseconds since 1970 reach it in 2096), a duration
-/// and a rank's whole trace at most an hour (a profiled window is seconds),
-/// a copy at most 2^47 bytes (128 TiB).
+/// ts within ±4e15 µs (microseconds since 1970 reach it in 2096) and
+/// baseTimeNanoseconds from 0 to 4e18 ns, a duration and a rank's whole trace
+/// at most an hour (a profiled window is seconds), a copy at most 2^47 bytes
+/// (128 TiB), a collective at most 2^46 elements, a rank below 2^24, a GPU
+/// activity starting at most a millisecond before the call that launched it
+/// (the GPU's clock is put on the host's: microseconds apart at most).
 inline constexpr double kMaxTsUs = 4e15;
+inline constexpr int64_t kMaxBaseNs = 4'000'000'000'000'000'000;
 inline constexpr double kMaxDurUs = 3.6e9;
 inline constexpr int64_t kMaxSpanNs = 3'600'000'000'000;
 inline constexpr int64_t kMaxBytes = int64_t{1} << 47;
+inline constexpr double kMaxElems = 70368744177664.0;  // 2^46
+inline constexpr int64_t kMaxRank = int64_t{1} << 24;
+inline constexpr int64_t kLaunchSkewNs = 1'000'000;
 
 int64_t int_arg(const json& args, const char* key, int64_t dflt = kNone);
 std::string str_arg(const json& args, const char* key);

@@ -1,5 +1,6 @@
 #include "report/op_table.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <unordered_map>
 
@@ -61,7 +62,7 @@ OpTableSelection select_op_table(const RunRecord& r, size_t max_lines) {
   OpTableSelection sel;
   sel.rank.assign(nranks, 1);
   sel.after.assign(nranks, "");
-  if (nranks <= 1 || op_table_lines(r) <= max_lines) return sel;
+  if (op_table_lines(r) <= max_lines) return sel;
 
   // Groups of ranks with the same rows, ordered by their first rank.
   std::vector<std::vector<int>> groups;
@@ -73,15 +74,24 @@ OpTableSelection select_op_table(const RunRecord& r, size_t max_lines) {
       if (same_rows(r, static_cast<size_t>(groups[it->second].front()), rank)) groups[it->second].push_back(static_cast<int>(rank)), placed = true;
     if (!placed) by_hash.emplace(h, groups.size()), groups.push_back({static_cast<int>(rank)});
   }
-  // The groups in order while they fit (the first always).
+  // The groups in order while they fit (the first always, its rows cut where they alone pass the bound).
   sel.everything = false;
   sel.rank.assign(nranks, 0);
-  size_t lines = 1, shown = 0, alike = 0;
+  size_t lines = 1, shown = 0, alike = 0, cut_rank = 0, cut_rows = 0;
   std::vector<int> printed;
   for (const std::vector<int>& g : groups) {
     const size_t first = static_cast<size_t>(g.front());
-    const size_t need = 3 + r.ops[first].size() + (g.size() > 1 ? 1 : 0);
+    const size_t alike_line = g.size() > 1 ? 1 : 0;
+    size_t need = 3 + r.ops[first].size() + alike_line;
     if (shown > 0 && lines + need > max_lines) break;
+    if (lines + need > max_lines) {
+      // Its rank line, column heading, first rows, the line saying the rest, the alike line.
+      cut_rank = first;
+      cut_rows = max_lines > lines + 4 + alike_line ? max_lines - lines - 4 - alike_line : 1;
+      sel.rows.assign(nranks, SIZE_MAX);
+      sel.rows[first] = cut_rows;
+      need = 4 + cut_rows + alike_line;
+    }
     lines += need;
     ++shown;
     sel.rank[first] = 1;
@@ -92,6 +102,15 @@ OpTableSelection select_op_table(const RunRecord& r, size_t max_lines) {
                                      short_ranges(std::vector<int>(g.begin() + 1, g.end())));
   }
   const size_t left_out = nranks - printed.size() - alike;
+  if (!sel.rows.empty()) {
+    // One rank's rows, cut: said by op, and the other ranks by count.
+    sel.note =
+        fmt::format("the per-op table holds ops 0-{} of rank {}'s {}{}{} (the default past {} lines; all of it: {}): --ops-all for every op",
+                    cut_rows - 1, cut_rank, r.ops[cut_rank].size(),
+                    alike > 0 ? fmt::format(", {} more rank{} with the same ops at the same times", alike, alike == 1 ? "" : "s") : "",
+                    left_out > 0 ? fmt::format(", {} other rank{} left out", left_out, left_out == 1 ? "" : "s") : "", max_lines, op_table_lines(r));
+    return sel;
+  }
   sel.note = fmt::format("the per-op table holds rank{} {} of {}{}{} (the default past {} lines; every rank's: {}): --ops-all for every rank",
                          printed.size() == 1 ? "" : "s", short_ranges(printed), nranks,
                          alike > 0 ? fmt::format(", {} more with the same ops at the same times", alike) : "",

@@ -4,8 +4,9 @@
 // kOpTableLines: every rank where that fits, else the ranks in order, each
 // group of ranks that ran the same ops at the same times printed once (its
 // first rank's rows, then a line naming the others), while the groups fit;
-// at least the first. A note says what was left out and that --ops-all
-// prints every rank.
+// at least the first, whose rows are cut to the bound where they alone pass
+// it (a single rank of 1,000 ops: its first ops and a line saying how many
+// more). A note says what was left out and that --ops-all prints it all.
 #pragma once
 
 #include <cstddef>
@@ -16,13 +17,14 @@
 
 namespace osim {
 
-/// The default table's bound in lines (a single rank's rows are never cut).
+/// The default table's bound in lines.
 inline constexpr size_t kOpTableLines = 200;
 
 struct OpTableSelection {
   bool everything = true;          // every rank's rows
   std::vector<char> rank;          // per rank: its rows printed
   std::vector<std::string> after;  // per rank: the line after its rows ("ranks 1-7: ..."), "" for none
+  std::vector<size_t> rows;        // per rank: its first rows printed, the rest said in a line; empty: every row
   std::string note;                // what was left out and how to get it ("" when nothing was)
 };
 

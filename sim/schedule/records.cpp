@@ -183,6 +183,12 @@ Records parse_records_with(const nlohmann::json& j, const std::string& file, std
     for (const auto& rj : j.at("ranks")) {
       RecordRank rr;
       rr.rank = rj.at("rank").get<int>();
+      // Readers pair ranks by position: each once, in order (a writer that leaves ranks out keeps the order).
+      if (rr.rank < 0 || (!rec.ranks.empty() && rr.rank <= rec.ranks.back().rank))
+        throw InputError(SourceLocation{file, 0, 0},
+                         fmt::format("ranks[{}] is rank {}{}: each rank is listed once, in order from 0; these records are damaged; record the "
+                                     "run again",
+                                     k, rr.rank, rec.ranks.empty() ? "" : fmt::format(", after rank {}", rec.ranks.back().rank)));
       rr.gpu = rj.value("gpu", "");
       for (const auto& o : rj.at("ops")) {
         if (!o.is_array() || o.size() != 7) throw bad(fmt::format("rank {}: an op row does not have 7 columns", rr.rank));

@@ -27,7 +27,9 @@
 #                          rank % 4 in 4 rows of 256 alike ranks; 1 us x (1 + rank) as min, median, max
 #   ops_table_bounded      a 64-rank schedule of 960 ops prints its per-op table by default within 200 lines
 #                          (every rank's: 1,153): ranks 0-3 once for 4 groups of alike ranks, or the first
-#                          11 of 64 different ones, and a note; --ops-all prints all 64 ranks, no note
+#                          11 of 64 different ones, and a note; --ops-all prints all 64 ranks, no note;
+#                          a single rank of 1,000 ops (every row: 1,004 lines): its first 195 ops within 200
+#                          lines and a note, --ops-all all 1,000
 #
 #   bash tests/cli/run.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -191,7 +193,27 @@ case $case in
     [ "$(grep -c '^rank [0-9]* on ' $W/out.txt)" = 64 ] || fail "--ops-all: not 64 ranks' rows"
     [ "$(grep -c '^ *[0-9]* kernel  ' $W/out.txt)" = $((64 * 14)) ] || fail "--ops-all: not 896 kernels' rows"
     has $W/out.txt '^rank 63 on n7_gpu7: '
-    if grep -q 'the per-op table holds' $W/out.txt; then fail "--ops-all still left ranks out"; fi ;;
+    if grep -q 'the per-op table holds' $W/out.txt; then fail "--ops-all still left ranks out"; fi
+    # one [FLAGS]: a single rank of 999 kernels of 1 us and a sync, 1,000 ops (printed by default).
+    one() {
+      printf 'name: one-rank\nranks: 1\nstreams: [compute]\nprograms:\n  - rank: all\n    ops:\n' > $W/one.yaml
+      printf '      - op: loop\n        count: 999\n        ops: [{op: kernel, name: work, stream: compute, duration: 1 us}]\n' >> $W/one.yaml
+      printf '      - {op: device_sync}\n' >> $W/one.yaml
+      "$osim" run $W/one.yaml -t $CFG/topologies/h100-128node-ib.yaml "$@" > $W/out.txt
+    }
+    one
+    # The table (heading to the line saying the rest) is 200 lines; the note, a blank line and the summary follow.
+    t=$(sed -n '/^schedule one-rank: 1 ranks, makespan /,/^  (ops 195-999 of rank 0 left out)$/p' $W/out.txt | wc -l)
+    [ "$t" = 200 ] || fail "one rank of 1,000 ops: a table of $t lines, not 200"
+    [ "$(grep -c '^ *[0-9]* kernel  ' $W/out.txt)" = 195 ] || fail "one rank: not 195 kernels' rows"
+    [ "$(wc -l < $W/out.txt)" -le 240 ] || fail "one rank: $(wc -l < $W/out.txt) lines"
+    has $W/out.txt '^   194 kernel ' \
+      '^\(the per-op table holds ops 0-194 of rank 0.s 1000 \(the default past 200 lines; all of it: 1004\): --ops-all for every op\)$'
+    if grep -q '^   195 kernel ' $W/out.txt; then fail "one rank: op 195 printed"; fi
+    one --ops-all
+    [ "$(grep -c '^ *[0-9]* kernel  ' $W/out.txt)" = 999 ] || fail "one rank --ops-all: not 999 kernels' rows"
+    has $W/out.txt '^   999 device_sync '
+    if grep -q 'the per-op table holds\|of rank 0 left out' $W/out.txt; then fail "one rank --ops-all still left ops out"; fi ;;
   *) fail "no case $case" ;;
 esac
 ok

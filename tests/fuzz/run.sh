@@ -3,7 +3,7 @@
 # shipped configs, and prints executions and findings per target.
 #   cmake --preset asan && cmake --build --preset asan
 #   bash tests/fuzz/run.sh [--seconds N | --runs N --seed S] [--build DIR] [--keep-going [--jobs J]] [--parallel] [TARGET...]
-# TARGET: topology schedule workload calibration sweep nvidia_smi (default: all).
+# TARGET: topology schedule workload calibration sweep nvidia_smi kineto (default: all).
 # --keep-going: run the whole time, past findings (libFuzzer's fork mode), for long campaigns;
 #   --jobs J: J worker processes per target sharing its corpus (fork mode), default 1.
 # --parallel: the targets at once (a many-core machine), not one after another.
@@ -26,14 +26,16 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(topology schedule workload calibration sweep nvidia_smi)
+[ ${#targets[@]} -gt 0 ] || targets=(topology schedule workload calibration sweep nvidia_smi kineto)
 [ ${#keep_going[@]} -eq 0 ] || keep_going+=(-fork="$jobs")
-# Each target's seed files (the shipped configs; nvidia-smi captures, good and damaged).
+# Each target's seed files (the shipped configs; nvidia-smi captures, good and damaged; torch.profiler
+# traces cut to a few kB).
 declare -A seeds=([topology]="configs/topologies/*.yaml" [schedule]="configs/schedules/*.yaml" [workload]="configs/workloads/*.yaml"
   [calibration]="configs/calibrations/*.yaml" [sweep]="configs/sweeps/*.yaml"
-  [nvidia_smi]="tests/data/nvidia-smi/*.txt tests/badinput/nvidia-smi/*.txt validate/reference/*/machine/nvidia-smi-topo.txt")
+  [nvidia_smi]="tests/data/nvidia-smi/*.txt tests/badinput/nvidia-smi/*.txt validate/reference/*/machine/nvidia-smi-topo.txt"
+  [kineto]="tests/fuzz/seeds/kineto/*.json tests/data/bad-trace.json")
 for t in "${targets[@]}"; do
-  [ -n "${seeds[$t]:-}" ] || { echo "fuzz: no target '$t' (topology schedule workload calibration sweep nvidia_smi)" >&2; exit 2; }
+  [ -n "${seeds[$t]:-}" ] || { echo "fuzz: no target '$t' (topology schedule workload calibration sweep nvidia_smi kineto)" >&2; exit 2; }
   [ -x "$build/bin/fuzz_$t" ] || { echo "fuzz: $build/bin/fuzz_$t not built: cmake --preset asan && cmake --build --preset asan" >&2; exit 2; }
 done
 # One target: its line in DIR/summary; exit 1 on a finding.

@@ -155,3 +155,66 @@ TEST_CASE("collectives across ranks: the same in the same order, else refused at
       kineto::import_traces({ranked(0, 2, "all_to_allv").write("a2a-r0.json"), ranked(1, 2, "all_to_allv", 500).write("a2a-r1.json")});
   CHECK(t.summary.ops.at("collective all_to_all") == 2);
 }
+
+TEST_CASE("collective parameters: counts and group ranks checked, each dtype at its element size, an unknown one counted") {
+  auto nccl = [](TraceBuilder& b) -> json& {
+    for (json& e : b.events)
+      if (e["name"].get<std::string>().rfind("nccl", 0) == 0) return e["args"];
+    throw std::logic_error("no nccl kernel");
+  };
+  for (const json& bad : {json(-5), json(2.5), json(1e30), json("many")}) {
+    TraceBuilder b = ranked(0, 2);
+    nccl(b)["In msg nelems"] = bad;
+    CHECK(error_of({b.write("nelems.json"), ranked(1, 2).write("nelems-r1.json")})
+              .find("args.In msg nelems " + bad.dump() + " is not an element count") != std::string::npos);
+  }
+  for (const auto& [ranks, says] : {std::pair<std::string, std::string>{"[0, 99999999999]", "names rank 99999999999, past any job's"},
+                                    {"[0, 2]", "names rank 2, outside the job's 2 ranks"},
+                                    {"[-1, 0]", "holds a negative rank"}}) {
+    TraceBuilder b = ranked(0, 2);
+    nccl(b)["Process Group Ranks"] = ranks;
+    CHECK(error_of({b.write("group.json"), ranked(1, 2).write("group-r1.json")}).find(says) != std::string::npos);
+  }
+  // Int is 4 bytes (1000 elements: 4000), Long 8; an unknown type keeps its measured time, counted.
+  auto bytes_of = [](const std::string& dtype) -> std::string {
+    TraceBuilder r0 = ranked(0, 2), r1 = ranked(1, 2);
+    for (TraceBuilder* b : {&r0, &r1})
+      for (json& e : b->events)
+        if (e["name"].get<std::string>().rfind("nccl", 0) == 0) e["args"]["dtype"] = dtype;
+    const kineto::ImportedTrace t = kineto::import_traces({r0.write("dt-r0.json"), r1.write("dt-r1.json")});
+    const Op* c = first_op(t, OpKind::Collective);
+    if (!c) return t.summary.not_imported.begin()->first;
+    return std::to_string(c->bytes);
+  };
+  CHECK(bytes_of("BFloat16") == "2000");
+  CHECK(bytes_of("Int") == "4000");
+  CHECK(bytes_of("Long") == "8000");
+  CHECK(bytes_of("Quaternion") ==
+        "NCCL all_reduce of dtype 'Quaternion' (an element type the importer does not know): a kernel at its measured time");
+}
+
+TEST_CASE("clock bases and launches: a base past any clock, and GPU work before its launch, are refused") {
+  TraceBuilder b1 = ranked(1, 2);
+  b1.doc["baseTimeNanoseconds"] = int64_t{9'223'372'036'854'775'807};
+  CHECK(error_of({ranked(0, 2).write("bb-r0.json"), b1.write("bb-r1.json")}).find("baseTimeNanoseconds 9223372036854775807 is past any clock") !=
+        std::string::npos);
+  // The kernel launched at 30 us starts at -5000 us: 5.03 ms before its call.
+  TraceBuilder b = small();
+  first(b, "kernel")["ts"] = -5000.0;
+  CHECK(error_of({b.write("early.json")})
+            .find("traceEvents[6] (kernel 'gemm_kernel' at ts -5000 us) starts 5030.000 us before traceEvents[5] (CUDA call 'cudaLaunchKernel' at ts "
+                  "30 us), the call that launched it") != std::string::npos);
+  // Within the clocks' skew (a millisecond) it is the measured start: 35 us before its call.
+  first(b, "kernel")["ts"] = -5.0;
+  CHECK(error_of({b.write("skew.json")}).empty());
+}
+
+TEST_CASE("a collective of a group of one rank, its trace imported alone, keeps its measured time") {
+  // It was a collective on no group (the schedule's groups[-1]): a crash.
+  TraceBuilder b = ranked(0, 2);
+  for (json& e : b.events)
+    if (e["name"].get<std::string>().rfind("nccl", 0) == 0) e["args"]["Process Group Ranks"] = "[0]";
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("one-group.json")});
+  CHECK(first_op(t, OpKind::Collective) == nullptr);
+  CHECK(t.summary.ops.at("kernel (NCCL, measured)") == 1);
+}

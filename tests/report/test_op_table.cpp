@@ -1,6 +1,7 @@
 // The per-op table's ranks (report/op_table.hpp): every rank's rows within
 // kOpTableLines, else the groups of ranks with the same rows once each, in
-// order while they fit, and a note saying what was left out.
+// order while they fit (the first's rows cut where they alone pass it), and a
+// note saying what was left out.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -55,7 +56,7 @@ std::unique_ptr<Run> run_of(
 size_t lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
 
 std::string table(const Run& run, const OpTableSelection& sel) {
-  return format_exec_report(run.s, run.r, sel.everything ? nullptr : &sel.rank, &sel.after);
+  return format_exec_report(run.s, run.r, sel.everything ? nullptr : &sel.rank, &sel.after, &sel.rows);
 }
 
 }  // namespace
@@ -69,9 +70,48 @@ TEST_CASE("a table within the bound holds every rank, unchanged") {
   CHECK(all.note.empty());
   CHECK(table(*two, all) == format_exec_report(two->s, two->r));
   CHECK(lines(table(*two, all)) == 127);
-  // One rank is never cut, however long.
-  auto one = run_of(1, 1000, [](int) { return 0; });
+  // One rank within the bound: 1 + 3 + 196 = 200 lines, whole.
+  auto one = run_of(1, 196, [](int) { return 0; });
   CHECK(select_op_table(one->r).everything);
+}
+
+TEST_CASE("one rank past the bound: its first ops and a line saying the rest") {
+  auto one = run_of(1, 1000, [](int) { return 0; });
+  CHECK(op_table_lines(one->r) == 1004);
+  const OpTableSelection sel = select_op_table(one->r);
+  REQUIRE_FALSE(sel.everything);
+  CHECK(sel.rank[0] == 1);
+  // 200 = 1 heading + 3 for the rank + 195 ops + 1 line saying the rest.
+  REQUIRE(sel.rows.size() == 1);
+  CHECK(sel.rows[0] == 195);
+  CHECK(sel.note == "the per-op table holds ops 0-194 of rank 0's 1000 (the default past 200 lines; all of it: 1004): --ops-all for every op");
+  const std::string text = table(*one, sel);
+  CHECK(lines(text) == kOpTableLines);
+  CHECK(text.find("\n   194 kernel ") != std::string::npos);
+  CHECK(text.find("\n   195 kernel ") == std::string::npos);
+  CHECK(text.ends_with("\n  (ops 195-999 of rank 0 left out)\n"));
+  // A smaller bound cuts sooner: 1 + 3 + 10 + 1.
+  const OpTableSelection small = select_op_table(one->r, 15);
+  CHECK(small.rows[0] == 10);
+  CHECK(lines(table(*one, small)) == 15);
+  // Without the selection (--ops-all) every row.
+  CHECK(lines(format_exec_report(one->s, one->r)) == 1004);
+}
+
+TEST_CASE("several ranks whose first group alone passes the bound: its rows cut, the alike ranks named, the others counted") {
+  // Ranks 0 and 2 alike, 1 and 3 alike: rank 0's 500 rows cut, its alike line, ranks 1 and 3 left out.
+  auto run = run_of(4, 500, [](int r) { return r % 2; });
+  const OpTableSelection sel = select_op_table(run->r);
+  REQUIRE_FALSE(sel.everything);
+  CHECK(std::count(sel.rank.begin(), sel.rank.end(), 1) == 1);
+  CHECK(sel.rows[0] == 194);  // 200 = 1 + 3 + 194 + 1 + the alike line
+  CHECK(sel.after[0] == "(rank 2: the same ops at the same times)");
+  CHECK(sel.note ==
+        "the per-op table holds ops 0-193 of rank 0's 500, 1 more rank with the same ops at the same times, 2 other ranks left out (the default "
+        "past 200 lines; all of it: 2013): --ops-all for every op");
+  const std::string text = table(*run, sel);
+  CHECK(lines(text) == kOpTableLines);
+  CHECK(text.ends_with("  (ops 194-499 of rank 0 left out)\n  (rank 2: the same ops at the same times)\n"));
 }
 
 TEST_CASE("64 ranks that ran the same ops at the same times: rank 0's rows and a line naming the others") {
