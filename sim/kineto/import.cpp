@@ -41,6 +41,20 @@ int copy_engine_of(const Activity& a) {
 // the call does not hold. Such calls take seconds; a warm launch, tens of us.
 constexpr int64_t kLongCallNs = 1'000'000;
 
+// The blocks of a kernel's grid (args.grid), 0 where not recorded or past any GPU's SMs.
+int64_t grid_blocks(const Activity& a) {
+  if (!a.args) return 0;
+  const auto g = a.args->find("grid");
+  if (g == a.args->end() || !g->is_array()) return 0;
+  int64_t n = 1;
+  for (const auto& d : *g) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 1) return 0;
+    n *= d.get<int64_t>();
+    if (n > 4096) return 0;
+  }
+  return n;
+}
+
 // An op's host and GPU times, ns from the first call of any rank.
 struct OpTimes {
   int64_t issue, returned, start, end;
@@ -333,7 +347,11 @@ class Importer {
         return;
       }
       if (!why.empty()) ++sum_.not_imported[why + ": a kernel at its measured time"];
-      emit(ops::busy(s, measured_time(a), short_name(a.name)), gt, "kernel (NCCL, measured)");
+      Op op = ops::busy(s, measured_time(a), short_name(a.name));
+      // NCCL runs a block per channel, each on an SM of its own: the kernel
+      // holds its grid's SMs, not the GPU (the kernels beside it ran on the rest).
+      op.sm_limit = static_cast<int>(grid_blocks(a));
+      emit(std::move(op), gt, "kernel (NCCL, measured)");
       return;
     }
     Op op = ops::busy(s, measured_time(a), short_name(a.name));
