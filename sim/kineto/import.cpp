@@ -35,6 +35,26 @@ int copy_engine_of(const Activity& a) {
                                                : -1;
 }
 
+// A call that does not wait for the GPU (a launch, an event call) and ran
+// this long with nothing left on the GPU did the driver's first-use work
+// (lazy module loading, cuDNN's first call): host time the model's cost of
+// the call does not hold. Such calls take seconds; a warm launch, tens of us.
+constexpr int64_t kLongCallNs = 1'000'000;
+
+// The blocks of a kernel's grid (args.grid), 0 where not recorded or past any GPU's SMs.
+int64_t grid_blocks(const Activity& a) {
+  if (!a.args) return 0;
+  const auto g = a.args->find("grid");
+  if (g == a.args->end() || !g->is_array()) return 0;
+  int64_t n = 1;
+  for (const auto& d : *g) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 1) return 0;
+    n *= d.get<int64_t>();
+    if (n > 4096) return 0;
+  }
+  return n;
+}
+
 // An op's host and GPU times, ns from the first call of any rank.
 struct OpTimes {
   int64_t issue, returned, start, end;
@@ -223,6 +243,11 @@ class Importer {
         if (r == 0) ++sum_.steps;
       }
       host_until(c.ts);
+      if (const int64_t h = first_use_time(c, k); h > 0) {
+        host_until(c.ts + h);
+        ++sum_.long_calls;
+        sum_.long_call_ns += h;
+      }
       cursor_ = std::max(cursor_, c.end);
       if (c.gpu && c.gpu->stream == compute_id_) compute_end_ = std::max(compute_end_, c.gpu->end);
       if (c.gpu) stream_end_[c.gpu->stream] = std::max(stream_end_[c.gpu->stream], c.gpu->end);
@@ -280,6 +305,17 @@ class Importer {
     if (!steps_ended && next_step == t.steps.size()) marker(t.steps.back().end, kStepsEndMarker, "marker (end of steps)");
   }
 
+  // The host time a call that does not wait for the GPU spent with the GPU
+  // idle (every op issued before it had ended), where over kLongCallNs: kept
+  // as host work before the call (its own cost stays the model's); else 0.
+  int64_t first_use_time(const Call& c, CallKind k) const {
+    if (k != CallKind::Kernel && k != CallKind::Memset && k != CallKind::Record && k != CallKind::Wait) return 0;
+    int64_t gpu_done = c.ts;
+    for (const auto& [id, end] : stream_end_) gpu_done = std::max(gpu_done, end);
+    const int64_t idle = c.end - gpu_done;
+    return idle > kLongCallNs ? idle : 0;
+  }
+
   // Which stream a cudaStreamSynchronize without its cuda_sync event waited
   // for, from when it returned: -1 (a device synchronize reproduces it) where
   // no stream was still busy then; else the stream whose work ended last by
@@ -312,7 +348,11 @@ class Importer {
         return;
       }
       if (!why.empty()) ++sum_.not_imported[why + ": a kernel at its measured time"];
-      emit(ops::busy(s, measured_time(a), short_name(a.name)), gt, "kernel (NCCL, measured)");
+      Op op = ops::busy(s, measured_time(a), short_name(a.name));
+      // NCCL runs a block per channel, each on an SM of its own: the kernel
+      // holds its grid's SMs, not the GPU (the kernels beside it ran on the rest).
+      op.sm_limit = static_cast<int>(grid_blocks(a));
+      emit(std::move(op), gt, "kernel (NCCL, measured)");
       return;
     }
     Op op = ops::busy(s, measured_time(a), short_name(a.name));
@@ -500,6 +540,10 @@ std::string ImportSummary::text() const {
         "  confidence: {} of {} confirmed by the timeline (the waiting stream went on as its record's work ended), {} by program order only\n",
         n, inferred_timed, n, inferred_untimed);
   if (other_threads) out += fmt::format("calls from other host threads merged in time order: {}\n", other_threads);
+  if (long_calls)
+    out += fmt::format("launches and event calls of over 1 ms with the GPU idle (first-use work: lazy module loading, cuDNN's first call): {}, "
+                       "{:.3f} ms kept as host work\n",
+                       long_calls, static_cast<double>(long_call_ns) * 1e-6);
   if (!host_only.empty()) {
     int64_t total = 0;
     for (const auto& [k, n] : host_only) total += n;

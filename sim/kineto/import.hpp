@@ -52,6 +52,8 @@ struct ImportSummary {
   int64_t inferred_timed = 0;                   // waits without a cuda_sync event (their stream inferred), bound by the timeline
   int64_t inferred_untimed = 0;                 // ... and by program order
   int64_t other_threads = 0;                    // calls from other host threads that put work on the GPU (merged in time order)
+  int64_t long_calls = 0;                       // launches and event calls that took over kLongCallNs with the GPU idle: host work
+  int64_t long_call_ns = 0;                     // ... the time they kept as host work
   int64_t steps = 0;
   std::string steps_from;  // which ranges became steps, where --steps did not say
   std::vector<std::string> notes;

@@ -31,6 +31,19 @@ std::string str_arg(const json& args, const char* key) {
 
 namespace {
 
+// PyTorch 1.8 to 1.10 (Kineto's first traces: the TensorBoard plugin's samples)
+// named the categories in capitals and an op's link `external id`.
+std::string current_category(const std::string& cat) {
+  static const std::map<std::string, std::string> legacy = {
+      {"Kernel", "kernel"}, {"Memcpy", "gpu_memcpy"}, {"Memset", "gpu_memset"}, {"Runtime", "cuda_runtime"}, {"Operator", "cpu_op"}};
+  const auto it = legacy.find(cat);
+  return it == legacy.end() ? cat : it->second;
+}
+int64_t external_id(const json& args) {
+  const int64_t id = int_arg(args, "External id");
+  return id != kNone ? id : int_arg(args, "external id");
+}
+
 double element_bytes(const std::string& type) {
   static const std::map<std::string, double> sizes = {{"c10::BFloat16", 2},      {"c10::Half", 2},        {"float", 4},         {"double", 8},
                                                       {"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1}, {"long int", 8},      {"int", 4},
@@ -428,14 +441,14 @@ RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& st
   };
   std::vector<RawCall> raw_calls;
   static const std::set<std::string> read_only = {
-      "cpu_op", "user_annotation", "gpu_user_annotation", "python_function", "overhead", "Trace", "ac2g", "cuda_profiler_range", "fwdbwd", "Kernel"};
+      "cpu_op", "user_annotation", "gpu_user_annotation", "python_function", "overhead", "Trace", "ac2g", "cuda_profiler_range", "fwdbwd"};
   static const std::set<std::string> imported = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cuda_sync"};
   auto as_id = [](const json& v) -> int64_t {
     if (v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) && std::abs(v.get<double>()) < 9e18)) return v.get<int64_t>();
     return static_cast<int64_t>(std::hash<std::string>{}(v.dump()));
   };
   auto visit = [&](const json& e, size_t i) {
-    const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
+    const std::string cat = current_category(e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "");
     const std::string name = e.value("name", "");
     const double raw_ts = e.contains("ts") && e["ts"].is_number() ? e["ts"].get<double>() : 0;
     auto need = [&](const char* key) -> const json& {
@@ -469,7 +482,7 @@ RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& st
       a.start = time_of("ts");
       a.end = a.start + time_of("dur");
       a.corr = int_arg(args, "correlation");
-      a.ext = int_arg(args, "External id");
+      a.ext = external_id(args);
       a.stream = static_cast<int>(int_arg(args, "stream", -1));
       a.device = static_cast<int>(int_arg(args, "device", -1));
       a.args = &args;
@@ -494,7 +507,7 @@ RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& st
       if (corr != kNone) syncs.emplace(corr, &e);
     } else if (cat == "cpu_op" || cat == "user_annotation") {
       if (cat == "cpu_op" && e.contains("args") && e["args"].is_object()) {
-        const int64_t ext = int_arg(e["args"], "External id");
+        const int64_t ext = external_id(e["args"]);
         if (ext != kNone) t.ops_by_ext.emplace(ext, CpuOp{name, &e["args"]});
       }
       for (const StepPattern& p : steps) {
@@ -515,8 +528,9 @@ RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& st
     if (ph == "X") {
       visit(events[i], i);
     } else if (ph != "B" && ph != "E" && events[i].contains("cat") && events[i]["cat"].is_string() &&
-               imported.count(events[i]["cat"].get<std::string>())) {
-      ++sum.not_imported[fmt::format("{} events with ph '{}' (neither complete nor begin/end): left out", events[i]["cat"].get<std::string>(), ph)];
+               imported.count(current_category(events[i]["cat"].get<std::string>()))) {
+      ++sum.not_imported[fmt::format("{} events with ph '{}' (neither complete nor begin/end): left out",
+                                     current_category(events[i]["cat"].get<std::string>()), ph)];
     }  // else metadata, instants and flow arrows
   }
   for (size_t j = 0; j < t.joined.size(); ++j) visit(t.joined[j], joined_from[j]);
@@ -550,7 +564,7 @@ RankTrace read_trace(const std::string& path, const std::vector<StepPattern>& st
     c.ts = rc.ts;
     c.end = rc.end;
     c.corr = int_arg(e["args"], "correlation");
-    c.ext = int_arg(e["args"], "External id");
+    c.ext = external_id(e["args"]);
     c.main_thread = rc.thread == main_thread;
     if (auto it = by_corr.find(c.corr); it != by_corr.end()) c.gpu = it->second, matched.insert(c.corr);
     if (c.gpu && c.gpu->start < c.ts - kLaunchSkewNs)
