@@ -44,6 +44,27 @@ int64_t external_id(const json& args) {
   return id != kNone ? id : int_arg(args, "external id");
 }
 
+// The ranks a process group's text names ("[0, 1, 2]"): each run of digits,
+// and whether a '-' stands before it.
+struct GroupRank {
+  std::string digits;
+  bool negative = false;
+};
+std::vector<GroupRank> group_ranks(const std::string& text) {
+  std::vector<GroupRank> out;
+  for (size_t i = 0; i < text.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    out.push_back({text.substr(i, j - i), i > 0 && text[i - 1] == '-'});
+    i = j;
+  }
+  return out;
+}
+
 double element_bytes(const std::string& type) {
   static const std::map<std::string, double> sizes = {{"c10::BFloat16", 2},      {"c10::Half", 2},        {"float", 4},         {"double", 8},
                                                       {"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1}, {"long int", 8},      {"int", 4},
@@ -212,18 +233,9 @@ std::optional<CollectiveInfo> collective_of(const Activity& k, std::string* why)
   // nccl-tests' size: all_gather's output, the others' input buffer.
   const int64_t elems = c.kind == CollKind::AllGather ? out : in;
   c.bytes = static_cast<Bytes>(std::max<double>(4.0, static_cast<double>(elems) * es));  // a barrier: one float
-  const std::string ranks = str_arg(a, "Process Group Ranks");
-  for (size_t i = 0; i < ranks.size();) {
-    if (std::isdigit(static_cast<unsigned char>(ranks[i]))) {
-      size_t j = i;
-      while (j < ranks.size() && std::isdigit(static_cast<unsigned char>(ranks[j]))) ++j;
-      // read_trace refused ranks past kMaxRank: at most 8 digits here.
-      c.ranks.push_back(static_cast<int>(std::strtol(ranks.substr(i, std::min<size_t>(j - i, 9)).c_str(), nullptr, 10)));
-      i = j;
-    } else {
-      ++i;
-    }
-  }
+  // read_trace refused ranks past kMaxRank: at most 8 digits here.
+  for (const GroupRank& r : group_ranks(str_arg(a, "Process Group Ranks")))
+    c.ranks.push_back(static_cast<int>(std::strtol(r.digits.substr(0, 9).c_str(), nullptr, 10)));
   if (c.ranks.empty()) {
     *why = fmt::format("NCCL {} without its process group's ranks", name);
     return std::nullopt;
@@ -345,26 +357,16 @@ void check_collective_args(const RankTrace& t, const json& args, const std::stri
   }
   auto it = args.find("Process Group Ranks");
   if (it == args.end() || !it->is_string()) return;
-  const std::string& ranks = it->get_ref<const std::string&>();
   bool mine = t.rank < 0;  // the trace's own rank is in the group (where distributedInfo names it)
-  for (size_t i = 0; i < ranks.size();) {
-    if (!std::isdigit(static_cast<unsigned char>(ranks[i]))) {
-      if (ranks[i] == '-' && i + 1 < ranks.size() && std::isdigit(static_cast<unsigned char>(ranks[i + 1])))
-        fail(t.file, fmt::format("{}: args.Process Group Ranks {} holds a negative rank: ranks count from 0; {}", at, it->dump(), fix));
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < ranks.size() && std::isdigit(static_cast<unsigned char>(ranks[j]))) ++j;
-    const std::string digits = ranks.substr(i, j - i);
-    const int64_t r = digits.size() > 9 ? kMaxRank : std::stoll(digits);
+  for (const GroupRank& g : group_ranks(it->get_ref<const std::string&>())) {
+    if (g.negative) fail(t.file, fmt::format("{}: args.Process Group Ranks {} holds a negative rank: ranks count from 0; {}", at, it->dump(), fix));
+    const int64_t r = g.digits.size() > 9 ? kMaxRank : std::stoll(g.digits);
     if (r >= kMaxRank)
-      fail(t.file, fmt::format("{}: args.Process Group Ranks {} names rank {}, past any job's (below 2^24): {}", at, it->dump(), digits, fix));
+      fail(t.file, fmt::format("{}: args.Process Group Ranks {} names rank {}, past any job's (below 2^24): {}", at, it->dump(), g.digits, fix));
     if (t.world > 0 && r >= t.world)
       fail(t.file, fmt::format("{}: args.Process Group Ranks {} names rank {}, outside the job's {} ranks (distributedInfo.world_size): {}", at,
                                it->dump(), r, t.world, fix));
     mine = mine || r == t.rank;
-    i = j;
   }
   if (!mine)
     fail(t.file, fmt::format("{}: args.Process Group Ranks {} does not hold this trace's rank {} (distributedInfo.rank): a rank runs the "
