@@ -118,7 +118,7 @@ nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperatu
   --format=csv -lms 100 > "$out/smi-log.csv" 2>&1 &
 smi=$!
 # The validation set's GEMM shapes join the bench's GEMM table (--gemm-shapes-from).
-shapes=$(ls validate/reference/h200x4-nvlink/validation/*/schedule.yaml 2>/dev/null)
+shapes=$(ls validate/reference/h200x4-nvlink/validation/*/schedule.yaml* 2>/dev/null)
 bench() {  # name, env..., -- bench options
   local name=$1; shift
   local envs=()

@@ -144,7 +144,7 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
 int report_command(const std::string& run_dir, const std::string& topo_path, std::string out_dir, bool force) {
   const fs::path dir = fs::is_directory(run_dir) ? fs::path(run_dir) : fs::path(run_dir).parent_path();
   const Records rec = read_records(records_path(run_dir));
-  const fs::path sched_path = dir / "schedule.yaml";
+  const fs::path sched_path = plain_or_gz(dir.string(), "schedule.yaml");
   if (!fs::exists(sched_path))
     throw InputError(SourceLocation{sched_path.string(), 0, 0},
                      "no schedule beside the records: overlapsim-validate run and overlapsim run --schedule-out write it there");
@@ -371,7 +371,7 @@ Command add_compare(CLI::App& app) {
       "compare", "Compare a measured run (overlapsim-validate run) with a simulated one: makespan, steps, op classes, layers, overlap windows");
   c->add_option("runs", o->inputs, "MEASURED SIMULATED (records.json files or --out folders); with --simulate: measured runs only")->required();
   c->add_flag("--simulate", o->simulate,
-              "re-simulate each measured run's schedule (its folder's schedule.yaml) instead of reading simulated records");
+              "re-simulate each measured run's schedule (its folder's schedule.yaml, or schedule.yaml.gz) instead of reading simulated records");
   c->add_flag("--programs", o->programs,
               "the runs are reference programs' results (validate/programs/, *.json): simulate each one's twin workload on --topology and "
               "compare makespans, with the configurations' rank correlation");
@@ -409,7 +409,7 @@ Command add_report(CLI::App& app) {
   auto o = std::make_shared<ReportOptions>();
   auto* c =
       app.add_subcommand("report", "Make metrics.json, trace.json and summary.txt of a run's records (overlapsim-validate run's, or run --records')");
-  c->add_option("run", o->run, "the run's folder (records.json, or records.json.gz, and schedule.yaml), or its records file")->required();
+  c->add_option("run", o->run, "the run's folder (records.json and schedule.yaml, each plain or .gz), or its records file")->required();
   c->add_option("--topology,-t", o->topology, "topology YAML (default: the schedule's 'topology:')");
   c->add_option("--out", o->out, "write the three files here (default: the run's folder)");
   c->add_flag("--force", o->force, "overwrite existing files");

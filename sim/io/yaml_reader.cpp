@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "io/text_file.hpp"
+
 namespace osim {
 
 SourceLocation location_of(const std::string& file, const YAML::Node& node) {
@@ -57,7 +59,10 @@ std::string read_yaml_text(const std::string& path) {
   if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
   std::stringstream ss;
   ss << in.rdbuf();
-  return ss.str();
+  std::string text = ss.str();
+  // A gzip-compressed file (by its magic bytes: reference runs keep schedule.yaml.gz) reads as its text.
+  if (text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f && static_cast<unsigned char>(text[1]) == 0x8b) return read_maybe_gzip(path);
+  return text;
 }
 
 YAML::Node load_yaml_mapping(const std::string& text, const std::string& path) {

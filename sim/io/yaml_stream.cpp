@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <istream>
+#include <memory>
 #include <vector>
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 #include <yaml-cpp/parser.h>
 
 #include "core/errors.hpp"
+#include "io/text_file.hpp"
 #include "io/yaml_reader.hpp"
 
 namespace osim {
@@ -145,8 +148,12 @@ YAML::Node stream_yaml_file(const std::string& path, const StreamedList& list, c
 YAML::Node stream_yaml_file(const std::string& path, const StreamedList& list, const StreamHandler& handler) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(SourceLocation{path, 0, 0}, "is a folder: give a YAML file");
-  std::ifstream in(path);
-  if (!in) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
+  if (!std::ifstream(path)) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
+  // Plain or gzip-compressed (reference runs keep schedule.yaml.gz), decompressed a block at a time;
+  // badbit rethrows the stream buffer's InputError (a corrupt or cut-short gzip) instead of ending the input.
+  const std::unique_ptr<std::streambuf> buf = open_maybe_gzip(path);
+  std::istream in(buf.get());
+  in.exceptions(std::ios::badbit);
   StreamBuilder b(path, list, handler);
   try {
     YAML::Parser parser(in);

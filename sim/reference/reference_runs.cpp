@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 Resimulation resimulate(const std::string& measured, const Records& measured_records, const ResimulateOptions& o) {
   const fs::path dir = fs::is_directory(measured) ? fs::path(measured) : fs::path(measured).parent_path();
-  const fs::path sched_path = dir / "schedule.yaml";
+  const fs::path sched_path = plain_or_gz(dir.string(), "schedule.yaml");
   if (!fs::exists(sched_path))
     throw InputError(
         SourceLocation{sched_path.string(), 0, 0},

@@ -105,7 +105,7 @@ case $case in
     refused 2 'exists already: pass --force' "$osim" run $S1 --out $AT/mine
     refused 2 'is not a folder' "$osim" run $S1 --out $AT/mine/notes.txt ;;
   runs_before)
-    M=$REF/h200x2-nvlink; V=$(manifest $M validation.runs); C=$(manifest $M calibration.file); S=$V/sp1-pf1-default/schedule.yaml
+    M=$REF/h200x2-nvlink; V=$(manifest $M validation.runs); C=$(manifest $M calibration.file); S=$V/sp1-pf1-default/schedule.yaml.gz
     "$osim" run $S --calibration $C > $W/rested.txt; has $W/rested.txt 'makespan 394.936 ms'
     "$osim" run $S --calibration $C --runs-before 3 > $W/after3.txt; has $W/after3.txt 'makespan 404.564 ms'
     refused 2 '' "$osim" run $S --runs-before -1 ;;

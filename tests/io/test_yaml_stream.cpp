@@ -5,12 +5,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <vector>
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include "core/errors.hpp"
+#include "io/text_file.hpp"
 #include "io/yaml_reader.hpp"
 #include "io/yaml_stream.hpp"
 
@@ -112,5 +114,34 @@ TEST_CASE("a streamed list's opening shows the document and its entry as read so
   CHECK(told == std::vector<std::string>{"open 0 root 2 name two programs false rank 0", "item 0", "item 0", "item 0", "close 0",
                                          "open 1 root 2 name two programs false rank -", "item 1", "close 1",
                                          "open 2 root 2 name two programs false rank 2", "close 2"});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a gzip-compressed YAML file reads as its text, streamed and whole; one cut short is refused by name") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("osim-yaml-stream-gz-{}", ::getpid());
+  fs::create_directories(dir);
+  const std::string plain = (dir / "doc.yaml").string(), gz = (dir / "doc.yaml.gz").string();
+  std::ofstream(plain) << kDoc;
+  {
+    OutputFile f(gz);
+    f.write(kDoc);
+    f.commit();
+  }
+  CHECK(read_yaml_text(gz) == kDoc);
+  CHECK(YAML::Dump(load_yaml_file(gz)) == YAML::Dump(load_yaml_file(plain)));
+  std::vector<std::string> from_plain, from_gz;
+  const YAML::Node rest_plain = stream_yaml_file(plain, {"programs", "ops"}, [&](size_t, const YAML::Node& n) { from_plain.push_back(YAML::Dump(n)); });
+  const YAML::Node rest_gz = stream_yaml_file(gz, {"programs", "ops"}, [&](size_t, const YAML::Node& n) { from_gz.push_back(YAML::Dump(n)); });
+  CHECK(from_gz.size() == 4);
+  CHECK(from_gz == from_plain);
+  CHECK(YAML::Dump(rest_gz) == YAML::Dump(rest_plain));
+  // Half the compressed bytes: the stream ends short of gzip's end.
+  std::ifstream in(gz, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string cut = (dir / "cut.yaml.gz").string();
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  CHECK_THROWS_WITH_AS(stream_yaml_file(cut, {"programs", "ops"}, [](size_t, const YAML::Node&) {}),
+                       doctest::Contains((cut + ": error: cannot be decompressed").c_str()), InputError);
+  CHECK_THROWS_WITH_AS(read_yaml_text(cut), doctest::Contains("cut.yaml.gz"), InputError);
   fs::remove_all(dir);
 }

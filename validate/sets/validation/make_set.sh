@@ -50,8 +50,9 @@ case "$mode" in
       name=$(basename "$d")
       [[ "$name" =~ $filter ]] || continue
       [ -s "$out/$name/records.json" ] && continue  # measured already
+      sched=$d/schedule.yaml; [ -f "$sched" ] || sched=$sched.gz  # the reference sets keep theirs gzipped
       start=$(date +%s%N)
-      if "$bin" run "$d/schedule.yaml" -o "$out/$name" --force --verbose --watchdog "${WATCHDOG:-60}" > "$out/$name.log" 2>&1; then
+      if "$bin" run "$sched" -o "$out/$name" --force --verbose --watchdog "${WATCHDOG:-60}" > "$out/$name.log" 2>&1; then
         echo "$name: ok in $(( ($(date +%s%N) - start) / 1000000 )) ms: $(grep -m1 makespan "$out/$name.log")"
       else
         echo "$name: FAILED (exit $?): $(tail -3 "$out/$name.log")"
