@@ -117,7 +117,7 @@ TEST_CASE("a streamed list's opening shows the document and its entry as read so
   fs::remove_all(dir);
 }
 
-TEST_CASE("a gzip-compressed YAML file reads as its text, streamed and whole; one cut short is refused by name") {
+TEST_CASE("a gzip-compressed YAML file reads as its text, streamed and whole, and one cut short is refused by name") {
   const fs::path dir = fs::temp_directory_path() / fmt::format("osim-yaml-stream-gz-{}", ::getpid());
   fs::create_directories(dir);
   const std::string plain = (dir / "doc.yaml").string(), gz = (dir / "doc.yaml.gz").string();
