@@ -74,7 +74,7 @@ std::unique_ptr<ClosedForm> ClosedForms::build(int ci, const std::vector<double>
   const IsolatedRun run = run_isolated(cf->flows);
   for (const int f : run.order) {
     const FlowRecord& rec = run.records[static_cast<size_t>(f)];
-    if (cf->groups.empty() || cf->groups.back().end != rec.end) cf->groups.push_back({rec.end, {}, {}, {}, {}});
+    if (cf->groups.empty() || cf->groups.back().end != rec.end) cf->groups.push_back({rec.end, {}, {}, {}, {}, {}});
     ClosedForm::Group& g = cf->groups.back();
     g.flows.push_back(f);
     auto add = [](auto& list, int k, auto v) {
@@ -86,6 +86,11 @@ std::unique_ptr<ClosedForm> ClosedForms::build(int ci, const std::vector<double>
     };
     for (const auto& [k, t] : rec.bottleneck_time) add(g.bottleneck_time, k, t);
     add(g.transfers, rec.main_bottleneck(), int64_t{1});
+    auto at = std::find_if(g.first_byte.begin(), g.first_byte.end(), [&](const auto& e) { return e.first == rec.main_bottleneck(); });
+    if (at == g.first_byte.end())
+      g.first_byte.emplace_back(rec.main_bottleneck(), rec.first_byte);
+    else
+      at->second = std::min(at->second, rec.first_byte);
     for (const FlowUse& u : cf->flows.flows[static_cast<size_t>(f)].route) add(g.bytes, u.constraint, rec.bytes * u.coefficient);
   }
   return cf;
@@ -98,6 +103,8 @@ void ClosedForms::replay_group(int ci) {
   auto stat = [&](int k) -> BottleneckStat& { return routes_.stat_of(Transfer::Collective, k < 0 ? k : cf.cons[static_cast<size_t>(k)]); };
   for (const auto& [k, t] : g.bottleneck_time) stat(k).time += t;
   for (const auto& [k, n] : g.transfers) stat(k).transfers += n;
+  for (const auto& [k, first] : g.first_byte)
+    routes_.bound_span(Transfer::Collective, k < 0 ? k : cf.cons[static_cast<size_t>(k)], c.t0 + first, c.t0 + g.end);
   for (const auto& [k, b] : g.bytes) x_.flows.add_bytes(cf.cons[static_cast<size_t>(k)], b);
   if (c.next_group == cf.groups.size())
     release(ci);

@@ -39,6 +39,8 @@ struct ClosedForm {
     std::vector<int> flows;  // in the order the flow model completed them
     std::vector<std::pair<int, Time>> bottleneck_time;
     std::vector<std::pair<int, int64_t>> transfers;
+    // Per main bottleneck, its flows' earliest first byte: with the group's end, the union of their spans.
+    std::vector<std::pair<int, Time>> first_byte;
     std::vector<std::pair<int, double>> bytes;
   };
   std::vector<Group> groups;

@@ -103,7 +103,8 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
     for (int r = 0; r < x_.s.ranks() && x_.mirrors.on(); ++r)
       if (const int q = x_.mirrors.rep_of(r); q != r && static_cast<size_t>(q) < out.vram.size())
         out.vram[static_cast<size_t>(r)] = out.vram[static_cast<size_t>(q)];
-    out.copy_binding = fabric_.copy_binding();
+    out.copy_binding = fabric_.binding(Transfer::Copy);
+    out.collective_binding = fabric_.binding(Transfer::Collective);
     out.copy_bottlenecks = std::move(fabric_.copy_bottlenecks);
     out.collective_bottlenecks = std::move(fabric_.collective_bottlenecks);
     out.link_samples = fabric_.take_samples();

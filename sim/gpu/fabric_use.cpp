@@ -90,25 +90,32 @@ void FabricUse::account(Transfer kind, const FlowRecord& rec) {
   std::vector<BottleneckStat>& s = stats(kind);
   for (const auto& [c, t] : rec.bottleneck_time) stat_of(s, c).time += t;
   ++stat_of(s, rec.main_bottleneck()).transfers;
-  if (kind != Transfer::Copy || rec.end <= rec.first_byte) return;
-  const size_t i = static_cast<size_t>(&stat_of(s, rec.main_bottleneck()) - s.data());
-  if (copy_bound_.empty()) {
-    copy_bound_.resize(s.size());
-    copy_bound_merged_.assign(s.size(), 0);
+  bound_span(kind, rec.main_bottleneck(), rec.first_byte, rec.end);
+}
+
+void FabricUse::bound_span(Transfer kind, ConstraintId c, Time first_byte, Time end) {
+  if (end <= first_byte) return;
+  std::vector<BottleneckStat>& s = stats(kind);
+  const size_t i = static_cast<size_t>(&stat_of(s, c) - s.data());
+  BoundSpans& b = bound_[kind == Transfer::Copy ? 0 : 1];
+  if (b.spans.empty()) {
+    b.spans.resize(s.size());
+    b.merged.assign(s.size(), 0);
   }
-  auto& v = copy_bound_[i];
-  v.emplace_back(rec.first_byte.ps(), rec.end.ps());
-  if (v.size() >= 2 * copy_bound_merged_[i] + 64) {  // merged as it doubles: memory for the disjoint spans, not every copy
+  auto& v = b.spans[i];
+  v.emplace_back(first_byte.ps(), end.ps());
+  if (v.size() >= 2 * b.merged[i] + 64) {  // merged as it doubles: memory for the disjoint spans, not every transfer
     merge_in_place(v);
-    copy_bound_merged_[i] = v.size();
+    b.merged[i] = v.size();
   }
 }
 
-std::vector<Time> FabricUse::copy_binding() {
-  std::vector<Time> out(copy_bottlenecks.size());
-  for (size_t i = 0; i < copy_bound_.size(); ++i) {
-    merge_in_place(copy_bound_[i]);
-    out[i] = Time::from_ps(length(copy_bound_[i]));
+std::vector<Time> FabricUse::binding(Transfer kind) {
+  std::vector<Time> out(stats(kind).size());
+  auto& spans = bound_[kind == Transfer::Copy ? 0 : 1].spans;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    merge_in_place(spans[i]);
+    out[i] = Time::from_ps(length(spans[i]));
   }
   return out;
 }

@@ -28,15 +28,17 @@ class FabricUse final : public Routes {
   const FlowRoute& host_route(int r, bool h2d) override;
   void account(Transfer kind, const FlowRecord& rec) override;
   BottleneckStat& stat_of(Transfer kind, ConstraintId c) override { return stat_of(stats(kind), c); }
+  void bound_span(Transfer kind, ConstraintId c, Time first_byte, Time end) override;
   void observe(FlowId f, const FlowRoute& route, bool traced) override;
 
   /// The topology's route between two ranks' GPUs (copies' options when `dma`).
   const hw::Route& route_between(int r, int peer, bool dma);
   /// What bound the copies' and the collectives' transfers, per resource (the last: their own caps).
   std::vector<BottleneckStat> copy_bottlenecks, collective_bottlenecks;
-  /// Per resource (the last: the copies' own caps), how long at least one copy was bound there: a
-  /// union over time of each copy's [first byte, end] at its main bottleneck, at most the makespan.
-  std::vector<Time> copy_binding();
+  /// Per resource (the last: the transfers' own caps), how long at least one copy (or collective
+  /// transfer) was bound there: a union over time of each transfer's [first byte, end] at its main
+  /// bottleneck, at most the makespan.
+  std::vector<Time> binding(Transfer kind);
   std::vector<LinkSample> take_samples() { return samples_.take(); }
   /// Bytes moved per topology resource.
   std::vector<double> resource_bytes() const;
@@ -61,8 +63,12 @@ class FabricUse final : public Routes {
   std::unordered_map<uint64_t, FlowRoute> coll_routes_sparse_, dma_routes_sparse_;
   FlowRoute scratch_route_;                                           // the last pair's route asked on demand (a flow's spec and its start ask twice)
   int64_t scratch_key_ = -1;                                          // its pair's key (2 * (a * ranks + b) + dma), -1: none
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> copy_bound_;  // per resource: [first byte, end] in ps, merged as they grow
-  std::vector<size_t> copy_bound_merged_;                             // each one's size after its last merge
+  // Per kind of transfer and resource: [first byte, end] in ps, merged as they grow, and each one's size after its last merge.
+  struct BoundSpans {
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> spans;
+    std::vector<size_t> merged;
+  };
+  BoundSpans bound_[2];  // Transfer::Copy, Transfer::Collective
   std::vector<double> usage_;
   WindowedSamples samples_;    // those ExecOptions::sample_windows keep
   std::vector<char> sampled_;  // per resource: a traced rank's transfer crossed it (its samples kept from then on)

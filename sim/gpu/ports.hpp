@@ -60,6 +60,9 @@ class Routes {
   virtual void account(Transfer kind, const FlowRecord& rec) = 0;
   /// A constraint's entry in its kind's per-resource stats (the last: the transfer's own cap).
   virtual BottleneckStat& stat_of(Transfer kind, ConstraintId c) = 0;
+  /// [first_byte, end]: constraint c bound at least one of a kind's transfers (the binding share;
+  /// account() adds a flow's own at its main bottleneck, closed forms their replayed flows').
+  virtual void bound_span(Transfer kind, ConstraintId c, Time first_byte, Time end) = 0;
   /// With ExecOptions::link_samples: the resources flow `f` crosses on `route`;
   /// `traced`: a transfer of a traced rank (ExecContext::traced), whose links' samples are kept from now on.
   virtual void observe(FlowId f, const FlowRoute& route, bool traced) = 0;

@@ -126,9 +126,9 @@ std::string resource_name(const hw::Topology& topo, size_t i, size_t n) {
   return i + 1 == n ? std::string("their own cap") : topo.resources()[i].name;
 }
 
-// What bound the copies: each resource's share of the run during which it bound at least one copy.
-void copy_binding(std::string& out, const Metrics& m, const hw::Topology& topo, const RunRecord& r) {
-  const std::vector<Time>& b = r.copy_binding;
+// What bound the copies (the collectives' transfers): each resource's share of the run during which it
+// bound at least one of them.
+void binding(std::string& out, const Metrics& m, const hw::Topology& topo, const std::vector<Time>& b, const char* what, const char* one) {
   std::vector<size_t> order;
   for (size_t i = 0; i < b.size(); ++i)
     if (b[i] > Time::zero()) order.push_back(i);
@@ -140,7 +140,7 @@ void copy_binding(std::string& out, const Metrics& m, const hw::Topology& topo, 
     if (k > 0 && share < kBoundShare) break;
     list += fmt::format("{}{} {:.1f} % ({})", k ? ", " : "", resource_name(topo, order[k], b.size()), 100 * share, format_time(b[order[k]]));
   }
-  out += fmt::format("  copies were bound (share of the makespan during which it bound at least one copy): {}\n", list);
+  out += fmt::format("  {} were bound (share of the makespan during which it bound at least one {}): {}\n", what, one, list);
 }
 
 // What slowed compute, by source, as a share of the kernel time it would have taken without them.
@@ -214,16 +214,9 @@ std::string format_summary(const Metrics& m, const hw::Topology& topo, const Run
                          b.hi_GBps >= 1e300 ? fmt::format("{:.0f}+ GB/s", b.lo_GBps) : fmt::format("{:.0f}-{:.0f} GB/s", b.lo_GBps, b.hi_GBps),
                          b.count, format_bytes(b.bytes), format_time(b.time));
   }
-  copy_binding(out, m, topo, r);
-  // Collectives replayed in closed form have no timeline of their flows: their bottlenecks are
-  // summed over the transfers (several at once on one resource each count).
-  const std::vector<BottleneckStat>& cb = r.collective_bottlenecks;
-  size_t best = cb.size();
-  for (size_t i = 0; i < cb.size(); ++i)
-    if (cb[i].time > Time::zero() && (best == cb.size() || cb[i].time > cb[best].time)) best = i;
-  if (best != cb.size())
-    out += fmt::format("  collective transfers were bound longest by {} ({} summed over the transfers: not a share of the run)\n",
-                       resource_name(topo, best, cb.size()), format_time(cb[best].time));
+  binding(out, m, topo, r.copy_binding, "copies", "copy");
+  // Collectives replayed in closed form have no flows: only those run as flows count here.
+  binding(out, m, topo, r.collective_binding, "collective transfers", "transfer");
   int64_t handoffs = 0;
   Time handoff_time;
   for (const auto& rs : r.ranks) handoffs += rs.handoffs, handoff_time += rs.handoff_time;

@@ -84,9 +84,10 @@ struct RunRecord {
   // resource's use (with ExecOptions::link_samples).
   std::vector<double> resource_bytes;
   std::vector<BottleneckStat> copy_bottlenecks, collective_bottlenecks;
-  // Per resource as copy_bottlenecks: how long at least one copy was bound there (a union over
-  // time, at most the makespan; copy_bottlenecks sums it over copies running at once).
-  std::vector<Time> copy_binding;
+  // Per resource as copy_bottlenecks: how long at least one copy (collective transfer) was bound
+  // there (a union over time, at most the makespan; the *_bottlenecks sum it over transfers running
+  // at once).
+  std::vector<Time> copy_binding, collective_binding;
   std::vector<LinkSample> link_samples;
 };
 

@@ -40,6 +40,10 @@ std::pair<int64_t, int64_t> check_same(const Schedule& s, const hw::Topology& t,
     CHECK(a.collective_bottlenecks[i].transfers == b.collective_bottlenecks[i].transfers);
     CHECK(a.copy_bottlenecks[i].time == b.copy_bottlenecks[i].time);
   }
+  // How long each resource bound a collective's transfer: replayed groups add their flows' union.
+  CHECK(a.collective_binding == b.collective_binding);
+  CHECK(a.copy_binding == b.copy_binding);
+  for (const Time bound : b.collective_binding) CHECK(bound <= b.makespan);  // a union over time, not a sum over transfers
   REQUIRE(a.resource_bytes.size() == b.resource_bytes.size());
   for (size_t i = 0; i < a.resource_bytes.size(); ++i) CHECK(b.resource_bytes[i] == doctest::Approx(a.resource_bytes[i]).epsilon(1e-9));
   return {b.closed_form, b.handed_back};

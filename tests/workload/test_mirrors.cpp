@@ -47,6 +47,8 @@ int64_t check_same(const Schedule& s, const hw::Topology& t, const ModelParams& 
     CHECK(a.collective_bottlenecks[i].time == b.collective_bottlenecks[i].time);
     CHECK(a.copy_bottlenecks[i].time == b.copy_bottlenecks[i].time);
   }
+  CHECK(a.copy_binding == b.copy_binding);
+  CHECK(a.collective_binding == b.collective_binding);
   CHECK(a.resource_bytes == b.resource_bytes);
   // Every metric and the summary, from records or from the spans.
   const Metrics ma = records ? compute_metrics(s, t, a) : compute_metrics(s, t, a, *a.spans);
