@@ -153,7 +153,9 @@ std::string format_nccl_view(const hw::Topology& topo, const TopoOptions& o) {
   const exec::NcclTuning tune(v, to);
   std::string out = fmt::format("NCCL's view of {} (rules of NCCL 2.30.7): {} GPUs on {} host(s), sm{}{}, CPU taken as {}\n", topo.name(),
                                 v.gpus.size(), v.hosts, v.sm, v.sm_assumed ? " (a GPU model not known: assumed)" : "",
-                                to_string(v.cpu) + (o.nccl_cpu.empty() ? " (by GPU generation; --nccl-cpu to set)" : ""));
+                                to_string(v.cpu) + (!o.nccl_cpu.empty() ? ""
+                                                    : v.cpu_grace ? " (a Grace: its GPUs' NVLink-C2C; --nccl-cpu to set)"
+                                                                  : " (by GPU generation; --nccl-cpu to set)"));
   const size_t shown = std::min<size_t>(static_cast<size_t>(v.ranks_per_host()), 16);
   out += "\npath type, bandwidth (GB/s) and transport per GPU pair" +
          std::string(v.hosts > 1 ? " (first host; other hosts alike, NET between hosts)" : "") + ":\n";

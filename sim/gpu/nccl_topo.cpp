@@ -388,7 +388,9 @@ NcclView nccl_view(const hw::Topology& topo, const NcclTopoOptions& opt) {
     sm = std::min(sm, s.value_or(90));
   }
   v.sm = v.gpus.empty() ? 90 : sm;
-  v.cpu = opt.cpu.value_or(default_cpu(v.sm));
+  // A GPU joined to its CPU by NVLink-C2C sits on a Grace: NCCL reads an ARM CPU there.
+  for (const hw::LinkSpec& l : spec.links) v.cpu_grace = v.cpu_grace || l.kind == hw::LinkKind::NvLinkC2C;
+  v.cpu = opt.cpu.value_or(v.cpu_grace ? NcclCpu::Arm : default_cpu(v.sm));
 
   // NCCL's nodes: a host bridge is the CPU it hangs off (by an internal link).
   Graph g;

@@ -68,6 +68,7 @@ struct NcclView {
   int sm = 90;            // compute capability of the slowest GPU (e.g. 80, 90)
   bool sm_assumed = false;
   NcclCpu cpu = NcclCpu::IntelSrp;
+  bool cpu_grace = false;  // the CPU taken as ARM because a GPU reaches it over NVLink-C2C (a Grace)
   int hosts = 1;
   int nvswitches = 0;
   std::vector<std::vector<NcclPair>> pair;  // [i][j] for GPUs i, j (index into gpus)
