@@ -11,6 +11,7 @@
 #include "hw/topology.hpp"
 #include "io/paths.hpp"
 #include "kineto/import.hpp"
+#include "kineto/replan.hpp"
 #include "schedule/records.hpp"
 
 namespace osim::cli {
@@ -22,6 +23,8 @@ struct ImportCliOptions {
   std::string out, topology, steps, name;
   bool symmetric_ranks = false;
   bool force = false;
+  int prefetch = -1;  // -1: the program as measured
+  int prefetch_cycle = 0;
 };
 
 // The topology's GPUs against the traces' (deviceProperties): a trace replays on the machine it was
@@ -62,6 +65,11 @@ int import_command(const ImportCliOptions& o) {
   const bool folder = out.extension() != ".yaml" && out.extension() != ".yml";
   const fs::path sched_path = folder ? out / "schedule.yaml" : out;
   const fs::path records = folder ? out / "records.json" : fs::path();
+  if (o.prefetch >= 0 && folder)
+    throw InputError(SourceLocation{o.out, 0, 0},
+                     "--prefetch writes a program the trace did not measure, so there are no records of it: give -o FILE.yaml (the "
+                     "schedule alone) and run it with `overlapsim run FILE.yaml`");
+  if (o.prefetch_cycle != 0 && o.prefetch < 0) throw InputError(SourceLocation{}, "--prefetch-cycle goes with --prefetch N");
   refuse_overwrite(sched_path, o.force);
   if (folder) refuse_overwrite(records, o.force);
   if (!o.topology.empty() && !fs::is_regular_file(o.topology)) throw InputError(SourceLocation{o.topology, 0, 0}, "no such topology file");
@@ -71,6 +79,8 @@ int import_command(const ImportCliOptions& o) {
   io.name = o.name;
   kineto::ImportedTrace t = kineto::import_traces(o.traces, io);
   const std::string gpu_line = check_gpus(t.gpus, o.topology);
+  kineto::ReplanSummary replanned;
+  if (o.prefetch >= 0) t.schedule = kineto::replan_prefetch(t.schedule, {o.prefetch, o.prefetch_cycle}, o.traces.front(), &replanned);
   if (!o.topology.empty()) t.schedule.topology = path_to_write(sched_path.string(), o.topology);
   if (!sched_path.parent_path().empty()) fs::create_directories(sched_path.parent_path());
   write_file(sched_path, to_yaml(t.schedule));
@@ -81,6 +91,7 @@ int import_command(const ImportCliOptions& o) {
   }
   std::cout << t.summary.text() << gpu_line;
   std::cout << fmt::format("measured (with the profiler): {:.3f} ms from the first CUDA call to the last op's end\n", t.measured.makespan.s() * 1e3);
+  if (o.prefetch >= 0) std::cout << replanned.text();
   std::cout << fmt::format("wrote {}{}\n", sched_path.string(), folder ? ", " + records.string() : "");
   return 0;
 }
@@ -100,6 +111,14 @@ Command add_import_trace(CLI::App& app) {
   c->add_flag("--symmetric-ranks", o->symmetric_ranks,
               "one rank's trace of a multi-rank job: replay it as every rank of the job (peers assumed symmetric), its collectives "
               "simulated instead of keeping their measured time");
+  c->add_option("--prefetch", o->prefetch,
+                "re-plan the layer-weight prefetch the program holds: copy each block's weights N blocks ahead (0: a blocking copy before "
+                "each block); writes the schedule alone (-o FILE.yaml)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--prefetch-cycle", o->prefetch_cycle,
+                "with --prefetch: blocks per cycle of the batches (the model's layers when a step runs them more than once; default: "
+                "every block of the program)")
+      ->check(CLI::PositiveNumber);
   c->add_flag("--force", o->force, "overwrite existing output files");
   return {c, [o] { return import_command(*o); }};
 }

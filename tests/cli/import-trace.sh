@@ -7,6 +7,9 @@
 #   symmetric_ranks  rank 2's trace alone replayed as every rank of the job (--symmetric-ranks): its
 #                    step within 1 % of the four ranks' import (105.585 against 105.435 ms); two traces,
 #                    or one of a single-GPU run, refused saying why.
+#   prefetch         the H100 depth-2 trace re-planned to depth 3 (--prefetch 3 --prefetch-cycle 8): its summary
+#                    (depth 2 -> 3, 16 blocks, 6 buffers), the schedule runs (peak VRAM 1.41 GiB of weights); a
+#                    folder as -o and a trace with no prefetch (the resident program) refused, nothing written.
 #
 #   bash tests/cli/import-trace.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -42,6 +45,19 @@ case $case in
     refused 2 "--symmetric-ranks: the trace's distributedInfo names no job of several ranks" \
       "$osim" import-trace $REF/h100-sxm/traces/dit-16384-layerwise-pf0-pinned.trace.json.gz --symmetric-ranks -o $O/single
     [ ! -e $O/two ] && [ ! -e $O/single ] || fail "a refused import wrote its output" ;;
+  prefetch)
+    H=$REF/h100-sxm; HT=$(manifest $H traces.runs); HTOPO=$(manifest $H topology); HC=$(manifest $H calibration.file)
+    "$osim" import-trace $HT/dit-4096-layerwise-pf2-pinned.trace.json.gz -t $HTOPO --prefetch 3 --prefetch-cycle 8 -o $O/pf3.yaml > $O/pf3.txt
+    has $O/pf3.txt '^re-planned \(--prefetch 3\): layer-weight prefetch depth 2 -> 3 \(every 3 blocks of a cycle of 8, the next 3 blocks. copies issued\), 1 rank\(s\): 16 blocks, 16 host-to-device copies \(240.00 MiB per block\), 11 blocks. copies issued before another block than measured$' \
+      '^  weight buffers on the GPU at once: 4 -> 6 \(960.00 MiB -> 1.41 GiB\)'
+    "$osim" run $O/pf3.yaml --calibration $HC > $O/pf3-run.txt
+    has $O/pf3-run.txt '^  peak VRAM 1.41 GiB \(rank 0\): weights 1.41 GiB' '^  makespan .* steps, step time mean 76\.[0-9]+ ms'
+    refused 2 "--prefetch writes a program the trace did not measure" \
+      "$osim" import-trace $HT/dit-4096-layerwise-pf2-pinned.trace.json.gz --prefetch 1 -o $O/dir
+    refused 2 "--prefetch: rank 0: no host-to-device copies: there is no weight prefetch to re-plan" \
+      "$osim" import-trace $HT/dit-16384-none.trace.json.gz --prefetch 1 -o $O/none.yaml
+    refused 2 "--prefetch-cycle goes with --prefetch N" "$osim" import-trace $HT/dit-16384-none.trace.json.gz --prefetch-cycle 8 -o $O/c.yaml
+    [ ! -e $O/dir ] && [ ! -e $O/none.yaml ] && [ ! -e $O/c.yaml ] || fail "a refused import wrote its output" ;;
   *) fail "no case $case" ;;
 esac
 ok
