@@ -30,6 +30,10 @@
 #                          11 of 64 different ones, and a note; --ops-all prints all 64 ranks, no note;
 #                          a single rank of 1,000 ops (every row: 1,004 lines): its first 195 ops within 200
 #                          lines and a note, --ops-all all 1,000
+#   steady_state           sim/bench/steady_state.py on a run's records.json: the period it finds (the Hopper
+#                          box's layerwise run, 4 steps) is what a fifth step adds to the makespan, two
+#                          forwards' worth (to the 10 ps metrics.json prints); forwards that differ (Flux.1's first
+#                          three, its GPUs warming up): none
 #
 #   bash tests/cli/run.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -214,6 +218,18 @@ case $case in
     [ "$(grep -c '^ *[0-9]* kernel  ' $W/out.txt)" = 999 ] || fail "one rank --ops-all: not 999 kernels' rows"
     has $W/out.txt '^   999 device_sync '
     if grep -q 'the per-op table holds\|of rank 0 left out' $W/out.txt; then fail "one rank --ops-all still left ops out"; fi ;;
+  steady_state)
+    "$osim" run $WL --set steps=4 --out $W/s4 --records > /dev/null
+    "$osim" run $WL --set steps=5 --out $W/s5 > /dev/null
+    python3 $root/sim/bench/steady_state.py $W/s4/records.json > $W/steady.txt
+    has $W/steady.txt 'repeating from forward [0-9]+, period [0-9]+ ps; pairs: .* = =$'
+    period=$(sed -E 's/.*, period ([0-9]+) ps.*/\1/' $W/steady.txt)
+    span() { sed -nE 's/^ *"makespan_s": ([0-9.]+),?$/\1/p' $1/metrics.json; }
+    awk -v a="$(span $W/s4)" -v b="$(span $W/s5)" -v p="$period" 'BEGIN { d = (b - a) * 1e12 - 2 * p; exit !(a > 0 && (d < 0 ? -d : d) <= 10) }' ||
+      fail "a fifth step added $(span $W/s5) - $(span $W/s4) s, not 2 x $period ps"
+    "$osim" run $CFG/workloads/flux1-dev-1024-h200x4.yaml --set steps=3 --out $W/flux --records > /dev/null
+    python3 $root/sim/bench/steady_state.py $W/flux/records.json > $W/flux.txt
+    has $W/flux.txt 'repeating from forward none; pairs: [0-9]+$' ;;
   *) fail "no case $case" ;;
 esac
 ok
