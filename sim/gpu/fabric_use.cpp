@@ -1,5 +1,6 @@
 #include "gpu/fabric_use.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/intervals.hpp"
@@ -95,11 +96,18 @@ void FabricUse::account(Transfer kind, const FlowRecord& rec) {
   if (copy_bound_.empty()) {
     copy_bound_.resize(s.size());
     copy_bound_merged_.assign(s.size(), 0);
+    copy_bound_settled_.assign(s.size(), 0);
   }
   auto& v = copy_bound_[i];
   v.emplace_back(rec.first_byte.ps(), rec.end.ps());
   if (v.size() >= 2 * copy_bound_merged_[i] + 64) {  // merged as it doubles: memory for the disjoint spans, not every copy
     merge_in_place(v);
+    // Spans that end before every copy still to come starts can join none of
+    // theirs: only their length is kept (a run of many steps holds its last
+    // few spans, not one per copy).
+    const auto settled = std::find_if(v.begin(), v.end(), [&](const auto& iv) { return iv.second > copy_settled_.ps(); });
+    for (auto it = v.begin(); it != settled; ++it) copy_bound_settled_[i] += it->second - it->first;
+    v.erase(v.begin(), settled);
     copy_bound_merged_[i] = v.size();
   }
 }
@@ -108,7 +116,7 @@ std::vector<Time> FabricUse::copy_binding() {
   std::vector<Time> out(copy_bottlenecks.size());
   for (size_t i = 0; i < copy_bound_.size(); ++i) {
     merge_in_place(copy_bound_[i]);
-    out[i] = Time::from_ps(length(copy_bound_[i]));
+    out[i] = Time::from_ps(copy_bound_settled_[i] + length(copy_bound_[i]));
   }
   return out;
 }

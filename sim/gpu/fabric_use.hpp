@@ -27,6 +27,7 @@ class FabricUse final : public Routes {
   const FlowRoute& pair_route(int a, int b, bool dma) override;
   const FlowRoute& host_route(int r, bool h2d) override;
   void account(Transfer kind, const FlowRecord& rec) override;
+  void copies_settled_before(Time t) override { copy_settled_ = t; }
   BottleneckStat& stat_of(Transfer kind, ConstraintId c) override { return stat_of(stats(kind), c); }
   void observe(FlowId f, const FlowRoute& route, bool traced) override;
 
@@ -63,6 +64,8 @@ class FabricUse final : public Routes {
   int64_t scratch_key_ = -1;                                          // its pair's key (2 * (a * ranks + b) + dma), -1: none
   std::vector<std::vector<std::pair<int64_t, int64_t>>> copy_bound_;  // per resource: [first byte, end] in ps, merged as they grow
   std::vector<size_t> copy_bound_merged_;                             // each one's size after its last merge
+  std::vector<int64_t> copy_bound_settled_;                           // each one's length in ps of the spans dropped, all before copy_settled_
+  Time copy_settled_;                                                 // no copy still to be accounted has its first byte before it
   std::vector<double> usage_;
   WindowedSamples samples_;    // those ExecOptions::sample_windows keep
   std::vector<char> sampled_;  // per resource: a traced rank's transfer crossed it (its samples kept from then on)

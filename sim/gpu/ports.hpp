@@ -58,6 +58,9 @@ class Routes {
   virtual const FlowRoute& host_route(int r, bool h2d) = 0;
   /// A finished flow's bottlenecks, added to its kind's per-resource stats.
   virtual void account(Transfer kind, const FlowRecord& rec) = 0;
+  /// No copy accounted from now on has its first byte before `t` (every copy
+  /// still running started at `t` or later): the copies' spans before it are final.
+  virtual void copies_settled_before(Time t) = 0;
   /// A constraint's entry in its kind's per-resource stats (the last: the transfer's own cap).
   virtual BottleneckStat& stat_of(Transfer kind, ConstraintId c) = 0;
   /// With ExecOptions::link_samples: the resources flow `f` crosses on `route`;
