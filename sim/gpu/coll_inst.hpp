@@ -22,6 +22,7 @@ struct CollInst {
   int arrived = 0;
   int finished = 0;  // members done
   bool launched = false;
+  Time started;  // when its flows began to start: each has its first byte at or after it
   bool nvlink = false;  // moves >= nvlink_wake_min_bytes over NVLink, where an NVLink effect is calibrated
   double wire = 0;
   int channels = 0;

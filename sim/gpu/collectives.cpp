@@ -212,6 +212,8 @@ void Collectives::launch(int ci) {
 
 void Collectives::start_launched(int ci) {
   CollInst& c = insts_[static_cast<size_t>(ci)];
+  c.started = x_.engine.now();
+  running_starts_.insert(c.started);
   const Op& op = *c.op;
   c.channels = channels_of(op);
   c.wire = static_cast<double>(op.bytes) * (op.dtype == DType::FP8 ? 1.0 + 4.0 / 128.0 : 1.0);
@@ -520,6 +522,11 @@ void Collectives::member_done(int ci, int m) {
   if (++c.finished == static_cast<int>(c.members.size())) {  // no flow of it is left
     inst_index_.erase(c.key);
     free_insts_.emplace_back(ci, x_.engine.events_processed());
+    const auto started = running_starts_.find(c.started);
+    assert(started != running_starts_.end());
+    running_starts_.erase(started);
+    // Instances still to start start now or later, those running at their start.
+    routes_.settled_before(Transfer::Collective, running_starts_.empty() ? x_.engine.now() : *running_starts_.begin());
   }
   if (x_.mirrors.checked(rank)) x_.mirrored_end(rank, gid);
   ops_.op_done(rank, gid);

@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <tuple>
@@ -121,6 +122,7 @@ class Collectives {
   // Instances are created while a CollInst& is held (parked collectives):
   // storage that never moves.
   BlockVector<CollInst> insts_;
+  std::multiset<Time> running_starts_;  // when each instance running now started (CollInst::started)
   std::deque<std::pair<int, uint64_t>> free_insts_;  // (finished instance, the event that finished it)
   struct InstKeyHash {
     size_t operator()(const std::tuple<int, int, int>& k) const {

@@ -145,11 +145,17 @@ void Copies::start_copy(int r, int e) {
     });
   claims_.hand_back_route(f.route);
   const FlowId fid = x_.flows.start(std::move(f));
+  running_starts_.insert(x_.engine.now());
   if (x_.o.link_samples && route) routes_.observe(fid, *route, x_.traced(r));  // rates are reported only after activation
   sm_.update(r);
 }
 
 void Copies::copy_done(int r, int id, int e, const FlowRecord& rec) {
+  const auto started = running_starts_.find(rec.start);
+  assert(started != running_starts_.end());
+  running_starts_.erase(started);
+  // Copies still to start start now or later, those running at their start.
+  routes_.settled_before(Transfer::Copy, running_starts_.empty() ? x_.engine.now() : *running_starts_.begin());
   routes_.account(Transfer::Copy, rec);
   OpRecord& orec = x_.record(r, id);
   const ConstraintId mb = rec.main_bottleneck();

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <deque>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -70,6 +71,7 @@ class Copies final : public CopyEngines {
   SmShare& sm_;
   LinkClaims& claims_;
   std::vector<Rank> ranks_;
+  std::multiset<Time> running_starts_;  // when each copy running now started (its flow's start)
   std::vector<CountedLimit> limits_;
   std::vector<int> dma_limit_of_;                 // per constraint (a bridge's from- or to-host): its per-direction limit in limits_, or -1
   std::vector<int> bidir_limit_of_;               // per constraint (either of a bridge's): its both-ways limit in limits_, or -1

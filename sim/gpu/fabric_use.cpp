@@ -1,5 +1,6 @@
 #include "gpu/fabric_use.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/intervals.hpp"
@@ -101,21 +102,28 @@ void FabricUse::bound_span(Transfer kind, ConstraintId c, Time first_byte, Time 
   if (b.spans.empty()) {
     b.spans.resize(s.size());
     b.merged.assign(s.size(), 0);
+    b.dropped.assign(s.size(), 0);
   }
   auto& v = b.spans[i];
   v.emplace_back(first_byte.ps(), end.ps());
   if (v.size() >= 2 * b.merged[i] + 64) {  // merged as it doubles: memory for the disjoint spans, not every transfer
     merge_in_place(v);
+    // Spans that end before every transfer of the kind still to come starts can join none of
+    // theirs: only their length is kept (a run of many steps holds its last few spans, not one
+    // per transfer).
+    const auto settled = std::find_if(v.begin(), v.end(), [&](const auto& iv) { return iv.second > b.settled.ps(); });
+    for (auto it = v.begin(); it != settled; ++it) b.dropped[i] += it->second - it->first;
+    v.erase(v.begin(), settled);
     b.merged[i] = v.size();
   }
 }
 
 std::vector<Time> FabricUse::binding(Transfer kind) {
   std::vector<Time> out(stats(kind).size());
-  auto& spans = bound_[kind == Transfer::Copy ? 0 : 1].spans;
-  for (size_t i = 0; i < spans.size(); ++i) {
-    merge_in_place(spans[i]);
-    out[i] = Time::from_ps(length(spans[i]));
+  BoundSpans& b = bound_[kind == Transfer::Copy ? 0 : 1];
+  for (size_t i = 0; i < b.spans.size(); ++i) {
+    merge_in_place(b.spans[i]);
+    out[i] = Time::from_ps(b.dropped[i] + length(b.spans[i]));
   }
   return out;
 }

@@ -27,6 +27,7 @@ class FabricUse final : public Routes {
   const FlowRoute& pair_route(int a, int b, bool dma) override;
   const FlowRoute& host_route(int r, bool h2d) override;
   void account(Transfer kind, const FlowRecord& rec) override;
+  void settled_before(Transfer kind, Time t) override { bound_[kind == Transfer::Copy ? 0 : 1].settled = t; }
   BottleneckStat& stat_of(Transfer kind, ConstraintId c) override { return stat_of(stats(kind), c); }
   void bound_span(Transfer kind, ConstraintId c, Time first_byte, Time end) override;
   void observe(FlowId f, const FlowRoute& route, bool traced) override;
@@ -63,10 +64,13 @@ class FabricUse final : public Routes {
   std::unordered_map<uint64_t, FlowRoute> coll_routes_sparse_, dma_routes_sparse_;
   FlowRoute scratch_route_;                                           // the last pair's route asked on demand (a flow's spec and its start ask twice)
   int64_t scratch_key_ = -1;                                          // its pair's key (2 * (a * ranks + b) + dma), -1: none
-  // Per kind of transfer and resource: [first byte, end] in ps, merged as they grow, and each one's size after its last merge.
+  // Per kind of transfer and resource: [first byte, end] in ps, merged as they grow, each one's size
+  // after its last merge, and the length in ps of the spans dropped (all before `settled`).
   struct BoundSpans {
     std::vector<std::vector<std::pair<int64_t, int64_t>>> spans;
     std::vector<size_t> merged;
+    std::vector<int64_t> dropped;
+    Time settled;  // no transfer of the kind still to be accounted has its first byte before it
   };
   BoundSpans bound_[2];  // Transfer::Copy, Transfer::Collective
   std::vector<double> usage_;

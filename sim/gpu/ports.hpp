@@ -58,6 +58,9 @@ class Routes {
   virtual const FlowRoute& host_route(int r, bool h2d) = 0;
   /// A finished flow's bottlenecks, added to its kind's per-resource stats.
   virtual void account(Transfer kind, const FlowRecord& rec) = 0;
+  /// No transfer of the kind accounted from now on has its first byte before `t` (every copy, or
+  /// collective, still running started at `t` or later): its spans before it are final.
+  virtual void settled_before(Transfer kind, Time t) = 0;
   /// A constraint's entry in its kind's per-resource stats (the last: the transfer's own cap).
   virtual BottleneckStat& stat_of(Transfer kind, ConstraintId c) = 0;
   /// [first_byte, end]: constraint c bound at least one of a kind's transfers (the binding share;

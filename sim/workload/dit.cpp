@@ -266,7 +266,7 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
     w.tokens = ((w.frames - 1) / 4 + 1) * (w.height / stride) * (w.width / stride);
   }
   if (auto s = top.opt_int32("steps")) {
-    if (*s < 1 || *s > 1'000'000) top.fail("steps", "must be in 1..1,000,000 (every step after the first takes the same time: a few are enough)");
+    if (*s < 1 || *s > 1'000'000) top.fail("steps", "must be in 1..1,000,000 (the step time settles after the first few steps: a few dozen show it)");
     w.steps = static_cast<int>(*s);
   }
   if (auto c = top.opt_choice("cfg", {"none", "serial", "parallel"}))

@@ -134,7 +134,7 @@ class Gen {
       throw InputError(
           SourceLocation{w_.file, 0, 0},
           fmt::format("{} steps ({} forwards a rank) x {} blocks{} come to about {} ops, more than the {} a run {}: "
-                      "simulate fewer steps (every step after the first takes the same time) or fewer ranks",
+                      "simulate fewer steps (the step time settles after the first few, so a few dozen show it) or fewer ranks",
                       w_.steps, w_.forwards_per_rank(), templates_.seq.size(), programs > 1 ? fmt::format(" x {} CFG halves", programs) : "",
                       programs * per_program, limits::max_unrolled_ops(), self ? "simulates" : "holds in memory"));
     for (int r = 0; r < w_.ranks(); ++r) {
