@@ -270,10 +270,10 @@ TEST_CASE("programs without the pattern are refused, saying what was found") {
 
 TEST_CASE("the reference program's traces: depth 2 and depth 0 found, 16 blocks") {
   const std::string root = std::string(OVERLAPSIM_SOURCE_DIR) + "/validate/reference/h100-sxm/";
-  for (const auto& [dir, name, depth] :
-       {std::tuple{"traces/", "dit-4096-layerwise-pf2-pinned", 2}, std::tuple{"traces/", "dit-16384-layerwise-pf0-pinned", 0},
-        std::tuple{"traces-default/", "dit-16384-layerwise-pf2-pageable", 2}}) {
-    CAPTURE(name);
+  for (const auto& c : {std::tuple{"traces/", "dit-4096-layerwise-pf2-pinned", 2}, std::tuple{"traces/", "dit-16384-layerwise-pf0-pinned", 0},
+                        std::tuple{"traces-default/", "dit-16384-layerwise-pf2-pageable", 2}}) {
+    const auto& [dir, name, depth] = c;
+    CAPTURE(std::get<1>(c));  // clang: a lambda cannot capture a structured binding
     const kineto::ImportedTrace t = kineto::import_traces({root + dir + name + ".trace.json.gz"});
     kineto::ReplanSummary sum;
     const Schedule same = kineto::replan_prefetch(t.schedule, {depth, 8}, name, &sum);
