@@ -174,7 +174,11 @@ TEST_CASE("reference machines' NCCL benches: NCCL's model against them") {
   std::cout << fmt::format("\n{:<14} {:<4} {:<20} {:>2}  {:>24}  {:>24}  {}\n", "machine", "via", "collective", "n", "busbw >= 1 MiB: median/worst",
                            "time <= 64 KiB: median/worst", "the issue's 10 % median");
   for (const auto& [g, e] : groups) {
-    const auto& [machine, via, coll, n] = g;
+    // Named references, not a structured binding: clang's lambdas and doctest's messages cannot capture one.
+    const auto& machine = std::get<0>(g);
+    const auto& via = std::get<1>(g);
+    const auto& coll = std::get<2>(g);
+    const auto& n = std::get<3>(g);
     const auto x = std::find_if(kExpected.begin(), kExpected.end(),
                                 [&](const Expected& k) { return k.machine == machine && k.via == via && k.collective == coll && k.ranks == n; });
     std::cout << fmt::format("{:<14} {:<4} {:<20} {:>2}  {:>10.1f} % {:>6.1f} % ({:>2})  {:>10.1f} % {:>6.1f} % ({:>2})  {}\n", machine, via, coll, n,
