@@ -1,5 +1,6 @@
 #include "io/yaml_stream.hpp"
 
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <istream>
@@ -139,6 +140,37 @@ class StreamBuilder : public YAML::EventHandler {
   YAML::Node root_;
 };
 
+// A source stream buffer whose read errors (a corrupt or cut-short gzip: InputError) end the input
+// and are kept for the caller to rethrow: yaml-cpp leaks a buffer when a read throws while its
+// Stream is being constructed, so no exception may pass through the parser.
+class KeptErrorBuf : public std::streambuf {
+ public:
+  explicit KeptErrorBuf(std::streambuf& src) : src_(src) {}
+  void rethrow() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (error_) return traits_type::eof();
+    std::streamsize n = 0;
+    try {
+      n = src_.sgetn(buf_, sizeof buf_);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+    if (n <= 0) return traits_type::eof();
+    setg(buf_, buf_, buf_ + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  std::streambuf& src_;
+  std::exception_ptr error_;
+  char buf_[1 << 16];
+};
+
 }  // namespace
 
 YAML::Node stream_yaml_file(const std::string& path, const StreamedList& list, const StreamedItem& on_item) {
@@ -150,17 +182,23 @@ YAML::Node stream_yaml_file(const std::string& path, const StreamedList& list, c
   if (std::filesystem::is_directory(path, ec)) throw InputError(SourceLocation{path, 0, 0}, "is a folder: give a YAML file");
   if (!std::ifstream(path)) throw InputError(SourceLocation{path, 0, 0}, "cannot open file: check the path");
   // Plain or gzip-compressed (reference runs keep schedule.yaml.gz), decompressed a block at a time;
-  // badbit rethrows the stream buffer's InputError (a corrupt or cut-short gzip) instead of ending the input.
-  const std::unique_ptr<std::streambuf> buf = open_maybe_gzip(path);
-  std::istream in(buf.get());
-  in.exceptions(std::ios::badbit);
+  // a read error (a corrupt or cut-short gzip) ends the input and is thrown after the parser, before
+  // anything it made of the input cut short.
+  const std::unique_ptr<std::streambuf> source = open_maybe_gzip(path);
+  KeptErrorBuf buf(*source);
+  std::istream in(&buf);
   StreamBuilder b(path, list, handler);
   try {
     YAML::Parser parser(in);
     parser.HandleNextDocument(b);
   } catch (const YAML::ParserException& e) {
+    buf.rethrow();
     throw InputError(SourceLocation{path, e.mark.line + 1, e.mark.column + 1}, fmt::format("YAML syntax error: {}", e.msg));
+  } catch (const InputError&) {
+    buf.rethrow();  // an item's error on input cut short: the read error is the cause
+    throw;
   }
+  buf.rethrow();
   const YAML::Node& root = b.root();
   if (!root.IsMap()) throw InputError(SourceLocation{path, 1, 1}, "expected a YAML mapping at the top level");
   check_yaml_shape(root, path);
