@@ -6,7 +6,7 @@ every time of every op (issue, return, start, end) lies one constant later, to t
 
 Prints per rank: the forwards, the first from which every later pair repeats (none: the last pair
 still differs), the period, and per pair `=` (repeats) or how many distinct shifts its times show.
-A measurement for docs/journal/2026-12-06-steady-state.md: what a steady-state replay would skip.
+A measurement of what a steady-state replay would skip (issue 82; docs/performance.md).
 
   python3 sim/bench/steady_state.py OUT/records.json [--ranks N]
 """
