@@ -108,11 +108,18 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   sched = apply_what_if(sched, what_if);
   const hw::Topology& topo = *topology;
   // Check every output first, so nothing is written when one would be refused.
-  if (!schedule_out.empty()) refuse_overwrite(schedule_out, force);
+  if (!schedule_out.empty()) {
+    refuse_overwrite(schedule_out, force);
+    claim_output(schedule_out);
+  }
   // The run's folder is written aside and appears whole at the end (OutputFolder).
   std::optional<OutputFolder> out;
-  if (!out_dir.empty())
-    out.emplace(out_dir, std::vector<std::string>{"metrics.json", "trace.json", "trace.json.gz", "summary.txt", "records.json"}, force);
+  if (!out_dir.empty()) {
+    claim_output(out_dir);
+    uninterrupted([&] {
+      out.emplace(out_dir, std::vector<std::string>{"metrics.json", "trace.json", "trace.json.gz", "summary.txt", "records.json"}, force);
+    });
+  }
   if (records && out_dir.empty()) throw InputError(SourceLocation{input, 0, 0}, "--records writes into the --out folder: give --out DIR");
   if (records_all && !records) throw InputError(SourceLocation{input, 0, 0}, "--records-all is for --records: add --records");
   if ((trace.all || trace.all_links || trace_gzip || !trace.ranks.empty() || !trace.steps.empty()) && out_dir.empty())
@@ -225,7 +232,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
       write_file(out->path("records.json"),
                  records_text(records_json(sched, res, topo.name(), "simulated", meta, records_note.empty() ? nullptr : &op_ranks.rank)));
     }
-    out->commit();  // an earlier run's records.json, with --force, goes: not this run's
+    uninterrupted([&] { out->commit(); });  // an earlier run's records.json, with --force, goes: not this run's
     std::cout << fmt::format("wrote {}/metrics.json, {} (open in ui.perfetto.dev), summary.txt{}\n", out_dir, trace_name,
                              records ? ", records.json" : "");
   }
