@@ -197,12 +197,12 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
                        kept.size() == 1 ? "" : "s", index_ranges(kept), op_ranks.rank.size(), kOpsRecordedAll, total_ops, flag);
   };
   if (show_ops) {
-    // Past kOpsRecordedAll ops the trace's ranks (the records kept), else within kOpTableLines (report/op_table.hpp).
+    // Within kOpTableLines (report/op_table.hpp): past kOpsRecordedAll ops, of the trace's ranks alone (the records kept).
     OpTableSelection table;
     if (ops_bounded && ranks_left_out) {
-      table.everything = false;
-      table.rank = op_ranks.rank;
-      table.note = left_out("the per-op table", "--ops-all");
+      // The trace's ranks (their records alone are kept), within kOpTableLines as any table.
+      table = select_op_table(res, kOpTableLines, &op_ranks.rank);
+      if (table.note.empty()) table.note = left_out("the per-op table", "--ops-all");
     } else if (!ops_all) {
       table = select_op_table(res);
     }
@@ -270,7 +270,7 @@ Command add_run(CLI::App& app) {
   c->add_flag("--ops", o->show_ops,
               fmt::format("print every op's issue, start and end (default for schedule files of at most 1000 ops): every rank's within {} lines, "
                           "else the first ranks', ranks with the same ops and times once, a single rank's first ops, and a note (past {} ops in the "
-                          "run: the traced ranks')",
+                          "run: of the traced ranks alone)",
                           kOpTableLines, kOpsRecordedAll));
   c->add_option("--calibration", o->calibration,
                 "a calibration file (overlapsim calibrate) for the model's parameters (default: the workload's, else the measured defaults of the "
