@@ -40,7 +40,10 @@ Records resimulate_into(const std::string& measured, const Records& measured_rec
     const bool plain = !nm.empty() && nm != "." && nm != ".." && nm.find_first_of("/\\") == std::string::npos;
     const fs::path folder = dir.filename().empty() ? dir.parent_path() : dir;
     const fs::path sim_dir = fs::path(out_dir) / (plain ? nm : folder.filename().string());
-    for (const char* f : {"records.json", "trace.json"}) refuse_overwrite(sim_dir / f, force);
+    for (const char* f : {"records.json", "trace.json"}) {
+      refuse_overwrite(sim_dir / f, force);
+      claim_output(sim_dir / f);
+    }
     fs::create_directories(sim_dir);
     write_file(sim_dir / "records.json", records_text(r.records));
     write_trace_file(sim_dir / "trace.json", r.schedule, *r.topology, r.result);
@@ -51,7 +54,10 @@ Records resimulate_into(const std::string& measured, const Records& measured_rec
 int programs_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& calibration, double max_error,
                      double max_median_error, const std::string& csv, bool force) {
   if (topo_path.empty()) throw InputError(SourceLocation{inputs.front(), 0, 0}, "--programs needs the machine's topology: pass --topology FILE");
-  if (!csv.empty()) refuse_overwrite(csv, force);
+  if (!csv.empty()) {
+    refuse_overwrite(csv, force);
+    claim_output(csv);
+  }
   const hw::Topology topo(hw::parse_topology_file(topo_path));
   const ProgramFigures f = predict_programs(inputs, topo, base_params(calibration, topo).params);
   std::cout << format_program_figures(f) << format_repeated_figures(repeated_figures(f.runs));
@@ -79,7 +85,10 @@ int programs_command(const std::vector<std::string>& inputs, const std::string& 
 int compare_command(const std::vector<std::string>& inputs, bool simulate, const std::string& topo_path, const std::string& calibration,
                     const std::string& timing_events, double max_error, double max_median_error, bool per_layer, const std::string& csv,
                     const std::string& sim_out, bool force, const WhatIf& what_if) {
-  if (!csv.empty()) refuse_overwrite(csv, force);
+  if (!csv.empty()) {
+    refuse_overwrite(csv, force);
+    claim_output(csv);
+  }
   if (!sim_out.empty() && !simulate) throw InputError(SourceLocation{sim_out, 0, 0}, "--simulated-out writes the re-simulated runs: add --simulate");
   if (!timing_events.empty() && !simulate)
     throw InputError(SourceLocation{timing_events, 0, 0}, "--timing-events applies to the re-simulated runs: add --simulate");
@@ -164,7 +173,10 @@ int report_command(const std::string& run_dir, const std::string& topo_path, std
   }
   const hw::Topology topo(hw::parse_topology_file(tp));
   if (out_dir.empty()) out_dir = dir.string();
-  for (const char* f : {"metrics.json", "trace.json", "summary.txt"}) refuse_overwrite(fs::path(out_dir) / f, force);
+  for (const char* f : {"metrics.json", "trace.json", "summary.txt"}) {
+    refuse_overwrite(fs::path(out_dir) / f, force);
+    claim_output(fs::path(out_dir) / f);
+  }
   RunRecord run = run_record_of(sched, rec);
   // A runner that knew no GPU names leaves them to the topology: rank i on its i-th GPU.
   const auto gpus = topo.gpus();
@@ -304,6 +316,7 @@ void print_sets(const reference::Figures& f, const std::function<void(const std:
 int reference_command(const std::string& folder, bool write_calibration) {
   const reference::Manifest m = reference::read_manifest(folder);
   std::cout << fmt::format("reference {}: {}\n", m.machine, m.description);
+  if (write_calibration) claim_output(m.calibration);
   const reference::Figures f = reference::run(m, {write_calibration});
   std::vector<reference::Miss> misses = reference::check(f, m.expected);
   const auto missed = print_misses(misses);

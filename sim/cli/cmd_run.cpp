@@ -108,11 +108,18 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   sched = apply_what_if(sched, what_if);
   const hw::Topology& topo = *topology;
   // Check every output first, so nothing is written when one would be refused.
-  if (!schedule_out.empty()) refuse_overwrite(schedule_out, force);
+  if (!schedule_out.empty()) {
+    refuse_overwrite(schedule_out, force);
+    claim_output(schedule_out);
+  }
   // The run's folder is written aside and appears whole at the end (OutputFolder).
   std::optional<OutputFolder> out;
-  if (!out_dir.empty())
-    out.emplace(out_dir, std::vector<std::string>{"metrics.json", "trace.json", "trace.json.gz", "summary.txt", "records.json"}, force);
+  if (!out_dir.empty()) {
+    claim_output(out_dir);
+    uninterrupted([&] {
+      out.emplace(out_dir, std::vector<std::string>{"metrics.json", "trace.json", "trace.json.gz", "summary.txt", "records.json"}, force);
+    });
+  }
   if (records && out_dir.empty()) throw InputError(SourceLocation{input, 0, 0}, "--records writes into the --out folder: give --out DIR");
   if (records_all && !records) throw InputError(SourceLocation{input, 0, 0}, "--records-all is for --records: add --records");
   if ((trace.all || trace.all_links || trace_gzip || !trace.ranks.empty() || !trace.steps.empty()) && out_dir.empty())
@@ -190,12 +197,12 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
                        kept.size() == 1 ? "" : "s", index_ranges(kept), op_ranks.rank.size(), kOpsRecordedAll, total_ops, flag);
   };
   if (show_ops) {
-    // Past kOpsRecordedAll ops the trace's ranks (the records kept), else within kOpTableLines (report/op_table.hpp).
+    // Within kOpTableLines (report/op_table.hpp): past kOpsRecordedAll ops, of the trace's ranks alone (the records kept).
     OpTableSelection table;
     if (ops_bounded && ranks_left_out) {
-      table.everything = false;
-      table.rank = op_ranks.rank;
-      table.note = left_out("the per-op table", "--ops-all");
+      // The trace's ranks (their records alone are kept), within kOpTableLines as any table.
+      table = select_op_table(res, kOpTableLines, &op_ranks.rank);
+      if (table.note.empty()) table.note = left_out("the per-op table", "--ops-all");
     } else if (!ops_all) {
       table = select_op_table(res);
     }
@@ -225,7 +232,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
       write_file(out->path("records.json"),
                  records_text(records_json(sched, res, topo.name(), "simulated", meta, records_note.empty() ? nullptr : &op_ranks.rank)));
     }
-    out->commit();  // an earlier run's records.json, with --force, goes: not this run's
+    uninterrupted([&] { out->commit(); });  // an earlier run's records.json, with --force, goes: not this run's
     std::cout << fmt::format("wrote {}/metrics.json, {} (open in ui.perfetto.dev), summary.txt{}\n", out_dir, trace_name,
                              records ? ", records.json" : "");
   }
@@ -263,7 +270,7 @@ Command add_run(CLI::App& app) {
   c->add_flag("--ops", o->show_ops,
               fmt::format("print every op's issue, start and end (default for schedule files of at most 1000 ops): every rank's within {} lines, "
                           "else the first ranks', ranks with the same ops and times once, a single rank's first ops, and a note (past {} ops in the "
-                          "run: the traced ranks')",
+                          "run: of the traced ranks alone)",
                           kOpTableLines, kOpsRecordedAll));
   c->add_option("--calibration", o->calibration,
                 "a calibration file (overlapsim calibrate) for the model's parameters (default: the workload's, else the measured defaults of the "

@@ -81,9 +81,11 @@ int sweep_command(const std::string& path, std::string out, bool force, bool res
   check_sweep_points(spec, o);  // before anything is enumerated or written
   if (out.empty()) out = o.shards > 1 ? fmt::format("{}.shard{}of{}.csv", spec.name, o.shard + 1, o.shards) : spec.name + ".csv";
   refuse_overwrite(out, force);
+  claim_output(out);
   if (const fs::path parent = fs::path(out).parent_path(); !parent.empty()) fs::create_directories(parent);
   // One sweep at a time on an output: a second is refused, not taken for an interrupted one.
   const FileLock lock(out, "another overlapsim sweep is writing this CSV");
+  remove_on_interrupt(out + ".lock");
   // Finished points land in OUT.journal as they finish; an interrupted sweep
   // goes on from there with --resume. The journal goes once the CSV is written.
   const std::string journal_path = out + ".journal";
@@ -97,6 +99,7 @@ int sweep_command(const std::string& path, std::string out, bool force, bool res
   }
   std::optional<SweepJournal> journal;
   journal.emplace(journal_path, spec, o, resume && journal_exists);
+  on_interrupt_say(fmt::format("the finished points are kept in {}: run the same command with --resume to go on from them", journal_path));
   ProgressBar bar(!no_progress && (progress || isatty(STDERR_FILENO)));
   o.progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
   o.on_row = [&journal](const std::vector<std::string>& row) { journal->add(row); };
@@ -146,6 +149,7 @@ int merge_command(const std::vector<std::string>& inputs, const std::string& out
   }
   const SweepTable t = merge_sweep_tables(shards, expected, identity);
   refuse_overwrite(out, force);
+  claim_output(out);
   write_file(out, to_csv(t));
   std::cout << fmt::format("merged {} shard files: {} points; wrote {}\n", inputs.size(), t.rows.size(), out);
   std::cout << sweep_summary(t, tolerance / 100);

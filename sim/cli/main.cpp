@@ -11,10 +11,12 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/common.hpp"
+#include "cli/interrupt.hpp"
 #include "core/errors.hpp"
 
 int main(int argc, char** argv) {
   namespace cli = osim::cli;
+  cli::handle_interrupts();  // first: every thread started later inherits the blocked signals
   CLI::App app{"overlapsim: a discrete-event simulator of offload and communication scheduling on GPU nodes"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "overlapsim 0.1.0");

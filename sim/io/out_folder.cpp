@@ -56,6 +56,16 @@ int remove_stale_temporaries(const fs::path& dir_in) {
   return removed;
 }
 
+int remove_own_temporaries(const fs::path& out) {
+  const fs::path dir = folder_path(out);
+  int removed = 0;
+  for (const fs::path& t : {sibling(dir, "tmp", ::getpid()), fs::path(dir.string() + ".tmp" + std::to_string(::getpid()))}) {
+    std::error_code ec;
+    if (fs::remove_all(t, ec) > 0 && !ec) ++removed;
+  }
+  return removed;
+}
+
 OutputFolder::OutputFolder(fs::path dir, std::vector<std::string> names, bool force) : dir_(folder_path(std::move(dir))), names_(std::move(names)) {
   std::error_code ec;
   if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec)) refuse(dir_, "exists and is not a folder: choose another path");

@@ -42,4 +42,10 @@ class OutputFolder {
 /// `dir` whose process has ended (a killed run's); returns how many.
 int remove_stale_temporaries(const std::filesystem::path& dir);
 
+/// Removes this process's temporaries of the output `out`, a folder's
+/// (OutputFolder: `.<name>.tmp<pid>` beside it) or a file's (OutputFile:
+/// `<out>.tmp<pid>`), those of a run being abandoned (an interrupted one's);
+/// never the output itself. Returns how many it removed.
+int remove_own_temporaries(const std::filesystem::path& out);
+
 }  // namespace osim

@@ -57,17 +57,29 @@ size_t op_table_lines(const RunRecord& r) {
   return lines;
 }
 
-OpTableSelection select_op_table(const RunRecord& r, size_t max_lines) {
+OpTableSelection select_op_table(const RunRecord& r, size_t max_lines, const std::vector<char>* among) {
   const size_t nranks = r.ops.size();
+  const auto candidate = [among](size_t rank) { return among == nullptr || (*among)[rank] != 0; };
   OpTableSelection sel;
   sel.rank.assign(nranks, 1);
   sel.after.assign(nranks, "");
-  if (op_table_lines(r) <= max_lines) return sel;
+  size_t whole = 1;  // the candidates' whole table
+  for (size_t rank = 0; rank < nranks; ++rank)
+    if (candidate(rank)) whole += 3 + r.ops[rank].size();
+  if (whole <= max_lines) {
+    if (among != nullptr) sel.everything = false, sel.rank = *among;
+    return sel;
+  }
+  // Why ranks or ops were left out, and how to have them all.
+  const std::string why = among == nullptr
+                              ? fmt::format("the default past {} lines; every rank's: {}", max_lines, whole)
+                              : fmt::format("the default past {} ops in the run: the trace's ranks, within {} lines", kOpsRecordedAll, max_lines);
 
   // Groups of ranks with the same rows, ordered by their first rank.
   std::vector<std::vector<int>> groups;
   std::unordered_multimap<size_t, size_t> by_hash;  // hash -> group
   for (size_t rank = 0; rank < nranks; ++rank) {
+    if (!candidate(rank)) continue;
     const size_t h = rows_hash(r, rank);
     bool placed = false;
     for (auto [it, end] = by_hash.equal_range(h); it != end && !placed; ++it)
@@ -104,17 +116,16 @@ OpTableSelection select_op_table(const RunRecord& r, size_t max_lines) {
   const size_t left_out = nranks - printed.size() - alike;
   if (!sel.rows.empty()) {
     // One rank's rows, cut: said by op, and the other ranks by count.
-    sel.note =
-        fmt::format("the per-op table holds ops 0-{} of rank {}'s {}{}{} (the default past {} lines; all of it: {}): --ops-all for every op",
-                    cut_rows - 1, cut_rank, r.ops[cut_rank].size(),
-                    alike > 0 ? fmt::format(", {} more rank{} with the same ops at the same times", alike, alike == 1 ? "" : "s") : "",
-                    left_out > 0 ? fmt::format(", {} other rank{} left out", left_out, left_out == 1 ? "" : "s") : "", max_lines, op_table_lines(r));
+    sel.note = fmt::format(
+        "the per-op table holds ops 0-{} of rank {}'s {}{}{} ({}): --ops-all for every op{}", cut_rows - 1, cut_rank, r.ops[cut_rank].size(),
+        alike > 0 ? fmt::format(", {} more rank{} with the same ops at the same times", alike, alike == 1 ? "" : "s") : "",
+        left_out > 0 ? fmt::format(", {} other rank{} left out", left_out, left_out == 1 ? "" : "s") : "",
+        among == nullptr ? fmt::format("the default past {} lines; all of it: {}", max_lines, whole) : why, among == nullptr ? "" : " of every rank");
     return sel;
   }
-  sel.note = fmt::format("the per-op table holds rank{} {} of {}{}{} (the default past {} lines; every rank's: {}): --ops-all for every rank",
-                         printed.size() == 1 ? "" : "s", short_ranges(printed), nranks,
-                         alike > 0 ? fmt::format(", {} more with the same ops at the same times", alike) : "",
-                         left_out > 0 ? fmt::format(", {} left out", left_out) : "", max_lines, op_table_lines(r));
+  sel.note = fmt::format("the per-op table holds rank{} {} of {}{}{} ({}): --ops-all for every rank", printed.size() == 1 ? "" : "s",
+                         short_ranges(printed), nranks, alike > 0 ? fmt::format(", {} more with the same ops at the same times", alike) : "",
+                         left_out > 0 ? fmt::format(", {} left out", left_out) : "", why);
   return sel;
 }
 

@@ -33,7 +33,10 @@ struct OpTableSelection {
 size_t op_table_lines(const RunRecord& r);
 
 /// The selection above of `r`'s ranks (every one with per-op records) within
-/// `max_lines` lines.
-OpTableSelection select_op_table(const RunRecord& r, size_t max_lines = kOpTableLines);
+/// `max_lines` lines. With `among` (per rank: a candidate), of those ranks
+/// alone, the others left out (a run past kOpsRecordedAll ops keeps the
+/// trace's ranks' records alone): where their rows fit, all of them and no
+/// note (the caller says which ranks), else the note says why.
+OpTableSelection select_op_table(const RunRecord& r, size_t max_lines = kOpTableLines, const std::vector<char>* among = nullptr);
 
 }  // namespace osim

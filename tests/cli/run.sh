@@ -9,7 +9,8 @@
 #                          relative to the file where both lie under it); a copied run folder reports there.
 #                          WORK_DIR must lie under REPO_ROOT (the build folder's does)
 #   records_bounded        past 1,000,000 ops (the 128-rank cluster's one step) records.json and --ops
-#                          hold the traced ranks alone and say so; --records-all writes every rank
+#                          hold the traced ranks alone and say so (--ops within its 200 lines: rank 0's
+#                          first ops, rank 1 named alike); --records-all writes every rank
 #   out_no_stale_records   --out over an earlier run's folder removes that run's records.json
 #   out_whole_or_nothing   killed while it writes, no folder (nor a temporary once the next run is done);
 #                          a folder of other files gets the outputs beside them; a non-folder is refused
@@ -79,8 +80,10 @@ case $case in
     D=$W/bounded; C=$CFG/workloads/wan22-720p-cluster-sp128.yaml
     "$osim" run $C --set steps=1 --out $D/run --records --ops > $D.txt
     has $D.txt '^  records.json holds ranks 0-1 of 128, every op of theirs \(the default past 1000000 ops; the run has 1174272\): --records-all for every rank$' \
-      '^\(the per-op table holds ranks 0-1 of 128, every op of theirs .*: --ops-all for every rank\)$' '^rank 1 on '
-    if grep -q '^rank 2 on ' $D.txt; then fail "--ops printed rank 2"; fi
+      "^\(the per-op table holds ops 0-193 of rank 0's 9174, 1 more rank with the same ops at the same times, 126 other ranks left out \(the default past 1000000 ops in the run: the trace's ranks, within 200 lines\): --ops-all for every op of every rank\)$" \
+      '^  \(rank 1: the same ops at the same times\)$'
+    [ "$(wc -l < $D.txt)" -le 240 ] || fail "--ops past 1000000 ops: $(wc -l < $D.txt) lines, not within the table's 200 and the summary"
+    if grep -q '^rank [1-9][0-9]* on ' $D.txt; then fail "--ops printed a rank other than 0"; fi
     python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert [r['rank'] for r in j['ranks']] == [0, 1]; assert j['meta']['left_out'].startswith('records.json holds ranks 0-1 of 128')" $D/run/records.json ||
       fail "records.json: not ranks 0-1 with meta.left_out"
     "$osim" run $C --set steps=1 --out $D/all --records --records-all > $D-all.txt

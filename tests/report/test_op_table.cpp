@@ -167,3 +167,37 @@ TEST_CASE("ranks at the same times under other labels are not alike") {
   CHECK(sel.after[1] == "(ranks 3,5,7,9,11,13,15: the same ops at the same times)");
   CHECK(lines(table(*run, sel)) == 1 + 2 * 19);
 }
+
+TEST_CASE("among some ranks (a run past kOpsRecordedAll ops: the trace's ranks' records alone): the same bound, the others left out") {
+  // 8 ranks, records for ranks 0, 1 and 5 alone (the others hold none, as a bounded run's).
+  auto run = run_of(8, 500, [](int r) { return r % 2; });
+  const std::vector<char> traced = {1, 1, 0, 0, 0, 1, 0, 0};
+  for (size_t r = 0; r < traced.size(); ++r)
+    if (traced[r] == 0) run->r.ops[r].clear();
+  const OpTableSelection sel = select_op_table(run->r, kOpTableLines, &traced);
+  REQUIRE_FALSE(sel.everything);
+  // Rank 0's rows cut to the bound (ranks 2, 4, 6 are not candidates, so not its alike ranks), ranks 1 and 5 left out with the rest.
+  CHECK(std::count(sel.rank.begin(), sel.rank.end(), 1) == 1);
+  CHECK(sel.rank[0] == 1);
+  CHECK(sel.rows[0] == 195);
+  CHECK(sel.after[0].empty());
+  CHECK(sel.note ==
+        "the per-op table holds ops 0-194 of rank 0's 500, 7 other ranks left out (the default past 1000000 ops in the run: the trace's ranks, "
+        "within 200 lines): --ops-all for every op of every rank");
+  CHECK(lines(table(*run, sel)) == kOpTableLines);
+  // Candidates whose rows fit: all of them, no note (the caller names them), no other rank.
+  auto small = run_of(8, 20, [](int r) { return r; });
+  const OpTableSelection fit = select_op_table(small->r, kOpTableLines, &traced);
+  CHECK_FALSE(fit.everything);
+  CHECK(fit.rank == traced);
+  CHECK(fit.note.empty());
+  CHECK(lines(table(*small, fit)) == 1 + 3 * 23);
+  // Ranks 1 and 5 alike among the candidates: 1 + 3 + 20 rows of rank 0 + 3 + 20 of rank 1 + its alike line fit, "rank 5".
+  auto pairs = run_of(8, 40, [](int r) { return r % 2; });
+  const OpTableSelection alike = select_op_table(pairs->r, 90, &traced);
+  CHECK(alike.rank == std::vector<char>{1, 1, 0, 0, 0, 0, 0, 0});
+  CHECK(alike.after[1] == "(rank 5: the same ops at the same times)");
+  CHECK(alike.note ==
+        "the per-op table holds ranks 0-1 of 8, 1 more with the same ops at the same times, 5 left out (the default past 1000000 ops in the run: "
+        "the trace's ranks, within 90 lines): --ops-all for every rank");
+}
