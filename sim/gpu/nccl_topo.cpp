@@ -502,6 +502,7 @@ NcclView nccl_view(const hw::Topology& topo, const NcclTopoOptions& opt) {
       if (l.type == LType::Pci) pci = l.bw;
     }
     total_bw = std::max(total_bw, std::max(nvl, pci));
+    if (pci > 0) v.gpu_pcie_GBps = v.gpu_pcie_GBps > 0 ? std::min(v.gpu_pcie_GBps, pci) : pci;
   }
   if (!local.empty()) v.ring = search_rings(g, lp, v.sm, is_intel(v.cpu), max_bw, total_bw);
   v.host_ring = v.ring;

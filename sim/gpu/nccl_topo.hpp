@@ -76,6 +76,10 @@ struct NcclView {
   NcclRings host_ring;                      // the first host's own, for a communicator inside one host
   int nics_per_host = 0;
   double nic_bw_GBps = 0;  // one NIC's bandwidth as NCCL reads it (port speed / 8)
+  /// The least of the first host's GPUs' own PCIe links as NCCL reads them
+  /// (topo.cc: width x lane rate / 80; 48 GB/s for Gen5 x16): what a GPU's
+  /// traffic through host memory (SHM) crosses, 0 where a GPU has none.
+  double gpu_pcie_GBps = 0;
   /// Channels NCCL runs collectives on (connect.cc: search channels doubled,
   /// then NCCL_MIN/MAX_NCHANNELS).
   int coll_channels = 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <vector>
 
 namespace osim::exec {
 
@@ -73,6 +74,17 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
   const int hw = nodes_ == 1 ? intra_hw : 2;
   // LL128: from Volta on, only over NVLink rings (typeIntra <= NVB).
   const bool ll128 = v_.sm >= 70 && ring_.type_intra <= NcclPath::Nvb;
+  // A ring with a hop through host memory (SHM) moves at most the SHM
+  // transport's share of a GPU's PCIe link (kNcclShmEfficiency), whatever
+  // NCCL's search planned for it.
+  const double shm_eff = opt.shm_efficiency.value_or(kNcclShmEfficiency);
+  bool ring_shm = false;
+  if (!ring_.rings.empty()) {
+    const std::vector<int>& r = ring_.rings.front();
+    for (size_t k = 0; k < r.size() && r.size() > 1; ++k)
+      ring_shm |= v_.pair[static_cast<size_t>(r[k])][static_cast<size_t>(r[(k + 1) % r.size()])].transport == NcclTransport::Shm;
+  }
+  const double shm_cap = ring_shm && v_.gpu_pcie_GBps > 0 ? shm_eff * v_.gpu_pcie_GBps : 1e30;
   const double net_overhead = amd ? 2.0 : 1.0;  // getNetOverhead, us
 
   for (NcclColl c : {NcclColl::AllReduce, NcclColl::AllGather, NcclColl::ReduceScatter, NcclColl::Broadcast}) {
@@ -83,7 +95,7 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
       for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
         const int pi = static_cast<int>(p);
         if (p == NcclProto::LL128 && !ll128) continue;
-        double bus = ch * ring_.bw_intra_GBps;
+        double bus = std::min(ch * ring_.bw_intra_GBps, shm_cap);
         if (a == NcclAlgo::Ring && p == NcclProto::LL) bus = std::min(kLlMaxBw[i1][i2], bus * .5);
         if (a == NcclAlgo::Ring && p == NcclProto::LL128) bus = std::min(bus * .92, ch * kPerChRingLL128[gen][i2]);
         if (a == NcclAlgo::Tree) bus = std::min(bus * .92, ch * kPerChTree[gen][i2]);
@@ -112,17 +124,25 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
     }
   }
 
-  // All-to-all: each rank's send rate (see the header).
-  const size_t n = v_.gpus.size();
+  // All-to-all: each rank's send rate (see the header), over the
+  // communicator's peers on its host (the host's first ppn GPUs). Peers
+  // through host memory share the GPU's one PCIe link: every byte leaves it
+  // as the sender's stores to host memory and enters the receiver as its
+  // loads, whatever the peer (kNcclShmEfficiency).
+  std::vector<size_t> local;
+  for (size_t i = 0; i < v_.gpus.size() && local.size() < static_cast<size_t>(ppn); ++i)
+    if (v_.pair[0][i].transport != NcclTransport::Net) local.push_back(i);
   a2a_bw_ = 1e30;
   a2a_nvlink_ = true;
-  for (size_t i = 0; i < n; ++i) {
-    double sum = 0;
-    for (size_t j = 0; j < n; ++j)
-      if (j != i && v_.pair[i][j].transport != NcclTransport::Net) {
-        sum += v_.pair[i][j].bw_GBps;
-        a2a_nvlink_ &= v_.pair[i][j].transport == NcclTransport::P2pNvLink;
-      }
+  for (size_t i : local) {
+    double p2p = 0, shm = 0;
+    for (size_t j : local) {
+      if (j == i) continue;
+      const NcclPair& pr = v_.pair[i][j];
+      (pr.transport == NcclTransport::Shm ? shm : p2p) += pr.bw_GBps;
+      a2a_nvlink_ &= pr.transport == NcclTransport::P2pNvLink;
+    }
+    const double sum = p2p + (shm > 0 && v_.gpu_pcie_GBps > 0 ? std::min(shm, shm_eff * v_.gpu_pcie_GBps) : shm);
     if (sum > 0) a2a_bw_ = std::min(a2a_bw_, std::min(sum, ring_.total_bw_GBps));
   }
   if (a2a_bw_ >= 1e30) a2a_bw_ = 0;

@@ -12,9 +12,12 @@
 // PAT are off (NVLS needs the NVSwitch multicast these boxes do not enable;
 // PAT runs only with one GPU per node). All-to-all is not in NCCL's model (it
 // runs as grouped send/recv): ours is one step's latency plus the bytes each
-// rank sends over the least of its NCCL path bandwidths to its peers, its
+// rank sends at the least over ranks of the sum of its peers' NCCL path
+// bandwidths (the communicator's peers on its host; peers through host memory
+// share the GPU's PCIe link at kNcclShmEfficiency of it), capped by its
 // NVLink/PCIe total, and its host's NICs (LL below NCCL_P2P_LL_THRESHOLD,
-// 16 KiB a peer, at half the bandwidth).
+// 16 KiB a peer, at half the bandwidth). Through host memory (SHM) the
+// transport's efficiency caps a ring's bus bandwidth too.
 #pragma once
 
 #include <optional>
@@ -32,12 +35,26 @@ std::string to_string(NcclAlgo a);
 std::string to_string(NcclProto p);
 std::optional<NcclColl> nccl_coll_from_string(const std::string& s);
 
+/// The SHM transport's bandwidth as a share of a GPU's PCIe link (NCCL's
+/// figure for it, NcclView::gpu_pcie_GBps), each direction. Through host
+/// memory (NCCL 2.28.3 and 2.30.7 src/transport/shm.cc, SHM/direct, the
+/// default) the sender's SMs store a step into a pinned buffer in host
+/// memory and the receiver's SMs load it from there; every byte crosses the
+/// sender's PCIe link up and the receiver's down, and a GPU in a ring or an
+/// all-to-all does both at once on its one link. Loads from host memory are
+/// PCIe reads that each wait a round trip, so the link moves about half
+/// its rate; NCCL's search and tuning model do not count it. Fitted on one
+/// reference machine's SHM benches and checked on the other
+/// (tests/reference/test_nccl_reference.cpp, docs/accuracy.md).
+inline constexpr double kNcclShmEfficiency = 0.52;
+
 struct NcclTuneOptions {
   std::optional<NcclAlgo> algo;    // NCCL_ALGO
   std::optional<NcclProto> proto;  // NCCL_PROTO
   // A communicator of `ranks` GPUs over `nodes` hosts (0: every GPU of the
   // view). One host: the host's own rings (NcclView::host_ring).
   int ranks = 0, nodes = 0;
+  std::optional<double> shm_efficiency;  // default kNcclShmEfficiency (a fit's candidate in the tests)
 };
 
 struct NcclPrediction {

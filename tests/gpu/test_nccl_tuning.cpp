@@ -3,6 +3,7 @@
 // NCCL 2.30.7's tuning.cc (sim/gpu/nccl_tuning.hpp).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "gpu/nccl_tuning.hpp"
@@ -100,11 +101,15 @@ TEST_CASE("the choice by size: LL for small all-reduces, Simple for large, NCCL_
 TEST_CASE("PCIe rings: no LL128, PCI latencies") {
   const Model m(kPcie4);
   CHECK(m.tune.bandwidth(NcclColl::AllReduce, NcclAlgo::Ring, NcclProto::LL128) == 0);
-  // 4 ranks: 8.4 + 6 steps x 5.7; busBw 2 x 12 = 24, algbw x 4 / 6.
+  // 4 ranks: 8.4 + 6 steps x 5.7; busBw 2 x 12 = 24 as NCCL plans it, but
+  // the hop across switches goes through host memory (SHM): capped at
+  // kNcclShmEfficiency of a GPU's 24 GB/s Gen4 link; algbw x 4 / 6.
   CHECK(m.tune.latency(NcclColl::AllReduce, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(8.4 + 6 * 5.7));
-  CHECK(m.tune.bandwidth(NcclColl::AllReduce, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(24.0 * 4 / 6));
+  const double bus = std::min(24.0, kNcclShmEfficiency * 24.0);
+  CHECK(bus == doctest::Approx(12.48));
+  CHECK(m.tune.bandwidth(NcclColl::AllReduce, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * 4 / 6));
   // All-gather: 3 steps, algbw = busBw x 4 / 3.
-  CHECK(m.tune.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(24.0 * 4 / 3));
+  CHECK(m.tune.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * 4 / 3));
 }
 
 TEST_CASE("all-to-all: one step's latency plus each rank's bytes to its peers at its NCCL bandwidth") {
@@ -121,4 +126,82 @@ TEST_CASE("all-to-all: one step's latency plus each rank's bytes to its peers at
   const auto s = m.tune.predict(NcclColl::AllToAll, 65536);
   CHECK(s->proto == NcclProto::LL);
   CHECK(s->time_us == doctest::Approx(6.6 + 0.6 + 65536.0 * 7 / 8 / (1000 * 370.8 * 0.5)));
+}
+
+namespace {
+// 4 H200 on one NVSwitch, each on a Gen5 x16 link to one CPU (the reference
+// boxes' layout): with NCCL_P2P_DISABLE every pair goes through host memory.
+const char* kH200x4 = R"(name: h200x4
+nodes:
+  - {name: cpu0, kind: cpu}
+  - {name: nvs, kind: nvswitch}
+  - {name: "gpu{i}", kind: gpu, model: H200, repeat: 4}
+links:
+  - {a: "gpu{i}", b: cpu0, pcie: gen5 x16, latency: 1 us, repeat: 4}
+  - {a: "gpu{i}", b: nvs, nvlinks: 18, latency: 1 us, repeat: 4}
+)";
+struct ShmModel {
+  hw::Topology topo;
+  NcclView view;
+  explicit ShmModel(const char* yaml) : topo(hw::parse_topology_string(yaml, "t.yaml")), view(make(topo)) {}
+  static NcclView make(const hw::Topology& t) {
+    NcclTopoOptions o;
+    o.p2p_disable = true;
+    return nccl_view(t, o);
+  }
+  [[nodiscard]] NcclPrediction predict(NcclColl c, int ranks, double bytes) const {
+    NcclTuneOptions o;
+    o.ranks = ranks, o.nodes = 1;
+    const auto p = NcclTuning(view, o).predict(c, bytes);
+    REQUIRE(p.has_value());
+    return *p;
+  }
+};
+}  // namespace
+
+TEST_CASE("through host memory: every peer shares the GPU's PCIe link at the SHM transport's efficiency") {
+  const ShmModel m(kH200x4);
+  REQUIRE(m.view.pair[0][1].transport == NcclTransport::Shm);
+  // NCCL's figure for the GPU's Gen5 x16 link: 16 x 240 / 80 = 48 GB/s.
+  CHECK(m.view.gpu_pcie_GBps == doctest::Approx(48.0));
+  const double link = kNcclShmEfficiency * 48.0;
+  const double gib = 1024.0 * 1024 * 1024;
+  // All-to-all, Simple: 8.4 + 5.7 us (one ring step over PCI), then the
+  // (n-1)/n of the bytes that leave each GPU, all peers together at the link's
+  // SHM rate: the bus bandwidth is that rate whatever the rank count (not the
+  // 3 x 48 GB/s of three peers' paths).
+  for (const int n : {2, 4}) {
+    const NcclPrediction p = m.predict(NcclColl::AllToAll, n, gib);
+    CHECK(p.proto == NcclProto::Simple);
+    const double t = 8.4 + 5.7 + gib * (n - 1) / n / (1000 * link);
+    CHECK(p.time_us == doctest::Approx(t));
+    CHECK(p.busbw_GBps == doctest::Approx(gib / (t * 1e3) * (n - 1) / n));
+    CHECK(p.busbw_GBps == doctest::Approx(link).epsilon(0.001));
+  }
+  // A small all-to-all (LL, 1 KiB a peer): one step's latency over PCI, 6.6 + 1.0 us, whatever the ranks.
+  CHECK(m.predict(NcclColl::AllToAll, 4, 4096).proto == NcclProto::LL);
+  CHECK(m.predict(NcclColl::AllToAll, 4, 4096).latency_us == doctest::Approx(6.6 + 1.0));
+  // Rings: NCCL's search plans 2 channels x 20 GB/s over PHB (40 GB/s of
+  // bus bandwidth); the SHM transport caps it at the link's rate, the
+  // all-gather's algorithm bandwidth is that x n / (n - 1).
+  CHECK(m.view.host_ring.channels == 2);
+  CHECK(m.view.host_ring.bw_intra_GBps == doctest::Approx(20.0));
+  NcclTuneOptions o4;
+  o4.ranks = 4, o4.nodes = 1;
+  const NcclTuning t4(m.view, o4);
+  CHECK(t4.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(link * 4 / 3));
+  CHECK(t4.bandwidth(NcclColl::AllReduce, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(link * 4 / 6));
+  // LL: half the (capped) bus bandwidth.
+  CHECK(t4.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::LL) == doctest::Approx(link * 0.5 * 4 / 3));
+  // The efficiency is an option (the reference test fits it): at 1.0 the
+  // ring keeps NCCL's 40 GB/s (under the 48 GB/s link).
+  o4.shm_efficiency = 1.0;
+  CHECK(NcclTuning(m.view, o4).bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(40.0 * 4 / 3));
+  // Over NVLink (P2P on) nothing changes: 2 ranks' all-to-all at the pair's 18 x 20.6 GB/s.
+  const Model nv(kH200x4);
+  NcclTuneOptions o2;
+  o2.ranks = 2, o2.nodes = 1;
+  const auto q = NcclTuning(nv.view, o2).predict(NcclColl::AllToAll, gib);
+  REQUIRE(q);
+  CHECK(q->time_us == doctest::Approx(8.4 + 3.4 + gib / 2 / (1000 * 18 * 20.6)));
 }
