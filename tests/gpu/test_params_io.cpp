@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <string>
+
+#include <unistd.h>
 
 #include "core/errors.hpp"
 #include "gpu/params_io.hpp"
@@ -16,9 +19,15 @@ using namespace osim;
 namespace {
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 
+// A scratch calibration file of this process: ctest runs each case in a
+// process of its own, several at once.
+std::filesystem::path scratch_path() {
+  return std::filesystem::temp_directory_path() / ("osim-params-io." + std::to_string(::getpid()) + ".yaml");
+}
+
 // A calibration file holding `model` (the lines under `model:`).
 struct File {
-  std::filesystem::path path = std::filesystem::temp_directory_path() / "osim-params-io.yaml";
+  std::filesystem::path path = scratch_path();
   explicit File(const std::string& model) { std::ofstream(path) << "schema: overlapsim.calibration/v1\nmodel:\n" << model; }
   ~File() { std::filesystem::remove(path); }
   ModelParams load() const { return load_calibration(path.string()); }
@@ -57,8 +66,9 @@ TEST_CASE("every field set away from its default is written and read back") {
   p.nvlink.nvlink_wake_min_bytes = 2 << 20;
   p.interference.copy_weight.d2h = 1.75;
   const std::string text = model_yaml(p);
-  std::ofstream(std::filesystem::temp_directory_path() / "osim-params-io.yaml") << text;
-  const ModelParams q = load_calibration((std::filesystem::temp_directory_path() / "osim-params-io.yaml").string());
+  const File file("");
+  std::ofstream(file.path) << text;
+  const ModelParams q = load_calibration(file.path.string());
   CHECK(model_yaml(q) == text);
   CHECK(q.overheads.collective_call == Time::from_us(7));
   CHECK(q.nccl.nccl_tables.at(0).channels == 8);
@@ -84,13 +94,13 @@ TEST_CASE("bad calibration files name the file, line and what to do") {
     CHECK(std::string(e.what()).find("bad-calibration.yaml:4:") != std::string::npos);
     CHECK(std::string(e.what()).find("did you mean 'gemm_efficiency'?") != std::string::npos);
   }
-  CHECK(error_of("  copy_bidir_factor: 1.5\n").find("osim-params-io.yaml:3:") != std::string::npos);
+  CHECK(error_of("  copy_bidir_factor: 1.5\n").find(scratch_path().filename().string() + ":3:") != std::string::npos);
   CHECK(error_of("  copy_bidir_factor: 1.5\n").find("must be in [0.05, 1]") != std::string::npos);
   CHECK(error_of("  nccl_channels: 65\n").find("must be in [1, 64]") != std::string::npos);
   CHECK(error_of("  sustained_time_constant: 0 ms\n").find("must be in (0,") != std::string::npos);
   CHECK(error_of("  pageable_latency_d2h: -5 us\n").find("negative") != std::string::npos);
   CHECK(error_of("  copy_bidir_factr: 0.9\n").find("did you mean 'copy_bidir_factor'") != std::string::npos);
-  CHECK(error_of("  host_h2d_aggregate: [55 GB/s,\n    fast]\n").find("osim-params-io.yaml:4:") != std::string::npos);
+  CHECK(error_of("  host_h2d_aggregate: [55 GB/s,\n    fast]\n").find(scratch_path().filename().string() + ":4:") != std::string::npos);
   CHECK(error_of("  host_d2h_aggregate: []\n").find("GPUs copying D2H at once") != std::string::npos);
   for (const char* bad :
        {"    - [1048576, 0.9, 0.9]\n    - [65536, 0.7, 0.7]\n", "    - [65536, 1.2, 0.7]\n", "    - [65536, 0.7]\n", "    - [65536, x, 0.7]\n"})
