@@ -113,6 +113,8 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
     if (const int before = s.meta.is_object() ? s.meta.value("runs_before", 0) : 0; before > 0)
       text = fmt::format("{}  (simulated as run {} of the schedule back to back, as measured: warm-up and repeats went first without a pause)\n",
                          text, before + 1);
+    if (s.meta.is_object() && s.meta.contains("host_calls") && s.meta.at("host_calls").is_string())
+      text += "  " + s.meta.at("host_calls").get<std::string>() + "\n";
     std::cout << text << "\n";
     errs.push_back(std::abs(c.makespan_error()));
     if (max_error >= 0 && 100 * errs.back() > max_error) over.push_back(fmt::format("{} ({:.1f} %)", c.name, 100 * errs.back()));

@@ -15,6 +15,7 @@
 #include "gpu/params_io.hpp"
 #include "io/out_folder.hpp"
 #include "io/paths.hpp"
+#include "reference/reference_runs.hpp"
 #include "report/metrics.hpp"
 #include "report/op_table.hpp"
 #include "report/trace.hpp"
@@ -73,6 +74,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   };
   std::optional<hw::Topology> topology;
   BaseParams base;
+  std::string host_calls;  // the schedule's measured call costs, where taken
   if (is_workload_file(input)) {
     workload = parse_workload_file(input, sets);
     topology.emplace(topology_of(workload->topology));
@@ -104,6 +106,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
     topology.emplace(topology_of(sched.topology));
     base = base_params(calibration, *topology);
     params = base.params;
+    host_calls = take_host_calls(params, sched.runtime, calibration);
   }
   sched = apply_what_if(sched, what_if);
   const hw::Topology& topo = *topology;
@@ -219,7 +222,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   const std::string records_note = records_bounded && ranks_left_out ? left_out("records.json", "--records-all") : "";
   if (!records_note.empty()) summary += "  " + records_note + "\n";
   std::cout << summary;
-  std::cout << base_params_note(base, &topo);
+  std::cout << base_params_note(base, &topo) << host_calls;
   if (out) {
     write_file(out->path("metrics.json"), metrics_json(m, topo, res).dump(2) + "\n");
     // Streamed: the trace of a large run is more than memory should hold at once.

@@ -41,6 +41,16 @@ int copy_engine_of(const Activity& a) {
 // the call does not hold. Such calls take seconds; a warm launch, tens of us.
 constexpr int64_t kLongCallNs = 1'000'000;
 
+// The fewest calls of a kind whose median becomes the replay's cost of that
+// kind (settings.host_calls). A median of three or more is one of the calls
+// with one at least on each side: a call that waited unseen (a pageable
+// copy's staging, a synchronize whose GPU work the trace does not show) or
+// did first-use work cannot be it alone. Of one or two calls it is that call
+// (or the mean of both): ResNet-50's two pageable copy calls of 1 ms would
+// replace a 10 us call cost. Kinds with fewer keep the calibration's cost;
+// the summary lists them with their count.
+constexpr size_t kMinCostCalls = 3;
+
 // The blocks of a kernel's grid (args.grid), 0 where not recorded or past any GPU's SMs.
 int64_t grid_blocks(const Activity& a) {
   if (!a.args) return 0;
@@ -79,6 +89,7 @@ class Importer {
           "stream synchronizes of the stream whose work had ended by then (another was still busy)",
           syncs_device_, syncs_stream_));
     b_.schedule().runtime.framework_kernels = true;  // PyTorch's kernels; the host's time is measured
+    set_host_calls();
     ImportedTrace out;
     out.schedule = b_.build();
     out.measured = measured(out.schedule);
@@ -243,10 +254,13 @@ class Importer {
         if (r == 0) ++sum_.steps;
       }
       host_until(c.ts);
-      if (const int64_t h = first_use_time(c, k); h > 0) {
-        host_until(c.ts + h);
+      const int64_t first_use = first_use_time(c, k);
+      if (first_use > 0) {
+        host_until(c.ts + first_use);
         ++sum_.long_calls;
-        sum_.long_call_ns += h;
+        sum_.long_call_ns += first_use;
+      } else {
+        measure_call(c, k);
       }
       cursor_ = std::max(cursor_, c.end);
       if (c.gpu && c.gpu->stream == compute_id_) compute_end_ = std::max(compute_end_, c.gpu->end);
@@ -303,6 +317,68 @@ class Importer {
       }
     }
     if (!steps_ended && next_step == t.steps.size()) marker(t.steps.back().end, kStepsEndMarker, "marker (end of steps)");
+  }
+
+  // The call's own host time, for the median of its kind (settings.host_calls):
+  // a launch or event call's duration; a copy or synchronize only where it
+  // had nothing to wait for (every stream's work done as it was called), its
+  // time until the copy started or its whole duration. Calls that waited hold
+  // their wait, which the replay models.
+  void measure_call(const Call& c, CallKind k) {
+    int64_t gpu_done = 0;
+    for (const auto& [id, end] : stream_end_) gpu_done = std::max(gpu_done, end);
+    const bool idle = gpu_done <= c.ts;
+    const int64_t d = c.end - c.ts;
+    switch (k) {
+      case CallKind::Kernel:
+        if (c.gpu && is_nccl(*c.gpu)) {
+          std::string why;
+          if (const auto ci = collective_of(*c.gpu, &why); ci && local(ci->ranks) && groups_.count(*local(ci->ranks))) {
+            calls_.collective.push_back(d);
+            break;
+          }
+        }
+        calls_.launch.push_back(d);
+        break;
+      case CallKind::Memset: calls_.launch.push_back(d); break;
+      case CallKind::Record:
+      case CallKind::Wait: calls_.event.push_back(d); break;
+      case CallKind::Memcpy:
+        if (!c.gpu || c.end <= c.gpu->end)
+          calls_.copy.push_back(d);  // returned before its copy ended: it did not wait
+        else if (idle)
+          calls_.copy.push_back(std::clamp<int64_t>(c.gpu->start - c.ts, 0, d));
+        break;
+      case CallKind::StreamSync:
+      case CallKind::DeviceSync:
+      case CallKind::EventSync:
+        if (idle) calls_.sync.push_back(d);
+        break;
+      case CallKind::HostOnly: break;
+    }
+  }
+
+  // The median of each kind of call measured, as the schedule's host_calls,
+  // where at least kMinCostCalls calls of the kind were measured (below).
+  void set_host_calls() {
+    auto& h = b_.schedule().runtime.host_calls;
+    std::string taken, too_few;
+    auto take = [&](const char* key, std::vector<int64_t> v, std::optional<Time>& to) {
+      if (v.empty()) return;
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      const Time m = Time::from_ps((n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) * 1000);
+      std::string& line = n >= kMinCostCalls ? taken : too_few;
+      line += fmt::format("{}{} {:.1f} us ({})", line.empty() ? "" : ", ", key, m.us(), n);
+      if (n >= kMinCostCalls) to = m;
+    };
+    take("kernel_launch", calls_.launch, h.kernel_launch);
+    take("memcpy_call", calls_.copy, h.memcpy_call);
+    take("event_call", calls_.event, h.event_call);
+    take("sync_call", calls_.sync, h.sync_call);
+    take("collective_call", calls_.collective, h.collective_call);
+    sum_.host_calls = taken;
+    sum_.host_calls_too_few = too_few;
   }
 
   // The host time a call that does not wait for the GPU spent with the GPU
@@ -449,6 +525,9 @@ class Importer {
   std::unordered_map<int64_t, int> kernels_of_op_;
   std::unordered_map<int64_t, const Activity*> longest_;
   CopyOverlap overlap_;  // its copies' engines' busy time
+  struct {
+    std::vector<int64_t> launch, copy, event, sync, collective;  // ns, every rank's calls
+  } calls_;
 };
 
 // The step ranges: those of the first pattern the first trace has ranges
@@ -539,6 +618,11 @@ std::string ImportSummary::text() const {
         "stream waits without a cuda_sync event, inferred: {} (waiting stream: the next work issued; record: by stream and order)\n"
         "  confidence: {} of {} confirmed by the timeline (the waiting stream went on as its record's work ended), {} by program order only\n",
         n, inferred_timed, n, inferred_untimed);
+  if (!host_calls.empty())
+    out += fmt::format("host calls measured (the median of each kind, of that many calls; a run without --calibration takes them): {}\n", host_calls);
+  if (!host_calls_too_few.empty())
+    out += fmt::format("host calls of too few calls to stand for their kind (under {}; a run keeps the calibration's cost): {}\n", kMinCostCalls,
+                       host_calls_too_few);
   if (other_threads) out += fmt::format("calls from other host threads merged in time order: {}\n", other_threads);
   if (long_calls)
     out += fmt::format("launches and event calls of over 1 ms with the GPU idle (first-use work: lazy module loading, cuDNN's first call): {}, "

@@ -55,6 +55,8 @@ struct ImportSummary {
   int64_t long_calls = 0;                       // launches and event calls that took over kLongCallNs with the GPU idle: host work
   int64_t long_call_ns = 0;                     // ... the time they kept as host work
   int64_t steps = 0;
+  std::string host_calls;          // the medians written as settings.host_calls, each with its count of calls
+  std::string host_calls_too_few;  // ... and those of kinds with too few calls to be written (kMinCostCalls)
   std::string steps_from;  // which ranges became steps, where --steps did not say
   std::vector<std::string> notes;
   /// A few lines for the terminal.

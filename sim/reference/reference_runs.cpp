@@ -24,6 +24,23 @@ namespace osim {
 
 namespace fs = std::filesystem;
 
+std::string take_host_calls(ModelParams& params, const RuntimeSettings& settings, const std::string& calibration) {
+  const auto& c = settings.host_calls;
+  if (!calibration.empty() || !c.any()) return "";
+  OverheadParams& o = params.overheads;
+  std::string taken;
+  for (auto [key, field, to] : {std::tuple{"kernel_launch", &c.kernel_launch, &o.kernel_launch}, {"memcpy_call", &c.memcpy_call, &o.memcpy_call},
+                                {"event_call", &c.event_call, &o.event_call}, {"sync_call", &c.sync_call, &o.sync_call},
+                                {"collective_call", &c.collective_call, &o.collective_call}})
+    if (*field) {
+      *to = **field;
+      taken += fmt::format("{}{} {:.1f} us", taken.empty() ? "" : ", ", key, (*field)->us());
+    }
+  return fmt::format("host calls: the schedule's measured costs ({}; settings.host_calls), not a calibration's: pass --calibration FILE for "
+                     "a calibrated host's\n",
+                     taken);
+}
+
 Resimulation resimulate(const std::string& measured, const Records& measured_records, const ResimulateOptions& o) {
   const fs::path dir = fs::is_directory(measured) ? fs::path(measured) : fs::path(measured).parent_path();
   const fs::path sched_path = plain_or_gz(dir.string(), "schedule.yaml");
@@ -42,6 +59,7 @@ Resimulation resimulate(const std::string& measured, const Records& measured_rec
   out.topology = std::make_unique<hw::Topology>(hw::parse_topology_file(tp));
   const hw::Topology& topo = *out.topology;
   ModelParams params = base_params(o.calibration, topo).params;  // without one: the measured defaults of its GPUs
+  const std::string host_calls = take_host_calls(params, sched.runtime, o.calibration);  // without one: an imported trace's own calls
   // The run's own timing events (an event before and after every op), at the
   // GPU event times `timing_events` measured.
   if (!o.timing_events.empty()) {
@@ -73,6 +91,7 @@ Resimulation resimulate(const std::string& measured, const Records& measured_rec
                                        : without_timing_events(sched, execute_after_runs(timed, topo, params, before), at);
   nlohmann::ordered_json meta;
   meta["runs_before"] = before;
+  if (!host_calls.empty()) meta["host_calls"] = host_calls.substr(0, host_calls.size() - 1);
   out.records = records_json(sched, out.result, topo.name(), "simulated", meta);
   out.simulated = parse_records(nlohmann::json::parse(out.records.dump()), "simulation of " + sched_path.string());
   out.schedule = std::move(sched);

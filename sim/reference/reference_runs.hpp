@@ -28,6 +28,11 @@ struct ResimulateOptions {
   WhatIf what_if;
 };
 
+/// A schedule's own host call costs (settings.host_calls: an imported trace's
+/// measured calls) put over the parameters where no calibration was given
+/// (`calibration` empty): the trace is then the only measurement of its host.
+/// Returns the line the run prints of them ("" where none were taken).
+std::string take_host_calls(ModelParams& params, const RuntimeSettings& settings, const std::string& calibration);
 /// A measured run simulated again: the schedule it executed, what the
 /// simulation did, and its records (as `run --records` writes them).
 struct Resimulation {

@@ -245,6 +245,14 @@ struct RuntimeSettings {
   // MemoryParams) without its host costs: imported traces, whose host time
   // is measured. Set with framework: pytorch too.
   bool framework_kernels = false;
+  // The host's CUDA call costs as measured where the program was recorded (an
+  // imported trace: the median of each kind of call). A run given no
+  // calibration takes them in place of the model's (OverheadParams); unset
+  // ones, and every one under a calibration, stay the calibration's.
+  struct HostCalls {
+    std::optional<Time> kernel_launch, memcpy_call, event_call, sync_call, collective_call;
+    bool any() const { return kernel_launch || memcpy_call || event_call || sync_call || collective_call; }
+  } host_calls;
 };
 
 struct Schedule {

@@ -479,7 +479,7 @@ struct Parser {
     s.topology = top.opt_str("topology").value_or("");
     if (top.has("settings"))
       s.runtime = read_runtime_settings(
-          MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable", "framework", "framework_kernels"}));
+          MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable", "framework", "framework_kernels", "host_calls"}));
     // Streams
     const YAML::Node streams = top.get("streams");
     if (!streams.IsSequence()) top.fail("streams", "must be a list of stream names or {name, priority}");
@@ -679,6 +679,16 @@ RuntimeSettings read_runtime_settings(const MapReader& r) {
   out.framework_kernels = r.boolean("framework_kernels", out.framework == Framework::PyTorch);
   if (out.framework == Framework::PyTorch && !out.framework_kernels)
     r.fail("framework_kernels", "a PyTorch program's kernels are PyTorch's: leave it out, or set framework: none");
+  if (r.has("host_calls")) {
+    const MapReader h(r.file(), r.get("host_calls"), "settings.host_calls", {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call"});
+    auto& c = out.host_calls;
+    for (auto [key, field] : {std::pair{"kernel_launch", &c.kernel_launch}, {"memcpy_call", &c.memcpy_call}, {"event_call", &c.event_call},
+                              {"sync_call", &c.sync_call}, {"collective_call", &c.collective_call}}) {
+      *field = h.opt_duration(key);
+      if (*field && (**field < Time::zero() || **field > Time::from_us(1e6)))
+        h.fail(key, "a call's host time from 0 to 1 s (a measured call: tens of microseconds)");
+    }
+  }
   return out;
 }
 

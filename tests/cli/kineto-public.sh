@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Replay fidelity on traces other projects recorded (tests/data/kineto-public/, its manifest.yaml
 # names each trace's source, licence and GPU). CASE is a trace's name in the manifest: the trace is
-# imported with the topology the manifest names, re-simulated with its measured kernel times
-# (`compare --simulate`, no calibration: the model's defaults), and its makespan error against its
+# imported with the topology the manifest names, re-simulated with its measured kernel times and
+# call costs (`compare --simulate`, no calibration: the model's defaults for the rest), and its makespan error against its
 # own recorded timeline must be within the manifest's max_error_pct and print as its error_pct
-# (within 0.15 points), the figure docs/import-trace.md's table shows for it. Three cases check
+# (within 0.15 points), the figure docs/import-trace.md's table shows for it. Four cases check
 # what the importer does beyond the makespan (below).
 #
 #   bash tests/cli/kineto-public.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
@@ -30,8 +30,26 @@ case $case in
   hta-ddp-rank0-step5-a100)  # one rank's NCCL kernels hold their grid's 8 SMs: the kernels beside them keep their time
     has $W/imp/schedule.yaml 'name: ncclKernel_AllReduce_RING_LL_Sum_float, .*sm_limit: 8}'
     has $W/compare.txt '^  kernel +900 +50.729 ms +50.935 ms +\+0.4%' ;;
+  hta-event-sync-a100)  # the host's call costs: each kind's median from the trace where 3 calls or more measured it
+    # launches of 9, 10, 12 and 36 us: median 11, taken. Too few to stand for their kind, the model's costs kept:
+    # the D2H copy's call (waited, idle GPU: 18.176 us to its start), 2 records of 3 us, the stream and device
+    # synchronizes of 6 and 8 us that had nothing to wait for.
+    has $W/import.txt '^host calls measured .*: kernel_launch 11.0 us \(4\)$' \
+      '^host calls of too few calls to stand for their kind \(under 3; .*\): memcpy_call 18.2 us \(1\), event_call 3.0 us \(2\), sync_call 7.0 us \(2\)$'
+    has $W/imp/schedule.yaml 'host_calls: \{kernel_launch: 11000000 ps\}'
+    has $W/compare.txt '^  host calls: the schedule.s measured costs \(kernel_launch 11.0 us; settings.host_calls\)'
+    # A calibration given (none: the datasheet's) keeps its own costs: the replay as before, 4 us launches.
+    "$osim" compare --simulate $W/imp --calibration none > $W/calibrated.txt
+    has $W/calibrated.txt 'error -23.6 %$'
+    ! grep -q 'host calls' $W/calibrated.txt || fail "a run given --calibration took the trace's call costs"
+    "$osim" run $W/imp/schedule.yaml > $W/run.txt
+    has $W/run.txt '^host calls: the schedule.s measured costs' ;;
   kineto-resnet50-v100-step7)  # PyTorch 1.9's category names
-    has $W/import.txt '^ +351  kernel .measured.$' '^ +2  memcpy h2d pageable$' ;;
+    has $W/import.txt '^ +351  kernel .measured.$' '^ +2  memcpy h2d pageable$'
+    # Its two pageable copy calls (2,020 us, staging the 19 MB copy it waited for, and 12 us) are too few to be
+    # a copy call's cost: the replay keeps the model's 10 us, not their 1,016 us mean.
+    has $W/import.txt '^host calls of too few calls .*: memcpy_call 1016.0 us \(2\)$'
+    ! grep -q 'memcpy_call' $W/imp/schedule.yaml || fail "a copy call cost of two calls went into settings.host_calls" ;;
 esac
 echo "$case: self-replay error $got % (bound $bound %)"
 ok

@@ -580,3 +580,33 @@ TEST_CASE("one rank of a larger job imports as rank 0, with its GPU from deviceP
   for (const auto& n : t.summary.notes) said = said || n.find("the job's rank(s) [2] are the schedule's rank(s) 0 to 0") != std::string::npos;
   CHECK(said);
 }
+
+TEST_CASE("each kind of call's measured cost: the median of 3 calls or more, a kind of fewer keeps the calibration's") {
+  TraceBuilder b;
+  // Four launches of 9, 36, 10 and 12 us, their kernels queued back to back (the GPU never idle): median 11 us.
+  const double launch_ts[] = {0, 10, 47, 58}, launch_us[] = {9, 36, 10, 12};
+  for (size_t i = 0; i < 4; ++i) b.gpu("kernel", "k", 7, 20 + 500.0 * static_cast<double>(i), 500, b.call("cudaLaunchKernel", launch_ts[i], launch_us[i]));
+  // Three event records of 2, 3 and 5 us: exactly the fewest taken, median 3 us.
+  b.call("cudaEventRecord", 75, 2);
+  b.call("cudaEventRecord", 80, 3);
+  b.call("cudaEventRecord", 85, 5);
+  // Two copy calls of 1 and 1.5 ms that returned before their copies ended (they did not wait): their
+  // mean, 1.25 ms, would replace a copy call's 10 us in every copy of the replay; too few, left out.
+  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 105, 4895, b.call("cudaMemcpyAsync", 100, 1000), {{"bytes", 1000000}});
+  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 5000, 4000, b.call("cudaMemcpyAsync", 1110, 1500), {{"bytes", 1000000}});
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("calls.json")});
+  const auto& h = t.schedule.runtime.host_calls;
+  REQUIRE(h.kernel_launch);
+  CHECK(*h.kernel_launch == Time::from_us(11));
+  REQUIRE(h.event_call);
+  CHECK(*h.event_call == Time::from_us(3));
+  CHECK_FALSE(h.memcpy_call);  // a run keeps its calibration's (or the model's) copy call
+  CHECK_FALSE(h.sync_call);
+  CHECK_FALSE(h.collective_call);
+  CHECK(t.summary.host_calls == "kernel_launch 11.0 us (4), event_call 3.0 us (3)");
+  CHECK(t.summary.host_calls_too_few == "memcpy_call 1250.0 us (2)");
+  CHECK(t.summary.text().find("host calls of too few calls to stand for their kind (under 3; a run keeps the calibration's cost): "
+                              "memcpy_call 1250.0 us (2)\n") != std::string::npos);
+  // The schedule written keeps the two taken, as exact picoseconds.
+  CHECK(to_yaml(t.schedule).find("host_calls: {kernel_launch: 11000000 ps, event_call: 3000000 ps}") != std::string::npos);
+}
