@@ -18,6 +18,10 @@ osim=$(readlink -f "$bin/overlapsim")
 [ -x "$osim" ] || { echo "outputs.sh: no overlapsim in $bin: build first" >&2; exit 2; }
 mkdir -p "$out"
 work=.golden-work
+# One run at a time per checkout: the outputs name the work folder, so it
+# cannot move; a second run would delete the first one's.
+exec 9>"$work.lock"
+flock -n 9 || { echo "outputs.sh: another outputs.sh is running in this checkout ($work): wait for it, or run from another checkout" >&2; exit 2; }
 rm -rf "$work" && mkdir -p "$work"
 
 # run NAME ARGS...: the command's stdout and stderr and its exit code into OUT/NAME.txt
