@@ -86,6 +86,7 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
   }
   const double shm_cap = ring_shm && v_.gpu_pcie_GBps > 0 ? shm_eff * v_.gpu_pcie_GBps : 1e30;
   const double net_overhead = amd ? 2.0 : 1.0;  // getNetOverhead, us
+  const double own_chunk = opt.own_chunk_steps.value_or(kNcclOwnChunkSteps);
 
   for (NcclColl c : {NcclColl::AllReduce, NcclColl::AllGather, NcclColl::ReduceScatter, NcclColl::Broadcast}) {
     const int nsteps = c == NcclColl::AllReduce ? 2 * (ranks_ - 1) : c == NcclColl::Broadcast ? ranks_ : ranks_ - 1;
@@ -102,7 +103,14 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
         if (a == NcclAlgo::Tree && p == NcclProto::LL) bus = std::min(bus / 3.8, kLlMaxBw[i1][i2]);
         if (a == NcclAlgo::Tree && p == NcclProto::LL128)
           bus = std::min(bus * (nodes_ == 1 ? 7.0 / 9.0 : 120.0 / 128.0), ch * kPerChTreeLL128[gen][i2]);
-        const double ratio = a == NcclAlgo::Ring ? static_cast<double>(ranks_) / nsteps : .5;
+        double ratio = a == NcclAlgo::Ring ? static_cast<double>(ranks_) / nsteps : .5;
+        // All-gather and reduce-scatter rings at the link's rate (LL128,
+        // Simple): the rank's own chunk costs kNcclOwnChunkSteps of a link
+        // step beside the ring's n-1. Not LL, whose half rate leaves the
+        // link room for it, nor through host memory, where the PCIe link,
+        // not the SMs, sets the pace.
+        if (a == NcclAlgo::Ring && p != NcclProto::LL && !ring_shm && (c == NcclColl::AllGather || c == NcclColl::ReduceScatter))
+          ratio *= nsteps / (nsteps + own_chunk);
         bw_[idx(c, a, p)] = bus * ratio;
 
         double lat = kBaseLat[ai][pi];

@@ -48,6 +48,23 @@ std::optional<NcclColl> nccl_coll_from_string(const std::string& s);
 /// (tests/reference/test_nccl_reference.cpp, docs/accuracy.md).
 inline constexpr double kNcclShmEfficiency = 0.52;
 
+/// What a ring all-gather's or reduce-scatter's own chunk costs, in link
+/// steps. The ring moves n-1 chunks a rank over its links but its SMs
+/// handle n: the all-gather's first step copies the rank's input into its
+/// own output as it sends it (directCopySend, out of place), the
+/// reduce-scatter's last reduces the received chunk with the rank's input
+/// into its output and sends nothing (recvReduceCopy; NVIDIA/nccl
+/// src/device/all_gather.h, reduce_scatter.h at commit 0f900e1). NCCL's
+/// tuning model prices only the n-1 link steps (tuning.cc: busBw x nRanks /
+/// nSteps); the model runs LL128 and Simple rings at (n-1) / (n-1 +
+/// kNcclOwnChunkSteps) of that bus bandwidth. Not LL (its half rate leaves
+/// the link room), nor rings through host memory (the PCIe link sets their
+/// pace), nor the all-reduce (its own chunk rides in a step that sends).
+/// Fitted at 1 GiB (the steady rate) on each reference machine's NVLink
+/// all-gathers and reduce-scatters and checked on the other
+/// (tests/reference/test_nccl_reference.cpp, docs/accuracy.md).
+inline constexpr double kNcclOwnChunkSteps = 0.33;
+
 struct NcclTuneOptions {
   std::optional<NcclAlgo> algo;    // NCCL_ALGO
   std::optional<NcclProto> proto;  // NCCL_PROTO
@@ -55,6 +72,7 @@ struct NcclTuneOptions {
   // view). One host: the host's own rings (NcclView::host_ring).
   int ranks = 0, nodes = 0;
   std::optional<double> shm_efficiency;  // default kNcclShmEfficiency (a fit's candidate in the tests)
+  std::optional<double> own_chunk_steps; // default kNcclOwnChunkSteps (a fit's candidate in the tests)
 };
 
 struct NcclPrediction {

@@ -205,3 +205,40 @@ TEST_CASE("through host memory: every peer shares the GPU's PCIe link at the SHM
   REQUIRE(q);
   CHECK(q->time_us == doctest::Approx(8.4 + 3.4 + gib / 2 / (1000 * 18 * 20.6)));
 }
+
+TEST_CASE("over NVLink a ring all-gather's and reduce-scatter's own chunk costs a third of a link step") {
+  // 4 H200 on one NVSwitch: NCCL's rings give a bus bandwidth of
+  // channels x bwIntra; an all-gather or reduce-scatter of n ranks runs its
+  // n - 1 link steps at (n - 1) / (n - 1 + kNcclOwnChunkSteps) of it (LL128,
+  // Simple), so its algorithm bandwidth is bus x n / (n - 1 + 0.33).
+  const Model nv(kH200x4);
+  const double bus = nv.view.host_ring.channels * nv.view.host_ring.bw_intra_GBps;
+  CHECK(kNcclOwnChunkSteps == 0.33);
+  for (const int n : {2, 4}) {
+    NcclTuneOptions o;
+    o.ranks = n, o.nodes = 1;
+    const NcclTuning t(nv.view, o);
+    CHECK(t.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * n / (n - 1 + 0.33)));
+    CHECK(t.bandwidth(NcclColl::ReduceScatter, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * n / (n - 1 + 0.33)));
+    // LL128: NCCL's 0.92 of the ring (under its per-channel cap), the same share.
+    CHECK(t.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::LL128) ==
+          doctest::Approx(std::min(bus * 0.92, nv.view.host_ring.channels * 36.7) * n / (n - 1 + 0.33)));
+    // The all-reduce carries its own chunk in a step it sends anyway; LL is
+    // left at NCCL's (its half rate leaves the link room).
+    CHECK(t.bandwidth(NcclColl::AllReduce, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * n / (2.0 * (n - 1))));
+    CHECK(t.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::LL) == doctest::Approx(std::min(141.0, bus * 0.5) * n / (n - 1)));
+    // At 0 (an option; the reference test fits it) NCCL's own n / (n - 1).
+    o.own_chunk_steps = 0.0;
+    CHECK(NcclTuning(nv.view, o).bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * n / (n - 1)));
+  }
+  // 2 ranks, 1 GiB: 8.4 + 3.4 us and 1 GiB at 357 x 2 / 1.33 GB/s, 269 GB/s
+  // of bus bandwidth (the reference boxes measure 267-270).
+  NcclTuneOptions o2;
+  o2.ranks = 2, o2.nodes = 1;
+  const auto r = NcclTuning(nv.view, o2).predict(NcclColl::AllGather, 1024.0 * 1024 * 1024);
+  REQUIRE(r);
+  CHECK(r->proto == NcclProto::Simple);
+  CHECK(bus == doctest::Approx(357.0).epsilon(0.01));
+  CHECK(r->time_us == doctest::Approx(8.4 + 3.4 + 1024.0 * 1024 * 1024 / (1000 * bus * 2 / 1.33)));
+  CHECK(r->busbw_GBps == doctest::Approx(269.1).epsilon(0.002));
+}
