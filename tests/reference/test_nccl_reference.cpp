@@ -150,44 +150,42 @@ double busbw_error(const Point& p, const NcclPrediction& r) {
   return r.busbw_GBps / measured_busbw - 1;
 }
 
-// The SHM transport's efficiency (kNcclShmEfficiency) fitted on one
-// machine's benches: the value, on a grid of 0.005, that minimises the
-// median |error| of the bus bandwidth over its NCCL benches through host
-// memory at >= 1 MiB (every collective and rank count together; PyTorch's
-// calls are not NCCL's benches).
-double fit_shm_efficiency(const Machine& m, const std::vector<Point>& points) {
+// A constant fitted on one machine's benches: the value k * step (k from
+// k_lo to k_hi) that minimises the median |error| of the bus bandwidth over
+// the machine's points `keep` selects; `set` puts the value into a Fit.
+template <class Set, class Keep>
+double fit_on_grid(const Machine& m, const std::vector<Point>& points, int k_lo, int k_hi, double step, Set set, Keep keep) {
   double best = 0, best_err = 1e30;
-  for (int k = 60; k <= 200; ++k) {
+  for (int k = k_lo; k <= k_hi; ++k) {
     Fit f;
-    f.shm_efficiency = k * 0.005;
+    set(f, k * step);
     std::vector<double> err;
     for (const Point& p : points)
-      if (std::get<0>(p.group) == m.name && p.p2p_off && p.bytes >= 1048576 && std::get<2>(p.group).find(' ') == std::string::npos)
-        err.push_back(std::abs(busbw_error(p, predict(m, p, f))));
-    if (!err.empty() && median(err) < best_err - 1e-12) best = f.shm_efficiency, best_err = median(err);
+      if (std::get<0>(p.group) == m.name && keep(p)) err.push_back(std::abs(busbw_error(p, predict(m, p, f))));
+    if (!err.empty() && median(err) < best_err - 1e-12) best = k * step, best_err = median(err);
   }
   return best;
 }
 
-// The cost of a ring's own chunk (kNcclOwnChunkSteps) fitted on one
-// machine's benches: the value, on a grid of 0.01 from 0 to 1, that
-// minimises the median |error| of the bus bandwidth over its all-gather and
-// reduce-scatter benches over NVLink at 1 GiB (both rank counts together),
-// where a channel's ~20 MiB make the pipeline's fill negligible: the steady
-// rate that the constant is.
+// The SHM transport's efficiency (kNcclShmEfficiency), on a grid of 0.005:
+// its NCCL benches through host memory at >= 1 MiB (every collective and
+// rank count together; PyTorch's calls are not NCCL's benches).
+double fit_shm_efficiency(const Machine& m, const std::vector<Point>& points) {
+  return fit_on_grid(
+      m, points, 60, 200, 0.005, [](Fit& f, double v) { f.shm_efficiency = v; },
+      [](const Point& p) { return p.p2p_off && p.bytes >= 1048576 && std::get<2>(p.group).find(' ') == std::string::npos; });
+}
+
+// The cost of a ring's own chunk (kNcclOwnChunkSteps), on a grid of 0.01
+// from 0 to 1: its all-gather and reduce-scatter benches over NVLink at
+// 1 GiB (both rank counts together), where a channel's ~20 MiB make the
+// pipeline's fill negligible: the steady rate that the constant is.
 double fit_own_chunk_steps(const Machine& m, const std::vector<Point>& points) {
-  double best = 0, best_err = 1e30;
-  for (int k = 0; k <= 100; ++k) {
-    Fit f;
-    f.own_chunk_steps = k * 0.01;
-    std::vector<double> err;
-    for (const Point& p : points)
-      if (std::get<0>(p.group) == m.name && !p.p2p_off && p.bytes >= 1073741824 &&
-          (std::get<2>(p.group) == "all_gather" || std::get<2>(p.group) == "reduce_scatter"))
-        err.push_back(std::abs(busbw_error(p, predict(m, p, f))));
-    if (!err.empty() && median(err) < best_err - 1e-12) best = f.own_chunk_steps, best_err = median(err);
-  }
-  return best;
+  return fit_on_grid(
+      m, points, 0, 100, 0.01, [](Fit& f, double v) { f.own_chunk_steps = v; },
+      [](const Point& p) {
+        return !p.p2p_off && p.bytes >= 1073741824 && (std::get<2>(p.group) == "all_gather" || std::get<2>(p.group) == "reduce_scatter");
+      });
 }
 }  // namespace
 
