@@ -674,7 +674,7 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
   std::map<int, size_t> by_rank;
   for (size_t i = 0; i < traces.size(); ++i) {
     const int r = ranked ? traces[i].rank : static_cast<int>(i);
-    if (!by_rank.emplace(r, i).second) fail(traces[i].file, fmt::format("rank {} again (also {})", r, traces[by_rank[r]].file));
+    if (!by_rank.emplace(r, i).second) fail(traces[i].file, fmt::format("rank {} again (also {}): give each rank's trace once, from one run of the job", r, traces[by_rank[r]].file));
   }
   // One rank of a larger job as every rank, peers assumed symmetric: the trace
   // again under each rank of the job.

@@ -124,9 +124,12 @@ namespace {
 // The times a records file may hold: ns from the run's start, finite, within
 // what Time holds (a run of 10^15 ns is 11 days). A measured op may start a
 // little before 0 where the host's and the GPU's clocks were aligned (the
-// reference runs have -304 ns); more than kClockSlackNs is no alignment.
+// reference runs have -304 ns); more than kClockSlackNs, or than 1 % of a
+// run shorter than 100 us, is no alignment (a 2 us run's op at -500 ns would
+// make its busy time exceed its makespan).
 constexpr double kMaxRecordNs = 1e15;
 constexpr double kClockSlackNs = 1000;
+double clock_slack_ns(double makespan_ns) { return std::min(kClockSlackNs, 0.01 * makespan_ns); }
 
 // An op's times in order (issue <= returned, start <= end), inside the run.
 void check_record_op(const RecordOp& o, int rank, double makespan_ns, const std::string& file) {
@@ -137,13 +140,14 @@ void check_record_op(const RecordOp& o, int rank, double makespan_ns, const std:
                                   rank, o.index, o.label, what));
   };
   const std::pair<const char*, double> times[] = {{"issue", o.issue}, {"returned", o.returned}, {"start", o.start}, {"end", o.end}};
+  const double clock_slack = clock_slack_ns(makespan_ns);
   for (const auto& [name, t] : times) {
     if (!std::isfinite(t) || std::abs(t) > kMaxRecordNs) throw bad(fmt::format("{} {} ns is no time of a run", name, t));
-    if (t < -kClockSlackNs) throw bad(fmt::format("{} {:.3f} ns is before the run's start", name, t));
+    if (t < -clock_slack) throw bad(fmt::format("{} {:.3f} ns is before the run's start", name, t));
   }
   if (o.end < o.start) throw bad(fmt::format("end {:.3f} ns is before its start {:.3f} ns", o.end, o.start));
   if (o.returned < o.issue) throw bad(fmt::format("returned {:.3f} ns is before its issue {:.3f} ns", o.returned, o.issue));
-  const double last = std::max(o.end, o.returned), slack = kClockSlackNs + 1e-4 * makespan_ns;
+  const double last = std::max(o.end, o.returned), slack = clock_slack + 1e-4 * makespan_ns;
   if (last > makespan_ns + slack) throw bad(fmt::format("it ends at {:.3f} ns, after the run's makespan_ns {:.3f}", last, makespan_ns));
 }
 

@@ -285,7 +285,8 @@ void check_origins(const std::vector<std::pair<std::string, SweepTable>>& shards
     if (t.origin->sweep != first.origin->sweep || t.origin->shards != first.origin->shards)
       throw InputError(SourceLocation{file, 1, 1},
                        fmt::format("shard {}/{} of sweep {}, but {} is shard {}/{} of sweep {}: these are shards of different sweeps (or the "
-                                   "sweep's files changed between their runs)",
+                                   "sweep's files changed between their runs): merge only the shards of one sweep, re-running any "
+                                   "whose files changed (overlapsim sweep FILE --shard i/N)",
                                    t.origin->shard + 1, t.origin->shards, t.origin->sweep, first_file, first.origin->shard + 1, first.origin->shards,
                                    first.origin->sweep));
     if (!expected_sweep.empty() && t.origin->sweep != expected_sweep)

@@ -170,7 +170,7 @@ TEST_CASE("NCCL kernels of every rank's trace become collectives, of one rank's 
   CHECK(one.summary.notes[0].find("no step ranges (ProfilerStep#N, `step N`): the run is one step") == 0);
   CHECK(one.summary.notes[1].find("the job had 2 ranks and 1 trace(s) were given") == 0);
   CHECK(one.summary.notes[2] == "none of the 1 kernels carries a shape (profile with record_shapes=True): --remodel-kernels has nothing to re-model");
-  CHECK(error_of({r0, r0}).find("rank 0 again") != std::string::npos);
+  CHECK(error_of({r0, r0}).find("rank 0 again (also " + r0 + "): give each rank's trace once") != std::string::npos);
 }
 
 TEST_CASE("NCCL kernels without parameters: grouped point-to-point calls are told apart from a trace without shapes") {

@@ -82,9 +82,9 @@ TEST_CASE("records read as a stream hold what the whole document holds, and bad 
   CHECK(a.ranks[2].ops[0].start == 7.25);
   CHECK(a.meta.dump() == R"({"z":1,"a":{"k":[1,2,{"x":null}]},"warm":true})");  // in the writer's order
   // Bad rows, each refused naming the file and the rank.
-  auto refused = [&](const std::string& body) {
-    std::ofstream(dir / "bad.json") << R"({"schema": "overlapsim.records/v1", "source": "s", "name": "n", "makespan_ns": 10.0, "ranks": [)" + body +
-                                           "]}";
+  auto refused = [&](const std::string& body, const std::string& makespan_ns = "10.0") {
+    std::ofstream(dir / "bad.json") << R"({"schema": "overlapsim.records/v1", "source": "s", "name": "n", "makespan_ns": )" + makespan_ns +
+                                           R"(, "ranks": [)" + body + "]}";
     try {
       read_records((dir / "bad.json").string());
     } catch (const InputError& e) {
@@ -102,5 +102,14 @@ TEST_CASE("records read as a stream hold what the whole document holds, and bad 
   CHECK(refused(R"({"rank": 3, "ops": [[0, "gemm", "a", 1, 2, 3, 2000]]})").find("after the run's makespan_ns") != std::string::npos);
   CHECK(refused(R"({"rank": 3, "ops": []}] trailing)").find("not valid JSON") != std::string::npos);
   CHECK(refused(R"({"rank": 3, "ops": [[0, "gemm", "a", 1, 2, 3, 4]]})") == "accepted");
+  // Clocks aligned within 1 us (the reference runs' -304 ns), or 1 % of a run
+  // shorter than 100 us: a 2 us run's op at -500 ns would be busier than the run.
+  CHECK(refused(R"({"rank": 0, "ops": [[0, "gemm", "a", -304, 0, -304, 900000]]})", "1000000") == "accepted");
+  CHECK(refused(R"({"rank": 0, "ops": [[0, "gemm", "a", -1001, 0, 0, 900000]]})", "1000000").find("issue -1001.000 ns is before the run's start") !=
+        std::string::npos);
+  CHECK(refused(R"({"rank": 0, "ops": [[0, "gemm", "a", 0, 1, -500, 1500]]})", "2000").find("start -500.000 ns is before the run's start") !=
+        std::string::npos);
+  CHECK(refused(R"({"rank": 0, "ops": [[0, "gemm", "a", 0, 1, -19, 1500]]})", "2000") == "accepted");  // within 20 ns
+  CHECK(refused(R"({"rank": 0, "ops": [[0, "gemm", "a", 0, 1, 0, 2000]]})", "1000").find("after the run's makespan_ns 1000.000") != std::string::npos);
   fs::remove_all(dir);
 }

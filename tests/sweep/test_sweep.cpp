@@ -358,7 +358,10 @@ TEST_CASE("sweep: failed points are counted, and merge refuses shards of differe
   CHECK(sweep_identity(edited) != sweep_identity(s));
   auto mixed = shards;
   mixed[1] = shards_of(edited, 2)[1];
-  CHECK_THROWS_WITH_AS(merge_sweep_tables(mixed), doctest::Contains("these are shards of different sweeps"), InputError);
+  CHECK_THROWS_WITH_AS(merge_sweep_tables(mixed),
+                       doctest::Contains("these are shards of different sweeps (or the sweep's files changed between their runs): merge "
+                                         "only the shards of one sweep"),
+                       InputError);
   CHECK_THROWS_WITH_AS(merge_sweep_tables(shards, s.size(), sweep_identity(edited)), doctest::Contains("not of the --sweep file's"), InputError);
   // Shards of another shard count, and a shard beside an unsharded CSV.
   auto counts = shards;
