@@ -51,9 +51,10 @@ std::string short_ranges(const std::vector<int>& ranks) {
 
 }  // namespace
 
-size_t op_table_lines(const RunRecord& r) {
+size_t op_table_lines(const RunRecord& r, const std::vector<char>* among) {
   size_t lines = 1;
-  for (const auto& ops : r.ops) lines += 3 + ops.size();
+  for (size_t rank = 0; rank < r.ops.size(); ++rank)
+    if (among == nullptr || (*among)[rank] != 0) lines += 3 + r.ops[rank].size();
   return lines;
 }
 
@@ -63,9 +64,7 @@ OpTableSelection select_op_table(const RunRecord& r, size_t max_lines, const std
   OpTableSelection sel;
   sel.rank.assign(nranks, 1);
   sel.after.assign(nranks, "");
-  size_t whole = 1;  // the candidates' whole table
-  for (size_t rank = 0; rank < nranks; ++rank)
-    if (candidate(rank)) whole += 3 + r.ops[rank].size();
+  const size_t whole = op_table_lines(r, among);  // the candidates' whole table
   if (whole <= max_lines) {
     if (among != nullptr) sel.everything = false, sel.rank = *among;
     return sel;

@@ -29,8 +29,9 @@ struct OpTableSelection {
 };
 
 /// The lines the whole table of `r` takes (its heading, and per rank a blank
-/// line, the rank's line, the column heading and a line an op).
-size_t op_table_lines(const RunRecord& r);
+/// line, the rank's line, the column heading and a line an op); with `among`
+/// (per rank: a candidate), of those ranks alone.
+size_t op_table_lines(const RunRecord& r, const std::vector<char>* among = nullptr);
 
 /// The selection above of `r`'s ranks (every one with per-op records) within
 /// `max_lines` lines. With `among` (per rank: a candidate), of those ranks
