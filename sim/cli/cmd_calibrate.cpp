@@ -104,10 +104,7 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
     throw InputError(SourceLocation{out, 0, 0}, "--replay-with fits nothing, so there is no calibration to write: drop -o");
   // Check every output first, so nothing is written when one would be refused.
   for (const std::string& p : {out, csv})
-    if (!p.empty()) {
-      refuse_overwrite(p, force);
-      claim_output(p);
-    }
+    if (!p.empty()) claim_new_output(p, force);
   hw::Topology topo(hw::parse_topology_file(topo_path));
   std::vector<std::pair<std::string, nlohmann::json>> docs;
   for (const auto& in : inputs) docs.emplace_back(in, read_bench_json(in));

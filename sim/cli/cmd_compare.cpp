@@ -40,10 +40,7 @@ Records resimulate_into(const std::string& measured, const Records& measured_rec
     const bool plain = !nm.empty() && nm != "." && nm != ".." && nm.find_first_of("/\\") == std::string::npos;
     const fs::path folder = dir.filename().empty() ? dir.parent_path() : dir;
     const fs::path sim_dir = fs::path(out_dir) / (plain ? nm : folder.filename().string());
-    for (const char* f : {"records.json", "trace.json"}) {
-      refuse_overwrite(sim_dir / f, force);
-      claim_output(sim_dir / f);
-    }
+    for (const char* f : {"records.json", "trace.json"}) claim_new_output(sim_dir / f, force);
     fs::create_directories(sim_dir);
     write_file(sim_dir / "records.json", records_text(r.records));
     write_trace_file(sim_dir / "trace.json", r.schedule, *r.topology, r.result);
@@ -54,10 +51,7 @@ Records resimulate_into(const std::string& measured, const Records& measured_rec
 int programs_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& calibration, double max_error,
                      double max_median_error, const std::string& csv, bool force) {
   if (topo_path.empty()) throw InputError(SourceLocation{inputs.front(), 0, 0}, "--programs needs the machine's topology: pass --topology FILE");
-  if (!csv.empty()) {
-    refuse_overwrite(csv, force);
-    claim_output(csv);
-  }
+  if (!csv.empty()) claim_new_output(csv, force);
   const hw::Topology topo(hw::parse_topology_file(topo_path));
   const ProgramFigures f = predict_programs(inputs, topo, base_params(calibration, topo).params);
   std::cout << format_program_figures(f) << format_repeated_figures(repeated_figures(f.runs));
@@ -85,10 +79,7 @@ int programs_command(const std::vector<std::string>& inputs, const std::string& 
 int compare_command(const std::vector<std::string>& inputs, bool simulate, const std::string& topo_path, const std::string& calibration,
                     const std::string& timing_events, double max_error, double max_median_error, bool per_layer, const std::string& csv,
                     const std::string& sim_out, bool force, const WhatIf& what_if) {
-  if (!csv.empty()) {
-    refuse_overwrite(csv, force);
-    claim_output(csv);
-  }
+  if (!csv.empty()) claim_new_output(csv, force);
   if (!sim_out.empty() && !simulate) throw InputError(SourceLocation{sim_out, 0, 0}, "--simulated-out writes the re-simulated runs: add --simulate");
   if (!timing_events.empty() && !simulate)
     throw InputError(SourceLocation{timing_events, 0, 0}, "--timing-events applies to the re-simulated runs: add --simulate");
@@ -175,10 +166,7 @@ int report_command(const std::string& run_dir, const std::string& topo_path, std
   }
   const hw::Topology topo(hw::parse_topology_file(tp));
   if (out_dir.empty()) out_dir = dir.string();
-  for (const char* f : {"metrics.json", "trace.json", "summary.txt"}) {
-    refuse_overwrite(fs::path(out_dir) / f, force);
-    claim_output(fs::path(out_dir) / f);
-  }
+  for (const char* f : {"metrics.json", "trace.json", "summary.txt"}) claim_new_output(fs::path(out_dir) / f, force);
   RunRecord run = run_record_of(sched, rec);
   // A runner that knew no GPU names leaves them to the topology: rank i on its i-th GPU.
   const auto gpus = topo.gpus();

@@ -70,12 +70,8 @@ int import_command(const ImportCliOptions& o) {
                      "--prefetch writes a program the trace did not measure, so there are no records of it: give -o FILE.yaml (the "
                      "schedule alone) and run it with `overlapsim run FILE.yaml`");
   if (o.prefetch_cycle != 0 && o.prefetch < 0) throw InputError(SourceLocation{}, "--prefetch-cycle goes with --prefetch N");
-  refuse_overwrite(sched_path, o.force);
-  claim_output(sched_path);
-  if (folder) {
-    refuse_overwrite(records, o.force);
-    claim_output(records);
-  }
+  claim_new_output(sched_path, o.force);
+  if (folder) claim_new_output(records, o.force);
   if (!o.topology.empty() && !fs::is_regular_file(o.topology)) throw InputError(SourceLocation{o.topology, 0, 0}, "no such topology file");
   kineto::ImportOptions io;
   io.steps = o.steps;

@@ -111,10 +111,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   sched = apply_what_if(sched, what_if);
   const hw::Topology& topo = *topology;
   // Check every output first, so nothing is written when one would be refused.
-  if (!schedule_out.empty()) {
-    refuse_overwrite(schedule_out, force);
-    claim_output(schedule_out);
-  }
+  if (!schedule_out.empty()) claim_new_output(schedule_out, force);
   // The run's folder is written aside and appears whole at the end (OutputFolder).
   std::optional<OutputFolder> out;
   if (!out_dir.empty()) {

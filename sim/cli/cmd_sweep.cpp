@@ -80,8 +80,7 @@ int sweep_command(const std::string& path, std::string out, bool force, bool res
   o.max_points = max_points;
   check_sweep_points(spec, o);  // before anything is enumerated or written
   if (out.empty()) out = o.shards > 1 ? fmt::format("{}.shard{}of{}.csv", spec.name, o.shard + 1, o.shards) : spec.name + ".csv";
-  refuse_overwrite(out, force);
-  claim_output(out);
+  claim_new_output(out, force);
   if (const fs::path parent = fs::path(out).parent_path(); !parent.empty()) fs::create_directories(parent);
   // One sweep at a time on an output: a second is refused, not taken for an interrupted one.
   const FileLock lock(out, "another overlapsim sweep is writing this CSV");
@@ -148,8 +147,7 @@ int merge_command(const std::vector<std::string>& inputs, const std::string& out
     identity = sweep_identity(spec);
   }
   const SweepTable t = merge_sweep_tables(shards, expected, identity);
-  refuse_overwrite(out, force);
-  claim_output(out);
+  claim_new_output(out, force);
   write_file(out, to_csv(t));
   std::cout << fmt::format("merged {} shard files: {} points; wrote {}\n", inputs.size(), t.rows.size(), out);
   std::cout << sweep_summary(t, tolerance / 100);

@@ -46,8 +46,7 @@ std::string read_capture(const std::string& path, const std::string& hint) {
 // a file without --force), read back and its matrix compared with the input.
 int import_nvidia_smi(const ImportSmiOptions& o) {
   if (o.out.empty()) throw InputError(SourceLocation{o.smi, 0, 0}, "--import-nvidia-smi writes a topology: give -o node.yaml");
-  refuse_overwrite(o.out, o.force);
-  claim_output(o.out);
+  claim_new_output(o.out, o.force);
   std::string text = read_capture(o.smi, ": save `nvidia-smi topo -m > topo.txt` on the node");  // a bench result may be kept gzipped
   hw::SmiImportOptions io;
   io.name = o.name.empty() ? fs::path(o.out).stem().string() : o.name;

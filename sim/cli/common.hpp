@@ -11,7 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/interrupt.hpp"  // claim_output: what an interrupt cleans
+#include "cli/interrupt.hpp"  // claim_new_output: what an interrupt cleans
 #include "io/text_file.hpp"   // refuse_overwrite, write_file
 
 namespace osim::cli {

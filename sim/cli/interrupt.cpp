@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "io/out_folder.hpp"
+#include "io/text_file.hpp"
 
 namespace osim::cli {
 
@@ -81,6 +82,11 @@ void handle_interrupts() {
 void claim_output(const fs::path& out) {
   const std::lock_guard<std::mutex> l(claimed().mutex);
   claimed().outputs.push_back(out);
+}
+
+void claim_new_output(const fs::path& out, bool force) {
+  refuse_overwrite(out, force);
+  claim_output(out);
 }
 
 void remove_on_interrupt(const fs::path& p) {

@@ -24,6 +24,9 @@ void handle_interrupts();
 /// interrupt removes this process's temporaries of it (never `out` itself:
 /// an earlier run's output stays as it was).
 void claim_output(const std::filesystem::path& out);
+/// An output the command is about to write: refused where it exists without
+/// `force` (refuse_overwrite), then claimed as above.
+void claim_new_output(const std::filesystem::path& out, bool force);
 /// A file the command made that an interrupt removes too (a lock file).
 void remove_on_interrupt(const std::filesystem::path& p);
 /// A line said on stderr when interrupted (what survives, how to go on).
