@@ -84,7 +84,8 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
     for (size_t k = 0; k < r.size() && r.size() > 1; ++k)
       ring_shm |= v_.pair[static_cast<size_t>(r[k])][static_cast<size_t>(r[(k + 1) % r.size()])].transport == NcclTransport::Shm;
   }
-  const double shm_cap = ring_shm && v_.gpu_pcie_GBps > 0 ? shm_eff * v_.gpu_pcie_GBps : 1e30;
+  const double shm_link_GBps = v_.gpu_pcie_GBps > 0 ? shm_eff * v_.gpu_pcie_GBps : 1e30;  // what SHM moves on a GPU's PCIe link
+  const double shm_cap = ring_shm ? shm_link_GBps : 1e30;
   const double net_overhead = amd ? 2.0 : 1.0;  // getNetOverhead, us
   const double own_chunk = opt.own_chunk_steps.value_or(kNcclOwnChunkSteps);
 
@@ -150,7 +151,7 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
       (pr.transport == NcclTransport::Shm ? shm : p2p) += pr.bw_GBps;
       a2a_nvlink_ &= pr.transport == NcclTransport::P2pNvLink;
     }
-    const double sum = p2p + (shm > 0 && v_.gpu_pcie_GBps > 0 ? std::min(shm, shm_eff * v_.gpu_pcie_GBps) : shm);
+    const double sum = p2p + std::min(shm, shm_link_GBps);
     if (sum > 0) a2a_bw_ = std::min(a2a_bw_, std::min(sum, ring_.total_bw_GBps));
   }
   if (a2a_bw_ >= 1e30) a2a_bw_ = 0;
