@@ -119,7 +119,9 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
       if (bytes >= 1024 * 1024) errors[pr.str("collective")].push_back(std::abs(err));
       ++checked;
     }
-    for (const auto& [coll, errs] : errors) {
+    for (const auto& entry : errors) {
+      const std::string& coll = entry.first;
+      const std::vector<double>& errs = entry.second;
       const double med = median(errs), worst = *std::max_element(errs.begin(), errs.end());
       const auto gap = bandwidth_gap.find(coll);
       std::cout << fmt::format("{:<16} {} bus bandwidth >= 1 MiB: median error {:.1f} %, worst {:.1f} % ({} points){}\n", name, coll, 100 * med,
