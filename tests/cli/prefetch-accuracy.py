@@ -46,7 +46,7 @@ MISSES = [
      "clock) and cannot be re-modelled; with shapes (traces/) the same pairs are +1.2 to +1.7 %"),
     ("g", lambda r: r["trace"].startswith("traces-default-grid") and "-16384-" in r["trace"] and r["j"] > 0 and r["host"] == "pinned"
      and r["asked"] == "pinned",
-     "the profiled run is 6-10 % slower than the same box's timed runs (every 16,384-token configuration that keeps the GPU busy, "
+     "the profiled run (the 5th busy run, where the H100's power limiter first bites: power-transient/) is 6-10 % slower than the same box's timed runs (every 16,384-token configuration that keeps the GPU busy, "
      "resident and block too): its kernels slow by 20-30 % from the 7th block on (a clock dip the timed runs did not have); "
      "replayed, each trace is within 0.6 % of its own timeline; to depth 0 the kernels also keep the busy GPU's clock, as in (b) "
      "(docs/journal/2026-12-06-default-trace-16384.md)"),
