@@ -190,7 +190,7 @@ TEST_CASE("imported link lines carry a name and a role: a key by role edits ever
   // As the shipped topologies' `gpu_pcie` line: the role edits all eight, a name one of them.
   const std::filesystem::path f = std::filesystem::temp_directory_path() / ("osim-smi-roles-" + std::to_string(::getpid()) + ".yaml");
   { std::ofstream(f) << dgx; }
-  const TopologySpec t = parse_topology_file(f.string(), {"links.gpu_pcie.pcie=gen4 x8", "links.gpu_pcie-gpu3.pcie=gen3 x16"});
+  const TopologySpec t = parse_topology_file(f.string(), std::vector<std::string>{"links.gpu_pcie.pcie=gen4 x8", "links.gpu_pcie-gpu3.pcie=gen3 x16"});
   int edited = 0;
   for (const LinkSpec& l : t.links) {
     CAPTURE(l.name);
