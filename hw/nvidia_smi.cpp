@@ -35,6 +35,32 @@ std::vector<std::string> split_tabs(const std::string& line) {
   out.push_back(trim(cur));
   return out;
 }
+// A line copied from a terminal, where nvidia-smi's tabs became runs of
+// spaces: no value holds a space, so cells are the words, but for the
+// header's names of two or three words (CPU Affinity, NUMA Affinity, GPU NUMA ID).
+std::vector<std::string> split_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) words.push_back(w);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const auto next = [&](size_t k) { return i + k < words.size() ? words[i + k] : std::string(); };
+    if ((words[i] == "CPU" || words[i] == "NUMA") && next(1) == "Affinity") {
+      out.push_back(words[i] + " Affinity");
+      ++i;
+    } else if (words[i] == "GPU" && next(1) == "NUMA" && next(2) == "ID") {
+      out.push_back("GPU NUMA ID");
+      i += 2;
+    } else {
+      out.push_back(words[i]);
+    }
+  }
+  return out;
+}
+// The cells of a line: split at its tabs, or at its spaces where it has no tab.
+std::vector<std::string> split_cells(const std::string& line) {
+  return line.find('\t') != std::string::npos ? split_tabs(line) : split_words(line);
+}
 
 // PCIe relations, nearest first; 0 = not a PCIe relation (X, NV#).
 int pcie_rank(const std::string& r) {
@@ -98,6 +124,7 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
   bool in_legend = false;
   std::map<std::string, std::string> nic_legend;
   std::set<std::string> seen;
+  std::vector<int> row_line;  // each device's row, by the header's order
   while (std::getline(in, line)) {
     ++lineno;
     const std::string t = trim(line);
@@ -113,9 +140,10 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
       continue;
     }
     if (!header_line) {
-      const std::vector<std::string> cells = split_tabs(t);
+      const std::vector<std::string> cells = split_cells(t);
       if (cells.empty() || cells[0] != "GPU0") continue;
       header_line = lineno;
+      m.spaced_lines += t.find('\t') == std::string::npos;
       for (const std::string& c : cells) {
         if (c.empty()) continue;
         if (c.rfind("CPU", 0) == 0 || c.rfind("NUMA", 0) == 0 || c.rfind("GPU NUMA", 0) == 0)
@@ -131,6 +159,7 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
       m.rel.assign(ncols, std::vector<std::string>(ncols));
       m.numa.assign(ncols, -1);
       m.cpu_affinity.assign(ncols, "");
+      row_line.assign(ncols, 0);
       continue;
     }
     if (t.rfind("Legend", 0) == 0 || t.rfind("NIC Legend", 0) == 0) {
@@ -143,11 +172,13 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
       if (std::regex_match(t, mm, nic)) nic_legend[mm[1].str()] = mm[2].str();
       continue;
     }
-    const std::vector<std::string> cells = split_tabs(t);
+    const std::vector<std::string> cells = split_cells(t);
+    m.spaced_lines += t.find('\t') == std::string::npos;
     const auto it = std::find(m.devices.begin(), m.devices.end(), cells[0]);
     if (it == m.devices.end()) fail(lineno, fmt::format("row '{}' is no device of the header's (line {})", cells[0], header_line));
     const size_t d = static_cast<size_t>(it - m.devices.begin());
     if (!seen.insert(cells[0]).second) fail(lineno, fmt::format("{} has a second row", cells[0]));
+    row_line[d] = lineno;
     // Cells: the relations to each device, then the header's columns after the devices (NIC
     // rows may leave those out). Empty cells are tab padding, not values.
     std::vector<std::string> vals;
@@ -161,8 +192,8 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
     };
     if (vals.size() > most)
       fail(lineno, fmt::format("{} has {} cells; the header has {} ({}): a cell too many, which moves every cell after it. "
-                               "Copy the row again from `nvidia-smi topo -m` (cells are separated by tabs)",
-                               cells[0], vals.size(), most, columns()));
+                               "Copy the row again from `nvidia-smi topo -m` (cells are separated by {})",
+                               cells[0], vals.size(), most, columns(), t.find('\t') != std::string::npos ? "tabs" : "spaces in this line"));
     if (vals.size() < ncols) fail(lineno, fmt::format("{} has {} relations; the header has {} devices", cells[0], vals.size(), ncols));
     // A row short of cells shows as a cell of the next column where a relation belongs.
     const std::string shifted =
@@ -193,13 +224,18 @@ SmiMatrix parse_nvidia_smi_topo(const std::string& raw, const std::string& file)
       }
     }
   }
-  if (!header_line) fail(0, "no header line starting with GPU0: not the output of `nvidia-smi topo -m`");
+  if (!header_line)
+    fail(0, "no header line starting with GPU0: not the output of `nvidia-smi topo -m`; save that output as it prints it "
+            "(nvidia-smi topo -m > topo.txt) and give that file");
   for (size_t d = 0; d < ncols; ++d)
     if (!seen.count(m.devices[d])) fail(header_line, fmt::format("{} is in the header but has no row", m.devices[d]));
+  // A pair told apart by its two rows: reported at the later row, naming the other's line.
   for (size_t a = 0; a < ncols; ++a)
     for (size_t b = 0; b < ncols; ++b)
-      if (m.rel[a][b] != m.rel[b][a] && !(m.rel[a][b] == "SOC" || m.rel[b][a] == "SOC"))
-        fail(header_line, fmt::format("{}-{} is {} one way and {} the other", m.devices[a], m.devices[b], m.rel[a][b], m.rel[b][a]));
+      if (row_line[a] > row_line[b] && m.rel[a][b] != m.rel[b][a] && !(m.rel[a][b] == "SOC" || m.rel[b][a] == "SOC"))
+        fail(row_line[a], fmt::format("{}-{} (cell {} of the row) is {}, but {}-{} (line {}, cell {}) is {}: nvidia-smi prints each pair "
+                                      "alike both ways. Copy both rows again from `nvidia-smi topo -m`",
+                                      m.devices[a], m.devices[b], b + 1, m.rel[a][b], m.devices[b], m.devices[a], row_line[b], a + 1, m.rel[b][a]));
   for (size_t d = 0; d < ncols; ++d)
     if (!m.is_gpu(d)) m.nic_names.push_back(nic_legend.count(m.devices[d]) ? nic_legend[m.devices[d]] : "");
   return m;

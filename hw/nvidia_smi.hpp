@@ -24,6 +24,7 @@ struct SmiMatrix {
   std::vector<std::string> cpu_affinity;      // per device; "" = not given
   std::vector<std::string> nic_names;         // per NIC (the legend's mlx5_0, ...); "" = not given
   std::vector<std::string> gpu_names;         // per GPU index, from `nvidia-smi -L` lines kept with the matrix; "" = not given
+  int spaced_lines = 0;                       // matrix lines without tabs, split at their spaces (copied from a terminal)
   [[nodiscard]] bool is_gpu(size_t d) const { return devices[d].rfind("GPU", 0) == 0; }
 };
 

@@ -18,6 +18,7 @@
 
 #include "core/errors.hpp"
 #include "core/units.hpp"
+#include "io/override.hpp"
 
 namespace osim::hw {
 
@@ -82,6 +83,8 @@ struct TopologySpec {
 /// `overrides`: "key=value" edits applied before parsing (overlapsim sweep's
 /// topology.* keys), e.g. "nodes.gpu{i}.memory=141 GiB", "links.gpu_pcie.pcie=gen4 x16".
 TopologySpec parse_topology_file(const std::string& path, const std::vector<std::string>& overrides = {});
+/// The same with each edit's own place (a sweep's line): errors in its value name it.
+TopologySpec parse_topology_file(const std::string& path, const std::vector<Override>& overrides);
 TopologySpec parse_topology_string(const std::string& yaml, const std::string& name = "<string>");
 
 }  // namespace osim::hw

@@ -326,9 +326,18 @@ TopologySpec parse(const YAML::Node& root, const std::string& file) {
 }  // namespace
 
 TopologySpec parse_topology_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse_topology_file(path, overrides_from_flags(overrides, "topology."));
+}
+
+TopologySpec parse_topology_file(const std::string& path, const std::vector<Override>& overrides) {
   YAML::Node root = load_yaml_file(path);
-  for (const auto& o : overrides) apply_override(root, o, "the topology " + path, SourceLocation{"topology." + o, 0, 0});
-  return parse(root, path);
+  apply_overrides(root, overrides, "the topology " + path);
+  if (overrides.empty()) return parse(root, path);
+  try {
+    return parse(root, path);
+  } catch (const InputError& e) {
+    throw override_error(e, path, overrides);
+  }
 }
 
 TopologySpec parse_topology_string(const std::string& yaml, const std::string& name) {

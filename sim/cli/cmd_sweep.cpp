@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -129,7 +130,17 @@ int sweep_command(const std::string& path, std::string out, bool force, bool res
       std::cout << calibration_note(cal);
   }
   // The CSV holds every row; the exit status says whether every point ran.
-  if (const size_t failed = failed_points(t); failed > 0) {
+  if (const size_t failed = failed_points(t); failed > 0 && failed == t.rows.size()) {
+    // Every point: most likely one cause (a value of the base or the sweep's own) that the first shows.
+    const std::vector<std::string>& first = t.rows.front();
+    const std::vector<std::string> params = t.parameters();
+    std::vector<std::string> keys;
+    for (size_t k = 0; k < params.size() && k + 1 < first.size(); ++k) keys.push_back(fmt::format("{}={}", params[k], first[k + 1]));
+    std::cerr << fmt::format("all {} points failed. The first, point {}{}: {}\n(each row's 'error' column says why; exit 1)\n", t.rows.size(),
+                             first[0], keys.empty() ? "" : fmt::format(" ({})", fmt::join(keys, ", ")),
+                             first[static_cast<size_t>(t.column("error"))]);
+    return 1;
+  } else if (failed > 0) {
     std::cerr << fmt::format("{} of {} points failed: their rows' 'error' column says why (exit 1)\n", failed, t.rows.size());
     return 1;
   }

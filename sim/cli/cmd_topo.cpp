@@ -102,6 +102,9 @@ int import_nvidia_smi(const ImportSmiOptions& o) {
   write_file(o.out, yaml);
   std::cout << fmt::format("wrote {}: {} devices, every pair's path type as nvidia-smi's matrix has it; set the lines marked ASSUMED\n", o.out,
                            m.devices.size());
+  if (m.spaced_lines > 0)
+    std::cout << fmt::format("note: {} line(s) of the matrix have no tabs (copied from a terminal?): their cells were split at spaces\n",
+                             m.spaced_lines);
   for (size_t g = 0; g < std::max(io.c2c_GBps.size(), io.c2c_enabled.size()); ++g)
     if (g < io.c2c_GBps.size() && io.c2c_GBps[g] > 0)
       std::cout << fmt::format("gpu{}'s host link: nvlink_c2c, {:.2f} GB/s a direction (nvidia-smi c2c -s)\n", g, io.c2c_GBps[g]);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "io/node_mark.hpp"
 #include "io/text_file.hpp"
 
 namespace osim {
@@ -75,6 +76,74 @@ YAML::Node load_yaml_file(const std::string& path) { return load_yaml_mapping(re
 
 YAML::Node load_yaml_string(const std::string& text, const std::string& name) { return parse(text, name); }
 
+namespace {
+// An override's value is marked as edit `index`'s: line -2 - index (location_of: -1 - index).
+constexpr int kFirstOverrideLine = -2;
+void mark_tree(YAML::Node n, const YAML::Mark& m) {
+  set_node_mark(n, m);
+  if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      mark_tree(it->first, m);
+      mark_tree(it->second, m);
+    }
+  } else if (n.IsSequence()) {
+    for (auto it = n.begin(); it != n.end(); ++it) mark_tree(*it, m);
+  }
+}
+// The marks of `from`'s nodes on `to`'s, a copy of it (YAML::Clone marks its copy line 1).
+void copy_marks(const YAML::Node& from, YAML::Node to) {
+  set_node_mark(to, from.Mark());
+  if (from.IsMap()) {
+    auto b = to.begin();
+    for (auto a = from.begin(); a != from.end() && b != to.end(); ++a, ++b) {
+      copy_marks(a->first, b->first);
+      copy_marks(a->second, b->second);
+    }
+  } else if (from.IsSequence()) {
+    auto b = to.begin();
+    for (auto a = from.begin(); a != from.end() && b != to.end(); ++a, ++b) copy_marks(*a, *b);
+  }
+}
+YAML::Node clone_marked(const YAML::Node& n) {
+  YAML::Node c = YAML::Clone(n);
+  copy_marks(n, c);
+  return c;
+}
+}  // namespace
+
+std::vector<Override> overrides_from_flags(const std::vector<std::string>& flags, const std::string& prefix) {
+  std::vector<Override> out;
+  out.reserve(flags.size());
+  for (const std::string& f : flags) out.push_back(Override{f, SourceLocation{prefix + f, 0, 0}});
+  return out;
+}
+
+void apply_overrides(YAML::Node root, const std::vector<Override>& edits, const std::string& what) {
+  for (size_t k = 0; k < edits.size(); ++k) {
+    const std::string& kv = edits[k].key_value;
+    const SourceLocation& where = edits[k].where;
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw InputError(where, "expected key=value, e.g. offload.prefetch_size=3");
+    YAML::Node value = parse(kv.substr(eq + 1), where.file);
+    YAML::Mark m;
+    m.pos = -1;
+    m.line = kFirstOverrideLine - static_cast<int>(std::min<size_t>(k, 1u << 30));
+    m.column = 0;
+    mark_tree(value, m);
+    apply_override(root, kv.substr(0, eq), value, what, where);
+  }
+}
+
+InputError override_error(const InputError& e, const std::string& file, const std::vector<Override>& edits) {
+  const int line = e.where().line;
+  if (e.where().file != file || line > kFirstOverrideLine + 1) return e;
+  const size_t k = static_cast<size_t>(kFirstOverrideLine + 1 - line);
+  if (k >= edits.size()) return e;
+  const std::string& kv = edits[k].key_value;
+  const size_t eq = kv.find('=');
+  return InputError(edits[k].where, fmt::format("{} ({} given for {} in {})", e.message(), kv.substr(eq + 1), kv.substr(0, eq), file));
+}
+
 void apply_override(YAML::Node root, const std::string& kv, const std::string& what, const SourceLocation& where) {
   const size_t eq = kv.find('=');
   if (eq == std::string::npos || eq == 0) throw InputError(where, "expected key=value, e.g. offload.prefetch_size=3");
@@ -129,9 +198,9 @@ void apply_override(YAML::Node root, const std::string& key, const YAML::Node& v
           for (size_t j = i + 1; j < parts.size(); ++j) rest += (rest.empty() ? "" : ".") + parts[j];
           for (YAML::Node item : of_role) {  // each its own copy: yaml-cpp's assignment shares the node
             if (rest.empty())
-              item = YAML::Clone(value);
+              item = clone_marked(value);
             else
-              apply_override(item, rest, YAML::Clone(value), what, where);
+              apply_override(item, rest, clone_marked(value), what, where);
           }
           return;
         }

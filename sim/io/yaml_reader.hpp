@@ -12,6 +12,7 @@
 
 #include "core/errors.hpp"
 #include "core/units.hpp"
+#include "io/override.hpp"
 
 namespace osim {
 
@@ -91,6 +92,17 @@ class MapReader {
 void apply_override(YAML::Node root, const std::string& key_value, const std::string& what, const SourceLocation& where);
 /// The same with the key and the value given apart.
 void apply_override(YAML::Node root, const std::string& key, const YAML::Node& value, const std::string& what, const SourceLocation& where);
+
+/// `--set` flags as overrides, each located at its flag (`prefix` + its text).
+std::vector<Override> overrides_from_flags(const std::vector<std::string>& flags, const std::string& prefix = "--set ");
+/// Applies `edits` in order, as apply_override does. Each value's nodes carry
+/// a mark no file has (a line below 1, one per edit), so that an error a
+/// reader finds in an edited value can be told from one in the document.
+void apply_overrides(YAML::Node root, const std::vector<Override>& edits, const std::string& what);
+/// `e`, thrown reading `file` as `edits` edited it, located where the edit
+/// whose value it points at was given, naming that edit's key and value; `e`
+/// as it is when it points elsewhere.
+InputError override_error(const InputError& e, const std::string& file, const std::vector<Override>& edits);
 
 /// Scalar helpers that throw InputError naming the node's location.
 std::string scalar_str(const std::string& file, const YAML::Node& n, const std::string& what);

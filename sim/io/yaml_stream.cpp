@@ -12,22 +12,9 @@
 #include <yaml-cpp/parser.h>
 
 #include "core/errors.hpp"
+#include "io/node_mark.hpp"
 #include "io/text_file.hpp"
 #include "io/yaml_reader.hpp"
-
-namespace osim {
-struct NodeMarkAccess {};
-}  // namespace osim
-
-namespace YAML {
-// yaml-cpp sets a node's source mark only in its own builder, which it does
-// not export; Node befriends as_if<T, S>, so this one specialisation (for a
-// type of ours) sets the mark as that builder does.
-template <>
-struct as_if<osim::NodeMarkAccess, void> {
-  static void set_mark(Node& n, const Mark& m) { n.m_pNode->set_mark(m); }
-};
-}  // namespace YAML
 
 namespace osim {
 
@@ -76,7 +63,7 @@ class StreamBuilder : public YAML::EventHandler {
   };
 
   YAML::Node made(YAML::Node n, const YAML::Mark& mark, YAML::anchor_t anchor) {
-    YAML::as_if<NodeMarkAccess, void>::set_mark(n, mark);
+    set_node_mark(n, mark);
     if (anchor != YAML::NullAnchor) {
       if (anchors_.size() < anchor) anchors_.resize(anchor);
       anchors_[anchor - 1].reset(n);

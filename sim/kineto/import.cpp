@@ -127,6 +127,11 @@ class Importer {
   void plan_collectives() {
     using Issued = std::vector<std::pair<const Activity*, CollectiveInfo>>;
     std::map<std::vector<int>, std::vector<Issued>> issued;  // group ranks -> per rank, its collectives in order
+    // Some ranks of a larger job: how many collective calls (of each rank) are simulated and how many keep their time.
+    const int world = t_[0]->world;
+    const size_t job_note = sum_.notes.size();
+    if (world > n_) sum_.notes.emplace_back();
+    std::map<std::vector<int>, size_t> outside;  // a group (the job's ranks) with a rank not given -> its calls
     for (int r = 0; r < n_; ++r)
       for (const Call& c : t_[static_cast<size_t>(r)]->calls) {
         if (!c.gpu || !is_nccl(*c.gpu)) continue;
@@ -135,8 +140,11 @@ class Importer {
           auto& v = issued[*local(ci->ranks)];
           v.resize(static_cast<size_t>(n_));
           v[static_cast<size_t>(r)].emplace_back(c.gpu, *ci);
+        } else if (ci) {
+          ++outside[ci->ranks];
         }
       }
+    std::map<std::vector<int>, size_t> simulated;  // a group (the job's ranks) simulated -> its calls
     for (const auto& [ranks, per_rank] : issued) {
       if (!std::all_of(ranks.begin(), ranks.end(), [&](int r) { return r >= 0 && r < n_; })) continue;
       if (ranks.size() < 2) continue;  // a group of one rank moves nothing: its kernels keep their measured time
@@ -151,9 +159,27 @@ class Importer {
                         fmt::join(ranks, ", ")));
         continue;
       }
-      bool world = static_cast<int>(ranks.size()) == n_;
-      for (int i = 0; world && i < n_; ++i) world = ranks[static_cast<size_t>(i)] == i;
-      groups_[ranks] = world ? -1 : b_.group(fmt::format("ranks{}", fmt::join(ranks, "_")), ranks);
+      bool all = static_cast<int>(ranks.size()) == n_;
+      for (int i = 0; all && i < n_; ++i) all = ranks[static_cast<size_t>(i)] == i;
+      groups_[ranks] = all ? -1 : b_.group(fmt::format("ranks{}", fmt::join(ranks, "_")), ranks);
+      std::vector<int> job;
+      for (const int r : ranks) job.push_back(t_[static_cast<size_t>(r)]->rank < 0 ? r : t_[static_cast<size_t>(r)]->rank);
+      for (const Issued& v : per_rank) simulated[job] += v.size();
+    }
+    if (world > n_) {
+      const auto calls = [](const std::map<std::vector<int>, size_t>& by_group) {
+        size_t n = 0;
+        std::vector<std::string> groups;
+        for (const auto& [g, k] : by_group) {
+          n += k;
+          groups.push_back(fmt::format("[{}]", fmt::join(g, ", ")));
+        }
+        return groups.empty() ? std::string("none") : fmt::format("{} call(s) of group(s) {}", n, fmt::join(groups, ", "));
+      };
+      sum_.notes[job_note] = fmt::format(
+          "the job had {} ranks and {} trace(s) were given: a collective whose group's ranks were all given is simulated ({}); "
+          "one whose group has a rank not given keeps its measured time ({})",
+          world, n_, calls(simulated), calls(outside));
     }
     if (n_ > 1) {
       std::vector<int> all(static_cast<size_t>(n_));
@@ -710,9 +736,6 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
     for (const auto& [r, i] : by_rank) job.push_back(r);
     sum.notes.push_back(fmt::format("the job's rank(s) [{}] are the schedule's rank(s) 0 to {}", fmt::join(job, ", "), sum.ranks - 1));
   }
-  if (ranks[0]->world > sum.ranks)
-    sum.notes.push_back(
-        fmt::format("the job had {} ranks and {} trace(s) were given: collectives keep their measured time", ranks[0]->world, sum.ranks));
   // The name: the first trace's file name without .gz, .json, .trace, .rankN.
   std::string name = options.name;
   if (name.empty()) {

@@ -17,6 +17,7 @@
 
 #include "core/errors.hpp"
 #include "core/units.hpp"
+#include "io/override.hpp"
 
 namespace osim {
 
@@ -284,6 +285,8 @@ RuntimeSettings read_runtime_settings(const MapReader& r);
 /// Parses and checks; throws InputError with file:line.
 /// `overrides`: "key=value" edits applied before parsing (--set, overlapsim sweep).
 Schedule parse_schedule_file(const std::string& path, const std::vector<std::string>& overrides = {});
+/// The same with each edit's own place (a sweep's line): errors in its value name it.
+Schedule parse_schedule_file(const std::string& path, const std::vector<Override>& overrides);
 Schedule parse_schedule_string(const std::string& yaml, const std::string& name);
 /// Static checks (also run by the parsers); generators call it too.
 void check_schedule(const Schedule& s);

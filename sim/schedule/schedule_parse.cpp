@@ -693,13 +693,16 @@ RuntimeSettings read_runtime_settings(const MapReader& r) {
 }
 
 Schedule parse_schedule_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse_schedule_file(path, overrides_from_flags(overrides));
+}
+
+namespace {
+Schedule parse_edited_schedule(const std::string& path, const std::vector<Override>& overrides) {
   Parser p;
   p.file = path;
-  const auto edit = [&](YAML::Node root) {
-    for (const auto& o : overrides) apply_override(root, o, "the schedule " + path, SourceLocation{"--set " + o, 0, 0});
-  };
-  const bool edits_ops = std::any_of(overrides.begin(), overrides.end(), [](const std::string& o) {
-    const std::string key = o.substr(0, o.find('='));
+  const auto edit = [&](YAML::Node root) { apply_overrides(root, overrides, "the schedule " + path); };
+  const bool edits_ops = std::any_of(overrides.begin(), overrides.end(), [](const Override& o) {
+    const std::string key = o.key_value.substr(0, o.key_value.find('='));
     return key.substr(0, key.find('.')) == "programs";
   });
   if (edits_ops) {  // an override that may edit any op: the whole document
@@ -743,6 +746,16 @@ Schedule parse_schedule_file(const std::string& path, const std::vector<std::str
   };
   p.parse(root);
   return std::move(p.s);
+}
+}  // namespace
+
+Schedule parse_schedule_file(const std::string& path, const std::vector<Override>& overrides) {
+  if (overrides.empty()) return parse_edited_schedule(path, overrides);
+  try {
+    return parse_edited_schedule(path, overrides);
+  } catch (const InputError& e) {
+    throw override_error(e, path, overrides);
+  }
 }
 
 Schedule parse_schedule_string(const std::string& yaml, const std::string& name) {

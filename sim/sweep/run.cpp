@@ -117,9 +117,9 @@ std::vector<std::string> metric_cells(const Metrics& m, const ExecResult& r, con
   return cells;
 }
 
-const hw::Topology& topology_for(TopoCache& cache, const std::string& path, const std::vector<std::string>& edits) {
+const hw::Topology& topology_for(TopoCache& cache, const std::string& path, const std::vector<Override>& edits) {
   std::string key = path;
-  for (const auto& e : edits) key += "\n" + e;
+  for (const auto& e : edits) key += "\n" + e.key_value;
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, std::make_unique<hw::Topology>(hw::parse_topology_file(path, edits))).first;
   return *it->second;
@@ -139,21 +139,25 @@ struct WorkerCache {
   std::map<std::string, std::pair<ModelParams, Schedule>> generated;
 };
 
-// A point's edits of its base, "key=value" as --set takes them: all its
-// schedule depends on.
-std::vector<std::string> base_overrides(const SweepAssignment& a) {
-  std::vector<std::string> out;
+// A point's edits of its base, "key=value" as --set takes them, each at its
+// value's place in the sweep file: all its schedule depends on.
+std::vector<Override> base_overrides(const SweepAssignment& a) {
+  std::vector<Override> out;
   for (const auto& [k, v] : a)
-    if (!is_sweep_key(k)) out.push_back(k + "=" + v.text);
+    if (!is_sweep_key(k)) out.push_back(Override{k + "=" + v.text, v.where});
   return out;
 }
-std::string schedule_key(const std::vector<std::string>& overrides) { return fmt::format("\n{}\n", fmt::join(overrides, "\n")); }
+std::string schedule_key(const std::vector<Override>& overrides) {
+  std::vector<std::string> kv;
+  for (const Override& o : overrides) kv.push_back(o.key_value);
+  return fmt::format("\n{}\n", fmt::join(kv, "\n"));
+}
 
 // Simulates one point; throws what the parsers and the simulator throw.
 std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a, WorkerCache& worker) {
   TopoCache& cache = worker.topologies;
-  const std::vector<std::string> overrides = base_overrides(a);
-  std::vector<std::string> topo_edits;
+  const std::vector<Override> overrides = base_overrides(a);
+  std::vector<Override> topo_edits;
   std::string topo_path = s.topology;
   std::optional<std::string> calibration;  // a file, "none", or not given (the base's own, else the measured defaults)
   if (!s.calibration.empty()) calibration = s.calibration;
@@ -163,7 +167,7 @@ std::vector<std::string> run_point(const SweepSpec& s, const SweepAssignment& a,
     else if (k == "calibration")
       calibration = (v.text == "none" || v.text == "null" || v.text.empty()) ? "none" : relative_to(s.file, v.text);
     else if (is_topology_edit(k))
-      topo_edits.push_back(k.substr(9) + "=" + v.text);
+      topo_edits.push_back(Override{k.substr(9) + "=" + v.text, v.where});
   }
   const std::string key = schedule_key(overrides);
   if (worker.schedule_key != key) {

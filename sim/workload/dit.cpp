@@ -163,8 +163,7 @@ Placement read_placement(const MapReader& top) {
   return p;
 }
 
-DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<std::string>& overrides) {
-  for (const auto& o : overrides) apply_override(root, o, "the workload", SourceLocation{"--set " + o, 0, 0});
+DitWorkload parse_edited(YAML::Node root, const std::string& file) {
   MapReader top(file, root, "workload",
                 {"name", "topology", "calibration", "model", "video", "tokens", "steps", "cfg", "parallelism", "offload", "compute", "runtime",
                  "memory", "stages", "request", "placement"});
@@ -396,9 +395,26 @@ DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<st
   return w;
 }
 
+// The workload `root` as `overrides` edit it; an error in an edited value names the edit.
+DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<Override>& overrides) {
+  apply_overrides(root, overrides, "the workload");
+  if (overrides.empty()) return parse_edited(root, file);
+  try {
+    return parse_edited(root, file);
+  } catch (const InputError& e) {
+    throw override_error(e, file, overrides);
+  }
+}
+DitWorkload parse(YAML::Node root, const std::string& file, const std::vector<std::string>& overrides) {
+  return parse(std::move(root), file, overrides_from_flags(overrides));
+}
+
 }  // namespace
 
 DitWorkload parse_workload_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse(load_yaml_file(path), path, overrides);
+}
+DitWorkload parse_workload_file(const std::string& path, const std::vector<Override>& overrides) {
   return parse(load_yaml_file(path), path, overrides);
 }
 

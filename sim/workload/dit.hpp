@@ -131,6 +131,8 @@ void set_base_params(DitWorkload& w, const ModelParams& base);
 
 /// `overrides` are --set key=value pairs ("offload.prefetch_size=3").
 DitWorkload parse_workload_file(const std::string& path, const std::vector<std::string>& overrides = {});
+/// The same with each edit's own place (a sweep's line): errors in its value name it.
+DitWorkload parse_workload_file(const std::string& path, const std::vector<Override>& overrides);
 DitWorkload parse_workload_string(const std::string& yaml, const std::string& name, const std::vector<std::string>& overrides = {});
 /// True when a YAML file is a workload (has 'model:') rather than a schedule
 /// (has 'programs:'; read only up to its first program's ops).

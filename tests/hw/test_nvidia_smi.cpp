@@ -108,9 +108,34 @@ TEST_CASE("malformed nvidia-smi output: the line and what is wrong") {
   CHECK(error_of("hello\n").find("no header line starting with GPU0") != std::string::npos);
   CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tNV4\nGPU1\tNV4\t X \nGPU2\tPIX\tPIX\n").find("t.txt:4:") == 0);
   CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tWHAT\nGPU1\tWHAT\t X \n").find("'WHAT' is no relation") != std::string::npos);
-  CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tSYS\t X \n").find("PIX one way and SYS the other") != std::string::npos);
+  // A pair whose two rows disagree: at the later row, naming the earlier one's line and cell.
+  CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tSYS\t X \n")
+            .find("t.txt:3: error: GPU1-GPU0 (cell 1 of the row) is SYS, but GPU0-GPU1 (line 2, cell 2) is PIX") == 0);
+  CHECK(error_of("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tNV4\tNV4\nGPU1\tNV4\t X \tNV4\n\nGPU2\tNV4\tNV2\t X \n")
+            .find("t.txt:5: error: GPU2-GPU1 (cell 2 of the row) is NV2, but GPU1-GPU2 (line 3, cell 3) is NV4") == 0);
   CHECK(error_of("\tGPU0\tGPU1\nGPU0\t X \tPIX\n").find("GPU1 is in the header but has no row") != std::string::npos);
   CHECK(error_of("\tGPU0\tGPU1\nGPU0\tPIX\tPIX\nGPU1\tPIX\t X \n").find("'X' belongs on the diagonal only") != std::string::npos);
+}
+
+TEST_CASE("nvidia-smi's matrix copied from a terminal, its tabs turned to spaces, reads as the tabbed one") {
+  const std::string tabs =
+      "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+      "GPU0\t X \tNV18\tPIX\t0-31\t0\t\tN/A\nGPU1\tNV18\t X \tSYS\t32-63\t1\t\tN/A\nNIC0\tPIX\tSYS\t X \n";
+  const std::string spaces =
+      "        GPU0    GPU1    NIC0    CPU Affinity    NUMA Affinity   GPU NUMA ID\n"
+      "GPU0     X      NV18    PIX     0-31    0               N/A\nGPU1    NV18     X      SYS     32-63   1               N/A\n"
+      "NIC0    PIX     SYS      X\n";
+  const SmiMatrix a = parse_nvidia_smi_topo(tabs, "t.txt"), b = parse_nvidia_smi_topo(spaces, "s.txt");
+  CHECK(b.devices == a.devices);
+  CHECK(b.rel == a.rel);
+  CHECK(b.numa == std::vector<int>{0, 1, -1});
+  CHECK(b.cpu_affinity == a.cpu_affinity);
+  CHECK(a.spaced_lines == 0);
+  CHECK(b.spaced_lines == 4);
+  // A cell too many shows as such, the message saying how this line's cells are separated.
+  const std::string extra = "        GPU0    GPU1\nGPU0     X      NV18    NV18\nGPU1    NV18     X\n";
+  CHECK(error_of(extra).find("t.txt:2: error: GPU0 has 3 cells; the header has 2 (2 devices): a cell too many") == 0);
+  CHECK(error_of(extra).find("(cells are separated by spaces in this line)") != std::string::npos);
 }
 
 TEST_CASE("nvidia-smi cells checked: counts, NUMA nodes, CPU lists, a cell too many or missing") {
@@ -190,7 +215,7 @@ TEST_CASE("imported link lines carry a name and a role: a key by role edits ever
   // As the shipped topologies' `gpu_pcie` line: the role edits all eight, a name one of them.
   const std::filesystem::path f = std::filesystem::temp_directory_path() / ("osim-smi-roles-" + std::to_string(::getpid()) + ".yaml");
   { std::ofstream(f) << dgx; }
-  const TopologySpec t = parse_topology_file(f.string(), {"links.gpu_pcie.pcie=gen4 x8", "links.gpu_pcie-gpu3.pcie=gen3 x16"});
+  const TopologySpec t = parse_topology_file(f.string(), std::vector<std::string>{"links.gpu_pcie.pcie=gen4 x8", "links.gpu_pcie-gpu3.pcie=gen3 x16"});
   int edited = 0;
   for (const LinkSpec& l : t.links) {
     CAPTURE(l.name);

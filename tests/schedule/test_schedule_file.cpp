@@ -198,7 +198,33 @@ TEST_CASE("--set on a schedule file read as it is parsed: the schedule its edite
   const std::string streamed = error_of([&] { parse_schedule_file(file, {"nmae=x"}); });
   CAPTURE(streamed);
   CHECK(!streamed.empty());
-  CHECK(streamed == error_of([&] { parse_schedule_file(file, {"nmae=x", "programs.0.rank=[0, 1]"}); }));
+  CHECK(streamed == error_of([&] { parse_schedule_file(file, std::vector<std::string>{"nmae=x", "programs.0.rank=[0, 1]"}); }));
+}
+
+TEST_CASE("an edited value refused: the error names where the edit was given and its key, not the file's line 1") {
+  const TempDir dir;
+  const std::string file = dir.write("in-order.yaml", kInOrder);
+  const std::string why = "(foo given for programs.1.ops.0.stream in " + file + ")";
+  // --set: the flag; an edit of the header (the file read in one pass) and of an op (read whole) alike.
+  for (const std::vector<std::string>& sets : {std::vector<std::string>{"programs.1.ops.0.stream=foo"},
+                                               std::vector<std::string>{"name=renamed", "programs.1.ops.0.stream=foo"}}) {
+    const std::string e = error_of([&] { parse_schedule_file(file, sets); });
+    CAPTURE(e);
+    CHECK(e.find("--set programs.1.ops.0.stream=foo: error: ") == 0);
+    CHECK(e.find(why) != std::string::npos);
+  }
+  // A sweep's value: its line in the sweep file.
+  const std::vector<Override> swept{{"name=renamed", SourceLocation{"s.yaml", 3, 9}}, {"programs.1.ops.0.stream=foo", SourceLocation{"s.yaml", 4, 28}}};
+  const std::string e = error_of([&] { parse_schedule_file(file, swept); });
+  CAPTURE(e);
+  CHECK(e.find("s.yaml:4:28: error: ") == 0);
+  CHECK(e.find(why) != std::string::npos);
+  // An error in the file itself keeps the file's place, edits or not.
+  std::string bad = kInOrder;
+  bad.replace(bad.find("group: pair, stream: comm}\n  - rank: [2"), 11, "group: nope");
+  const std::string bad_file = dir.write("bad.yaml", bad);
+  CHECK(error_of([&] { parse_schedule_file(bad_file, swept); }) == error_of([&] { parse_schedule_file(bad_file); }));
+  CHECK(error_of([&] { parse_schedule_file(bad_file); }).find(bad_file + ":") == 0);
 }
 
 TEST_CASE("settings.host_calls: a trace's measured call costs read, written back and checked") {

@@ -158,7 +158,7 @@ TEST_CASE("closed-form all-to-alls replay exactly what simulating every flow giv
 TEST_CASE("closed-form all-to-alls: a full workload is the same either way") {
   for (const std::string w : {"wan22-720p-aces-layerwise.yaml", "wan22-720p-dgx-sp8-layerwise.yaml"}) {
     CAPTURE(w);
-    DitWorkload wl = parse_workload_file(kSrc + "/configs/workloads/" + w, {"steps=2", "model.blocks=6"});
+    DitWorkload wl = parse_workload_file(kSrc + "/configs/workloads/" + w, std::vector<std::string>{"steps=2", "model.blocks=6"});
     const Schedule s = generate_schedule(wl);
     const hw::Topology t(
         hw::parse_topology_file(kSrc + "/configs/topologies/" + (w.find("dgx") != std::string::npos ? "dgx-h100.yaml" : "aces-4xh100-pcie.yaml")));

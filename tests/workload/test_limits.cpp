@@ -112,10 +112,10 @@ TEST_CASE("sizes: loops, repeats and workloads that would exhaust memory are ref
         std::string::npos);
   // A workload's steps x blocks x programs (one per CFG half): refused with the keys named.
   const std::string wan = std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/workloads/wan22-720p-dgx-sp8-layerwise.yaml";
-  CHECK_THROWS_WITH_AS(generate_schedule(parse_workload_file(wan, {"steps=100000", "cfg=parallel"})),
+  CHECK_THROWS_WITH_AS(generate_schedule(parse_workload_file(wan, std::vector<std::string>{"steps=100000", "cfg=parallel"})),
                        doctest::Contains("100000 steps (100000 forwards a rank) x 40 blocks x 2 CFG halves"), InputError);
   // The advice says what is true: the first steps (and the last) differ, the rest repeat.
-  CHECK_THROWS_WITH_AS(generate_schedule(parse_workload_file(wan, {"steps=100000", "cfg=parallel"})),
+  CHECK_THROWS_WITH_AS(generate_schedule(parse_workload_file(wan, std::vector<std::string>{"steps=100000", "cfg=parallel"})),
                        doctest::Contains("simulate fewer steps (the step time settles after the first few"), InputError);
   CHECK_THROWS_WITH_AS(parse_workload_file(wan, {"steps=4294967297"}), doctest::Contains("'steps'"), InputError);
   CHECK_THROWS_WITH_AS(parse_workload_file(wan, {"steps=2000000"}), doctest::Contains("1..1,000,000 (the step time settles after the first few"),

@@ -298,7 +298,7 @@ TEST_CASE("fp8 weights: half the bytes copied, fp8 GEMMs, each GEMM's input quan
   };
   const Schedule bf16 = generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", base));
   const Schedule fp8 =
-      generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", {"steps=1", "model.dtype=fp8"}));
+      generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml", std::vector<std::string>{"steps=1", "model.dtype=fp8"}));
   const Schedule eager = generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml",
                                                                {"steps=1", "model.dtype=fp8", "compute.fp8_input_quant=scale_then_cast"}));
   const Schedule none = generate_schedule(parse_workload_file(kSrc + "/configs/workloads/wan22-720p-aces-layerwise.yaml",
