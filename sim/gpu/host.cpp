@@ -28,7 +28,7 @@ int64_t Host::partners(int r, const Op& op) const {
 }
 
 bool Host::waits_for_gpu(const Rank& H, const Op& op) const {
-  if (x_.s.runtime.framework == Framework::None || H.until.kind == Rank::Wait::Queue) return false;
+  if (H.until.kind == Rank::Wait::Queue) return false;
   switch (op.kind) {
     case OpKind::StreamSync:
     case OpKind::EventSync:
@@ -115,10 +115,13 @@ void Host::step(int r) {
       H.waited = waits_for_gpu(H, op);
       return;
     }
-    // A framework's host back from a wait: its return before the next call.
+    // Back from a wait: CUDA's wake-up, then a framework's return, before
+    // the call returns.
     if (H.waited) {
       H.waited = false;
-      if (const Time back = x_.p.overheads.framework_wait_return; back > Time::zero()) {
+      const OverheadParams& o = x_.p.overheads;
+      if (const Time back = o.wait_return + (x_.s.runtime.framework == Framework::None ? Time::zero() : o.framework_wait_return);
+          back > Time::zero()) {
         H.busy_until = engine.now() + back;
         if (!engine.try_advance(H.busy_until)) {
           H.state = Rank::Busy;

@@ -49,8 +49,9 @@ class Host {
   Time overhead(int r, const Op& op) const;
   Time call_overhead(int r, const Op& op) const;
   int64_t partners(int r, const Op& op) const;  // a collective's group size - 1
-  // Whether the host blocking in `op` is a wait for the GPU that a
-  // framework's host comes back from (OverheadParams::framework_wait_return).
+  // Whether the host blocking in `op` is a wait for the GPU that it comes
+  // back from (OverheadParams::wait_return, a framework's
+  // framework_wait_return): not a full launch queue, nor an allocation.
   bool waits_for_gpu(const Rank& H, const Op& op) const;
   // A framework's pairwise all-to-all whose call the calibration measured:
   // the host time of its rounds, which it spends while the GPU runs the call

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "kineto/copy_overlap.hpp"
+#include "kineto/host_calls.hpp"
 #include "kineto/trace.hpp"
 #include "kineto/waits.hpp"
 #include "schedule/builder.hpp"
@@ -40,16 +41,6 @@ int copy_engine_of(const Activity& a) {
 // (lazy module loading, cuDNN's first call): host time the model's cost of
 // the call does not hold. Such calls take seconds; a warm launch, tens of us.
 constexpr int64_t kLongCallNs = 1'000'000;
-
-// The fewest calls of a kind whose median becomes the replay's cost of that
-// kind (settings.host_calls). A median of three or more is one of the calls
-// with one at least on each side: a call that waited unseen (a pageable
-// copy's staging, a synchronize whose GPU work the trace does not show) or
-// did first-use work cannot be it alone. Of one or two calls it is that call
-// (or the mean of both): ResNet-50's two pageable copy calls of 1 ms would
-// replace a 10 us call cost. Kinds with fewer keep the calibration's cost;
-// the summary lists them with their count.
-constexpr size_t kMinCostCalls = 3;
 
 // The blocks of a kernel's grid (args.grid), 0 where not recorded or past any GPU's SMs.
 int64_t grid_blocks(const Activity& a) {
@@ -89,7 +80,7 @@ class Importer {
           "stream synchronizes of the stream whose work had ended by then (another was still busy)",
           syncs_device_, syncs_stream_));
     b_.schedule().runtime.framework_kernels = true;  // PyTorch's kernels; the host's time is measured
-    set_host_calls();
+    calls_.write(b_.schedule().runtime.host_calls, sum_);
     ImportedTrace out;
     out.schedule = b_.build();
     out.measured = measured(out.schedule);
@@ -320,6 +311,7 @@ class Importer {
             op.kind = OpKind::EventSync;
             op.event = rec.index;
             emit(std::move(op), host, "event_sync");
+            if (rec.covered_end != kNone) calls_.wait(HostCallSamples::EventSyncWait, c.ts, rec.covered_end, c.end);
           }
           break;
         }
@@ -329,16 +321,23 @@ class Importer {
             if (const int on = synchronized_stream(c.end); on >= 0) {
               ++syncs_stream_;
               emit(ops::stream_sync(stream(on)), host, "stream_sync");
+              calls_.wait(HostCallSamples::StreamSyncWait, c.ts, stream_end_[on], c.end);
             } else {
               ++syncs_device_;
               emit(ops::device_sync(), host, "device_sync");
+              calls_.wait(HostCallSamples::StreamSyncWait, c.ts, gpu_end(), c.end);
             }
           } else {
             emit(ops::stream_sync(stream(static_cast<int>(s))), host, "stream_sync");
+            if (const auto e = stream_end_.find(static_cast<int>(s)); e != stream_end_.end())
+              calls_.wait(HostCallSamples::StreamSyncWait, c.ts, e->second, c.end);
           }
           break;
         }
-        case CallKind::DeviceSync: emit(ops::device_sync(), host, "device_sync"); break;
+        case CallKind::DeviceSync:
+          emit(ops::device_sync(), host, "device_sync");
+          calls_.wait(HostCallSamples::DeviceSyncWait, c.ts, gpu_end(), c.end);
+          break;
         case CallKind::HostOnly: break;
       }
     }
@@ -351,60 +350,42 @@ class Importer {
   // time until the copy started or its whole duration. Calls that waited hold
   // their wait, which the replay models.
   void measure_call(const Call& c, CallKind k) {
-    int64_t gpu_done = 0;
-    for (const auto& [id, end] : stream_end_) gpu_done = std::max(gpu_done, end);
-    const bool idle = gpu_done <= c.ts;
+    const bool idle = gpu_end() <= c.ts;
     const int64_t d = c.end - c.ts;
     switch (k) {
       case CallKind::Kernel:
         if (c.gpu && is_nccl(*c.gpu)) {
           std::string why;
           if (const auto ci = collective_of(*c.gpu, &why); ci && local(ci->ranks) && groups_.count(*local(ci->ranks))) {
-            calls_.collective.push_back(d);
+            calls_.cost(HostCallSamples::Collective, d);
             break;
           }
         }
-        calls_.launch.push_back(d);
+        calls_.cost(HostCallSamples::Launch, d);
         break;
-      case CallKind::Memset: calls_.launch.push_back(d); break;
+      case CallKind::Memset: calls_.cost(HostCallSamples::Launch, d); break;
       case CallKind::Record:
-      case CallKind::Wait: calls_.event.push_back(d); break;
+      case CallKind::Wait: calls_.cost(HostCallSamples::Event, d); break;
       case CallKind::Memcpy:
         if (!c.gpu || c.end <= c.gpu->end)
-          calls_.copy.push_back(d);  // returned before its copy ended: it did not wait
+          calls_.cost(HostCallSamples::Copy, d);  // returned before its copy ended: it did not wait
         else if (idle)
-          calls_.copy.push_back(std::clamp<int64_t>(c.gpu->start - c.ts, 0, d));
+          calls_.cost(HostCallSamples::Copy, std::clamp<int64_t>(c.gpu->start - c.ts, 0, d));
         break;
       case CallKind::StreamSync:
       case CallKind::DeviceSync:
       case CallKind::EventSync:
-        if (idle) calls_.sync.push_back(d);
+        if (idle) calls_.cost(HostCallSamples::Sync, d);
         break;
       case CallKind::HostOnly: break;
     }
   }
 
-  // The median of each kind of call measured, as the schedule's host_calls,
-  // where at least kMinCostCalls calls of the kind were measured (below).
-  void set_host_calls() {
-    auto& h = b_.schedule().runtime.host_calls;
-    std::string taken, too_few;
-    auto take = [&](const char* key, std::vector<int64_t> v, std::optional<Time>& to) {
-      if (v.empty()) return;
-      std::sort(v.begin(), v.end());
-      const size_t n = v.size();
-      const Time m = Time::from_ps((n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) * 1000);
-      std::string& line = n >= kMinCostCalls ? taken : too_few;
-      line += fmt::format("{}{} {:.1f} us ({})", line.empty() ? "" : ", ", key, m.us(), n);
-      if (n >= kMinCostCalls) to = m;
-    };
-    take("kernel_launch", calls_.launch, h.kernel_launch);
-    take("memcpy_call", calls_.copy, h.memcpy_call);
-    take("event_call", calls_.event, h.event_call);
-    take("sync_call", calls_.sync, h.sync_call);
-    take("collective_call", calls_.collective, h.collective_call);
-    sum_.host_calls = taken;
-    sum_.host_calls_too_few = too_few;
+  // When the work put on every stream so far ends (0: none).
+  int64_t gpu_end() const {
+    int64_t done = 0;
+    for (const auto& [id, end] : stream_end_) done = std::max(done, end);
+    return done;
   }
 
   // The host time a call that does not wait for the GPU spent with the GPU
@@ -504,6 +485,8 @@ class Importer {
              (kind == CopyKind::D2D      ? ""
               : mem == HostMem::Pageable ? " pageable"
                                          : " pinned"));
+    // A copy the replay's host waits for (Host::effect): its return after it.
+    if (!async || (mem == HostMem::Pageable && kind != CopyKind::D2D)) calls_.wait(HostCallSamples::CopyWait, c.ts, a.end, c.end);
   }
 
   // The trace's timeline as a run of the built schedule.
@@ -551,9 +534,7 @@ class Importer {
   std::unordered_map<int64_t, int> kernels_of_op_;
   std::unordered_map<int64_t, const Activity*> longest_;
   CopyOverlap overlap_;  // its copies' engines' busy time
-  struct {
-    std::vector<int64_t> launch, copy, event, sync, collective;  // ns, every rank's calls
-  } calls_;
+  HostCallSamples calls_;  // every rank's calls' costs and waits' returns
 };
 
 // The step ranges: those of the first pattern the first trace has ranges
@@ -649,6 +630,9 @@ std::string ImportSummary::text() const {
   if (!host_calls_too_few.empty())
     out += fmt::format("host calls of too few calls to stand for their kind (under {}; a run keeps the calibration's cost): {}\n", kMinCostCalls,
                        host_calls_too_few);
+  if (!wait_returns.empty())
+    out += fmt::format("waits' returns (the host back after the GPU work it waited for ended; wait_return: their median, of every kind): {}\n",
+                       wait_returns);
   if (other_threads) out += fmt::format("calls from other host threads merged in time order: {}\n", other_threads);
   if (long_calls)
     out += fmt::format("launches and event calls of over 1 ms with the GPU idle (first-use work: lazy module loading, cuDNN's first call): {}, "

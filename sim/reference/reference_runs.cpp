@@ -1,6 +1,7 @@
 #include "reference/reference_runs.hpp"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -28,13 +29,14 @@ std::string take_host_calls(ModelParams& params, const RuntimeSettings& settings
   const auto& c = settings.host_calls;
   if (!calibration.empty() || !c.any()) return "";
   OverheadParams& o = params.overheads;
+  using H = RuntimeSettings::HostCalls;
+  // Each to the model's field of the same name, in HostCalls::kFields' order.
+  const std::array<Time*, H::kFields.size()> to{&o.kernel_launch, &o.memcpy_call, &o.event_call, &o.sync_call, &o.collective_call, &o.wait_return};
   std::string taken;
-  for (auto [key, field, to] : {std::tuple{"kernel_launch", &c.kernel_launch, &o.kernel_launch}, {"memcpy_call", &c.memcpy_call, &o.memcpy_call},
-                                {"event_call", &c.event_call, &o.event_call}, {"sync_call", &c.sync_call, &o.sync_call},
-                                {"collective_call", &c.collective_call, &o.collective_call}})
-    if (*field) {
-      *to = **field;
-      taken += fmt::format("{}{} {:.1f} us", taken.empty() ? "" : ", ", key, (*field)->us());
+  for (size_t i = 0; i < H::kFields.size(); ++i)
+    if (const auto& [key, field] = H::kFields[i]; c.*field) {
+      *to[i] = *(c.*field);
+      taken += fmt::format("{}{} {:.1f} us", taken.empty() ? "" : ", ", key, (c.*field)->us());
     }
   return fmt::format("host calls: the schedule's measured costs ({}; settings.host_calls), not a calibration's: pass --calibration FILE for "
                      "a calibrated host's\n",

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -247,12 +248,24 @@ struct RuntimeSettings {
   // is measured. Set with framework: pytorch too.
   bool framework_kernels = false;
   // The host's CUDA call costs as measured where the program was recorded (an
-  // imported trace: the median of each kind of call). A run given no
-  // calibration takes them in place of the model's (OverheadParams); unset
-  // ones, and every one under a calibration, stay the calibration's.
+  // imported trace: the median of each kind of call), and how long after the
+  // GPU work a blocking call waited for ended it returned (wait_return). A
+  // run given no calibration takes them in place of the model's
+  // (OverheadParams' fields of the same names); unset ones, and every one
+  // under a calibration, stay the calibration's.
   struct HostCalls {
-    std::optional<Time> kernel_launch, memcpy_call, event_call, sync_call, collective_call;
-    bool any() const { return kernel_launch || memcpy_call || event_call || sync_call || collective_call; }
+    std::optional<Time> kernel_launch, memcpy_call, event_call, sync_call, collective_call, wait_return;
+    using Field = std::optional<Time> HostCalls::*;
+    // Every field with its key, in the order a schedule writes them.
+    static constexpr std::array<std::pair<const char*, Field>, 6> kFields{{{"kernel_launch", &HostCalls::kernel_launch},
+                                                                           {"memcpy_call", &HostCalls::memcpy_call},
+                                                                           {"event_call", &HostCalls::event_call},
+                                                                           {"sync_call", &HostCalls::sync_call},
+                                                                           {"collective_call", &HostCalls::collective_call},
+                                                                           {"wait_return", &HostCalls::wait_return}}};
+    bool any() const {
+      return std::any_of(kFields.begin(), kFields.end(), [this](const auto& f) { return (this->*f.second).has_value(); });
+    }
   } host_calls;
 };
 

@@ -680,13 +680,16 @@ RuntimeSettings read_runtime_settings(const MapReader& r) {
   if (out.framework == Framework::PyTorch && !out.framework_kernels)
     r.fail("framework_kernels", "a PyTorch program's kernels are PyTorch's: leave it out, or set framework: none");
   if (r.has("host_calls")) {
-    const MapReader h(r.file(), r.get("host_calls"), "settings.host_calls", {"kernel_launch", "memcpy_call", "event_call", "sync_call", "collective_call"});
-    auto& c = out.host_calls;
-    for (auto [key, field] : {std::pair{"kernel_launch", &c.kernel_launch}, {"memcpy_call", &c.memcpy_call}, {"event_call", &c.event_call},
-                              {"sync_call", &c.sync_call}, {"collective_call", &c.collective_call}}) {
-      *field = h.opt_duration(key);
-      if (*field && (**field < Time::zero() || **field > Time::from_us(1e6)))
-        h.fail(key, "a call's host time from 0 to 1 s (a measured call: tens of microseconds)");
+    using HostCalls = RuntimeSettings::HostCalls;
+    std::vector<std::string> keys;
+    for (const auto& [key, field] : HostCalls::kFields) keys.emplace_back(key);
+    const MapReader h(r.file(), r.get("host_calls"), "settings.host_calls", keys);
+    for (const auto& [key, field] : HostCalls::kFields) {
+      auto& v = out.host_calls.*field;
+      v = h.opt_duration(key);
+      if (v && (*v < Time::zero() || *v > Time::from_us(1e6)))
+        h.fail(key, field == &HostCalls::wait_return ? "a wait's return from 0 to 1 s (a measured one: microseconds)"
+                                                     : "a call's host time from 0 to 1 s (a measured call: tens of microseconds)");
     }
   }
   return out;

@@ -28,9 +28,8 @@ std::string to_yaml(const Schedule& s) {
     e << YAML::Key << "framework_kernels" << YAML::Value << true;
   if (const auto& c = s.runtime.host_calls; c.any()) {
     e << YAML::Key << "host_calls" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    for (auto [key, field] : {std::pair{"kernel_launch", &c.kernel_launch}, {"memcpy_call", &c.memcpy_call}, {"event_call", &c.event_call},
-                              {"sync_call", &c.sync_call}, {"collective_call", &c.collective_call}})
-      if (*field) e << YAML::Key << key << YAML::Value << fmt::format("{} ps", (*field)->ps());
+    for (const auto& [key, field] : RuntimeSettings::HostCalls::kFields)
+      if (const auto& v = c.*field) e << YAML::Key << key << YAML::Value << fmt::format("{} ps", v->ps());
     e << YAML::EndMap;
   }
   e << YAML::EndMap;

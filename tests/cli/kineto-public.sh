@@ -26,16 +26,24 @@ grep -F "| \`$case\` |" $root/docs/import-trace.md | grep -qF "| $want % |" ||
 # What the importer does for these traces, where the makespan alone would not show it.
 case $case in
   hta-alexnet-a100)  # its 3.06 s first cuDNN launch kept as host work
-    has $W/import.txt '^launches and event calls of over 1 ms with the GPU idle .*: 1, 3055.567 ms kept as host work$' ;;
+    has $W/import.txt '^launches and event calls of over 1 ms with the GPU idle .*: 1, 3055.567 ms kept as host work$'
+    # 17 waits that blocked (16 stream synchronizes, a device synchronize) returned 5.9 us after their GPU work at the median: taken
+    has $W/import.txt '^host calls measured .*, wait_return 5.9 us \(17\)$' \
+      "^waits' returns .*: stream_sync 5.5 us \\(16\\), device_sync 8.1 us \\(1\\)$"
+    has $W/imp/schedule.yaml 'wait_return: 5904000 ps\}'
+    has $W/compare.txt '^  host calls: .*, wait_return 5.9 us; settings.host_calls' ;;
   hta-ddp-rank0-step5-a100)  # one rank's NCCL kernels hold their grid's 8 SMs: the kernels beside them keep their time
     has $W/imp/schedule.yaml 'name: ncclKernel_AllReduce_RING_LL_Sum_float, .*sm_limit: 8}'
     has $W/compare.txt '^  kernel +900 +50.729 ms +50.935 ms +\+0.4%' ;;
   hta-event-sync-a100)  # the host's call costs: each kind's median from the trace where 3 calls or more measured it
     # launches of 9, 10, 12 and 36 us: median 11, taken. Too few to stand for their kind, the model's costs kept:
     # the D2H copy's call (waited, idle GPU: 18.176 us to its start), 2 records of 3 us, the stream and device
-    # synchronizes of 6 and 8 us that had nothing to wait for.
+    # synchronizes of 6 and 8 us that had nothing to wait for, and the two waits' returns (the pageable copy's
+    # call and the event synchronize, back 8.8 and 8.0 us after their GPU work ended): the replay's host goes on
+    # as the work ends.
     has $W/import.txt '^host calls measured .*: kernel_launch 11.0 us \(4\)$' \
-      '^host calls of too few calls to stand for their kind \(under 3; .*\): memcpy_call 18.2 us \(1\), event_call 3.0 us \(2\), sync_call 7.0 us \(2\)$'
+      '^host calls of too few calls to stand for their kind \(under 3; .*\): memcpy_call 18.2 us \(1\), event_call 3.0 us \(2\), sync_call 7.0 us \(2\), wait_return 8.4 us \(2\)$' \
+      "^waits' returns .*: memcpy 8.8 us \\(1\\), event_sync 8.0 us \\(1\\)$"
     has $W/imp/schedule.yaml 'host_calls: \{kernel_launch: 11000000 ps\}'
     has $W/compare.txt '^  host calls: the schedule.s measured costs \(kernel_launch 11.0 us; settings.host_calls\)'
     # A calibration given (none: the datasheet's) keeps its own costs: the replay as before, 4 us launches.
@@ -48,7 +56,8 @@ case $case in
     has $W/import.txt '^ +351  kernel .measured.$' '^ +2  memcpy h2d pageable$'
     # Its two pageable copy calls (2,020 us, staging the 19 MB copy it waited for, and 12 us) are too few to be
     # a copy call's cost: the replay keeps the model's 10 us, not their 1,016 us mean.
-    has $W/import.txt '^host calls of too few calls .*: memcpy_call 1016.0 us \(2\)$'
+    # Its two waits that blocked (stream synchronizes back 5.9 and 2.9 us after the copies) are too few too.
+    has $W/import.txt '^host calls of too few calls .*: memcpy_call 1016.0 us \(2\), wait_return 4.4 us \(2\)$'
     ! grep -q 'memcpy_call' $W/imp/schedule.yaml || fail "a copy call cost of two calls went into settings.host_calls" ;;
 esac
 echo "$case: self-replay error $got % (bound $bound %)"

@@ -299,6 +299,47 @@ TEST_CASE(
   CHECK(direct.op(0, 2).start == Time::from_us(108));
 }
 
+TEST_CASE("a host back from a wait that blocked returns wait_return after the work ended, with or without a framework, and a framework's return after it") {
+  // The schedule above, and a blocking copy. CUDA called directly (launch 4
+  // us): k1 4-104 us; the sync blocks and returns 104 + 8; k2's call from
+  // 112, k2 116-166; the record, then the stream sync blocks: 166 + 8 = 174;
+  // the event is done: no wait, no return; k3's call 174-178, k3 178-188.
+  auto sched = [](const char* framework) {
+    return one_stream_schedule(framework, R"(
+      - {op: kernel, name: k1, stream: a, duration: 100 us}
+      - {op: stream_sync, stream: a}
+      - {op: kernel, name: k2, stream: a, duration: 50 us}
+      - {op: event_record, event: e, stream: a}
+      - {op: stream_sync, stream: a}
+      - {op: event_sync, event: e}
+      - {op: kernel, name: k3, stream: a, duration: 10 us}
+      - {op: memcpy, kind: d2h, bytes: 1 MB, stream: a, async: false})");
+  };
+  ModelParams p = launch_and_dispatch();
+  p.overheads.sync_call = p.overheads.event_call = p.overheads.memcpy_call = Time::zero();
+  p.overheads.wait_return = Time::from_us(8);
+  const Sim direct(sched("none"), p);
+  CHECK(direct.op(0, 1).returned == Time::from_us(104 + 8));
+  CHECK(direct.op(0, 2).start == Time::from_us(112 + 4));
+  CHECK(direct.op(0, 4).returned == Time::from_us(166 + 8));
+  CHECK(direct.op(0, 5).returned == Time::from_us(174));  // found done: no wake-up
+  CHECK(direct.op(0, 6).start == Time::from_us(178));
+  // The copy waits for k3 (to 188) and itself: back 8 us after the copy ends.
+  CHECK(direct.op(0, 7).returned == direct.op(0, 7).end + Time::from_us(8));
+  // With a framework: the wake-up, then its own return (30 us), then k2's
+  // call (launch 4 + dispatch 10): k1 14-114, back at 152, k2 166-216.
+  p.overheads.framework_wait_return = Time::from_us(30);
+  const Sim framework(sched("pytorch"), p);
+  CHECK(framework.op(0, 1).returned == Time::from_us(114 + 8 + 30));
+  CHECK(framework.op(0, 2).start == Time::from_us(152 + 14));
+  // 0 (every calibration's unless set): back as the work ends, as before.
+  p.overheads.wait_return = Time::zero();
+  p.overheads.framework_wait_return = Time::zero();
+  const Sim none(sched("none"), p);
+  CHECK(none.op(0, 1).returned == Time::from_us(104));
+  CHECK(none.op(0, 7).returned == none.op(0, 7).end);
+}
+
 TEST_CASE("weights loaded with the model (alloc loaded: true) cost no alloc_call, and a written schedule keeps them so") {
   ModelParams p = quiet();
   p.overheads.alloc_call = Time::from_us(7);

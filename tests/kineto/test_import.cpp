@@ -613,3 +613,40 @@ TEST_CASE("each kind of call's measured cost: the median of 3 calls or more, a k
   // The schedule written keeps the two taken, as exact picoseconds.
   CHECK(to_yaml(t.schedule).find("host_calls: {kernel_launch: 11000000 ps, event_call: 3000000 ps}") != std::string::npos);
 }
+
+TEST_CASE("a wait's return: how long after the GPU work a blocking call waited for ended it returned, their median of 3 or more") {
+  // Each wait on work that ends after its call began: a stream synchronize
+  // back 8 us after its kernel, a blocking copy 6 us after itself, a device
+  // synchronize 10 us after the last kernel. A device synchronize of an idle
+  // GPU and an async pinned copy that returned after its copy (neither
+  // waited) are no wait's return.
+  auto trace = [](bool third) {
+    TraceBuilder b;
+    b.gpu("kernel", "k1", 7, 20, 100, b.call("cudaLaunchKernel", 0, 5));
+    const int64_t s = b.call("cudaStreamSynchronize", 10, 118);  // back at 128
+    b.sync("Stream Sync", s, 7);
+    b.gpu("kernel", "k2", 7, 140, 100, b.call("cudaLaunchKernel", 130, 5));
+    b.gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 7, 240, 4, b.call("cudaMemcpy", 140, 110), {{"bytes", 4096}});  // back at 250
+    b.call("cudaDeviceSynchronize", 260, 3);
+    b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 7, 270, 2, b.call("cudaMemcpyAsync", 265, 10), {{"bytes", 4096}});
+    if (third) {
+      b.gpu("kernel", "k3", 7, 290, 100, b.call("cudaLaunchKernel", 280, 5));
+      b.call("cudaDeviceSynchronize", 290, 110);  // back at 400
+    }
+    return b;
+  };
+  const kineto::ImportedTrace t = kineto::import_traces({trace(true).write("wait-returns.json")});
+  const auto& h = t.schedule.runtime.host_calls;
+  REQUIRE(h.wait_return);
+  CHECK(*h.wait_return == Time::from_us(8));  // of 6, 8 and 10 us
+  CHECK(t.summary.host_calls.find("wait_return 8.0 us (3)") != std::string::npos);
+  CHECK(t.summary.wait_returns == "memcpy 6.0 us (1), stream_sync 8.0 us (1), device_sync 10.0 us (1)");
+  CHECK(t.summary.text().find("waits' returns (the host back after the GPU work it waited for ended; wait_return: their median, of every kind): "
+                              "memcpy 6.0 us (1), stream_sync 8.0 us (1), device_sync 10.0 us (1)\n") != std::string::npos);
+  CHECK(to_yaml(t.schedule).find("wait_return: 8000000 ps}") != std::string::npos);
+  // Two waits are too few: the calibration's wait_return is kept, and the summary says so.
+  const kineto::ImportedTrace two = kineto::import_traces({trace(false).write("wait-returns-two.json")});
+  CHECK_FALSE(two.schedule.runtime.host_calls.wait_return);
+  CHECK(two.summary.host_calls_too_few.find("wait_return 7.0 us (2)") != std::string::npos);
+  CHECK(two.summary.wait_returns == "memcpy 6.0 us (1), stream_sync 8.0 us (1)");
+}

@@ -229,7 +229,7 @@ TEST_CASE("an edited value refused: the error names where the edit was given and
 
 TEST_CASE("settings.host_calls: a trace's measured call costs read, written back and checked") {
   const std::string text = R"(name: calls
-settings: {framework_kernels: true, host_calls: {kernel_launch: 8 us, sync_call: 7500 ns}}
+settings: {framework_kernels: true, host_calls: {kernel_launch: 8 us, sync_call: 7500 ns, wait_return: 9 us}}
 streams: [compute]
 programs:
   - rank: 0
@@ -241,15 +241,21 @@ programs:
   REQUIRE(c.kernel_launch);
   CHECK(c.kernel_launch->ps() == 8'000'000);
   CHECK(c.sync_call->ps() == 7'500'000);
+  REQUIRE(c.wait_return);
+  CHECK(c.wait_return->ps() == 9'000'000);
   CHECK_FALSE(c.memcpy_call);
   CHECK_FALSE(c.event_call);
   // Written as exact picoseconds, the unset ones left out; read back the same.
   const std::string written = to_yaml(s);
-  CHECK(written.find("host_calls: {kernel_launch: 8000000 ps, sync_call: 7500000 ps}") != std::string::npos);
+  CHECK(written.find("host_calls: {kernel_launch: 8000000 ps, sync_call: 7500000 ps, wait_return: 9000000 ps}") != std::string::npos);
   CHECK(to_yaml(parse_schedule_string(written, "calls.yaml")) == written);
   std::string negative = text;
   negative.replace(negative.find("8 us"), 4, "-1 us");
   CHECK_THROWS_WITH_AS(parse_schedule_string(negative, "calls.yaml"), doctest::Contains("kernel_launch"), InputError);
+  std::string long_wait = text;
+  long_wait.replace(long_wait.find("9 us"), 4, "2 s");
+  CHECK_THROWS_WITH_AS(parse_schedule_string(long_wait, "calls.yaml"), doctest::Contains("'wait_return'"), InputError);
+  CHECK_THROWS_WITH_AS(parse_schedule_string(long_wait, "calls.yaml"), doctest::Contains("a wait's return from 0 to 1 s"), InputError);
   std::string too_long = text;
   too_long.replace(too_long.find("8 us"), 4, "2 s");
   CHECK_THROWS_WITH_AS(parse_schedule_string(too_long, "calls.yaml"), doctest::Contains("from 0 to 1 s"), InputError);

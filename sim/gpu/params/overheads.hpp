@@ -13,6 +13,11 @@ struct OverheadParams {
   Time memcpy_call = Time::from_us(10);  // an async pinned copy's return
   Time event_call = Time::from_us(2);    // event_record, stream_wait_event, stream_wait_stream
   Time sync_call = Time::from_us(2);     // stream/event/device synchronize, before it waits
+  // A host blocked in a wait for the GPU (a synchronize, a blocking copy)
+  // returns this long after the work it waited for ended: CUDA's wake-up of
+  // the thread; 0 = at once. Not fitted: an imported trace measures it
+  // (settings.host_calls.wait_return).
+  Time wait_return = Time::zero();
   Time collective_call = Time::from_us(6);
   Time alloc_call = Time::from_us(2);  // the caching allocator
   Time free_call = Time::from_us(1);
@@ -25,8 +30,9 @@ struct OverheadParams {
   // call; 0 = none.
   Time framework_view_call = Time::zero();
   // A framework's host back from a wait that blocked (a synchronize, a
-  // blocking copy): this before its next call (CUDA's wake-up, the
-  // framework's return, its loop's Python run cold); 0 = none.
+  // blocking copy): this before its next call, after wait_return (CUDA's
+  // wake-up where wait_return is 0, the framework's return, its loop's
+  // Python run cold); 0 = none.
   Time framework_wait_return = Time::zero();
   // Its collective call (NCCL's all-to-all as torch.distributed calls it)
   // in place of collective_call + framework_op_call; negative = those.
