@@ -266,6 +266,17 @@ TEST_CASE(
   CHECK(direct.op(0, 3).returned == Time::from_us(24));  // three launches
 }
 
+// Two waits that block and one on an event already done, on one stream
+// (the wait-return tests below).
+constexpr const char* kWaitOps = R"(
+      - {op: kernel, name: k1, stream: a, duration: 100 us}
+      - {op: stream_sync, stream: a}
+      - {op: kernel, name: k2, stream: a, duration: 50 us}
+      - {op: event_record, event: e, stream: a}
+      - {op: stream_sync, stream: a}
+      - {op: event_sync, event: e}
+      - {op: kernel, name: k3, stream: a, duration: 10 us})";
+
 TEST_CASE(
     "a framework's host back from a wait that blocked: framework_wait_return before its next call, none after a wait that found the GPU done or "
     "without a framework") {
@@ -275,14 +286,7 @@ TEST_CASE(
   // back at 238. An event sync on an event already done does not wait: no
   // return; k3's call from 238.
   auto sched = [](const char* framework) {
-    return one_stream_schedule(framework, R"(
-      - {op: kernel, name: k1, stream: a, duration: 100 us}
-      - {op: stream_sync, stream: a}
-      - {op: kernel, name: k2, stream: a, duration: 50 us}
-      - {op: event_record, event: e, stream: a}
-      - {op: stream_sync, stream: a}
-      - {op: event_sync, event: e}
-      - {op: kernel, name: k3, stream: a, duration: 10 us})");
+    return one_stream_schedule(framework, kWaitOps);
   };
   ModelParams p = launch_and_dispatch();
   p.overheads.framework_wait_return = Time::from_us(30);
@@ -305,15 +309,8 @@ TEST_CASE("a host back from a wait that blocked returns wait_return after the wo
   // 112, k2 116-166; the record, then the stream sync blocks: 166 + 8 = 174;
   // the event is done: no wait, no return; k3's call 174-178, k3 178-188.
   auto sched = [](const char* framework) {
-    return one_stream_schedule(framework, R"(
-      - {op: kernel, name: k1, stream: a, duration: 100 us}
-      - {op: stream_sync, stream: a}
-      - {op: kernel, name: k2, stream: a, duration: 50 us}
-      - {op: event_record, event: e, stream: a}
-      - {op: stream_sync, stream: a}
-      - {op: event_sync, event: e}
-      - {op: kernel, name: k3, stream: a, duration: 10 us}
-      - {op: memcpy, kind: d2h, bytes: 1 MB, stream: a, async: false})");
+    return one_stream_schedule(framework, (std::string(kWaitOps) + R"(
+      - {op: memcpy, kind: d2h, bytes: 1 MB, stream: a, async: false})").c_str());
   };
   ModelParams p = launch_and_dispatch();
   p.overheads.sync_call = p.overheads.event_call = p.overheads.memcpy_call = Time::zero();
