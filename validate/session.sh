@@ -39,7 +39,9 @@
 #   programs[:NAMES]   the reference programs (validate/programs/), each    -> programs/
 #                      profiled too; NAMES: only these (comma-separated)
 #   programs-default-trace[:NAMES] the same programs profiled as torch.profiler -> programs-default-trace/
-#                      records by default (no shapes, no CUDA sync events)
+#                      records by default (no shapes, no CUDA sync events),
+#                      12 timed runs each: the profiled run comes after the
+#                      power limiter's first dip, as the steps it stands for
 #   request[:NAMES]    the reference request (validate/programs/             -> request/
 #                      request_pipeline.py): text encoder, DiT and VAE decode
 #                      timed end to end and by stage, resident and offloaded,
@@ -183,7 +185,7 @@ for s in "${expanded[@]}"; do
     programs-default-trace|programs-default-trace:*)
       only=${s#programs-default-trace}; only=${only#:}
       timeout 240 "${torch_py[@]}" validate/programs/dit_offload.py --out "$out/programs-default-trace" --grid single --profile \
-        --profile-settings default ${only:+--only "$only"} > "$out/programs-default-trace.log" 2>&1
+        --profile-settings default --repeat 12 ${only:+--only "$only"} > "$out/programs-default-trace.log" 2>&1
       mark "programs-default-trace rc=$?" ;;
     vae-profile)
       timeout 300 "${torch_py[@]}" validate/programs/vae_profile.py --out "$out/vae-profile" > "$out/vae-profile.log" 2>&1 &&
