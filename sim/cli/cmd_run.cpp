@@ -15,6 +15,7 @@
 #include "gpu/params_io.hpp"
 #include "io/out_folder.hpp"
 #include "io/paths.hpp"
+#include "kineto/replan.hpp"
 #include "reference/reference_runs.hpp"
 #include "report/metrics.hpp"
 #include "report/op_table.hpp"
@@ -55,10 +56,27 @@ std::string headline(const DitWorkload& w, const std::string& topo) {
 
 constexpr size_t kOpsPrintedByDefault = 1000;
 
-int run_command(const std::string& input, std::string topo_path, const std::vector<std::string>& sets, const std::string& out_dir,
-                const std::string& schedule_out, bool force, bool show_ops, const std::string& calibration, bool records, bool every_flow,
-                bool every_rank, int runs_before, const WhatIf& what_if, const TraceRequest& trace, bool trace_gzip, bool records_all, bool ops_all) {
-  show_ops = show_ops || ops_all;
+// What `run` was asked (its flags).
+struct RunOptions {
+  std::string input, topology, out_dir, schedule_out, calibration;
+  std::vector<std::string> sets;
+  bool force = false, show_ops = false, records = false, every_flow = false, every_rank = false, remodel_kernels = false;
+  std::string trace_ranks, trace_steps;
+  bool trace_all = false, trace_all_links = false, trace_gzip = false, records_all = false, ops_all = false;
+  std::string host_memory;
+  int runs_before = 0;
+  int prefetch = -1;  // -1: the schedule's prefetch as it is
+  int prefetch_cycle = 0;
+};
+
+int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& trace) {
+  const std::string& input = o.input;
+  std::string topo_path = o.topology;
+  const std::string &out_dir = o.out_dir, &schedule_out = o.schedule_out, &calibration = o.calibration;
+  const bool force = o.force, records = o.records, records_all = o.records_all, ops_all = o.ops_all, trace_gzip = o.trace_gzip;
+  const int runs_before = o.runs_before;
+  bool show_ops = o.show_ops || o.ops_all;
+  if (o.prefetch_cycle != 0 && o.prefetch < 0) throw InputError(SourceLocation{}, "--prefetch-cycle goes with --prefetch N");
   Schedule sched;
   ModelParams params;
   std::string head;
@@ -75,8 +93,13 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   std::optional<hw::Topology> topology;
   BaseParams base;
   std::string host_calls;  // the schedule's measured call costs, where taken
+  kineto::ReplanSummary replanned;
   if (is_workload_file(input)) {
-    workload = parse_workload_file(input, sets);
+    if (o.prefetch >= 0)
+      throw InputError(SourceLocation{"--prefetch", 0, 0},
+                       fmt::format("it re-plans a schedule's prefetch (an imported trace's); {} is a workload: --set offload.prefetch_size={}", input,
+                                   o.prefetch));
+    workload = parse_workload_file(input, o.sets);
     topology.emplace(topology_of(workload->topology));
     place_on(*workload, *topology);
     if (calibration.empty() && !workload->calibration.empty()) {
@@ -96,7 +119,8 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
         throw InputError(SourceLocation{"--trace-steps", 0, 0}, fmt::format("the run has no step {} (its steps are 0-{})", st, workload->steps - 1));
     params = workload->params;
   } else {
-    sched = parse_schedule_file(input, sets);
+    sched = parse_schedule_file(input, o.sets);
+    if (o.prefetch >= 0) sched = kineto::replan_prefetch(sched, {o.prefetch, o.prefetch_cycle}, input, &replanned);
     // A schedule's ops are printed unless there are too many to read (an
     // imported trace's): then only with --ops.
     size_t total = 0;
@@ -141,11 +165,11 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   const bool ops_bounded = show_ops && !ops_all && total_ops > kOpsRecordedAll;
   ExecOptions opts;
   opts.keep_records = show_ops;  // the per-op table reads them
-  opts.closed_form_collectives = !every_flow;
-  opts.symmetric_ranks = !every_rank;
+  opts.closed_form_collectives = !o.every_flow;
+  opts.symmetric_ranks = !o.every_rank;
   // --runs-before N: the GPUs come from N runs of the same input back to back
   // (a serving loop's steady state: the sustained-load clock already down).
-  auto run_with = [&](const ExecOptions& o) { return execute_after_runs(sched, topo, params, runs_before, o); };
+  auto run_with = [&](const ExecOptions& exec) { return execute_after_runs(sched, topo, params, runs_before, exec); };
   ExecResult res;
   Metrics m;
   TraceSelection trace_sel;
@@ -213,6 +237,7 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   head = workload ? headline(*workload, topo.name()) : fmt::format("schedule {}: {} ranks on {}", sched.name, sched.ranks(), topo.name());
   // A calibration measured elsewhere is said first: what follows leans on it.
   std::string summary = borrowed_calibration_note(base, topo) + format_summary(m, topo, res, head);
+  if (o.prefetch >= 0) summary += replanned.text();
   // The fabric's counters count in the trace's budget (--trace-all and --trace-all-links: every link's).
   if (!trace.all && !trace.all_links && out) select_trace_links(trace_sel, topo, res);
   if (!trace_sel.note.empty()) summary += "  " + trace_sel.note + "\n";
@@ -239,15 +264,6 @@ int run_command(const std::string& input, std::string topo_path, const std::vect
   return 0;
 }
 
-struct RunOptions {
-  std::string input, topology, out_dir, schedule_out, calibration;
-  std::vector<std::string> sets;
-  bool force = false, show_ops = false, records = false, every_flow = false, every_rank = false, remodel_kernels = false;
-  std::string trace_ranks, trace_steps;
-  bool trace_all = false, trace_all_links = false, trace_gzip = false, records_all = false, ops_all = false;
-  std::string host_memory;
-  int runs_before = 0;
-};
 
 WhatIf what_if_of(bool remodel_kernels, const std::string& host_memory) {
   WhatIf w;
@@ -305,6 +321,13 @@ Command add_run(CLI::App& app) {
                           "left out, the busiest links' alone)",
                           kTraceLinkSamples, kTraceLinkSamplesPerRank));
   c->add_flag("--trace-gzip", o->trace_gzip, "write the trace gzip-compressed, as trace.json.gz (Perfetto opens it as it is)");
+  c->add_option("--prefetch", o->prefetch,
+                "what-if on a schedule (an imported trace's): re-plan its layer-weight prefetch to copy each block's weights N blocks ahead (0: a "
+                "blocking copy before each block), as import-trace --prefetch does (docs/import-trace.md)")
+      ->check(CLI::Range(0, 1000));
+  c->add_option("--prefetch-cycle", o->prefetch_cycle,
+                "with --prefetch: blocks per cycle of the batches (the model's layers when a step runs them more than once; default: every block)")
+      ->check(CLI::Range(0, 1000000));
   c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
       ->check(CLI::IsMember({"pinned", "pageable"}));
   return {c, [o, trace_steps, trace_ranks] {
@@ -317,9 +340,7 @@ Command add_run(CLI::App& app) {
             if (trace_steps->count() > 0) trace.steps = parse_index_ranges(o->trace_steps, "--trace-steps");
             if (trace.all && (!trace.ranks.empty() || !trace.steps.empty()))
               throw InputError(SourceLocation{"--trace-all", 0, 0}, "it traces every rank and step: drop --trace-ranks and --trace-steps");
-            return run_command(o->input, o->topology, o->sets, o->out_dir, o->schedule_out, o->force, o->show_ops, o->calibration, o->records,
-                               o->every_flow, o->every_rank, o->runs_before, what_if_of(o->remodel_kernels, o->host_memory), trace, o->trace_gzip,
-                               o->records_all, o->ops_all);
+            return run_command(*o, what_if_of(o->remodel_kernels, o->host_memory), trace);
           }};
 }
 

@@ -8,8 +8,9 @@
 #                    step within 1 % of the four ranks' import (105.585 against 105.435 ms); two traces,
 #                    or one of a single-GPU run, refused saying why.
 #   prefetch         the H100 depth-2 trace re-planned to depth 3 (--prefetch 3 --prefetch-cycle 8): its summary
-#                    (depth 2 -> 3, 16 blocks, 6 buffers), the schedule runs (peak VRAM 1.41 GiB of weights); a
-#                    folder as -o and a trace with no prefetch (the resident program) refused, nothing written.
+#                    (depth 2 -> 3, 16 blocks, 6 buffers), the schedule runs (peak VRAM 1.41 GiB of weights); the
+#                    schedule imported as measured, run with --prefetch 3, gives the same run; a folder as -o, a trace
+#                    with no prefetch (the resident program) and --prefetch on a workload refused, nothing written.
 #
 #   bash tests/cli/import-trace.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -52,6 +53,15 @@ case $case in
       '^  weight buffers on the GPU at once: 4 -> 6 \(960.00 MiB -> 1.41 GiB\)'
     "$osim" run $O/pf3.yaml --calibration $HC > $O/pf3-run.txt
     has $O/pf3-run.txt '^  peak VRAM 1.41 GiB \(rank 0\): weights 1.41 GiB' '^  makespan .* steps, step time mean 76\.[0-9]+ ms'
+    # The same what-if on the schedule imported as measured: `run --prefetch` gives the same run, and says it re-planned.
+    "$osim" import-trace $HT/dit-4096-layerwise-pf2-pinned.trace.json.gz -t $HTOPO -o $O/pf2.yaml > /dev/null
+    "$osim" run $O/pf2.yaml --calibration $HC --prefetch 3 --prefetch-cycle 8 > $O/pf2-run3.txt
+    grep -v '^re-planned\|^  weight buffers on the GPU at once' $O/pf2-run3.txt | diff - $O/pf3-run.txt > /dev/null ||
+      fail "run --prefetch 3 on the imported schedule differs from import-trace --prefetch 3's run"
+    has $O/pf2-run3.txt '^re-planned \(--prefetch 3\): layer-weight prefetch depth 2 -> 3 '
+    refused 2 "wan22-720p-h200-layerwise.yaml is a workload: --set offload.prefetch_size=2" \
+      "$osim" run $CFG/workloads/wan22-720p-h200-layerwise.yaml --prefetch 2
+    refused 2 "--prefetch-cycle goes with --prefetch N" "$osim" run $O/pf2.yaml --prefetch-cycle 8
     refused 2 "--prefetch writes a program the trace did not measure" \
       "$osim" import-trace $HT/dit-4096-layerwise-pf2-pinned.trace.json.gz --prefetch 1 -o $O/dir
     refused 2 "--prefetch: rank 0: no host-to-device copies: there is no weight prefetch to re-plan" \
