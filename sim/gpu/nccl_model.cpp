@@ -33,7 +33,10 @@ std::optional<NcclModel::Timing> NcclModel::timing(TableColl coll, int ranks, do
   if (!p) return std::nullopt;
   Timing r{p->latency_us * 1e-6, p->time_us * 1e-6, p->algo, p->proto};
   const int own = view(via_host).host_coll_channels;
-  if (channels > 0 && own > 0 && channels != own) r.time_s = r.latency_s + (r.time_s - r.latency_s) * own / channels;
+  // Other channels than NCCL's own: the transfer scales, the latency and
+  // the pipeline's fill (one slice at a channel's rate) do not.
+  const double fill_s = p->fill_us * 1e-6;
+  if (channels > 0 && own > 0 && channels != own) r.time_s = r.latency_s + fill_s + (r.time_s - r.latency_s - fill_s) * own / channels;
   return r;
 }
 

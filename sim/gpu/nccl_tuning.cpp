@@ -56,7 +56,33 @@ constexpr double kP2pLlThreshold = 16384;  // enqueue.cc NCCL_P2P_LL_THRESHOLD, 
 
 int log2i(double x) { return x < 1 ? -1 : static_cast<int>(std::floor(std::log2(x))); }
 
+// A Simple ring's chunk and slice (nccl_ring_simple_slice): init.cc
+// DEFAULT_BUFFSIZE / device.h NCCL_STEPS, collectives.h *_CHUNKSTEPS and
+// *_SLICESTEPS (NCCL_STEPS/2, NCCL_STEPS/4), prims_simple.h SlicePerChunk.
+constexpr double kSimpleStepBytes = (1 << 22) / 8.0;
+constexpr double kSimpleChunkBytes = 4 * kSimpleStepBytes;
+constexpr double kSimpleSliceBytes = 2 * kSimpleStepBytes;
+constexpr double kSlicePerChunk = 2;
+
 }  // namespace
+
+NcclLaunch nccl_launch(NcclAlgo a, NcclProto p, int channels, int ranks, double bytes, bool slow_ring) {
+  // tuning.cc maxThreads and threadThresholds; enqueue.cc topoGetAlgoInfo.
+  int nt = p == NcclProto::LL128 ? 640 : (p == NcclProto::Simple && a == NcclAlgo::Ring && slow_ring) ? 256 : 512;
+  const double threshold = p == NcclProto::Simple ? 64.0 : p == NcclProto::LL && a == NcclAlgo::Ring ? 8.0 * ranks : 8.0;
+  int nc = std::max(1, channels);
+  while (bytes < static_cast<double>(nc) * nt * threshold && nc >= 2) --nc;
+  while (bytes < static_cast<double>(nc) * nt * threshold && nt % 128 == 0) nt /= 2;
+  if (p == NcclProto::Simple) nt += a == NcclAlgo::Ring ? 32 : 4 * 32;
+  nt = std::max(nt, 3 * 32);
+  if (a == NcclAlgo::Tree) nt = 640;
+  return {nc, nt};
+}
+
+double nccl_ring_simple_slice(double bytes, int ranks, int channels) {
+  const double piece = std::min(kSimpleChunkBytes, bytes / (std::max(1, ranks) * std::max(1, channels)));
+  return std::min(piece, std::max(piece / kSlicePerChunk, kSimpleSliceBytes / 32));
+}
 
 NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
     : v_(view), ring_(std::max(1, opt.nodes > 0 ? opt.nodes : view.hosts) == 1 ? view.host_ring : view.ring), opt_(opt) {
@@ -113,6 +139,10 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
         if (a == NcclAlgo::Ring && p != NcclProto::LL && !ring_shm && (c == NcclColl::AllGather || c == NcclColl::ReduceScatter))
           ratio *= nsteps / (nsteps + own_chunk);
         bw_[idx(c, a, p)] = bus * ratio;
+        if (c == NcclColl::AllReduce && a == NcclAlgo::Ring && p == NcclProto::Simple) {
+          ring_search_GBps_ = ch * ring_.bw_intra_GBps;
+          if (!ring_shm && coll_channels_ > 0) ring_channel_GBps_ = bus / coll_channels_;
+        }
 
         double lat = kBaseLat[ai][pi];
         double intra_lat = kHwLat[intra_hw][ai][pi];
@@ -179,6 +209,21 @@ std::optional<NcclPrediction> NcclTuning::all_to_all(double bytes) const {
   return r;
 }
 
+// A Simple ring's pipeline fill: the receiver handles the last slice
+// (copies it out of its FIFO into the output, or reduces it) after the
+// link has moved it, so a ring takes one slice's time at a channel's rate
+// beyond its steady stream. The slice grows with the size until a
+// channel's share of a rank's chunk reaches NCCL's 2 MiB chunk
+// (nccl_ring_simple_slice), which makes the rate rise with size up to
+// there and the fill a fixed time beyond. Not through host memory (the
+// PCIe link, not the SMs, sets the pace: kNcclShmEfficiency's fit already
+// holds what the SHM pipeline costs), nor the broadcast (no bench checks it).
+double NcclTuning::ring_fill_us(NcclColl c, double bytes) const {
+  if (ring_channel_GBps_ <= 0 || c == NcclColl::Broadcast || c == NcclColl::AllToAll) return 0;
+  const NcclLaunch l = nccl_launch(NcclAlgo::Ring, NcclProto::Simple, coll_channels_, ranks_, bytes, ring_search_GBps_ <= 12.0);
+  return nccl_ring_simple_slice(bytes, ranks_, l.channels) / (1000 * ring_channel_GBps_);
+}
+
 std::optional<NcclPrediction> NcclTuning::predict(NcclColl c, double bytes) const {
   if (ranks_ <= 1) return std::nullopt;
   if (c == NcclColl::AllToAll) return all_to_all(bytes);
@@ -194,9 +239,12 @@ std::optional<NcclPrediction> NcclTuning::predict(NcclColl c, double bytes) cons
       if (a == NcclAlgo::Tree && c == NcclColl::AllReduce && log_size >= 0 && log_size < 23) bw *= kTreeCorrection[static_cast<int>(p)][log_size];
       if (a == NcclAlgo::Ring && p == NcclProto::Simple && nodes_ > 1 && c == NcclColl::AllReduce && bytes / (coll_channels_ * ranks_) >= 64)
         lat *= v_.sm < 80 ? 1.9 : 1.4;  // "plateau effect of ring"
+      // NCCL picks by its own model (latency + bytes / bandwidth); the
+      // time it then takes holds the Simple ring's pipeline fill too.
       const double t = lat + bytes / (1000 * bw);
-      if (!best || t < best->time_us) {
-        best = NcclPrediction{a, p, t, lat, 0, 0};
+      if (!best || t < best->time_us - best->fill_us) {
+        const double fill = a == NcclAlgo::Ring && p == NcclProto::Simple ? ring_fill_us(c, bytes) : 0;
+        best = NcclPrediction{a, p, t + fill, lat, fill, 0, 0};
       }
     }
   }

@@ -17,7 +17,10 @@
 // share the GPU's PCIe link at kNcclShmEfficiency of it), capped by its
 // NVLink/PCIe total, and its host's NICs (LL below NCCL_P2P_LL_THRESHOLD,
 // 16 KiB a peer, at half the bandwidth). Through host memory (SHM) the
-// transport's efficiency caps a ring's bus bandwidth too.
+// transport's efficiency caps a ring's bus bandwidth too. The time of a
+// Simple ring holds its pipeline's fill, by NCCL 2.28.3's launch and chunk
+// rules (nccl_launch, nccl_ring_simple_slice): NCCL's model picks without
+// it, as NCCL does.
 #pragma once
 
 #include <optional>
@@ -60,10 +63,42 @@ inline constexpr double kNcclShmEfficiency = 0.52;
 /// kNcclOwnChunkSteps) of that bus bandwidth. Not LL (its half rate leaves
 /// the link room), nor rings through host memory (the PCIe link sets their
 /// pace), nor the all-reduce (its own chunk rides in a step that sends).
-/// Fitted at 1 GiB (the steady rate) on each reference machine's NVLink
-/// all-gathers and reduce-scatters and checked on the other
-/// (tests/reference/test_nccl_reference.cpp, docs/accuracy.md).
-inline constexpr double kNcclOwnChunkSteps = 0.33;
+/// Fitted at 1 GiB (the steady rate, beside the Simple ring's pipeline
+/// fill that predict() adds) on each reference machine's NVLink
+/// all-gathers and reduce-scatters (0.28 and 0.29) and checked on the
+/// other (tests/reference/test_nccl_reference.cpp, docs/accuracy.md).
+inline constexpr double kNcclOwnChunkSteps = 0.29;
+
+/// What NCCL launches a collective with (NVIDIA/nccl 2.28.3 src/enqueue.cc,
+/// topoGetAlgoInfo's ring/tree channel tuning): from the communicator's
+/// `channels`, one fewer while the size is below channels x threads x the
+/// protocol's per-thread threshold (comm.h NCCL_SIMPLE_THREAD_THRESHOLD 64,
+/// NCCL_LL_THREAD_THRESHOLD 8 and, for a ring, times the ranks,
+/// NCCL_LL128_THREAD_THRESHOLD 8); then the threads halve while the same
+/// holds (down to a multiple of 128 no more). Threads start at
+/// tuning.cc's maxThreads: Simple 512 (NCCL_SIMPLE_MAX_NTHREADS; a ring
+/// whose search bandwidth x channels is at most PCI_BW, 12 GB/s, gets
+/// 256), LL 512, LL128 640. The Simple ring adds a sync warp (32 threads),
+/// the Simple tree 4 warps, a tree runs 640 (NCCL_MAX_NTHREADS), and none
+/// runs fewer than 3 warps.
+struct NcclLaunch {
+  int channels = 1;
+  int threads = 0;
+};
+NcclLaunch nccl_launch(NcclAlgo a, NcclProto p, int channels, int ranks, double bytes, bool slow_ring = false);
+
+/// A Simple ring's chunk pipeline (NVIDIA/nccl 2.28.3): each channel moves
+/// its share of every rank's chunk, nBytes / (ranks x launched channels)
+/// (enqueue.cc scheduleCollTasksToPlan splits the size over the channels),
+/// in loops of at most one chunk, stepSize x chunkSteps = NCCL_BUFFSIZE
+/// (init.cc DEFAULT_BUFFSIZE 4 MiB) / NCCL_STEPS (8) x 4
+/// (collectives.h ALLGATHER/REDUCESCATTER/ALLREDUCE_CHUNKSTEPS, NCCL_STEPS/2)
+/// = 2 MiB (enqueue.cc calcCollChunking leaves a Simple ring's chunk as
+/// it is). prims_simple.h genericOp moves a loop's piece in SlicePerChunk
+/// (2) slices of max(piece / 2, sliceSize / 32) bytes, sliceSize =
+/// stepSize x SLICESTEPS (NCCL_STEPS/4) = 1 MiB. This returns that slice,
+/// in bytes, for a ring of `ranks` over `channels` launched channels.
+double nccl_ring_simple_slice(double bytes, int ranks, int channels);
 
 struct NcclTuneOptions {
   std::optional<NcclAlgo> algo;    // NCCL_ALGO
@@ -80,6 +115,7 @@ struct NcclPrediction {
   NcclProto proto = NcclProto::Simple;
   double time_us = 0;
   double latency_us = 0;  // the part of time_us that does not grow with bytes
+  double fill_us = 0;     // a Simple ring's pipeline fill (in time_us; NcclTuning::predict)
   double algbw_GBps = 0;  // bytes / time
   double busbw_GBps = 0;  // nccl-tests' bus bandwidth
 };
@@ -105,6 +141,7 @@ class NcclTuning {
     return (static_cast<size_t>(c) * 2 + static_cast<size_t>(a)) * 3 + static_cast<size_t>(p);
   }
   [[nodiscard]] std::optional<NcclPrediction> all_to_all(double bytes) const;
+  [[nodiscard]] double ring_fill_us(NcclColl c, double bytes) const;
   const NcclView& v_;
   const NcclRings& ring_;  // the rings this communicator runs on
   int coll_channels_ = 0;
@@ -112,7 +149,9 @@ class NcclTuning {
   int ranks_ = 1, nodes_ = 1;
   double bw_[5 * 2 * 3] = {};
   double lat_[5 * 2 * 3] = {};
-  double a2a_bw_ = 0;  // per rank, GB/s
+  double ring_channel_GBps_ = 0;  // a Simple ring channel's bus bandwidth (0: no fill, see ring_fill_us)
+  double ring_search_GBps_ = 0;   // the ring search's bandwidth x channels (nccl_launch's slow_ring)
+  double a2a_bw_ = 0;             // per rank, GB/s
   bool a2a_nvlink_ = false;
 };
 

@@ -37,11 +37,13 @@ struct Machine {
 };
 
 // A ring all-reduce of n ranks on `ch` channels of `bw` GB/s each, with the
-// ring's Simple latency `lat_us`: nccl-tests' busbw at 1 GiB.
-double ring_allreduce_busbw(int n, int ch, double bw, double lat_us) {
+// ring's Simple latency `lat_us` and its pipeline's fill `fill_us` (one
+// slice at a collective channel's rate; 0 through host memory): nccl-tests'
+// busbw at 1 GiB.
+double ring_allreduce_busbw(int n, int ch, double bw, double lat_us, double fill_us = 0) {
   const double bytes = 1024.0 * 1024 * 1024;
   const double algbw = ch * bw * n / (2.0 * (n - 1));  // bus bandwidth x ranks / steps
-  const double t_us = lat_us + bytes / (1000 * algbw);
+  const double t_us = lat_us + bytes / (1000 * algbw) + fill_us;
   return bytes / (t_us * 1e3) * 2 * (n - 1) / n;
 }
 }  // namespace
@@ -115,9 +117,11 @@ TEST_CASE("catalogue: 4x GH200, an NVLink mesh of 6 links a pair: 6 rings at 60,
   CHECK(m.view.ring.channels == 12);
   CHECK(m.view.ring.bw_intra_GBps == doctest::Approx(30.0));
   CHECK(m.view.coll_channels == 24);
-  // Ring/Simple over NVLink: 8.4 + 6 steps x 3.4 us.
-  CHECK(m.busbw_1g() == doctest::Approx(ring_allreduce_busbw(4, 12, 30.0, 8.4 + 6 * 3.4)).epsilon(1e-6));
-  CHECK(m.busbw_1g() == doctest::Approx(357.7).epsilon(0.001));
+  // Ring/Simple over NVLink: 8.4 + 6 steps x 3.4 us, and the fill: a
+  // channel's share of a rank's chunk, 1 GiB / (4 x 24), runs 2 MiB chunks
+  // in 1 MiB slices, one of them at 360 / 24 GB/s.
+  CHECK(m.busbw_1g() == doctest::Approx(ring_allreduce_busbw(4, 12, 30.0, 8.4 + 6 * 3.4, 1048576 / (1000 * 360.0 / 24))).epsilon(1e-6));
+  CHECK(m.busbw_1g() == doctest::Approx(352.2).epsilon(0.001));
 }
 
 TEST_CASE("catalogue: GB200 NVL72, 72 GPUs on one NVLink 5 fabric: 16 channels x 45 GB/s") {
@@ -138,6 +142,9 @@ TEST_CASE("catalogue: GB200 NVL72, 72 GPUs on one NVLink 5 fabric: 16 channels x
   CHECK(m.view.coll_channels == 32);
   // 72 ranks: Ring/Simple, 8.4 + 142 steps x 3.4 us, beats LL128 (16 x 40 x 72/142
   // after 14 + 142 x 1.9 us) and the trees at 1 GiB.
-  CHECK(m.busbw_1g() == doctest::Approx(ring_allreduce_busbw(72, 16, 45.0, 8.4 + 142 * 3.4)).epsilon(1e-6));
-  CHECK(m.busbw_1g() == doctest::Approx(617.0).epsilon(0.001));
+  // The fill: a channel's share of a rank's chunk is 1 GiB / (72 x 32),
+  // 466 KiB, in 2 slices; one of them at 720 / 32 GB/s.
+  CHECK(m.busbw_1g() ==
+        doctest::Approx(ring_allreduce_busbw(72, 16, 45.0, 8.4 + 142 * 3.4, 1024.0 * 1024 * 1024 / (72 * 32) / 2 / (1000 * 720.0 / 32))).epsilon(1e-6));
+  CHECK(m.busbw_1g() == doctest::Approx(615.1).epsilon(0.001));
 }

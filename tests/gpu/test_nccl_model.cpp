@@ -56,18 +56,21 @@ double us_of(const std::string& sched, const ModelParams& p, const std::string& 
 TEST_CASE("without a measured table, an all-gather takes NCCL's ring: latency per step and bus bandwidth by protocol") {
   const double gib = 1024.0 * 1024 * 1024;
   // 1 GiB (the gathered buffer): Ring Simple, 8.4 + 7 steps x 3.4 us, algbw
-  // 360 x 8 / 7 GB/s, its 7 link steps at 7 / (7 + 0.33) of it for the
-  // rank's own chunk (kNcclOwnChunkSteps): 2765.0 us.
-  const double algbw = 360.0 * 8 / 7 * 7 / (7 + 0.33);
-  CHECK(exec::kNcclOwnChunkSteps == 0.33);
-  CHECK(us_of(one("all_gather", "1 GiB", 8), modelled()) == doctest::Approx(8.4 + 7 * 3.4 + gib / (1e3 * algbw)).epsilon(1e-6));
-  CHECK(us_of(one("all_gather", "1 GiB", 8), modelled()) == doctest::Approx(2765.0).epsilon(1e-4));
+  // 360 x 8 / 7 GB/s, its 7 link steps at 7 / (7 + 0.29) of it for the
+  // rank's own chunk (kNcclOwnChunkSteps), and the pipeline's fill: one
+  // 1 MiB slice at a channel's 360 / 24 GB/s (69.9 us): 2820.0 us.
+  const double algbw = 360.0 * 8 / 7 * 7 / (7 + 0.29);
+  const double fill = 1048576 / (1e3 * 360 / 24);
+  CHECK(exec::kNcclOwnChunkSteps == 0.29);
+  CHECK(us_of(one("all_gather", "1 GiB", 8), modelled()) == doctest::Approx(8.4 + 7 * 3.4 + gib / (1e3 * algbw) + fill).epsilon(1e-6));
+  CHECK(us_of(one("all_gather", "1 GiB", 8), modelled()) == doctest::Approx(2820.0).epsilon(1e-4));
   // The channel model it replaces (24 x 19.5 GB/s a flow, bound here by the
   // 450 GB/s NVLinks, no latency in quiet()) is over 20 % faster.
   CHECK(us_of(one("all_gather", "1 GiB", 8), quiet()) < 0.8 * (8.4 + 7 * 3.4 + gib / (1e3 * algbw)));
-  // 12 channels given (NCCL_MAX_NCHANNELS=12): half the model's 24, twice the transfer.
+  // 12 channels given (NCCL_MAX_NCHANNELS=12): half the model's 24, twice
+  // the transfer; the fill is one slice at a channel's rate still.
   CHECK(us_of(one("all_gather", "1 GiB", 8, ", channels: 12"), modelled()) ==
-        doctest::Approx(8.4 + 7 * 3.4 + 2 * gib / (1e3 * algbw)).epsilon(1e-6));
+        doctest::Approx(8.4 + 7 * 3.4 + 2 * gib / (1e3 * algbw) + fill).epsilon(1e-6));
 }
 
 TEST_CASE("small all-reduces take LL's latency: within a microsecond of NCCL's 15 us") {

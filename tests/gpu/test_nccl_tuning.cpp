@@ -77,19 +77,23 @@ TEST_CASE("the choice by size: LL for small all-reduces, Simple for large, NCCL_
   CHECK(small->algo == NcclAlgo::Ring);
   CHECK(small->proto == NcclProto::LL);
   CHECK(small->time_us == doctest::Approx(15.0 + 1024 / (1000 * 141.0 * 8 / 14)));
-  // 1 GiB: Ring Simple, busbw just under 360.
+  // 1 GiB: Ring Simple, busbw just under 360: NCCL's latency and bandwidth,
+  // and the pipeline's fill, one 1 MiB slice at a channel's 360 / 24 GB/s.
   const double big = 1024.0 * 1024 * 1024;
   const auto large = m.tune.predict(NcclColl::AllReduce, big);
   REQUIRE(large);
   CHECK(large->proto == NcclProto::Simple);
-  const double t = 56.0 + big / (1000 * 360.0 * 8 / 14);
+  CHECK(large->fill_us == doctest::Approx(1048576 / (1000 * 360.0 / 24)));
+  const double t = 56.0 + big / (1000 * 360.0 * 8 / 14) + 1048576 / (1000 * 360.0 / 24);
   CHECK(large->time_us == doctest::Approx(t));
   CHECK(large->busbw_GBps == doctest::Approx(big / (t * 1e3) * 1.75));
   // NCCL_PROTO=Simple at 1 KiB: the ring's 56 us of latency.
   NcclTuneOptions simple;
   simple.proto = NcclProto::Simple;
   const Model s(kHgxH100, simple);
-  CHECK(s.tune.predict(NcclColl::AllReduce, 1024)->time_us == doctest::Approx(56.0 + 1024 / (1000 * 360.0 * 8 / 14)));
+  // (A 1 KiB all-reduce runs on 1 channel of 8 x 128 bytes a rank: its one
+  // 128-byte slice at 15 GB/s is the fill.)
+  CHECK(s.tune.predict(NcclColl::AllReduce, 1024)->time_us == doctest::Approx(56.0 + 1024 / (1000 * 360.0 * 8 / 14) + 128 / (1000 * 15.0)));
   // NCCL_ALGO=Tree cannot run an all-gather.
   NcclTuneOptions tree;
   tree.algo = NcclAlgo::Tree;
@@ -206,23 +210,23 @@ TEST_CASE("through host memory: every peer shares the GPU's PCIe link at the SHM
   CHECK(q->time_us == doctest::Approx(8.4 + 3.4 + gib / 2 / (1000 * 18 * 20.6)));
 }
 
-TEST_CASE("over NVLink a ring all-gather's and reduce-scatter's own chunk costs a third of a link step") {
+TEST_CASE("over NVLink a ring all-gather's and reduce-scatter's own chunk costs 0.29 of a link step") {
   // 4 H200 on one NVSwitch: NCCL's rings give a bus bandwidth of
   // channels x bwIntra; an all-gather or reduce-scatter of n ranks runs its
   // n - 1 link steps at (n - 1) / (n - 1 + kNcclOwnChunkSteps) of it (LL128,
-  // Simple), so its algorithm bandwidth is bus x n / (n - 1 + 0.33).
+  // Simple), so its algorithm bandwidth is bus x n / (n - 1 + 0.29).
   const Model nv(kH200x4);
   const double bus = nv.view.host_ring.channels * nv.view.host_ring.bw_intra_GBps;
-  CHECK(kNcclOwnChunkSteps == 0.33);
+  CHECK(kNcclOwnChunkSteps == 0.29);
   for (const int n : {2, 4}) {
     NcclTuneOptions o;
     o.ranks = n, o.nodes = 1;
     const NcclTuning t(nv.view, o);
-    CHECK(t.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * n / (n - 1 + 0.33)));
-    CHECK(t.bandwidth(NcclColl::ReduceScatter, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * n / (n - 1 + 0.33)));
+    CHECK(t.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * n / (n - 1 + 0.29)));
+    CHECK(t.bandwidth(NcclColl::ReduceScatter, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * n / (n - 1 + 0.29)));
     // LL128: NCCL's 0.92 of the ring (under its per-channel cap), the same share.
     CHECK(t.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::LL128) ==
-          doctest::Approx(std::min(bus * 0.92, nv.view.host_ring.channels * 36.7) * n / (n - 1 + 0.33)));
+          doctest::Approx(std::min(bus * 0.92, nv.view.host_ring.channels * 36.7) * n / (n - 1 + 0.29)));
     // The all-reduce carries its own chunk in a step it sends anyway; LL is
     // left at NCCL's (its half rate leaves the link room).
     CHECK(t.bandwidth(NcclColl::AllReduce, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * n / (2.0 * (n - 1))));
@@ -231,14 +235,72 @@ TEST_CASE("over NVLink a ring all-gather's and reduce-scatter's own chunk costs 
     o.own_chunk_steps = 0.0;
     CHECK(NcclTuning(nv.view, o).bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * n / (n - 1)));
   }
-  // 2 ranks, 1 GiB: 8.4 + 3.4 us and 1 GiB at 357 x 2 / 1.33 GB/s, 269 GB/s
-  // of bus bandwidth (the reference boxes measure 267-270).
+  // 2 ranks, 1 GiB: 8.4 + 3.4 us, 1 GiB at 357 x 2 / 1.29 GB/s and the
+  // fill of one 1 MiB slice at 357 / 24 GB/s: 268 GB/s of bus bandwidth
+  // (the reference boxes measure 267-270).
   NcclTuneOptions o2;
   o2.ranks = 2, o2.nodes = 1;
   const auto r = NcclTuning(nv.view, o2).predict(NcclColl::AllGather, 1024.0 * 1024 * 1024);
   REQUIRE(r);
   CHECK(r->proto == NcclProto::Simple);
   CHECK(bus == doctest::Approx(357.0).epsilon(0.01));
-  CHECK(r->time_us == doctest::Approx(8.4 + 3.4 + 1024.0 * 1024 * 1024 / (1000 * bus * 2 / 1.33)));
-  CHECK(r->busbw_GBps == doctest::Approx(269.1).epsilon(0.002));
+  CHECK(r->time_us == doctest::Approx(8.4 + 3.4 + 1024.0 * 1024 * 1024 / (1000 * bus * 2 / 1.29) + 1048576 / (1000 * bus / 24)));
+  CHECK(r->busbw_GBps == doctest::Approx(267.7).epsilon(0.002));
+}
+
+TEST_CASE("NCCL's launch: channels and threads by size (enqueue.cc topoGetAlgoInfo, NCCL 2.28.3)") {
+  // Simple ring, 24 channels of 512 threads: one fewer channel while the
+  // size is under channels x 512 x 64 bytes (32 KiB a channel).
+  auto simple = [](double bytes) { return nccl_launch(NcclAlgo::Ring, NcclProto::Simple, 24, 2, bytes); };
+  CHECK(simple(1 << 20).channels == 24);  // 768 KiB <= 1 MiB: all 24
+  CHECK(simple(1 << 20).threads == 544);  // 512 and the sync warp
+  CHECK(simple(256 << 10).channels == 8);
+  CHECK(simple(102400).channels == 3);  // 3 x 32 KiB = 96 KiB < 100 KiB
+  // 8 KiB: one channel, whose threads halve while 8 KiB < 1 x threads x 64: 128, then the sync warp.
+  CHECK(simple(8192).channels == 1);
+  CHECK(simple(8192).threads == 160);
+  // A ring at most PCI_BW (12 GB/s): 256 threads, 16 KiB a channel.
+  CHECK(nccl_launch(NcclAlgo::Ring, NcclProto::Simple, 24, 2, 256 << 10, true).channels == 16);
+  // LL: 8 bytes a thread times the ranks (2: 8 KiB a channel of 512).
+  CHECK(nccl_launch(NcclAlgo::Ring, NcclProto::LL, 24, 2, 64 << 10).channels == 8);
+  CHECK(nccl_launch(NcclAlgo::Ring, NcclProto::LL, 24, 8, 64 << 10).channels == 2);
+  // LL128: 640 threads x 8 bytes, 5 KiB a channel: 64 KiB keeps 12.
+  CHECK(nccl_launch(NcclAlgo::Ring, NcclProto::LL128, 24, 4, 64 << 10).channels == 12);
+  CHECK(nccl_launch(NcclAlgo::Ring, NcclProto::LL128, 24, 4, 64 << 10).threads == 640);
+  // A tree runs every thread.
+  CHECK(nccl_launch(NcclAlgo::Tree, NcclProto::Simple, 24, 8, 4096).threads == 640);
+}
+
+TEST_CASE("a Simple ring's slice grows with the size to half of NCCL's 2 MiB chunk: the pipeline's fill") {
+  // A channel's share of a rank's chunk, in 2 slices of at least 32 KiB (1 MiB / 32), at most the share.
+  const double mib = 1 << 20;
+  CHECK(nccl_ring_simple_slice(4 * mib, 2, 24) == doctest::Approx(4 * mib / 48 / 2));    // 43.7 KiB
+  CHECK(nccl_ring_simple_slice(16 * mib, 2, 24) == doctest::Approx(16 * mib / 48 / 2));  // 174.8 KiB
+  CHECK(nccl_ring_simple_slice(1 * mib, 2, 24) == doctest::Approx(mib / 48));            // 21.8 KiB: the whole share
+  CHECK(nccl_ring_simple_slice(2 * mib, 2, 24) == doctest::Approx(32768));               // 43.7 KiB share: 32 KiB and the rest
+  CHECK(nccl_ring_simple_slice(256 * mib, 2, 24) == doctest::Approx(mib));               // shares of 5.3 MiB: 2 MiB chunks
+  CHECK(nccl_ring_simple_slice(1024 * mib, 8, 24) == doctest::Approx(mib));
+  // 2 H200 on NVLink: all-gathers at 4, 16, 64 MiB and 1 GiB take NCCL's
+  // model's time and one slice at a channel's 357 / 24 GB/s; the fill's
+  // share of the time falls from 14 % to 3.5 %: the ramp of bus bandwidth
+  // with size that NCCL's tuning model alone does not have.
+  const Model nv(kH200x4);
+  const double bus = nv.view.host_ring.channels * nv.view.host_ring.bw_intra_GBps;
+  NcclTuneOptions o;
+  o.ranks = 2, o.nodes = 1;
+  const NcclTuning t(nv.view, o);
+  for (const double mb : {4.0, 16.0, 64.0, 1024.0}) {
+    const auto r = t.predict(NcclColl::AllGather, mb * mib);
+    REQUIRE(r);
+    CHECK(r->proto == NcclProto::Simple);
+    const double fill = std::min(mb * mib / 48 / 2, mib) / (1000 * bus / 24);
+    CHECK(r->fill_us == doctest::Approx(fill));
+    CHECK(r->time_us == doctest::Approx(8.4 + 3.4 + mb * mib / (1000 * bus * 2 / 1.29) + fill));
+  }
+  CHECK(t.predict(NcclColl::AllGather, 4 * mib)->fill_us / t.predict(NcclColl::AllGather, 4 * mib)->time_us == doctest::Approx(0.143).epsilon(0.02));
+  // LL (1 MiB) has no such fill, nor an all-to-all, nor a ring through host memory.
+  CHECK(t.predict(NcclColl::AllGather, mib)->proto == NcclProto::LL);
+  CHECK(t.predict(NcclColl::AllGather, mib)->fill_us == 0);
+  CHECK(t.predict(NcclColl::AllToAll, 64 * mib)->fill_us == 0);
+  CHECK(ShmModel(kH200x4).predict(NcclColl::AllGather, 2, 64 * mib).fill_us == 0);
 }
