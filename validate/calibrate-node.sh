@@ -158,14 +158,15 @@ m = yaml.safe_load(open(sys.argv[1]))
 print(m["topology"])
 for s in m["calibration"]["sources"]: print("source", s)
 for s in m["calibration"].get("second_run", []): print("second", s)
+if m["calibration"].get("fill_from_family"): print("fill --fill-from-family")
 PY
 ) || { echo "calibrate-node: cannot read $from/manifest.yaml (python3 with PyYAML reads it)" >&2; exit 2; }
     [ ${#listed[@]} -gt 1 ] || { echo "calibrate-node: $from/manifest.yaml names no calibration sources" >&2; exit 2; }
     topology=$(shown "$from/${listed[0]}") sources=()
     for l in "${listed[@]:1}"; do
       f=$(shown "$from/${l#* }")
-      [ -e "$f" ] || { echo "calibrate-node: $from/manifest.yaml names ${l#* }, which is not there" >&2; exit 2; }
-      case $l in source\ *) sources+=("$f") ;; second\ *) second+=(--second-run "$f") ;; esac
+      [ "${l%% *}" = fill ] || [ -e "$f" ] || { echo "calibrate-node: $from/manifest.yaml names ${l#* }, which is not there" >&2; exit 2; }
+      case $l in source\ *) sources+=("$f") ;; second\ *) second+=(--second-run "$f") ;; fill\ *) second+=(--fill-from-family) ;; esac
     done
     topology_note="the manifest's"
     mkdir -p "$out"

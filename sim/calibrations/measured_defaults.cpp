@@ -1,4 +1,5 @@
 #include "calibrations/measured_defaults.hpp"
+#include "calibrations/shipped.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -96,6 +97,12 @@ std::optional<MeasuredDefaults> measured_defaults(const std::string& gpu_model, 
   }
   if (!best) return std::nullopt;
   return MeasuredDefaults{best->embedded->file, best->origin, best->get()};
+}
+
+std::vector<ShippedCalibration> shipped_calibrations() {
+  std::vector<ShippedCalibration> out;
+  for (const Shipped& m : shipped()) out.push_back({{m.embedded->file, m.origin, m.get()}, m.embedded->text});
+  return out;
 }
 
 std::optional<MeasuredDefaults> measured_defaults(const hw::Topology& topo) {

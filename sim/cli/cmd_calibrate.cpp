@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "calib/calibrate.hpp"
+#include "calib/family_fill.hpp"
 #include "cli/common.hpp"
 #include "core/stats.hpp"
 #include "gpu/params_io.hpp"
@@ -99,9 +100,12 @@ void second_run_report(const std::vector<std::tuple<std::string, size_t, Compari
 }
 
 int calibrate_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& out, bool force,
-                      const std::string& replay_with, const std::string& csv, const std::vector<std::string>& second_run, bool allow_gpu_mismatch) {
+                      const std::string& replay_with, const std::string& csv, const std::vector<std::string>& second_run, bool allow_gpu_mismatch,
+                      bool fill_from_family) {
   if (!replay_with.empty() && !out.empty())
     throw InputError(SourceLocation{out, 0, 0}, "--replay-with fits nothing, so there is no calibration to write: drop -o");
+  if (!replay_with.empty() && fill_from_family)
+    throw InputError(SourceLocation{replay_with, 0, 0}, "--replay-with fits nothing, so there is nothing to fill: drop --fill-from-family");
   // Check every output first, so nothing is written when one would be refused.
   for (const std::string& p : {out, csv})
     if (!p.empty()) claim_new_output(p, force);
@@ -120,7 +124,15 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
   ModelParams params;
   std::string label = "calibrated simulator";
   if (replay_with.empty()) {
-    const Calibration cal = calibrate(docs, topo);
+    Calibration cal = calibrate(docs, topo);
+    // Fields left at their defaults that a shipped machine of the GPU family measured: warned of, or taken.
+    const auto gaps =
+        family_gaps(cal.params, topo.node(topo.gpus().front()).gpu.model, static_cast<int>(topo.gpus().size()), shipped_siblings(), out);
+    for (const FamilyGap& g : gaps) std::cerr << (fill_from_family ? family_gap_taken(g) : family_gap_warning(g)) << "\n";
+    if (fill_from_family && !gaps.empty()) {
+      cal = calibrate(docs, topo, family_base(gaps));  // fitted again over the fields taken
+      take_from_family(cal, gaps);
+    }
     const std::string yaml = calibration_yaml(cal);
     if (!out.empty()) write_file(out, yaml);
     std::cout << yaml << "\n";
@@ -226,7 +238,7 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
 struct CalibrateOptions {
   std::vector<std::string> inputs, second_run;
   std::string topology, out, csv, replay_with;
-  bool force = false, allow_gpu_mismatch = false;
+  bool force = false, allow_gpu_mismatch = false, fill_from_family = false;
 };
 
 }  // namespace
@@ -247,8 +259,14 @@ Command add_calibrate(CLI::App& app) {
                 "measurement's (rows whose two runs differ, misses within that, misses the same way in both runs)");
   c->add_flag("--allow-gpu-mismatch", o->allow_gpu_mismatch,
               "fit a bench measured on another GPU family than the topology's (a warning instead of an error)");
-  return {c,
-          [o] { return calibrate_command(o->inputs, o->topology, o->out, o->force, o->replay_with, o->csv, o->second_run, o->allow_gpu_mismatch); }};
+  c->add_flag("--fill-from-family", o->fill_from_family,
+              "take the per-GPU fields these benches left at their defaults (clock under load, kernel rates, overheads) from the nearest shipped "
+              "calibration of the same GPU family that measured them, said in the file's provenance (taken_from_family); without it, "
+              "calibrate only warns of them");
+  return {c, [o] {
+            return calibrate_command(o->inputs, o->topology, o->out, o->force, o->replay_with, o->csv, o->second_run, o->allow_gpu_mismatch,
+                                     o->fill_from_family);
+          }};
 }
 
 Command add_calibration_fields(CLI::App& app) {

@@ -321,6 +321,7 @@ int reference_command(const std::string& folder, bool write_calibration) {
                                m.calibration);
       break;
   }
+  for (const std::string& w : f.family_gaps) std::cout << "  calibration: " << w << "\n";
   std::cout << fmt::format("  replay: {} rows, {} of effects the model holds; of those over 5 % outside the hand-off's phase: {}\n", f.rows, f.held,
                            f.held_over_5pct);
   missed("replay_held_over_5pct");

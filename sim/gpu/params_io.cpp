@@ -1,4 +1,5 @@
 #include "gpu/params_io.hpp"
+#include "gpu/model_fields.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -167,6 +168,38 @@ std::string model_yaml(const ModelParams& p, const ModelYamlNotes* notes) {
     }
   }
   return out;
+}
+
+namespace {
+
+const Field* find_field(const std::string& name) {
+  const size_t dot = name.find('.');
+  const std::string bare = dot == std::string::npos ? name : name.substr(dot + 1);
+  for (const Field& f : fields())
+    if (bare == f.name && (dot == std::string::npos || name.compare(0, dot, f.family) == 0)) return &f;
+  return nullptr;
+}
+
+std::string field_text(const Field& f, const ModelParams& p) { return f.kind == Kind::Custom ? f.write(p) : " " + format_value(f, p) + "\n"; }
+
+}  // namespace
+
+std::string model_field_text(const ModelParams& p, const std::string& name) {
+  const Field* f = find_field(name);
+  return f ? field_text(*f, p) : "";
+}
+
+bool model_field_is_default(const ModelParams& p, const std::string& name) {
+  static const ModelParams defaults;
+  const Field* f = find_field(name);
+  return !f || field_text(*f, p) == field_text(*f, defaults);
+}
+
+ModelParams with_model_fields(const ModelParams& to, const ModelParams& from, const std::vector<std::string>& names) {
+  std::string yaml = "schema: overlapsim.calibration/v1\nmodel:\n";
+  for (const std::string& n : names)
+    if (const Field* f = find_field(n); f && (!f->written || f->written(from))) yaml += fmt::format("  {}:{}", f->name, field_text(*f, from));
+  return parse_calibration_string(yaml, "the fields taken", to);
 }
 
 namespace {

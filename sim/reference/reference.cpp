@@ -159,8 +159,9 @@ Manifest read_manifest(const std::string& folder) {
   m.description = top.opt_str("description").value_or("");
   m.topology = path(top.str("topology"));
   if (!fs::is_regular_file(m.topology)) top.fail("topology", "no file " + m.topology + ": name the machine's topology, relative to the manifest");
-  const MapReader cal(m.file, top.get("calibration"), "calibration", {"file", "sources", "second_run"});
+  const MapReader cal(m.file, top.get("calibration"), "calibration", {"file", "sources", "second_run", "fill_from_family"});
   m.calibration = path(cal.str("file"));
+  m.fill_from_family = cal.boolean("fill_from_family", false);
   m.sources = bench_sources(cal, path);
   if (top.has("validation")) {
     const MapReader v(m.file, top.get("validation"), "validation", {"runs", "timing_events"});

@@ -84,6 +84,7 @@ struct Manifest {
   std::string topology;
   std::string calibration;           // the calibration file the sources make
   std::vector<std::string> sources;  // its bench files
+  bool fill_from_family = false;     // made with `calibrate --fill-from-family` (calib/family_fill.hpp)
   std::optional<std::string> validation, timing_events;
   std::optional<ProgramSet> programs, fp8_programs, requests, models, memory;
   // traces: recorded as docs/import-trace.md asks (shapes, CUDA sync events);
@@ -134,6 +135,9 @@ struct Figures {
   // Every bench row replayed: those of effects the model holds, and of those
   // the ones over 5 % that no time within the hand-off's phase brings within 5 %.
   long rows = 0, held = 0, held_over_5pct = 0;
+  // The calibration file's fields left at their defaults that a shipped
+  // machine of the GPU family measured: one warning line each (calib/family_fill.hpp).
+  std::vector<std::string> family_gaps;
   std::optional<ErrorFigures> validation, validation_timing_events;
   std::optional<ProgramSetFigures> programs, fp8_programs, requests, models;
   std::optional<ProgramFigures> memory;
