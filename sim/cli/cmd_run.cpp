@@ -56,6 +56,37 @@ std::string headline(const DitWorkload& w, const std::string& topo) {
 
 constexpr size_t kOpsPrintedByDefault = 1000;
 
+/// Per rank, per op of `now` (a re-plan of `recorded`): the mean clock each
+/// kernel of measured duration ran at in a run of `recorded` (run
+/// --reclock-measured). The re-plan moves copies and their host time, never a
+/// kernel: each rank's measured kernels are the same, in the same order, in both.
+std::vector<std::vector<double>> reclock_map(const Schedule& recorded, const Schedule& now, const std::vector<std::vector<double>>& clock,
+                                             const std::string& input) {
+  auto measured = [](const Program& p) {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < p.ops->size(); ++i)
+      if ((*p.ops)[i].kind == OpKind::Kernel && (*p.ops)[i].duration) out.push_back(i);
+    return out;
+  };
+  std::vector<std::vector<double>> out(now.programs.size());
+  for (size_t r = 0; r < now.programs.size(); ++r) {
+    const Program &a = recorded.programs[r], &b = now.programs[r];
+    const std::vector<size_t> from = measured(a), to = measured(b);
+    if (from.size() != to.size())
+      throw std::logic_error(
+          fmt::format("--reclock-measured: {} rank {} has {} measured kernels before the re-plan, {} after", input, r, from.size(), to.size()));
+    out[r].assign(b.ops->size(), 0.0);
+    for (size_t k = 0; k < from.size(); ++k) {
+      const Op &x = (*a.ops)[from[k]], &y = (*b.ops)[to[k]];
+      if (x.label != y.label || x.duration != y.duration)
+        throw std::logic_error(
+            fmt::format("--reclock-measured: {} rank {}: measured kernel {} is '{}' before the re-plan, '{}' after", input, r, k, x.label, y.label));
+      out[r][to[k]] = from[k] < clock[r].size() ? clock[r][from[k]] : 0.0;
+    }
+  }
+  return out;
+}
+
 // What `run` was asked (its flags).
 struct RunOptions {
   std::string input, topology, out_dir, schedule_out, calibration;
@@ -67,6 +98,7 @@ struct RunOptions {
   int runs_before = 0;
   int prefetch = -1;  // -1: the schedule's prefetch as it is
   int prefetch_cycle = 0;
+  bool reclock_measured = false;
 };
 
 int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& trace) {
@@ -94,7 +126,11 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
   BaseParams base;
   std::string host_calls;  // the schedule's measured call costs, where taken
   kineto::ReplanSummary replanned;
+  std::optional<Schedule> recorded;  // --reclock-measured: the schedule before its re-plan and what-ifs
   if (is_workload_file(input)) {
+    if (o.reclock_measured)
+      throw InputError(SourceLocation{"--reclock-measured", 0, 0},
+                       fmt::format("it re-clocks a schedule's measured kernels; {} is a workload", input));
     if (o.prefetch >= 0)
       throw InputError(SourceLocation{"--prefetch", 0, 0},
                        fmt::format("it re-plans a schedule's prefetch (an imported trace's); {} is a workload: --set offload.prefetch_size={}", input,
@@ -120,6 +156,7 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
     params = workload->params;
   } else {
     sched = parse_schedule_file(input, o.sets);
+    if (o.reclock_measured) recorded = sched;
     if (o.prefetch >= 0) sched = kineto::replan_prefetch(sched, {o.prefetch, o.prefetch_cycle}, input, &replanned);
     // A schedule's ops are printed unless there are too many to read (an
     // imported trace's): then only with --ops.
@@ -170,6 +207,25 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
   // --runs-before N: the GPUs come from N runs of the same input back to back
   // (a serving loop's steady state: the sustained-load clock already down).
   auto run_with = [&](const ExecOptions& exec) { return execute_after_runs(sched, topo, params, runs_before, exec); };
+  // --reclock-measured: the clock each measured kernel ran at in a run of the
+  // schedule as recorded (measured kernels loading the duty cycle), then its
+  // duration re-clocked in this one.
+  std::string reclocked;
+  if (recorded) {
+    ExecOptions first;
+    first.keep_records = false;
+    first.record_measured_clock = true;
+    const ExecResult rec = execute_after_runs(*recorded, topo, params, runs_before, first);
+    opts.measured_clock = reclock_map(*recorded, sched, rec.measured_clock, input);
+    size_t n = 0;
+    double lo = 1, hi = 0, sum = 0;
+    for (const auto& rank : opts.measured_clock)
+      for (const double c : rank)
+        if (c > 0) ++n, lo = std::min(lo, c), hi = std::max(hi, c), sum += c;
+    reclocked = n ? fmt::format("  measured kernels re-clocked: {}, at clock {:.3f}-{:.3f} (mean {:.3f}) as recorded\n", n, lo, hi,
+                                sum / static_cast<double>(n))
+                  : "  measured kernels re-clocked: none (the schedule has no kernel of measured duration)\n";
+  }
   ExecResult res;
   Metrics m;
   TraceSelection trace_sel;
@@ -238,6 +294,7 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
   // A calibration measured elsewhere is said first: what follows leans on it.
   std::string summary = borrowed_calibration_note(base, topo) + format_summary(m, topo, res, head);
   if (o.prefetch >= 0) summary += replanned.text();
+  summary += reclocked;
   // The fabric's counters count in the trace's budget (--trace-all and --trace-all-links: every link's).
   if (!trace.all && !trace.all_links && out) select_trace_links(trace_sel, topo, res);
   if (!trace_sel.note.empty()) summary += "  " + trace_sel.note + "\n";
@@ -328,6 +385,9 @@ Command add_run(CLI::App& app) {
   c->add_option("--prefetch-cycle", o->prefetch_cycle,
                 "with --prefetch: blocks per cycle of the batches (the model's layers when a step runs them more than once; default: every block)")
       ->check(CLI::Range(0, 1000000));
+  c->add_flag("--reclock-measured", o->reclock_measured,
+              "a schedule's kernels of measured duration (an imported trace's) slow with the model's clock: each ran at the clock a run of the "
+              "schedule as recorded gives it, before --prefetch and what-ifs (docs/import-trace.md)");
   c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
       ->check(CLI::IsMember({"pinned", "pageable"}));
   return {c, [o, trace_steps, trace_ranks] {

@@ -131,6 +131,7 @@ void Compute::advance(Rank& C, RunningKernel& k, Time now) {
   const double dt = (now - k.last).s();
   k.remaining = std::max(0.0, k.remaining - k.speed * dt);
   k.last = now;
+  k.clock_s += C.clock * dt;  // the clock update() set last held since
   // Of dt, the share (1 - the product of the factors) went to them; each source takes its part
   // in proportion to its own deficit.
   double all = 1.0, deficit = 0;
@@ -144,6 +145,8 @@ std::array<Time, 4> Compute::slowed(int r) const {
   for (size_t i = 0; i < out.size(); ++i) out[i] = Time::from_s(gpu(r).slowed_s[i]);
   return out;
 }
+
+std::vector<double> Compute::measured_clock(int r) const { return gpu(r).measured_clock; }
 
 double Compute::comm_slowdown(int r, int channels, bool via_host) const {
   const InterferenceParams& in = x_.p.interference;
@@ -182,10 +185,21 @@ void Compute::start_kernel(int r, int id) {
   // A convolution keeps its rate under sustained load: conv.py's decoder
   // calls ran back to back within 0.5 % of their time on a rested GPU with
   // its clock up (burst_us), where GEMMs slow ~10 %. It still loads the duty cycle.
-  const bool compute = !op.duration && has_flops && !op.conv;
+  bool compute = !op.duration && has_flops && !op.conv;
+  double work = R.program->work(id);
+  // Re-clocked (ExecOptions::measured_clock): it ran at clock c as recorded,
+  // so its duration d is work d * c at clock 1, slowed by the clock here.
+  const std::vector<double>* recorded = x_.o.measured_clock.empty() ? nullptr : &x_.o.measured_clock[static_cast<size_t>(r)];
+  const double rec_clock = op.duration && recorded && static_cast<size_t>(id) < recorded->size() ? (*recorded)[static_cast<size_t>(id)] : 0.0;
+  if (rec_clock > 0) {
+    compute = true;
+    work *= rec_clock;
+  }
+  // Recording (or re-clocked), a measured kernel draws power as a GEMM does.
+  const bool measured_loads = op.duration && (x_.o.record_measured_clock || rec_clock > 0);
   ++C.kernel_changes;
   C.kernels.push_back(RunningKernel{id,
-                                    R.program->work(id),
+                                    work,
                                     0,
                                     0,
                                     x_.engine.now(),
@@ -194,9 +208,12 @@ void Compute::start_kernel(int r, int id) {
                                     margin,
                                     x_.s.streams[static_cast<size_t>(op.stream)].priority,
                                     compute,
-                                    compute || op.hbm_bytes > 0,
+                                    compute || op.hbm_bytes > 0 || measured_loads,
                                     op.attention.has_value() && !op.gemm.has_value() && !op.realised,
-                                    !has_flops && op.hbm_bytes > 0});
+                                    !has_flops && op.hbm_bytes > 0 && !measured_loads,
+                                    op.duration.has_value() && x_.o.record_measured_clock,
+                                    0,
+                                    x_.engine.now()});
   update(r);
 }
 
@@ -302,6 +319,11 @@ void Compute::end_kernel(int r, int gid) {
   auto it = std::find_if(C.kernels.begin(), C.kernels.end(), [&](const RunningKernel& k) { return k.gop == gid; });
   assert(it != C.kernels.end());
   advance(C, *it, x_.engine.now());  // its last stretch's slowdown
+  if (it->measured) {
+    const double t = (x_.engine.now() - it->started).s();
+    if (C.measured_clock.size() <= static_cast<size_t>(gid)) C.measured_clock.resize(static_cast<size_t>(gid) + 1, 0.0);
+    C.measured_clock[static_cast<size_t>(gid)] = t > 0 ? it->clock_s / t : C.clock;
+  }
   C.kernels.erase(it);
   ++C.kernel_changes;
   ops_.op_done(r, gid);

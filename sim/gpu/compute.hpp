@@ -39,6 +39,8 @@ class Compute final : public Kernels, public SmShare, public NvlinkWake {
   double clock(int r) const override { return gpu(r).clock; }
   /// Kernel time rank r's slow factors added, by source (RunningKernel::slow's order).
   std::array<Time, 4> slowed(int r) const;
+  /// ExecOptions::record_measured_clock: rank r's measured kernels' mean clock, per op (0: any other op).
+  std::vector<double> measured_clock(int r) const;
 
   // NvlinkWake
   void nvlink_started(int r) override {
@@ -62,6 +64,9 @@ class Compute final : public Kernels, public SmShare, public NvlinkWake {
     bool loads = true;          // draws power (any kernel with work; not a bare `duration`): counts toward the duty cycle
     bool attention = false;     // SDPA: takes AttentionParams::attention_slow_share of the slow clock term
     bool memory_bound = false;  // HBM bytes and no FLOPs: puts PowerParams::sustained_memory_load on the duty cycle
+    bool measured = false;      // of measured duration: its clock recorded (ExecOptions::record_measured_clock)
+    double clock_s = 0;         // the clock integrated over its time so far (seconds at clock 1)
+    Time started;
     // The factors its speed carries (1: none), by source: collectives' and copies' interference,
     // the sustained-load clock, NVLink awake; next_*: scratch in update.
     std::array<double, 4> slow{1, 1, 1, 1}, next_slow{1, 1, 1, 1};
@@ -87,8 +92,9 @@ class Compute final : public Kernels, public SmShare, public NvlinkWake {
       int channels = 0;
       uint8_t engines = 0;  // busy copy engines, one bit each; bit 3: the NVLink awake
     } seen;
-    uint64_t kernel_changes = 0;       // kernels started or ended so far
-    std::array<double, 4> slowed_s{};  // kernel seconds added by each source of RunningKernel::slow
+    uint64_t kernel_changes = 0;         // kernels started or ended so far
+    std::array<double, 4> slowed_s{};    // kernel seconds added by each source of RunningKernel::slow
+    std::vector<double> measured_clock;  // per op: a measured kernel's mean clock (ExecOptions::record_measured_clock)
   };
   /// Rank r's GPU state: a mirror's is its representative's.
   const Rank& gpu(int r) const { return ranks_[static_cast<size_t>(x_.mirrors.rep_of(r))]; }

@@ -99,6 +99,8 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
     // The duty averages carried from their last update to the makespan (the
     // GPU idle from its last kernel on).
     for (int r = 0; r < x_.s.ranks(); ++r) out.final_load.push_back(compute_.load_at(x_.mirrors.rep_of(r), out.makespan));
+    if (x_.o.record_measured_clock)
+      for (int r = 0; r < x_.s.ranks(); ++r) out.measured_clock.push_back(compute_.measured_clock(r));
     out.vram = memory_.take_timeline();
     for (int r = 0; r < x_.s.ranks() && x_.mirrors.on(); ++r)
       if (const int q = x_.mirrors.rep_of(r); q != r && static_cast<size_t>(q) < out.vram.size())

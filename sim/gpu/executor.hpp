@@ -47,6 +47,9 @@ struct ExecResult : RunRecord {
   // Ranks that ran their representative's timeline (ExecOptions::symmetric_ranks);
   // 0 when every rank was simulated in full.
   int64_t mirrored = 0;
+  // With ExecOptions::record_measured_clock: per rank, per op, the mean clock
+  // a kernel of measured duration ran at (0: any other op).
+  std::vector<std::vector<double>> measured_clock;
 };
 
 struct ExecOptions {
@@ -85,6 +88,14 @@ struct ExecOptions {
   // Per rank: the sustained-load state at time 0 (a run that follows others
   // at once: the previous run's ExecResult::final_load). Empty: rested.
   std::vector<LoadState> initial_load;
+  // Measured kernels re-clocked (run --reclock-measured, docs/import-trace.md):
+  // with record_measured_clock, a kernel of measured duration (an imported
+  // trace's) loads the duty cycle as a GEMM does and ExecResult::measured_clock
+  // gets the mean clock it ran at. With measured_clock (per rank, per op: that
+  // clock c as a run of the schedule before its re-plan recorded it; 0: none),
+  // its measured duration d is work d * c at clock 1 that slows with the clock.
+  bool record_measured_clock = false;
+  std::vector<std::vector<double>> measured_clock;
 };
 
 /// Runs the schedule. Throws InputError for a schedule that does not fit the

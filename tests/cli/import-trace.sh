@@ -11,6 +11,10 @@
 #                    (depth 2 -> 3, 16 blocks, 6 buffers), the schedule runs (peak VRAM 1.41 GiB of weights); the
 #                    schedule imported as measured, run with --prefetch 3, gives the same run; a folder as -o, a trace
 #                    with no prefetch (the resident program) and --prefetch on a workload refused, nothing written.
+#   reclock          the H200 grid's blocking 16,384-token trace (no shapes; its GPU idles between blocks) re-planned
+#                    to depth 1 with --reclock-measured: its 422 measured kernels slow with the busier GPU's clock,
+#                    the step from ~168.6 to within 3 % of the depth-1 program's timed 185.7 ms; replayed at its own
+#                    depth the same makespan as without the flag; on a workload refused.
 #
 #   bash tests/cli/import-trace.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -68,6 +72,21 @@ case $case in
       "$osim" import-trace $HT/dit-16384-none.trace.json.gz --prefetch 1 -o $O/none.yaml
     refused 2 "--prefetch-cycle goes with --prefetch N" "$osim" import-trace $HT/dit-16384-none.trace.json.gz --prefetch-cycle 8 -o $O/c.yaml
     [ ! -e $O/dir ] && [ ! -e $O/none.yaml ] && [ ! -e $O/c.yaml ] || fail "a refused import wrote its output" ;;
+  reclock)
+    G=$REF/h200; GT=$G/traces-default-grid; GTOPO=$(manifest $G topology); GC=$(manifest $G calibration.file)
+    "$osim" import-trace $GT/dit-16384-layerwise-pf0-pinned.trace.json.gz -t $GTOPO -o $O/pf0.yaml > /dev/null
+    "$osim" run $O/pf0.yaml --calibration $GC --prefetch 1 --prefetch-cycle 8 > $O/pf1.txt
+    "$osim" run $O/pf0.yaml --calibration $GC --prefetch 1 --prefetch-cycle 8 --reclock-measured > $O/pf1-reclock.txt
+    has $O/pf1-reclock.txt '^  measured kernels re-clocked: 422, at clock 0\.9[0-9]+-1\.000 \(mean 0\.9[0-9]+\) as recorded$'
+    a=$(step $O/pf1.txt); b=$(step $O/pf1-reclock.txt)
+    python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(not (a < 172 and abs(b / 185.66 - 1) < 0.03))' $a $b ||
+      fail "depth 0 to 1: step $a ms measured kernels, $b ms re-clocked; the program's timed runs 185.66 ms"
+    echo "depth 0 to 1: step $a ms measured kernels, $b ms re-clocked (timed 185.66 ms)"
+    "$osim" run $O/pf0.yaml --calibration $GC > $O/self.txt
+    "$osim" run $O/pf0.yaml --calibration $GC --reclock-measured > $O/self-reclock.txt
+    [ "$(grep '^  makespan' $O/self.txt)" = "$(grep '^  makespan' $O/self-reclock.txt)" ] ||
+      fail "replayed at its own depth, --reclock-measured changed the makespan"
+    refused 2 "it re-clocks a schedule's measured kernels; " "$osim" run $CFG/workloads/wan22-720p-h200-layerwise.yaml --reclock-measured ;;
   *) fail "no case $case" ;;
 esac
 ok

@@ -267,3 +267,52 @@ TEST_CASE("under the power cap a collective waits for the straggler: straggler_s
   const Sim o(sched, off);
   CHECK((o.op(0, 30).end - o.op(0, 30).start).us() == doctest::Approx(10).epsilon(1e-6));
 }
+
+TEST_CASE("a re-clocked measured kernel runs its recorded time at the recorded clock, slowed by the clock it meets") {
+  // run --reclock-measured. Recorded back to back, measured kernels of 1 s
+  // and 12 us loading the duty cycle as GEMMs (record_measured_clock): the
+  // first starts at clock 1, the second at 1 / (1 + 0.2) (1 s is 100 time
+  // constants: the duty cycle ~1); each keeps its measured time.
+  const ModelParams p = clocked();
+  const hw::Topology topo(hw::parse_topology_string(kTopo, "topo.yaml"));
+  // Rank 0's program: the 1 s kernel, with or without an idle second after it, then a kernel of `us` microseconds.
+  auto program = [](bool idle, int us) {
+    return parse_schedule_string(
+        fmt::format("name: reclock\nranks: 1\nstreams: [a]\nprograms:\n  - rank: 0\n    ops:\n"
+                    "      - {{op: kernel, stream: a, duration: 1 s}}\n{}      - {{op: kernel, stream: a, duration: {} us}}\n",
+                    idle ? "      - {op: device_sync}\n      - {op: host_work, duration: 1 s}\n" : "", us),
+        "reclock.yaml");
+  };
+  const Schedule busy = program(false, 12), idle = program(true, 10);
+  auto us = [](const ExecResult& r, int i) { return (r.ops[0][i].end - r.ops[0][i].start).us(); };
+  ExecOptions record;
+  record.record_measured_clock = true;
+  const ExecResult busy_rec = execute(busy, topo, p, record);
+  REQUIRE(busy_rec.measured_clock.size() == 1);
+  CHECK(busy_rec.measured_clock[0][0] == doctest::Approx(1.0));
+  CHECK(busy_rec.measured_clock[0][1] == doctest::Approx(1 / 1.2).epsilon(1e-6));
+  CHECK(us(busy_rec, 1) == doctest::Approx(12.0).epsilon(1e-6));
+  // The GPU idle 1 s before the second: the duty cycle ~0 again, clock 1.
+  const ExecResult idle_rec = execute(idle, topo, p, record);
+  CHECK(idle_rec.measured_clock[0][3] == doctest::Approx(1.0).epsilon(1e-6));
+  // Without the flag nothing is recorded and a measured kernel draws no power (the GEMM test above).
+  CHECK(execute(busy, topo, p).measured_clock.empty());
+
+  // Re-planned with an idle second between them, the second's 12 us at clock
+  // 1 / 1.2 is 10 us of work at clock 1, and runs at clock 1: 10 us.
+  ExecOptions to_idle;
+  to_idle.measured_clock = {{busy_rec.measured_clock[0][0], 0, 0, busy_rec.measured_clock[0][1]}};
+  const ExecResult a = execute(program(true, 12), topo, p, to_idle);
+  CHECK(us(a, 0) == doctest::Approx(1e6).epsilon(1e-9));
+  CHECK(us(a, 3) == doctest::Approx(10.0).epsilon(1e-6));
+  // The reverse: 10 us recorded at clock 1 after the idle second, re-planned
+  // back to back, meets clock 1 / 1.2 (the re-clocked first kernel loads the
+  // duty cycle): 12 us.
+  ExecOptions to_busy;
+  to_busy.measured_clock = {{idle_rec.measured_clock[0][0], idle_rec.measured_clock[0][3]}};
+  CHECK(us(execute(program(false, 10), topo, p, to_busy), 1) == doctest::Approx(12.0).epsilon(1e-6));
+  // Replayed as recorded, re-clocking changes nothing: each meets the clock it had.
+  ExecOptions self;
+  self.measured_clock = busy_rec.measured_clock;
+  CHECK(us(execute(busy, topo, p, self), 1) == doctest::Approx(12.0).epsilon(1e-6));
+}
