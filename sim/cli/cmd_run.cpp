@@ -156,7 +156,9 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
     params = workload->params;
   } else {
     sched = parse_schedule_file(input, o.sets);
-    if (o.reclock_measured) recorded = sched;
+    // As recorded: before the re-plan and the host-memory what-if; kernels that
+    // --remodel-kernels times from their shape are modelled in both runs.
+    if (o.reclock_measured) recorded = what_if.remodel_kernels ? apply_what_if(sched, WhatIf{.remodel_kernels = true, .host_memory = {}}) : sched;
     if (o.prefetch >= 0) sched = kineto::replan_prefetch(sched, {o.prefetch, o.prefetch_cycle}, input, &replanned);
     // A schedule's ops are printed unless there are too many to read (an
     // imported trace's): then only with --ops.

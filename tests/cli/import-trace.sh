@@ -86,7 +86,15 @@ case $case in
     "$osim" run $O/pf0.yaml --calibration $GC --reclock-measured > $O/self-reclock.txt
     [ "$(grep '^  makespan' $O/self.txt)" = "$(grep '^  makespan' $O/self-reclock.txt)" ] ||
       fail "replayed at its own depth, --reclock-measured changed the makespan"
-    refused 2 "it re-clocks a schedule's measured kernels; " "$osim" run $CFG/workloads/wan22-720p-h200-layerwise.yaml --reclock-measured ;;
+    refused 2 "it re-clocks a schedule's measured kernels; " "$osim" run $CFG/workloads/wan22-720p-h200-layerwise.yaml --reclock-measured
+    # With --remodel-kernels the kernels that carry a shape are modelled in both runs (the H100 trace with shapes: all of them).
+    H=$REF/h100-sxm
+    "$osim" import-trace $H/traces/dit-16384-layerwise-pf0-pinned.trace.json.gz -t $(manifest $H topology) -o $O/h0.yaml > /dev/null
+    "$osim" run $O/h0.yaml --calibration $(manifest $H calibration.file) --prefetch 1 --prefetch-cycle 8 --remodel-kernels > $O/h1.txt
+    "$osim" run $O/h0.yaml --calibration $(manifest $H calibration.file) --prefetch 1 --prefetch-cycle 8 --remodel-kernels --reclock-measured > $O/h1-reclock.txt
+    has $O/h1-reclock.txt '^  measured kernels re-clocked: none '
+    [ "$(grep '^  makespan' $O/h1.txt)" = "$(grep '^  makespan' $O/h1-reclock.txt)" ] ||
+      fail "every kernel re-modelled: --reclock-measured changed the makespan" ;;
   *) fail "no case $case" ;;
 esac
 ok
