@@ -389,7 +389,8 @@ Command add_run(CLI::App& app) {
       ->check(CLI::Range(0, 1000000));
   c->add_flag("--reclock-measured", o->reclock_measured,
               "a schedule's kernels of measured duration (an imported trace's) slow with the model's clock: each ran at the clock a run of the "
-              "schedule as recorded gives it, before --prefetch and what-ifs (docs/import-trace.md)");
+              "schedule as recorded gives it, before --prefetch and --host-memory; with --remodel-kernels the shaped kernels are modelled in both "
+              "(docs/import-trace.md)");
   c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
       ->check(CLI::IsMember({"pinned", "pageable"}));
   return {c, [o, trace_steps, trace_ranks] {
