@@ -118,23 +118,12 @@ def pageable_rate_gbs(files, kind="Pageable"):
     return nbytes / us / 1e3
 
 
-def with_pageable_rate(cal, gbs, out):
-    """CAL with its pageable H2D bandwidth set to GBS, written to OUT."""
+def with_rate(cal, key, gbs, out):
+    """CAL with its KEY bandwidth (pageable_bandwidth: pageable H2D; copy_engine_bandwidth: pinned H2D) set to GBS, written to OUT."""
     text = open(cal).read()
-    new, n = re.subn(r"^(  pageable_bandwidth:) .*$", rf"\1 {gbs:.4f} GB/s", text, flags=re.M)
+    new, n = re.subn(rf"^(  {key}:) .*$", rf"\1 {gbs:.4f} GB/s", text, flags=re.M)
     if n != 1:
-        raise SystemExit(f"{cal}: no pageable_bandwidth line")
-    with open(out, "w") as f:
-        f.write(new)
-    return out
-
-
-def with_pinned_rate(cal, gbs, out):
-    """CAL with its pinned H2D copy-engine bandwidth set to GBS, written to OUT."""
-    text = open(cal).read()
-    new, n = re.subn(r"^(  copy_engine_bandwidth:) .*$", rf"\1 {gbs:.4f} GB/s", text, flags=re.M)
-    if n != 1:
-        raise SystemExit(f"{cal}: no copy_engine_bandwidth line")
+        raise SystemExit(f"{cal}: no {key} line")
     with open(out, "w") as f:
         f.write(new)
     return out
@@ -160,13 +149,13 @@ def recorded(osim, work, machine, M, tdir, topo, cal):
         r["k"] = r["j"]
         if host == "pageable":
             r["rate"] = pageable_rate_gbs([t])
-            own = with_pageable_rate(cal, r["rate"], os.path.join(work, f"{machine}-{tdir}-{name}-own-rate.yaml"))
+            own = with_rate(cal, "pageable_bandwidth", r["rate"], os.path.join(work, f"{machine}-{tdir}-{name}-own-rate.yaml"))
             r["rate_sim"] = step_ms(simulate([osim, "run", sched, "--calibration", own]))
             r["rate_err"] = 100 * (r["rate_sim"] / timed - 1)
         elif abs(r["self_err"]) > SELF_TARGET:
             # Off its own timeline: run again at the rate its own pinned copies ran at (what the box's copies add).
             r["rate"] = pageable_rate_gbs([t], "Pinned")
-            own = with_pinned_rate(cal, r["rate"], os.path.join(work, f"{machine}-{tdir}-{name}-own-rate.yaml"))
+            own = with_rate(cal, "copy_engine_bandwidth", r["rate"], os.path.join(work, f"{machine}-{tdir}-{name}-own-rate.yaml"))
             r["rate_sim"] = step_ms(simulate([osim, "run", sched, "--calibration", own]))
             r["rate_err"] = 100 * (r["rate_sim"] / profiled - 1)
         out.append(r)
