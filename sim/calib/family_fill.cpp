@@ -134,4 +134,14 @@ std::set<std::string> taken_from_family(const std::string& calibration_text, con
   return out;
 }
 
+std::vector<FamilyGap> family_gaps(const ModelParams& p, const hw::Topology& topo, const std::string& self_file) {
+  return family_gaps(p, topo.node(topo.gpus().front()).gpu.model, static_cast<int>(topo.gpus().size()), shipped_siblings(), self_file);
+}
+
+void fill_from_family(Calibration& c, const BenchDocs& docs, const hw::Topology& topo, const std::vector<FamilyGap>& gaps) {
+  if (gaps.empty()) return;
+  c = calibrate(docs, topo, family_base(gaps));  // fitted again over the fields taken
+  take_from_family(c, gaps);
+}
+
 }  // namespace osim

@@ -18,7 +18,9 @@
 #include <string_view>
 #include <vector>
 
+#include "calib/calibrate.hpp"
 #include "calib/calibration.hpp"
+#include "hw/topology.hpp"
 #include "gpu/params.hpp"
 
 namespace osim {
@@ -58,6 +60,8 @@ struct FamilyGap {
 /// has `self_file`'s name is skipped (an older copy of this calibration).
 std::vector<FamilyGap> family_gaps(const ModelParams& p, const std::string& gpu_model, int gpus, const std::vector<FamilySibling>& siblings,
                                    const std::string& self_file = "");
+/// The same for a calibration of `topo`'s GPUs, against the shipped calibrations.
+std::vector<FamilyGap> family_gaps(const ModelParams& p, const hw::Topology& topo, const std::string& self_file);
 
 /// One line (no newline) naming the gap's fields, their defaults here and
 /// the sibling's values, and the flag that takes them.
@@ -72,5 +76,8 @@ ModelParams family_base(const std::vector<FamilyGap>& gaps);
 /// Takes every gap's fields into `c` from its sibling, and records each in
 /// the provenance: `taken_from_family:`, per field where from.
 void take_from_family(Calibration& c, const std::vector<FamilyGap>& gaps);
+/// `c`, fitted from `docs` on `topo`, fitted again from family_base(gaps)
+/// and the gaps' fields taken (take_from_family); nothing where no gap.
+void fill_from_family(Calibration& c, const BenchDocs& docs, const hw::Topology& topo, const std::vector<FamilyGap>& gaps);
 
 }  // namespace osim

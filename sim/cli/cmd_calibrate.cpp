@@ -101,10 +101,10 @@ void second_run_report(const std::vector<std::tuple<std::string, size_t, Compari
 
 int calibrate_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& out, bool force,
                       const std::string& replay_with, const std::string& csv, const std::vector<std::string>& second_run, bool allow_gpu_mismatch,
-                      bool fill_from_family) {
+                      bool fill_family) {
   if (!replay_with.empty() && !out.empty())
     throw InputError(SourceLocation{out, 0, 0}, "--replay-with fits nothing, so there is no calibration to write: drop -o");
-  if (!replay_with.empty() && fill_from_family)
+  if (!replay_with.empty() && fill_family)
     throw InputError(SourceLocation{replay_with, 0, 0}, "--replay-with fits nothing, so there is nothing to fill: drop --fill-from-family");
   // Check every output first, so nothing is written when one would be refused.
   for (const std::string& p : {out, csv})
@@ -126,13 +126,9 @@ int calibrate_command(const std::vector<std::string>& inputs, const std::string&
   if (replay_with.empty()) {
     Calibration cal = calibrate(docs, topo);
     // Fields left at their defaults that a shipped machine of the GPU family measured: warned of, or taken.
-    const auto gaps =
-        family_gaps(cal.params, topo.node(topo.gpus().front()).gpu.model, static_cast<int>(topo.gpus().size()), shipped_siblings(), out);
-    for (const FamilyGap& g : gaps) std::cerr << (fill_from_family ? family_gap_taken(g) : family_gap_warning(g)) << "\n";
-    if (fill_from_family && !gaps.empty()) {
-      cal = calibrate(docs, topo, family_base(gaps));  // fitted again over the fields taken
-      take_from_family(cal, gaps);
-    }
+    const auto gaps = family_gaps(cal.params, topo, out);
+    for (const FamilyGap& g : gaps) std::cerr << (fill_family ? family_gap_taken(g) : family_gap_warning(g)) << "\n";
+    if (fill_family) fill_from_family(cal, docs, topo, gaps);
     const std::string yaml = calibration_yaml(cal);
     if (!out.empty()) write_file(out, yaml);
     std::cout << yaml << "\n";

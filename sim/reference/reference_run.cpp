@@ -18,9 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string& gpu_model(const hw::Topology& topo) { return topo.node(topo.gpus().front()).gpu.model; }
-int gpu_count(const hw::Topology& topo) { return static_cast<int>(topo.gpus().size()); }
-
 // The calibration refitted from the sources against the file (its "# Fits"
 // on: the sources above it are named as the caller gave the folder), or
 // written over it.
@@ -29,11 +26,7 @@ CalibrationState refit(const Manifest& m, const Options& o, const hw::Topology& 
   for (const std::string& s : m.sources) docs.emplace_back(s, read_bench_json(s));
   check_bench_gpus(docs, topo);
   c = calibrate(docs, topo);
-  if (m.fill_from_family) {
-    const auto gaps = family_gaps(c.params, gpu_model(topo), gpu_count(topo), shipped_siblings(), m.calibration);
-    c = calibrate(docs, topo, family_base(gaps));
-    take_from_family(c, gaps);
-  }
+  if (m.fill_from_family) fill_from_family(c, docs, topo, family_gaps(c.params, topo, m.calibration));
   f.bench_files = docs.size();
   const std::string yaml = calibration_yaml(c);
   // Every row replayed: the held rows (effects the model holds) over 5 %,
@@ -128,7 +121,7 @@ Figures run(const Manifest& m, const Options& o) {
   Calibration c;
   f.calibration = refit(m, o, topo, f, c);
   // What the calibration file (as it is now, or was just written) left at its defaults that a sibling measured.
-  for (const FamilyGap& g : family_gaps(load_calibration(m.calibration), gpu_model(topo), gpu_count(topo), shipped_siblings(), m.calibration))
+  for (const FamilyGap& g : family_gaps(load_calibration(m.calibration), topo, m.calibration))
     f.family_gaps.push_back(family_gap_warning(g));
   // The runs simulated with the calibration file as it is now (or was just written).
   simulate_sets(m, topo, m.calibration, true, f);
