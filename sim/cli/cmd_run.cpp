@@ -99,6 +99,7 @@ struct RunOptions {
   int prefetch = -1;  // -1: the schedule's prefetch as it is
   int prefetch_cycle = 0;
   bool reclock_measured = false;
+  bool keep_measured_clock = false;
 };
 
 int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& trace) {
@@ -156,9 +157,15 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
     params = workload->params;
   } else {
     sched = parse_schedule_file(input, o.sets);
+    if (o.reclock_measured && o.keep_measured_clock)
+      throw InputError(SourceLocation{"--keep-measured-clock", 0, 0}, "it keeps the clock --reclock-measured changes: give one of the two");
+    // Re-clocked by default where a what-if re-plans an imported trace (its
+    // measured call costs mark it): the measured kernels ran at the clock of
+    // the traced program's load, which the new plan changes.
+    const bool what_if_on_trace = (o.prefetch >= 0 || what_if.host_memory.has_value()) && sched.runtime.host_calls.any();
     // As recorded: before the re-plan and the host-memory what-if; kernels that
     // --remodel-kernels times from their shape are modelled in both runs.
-    if (o.reclock_measured) recorded = what_if.remodel_kernels ? apply_what_if(sched, WhatIf{.remodel_kernels = true, .host_memory = {}}) : sched;
+    if (o.reclock_measured || (what_if_on_trace && !o.keep_measured_clock)) recorded = what_if.remodel_kernels ? apply_what_if(sched, WhatIf{.remodel_kernels = true, .host_memory = {}}) : sched;
     if (o.prefetch >= 0) sched = kineto::replan_prefetch(sched, {o.prefetch, o.prefetch_cycle}, input, &replanned);
     // A schedule's ops are printed unless there are too many to read (an
     // imported trace's): then only with --ops.
@@ -388,9 +395,11 @@ Command add_run(CLI::App& app) {
                 "with --prefetch: blocks per cycle of the batches (the model's layers when a step runs them more than once; default: every block)")
       ->check(CLI::Range(0, 1000000));
   c->add_flag("--reclock-measured", o->reclock_measured,
-              "a schedule's kernels of measured duration (an imported trace's) slow with the model's clock: each ran at the clock a run of the "
-              "schedule as recorded gives it, before --prefetch and --host-memory; with --remodel-kernels the shaped kernels are modelled in both "
-              "(docs/import-trace.md)");
+              "a schedule's kernels of measured duration slow with the model's clock: each ran at the clock a run of the schedule as recorded "
+              "gives it, before --prefetch and --host-memory; with --remodel-kernels the shaped kernels are modelled in both (the default for "
+              "an imported trace under --prefetch or --host-memory; docs/import-trace.md)");
+  c->add_flag("--keep-measured-clock", o->keep_measured_clock,
+              "under --prefetch or --host-memory, an imported trace's measured kernels keep their measured time whatever the new plan's clock");
   c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
       ->check(CLI::IsMember({"pinned", "pageable"}));
   return {c, [o, trace_steps, trace_ranks] {

@@ -9,12 +9,14 @@
 #                    or one of a single-GPU run, refused saying why.
 #   prefetch         the H100 depth-2 trace re-planned to depth 3 (--prefetch 3 --prefetch-cycle 8): its summary
 #                    (depth 2 -> 3, 16 blocks, 6 buffers), the schedule runs (peak VRAM 1.41 GiB of weights); the
-#                    schedule imported as measured, run with --prefetch 3, gives the same run; a folder as -o, a trace
-#                    with no prefetch (the resident program) and --prefetch on a workload refused, nothing written.
+#                    schedule imported as measured, run with --prefetch 3 --keep-measured-clock, gives the same run;
+#                    a folder as -o, a trace with no prefetch (the resident program) and --prefetch on a workload
+#                    refused, nothing written.
 #   reclock          the H200 grid's blocking 16,384-token trace (no shapes; its GPU idles between blocks) re-planned
-#                    to depth 1 with --reclock-measured: its 422 measured kernels slow with the busier GPU's clock,
-#                    the step from ~168.6 to within 3 % of the depth-1 program's timed 185.7 ms; replayed at its own
-#                    depth the same makespan as without the flag; on a workload refused.
+#                    to depth 1: by default (as with --reclock-measured) its 422 measured kernels slow with the busier
+#                    GPU's clock, the step from ~168.6 (--keep-measured-clock) to within 3 % of the depth-1 program's
+#                    timed 185.7 ms; replayed at its own depth --reclock-measured keeps the makespan; both flags
+#                    together, and --reclock-measured on a workload, refused.
 #
 #   bash tests/cli/import-trace.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -57,9 +59,10 @@ case $case in
       '^  weight buffers on the GPU at once: 4 -> 6 \(960.00 MiB -> 1.41 GiB\)'
     "$osim" run $O/pf3.yaml --calibration $HC > $O/pf3-run.txt
     has $O/pf3-run.txt '^  peak VRAM 1.41 GiB \(rank 0\): weights 1.41 GiB' '^  makespan .* steps, step time mean 76\.[0-9]+ ms'
-    # The same what-if on the schedule imported as measured: `run --prefetch` gives the same run, and says it re-planned.
+    # The same what-if on the schedule imported as measured: `run --prefetch` with its measured kernels at their
+    # recorded clock gives the same run, and says it re-planned (by default it re-clocks them: a run of its own).
     "$osim" import-trace $HT/dit-4096-layerwise-pf2-pinned.trace.json.gz -t $HTOPO -o $O/pf2.yaml > /dev/null
-    "$osim" run $O/pf2.yaml --calibration $HC --prefetch 3 --prefetch-cycle 8 > $O/pf2-run3.txt
+    "$osim" run $O/pf2.yaml --calibration $HC --prefetch 3 --prefetch-cycle 8 --keep-measured-clock > $O/pf2-run3.txt
     grep -v '^re-planned\|^  weight buffers on the GPU at once' $O/pf2-run3.txt | diff - $O/pf3-run.txt > /dev/null ||
       fail "run --prefetch 3 on the imported schedule differs from import-trace --prefetch 3's run"
     has $O/pf2-run3.txt '^re-planned \(--prefetch 3\): layer-weight prefetch depth 2 -> 3 '
@@ -75,8 +78,12 @@ case $case in
   reclock)
     G=$REF/h200; GT=$G/traces-default-grid; GTOPO=$(manifest $G topology); GC=$(manifest $G calibration.file)
     "$osim" import-trace $GT/dit-16384-layerwise-pf0-pinned.trace.json.gz -t $GTOPO -o $O/pf0.yaml > /dev/null
-    "$osim" run $O/pf0.yaml --calibration $GC --prefetch 1 --prefetch-cycle 8 > $O/pf1.txt
-    "$osim" run $O/pf0.yaml --calibration $GC --prefetch 1 --prefetch-cycle 8 --reclock-measured > $O/pf1-reclock.txt
+    "$osim" run $O/pf0.yaml --calibration $GC --prefetch 1 --prefetch-cycle 8 --keep-measured-clock > $O/pf1.txt
+    "$osim" run $O/pf0.yaml --calibration $GC --prefetch 1 --prefetch-cycle 8 > $O/pf1-reclock.txt
+    "$osim" run $O/pf0.yaml --calibration $GC --prefetch 1 --prefetch-cycle 8 --reclock-measured > $O/pf1-asked.txt
+    cmp -s $O/pf1-reclock.txt $O/pf1-asked.txt || fail "--reclock-measured is the default under --prefetch, yet its output differs"
+    refused 2 "it keeps the clock --reclock-measured changes: give one of the two" \
+      "$osim" run $O/pf0.yaml --calibration $GC --prefetch 1 --reclock-measured --keep-measured-clock
     has $O/pf1-reclock.txt '^  measured kernels re-clocked: 422, at clock 0\.9[0-9]+-1\.000 \(mean 0\.9[0-9]+\) as recorded$'
     a=$(step $O/pf1.txt); b=$(step $O/pf1-reclock.txt)
     python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(not (a < 172 and abs(b / 185.66 - 1) < 0.03))' $a $b ||
@@ -90,8 +97,8 @@ case $case in
     # With --remodel-kernels the kernels that carry a shape are modelled in both runs (the H100 trace with shapes: all of them).
     H=$REF/h100-sxm
     "$osim" import-trace $H/traces/dit-16384-layerwise-pf0-pinned.trace.json.gz -t $(manifest $H topology) -o $O/h0.yaml > /dev/null
-    "$osim" run $O/h0.yaml --calibration $(manifest $H calibration.file) --prefetch 1 --prefetch-cycle 8 --remodel-kernels > $O/h1.txt
-    "$osim" run $O/h0.yaml --calibration $(manifest $H calibration.file) --prefetch 1 --prefetch-cycle 8 --remodel-kernels --reclock-measured > $O/h1-reclock.txt
+    "$osim" run $O/h0.yaml --calibration $(manifest $H calibration.file) --prefetch 1 --prefetch-cycle 8 --remodel-kernels --keep-measured-clock > $O/h1.txt
+    "$osim" run $O/h0.yaml --calibration $(manifest $H calibration.file) --prefetch 1 --prefetch-cycle 8 --remodel-kernels > $O/h1-reclock.txt
     has $O/h1-reclock.txt '^  measured kernels re-clocked: none '
     [ "$(grep '^  makespan' $O/h1.txt)" = "$(grep '^  makespan' $O/h1-reclock.txt)" ] ||
       fail "every kernel re-modelled: --reclock-measured changed the makespan" ;;

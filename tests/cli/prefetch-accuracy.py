@@ -4,8 +4,8 @@
 Each reference program's torch.profiler trace of the layerwise prefetch (validate/reference/<machine>/traces*/,
 depth j) is imported as recorded and re-planned to every depth k the machine's programs were measured at
 (programs/ and its repeats: validate/programs/dit_offload.py, 8 blocks run twice) by `run --prefetch k
---prefetch-cycle 8 --reclock-measured` with the machine's calibration (the other host memory with
-`--host-memory`; the same run as `import-trace --prefetch k`, its measured kernels re-clocked), and its step
+--prefetch-cycle 8` with the machine's calibration (the other host memory with `--host-memory`; its measured
+kernels re-clocked, run's default there, asked explicitly with --reclock-measured), and its step
 time compared with the program's measured one: the median over the sessions of each session's median run.
 
 Folders in OWN_BOX are checked against the box that recorded them instead (pinned asked): their sessions are the
@@ -251,8 +251,8 @@ def main():
                                 measured.append(r.get("median_s") or statistics.median(r["makespans_s"]))
                         if not measured:
                             continue
-                        # Imported as recorded once; `run --prefetch` re-plans it (the same run as import-trace --prefetch)
-                        # and --reclock-measured gives its measured kernels the clock of the plan asked.
+                        # Imported as recorded once; `run --prefetch` re-plans it and --reclock-measured (its default
+                        # there, asked explicitly) gives its measured kernels the clock of the plan asked.
                         out = os.path.join(work, f"{machine}-{tdir}-{name}-recorded-all.yaml")
                         if out not in IMPORTED:
                             IMPORTED.add(out)
