@@ -100,7 +100,35 @@ struct RunOptions {
   int prefetch_cycle = 0;
   bool reclock_measured = false;
   bool keep_measured_clock = false;
+  bool copy_rates_as_traced = false;
 };
+
+/// run --copy-rates-as-traced: the schedule's measured copy rates
+/// (settings.copy_rates) in place of the calibration's copy-engine and
+/// pageable bandwidths; the line the run prints first.
+std::string take_copy_rates(ModelParams& params, const Schedule& sched, const std::string& input) {
+  const auto& c = sched.runtime.copy_rates;
+  if (!c.any())
+    throw InputError(SourceLocation{"--copy-rates-as-traced", 0, 0},
+                     fmt::format("{} holds no measured copy rates (settings.copy_rates: import-trace writes them from a trace's host "
+                                 "copies of 1 MiB or more)",
+                                 input));
+  using R = RuntimeSettings::CopyRates;
+  CopyParams& p = params.copies;
+  // In R::kFields' order: h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable.
+  const std::array<Bandwidth*, R::kFields.size()> to{&p.copy_engine_bandwidth.h2d, &p.copy_engine_bandwidth.d2h, &p.pageable_bandwidth.h2d,
+                                                     &p.pageable_bandwidth.d2h};
+  // What each ran at before (a D2H field unset runs at H2D's).
+  const std::array<Bandwidth, R::kFields.size()> was{p.copy_engine_bandwidth[Direction::H2D], p.copy_engine_bandwidth[Direction::D2H],
+                                                     p.pageable_bandwidth[Direction::H2D], p.pageable_bandwidth[Direction::D2H]};
+  std::string taken;
+  for (size_t i = 0; i < R::kFields.size(); ++i)
+    if (const auto& [key, field] = R::kFields[i]; c.*field) {
+      taken += fmt::format("{}{} {:.2f} GB/s (was {:.2f})", taken.empty() ? "" : ", ", key, (c.*field)->GBps(), was[i].GBps());
+      *to[i] = *(c.*field);
+    }
+  return fmt::format("copy rates: as the trace's copies ran ({}; settings.copy_rates)\n", taken);
+}
 
 int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& trace) {
   const std::string& input = o.input;
@@ -132,6 +160,9 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
     if (o.reclock_measured)
       throw InputError(SourceLocation{"--reclock-measured", 0, 0},
                        fmt::format("it re-clocks a schedule's measured kernels; {} is a workload", input));
+    if (o.copy_rates_as_traced)
+      throw InputError(SourceLocation{"--copy-rates-as-traced", 0, 0},
+                       fmt::format("it takes an imported trace's measured copy rates; {} is a workload", input));
     if (o.prefetch >= 0)
       throw InputError(SourceLocation{"--prefetch", 0, 0},
                        fmt::format("it re-plans a schedule's prefetch (an imported trace's); {} is a workload: --set offload.prefetch_size={}", input,
@@ -177,6 +208,7 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
     base = base_params(calibration, *topology);
     params = base.params;
     host_calls = take_host_calls(params, sched.runtime, calibration);
+    if (o.copy_rates_as_traced) host_calls += take_copy_rates(params, sched, input);
   }
   sched = apply_what_if(sched, what_if);
   const hw::Topology& topo = *topology;
@@ -400,6 +432,9 @@ Command add_run(CLI::App& app) {
               "an imported trace under --prefetch or --host-memory; docs/import-trace.md)");
   c->add_flag("--keep-measured-clock", o->keep_measured_clock,
               "under --prefetch or --host-memory, an imported trace's measured kernels keep their measured time whatever the new plan's clock");
+  c->add_flag("--copy-rates-as-traced", o->copy_rates_as_traced,
+              "an imported trace's host copies at the rates they ran at where it was recorded (settings.copy_rates), in place of the "
+              "calibration's copy-engine and pageable bandwidths");
   c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
       ->check(CLI::IsMember({"pinned", "pageable"}));
   return {c, [o, trace_steps, trace_ranks] {

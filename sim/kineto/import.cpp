@@ -81,6 +81,7 @@ class Importer {
           syncs_device_, syncs_stream_));
     b_.schedule().runtime.framework_kernels = true;  // PyTorch's kernels; the host's time is measured
     calls_.write(b_.schedule().runtime.host_calls, sum_);
+    write_copy_rates();
     ImportedTrace out;
     out.schedule = b_.build();
     out.measured = measured(out.schedule);
@@ -480,6 +481,10 @@ class Importer {
     const HostMem mem = n.find("Pageable") != std::string::npos ? HostMem::Pageable : HostMem::Pinned;
     const Bytes bytes = std::max<int64_t>(1, a.bytes);  // a copy of 0 bytes still takes a copy's time
     const bool async = c.name.find("Async") != std::string::npos;
+    if (kind != CopyKind::D2D && a.bytes >= kRateMinBytes) {
+      CopyTotals& t = copy_totals_[{kind == CopyKind::H2D, mem == HostMem::Pageable}];
+      t.bytes += a.bytes, t.ns += a.end - a.start, ++t.copies;
+    }
     emit(ops::copy(stream(a.stream), kind, bytes, mem, async, fmt::format("memcpy_{}", to_string(kind))), gt,
          "memcpy " + to_string(kind) +
              (kind == CopyKind::D2D      ? ""
@@ -535,6 +540,28 @@ class Importer {
   std::unordered_map<int64_t, const Activity*> longest_;
   CopyOverlap overlap_;  // its copies' engines' busy time
   HostCallSamples calls_;  // every rank's calls' costs and waits' returns
+  // Host copies of at least kRateMinBytes by (h2d, pageable): bytes, GPU time and count (settings.copy_rates).
+  static constexpr int64_t kRateMinBytes = int64_t{1} << 20;
+  struct CopyTotals {
+    int64_t bytes = 0, ns = 0, copies = 0;
+  };
+  std::map<std::pair<bool, bool>, CopyTotals> copy_totals_;
+
+  // settings.copy_rates and the summary's line: each kind's bytes over its copies' time.
+  void write_copy_rates() {
+    std::string text;
+    auto& rates = b_.schedule().runtime.copy_rates;
+    for (const auto& [key, field] : RuntimeSettings::CopyRates::kFields) {
+      const std::string k = key;
+      const auto it = copy_totals_.find({k.starts_with("h2d"), k.ends_with("pageable")});
+      if (it == copy_totals_.end() || it->second.ns <= 0) continue;
+      const CopyTotals& c = it->second;
+      rates.*field = Bandwidth::from_GBps(static_cast<double>(c.bytes) / static_cast<double>(c.ns));
+      text += fmt::format("{}{} {:.6g} GB/s ({} copies, {:.2f} GiB)", text.empty() ? "" : ", ", k, (rates.*field)->GBps(), c.copies,
+                          static_cast<double>(c.bytes) / static_cast<double>(int64_t{1} << 30));
+    }
+    sum_.copy_rates = text;
+  }
 };
 
 // The step ranges: those of the first pattern the first trace has ranges
@@ -630,6 +657,9 @@ std::string ImportSummary::text() const {
   if (!host_calls_too_few.empty())
     out += fmt::format("host calls of too few calls to stand for their kind (under {}; a run keeps the calibration's cost): {}\n", kMinCostCalls,
                        host_calls_too_few);
+  if (!copy_rates.empty())
+    out += fmt::format("host copies measured (bytes over their time, copies of 1 MiB or more; run --copy-rates-as-traced takes them): {}\n",
+                       copy_rates);
   if (!wait_returns.empty())
     out += fmt::format("waits' returns (the host back after the GPU work it waited for ended; wait_return: their median, of every kind): {}\n",
                        wait_returns);

@@ -57,6 +57,7 @@ struct ImportSummary {
   int64_t steps = 0;
   std::string host_calls;          // the medians written as settings.host_calls, each with its count of calls
   std::string host_calls_too_few;  // ... and those of kinds with too few calls to be written (kMinCostCalls)
+  std::string copy_rates;          // settings.copy_rates as written, each with its count of copies and bytes
   std::string wait_returns;        // the waits' returns (wait_return's samples) by kind of call: median and count
   std::string steps_from;  // which ranges became steps, where --steps did not say
   std::vector<std::string> notes;

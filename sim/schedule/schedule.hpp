@@ -267,6 +267,21 @@ struct RuntimeSettings {
       return std::any_of(kFields.begin(), kFields.end(), [this](const auto& f) { return (this->*f.second).has_value(); });
     }
   } host_calls;
+  // The rate the recorded program's host copies ran at, by direction and host
+  // memory (an imported trace: their bytes over their time, copies of 1 MiB
+  // or more). `run --copy-rates-as-traced` takes them for the calibration's
+  // copy-engine and pageable bandwidths.
+  struct CopyRates {
+    std::optional<Bandwidth> h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable;
+    using Field = std::optional<Bandwidth> CopyRates::*;
+    static constexpr std::array<std::pair<const char*, Field>, 4> kFields{{{"h2d_pinned", &CopyRates::h2d_pinned},
+                                                                           {"d2h_pinned", &CopyRates::d2h_pinned},
+                                                                           {"h2d_pageable", &CopyRates::h2d_pageable},
+                                                                           {"d2h_pageable", &CopyRates::d2h_pageable}}};
+    bool any() const {
+      return std::any_of(kFields.begin(), kFields.end(), [this](const auto& f) { return (this->*f.second).has_value(); });
+    }
+  } copy_rates;
 };
 
 struct Schedule {

@@ -479,7 +479,7 @@ struct Parser {
     s.topology = top.opt_str("topology").value_or("");
     if (top.has("settings"))
       s.runtime = read_runtime_settings(
-          MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable", "framework", "framework_kernels", "host_calls"}));
+          MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable", "framework", "framework_kernels", "host_calls", "copy_rates"}));
     // Streams
     const YAML::Node streams = top.get("streams");
     if (!streams.IsSequence()) top.fail("streams", "must be a list of stream names or {name, priority}");
@@ -690,6 +690,17 @@ RuntimeSettings read_runtime_settings(const MapReader& r) {
       if (v && (*v < Time::zero() || *v > Time::from_us(1e6)))
         h.fail(key, field == &HostCalls::wait_return ? "a wait's return from 0 to 1 s (a measured one: microseconds)"
                                                      : "a call's host time from 0 to 1 s (a measured call: tens of microseconds)");
+    }
+  }
+  if (r.has("copy_rates")) {
+    using CopyRates = RuntimeSettings::CopyRates;
+    std::vector<std::string> keys;
+    for (const auto& [key, field] : CopyRates::kFields) keys.emplace_back(key);
+    const MapReader h(r.file(), r.get("copy_rates"), "settings.copy_rates", keys);
+    for (const auto& [key, field] : CopyRates::kFields) {
+      auto& v = out.copy_rates.*field;
+      v = h.opt_bandwidth(key);
+      if (v && !(v->GBps() > 0 && v->GBps() <= 10'000)) h.fail(key, "a copy's rate above 0 and at most 10,000 GB/s (a measured one: GB/s)");
     }
   }
   return out;

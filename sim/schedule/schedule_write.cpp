@@ -32,6 +32,12 @@ std::string to_yaml(const Schedule& s) {
       if (const auto& v = c.*field) e << YAML::Key << key << YAML::Value << fmt::format("{} ps", v->ps());
     e << YAML::EndMap;
   }
+  if (const auto& c = s.runtime.copy_rates; c.any()) {
+    e << YAML::Key << "copy_rates" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [key, field] : RuntimeSettings::CopyRates::kFields)
+      if (const auto& v = c.*field) e << YAML::Key << key << YAML::Value << fmt::format("{:.6g} GB/s", v->GBps());
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
   e << YAML::Key << "streams" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : s.streams)

@@ -17,6 +17,10 @@
 #                    GPU's clock, the step from ~168.6 (--keep-measured-clock) to within 3 % of the depth-1 program's
 #                    timed 185.7 ms; replayed at its own depth --reclock-measured keeps the makespan; both flags
 #                    together, and --reclock-measured on a workload, refused.
+#   copy_rates       the H200 grid's pageable depth-2 16,384-token trace: the import writes its copies' rate
+#                    (settings.copy_rates, printed) as the trace's events give it; run --copy-rates-as-traced
+#                    takes it in place of the calibration's and lands within 10 % of the program's timed runs,
+#                    where the calibration's rate misses by more; a schedule without rates and a workload refused.
 #
 #   bash tests/cli/import-trace.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -102,6 +106,29 @@ case $case in
     has $O/h1-reclock.txt '^  measured kernels re-clocked: none '
     [ "$(grep '^  makespan' $O/h1.txt)" = "$(grep '^  makespan' $O/h1-reclock.txt)" ] ||
       fail "every kernel re-modelled: --reclock-measured changed the makespan" ;;
+  copy_rates)
+    G=$REF/h200; GT=$G/traces-default-grid; GTOPO=$(manifest $G topology); GC=$(manifest $G calibration.file)
+    P=$GT/dit-16384-layerwise-pf2-pageable
+    "$osim" import-trace $P.trace.json.gz -t $GTOPO -o $O/pg.yaml > $O/pg-import.txt
+    # The rate from the trace's own events: every pageable H2D copy's bytes over its time.
+    want=$(python3 -c 'import gzip, json, sys
+e = [x for x in json.load(gzip.open(sys.argv[1]))["traceEvents"] if x.get("cat") == "gpu_memcpy" and "HtoD" in x["name"] and "Pageable" in x["name"]]
+print(sum(x["args"]["bytes"] for x in e) / sum(x["dur"] for x in e) / 1e3, len(e))' $P.trace.json.gz)
+    got=$(sed -En 's/^host copies measured .*: h2d_pageable ([0-9.]+) GB\/s \(([0-9]+) copies.*/\1 \2/p' $O/pg-import.txt)
+    python3 -c 'import sys; a, n, b, m = map(float, sys.argv[1:]); sys.exit(not (abs(a / b - 1) < 1e-3 and n == m))' $want $got ||
+      fail "pageable H2D rate: the import says '$got' (GB/s, copies), the trace's events '$want'"
+    has $O/pg.yaml '^settings: .*copy_rates: \{.*h2d_pageable: [0-9.]+ GB/s'
+    "$osim" run $O/pg.yaml --calibration $GC > $O/cal.txt
+    "$osim" run $O/pg.yaml --calibration $GC --copy-rates-as-traced > $O/own.txt
+    has $O/own.txt '^copy rates: as the trace.s copies ran \(.*h2d_pageable [0-9.]+ GB/s \(was 7\.55\)'
+    timed=$(python3 -c 'import json, statistics, sys; print(1e3 * statistics.median(json.load(open(sys.argv[1]))["makespans_s"]))' $P.json)
+    a=$(step $O/cal.txt); b=$(step $O/own.txt)
+    python3 -c 'import sys; a, b, t = map(float, sys.argv[1:]); sys.exit(not (abs(b / t - 1) < 0.10 and abs(a / t - 1) > abs(b / t - 1)))' $a $b $timed ||
+      fail "as recorded: $a ms at the calibration's rate, $b ms at the trace's own; timed $timed ms"
+    echo "pageable as recorded: $a ms at the calibration's rate, $b ms at the trace's own (timed $timed ms)"
+    "$osim" import-trace $REF/h100-sxm/traces/dit-16384-none.trace.json.gz -t $(manifest $REF/h100-sxm topology) -o $O/none.yaml > /dev/null
+    refused 2 "holds no measured copy rates" "$osim" run $O/none.yaml --copy-rates-as-traced
+    refused 2 "it takes an imported trace's measured copy rates; " "$osim" run $CFG/workloads/wan22-720p-h200-layerwise.yaml --copy-rates-as-traced ;;
   *) fail "no case $case" ;;
 esac
 ok
