@@ -52,7 +52,21 @@ constexpr double kPerChTree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38
 constexpr double kTreeCorrection[3][23] = {{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
                                            {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
                                            {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
-constexpr double kP2pLlThreshold = 16384;  // enqueue.cc NCCL_P2P_LL_THRESHOLD, bytes a peer
+constexpr double kP2pLlThreshold = 16384;  // enqueue.cc NCCL_P2P_LL_THRESHOLD, bytes a peer (a channel of it, nccl_p2p_plan)
+// nccl_p2p_plan's steps (NCCL 2.28.3): init.cc DEFAULT_LL_BUFFSIZE
+// (NCCL_LL_LINES_PER_THREAD 8 x NCCL_LL_MAX_NTHREADS 512 x NCCL_STEPS 8 x a
+// 16-byte line) / NCCL_STEPS; NCCL_P2P_NVL_CHUNKSIZE, NCCL_P2P_PCI_CHUNKSIZE;
+// device.h MAXCHANNELS.
+constexpr double kP2pLlStepBytes = 8 * 512 * 16;
+constexpr double kP2pNvlChunkBytes = 1 << 19;
+constexpr double kP2pPciChunkBytes = 1 << 17;
+constexpr int kMaxChannels = 64;
+
+int pow2_up(int x) {
+  int p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
 
 int log2i(double x) { return x < 1 ? -1 : static_cast<int>(std::floor(std::log2(x))); }
 
@@ -82,6 +96,19 @@ NcclLaunch nccl_launch(NcclAlgo a, NcclProto p, int channels, int ranks, double 
 double nccl_ring_simple_slice(double bytes, int ranks, int channels) {
   const double piece = std::min(kSimpleChunkBytes, bytes / (std::max(1, ranks) * std::max(1, channels)));
   return std::min(piece, std::max(piece / kSlicePerChunk, kSimpleSliceBytes / 32));
+}
+
+NcclP2pPlan nccl_p2p_plan(double peer_bytes, int min_channels, int channels_per_peer, double simple_step, std::optional<NcclProto> force) {
+  NcclP2pPlan r;
+  r.proto = force.value_or(peer_bytes <= channels_per_peer * kP2pLlThreshold ? NcclProto::LL : NcclProto::Simple);
+  if (peer_bytes <= 0) return r;
+  const double step = r.proto == NcclProto::LL ? kP2pLlStepBytes : simple_step;
+  const double min_part = step / 8, max_part = step * 32;  // one host (across hosts NCCL takes step / 2 and step)
+  int c = std::max(1, std::min(min_channels, static_cast<int>(std::ceil(peer_bytes / min_part))));
+  double part = std::max(min_part, peer_bytes / c);
+  while (part > max_part && c <= channels_per_peer / 2) c *= 2, part = peer_bytes / c;
+  r.channels = c;
+  return r;
 }
 
 NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
@@ -185,18 +212,63 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
     if (sum > 0) a2a_bw_ = std::min(a2a_bw_, std::min(sum, ring_.total_bw_GBps));
   }
   if (a2a_bw_ >= 1e30) a2a_bw_ = 0;
+
+  // NCCL's send/recv plan inside one host (NCCL 2.28.3 graph/paths.cc
+  // ncclTopoComputeP2pChannels, ncclTopoGetNchannels; init.cc
+  // computeBuffSizes): p2pnChannels is the collectives' channels (at most
+  // MAXCHANNELS) rounded up to a power of two; a peer gets 2 channels a
+  // NVLink of its path (2 x path bandwidth / NCCL's per-link NVLink
+  // bandwidth), 2 off NVLink, the least over the communicator's pairs and
+  // the collectives' channels, rounded up to a power of two and at most
+  // p2pnChannels; enqueue.cc scheduleP2pTasksToPlan halves it while it x
+  // ranks exceeds p2pnChannels for the parts a peer starts from.
+  if (nodes_ == 1 && coll_channels_ > 0 && a2a_nvlink_) {
+    const int p2p_channels_raw = std::min(coll_channels_, kMaxChannels);
+    int per_peer = p2p_channels_raw;
+    bool all_nvlink = true;
+    for (size_t i : local)
+      for (size_t j : local) {
+        if (i == j) continue;
+        const NcclPair& pr = v_.pair[i][j];
+        const int links = static_cast<int>(pr.bw_GBps / nccl_nvlink_bw(v_.sm));
+        per_peer = std::min(per_peer, pr.type == NcclPath::Nvl ? 2 * std::max(1, links) : 2);
+        all_nvlink &= pr.type < NcclPath::Pix;
+      }
+    const int p2p_channels = pow2_up(p2p_channels_raw);
+    p2p_channels_per_peer_ = std::min(pow2_up(per_peer), p2p_channels);
+    p2p_min_channels_ = p2p_channels_per_peer_;
+    while (p2p_min_channels_ * ranks_ > p2p_channels && p2p_min_channels_ > 1) p2p_min_channels_ /= 2;
+    p2p_simple_step_ = all_nvlink ? kP2pNvlChunkBytes : kP2pPciChunkBytes;
+  }
 }
 
 std::optional<NcclPrediction> NcclTuning::all_to_all(double bytes) const {
   const double n = ranks_, ppn = static_cast<double>(ranks_) / nodes_;
   const double per_peer = bytes / n;
-  const NcclProto p = opt_.proto.value_or(per_peer <= kP2pLlThreshold ? NcclProto::LL : NcclProto::Simple);
+  // Inside one host over NVLink NCCL's send/recv plan picks the protocol
+  // and splits a peer's bytes over channels (nccl_p2p_plan); elsewhere, LL
+  // up to 16 KiB a peer (off NVLink NCCL's plan gives 2 channels a peer, LL
+  // up to 32 KiB, at rates through host memory or PCIe no bench measured
+  // at small sizes; across hosts, its net channels).
+  const bool planned = p2p_channels_per_peer_ > 0;
+  const NcclP2pPlan plan = planned ? nccl_p2p_plan(per_peer, p2p_min_channels_, p2p_channels_per_peer_, p2p_simple_step_, opt_.proto)
+                                   : NcclP2pPlan{per_peer <= kP2pLlThreshold ? NcclProto::LL : NcclProto::Simple, 1};
+  const NcclProto p = opt_.proto.value_or(plan.proto);
   if (p == NcclProto::LL128 && !(v_.sm >= 70 && a2a_nvlink_)) return std::nullopt;
   const double proto_bw = p == NcclProto::LL ? .5 : p == NcclProto::LL128 ? .92 : 1.0;
   const int hw = nodes_ > 1 ? 2 : a2a_nvlink_ ? 0 : 1;
   const double lat = kBaseLat[1][static_cast<int>(p)] + kHwLat[hw][1][static_cast<int>(p)];
   double t = 0;
   if (ppn > 1 && a2a_bw_ > 0) t = std::max(t, bytes * (ppn - 1) / n / (1000 * a2a_bw_ * proto_bw));
+  // LL over NVLink in NCCL's plan: a rank's LL traffic at most NCCL's LL
+  // cap for one host (tuning.cc llMaxBws, as its LL rings), and a peer's
+  // parts each at a channel's LL rate (kNcclP2pLlChannelGBps), the
+  // channels side by side.
+  if (planned && p == NcclProto::LL) {
+    const int gen = v_.sm >= 100 ? 3 : v_.sm >= 90 ? 2 : v_.sm >= 80 ? 1 : 0;
+    t = std::max(t, bytes * (ppn - 1) / n / (1000 * kLlMaxBw[gen][0]));
+    t = std::max(t, per_peer / (1000 * plan.channels * opt_.p2p_ll_channel_GBps.value_or(kNcclP2pLlChannelGBps)));
+  }
   if (nodes_ > 1) {
     const double net = v_.nics_per_host * v_.nic_bw_GBps / ppn;
     if (net <= 0) return std::nullopt;

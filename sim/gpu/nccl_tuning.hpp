@@ -16,7 +16,8 @@
 // bandwidths (the communicator's peers on its host; peers through host memory
 // share the GPU's PCIe link at kNcclShmEfficiency of it), capped by its
 // NVLink/PCIe total, and its host's NICs (LL below NCCL_P2P_LL_THRESHOLD,
-// 16 KiB a peer, at half the bandwidth). Through host memory (SHM) the
+// 16 KiB a peer, at half the bandwidth; inside one host, NCCL's send/recv
+// plan instead: nccl_p2p_plan). Through host memory (SHM) the
 // transport's efficiency caps a ring's bus bandwidth too. The time of a
 // Simple ring holds its pipeline's fill, by NCCL 2.28.3's launch and chunk
 // rules (nccl_launch, nccl_ring_simple_slice): NCCL's model picks without
@@ -100,6 +101,36 @@ NcclLaunch nccl_launch(NcclAlgo a, NcclProto p, int channels, int ranks, double 
 /// in bytes, for a ring of `ranks` over `channels` launched channels.
 double nccl_ring_simple_slice(double bytes, int ranks, int channels);
 
+/// What a grouped send/recv (NCCL's all-to-all inside one host) moves
+/// each peer's bytes with (NVIDIA/nccl 2.28.3, the bench's version:
+/// enqueue.cc taskAppend makes ncclAlltoAll one send and one recv a rank;
+/// scheduleP2pTasksToPlan and addP2pToPlan plan each). LL where the peer's
+/// bytes are at most channels_per_peer (comm->p2pnChannelsPerPeer) x
+/// NCCL_P2P_LL_THRESHOLD (16 KiB), else Simple; the bytes split into
+/// channels parts: from min_channels (p2pnChannelsPerPeer halved while
+/// it x ranks exceeds p2pnChannels) or fewer, one a step / 8 of bytes,
+/// doubled while a part exceeds 32 steps and the count is at most half
+/// channels_per_peer. A step is an LL buffer's (init.cc DEFAULT_LL_BUFFSIZE
+/// / NCCL_STEPS = 64 KiB) or p2pChunkSize (`simple_step`; init.cc
+/// NCCL_P2P_NVL_CHUNKSIZE 512 KiB where every GPU pair is NVLink, else
+/// NCCL_P2P_PCI_CHUNKSIZE 128 KiB). NCCL 2.30.7 picks the parts first and
+/// LL by the parts' count; the bench ran 2.28.3.
+struct NcclP2pPlan {
+  NcclProto proto = NcclProto::Simple;
+  int channels = 1;
+};
+NcclP2pPlan nccl_p2p_plan(double peer_bytes, int min_channels, int channels_per_peer, double simple_step,
+                          std::optional<NcclProto> force = std::nullopt);
+
+/// What one channel's part of a send/recv moves in LL, GB/s each way over
+/// NVLink. NCCL's tuning model has no send/recv; this is the rate the
+/// bench's all-to-alls at forced channel counts (NCCL_MIN/MAX_NCHANNELS, 4
+/// to 16) show at 256 KiB (64-128 KiB a peer), where NCCL's plan
+/// (nccl_p2p_plan) runs LL on 1 to 8 channels a peer: fitted on each reference machine's (6.7 and 6.1)
+/// and checked on the other's default-channel runs
+/// (tests/reference/test_nccl_reference.cpp, docs/accuracy.md).
+inline constexpr double kNcclP2pLlChannelGBps = 6.4;
+
 struct NcclTuneOptions {
   std::optional<NcclAlgo> algo;    // NCCL_ALGO
   std::optional<NcclProto> proto;  // NCCL_PROTO
@@ -108,6 +139,7 @@ struct NcclTuneOptions {
   int ranks = 0, nodes = 0;
   std::optional<double> shm_efficiency;  // default kNcclShmEfficiency (a fit's candidate in the tests)
   std::optional<double> own_chunk_steps; // default kNcclOwnChunkSteps (a fit's candidate in the tests)
+  std::optional<double> p2p_ll_channel_GBps;  // default kNcclP2pLlChannelGBps (a fit's candidate in the tests)
 };
 
 struct NcclPrediction {
@@ -153,6 +185,9 @@ class NcclTuning {
   double ring_search_GBps_ = 0;   // the ring search's bandwidth x channels (nccl_launch's slow_ring)
   double a2a_bw_ = 0;             // per rank, GB/s
   bool a2a_nvlink_ = false;
+  // NCCL's send/recv plan inside one host over NVLink (nccl_p2p_plan; 0: not planned).
+  int p2p_min_channels_ = 0, p2p_channels_per_peer_ = 0;
+  double p2p_simple_step_ = 0;
 };
 
 }  // namespace osim::exec

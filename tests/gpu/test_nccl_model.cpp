@@ -86,8 +86,9 @@ TEST_CASE("an all-to-all takes one step's latency and each rank's NVLink total")
   // 1 GiB a rank, 7/8 to peers at 18 x 20.6 = 370.8 GB/s, Simple: 8.4 + 3.4 us.
   const double gib = 1024.0 * 1024 * 1024;
   CHECK(us_of(one("all_to_all", "1 GiB", 8), modelled()) == doctest::Approx(11.8 + gib * 7 / 8 / (1e3 * 370.8)).epsilon(1e-6));
-  // 64 KiB a rank (8 KiB a peer): LL at half of it, 6.6 + 0.6 us.
-  CHECK(us_of(one("all_to_all", "64 KiB", 8), modelled()) == doctest::Approx(7.2 + 65536.0 * 7 / 8 / (1e3 * 370.8 / 2)).epsilon(1e-6));
+  // 64 KiB a rank (8 KiB a peer): LL, 6.6 + 0.6 us, one part of NCCL's
+  // send/recv plan at a channel's LL rate (nccl_p2p_plan).
+  CHECK(us_of(one("all_to_all", "64 KiB", 8), modelled()) == doctest::Approx(7.2 + 8192 / (1e3 * exec::kNcclP2pLlChannelGBps)).epsilon(1e-6));
 }
 
 TEST_CASE("a measured table wins over NCCL's model, and across hosts the channel model stays") {

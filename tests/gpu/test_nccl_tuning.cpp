@@ -126,10 +126,12 @@ TEST_CASE("all-to-all: one step's latency plus each rank's bytes to its peers at
   const double t = 8.4 + 3.4 + bytes * 7 / 8 / (1000 * 370.8);
   CHECK(p->time_us == doctest::Approx(t));
   CHECK(p->busbw_GBps == doctest::Approx(bytes / (t * 1e3) * 7 / 8));
-  // 64 KiB a rank = 8 KiB a peer: LL, at half the bandwidth.
+  // 64 KiB a rank = 8 KiB a peer: LL, on one channel (nccl_p2p_plan: parts
+  // of at least 8 KiB) at its LL rate, slower than the rank's half of
+  // NVLink and NCCL's LL cap (141 GB/s).
   const auto s = m.tune.predict(NcclColl::AllToAll, 65536);
   CHECK(s->proto == NcclProto::LL);
-  CHECK(s->time_us == doctest::Approx(6.6 + 0.6 + 65536.0 * 7 / 8 / (1000 * 370.8 * 0.5)));
+  CHECK(s->time_us == doctest::Approx(6.6 + 0.6 + 8192.0 / (1000 * kNcclP2pLlChannelGBps)));
 }
 
 namespace {
@@ -162,6 +164,49 @@ struct ShmModel {
   }
 };
 }  // namespace
+
+TEST_CASE("NCCL's send/recv plan: LL up to 16 KiB a channel a peer, parts of a step / 8 (enqueue.cc addP2pToPlan, NCCL 2.28.3)") {
+  // 2 H200 ranks on NVLink: 32 channels a peer (2 a NVLink, 18 links: 36,
+  // the collectives' 24 rounded up), parts from 16 channels (32 x 2 > 32).
+  const double kib = 1024, nvl_step = 512 * kib;
+  auto plan = [&](double peer_bytes) { return nccl_p2p_plan(peer_bytes, 16, 32, nvl_step); };
+  CHECK(plan(32 * kib).proto == NcclProto::LL);
+  CHECK(plan(32 * kib).channels == 4);  // 8 KiB parts
+  CHECK(plan(128 * kib).channels == 16);
+  CHECK(plan(512 * kib).proto == NcclProto::LL);  // 32 x 16 KiB: still LL
+  CHECK(plan(512 * kib).channels == 16);
+  CHECK(plan(512 * kib + 1).proto == NcclProto::Simple);
+  CHECK(plan(2048 * kib).channels == 16);   // 64 KiB parts at least: 32, so 16
+  CHECK(plan(256 * kib * kib).channels == 16);  // 8 MiB parts: at most 32 steps (16 MiB)
+  CHECK(plan(512 * kib * kib).channels == 32);  // 32 MiB parts: doubled
+  // NCCL_PROTO=Simple: Simple's parts (64 KiB at least); a PCIe pair's 128 KiB step.
+  CHECK(nccl_p2p_plan(32 * kib, 16, 32, nvl_step, NcclProto::Simple).channels == 1);
+  CHECK(nccl_p2p_plan(2048 * kib, 2, 2, 128 * kib).proto == NcclProto::Simple);
+  CHECK(nccl_p2p_plan(2048 * kib, 2, 2, 128 * kib).channels == 2);
+  CHECK(nccl_p2p_plan(32 * kib, 2, 2, 128 * kib).proto == NcclProto::LL);
+
+  // The reference boxes: 256 KiB on 2 ranks (128 KiB a peer, 16 parts of
+  // 8 KiB) and 1 MiB on 4 (256 KiB a peer, 8 parts of 32 KiB), LL: the
+  // parts at the channel's LL rate, or the rank's traffic at NCCL's LL cap
+  // (141 GB/s), whichever is longer.
+  const hw::Topology topo(hw::parse_topology_string(kH200x4, "t.yaml"));
+  const NcclView view = nccl_view(topo);
+  REQUIRE(view.host_coll_channels == 24);
+  auto a2a = [&](int ranks, double bytes) {
+    NcclTuneOptions o;
+    o.ranks = ranks, o.nodes = 1;
+    const auto p = NcclTuning(view, o).predict(NcclColl::AllToAll, bytes);
+    REQUIRE(p);
+    return *p;
+  };
+  CHECK(a2a(2, 256 * kib).proto == NcclProto::LL);
+  CHECK(a2a(2, 256 * kib).time_us == doctest::Approx(7.2 + 8 * kib / (1000 * kNcclP2pLlChannelGBps)));
+  CHECK(a2a(4, 1024 * kib).proto == NcclProto::LL);
+  CHECK(a2a(4, 1024 * kib).time_us == doctest::Approx(7.2 + 768 * kib / (1000 * 141.0)));
+  // 4 MiB on 4 ranks: 1 MiB a peer, Simple at the rank's NVLink, as before.
+  CHECK(a2a(4, 4096 * kib).proto == NcclProto::Simple);
+  CHECK(a2a(4, 4096 * kib).time_us == doctest::Approx(8.4 + 3.4 + 3072 * kib / (1000 * 370.8)));
+}
 
 TEST_CASE("through host memory: every peer shares the GPU's PCIe link at the SHM transport's efficiency") {
   const ShmModel m(kH200x4);
