@@ -132,6 +132,11 @@ Figures predict_from(const Manifest& target, const Manifest& source) {
   const hw::Topology topo(hw::parse_topology_file(target.topology));
   Figures f;
   f.bench_files = source.sources.size();
+  // What the borrowed calibration left at its defaults that a sibling
+  // measured: the warnings `reference` prints for the source machine itself.
+  const hw::Topology source_topo(hw::parse_topology_file(source.topology));
+  for (const FamilyGap& g : family_gaps(load_calibration(source.calibration), source_topo, source.calibration))
+    f.family_gaps.push_back(family_gap_warning(g));
   simulate_sets(target, topo, source.calibration, false, f);
   return f;
 }
