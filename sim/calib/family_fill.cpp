@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -136,6 +138,32 @@ std::set<std::string> taken_from_family(const std::string& calibration_text, con
 
 std::vector<FamilyGap> family_gaps(const ModelParams& p, const hw::Topology& topo, const std::string& self_file) {
   return family_gaps(p, topo.node(topo.gpus().front()).gpu.model, static_cast<int>(topo.gpus().size()), shipped_siblings(), self_file);
+}
+
+std::string host_limit_gap(const ModelParams& p, const hw::Topology& topo) {
+  std::map<int, int> under_bridge;  // a host bridge's from-host resource -> GPUs whose H2D copies cross it
+  for (const int g : topo.gpus())
+    for (const hw::ResourceUse& u : topo.route(topo.nearest_cpu(g), g, hw::RouteOptions{.dma = true}).uses)
+      for (size_t n = 0; n < topo.node_count(); ++n)
+        if (topo.from_host_resource(static_cast<int>(n)) == u.resource) ++under_bridge[u.resource];
+  int bridge = 0;
+  for (const auto& [res, n] : under_bridge) bridge = std::max(bridge, n);
+  const int host = static_cast<int>(topo.gpus().size());
+  const CopyParams& c = p.copies;
+  std::string short_ones;
+  for (const auto& [name, table, gpus] : {std::tuple{"host_h2d_aggregate", &c.host_h2d_aggregate, bridge},
+                                          std::tuple{"host_d2h_aggregate", &c.host_d2h_aggregate, bridge},
+                                          std::tuple{"host_bidir_aggregate", &c.host_bidir_aggregate, bridge},
+                                          std::tuple{"pageable_h2d_aggregate", &c.pageable_h2d_aggregate, host},
+                                          std::tuple{"pageable_d2h_aggregate", &c.pageable_d2h_aggregate, host}})
+    if (gpus >= 2 && table->size() < static_cast<size_t>(gpus))
+      short_ones += fmt::format("{}{} ({})", short_ones.empty() ? "" : ", ", name, table->empty() ? std::string("none") : fmt::format("{}", table->size()));
+  if (short_ones.empty()) return "";
+  return fmt::format(
+      "warning: host limits measured with fewer GPUs copying at once than this topology has ({} GPUs, {} under one host bridge): {}; "
+      "with more GPUs copying than a table covers, only the topology's limits hold pinned copies, and each pageable copy keeps at "
+      "most the last entry's per-GPU share (its own rate where the table has one entry or none)",
+      host, bridge, short_ones);
 }
 
 void fill_from_family(Calibration& c, const BenchDocs& docs, const hw::Topology& topo, const std::vector<FamilyGap>& gaps) {

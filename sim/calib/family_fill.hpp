@@ -80,4 +80,13 @@ void take_from_family(Calibration& c, const std::vector<FamilyGap>& gaps);
 /// and the gaps' fields taken (take_from_family); nothing where no gap.
 void fill_from_family(Calibration& c, const BenchDocs& docs, const hw::Topology& topo, const std::vector<FamilyGap>& gaps);
 
+/// The host's limits on copies from several GPUs at once (the copies'
+/// *_aggregate tables) that `p` measured with fewer GPUs than `topo` has:
+/// under one host bridge (host_*) or on the host (pageable_*). Beyond a
+/// table's last entry only the topology's elements hold pinned copies, and
+/// pageable ones each keep the last entry's share (gpu/copies.cpp). One
+/// warning line naming each table and how many GPUs it covers; empty where
+/// all cover it.
+std::string host_limit_gap(const ModelParams& p, const hw::Topology& topo);
+
 }  // namespace osim

@@ -339,6 +339,7 @@ int cross_command(const std::string& folder, const std::string& source_folder) {
   std::cout << fmt::format("reference {} predicted from {}'s calibration ({}, fitted from {}'s {} bench files only): {}\n", m.machine, source.machine,
                            source.calibration, source.machine, source.sources.size(), m.description);
   const reference::Figures f = reference::predict_from(m, source);
+  for (const std::string& w : f.family_gaps) std::cout << "  calibration: " << w << "\n";
   const reference::CrossExpected* x = reference::cross_expected(m, source_folder);
   std::vector<reference::Miss> misses = x ? reference::check(f, x->expected) : std::vector<reference::Miss>{};
   print_sets(f, print_misses(misses));

@@ -45,6 +45,7 @@ Copies::Copies(ExecContext& x, Routes& routes, OpCompletion& ops, SmShare& sm, L
     for (const Bandwidth& b : table) nominal = std::max(nominal, b.bytes_per_s);
     nominal *= x_.s.ranks() + 1;
     pageable_limit_[d2h ? 1 : 0] = add_counted_limit(nominal, &table, -1);
+    limits_.back().per_gpu_beyond = true;
   }
   if (cp.copy_bidir_modelled() && !cp.copy_engine_bandwidth[Direction::H2D].is_unlimited() &&
       !cp.copy_engine_bandwidth[Direction::D2H].is_unlimited()) {
@@ -216,7 +217,11 @@ int Copies::add_counted_limit(double nominal, const std::vector<Bandwidth>* tabl
 // link and engines (the table's first entry is that rate), so the limit
 // applies from two on. More GPUs than the table measured: the calibration
 // does not know the limit there (a box with fewer GPUs measured it), so only
-// the topology's holds them, never the last entry stretched flat. A limit on
+// the topology's holds them, never the last entry stretched flat. The host's
+// pageable limit is no capacity filled but each process's copy slowing as
+// others copy (docs/accuracy.md, "Machines nobody measured"): beyond a table
+// of two or more entries each GPU keeps at most the last entry's share, as
+// more processes never copied faster each than fewer. A limit on
 // both directions together applies only while both have copies (one
 // direction alone is held by its own: a host may move less both ways at once
 // than one way alone).
@@ -231,7 +236,10 @@ void Copies::copying_under(int l, int r, int delta, bool d2h) {
   const auto& agg = *L.table;
   claims_.hand_back_constraint(L.constraint);
   const bool binds = L.gpus >= 2 && static_cast<size_t>(L.gpus) <= agg.size() && (!L.both_ways || (L.by_direction[0] > 0 && L.by_direction[1] > 0));
-  x_.flows.set_capacity(L.constraint, !binds ? L.nominal : std::min(L.nominal, agg[static_cast<size_t>(L.gpus) - 1].bytes_per_s));
+  double cap = !binds ? L.nominal : std::min(L.nominal, agg[static_cast<size_t>(L.gpus) - 1].bytes_per_s);
+  if (L.per_gpu_beyond && agg.size() >= 2 && static_cast<size_t>(L.gpus) > agg.size())
+    cap = std::min(L.nominal, agg.back().bytes_per_s / static_cast<double>(agg.size()) * L.gpus);
+  x_.flows.set_capacity(L.constraint, cap);
 }
 
 }  // namespace osim::exec

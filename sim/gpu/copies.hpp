@@ -49,6 +49,7 @@ class Copies final : public CopyEngines {
     std::vector<int> copies_of_rank;        // its copies running now, per rank
     int gpus = 0;                           // ranks with one or more
     bool both_ways = false;                 // a limit on both directions together: binds only while both have copies
+    bool per_gpu_beyond = false;            // pageable: beyond the table, each GPU keeps the last entry's share at most
     std::array<int, 2> by_direction{0, 0};  // its copies running now, H2D and D2H
   };
   int engine_for(int r, CopyKind k) const;

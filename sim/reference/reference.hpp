@@ -136,7 +136,9 @@ struct Figures {
   // the ones over 5 % that no time within the hand-off's phase brings within 5 %.
   long rows = 0, held = 0, held_over_5pct = 0;
   // The calibration file's fields left at their defaults that a shipped
-  // machine of the GPU family measured: one warning line each (calib/family_fill.hpp).
+  // machine of the GPU family measured: one warning line each (calib/family_fill.hpp);
+  // predicted from another machine, also its host limits measured with
+  // fewer GPUs than this machine has (host_limit_gap).
   std::vector<std::string> family_gaps;
   std::optional<ErrorFigures> validation, validation_timing_events;
   std::optional<ProgramSetFigures> programs, fp8_programs, requests, models;

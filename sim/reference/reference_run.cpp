@@ -132,6 +132,13 @@ Figures predict_from(const Manifest& target, const Manifest& source) {
   const hw::Topology topo(hw::parse_topology_file(target.topology));
   Figures f;
   f.bench_files = source.sources.size();
+  // What the borrowed calibration left at its defaults that a sibling
+  // measured: the warnings `reference` prints for the source machine itself.
+  const hw::Topology source_topo(hw::parse_topology_file(source.topology));
+  const ModelParams borrowed = load_calibration(source.calibration);
+  for (const FamilyGap& g : family_gaps(borrowed, source_topo, source.calibration)) f.family_gaps.push_back(family_gap_warning(g));
+  // The host's limits on copies from several GPUs, measured with fewer GPUs than the target has.
+  if (std::string w = host_limit_gap(borrowed, topo); !w.empty()) f.family_gaps.push_back(std::move(w));
   simulate_sets(target, topo, source.calibration, false, f);
   return f;
 }

@@ -9,6 +9,7 @@
 #include "calib/calibrate.hpp"
 #include "calib/family_fill.hpp"
 #include "gpu/params_io.hpp"
+#include "hw/topology.hpp"
 
 using namespace osim;
 
@@ -107,4 +108,51 @@ TEST_CASE("family fill: the shipped 4xH200 calibration's gaps, from its siblings
   // The 2xH200 box's (nearer in GPU count than the 1xH200's 0.7484).
   CHECK(attention->file == "configs/calibrations/h200x2-nvlink.yaml");
   CHECK(attention->there == std::vector<std::string>{"0.7782"});
+}
+
+TEST_CASE("host limits measured with fewer GPUs than the topology has: one warning naming each table and its GPUs") {
+  const hw::Topology box4(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
+  // A 1-GPU box's calibration: one entry per host table, no pageable ones.
+  const ModelParams one = params_of(
+      "  host_h2d_aggregate: [55 GB/s]\n  host_d2h_aggregate: [55 GB/s]\n  host_bidir_aggregate: [99 GB/s]\n");
+  const std::string w = host_limit_gap(one, box4);
+  CHECK(w.find("this topology has (4 GPUs, 4 under one host bridge)") != std::string::npos);
+  CHECK(w.find("host_h2d_aggregate (1), host_d2h_aggregate (1), host_bidir_aggregate (1), pageable_h2d_aggregate (none), "
+               "pageable_d2h_aggregate (none);") != std::string::npos);
+  // Two GPUs measured: short of four still; four measured: nothing to say.
+  const ModelParams two = params_of(
+      "  host_h2d_aggregate: [55 GB/s, 110 GB/s]\n  host_d2h_aggregate: [55 GB/s, 110 GB/s, 140 GB/s, 150 GB/s]\n"
+      "  host_bidir_aggregate: [84 GB/s, 131 GB/s, 146 GB/s, 150 GB/s]\n  pageable_h2d_aggregate: [8 GB/s, 15 GB/s]\n"
+      "  pageable_d2h_aggregate: [15 GB/s, 27 GB/s, 36 GB/s, 47 GB/s]\n");
+  CHECK(host_limit_gap(two, box4).find(": host_h2d_aggregate (2), pageable_h2d_aggregate (2);") != std::string::npos);
+  const ModelParams four = params_of(
+      "  host_h2d_aggregate: [55 GB/s, 110 GB/s, 140 GB/s, 150 GB/s]\n  host_d2h_aggregate: [55 GB/s, 110 GB/s, 140 GB/s, 150 GB/s]\n"
+      "  host_bidir_aggregate: [84 GB/s, 131 GB/s, 146 GB/s, 150 GB/s]\n  pageable_h2d_aggregate: [8 GB/s, 13 GB/s, 19 GB/s, 23 GB/s]\n"
+      "  pageable_d2h_aggregate: [15 GB/s, 27 GB/s, 36 GB/s, 47 GB/s]\n");
+  CHECK(host_limit_gap(four, box4).empty());
+  // Two sockets of two GPUs each: the host tables need two entries, the pageable ones (the whole host's) four.
+  const hw::Topology sockets(hw::parse_topology_string(R"(
+name: two-sockets
+nodes:
+  - {name: "cpu{i}", kind: cpu, repeat: 2}
+  - {name: "rc{i}", kind: host_bridge, throughput_from_host: 100 GB/s, throughput_to_host: 100 GB/s, repeat: 2}
+  - {name: "gpu{i}", kind: gpu, model: H200, memory: 141 GB, repeat: 4}
+links:
+  - {a: "rc{i}", b: "cpu{i}", kind: internal, repeat: 2}
+  - {a: cpu0, b: cpu1, kind: inter_socket, bandwidth: 100 GB/s, latency: 1 us}
+  - {a: "gpu{i}", b: "rc{i/2}", pcie: gen5 x16, latency: 1 us, repeat: 4}
+)"));
+  CHECK(host_limit_gap(two, sockets).find("this topology has (4 GPUs, 2 under one host bridge): pageable_h2d_aggregate (2);") != std::string::npos);
+  // One GPU: nothing copies beside it, whatever the tables hold.
+  const hw::Topology single(hw::parse_topology_string(R"(
+name: one-gpu
+nodes:
+  - {name: cpu0, kind: cpu}
+  - {name: rc0, kind: host_bridge, throughput_from_host: 100 GB/s, throughput_to_host: 100 GB/s}
+  - {name: gpu0, kind: gpu, model: H200, memory: 141 GB}
+links:
+  - {a: rc0, b: cpu0, kind: internal}
+  - {a: gpu0, b: rc0, pcie: gen5 x16, latency: 1 us}
+)"));
+  CHECK(host_limit_gap(ModelParams{}, single).empty());
 }

@@ -294,7 +294,13 @@ TEST_CASE("pageable_h2d_aggregate: the host's limit on pageable copies of severa
   CHECK(Sim(pageable(1, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));   // one GPU: its own rate, not 9
   CHECK(Sim(pageable(2, "h2d"), p, topo).op(1, 0).end.ms() == doctest::Approx(75.0));   // 16 / 2 each
   CHECK(Sim(pageable(3, "h2d"), p, topo).op(2, 0).end.ms() == doctest::Approx(100.0));  // 18 / 3 each
-  CHECK(Sim(pageable(4, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));   // more GPUs than measured: each at its own 10
+  // More GPUs than measured: each keeps the last entry's share (18 / 3), never more than fewer got.
+  CHECK(Sim(pageable(4, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(100.0));
+  p.copies.pageable_h2d_aggregate = {Bandwidth::from_GBps(9), Bandwidth::from_GBps(16)};
+  CHECK(Sim(pageable(3, "h2d"), p, topo).op(2, 0).end.ms() == doctest::Approx(75.0));  // 16 / 2 each
+  p.copies.pageable_h2d_aggregate = {Bandwidth::from_GBps(9)};                         // one GPU measured: nothing shared
+  CHECK(Sim(pageable(3, "h2d"), p, topo).op(2, 0).end.ms() == doctest::Approx(60.0));  // each at its own 10
+  p.copies.pageable_h2d_aggregate = {Bandwidth::from_GBps(9), Bandwidth::from_GBps(16), Bandwidth::from_GBps(18)};
   // Pinned copies and the other direction are not held by it.
   CHECK(Sim(bridge_copies(4, "h2d"), p, topo).op(0, 0).end.ms() == doctest::Approx(15.0));
   CHECK(Sim(pageable(4, "d2h"), p, topo).op(0, 0).end.ms() == doctest::Approx(60.0));

@@ -388,10 +388,25 @@ TEST_CASE("leave one machine out: predicted_from read, found by folder, and a ma
   CHECK(self.rows == 0);
   CHECK(self.programs->first.median_pct == own.programs->first.median_pct);
   CHECK(self.programs->first.worst_pct == own.programs->first.worst_pct);
+  // One bench file leaves fields at their defaults that a shipped H200 measured: the borrowed
+  // calibration's warnings are those its own run prints.
+  // (Predicted, it may also warn of host tables short of the topology: host_limit_gap.)
+  CHECK(!own.family_gaps.empty());
+  std::vector<std::string> family_only;
+  for (const std::string& w : self.family_gaps)
+    if (w.find("warning: host limits") == std::string::npos) family_only.push_back(w);
+  CHECK(family_only == own.family_gaps);
   // From the 2xH200 box's own calibration (fitted from more than this one bench file): other figures, same runs.
   const reference::Figures from_box = reference::predict_from(m, reference::read_manifest(other));
   REQUIRE(from_box.programs);
   CHECK(from_box.programs->first.runs.size() == 3);
   CHECK(from_box.bench_files == reference::read_manifest(other).sources.size());
   CHECK(from_box.programs->first.median_pct != own.programs->first.median_pct);
+  // Its gaps are its own: against the other shipped H200 calibrations, never against itself.
+  REQUIRE(!from_box.family_gaps.empty());
+  for (const std::string& w : from_box.family_gaps) {
+    if (w.find("warning: host limits") != std::string::npos) continue;
+    CHECK(w.find("configs/calibrations/h200x2-nvlink.yaml") == std::string::npos);
+    CHECK((w.find("configs/calibrations/h200.yaml") != std::string::npos || w.find("configs/calibrations/h200x4-nvlink.yaml") != std::string::npos));
+  }
 }
