@@ -30,12 +30,10 @@ FlowId FlowModel::start(FlowSpec spec) {
   Flow& fl = flows_[id];
   // Every field reset in place (a reused slot keeps its buffers; building a
   // fresh Flow and assigning it cost a few % of a workload run).
-  fl.record.id = id;
-  fl.record.bytes = spec.bytes;
-  fl.record.start = engine_.now();
-  fl.record.first_byte = engine_.now() + spec.latency;
-  fl.record.end = Time::zero();
-  fl.record.bottleneck_time.clear();
+  fl.bytes = spec.bytes;
+  fl.start = engine_.now();
+  fl.first_byte = engine_.now() + spec.latency;
+  fl.bottleneck_time.clear();
   fl.remaining = spec.bytes;
   fl.rate = 0;
   fl.bottleneck = MaxMinSystem::kOwnBound;
@@ -66,13 +64,22 @@ void FlowModel::attach(FlowId id, FlowSpec spec) {
     var_to_flow_.resize(static_cast<size_t>(fl.var) + 1, -1);
   }
   var_to_flow_[fl.var] = id;
-  fl.on_done = spec.on_done;
+  fl.done_key = spec.on_done.key;
+  fl.done = done_index(spec.on_done);
   fl.running = true;
   ++active_;
 }
 
+uint32_t FlowModel::done_index(const FlowDone& d) {
+  if (d.fn == nullptr) return 0;
+  for (size_t i = done_fns_.size(); i-- > 1;)  // the latest first: a few entries
+    if (done_fns_[i].first == d.fn && done_fns_[i].second == d.ctx) return static_cast<uint32_t>(i);
+  done_fns_.emplace_back(d.fn, d.ctx);
+  return static_cast<uint32_t>(done_fns_.size() - 1);
+}
+
 void FlowModel::schedule_activation(FlowId id) {
-  const Time t = flows_[id].record.first_byte;
+  const Time t = flows_[id].first_byte;
   Open& o = open_activation_;
   if (o.batch < 0 || o.time != t || o.seq != engine_.next_seq()) {
     o.batch = new_batch(t, false);
@@ -89,7 +96,12 @@ void FlowModel::schedule_activation(FlowId id) {
 FlowState FlowModel::state(FlowId f) const {
   const Flow& fl = flows_[f];
   FlowState st;
-  st.record = fl.record;
+  st.record.id = f;
+  st.record.bytes = fl.bytes;
+  st.record.start = fl.start;
+  st.record.first_byte = fl.first_byte;
+  st.record.end = fl.running ? Time::zero() : fl.last_update;  // complete() settled it at its end
+  st.record.bottleneck_time = fl.bottleneck_time;
   st.remaining = fl.remaining;
   st.rate = fl.rate;
   st.bottleneck = fl.bottleneck;
@@ -104,9 +116,10 @@ FlowId FlowModel::resume(FlowSpec spec, const FlowState& st) {
   assert(st.active || st.record.first_byte >= engine_.now());
   const FlowId id = take_slot(free_ids_, flows_);
   Flow& fl = flows_[id];
-  fl.record = st.record;
-  fl.record.id = id;
-  fl.record.end = Time::zero();
+  fl.bytes = st.record.bytes;
+  fl.start = st.record.start;
+  fl.first_byte = st.record.first_byte;
+  fl.bottleneck_time = st.record.bottleneck_time;
   fl.remaining = st.remaining;
   fl.rate = st.active ? st.rate : 0;
   fl.bottleneck = st.bottleneck;
@@ -213,7 +226,7 @@ void FlowModel::settle(Flow& fl) {
     const double moved = std::min(fl.remaining, fl.rate * dt.s());
     fl.remaining -= moved;
     count_bytes(fl, moved);
-    auto& bt = fl.record.bottleneck_time;
+    auto& bt = fl.bottleneck_time;
     auto it = std::find_if(bt.begin(), bt.end(), [&](const auto& p) { return p.first == fl.bottleneck; });
     if (it == bt.end())
       bt.emplace_back(fl.bottleneck, dt);
@@ -276,7 +289,6 @@ void FlowModel::complete(FlowId f) {
   fl.remaining = 0;
   if (rate_observer && fl.rate > 0) rate_observer(f, fl.rate, 0.0);
   fl.rate = 0;
-  fl.record.end = engine_.now();
   var_to_flow_[fl.var] = -1;
   sys_.remove_variable(fl.var);
   if (fl.active) request_solve();
@@ -284,11 +296,22 @@ void FlowModel::complete(FlowId f) {
   fl.active = false;
   fl.running = false;
   --active_;
-  // The slot is freed after the callback, which reads the record in place
-  // (a flow it starts takes another slot); start() resets every field.
-  const FlowDone done = fl.on_done;
-  fl.on_done = {};
-  if (done.fn) done.fn(done.ctx, done.key, fl.record);
+  // The slot is freed after the callback (a flow it starts takes another
+  // slot); start() resets every field. The record lends the slot's
+  // bottleneck list and gives it back: a reused slot keeps its buffer.
+  const auto [fn, ctx] = done_fns_[fl.done];
+  fl.done = 0;
+  if (fn) {
+    FlowRecord rec;
+    rec.id = f;
+    rec.bytes = fl.bytes;
+    rec.start = fl.start;
+    rec.first_byte = fl.first_byte;
+    rec.end = engine_.now();
+    rec.bottleneck_time = std::move(fl.bottleneck_time);
+    fn(ctx, fl.done_key, rec);
+    flows_[f].bottleneck_time = std::move(rec.bottleneck_time);
+  }
   free_ids_.push_back(f);
 }
 

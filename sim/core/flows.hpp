@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine.hpp"
+#include "inline_vector.hpp"
 #include "maxmin.hpp"
 #include "slots.hpp"
 #include "units.hpp"
@@ -40,7 +41,7 @@ struct FlowRecord {
   /// (constraint, time it bottlenecked this flow); kOwnBound = the flow's cap.
   /// Room for one in place: most flows have one bottleneck all along (every
   /// flow of the 1,024-GPU all-to-all), and a run may hold a million.
-  boost::container::small_vector<std::pair<ConstraintId, Time>, 1> bottleneck_time;
+  InlineVector<std::pair<ConstraintId, Time>, 1> bottleneck_time;
   [[nodiscard]] Time duration() const { return end - start; }
   /// bytes / (end - start): what a user measuring the transfer would see.
   [[nodiscard]] Bandwidth achieved() const;
@@ -49,8 +50,8 @@ struct FlowRecord {
 };
 
 /// What a flow calls when it ends: fn(ctx, key, record), where a
-/// captureless lambda converts to fn. Plain data, three words where a
-/// std::function takes four and is moved per flow: a run may hold a million.
+/// captureless lambda converts to fn. Plain data: a run may hold a million
+/// flows, each keeping its key and an index into its model's few (fn, ctx).
 struct FlowDone {
   using Fn = void (*)(void* ctx, uint64_t key, const FlowRecord& record);
   Fn fn = nullptr;
@@ -120,12 +121,16 @@ class FlowModel {
  private:
   struct Flow {
     // What a running flow needs of its FlowSpec (bytes and latency go to
-    // the record at start; route, weight and cap to its solver
+    // its record's fields at start; route, weight and cap to its solver
     // variable, dormant until the first byte): a run may hold a million
-    // flows at once.
+    // flows at once. Its FlowRecord is built when it ends (id: its slot;
+    // end: the time then).
     // (Eight-byte fields first, then four, then one: no padding.)
-    FlowDone on_done;
-    FlowRecord record;
+    uint64_t done_key = 0;  // FlowDone::key
+    double bytes = 0;       // FlowRecord's
+    Time start;
+    Time first_byte;
+    decltype(FlowRecord::bottleneck_time) bottleneck_time;
     double remaining = 0;
     double rate = 0;
     Time last_update;
@@ -133,6 +138,7 @@ class FlowModel {
     ConstraintId bottleneck = MaxMinSystem::kOwnBound;
     int completion_batch = -1;     // the batch holding this flow's completion, if scheduled
     uint32_t completion_slot = 0;  // its entry there
+    uint32_t done = 0;             // FlowDone's fn and ctx: their entry in done_fns_ (0: none)
     bool running = false;
     bool active = false;   // past its first byte: its variable takes part in solves
     bool resumed = false;  // resume()d and not solved since (see solve_now)
@@ -166,6 +172,10 @@ class FlowModel {
   MaxMinSystem& sys_;
   BlockVector<Flow> flows_;  // stable addresses; no relocation as it grows
   std::vector<FlowId> free_ids_;
+  // The distinct (fn, ctx) of flows' FlowDone, entry 0 none: a flow keeps
+  // an index here, not two words (its owners are a few components).
+  std::vector<std::pair<FlowDone::Fn, void*>> done_fns_{{nullptr, nullptr}};
+  uint32_t done_index(const FlowDone& d);
   std::vector<FlowId> var_to_flow_;
   std::vector<double> constraint_bytes_;
   std::vector<Batch> batches_;

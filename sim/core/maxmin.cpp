@@ -62,8 +62,16 @@ void MaxMinSystem::join_users(VariableId v, uint32_t i) {
   // Room for every variable that holds it, dormant ones about to join
   // included (an all-to-all's thousand flows over one link): it grows once.
   if (k.users.size() == k.users.capacity()) k.users.reserve(std::max<size_t>(k.holders, 2 * k.users.capacity()));
-  k.users.push_back(UserRef{v, i});
+  k.users.push_back(v);
   mark_dirty(e.c);
+}
+
+// A variable holds a constraint once (expand() adds up repeats).
+const MaxMinSystem::Elem& MaxMinSystem::elem_of(VariableId v, ConstraintId c) const {
+  for (const Elem& e : vars_[v].elems)
+    if (e.c == c) return e;
+  assert(false && "the variable does not use the constraint");
+  __builtin_unreachable();
 }
 
 void MaxMinSystem::reserve_variables(size_t more) {
@@ -118,8 +126,7 @@ void MaxMinSystem::remove_variable(VariableId v) {
     const uint32_t last = static_cast<uint32_t>(k.users.size() - 1);
     if (e.pos != last) {
       k.users[e.pos] = k.users[last];
-      const UserRef moved = k.users[e.pos];
-      vars_[moved.v].elems[moved.elem].pos = e.pos;
+      elem_of(k.users[e.pos], e.c).pos = e.pos;
     }
     k.users.pop_back();
     mark_dirty(e.c);
@@ -133,7 +140,7 @@ void MaxMinSystem::remove_variable(VariableId v) {
 
 double MaxMinSystem::usage(ConstraintId c) const {
   double u = 0;
-  for (const UserRef& r : cons_[c].users) u += vars_[r.v].elems[r.elem].coeff * vars_[r.v].rate;
+  for (const VariableId v : cons_[c].users) u += elem_of(v, c).coeff * vars_[v].rate;
   return u;
 }
 
@@ -145,7 +152,7 @@ std::vector<MaxMinSystem::Use> MaxMinSystem::uses(VariableId v) const {
 
 std::vector<VariableId> MaxMinSystem::users(ConstraintId c) const {
   std::vector<VariableId> out;
-  for (const UserRef& r : cons_[c].users) out.push_back(r.v);
+  out.assign(cons_[c].users.begin(), cons_[c].users.end());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -166,11 +173,11 @@ const std::vector<VariableId>& MaxMinSystem::solve() {
     for (size_t qi = 0; qi < queue_.size(); ++qi) {
       const ConstraintId c = queue_[qi];
       comp_cons_.push_back(c);
-      for (const UserRef& r : cons_[c].users) {
-        Var& x = vars_[r.v];
+      for (const VariableId v : cons_[c].users) {
+        Var& x = vars_[v];
         if (x.mark == epoch_) continue;
         x.mark = epoch_;
-        comp_vars_.push_back(r.v);
+        comp_vars_.push_back(v);
         for (const Elem& e : x.elems) {
           if (cons_[e.c].mark != epoch_) {
             cons_[e.c].mark = epoch_;
@@ -434,8 +441,8 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars, const st
     // because fix() edits the counters we iterate by.
     std::vector<VariableId>& to_fix = to_fix_;
     to_fix.clear();
-    for (const UserRef& r : cons_[c].users)
-      if (!vars_[r.v].fixed) to_fix.push_back(r.v);
+    for (const VariableId v : cons_[c].users)
+      if (!vars_[v].fixed) to_fix.push_back(v);
     for (VariableId v : to_fix) {
       fix(v, std::min(vars_[v].bound, vars_[v].weight * level), c);
       --unfixed;

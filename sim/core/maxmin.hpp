@@ -43,10 +43,10 @@
 #include <cstdint>
 #include <limits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include <boost/container/small_vector.hpp>
-
+#include "inline_vector.hpp"
 #include "slots.hpp"
 
 namespace osim {
@@ -144,22 +144,18 @@ class MaxMinSystem {
     double weight = 1.0;
     double bound = kUnbounded;
     double rate = 0.0;
-    uint64_t mark = 0;                              // scratch: BFS epoch
-    boost::container::small_vector<Elem, 6> elems;  // routes cross a few resources: no allocation
+    uint64_t mark = 0;            // scratch: BFS epoch
+    InlineVector<Elem, 6> elems;  // routes cross a few resources: no allocation
     ConstraintId bottleneck = kOwnBound;
     bool alive = false;
     bool dormant = false;  // not in its constraints' users yet (Elem::pos unset)
     bool dirty = false;
     bool fixed = false;  // scratch
   };
-  struct UserRef {
-    VariableId v;
-    uint32_t elem;  // index in vars_[v].elems
-  };
   // What a solve reads of a constraint first, in one cache line: a
   // component's constraints lie scattered over the whole system.
   struct alignas(64) Cons {
-    std::vector<UserRef> users;
+    std::vector<VariableId> users;  // each one's Elem for this constraint is found by its id (a few to scan)
     uint64_t mark = 0;
     double capacity = 0;
     // scratch for one solve
@@ -176,6 +172,8 @@ class MaxMinSystem {
   void mark_dirty(ConstraintId c);
   void mark_dirty_var(VariableId v);
   void join_users(VariableId v, uint32_t i);
+  [[nodiscard]] const Elem& elem_of(VariableId v, ConstraintId c) const;
+  Elem& elem_of(VariableId v, ConstraintId c) { return const_cast<Elem&>(std::as_const(*this).elem_of(v, c)); }
   void solve_component(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons);
   void fix(VariableId v, double r, ConstraintId why);
   void flush_touched(double level, bool scan);

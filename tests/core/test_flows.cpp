@@ -161,3 +161,51 @@ TEST_CASE("room reserved for flows about to start changes none of their times") 
   REQUIRE(plain.size() == 3000);
   CHECK(plain == reserved);
 }
+
+TEST_CASE("flows of several owners on one model each call their own owner, with their own key") {
+  // Two owners of different callbacks and a third sharing the first's
+  // callback but not its context, interleaved, and a flow with no callback:
+  // 1 GB flows on their own 10 GB/s links, flow i starting at i µs, so
+  // they end in start order, each 100 ms after its start.
+  struct Owner {
+    std::vector<std::pair<uint64_t, int64_t>> got;  // (key, end in ps)
+  } a, b, c;
+  const FlowDone::Fn log = [](void* self, uint64_t k, const FlowRecord& rec) { static_cast<Owner*>(self)->got.emplace_back(k, rec.end.ps()); };
+  const FlowDone::Fn log_twice = [](void* self, uint64_t k, const FlowRecord& rec) {
+    static_cast<Owner*>(self)->got.emplace_back(2 * k, rec.end.ps());
+  };
+  Rig r;
+  const FlowDone dones[] = {{log, &a, 10}, {log_twice, &b, 20}, {log, &c, 30}, {}, {log_twice, &b, 21}, {log, &a, 11}, {log, &c, 31}};
+  for (size_t i = 0; i < std::size(dones); ++i) {
+    FlowSpec f = r.spec({{r.sys.add_constraint(10e9)}}, 1e9, Time::from_us(static_cast<double>(i)));
+    f.on_done = dones[i];
+    r.flows.start(std::move(f));
+  }
+  r.engine.run();
+  const auto end = [](int i) { return (Time::from_us(i) + Time::from_ms(100)).ps(); };
+  CHECK(a.got == std::vector<std::pair<uint64_t, int64_t>>{{10, end(0)}, {11, end(5)}});
+  CHECK(b.got == std::vector<std::pair<uint64_t, int64_t>>{{40, end(1)}, {42, end(4)}});
+  CHECK(c.got == std::vector<std::pair<uint64_t, int64_t>>{{30, end(2)}, {31, end(6)}});
+  CHECK(r.done.empty());
+}
+
+TEST_CASE("a flow bound by its cap, then by a link, keeps both times in its record") {
+  // 10 GB/s link, a 1 GB flow capped at 8 GB/s: 50 ms at the cap moves
+  // 0.4 GB; a second 10 GB flow joins: 5 GB/s each, the link binds; the
+  // rest, 0.6 GB, takes 120 ms.
+  Rig r;
+  const ConstraintId link = r.sys.add_constraint(10e9);
+  FlowSpec f = r.spec({{link}}, 1e9);
+  f.rate_cap = 8e9;
+  r.flows.start(std::move(f));
+  r.engine.at(Time::from_ms(50), [&] { r.flows.start(r.spec({{link}}, 10e9)); });
+  r.engine.run();
+  REQUIRE(r.done.size() == 2);
+  const FlowRecord& rec = r.done[0];
+  REQUIRE(rec.bottleneck_time.size() == 2);
+  CHECK(rec.bottleneck_time[0].first == MaxMinSystem::kOwnBound);
+  CHECK(rec.bottleneck_time[0].second == Time::from_ms(50));
+  CHECK(rec.bottleneck_time[1].first == link);
+  CHECK(rec.bottleneck_time[1].second.ps() == doctest::Approx(Time::from_ms(120).ps()).epsilon(1e-9));
+  CHECK(rec.main_bottleneck() == link);
+}

@@ -197,6 +197,47 @@ TEST_CASE("incremental solve touches only the changed component") {
   CHECK(s.rate(va2) == doctest::Approx(10));
 }
 
+TEST_CASE("a variable crossing more constraints than fit in place; removals keep the others' places") {
+  // Nine links of 9, 10, ..., 17: a long variable `v` crosses them all
+  // (more than the six uses held in place), link 8 twice; short ones
+  // u0..u8 each cross one. v binds on link 0 at 9 / 2 and each u takes its
+  // link's rest. Removing u's in a scrambled order moves v within the
+  // links' user lists; its rate follows the least share left.
+  MaxMinSystem s;
+  std::vector<ConstraintId> links;
+  for (int i = 0; i < 9; ++i) links.push_back(s.add_constraint(9.0 + i));
+  std::vector<VariableId> us;
+  for (int i = 0; i < 9; ++i) {
+    us.push_back(s.add_variable());
+    s.expand(links[i], us.back());
+  }
+  const VariableId v = s.add_variable();
+  for (const ConstraintId c : links) s.expand(c, v, 1.0);
+  s.expand(links[8], v, 1.0);  // repeated: coefficient 2 on link 8
+  REQUIRE(s.uses(v).size() == 9);
+  CHECK(s.uses(v)[8].coefficient == 2.0);
+  s.solve();
+  CHECK(s.rate(v) == doctest::Approx(4.5));
+  CHECK(s.bottleneck(v) == links[0]);
+  for (int i = 0; i < 8; ++i) CHECK(s.rate(us[i]) == doctest::Approx(9.0 + i - 4.5));
+  CHECK(s.rate(us[8]) == doctest::Approx(17.0 - 2 * 4.5));
+  CHECK(s.usage(links[8]) == doctest::Approx(17.0));
+  for (const int i : {0, 5, 2, 8, 1}) s.remove_variable(us[i]);
+  s.solve();
+  // Left: u3, u4, u6, u7. Shares for v: 12 / 2 on link 3, the least (then 13 / 2, 15 / 2, 16 / 2, 17 / 2).
+  CHECK(s.rate(v) == doctest::Approx(6.0));
+  CHECK(s.bottleneck(v) == links[3]);
+  for (const ConstraintId c : links) CHECK(s.users(c).size() == (c == links[3] || c == links[4] || c == links[6] || c == links[7] ? 2u : 1u));
+  for (const int i : {3, 4, 6, 7}) s.remove_variable(us[i]);
+  s.solve();
+  CHECK(s.rate(v) == doctest::Approx(8.5));
+  CHECK(s.bottleneck(v) == links[8]);
+  CHECK(s.usage(links[8]) == doctest::Approx(17.0));
+  s.remove_variable(v);
+  s.solve();
+  for (const ConstraintId c : links) CHECK(s.users(c).empty());
+}
+
 TEST_CASE("randomised: the solver matches the reference and the definition") {
   std::mt19937_64 rng(12345);
   for (int trial = 0; trial < 300; ++trial) {
