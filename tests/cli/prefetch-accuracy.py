@@ -139,7 +139,7 @@ def recorded(osim, work, machine, M, tdir, topo, cal):
         profiled = result["profiled_s"] * 1e3
         host = "pageable" if name.endswith("pageable") else "pinned"
         sched = os.path.join(work, f"{machine}-{tdir}-{name}-recorded.yaml")
-        imp = subprocess.run([osim, "import-trace", t, "-t", topo, "-o", sched, "--force"], capture_output=True, text=True)
+        imp = subprocess.run([osim, "import-trace", t, "-t", topo, "-o", sched, "--force", "--calls-at-cost"], capture_output=True, text=True)
         if imp.returncode != 0:
             raise SystemExit(f"import-trace {t}: exit {imp.returncode}\n{imp.stderr}")
         sim = step_ms(simulate([osim, "run", sched, "--calibration", cal]))
@@ -256,7 +256,7 @@ def main():
                         out = os.path.join(work, f"{machine}-{tdir}-{name}-recorded-all.yaml")
                         if out not in IMPORTED:
                             IMPORTED.add(out)
-                            cmd = [osim, "import-trace", *files, "-t", topo, "-o", out, "--force"] + (["--steps", steps] if steps else [])
+                            cmd = [osim, "import-trace", *files, "-t", topo, "-o", out, "--force", "--calls-at-cost"] + (["--steps", steps] if steps else [])
                             imp = subprocess.run(cmd, capture_output=True, text=True)
                             if imp.returncode != 0:
                                 raise SystemExit(f"{' '.join(cmd)}: exit {imp.returncode}\n{imp.stderr}")
