@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "calibrations/measured_defaults.hpp"
 #include "cli/common.hpp"
 #include "core/units.hpp"
 #include "hw/topology.hpp"
@@ -22,6 +23,7 @@ struct ImportCliOptions {
   std::vector<std::string> traces;
   std::string out, topology, steps, name;
   bool symmetric_ranks = false;
+  bool calls_as_measured = false;
   bool force = false;
   int prefetch = -1;  // -1: the program as measured
   int prefetch_cycle = 0;
@@ -77,6 +79,13 @@ int import_command(const ImportCliOptions& o) {
   io.steps = o.steps;
   io.symmetric_ranks = o.symmetric_ranks;
   io.name = o.name;
+  io.call_times = o.calls_as_measured;
+  // The costs a run without a calibration charges the kinds of call the
+  // trace has too few of: the measured defaults of the topology's GPUs, else
+  // the model's own.
+  const OverheadParams model =
+      o.topology.empty() ? OverheadParams{} : base_params("", hw::Topology(hw::parse_topology_file(o.topology))).params.overheads;
+  io.model_costs = {model.kernel_launch, model.memcpy_call, model.event_call, model.sync_call, model.collective_call, model.wait_return};
   kineto::ImportedTrace t = kineto::import_traces(o.traces, io);
   const std::string gpu_line = check_gpus(t.gpus, o.topology);
   kineto::ReplanSummary replanned;
@@ -111,6 +120,9 @@ Command add_import_trace(CLI::App& app) {
   c->add_flag("--symmetric-ranks", o->symmetric_ranks,
               "one rank's trace of a multi-rank job: replay it as every rank of the job (peers assumed symmetric), its collectives "
               "simulated instead of keeping their measured time");
+  c->add_flag("--calls-as-measured", o->calls_as_measured,
+              "each call keeps its own measured host time against its kind's cost (the profiled timeline reproduced; default: every "
+              "call at its kind's cost, to predict the program run without the profiler)");
   c->add_option("--prefetch", o->prefetch,
                 "re-plan the layer-weight prefetch the program holds: copy each block's weights N blocks ahead (0: a blocking copy before "
                 "each block); writes the schedule alone (-o FILE.yaml)")

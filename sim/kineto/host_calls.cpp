@@ -23,11 +23,26 @@ void HostCallSamples::wait(Wait k, int64_t called, int64_t work_end, int64_t ret
   if (work_end > called && returned >= work_end) waits_[k].push_back(returned - work_end);
 }
 
+std::array<std::vector<int64_t>, 6> HostCallSamples::all() const {
+  auto costs = costs_;
+  for (const auto& w : waits_) costs[WaitReturn].insert(costs[WaitReturn].end(), w.begin(), w.end());
+  return costs;
+}
+
+std::array<int64_t, 6> HostCallSamples::replay_costs_ns(const RuntimeSettings::HostCalls& model) const {
+  const auto costs = all();
+  std::array<int64_t, 6> out{};
+  for (size_t k = 0; k < out.size(); ++k) {
+    const auto& own = model.*RuntimeSettings::HostCalls::kFields[k].second;
+    out[k] = costs[k].size() >= kMinCostCalls ? median(costs[k]).ps() / 1000 : own ? own->ps() / 1000 : -1;
+  }
+  return out;
+}
+
 void HostCallSamples::write(RuntimeSettings::HostCalls& to, ImportSummary& sum) const {
   using H = RuntimeSettings::HostCalls;
   static_assert(std::tuple_size_v<decltype(H::kFields)> == std::tuple_size_v<decltype(costs_)>);
-  auto costs = costs_;
-  for (const auto& w : waits_) costs[WaitReturn].insert(costs[WaitReturn].end(), w.begin(), w.end());
+  const auto costs = all();
   std::string taken, too_few;
   for (size_t k = 0; k < costs.size(); ++k) {
     if (costs[k].empty()) continue;

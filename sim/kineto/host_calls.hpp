@@ -41,8 +41,16 @@ class HostCallSamples {
   /// The medians of the kinds measured by kMinCostCalls calls or more into
   /// `to`; the summary's lines of those and of the others.
   void write(RuntimeSettings::HostCalls& to, ImportSummary& sum) const;
+  /// What the replay charges a call of each kind (ns; wait_return: a
+  /// blocking call's return after its work) where it runs without a
+  /// calibration: the median write() takes, else `model`'s (the model's own
+  /// cost), else -1 (not known: its calls keep no difference).
+  std::array<int64_t, 6> replay_costs_ns(const RuntimeSettings::HostCalls& model) const;
 
  private:
+  // Every cost's samples, the waits' returns of every kind as WaitReturn's.
+  std::array<std::vector<int64_t>, 6> all() const;
+
   std::array<std::vector<int64_t>, 6> costs_;
   std::array<std::vector<int64_t>, 4> waits_;
 };

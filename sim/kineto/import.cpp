@@ -36,6 +36,13 @@ int copy_engine_of(const Activity& a) {
                                                : -1;
 }
 
+// A copy call the replay's host waits for (Host::effect): a blocking one, or
+// a pageable one between host and device (staged through a pinned buffer).
+bool host_waits_for_copy(const Call& c) {
+  const std::string& n = c.gpu->name;
+  return c.name.find("Async") == std::string::npos || (n.find("Pageable") != std::string::npos && n.find("DtoD") == std::string::npos);
+}
+
 // A call that does not wait for the GPU (a launch, an event call) and ran
 // this long with nothing left on the GPU did the driver's first-use work
 // (lazy module loading, cuDNN's first call): host time the model's cost of
@@ -64,12 +71,22 @@ struct OpTimes {
 // Builds the schedule from every rank's trace, and the measured run beside it.
 class Importer {
  public:
-  Importer(std::vector<const RankTrace*> ranks, const std::string& name, ImportSummary& sum)
+  // `measured`: the call costs a first pass took from the same traces; each
+  // call's host time over its kind's cost is then kept (keep_over_cost).
+  Importer(std::vector<const RankTrace*> ranks, const std::string& name, ImportSummary& sum, const HostCallSamples* measured = nullptr,
+           const RuntimeSettings::HostCalls& model = {})
       : t_(std::move(ranks)), n_(static_cast<int>(t_.size())), b_(name, n_), sum_(sum), times_(t_.size()), end_(t_.size(), 0) {
+    if (measured) cost_ = measured->replay_costs_ns(model);
     choose_compute_stream();
     plan_collectives();
     t0_ = std::numeric_limits<int64_t>::max();
     for (const RankTrace* t : t_) t0_ = std::min(t0_, t->calls.front().ts);
+  }
+
+  // The first pass: what the traces measured of each kind of call.
+  HostCallSamples samples() {
+    for (int r = 0; r < n_; ++r) import_rank(r);
+    return calls_;
   }
 
   ImportedTrace run() {
@@ -213,9 +230,15 @@ class Importer {
     ++sum_.ops[what];
   }
   // The host's own time up to `when`, as host work.
+  // A call that took less than its replay's cost ended late there by the
+  // difference (owed_): that much less of it, the host reaches `when` on time.
   void host_until(int64_t when) {
-    if (when > cursor_) emit(ops::host_work(Time::from_ps((when - cursor_) * 1000)), {cursor_, when, cursor_, when}, "host_work");
-    cursor_ = std::max(cursor_, when);
+    if (when <= cursor_) return;
+    const int64_t taken = std::min(owed_, when - cursor_);
+    owed_ -= taken;
+    sum_.under_cost_ns += taken;
+    if (cursor_ + taken < when) emit(ops::host_work(Time::from_ps((when - cursor_ - taken) * 1000)), {cursor_ + taken, when, cursor_ + taken, when}, "host_work");
+    cursor_ = when;
   }
   // A marker on the compute stream, which reaches it after the work before it.
   void marker(int64_t when, std::string label, const char* what) {
@@ -250,6 +273,7 @@ class Importer {
       record_at[rec.call] = &rec;
     }
     cursor_ = t.calls.front().ts;
+    owed_ = 0;
     compute_end_ = 0;
     stream_end_.clear();
     // Step markers go before the first call at or after their range's start;
@@ -277,8 +301,12 @@ class Importer {
         host_until(c.ts + first_use);
         ++sum_.long_calls;
         sum_.long_call_ns += first_use;
+      } else if (const int64_t over = measure_call(c, k); over > 0) {
+        host_until(c.ts + over);
+        ++sum_.over_cost_calls;
+        sum_.over_cost_ns += over;
       } else {
-        measure_call(c, k);
+        owed_ -= over;
       }
       cursor_ = std::max(cursor_, c.end);
       if (c.gpu && c.gpu->stream == compute_id_) compute_end_ = std::max(compute_end_, c.gpu->end);
@@ -312,7 +340,7 @@ class Importer {
             op.kind = OpKind::EventSync;
             op.event = rec.index;
             emit(std::move(op), host, "event_sync");
-            if (rec.covered_end != kNone) calls_.wait(HostCallSamples::EventSyncWait, c.ts, rec.covered_end, c.end);
+            if (rec.covered_end != kNone) wake(HostCallSamples::EventSyncWait, c.ts, rec.covered_end, c.end);
           }
           break;
         }
@@ -322,22 +350,22 @@ class Importer {
             if (const int on = synchronized_stream(c.end); on >= 0) {
               ++syncs_stream_;
               emit(ops::stream_sync(stream(on)), host, "stream_sync");
-              calls_.wait(HostCallSamples::StreamSyncWait, c.ts, stream_end_[on], c.end);
+              wake(HostCallSamples::StreamSyncWait, c.ts, stream_end_[on], c.end);
             } else {
               ++syncs_device_;
               emit(ops::device_sync(), host, "device_sync");
-              calls_.wait(HostCallSamples::StreamSyncWait, c.ts, gpu_end(), c.end);
+              wake(HostCallSamples::StreamSyncWait, c.ts, gpu_end(), c.end);
             }
           } else {
             emit(ops::stream_sync(stream(static_cast<int>(s))), host, "stream_sync");
             if (const auto e = stream_end_.find(static_cast<int>(s)); e != stream_end_.end())
-              calls_.wait(HostCallSamples::StreamSyncWait, c.ts, e->second, c.end);
+              wake(HostCallSamples::StreamSyncWait, c.ts, e->second, c.end);
           }
           break;
         }
         case CallKind::DeviceSync:
           emit(ops::device_sync(), host, "device_sync");
-          calls_.wait(HostCallSamples::DeviceSyncWait, c.ts, gpu_end(), c.end);
+          wake(HostCallSamples::DeviceSyncWait, c.ts, gpu_end(), c.end);
           break;
         case CallKind::HostOnly: break;
       }
@@ -349,37 +377,64 @@ class Importer {
   // a launch or event call's duration; a copy or synchronize only where it
   // had nothing to wait for (every stream's work done as it was called), its
   // time until the copy started or its whole duration. Calls that waited hold
-  // their wait, which the replay models.
-  void measure_call(const Call& c, CallKind k) {
+  // their wait, which the replay models. Returns, in the second pass, the
+  // time over its kind's cost (keep_over_cost) of a call that did not wait.
+  int64_t measure_call(const Call& c, CallKind k) {
     const bool idle = gpu_end() <= c.ts;
     const int64_t d = c.end - c.ts;
+    const auto take = [&](HostCallSamples::Cost kind, int64_t ns) {
+      calls_.cost(kind, ns);
+      return keep_over_cost(kind, ns);
+    };
     switch (k) {
       case CallKind::Kernel:
         if (c.gpu && is_nccl(*c.gpu)) {
           std::string why;
-          if (const auto ci = collective_of(*c.gpu, &why); ci && local(ci->ranks) && groups_.count(*local(ci->ranks))) {
-            calls_.cost(HostCallSamples::Collective, d);
-            break;
-          }
+          if (const auto ci = collective_of(*c.gpu, &why); ci && local(ci->ranks) && groups_.count(*local(ci->ranks)))
+            return take(HostCallSamples::Collective, d);
         }
-        calls_.cost(HostCallSamples::Launch, d);
-        break;
-      case CallKind::Memset: calls_.cost(HostCallSamples::Launch, d); break;
+        return take(HostCallSamples::Launch, d);
+      case CallKind::Memset: return take(HostCallSamples::Launch, d);
       case CallKind::Record:
-      case CallKind::Wait: calls_.cost(HostCallSamples::Event, d); break;
+      case CallKind::Wait: return take(HostCallSamples::Event, d);
       case CallKind::Memcpy:
-        if (!c.gpu || c.end <= c.gpu->end)
-          calls_.cost(HostCallSamples::Copy, d);  // returned before its copy ended: it did not wait
-        else if (idle)
-          calls_.cost(HostCallSamples::Copy, std::clamp<int64_t>(c.gpu->start - c.ts, 0, d));
-        break;
+        // Returned before its copy ended: it did not wait. Kept only where
+        // the replay's host does not wait for the copy either (a pageable
+        // copy's staging is the replay's copy's, not the call's).
+        if (!c.gpu || c.end <= c.gpu->end) {
+          const int64_t over = take(HostCallSamples::Copy, d);
+          return c.gpu && host_waits_for_copy(c) ? 0 : over;
+        }
+        if (idle) calls_.cost(HostCallSamples::Copy, std::clamp<int64_t>(c.gpu->start - c.ts, 0, d));
+        return 0;
       case CallKind::StreamSync:
       case CallKind::DeviceSync:
-      case CallKind::EventSync:
-        if (idle) calls_.cost(HostCallSamples::Sync, d);
-        break;
+      case CallKind::EventSync: return idle ? take(HostCallSamples::Sync, d) : 0;
       case CallKind::HostOnly: break;
     }
+    return 0;
+  }
+
+  // A call's host time over what the replay charges its kind (the trace's
+  // median, else the model's cost): host work the trace measured at that
+  // call (the first call after a long host op, a slow record), which the
+  // replay keeps before it, as it keeps the host's time between calls;
+  // negative where the call took less, which the host's time after it gives
+  // back (host_until). 0 in the first pass, which takes the medians.
+  int64_t keep_over_cost(HostCallSamples::Cost k, int64_t ns) const { return cost_ && (*cost_)[k] >= 0 ? ns - (*cost_)[k] : 0; }
+
+  // A blocking call that waited for GPU work ending at `work_end`: its return
+  // after that work, sampled for wait_return; in the second pass, its return
+  // over what the replay charges (wait_return) kept as host work after it.
+  void wake(HostCallSamples::Wait k, int64_t called, int64_t work_end, int64_t returned) {
+    calls_.wait(k, called, work_end, returned);
+    if (work_end > called) owed_ = 0;  // the host waited: the replay's, late or not, waits with it
+    if (!cost_ || (*cost_)[HostCallSamples::WaitReturn] < 0 || work_end <= called || returned < work_end) return;
+    const int64_t over = returned - work_end - (*cost_)[HostCallSamples::WaitReturn];
+    if (over <= 0) return;
+    emit(ops::host_work(Time::from_ps(over * 1000)), {returned - over, returned, returned - over, returned}, "host_work");
+    ++sum_.late_returns;
+    sum_.late_return_ns += over;
   }
 
   // When the work put on every stream so far ends (0: none).
@@ -491,7 +546,7 @@ class Importer {
               : mem == HostMem::Pageable ? " pageable"
                                          : " pinned"));
     // A copy the replay's host waits for (Host::effect): its return after it.
-    if (!async || (mem == HostMem::Pageable && kind != CopyKind::D2D)) calls_.wait(HostCallSamples::CopyWait, c.ts, a.end, c.end);
+    if (host_waits_for_copy(c)) wake(HostCallSamples::CopyWait, c.ts, a.end, c.end);
   }
 
   // The trace's timeline as a run of the built schedule.
@@ -534,6 +589,7 @@ class Importer {
   int r_ = 0;
   int64_t cursor_ = 0;                           // where its host is: the end of the last call that became an op
   int64_t compute_end_ = 0;                      // GPU end of the work put on its compute stream so far
+  int64_t owed_ = 0;                             // how much later than the trace its host is at calls that took less than their cost
   std::map<int, int64_t> stream_end_;            // per stream, GPU end of the work put on it so far
   int64_t syncs_device_ = 0, syncs_stream_ = 0;  // stream synchronizes without a cuda_sync event, as they became
   std::unordered_map<int64_t, int> kernels_of_op_;
@@ -562,6 +618,7 @@ class Importer {
     }
     sum_.copy_rates = text;
   }
+  std::optional<std::array<int64_t, 6>> cost_;  // the second pass: what the replay charges each kind of call (ns)
 };
 
 // The step ranges: those of the first pattern the first trace has ranges
@@ -663,6 +720,12 @@ std::string ImportSummary::text() const {
   if (!wait_returns.empty())
     out += fmt::format("waits' returns (the host back after the GPU work it waited for ended; wait_return: their median, of every kind): {}\n",
                        wait_returns);
+  if (over_cost_calls || late_returns)
+    out += fmt::format("host time over the replay's cost of its call (a run without --calibration charges the costs above, else the model's), "
+                       "kept as host work: {} calls before them, {:.1f} us; {} waits' returns after them, {:.1f} us; calls under their cost: {:.1f} us "
+                       "taken from the host's time after them\n",
+                       over_cost_calls, static_cast<double>(over_cost_ns) * 1e-3, late_returns, static_cast<double>(late_return_ns) * 1e-3,
+                       static_cast<double>(under_cost_ns) * 1e-3);
   if (other_threads) out += fmt::format("calls from other host threads merged in time order: {}\n", other_threads);
   if (long_calls)
     out += fmt::format("launches and event calls of over 1 ms with the GPU idle (first-use work: lazy module loading, cuDNN's first call): {}, "
@@ -758,7 +821,11 @@ ImportedTrace import_traces(const std::vector<std::string>& paths, const ImportO
          {std::regex("\\.gz$"), std::regex("\\.json$"), std::regex("\\.pt\\.trace$|\\.trace$"), std::regex("\\.rank\\d+$")})
       name = std::regex_replace(name, suffix, "");
   }
-  ImportedTrace out = Importer(ranks, name, sum).run();
+  // Two passes (options.call_times): the first takes each kind of call's
+  // cost; the second keeps each call's host time against it.
+  ImportSummary first = sum;
+  const HostCallSamples measured = options.call_times ? Importer(ranks, name, first).samples() : HostCallSamples{};
+  ImportedTrace out = Importer(ranks, name, sum, options.call_times ? &measured : nullptr, options.model_costs).run();
   for (const RankTrace* t : ranks) out.gpus.push_back({t->file, t->gpu_name, t->gpu_sms, t->gpu_memory});
   if (sum.inferred_timed + sum.inferred_untimed > 0 && sum.waits_recorded == 0)
     sum.notes.push_back(

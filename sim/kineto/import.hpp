@@ -37,6 +37,20 @@ struct ImportOptions {
   /// distributedInfo's world size), each the same program: its collectives
   /// over the whole job are simulated with peers assumed symmetric.
   bool symmetric_ranks = false;
+  /// Each call's measured host time kept: a call that did not wait and took
+  /// longer than its kind's cost (the trace's median, else the model's) has
+  /// the difference as host work before it, one that took less gives it back
+  /// from the host's time after it, and a wait's return over wait_return is
+  /// host work after it (import-trace --calls-as-measured: the profiled
+  /// timeline reproduced). false, the default: every call at its kind's cost,
+  /// to predict the program without the profiler (the profiler's calls are
+  /// not the program's: on the reference machines the measured call times
+  /// moved the predictions away from the unprofiled runs).
+  bool call_times = false;
+  /// What a run charges a kind of call the trace has too few of to take its
+  /// cost (the model's own, OverheadParams; the caller gives them, for the
+  /// importer does not link the GPU model). A kind unset keeps no difference.
+  RuntimeSettings::HostCalls model_costs;
 };
 
 /// What became of the trace's events: nothing is dropped without a count.
@@ -54,6 +68,11 @@ struct ImportSummary {
   int64_t other_threads = 0;                    // calls from other host threads that put work on the GPU (merged in time order)
   int64_t long_calls = 0;                       // launches and event calls that took over kLongCallNs with the GPU idle: host work
   int64_t long_call_ns = 0;                     // ... the time they kept as host work
+  int64_t over_cost_calls = 0;                  // calls that did not wait, of host time over their kind's cost: kept as host work
+  int64_t over_cost_ns = 0;                     // ... the time kept
+  int64_t late_returns = 0;                     // waits that returned later after their work than wait_return: kept as host work
+  int64_t late_return_ns = 0;                   // ... the time kept
+  int64_t under_cost_ns = 0;                    // host time between calls taken for calls that took less than their kind's cost
   int64_t steps = 0;
   std::string host_calls;          // the medians written as settings.host_calls, each with its count of calls
   std::string host_calls_too_few;  // ... and those of kinds with too few calls to be written (kMinCostCalls)

@@ -35,6 +35,13 @@ kineto::ImportOptions steps_matching(const std::string& re) {
   return o;
 }
 
+// Every call at its kind's cost: the ops as the trace orders them, without
+// the host work of each call's own time (its own test case below).
+kineto::ImportOptions at_cost(kineto::ImportOptions io = {}) {
+  io.call_times = false;
+  return io;
+}
+
 const Op& op_at(const kineto::ImportedTrace& t, int rank, size_t i) { return (*t.schedule.programs[static_cast<size_t>(rank)].ops)[i]; }
 
 }  // namespace
@@ -58,7 +65,7 @@ TEST_CASE("a one-GPU trace: copy, record, binding wait, GEMM and memory kernels,
   const int64_t s = b.call("cudaStreamSynchronize", 50, 140);
   b.sync("Stream Sync", s, 7);
   b.events.push_back({{"ph", "X"}, {"cat", "mystery"}, {"name", "x"}, {"ts", 1.0}, {"dur", 1.0}});
-  const kineto::ImportedTrace t = kineto::import_traces({b.write("one.json")}, steps_matching("^step \\d+$"));
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("one.json")}, at_cost(steps_matching("^step \\d+$")));
   const Schedule& sc = t.schedule;
   REQUIRE(sc.ranks() == 1);
   CHECK(sc.name == "osim-kineto-one");
@@ -156,14 +163,14 @@ TEST_CASE("NCCL kernels of every rank's trace become collectives, of one rank's 
   };
   // Given out of order: ranks come from distributedInfo.
   const std::string r1 = rank_trace(1, 2).write("r1.json"), r0 = rank_trace(0, 2).write("r0.json");
-  const kineto::ImportedTrace t = kineto::import_traces({r1, r0});
+  const kineto::ImportedTrace t = kineto::import_traces({r1, r0}, at_cost());
   REQUIRE(t.schedule.ranks() == 2);
   const Op& a2a = op_at(t, 0, 0);
   CHECK(a2a.kind == OpKind::Collective);
   CHECK(a2a.coll == CollKind::AllToAll);
   CHECK(a2a.bytes == 2000);
   CHECK(t.schedule.groups[static_cast<size_t>(a2a.group)].name == "world");
-  const kineto::ImportedTrace one = kineto::import_traces({r0});
+  const kineto::ImportedTrace one = kineto::import_traces({r0}, at_cost());
   CHECK(op_at(one, 0, 0).kind == OpKind::Kernel);
   CHECK(*op_at(one, 0, 0).duration == Time::from_us(30));
   REQUIRE(one.summary.notes.size() == 3);
@@ -180,7 +187,7 @@ TEST_CASE("NCCL kernels without parameters: grouped point-to-point calls are tol
   TraceBuilder b;
   b.gpu("kernel", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 19, 20, 30, b.call("cuLaunchKernelEx", 10, 5));
   b.gpu("kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 19, 60, 30, b.call("cuLaunchKernelEx", 50, 5));
-  const kineto::ImportedTrace t = kineto::import_traces({b.write("p2p.json")});
+  const kineto::ImportedTrace t = kineto::import_traces({b.write("p2p.json")}, at_cost());
   CHECK(op_at(t, 0, 0).kind == OpKind::Kernel);
   CHECK(*op_at(t, 0, 0).duration == Time::from_us(30));
   const auto& left = t.summary.not_imported;
@@ -612,6 +619,49 @@ TEST_CASE("each kind of call's measured cost: the median of 3 calls or more, a k
                               "memcpy_call 1250.0 us (2)\n") != std::string::npos);
   // The schedule written keeps the two taken, as exact picoseconds.
   CHECK(to_yaml(t.schedule).find("host_calls: {kernel_launch: 11000000 ps, event_call: 3000000 ps}") != std::string::npos);
+}
+
+TEST_CASE("each call keeps its measured time: over its kind's cost as host work before it, under it given back after it") {
+  TraceBuilder b;
+  // Launches of 9, 36, 10 and 12 us (median 11), records of 2, 3 and 5 us (median 3), two async pinned
+  // copy calls of 1 and 1.5 ms (too few: the model's 10 us), with a microsecond between calls.
+  const double launch_ts[] = {0, 10, 47, 58}, launch_us[] = {9, 36, 10, 12};
+  for (size_t i = 0; i < 4; ++i) b.gpu("kernel", "k", 7, 20 + 500.0 * static_cast<double>(i), 500, b.call("cudaLaunchKernel", launch_ts[i], launch_us[i]));
+  b.call("cudaEventRecord", 75, 2);
+  b.call("cudaEventRecord", 80, 3);
+  b.call("cudaEventRecord", 85, 5);
+  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 105, 4895, b.call("cudaMemcpyAsync", 100, 1000), {{"bytes", 1000000}});
+  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 5000, 4000, b.call("cudaMemcpyAsync", 1110, 1500), {{"bytes", 1000000}});
+  const std::string path = b.write("call-times.json");
+  const auto host_work_us = [](const Schedule& s) {
+    double us = 0;
+    for (const Op& op : *s.programs[0].ops)
+      if (op.kind == OpKind::HostWork) us += op.duration->us();
+    return us;
+  };
+  kineto::ImportOptions with_model;  // the copy call's cost a run charges: 10 us (the model's)
+  with_model.model_costs.memcpy_call = Time::from_us(10);
+  with_model.call_times = true;  // --calls-as-measured
+  const kineto::ImportedTrace t = kineto::import_traces({path}, with_model);
+  // Over: the 36 and 12 us launches (25 + 1), the 5 us record (2), the copy calls (990 + 1490).
+  CHECK(t.summary.over_cost_calls == 5);
+  CHECK(t.summary.over_cost_ns == 2'508'000);
+  // Under: the 9 and 10 us launches (2 + 1) and the 2 us record (1), each from the host's time after it.
+  CHECK(t.summary.under_cost_ns == 4'000);
+  CHECK(t.summary.late_returns == 0);
+  CHECK(t.summary.text().find("kept as host work: 5 calls before them, 2508.0 us; 0 waits' returns after them, 0.0 us; calls under their "
+                              "cost: 4.0 us taken from the host's time after them\n") != std::string::npos);
+  // Without them (the default, overlapsim reference): the same costs taken, every call at its kind's cost.
+  kineto::ImportOptions io;
+  const kineto::ImportedTrace at_cost = kineto::import_traces({path}, io);
+  CHECK(at_cost.summary.over_cost_calls == 0);
+  CHECK(at_cost.summary.under_cost_ns == 0);
+  CHECK(at_cost.summary.host_calls == t.summary.host_calls);
+  CHECK(host_work_us(t.schedule) - host_work_us(at_cost.schedule) == doctest::Approx(2508 - 4));
+  // A kind whose cost a run takes from neither the trace nor the caller keeps no difference: the copy calls'.
+  const kineto::ImportedTrace unknown = kineto::import_traces({path});
+  CHECK(unknown.summary.over_cost_calls == 3);
+  CHECK(unknown.summary.over_cost_ns == 28'000);
 }
 
 TEST_CASE("a wait's return: how long after the GPU work a blocking call waited for ended it returned, their median of 3 or more") {
