@@ -197,7 +197,7 @@ TEST_CASE("incremental solve touches only the changed component") {
   CHECK(s.rate(va2) == doctest::Approx(10));
 }
 
-TEST_CASE("a variable crossing more constraints than fit in place; removals keep the others' places") {
+TEST_CASE("a variable crossing more constraints than fit in place: removals keep the others' places") {
   // Nine links of 9, 10, ..., 17: a long variable `v` crosses them all
   // (more than the six uses held in place), link 8 twice; short ones
   // u0..u8 each cross one. v binds on link 0 at 9 / 2 and each u takes its

@@ -659,7 +659,9 @@ TEST_CASE("each call keeps its measured time: over its kind's cost as host work 
   CHECK(at_cost.summary.host_calls == t.summary.host_calls);
   CHECK(host_work_us(t.schedule) - host_work_us(at_cost.schedule) == doctest::Approx(2508 - 4));
   // A kind whose cost a run takes from neither the trace nor the caller keeps no difference: the copy calls'.
-  const kineto::ImportedTrace unknown = kineto::import_traces({path});
+  kineto::ImportOptions no_model;
+  no_model.call_times = true;
+  const kineto::ImportedTrace unknown = kineto::import_traces({path}, no_model);
   CHECK(unknown.summary.over_cost_calls == 3);
   CHECK(unknown.summary.over_cost_ns == 28'000);
 }
