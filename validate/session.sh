@@ -14,7 +14,7 @@
 #                      (validate/sets/attention/cudnn-shapes.yaml)
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
 #   framework:NAME     one of framework.py's testcases (pageable, launch_queue, -> framework-NAME.json
-#                      pageable_buffers, all_to_all_time, sync_return,
+#                      pageable_buffers, all_to_all_time, sync_return, pageable_processes,
 #                      host_calls, after_wait, fp8_calls)
 #   gemm               PyTorch's GEMMs: fp8 (torch._scaled_mm) beside bf16   -> gemm.json
 #                      at the Wan shapes

@@ -213,26 +213,60 @@ def host_call_rows(calls=2000):
     return rows
 
 
-def multi_pageable_worker(rank, ngpus, mib, samples, barrier, results):
-    """One rank: for each count n of ranks copying (1..ngpus), the ranks below
-    n copy `mib` MiB pageable each, all released by one barrier per sample;
-    the others wait at the barriers. Puts (key, n, rank, [us per sample])."""
-    torch.cuda.set_device(rank)
+def host_to_pinned_us(pinned, host):
+    """The CPU's side of a pageable H2D alone: `host` copied into pinned memory, in us."""
+    t0 = time.perf_counter()
+    pinned.copy_(host)
+    return (time.perf_counter() - t0) * 1e6
+
+
+def pageable_worker(rank, nprocs, keys, mib, samples, barrier, results):
+    """One process (on GPU rank % GPUs): for each key and each count n of
+    processes copying (1..nprocs), the processes below n copy `mib` MiB each,
+    all released by one barrier per sample; the others wait at the barriers.
+    Puts (key, n, rank, [us per sample])."""
+    torch.cuda.set_device(rank % torch.cuda.device_count())
     n_el = mib << 19
     dev = torch.empty(n_el, device="cuda", dtype=torch.bfloat16)
     host = torch.randn(n_el, dtype=torch.bfloat16)
-    for key in ("multi_h2d_pageable", "multi_d2h_pageable"):
-        for n in range(1, ngpus + 1):
+    pinned = torch.empty(n_el, dtype=torch.bfloat16, pin_memory=True) if any(k.endswith("host_to_pinned") for k in keys) else None
+    for key in keys:
+        for n in range(1, nprocs + 1):
             times = []
             for i in range(samples + 1):
                 barrier.wait()
                 if rank < n:
-                    us = pageable_copy_us(dev, host, key == "multi_h2d_pageable")
+                    us = host_to_pinned_us(pinned, host) if key.endswith("host_to_pinned") else pageable_copy_us(dev, host, "h2d" in key)
                     if i:
                         times.append(us)
                 barrier.wait()
             if rank < n:
                 results.put((key, n, rank, times))
+
+
+def pageable_processes(nprocs, keys, mib, samples):
+    """`pageable_worker` in nprocs spawned processes: {(key, n): {rank: [us]}}."""
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(nprocs), ctx.Queue()
+    procs = [ctx.Process(target=pageable_worker, args=(r, nprocs, keys, mib, samples, barrier, results)) for r in range(nprocs)]
+    for p in procs:
+        p.start()
+    got = {}
+    for _ in range(len(keys) * nprocs * (nprocs + 1) // 2):
+        key, n, rank, times = results.get(timeout=120)
+        got.setdefault((key, n), {})[rank] = times
+    for p in procs:
+        p.join(timeout=30)
+    return got
+
+
+def aggregate_row(key, n, per_rank, mib, samples):
+    """Per sample the slowest process's time; the aggregate over the median sample."""
+    slowest = [max(per_rank[r][i] for r in per_rank) for i in range(samples)]
+    us = statistics.median(slowest)
+    per_proc = [mib * 2**20 / statistics.median(per_rank[r]) * 1e-3 for r in sorted(per_rank)]
+    print(key, n, round(n * (mib << 20) / us * 1e-3, 2), "GB/s together", flush=True)
+    return {"key": key, "bytes_per_gpu": mib << 20, "time_us": us, "aggregate_GBps": n * (mib << 20) / us * 1e-3, "per_gpu_GBps": per_proc}
 
 
 def multi_pageable_rows(mib=256, samples=5):
@@ -241,26 +275,23 @@ def multi_pageable_rows(mib=256, samples=5):
     ngpus = torch.cuda.device_count()
     if ngpus < 2:
         return []
-    ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(ngpus), ctx.Queue()
-    procs = [ctx.Process(target=multi_pageable_worker, args=(r, ngpus, mib, samples, barrier, results)) for r in range(ngpus)]
-    for p in procs:
-        p.start()
-    got = {}
-    for _ in range(2 * ngpus * (ngpus + 1) // 2):
-        key, n, rank, times = results.get(timeout=120)
-        got.setdefault((key, n), {})[rank] = times
-    for p in procs:
-        p.join(timeout=30)
-    rows = []
-    for (key, n), per_rank in sorted(got.items()):
-        slowest = [max(per_rank[r][i] for r in per_rank) for i in range(samples)]
-        us = statistics.median(slowest)
-        per_gpu = [mib * 2**20 / statistics.median(per_rank[r]) * 1e-3 for r in sorted(per_rank)]
-        rows.append({"key": key, "gpus": n, "bytes_per_gpu": mib << 20, "time_us": us, "aggregate_GBps": n * (mib << 20) / us * 1e-3,
-                     "per_gpu_GBps": per_gpu, "via": "torch, one process per GPU"})
-        print(key, n, "GPUs", round(n * (mib << 20) / us * 1e-3, 2), "GB/s together", flush=True)
-    return rows
+    got = pageable_processes(ngpus, ("multi_h2d_pageable", "multi_d2h_pageable"), mib, samples)
+    return [{**aggregate_row(key, n, per_rank, mib, samples), "gpus": n, "via": "torch, one process per GPU"}
+            for (key, n), per_rank in sorted(got.items())]
+
+
+def pageable_processes_rows(nprocs=4, mib=256, samples=5):
+    """Pageable copies from 1..nprocs processes at once on however many GPUs
+    the box has (process r on GPU r % GPUs: on a 1-GPU box all on one), and
+    the CPU's side alone (pageable into pinned host memory, no GPU): how the
+    host shares its pageable path among processes, which a 1-GPU box cannot
+    measure one process per GPU (issue 76: pageable_h2d_aggregate)."""
+    ngpus = torch.cuda.device_count()
+    keys = ("processes_h2d_pageable", "processes_d2h_pageable", "processes_host_to_pinned")
+    got = pageable_processes(nprocs, keys, mib, samples)
+    return [{**aggregate_row(key, n, per_rank, mib, samples), "processes": n, "gpus": min(n, ngpus),
+             "via": f"torch, {n} processes on {min(n, ngpus)} GPU(s)" if not key.endswith("host_to_pinned") else f"torch, {n} processes, CPU only"}
+            for (key, n), per_rank in sorted(got.items())]
 
 
 def circle_partners(U, me):
@@ -675,7 +706,7 @@ def main():
     # framework.py OUT.json [NAME]: only the rows of testcase NAME (one of `alone`).
     alone = {"pageable": pageable_rows, "launch_queue": launch_queue_rows, "pageable_buffers": pageable_buffers_rows, "all_to_all_time": collective_time_rows,
              "sync_return": sync_return_rows, "host_calls": host_call_rows, "after_wait": after_wait_rows,
-             "fp8_calls": fp8_call_rows}
+             "fp8_calls": fp8_call_rows, "pageable_processes": pageable_processes_rows}
     if len(sys.argv) < 2 or len(sys.argv) > 3 or (len(sys.argv) == 3 and sys.argv[2] not in alone):
         sys.exit(f"usage: framework.py OUT.json [{' | '.join(alone)}] (nothing after OUT.json: every testcase)")
     out = sys.argv[1]
