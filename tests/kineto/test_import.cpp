@@ -591,19 +591,26 @@ TEST_CASE("one rank of a larger job imports as rank 0, with its GPU from deviceP
   CHECK(said);
 }
 
-TEST_CASE("each kind of call's measured cost: the median of 3 calls or more, a kind of fewer keeps the calibration's") {
-  TraceBuilder b;
-  // Four launches of 9, 36, 10 and 12 us, their kernels queued back to back (the GPU never idle): median 11 us.
+// Calls of three kinds, a microsecond or more apart: four launches of 9, 36, 10 and 12 us, their
+// kernels queued back to back (the GPU never idle): median 11 us; three event records of 2, 3 and
+// 5 us: exactly the fewest taken, median 3 us; two async pinned copy calls of 1 and 1.5 ms that
+// returned before their copies ended (they did not wait): their mean, 1.25 ms, would replace a copy
+// call's 10 us in every copy of the replay; too few, left out.
+namespace {
+void three_kinds_of_call(TraceBuilder& b) {
   const double launch_ts[] = {0, 10, 47, 58}, launch_us[] = {9, 36, 10, 12};
   for (size_t i = 0; i < 4; ++i) b.gpu("kernel", "k", 7, 20 + 500.0 * static_cast<double>(i), 500, b.call("cudaLaunchKernel", launch_ts[i], launch_us[i]));
-  // Three event records of 2, 3 and 5 us: exactly the fewest taken, median 3 us.
   b.call("cudaEventRecord", 75, 2);
   b.call("cudaEventRecord", 80, 3);
   b.call("cudaEventRecord", 85, 5);
-  // Two copy calls of 1 and 1.5 ms that returned before their copies ended (they did not wait): their
-  // mean, 1.25 ms, would replace a copy call's 10 us in every copy of the replay; too few, left out.
   b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 105, 4895, b.call("cudaMemcpyAsync", 100, 1000), {{"bytes", 1000000}});
   b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 5000, 4000, b.call("cudaMemcpyAsync", 1110, 1500), {{"bytes", 1000000}});
+}
+}  // namespace
+
+TEST_CASE("each kind of call's measured cost: the median of 3 calls or more, a kind of fewer keeps the calibration's") {
+  TraceBuilder b;
+  three_kinds_of_call(b);
   const kineto::ImportedTrace t = kineto::import_traces({b.write("calls.json")});
   const auto& h = t.schedule.runtime.host_calls;
   REQUIRE(h.kernel_launch);
@@ -623,15 +630,7 @@ TEST_CASE("each kind of call's measured cost: the median of 3 calls or more, a k
 
 TEST_CASE("each call keeps its measured time: over its kind's cost as host work before it, under it given back after it") {
   TraceBuilder b;
-  // Launches of 9, 36, 10 and 12 us (median 11), records of 2, 3 and 5 us (median 3), two async pinned
-  // copy calls of 1 and 1.5 ms (too few: the model's 10 us), with a microsecond between calls.
-  const double launch_ts[] = {0, 10, 47, 58}, launch_us[] = {9, 36, 10, 12};
-  for (size_t i = 0; i < 4; ++i) b.gpu("kernel", "k", 7, 20 + 500.0 * static_cast<double>(i), 500, b.call("cudaLaunchKernel", launch_ts[i], launch_us[i]));
-  b.call("cudaEventRecord", 75, 2);
-  b.call("cudaEventRecord", 80, 3);
-  b.call("cudaEventRecord", 85, 5);
-  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 105, 4895, b.call("cudaMemcpyAsync", 100, 1000), {{"bytes", 1000000}});
-  b.gpu("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 20, 5000, 4000, b.call("cudaMemcpyAsync", 1110, 1500), {{"bytes", 1000000}});
+  three_kinds_of_call(b);  // launches' median 11 us, records' 3 us, copy calls too few: the model's 10 us
   const std::string path = b.write("call-times.json");
   const auto host_work_us = [](const Schedule& s) {
     double us = 0;
