@@ -263,3 +263,35 @@ programs:
   unknown.replace(unknown.find("sync_call"), 9, "sink_call");
   CHECK_THROWS_WITH_AS(parse_schedule_string(unknown, "calls.yaml"), doctest::Contains("sink_call"), InputError);
 }
+
+TEST_CASE("settings.copy_rates: a trace's measured copy rates read, written back and checked") {
+  const std::string text = R"(name: rates
+settings: {framework_kernels: true, copy_rates: {h2d_pinned: 51.5 GB/s, h2d_pageable: 9310 MB/s}}
+streams: [compute]
+programs:
+  - rank: 0
+    ops:
+      - {op: kernel, stream: compute, duration: 1 us}
+)";
+  const Schedule s = parse_schedule_string(text, "rates.yaml");
+  const auto& c = s.runtime.copy_rates;
+  REQUIRE(c.h2d_pinned);
+  CHECK(c.h2d_pinned->GBps() == doctest::Approx(51.5));
+  REQUIRE(c.h2d_pageable);
+  CHECK(c.h2d_pageable->GBps() == doctest::Approx(9.31));
+  CHECK_FALSE(c.d2h_pinned);
+  CHECK_FALSE(c.d2h_pageable);
+  // Written in GB/s, the unset ones left out; read back the same.
+  const std::string written = to_yaml(s);
+  CHECK(written.find("copy_rates: {h2d_pinned: 51.5 GB/s, h2d_pageable: 9.31 GB/s}") != std::string::npos);
+  CHECK(to_yaml(parse_schedule_string(written, "rates.yaml")) == written);
+  std::string zero = text;
+  zero.replace(zero.find("51.5 GB/s"), 9, "0 GB/s");
+  CHECK_THROWS_WITH_AS(parse_schedule_string(zero, "rates.yaml"), doctest::Contains("'h2d_pinned'"), InputError);
+  std::string huge = text;
+  huge.replace(huge.find("51.5 GB/s"), 9, "20 TB/s");
+  CHECK_THROWS_WITH_AS(parse_schedule_string(huge, "rates.yaml"), doctest::Contains("above 0 and at most 10,000 GB/s"), InputError);
+  std::string unknown = text;
+  unknown.replace(unknown.find("h2d_pageable"), 12, "h2d_paged");
+  CHECK_THROWS_WITH_AS(parse_schedule_string(unknown, "rates.yaml"), doctest::Contains("h2d_paged"), InputError);
+}
