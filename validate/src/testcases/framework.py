@@ -224,7 +224,10 @@ def pageable_worker(rank, nprocs, keys, mib, samples, barrier, results):
     """One process (on GPU rank % GPUs): for each key and each count n of
     processes copying (1..nprocs), the processes below n copy `mib` MiB each,
     all released by one barrier per sample; the others wait at the barriers.
-    Puts (key, n, rank, [us per sample])."""
+    Puts (key, n, rank, [us per sample]). One CPU thread a process: the
+    driver stages a pageable copy on the calling thread, and torch's own
+    host copy would otherwise spread over every core."""
+    torch.set_num_threads(1)
     torch.cuda.set_device(rank % torch.cuda.device_count())
     n_el = mib << 19
     dev = torch.empty(n_el, device="cuda", dtype=torch.bfloat16)
