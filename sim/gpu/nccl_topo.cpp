@@ -6,6 +6,7 @@
 #include <cmath>
 #include <deque>
 #include <functional>
+#include <map>
 #include <regex>
 
 namespace osim::exec {
@@ -437,14 +438,22 @@ NcclView nccl_view(const hw::Topology& topo, const NcclTopoOptions& opt) {
   // ncclTopoCheckP2p): P2P within p2p_level (NCCL_P2P_LEVEL, default PXB)
   // when both GPUs can and the pair is not disabled; else the traffic goes
   // through the receiver's nearest CPU (addInterStep): SHM.
+  // Pairs on two hosts are NET. Paths never cross a NET link, so they are
+  // searched host by host, one host's held at a time (a 1,024-GPU cluster's
+  // would be hundreds of MB); the first host's GPU pairs are kept for its rings.
   const size_t n = v.gpus.size();
+  std::vector<size_t> local;
+  std::vector<int> local_index(n, -1);
+  for (size_t i = 0; i < n; ++i)
+    if (topo.host_of(v.gpus[i]) == topo.host_of(v.gpus[0])) local_index[i] = static_cast<int>(local.size()), local.push_back(i);
+  std::vector<std::vector<Path>> lp(local.size(), std::vector<Path>(local.size()));
+  std::map<int, std::vector<size_t>> by_host;  // graph host -> its GPUs (indices into v.gpus)
+  for (size_t i = 0; i < n; ++i) by_host[g.host[static_cast<size_t>(of[static_cast<size_t>(v.gpus[i])])]].push_back(i);
   std::vector<std::vector<Path>> from(g.kind.size());
-  for (size_t u = 0; u < g.kind.size(); ++u)
-    if (g.kind[u] == NKind::Gpu || g.kind[u] == NKind::Cpu) from[u] = paths_from(g, static_cast<int>(u));
   auto local_cpu = [&](int gpu_node) {
     int best = -1;
     for (size_t c = 0; c < g.kind.size(); ++c)
-      if (g.kind[c] == NKind::Cpu && from[c][static_cast<size_t>(gpu_node)].type != NcclPath::Dis &&
+      if (g.kind[c] == NKind::Cpu && !from[c].empty() && from[c][static_cast<size_t>(gpu_node)].type != NcclPath::Dis &&
           (best < 0 ||
            from[c][static_cast<size_t>(gpu_node)].links.size() < from[static_cast<size_t>(best)][static_cast<size_t>(gpu_node)].links.size()))
         best = static_cast<int>(c);
@@ -458,43 +467,38 @@ NcclView nccl_view(const hw::Topology& topo, const NcclTopoOptions& opt) {
     }
     return false;
   };
-  std::vector<std::vector<Path>> gp(n, std::vector<Path>(n));
-  v.pair.assign(n, std::vector<NcclPair>(n));
-  for (size_t i = 0; i < n; ++i)
-    for (size_t j = 0; j < n; ++j) {
-      const int ni = of[static_cast<size_t>(v.gpus[i])], nj = of[static_cast<size_t>(v.gpus[j])];
-      NcclPair& pr = v.pair[i][j];
-      if (g.host[static_cast<size_t>(ni)] != g.host[static_cast<size_t>(nj)]) {
-        pr = {NcclPath::Net, 0, NcclTransport::Net};
-        continue;
+  v.pair.assign(n, std::vector<NcclPair>(n, NcclPair{NcclPath::Net, 0, NcclTransport::Net}));
+  for (const auto& [host, members] : by_host) {
+    for (size_t u = 0; u < g.kind.size(); ++u)
+      if (g.host[u] == host && (g.kind[u] == NKind::Gpu || g.kind[u] == NKind::Cpu)) from[u] = paths_from(g, static_cast<int>(u));
+    for (const size_t i : members)
+      for (const size_t j : members) {
+        const int ni = of[static_cast<size_t>(v.gpus[i])], nj = of[static_cast<size_t>(v.gpus[j])];
+        NcclPair& pr = v.pair[i][j];
+        Path p = from[static_cast<size_t>(ni)][static_cast<size_t>(nj)];
+        const bool p2p = i == j || (!opt.p2p_disable && p.type <= level && topo.node(v.gpus[i]).gpu.p2p && topo.node(v.gpus[j]).gpu.p2p &&
+                                    !disabled(v.gpus[i], v.gpus[j]));
+        if (!p2p) {
+          const int c = local_cpu(nj);
+          const Path& up = from[static_cast<size_t>(ni)][static_cast<size_t>(c)];
+          const Path& down = from[static_cast<size_t>(c)][static_cast<size_t>(nj)];
+          p.type = std::max(up.type, down.type), p.bw = std::min(up.bw, down.bw);
+          p.links = up.links;
+          p.links.insert(p.links.end(), down.links.begin(), down.links.end());
+        }
+        pr.type = p.type, pr.bw_GBps = p.bw;
+        pr.transport = !p2p ? NcclTransport::Shm : p.type <= NcclPath::Nvb ? NcclTransport::P2pNvLink : NcclTransport::P2pPcie;
+        if (local_index[i] >= 0 && local_index[j] >= 0) lp[static_cast<size_t>(local_index[i])][static_cast<size_t>(local_index[j])] = std::move(p);
       }
-      Path p = from[static_cast<size_t>(ni)][static_cast<size_t>(nj)];
-      const bool p2p = i == j || (!opt.p2p_disable && p.type <= level && topo.node(v.gpus[i]).gpu.p2p && topo.node(v.gpus[j]).gpu.p2p &&
-                                  !disabled(v.gpus[i], v.gpus[j]));
-      if (!p2p) {
-        const int c = local_cpu(nj);
-        const Path& up = from[static_cast<size_t>(ni)][static_cast<size_t>(c)];
-        const Path& down = from[static_cast<size_t>(c)][static_cast<size_t>(nj)];
-        p.type = std::max(up.type, down.type), p.bw = std::min(up.bw, down.bw);
-        p.links = up.links;
-        p.links.insert(p.links.end(), down.links.begin(), down.links.end());
-      }
-      pr.type = p.type, pr.bw_GBps = p.bw;
-      pr.transport = !p2p ? NcclTransport::Shm : p.type <= NcclPath::Nvb ? NcclTransport::P2pNvLink : NcclTransport::P2pPcie;
-      gp[i][j] = std::move(p);
-    }
+    for (size_t u = 0; u < g.kind.size(); ++u)
+      if (g.host[u] == host) std::vector<Path>().swap(from[u]);
+  }
 
   // The first host's GPUs: maxBw (best path) and totalBw (a GPU's NVLink sum, or its PCIe link).
-  std::vector<size_t> local;
-  for (size_t i = 0; i < n; ++i)
-    if (topo.host_of(v.gpus[i]) == topo.host_of(v.gpus[0])) local.push_back(i);
-  std::vector<std::vector<Path>> lp(local.size(), std::vector<Path>(local.size()));
   double max_bw = 0, total_bw = 0;
   for (size_t a = 0; a < local.size(); ++a) {
-    for (size_t b = 0; b < local.size(); ++b) {
-      lp[a][b] = gp[local[a]][local[b]];
+    for (size_t b = 0; b < local.size(); ++b)
       if (a != b) max_bw = std::max(max_bw, lp[a][b].bw);
-    }
     double nvl = 0, pci = 0;
     for (int li : g.out[static_cast<size_t>(of[static_cast<size_t>(v.gpus[local[a]])])]) {
       const NLink& l = g.links[static_cast<size_t>(li)];
