@@ -63,6 +63,15 @@ inline constexpr Testcase kTestcases[] = {
     {"multi_h2d_pageable", "copies",
      "pageable H2D copies from one PyTorch process per GPU at once, 1..n GPUs: the host-wide staging limit (framework.py)"},
     {"multi_d2h_pageable", "copies", "pageable D2H copies from one PyTorch process per GPU at once, 1..n GPUs (framework.py)"},
+    {"processes_h2d_pageable", "copies",
+     "pageable H2D copies from 1..n PyTorch processes at once on however many GPUs the box has (process r on GPU r % GPUs; on a 1-GPU "
+     "box they share its copy path too: reported, not fitted; framework.py pageable_processes)",
+     false},
+    {"processes_d2h_pageable", "copies", "pageable D2H copies from 1..n PyTorch processes at once, as processes_h2d_pageable (reported, not fitted)",
+     false},
+    {"processes_host_to_pinned", "copies",
+     "the CPU's side of pageable copies alone: 1..n processes copying pageable host memory into pinned buffers at once, one thread each: "
+     "the share each keeps, the host's pageable limit where the box has fewer GPUs than processes (framework.py)"},
     {"multi_h2d_pipelined", "copies", "H2D copies back to back on every GPU, staggered"},
     {"p2p_copy", "copies", "peer-to-peer copies between GPU pairs"},
     {"copy_reps", "handoff", "pinned copies per gated burst after a kernel, a host function or a waited-on kernel"},

@@ -109,3 +109,42 @@ TEST_CASE("pinned copies over nvlink_c2c fit the C2C engine caps, PCIe's stay, a
   CHECK(q.copies.copy_engine_bandwidth_c2c.d2h.GBps() == doctest::Approx(280).epsilon(1e-4));
   CHECK(q.copies.copy_engine_bandwidth.h2d.is_unlimited());
 }
+
+TEST_CASE("pageable copies from several processes: a 1-GPU box's limit from its CPU's side, each file's shares, their median") {
+  // Two files of the CPU's side alone (processes_host_to_pinned): aggregates
+  // 5, 9, 12, 16 and 6, 12, 15, 19.2 GB/s for 1-4 processes, each process's
+  // share of its rate alone 1, 0.9, 0.8, 0.8 and 1, 1, 0.8333, 0.8: medians
+  // 1, 0.95, 0.81667, 0.8. One pageable H2D alone at the default 10 GB/s (no
+  // h2d_pageable rows), so the limit is k x share x 10; D2H's one-copy rate is
+  // unlimited by default, so no D2H limit. The rows of k processes on the one
+  // GPU (processes_h2d_pageable) fit nothing.
+  const auto file = [](std::vector<double> agg) {
+    nlohmann::json doc = {
+        {"schema", "overlapsim.bench/v1"}, {"environment", {{"env", nlohmann::json::object()}}}, {"results", nlohmann::json::array()}};
+    for (size_t k = 1; k <= agg.size(); ++k) {
+      doc["results"].push_back({{"key", "processes_host_to_pinned"}, {"processes", k}, {"gpus", 1}, {"bytes_per_gpu", 268435456},
+                                {"time_us", 1e4}, {"aggregate_GBps", agg[k - 1]}});
+      doc["results"].push_back({{"key", "processes_h2d_pageable"}, {"processes", k}, {"gpus", 1}, {"bytes_per_gpu", 268435456},
+                                {"time_us", 1e4}, {"aggregate_GBps", 3.0}});
+    }
+    return doc;
+  };
+  const Calibration c = calibrate({{"bench.json", bench()}, {"a.json", file({5, 9, 12, 16})}, {"b.json", file({6, 12, 15, 19.2})}},
+                                  one_gpu("pcie"));
+  const auto& h2d = c.params.copies.pageable_h2d_aggregate;
+  REQUIRE(h2d.size() == 4);
+  const double want[] = {10, 19, 24.5, 32};
+  for (size_t k = 0; k < 4; ++k) CHECK(h2d[k].GBps() == doctest::Approx(want[k]).epsilon(1e-9));
+  CHECK(c.params.copies.pageable_d2h_aggregate.empty());
+  // Only the rows on one GPU: nothing to fit from.
+  const Calibration none = calibrate({{"bench.json", bench()}, {"p.json", [&] {
+                                        nlohmann::json d = file({5, 9});
+                                        nlohmann::json kept = nlohmann::json::array();
+                                        for (const auto& r : d["results"])
+                                          if (r["key"] == "processes_h2d_pageable") kept.push_back(r);
+                                        d["results"] = kept;
+                                        return d;
+                                      }()}},
+                                     one_gpu("pcie"));
+  CHECK(none.params.copies.pageable_h2d_aggregate.empty());
+}

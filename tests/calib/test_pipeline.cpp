@@ -40,7 +40,7 @@ TEST_CASE("every replayed key is a bench testcase, replayed by exactly one row")
   }
   // The testcases nothing replays, fitted or reported only: the overheads'
   // host times, the kernels after a hand-off, the memory kernel after what,
-  // pageable copies beside compute, PyTorch's all-to-alls, its host's pace
+  // pageable copies beside compute and from several processes on a box's GPUs, PyTorch's all-to-alls, its host's pace
   // after a wait, the sustained-load series and the VRAM readings.
   std::set<std::string> unreplayed;
   for (const bench::Testcase& t : bench::kTestcases)
@@ -67,6 +67,9 @@ TEST_CASE("every replayed key is a bench testcase, replayed by exactly one row")
                                             "framework_elementwise",
                                             "framework_channels_first",
                                             "host_after_wait",
+                                            "processes_h2d_pageable",
+                                            "processes_d2h_pageable",
+                                            "processes_host_to_pinned",
                                             "host_op_loop",
                                             "overhead_framework_fp8_gemm"});
 }

@@ -358,30 +358,65 @@ void fit_host_bidir_aggregate(FitContext& ctx) {
   ctx.cal.fits.push_back(f);
 }
 
-// Pageable copies from one process per GPU at once (framework.py): the host's
-// limit on k GPUs' pageable copies of a direction together, the measured
-// aggregate (k x bytes / the slowest process's time) at each count
+// Pageable copies from several processes at once: the host's limit on k
+// processes' pageable copies of a direction together, at each k
 // (pageable_h2d_aggregate, pageable_d2h_aggregate).
+// - One process per GPU (framework.py multi_*_pageable), where the box has the
+//   GPUs: the measured aggregate (k x bytes / the slowest process's time).
+// - Else, from the CPU's side alone (processes_host_to_pinned: k processes
+//   each copying pageable memory into a pinned buffer on one thread, as the
+//   driver stages a pageable copy): each process keeps e(k) = aggregate(k) /
+//   (k x aggregate(1)) of its rate alone, the median over the files at each k
+//   (the runs spread by tens of percent); the limit is k x e(k) x one copy's
+//   pageable rate. The copies' DMA halves go to their own GPUs, so only the
+//   CPU's side is shared. Several processes on one GPU (processes_*_pageable)
+//   are not that: they share its copy path as well, and are reported only.
 void fit_pageable_aggregate(FitContext& ctx) {
+  std::map<int, std::vector<double>> cpu_share;  // k -> e(k), one per file
+  int cpu_points = 0;
+  for (const auto& [name, doc] : ctx.docs) {
+    std::map<int, double> agg;
+    for (const auto& r : rows(doc, "processes_host_to_pinned")) {
+      agg[r.at("processes").get<int>()] = r.at("aggregate_GBps").get<double>();
+      ++cpu_points;
+    }
+    if (agg.contains(1) && agg.at(1) > 0)
+      for (const auto& [k, gbps] : agg) cpu_share[k].push_back(gbps / (k * agg.at(1)));
+  }
   for (const bool h2d : {true, false}) {
-    const std::string key = h2d ? "multi_h2d_pageable" : "multi_d2h_pageable";
+    const std::string multi = h2d ? "multi_h2d_pageable" : "multi_d2h_pageable";
+    const bool per_gpu = !rows(ctx.def, multi).empty();
+    std::vector<Bandwidth>& table = h2d ? ctx.p.copies.pageable_h2d_aggregate : ctx.p.copies.pageable_d2h_aggregate;
+    const std::string field = h2d ? "pageable_h2d_aggregate" : "pageable_d2h_aggregate";
     Fit f{h2d ? "pageable aggregate" : "pageable aggregate, D2H",
-          fmt::format("pageable {} from k processes (one per GPU) at once: the aggregate at each k ({})", h2d ? "H2D" : "D2H",
-                      h2d ? "pageable_h2d_aggregate" : "pageable_d2h_aggregate"),
+          per_gpu ? fmt::format("pageable {} from k processes (one per GPU) at once: the aggregate at each k ({})", h2d ? "H2D" : "D2H", field)
+                  : fmt::format("pageable {} from k processes at once: k x one copy's pageable rate x the share e(k) each process's CPU copy "
+                                "keeps beside k-1 others (processes_host_to_pinned, the median over files) ({})",
+                                h2d ? "H2D" : "D2H", field),
           {},
           0,
           0};
-    std::map<int, double> by_count;
-    for (const auto& r : rows(ctx.def, key)) {
-      const int k = r.at("gpus").get<int>();
-      const double gbps = r.at("aggregate_GBps").get<double>();
-      f.values.emplace_back(fmt::format("{}_gpus_GBps", k), gbps);
-      ++f.points;
-      if (k >= 1 && gbps > 0) by_count[k] = gbps;
-    }
-    std::vector<Bandwidth>& table = h2d ? ctx.p.copies.pageable_h2d_aggregate : ctx.p.copies.pageable_d2h_aggregate;
     table.clear();
-    for (int k = 1; by_count.contains(k); ++k) table.push_back(Bandwidth::from_GBps(by_count.at(k)));
+    if (per_gpu) {
+      std::map<int, double> by_count;
+      for (const auto& r : rows(ctx.def, multi)) {
+        const int k = r.at("gpus").get<int>();
+        const double gbps = r.at("aggregate_GBps").get<double>();
+        f.values.emplace_back(fmt::format("{}_gpus_GBps", k), gbps);
+        ++f.points;
+        if (k >= 1 && gbps > 0) by_count[k] = gbps;
+      }
+      for (int k = 1; by_count.contains(k); ++k) table.push_back(Bandwidth::from_GBps(by_count.at(k)));
+    } else if (!cpu_share.empty()) {
+      const Bandwidth one = h2d ? ctx.p.copies.pageable_bandwidth.h2d : ctx.p.copies.pageable_bandwidth.d2h;
+      if (one.is_unlimited()) continue;
+      f.points = cpu_points;
+      for (int k = 1; cpu_share.contains(k); ++k) {
+        const double share = median(cpu_share.at(k));
+        f.values.emplace_back(fmt::format("share_{}_processes", k), share);
+        table.push_back(Bandwidth::from_GBps(k * share * one.GBps()));
+      }
+    }
     if (f.points) ctx.cal.fits.push_back(f);
   }
 }
@@ -542,10 +577,11 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   } else if (key == "multi_h2d_pageable" || key == "multi_d2h_pageable") {
     const int n = r.at("gpus");
     if (n > ngpu) return;
-    Op op = bench_copy(key == "multi_h2d_pageable" ? CopyKind::H2D : CopyKind::D2H, r.at("bytes_per_gpu").get<Bytes>());
+    const bool h2d = key == "multi_h2d_pageable";
+    Op op = bench_copy(h2d ? CopyKind::H2D : CopyKind::D2H, r.at("bytes_per_gpu").get<Bytes>());
     op.host_mem = HostMem::Pageable;
     c.what = fmt::format("{} GPUs x {}, one process each", n, format_bytes(static_cast<double>(op.bytes)));
-    c.cls = key == "multi_h2d_pageable" ? "multi-GPU pageable H2D" : "multi-GPU pageable D2H";
+    c.cls = h2d ? "multi-GPU pageable H2D" : "multi-GPU pageable D2H";
     c.measured_us = r.at("time_us");
     c.simulated_us = replay(bench_schedule(n), std::vector<Op>(static_cast<size_t>(n), op), topo, p);
     out.push_back(c);

@@ -200,7 +200,8 @@ std::vector<Field> copies_fields() {
        .kind = Kind::Custom,
        .example = "[7.5 GB/s, 14 GB/s]",
        .written = [](const ModelParams& p) { return !p.copies.pageable_h2d_aggregate.empty(); },
-       .doc = "the host's limit on pageable H2D copies with 1, 2, ... GPUs copying at once, one process each (from two GPUs on)",
+       .doc = "the host's limit on pageable H2D copies with 1, 2, ... GPUs copying at once, one process each (from two GPUs on; a 1-GPU box "
+               "fits it from its CPU's side: processes_host_to_pinned)",
        .read = [](const MapReader& m, const std::string& f,
                   ModelParams& p) { read_bandwidth_list(m, f, "pageable_h2d_aggregate", p.copies.pageable_h2d_aggregate); },
        .write = [](const ModelParams& p) { return format_bandwidth_list(p.copies.pageable_h2d_aggregate); }},
