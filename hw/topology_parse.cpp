@@ -11,6 +11,7 @@
 #include "io/repeat.hpp"
 #include "io/yaml_reader.hpp"
 #include "hw/gpu_datasheets.hpp"
+#include "hw/pcie.hpp"
 #include "topology.hpp"
 
 namespace osim::hw {
@@ -324,6 +325,11 @@ TopologySpec parse(const YAML::Node& root, const std::string& file) {
 }
 
 }  // namespace
+
+double pcie_nominal_GBps(const std::string& label) {
+  const auto gen_width = pcie_gen_width(label);
+  return gen_width ? pcie_lane_GBps(gen_width->first) * gen_width->second : 0.0;
+}
 
 TopologySpec parse_topology_file(const std::string& path, const std::vector<std::string>& overrides) {
   return parse_topology_file(path, overrides_from_flags(overrides, "topology."));

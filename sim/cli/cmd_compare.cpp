@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "calibrations/carry.hpp"
 #include "calibrations/measured_defaults.hpp"
 #include "cli/common.hpp"
 #include "core/stats.hpp"
@@ -48,12 +49,20 @@ Records resimulate_into(const std::string& measured, const Records& measured_rec
   return std::move(r.simulated);
 }
 
-int programs_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& calibration, double max_error,
-                     double max_median_error, const std::string& csv, bool force) {
+int programs_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& calibration,
+                     const std::string& carry_from, double max_error, double max_median_error, const std::string& csv, bool force) {
   if (topo_path.empty()) throw InputError(SourceLocation{inputs.front(), 0, 0}, "--programs needs the machine's topology: pass --topology FILE");
   if (!csv.empty()) claim_new_output(csv, force);
   const hw::Topology topo(hw::parse_topology_file(topo_path));
-  const ProgramFigures f = predict_programs(inputs, topo, base_params(calibration, topo).params);
+  ModelParams params = base_params(calibration, topo).params;
+  if (!carry_from.empty()) {
+    // Measured on another GPU: its rates carried to this topology's through the datasheets.
+    const GpuFigures from = gpu_figures(hw::Topology(hw::parse_topology_file(carry_from))), to = gpu_figures(topo);
+    CarriedCalibration c = carry_calibration(params, from, to);
+    std::cout << carry_note(c, from, to);
+    params = std::move(c.params);
+  }
+  const ProgramFigures f = predict_programs(inputs, topo, params);
   std::cout << format_program_figures(f) << format_repeated_figures(repeated_figures(f.runs));
   if (!csv.empty()) {
     // The host issue time's columns empty where the run did not measure it.
@@ -340,6 +349,7 @@ int cross_command(const std::string& folder, const std::string& source_folder) {
                            source.calibration, source.machine, source.sources.size(), m.description);
   const reference::Figures f = reference::predict_from(m, source);
   for (const std::string& w : f.family_gaps) std::cout << "  calibration: " << w << "\n";
+  if (!f.carried.empty()) std::cout << "  " << f.carried;
   const reference::CrossExpected* x = reference::cross_expected(m, source_folder);
   std::vector<reference::Miss> misses = x ? reference::check(f, x->expected) : std::vector<reference::Miss>{};
   print_sets(f, print_misses(misses));
@@ -356,7 +366,7 @@ int cross_command(const std::string& folder, const std::string& source_folder) {
 
 struct CompareOptions {
   std::vector<std::string> inputs;
-  std::string topology, calibration, timing_events, csv, simulated_out;
+  std::string topology, calibration, carry_from, timing_events, csv, simulated_out;
   bool simulate = false, programs = false, layers = false, force = false, remodel_kernels = false;
   double max_error = -1, max_median_error = -1;
 };
@@ -382,6 +392,9 @@ Command add_compare(CLI::App& app) {
               "compare makespans, with the configurations' rank correlation");
   c->add_option("--topology,-t", o->topology, "topology for --simulate (default: the schedule's 'topology:')");
   c->add_option("--calibration", o->calibration, "calibration file for --simulate");
+  c->add_option("--carry-from", o->carry_from,
+                "with --programs: the topology the calibration was fitted on; where its GPU is another than --topology's, the "
+                "calibration's rates are carried to it through the two GPUs' datasheet figures (as `reference --calibration-from` does)");
   c->add_option("--timing-events", o->timing_events,
                 "with --simulate: simulate the run's own timing events (overlapsim-validate run records one before and after every op) at "
                 "the GPU event times this calibration file measured (event_gpu_time, event_gpu_time_h2d, event_gpu_time_copy)");
@@ -403,7 +416,7 @@ Command add_compare(CLI::App& app) {
             if (o->programs) {
               if (o->simulate)
                 throw InputError(SourceLocation{o->inputs.front(), 0, 0}, "--programs simulates the programs' twins already: drop --simulate");
-              return programs_command(o->inputs, o->topology, o->calibration, o->max_error, o->max_median_error, o->csv, o->force);
+              return programs_command(o->inputs, o->topology, o->calibration, o->carry_from, o->max_error, o->max_median_error, o->csv, o->force);
             }
             return compare_command(o->inputs, o->simulate, o->topology, o->calibration, o->timing_events, o->max_error, o->max_median_error,
                                    o->layers, o->csv, o->simulated_out, o->force, what_if);

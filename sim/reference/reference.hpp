@@ -140,6 +140,9 @@ struct Figures {
   // predicted from another machine, also its host limits measured with
   // fewer GPUs than this machine has (host_limit_gap).
   std::vector<std::string> family_gaps;
+  // Predicted from another GPU's calibration: what was carried to this
+  // machine's GPU through the datasheets (carry_note), "" for none.
+  std::string carried;
   std::optional<ErrorFigures> validation, validation_timing_events;
   std::optional<ProgramSetFigures> programs, fp8_programs, requests, models;
   std::optional<ProgramFigures> memory;

@@ -6,6 +6,7 @@
 
 #include "calib/calibrate.hpp"
 #include "calib/family_fill.hpp"
+#include "calibrations/carry.hpp"
 #include "core/stats.hpp"
 #include "gpu/params_io.hpp"
 #include "hw/topology.hpp"
@@ -81,13 +82,18 @@ namespace {
 
 // Every set of runs the manifest names, simulated with the calibration file
 // on the machine's topology (the timing-event figures only with `timing_events`).
-void simulate_sets(const Manifest& m, const hw::Topology& topo, const std::string& calibration, bool timing_events, Figures& f) {
+// `carry_from`: the GPU the calibration was measured on, its rates carried to
+// each run's GPU where that is another (null: as it is).
+void simulate_sets(const Manifest& m, const hw::Topology& topo, const std::string& calibration, bool timing_events, const GpuFigures* carry_from,
+                   Figures& f) {
   if (m.validation) {
-    f.validation = error_figures(validation_errors(*m.validation, ResimulateOptions{"", calibration, "", {}}));
+    f.validation = error_figures(validation_errors(*m.validation, ResimulateOptions{"", calibration, "", {}, carry_from}));
     if (timing_events && m.timing_events)
-      f.validation_timing_events = error_figures(validation_errors(*m.validation, ResimulateOptions{"", calibration, *m.timing_events, {}}));
+      f.validation_timing_events =
+          error_figures(validation_errors(*m.validation, ResimulateOptions{"", calibration, *m.timing_events, {}, carry_from}));
   }
-  const ModelParams params = load_calibration(calibration);
+  const ModelParams params = carry_from ? carry_calibration(load_calibration(calibration), *carry_from, gpu_figures(topo)).params
+                                        : load_calibration(calibration);
   // Reference programs (framework programs run on the machine, none of them a calibration input).
   for (const auto& [set, out] : {std::pair{&m.programs, &f.programs}, std::pair{&m.fp8_programs, &f.fp8_programs},
                                  std::pair{&m.requests, &f.requests}, std::pair{&m.models, &f.models}})
@@ -124,7 +130,7 @@ Figures run(const Manifest& m, const Options& o) {
   for (const FamilyGap& g : family_gaps(load_calibration(m.calibration), topo, m.calibration))
     f.family_gaps.push_back(family_gap_warning(g));
   // The runs simulated with the calibration file as it is now (or was just written).
-  simulate_sets(m, topo, m.calibration, true, f);
+  simulate_sets(m, topo, m.calibration, true, nullptr, f);
   return f;
 }
 
@@ -139,7 +145,10 @@ Figures predict_from(const Manifest& target, const Manifest& source) {
   for (const FamilyGap& g : family_gaps(borrowed, source_topo, source.calibration)) f.family_gaps.push_back(family_gap_warning(g));
   // The host's limits on copies from several GPUs, measured with fewer GPUs than the target has.
   if (std::string w = host_limit_gap(borrowed, topo); !w.empty()) f.family_gaps.push_back(std::move(w));
-  simulate_sets(target, topo, source.calibration, false, f);
+  // Measured on another GPU: its rates carried to the target's through the datasheets.
+  const GpuFigures from = gpu_figures(source_topo);
+  f.carried = carry_note(carry_calibration(borrowed, from, gpu_figures(topo)), from, gpu_figures(topo));
+  simulate_sets(target, topo, source.calibration, false, &from, f);
   return f;
 }
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "calibrations/carry.hpp"
 #include "calibrations/measured_defaults.hpp"
 #include "core/errors.hpp"
 #include "core/stats.hpp"
@@ -61,6 +62,7 @@ Resimulation resimulate(const std::string& measured, const Records& measured_rec
   out.topology = std::make_unique<hw::Topology>(hw::parse_topology_file(tp));
   const hw::Topology& topo = *out.topology;
   ModelParams params = base_params(o.calibration, topo).params;  // without one: the measured defaults of its GPUs
+  if (o.carry_from) params = carry_calibration(params, *o.carry_from, gpu_figures(topo)).params;
   const std::string host_calls = take_host_calls(params, sched.runtime, o.calibration);  // without one: an imported trace's own calls
   // The run's own timing events (an event before and after every op), at the
   // GPU event times `timing_events` measured.

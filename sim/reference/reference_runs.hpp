@@ -21,11 +21,16 @@
 
 namespace osim {
 
+struct GpuFigures;  // calibrations/carry.hpp
+
 struct ResimulateOptions {
   std::string topology;       // default: the schedule's `topology:`
   std::string calibration;    // default: the measured defaults of the topology's GPUs
   std::string timing_events;  // a calibration whose GPU event times the run's own timing events take
   WhatIf what_if;
+  // The GPU the calibration was measured on, where it is another than the
+  // run's: its rates carried to the run's GPU (calibrations/carry.hpp). Null: as it is.
+  const GpuFigures* carry_from = nullptr;
 };
 
 /// A schedule's own host call costs (settings.host_calls: an imported trace's

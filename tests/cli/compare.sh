@@ -10,7 +10,8 @@
 #   report_damaged  report on a run folder whose schedule.yaml is cut short inside an op: refused,
 #                   naming the file, the line and what to do
 #   programs        compare --programs: the reference programs' twins simulated (the H200's 16
-#                   configurations); a topology is required
+#                   configurations); a topology is required; --carry-from carries the H100's
+#                   calibration to the H200 and leaves the H200's alone
 #
 #   bash tests/cli/compare.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -47,6 +48,14 @@ case $case in
     P=$(manifest $M programs.runs); TOPO=$(manifest $M topology); C=$(manifest $M calibration.file)
     "$osim" compare --programs $P/*.json -t $TOPO --calibration $C > $W/programs.txt
     has $W/programs.txt '^  dit-16384-none +182.88 ms +185.69 ms +[+]1.5%$' '^  dit-4096: 8 programs, makespan error median 1.0 %, worst 4.3 %, rank correlation 0.95$'
+    # --carry-from (the topology the calibration was fitted on): another GPU family's carried to this
+    # topology's GPU, one of the same family's left as it is.
+    H=$REF/h100-sxm
+    "$osim" compare --programs $P/*.json -t $TOPO --calibration $(manifest $H calibration.file) --carry-from $(manifest $H topology) > $W/carried.txt
+    has $W/carried.txt '^calibration carried from H100-SXM5 to H200 through the datasheets' 'SMs 132 -> 132 .*: shares x0.698$' \
+      '^16 programs: makespan error median 2.2 %, worst 17.4 %'
+    "$osim" compare --programs $P/*.json -t $TOPO --calibration $C --carry-from $TOPO | cmp - $W/programs.txt ||
+      fail "--carry-from within one GPU family changed the output"
     refused 2 '' "$osim" compare --programs $M/programs/dit-4096-none.json
     has $W/refused.err 'needs the machine.s topology' ;;
   *) fail "no case $case" ;;
