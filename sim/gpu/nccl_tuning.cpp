@@ -234,11 +234,11 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
         per_peer = std::min(per_peer, pr.type == NcclPath::Nvl ? 2 * std::max(1, links) : 2);
         all_nvlink &= pr.type < NcclPath::Pix;
       }
-    const int p2p_channels = pow2_up(p2p_channels_raw);
-    p2p_channels_per_peer_ = std::min(pow2_up(per_peer), p2p_channels);
-    p2p_min_channels_ = p2p_channels_per_peer_;
-    while (p2p_min_channels_ * ranks_ > p2p_channels && p2p_min_channels_ > 1) p2p_min_channels_ /= 2;
-    p2p_simple_step_ = all_nvlink ? kP2pNvlChunkBytes : kP2pPciChunkBytes;
+    p2p_.channels = pow2_up(p2p_channels_raw);
+    p2p_.per_peer = std::min(pow2_up(per_peer), p2p_.channels);
+    p2p_.min_parts = p2p_.per_peer;
+    while (p2p_.min_parts * ranks_ > p2p_.channels && p2p_.min_parts > 1) p2p_.min_parts /= 2;
+    p2p_.step = all_nvlink ? kP2pNvlChunkBytes : kP2pPciChunkBytes;
   }
 }
 
@@ -250,8 +250,8 @@ std::optional<NcclPrediction> NcclTuning::all_to_all(double bytes) const {
   // up to 16 KiB a peer (off NVLink NCCL's plan gives 2 channels a peer, LL
   // up to 32 KiB, at rates through host memory or PCIe no bench measured
   // at small sizes; across hosts, its net channels).
-  const bool planned = p2p_channels_per_peer_ > 0;
-  const NcclP2pPlan plan = planned ? nccl_p2p_plan(per_peer, p2p_min_channels_, p2p_channels_per_peer_, p2p_simple_step_, opt_.proto)
+  const bool planned = p2p_.per_peer > 0;
+  const NcclP2pPlan plan = planned ? nccl_p2p_plan(per_peer, p2p_.min_parts, p2p_.per_peer, p2p_.step, opt_.proto)
                                    : NcclP2pPlan{per_peer <= kP2pLlThreshold ? NcclProto::LL : NcclProto::Simple, 1};
   const NcclProto p = opt_.proto.value_or(plan.proto);
   if (p == NcclProto::LL128 && !(v_.sm >= 70 && a2a_nvlink_)) return std::nullopt;
@@ -259,7 +259,12 @@ std::optional<NcclPrediction> NcclTuning::all_to_all(double bytes) const {
   const int hw = nodes_ > 1 ? 2 : a2a_nvlink_ ? 0 : 1;
   const double lat = kBaseLat[1][static_cast<int>(p)] + kHwLat[hw][1][static_cast<int>(p)];
   double t = 0;
-  if (ppn > 1 && a2a_bw_ > 0) t = std::max(t, bytes * (ppn - 1) / n / (1000 * a2a_bw_ * proto_bw));
+  // Simple over NVLink in NCCL's plan: the works each channel runs and
+  // their warps, within the rank's NVLink (nccl_p2p_simple_us).
+  if (planned && p == NcclProto::Simple)
+    t = nccl_p2p_simple_us(ranks_, per_peer, p2p_, a2a_bw_, opt_.p2p_simple.value_or(NcclP2pRates{}));
+  else if (ppn > 1 && a2a_bw_ > 0)
+    t = std::max(t, bytes * (ppn - 1) / n / (1000 * a2a_bw_ * proto_bw));
   // LL over NVLink in NCCL's plan: a rank's LL traffic at most NCCL's LL
   // cap for one host (tuning.cc llMaxBws, as its LL rings), and a peer's
   // parts each at a channel's LL rate (kNcclP2pLlChannelGBps), the

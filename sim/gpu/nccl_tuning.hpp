@@ -16,8 +16,9 @@
 // bandwidths (the communicator's peers on its host; peers through host memory
 // share the GPU's PCIe link at kNcclShmEfficiency of it), capped by its
 // NVLink/PCIe total, and its host's NICs (LL below NCCL_P2P_LL_THRESHOLD,
-// 16 KiB a peer, at half the bandwidth; inside one host, NCCL's send/recv
-// plan instead: nccl_p2p_plan). Through host memory (SHM) the
+// 16 KiB a peer, at half the bandwidth; inside one host over NVLink,
+// NCCL's send/recv plan instead: nccl_p2p_plan, and in Simple its channels'
+// works, nccl_p2p.hpp). Through host memory (SHM) the
 // transport's efficiency caps a ring's bus bandwidth too. The time of a
 // Simple ring holds its pipeline's fill, by NCCL 2.28.3's launch and chunk
 // rules (nccl_launch, nccl_ring_simple_slice): NCCL's model picks without
@@ -27,6 +28,7 @@
 #include <optional>
 #include <string>
 
+#include "gpu/nccl_p2p.hpp"
 #include "gpu/nccl_topo.hpp"
 
 namespace osim::exec {
@@ -140,6 +142,7 @@ struct NcclTuneOptions {
   std::optional<double> shm_efficiency;  // default kNcclShmEfficiency (a fit's candidate in the tests)
   std::optional<double> own_chunk_steps; // default kNcclOwnChunkSteps (a fit's candidate in the tests)
   std::optional<double> p2p_ll_channel_GBps;  // default kNcclP2pLlChannelGBps (a fit's candidate in the tests)
+  std::optional<NcclP2pRates> p2p_simple;     // default NcclP2pRates{} (a fit's candidate in the tests)
 };
 
 struct NcclPrediction {
@@ -185,9 +188,9 @@ class NcclTuning {
   double ring_search_GBps_ = 0;   // the ring search's bandwidth x channels (nccl_launch's slow_ring)
   double a2a_bw_ = 0;             // per rank, GB/s
   bool a2a_nvlink_ = false;
-  // NCCL's send/recv plan inside one host over NVLink (nccl_p2p_plan; 0: not planned).
-  int p2p_min_channels_ = 0, p2p_channels_per_peer_ = 0;
-  double p2p_simple_step_ = 0;
+  // NCCL's send/recv plan inside one host over NVLink (nccl_p2p_plan,
+  // nccl_p2p_simple_us; per_peer 0: not planned).
+  NcclP2pChannels p2p_;
 };
 
 }  // namespace osim::exec

@@ -82,10 +82,14 @@ TEST_CASE("small all-reduces take LL's latency: within a microsecond of NCCL's 1
   CHECK(us_of(one("all_gather", "8 B", 8), modelled()) == doctest::Approx(ring_us(10.8, 8 / (1e3 * 141 * 8 / 7), 7)).epsilon(1e-6));
 }
 
-TEST_CASE("an all-to-all takes one step's latency and each rank's NVLink total") {
-  // 1 GiB a rank, 7/8 to peers at 18 x 20.6 = 370.8 GB/s, Simple: 8.4 + 3.4 us.
+TEST_CASE("an all-to-all takes one step's latency and each rank's bytes on NCCL's send/recv channels") {
+  // 1 GiB a rank, 7/8 to peers, Simple: 8.4 + 3.4 us and the time NCCL's
+  // channels take within 18 x 20.6 = 370.8 GB/s of NVLink (32 channels, 32
+  // a peer, parts from 4 on 8 ranks; nccl_p2p_simple_us).
   const double gib = 1024.0 * 1024 * 1024;
-  CHECK(us_of(one("all_to_all", "1 GiB", 8), modelled()) == doctest::Approx(11.8 + gib * 7 / 8 / (1e3 * 370.8)).epsilon(1e-6));
+  const double simple = exec::nccl_p2p_simple_us(8, gib / 8, exec::NcclP2pChannels{32, 32, 4, 512 * 1024.0}, 370.8);
+  CHECK(simple > gib * 7 / 8 / (1e3 * 370.8));
+  CHECK(us_of(one("all_to_all", "1 GiB", 8), modelled()) == doctest::Approx(11.8 + simple).epsilon(1e-6));
   // 64 KiB a rank (8 KiB a peer): LL, 6.6 + 0.6 us, one part of NCCL's
   // send/recv plan at a channel's LL rate (nccl_p2p_plan).
   CHECK(us_of(one("all_to_all", "64 KiB", 8), modelled()) == doctest::Approx(7.2 + 8192 / (1e3 * exec::kNcclP2pLlChannelGBps)).epsilon(1e-6));

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "gpu/nccl_tuning.hpp"
@@ -116,15 +117,18 @@ TEST_CASE("PCIe rings: no LL128, PCI latencies") {
   CHECK(m.tune.bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bus * 4 / 3));
 }
 
-TEST_CASE("all-to-all: one step's latency plus each rank's bytes to its peers at its NCCL bandwidth") {
+TEST_CASE("all-to-all: one step's latency plus each rank's bytes on NCCL's send/recv channels within its NCCL bandwidth") {
   const Model m(kHgxH100);
-  // 1 GiB a rank, 128 MiB a peer: Simple; 7/8 of it leaves each GPU at 370.8 GB/s.
+  // 1 GiB a rank, 128 MiB a peer: Simple, on NCCL's send/recv channels
+  // (32, 32 a peer, parts from 4: 32 x 8 ranks > 32; 512 KiB steps), 7/8
+  // of it leaving each GPU within its 370.8 GB/s of NVLink.
   const double bytes = 1024.0 * 1024 * 1024;
   const auto p = m.tune.predict(NcclColl::AllToAll, bytes);
   REQUIRE(p);
   CHECK(p->proto == NcclProto::Simple);
-  const double t = 8.4 + 3.4 + bytes * 7 / 8 / (1000 * 370.8);
+  const double t = 8.4 + 3.4 + nccl_p2p_simple_us(8, bytes / 8, NcclP2pChannels{32, 32, 4, 512 * 1024.0}, 370.8);
   CHECK(p->time_us == doctest::Approx(t));
+  CHECK(t > 8.4 + 3.4 + bytes * 7 / 8 / (1000 * 370.8));
   CHECK(p->busbw_GBps == doctest::Approx(bytes / (t * 1e3) * 7 / 8));
   // 64 KiB a rank = 8 KiB a peer: LL, on one channel (nccl_p2p_plan: parts
   // of at least 8 KiB) at its LL rate, slower than the rank's half of
@@ -203,9 +207,15 @@ TEST_CASE("NCCL's send/recv plan: LL up to 16 KiB a channel a peer, parts of a s
   CHECK(a2a(2, 256 * kib).time_us == doctest::Approx(7.2 + 8 * kib / (1000 * kNcclP2pLlChannelGBps)));
   CHECK(a2a(4, 1024 * kib).proto == NcclProto::LL);
   CHECK(a2a(4, 1024 * kib).time_us == doctest::Approx(7.2 + 768 * kib / (1000 * 141.0)));
-  // 4 MiB on 4 ranks: 1 MiB a peer, Simple at the rank's NVLink, as before.
+  // 4 MiB on 4 ranks: 1 MiB a peer, Simple: 8 parts of 128 KiB a peer on
+  // 24 channels of one work (the copy to itself on 8 more), each asking a
+  // channel's rate; together they move what the NVLink knee leaves of
+  // 24 x 20.5 GB/s within 370.8.
   CHECK(a2a(4, 4096 * kib).proto == NcclProto::Simple);
-  CHECK(a2a(4, 4096 * kib).time_us == doctest::Approx(8.4 + 3.4 + 3072 * kib / (1000 * 370.8)));
+  const double ask = 24 * kNcclP2pSimpleChannelGBps;
+  const double total = std::pow(std::pow(ask, -kNcclP2pNvlinkKnee) + std::pow(18 * 20.6, -kNcclP2pNvlinkKnee), -1 / kNcclP2pNvlinkKnee);
+  CHECK(total < 18 * 20.6);
+  CHECK(a2a(4, 4096 * kib).time_us == doctest::Approx(8.4 + 3.4 + 128 * kib / (1000 * kNcclP2pSimpleChannelGBps * total / ask)));
 }
 
 TEST_CASE("through host memory: every peer shares the GPU's PCIe link at the SHM transport's efficiency") {
@@ -246,13 +256,17 @@ TEST_CASE("through host memory: every peer shares the GPU's PCIe link at the SHM
   // ring keeps NCCL's 40 GB/s (under the 48 GB/s link).
   o4.shm_efficiency = 1.0;
   CHECK(NcclTuning(m.view, o4).bandwidth(NcclColl::AllGather, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(40.0 * 4 / 3));
-  // Over NVLink (P2P on) nothing changes: 2 ranks' all-to-all at the pair's 18 x 20.6 GB/s.
+  // Over NVLink (P2P on) the SHM share plays no part: 2 ranks' all-to-all
+  // on NCCL's send/recv channels (32, 32 a peer, parts from 16) within the
+  // pair's 18 x 20.6 GB/s.
   const Model nv(kH200x4);
   NcclTuneOptions o2;
   o2.ranks = 2, o2.nodes = 1;
   const auto q = NcclTuning(nv.view, o2).predict(NcclColl::AllToAll, gib);
   REQUIRE(q);
-  CHECK(q->time_us == doctest::Approx(8.4 + 3.4 + gib / 2 / (1000 * 18 * 20.6)));
+  CHECK(q->time_us == doctest::Approx(8.4 + 3.4 + nccl_p2p_simple_us(2, gib / 2, NcclP2pChannels{32, 32, 16, 512 * 1024.0}, 18 * 20.6)));
+  o2.shm_efficiency = 0.1;
+  CHECK(NcclTuning(nv.view, o2).predict(NcclColl::AllToAll, gib)->time_us == doctest::Approx(q->time_us));
 }
 
 TEST_CASE("over NVLink a ring all-gather's and reduce-scatter's own chunk costs 0.29 of a link step") {
