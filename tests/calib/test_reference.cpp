@@ -88,7 +88,7 @@ TEST_CASE("bad bench input is refused with the file named and what to do") {
     if (r["key"] == "gemm_bf16") kept.push_back(r);
   gemm_only["results"] = kept;
   CHECK_THROWS_WITH_AS(calibrate({{"gemm.json", gemm_only}}, topo), doctest::Contains("needs a machine run"), InputError);
-  const nlohmann::json off = load(kSrc + "/validate/reference/h200x2-nvlink/bench-p2p-disable.json");
+  const nlohmann::json off = load(kSrc + "/validate/reference/h200x2-nvlink/bench-p2p-disable.json.gz");
   CHECK_THROWS_WITH_AS(calibrate({{"off.json", off}, {"gemm.json", gemm_only}}, topo), doctest::Contains("add the bench run made without it"),
                        InputError);
 }
