@@ -19,6 +19,12 @@ using namespace osim;
 namespace fs = std::filesystem;
 
 namespace {
+// `text` with its first `from` replaced by `to`: a bad value put into a good file.
+std::string with(std::string text, const std::string& from, const std::string& to) {
+  REQUIRE(text.find(from) != std::string::npos);
+  return text.replace(text.find(from), from.size(), to);
+}
+
 // Ranks by a list naming `rank` (each rank's own events, numbered in file
 // order), a shared `rank: all`-like list, a loop, keys in any order.
 const char* kSchedule = R"(programs:
@@ -249,19 +255,12 @@ programs:
   const std::string written = to_yaml(s);
   CHECK(written.find("host_calls: {kernel_launch: 8000000 ps, sync_call: 7500000 ps, wait_return: 9000000 ps}") != std::string::npos);
   CHECK(to_yaml(parse_schedule_string(written, "calls.yaml")) == written);
-  std::string negative = text;
-  negative.replace(negative.find("8 us"), 4, "-1 us");
-  CHECK_THROWS_WITH_AS(parse_schedule_string(negative, "calls.yaml"), doctest::Contains("kernel_launch"), InputError);
-  std::string long_wait = text;
-  long_wait.replace(long_wait.find("9 us"), 4, "2 s");
+  CHECK_THROWS_WITH_AS(parse_schedule_string(with(text, "8 us", "-1 us"), "calls.yaml"), doctest::Contains("kernel_launch"), InputError);
+  const std::string long_wait = with(text, "9 us", "2 s");
   CHECK_THROWS_WITH_AS(parse_schedule_string(long_wait, "calls.yaml"), doctest::Contains("'wait_return'"), InputError);
   CHECK_THROWS_WITH_AS(parse_schedule_string(long_wait, "calls.yaml"), doctest::Contains("a wait's return from 0 to 1 s"), InputError);
-  std::string too_long = text;
-  too_long.replace(too_long.find("8 us"), 4, "2 s");
-  CHECK_THROWS_WITH_AS(parse_schedule_string(too_long, "calls.yaml"), doctest::Contains("from 0 to 1 s"), InputError);
-  std::string unknown = text;
-  unknown.replace(unknown.find("sync_call"), 9, "sink_call");
-  CHECK_THROWS_WITH_AS(parse_schedule_string(unknown, "calls.yaml"), doctest::Contains("sink_call"), InputError);
+  CHECK_THROWS_WITH_AS(parse_schedule_string(with(text, "8 us", "2 s"), "calls.yaml"), doctest::Contains("from 0 to 1 s"), InputError);
+  CHECK_THROWS_WITH_AS(parse_schedule_string(with(text, "sync_call", "sink_call"), "calls.yaml"), doctest::Contains("sink_call"), InputError);
 }
 
 TEST_CASE("settings.copy_rates: a trace's measured copy rates read, written back and checked") {
@@ -285,13 +284,8 @@ programs:
   const std::string written = to_yaml(s);
   CHECK(written.find("copy_rates: {h2d_pinned: 51.5 GB/s, h2d_pageable: 9.31 GB/s}") != std::string::npos);
   CHECK(to_yaml(parse_schedule_string(written, "rates.yaml")) == written);
-  std::string zero = text;
-  zero.replace(zero.find("51.5 GB/s"), 9, "0 GB/s");
-  CHECK_THROWS_WITH_AS(parse_schedule_string(zero, "rates.yaml"), doctest::Contains("'h2d_pinned'"), InputError);
-  std::string huge = text;
-  huge.replace(huge.find("51.5 GB/s"), 9, "20 TB/s");
-  CHECK_THROWS_WITH_AS(parse_schedule_string(huge, "rates.yaml"), doctest::Contains("above 0 and at most 10,000 GB/s"), InputError);
-  std::string unknown = text;
-  unknown.replace(unknown.find("h2d_pageable"), 12, "h2d_paged");
-  CHECK_THROWS_WITH_AS(parse_schedule_string(unknown, "rates.yaml"), doctest::Contains("h2d_paged"), InputError);
+  CHECK_THROWS_WITH_AS(parse_schedule_string(with(text, "51.5 GB/s", "0 GB/s"), "rates.yaml"), doctest::Contains("'h2d_pinned'"), InputError);
+  CHECK_THROWS_WITH_AS(parse_schedule_string(with(text, "51.5 GB/s", "20 TB/s"), "rates.yaml"), doctest::Contains("above 0 and at most 10,000 GB/s"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_schedule_string(with(text, "h2d_pageable", "h2d_paged"), "rates.yaml"), doctest::Contains("h2d_paged"), InputError);
 }
