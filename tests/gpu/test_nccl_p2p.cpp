@@ -13,7 +13,7 @@ using namespace osim::exec;
 
 namespace {
 constexpr double kMiB = 1024.0 * 1024;
-// 2 or 4 H200 ranks on NVLink (the reference boxes): 32 channels, 32 a
+// 2 or 4 H200 ranks on NVLink (h200x4-nvlink.yaml): 32 channels, 32 a
 // peer, parts from 32 halved while x ranks exceeds 32, 512 KiB steps.
 NcclP2pChannels h200(int ranks) {
   NcclP2pChannels c{32, 32, 32, 512 * 1024.0};
