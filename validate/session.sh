@@ -23,6 +23,9 @@
 #                      (cuDNN's workspace, layout copies; no times)
 #   copy-interference  pinned H2D/D2H copies beside a memory-bound kernel, a  -> copy-interference.json
 #                      few-CTA copy kernel and a D2D memcpy (issue 76)
+#   copy-interference-host the same copies beside few-CTA kernels that load -> copy-interference-host.json
+#                      from or store to pinned host memory (NCCL's SHM
+#                      transport with P2P off, on one GPU)
 #   eager              PyTorch's own elementwise kernels at shapes the       -> eager.json
 #                      programs do not use, and its norms by row length
 #   channels-first     the memory-bound kernels of video VAEs on 5-D         -> channels-first.json
@@ -162,6 +165,9 @@ for s in "${expanded[@]}"; do
     copy-interference)
       timeout 180 "${torch_py[@]}" validate/src/testcases/copy_beside_kernels.py "$out/copy-interference.json" > "$out/copy-interference.log" 2>&1
       mark "copy-interference rc=$?" ;;
+    copy-interference-host)
+      timeout 420 "${torch_py[@]}" validate/src/testcases/copy_beside_kernels.py "$out/copy-interference-host.json" --host-memory > "$out/copy-interference-host.log" 2>&1
+      mark "copy-interference-host rc=$?" ;;
     eager)
       timeout 120 "${torch_py[@]}" validate/src/testcases/eager.py "$out/eager.json" > "$out/eager.log" 2>&1
       mark "eager rc=$?" ;;

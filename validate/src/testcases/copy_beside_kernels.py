@@ -22,7 +22,14 @@ kernel's span, the kernel's the median of its calls wholly inside the copies'
 span. Rounds (5) repeat every case, alone and beside, and each figure is the
 median over them (the rounds' values kept). Writes overlapsim.bench/v1 JSON;
 reported, not a calibration source.
-Usage: copy_beside_kernels.py OUT.json [--quick | --small-kernels]
+With --host-memory the kernels are instead what NCCL's SHM transport runs
+when P2P is off (`copy_beside_host_memory_kernel`): the same Triton copy on
+1, 2, 4, 8 or 32 CTAs whose source (`host_load`: SM loads from pinned host
+memory over PCIe, the receiver's side) or destination (`host_store`: SM
+stores to it, the sender's side) is pinned host memory; their bytes are
+counted once (what crosses PCIe). Beside a copy engine's copy on the same
+link they show the two's shares of it on one GPU.
+Usage: copy_beside_kernels.py OUT.json [--quick | --small-kernels | --host-memory]
 (--quick: small sizes, one round, to check the script; --small-kernels: the
 kernels' tensors 16x smaller, the copies as they are: the few-CTA kernels'
 buffers then fit in the 60 MB L2, as NCCL's channel buffers do; its ~50 us
@@ -57,6 +64,23 @@ if triton is not None:
             mask = offs < n
             tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
 
+    @triton.jit
+    def _sm_copy_pair(src0, dst0, src1, dst1, n, BLOCK: tl.constexpr):
+        """Even CTAs copy src0 to dst0, odd ones src1 to dst1, each half
+        walking its buffer as _sm_copy does (a channel sending and receiving)."""
+        pid = tl.program_id(0)
+        step = (tl.num_programs(0) // 2) * BLOCK
+        if pid % 2 == 0:
+            for start in range((pid // 2) * BLOCK, n, step):
+                offs = start + tl.arange(0, BLOCK)
+                mask = offs < n
+                tl.store(dst0 + offs, tl.load(src0 + offs, mask=mask), mask=mask)
+        else:
+            for start in range((pid // 2) * BLOCK, n, step):
+                offs = start + tl.arange(0, BLOCK)
+                mask = offs < n
+                tl.store(dst1 + offs, tl.load(src1 + offs, mask=mask), mask=mask)
+
 
 def kernels(scale):
     """(key, name, ctas, bytes moved a call, launch) for each device workload, its tensors 1/scale of the full size."""
@@ -74,6 +98,38 @@ def kernels(scale):
             out.append(("copy_beside_sm_copy_kernel", f"triton_copy_{ctas}", ctas, 2 * n * 4,
                         lambda n=n, ctas=ctas: _sm_copy[(ctas,)](x, y, n, BLOCK=8192, num_warps=16)))
     return out
+
+
+def host_kernels():
+    """(key, name, ctas, PCIe bytes a call, launch): Triton copies between
+    pinned host memory and the GPU by SM loads or stores (zero-copy, as NCCL's
+    SHM transport moves a channel's data when P2P is off)."""
+    n = 64 * MiB // 4
+    dev = torch.randn(n, device="cuda")
+    host = torch.empty(n, pin_memory=True)
+    host.copy_(dev.cpu())
+    dev2 = torch.empty_like(dev)
+    host2 = torch.empty(n, pin_memory=True)
+    out = []
+    for ctas in (1, 2, 4, 8, 32):
+        out.append(("copy_beside_host_memory_kernel", f"host_load_{ctas}", ctas, n * 4,
+                    lambda ctas=ctas: _sm_copy[(ctas,)](host, dev2, n, BLOCK=8192, num_warps=16)))
+        out.append(("copy_beside_host_memory_kernel", f"host_store_{ctas}", ctas, n * 4,
+                    lambda ctas=ctas: _sm_copy[(ctas,)](dev, host, n, BLOCK=8192, num_warps=16)))
+    # Half the CTAs load, half store, at once: a channel of an all-to-all
+    # through host memory receives and sends (bytes: both directions').
+    for ctas in (2, 4, 8):
+        out.append(("copy_beside_host_memory_kernel", f"host_both_{ctas}", ctas, 2 * n * 4,
+                    lambda ctas=ctas: _sm_copy_pair[(ctas,)](host, dev2, dev, host2, n, BLOCK=8192, num_warps=16)))
+    kept = []
+    for k in out:
+        try:
+            k[-1]()
+            torch.cuda.synchronize()
+            kept.append(k)
+        except Exception as e:  # a Triton that cannot run it: measure the others
+            print(f"{k[1]}: not measured ({type(e).__name__}: {e})", flush=True)
+    return kept
 
 
 def copies(quick):
@@ -184,7 +240,7 @@ def measure(quick, ks, max_calls):
                "kernel_alone_us": ka * 1e3, "kernel_beside_us": kb * 1e3 if kb else None, "kernel_slowdown": kb / ka if kb else None,
                "kernel_alone_GBps": gbps(kbytes, ka), "kernel_beside_GBps": gbps(kbytes, kb),
                "rounds": {f: d[f] for f in d}, "via": "torch copy_(non_blocking) on a side stream; " +
-               ("triton" if key == "copy_beside_sm_copy_kernel" else "torch")}
+               ("triton" if key != "copy_beside_memory_kernel" and key != "copy_beside_d2d_memcpy" else "torch")}
         rows.append(row)
     return rows
 
@@ -202,19 +258,22 @@ def device_activities(fn):
 
 
 def main():
-    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ("--quick", "--small-kernels")):
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ("--quick", "--small-kernels", "--host-memory")):
         sys.exit(__doc__)
     quick = sys.argv[2:] == ["--quick"]
-    scale = 1 if len(sys.argv) == 2 else 16
+    host_memory = sys.argv[2:] == ["--host-memory"]
+    scale = 16 if sys.argv[2:] == ["--small-kernels"] else 1
     props = torch.cuda.get_device_properties(0)
-    ks = kernels(scale)
+    if host_memory and triton is None:
+        sys.exit("copy_beside_kernels.py: --host-memory needs Triton")
+    ks = host_kernels() if host_memory else kernels(scale)
     activities = {name: device_activities(fn) for _, name, _, _, fn in ks if name in ("add_fp32", "d2d_copy_")}
     # Short calls need many to outlast the copies: past CUDA's launch queue
     # the host waits for the gate to open, which only delays the copies' start.
     rows = measure(quick, ks, 600 if scale == 1 else 2500)
     env = environment(torch, sms=props.multi_processor_count, l2_bytes=getattr(props, "L2_cache_size", None),
                       triton=triton.__version__ if triton is not None else None, device_activities=activities, quick=quick,
-                      kernel_scale=scale)
+                      kernel_scale=scale, host_memory=host_memory)
     write_bench(sys.argv[1], env, rows)
     print("activities:", activities)
     print(f"{'kernel':>16} {'copy':>4} {'MiB':>4} {'copy GB/s alone':>15} {'beside':>7} {'x':>5} {'kernel GB/s alone':>17} {'beside':>7} {'x':>5}")
