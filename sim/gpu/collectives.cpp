@@ -279,7 +279,10 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
   f.bytes = bytes;
   f.latency = route.latency + protocol_latency;
   const bool via = through_host(route.kind);
-  const double ceiling = (via ? nc.nccl_host_rank_bandwidth : nc.nccl_rank_bandwidth).bytes_per_s;
+  double ceiling = (via ? nc.nccl_host_rank_bandwidth : nc.nccl_rank_bandwidth).bytes_per_s;
+  // Measured nowhere: through host memory NCCL's SHM transport sets it.
+  if (via && nc.nccl_model && nc.nccl_host_rank_bandwidth.is_unlimited())
+    if (const double shm = model().shm_rank_bandwidth(); shm > 0) ceiling = shm;
   double base = std::min(c.channels * nc.nccl_channel_bandwidth.bytes_per_s, ceiling) / peers_at_once;
   if (const CollInst::Tabled& t = tabled(c, route.kind, via); t.rate > 0) {
     base = t.rate;

@@ -36,6 +36,11 @@ class NcclModel {
   /// (validate/nccl-public), so such collectives keep the channel model and
   /// the host's links.
   [[nodiscard]] bool nvlink() const { return view(false).host_ring.type_intra <= NcclPath::Nvb; }
+  /// What one rank's collective traffic through host memory (NCCL's SHM
+  /// transport) moves at most, in bytes/s: kNcclShmEfficiency of its GPU's
+  /// PCIe link, every byte leaving as stores to host memory and entering
+  /// the peer as loads (nccl_tuning.hpp). 0 where the topology gives no link.
+  [[nodiscard]] double shm_rank_bandwidth() const { return kNcclShmEfficiency * view(true).gpu_pcie_GBps * 1e9; }
 
   struct Timing {
     double latency_s = 0;  // what does not grow with bytes

@@ -2,7 +2,8 @@
 // measured no NCCL (nccl_model: 1), a collective inside one host takes NCCL's
 // channels, latency and protocol by size; a measured table still wins; a
 // communicator across hosts, or a host whose rings go through host memory,
-// keeps the channel model. Expected values are the
+// keeps the channel model (through host memory capped at the SHM transport's
+// rate). Expected values are the
 // closed forms of NCCL 2.30.7's tuning model on an 8x H100 NVSwitch box
 // (rings 12 channels x 30 GB/s, 24 collective channels; test_nccl_tuning).
 #include <doctest/doctest.h>
@@ -102,8 +103,25 @@ TEST_CASE("a measured table wins over NCCL's model, and across hosts the channel
   // Two ranks on two hosts: NCCL's model is not used (nor a table).
   const std::string two = std::string(one("all_to_all", "1 GB", 2)).insert(0, "gpus: [n0_gpu0, n1_gpu0]\n");
   CHECK(us_of(two, modelled(), "h100-2node-ib") == us_of(two, quiet(), "h100-2node-ib"));
-  // A host whose rings go through host memory (4 H100 PCIe, no P2P: SHM) keeps the channel model too.
-  CHECK(us_of(one("all_gather", "64 MiB", 4), modelled(), "aces-4xh100-pcie") == us_of(one("all_gather", "64 MiB", 4), quiet(), "aces-4xh100-pcie"));
+}
+
+TEST_CASE("through host memory the channel model stays, a rank's traffic capped at NCCL's SHM share of its PCIe link") {
+  // 4 H100 PCIe on CPU root ports, no P2P: SHM. A ring all-gather of 64 MiB
+  // takes 3 steps of 16 MiB, each flow at kNcclShmEfficiency x the 48 GB/s
+  // NCCL gives a Gen5 x16 link (24.96 GB/s), where the links alone
+  // (55 GB/s a direction, UPI 64 GB/s) would carry more.
+  const double shm = exec::kNcclShmEfficiency * 48.0;
+  CHECK(shm == doctest::Approx(24.96));
+  const double mib16 = 16.0 * 1024 * 1024;
+  const double t = us_of(one("all_gather", "64 MiB", 4), modelled(), "aces-4xh100-pcie");
+  // The transfer, and each step's hops through the host (2.5 us: the routes' latencies).
+  CHECK(t == doctest::Approx(3 * (mib16 / (1e3 * shm) + 2.5)).epsilon(1e-6));
+  // Uncapped (no NCCL model): the links' rate, faster.
+  CHECK(us_of(one("all_gather", "64 MiB", 4), quiet(), "aces-4xh100-pcie") < 0.6 * t);
+  // A measured ceiling wins over NCCL's: only the transfer changes.
+  ModelParams p = modelled();
+  p.nccl.nccl_host_rank_bandwidth = Bandwidth::from_GBps(20.0);
+  CHECK(us_of(one("all_gather", "64 MiB", 4), p, "aces-4xh100-pcie") - t == doctest::Approx(3 * mib16 / 1e3 * (1 / 20.0 - 1 / shm)).epsilon(1e-6));
 }
 
 TEST_CASE("the calibrations that measured no NCCL take its model, the measured ones their tables") {
