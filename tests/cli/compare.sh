@@ -37,9 +37,9 @@ case $case in
     refused 2 'exists already' "$osim" report $RUN --out $W/report ;;
   report_damaged)
     RUN=$REF/h100-sxm/validation/sp1-pf1-default; D=$W/damaged
-    mkdir -p $D && cp $RUN/records.json* $D/
-    L=$(grep -n '{op: kernel' $RUN/schedule.yaml | sed -n 40p | cut -d: -f1)
-    { head -n $((L - 1)) $RUN/schedule.yaml; sed -n ${L}p $RUN/schedule.yaml | cut -c1-30; } > $D/schedule.yaml
+    mkdir -p $D && cp $RUN/records.json* $D/ && gzip -dc $RUN/schedule.yaml.gz > $W/whole.yaml
+    L=$(grep -n '{op: kernel' $W/whole.yaml | sed -n 40p | cut -d: -f1)
+    { head -n $((L - 1)) $W/whole.yaml; sed -n ${L}p $W/whole.yaml | cut -c1-30; } > $D/schedule.yaml
     refused 2 "$D/schedule.yaml:$((L + 1)):1: error" "$osim" report $D --out $W/damaged-report  # where the op was cut off
     has $W/refused.err 'YAML syntax error' 'copy it again, or write it again as the run did'
     test ! -e $W/damaged-report || fail "a report was written" ;;
