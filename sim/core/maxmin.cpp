@@ -293,17 +293,14 @@ void MaxMinSystem::flush_touched(double level, bool scan) {
 
 // What a component's solution depends on, in the order the solve reads it
 // (the order of the variables sets the order of floating-point sums), and
-// its hash (one multiply a word: a collision costs only a comparison).
+// its hash (a multiply a word, over four independent lanes so that the
+// multiplies overlap: a collision costs only a comparison).
 uint64_t MaxMinSystem::shape_of(const std::vector<VariableId>& vars, const std::vector<ConstraintId>& cons) {
   size_t words = 1 + 2 * cons.size();
   for (const VariableId v : vars) words += 3 + 2 * vars_[v].elems.size();
   shape_.resize(words);
   uint64_t* out = shape_.data();
-  uint64_t h = 0;
-  auto put = [&](uint64_t w) {
-    *out++ = w;
-    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-  };
+  auto put = [&](uint64_t w) { *out++ = w; };
   put(cons.size());
   for (const ConstraintId c : cons) {
     put(static_cast<uint64_t>(c));
@@ -320,6 +317,19 @@ uint64_t MaxMinSystem::shape_of(const std::vector<VariableId>& vars, const std::
     }
   }
   assert(out == shape_.data() + words);
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t h0 = 0, h1 = 1, h2 = 2, h3 = 3;
+  const uint64_t* w = shape_.data();
+  size_t i = 0;
+  for (; i + 4 <= words; i += 4) {
+    h0 = (h0 ^ w[i]) * kMul;
+    h1 = (h1 ^ w[i + 1]) * kMul;
+    h2 = (h2 ^ w[i + 2]) * kMul;
+    h3 = (h3 ^ w[i + 3]) * kMul;
+  }
+  for (; i < words; ++i) h0 = (h0 ^ w[i]) * kMul;
+  uint64_t h = ((h0 * kMul ^ h1) * kMul ^ h2) * kMul ^ h3;
+  h *= kMul;
   return h ^ (h >> 32);
 }
 

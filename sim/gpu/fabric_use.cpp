@@ -57,7 +57,12 @@ const FlowRoute& FabricUse::pair_route(int a, int b, bool dma) {
   if (n > kRouteMemoRanks) {
     auto& memo = dma ? dma_routes_sparse_ : coll_routes_sparse_;
     const uint64_t key = static_cast<uint64_t>(a) * static_cast<uint64_t>(n) + static_cast<uint64_t>(b);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    LastPair& last = last_sparse_[dma ? 1 : 0];
+    if (last.route && last.key == key) return *last.route;
+    if (auto it = memo.find(key); it != memo.end()) {
+      last = {key, &it->second};  // a map's values never move
+      return it->second;
+    }
     if (memo.size() >= kRouteMemoPairs) {  // an all-pairs exchange: routes on demand
       const auto scratch_key = static_cast<int64_t>(2 * key + (dma ? 1 : 0));
       if (scratch_key_ != scratch_key) {
