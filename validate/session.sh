@@ -4,9 +4,15 @@
 #   validate/session.sh [--binary PATH] [--out DIR] [--pack] STEP...
 #
 # Steps, run in the order given:
-#   bench              the full bench with NCCL defaults                    -> bench-default.json
+#   bench              the full bench with NCCL defaults (copy_collective   -> bench-default.json
+#                      apart: its own steps)
 #   bench-p2p-off      collectives, interference, multi-GPU copies and
 #                      overheads with NCCL_P2P_DISABLE=1                     -> bench-p2p-disable.json
+#   copy-collective    pinned H2D/D2H copies on GPU 0 and on every GPU       -> bench-copy-collective.json
+#                      beside all-to-all, all-gather, reduce-scatter and
+#                      all-reduce, 8/64/512 MiB per rank (issue 76; sizes:
+#                      -- --copy-collective-sizes 1,8,64,512,1024)
+#   copy-collective-p2p-off  the same with NCCL_P2P_DISABLE=1               -> bench-copy-collective-p2p-disable.json
 #   attention          PyTorch SDPA at the workloads' shapes, every backend  -> attention.json
 #   attention:KINDS    the same, only these kinds (self, cross, causal;     -> attention-KINDS.json
 #                      comma-separated)
@@ -69,7 +75,7 @@
 #   validation[:REGEX] the validation set's runs (the schedules of           -> validation/<case>/
 #                      validate/reference/h200x4-nvlink/validation/)
 # Presets: whole-gpu = bench attention attention-runner framework eager gemm vram phase validation:^sp1-pf[0-3]-default$ programs programs-fp8 programs-memory models
-#          box       = bench bench-p2p-off attention framework programs-sp validation
+#          box       = bench bench-p2p-off copy-collective copy-collective-p2p-off attention framework programs-sp validation
 # Every session also writes the machine's description (machine/: nvidia-smi,
 # its topology matrix, nvidia-smi -q, its C2C links, the GPUs' PCIe links (lspci), their clocks and limits, library versions, lscpu), samples
 # clocks, power and throttle reasons every 100 ms (smi-log.csv.gz), and the
@@ -94,7 +100,7 @@ expanded=()
 for s in "${steps[@]}"; do
   case "$s" in
     whole-gpu) expanded+=(bench attention attention-runner framework eager gemm vram phase 'validation:^sp1-pf[0-3]-default$' programs programs-fp8 programs-memory models) ;;
-    box) expanded+=(bench bench-p2p-off attention framework programs-sp validation) ;;
+    box) expanded+=(bench bench-p2p-off copy-collective copy-collective-p2p-off attention framework programs-sp validation) ;;
     *) expanded+=("$s") ;;
   esac
 done
@@ -134,8 +140,10 @@ bench() {  # name, env..., -- bench options
 }
 for s in "${expanded[@]}"; do
   case "$s" in
-    bench) bench default -- --gemm-shapes-from $shapes ;;
+    bench) bench default -- --filter '^(?!copy_collective$)' --gemm-shapes-from $shapes ;;
     bench-p2p-off) bench p2p-disable NCCL_P2P_DISABLE=1 -- --filter 'nccl|interference|multi|overhead' ;;
+    copy-collective) bench copy-collective -- --filter '^copy_collective$' ;;
+    copy-collective-p2p-off) bench copy-collective-p2p-disable NCCL_P2P_DISABLE=1 -- --filter '^copy_collective$' ;;
     attention)
       timeout 300 "${torch_py[@]}" validate/src/testcases/attention.py "$out/attention.json" > "$out/attention.log" 2>&1
       mark "attention rc=$?" ;;

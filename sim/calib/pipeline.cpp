@@ -320,6 +320,7 @@ const std::vector<ReplayStep> kReplaySteps = {
     {key("attention_default"), f::attention::replay_row},
     {key("nccl_all_to_all_insitu"), f::nvlink::replay_row},
     {key("interference"), f::interference::replay_row},
+    {key("copy_collective"), f::interference::replay_copy_collective},
 };
 
 }  // namespace

@@ -113,6 +113,10 @@ inline constexpr Testcase kTestcases[] = {
      "all_to_all_time; the pairwise rows fit the framework's pairwise table, all_to_all_single's are reported)"},
     {"nccl_all_to_all_insitu", "nvlink", "the all-to-all after 2-100 ms of GEMMs, with and without H2D copies beside"},
     {"interference", "interference", "a GEMM beside an all-to-all or a copy, and an all-to-all beside copies"},
+    {"copy_collective", "interference",
+     "pinned H2D or D2H copies on GPU 0 or on every GPU beside an all-to-all, all-gather, reduce-scatter or all-reduce of every rank, 8-512 MiB "
+     "per rank: each side alone and together (replayed, not fitted)",
+     false},
     {"vram_context", "vram", "device memory a PyTorch process holds outside its caching allocator (validate/src/testcases/vram.py)"},
     {"vram_gemm_workspace", "vram", "cuBLAS's workspace for a stream's first GEMM, through PyTorch's allocator"},
     {"vram_allocator_reserve", "vram", "the caching allocator's reserve over a forward's activations (three block shapes)"},

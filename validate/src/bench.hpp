@@ -27,6 +27,7 @@ struct Options {
   int size_step = 4;
   bool all_collectives_at_all_channels = false;
   std::vector<int> interference_channels{0, 4};
+  std::vector<int> copy_collective_mib{8, 64, 512};  // per-rank collective sizes beside copies (MiB)
   std::vector<osim::RealisedGemm> gemm_shapes;  // extra GEMM-table shapes (--gemm-shapes-from)
 };
 

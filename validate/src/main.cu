@@ -106,6 +106,9 @@ int main(int argc, char** argv) {
   bench->add_option("--size-step", opt.size_step, "collective sizes grow by this factor from 1 KiB")->check(CLI::Range(2, 16));
   bench->add_flag("--all-collectives", opt.all_collectives_at_all_channels, "sweep every collective at every channel count");
   bench->add_option("--interference-channels", opt.interference_channels, "channel counts for the GEMM/all-to-all pairs")->delimiter(',');
+  bench->add_option("--copy-collective-sizes", opt.copy_collective_mib, "per-rank collective sizes in MiB for copy_collective (default 8,64,512)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
   std::vector<std::string> shape_schedules;
   double shapes_slowdown = 2.1;
   bench
@@ -170,6 +173,7 @@ int main(int argc, char** argv) {
                       {"size_step", opt.size_step},
                       {"all_collectives", opt.all_collectives_at_all_channels},
                       {"interference_channels", opt.interference_channels},
+                      {"copy_collective_mib", opt.copy_collective_mib},
                       {"gemm_shapes_from", shape_schedules},
                       {"attention_slowdown", shapes_slowdown}};
     doc["environment"] = ovv::environment_json();

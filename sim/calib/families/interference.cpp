@@ -1,13 +1,15 @@
 // Interference (params/interference.hpp): a GEMM and an all-to-all slowing
 // each other by channel count, a GEMM beside a copy, and collectives through
 // host memory beside copies on the PCIe links (the copy's weight and the
-// link cost of the collective's bytes, fitted by simulation).
+// link cost of the collective's bytes, fitted by simulation); copies beside
+// each collective kind replayed (copy_collective).
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 #include <Eigen/Dense>
 
+#include "calib/bench_doc.hpp"
 #include "calib/bench_replay.hpp"
 #include "calib/families/steps.hpp"
 #include "calib/fit.hpp"
@@ -17,21 +19,62 @@
 namespace osim {
 namespace families::interference {
 
-struct InterferenceTimes {
-  double a2a_us = 0, copy_us = 0;
+// A collective beside copies as the bench ran them (interference.cu,
+// copy_collective.cu): `reps` collectives of `bytes` (nccl-tests' size) on
+// every one of `ranks` ranks, NCCL's default channels; `copy_count` pinned
+// copies of `copy_bytes` back to back on the copy stream of GPU 0, or of every
+// rank's GPU with `every`.
+struct PairSpec {
+  CollKind coll = CollKind::AllToAll;
+  Bytes bytes = 0;
+  int reps = 1;
+  CopyKind copy = CopyKind::H2D;
+  Bytes copy_bytes = 0;
+  int copy_count = 1;
+  bool every = false;
+  int ranks = 2;
 };
-// The bench's all-to-all beside a copy as it ran them: the 1 GiB copy on GPU
-// 0 (on every rank's GPU with `every`: h2d_all / d2h_all), four 256 MiB
-// all-to-alls per rank on `ranks` ranks; host overheads left out.
-InterferenceTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_off, const hw::Topology& topo, const ModelParams& params) {
+struct PairTimes {
+  double coll_us = 0, copy_us = 0;
+};
+// Rank 0's times of the collectives and of the copies, each from its first
+// op's start to its last op's end: both sides (`with_coll` and `with_copy`),
+// or one alone (the other side's time 0). Host overheads left out: the bench
+// queues everything behind a gate.
+PairTimes replay_pair(const PairSpec& s, bool with_coll, bool with_copy, bool p2p_off, const hw::Topology& topo, const ModelParams& params) {
   ModelParams p = params;
   p.overheads.memcpy_call = p.overheads.kernel_launch = p.overheads.collective_call = Time::zero();
-  std::vector<std::vector<Op>> progs(static_cast<size_t>(ranks), std::vector<Op>(4, bench_a2a(268435456)));
-  const Op cp = bench_copy(h2d ? CopyKind::H2D : CopyKind::D2H, 1073741824, 1);
-  for (size_t pr = 0; pr < (every ? progs.size() : 1); ++pr) progs[pr].insert(progs[pr].begin(), cp);
-  const ExecResult res = replay_programs(bench_schedule(ranks, p2p_off), progs, topo, p);
+  // The all-to-all as NCCL's own (nccl_all_to_all's rows), the others as rings (nccl.cpp's replay).
+  const Op coll = ops::collective(0, s.coll, 0, s.bytes, s.coll == CollKind::AllToAll ? CollAlgo::Nccl : CollAlgo::Ring);
+  const Op cp = bench_copy(s.copy, s.copy_bytes, 1);
+  const int copying = with_copy ? (s.every ? s.ranks : 1) : 0;
+  std::vector<std::vector<Op>> progs(static_cast<size_t>(with_coll ? s.ranks : copying));
+  for (size_t pr = 0; pr < progs.size(); ++pr) {
+    if (static_cast<int>(pr) < copying) progs[pr].insert(progs[pr].end(), static_cast<size_t>(s.copy_count), cp);
+    if (with_coll) progs[pr].insert(progs[pr].end(), static_cast<size_t>(s.reps), coll);
+  }
+  const ExecResult res = replay_programs(bench_schedule(static_cast<int>(progs.size()), p2p_off), progs, topo, p);
   const auto& r0 = res.ops[0];
-  return {(r0[4].end - r0[1].start).us(), (r0[0].end - r0[0].start).us()};
+  PairTimes t;
+  const size_t first = with_copy ? static_cast<size_t>(s.copy_count) : 0;
+  if (with_coll) t.coll_us = (r0[first + static_cast<size_t>(s.reps) - 1].end - r0[first].start).us();
+  if (with_copy) t.copy_us = (r0[first - 1].end - r0[0].start).us();
+  return t;
+}
+
+// The interference testcase's all-to-all beside a copy: the 1 GiB copy on GPU
+// 0 (on every rank's GPU with `every`: h2d_all / d2h_all), four 256 MiB
+// all-to-alls per rank on `ranks` ranks.
+PairTimes replay_interference(bool h2d, bool every, int ranks, bool p2p_off, const hw::Topology& topo, const ModelParams& params) {
+  const PairSpec s{.coll = CollKind::AllToAll,
+                   .bytes = 268435456,
+                   .reps = 4,
+                   .copy = h2d ? CopyKind::H2D : CopyKind::D2H,
+                   .copy_bytes = 1073741824,
+                   .copy_count = 1,
+                   .every = every,
+                   .ranks = ranks};
+  return replay_pair(s, true, true, p2p_off, topo, params);
 }
 
 // The bench's GEMM beside the all-to-all (validate/src/testcases/interference.cu,
@@ -233,8 +276,8 @@ void fit_host_transport_simulated(FitContext& ctx) {
         cost = std::exp(x(1));
         Eigen::VectorXd r(2 * pairs.size());
         for (size_t i = 0; i < pairs.size(); ++i) {
-          const InterferenceTimes t = replay_interference(h2d, pairs[i].every, ranks, true, topo, p);
-          r(2 * i) = std::log(t.a2a_us / pairs[i].a2a_us);
+          const PairTimes t = replay_interference(h2d, pairs[i].every, ranks, true, topo, p);
+          r(2 * i) = std::log(t.coll_us / pairs[i].a2a_us);
           r(2 * i + 1) = std::log(t.copy_us / pairs[i].copy_us);
         }
         return r;
@@ -304,16 +347,59 @@ void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Com
   const int bench_ranks = ctx.bench_ranks;
   const std::string b = r.at("b");
   const bool every = b.size() > 3;  // h2d_all / d2h_all: every rank's GPU copies
-  const InterferenceTimes sim = replay_interference(b.rfind("h2d", 0) == 0, every, bench_ranks, p2p_off, topo, p);
+  const PairTimes sim = replay_interference(b.rfind("h2d", 0) == 0, every, bench_ranks, p2p_off, topo, p);
   const std::string pair = std::string("all-to-all + ") + b + (p2p_off ? ", P2P off" : "");
   c.cls = every ? "interference, every GPU copying" : "interference pairs";
   c.what = pair + ": the all-to-all";
   c.measured_us = r.at("a_together_us");
-  c.simulated_us = sim.a2a_us;
+  c.simulated_us = sim.coll_us;
   out.push_back(c);
   c.what = pair + ": the copy";
   c.measured_us = r.at("b_together_us");
   c.simulated_us = sim.copy_us;
+  out.push_back(c);
+}
+
+// A copy_collective row (copy_collective.cu): the same ops alone and
+// together. Each side's comparison is its time together against the model's
+// slowdown applied to its measured time alone, so its error is the slowdown's
+// (the times alone are the NCCL and copy families' rows).
+void replay_copy_collective(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
+  const std::string coll = one_of(r, "collective", {"all_to_all", "all_gather", "reduce_scatter", "all_reduce"});
+  const std::string copy = one_of(r, "copy", {"h2d", "d2h"});
+  PairSpec s;
+  s.coll = coll == "all_to_all" ? CollKind::AllToAll : coll == "all_gather" ? CollKind::AllGather : coll == "reduce_scatter" ? CollKind::ReduceScatter : CollKind::AllReduce;
+  s.copy = copy == "h2d" ? CopyKind::H2D : CopyKind::D2H;
+  s.bytes = r.at("bytes").get<Bytes>();
+  s.reps = r.at("reps").get<int>();
+  s.copy_bytes = r.at("copy_bytes").get<Bytes>();
+  s.copy_count = r.at("copy_count").get<int>();
+  s.every = r.at("every").get<bool>();
+  s.ranks = r.at("ranks").get<int>();
+  const double coll_alone = r.at("collective_alone_us"), copy_alone = r.at("copy_alone_us");
+  const double coll_together = r.at("collective_together_us"), copy_together = r.at("copy_together_us");
+  if (s.ranks < 2 || s.bytes <= 0 || s.reps < 1 || s.copy_bytes <= 0 || s.copy_count < 1 || !(coll_alone > 0) || !(copy_alone > 0) ||
+      !(coll_together > 0) || !(copy_together > 0))
+    throw std::invalid_argument(fmt::format("copy_collective row of {} {} beside {}: ranks >= 2, bytes, reps, copy_bytes, copy_count and every time "
+                                            "must be above 0",
+                                            coll, s.bytes, copy));
+  if (s.ranks > ctx.ngpu) return;
+  const PairTimes both = replay_pair(s, true, true, ctx.p2p_off, ctx.topo, ctx.p);
+  const double sim_coll = replay_pair(s, true, false, ctx.p2p_off, ctx.topo, ctx.p).coll_us;
+  const double sim_copy = replay_pair(s, false, true, ctx.p2p_off, ctx.topo, ctx.p).copy_us;
+  const std::string pair = fmt::format("{} {} x {} beside {} {} x {} on {}{}", coll, format_bytes(static_cast<double>(s.bytes)), s.reps,
+                                       copy, format_bytes(static_cast<double>(s.copy_bytes)), s.copy_count, s.every ? "every GPU" : "GPU 0",
+                                       ctx.p2p_off ? ", P2P off" : "");
+  const std::string who = s.every ? "every GPU" : "GPU 0";
+  c.cls = fmt::format("copy beside collective, {} copying: the collective", who);
+  c.what = pair + ": the collective";
+  c.measured_us = coll_together;
+  c.simulated_us = coll_alone * (both.coll_us / sim_coll);
+  out.push_back(c);
+  c.cls = fmt::format("copy beside collective, {} copying: the copy", who);
+  c.what = pair + ": the copy";
+  c.measured_us = copy_together;
+  c.simulated_us = copy_alone * (both.copy_us / sim_copy);
   out.push_back(c);
 }
 

@@ -92,6 +92,7 @@ void fit_receiver(FitContext& ctx);
 void fit_host_transport_rates(FitContext& ctx);
 void fit_host_transport_simulated(FitContext& ctx);
 void replay_row(ReplayContext& ctx, const json& row, Comparison c, std::vector<Comparison>& out);
+void replay_copy_collective(ReplayContext& ctx, const json& row, Comparison c, std::vector<Comparison>& out);
 }  // namespace interference
 
 namespace vram {

@@ -1,73 +1,11 @@
 // Interference: a GEMM (on GPU 0, or on every GPU) beside an all-to-all or a copy, an all-to-all beside copies.
-#include "testcases/nccl_support.cuh"
+#include "testcases/pair_timing.cuh"
 
 namespace ovv {
 namespace {
 
-struct Interference : NcclTestcases {
-  using NcclTestcases::NcclTestcases;
-
-  // ------------------------------------------------------------ interference
-  // A pair run: each side enqueued on its stream(s) behind a gate; per-side
-  // time from the gate's release (event on dev 0) to its own end event.
-  struct Side {
-    std::string name;
-    std::vector<cudaStream_t> streams;  // stream per device used (index = device)
-    std::function<void()> enqueue;
-  };
-  // The medians of x's and y's times (y's 0 without y), on `n` GPUs.
-  std::pair<double, double> run_pair(const Side& x, const Side* y, int n) {
-    std::vector<double> tx, ty;
-    for (int it = 0; it < opt.warmup + opt.samples; ++it) {
-      Gate gate;
-      std::vector<cudaEvent_t> starts, ex, ey;
-      auto hold_all = [&](const Side& s, std::vector<cudaEvent_t>& ends) {
-        for (size_t dv = 0; dv < s.streams.size(); ++dv) {
-          CUDA_CHECK(cudaSetDevice(static_cast<int>(dv)));
-          gate.hold(s.streams[dv]);
-          cudaEvent_t st, en;
-          CUDA_CHECK(cudaEventCreate(&st));
-          CUDA_CHECK(cudaEventCreate(&en));
-          CUDA_CHECK(cudaEventRecord(st, s.streams[dv]));
-          starts.push_back(st);
-          ends.push_back(en);
-        }
-      };
-      hold_all(x, ex);
-      if (y) hold_all(*y, ey);
-      CUDA_CHECK(cudaSetDevice(0));
-      x.enqueue();
-      if (y) y->enqueue();
-      for (size_t dv = 0; dv < x.streams.size(); ++dv) {
-        CUDA_CHECK(cudaSetDevice(static_cast<int>(dv)));
-        CUDA_CHECK(cudaEventRecord(ex[dv], x.streams[dv]));
-      }
-      if (y)
-        for (size_t dv = 0; dv < y->streams.size(); ++dv) {
-          CUDA_CHECK(cudaSetDevice(static_cast<int>(dv)));
-          CUDA_CHECK(cudaEventRecord(ey[dv], y->streams[dv]));
-        }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      gate.release();
-      for (int dv = 0; dv < n; ++dv) {
-        CUDA_CHECK(cudaSetDevice(dv));
-        CUDA_CHECK(cudaDeviceSynchronize());
-      }
-      // Device-0 times: start event of x's device-0 stream to each side's device-0 end.
-      float mx = 0, my = 0;
-      CUDA_CHECK(cudaSetDevice(0));
-      CUDA_CHECK(cudaEventElapsedTime(&mx, starts[0], ex[0]));
-      if (y) CUDA_CHECK(cudaEventElapsedTime(&my, starts[0], ey[0]));
-      if (it >= opt.warmup) {
-        tx.push_back(mx * 1e3);
-        if (y) ty.push_back(my * 1e3);
-      }
-      for (auto e : starts) cudaEventDestroy(e);
-      for (auto e : ex) cudaEventDestroy(e);
-      for (auto e : ey) cudaEventDestroy(e);
-    }
-    return std::pair{median(tx), y ? median(ty) : 0.0};
-  }
+struct Interference : PairTestcases {
+  using PairTestcases::PairTestcases;
 
   // Runs A alone, B alone, then both at once (released by one gate); reports
   // each one's time in each case.
@@ -93,7 +31,7 @@ struct Interference : NcclTestcases {
     auto h2d = [&] { CUDA_CHECK(cudaMemcpyAsync(d.p, h.p, h2d_bytes, cudaMemcpyHostToDevice, copy_s.s)); };
     auto d2h = [&] { CUDA_CHECK(cudaMemcpyAsync(h.p, d.p, h2d_bytes, cudaMemcpyDeviceToHost, copy_s.s)); };
 
-    auto run_pair = [&](const Side& x, const Side* y) { return Interference::run_pair(x, y, n); };
+    auto run_pair = [&](const Side& x, const Side* y) { return PairTestcases::run_pair(x, y, n); };
 
     std::unique_ptr<Comms> cm;
     std::vector<std::unique_ptr<DevBuf>> send, recv;

@@ -3,8 +3,8 @@
 // first, on a rested GPU; then GEMMs and the sustained-load cases that heat it
 // (each rests 300 ms or more first); memory kernels; then the multi-GPU
 // collectives, whose loaded cases need the clock-down fits' GEMM; interference,
-// the longest, last. A testcase file registers with OVV_BENCH_TESTCASE, and a
-// name missing here does not compile.
+// the longest, and copies beside collectives last. A testcase file registers
+// with OVV_BENCH_TESTCASE, and a name missing here does not compile.
 #pragma once
 
 #include <string_view>
@@ -38,6 +38,7 @@ inline constexpr std::string_view kBenchOrder[] = {
     "collectives_insitu",
     "barrier_skew",
     "interference",
+    "copy_collective",
 };
 
 // A testcase's place in kBenchOrder; -1 where it is missing.
