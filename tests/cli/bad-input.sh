@@ -115,7 +115,8 @@ case $case in
     [ $rc = 124 ] && ! test -e $W/run || [ $rc = 0 -a -e $W/run/metrics.json ] || fail "a run folder in part: $(ls -A $W/run)" ;;
   run_force_term)
     "$osim" run $WL --out $W/run > /dev/null && md5sum $W/run/* > $W/run.md5
-    rc=0; timeout -s TERM 0.5 "$osim" run $WL --set offload.prefetch_size=1 --out $W/run --force > /dev/null 2> $W/err.txt || rc=$?
+    # 400 steps (seconds of work) so that TERM lands mid-run, not after the swap of a run that just ended
+    rc=0; timeout -s TERM 0.5 "$osim" run $WL --set offload.prefetch_size=1 --set steps=400 --out $W/run --force > /dev/null 2> $W/err.txt || rc=$?
     cat $W/err.txt
     [ $rc = 0 -o $rc = 124 ] || fail "exit $rc"
     ! compgen -G "$W/.run.tmp*" > /dev/null || fail "temporary outputs left: $(ls -A $W)"
