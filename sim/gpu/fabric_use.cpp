@@ -57,23 +57,17 @@ const FlowRoute& FabricUse::pair_route(int a, int b, bool dma) {
   if (n > kRouteMemoRanks) {
     auto& memo = dma ? dma_routes_sparse_ : coll_routes_sparse_;
     const uint64_t key = static_cast<uint64_t>(a) * static_cast<uint64_t>(n) + static_cast<uint64_t>(b);
-    LastPair& last = last_sparse_[dma ? 1 : 0];
-    if (last.route && last.key == key) return *last.route;
-    if (auto it = memo.find(key); it != memo.end()) {
-      last = {key, &it->second};  // a map's values never move
-      return it->second;
-    }
+    const auto last_key = static_cast<int64_t>(2 * key + (dma ? 1 : 0));
+    if (last_key_ == last_key) return *last_route_;
+    last_key_ = last_key;
+    if (auto it = memo.find(key); it != memo.end()) return *(last_route_ = &it->second);  // a map's values never move
     if (memo.size() >= kRouteMemoPairs) {  // an all-pairs exchange: routes on demand
-      const auto scratch_key = static_cast<int64_t>(2 * key + (dma ? 1 : 0));
-      if (scratch_key_ != scratch_key) {
-        set_flow_route(scratch_route_, route_between(a, b, dma));
-        scratch_key_ = scratch_key;
-      }
-      return scratch_route_;
+      set_flow_route(scratch_route_, route_between(a, b, dma));
+      return *(last_route_ = &scratch_route_);
     }
     FlowRoute& fr = memo[key];
     set_flow_route(fr, route_between(a, b, dma));
-    return fr;
+    return *(last_route_ = &fr);
   }
   auto& memo = dma ? dma_routes_ : coll_routes_;
   if (memo.empty()) memo.resize(static_cast<size_t>(n) * static_cast<size_t>(n));

@@ -62,15 +62,12 @@ class FabricUse final : public Routes {
   static constexpr size_t kRouteMemoPairs = size_t{1} << 16;
   std::vector<FlowRoute> coll_routes_, dma_routes_, host_routes_;
   std::unordered_map<uint64_t, FlowRoute> coll_routes_sparse_, dma_routes_sparse_;
-  // The last pair found in each sparse memo (a collective flow's spec and its start ask for one
-  // pair in turn): its key and route.
-  struct LastPair {
-    uint64_t key = 0;
-    const FlowRoute* route = nullptr;
-  };
-  LastPair last_sparse_[2];  // collectives, copies
-  FlowRoute scratch_route_;                                           // the last pair's route asked on demand (a flow's spec and its start ask twice)
-  int64_t scratch_key_ = -1;                                          // its pair's key (2 * (a * ranks + b) + dma), -1: none
+  // Past kRouteMemoRanks, the last pair asked (a flow's spec and its start ask for one pair in
+  // turn): its key (2 * (a * ranks + b) + dma, -1: none) and route, in a sparse memo or, once
+  // the memos are full, the one computed on demand into scratch_route_.
+  int64_t last_key_ = -1;
+  const FlowRoute* last_route_ = nullptr;
+  FlowRoute scratch_route_;
   // Per kind of transfer and resource: [first byte, end] in ps, merged as they grow, each one's size
   // after its last merge, and the length in ps of the spans dropped (all before `settled`).
   struct BoundSpans {
