@@ -11,7 +11,7 @@ namespace {
 
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 
-// A bench document of `rows` from a box of `gpus` H200s, P2P on or off.
+// A bench document of `rows` from `gpus` H200s on one host, P2P on or off.
 nlohmann::json bench_doc(const nlohmann::json& rows, int gpus, bool p2p_off) {
   nlohmann::json env = nlohmann::json::object();
   if (p2p_off) env["NCCL_P2P_DISABLE"] = "1";
