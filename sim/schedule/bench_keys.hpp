@@ -117,6 +117,10 @@ inline constexpr Testcase kTestcases[] = {
      "pinned H2D or D2H copies on GPU 0 or on every GPU beside an all-to-all, all-gather, reduce-scatter or all-reduce of every rank, 8-512 MiB "
      "per rank: each side alone and together (replayed, not fitted)",
      false},
+    {"copy_beside_host_memory_kernel", "interference",
+     "pinned H2D or D2H copies beside an SM kernel of 1-32 CTAs that loads from or stores to pinned host memory, as NCCL's SHM transport "
+     "does with P2P off (copy_beside_kernels.py --host-memory): the copy weights against a collective through host memory where none was "
+     "measured beside copies"},
     {"vram_context", "vram", "device memory a PyTorch process holds outside its caching allocator (validate/src/testcases/vram.py)"},
     {"vram_gemm_workspace", "vram", "cuBLAS's workspace for a stream's first GEMM, through PyTorch's allocator"},
     {"vram_allocator_reserve", "vram", "the caching allocator's reserve over a forward's activations (three block shapes)"},

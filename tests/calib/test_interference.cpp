@@ -1,11 +1,20 @@
 // Interference: the copy_collective rows (copies beside each collective kind)
-// replayed with the ops the bench ran, and refused when malformed.
+// replayed with the ops the bench ran, and refused when malformed; the copy
+// weights against a collective through host memory from one GPU's kernels
+// that read and write host memory beside copies.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 #include "calib/calibrate.hpp"
+#include "calib/families/steps.hpp"
+#include "gpu/nccl_model.hpp"
 #include "gpu/params_io.hpp"
 
 using namespace osim;
+namespace fi = osim::families::interference;
 
 namespace {
 
@@ -41,7 +50,110 @@ nlohmann::json row(const std::string& coll, double mib, const std::string& copy,
           {"copy_slowdown", 1.5}};
 }
 
+// A copy_beside_host_memory_kernel row (copy_beside_kernels.py --host-memory):
+// a kernel of `ctas` CTAs loading from (`kind` load) or storing to (store)
+// pinned host memory beside a 512 MiB pinned copy, rates in GB/s.
+nlohmann::json host_row(const std::string& kind, int ctas, const std::string& copy, double kernel_alone, double kernel_beside, double copy_alone) {
+  return {{"key", "copy_beside_host_memory_kernel"},
+          {"gpus", {0}},
+          {"kernel", fmt::format("host_{}_{}", kind, ctas)},
+          {"ctas", ctas},
+          {"kernel_bytes", 67108864},
+          {"copy", copy},
+          {"copy_bytes", 536870912},
+          {"copy_alone_GBps", copy_alone},
+          {"copy_beside_GBps", copy_alone / 2},
+          {"kernel_alone_GBps", kernel_alone},
+          {"kernel_beside_GBps", kernel_beside}};
+}
+
+// One host's rows: a CTA's loads 20 GB/s alone, beside an H2D copy 8 (one
+// CTA) and 20 of 40 (two); beside a D2H copy 16 and 25 of 40; stores beside
+// a D2H copy at `store_beside` GB/s; the copies 50 GB/s alone.
+nlohmann::json host_doc(double store_beside) {
+  nlohmann::json rows = nlohmann::json::array();
+  rows.push_back(host_row("load", 1, "h2d", 20, 8, 50));
+  rows.push_back(host_row("load", 2, "h2d", 40, 20, 50));
+  rows.push_back(host_row("load", 1, "d2h", 20, 16, 50));
+  rows.push_back(host_row("load", 2, "d2h", 40, 25, 50));
+  rows.push_back(host_row("store", 1, "d2h", 45, store_beside, 50));
+  rows.push_back(host_row("store", 2, "d2h", 50, store_beside, 50));
+  return {{"schema", "overlapsim.bench/v1"}, {"environment", {{"gpu", "NVIDIA H100 80GB HBM3"}, {"host_memory", true}}}, {"results", rows}};
+}
+
 }  // namespace
+
+TEST_CASE("copy weights against a collective through host memory, from one GPU's kernels that read and write host memory") {
+  // A rank moving R = 25 GB/s through host memory keeps n = 25 / 20 = 1.25
+  // CTAs' loads in flight. Beside an H2D copy loads slow by 2.5 (one CTA)
+  // and 2.0 (two): at n, 2.375; the flow keeps R / 2.375 when the copy's
+  // weight is w = 50 x 2.375 / 25 - 1 = 3.75 (max-min: C / (1 + w)). Beside
+  // a D2H copy: 1.25 and 1.6, at n 1.3375: w = 50 x 1.3375 / 25 - 1 = 1.675,
+  // while the rank's stores keep more than R beside the copy (30 GB/s).
+  const fi::HostReaderWeights w = fi::copy_weights_beside_host_reader(host_doc(30), 25);
+  CHECK(w.points == 4);
+  CHECK(w.one_cta_GBps == doctest::Approx(20));
+  CHECK(w.ctas == doctest::Approx(1.25));
+  CHECK(w.slowdown_h2d == doctest::Approx(2.375));
+  CHECK(w.slowdown_d2h == doctest::Approx(1.3375));
+  CHECK(w.h2d == doctest::Approx(3.75));
+  CHECK(w.d2h == doctest::Approx(1.675));
+  // Stores held to 10 GB/s beside the copy (writes share the way up by
+  // injection) bind the rank instead: 25 / 10 = 2.5, w = 50 x 2.5 / 25 - 1 = 4.
+  const fi::HostReaderWeights held = fi::copy_weights_beside_host_reader(host_doc(10), 25);
+  CHECK(held.slowdown_d2h == doctest::Approx(2.5));
+  CHECK(held.d2h == doctest::Approx(4.0));
+  CHECK(held.h2d == doctest::Approx(3.75));
+  // A rank beyond the CTA counts measured takes the last one's slowdown.
+  CHECK(fi::copy_weights_beside_host_reader(host_doc(30), 60).slowdown_h2d == doctest::Approx(2.0));
+
+  // Through calibrate (beside a machine run of one pinned copy): R is NCCL's
+  // SHM rate on the topology's PCIe link (no NCCL measured); two files, the
+  // median of their weights.
+  const hw::Topology topo(hw::parse_topology_file(kSrc + "/configs/topologies/dgx-h100.yaml"));
+  const double rank = exec::NcclModel(topo).shm_rank_bandwidth() / 1e9;
+  REQUIRE(rank > 0);
+  const nlohmann::json machine = {
+      {"schema", "overlapsim.bench/v1"},
+      {"environment", {{"env", nlohmann::json::object()}}},
+      {"results", {{{"key", "h2d_pinned"}, {"gpus", {0}}, {"bytes", 1048576.0}, {"reps", 5}, {"time_us", 3 + 1048576.0 / 55e3}}}}};
+  const Calibration cal = calibrate({{"machine.json", machine}, {"host.json", host_doc(30)}, {"host-2.json", host_doc(30)}}, topo);
+  const fi::HostReaderWeights one = fi::copy_weights_beside_host_reader(host_doc(30), rank);
+  CHECK(cal.params.interference.copy_weight.h2d == doctest::Approx(one.h2d));
+  CHECK(cal.params.interference.copy_weight.d2h == doctest::Approx(one.d2h));
+  CHECK(cal.params.interference.copy_weight.h2d != doctest::Approx(ModelParams{}.interference.copy_weight.h2d));
+  const auto from_rows = [](const Fit& f) { return f.name.find("host-memory kernels") != std::string::npos; };
+  const auto fit = std::find_if(cal.fits.begin(), cal.fits.end(), from_rows);
+  REQUIRE(fit != cal.fits.end());
+  CHECK(fit->points == 8);
+
+  // An all-to-all measured beside copies through host memory wins: the
+  // weights come from its pair (fit by simulation), not from these rows.
+  nlohmann::json off = machine;
+  off["environment"]["env"]["NCCL_P2P_DISABLE"] = "1";
+  off["environment"]["gpus"] = {{{"index", 0}, {"name", "NVIDIA H100 80GB HBM3"}}, {{"index", 1}, {"name", "NVIDIA H100 80GB HBM3"}}};
+  off["results"].push_back({{"key", "interference"},
+                            {"a", "all_to_all"},
+                            {"b", "h2d"},
+                            {"channels", 0},
+                            {"a_alone_us", 40000.0},
+                            {"b_alone_us", 20000.0},
+                            {"a_together_us", 60000.0},
+                            {"b_together_us", 24000.0},
+                            {"a_slowdown", 1.5},
+                            {"b_slowdown", 1.2}});
+  const Calibration measured = calibrate({{"machine.json", machine}, {"off.json", off}, {"host.json", host_doc(30)}}, topo);
+  CHECK(std::none_of(measured.fits.begin(), measured.fits.end(), from_rows));
+  CHECK(measured.params.interference.copy_weight.h2d != doctest::Approx(one.h2d));
+
+  // A row whose kernel is none of the kinds is refused, naming it.
+  nlohmann::json bad = host_doc(30);
+  bad["results"][0]["kernel"] = "device_load_1";
+  CHECK_THROWS_WITH_AS(fi::copy_weights_beside_host_reader(bad, 25), doctest::Contains("kernel 'device_load_1'"), std::invalid_argument);
+  bad = host_doc(30);
+  bad["results"][1]["kernel_beside_GBps"] = 0;
+  CHECK_THROWS_AS(fi::copy_weights_beside_host_reader(bad, 25), std::invalid_argument);
+}
 
 TEST_CASE("copies beside a collective over NVLink share no resource in the model: their one coupling is nvlink_copy_latency per collective") {
   // P2P on, 4 H200s on NVSwitch: the collective's flows cross NVLink, the

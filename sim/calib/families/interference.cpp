@@ -1,10 +1,14 @@
 // Interference (params/interference.hpp): a GEMM and an all-to-all slowing
 // each other by channel count, a GEMM beside a copy, and collectives through
 // host memory beside copies on the PCIe links (the copy's weight and the
-// link cost of the collective's bytes, fitted by simulation); copies beside
-// each collective kind replayed (copy_collective).
+// link cost of the collective's bytes, fitted by simulation, or where no
+// collective was measured beside copies, derived from one GPU's kernels
+// reading and writing host memory beside copies); copies beside each
+// collective kind replayed (copy_collective).
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <Eigen/Dense>
@@ -14,6 +18,7 @@
 #include "calib/families/steps.hpp"
 #include "calib/fit.hpp"
 #include "core/stats.hpp"
+#include "gpu/nccl_model.hpp"
 #include "schedule/builder.hpp"
 
 namespace osim {
@@ -322,6 +327,139 @@ void fit_host_transport_simulated(FitContext& ctx) {
       c.fits.push_back(f);
     }
   }
+}
+
+// Copies beside NCCL's SHM transport, from one GPU (no collective measured
+// beside copies): SM kernels of 1-32 CTAs that load from pinned host memory
+// (host_load: what a rank's SHM channels do with a peer's data, the H2D
+// direction) or store to it (host_store: its own data, D2H), beside a pinned
+// copy (copy_beside_host_memory_kernel). An SM's loads from host memory are
+// latency-bound: a CTA reads r1 GB/s (its reads in flight over the round
+// trip), a rank's SHM all-to-all with one peer moves R (the model's flow cap
+// alone: nccl_host_rank_bandwidth where measured, else NCCL's SHM rate on
+// the GPU's PCIe link), about n = R / r1 CTAs' loads. Beside a copy that
+// fills the link its loads slow by s(n), the load rows' slowdown at n CTAs
+// (linear between the CTA counts measured): the round trip grows behind the
+// copy's reads (H2D), or behind its posted writes (D2H), which share the
+// way up with the rank's own stores by injection (the store rows' rate
+// beside the copy at n CTAs, R / it where lower). A 2-rank all-to-all's flow
+// weighs 1 (sqrt(peers) for a rank, the executor's rule): max-min gives it
+// C / (1 + w) beside a copy of weight w on a link of C, the copy's rate
+// alone, so the flow keeps R / s(n) where w = C s(n) / R - 1. Each file is
+// one host (the hosts differ up to 1.7x in how writes slow reads): the
+// median over files.
+namespace {
+struct HostKernelPoint {
+  double ctas, value;
+};
+// `pts` (sorted by CTAs, at least one) at `ctas`: linear between the
+// measured counts, the end values beyond them.
+double at_ctas(const std::vector<HostKernelPoint>& pts, double ctas) {
+  if (ctas <= pts.front().ctas) return pts.front().value;
+  for (size_t i = 1; i < pts.size(); ++i)
+    if (ctas <= pts[i].ctas) {
+      const double t = (ctas - pts[i - 1].ctas) / (pts[i].ctas - pts[i - 1].ctas);
+      return pts[i - 1].value + t * (pts[i].value - pts[i - 1].value);
+    }
+  return pts.back().value;
+}
+}  // namespace
+
+HostReaderWeights copy_weights_beside_host_reader(const json& doc, double rank_GBps) {
+  if (!(rank_GBps > 0)) throw std::invalid_argument("copy weights beside host-memory kernels: the rank's rate through host memory must be above 0");
+  // Per kernel kind and copy direction, by CTA count: the rows of the largest copy.
+  struct Row {
+    double copy_bytes, ctas, kernel_alone, kernel_beside, copy_alone;
+  };
+  std::map<std::pair<std::string, std::string>, std::map<int, Row>> by;
+  for (const auto& r : rows(doc, "copy_beside_host_memory_kernel")) {
+    const std::string kernel = r.at("kernel");
+    const std::string kind = kernel.rfind("host_load_", 0) == 0    ? "load"
+                             : kernel.rfind("host_store_", 0) == 0 ? "store"
+                             : kernel.rfind("host_both_", 0) == 0  ? "both"
+                                                                   : "";
+    if (kind.empty())
+      throw std::invalid_argument(
+          fmt::format("copy_beside_host_memory_kernel row: kernel '{}': expected host_load_N, host_store_N or host_both_N", kernel));
+    const std::string copy = one_of(r, "copy", {"h2d", "d2h"});
+    const Row row{r.at("copy_bytes").get<double>(), r.at("ctas").get<double>(), r.at("kernel_alone_GBps").get<double>(),
+                  r.at("kernel_beside_GBps").get<double>(), r.at("copy_alone_GBps").get<double>()};
+    if (!(row.ctas >= 1) || !(row.kernel_alone > 0) || !(row.kernel_beside > 0) || !(row.copy_alone > 0))
+      throw std::invalid_argument(fmt::format("copy_beside_host_memory_kernel row {} beside {}: ctas >= 1 and every rate above 0", kernel, copy));
+    auto& slot = by[{kind, copy}];
+    const int n = static_cast<int>(row.ctas);
+    if (auto it = slot.find(n); it == slot.end() || row.copy_bytes >= it->second.copy_bytes) slot[n] = row;
+  }
+  HostReaderWeights w;
+  const auto points = [&](const std::string& kind, const std::string& copy, auto value) {
+    std::vector<HostKernelPoint> pts;
+    if (auto it = by.find({kind, copy}); it != by.end())
+      for (const auto& [n, row] : it->second) pts.push_back({row.ctas, value(row)});
+    return pts;
+  };
+  const auto slowdown = [](const Row& r) { return r.kernel_alone / r.kernel_beside; };
+  const auto beside = [](const Row& r) { return r.kernel_beside; };
+  const auto copy_alone = [](const Row& r) { return r.copy_alone; };
+  const auto per_cta = [](const Row& r) { return r.kernel_alone / r.ctas; };
+  const std::vector<HostKernelPoint> load_h2d = points("load", "h2d", slowdown), load_d2h = points("load", "d2h", slowdown);
+  if (load_h2d.empty() || load_d2h.empty()) return w;  // no loads beside both directions: nothing to say
+  w.one_cta_GBps = points("load", "h2d", per_cta).front().value;
+  w.ctas = rank_GBps / w.one_cta_GBps;
+  w.slowdown_h2d = at_ctas(load_h2d, w.ctas);
+  w.slowdown_d2h = at_ctas(load_d2h, w.ctas);
+  if (const std::vector<HostKernelPoint> store = points("store", "d2h", beside); !store.empty())
+    w.slowdown_d2h = std::max(w.slowdown_d2h, rank_GBps / at_ctas(store, w.ctas));
+  std::vector<double> c_h2d, c_d2h;
+  for (const auto& p : points("load", "h2d", copy_alone)) c_h2d.push_back(p.value);
+  for (const auto& p : points("load", "d2h", copy_alone)) c_d2h.push_back(p.value);
+  w.copy_h2d_GBps = median(c_h2d);
+  w.copy_d2h_GBps = median(c_d2h);
+  w.h2d = w.copy_h2d_GBps * w.slowdown_h2d / rank_GBps - 1;
+  w.d2h = w.copy_d2h_GBps * w.slowdown_d2h / rank_GBps - 1;
+  w.points = static_cast<int>(load_h2d.size() + load_d2h.size());
+  return w;
+}
+
+void fit_host_reader(FitContext& ctx) {
+  // A collective measured beside copies wins: the fits above.
+  if (const json* off = find_doc(ctx.runs, true))
+    for (const auto& r : rows(*off, "interference"))
+      if (const std::string b = r.at("b"); r.at("a") == "all_to_all" && (b.rfind("h2d", 0) == 0 || b.rfind("d2h", 0) == 0)) return;
+  ModelParams& p = ctx.p;
+  const double rank_GBps =
+      p.nccl.nccl_host_rank_bandwidth.is_unlimited() ? exec::NcclModel(ctx.topo).shm_rank_bandwidth() / 1e9 : p.nccl.nccl_host_rank_bandwidth.GBps();
+  if (!(rank_GBps > 0)) return;  // no PCIe link to carry a collective through host memory
+  std::vector<double> h2d, d2h, ctas, one_cta, s_h2d, s_d2h;
+  int points = 0;
+  for (const auto& [name, doc] : ctx.docs) {
+    const HostReaderWeights w = copy_weights_beside_host_reader(doc, rank_GBps);
+    if (!w.points) continue;
+    h2d.push_back(w.h2d);
+    d2h.push_back(w.d2h);
+    ctas.push_back(w.ctas);
+    one_cta.push_back(w.one_cta_GBps);
+    s_h2d.push_back(w.slowdown_h2d);
+    s_d2h.push_back(w.slowdown_d2h);
+    points += w.points;
+  }
+  if (h2d.empty()) return;
+  // Within the fields' range (a weight of 0.01 to 100).
+  p.interference.copy_weight.h2d = std::clamp(median(h2d), 0.01, 100.0);
+  p.interference.copy_weight.d2h = std::clamp(median(d2h), 0.01, 100.0);
+  ctx.cal.fits.push_back({"NCCL through host memory beside a copy, from one GPU's host-memory kernels",
+                          "per direction: copy weight = the copy's rate alone x the slowdown of n = R / r1 CTAs' loads from host memory beside "
+                          "that copy (D2H: or of their stores' share, where more) / R - 1, R the rank's rate through host memory, r1 one CTA's "
+                          "loads; the median over files (one host each)",
+                          {{"rank_GBps", rank_GBps},
+                           {"one_cta_load_GBps", median(one_cta)},
+                           {"ctas", median(ctas)},
+                           {"slowdown_h2d", median(s_h2d)},
+                           {"slowdown_d2h", median(s_d2h)},
+                           {"copy_weight_h2d", p.interference.copy_weight.h2d},
+                           {"copy_weight_d2h", p.interference.copy_weight.d2h},
+                           {"files", static_cast<double>(h2d.size())}},
+                          0,
+                          points});
 }
 
 void replay_row(ReplayContext& ctx, const json& r, Comparison c, std::vector<Comparison>& out) {
