@@ -2,7 +2,7 @@
 // ranks, as Collectives runs it and ClosedForms replays it.
 #pragma once
 
-#include <tuple>
+#include <cstdint>
 #include <vector>
 
 #include "core/engine.hpp"
@@ -18,12 +18,12 @@ struct CollInst {
   int seq = 0;
   std::vector<int> members;
   std::vector<int> gops;
-  std::tuple<int, int, int> key;  // in the instance index until it finishes
   int arrived = 0;
   int finished = 0;  // members done
   bool launched = false;
-  Time started;  // when its flows began to start: each has its first byte at or after it
-  bool nvlink = false;  // moves >= nvlink_wake_min_bytes over NVLink, where an NVLink effect is calibrated
+  Time started;           // when its flows began to start: each has its first byte at or after it
+  int64_t start_no = -1;  // its place among the instances started (Collectives' running_starts_)
+  bool nvlink = false;    // moves >= nvlink_wake_min_bytes over NVLink, where an NVLink effect is calibrated
   double wire = 0;
   int channels = 0;
   std::vector<int> outstanding;

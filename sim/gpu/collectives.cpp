@@ -16,7 +16,15 @@ namespace osim::exec {
 
 Collectives::Collectives(ExecContext& x, Routes& routes, const CopyEngines& copies, OpCompletion& ops, SmShare& sm, NvlinkWake& nvlink,
                          ClosedForms& closed)
-    : x_(x), routes_(routes), copies_(copies), ops_(ops), sm_(sm), nvlink_(nvlink), closed_(closed), ranks_(static_cast<size_t>(x.s.ranks())) {}
+    : x_(x),
+      routes_(routes),
+      copies_(copies),
+      ops_(ops),
+      sm_(sm),
+      nvlink_(nvlink),
+      closed_(closed),
+      ranks_(static_cast<size_t>(x.s.ranks())),
+      group_open_(x.s.groups.size()) {}
 
 Collectives::~Collectives() = default;
 
@@ -89,10 +97,10 @@ void Collectives::arrive_or_park(int r, int id) {
     const bool send = op.coll == CollKind::Send;
     const int peer = x_.peer_of(r, op);
     const int src = send ? r : peer, dst = send ? peer : r;
-    const int n = send ? K.send_seq[peer]++ : K.recv_seq[peer]++;
-    const auto key = std::make_tuple(-1 - src, dst, n);
+    P2pLink& l = link(src, dst);
+    const int n = send ? l.sends++ : l.recvs++;
     const std::array<int, 2> pair{src, dst};
-    inst = instance(key, -1, n, pair);
+    inst = instance(l.open, -1, n, pair);
     arrive(r, id);
     return;
   }
@@ -102,13 +110,22 @@ void Collectives::arrive_or_park(int r, int id) {
     K.parked[static_cast<size_t>(group)].push_back(id);  // NCCL serialises collectives on a communicator
     return;
   }
-  inst = instance(std::make_tuple(group, 0, seq), group, seq, x_.s.groups[static_cast<size_t>(group)].ranks);
+  inst = instance(group_open_[static_cast<size_t>(group)], group, seq, x_.s.groups[static_cast<size_t>(group)].ranks);
   arrive(r, id);
 }
 
-int Collectives::instance(std::tuple<int, int, int> key, int group, int seq, std::span<const int> members) {
-  auto it = inst_index_.find(key);
-  if (it != inst_index_.end()) return it->second;
+Collectives::P2pLink& Collectives::link(int from, int peer) {
+  auto& to = ranks_[static_cast<size_t>(from)].to;
+  auto it = std::lower_bound(to.begin(), to.end(), peer, [](const P2pLink& l, int p) { return l.peer < p; });
+  if (it == to.end() || it->peer != peer) {
+    it = to.insert(it, P2pLink{});
+    it->peer = peer;
+  }
+  return *it;
+}
+
+int Collectives::instance(IdWindow<int>& open, int group, int seq, std::span<const int> members) {
+  if (const int* held = open.find(seq)) return *held;
   // A finished instance's slot is reused, its buffers kept, but only from
   // the next engine event on: callers up the stack of the event that
   // finished it may still hold it.
@@ -122,7 +139,6 @@ int Collectives::instance(std::tuple<int, int, int> key, int group, int seq, std
   }
   CollInst& c = insts_[static_cast<size_t>(ci)];
   c.op = nullptr;
-  c.key = key;
   c.group = group;
   c.seq = seq;
   c.members.assign(members.begin(), members.end());
@@ -134,7 +150,7 @@ int Collectives::instance(std::tuple<int, int, int> key, int group, int seq, std
   c.step = c.steps = c.step_left = 0;
   c.partner.clear();
   c.tabled[0] = c.tabled[1] = CollInst::Tabled{};
-  inst_index_.emplace(key, ci);
+  open.add(seq, ci);
   return ci;
 }
 
@@ -213,7 +229,8 @@ void Collectives::launch(int ci) {
 void Collectives::start_launched(int ci) {
   CollInst& c = insts_[static_cast<size_t>(ci)];
   c.started = x_.engine.now();
-  running_starts_.insert(c.started);
+  c.start_no = starts_++;
+  running_starts_.add(c.start_no, c.started);
   const Op& op = *c.op;
   c.channels = channels_of(op);
   c.wire = static_cast<double>(op.bytes) * (op.dtype == DType::FP8 ? 1.0 + 4.0 / 128.0 : 1.0);
@@ -523,13 +540,11 @@ void Collectives::member_done(int ci, int m) {
   if (c.nvlink) nvlink_.nvlink_ended(rank);
   K.last_coll_end = x_.engine.now();
   if (++c.finished == static_cast<int>(c.members.size())) {  // no flow of it is left
-    inst_index_.erase(c.key);
+    (c.group >= 0 ? group_open_[static_cast<size_t>(c.group)] : link(c.members[0], c.members[1]).open).erase(c.seq);
     free_insts_.emplace_back(ci, x_.engine.events_processed());
-    const auto started = running_starts_.find(c.started);
-    assert(started != running_starts_.end());
-    running_starts_.erase(started);
+    running_starts_.erase(c.start_no);
     // Instances still to start start now or later, those running at their start.
-    routes_.settled_before(Transfer::Collective, running_starts_.empty() ? x_.engine.now() : *running_starts_.begin());
+    routes_.settled_before(Transfer::Collective, running_starts_.empty() ? x_.engine.now() : running_starts_.front());
   }
   if (x_.mirrors.checked(rank)) x_.mirrored_end(rank, gid);
   ops_.op_done(rank, gid);
@@ -541,7 +556,7 @@ void Collectives::member_done(int ci, int m) {
       const int next = parked.front();
       parked.pop_front();
       auto& [inst, seq] = coll_of(rank, next);
-      inst = instance(std::make_tuple(c.group, 0, seq), c.group, seq, x_.s.groups[static_cast<size_t>(c.group)].ranks);
+      inst = instance(group_open_[static_cast<size_t>(c.group)], c.group, seq, x_.s.groups[static_cast<size_t>(c.group)].ranks);
       arrive(rank, next);
     }
   }

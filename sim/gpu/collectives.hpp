@@ -10,14 +10,13 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <set>
 #include <span>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/id_window.hpp"
 #include "core/slots.hpp"
 #include "gpu/coll_inst.hpp"
 #include "gpu/exec_context.hpp"
@@ -73,10 +72,18 @@ class Collectives {
     int peer;  // the rank at its other end
     bool via_host;
   };
+  // Sends from one rank to one peer: how many each end has reached (the
+  // n-th send meets the peer's n-th recv from it), and the instances of those
+  // in flight by that number.
+  struct P2pLink {
+    int peer = -1;
+    int sends = 0, recvs = 0;
+    IdWindow<int> open;
+  };
   struct Rank {
     std::vector<int> group_seq, group_done;
     std::vector<std::deque<int>> parked;
-    std::map<int, int> send_seq, recv_seq;
+    std::vector<P2pLink> to;                  // its sends' links by peer, sorted
     std::vector<CollFlow> coll_flows;         // its collectives' flows from it
     std::vector<CollFlow> coll_in;            // ... into it (kept only where InterferenceParams::comm_slowdown_receiver counts)
     std::vector<std::pair<int, int>> closed;  // (instance, member) replayed in closed form with flows from this rank
@@ -92,7 +99,10 @@ class Collectives {
   std::pair<int32_t, int32_t> coll_at(int r, int id) const;  // an unfinished one's, without adding it
   static constexpr int32_t kCollFinished = -2;
   void coll_finished(int r, int id);
-  int instance(std::tuple<int, int, int> key, int group, int seq, std::span<const int> members);
+  /// The link of rank `from`'s sends to `peer` (added at first use).
+  P2pLink& link(int from, int peer);
+  /// The instance of call `seq` on `open` (a group's, or a link's sends), made at the first member's arrival.
+  int instance(IdWindow<int>& open, int group, int seq, std::span<const int> members);
   /// The channels a collective runs on when the schedule gives none.
   int default_channels() const;
   int channels_of(const Op& op) const { return op.channels > 0 ? op.channels : default_channels(); }
@@ -122,19 +132,15 @@ class Collectives {
   // Instances are created while a CollInst& is held (parked collectives):
   // storage that never moves.
   BlockVector<CollInst> insts_;
-  std::multiset<Time> running_starts_;  // when each instance running now started (CollInst::started)
+  // When each instance running now started (CollInst::started), by its
+  // place among those started: the engine's time never falls, so the lowest
+  // place held is the earliest start.
+  IdWindow<Time> running_starts_;
+  int64_t starts_ = 0;
   std::deque<std::pair<int, uint64_t>> free_insts_;  // (finished instance, the event that finished it)
-  struct InstKeyHash {
-    size_t operator()(const std::tuple<int, int, int>& k) const {
-      uint64_t h = static_cast<uint32_t>(std::get<0>(k));
-      h = h * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(std::get<1>(k));
-      h = h * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(std::get<2>(k));
-      return static_cast<size_t>(h ^ (h >> 29));
-    }
-  };
-  std::unordered_map<std::tuple<int, int, int>, int, InstKeyHash> inst_index_;
-  std::vector<int> coll_flow_slot_;  // flow id -> index in its rank's coll_flows, or -1
-  std::vector<int> coll_in_slot_;    // flow id -> index in its receiver's coll_in, or -1
+  std::vector<IdWindow<int>> group_open_;            // per group: its instances in flight by call number
+  std::vector<int> coll_flow_slot_;                  // flow id -> index in its rank's coll_flows, or -1
+  std::vector<int> coll_in_slot_;                    // flow id -> index in its receiver's coll_in, or -1
   [[nodiscard]] bool receivers_count() const { return x_.p.interference.comm_slowdown_receiver != 1.0; }
   static void swap_remove(std::vector<CollFlow>& list, std::vector<int>& slots, FlowId id);
   /// A flow's cap now: its base over both ends' slowdowns.

@@ -9,14 +9,14 @@
 #pragma once
 
 #include <cstdint>
-#include <set>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/engine.hpp"
 #include "core/flows.hpp"
+#include "core/id_window.hpp"
 #include "core/maxmin.hpp"
 #include "core/window.hpp"
 #include "gpu/executor.hpp"
@@ -82,11 +82,9 @@ struct AsymmetricRanks : std::runtime_error {
 struct Mirrors {
   std::vector<int> rep;              // per rank: whose timeline it runs (itself: simulated in full); empty: off
   std::vector<std::vector<int>> of;  // per rank: its mirrors
-  // (representative, op) -> when the first of its copies ended, how many
-  // have not; and per representative those ops (programs generated as they
-  // run keep them).
-  std::unordered_map<uint64_t, std::pair<Time, int>> pending;
-  std::vector<std::set<int>> pending_ops;
+  // Per representative, by op: when the first of its copies ended, how many
+  // have not (programs generated as they run keep the lowest such op).
+  std::vector<IdWindow<std::pair<Time, int>>> pending;
   [[nodiscard]] bool on() const { return !rep.empty(); }
   [[nodiscard]] bool is_mirror(int r) const { return on() && rep[static_cast<size_t>(r)] != r; }
   [[nodiscard]] int rep_of(int r) const { return on() ? rep[static_cast<size_t>(r)] : r; }

@@ -235,7 +235,7 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
     if (!any) return;
     M.rep = std::move(rep);
     M.of = std::move(of);
-    M.pending_ops.resize(static_cast<size_t>(n));
+    M.pending.resize(static_cast<size_t>(n));
   }
 
   // A mirror's records are its representative's, but for where its own
@@ -256,7 +256,8 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
   }
 
   void check_finished() const {
-    if (!x_.mirrors.pending.empty()) throw AsymmetricRanks("a mirror's copy or collective did not end");
+    for (const auto& pending : x_.mirrors.pending)
+      if (!pending.empty()) throw AsymmetricRanks("a mirror's copy or collective did not end");
     bool ok = true;
     for (int r = 0; r < x_.s.ranks(); ++r) ok = ok && (x_.mirrors.is_mirror(r) || (host_.done(r) && streams_.drained(r)));
     if (ok) return;
@@ -295,26 +296,19 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
 namespace exec {
 
 void ExecContext::mirrored_start(int r, int id) {
-  const auto [it, fresh] =
-      mirrors.pending.try_emplace(pack(r, id), Time::from_ps(-1), 1 + static_cast<int>(mirrors.of[static_cast<size_t>(r)].size()));
-  assert(fresh && "an op dispatched twice");
-  (void)it;
-  mirrors.pending_ops[static_cast<size_t>(r)].insert(id);
+  mirrors.pending[static_cast<size_t>(r)].add(id, {Time::from_ps(-1), 1 + static_cast<int>(mirrors.of[static_cast<size_t>(r)].size())});
 }
 
 void ExecContext::mirrored_end(int r, int id) {
-  const int q = mirrors.rep_of(r);
-  const auto it = mirrors.pending.find(pack(q, id));
-  assert(it != mirrors.pending.end());
-  auto& [at, left] = it->second;
+  auto& pending = mirrors.pending[static_cast<size_t>(mirrors.rep_of(r))];
+  auto* it = pending.find(id);
+  assert(it);
+  auto& [at, left] = *it;
   if (at < Time::zero())
     at = engine.now();
   else if (at != engine.now())
     throw AsymmetricRanks("a mirror's op ended at another time than its representative's");
-  if (--left == 0) {
-    mirrors.pending.erase(it);
-    mirrors.pending_ops[static_cast<size_t>(q)].erase(id);
-  }
+  if (--left == 0) pending.erase(id);
 }
 
 }  // namespace exec

@@ -269,8 +269,8 @@ bool Host::extend(int r, int id) {
     if (x_.mirrors.is_mirror(rr)) continue;  // its copies and collectives in flight are its representative's pending ops
     op = std::min(op, static_cast<int64_t>(pc(rr)));
     streams_.live_from(rr, op, queue_entry, stream_pos);
-    if (x_.mirrors.has_mirrors(rr) && !x_.mirrors.pending_ops[static_cast<size_t>(rr)].empty())
-      op = std::min(op, static_cast<int64_t>(*x_.mirrors.pending_ops[static_cast<size_t>(rr)].begin()));
+    if (x_.mirrors.has_mirrors(rr) && !x_.mirrors.pending[static_cast<size_t>(rr)].empty())
+      op = std::min(op, x_.mirrors.pending[static_cast<size_t>(rr)].lowest());
   }
   P.drop_before(op, queue_entry, stream_pos);
   while (id >= P.end())

@@ -165,3 +165,30 @@ programs:
 )");
   CHECK(s.end_ms(1, 0) == doctest::Approx(1.0));  // 100 MB over 100 GB/s NVLink
 }
+
+TEST_CASE("sends in flight together end out of order, and a later send still meets its own recv") {
+  // Send #1 ends before #0, and #2 starts while #0 still runs: each must meet
+  // the recv of its number (a wrong match is a size mismatch error).
+  Sim s(R"(name: sr
+ranks: 2
+streams: [a, b]
+programs:
+  - rank: 0
+    ops:
+      - {op: collective, kind: send, peer: 1, bytes: 100 MB, stream: a}
+      - {op: collective, kind: send, peer: 1, bytes: 10 MB, stream: b}
+      - {op: collective, kind: send, peer: 1, bytes: 5 MB, stream: b}
+  - rank: 1
+    ops:
+      - {op: collective, kind: recv, peer: 0, bytes: 100 MB, stream: a}
+      - {op: collective, kind: recv, peer: 0, bytes: 10 MB, stream: b}
+      - {op: collective, kind: recv, peer: 0, bytes: 5 MB, stream: b}
+)");
+  // NVLink's 100 GB/s shared by two flows: #1's 10 MB by 0.2 ms, then #2's
+  // 5 MB by 0.3 ms beside #0, whose last 85 MB take 0.85 ms alone.
+  for (int r = 0; r < 2; ++r) {
+    CHECK(s.end_ms(r, 1) == doctest::Approx(0.2));
+    CHECK(s.end_ms(r, 2) == doctest::Approx(0.3));
+    CHECK(s.end_ms(r, 0) == doctest::Approx(1.15));
+  }
+}
