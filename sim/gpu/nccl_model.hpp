@@ -5,7 +5,8 @@
 // measured table (Collectives::tabled). Its constants are NCCL's own: the
 // channel search's per-channel bandwidth, the tuning model's base and
 // per-hop latencies and protocol factors (LL below NCCL's thresholds, LL128
-// over NVLink, Simple).
+// over NVLink, Simple); the bytes of NCCL's choice move at the rate the
+// NVLink links deliver (nccl_nvlink_rate: Volta's above NCCL's figure).
 //
 // What it covers: the all-to-all (grouped send/recv), all-gather,
 // reduce-scatter and all-reduce of a communicator inside one host. A

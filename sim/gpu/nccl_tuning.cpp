@@ -80,6 +80,8 @@ constexpr double kSlicePerChunk = 2;
 
 }  // namespace
 
+double nccl_nvlink_rate(int sm) { return sm >= 70 && sm < 80 ? kNvlink2RingGBps : nccl_nvlink_bw(sm); }
+
 NcclLaunch nccl_launch(NcclAlgo a, NcclProto p, int channels, int ranks, double bytes, bool slow_ring) {
   // tuning.cc maxThreads and threadThresholds; enqueue.cc topoGetAlgoInfo.
   int nt = p == NcclProto::LL128 ? 640 : (p == NcclProto::Simple && a == NcclAlgo::Ring && slow_ring) ? 256 : 512;
@@ -140,6 +142,13 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
   const double shm_link_GBps = v_.gpu_pcie_GBps > 0 ? shm_eff * v_.gpu_pcie_GBps : 1e30;  // what SHM moves on a GPU's PCIe link
   const double shm_cap = ring_shm ? shm_link_GBps : 1e30;
   const double net_overhead = amd ? 2.0 : 1.0;  // getNetOverhead, us
+  // What an NVLink link moves against NCCL's figure for it: NCCL chooses
+  // by its plan (bw_), the data moves at what the links deliver (rate_),
+  // on NVLink rings inside one host (across hosts the NICs set the pace)
+  // and the all-to-all's NVLink peers.
+  const double nvlink_rate = opt.nvlink_rate_GBps.value_or(nccl_nvlink_rate(v_.sm)) / nccl_nvlink_bw(v_.sm);
+  const bool nvlink_ring = nodes_ == 1 && (ring_.type_intra == NcclPath::Nvl || ring_.type_intra == NcclPath::Nvb);
+  const double ring_rate = nvlink_ring ? nvlink_rate : 1.0;
   const double own_chunk = opt.own_chunk_steps.value_or(kNcclOwnChunkSteps);
 
   for (NcclColl c : {NcclColl::AllReduce, NcclColl::AllGather, NcclColl::ReduceScatter, NcclColl::Broadcast}) {
@@ -150,13 +159,20 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
       for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
         const int pi = static_cast<int>(p);
         if (p == NcclProto::LL128 && !ll128) continue;
-        double bus = std::min(ch * ring_.bw_intra_GBps, shm_cap);
-        if (a == NcclAlgo::Ring && p == NcclProto::LL) bus = std::min(kLlMaxBw[i1][i2], bus * .5);
-        if (a == NcclAlgo::Ring && p == NcclProto::LL128) bus = std::min(bus * .92, ch * kPerChRingLL128[gen][i2]);
-        if (a == NcclAlgo::Tree) bus = std::min(bus * .92, ch * kPerChTree[gen][i2]);
-        if (a == NcclAlgo::Tree && p == NcclProto::LL) bus = std::min(bus / 3.8, kLlMaxBw[i1][i2]);
-        if (a == NcclAlgo::Tree && p == NcclProto::LL128)
-          bus = std::min(bus * (nodes_ == 1 ? 7.0 / 9.0 : 120.0 / 128.0), ch * kPerChTreeLL128[gen][i2]);
+        // The protocol's share of the links' bus bandwidth, within
+        // NCCL's caps (which stay NCCL's whatever the links deliver).
+        const auto proto_bus = [&](double link_bus) {
+          double bus = std::min(link_bus, shm_cap);
+          if (a == NcclAlgo::Ring && p == NcclProto::LL) bus = std::min(kLlMaxBw[i1][i2], bus * .5);
+          if (a == NcclAlgo::Ring && p == NcclProto::LL128) bus = std::min(bus * .92, ch * kPerChRingLL128[gen][i2]);
+          if (a == NcclAlgo::Tree) bus = std::min(bus * .92, ch * kPerChTree[gen][i2]);
+          if (a == NcclAlgo::Tree && p == NcclProto::LL) bus = std::min(bus / 3.8, kLlMaxBw[i1][i2]);
+          if (a == NcclAlgo::Tree && p == NcclProto::LL128)
+            bus = std::min(bus * (nodes_ == 1 ? 7.0 / 9.0 : 120.0 / 128.0), ch * kPerChTreeLL128[gen][i2]);
+          return bus;
+        };
+        const double bus = proto_bus(ch * ring_.bw_intra_GBps);
+        const double rate_bus = ring_rate == 1.0 ? bus : proto_bus(ch * ring_.bw_intra_GBps * ring_rate);
         double ratio = a == NcclAlgo::Ring ? static_cast<double>(ranks_) / nsteps : .5;
         // All-gather and reduce-scatter rings at the link's rate (LL128,
         // Simple): the rank's own chunk costs kNcclOwnChunkSteps of a link
@@ -166,9 +182,10 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
         if (a == NcclAlgo::Ring && p != NcclProto::LL && !ring_shm && (c == NcclColl::AllGather || c == NcclColl::ReduceScatter))
           ratio *= nsteps / (nsteps + own_chunk);
         bw_[idx(c, a, p)] = bus * ratio;
+        rate_[idx(c, a, p)] = rate_bus * ratio;
         if (c == NcclColl::AllReduce && a == NcclAlgo::Ring && p == NcclProto::Simple) {
           ring_search_GBps_ = ch * ring_.bw_intra_GBps;
-          if (!ring_shm && coll_channels_ > 0) ring_channel_GBps_ = bus / coll_channels_;
+          if (!ring_shm && coll_channels_ > 0) ring_channel_GBps_ = rate_bus / coll_channels_;
         }
 
         double lat = kBaseLat[ai][pi];
@@ -205,11 +222,11 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
     for (size_t j : local) {
       if (j == i) continue;
       const NcclPair& pr = v_.pair[i][j];
-      (pr.transport == NcclTransport::Shm ? shm : p2p) += pr.bw_GBps;
+      (pr.transport == NcclTransport::Shm ? shm : p2p) += pr.bw_GBps * (pr.transport == NcclTransport::P2pNvLink ? nvlink_rate : 1.0);
       a2a_nvlink_ &= pr.transport == NcclTransport::P2pNvLink;
     }
     const double sum = p2p + std::min(shm, shm_link_GBps);
-    if (sum > 0) a2a_bw_ = std::min(a2a_bw_, std::min(sum, ring_.total_bw_GBps));
+    if (sum > 0) a2a_bw_ = std::min(a2a_bw_, std::min(sum, ring_.total_bw_GBps * (a2a_nvlink_ ? nvlink_rate : 1.0)));
   }
   if (a2a_bw_ >= 1e30) a2a_bw_ = 0;
 
@@ -305,23 +322,29 @@ std::optional<NcclPrediction> NcclTuning::predict(NcclColl c, double bytes) cons
   if (ranks_ <= 1) return std::nullopt;
   if (c == NcclColl::AllToAll) return all_to_all(bytes);
   std::optional<NcclPrediction> best;
+  double best_planned_us = 0;  // NCCL's own estimate of the best choice
   for (NcclAlgo a : {NcclAlgo::Tree, NcclAlgo::Ring}) {
     if (opt_.algo && *opt_.algo != a) continue;
     for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
       if (opt_.proto && *opt_.proto != p) continue;
-      double bw = bw_[idx(c, a, p)];
+      double bw = bw_[idx(c, a, p)], rate = rate_[idx(c, a, p)];
       double lat = lat_[idx(c, a, p)];
       if (bw <= 0) continue;
       const int log_size = log2i(bytes / 64);
-      if (a == NcclAlgo::Tree && c == NcclColl::AllReduce && log_size >= 0 && log_size < 23) bw *= kTreeCorrection[static_cast<int>(p)][log_size];
+      if (a == NcclAlgo::Tree && c == NcclColl::AllReduce && log_size >= 0 && log_size < 23) {
+        bw *= kTreeCorrection[static_cast<int>(p)][log_size];
+        rate *= kTreeCorrection[static_cast<int>(p)][log_size];
+      }
       if (a == NcclAlgo::Ring && p == NcclProto::Simple && nodes_ > 1 && c == NcclColl::AllReduce && bytes / (coll_channels_ * ranks_) >= 64)
         lat *= v_.sm < 80 ? 1.9 : 1.4;  // "plateau effect of ring"
       // NCCL picks by its own model (latency + bytes / bandwidth); the
-      // time it then takes holds the Simple ring's pipeline fill too.
+      // time it then takes moves the bytes at what the links deliver and
+      // holds the Simple ring's pipeline fill too.
       const double t = lat + bytes / (1000 * bw);
-      if (!best || t < best->time_us - best->fill_us) {
+      if (!best || t < best_planned_us) {
         const double fill = a == NcclAlgo::Ring && p == NcclProto::Simple ? ring_fill_us(c, bytes) : 0;
-        best = NcclPrediction{a, p, t + fill, lat, fill, 0, 0};
+        best = NcclPrediction{a, p, lat + bytes / (1000 * rate) + fill, lat, fill, 0, 0};
+        best_planned_us = t;
       }
     }
   }

@@ -22,7 +22,8 @@
 // transport's efficiency caps a ring's bus bandwidth too. The time of a
 // Simple ring holds its pipeline's fill, by NCCL 2.28.3's launch and chunk
 // rules (nccl_launch, nccl_ring_simple_slice): NCCL's model picks without
-// it, as NCCL does.
+// it, as NCCL does. Likewise NCCL picks with its per-link NVLink figure,
+// while the data moves at what the link delivers (nccl_nvlink_rate).
 #pragma once
 
 #include <optional>
@@ -133,6 +134,28 @@ NcclP2pPlan nccl_p2p_plan(double peer_bytes, int min_channels, int channels_per_
 /// (tests/reference/test_nccl_reference.cpp, docs/accuracy.md).
 inline constexpr double kNcclP2pLlChannelGBps = 6.4;
 
+/// What one NVLink2 link (Volta) moves a direction under NCCL's rings,
+/// GB/s. NCCL plans Volta's links at 20 GB/s (topo.h SM70_NVLINK_BW; 21
+/// in NCCL 2.5-2.9, 22 in 2.10-2.17) and its ring search at 20 GB/s a
+/// channel (search.cc speedArrayIntra), but nothing in NCCL paces its data
+/// to those figures: its kernels copy as fast as the link takes them. An
+/// NVLink2 link carries 25 GB/s of data a direction (V100 datasheet: 6
+/// links, 300 GB/s both directions; the copy engine moves 96 % of it); a
+/// DGX-1V's 6 rings, one link each, move 22.8 of it, 91 %. Fitted on
+/// oci-v100-8's 1 GiB all-reduce (validate/nccl-public, `set: tune`) and
+/// checked on dgx1-v100-8's 64 and 128 MiB rows
+/// (tests/gpu/test_nccl_public.cpp).
+inline constexpr double kNvlink2RingGBps = 22.8;
+
+/// The rate one NVLink link moves a direction under NCCL's traffic, per
+/// GPU generation: Volta's kNvlink2RingGBps; elsewhere NCCL's own planning
+/// figure (nccl_nvlink_bw), with which the public A100 (20.0 of NVLink3's
+/// 25) and H100 (20.6 of NVLink4's 25) points meet their targets
+/// (validate/nccl-public, docs/accuracy.md); Pascal (18.0), the SM86
+/// bridges (12.0) and Blackwell (40.1) have no run to tell, so NCCL's
+/// figure stands there.
+double nccl_nvlink_rate(int sm);
+
 struct NcclTuneOptions {
   std::optional<NcclAlgo> algo;    // NCCL_ALGO
   std::optional<NcclProto> proto;  // NCCL_PROTO
@@ -143,6 +166,7 @@ struct NcclTuneOptions {
   std::optional<double> own_chunk_steps; // default kNcclOwnChunkSteps (a fit's candidate in the tests)
   std::optional<double> p2p_ll_channel_GBps;  // default kNcclP2pLlChannelGBps (a fit's candidate in the tests)
   std::optional<NcclP2pRates> p2p_simple;     // default NcclP2pRates{} (a fit's candidate in the tests)
+  std::optional<double> nvlink_rate_GBps;     // default nccl_nvlink_rate(sm) (a fit's candidate in the tests)
 };
 
 struct NcclPrediction {
@@ -167,8 +191,11 @@ class NcclTuning {
   /// rank's send buffer. nullopt when the forced algorithm/protocol cannot run it.
   [[nodiscard]] std::optional<NcclPrediction> predict(NcclColl c, double bytes) const;
   /// The model's bandwidth (algorithm bandwidth, GB/s) and latency (us) of one
-  /// choice; bandwidth 0 when NCCL would not use it.
+  /// choice, as NCCL plans with them; bandwidth 0 when NCCL would not use it.
   [[nodiscard]] double bandwidth(NcclColl c, NcclAlgo a, NcclProto p) const { return bw_[idx(c, a, p)]; }
+  /// The bandwidth the same choice moves its data at: NCCL's plan with its
+  /// NVLink figure replaced by the rate the links deliver (nccl_nvlink_rate).
+  [[nodiscard]] double achieved_bandwidth(NcclColl c, NcclAlgo a, NcclProto p) const { return rate_[idx(c, a, p)]; }
   [[nodiscard]] double latency(NcclColl c, NcclAlgo a, NcclProto p) const { return lat_[idx(c, a, p)]; }
 
  private:
@@ -182,7 +209,8 @@ class NcclTuning {
   int coll_channels_ = 0;
   NcclTuneOptions opt_;
   int ranks_ = 1, nodes_ = 1;
-  double bw_[5 * 2 * 3] = {};
+  double bw_[5 * 2 * 3] = {};    // NCCL's plan: what it chooses by
+  double rate_[5 * 2 * 3] = {};  // what the choice moves data at (achieved_bandwidth)
   double lat_[5 * 2 * 3] = {};
   double ring_channel_GBps_ = 0;  // a Simple ring channel's bus bandwidth (0: no fill, see ring_fill_us)
   double ring_search_GBps_ = 0;   // the ring search's bandwidth x channels (nccl_launch's slow_ring)

@@ -7,7 +7,9 @@
 // collective of <= 64 KiB (every point within 25 %, or the tolerance a
 // machine states with its reason, or missing it still for a collective the
 // machine names in a `latency_gap` map with why) and to NCCL's own logged
-// path types and bandwidths exactly.
+// path types and bandwidths exactly. A `set: tune` machine (a Volta one:
+// kNvlink2RingGBps is the one constant fitted here) refits the rate its
+// NVLink links move at on its own points and holds the shipped constant to it.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -63,6 +65,13 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
     std::map<std::string, int> latency_gap_points;
     std::vector<double> latency_errors;
     const std::string name = mr.str("name");
+    const bool tune_set = mr.choice("set", {"tune", "check"}) == "tune";
+    struct BusbwPoint {
+      NcclTuneOptions to;
+      NcclColl coll;
+      double bytes, published;
+    };
+    std::vector<BusbwPoint> fit_points;  // a tune machine's bus bandwidths >= 1 MiB
     const hw::Topology topo(hw::parse_topology_file(kRoot + "/" + mr.str("topology")));
     NcclTopoOptions vo;
     if (const auto c = mr.opt_str("cpu")) {
@@ -138,6 +147,7 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
                                pr.str("collective") + (pr.has("algo") ? " (" + pr.str("algo") + ")" : ""), format_bytes(bytes), published,
                                got->busbw_GBps, 100 * err);
       if (bytes >= 1024 * 1024) errors[pr.str("collective")].push_back(std::abs(err));
+      if (bytes >= 1024 * 1024 && tune_set) fit_points.push_back({to, *coll, bytes, published});
       ++checked;
     }
     for (const auto& entry : errors) {
@@ -158,6 +168,24 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
       REQUIRE_MESSAGE(errors.count(gap.first) == 1, name << " bandwidth_gap names " << gap.first << ", which has no point at >= 1 MiB");
     for (const auto& gap : latency_gap)
       REQUIRE_MESSAGE(latency_gap_points.count(gap.first) == 1, name << " latency_gap names " << gap.first << ", which has no time point");
+    if (tune_set) {
+      // The NVLink rate (GB/s a link) on a grid of 0.1 that minimises the
+      // median |error| of the machine's bus bandwidths >= 1 MiB.
+      REQUIRE_MESSAGE(view.sm == 70, name << ": only Volta's NVLink rate (kNvlink2RingGBps) is fitted on public points");
+      REQUIRE_MESSAGE(!fit_points.empty(), name << ": a tune machine needs bus bandwidths >= 1 MiB");
+      double best = 0, best_err = 1e30;
+      for (int k = 150; k <= 300; ++k) {
+        std::vector<double> errs;
+        for (BusbwPoint fp : fit_points) {
+          fp.to.nvlink_rate_GBps = k * 0.1;
+          errs.push_back(std::abs(NcclTuning(view, fp.to).predict(fp.coll, fp.bytes)->busbw_GBps / fp.published - 1));
+        }
+        if (median(errs) < best_err - 1e-12) best = k * 0.1, best_err = median(errs);
+      }
+      std::cout << fmt::format("{:<16} NVLink rate fitted on its points: {:.1f} GB/s a link (median error {:.1f} %); shipped {:.1f}\n", name, best,
+                               100 * best_err, kNvlink2RingGBps);
+      CHECK_MESSAGE(std::abs(best - kNvlink2RingGBps) <= 0.15, name << "'s NVLink rate fit moved: " << best);
+    }
     if (!latency_errors.empty())
       std::cout << fmt::format("{:<16} time <= 64 KiB: median error {:.1f} %, worst {:.1f} % ({} points)\n", name, 100 * median(latency_errors),
                                100 * *std::max_element(latency_errors.begin(), latency_errors.end()), latency_errors.size());

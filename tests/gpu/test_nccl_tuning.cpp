@@ -103,6 +103,50 @@ TEST_CASE("the choice by size: LL for small all-reduces, Simple for large, NCCL_
   CHECK(tr.tune.predict(NcclColl::AllReduce, 1 << 20)->algo == NcclAlgo::Tree);
 }
 
+TEST_CASE("NVLink: NCCL chooses by its per-link figure, the bytes move at the link's rate (Volta's 22.8 where NCCL plans 20)") {
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml"));
+  const NcclView v = nccl_view(topo);
+  REQUIRE(v.sm == 70);
+  REQUIRE(v.host_ring.channels == 6);
+  REQUIRE(v.host_ring.bw_intra_GBps == doctest::Approx(20.0));
+  REQUIRE(v.host_coll_channels == 12);
+  const NcclTuning t(v);
+  const auto AR = NcclColl::AllReduce;
+  const double plan = 6 * 20.0, rate = 6 * kNvlink2RingGBps;  // bus bandwidths
+  // Simple: NCCL's plan 6 x 20, moved at 6 x 22.8; algbw x 8 / 14.
+  CHECK(t.bandwidth(AR, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(plan * 8 / 14));
+  CHECK(t.achieved_bandwidth(AR, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(rate * 8 / 14));
+  // LL: Volta's llMaxBw (39) caps both; LL128: 0.92 x 120 planned, NCCL's
+  // per-channel cap (6 x 20) under 0.92 x 136.8 achieved.
+  CHECK(t.achieved_bandwidth(AR, NcclAlgo::Ring, NcclProto::LL) == doctest::Approx(39.0 * 8 / 14));
+  CHECK(t.bandwidth(AR, NcclAlgo::Ring, NcclProto::LL128) == doctest::Approx(plan * 0.92 * 8 / 14));
+  CHECK(t.achieved_bandwidth(AR, NcclAlgo::Ring, NcclProto::LL128) == doctest::Approx(6 * 20.0 * 8 / 14));
+  // 1 GiB: NCCL's choice, its bytes at the achieved rate, the fill (a 1 MiB
+  // slice) at a collective channel's achieved rate.
+  const double gib = 1 << 30;
+  const auto p = t.predict(AR, gib);
+  REQUIRE(p.has_value());
+  CHECK(p->proto == NcclProto::Simple);
+  CHECK(p->fill_us == doctest::Approx((1 << 20) / (1000 * rate / 12)));
+  CHECK(p->time_us == doctest::Approx(p->latency_us + gib / (1000 * rate * 8 / 14) + p->fill_us));
+  // The choice is NCCL's at every size: the links' rate changes times only.
+  NcclTuneOptions at_plan;
+  at_plan.nvlink_rate_GBps = 20.0;
+  const NcclTuning planned(v, at_plan);
+  CHECK(planned.achieved_bandwidth(AR, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(plan * 8 / 14));
+  for (double bytes = 1024; bytes <= gib; bytes *= 4)
+    for (NcclColl c : {AR, NcclColl::AllGather, NcclColl::ReduceScatter}) {
+      const auto a = t.predict(c, bytes), b = planned.predict(c, bytes);
+      CHECK((a->algo == b->algo && a->proto == b->proto));
+      CHECK(a->time_us <= b->time_us);
+    }
+  // Hopper: NCCL's 20.6 is the rate (nccl_nvlink_rate), plan and time agree.
+  const Model h(kHgxH100);
+  CHECK(nccl_nvlink_rate(90) == nccl_nvlink_bw(90));
+  for (NcclProto pr : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple})
+    CHECK(h.tune.achieved_bandwidth(AR, NcclAlgo::Ring, pr) == h.tune.bandwidth(AR, NcclAlgo::Ring, pr));
+}
+
 TEST_CASE("PCIe rings: no LL128, PCI latencies") {
   const Model m(kPcie4);
   CHECK(m.tune.bandwidth(NcclColl::AllReduce, NcclAlgo::Ring, NcclProto::LL128) == 0);
