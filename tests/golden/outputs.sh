@@ -41,6 +41,7 @@ for t in configs/topologies/*.yaml; do
   run "topo-$n" topo "$t"
   run "topo-$n-nvidia-smi" topo "$t" --nvidia-smi
   run "topo-$n-p2p-disable" topo "$t" --p2p-disable
+  run "topo-$n-nccl" topo "$t" --nccl
 done
 for w in configs/workloads/*.yaml; do
   n=$(basename "$w" .yaml)
