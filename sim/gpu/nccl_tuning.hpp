@@ -141,10 +141,9 @@ inline constexpr double kNcclP2pLlChannelGBps = 6.4;
 /// to those figures: its kernels copy as fast as the link takes them. An
 /// NVLink2 link carries 25 GB/s of data a direction (V100 datasheet: 6
 /// links, 300 GB/s both directions; the copy engine moves 96 % of it); a
-/// DGX-1V's 6 rings, one link each, move 22.8 of it, 91 %. Fitted on
-/// oci-v100-8's 1 GiB all-reduce (validate/nccl-public, `set: tune`) and
-/// checked on dgx1-v100-8's 64 and 128 MiB rows
-/// (tests/gpu/test_nccl_public.cpp).
+/// DGX-1V's 6 rings, one link each, move 22.8 of it, 91 %. Fitted on the
+/// public Volta point marked `set: tune` (validate/nccl-public/manifest.yaml)
+/// and checked on the other Volta table there (tests/gpu/test_nccl_public.cpp).
 inline constexpr double kNvlink2RingGBps = 22.8;
 
 /// The rate one NVLink link moves a direction under NCCL's traffic, per
