@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -81,6 +82,21 @@ nlohmann::json host_doc(double store_beside) {
   return {{"schema", "overlapsim.bench/v1"}, {"environment", {{"gpu", "NVIDIA H100 80GB HBM3"}, {"host_memory", true}}}, {"results", rows}};
 }
 
+// A host measured to 8 CTAs: loads beside an H2D copy 8 / 16 / 22 / 25 GB/s
+// at 1 / 2 / 4 / 8 CTAs (20 / 40 / 50 / 50 alone), beside a D2H copy 16 /
+// 24 / 30 / 30; stores beside a D2H copy at `store_beside`; copies 50 alone.
+nlohmann::json host_doc_to_8(double store_beside) {
+  nlohmann::json rows = nlohmann::json::array();
+  const double alone[] = {20, 40, 50, 50}, h2d[] = {8, 16, 22, 25}, d2h[] = {16, 24, 30, 30};
+  const int ctas[] = {1, 2, 4, 8};
+  for (int i = 0; i < 4; ++i) {
+    rows.push_back(host_row("load", ctas[i], "h2d", alone[i], h2d[i], 50));
+    rows.push_back(host_row("load", ctas[i], "d2h", alone[i], d2h[i], 50));
+    rows.push_back(host_row("store", ctas[i], "d2h", 50, store_beside, 50));
+  }
+  return {{"schema", "overlapsim.bench/v1"}, {"environment", {{"gpu", "NVIDIA H100 80GB HBM3"}, {"host_memory", true}}}, {"results", rows}};
+}
+
 }  // namespace
 
 TEST_CASE("copy weights against a collective through host memory, from one GPU's kernels that read and write host memory") {
@@ -126,6 +142,16 @@ TEST_CASE("copy weights against a collective through host memory, from one GPU's
   const auto fit = std::find_if(cal.fits.begin(), cal.fits.end(), from_rows);
   REQUIRE(fit != cal.fits.end());
   CHECK(fit->points == 8);
+  // The 4-rank weights are reported beside the 2-rank ones, not taken.
+  const auto value = [&](const std::string& name) {
+    const auto v = std::find_if(fit->values.begin(), fit->values.end(), [&](const auto& kv) { return kv.first == name; });
+    REQUIRE(v != fit->values.end());
+    return v->second;
+  };
+  const fi::HostReaderWeights four = fi::copy_weights_beside_host_reader(host_doc(30), rank, 4);
+  CHECK(value("copy_weight_h2d_4_ranks") == doctest::Approx(four.h2d));
+  CHECK(value("copy_weight_d2h_4_ranks") == doctest::Approx(four.d2h));
+  CHECK(four.h2d != doctest::Approx(one.h2d));
 
   // An all-to-all measured beside copies through host memory wins: the
   // weights come from its pair (fit by simulation), not from these rows.
@@ -153,6 +179,41 @@ TEST_CASE("copy weights against a collective through host memory, from one GPU's
   bad = host_doc(30);
   bad["results"][1]["kernel_beside_GBps"] = 0;
   CHECK_THROWS_AS(fi::copy_weights_beside_host_reader(bad, 25), std::invalid_argument);
+}
+
+TEST_CASE("copy weights against a 4-rank all-to-all through host memory: the rank's loading CTAs grow with its peers") {
+  // R = 25 GB/s, r1 = 20: a 2-rank all-to-all keeps n = 1.25 CTAs' loads in
+  // flight, a 4-rank one (two channels for each of 3 peers) 3 x 1.25 = 3.75.
+  const nlohmann::json doc = host_doc_to_8(30);
+  const fi::HostReaderWeights two = fi::copy_weights_beside_host_reader(doc, 25, 2);
+  const fi::HostReaderWeights four = fi::copy_weights_beside_host_reader(doc, 25, 4);
+  CHECK(two.ctas == doctest::Approx(1.25));
+  CHECK(four.ctas == doctest::Approx(3.75));
+  CHECK(four.ranks == 4);
+  // H2D, 2 ranks: s = 2.5 at 1 and 2 CTAs, so at 1.25; the flow keeps
+  // X = 25 / 2.5 = 10, w = 50 / 10 - 1 = 4.
+  CHECK(two.slowdown_h2d == doctest::Approx(2.5));
+  CHECK(two.h2d == doctest::Approx(4.0));
+  // 4 ranks: the loads beside the copy grow from 10 GB/s at 1.25 CTAs
+  // (8 + 0.25 x 8) to 16 + 0.875 x 6 = 21.25 at 3.75, so X = 10 x 21.25 / 10
+  // = 21.25; three flows of weight 1/sqrt(3) weigh sqrt(3) together:
+  // w = sqrt(3) (50 / 21.25 - 1) = 2.343.
+  CHECK(four.slowdown_h2d == doctest::Approx(25 / 21.25));
+  CHECK(four.h2d == doctest::Approx(std::sqrt(3.0) * (50 / 21.25 - 1)));
+  CHECK(four.h2d == doctest::Approx(2.3433).epsilon(1e-4));
+  // D2H, 2 ranks: s = 1.25 + 0.25 x (40/24 - 1.25) = 1.3542 at 1.25 CTAs,
+  // X = 25 / 1.3542 = 18.46, w = 50 x 1.3542 / 25 - 1 = 1.708 (the stores
+  // keep 30 > X). 4 ranks: 18.46 x (24 + 0.875 x 6) / (16 + 0.25 x 8) = 30.0,
+  // more than the rank moves alone: X = R = 25, w = sqrt(3) (50 / 25 - 1).
+  CHECK(two.d2h == doctest::Approx(50 * (1.25 + 0.25 * (40.0 / 24 - 1.25)) / 25 - 1));
+  CHECK(four.slowdown_d2h == doctest::Approx(1.0));
+  CHECK(four.d2h == doctest::Approx(std::sqrt(3.0)));
+  // Stores held to 20 GB/s beside the D2H copy bind the 4-rank flows:
+  // w = sqrt(3) (50 / 20 - 1) = 2.598; the 2-rank ones keep 18.46 < 20.
+  CHECK(fi::copy_weights_beside_host_reader(host_doc_to_8(20), 25, 4).d2h == doctest::Approx(std::sqrt(3.0) * 1.5));
+  CHECK(fi::copy_weights_beside_host_reader(host_doc_to_8(20), 25, 2).d2h == doctest::Approx(two.d2h));
+  // Fewer than two ranks is refused.
+  CHECK_THROWS_WITH_AS(fi::copy_weights_beside_host_reader(doc, 25, 1), doctest::Contains("1 ranks"), std::invalid_argument);
 }
 
 TEST_CASE("copies beside a collective over NVLink share no resource in the model: their one coupling is nvlink_copy_latency per collective") {

@@ -342,12 +342,21 @@ void fit_host_transport_simulated(FitContext& ctx) {
 // (linear between the CTA counts measured): the round trip grows behind the
 // copy's reads (H2D), or behind its posted writes (D2H), which share the
 // way up with the rank's own stores by injection (the store rows' rate
-// beside the copy at n CTAs, R / it where lower). A 2-rank all-to-all's flow
-// weighs 1 (sqrt(peers) for a rank, the executor's rule): max-min gives it
-// C / (1 + w) beside a copy of weight w on a link of C, the copy's rate
-// alone, so the flow keeps R / s(n) where w = C s(n) / R - 1. Each file is
-// one host (the hosts differ up to 1.7x in how writes slow reads): the
-// median over files.
+// beside the copy at n CTAs, where lower). A 2-rank all-to-all's flow
+// weighs 1: max-min gives it C / (1 + w) beside a copy of weight w on a link
+// of C, the copy's rate alone, so the flow keeps X = R / s(n) where
+// w = C s(n) / R - 1. Each file is one host (the hosts differ up to 1.7x in
+// how writes slow reads): the median over files.
+//
+// With `ranks` > 2: NCCL gives each peer beyond P2P two channels (one CTA
+// each) and runs every peer's round at once on channels of its own, so a
+// rank's CTAs loading from host memory grow with its peers: n = (ranks - 1)
+// R / r1. Its loads beside the copy grow as the rows' do between n(2) and n
+// (X = R / s(n(2)) x beside(n) / beside(n(2))), never beyond R (its rate
+// alone); its ranks - 1 flows weigh 1/sqrt(ranks - 1) each (the executor's
+// rule), so w = sqrt(ranks - 1) (C / X - 1). The multi-GPU boxes' own pairs
+// do not bear this out (docs/journal/2026-12-07-host-reader-peers.md): the
+// calibration takes the 2-rank weights and reports the 4-rank ones.
 namespace {
 struct HostKernelPoint {
   double ctas, value;
@@ -365,8 +374,9 @@ double at_ctas(const std::vector<HostKernelPoint>& pts, double ctas) {
 }
 }  // namespace
 
-HostReaderWeights copy_weights_beside_host_reader(const json& doc, double rank_GBps) {
+HostReaderWeights copy_weights_beside_host_reader(const json& doc, double rank_GBps, int ranks) {
   if (!(rank_GBps > 0)) throw std::invalid_argument("copy weights beside host-memory kernels: the rank's rate through host memory must be above 0");
+  if (ranks < 2) throw std::invalid_argument(fmt::format("copy weights beside host-memory kernels: an all-to-all of {} ranks (at least 2)", ranks));
   // Per kernel kind and copy direction, by CTA count: the rows of the largest copy.
   struct Row {
     double copy_bytes, ctas, kernel_alone, kernel_beside, copy_alone;
@@ -403,19 +413,28 @@ HostReaderWeights copy_weights_beside_host_reader(const json& doc, double rank_G
   const auto per_cta = [](const Row& r) { return r.kernel_alone / r.ctas; };
   const std::vector<HostKernelPoint> load_h2d = points("load", "h2d", slowdown), load_d2h = points("load", "d2h", slowdown);
   if (load_h2d.empty() || load_d2h.empty()) return w;  // no loads beside both directions: nothing to say
+  w.ranks = ranks;
   w.one_cta_GBps = points("load", "h2d", per_cta).front().value;
-  w.ctas = rank_GBps / w.one_cta_GBps;
-  w.slowdown_h2d = at_ctas(load_h2d, w.ctas);
-  w.slowdown_d2h = at_ctas(load_d2h, w.ctas);
-  if (const std::vector<HostKernelPoint> store = points("store", "d2h", beside); !store.empty())
-    w.slowdown_d2h = std::max(w.slowdown_d2h, rank_GBps / at_ctas(store, w.ctas));
+  const double two_rank_ctas = rank_GBps / w.one_cta_GBps, peers = ranks - 1.0;
+  w.ctas = peers * two_rank_ctas;
+  // The rank's loads beside the copy: R / s(n(2)), grown as the rows' loads
+  // beside it grow from n(2) to n CTAs, at most R.
+  const auto loads_beside = [&](const std::string& copy, const std::vector<HostKernelPoint>& s) {
+    const std::vector<HostKernelPoint> at = points("load", copy, beside);
+    return std::min(rank_GBps, rank_GBps / at_ctas(s, two_rank_ctas) * (at_ctas(at, w.ctas) / at_ctas(at, two_rank_ctas)));
+  };
+  double x_h2d = loads_beside("h2d", load_h2d), x_d2h = loads_beside("d2h", load_d2h);
+  if (const std::vector<HostKernelPoint> store = points("store", "d2h", beside); !store.empty()) x_d2h = std::min(x_d2h, at_ctas(store, w.ctas));
+  w.slowdown_h2d = rank_GBps / x_h2d;
+  w.slowdown_d2h = rank_GBps / x_d2h;
   std::vector<double> c_h2d, c_d2h;
   for (const auto& p : points("load", "h2d", copy_alone)) c_h2d.push_back(p.value);
   for (const auto& p : points("load", "d2h", copy_alone)) c_d2h.push_back(p.value);
   w.copy_h2d_GBps = median(c_h2d);
   w.copy_d2h_GBps = median(c_d2h);
-  w.h2d = w.copy_h2d_GBps * w.slowdown_h2d / rank_GBps - 1;
-  w.d2h = w.copy_d2h_GBps * w.slowdown_d2h / rank_GBps - 1;
+  // The rank's flows weigh sqrt(peers) together: they keep X beside a copy of weight w.
+  w.h2d = std::sqrt(peers) * (w.copy_h2d_GBps / x_h2d - 1);
+  w.d2h = std::sqrt(peers) * (w.copy_d2h_GBps / x_d2h - 1);
   w.points = static_cast<int>(load_h2d.size() + load_d2h.size());
   return w;
 }
@@ -429,11 +448,14 @@ void fit_host_reader(FitContext& ctx) {
   const double rank_GBps =
       p.nccl.nccl_host_rank_bandwidth.is_unlimited() ? exec::NcclModel(ctx.topo).shm_rank_bandwidth() / 1e9 : p.nccl.nccl_host_rank_bandwidth.GBps();
   if (!(rank_GBps > 0)) return;  // no PCIe link to carry a collective through host memory
-  std::vector<double> h2d, d2h, ctas, one_cta, s_h2d, s_d2h;
+  std::vector<double> h2d, d2h, ctas, one_cta, s_h2d, s_d2h, h2d_4, d2h_4;
   int points = 0;
   for (const auto& [name, doc] : ctx.docs) {
-    const HostReaderWeights w = copy_weights_beside_host_reader(doc, rank_GBps);
+    const HostReaderWeights w = copy_weights_beside_host_reader(doc, rank_GBps, 2);
     if (!w.points) continue;
+    const HostReaderWeights four = copy_weights_beside_host_reader(doc, rank_GBps, 4);
+    h2d_4.push_back(four.h2d);
+    d2h_4.push_back(four.d2h);
     h2d.push_back(w.h2d);
     d2h.push_back(w.d2h);
     ctas.push_back(w.ctas);
@@ -449,7 +471,8 @@ void fit_host_reader(FitContext& ctx) {
   ctx.cal.fits.push_back({"NCCL through host memory beside a copy, from one GPU's host-memory kernels",
                           "per direction: copy weight = the copy's rate alone x the slowdown of n = R / r1 CTAs' loads from host memory beside "
                           "that copy (D2H: or of their stores' share, where more) / R - 1, R the rank's rate through host memory, r1 one CTA's "
-                          "loads; the median over files (one host each)",
+                          "loads; the median over files (one host each); at 4 ranks by NCCL's two channels per peer (n x 3, reported, not "
+                          "taken: the executor's 1/sqrt(peers) rule carries the 2-rank weights)",
                           {{"rank_GBps", rank_GBps},
                            {"one_cta_load_GBps", median(one_cta)},
                            {"ctas", median(ctas)},
@@ -457,6 +480,8 @@ void fit_host_reader(FitContext& ctx) {
                            {"slowdown_d2h", median(s_d2h)},
                            {"copy_weight_h2d", p.interference.copy_weight.h2d},
                            {"copy_weight_d2h", p.interference.copy_weight.d2h},
+                           {"copy_weight_h2d_4_ranks", median(h2d_4)},
+                           {"copy_weight_d2h_4_ranks", median(d2h_4)},
                            {"files", static_cast<double>(h2d.size())}},
                           0,
                           points});

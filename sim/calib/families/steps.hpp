@@ -92,18 +92,21 @@ void fit_receiver(FitContext& ctx);
 void fit_host_transport_rates(FitContext& ctx);
 void fit_host_transport_simulated(FitContext& ctx);
 void fit_host_reader(FitContext& ctx);
-/// Copy weights against a 2-rank all-to-all through host memory from one
-/// bench document's copy_beside_host_memory_kernel rows, for a rank that
-/// moves `rank_GBps` alone (interference.cpp, fit_host_reader); `points` 0
-/// where the document holds no load rows beside both copy directions.
+/// Copy weights against an all-to-all of `ranks` ranks through host memory
+/// from one bench document's copy_beside_host_memory_kernel rows, for a rank
+/// that moves `rank_GBps` alone, its CTAs loading from host memory growing
+/// with its peers as NCCL's channels do (interference.cpp, fit_host_reader);
+/// `points` 0 where the document holds no load rows beside both copy
+/// directions.
 struct HostReaderWeights {
   double h2d = 0, d2h = 0;                      // the copy weights
-  double one_cta_GBps = 0, ctas = 0;            // r1 and n = rank_GBps / r1
-  double slowdown_h2d = 0, slowdown_d2h = 0;    // s(n) beside each copy
+  int ranks = 2;                                // the all-to-all's ranks
+  double one_cta_GBps = 0, ctas = 0;            // r1 and n = (ranks - 1) rank_GBps / r1
+  double slowdown_h2d = 0, slowdown_d2h = 0;    // the rank's rate alone / beside each copy
   double copy_h2d_GBps = 0, copy_d2h_GBps = 0;  // the copies alone
   int points = 0;
 };
-HostReaderWeights copy_weights_beside_host_reader(const json& doc, double rank_GBps);
+HostReaderWeights copy_weights_beside_host_reader(const json& doc, double rank_GBps, int ranks = 2);
 void replay_row(ReplayContext& ctx, const json& row, Comparison c, std::vector<Comparison>& out);
 void replay_copy_collective(ReplayContext& ctx, const json& row, Comparison c, std::vector<Comparison>& out);
 }  // namespace interference
