@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -101,6 +102,7 @@ struct RunOptions {
   bool reclock_measured = false;
   bool keep_measured_clock = false;
   bool copy_rates_as_traced = false;
+  bool pageable_rate_from_calibration = false;
 };
 
 /// run --copy-rates-as-traced: the schedule's measured copy rates
@@ -128,6 +130,42 @@ std::string take_copy_rates(ModelParams& params, const Schedule& sched, const st
       *to[i] = *(c.*field);
     }
   return fmt::format("copy rates: as the trace's copies ran ({}; settings.copy_rates)\n", taken);
+}
+
+/// By default, a schedule's measured pageable rates (settings.copy_rates: the
+/// rate the recorded box's CPU staged pageable copies at, which moves from box
+/// to box by more than a calibration from another box holds) in place of the
+/// calibration's pageable bandwidth, each direction measured; pinned copies
+/// keep the calibration's. Not where `-t` gives another topology than the one
+/// the schedule names (another box), nor where no pageable copy is left to
+/// run (`--host-memory pinned`). The line the run prints ("" where none).
+std::string take_pageable_rates(ModelParams& params, const Schedule& sched, bool other_topology) {
+  const auto& c = sched.runtime.copy_rates;
+  if (!c.h2d_pageable && !c.d2h_pageable) return "";
+  bool pageable_copies = false;
+  for (const Program& p : sched.programs)
+    for (const Op& op : *p.ops)
+      pageable_copies = pageable_copies || (op.kind == OpKind::Memcpy && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) &&
+                                            op.host_mem == HostMem::Pageable);
+  if (!pageable_copies) return "";
+  if (other_topology)
+    return "copy rates: the schedule's measured pageable rates (settings.copy_rates) not taken: they are the recorded box's, and -t "
+           "gives another topology; pageable copies at the calibration's rate (--copy-rates-as-traced takes them anyway)\n";
+  PerDirection<Bandwidth>& p = params.copies.pageable_bandwidth;
+  const Bandwidth was_h2d = p[Direction::H2D], was_d2h = p[Direction::D2H];
+  std::string taken;
+  if (c.h2d_pageable) {
+    taken = fmt::format("h2d_pageable {:.2f} GB/s (was {:.2f})", c.h2d_pageable->GBps(), was_h2d.GBps());
+    p.h2d = *c.h2d_pageable;
+    p.d2h = was_d2h;  // an unset D2H would follow the new H2D rate: it keeps the one it had
+  }
+  if (c.d2h_pageable) {
+    taken += fmt::format("{}d2h_pageable {:.2f} GB/s (was {:.2f})", taken.empty() ? "" : ", ", c.d2h_pageable->GBps(), was_d2h.GBps());
+    p.d2h = *c.d2h_pageable;
+  }
+  return fmt::format("copy rates: pageable copies at the rates the trace's ran at ({}; settings.copy_rates), pinned ones at the "
+                     "calibration's: --pageable-rate-from-calibration keeps its pageable rate\n",
+                     taken);
 }
 
 int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& trace) {
@@ -163,6 +201,9 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
     if (o.copy_rates_as_traced)
       throw InputError(SourceLocation{"--copy-rates-as-traced", 0, 0},
                        fmt::format("it takes an imported trace's measured copy rates; {} is a workload", input));
+    if (o.pageable_rate_from_calibration)
+      throw InputError(SourceLocation{"--pageable-rate-from-calibration", 0, 0},
+                       fmt::format("it keeps the calibration's pageable rate for an imported trace's measured one; {} is a workload", input));
     if (o.prefetch >= 0)
       throw InputError(SourceLocation{"--prefetch", 0, 0},
                        fmt::format("it re-plans a schedule's prefetch (an imported trace's); {} is a workload: --set offload.prefetch_size={}", input,
@@ -187,6 +228,9 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
         throw InputError(SourceLocation{"--trace-steps", 0, 0}, fmt::format("the run has no step {} (its steps are 0-{})", st, workload->steps - 1));
     params = workload->params;
   } else {
+    if (o.copy_rates_as_traced && o.pageable_rate_from_calibration)
+      throw InputError(SourceLocation{"--pageable-rate-from-calibration", 0, 0},
+                       "--copy-rates-as-traced takes every measured rate, the pageable ones too: give one of the two");
     sched = parse_schedule_file(input, o.sets);
     if (o.reclock_measured && o.keep_measured_clock)
       throw InputError(SourceLocation{"--keep-measured-clock", 0, 0}, "it keeps the clock --reclock-measured changes: give one of the two");
@@ -211,6 +255,15 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
     if (o.copy_rates_as_traced) host_calls += take_copy_rates(params, sched, input);
   }
   sched = apply_what_if(sched, what_if);
+  if (!workload && !o.copy_rates_as_traced && !o.pageable_rate_from_calibration) {
+    // Another topology than the schedule's own (-t naming another file than
+    // its `topology:`) is another box; where it names none, or none that
+    // exists, -t is the only topology it has.
+    std::error_code ec;
+    const std::string named = sched.topology.empty() ? "" : resolve_named_path(input, sched.topology);
+    const bool other_topology = !o.topology.empty() && !named.empty() && fs::exists(named, ec) && !fs::equivalent(o.topology, named, ec);
+    host_calls += take_pageable_rates(params, sched, other_topology);
+  }
   const hw::Topology& topo = *topology;
   // Check every output first, so nothing is written when one would be refused.
   if (!schedule_out.empty()) claim_new_output(schedule_out, force);
@@ -435,6 +488,9 @@ Command add_run(CLI::App& app) {
   c->add_flag("--copy-rates-as-traced", o->copy_rates_as_traced,
               "an imported trace's host copies at the rates they ran at where it was recorded (settings.copy_rates), in place of the "
               "calibration's copy-engine and pageable bandwidths");
+  c->add_flag("--pageable-rate-from-calibration", o->pageable_rate_from_calibration,
+              "an imported trace's pageable host copies at the calibration's pageable bandwidth (default: at the rates the trace's own "
+              "pageable copies ran at, settings.copy_rates, where it runs on the topology it names)");
   c->add_option("--host-memory", o->host_memory, "what-if: every H2D/D2H copy from this host memory (pinned or pageable)")
       ->check(CLI::IsMember({"pinned", "pageable"}));
   return {c, [o, trace_steps, trace_ranks] {

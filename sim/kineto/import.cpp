@@ -643,7 +643,8 @@ std::string ImportSummary::text() const {
     out += fmt::format("host calls of too few calls to stand for their kind (under {}; a run keeps the calibration's cost): {}\n", kMinCostCalls,
                        host_calls_too_few);
   if (!copy_rates.empty())
-    out += fmt::format("host copies measured (bytes over their time, copies of 1 MiB or more; run --copy-rates-as-traced takes them): {}\n",
+    out += fmt::format("host copies measured (bytes over their time, copies of 1 MiB or more; run takes the pageable ones, --copy-rates-as-traced "
+                       "every one): {}\n",
                        copy_rates);
   if (!wait_returns.empty())
     out += fmt::format("waits' returns (the host back after the GPU work it waited for ended; wait_return: their median, of every kind): {}\n",

@@ -20,7 +20,18 @@
 #   copy_rates       the H200 grid's pageable depth-2 16,384-token trace: the import writes its copies' rate
 #                    (settings.copy_rates, printed) as the trace's events give it; run --copy-rates-as-traced
 #                    takes it in place of the calibration's and lands within 10 % of the program's timed runs,
-#                    where the calibration's rate misses by more; a schedule without rates and a workload refused.
+#                    where the calibration's rate misses by more; by default (run alone) its pageable copies
+#                    take the trace's pageable rates, --pageable-rate-from-calibration the calibration's; a
+#                    schedule without rates and a workload refused.
+#   pageable_rates   a one-rank schedule with settings.copy_rates (pinned and pageable), 1 and 2 GB copies of each
+#                    kind one after the other: by default a pageable copy runs at the schedule's pageable rate (the
+#                    2 GB copy takes 1 GB / rate longer than the 1 GB one, to the ns), a pinned one at the
+#                    calibration's (as with --pageable-rate-from-calibration, which runs the pageable ones at the
+#                    calibration's); an unmeasured direction keeps the calibration's, even where the calibration
+#                    gives D2H no rate of its own; the summary says so in one line; -t another topology takes none
+#                    (and says so), -t the schedule's own topology by another path takes them; --host-memory pinned
+#                    prints no line; --copy-rates-as-traced takes the pinned rate too; it and the opt-out together,
+#                    and the opt-out on a workload, refused.
 #
 #   bash tests/cli/import-trace.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -118,17 +129,80 @@ print(sum(x["args"]["bytes"] for x in e) / sum(x["dur"] for x in e) / 1e3, len(e
     python3 -c 'import sys; a, n, b, m = map(float, sys.argv[1:]); sys.exit(not (abs(a / b - 1) < 1e-3 and n == m))' $want $got ||
       fail "pageable H2D rate: the import says '$got' (GB/s, copies), the trace's events '$want'"
     has $O/pg.yaml '^settings: .*copy_rates: \{.*h2d_pageable: [0-9.]+ GB/s'
-    "$osim" run $O/pg.yaml --calibration $GC > $O/cal.txt
+    "$osim" run $O/pg.yaml --calibration $GC --pageable-rate-from-calibration > $O/cal.txt
     "$osim" run $O/pg.yaml --calibration $GC --copy-rates-as-traced > $O/own.txt
+    "$osim" run $O/pg.yaml --calibration $GC > $O/default.txt
     has $O/own.txt '^copy rates: as the trace.s copies ran \(.*h2d_pageable [0-9.]+ GB/s \(was 7\.55\)'
+    has $O/default.txt '^copy rates: pageable copies at the rates the trace.s ran at \(h2d_pageable [0-9.]+ GB/s \(was 7\.55\).*--pageable-rate-from-calibration'
+    ! grep -q '^copy rates' $O/cal.txt || fail "--pageable-rate-from-calibration: the run still says it took rates"
     timed=$(python3 -c 'import json, statistics, sys; print(1e3 * statistics.median(json.load(open(sys.argv[1]))["makespans_s"]))' $P.json)
-    a=$(step $O/cal.txt); b=$(step $O/own.txt)
-    python3 -c 'import sys; a, b, t = map(float, sys.argv[1:]); sys.exit(not (abs(b / t - 1) < 0.10 and abs(a / t - 1) > abs(b / t - 1)))' $a $b $timed ||
-      fail "as recorded: $a ms at the calibration's rate, $b ms at the trace's own; timed $timed ms"
-    echo "pageable as recorded: $a ms at the calibration's rate, $b ms at the trace's own (timed $timed ms)"
+    a=$(step $O/cal.txt); b=$(step $O/own.txt); d=$(step $O/default.txt)
+    python3 -c 'import sys; a, b, d, t = map(float, sys.argv[1:]); sys.exit(not (abs(b / t - 1) < 0.10 and abs(d / t - 1) < 0.10 and abs(a / t - 1) > max(abs(b / t - 1), abs(d / t - 1))))' $a $b $d $timed ||
+      fail "as recorded: $a ms at the calibration's rate, $b ms at the trace's own, $d ms by default; timed $timed ms"
+    echo "pageable as recorded: $a ms at the calibration's rate, $b ms at the trace's own, $d ms by default (its pageable rates) (timed $timed ms)"
     "$osim" import-trace $REF/h100-sxm/traces/dit-16384-none.trace.json.gz -t $(manifest $REF/h100-sxm topology) -o $O/none.yaml > /dev/null
     refused 2 "holds no measured copy rates" "$osim" run $O/none.yaml --copy-rates-as-traced
     refused 2 "it takes an imported trace's measured copy rates; " "$osim" run $CFG/workloads/wan22-720p-h200-layerwise.yaml --copy-rates-as-traced ;;
+  pageable_rates)
+    HC=$(manifest $REF/h100-sxm calibration.file)
+    # The H100 calibration without a D2H pageable rate of its own (D2H then runs at H2D's).
+    grep -v '^  pageable_bandwidth_d2h:' $HC > $O/no-d2h.yaml
+    # sched NAME RATES: a schedule of 1 and 2 GB copies, each kind alone, on dgx-h100's first GPU.
+    sched() {
+      cat > $O/$1.yaml <<YAML
+name: $1
+topology: $CFG/topologies/dgx-h100.yaml
+ranks: 1
+settings: {copy_rates: {$2}}
+streams: [compute]
+programs:
+  - rank: 0
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 1 GB, stream: compute, host: pageable, name: h2d-pageable-1}
+      - {op: memcpy, kind: h2d, bytes: 2 GB, stream: compute, host: pageable, name: h2d-pageable-2}
+      - {op: memcpy, kind: h2d, bytes: 1 GB, stream: compute, host: pinned, name: h2d-pinned-1}
+      - {op: memcpy, kind: h2d, bytes: 2 GB, stream: compute, host: pinned, name: h2d-pinned-2}
+      - {op: memcpy, kind: d2h, bytes: 1 GB, stream: compute, host: pageable, name: d2h-pageable-1}
+      - {op: memcpy, kind: d2h, bytes: 2 GB, stream: compute, host: pageable, name: d2h-pageable-2}
+      - {op: stream_sync, stream: compute}
+YAML
+    }
+    sched both 'h2d_pinned: 20 GB/s, h2d_pageable: 5 GB/s, d2h_pageable: 4 GB/s'
+    sched h2d 'h2d_pinned: 20 GB/s, h2d_pageable: 5 GB/s'
+    # rates NAME: per kind, 1 GB over what the second copy took beyond the first (GB/s; set-ups cancel).
+    rates() {
+      python3 -c 'import gzip, json, sys
+ops = {o[2]: o[6] - o[5] for o in json.load(open(sys.argv[1]))["ranks"][0]["ops"]}
+print(" ".join("%.6f" % (1e9 / (ops[k + "-2"] - ops[k + "-1"])) for k in ("h2d-pageable", "h2d-pinned", "d2h-pageable")))' $O/$1/records.json
+    }
+    # runs NAME SCHEDULE ARGS...: the run's summary into NAME.txt, its kinds' rates (rates) echoed.
+    runs() { local n=$1 s=$2; shift 2; "$osim" run $O/$s.yaml --out $O/$n --records "$@" > $O/$n.txt; rates $n; }
+    # same NAME GOT WANT: each rate within 1e-6 of the one wanted (GB/s).
+    same() {
+      python3 -c 'import sys; g, w = sys.argv[1].split(), sys.argv[2].split(); sys.exit(not all(abs(float(a) / float(b) - 1) < 1e-6 for a, b in zip(g, w)))' "$2" "$3" ||
+        fail "$1: copies at $2 GB/s (h2d pageable, h2d pinned, d2h pageable), not $3"
+    }
+    cal=$(runs cal both --calibration $HC --pageable-rate-from-calibration)
+    read -r cal_pg cal_pin cal_d2h <<< "$cal"
+    same "--pageable-rate-from-calibration" "$cal_pg $cal_d2h" "8.5195 14.4226"
+    ! grep -q '^copy rates' $O/cal.txt || fail "--pageable-rate-from-calibration: the run says it took rates"
+    same "default" "$(runs default both --calibration $HC)" "5 $cal_pin 4"
+    has $O/default.txt '^copy rates: pageable copies at the rates the trace.s ran at \(h2d_pageable 5\.00 GB/s \(was 8\.52\), d2h_pageable 4\.00 GB/s \(was 14\.42\); settings\.copy_rates\), pinned ones at the calibration.s: --pageable-rate-from-calibration'
+    [ $(grep -c '^copy rates' $O/default.txt) = 1 ] || fail "default: not one line on the copy rates"
+    # D2H unmeasured, the calibration without a D2H rate: D2H keeps the H2D rate it had (8.52), not the schedule's H2D.
+    same "H2D alone measured" "$(runs h2d-only h2d --calibration $O/no-d2h.yaml)" "5 $cal_pin 8.5195"
+    read -r other_pg _ other_d2h <<< "$(runs other both --calibration $HC -t $CFG/topologies/h100x8-pcie.yaml)"
+    same "-t another topology" "$other_pg $other_d2h" "8.5195 14.4226"
+    has $O/other.txt "^copy rates: the schedule's measured pageable rates \(settings\.copy_rates\) not taken: .*-t gives another topology"
+    same "-t its own topology" "$(cd $CFG && runs own both --calibration $HC -t topologies/../topologies/dgx-h100.yaml)" "5 $cal_pin 4"
+    "$osim" run $O/both.yaml --calibration $HC --host-memory pinned > $O/pinned.txt
+    ! grep -q '^copy rates' $O/pinned.txt || fail "--host-memory pinned: a line on pageable rates with no pageable copy left"
+    same "--copy-rates-as-traced" "$(runs traced both --calibration $HC --copy-rates-as-traced)" "5 20 4"
+    refused 2 "--copy-rates-as-traced takes every measured rate, the pageable ones too: give one of the two" \
+      "$osim" run $O/both.yaml --copy-rates-as-traced --pageable-rate-from-calibration
+    refused 2 "it keeps the calibration's pageable rate for an imported trace's measured one; " \
+      "$osim" run $CFG/workloads/wan22-720p-h200-layerwise.yaml --pageable-rate-from-calibration
+    echo "pageable copies at the schedule's 5 and 4 GB/s, pinned at the calibration's $cal_pin GB/s; opt-out: $cal_pg and $cal_d2h GB/s" ;;
   *) fail "no case $case" ;;
 esac
 ok
