@@ -42,7 +42,7 @@ std::string headline(const DitWorkload& w, const std::string& topo) {
       fmt::format("{}: {} {}, {} steps, CFG {}, Ulysses {} ({}, {} all-to-alls/layer, {}){}, offload {}, on {}{}", w.name, w.model.preset, size,
                   w.steps, cfg, w.ring > 1 ? fmt::format("{} x ring {}", w.ulysses, w.ring) : std::to_string(w.ulysses), to_string(w.all_to_all),
                   w.attention_comm, to_string(w.comm_dtype), w.tp > 1 ? fmt::format(", tensor parallel {}", w.tp) : "", off, topo,
-                  w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "");
+                  std::string(w.runtime.nccl_p2p_disable ? " (NCCL_P2P_DISABLE=1)" : "") + (w.runtime.nccl_nvls_enable ? " (NCCL_NVLS_ENABLE=1)" : ""));
   // What the model amounts to on one rank: blocks, weights, work per forward.
   const ForwardCost c = workload_cost(w);
   std::string blocks;

@@ -23,6 +23,7 @@ struct TopoOptions {
   bool p2p_disable = false;
   bool nccl = false;
   std::string nccl_algo, nccl_proto;  // NCCL_ALGO / NCCL_PROTO for --nccl
+  bool nccl_nvls = false;             // NCCL_NVLS_ENABLE=1 for --nccl
   std::string nccl_cpu;               // the CPU NCCL finds ("": by GPU generation)
 };
 struct ImportSmiOptions {
@@ -143,8 +144,16 @@ std::string format_nccl_view(const hw::Topology& topo, const TopoOptions& o) {
     to.algo = exec::NcclAlgo::Ring;
   else if (o.nccl_algo == "tree" || o.nccl_algo == "Tree")
     to.algo = exec::NcclAlgo::Tree;
+  else if (o.nccl_algo == "nvls" || o.nccl_algo == "NVLS")
+    to.algo = exec::NcclAlgo::Nvls;
+  else if (o.nccl_algo == "nvlstree" || o.nccl_algo == "NVLSTree")
+    to.algo = exec::NcclAlgo::NvlsTree;
   else if (!o.nccl_algo.empty())
-    throw bad("--nccl-algo", o.nccl_algo, "ring, tree");
+    throw bad("--nccl-algo", o.nccl_algo, "ring, tree, nvls, nvlstree");
+  if (to.algo == exec::NcclAlgo::Nvls || to.algo == exec::NcclAlgo::NvlsTree) {
+    if (!o.nccl_nvls) throw InputError(SourceLocation{}, fmt::format("--nccl-algo {} needs --nccl-nvls (NVLS is off unless it is given)", o.nccl_algo));
+  }
+  if (o.nccl_nvls) exec::nccl_nvls_check(v, o.topology, SourceLocation{o.topology}), to.nvls = true;
   if (o.nccl_proto == "LL" || o.nccl_proto == "ll")
     to.proto = exec::NcclProto::LL;
   else if (o.nccl_proto == "LL128" || o.nccl_proto == "ll128")
@@ -184,17 +193,23 @@ std::string format_nccl_view(const hw::Topology& topo, const TopoOptions& o) {
     out += "\n";
   }
   if (distinct.size() > 8) out += fmt::format("  ... {} distinct rings\n", distinct.size());
+  if (to.nvls)
+    out += fmt::format("NVLS (NCCL_NVLS_ENABLE=1): {} channel(s) x {:.1f} GB/s intra, {:.1f} GB/s inter; run on {} CTAs (NCCL_NVLS_NCHANNELS)\n",
+                       v.nvls.channels, v.nvls.bw_intra_GBps, v.nvls.bw_inter_GBps, v.nvls.cuda_channels);
   out += "\nexpected bus bandwidth (nccl-tests busbw, GB/s), NCCL's algorithm/protocol:\n";
   const std::vector<exec::NcclColl> colls = {exec::NcclColl::AllReduce, exec::NcclColl::AllGather, exec::NcclColl::ReduceScatter,
                                              exec::NcclColl::AllToAll};
+  // NVLS-Tree's name is longer than the rest: its column widens only with NVLS on.
+  const int name_w = to.nvls ? 15 : 13;
   out += fmt::format("  {:>10}", "size");
-  for (exec::NcclColl c : colls) out += fmt::format("  {:>22}", to_string(c));
+  for (exec::NcclColl c : colls) out += fmt::format("  {:>{}}", to_string(c), name_w + 9);
   out += "\n";
   for (double bytes = 1024; bytes <= 1024.0 * 1024 * 1024; bytes *= 8) {
     out += fmt::format("  {:>10}", format_bytes(bytes));
     for (exec::NcclColl c : colls) {
       const auto p = tune.predict(c, bytes);
-      out += p ? fmt::format("  {:>8.1f} {:<13}", p->busbw_GBps, to_string(p->algo) + "/" + to_string(p->proto)) : fmt::format("  {:>22}", "-");
+      out += p ? fmt::format("  {:>8.1f} {:<{}}", p->busbw_GBps, to_string(p->algo) + "/" + to_string(p->proto), name_w)
+               : fmt::format("  {:>{}}", "-", name_w + 9);
     }
     out += "\n";
   }
@@ -219,7 +234,9 @@ Command add_topo(CLI::App& app) {
   c->add_option("topology", o->topology, "topology YAML");
   c->add_flag("--p2p-disable", o->p2p_disable, "route GPU<->GPU traffic as with NCCL_P2P_DISABLE=1");
   c->add_flag("--nccl", o->nccl, "print NCCL's view: path types, transports, rings and channels, expected bus bandwidth by size");
-  c->add_option("--nccl-algo", o->nccl_algo, "with --nccl: the algorithm NCCL_ALGO forces (ring, tree)");
+  c->add_option("--nccl-algo", o->nccl_algo, "with --nccl: the algorithm NCCL_ALGO forces (ring, tree; nvls, nvlstree with --nccl-nvls)");
+  c->add_flag("--nccl-nvls", o->nccl_nvls,
+              "with --nccl: NVLink SHARP on, as NCCL_NVLS_ENABLE=1 (NVSwitch with multicast, sm90 or later; off by default)");
   c->add_option("--nccl-proto", o->nccl_proto, "with --nccl: the protocol NCCL_PROTO forces (LL, LL128, Simple)");
   c->add_option("--nccl-cpu", o->nccl_cpu,
                 "with --nccl: the CPU NCCL finds (intel-bdw, intel-skl, intel-spr, intel-emr, amd, arm; default by GPU generation)");

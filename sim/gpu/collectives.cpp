@@ -24,14 +24,16 @@ Collectives::Collectives(ExecContext& x, Routes& routes, const CopyEngines& copi
       nvlink_(nvlink),
       closed_(closed),
       ranks_(static_cast<size_t>(x.s.ranks())),
-      group_open_(x.s.groups.size()) {}
+      group_open_(x.s.groups.size()) {
+  if (x.s.runtime.nccl_nvls_enable) model().check_nvls(x.s.runtime.nccl_nvls_at);
+}
 
 Collectives::~Collectives() = default;
 
 int Collectives::default_channels() const { return x_.p.nccl.nccl_model && model().nvlink() ? model().channels() : x_.p.nccl.nccl_channels; }
 
 const NcclModel& Collectives::model() const {
-  if (!model_) model_ = std::make_unique<NcclModel>(x_.topo);
+  if (!model_) model_ = std::make_unique<NcclModel>(x_.topo, x_.s.runtime.nccl_nvls_enable);
   return *model_;
 }
 

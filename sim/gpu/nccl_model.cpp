@@ -27,12 +27,14 @@ std::optional<NcclModel::Timing> NcclModel::timing(TableColl coll, int ranks, do
   if (!t) {
     NcclTuneOptions o;
     o.ranks = ranks, o.nodes = 1;
+    o.nvls = nvls_;
     t = std::make_unique<NcclTuning>(view(via_host), o);
   }
   const auto p = t->predict(c, bytes);
   if (!p) return std::nullopt;
   Timing r{p->latency_us * 1e-6, p->time_us * 1e-6, p->algo, p->proto};
-  const int own = view(via_host).host_coll_channels;
+  const bool nvls = p->algo == NcclAlgo::Nvls || p->algo == NcclAlgo::NvlsTree;
+  const int own = nvls ? view(via_host).nvls_host.cuda_channels : view(via_host).host_coll_channels;
   // Other channels than NCCL's own: the transfer scales, the latency and
   // the pipeline's fill (one slice at a channel's rate) do not.
   const double fill_s = p->fill_us * 1e-6;

@@ -8,6 +8,12 @@
 // over NVLink, Simple); the bytes of NCCL's choice move at the rate the
 // NVLink links deliver (nccl_nvlink_rate: Volta's above NCCL's figure).
 //
+// With NCCL_NVLS_ENABLE (RuntimeSettings::nccl_nvls_enable) NVLS joins the
+// choice; its time runs on NVLS's CTAs (NcclNvls::cuda_channels) as a
+// ring's on its channels, and the executor lays its bytes on the links as
+// a ring's steps (the switch's reduction is no flow of its own), so where
+// those flows need longer than NVLS's time they set the pace.
+//
 // What it covers: the all-to-all (grouped send/recv), all-gather,
 // reduce-scatter and all-reduce of a communicator inside one host. A
 // communicator across hosts, the pairwise all-to-all and send/recv keep the
@@ -28,7 +34,10 @@ namespace osim::exec {
 class NcclModel {
  public:
   /// Builds NCCL's view of `topo` lazily, at the first question.
-  explicit NcclModel(const hw::Topology& topo) : topo_(topo) {}
+  /// `nvls`: NCCL_NVLS_ENABLE=1 (NcclTuneOptions::nvls).
+  explicit NcclModel(const hw::Topology& topo, bool nvls = false) : topo_(topo), nvls_(nvls) {}
+  /// Refuses NVLS on a topology without it (nccl_nvls_check), `where` the setting's place.
+  void check_nvls(const SourceLocation& where) const { nccl_nvls_check(view(false), topo_.name(), where); }
   /// The channels NCCL runs a collective inside one host on.
   [[nodiscard]] int channels() const { return view(false).host_coll_channels; }
   /// Whether the host's rings run over NVLink (P2P). Only there does the
@@ -59,6 +68,7 @@ class NcclModel {
  private:
   const NcclView& view(bool p2p_disable) const;
   const hw::Topology& topo_;
+  bool nvls_ = false;
   mutable std::unique_ptr<NcclView> views_[2];                                 // [NCCL_P2P_DISABLE]
   mutable std::map<std::pair<int, bool>, std::unique_ptr<NcclTuning>> tuned_;  // (ranks, via host)
 };

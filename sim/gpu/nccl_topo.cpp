@@ -544,6 +544,39 @@ NcclView nccl_view(const hw::Topology& topo, const NcclTopoOptions& opt) {
   };
   v.coll_channels = connect(v.ring, v.hosts > 1);
   v.host_coll_channels = connect(v.host_ring, false);
+
+  // NVLS (NcclNvls): a GPU's NVLink bandwidth to the host's NVSwitch(es),
+  // the least over the first host's GPUs; 0 where one has none.
+  double nvs_bw = local.empty() ? 0 : 1e30;
+  for (size_t a : local) {
+    double bw = 0;
+    for (int li : g.out[static_cast<size_t>(of[static_cast<size_t>(v.gpus[a])])]) {
+      const NLink& l = g.links[static_cast<size_t>(li)];
+      if (l.type == LType::Nvl && g.kind[static_cast<size_t>(l.to)] == NKind::Nvs) bw += l.bw;
+    }
+    nvs_bw = std::min(nvs_bw, bw);
+  }
+  if (v.sm >= 90 && nvs_bw > 0 && local.size() >= 2) {
+    const int ngpus = static_cast<int>(local.size());
+    auto graph = [&](bool across) {
+      NcclNvls r;
+      r.supported = true;
+      r.cuda_channels = v.sm >= 100 ? (across ? 32 : 24) : 16;
+      r.channels = std::min(32, across ? std::min(ngpus, v.nics_per_host) : ngpus);
+      if (r.channels < 1) return r;
+      const double net_path = v.gpu_pcie_GBps > 0 ? std::min(v.nic_bw_GBps, v.gpu_pcie_GBps) : v.nic_bw_GBps;
+      const std::vector<double>& sp = across ? speeds_inter(v.sm) : speeds_intra(v.sm);
+      const double total = total_bw * ngpus / (ngpus - 1.0);
+      size_t si = 0;
+      while ((sp[si] > (across ? std::min(max_bw, net_path) : max_bw) || sp[si] * (across ? 1 : r.channels) > total) && si + 1 < sp.size()) ++si;
+      while (si + 1 < sp.size() && ((r.channels + 1) * sp[si] > nvs_bw + 1e-6 || (across && sp[si] > net_path))) ++si;
+      r.bw_intra_GBps = r.bw_inter_GBps = sp[si];
+      while (si > 0 && r.bw_inter_GBps < 2 * r.bw_intra_GBps && !(across && sp[si - 1] > net_path)) r.bw_inter_GBps = sp[--si];
+      return r;
+    };
+    v.nvls_host = graph(false);
+    v.nvls = v.hosts > 1 ? graph(true) : v.nvls_host;
+  }
   return v;
 }
 

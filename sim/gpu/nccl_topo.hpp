@@ -63,6 +63,36 @@ struct NcclRings {
   double total_bw_GBps = 0;             // system->totalBw: the most a GPU has (NVLink sum, or PCIe)
 };
 
+/// NCCL's NVLS graph (NVIDIA/nccl 2.30.7 src/graph/search.cc, pattern
+/// NCCL_TOPO_PATTERN_NVLS; the same in 2.28.9): NVLink SHARP's channels,
+/// one a head GPU, each pulling every GPU's data through the NVSwitch.
+/// NCCL searches it only where a host has an NVSwitch and every GPU is
+/// sm90 or later (ncclTopoCompute); its runtime then needs the driver's
+/// multicast (transport/nvls.cc, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED),
+/// which the topology cannot tell and NCCL_NVLS_ENABLE=0 turns off.
+/// - channels: min(NCCL_MAX_NVLS_ARITY 32, GPUs of a host); across hosts
+///   one a NIC with its own GPU as head, at most that many.
+/// - bw_intra: a channel moves bw_intra over every GPU's link to the switch
+///   and twice it over its head's, so ngpus channels fit where (channels
+///   + 1) x bw_intra is within a GPU's NVLink bandwidth to the switch: the
+///   highest intra-node speed (inter-node across hosts) that fits, from
+///   where the search starts (speed x channels within the GPU's total x
+///   ngpus / (ngpus - 1)); across hosts also within the GPU-NIC path.
+/// - bw_inter: search pass 2 raises it one speed at a time while it is
+///   under 2 x bw_intra (the first speed if it never gets there); inside
+///   one host nothing bounds it, across hosts the GPU-NIC path does.
+/// Simplified: NCCL's search may settle on fewer channels at a higher
+/// speed where (channels x bw_inter) is larger; on the shipped NVSwitch
+/// topologies the full count wins both ways.
+struct NcclNvls {
+  bool supported = false;  // NVSwitch in the host, every GPU sm90 or later
+  int channels = 0;        // the NVLS graph's nChannels
+  double bw_intra_GBps = 0, bw_inter_GBps = 0;
+  /// The CTAs NCCL runs NVLS on (transport/nvls.cc NVLS_NCHANNELS_SM90 16;
+  /// sm100: 32 across hosts, 24 inside one; NCCL_NVLS_NCHANNELS).
+  int cuda_channels = 0;
+};
+
 struct NcclView {
   std::vector<int> gpus;  // topology node index per GPU, in node order
   int sm = 90;            // compute capability of the slowest GPU (e.g. 80, 90)
@@ -84,6 +114,8 @@ struct NcclView {
   /// then NCCL_MIN/MAX_NCHANNELS).
   int coll_channels = 0;
   int host_coll_channels = 0;  // the same for a communicator inside one host
+  /// NCCL's NVLS graph across the view's hosts, and nvls_host inside one.
+  NcclNvls nvls, nvls_host;
   [[nodiscard]] int ranks_per_host() const { return static_cast<int>(gpus.size()) / hosts; }
 };
 

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <vector>
 
+#include <fmt/format.h>
+
 namespace osim::exec {
 
 std::string to_string(NcclColl c) {
@@ -19,7 +21,15 @@ std::string to_string(NcclColl c) {
   }
   return "?";
 }
-std::string to_string(NcclAlgo a) { return a == NcclAlgo::Tree ? "Tree" : "Ring"; }
+std::string to_string(NcclAlgo a) {
+  switch (a) {
+    case NcclAlgo::Tree: return "Tree";
+    case NcclAlgo::Ring: return "Ring";
+    case NcclAlgo::Nvls: return "NVLS";
+    case NcclAlgo::NvlsTree: return "NVLSTree";
+  }
+  return "?";
+}
 std::string to_string(NcclProto p) { return p == NcclProto::LL ? "LL" : p == NcclProto::LL128 ? "LL128" : "Simple"; }
 
 std::optional<NcclColl> nccl_coll_from_string(const std::string& s) {
@@ -48,6 +58,16 @@ constexpr double kLlMaxBw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.
 constexpr double kPerChRingLL128[4][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
 constexpr double kPerChTreeLL128[4][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
 constexpr double kPerChTree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+// NVLS and NVLS-Tree (ncclTunerConstantsDefaults, nvlsEfficiency; Simple
+// only): the share of a channel's bwIntra NVLink SHARP moves per GPU
+// generation [Volta, Ampere, Hopper, Blackwell]; NVLS-Tree's per-channel
+// cap [generation][nodes 1, 2, 4+] (2.28.9 has 43.8 for Blackwell 4+);
+// their latencies (baseLatencies 0; hwLatencies NVLink NVLS 25, NVLS-Tree
+// 25; NET NVLS 18, NVLS-Tree 20.9; one GPU a node takes the tree's NET
+// Simple 14).
+constexpr double kNvlsEfficiency[4] = {0, 0, .85, .74};
+constexpr double kPerChNvlsTree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+constexpr double kNvlsIntraLat = 25, kNvlsTreeIntraLat = 25, kNvlsTreeInterLat = 20.9;
 // ncclTopoGetAlgoTime: tree all-reduce correction per power of two from 64 B.
 constexpr double kTreeCorrection[3][23] = {{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
                                            {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
@@ -207,6 +227,8 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
     }
   }
 
+  tune_nvls(gen, i2, ppn);
+
   // All-to-all: each rank's send rate (see the header), over the
   // communicator's peers on its host (the host's first ppn GPUs). Peers
   // through host memory share the GPU's one PCIe link: every byte leaves it
@@ -256,6 +278,54 @@ NcclTuning::NcclTuning(const NcclView& view, NcclTuneOptions opt)
     p2p_.min_parts = p2p_.per_peer;
     while (p2p_.min_parts * ranks_ > p2p_.channels && p2p_.min_parts > 1) p2p_.min_parts /= 2;
     p2p_.step = all_nvlink ? kP2pNvlChunkBytes : kP2pPciChunkBytes;
+  }
+}
+
+void nccl_nvls_check(const NcclView& v, const std::string& topology, const SourceLocation& where) {
+  if (v.nvls.supported) return;
+  throw InputError(where, fmt::format("NVLS (NCCL_NVLS_ENABLE) needs GPUs of sm90 or later on an NVSwitch with multicast (NVLink SHARP); "
+                                      "topology {} has {}: leave NVLS off there",
+                                      topology,
+                                      v.nvswitches == 0 ? "no NVSwitch"
+                                      : v.sm < 90       ? fmt::format("sm{} GPUs", v.sm)
+                                                        : std::string("a GPU without NVLink to its host's NVSwitch")));
+}
+
+// NVLS inside one host, NVLS-Tree across hosts (tuning.cc
+// ncclTopoTuneModel; enqueue.cc: NVLS across hosts needs CollNet, off
+// here; NVLS-Tree is off inside one host; all-gather and reduce-scatter
+// take NVLS inside one host only, all-reduce NVLS or NVLS-Tree). Per NVLS
+// graph channel (NcclNvls): bwIntra x the generation's NVLS efficiency x
+// (channels - 1) / channels, twice that for an all-reduce (its reduce and
+// broadcast halves pipeline), (ppn - 1) / ppn of it for the others; at
+// most bwInter (twice it for NVLS-Tree on two hosts) and NVLS-Tree's
+// per-channel cap; times the channels. An all-reduce's bus bandwidth
+// becomes its algorithm bandwidth as a ring's (ranks / 2(ranks - 1)); the
+// all-gather's and reduce-scatter's stays as it is (NCCL converts only a
+// ring's), so NCCL plans them at (ranks - 1) / ranks of it in nccl-tests'
+// busbw. The data moves at NCCL's figure (no nccl_nvlink_rate: Hopper's
+// and Blackwell's are NCCL's own). Latency: NVLS 25 us; NVLS-Tree 25 us
+// + 2 log2(nodes) x 20.9 us (the network's own latency, 0 for IB verbs,
+// left out).
+void NcclTuning::tune_nvls(int gen, int i2, double ppn) {
+  if (!opt_.nvls) return;
+  const NcclNvls& g = nodes_ == 1 ? v_.nvls_host : v_.nvls;
+  if (!g.supported || g.channels < 2) return;
+  const double ch = g.channels;
+  for (NcclColl c : {NcclColl::AllReduce, NcclColl::AllGather, NcclColl::ReduceScatter}) {
+    for (NcclAlgo a : {NcclAlgo::Nvls, NcclAlgo::NvlsTree}) {
+      if (a == NcclAlgo::Nvls && nodes_ > 1) continue;
+      if (a == NcclAlgo::NvlsTree && (nodes_ == 1 || c != NcclColl::AllReduce)) continue;
+      if (c != NcclColl::AllReduce && ppn > 32) continue;  // enqueue.cc: NCCL_MAX_NVLS_ARITY local ranks
+      double intra = g.bw_intra_GBps * kNvlsEfficiency[gen] * (ch - 1) / ch;
+      intra *= c == NcclColl::AllReduce ? 2.0 : (ppn - 1) / ppn;
+      double bw = std::min(intra, g.bw_inter_GBps * (a == NcclAlgo::NvlsTree && nodes_ <= 2 ? 2 : 1));
+      if (a == NcclAlgo::NvlsTree) bw = std::min(bw, kPerChNvlsTree[gen][i2]);
+      const double ratio = c == NcclColl::AllReduce ? ranks_ / (2.0 * (ranks_ - 1)) : 1.0;
+      const size_t k = idx(c, a, NcclProto::Simple);
+      bw_[k] = rate_[k] = ch * bw * ratio;
+      lat_[k] = a == NcclAlgo::Nvls ? kNvlsIntraLat : kNvlsTreeIntraLat + 2 * log2i(nodes_) * (ppn == 1 ? kHwLat[2][0][2] : kNvlsTreeInterLat);
+    }
   }
 }
 
@@ -323,7 +393,7 @@ std::optional<NcclPrediction> NcclTuning::predict(NcclColl c, double bytes) cons
   if (c == NcclColl::AllToAll) return all_to_all(bytes);
   std::optional<NcclPrediction> best;
   double best_planned_us = 0;  // NCCL's own estimate of the best choice
-  for (NcclAlgo a : {NcclAlgo::Tree, NcclAlgo::Ring}) {
+  for (NcclAlgo a : {NcclAlgo::Tree, NcclAlgo::Ring, NcclAlgo::Nvls, NcclAlgo::NvlsTree}) {
     if (opt_.algo && *opt_.algo != a) continue;
     for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
       if (opt_.proto && *opt_.proto != p) continue;

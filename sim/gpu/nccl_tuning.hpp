@@ -8,9 +8,11 @@
 // (ncclTunerConstantsDefaults: baseLatencies, hwLatencies per NVLink / PCI /
 // NET, llMaxBws, perChMaxRingLL128Bws, perChMaxTreeBws, perChMaxTreeLL128Bws
 // per GPU generation; ncclTopoTuneModel's refinements; LL128's enabling;
-// ncclTopoGetAlgoTime with the tree correction factors). NVLS, CollNet and
-// PAT are off (NVLS needs the NVSwitch multicast these boxes do not enable;
-// PAT runs only with one GPU per node). All-to-all is not in NCCL's model (it
+// ncclTopoGetAlgoTime with the tree correction factors). NVLS and NVLS-Tree
+// (NVLink SHARP) where NcclTuneOptions::nvls turns them on, as
+// NCCL_NVLS_ENABLE does (off by default: the machines this project
+// measured ran with NCCL_NVLS_ENABLE=0); CollNet and PAT are off (CollNet
+// needs a SHARP network plugin; PAT runs only with one GPU per node). All-to-all is not in NCCL's model (it
 // runs as grouped send/recv): ours is one step's latency plus the bytes each
 // rank sends at the least over ranks of the sum of its peers' NCCL path
 // bandwidths (the communicator's peers on its host; peers through host memory
@@ -29,13 +31,17 @@
 #include <optional>
 #include <string>
 
+#include "core/errors.hpp"
 #include "gpu/nccl_p2p.hpp"
 #include "gpu/nccl_topo.hpp"
 
 namespace osim::exec {
 
 enum class NcclColl { AllReduce, AllGather, ReduceScatter, Broadcast, AllToAll };
-enum class NcclAlgo { Tree, Ring };
+/// Nvls: NVLink SHARP inside one host (all-reduce, all-gather,
+/// reduce-scatter); NvlsTree: NVLS in each host and a tree across hosts
+/// (all-reduce). Both Simple only (tuning.cc).
+enum class NcclAlgo { Tree, Ring, Nvls, NvlsTree };
 enum class NcclProto { LL, LL128, Simple };
 std::string to_string(NcclColl c);
 std::string to_string(NcclAlgo a);
@@ -166,6 +172,10 @@ struct NcclTuneOptions {
   std::optional<double> p2p_ll_channel_GBps;  // default kNcclP2pLlChannelGBps (a fit's candidate in the tests)
   std::optional<NcclP2pRates> p2p_simple;     // default NcclP2pRates{} (a fit's candidate in the tests)
   std::optional<double> nvlink_rate_GBps;     // default nccl_nvlink_rate(sm) (a fit's candidate in the tests)
+  /// NCCL_NVLS_ENABLE: NVLS and NVLS-Tree join the choice where the view
+  /// has an NVLS graph (NcclView::nvls; a caller refuses the setting on a
+  /// topology without one: nccl_nvls_check).
+  bool nvls = false;
 };
 
 struct NcclPrediction {
@@ -177,6 +187,11 @@ struct NcclPrediction {
   double algbw_GBps = 0;  // bytes / time
   double busbw_GBps = 0;  // nccl-tests' bus bandwidth
 };
+
+/// Refuses NCCL_NVLS_ENABLE on a view without NCCL's NVLS graph (no
+/// NVSwitch in a host, or a GPU before sm90): an InputError at `where`
+/// (the setting's file:line) that names `topology` and why.
+void nccl_nvls_check(const NcclView& v, const std::string& topology, const SourceLocation& where);
 
 /// nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n; all-gather,
 /// reduce-scatter, all-to-all (n-1)/n; broadcast 1.
@@ -199,8 +214,9 @@ class NcclTuning {
 
  private:
   static size_t idx(NcclColl c, NcclAlgo a, NcclProto p) {
-    return (static_cast<size_t>(c) * 2 + static_cast<size_t>(a)) * 3 + static_cast<size_t>(p);
+    return (static_cast<size_t>(c) * 4 + static_cast<size_t>(a)) * 3 + static_cast<size_t>(p);
   }
+  void tune_nvls(int gen, int i2, double ppn);
   [[nodiscard]] std::optional<NcclPrediction> all_to_all(double bytes) const;
   [[nodiscard]] double ring_fill_us(NcclColl c, double bytes) const;
   const NcclView& v_;
@@ -208,9 +224,9 @@ class NcclTuning {
   int coll_channels_ = 0;
   NcclTuneOptions opt_;
   int ranks_ = 1, nodes_ = 1;
-  double bw_[5 * 2 * 3] = {};    // NCCL's plan: what it chooses by
-  double rate_[5 * 2 * 3] = {};  // what the choice moves data at (achieved_bandwidth)
-  double lat_[5 * 2 * 3] = {};
+  double bw_[5 * 4 * 3] = {};    // NCCL's plan: what it chooses by
+  double rate_[5 * 4 * 3] = {};  // what the choice moves data at (achieved_bandwidth)
+  double lat_[5 * 4 * 3] = {};
   double ring_channel_GBps_ = 0;  // a Simple ring channel's bus bandwidth (0: no fill, see ring_fill_us)
   double ring_search_GBps_ = 0;   // the ring search's bandwidth x channels (nccl_launch's slow_ring)
   double a2a_bw_ = 0;             // per rank, GB/s

@@ -242,6 +242,12 @@ enum class Framework : uint8_t { None, PyTorch };
 struct RuntimeSettings {
   int device_max_connections = 8;  // CUDA_DEVICE_MAX_CONNECTIONS
   bool nccl_p2p_disable = false;   // NCCL_P2P_DISABLE
+  // NCCL_NVLS_ENABLE=1: NCCL's model weighs NVLink SHARP (NVLS, NVLS-Tree;
+  // gpu/nccl_tuning.hpp) where it prices a collective. Off by default: the
+  // machines this project measured ran with NCCL_NVLS_ENABLE=0. Where it
+  // was set, for the refusal on a topology without NVLS.
+  bool nccl_nvls_enable = false;
+  SourceLocation nccl_nvls_at;
   Framework framework = Framework::None;
   // Its memory-bound kernels are PyTorch's own (their rates by access kind,
   // MemoryParams) without its host costs: imported traces, whose host time

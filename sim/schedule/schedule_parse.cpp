@@ -479,7 +479,7 @@ struct Parser {
     s.topology = top.opt_str("topology").value_or("");
     if (top.has("settings"))
       s.runtime = read_runtime_settings(
-          MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable", "framework", "framework_kernels", "host_calls", "copy_rates"}));
+          MapReader(file, top.get("settings"), "settings", {"device_max_connections", "nccl_p2p_disable", "nccl_nvls_enable", "framework", "framework_kernels", "host_calls", "copy_rates"}));
     // Streams
     const YAML::Node streams = top.get("streams");
     if (!streams.IsSequence()) top.fail("streams", "must be a list of stream names or {name, priority}");
@@ -675,6 +675,8 @@ RuntimeSettings read_runtime_settings(const MapReader& r) {
     out.device_max_connections = *v;
   }
   out.nccl_p2p_disable = r.boolean("nccl_p2p_disable", false);
+  out.nccl_nvls_enable = r.boolean("nccl_nvls_enable", false);
+  if (out.nccl_nvls_enable) out.nccl_nvls_at = r.where("nccl_nvls_enable");
   if (auto f = r.opt_choice("framework", {"none", "pytorch"})) out.framework = *f == "pytorch" ? Framework::PyTorch : Framework::None;
   out.framework_kernels = r.boolean("framework_kernels", out.framework == Framework::PyTorch);
   if (out.framework == Framework::PyTorch && !out.framework_kernels)

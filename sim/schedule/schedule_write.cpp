@@ -22,6 +22,7 @@ std::string to_yaml(const Schedule& s) {
   if (!s.gpus.empty()) e << YAML::Key << "gpus" << YAML::Value << YAML::Flow << s.gpus;
   e << YAML::Key << "settings" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "device_max_connections" << YAML::Value
     << s.runtime.device_max_connections << YAML::Key << "nccl_p2p_disable" << YAML::Value << s.runtime.nccl_p2p_disable;
+  if (s.runtime.nccl_nvls_enable) e << YAML::Key << "nccl_nvls_enable" << YAML::Value << true;
   if (s.runtime.framework == Framework::PyTorch)
     e << YAML::Key << "framework" << YAML::Value << "pytorch";
   else if (s.runtime.framework_kernels)

@@ -360,7 +360,7 @@ DitWorkload parse_edited(YAML::Node root, const std::string& file) {
       w.fp8_input_quant = *q == "fused" ? Fp8InputQuant::Fused : *q == "scale_then_cast" ? Fp8InputQuant::ScaleThenCast : Fp8InputQuant::None;
   }
   if (top.has("runtime"))
-    w.runtime = read_runtime_settings(MapReader(file, top.get("runtime"), "runtime", {"device_max_connections", "nccl_p2p_disable", "framework"}));
+    w.runtime = read_runtime_settings(MapReader(file, top.get("runtime"), "runtime", {"device_max_connections", "nccl_p2p_disable", "nccl_nvls_enable", "framework"}));
   if (top.has("memory")) {
     MapReader mem(file, top.get("memory"), "memory", {"outside"});
     if (auto o = mem.opt_choice("outside", {"auto", "resident", "offloaded", "none"}))

@@ -46,7 +46,7 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
   std::cout << fmt::format("{:<16} {:<26} {:>10} {:>12} {:>12} {:>8}\n", "machine", "point", "size", "published", "model", "error");
   for (const YAML::Node& m : top.get("machines")) {
     const MapReader mr(file, m, "machine",
-                       {"name", "topology", "gpu", "nccl", "set", "cpu", "latency_tolerance", "latency_gap", "bandwidth_gap", "points"});
+                       {"name", "topology", "gpu", "nccl", "set", "cpu", "nvls", "latency_tolerance", "latency_gap", "bandwidth_gap", "points"});
     // Small sizes: 25 % unless the machine states another tolerance, and why
     // (latency_gap as text), or names the collectives that miss it, each with
     // why (latency_gap as a map: printed, and checked to miss it still).
@@ -79,6 +79,10 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
       REQUIRE_MESSAGE(vo.cpu.has_value(), "unknown cpu " << *c);
     }
     const NcclView view = nccl_view(topo, vo);
+    // NVLS as the run had it (NCCL_NVLS_ENABLE's default where the machine
+    // has NVSwitch multicast); off unless the machine says so.
+    const bool nvls = mr.boolean("nvls", false);
+    if (nvls) REQUIRE_MESSAGE(view.nvls.supported, name << ": nvls on a topology without NVLS");
     // Bus bandwidth >= 1 MiB: a collective the machine names here misses the
     // targets for the stated reason; it is printed, not held.
     std::map<std::string, std::string> bandwidth_gap;
@@ -114,6 +118,7 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
         continue;
       }
       NcclTuneOptions to;
+      to.nvls = nvls;
       if (const auto al = pr.opt_choice("algo", {"ring", "tree"})) to.algo = *al == "ring" ? NcclAlgo::Ring : NcclAlgo::Tree;
       if (const auto pp = pr.opt_choice("proto", {"LL", "LL128", "Simple"}))
         to.proto = *pp == "LL" ? NcclProto::LL : *pp == "LL128" ? NcclProto::LL128 : NcclProto::Simple;

@@ -407,3 +407,173 @@ TEST_CASE("a Simple ring's slice grows with the size to half of NCCL's 2 MiB chu
   CHECK(t.predict(NcclColl::AllToAll, 64 * mib)->fill_us == 0);
   CHECK(ShmModel(kH200x4).predict(NcclColl::AllGather, 2, 64 * mib).fill_us == 0);
 }
+
+namespace {
+// 4 H100 on one NVSwitch (half an HGX board's GPUs): NVLS has 4 channels.
+const char* kNvs4H100 = R"(name: hgx4
+nodes:
+  - {name: cpu0, kind: cpu}
+  - {name: nvs, kind: nvswitch}
+  - {name: "gpu{i}", kind: gpu, model: H100-SXM5, repeat: 4}
+links:
+  - {a: "gpu{i}", b: cpu0, pcie: gen5 x16, latency: 1 us, repeat: 4}
+  - {a: "gpu{i}", b: nvs, nvlinks: 18, latency: 1 us, repeat: 4}
+)";
+// 8 A100 on one NVSwitch: NVSwitch, but no NVLS before sm90.
+const char* kHgxA100 = R"(name: hgx-a100
+nodes:
+  - {name: cpu0, kind: cpu}
+  - {name: nvs, kind: nvswitch}
+  - {name: "gpu{i}", kind: gpu, model: A100, repeat: 8}
+links:
+  - {a: "gpu{i}", b: cpu0, pcie: gen4 x16, latency: 1 us, repeat: 8}
+  - {a: "gpu{i}", b: nvs, nvlinks: 12, latency: 1 us, repeat: 8}
+)";
+NcclTuneOptions nvls_on() {
+  NcclTuneOptions o;
+  o.nvls = true;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("NVLS graph: a channel a GPU, (channels + 1) x bwIntra within a GPU's NVLink to the switch (search.cc)") {
+  // 8 H100: 18 x 20.6 = 370.8 GB/s a GPU into the switch. The search starts
+  // at 50 (60 x 8 channels exceeds 370.8 x 8/7) and settles at 40 (9 x 50 =
+  // 450 does not fit, 9 x 40 = 360 does); pass 2 raises bwInter 40 -> 50
+  // -> 60, the first sm90 speed, still under 2 x 40.
+  const Model m8(kHgxH100);
+  CHECK(m8.view.nvls.supported);
+  CHECK(m8.view.nvls.channels == 8);
+  CHECK(m8.view.nvls.bw_intra_GBps == 40.0);
+  CHECK(m8.view.nvls.bw_inter_GBps == 60.0);
+  CHECK(m8.view.nvls.cuda_channels == 16);
+  // 4 H100: 5 x 60 = 300 fits at the first speed.
+  const Model m4(kNvs4H100);
+  CHECK(m4.view.nvls.channels == 4);
+  CHECK(m4.view.nvls.bw_intra_GBps == 60.0);
+  CHECK(m4.view.nvls.bw_inter_GBps == 60.0);
+  // No NVLS before sm90, nor without an NVSwitch.
+  CHECK_FALSE(Model(kHgxA100).view.nvls.supported);
+  CHECK_FALSE(Model(kPcie4).view.nvls.supported);
+}
+
+TEST_CASE("NVLS all-reduce: tuning.cc's bandwidth and latency, NCCL's choice by size, its time in closed form") {
+  const auto AR = NcclColl::AllReduce;
+  const double gib = 1024.0 * 1024 * 1024;
+  // 8 channels: per channel min(40 x 0.85 x 7/8 x 2, bwInter 60) = 59.5;
+  // busBw 8 x 59.5 = 476; algorithm bandwidth x 8/14; latency 25 us.
+  const Model m8(kHgxH100, nvls_on());
+  const double bw8 = 8 * 59.5 * 8 / 14;
+  CHECK(m8.tune.bandwidth(AR, NcclAlgo::Nvls, NcclProto::Simple) == doctest::Approx(bw8));
+  CHECK(m8.tune.latency(AR, NcclAlgo::Nvls, NcclProto::Simple) == doctest::Approx(25.0));
+  CHECK(m8.tune.bandwidth(AR, NcclAlgo::Nvls, NcclProto::LL) == 0);  // Simple only
+  CHECK(m8.tune.bandwidth(AR, NcclAlgo::NvlsTree, NcclProto::Simple) == 0);  // one host
+  const auto big = m8.tune.predict(AR, gib);
+  REQUIRE(big.has_value());
+  CHECK(big->algo == NcclAlgo::Nvls);
+  CHECK(big->proto == NcclProto::Simple);
+  CHECK(big->time_us == doctest::Approx(25.0 + gib / (1000 * bw8)));
+  CHECK(big->busbw_GBps == doctest::Approx(gib / ((25.0 + gib / (1000 * bw8)) * 1e3) * 1.75));
+  CHECK(big->busbw_GBps > 470);  // 476 less the latency's share
+  // Small sizes stay on the LL ring (6.6 + 14 x 0.6 = 15 us against 25).
+  const auto small = m8.tune.predict(AR, 1024);
+  REQUIRE(small.has_value());
+  CHECK(small->algo == NcclAlgo::Ring);
+  CHECK(small->proto == NcclProto::LL);
+  // 4 channels: per channel min(60 x 0.85 x 3/4 x 2 = 76.5, 60) = 60, bwInter bound.
+  // There NCCL keeps the ring (busBw 360 against NVLS's 240); NCCL_ALGO=NVLS forces it.
+  const Model m4(kNvs4H100, nvls_on());
+  const double bw4 = 4 * 60.0 * 4 / 6;
+  CHECK(m4.tune.bandwidth(AR, NcclAlgo::Nvls, NcclProto::Simple) == doctest::Approx(bw4));
+  const auto ring4 = m4.tune.predict(AR, 256.0 * 1024 * 1024);
+  REQUIRE(ring4.has_value());
+  CHECK(ring4->algo == NcclAlgo::Ring);
+  NcclTuneOptions forced = nvls_on();
+  forced.algo = NcclAlgo::Nvls;
+  const Model f4(kNvs4H100, forced);
+  const auto p4 = f4.tune.predict(AR, 256.0 * 1024 * 1024);
+  REQUIRE(p4.has_value());
+  CHECK(p4->algo == NcclAlgo::Nvls);
+  CHECK(p4->time_us == doctest::Approx(25.0 + 256.0 * 1024 * 1024 / (1000 * bw4)));
+  CHECK(p4->busbw_GBps < ring4->busbw_GBps);
+}
+
+TEST_CASE("NVLS all-gather and reduce-scatter: (ppn-1)/ppn of the intra bandwidth, no ring conversion, so the ring wins on 8 H100") {
+  const Model m8(kHgxH100, nvls_on());
+  // 8 x min(40 x 0.85 x 7/8 x 7/8, 60) = 208.25, taken as algorithm bandwidth.
+  for (NcclColl c : {NcclColl::AllGather, NcclColl::ReduceScatter}) {
+    CHECK(m8.tune.bandwidth(c, NcclAlgo::Nvls, NcclProto::Simple) == doctest::Approx(8 * 40 * 0.85 * 7 / 8 * 7 / 8));
+    const auto p = m8.tune.predict(c, 1024.0 * 1024 * 1024);
+    REQUIRE(p.has_value());
+    CHECK(p->algo == NcclAlgo::Ring);
+  }
+  CHECK(m8.tune.bandwidth(NcclColl::Broadcast, NcclAlgo::Nvls, NcclProto::Simple) == 0);
+}
+
+TEST_CASE("NVLS off by default: no NVLS bandwidth, every prediction as without it on a view that has none") {
+  const Model off(kHgxH100);
+  CHECK(off.tune.bandwidth(NcclColl::AllReduce, NcclAlgo::Nvls, NcclProto::Simple) == 0);
+  const auto p = off.tune.predict(NcclColl::AllReduce, 1024.0 * 1024 * 1024);
+  REQUIRE(p.has_value());
+  CHECK(p->algo == NcclAlgo::Ring);
+  // On a view without NVLS the setting changes nothing.
+  const Model a(kHgxA100), b(kHgxA100, nvls_on());
+  for (double bytes = 1024; bytes <= 4.0 * 1024 * 1024 * 1024; bytes *= 4)
+    for (NcclColl c : {NcclColl::AllReduce, NcclColl::AllGather, NcclColl::ReduceScatter}) {
+      const auto x = a.tune.predict(c, bytes), y = b.tune.predict(c, bytes);
+      REQUIRE(x.has_value());
+      REQUIRE(y.has_value());
+      CHECK(x->time_us == y->time_us);
+      CHECK(x->algo == y->algo);
+    }
+}
+
+TEST_CASE("NVLS on a topology without NVSwitch multicast: a typed error at the setting's file:line") {
+  const SourceLocation at{"run.yaml", 7, 3};
+  const Model pcie(kPcie4), a100(kHgxA100), h100(kHgxH100);
+  CHECK_NOTHROW(nccl_nvls_check(h100.view, "hgx.yaml", at));
+  for (const auto& [m, why] : {std::pair{&pcie, "no NVSwitch"}, std::pair{&a100, "sm80 GPUs"}}) {
+    try {
+      nccl_nvls_check(m->view, "t.yaml", at);
+      FAIL("no error");
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      CHECK(e.where().file == "run.yaml");
+      CHECK(e.where().line == 7);
+      CHECK(what.find("run.yaml:7") != std::string::npos);
+      CHECK(what.find("t.yaml") != std::string::npos);
+      CHECK(what.find(why) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("NVLS-Tree across two H100 nodes: each node's NVLS, a tree of the reduced shares over 8 NICs") {
+  // h100-2node-ib: 8 NICs a node at 50 GB/s behind Gen5 x16 (NCCL: 48).
+  // NVLS graph: 8 channels (a NIC each, its GPU the head), bwIntra 40 (9 x
+  // 45 = 405 exceeds 370.8), bwInter 40 -> 42 -> 45 -> 48 (the GPU-NIC path).
+  const hw::Topology topo(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h100-2node-ib.yaml"));
+  const NcclView view = nccl_view(topo);
+  REQUIRE(view.hosts == 2);
+  CHECK(view.nvls.channels == 8);
+  CHECK(view.nvls.bw_intra_GBps == 40.0);
+  CHECK(view.nvls.bw_inter_GBps == 48.0);
+  CHECK(view.nvls_host.bw_inter_GBps == 60.0);
+  NcclTuneOptions o;
+  o.nvls = true;
+  const NcclTuning tune(view, o);
+  const auto AR = NcclColl::AllReduce;
+  // Per channel min(40 x 0.85 x 7/8 x 2 = 59.5, 2 x 48, Hopper's 2-node cap
+  // 57.7) = 57.7; busBw 8 x 57.7 = 461.6, algorithm bandwidth x 16/30;
+  // latency 25 + 2 x log2(2) x 20.9. NVLS alone needs CollNet across nodes.
+  const double bw = 8 * 57.7 * 16 / 30;
+  CHECK(tune.bandwidth(AR, NcclAlgo::NvlsTree, NcclProto::Simple) == doctest::Approx(bw));
+  CHECK(tune.latency(AR, NcclAlgo::NvlsTree, NcclProto::Simple) == doctest::Approx(25 + 2 * 20.9));
+  CHECK(tune.bandwidth(AR, NcclAlgo::Nvls, NcclProto::Simple) == 0);
+  const double gib = 1024.0 * 1024 * 1024;
+  const auto p = tune.predict(AR, gib);
+  REQUIRE(p.has_value());
+  CHECK(p->algo == NcclAlgo::NvlsTree);
+  CHECK(p->time_us == doctest::Approx(25 + 2 * 20.9 + gib / (1000 * bw)));
+  // All-gather and reduce-scatter keep the ring across nodes.
+  CHECK(tune.bandwidth(NcclColl::AllGather, NcclAlgo::Nvls, NcclProto::Simple) == 0);
+}
