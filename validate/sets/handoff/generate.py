@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The hand-off set: schedules where the engines hand over to each other
 hundreds of times, to check the model's hand-offs end to end
-(docs/execution-model.md, "Hand-offs"). Writes validate/sets/handoff/<case>/schedule.yaml
+(docs/execution-model.md, "Hand-offs"). Writes validate/sets/handoff/<case>/schedule.yaml[.gz]
 (deterministic; stdlib only). Usage: validate/sets/handoff/generate.py [OUTDIR]
 
 Every case runs on one GPU (rank 0 of the h200x4-nvlink topology): N rounds of
