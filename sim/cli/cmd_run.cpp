@@ -105,6 +105,28 @@ struct RunOptions {
   bool pageable_rate_from_calibration = false;
 };
 
+/// The measured fields of `c` from R::kFields[first] on (its order:
+/// h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable) in place of the
+/// calibration's copy-engine and pageable bandwidths; "key rate (was rate)"
+/// for each taken. `keep_d2h`: a D2H bandwidth the schedule did not measure
+/// keeps the rate it ran at instead of following a new H2D one (an unset D2H
+/// field runs at H2D's).
+std::string take_measured_rates(CopyParams& p, const RuntimeSettings::CopyRates& c, size_t first, bool keep_d2h) {
+  using R = RuntimeSettings::CopyRates;
+  const std::array<Bandwidth*, R::kFields.size()> to{&p.copy_engine_bandwidth.h2d, &p.copy_engine_bandwidth.d2h, &p.pageable_bandwidth.h2d,
+                                                     &p.pageable_bandwidth.d2h};
+  const std::array<Bandwidth, R::kFields.size()> was{p.copy_engine_bandwidth[Direction::H2D], p.copy_engine_bandwidth[Direction::D2H],
+                                                     p.pageable_bandwidth[Direction::H2D], p.pageable_bandwidth[Direction::D2H]};
+  std::string taken;
+  for (size_t i = first; i < R::kFields.size(); ++i)
+    if (const auto& [key, field] = R::kFields[i]; c.*field) {
+      taken += fmt::format("{}{} {:.2f} GB/s (was {:.2f})", taken.empty() ? "" : ", ", key, (c.*field)->GBps(), was[i].GBps());
+      if (keep_d2h && i % 2 == 0) *to[i + 1] = was[i + 1];
+      *to[i] = *(c.*field);
+    }
+  return taken;
+}
+
 /// run --copy-rates-as-traced: the schedule's measured copy rates
 /// (settings.copy_rates) in place of the calibration's copy-engine and
 /// pageable bandwidths; the line the run prints first.
@@ -115,21 +137,7 @@ std::string take_copy_rates(ModelParams& params, const Schedule& sched, const st
                      fmt::format("{} holds no measured copy rates (settings.copy_rates: import-trace writes them from a trace's host "
                                  "copies of 1 MiB or more)",
                                  input));
-  using R = RuntimeSettings::CopyRates;
-  CopyParams& p = params.copies;
-  // In R::kFields' order: h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable.
-  const std::array<Bandwidth*, R::kFields.size()> to{&p.copy_engine_bandwidth.h2d, &p.copy_engine_bandwidth.d2h, &p.pageable_bandwidth.h2d,
-                                                     &p.pageable_bandwidth.d2h};
-  // What each ran at before (a D2H field unset runs at H2D's).
-  const std::array<Bandwidth, R::kFields.size()> was{p.copy_engine_bandwidth[Direction::H2D], p.copy_engine_bandwidth[Direction::D2H],
-                                                     p.pageable_bandwidth[Direction::H2D], p.pageable_bandwidth[Direction::D2H]};
-  std::string taken;
-  for (size_t i = 0; i < R::kFields.size(); ++i)
-    if (const auto& [key, field] = R::kFields[i]; c.*field) {
-      taken += fmt::format("{}{} {:.2f} GB/s (was {:.2f})", taken.empty() ? "" : ", ", key, (c.*field)->GBps(), was[i].GBps());
-      *to[i] = *(c.*field);
-    }
-  return fmt::format("copy rates: as the trace's copies ran ({}; settings.copy_rates)\n", taken);
+  return fmt::format("copy rates: as the trace's copies ran ({}; settings.copy_rates)\n", take_measured_rates(params.copies, c, 0, false));
 }
 
 /// By default, a schedule's measured pageable rates (settings.copy_rates: the
@@ -151,18 +159,8 @@ std::string take_pageable_rates(ModelParams& params, const Schedule& sched, bool
   if (other_topology)
     return "copy rates: the schedule's measured pageable rates (settings.copy_rates) not taken: they are the recorded box's, and -t "
            "gives another topology; pageable copies at the calibration's rate (--copy-rates-as-traced takes them anyway)\n";
-  PerDirection<Bandwidth>& p = params.copies.pageable_bandwidth;
-  const Bandwidth was_h2d = p[Direction::H2D], was_d2h = p[Direction::D2H];
-  std::string taken;
-  if (c.h2d_pageable) {
-    taken = fmt::format("h2d_pageable {:.2f} GB/s (was {:.2f})", c.h2d_pageable->GBps(), was_h2d.GBps());
-    p.h2d = *c.h2d_pageable;
-    p.d2h = was_d2h;  // an unset D2H would follow the new H2D rate: it keeps the one it had
-  }
-  if (c.d2h_pageable) {
-    taken += fmt::format("{}d2h_pageable {:.2f} GB/s (was {:.2f})", taken.empty() ? "" : ", ", c.d2h_pageable->GBps(), was_d2h.GBps());
-    p.d2h = *c.d2h_pageable;
-  }
+  // The pageable fields (from h2d_pageable on): an unmeasured D2H keeps the calibration's rate.
+  const std::string taken = take_measured_rates(params.copies, c, 2, true);
   return fmt::format("copy rates: pageable copies at the rates the trace's ran at ({}; settings.copy_rates), pinned ones at the "
                      "calibration's: --pageable-rate-from-calibration keeps its pageable rate\n",
                      taken);
