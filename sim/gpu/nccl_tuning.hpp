@@ -10,8 +10,8 @@
 // per GPU generation; ncclTopoTuneModel's refinements; LL128's enabling;
 // ncclTopoGetAlgoTime with the tree correction factors). NVLS and NVLS-Tree
 // (NVLink SHARP) where NcclTuneOptions::nvls turns them on, as
-// NCCL_NVLS_ENABLE does (off by default: the machines this project
-// measured ran with NCCL_NVLS_ENABLE=0); CollNet and PAT are off (CollNet
+// NCCL_NVLS_ENABLE does (off by default, as NCCL_NVLS_ENABLE=0 gives);
+// CollNet and PAT are off (CollNet
 // needs a SHARP network plugin; PAT runs only with one GPU per node). All-to-all is not in NCCL's model (it
 // runs as grouped send/recv): ours is one step's latency plus the bytes each
 // rank sends at the least over ranks of the sum of its peers' NCCL path

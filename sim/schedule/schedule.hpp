@@ -243,9 +243,9 @@ struct RuntimeSettings {
   int device_max_connections = 8;  // CUDA_DEVICE_MAX_CONNECTIONS
   bool nccl_p2p_disable = false;   // NCCL_P2P_DISABLE
   // NCCL_NVLS_ENABLE=1: NCCL's model weighs NVLink SHARP (NVLS, NVLS-Tree;
-  // gpu/nccl_tuning.hpp) where it prices a collective. Off by default: the
-  // machines this project measured ran with NCCL_NVLS_ENABLE=0. Where it
-  // was set, for the refusal on a topology without NVLS.
+  // gpu/nccl_tuning.hpp) where it prices a collective. Off by default, as
+  // NCCL_NVLS_ENABLE=0 gives. Where it was set, for the refusal on a
+  // topology without NVLS.
   bool nccl_nvls_enable = false;
   SourceLocation nccl_nvls_at;
   Framework framework = Framework::None;

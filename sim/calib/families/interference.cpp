@@ -354,8 +354,8 @@ void fit_host_transport_simulated(FitContext& ctx) {
 // R / r1. Its loads beside the copy grow as the rows' do between n(2) and n
 // (X = R / s(n(2)) x beside(n) / beside(n(2))), never beyond R (its rate
 // alone); its ranks - 1 flows weigh 1/sqrt(ranks - 1) each (the executor's
-// rule), so w = sqrt(ranks - 1) (C / X - 1). The multi-GPU boxes' own pairs
-// do not bear this out (docs/execution-model.md, "Interference"): the
+// rule), so w = sqrt(ranks - 1) (C / X - 1). Measured 4-rank pairs do not
+// bear this out (docs/execution-model.md, "Interference"): the
 // calibration takes the 2-rank weights and reports the 4-rank ones.
 namespace {
 struct HostKernelPoint {
