@@ -87,7 +87,7 @@ int programs_command(const std::vector<std::string>& inputs, const std::string& 
 
 int compare_command(const std::vector<std::string>& inputs, bool simulate, const std::string& topo_path, const std::string& calibration,
                     const std::string& timing_events, double max_error, double max_median_error, bool per_layer, const std::string& csv,
-                    const std::string& sim_out, bool force, const WhatIf& what_if) {
+                    const std::string& sim_out, bool force, const WhatIf& what_if, bool pageable_rate_from_trace) {
   if (!csv.empty()) claim_new_output(csv, force);
   if (!sim_out.empty() && !simulate) throw InputError(SourceLocation{sim_out, 0, 0}, "--simulated-out writes the re-simulated runs: add --simulate");
   if (!timing_events.empty() && !simulate)
@@ -101,7 +101,9 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
   } else {
     for (const auto& in : inputs) {
       Records m = read_records(records_path(in));
-      Records sim = resimulate_into(in, m, ResimulateOptions{topo_path, calibration, timing_events, what_if}, sim_out, force);
+      ResimulateOptions ro{topo_path, calibration, timing_events, what_if};
+      ro.pageable_rate_from_trace = pageable_rate_from_trace;
+      Records sim = resimulate_into(in, m, ro, sim_out, force);
       pairs.emplace_back(std::move(m), std::move(sim));
     }
   }
@@ -115,6 +117,8 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
                          text, before + 1);
     if (s.meta.is_object() && s.meta.contains("host_calls") && s.meta.at("host_calls").is_string())
       text += "  " + s.meta.at("host_calls").get<std::string>() + "\n";
+    if (s.meta.is_object() && s.meta.contains("copy_rates") && s.meta.at("copy_rates").is_string())
+      text += "  " + s.meta.at("copy_rates").get<std::string>() + "\n";
     std::cout << text << "\n";
     errs.push_back(std::abs(c.makespan_error()));
     if (max_error >= 0 && 100 * errs.back() > max_error) over.push_back(fmt::format("{} ({:.1f} %)", c.name, 100 * errs.back()));
@@ -367,7 +371,7 @@ int cross_command(const std::string& folder, const std::string& source_folder) {
 struct CompareOptions {
   std::vector<std::string> inputs;
   std::string topology, calibration, carry_from, timing_events, csv, simulated_out;
-  bool simulate = false, programs = false, layers = false, force = false, remodel_kernels = false;
+  bool simulate = false, programs = false, layers = false, force = false, remodel_kernels = false, pageable_rate_from_trace = false;
   double max_error = -1, max_median_error = -1;
 };
 struct ReferenceOptions {
@@ -408,9 +412,19 @@ Command add_compare(CLI::App& app) {
   c->add_flag("--force", o->force, "overwrite an existing --csv file or --simulated-out files");
   c->add_flag("--remodel-kernels", o->remodel_kernels,
               "with --simulate: time kernels that carry a shape by the model, not by their measured duration (how well an imported trace re-models)");
+  c->add_flag("--pageable-rate-from-trace", o->pageable_rate_from_trace,
+              "with --simulate: an imported trace's pageable copies at the rates they ran at where it was recorded (settings.copy_rates), "
+              "as `run` takes them by default, in place of the calibration's pageable rate (pinned copies keep the calibration's)");
   return {c, [o] {
             if (o->remodel_kernels && !o->simulate)
               throw InputError(SourceLocation{o->inputs.front(), 0, 0}, "--remodel-kernels applies to the re-simulated runs: add --simulate");
+            if (o->pageable_rate_from_trace && o->programs)
+              throw InputError(SourceLocation{o->inputs.front(), 0, 0},
+                               "--pageable-rate-from-trace takes an imported trace's measured rates; --programs simulates the programs' "
+                               "twin workloads, which have none");
+            if (o->pageable_rate_from_trace && !o->simulate)
+              throw InputError(SourceLocation{o->inputs.front(), 0, 0},
+                               "--pageable-rate-from-trace applies to the re-simulated runs (an imported trace's): add --simulate");
             WhatIf what_if;
             what_if.remodel_kernels = o->remodel_kernels;
             if (o->programs) {
@@ -419,7 +433,7 @@ Command add_compare(CLI::App& app) {
               return programs_command(o->inputs, o->topology, o->calibration, o->carry_from, o->max_error, o->max_median_error, o->csv, o->force);
             }
             return compare_command(o->inputs, o->simulate, o->topology, o->calibration, o->timing_events, o->max_error, o->max_median_error,
-                                   o->layers, o->csv, o->simulated_out, o->force, what_if);
+                                   o->layers, o->csv, o->simulated_out, o->force, what_if, o->pageable_rate_from_trace);
           }};
 }
 

@@ -6,7 +6,6 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
-#include <system_error>
 
 #include <fmt/format.h>
 
@@ -18,6 +17,7 @@
 #include "io/paths.hpp"
 #include "kineto/replan.hpp"
 #include "reference/reference_runs.hpp"
+#include "reference/trace_rates.hpp"
 #include "report/metrics.hpp"
 #include "report/op_table.hpp"
 #include "report/trace.hpp"
@@ -105,28 +105,6 @@ struct RunOptions {
   bool pageable_rate_from_calibration = false;
 };
 
-/// The measured fields of `c` from R::kFields[first] on (its order:
-/// h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable) in place of the
-/// calibration's copy-engine and pageable bandwidths; "key rate (was rate)"
-/// for each taken. `keep_d2h`: a D2H bandwidth the schedule did not measure
-/// keeps the rate it ran at instead of following a new H2D one (an unset D2H
-/// field runs at H2D's).
-std::string take_measured_rates(CopyParams& p, const RuntimeSettings::CopyRates& c, size_t first, bool keep_d2h) {
-  using R = RuntimeSettings::CopyRates;
-  const std::array<Bandwidth*, R::kFields.size()> to{&p.copy_engine_bandwidth.h2d, &p.copy_engine_bandwidth.d2h, &p.pageable_bandwidth.h2d,
-                                                     &p.pageable_bandwidth.d2h};
-  const std::array<Bandwidth, R::kFields.size()> was{p.copy_engine_bandwidth[Direction::H2D], p.copy_engine_bandwidth[Direction::D2H],
-                                                     p.pageable_bandwidth[Direction::H2D], p.pageable_bandwidth[Direction::D2H]};
-  std::string taken;
-  for (size_t i = first; i < R::kFields.size(); ++i)
-    if (const auto& [key, field] = R::kFields[i]; c.*field) {
-      taken += fmt::format("{}{} {:.2f} GB/s (was {:.2f})", taken.empty() ? "" : ", ", key, (c.*field)->GBps(), was[i].GBps());
-      if (keep_d2h && i % 2 == 0) *to[i + 1] = was[i + 1];
-      *to[i] = *(c.*field);
-    }
-  return taken;
-}
-
 /// run --copy-rates-as-traced: the schedule's measured copy rates
 /// (settings.copy_rates) in place of the calibration's copy-engine and
 /// pageable bandwidths; the line the run prints first.
@@ -140,30 +118,21 @@ std::string take_copy_rates(ModelParams& params, const Schedule& sched, const st
   return fmt::format("copy rates: as the trace's copies ran ({}; settings.copy_rates)\n", take_measured_rates(params.copies, c, 0, false));
 }
 
-/// By default, a schedule's measured pageable rates (settings.copy_rates: the
-/// rate the recorded box's CPU staged pageable copies at, which moves from box
-/// to box by more than a calibration from another box holds) in place of the
-/// calibration's pageable bandwidth, each direction measured; pinned copies
-/// keep the calibration's. Not where `-t` gives another topology than the one
-/// the schedule names (another box), nor where no pageable copy is left to
-/// run (`--host-memory pinned`). The line the run prints ("" where none).
-std::string take_pageable_rates(ModelParams& params, const Schedule& sched, bool other_topology) {
-  const auto& c = sched.runtime.copy_rates;
-  if (!c.h2d_pageable && !c.d2h_pageable) return "";
-  bool pageable_copies = false;
-  for (const Program& p : sched.programs)
-    for (const Op& op : *p.ops)
-      pageable_copies = pageable_copies || (op.kind == OpKind::Memcpy && (op.copy == CopyKind::H2D || op.copy == CopyKind::D2H) &&
-                                            op.host_mem == HostMem::Pageable);
-  if (!pageable_copies) return "";
-  if (other_topology)
-    return "copy rates: the schedule's measured pageable rates (settings.copy_rates) not taken: they are the recorded box's, and -t "
-           "gives another topology; pageable copies at the calibration's rate (--copy-rates-as-traced takes them anyway)\n";
-  // The pageable fields (from h2d_pageable on): an unmeasured D2H keeps the calibration's rate.
-  const std::string taken = take_measured_rates(params.copies, c, 2, true);
+/// By default, a schedule's measured pageable rates (settings.copy_rates) in
+/// place of the calibration's pageable bandwidth (take_pageable_rates); the
+/// line the run prints ("" where none).
+std::string pageable_rates_line(ModelParams& params, const Schedule& sched, bool other_topology) {
+  const PageableRatesTaken t = take_pageable_rates(params, sched, other_topology);
+  switch (t.state) {
+    case PageableRatesTaken::State::none: return "";
+    case PageableRatesTaken::State::other_topology:
+      return "copy rates: the schedule's measured pageable rates (settings.copy_rates) not taken: they are the recorded box's, and -t "
+             "gives another topology; pageable copies at the calibration's rate (--copy-rates-as-traced takes them anyway)\n";
+    case PageableRatesTaken::State::taken: break;
+  }
   return fmt::format("copy rates: pageable copies at the rates the trace's ran at ({}; settings.copy_rates), pinned ones at the "
                      "calibration's: --pageable-rate-from-calibration keeps its pageable rate\n",
-                     taken);
+                     t.rates);
 }
 
 int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& trace) {
@@ -255,12 +224,8 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
   sched = apply_what_if(sched, what_if);
   if (!workload && !o.copy_rates_as_traced && !o.pageable_rate_from_calibration) {
     // Another topology than the schedule's own (-t naming another file than
-    // its `topology:`) is another box; where it names none, or none that
-    // exists, -t is the only topology it has.
-    std::error_code ec;
-    const std::string named = sched.topology.empty() ? "" : resolve_named_path(input, sched.topology);
-    const bool other_topology = !o.topology.empty() && !named.empty() && fs::exists(named, ec) && !fs::equivalent(o.topology, named, ec);
-    host_calls += take_pageable_rates(params, sched, other_topology);
+    // its `topology:`) is another box.
+    host_calls += pageable_rates_line(params, sched, other_topology_than_named(o.topology, input, sched));
   }
   const hw::Topology& topo = *topology;
   // Check every output first, so nothing is written when one would be refused.

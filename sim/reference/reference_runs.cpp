@@ -18,6 +18,7 @@
 #include "hw/topology.hpp"
 #include "io/text_file.hpp"
 #include "kineto/import.hpp"
+#include "reference/trace_rates.hpp"
 #include "report/compare.hpp"
 #include "report/metrics.hpp"
 #include "schedule/realise.hpp"
@@ -64,6 +65,17 @@ Resimulation resimulate(const std::string& measured, const Records& measured_rec
   ModelParams params = base_params(o.calibration, topo).params;  // without one: the measured defaults of its GPUs
   if (o.carry_from) params = carry_calibration(params, *o.carry_from, gpu_figures(topo)).params;
   const std::string host_calls = take_host_calls(params, sched.runtime, o.calibration);  // without one: an imported trace's own calls
+  std::string copy_rates;  // the line on the pageable rates taken, where asked
+  if (o.pageable_rate_from_trace) {
+    const PageableRatesTaken t = take_pageable_rates(params, sched, other_topology_than_named(o.topology, sched_path.string(), sched));
+    if (t.state == PageableRatesTaken::State::taken)
+      copy_rates = fmt::format("copy rates: pageable copies at the rates the trace's ran at ({}; settings.copy_rates), pinned ones at the "
+                               "calibration's (--pageable-rate-from-trace)",
+                               t.rates);
+    else if (t.state == PageableRatesTaken::State::other_topology)
+      copy_rates = "copy rates: the schedule's measured pageable rates (settings.copy_rates) not taken: they are the recorded box's, and -t "
+                   "gives another topology; pageable copies at the calibration's rate";
+  }
   // The run's own timing events (an event before and after every op), at the
   // GPU event times `timing_events` measured.
   if (!o.timing_events.empty()) {
@@ -96,6 +108,7 @@ Resimulation resimulate(const std::string& measured, const Records& measured_rec
   nlohmann::ordered_json meta;
   meta["runs_before"] = before;
   if (!host_calls.empty()) meta["host_calls"] = host_calls.substr(0, host_calls.size() - 1);
+  if (!copy_rates.empty()) meta["copy_rates"] = copy_rates;
   out.records = records_json(sched, out.result, topo.name(), "simulated", meta);
   out.simulated = parse_records(nlohmann::json::parse(out.records.dump()), "simulation of " + sched_path.string());
   out.schedule = std::move(sched);

@@ -28,6 +28,10 @@ struct ResimulateOptions {
   std::string calibration;    // default: the measured defaults of the topology's GPUs
   std::string timing_events;  // a calibration whose GPU event times the run's own timing events take
   WhatIf what_if;
+  // An imported trace's measured pageable rates (settings.copy_rates) in place
+  // of the calibration's pageable bandwidth, as `run` takes them by default
+  // (take_pageable_rates); false: the calibration's, which this checks.
+  bool pageable_rate_from_trace = false;
   // The GPU the calibration was measured on, where it is another than the
   // run's: its rates carried to the run's GPU (calibrations/carry.hpp). Null: as it is.
   const GpuFigures* carry_from = nullptr;

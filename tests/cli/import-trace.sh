@@ -32,6 +32,11 @@
 #                    (and says so), -t the schedule's own topology by another path takes them; --host-memory pinned
 #                    prints no line; --copy-rates-as-traced takes the pinned rate too; it and the opt-out together,
 #                    and the opt-out on a workload, refused.
+#   compare_pageable_rates  that schedule's run re-simulated by compare --simulate: its pageable copies at the
+#                    calibration's rates, with --pageable-rate-from-trace at the schedule's (1 GB / rate apart, to the
+#                    ns, as run's default), pinned ones at the calibration's either way, its summary saying so in one
+#                    line; -t another topology takes none (and says so); the flag without --simulate or with
+#                    --programs refused.
 #
 #   bash tests/cli/import-trace.sh OVERLAPSIM REPO_ROOT WORK_DIR CASE
 source "$(dirname "$0")/lib.sh"
@@ -40,6 +45,39 @@ T=$(manifest $M traces.runs); TOPO=$(manifest $M topology); C=$(manifest $M cali
 O=$W
 # step FILE: the step time `run` prints (ms).
 step() { sed -En 's/^  makespan .* steps, step time mean ([0-9.]+) ms .*/\1/p' "$1"; }
+# sched NAME RATES: a schedule of 1 and 2 GB copies, each kind alone, on dgx-h100's first GPU.
+sched() {
+  cat > $O/$1.yaml <<YAML
+name: $1
+topology: $CFG/topologies/dgx-h100.yaml
+ranks: 1
+settings: {copy_rates: {$2}}
+streams: [compute]
+programs:
+  - rank: 0
+    ops:
+      - {op: memcpy, kind: h2d, bytes: 1 GB, stream: compute, host: pageable, name: h2d-pageable-1}
+      - {op: memcpy, kind: h2d, bytes: 2 GB, stream: compute, host: pageable, name: h2d-pageable-2}
+      - {op: memcpy, kind: h2d, bytes: 1 GB, stream: compute, host: pinned, name: h2d-pinned-1}
+      - {op: memcpy, kind: h2d, bytes: 2 GB, stream: compute, host: pinned, name: h2d-pinned-2}
+      - {op: memcpy, kind: d2h, bytes: 1 GB, stream: compute, host: pageable, name: d2h-pageable-1}
+      - {op: memcpy, kind: d2h, bytes: 2 GB, stream: compute, host: pageable, name: d2h-pageable-2}
+      - {op: stream_sync, stream: compute}
+YAML
+}
+# rates NAME: per kind, 1 GB over what the second copy took beyond the first (GB/s; set-ups cancel).
+rates() {
+  python3 -c 'import gzip, json, sys
+ops = {o[2]: o[6] - o[5] for o in json.load(open(sys.argv[1]))["ranks"][0]["ops"]}
+print(" ".join("%.6f" % (1e9 / (ops[k + "-2"] - ops[k + "-1"])) for k in ("h2d-pageable", "h2d-pinned", "d2h-pageable")))' $O/$1/records.json
+}
+# runs NAME SCHEDULE ARGS...: the run's summary into NAME.txt, its kinds' rates (rates) echoed.
+runs() { local n=$1 s=$2; shift 2; "$osim" run $O/$s.yaml --out $O/$n --records "$@" > $O/$n.txt; rates $n; }
+# same NAME GOT WANT: each rate within 1e-6 of the one wanted (GB/s).
+same() {
+  python3 -c 'import sys; g, w = sys.argv[1].split(), sys.argv[2].split(); sys.exit(not all(abs(float(a) / float(b) - 1) < 1e-6 for a, b in zip(g, w)))' "$2" "$3" ||
+    fail "$1: copies at $2 GB/s (h2d pageable, h2d pinned, d2h pageable), not $3"
+}
 case $case in
   import)
     "$osim" import-trace $T/*.trace.json.gz --steps "$STEPS" -t $TOPO -o $O/imp > $O/imp.txt
@@ -147,41 +185,8 @@ print(sum(x["args"]["bytes"] for x in e) / sum(x["dur"] for x in e) / 1e3, len(e
     HC=$(manifest $REF/h100-sxm calibration.file)
     # The H100 calibration without a D2H pageable rate of its own (D2H then runs at H2D's).
     grep -v '^  pageable_bandwidth_d2h:' $HC > $O/no-d2h.yaml
-    # sched NAME RATES: a schedule of 1 and 2 GB copies, each kind alone, on dgx-h100's first GPU.
-    sched() {
-      cat > $O/$1.yaml <<YAML
-name: $1
-topology: $CFG/topologies/dgx-h100.yaml
-ranks: 1
-settings: {copy_rates: {$2}}
-streams: [compute]
-programs:
-  - rank: 0
-    ops:
-      - {op: memcpy, kind: h2d, bytes: 1 GB, stream: compute, host: pageable, name: h2d-pageable-1}
-      - {op: memcpy, kind: h2d, bytes: 2 GB, stream: compute, host: pageable, name: h2d-pageable-2}
-      - {op: memcpy, kind: h2d, bytes: 1 GB, stream: compute, host: pinned, name: h2d-pinned-1}
-      - {op: memcpy, kind: h2d, bytes: 2 GB, stream: compute, host: pinned, name: h2d-pinned-2}
-      - {op: memcpy, kind: d2h, bytes: 1 GB, stream: compute, host: pageable, name: d2h-pageable-1}
-      - {op: memcpy, kind: d2h, bytes: 2 GB, stream: compute, host: pageable, name: d2h-pageable-2}
-      - {op: stream_sync, stream: compute}
-YAML
-    }
     sched both 'h2d_pinned: 20 GB/s, h2d_pageable: 5 GB/s, d2h_pageable: 4 GB/s'
     sched h2d 'h2d_pinned: 20 GB/s, h2d_pageable: 5 GB/s'
-    # rates NAME: per kind, 1 GB over what the second copy took beyond the first (GB/s; set-ups cancel).
-    rates() {
-      python3 -c 'import gzip, json, sys
-ops = {o[2]: o[6] - o[5] for o in json.load(open(sys.argv[1]))["ranks"][0]["ops"]}
-print(" ".join("%.6f" % (1e9 / (ops[k + "-2"] - ops[k + "-1"])) for k in ("h2d-pageable", "h2d-pinned", "d2h-pageable")))' $O/$1/records.json
-    }
-    # runs NAME SCHEDULE ARGS...: the run's summary into NAME.txt, its kinds' rates (rates) echoed.
-    runs() { local n=$1 s=$2; shift 2; "$osim" run $O/$s.yaml --out $O/$n --records "$@" > $O/$n.txt; rates $n; }
-    # same NAME GOT WANT: each rate within 1e-6 of the one wanted (GB/s).
-    same() {
-      python3 -c 'import sys; g, w = sys.argv[1].split(), sys.argv[2].split(); sys.exit(not all(abs(float(a) / float(b) - 1) < 1e-6 for a, b in zip(g, w)))' "$2" "$3" ||
-        fail "$1: copies at $2 GB/s (h2d pageable, h2d pinned, d2h pageable), not $3"
-    }
     cal=$(runs cal both --calibration $HC --pageable-rate-from-calibration)
     read -r cal_pg cal_pin cal_d2h <<< "$cal"
     same "--pageable-rate-from-calibration" "$cal_pg $cal_d2h" "8.5195 14.4226"
@@ -203,6 +208,27 @@ print(" ".join("%.6f" % (1e9 / (ops[k + "-2"] - ops[k + "-1"])) for k in ("h2d-p
     refused 2 "it keeps the calibration's pageable rate for an imported trace's measured one; " \
       "$osim" run $CFG/workloads/wan22-720p-h200-layerwise.yaml --pageable-rate-from-calibration
     echo "pageable copies at the schedule's 5 and 4 GB/s, pinned at the calibration's $cal_pin GB/s; opt-out: $cal_pg and $cal_d2h GB/s" ;;
+  compare_pageable_rates)
+    HC=$(manifest $REF/h100-sxm calibration.file)
+    sched both 'h2d_pinned: 20 GB/s, h2d_pageable: 5 GB/s, d2h_pageable: 4 GB/s'
+    # A measured run of it: its records (as run --records writes them), the schedule beside them (as import-trace -o DIR).
+    "$osim" run $O/both.yaml --out $O/measured --records --calibration $HC --pageable-rate-from-calibration > /dev/null
+    cp $O/both.yaml $O/measured/schedule.yaml
+    # resim NAME ARGS...: compare --simulate's summary into NAME.txt, its simulated copies' rates (rates) echoed.
+    resim() { local n=$1; shift; "$osim" compare --simulate $O/measured --calibration $HC --simulated-out $O/$n "$@" > $O/$n.txt; rates $n/both; }
+    read -r cal_pg cal_pin cal_d2h <<< "$(resim cal)"
+    same "compare --simulate" "$cal_pg $cal_d2h" "8.5195 14.4226"
+    ! grep -q 'copy rates' $O/cal.txt || fail "compare --simulate: a line on copy rates without --pageable-rate-from-trace"
+    same "--pageable-rate-from-trace" "$(resim trace --pageable-rate-from-trace)" "5 $cal_pin 4"
+    has $O/trace.txt '^  copy rates: pageable copies at the rates the trace.s ran at \(h2d_pageable 5\.00 GB/s \(was 8\.52\), d2h_pageable 4\.00 GB/s \(was 14\.42\); settings\.copy_rates\), pinned ones at the calibration.s \(--pageable-rate-from-trace\)$'
+    read -r other_pg _ other_d2h <<< "$(resim other --pageable-rate-from-trace -t $CFG/topologies/h100x8-pcie.yaml)"
+    same "--pageable-rate-from-trace -t another topology" "$other_pg $other_d2h" "8.5195 14.4226"
+    has $O/other.txt "^  copy rates: the schedule's measured pageable rates \(settings\.copy_rates\) not taken: .*-t gives another topology"
+    refused 2 "--pageable-rate-from-trace applies to the re-simulated runs (an imported trace's): add --simulate" \
+      "$osim" compare $O/measured $O/measured --pageable-rate-from-trace
+    refused 2 "--pageable-rate-from-trace takes an imported trace's measured rates; --programs simulates" \
+      "$osim" compare --programs $O/measured --pageable-rate-from-trace
+    echo "compare --simulate: pageable copies at the calibration's $cal_pg and $cal_d2h GB/s; --pageable-rate-from-trace: the schedule's 5 and 4 GB/s, pinned at $cal_pin" ;;
   *) fail "no case $case" ;;
 esac
 ok

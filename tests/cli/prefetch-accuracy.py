@@ -56,14 +56,15 @@ MISSES = [
      "the critical path): within the target of one of them"),
     ("c", lambda r: r["machine"] == "h100-sxm" and r["trace"].endswith("4096-layerwise-pf0-pageable") and r["k"] == 0 and r["asked"] == "pinned",
      "the programs' boxes ran the blocking pinned program at 103.5 and 116.0 ms: +5.6 % is inside their spread; the pageable trace's "
-     "host time between calls (measured while each pageable copy held the host) is on the blocking program's critical path (not "
-     "analysed further)"),
+     "host time between calls (measured while each pageable copy held the host) is on the blocking program's critical path, as in (e)"),
     ("d", lambda r: r["machine"] == "h100-sxm" and r["k"] == 2 and r["asked"] == "pinned",
      "the H100 programs' boxes ran depth 2 at 80.6 and 82.3 ms, slower than depth 1 (75.4, 80.6) and 3 (75.6, 76.7) on the same boxes; "
      "the trace's own box ran it at 75.7 ms (its re-plan to 2: 76.6 ms, +1.3 %)"),
     ("e", lambda r: r["j"] > 0 and r["k"] == 0 and r["asked"] == "pinned" and r["trace"].startswith("traces/"),
-     "depth 0 puts the host on the critical path after each synchronize, and the profiled copy-bound run's host time between calls "
-     "(record_shapes and sync events recorded) is twice the blocking program's: 43 against 20 ms a step (traces-default/: -3.5 %)"),
+     "depth 0 puts the host on the critical path after each synchronize, and the re-plan keeps the trace's host time between calls: "
+     "43.0 ms a step in the H100 depth-2 trace (record_shapes and sync events recorded) against 15.5-29.2 ms in the same program's "
+     "traces profiled with the defaults (traces-default/: -3.5 %); the host's pace moves 2-3x between profiled runs on one box "
+     "(docs/journal/2026-12-07-replan-depth0-host.md)"),
     ("f", lambda r: r["machine"] == "h200x4-nvlink",
      "the 4xH200 trace's box copied at 44-47 GB/s per GPU against the calibration's ~39: its plain replay is +11.5 % against "
      "the program (docs/accuracy.md); depth 0 adds the profiled host time of (e)"),
