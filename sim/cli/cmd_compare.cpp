@@ -27,6 +27,13 @@ namespace osim::cli {
 
 namespace {
 
+struct CompareOptions {
+  std::vector<std::string> inputs;
+  std::string topology, calibration, carry_from, timing_events, csv, simulated_out;
+  bool simulate = false, programs = false, layers = false, force = false, remodel_kernels = false, pageable_rate_from_trace = false;
+  double max_error = -1, max_median_error = -1;
+};
+
 // Re-simulates the schedule a measured run executed (DIR/schedule.yaml, or
 // the records file's folder) and returns the simulated records.
 // With `out_dir`, also writes the simulation's records.json and trace.json
@@ -49,61 +56,59 @@ Records resimulate_into(const std::string& measured, const Records& measured_rec
   return std::move(r.simulated);
 }
 
-int programs_command(const std::vector<std::string>& inputs, const std::string& topo_path, const std::string& calibration,
-                     const std::string& carry_from, double max_error, double max_median_error, const std::string& csv, bool force) {
-  if (topo_path.empty()) throw InputError(SourceLocation{inputs.front(), 0, 0}, "--programs needs the machine's topology: pass --topology FILE");
-  if (!csv.empty()) claim_new_output(csv, force);
-  const hw::Topology topo(hw::parse_topology_file(topo_path));
-  ModelParams params = base_params(calibration, topo).params;
-  if (!carry_from.empty()) {
+int programs_command(const CompareOptions& o) {
+  if (o.topology.empty()) throw InputError(SourceLocation{o.inputs.front(), 0, 0}, "--programs needs the machine's topology: pass --topology FILE");
+  if (!o.csv.empty()) claim_new_output(o.csv, o.force);
+  const hw::Topology topo(hw::parse_topology_file(o.topology));
+  ModelParams params = base_params(o.calibration, topo).params;
+  if (!o.carry_from.empty()) {
     // Measured on another GPU: its rates carried to this topology's through the datasheets.
-    const GpuFigures from = gpu_figures(hw::Topology(hw::parse_topology_file(carry_from))), to = gpu_figures(topo);
+    const GpuFigures from = gpu_figures(hw::Topology(hw::parse_topology_file(o.carry_from))), to = gpu_figures(topo);
     CarriedCalibration c = carry_calibration(params, from, to);
     std::cout << carry_note(c, from, to);
     params = std::move(c.params);
   }
-  const ProgramFigures f = predict_programs(inputs, topo, params);
+  const ProgramFigures f = predict_programs(o.inputs, topo, params);
   std::cout << format_program_figures(f) << format_repeated_figures(repeated_figures(f.runs));
-  if (!csv.empty()) {
+  if (!o.csv.empty()) {
     // The host issue time's columns empty where the run did not measure it.
     std::string text = "program,group,measured_ms,simulated_ms,error_pct,host_measured_ms,host_simulated_ms\n";
     for (const auto& r : f.runs)
       text += fmt::format("{},{},{:.4f},{:.4f},{:.3f},{},{}\n", r.name, r.group, r.measured_s * 1e3, r.simulated_s * 1e3, 100 * r.error(),
                           r.measured_host_s ? fmt::format("{:.4f}", *r.measured_host_s * 1e3) : "",
                           r.measured_host_s ? fmt::format("{:.4f}", r.simulated_host_s * 1e3) : "");
-    write_file(csv, text);
+    write_file(o.csv, text);
   }
   int rc = 0;
-  if (max_error >= 0 && f.worst_pct > max_error) {
-    std::cerr << fmt::format("compare: a program's makespan error {:.1f} % is above --max-error {} %\n", f.worst_pct, max_error);
+  if (o.max_error >= 0 && f.worst_pct > o.max_error) {
+    std::cerr << fmt::format("compare: a program's makespan error {:.1f} % is above --max-error {} %\n", f.worst_pct, o.max_error);
     rc = 1;
   }
-  if (max_median_error >= 0 && f.median_pct > max_median_error) {
-    std::cerr << fmt::format("compare: median makespan error {:.1f} % is above --max-median-error {} %\n", f.median_pct, max_median_error);
+  if (o.max_median_error >= 0 && f.median_pct > o.max_median_error) {
+    std::cerr << fmt::format("compare: median makespan error {:.1f} % is above --max-median-error {} %\n", f.median_pct, o.max_median_error);
     rc = 1;
   }
   return rc;
 }
 
-int compare_command(const std::vector<std::string>& inputs, bool simulate, const std::string& topo_path, const std::string& calibration,
-                    const std::string& timing_events, double max_error, double max_median_error, bool per_layer, const std::string& csv,
-                    const std::string& sim_out, bool force, const WhatIf& what_if, bool pageable_rate_from_trace) {
-  if (!csv.empty()) claim_new_output(csv, force);
-  if (!sim_out.empty() && !simulate) throw InputError(SourceLocation{sim_out, 0, 0}, "--simulated-out writes the re-simulated runs: add --simulate");
-  if (!timing_events.empty() && !simulate)
-    throw InputError(SourceLocation{timing_events, 0, 0}, "--timing-events applies to the re-simulated runs: add --simulate");
+int compare_command(const CompareOptions& o, const WhatIf& what_if) {
+  if (!o.csv.empty()) claim_new_output(o.csv, o.force);
+  if (!o.simulated_out.empty() && !o.simulate)
+    throw InputError(SourceLocation{o.simulated_out, 0, 0}, "--simulated-out writes the re-simulated runs: add --simulate");
+  if (!o.timing_events.empty() && !o.simulate)
+    throw InputError(SourceLocation{o.timing_events, 0, 0}, "--timing-events applies to the re-simulated runs: add --simulate");
   std::vector<std::pair<Records, Records>> pairs;
-  if (!simulate) {
-    if (inputs.size() != 2)
-      throw InputError(SourceLocation{inputs.front(), 0, 0},
+  if (!o.simulate) {
+    if (o.inputs.size() != 2)
+      throw InputError(SourceLocation{o.inputs.front(), 0, 0},
                        "compare takes MEASURED SIMULATED (records files or --out folders); or --simulate MEASURED... to re-simulate measured runs");
-    pairs.emplace_back(read_records(records_path(inputs[0])), read_records(records_path(inputs[1])));
+    pairs.emplace_back(read_records(records_path(o.inputs[0])), read_records(records_path(o.inputs[1])));
   } else {
-    for (const auto& in : inputs) {
+    for (const auto& in : o.inputs) {
       Records m = read_records(records_path(in));
-      ResimulateOptions ro{topo_path, calibration, timing_events, what_if};
-      ro.pageable_rate_from_trace = pageable_rate_from_trace;
-      Records sim = resimulate_into(in, m, ro, sim_out, force);
+      ResimulateOptions ro{o.topology, o.calibration, o.timing_events, what_if};
+      ro.pageable_rate_from_trace = o.pageable_rate_from_trace;
+      Records sim = resimulate_into(in, m, ro, o.simulated_out, o.force);
       pairs.emplace_back(std::move(m), std::move(sim));
     }
   }
@@ -111,7 +116,7 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
   std::vector<std::string> over;
   for (const auto& [m, s] : pairs) {
     const RecordComparison c = compare_records(m, s);
-    std::string text = format_record_comparison(c, per_layer);
+    std::string text = format_record_comparison(c, o.layers);
     if (const int before = s.meta.is_object() ? s.meta.value("runs_before", 0) : 0; before > 0)
       text = fmt::format("{}  (simulated as run {} of the schedule back to back, as measured: warm-up and repeats went first without a pause)\n",
                          text, before + 1);
@@ -121,7 +126,7 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
       text += "  " + s.meta.at("copy_rates").get<std::string>() + "\n";
     std::cout << text << "\n";
     errs.push_back(std::abs(c.makespan_error()));
-    if (max_error >= 0 && 100 * errs.back() > max_error) over.push_back(fmt::format("{} ({:.1f} %)", c.name, 100 * errs.back()));
+    if (o.max_error >= 0 && 100 * errs.back() > o.max_error) over.push_back(fmt::format("{} ({:.1f} %)", c.name, 100 * errs.back()));
   }
   const double med = median(errs);
   if (pairs.size() > 1) {
@@ -132,22 +137,22 @@ int compare_command(const std::vector<std::string>& inputs, bool simulate, const
       std::cout << fmt::format("  {:<44} {:>9.2f} ms {:>9.2f} ms {:>+7.1f}%\n", m.name, m.makespan_ns * 1e-6, s.makespan_ns * 1e-6,
                                100 * (s.makespan_ns - m.makespan_ns) / m.makespan_ns);
   }
-  if (!csv.empty()) {
+  if (!o.csv.empty()) {
     std::string text = "run,measured_ms,simulated_ms,error_pct\n";
     for (const auto& [m, s] : pairs)
       text += fmt::format("{},{:.4f},{:.4f},{:.3f}\n", m.name, m.makespan_ns * 1e-6, s.makespan_ns * 1e-6,
                           100 * (s.makespan_ns - m.makespan_ns) / m.makespan_ns);
-    write_file(csv, text);
+    write_file(o.csv, text);
   }
   int rc = 0;
   if (!over.empty()) {
     std::string list;
-    for (const auto& o : over) list += (list.empty() ? "" : ", ") + o;
-    std::cerr << fmt::format("compare: makespan error above --max-error {} %: {}\n", max_error, list);
+    for (const auto& run : over) list += (list.empty() ? "" : ", ") + run;
+    std::cerr << fmt::format("compare: makespan error above --max-error {} %: {}\n", o.max_error, list);
     rc = 1;
   }
-  if (max_median_error >= 0 && 100 * med > max_median_error) {
-    std::cerr << fmt::format("compare: median makespan error {:.1f} % is above --max-median-error {} %\n", 100 * med, max_median_error);
+  if (o.max_median_error >= 0 && 100 * med > o.max_median_error) {
+    std::cerr << fmt::format("compare: median makespan error {:.1f} % is above --max-median-error {} %\n", 100 * med, o.max_median_error);
     rc = 1;
   }
   return rc;
@@ -261,11 +266,11 @@ void print_sets(const reference::Figures& f, const std::function<void(const std:
       // A request's stages against its twin's: time, and peak allocated where measured.
       const StageFigures& st = *(*set)->stages;
       std::cout << format_stage_figures(st);
-      std::cout << fmt::format("  {} stages: {} stages of {} runs, time error median {:.1f} %, worst {:.1f} %", section, st.stages.size(), p.runs.size(),
-                               st.median_pct, st.worst_pct);
+      std::cout << fmt::format("  {} stages: {} stages of {} runs, time error median {:.1f} %, worst {:.1f} %", section, st.stages.size(),
+                               p.runs.size(), st.median_pct, st.worst_pct);
       std::cout << (st.memory_stages == 0 ? std::string("; peak allocated not compared\n")
-                                          : fmt::format("; peak allocated ({} stages) error median {:.1f} %, worst {:.1f} %\n",
-                                                        st.memory_stages, st.allocated_median_pct, st.allocated_worst_pct));
+                                          : fmt::format("; peak allocated ({} stages) error median {:.1f} %, worst {:.1f} %\n", st.memory_stages,
+                                                        st.allocated_median_pct, st.allocated_worst_pct));
       missed("requests_stages");
       missed("requests_memory");
     }
@@ -368,12 +373,6 @@ int cross_command(const std::string& folder, const std::string& source_folder) {
   return failed ? 1 : 0;
 }
 
-struct CompareOptions {
-  std::vector<std::string> inputs;
-  std::string topology, calibration, carry_from, timing_events, csv, simulated_out;
-  bool simulate = false, programs = false, layers = false, force = false, remodel_kernels = false, pageable_rate_from_trace = false;
-  double max_error = -1, max_median_error = -1;
-};
 struct ReferenceOptions {
   std::string folder, calibration_from;
   bool write_calibration = false;
@@ -430,10 +429,9 @@ Command add_compare(CLI::App& app) {
             if (o->programs) {
               if (o->simulate)
                 throw InputError(SourceLocation{o->inputs.front(), 0, 0}, "--programs simulates the programs' twins already: drop --simulate");
-              return programs_command(o->inputs, o->topology, o->calibration, o->carry_from, o->max_error, o->max_median_error, o->csv, o->force);
+              return programs_command(*o);
             }
-            return compare_command(o->inputs, o->simulate, o->topology, o->calibration, o->timing_events, o->max_error, o->max_median_error,
-                                   o->layers, o->csv, o->simulated_out, o->force, what_if, o->pageable_rate_from_trace);
+            return compare_command(*o, what_if);
           }};
 }
 
