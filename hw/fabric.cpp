@@ -597,6 +597,33 @@ const Route& Topology::route(int src, int dst, const RouteOptions& opt) const {
   return route_cache_.emplace(key, std::move(r)).first->second;
 }
 
+const Route& Topology::switch_port(int gpu, bool up) const {
+  const auto key = std::make_pair(gpu, up);
+  if (auto it = port_cache_.find(key); it != port_cache_.end()) return it->second;
+  HopPath p;
+  for (size_t i = 0; i < spec_.links.size() && p.empty(); ++i) {
+    const LinkSpec& l = spec_.links[i];
+    if (l.kind != LinkKind::NvLink) continue;
+    const int a = index_.at(l.a), b = index_.at(l.b);
+    const int other = a == gpu ? b : b == gpu ? a : -1;
+    if (other >= 0 && spec_.nodes[static_cast<size_t>(other)].kind == NodeKind::NvSwitch) {
+      p.nodes = {gpu, other};
+      p.links = {static_cast<int>(i)};
+    }
+  }
+  if (p.empty())
+    throw InputError(SourceLocation{}, fmt::format("'{}' has no NVLink to an NVSwitch (NVLink SHARP needs one)", spec_.nodes[static_cast<size_t>(gpu)].name));
+  const int sw = p.nodes[1];
+  if (!up) p.reverse();
+  Route r;
+  r.kind = RouteKind::NvLink;
+  add_hop_path(r, p, true, false);
+  if (!up)
+    std::erase_if(r.uses, [&](const ResourceUse& u) { return u.resource == node_throughput_[static_cast<size_t>(sw)]; });
+  finish(r);
+  return port_cache_.emplace(key, std::move(r)).first->second;
+}
+
 std::string Topology::describe(const Route& r) const {
   std::string out;
   for (size_t i = 0; i < r.nodes.size(); ++i) {

@@ -94,6 +94,14 @@ class Topology {
   /// into one reused route); one inside a host for the Topology's life.
   [[nodiscard]] const Route& route(int src, int dst, const RouteOptions& opt = {}) const;
   [[nodiscard]] std::string describe(const Route& r) const;
+  /// GPU `gpu`'s NVLink port on the NVSwitch it is joined to (its first
+  /// NVLink link to one): the way up to the switch (`up`: the link's
+  /// direction into it and the switch's aggregate limit where it has one)
+  /// or down from it (the link's direction out of it only: a byte through
+  /// the switch counts once there, as a GPU-to-GPU route counts it). What
+  /// NVLink SHARP traffic crosses, the switch reducing and multicasting in
+  /// between. Throws InputError where the GPU has no NVLink to an NVSwitch.
+  [[nodiscard]] const Route& switch_port(int gpu, bool up) const;
 
  private:
   struct Graph;
@@ -126,6 +134,7 @@ class Topology {
   std::vector<int> node_to_host_, node_from_host_;  // host bridges' directional limits, or -1
   std::vector<int> node_dram_;                      // resource or -1
   mutable std::map<std::tuple<int, int, RouteOptions>, Route> route_cache_;
+  mutable std::map<std::pair<int, bool>, Route> port_cache_;  // switch_port's, by (gpu, up)
   mutable Route net_route_scratch_;  // the last route between hosts (see route())
   mutable HopPath net_path_scratch_;
   mutable std::vector<int> nearest_cpu_, nearest_nic_;               // memo; -2 = not yet

@@ -33,11 +33,13 @@ struct CollInst {
   std::vector<int> round;
   std::vector<char> in_round;
   std::vector<int> round_left;
+  bool in_switch = false;  // NVLink SHARP: a flow a member over its GPU's switch port, step_left of them running
   // A measured table's rate and latency for this collective, per transport
   // inside a host (0: peer-to-peer, 1: through host memory); rate 0 = none fits.
   struct Tabled {
     bool looked = false;
     double rate = 0;  // bytes/s of one flow
+    bool nvls = false;  // NCCL's model chose NVLS: the switch reduces (Collectives::start_in_switch)
     Time latency;
   };
   Tabled tabled[2];

@@ -152,6 +152,7 @@ int Collectives::instance(IdWindow<int>& open, int group, int seq, std::span<con
   c.step = c.steps = c.step_left = 0;
   c.partner.clear();
   c.tabled[0] = c.tabled[1] = CollInst::Tabled{};
+  c.in_switch = false;
   open.add(seq, ci);
   return ci;
 }
@@ -277,7 +278,71 @@ void Collectives::start_launched(int ci) {
   // Ring: all_gather / reduce_scatter: U-1 steps; all_reduce: 2(U-1).
   c.steps = op.coll == CollKind::AllReduce ? 2 * (U - 1) : U - 1;
   c.step = 0;
+  // Where NCCL's model picks NVLink SHARP, the switch reduces instead.
+  if (x_.s.runtime.nccl_nvls_enable && U >= 2) {
+    const FlowRoute& first = routes_.pair_route(c.members[0], c.members[1], false);
+    if (tabled(c, first.kind, through_host(first.kind)).nvls) {
+      start_in_switch(ci);
+      return;
+    }
+  }
   ring_step(ci);
+}
+
+// What an NVLS all-reduce puts on each member's GPU port, each way, per
+// byte of the buffer (NVIDIA/nccl src/device/all_reduce.h, NCCL_ALGO_NVLS in
+// one node; src/transport/nvls.cc binds each rank's NVLS buffer to the
+// switch's multicast object): its reduce-scatter half reads every rank's
+// buffer through the switch with multimem.ld_reduce (the whole buffer out
+// of each GPU, its reduced 1/n share back in), its all-gather half stores
+// each rank's share once with multimem.st and the switch copies it to all n
+// (1/n out, the whole buffer in). The copies between the user's buffers and
+// NCCL's stay in each GPU's memory.
+static double nvls_port_share(int n) { return 1.0 + 1.0 / n; }
+
+RouteUses Collectives::nvls_route(const CollInst& c, int m) {
+  const int r = c.members[static_cast<size_t>(m)];
+  const double share = nvls_port_share(static_cast<int>(c.members.size()));
+  RouteUses uses;
+  for (const bool up : {true, false})
+    for (const FlowUse& u : routes_.switch_port(r, up).uses) {
+      auto it = std::find_if(uses.begin(), uses.end(), [&](const FlowUse& v) { return v.constraint == u.constraint; });
+      if (it != uses.end())
+        it->coefficient += u.coefficient * share;  // a half-duplex link: both ways on one resource
+      else
+        uses.push_back({u.constraint, u.coefficient * share});
+    }
+  return uses;
+}
+
+// NVLink SHARP (the model's NVLS all-reduce, tabled()): each member moves
+// the whole buffer as one flow over its GPU's switch port, both ways at once
+// at nvls_port_share's coefficient, capped at NCCL's NVLS rate; the switch's
+// reduction and multicast are no resource. Every member finishes when the
+// last flow does (each rank's output needs every rank's bytes).
+void Collectives::start_in_switch(int ci) {
+  CollInst& c = insts_[static_cast<size_t>(ci)];
+  const int U = static_cast<int>(c.members.size());
+  const CollInst::Tabled& t = c.tabled[0];
+  c.in_switch = true;
+  c.steps = 0;
+  c.step_left = U;
+  for (int m = 0; m < U; ++m) {
+    const int r = c.members[static_cast<size_t>(m)];
+    FlowRoute port;
+    port.uses = nvls_route(c, m);
+    port.kind = hw::RouteKind::NvLink;
+    port.known = true;
+    FlowSpec f;
+    f.route = port.uses;
+    f.bytes = c.wire;
+    f.latency = t.latency;  // the model's, end to end
+    if (const double cs = sm_.clock_slowdown(r, false); cs != 1.0)
+      f.latency = Time::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(f.latency.ps()) * cs)));
+    f.rate_cap = t.rate / sm_.comm_slowdown(r, c.channels, false);
+    if (receivers_count()) f.rate_cap /= sm_.comm_receiver_slowdown(r);
+    start_flow(ci, m, m, std::move(f), t.rate, nullptr, &port);
+  }
 }
 
 void Collectives::coll_flow(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency) {
@@ -344,7 +409,7 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
   return f;
 }
 
-void Collectives::start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st) {
+void Collectives::start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st, const FlowRoute* via_route) {
   const CollInst& c = insts_[static_cast<size_t>(ci)];
   const int ra = c.members[static_cast<size_t>(from)];
   const uint64_t key = (static_cast<uint64_t>(ci) << 32) | (static_cast<uint64_t>(from) << 16) | static_cast<uint64_t>(to);
@@ -354,7 +419,7 @@ void Collectives::start_flow(int ci, int from, int to, FlowSpec f, double base, 
                },
                this, key};
   const FlowId fid = st ? x_.flows.resume(std::move(f), *st) : x_.flows.start(std::move(f));
-  const FlowRoute& route = routes_.pair_route(ra, c.members[static_cast<size_t>(to)], false);
+  const FlowRoute& route = via_route ? *via_route : routes_.pair_route(ra, c.members[static_cast<size_t>(to)], false);
   const int rb = c.members[static_cast<size_t>(to)];
   if (x_.o.link_samples) routes_.observe(fid, route, x_.traced(ra) || x_.traced(rb));
   auto& cfs = ranks_[static_cast<size_t>(ra)].coll_flows;
@@ -394,6 +459,7 @@ const CollInst::Tabled& Collectives::tabled(CollInst& c, hw::RouteKind kind, boo
     default: return t;  // send / recv
   }
   double lat = 0, time = 0;
+  bool nvls = false;
   if (const NcclTable* fw = coll == TableColl::AllToAllPairwise ? framework_pairwise_table(op, c.members) : nullptr) {
     // The framework's call, timed from before it: launched as the call
     // begins (Host), it takes the table's time, per round as many rounds as
@@ -414,31 +480,34 @@ const CollInst::Tabled& Collectives::tabled(CollInst& c, hw::RouteKind kind, boo
     if (!m) return t;
     lat = m->latency_s;
     time = m->time_s;
+    nvls = m->algo == NcclAlgo::Nvls && coll == TableColl::AllReduce;  // all-gather, reduce-scatter: ring flows at NVLS's rate
   }
   // ncclAlltoAll: U-1 flows of wire/U each per rank, together `time`.
   // Pairwise: one exchange of wire/U per round, a launch each. Ring: `steps`
-  // exchanges of wire/U, the latency before the first.
-  const int phases = coll == TableColl::AllToAllPairwise ? static_cast<int>(c.partner.size()) : c.steps > 0 ? c.steps : 1;
+  // exchanges of wire/U, the latency before the first. NVLS: one flow of
+  // wire a member (start_in_switch).
+  const int phases = nvls ? 1 : coll == TableColl::AllToAllPairwise ? static_cast<int>(c.partner.size()) : c.steps > 0 ? c.steps : 1;
   const double transfer = (time - lat) / phases;
   // The table's latency is what a small collective takes; a larger one
   // moves its bytes during that time too. Where the links alone need longer
   // for a phase than the table leaves it, the difference comes off the
   // latency (down to none), so that alone the collective takes the table's
   // time, and beside other traffic longer.
-  const double overlap = phases * std::max(0.0, phase_link_time(c, coll) - transfer);
+  const double overlap = phases * std::max(0.0, phase_link_time(c, coll, nvls) - transfer);
   const double lat_eff = std::max(0.0, lat - overlap);
   t.latency = Time::from_s(coll == TableColl::AllToAllPairwise ? lat_eff / phases : lat_eff);
-  t.rate = c.wire / U / std::max(transfer, 1e-9);
+  t.rate = (nvls ? c.wire : c.wire / U) / std::max(transfer, 1e-9);
+  t.nvls = nvls;
   return t;
 }
 
 // How long one phase of the collective (the all-to-all; a pairwise round; a
-// ring step) takes alone on its links at their capacities: no protocol cap,
-// no latency. Memoised per members, kind and size.
-double Collectives::phase_link_time(const CollInst& c, TableColl coll) {
+// ring step; NVLS's member flows) takes alone on its links at their
+// capacities: no protocol cap, no latency. Memoised per members, kind and size.
+double Collectives::phase_link_time(const CollInst& c, TableColl coll, bool nvls) {
   auto& key = link_key_;  // reused: no allocation per collective
   std::get<0>(key).assign(c.members.begin(), c.members.end());
-  std::get<1>(key) = static_cast<int>(coll);
+  std::get<1>(key) = 2 * static_cast<int>(coll) + (nvls ? 1 : 0);
   std::get<2>(key) = c.wire;
   if (auto it = link_times_.find(key); it != link_times_.end()) return it->second;
   const int U = static_cast<int>(c.members.size());
@@ -450,7 +519,14 @@ double Collectives::phase_link_time(const CollInst& c, TableColl coll) {
     f.weight = weight;
     in.flows.push_back(std::move(f));
   };
-  if (coll == TableColl::AllToAll) {
+  if (nvls) {
+    for (int m = 0; m < U; ++m) {
+      FlowSpec f;
+      f.route = nvls_route(c, m);
+      f.bytes = c.wire;
+      in.flows.push_back(std::move(f));
+    }
+  } else if (coll == TableColl::AllToAll) {
     for_each_a2a_flow(U, [&](int i, int j) { add(i, j, 1.0 / std::sqrt(static_cast<double>(U - 1))); });
   } else if (coll == TableColl::AllToAllPairwise) {
     for (int m = 0; m < U; ++m)
@@ -480,6 +556,11 @@ void Collectives::flow_done(int ci, int from, int to, const FlowRecord& rec) {
       }
     try_round(ci, from);
     try_round(ci, to);
+    return;
+  }
+  if (c.in_switch) {
+    if (--c.step_left == 0)
+      for (size_t m = 0; m < c.members.size(); ++m) member_done(ci, static_cast<int>(m));
     return;
   }
   if (c.steps > 0) {  // ring

@@ -1,7 +1,8 @@
 // NCCL collectives (NcclParams): a collective starts moving data once every
 // rank of its group has reached it (NCCL serialises a communicator's calls),
 // as flows per algorithm: all-to-all (every pair at once, or pairwise
-// rounds), ring steps, send/recv. Its flows are capped by channels or a
+// rounds), ring steps, send/recv; an NVLink SHARP all-reduce as a flow a member over its
+// GPU's switch port (start_in_switch). Its flows are capped by channels or a
 // measured table, slowed beside compute and by the clock, and weighed
 // against copies on shared links; an all-to-all that recurs alone on its
 // links is replayed in closed form (closed_form.hpp).
@@ -49,8 +50,9 @@ class Collectives {
   /// A collective flow from member `from` to member `to`: its route,
   /// latency, cap (`base_out`: the cap before the compute slowdown), weight.
   FlowSpec flow_spec(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency, double& base_out);
-  /// Starts a collective flow (resumes it from `st` when given).
-  void start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st);
+  /// Starts a collective flow (resumes it from `st` when given); `route`
+  /// the one it crosses where not the pair's (an NVLS member's port).
+  void start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st, const FlowRoute* route = nullptr);
   void member_done(int ci, int m);
   /// A group's transport, as its first pair of members routes.
   bool via_host(const CollInst& c);
@@ -115,7 +117,10 @@ class Collectives {
   void coll_flow(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency);
   const CollInst::Tabled& tabled(CollInst& c, hw::RouteKind kind, bool via_host);
   const NcclTable* framework_pairwise_table(const Op& op, std::span<const int> members) const;
-  double phase_link_time(const CollInst& c, TableColl coll);
+  double phase_link_time(const CollInst& c, TableColl coll, bool nvls);
+  /// NVLink SHARP: member m's flow over its GPU's switch port (nvls_route).
+  void start_in_switch(int ci);
+  RouteUses nvls_route(const CollInst& c, int m);
   void flow_done(int ci, int from, int to, const FlowRecord& rec);
   void try_round(int ci, int m);
   void ring_step(int ci);

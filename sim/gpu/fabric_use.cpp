@@ -86,6 +86,13 @@ const FlowRoute& FabricUse::host_route(int r, bool h2d) {
   return fr;
 }
 
+const FlowRoute& FabricUse::switch_port(int r, bool up) {
+  if (switch_routes_.empty()) switch_routes_.resize(2 * static_cast<size_t>(x_.s.ranks()));
+  FlowRoute& fr = switch_routes_[2 * static_cast<size_t>(r) + (up ? 0 : 1)];
+  if (!fr.known) set_flow_route(fr, x_.topo.switch_port(x_.ranks[static_cast<size_t>(r)].gpu, up));
+  return fr;
+}
+
 void FabricUse::account(Transfer kind, const FlowRecord& rec) {
   std::vector<BottleneckStat>& s = stats(kind);
   for (const auto& [c, t] : rec.bottleneck_time) stat_of(s, c).time += t;

@@ -26,6 +26,7 @@ class FabricUse final : public Routes {
   int resource_of(ConstraintId c) const override { return res_of_cons_[static_cast<size_t>(c)]; }
   const FlowRoute& pair_route(int a, int b, bool dma) override;
   const FlowRoute& host_route(int r, bool h2d) override;
+  const FlowRoute& switch_port(int r, bool up) override;
   void account(Transfer kind, const FlowRecord& rec) override;
   void settled_before(Transfer kind, Time t) override { bound_[kind == Transfer::Copy ? 0 : 1].settled = t; }
   BottleneckStat& stat_of(Transfer kind, ConstraintId c) override { return stat_of(stats(kind), c); }
@@ -60,7 +61,7 @@ class FabricUse final : public Routes {
   // million pairs).
   static constexpr int kRouteMemoRanks = 64;
   static constexpr size_t kRouteMemoPairs = size_t{1} << 16;
-  std::vector<FlowRoute> coll_routes_, dma_routes_, host_routes_;
+  std::vector<FlowRoute> coll_routes_, dma_routes_, host_routes_, switch_routes_;
   std::unordered_map<uint64_t, FlowRoute> coll_routes_sparse_, dma_routes_sparse_;
   // Past kRouteMemoRanks, the last pair asked (a flow's spec and its start ask for one pair in
   // turn): its key (2 * (a * ranks + b) + dma, -1: none) and route, in a sparse memo or, once

@@ -10,9 +10,10 @@
 //
 // With NCCL_NVLS_ENABLE (RuntimeSettings::nccl_nvls_enable) NVLS joins the
 // choice; its time runs on NVLS's CTAs (NcclNvls::cuda_channels) as a
-// ring's on its channels, and the executor lays its bytes on the links as
-// a ring's steps (the switch's reduction is no flow of its own), so where
-// those flows need longer than NVLS's time they set the pace.
+// ring's on its channels, and the executor lays its bytes on each GPU's
+// NVSwitch port as NVLS moves them (Collectives::start_in_switch: the
+// switch reduces and multicasts), so where other traffic on a port leaves
+// it less than NVLS's rate needs, that port sets the pace.
 //
 // What it covers: the all-to-all (grouped send/recv), all-gather,
 // reduce-scatter and all-reduce of a communicator inside one host. A

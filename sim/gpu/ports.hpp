@@ -56,6 +56,10 @@ class Routes {
   virtual const FlowRoute& pair_route(int a, int b, bool dma) = 0;
   /// Host <-> GPU routes of a rank's copies.
   virtual const FlowRoute& host_route(int r, bool h2d) = 0;
+  /// Rank r's GPU's NVLink port on its NVSwitch, up to the switch (`up`)
+  /// or down from it (hw::Topology::switch_port): what NVLink SHARP
+  /// traffic crosses.
+  virtual const FlowRoute& switch_port(int r, bool up) = 0;
   /// A finished flow's bottlenecks, added to its kind's per-resource stats.
   virtual void account(Transfer kind, const FlowRecord& rec) = 0;
   /// No transfer of the kind accounted from now on has its first byte before `t` (every copy, or

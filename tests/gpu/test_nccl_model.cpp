@@ -131,3 +131,72 @@ TEST_CASE("the calibrations that measured no NCCL take its model, the measured o
   CHECK(m.nccl.nccl_model == 0);
   CHECK_FALSE(m.nccl.nccl_tables.empty());
 }
+
+namespace {
+// An 8-rank all-reduce of `bytes` with NVLS on (NCCL_NVLS_ENABLE=1) or
+// off, and on rank 0 a P2P copy of `copy` to rank 1 beside it (none where
+// empty); `reduce` false: the copy alone.
+std::string nvls_all_reduce(const std::string& bytes, bool nvls, const std::string& copy = "", bool reduce = true) {
+  const std::string ar = reduce ? fmt::format("      - {{op: collective, kind: all_reduce, group: world, bytes: {}, stream: comm}}\n", bytes)
+                                : "      - {op: kernel, name: k, stream: comm, duration: 1 us}\n";
+  const std::string cp = copy.empty() ? "" : fmt::format("      - {{op: memcpy, kind: p2p, peer: 1, bytes: {}, stream: copy}}\n", copy);
+  return fmt::format(R"(name: nvls
+ranks: 8
+streams: [comm, copy]
+{}programs:
+  - rank: 0
+    ops:
+{}{}  - rank: [1, 2, 3, 4, 5, 6, 7]
+    ops:
+{})",
+                     nvls ? "settings: {nccl_nvls_enable: true}\n" : "", ar, cp, ar);
+}
+
+ExecResult run_on_h100(const std::string& sched) {
+  const hw::Topology t(hw::parse_topology_file(kRoot + "/configs/topologies/dgx-h100.yaml"));
+  return execute(parse_schedule_string(sched, "s.yaml"), t, modelled());
+}
+}  // namespace
+
+TEST_CASE("an NVLS all-reduce moves over each GPU's switch port at NCCL's NVLS rate, not as a ring's steps") {
+  const double gib = 1024.0 * 1024 * 1024;
+  // NCCL's NVLS all-reduce on 8 H100 (test_nccl_tuning): busbw 8 channels x
+  // min(2 x 40 x 0.85 x 7/8, 60) = 476 GB/s, algbw 476 x 8/14 = 272 GB/s,
+  // latency 25 us. Each GPU's port carries 9/8 of the buffer each way
+  // (306 GB/s of its 450 at that rate): NCCL's rate sets the pace.
+  const double algbw = 8 * std::min(2 * 40 * 0.85 * 7 / 8, 60.0) * 8 / 14;
+  CHECK(algbw == doctest::Approx(272.0));
+  const double nvls_us = 25.0 + gib / (1e3 * algbw);
+  CHECK(us_of(nvls_all_reduce("1 GiB", true), modelled()) == doctest::Approx(nvls_us).epsilon(1e-6));
+  CHECK(nvls_us == doctest::Approx(3972.5).epsilon(1e-4));
+  // As ring steps the links alone would need 14/8 of the buffer a port
+  // (4175 us at 450 GB/s): the NVLS time is below what a ring could carry.
+  CHECK(nvls_us < gib * 14 / 8 / (1e3 * 450.0));
+  // NVLS off: NCCL's Simple ring, slower.
+  CHECK(us_of(nvls_all_reduce("1 GiB", false), modelled()) > 1.3 * nvls_us);
+  // Half the buffer: half the transfer, the same latency.
+  CHECK(us_of(nvls_all_reduce("512 MiB", true), modelled()) == doctest::Approx(25.0 + gib / 2 / (1e3 * algbw)).epsilon(1e-6));
+}
+
+TEST_CASE("an NVLS all-reduce beside a P2P copy on one GPU's port shares it max-min") {
+  const double gib = 1024.0 * 1024 * 1024;
+  // Rank 0 copies 2 GiB to rank 1 (gpu0 -> switch -> gpu1, weight 1,
+  // uncapped) while the all-reduce runs. Rank 0's and rank 1's NVLS flows
+  // cross gpu0's way up and gpu1's way down at 9/8 a byte, the copy at 1:
+  // 450 = (9/8 + 1) x L, so each moves L = 450 / 2.125 = 211.8 GB/s (below
+  // NCCL's 272); the other ranks' flows keep 272. Every rank ends with the
+  // slowest flow, 25 us + 1 GiB / L; the copy outlasts it.
+  const double share = 450.0 / (9.0 / 8 + 1);
+  CHECK(share == doctest::Approx(211.76).epsilon(1e-4));
+  const ExecResult r = run_on_h100(nvls_all_reduce("1 GiB", true, "2 GiB"));
+  const double ar_us = (r.ops[0][0].end - r.ops[0][0].start).us();
+  CHECK(ar_us == doctest::Approx(25.0 + gib / (1e3 * share)).epsilon(1e-6));
+  for (size_t k = 1; k < 8; ++k) CHECK(r.ops[k][0].end == r.ops[0][0].end);  // every rank ends together
+  CHECK(r.ops[0][1].end > r.ops[0][0].end);
+  // The copy loses (1 - L / 450) of the time the all-reduce's flows move
+  // beside it (1 GiB / L) against the same copy alone.
+  const ExecResult alone = run_on_h100(nvls_all_reduce("", true, "2 GiB", false));
+  const double copy_alone_us = (alone.ops[0][1].end - alone.ops[0][1].start).us();
+  const double copy_us = (r.ops[0][1].end - r.ops[0][1].start).us();
+  CHECK(copy_us - copy_alone_us == doctest::Approx(gib / (1e3 * share) * (1 - share / 450.0)).epsilon(1e-4));
+}

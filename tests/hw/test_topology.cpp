@@ -229,6 +229,41 @@ TEST_CASE("4xH200: NVSwitch between every pair, at the measured P2P rate") {
       }
 }
 
+TEST_CASE("a GPU's NVSwitch port: its link up with the switch's aggregate, down without, and none without an NVLink to a switch") {
+  Topology t(parse_topology_string(R"(name: sw
+nodes:
+  - {name: cpu0, kind: cpu}
+  - {name: nvswitch, kind: nvswitch, throughput: 1000 GB/s}
+  - {name: "gpu{i}", kind: gpu, repeat: 3}
+links:
+  - {a: "gpu{i}", b: cpu0, pcie: gen4 x16, latency: 1 us, repeat: 3}
+  - {a: "gpu{i}", b: nvswitch, kind: nvlink, bandwidth: 300 GB/s, latency: 0.5 us, repeat: 2}
+)",
+                                   "sw.yaml"));
+  auto names = [&](const Route& r) {
+    std::vector<std::string> out;
+    for (const ResourceUse& u : r.uses) out.push_back(t.resources()[static_cast<size_t>(u.resource)].name + " x" + std::to_string(u.coefficient));
+    return out;
+  };
+  const int g0 = t.find("gpu0");
+  const Route& up = t.switch_port(g0, true);
+  CHECK(up.kind == RouteKind::NvLink);
+  CHECK(names(up) == std::vector<std::string>{"gpu0->nvswitch x1.000000", "nvswitch (aggregate) x1.000000"});
+  CHECK(up.bottleneck.GBps() == doctest::Approx(300));
+  CHECK(up.latency.us() == doctest::Approx(0.5));
+  const Route& down = t.switch_port(g0, false);
+  CHECK(names(down) == std::vector<std::string>{"nvswitch->gpu0 x1.000000"});
+  // A GPU-to-GPU route crosses the aggregate once too: the way up and the way down together.
+  CHECK(t.route(g0, t.find("gpu1")).uses.size() == up.uses.size() + t.switch_port(t.find("gpu1"), false).uses.size());
+  // gpu2 reaches the others over PCIe only.
+  try {
+    (void)t.switch_port(t.find("gpu2"), true);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("'gpu2' has no NVLink to an NVSwitch") != std::string::npos);
+  }
+}
+
 TEST_CASE("P2P rules: switch-local pairs, disabled cards, NCCL_P2P_DISABLE") {
   const char* yaml = R"(name: p2p
 nodes:
