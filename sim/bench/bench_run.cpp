@@ -4,6 +4,8 @@
 //   layers, Ulysses 8, layerwise offload), one core;
 // - one all-to-all across 1,024 GPUs (128 DGX H100 nodes, InfiniBand);
 // - Wan2.2 720p at SP 128 (Ulysses 8 x ring 16) on that cluster, 40 steps, one core;
+// - the same at pure Ulysses 128 (an all-to-all over InfiniBand every layer,
+//   128 heads of 40), 2 steps: a step's cost;
 // - the 1,000-point sweep configs/sweeps/bench-1000.yaml on 2 threads;
 // - a torch.profiler trace of ~100,000 events imported and simulated, one core;
 // - `overlapsim report` of the full DGX run's folder (a 70 MB schedule.yaml
@@ -16,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,12 +39,14 @@ const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 
 // A shipped workload generated, simulated and its metrics computed, as
 // `overlapsim run` without --out does.
-void run_workload(benchmark::State& state, const std::string& workload, const std::string& topology) {
+// `overrides` as `--set` gives them.
+void run_workload(benchmark::State& state, const std::string& workload, const std::string& topology, const std::vector<std::string>& overrides = {}) {
   const osim::hw::Topology topo(osim::hw::parse_topology_file(kSrc + "/configs/topologies/" + topology));
   size_t ops = 0;  // per rank, shared programs counted for each
-  for (const auto& p : osim::generate_schedule(osim::parse_workload_file(kSrc + "/configs/workloads/" + workload)).programs) ops += p.ops->size();
+  for (const auto& p : osim::generate_schedule(osim::parse_workload_file(kSrc + "/configs/workloads/" + workload, overrides)).programs)
+    ops += p.ops->size();
   for (auto _ : state) {
-    const osim::DitWorkload w = osim::parse_workload_file(kSrc + "/configs/workloads/" + workload);
+    const osim::DitWorkload w = osim::parse_workload_file(kSrc + "/configs/workloads/" + workload, overrides);
     const osim::Schedule s = osim::generate_schedule_as_run(w);  // as `overlapsim run` without --out
     osim::ExecOptions opts;
     opts.keep_records = false;
@@ -58,6 +63,14 @@ BENCHMARK(BM_Wan22_720p_DgxH100_SP8_Layerwise)->Unit(benchmark::kMillisecond)->I
 
 void BM_Wan22_720p_Cluster_SP128(benchmark::State& state) { run_workload(state, "wan22-720p-cluster-sp128.yaml", "h100-128node-ib.yaml"); }
 BENCHMARK(BM_Wan22_720p_Cluster_SP128)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// Pure Ulysses 128 across nodes (issue 82): every layer's all-to-alls cross
+// InfiniBand, whose receiving PCIe links carry the layerwise prefetch copies.
+void BM_Wan22_720p_Cluster_Ulysses128_2Steps(benchmark::State& state) {
+  run_workload(state, "wan22-720p-cluster-sp128.yaml", "h100-128node-ib.yaml",
+               {"parallelism.ulysses=128", "parallelism.ring=1", "model.heads=128", "model.head_dim=40", "steps=2"});
+}
+BENCHMARK(BM_Wan22_720p_Cluster_Ulysses128_2Steps)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // The process's resident memory now and its peak since the last reset, in
 // bytes (Linux /proc; 0 elsewhere). Writing 5 to clear_refs resets the peak.
