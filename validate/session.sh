@@ -21,7 +21,7 @@
 #   framework          PyTorch's own pageable copies and per-op host time   -> framework.json
 #   framework:NAME     one of framework.py's testcases (pageable, launch_queue, -> framework-NAME.json
 #                      pageable_buffers, all_to_all_time, sync_return, pageable_processes,
-#                      host_calls, after_wait, fp8_calls)
+#                      host_calls, after_wait, fp8_calls, profiler_cost)
 #   gemm               PyTorch's GEMMs: fp8 (torch._scaled_mm) beside bf16   -> gemm.json
 #                      at the Wan shapes
 #   conv               cuDNN convolutions at the VAE decoders' shapes        -> conv.json

@@ -22,7 +22,9 @@ waiting for the GPU (`overhead_framework_sync_return`: items run one after
 another with the host waiting for each, against the same items queued back
 to back; among them LightX2V's block loop at small shapes); with
 `after_wait` alone, how fast it issues a block's calls right after a wait, a
-sleep, or warm (`host_after_wait`, `host_op_loop`; reported). Writes
+sleep, or warm (`host_after_wait`, `host_op_loop`; reported); with
+`profiler_cost` alone, the host time per call bare and under torch.profiler
+(`overhead_profiler`; reported). Writes
 overlapsim.bench/v1 JSON; `overlapsim calibrate` reads it after the C++ bench,
 whose pageable rows it replaces. Usage: framework.py OUT.json [launch_queue |
 pageable | pageable_buffers | all_to_all_time | sync_return | host_calls | after_wait] (one of them alone; `pageable`: the h2d_pageable and d2h_pageable rows, each with every sample); `pageable_buffers`: 256 MiB pageable H2D copies
@@ -705,11 +707,60 @@ def fp8_call_rows(calls=200):
     return rows
 
 
+def profiler_cost_rows(calls=400):
+    """The host time per call bare and under torch.profiler, as users record
+    traces (`overhead_profiler`: each op's host_us in each setting; reported,
+    not fitted): `bare`, `default` (CPU and CUDA activities, nothing else) and
+    `shapes_sync` (record_shapes and CUDA sync events, what import-trace reads
+    best). An imported trace's host time between calls holds the profiler's
+    own cost; re-planning a trace to a depth whose host is on the critical
+    path needs it per op kind (docs/journal/2026-12-07-replan-depth0-host.md).
+    Calls back to back behind GEMMs that keep the GPU busy, as
+    framework_op_rows."""
+    from torch.profiler import ProfilerActivity, profile
+    big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    xs = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    h = 3072
+    x = torch.randn(4096, h, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(h, h, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.bfloat16)
+    flat = torch.randn(1 << 20, device="cuda", dtype=torch.bfloat16)
+    side, compute = torch.cuda.Stream(), torch.cuda.current_stream()
+    ev = torch.cuda.Event()
+    ev.record(side)
+    pinned = torch.empty(2048, dtype=torch.bfloat16, pin_memory=True)
+    small = torch.empty(2048, device="cuda", dtype=torch.bfloat16)
+    ops = {"linear_small": lambda: F.linear(xs, xs), "add_small": lambda: xs + xs, "sdpa_small": lambda: F.scaled_dot_product_attention(q, q, q),
+           "linear_4096": lambda: F.linear(x, w), "layer_norm_4096": lambda: F.layer_norm(x, (h,)), "view": lambda: flat.view(1024, 1024),
+           "event_record": lambda: torch.cuda.Event().record(side), "wait_event": lambda: compute.wait_event(ev),
+           "copy_pinned": lambda: small.copy_(pinned, non_blocking=True)}
+    settings = {"bare": None, "default": {}, "shapes_sync": {"record_shapes": True}}
+    try:
+        settings["shapes_sync"]["experimental_config"] = torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)
+    except (AttributeError, TypeError):
+        settings["shapes_sync"]["sync_events"] = False
+    rows = []
+    for setting, extra in settings.items():
+        for name, op in ops.items():
+            # ~0.1 ms of GPU work a 4,096-token linear: 100 calls stay under the launch queue.
+            n = 100 if name.endswith("_4096") else calls
+            if extra is None:
+                us = host_us_per_call(op, n, 20, big)
+            else:
+                kwargs = {k: v for k, v in extra.items() if k != "sync_events"}
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], **kwargs):
+                    us = host_us_per_call(op, n, 20, big)
+            rows.append({"key": "overhead_profiler", "op": name, "setting": setting, "host_us": us, "calls": n,
+                         "sync_events": setting == "shapes_sync" and extra.get("sync_events", True), "framework": "pytorch " + torch.__version__})
+            print("profiler", setting, name, round(us, 2), "us", flush=True)
+    return rows
+
+
 def main():
     # framework.py OUT.json [NAME]: only the rows of testcase NAME (one of `alone`).
     alone = {"pageable": pageable_rows, "launch_queue": launch_queue_rows, "pageable_buffers": pageable_buffers_rows, "all_to_all_time": collective_time_rows,
              "sync_return": sync_return_rows, "host_calls": host_call_rows, "after_wait": after_wait_rows,
-             "fp8_calls": fp8_call_rows, "pageable_processes": pageable_processes_rows}
+             "fp8_calls": fp8_call_rows, "pageable_processes": pageable_processes_rows, "profiler_cost": profiler_cost_rows}
     if len(sys.argv) < 2 or len(sys.argv) > 3 or (len(sys.argv) == 3 and sys.argv[2] not in alone):
         sys.exit(f"usage: framework.py OUT.json [{' | '.join(alone)}] (nothing after OUT.json: every testcase)")
     out = sys.argv[1]
