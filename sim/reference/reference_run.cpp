@@ -87,10 +87,14 @@ namespace {
 void simulate_sets(const Manifest& m, const hw::Topology& topo, const std::string& calibration, bool timing_events, const GpuFigures* carry_from,
                    Figures& f) {
   if (m.validation) {
-    f.validation = error_figures(validation_errors(*m.validation, ResimulateOptions{"", calibration, "", {}, carry_from}));
-    if (timing_events && m.timing_events)
-      f.validation_timing_events =
-          error_figures(validation_errors(*m.validation, ResimulateOptions{"", calibration, *m.timing_events, {}, carry_from}));
+    ResimulateOptions o;
+    o.calibration = calibration;
+    o.carry_from = carry_from;
+    f.validation = error_figures(validation_errors(*m.validation, o));
+    if (timing_events && m.timing_events) {
+      o.timing_events = *m.timing_events;
+      f.validation_timing_events = error_figures(validation_errors(*m.validation, o));
+    }
   }
   const ModelParams params = carry_from ? carry_calibration(load_calibration(calibration), *carry_from, gpu_figures(topo)).params
                                         : load_calibration(calibration);
