@@ -337,10 +337,7 @@ void Collectives::start_in_switch(int ci) {
     f.route = port.uses;
     f.bytes = c.wire;
     f.latency = t.latency;  // the model's, end to end
-    if (const double cs = sm_.clock_slowdown(r, false); cs != 1.0)
-      f.latency = Time::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(f.latency.ps()) * cs)));
-    f.rate_cap = t.rate / sm_.comm_slowdown(r, c.channels, false);
-    if (receivers_count()) f.rate_cap /= sm_.comm_receiver_slowdown(r);
+    slow_by_sm(f, r, r, c.channels, false, t.rate);
     start_flow(ci, m, m, std::move(f), t.rate, nullptr, &port);
   }
 }
@@ -373,11 +370,7 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
     // Measured end to end: the route's latency is in it; a ring pays it once.
     f.latency = c.steps > 0 && c.step > 0 ? Time::zero() : t.latency;
   }
-  f.rate_cap = base / sm_.comm_slowdown(ra, c.channels, via);
-  if (receivers_count()) f.rate_cap /= sm_.comm_receiver_slowdown(rb);
-  // Its latency runs on SM code as well.
-  if (const double cs = sm_.clock_slowdown(ra, via); cs != 1.0)
-    f.latency = Time::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(f.latency.ps()) * cs)));
+  slow_by_sm(f, ra, rb, c.channels, via, base);
   if (route.kind == hw::RouteKind::ViaHost && (in.host_transport_cost.h2d != 1.0 || in.host_transport_cost.d2h != 1.0)) {
     // Its bytes cost the PCIe links more than a copy's: those of the
     // sender's way up (what ra's D2H copies cross) and of the receiver's way
@@ -407,6 +400,14 @@ FlowSpec Collectives::flow_spec(int ci, int from, int to, double bytes, int peer
   f.weight = 1.0 / std::sqrt(static_cast<double>(peers_at_once));
   base_out = base;
   return f;
+}
+
+void Collectives::slow_by_sm(FlowSpec& f, int ra, int rb, int channels, bool via, double base) {
+  f.rate_cap = base / sm_.comm_slowdown(ra, channels, via);
+  if (receivers_count()) f.rate_cap /= sm_.comm_receiver_slowdown(rb);
+  // Its latency runs on SM code as well.
+  if (const double cs = sm_.clock_slowdown(ra, via); cs != 1.0)
+    f.latency = Time::from_ps(static_cast<int64_t>(std::llround(static_cast<double>(f.latency.ps()) * cs)));
 }
 
 void Collectives::start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st, const FlowRoute* via_route) {

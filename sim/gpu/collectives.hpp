@@ -50,6 +50,9 @@ class Collectives {
   /// A collective flow from member `from` to member `to`: its route,
   /// latency, cap (`base_out`: the cap before the compute slowdown), weight.
   FlowSpec flow_spec(int ci, int from, int to, double bytes, int peers_at_once, Time protocol_latency, double& base_out);
+  // A collective flow's cap (`base` over its ranks' SM slowdowns) and its
+  // latency stretched by the sender's clock: the flow runs on SM code.
+  void slow_by_sm(FlowSpec& f, int ra, int rb, int channels, bool via, double base);
   /// Starts a collective flow (resumes it from `st` when given); `route`
   /// the one it crosses where not the pair's (an NVLS member's port).
   void start_flow(int ci, int from, int to, FlowSpec f, double base, const FlowState* st, const FlowRoute* route = nullptr);
