@@ -714,7 +714,7 @@ def profiler_cost_rows(calls=400):
     `shapes_sync` (record_shapes and CUDA sync events, what import-trace reads
     best). An imported trace's host time between calls holds the profiler's
     own cost; re-planning a trace to a depth whose host is on the critical
-    path needs it per op kind (docs/journal/2026-12-07-replan-depth0-host.md).
+    path needs it per op kind (docs/import-trace.md, miss (e)).
     Calls back to back behind GEMMs that keep the GPU busy, as
     framework_op_rows."""
     from torch.profiler import ProfilerActivity, profile
