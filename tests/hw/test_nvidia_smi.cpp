@@ -10,6 +10,7 @@
 #include <string>
 
 #include "hw/nvidia_smi.hpp"
+#include "io/text_file.hpp"
 
 #include <unistd.h>
 
@@ -365,7 +366,7 @@ TEST_CASE("`nvidia-smi -q`'s GPU C2C Mode: Enabled gives an nvlink_c2c host link
   // The committed H200 boxes' own captures say Disabled: their imports are as before.
   const std::string x4 = kSrc + "/validate/reference/h200x4-nvlink/machine/";
   SmiImportOptions pcie;
-  pcie.c2c_enabled = parse_nvidia_smi_q_c2c(read(x4 + "nvidia-smi-q.txt"));
+  pcie.c2c_enabled = parse_nvidia_smi_q_c2c(read_maybe_gzip(x4 + "nvidia-smi-q.txt.gz"));
   CHECK(pcie.c2c_enabled == std::vector<bool>(4, false));
   CHECK(import_checked(read(x4 + "nvidia-smi-topo.txt"), "x4", pcie) == import_checked(read(x4 + "nvidia-smi-topo.txt"), "x4"));
   const std::string text = read(kSrc + "/tests/data/nvidia-smi/gh200x2-synthetic-topo.txt");
