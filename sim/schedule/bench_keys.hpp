@@ -32,6 +32,10 @@ inline constexpr Testcase kTestcases[] = {
     {"host_op_loop", "overheads",
      "host time per call of each of those calls alone, back to back, with the GPU idle and busy (framework.py after_wait; reported, not fitted)",
      false},
+    {"overhead_profiler", "overheads",
+     "host time per call of PyTorch ops and stream calls bare and under torch.profiler (its defaults, record_shapes, CUDA sync events), with what "
+     "the profiler records per call (framework.py profiler_cost; reported, not fitted)",
+     false},
     {"overhead_framework_fp8_gemm", "overheads",
      "host time of the calls an fp8 linear makes in eager PyTorch (torch._scaled_mm, the input's scale and cast) beside F.linear's, over [64-16,384 "
      "tokens, 3072] (framework.py fp8_calls; reported, not fitted)",

@@ -41,7 +41,8 @@ TEST_CASE("every replayed key is a bench testcase, replayed by exactly one row")
   // The testcases nothing replays, fitted or reported only: the overheads'
   // host times, the kernels after a hand-off, the memory kernel after what,
   // pageable copies beside compute and from several processes on a box's GPUs, PyTorch's all-to-alls, its host's pace
-  // after a wait, the sustained-load series, the VRAM readings and one GPU's copies beside host-memory kernels.
+  // after a wait, the sustained-load series, the VRAM readings, one GPU's copies beside host-memory kernels and the
+  // profiler's cost.
   std::set<std::string> unreplayed;
   for (const bench::Testcase& t : bench::kTestcases)
     if (!replay_for(t.key)) unreplayed.emplace(t.key);
@@ -72,7 +73,8 @@ TEST_CASE("every replayed key is a bench testcase, replayed by exactly one row")
                                             "processes_host_to_pinned",
                                             "host_op_loop",
                                             "overhead_framework_fp8_gemm",
-                                            "copy_beside_host_memory_kernel"});
+                                            "copy_beside_host_memory_kernel",
+                                            "overhead_profiler"});
 }
 
 TEST_CASE("the fit steps are the bench's families', named once, reading its testcases") {
