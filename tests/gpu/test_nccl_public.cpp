@@ -7,9 +7,11 @@
 // collective of <= 64 KiB (every point within 25 %, or the tolerance a
 // machine states with its reason, or missing it still for a collective the
 // machine names in a `latency_gap` map with why) and to NCCL's own logged
-// path types and bandwidths exactly. A `set: tune` machine (a Volta one:
-// kNvlink2RingGBps is the one constant fitted here) refits the rate its
-// NVLink links move at on its own points and holds the shipped constant to it.
+// path types and bandwidths exactly. A machine with `nodes` is a run on
+// that many of its topology's hosts (a cluster's first nodes). A `set:
+// tune` machine (a Volta one: kNvlink2RingGBps is the one constant fitted
+// here) refits the rate its NVLink links move at on its own points and
+// holds the shipped constant to it.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -46,7 +48,7 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
   std::cout << fmt::format("{:<16} {:<26} {:>10} {:>12} {:>12} {:>8}\n", "machine", "point", "size", "published", "model", "error");
   for (const YAML::Node& m : top.get("machines")) {
     const MapReader mr(file, m, "machine",
-                       {"name", "topology", "gpu", "nccl", "set", "cpu", "nvls", "latency_tolerance", "latency_gap", "bandwidth_gap", "points"});
+                       {"name", "topology", "gpu", "nccl", "set", "cpu", "nvls", "nodes", "latency_tolerance", "latency_gap", "bandwidth_gap", "points"});
     // Small sizes: 25 % unless the machine states another tolerance, and why
     // (latency_gap as text), or names the collectives that miss it, each with
     // why (latency_gap as a map: printed, and checked to miss it still).
@@ -83,6 +85,13 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
     // has NVSwitch multicast); off unless the machine says so.
     const bool nvls = mr.boolean("nvls", false);
     if (nvls) REQUIRE_MESSAGE(view.nvls.supported, name << ": nvls on a topology without NVLS");
+    // A run on fewer hosts than the topology holds (a cluster's first
+    // `nodes` hosts, every GPU of each): the communicator NCCL tunes for.
+    int nodes = 0;  // 0: every host (NcclTuneOptions)
+    if (mr.has("nodes")) {
+      nodes = mr.int32("nodes");
+      REQUIRE_MESSAGE((nodes >= 2 && nodes <= view.hosts), name << ": nodes " << nodes << " on a topology of " << view.hosts << " hosts");
+    }
     // Bus bandwidth >= 1 MiB: a collective the machine names here misses the
     // targets for the stated reason; it is printed, not held.
     std::map<std::string, std::string> bandwidth_gap;
@@ -119,6 +128,7 @@ TEST_CASE("public nccl-tests results: NCCL's model against what was published") 
       }
       NcclTuneOptions to;
       to.nvls = nvls;
+      if (nodes > 0) to.nodes = nodes, to.ranks = nodes * view.ranks_per_host();
       if (const auto al = pr.opt_choice("algo", {"ring", "tree"})) to.algo = *al == "ring" ? NcclAlgo::Ring : NcclAlgo::Tree;
       if (const auto pp = pr.opt_choice("proto", {"LL", "LL128", "Simple"}))
         to.proto = *pp == "LL" ? NcclProto::LL : *pp == "LL128" ? NcclProto::LL128 : NcclProto::Simple;
