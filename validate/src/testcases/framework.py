@@ -575,7 +575,9 @@ def after_wait_rows(samples=25):
     waited `wait_ms` for a sleeping kernel; `sleep`, the host asleep as long
     with the GPU idle (no CUDA wait); `none`, the same sequence just before
     (the host warm, the GPU idle); `busy`, GEMMs queued just before (the GPU
-    busy while the host issues). Per call, the median host time over
+    busy while the host issues); `copy`, a synchronize that waited for a
+    pinned H2D copy of `copy_mib` (32, 128, 512 MiB; `wait_ms` the wait
+    measured), as a blocking prefetch waits before each block. Per call, the median host time over
     `samples`; the first call's time counts from the wait's return. Then
     (`host_op_loop`) each launching call alone, 50 back to back, with the GPU
     idle and busy: the host time per call as framework_op_rows measures it."""
@@ -638,13 +640,22 @@ def after_wait_rows(samples=25):
         run([])
     keep_gpu_busy(big)
     torch.cuda.synchronize()
+    # A synchronize that waited for a pinned H2D copy, as a blocking prefetch (depth 0) does before each
+    # block: the copy reads host memory through the CPU's caches while the host waits.
+    big_pinned = torch.empty(512 << 20, dtype=torch.uint8, pin_memory=True)
+    big_dev = torch.empty_like(big_pinned, device="cuda")
     rows = []
-    for after in ("none", "busy", "sync", "sleep"):
-        for ms in ((0,) if after in ("none", "busy") else (0.1, 0.5, 2, 10)):
-            per = []
+    for after in ("none", "busy", "sync", "sleep", "copy"):
+        for ms in ((0,) if after in ("none", "busy") else (32, 128, 512) if after == "copy" else (0.1, 0.5, 2, 10)):
+            per, waited = [], []
             for _ in range(samples):
                 torch.cuda.synchronize()
-                if after == "sync":
+                if after == "copy":  # ms: the copy's MiB here
+                    t0 = time.perf_counter()
+                    big_dev[:ms << 20].copy_(big_pinned[:ms << 20], non_blocking=True)
+                    compute.synchronize()
+                    waited.append((time.perf_counter() - t0) * 1e3)
+                elif after == "sync":
                     torch.cuda._sleep(cycles[ms])
                     compute.synchronize()
                 elif after == "sleep":
@@ -659,8 +670,11 @@ def after_wait_rows(samples=25):
                 per.append(stamps)
             calls = [{"call": per[0][i][0], "host_us": statistics.median(p[i][1] for p in per) * 1e6} for i in range(len(per[0]))]
             total = statistics.median(sum(t for _, t in p) for p in per) * 1e6
-            rows.append({"key": "host_after_wait", "after": after, "wait_ms": ms, "samples": samples, "total_us": total, "calls": calls,
-                         "framework": "pytorch " + torch.__version__})
+            row = {"key": "host_after_wait", "after": after, "wait_ms": statistics.median(waited) if waited else ms, "samples": samples,
+                   "total_us": total, "calls": calls, "framework": "pytorch " + torch.__version__}
+            if after == "copy":
+                row["copy_mib"] = ms
+            rows.append(row)
             print("host after wait", after, ms, "ms:", round(total, 1), "us for", len(calls), "calls; first five",
                   [round(c["host_us"], 1) for c in calls[:5]], flush=True)
     ops = {"layer_norm": lambda: F.layer_norm(x, (h,)), "linear": lambda: F.linear(x, w0), "add": lambda: x + x, "mul": lambda: x * 0.5,
