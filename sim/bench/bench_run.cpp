@@ -40,7 +40,8 @@ const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 // A shipped workload generated, simulated and its metrics computed, as
 // `overlapsim run` without --out does.
 // `overrides` as `--set` gives them.
-void run_workload(benchmark::State& state, const std::string& workload, const std::string& topology, const std::vector<std::string>& overrides = {}) {
+void run_workload(benchmark::State& state, const std::string& workload, const std::string& topology, const std::vector<std::string>& overrides = {},
+                  bool reserve = false) {
   const osim::hw::Topology topo(osim::hw::parse_topology_file(kSrc + "/configs/topologies/" + topology));
   size_t ops = 0;  // per rank, shared programs counted for each
   for (const auto& p : osim::generate_schedule(osim::parse_workload_file(kSrc + "/configs/workloads/" + workload, overrides)).programs)
@@ -50,6 +51,7 @@ void run_workload(benchmark::State& state, const std::string& workload, const st
     const osim::Schedule s = osim::generate_schedule_as_run(w);  // as `overlapsim run` without --out
     osim::ExecOptions opts;
     opts.keep_records = false;
+    opts.closed_form_reserve = reserve;
     const osim::ExecResult r = osim::execute(s, topo, w.params, opts);
     const osim::Metrics m = osim::compute_metrics(s, topo, r);
     benchmark::DoNotOptimize(m.makespan);
@@ -71,6 +73,13 @@ void BM_Wan22_720p_Cluster_Ulysses128_2Steps(benchmark::State& state) {
                {"parallelism.ulysses=128", "parallelism.ring=1", "model.heads=128", "model.head_dim=40", "steps=2"});
 }
 BENCHMARK(BM_Wan22_720p_Cluster_Ulysses128_2Steps)->Unit(benchmark::kMillisecond)->Iterations(1);
+// The same with links reserved (run --reserve-links): the all-to-alls replay
+// beside the copies.
+void BM_Wan22_720p_Cluster_Ulysses128_2Steps_Reserve(benchmark::State& state) {
+  run_workload(state, "wan22-720p-cluster-sp128.yaml", "h100-128node-ib.yaml",
+               {"parallelism.ulysses=128", "parallelism.ring=1", "model.heads=128", "model.head_dim=40", "steps=2"}, true);
+}
+BENCHMARK(BM_Wan22_720p_Cluster_Ulysses128_2Steps_Reserve)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // The process's resident memory now and its peak since the last reset, in
 // bytes (Linux /proc; 0 elsewhere). Writing 5 to clear_refs resets the peak.

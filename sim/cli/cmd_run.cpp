@@ -92,7 +92,7 @@ std::vector<std::vector<double>> reclock_map(const Schedule& recorded, const Sch
 struct RunOptions {
   std::string input, topology, out_dir, schedule_out, calibration;
   std::vector<std::string> sets;
-  bool force = false, show_ops = false, records = false, every_flow = false, every_rank = false, remodel_kernels = false;
+  bool force = false, show_ops = false, records = false, every_flow = false, reserve_links = false, every_rank = false, remodel_kernels = false;
   std::string trace_ranks, trace_steps;
   bool trace_all = false, trace_all_links = false, trace_gzip = false, records_all = false, ops_all = false;
   std::string host_memory;
@@ -260,6 +260,7 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
   ExecOptions opts;
   opts.keep_records = show_ops;  // the per-op table reads them
   opts.closed_form_collectives = !o.every_flow;
+  opts.closed_form_reserve = o.reserve_links && !o.every_flow;
   opts.symmetric_ranks = !o.every_rank;
   // --runs-before N: the GPUs come from N runs of the same input back to back
   // (a serving loop's steady state: the sustained-load clock already down).
@@ -417,6 +418,9 @@ Command add_run(CLI::App& app) {
       ->check(CLI::Range(0, 1000));
   c->add_flag("--every-flow", o->every_flow,
               "simulate every flow of every all-to-all (no closed-form replay of recurring ones): slower, same results");
+  c->add_flag("--reserve-links", o->reserve_links,
+              "replay all-to-alls in closed form beside a flow that holds one of their links (a prefetch copy), that link's capacity lowered "
+              "to what they leave it: faster, the copies' rates equal to a few ulps, not to the bit (docs/performance.md)");
   c->add_flag("--every-rank", o->every_rank,
               "simulate every rank in full (no mirroring of ranks that run one program in lockstep): slower, same results");
   c->add_flag(

@@ -41,7 +41,20 @@ IsolatedRun run_isolated(const IsolatedFlows& in) {
   IsolatedRun run;
   run.records.resize(in.flows.size());
   run.order.reserve(in.flows.size());
+  run.rate.assign(in.flows.size(), 0.0);
+  run.rates.assign(in.flows.size(), 0);
   Private p(in, &run);
+  std::vector<int> index;  // FlowId -> flow index
+  for (size_t i = 0; i < p.ids.size(); ++i) {
+    if (index.size() <= static_cast<size_t>(p.ids[i])) index.resize(static_cast<size_t>(p.ids[i]) + 1, -1);
+    index[static_cast<size_t>(p.ids[i])] = static_cast<int>(i);
+  }
+  p.model.rate_observer = [&](FlowId f, double, double now) {
+    if (now <= 0) return;  // it ends
+    const auto i = static_cast<size_t>(index[static_cast<size_t>(f)]);
+    run.rate[i] = now;
+    ++run.rates[i];
+  };
   p.engine.run();
   assert(run.order.size() == in.flows.size());
   return run;

@@ -26,6 +26,8 @@ struct IsolatedFlows {
 struct IsolatedRun {
   std::vector<FlowRecord> records;  // per flow, times from zero; ids are flow indices
   std::vector<int> order;           // flow indices in the order they completed
+  std::vector<double> rate;         // per flow: its last rate before it ended
+  std::vector<int> rates;           // per flow: how many rates it ran at (1: one all along)
 };
 
 /// Runs the flows to completion.

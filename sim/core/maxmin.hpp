@@ -106,6 +106,13 @@ class MaxMinSystem {
     for (const Elem& e : vars_[v].elems) f(e.c, e.coeff);
   }
   [[nodiscard]] std::vector<VariableId> users(ConstraintId c) const;
+  /// How many variables take part in c's solves (holders less the dormant ones).
+  [[nodiscard]] size_t user_count(ConstraintId c) const { return cons_[c].users.size(); }
+  /// f(variable, coefficient) for each variable taking part in c's solves; no allocation.
+  template <class F>
+  void for_each_user(ConstraintId c, F&& f) const {
+    for (const VariableId v : cons_[c].users) f(v, elem_of(v, c).coeff);
+  }
 
   /// Components with at most this many constraints find their next
   /// saturating constraint by a scan, larger ones by a heap: the same

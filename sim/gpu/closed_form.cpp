@@ -2,17 +2,20 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <limits>
 
 namespace osim::exec {
 
-std::vector<ConstraintId> localise(const MaxMinSystem& sys, IsolatedFlows& in) {
+std::vector<ConstraintId> localise(const MaxMinSystem& sys, IsolatedFlows& in, const std::vector<double>& nominal) {
   std::vector<ConstraintId> cons;
   for (const FlowSpec& f : in.flows)
     for (const FlowUse& u : f.route) cons.push_back(u.constraint);
   std::sort(cons.begin(), cons.end());
   cons.erase(std::unique(cons.begin(), cons.end()), cons.end());
   in.capacity.clear();
-  for (const ConstraintId k : cons) in.capacity.push_back(sys.capacity(k));
+  for (const ConstraintId k : cons)
+    in.capacity.push_back(!nominal.empty() && !std::isnan(nominal[static_cast<size_t>(k)]) ? nominal[static_cast<size_t>(k)] : sys.capacity(k));
   for (FlowSpec& f : in.flows)
     for (FlowUse& u : f.route) u.constraint = static_cast<ConstraintId>(std::lower_bound(cons.begin(), cons.end(), u.constraint) - cons.begin());
   return cons;
@@ -20,7 +23,10 @@ std::vector<ConstraintId> localise(const MaxMinSystem& sys, IsolatedFlows& in) {
 
 ClosedForms::ClosedForms(ExecContext& x, Routes& routes, CollFlows& colls, SmShare& sm) : x_(x), routes_(routes), colls_(colls), sm_(sm) {}
 
-void ClosedForms::init() { owner_.assign(x_.sys.constraint_count(), -1); }
+void ClosedForms::init() {
+  owner_.assign(x_.sys.constraint_count(), -1);
+  nominal_.assign(x_.sys.constraint_count(), std::numeric_limits<double>::quiet_NaN());
+}
 
 bool ClosedForms::try_closed_form(int ci) {
   if (!x_.o.closed_form_collectives || x_.o.link_samples) return false;
@@ -46,14 +52,29 @@ bool ClosedForms::try_closed_form(int ci) {
   }
   const ClosedForm& cf = *entry.form;
   assert(!cf.groups.empty());  // groups have two ranks or more: there are flows
-  for (const ConstraintId k : cf.cons)
-    if (x_.sys.holders(k) > 0 || owner_[static_cast<size_t>(k)] >= 0) return false;
+  held_scratch_.clear();
+  for (size_t kl = 0; kl < cf.cons.size(); ++kl) {
+    const ConstraintId k = cf.cons[kl];
+    if (owner_[static_cast<size_t>(k)] >= 0) return false;
+    if (x_.sys.holders(k) > 0 && !reserve(cf, static_cast<int>(kl), k, x_.engine.now())) return false;
+  }
   ++count_;
   for (const ConstraintId k : cf.cons) owner_[static_cast<size_t>(k)] = ci;
   for (int m = 0; m < U; ++m) colls_.add_closed(c.members[static_cast<size_t>(m)], ci, m);
   c.closed = &cf;
   c.t0 = x_.engine.now();
   c.next_group = 0;
+  if (!held_scratch_.empty()) {
+    // Its flows over the link start as their first bytes would.
+    ++reserved_;
+    std::vector<Held>& held = held_[ci];
+    held = held_scratch_;
+    std::stable_sort(held.begin(), held.end(), [](const Held& a, const Held& b) { return a.r->stages.front().from < b.r->stages.front().from; });
+    for (size_t i = 0; i < held.size(); ++i)
+      if (i == 0 || held[i].r->stages.front().from != held[i - 1].r->stages.front().from)
+        held[i].ev = x_.engine.at(c.t0 + held[i].r->stages.front().from, &Engine::call<&ClosedForms::reserve_on, ClosedForms>, this,
+                                  static_cast<uint64_t>(ci));
+  }
   c.closed_ev = x_.engine.at(c.t0 + cf.groups.front().end, &Engine::call<&ClosedForms::replay_group, ClosedForms>, this, static_cast<uint64_t>(ci));
   return true;
 }
@@ -70,8 +91,9 @@ std::unique_ptr<ClosedForm> ClosedForms::build(int ci, const std::vector<double>
     cf->ends.emplace_back(i, j);
     cf->base.push_back(base);
   });
-  cf->cons = localise(x_.sys, cf->flows);
+  cf->cons = localise(x_.sys, cf->flows, nominal_);
   const IsolatedRun run = run_isolated(cf->flows);
+  find_reservable(*cf, run);
   for (const int f : run.order) {
     const FlowRecord& rec = run.records[static_cast<size_t>(f)];
     if (cf->groups.empty() || cf->groups.back().end != rec.end) cf->groups.push_back({rec.end, {}, {}, {}, {}, {}});
@@ -96,9 +118,119 @@ std::unique_ptr<ClosedForm> ClosedForms::build(int ci, const std::vector<double>
   return cf;
 }
 
+// Per link: whether its flows each run at one rate, all from one first
+// byte, and then what they leave of it until each instant some end, taken
+// off one flow at a time in the order the solver's fix() takes them
+// (rising level: of one weight, slower first).
+void find_reservable(ClosedForm& cf, const IsolatedRun& run) {
+  const size_t K = cf.cons.size();
+  std::vector<std::vector<std::pair<int, double>>> on(K);  // per local constraint: (flow, coefficient)
+  for (size_t f = 0; f < cf.flows.flows.size(); ++f)
+    for (const FlowUse& u : cf.flows.flows[f].route) on[static_cast<size_t>(u.constraint)].emplace_back(static_cast<int>(f), u.coefficient);
+  cf.reservable.assign(K, -1);
+  for (size_t kl = 0; kl < K; ++kl) {
+    const auto& fs = on[kl];
+    if (fs.empty()) continue;
+    const auto f0 = static_cast<size_t>(fs.front().first);
+    const Time from = run.records[f0].first_byte;
+    const double coeff = fs.front().second, weight = cf.flows.flows[f0].weight;
+    bool ok = true;
+    std::vector<std::pair<Time, double>> flows;  // (end, rate)
+    for (size_t i = 0; ok && i < fs.size(); ++i) {
+      const auto f = static_cast<size_t>(fs[i].first);
+      const FlowRecord& r = run.records[f];
+      ok = run.rates[f] == 1 && run.rate[f] > 0 && fs[i].second == coeff && cf.flows.flows[f].weight == weight && r.first_byte == from &&
+           r.end > from && (i == 0 || fs[i - 1].first != fs[i].first);  // a route crosses a link once
+      flows.emplace_back(r.end, run.rate[f]);
+    }
+    if (!ok) continue;
+    ClosedForm::Reservable res;
+    res.unit = coeff * weight;
+    std::vector<Time> ends;
+    for (const auto& fl : flows) ends.push_back(fl.first);
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    res.to = ends.back();
+    Time at = from;
+    for (const Time end : ends) {
+      std::vector<double> rates;
+      for (const auto& [e, rate] : flows)
+        if (e > at) rates.push_back(rate);
+      std::sort(rates.begin(), rates.end());
+      double residual = cf.flows.capacity[kl];
+      for (const double rate : rates) residual = std::max(0.0, residual - coeff * rate);
+      res.stages.push_back({at, residual, rates.back() / weight, static_cast<int>(rates.size())});
+      at = end;
+    }
+    cf.reservable[kl] = static_cast<int>(cf.reservables.size());
+    cf.reservables.push_back(std::move(res));
+  }
+}
+
+// A link of the form that another flow holds may be reserved where
+//  - the collective's flows over it each run at one rate, all from one
+//    first byte (find_reservable): what they leave is known at each instant;
+//  - one flow holds it besides, past its first byte;
+//  - at each stage no holder's use at the collective's highest level there
+//    fills it (by a margin far above rounding): the link never saturates
+//    before the collective's flows over it are fixed, so the other flow
+//    cannot change their rates, and where the link binds it, it does so
+//    above that level, on what they leave.
+// The other flow then runs on the residual. Not to the bit: the flow-by-flow
+// solve divides the residual by the link's sum of weights less the
+// collective's, summed in the solver's order of variables, which the
+// replay does not know; with weights that are not whole numbers (a
+// collective flow's 1/sqrt(peers)) that quotient is the flow's own weight
+// only to a few ulps (docs/journal/2026-12-07-ulysses-across-nodes.md), so
+// the reservation is off unless asked for (ExecOptions::closed_form_reserve).
+bool ClosedForms::reserve(const ClosedForm& cf, int kl, ConstraintId k, Time t0) {
+  if (!x_.o.closed_form_reserve) return false;
+  const int ri = cf.reservable[static_cast<size_t>(kl)];
+  if (ri < 0 || x_.sys.holders(k) != 1 || x_.sys.user_count(k) != 1) return false;
+  const double cap = x_.sys.capacity(k);
+  if (cap != cf.flows.capacity[static_cast<size_t>(kl)]) return false;
+  const ClosedForm::Reservable& r = cf.reservables[static_cast<size_t>(ri)];
+  double mine = 0;
+  x_.sys.for_each_user(k, [&](VariableId v, double coeff) { mine = coeff * x_.sys.weight(v); });
+  for (const auto& st : r.stages)
+    if (!(st.level * (st.n * r.unit + mine) < cap * (1 - 1e-6)) || !(st.residual > 0) || !(st.residual / mine > st.level)) return false;
+  held_scratch_.push_back({k, &r, t0, cap});
+  return true;
+}
+
+void ClosedForms::reserve_on(int ci) { reserve_step(ci, false); }
+
+void ClosedForms::reserve_step(int ci, bool all) {
+  const auto it = held_.find(ci);
+  if (it == held_.end()) return;
+  const Time now = x_.engine.now();
+  for (Held& h : it->second) {
+    if (h.back) continue;
+    const auto& stages = h.r->stages;
+    if (all || h.t0 + h.r->to <= now) {
+      h.back = true;
+      if (h.made == 0) {
+        if (h.ev.valid() && x_.engine.pending(h.ev)) x_.engine.cancel(h.ev);
+        continue;
+      }
+      nominal_[static_cast<size_t>(h.k)] = std::numeric_limits<double>::quiet_NaN();
+      x_.flows.set_capacity(h.k, h.nominal);
+      continue;
+    }
+    size_t due = h.made;
+    while (due < stages.size() && h.t0 + stages[due].from <= now) ++due;
+    if (due == h.made) continue;
+    h.made = due;
+    nominal_[static_cast<size_t>(h.k)] = h.nominal;
+    x_.flows.set_capacity(h.k, stages[due - 1].residual);
+  }
+  if (all) held_.erase(it);
+}
+
 void ClosedForms::replay_group(int ci) {
   CollInst& c = colls_.inst(ci);
   const ClosedForm& cf = *c.closed;
+  reserve_step(ci, false);  // before the members go on, as the flows' completions solve before their callbacks
   const ClosedForm::Group& g = cf.groups[c.next_group++];
   auto stat = [&](int k) -> BottleneckStat& { return routes_.stat_of(Transfer::Collective, k < 0 ? k : cf.cons[static_cast<size_t>(k)]); };
   for (const auto& [k, t] : g.bottleneck_time) stat(k).time += t;
@@ -122,6 +254,7 @@ void ClosedForms::replay_group(int ci) {
 
 void ClosedForms::release(int ci) {
   CollInst& c = colls_.inst(ci);
+  reserve_step(ci, true);
   for (const ConstraintId k : c.closed->cons) owner_[static_cast<size_t>(k)] = -1;
   for (const int r : c.members) colls_.remove_closed(r, ci);
   c.closed = nullptr;

@@ -7,6 +7,14 @@
 // caps before it ends (a flow starts over them, a kernel slows its flows),
 // it hands its unfinished flows back to the shared flow model in the state
 // they have then, and the run goes on as if they had been there all along.
+//
+// Reservation (ExecOptions::closed_form_reserve, off by default): a link of
+// the all-to-all that one other flow holds (a prefetch copy on the PCIe link
+// the flows from the NIC reach the GPU by) does not stop the replay where the
+// other flow cannot change the all-to-all's rates: while the all-to-all's
+// flows over it run, the link's capacity is lowered to what they leave, and
+// the other flow is solved on that (ClosedForms::reserve, its conditions).
+// Its rate then equals the flow-by-flow one to a few ulps, not to the bit.
 #pragma once
 
 #include <map>
@@ -44,12 +52,33 @@ struct ClosedForm {
     std::vector<std::pair<int, double>> bytes;
   };
   std::vector<Group> groups;
+  // A link whose flows of the collective each run at one rate, all from
+  // one first byte: what a flow beside them would find there, from that
+  // first byte to each instant some of them end.
+  struct Reservable {
+    struct Stage {
+      Time from;             // from the launch
+      double residual = 0;   // capacity less each running flow's use, taken off as the solver does
+      double level = 0;      // the highest rate / weight among its running flows
+      int n = 0;             // how many run
+    };
+    std::vector<Stage> stages;  // then the link's own capacity from `to` on
+    Time to;
+    double unit = 0;  // each flow's coefficient * weight
+  };
+  std::vector<int> reservable;  // per local constraint: its entry in reservables, or -1
+  std::vector<Reservable> reservables;
 };
 
 /// Renumbers the flows' constraints 0.. (in the order of the system's ids:
 /// the solver breaks ties by id) and gives them their capacities; returns
 /// local -> system id.
-std::vector<ConstraintId> localise(const MaxMinSystem& sys, IsolatedFlows& in);
+/// nominal: per constraint, its capacity where the system's is lowered for a
+/// while (a reservation), else NaN; empty: none.
+std::vector<ConstraintId> localise(const MaxMinSystem& sys, IsolatedFlows& in, const std::vector<double>& nominal = {});
+
+/// Finds the form's links that can be reserved (ClosedForm::reservables).
+void find_reservable(ClosedForm& cf, const IsolatedRun& run);
 
 class ClosedForms final : public LinkClaims {
  public:
@@ -69,11 +98,30 @@ class ClosedForms final : public LinkClaims {
   void hand_back_constraint(ConstraintId c) override;
   [[nodiscard]] int64_t replayed() const { return count_; }
   [[nodiscard]] int64_t handed_back() const { return handed_back_; }
+  [[nodiscard]] int64_t reserved() const { return reserved_; }
+  /// Per constraint: its capacity while a replay has lowered it, else NaN (see localise).
+  [[nodiscard]] const std::vector<double>& nominal() const { return nominal_; }
 
  private:
   std::unique_ptr<ClosedForm> build(int ci, const std::vector<double>& slow);
   void replay_group(int ci);
   void release(int ci);
+  // A reservation of one constraint while instance ci replays.
+  struct Held {
+    ConstraintId k;
+    const ClosedForm::Reservable* r;
+    Time t0;             // the launch
+    double nominal = 0;  // its capacity
+    size_t made = 0;     // how many of r->stages were made
+    bool back = false;   // its capacity given back
+    EventId ev{};        // the event that makes the first stage
+  };
+  /// Whether constraint k (local kl) of form cf, held by another flow, can be
+  /// reserved; appends the reservation to held_scratch_.
+  bool reserve(const ClosedForm& cf, int kl, ConstraintId k, Time t0);
+  void reserve_on(int ci);
+  /// Makes the reservations' stages due by now (all: gives every link back at once).
+  void reserve_step(int ci, bool all);
 
   ExecContext& x_;
   Routes& routes_;
@@ -95,7 +143,10 @@ class ClosedForms final : public LinkClaims {
   std::map<Key, Entry> forms_;
   Key key_;                 // scratch for try_closed_form
   std::vector<int> owner_;  // per constraint: the instance replaying a closed form over it, or -1
-  int64_t count_ = 0, handed_back_ = 0;
+  std::vector<double> nominal_;
+  std::map<int, std::vector<Held>> held_;  // per instance replaying with reservations
+  std::vector<Held> held_scratch_;
+  int64_t count_ = 0, handed_back_ = 0, reserved_ = 0;
 };
 
 }  // namespace osim::exec

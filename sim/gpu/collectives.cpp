@@ -535,7 +535,7 @@ double Collectives::phase_link_time(const CollInst& c, TableColl coll, bool nvls
   } else {
     for (int i = 0; i < U; ++i) add(i, (i + 1) % U, 1.0);
   }
-  (void)localise(x_.sys, in);
+  (void)localise(x_.sys, in, closed_.nominal());
   double longest = 0;
   for (const FlowRecord& r : run_isolated(in).records) longest = std::max(longest, r.end.s());
   link_times_.emplace(key, longest);

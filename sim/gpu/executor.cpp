@@ -113,6 +113,7 @@ class Executor final : public OpCompletion, public HostWake, public ClockWatch, 
     out.most_ops_held = x_.most_ops_held;
     out.closed_form = closed_.replayed();
     out.handed_back = closed_.handed_back();
+    out.reserved = closed_.reserved();
     // Whole bytes: what a link carried, summed as the flows moved, is exact
     // only to the last digit, and that digit follows the order flows ended
     // in at one instant (which mirrored ranks change).

@@ -36,8 +36,9 @@ struct LoadState {
 /// A simulated run: what any run records, and the simulator's own counts.
 struct ExecResult : RunRecord {
   // NCCL all-to-alls run in closed form (ExecOptions::closed_form_collectives),
-  // and how many of those handed their flows back part-way.
-  int64_t closed_form = 0, handed_back = 0;
+  // and how many of those handed their flows back part-way; how many reserved
+  // links another flow held (ExecOptions::closed_form_reserve).
+  int64_t closed_form = 0, handed_back = 0, reserved = 0;
   // Per rank: the sustained-load state when the run ends (at the makespan),
   // to start a run that follows at once (ExecOptions::initial_load).
   std::vector<LoadState> final_load;
@@ -77,6 +78,13 @@ struct ExecOptions {
   // shared model each time. Off: every flow simulated (the reference the
   // closed form is tested against). Always off with link_samples.
   bool closed_form_collectives = true;
+  // A closed form may replay beside a flow that holds one of its links (a
+  // prefetch copy on the PCIe link its flows from the NIC cross), that link's
+  // capacity lowered to what the all-to-all leaves the flow while it runs
+  // (ClosedForms::reserve). The flow's rate there equals the flow-by-flow
+  // one to a few ulps, not to the bit, so off unless asked for (run
+  // --reserve-links). Off: such all-to-alls run flow by flow.
+  bool closed_form_reserve = false;
   // Ranks that run one program on alike GPUs, in lockstep, are simulated
   // once: the others (mirrors) keep only their copies' and collectives'
   // flows, which must end when their representative's do; where one does

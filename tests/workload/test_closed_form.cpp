@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/isolated.hpp"
+#include "gpu/closed_form.hpp"
 #include "gpu/executor.hpp"
 #include "gpu/sim_fixture.hpp"
 #include "hw/fabric.hpp"
@@ -20,16 +21,20 @@ namespace {
 
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 
-ExecResult run(const Schedule& s, const hw::Topology& t, const ModelParams& p, bool closed) {
+ExecResult run(const Schedule& s, const hw::Topology& t, const ModelParams& p, bool closed, bool reserve = true) {
   ExecOptions o;
   o.closed_form_collectives = closed;
+  o.closed_form_reserve = reserve;
   return execute(s, t, p, o);
 }
 
 // Runs both ways and checks the runs agree; returns the closed-form run's
 // (closed forms, handed back).
-std::pair<int64_t, int64_t> check_same(const Schedule& s, const hw::Topology& t, const ModelParams& p = {}) {
-  const ExecResult a = run(s, t, p, false), b = run(s, t, p, true);
+std::pair<int64_t, int64_t> check_same(const Schedule& s, const hw::Topology& t, const ModelParams& p = {}, bool reserve = true,
+                                       int64_t* reserved = nullptr) {
+  const ExecResult a = run(s, t, p, false), b = run(s, t, p, true, reserve);
+  if (reserved) *reserved = b.reserved;
+  if (!reserve) CHECK(b.reserved == 0);
   CHECK(a.closed_form == 0);
   CHECK(a.makespan == b.makespan);
   REQUIRE(a.ops.size() == b.ops.size());
@@ -94,6 +99,9 @@ TEST_CASE("isolated flows: one flow alone runs at its bottleneck, state_before i
   const double moved0 = 4e9 * (t1 - 1e-3);  // then alone: capped at 4 GB/s still
   CHECK(r.records[0].end.s() == doctest::Approx(t1 + (8e9 - moved0) / 4e9).epsilon(1e-9));
   CHECK(r.order == std::vector<int>{1, 0});
+  CHECK(r.rates == std::vector<int>{1, 2});  // flow 1: 10 GB/s, then 6
+  CHECK(r.rate[0] == doctest::Approx(4e9));
+  CHECK(r.rate[1] == doctest::Approx(6e9));
   const std::vector<FlowState> st = state_before(in, Time::from_s(0.5));
   REQUIRE(st.size() == 2);
   CHECK(st[0].active);
@@ -108,6 +116,40 @@ TEST_CASE("isolated flows: one flow alone runs at its bottleneck, state_before i
   const std::vector<FlowState> late = state_before(in, Time::from_s(10));
   CHECK_FALSE(late[0].running);
   CHECK_FALSE(late[1].running);
+}
+
+TEST_CASE("reservable links: flows of one rate each leave a residual per stage, a flow whose rate changes leaves none") {
+  exec::ClosedForm cf;
+  cf.flows.capacity = {10e9, 4e9};
+  cf.cons = {0, 1};
+  FlowSpec f;
+  f.route = {{0, 1.0}};
+  f.rate_cap = 1e9;
+  for (const double bytes : {1e9, 2e9, 1e9}) {  // link 0: three flows at their 1 GB/s caps, two end at 1 s
+    f.bytes = bytes;
+    cf.flows.flows.push_back(f);
+  }
+  f.route = {{1, 1.0}};
+  f.rate_cap = MaxMinSystem::kUnbounded;
+  for (const double bytes : {1e9, 4e9}) {  // link 1: two flows at 2 GB/s, then the second alone at 4
+    f.bytes = bytes;
+    cf.flows.flows.push_back(f);
+  }
+  exec::find_reservable(cf, run_isolated(cf.flows));
+  REQUIRE(cf.reservable.size() == 2);
+  CHECK(cf.reservable[1] == -1);
+  REQUIRE(cf.reservable[0] >= 0);
+  const exec::ClosedForm::Reservable& r = cf.reservables[static_cast<size_t>(cf.reservable[0])];
+  REQUIRE(r.stages.size() == 2);
+  CHECK(r.stages[0].from == Time::zero());
+  CHECK(r.stages[0].n == 3);
+  CHECK(r.stages[0].residual == 7e9);
+  CHECK(r.stages[0].level == 1e9);
+  CHECK(r.stages[1].from == Time::from_s(1));
+  CHECK(r.stages[1].n == 1);
+  CHECK(r.stages[1].residual == 9e9);
+  CHECK(r.to == Time::from_s(2));
+  CHECK(r.unit == 1.0);
 }
 
 TEST_CASE("closed-form all-to-alls replay exactly what simulating every flow gives") {
@@ -182,11 +224,35 @@ TEST_CASE("closed-form all-to-alls: Ulysses across nodes beside prefetch copies 
     if (policy == "none") set.emplace_back("offload.prefetch_size=null");
     DitWorkload wl = parse_workload_file(kSrc + "/configs/workloads/wan22-720p-cluster-sp128.yaml", set);
     const Schedule s = generate_schedule(wl);
-    const auto [closed, handed] = check_same(s, t, wl.params);
+    int64_t reserved = 0;
+    const auto [closed, handed] = check_same(s, t, wl.params, true, &reserved);
     // Without copies every all-to-all after the first of its kind replays.
     if (policy == "none") CHECK(closed > 0);
+    // Beside them none reserves its links: 8 flows of weight 1/sqrt(15)
+    // reach each GPU from the other node, so the copy (weight 1) would
+    // fill the PCIe link below their level and slow them.
+    CHECK(reserved == 0);
     MESSAGE(fmt::format("Ulysses 16 over 2 nodes, offload {}: {} closed forms, {} handed back", policy, closed, handed));
   }
+}
+
+// Ulysses 128 over 16 nodes: 120 flows reach each GPU from other nodes,
+// bound by its NIC below their share of the PCIe link, so the prefetch copy
+// there takes what they leave. With links reserved (ExecOptions::
+// closed_form_reserve) those all-to-alls replay too, and the run agrees
+// with the flow-by-flow one op by op to the picosecond.
+TEST_CASE("closed-form all-to-alls: Ulysses 128 beside prefetch copies replays with links reserved, the same") {
+  const hw::Topology t(hw::parse_topology_file(kSrc + "/configs/topologies/h100-128node-ib.yaml"));
+  const std::vector<std::string> set = {"parallelism.ulysses=128", "parallelism.ring=1", "model.heads=128", "model.head_dim=40", "model.blocks=3", "steps=1"};
+  DitWorkload wl = parse_workload_file(kSrc + "/configs/workloads/wan22-720p-cluster-sp128.yaml", set);
+  const Schedule s = generate_schedule(wl);
+  int64_t reserved = 0;
+  const auto [closed, handed] = check_same(s, t, wl.params, true, &reserved);
+  const auto [closed_alone, handed_alone] = check_same(s, t, wl.params, false);
+  CHECK(reserved > 0);
+  CHECK(closed > closed_alone);
+  MESSAGE(fmt::format("Ulysses 128 over 16 nodes, layerwise offload: {} closed forms, {} of them with links reserved ({} without), {} handed back",
+                      closed, reserved, closed_alone, handed));
 }
 
 TEST_CASE("closed-form all-to-alls: random schedules agree with flow-by-flow runs") {
