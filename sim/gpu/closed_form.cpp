@@ -181,7 +181,7 @@ void find_reservable(ClosedForm& cf, const IsolatedRun& run) {
 // collective's, summed in the solver's order of variables, which the
 // replay does not know; with weights that are not whole numbers (a
 // collective flow's 1/sqrt(peers)) that quotient is the flow's own weight
-// only to a few ulps (docs/journal/2026-12-07-ulysses-across-nodes.md), so
+// only to a few ulps (docs/execution-model.md, "With links reserved"), so
 // the reservation is off unless asked for (ExecOptions::closed_form_reserve).
 bool ClosedForms::reserve(const ClosedForm& cf, int kl, ConstraintId k, Time t0) {
   if (!x_.o.closed_form_reserve) return false;
