@@ -24,7 +24,6 @@
 
 using namespace osim;
 using namespace osim::test;
-using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
