@@ -140,30 +140,73 @@ std::vector<FamilyGap> family_gaps(const ModelParams& p, const hw::Topology& top
   return family_gaps(p, topo.node(topo.gpus().front()).gpu.model, static_cast<int>(topo.gpus().size()), shipped_siblings(), self_file);
 }
 
-std::string host_limit_gap(const ModelParams& p, const hw::Topology& topo) {
+namespace {
+
+// The *_aggregate tables covering fewer GPUs than copy at once on `topo`:
+// "name (entries)", comma-separated; and the counts they are held against.
+struct ShortHostTables {
+  std::string names;
+  int host = 0;    // GPUs on the host (pageable_*)
+  int bridge = 0;  // most GPUs under one host bridge (host_*)
+};
+
+ShortHostTables short_host_tables(const ModelParams& p, const hw::Topology& topo) {
   std::map<int, int> under_bridge;  // a host bridge's from-host resource -> GPUs whose H2D copies cross it
   for (const int g : topo.gpus())
     for (const hw::ResourceUse& u : topo.route(topo.nearest_cpu(g), g, hw::RouteOptions{.dma = true}).uses)
       for (size_t n = 0; n < topo.node_count(); ++n)
         if (topo.from_host_resource(static_cast<int>(n)) == u.resource) ++under_bridge[u.resource];
-  int bridge = 0;
-  for (const auto& [res, n] : under_bridge) bridge = std::max(bridge, n);
-  const int host = static_cast<int>(topo.gpus().size());
+  ShortHostTables s;
+  for (const auto& [res, n] : under_bridge) s.bridge = std::max(s.bridge, n);
+  s.host = static_cast<int>(topo.gpus().size());
   const CopyParams& c = p.copies;
-  std::string short_ones;
-  for (const auto& [name, table, gpus] : {std::tuple{"host_h2d_aggregate", &c.host_h2d_aggregate, bridge},
-                                          std::tuple{"host_d2h_aggregate", &c.host_d2h_aggregate, bridge},
-                                          std::tuple{"host_bidir_aggregate", &c.host_bidir_aggregate, bridge},
-                                          std::tuple{"pageable_h2d_aggregate", &c.pageable_h2d_aggregate, host},
-                                          std::tuple{"pageable_d2h_aggregate", &c.pageable_d2h_aggregate, host}})
+  for (const auto& [name, table, gpus] : {std::tuple{"host_h2d_aggregate", &c.host_h2d_aggregate, s.bridge},
+                                          std::tuple{"host_d2h_aggregate", &c.host_d2h_aggregate, s.bridge},
+                                          std::tuple{"host_bidir_aggregate", &c.host_bidir_aggregate, s.bridge},
+                                          std::tuple{"pageable_h2d_aggregate", &c.pageable_h2d_aggregate, s.host},
+                                          std::tuple{"pageable_d2h_aggregate", &c.pageable_d2h_aggregate, s.host}})
     if (gpus >= 2 && table->size() < static_cast<size_t>(gpus))
-      short_ones += fmt::format("{}{} ({})", short_ones.empty() ? "" : ", ", name, table->empty() ? std::string("none") : fmt::format("{}", table->size()));
-  if (short_ones.empty()) return "";
+      s.names += fmt::format("{}{} ({})", s.names.empty() ? "" : ", ", name, table->empty() ? std::string("none") : fmt::format("{}", table->size()));
+  return s;
+}
+
+}  // namespace
+
+std::string host_limit_gap(const ModelParams& p, const hw::Topology& topo) {
+  const ShortHostTables s = short_host_tables(p, topo);
+  if (s.names.empty()) return "";
   return fmt::format(
       "warning: host limits measured with fewer GPUs copying at once than this topology has ({} GPUs, {} under one host bridge): {}; "
       "with more GPUs copying than a table covers, only the topology's limits hold pinned copies, and each pageable copy keeps at "
       "most the last entry's per-GPU share (its own rate where the table has one entry or none)",
-      host, bridge, short_ones);
+      s.host, s.bridge, s.names);
+}
+
+std::string gpu_count_gap(const ModelParams& p, int measured_gpus, const hw::Topology& topo, RunUses uses) {
+  const int gpus = static_cast<int>(topo.gpus().size());
+  if (measured_gpus <= 0 || measured_gpus >= gpus) return "";
+  std::vector<std::string> missing;
+  int nccl_ranks = 0;
+  int framework_ranks = 0;
+  for (const NcclTable& t : p.nccl.nccl_tables) {
+    int& most = t.coll == TableColl::FrameworkAllToAllPairwise ? framework_ranks : nccl_ranks;
+    most = std::max(most, t.ranks);
+  }
+  if (uses.collectives && nccl_ranks == 0)
+    missing.emplace_back(p.nccl.nccl_model ? "NCCL's collectives (NCCL's own model stands in: its channels, latencies and rates by size)"
+                                           : "NCCL's collectives (the channel fields' defaults stand in)");
+  else if (uses.collectives && nccl_ranks < gpus)
+    missing.emplace_back(fmt::format("NCCL's collectives on more than {} ranks (the {}-rank tables stand in)", nccl_ranks, nccl_ranks));
+  if (uses.framework_pairwise && framework_ranks == 0)
+    missing.emplace_back("PyTorch's pairwise all-to-all (its rounds cost what NCCL's do, with no framework time between them)");
+  else if (uses.framework_pairwise && framework_ranks < gpus)
+    missing.emplace_back(fmt::format("PyTorch's pairwise all-to-all on more than {} ranks (the {}-rank table stands in)", framework_ranks, framework_ranks));
+  if (const ShortHostTables s = short_host_tables(p, topo); !s.names.empty())
+    missing.emplace_back(fmt::format("the host's limits with more GPUs copying at once: {}", s.names));
+  if (missing.empty()) return "";
+  std::string what;
+  for (size_t i = 0; i < missing.size(); ++i) what += (i ? "; " : "") + missing[i];
+  return fmt::format("not measured for {} GPUs (the calibration measured {}): {}", gpus, measured_gpus, what);
 }
 
 void fill_from_family(Calibration& c, const BenchDocs& docs, const hw::Topology& topo, const std::vector<FamilyGap>& gaps) {

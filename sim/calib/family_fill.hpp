@@ -89,4 +89,18 @@ void fill_from_family(Calibration& c, const BenchDocs& docs, const hw::Topology&
 /// all cover it.
 std::string host_limit_gap(const ModelParams& p, const hw::Topology& topo);
 
+/// What a run holds that a calibration may not have measured.
+struct RunUses {
+  bool collectives = true;         // NCCL collectives
+  bool framework_pairwise = true;  // a framework's pairwise all-to-all (PyTorch's batch_isend_irecv rounds)
+};
+/// What `p`, measured with `measured_gpus` GPUs, holds no measurement of on
+/// `topo`'s larger GPU count, of what the run `uses`: NCCL's collectives
+/// beyond the rank counts its tables cover (none: NCCL's own model stands
+/// in), PyTorch's pairwise all-to-all (no table: its rounds cost what NCCL's
+/// do, no framework time between them), and the host limits host_limit_gap
+/// names. One line (no newline); empty where `measured_gpus` is unknown (0)
+/// or not below the topology's count, or nothing is missing.
+std::string gpu_count_gap(const ModelParams& p, int measured_gpus, const hw::Topology& topo, RunUses uses = {});
+
 }  // namespace osim

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "calib/family_fill.hpp"
 #include "calibrations/measured_defaults.hpp"
 #include "cli/common.hpp"
 #include "gpu/executor.hpp"
@@ -359,7 +360,16 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
   const std::string records_note = records_bounded && ranks_left_out ? left_out("records.json", "--records-all") : "";
   if (!records_note.empty()) summary += "  " + records_note + "\n";
   std::cout << summary;
-  std::cout << base_params_note(base, &topo) << host_calls;
+  std::cout << base_params_note(base, &topo);
+  // A calibration of fewer GPUs than the topology's: the families it could not measure for them, of those the run uses.
+  RunUses uses{.collectives = m.bytes_collective > 0, .framework_pairwise = false};
+  if (sched.runtime.framework != Framework::None) {
+    if (workload) uses.framework_pairwise = workload->all_to_all == CollAlgo::Pairwise && workload->ulysses > 1;
+    for (const Program& p : sched.programs)
+      for (const Op& op : *p.ops) uses.framework_pairwise |= op.kind == OpKind::Collective && op.coll == CollKind::AllToAll && op.algo == CollAlgo::Pairwise;
+  }
+  if (const std::string gap = gpu_count_gap(base.params, base.origin.gpus, topo, uses); !gap.empty()) std::cout << gap << "\n";
+  std::cout << host_calls;
   if (out) {
     write_file(out->path("metrics.json"), metrics_json(m, topo, res).dump(2) + "\n");
     // Streamed: the trace of a large run is more than memory should hold at once.

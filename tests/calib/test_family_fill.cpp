@@ -156,3 +156,33 @@ links:
 )"));
   CHECK(host_limit_gap(ModelParams{}, single).empty());
 }
+
+TEST_CASE("a calibration of fewer GPUs than the topology: the families it could not measure for them, named") {
+  const hw::Topology box4(hw::parse_topology_file(std::string(OVERLAPSIM_SOURCE_DIR) + "/configs/topologies/h200x4-nvlink.yaml"));
+  // One GPU measured: no NCCL table, NCCL's own model standing in; no framework table; one host entry each.
+  const ModelParams one = params_of(
+      "  nccl_model: 1\n  host_h2d_aggregate: [55 GB/s]\n  host_d2h_aggregate: [55 GB/s]\n  host_bidir_aggregate: [99 GB/s]\n"
+      "  pageable_h2d_aggregate: [8 GB/s, 13 GB/s, 19 GB/s, 23 GB/s]\n  pageable_d2h_aggregate: [15 GB/s, 27 GB/s, 36 GB/s, 47 GB/s]\n");
+  CHECK(gpu_count_gap(one, 1, box4) ==
+        "not measured for 4 GPUs (the calibration measured 1): NCCL's collectives (NCCL's own model stands in: its channels, latencies and "
+        "rates by size); PyTorch's pairwise all-to-all (its rounds cost what NCCL's do, with no framework time between them); the host's "
+        "limits with more GPUs copying at once: host_h2d_aggregate (1), host_d2h_aggregate (1), host_bidir_aggregate (1)");
+  // Two GPUs measured, tables of 2 ranks (the framework's too), every host table of 4: the tables' rank count named.
+  const ModelParams two = params_of(
+      "  nccl_tables:\n"
+      "    - {collective: all_to_all, ranks: 2, transport: p2p, points: [[1024, 6.4], [1073741824, 1614.8]]}\n"
+      "    - {collective: framework_all_to_all_pairwise, ranks: 2, transport: p2p, points: [[1024, 60], [1073741824, 1700]]}\n"
+      "  host_h2d_aggregate: [55 GB/s, 110 GB/s, 140 GB/s, 150 GB/s]\n  host_d2h_aggregate: [55 GB/s, 110 GB/s, 140 GB/s, 150 GB/s]\n"
+      "  host_bidir_aggregate: [84 GB/s, 131 GB/s, 146 GB/s, 150 GB/s]\n  pageable_h2d_aggregate: [8 GB/s, 13 GB/s, 19 GB/s, 23 GB/s]\n"
+      "  pageable_d2h_aggregate: [15 GB/s, 27 GB/s, 36 GB/s, 47 GB/s]\n");
+  CHECK(gpu_count_gap(two, 2, box4) ==
+        "not measured for 4 GPUs (the calibration measured 2): NCCL's collectives on more than 2 ranks (the 2-rank tables stand in); "
+        "PyTorch's pairwise all-to-all on more than 2 ranks (the 2-rank table stands in)");
+  // A run without collectives: the host's limits alone.
+  CHECK(gpu_count_gap(one, 1, box4, {.collectives = false, .framework_pairwise = false}) ==
+        "not measured for 4 GPUs (the calibration measured 1): the host's limits with more GPUs copying at once: host_h2d_aggregate (1), "
+        "host_d2h_aggregate (1), host_bidir_aggregate (1)");
+  // As many GPUs as the topology, or a count the calibration did not record: nothing to say.
+  CHECK(gpu_count_gap(one, 4, box4).empty());
+  CHECK(gpu_count_gap(one, 0, box4).empty());
+}

@@ -23,7 +23,8 @@
 #   reports_handoffs       the engine hand-offs a calibrated run paid (the hand-off set's same-stream
 #                          schedule: 200 copies after a kernel, 199 kernels after a copy) in the summary
 #                          and metrics.json; none without a calibration
-#   calibration_note       the calibration a run used (and its GPU), or the defaults; another GPU's flagged
+#   calibration_note       the calibration a run used (and its GPU), or the defaults; another GPU's flagged;
+#                          one of fewer GPUs than the topology's names what it did not measure there
 #   summary_fits_a_screen  a 1,024-rank run prints at most 60 lines: ranks whose kernels take 1-4 ms by
 #                          rank % 4 in 4 rows of 256 alike ranks; 1 us x (1 + rank) as min, median, max
 #   ops_table_bounded      a 64-rank schedule of 960 ops prints its per-op table by default within 200 lines
@@ -149,18 +150,20 @@ case $case in
     python3 -c "import json,sys; assert 'handoffs' not in json.load(open(sys.argv[1]))" $HO/metrics.json ;;
   calibration_note)
     cd $root
-    last() { "$osim" run "$@" | tail -1 > $W/note.txt; }
+    last() { "$osim" run "$@" | tail -2 > $W/note.txt; }
     last configs/workloads/wan22-720p-aces-layerwise.yaml --set steps=1
-    has $W/note.txt '^calibration: the measured defaults for these GPUs \(configs/calibrations/h100-sxm.yaml, measured on NVIDIA H100 80GB HBM3, built in\)'
+    has $W/note.txt '^calibration: the measured defaults for these GPUs \(configs/calibrations/h100-sxm.yaml, measured on NVIDIA H100 80GB HBM3, built in\)' \
+      '^not measured for 4 GPUs \(the calibration measured 1\): NCCL.s collectives \(NCCL.s own model stands in: its channels, latencies and rates by size\)$'
     last configs/workloads/wan22-720p-h200-layerwise.yaml --set steps=1
     has $W/note.txt '^calibration: the measured defaults for these GPUs \(configs/calibrations/h200x4-nvlink.yaml, measured on 4x NVIDIA H200, built in\)'
+    if grep -q '^not measured' $W/note.txt; then fail "a 4-GPU calibration on 4 GPUs: $(cat $W/note.txt)"; fi
     last configs/workloads/wan22-720p-aces-layerwise.yaml --set steps=1 --calibration none
     has $W/note.txt '^uncalibrated: the model.s datasheet defaults'
     last configs/workloads/wan21-480p-4090-block.yaml --set steps=1
     has $W/note.txt '^uncalibrated: the model.s datasheet defaults'
     last configs/workloads/wan22-720p-h200-calibrated.yaml --set steps=1
     has $W/note.txt '^calibration: configs/workloads/../calibrations/h200x4-nvlink.yaml \(measured on 4x NVIDIA H200\)$'
-    last configs/workloads/wan22-720p-aces-layerwise.yaml --set steps=1 --calibration configs/calibrations/h200.yaml
+    "$osim" run configs/workloads/wan22-720p-aces-layerwise.yaml --set steps=1 --calibration configs/calibrations/h200.yaml | tail -3 > $W/note.txt
     has $W/note.txt '^warning: the calibration was measured on NVIDIA H200, the topology.s GPUs are H100-PCIe' ;;
   summary_fits_a_screen)
     # screen DURATION: every rank runs one kernel of DURATION ({rank} substituted), then syncs.
