@@ -261,7 +261,7 @@ int run_command(const RunOptions& o, const WhatIf& what_if, const TraceRequest& 
   ExecOptions opts;
   opts.keep_records = show_ops;  // the per-op table reads them
   opts.closed_form_collectives = !o.every_flow;
-  opts.closed_form_reserve = o.reserve_links && !o.every_flow;
+  opts.closed_form_reserve = !o.every_flow;
   opts.symmetric_ranks = !o.every_rank;
   // --runs-before N: the GPUs come from N runs of the same input back to back
   // (a serving loop's steady state: the sustained-load clock already down).
@@ -429,8 +429,8 @@ Command add_run(CLI::App& app) {
   c->add_flag("--every-flow", o->every_flow,
               "simulate every flow of every all-to-all (no closed-form replay of recurring ones): slower, same results");
   c->add_flag("--reserve-links", o->reserve_links,
-              "replay all-to-alls in closed form beside a flow that holds one of their links (a prefetch copy), that link's capacity lowered "
-              "to what they leave it: faster, the copies' rates equal to a few ulps, not to the bit (docs/performance.md)");
+              "accepted for older command lines, no effect: all-to-alls replay beside a flow that holds one of their links (a prefetch copy) "
+              "by default, the same results to the bit (--every-flow turns it off with the closed forms)");
   c->add_flag("--every-rank", o->every_rank,
               "simulate every rank in full (no mirroring of ranks that run one program in lockstep): slower, same results");
   c->add_flag(

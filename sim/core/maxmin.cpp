@@ -221,7 +221,16 @@ void MaxMinSystem::fix(VariableId v, double r, ConstraintId why) {
     if (k.unfixed == 0) continue;
     if (--k.unfixed == 0 && scanning_) scan_[static_cast<size_t>(k.scan_at)].share = kUnbounded;
     k.remaining = std::max(0.0, k.remaining - e.coeff * r);
-    k.sumw -= e.coeff * x.weight;
+    k.unfixed_xor ^= v;
+    if (k.unfixed == 1) {
+      // One user left: its own coefficient * weight, not the running
+      // difference (that depends on the order the others were summed and
+      // fixed in when the weights are not whole numbers).
+      const Var& last = vars_[k.unfixed_xor];
+      k.sumw = elem_of(k.unfixed_xor, e.c).coeff * last.weight;
+    } else {
+      k.sumw -= e.coeff * x.weight;
+    }
     if (!k.touched) {
       k.touched = true;
       touched_.push_back(e.c);
@@ -361,13 +370,16 @@ void MaxMinSystem::solve_component(const std::vector<VariableId>& vars, const st
     k.remaining = k.capacity;
     k.sumw = 0;
     k.unfixed = 0;
+    k.unfixed_xor = 0;
   }
   for (VariableId v : vars) {
     Var& x = vars_[v];
     x.fixed = false;
     for (const Elem& e : x.elems) {
-      cons_[e.c].sumw += e.coeff * x.weight;
-      ++cons_[e.c].unfixed;
+      Cons& k = cons_[e.c];
+      k.sumw += e.coeff * x.weight;
+      ++k.unfixed;
+      k.unfixed_xor ^= v;
     }
     if (std::isfinite(x.bound)) bounded_.emplace_back(x.bound / x.weight, v);
   }

@@ -24,6 +24,11 @@
 // sum of unfixed a*w), or a variable reaching its bound (b/w). Saturation fixes
 // every unfixed variable on that constraint; the bound fixes that variable.
 // Fixed variables' use is subtracted from the other constraints they cross.
+// A constraint with one unfixed variable left divides its remaining capacity
+// by that variable's own coefficient * weight, not by the running sum less
+// the fixed ones': so its share does not depend on the order the others
+// were summed or fixed in (the order of a component's variables, which an
+// all-to-all replayed beside one other flow of a link cannot know).
 // Constraints' shares live in a lazy min-heap, so a component of E incidences
 // costs O(E log E).
 //
@@ -169,6 +174,7 @@ class MaxMinSystem {
     double remaining = 0;
     double sumw = 0;
     uint32_t unfixed = 0;
+    VariableId unfixed_xor = 0;  // the ids of its unfixed users xor'ed: the last one's id when one is left
     bool touched = false;  // its share changed since its last heap entry
     bool dirty = false;
     uint32_t holders = 0;  // live variables using it, dormant ones included

@@ -176,13 +176,11 @@ void find_reservable(ClosedForm& cf, const IsolatedRun& run) {
 //    before the collective's flows over it are fixed, so the other flow
 //    cannot change their rates, and where the link binds it, it does so
 //    above that level, on what they leave.
-// The other flow then runs on the residual. Not to the bit: the flow-by-flow
-// solve divides the residual by the link's sum of weights less the
-// collective's, summed in the solver's order of variables, which the
-// replay does not know; with weights that are not whole numbers (a
-// collective flow's 1/sqrt(peers)) that quotient is the flow's own weight
-// only to a few ulps (docs/execution-model.md, "With links reserved"), so
-// the reservation is off unless asked for (ExecOptions::closed_form_reserve).
+// The other flow then runs on the residual, to the bit as beside every flow:
+// there the solver takes the collective's flows off the link smallest rate
+// first (as find_reservable does), then, the other flow being the link's
+// last unfixed user, divides what is left by that flow's own coefficient *
+// weight (maxmin.hpp), as the replay's solve of it alone does.
 bool ClosedForms::reserve(const ClosedForm& cf, int kl, ConstraintId k, Time t0) {
   if (!x_.o.closed_form_reserve) return false;
   const int ri = cf.reservable[static_cast<size_t>(kl)];

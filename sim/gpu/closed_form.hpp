@@ -8,13 +8,13 @@
 // it hands its unfinished flows back to the shared flow model in the state
 // they have then, and the run goes on as if they had been there all along.
 //
-// Reservation (ExecOptions::closed_form_reserve, off by default): a link of
-// the all-to-all that one other flow holds (a prefetch copy on the PCIe link
-// the flows from the NIC reach the GPU by) does not stop the replay where the
-// other flow cannot change the all-to-all's rates: while the all-to-all's
-// flows over it run, the link's capacity is lowered to what they leave, and
-// the other flow is solved on that (ClosedForms::reserve, its conditions).
-// Its rate then equals the flow-by-flow one to a few ulps, not to the bit.
+// Reservation (ExecOptions::closed_form_reserve): a link of the all-to-all
+// that one other flow holds (a prefetch copy on the PCIe link the flows from
+// the NIC reach the GPU by) does not stop the replay where the other flow
+// cannot change the all-to-all's rates: while the all-to-all's flows over it
+// run, the link's capacity is lowered to what they leave, and the other flow
+// is solved on that (ClosedForms::reserve, its conditions), at the rate the
+// flow-by-flow solve gives it, to the bit.
 #pragma once
 
 #include <map>

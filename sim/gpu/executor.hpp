@@ -81,10 +81,11 @@ struct ExecOptions {
   // A closed form may replay beside a flow that holds one of its links (a
   // prefetch copy on the PCIe link its flows from the NIC cross), that link's
   // capacity lowered to what the all-to-all leaves the flow while it runs
-  // (ClosedForms::reserve). The flow's rate there equals the flow-by-flow
-  // one to a few ulps, not to the bit, so off unless asked for (run
-  // --reserve-links). Off: such all-to-alls run flow by flow.
-  bool closed_form_reserve = false;
+  // (ClosedForms::reserve): the flow's rate there is the flow-by-flow one,
+  // to the bit. Off: such all-to-alls run flow by flow (the reference the
+  // reservation is tested against; run --every-flow turns it off with the
+  // closed forms).
+  bool closed_form_reserve = true;
   // Ranks that run one program on alike GPUs, in lockstep, are simulated
   // once: the others (mirrors) keep only their copies' and collectives'
   // flows, which must end when their representative's do; where one does

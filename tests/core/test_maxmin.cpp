@@ -171,6 +171,57 @@ TEST_CASE("weights and coefficients") {
   CHECK(s.rate(twice) == doctest::Approx(5));
 }
 
+// A PCIe link that an all-to-all's flows from the NIC (weight 1/sqrt(127),
+// each bound below its share there: by a link of its own or its own cap, at
+// three levels) share with one prefetch copy (weight 1), which takes what
+// they leave. Its rate is the link's capacity less their rates (the smallest
+// taken off first, as the solver fixes them) over its own weight, to the
+// bit, whatever order the variables were added in: the order the solver sums
+// and fixes their weights in, which a replay of the all-to-all beside the
+// copy cannot know.
+TEST_CASE("one variable left on a constraint: its share does not depend on the order of the others") {
+  const double w = 1 / std::sqrt(127.0), cap = 54.82e9;
+  const int n = 120;
+  auto own = [](int i) { return i % 3 == 0 ? 0.30e9 : i % 3 == 1 ? 0.33e9 : 0.35e9; };
+  double expected = -1;
+  // Where the copy is added among the flows, and a stride that permutes them.
+  for (const auto& [copy_at, stride] : std::vector<std::pair<int, int>>{{0, 1}, {60, 1}, {120, 1}, {7, 37}, {93, 89}}) {
+    CAPTURE(copy_at);
+    CAPTURE(stride);
+    MaxMinSystem s;
+    const ConstraintId link = s.add_constraint(cap);
+    std::vector<ConstraintId> mine(n);
+    for (int i = 0; i < n; ++i) mine[i] = s.add_constraint(own(i));
+    std::vector<VariableId> flow(n, -1);
+    VariableId copy = -1;
+    for (int k = 0; k < n; ++k) {
+      if (k == copy_at) {
+        copy = s.add_variable(1.0);
+        s.expand(link, copy);
+      }
+      const int i = k * stride % n;  // a permutation of 0..n-1: the strides are prime to n
+      REQUIRE(flow[i] < 0);
+      flow[i] = s.add_variable(w, i % 2 ? MaxMinSystem::kUnbounded : own(i) * 0.9);
+      s.expand(link, flow[i]);
+      s.expand(mine[i], flow[i]);
+    }
+    if (copy < 0) {
+      copy = s.add_variable(1.0);
+      s.expand(link, copy);
+    }
+    s.solve();
+    std::vector<double> rates;
+    for (const VariableId f : flow) rates.push_back(s.rate(f));
+    std::sort(rates.begin(), rates.end());
+    double left = cap;
+    for (const double r : rates) left = std::max(0.0, left - r);
+    CHECK(s.bottleneck(copy) == link);
+    CHECK(s.rate(copy) == 1.0 * (left / (1.0 * 1.0)));
+    if (expected < 0) expected = s.rate(copy);
+    CHECK(s.rate(copy) == expected);
+  }
+}
+
 TEST_CASE("a variable with no constraint runs at its bound") {
   MaxMinSystem s;
   auto v = s.add_variable(1.0, 42.0);

@@ -12,6 +12,7 @@
 #include "gpu/executor.hpp"
 #include "gpu/sim_fixture.hpp"
 #include "hw/fabric.hpp"
+#include "report/metrics.hpp"
 #include "schedule/schedule.hpp"
 #include "workload/dit.hpp"
 
@@ -49,8 +50,11 @@ std::pair<int64_t, int64_t> check_same(const Schedule& s, const hw::Topology& t,
   CHECK(a.collective_binding == b.collective_binding);
   CHECK(a.copy_binding == b.copy_binding);
   for (const Time bound : b.collective_binding) CHECK(bound <= b.makespan);  // a union over time, not a sum over transfers
-  REQUIRE(a.resource_bytes.size() == b.resource_bytes.size());
-  for (size_t i = 0; i < a.resource_bytes.size(); ++i) CHECK(b.resource_bytes[i] == doctest::Approx(a.resource_bytes[i]).epsilon(1e-9));
+  // Every link's byte count to the bit, every metric and the summary.
+  CHECK(a.resource_bytes == b.resource_bytes);
+  const Metrics ma = compute_metrics(s, t, a), mb = compute_metrics(s, t, b);
+  CHECK(metrics_json(ma, t, a).dump() == metrics_json(mb, t, b).dump());
+  CHECK(format_summary(ma, t, a, "") == format_summary(mb, t, b, ""));
   return {b.closed_form, b.handed_back};
 }
 
@@ -74,6 +78,29 @@ programs:
 )",
                                            groups, delay, then),
                                "closed.yaml");
+}
+
+// 128 ranks over 16 nodes: a prefetch-like copy into every GPU, then the
+// same all-to-all twice (the second replays, beside the copy, with the
+// PCIe link from the NIC reserved), then after `delay` of host work `then`.
+Schedule reserved_schedule(const std::string& copy, const std::string& delay, const std::string& then) {
+  return parse_schedule_string(fmt::format(R"(name: reserved
+ranks: 128
+streams: [compute, copy, side]
+programs:
+  - rank: all
+    ops:
+      - {{op: memcpy, kind: h2d, bytes: {}, stream: copy}}
+      - {{op: host_work, duration: 20 us}}
+      - {{op: collective, kind: all_to_all, group: world, bytes: 64 MB, stream: compute, name: first}}
+      - {{op: stream_sync, stream: compute}}
+      - {{op: collective, kind: all_to_all, group: world, bytes: 64 MB, stream: compute, name: again}}
+      - {{op: host_work, duration: {}}}
+{}
+      - {{op: device_sync}}
+)",
+                                           copy, delay, then),
+                               "reserved.yaml");
 }
 
 }  // namespace
@@ -150,6 +177,60 @@ TEST_CASE("reservable links: flows of one rate each leave a residual per stage, 
   CHECK(r.stages[1].residual == 9e9);
   CHECK(r.to == Time::from_s(2));
   CHECK(r.unit == 1.0);
+}
+
+// A PCIe link from the NIC: 120 flows of an all-to-all (weight 1/sqrt(127))
+// each bound below their share there by a link of their own, ending at
+// several instants; a copy (weight 1) beside them takes what they leave. At
+// every stage the copy alone on the residual (the replay, the link
+// reserved) runs at the rate the solve of every flow gives it, to the bit,
+// wherever it stands among the variables.
+TEST_CASE("reservable links: the flow beside them runs on the residual as beside every flow, to the bit") {
+  const double w = 1 / std::sqrt(127.0), cap = 54.82e9;
+  const int n = 120;
+  auto own = [](int i) { return i % 3 == 0 ? 0.30e9 : i % 3 == 1 ? 0.33e9 : 0.35e9; };
+  exec::ClosedForm cf;
+  cf.flows.capacity.push_back(cap);
+  for (int i = 0; i < n; ++i) {
+    cf.flows.capacity.push_back(own(i));
+    FlowSpec f;
+    f.route = {{0, 1.0}, {i + 1, 1.0}};
+    f.weight = w;
+    f.bytes = 1e6 * (1 + i % 4);
+    cf.flows.flows.push_back(f);
+  }
+  for (int k = 0; k <= n; ++k) cf.cons.push_back(k);
+  const IsolatedRun run = run_isolated(cf.flows);
+  exec::find_reservable(cf, run);
+  REQUIRE(cf.reservable[0] >= 0);
+  const exec::ClosedForm::Reservable& r = cf.reservables[static_cast<size_t>(cf.reservable[0])];
+  CHECK(r.stages.size() >= 8);
+  for (const auto& st : r.stages) {
+    CAPTURE(st.from.ps());
+    MaxMinSystem alone;
+    const VariableId copy_alone = alone.add_variable(1.0);
+    alone.expand(alone.add_constraint(st.residual), copy_alone);
+    alone.solve();
+    for (const int copy_at : {0, n / 2, n}) {
+      CAPTURE(copy_at);
+      MaxMinSystem every;
+      for (const double c : cf.flows.capacity) every.add_constraint(c);
+      VariableId copy = -1;
+      for (int i = 0; i <= n; ++i) {
+        if (i == copy_at) {
+          copy = every.add_variable(1.0);
+          every.expand(0, copy);
+        }
+        if (i == n || run.records[static_cast<size_t>(i)].end <= st.from) continue;  // ended before this stage
+        const VariableId v = every.add_variable(w);
+        every.expand(0, v);
+        every.expand(i + 1, v);
+      }
+      every.solve();
+      CHECK(every.bottleneck(copy) == 0);
+      CHECK(every.rate(copy) == alone.rate(copy_alone));
+    }
+  }
 }
 
 TEST_CASE("closed-form all-to-alls replay exactly what simulating every flow gives") {
@@ -253,6 +334,34 @@ TEST_CASE("closed-form all-to-alls: Ulysses 128 beside prefetch copies replays w
   CHECK(closed > closed_alone);
   MESSAGE(fmt::format("Ulysses 128 over 16 nodes, layerwise offload: {} closed forms, {} of them with links reserved ({} without), {} handed back",
                       closed, reserved, closed_alone, handed));
+}
+
+// While the all-to-all replays with the link reserved, something touches
+// it: a second copy over the reserved link, a kernel that slows its flows.
+// It hands its flows back and the link its capacity, and the run goes on as
+// the flow-by-flow one does, to the picosecond.
+TEST_CASE("closed-form all-to-alls: a replay with a link reserved hands back part-way, the same") {
+  const hw::Topology t(hw::parse_topology_file(kSrc + "/configs/topologies/h100-128node-ib.yaml"));
+  int64_t handed = 0;
+  const std::pair<std::string, std::string> cases[] = {
+      {"1 GB", ""},
+      {"1 GB", "      - {op: memcpy, kind: d2h, bytes: 64 MB, stream: side}"},
+      {"1 GB", "      - {op: kernel, stream: side, duration: 1 ms}"},
+      {"12 MB", ""},
+      {"12 MB", "      - {op: memcpy, kind: h2d, bytes: 100 MB, stream: copy}"},
+  };
+  for (const auto& [copy, then] : cases)
+    for (const std::string d : {"1 us", "100 us", "400 us", "1 ms", "3 ms"}) {
+      CAPTURE(copy);
+      CAPTURE(then);
+      CAPTURE(d);
+      int64_t reserved = 0;
+      const auto [closed, h] = check_same(reserved_schedule(copy, d, then), t, {}, true, &reserved);
+      CHECK(closed == 1);
+      CHECK(reserved == 1);
+      handed += h;
+    }
+  CHECK(handed >= 12);  // each case with something after, but at 3 ms (after the all-to-all ends)
 }
 
 TEST_CASE("closed-form all-to-alls: random schedules agree with flow-by-flow runs") {
