@@ -185,7 +185,8 @@ TEST_CASE("one variable left on a constraint: its share does not depend on the o
   auto own = [](int i) { return i % 3 == 0 ? 0.30e9 : i % 3 == 1 ? 0.33e9 : 0.35e9; };
   double expected = -1;
   // Where the copy is added among the flows, and a stride that permutes them.
-  for (const auto& [copy_at, stride] : std::vector<std::pair<int, int>>{{0, 1}, {60, 1}, {120, 1}, {7, 37}, {93, 89}}) {
+  for (const std::pair<int, int>& order : std::vector<std::pair<int, int>>{{0, 1}, {60, 1}, {120, 1}, {7, 37}, {93, 89}}) {
+    const int copy_at = order.first, stride = order.second;  // named, not bound: CAPTURE's lambda takes them
     CAPTURE(copy_at);
     CAPTURE(stride);
     MaxMinSystem s;

@@ -350,8 +350,10 @@ TEST_CASE("closed-form all-to-alls: a replay with a link reserved hands back par
       {"12 MB", ""},
       {"12 MB", "      - {op: memcpy, kind: h2d, bytes: 100 MB, stream: copy}"},
   };
-  for (const auto& [copy, then] : cases)
+  for (const auto& one : cases)
     for (const std::string d : {"1 us", "100 us", "400 us", "1 ms", "3 ms"}) {
+      const std::string& copy = one.first;  // named, not bound: CAPTURE's lambda takes them
+      const std::string& then = one.second;
       CAPTURE(copy);
       CAPTURE(then);
       CAPTURE(d);
